@@ -1,0 +1,49 @@
+# happy — build, test and measure. `make help` lists the targets.
+GO        ?= go
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -s -w -X github.com/happy-dev/happy/internal/buildinfo.Version=$(VERSION)
+BIN       := bin/happy
+TOOLS     := $(CURDIR)/bin/tools
+STATICCHECK_VERSION := 2025.1.1
+FUZZTIME  ?= 10s
+BENCHTIME ?= 1s
+
+.PHONY: help build install test e2e bench fuzz lint clean
+
+help:
+	@echo "build    static binary at $(BIN)"
+	@echo "install  go install ./cmd/happy (into \$$GOBIN or \$$HOME/go/bin)"
+	@echo "test     unit, golden, in-process server and fake-agent tests, with -race"
+	@echo "e2e      end-to-end tests with the real agent CLIs (see .ci/run)"
+	@echo "bench    benchmarks (happy --version cost, model, crypto, relay, server)"
+	@echo "fuzz     a short run of every fuzz target (FUZZTIME=$(FUZZTIME) each)"
+	@echo "lint     go vet, gofmt -l and staticcheck"
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/happy
+
+install:
+	CGO_ENABLED=0 $(GO) install -trimpath -ldflags '$(LDFLAGS)' ./cmd/happy
+
+test:
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+e2e:
+	$(GO) test -tags e2e -count=1 -timeout 40m -run 'E2E' ./e2e/...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -timeout 30m ./...
+
+fuzz:
+	FUZZTIME=$(FUZZTIME) GO=$(GO) ./scripts/fuzz.sh
+
+lint: $(TOOLS)/staticcheck
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt -l:"; echo "$$out"; exit 1; fi
+	$(TOOLS)/staticcheck ./...
+
+$(TOOLS)/staticcheck:
+	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+clean:
+	rm -rf bin

@@ -1,0 +1,79 @@
+// Command happy wraps a coding agent (Claude Code, Codex, any ACP agent),
+// turns what it does into one encrypted transcript of messages and parts and
+// pushes it to a relay, so another device can follow and control the session.
+//
+// This package holds cobra commands only: each command parses flags into an
+// options struct and calls a package that does the work.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Exit codes shared by all commands (DESIGN.md, "Exit codes of happy <agent> -p").
+const (
+	exitOK          = 0
+	exitFailed      = 1
+	exitUsage       = 2
+	exitRelay       = 3
+	exitInterrupted = 130
+)
+
+// exitError carries a process exit code out of a command's RunE. Its message,
+// when not empty, is printed on stderr.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+func main() {
+	os.Exit(run(os.Args[1:], newFactory(os.Stdin, os.Stdout, os.Stderr, os.Getenv)))
+}
+
+// run executes the command line args and returns the exit code.
+func run(args []string, f *factory) int {
+	root := newRootCmd(f)
+	root.SetArgs(args)
+	err := root.Execute()
+	f.close()
+	return exitCode(err, f.stderr)
+}
+
+// exitCode maps a command error to an exit code and prints its message.
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintln(stderr, "happy:", ee.err)
+		}
+		return ee.code
+	}
+	var ue *usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintln(stderr, "happy:", ue.err)
+		return exitUsage
+	}
+	fmt.Fprintln(stderr, "happy:", err)
+	return exitFailed
+}
+
+// usageError marks a wrong command line (unknown flag, missing argument).
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }

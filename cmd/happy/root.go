@@ -1,0 +1,31 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/happy-dev/happy/internal/buildinfo"
+)
+
+// newRootCmd builds the `happy` command tree. Subcommands are added here, one
+// constructor per file.
+func newRootCmd(f *factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "happy",
+		Short: "Wrap a coding agent and follow or control it from another device",
+		Long: `happy wraps a coding agent (Claude Code, Codex, any Agent Client Protocol agent),
+turns everything it does into one transcript of messages and parts, encrypts it
+end to end and pushes it to a relay, so that a phone, a browser or another
+terminal can follow the session, answer its permission prompts and send the
+next prompt.`,
+		Version:       buildinfo.Version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(f.stdin)
+	root.SetOut(f.stdout)
+	root.SetErr(f.stderr)
+	root.SetVersionTemplate("happy {{.Version}}\n")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
+	root.CompletionOptions.HiddenDefaultCmd = true
+	return root
+}

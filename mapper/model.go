@@ -1,0 +1,647 @@
+// Package mapper holds happy's canonical transcript model and the reducer that
+// builds it from provider-neutral agent events.
+//
+// The model is the messages-and-parts shape of the "provider envelope
+// redesign" (seed 001): a Session has Messages (UserMessage or
+// AssistantMessage, a union on "role"); each message has ordered Parts (a
+// union on "type"); a tool part carries a ToolState (a union on "status") that
+// may hold a PermissionBlock or QuestionBlock while "blocked" and keeps the
+// resolved block afterwards. JSON field names are exactly the seed's
+// (camelCase, sessionID, messageID, callID, parentID).
+//
+// Deviations from the seed, all from DESIGN.md: token counts, cost and
+// durations are optional (absent is not zero), a resolved block may carry a
+// "reason" when nobody decided (cancelled, agent-exited, timeout,
+// answered-in-agent), and a part type unknown to this version decodes as an
+// UnknownPart that keeps its raw JSON.
+//
+// Times are Unix milliseconds (int64) throughout.
+package mapper
+
+import "encoding/json"
+
+// Object is a JSON object with arbitrary values: tool input, metadata.
+// Decoders in this package use json.Number for numbers so that integers of
+// any size survive a round trip; maps marshal with sorted keys, so encoding
+// is byte-stable.
+type Object = map[string]any
+
+// Role discriminates Message.
+type Role string
+
+// Message roles.
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+)
+
+// Message is a UserMessage or an AssistantMessage (closed union).
+type Message interface {
+	// MessageRole is the "role" discriminator.
+	MessageRole() Role
+	// MessageID is the message's "id".
+	MessageID() string
+	isMessage()
+}
+
+// ModelRef names a model: {"providerID":"anthropic","modelID":"claude-sonnet-4-6"}.
+type ModelRef struct {
+	ProviderID string `json:"providerID"`
+	ModelID    string `json:"modelID"`
+}
+
+// FileDiff is one file's change in a summary: before and after text and line
+// counts (the shape of OpenCode's snapshot diff).
+type FileDiff struct {
+	File      string `json:"file"`
+	Before    string `json:"before"`
+	After     string `json:"after"`
+	Additions int    `json:"additions"`
+	Deletions int    `json:"deletions"`
+	Status    string `json:"status,omitempty"` // "added" | "deleted" | "modified"
+}
+
+// UserTime is a user message's time block.
+type UserTime struct {
+	Created int64 `json:"created"`
+}
+
+// UserSummary is the optional summary of a user message's turn.
+type UserSummary struct {
+	Title string     `json:"title,omitempty"`
+	Body  string     `json:"body,omitempty"`
+	Diffs []FileDiff `json:"diffs"`
+}
+
+// UserMessage is a prompt: role "user".
+type UserMessage struct {
+	ID        string          `json:"id"`
+	SessionID string          `json:"sessionID"`
+	Role      Role            `json:"role"` // always RoleUser
+	Time      UserTime        `json:"time"`
+	Agent     string          `json:"agent"`
+	Model     ModelRef        `json:"model"`
+	Format    json.RawMessage `json:"format,omitempty"` // OutputFormat, kept opaque
+	System    string          `json:"system,omitempty"`
+	Tools     map[string]bool `json:"tools,omitempty"`
+	Variant   string          `json:"variant,omitempty"`
+	Summary   *UserSummary    `json:"summary,omitempty"`
+}
+
+// MessageRole implements Message.
+func (*UserMessage) MessageRole() Role { return RoleUser }
+
+// MessageID implements Message.
+func (m *UserMessage) MessageID() string { return m.ID }
+func (*UserMessage) isMessage()          {}
+
+// AssistantTime is an assistant message's time block; Completed is nil while
+// the message is still being produced.
+type AssistantTime struct {
+	Created   int64  `json:"created"`
+	Completed *int64 `json:"completed,omitempty"`
+}
+
+// MessagePath is the working folder and project root of an assistant message.
+type MessagePath struct {
+	Cwd  string `json:"cwd"`
+	Root string `json:"root"`
+}
+
+// CacheTokens counts prompt-cache reads and writes.
+type CacheTokens struct {
+	Read  *int64 `json:"read,omitempty"`
+	Write *int64 `json:"write,omitempty"`
+}
+
+// Tokens is token usage. Every count is optional: a provider that does not
+// report a figure leaves it nil, never 0 (DESIGN.md "Absent is not zero").
+type Tokens struct {
+	Input     *int64      `json:"input,omitempty"`
+	Output    *int64      `json:"output,omitempty"`
+	Reasoning *int64      `json:"reasoning,omitempty"`
+	Cache     CacheTokens `json:"cache"`
+}
+
+// Finish reasons of an assistant message (DESIGN.md "Finish reasons").
+const (
+	FinishStop      = "stop"
+	FinishToolCalls = "tool-calls"
+	FinishLength    = "length"
+	FinishAborted   = "aborted"
+	FinishError     = "error"
+)
+
+// AssistantMessage is one model step: role "assistant".
+type AssistantMessage struct {
+	ID         string        `json:"id"`
+	SessionID  string        `json:"sessionID"`
+	Role       Role          `json:"role"` // always RoleAssistant
+	Time       AssistantTime `json:"time"`
+	ParentID   string        `json:"parentID"` // the UserMessage that triggered it
+	ModelID    string        `json:"modelID"`
+	ProviderID string        `json:"providerID"`
+	Agent      string        `json:"agent"`
+	Path       MessagePath   `json:"path"`
+	Cost       *float64      `json:"cost,omitempty"`   // USD; nil when not reported
+	Tokens     *Tokens       `json:"tokens,omitempty"` // nil when not reported
+	Finish     string        `json:"finish,omitempty"` // one of the Finish* constants
+	Error      *MessageError `json:"error,omitempty"`
+	Summary    *bool         `json:"summary,omitempty"` // true for a compaction summary
+	Variant    string        `json:"variant,omitempty"`
+}
+
+// MessageRole implements Message.
+func (*AssistantMessage) MessageRole() Role { return RoleAssistant }
+
+// MessageID implements Message.
+func (m *AssistantMessage) MessageID() string { return m.ID }
+func (*AssistantMessage) isMessage()          {}
+
+// ErrorKind selects the recovery a reader offers (seed 002 "Error Kinds").
+// An unknown kind decodes as ErrorInternal.
+type ErrorKind string
+
+// Error kinds.
+const (
+	ErrorAuth      ErrorKind = "auth"       // credential rejected (HTTP 401 or 403)
+	ErrorRateLimit ErrorKind = "rate_limit" // retrying is meaningful
+	ErrorEmpty     ErrorKind = "empty"      // the agent produced no output
+	ErrorTransport ErrorKind = "transport"  // the stream broke
+	ErrorProtocol  ErrorKind = "protocol"   // client and agent disagree on the contract
+	ErrorInternal  ErrorKind = "internal"   // anything else
+)
+
+// ParseErrorKind maps a kind string to an ErrorKind; anything unknown
+// (including "") degrades to ErrorInternal.
+func ParseErrorKind(s string) ErrorKind {
+	switch k := ErrorKind(s); k {
+	case ErrorAuth, ErrorRateLimit, ErrorEmpty, ErrorTransport, ErrorProtocol, ErrorInternal:
+		return k
+	}
+	return ErrorInternal
+}
+
+// Names of MessageError (OpenCode's error union names).
+const (
+	ErrNameAPI          = "APIError"
+	ErrNameProviderAuth = "ProviderAuthError"
+	ErrNameAborted      = "MessageAbortedError"
+	ErrNameOutputLength = "MessageOutputLengthError"
+	ErrNameUnknown      = "UnknownError"
+)
+
+// MessageError is an assistant message's error, also used as a retry part's
+// APIError: {"name":"APIError","data":{"message":…,"kind":"rate_limit",…}}.
+type MessageError struct {
+	Name string    `json:"name"` // one of the ErrName* constants
+	Data ErrorData `json:"data"`
+}
+
+// ErrorData is the payload of a MessageError.
+type ErrorData struct {
+	Message      string    `json:"message"`
+	Kind         ErrorKind `json:"kind"`
+	ProviderID   string    `json:"providerID,omitempty"`
+	StatusCode   *int      `json:"statusCode,omitempty"`
+	IsRetryable  *bool     `json:"isRetryable,omitempty"`
+	ResponseBody string    `json:"responseBody,omitempty"`
+}
+
+// APIError is the error of a retry part (same shape as MessageError).
+type APIError = MessageError
+
+// PartType discriminates Part.
+type PartType string
+
+// Part types of seed 001, plus PartUnknown for types this version does not know.
+const (
+	PartText       PartType = "text"
+	PartReasoning  PartType = "reasoning"
+	PartTool       PartType = "tool"
+	PartFile       PartType = "file"
+	PartStepStart  PartType = "step-start"
+	PartStepFinish PartType = "step-finish"
+	PartSubtask    PartType = "subtask"
+	PartAgent      PartType = "agent"
+	PartSnapshot   PartType = "snapshot"
+	PartPatch      PartType = "patch"
+	PartCompaction PartType = "compaction"
+	PartRetry      PartType = "retry"
+)
+
+// Part is one ordered piece of a message (closed union; the marker method
+// lets a type switch list every variant).
+type Part interface {
+	// PartType is the "type" discriminator (for UnknownPart, the raw type).
+	PartType() PartType
+	// Base returns the id, sessionID and messageID every part carries.
+	Base() *PartBase
+	isPart()
+}
+
+// PartBase is embedded in every part.
+type PartBase struct {
+	ID        string `json:"id"`
+	SessionID string `json:"sessionID"`
+	MessageID string `json:"messageID"`
+}
+
+// Base implements Part.
+func (b *PartBase) Base() *PartBase { return b }
+
+// PartTime is the time block of text and reasoning parts.
+type PartTime struct {
+	Start int64  `json:"start"`
+	End   *int64 `json:"end,omitempty"`
+}
+
+// TextPart is text written by the user or the model.
+type TextPart struct {
+	PartBase
+	Text      string    `json:"text"`
+	Synthetic bool      `json:"synthetic,omitempty"` // injected by the system
+	Ignored   bool      `json:"ignored,omitempty"`   // excluded from model context
+	Time      *PartTime `json:"time,omitempty"`
+	Metadata  Object    `json:"metadata,omitempty"`
+}
+
+// ReasoningPart is the model's thinking (a Claude signature goes in metadata).
+type ReasoningPart struct {
+	PartBase
+	Text     string   `json:"text"`
+	Time     PartTime `json:"time"`
+	Metadata Object   `json:"metadata,omitempty"`
+}
+
+// ToolPart is one tool call and its state.
+type ToolPart struct {
+	PartBase
+	CallID   string    `json:"callID"`
+	Tool     string    `json:"tool"`
+	State    ToolState `json:"state"`
+	Metadata Object    `json:"metadata,omitempty"`
+}
+
+// FilePartSource says where a file part came from; kept opaque.
+type FilePartSource = json.RawMessage
+
+// FilePart is an attachment: inline data: URL or a reference to an encrypted blob.
+type FilePart struct {
+	PartBase
+	Mime     string         `json:"mime"`
+	Filename string         `json:"filename,omitempty"`
+	URL      string         `json:"url"`
+	Source   FilePartSource `json:"source,omitempty"`
+}
+
+// StepStartPart opens a model step; Snapshot is a git commit hash when known.
+type StepStartPart struct {
+	PartBase
+	Snapshot string `json:"snapshot,omitempty"`
+}
+
+// StepFinishPart closes a model step with its finish reason and usage.
+type StepFinishPart struct {
+	PartBase
+	Reason   string   `json:"reason"` // one of the Finish* constants
+	Snapshot string   `json:"snapshot,omitempty"`
+	Cost     *float64 `json:"cost,omitempty"`
+	Tokens   *Tokens  `json:"tokens,omitempty"`
+}
+
+// SubtaskPart is a delegation request (prompt for a subagent).
+type SubtaskPart struct {
+	PartBase
+	Prompt      string    `json:"prompt"`
+	Description string    `json:"description"`
+	Agent       string    `json:"agent"`
+	Model       *ModelRef `json:"model,omitempty"`
+	Command     string    `json:"command,omitempty"`
+}
+
+// AgentPart names the agent that produced what follows.
+type AgentPart struct {
+	PartBase
+	Name string `json:"name"`
+}
+
+// SnapshotPart records a working-tree snapshot.
+type SnapshotPart struct {
+	PartBase
+	Snapshot string `json:"snapshot"`
+}
+
+// PatchPart records the files a step changed.
+type PatchPart struct {
+	PartBase
+	Hash  string   `json:"hash"`
+	Files []string `json:"files"`
+}
+
+// CompactionPart marks a context compaction.
+type CompactionPart struct {
+	PartBase
+	Auto     bool  `json:"auto"`
+	Overflow *bool `json:"overflow,omitempty"`
+}
+
+// RetryTime is the time block of a retry part.
+type RetryTime struct {
+	Created int64 `json:"created"`
+}
+
+// RetryPart records a retried provider call.
+type RetryPart struct {
+	PartBase
+	Attempt int       `json:"attempt"`
+	Error   APIError  `json:"error"`
+	Time    RetryTime `json:"time"`
+}
+
+// UnknownPart is a part whose type this version does not know. Raw is the
+// whole part object as received; it is written back unchanged, so a newer
+// writer never breaks an older reader.
+type UnknownPart struct {
+	PartBase
+	Type string          `json:"-"`
+	Raw  json.RawMessage `json:"-"`
+}
+
+// PartType implementations.
+func (*TextPart) PartType() PartType       { return PartText }
+func (*ReasoningPart) PartType() PartType  { return PartReasoning }
+func (*ToolPart) PartType() PartType       { return PartTool }
+func (*FilePart) PartType() PartType       { return PartFile }
+func (*StepStartPart) PartType() PartType  { return PartStepStart }
+func (*StepFinishPart) PartType() PartType { return PartStepFinish }
+func (*SubtaskPart) PartType() PartType    { return PartSubtask }
+func (*AgentPart) PartType() PartType      { return PartAgent }
+func (*SnapshotPart) PartType() PartType   { return PartSnapshot }
+func (*PatchPart) PartType() PartType      { return PartPatch }
+func (*CompactionPart) PartType() PartType { return PartCompaction }
+func (*RetryPart) PartType() PartType      { return PartRetry }
+func (p *UnknownPart) PartType() PartType  { return PartType(p.Type) }
+
+func (*TextPart) isPart()       {}
+func (*ReasoningPart) isPart()  {}
+func (*ToolPart) isPart()       {}
+func (*FilePart) isPart()       {}
+func (*StepStartPart) isPart()  {}
+func (*StepFinishPart) isPart() {}
+func (*SubtaskPart) isPart()    {}
+func (*AgentPart) isPart()      {}
+func (*SnapshotPart) isPart()   {}
+func (*PatchPart) isPart()      {}
+func (*CompactionPart) isPart() {}
+func (*RetryPart) isPart()      {}
+func (*UnknownPart) isPart()    {}
+
+// ToolStatus discriminates ToolState.
+type ToolStatus string
+
+// Tool statuses (seed 001 tool state machine).
+const (
+	StatusPending   ToolStatus = "pending"
+	StatusRunning   ToolStatus = "running"
+	StatusBlocked   ToolStatus = "blocked"
+	StatusCompleted ToolStatus = "completed"
+	StatusError     ToolStatus = "error"
+)
+
+// Open reports whether the status is not terminal (pending, running, blocked).
+func (s ToolStatus) Open() bool {
+	return s == StatusPending || s == StatusRunning || s == StatusBlocked
+}
+
+// ToolTime is the time block of a tool state: Start when it began running,
+// End when it reached completed or error, Compacted when its output was
+// compacted away.
+type ToolTime struct {
+	Start     int64  `json:"start"`
+	End       int64  `json:"end"`
+	Compacted *int64 `json:"compacted,omitempty"`
+}
+
+// ToolState is the state of a tool call. It is one Go struct for all five
+// statuses; which fields are present on the wire depends on Status (seed 001):
+//
+//	pending:   status, input, raw
+//	running:   status, input, title?, metadata?, time{start}
+//	blocked:   status, input, title?, metadata?, time{start}, block (unresolved)
+//	completed: status, input, output, title, metadata, time{start,end,compacted?}, attachments?, block? (resolved)
+//	error:     status, input, error, metadata?, time{start,end}, block? (resolved)
+//
+// Change a state only through Transition, which refuses illegal moves.
+type ToolState struct {
+	Status      ToolStatus
+	Input       Object
+	Raw         string // pending: input text as it streams in
+	Title       string
+	Output      string // completed
+	Error       string // error
+	Metadata    Object
+	Time        ToolTime
+	Attachments []FilePart
+	Block       *Block
+}
+
+// BlockType discriminates Block.
+type BlockType string
+
+// Block types.
+const (
+	BlockPermission BlockType = "permission"
+	BlockQuestion   BlockType = "question"
+)
+
+// Decision is a person's answer to a permission block (seed 001 / DESIGN.md
+// "Vocabulary of a permission outcome"). Only these three exist; decode one
+// with ParseDecision, which refuses anything else.
+type Decision string
+
+// Decisions.
+const (
+	DecisionOnce   Decision = "once"
+	DecisionAlways Decision = "always"
+	DecisionReject Decision = "reject"
+)
+
+// Reasons a block is resolved without anyone deciding (decision "reject").
+const (
+	ReasonCancelled       = "cancelled"
+	ReasonAgentExited     = "agent-exited"
+	ReasonTimeout         = "timeout"
+	ReasonAnsweredInAgent = "answered-in-agent"
+)
+
+// QuestionOption is one choice of a question.
+type QuestionOption struct {
+	Label       string `json:"label"`
+	Description string `json:"description"`
+}
+
+// QuestionInfo is one question of a question block.
+type QuestionInfo struct {
+	Question string           `json:"question"`
+	Header   string           `json:"header"` // short label, at most 30 characters
+	Options  []QuestionOption `json:"options"`
+	Multiple *bool            `json:"multiple,omitempty"`
+	Custom   *bool            `json:"custom,omitempty"` // free-text answers allowed (default true)
+}
+
+// Block is a PermissionBlock or QuestionBlock, unresolved (on a blocked tool)
+// or resolved (kept on the completed or error state). One Go struct; the wire
+// fields depend on Type and on whether DecidedAt is set:
+//
+//	permission:          type, id, permission, patterns, always, metadata
+//	permission resolved: type, id, permission, patterns, metadata, decision, decidedAt, reason?
+//	question:            type, id, questions
+//	question resolved:   type, id, questions, answers, decidedAt, decision?, reason?
+//
+// A question settled without answers (cancelled, timeout) has decision
+// "reject", a reason and empty answers.
+type Block struct {
+	Type BlockType
+	ID   string
+	// permission
+	Permission string
+	Patterns   []string
+	Always     []string
+	Metadata   Object
+	// question
+	Questions []QuestionInfo
+	// resolution
+	Decision  Decision   // "" while unresolved (and for answered questions)
+	Answers   [][]string // question: per question, the selected labels
+	DecidedAt *int64     // nil while unresolved
+	Reason    string     // why it was settled without a decision, if it was
+}
+
+// Resolved reports whether the block carries a decision or answers.
+func (b *Block) Resolved() bool { return b != nil && b.DecidedAt != nil }
+
+// TodoStatus is a todo's progress.
+type TodoStatus string
+
+// Todo statuses.
+const (
+	TodoPending    TodoStatus = "pending"
+	TodoInProgress TodoStatus = "in_progress"
+	TodoCompleted  TodoStatus = "completed"
+	TodoCancelled  TodoStatus = "cancelled"
+)
+
+// TodoPriority is a todo's priority.
+type TodoPriority string
+
+// Todo priorities.
+const (
+	PriorityHigh   TodoPriority = "high"
+	PriorityMedium TodoPriority = "medium"
+	PriorityLow    TodoPriority = "low"
+)
+
+// Todo is one entry of a session's todo list.
+type Todo struct {
+	Content  string       `json:"content"`
+	Status   TodoStatus   `json:"status"`
+	Priority TodoPriority `json:"priority"`
+}
+
+// Action is what a permission rule does.
+type Action string
+
+// Rule actions.
+const (
+	ActionAllow Action = "allow"
+	ActionDeny  Action = "deny"
+	ActionAsk   Action = "ask"
+)
+
+// PermissionRule is {permission, pattern, action}: for tools of kind
+// Permission ("edit", "bash", "*" …) whose pattern matches the glob Pattern,
+// do Action. Rules are evaluated in order; see Evaluate.
+type PermissionRule struct {
+	Permission string `json:"permission"`
+	Pattern    string `json:"pattern"`
+	Action     Action `json:"action"`
+}
+
+// SessionTime is a session's time block.
+type SessionTime struct {
+	Created    int64  `json:"created"`
+	Updated    int64  `json:"updated"`
+	Compacting *int64 `json:"compacting,omitempty"`
+}
+
+// SessionSummary counts a session's file changes.
+type SessionSummary struct {
+	Additions int        `json:"additions"`
+	Deletions int        `json:"deletions"`
+	Files     int        `json:"files"`
+	Diffs     []FileDiff `json:"diffs,omitempty"`
+}
+
+// Session is a root session or a child session (a subagent, ParentID set).
+type Session struct {
+	ID         string           `json:"id"`
+	ProjectID  string           `json:"projectID"`
+	Directory  string           `json:"directory"`
+	ParentID   string           `json:"parentID,omitempty"`
+	Title      string           `json:"title"`
+	Time       SessionTime      `json:"time"`
+	Permission []PermissionRule `json:"permission,omitempty"`
+	Summary    *SessionSummary  `json:"summary,omitempty"`
+}
+
+// MessageWithParts is one message and its ordered parts:
+// {"info": Message, "parts": [Part, …]}.
+type MessageWithParts struct {
+	Info  Message
+	Parts []Part
+}
+
+// Transcript is the transcript document, the one JSON shape every command
+// that prints a session uses:
+//
+//	{"session": Session, "messages": [MessageWithParts…], "children": [Transcript…],
+//	 "todos": [Todo…], "dropped": [Dropped…]}
+//
+// Arrays are always present (empty, never null).
+type Transcript struct {
+	Session  Session            `json:"session"`
+	Messages []MessageWithParts `json:"messages"`
+	Children []Transcript       `json:"children"`
+	Todos    []Todo             `json:"todos"`
+	Dropped  []Dropped          `json:"dropped"`
+}
+
+// DropReason says why an input was refused. Readers count them by reason.
+type DropReason string
+
+// Drop reasons shared by all decoders.
+const (
+	DropUnparseableJSON   DropReason = "unparseable_json"   // not JSON (truncated line, HTML page)
+	DropNotAnObject       DropReason = "not_an_object"      // JSON, but an array, string, number or null
+	DropUnknownType       DropReason = "unknown_type"       // a record/event kind this version does not know
+	DropMissingID         DropReason = "missing_id"         // an id the record needs is absent or empty
+	DropInvalidField      DropReason = "invalid_field"      // a field has the wrong type or an impossible value
+	DropOversize          DropReason = "oversize"           // larger than the reader accepts
+	DropIllegalTransition DropReason = "illegal_transition" // a tool state change the state machine refuses
+	DropOrphan            DropReason = "orphan"             // refers to something never announced and cannot stand alone
+	DropDecryptFailed     DropReason = "decrypt_failed"     // ciphertext that does not open with our key
+	DropUnknownDecision   DropReason = "unknown_decision"   // a permission answer that is not once/always/reject
+)
+
+// Dropped records one refused input: where it came from, why, and a prefix
+// of the raw bytes for diagnosis. It is kept in the transcript document so
+// a reader can tell the transcript is incomplete.
+type Dropped struct {
+	Source string     `json:"source"`           // e.g. "claude-jsonl", "codex-rpc", "relay"
+	Line   int64      `json:"line,omitempty"`   // 1-based line (or record) number, when known
+	Kind   string     `json:"kind,omitempty"`   // the raw kind/type of the refused record, when known
+	Reason DropReason `json:"reason"`           // why it was refused
+	Detail string     `json:"detail,omitempty"` // human-readable specifics
+	Raw    string     `json:"raw,omitempty"`    // at most the first 512 bytes of the input
+}
