@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"github.com/happy-dev/happy/internal/buildinfo"
@@ -27,5 +29,16 @@ next prompt.`,
 	root.SetVersionTemplate("happy {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
 	root.CompletionOptions.HiddenDefaultCmd = true
+	// Bare `happy` prints help; an unknown word is a usage error (exit 2),
+	// not a silent help screen.
+	root.Args = func(_ *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return &usageError{err: fmt.Errorf("unknown command %q (see happy help)", args[0])}
+		}
+		return nil
+	}
+	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+
+	root.AddCommand(newVersionCmd(f))
 	return root
 }
