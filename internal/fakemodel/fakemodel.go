@@ -1,0 +1,414 @@
+// Package fakemodel is a scripted, deterministic model server for tests: it
+// speaks enough of the Anthropic Messages API (streaming SSE and plain JSON)
+// and the OpenAI Responses API (streaming SSE) for the real agent CLIs to run
+// a turn offline against 127.0.0.1.
+//
+// The default script is stateless: a request that offers tools and whose last
+// user message carries no tool result gets one tool call (Script.ToolName and
+// Script.ToolInput); any other request with tools gets Script.FinalText; a
+// request without tools (title or summary side calls) gets Script.SideText.
+// Set Script.Decide to take over completely.
+//
+// Ids in responses come from a per-server counter (msg_fake_0001,
+// toolu_fake_0001, …), so the same conversation yields the same ids.
+package fakemodel
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Request is what the fake server saw of one model request, for assertions.
+type Request struct {
+	API      string          // "anthropic" or "openai"
+	Path     string          // URL path
+	Model    string          // the request's "model"
+	HasTools bool            // the request offered tools
+	ToolDone bool            // the last user input carries a tool result
+	LastText string          // text of the last user message (tool results excluded)
+	Body     json.RawMessage // the whole request body
+}
+
+// Reply is the scripted answer to one request: a tool call when ToolName is
+// set, else Text.
+type Reply struct {
+	Text      string
+	ToolName  string
+	ToolInput map[string]any
+}
+
+// Script configures the answers. Zero fields take the defaults in New.
+type Script struct {
+	ToolName  string                // tool the model calls (default "Bash")
+	ToolInput map[string]any        // its input (default {"command":"echo hi","description":"Print hi"})
+	FinalText string                // answer after a tool result (default "Done.")
+	SideText  string                // answer to requests without tools (default "Fake title")
+	Decide    func(r Request) Reply // when set, decides every answer
+	Delay     time.Duration         // pause between streamed events
+}
+
+// Server is a running fake model server.
+type Server struct {
+	URL string // base URL, e.g. http://127.0.0.1:41234
+
+	script Script
+	srv    *http.Server
+	ln     net.Listener
+
+	mu       sync.Mutex
+	requests []Request
+	counter  int
+}
+
+// New starts a fake model server on 127.0.0.1 with an OS-chosen port.
+func New(s Script) (*Server, error) {
+	if s.ToolName == "" {
+		s.ToolName = "Bash"
+	}
+	if s.ToolInput == nil {
+		s.ToolInput = map[string]any{"command": "echo hi", "description": "Print hi"}
+	}
+	if s.FinalText == "" {
+		s.FinalText = "Done."
+	}
+	if s.SideText == "" {
+		s.SideText = "Fake title"
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("fakemodel: listen: %w", err)
+	}
+	fs := &Server{URL: "http://" + ln.Addr().String(), script: s, ln: ln}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/messages", fs.anthropicMessages)
+	mux.HandleFunc("POST /v1/messages/count_tokens", fs.anthropicCountTokens)
+	mux.HandleFunc("POST /v1/responses", fs.openaiResponses)
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "not found", http.StatusNotFound) })
+	fs.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = fs.srv.Serve(ln) }()
+	return fs, nil
+}
+
+// Close stops the server and waits for open requests to finish (at most 5 s).
+func (s *Server) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return s.srv.Shutdown(ctx)
+}
+
+// Requests returns a copy of the requests seen so far, in arrival order.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.requests...)
+}
+
+func (s *Server) record(r Request) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests = append(s.requests, r)
+	s.counter++
+	return s.counter
+}
+
+func (s *Server) decide(r Request) Reply {
+	if s.script.Decide != nil {
+		return s.script.Decide(r)
+	}
+	switch {
+	case !r.HasTools:
+		return Reply{Text: s.script.SideText}
+	case r.ToolDone:
+		return Reply{Text: s.script.FinalText}
+	default:
+		return Reply{ToolName: s.script.ToolName, ToolInput: s.script.ToolInput}
+	}
+}
+
+// --- Anthropic Messages ---
+
+type anthropicBlock struct {
+	Type    string          `json:"type"`
+	Text    string          `json:"text"`
+	Content json.RawMessage `json:"content"`
+}
+
+type anthropicMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"` // string or []anthropicBlock
+}
+
+type anthropicRequest struct {
+	Model    string             `json:"model"`
+	Stream   bool               `json:"stream"`
+	Tools    []json.RawMessage  `json:"tools"`
+	Messages []anthropicMessage `json:"messages"`
+}
+
+// parseAnthropic reads the parts of a Messages request the script needs.
+func parseAnthropic(body []byte) (anthropicRequest, Request, error) {
+	var ar anthropicRequest
+	if err := json.Unmarshal(body, &ar); err != nil {
+		return ar, Request{}, fmt.Errorf("decode messages request: %w", err)
+	}
+	r := Request{API: "anthropic", Model: ar.Model, HasTools: len(ar.Tools) > 0, Body: append(json.RawMessage(nil), body...)}
+	for i := len(ar.Messages) - 1; i >= 0; i-- {
+		m := ar.Messages[i]
+		if m.Role != "user" {
+			continue
+		}
+		var s string
+		if json.Unmarshal(m.Content, &s) == nil {
+			r.LastText = s
+			break
+		}
+		var blocks []anthropicBlock
+		_ = json.Unmarshal(m.Content, &blocks)
+		var texts []string
+		for _, b := range blocks {
+			switch b.Type {
+			case "tool_result":
+				r.ToolDone = true
+			case "text":
+				if !strings.HasPrefix(b.Text, "<system-reminder>") {
+					texts = append(texts, b.Text)
+				}
+			}
+		}
+		r.LastText = strings.Join(texts, "\n")
+		break
+	}
+	return ar, r, nil
+}
+
+func (s *Server) anthropicCountTokens(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	writeJSON(w, map[string]any{"input_tokens": 100})
+}
+
+func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	ar, req, err := parseAnthropic(body)
+	if err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		writeJSON(w, map[string]any{"type": "error", "error": map[string]any{"type": "invalid_request_error", "message": err.Error()}})
+		return
+	}
+	req.Path = r.URL.Path
+	n := s.record(req)
+	reply := s.decide(req)
+	msgID := fmt.Sprintf("msg_fake_%04d", n)
+	model := ar.Model
+	if model == "" {
+		model = "fake-model"
+	}
+	var content []map[string]any
+	stop := "end_turn"
+	if reply.ToolName != "" {
+		stop = "tool_use"
+		content = append(content, map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_fake_%04d", n), "name": reply.ToolName, "input": reply.ToolInput})
+	} else {
+		content = append(content, map[string]any{"type": "text", "text": reply.Text})
+	}
+	usage := map[string]any{"input_tokens": 100, "output_tokens": 20, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+	if !ar.Stream {
+		writeJSON(w, map[string]any{"id": msgID, "type": "message", "role": "assistant", "model": model, "content": content, "stop_reason": stop, "stop_sequence": nil, "usage": usage})
+		return
+	}
+	sse := newSSE(w, s.script.Delay)
+	sse.event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
+		"id": msgID, "type": "message", "role": "assistant", "model": model, "content": []any{},
+		"stop_reason": nil, "stop_sequence": nil,
+		"usage": map[string]any{"input_tokens": 100, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+	}})
+	if reply.ToolName != "" {
+		in, _ := json.Marshal(reply.ToolInput)
+		sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{
+			"type": "tool_use", "id": content[0]["id"], "name": reply.ToolName, "input": map[string]any{}}})
+		sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "input_json_delta", "partial_json": string(in)}})
+	} else {
+		sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
+		for _, chunk := range chunks(reply.Text, 16) {
+			sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": chunk}})
+		}
+	}
+	sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+	sse.event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 20}})
+	sse.event("message_stop", map[string]any{"type": "message_stop"})
+}
+
+// --- OpenAI Responses ---
+
+type openaiRequest struct {
+	Model  string            `json:"model"`
+	Stream bool              `json:"stream"`
+	Tools  []json.RawMessage `json:"tools"`
+	Input  json.RawMessage   `json:"input"`
+}
+
+type openaiItem struct {
+	Type    string          `json:"type"`
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+func parseOpenAI(body []byte) (openaiRequest, Request, error) {
+	var or openaiRequest
+	if err := json.Unmarshal(body, &or); err != nil {
+		return or, Request{}, fmt.Errorf("decode responses request: %w", err)
+	}
+	r := Request{API: "openai", Model: or.Model, HasTools: len(or.Tools) > 0, Body: append(json.RawMessage(nil), body...)}
+	var items []openaiItem
+	if json.Unmarshal(or.Input, &items) != nil {
+		var s string
+		_ = json.Unmarshal(or.Input, &s)
+		r.LastText = s
+		return or, r, nil
+	}
+	// The last input item decides: a function call output means the tool ran.
+	for i := len(items) - 1; i >= 0; i-- {
+		it := items[i]
+		if it.Type == "function_call_output" || it.Type == "custom_tool_call_output" {
+			r.ToolDone = true
+			break
+		}
+		if it.Role == "user" {
+			var parts []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			}
+			if json.Unmarshal(it.Content, &parts) == nil {
+				var texts []string
+				for _, p := range parts {
+					if p.Text != "" {
+						texts = append(texts, p.Text)
+					}
+				}
+				r.LastText = strings.Join(texts, "\n")
+			}
+			break
+		}
+	}
+	return or, r, nil
+}
+
+func (s *Server) openaiResponses(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	or, req, err := parseOpenAI(body)
+	if err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		writeJSON(w, map[string]any{"error": map[string]any{"message": err.Error(), "type": "invalid_request_error"}})
+		return
+	}
+	req.Path = r.URL.Path
+	n := s.record(req)
+	reply := s.decide(req)
+	respID := fmt.Sprintf("resp_fake_%04d", n)
+	model := or.Model
+	if model == "" {
+		model = "fake-model"
+	}
+	var item map[string]any
+	if reply.ToolName != "" {
+		args, _ := json.Marshal(reply.ToolInput)
+		item = map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_fake_%04d", n), "call_id": fmt.Sprintf("call_fake_%04d", n),
+			"name": reply.ToolName, "arguments": string(args), "status": "completed"}
+	} else {
+		item = map[string]any{"type": "message", "id": fmt.Sprintf("msg_fake_%04d", n), "role": "assistant", "status": "completed",
+			"content": []any{map[string]any{"type": "output_text", "text": reply.Text, "annotations": []any{}}}}
+	}
+	usage := map[string]any{"input_tokens": 100, "input_tokens_details": map[string]any{"cached_tokens": 0},
+		"output_tokens": 20, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": 120}
+	response := func(status string, output []any) map[string]any {
+		m := map[string]any{"id": respID, "object": "response", "created_at": 0, "status": status, "model": model, "output": output}
+		if status == "completed" {
+			m["usage"] = usage
+		}
+		return m
+	}
+	sse := newSSE(w, s.script.Delay)
+	sse.event("response.created", map[string]any{"type": "response.created", "response": response("in_progress", []any{})})
+	added := map[string]any{}
+	for k, v := range item {
+		added[k] = v
+	}
+	added["status"] = "in_progress"
+	if reply.ToolName != "" {
+		added["arguments"] = ""
+		sse.event("response.output_item.added", map[string]any{"type": "response.output_item.added", "output_index": 0, "item": added})
+		sse.event("response.function_call_arguments.delta", map[string]any{"type": "response.function_call_arguments.delta", "item_id": item["id"], "output_index": 0, "delta": item["arguments"]})
+		sse.event("response.function_call_arguments.done", map[string]any{"type": "response.function_call_arguments.done", "item_id": item["id"], "output_index": 0, "arguments": item["arguments"]})
+	} else {
+		added["content"] = []any{}
+		sse.event("response.output_item.added", map[string]any{"type": "response.output_item.added", "output_index": 0, "item": added})
+		sse.event("response.content_part.added", map[string]any{"type": "response.content_part.added", "item_id": item["id"], "output_index": 0, "content_index": 0,
+			"part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}}})
+		for _, c := range chunks(reply.Text, 16) {
+			sse.event("response.output_text.delta", map[string]any{"type": "response.output_text.delta", "item_id": item["id"], "output_index": 0, "content_index": 0, "delta": c})
+		}
+		sse.event("response.output_text.done", map[string]any{"type": "response.output_text.done", "item_id": item["id"], "output_index": 0, "content_index": 0, "text": reply.Text})
+	}
+	sse.event("response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": 0, "item": item})
+	sse.event("response.completed", map[string]any{"type": "response.completed", "response": response("completed", []any{item})})
+}
+
+// --- helpers ---
+
+type sseWriter struct {
+	w     http.ResponseWriter
+	f     http.Flusher
+	delay time.Duration
+}
+
+func newSSE(w http.ResponseWriter, delay time.Duration) *sseWriter {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	f, _ := w.(http.Flusher)
+	return &sseWriter{w: w, f: f, delay: delay}
+}
+
+func (s *sseWriter) event(name string, data any) {
+	b, _ := json.Marshal(data) // only maps of plain values reach here
+	fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", name, b)
+	if s.f != nil {
+		s.f.Flush()
+	}
+	if s.delay > 0 {
+		time.Sleep(s.delay)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// chunks splits s into pieces of at most n runes (never splitting a rune).
+func chunks(s string, n int) []string {
+	var out []string
+	r := []rune(s)
+	for len(r) > n {
+		out = append(out, string(r[:n]))
+		r = r[n:]
+	}
+	if len(r) > 0 || len(out) == 0 {
+		out = append(out, string(r))
+	}
+	return out
+}
