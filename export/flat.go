@@ -1,0 +1,298 @@
+// Package export projects a canonical transcript (package mapper) into other
+// shapes. Flat produces the flat, append-only event stream of the session
+// protocol v2 draft (seed 000): turn-start, text, tool-call-start,
+// permission-request, permission-response, tool-call-end, turn-end, file,
+// service. It is a pure function of the transcript: the same transcript
+// always gives the same events, ids included.
+package export
+
+import (
+	"strconv"
+
+	"github.com/happy-dev/happy/mapper"
+)
+
+// Flat event types (seed 000).
+const (
+	TypeTurnStart          = "turn-start"
+	TypeTurnEnd            = "turn-end"
+	TypeText               = "text"
+	TypeToolCallStart      = "tool-call-start"
+	TypeToolCallEnd        = "tool-call-end"
+	TypePermissionRequest  = "permission-request"
+	TypePermissionResponse = "permission-response"
+	TypeFile               = "file"
+	TypeService            = "service"
+)
+
+// Permission option kinds and ids offered in a permission-request.
+const (
+	OptionAllowOnce    = "allow-once"
+	OptionAllowAlways  = "allow-always"
+	OptionRejectOnce   = "reject-once"
+	OptionRejectAlways = "reject-always"
+)
+
+// Option is one choice of a permission-request.
+type Option struct {
+	ID    string `json:"id"`
+	Label string `json:"label"`
+	Kind  string `json:"kind"`
+}
+
+// FlatEvent is one event of the flat stream. Fields not used by an event's
+// Type are empty and omitted from JSON. ID is derived from the canonical part
+// (or message) id plus a suffix naming the event's role, so it is stable.
+type FlatEvent struct {
+	ID         string         `json:"id"`
+	Time       int64          `json:"time"` // Unix ms
+	Role       string         `json:"role"` // "agent" | "user"
+	Type       string         `json:"type"`
+	Turn       string         `json:"turn,omitempty"`
+	ParentID   string         `json:"parentId,omitempty"` // the tool call that spawned a subagent
+	AgentID    string         `json:"agentId,omitempty"`  // the subagent (child session id)
+	Text       string         `json:"text,omitempty"`
+	Thinking   bool           `json:"thinking,omitempty"`
+	CallID     string         `json:"callId,omitempty"`
+	ToolName   string         `json:"toolName,omitempty"`
+	Title      string         `json:"title,omitempty"`
+	Args       map[string]any `json:"args,omitempty"`
+	AgentTitle string         `json:"agentTitle,omitempty"`
+	Options    []Option       `json:"options,omitempty"`
+	OptionID   string         `json:"optionId,omitempty"`
+	Error      string         `json:"error,omitempty"`
+	Status     string         `json:"status,omitempty"` // turn-end: completed | failed | cancelled
+	Ref        string         `json:"ref,omitempty"`    // file: URL or blob reference
+	Name       string         `json:"name,omitempty"`   // file: display name
+	MimeType   string         `json:"mimeType,omitempty"`
+}
+
+// permissionOptions are the four choices every permission-request offers.
+var permissionOptions = [...]Option{
+	{ID: OptionAllowOnce, Label: "Allow once", Kind: OptionAllowOnce},
+	{ID: OptionAllowAlways, Label: "Allow for session", Kind: OptionAllowAlways},
+	{ID: OptionRejectOnce, Label: "Deny", Kind: OptionRejectOnce},
+	{ID: OptionRejectAlways, Label: "Always deny", Kind: OptionRejectAlways},
+}
+
+// Flat projects t into the flat event stream. Child sessions are inlined
+// after the tool call that spawned them (the parent tool part's
+// metadata.sessionId names the child), with ParentID set to that call and
+// AgentID to the child session id.
+func Flat(t mapper.Transcript) []FlatEvent {
+	p := projector{children: map[string]*mapper.Transcript{}}
+	for i := range t.Children {
+		p.children[t.Children[i].Session.ID] = &t.Children[i]
+	}
+	p.session(&t, "", "", "")
+	return p.out
+}
+
+type projector struct {
+	out      []FlatEvent
+	children map[string]*mapper.Transcript
+}
+
+// session emits the events of one session; inherited turn/parent/agent are
+// set for child sessions.
+func (p *projector) session(t *mapper.Transcript, turn, parentID, agentID string) {
+	child := parentID != ""
+	var open *turnState
+	closeTurn := func() {
+		if open != nil && !child {
+			if ev, ok := open.end(); ok {
+				p.out = append(p.out, ev)
+			}
+		}
+		open = nil
+	}
+	for _, m := range t.Messages {
+		switch info := m.Info.(type) {
+		case *mapper.UserMessage:
+			if !child {
+				closeTurn()
+				turn = info.ID
+				open = &turnState{id: info.ID}
+			}
+			if !child { // a subagent's prompt is in the parent's tool-call-start args
+				p.userMessage(info, m.Parts)
+			}
+		case *mapper.AssistantMessage:
+			if open != nil && !open.started {
+				open.started = true
+				p.out = append(p.out, FlatEvent{ID: open.id + ".turn-start", Time: info.Time.Created, Role: "agent", Type: TypeTurnStart, Turn: turn})
+			}
+			if open != nil {
+				open.last = info
+			}
+			p.assistantMessage(info, m.Parts, turn, parentID, agentID)
+		}
+	}
+	closeTurn()
+}
+
+// turnState tracks the turn opened by a user message.
+type turnState struct {
+	id      string
+	started bool
+	last    *mapper.AssistantMessage
+}
+
+// end returns the turn-end event, once the turn's last assistant message is
+// complete.
+func (ts *turnState) end() (FlatEvent, bool) {
+	if !ts.started || ts.last == nil || ts.last.Time.Completed == nil {
+		return FlatEvent{}, false
+	}
+	status := "completed"
+	switch ts.last.Finish {
+	case mapper.FinishAborted:
+		status = "cancelled"
+	case mapper.FinishError:
+		status = "failed"
+	}
+	if ts.last.Error != nil && ts.last.Finish != mapper.FinishAborted {
+		status = "failed"
+	}
+	return FlatEvent{ID: ts.id + ".turn-end", Time: *ts.last.Time.Completed, Role: "agent", Type: TypeTurnEnd, Turn: ts.id, Status: status}, true
+}
+
+func (p *projector) userMessage(m *mapper.UserMessage, parts []mapper.Part) {
+	for _, part := range parts {
+		switch pt := part.(type) {
+		case *mapper.TextPart:
+			p.out = append(p.out, FlatEvent{ID: pt.ID, Time: m.Time.Created, Role: "user", Type: TypeText, Text: pt.Text})
+		case *mapper.FilePart:
+			p.out = append(p.out, FlatEvent{ID: pt.ID, Time: m.Time.Created, Role: "user", Type: TypeFile, Ref: pt.URL, Name: pt.Filename, MimeType: pt.Mime})
+		}
+	}
+}
+
+func (p *projector) assistantMessage(m *mapper.AssistantMessage, parts []mapper.Part, turn, parentID, agentID string) {
+	base := func(id string, t int64, typ string) FlatEvent {
+		return FlatEvent{ID: id, Time: t, Role: "agent", Type: typ, Turn: turn, ParentID: parentID, AgentID: agentID}
+	}
+	for _, part := range parts {
+		switch pt := part.(type) {
+		case *mapper.TextPart:
+			ev := base(pt.ID, partStart(pt.Time, m.Time.Created), TypeText)
+			ev.Text = pt.Text
+			p.out = append(p.out, ev)
+		case *mapper.ReasoningPart:
+			ev := base(pt.ID, partStart(&pt.Time, m.Time.Created), TypeText)
+			ev.Text, ev.Thinking = pt.Text, true
+			p.out = append(p.out, ev)
+		case *mapper.FilePart:
+			ev := base(pt.ID, m.Time.Created, TypeFile)
+			ev.Ref, ev.Name, ev.MimeType = pt.URL, pt.Filename, pt.Mime
+			p.out = append(p.out, ev)
+		case *mapper.CompactionPart:
+			ev := base(pt.ID, m.Time.Created, TypeService)
+			ev.Text = "Context compacted"
+			p.out = append(p.out, ev)
+		case *mapper.RetryPart:
+			ev := base(pt.ID, pt.Time.Created, TypeService)
+			ev.Text = "Retrying (attempt " + strconv.Itoa(pt.Attempt) + "): " + pt.Error.Data.Message
+			p.out = append(p.out, ev)
+		case *mapper.ToolPart:
+			p.tool(m, pt, base)
+		}
+	}
+}
+
+func (p *projector) tool(m *mapper.AssistantMessage, pt *mapper.ToolPart, base func(string, int64, string) FlatEvent) {
+	st := &pt.State
+	start := st.Time.Start
+	if start == 0 {
+		start = m.Time.Created
+	}
+	ev := base(pt.ID, start, TypeToolCallStart)
+	ev.CallID, ev.ToolName, ev.Title, ev.Args = pt.CallID, pt.Tool, st.Title, st.Input
+	if ev.Title == "" {
+		ev.Title = pt.Tool
+	}
+	childID, _ := st.Metadata["sessionId"].(string)
+	child := p.children[childID]
+	if child != nil {
+		ev.AgentTitle = child.Session.Title
+	}
+	p.out = append(p.out, ev)
+
+	if b := st.Block; b != nil {
+		switch b.Type {
+		case mapper.BlockPermission:
+			req := base(pt.ID+".permission", start, TypePermissionRequest)
+			req.CallID, req.ToolName, req.Title, req.Args = pt.CallID, pt.Tool, ev.Title, st.Input
+			req.Options = permissionOptions[:]
+			p.out = append(p.out, req)
+			if b.Resolved() {
+				resp := base(pt.ID+".decision", *b.DecidedAt, TypePermissionResponse)
+				resp.Role, resp.Turn, resp.CallID = "user", "", pt.CallID
+				resp.OptionID = optionFor(b.Decision)
+				p.out = append(p.out, resp)
+			}
+		case mapper.BlockQuestion:
+			if b.Resolved() {
+				q := base(pt.ID+".answer", *b.DecidedAt, TypeService)
+				q.Text = questionSummary(b)
+				p.out = append(p.out, q)
+			}
+		}
+	}
+	if child != nil {
+		p.session(child, ev.Turn, pt.CallID, child.Session.ID)
+	}
+	switch st.Status {
+	case mapper.StatusCompleted, mapper.StatusError:
+		end := base(pt.ID+".end", st.Time.End, TypeToolCallEnd)
+		end.CallID = pt.CallID
+		if st.Status == mapper.StatusError {
+			end.Error = st.Error
+			if end.Error == "" {
+				end.Error = "failed"
+			}
+		}
+		p.out = append(p.out, end)
+	}
+}
+
+// optionFor maps a canonical decision to the flat stream's option id.
+func optionFor(d mapper.Decision) string {
+	switch d {
+	case mapper.DecisionOnce:
+		return OptionAllowOnce
+	case mapper.DecisionAlways:
+		return OptionAllowAlways
+	default:
+		return OptionRejectOnce
+	}
+}
+
+func questionSummary(b *mapper.Block) string {
+	s := ""
+	for i, q := range b.Questions {
+		if i > 0 {
+			s += "\n"
+		}
+		s += q.Question + " = "
+		if i < len(b.Answers) {
+			for j, a := range b.Answers[i] {
+				if j > 0 {
+					s += ", "
+				}
+				s += a
+			}
+		}
+	}
+	if s == "" && b.Reason != "" {
+		s = "Question not answered: " + b.Reason
+	}
+	return s
+}
+
+func partStart(t *mapper.PartTime, fallback int64) int64 {
+	if t != nil && t.Start != 0 {
+		return t.Start
+	}
+	return fallback
+}

@@ -1,0 +1,167 @@
+package export
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/happy-dev/happy/mapper"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func i64(v int64) *int64 { return &v }
+
+// exchange is seed 001's full exchange example plus a child session and a
+// question, built as Go values.
+func exchange() mapper.Transcript {
+	const ses = "ses_01xyz"
+	user := &mapper.UserMessage{ID: "msg_01abc", SessionID: ses, Role: mapper.RoleUser, Time: mapper.UserTime{Created: 1753120000000},
+		Agent: "build", Model: mapper.ModelRef{ProviderID: "anthropic", ModelID: "claude-sonnet-4-6"}}
+	asst := func(id string, created, completed int64, finish string) *mapper.AssistantMessage {
+		return &mapper.AssistantMessage{ID: id, SessionID: ses, Role: mapper.RoleAssistant,
+			Time: mapper.AssistantTime{Created: created, Completed: i64(completed)}, ParentID: "msg_01abc",
+			ModelID: "claude-sonnet-4-6", ProviderID: "anthropic", Agent: "build",
+			Path: mapper.MessagePath{Cwd: "/home/user/app", Root: "/home/user/app"}, Finish: finish}
+	}
+	base := func(id, msg string) mapper.PartBase { return mapper.PartBase{ID: id, SessionID: ses, MessageID: msg} }
+	child := mapper.Transcript{
+		Session: mapper.Session{ID: "ses_child_001", ParentID: ses, Title: "Find all API endpoints (@explore)", Directory: "/home/user/app"},
+		Messages: []mapper.MessageWithParts{
+			{Info: &mapper.UserMessage{ID: "msg_c1", SessionID: "ses_child_001", Role: mapper.RoleUser, Time: mapper.UserTime{Created: 1753120005100}},
+				Parts: []mapper.Part{&mapper.TextPart{PartBase: mapper.PartBase{ID: "prt_c1", SessionID: "ses_child_001", MessageID: "msg_c1"}, Text: "Find API endpoints"}}},
+			{Info: &mapper.AssistantMessage{ID: "msg_c2", SessionID: "ses_child_001", Role: mapper.RoleAssistant, Time: mapper.AssistantTime{Created: 1753120005200, Completed: i64(1753120011000)}, Finish: "stop"},
+				Parts: []mapper.Part{
+					&mapper.ToolPart{PartBase: mapper.PartBase{ID: "prt_c2", SessionID: "ses_child_001", MessageID: "msg_c2"}, CallID: "call_grep", Tool: "grep",
+						State: mapper.ToolState{Status: mapper.StatusCompleted, Input: mapper.Object{"pattern": "router"}, Output: "src/api/server.ts", Title: "grep router", Metadata: mapper.Object{}, Time: mapper.ToolTime{Start: 1753120005300, End: 1753120005400}}},
+					&mapper.TextPart{PartBase: mapper.PartBase{ID: "prt_c3", SessionID: "ses_child_001", MessageID: "msg_c2"}, Text: "Found one endpoint file."},
+				}},
+		},
+	}
+	return mapper.Transcript{
+		Session: mapper.Session{ID: ses, ProjectID: "prj", Directory: "/home/user/app", Title: "hello"},
+		Messages: []mapper.MessageWithParts{
+			{Info: user, Parts: []mapper.Part{&mapper.TextPart{PartBase: base("prt_001", "msg_01abc"), Text: "Create hello.txt with 'hello world'."}}},
+			{Info: asst("msg_02def", 1753120001000, 1753120004000, "tool-calls"), Parts: []mapper.Part{
+				&mapper.StepStartPart{PartBase: base("prt_010", "msg_02def"), Snapshot: "a1b2c3d4"},
+				&mapper.ReasoningPart{PartBase: base("prt_011", "msg_02def"), Text: "I'll create the file using writeFile...", Time: mapper.PartTime{Start: 1753120001100, End: i64(1753120001400)}},
+				&mapper.ToolPart{PartBase: base("prt_012", "msg_02def"), CallID: "call_abc123", Tool: "writeFile", State: mapper.ToolState{
+					Status: mapper.StatusCompleted, Input: mapper.Object{"path": "hello.txt", "content": "hello world\n"},
+					Output: "Created hello.txt (12 bytes)", Title: "writeFile hello.txt", Metadata: mapper.Object{},
+					Time: mapper.ToolTime{Start: 1753120001500, End: 1753120003800},
+					Block: &mapper.Block{Type: mapper.BlockPermission, ID: "per_001", Permission: "edit", Patterns: []string{"hello.txt"},
+						Decision: mapper.DecisionOnce, DecidedAt: i64(1753120002500)}}},
+				&mapper.ToolPart{PartBase: base("prt_014", "msg_02def"), CallID: "call_q", Tool: "question", State: mapper.ToolState{
+					Status: mapper.StatusCompleted, Input: mapper.Object{}, Output: "User answered: Which database? = PostgreSQL", Title: "question", Metadata: mapper.Object{},
+					Time: mapper.ToolTime{Start: 1753120003900, End: 1753120003990},
+					Block: &mapper.Block{Type: mapper.BlockQuestion, ID: "q_001", Questions: []mapper.QuestionInfo{{Question: "Which database?", Header: "DB choice"}},
+						Answers: [][]string{{"PostgreSQL"}}, DecidedAt: i64(1753120003950)}}},
+				&mapper.StepFinishPart{PartBase: base("prt_013", "msg_02def"), Reason: "tool-calls"},
+			}},
+			{Info: asst("msg_03ghi", 1753120004100, 1753120012000, "stop"), Parts: []mapper.Part{
+				&mapper.ToolPart{PartBase: base("prt_030", "msg_03ghi"), CallID: "call_task_001", Tool: "task", State: mapper.ToolState{
+					Status: mapper.StatusCompleted, Input: mapper.Object{"description": "Find API endpoints", "subagent_type": "explore"},
+					Output: "task_id: ses_child_001", Title: "task → explore", Metadata: mapper.Object{"sessionId": "ses_child_001"},
+					Time: mapper.ToolTime{Start: 1753120005000, End: 1753120011500}}},
+				&mapper.ToolPart{PartBase: base("prt_031", "msg_03ghi"), CallID: "call_rm", Tool: "bash", State: mapper.ToolState{
+					Status: mapper.StatusError, Input: mapper.Object{"command": "rm -rf /"}, Error: "rejected by user",
+					Time:  mapper.ToolTime{Start: 1753120011600, End: 1753120011700},
+					Block: &mapper.Block{Type: mapper.BlockPermission, ID: "per_002", Permission: "bash", Patterns: []string{"rm -rf /"}, Decision: mapper.DecisionReject, DecidedAt: i64(1753120011650)}}},
+				&mapper.TextPart{PartBase: base("prt_021", "msg_03ghi"), Text: "Done. Created `hello.txt` with \"hello world\"."},
+			}},
+		},
+		Children: []mapper.Transcript{child},
+	}
+}
+
+func TestFlatGolden(t *testing.T) {
+	got := Flat(exchange())
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	for _, ev := range got {
+		if err := enc.Encode(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	golden := filepath.Join("testdata", "exchange.flat.jsonl")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test ./export -update)", err)
+	}
+	if !bytes.Equal(buf.Bytes(), want) {
+		t.Fatalf("flat events differ from %s:\n%s", golden, buf.String())
+	}
+}
+
+func TestFlatOrderAndPairs(t *testing.T) {
+	evs := Flat(exchange())
+	var types []string
+	for _, e := range evs {
+		types = append(types, e.Type)
+	}
+	// One turn: starts after the prompt, ends once; every tool-call-start has one tool-call-end.
+	if types[0] != TypeText || types[1] != TypeTurnStart || types[len(types)-1] != TypeTurnEnd {
+		t.Fatalf("order %v", types)
+	}
+	starts, ends := map[string]int{}, map[string]int{}
+	for _, e := range evs {
+		switch e.Type {
+		case TypeToolCallStart:
+			starts[e.CallID]++
+		case TypeToolCallEnd:
+			ends[e.CallID]++
+		}
+	}
+	for id, n := range starts {
+		if n != 1 || ends[id] != 1 {
+			t.Errorf("call %s: %d starts, %d ends", id, n, ends[id])
+		}
+	}
+	// Child events carry parentId/agentId; the task's end follows them.
+	var sawChild bool
+	for _, e := range evs {
+		if e.AgentID == "ses_child_001" {
+			sawChild = true
+			if e.ParentID != "call_task_001" || e.Turn != "msg_01abc" {
+				t.Errorf("child event %+v", e)
+			}
+		}
+	}
+	if !sawChild {
+		t.Fatal("no child events")
+	}
+	last := evs[len(evs)-1]
+	if last.Status != "completed" || last.Time != 1753120012000 {
+		t.Fatalf("turn-end %+v", last)
+	}
+}
+
+func TestFlatOpenTurnHasNoEnd(t *testing.T) {
+	tr := exchange()
+	tr.Messages[2].Info.(*mapper.AssistantMessage).Time.Completed = nil
+	evs := Flat(tr)
+	if evs[len(evs)-1].Type == TypeTurnEnd {
+		t.Fatal("turn-end for an unfinished turn")
+	}
+}
+
+func TestFlatAbortedTurnIsCancelled(t *testing.T) {
+	tr := exchange()
+	tr.Messages[2].Info.(*mapper.AssistantMessage).Finish = mapper.FinishAborted
+	evs := Flat(tr)
+	if last := evs[len(evs)-1]; last.Type != TypeTurnEnd || last.Status != "cancelled" {
+		t.Fatalf("last %+v", last)
+	}
+}
