@@ -13,7 +13,17 @@
 // durations are optional (absent is not zero), a resolved block may carry a
 // "reason" when nobody decided (cancelled, agent-exited, timeout,
 // answered-in-agent), and a part type unknown to this version decodes as an
-// UnknownPart that keeps its raw JSON.
+// UnknownPart that keeps its raw JSON. Two more, from this package: a
+// running state may keep the resolved block that let it run (the seed only
+// shows it on completed and error), and a resolved permission block keeps
+// its "always" patterns when it has any, so the runtime rules an "always"
+// answer added can be rebuilt from the transcript alone.
+//
+// The JSON codec (EncodeTranscript, DecodeTranscript, … in codec_*.go) is
+// the only way these types are written and read: every type's MarshalJSON
+// and UnmarshalJSON go through it. Tool states change only through the
+// state machine (Transition and the ToolState methods in state.go);
+// permission rules are evaluated by Evaluate and Ruleset (rules.go).
 //
 // Times are Unix milliseconds (int64) throughout.
 package mapper
@@ -432,7 +442,11 @@ type ToolTime struct {
 //	completed: status, input, output, title, metadata, time{start,end,compacted?}, attachments?, block? (resolved)
 //	error:     status, input, error, metadata?, time{start,end}, block? (resolved)
 //
-// Change a state only through Transition, which refuses illegal moves.
+// A running state may also keep the resolved block that let it run. Input
+// is always a JSON object (never an array); Metadata nil means absent, an
+// empty non-nil Object is written as {}. Validate checks a state against
+// this table. Change a state only through Transition (or the ToolState
+// methods built on it), which refuses illegal moves.
 type ToolState struct {
 	Status      ToolStatus
 	Input       Object
@@ -495,7 +509,7 @@ type QuestionInfo struct {
 // fields depend on Type and on whether DecidedAt is set:
 //
 //	permission:          type, id, permission, patterns, always, metadata
-//	permission resolved: type, id, permission, patterns, metadata, decision, decidedAt, reason?
+//	permission resolved: type, id, permission, patterns, always?, metadata, decision, decidedAt, reason?
 //	question:            type, id, questions
 //	question resolved:   type, id, questions, answers, decidedAt, decision?, reason?
 //
