@@ -40,5 +40,6 @@ next prompt.`,
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 
 	root.AddCommand(newVersionCmd(f))
+	root.AddCommand(newServerCmd(f))
 	return root
 }

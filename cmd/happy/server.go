@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/happy-dev/happy/server"
+)
+
+// serverOptions are the flags of `happy server`.
+type serverOptions struct {
+	listen      string
+	dataDir     string
+	synchronous string
+}
+
+// newServerCmd builds `happy server`: the relay, in the foreground.
+func newServerCmd(f *factory) *cobra.Command {
+	opts := serverOptions{}
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run the relay (HTTP + Socket.IO) in the foreground",
+		Long: `Run happy's own relay in the foreground. It implements the reference relay
+contract, stores only ciphertext in an embedded SQLite file under the data
+folder, and creates its token signing secret there on first start.
+
+Listen on loopback by default; use --listen 0.0.0.0:3005 to reach it from a phone.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runServer(cmd.Context(), f, opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.listen, "listen", "127.0.0.1:3005", "address to listen on (host:port)")
+	cmd.Flags().StringVar(&opts.dataDir, "data", "", "data folder (default $HAPPY_HOME_DIR/server)")
+	cmd.Flags().StringVar(&opts.synchronous, "synchronous", "NORMAL", "SQLite synchronous setting: NORMAL (survives a crash of the process) or FULL (also a power loss)")
+	return cmd
+}
+
+func runServer(ctx context.Context, f *factory, opts serverOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	data := opts.dataDir
+	if data == "" {
+		h, err := f.home()
+		if err != nil {
+			return &exitError{code: exitFailed, err: fmt.Errorf("server: %w", err)}
+		}
+		data = h.Server()
+	}
+	lg, lerr := f.log("server")
+	if lerr != nil {
+		fmt.Fprintln(f.stderr, "happy: logging disabled:", lerr)
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv, err := server.New(server.Config{DataDir: data, Logger: lg.Logger, Synchronous: opts.synchronous})
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", opts.listen)
+	if err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("server: listen on %s: %w", opts.listen, err)
+	}
+	fmt.Fprintf(f.stdout, "happy relay listening on http://%s (data %s)\n", l.Addr(), data)
+	serveErr := srv.Serve(ctx, l)
+	closeErr := srv.Close()
+	if serveErr != nil {
+		return serveErr
+	}
+	return closeErr
+}

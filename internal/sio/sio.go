@@ -1,0 +1,324 @@
+// Package sio is happy's small Socket.IO v4 client: a wrapper around the
+// zishang520 client packages that hides their API behind a few methods and
+// carries two fixes every caller needs.
+//
+//   - connect_error text: the library requires a `data` field in CONNECT_ERROR
+//     packets, which Node servers (the reference relay included) omit, so the
+//     server's message ("Invalid authentication token") would be replaced by a
+//     parse error. A decoder wrapper adds an empty `data` before the manager
+//     sees the packet.
+//   - refused connections: without a connect timeout a refused connection is
+//     only reported after 20 s. Dial always sets one (Options.ConnectTimeout).
+//
+// Emits are serialised per client, because the library's Timeout modifier is
+// not safe for concurrent use on one socket.
+//
+// Payload shapes follow the library: event arguments arrive as []any, objects
+// as map[string]any, numbers as float64.
+package sio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	client "github.com/zishang520/socket.io/clients/socket/v3"
+	"github.com/zishang520/socket.io/parsers/socket/v3/parser"
+	"github.com/zishang520/socket.io/v3/pkg/types"
+)
+
+// DefaultPath is the Socket.IO path of the happy relay.
+const DefaultPath = "/v1/updates"
+
+// DefaultConnectTimeout bounds one connection attempt when Options leaves it zero.
+const DefaultConnectTimeout = 5 * time.Second
+
+// DefaultAckTimeout bounds Call when its context has no deadline.
+const DefaultAckTimeout = 10 * time.Second
+
+// ErrClosed is returned by Emit and Call on a client that was closed.
+var ErrClosed = errors.New("sio: client closed")
+
+// ErrNotConnected is returned by Emit and Call while the socket is not connected.
+var ErrNotConnected = errors.New("sio: not connected")
+
+// ConnectError is a connection refused by the server (a CONNECT_ERROR packet,
+// e.g. from an authentication middleware). Message is the server's text.
+type ConnectError struct {
+	Message string
+}
+
+func (e *ConnectError) Error() string { return "sio: connect refused: " + e.Message }
+
+// Options configure Dial. The zero value connects to DefaultPath over the
+// websocket transport, without reconnection.
+type Options struct {
+	// Path is the Socket.IO path ("/v1/updates" when empty).
+	Path string
+	// Auth is the handshake auth object (e.g. {token, clientType, sessionId}).
+	Auth map[string]any
+	// Header holds extra HTTP headers of the websocket upgrade request.
+	Header http.Header
+	// ConnectTimeout bounds one connection attempt (DefaultConnectTimeout when zero).
+	ConnectTimeout time.Duration
+	// Reconnect lets the library reconnect after a lost connection; listeners
+	// survive and the auth object is sent again.
+	Reconnect bool
+}
+
+// Handler receives a server event's arguments. When the server asked for an
+// acknowledgement, ack is non-nil and must be called once with the reply
+// values; otherwise it is nil.
+type Handler func(args []any, ack func(reply ...any))
+
+// Client is one Socket.IO connection. Its methods are safe for concurrent use.
+type Client struct {
+	s *client.Socket
+
+	emitMu sync.Mutex
+	mu     sync.Mutex
+	closed bool
+	disc   []func(reason string)
+}
+
+// Dial connects to the Socket.IO server at baseURL (scheme://host:port) and
+// waits until the connection is accepted, refused (*ConnectError), fails, or
+// ctx ends.
+func Dial(ctx context.Context, baseURL string, opts Options) (*Client, error) {
+	o := client.DefaultOptions()
+	path := opts.Path
+	if path == "" {
+		path = DefaultPath
+	}
+	o.SetPath(path)
+	o.SetTransports(types.NewSet(client.WebSocket))
+	if opts.Auth != nil {
+		o.SetAuth(opts.Auth)
+	}
+	if opts.Header != nil {
+		o.SetExtraHeaders(opts.Header)
+	}
+	o.SetForceNew(true)
+	o.SetMultiplex(false)
+	o.SetReconnection(opts.Reconnect)
+	o.SetReconnectionDelay(300)
+	o.SetReconnectionDelayMax(2000)
+	ct := opts.ConnectTimeout
+	if ct <= 0 {
+		ct = DefaultConnectTimeout
+	}
+	o.SetTimeout(ct)
+	o.SetParser(fixParser{})
+
+	s, err := client.Connect(baseURL, o)
+	if err != nil {
+		return nil, fmt.Errorf("sio: connect %s: %w", baseURL, err)
+	}
+	c := &Client{s: s}
+	result := make(chan error, 1)
+	var once sync.Once
+	report := func(err error) { once.Do(func() { result <- err }) }
+	_ = s.On("connect", func(...any) { report(nil) })
+	_ = s.On("connect_error", func(a ...any) {
+		msg := "connect error"
+		if len(a) > 0 {
+			if e, ok := a[0].(error); ok {
+				msg = e.Error()
+			}
+		}
+		if !opts.Reconnect || !s.Active() {
+			report(&ConnectError{Message: msg})
+		}
+	})
+	_ = s.On("disconnect", func(a ...any) {
+		reason := ""
+		if len(a) > 0 {
+			reason, _ = a[0].(string)
+		}
+		c.mu.Lock()
+		fns := append([]func(string){}, c.disc...)
+		c.mu.Unlock()
+		for _, fn := range fns {
+			fn(reason)
+		}
+	})
+	timer := time.NewTimer(ct + time.Second)
+	defer timer.Stop()
+	select {
+	case err := <-result:
+		if err != nil {
+			s.Disconnect()
+			return nil, err
+		}
+		return c, nil
+	case <-timer.C:
+		s.Disconnect()
+		return nil, fmt.Errorf("sio: connect %s: timed out after %s", baseURL, ct)
+	case <-ctx.Done():
+		s.Disconnect()
+		return nil, fmt.Errorf("sio: connect %s: %w", baseURL, ctx.Err())
+	}
+}
+
+// ID is the socket id the server assigned ("" while disconnected).
+func (c *Client) ID() string { return c.s.Id() }
+
+// Connected reports whether the socket is connected now.
+func (c *Client) Connected() bool { return c.s.Connected() }
+
+// On registers h for the server event name. Handlers of one client run one
+// at a time, in the order the server sent the events.
+func (c *Client) On(event string, h Handler) {
+	_ = c.s.On(types.EventName(event), func(a ...any) {
+		var ack func(...any)
+		if n := len(a); n > 0 {
+			if fn, ok := a[n-1].(func([]any, error)); ok {
+				a = a[:n-1]
+				ack = func(reply ...any) { fn(reply, nil) }
+			}
+		}
+		h(a, ack)
+	})
+}
+
+// OnDisconnect registers fn, called with the library's reason ("io server
+// disconnect", "transport close", …) each time the connection is lost.
+func (c *Client) OnDisconnect(fn func(reason string)) {
+	c.mu.Lock()
+	c.disc = append(c.disc, fn)
+	c.mu.Unlock()
+}
+
+func (c *Client) ready() error {
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	if !c.s.Connected() {
+		return ErrNotConnected
+	}
+	return nil
+}
+
+// Emit sends event with args and does not wait for an acknowledgement.
+func (c *Client) Emit(event string, args ...any) error {
+	if err := c.ready(); err != nil {
+		return fmt.Errorf("sio: emit %s: %w", event, err)
+	}
+	c.emitMu.Lock()
+	defer c.emitMu.Unlock()
+	if err := c.s.Emit(event, args...); err != nil {
+		return fmt.Errorf("sio: emit %s: %w", event, err)
+	}
+	return nil
+}
+
+// Call sends event with args and waits for the server's acknowledgement,
+// returning its values. It gives up when ctx ends, or after
+// DefaultAckTimeout when ctx has no deadline.
+func (c *Client) Call(ctx context.Context, event string, args ...any) ([]any, error) {
+	if err := c.ready(); err != nil {
+		return nil, fmt.Errorf("sio: call %s: %w", event, err)
+	}
+	timeout := DefaultAckTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+		if timeout <= 0 {
+			return nil, fmt.Errorf("sio: call %s: %w", event, context.DeadlineExceeded)
+		}
+	}
+	type reply struct {
+		args []any
+		err  error
+	}
+	done := make(chan reply, 1)
+	c.emitMu.Lock()
+	c.s.Timeout(timeout).EmitWithAck(event, args...)(func(a []any, err error) {
+		done <- reply{a, err}
+	})
+	c.emitMu.Unlock()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return nil, fmt.Errorf("sio: call %s: %w", event, r.err)
+		}
+		return r.args, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("sio: call %s: %w", event, ctx.Err())
+	}
+}
+
+// Close disconnects without reconnecting. It is safe to call more than once.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.mu.Unlock()
+	c.s.Disconnect()
+	return nil
+}
+
+// fixParser is the default Socket.IO parser with a decoder that repairs
+// CONNECT_ERROR packets lacking `data` (see the package comment).
+type fixParser struct{}
+
+func (fixParser) NewEncoder() parser.Encoder { return parser.NewEncoder() }
+
+func (fixParser) NewDecoder() parser.Decoder { return newFixDecoder() }
+
+type fixDecoder struct {
+	types.EventEmitter
+	inner parser.Decoder
+}
+
+func newFixDecoder() *fixDecoder {
+	d := &fixDecoder{EventEmitter: types.NewEventEmitter(), inner: parser.NewDecoder()}
+	_ = d.inner.On("decoded", func(a ...any) {
+		for _, p := range a {
+			if pk, ok := p.(*parser.Packet); ok {
+				FixConnectError(pk)
+			}
+		}
+		d.Emit("decoded", a...)
+	})
+	return d
+}
+
+// FixConnectError gives a CONNECT_ERROR packet the fields the client library
+// requires: a `message` string (kept when present) and a non-nil `data`.
+// Other packets are left alone.
+func FixConnectError(p *parser.Packet) {
+	if p == nil || p.Type != parser.CONNECT_ERROR {
+		return
+	}
+	m, ok := p.Data.(map[string]any)
+	if !ok || m == nil {
+		msg := "connection refused"
+		if s, ok := p.Data.(string); ok && s != "" {
+			msg = s
+		}
+		m = map[string]any{"message": msg}
+	}
+	if _, ok := m["message"].(string); !ok {
+		m["message"] = "connection refused"
+	}
+	if m["data"] == nil {
+		m["data"] = map[string]any{}
+	}
+	p.Data = m
+}
+
+func (d *fixDecoder) Add(data any) error { return d.inner.Add(data) }
+
+func (d *fixDecoder) Destroy() {
+	d.inner.Destroy()
+	d.Clear()
+}

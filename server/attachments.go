@@ -1,0 +1,197 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+// Attachments are opaque encrypted blobs kept on disk under
+// <DataDir>/attachments/sessions/<sid>/attachments/<file>, addressed by the
+// ref "sessions/<sid>/attachments/<file>" as in the reference relay's local
+// storage mode. They are deleted with their session.
+
+func validAttachmentFile(name string) bool {
+	if name == "" || len(name) > 200 || strings.HasPrefix(name, ".") {
+		return false
+	}
+	for _, c := range name {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Server) baseURL(r *http.Request) string {
+	if s.cfg.PublicURL != "" {
+		return strings.TrimSuffix(s.cfg.PublicURL, "/")
+	}
+	proto := "http"
+	if r.TLS != nil {
+		proto = "https"
+	}
+	if p := r.Header.Get("X-Forwarded-Proto"); p == "http" || p == "https" {
+		proto = p
+	}
+	return proto + "://" + r.Host
+}
+
+func (s *Server) attachmentPath(sid, file string) string {
+	return filepath.Join(s.files, "sessions", sid, "attachments", file)
+}
+
+func (s *Server) removeAttachments(sid string) {
+	if strings.ContainsAny(sid, `/\`) || sid == "" || sid == "." || sid == ".." {
+		return
+	}
+	if err := os.RemoveAll(filepath.Join(s.files, "sessions", sid)); err != nil {
+		s.log.Warn().Err(err).Str("session", sid).Msg("remove attachments")
+	}
+}
+
+// postRequestUpload: POST …/attachments/request-upload {filename, size} →
+// {ref, uploadUrl, method:"PUT"}; size over the limit is 413.
+func (s *Server) postRequestUpload(w http.ResponseWriter, r *http.Request, acct string) {
+	var req struct {
+		Filename *string  `json:"filename"`
+		Size     *float64 `json:"size"`
+	}
+	if err := readJSON(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
+		s.fail(w, r, err, "")
+		return
+	}
+	if req.Filename == nil || req.Size == nil || *req.Size < 0 {
+		writeErr(w, http.StatusBadRequest, "filename (string) and size (non-negative number) are required")
+		return
+	}
+	sid := r.PathValue("id")
+	if _, err := s.st.Session(r.Context(), acct, sid); err != nil {
+		s.fail(w, r, err, errSessionNotFound)
+		return
+	}
+	if int64(*req.Size) > s.cfg.MaxAttachmentBytes {
+		writeErr(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("File too large (max %d bytes)", s.cfg.MaxAttachmentBytes))
+		return
+	}
+	file := uuid.NewString() + ".enc"
+	writeJSON(w, http.StatusOK, map[string]any{
+		"ref":       "sessions/" + sid + "/attachments/" + file,
+		"uploadUrl": s.baseURL(r) + "/v1/sessions/" + sid + "/attachments/" + file,
+		"method":    "PUT",
+	})
+}
+
+// putAttachment: PUT …/attachments/:file with the raw bytes → {ok:true}.
+func (s *Server) putAttachment(w http.ResponseWriter, r *http.Request, acct string) {
+	sid, file := r.PathValue("id"), r.PathValue("file")
+	if _, err := s.st.Session(r.Context(), acct, sid); err != nil {
+		s.fail(w, r, err, errSessionNotFound)
+		return
+	}
+	if !validAttachmentFile(file) {
+		writeErr(w, http.StatusNotFound, "Invalid attachment file")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxAttachmentBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeErr(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("File too large (max %d bytes)", s.cfg.MaxAttachmentBytes))
+			return
+		}
+		writeErr(w, http.StatusBadRequest, "Cannot read request body: "+err.Error())
+		return
+	}
+	dst := s.attachmentPath(sid, file)
+	if err := writeFileAtomic(dst, body); err != nil {
+		s.fail(w, r, err, "")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true})
+}
+
+func writeFileAtomic(dst string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return fmt.Errorf("server: create attachment folder: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dst), ".upload-*")
+	if err != nil {
+		return fmt.Errorf("server: create attachment: %w", err)
+	}
+	_, werr := tmp.Write(b)
+	serr := tmp.Sync()
+	cerr := tmp.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("server: write attachment: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), dst); err != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("server: store attachment: %w", err)
+	}
+	return nil
+}
+
+// postRequestDownload: POST …/attachments/request-download {ref} → {downloadUrl}.
+func (s *Server) postRequestDownload(w http.ResponseWriter, r *http.Request, acct string) {
+	var req struct {
+		Ref *string `json:"ref"`
+	}
+	if err := readJSON(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
+		s.fail(w, r, err, "")
+		return
+	}
+	if req.Ref == nil {
+		writeErr(w, http.StatusBadRequest, "ref is a required string")
+		return
+	}
+	sid := r.PathValue("id")
+	if _, err := s.st.Session(r.Context(), acct, sid); err != nil {
+		s.fail(w, r, err, errSessionNotFound)
+		return
+	}
+	prefix := "sessions/" + sid + "/attachments/"
+	if !strings.HasPrefix(*req.Ref, prefix) {
+		writeErr(w, http.StatusBadRequest, "Ref does not belong to this session")
+		return
+	}
+	file := strings.TrimPrefix(*req.Ref, prefix)
+	if !validAttachmentFile(file) {
+		writeErr(w, http.StatusBadRequest, "Invalid attachment ref")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"downloadUrl": s.baseURL(r) + "/v1/sessions/" + sid + "/attachments/" + file})
+}
+
+// getAttachment: GET …/attachments/:file → the stored bytes (application/octet-stream).
+func (s *Server) getAttachment(w http.ResponseWriter, r *http.Request, acct string) {
+	sid, file := r.PathValue("id"), r.PathValue("file")
+	if _, err := s.st.Session(r.Context(), acct, sid); err != nil {
+		s.fail(w, r, err, errSessionNotFound)
+		return
+	}
+	if !validAttachmentFile(file) {
+		writeErr(w, http.StatusNotFound, "Invalid attachment file")
+		return
+	}
+	b, err := os.ReadFile(s.attachmentPath(sid, file))
+	if errors.Is(err, os.ErrNotExist) {
+		writeErr(w, http.StatusNotFound, "Attachment not found")
+		return
+	}
+	if err != nil {
+		s.fail(w, r, fmt.Errorf("server: read attachment: %w", err), "")
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
+}

@@ -1,0 +1,469 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/zishang520/socket.io/servers/socket/v3"
+
+	"github.com/happy-dev/happy/server/store"
+)
+
+// splitArgs returns the first argument as an object (nil when it is not
+// one) and the ack callback when the client asked for one.
+func splitArgs(a []any) (map[string]any, socket.Ack) {
+	var ack socket.Ack
+	if n := len(a); n > 0 {
+		if fn, ok := a[n-1].(socket.Ack); ok {
+			ack = fn
+			a = a[:n-1]
+		}
+	}
+	var m map[string]any
+	if len(a) > 0 {
+		m, _ = a[0].(map[string]any)
+	}
+	return m, ack
+}
+
+func reply(ack socket.Ack, v any) {
+	if ack != nil {
+		ack([]any{v}, nil)
+	}
+}
+
+func getStr(m map[string]any, k string) (string, bool) {
+	v, ok := m[k].(string)
+	return v, ok
+}
+
+func getNum(m map[string]any, k string) (float64, bool) {
+	v, ok := m[k].(float64)
+	return v, ok
+}
+
+func (s *Server) bindEvents(c *conn) {
+	on := func(ev string, h func(m map[string]any, ack socket.Ack)) {
+		_ = c.sock.On(ev, func(a ...any) {
+			m, ack := splitArgs(a)
+			h(m, ack)
+		})
+	}
+	on("update-metadata", func(m map[string]any, ack socket.Ack) { s.onUpdateMetadata(c, m, ack) })
+	on("update-state", func(m map[string]any, ack socket.Ack) { s.onUpdateState(c, m, ack) })
+	on("machine-update-metadata", func(m map[string]any, ack socket.Ack) { s.onMachineUpdateMetadata(c, m, ack) })
+	on("machine-update-state", func(m map[string]any, ack socket.Ack) { s.onMachineUpdateState(c, m, ack) })
+	on("session-alive", func(m map[string]any, ack socket.Ack) { s.onSessionAlive(c, m, ack) })
+	on("session-end", func(m map[string]any, ack socket.Ack) { s.onSessionEnd(c, m, ack) })
+	on("machine-alive", func(m map[string]any, ack socket.Ack) { s.onMachineAlive(c, m, ack) })
+	on("usage-report", func(m map[string]any, ack socket.Ack) { s.onUsageReport(c, m, ack) })
+	on("rpc-register", func(m map[string]any, _ socket.Ack) { s.onRPCRegister(c, m) })
+	on("rpc-unregister", func(m map[string]any, _ socket.Ack) { s.onRPCUnregister(c, m) })
+	// rpc-call waits for another socket: it runs on its own goroutine so the
+	// caller's other events are not held up.
+	on("rpc-call", func(m map[string]any, ack socket.Ack) { go s.onRPCCall(c, m, ack) })
+	_ = c.sock.On("ping", func(a ...any) {
+		_, ack := splitArgs(a)
+		reply(ack, map[string]any{})
+	})
+}
+
+// opCtx bounds one event's store work.
+func (s *Server) opCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(s.ctx, 30*time.Second)
+}
+
+func casReply(key string, r store.CAS) map[string]any {
+	res := "success"
+	if !r.OK {
+		res = "version-mismatch"
+	}
+	var v any
+	if r.Value != nil {
+		v = *r.Value
+	}
+	return map[string]any{"result": res, "version": r.Version, key: v}
+}
+
+func (s *Server) storeErrReply(ack socket.Ack, ev string, err error, notFound string) {
+	if errors.Is(err, store.ErrNotFound) {
+		reply(ack, map[string]any{"result": "error", "message": notFound})
+		return
+	}
+	s.log.Error().Err(err).Str("event", ev).Msg("socket event failed")
+	reply(ack, map[string]any{"result": "error", "message": "Internal error"})
+}
+
+// onUpdateMetadata: update-metadata {sid, metadata, expectedVersion}. Always
+// acks: success / version-mismatch (current value) / error (bad input or an
+// unknown session, where the reference sends no ack at all).
+func (s *Server) onUpdateMetadata(c *conn, m map[string]any, ack socket.Ack) {
+	sid, ok1 := getStr(m, "sid")
+	md, ok2 := getStr(m, "metadata")
+	ev, ok3 := getNum(m, "expectedVersion")
+	if !ok1 || sid == "" || !ok2 || !ok3 {
+		reply(ack, map[string]any{"result": "error", "message": "Invalid parameters"})
+		return
+	}
+	ctx, cancel := s.opCtx()
+	defer cancel()
+	r, err := s.st.UpdateSessionMetadata(ctx, c.acct, sid, md, int64(ev), s.nowMs())
+	if err != nil {
+		s.storeErrReply(ack, "update-metadata", err, "Session not found")
+		return
+	}
+	if r.OK {
+		s.emitUpdate(ctx, c.acct, bodyUpdateSession{T: "update-session", ID: sid, Metadata: &versioned{Value: r.Value, Version: r.Version}},
+			roomSession(c.acct, sid), roomUserScoped(c.acct))
+	}
+	reply(ack, casReply("metadata", r))
+}
+
+// onUpdateState: update-state {sid, agentState: string|null, expectedVersion}.
+func (s *Server) onUpdateState(c *conn, m map[string]any, ack socket.Ack) {
+	sid, ok1 := getStr(m, "sid")
+	raw, present := m["agentState"]
+	st, isStr := raw.(string)
+	ev, ok3 := getNum(m, "expectedVersion")
+	if !ok1 || sid == "" || !present || (raw != nil && !isStr) || !ok3 {
+		reply(ack, map[string]any{"result": "error", "message": "Invalid parameters"})
+		return
+	}
+	var state *string
+	if isStr {
+		state = &st
+	}
+	ctx, cancel := s.opCtx()
+	defer cancel()
+	r, err := s.st.UpdateSessionAgentState(ctx, c.acct, sid, state, int64(ev), s.nowMs())
+	if err != nil {
+		s.storeErrReply(ack, "update-state", err, "Session not found")
+		return
+	}
+	if r.OK {
+		s.emitUpdate(ctx, c.acct, bodyUpdateSession{T: "update-session", ID: sid, AgentState: &versioned{Value: r.Value, Version: r.Version}},
+			roomSession(c.acct, sid), roomUserScoped(c.acct))
+	}
+	reply(ack, casReply("agentState", r))
+}
+
+// onMachineUpdateMetadata: machine-update-metadata {machineId, metadata, expectedVersion}.
+func (s *Server) onMachineUpdateMetadata(c *conn, m map[string]any, ack socket.Ack) {
+	mid, ok1 := getStr(m, "machineId")
+	md, ok2 := getStr(m, "metadata")
+	ev, ok3 := getNum(m, "expectedVersion")
+	if !ok1 || mid == "" || !ok2 || !ok3 {
+		reply(ack, map[string]any{"result": "error", "message": "Invalid parameters"})
+		return
+	}
+	ctx, cancel := s.opCtx()
+	defer cancel()
+	r, err := s.st.UpdateMachineMetadata(ctx, c.acct, mid, md, int64(ev), s.nowMs())
+	if err != nil {
+		s.storeErrReply(ack, "machine-update-metadata", err, "Machine not found")
+		return
+	}
+	if r.OK {
+		s.emitUpdate(ctx, c.acct, bodyUpdateMachine{T: "update-machine", MachineID: mid, Metadata: &versioned{Value: r.Value, Version: r.Version}},
+			roomMachine(c.acct, mid), roomUserScoped(c.acct))
+	}
+	reply(ack, casReply("metadata", r))
+}
+
+// onMachineUpdateState: machine-update-state {machineId, daemonState, expectedVersion};
+// success also marks the machine active.
+func (s *Server) onMachineUpdateState(c *conn, m map[string]any, ack socket.Ack) {
+	mid, ok1 := getStr(m, "machineId")
+	ds, ok2 := getStr(m, "daemonState")
+	ev, ok3 := getNum(m, "expectedVersion")
+	if !ok1 || mid == "" || !ok2 || !ok3 {
+		reply(ack, map[string]any{"result": "error", "message": "Invalid parameters"})
+		return
+	}
+	ctx, cancel := s.opCtx()
+	defer cancel()
+	now := s.nowMs()
+	r, err := s.st.UpdateMachineDaemonState(ctx, c.acct, mid, ds, int64(ev), now)
+	if err != nil {
+		s.storeErrReply(ack, "machine-update-state", err, "Machine not found")
+		return
+	}
+	if r.OK {
+		s.pres.shouldWrite(presKey("m", c.acct, mid), now, 0)
+		s.emitUpdate(ctx, c.acct, bodyUpdateMachine{T: "update-machine", MachineID: mid, DaemonState: &versioned{Value: r.Value, Version: r.Version}},
+			roomMachine(c.acct, mid), roomUserScoped(c.acct))
+	}
+	reply(ack, casReply("daemonState", r))
+}
+
+// clientTime turns a client's `time` (ms) into the activity time to record.
+// A time ahead of the server is clamped to now (as the reference). A time
+// more than ClockTolerance behind — which the reference drops silently — is
+// replaced by the server's time, because the event arriving now proves
+// activity now (B29); the socket is told once per connection with
+// `clock-skew {event, clientTime, serverTime, skewMs}`.
+func (s *Server) clientTime(c *conn, event string, t float64) int64 {
+	now := s.nowMs()
+	ms := int64(t)
+	if ms > now {
+		return now
+	}
+	if now-ms <= s.cfg.ClockTolerance.Milliseconds() {
+		return ms
+	}
+	c.mu.Lock()
+	first := !c.skewWarned
+	c.skewWarned = true
+	c.mu.Unlock()
+	if first {
+		s.log.Warn().Str("account", c.acct).Str("event", event).Int64("skewMs", now-ms).Msg("client clock behind server beyond tolerance; using server time")
+		_ = c.emit("clock-skew", map[string]any{"event": event, "clientTime": ms, "serverTime": now, "skewMs": now - ms})
+	}
+	return now
+}
+
+// onSessionAlive: session-alive {sid, time, thinking?, mode?} (volatile, no
+// ack in the reference CLI; an ack, when asked for, gets success or error).
+// Fans out ephemeral activity to the account's apps.
+func (s *Server) onSessionAlive(c *conn, m map[string]any, ack socket.Ack) {
+	sid, ok1 := getStr(m, "sid")
+	t, ok2 := getNum(m, "time")
+	if !ok1 || sid == "" || !ok2 {
+		reply(ack, map[string]any{"result": "error", "message": "Invalid parameters"})
+		return
+	}
+	thinking, _ := m["thinking"].(bool)
+	if s.pres.isStopped(c.acct, sid, s.cfg.Now()) {
+		reply(ack, map[string]any{"result": "error", "message": "Session was ended"})
+		return
+	}
+	at := s.clientTime(c, "session-alive", t)
+	key := presKey("s", c.acct, sid)
+	ctx, cancel := s.opCtx()
+	defer cancel()
+	if s.pres.shouldWrite(key, at, s.writeThreshold()) {
+		if err := s.st.SetSessionActive(ctx, c.acct, sid, true, at); err != nil {
+			s.pres.forget(key)
+			s.storeErrReply(ack, "session-alive", err, "Session not found")
+			return
+		}
+	}
+	s.emitEphemeral(c.acct, ephActivity{Type: "activity", ID: sid, Active: true, ActiveAt: at, Thinking: thinking}, roomUserScoped(c.acct))
+	reply(ack, map[string]any{"result": "success", "activeAt": at})
+}
+
+// onSessionEnd: session-end {sid, time}. Marks the session inactive, ignores
+// its keep-alives for StoppedTTL and tells the apps. A skewed time is
+// replaced by the server's (never dropped); an ack gets success or error.
+func (s *Server) onSessionEnd(c *conn, m map[string]any, ack socket.Ack) {
+	sid, ok1 := getStr(m, "sid")
+	t, ok2 := getNum(m, "time")
+	if !ok1 || sid == "" || !ok2 {
+		reply(ack, map[string]any{"result": "error", "message": "Invalid parameters"})
+		return
+	}
+	at := s.clientTime(c, "session-end", t)
+	ctx, cancel := s.opCtx()
+	defer cancel()
+	if err := s.st.SetSessionActive(ctx, c.acct, sid, false, at); err != nil {
+		s.storeErrReply(ack, "session-end", err, "Session not found")
+		return
+	}
+	s.pres.stop(c.acct, sid, s.cfg.Now())
+	s.emitEphemeral(c.acct, ephActivity{Type: "activity", ID: sid, Active: false, ActiveAt: at}, roomUserScoped(c.acct))
+	reply(ack, map[string]any{"result": "success", "activeAt": at})
+}
+
+// onMachineAlive: machine-alive {machineId, time}.
+func (s *Server) onMachineAlive(c *conn, m map[string]any, ack socket.Ack) {
+	mid, ok1 := getStr(m, "machineId")
+	t, ok2 := getNum(m, "time")
+	if !ok1 || mid == "" || !ok2 {
+		reply(ack, map[string]any{"result": "error", "message": "Invalid parameters"})
+		return
+	}
+	at := s.clientTime(c, "machine-alive", t)
+	key := presKey("m", c.acct, mid)
+	ctx, cancel := s.opCtx()
+	defer cancel()
+	if s.pres.shouldWrite(key, at, s.writeThreshold()) {
+		if err := s.st.SetMachineActive(ctx, c.acct, mid, true, at); err != nil {
+			s.pres.forget(key)
+			s.storeErrReply(ack, "machine-alive", err, "Machine not found")
+			return
+		}
+	}
+	s.emitEphemeral(c.acct, ephMachineActivity{Type: "machine-activity", ID: mid, Active: true, ActiveAt: at}, roomUserScoped(c.acct))
+	reply(ack, map[string]any{"result": "success", "activeAt": at})
+}
+
+// onUsageReport: usage-report {key, sessionId?, tokens:{total,…}, cost:{total,…}}
+// → {success:true, reportId, createdAt, updatedAt} or {success:false, error}.
+func (s *Server) onUsageReport(c *conn, m map[string]any, ack socket.Ack) {
+	fail := func(msg string) { reply(ack, map[string]any{"success": false, "error": msg}) }
+	key, ok := getStr(m, "key")
+	if !ok || key == "" {
+		fail("Invalid key")
+		return
+	}
+	tokens, _ := m["tokens"].(map[string]any)
+	if _, ok := getNum(tokens, "total"); !ok {
+		fail("Invalid tokens object - must include total")
+		return
+	}
+	cost, _ := m["cost"].(map[string]any)
+	if _, ok := getNum(cost, "total"); !ok {
+		fail("Invalid cost object - must include total")
+		return
+	}
+	sid := ""
+	if v, present := m["sessionId"]; present && v != nil {
+		str, ok := v.(string)
+		if !ok {
+			fail("Invalid sessionId")
+			return
+		}
+		sid = str
+	}
+	ctx, cancel := s.opCtx()
+	defer cancel()
+	if sid != "" {
+		if _, err := s.st.Session(ctx, c.acct, sid); err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				fail("Session not found")
+				return
+			}
+			s.log.Error().Err(err).Msg("usage-report")
+			fail("Internal error")
+			return
+		}
+	}
+	data, _ := json.Marshal(map[string]any{"tokens": tokens, "cost": cost}) // decoded JSON always re-encodes
+	u, err := s.st.UpsertUsageReport(ctx, c.acct, sid, key, string(data), s.nowMs())
+	if err != nil {
+		s.log.Error().Err(err).Msg("usage-report")
+		fail("Failed to save usage report")
+		return
+	}
+	if sid != "" {
+		s.emitEphemeral(c.acct, ephUsage{Type: "usage", ID: sid, Key: key, Tokens: tokens, Cost: cost, Timestamp: s.nowMs()}, roomUserScoped(c.acct))
+	}
+	reply(ack, map[string]any{"success": true, "reportId": u.ID, "createdAt": u.CreatedAt, "updatedAt": u.UpdatedAt})
+}
+
+// ownsScope reports whether the part of method before the first ':' is a
+// session or machine of the socket's account.
+func (s *Server) ownsScope(ctx context.Context, acct, method string) (bool, error) {
+	scope, _, ok := strings.Cut(method, ":")
+	if !ok || scope == "" {
+		return false, nil
+	}
+	if _, err := s.st.Session(ctx, acct, scope); err == nil {
+		return true, nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return false, err
+	}
+	if _, err := s.st.Machine(ctx, acct, scope); err == nil {
+		return true, nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return false, err
+	}
+	return false, nil
+}
+
+// onRPCRegister: rpc-register {method} → rpc-registered {method}, or
+// rpc-error {type:"register", error} for a missing name, a name without a
+// "<sessionId|machineId>:" prefix, or an id the account does not own.
+func (s *Server) onRPCRegister(c *conn, m map[string]any) {
+	method, ok := getStr(m, "method")
+	if !ok || method == "" {
+		_ = c.emit("rpc-error", map[string]any{"type": "register", "error": "Invalid method name"})
+		return
+	}
+	ctx, cancel := s.opCtx()
+	defer cancel()
+	owned, err := s.ownsScope(ctx, c.acct, method)
+	if err != nil {
+		s.log.Error().Err(err).Msg("rpc-register")
+		_ = c.emit("rpc-error", map[string]any{"type": "register", "error": "Internal error"})
+		return
+	}
+	if !owned {
+		_ = c.emit("rpc-error", map[string]any{"type": "register", "error": "Method must be <sessionId>:<name> or <machineId>:<name> for a session or machine of this account", "method": method})
+		return
+	}
+	s.rpc.register(c, method)
+	_ = c.emit("rpc-registered", map[string]any{"method": method})
+}
+
+// onRPCUnregister: rpc-unregister {method} → rpc-unregistered {method}.
+func (s *Server) onRPCUnregister(c *conn, m map[string]any) {
+	method, ok := getStr(m, "method")
+	if !ok || method == "" {
+		_ = c.emit("rpc-error", map[string]any{"type": "unregister", "error": "Invalid method name"})
+		return
+	}
+	s.rpc.unregister(c, method)
+	_ = c.emit("rpc-unregistered", map[string]any{"method": method})
+}
+
+// RPC error texts of the reference relay.
+const (
+	errRPCNotAvailable = "RPC method not available"
+	errRPCSameSocket   = "Cannot call RPC on the same socket"
+	errRPCDisconnected = "RPC target disconnected"
+	errRPCTimeout      = "operation has timed out"
+)
+
+// onRPCCall: rpc-call {method, params} → forwards rpc-request {method, params}
+// with ack to the first socket of the account that registered method
+// (waiting up to RPCGrace for one) and replies {ok:true, result} with the
+// callee's ack value, or {ok:false, error} with the reference's texts.
+func (s *Server) onRPCCall(c *conn, m map[string]any, ack socket.Ack) {
+	method, ok := getStr(m, "method")
+	if !ok || method == "" {
+		reply(ack, map[string]any{"ok": false, "error": "Invalid parameters: method is required"})
+		return
+	}
+	params := m["params"]
+	gctx, cancel := context.WithTimeout(s.ctx, s.cfg.RPCGrace)
+	target := s.rpc.wait(gctx, c.acct, method)
+	cancel()
+	if target == nil {
+		reply(ack, map[string]any{"ok": false, "error": errRPCNotAvailable})
+		return
+	}
+	if target.c == c {
+		reply(ack, map[string]any{"ok": false, "error": errRPCSameSocket})
+		return
+	}
+	type result struct {
+		args []any
+		err  error
+	}
+	done := make(chan result, 1)
+	target.c.emitMu.Lock()
+	target.c.sock.Timeout(s.cfg.RPCCallTimeout).EmitWithAck("rpc-request", map[string]any{"method": method, "params": params})(func(a []any, err error) {
+		done <- result{a, err}
+	})
+	target.c.emitMu.Unlock()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			reply(ack, map[string]any{"ok": false, "error": errRPCTimeout})
+			return
+		}
+		var v any
+		if len(r.args) > 0 {
+			v = r.args[0]
+		}
+		reply(ack, map[string]any{"ok": true, "result": v})
+	case <-target.gone:
+		reply(ack, map[string]any{"ok": false, "error": errRPCDisconnected})
+	case <-s.ctx.Done():
+		reply(ack, map[string]any{"ok": false, "error": "Server shutting down"})
+	}
+}

@@ -1,0 +1,680 @@
+package server
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/happy-dev/happy/server/store"
+)
+
+// Error texts of the reference relay that clients may match on.
+const (
+	errMissingAuth     = "Missing authorization header"
+	errInvalidToken    = "Invalid token"
+	errSessionNotFound = "Session not found"
+)
+
+// httpError is a handler failure with its status and client-facing text.
+type httpError struct {
+	status int
+	msg    string
+}
+
+func (e *httpError) Error() string { return fmt.Sprintf("%d %s", e.status, e.msg) }
+
+func badRequest(format string, a ...any) *httpError {
+	return &httpError{status: http.StatusBadRequest, msg: fmt.Sprintf(format, a...)}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"error":"Internal error"}`)
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+func writeErr(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+// fail answers err: an *httpError as is, store.ErrNotFound as 404 with
+// notFound, anything else as a logged 500.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error, notFound string) {
+	var he *httpError
+	switch {
+	case errors.As(err, &he):
+		writeErr(w, he.status, he.msg)
+	case errors.Is(err, store.ErrNotFound):
+		writeErr(w, http.StatusNotFound, notFound)
+	case errors.Is(err, context.Canceled):
+		writeErr(w, 499, "Request cancelled")
+	default:
+		s.log.Error().Err(err).Str("method", r.Method).Str("path", r.URL.Path).Msg("request failed")
+		writeErr(w, http.StatusInternalServerError, "Internal error")
+	}
+}
+
+// readJSON decodes the request body (at most limit bytes) into v. Errors are
+// *httpError: 413 for an oversized body, 400 with the reason otherwise.
+func readJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
+	body := http.MaxBytesReader(w, r.Body, limit)
+	b, err := io.ReadAll(body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return &httpError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("Request body too large (limit %d bytes)", limit)}
+		}
+		return badRequest("Cannot read request body: %v", err)
+	}
+	return decodeJSON(b, v)
+}
+
+// decodeJSON unmarshals one JSON value from b into v; errors are 400s that
+// say what was wrong and where.
+func decodeJSON(b []byte, v any) error {
+	if len(strings.TrimSpace(string(b))) == 0 {
+		return badRequest("Request body is empty (want a JSON object)")
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			return badRequest("Invalid JSON at byte %d: %v", se.Offset, err)
+		case errors.As(err, &te):
+			field := te.Field
+			if field == "" {
+				field = "body"
+			}
+			return badRequest("Invalid JSON: %s must be %s, got %s", field, te.Type.String(), te.Value)
+		default:
+			return badRequest("Invalid JSON: %v", err)
+		}
+	}
+	return nil
+}
+
+// authed wraps h with token verification (Authorization: Bearer <token>).
+func (s *Server) authed(h func(w http.ResponseWriter, r *http.Request, acct string)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		hdr := r.Header.Get("Authorization")
+		if !strings.HasPrefix(hdr, "Bearer ") {
+			writeErr(w, http.StatusUnauthorized, errMissingAuth)
+			return
+		}
+		acct, err := s.tok.verify(strings.TrimPrefix(hdr, "Bearer "))
+		if err != nil {
+			writeErr(w, http.StatusUnauthorized, errInvalidToken)
+			return
+		}
+		h(w, r, acct)
+	}
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	sio := s.io.ServeHandler(nil)
+	mux.Handle("/v1/updates/", sio)
+	mux.Handle("/v1/updates", sio)
+
+	mux.HandleFunc("GET /health", s.health)
+	mux.HandleFunc("POST /v1/auth", s.postAuth)
+	mux.HandleFunc("POST /v1/auth/request", s.postAuthRequest)
+	mux.HandleFunc("GET /v1/auth/request/status", s.getAuthRequestStatus)
+	mux.HandleFunc("POST /v1/auth/response", s.authed(s.postAuthResponse))
+
+	mux.HandleFunc("POST /v1/sessions", s.authed(s.postSession))
+	mux.HandleFunc("GET /v1/sessions", s.authed(s.getSessions))
+	mux.HandleFunc("GET /v2/sessions/active", s.authed(s.getActiveSessions))
+	mux.HandleFunc("POST /v1/sessions/{id}/archive", s.authed(s.postArchive))
+	mux.HandleFunc("DELETE /v1/sessions/{id}", s.authed(s.deleteSession))
+	mux.HandleFunc("GET /v1/sessions/{id}/messages", s.authed(s.getLegacyMessages))
+	mux.HandleFunc("POST /v3/sessions/{id}/messages", s.authed(s.postMessages))
+	mux.HandleFunc("GET /v3/sessions/{id}/messages", s.authed(s.getMessages))
+	mux.HandleFunc("POST /v1/sessions/{id}/push-event", s.authed(s.postPushEvent))
+
+	mux.HandleFunc("POST /v1/sessions/{id}/attachments/request-upload", s.authed(s.postRequestUpload))
+	mux.HandleFunc("POST /v1/sessions/{id}/attachments/request-download", s.authed(s.postRequestDownload))
+	mux.HandleFunc("PUT /v1/sessions/{id}/attachments/{file}", s.authed(s.putAttachment))
+	mux.HandleFunc("GET /v1/sessions/{id}/attachments/{file}", s.authed(s.getAttachment))
+
+	mux.HandleFunc("POST /v1/machines", s.authed(s.postMachine))
+	mux.HandleFunc("GET /v1/machines", s.authed(s.getMachines))
+	mux.HandleFunc("GET /v1/machines/{id}", s.authed(s.getMachine))
+
+	mux.HandleFunc("GET /v1/push-tokens", s.authed(s.getPushTokens))
+	mux.HandleFunc("POST /v1/push-tokens", s.authed(s.postPushToken))
+	mux.HandleFunc("DELETE /v1/push-tokens/{token}", s.authed(s.deletePushToken))
+
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeErr(w, http.StatusNotFound, fmt.Sprintf("Route %s %s not found", r.Method, r.URL.Path))
+	})
+	return mux
+}
+
+func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "timestamp": s.nowMs(), "service": "happy-server"})
+}
+
+// ---- auth ----
+
+func decodeB64(s string) ([]byte, error) {
+	if b, err := base64.StdEncoding.DecodeString(s); err == nil {
+		return b, nil
+	}
+	return base64.RawStdEncoding.DecodeString(s)
+}
+
+// postAuth: POST /v1/auth {publicKey, challenge, signature} (base64) →
+// {success:true, token}; a bad signature is 401 "Invalid signature".
+func (s *Server) postAuth(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		PublicKey *string `json:"publicKey"`
+		Challenge *string `json:"challenge"`
+		Signature *string `json:"signature"`
+	}
+	if err := readJSON(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
+		s.fail(w, r, err, "")
+		return
+	}
+	if req.PublicKey == nil || req.Challenge == nil || req.Signature == nil {
+		writeErr(w, http.StatusBadRequest, "publicKey, challenge and signature are required strings")
+		return
+	}
+	pk, err1 := decodeB64(*req.PublicKey)
+	ch, err2 := decodeB64(*req.Challenge)
+	sig, err3 := decodeB64(*req.Signature)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		writeErr(w, http.StatusBadRequest, "publicKey, challenge and signature must be base64")
+		return
+	}
+	if len(pk) != ed25519.PublicKeySize || len(sig) != ed25519.SignatureSize || !ed25519.Verify(pk, ch, sig) {
+		writeErr(w, http.StatusUnauthorized, "Invalid signature")
+		return
+	}
+	acct, err := s.st.UpsertAccount(r.Context(), hex.EncodeToString(pk), s.nowMs())
+	if err != nil {
+		s.fail(w, r, err, "")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "token": s.tok.issue(acct.ID, "", s.cfg.Now())})
+}
+
+// boxKeyHex decodes a base64 X25519 public key (32 bytes) into hex.
+func boxKeyHex(b64 string) (string, bool) {
+	b, err := decodeB64(b64)
+	if err != nil || len(b) != 32 {
+		return "", false
+	}
+	return hex.EncodeToString(b), true
+}
+
+// postAuthRequest: POST /v1/auth/request {publicKey, supportsV2?} →
+// {state:"requested"} or {state:"authorized", token, response}.
+func (s *Server) postAuthRequest(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		PublicKey  *string `json:"publicKey"`
+		SupportsV2 *bool   `json:"supportsV2"`
+	}
+	if err := readJSON(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
+		s.fail(w, r, err, "")
+		return
+	}
+	if req.PublicKey == nil {
+		writeErr(w, http.StatusBadRequest, "publicKey is required")
+		return
+	}
+	pk, ok := boxKeyHex(*req.PublicKey)
+	if !ok {
+		writeErr(w, http.StatusUnauthorized, "Invalid public key")
+		return
+	}
+	ar, err := s.st.UpsertAuthRequest(r.Context(), pk, req.SupportsV2 != nil && *req.SupportsV2, s.nowMs())
+	if err != nil {
+		s.fail(w, r, err, "")
+		return
+	}
+	if ar.Response != nil && ar.ResponseAccountID != nil {
+		writeJSON(w, http.StatusOK, map[string]any{"state": "authorized", "token": s.tok.issue(*ar.ResponseAccountID, ar.ID, s.cfg.Now()), "response": *ar.Response})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"state": "requested"})
+}
+
+// getAuthRequestStatus: GET /v1/auth/request/status?publicKey= →
+// {status:"not_found"|"pending"|"authorized", supportsV2}.
+func (s *Server) getAuthRequestStatus(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if !q.Has("publicKey") {
+		writeErr(w, http.StatusBadRequest, "publicKey query parameter is required")
+		return
+	}
+	pk, ok := boxKeyHex(q.Get("publicKey"))
+	if !ok {
+		writeJSON(w, http.StatusOK, map[string]any{"status": "not_found", "supportsV2": false})
+		return
+	}
+	ar, err := s.st.AuthRequest(r.Context(), pk)
+	if errors.Is(err, store.ErrNotFound) {
+		writeJSON(w, http.StatusOK, map[string]any{"status": "not_found", "supportsV2": false})
+		return
+	}
+	if err != nil {
+		s.fail(w, r, err, "")
+		return
+	}
+	if ar.Response != nil && ar.ResponseAccountID != nil {
+		writeJSON(w, http.StatusOK, map[string]any{"status": "authorized", "supportsV2": false})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "pending", "supportsV2": ar.SupportsV2})
+}
+
+// postAuthResponse: POST /v1/auth/response {publicKey, response} (Bearer) →
+// {success:true}; the first answer wins.
+func (s *Server) postAuthResponse(w http.ResponseWriter, r *http.Request, acct string) {
+	var req struct {
+		PublicKey *string `json:"publicKey"`
+		Response  *string `json:"response"`
+	}
+	if err := readJSON(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
+		s.fail(w, r, err, "")
+		return
+	}
+	if req.PublicKey == nil || req.Response == nil {
+		writeErr(w, http.StatusBadRequest, "publicKey and response are required strings")
+		return
+	}
+	pk, ok := boxKeyHex(*req.PublicKey)
+	if !ok {
+		writeErr(w, http.StatusUnauthorized, "Invalid public key")
+		return
+	}
+	if err := s.st.AnswerAuthRequest(r.Context(), pk, *req.Response, acct); err != nil {
+		s.fail(w, r, err, "Request not found")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true})
+}
+
+// ---- sessions ----
+
+// postSession: POST /v1/sessions {tag, metadata, agentState?, dataEncryptionKey?}
+// → {session}; an existing tag returns the session unchanged, agentState is
+// ignored on create (as the reference).
+func (s *Server) postSession(w http.ResponseWriter, r *http.Request, acct string) {
+	var req struct {
+		Tag               *string         `json:"tag"`
+		Metadata          *string         `json:"metadata"`
+		AgentState        json.RawMessage `json:"agentState"`
+		DataEncryptionKey *string         `json:"dataEncryptionKey"`
+	}
+	if err := readJSON(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
+		s.fail(w, r, err, "")
+		return
+	}
+	if req.Tag == nil || *req.Tag == "" || req.Metadata == nil {
+		writeErr(w, http.StatusBadRequest, "tag (non-empty) and metadata are required strings")
+		return
+	}
+	sess, created, err := s.st.GetOrCreateSession(r.Context(), acct, store.NewSession{Tag: *req.Tag, Metadata: *req.Metadata, DataEncryptionKey: req.DataEncryptionKey}, s.nowMs())
+	if err != nil {
+		s.fail(w, r, err, "")
+		return
+	}
+	s.pres.resume(acct, sess.ID)
+	if created {
+		s.emitUpdate(r.Context(), acct, bodyNewSession{T: "new-session", wireSessionBase: toWireSessionBase(sess)}, roomUserScoped(acct))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"session": toWireSession(sess)})
+}
+
+// getSessions: GET /v1/sessions → {sessions}, 150 most recently updated.
+func (s *Server) getSessions(w http.ResponseWriter, r *http.Request, acct string) {
+	list, err := s.st.Sessions(r.Context(), acct, 150)
+	if err != nil {
+		s.fail(w, r, err, "")
+		return
+	}
+	out := make([]wireSession, len(list))
+	for i, x := range list {
+		out[i] = toWireSession(x)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": out})
+}
+
+func intParam(q map[string][]string, name string, min, max int64) (int64, bool, error) {
+	v, ok := q[name]
+	if !ok || len(v) == 0 {
+		return 0, false, nil
+	}
+	n, err := strconv.ParseInt(v[0], 10, 64)
+	if err != nil {
+		return 0, true, badRequest("%s must be an integer, got %q", name, v[0])
+	}
+	if n < min || n > max {
+		return 0, true, badRequest("%s must be between %d and %d, got %d", name, min, max, n)
+	}
+	return n, true, nil
+}
+
+// getActiveSessions: GET /v2/sessions/active?limit=1..500 (150) → {sessions}
+// active with activity in the last 15 minutes.
+func (s *Server) getActiveSessions(w http.ResponseWriter, r *http.Request, acct string) {
+	limit, ok, err := intParam(r.URL.Query(), "limit", 1, 500)
+	if err != nil {
+		s.fail(w, r, err, "")
+		return
+	}
+	if !ok {
+		limit = 150
+	}
+	since := s.cfg.Now().Add(-DefaultActiveWindow).UnixMilli()
+	list, err := s.st.ActiveSessions(r.Context(), acct, since, int(limit))
+	if err != nil {
+		s.fail(w, r, err, "")
+		return
+	}
+	out := make([]wireSessionBase, len(list))
+	for i, x := range list {
+		out[i] = toWireSessionBase(x)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": out})
+}
+
+// postArchive: POST /v1/sessions/:id/archive → {success:true}; the session
+// goes inactive and the account's apps get activity active:false.
+func (s *Server) postArchive(w http.ResponseWriter, r *http.Request, acct string) {
+	id := r.PathValue("id")
+	now := s.nowMs()
+	if err := s.st.SetSessionActive(r.Context(), acct, id, false, now); err != nil {
+		s.fail(w, r, err, errSessionNotFound)
+		return
+	}
+	s.pres.stop(acct, id, s.cfg.Now())
+	s.emitEphemeral(acct, ephActivity{Type: "activity", ID: id, Active: false, ActiveAt: now}, roomUserScoped(acct))
+	writeJSON(w, http.StatusOK, map[string]any{"success": true})
+}
+
+// deleteSession: DELETE /v1/sessions/:id → {success:true}; messages, usage
+// reports and attachments go with it; the apps get update delete-session.
+func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request, acct string) {
+	id := r.PathValue("id")
+	if err := s.st.DeleteSession(r.Context(), acct, id); err != nil {
+		s.fail(w, r, err, "Session not found or not owned by user")
+		return
+	}
+	s.pres.stop(acct, id, s.cfg.Now())
+	s.removeAttachments(id)
+	s.emitUpdate(r.Context(), acct, bodyDeleteSession{T: "delete-session", SID: id}, roomUserScoped(acct))
+	writeJSON(w, http.StatusOK, map[string]any{"success": true})
+}
+
+// getLegacyMessages: GET /v1/sessions/:id/messages → {messages}, newest first, at most 150.
+func (s *Server) getLegacyMessages(w http.ResponseWriter, r *http.Request, acct string) {
+	list, err := s.st.RecentMessages(r.Context(), acct, r.PathValue("id"), 150)
+	if err != nil {
+		s.fail(w, r, err, errSessionNotFound)
+		return
+	}
+	out := make([]wireMessage, len(list))
+	for i, m := range list {
+		out[i] = toWireMessage(m)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"messages": out})
+}
+
+// postMessages: POST /v3/sessions/:id/messages {messages:[{content, localId}]}
+// (1–100) → {messages:[{id, seq, localId, createdAt, updatedAt}]} sorted by
+// seq. New rows fan out as new-message updates.
+func (s *Server) postMessages(w http.ResponseWriter, r *http.Request, acct string) {
+	var req struct {
+		Messages *[]struct {
+			Content *string `json:"content"`
+			LocalID *string `json:"localId"`
+		} `json:"messages"`
+	}
+	if err := readJSON(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
+		s.fail(w, r, err, "")
+		return
+	}
+	if req.Messages == nil {
+		writeErr(w, http.StatusBadRequest, "messages is required (an array of 1 to 100 {content, localId})")
+		return
+	}
+	msgs := *req.Messages
+	if len(msgs) < 1 || len(msgs) > 100 {
+		writeErr(w, http.StatusBadRequest, fmt.Sprintf("messages must hold 1 to 100 items, got %d", len(msgs)))
+		return
+	}
+	in := make([]store.NewMessage, len(msgs))
+	for i, m := range msgs {
+		if m.Content == nil || m.LocalID == nil || *m.LocalID == "" {
+			writeErr(w, http.StatusBadRequest, fmt.Sprintf("messages[%d]: content and localId (non-empty) are required strings", i))
+			return
+		}
+		in[i] = store.NewMessage{LocalID: *m.LocalID, Content: *m.Content}
+	}
+	sid := r.PathValue("id")
+	res, err := s.st.AppendMessages(r.Context(), acct, sid, in, s.nowMs())
+	if err != nil {
+		s.fail(w, r, err, errSessionNotFound)
+		return
+	}
+	s.fanoutMessages(acct, sid, res)
+	out := make([]wireMessageRef, len(res.Rows))
+	for i, m := range res.Rows {
+		out[i] = wireMessageRef{ID: m.ID, Seq: m.Seq, LocalID: m.LocalID, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"messages": out})
+}
+
+// getMessages: GET /v3/sessions/:id/messages?after_seq=N|before_seq=N&limit=1..500
+// → {messages, hasMore}; after_seq (default 0) ascending, before_seq descending.
+func (s *Server) getMessages(w http.ResponseWriter, r *http.Request, acct string) {
+	q := r.URL.Query()
+	after, hasAfter, err := intParam(q, "after_seq", 0, 1<<53)
+	if err != nil {
+		s.fail(w, r, err, "")
+		return
+	}
+	before, hasBefore, err := intParam(q, "before_seq", 1, 1<<53)
+	if err != nil {
+		s.fail(w, r, err, "")
+		return
+	}
+	if hasAfter && hasBefore {
+		writeErr(w, http.StatusBadRequest, "after_seq and before_seq are mutually exclusive")
+		return
+	}
+	limit, ok, err := intParam(q, "limit", 1, 500)
+	if err != nil {
+		s.fail(w, r, err, "")
+		return
+	}
+	if !ok {
+		limit = 100
+	}
+	p := store.Page{After: after, Limit: int(limit)}
+	if hasBefore {
+		p = store.Page{Before: before, Limit: int(limit)}
+	}
+	list, more, err := s.st.Messages(r.Context(), acct, r.PathValue("id"), p)
+	if err != nil {
+		s.fail(w, r, err, errSessionNotFound)
+		return
+	}
+	out := make([]wireMessage, len(list))
+	for i, m := range list {
+		out[i] = toWireMessage(m)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"messages": out, "hasMore": more})
+}
+
+// ---- machines ----
+
+// postMachine: POST /v1/machines {id, metadata, daemonState?, dataEncryptionKey?}
+// → {machine}; an existing id is returned unchanged.
+func (s *Server) postMachine(w http.ResponseWriter, r *http.Request, acct string) {
+	var req struct {
+		ID                *string `json:"id"`
+		Metadata          *string `json:"metadata"`
+		DaemonState       *string `json:"daemonState"`
+		DataEncryptionKey *string `json:"dataEncryptionKey"`
+	}
+	if err := readJSON(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
+		s.fail(w, r, err, "")
+		return
+	}
+	if req.ID == nil || *req.ID == "" || req.Metadata == nil {
+		writeErr(w, http.StatusBadRequest, "id (non-empty) and metadata are required strings")
+		return
+	}
+	m, created, err := s.st.GetOrCreateMachine(r.Context(), acct, store.NewMachine{ID: *req.ID, Metadata: *req.Metadata, DaemonState: req.DaemonState, DataEncryptionKey: req.DataEncryptionKey}, s.nowMs())
+	if err != nil {
+		s.fail(w, r, err, "")
+		return
+	}
+	if created {
+		s.emitUpdate(r.Context(), acct, bodyNewMachine{T: "new-machine", MachineID: m.ID, Seq: m.Seq, Metadata: m.Metadata, MetadataVersion: m.MetadataVersion,
+			DaemonState: m.DaemonState, DaemonStateVersion: m.DaemonStateVersion, DataEncryptionKey: m.DataEncryptionKey, Active: m.Active,
+			ActiveAt: m.ActiveAt, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}, roomUserScoped(acct))
+		md := m.Metadata
+		s.emitUpdate(r.Context(), acct, bodyUpdateMachine{T: "update-machine", MachineID: m.ID, Metadata: &versioned{Value: &md, Version: m.MetadataVersion}},
+			roomMachine(acct, m.ID), roomUserScoped(acct))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"machine": toWireMachine(m, false)})
+}
+
+// getMachines: GET /v1/machines → a bare array of machines (with seq).
+func (s *Server) getMachines(w http.ResponseWriter, r *http.Request, acct string) {
+	list, err := s.st.Machines(r.Context(), acct)
+	if err != nil {
+		s.fail(w, r, err, "")
+		return
+	}
+	out := make([]wireMachine, len(list))
+	for i, m := range list {
+		out[i] = toWireMachine(m, true)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// getMachine: GET /v1/machines/:id → {machine} or 404 "Machine not found".
+func (s *Server) getMachine(w http.ResponseWriter, r *http.Request, acct string) {
+	m, err := s.st.Machine(r.Context(), acct, r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err, "Machine not found")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"machine": toWireMachine(m, true)})
+}
+
+// ---- push ----
+
+// getPushTokens: GET /v1/push-tokens → {tokens:[{id, token, createdAt, updatedAt}]}.
+func (s *Server) getPushTokens(w http.ResponseWriter, r *http.Request, acct string) {
+	list, err := s.st.PushTokens(r.Context(), acct)
+	if err != nil {
+		s.fail(w, r, err, "")
+		return
+	}
+	type tok struct {
+		ID        string `json:"id"`
+		Token     string `json:"token"`
+		CreatedAt int64  `json:"createdAt"`
+		UpdatedAt int64  `json:"updatedAt"`
+	}
+	out := make([]tok, len(list))
+	for i, t := range list {
+		out[i] = tok{t.ID, t.Token, t.CreatedAt, t.UpdatedAt}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tokens": out})
+}
+
+// postPushToken: POST /v1/push-tokens {token} → {success:true}.
+func (s *Server) postPushToken(w http.ResponseWriter, r *http.Request, acct string) {
+	var req struct {
+		Token *string `json:"token"`
+	}
+	if err := readJSON(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
+		s.fail(w, r, err, "")
+		return
+	}
+	if req.Token == nil || *req.Token == "" {
+		writeErr(w, http.StatusBadRequest, "token is a required string")
+		return
+	}
+	if err := s.st.AddPushToken(r.Context(), acct, *req.Token, s.nowMs()); err != nil {
+		s.fail(w, r, err, "")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true})
+}
+
+// deletePushToken: DELETE /v1/push-tokens/:token → {success:true}.
+func (s *Server) deletePushToken(w http.ResponseWriter, r *http.Request, acct string) {
+	if err := s.st.RemovePushToken(r.Context(), acct, r.PathValue("token")); err != nil {
+		s.fail(w, r, err, "")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true})
+}
+
+// postPushEvent: POST /v1/sessions/:id/push-event {kind, title, body, data?}
+// → {success:true, result}. The session's sockets and the apps get ephemeral
+// session-event. This relay sends no device pushes: with no tokens the
+// result is "no_tokens", otherwise "failed" with the reason.
+func (s *Server) postPushEvent(w http.ResponseWriter, r *http.Request, acct string) {
+	var req struct {
+		Kind  *string        `json:"kind"`
+		Title *string        `json:"title"`
+		Body  *string        `json:"body"`
+		Data  map[string]any `json:"data"`
+	}
+	if err := readJSON(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
+		s.fail(w, r, err, "")
+		return
+	}
+	switch {
+	case req.Kind == nil || (*req.Kind != "done" && *req.Kind != "permission" && *req.Kind != "question"):
+		writeErr(w, http.StatusBadRequest, `kind must be "done", "permission" or "question"`)
+		return
+	case req.Title == nil || len([]rune(*req.Title)) < 1 || len([]rune(*req.Title)) > 200:
+		writeErr(w, http.StatusBadRequest, "title must be a string of 1 to 200 characters")
+		return
+	case req.Body == nil || len([]rune(*req.Body)) < 1 || len([]rune(*req.Body)) > 500:
+		writeErr(w, http.StatusBadRequest, "body must be a string of 1 to 500 characters")
+		return
+	}
+	sid := r.PathValue("id")
+	if _, err := s.st.Session(r.Context(), acct, sid); err != nil {
+		s.fail(w, r, err, errSessionNotFound)
+		return
+	}
+	s.emitEphemeral(acct, ephSessionEvent{Type: "session-event", SessionID: sid, Kind: *req.Kind, Title: *req.Title, Body: *req.Body, Timestamp: s.nowMs()},
+		roomSession(acct, sid), roomUserScoped(acct))
+	toks, err := s.st.PushTokens(r.Context(), acct)
+	if err != nil {
+		s.fail(w, r, err, "")
+		return
+	}
+	if len(toks) == 0 {
+		writeJSON(w, http.StatusOK, map[string]any{"success": true, "result": "no_tokens"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "result": "failed", "reason": "push delivery is not configured on this relay"})
+}

@@ -1,0 +1,262 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/zishang520/socket.io/servers/engine/v3"
+	"github.com/zishang520/socket.io/servers/socket/v3"
+	"github.com/zishang520/socket.io/v3/pkg/types"
+
+	"github.com/happy-dev/happy/server/store"
+)
+
+// Handshake rejection texts of the reference relay.
+const (
+	errSockMissingToken  = "Missing authentication token"
+	errSockInvalidToken  = "Invalid authentication token"
+	errSockNeedSession   = "Session ID required for session-scoped clients"
+	errSockNeedMachineID = "Machine ID required for machine-scoped clients"
+)
+
+// Client types of the handshake auth.
+const (
+	scopeUser    = "user-scoped"
+	scopeSession = "session-scoped"
+	scopeMachine = "machine-scoped"
+)
+
+// Rooms. Every room name starts with the account id, so an emit for one
+// account can never reach another account's sockets.
+func roomUserScoped(acct string) socket.Room { return socket.Room("user:" + acct + ":user-scoped") }
+func roomSession(acct, sid string) socket.Room {
+	return socket.Room("user:" + acct + ":session:" + sid)
+}
+func roomMachine(acct, mid string) socket.Room {
+	return socket.Room("user:" + acct + ":machine:" + mid)
+}
+
+// conn is what the server knows about one accepted socket.
+type conn struct {
+	sock  *socket.Socket
+	acct  string
+	scope string
+	sid   string
+	mid   string
+
+	// emitMu serialises emits with modifiers (Timeout) on this socket.
+	emitMu sync.Mutex
+
+	mu         sync.Mutex
+	methods    map[string]bool
+	skewWarned bool
+}
+
+func (s *Server) newSocketServer() *socket.Server {
+	opts := socket.DefaultServerOptions()
+	opts.SetPath("/v1/updates")
+	opts.SetServeClient(false)
+	opts.SetTransports(types.NewSet(engine.WebSocket))
+	opts.SetMaxHttpBufferSize(s.cfg.SocketHardLimit)
+	opts.SetPingInterval(s.cfg.PingInterval)
+	opts.SetPingTimeout(s.cfg.PingTimeout)
+	opts.SetCors(&types.Cors{Origin: "*", Credentials: true})
+	io := socket.NewServer(nil, opts)
+	io.Use(s.handshake)
+	_ = io.On("connection", func(a ...any) {
+		sock, ok := a[0].(*socket.Socket)
+		if !ok {
+			return
+		}
+		s.onConnection(sock)
+	})
+	return io
+}
+
+func authString(auth map[string]any, key string) string {
+	v, _ := auth[key].(string)
+	return v
+}
+
+// handshake authenticates a connecting socket from its auth object
+// {token, clientType, sessionId | machineId} and refuses it with the
+// reference relay's messages.
+func (s *Server) handshake(sock *socket.Socket, next func(*socket.ExtendedError)) {
+	auth := sock.Handshake().Auth
+	token := authString(auth, "token")
+	if token == "" {
+		next(socket.NewExtendedError(errSockMissingToken, nil))
+		return
+	}
+	scope := authString(auth, "clientType")
+	sid, mid := authString(auth, "sessionId"), authString(auth, "machineId")
+	if scope == scopeSession && sid == "" {
+		next(socket.NewExtendedError(errSockNeedSession, nil))
+		return
+	}
+	if scope == scopeMachine && mid == "" {
+		next(socket.NewExtendedError(errSockNeedMachineID, nil))
+		return
+	}
+	acct, err := s.tok.verify(token)
+	if err != nil {
+		next(socket.NewExtendedError(errSockInvalidToken, nil))
+		return
+	}
+	c := &conn{sock: sock, acct: acct, scope: scopeUser}
+	switch scope {
+	case scopeSession:
+		c.scope, c.sid = scopeSession, sid
+	case scopeMachine:
+		c.scope, c.mid = scopeMachine, mid
+	}
+	sock.SetData(c)
+	next(nil)
+}
+
+func connOf(sock *socket.Socket) *conn {
+	c, _ := sock.Data().(*conn)
+	return c
+}
+
+func (s *Server) onConnection(sock *socket.Socket) {
+	c := connOf(sock)
+	if c == nil {
+		sock.Disconnect(true)
+		return
+	}
+	sock.Join(socket.Room("user:" + c.acct))
+	switch c.scope {
+	case scopeSession:
+		sock.Join(roomSession(c.acct, c.sid))
+	case scopeMachine:
+		sock.Join(roomMachine(c.acct, c.mid))
+		s.emitEphemeral(c.acct, ephMachineActivity{Type: "machine-activity", ID: c.mid, Active: true, ActiveAt: s.nowMs()}, roomUserScoped(c.acct))
+	default:
+		sock.Join(roomUserScoped(c.acct))
+	}
+	s.log.Debug().Str("account", c.acct).Str("scope", c.scope).Str("socket", string(sock.Id())).Msg("socket connected")
+	sock.Use(s.payloadLimit(c))
+	s.bindEvents(c)
+	_ = sock.On("disconnect", func(...any) {
+		s.rpc.dropConn(c)
+		if c.scope == scopeMachine {
+			s.emitEphemeral(c.acct, ephMachineActivity{Type: "machine-activity", ID: c.mid, Active: false, ActiveAt: s.nowMs()}, roomUserScoped(c.acct))
+		}
+	})
+	if s.testConn != nil {
+		s.testConn(sock)
+	}
+}
+
+// emitUpdate allocates the account's next update seq and sends
+// {id, seq, body, createdAt} as `update` to rooms.
+func (s *Server) emitUpdate(ctx context.Context, acct string, body any, rooms ...socket.Room) {
+	seq, err := s.st.NextUpdateSeqs(ctx, acct, 1)
+	if err != nil {
+		s.log.Error().Err(err).Str("account", acct).Msg("allocate update seq")
+		return
+	}
+	s.sendUpdate(acct, seq, body, rooms...)
+}
+
+func (s *Server) sendUpdate(acct string, seq int64, body any, rooms ...socket.Room) {
+	u := update{ID: store.NewID()[1:13], Seq: seq, Body: body, CreatedAt: s.nowMs()}
+	if err := s.io.To(rooms...).Emit("update", u); err != nil {
+		s.log.Error().Err(err).Str("account", acct).Msg("emit update")
+	}
+}
+
+// emitEphemeral sends payload as `ephemeral` to rooms (no seq, not stored).
+func (s *Server) emitEphemeral(acct string, payload any, rooms ...socket.Room) {
+	if err := s.io.To(rooms...).Emit("ephemeral", payload); err != nil {
+		s.log.Error().Err(err).Str("account", acct).Msg("emit ephemeral")
+	}
+}
+
+// fanoutMessages sends one new-message update per created row to the
+// session's sockets (the sender's included) and the account's apps.
+func (s *Server) fanoutMessages(acct, sid string, res store.AppendResult) {
+	rooms := []socket.Room{roomSession(acct, sid), roomUserScoped(acct)}
+	for i, m := range res.Created {
+		s.sendUpdate(acct, res.FirstUpdateSeq+int64(i), bodyNewMessage{T: "new-message", SID: sid, Message: toWireMessage(m)}, rooms...)
+	}
+}
+
+// payloadSize estimates the JSON size of decoded event arguments in bytes.
+func payloadSize(v any) int64 {
+	switch x := v.(type) {
+	case string:
+		return int64(len(x)) + 2
+	case map[string]any:
+		n := int64(2)
+		for k, e := range x {
+			n += int64(len(k)) + 4 + payloadSize(e)
+		}
+		return n
+	case []any:
+		n := int64(2)
+		for _, e := range x {
+			n += 1 + payloadSize(e)
+		}
+		return n
+	case []byte:
+		return int64(len(x))
+	default:
+		return 8
+	}
+}
+
+// payloadLimit refuses events larger than MaxSocketPayload with an explicit
+// answer instead of processing them (B28): the ack, when the client asked
+// for one, gets the event's error shape; otherwise the socket gets
+// `event-error {event, error, size, limit}`. The connection stays open.
+func (s *Server) payloadLimit(c *conn) socket.SocketMiddleware {
+	return func(event []any, next func(error)) {
+		var size int64
+		var ack socket.Ack
+		for i, a := range event {
+			if i == len(event)-1 {
+				if fn, ok := a.(socket.Ack); ok {
+					ack = fn
+					continue
+				}
+			}
+			size += payloadSize(a)
+		}
+		if size <= s.cfg.MaxSocketPayload {
+			next(nil)
+			return
+		}
+		name, _ := event[0].(string)
+		msg := fmt.Sprintf("Payload too large: %d bytes > limit %d", size, s.cfg.MaxSocketPayload)
+		s.log.Warn().Str("account", c.acct).Str("event", name).Int64("size", size).Msg("refused oversized socket event")
+		if ack != nil {
+			ack([]any{errorReply(name, msg)}, nil)
+			return
+		}
+		_ = c.emit("event-error", map[string]any{"event": name, "error": msg, "size": size, "limit": s.cfg.MaxSocketPayload})
+	}
+}
+
+// errorReply is the error shape of each acked event.
+func errorReply(event, msg string) map[string]any {
+	switch event {
+	case "rpc-call":
+		return map[string]any{"ok": false, "error": msg}
+	case "usage-report":
+		return map[string]any{"success": false, "error": msg}
+	default:
+		return map[string]any{"result": "error", "message": msg}
+	}
+}
+
+// emit sends an event to this socket alone, serialised with the socket's
+// other direct emits (the library's per-socket modifiers are not safe for
+// concurrent use).
+func (c *conn) emit(ev string, args ...any) error {
+	c.emitMu.Lock()
+	defer c.emitMu.Unlock()
+	return c.sock.Emit(ev, args...)
+}

@@ -1,0 +1,282 @@
+// Package server is `happy server`: a relay implementing the reference relay
+// contract (HTTP JSON routes plus Socket.IO v4 at /v1/updates), storing only
+// the clients' opaque ciphertext.
+//
+// Shapes, error texts and rules follow the reference relay (happy-server) as
+// described in the relay contract: token auth (compact JWS, EdDSA), sessions
+// (get-or-create by tag), machines, v3 message batches with per-session seqs
+// and localId idempotency, compare-and-set on versioned values over
+// Socket.IO, presence with an idle window, and RPC forwarding between an
+// account's own sockets. Where the reference stays silent (no ack for an
+// unknown session, a dropped oversized packet, a skewed client clock) this
+// server answers explicitly instead; each case is documented on its handler.
+//
+// Storage is behind store.Store; New opens the embedded SQLite backend under
+// Config.DataDir unless Config.Store is given.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/zishang520/socket.io/servers/socket/v3"
+
+	"github.com/happy-dev/happy/server/store"
+	"github.com/happy-dev/happy/server/store/sqlite"
+)
+
+// Defaults of Config (the reference relay's values where it has one).
+const (
+	DefaultIdleTimeout      = 10 * time.Minute
+	DefaultSweepInterval    = time.Minute
+	DefaultClockTolerance   = 10 * time.Minute
+	DefaultRPCCallTimeout   = 30 * time.Second
+	DefaultRPCGrace         = 15 * time.Second
+	DefaultMaxBodyBytes     = 8 << 20
+	DefaultMaxAttachment    = 10 << 20
+	DefaultMaxSocketPayload = 1_000_000
+	DefaultSocketHardLimit  = 16 << 20
+	DefaultPingInterval     = 15 * time.Second
+	DefaultPingTimeout      = 45 * time.Second
+	DefaultStoppedTTL       = time.Minute
+	DefaultActiveWindow     = 15 * time.Minute
+	// PresenceWriteThreshold is how far a keep-alive must move the last
+	// activity time before it is written to the store.
+	PresenceWriteThreshold = 30 * time.Second
+)
+
+// Config configures New. Only DataDir is required; zero values take the
+// defaults above.
+type Config struct {
+	// DataDir holds the signing secret (secret.key, 0600), the SQLite file
+	// (happy.db) and attachments/. It is created (0700) when missing.
+	DataDir string
+	// Logger receives the server's logs.
+	Logger zerolog.Logger
+	// Store replaces the embedded SQLite backend (the server then does not
+	// close it).
+	Store store.Store
+	// Synchronous is SQLite's synchronous setting: "NORMAL" (default) or "FULL".
+	Synchronous string
+	// PublicURL is the base URL put into attachment upload/download URLs;
+	// empty means the request's own scheme and Host.
+	PublicURL string
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+
+	// IdleTimeout is how long a session or machine stays active without a
+	// keep-alive.
+	IdleTimeout time.Duration
+	// SweepInterval is how often idle sessions and machines are looked for.
+	SweepInterval time.Duration
+	// ClockTolerance is how far a client's time may lag the server's before
+	// the server uses its own time instead (B29).
+	ClockTolerance time.Duration
+	// StoppedTTL is how long keep-alives are ignored after a session ended or
+	// was archived (lifted when the session is requested again by tag).
+	StoppedTTL time.Duration
+	// RPCCallTimeout bounds the wait for the callee's answer to rpc-request.
+	RPCCallTimeout time.Duration
+	// RPCGrace is how long rpc-call waits for a method to be registered.
+	RPCGrace time.Duration
+
+	// MaxBodyBytes limits JSON request bodies (413 beyond).
+	MaxBodyBytes int64
+	// MaxAttachmentBytes limits attachment uploads (413 beyond).
+	MaxAttachmentBytes int64
+	// MaxSocketPayload limits one Socket.IO event's payload: larger events get
+	// an explicit error (ack or `event-error`) instead of being processed.
+	MaxSocketPayload int64
+	// SocketHardLimit is the websocket frame limit; a larger frame closes the
+	// connection (it must stay well above MaxSocketPayload).
+	SocketHardLimit int64
+	// PingInterval and PingTimeout are Engine.IO's heartbeat settings.
+	PingInterval time.Duration
+	PingTimeout  time.Duration
+}
+
+func (c *Config) defaults() {
+	set := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	set(&c.IdleTimeout, DefaultIdleTimeout)
+	set(&c.SweepInterval, DefaultSweepInterval)
+	set(&c.ClockTolerance, DefaultClockTolerance)
+	set(&c.StoppedTTL, DefaultStoppedTTL)
+	set(&c.RPCCallTimeout, DefaultRPCCallTimeout)
+	set(&c.RPCGrace, DefaultRPCGrace)
+	set(&c.PingInterval, DefaultPingInterval)
+	set(&c.PingTimeout, DefaultPingTimeout)
+	seti := func(d *int64, v int64) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	seti(&c.MaxBodyBytes, DefaultMaxBodyBytes)
+	seti(&c.MaxAttachmentBytes, DefaultMaxAttachment)
+	seti(&c.MaxSocketPayload, DefaultMaxSocketPayload)
+	seti(&c.SocketHardLimit, DefaultSocketHardLimit)
+	if c.SocketHardLimit < c.MaxSocketPayload+64<<10 {
+		c.SocketHardLimit = c.MaxSocketPayload + 64<<10
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+// Server is a running relay: HTTP routes, the Socket.IO server and the
+// presence sweeper. Build it with New, serve it with Serve (or mount
+// Handler), stop it with Close.
+type Server struct {
+	cfg      Config
+	log      zerolog.Logger
+	st       store.Store
+	ownStore bool
+	tok      *tokens
+	files    string
+
+	io      *socket.Server
+	handler http.Handler
+	rpc     *rpcRegistry
+	pres    *presence
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu        sync.Mutex
+	closed    bool
+	httpSrvs  []*http.Server
+	closeErr  error
+	closeOnce sync.Once
+
+	// testConn, when set (tests and benchmarks of this package), sees each
+	// accepted socket.
+	testConn func(*socket.Socket)
+}
+
+// ErrClosed is returned by Serve after Close.
+var ErrClosed = errors.New("server: closed")
+
+// New prepares a server: creates DataDir, loads or creates the signing
+// secret, opens the store and applies migrations, and starts the presence
+// sweeper. It listens on nothing; see Serve and Handler.
+func New(cfg Config) (*Server, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("server: DataDir is required")
+	}
+	cfg.defaults()
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("server: create data folder: %w", err)
+	}
+	key, created, err := loadOrCreateSecret(filepath.Join(cfg.DataDir, secretFile))
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, tok: newTokens(key), files: filepath.Join(cfg.DataDir, "attachments")}
+	if created {
+		s.log.Info().Str("path", filepath.Join(cfg.DataDir, secretFile)).Msg("created signing secret")
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if cfg.Store != nil {
+		s.st = cfg.Store
+	} else {
+		st, err := sqlite.Open(s.ctx, filepath.Join(cfg.DataDir, "happy.db"), sqlite.Options{Synchronous: sqlite.Sync(cfg.Synchronous)})
+		if err != nil {
+			s.cancel()
+			return nil, fmt.Errorf("server: open store: %w", err)
+		}
+		s.st, s.ownStore = st, true
+	}
+	s.rpc = newRPCRegistry()
+	s.pres = newPresence(cfg.StoppedTTL)
+	s.io = s.newSocketServer()
+	s.handler = s.routes()
+	s.wg.Add(1)
+	go s.sweepLoop()
+	return s, nil
+}
+
+// Handler returns the server's HTTP handler: the JSON routes and the
+// Socket.IO endpoint at /v1/updates.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Serve accepts connections on l until ctx ends or Close is called. It
+// returns nil after a clean stop, ErrClosed when the server was already
+// closed, or the listener's error.
+func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	hs := &http.Server{Handler: s.handler, ReadHeaderTimeout: 30 * time.Second, ErrorLog: nil}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		_ = l.Close()
+		return ErrClosed
+	}
+	s.httpSrvs = append(s.httpSrvs, hs)
+	s.mu.Unlock()
+	s.log.Info().Str("listen", l.Addr().String()).Str("data", s.cfg.DataDir).Msg("relay listening")
+	stop := context.AfterFunc(ctx, func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(sctx)
+	})
+	defer stop()
+	err := hs.Serve(l)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return fmt.Errorf("server: serve %s: %w", l.Addr(), err)
+}
+
+// Close disconnects every socket, stops serving, stops the sweeper and closes
+// the store (when the server opened it). Safe to call more than once.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		srvs := s.httpSrvs
+		s.mu.Unlock()
+		s.cancel()
+		s.io.DisconnectSockets(true)
+		done := make(chan struct{})
+		s.io.Close(func(error) { close(done) })
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+		}
+		var errs []error
+		for _, hs := range srvs {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if err := hs.Shutdown(sctx); err != nil {
+				errs = append(errs, fmt.Errorf("server: shutdown http: %w", err))
+			}
+			cancel()
+		}
+		s.wg.Wait()
+		if s.ownStore {
+			if err := s.st.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("server: close store: %w", err))
+			}
+		}
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}
+
+func (s *Server) nowMs() int64 { return s.cfg.Now().UnixMilli() }
+
+// IssueToken returns a token for accountID signed by this server (for tests
+// and local tooling that already trust the account id).
+func (s *Server) IssueToken(accountID string) string {
+	return s.tok.issue(accountID, "", s.cfg.Now())
+}

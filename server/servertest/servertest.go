@@ -1,0 +1,108 @@
+// Package servertest starts an in-process relay (package server) for tests:
+// a fresh data folder under t.TempDir(), a listener on 127.0.0.1, and
+// cleanup when the test ends.
+package servertest
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/happy-dev/happy/server"
+)
+
+// Relay is a running in-process relay.
+type Relay struct {
+	// URL is the base URL, e.g. "http://127.0.0.1:41234".
+	URL string
+	// Server is the relay itself.
+	Server *server.Server
+	// DataDir is its data folder.
+	DataDir string
+}
+
+// Start runs a relay with default settings, logging warnings and errors to
+// the test log; see StartConfig.
+func Start(t testing.TB) *Relay {
+	return StartConfig(t, server.Config{Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})
+}
+
+// StartConfig runs a relay with cfg (DataDir defaults to a temporary
+// folder) on a loopback port. The relay is closed when the test ends. A zero cfg.Logger logs nothing.
+func StartConfig(t testing.TB, cfg server.Config) *Relay {
+	t.Helper()
+	if cfg.DataDir == "" {
+		cfg.DataDir = t.TempDir()
+	}
+	srv, err := server.New(cfg)
+	if err != nil {
+		t.Fatalf("servertest: new relay: %v", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		_ = srv.Close()
+		t.Fatalf("servertest: listen: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, l) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := srv.Close(); err != nil {
+			t.Errorf("servertest: close relay: %v", err)
+		}
+		<-done
+	})
+	return &Relay{URL: "http://" + l.Addr().String(), Server: srv, DataDir: cfg.DataDir}
+}
+
+// Account is a relay account created through POST /v1/auth.
+type Account struct {
+	// Token is the bearer token.
+	Token string
+	// Key is the Ed25519 key the account was created with.
+	Key ed25519.PrivateKey
+}
+
+// NewAccount creates an account on the relay at baseURL with a fresh
+// Ed25519 key, the way the reference app does (challenge signed with the
+// key), and returns its token.
+func NewAccount(t testing.TB, baseURL string) Account {
+	t.Helper()
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatalf("servertest: generate key: %v", err)
+	}
+	challenge := make([]byte, 32)
+	_, _ = rand.Read(challenge)
+	body, _ := json.Marshal(map[string]string{
+		"publicKey": base64.StdEncoding.EncodeToString(pub),
+		"challenge": base64.StdEncoding.EncodeToString(challenge),
+		"signature": base64.StdEncoding.EncodeToString(ed25519.Sign(priv, challenge)),
+	})
+	resp, err := http.Post(baseURL+"/v1/auth", "application/json", strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatalf("servertest: POST /v1/auth: %v", err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Success bool   `json:"success"`
+		Token   string `json:"token"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != 200 || !out.Success || out.Token == "" {
+		t.Fatalf("servertest: POST /v1/auth: status %d, %+v, %v", resp.StatusCode, out, err)
+	}
+	return Account{Token: out.Token, Key: priv}
+}
+
+// String describes the relay for test logs.
+func (r *Relay) String() string { return fmt.Sprintf("relay %s (data %s)", r.URL, r.DataDir) }

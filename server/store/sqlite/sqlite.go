@@ -1,0 +1,825 @@
+// Package sqlite is the relay's embedded storage backend: one SQLite file in
+// WAL mode (modernc.org/sqlite, no cgo), schema migrations embedded from
+// migrations/*.sql and applied in name order on Open.
+//
+// Writes go through one connection (SQLite has one writer anyway), reads
+// through a small pool of read-only connections. With WAL, a committed
+// transaction survives a crash of the process at synchronous=NORMAL; FULL also
+// survives a power loss at the cost of one fsync per commit.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/happy-dev/happy/server/store"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Sync is SQLite's synchronous setting.
+type Sync string
+
+// Synchronous settings: Normal (default) is durable against a process crash
+// in WAL mode; Full also against an OS crash or power loss.
+const (
+	SyncNormal Sync = "NORMAL"
+	SyncFull   Sync = "FULL"
+)
+
+// ErrMigration is returned by Open when the schema cannot be brought up to date.
+var ErrMigration = errors.New("sqlite: migration failed")
+
+// Options configure Open.
+type Options struct {
+	// Synchronous is SyncNormal when empty.
+	Synchronous Sync
+	// Readers is the size of the read pool (4 when zero).
+	Readers int
+}
+
+// Store is the SQLite backend of store.Store.
+type Store struct {
+	w *sql.DB
+	r *sql.DB
+
+	stmtInsertMsg *sql.Stmt
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating when missing) the database file at path, switches it
+// to WAL, applies pending migrations and returns the store. The file's folder
+// must exist.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	sync := opts.Synchronous
+	if sync == "" {
+		sync = SyncNormal
+	}
+	if sync != SyncNormal && sync != SyncFull {
+		return nil, fmt.Errorf("sqlite: unknown synchronous setting %q (want NORMAL or FULL)", sync)
+	}
+	readers := opts.Readers
+	if readers <= 0 {
+		readers = 4
+	}
+	if _, err := os.Stat(filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	dsn := func(extra ...string) string {
+		q := url.Values{}
+		q.Add("_pragma", "busy_timeout(10000)")
+		q.Add("_pragma", "foreign_keys(1)")
+		q.Add("_pragma", "synchronous("+string(sync)+")")
+		q.Add("_txlock", "immediate")
+		for _, e := range extra {
+			q.Add("_pragma", e)
+		}
+		return "file:" + path + "?" + q.Encode()
+	}
+	w, err := sql.Open("sqlite", dsn("journal_mode(WAL)"))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	if err := w.PingContext(ctx); err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("sqlite: restrict %s: %w", path, err)
+	}
+	if err := migrate(ctx, w); err != nil {
+		_ = w.Close()
+		return nil, err
+	}
+	r, err := sql.Open("sqlite", dsn("query_only(1)"))
+	if err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("sqlite: open readers %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(readers)
+	r.SetMaxIdleConns(readers)
+	s := &Store{w: w, r: r}
+	s.stmtInsertMsg, err = w.PrepareContext(ctx, `INSERT INTO session_messages (id, session_id, seq, local_id, content, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("sqlite: prepare: %w", err)
+	}
+	return s, nil
+}
+
+// Close closes both pools.
+func (s *Store) Close() error {
+	if s.stmtInsertMsg != nil {
+		_ = s.stmtInsertMsg.Close()
+	}
+	err1 := s.r.Close()
+	err2 := s.w.Close()
+	return errors.Join(err1, err2)
+}
+
+// Migrations lists the embedded migration names in the order they apply.
+func Migrations() ([]string, error) {
+	ents, err := fs.ReadDir(migrationFiles, "migrations")
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list migrations: %w", err)
+	}
+	var names []string
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".sql") {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+func migrate(ctx context.Context, db *sql.DB) error {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("%w: create schema_migrations: %w", ErrMigration, err)
+	}
+	names, err := Migrations()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrMigration, err)
+	}
+	for _, name := range names {
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE name = ?`, name).Scan(&n); err != nil {
+			return fmt.Errorf("%w: check %s: %w", ErrMigration, name, err)
+		}
+		if n > 0 {
+			continue
+		}
+		body, err := migrationFiles.ReadFile("migrations/" + name)
+		if err != nil {
+			return fmt.Errorf("%w: read %s: %w", ErrMigration, name, err)
+		}
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("%w: begin %s: %w", ErrMigration, name, err)
+		}
+		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+			_ = tx.Rollback()
+			return fmt.Errorf("%w: apply %s: %w", ErrMigration, name, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (name, applied_at) VALUES (?, strftime('%s','now') * 1000)`, name); err != nil {
+			_ = tx.Rollback()
+			return fmt.Errorf("%w: record %s: %w", ErrMigration, name, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("%w: commit %s: %w", ErrMigration, name, err)
+		}
+	}
+	return nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// ---- accounts ----
+
+// UpsertAccount implements store.Store.
+func (s *Store) UpsertAccount(ctx context.Context, publicKey string, now int64) (store.Account, error) {
+	var a store.Account
+	err := s.w.QueryRowContext(ctx, `INSERT INTO accounts (id, public_key, created_at, updated_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (public_key) DO UPDATE SET updated_at = excluded.updated_at
+		RETURNING id, public_key, created_at, updated_at`, store.NewID(), publicKey, now, now).
+		Scan(&a.ID, &a.PublicKey, &a.CreatedAt, &a.UpdatedAt)
+	if err != nil {
+		return store.Account{}, fmt.Errorf("sqlite: upsert account: %w", err)
+	}
+	return a, nil
+}
+
+// NextUpdateSeqs implements store.Store.
+func (s *Store) NextUpdateSeqs(ctx context.Context, accountID string, n int) (int64, error) {
+	if n < 1 {
+		return 0, fmt.Errorf("sqlite: allocate update seqs: n = %d", n)
+	}
+	var last int64
+	err := s.w.QueryRowContext(ctx, `UPDATE accounts SET seq = seq + ? WHERE id = ? RETURNING seq`, n, accountID).Scan(&last)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("sqlite: allocate update seqs for %s: %w", accountID, store.ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: allocate update seqs: %w", err)
+	}
+	return last - int64(n) + 1, nil
+}
+
+// ---- terminal auth requests ----
+
+const authCols = `id, public_key, supports_v2, response, response_account_id, created_at`
+
+func scanAuth(row interface{ Scan(...any) error }) (store.AuthRequest, error) {
+	var a store.AuthRequest
+	var v2 int
+	var resp, acct sql.NullString
+	if err := row.Scan(&a.ID, &a.PublicKey, &v2, &resp, &acct, &a.CreatedAt); err != nil {
+		return a, err
+	}
+	a.SupportsV2 = v2 != 0
+	if resp.Valid {
+		a.Response = &resp.String
+	}
+	if acct.Valid {
+		a.ResponseAccountID = &acct.String
+	}
+	return a, nil
+}
+
+// UpsertAuthRequest implements store.Store.
+func (s *Store) UpsertAuthRequest(ctx context.Context, publicKey string, supportsV2 bool, now int64) (store.AuthRequest, error) {
+	a, err := scanAuth(s.w.QueryRowContext(ctx, `INSERT INTO terminal_auth_requests (id, public_key, supports_v2, created_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (public_key) DO UPDATE SET public_key = excluded.public_key
+		RETURNING `+authCols, store.NewID(), publicKey, b2i(supportsV2), now))
+	if err != nil {
+		return store.AuthRequest{}, fmt.Errorf("sqlite: upsert auth request: %w", err)
+	}
+	return a, nil
+}
+
+// AuthRequest implements store.Store.
+func (s *Store) AuthRequest(ctx context.Context, publicKey string) (store.AuthRequest, error) {
+	a, err := scanAuth(s.r.QueryRowContext(ctx, `SELECT `+authCols+` FROM terminal_auth_requests WHERE public_key = ?`, publicKey))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.AuthRequest{}, store.ErrNotFound
+	}
+	if err != nil {
+		return store.AuthRequest{}, fmt.Errorf("sqlite: read auth request: %w", err)
+	}
+	return a, nil
+}
+
+// AnswerAuthRequest implements store.Store.
+func (s *Store) AnswerAuthRequest(ctx context.Context, publicKey, response, accountID string) error {
+	res, err := s.w.ExecContext(ctx, `UPDATE terminal_auth_requests SET response = ?, response_account_id = ? WHERE public_key = ? AND response IS NULL`, response, accountID, publicKey)
+	if err != nil {
+		return fmt.Errorf("sqlite: answer auth request: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n > 0 {
+		return nil
+	}
+	if _, err := s.AuthRequest(ctx, publicKey); err != nil {
+		return err
+	}
+	return nil
+}
+
+// ---- sessions ----
+
+const sessionCols = `id, account_id, tag, seq, metadata, metadata_version, agent_state, agent_state_version, data_encryption_key, active, last_active_at, created_at, updated_at`
+
+func scanSession(row interface{ Scan(...any) error }) (store.Session, error) {
+	var x store.Session
+	var state, dek sql.NullString
+	var active int
+	err := row.Scan(&x.ID, &x.AccountID, &x.Tag, &x.Seq, &x.Metadata, &x.MetadataVersion, &state, &x.AgentStateVersion, &dek, &active, &x.ActiveAt, &x.CreatedAt, &x.UpdatedAt)
+	if err != nil {
+		return x, err
+	}
+	if state.Valid {
+		x.AgentState = &state.String
+	}
+	if dek.Valid {
+		x.DataEncryptionKey = &dek.String
+	}
+	x.Active = active != 0
+	return x, nil
+}
+
+func nullable(p *string) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// GetOrCreateSession implements store.Store.
+func (s *Store) GetOrCreateSession(ctx context.Context, accountID string, in store.NewSession, now int64) (store.Session, bool, error) {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return store.Session{}, false, fmt.Errorf("sqlite: create session: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	x, err := scanSession(tx.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE account_id = ? AND tag = ?`, accountID, in.Tag))
+	if err == nil {
+		return x, false, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return store.Session{}, false, fmt.Errorf("sqlite: find session by tag: %w", err)
+	}
+	x, err = scanSession(tx.QueryRowContext(ctx, `INSERT INTO sessions (id, account_id, tag, metadata, data_encryption_key, active, last_active_at, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?) RETURNING `+sessionCols,
+		store.NewID(), accountID, in.Tag, in.Metadata, nullable(in.DataEncryptionKey), now, now, now))
+	if err != nil {
+		return store.Session{}, false, fmt.Errorf("sqlite: insert session: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return store.Session{}, false, fmt.Errorf("sqlite: commit session: %w", err)
+	}
+	return x, true, nil
+}
+
+// Session implements store.Store.
+func (s *Store) Session(ctx context.Context, accountID, id string) (store.Session, error) {
+	x, err := scanSession(s.r.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = ? AND account_id = ?`, id, accountID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Session{}, store.ErrNotFound
+	}
+	if err != nil {
+		return store.Session{}, fmt.Errorf("sqlite: read session: %w", err)
+	}
+	return x, nil
+}
+
+func (s *Store) listSessions(ctx context.Context, q string, args ...any) ([]store.Session, error) {
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list sessions: %w", err)
+	}
+	defer rows.Close()
+	out := []store.Session{}
+	for rows.Next() {
+		x, err := scanSession(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: scan session: %w", err)
+		}
+		out = append(out, x)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: list sessions: %w", err)
+	}
+	return out, nil
+}
+
+// Sessions implements store.Store.
+func (s *Store) Sessions(ctx context.Context, accountID string, limit int) ([]store.Session, error) {
+	return s.listSessions(ctx, `SELECT `+sessionCols+` FROM sessions WHERE account_id = ? ORDER BY updated_at DESC, id DESC LIMIT ?`, accountID, limit)
+}
+
+// ActiveSessions implements store.Store.
+func (s *Store) ActiveSessions(ctx context.Context, accountID string, since int64, limit int) ([]store.Session, error) {
+	return s.listSessions(ctx, `SELECT `+sessionCols+` FROM sessions WHERE account_id = ? AND active = 1 AND last_active_at > ? ORDER BY last_active_at DESC, id DESC LIMIT ?`, accountID, since, limit)
+}
+
+// DeleteSession implements store.Store.
+func (s *Store) DeleteSession(ctx context.Context, accountID, id string) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: delete session: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	res, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE id = ? AND account_id = ?`, id, accountID)
+	if err != nil {
+		return fmt.Errorf("sqlite: delete session: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return store.ErrNotFound
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM usage_reports WHERE account_id = ? AND session_id = ?`, accountID, id); err != nil {
+		return fmt.Errorf("sqlite: delete session usage: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: commit delete session: %w", err)
+	}
+	return nil
+}
+
+// SetSessionActive implements store.Store.
+func (s *Store) SetSessionActive(ctx context.Context, accountID, id string, active bool, at int64) error {
+	res, err := s.w.ExecContext(ctx, `UPDATE sessions SET active = ?, last_active_at = ? WHERE id = ? AND account_id = ?`, b2i(active), at, id, accountID)
+	if err != nil {
+		return fmt.Errorf("sqlite: set session activity: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return store.ErrNotFound
+	}
+	return nil
+}
+
+func (s *Store) cas(ctx context.Context, table, col, verCol, accountID, id string, val *string, expected, now int64, extra string) (store.CAS, error) {
+	idCol := "id"
+	q := fmt.Sprintf(`UPDATE %s SET %s = ?, %s = %s + 1, updated_at = ?%s WHERE account_id = ? AND %s = ? AND %s = ? RETURNING %s, %s`,
+		table, col, verCol, verCol, extra, idCol, verCol, verCol, col)
+	var cur store.CAS
+	var v sql.NullString
+	args := []any{nullable(val), now}
+	if extra != "" {
+		args = append(args, now)
+	}
+	args = append(args, accountID, id, expected)
+	err := s.w.QueryRowContext(ctx, q, args...).Scan(&cur.Version, &v)
+	if err == nil {
+		cur.OK = true
+		if v.Valid {
+			cur.Value = &v.String
+		}
+		return cur, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return store.CAS{}, fmt.Errorf("sqlite: update %s.%s: %w", table, col, err)
+	}
+	err = s.w.QueryRowContext(ctx, fmt.Sprintf(`SELECT %s, %s FROM %s WHERE account_id = ? AND id = ?`, verCol, col, table), accountID, id).Scan(&cur.Version, &v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.CAS{}, store.ErrNotFound
+	}
+	if err != nil {
+		return store.CAS{}, fmt.Errorf("sqlite: read %s.%s: %w", table, col, err)
+	}
+	if v.Valid {
+		cur.Value = &v.String
+	}
+	return cur, nil
+}
+
+// UpdateSessionMetadata implements store.Store.
+func (s *Store) UpdateSessionMetadata(ctx context.Context, accountID, id, metadata string, expected, now int64) (store.CAS, error) {
+	return s.cas(ctx, "sessions", "metadata", "metadata_version", accountID, id, &metadata, expected, now, "")
+}
+
+// UpdateSessionAgentState implements store.Store.
+func (s *Store) UpdateSessionAgentState(ctx context.Context, accountID, id string, state *string, expected, now int64) (store.CAS, error) {
+	return s.cas(ctx, "sessions", "agent_state", "agent_state_version", accountID, id, state, expected, now, "")
+}
+
+func (s *Store) expire(ctx context.Context, table string, cutoff int64) ([]store.Presence, error) {
+	rows, err := s.w.QueryContext(ctx, fmt.Sprintf(`UPDATE %s SET active = 0 WHERE active = 1 AND last_active_at <= ? RETURNING account_id, id, last_active_at`, table), cutoff)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: expire %s: %w", table, err)
+	}
+	defer rows.Close()
+	var out []store.Presence
+	for rows.Next() {
+		var p store.Presence
+		if err := rows.Scan(&p.AccountID, &p.ID, &p.ActiveAt); err != nil {
+			return nil, fmt.Errorf("sqlite: expire %s: %w", table, err)
+		}
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: expire %s: %w", table, err)
+	}
+	return out, nil
+}
+
+// ExpireSessions implements store.Store.
+func (s *Store) ExpireSessions(ctx context.Context, cutoff int64) ([]store.Presence, error) {
+	return s.expire(ctx, "sessions", cutoff)
+}
+
+// ---- messages ----
+
+// AppendMessages implements store.Store.
+func (s *Store) AppendMessages(ctx context.Context, accountID, sessionID string, msgs []store.NewMessage, now int64) (store.AppendResult, error) {
+	// First occurrence of a localId wins.
+	seen := make(map[string]int, len(msgs))
+	uniq := make([]store.NewMessage, 0, len(msgs))
+	for _, m := range msgs {
+		if _, ok := seen[m.LocalID]; ok {
+			continue
+		}
+		seen[m.LocalID] = len(uniq)
+		uniq = append(uniq, m)
+	}
+	var res store.AppendResult
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return res, fmt.Errorf("sqlite: append messages: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	var one int
+	if err := tx.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id = ? AND account_id = ?`, sessionID, accountID).Scan(&one); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return res, store.ErrNotFound
+		}
+		return res, fmt.Errorf("sqlite: append messages: find session: %w", err)
+	}
+	existing := make(map[string]bool, len(uniq))
+	if len(uniq) > 0 {
+		q := `SELECT id, seq, local_id, created_at, updated_at FROM session_messages WHERE session_id = ? AND local_id IN (?` + strings.Repeat(",?", len(uniq)-1) + `)`
+		args := make([]any, 0, len(uniq)+1)
+		args = append(args, sessionID)
+		for _, m := range uniq {
+			args = append(args, m.LocalID)
+		}
+		rows, err := tx.QueryContext(ctx, q, args...)
+		if err != nil {
+			return res, fmt.Errorf("sqlite: append messages: find local ids: %w", err)
+		}
+		for rows.Next() {
+			var m store.Message
+			var lid string
+			if err := rows.Scan(&m.ID, &m.Seq, &lid, &m.CreatedAt, &m.UpdatedAt); err != nil {
+				rows.Close()
+				return res, fmt.Errorf("sqlite: append messages: scan: %w", err)
+			}
+			m.SessionID = sessionID
+			m.LocalID = &lid
+			existing[lid] = true
+			res.Rows = append(res.Rows, m)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return res, fmt.Errorf("sqlite: append messages: find local ids: %w", err)
+		}
+	}
+	n := len(uniq) - len(existing)
+	if n > 0 {
+		var last int64
+		if err := tx.QueryRowContext(ctx, `UPDATE sessions SET seq = seq + ?, updated_at = ? WHERE id = ? RETURNING seq`, n, now, sessionID).Scan(&last); err != nil {
+			return res, fmt.Errorf("sqlite: append messages: allocate seqs: %w", err)
+		}
+		seq := last - int64(n) + 1
+		ins := tx.StmtContext(ctx, s.stmtInsertMsg)
+		res.Created = make([]store.Message, 0, n)
+		for _, m := range uniq {
+			if existing[m.LocalID] {
+				continue
+			}
+			lid := m.LocalID
+			row := store.Message{ID: store.NewID(), SessionID: sessionID, Seq: seq, LocalID: &lid, Content: m.Content, CreatedAt: now, UpdatedAt: now}
+			if _, err := ins.ExecContext(ctx, row.ID, sessionID, row.Seq, lid, m.Content, now, now); err != nil {
+				return res, fmt.Errorf("sqlite: append messages: insert seq %d: %w", seq, err)
+			}
+			res.Created = append(res.Created, row)
+			seq++
+		}
+		var lastUpd int64
+		if err := tx.QueryRowContext(ctx, `UPDATE accounts SET seq = seq + ? WHERE id = ? RETURNING seq`, n, accountID).Scan(&lastUpd); err != nil {
+			return res, fmt.Errorf("sqlite: append messages: allocate update seqs: %w", err)
+		}
+		res.FirstUpdateSeq = lastUpd - int64(n) + 1
+	}
+	if err := tx.Commit(); err != nil {
+		return res, fmt.Errorf("sqlite: append messages: commit: %w", err)
+	}
+	for _, c := range res.Created {
+		c.Content = ""
+		res.Rows = append(res.Rows, c)
+	}
+	sort.Slice(res.Rows, func(i, j int) bool { return res.Rows[i].Seq < res.Rows[j].Seq })
+	return res, nil
+}
+
+func scanMessages(rows *sql.Rows, sessionID string) ([]store.Message, error) {
+	defer rows.Close()
+	out := []store.Message{}
+	for rows.Next() {
+		var m store.Message
+		var lid sql.NullString
+		if err := rows.Scan(&m.ID, &m.Seq, &lid, &m.Content, &m.CreatedAt, &m.UpdatedAt); err != nil {
+			return nil, fmt.Errorf("sqlite: scan message: %w", err)
+		}
+		m.SessionID = sessionID
+		if lid.Valid {
+			m.LocalID = &lid.String
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: list messages: %w", err)
+	}
+	return out, nil
+}
+
+func (s *Store) ownsSession(ctx context.Context, accountID, sessionID string) error {
+	var one int
+	err := s.r.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id = ? AND account_id = ?`, sessionID, accountID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: find session: %w", err)
+	}
+	return nil
+}
+
+// Messages implements store.Store.
+func (s *Store) Messages(ctx context.Context, accountID, sessionID string, p store.Page) ([]store.Message, bool, error) {
+	if p.Limit < 1 {
+		return nil, false, fmt.Errorf("sqlite: list messages: limit %d", p.Limit)
+	}
+	if err := s.ownsSession(ctx, accountID, sessionID); err != nil {
+		return nil, false, err
+	}
+	var rows *sql.Rows
+	var err error
+	if p.Before > 0 {
+		rows, err = s.r.QueryContext(ctx, `SELECT id, seq, local_id, content, created_at, updated_at FROM session_messages WHERE session_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`, sessionID, p.Before, p.Limit+1)
+	} else {
+		rows, err = s.r.QueryContext(ctx, `SELECT id, seq, local_id, content, created_at, updated_at FROM session_messages WHERE session_id = ? AND seq > ? ORDER BY seq ASC LIMIT ?`, sessionID, p.After, p.Limit+1)
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("sqlite: list messages: %w", err)
+	}
+	out, err := scanMessages(rows, sessionID)
+	if err != nil {
+		return nil, false, err
+	}
+	more := len(out) > p.Limit
+	if more {
+		out = out[:p.Limit]
+	}
+	return out, more, nil
+}
+
+// RecentMessages implements store.Store.
+func (s *Store) RecentMessages(ctx context.Context, accountID, sessionID string, limit int) ([]store.Message, error) {
+	if err := s.ownsSession(ctx, accountID, sessionID); err != nil {
+		return nil, err
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT id, seq, local_id, content, created_at, updated_at FROM session_messages WHERE session_id = ? ORDER BY created_at DESC, seq DESC LIMIT ?`, sessionID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list recent messages: %w", err)
+	}
+	return scanMessages(rows, sessionID)
+}
+
+// ---- machines ----
+
+const machineCols = `id, account_id, metadata, metadata_version, daemon_state, daemon_state_version, data_encryption_key, seq, active, last_active_at, created_at, updated_at`
+
+func scanMachine(row interface{ Scan(...any) error }) (store.Machine, error) {
+	var x store.Machine
+	var state, dek sql.NullString
+	var active int
+	err := row.Scan(&x.ID, &x.AccountID, &x.Metadata, &x.MetadataVersion, &state, &x.DaemonStateVersion, &dek, &x.Seq, &active, &x.ActiveAt, &x.CreatedAt, &x.UpdatedAt)
+	if err != nil {
+		return x, err
+	}
+	if state.Valid {
+		x.DaemonState = &state.String
+	}
+	if dek.Valid {
+		x.DataEncryptionKey = &dek.String
+	}
+	x.Active = active != 0
+	return x, nil
+}
+
+// GetOrCreateMachine implements store.Store.
+func (s *Store) GetOrCreateMachine(ctx context.Context, accountID string, in store.NewMachine, now int64) (store.Machine, bool, error) {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return store.Machine{}, false, fmt.Errorf("sqlite: create machine: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	x, err := scanMachine(tx.QueryRowContext(ctx, `SELECT `+machineCols+` FROM machines WHERE account_id = ? AND id = ?`, accountID, in.ID))
+	if err == nil {
+		return x, false, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return store.Machine{}, false, fmt.Errorf("sqlite: find machine: %w", err)
+	}
+	dsv := 0
+	if in.DaemonState != nil {
+		dsv = 1
+	}
+	x, err = scanMachine(tx.QueryRowContext(ctx, `INSERT INTO machines (account_id, id, metadata, metadata_version, daemon_state, daemon_state_version, data_encryption_key, active, last_active_at, created_at, updated_at)
+		VALUES (?, ?, ?, 1, ?, ?, ?, 0, ?, ?, ?) RETURNING `+machineCols,
+		accountID, in.ID, in.Metadata, nullable(in.DaemonState), dsv, nullable(in.DataEncryptionKey), now, now, now))
+	if err != nil {
+		return store.Machine{}, false, fmt.Errorf("sqlite: insert machine: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return store.Machine{}, false, fmt.Errorf("sqlite: commit machine: %w", err)
+	}
+	return x, true, nil
+}
+
+// Machine implements store.Store.
+func (s *Store) Machine(ctx context.Context, accountID, id string) (store.Machine, error) {
+	x, err := scanMachine(s.r.QueryRowContext(ctx, `SELECT `+machineCols+` FROM machines WHERE account_id = ? AND id = ?`, accountID, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Machine{}, store.ErrNotFound
+	}
+	if err != nil {
+		return store.Machine{}, fmt.Errorf("sqlite: read machine: %w", err)
+	}
+	return x, nil
+}
+
+// Machines implements store.Store.
+func (s *Store) Machines(ctx context.Context, accountID string) ([]store.Machine, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+machineCols+` FROM machines WHERE account_id = ? ORDER BY last_active_at DESC, id`, accountID)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list machines: %w", err)
+	}
+	defer rows.Close()
+	out := []store.Machine{}
+	for rows.Next() {
+		x, err := scanMachine(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: scan machine: %w", err)
+		}
+		out = append(out, x)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: list machines: %w", err)
+	}
+	return out, nil
+}
+
+// SetMachineActive implements store.Store.
+func (s *Store) SetMachineActive(ctx context.Context, accountID, id string, active bool, at int64) error {
+	res, err := s.w.ExecContext(ctx, `UPDATE machines SET active = ?, last_active_at = ? WHERE account_id = ? AND id = ?`, b2i(active), at, accountID, id)
+	if err != nil {
+		return fmt.Errorf("sqlite: set machine activity: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return store.ErrNotFound
+	}
+	return nil
+}
+
+// UpdateMachineMetadata implements store.Store.
+func (s *Store) UpdateMachineMetadata(ctx context.Context, accountID, id, metadata string, expected, now int64) (store.CAS, error) {
+	return s.cas(ctx, "machines", "metadata", "metadata_version", accountID, id, &metadata, expected, now, "")
+}
+
+// UpdateMachineDaemonState implements store.Store.
+func (s *Store) UpdateMachineDaemonState(ctx context.Context, accountID, id, state string, expected, now int64) (store.CAS, error) {
+	return s.cas(ctx, "machines", "daemon_state", "daemon_state_version", accountID, id, &state, expected, now, ", active = 1, last_active_at = ?")
+}
+
+// ExpireMachines implements store.Store.
+func (s *Store) ExpireMachines(ctx context.Context, cutoff int64) ([]store.Presence, error) {
+	return s.expire(ctx, "machines", cutoff)
+}
+
+// ---- push tokens ----
+
+// AddPushToken implements store.Store.
+func (s *Store) AddPushToken(ctx context.Context, accountID, token string, now int64) error {
+	_, err := s.w.ExecContext(ctx, `INSERT INTO push_tokens (id, account_id, token, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (account_id, token) DO UPDATE SET updated_at = excluded.updated_at`, store.NewID(), accountID, token, now, now)
+	if err != nil {
+		return fmt.Errorf("sqlite: add push token: %w", err)
+	}
+	return nil
+}
+
+// RemovePushToken implements store.Store.
+func (s *Store) RemovePushToken(ctx context.Context, accountID, token string) error {
+	if _, err := s.w.ExecContext(ctx, `DELETE FROM push_tokens WHERE account_id = ? AND token = ?`, accountID, token); err != nil {
+		return fmt.Errorf("sqlite: remove push token: %w", err)
+	}
+	return nil
+}
+
+// PushTokens implements store.Store.
+func (s *Store) PushTokens(ctx context.Context, accountID string) ([]store.PushToken, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id, token, created_at, updated_at FROM push_tokens WHERE account_id = ? ORDER BY created_at DESC, id DESC`, accountID)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list push tokens: %w", err)
+	}
+	defer rows.Close()
+	out := []store.PushToken{}
+	for rows.Next() {
+		var t store.PushToken
+		if err := rows.Scan(&t.ID, &t.Token, &t.CreatedAt, &t.UpdatedAt); err != nil {
+			return nil, fmt.Errorf("sqlite: scan push token: %w", err)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: list push tokens: %w", err)
+	}
+	return out, nil
+}
+
+// ---- usage ----
+
+// UpsertUsageReport implements store.Store.
+func (s *Store) UpsertUsageReport(ctx context.Context, accountID, sessionID, key, data string, now int64) (store.UsageReport, error) {
+	var u store.UsageReport
+	err := s.w.QueryRowContext(ctx, `INSERT INTO usage_reports (id, account_id, session_id, key, data, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (account_id, session_id, key) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at
+		RETURNING id, session_id, key, data, created_at, updated_at`, store.NewID(), accountID, sessionID, key, data, now, now).
+		Scan(&u.ID, &u.SessionID, &u.Key, &u.Data, &u.CreatedAt, &u.UpdatedAt)
+	if err != nil {
+		return store.UsageReport{}, fmt.Errorf("sqlite: upsert usage report: %w", err)
+	}
+	return u, nil
+}

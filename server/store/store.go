@@ -1,0 +1,265 @@
+// Package store defines what the relay server keeps and the interface a
+// storage backend implements. Handlers depend only on Store, so another
+// backend (PostgreSQL) can be added without touching them; the embedded
+// SQLite backend lives in store/sqlite.
+//
+// Every method that reads or writes a session or machine takes the account
+// id and matches it in the same query: a row of another account behaves
+// exactly like a missing row (ErrNotFound). The opaque strings (metadata,
+// agent state, daemon state, message content, data encryption keys) are
+// stored and returned byte for byte; the store never looks inside them.
+//
+// Times are Unix milliseconds (int64), as on the wire.
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+)
+
+// ErrNotFound is returned when a row does not exist or belongs to another account.
+var ErrNotFound = errors.New("store: not found")
+
+// Account is one user, keyed by an Ed25519 public key (lowercase hex).
+type Account struct {
+	ID        string
+	PublicKey string
+	CreatedAt int64
+	UpdatedAt int64
+}
+
+// Session is one relay session. Tag is unique per account. Seq is the last
+// allocated message seq (0 before the first message). AgentState nil means
+// null. DataEncryptionKey nil means null; otherwise the client's base64 text.
+type Session struct {
+	ID                string
+	AccountID         string
+	Tag               string
+	Seq               int64
+	Metadata          string
+	MetadataVersion   int64
+	AgentState        *string
+	AgentStateVersion int64
+	DataEncryptionKey *string
+	Active            bool
+	ActiveAt          int64
+	CreatedAt         int64
+	UpdatedAt         int64
+}
+
+// NewSession is the body of a get-or-create by tag.
+type NewSession struct {
+	Tag               string
+	Metadata          string
+	DataEncryptionKey *string
+}
+
+// Machine is one registered computer of an account, keyed by (account, id).
+// DaemonState nil means null.
+type Machine struct {
+	ID                 string
+	AccountID          string
+	Metadata           string
+	MetadataVersion    int64
+	DaemonState        *string
+	DaemonStateVersion int64
+	DataEncryptionKey  *string
+	Seq                int64
+	Active             bool
+	ActiveAt           int64
+	CreatedAt          int64
+	UpdatedAt          int64
+}
+
+// NewMachine is the body of a machine get-or-create.
+type NewMachine struct {
+	ID                string
+	Metadata          string
+	DaemonState       *string
+	DataEncryptionKey *string
+}
+
+// Message is one stored session message. Content is the client's ciphertext
+// (the `c` of `{t:"encrypted", c}`); it is empty in rows returned for
+// existing localIds by AppendMessages. LocalID nil means null.
+type Message struct {
+	ID        string
+	SessionID string
+	Seq       int64
+	LocalID   *string
+	Content   string
+	CreatedAt int64
+	UpdatedAt int64
+}
+
+// NewMessage is one message of a POST batch.
+type NewMessage struct {
+	LocalID string
+	Content string
+}
+
+// AppendResult is the outcome of AppendMessages: Rows holds every distinct
+// localId of the batch (existing and new) sorted by seq; Created holds only
+// the new rows, in seq order, with content; FirstUpdateSeq is the account
+// update seq allocated for Created[0] (Created[i] got FirstUpdateSeq+i), or 0
+// when nothing was created.
+type AppendResult struct {
+	Rows           []Message
+	Created        []Message
+	FirstUpdateSeq int64
+}
+
+// Page selects messages: with Before > 0, seq < Before in descending order;
+// otherwise seq > After in ascending order. Limit is the page size (≥ 1).
+type Page struct {
+	After  int64
+	Before int64
+	Limit  int
+}
+
+// CAS is the outcome of a compare-and-set on a versioned value. OK reports
+// whether the write happened; Version and Value are then the new ones, or the
+// current ones on a mismatch.
+type CAS struct {
+	OK      bool
+	Version int64
+	Value   *string
+}
+
+// AuthRequest is a pending or answered terminal pairing request, keyed by the
+// terminal's box public key (lowercase hex).
+type AuthRequest struct {
+	ID                string
+	PublicKey         string
+	SupportsV2        bool
+	Response          *string
+	ResponseAccountID *string
+	CreatedAt         int64
+}
+
+// PushToken is a device push token of an account.
+type PushToken struct {
+	ID        string
+	Token     string
+	CreatedAt int64
+	UpdatedAt int64
+}
+
+// UsageReport is the last usage figures reported under (account, session, key).
+// Data is the JSON text of {tokens, cost} as received.
+type UsageReport struct {
+	ID        string
+	SessionID string
+	Key       string
+	Data      string
+	CreatedAt int64
+	UpdatedAt int64
+}
+
+// Presence is a session or machine whose activity changed (returned by the
+// Expire methods).
+type Presence struct {
+	AccountID string
+	ID        string
+	ActiveAt  int64
+}
+
+// Store is a storage backend. All methods are safe for concurrent use and
+// honour ctx. Errors other than the sentinels are wrapped backend errors.
+type Store interface {
+	// UpsertAccount returns the account of publicKey (hex), creating it on first sight.
+	UpsertAccount(ctx context.Context, publicKey string, now int64) (Account, error)
+	// NextUpdateSeqs allocates n (≥ 1) consecutive per-account update seqs and
+	// returns the first.
+	NextUpdateSeqs(ctx context.Context, accountID string, n int) (int64, error)
+
+	// UpsertAuthRequest returns the terminal pairing request of publicKey,
+	// creating it (with supportsV2) when missing.
+	UpsertAuthRequest(ctx context.Context, publicKey string, supportsV2 bool, now int64) (AuthRequest, error)
+	// AuthRequest returns the request of publicKey or ErrNotFound.
+	AuthRequest(ctx context.Context, publicKey string) (AuthRequest, error)
+	// AnswerAuthRequest stores response and accountID on the request of
+	// publicKey unless it was already answered (then nothing changes).
+	// ErrNotFound when there is no request.
+	AnswerAuthRequest(ctx context.Context, publicKey, response, accountID string) error
+
+	// GetOrCreateSession returns the account's session with in.Tag unchanged,
+	// or creates it (metadata version 0, no agent state, active). created
+	// tells which.
+	GetOrCreateSession(ctx context.Context, accountID string, in NewSession, now int64) (s Session, created bool, err error)
+	// Session returns one session of the account or ErrNotFound.
+	Session(ctx context.Context, accountID, id string) (Session, error)
+	// Sessions lists the account's sessions, most recently updated first.
+	Sessions(ctx context.Context, accountID string, limit int) ([]Session, error)
+	// ActiveSessions lists active sessions with activity after since, most recent activity first.
+	ActiveSessions(ctx context.Context, accountID string, since int64, limit int) ([]Session, error)
+	// DeleteSession removes a session with its messages and usage reports.
+	DeleteSession(ctx context.Context, accountID, id string) error
+	// SetSessionActive sets active and the last activity time (archive,
+	// session-end, keep-alive).
+	SetSessionActive(ctx context.Context, accountID, id string, active bool, at int64) error
+	// UpdateSessionMetadata is a compare-and-set on metadata.
+	UpdateSessionMetadata(ctx context.Context, accountID, id, metadata string, expected int64, now int64) (CAS, error)
+	// UpdateSessionAgentState is a compare-and-set on the agent state (nil = null).
+	UpdateSessionAgentState(ctx context.Context, accountID, id string, state *string, expected int64, now int64) (CAS, error)
+	// ExpireSessions marks inactive every active session whose last activity
+	// is at or before cutoff and returns them.
+	ExpireSessions(ctx context.Context, cutoff int64) ([]Presence, error)
+
+	// AppendMessages stores a batch (see AppendResult): localIds are unique per
+	// session, the first occurrence in a batch wins, an existing localId keeps
+	// its original row, new rows get consecutive seqs in batch order.
+	AppendMessages(ctx context.Context, accountID, sessionID string, msgs []NewMessage, now int64) (AppendResult, error)
+	// Messages returns one page and whether more rows exist in its direction.
+	Messages(ctx context.Context, accountID, sessionID string, p Page) ([]Message, bool, error)
+	// RecentMessages returns up to limit messages, newest first (legacy listing).
+	RecentMessages(ctx context.Context, accountID, sessionID string, limit int) ([]Message, error)
+
+	// GetOrCreateMachine returns the account's machine in.ID unchanged, or
+	// creates it (metadata version 1, daemon state version 1 when given else
+	// 0, inactive).
+	GetOrCreateMachine(ctx context.Context, accountID string, in NewMachine, now int64) (m Machine, created bool, err error)
+	// Machine returns one machine of the account or ErrNotFound.
+	Machine(ctx context.Context, accountID, id string) (Machine, error)
+	// Machines lists the account's machines, most recent activity first.
+	Machines(ctx context.Context, accountID string) ([]Machine, error)
+	// SetMachineActive sets active and the last activity time.
+	SetMachineActive(ctx context.Context, accountID, id string, active bool, at int64) error
+	// UpdateMachineMetadata is a compare-and-set on machine metadata.
+	UpdateMachineMetadata(ctx context.Context, accountID, id, metadata string, expected int64, now int64) (CAS, error)
+	// UpdateMachineDaemonState is a compare-and-set on the daemon state; a
+	// successful write also marks the machine active at now.
+	UpdateMachineDaemonState(ctx context.Context, accountID, id, state string, expected int64, now int64) (CAS, error)
+	// ExpireMachines is ExpireSessions for machines.
+	ExpireMachines(ctx context.Context, cutoff int64) ([]Presence, error)
+
+	// AddPushToken registers token for the account (idempotent).
+	AddPushToken(ctx context.Context, accountID, token string, now int64) error
+	// RemovePushToken removes token from the account (no error when absent).
+	RemovePushToken(ctx context.Context, accountID, token string) error
+	// PushTokens lists the account's tokens, newest first.
+	PushTokens(ctx context.Context, accountID string) ([]PushToken, error)
+
+	// UpsertUsageReport stores the latest report under (account, sessionID, key);
+	// sessionID "" means none.
+	UpsertUsageReport(ctx context.Context, accountID, sessionID, key, data string, now int64) (UsageReport, error)
+
+	// Close releases the backend.
+	Close() error
+}
+
+const idAlphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+// NewID returns a random 25-character id shaped like the reference server's
+// cuids: "c" followed by 24 characters of [0-9a-z].
+func NewID() string {
+	var b [24]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	out := make([]byte, 25)
+	out[0] = 'c'
+	for i, v := range b {
+		out[i+1] = idAlphabet[int(v)%len(idAlphabet)]
+	}
+	return string(out)
+}

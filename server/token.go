@@ -1,0 +1,141 @@
+package server
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// ErrInvalidToken is returned by token verification for anything that is not
+// a well-formed token signed with this server's secret.
+var ErrInvalidToken = errors.New("server: invalid token")
+
+// secretFile is the name of the signing secret inside the data folder.
+const secretFile = "secret.key"
+
+// loadOrCreateSecret reads the Ed25519 seed at path (base64 text), creating a
+// random one with mode 0600 when the file is missing.
+func loadOrCreateSecret(path string) (ed25519.PrivateKey, bool, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		seed, derr := base64.StdEncoding.DecodeString(strings.TrimSpace(string(b)))
+		if derr != nil || len(seed) != ed25519.SeedSize {
+			return nil, false, fmt.Errorf("server: signing secret %s: want base64 of %d bytes", path, ed25519.SeedSize)
+		}
+		return ed25519.NewKeyFromSeed(seed), false, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, false, fmt.Errorf("server: read signing secret: %w", err)
+	}
+	seed := make([]byte, ed25519.SeedSize)
+	if _, err := rand.Read(seed); err != nil {
+		return nil, false, fmt.Errorf("server: create signing secret: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, false, fmt.Errorf("server: create signing secret: %w", err)
+	}
+	if _, err := f.WriteString(base64.StdEncoding.EncodeToString(seed) + "\n"); err != nil {
+		_ = f.Close()
+		return nil, false, fmt.Errorf("server: write signing secret: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return nil, false, fmt.Errorf("server: sync signing secret: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, false, fmt.Errorf("server: close signing secret: %w", err)
+	}
+	return ed25519.NewKeyFromSeed(seed), true, nil
+}
+
+// tokenClaims is the payload of a token, shaped like the reference relay's:
+// {sub, iat, nbf, iss:"handy", jti} plus `session` for terminal pairing.
+type tokenClaims struct {
+	Sub     string `json:"sub"`
+	Iat     int64  `json:"iat"`
+	Nbf     int64  `json:"nbf"`
+	Iss     string `json:"iss"`
+	Jti     string `json:"jti"`
+	Session string `json:"session,omitempty"`
+}
+
+const tokenIssuer = "handy"
+
+var tokenHeader = base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"EdDSA"}`))
+
+// tokens signs and verifies compact JWS tokens (alg EdDSA) with the server's key.
+type tokens struct {
+	key ed25519.PrivateKey
+	pub ed25519.PublicKey
+}
+
+func newTokens(key ed25519.PrivateKey) *tokens {
+	return &tokens{key: key, pub: key.Public().(ed25519.PublicKey)}
+}
+
+// issue returns a token for accountID; session, when set, names the pairing
+// request it came from.
+func (t *tokens) issue(accountID, session string, now time.Time) string {
+	var jti [16]byte
+	_, _ = rand.Read(jti[:])
+	c := tokenClaims{Sub: accountID, Iat: now.Unix(), Nbf: now.Unix(), Iss: tokenIssuer, Jti: base64.RawURLEncoding.EncodeToString(jti[:]), Session: session}
+	payload, _ := json.Marshal(c) // a struct of strings and ints always marshals
+	signing := tokenHeader + "." + base64.RawURLEncoding.EncodeToString(payload)
+	sig := ed25519.Sign(t.key, []byte(signing))
+	return signing + "." + base64.RawURLEncoding.EncodeToString(sig)
+}
+
+// verify checks token and returns its account id, or an error wrapping
+// ErrInvalidToken.
+func (t *tokens) verify(token string) (string, error) {
+	c, err := t.claims(token)
+	if err != nil {
+		return "", err
+	}
+	return c.Sub, nil
+}
+
+func (t *tokens) claims(token string) (tokenClaims, error) {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return tokenClaims{}, fmt.Errorf("%w: want 3 parts, got %d", ErrInvalidToken, len(parts))
+	}
+	hdr, err := base64.RawURLEncoding.DecodeString(parts[0])
+	if err != nil {
+		return tokenClaims{}, fmt.Errorf("%w: header: %w", ErrInvalidToken, err)
+	}
+	var h struct {
+		Alg string `json:"alg"`
+	}
+	if err := json.Unmarshal(hdr, &h); err != nil || h.Alg != "EdDSA" {
+		return tokenClaims{}, fmt.Errorf("%w: header is not EdDSA", ErrInvalidToken)
+	}
+	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
+	if err != nil || len(sig) != ed25519.SignatureSize {
+		return tokenClaims{}, fmt.Errorf("%w: bad signature encoding", ErrInvalidToken)
+	}
+	if !ed25519.Verify(t.pub, []byte(parts[0]+"."+parts[1]), sig) {
+		return tokenClaims{}, fmt.Errorf("%w: signature mismatch", ErrInvalidToken)
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return tokenClaims{}, fmt.Errorf("%w: payload: %w", ErrInvalidToken, err)
+	}
+	var c tokenClaims
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	if err := dec.Decode(&c); err != nil {
+		return tokenClaims{}, fmt.Errorf("%w: payload: %w", ErrInvalidToken, err)
+	}
+	if c.Sub == "" || c.Iss != tokenIssuer {
+		return tokenClaims{}, fmt.Errorf("%w: missing subject or wrong issuer", ErrInvalidToken)
+	}
+	return c, nil
+}
