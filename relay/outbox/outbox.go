@@ -1,0 +1,644 @@
+// Package outbox is the relay client's durable outbox: every encrypted message
+// version is written here (fsync'd) before it is sent, and removed only after
+// the relay returned its seq. A crash, a network cut or a relay restart
+// therefore loses nothing, and because each row's localId is deterministic
+// ("<recordId>.<version>", DESIGN.md "Relay envelope and versions") and the
+// relay stores a localId once, resending after a crash duplicates nothing.
+//
+// # Store
+//
+// One SQLite file, <dir>/outbox.db (modernc.org/sqlite, no cgo), in WAL mode
+// with synchronous=FULL: a commit returns only after the WAL is fsync'd.
+// SQLite was chosen over an append-only log because several happy processes
+// share one home folder and the store needs, atomically and across processes:
+// append, delete-on-ack from the middle, the per-record last version (which
+// must never go backwards) and a small per-session state row. An append-only
+// log would need hand-written compaction, torn-tail detection and
+// cross-process locking for the same guarantees.
+//
+// Tables:
+//
+//	pending   (id autoincrement, session, local_id, record, version, content, enqueued_at)
+//	          UNIQUE(session, local_id); sent oldest id first
+//	versions  (session, record, version)  the last version ever appended per record
+//	sessions  (session, relay_id, state)  opaque per-session state of the caller
+//	rejected  rows the relay refused permanently, with the reason (kept, never dropped)
+//
+// # Group commit
+//
+// Appends and removals from any goroutine are queued to one writer goroutine,
+// which commits everything queued so far in a single transaction (one fsync)
+// and then answers every caller. Append returns only once its rows are on
+// disk.
+//
+// # Ownership across processes
+//
+// Lock takes an advisory file lock (flock) per session under <dir>/locks, so
+// exactly one process sends a session's rows at a time; the lock dies with its
+// process, so another happy can drain the rows of a session whose process was
+// killed.
+package outbox
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// FileName is the database file inside the outbox folder.
+const FileName = "outbox.db"
+
+// MaxGroup bounds the number of queued operations one transaction commits.
+const MaxGroup = 1024
+
+// Sentinel errors.
+var (
+	// ErrStaleVersion: an appended version is not greater than the last version
+	// stored for its record (versions must be monotonic across restarts).
+	ErrStaleVersion = errors.New("outbox: version not newer than the last one stored")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("outbox: closed")
+	// ErrInvalid: an entry is malformed (empty session, record or content,
+	// version < 1, a record id with a character that breaks localIds).
+	ErrInvalid = errors.New("outbox: invalid entry")
+	// ErrLocked: another process (or handle) holds the session's lock.
+	ErrLocked = errors.New("outbox: session locked by another owner")
+)
+
+// Entry is one encrypted message version to append.
+type Entry struct {
+	// Session is the caller's session key (the relay client uses the session
+	// tag, which exists before the relay assigned an id).
+	Session string
+	// Record is the record id (message, session or todos id); it must not be
+	// empty, nor contain control characters.
+	Record string
+	// Version is the record's version, >= 1 and greater than every version of
+	// the record appended before.
+	Version int64
+	// Content is the base64 ciphertext as the relay stores it.
+	Content string
+}
+
+// LocalID is the deterministic localId of a record version:
+// "<record>.<version>" in decimal.
+func LocalID(record string, version int64) string {
+	return record + "." + strconv.FormatInt(version, 10)
+}
+
+// Item is a pending row.
+type Item struct {
+	ID         int64     // row id: ascending in append order
+	Session    string    // session key
+	LocalID    string    // "<record>.<version>"
+	Record     string    // record id
+	Version    int64     // record version
+	Content    string    // base64 ciphertext
+	EnqueuedAt time.Time // when Append committed it (millisecond precision)
+}
+
+// Rejected is a row the relay refused permanently (see Reject).
+type Rejected struct {
+	Item
+	Reason     string
+	RejectedAt time.Time
+}
+
+// Options configure Open.
+type Options struct {
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+	// Synchronous is the SQLite synchronous level: "FULL" (the default and
+	// the durable choice) or "NORMAL" (for benchmarks comparing the cost).
+	Synchronous string
+}
+
+// Store is an open outbox. Its methods are safe for concurrent use.
+type Store struct {
+	dir string
+	w   *sql.DB
+	r   *sql.DB
+	now func() time.Time
+
+	ops    chan *op
+	quit   chan struct{}
+	done   chan struct{}
+	mu     sync.Mutex
+	closed bool
+
+	statMu  sync.Mutex
+	commits int64
+	grouped int64
+
+	locks lockState
+}
+
+type opKind int
+
+const (
+	opAppend opKind = iota
+	opRemove
+	opReject
+	opPutSession
+)
+
+type op struct {
+	kind    opKind
+	entries []Entry
+	session string
+	ids     []string // local ids to remove
+	reason  string
+	relayID string
+	state   []byte
+	removed int
+	err     chan error
+}
+
+// Open opens (creating when missing) the outbox in dir (mode 0700) and starts
+// its writer.
+func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("outbox: create %s: %w", dir, err)
+	}
+	sync := strings.ToUpper(opts.Synchronous)
+	if sync == "" {
+		sync = "FULL"
+	}
+	if sync != "FULL" && sync != "NORMAL" {
+		return nil, fmt.Errorf("outbox: synchronous %q (want FULL or NORMAL)", opts.Synchronous)
+	}
+	path := filepath.Join(dir, FileName)
+	dsn := func(extra ...string) string {
+		q := url.Values{}
+		q.Add("_pragma", "busy_timeout(10000)")
+		q.Add("_pragma", "synchronous("+sync+")")
+		q.Add("_txlock", "immediate")
+		for _, e := range extra {
+			q.Add("_pragma", e)
+		}
+		return "file:" + path + "?" + q.Encode()
+	}
+	w, err := sql.Open("sqlite", dsn("journal_mode(WAL)"))
+	if err != nil {
+		return nil, fmt.Errorf("outbox: open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	if err := w.PingContext(ctx); err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("outbox: open %s: %w", path, err)
+	}
+	_ = os.Chmod(path, 0o600)
+	if _, err := w.ExecContext(ctx, schema); err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("outbox: create schema in %s: %w", path, err)
+	}
+	r, err := sql.Open("sqlite", dsn())
+	if err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("outbox: open readers %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(4)
+	r.SetMaxIdleConns(4)
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	s := &Store{dir: dir, w: w, r: r, now: now, ops: make(chan *op, MaxGroup), quit: make(chan struct{}), done: make(chan struct{})}
+	go s.writer()
+	return s, nil
+}
+
+const schema = `
+CREATE TABLE IF NOT EXISTS pending (
+	id          INTEGER PRIMARY KEY AUTOINCREMENT,
+	session     TEXT    NOT NULL,
+	local_id    TEXT    NOT NULL,
+	record      TEXT    NOT NULL,
+	version     INTEGER NOT NULL,
+	content     TEXT    NOT NULL,
+	enqueued_at INTEGER NOT NULL,
+	UNIQUE (session, local_id)
+);
+CREATE INDEX IF NOT EXISTS pending_by_session ON pending (session, id);
+CREATE TABLE IF NOT EXISTS versions (
+	session TEXT    NOT NULL,
+	record  TEXT    NOT NULL,
+	version INTEGER NOT NULL,
+	PRIMARY KEY (session, record)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS sessions (
+	session  TEXT PRIMARY KEY,
+	relay_id TEXT NOT NULL DEFAULT '',
+	state    BLOB
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS rejected (
+	id          INTEGER PRIMARY KEY,
+	session     TEXT    NOT NULL,
+	local_id    TEXT    NOT NULL,
+	record      TEXT    NOT NULL,
+	version     INTEGER NOT NULL,
+	content     TEXT    NOT NULL,
+	enqueued_at INTEGER NOT NULL,
+	reason      TEXT    NOT NULL,
+	rejected_at INTEGER NOT NULL
+);
+`
+
+// Dir is the outbox folder.
+func (s *Store) Dir() string { return s.dir }
+
+// Close stops the writer after it committed what was queued, and closes the
+// database. Later calls fail with ErrClosed. It is safe to call more than once.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.quit)
+	s.mu.Unlock()
+	<-s.done
+	return errors.Join(s.r.Close(), s.w.Close())
+}
+
+func (s *Store) submit(ctx context.Context, o *op) error {
+	o.err = make(chan error, 1)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	// The queue is buffered; holding mu while sending keeps Close from
+	// racing with a send. The writer never takes mu, so this cannot deadlock.
+	select {
+	case s.ops <- o:
+	case <-ctx.Done():
+		s.mu.Unlock()
+		return ctx.Err()
+	}
+	s.mu.Unlock()
+	// Once queued, the operation will be committed or failed; wait for the
+	// answer even if ctx ends, so the caller never mistakes a committed
+	// append for a failed one.
+	return <-o.err
+}
+
+func validate(e Entry) error {
+	switch {
+	case e.Session == "":
+		return fmt.Errorf("%w: empty session", ErrInvalid)
+	case e.Record == "":
+		return fmt.Errorf("%w: empty record id", ErrInvalid)
+	case e.Version < 1:
+		return fmt.Errorf("%w: record %q version %d < 1", ErrInvalid, e.Record, e.Version)
+	case e.Content == "":
+		return fmt.Errorf("%w: record %q version %d: empty content", ErrInvalid, e.Record, e.Version)
+	}
+	for _, r := range e.Record {
+		if r < 0x20 || r == 0x7f {
+			return fmt.Errorf("%w: record id %q has a control character", ErrInvalid, e.Record)
+		}
+	}
+	return nil
+}
+
+// Append durably stores entries (one group commit, shared with every other
+// operation queued at the same time) and returns when they are on disk. All
+// entries of one call are committed together or not at all. Versions must
+// ascend per record, within the call and against what was appended before,
+// else the error wraps ErrStaleVersion and nothing of the call is stored.
+// Invalid entries fail with ErrInvalid. The context only bounds the wait for
+// a place in the queue.
+func (s *Store) Append(ctx context.Context, entries ...Entry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	for _, e := range entries {
+		if err := validate(e); err != nil {
+			return err
+		}
+	}
+	return s.submit(ctx, &op{kind: opAppend, entries: entries})
+}
+
+// Remove deletes the pending rows of session with the given localIds (after
+// the relay acknowledged them) and returns how many it deleted. Unknown ids
+// are ignored.
+func (s *Store) Remove(ctx context.Context, session string, localIDs []string) (int, error) {
+	if len(localIDs) == 0 {
+		return 0, nil
+	}
+	o := &op{kind: opRemove, session: session, ids: localIDs}
+	if err := s.submit(ctx, o); err != nil {
+		return 0, err
+	}
+	return o.removed, nil
+}
+
+// Reject moves the pending row (session, localID) to the rejected table with
+// reason: the relay refused it permanently, so it must stop blocking the
+// queue but must not vanish. Rejected rows are listed by RejectedItems.
+func (s *Store) Reject(ctx context.Context, session, localID, reason string) error {
+	return s.submit(ctx, &op{kind: opReject, session: session, ids: []string{localID}, reason: reason})
+}
+
+// PutSession stores the caller's state for session: the relay's id ("" while
+// unknown) and an opaque blob.
+func (s *Store) PutSession(ctx context.Context, session, relayID string, state []byte) error {
+	if session == "" {
+		return fmt.Errorf("%w: empty session", ErrInvalid)
+	}
+	return s.submit(ctx, &op{kind: opPutSession, session: session, relayID: relayID, state: state})
+}
+
+// Session returns the stored state of session; ok is false when there is none.
+func (s *Store) Session(ctx context.Context, session string) (relayID string, state []byte, ok bool, err error) {
+	err = s.r.QueryRowContext(ctx, `SELECT relay_id, state FROM sessions WHERE session = ?`, session).Scan(&relayID, &state)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil, false, nil
+	}
+	if err != nil {
+		return "", nil, false, fmt.Errorf("outbox: read session %q: %w", session, err)
+	}
+	return relayID, state, true, nil
+}
+
+// Pending returns up to limit pending rows of session, oldest first.
+func (s *Store) Pending(ctx context.Context, session string, limit int) ([]Item, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id, session, local_id, record, version, content, enqueued_at
+		FROM pending WHERE session = ? ORDER BY id LIMIT ?`, session, limit)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: list pending of %q: %w", session, err)
+	}
+	defer rows.Close()
+	var out []Item
+	for rows.Next() {
+		var it Item
+		var at int64
+		if err := rows.Scan(&it.ID, &it.Session, &it.LocalID, &it.Record, &it.Version, &it.Content, &at); err != nil {
+			return nil, fmt.Errorf("outbox: read pending of %q: %w", session, err)
+		}
+		it.EnqueuedAt = time.UnixMilli(at)
+		out = append(out, it)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("outbox: read pending of %q: %w", session, err)
+	}
+	return out, nil
+}
+
+// Count is the number of pending rows of session ("" counts every session).
+func (s *Store) Count(ctx context.Context, session string) (int, error) {
+	var n int
+	var err error
+	if session == "" {
+		err = s.r.QueryRowContext(ctx, `SELECT count(*) FROM pending`).Scan(&n)
+	} else {
+		err = s.r.QueryRowContext(ctx, `SELECT count(*) FROM pending WHERE session = ?`, session).Scan(&n)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("outbox: count pending: %w", err)
+	}
+	return n, nil
+}
+
+// Sessions lists the session keys that have pending rows, in the order of
+// their oldest row.
+func (s *Store) Sessions(ctx context.Context) ([]string, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT session FROM pending GROUP BY session ORDER BY min(id)`)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: list sessions: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return nil, fmt.Errorf("outbox: list sessions: %w", err)
+		}
+		out = append(out, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("outbox: list sessions: %w", err)
+	}
+	return out, nil
+}
+
+// LastVersions returns the last version appended for every record of
+// session (empty when none).
+func (s *Store) LastVersions(ctx context.Context, session string) (map[string]int64, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT record, version FROM versions WHERE session = ?`, session)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: read versions of %q: %w", session, err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var rec string
+		var v int64
+		if err := rows.Scan(&rec, &v); err != nil {
+			return nil, fmt.Errorf("outbox: read versions of %q: %w", session, err)
+		}
+		out[rec] = v
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("outbox: read versions of %q: %w", session, err)
+	}
+	return out, nil
+}
+
+// RejectedItems lists the rows of session the relay refused, oldest first.
+func (s *Store) RejectedItems(ctx context.Context, session string) ([]Rejected, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id, session, local_id, record, version, content, enqueued_at, reason, rejected_at
+		FROM rejected WHERE session = ? ORDER BY id`, session)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: list rejected of %q: %w", session, err)
+	}
+	defer rows.Close()
+	var out []Rejected
+	for rows.Next() {
+		var it Rejected
+		var at, rat int64
+		if err := rows.Scan(&it.ID, &it.Session, &it.LocalID, &it.Record, &it.Version, &it.Content, &at, &it.Reason, &rat); err != nil {
+			return nil, fmt.Errorf("outbox: read rejected of %q: %w", session, err)
+		}
+		it.EnqueuedAt, it.RejectedAt = time.UnixMilli(at), time.UnixMilli(rat)
+		out = append(out, it)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("outbox: read rejected of %q: %w", session, err)
+	}
+	return out, nil
+}
+
+// Stats are counters of the writer since Open.
+type Stats struct {
+	Commits    int64 // transactions committed (one fsync each with synchronous=FULL)
+	Operations int64 // operations committed (appends, removals, …) across them
+}
+
+// Stats returns the writer's counters; Operations/Commits is the average
+// group size.
+func (s *Store) Stats() Stats {
+	s.statMu.Lock()
+	defer s.statMu.Unlock()
+	return Stats{Commits: s.commits, Operations: s.grouped}
+}
+
+// writer is the single goroutine that writes: it takes every queued
+// operation (up to MaxGroup), applies them in one transaction and answers.
+func (s *Store) writer() {
+	defer close(s.done)
+	batch := make([]*op, 0, MaxGroup)
+	for {
+		batch = batch[:0]
+		select {
+		case o := <-s.ops:
+			batch = append(batch, o)
+		case <-s.quit:
+			// Drain what was queued before Close, then stop.
+			for {
+				select {
+				case o := <-s.ops:
+					batch = append(batch, o)
+					if len(batch) == MaxGroup {
+						s.commit(batch)
+						batch = batch[:0]
+					}
+				default:
+					if len(batch) > 0 {
+						s.commit(batch)
+					}
+					return
+				}
+			}
+		}
+	fill:
+		for len(batch) < MaxGroup {
+			select {
+			case o := <-s.ops:
+				batch = append(batch, o)
+			default:
+				break fill
+			}
+		}
+		s.commit(batch)
+	}
+}
+
+// commit applies batch in one transaction. An operation that fails its own
+// checks (a stale version) is answered with its error and leaves no trace;
+// a failure of the transaction itself fails every operation of the batch.
+func (s *Store) commit(batch []*op) {
+	ctx := context.Background()
+	results := make([]error, len(batch))
+	err := func() error {
+		tx, err := s.w.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("outbox: begin: %w", err)
+		}
+		defer func() { _ = tx.Rollback() }()
+		now := s.now().UnixMilli()
+		for i, o := range batch {
+			if err := s.apply(ctx, tx, o, now, &results[i]); err != nil {
+				return err
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("outbox: commit: %w", err)
+		}
+		return nil
+	}()
+	if err == nil {
+		s.statMu.Lock()
+		s.commits++
+		s.grouped += int64(len(batch))
+		s.statMu.Unlock()
+	}
+	for i, o := range batch {
+		if err != nil {
+			o.err <- err
+		} else {
+			o.err <- results[i]
+		}
+	}
+}
+
+// apply runs one operation inside tx. A returned error aborts the whole
+// transaction; *result receives an error that concerns this operation only.
+func (s *Store) apply(ctx context.Context, tx *sql.Tx, o *op, now int64, result *error) error {
+	switch o.kind {
+	case opAppend:
+		// Check every version first so a refused call writes nothing.
+		last := map[[2]string]int64{}
+		for _, e := range o.entries {
+			k := [2]string{e.Session, e.Record}
+			v, seen := last[k]
+			if !seen {
+				err := tx.QueryRowContext(ctx, `SELECT version FROM versions WHERE session = ? AND record = ?`, e.Session, e.Record).Scan(&v)
+				if err != nil && !errors.Is(err, sql.ErrNoRows) {
+					return fmt.Errorf("outbox: read version: %w", err)
+				}
+			}
+			if e.Version <= v {
+				*result = fmt.Errorf("%w: record %q version %d (last %d)", ErrStaleVersion, e.Record, e.Version, v)
+				return nil
+			}
+			last[k] = e.Version
+		}
+		for _, e := range o.entries {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO pending (session, local_id, record, version, content, enqueued_at) VALUES (?, ?, ?, ?, ?, ?)`,
+				e.Session, LocalID(e.Record, e.Version), e.Record, e.Version, e.Content, now); err != nil {
+				return fmt.Errorf("outbox: append %s: %w", LocalID(e.Record, e.Version), err)
+			}
+		}
+		for k, v := range last {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO versions (session, record, version) VALUES (?, ?, ?)
+				ON CONFLICT (session, record) DO UPDATE SET version = excluded.version`, k[0], k[1], v); err != nil {
+				return fmt.Errorf("outbox: store version: %w", err)
+			}
+		}
+	case opRemove:
+		for _, id := range o.ids {
+			res, err := tx.ExecContext(ctx, `DELETE FROM pending WHERE session = ? AND local_id = ?`, o.session, id)
+			if err != nil {
+				return fmt.Errorf("outbox: remove %s: %w", id, err)
+			}
+			n, _ := res.RowsAffected()
+			o.removed += int(n)
+		}
+	case opReject:
+		res, err := tx.ExecContext(ctx, `INSERT INTO rejected (session, local_id, record, version, content, enqueued_at, reason, rejected_at)
+			SELECT session, local_id, record, version, content, enqueued_at, ?, ? FROM pending WHERE session = ? AND local_id = ?`,
+			o.reason, now, o.session, o.ids[0])
+		if err != nil {
+			return fmt.Errorf("outbox: reject %s: %w", o.ids[0], err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			*result = fmt.Errorf("outbox: reject %s: no such pending row", o.ids[0])
+			return nil
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM pending WHERE session = ? AND local_id = ?`, o.session, o.ids[0]); err != nil {
+			return fmt.Errorf("outbox: reject %s: %w", o.ids[0], err)
+		}
+	case opPutSession:
+		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (session, relay_id, state) VALUES (?, ?, ?)
+			ON CONFLICT (session) DO UPDATE SET relay_id = excluded.relay_id, state = excluded.state`, o.session, o.relayID, o.state); err != nil {
+			return fmt.Errorf("outbox: store session %q: %w", o.session, err)
+		}
+	}
+	return nil
+}
