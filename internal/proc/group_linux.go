@@ -1,0 +1,135 @@
+//go:build linux
+
+package proc
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// EnableSubreaper marks this process as a child subreaper
+// (prctl PR_SET_CHILD_SUBREAPER): descendants orphaned by the death of their
+// parent are re-parented to this process instead of PID 1, and Process reaps
+// those that belong to a group it is ending. Call it once at program start
+// (it is process-wide state); useful where PID 1 does not reap zombies.
+func EnableSubreaper() error {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("set child subreaper: %w", err)
+	}
+	return nil
+}
+
+func setParentDeathSignal(a *syscall.SysProcAttr) {
+	if a.Pdeathsig == 0 {
+		a.Pdeathsig = syscall.SIGKILL
+	}
+}
+
+// canWaitWithoutReaping: the leader is observed with waitid(WNOWAIT) and
+// stays a zombie (its pid, the group id, reserved) until the group is ended.
+const canWaitWithoutReaping = true
+
+// waitLeaderExit blocks until pid has exited, leaving it unreaped
+// (waitid with WNOWAIT), so that os/exec can still reap it.
+func waitLeaderExit(pid int) {
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if !errors.Is(err, unix.EINTR) {
+			return
+		}
+	}
+}
+
+// groupHasLiveMembers reports whether any process other than the leader
+// (pid == pgid, a zombie awaiting os/exec) is in group pgid and not a
+// zombie. Zombies of the group whose parent is this process (orphans
+// adopted as subreaper) are reaped on the way; zombies of other parents are
+// not ours to reap and count as ended.
+func groupHasLiveMembers(pgid int) bool {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return syscall.Kill(-pgid, 0) == nil
+	}
+	self := os.Getpid()
+	live := false
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == pgid {
+			continue
+		}
+		st, ok := readStat(pid)
+		if !ok || st.pgrp != pgid {
+			continue
+		}
+		if st.state == 'Z' || st.state == 'X' {
+			if st.ppid == self && !reapZombie(pid) {
+				live = true // a zombie whose other threads are still exiting
+			}
+			continue
+		}
+		live = true
+	}
+	return live
+}
+
+// reapZombie reaps our zombie child pid. It reports false when the child is
+// not waitable yet: /proc shows a multi-threaded process as a zombie as soon
+// as its main thread has exited, but it can be reaped only once all of its
+// threads have.
+func reapZombie(pid int) bool {
+	var ws unix.WaitStatus
+	for {
+		wp, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil: // ECHILD: reaped by someone else, or not ours after all
+			return true
+		default:
+			return wp == pid
+		}
+	}
+}
+
+type procStat struct {
+	state byte
+	ppid  int
+	pgrp  int
+}
+
+// readStat parses /proc/<pid>/stat: "pid (comm) state ppid pgrp …", where
+// comm may contain spaces and parentheses, so fields are taken after the
+// last ')'.
+func readStat(pid int) (procStat, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, false
+	}
+	return parseStat(b)
+}
+
+// parseStat parses the content of a /proc/<pid>/stat file; false when it is
+// not in that shape.
+func parseStat(b []byte) (procStat, bool) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return procStat{}, false
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 3 || len(f[0]) != 1 {
+		return procStat{}, false
+	}
+	ppid, err1 := strconv.Atoi(string(f[1]))
+	pgrp, err2 := strconv.Atoi(string(f[2]))
+	if err1 != nil || err2 != nil {
+		return procStat{}, false
+	}
+	return procStat{state: f[0][0], ppid: ppid, pgrp: pgrp}, true
+}
