@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -99,12 +100,33 @@ func decodeJSON(b []byte, v any) error {
 			if field == "" {
 				field = "body"
 			}
-			return badRequest("Invalid JSON: %s must be %s, got %s", field, te.Type.String(), te.Value)
+			return badRequest("Invalid JSON: %s must be %s, got %s", field, jsonKind(te.Type), te.Value)
 		default:
 			return badRequest("Invalid JSON: %v", err)
 		}
 	}
 	return nil
+}
+
+// jsonKind names the JSON kind a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return "a number"
+	default:
+		return t.String()
+	}
 }
 
 // authed wraps h with token verification (Authorization: Bearer <token>).

@@ -56,7 +56,9 @@ func toWireSessionBase(x store.Session) wireSessionBase {
 		CreatedAt: x.CreatedAt, UpdatedAt: x.UpdatedAt}
 }
 
-func toWireSession(x store.Session) wireSession { return wireSession{wireSessionBase: toWireSessionBase(x)} }
+func toWireSession(x store.Session) wireSession {
+	return wireSession{wireSessionBase: toWireSessionBase(x)}
+}
 
 type wireMachine struct {
 	ID                 string  `json:"id"`
