@@ -20,19 +20,33 @@ import "encoding/json"
 //	         session": the reducer opens a new one when output follows tool
 //	         results (one assistant message per model step)
 //	Block    the identity of a text/reasoning block inside a message
-//	         (Claude content index, Codex item id); "" means the last
-//	         block of that kind in the message
+//	         (Claude content index, Codex item id); "" means the message's
+//	         last part when that is a block of the same kind, else a new
+//	         block (so text streamed around a tool call becomes two parts)
 //	CallID   the provider's tool call id
 //
 // Time is the provider's own timestamp in Unix ms; 0 means the stream
 // carried none, and the reducer then uses the latest time it has seen.
 // The reducer derives ids from keys and order of first appearance, never
 // from time.
+//
+// Deltas (TextDelta, ReasoningDelta, ToolInputDelta) are appends and so the
+// one kind of event that is not an upsert by itself: the final that follows
+// them (TextFinal, ReasoningFinal, ToolCall with Input) replaces what they
+// built, and a delta that arrives after its block's final is stale and
+// ignored, so a re-delivered delta-then-final sequence changes nothing.
+//
+// Every event has a JSON form (EncodeEvent, DecodeEvent):
+// {"type":"ToolCall","session":…,"time":…,<fields>} with the field names of
+// the json tags below; the type names are the Go type names and are part of
+// the contract.
 
 // Event is one agent event (closed union).
 type Event interface {
-	// EventBase returns the fields every event has.
-	EventBase() *EventBase
+	// Base returns the fields every event has. (A method named EventBase
+	// would be shadowed by the embedded field of the same name, and no
+	// event type would implement Event.)
+	Base() *EventBase
 	isEvent()
 }
 
@@ -42,43 +56,43 @@ type EventBase struct {
 	Time    int64  `json:"time,omitempty"`    // Unix ms from the provider; 0 = unknown
 }
 
-// EventBase implements Event.
-func (b *EventBase) EventBase() *EventBase { return b }
+// Base implements Event.
+func (b *EventBase) Base() *EventBase { return b }
 
 // SessionInfo reports what the agent said about its session: provider
 // session id, model, working folder, title. Empty fields leave what is known
 // unchanged.
 type SessionInfo struct {
 	EventBase
-	ProviderSessionID string // Claude session_id, Codex thread id, ACP sessionId
-	ProviderID        string // "anthropic", "openai", "google", …
-	ModelID           string
-	Agent             string // agent mode or name ("build", "default", …)
-	Cwd               string
-	Title             string
+	ProviderSessionID string `json:"providerSessionID,omitempty"` // Claude session_id, Codex thread id, ACP sessionId
+	ProviderID        string `json:"providerID,omitempty"`        // "anthropic", "openai", "google", …
+	ModelID           string `json:"modelID,omitempty"`
+	Agent             string `json:"agent,omitempty"` // agent mode or name ("build", "default", …)
+	Cwd               string `json:"cwd,omitempty"`
+	Title             string `json:"title,omitempty"`
 }
 
 // TurnStarted opens a turn (one prompt → response cycle).
 type TurnStarted struct {
 	EventBase
-	TurnID string // provider turn id, or a key the adapter chose
+	TurnID string `json:"turnID,omitempty"` // provider turn id, or a key the adapter chose
 }
 
 // UserPrompt is a prompt: typed by the user, sent from another device, or
 // injected by the system (Synthetic).
 type UserPrompt struct {
 	EventBase
-	PromptID  string // provider identity of the prompt (Claude uuid, …); required
-	Text      string
-	Files     []PromptFile
-	Synthetic bool
+	PromptID  string       `json:"promptID,omitempty"` // provider identity of the prompt (Claude uuid, …); required
+	Text      string       `json:"text,omitempty"`
+	Files     []PromptFile `json:"files,omitempty"`
+	Synthetic bool         `json:"synthetic,omitempty"`
 }
 
 // PromptFile is an attachment of a prompt (image or resource).
 type PromptFile struct {
-	Mime     string
-	Filename string
-	URL      string // data: URL or blob reference
+	Mime     string `json:"mime,omitempty"`
+	Filename string `json:"filename,omitempty"`
+	URL      string `json:"url,omitempty"` // data: URL or blob reference
 }
 
 // MessageStarted announces an assistant message (a model step) before its
@@ -86,43 +100,43 @@ type PromptFile struct {
 // Message key create the message implicitly, so this event is optional.
 type MessageStarted struct {
 	EventBase
-	Message    string
-	ProviderID string
-	ModelID    string
+	Message    string `json:"message,omitempty"`
+	ProviderID string `json:"providerID,omitempty"`
+	ModelID    string `json:"modelID,omitempty"`
 }
 
 // TextDelta appends streamed text to a text block.
 type TextDelta struct {
 	EventBase
-	Message string
-	Block   string
-	Delta   string
+	Message string `json:"message,omitempty"`
+	Block   string `json:"block,omitempty"`
+	Delta   string `json:"delta,omitempty"`
 }
 
 // TextFinal sets the complete text of a text block, replacing any deltas.
 type TextFinal struct {
 	EventBase
-	Message string
-	Block   string
-	Text    string
+	Message string `json:"message,omitempty"`
+	Block   string `json:"block,omitempty"`
+	Text    string `json:"text,omitempty"`
 }
 
 // ReasoningDelta appends streamed reasoning to a reasoning block.
 type ReasoningDelta struct {
 	EventBase
-	Message string
-	Block   string
-	Delta   string
+	Message string `json:"message,omitempty"`
+	Block   string `json:"block,omitempty"`
+	Delta   string `json:"delta,omitempty"`
 }
 
 // ReasoningFinal sets the complete reasoning text (and metadata such as a
 // Claude signature) of a reasoning block.
 type ReasoningFinal struct {
 	EventBase
-	Message  string
-	Block    string
-	Text     string
-	Metadata Object
+	Message  string `json:"message,omitempty"`
+	Block    string `json:"block,omitempty"`
+	Text     string `json:"text,omitempty"`
+	Metadata Object `json:"metadata,omitempty"`
 }
 
 // ToolCall announces a tool call, or updates its announcement (upsert by
@@ -130,40 +144,40 @@ type ReasoningFinal struct {
 // (non-empty fields win). The tool part starts "pending".
 type ToolCall struct {
 	EventBase
-	Message  string
-	CallID   string
-	Tool     string          // canonical tool name ("bash", "edit", "task", …) or the provider's
-	Title    string          // short human-readable title
-	Input    json.RawMessage // a JSON object; nil when not known yet
-	Metadata Object          // provider detail kept on the tool part
+	Message  string          `json:"message,omitempty"`
+	CallID   string          `json:"callID,omitempty"`
+	Tool     string          `json:"tool,omitempty"`     // canonical tool name ("bash", "edit", "task", …) or the provider's
+	Title    string          `json:"title,omitempty"`    // short human-readable title
+	Input    json.RawMessage `json:"input,omitempty"`    // a JSON object; nil when not known yet
+	Metadata Object          `json:"metadata,omitempty"` // provider detail kept on the tool part
 }
 
 // ToolInputDelta appends raw input text to a pending tool call.
 type ToolInputDelta struct {
 	EventBase
-	CallID string
-	Delta  string
+	CallID string `json:"callID,omitempty"`
+	Delta  string `json:"delta,omitempty"`
 }
 
 // ToolRunning says the tool has started executing.
 type ToolRunning struct {
 	EventBase
-	CallID string
+	CallID string `json:"callID,omitempty"`
 }
 
 // PermissionRequest is what a tool needs permission for.
 type PermissionRequest struct {
-	ID         string   // stable request id from the provider, or derived
-	Permission string   // "edit" | "bash" | "read" | "task" | … (the tool kind)
-	Patterns   []string // what is accessed: file paths, the command
-	Always     []string // patterns to auto-approve on "always"
-	Metadata   Object   // diff payload, file path, provider suggestions
+	ID         string   `json:"id,omitempty"`         // stable request id from the provider; "" = derived (per_…)
+	Permission string   `json:"permission,omitempty"` // "edit" | "bash" | "read" | "task" | … (the tool kind)
+	Patterns   []string `json:"patterns,omitempty"`   // what is accessed: file paths, the command
+	Always     []string `json:"always,omitempty"`     // patterns to auto-approve on "always"
+	Metadata   Object   `json:"metadata,omitempty"`   // diff payload, file path, provider suggestions
 }
 
 // QuestionRequest is a question the agent asks the user.
 type QuestionRequest struct {
-	ID        string
-	Questions []QuestionInfo
+	ID        string         `json:"id,omitempty"` // stable request id from the provider; "" = derived (q_…)
+	Questions []QuestionInfo `json:"questions,omitempty"`
 }
 
 // ToolBlocked says the tool waits for a person: exactly one of Permission
@@ -171,12 +185,12 @@ type QuestionRequest struct {
 // tool part (some agents ask before announcing the tool).
 type ToolBlocked struct {
 	EventBase
-	Message    string
-	CallID     string
-	Tool       string // used when the part must be created
-	Input      json.RawMessage
-	Permission *PermissionRequest
-	Question   *QuestionRequest
+	Message    string             `json:"message,omitempty"`
+	CallID     string             `json:"callID,omitempty"`
+	Tool       string             `json:"tool,omitempty"` // used when the part must be created
+	Input      json.RawMessage    `json:"input,omitempty"`
+	Permission *PermissionRequest `json:"permission,omitempty"`
+	Question   *QuestionRequest   `json:"question,omitempty"`
 }
 
 // ToolResolved records the answer to a blocked tool: a Decision for a
@@ -184,95 +198,100 @@ type ToolBlocked struct {
 // nobody decided (cancelled, agent-exited, timeout, answered-in-agent).
 type ToolResolved struct {
 	EventBase
-	CallID   string
-	Decision Decision
-	Answers  [][]string
-	Reason   string
+	CallID   string     `json:"callID,omitempty"`
+	Decision Decision   `json:"decision,omitempty"`
+	Answers  [][]string `json:"answers,omitempty"`
+	Reason   string     `json:"reason,omitempty"`
 }
 
 // ToolCompleted says the tool finished successfully.
 type ToolCompleted struct {
 	EventBase
-	CallID   string
-	Output   string
-	Title    string
-	Metadata Object // structured result (Claude toolUseResult, exit code, …)
-	Files    []PromptFile
+	CallID   string       `json:"callID,omitempty"`
+	Output   string       `json:"output,omitempty"`
+	Title    string       `json:"title,omitempty"`
+	Metadata Object       `json:"metadata,omitempty"` // structured result (Claude toolUseResult, exit code, …)
+	Files    []PromptFile `json:"files,omitempty"`
 }
 
 // ToolFailed says the tool finished with an error (including a refusal).
 type ToolFailed struct {
 	EventBase
-	CallID   string
-	Error    string
-	Metadata Object
+	CallID   string `json:"callID,omitempty"`
+	Error    string `json:"error,omitempty"`
+	Metadata Object `json:"metadata,omitempty"`
 }
 
 // Usage reports token usage and cost of an assistant message (a model step).
-// Nil fields are unknown, not zero.
+// Nil fields are unknown, not zero. Figures are totals for the message, not
+// increments: each non-nil field replaces what was known, so a repeated
+// report changes nothing.
 type Usage struct {
 	EventBase
-	Message string
-	Tokens  *Tokens
-	Cost    *float64
+	Message string   `json:"message,omitempty"`
+	Tokens  *Tokens  `json:"tokens,omitempty"`
+	Cost    *float64 `json:"cost,omitempty"`
 }
 
 // StepFinished closes an assistant message (a model step) with its finish
 // reason (one of the Finish* constants).
 type StepFinished struct {
 	EventBase
-	Message string
-	Finish  string
+	Message string `json:"message,omitempty"`
+	Finish  string `json:"finish,omitempty"`
 }
 
 // SubagentStarted opens a child session for a subagent launched by the tool
 // call CallID in session Session.
 type SubagentStarted struct {
 	EventBase
-	CallID      string
-	Child       string // key of the child session; events for it carry Session: Child
-	Title       string
-	Agent       string // subagent type ("explore", "general-purpose", …)
-	Prompt      string
-	Description string
+	CallID      string `json:"callID,omitempty"`
+	Child       string `json:"child,omitempty"` // key of the child session; events for it carry Session: Child
+	Title       string `json:"title,omitempty"`
+	Agent       string `json:"agent,omitempty"` // subagent type ("explore", "general-purpose", …)
+	Prompt      string `json:"prompt,omitempty"`
+	Description string `json:"description,omitempty"`
 }
 
 // SubagentEnded closes a child session.
 type SubagentEnded struct {
 	EventBase
-	Child string
+	Child string `json:"child,omitempty"`
 }
 
 // TodosUpdated replaces the session's todo list.
 type TodosUpdated struct {
 	EventBase
-	Todos []Todo
+	Todos []Todo `json:"todos,omitempty"`
 }
 
-// Compaction says the agent compacted its context.
+// Compaction says the agent compacted its context; it becomes a compaction
+// part of the message (the current one when Message is "").
 type Compaction struct {
 	EventBase
-	Message  string
-	Auto     bool
-	Overflow *bool
+	ID       string `json:"id,omitempty"` // provider identity of the compaction; "" = one per message
+	Message  string `json:"message,omitempty"`
+	Auto     bool   `json:"auto,omitempty"`
+	Overflow *bool  `json:"overflow,omitempty"`
 }
 
-// Retry says a provider call failed and is being retried.
+// Retry says a provider call failed and is being retried. (Message,
+// Attempt) identifies it: the same attempt reported twice is one retry part.
 type Retry struct {
 	EventBase
-	Message string
-	Attempt int
-	Error   MessageError
+	Message string       `json:"message,omitempty"`
+	Attempt int          `json:"attempt,omitempty"`
+	Error   MessageError `json:"error,omitempty"`
 }
 
 // AgentError is an error of the current step: it sets the assistant
 // message's error (kind degraded to internal when unknown).
 type AgentError struct {
 	EventBase
-	Message    string
-	Kind       ErrorKind
-	Text       string
-	StatusCode *int
+	Message    string    `json:"message,omitempty"`
+	Kind       ErrorKind `json:"kind,omitempty"`
+	Text       string    `json:"text,omitempty"`
+	StatusCode *int      `json:"statusCode,omitempty"`
 }
 
 // Turn end reasons.
@@ -289,15 +308,15 @@ const (
 // time.completed and a finish.
 type TurnEnded struct {
 	EventBase
-	TurnID string
-	Reason string // one of the Turn* constants
-	Error  string // for failed turns
+	TurnID string `json:"turnID,omitempty"`
+	Reason string `json:"reason,omitempty"` // one of the Turn* constants
+	Error  string `json:"error,omitempty"`  // for failed turns
 }
 
 // DroppedInput records a native frame the adapter refused.
 type DroppedInput struct {
 	EventBase
-	Dropped Dropped
+	Dropped Dropped `json:"dropped,omitempty"`
 }
 
 func (*SessionInfo) isEvent()     {}

@@ -1,0 +1,983 @@
+package mapper
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Config configures a Reducer. Only SessionID matters for ids; the rest
+// fills the session record and the envelope of every message.
+type Config struct {
+	// SessionID is the relay session id. Every canonical id (ses_, msg_,
+	// prt_, per_, q_) is derived from it, so two relay sessions never share
+	// an id and the same relay session always gets the same ones.
+	SessionID string
+	// ProjectID is the root session's projectID.
+	ProjectID string
+	// Directory is the agent's working folder: session directory and
+	// message path.cwd. A SessionInfo Cwd fills it when empty.
+	Directory string
+	// Root is the project root (message path.root); "" means Directory.
+	Root string
+	// Title is the root session's initial title; SessionInfo may change it.
+	Title string
+	// Agent is the agent mode of new messages ("build", "default", …).
+	Agent string
+	// ProviderID and ModelID name the model of new messages until a
+	// SessionInfo or MessageStarted says otherwise.
+	ProviderID string
+	ModelID    string
+	// Rules are the permission rules of the session (config files, then
+	// flags), in order. They become the root session's permission list and,
+	// with the runtime "always" rules, decide which blocked tools an
+	// "always" answer unblocks.
+	Rules []PermissionRule
+	// Source is the Dropped.Source of events the reducer refuses; "" means
+	// "mapper".
+	Source string
+}
+
+// Reducer folds agent events into the canonical transcript of one relay
+// session: the root session, its child sessions (subagents), their messages
+// and parts, todos and dropped inputs. It is deterministic (the same events
+// give the same transcript and the same ids, whatever the wall clock says)
+// and every event is an upsert by provider identity (see Event).
+//
+// Work per event is proportional to the event (parts are indexed by
+// identity), except where the event itself is about many things: TurnEnded
+// settles every open tool and message, an "always" or "reject" answer
+// visits the session's other blocked tools.
+//
+// A Reducer is not safe for concurrent use: one goroutine applies events
+// and publishes what Apply returns.
+type Reducer struct {
+	cfg      Config
+	ids      *IDSource
+	now      int64 // latest event time seen, Unix ms
+	started  bool  // session.created of the root was emitted
+	root     *redSession
+	sessions map[string]*redSession // by event session key ("" = root)
+	msgs     map[string]*redMessage // by message id
+	byID     map[string]*redSession // by canonical session id
+	runtime  []PermissionRule       // "always" answers, in order
+	out      []BusEvent             // bus events of the event being applied
+	cur      Event                  // the event being applied
+}
+
+// redSession is a session and its indexes.
+type redSession struct {
+	key       string
+	info      Session
+	parent    *redSession
+	children  []*redSession
+	messages  []*redMessage
+	asstByKey map[string]*redMessage // assistant messages by provider message key
+	userByKey map[string]*redMessage // user messages by prompt id
+	current   *redMessage            // the assistant message Message "" refers to
+	user      *redMessage            // the user message of the current turn
+	tools     map[string]*redTool    // by call id
+	open      map[*redTool]struct{}  // tools pending, running or blocked
+	blocked   map[*redTool]struct{}  // tools blocked
+	openMsgs  map[*redMessage]struct{}
+	turns     map[string]bool // turn id → ended
+	busy      bool
+	todos     []Todo
+	dropped   []Dropped
+	dropSeen  map[Dropped]struct{}
+	links     map[string]string // call id → child session id, for a subagent announced before its tool
+	agent     string
+	provider  string
+	model     string
+	cwd       string
+}
+
+// redMessage is a message, its parts and the index of its parts.
+type redMessage struct {
+	sess   *redSession
+	pos    uint64
+	user   *UserMessage      // exactly one of user and asst is set
+	asst   *AssistantMessage //
+	parts  []Part            // in order; the step-finish is kept in finish
+	finish *StepFinishPart
+	blocks map[string]*redBlock // text/reasoning blocks, compaction and retry parts by identity
+	tail   *redBlock            // the text or reasoning block created last
+	closed bool
+	// resultSeen is set when a tool of this message reported its result:
+	// output for Message "" then opens the next step.
+	resultSeen bool
+}
+
+// redBlock is a text or reasoning part under construction.
+type redBlock struct {
+	text      *TextPart      // one of text and reasoning is set
+	reasoning *ReasoningPart //
+	sb        *strings.Builder
+	final     bool // a final arrived: later deltas are stale
+}
+
+// NewReducer returns a Reducer for one relay session. Nothing is emitted
+// until the first Apply, which starts with session.created for the root.
+func NewReducer(cfg Config) *Reducer {
+	if cfg.Source == "" {
+		cfg.Source = "mapper"
+	}
+	r := &Reducer{
+		cfg:      cfg,
+		ids:      NewIDSource(cfg.SessionID),
+		sessions: map[string]*redSession{},
+		msgs:     map[string]*redMessage{},
+		byID:     map[string]*redSession{},
+	}
+	root := r.newSession("", nil)
+	root.info.ID = r.ids.Next(PrefixSession, "")
+	root.info.ProjectID = cfg.ProjectID
+	root.info.Directory = cfg.Directory
+	root.info.Title = cfg.Title
+	root.info.Permission = slices.Clone(cfg.Rules)
+	root.agent, root.provider, root.model, root.cwd = cfg.Agent, cfg.ProviderID, cfg.ModelID, cfg.Directory
+	r.root = root
+	r.byID[root.info.ID] = root
+	return r
+}
+
+func (r *Reducer) newSession(key string, parent *redSession) *redSession {
+	s := &redSession{
+		key:       key,
+		parent:    parent,
+		asstByKey: map[string]*redMessage{},
+		userByKey: map[string]*redMessage{},
+		tools:     map[string]*redTool{},
+		open:      map[*redTool]struct{}{},
+		blocked:   map[*redTool]struct{}{},
+		openMsgs:  map[*redMessage]struct{}{},
+		turns:     map[string]bool{},
+		dropSeen:  map[Dropped]struct{}{},
+		links:     map[string]string{},
+	}
+	r.sessions[key] = s
+	if parent != nil {
+		parent.children = append(parent.children, s)
+	}
+	return s
+}
+
+// RootID returns the canonical id of the root session (ses_…).
+func (r *Reducer) RootID() string { return r.root.info.ID }
+
+// Apply folds one event into the transcript and returns the bus events it
+// caused, in order (nil when it changed nothing). A refused event (invalid,
+// orphaned, or an illegal tool transition) changes nothing but the
+// session's dropped list. Apply never panics on any event value, nil
+// included.
+func (r *Reducer) Apply(ev Event) []BusEvent {
+	r.out = nil
+	r.cur = ev
+	if isNilEvent(ev) {
+		r.startRoot(r.now)
+		r.drop(r.root, DropInvalidField, "nil event")
+		return r.flush()
+	}
+	b := ev.Base()
+	if b.Time > r.now {
+		r.now = b.Time
+	}
+	t := b.Time
+	if t <= 0 {
+		t = r.now
+	}
+	r.startRoot(t)
+	s := r.sessionFor(b.Session, t)
+	if err := ValidateEvent(ev); err != nil {
+		if ee, ok := err.(*EventError); ok {
+			r.drop(s, ee.Reason, ee.Msg)
+		} else {
+			r.drop(s, DropInvalidField, err.Error())
+		}
+		return r.flush()
+	}
+	if t > s.info.Time.Updated {
+		s.info.Time.Updated = t
+	}
+	switch e := ev.(type) {
+	case *SessionInfo:
+		r.sessionInfo(s, e)
+	case *TurnStarted:
+		r.turnStarted(s, e)
+	case *UserPrompt:
+		r.userPrompt(s, e, t)
+	case *MessageStarted:
+		r.messageStarted(s, e, t)
+	case *TextDelta:
+		r.textDelta(s, e.Message, e.Block, e.Delta, false, t)
+	case *ReasoningDelta:
+		r.textDelta(s, e.Message, e.Block, e.Delta, true, t)
+	case *TextFinal:
+		r.textFinal(s, e.Message, e.Block, e.Text, nil, false, t)
+	case *ReasoningFinal:
+		r.textFinal(s, e.Message, e.Block, e.Text, e.Metadata, true, t)
+	case *ToolCall:
+		r.toolCall(s, e, t)
+	case *ToolInputDelta:
+		r.toolInputDelta(s, e)
+	case *ToolRunning:
+		r.toolRunning(s, e, t)
+	case *ToolBlocked:
+		r.toolBlocked(s, e, t)
+	case *ToolResolved:
+		r.toolResolved(s, e, t)
+	case *ToolCompleted:
+		r.toolCompleted(s, e, t)
+	case *ToolFailed:
+		r.toolFailed(s, e, t)
+	case *Usage:
+		r.usage(s, e)
+	case *StepFinished:
+		r.stepFinished(s, e, t)
+	case *SubagentStarted:
+		r.subagentStarted(s, e, t)
+	case *SubagentEnded:
+		r.subagentEnded(s, e, t)
+	case *TodosUpdated:
+		r.todosUpdated(s, e)
+	case *Compaction:
+		r.compaction(s, e, t)
+	case *Retry:
+		r.retry(s, e, t)
+	case *AgentError:
+		r.agentError(s, e, t)
+	case *TurnEnded:
+		r.turnEnded(s, e, t)
+	case *DroppedInput:
+		r.droppedInput(s, e)
+	}
+	return r.flush()
+}
+
+func (r *Reducer) flush() []BusEvent {
+	out := r.out
+	r.out = nil
+	r.cur = nil
+	return out
+}
+
+func (r *Reducer) emit(ev BusEvent) { r.out = append(r.out, ev) }
+
+// startRoot emits session.created for the root on the first event.
+func (r *Reducer) startRoot(t int64) {
+	if r.started {
+		return
+	}
+	r.started = true
+	r.root.info.Time = SessionTime{Created: t, Updated: t}
+	r.emit(&SessionCreated{Info: r.root.sessionSnapshot()})
+}
+
+// sessionFor returns the session an event is for. A key never announced by
+// SubagentStarted opens a child of the root, so that its content is kept;
+// a later SubagentStarted fills in its title.
+func (r *Reducer) sessionFor(key string, t int64) *redSession {
+	if s := r.sessions[key]; s != nil {
+		return s
+	}
+	return r.openChild(r.root, key, "", t)
+}
+
+func (r *Reducer) openChild(parent *redSession, key, title string, t int64) *redSession {
+	s := r.newSession(key, parent)
+	s.info = Session{
+		ID:        r.ids.Next(PrefixSession, key),
+		ProjectID: parent.info.ProjectID,
+		Directory: parent.info.Directory,
+		ParentID:  parent.info.ID,
+		Title:     title,
+		Time:      SessionTime{Created: t, Updated: t},
+	}
+	s.agent, s.provider, s.model, s.cwd = parent.agent, parent.provider, parent.model, parent.cwd
+	r.byID[s.info.ID] = s
+	r.emit(&SessionCreated{Info: s.sessionSnapshot()})
+	return s
+}
+
+// drop records a refusal of the event being applied.
+func (r *Reducer) drop(s *redSession, reason DropReason, detail string) {
+	d := Dropped{Source: r.cfg.Source, Kind: EventName(r.cur), Reason: reason, Detail: detail}
+	if !isNilEvent(r.cur) {
+		if raw, err := EncodeEvent(r.cur); err == nil {
+			d.Raw = rdCutUTF8(string(raw), droppedRawMax)
+		}
+	}
+	s.dropped = append(s.dropped, d)
+}
+
+// ---- session-level events ----
+
+func (r *Reducer) sessionInfo(s *redSession, e *SessionInfo) {
+	if e.ProviderID != "" {
+		s.provider = e.ProviderID
+	}
+	if e.ModelID != "" {
+		s.model = e.ModelID
+	}
+	if e.Agent != "" {
+		s.agent = e.Agent
+	}
+	changed := false
+	if e.Cwd != "" {
+		s.cwd = e.Cwd
+		if s.info.Directory == "" {
+			s.info.Directory = e.Cwd
+			changed = true
+		}
+	}
+	if e.Title != "" && e.Title != s.info.Title {
+		s.info.Title = e.Title
+		changed = true
+	}
+	if changed {
+		r.emit(&SessionUpdated{Info: s.sessionSnapshot()})
+	}
+}
+
+func (r *Reducer) setBusy(s *redSession, busy bool) {
+	if s.busy == busy {
+		return
+	}
+	s.busy = busy
+	st := SessionIdle
+	if busy {
+		st = SessionBusy
+	}
+	r.emit(&SessionStatus{SessionID: s.info.ID, Status: SessionStatusInfo{Type: st}})
+}
+
+func (r *Reducer) turnStarted(s *redSession, e *TurnStarted) {
+	if e.TurnID != "" {
+		if _, seen := s.turns[e.TurnID]; seen {
+			return
+		}
+		s.turns[e.TurnID] = false
+	}
+	r.setBusy(s, true)
+}
+
+func (r *Reducer) userPrompt(s *redSession, e *UserPrompt, t int64) {
+	if m := s.userByKey[e.PromptID]; m != nil {
+		// A repeated prompt: the text may have been completed since.
+		if len(m.parts) > 0 {
+			if tp, ok := m.parts[0].(*TextPart); ok && (tp.Text != e.Text || tp.Synthetic != e.Synthetic) {
+				tp.Text, tp.Synthetic = e.Text, e.Synthetic
+				r.emitPart(tp)
+			}
+		}
+		return
+	}
+	if c := s.current; c != nil && !c.closed {
+		r.closeMessage(c, c.derivedFinish(), nil, t)
+	}
+	um := &UserMessage{
+		ID:        r.ids.Next(PrefixMessage, "user\x00"+e.PromptID),
+		SessionID: s.info.ID,
+		Role:      RoleUser,
+		Time:      UserTime{Created: t},
+		Agent:     s.agent,
+		Model:     ModelRef{ProviderID: s.provider, ModelID: s.model},
+	}
+	m := r.addMessage(s, um, nil)
+	s.userByKey[e.PromptID] = m
+	s.user = m
+	s.current = nil
+	r.emit(&MessageUpdated{Info: m.infoSnapshot()})
+	if e.Text != "" || len(e.Files) == 0 {
+		tp := &TextPart{PartBase: r.partBase(m, "text"), Text: e.Text, Synthetic: e.Synthetic}
+		m.parts = append(m.parts, tp)
+		r.emitPart(tp)
+	}
+	for _, f := range e.Files {
+		fp := &FilePart{PartBase: r.partBase(m, "file"), Mime: f.Mime, Filename: f.Filename, URL: f.URL}
+		m.parts = append(m.parts, fp)
+		r.emitPart(fp)
+	}
+}
+
+func (r *Reducer) todosUpdated(s *redSession, e *TodosUpdated) {
+	todos := slices.Clone(e.Todos)
+	if todos == nil {
+		todos = []Todo{}
+	}
+	if s.todos != nil && slices.Equal(s.todos, todos) {
+		return
+	}
+	s.todos = todos
+	r.emit(&TodoUpdated{SessionID: s.info.ID, Todos: slices.Clone(todos)})
+}
+
+func (r *Reducer) droppedInput(s *redSession, e *DroppedInput) {
+	d := e.Dropped
+	if d.Line != 0 {
+		// With a line number a repeat is the same refusal read twice.
+		if _, seen := s.dropSeen[d]; seen {
+			return
+		}
+		s.dropSeen[d] = struct{}{}
+	}
+	s.dropped = append(s.dropped, d)
+}
+
+func (r *Reducer) subagentStarted(s *redSession, e *SubagentStarted, t int64) {
+	title := e.Title
+	if title == "" {
+		title = e.Description
+		if e.Agent != "" {
+			title = strings.TrimSpace(title + " (@" + e.Agent + ")")
+		}
+	}
+	child := r.sessions[e.Child]
+	if child == nil {
+		child = r.openChild(s, e.Child, title, t)
+	} else if title != "" && child.info.Title != title {
+		child.info.Title = title
+		r.emit(&SessionUpdated{Info: child.sessionSnapshot()})
+	}
+	if e.Agent != "" {
+		child.agent = e.Agent
+	}
+	if e.Prompt != "" && child.userByKey["subagent\x00"+e.Child] == nil {
+		r.userPrompt(child, &UserPrompt{PromptID: "subagent\x00" + e.Child, Text: e.Prompt}, t)
+		child.userByKey["subagent\x00"+e.Child].user.Agent = child.agent
+	}
+	r.setBusy(child, true)
+	if e.CallID != "" {
+		if tl := s.tools[e.CallID]; tl != nil {
+			r.linkChild(s, tl, child.info.ID)
+		} else {
+			s.links[e.CallID] = child.info.ID
+		}
+	}
+}
+
+func (r *Reducer) subagentEnded(s *redSession, e *SubagentEnded, t int64) {
+	child := r.sessions[e.Child]
+	if child == nil || child == r.root {
+		r.drop(s, DropOrphan, "subagent "+e.Child+" was never started")
+		return
+	}
+	r.settle(child, TurnCompleted, "", t)
+}
+
+func (r *Reducer) turnEnded(s *redSession, e *TurnEnded, t int64) {
+	if e.TurnID != "" {
+		s.turns[e.TurnID] = true
+	}
+	r.settle(s, e.Reason, e.Error, t)
+}
+
+// settle closes everything open in s and its descendants: tools still
+// pending, running or blocked go to error (blocked ones resolved as reject
+// with a reason), open assistant messages get time.completed and a finish.
+func (r *Reducer) settle(s *redSession, reason, errText string, t int64) {
+	for _, c := range s.children {
+		r.settle(c, reason, errText, t)
+	}
+	// A tool still open when its turn ends will never finish: it is settled
+	// with the reason nobody decided (DESIGN.md vocabulary).
+	toolReason := ReasonCancelled
+	if reason == TurnAgentExited {
+		toolReason = ReasonAgentExited
+	}
+	for _, tl := range redSortedTools(s.open) {
+		r.settleTool(s, tl, toolReason, t)
+	}
+	msgs := make([]*redMessage, 0, len(s.openMsgs))
+	for m := range s.openMsgs {
+		msgs = append(msgs, m)
+	}
+	slices.SortFunc(msgs, func(a, b *redMessage) int { return cmp.Compare(a.pos, b.pos) })
+	for _, m := range msgs {
+		finish, merr := redTurnFinish(m, reason, errText)
+		r.closeMessage(m, finish, merr, t)
+	}
+	r.setBusy(s, false)
+}
+
+// turnFinish is the finish (and error) of a message still open when its
+// turn ends for reason.
+func redTurnFinish(m *redMessage, reason, errText string) (string, *MessageError) {
+	switch reason {
+	case TurnCompleted:
+		return m.derivedFinish(), nil
+	case TurnInterrupted:
+		return FinishAborted, nil
+	}
+	if m.asst.Error != nil {
+		return FinishError, nil
+	}
+	kind := ErrorInternal
+	if reason == TurnTruncated {
+		kind = ErrorTransport
+	}
+	msg := errText
+	if msg == "" {
+		msg = "turn ended: " + reason
+	}
+	return FinishError, &MessageError{Name: ErrNameUnknown, Data: ErrorData{Message: msg, Kind: kind}}
+}
+
+// ---- messages ----
+
+func (r *Reducer) addMessage(s *redSession, um *UserMessage, am *AssistantMessage) *redMessage {
+	m := &redMessage{sess: s, user: um, asst: am, blocks: map[string]*redBlock{}}
+	if um != nil {
+		m.pos, _ = IDPosition(um.ID, PrefixMessage)
+		r.msgs[um.ID] = m
+	} else {
+		m.pos, _ = IDPosition(am.ID, PrefixMessage)
+		r.msgs[am.ID] = m
+	}
+	s.messages = append(s.messages, m)
+	return m
+}
+
+func (r *Reducer) partBase(m *redMessage, identity string) PartBase {
+	return PartBase{ID: r.ids.Next(PrefixPart, identity), SessionID: m.sess.info.ID, MessageID: m.id()}
+}
+
+func (m *redMessage) id() string {
+	if m.user != nil {
+		return m.user.ID
+	}
+	return m.asst.ID
+}
+
+// Modes of finding the assistant message of an event.
+const (
+	redFindOnly   = iota // existing message only (Message "" = the current one, even closed)
+	redFindAttach        // the current open message, else a new one
+	redFindOutput        // like attach, but output after tool results opens the next step
+)
+
+// assistant returns the assistant message an event with message key key
+// refers to, or nil (redFindOnly) when there is none.
+func (r *Reducer) assistant(s *redSession, key string, mode int, t int64) *redMessage {
+	if key != "" {
+		if m := s.asstByKey[key]; m != nil {
+			return m
+		}
+		if mode == redFindOnly {
+			return nil
+		}
+		return r.openAssistant(s, key, t)
+	}
+	c := s.current
+	switch {
+	case mode == redFindOnly:
+		return c
+	case c != nil && !c.closed && (mode == redFindAttach || !c.resultSeen):
+		return c
+	}
+	return r.openAssistant(s, "", t)
+}
+
+// openAssistant opens the next model step of s, closing the previous one.
+func (r *Reducer) openAssistant(s *redSession, key string, t int64) *redMessage {
+	if c := s.current; c != nil && !c.closed {
+		r.closeMessage(c, c.derivedFinish(), nil, t)
+	}
+	parent := ""
+	if s.user != nil {
+		parent = s.user.user.ID
+	}
+	root := r.cfg.Root
+	if root == "" {
+		root = r.cfg.Directory
+	}
+	if s.cwd != "" && root == "" {
+		root = s.cwd
+	}
+	am := &AssistantMessage{
+		ID:         r.ids.Next(PrefixMessage, "assistant\x00"+key),
+		SessionID:  s.info.ID,
+		Role:       RoleAssistant,
+		Time:       AssistantTime{Created: t},
+		ParentID:   parent,
+		ModelID:    s.model,
+		ProviderID: s.provider,
+		Agent:      s.agent,
+		Path:       MessagePath{Cwd: s.cwd, Root: root},
+	}
+	m := r.addMessage(s, nil, am)
+	if key != "" {
+		s.asstByKey[key] = m
+	}
+	s.current = m
+	s.openMsgs[m] = struct{}{}
+	r.emit(&MessageUpdated{Info: m.infoSnapshot()})
+	sp := &StepStartPart{PartBase: r.partBase(m, "step-start")}
+	m.parts = append(m.parts, sp)
+	r.emitPart(sp)
+	return m
+}
+
+func (r *Reducer) messageStarted(s *redSession, e *MessageStarted, t int64) {
+	m := r.assistant(s, e.Message, redFindOutput, t)
+	changed := false
+	if e.ProviderID != "" && m.asst.ProviderID != e.ProviderID {
+		m.asst.ProviderID = e.ProviderID
+		changed = true
+	}
+	if e.ModelID != "" && m.asst.ModelID != e.ModelID {
+		m.asst.ModelID = e.ModelID
+		changed = true
+	}
+	if changed {
+		r.emit(&MessageUpdated{Info: m.infoSnapshot()})
+	}
+}
+
+// derivedFinish is the finish of a step that ended without saying why:
+// error when it carries one, tool-calls when it ends with a tool call,
+// else stop.
+func (m *redMessage) derivedFinish() string {
+	if m.asst != nil && m.asst.Error != nil {
+		return FinishError
+	}
+	if n := len(m.parts); n > 0 {
+		if _, ok := m.parts[n-1].(*ToolPart); ok {
+			return FinishToolCalls
+		}
+	}
+	return FinishStop
+}
+
+// closeMessage finishes an assistant message: open text and reasoning
+// blocks end, a step-finish part is added, time.completed and finish are
+// set. An already closed message only has its finish (and error) updated.
+func (r *Reducer) closeMessage(m *redMessage, finish string, merr *MessageError, t int64) {
+	a := m.asst
+	if a == nil {
+		return
+	}
+	if m.closed {
+		changed := false
+		if finish != "" && a.Finish != finish {
+			a.Finish = finish
+			changed = true
+		}
+		if merr != nil && a.Error == nil {
+			a.Error = merr
+			changed = true
+		}
+		if changed {
+			f := *m.finish
+			f.Reason = a.Finish
+			m.finish = &f
+			r.emitPart(m.finish)
+			r.emit(&MessageUpdated{Info: m.infoSnapshot()})
+		}
+		return
+	}
+	m.closed = true
+	delete(m.sess.openMsgs, m)
+	for _, p := range m.parts {
+		switch x := p.(type) {
+		case *TextPart:
+			if x.Time != nil && x.Time.End == nil {
+				x.Time = &PartTime{Start: x.Time.Start, End: redPtr(t)}
+				r.emitPart(x)
+			}
+		case *ReasoningPart:
+			if x.Time.End == nil {
+				x.Time = PartTime{Start: x.Time.Start, End: redPtr(t)}
+				r.emitPart(x)
+			}
+		}
+	}
+	if merr != nil && a.Error == nil {
+		a.Error = merr
+	}
+	if a.Error != nil && finish != FinishAborted {
+		finish = FinishError
+	}
+	a.Finish = finish
+	a.Time.Completed = redPtr(t)
+	m.finish = &StepFinishPart{
+		PartBase: r.partBase(m, "step-finish"),
+		Reason:   finish,
+		Cost:     a.Cost,
+		Tokens:   a.Tokens,
+	}
+	r.emitPart(m.finish)
+	r.emit(&MessageUpdated{Info: m.infoSnapshot()})
+}
+
+func (r *Reducer) stepFinished(s *redSession, e *StepFinished, t int64) {
+	m := r.assistant(s, e.Message, redFindOnly, t)
+	if m == nil {
+		r.drop(s, DropOrphan, "no assistant message "+redQuoteKey(e.Message))
+		return
+	}
+	r.closeMessage(m, e.Finish, nil, t)
+}
+
+func (r *Reducer) usage(s *redSession, e *Usage) {
+	m := r.assistant(s, e.Message, redFindOnly, 0)
+	if m == nil {
+		r.drop(s, DropOrphan, "no assistant message "+redQuoteKey(e.Message))
+		return
+	}
+	a := m.asst
+	changed := false
+	if e.Tokens != nil {
+		var tk Tokens
+		if a.Tokens != nil {
+			tk = *a.Tokens
+		}
+		merged := redMergeTokens(tk, *e.Tokens)
+		if a.Tokens == nil || !redTokensEqual(*a.Tokens, merged) {
+			a.Tokens = &merged
+			changed = true
+		}
+	}
+	if e.Cost != nil && (a.Cost == nil || *a.Cost != *e.Cost) {
+		a.Cost = redPtr(*e.Cost)
+		changed = true
+	}
+	if !changed {
+		return
+	}
+	if m.finish != nil {
+		f := *m.finish
+		f.Cost, f.Tokens = a.Cost, a.Tokens
+		m.finish = &f
+		r.emitPart(m.finish)
+	}
+	r.emit(&MessageUpdated{Info: m.infoSnapshot()})
+}
+
+func redMergeTokens(old, upd Tokens) Tokens {
+	pick := func(o, n *int64) *int64 {
+		if n != nil {
+			return redPtr(*n)
+		}
+		return o
+	}
+	return Tokens{
+		Input:     pick(old.Input, upd.Input),
+		Output:    pick(old.Output, upd.Output),
+		Reasoning: pick(old.Reasoning, upd.Reasoning),
+		Cache:     CacheTokens{Read: pick(old.Cache.Read, upd.Cache.Read), Write: pick(old.Cache.Write, upd.Cache.Write)},
+	}
+}
+
+func redTokensEqual(a, b Tokens) bool {
+	eq := func(x, y *int64) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
+	return eq(a.Input, b.Input) && eq(a.Output, b.Output) && eq(a.Reasoning, b.Reasoning) &&
+		eq(a.Cache.Read, b.Cache.Read) && eq(a.Cache.Write, b.Cache.Write)
+}
+
+func (r *Reducer) agentError(s *redSession, e *AgentError, t int64) {
+	m := r.assistant(s, e.Message, redFindAttach, t)
+	kind := ParseErrorKind(string(e.Kind))
+	name := ErrNameAPI
+	switch kind {
+	case ErrorAuth:
+		name = ErrNameProviderAuth
+	case ErrorInternal:
+		name = ErrNameUnknown
+	}
+	merr := &MessageError{Name: name, Data: ErrorData{Message: e.Text, Kind: kind, ProviderID: m.asst.ProviderID}}
+	if e.StatusCode != nil {
+		merr.Data.StatusCode = redPtr(*e.StatusCode)
+	}
+	if a := m.asst; a.Error != nil && redErrorEqual(*a.Error, *merr) {
+		return
+	}
+	m.asst.Error = merr
+	if m.closed {
+		// The step already ended: its finish becomes error too.
+		r.closeMessage(m, FinishError, nil, t)
+	} else {
+		r.emit(&MessageUpdated{Info: m.infoSnapshot()})
+	}
+	r.emit(&SessionError{SessionID: s.info.ID, Error: *merr})
+}
+
+func redErrorEqual(a, b MessageError) bool {
+	eqi := func(x, y *int) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
+	eqb := func(x, y *bool) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
+	return a.Name == b.Name && a.Data.Message == b.Data.Message && a.Data.Kind == b.Data.Kind &&
+		a.Data.ProviderID == b.Data.ProviderID && a.Data.ResponseBody == b.Data.ResponseBody &&
+		eqi(a.Data.StatusCode, b.Data.StatusCode) && eqb(a.Data.IsRetryable, b.Data.IsRetryable)
+}
+
+func (r *Reducer) compaction(s *redSession, e *Compaction, t int64) {
+	m := r.assistant(s, e.Message, redFindAttach, t)
+	key := "compaction\x00" + e.ID
+	if b := m.blocks[key]; b != nil {
+		return
+	}
+	cp := &CompactionPart{PartBase: r.partBase(m, key), Auto: e.Auto}
+	if e.Overflow != nil {
+		cp.Overflow = redPtr(*e.Overflow)
+	}
+	m.blocks[key] = &redBlock{final: true}
+	m.parts = append(m.parts, cp)
+	r.emitPart(cp)
+	r.emit(&SessionCompacted{SessionID: s.info.ID})
+}
+
+func (r *Reducer) retry(s *redSession, e *Retry, t int64) {
+	m := r.assistant(s, e.Message, redFindAttach, t)
+	key := "retry\x00" + strconv.Itoa(e.Attempt)
+	if b := m.blocks[key]; b != nil {
+		return
+	}
+	apiErr := e.Error
+	apiErr.Data.Kind = ParseErrorKind(string(apiErr.Data.Kind))
+	if apiErr.Name == "" {
+		apiErr.Name = ErrNameAPI
+	}
+	rp := &RetryPart{PartBase: r.partBase(m, key), Attempt: e.Attempt, Error: apiErr, Time: RetryTime{Created: t}}
+	m.blocks[key] = &redBlock{final: true}
+	m.parts = append(m.parts, rp)
+	r.emitPart(rp)
+	r.emit(&SessionStatus{SessionID: s.info.ID, Status: SessionStatusInfo{Type: SessionRetry, Attempt: e.Attempt, Message: apiErr.Data.Message}})
+}
+
+// ---- text and reasoning ----
+
+// block returns the text/reasoning block a content event refers to, or nil
+// when it does not exist and create is false. Block "" is the message's
+// last part when that is a block of the same kind.
+func (m *redMessage) block(kind, key string) *redBlock {
+	if key != "" {
+		return m.blocks[kind+"\x00"+key]
+	}
+	if b := m.tail; b != nil && len(m.parts) > 0 && b.part() == m.parts[len(m.parts)-1] && b.kind() == kind {
+		return b
+	}
+	return nil
+}
+
+func (b *redBlock) part() Part {
+	if b.text != nil {
+		return b.text
+	}
+	return b.reasoning
+}
+
+func (b *redBlock) kind() string {
+	if b.text != nil {
+		return "text"
+	}
+	return "reasoning"
+}
+
+func (r *Reducer) newBlock(m *redMessage, kind, key, text string, t int64) *redBlock {
+	b := &redBlock{sb: &strings.Builder{}}
+	b.sb.WriteString(text)
+	base := r.partBase(m, kind+"\x00"+key)
+	if kind == "text" {
+		b.text = &TextPart{PartBase: base, Text: b.sb.String(), Time: &PartTime{Start: t}}
+	} else {
+		b.reasoning = &ReasoningPart{PartBase: base, Text: b.sb.String(), Time: PartTime{Start: t}}
+	}
+	if key != "" {
+		m.blocks[kind+"\x00"+key] = b
+	}
+	m.tail = b
+	m.parts = append(m.parts, b.part())
+	return b
+}
+
+func (r *Reducer) textDelta(s *redSession, msgKey, blockKey, delta string, reasoning bool, t int64) {
+	if delta == "" {
+		return
+	}
+	kind := "text"
+	if reasoning {
+		kind = "reasoning"
+	}
+	m := r.assistant(s, msgKey, redFindOutput, t)
+	b := m.block(kind, blockKey)
+	if b == nil {
+		b = r.newBlock(m, kind, blockKey, delta, t)
+		r.emitPart(b.part())
+		return
+	}
+	if b.final {
+		return // stale: the final already holds the whole text
+	}
+	b.sb.WriteString(delta)
+	if b.text != nil {
+		b.text.Text = b.sb.String()
+	} else {
+		b.reasoning.Text = b.sb.String()
+	}
+	p := b.part().Base()
+	r.emit(&MessagePartDelta{SessionID: p.SessionID, MessageID: p.MessageID, PartID: p.ID, Field: "text", Delta: delta})
+}
+
+func (r *Reducer) textFinal(s *redSession, msgKey, blockKey, text string, meta Object, reasoning bool, t int64) {
+	kind := "text"
+	if reasoning {
+		kind = "reasoning"
+	}
+	m := r.assistant(s, msgKey, redFindOutput, t)
+	b := m.block(kind, blockKey)
+	if b == nil {
+		b = r.newBlock(m, kind, blockKey, text, t)
+		b.final = true
+		r.endBlock(b, t)
+		if meta != nil {
+			b.reasoning.Metadata = meta
+		}
+		r.emitPart(b.part())
+		return
+	}
+	changed := !b.final
+	b.final = true
+	if b.sb.Len() != len(text) || b.sb.String() != text {
+		b.sb = &strings.Builder{}
+		b.sb.WriteString(text)
+		changed = true
+	}
+	if b.text != nil {
+		b.text.Text = b.sb.String()
+	} else {
+		b.reasoning.Text = b.sb.String()
+		if meta != nil && !redObjectsEqual(b.reasoning.Metadata, meta) {
+			b.reasoning.Metadata = meta
+			changed = true
+		}
+	}
+	if changed {
+		r.endBlock(b, t)
+		r.emitPart(b.part())
+	}
+}
+
+// endBlock sets a block's time.end (once).
+func (r *Reducer) endBlock(b *redBlock, t int64) {
+	if b.text != nil {
+		if b.text.Time.End == nil {
+			b.text.Time = &PartTime{Start: b.text.Time.Start, End: redPtr(t)}
+		}
+		return
+	}
+	if b.reasoning.Time.End == nil {
+		b.reasoning.Time = PartTime{Start: b.reasoning.Time.Start, End: redPtr(t)}
+	}
+}
+
+// ---- helpers ----
+
+func redPtr[T any](v T) *T { return &v }
+
+func redQuoteKey(k string) string {
+	if k == "" {
+		return "(current)"
+	}
+	return "\"" + k + "\""
+}

@@ -1,0 +1,135 @@
+package mapper
+
+import "slices"
+
+// Snapshots: the reducer mutates its live parts and messages in place but
+// never mutates a map, slice or pointed-to value it has handed out (it
+// replaces them), so a shallow copy of a part or message is an immutable
+// snapshot, safe to publish to other goroutines.
+
+func (s *redSession) sessionSnapshot() Session { return s.info }
+
+func (m *redMessage) infoSnapshot() Message {
+	if m.user != nil {
+		u := *m.user
+		return &u
+	}
+	a := *m.asst
+	return &a
+}
+
+// redCopyPart returns a shallow copy of a part.
+func redCopyPart(p Part) Part {
+	switch x := p.(type) {
+	case *TextPart:
+		c := *x
+		return &c
+	case *ReasoningPart:
+		c := *x
+		return &c
+	case *ToolPart:
+		c := *x
+		return &c
+	case *FilePart:
+		c := *x
+		return &c
+	case *StepStartPart:
+		c := *x
+		return &c
+	case *StepFinishPart:
+		c := *x
+		return &c
+	case *SubtaskPart:
+		c := *x
+		return &c
+	case *AgentPart:
+		c := *x
+		return &c
+	case *SnapshotPart:
+		c := *x
+		return &c
+	case *PatchPart:
+		c := *x
+		return &c
+	case *CompactionPart:
+		c := *x
+		return &c
+	case *RetryPart:
+		c := *x
+		return &c
+	case *UnknownPart:
+		c := *x
+		return &c
+	}
+	return p
+}
+
+func (r *Reducer) emitPart(p Part) { r.emit(&MessagePartUpdated{Part: redCopyPart(p)}) }
+
+// snapshot returns the message and its parts, the step-finish last.
+func (m *redMessage) snapshot() MessageWithParts {
+	parts := make([]Part, 0, len(m.parts)+1)
+	for _, p := range m.parts {
+		parts = append(parts, redCopyPart(p))
+	}
+	if m.finish != nil {
+		parts = append(parts, redCopyPart(m.finish))
+	}
+	return MessageWithParts{Info: m.infoSnapshot(), Parts: parts}
+}
+
+// Message returns the current state of one message (info and parts, in
+// order) by its canonical id, and false when there is none. This is what
+// the relay sink encrypts and sends as the message's next version.
+func (r *Reducer) Message(id string) (MessageWithParts, bool) {
+	m := r.msgs[id]
+	if m == nil {
+		return MessageWithParts{}, false
+	}
+	return m.snapshot(), true
+}
+
+// Session returns the current record of a session (root or child) by its
+// canonical id, and false when there is none.
+func (r *Reducer) Session(id string) (Session, bool) {
+	if s := r.byID[id]; s != nil {
+		return s.info, true
+	}
+	return Session{}, false
+}
+
+// Todos returns the todo list of a session by its canonical id (empty when
+// none was reported).
+func (r *Reducer) Todos(sessionID string) []Todo {
+	if s := r.byID[sessionID]; s != nil {
+		return append([]Todo{}, s.todos...)
+	}
+	return []Todo{}
+}
+
+// RuntimeRules returns the permission rules added by "always" answers, in
+// the order they were added.
+func (r *Reducer) RuntimeRules() []PermissionRule { return slices.Clone(r.runtime) }
+
+// Transcript returns the whole transcript document: the root session, its
+// messages in order of creation, its child sessions (each a Transcript,
+// nested as the subagents were), todos and dropped inputs. Every slice is
+// non-nil. The result is a snapshot: later events do not change it.
+func (r *Reducer) Transcript() Transcript { return r.transcript(r.root) }
+
+func (r *Reducer) transcript(s *redSession) Transcript {
+	t := Transcript{
+		Session:  s.info,
+		Messages: make([]MessageWithParts, 0, len(s.messages)),
+		Children: make([]Transcript, 0, len(s.children)),
+		Todos:    append([]Todo{}, s.todos...),
+		Dropped:  append([]Dropped{}, s.dropped...),
+	}
+	for _, m := range s.messages {
+		t.Messages = append(t.Messages, m.snapshot())
+	}
+	for _, c := range s.children {
+		t.Children = append(t.Children, r.transcript(c))
+	}
+	return t
+}

@@ -1,0 +1,609 @@
+package mapper
+
+import (
+	"cmp"
+	"reflect"
+	"slices"
+	"strings"
+)
+
+// redTool is a tool part and what the reducer knows beyond its wire state.
+type redTool struct {
+	part *ToolPart
+	msg  *redMessage
+	pos  uint64
+	raw  *strings.Builder // pending: input text as it streams
+	// inputKnown is set once a ToolCall or ToolBlocked gave the whole
+	// input: later input deltas are stale.
+	inputKnown bool
+	// title and meta are the state's title and metadata. A pending state
+	// has neither on the wire, so they wait here until the tool runs.
+	title string
+	meta  Object
+	// seen holds the identities of the blocks already applied, so a
+	// re-delivered ToolBlocked does not block the tool again.
+	seen map[string]struct{}
+}
+
+// redSortedTools returns the tools of set in order of creation.
+func redSortedTools(set map[*redTool]struct{}) []*redTool {
+	out := make([]*redTool, 0, len(set))
+	for tl := range set {
+		out = append(out, tl)
+	}
+	slices.SortFunc(out, func(a, b *redTool) int { return cmp.Compare(a.pos, b.pos) })
+	return out
+}
+
+// redObjectsEqual compares two objects, nil and empty being equal.
+func redObjectsEqual(a, b Object) bool {
+	if len(a) == 0 && len(b) == 0 {
+		return true
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+// redMerge returns a new object with the members of base, then of over.
+func redMerge(base, over Object) Object {
+	if len(over) == 0 {
+		return base
+	}
+	out := make(Object, len(base)+len(over))
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, v := range over {
+		out[k] = v
+	}
+	return out
+}
+
+// input parses a tool input, recording a refusal when it is not a JSON
+// object. ok is false when raw is empty or refused.
+func (r *Reducer) input(s *redSession, raw []byte) (Object, bool) {
+	if len(strings.TrimSpace(string(raw))) == 0 {
+		return nil, false
+	}
+	o, err := DecodeObject(raw)
+	if err != nil {
+		r.drop(s, DropInvalidField, "tool input: "+err.Error())
+		return nil, false
+	}
+	return o, true
+}
+
+func (r *Reducer) emitTool(tl *redTool) { r.emitPart(tl.part) }
+
+// newTool creates a pending tool part in the message the event refers to.
+func (r *Reducer) newTool(s *redSession, msgKey, callID, tool, title string, input Object, meta Object, t int64) *redTool {
+	m := r.assistant(s, msgKey, redFindOutput, t)
+	if tool == "" {
+		tool = "unknown"
+	}
+	if input == nil {
+		input = Object{}
+	}
+	tl := &redTool{
+		msg:   m,
+		pos:   r.ids.Position(),
+		raw:   &strings.Builder{},
+		title: title,
+		seen:  map[string]struct{}{},
+	}
+	tl.part = &ToolPart{
+		PartBase: r.partBase(m, "tool\x00"+callID),
+		CallID:   callID,
+		Tool:     tool,
+		State:    ToolState{Status: StatusPending, Input: input},
+		Metadata: meta,
+	}
+	if child, ok := s.links[callID]; ok {
+		tl.meta = Object{"sessionId": child}
+		delete(s.links, callID)
+	}
+	m.parts = append(m.parts, tl.part)
+	s.tools[callID] = tl
+	s.open[tl] = struct{}{}
+	r.emitTool(tl)
+	return tl
+}
+
+func (r *Reducer) toolCall(s *redSession, e *ToolCall, t int64) {
+	input, hasInput := r.input(s, e.Input)
+	tl := s.tools[e.CallID]
+	if tl == nil {
+		tl = r.newTool(s, e.Message, e.CallID, e.Tool, e.Title, input, e.Metadata, t)
+		tl.inputKnown = hasInput
+		return
+	}
+	p, cur := tl.part, tl.part.State
+	if !cur.Status.Open() {
+		// A settled tool keeps its announcement; a repeat must agree.
+		if (e.Tool != "" && e.Tool != p.Tool) || (hasInput && !redObjectsEqual(input, cur.Input)) ||
+			(len(e.Metadata) > 0 && !redObjectsEqual(redMerge(p.Metadata, e.Metadata), p.Metadata)) {
+			r.refuse(s, tl, &TransitionError{From: cur.Status, To: cur.Status, Reason: "a settled tool's announcement does not change"})
+		}
+		return
+	}
+	changed := false
+	if e.Tool != "" && e.Tool != p.Tool {
+		p.Tool = e.Tool
+		changed = true
+	}
+	if len(e.Metadata) > 0 {
+		if merged := redMerge(p.Metadata, e.Metadata); !redObjectsEqual(merged, p.Metadata) {
+			p.Metadata = merged
+			changed = true
+		}
+	}
+	next := cur
+	if e.Title != "" && e.Title != tl.title {
+		tl.title = e.Title
+		if cur.Status != StatusPending {
+			next.Title = e.Title
+		}
+	}
+	if hasInput {
+		tl.inputKnown = true
+		next.Input = input
+	}
+	if next.Title != cur.Title || !redObjectsEqual(next.Input, cur.Input) {
+		r.move(s, tl, next) // publishes the part
+		return
+	}
+	if changed {
+		r.emitTool(tl)
+	}
+}
+
+func (r *Reducer) toolInputDelta(s *redSession, e *ToolInputDelta) {
+	tl := s.tools[e.CallID]
+	if tl == nil {
+		r.drop(s, DropOrphan, "tool "+e.CallID+" was never announced")
+		return
+	}
+	if tl.part.State.Status != StatusPending || tl.inputKnown || e.Delta == "" {
+		return // stale: the whole input is known
+	}
+	tl.raw.WriteString(e.Delta)
+	tl.part.State.Raw = tl.raw.String()
+	p := tl.part
+	r.emit(&MessagePartDelta{SessionID: p.SessionID, MessageID: p.MessageID, PartID: p.ID, Field: "state.raw", Delta: e.Delta})
+}
+
+// move takes a tool to the state next, synthesising the states a provider
+// skipped (TransitionPath), and publishes every state it passes through. A
+// move the state machine refuses changes nothing and is recorded as a
+// Dropped with reason illegal_transition.
+func (r *Reducer) move(s *redSession, tl *redTool, next ToolState) bool {
+	path, err := TransitionPath(tl.part.State, next)
+	if err != nil {
+		r.drop(s, DropIllegalTransition, "tool "+tl.part.CallID+": "+err.Error())
+		return false
+	}
+	for _, st := range path {
+		tl.part.State = st
+		r.emitTool(tl)
+	}
+	st := tl.part.State.Status
+	if st.Open() {
+		s.open[tl] = struct{}{}
+	} else {
+		delete(s.open, tl)
+		if m := tl.msg; m == s.current {
+			m.resultSeen = true // output for Message "" now opens the next step
+		}
+	}
+	if st == StatusBlocked {
+		s.blocked[tl] = struct{}{}
+	} else {
+		delete(s.blocked, tl)
+	}
+	return true
+}
+
+// refuse records a move the state machine refused before it was tried.
+func (r *Reducer) refuse(s *redSession, tl *redTool, err error) {
+	r.drop(s, DropIllegalTransition, "tool "+tl.part.CallID+": "+err.Error())
+}
+
+// runningState is the state a pending tool runs in from t.
+func (tl *redTool) runningState(t int64) ToolState {
+	return ToolState{Status: StatusRunning, Input: tl.part.State.Input, Title: tl.title, Metadata: tl.meta, Time: ToolTime{Start: t}}
+}
+
+func (r *Reducer) toolRunning(s *redSession, e *ToolRunning, t int64) {
+	tl := s.tools[e.CallID]
+	if tl == nil {
+		r.drop(s, DropOrphan, "tool "+e.CallID+" was never announced")
+		return
+	}
+	if tl.part.State.Status == StatusRunning {
+		return
+	}
+	r.move(s, tl, tl.runningState(t))
+}
+
+// blockIdentity is what makes two ToolBlocked events the same request: the
+// provider's id, else the request's content.
+func blockIdentity(e *ToolBlocked) string {
+	if p := e.Permission; p != nil {
+		if p.ID != "" {
+			return "id\x00" + p.ID
+		}
+		return "permission\x00" + p.Permission + "\x00" + strings.Join(p.Patterns, "\x00")
+	}
+	if q := e.Question; q != nil {
+		if q.ID != "" {
+			return "id\x00" + q.ID
+		}
+		var b strings.Builder
+		b.WriteString("question")
+		for _, qi := range q.Questions {
+			b.WriteString("\x00" + qi.Question)
+		}
+		return b.String()
+	}
+	return ""
+}
+
+func (r *Reducer) toolBlocked(s *redSession, e *ToolBlocked, t int64) {
+	input, hasInput := r.input(s, e.Input)
+	tl := s.tools[e.CallID]
+	// Build and check the block before anything changes.
+	var blk *Block
+	if p := e.Permission; p != nil {
+		perm := p.Permission
+		if perm == "" {
+			// The tool's own name is the kind of permission it needs.
+			perm = e.Tool
+			if perm == "" && tl != nil {
+				perm = tl.part.Tool
+			}
+		}
+		blk = &Block{Type: BlockPermission, ID: p.ID, Permission: perm,
+			Patterns: slices.Clone(p.Patterns), Always: slices.Clone(p.Always), Metadata: p.Metadata}
+		if blk.Patterns == nil {
+			blk.Patterns = []string{}
+		}
+		if blk.Always == nil {
+			blk.Always = []string{}
+		}
+		if blk.Metadata == nil {
+			blk.Metadata = Object{}
+		}
+	} else {
+		blk = &Block{Type: BlockQuestion, ID: e.Question.ID, Questions: slices.Clone(e.Question.Questions)}
+	}
+	check := *blk
+	if check.ID == "" {
+		check.ID = "unassigned"
+	}
+	if err := check.Validate(); err != nil {
+		r.drop(s, DropInvalidField, "block: "+err.Error())
+		return
+	}
+	if tl == nil {
+		tl = r.newTool(s, e.Message, e.CallID, e.Tool, "", input, nil, t)
+		tl.inputKnown = hasInput
+	} else if hasInput && tl.part.State.Status.Open() && !tl.inputKnown {
+		tl.inputKnown = true
+		next := tl.part.State
+		next.Input = input
+		r.move(s, tl, next)
+	}
+	ident := blockIdentity(e)
+	if _, dup := tl.seen[ident]; dup {
+		return // the same request again
+	}
+	if blk.ID == "" {
+		prefix := PrefixPermission
+		if blk.Type == BlockQuestion {
+			prefix = PrefixQuestion
+		}
+		blk.ID = r.ids.Next(prefix, e.CallID)
+	}
+	cur := tl.part.State
+	var next ToolState
+	if cur.Status == StatusPending {
+		next = tl.runningState(t)
+	} else {
+		next = cur
+	}
+	next.Status = StatusBlocked
+	next.Block = blk
+	if r.move(s, tl, next) {
+		tl.seen[ident] = struct{}{}
+	}
+}
+
+func (r *Reducer) toolResolved(s *redSession, e *ToolResolved, t int64) {
+	tl := s.tools[e.CallID]
+	if tl == nil {
+		r.drop(s, DropOrphan, "tool "+e.CallID+" was never announced")
+		return
+	}
+	cur := tl.part.State
+	if cur.Status != StatusBlocked {
+		if b := cur.Block; b.Resolved() && b.Decision == e.Decision && b.Reason == e.Reason &&
+			redAnswersEqual(b.Answers, e.Answers) {
+			return // the same answer again
+		}
+		r.refuse(s, tl, &TransitionError{From: cur.Status, Reason: "only a blocked tool takes an answer"})
+		return
+	}
+	blk := cur.Block
+	var next ToolState
+	var err error
+	switch blk.Type {
+	case BlockPermission:
+		if e.Decision == "" || e.Answers != nil {
+			r.drop(s, DropInvalidField, "a permission is answered with a decision (once, always, reject), not answers")
+			return
+		}
+		next, err = cur.Decide(e.Decision, t, e.Reason)
+	case BlockQuestion:
+		switch {
+		case e.Decision == DecisionReject:
+			if len(e.Answers) != 0 {
+				r.drop(s, DropInvalidField, "a rejected question has no answers")
+				return
+			}
+			next, err = cur.Decide(DecisionReject, t, e.Reason)
+		case e.Decision != "":
+			r.drop(s, DropInvalidField, "a question is answered (answers) or rejected, not "+string(e.Decision))
+			return
+		case len(e.Answers) != len(blk.Questions):
+			r.drop(s, DropInvalidField, "answers do not match the questions one to one")
+			return
+		default:
+			next, err = cur.Answer(redCloneAnswers(e.Answers), t)
+		}
+	}
+	if err != nil {
+		r.refuse(s, tl, err)
+		return
+	}
+	if !r.move(s, tl, next) {
+		return
+	}
+	switch {
+	case e.Decision == DecisionReject && e.Reason == "":
+		// A person said no: every other request of the session goes too.
+		r.cascadeReject(s, tl, t)
+	case e.Decision == DecisionAlways:
+		r.always(s, tl, next.Block, t)
+	}
+}
+
+func redCloneAnswers(answers [][]string) [][]string {
+	out := make([][]string, len(answers))
+	for i, a := range answers {
+		out[i] = slices.Clone(a)
+		if out[i] == nil {
+			out[i] = []string{}
+		}
+	}
+	return out
+}
+
+func redAnswersEqual(a, b [][]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !slices.Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// settleTool settles an open tool to error with reason (a blocked one is
+// resolved as reject with that reason).
+func (r *Reducer) settleTool(s *redSession, tl *redTool, reason string, t int64) {
+	next, err := tl.part.State.Settle(reason, t)
+	if err != nil {
+		r.refuse(s, tl, err)
+		return
+	}
+	if tl.part.State.Status == StatusPending {
+		next.Metadata = tl.meta
+	}
+	r.move(s, tl, next)
+}
+
+// cascadeReject rejects every other blocked tool of s after a person
+// rejected one (seed 001: reject cascades within the session); they are
+// resolved with reason cancelled.
+func (r *Reducer) cascadeReject(s *redSession, except *redTool, t int64) {
+	for _, tl := range redSortedTools(s.blocked) {
+		if tl == except {
+			continue
+		}
+		next, err := tl.part.State.Decide(DecisionReject, t, ReasonCancelled)
+		if err != nil {
+			r.refuse(s, tl, err)
+			continue
+		}
+		r.move(s, tl, next)
+	}
+}
+
+// always adds the runtime rules of an "always" answer and unblocks, with
+// decision always, every other blocked permission of the session that the
+// rules now allow.
+func (r *Reducer) always(s *redSession, tl *redTool, res *Block, t int64) {
+	for _, p := range res.Always {
+		rule := PermissionRule{Permission: res.Permission, Pattern: p, Action: ActionAllow}
+		if !slices.Contains(r.runtime, rule) {
+			r.runtime = append(r.runtime, rule)
+		}
+	}
+	for _, other := range redSortedTools(s.blocked) {
+		if other == tl {
+			continue
+		}
+		b := other.part.State.Block
+		if b.Type != BlockPermission || !r.allowedAll(b.Permission, b.Patterns) {
+			continue
+		}
+		next, err := other.part.State.Decide(DecisionAlways, t, "")
+		if err != nil {
+			r.refuse(s, other, err)
+			continue
+		}
+		r.move(s, other, next)
+	}
+}
+
+// allowedAll reports whether the configured and runtime rules allow every
+// pattern (and there is at least one).
+func (r *Reducer) allowedAll(permission string, patterns []string) bool {
+	if len(patterns) == 0 {
+		return false
+	}
+	for _, p := range patterns {
+		if redEvaluate(permission, p, r.cfg.Rules, r.runtime) != ActionAllow {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *Reducer) toolCompleted(s *redSession, e *ToolCompleted, t int64) {
+	tl := s.tools[e.CallID]
+	if tl == nil {
+		r.drop(s, DropOrphan, "tool "+e.CallID+" was never announced")
+		return
+	}
+	cur := tl.part.State
+	title := e.Title
+	if title == "" {
+		title = tl.title
+	}
+	if title == "" {
+		title = tl.part.Tool
+	}
+	meta := redMerge(tl.meta, e.Metadata)
+	if meta == nil {
+		meta = Object{}
+	}
+	if cur.Status == StatusCompleted && cur.Output == e.Output && cur.Title == title && redObjectsEqual(cur.Metadata, meta) {
+		return // the same result again
+	}
+	start := cur.Time.Start
+	if cur.Status == StatusPending {
+		start = t
+	}
+	next := ToolState{Status: StatusCompleted, Input: cur.Input, Output: e.Output, Title: title, Metadata: meta,
+		Time: ToolTime{Start: start, End: t}, Block: cur.Block}
+	for _, f := range e.Files {
+		mime := f.Mime
+		if mime == "" {
+			mime = "application/octet-stream"
+		}
+		next.Attachments = append(next.Attachments, FilePart{
+			PartBase: PartBase{ID: r.ids.Next(PrefixPart, "attachment\x00"+e.CallID), SessionID: tl.part.SessionID, MessageID: tl.part.MessageID},
+			Mime:     mime, Filename: f.Filename, URL: f.URL,
+		})
+	}
+	if r.move(s, tl, next) {
+		tl.title, tl.meta = title, meta
+	}
+}
+
+func (r *Reducer) toolFailed(s *redSession, e *ToolFailed, t int64) {
+	tl := s.tools[e.CallID]
+	if tl == nil {
+		r.drop(s, DropOrphan, "tool "+e.CallID+" was never announced")
+		return
+	}
+	msg := e.Error
+	if msg == "" {
+		msg = "tool failed"
+	}
+	cur := tl.part.State
+	if cur.Status == StatusError && cur.Error == msg {
+		return // the same failure again
+	}
+	meta := redMerge(tl.meta, e.Metadata)
+	var next ToolState
+	switch cur.Status {
+	case StatusBlocked:
+		// The agent settled the request itself (a "No" typed in its own UI).
+		var err error
+		if next, err = cur.Decide(DecisionReject, t, ReasonAnsweredInAgent); err != nil {
+			r.refuse(s, tl, err)
+			return
+		}
+	case StatusPending:
+		next = ToolState{Status: StatusError, Input: cur.Input, Time: ToolTime{Start: t}}
+	default:
+		next = cur
+		next.Status = StatusError
+		next.Title = ""
+	}
+	next.Error = msg
+	next.Metadata = meta
+	next.Time.End = t
+	if r.move(s, tl, next) {
+		tl.meta = meta
+	}
+}
+
+// linkChild records the child session a task tool started on the tool's
+// state metadata (sessionId), as seed 001's task tool part shows. A pending
+// tool gets it when it runs; a settled tool keeps its state.
+func (r *Reducer) linkChild(s *redSession, tl *redTool, childID string) {
+	if tl.meta["sessionId"] == childID {
+		return
+	}
+	tl.meta = redMerge(tl.meta, Object{"sessionId": childID})
+	if cur := tl.part.State; cur.Status == StatusRunning || cur.Status == StatusBlocked {
+		next := cur
+		next.Metadata = redMerge(cur.Metadata, Object{"sessionId": childID})
+		r.move(s, tl, next)
+	}
+}
+
+// redEvaluate returns the action of the last rule (configured, then
+// runtime) whose permission and pattern match, ActionAsk when none does.
+func redEvaluate(permission, pattern string, ruleSets ...[]PermissionRule) Action {
+	act := ActionAsk
+	for _, rules := range ruleSets {
+		for _, rl := range rules {
+			if redGlob(rl.Permission, permission) && redGlob(rl.Pattern, pattern) {
+				act = rl.Action
+			}
+		}
+	}
+	return act
+}
+
+// redGlob matches s against a glob where * is any run of characters and ?
+// any one character.
+func redGlob(glob, s string) bool {
+	gi, si := 0, 0
+	star, mark := -1, 0
+	for si < len(s) {
+		switch {
+		case gi < len(glob) && (glob[gi] == '?' || glob[gi] == s[si]):
+			gi++
+			si++
+		case gi < len(glob) && glob[gi] == '*':
+			star, mark = gi, si
+			gi++
+		case star >= 0:
+			gi = star + 1
+			mark++
+			si = mark
+		default:
+			return false
+		}
+	}
+	for gi < len(glob) && glob[gi] == '*' {
+		gi++
+	}
+	return gi == len(glob)
+}
