@@ -38,6 +38,7 @@ require (
 	github.com/zishang520/socket.io/servers/engine/v3 v3.0.6 // indirect
 	github.com/zishang520/socket.io/servers/socket/v3 v3.0.6 // indirect
 	github.com/zishang520/socket.io/v3 v3.0.6 // indirect
+	go.uber.org/goleak v1.3.0
 	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/net v0.59.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
