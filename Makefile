@@ -4,7 +4,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X github.com/happy-dev/happy/internal/buildinfo.Version=$(VERSION)
 BIN       := bin/happy
 TOOLS     := $(CURDIR)/bin/tools
-STATICCHECK_VERSION := 2025.1.1
+STATICCHECK_VERSION := v0.8.2
 FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 
