@@ -1,0 +1,320 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/happy-dev/happy/mapper"
+)
+
+// Record kinds of the relay envelope (DESIGN.md "Relay envelope and versions").
+const (
+	KindMessage = "message"
+	KindSession = "session"
+	KindTodos   = "todos"
+)
+
+// MaxPartBytes is the largest text a part carries on the relay: a text,
+// reasoning or tool output (or error) larger than this is cut on a UTF-8
+// boundary and the part's metadata records "truncated": true and
+// "originalBytes": N.
+const MaxPartBytes = 256 << 10
+
+// StreamInterval is the least time between two versions of one record while
+// only streaming changes (text deltas) are pending; changes a person must see
+// (a tool blocked, resolved or finished, a turn end) flush at once.
+const StreamInterval = time.Second
+
+// RecordVersion is one version of one record, in plaintext, ready to be
+// encrypted and queued: Plaintext is the JSON envelope
+// {"kind":…,"version":Version,…}.
+type RecordVersion struct {
+	Record    string // message id, session id, or "todos:<sessionID>"
+	Version   int64  // >= 1, ascending per record
+	Plaintext []byte
+}
+
+// RecordStore persists record versions for the relay. The relay client
+// implements it: Put encrypts with the session key and appends to the
+// durable outbox, which sends them in order.
+type RecordStore interface {
+	// LastVersion is the highest version ever stored for record (0 when
+	// none), so that versions stay monotonic across process restarts.
+	LastVersion(ctx context.Context, record string) (int64, error)
+	// Put durably enqueues the versions (all or nothing).
+	Put(ctx context.Context, versions []RecordVersion) error
+}
+
+// Snapshotter gives the current state of records; *mapper.Reducer
+// implements it.
+type Snapshotter interface {
+	Message(id string) (mapper.MessageWithParts, bool)
+	Session(id string) (mapper.Session, bool)
+	Todos(sessionID string) []mapper.Todo
+}
+
+// TodosRecord is the record id of a session's todo list.
+func TodosRecord(sessionID string) string { return "todos:" + sessionID }
+
+type dirtyRecord struct {
+	kind   string
+	id     string // message id or session id
+	urgent bool
+}
+
+// Sink turns reducer bus events into relay record versions: it marks the
+// records an event changes, and on Flush writes the due ones — every
+// record with an urgent change, and the others once StreamInterval has
+// passed since their last version. It is not safe for concurrent use: the
+// runner goroutine that owns the reducer drives it.
+type Sink struct {
+	store    RecordStore
+	snap     Snapshotter
+	interval time.Duration
+
+	dirty    map[string]*dirtyRecord
+	order    []string // dirty records in order of first change
+	lastSent map[string]time.Time
+	versions map[string]int64
+}
+
+// NewSink returns a sink writing to store, reading state from snap.
+func NewSink(store RecordStore, snap Snapshotter) *Sink {
+	return &Sink{store: store, snap: snap, interval: StreamInterval,
+		dirty: map[string]*dirtyRecord{}, lastSent: map[string]time.Time{}, versions: map[string]int64{}}
+}
+
+// Observe marks the records the bus events change.
+func (s *Sink) Observe(events []mapper.BusEvent) {
+	for _, ev := range events {
+		switch e := ev.(type) {
+		case *mapper.SessionCreated:
+			s.mark(KindSession, e.Info.ID, e.Info.ID, true)
+		case *mapper.SessionUpdated:
+			s.mark(KindSession, e.Info.ID, e.Info.ID, true)
+		case *mapper.MessageUpdated:
+			urgent := false
+			if am, ok := e.Info.(*mapper.AssistantMessage); ok {
+				urgent = am.Time.Completed != nil || am.Error != nil
+			} else {
+				urgent = true // a user message is a turn boundary
+			}
+			s.mark(KindMessage, e.Info.MessageID(), e.Info.MessageID(), urgent)
+		case *mapper.MessagePartUpdated:
+			urgent := false
+			if tp, ok := e.Part.(*mapper.ToolPart); ok {
+				urgent = tp.State.Status != mapper.StatusPending
+			}
+			id := e.Part.Base().MessageID
+			s.mark(KindMessage, id, id, urgent)
+		case *mapper.MessagePartDelta:
+			s.mark(KindMessage, e.MessageID, e.MessageID, false)
+		case *mapper.TodoUpdated:
+			s.mark(KindTodos, TodosRecord(e.SessionID), e.SessionID, true)
+		}
+	}
+}
+
+func (s *Sink) mark(kind, record, id string, urgent bool) {
+	d, ok := s.dirty[record]
+	if !ok {
+		d = &dirtyRecord{kind: kind, id: id}
+		s.dirty[record] = d
+		s.order = append(s.order, record)
+	}
+	d.urgent = d.urgent || urgent
+}
+
+// Pending reports whether any record waits to be written.
+func (s *Sink) Pending() bool { return len(s.order) > 0 }
+
+// NextDue returns when Flush has something to write: now when an urgent
+// change waits, the earliest stream deadline otherwise, and ok=false when
+// nothing is dirty.
+func (s *Sink) NextDue(now time.Time) (due time.Time, ok bool) {
+	for _, rec := range s.order {
+		d := s.dirty[rec]
+		at := now
+		if !d.urgent {
+			if last, seen := s.lastSent[rec]; seen && last.Add(s.interval).After(now) {
+				at = last.Add(s.interval)
+			}
+		}
+		if !ok || at.Before(due) {
+			due, ok = at, true
+		}
+	}
+	return due, ok
+}
+
+// Flush writes a new version of every due record (all dirty records when
+// force is set, as at a turn end or on exit). Records are written in order of
+// first change. On error nothing is forgotten: the records stay dirty and
+// their versions are not consumed.
+func (s *Sink) Flush(ctx context.Context, now time.Time, force bool) error {
+	var out []RecordVersion
+	var written []string
+	var keep []string
+	for _, rec := range s.order {
+		d := s.dirty[rec]
+		if !force && !d.urgent {
+			if last, seen := s.lastSent[rec]; seen && last.Add(s.interval).After(now) {
+				keep = append(keep, rec)
+				continue
+			}
+		}
+		v, err := s.nextVersion(ctx, rec)
+		if err != nil {
+			return err
+		}
+		body, ok, err := s.envelope(d, v)
+		if err != nil {
+			return fmt.Errorf("session sink: encode %s: %w", rec, err)
+		}
+		if !ok { // the record no longer exists: nothing to send
+			delete(s.dirty, rec)
+			continue
+		}
+		out = append(out, RecordVersion{Record: rec, Version: v, Plaintext: body})
+		written = append(written, rec)
+	}
+	if len(out) > 0 {
+		if err := s.store.Put(ctx, out); err != nil {
+			return fmt.Errorf("session sink: store %d versions: %w", len(out), err)
+		}
+	}
+	for i, rec := range written {
+		s.versions[rec] = out[i].Version
+		s.lastSent[rec] = now
+		delete(s.dirty, rec)
+	}
+	s.order = keep
+	return nil
+}
+
+// nextVersion is one more than the last version stored for rec, asking the
+// store once per record per process.
+func (s *Sink) nextVersion(ctx context.Context, rec string) (int64, error) {
+	v, ok := s.versions[rec]
+	if !ok {
+		last, err := s.store.LastVersion(ctx, rec)
+		if err != nil {
+			return 0, fmt.Errorf("session sink: last version of %s: %w", rec, err)
+		}
+		v = last
+		s.versions[rec] = v
+	}
+	return v + 1, nil
+}
+
+// envelope builds the plaintext of one record version.
+func (s *Sink) envelope(d *dirtyRecord, version int64) ([]byte, bool, error) {
+	switch d.kind {
+	case KindMessage:
+		m, ok := s.snap.Message(d.id)
+		if !ok {
+			return nil, false, nil
+		}
+		parts := make([]mapper.Part, len(m.Parts))
+		for i, p := range m.Parts {
+			parts[i] = TruncatePart(p, MaxPartBytes)
+		}
+		b, err := json.Marshal(struct {
+			Kind    string         `json:"kind"`
+			Version int64          `json:"version"`
+			Info    mapper.Message `json:"info"`
+			Parts   []mapper.Part  `json:"parts"`
+		}{KindMessage, version, m.Info, parts})
+		return b, true, err
+	case KindSession:
+		ses, ok := s.snap.Session(d.id)
+		if !ok {
+			return nil, false, nil
+		}
+		b, err := json.Marshal(struct {
+			Kind    string         `json:"kind"`
+			Version int64          `json:"version"`
+			Session mapper.Session `json:"session"`
+		}{KindSession, version, ses})
+		return b, true, err
+	case KindTodos:
+		todos := s.snap.Todos(d.id)
+		if todos == nil {
+			todos = []mapper.Todo{}
+		}
+		b, err := json.Marshal(struct {
+			Kind      string        `json:"kind"`
+			Version   int64         `json:"version"`
+			SessionID string        `json:"sessionID"`
+			Todos     []mapper.Todo `json:"todos"`
+		}{KindTodos, version, d.id, todos})
+		return b, true, err
+	}
+	return nil, false, fmt.Errorf("unknown record kind %q", d.kind)
+}
+
+// TruncatePart returns p unchanged when its large texts fit in max bytes,
+// else a copy whose text (text and reasoning parts) or output/error (tool
+// parts) is cut on a UTF-8 boundary to at most max bytes, with
+// metadata "truncated": true and "originalBytes": the original length.
+func TruncatePart(p mapper.Part, max int) mapper.Part {
+	switch pt := p.(type) {
+	case *mapper.TextPart:
+		if len(pt.Text) <= max {
+			return p
+		}
+		c := *pt
+		c.Metadata = truncMeta(pt.Metadata, len(pt.Text))
+		c.Text = cutUTF8(pt.Text, max)
+		return &c
+	case *mapper.ReasoningPart:
+		if len(pt.Text) <= max {
+			return p
+		}
+		c := *pt
+		c.Metadata = truncMeta(pt.Metadata, len(pt.Text))
+		c.Text = cutUTF8(pt.Text, max)
+		return &c
+	case *mapper.ToolPart:
+		st := pt.State
+		if len(st.Output) <= max && len(st.Error) <= max {
+			return p
+		}
+		c := *pt
+		size := len(st.Output)
+		if len(st.Error) > size {
+			size = len(st.Error)
+		}
+		c.State.Metadata = truncMeta(st.Metadata, size)
+		c.State.Output = cutUTF8(st.Output, max)
+		c.State.Error = cutUTF8(st.Error, max)
+		return &c
+	}
+	return p
+}
+
+func truncMeta(m mapper.Object, size int) mapper.Object {
+	out := make(mapper.Object, len(m)+2)
+	for k, v := range m {
+		out[k] = v
+	}
+	out["truncated"] = true
+	out["originalBytes"] = size
+	return out
+}
+
+// cutUTF8 returns the longest prefix of s of at most max bytes that does
+// not end inside a UTF-8 sequence.
+func cutUTF8(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}

@@ -1,0 +1,199 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/happy-dev/happy/mapper"
+)
+
+// memStore is an in-memory RecordStore.
+type memStore struct {
+	last   map[string]int64
+	puts   [][]RecordVersion
+	failed error
+}
+
+func (m *memStore) LastVersion(_ context.Context, rec string) (int64, error) { return m.last[rec], nil }
+func (m *memStore) Put(_ context.Context, vs []RecordVersion) error {
+	if m.failed != nil {
+		return m.failed
+	}
+	m.puts = append(m.puts, vs)
+	for _, v := range vs {
+		m.last[v.Record] = v.Version
+	}
+	return nil
+}
+
+func (m *memStore) lastPut(t *testing.T) []RecordVersion {
+	t.Helper()
+	if len(m.puts) == 0 {
+		t.Fatal("nothing was put")
+	}
+	return m.puts[len(m.puts)-1]
+}
+
+type envelope struct {
+	Kind    string          `json:"kind"`
+	Version int64           `json:"version"`
+	Info    json.RawMessage `json:"info"`
+	Parts   []struct {
+		Type  string `json:"type"`
+		Text  string `json:"text"`
+		State struct {
+			Status string `json:"status"`
+		} `json:"state"`
+	} `json:"parts"`
+	Session *struct {
+		ID string `json:"id"`
+	} `json:"session"`
+}
+
+func decodeEnv(t *testing.T, b []byte) envelope {
+	t.Helper()
+	var e envelope
+	if err := json.Unmarshal(b, &e); err != nil {
+		t.Fatalf("envelope %s: %v", b, err)
+	}
+	return e
+}
+
+func records(vs []RecordVersion) []string {
+	var out []string
+	for _, v := range vs {
+		out = append(out, v.Record)
+	}
+	return out
+}
+
+func TestSinkCoalescesStreamingAndFlushesStateChanges(t *testing.T) {
+	ctx := context.Background()
+	red := mapper.NewReducer(mapper.Config{SessionID: "relay1", Directory: "/w", ProviderID: "anthropic", ModelID: "m"})
+	store := &memStore{last: map[string]int64{}}
+	sink := NewSink(store, red)
+	t0 := time.UnixMilli(1_000_000)
+	apply := func(evs ...mapper.Event) {
+		for _, ev := range evs {
+			sink.Observe(red.Apply(ev))
+		}
+	}
+
+	apply(&mapper.UserPrompt{EventBase: mapper.EventBase{Time: 1000}, PromptID: "p1", Text: "hello"},
+		&mapper.TurnStarted{TurnID: "t1"},
+		&mapper.MessageStarted{Message: "m1"},
+		&mapper.TextDelta{Message: "m1", Block: "b0", Delta: "Hel"})
+	if err := sink.Flush(ctx, t0, false); err != nil {
+		t.Fatal(err)
+	}
+	first := store.lastPut(t)
+	if len(first) != 3 {
+		t.Fatalf("first flush wrote %v, want session, user message, assistant message", records(first))
+	}
+	kinds := []string{decodeEnv(t, first[0].Plaintext).Kind, decodeEnv(t, first[1].Plaintext).Kind, decodeEnv(t, first[2].Plaintext).Kind}
+	if kinds[0] != KindSession || kinds[1] != KindMessage || kinds[2] != KindMessage {
+		t.Fatalf("kinds %v", kinds)
+	}
+	asstRec := first[2].Record
+	if first[2].Version != 1 || decodeEnv(t, first[2].Plaintext).Version != 1 {
+		t.Fatalf("assistant version %d", first[2].Version)
+	}
+
+	// Streaming within the interval waits.
+	apply(&mapper.TextDelta{Message: "m1", Block: "b0", Delta: "lo"})
+	if err := sink.Flush(ctx, t0.Add(200*time.Millisecond), false); err != nil {
+		t.Fatal(err)
+	}
+	if len(store.puts) != 1 {
+		t.Fatalf("a streaming change was sent inside the interval: %v", records(store.lastPut(t)))
+	}
+	due, ok := sink.NextDue(t0.Add(200 * time.Millisecond))
+	if !ok || !due.Equal(t0.Add(time.Second)) {
+		t.Fatalf("NextDue = %v, %v; want %v", due, ok, t0.Add(time.Second))
+	}
+
+	// A tool blocked on permission flushes at once.
+	apply(&mapper.ToolCall{Message: "m1", CallID: "c1", Tool: "bash", Input: json.RawMessage(`{"command":"rm x"}`)},
+		&mapper.ToolRunning{CallID: "c1"},
+		&mapper.ToolBlocked{CallID: "c1", Permission: &mapper.PermissionRequest{Permission: "bash", Patterns: []string{"rm x"}}})
+	due, ok = sink.NextDue(t0.Add(300 * time.Millisecond))
+	if !ok || !due.Equal(t0.Add(300*time.Millisecond)) {
+		t.Fatalf("NextDue after block = %v, %v", due, ok)
+	}
+	if err := sink.Flush(ctx, t0.Add(300*time.Millisecond), false); err != nil {
+		t.Fatal(err)
+	}
+	second := store.lastPut(t)
+	if len(second) != 1 || second[0].Record != asstRec || second[0].Version != 2 {
+		t.Fatalf("second flush %v", second)
+	}
+	env := decodeEnv(t, second[0].Plaintext)
+	var sawText, sawBlocked bool
+	for _, p := range env.Parts {
+		sawText = sawText || (p.Type == "text" && p.Text == "Hello")
+		sawBlocked = sawBlocked || (p.Type == "tool" && p.State.Status == "blocked")
+	}
+	if !sawText || !sawBlocked {
+		t.Fatalf("version 2 lacks the streamed text or the blocked tool: %s", second[0].Plaintext)
+	}
+	if sink.Pending() {
+		t.Fatal("records still dirty after flush")
+	}
+}
+
+func TestSinkVersionsContinueFromStoreAndSurviveFailures(t *testing.T) {
+	ctx := context.Background()
+	red := mapper.NewReducer(mapper.Config{SessionID: "relay1"})
+	store := &memStore{last: map[string]int64{}}
+	sink := NewSink(store, red)
+	sink.Observe(red.Apply(&mapper.UserPrompt{PromptID: "p1", Text: "x"}))
+	rootID := red.RootID()
+	store.last[rootID] = 7 // written by an earlier process
+	store.failed = errors.New("disk full")
+	if err := sink.Flush(ctx, time.UnixMilli(0), true); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("Flush err %v", err)
+	}
+	if !sink.Pending() {
+		t.Fatal("a failed flush forgot its records")
+	}
+	store.failed = nil
+	if err := sink.Flush(ctx, time.UnixMilli(0), true); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range store.lastPut(t) {
+		if v.Record == rootID && v.Version != 8 {
+			t.Fatalf("session version %d, want 8 (after the stored 7)", v.Version)
+		}
+	}
+	if got := store.lastPut(t); len(got) != 2 {
+		t.Fatalf("wrote %v", records(got))
+	}
+}
+
+func TestTruncatePart(t *testing.T) {
+	big := strings.Repeat("é", 200) // 400 bytes
+	p := &mapper.TextPart{PartBase: mapper.PartBase{ID: "prt_1"}, Text: big, Metadata: mapper.Object{"k": "v"}}
+	got := TruncatePart(p, 101).(*mapper.TextPart)
+	if len(got.Text) != 100 || !utf8.ValidString(got.Text) {
+		t.Fatalf("cut to %d bytes, valid=%v", len(got.Text), utf8.ValidString(got.Text))
+	}
+	if got.Metadata["truncated"] != true || got.Metadata["originalBytes"] != 400 || got.Metadata["k"] != "v" {
+		t.Fatalf("metadata %v", got.Metadata)
+	}
+	if p.Text != big || len(p.Metadata) != 1 {
+		t.Fatal("TruncatePart changed its input")
+	}
+	if same := TruncatePart(p, 1000); same != mapper.Part(p) {
+		t.Fatal("a small part was copied")
+	}
+	tool := &mapper.ToolPart{State: mapper.ToolState{Status: mapper.StatusCompleted, Output: strings.Repeat("x", 50) + "✅"}}
+	tt := TruncatePart(tool, 52).(*mapper.ToolPart)
+	if tt.State.Output != strings.Repeat("x", 50) || tt.State.Metadata["originalBytes"] != 53 {
+		t.Fatalf("tool output %q meta %v", tt.State.Output, tt.State.Metadata)
+	}
+}
