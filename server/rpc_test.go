@@ -1,0 +1,186 @@
+package server_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/happy-dev/happy/server"
+	"github.com/happy-dev/happy/server/servertest"
+)
+
+func rpcConfig() server.Config {
+	return server.Config{RPCGrace: 300 * time.Millisecond, RPCCallTimeout: 400 * time.Millisecond}
+}
+
+func TestRPCForwarding(t *testing.T) {
+	r := servertest.StartConfig(t, rpcConfig())
+	a := newAPI(t, r)
+	sid := a.createSession("t", "m")["id"].(string)
+	a.must(200, "POST", "/v1/machines", map[string]any{"id": "m1", "metadata": "m"})
+	callee := sessionSocket(t, r.URL, a.token, sid)
+	calleeIn := listen(t, callee, "rpc-registered", "rpc-unregistered", "rpc-error", "rpc-request")
+	app := userSocket(t, r.URL, a.token)
+
+	if err := callee.Emit("rpc-register", map[string]any{"method": sid + ":bash"}); err != nil {
+		t.Fatal(err)
+	}
+	eq(t, "registered", calleeIn.nextObj("rpc-registered"), map[string]any{"method": sid + ":bash"})
+
+	// Forwarded with ack: the callee's ack value comes back as result.
+	done := make(chan map[string]any, 1)
+	go func() { done <- call(t, app, "rpc-call", map[string]any{"method": sid + ":bash", "params": "b64-ciphertext"}) }()
+	req := calleeIn.next()
+	eq(t, "request name", req.name, "rpc-request")
+	eq(t, "request", obj(t, req.args[0]), map[string]any{"method": sid + ":bash", "params": "b64-ciphertext"})
+	if req.ack == nil {
+		t.Fatal("rpc-request without ack")
+	}
+	req.ack("b64-result")
+	eq(t, "reply", <-done, map[string]any{"ok": true, "result": "b64-result"})
+
+	// Calling a method registered by the caller's own socket.
+	eq(t, "same socket", call(t, callee, "rpc-call", map[string]any{"method": sid + ":bash", "params": "x"}),
+		map[string]any{"ok": false, "error": "Cannot call RPC on the same socket"})
+
+	// A callee that never answers: timeout.
+	go func() { done <- call(t, app, "rpc-call", map[string]any{"method": sid + ":bash", "params": "x"}) }()
+	calleeIn.nextObj("rpc-request") // not acked
+	eq(t, "timeout", <-done, map[string]any{"ok": false, "error": "operation has timed out"})
+
+	// Nobody registered: not available after the grace window.
+	start := time.Now()
+	eq(t, "not available", call(t, app, "rpc-call", map[string]any{"method": sid + ":other", "params": "x"}),
+		map[string]any{"ok": false, "error": "RPC method not available"})
+	if d := time.Since(start); d < 250*time.Millisecond {
+		t.Fatalf("answered after %s, before the grace window", d)
+	}
+	eq(t, "no method", call(t, app, "rpc-call", map[string]any{"params": "x"}), map[string]any{"ok": false, "error": "Invalid parameters: method is required"})
+
+	// Registered during the grace window: the call goes through.
+	daemon := machineSocket(t, r.URL, a.token, "m1")
+	din := listen(t, daemon, "rpc-registered", "rpc-request")
+	go func() { done <- call(t, app, "rpc-call", map[string]any{"method": "m1:spawn-happy-session", "params": "p"}) }()
+	time.Sleep(100 * time.Millisecond)
+	_ = daemon.Emit("rpc-register", map[string]any{"method": "m1:spawn-happy-session"})
+	din.nextObj("rpc-registered")
+	rq := din.next()
+	eq(t, "late request", rq.name, "rpc-request")
+	rq.ack(map[string]any{"any": "json"})
+	eq(t, "late reply", <-done, map[string]any{"ok": true, "result": map[string]any{"any": "json"}})
+
+	// Target disconnects while a call waits.
+	go func() { done <- call(t, app, "rpc-call", map[string]any{"method": "m1:spawn-happy-session", "params": "p"}) }()
+	din.nextObj("rpc-request")
+	_ = daemon.Close()
+	eq(t, "disconnected", <-done, map[string]any{"ok": false, "error": "RPC target disconnected"})
+
+	// Unregister.
+	_ = callee.Emit("rpc-unregister", map[string]any{"method": sid + ":bash"})
+	eq(t, "unregistered", calleeIn.nextObj("rpc-unregistered"), map[string]any{"method": sid + ":bash"})
+	eq(t, "after unregister", call(t, app, "rpc-call", map[string]any{"method": sid + ":bash", "params": "x"}), map[string]any{"ok": false, "error": "RPC method not available"})
+
+	// Bad names.
+	_ = callee.Emit("rpc-register", map[string]any{"method": ""})
+	eq(t, "empty name", calleeIn.nextObj("rpc-error"), map[string]any{"type": "register", "error": "Invalid method name"})
+	_ = callee.Emit("rpc-register", map[string]any{"method": "no-prefix"})
+	e := calleeIn.nextObj("rpc-error")
+	eq(t, "no prefix", []any{e["type"], e["method"]}, []any{"register", "no-prefix"})
+}
+
+func TestRPCIsolation(t *testing.T) {
+	r := servertest.StartConfig(t, rpcConfig())
+	a, b := newAPI(t, r), newAPI(t, r)
+	sid := a.createSession("t", "m")["id"].(string)
+	a.must(200, "POST", "/v1/machines", map[string]any{"id": "mA", "metadata": "m"})
+	callee := sessionSocket(t, r.URL, a.token, sid)
+	in := listen(t, callee, "rpc-registered", "rpc-request")
+	_ = callee.Emit("rpc-register", map[string]any{"method": sid + ":bash"})
+	in.nextObj("rpc-registered")
+
+	bSock := userSocket(t, r.URL, b.token)
+	bIn := listen(t, bSock, "rpc-registered", "rpc-error")
+	// B cannot call A's method: for B it does not exist.
+	eq(t, "B calls A", call(t, bSock, "rpc-call", map[string]any{"method": sid + ":bash", "params": "x"}), map[string]any{"ok": false, "error": "RPC method not available"})
+	in.none(100 * time.Millisecond)
+	// B cannot register methods under A's session or machine ids.
+	for _, m := range []string{sid + ":bash", "mA:spawn-happy-session"} {
+		_ = bSock.Emit("rpc-register", map[string]any{"method": m})
+		e := bIn.nextObj("rpc-error")
+		eq(t, "B registers "+m, []any{e["type"], e["method"]}, []any{"register", m})
+	}
+	// A's callers still reach A.
+	app := userSocket(t, r.URL, a.token)
+	done := make(chan map[string]any, 1)
+	go func() { done <- call(t, app, "rpc-call", map[string]any{"method": sid + ":bash", "params": "x"}) }()
+	rq := in.next()
+	rq.ack("ok")
+	eq(t, "A calls A", <-done, map[string]any{"ok": true, "result": "ok"})
+}
+
+// TestSocketIsolation: account B's sockets get nothing of account A, and
+// B's events on A's ids change nothing.
+func TestSocketIsolation(t *testing.T) {
+	r := servertest.Start(t)
+	a, b := newAPI(t, r), newAPI(t, r)
+	sid := a.createSession("t", "m")["id"].(string)
+	a.must(200, "POST", "/v1/machines", map[string]any{"id": "mA", "metadata": "m"})
+	// B's own machine-scoped socket with A's machine id (its "online"
+	// ephemeral goes to B's own apps, before B's app socket listens).
+	bSessIn := listen(t, sessionSocket(t, r.URL, b.token, sid), "update", "ephemeral")
+	bMachIn := listen(t, machineSocket(t, r.URL, b.token, "mA"), "update", "ephemeral")
+	bUser := userSocket(t, r.URL, b.token)
+	bIn := listen(t, bUser, "update", "ephemeral", "rpc-request")
+	time.Sleep(100 * time.Millisecond)
+	for len(bIn.ch) > 0 { // B's own machine socket going online, if it raced the listener
+		e := obj(t, (<-bIn.ch).args[0])
+		eq(t, "B's own machine online", []any{e["type"], e["id"], e["active"]}, []any{"machine-activity", "mA", true})
+	}
+
+	// Everything A does that fans out.
+	aSess := sessionSocket(t, r.URL, a.token, sid)
+	aMach := machineSocket(t, r.URL, a.token, "mA")
+	a.postMessages(sid, [2]string{"l", "c"})
+	call(t, aSess, "update-metadata", map[string]any{"sid": sid, "metadata": "m2", "expectedVersion": 0})
+	call(t, aSess, "update-state", map[string]any{"sid": sid, "agentState": "s", "expectedVersion": 0})
+	call(t, aSess, "session-alive", map[string]any{"sid": sid, "time": float64(time.Now().UnixMilli())})
+	call(t, aSess, "usage-report", map[string]any{"key": "k", "sessionId": sid, "tokens": map[string]any{"total": 1.0}, "cost": map[string]any{"total": 1.0}})
+	call(t, aMach, "machine-update-metadata", map[string]any{"machineId": "mA", "metadata": "x", "expectedVersion": 1})
+	call(t, aMach, "machine-update-state", map[string]any{"machineId": "mA", "daemonState": "x", "expectedVersion": 0})
+	call(t, aMach, "machine-alive", map[string]any{"machineId": "mA", "time": float64(time.Now().UnixMilli())})
+	a.must(200, "POST", "/v1/sessions/"+sid+"/push-event", map[string]any{"kind": "done", "title": "t", "body": "b"})
+	a.createSession("t-new", "m")
+	a.must(200, "POST", "/v1/machines", map[string]any{"id": "mA2", "metadata": "m"})
+	a.must(200, "POST", "/v1/sessions/"+sid+"/archive", nil)
+	for _, in := range []*inbox{bIn, bSessIn, bMachIn} {
+		in.none(300 * time.Millisecond)
+	}
+
+	// B's events on A's ids: errors, and A's rows unchanged.
+	for _, c := range []struct {
+		ev   string
+		arg  map[string]any
+		want map[string]any
+	}{
+		{"update-metadata", map[string]any{"sid": sid, "metadata": "B", "expectedVersion": 1}, map[string]any{"result": "error", "message": "Session not found"}},
+		{"update-state", map[string]any{"sid": sid, "agentState": "B", "expectedVersion": 1}, map[string]any{"result": "error", "message": "Session not found"}},
+		{"session-alive", map[string]any{"sid": sid, "time": float64(time.Now().UnixMilli())}, map[string]any{"result": "error", "message": "Session not found"}},
+		{"session-end", map[string]any{"sid": sid, "time": float64(time.Now().UnixMilli())}, map[string]any{"result": "error", "message": "Session not found"}},
+		{"machine-update-metadata", map[string]any{"machineId": "mA", "metadata": "B", "expectedVersion": 2}, map[string]any{"result": "error", "message": "Machine not found"}},
+		{"machine-update-state", map[string]any{"machineId": "mA", "daemonState": "B", "expectedVersion": 1}, map[string]any{"result": "error", "message": "Machine not found"}},
+		{"machine-alive", map[string]any{"machineId": "mA", "time": float64(time.Now().UnixMilli())}, map[string]any{"result": "error", "message": "Machine not found"}},
+		{"usage-report", map[string]any{"key": "k", "sessionId": sid, "tokens": map[string]any{"total": 1.0}, "cost": map[string]any{"total": 1.0}}, map[string]any{"success": false, "error": "Session not found"}},
+	} {
+		eq(t, "B "+c.ev, call(t, bUser, c.ev, c.arg), c.want)
+	}
+	s := obj(t, a.must(200, "GET", "/v3/sessions/"+sid+"/messages", nil))
+	eq(t, "A's messages", len(arr(t, s["messages"])), 1)
+	var mine map[string]any
+	for _, x := range arr(t, a.must(200, "GET", "/v1/sessions", nil)["sessions"]) {
+		if o := obj(t, x); o["id"] == sid {
+			mine = o
+		}
+	}
+	eq(t, "A's session", []any{mine["metadata"], mine["metadataVersion"], mine["agentState"], mine["agentStateVersion"]}, []any{"m2", 1.0, "s", 1.0})
+	m := obj(t, a.must(200, "GET", "/v1/machines/mA", nil)["machine"])
+	eq(t, "A's machine", []any{m["metadata"], m["metadataVersion"], m["daemonState"], m["daemonStateVersion"]}, []any{"x", 2.0, "x", 1.0})
+}

@@ -1,0 +1,104 @@
+package server_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/happy-dev/happy/internal/sio"
+)
+
+type event struct {
+	name string
+	args []any
+	ack  func(...any)
+}
+
+// inbox collects the server events a test client listens to.
+type inbox struct {
+	t  testing.TB
+	ch chan event
+}
+
+func dial(t testing.TB, url string, auth map[string]any) *sio.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := sio.Dial(ctx, url, sio.Options{Auth: auth, ConnectTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatalf("dial %v: %v", auth["clientType"], err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func userSocket(t testing.TB, url, token string) *sio.Client {
+	return dial(t, url, map[string]any{"token": token, "clientType": "user-scoped"})
+}
+
+func sessionSocket(t testing.TB, url, token, sid string) *sio.Client {
+	return dial(t, url, map[string]any{"token": token, "clientType": "session-scoped", "sessionId": sid})
+}
+
+func machineSocket(t testing.TB, url, token, mid string) *sio.Client {
+	return dial(t, url, map[string]any{"token": token, "clientType": "machine-scoped", "machineId": mid})
+}
+
+func listen(t testing.TB, c *sio.Client, names ...string) *inbox {
+	in := &inbox{t: t, ch: make(chan event, 1024)}
+	for _, n := range names {
+		n := n
+		c.On(n, func(args []any, ack func(...any)) { in.ch <- event{name: n, args: args, ack: ack} })
+	}
+	return in
+}
+
+// next returns the next event, failing after 5 s.
+func (in *inbox) next() event {
+	in.t.Helper()
+	select {
+	case e := <-in.ch:
+		return e
+	case <-time.After(5 * time.Second):
+		in.t.Fatal("no event within 5s")
+		return event{}
+	}
+}
+
+// nextObj returns the next event's first argument, checking its name.
+func (in *inbox) nextObj(name string) map[string]any {
+	in.t.Helper()
+	e := in.next()
+	if e.name != name {
+		in.t.Fatalf("event %q %v, want %q", e.name, e.args, name)
+	}
+	if len(e.args) == 0 {
+		in.t.Fatalf("event %q without arguments", name)
+	}
+	return obj(in.t, e.args[0])
+}
+
+// none asserts that no event arrives within d.
+func (in *inbox) none(d time.Duration) {
+	in.t.Helper()
+	select {
+	case e := <-in.ch:
+		in.t.Fatalf("unexpected event %q %v", e.name, e.args)
+	case <-time.After(d):
+	}
+}
+
+// call emits with ack and returns the first reply value as an object.
+func call(t testing.TB, c *sio.Client, ev string, arg any) map[string]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := c.Call(ctx, ev, arg)
+	if err != nil {
+		t.Fatalf("%s: %v", ev, err)
+	}
+	if len(res) == 0 {
+		t.Fatalf("%s: empty ack", ev)
+	}
+	return obj(t, res[0])
+}
