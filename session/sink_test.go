@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -14,13 +15,27 @@ import (
 
 // memStore is an in-memory RecordStore.
 type memStore struct {
+	mu     sync.Mutex
 	last   map[string]int64
 	puts   [][]RecordVersion
 	failed error
 }
 
-func (m *memStore) LastVersion(_ context.Context, rec string) (int64, error) { return m.last[rec], nil }
+func (m *memStore) LastVersion(_ context.Context, rec string) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.last[rec], nil
+}
+
+func (m *memStore) snapshotPuts() [][]RecordVersion {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([][]RecordVersion(nil), m.puts...)
+}
+
 func (m *memStore) Put(_ context.Context, vs []RecordVersion) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if m.failed != nil {
 		return m.failed
 	}

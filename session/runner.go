@@ -1,0 +1,474 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/happy-dev/happy/mapper"
+)
+
+// Agent is a running agent as the runner drives it. Adapters implement it
+// (Claude SDK mode, Codex app-server, ACP).
+type Agent interface {
+	// Events delivers the agent's events in order. The channel is closed
+	// when the agent has exited and nothing more will come.
+	Events() <-chan mapper.Event
+	// Prompt starts a turn with the prompt (or queues it while one runs).
+	Prompt(ctx context.Context, p Prompt) error
+	// Decide answers a permission the agent asked for: the tool call callID
+	// was announced with a ToolBlocked event carrying a PermissionRequest.
+	Decide(ctx context.Context, callID string, d Decision) error
+	// AnswerQuestion answers a question the agent asked (ToolBlocked with a
+	// QuestionRequest): per question, the selected labels.
+	AnswerQuestion(ctx context.Context, callID string, answers [][]string) error
+	// Interrupt aborts the running turn; the agent ends it with TurnEnded.
+	Interrupt(ctx context.Context) error
+	// Close stops the agent and reaps its processes.
+	Close() error
+}
+
+// Decision is what the runner tells an agent about a permission: the
+// canonical decision, the patterns an "always" covers (from the block), and
+// why (for rejections nobody typed: a rule, a timeout, a cancelled turn).
+type Decision struct {
+	Decision mapper.Decision
+	Always   []string
+	Reason   string
+}
+
+// Errors of control inputs.
+var (
+	// ErrStale: the tool call is not waiting for an answer (never was, or
+	// was answered already — the first answer wins).
+	ErrStale = errors.New("stale answer: the tool call is not waiting for one")
+	// ErrNotRunning: the runner has stopped.
+	ErrNotRunning = errors.New("session runner is not running")
+)
+
+// Control is an input from a controlling device or the local user.
+type Control interface{ isControl() }
+
+// ControlPrompt starts a turn with a prompt.
+type ControlPrompt struct {
+	Prompt Prompt
+	// Key identifies the prompt (e.g. the relay message id) so the same
+	// prompt delivered twice starts one turn; "" means always new.
+	Key   string
+	Reply chan<- error
+}
+
+// ControlAnswer answers a blocked permission.
+type ControlAnswer struct {
+	Answer Answer
+	Reply  chan<- error
+}
+
+// ControlQuestion answers a blocked question.
+type ControlQuestion struct {
+	Answer QuestionAnswer
+	Reply  chan<- error
+}
+
+// ControlAbort aborts the running turn.
+type ControlAbort struct {
+	Reply chan<- error
+}
+
+func (ControlPrompt) isControl()   {}
+func (ControlAnswer) isControl()   {}
+func (ControlQuestion) isControl() {}
+func (ControlAbort) isControl()    {}
+
+// Options configure a Runner.
+type Options struct {
+	Agent   Agent
+	Reducer *mapper.Reducer
+	// Sink sends changed records to the relay; nil runs without a relay.
+	Sink *Sink
+	// Rules are evaluated for every permission the agent asks for: allow
+	// answers at once, deny rejects at once, ask blocks the tool and waits.
+	// Runtime "always" answers are added by the reducer.
+	Rules []mapper.PermissionRule
+	// PermissionTimeout rejects a permission nobody answered in time (reason
+	// "timeout"); 0 waits forever.
+	PermissionTimeout time.Duration
+	// OneShot ends Run after the first turn ends (happy <agent> -p).
+	OneShot bool
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+	// Log receives diagnostics.
+	Log zerolog.Logger
+	// OnBus, when set, sees every bus event (terminal rendering, SSE).
+	OnBus func([]mapper.BusEvent)
+	// OnControl, when set, sees every control input before it is applied,
+	// for the traffic log (happy replay reproduces a live session).
+	OnControl func(Control)
+}
+
+// Result is how a run ended.
+type Result struct {
+	// TurnReason is the reason of the last TurnEnded (mapper.Turn*), or ""
+	// when no turn ended.
+	TurnReason string
+	// TurnError is the error text of a failed turn.
+	TurnError string
+	// AgentExited is set when the agent's event stream closed.
+	AgentExited bool
+	// Rejected counts permissions that ended rejected during the run.
+	Rejected int
+}
+
+// pending is a tool waiting for a person.
+type pending struct {
+	question bool
+	always   []string
+	deadline time.Time // zero: no timeout
+}
+
+// Runner drives one session: agent events go through the permission policy
+// into the reducer, whose changes go to the sink; control inputs go back to
+// the agent. One goroutine (Run) owns the reducer, the sink and all state.
+type Runner struct {
+	opts    Options
+	control chan Control
+	pending map[string]*pending
+	prompts map[string]bool
+	result  Result
+	inTurn  bool
+	seq     int
+}
+
+// NewRunner returns a runner; call Run to start it.
+func NewRunner(opts Options) *Runner {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Runner{opts: opts, control: make(chan Control, 64), pending: map[string]*pending{}, prompts: map[string]bool{}}
+}
+
+// Control hands a control input to the running runner. It blocks while the
+// queue is full and fails with ErrNotRunning after ctx ends.
+func (r *Runner) Control(ctx context.Context, c Control) error {
+	select {
+	case r.control <- c:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %w", ErrNotRunning, ctx.Err())
+	}
+}
+
+// Run drives the session until the agent exits, the first turn ends in
+// OneShot mode, or ctx is cancelled (then the turn is interrupted and open
+// tools are settled). Whatever happens, the sink is flushed before Run
+// returns; a flush error is returned with the result.
+func (r *Runner) Run(ctx context.Context) (Result, error) {
+	events := r.opts.Agent.Events()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		r.armTimer(timer)
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				r.result.AgentExited = true
+				if r.inTurn {
+					r.apply(&mapper.TurnEnded{Reason: mapper.TurnAgentExited})
+				}
+				r.settleAllPending(mapper.ReasonAgentExited, false)
+				return r.finish(ctx)
+			}
+			r.agentEvent(ctx, ev)
+			if r.opts.OneShot && r.result.TurnReason != "" && !r.inTurn {
+				return r.finish(ctx)
+			}
+		case c := <-r.control:
+			if r.opts.OnControl != nil {
+				r.opts.OnControl(c)
+			}
+			r.controlInput(ctx, c)
+		case <-timer.C:
+			r.expirePending()
+			if err := r.flush(ctx, false); err != nil {
+				r.opts.Log.Warn().Err(err).Msg("relay sink flush failed; will retry")
+			}
+		case <-ctx.Done():
+			r.abortTurn(context.WithoutCancel(ctx), mapper.ReasonCancelled)
+			if r.inTurn {
+				r.apply(&mapper.TurnEnded{Reason: mapper.TurnInterrupted})
+			}
+			return r.finish(context.WithoutCancel(ctx))
+		}
+		if err := r.flush(ctx, false); err != nil {
+			r.opts.Log.Warn().Err(err).Msg("relay sink flush failed; will retry")
+		}
+	}
+}
+
+// finish flushes everything and returns the result.
+func (r *Runner) finish(ctx context.Context) (Result, error) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	return r.result, r.flush(fctx, true)
+}
+
+func (r *Runner) flush(ctx context.Context, force bool) error {
+	if r.opts.Sink == nil {
+		return nil
+	}
+	now := r.opts.Now()
+	if !force {
+		due, ok := r.opts.Sink.NextDue(now)
+		if !ok || due.After(now) {
+			return nil
+		}
+	}
+	return r.opts.Sink.Flush(ctx, now, force)
+}
+
+// armTimer sets the timer to the earliest of the sink's next due time and
+// the earliest permission deadline.
+func (r *Runner) armTimer(t *time.Timer) {
+	now := r.opts.Now()
+	next := now.Add(time.Hour)
+	if r.opts.Sink != nil {
+		if due, ok := r.opts.Sink.NextDue(now); ok && due.Before(next) {
+			next = due
+		}
+	}
+	for _, p := range r.pending {
+		if !p.deadline.IsZero() && p.deadline.Before(next) {
+			next = p.deadline
+		}
+	}
+	if !t.Stop() {
+		select {
+		case <-t.C:
+		default:
+		}
+	}
+	t.Reset(max(next.Sub(now), time.Millisecond))
+}
+
+// apply folds one event into the reducer and hands its bus events on.
+func (r *Runner) apply(ev mapper.Event) []mapper.BusEvent {
+	bus := r.opts.Reducer.Apply(ev)
+	if r.opts.Sink != nil {
+		r.opts.Sink.Observe(bus)
+	}
+	if r.opts.OnBus != nil && len(bus) > 0 {
+		r.opts.OnBus(bus)
+	}
+	// Tools the reducer resolved on its own (an "always" unblocking others,
+	// a reject cascade, a settle) must be answered on the agent side too.
+	for _, b := range bus {
+		pu, ok := b.(*mapper.MessagePartUpdated)
+		if !ok {
+			continue
+		}
+		tp, ok := pu.Part.(*mapper.ToolPart)
+		if !ok {
+			continue
+		}
+		if p, waiting := r.pending[tp.CallID]; waiting && tp.State.Status != mapper.StatusBlocked {
+			delete(r.pending, tp.CallID)
+			r.answerAgentFromState(tp, p)
+		}
+	}
+	return bus
+}
+
+// answerAgentFromState tells the agent what the transcript now says about a
+// tool it was waiting on.
+func (r *Runner) answerAgentFromState(tp *mapper.ToolPart, p *pending) {
+	ctx := context.Background()
+	if p.question {
+		if tp.State.Block != nil && tp.State.Status != mapper.StatusError {
+			_ = r.opts.Agent.AnswerQuestion(ctx, tp.CallID, tp.State.Block.Answers)
+		}
+		return
+	}
+	d := Decision{Decision: mapper.DecisionReject}
+	if b := tp.State.Block; b != nil && b.Decision != "" {
+		d.Decision, d.Reason = b.Decision, b.Reason
+	}
+	if tp.State.Status == mapper.StatusRunning && d.Decision == mapper.DecisionReject {
+		d.Decision = mapper.DecisionOnce
+	}
+	if d.Decision == mapper.DecisionAlways {
+		d.Always = p.always
+	}
+	if d.Decision == mapper.DecisionReject {
+		r.result.Rejected++
+	}
+	if err := r.opts.Agent.Decide(ctx, tp.CallID, d); err != nil {
+		r.opts.Log.Warn().Err(err).Str("callID", tp.CallID).Msg("answer the agent")
+	}
+}
+
+// agentEvent handles one event from the agent.
+func (r *Runner) agentEvent(ctx context.Context, ev mapper.Event) {
+	switch e := ev.(type) {
+	case *mapper.ToolBlocked:
+		if e.Permission != nil {
+			r.permissionAsked(ctx, e)
+			return
+		}
+		r.apply(e)
+		r.pending[e.CallID] = &pending{question: true, deadline: r.deadline()}
+		return
+	case *mapper.ToolResolved:
+		// Answered inside the agent (typed in its own terminal): the first
+		// answer wins, so nothing more is sent to the agent.
+		delete(r.pending, e.CallID)
+	case *mapper.TurnStarted:
+		r.inTurn = true
+	case *mapper.TurnEnded:
+		r.inTurn = false
+		r.result.TurnReason, r.result.TurnError = e.Reason, e.Error
+		r.settleAllPending(mapper.ReasonCancelled, false)
+	}
+	r.apply(ev)
+}
+
+func (r *Runner) deadline() time.Time {
+	if r.opts.PermissionTimeout <= 0 {
+		return time.Time{}
+	}
+	return r.opts.Now().Add(r.opts.PermissionTimeout)
+}
+
+// permissionAsked applies the permission policy to a request.
+func (r *Runner) permissionAsked(ctx context.Context, e *mapper.ToolBlocked) {
+	rules := append(append([]mapper.PermissionRule(nil), r.opts.Rules...), r.opts.Reducer.RuntimeRules(r.opts.Reducer.RootID())...)
+	action := mapper.Evaluate(rules, e.Permission.Permission, e.Permission.Patterns)
+	switch action {
+	case mapper.ActionAllow:
+		if err := r.opts.Agent.Decide(ctx, e.CallID, Decision{Decision: mapper.DecisionOnce, Reason: "rule"}); err != nil {
+			r.opts.Log.Warn().Err(err).Str("callID", e.CallID).Msg("allow by rule")
+		}
+		return
+	case mapper.ActionDeny:
+		r.apply(e)
+		r.apply(&mapper.ToolResolved{CallID: e.CallID, Decision: mapper.DecisionReject, Reason: "denied by rule"})
+		r.result.Rejected++
+		if err := r.opts.Agent.Decide(ctx, e.CallID, Decision{Decision: mapper.DecisionReject, Reason: "denied by rule"}); err != nil {
+			r.opts.Log.Warn().Err(err).Str("callID", e.CallID).Msg("deny by rule")
+		}
+		return
+	}
+	r.apply(e)
+	r.pending[e.CallID] = &pending{always: e.Permission.Always, deadline: r.deadline()}
+}
+
+// controlInput handles one control input and replies to its sender.
+func (r *Runner) controlInput(ctx context.Context, c Control) {
+	switch c := c.(type) {
+	case ControlPrompt:
+		reply(c.Reply, r.prompt(ctx, c))
+	case ControlAnswer:
+		reply(c.Reply, r.answer(ctx, c.Answer))
+	case ControlQuestion:
+		p, ok := r.pending[c.Answer.CallID]
+		if !ok || !p.question {
+			reply(c.Reply, ErrStale)
+			return
+		}
+		delete(r.pending, c.Answer.CallID)
+		err := r.opts.Agent.AnswerQuestion(ctx, c.Answer.CallID, c.Answer.Answers)
+		r.apply(&mapper.ToolResolved{CallID: c.Answer.CallID, Answers: c.Answer.Answers})
+		reply(c.Reply, err)
+	case ControlAbort:
+		reply(c.Reply, r.abortTurn(ctx, mapper.ReasonCancelled))
+	}
+}
+
+func reply(ch chan<- error, err error) {
+	if ch != nil {
+		ch <- err
+	}
+}
+
+func (r *Runner) prompt(ctx context.Context, c ControlPrompt) error {
+	if c.Key != "" {
+		if r.prompts[c.Key] {
+			return nil
+		}
+		r.prompts[c.Key] = true
+	}
+	key := c.Key
+	if key == "" {
+		r.seq++
+		key = fmt.Sprintf("local-%d", r.seq)
+	}
+	if err := r.opts.Agent.Prompt(ctx, c.Prompt); err != nil {
+		return fmt.Errorf("send prompt to agent: %w", err)
+	}
+	r.apply(&mapper.UserPrompt{EventBase: mapper.EventBase{Time: r.opts.Now().UnixMilli()}, PromptID: key, Text: c.Prompt.Text, Files: c.Prompt.Files})
+	return nil
+}
+
+// answer applies a person's permission decision; the first answer wins.
+func (r *Runner) answer(ctx context.Context, a Answer) error {
+	p, ok := r.pending[a.CallID]
+	if !ok || p.question {
+		return ErrStale
+	}
+	if a.Abort {
+		return r.abortTurn(ctx, a.Reason)
+	}
+	delete(r.pending, a.CallID)
+	d := Decision{Decision: a.Decision, Reason: a.Reason}
+	if a.Decision == mapper.DecisionAlways {
+		d.Always = p.always
+	}
+	if a.Decision == mapper.DecisionReject {
+		r.result.Rejected++
+	}
+	err := r.opts.Agent.Decide(ctx, a.CallID, d)
+	r.apply(&mapper.ToolResolved{EventBase: mapper.EventBase{Time: r.opts.Now().UnixMilli()}, CallID: a.CallID, Decision: a.Decision, Reason: a.Reason})
+	return err
+}
+
+// abortTurn rejects every pending permission with reason and interrupts
+// the agent.
+func (r *Runner) abortTurn(ctx context.Context, reason string) error {
+	r.settleAllPending(reason, true)
+	if !r.inTurn {
+		return nil
+	}
+	return r.opts.Agent.Interrupt(ctx)
+}
+
+// settleAllPending answers every waiting tool with a reject for reason. The
+// transcript side is settled by the reducer at TurnEnded; when tellAgent is
+// set the agent is answered too (it is still waiting).
+func (r *Runner) settleAllPending(reason string, tellAgent bool) {
+	for id, p := range r.pending {
+		delete(r.pending, id)
+		if tellAgent && !p.question {
+			r.result.Rejected++
+			_ = r.opts.Agent.Decide(context.Background(), id, Decision{Decision: mapper.DecisionReject, Reason: reason})
+		}
+		r.apply(&mapper.ToolResolved{EventBase: mapper.EventBase{Time: r.opts.Now().UnixMilli()}, CallID: id, Decision: mapper.DecisionReject, Reason: reason})
+	}
+}
+
+// expirePending rejects permissions whose deadline passed.
+func (r *Runner) expirePending() {
+	now := r.opts.Now()
+	for id, p := range r.pending {
+		if p.deadline.IsZero() || p.deadline.After(now) {
+			continue
+		}
+		delete(r.pending, id)
+		if !p.question {
+			r.result.Rejected++
+			_ = r.opts.Agent.Decide(context.Background(), id, Decision{Decision: mapper.DecisionReject, Reason: mapper.ReasonTimeout})
+		}
+		r.apply(&mapper.ToolResolved{EventBase: mapper.EventBase{Time: now.UnixMilli()}, CallID: id, Decision: mapper.DecisionReject, Reason: mapper.ReasonTimeout})
+	}
+}

@@ -1,0 +1,334 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/happy-dev/happy/mapper"
+)
+
+// fakeAgent is a scripted agent: tests push events and read back what the
+// runner told it.
+type fakeAgent struct {
+	events chan mapper.Event
+	mu     sync.Mutex
+	calls  []string
+	// onDecide, when set, runs after Decide (in the runner goroutine).
+	onDecide func(callID string, d Decision)
+	onPrompt func(p Prompt)
+}
+
+func newFakeAgent() *fakeAgent { return &fakeAgent{events: make(chan mapper.Event, 100)} }
+
+func (a *fakeAgent) record(s string) {
+	a.mu.Lock()
+	a.calls = append(a.calls, s)
+	a.mu.Unlock()
+}
+
+func (a *fakeAgent) Calls() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.calls...)
+}
+
+func (a *fakeAgent) Events() <-chan mapper.Event { return a.events }
+func (a *fakeAgent) Prompt(_ context.Context, p Prompt) error {
+	a.record("prompt:" + p.Text)
+	if a.onPrompt != nil {
+		a.onPrompt(p)
+	}
+	return nil
+}
+func (a *fakeAgent) Decide(_ context.Context, id string, d Decision) error {
+	a.record("decide:" + id + ":" + string(d.Decision) + ":" + d.Reason)
+	if a.onDecide != nil {
+		a.onDecide(id, d)
+	}
+	return nil
+}
+func (a *fakeAgent) AnswerQuestion(_ context.Context, id string, ans [][]string) error {
+	b, _ := json.Marshal(ans)
+	a.record("answer:" + id + ":" + string(b))
+	return nil
+}
+func (a *fakeAgent) Interrupt(context.Context) error { a.record("interrupt"); return nil }
+func (a *fakeAgent) Close() error                    { return nil }
+
+func (a *fakeAgent) emit(evs ...mapper.Event) {
+	for _, e := range evs {
+		a.events <- e
+	}
+}
+
+// startTurn is what an agent emits up to a tool blocked on permission.
+func startTurn(callID, command string) []mapper.Event {
+	in, _ := json.Marshal(map[string]string{"command": command})
+	return []mapper.Event{
+		&mapper.TurnStarted{TurnID: "t1"},
+		&mapper.MessageStarted{Message: "m1"},
+		&mapper.ToolCall{Message: "m1", CallID: callID, Tool: "bash", Input: in},
+		&mapper.ToolRunning{CallID: callID},
+		&mapper.ToolBlocked{CallID: callID, Permission: &mapper.PermissionRequest{Permission: "bash", Patterns: []string{command}, Always: []string{command}}},
+	}
+}
+
+func finishTurn(callID string) []mapper.Event {
+	return []mapper.Event{
+		&mapper.ToolCompleted{CallID: callID, Output: "ok", Title: "bash"},
+		&mapper.StepFinished{Message: "m1", Finish: mapper.FinishToolCalls},
+		&mapper.TextFinal{Message: "m2", Block: "0", Text: "Done."},
+		&mapper.StepFinished{Message: "m2", Finish: mapper.FinishStop},
+		&mapper.TurnEnded{TurnID: "t1", Reason: mapper.TurnCompleted},
+	}
+}
+
+type harness struct {
+	t      *testing.T
+	agent  *fakeAgent
+	red    *mapper.Reducer
+	runner *Runner
+	store  *memStore
+	done   chan struct{}
+	res    Result
+	err    error
+}
+
+func newHarness(t *testing.T, opts Options) *harness {
+	h := &harness{t: t, agent: newFakeAgent(), red: mapper.NewReducer(mapper.Config{SessionID: "relay1", Directory: "/w"}), store: &memStore{last: map[string]int64{}}, done: make(chan struct{})}
+	opts.Agent, opts.Reducer = h.agent, h.red
+	opts.Sink = NewSink(h.store, h.red)
+	h.runner = NewRunner(opts)
+	go func() {
+		defer close(h.done)
+		h.res, h.err = h.runner.Run(context.Background())
+	}()
+	return h
+}
+
+func (h *harness) control(c Control) error {
+	h.t.Helper()
+	ch := make(chan error, 1)
+	switch v := c.(type) {
+	case ControlPrompt:
+		v.Reply = ch
+		c = v
+	case ControlAnswer:
+		v.Reply = ch
+		c = v
+	case ControlQuestion:
+		v.Reply = ch
+		c = v
+	case ControlAbort:
+		v.Reply = ch
+		c = v
+	}
+	if err := h.runner.Control(context.Background(), c); err != nil {
+		h.t.Fatal(err)
+	}
+	select {
+	case err := <-ch:
+		return err
+	case <-time.After(10 * time.Second):
+		h.t.Fatal("no reply from the runner")
+		return nil
+	}
+}
+
+func (h *harness) wait() {
+	h.t.Helper()
+	select {
+	case <-h.done:
+	case <-time.After(10 * time.Second):
+		h.t.Fatal("runner did not stop")
+	}
+}
+
+// waitCall waits until the agent saw a call.
+func (h *harness) waitCall(want string) {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, c := range h.agent.Calls() {
+			if c == want {
+				return
+			}
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	h.t.Fatalf("agent never saw %q; saw %v", want, h.agent.Calls())
+}
+
+func toolState(t *testing.T, tr mapper.Transcript, callID string) mapper.ToolState {
+	t.Helper()
+	for _, m := range tr.Messages {
+		for _, p := range m.Parts {
+			if tp, ok := p.(*mapper.ToolPart); ok && tp.CallID == callID {
+				return tp.State
+			}
+		}
+	}
+	t.Fatalf("no tool %s", callID)
+	return mapper.ToolState{}
+}
+
+func TestRunnerPermissionApprovedOnceFirstAnswerWins(t *testing.T) {
+	h := newHarness(t, Options{OneShot: true})
+	h.agent.onPrompt = func(Prompt) { go h.agent.emit(startTurn("c1", "rm x")...) }
+
+	if err := h.control(ControlPrompt{Prompt: Prompt{Text: "remove x"}}); err != nil {
+		t.Fatal(err)
+	}
+	// The tool blocks; an answer for an unknown call is stale.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := h.control(ControlAnswer{Answer: Answer{CallID: "c1", Decision: mapper.DecisionOnce}})
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrStale) || time.Now().After(deadline) {
+			t.Fatalf("answer: %v", err)
+		}
+		time.Sleep(5 * time.Millisecond) // the block has not arrived yet
+	}
+	if err := h.control(ControlAnswer{Answer: Answer{CallID: "c1", Decision: mapper.DecisionReject}}); !errors.Is(err, ErrStale) {
+		t.Fatalf("second answer: %v, want ErrStale", err)
+	}
+	h.agent.emit(finishTurn("c1")...)
+	h.wait()
+	if h.err != nil || h.res.TurnReason != mapper.TurnCompleted || h.res.Rejected != 0 {
+		t.Fatalf("result %+v, %v", h.res, h.err)
+	}
+	st := toolState(t, h.red.Transcript(), "c1")
+	if st.Status != mapper.StatusCompleted || st.Block == nil || st.Block.Decision != mapper.DecisionOnce || st.Block.DecidedAt == nil {
+		t.Fatalf("tool state %+v block %+v", st, st.Block)
+	}
+	calls := h.agent.Calls()
+	if len(calls) != 2 || calls[0] != "prompt:remove x" || calls[1] != "decide:c1:once:" {
+		t.Fatalf("agent calls %v", calls)
+	}
+	if len(h.store.puts) == 0 {
+		t.Fatal("nothing reached the relay sink")
+	}
+}
+
+func TestRunnerRulesAllowAndDeny(t *testing.T) {
+	h := newHarness(t, Options{OneShot: true, Rules: []mapper.PermissionRule{
+		{Permission: "bash", Pattern: "ls*", Action: mapper.ActionAllow},
+		{Permission: "bash", Pattern: "rm*", Action: mapper.ActionDeny},
+	}})
+	in := json.RawMessage(`{"command":"ls"}`)
+	h.agent.emit(&mapper.TurnStarted{TurnID: "t"}, &mapper.ToolCall{Message: "m", CallID: "a", Tool: "bash", Input: in}, &mapper.ToolRunning{CallID: "a"},
+		&mapper.ToolBlocked{CallID: "a", Permission: &mapper.PermissionRequest{Permission: "bash", Patterns: []string{"ls"}}},
+		&mapper.ToolCall{Message: "m", CallID: "b", Tool: "bash", Input: json.RawMessage(`{"command":"rm -rf x"}`)}, &mapper.ToolRunning{CallID: "b"},
+		&mapper.ToolBlocked{CallID: "b", Permission: &mapper.PermissionRequest{Permission: "bash", Patterns: []string{"rm -rf x"}}},
+		&mapper.ToolCompleted{CallID: "a", Output: "f", Title: "ls"},
+		&mapper.TurnEnded{Reason: mapper.TurnCompleted})
+	h.wait()
+	tr := h.red.Transcript()
+	if st := toolState(t, tr, "a"); st.Status != mapper.StatusCompleted || st.Block != nil {
+		t.Fatalf("allowed tool %+v", st)
+	}
+	if st := toolState(t, tr, "b"); st.Status != mapper.StatusError || st.Block == nil || st.Block.Decision != mapper.DecisionReject {
+		t.Fatalf("denied tool %+v", st)
+	}
+	calls := h.agent.Calls()
+	if len(calls) != 2 || calls[0] != "decide:a:once:rule" || calls[1] != "decide:b:reject:denied by rule" {
+		t.Fatalf("calls %v", calls)
+	}
+	if h.res.Rejected != 1 {
+		t.Fatalf("rejected %d", h.res.Rejected)
+	}
+}
+
+func TestRunnerPermissionTimeoutRejects(t *testing.T) {
+	h := newHarness(t, Options{OneShot: true, PermissionTimeout: 30 * time.Millisecond})
+	h.agent.onDecide = func(id string, d Decision) {
+		go h.agent.emit(&mapper.ToolFailed{CallID: id, Error: "denied"}, &mapper.TurnEnded{Reason: mapper.TurnCompleted})
+	}
+	h.agent.emit(startTurn("c9", "make deploy")...)
+	h.wait()
+	st := toolState(t, h.red.Transcript(), "c9")
+	if st.Status != mapper.StatusError || st.Block == nil || st.Block.Decision != mapper.DecisionReject || st.Block.Reason != mapper.ReasonTimeout {
+		t.Fatalf("state %+v block %+v", st, st.Block)
+	}
+	if calls := h.agent.Calls(); len(calls) != 1 || calls[0] != "decide:c9:reject:timeout" {
+		t.Fatalf("calls %v", calls)
+	}
+}
+
+func TestRunnerAgentExitSettlesOpenTools(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.agent.emit(startTurn("c1", "sleep 100")...)
+	close(h.agent.events)
+	h.wait()
+	if !h.res.AgentExited || h.res.TurnReason != "" {
+		t.Fatalf("result %+v", h.res)
+	}
+	st := toolState(t, h.red.Transcript(), "c1")
+	if st.Status != mapper.StatusError || st.Block == nil || st.Block.Reason != mapper.ReasonAgentExited {
+		t.Fatalf("state %+v block %+v", st, st.Block)
+	}
+	for _, m := range h.red.Transcript().Messages {
+		if am, ok := m.Info.(*mapper.AssistantMessage); ok && am.Time.Completed == nil {
+			t.Fatalf("assistant message %s left open", am.ID)
+		}
+	}
+}
+
+func TestRunnerAbortRejectsPendingAndInterrupts(t *testing.T) {
+	h := newHarness(t, Options{OneShot: true})
+	h.agent.emit(startTurn("c1", "rm y")...)
+	h.waitBlocked("c1")
+	if err := h.control(ControlAbort{}); err != nil {
+		t.Fatal(err)
+	}
+	h.agent.emit(&mapper.TurnEnded{Reason: mapper.TurnInterrupted})
+	h.wait()
+	calls := h.agent.Calls()
+	if len(calls) != 2 || calls[0] != "decide:c1:reject:cancelled" || calls[1] != "interrupt" {
+		t.Fatalf("calls %v", calls)
+	}
+	if h.res.TurnReason != mapper.TurnInterrupted {
+		t.Fatalf("result %+v", h.res)
+	}
+}
+
+// waitBlocked waits until the relay sink has written the tool as blocked.
+func (h *harness) waitBlocked(callID string) {
+	h.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if h.blockedSeen(callID) {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	h.t.Fatalf("tool %s never blocked", callID)
+}
+
+func (h *harness) blockedSeen(callID string) bool {
+	for _, put := range h.store.snapshotPuts() {
+		for _, v := range put {
+			var env struct {
+				Parts []struct {
+					CallID string `json:"callID"`
+					State  struct {
+						Status string `json:"status"`
+					} `json:"state"`
+				} `json:"parts"`
+			}
+			_ = json.Unmarshal(v.Plaintext, &env)
+			for _, p := range env.Parts {
+				if p.CallID == callID && p.State.Status == "blocked" {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
