@@ -28,7 +28,9 @@ func TestRPCForwarding(t *testing.T) {
 
 	// Forwarded with ack: the callee's ack value comes back as result.
 	done := make(chan map[string]any, 1)
-	go func() { done <- call(t, app, "rpc-call", map[string]any{"method": sid + ":bash", "params": "b64-ciphertext"}) }()
+	go func() {
+		done <- call(t, app, "rpc-call", map[string]any{"method": sid + ":bash", "params": "b64-ciphertext"})
+	}()
 	req := calleeIn.next()
 	eq(t, "request name", req.name, "rpc-request")
 	eq(t, "request", obj(t, req.args[0]), map[string]any{"method": sid + ":bash", "params": "b64-ciphertext"})
@@ -59,7 +61,9 @@ func TestRPCForwarding(t *testing.T) {
 	// Registered during the grace window: the call goes through.
 	daemon := machineSocket(t, r.URL, a.token, "m1")
 	din := listen(t, daemon, "rpc-registered", "rpc-request")
-	go func() { done <- call(t, app, "rpc-call", map[string]any{"method": "m1:spawn-happy-session", "params": "p"}) }()
+	go func() {
+		done <- call(t, app, "rpc-call", map[string]any{"method": "m1:spawn-happy-session", "params": "p"})
+	}()
 	time.Sleep(100 * time.Millisecond)
 	_ = daemon.Emit("rpc-register", map[string]any{"method": "m1:spawn-happy-session"})
 	din.nextObj("rpc-registered")
@@ -69,7 +73,9 @@ func TestRPCForwarding(t *testing.T) {
 	eq(t, "late reply", <-done, map[string]any{"ok": true, "result": map[string]any{"any": "json"}})
 
 	// Target disconnects while a call waits.
-	go func() { done <- call(t, app, "rpc-call", map[string]any{"method": "m1:spawn-happy-session", "params": "p"}) }()
+	go func() {
+		done <- call(t, app, "rpc-call", map[string]any{"method": "m1:spawn-happy-session", "params": "p"})
+	}()
 	din.nextObj("rpc-request")
 	_ = daemon.Close()
 	eq(t, "disconnected", <-done, map[string]any{"ok": false, "error": "RPC target disconnected"})

@@ -1,0 +1,325 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/happy-dev/happy/internal/sio"
+)
+
+// The test binary doubles as a child process for the durability test and
+// the benchmarks: HAPPY_SERVER_TEST_CHILD=relay runs a relay, =clients runs
+// Socket.IO clients.
+const childEnv = "HAPPY_SERVER_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(childEnv) {
+	case "relay":
+		os.Exit(childRelay())
+	case "clients":
+		os.Exit(childClients())
+	}
+	os.Exit(m.Run())
+}
+
+// childRelay serves a relay on a loopback port from HAPPY_SERVER_TEST_DIR
+// and prints "LISTEN <addr>"; it runs until killed or stdin closes.
+func childRelay() int {
+	srv, err := New(Config{DataDir: os.Getenv("HAPPY_SERVER_TEST_DIR"), Synchronous: os.Getenv("HAPPY_SERVER_TEST_SYNC"), Logger: zerolog.Nop()})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Printf("LISTEN %s\n", l.Addr())
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { _, _ = io.Copy(io.Discard, os.Stdin); cancel() }()
+	_ = srv.Serve(ctx, l)
+	_ = srv.Close()
+	return 0
+}
+
+// childClients connects HAPPY_SERVER_TEST_N session-scoped sockets and, for
+// each new-message seq that all of them received, prints
+// "GOT <seq> <unix ns of the last receipt>". It prints "READY" once all are
+// connected and exits when stdin closes.
+func childClients() int {
+	url, token, sid := os.Getenv("HAPPY_SERVER_TEST_URL"), os.Getenv("HAPPY_SERVER_TEST_TOKEN"), os.Getenv("HAPPY_SERVER_TEST_SID")
+	n, _ := strconv.Atoi(os.Getenv("HAPPY_SERVER_TEST_N"))
+	var mu sync.Mutex
+	counts := map[float64]int{}
+	out := bufio.NewWriter(os.Stdout)
+	var clients []*sio.Client
+	for i := 0; i < n; i++ {
+		c, err := sio.Dial(context.Background(), url, sio.Options{Auth: map[string]any{"token": token, "clientType": "session-scoped", "sessionId": sid}})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "dial:", err)
+			return 1
+		}
+		c.On("update", func(args []any, _ func(...any)) {
+			now := time.Now().UnixNano()
+			u, _ := args[0].(map[string]any)
+			body, _ := u["body"].(map[string]any)
+			msg, _ := body["message"].(map[string]any)
+			seq, _ := msg["seq"].(float64)
+			mu.Lock()
+			counts[seq]++
+			if counts[seq] == n {
+				delete(counts, seq)
+				fmt.Fprintf(out, "GOT %d %d\n", int64(seq), now)
+				_ = out.Flush()
+			}
+			mu.Unlock()
+		})
+		clients = append(clients, c)
+	}
+	mu.Lock()
+	fmt.Fprintln(out, "READY")
+	_ = out.Flush()
+	mu.Unlock()
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	for _, c := range clients {
+		_ = c.Close()
+	}
+	return 0
+}
+
+// child is a running child process of the test binary.
+type child struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	lines *bufio.Scanner
+}
+
+func startChild(tb testing.TB, mode string, env ...string) *child {
+	tb.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(append(os.Environ(), childEnv+"="+mode), env...)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatalf("start child %s: %v", mode, err)
+	}
+	c := &child{cmd: cmd, stdin: stdin, lines: bufio.NewScanner(stdout)}
+	tb.Cleanup(func() {
+		_ = stdin.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return c
+}
+
+func (c *child) line(tb testing.TB) string {
+	tb.Helper()
+	if !c.lines.Scan() {
+		tb.Fatalf("child ended: %v", c.lines.Err())
+	}
+	return c.lines.Text()
+}
+
+// startRelayChild runs a relay process on dir and returns its base URL.
+func startRelayChild(tb testing.TB, dir, sync string) (*child, string) {
+	tb.Helper()
+	c := startChild(tb, "relay", "HAPPY_SERVER_TEST_DIR="+dir, "HAPPY_SERVER_TEST_SYNC="+sync)
+	l := c.line(tb)
+	addr, ok := strings.CutPrefix(l, "LISTEN ")
+	if !ok {
+		tb.Fatalf("relay child said %q", l)
+	}
+	return c, "http://" + addr
+}
+
+// httpJSON sends a JSON request and decodes a JSON answer into out.
+func httpJSON(ctx context.Context, cl *http.Client, method, url, token string, body, out any) (int, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := cl.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return resp.StatusCode, err
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			return resp.StatusCode, fmt.Errorf("decode %q: %w", b, err)
+		}
+	}
+	return resp.StatusCode, nil
+}
+
+// newTestAccount creates an account through POST /v1/auth and returns its token.
+func newTestAccount(tb testing.TB, base string) string {
+	tb.Helper()
+	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+	ch := make([]byte, 32)
+	_, _ = rand.Read(ch)
+	b64 := base64.StdEncoding.EncodeToString
+	var out struct{ Token string }
+	st, err := httpJSON(context.Background(), http.DefaultClient, "POST", base+"/v1/auth", "", map[string]string{"publicKey": b64(pub), "challenge": b64(ch), "signature": b64(ed25519.Sign(priv, ch))}, &out)
+	if err != nil || st != 200 || out.Token == "" {
+		tb.Fatalf("create account: %d %v", st, err)
+	}
+	return out.Token
+}
+
+func newTestSession(tb testing.TB, base, token, tag string) string {
+	tb.Helper()
+	var out struct{ Session struct{ ID string } }
+	st, err := httpJSON(context.Background(), http.DefaultClient, "POST", base+"/v1/sessions", token, map[string]any{"tag": tag, "metadata": "m"}, &out)
+	if err != nil || st != 200 {
+		tb.Fatalf("create session: %d %v", st, err)
+	}
+	return out.Session.ID
+}
+
+type sentMessage struct {
+	LocalID string `json:"localId"`
+	Content string `json:"content"`
+}
+
+type ackedRow struct {
+	ID      string `json:"id"`
+	Seq     int64  `json:"seq"`
+	LocalID string `json:"localId"`
+}
+
+// TestDurabilityKill9: messages the relay acknowledged survive kill -9 of
+// the relay process, with their seqs and contents.
+func TestDurabilityKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	dir := t.TempDir()
+	c, base := startRelayChild(t, dir, "NORMAL")
+	token := newTestAccount(t, base)
+	sid := newTestSession(t, base, token, "durable")
+
+	var mu sync.Mutex
+	acked := map[string]ackedRow{}
+	content := func(lid string) string { return "ct-" + lid + "-" + strings.Repeat("q", 200) }
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			cl := &http.Client{}
+			for b := 0; ctx.Err() == nil; b++ {
+				batch := make([]sentMessage, 20)
+				for i := range batch {
+					lid := fmt.Sprintf("w%d-b%d-%d", w, b, i)
+					batch[i] = sentMessage{LocalID: lid, Content: content(lid)}
+				}
+				var out struct{ Messages []ackedRow }
+				st, err := httpJSON(ctx, cl, "POST", base+"/v3/sessions/"+sid+"/messages", token, map[string]any{"messages": batch}, &out)
+				if err != nil || st != 200 {
+					return // the relay died mid-request: not acknowledged
+				}
+				mu.Lock()
+				for _, r := range out.Messages {
+					acked[r.LocalID] = r
+				}
+				mu.Unlock()
+			}
+		}(w)
+	}
+	time.Sleep(700 * time.Millisecond)
+	if err := c.cmd.Process.Kill(); err != nil { // SIGKILL
+		t.Fatal(err)
+	}
+	_ = c.cmd.Wait()
+	cancel()
+	wg.Wait()
+	mu.Lock()
+	n := len(acked)
+	mu.Unlock()
+	if n < 100 {
+		t.Fatalf("only %d messages acknowledged before the kill", n)
+	}
+
+	_, base2 := startRelayChild(t, dir, "NORMAL")
+	got := map[string]wireMessage{}
+	for after := int64(0); ; {
+		var page struct {
+			Messages []wireMessage
+			HasMore  bool
+		}
+		st, err := httpJSON(context.Background(), http.DefaultClient, "GET", fmt.Sprintf("%s/v3/sessions/%s/messages?after_seq=%d&limit=500", base2, sid, after), token, nil, &page)
+		if err != nil || st != 200 {
+			t.Fatalf("read after restart: %d %v", st, err)
+		}
+		for _, m := range page.Messages {
+			got[*m.LocalID] = m
+			after = m.Seq
+		}
+		if !page.HasMore {
+			break
+		}
+	}
+	for lid, r := range acked {
+		m, ok := got[lid]
+		if !ok {
+			t.Fatalf("acknowledged message %s (seq %d) lost", lid, r.Seq)
+		}
+		if m.Seq != r.Seq || m.ID != r.ID || m.Content.C != content(lid) {
+			t.Fatalf("message %s after restart: seq %d id %s, want seq %d id %s (content ok: %v)", lid, m.Seq, m.ID, r.Seq, r.ID, m.Content.C == content(lid))
+		}
+	}
+	// Seqs stay gapless from 1.
+	seqs := map[int64]bool{}
+	for _, m := range got {
+		seqs[m.Seq] = true
+	}
+	for i := int64(1); i <= int64(len(got)); i++ {
+		if !seqs[i] {
+			t.Fatalf("seq %d missing among %d stored messages", i, len(got))
+		}
+	}
+	t.Logf("%d acknowledged, %d stored after kill -9", n, len(got))
+}
