@@ -1,0 +1,206 @@
+// Package embedded starts and stops the local relay that happy uses when no
+// relay is configured (DESIGN.md "Relay default"): `happy server` on
+// loopback, in the background, with its data under the home folder.
+//
+// The server runs detached in its own session (it outlives the command that
+// started it) and its pid is kept in <home>/server/embedded.pid. Its output
+// goes to a log file under <home>/logs.
+package embedded
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/happy-dev/happy/internal/home"
+)
+
+// PIDFile is the name of the pid file inside <home>/server.
+const PIDFile = "embedded.pid"
+
+// ErrPortTaken is returned when the relay's address answers, but not as a
+// happy relay: something else listens there.
+var ErrPortTaken = errors.New("the local relay address is used by another program")
+
+// Options say where the relay runs and how to start it.
+type Options struct {
+	Home home.Dir
+	// URL is the relay URL, an http://127.0.0.1:PORT (or localhost) URL.
+	URL string
+	// Exe is the happy binary to start as `Exe server …` (os.Executable
+	// when empty).
+	Exe string
+	// StartTimeout bounds the wait for /health after start (10 s when 0).
+	StartTimeout time.Duration
+	// Now is the clock for log file names (time.Now when nil).
+	Now func() time.Time
+}
+
+// Healthy reports whether a happy relay answers GET <url>/health with
+// {"status":"ok"}. A different answer from a listening program yields
+// ErrPortTaken; nothing listening yields false and no error.
+func Healthy(ctx context.Context, baseURL string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(baseURL, "/")+"/health", nil)
+	if err != nil {
+		return false, fmt.Errorf("embedded relay: health request: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false, nil
+	}
+	defer resp.Body.Close()
+	var h struct {
+		Status string `json:"status"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&h) != nil || h.Status != "ok" {
+		return false, fmt.Errorf("%w (%s answered /health with HTTP %d)", ErrPortTaken, baseURL, resp.StatusCode)
+	}
+	return true, nil
+}
+
+// listenAddr checks that u is a loopback http URL and returns host:port.
+func listenAddr(u string) (string, error) {
+	pu, err := url.Parse(u)
+	if err != nil || pu.Scheme != "http" || pu.Host == "" {
+		return "", fmt.Errorf("embedded relay: %q is not an http:// URL", u)
+	}
+	host, port := pu.Hostname(), pu.Port()
+	if port == "" {
+		port = "80"
+	}
+	if host == "localhost" {
+		host = "127.0.0.1"
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return "", fmt.Errorf("embedded relay: %q is not a loopback address; start a relay there yourself with happy server", u)
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// Ensure makes sure the local relay answers at opts.URL: it returns at once
+// when one does, else starts `happy server` in the background and waits for
+// it. It returns whether it started one.
+func Ensure(ctx context.Context, opts Options) (started bool, err error) {
+	addr, err := listenAddr(opts.URL)
+	if err != nil {
+		return false, err
+	}
+	if ok, err := Healthy(ctx, opts.URL); ok || err != nil {
+		return false, err
+	}
+	exe := opts.Exe
+	if exe == "" {
+		if exe, err = os.Executable(); err != nil {
+			return false, fmt.Errorf("embedded relay: find the happy binary: %w", err)
+		}
+	}
+	now := time.Now
+	if opts.Now != nil {
+		now = opts.Now
+	}
+	dataDir := opts.Home.Server()
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return false, fmt.Errorf("embedded relay: create %s: %w", dataDir, err)
+	}
+	if err := os.MkdirAll(opts.Home.Logs(), 0o700); err != nil {
+		return false, fmt.Errorf("embedded relay: create %s: %w", opts.Home.Logs(), err)
+	}
+	logPath := filepath.Join(opts.Home.Logs(), now().UTC().Format("20060102T150405.000Z")+"-embedded-server.out")
+	out, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return false, fmt.Errorf("embedded relay: open %s: %w", logPath, err)
+	}
+	defer out.Close()
+	cmd := exec.Command(exe, "server", "--listen", addr, "--data", dataDir)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Env = append(os.Environ(), home.EnvHomeDir+"="+opts.Home.Path())
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // outlives us, no terminal signals
+	if err := cmd.Start(); err != nil {
+		return false, fmt.Errorf("embedded relay: start %s server: %w", exe, err)
+	}
+	pid := cmd.Process.Pid
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	if err := os.WriteFile(filepath.Join(dataDir, PIDFile), []byte(strconv.Itoa(pid)+"\n"), 0o600); err != nil {
+		_ = cmd.Process.Kill()
+		return false, fmt.Errorf("embedded relay: write pid file: %w", err)
+	}
+	timeout := opts.StartTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-exited:
+			_ = os.Remove(filepath.Join(dataDir, PIDFile))
+			return false, fmt.Errorf("embedded relay: happy server exited before answering (%v); see %s", err, logPath)
+		case <-deadline.C:
+			_ = cmd.Process.Kill()
+			return false, fmt.Errorf("embedded relay: no answer at %s after %s; see %s", opts.URL, timeout, logPath)
+		case <-ctx.Done():
+			_ = cmd.Process.Kill()
+			return false, ctx.Err()
+		case <-tick.C:
+			if ok, err := Healthy(ctx, opts.URL); err != nil {
+				_ = cmd.Process.Kill()
+				return false, err
+			} else if ok {
+				_ = cmd.Process.Release()
+				return true, nil
+			}
+		}
+	}
+}
+
+// Stop ends the local relay started by Ensure for h (SIGTERM, then SIGKILL
+// after wait) and removes its pid file. It returns false when none runs.
+func Stop(h home.Dir, wait time.Duration) (bool, error) {
+	pidPath := filepath.Join(h.Server(), PIDFile)
+	b, err := os.ReadFile(pidPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("embedded relay: read %s: %w", pidPath, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 1 {
+		_ = os.Remove(pidPath)
+		return false, fmt.Errorf("embedded relay: %s holds no pid", pidPath)
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		_ = os.Remove(pidPath)
+		if errors.Is(err, syscall.ESRCH) {
+			return false, nil
+		}
+		return false, fmt.Errorf("embedded relay: stop pid %d: %w", pid, err)
+	}
+	deadline := time.Now().Add(wait)
+	for time.Now().Before(deadline) {
+		if syscall.Kill(pid, 0) != nil {
+			_ = os.Remove(pidPath)
+			return true, nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	_ = os.Remove(pidPath)
+	return true, nil
+}
