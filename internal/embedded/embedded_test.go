@@ -94,4 +94,3 @@ func TestEnsureReportsAServerThatDies(t *testing.T) {
 		t.Fatal("pid file left behind")
 	}
 }
-
