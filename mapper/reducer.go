@@ -29,10 +29,9 @@ type Config struct {
 	// SessionInfo or MessageStarted says otherwise.
 	ProviderID string
 	ModelID    string
-	// Rules are the permission rules of the session (config files, then
-	// flags), in order. They become the root session's permission list and,
-	// with the runtime "always" rules, decide which blocked tools an
-	// "always" answer unblocks.
+	// Rules are the configured permission rules (config files, then
+	// flags), in order. With a session's runtime "always" rules they decide
+	// which other blocked tools an "always" answer unblocks (Ruleset).
 	Rules []PermissionRule
 	// Source is the Dropped.Source of events the reducer refuses; "" means
 	// "mapper".
@@ -61,7 +60,6 @@ type Reducer struct {
 	sessions map[string]*redSession // by event session key ("" = root)
 	msgs     map[string]*redMessage // by message id
 	byID     map[string]*redSession // by canonical session id
-	runtime  []PermissionRule       // "always" answers, in order
 	out      []BusEvent             // bus events of the event being applied
 	cur      Event                  // the event being applied
 }
@@ -82,11 +80,13 @@ type redSession struct {
 	blocked   map[*redTool]struct{}  // tools blocked
 	openMsgs  map[*redMessage]struct{}
 	turns     map[string]bool // turn id → ended
-	busy      bool
+	status    SessionStatusType
 	todos     []Todo
 	dropped   []Dropped
-	dropSeen  map[Dropped]struct{}
-	links     map[string]string // call id → child session id, for a subagent announced before its tool
+	dropSeen  map[Dropped]struct{} // DroppedInput records with a line number
+	refused   map[string]struct{}  // the reducer's own refusals
+	links     map[string]string    // call id → child session id, for a subagent announced before its tool
+	rules     Ruleset              // configured rules and this session's "always" answers
 	agent     string
 	provider  string
 	model     string
@@ -104,6 +104,7 @@ type redMessage struct {
 	blocks map[string]*redBlock // text/reasoning blocks, compaction and retry parts by identity
 	tail   *redBlock            // the text or reasoning block created last
 	closed bool
+	tools  int // tool parts
 	// resultSeen is set when a tool of this message reported its result:
 	// output for Message "" then opens the next step.
 	resultSeen bool
@@ -135,7 +136,6 @@ func NewReducer(cfg Config) *Reducer {
 	root.info.ProjectID = cfg.ProjectID
 	root.info.Directory = cfg.Directory
 	root.info.Title = cfg.Title
-	root.info.Permission = slices.Clone(cfg.Rules)
 	root.agent, root.provider, root.model, root.cwd = cfg.Agent, cfg.ProviderID, cfg.ModelID, cfg.Directory
 	r.root = root
 	r.byID[root.info.ID] = root
@@ -154,7 +154,9 @@ func (r *Reducer) newSession(key string, parent *redSession) *redSession {
 		openMsgs:  map[*redMessage]struct{}{},
 		turns:     map[string]bool{},
 		dropSeen:  map[Dropped]struct{}{},
+		refused:   map[string]struct{}{},
 		links:     map[string]string{},
+		rules:     Ruleset{Config: r.cfg.Rules},
 	}
 	r.sessions[key] = s
 	if parent != nil {
@@ -197,8 +199,18 @@ func (r *Reducer) Apply(ev Event) []BusEvent {
 		}
 		return r.flush()
 	}
+	if s.info.Time.Created == 0 {
+		s.info.Time.Created = t // the stream carried no time before
+	}
 	if t > s.info.Time.Updated {
 		s.info.Time.Updated = t
+	}
+	if s.status == SessionRetry {
+		switch ev.(type) {
+		case *Retry, *TurnEnded, *SubagentEnded, *DroppedInput:
+		default:
+			r.setStatus(s, SessionBusy) // the retried call is answering
+		}
 	}
 	switch e := ev.(type) {
 	case *SessionInfo:
@@ -300,14 +312,20 @@ func (r *Reducer) openChild(parent *redSession, key, title string, t int64) *red
 	return s
 }
 
-// drop records a refusal of the event being applied.
+// drop records a refusal of the event being applied. The same event
+// refused again for the same reason is one refusal (events are upserts).
 func (r *Reducer) drop(s *redSession, reason DropReason, detail string) {
 	d := Dropped{Source: r.cfg.Source, Kind: EventName(r.cur), Reason: reason, Detail: detail}
+	var raw []byte
 	if !isNilEvent(r.cur) {
-		if raw, err := EncodeEvent(r.cur); err == nil {
-			d.Raw = rdCutUTF8(string(raw), droppedRawMax)
-		}
+		raw, _ = EncodeEvent(r.cur)
+		d.Raw = rdCutUTF8(string(raw), droppedRawMax)
 	}
+	key := string(reason) + "\x00" + detail + "\x00" + string(raw)
+	if _, seen := s.refused[key]; seen {
+		return
+	}
+	s.refused[key] = struct{}{}
 	s.dropped = append(s.dropped, d)
 }
 
@@ -341,15 +359,23 @@ func (r *Reducer) sessionInfo(s *redSession, e *SessionInfo) {
 }
 
 func (r *Reducer) setBusy(s *redSession, busy bool) {
-	if s.busy == busy {
+	if busy {
+		r.setStatus(s, SessionBusy)
+	} else {
+		r.setStatus(s, SessionIdle)
+	}
+}
+
+// setStatus publishes session.status when the session's state changes
+// (a retry always, since its attempt changes).
+func (r *Reducer) setStatus(s *redSession, st SessionStatusType) {
+	if s.status == st && st != SessionRetry {
 		return
 	}
-	s.busy = busy
-	st := SessionIdle
-	if busy {
-		st = SessionBusy
+	s.status = st
+	if st != SessionRetry {
+		r.emit(&SessionStatus{SessionID: s.info.ID, Status: SessionStatusInfo{Type: st}})
 	}
-	r.emit(&SessionStatus{SessionID: s.info.ID, Status: SessionStatusInfo{Type: st}})
 }
 
 func (r *Reducer) turnStarted(s *redSession, e *TurnStarted) {
@@ -636,16 +662,15 @@ func (r *Reducer) messageStarted(s *redSession, e *MessageStarted, t int64) {
 }
 
 // derivedFinish is the finish of a step that ended without saying why:
-// error when it carries one, tool-calls when it ends with a tool call,
-// else stop.
+// error when it carries one, tool-calls when it called a tool (text after
+// a call in the same step was written before the results came back), else
+// stop.
 func (m *redMessage) derivedFinish() string {
 	if m.asst != nil && m.asst.Error != nil {
 		return FinishError
 	}
-	if n := len(m.parts); n > 0 {
-		if _, ok := m.parts[n-1].(*ToolPart); ok {
-			return FinishToolCalls
-		}
+	if m.tools > 0 {
+		return FinishToolCalls
 	}
 	return FinishStop
 }
@@ -842,6 +867,7 @@ func (r *Reducer) retry(s *redSession, e *Retry, t int64) {
 	m.blocks[key] = &redBlock{final: true}
 	m.parts = append(m.parts, rp)
 	r.emitPart(rp)
+	s.status = SessionRetry
 	r.emit(&SessionStatus{SessionID: s.info.ID, Status: SessionStatusInfo{Type: SessionRetry, Attempt: e.Attempt, Message: apiErr.Data.Message}})
 }
 

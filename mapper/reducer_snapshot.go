@@ -107,9 +107,14 @@ func (r *Reducer) Todos(sessionID string) []Todo {
 	return []Todo{}
 }
 
-// RuntimeRules returns the permission rules added by "always" answers, in
-// the order they were added.
-func (r *Reducer) RuntimeRules() []PermissionRule { return slices.Clone(r.runtime) }
+// RuntimeRules returns the permission rules added by "always" answers in a
+// session (by canonical id), in the order they were added.
+func (r *Reducer) RuntimeRules(sessionID string) []PermissionRule {
+	if s := r.byID[sessionID]; s != nil {
+		return slices.Clone(s.rules.Runtime)
+	}
+	return nil
+}
 
 // Transcript returns the whole transcript document: the root session, its
 // messages in order of creation, its child sessions (each a Transcript,

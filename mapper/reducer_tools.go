@@ -23,6 +23,10 @@ type redTool struct {
 	// seen holds the identities of the blocks already applied, so a
 	// re-delivered ToolBlocked does not block the tool again.
 	seen map[string]struct{}
+	// settled is set when the reducer itself ended the tool (a rejection,
+	// a cascade, a turn that ended): the agent's own failure report that
+	// follows is then no news.
+	settled bool
 }
 
 // redSortedTools returns the tools of set in order of creation.
@@ -102,6 +106,7 @@ func (r *Reducer) newTool(s *redSession, msgKey, callID, tool, title string, inp
 		delete(s.links, callID)
 	}
 	m.parts = append(m.parts, tl.part)
+	m.tools++
 	s.tools[callID] = tl
 	s.open[tl] = struct{}{}
 	r.emitTool(tl)
@@ -329,7 +334,11 @@ func (r *Reducer) toolResolved(s *redSession, e *ToolResolved, t int64) {
 			redAnswersEqual(b.Answers, e.Answers) {
 			return // the same answer again
 		}
-		r.refuse(s, tl, &TransitionError{From: cur.Status, Reason: "only a blocked tool takes an answer"})
+		to := StatusRunning
+		if e.Decision == DecisionReject {
+			to = StatusError
+		}
+		r.refuse(s, tl, &TransitionError{From: cur.Status, To: to, Reason: "only a blocked tool takes an answer"})
 		return
 	}
 	blk := cur.Block
@@ -367,6 +376,7 @@ func (r *Reducer) toolResolved(s *redSession, e *ToolResolved, t int64) {
 	if !r.move(s, tl, next) {
 		return
 	}
+	tl.settled = next.Status == StatusError
 	switch {
 	case e.Decision == DecisionReject && e.Reason == "":
 		// A person said no: every other request of the session goes too.
@@ -410,44 +420,39 @@ func (r *Reducer) settleTool(s *redSession, tl *redTool, reason string, t int64)
 	if tl.part.State.Status == StatusPending {
 		next.Metadata = tl.meta
 	}
-	r.move(s, tl, next)
+	tl.settled = r.move(s, tl, next)
 }
 
 // cascadeReject rejects every other blocked tool of s after a person
 // rejected one (seed 001: reject cascades within the session); they are
-// resolved with reason cancelled.
-func (r *Reducer) cascadeReject(s *redSession, except *redTool, t int64) {
+// resolved with reason cancelled. Tools blocked on a question go too: the
+// agent stops after a rejection, so nobody would read the answer.
+func (r *Reducer) cascadeReject(s *redSession, rejected *redTool, t int64) {
+	var blocked []BlockedTool
 	for _, tl := range redSortedTools(s.blocked) {
-		if tl == except {
-			continue
-		}
+		blocked = append(blocked, BlockedTool{CallID: tl.part.CallID})
+	}
+	for _, callID := range RejectCascade(rejected.part.CallID, blocked) {
+		tl := s.tools[callID]
 		next, err := tl.part.State.Decide(DecisionReject, t, ReasonCancelled)
 		if err != nil {
 			r.refuse(s, tl, err)
 			continue
 		}
-		r.move(s, tl, next)
+		tl.settled = r.move(s, tl, next)
 	}
 }
 
-// always adds the runtime rules of an "always" answer and unblocks, with
-// decision always, every other blocked permission of the session that the
-// rules now allow.
+// always adds the runtime rules of an "always" answer to the session's
+// ruleset and unblocks, with decision always, every other blocked permission
+// of the session that the ruleset now allows.
 func (r *Reducer) always(s *redSession, tl *redTool, res *Block, t int64) {
-	for _, p := range res.Always {
-		rule := PermissionRule{Permission: res.Permission, Pattern: p, Action: ActionAllow}
-		if !slices.Contains(r.runtime, rule) {
-			r.runtime = append(r.runtime, rule)
-		}
+	if _, err := s.rules.Always(res); err != nil {
+		r.drop(s, DropInvalidField, "always: "+err.Error())
+		return
 	}
-	for _, other := range redSortedTools(s.blocked) {
-		if other == tl {
-			continue
-		}
-		b := other.part.State.Block
-		if b.Type != BlockPermission || !r.allowedAll(b.Permission, b.Patterns) {
-			continue
-		}
+	for _, callID := range s.rules.Unblocked(s.blockedTools(tl)) {
+		other := s.tools[callID]
 		next, err := other.part.State.Decide(DecisionAlways, t, "")
 		if err != nil {
 			r.refuse(s, other, err)
@@ -457,18 +462,16 @@ func (r *Reducer) always(s *redSession, tl *redTool, res *Block, t int64) {
 	}
 }
 
-// allowedAll reports whether the configured and runtime rules allow every
-// pattern (and there is at least one).
-func (r *Reducer) allowedAll(permission string, patterns []string) bool {
-	if len(patterns) == 0 {
-		return false
-	}
-	for _, p := range patterns {
-		if redEvaluate(permission, p, r.cfg.Rules, r.runtime) != ActionAllow {
-			return false
+// blockedTools lists the session's tools blocked on a permission, in order
+// of creation, except one.
+func (s *redSession) blockedTools(except *redTool) []BlockedTool {
+	var out []BlockedTool
+	for _, tl := range redSortedTools(s.blocked) {
+		if b := tl.part.State.Block; tl != except && b.Type == BlockPermission {
+			out = append(out, BlockedTool{CallID: tl.part.CallID, Permission: b.Permission, Patterns: b.Patterns})
 		}
 	}
-	return true
+	return out
 }
 
 func (r *Reducer) toolCompleted(s *redSession, e *ToolCompleted, t int64) {
@@ -524,8 +527,8 @@ func (r *Reducer) toolFailed(s *redSession, e *ToolFailed, t int64) {
 		msg = "tool failed"
 	}
 	cur := tl.part.State
-	if cur.Status == StatusError && cur.Error == msg {
-		return // the same failure again
+	if cur.Status == StatusError && (cur.Error == msg || tl.settled) {
+		return // the same failure again, or the agent confirming a rejection
 	}
 	meta := redMerge(tl.meta, e.Metadata)
 	var next ToolState
@@ -565,45 +568,4 @@ func (r *Reducer) linkChild(s *redSession, tl *redTool, childID string) {
 		next.Metadata = redMerge(cur.Metadata, Object{"sessionId": childID})
 		r.move(s, tl, next)
 	}
-}
-
-// redEvaluate returns the action of the last rule (configured, then
-// runtime) whose permission and pattern match, ActionAsk when none does.
-func redEvaluate(permission, pattern string, ruleSets ...[]PermissionRule) Action {
-	act := ActionAsk
-	for _, rules := range ruleSets {
-		for _, rl := range rules {
-			if redGlob(rl.Permission, permission) && redGlob(rl.Pattern, pattern) {
-				act = rl.Action
-			}
-		}
-	}
-	return act
-}
-
-// redGlob matches s against a glob where * is any run of characters and ?
-// any one character.
-func redGlob(glob, s string) bool {
-	gi, si := 0, 0
-	star, mark := -1, 0
-	for si < len(s) {
-		switch {
-		case gi < len(glob) && (glob[gi] == '?' || glob[gi] == s[si]):
-			gi++
-			si++
-		case gi < len(glob) && glob[gi] == '*':
-			star, mark = gi, si
-			gi++
-		case star >= 0:
-			gi = star + 1
-			mark++
-			si = mark
-		default:
-			return false
-		}
-	}
-	for gi < len(glob) && glob[gi] == '*' {
-		gi++
-	}
-	return gi == len(glob)
 }
