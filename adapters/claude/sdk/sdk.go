@@ -1,0 +1,933 @@
+// Package sdk drives Claude Code in remote (SDK) mode: the CLI started with
+// stream-json on stdin and stdout and its permission prompts routed to us,
+//
+//	claude --input-format stream-json --output-format stream-json --verbose \
+//	       --permission-prompt-tool stdio --include-partial-messages [args…]
+//
+// and the SDK control protocol on top of those pipes (one JSON object per
+// line each way):
+//
+//	us → CLI   {"type":"control_request","request_id":ID,"request":{"subtype":"initialize"|"interrupt"|"set_permission_mode",…}}
+//	CLI → us   {"type":"control_response","response":{"subtype":"success"|"error","request_id":ID,"response":…,"error":…}}
+//	CLI → us   {"type":"control_request","request_id":ID,"request":{"subtype":"can_use_tool","tool_name",…}}
+//	us → CLI   {"type":"control_response","response":{"subtype":"success","request_id":ID,"response":{"behavior":"allow"|"deny",…}}}
+//	CLI → us   {"type":"control_cancel_request","request_id":ID}
+//	us → CLI   {"type":"user","message":{"role":"user","content":[…]},"parent_tool_use_id":null,"session_id":""}
+//
+// The shapes come from captures of Claude Code 2.1.197 in this mode. Every
+// stdout line is handed to the caller as an Output event, in order, for the
+// decoder; control requests are answered here (can_use_tool through the
+// caller's Respond, anything else with an error response: never ignored).
+// With Options.Record every message of both directions, stderr and the exit
+// are written as a traffic log ({"t","dir","msg"}), which `happy replay`
+// reads back.
+package sdk
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/happy-dev/happy/internal/linereader"
+	"github.com/happy-dev/happy/internal/proc"
+	"github.com/happy-dev/happy/internal/trafficlog"
+	"github.com/happy-dev/happy/mapper"
+)
+
+// DefaultBinary is the command started when Options.Binary is empty (looked
+// up in PATH).
+const DefaultBinary = "claude"
+
+// BaseArgs returns the flags SDK mode always passes, before Options.Args.
+func BaseArgs() []string {
+	return []string{
+		"--input-format", "stream-json",
+		"--output-format", "stream-json",
+		"--verbose",
+		"--permission-prompt-tool", "stdio",
+		"--include-partial-messages",
+	}
+}
+
+// Permission modes accepted by SetPermissionMode (Claude Code's own names).
+const (
+	ModeDefault           = "default"
+	ModeAcceptEdits       = "acceptEdits"
+	ModeBypassPermissions = "bypassPermissions"
+	ModePlan              = "plan"
+	ModeDontAsk           = "dontAsk"
+)
+
+// Errors callers branch on.
+var (
+	// ErrExited: the CLI is gone; nothing more can be sent or awaited.
+	ErrExited = errors.New("claude exited")
+	// ErrUnknownRequest: Respond named a can_use_tool request that was never
+	// received, or that the CLI cancelled.
+	ErrUnknownRequest = errors.New("unknown permission request")
+	// ErrAnswered: the request was answered already (the first answer wins).
+	ErrAnswered = errors.New("permission request already answered")
+	// ErrCancelled: the CLI withdrew the request (control_cancel_request).
+	ErrCancelled = errors.New("permission request cancelled by claude")
+	// ErrUnknownMode: SetPermissionMode got a mode Claude Code does not name.
+	ErrUnknownMode = errors.New("unknown permission mode")
+	// ErrControl: the CLI answered one of our control requests with an
+	// error (see *ControlError).
+	ErrControl = errors.New("control request failed")
+)
+
+// ControlError is the CLI's error answer to one of our control requests.
+type ControlError struct {
+	Subtype string // the request's subtype ("interrupt", …)
+	Message string // the CLI's error text
+}
+
+func (e *ControlError) Error() string {
+	return fmt.Sprintf("claude refused %s: %s", e.Subtype, e.Message)
+}
+
+// Unwrap makes errors.Is(err, ErrControl) true.
+func (e *ControlError) Unwrap() error { return ErrControl }
+
+// Options configure Start.
+type Options struct {
+	// Binary is the claude executable (a path, or a name looked up in
+	// PATH); DefaultBinary when empty.
+	Binary string
+	// Args are passed after BaseArgs unchanged (--model, --resume <id>,
+	// --settings <file>, …).
+	Args []string
+	// Env is the whole environment of the CLI; nil means this process's.
+	Env []string
+	// Dir is the working folder of the CLI; "" means this process's.
+	Dir string
+	// Record, when set, receives a traffic log of the session.
+	Record io.Writer
+	// StderrLine is called with each line the CLI writes on stderr
+	// (without the newline), for the log. Nil discards them (they are still
+	// recorded).
+	StderrLine func(line string)
+	// MaxLine bounds one stdout line in bytes; 0 means no limit. Longer
+	// lines become Output events with Line.Oversize set.
+	MaxLine int
+	// Grace is how long Close waits for the CLI to exit after closing its
+	// stdin, and the SIGTERM→SIGKILL delay after that; proc.DefaultGrace
+	// when zero.
+	Grace time.Duration
+	// Now stamps traffic log records; time.Now when nil.
+	Now func() time.Time
+}
+
+// Event is what the Client reports, in stdout order (closed union):
+// *Output, *PermissionRequest, *PermissionCancelled, *Refused, *Exited.
+type Event interface{ isEvent() }
+
+// Output is one line of the CLI's stdout, every line including control
+// messages, for the decoder. Line.Data is owned by the event.
+type Output struct {
+	Line linereader.Line
+}
+
+// PermissionRequest is a can_use_tool control request: the CLI waits until
+// Respond is called with its RequestID (or it cancels the request). It
+// follows the Output event of the same line.
+type PermissionRequest struct {
+	RequestID   string
+	ToolName    string          // "Bash", "Edit", "mcp__server__tool", …
+	DisplayName string          // as the CLI would show it; may be empty
+	Input       json.RawMessage // the tool input (a JSON object)
+	ToolUseID   string          // the tool_use block id; may be empty
+	Description string
+	BlockedPath string
+	AgentID     string          // set when a subagent asks
+	Suggestions json.RawMessage // permission_suggestions as sent (a JSON array), nil when absent
+}
+
+// PermissionCancelled says the CLI withdrew a can_use_tool request (the turn
+// was interrupted); answering it is no longer possible.
+type PermissionCancelled struct {
+	RequestID string
+}
+
+// Refused reports a control request from the CLI that we answered with an
+// error response (unknown subtype, unusable fields) or could not answer at
+// all (no request id). Reason says why.
+type Refused struct {
+	RequestID string
+	Subtype   string
+	Reason    string
+}
+
+// Exited is the last event: the CLI ended. State is its exit state; Err is
+// what waiting for it reported (nil for a clean exit code 0).
+type Exited struct {
+	State *os.ProcessState
+	Err   error
+}
+
+func (*Output) isEvent()              {}
+func (*PermissionRequest) isEvent()   {}
+func (*PermissionCancelled) isEvent() {}
+func (*Refused) isEvent()             {}
+func (*Exited) isEvent()              {}
+
+// Answer is the canonical answer to a permission request, translated as
+// DESIGN.md's table says:
+//
+//	once   → {"behavior":"allow","updatedInput":…}
+//	always → {"behavior":"allow","updatedInput":…,"updatedPermissions":<the request's suggestions>}
+//	reject → {"behavior":"deny","message":…}
+//	Abort  → {"behavior":"deny","message":…,"interrupt":true}, then an interrupt control request
+//
+// Exactly one of a Decision and Abort is given; any other Decision is
+// refused (mapper.ErrUnknownDecision), never mapped to allow.
+type Answer struct {
+	Decision mapper.Decision
+	// Abort ends the turn instead of deciding.
+	Abort bool
+	// UpdatedInput replaces the tool input on allow (an AskUserQuestion
+	// answer carries its answers here); nil sends the request's input
+	// unchanged.
+	UpdatedInput json.RawMessage
+	// Message is the reason shown to the model on reject or abort; a
+	// default is used when empty.
+	Message string
+}
+
+// Default messages for a deny.
+const (
+	DefaultRejectMessage = "The user rejected this tool use."
+	DefaultAbortMessage  = "The user aborted the turn."
+)
+
+type pendingPerm struct {
+	input       json.RawMessage
+	suggestions json.RawMessage
+}
+
+type waiter struct {
+	subtype string
+	ch      chan controlResult
+}
+
+type controlResult struct {
+	response json.RawMessage
+	err      error
+}
+
+// Client is a running Claude Code CLI in SDK mode. Its methods are safe for
+// concurrent use.
+type Client struct {
+	opts   Options
+	proc   *proc.Process
+	stdin  *os.File
+	rec    *trafficlog.Writer
+	events chan Event
+
+	wmu sync.Mutex // serialises stdin writes (and their records)
+
+	mu      sync.Mutex
+	nextID  int
+	waiters map[string]waiter
+	perms   map[string]pendingPerm
+	settled map[string]error // answered (ErrAnswered) or cancelled (ErrCancelled) request ids
+	queue   []Event
+	ended   bool          // reader finished: no more events will be queued
+	exited  bool          // the CLI is gone
+	wake    chan struct{} // a queued event or the end (buffered 1)
+	closed  chan struct{} // Close called: stop delivering
+	done    chan struct{} // the CLI exited and everything was read
+	state   *os.ProcessState
+	waitErr error
+
+	closeOnce sync.Once
+}
+
+// Start launches the CLI and returns at once; call Initialize next.
+// Cancelling ctx ends the CLI's process group. Errors: proc.ErrNotStarted
+// (wrapped) when it cannot be launched.
+func Start(ctx context.Context, opts Options) (*Client, error) {
+	if opts.Binary == "" {
+		opts.Binary = DefaultBinary
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Grace <= 0 {
+		opts.Grace = proc.DefaultGrace
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("start claude: stdin pipe: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW)
+		return nil, fmt.Errorf("start claude: stdout pipe: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW, outR, outW)
+		return nil, fmt.Errorf("start claude: stderr pipe: %w", err)
+	}
+	cmd := exec.Command(opts.Binary, append(BaseArgs(), opts.Args...)...)
+	cmd.Env = opts.Env
+	cmd.Dir = opts.Dir
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	p, err := proc.Start(ctx, cmd, proc.Options{Grace: opts.Grace})
+	closeAll(inR, outW, errW) // the child's ends
+	if err != nil {
+		closeAll(inW, outR, errR)
+		return nil, fmt.Errorf("start claude: %w", err)
+	}
+	c := &Client{
+		opts:    opts,
+		proc:    p,
+		stdin:   inW,
+		events:  make(chan Event),
+		waiters: map[string]waiter{},
+		perms:   map[string]pendingPerm{},
+		settled: map[string]error{},
+		wake:    make(chan struct{}, 1),
+		closed:  make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	if opts.Record != nil {
+		c.rec = trafficlog.NewWriter(opts.Record, opts.Now)
+	}
+	var readers sync.WaitGroup
+	readers.Add(2)
+	go func() { defer readers.Done(); c.readStdout(outR) }()
+	go func() { defer readers.Done(); c.readStderr(errR) }()
+	go c.finish(&readers)
+	go c.deliver()
+	return c, nil
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		_ = f.Close()
+	}
+}
+
+// Pid is the CLI's process id (and process group id).
+func (c *Client) Pid() int { return c.proc.Pid() }
+
+// Events delivers what the CLI does, in order; it is closed after the
+// Exited event (or when Close is called). Events are queued without bound
+// between the pipe and this channel, so a slow consumer never blocks the
+// routing of control responses.
+func (c *Client) Events() <-chan Event { return c.events }
+
+// Done is closed when the CLI has exited and all its output was read.
+func (c *Client) Done() <-chan struct{} { return c.done }
+
+// Initialize sends the initialize control request and returns the CLI's
+// answer (commands, models, account, …) as sent.
+func (c *Client) Initialize(ctx context.Context) (json.RawMessage, error) {
+	p, err := c.SendInitialize(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return p.Wait(ctx)
+}
+
+// SendInitialize sends the initialize control request without waiting for
+// the answer, so that the first prompt can follow at once (the CLI answers
+// initialize only when it is ready).
+func (c *Client) SendInitialize(ctx context.Context) (*Pending, error) {
+	return c.begin(ctx, "initialize", initializeRequest{Subtype: "initialize"})
+}
+
+// Interrupt asks the CLI to stop the current turn.
+func (c *Client) Interrupt(ctx context.Context) error {
+	_, err := c.request(ctx, "interrupt", plainRequest{Subtype: "interrupt"})
+	return err
+}
+
+// SetPermissionMode switches Claude's permission mode (one of the Mode*
+// constants); ErrUnknownMode for anything else.
+func (c *Client) SetPermissionMode(ctx context.Context, mode string) error {
+	switch mode {
+	case ModeDefault, ModeAcceptEdits, ModeBypassPermissions, ModePlan, ModeDontAsk:
+	default:
+		return fmt.Errorf("set permission mode: %w %q", ErrUnknownMode, mode)
+	}
+	_, err := c.request(ctx, "set_permission_mode", modeRequest{Subtype: "set_permission_mode", Mode: mode})
+	return err
+}
+
+// SendUser sends a text prompt as a user message.
+func (c *Client) SendUser(ctx context.Context, text string) error {
+	type textBlock struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	content, err := json.Marshal([]textBlock{{"text", text}})
+	if err != nil {
+		return fmt.Errorf("send prompt: %w", err)
+	}
+	return c.SendUserContent(ctx, content)
+}
+
+// SendUserContent sends a user message whose content is the given JSON
+// array of Anthropic content blocks (text, image, …).
+func (c *Client) SendUserContent(ctx context.Context, content json.RawMessage) error {
+	if !json.Valid(content) || !bytes.HasPrefix(bytes.TrimSpace(content), []byte("[")) {
+		return fmt.Errorf("send prompt: content is not a JSON array")
+	}
+	msg := struct {
+		Type            string  `json:"type"`
+		Message         any     `json:"message"`
+		ParentToolUseID *string `json:"parent_tool_use_id"`
+		SessionID       string  `json:"session_id"`
+	}{
+		Type: "user",
+		Message: struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		}{"user", content},
+	}
+	return c.send(ctx, msg)
+}
+
+// Respond answers the can_use_tool request requestID (see Answer for the
+// translation). The first answer wins: a second one gets ErrAnswered, an
+// request the CLI cancelled ErrCancelled, an unknown one ErrUnknownRequest,
+// an invalid decision mapper.ErrUnknownDecision (nothing is sent then).
+func (c *Client) Respond(ctx context.Context, requestID string, a Answer) error {
+	reply, err := a.reply()
+	if err != nil {
+		return fmt.Errorf("answer permission request %s: %w", requestID, err)
+	}
+	c.mu.Lock()
+	p, ok := c.perms[requestID]
+	if ok {
+		delete(c.perms, requestID)
+		c.settled[requestID] = ErrAnswered
+	}
+	settled := c.settled[requestID]
+	exited := c.exited
+	c.mu.Unlock()
+	switch {
+	case ok:
+	case exited:
+		return fmt.Errorf("answer permission request %s: %w", requestID, ErrExited)
+	case settled != nil:
+		return fmt.Errorf("answer permission request %s: %w", requestID, settled)
+	default:
+		return fmt.Errorf("answer permission request %s: %w", requestID, ErrUnknownRequest)
+	}
+	if reply.Behavior == "allow" {
+		reply.UpdatedInput = p.input
+		if a.UpdatedInput != nil {
+			reply.UpdatedInput = a.UpdatedInput
+		}
+		if a.Decision == mapper.DecisionAlways && len(p.suggestions) > 0 && !bytes.Equal(bytes.TrimSpace(p.suggestions), []byte("null")) {
+			reply.UpdatedPermissions = p.suggestions
+		}
+	}
+	err = c.send(ctx, controlResponseMsg{
+		Type:     "control_response",
+		Response: controlResponseBody{Subtype: "success", RequestID: requestID, Response: reply},
+	})
+	if err != nil {
+		return fmt.Errorf("answer permission request %s: %w", requestID, err)
+	}
+	if a.Abort {
+		if err := c.Interrupt(ctx); err != nil {
+			return fmt.Errorf("abort turn after permission request %s: %w", requestID, err)
+		}
+	}
+	return nil
+}
+
+// permissionResult is the can_use_tool answer on the wire.
+type permissionResult struct {
+	Behavior           string          `json:"behavior"`
+	UpdatedInput       json.RawMessage `json:"updatedInput,omitempty"`
+	UpdatedPermissions json.RawMessage `json:"updatedPermissions,omitempty"`
+	Message            string          `json:"message,omitempty"`
+	Interrupt          bool            `json:"interrupt,omitempty"`
+}
+
+// reply translates the answer to its wire form (without the input, which
+// the caller fills from the request).
+func (a Answer) reply() (permissionResult, error) {
+	if a.Abort {
+		if a.Decision != "" {
+			return permissionResult{}, fmt.Errorf("answer has both decision %q and abort", a.Decision)
+		}
+		return permissionResult{Behavior: "deny", Message: orDefault(a.Message, DefaultAbortMessage), Interrupt: true}, nil
+	}
+	d, err := mapper.ParseDecision(string(a.Decision))
+	if err != nil {
+		return permissionResult{}, err
+	}
+	switch d {
+	case mapper.DecisionOnce, mapper.DecisionAlways:
+		return permissionResult{Behavior: "allow"}, nil
+	default:
+		return permissionResult{Behavior: "deny", Message: orDefault(a.Message, DefaultRejectMessage)}, nil
+	}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// Close ends the session: it closes the CLI's stdin (the CLI exits at end
+// of input), waits up to the grace period, then ends its process group
+// (SIGTERM, SIGKILL). It returns the exit state. Events still queued are
+// dropped; read Events until it closes before calling Close to get them all.
+func (c *Client) Close() (*os.ProcessState, error) {
+	c.closeOnce.Do(func() {
+		c.wmu.Lock()
+		_ = c.stdin.Close()
+		c.wmu.Unlock()
+		t := time.NewTimer(c.opts.Grace)
+		select {
+		case <-c.done:
+		case <-t.C:
+			_ = c.proc.Stop()
+		}
+		t.Stop()
+		<-c.done
+		close(c.closed)
+	})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state, c.waitErr
+}
+
+// Wait blocks until the CLI has exited and its output was read, and returns
+// its exit state.
+func (c *Client) Wait() (*os.ProcessState, error) {
+	<-c.done
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state, c.waitErr
+}
+
+// controlRequestMsg is one of our control requests on the wire.
+type controlRequestMsg struct {
+	Type      string `json:"type"`
+	RequestID string `json:"request_id"`
+	Request   any    `json:"request"`
+}
+
+type initializeRequest struct {
+	Subtype string    `json:"subtype"`
+	Hooks   *struct{} `json:"hooks"` // always null: hooks are not registered over this channel
+}
+
+type modeRequest struct {
+	Subtype string `json:"subtype"`
+	Mode    string `json:"mode"`
+}
+
+type plainRequest struct {
+	Subtype string `json:"subtype"`
+}
+
+type controlResponseMsg struct {
+	Type     string              `json:"type"`
+	Response controlResponseBody `json:"response"`
+}
+
+type controlResponseBody struct {
+	Subtype   string `json:"subtype"`
+	RequestID string `json:"request_id"`
+	Response  any    `json:"response,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+// Pending is a control request that was sent and waits for its response.
+type Pending struct {
+	c  *Client
+	id string
+	w  waiter
+}
+
+// Wait blocks until the CLI answers the request, the CLI exits (ErrExited)
+// or ctx ends. An error answer is a *ControlError.
+func (p *Pending) Wait(ctx context.Context) (json.RawMessage, error) {
+	select {
+	case r := <-p.w.ch:
+		return r.response, r.err
+	case <-ctx.Done():
+		p.c.mu.Lock()
+		delete(p.c.waiters, p.id)
+		p.c.mu.Unlock()
+		return nil, fmt.Errorf("%s: %w", p.w.subtype, ctx.Err())
+	}
+}
+
+// request sends a control request and waits for its response.
+func (c *Client) request(ctx context.Context, subtype string, req any) (json.RawMessage, error) {
+	p, err := c.begin(ctx, subtype, req)
+	if err != nil {
+		return nil, err
+	}
+	return p.Wait(ctx)
+}
+
+// begin sends a control request and returns at once.
+func (c *Client) begin(ctx context.Context, subtype string, req any) (*Pending, error) {
+	c.mu.Lock()
+	if c.exited {
+		c.mu.Unlock()
+		return nil, fmt.Errorf("%s: %w", subtype, ErrExited)
+	}
+	c.nextID++
+	id := "req_" + subtype + "_" + strconv.Itoa(c.nextID)
+	w := waiter{subtype: subtype, ch: make(chan controlResult, 1)}
+	c.waiters[id] = w
+	c.mu.Unlock()
+	if err := c.send(ctx, controlRequestMsg{Type: "control_request", RequestID: id, Request: req}); err != nil {
+		c.mu.Lock()
+		delete(c.waiters, id)
+		c.mu.Unlock()
+		return nil, fmt.Errorf("%s: %w", subtype, err)
+	}
+	return &Pending{c: c, id: id, w: w}, nil
+}
+
+// send writes one message line on the CLI's stdin and records it.
+func (c *Client) send(ctx context.Context, msg any) error {
+	b, err := json.Marshal(msg)
+	if err != nil {
+		return fmt.Errorf("encode message: %w", err)
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.stdin.SetWriteDeadline(dl)
+		defer func() { _ = c.stdin.SetWriteDeadline(time.Time{}) }()
+	}
+	stop := context.AfterFunc(ctx, func() { _ = c.stdin.SetWriteDeadline(time.Unix(1, 0)) })
+	defer stop()
+	// Recorded before it is written: once written, the CLI's reaction can
+	// reach the stdout reader before this goroutine runs again.
+	if c.rec != nil {
+		_ = c.rec.Message(trafficlog.C2A, b)
+	}
+	if _, err := c.stdin.Write(append(b, '\n')); err != nil {
+		if c.rec != nil {
+			_ = c.rec.Text(trafficlog.Note, "the previous c2a message could not be written: "+err.Error())
+		}
+		if errors.Is(err, os.ErrClosed) || errors.Is(err, syscall.EPIPE) {
+			return fmt.Errorf("write to claude: %w", ErrExited)
+		}
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return fmt.Errorf("write to claude: %w", ctxErr)
+		}
+		return fmt.Errorf("write to claude: %w", err)
+	}
+	return nil
+}
+
+// push queues an event for delivery.
+func (c *Client) push(ev Event) {
+	c.mu.Lock()
+	c.queue = append(c.queue, ev)
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// deliver moves queued events to the Events channel.
+func (c *Client) deliver() {
+	defer close(c.events)
+	for {
+		c.mu.Lock()
+		var ev Event
+		if len(c.queue) > 0 {
+			ev = c.queue[0]
+			c.queue[0] = nil
+			c.queue = c.queue[1:]
+		}
+		ended := c.ended
+		c.mu.Unlock()
+		if ev == nil {
+			if ended {
+				return
+			}
+			select {
+			case <-c.wake:
+			case <-c.closed:
+				return
+			}
+			continue
+		}
+		select {
+		case c.events <- ev:
+		case <-c.closed:
+			return
+		}
+	}
+}
+
+// envelope is what the router reads of a stdout line.
+type envelope struct {
+	Type      string          `json:"type"`
+	RequestID string          `json:"request_id"`
+	Request   json.RawMessage `json:"request"`
+	Response  *struct {
+		Subtype   string          `json:"subtype"`
+		RequestID string          `json:"request_id"`
+		Response  json.RawMessage `json:"response"`
+		Error     string          `json:"error"`
+	} `json:"response"`
+}
+
+type canUseTool struct {
+	Subtype               string          `json:"subtype"`
+	ToolName              string          `json:"tool_name"`
+	DisplayName           string          `json:"display_name"`
+	Input                 json.RawMessage `json:"input"`
+	PermissionSuggestions json.RawMessage `json:"permission_suggestions"`
+	BlockedPath           string          `json:"blocked_path"`
+	Description           string          `json:"description"`
+	ToolUseID             string          `json:"tool_use_id"`
+	AgentID               string          `json:"agent_id"`
+}
+
+var controlMarker = []byte(`"control_`)
+
+func (c *Client) readStdout(r *os.File) {
+	defer r.Close()
+	lr, err := linereader.New(r, linereader.Options{MaxLine: c.opts.MaxLine})
+	if err != nil {
+		c.push(&Refused{Reason: "stdout reader: " + err.Error()})
+		_, _ = io.Copy(io.Discard, r)
+		return
+	}
+	for {
+		l, err := lr.Next()
+		if err != nil {
+			if pending := lr.PendingSize(); pending > 0 && c.rec != nil {
+				_ = c.rec.Text(trafficlog.Note, fmt.Sprintf("stdout ended inside a line (%d bytes without newline)", pending))
+			}
+			if !errors.Is(err, io.EOF) && c.rec != nil {
+				_ = c.rec.Text(trafficlog.Note, "stdout read error: "+err.Error())
+			}
+			return
+		}
+		l.Data = bytes.Clone(l.Data)
+		c.record(l)
+		c.push(&Output{Line: l})
+		if !l.Oversize && bytes.Contains(l.Data, controlMarker) {
+			c.route(l.Data)
+		}
+	}
+}
+
+// record writes one stdout line to the traffic log.
+func (c *Client) record(l linereader.Line) {
+	if c.rec == nil {
+		return
+	}
+	switch {
+	case l.Oversize:
+		_ = c.rec.Text(trafficlog.Note, fmt.Sprintf("stdout line %d of %d bytes exceeds the limit, skipped", l.Number, l.Size))
+	case len(bytes.TrimSpace(l.Data)) == 0:
+	case json.Valid(l.Data):
+		_ = c.rec.Message(trafficlog.A2C, l.Data)
+	default:
+		_ = c.rec.Text(trafficlog.Note, "stdout line "+strconv.FormatInt(l.Number, 10)+" is not JSON: "+string(linereader.Prefix(l.Data, linereader.PrefixSize)))
+	}
+}
+
+// route handles the control protocol part of a stdout line.
+func (c *Client) route(line []byte) {
+	var env envelope
+	if err := json.Unmarshal(line, &env); err != nil {
+		return // the decoder drops it; nothing to answer
+	}
+	switch env.Type {
+	case "control_response":
+		if env.Response == nil {
+			return
+		}
+		c.mu.Lock()
+		w, ok := c.waiters[env.Response.RequestID]
+		delete(c.waiters, env.Response.RequestID)
+		c.mu.Unlock()
+		if !ok {
+			return
+		}
+		if env.Response.Subtype == "success" {
+			w.ch <- controlResult{response: env.Response.Response}
+		} else {
+			msg := env.Response.Error
+			if msg == "" {
+				msg = "response subtype " + strconv.Quote(env.Response.Subtype)
+			}
+			w.ch <- controlResult{err: &ControlError{Subtype: w.subtype, Message: msg}}
+		}
+	case "control_cancel_request":
+		c.mu.Lock()
+		_, ok := c.perms[env.RequestID]
+		if ok {
+			delete(c.perms, env.RequestID)
+			c.settled[env.RequestID] = ErrCancelled
+		}
+		c.mu.Unlock()
+		if ok {
+			c.push(&PermissionCancelled{RequestID: env.RequestID})
+		}
+	case "control_request":
+		c.controlRequest(env)
+	}
+}
+
+func (c *Client) controlRequest(env envelope) {
+	var req canUseTool
+	if len(env.Request) == 0 || json.Unmarshal(env.Request, &req) != nil {
+		c.refuse(env.RequestID, "", "request is not a JSON object")
+		return
+	}
+	if env.RequestID == "" {
+		c.push(&Refused{Subtype: req.Subtype, Reason: "control request without request_id (cannot be answered)"})
+		return
+	}
+	if req.Subtype != "can_use_tool" {
+		c.refuse(env.RequestID, req.Subtype, "unsupported control request subtype "+strconv.Quote(req.Subtype))
+		return
+	}
+	if req.ToolName == "" {
+		c.refuse(env.RequestID, req.Subtype, "can_use_tool without tool_name")
+		return
+	}
+	in := bytes.TrimSpace(req.Input)
+	if len(in) == 0 || in[0] != '{' {
+		c.refuse(env.RequestID, req.Subtype, "can_use_tool input is not a JSON object")
+		return
+	}
+	c.mu.Lock()
+	c.perms[env.RequestID] = pendingPerm{input: req.Input, suggestions: req.PermissionSuggestions}
+	c.mu.Unlock()
+	var sugg json.RawMessage
+	if s := bytes.TrimSpace(req.PermissionSuggestions); len(s) > 0 && !bytes.Equal(s, []byte("null")) {
+		sugg = req.PermissionSuggestions
+	}
+	c.push(&PermissionRequest{
+		RequestID:   env.RequestID,
+		ToolName:    req.ToolName,
+		DisplayName: req.DisplayName,
+		Input:       req.Input,
+		ToolUseID:   req.ToolUseID,
+		Description: req.Description,
+		BlockedPath: req.BlockedPath,
+		AgentID:     req.AgentID,
+		Suggestions: sugg,
+	})
+}
+
+// refuse answers a control request with an error response and reports it.
+func (c *Client) refuse(id, subtype, reason string) {
+	c.push(&Refused{RequestID: id, Subtype: subtype, Reason: reason})
+	if id == "" {
+		return
+	}
+	// Not from the stdout reader itself: a CLI blocked writing stdout while
+	// we block writing its stdin would deadlock both.
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), c.opts.Grace)
+		defer cancel()
+		_ = c.send(ctx, controlResponseMsg{
+			Type:     "control_response",
+			Response: controlResponseBody{Subtype: "error", RequestID: id, Error: reason},
+		})
+	}()
+}
+
+func (c *Client) readStderr(r *os.File) {
+	defer r.Close()
+	lr, err := linereader.New(r, linereader.Options{MaxLine: 1 << 20})
+	if err != nil {
+		_, _ = io.Copy(io.Discard, r)
+		return
+	}
+	for {
+		l, err := lr.Next()
+		if err != nil {
+			if p := lr.Pending(); len(p) > 0 {
+				c.stderrLine(string(p))
+			}
+			return
+		}
+		c.stderrLine(string(l.Data))
+	}
+}
+
+func (c *Client) stderrLine(s string) {
+	if c.rec != nil {
+		_ = c.rec.Text(trafficlog.Stderr, s)
+	}
+	if c.opts.StderrLine != nil {
+		c.opts.StderrLine(s)
+	}
+}
+
+// finish waits for the pipes and the process, then reports the exit.
+func (c *Client) finish(readers *sync.WaitGroup) {
+	readers.Wait()
+	st, err := c.proc.Wait()
+	c.mu.Lock()
+	c.exited = true
+	c.state, c.waitErr = st, err
+	waiters := c.waiters
+	c.waiters = map[string]waiter{}
+	c.perms = map[string]pendingPerm{}
+	c.mu.Unlock()
+	for _, w := range waiters {
+		w.ch <- controlResult{err: fmt.Errorf("%s: %w", w.subtype, ErrExited)}
+	}
+	if c.rec != nil {
+		code, sig := exitOf(st)
+		_ = c.rec.Exit(code, sig)
+	}
+	c.push(&Exited{State: st, Err: err})
+	c.mu.Lock()
+	c.ended = true
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	c.wmu.Lock()
+	_ = c.stdin.Close()
+	c.wmu.Unlock()
+	close(c.done)
+}
+
+// exitOf splits an exit state into a code or a signal name.
+func exitOf(st *os.ProcessState) (*int, string) {
+	if st == nil {
+		return nil, ""
+	}
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return nil, signalName(ws.Signal())
+	}
+	code := st.ExitCode()
+	return &code, ""
+}

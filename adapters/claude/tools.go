@@ -1,0 +1,314 @@
+package claude
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/happy-dev/happy/mapper"
+)
+
+// toolInput holds the input fields of Claude's built-in tools that the
+// decoder reads (titles, permission patterns, subagents, todos).
+type toolInput struct {
+	Command      string     `json:"command"`
+	Description  string     `json:"description"`
+	FilePath     string     `json:"file_path"`
+	NotebookPath string     `json:"notebook_path"`
+	Path         string     `json:"path"`
+	Pattern      string     `json:"pattern"`
+	URL          string     `json:"url"`
+	Query        string     `json:"query"`
+	Prompt       string     `json:"prompt"`
+	SubagentType string     `json:"subagent_type"`
+	Skill        string     `json:"skill"`
+	Todos        []todoItem `json:"todos"`
+	Subject      string     `json:"subject"`
+	TaskID       string     `json:"taskId"`
+	Status       string     `json:"status"`
+}
+
+type todoItem struct {
+	Content  string `json:"content"`
+	Status   string `json:"status"`
+	Priority string `json:"priority"`
+}
+
+// parseInput reads the known fields of a tool input; fields of another
+// type than expected stay zero (a tool input is the model's, any shape).
+func parseInput(raw json.RawMessage) toolInput {
+	var in toolInput
+	if len(raw) > 0 && raw[0] == '{' {
+		_ = json.Unmarshal(raw, &in)
+	}
+	return in
+}
+
+// canonicalTools maps Claude's tool names to the canonical names of the
+// transcript model; other tools (MCP tools, newer built-ins) keep their
+// Claude name.
+var canonicalTools = map[string]string{
+	"Bash": "bash", "Edit": "edit", "MultiEdit": "edit", "Write": "write", "Read": "read",
+	"Glob": "glob", "Grep": "grep", "LS": "list", "WebFetch": "webfetch", "WebSearch": "websearch",
+	"Task": "task", "Agent": "task", "TodoWrite": "todowrite", "AskUserQuestion": "question", "Skill": "skill",
+}
+
+// canonicalTool returns the transcript's name for a Claude tool.
+func canonicalTool(name string) string {
+	if c, ok := canonicalTools[name]; ok {
+		return c
+	}
+	return name
+}
+
+// isAgentTool reports whether the tool starts a subagent (Claude 2.1 offers
+// "Agent" to the model and lists it as "Task").
+func isAgentTool(name string) bool { return name == "Agent" || name == "Task" }
+
+// permissionKind is the permission a tool needs (seed 001: "edit", "bash",
+// "read", "task", …): edits of any kind share "edit".
+func permissionKind(name string) string {
+	switch name {
+	case "Edit", "MultiEdit", "Write", "NotebookEdit":
+		return "edit"
+	}
+	return canonicalTool(name)
+}
+
+// toolPatterns lists what a tool call accesses, for permission rules: the
+// command, the file, the URL, … For a tool whose input the decoder does not
+// know, the pattern is the tool's name.
+func toolPatterns(name string, in toolInput) []string {
+	one := func(s string) []string {
+		if s == "" {
+			return []string{}
+		}
+		return []string{s}
+	}
+	switch name {
+	case "Bash":
+		return one(in.Command)
+	case "Edit", "MultiEdit", "Write", "Read":
+		return one(in.FilePath)
+	case "NotebookEdit":
+		return one(in.NotebookPath)
+	case "Glob", "Grep":
+		return one(in.Pattern)
+	case "LS":
+		return one(in.Path)
+	case "WebFetch":
+		return one(in.URL)
+	case "WebSearch":
+		return one(in.Query)
+	case "Task", "Agent":
+		return one(in.SubagentType)
+	case "Skill":
+		return one(in.Skill)
+	}
+	return one(name)
+}
+
+// toolTitle is a short human-readable title of a call.
+func toolTitle(name string, in toolInput) string {
+	switch name {
+	case "Bash":
+		if in.Description != "" {
+			return in.Description
+		}
+		return firstLine(in.Command, 80)
+	case "Edit", "MultiEdit", "Write", "Read":
+		return in.FilePath
+	case "NotebookEdit":
+		return in.NotebookPath
+	case "Glob", "Grep":
+		return in.Pattern
+	case "LS":
+		return in.Path
+	case "WebFetch":
+		return in.URL
+	case "WebSearch":
+		return in.Query
+	case "Task", "Agent":
+		return in.Description
+	case "TodoWrite":
+		return fmt.Sprintf("%d todos", len(in.Todos))
+	case "Skill":
+		return in.Skill
+	case "TaskCreate":
+		return in.Subject
+	}
+	return ""
+}
+
+// objectOrEmpty returns raw when it is a JSON object, else {}.
+func objectOrEmpty(raw json.RawMessage) json.RawMessage {
+	if isObject(raw) {
+		return raw
+	}
+	return json.RawMessage(`{}`)
+}
+
+func isObject(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '{'
+}
+
+// decodeValue decodes any JSON value with numbers as json.Number, the
+// convention of mapper.Object.
+func decodeValue(raw json.RawMessage) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// permissionRequest builds the request of a blocked tool: kind and patterns
+// from the tool and its input, "always" patterns from Claude's permission
+// suggestions (rules it would add on "always allow"), the suggestions
+// themselves and Claude's reasons in metadata.
+func permissionRequest(id, name string, input json.RawMessage, req *controlRequest) *mapper.PermissionRequest {
+	in := parseInput(input)
+	pr := &mapper.PermissionRequest{ID: id, Permission: permissionKind(name), Patterns: toolPatterns(name, in),
+		Always: []string{}, Metadata: mapper.Object{"tool": name}}
+	if req == nil {
+		return pr
+	}
+	if len(req.PermissionSuggestions) > 0 && string(req.PermissionSuggestions) != "null" {
+		var sugg []permissionSuggestion
+		if json.Unmarshal(req.PermissionSuggestions, &sugg) == nil {
+			for _, s := range sugg {
+				if s.Type != "addRules" || s.Behavior != "allow" {
+					continue
+				}
+				for _, r := range s.Rules {
+					p := r.RuleContent
+					if p == "" {
+						p = "*"
+					}
+					pr.Always = append(pr.Always, p)
+				}
+			}
+		}
+		if v, err := decodeValue(req.PermissionSuggestions); err == nil {
+			pr.Metadata["suggestions"] = v
+		}
+	}
+	if req.BlockedPath != "" {
+		pr.Metadata["blockedPath"] = req.BlockedPath
+	}
+	if req.Description != "" {
+		pr.Metadata["description"] = req.Description
+	}
+	if req.DecisionReason != "" {
+		pr.Metadata["decisionReason"] = req.DecisionReason
+	}
+	return pr
+}
+
+// questionRequest builds the question block of an AskUserQuestion call.
+func questionRequest(id string, input json.RawMessage) *mapper.QuestionRequest {
+	var in questionInput
+	_ = json.Unmarshal(objectOrEmpty(input), &in)
+	q := &mapper.QuestionRequest{ID: id, Questions: []mapper.QuestionInfo{}}
+	for _, qq := range in.Questions {
+		info := mapper.QuestionInfo{Question: qq.Question, Header: qq.Header, Options: []mapper.QuestionOption{}, Multiple: qq.MultiSelect}
+		for _, o := range qq.Options {
+			info.Options = append(info.Options, mapper.QuestionOption{Label: o.Label, Description: o.Description})
+		}
+		q.Questions = append(q.Questions, info)
+	}
+	return q
+}
+
+// questionAnswers reads the answers Claude records for an AskUserQuestion
+// call ({"answers": {question text: answer}}) in question order. An answer
+// equal to an option label is that label; for a multi-select question a
+// ", "-separated list of labels is split; anything else is a free-text
+// answer kept whole.
+func questionAnswers(questionsInput, answersFrom json.RawMessage) ([][]string, bool) {
+	var qs, as questionInput
+	_ = json.Unmarshal(objectOrEmpty(questionsInput), &qs)
+	if json.Unmarshal(objectOrEmpty(answersFrom), &as) != nil || as.Answers == nil {
+		return nil, false
+	}
+	if len(qs.Questions) == 0 {
+		qs.Questions = as.Questions
+	}
+	out := make([][]string, 0, len(qs.Questions))
+	for _, q := range qs.Questions {
+		a, ok := as.Answers[q.Question]
+		if !ok || a == "" {
+			out = append(out, []string{})
+			continue
+		}
+		labels := map[string]bool{}
+		for _, o := range q.Options {
+			labels[o.Label] = true
+		}
+		if labels[a] || q.MultiSelect == nil || !*q.MultiSelect {
+			out = append(out, []string{a})
+			continue
+		}
+		parts := strings.Split(a, ", ")
+		all := true
+		for _, p := range parts {
+			all = all && labels[p]
+		}
+		if all {
+			out = append(out, parts)
+		} else {
+			out = append(out, []string{a})
+		}
+	}
+	return out, true
+}
+
+// todoStatus maps a Claude todo status; ok is false for an unknown one.
+func todoStatus(s string) (mapper.TodoStatus, bool) {
+	switch st := mapper.TodoStatus(s); st {
+	case mapper.TodoPending, mapper.TodoInProgress, mapper.TodoCompleted, mapper.TodoCancelled:
+		return st, true
+	}
+	return "", false
+}
+
+// todoPriority keeps a priority Claude gave (TodoWrite before 2.x had
+// one). Claude 2.x todos and tasks have none, while the transcript model
+// requires one: they get medium, the neutral middle, not a claim of urgency.
+func todoPriority(s string) mapper.TodoPriority {
+	switch p := mapper.TodoPriority(s); p {
+	case mapper.PriorityHigh, mapper.PriorityMedium, mapper.PriorityLow:
+		return p
+	}
+	return mapper.PriorityMedium
+}
+
+var taskCreatedRE = regexp.MustCompile(`Task #(\S+) created`)
+
+// createdTaskID finds the id of a task TaskCreate made: the structured
+// result's task.id, else "Task #N created" in its text.
+func createdTaskID(structured json.RawMessage, output string) string {
+	var r struct {
+		Task struct {
+			ID json.RawMessage `json:"id"`
+		} `json:"task"`
+	}
+	if isObject(structured) && json.Unmarshal(structured, &r) == nil && len(r.Task.ID) > 0 {
+		var s string
+		if json.Unmarshal(r.Task.ID, &s) == nil && s != "" {
+			return s
+		}
+		if n := strings.TrimSpace(string(r.Task.ID)); n != "" && n != "null" && n[0] != '"' {
+			return n
+		}
+	}
+	if m := taskCreatedRE.FindStringSubmatch(output); m != nil {
+		return m[1]
+	}
+	return ""
+}
