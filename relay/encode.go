@@ -1,6 +1,9 @@
 package relay
 
-import "encoding/base64"
+import (
+	"encoding/base64"
+	"encoding/json"
+)
 
 // b64 is standard base64 with padding, the encoding of every binary field of
 // the relay contract.
@@ -13,3 +16,7 @@ func unb64(s string) ([]byte, error) {
 	}
 	return base64.RawStdEncoding.DecodeString(s)
 }
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/internal/settings"
 )
 
@@ -175,21 +176,16 @@ func (a *API) Health(ctx context.Context) error {
 	return nil
 }
 
-// AuthChallenge is POST /v1/auth: it proves possession of the account's
-// Ed25519 key (all three values raw bytes, sent base64) and returns the
-// bearer token. The relay creates the account on first use. A bad signature
-// is a *StatusError wrapping ErrUnauthorized.
-func (a *API) AuthChallenge(ctx context.Context, publicKey, challenge, signature []byte) (string, error) {
-	in := map[string]string{
-		"publicKey": b64(publicKey),
-		"challenge": b64(challenge),
-		"signature": b64(signature),
-	}
+// AuthChallenge is POST /v1/auth with a signed challenge (see
+// crypto.NewAuthRequest): it proves possession of the account's Ed25519 key and
+// returns the bearer token. The relay creates the account on first use. A bad
+// signature is a *StatusError wrapping ErrUnauthorized.
+func (a *API) AuthChallenge(ctx context.Context, req crypto.AuthRequest) (string, error) {
 	var out struct {
 		Success bool   `json:"success"`
 		Token   string `json:"token"`
 	}
-	if err := a.do(ctx, http.MethodPost, "/v1/auth", nil, in, &out); err != nil {
+	if err := a.do(ctx, http.MethodPost, "/v1/auth", nil, req, &out); err != nil {
 		return "", err
 	}
 	if !out.Success || out.Token == "" {

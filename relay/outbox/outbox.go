@@ -275,11 +275,21 @@ func (s *Store) Close() error {
 }
 
 func (s *Store) submit(ctx context.Context, o *op) error {
+	wait, err := s.enqueue(ctx, o)
+	if err != nil {
+		return err
+	}
+	return wait()
+}
+
+// enqueue places o in the writer's queue (operations commit in queue order)
+// and returns the function that waits for its result.
+func (s *Store) enqueue(ctx context.Context, o *op) (func() error, error) {
 	o.err = make(chan error, 1)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return ErrClosed
+		return nil, ErrClosed
 	}
 	// The queue is buffered; holding mu while sending keeps Close from
 	// racing with a send. The writer never takes mu, so this cannot deadlock.
@@ -287,13 +297,13 @@ func (s *Store) submit(ctx context.Context, o *op) error {
 	case s.ops <- o:
 	case <-ctx.Done():
 		s.mu.Unlock()
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
 	s.mu.Unlock()
-	// Once queued, the operation will be committed or failed; wait for the
-	// answer even if ctx ends, so the caller never mistakes a committed
-	// append for a failed one.
-	return <-o.err
+	// Once queued, the operation will be committed or failed; the wait
+	// ignores ctx, so a caller never mistakes a committed append for a
+	// failed one.
+	return func() error { return <-o.err }, nil
 }
 
 func validate(e Entry) error {
@@ -332,6 +342,24 @@ func (s *Store) Append(ctx context.Context, entries ...Entry) error {
 		}
 	}
 	return s.submit(ctx, &op{kind: opAppend, entries: entries})
+}
+
+// AppendAsync queues entries like Append but returns as soon as they have
+// their place in the writer's queue: operations queued earlier commit
+// earlier, so a caller that serialises its AppendAsync calls fixes the order
+// of its rows without holding a lock during the fsync. The returned function
+// waits for the commit and returns Append's result. Errors before queueing
+// (invalid entries, closed store, ctx ended) are returned directly.
+func (s *Store) AppendAsync(ctx context.Context, entries ...Entry) (wait func() error, err error) {
+	if len(entries) == 0 {
+		return func() error { return nil }, nil
+	}
+	for _, e := range entries {
+		if err := validate(e); err != nil {
+			return nil, err
+		}
+	}
+	return s.enqueue(ctx, &op{kind: opAppend, entries: entries})
 }
 
 // Remove deletes the pending rows of session with the given localIds (after

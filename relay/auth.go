@@ -1,0 +1,110 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/happy-dev/happy/crypto"
+)
+
+// CreateAccount signs in with accountSecret (POST /v1/auth with a signed
+// challenge; the relay creates the account on first use, so this both
+// creates a new account and restores one from its backup key) and returns
+// dataKey credentials that keep the secret (crypto.NewAccountCredentials):
+// this machine can then read every session of the account.
+func CreateAccount(ctx context.Context, api *API, accountSecret [32]byte) (*crypto.Credentials, error) {
+	req, err := crypto.NewAuthRequest(accountSecret)
+	if err != nil {
+		return nil, fmt.Errorf("relay: sign auth challenge: %w", err)
+	}
+	token, err := api.AuthChallenge(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("relay: sign in: %w", err)
+	}
+	creds, err := crypto.NewAccountCredentials(token, accountSecret)
+	if err != nil {
+		return nil, fmt.Errorf("relay: credentials: %w", err)
+	}
+	return creds, nil
+}
+
+// PairingRequest is an open terminal pairing request: the terminal's box
+// key pair and the link another device scans to approve it.
+type PairingRequest struct {
+	PublicKey [32]byte
+	secret    [32]byte
+}
+
+// AppLink is the link the happy app scans: "happy://terminal?<base64url(publicKey)>".
+func (p *PairingRequest) AppLink() string {
+	return "happy://terminal?" + crypto.EncodeBase64URL(p.PublicKey[:])
+}
+
+// NewPairingRequest draws a fresh terminal box key pair.
+func NewPairingRequest() (*PairingRequest, error) {
+	pub, sec, err := crypto.NewBoxKeyPair()
+	if err != nil {
+		return nil, fmt.Errorf("relay: pairing key: %w", err)
+	}
+	return &PairingRequest{PublicKey: pub, secret: sec}, nil
+}
+
+// DefaultPairPoll is how often WaitApproved asks the relay (the reference
+// CLI polls every second).
+const DefaultPairPoll = time.Second
+
+// WaitApproved opens the pairing request on the relay (POST
+// /v1/auth/request) and polls it every poll (DefaultPairPoll when zero)
+// until another device approved it, then opens the sealed response and
+// returns the credentials (legacy or dataKey, as the approving device chose;
+// see crypto.CredentialsFromPairing). Transient relay errors are retried;
+// it returns when ctx ends (the caller's timeout).
+func (p *PairingRequest) WaitApproved(ctx context.Context, api *API, poll time.Duration) (*crypto.Credentials, error) {
+	if poll <= 0 {
+		poll = DefaultPairPoll
+	}
+	for {
+		st, err := api.AuthRequest(ctx, p.PublicKey[:])
+		switch {
+		case err == nil && st.State == "authorized":
+			bundle, err := crypto.DecodeBase64(st.Response)
+			if err != nil {
+				return nil, fmt.Errorf("relay: pairing response: %w", err)
+			}
+			resp, err := crypto.OpenPairingResponse(bundle, p.secret)
+			if err != nil {
+				return nil, fmt.Errorf("relay: pairing response: %w", err)
+			}
+			return crypto.CredentialsFromPairing(st.Token, resp)
+		case err != nil && !errors.Is(err, ErrUnavailable):
+			return nil, fmt.Errorf("relay: pairing: %w", err)
+		}
+		if !sleep(ctx, poll) {
+			return nil, fmt.Errorf("relay: pairing not approved: %w", ctx.Err())
+		}
+	}
+}
+
+// ApproveTerminal is the approving device's side of pairing: it answers
+// the request of terminalPublicKey (POST /v1/auth/response, with creds'
+// token) with the account's content public key (dataKey pairing, the
+// reference app's V2), or with the account secret when legacy is true.
+// Both need the account secret on this machine (crypto.ErrNoAccountSecret).
+func ApproveTerminal(ctx context.Context, api *API, creds *crypto.Credentials, terminalPublicKey [32]byte, legacy bool) error {
+	if creds == nil || creds.AccountSecret == nil {
+		return fmt.Errorf("relay: approve terminal: %w", crypto.ErrNoAccountSecret)
+	}
+	resp := crypto.PairingResponse{Variant: crypto.VariantDataKey}
+	if legacy {
+		resp = crypto.PairingResponse{Variant: crypto.VariantLegacy, Secret: *creds.AccountSecret}
+	} else {
+		resp.ContentPublicKey, _ = crypto.ContentKeyPair(*creds.AccountSecret)
+	}
+	bundle, err := crypto.SealPairingResponse(resp, terminalPublicKey)
+	if err != nil {
+		return fmt.Errorf("relay: approve terminal: %w", err)
+	}
+	return api.WithToken(creds.Token).AuthResponse(ctx, terminalPublicKey[:], bundle)
+}
