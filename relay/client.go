@@ -74,8 +74,8 @@ type Client struct {
 	wg     sync.WaitGroup
 
 	mu      sync.Mutex
-	open    map[string]bool                // tags of sessions open in this process
-	drains  map[string]*drain              // tags being drained as orphans
+	open    map[string]bool   // tags of sessions open in this process
+	drains  map[string]*drain // tags being drained as orphans
 	closed  bool
 	drained int64
 }
