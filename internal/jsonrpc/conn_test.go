@@ -1,0 +1,462 @@
+package jsonrpc
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/happy-dev/happy/internal/trafficlog"
+	"github.com/happy-dev/happy/mapper"
+)
+
+// peer is the far end of a connection: it reads what the client writes and
+// writes raw lines back.
+type peer struct {
+	t     *testing.T
+	w     io.WriteCloser
+	lines chan string
+}
+
+// duplex is the client's side of two pipes.
+type duplex struct {
+	io.Reader
+	io.Writer
+	closers []io.Closer
+}
+
+func (d *duplex) Close() error {
+	for _, c := range d.closers {
+		_ = c.Close()
+	}
+	return nil
+}
+
+func newPipes(t *testing.T) (*duplex, *peer) {
+	t.Helper()
+	p2cR, p2cW := io.Pipe() // peer to client
+	c2pR, c2pW := io.Pipe() // client to peer
+	d := &duplex{Reader: p2cR, Writer: c2pW, closers: []io.Closer{p2cR, c2pW}}
+	p := &peer{t: t, w: p2cW, lines: make(chan string, 100)}
+	go func() {
+		r := bufio.NewReader(c2pR)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				close(p.lines)
+				return
+			}
+			p.lines <- line
+		}
+	}()
+	t.Cleanup(func() { _ = p2cW.Close(); _ = c2pR.Close() })
+	return d, p
+}
+
+func (p *peer) send(line string) {
+	p.t.Helper()
+	if _, err := io.WriteString(p.w, line+"\n"); err != nil {
+		p.t.Errorf("peer send: %v", err)
+	}
+}
+
+// recv reads one line the client wrote and decodes it as an object.
+func (p *peer) recv() map[string]json.RawMessage {
+	p.t.Helper()
+	var line string
+	select {
+	case l, ok := <-p.lines:
+		if !ok {
+			p.t.Fatal("peer recv: client closed its end")
+		}
+		line = l
+	case <-time.After(5 * time.Second):
+		p.t.Fatal("peer recv: nothing within 5s")
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(line), &m); err != nil {
+		p.t.Fatalf("peer recv %q: %v", line, err)
+	}
+	return m
+}
+
+// recorder collects handled messages.
+type recorder struct {
+	mu   sync.Mutex
+	ins  []*Incoming
+	seen chan *Incoming
+}
+
+func newRecorder() *recorder { return &recorder{seen: make(chan *Incoming, 1000)} }
+
+func (r *recorder) Handle(_ context.Context, in *Incoming) {
+	r.mu.Lock()
+	r.ins = append(r.ins, in)
+	r.mu.Unlock()
+	r.seen <- in
+}
+
+func (r *recorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.ins)
+}
+
+func (r *recorder) next(t *testing.T) *Incoming {
+	t.Helper()
+	select {
+	case in := <-r.seen:
+		return in
+	case <-time.After(5 * time.Second):
+		t.Fatal("no message handled within 5s")
+		return nil
+	}
+}
+
+func TestFramesWithAndWithoutVersion(t *testing.T) {
+	for _, omit := range []bool{false, true} {
+		t.Run(fmt.Sprintf("omit=%v", omit), func(t *testing.T) {
+			d, p := newPipes(t)
+			rec := newRecorder()
+			c := New(context.Background(), d, rec, Options{OmitVersion: omit})
+			defer c.Close()
+
+			p.send(`{"method":"a/b","params":{"x":1}}`)
+			p.send(`{"jsonrpc":"2.0","method":"c/d","params":{"y":2}}`)
+			in := rec.next(t)
+			if in.Method != "a/b" || !in.Notif || string(in.Params) != `{"x":1}` {
+				t.Fatalf("first = %+v", in)
+			}
+			in = rec.next(t)
+			if in.Method != "c/d" || string(in.Params) != `{"y":2}` {
+				t.Fatalf("second = %+v", in)
+			}
+
+			done := make(chan error, 1)
+			var got struct{ V string }
+			go func() { done <- c.Call(context.Background(), "thread/start", map[string]int{"n": 1}, &got) }()
+			m := p.recv()
+			_, hasVersion := m["jsonrpc"]
+			if hasVersion == omit {
+				t.Fatalf("jsonrpc member present=%v with OmitVersion=%v: %v", hasVersion, omit, m)
+			}
+			if string(m["method"]) != `"thread/start"` || string(m["params"]) != `{"n":1}` || string(m["id"]) != "1" {
+				t.Fatalf("request = %s", mustJSON(m))
+			}
+			p.send(`{"id":1,"result":{"V":"ok"}}`)
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if got.V != "ok" {
+				t.Fatalf("result = %+v", got)
+			}
+
+			if err := c.Notify(context.Background(), "initialized", struct{}{}); err != nil {
+				t.Fatal(err)
+			}
+			m = p.recv()
+			if _, ok := m["id"]; ok || string(m["method"]) != `"initialized"` || string(m["params"]) != "{}" {
+				t.Fatalf("notification = %s", mustJSON(m))
+			}
+		})
+	}
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// TestResponseAfterNotifications: when a call returns, every notification
+// the peer sent before the response has been handled.
+func TestResponseAfterNotifications(t *testing.T) {
+	for round := 0; round < 20; round++ {
+		d, p := newPipes(t)
+		var mu sync.Mutex
+		handled := 0
+		h := HandlerFunc(func(_ context.Context, in *Incoming) {
+			// Make handling slower than reading, so a library that
+			// handled notifications on other goroutines would lose the race.
+			time.Sleep(50 * time.Microsecond)
+			mu.Lock()
+			handled++
+			mu.Unlock()
+		})
+		c := New(context.Background(), d, h, Options{})
+		done := make(chan error, 1)
+		go func() { done <- c.Call(context.Background(), "m", nil, nil) }()
+		_ = p.recv()
+		const n = 40
+		var b strings.Builder
+		for i := 0; i < n; i++ {
+			fmt.Fprintf(&b, `{"method":"n","params":{"i":%d}}`+"\n", i)
+		}
+		b.WriteString(`{"id":1,"result":null}` + "\n")
+		if _, err := io.WriteString(p.w, b.String()); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		got := handled
+		mu.Unlock()
+		if got != n {
+			t.Fatalf("round %d: call returned after %d of %d notifications were handled", round, got, n)
+		}
+		c.Close()
+	}
+}
+
+// TestAsyncServerRequests: a request left unanswered does not stop reading;
+// replies may go out in any order, each exactly once.
+func TestAsyncServerRequests(t *testing.T) {
+	d, p := newPipes(t)
+	rec := newRecorder()
+	c := New(context.Background(), d, rec, Options{OmitVersion: true})
+	defer c.Close()
+
+	p.send(`{"method":"item/commandExecution/requestApproval","id":0,"params":{"itemId":"a"}}`)
+	p.send(`{"method":"serverRequest/resolved","params":{}}`)
+	p.send(`{"method":"item/fileChange/requestApproval","id":"s-1","params":{"itemId":"b"}}`)
+	first := rec.next(t)
+	notif := rec.next(t)
+	second := rec.next(t)
+	if first.Notif || first.ID.String() != "0" || !notif.Notif || second.ID.String() != `"s-1"` {
+		t.Fatalf("handled %+v / %+v / %+v", first, notif, second)
+	}
+	if err := second.Reply(context.Background(), map[string]string{"decision": "decline"}); err != nil {
+		t.Fatal(err)
+	}
+	m := p.recv()
+	if string(m["id"]) != `"s-1"` || string(m["result"]) != `{"decision":"decline"}` {
+		t.Fatalf("first reply = %s", mustJSON(m))
+	}
+	if err := first.Reply(context.Background(), map[string]string{"decision": "accept"}); err != nil {
+		t.Fatal(err)
+	}
+	m = p.recv()
+	if string(m["id"]) != "0" || string(m["result"]) != `{"decision":"accept"}` {
+		t.Fatalf("second reply = %s", mustJSON(m))
+	}
+	if err := first.Reply(context.Background(), nil); !errors.Is(err, ErrAlreadyReplied) {
+		t.Fatalf("second Reply err = %v, want ErrAlreadyReplied", err)
+	}
+	if err := first.Fail(context.Background(), CodeInternalError, "x"); !errors.Is(err, ErrAlreadyReplied) {
+		t.Fatalf("Fail after Reply err = %v, want ErrAlreadyReplied", err)
+	}
+	if err := notif.Reply(context.Background(), nil); err == nil {
+		t.Fatal("reply to a notification succeeded")
+	}
+}
+
+func TestNilHandlerRefusesRequests(t *testing.T) {
+	d, p := newPipes(t)
+	c := New(context.Background(), d, nil, Options{})
+	defer c.Close()
+	p.send(`{"jsonrpc":"2.0","id":5,"method":"x/y"}`)
+	m := p.recv()
+	var e ErrorObject
+	if err := json.Unmarshal(m["error"], &e); err != nil || e.Code != CodeMethodNotFound || string(m["id"]) != "5" {
+		t.Fatalf("reply = %s", mustJSON(m))
+	}
+}
+
+func TestCallTimeoutAndLateResponse(t *testing.T) {
+	d, p := newPipes(t)
+	var dmu sync.Mutex
+	var drops []mapper.Dropped
+	rec := newRecorder()
+	c := New(context.Background(), d, rec, Options{CallTimeout: 30 * time.Millisecond, OnDropped: func(x mapper.Dropped) {
+		dmu.Lock()
+		drops = append(drops, x)
+		dmu.Unlock()
+	}})
+	defer c.Close()
+
+	done := make(chan error, 1)
+	go func() { done <- c.Call(context.Background(), "tools/call", nil, nil) }()
+	_ = p.recv()
+	err := <-done
+	if !errors.Is(err, ErrTimeout) {
+		t.Fatalf("err = %v, want ErrTimeout", err)
+	}
+	// The late answer is discarded; an answer to an id never sent is an orphan.
+	p.send(`{"id":1,"result":{"late":true}}`)
+	p.send(`{"id":99,"result":{}}`)
+	p.send(`{"method":"after"}`)
+	if in := rec.next(t); in.Method != "after" {
+		t.Fatalf("handled %q", in.Method)
+	}
+	dmu.Lock()
+	defer dmu.Unlock()
+	if len(drops) != 1 || drops[0].Reason != mapper.DropOrphan || !strings.Contains(drops[0].Detail, "99") {
+		t.Fatalf("drops = %+v", drops)
+	}
+
+	// An explicit context deadline wins over the default timeout.
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { done <- c.CallTimeout(ctx, time.Hour, "slow", nil, nil) }()
+	_ = p.recv()
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled call err = %v", err)
+	}
+}
+
+func TestRPCErrorAndClosedPeer(t *testing.T) {
+	d, p := newPipes(t)
+	c := New(context.Background(), d, nil, Options{})
+	done := make(chan error, 1)
+	go func() { done <- c.Call(context.Background(), "turn/start", nil, nil) }()
+	_ = p.recv()
+	p.send(`{"id":1,"error":{"code":-32600,"message":"bad turn","data":{"k":1}}}`)
+	var re *RPCError
+	if err := <-done; !errors.As(err, &re) || re.Code != -32600 || re.Message != "bad turn" || string(re.Data) != `{"k":1}` || re.Method != "turn/start" {
+		t.Fatalf("err = %v (%+v)", err, re)
+	}
+
+	go func() { done <- c.Call(context.Background(), "never", nil, nil) }()
+	_ = p.recv()
+	_ = p.w.Close() // the peer goes away
+	if err := <-done; !errors.Is(err, ErrClosed) {
+		t.Fatalf("err = %v, want ErrClosed", err)
+	}
+	select {
+	case <-c.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Done not closed after EOF")
+	}
+	if err := c.Call(context.Background(), "x", nil, nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("call after close err = %v", err)
+	}
+	if err := c.Err(); err != nil {
+		t.Fatalf("Err after clean EOF = %v", err)
+	}
+}
+
+// TestMalformedFrames: every bad line becomes a Dropped with its reason,
+// and the connection keeps working.
+func TestMalformedFrames(t *testing.T) {
+	d, p := newPipes(t)
+	var mu sync.Mutex
+	var drops []mapper.Dropped
+	rec := newRecorder()
+	c := New(context.Background(), d, rec, Options{MaxFrame: 100, Source: "codex-rpc", OnDropped: func(x mapper.Dropped) {
+		mu.Lock()
+		drops = append(drops, x)
+		mu.Unlock()
+	}})
+	defer c.Close()
+	lines := []struct {
+		line   string
+		reason mapper.DropReason
+	}{
+		{`not json at all`, mapper.DropUnparseableJSON},
+		{`{"method":"x","params":`, mapper.DropUnparseableJSON},
+		{`[{"method":"x"}]`, mapper.DropNotAnObject},
+		{`"str"`, mapper.DropNotAnObject},
+		{`{"id":1}`, mapper.DropInvalidField},
+		{`{"jsonrpc":"1.0","method":"x"}`, mapper.DropInvalidField},
+		{`{"method":"x","result":1}`, mapper.DropInvalidField},
+		{`{"method":7}`, mapper.DropInvalidField},
+		{`{"method":"x","params":"s"}`, mapper.DropInvalidField},
+		{`{"id":-1,"result":1}`, mapper.DropInvalidField},
+		{`{"id":1.5,"method":"x"}`, mapper.DropInvalidField},
+		{`{"id":null,"error":{"code":-32700,"message":"parse error"}}`, mapper.DropMissingID},
+		{`{"id":1,"result":1,"error":{"code":1,"message":"m"}}`, mapper.DropInvalidField},
+		{`{"id":1,"error":"boom"}`, mapper.DropInvalidField},
+		{`{"method":"big","params":{"s":"` + strings.Repeat("x", 200) + `"}}`, mapper.DropOversize},
+	}
+	for _, l := range lines {
+		p.send(l.line)
+	}
+	p.send("")
+	p.send("   ")
+	p.send(`{"method":"ok","params":{}}`)
+	if in := rec.next(t); in.Method != "ok" {
+		t.Fatalf("handled %q", in.Method)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(drops) != len(lines) {
+		t.Fatalf("%d drops, want %d: %+v", len(drops), len(lines), drops)
+	}
+	for i, l := range lines {
+		if drops[i].Reason != l.reason || drops[i].Source != "codex-rpc" || drops[i].Line != int64(i+1) {
+			t.Errorf("line %d %q: dropped %+v, want reason %s", i+1, l.line, drops[i], l.reason)
+		}
+	}
+	if drops[4].Detail == "" || drops[7].Raw != `{"method":7}` {
+		t.Errorf("detail/raw not kept: %+v %+v", drops[4], drops[7])
+	}
+	if rec.count() != 1 {
+		t.Fatalf("handler saw %d messages, want 1", rec.count())
+	}
+}
+
+func TestTapAndTrafficRecorder(t *testing.T) {
+	d, p := newPipes(t)
+	var log bytes.Buffer
+	var mu sync.Mutex
+	var frames []Frame
+	clock := time.UnixMilli(1_700_000_000_000)
+	c := New(context.Background(), d, newRecorder(), Options{
+		OmitVersion: true,
+		Recorder:    TrafficRecorder(&log),
+		Tap: func(f Frame) {
+			mu.Lock()
+			frames = append(frames, f)
+			mu.Unlock()
+		},
+		Now: func() time.Time { return clock },
+	})
+	done := make(chan error, 1)
+	go func() { done <- c.Call(context.Background(), "initialize", map[string]string{"a": "b"}, nil) }()
+	_ = p.recv()
+	p.send(`garbage`)
+	p.send(`{"id":1,"result":{}}`)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(frames) != 3 || frames[0].Dir != trafficlog.C2A || frames[1].Dir != trafficlog.A2C || frames[1].JSON || frames[2].Dir != trafficlog.A2C || !frames[2].JSON {
+		t.Fatalf("frames = %+v", frames)
+	}
+	want := `{"t":1700000000000,"dir":"c2a","msg":{"id":1,"method":"initialize","params":{"a":"b"}}}
+{"t":1700000000000,"dir":"a2c","msg":"garbage"}
+{"t":1700000000000,"dir":"a2c","msg":{"id":1,"result":{}}}
+`
+	if log.String() != want {
+		t.Fatalf("traffic log:\n%s\nwant:\n%s", log.String(), want)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(log.String()), "\n") {
+		if _, err := trafficlog.Decode([]byte(line)); err != nil {
+			t.Fatalf("traffic log line %s: %v", line, err)
+		}
+	}
+}
+
+func TestLastLineWithoutNewline(t *testing.T) {
+	d, p := newPipes(t)
+	rec := newRecorder()
+	c := New(context.Background(), d, rec, Options{})
+	defer c.Close()
+	if _, err := io.WriteString(p.w, `{"method":"tail"}`); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.w.Close()
+	if in := rec.next(t); in.Method != "tail" {
+		t.Fatalf("handled %q", in.Method)
+	}
+	<-c.Done()
+}

@@ -1,0 +1,252 @@
+package jsonrpc
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/happy-dev/happy/mapper"
+)
+
+// Kind says what a JSON-RPC message is.
+type Kind int
+
+// Message kinds. A request carries a method and an id, a notification a
+// method and no id (or a null id), a response an id and exactly one of
+// result and error.
+const (
+	KindRequest Kind = iota + 1
+	KindNotification
+	KindResponse
+)
+
+// String names the kind ("request", "notification", "response").
+func (k Kind) String() string {
+	switch k {
+	case KindRequest:
+		return "request"
+	case KindNotification:
+		return "notification"
+	case KindResponse:
+		return "response"
+	}
+	return "kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// ID is a JSON-RPC request id: a non-negative integer or a string.
+type ID struct {
+	Num      uint64
+	Str      string
+	IsString bool
+}
+
+// String renders the id as it appears on the wire: 7 or "abc" (quoted).
+func (id ID) String() string {
+	if id.IsString {
+		return strconv.Quote(id.Str)
+	}
+	return strconv.FormatUint(id.Num, 10)
+}
+
+// MarshalJSON writes the id as a JSON number or string.
+func (id ID) MarshalJSON() ([]byte, error) {
+	if id.IsString {
+		return json.Marshal(id.Str)
+	}
+	return []byte(strconv.FormatUint(id.Num, 10)), nil
+}
+
+// ErrorObject is the error member of a response: {code, message, data?}.
+type ErrorObject struct {
+	Code    int64           `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+// Message is one decoded frame. Params, Result and Data keep the raw JSON of
+// the wire; Raw is the whole frame.
+type Message struct {
+	Kind    Kind
+	Method  string          // requests and notifications
+	ID      ID              // requests and responses
+	Params  json.RawMessage // nil when absent
+	Result  json.RawMessage // responses without error; "null" is kept as null
+	Error   *ErrorObject    // error responses
+	Version bool            // the frame carried "jsonrpc":"2.0"
+	Raw     json.RawMessage
+}
+
+// ErrBadFrame is wrapped by every *FrameError.
+var ErrBadFrame = errors.New("bad json-rpc frame")
+
+// FrameError refuses one frame: the drop reason a reader counts it under
+// and what is wrong.
+type FrameError struct {
+	Reason mapper.DropReason
+	Kind   string // the method of the frame, when it had one
+	Msg    string
+}
+
+// Error renders "json-rpc frame: <reason>: <msg>".
+func (e *FrameError) Error() string { return "json-rpc frame: " + string(e.Reason) + ": " + e.Msg }
+
+// Unwrap returns ErrBadFrame.
+func (e *FrameError) Unwrap() error { return ErrBadFrame }
+
+func frameErr(reason mapper.DropReason, kind, format string, args ...any) *FrameError {
+	return &FrameError{Reason: reason, Kind: kind, Msg: fmt.Sprintf(format, args...)}
+}
+
+// DecodeFrame decodes one line of line-delimited JSON-RPC 2.0. The
+// "jsonrpc" member is optional (Codex omits it) but, when present, must be
+// "2.0". Batches (arrays) are refused: none of the agents we speak to sends
+// them. Errors are *FrameError values (wrapping ErrBadFrame) with the drop
+// reason: unparseable_json, not_an_object, invalid_field (a member of the
+// wrong type, both result and error, a bad id) or missing_id (a response
+// whose id is absent or null, which can never be matched to a call).
+// DecodeFrame never panics, whatever the input.
+func DecodeFrame(data []byte) (Message, error) {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 {
+		return Message{}, frameErr(mapper.DropUnparseableJSON, "", "empty frame")
+	}
+	if data[0] != '{' {
+		if json.Valid(data) {
+			return Message{}, frameErr(mapper.DropNotAnObject, "", "frame is JSON but not an object")
+		}
+		return Message{}, frameErr(mapper.DropUnparseableJSON, "", "frame is not JSON")
+	}
+	var raw struct {
+		Version json.RawMessage `json:"jsonrpc"`
+		Method  json.RawMessage `json:"method"`
+		ID      json.RawMessage `json:"id"`
+		Params  json.RawMessage `json:"params"`
+		Result  json.RawMessage `json:"result"`
+		Error   json.RawMessage `json:"error"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return Message{}, frameErr(mapper.DropUnparseableJSON, "", "%v", err)
+	}
+	m := Message{Raw: json.RawMessage(data)}
+	if raw.Version != nil {
+		var v string
+		if json.Unmarshal(raw.Version, &v) != nil || v != "2.0" {
+			return Message{}, frameErr(mapper.DropInvalidField, "", "jsonrpc member is %s, want \"2.0\"", cut(raw.Version))
+		}
+		m.Version = true
+	}
+	hasID := raw.ID != nil && string(raw.ID) != "null"
+	if hasID {
+		id, err := decodeID(raw.ID)
+		if err != nil {
+			return Message{}, frameErr(mapper.DropInvalidField, methodOf(raw.Method), "%v", err)
+		}
+		m.ID = id
+	}
+	if raw.Method != nil {
+		if err := json.Unmarshal(raw.Method, &m.Method); err != nil || m.Method == "" {
+			return Message{}, frameErr(mapper.DropInvalidField, "", "method is %s, want a non-empty string", cut(raw.Method))
+		}
+		if raw.Result != nil || raw.Error != nil {
+			return Message{}, frameErr(mapper.DropInvalidField, m.Method, "a request must not carry result or error")
+		}
+		if raw.Params != nil && string(raw.Params) != "null" && raw.Params[0] != '{' && raw.Params[0] != '[' {
+			return Message{}, frameErr(mapper.DropInvalidField, m.Method, "params is %s, want an object or array", cut(raw.Params))
+		}
+		m.Params = raw.Params
+		if hasID {
+			m.Kind = KindRequest
+		} else {
+			m.Kind = KindNotification
+		}
+		return m, nil
+	}
+	switch {
+	case raw.Result != nil && raw.Error != nil && string(raw.Error) != "null":
+		return Message{}, frameErr(mapper.DropInvalidField, "", "response carries both result and error")
+	case raw.Error != nil && string(raw.Error) != "null":
+		var e ErrorObject
+		if err := json.Unmarshal(raw.Error, &e); err != nil || raw.Error[0] != '{' {
+			return Message{}, frameErr(mapper.DropInvalidField, "", "error is %s, want {code, message}", cut(raw.Error))
+		}
+		m.Error = &e
+	case raw.Result != nil:
+		m.Result = raw.Result
+	default:
+		return Message{}, frameErr(mapper.DropInvalidField, "", "neither method nor result nor error")
+	}
+	if !hasID {
+		detail := "response without id"
+		if m.Error != nil {
+			detail += ": " + m.Error.Message
+		}
+		return Message{}, frameErr(mapper.DropMissingID, "", "%s", detail)
+	}
+	m.Kind = KindResponse
+	return m, nil
+}
+
+func methodOf(raw json.RawMessage) string {
+	var s string
+	_ = json.Unmarshal(raw, &s)
+	return s
+}
+
+// decodeID accepts a non-negative integer that fits in 63 bits (so it
+// survives any peer's signed arithmetic) or a string.
+func decodeID(raw json.RawMessage) (ID, error) {
+	switch raw[0] {
+	case '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return ID{}, fmt.Errorf("id is %s: %w", cut(raw), err)
+		}
+		return ID{Str: s, IsString: true}, nil
+	default:
+		n, err := strconv.ParseInt(string(raw), 10, 64)
+		if err != nil || n < 0 {
+			return ID{}, fmt.Errorf("id is %s, want a non-negative integer or a string", cut(raw))
+		}
+		return ID{Num: uint64(n)}, nil
+	}
+}
+
+// cut shortens raw JSON for an error message.
+func cut(b []byte) string {
+	const max = 40
+	if len(b) <= max {
+		return string(b)
+	}
+	return string(mapperPrefix(b, max)) + "…"
+}
+
+// mapperPrefix cuts b to at most n bytes on a UTF-8 boundary.
+func mapperPrefix(b []byte, n int) []byte {
+	if len(b) <= n {
+		return b
+	}
+	for n > 0 && b[n]&0xC0 == 0x80 {
+		n--
+	}
+	return b[:n]
+}
+
+// stripVersion removes the top-level "jsonrpc" member of an encoded
+// object (Codex writes and expects frames without it).
+func stripVersion(data []byte) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("strip jsonrpc member: %w", err)
+	}
+	if _, ok := m["jsonrpc"]; !ok {
+		return data, nil
+	}
+	delete(m, "jsonrpc")
+	out, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("strip jsonrpc member: %w", err)
+	}
+	return out, nil
+}
