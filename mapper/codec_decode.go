@@ -358,11 +358,21 @@ func (d *decoder) object(raw []byte, path string) (*obj, error) {
 	if err != nil {
 		return nil, &FieldError{Path: path, Reason: DropInvalidField, Msg: err.Error()}
 	}
-	for i := 1; i < len(ms); i++ {
-		for j := 0; j < i; j++ {
-			if ms[i].key == ms[j].key {
-				return nil, invalid(joinPath(path, ms[i].key), "member repeated")
+	if len(ms) <= 16 {
+		for i := 1; i < len(ms); i++ {
+			for j := 0; j < i; j++ {
+				if ms[i].key == ms[j].key {
+					return nil, invalid(joinPath(path, ms[i].key), "member repeated")
+				}
 			}
+		}
+	} else {
+		seen := make(map[string]struct{}, len(ms))
+		for _, m := range ms {
+			if _, dup := seen[m.key]; dup {
+				return nil, invalid(joinPath(path, m.key), "member repeated")
+			}
+			seen[m.key] = struct{}{}
 		}
 	}
 	return &obj{d: d, path: path, ms: ms, used: make([]bool, len(ms))}, nil

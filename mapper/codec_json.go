@@ -213,44 +213,81 @@ func unquote(raw []byte) (string, error) {
 // parseAny turns a valid raw JSON value into the free-form representation
 // used by Object: map[string]any, []any, string, json.Number, bool or nil.
 // Duplicate keys in a free-form object keep the last value, as
-// JavaScript's JSON.parse does.
+// JavaScript's JSON.parse does. One pass over the bytes, whatever the
+// nesting.
 func parseAny(raw []byte) (any, error) {
-	switch kindOf(raw) {
-	case kindObject:
-		ms, err := splitObject(raw)
-		if err != nil {
-			return nil, err
-		}
-		m := make(map[string]any, len(ms))
-		for _, mb := range ms {
-			v, err := parseAny(mb.val)
-			if err != nil {
-				return nil, err
-			}
-			m[mb.key] = v
-		}
-		return m, nil
-	case kindArray:
-		els := splitArray(raw)
-		a := make([]any, len(els))
-		for i, el := range els {
-			v, err := parseAny(el)
-			if err != nil {
-				return nil, err
-			}
-			a[i] = v
-		}
-		return a, nil
-	case kindString:
-		return unquote(raw)
-	case kindNumber:
-		return json.Number(raw), nil
-	case kindBool:
-		return raw[0] == 't', nil
-	case kindNull:
-		return nil, nil
+	v, _, err := parseValue(raw, 0)
+	return v, err
+}
+
+// parseValue parses the valid JSON value at data[i] and returns it with the
+// index just past it.
+func parseValue(data []byte, i int) (any, int, error) {
+	if i >= len(data) {
+		return nil, i, errors.New("unexpected end of JSON")
 	}
-	return nil, fmt.Errorf("unexpected JSON %q", truncate(string(raw), 32))
+	switch data[i] {
+	case '{':
+		m := map[string]any{}
+		i = skipSpace(data, i+1)
+		if i < len(data) && data[i] == '}' {
+			return m, i + 1, nil
+		}
+		for i < len(data) {
+			end := skipString(data, i)
+			key, err := unquote(data[i:end])
+			if err != nil {
+				return nil, i, err
+			}
+			i = skipSpace(data, end)
+			i = skipSpace(data, i+1) // ':'
+			v, next, err := parseValue(data, i)
+			if err != nil {
+				return nil, i, err
+			}
+			m[key] = v
+			i = skipSpace(data, next)
+			if i >= len(data) || data[i] == '}' {
+				return m, i + 1, nil
+			}
+			i = skipSpace(data, i+1) // ','
+		}
+		return m, i, nil
+	case '[':
+		a := []any{}
+		i = skipSpace(data, i+1)
+		if i < len(data) && data[i] == ']' {
+			return a, i + 1, nil
+		}
+		for i < len(data) {
+			v, next, err := parseValue(data, i)
+			if err != nil {
+				return nil, i, err
+			}
+			a = append(a, v)
+			i = skipSpace(data, next)
+			if i >= len(data) || data[i] == ']' {
+				return a, i + 1, nil
+			}
+			i = skipSpace(data, i+1) // ','
+		}
+		return a, i, nil
+	case '"':
+		end := skipString(data, i)
+		s, err := unquote(data[i:end])
+		return s, end, err
+	case 't':
+		return true, i + 4, nil
+	case 'f':
+		return false, i + 5, nil
+	case 'n':
+		return nil, i + 4, nil
+	}
+	end := skipValue(data, i)
+	if kindOf(data[i:end]) != kindNumber {
+		return nil, end, fmt.Errorf("unexpected JSON %q", truncate(string(data[i:end]), 32))
+	}
+	return json.Number(data[i:end]), end, nil
 }
 
 // DecodeObject decodes a JSON object (tool input, metadata) into an Object,
@@ -557,6 +594,9 @@ func (e *encoder) any(v any) error {
 // raw writes an opaque JSON value in canonical form (as a free-form value:
 // sorted keys, numbers as given).
 func (e *encoder) raw(r json.RawMessage) error {
+	if kindOf(bytes.TrimSpace(r)) == kindNull {
+		return errors.New("null is not a value here; leave the field empty")
+	}
 	return e.any(r)
 }
 
