@@ -48,6 +48,7 @@ func (d *Decoder) user(r *record, dir string, typeErr *json.UnmarshalTypeError) 
 		}
 	}
 	if len(results) > 0 {
+		d.ensureTurn(s) // results mean the agent is working, whether or not the prompt was seen
 		var structured json.RawMessage
 		if len(results) == 1 {
 			structured = r.toolResult()

@@ -288,8 +288,11 @@ func (lr *Reader) fill() error {
 // maxEmptyReads is how many (0, nil) reads in a row are tolerated.
 const maxEmptyReads = 100
 
-// bufferCap is the buffer capacity (for tests of bounded memory).
-func (lr *Reader) bufferCap() int { return cap(lr.buf) }
+// BufferCap is the capacity in bytes of the reader's buffer: about the
+// longest line read so far plus one read, and never more than about
+// MaxLine plus two reads when a limit is set (what skipping an oversized
+// line costs).
+func (lr *Reader) BufferCap() int { return cap(lr.buf) }
 
 // utf8Prefix returns at most n bytes of b, cut so that no UTF-8 sequence is
 // split.

@@ -190,7 +190,7 @@ func TestOversizeMemoryBounded(t *testing.T) {
 	if len(lines) != 3 || !lines[1].oversize || lines[1].size != int64(len(huge)) || lines[2].data != "b" {
 		t.Fatalf("lines %+v", lines)
 	}
-	if c := r.bufferCap(); c > 4*(maxLine+readSize) {
+	if c := r.BufferCap(); c > 4*(maxLine+readSize) {
 		t.Fatalf("buffer grew to %d bytes skipping an oversized line", c)
 	}
 }

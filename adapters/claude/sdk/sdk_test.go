@@ -65,9 +65,10 @@ func startFake(t *testing.T, ctx context.Context, script string, mod func(*Optio
 	dir := t.TempDir()
 	f := &fake{argv: filepath.Join(dir, "argv.json"), stderr: &lines{}, record: &bytes.Buffer{}}
 	opts := Options{
-		Binary:     os.Args[0],
-		Args:       []string{"--model", "claude-opus-4-8", "--resume", "abc"},
-		Env:        append(os.Environ(), fakeScriptEnv+"="+script, fakeArgvEnv+"="+f.argv),
+		Binary: os.Args[0],
+		Args:   []string{"--model", "claude-opus-4-8", "--resume", "abc"},
+		// GORACE: a race-enabled fake would otherwise sleep 1s before exiting.
+		Env:        append(os.Environ(), fakeScriptEnv+"="+script, fakeArgvEnv+"="+f.argv, "GORACE=atexit_sleep_ms=0"),
 		Record:     &syncBuffer{b: f.record},
 		StderrLine: f.stderr.add,
 		Grace:      2 * time.Second,
@@ -411,7 +412,7 @@ func writeScript(t *testing.T, recs ...string) string {
 }
 
 func TestLinesOfAnyLength(t *testing.T) {
-	big := strings.Repeat("é€x", 1<<20) // 6 MiB of text, multi-byte sequences
+	big := strings.Repeat("é€x", 1<<18) // 1.5 MiB of text, multi-byte sequences
 	line := fmt.Sprintf(`{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":%q}]}}`, big)
 	script := writeScript(t,
 		`{"t":1,"dir":"a2c","msg":`+line+`}`,
@@ -426,7 +427,7 @@ func TestLinesOfAnyLength(t *testing.T) {
 		}
 	})
 	t.Run("limited", func(t *testing.T) {
-		f := startFake(t, context.Background(), script, func(o *Options) { o.MaxLine = 1 << 20 })
+		f := startFake(t, context.Background(), script, func(o *Options) { o.MaxLine = 1 << 19 })
 		var got []*Output
 		c := f.client
 		for ev := range c.Events() {
