@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the pinned real agent CLIs that `make e2e` drives, each into its own
+# folder under a cache outside the repository, and prints the environment the
+# e2e tests read (HAPPY_E2E_<AGENT>=<binary>). Already installed versions are
+# reused. Usage: eval "$(scripts/install-agents.sh)"
+set -euo pipefail
+CACHE=${HAPPY_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/happy-e2e}
+
+# name  npm package  version  binary inside node_modules/.bin
+AGENTS=(
+  "CLAUDE @anthropic-ai/claude-code 2.1.197 claude"
+)
+
+for spec in "${AGENTS[@]}"; do
+  read -r name pkg version bin <<<"$spec"
+  dir="$CACHE/${pkg//\//_}@$version"
+  exe="$dir/node_modules/.bin/$bin"
+  if [ ! -x "$exe" ]; then
+    mkdir -p "$dir"
+    echo "installing $pkg@$version into $dir" >&2
+    (cd "$dir" && npm install --no-audit --no-fund --loglevel=error "$pkg@$version" >&2)
+  fi
+  if [ ! -x "$exe" ]; then
+    echo "install-agents: $exe missing after install" >&2
+    exit 1
+  fi
+  echo "export HAPPY_E2E_$name=$exe"
+done
