@@ -31,6 +31,9 @@ import (
 // zero.
 const DefaultGrace = 3 * time.Second
 
+// killTeardown bounds the wait for the group to disappear after SIGKILL.
+const killTeardown = 5 * time.Second
+
 // ErrNotStarted is returned by Start when the command could not be started.
 var ErrNotStarted = errors.New("process not started")
 
@@ -241,7 +244,10 @@ func (p *Process) endGroup() error {
 	p.mu.Lock()
 	_ = p.signalLocked(syscall.SIGKILL)
 	p.mu.Unlock()
-	if waitGroupEmpty(p.pid, p.grace) {
+	// After SIGKILL nothing resists; only the kernel's teardown (all threads
+	// of a large process) is waited for, so the wait does not shrink with a
+	// short grace period.
+	if waitGroupEmpty(p.pid, max(p.grace, killTeardown)) {
 		return nil
 	}
 	return fmt.Errorf("%w: group %d still has members after SIGKILL", ErrGroupNotEnded, p.pid)

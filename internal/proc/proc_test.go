@@ -74,7 +74,7 @@ func runHelper(mode string) int {
 
 func helperCmd(mode string) *exec.Cmd {
 	c := exec.Command(os.Args[0])
-	c.Env = append(os.Environ(), helperEnv+"="+mode)
+	c.Env = append(os.Environ(), helperEnv+"="+mode, "GORACE=atexit_sleep_ms=0")
 	return c
 }
 
