@@ -22,6 +22,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -122,20 +123,25 @@ func skipValue(data []byte, i int) int {
 	}
 }
 
-// skipString returns the index just past the string that starts at data[i].
+// skipString returns the index just past the string that starts at data[i]:
+// the first quote not escaped by an odd run of backslashes.
 func skipString(data []byte, i int) int {
 	i++
-	for i < len(data) {
-		switch data[i] {
-		case '\\':
-			i += 2
-			continue
-		case '"':
-			return i + 1
+	for {
+		j := bytes.IndexByte(data[i:], '"')
+		if j < 0 {
+			return len(data)
 		}
-		i++
+		q := i + j
+		n := 0
+		for k := q - 1; k >= i && data[k] == '\\'; k-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q + 1
+		}
+		i = q + 1
 	}
-	return i
 }
 
 // member is one member of a JSON object: its key and its raw value.
@@ -203,11 +209,93 @@ func unquote(raw []byte) (string, error) {
 	if bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
 		return string(body), nil
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", err
+	return unescape(body)
+}
+
+// unescape decodes the body of a JSON string (between the quotes) as
+// encoding/json does: escapes resolved, a lone or broken surrogate and
+// invalid UTF-8 replaced by U+FFFD.
+func unescape(body []byte) (string, error) {
+	out := make([]byte, 0, len(body))
+	for i := 0; i < len(body); {
+		c := body[i]
+		switch {
+		case c == '\\':
+			if i+1 >= len(body) {
+				return "", errors.New("truncated escape in string")
+			}
+			switch e := body[i+1]; e {
+			case '"', '\\', '/':
+				out = append(out, e)
+			case 'b':
+				out = append(out, '\b')
+			case 'f':
+				out = append(out, '\f')
+			case 'n':
+				out = append(out, '\n')
+			case 'r':
+				out = append(out, '\r')
+			case 't':
+				out = append(out, '\t')
+			case 'u':
+				r, ok := hex4(body[i+2:])
+				if !ok {
+					return "", errors.New("invalid \\u escape in string")
+				}
+				i += 6
+				if utf16.IsSurrogate(r) {
+					r2, ok := rune(0), false
+					if i+1 < len(body) && body[i] == '\\' && body[i+1] == 'u' {
+						r2, ok = hex4(body[i+2:])
+					}
+					if dec := utf16.DecodeRune(r, r2); ok && dec != utf8.RuneError {
+						r = dec
+						i += 6
+					} else {
+						r = utf8.RuneError
+					}
+				}
+				out = utf8.AppendRune(out, r)
+				continue
+			default:
+				return "", fmt.Errorf("invalid escape \\%c in string", e)
+			}
+			i += 2
+		case c < utf8.RuneSelf:
+			out = append(out, c)
+			i++
+		default:
+			r, size := utf8.DecodeRune(body[i:])
+			if r == utf8.RuneError && size == 1 {
+				out = utf8.AppendRune(out, utf8.RuneError)
+			} else {
+				out = append(out, body[i:i+size]...)
+			}
+			i += size
+		}
 	}
-	return s, nil
+	return string(out), nil
+}
+
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
 }
 
 // parseAny turns a valid raw JSON value into the free-form representation
