@@ -25,11 +25,11 @@ const secretFile = "secret.key"
 func loadOrCreateSecret(path string) (ed25519.PrivateKey, bool, error) {
 	b, err := os.ReadFile(path)
 	if err == nil {
-		seed, derr := base64.StdEncoding.DecodeString(strings.TrimSpace(string(b)))
-		if derr != nil || len(seed) != ed25519.SeedSize {
-			return nil, false, fmt.Errorf("server: signing secret %s: want base64 of %d bytes", path, ed25519.SeedSize)
+		key, perr := parseSecret(b)
+		if perr != nil {
+			return nil, false, fmt.Errorf("server: signing secret %s: %w", path, perr)
 		}
-		return ed25519.NewKeyFromSeed(seed), false, nil
+		return key, false, nil
 	}
 	if !errors.Is(err, os.ErrNotExist) {
 		return nil, false, fmt.Errorf("server: read signing secret: %w", err)
@@ -54,6 +54,23 @@ func loadOrCreateSecret(path string) (ed25519.PrivateKey, bool, error) {
 		return nil, false, fmt.Errorf("server: close signing secret: %w", err)
 	}
 	return ed25519.NewKeyFromSeed(seed), true, nil
+}
+
+// ErrBadSecret is returned for a signing secret file that is not the base64
+// text of a 32-byte Ed25519 seed.
+var ErrBadSecret = errors.New("server: malformed signing secret")
+
+// parseSecret decodes the secret file's content: base64 of a 32-byte seed,
+// surrounding white space allowed.
+func parseSecret(b []byte) (ed25519.PrivateKey, error) {
+	seed, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(b)))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadSecret, err)
+	}
+	if len(seed) != ed25519.SeedSize {
+		return nil, fmt.Errorf("%w: %d bytes, want %d", ErrBadSecret, len(seed), ed25519.SeedSize)
+	}
+	return ed25519.NewKeyFromSeed(seed), nil
 }
 
 // tokenClaims is the payload of a token, shaped like the reference relay's:
