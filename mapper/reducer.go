@@ -101,7 +101,7 @@ type redMessage struct {
 	asst   *AssistantMessage //
 	parts  []Part            // in order; the step-finish is kept in finish
 	finish *StepFinishPart
-	blocks map[string]*redBlock // text/reasoning blocks, compaction and retry parts by identity
+	blocks map[redBlockKey]*redBlock // text/reasoning blocks, compaction and retry parts by identity
 	tail   *redBlock            // the text or reasoning block created last
 	closed bool
 	tools  int // tool parts
@@ -109,6 +109,10 @@ type redMessage struct {
 	// output for Message "" then opens the next step.
 	resultSeen bool
 }
+
+// redBlockKey identifies a block within its message: kind ("text",
+// "reasoning", "compaction", "retry") and the provider's key.
+type redBlockKey struct{ kind, key string }
 
 // redBlock is a text or reasoning part under construction.
 type redBlock struct {
@@ -553,7 +557,7 @@ func redTurnFinish(m *redMessage, reason, errText string) (string, *MessageError
 // ---- messages ----
 
 func (r *Reducer) addMessage(s *redSession, um *UserMessage, am *AssistantMessage) *redMessage {
-	m := &redMessage{sess: s, user: um, asst: am, blocks: map[string]*redBlock{}}
+	m := &redMessage{sess: s, user: um, asst: am, blocks: map[redBlockKey]*redBlock{}}
 	if um != nil {
 		m.pos, _ = IDPosition(um.ID, PrefixMessage)
 		r.msgs[um.ID] = m
@@ -838,11 +842,11 @@ func redErrorEqual(a, b MessageError) bool {
 
 func (r *Reducer) compaction(s *redSession, e *Compaction, t int64) {
 	m := r.assistant(s, e.Message, redFindAttach, t)
-	key := "compaction\x00" + e.ID
+	key := redBlockKey{"compaction", e.ID}
 	if b := m.blocks[key]; b != nil {
 		return
 	}
-	cp := &CompactionPart{PartBase: r.partBase(m, key), Auto: e.Auto}
+	cp := &CompactionPart{PartBase: r.partBase(m, "compaction\x00"+e.ID), Auto: e.Auto}
 	if e.Overflow != nil {
 		cp.Overflow = redPtr(*e.Overflow)
 	}
@@ -854,7 +858,7 @@ func (r *Reducer) compaction(s *redSession, e *Compaction, t int64) {
 
 func (r *Reducer) retry(s *redSession, e *Retry, t int64) {
 	m := r.assistant(s, e.Message, redFindAttach, t)
-	key := "retry\x00" + strconv.Itoa(e.Attempt)
+	key := redBlockKey{"retry", strconv.Itoa(e.Attempt)}
 	if b := m.blocks[key]; b != nil {
 		return
 	}
@@ -863,7 +867,7 @@ func (r *Reducer) retry(s *redSession, e *Retry, t int64) {
 	if apiErr.Name == "" {
 		apiErr.Name = ErrNameAPI
 	}
-	rp := &RetryPart{PartBase: r.partBase(m, key), Attempt: e.Attempt, Error: apiErr, Time: RetryTime{Created: t}}
+	rp := &RetryPart{PartBase: r.partBase(m, "retry\x00"+key.key), Attempt: e.Attempt, Error: apiErr, Time: RetryTime{Created: t}}
 	m.blocks[key] = &redBlock{final: true}
 	m.parts = append(m.parts, rp)
 	r.emitPart(rp)
@@ -878,7 +882,7 @@ func (r *Reducer) retry(s *redSession, e *Retry, t int64) {
 // last part when that is a block of the same kind.
 func (m *redMessage) block(kind, key string) *redBlock {
 	if key != "" {
-		return m.blocks[kind+"\x00"+key]
+		return m.blocks[redBlockKey{kind, key}]
 	}
 	if b := m.tail; b != nil && len(m.parts) > 0 && b.part() == m.parts[len(m.parts)-1] && b.kind() == kind {
 		return b
@@ -910,7 +914,7 @@ func (r *Reducer) newBlock(m *redMessage, kind, key, text string, t int64) *redB
 		b.reasoning = &ReasoningPart{PartBase: base, Text: b.sb.String(), Time: PartTime{Start: t}}
 	}
 	if key != "" {
-		m.blocks[kind+"\x00"+key] = b
+		m.blocks[redBlockKey{kind, key}] = b
 	}
 	m.tail = b
 	m.parts = append(m.parts, b.part())

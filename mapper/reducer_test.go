@@ -1,0 +1,423 @@
+package mapper
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func newTestReducer(relay string) *Reducer {
+	return NewReducer(Config{SessionID: relay, ProjectID: "prj", Directory: "/w", Agent: "build", ProviderID: "anthropic", ModelID: "m"})
+}
+
+func applyAll(r *Reducer, evs ...Event) []BusEvent {
+	var out []BusEvent
+	for _, ev := range evs {
+		out = append(out, r.Apply(ev)...)
+	}
+	return out
+}
+
+// collectIDs returns every id in a transcript, in document order.
+func collectIDs(tr Transcript) []string {
+	ids := []string{tr.Session.ID}
+	for _, m := range tr.Messages {
+		ids = append(ids, m.Info.MessageID())
+		for _, p := range m.Parts {
+			ids = append(ids, p.Base().ID)
+			if tp, ok := p.(*ToolPart); ok && tp.State.Block != nil {
+				ids = append(ids, tp.State.Block.ID)
+			}
+		}
+	}
+	for _, c := range tr.Children {
+		ids = append(ids, collectIDs(c)...)
+	}
+	return ids
+}
+
+func sampleEvents() []Event {
+	return []Event{
+		&UserPrompt{EventBase: EventBase{Time: 10}, PromptID: "u1", Text: "go"},
+		&TextDelta{EventBase: EventBase{Time: 11}, Delta: "a"},
+		&ToolCall{EventBase: EventBase{Time: 12}, CallID: "c1", Tool: "bash", Input: json.RawMessage(`{"command":"ls"}`)},
+		&ToolBlocked{EventBase: EventBase{Time: 13}, CallID: "c1", Permission: &PermissionRequest{Permission: "bash", Patterns: []string{"ls"}}},
+		&SubagentStarted{EventBase: EventBase{Time: 14}, CallID: "c1", Child: "k", Prompt: "look"},
+		&TextFinal{EventBase: EventBase{Session: "k", Time: 15}, Text: "seen"},
+		&TurnEnded{EventBase: EventBase{Time: 16}, Reason: TurnCompleted},
+	}
+}
+
+func TestReducerIDsDeterministicPerRelaySession(t *testing.T) {
+	a, b, c := newTestReducer("relay-A"), newTestReducer("relay-A"), newTestReducer("relay-B")
+	applyAll(a, sampleEvents()...)
+	applyAll(b, sampleEvents()...)
+	applyAll(c, sampleEvents()...)
+	ia, ib, ic := collectIDs(a.Transcript()), collectIDs(b.Transcript()), collectIDs(c.Transcript())
+	if !reflect.DeepEqual(ia, ib) {
+		t.Fatalf("same relay session, different ids:\n%v\n%v", ia, ib)
+	}
+	if len(ia) != len(ic) {
+		t.Fatalf("different shapes: %d vs %d ids", len(ia), len(ic))
+	}
+	for i := range ia {
+		if ia[i] == ic[i] {
+			t.Errorf("id %s shared by two relay sessions", ia[i])
+		}
+	}
+	// Every id carries the prefix of what it names.
+	tr := a.Transcript()
+	for _, want := range []struct{ id, prefix string }{
+		{tr.Session.ID, PrefixSession}, {tr.Children[0].Session.ID, PrefixSession},
+		{tr.Messages[0].Info.MessageID(), PrefixMessage}, {tr.Messages[1].Parts[1].Base().ID, PrefixPart},
+		{tr.Messages[1].Parts[2].(*ToolPart).State.Block.ID, PrefixPermission},
+	} {
+		if _, ok := IDPosition(want.id, want.prefix); !ok {
+			t.Errorf("id %q does not have prefix %q and the id shape", want.id, want.prefix)
+		}
+	}
+	if got := a.RootID(); got != tr.Session.ID {
+		t.Errorf("RootID = %s, transcript root %s", got, tr.Session.ID)
+	}
+}
+
+func TestReducerNilEvents(t *testing.T) {
+	r := newTestReducer("r")
+	var nilCall *ToolCall
+	bus := applyAll(r, nil, nilCall)
+	if len(bus) != 1 || bus[0].EventType() != EvSessionCreated {
+		t.Fatalf("bus = %v, want one session.created", bus)
+	}
+	d := r.Transcript().Dropped
+	if len(d) != 1 || d[0].Reason != DropInvalidField || d[0].Kind != "" {
+		// A typed nil and an untyped nil are the same refusal (nothing to encode).
+		t.Fatalf("dropped = %+v", d)
+	}
+	// An event type from elsewhere cannot exist (closed union); an invalid
+	// event is refused with the validator's reason.
+	applyAll(r, &ToolCall{Tool: "bash"}, &ToolResolved{CallID: "x", Decision: "maybe"})
+	d = r.Transcript().Dropped
+	if len(d) != 3 || d[1].Reason != DropMissingID || d[2].Reason != DropUnknownDecision {
+		t.Fatalf("dropped = %+v", d)
+	}
+	if !strings.Contains(d[2].Raw, `"decision":"maybe"`) || d[2].Source != "mapper" || d[2].Kind != "ToolResolved" {
+		t.Fatalf("refusal record = %+v", d[2])
+	}
+}
+
+// Snapshots handed out (bus events, Message, Transcript) never change when
+// later events are applied.
+func TestReducerSnapshotsAreImmutable(t *testing.T) {
+	r := newTestReducer("r")
+	bus := applyAll(r,
+		&UserPrompt{EventBase: EventBase{Time: 1}, PromptID: "u", Text: "x"},
+		&TextDelta{EventBase: EventBase{Time: 2}, Block: "b", Delta: "one"},
+		&ToolCall{EventBase: EventBase{Time: 3}, CallID: "c", Tool: "bash", Input: json.RawMessage(`{"a":1}`)},
+	)
+	var textPart *TextPart
+	var toolPart *ToolPart
+	for _, ev := range bus {
+		if pu, ok := ev.(*MessagePartUpdated); ok {
+			switch p := pu.Part.(type) {
+			case *TextPart:
+				textPart = p
+			case *ToolPart:
+				toolPart = p
+			}
+		}
+	}
+	msgID := textPart.MessageID
+	before, _ := r.Message(msgID)
+	trBefore := r.Transcript()
+	beforeJSON, _ := EncodeMessageWithParts(before)
+
+	applyAll(r,
+		&TextDelta{EventBase: EventBase{Time: 4}, Block: "b", Delta: " two"},
+		&TextFinal{EventBase: EventBase{Time: 5}, Block: "b", Text: "one two three"},
+		&ToolRunning{EventBase: EventBase{Time: 6}, CallID: "c"},
+		&ToolBlocked{EventBase: EventBase{Time: 7}, CallID: "c", Permission: &PermissionRequest{Permission: "bash", Patterns: []string{"x"}}},
+		&ToolResolved{EventBase: EventBase{Time: 8}, CallID: "c", Decision: DecisionOnce},
+		&ToolCompleted{EventBase: EventBase{Time: 9}, CallID: "c", Output: "done", Metadata: Object{"k": "v"}},
+		&TurnEnded{EventBase: EventBase{Time: 10}, Reason: TurnCompleted},
+	)
+	if textPart.Text != "one" || textPart.Time.End != nil {
+		t.Errorf("published text part changed: %+v", textPart)
+	}
+	if toolPart.State.Status != StatusPending || toolPart.State.Block != nil || len(toolPart.State.Metadata) != 0 {
+		t.Errorf("published tool part changed: %+v", toolPart.State)
+	}
+	if afterJSON, _ := EncodeMessageWithParts(before); string(afterJSON) != string(beforeJSON) {
+		t.Errorf("Message snapshot changed:\n%s\n%s", beforeJSON, afterJSON)
+	}
+	if len(trBefore.Messages[1].Parts) != 3 {
+		t.Errorf("Transcript snapshot changed: %d parts", len(trBefore.Messages[1].Parts))
+	}
+	now, _ := r.Message(msgID)
+	if got := now.Parts[1].(*TextPart).Text; got != "one two three" {
+		t.Errorf("current text = %q", got)
+	}
+	if _, ok := r.Message("msg_nope"); ok {
+		t.Error("Message of an unknown id found")
+	}
+}
+
+// An event without a time takes the latest time seen; nothing reads the
+// clock.
+func TestReducerTimeFallback(t *testing.T) {
+	r := newTestReducer("r")
+	applyAll(r,
+		&UserPrompt{PromptID: "u", Text: "x"}, // no time seen yet: 0
+		&TextDelta{EventBase: EventBase{Time: 500}, Delta: "a"},
+		&ToolCall{CallID: "c", Tool: "bash"},
+		&ToolRunning{CallID: "c"},
+		&ToolCompleted{EventBase: EventBase{Time: 400}, CallID: "c"}, // earlier than seen: kept as given
+		&TurnEnded{Reason: TurnCompleted},
+	)
+	tr := r.Transcript()
+	if tr.Session.Time.Created != 500 {
+		t.Errorf("session created %d, want the first time seen (500)", tr.Session.Time.Created)
+	}
+	if c := tr.Messages[0].Info.(*UserMessage).Time.Created; c != 0 {
+		t.Errorf("user message created %d, want 0 (no time seen)", c)
+	}
+	a := tr.Messages[1].Info.(*AssistantMessage)
+	tool := tr.Messages[1].Parts[2].(*ToolPart)
+	if tool.State.Time.Start != 500 || tool.State.Time.End != 400 || *a.Time.Completed != 500 {
+		t.Errorf("times: tool %+v, message completed %d", tool.State.Time, *a.Time.Completed)
+	}
+}
+
+func TestReducerUsageAbsentStaysAbsent(t *testing.T) {
+	r := newTestReducer("r")
+	out := int64(7)
+	cost := 0.5
+	applyAll(r,
+		&UserPrompt{PromptID: "u"},
+		&TextFinal{Message: "m", Text: "hi"},
+		&Usage{Message: "m", Tokens: &Tokens{Output: &out}},
+		&StepFinished{Message: "m", Finish: FinishLength},
+	)
+	a := r.Transcript().Messages[1].Info.(*AssistantMessage)
+	if a.Cost != nil || a.Tokens.Input != nil || a.Tokens.Reasoning != nil || a.Tokens.Cache.Read != nil || *a.Tokens.Output != 7 {
+		t.Fatalf("usage = cost %v tokens %+v", a.Cost, a.Tokens)
+	}
+	if a.Finish != FinishLength {
+		t.Fatalf("finish = %q", a.Finish)
+	}
+	// A later report fills in what was absent and reaches the step-finish.
+	applyAll(r, &Usage{Message: "m", Cost: &cost})
+	m := r.Transcript().Messages[1]
+	sf := m.Parts[len(m.Parts)-1].(*StepFinishPart)
+	if *m.Info.(*AssistantMessage).Cost != 0.5 || *sf.Cost != 0.5 || *sf.Tokens.Output != 7 || sf.Tokens.Input != nil {
+		t.Fatalf("step-finish = %+v", sf)
+	}
+	// Usage for nothing is refused as an orphan.
+	applyAll(r, &Usage{Message: "unknown", Cost: &cost})
+	if d := r.Transcript().Dropped; len(d) != 1 || d[0].Reason != DropOrphan {
+		t.Fatalf("dropped = %+v", d)
+	}
+}
+
+// Events for a session key never announced open a child of the root, so
+// their content is kept; SubagentStarted later names it.
+func TestReducerImplicitChild(t *testing.T) {
+	r := newTestReducer("r")
+	applyAll(r,
+		&TextFinal{EventBase: EventBase{Session: "side", Time: 5}, Text: "hello from a sidechain"},
+		&SubagentStarted{EventBase: EventBase{Time: 6}, Child: "side", Title: "Side task"},
+		&SubagentEnded{EventBase: EventBase{Time: 7}, Child: "side"},
+	)
+	tr := r.Transcript()
+	if len(tr.Children) != 1 {
+		t.Fatalf("children = %d", len(tr.Children))
+	}
+	c := tr.Children[0]
+	if c.Session.ParentID != tr.Session.ID || c.Session.Title != "Side task" || len(c.Messages) != 1 {
+		t.Fatalf("child = %+v, %d messages", c.Session, len(c.Messages))
+	}
+	if a := c.Messages[0].Info.(*AssistantMessage); a.Finish != FinishStop || a.ParentID != "" {
+		t.Fatalf("child message = %+v", a)
+	}
+	if s, ok := r.Session(c.Session.ID); !ok || s.Title != "Side task" {
+		t.Fatalf("Session(child) = %+v, %v", s, ok)
+	}
+}
+
+// Applying a delta costs the same in a short and in a long session: no
+// part of the work re-scans the transcript.
+func TestReducerDeltaCostIndependentOfLength(t *testing.T) {
+	measure := func(n int) float64 {
+		r := newTestReducer("r")
+		for _, ev := range longSession(n) {
+			r.Apply(ev)
+		}
+		r.Apply(&TurnStarted{TurnID: "x"})
+		d := &TextDelta{Message: "x", Block: "0", Delta: "tok "}
+		r.Apply(d)
+		return testing.AllocsPerRun(200, func() { r.Apply(d) })
+	}
+	short, long := measure(100), measure(20_000)
+	if short != long || long > 3 {
+		t.Fatalf("allocations per delta: %v in a short session, %v in a long one", short, long)
+	}
+}
+
+func TestReducerTodosAndRuntimeRules(t *testing.T) {
+	r := newTestReducer("r")
+	todos := []Todo{{Content: "a", Status: TodoPending, Priority: PriorityHigh}}
+	bus := applyAll(r,
+		&TodosUpdated{Todos: todos},
+		&ToolBlocked{CallID: "c", Tool: "edit", Permission: &PermissionRequest{Permission: "edit", Patterns: []string{"a.go"}, Always: []string{"*.go"}}},
+		&ToolResolved{CallID: "c", Decision: DecisionAlways},
+	)
+	root := r.RootID()
+	if got := r.Todos(root); !reflect.DeepEqual(got, todos) {
+		t.Fatalf("Todos = %+v", got)
+	}
+	todos[0].Content = "changed by the caller"
+	if got := r.Todos(root); got[0].Content != "a" {
+		t.Fatal("the reducer shares the caller's todo slice")
+	}
+	if got := r.RuntimeRules(root); !reflect.DeepEqual(got, []PermissionRule{{Permission: "edit", Pattern: "*.go", Action: ActionAllow}}) {
+		t.Fatalf("RuntimeRules = %+v", got)
+	}
+	var n int
+	for _, ev := range bus {
+		if ev.EventType() == EvTodoUpdated {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d todo.updated events, want 1", n)
+	}
+}
+
+func TestEncodeDecodeEveryEvent(t *testing.T) {
+	one, two := int64(1), 2
+	yes := true
+	cost := 0.25
+	evs := []Event{
+		&SessionInfo{EventBase: EventBase{Time: 1}, ProviderSessionID: "s", ProviderID: "p", ModelID: "m", Agent: "a", Cwd: "/c", Title: "t"},
+		&TurnStarted{TurnID: "t"},
+		&UserPrompt{EventBase: EventBase{Session: "k"}, PromptID: "u", Text: "<b>&", Files: []PromptFile{{Mime: "image/png", Filename: "f", URL: "data:,"}}, Synthetic: true},
+		&MessageStarted{Message: "m", ProviderID: "p", ModelID: "x"},
+		&TextDelta{Message: "m", Block: "b", Delta: "d"},
+		&TextFinal{Message: "m", Block: "b", Text: "t"},
+		&ReasoningDelta{Message: "m", Block: "b", Delta: "d"},
+		&ReasoningFinal{Message: "m", Block: "b", Text: "t", Metadata: Object{"signature": "s", "n": json.Number("12345678901234567890")}},
+		&ToolCall{Message: "m", CallID: "c", Tool: "bash", Title: "t", Input: json.RawMessage(`{"command":"ls"}`), Metadata: Object{"k": "v"}},
+		&ToolInputDelta{CallID: "c", Delta: "{"},
+		&ToolRunning{CallID: "c"},
+		&ToolBlocked{Message: "m", CallID: "c", Tool: "edit", Input: json.RawMessage(`{}`), Permission: &PermissionRequest{ID: "p", Permission: "edit", Patterns: []string{"a"}, Always: []string{"*"}, Metadata: Object{"diff": "x"}}},
+		&ToolBlocked{CallID: "c", Question: &QuestionRequest{ID: "q", Questions: []QuestionInfo{{Question: "?", Header: "h", Options: []QuestionOption{{Label: "l", Description: "d"}}, Multiple: &yes}}}},
+		&ToolResolved{CallID: "c", Decision: DecisionReject, Reason: ReasonTimeout},
+		&ToolResolved{CallID: "c", Answers: [][]string{{"l"}}},
+		&ToolCompleted{CallID: "c", Output: "o", Title: "t", Metadata: Object{"exit": json.Number("0")}, Files: []PromptFile{{Mime: "text/plain", URL: "data:,x"}}},
+		&ToolFailed{CallID: "c", Error: "e", Metadata: Object{"exit": json.Number("2")}},
+		&Usage{Message: "m", Tokens: &Tokens{Input: &one, Cache: CacheTokens{Write: &one}}, Cost: &cost},
+		&StepFinished{Message: "m", Finish: FinishStop},
+		&SubagentStarted{CallID: "c", Child: "k", Title: "t", Agent: "a", Prompt: "p", Description: "d"},
+		&SubagentEnded{Child: "k"},
+		&TodosUpdated{Todos: []Todo{{Content: "c", Status: TodoCompleted, Priority: PriorityLow}}},
+		&Compaction{ID: "x", Message: "m", Auto: true, Overflow: &yes},
+		&Retry{Message: "m", Attempt: 2, Error: MessageError{Name: ErrNameAPI, Data: ErrorData{Message: "m", Kind: ErrorRateLimit, StatusCode: &two}}},
+		&AgentError{Message: "m", Kind: ErrorAuth, Text: "t", StatusCode: &two},
+		&TurnEnded{TurnID: "t", Reason: TurnFailed, Error: "e"},
+		&DroppedInput{Dropped: Dropped{Source: "s", Line: 3, Kind: "k", Reason: DropOversize, Detail: "d", Raw: "r"}},
+	}
+	names := map[string]bool{}
+	for _, ev := range evs {
+		raw, err := EncodeEvent(ev)
+		if err != nil {
+			t.Fatalf("%T: %v", ev, err)
+		}
+		names[EventName(ev)] = true
+		if !strings.HasPrefix(string(raw), `{"type":"`+EventName(ev)+`"`) {
+			t.Fatalf("encoding does not start with its type: %s", raw)
+		}
+		back, err := DecodeEvent(raw)
+		if err != nil {
+			t.Fatalf("decode %s: %v", raw, err)
+		}
+		if !reflect.DeepEqual(back, ev) {
+			t.Fatalf("round trip of %s:\n got %#v\nwant %#v", raw, back, ev)
+		}
+	}
+	if len(names) != 25 {
+		t.Fatalf("covered %d event types, want all 25", len(names))
+	}
+	if got, _ := EncodeEvent(&TurnStarted{}); string(got) != `{"type":"TurnStarted"}` {
+		t.Fatalf("empty event encodes as %s", got)
+	}
+	if got, _ := EncodeEvent(&UserPrompt{PromptID: "u", Text: "<&>"}); !strings.Contains(string(got), `"<&>"`) {
+		t.Fatalf("HTML escaped: %s", got)
+	}
+}
+
+func TestDecodeEventRefusals(t *testing.T) {
+	cases := []struct {
+		in     string
+		reason DropReason
+		typ    string
+	}{
+		{`{"type":"TextDelta"`, DropUnparseableJSON, ""},
+		{`<html>`, DropUnparseableJSON, ""},
+		{`[{"type":"TextDelta"}]`, DropNotAnObject, ""},
+		{`"TextDelta"`, DropNotAnObject, ""},
+		{`null`, DropNotAnObject, ""},
+		{`{}`, DropInvalidField, ""},
+		{`{"type":3}`, DropInvalidField, ""},
+		{`{"type":"Teleport"}`, DropUnknownType, "Teleport"},
+		{`{"type":"TextDelta","delta":5}`, DropInvalidField, "TextDelta"},
+		{`{"type":"TextDelta","time":1.5}`, DropInvalidField, "TextDelta"},
+		{`{"type":"TextDelta","time":-3}`, DropInvalidField, "TextDelta"},
+		{`{"type":"ToolCall","tool":"bash"}`, DropMissingID, "ToolCall"},
+		{`{"type":"UserPrompt","text":"x"}`, DropMissingID, "UserPrompt"},
+		{`{"type":"SubagentStarted","callID":"c"}`, DropMissingID, "SubagentStarted"},
+		{`{"type":"ToolBlocked","callID":"c"}`, DropInvalidField, "ToolBlocked"},
+		{`{"type":"ToolBlocked","callID":"c","permission":{},"question":{}}`, DropInvalidField, "ToolBlocked"},
+		{`{"type":"ToolResolved","callID":"c","decision":"allow"}`, DropUnknownDecision, "ToolResolved"},
+		{`{"type":"ToolResolved","callID":"c","decision":"ONCE"}`, DropUnknownDecision, "ToolResolved"},
+		{`{"type":"ToolResolved","callID":"c"}`, DropInvalidField, "ToolResolved"},
+		{`{"type":"StepFinished","finish":"done"}`, DropInvalidField, "StepFinished"},
+		{`{"type":"Retry","attempt":-1}`, DropInvalidField, "Retry"},
+	}
+	for _, c := range cases {
+		_, err := DecodeEvent([]byte(c.in))
+		var ee *EventError
+		if !errors.As(err, &ee) || !errors.Is(err, ErrBadEvent) {
+			t.Errorf("%s: err = %v, want an *EventError", c.in, err)
+			continue
+		}
+		if ee.Reason != c.reason || ee.Type != c.typ {
+			t.Errorf("%s: reason %s type %q, want %s %q (%v)", c.in, ee.Reason, ee.Type, c.reason, c.typ, err)
+		}
+		d := ee.Dropped("log", 4, []byte(c.in))
+		if d.Reason != c.reason || d.Line != 4 || d.Raw != c.in || d.Source != "log" {
+			t.Errorf("%s: Dropped = %+v", c.in, d)
+		}
+	}
+	// Members an event does not have are ignored (a newer writer).
+	ev, err := DecodeEvent([]byte(`{"type":"TextDelta","delta":"x","futureField":{"a":1}}`))
+	if err != nil || ev.(*TextDelta).Delta != "x" {
+		t.Fatalf("unknown member: %v, %v", ev, err)
+	}
+	// Raw is cut to 512 bytes on a UTF-8 boundary.
+	long := `{"type":"Nope","x":"` + strings.Repeat("é", 400) + `"}`
+	_, err = DecodeEvent([]byte(long))
+	var ee *EventError
+	errors.As(err, &ee)
+	if d := ee.Dropped("log", 1, []byte(long)); len(d.Raw) > 512 || !strings.HasPrefix(long, d.Raw) || !json.Valid([]byte(`"`+d.Raw[20:]+`"`)) {
+		t.Fatalf("raw cut wrongly: %d bytes", len(d.Raw))
+	}
+	if _, err := EncodeEvent(nil); !errors.Is(err, ErrBadEvent) {
+		t.Fatalf("EncodeEvent(nil) = %v", err)
+	}
+	nan := 0.0
+	nan = nan / nan
+	if _, err := EncodeEvent(&Usage{Cost: &nan}); !errors.Is(err, ErrBadEvent) {
+		t.Fatalf("EncodeEvent(NaN cost) = %v", err)
+	}
+}
