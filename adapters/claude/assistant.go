@@ -16,8 +16,8 @@ import (
 // message per message.id.
 func (d *Decoder) assistant(r *record, typeErr *json.UnmarshalTypeError) {
 	m := r.Message
-	if m == nil {
-		d.drop("assistant", mapper.DropInvalidField, fieldError(typeErr, "assistant record has no message"))
+	if m == nil || badField(typeErr, "message") {
+		d.drop("assistant", mapper.DropInvalidField, fieldError(typeErr, "assistant record has no message object"))
 		return
 	}
 	sess := d.sessionOf(r)

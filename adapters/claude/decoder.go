@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/happy-dev/happy/internal/linereader"
@@ -81,6 +82,8 @@ type Decoder struct {
 type session struct {
 	key        string
 	started    bool   // a child session that was announced with SubagentStarted
+	ended      bool   // a child session that was ended with SubagentEnded
+	owner      string // the session of the call that started a child
 	prompt     string // the prompt SubagentStarted carried (the reducer shows it)
 	turnOpen   bool
 	turnID     string
@@ -130,7 +133,6 @@ type tool struct {
 	status   toolStatus
 	question bool   // blocked on a question rather than a permission
 	child    string // child session key for Agent/Task calls
-	ended    bool   // the child session was ended
 }
 
 // task is one TaskCreate entry.
@@ -242,9 +244,11 @@ func (d *Decoder) Finish(end EndOfStream) []mapper.Event {
 			d.closeTurn(root, mapper.TurnTruncated, "stream ended without a result")
 		}
 	}
-	// Child sessions whose parent call is gone (or never seen).
+	// Child sessions still running: background subagents, subagents of a
+	// call never seen.
 	for _, key := range d.sessionKeys() {
-		if s := d.sessions[key]; key != "" && s.turnOpen {
+		if s := d.sessions[key]; key != "" {
+			d.endChild(key, mapper.TurnTruncated, "stream ended before the subagent finished")
 			d.closeTurn(s, mapper.TurnTruncated, "stream ended before the subagent finished")
 		}
 	}
@@ -398,6 +402,12 @@ func fieldError(typeErr *json.UnmarshalTypeError, what string) string {
 		return fmt.Sprintf("%s (field %s is %s, want %s)", what, typeErr.Field, typeErr.Value, typeErr.Type)
 	}
 	return what
+}
+
+// badField reports whether a type error concerns the member name or a
+// member inside it.
+func badField(typeErr *json.UnmarshalTypeError, name string) bool {
+	return typeErr != nil && (typeErr.Field == name || strings.HasPrefix(typeErr.Field, name+"."))
 }
 
 // parseTime converts an RFC 3339 timestamp to Unix ms (0 when absent or

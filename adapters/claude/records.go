@@ -143,7 +143,10 @@ func (d *Decoder) matchPrompt(r *record) string {
 	for _, key := range d.sessionKeys() {
 		for _, id := range d.sessions[key].openTools {
 			t := d.tools[id]
-			if t != nil && isAgentTool(t.name) && !t.ended && parseInput(t.input).Prompt == text {
+			if t != nil && isAgentTool(t.name) && parseInput(t.input).Prompt == text {
+				if cs := d.sessions[id]; cs != nil && cs.ended {
+					continue
+				}
 				return id
 			}
 		}
@@ -220,17 +223,17 @@ func (d *Decoder) system(r *record) {
 			d.childFor(r.ToolUseID)
 		}
 	case "task_notification":
-		t := d.tools[r.ToolUseID]
-		if t == nil {
-			return
+		key := r.ToolUseID
+		if key == "" {
+			key = d.agents[r.TaskID]
 		}
 		switch r.Status {
 		case "completed":
-			d.endChild(t, mapper.TurnCompleted, "")
+			d.endChild(key, mapper.TurnCompleted, "")
 		case "failed":
-			d.endChild(t, mapper.TurnFailed, "subagent failed")
+			d.endChild(key, mapper.TurnFailed, "subagent failed")
 		case "killed", "stopped":
-			d.endChild(t, mapper.TurnInterrupted, "subagent stopped")
+			d.endChild(key, mapper.TurnInterrupted, "subagent stopped")
 		}
 	case "turn_duration":
 		// The interactive UI writes this when a turn is over.
@@ -421,7 +424,9 @@ func (d *Decoder) canUseTool(rid string, req *controlRequest) {
 		if k := d.agents[req.AgentID]; k != "" {
 			sess = k
 		}
+		d.ensureTurn(d.session(sess))
 		t = d.addTool(callID, sess, "", req.ToolName, objectOrEmpty(req.Input))
+		t.status = toolRunning // ToolBlocked announces the part; it runs while it waits
 	}
 	d.requests[rid] = callID
 	if t.status == toolBlocked || t.status == toolRejected {
@@ -482,12 +487,13 @@ func (d *Decoder) controlResponse(r *record, dir string) {
 		}
 		return
 	}
-	delete(d.requests, resp.RequestID)
 	t := d.tools[callID]
 	if t == nil {
+		delete(d.requests, resp.RequestID)
 		return
 	}
 	if resp.Subtype == "error" {
+		delete(d.requests, resp.RequestID)
 		d.resolve(t, &mapper.ToolResolved{Decision: mapper.DecisionReject, Reason: mapper.ReasonCancelled})
 		return
 	}
@@ -495,6 +501,10 @@ func (d *Decoder) controlResponse(r *record, dir string) {
 	if reply == nil {
 		d.drop("control_response", mapper.DropInvalidField, "permission answer has no response")
 		return
+	}
+	switch reply.Behavior {
+	case "allow", "deny":
+		delete(d.requests, resp.RequestID)
 	}
 	switch reply.Behavior {
 	case "allow":
@@ -669,7 +679,8 @@ func (d *Decoder) exited(end EndOfStream) {
 		d.closeTurn(root, mapper.TurnAgentExited, exitText(end))
 	}
 	for _, key := range d.sessionKeys() {
-		if s := d.sessions[key]; key != "" && s.turnOpen {
+		if s := d.sessions[key]; key != "" {
+			d.endChild(key, mapper.TurnAgentExited, exitText(end))
 			d.closeTurn(s, mapper.TurnAgentExited, exitText(end))
 		}
 	}

@@ -13,8 +13,8 @@ import (
 // lines get (see message.blockKey).
 func (d *Decoder) streamEvent(r *record, typeErr *json.UnmarshalTypeError) {
 	ev := r.Event
-	if ev == nil {
-		d.drop("stream_event", mapper.DropInvalidField, fieldError(typeErr, "stream_event has no event"))
+	if ev == nil || badField(typeErr, "event") {
+		d.drop("stream_event", mapper.DropInvalidField, fieldError(typeErr, "stream_event has no event object"))
 		return
 	}
 	s := d.session(d.sessionOf(r))

@@ -41,11 +41,17 @@ func (d *Decoder) openTurn(s *session, id string) {
 // when it carried an API error, completed when its last step finished
 // without tool calls and no tool is open, otherwise the fallback.
 func (d *Decoder) quietEnd(s *session, fallback, fallbackText string) (string, string) {
-	d.finishStep(s, s.curMsg)
 	if s.turnErr != "" {
 		return mapper.TurnFailed, s.turnErr
 	}
-	if s.lastMsg != "" && len(s.openTools) == 0 && s.lastStop != "tool_use" {
+	lastStop := s.lastStop
+	if m := d.msgs[msgKey(s.key, s.curMsg)]; s.curMsg != "" && m != nil && !m.finished {
+		lastStop = m.stop
+		if lastStop == "" && m.hasTools {
+			lastStop = "tool_use"
+		}
+	}
+	if s.lastMsg != "" && len(s.openTools) == 0 && lastStop != "tool_use" {
 		return mapper.TurnCompleted, ""
 	}
 	return fallback, fallbackText
@@ -113,7 +119,7 @@ func settleText(reason string) string {
 // rejected resolution with reason resolve); a subagent it started is ended
 // with the turn's reason.
 func (d *Decoder) settleTool(t *tool, turnReason, text, resolve string) {
-	d.endChild(t, turnReason, text)
+	d.endChild(t.child, turnReason, text)
 	if t.status == toolBlocked {
 		d.emit(&mapper.ToolResolved{EventBase: d.base(t.session), CallID: t.callID, Decision: mapper.DecisionReject, Reason: resolve})
 	}
@@ -294,7 +300,7 @@ func (d *Decoder) startChild(t *tool, in toolInput) {
 	if cs.started {
 		return
 	}
-	cs.started = true
+	cs.started, cs.owner = true, t.session
 	cs.prompt = in.Prompt
 	title := in.Description
 	if title == "" {
@@ -322,30 +328,30 @@ func (d *Decoder) ensureChild(key, callID string) string {
 		return key
 	}
 	cs.started = true
-	owner := ""
 	if t := d.tools[key]; t != nil {
-		owner = t.session
+		cs.owner = t.session
 		t.child = key
 	}
-	d.emit(&mapper.SubagentStarted{EventBase: d.base(owner), CallID: callID, Child: key})
+	d.emit(&mapper.SubagentStarted{EventBase: d.base(cs.owner), CallID: callID, Child: key})
 	return key
 }
 
-// endChild closes the child session of an Agent/Task call.
-func (d *Decoder) endChild(t *tool, reason, text string) {
-	if t.child == "" || t.ended {
+// endChild ends child session key (its open turn closed with reason) and
+// reports SubagentEnded, once. A background subagent outlives the call that
+// started it, so this is keyed by the child, not the call.
+func (d *Decoder) endChild(key, reason, text string) {
+	cs := d.sessions[key]
+	if key == "" || cs == nil || !cs.started || cs.ended {
 		return
 	}
-	t.ended = true
-	if cs := d.sessions[t.child]; cs != nil {
-		d.closeTurn(cs, reason, text)
-	}
+	cs.ended = true
+	d.closeTurn(cs, reason, text)
 	for uuid, k := range d.sideUUID {
-		if k == t.child {
+		if k == key {
 			delete(d.sideUUID, uuid)
 		}
 	}
-	d.emit(&mapper.SubagentEnded{EventBase: d.base(t.session), Child: t.child})
+	d.emit(&mapper.SubagentEnded{EventBase: d.base(cs.owner), Child: key})
 }
 
 // firstLine returns the first line of s, at most n runes.

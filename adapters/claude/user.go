@@ -14,8 +14,8 @@ import (
 // marker. dir is the traffic direction ("" outside traffic logs).
 func (d *Decoder) user(r *record, dir string, typeErr *json.UnmarshalTypeError) {
 	m := r.Message
-	if m == nil {
-		d.drop("user", mapper.DropInvalidField, fieldError(typeErr, "user record has no message"))
+	if m == nil || badField(typeErr, "message") {
+		d.drop("user", mapper.DropInvalidField, fieldError(typeErr, "user record has no message object"))
 		return
 	}
 	if r.IsMeta {
@@ -48,7 +48,12 @@ func (d *Decoder) user(r *record, dir string, typeErr *json.UnmarshalTypeError) 
 		}
 	}
 	if len(results) > 0 {
-		d.ensureTurn(s) // results mean the agent is working, whether or not the prompt was seen
+		for _, b := range results {
+			if !d.recent.has("t:" + b.ToolUseID) {
+				d.ensureTurn(s) // the agent is working, whether or not its prompt was seen
+				break
+			}
+		}
 		var structured json.RawMessage
 		if len(results) == 1 {
 			structured = r.toolResult()
@@ -199,12 +204,15 @@ func (d *Decoder) toolResult(s *session, b *contentBlock, structured json.RawMes
 			}
 		}
 	}
+	if id := resultAgentID(structured); t.child != "" && id != "" {
+		d.agents[id] = t.child // later records of this agent (a resumed or background agent)
+	}
 	if t.child != "" && !asyncLaunch(structured) {
 		reason := mapper.TurnCompleted
 		if isErr {
 			reason = mapper.TurnFailed
 		}
-		d.endChild(t, reason, output)
+		d.endChild(t.child, reason, output)
 	}
 	if isErr {
 		d.failTool(t, &mapper.ToolFailed{CallID: callID, Error: output, Metadata: meta})
@@ -212,6 +220,17 @@ func (d *Decoder) toolResult(s *session, b *contentBlock, structured json.RawMes
 	}
 	d.completeTool(t, &mapper.ToolCompleted{CallID: callID, Output: output, Title: toolTitle(t.name, parseInput(t.input)),
 		Metadata: meta, Files: files})
+}
+
+// resultAgentID returns the agentId an Agent result names.
+func resultAgentID(structured json.RawMessage) string {
+	var r struct {
+		AgentID string `json:"agentId"`
+	}
+	if isObject(structured) && json.Unmarshal(structured, &r) == nil {
+		return r.AgentID
+	}
+	return ""
 }
 
 // asyncLaunch reports whether an Agent result only says the subagent was

@@ -1,0 +1,257 @@
+// Package remote runs Claude Code in remote (SDK) mode as a session.Agent:
+// the CLI is driven over stream-json by package sdk, its stdout is decoded
+// into agent events by package claude, and the runner's prompts, decisions,
+// question answers and interrupts go back over the SDK control protocol.
+//
+// Decisions travel as DESIGN.md's table says: once → allow, always → allow
+// with the request's permission suggestions, reject → deny. A question
+// (AskUserQuestion) is answered by allowing the tool with its input plus
+// "answers": {question: "label, label"}, which is how Claude Code's
+// AskUserQuestion tool receives a person's choice (Claude Code 2.1.x).
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/happy-dev/happy/adapters/claude"
+	"github.com/happy-dev/happy/adapters/claude/sdk"
+	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/session"
+)
+
+// Options configure Start. They are the sdk options plus the permission
+// mode Claude starts in.
+type Options struct {
+	SDK sdk.Options
+	// PermissionMode is passed as --permission-mode when not empty (one of
+	// the sdk.Mode* names).
+	PermissionMode string
+}
+
+// ErrUnknownCall is returned by Decide and AnswerQuestion for a call id the
+// agent is not waiting on.
+var ErrUnknownCall = errors.New("claude is not waiting on that tool call")
+
+// Agent is Claude Code in SDK mode, as a session.Agent.
+type Agent struct {
+	client *sdk.Client
+	events chan mapper.Event
+
+	mu       sync.Mutex
+	dec      *claude.Decoder
+	requests map[string]string          // call id → can_use_tool request id
+	inputs   map[string]json.RawMessage // call id → tool input (for question answers)
+	done     chan struct{}
+}
+
+var _ session.Agent = (*Agent)(nil)
+
+// Start launches Claude Code and begins decoding its output. The initialize
+// request is sent at once; the CLI answers it when ready, and a prompt may
+// follow immediately.
+func Start(ctx context.Context, opts Options) (*Agent, error) {
+	dec, err := claude.NewDecoder(claude.FormStreamJSON, claude.Options{ControlChannel: true})
+	if err != nil {
+		return nil, err
+	}
+	so := opts.SDK
+	if opts.PermissionMode != "" {
+		so.Args = append([]string{"--permission-mode", opts.PermissionMode}, so.Args...)
+	}
+	client, err := sdk.Start(ctx, so)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := client.SendInitialize(ctx); err != nil {
+		_, _ = client.Close()
+		return nil, fmt.Errorf("claude: send initialize: %w", err)
+	}
+	a := &Agent{client: client, dec: dec, events: make(chan mapper.Event, 256),
+		requests: map[string]string{}, inputs: map[string]json.RawMessage{}, done: make(chan struct{})}
+	go a.pump()
+	return a, nil
+}
+
+// pump decodes the CLI's events until it exits, then closes Events.
+func (a *Agent) pump() {
+	defer close(a.done)
+	defer close(a.events)
+	for ev := range a.client.Events() {
+		var out []mapper.Event
+		switch e := ev.(type) {
+		case *sdk.Output:
+			a.mu.Lock()
+			out = a.dec.DecodeLine(e.Line)
+			a.noteEvents(out)
+			a.mu.Unlock()
+		case *sdk.Exited:
+			end := claude.EndOfStream{Exited: true}
+			if e.State != nil {
+				if code := e.State.ExitCode(); code >= 0 {
+					end.Code = &code
+				}
+			}
+			a.mu.Lock()
+			out = a.dec.Finish(end)
+			a.mu.Unlock()
+		}
+		for _, o := range out {
+			a.events <- o
+		}
+	}
+}
+
+// noteEvents remembers what later answers need: the request id of each
+// blocked call and the input of each call.
+func (a *Agent) noteEvents(evs []mapper.Event) {
+	for _, ev := range evs {
+		switch e := ev.(type) {
+		case *mapper.ToolCall:
+			if len(e.Input) > 0 {
+				a.inputs[e.CallID] = e.Input
+			}
+		case *mapper.ToolBlocked:
+			if len(e.Input) > 0 {
+				a.inputs[e.CallID] = e.Input
+			}
+			switch {
+			case e.Permission != nil && e.Permission.ID != "":
+				a.requests[e.CallID] = e.Permission.ID
+			case e.Question != nil && e.Question.ID != "":
+				a.requests[e.CallID] = e.Question.ID
+			}
+		}
+	}
+}
+
+// Events implements session.Agent.
+func (a *Agent) Events() <-chan mapper.Event { return a.events }
+
+// Prompt implements session.Agent: a text prompt, with image files as
+// base64 image blocks when given as data: URLs.
+func (a *Agent) Prompt(ctx context.Context, p session.Prompt) error {
+	if len(p.Files) == 0 {
+		return a.client.SendUser(ctx, p.Text)
+	}
+	blocks := []map[string]any{}
+	for _, f := range p.Files {
+		mime, data, ok := parseDataURL(f.URL)
+		if !ok || !strings.HasPrefix(mime, "image/") {
+			return fmt.Errorf("claude: attachment %q: only data: image URLs are supported", f.Filename)
+		}
+		blocks = append(blocks, map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": mime, "data": data}})
+	}
+	if p.Text != "" {
+		blocks = append(blocks, map[string]any{"type": "text", "text": p.Text})
+	}
+	content, err := json.Marshal(blocks)
+	if err != nil {
+		return err
+	}
+	return a.client.SendUserContent(ctx, content)
+}
+
+// parseDataURL splits data:<mime>;base64,<data>.
+func parseDataURL(u string) (mime, data string, ok bool) {
+	rest, found := strings.CutPrefix(u, "data:")
+	if !found {
+		return "", "", false
+	}
+	head, data, found := strings.Cut(rest, ",")
+	if !found {
+		return "", "", false
+	}
+	mime, isB64 := strings.CutSuffix(head, ";base64")
+	return mime, data, isB64
+}
+
+func (a *Agent) request(callID string) (string, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	rid, ok := a.requests[callID]
+	if !ok {
+		return "", fmt.Errorf("%w: %s", ErrUnknownCall, callID)
+	}
+	delete(a.requests, callID)
+	return rid, nil
+}
+
+// Decide implements session.Agent.
+func (a *Agent) Decide(ctx context.Context, callID string, d session.Decision) error {
+	rid, err := a.request(callID)
+	if err != nil {
+		return err
+	}
+	ans := sdk.Answer{Decision: d.Decision}
+	if d.Decision == mapper.DecisionReject && d.Reason != "" {
+		ans.Message = "The user rejected this tool use (" + d.Reason + ")."
+	}
+	return a.client.Respond(ctx, rid, ans)
+}
+
+// AnswerQuestion implements session.Agent.
+func (a *Agent) AnswerQuestion(ctx context.Context, callID string, answers [][]string) error {
+	rid, err := a.request(callID)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	input := a.inputs[callID]
+	a.mu.Unlock()
+	updated, err := questionInput(input, answers)
+	if err != nil {
+		return err
+	}
+	return a.client.Respond(ctx, rid, sdk.Answer{Decision: mapper.DecisionOnce, UpdatedInput: updated})
+}
+
+// questionInput adds "answers": {question: "a, b"} to an AskUserQuestion input.
+func questionInput(input json.RawMessage, answers [][]string) (json.RawMessage, error) {
+	var in map[string]any
+	if len(input) > 0 {
+		if err := json.Unmarshal(input, &in); err != nil {
+			return nil, fmt.Errorf("claude: question input: %w", err)
+		}
+	}
+	if in == nil {
+		in = map[string]any{}
+	}
+	var qs []struct {
+		Question string `json:"question"`
+	}
+	if raw, ok := in["questions"]; ok {
+		b, _ := json.Marshal(raw)
+		_ = json.Unmarshal(b, &qs)
+	}
+	out := map[string]string{}
+	for i, q := range qs {
+		if i < len(answers) {
+			out[q.Question] = strings.Join(answers[i], ", ")
+		}
+	}
+	in["answers"] = out
+	return json.Marshal(in)
+}
+
+// Interrupt implements session.Agent.
+func (a *Agent) Interrupt(ctx context.Context) error { return a.client.Interrupt(ctx) }
+
+// Close implements session.Agent: it ends the CLI and waits until the
+// event pump has finished.
+func (a *Agent) Close() error {
+	go func() { // nobody may be reading Events any more
+		for range a.events {
+		}
+	}()
+	_, err := a.client.Close()
+	<-a.done
+	return err
+}
+
+// Pid is the CLI's process id.
+func (a *Agent) Pid() int { return a.client.Pid() }
