@@ -102,7 +102,7 @@ type redMessage struct {
 	parts  []Part            // in order; the step-finish is kept in finish
 	finish *StepFinishPart
 	blocks map[redBlockKey]*redBlock // text/reasoning blocks, compaction and retry parts by identity
-	tail   *redBlock            // the text or reasoning block created last
+	tail   *redBlock                 // the text or reasoning block created last
 	closed bool
 	tools  int // tool parts
 	// resultSeen is set when a tool of this message reported its result:
