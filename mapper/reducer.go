@@ -44,6 +44,49 @@ type Config struct {
 // give the same transcript and the same ids, whatever the wall clock says)
 // and every event is an upsert by provider identity (see Event).
 //
+// The rules it applies:
+//
+//   - Messages. A UserPrompt is a user message (text part, file parts) and
+//     starts the turn's parent for assistant messages. Each assistant
+//     message is one model step: it opens with a step-start part and, when
+//     it ends, gets a step-finish part, time.completed and a finish. A step
+//     ends when StepFinished says so, when another step of the session
+//     opens (finish tool-calls if it called a tool, else stop), when a new
+//     prompt arrives, or when the turn ends. Message "" is the current
+//     step; output (text, reasoning, a new tool call) for Message "" after
+//     a tool of the current step reported its result opens the next step.
+//   - Text and reasoning. A delta appends (message.part.delta), a final
+//     replaces (message.part.updated) and makes later deltas of the block
+//     stale; a block still streaming when its step ends gets time.end.
+//   - Tools. Every state change goes through Transition/TransitionPath: a
+//     provider that skips states gets them synthesised (each published),
+//     an illegal change is refused and kept as a Dropped with reason
+//     illegal_transition. ToolBlocked for an unknown call creates the
+//     part. ToolResolved once/always resumes the tool with the resolved
+//     block kept; reject fails it. A person's reject (no Reason) rejects
+//     every other blocked tool of the session (reason cancelled); always
+//     adds the session's runtime rules and resumes every other blocked
+//     permission they now allow (Ruleset). A ToolFailed on a blocked tool
+//     resolves it as reject/answered-in-agent; one that only confirms the
+//     reducer's own rejection or settlement is no news.
+//   - Turn end. TurnEnded settles everything open in the session and its
+//     child sessions: open tools go to error (reason cancelled, or
+//     agent-exited), open steps finish stop/tool-calls (completed),
+//     aborted (interrupted) or error with an error of kind internal
+//     (transport for truncated). SubagentEnded does the same for a child.
+//   - Subagents. SubagentStarted opens a child session (parentID the
+//     session of the event, title, directory, a user message with the
+//     prompt) and records sessionId in the state metadata of the tool
+//     call that started it. Events whose Session is the child key go to
+//     the child.
+//   - Usage sets tokens and cost (absent stays nil); AgentError sets the
+//     step's error (session.error); Retry adds a retry part (session.status
+//     retry until output resumes); Compaction adds a compaction part
+//     (session.compacted); TodosUpdated replaces the todo list
+//     (todo.updated); DroppedInput joins the dropped list.
+//   - Times. An event's Time when non-zero, else the latest time seen;
+//     the wall clock is never read.
+//
 // Work per event is proportional to the event (parts are indexed by
 // identity), except where the event itself is about many things: TurnEnded
 // settles every open tool and message, an "always" or "reject" answer
@@ -194,8 +237,13 @@ func (r *Reducer) Apply(ev Event) []BusEvent {
 		t = r.now
 	}
 	r.startRoot(t)
-	s := r.sessionFor(b.Session, t)
 	if err := ValidateEvent(ev); err != nil {
+		// Kept with the session it names when that exists; a refused event
+		// does not open a session.
+		s := r.sessions[b.Session]
+		if s == nil {
+			s = r.root
+		}
 		if ee, ok := err.(*EventError); ok {
 			r.drop(s, ee.Reason, ee.Msg)
 		} else {
@@ -203,6 +251,7 @@ func (r *Reducer) Apply(ev Event) []BusEvent {
 		}
 		return r.flush()
 	}
+	s := r.sessionFor(b.Session, t)
 	if s.info.Time.Created == 0 {
 		s.info.Time.Created = t // the stream carried no time before
 	}
@@ -475,7 +524,6 @@ func (r *Reducer) subagentStarted(s *redSession, e *SubagentStarted, t int64) {
 	}
 	if e.Prompt != "" && child.userByKey["subagent\x00"+e.Child] == nil {
 		r.userPrompt(child, &UserPrompt{PromptID: "subagent\x00" + e.Child, Text: e.Prompt}, t)
-		child.userByKey["subagent\x00"+e.Child].user.Agent = child.agent
 	}
 	r.setBusy(child, true)
 	if e.CallID != "" {
