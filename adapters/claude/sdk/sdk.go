@@ -37,10 +37,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/happy-dev/happy/adapters/claude/perm"
 	"github.com/happy-dev/happy/internal/linereader"
 	"github.com/happy-dev/happy/internal/proc"
 	"github.com/happy-dev/happy/internal/trafficlog"
-	"github.com/happy-dev/happy/mapper"
 )
 
 // DefaultBinary is the command started when Options.Binary is empty (looked
@@ -180,34 +180,14 @@ func (*PermissionCancelled) isEvent() {}
 func (*Refused) isEvent()             {}
 func (*Exited) isEvent()              {}
 
-// Answer is the canonical answer to a permission request, translated as
-// DESIGN.md's table says:
+// Answer is the canonical answer to a permission request (see package
+// perm), translated for can_use_tool as DESIGN.md's table says:
 //
 //	once   → {"behavior":"allow","updatedInput":…}
 //	always → {"behavior":"allow","updatedInput":…,"updatedPermissions":<the request's suggestions>}
 //	reject → {"behavior":"deny","message":…}
 //	Abort  → {"behavior":"deny","message":…,"interrupt":true}, then an interrupt control request
-//
-// Exactly one of a Decision and Abort is given; any other Decision is
-// refused (mapper.ErrUnknownDecision), never mapped to allow.
-type Answer struct {
-	Decision mapper.Decision
-	// Abort ends the turn instead of deciding.
-	Abort bool
-	// UpdatedInput replaces the tool input on allow (an AskUserQuestion
-	// answer carries its answers here); nil sends the request's input
-	// unchanged.
-	UpdatedInput json.RawMessage
-	// Message is the reason shown to the model on reject or abort; a
-	// default is used when empty.
-	Message string
-}
-
-// Default messages for a deny.
-const (
-	DefaultRejectMessage = "The user rejected this tool use."
-	DefaultAbortMessage  = "The user aborted the turn."
-)
+type Answer = perm.Answer
 
 type pendingPerm struct {
 	input       json.RawMessage
@@ -405,7 +385,7 @@ func (c *Client) SendUserContent(ctx context.Context, content json.RawMessage) e
 // request the CLI cancelled ErrCancelled, an unknown one ErrUnknownRequest,
 // an invalid decision mapper.ErrUnknownDecision (nothing is sent then).
 func (c *Client) Respond(ctx context.Context, requestID string, a Answer) error {
-	reply, err := a.reply()
+	v, err := a.Verdict()
 	if err != nil {
 		return fmt.Errorf("answer permission request %s: %w", requestID, err)
 	}
@@ -427,12 +407,13 @@ func (c *Client) Respond(ctx context.Context, requestID string, a Answer) error 
 	default:
 		return fmt.Errorf("answer permission request %s: %w", requestID, ErrUnknownRequest)
 	}
-	if reply.Behavior == "allow" {
-		reply.UpdatedInput = p.input
-		if a.UpdatedInput != nil {
-			reply.UpdatedInput = a.UpdatedInput
+	reply := permissionResult{Behavior: "deny", Message: v.Message, Interrupt: v.Interrupt}
+	if v.Allow {
+		reply = permissionResult{Behavior: "allow", UpdatedInput: p.input}
+		if v.UpdatedInput != nil {
+			reply.UpdatedInput = v.UpdatedInput
 		}
-		if a.Decision == mapper.DecisionAlways && len(p.suggestions) > 0 && !bytes.Equal(bytes.TrimSpace(p.suggestions), []byte("null")) {
+		if v.Always && perm.HasSuggestions(p.suggestions) {
 			reply.UpdatedPermissions = p.suggestions
 		}
 	}
@@ -458,34 +439,6 @@ type permissionResult struct {
 	UpdatedPermissions json.RawMessage `json:"updatedPermissions,omitempty"`
 	Message            string          `json:"message,omitempty"`
 	Interrupt          bool            `json:"interrupt,omitempty"`
-}
-
-// reply translates the answer to its wire form (without the input, which
-// the caller fills from the request).
-func (a Answer) reply() (permissionResult, error) {
-	if a.Abort {
-		if a.Decision != "" {
-			return permissionResult{}, fmt.Errorf("answer has both decision %q and abort", a.Decision)
-		}
-		return permissionResult{Behavior: "deny", Message: orDefault(a.Message, DefaultAbortMessage), Interrupt: true}, nil
-	}
-	d, err := mapper.ParseDecision(string(a.Decision))
-	if err != nil {
-		return permissionResult{}, err
-	}
-	switch d {
-	case mapper.DecisionOnce, mapper.DecisionAlways:
-		return permissionResult{Behavior: "allow"}, nil
-	default:
-		return permissionResult{Behavior: "deny", Message: orDefault(a.Message, DefaultRejectMessage)}, nil
-	}
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // Close ends the session: it closes the CLI's stdin (the CLI exits at end

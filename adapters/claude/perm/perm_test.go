@@ -1,0 +1,58 @@
+package perm
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/happy-dev/happy/mapper"
+)
+
+func TestVerdict(t *testing.T) {
+	in := json.RawMessage(`{"answers":{"q":"a"}}`)
+	cases := []struct {
+		name string
+		a    Answer
+		want Verdict
+		err  error
+	}{
+		{"once", Answer{Decision: mapper.DecisionOnce}, Verdict{Allow: true}, nil},
+		{"once with input", Answer{Decision: mapper.DecisionOnce, UpdatedInput: in}, Verdict{Allow: true, UpdatedInput: in}, nil},
+		{"always", Answer{Decision: mapper.DecisionAlways}, Verdict{Allow: true, Always: true}, nil},
+		{"reject", Answer{Decision: mapper.DecisionReject}, Verdict{Message: DefaultRejectMessage}, nil},
+		{"reject with message", Answer{Decision: mapper.DecisionReject, Message: "no"}, Verdict{Message: "no"}, nil},
+		{"abort", Answer{Abort: true}, Verdict{Interrupt: true, Message: DefaultAbortMessage}, nil},
+		{"abort with message", Answer{Abort: true, Message: "stop"}, Verdict{Interrupt: true, Message: "stop"}, nil},
+		{"abort and decision", Answer{Abort: true, Decision: mapper.DecisionOnce}, Verdict{}, ErrDecisionAndAbort},
+		{"empty", Answer{}, Verdict{}, mapper.ErrUnknownDecision},
+		{"allow is not canonical", Answer{Decision: "allow"}, Verdict{}, mapper.ErrUnknownDecision},
+		{"case matters", Answer{Decision: "Once"}, Verdict{}, mapper.ErrUnknownDecision},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := c.a.Verdict()
+			if !errors.Is(err, c.err) || (c.err == nil) != (err == nil) {
+				t.Fatalf("err %v, want %v", err, c.err)
+			}
+			if !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("verdict %+v, want %+v", got, c.want)
+			}
+		})
+	}
+}
+
+func TestHasSuggestions(t *testing.T) {
+	for in, want := range map[string]bool{
+		`[{"type":"addRules"}]`: true,
+		`[]`:                    false,
+		`null`:                  false,
+		``:                      false,
+		`{"type":"addRules"}`:   false,
+		`[1`:                    false,
+	} {
+		if got := HasSuggestions(json.RawMessage(in)); got != want {
+			t.Errorf("HasSuggestions(%q) = %v", in, got)
+		}
+	}
+}
