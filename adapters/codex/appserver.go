@@ -1,0 +1,651 @@
+package codex
+
+import (
+	"encoding/json"
+	"sort"
+	"strings"
+
+	"github.com/happy-dev/happy/internal/jsonrpc"
+	"github.com/happy-dev/happy/internal/trafficlog"
+	"github.com/happy-dev/happy/mapper"
+)
+
+// AppServerDecoder maps `codex app-server` (protocol v2) traffic to agent
+// events. It is fed every frame in both directions: Codex's notifications,
+// requests and responses, and happy's own requests and answers (an answer
+// to an approval request becomes the tool's resolution). The same frames
+// always yield the same events, so a recorded traffic log replays exactly.
+// Not safe for concurrent use.
+type AppServerDecoder struct {
+	n    int64 // frames seen (1-based line of the current one)
+	main string
+
+	threads  map[string]*thread // by thread id (main and children)
+	calls    map[string]*call   // by session + "\x00" + call id
+	sent     map[string]sentReq // our requests by id
+	received map[string]*srvReq // Codex's requests by id
+}
+
+type thread struct {
+	session  string // "" for the main thread, else the child key (the thread id)
+	turn     string // current turn id
+	open     bool
+	items    map[string]bool // item ids seen (completed: true)
+	reason   map[string]int  // reasoning item → last summary index (for separators)
+	retries  int
+	errored  string // turn id whose error was already reported
+	compacts int    // contextCompaction items seen in the current turn
+	ended    bool   // SubagentEnded sent
+}
+
+type call struct {
+	session string
+	id      string
+	tool    string
+	input   json.RawMessage
+	paths   []string
+	shown   bool // ToolCall emitted
+	running bool
+	blocked bool
+	done    bool
+	out     outBuf
+}
+
+type sentReq struct {
+	method string
+	thread string
+}
+
+type srvReq struct {
+	method   string
+	session  string
+	callID   string
+	answered bool
+	qids     []string // requestUserInput question ids, in order
+}
+
+// NewAppServerDecoder returns a decoder with no state.
+func NewAppServerDecoder() *AppServerDecoder {
+	return &AppServerDecoder{
+		threads:  map[string]*thread{},
+		calls:    map[string]*call{},
+		sent:     map[string]sentReq{},
+		received: map[string]*srvReq{},
+	}
+}
+
+// out collects the events of one frame.
+type out struct {
+	t  int64
+	ev []mapper.Event
+}
+
+func (o *out) add(e mapper.Event) {
+	if e.Base().Time == 0 {
+		e.Base().Time = o.t
+	}
+	o.ev = append(o.ev, e)
+}
+
+// Decode implements Decoder.
+func (d *AppServerDecoder) Decode(f Frame) []mapper.Event {
+	d.n++
+	o := &out{t: f.T}
+	switch f.Dir {
+	case trafficlog.A2C:
+		d.a2c(o, f)
+	case trafficlog.C2A:
+		d.c2a(o, f)
+	case trafficlog.Exit:
+		d.exit(o)
+	case trafficlog.Note:
+		var n happyNote
+		if json.Unmarshal(f.Msg, &n) == nil && n.Happy == noteAbandoned {
+			if th := d.threads[n.ThreadID]; th != nil && th.open && th.turn == n.TurnID {
+				d.endTurn(o, th, mapper.TurnInterrupted, "codex never ended the turn: "+n.Reason)
+			}
+		}
+	case trafficlog.Stderr:
+		// Diagnostics only; they are in the log.
+	default:
+		o.add(dropped(SourceAppServer, d.n, f.T, string(f.Dir), mapper.DropUnknownType, "unknown traffic direction", f.Msg))
+	}
+	return o.ev
+}
+
+func (d *AppServerDecoder) drop(o *out, kind string, reason mapper.DropReason, detail string, raw []byte) {
+	o.add(dropped(SourceAppServer, d.n, o.t, kind, reason, detail, raw))
+}
+
+func (d *AppServerDecoder) a2c(o *out, f Frame) {
+	if len(f.Msg) > 0 && f.Msg[0] == '"' {
+		s, _ := trafficlog.Text(f.Msg)
+		d.drop(o, "", mapper.DropUnparseableJSON, "agent wrote a line that is not JSON", []byte(s))
+		return
+	}
+	m, err := jsonrpc.DecodeFrame(f.Msg)
+	if err != nil {
+		fe := err.(*jsonrpc.FrameError)
+		d.drop(o, fe.Kind, fe.Reason, fe.Msg, f.Msg)
+		return
+	}
+	var stamp struct {
+		Emitted *int64 `json:"emittedAtMs"`
+	}
+	if json.Unmarshal(f.Msg, &stamp) == nil && stamp.Emitted != nil && *stamp.Emitted > 0 {
+		o.t = *stamp.Emitted
+	}
+	switch m.Kind {
+	case jsonrpc.KindNotification:
+		d.notification(o, m)
+	case jsonrpc.KindRequest:
+		d.request(o, m)
+	case jsonrpc.KindResponse:
+		d.response(o, m)
+	}
+}
+
+// threadOf resolves a thread id to its state; the first thread seen
+// becomes the main thread. Threads never announced are orphans.
+func (d *AppServerDecoder) threadOf(id string) *thread {
+	if id == "" {
+		return nil
+	}
+	if th := d.threads[id]; th != nil {
+		return th
+	}
+	if d.main == "" {
+		d.main = id
+		th := newThread("")
+		d.threads[id] = th
+		return th
+	}
+	return nil
+}
+
+func newThread(session string) *thread {
+	return &thread{session: session, items: map[string]bool{}, reason: map[string]int{}}
+}
+
+// child registers a sub-agent thread and announces it once.
+func (d *AppServerDecoder) child(o *out, parent *thread, id, callID, title, agent, prompt string) *thread {
+	if th := d.threads[id]; th != nil {
+		return th
+	}
+	th := newThread(id)
+	d.threads[id] = th
+	ps := ""
+	if parent != nil {
+		ps = parent.session
+	}
+	o.add(&mapper.SubagentStarted{EventBase: mapper.EventBase{Session: ps}, CallID: callID, Child: id,
+		Title: title, Agent: agent, Prompt: prompt})
+	return th
+}
+
+type threadInfo struct {
+	ID            string  `json:"id"`
+	ParentThread  *string `json:"parentThreadId"`
+	Model         string  `json:"model"`
+	ModelProvider string  `json:"modelProvider"`
+	Cwd           string  `json:"cwd"`
+	Name          *string `json:"name"`
+	Nickname      *string `json:"agentNickname"`
+	Role          *string `json:"agentRole"`
+	Turns         []turn  `json:"turns"`
+}
+
+type turn struct {
+	ID     string            `json:"id"`
+	Status string            `json:"status"`
+	Items  []json.RawMessage `json:"items"`
+	Error  *turnError        `json:"error"`
+}
+
+type turnError struct {
+	Message string          `json:"message"`
+	Info    json.RawMessage `json:"codexErrorInfo"`
+	Details *string         `json:"additionalDetails"`
+}
+
+func (d *AppServerDecoder) threadStarted(o *out, ti threadInfo) {
+	if ti.ID == "" {
+		return
+	}
+	if ti.ParentThread != nil && *ti.ParentThread != "" && ti.ID != d.main {
+		parent := d.threads[*ti.ParentThread]
+		title, agent := "", ""
+		if ti.Nickname != nil {
+			title = *ti.Nickname
+		}
+		if ti.Role != nil {
+			agent = *ti.Role
+		}
+		d.child(o, parent, ti.ID, "", title, agent, "")
+		return
+	}
+	th := d.threadOf(ti.ID)
+	if th == nil || th.session != "" {
+		return
+	}
+	info := &mapper.SessionInfo{ProviderSessionID: ti.ID, ProviderID: ti.ModelProvider, ModelID: ti.Model, Cwd: ti.Cwd}
+	if ti.Name != nil {
+		info.Title = *ti.Name
+	}
+	o.add(info)
+}
+
+// notifications whose content is deliberately not shown, with why.
+var ignoredNotifications = map[string]string{
+	"thread/status/changed":                   "thread state is derived from turns and approval requests",
+	"thread/readState/changed":                "unread markers of other clients",
+	"thread/archived":                         "thread housekeeping",
+	"thread/deleted":                          "thread housekeeping",
+	"thread/unarchived":                       "thread housekeeping",
+	"thread/closed":                           "thread housekeeping; the process exit ends open turns",
+	"thread/reverted":                         "history rewrite of another client",
+	"thread/section/changed":                  "UI grouping of threads",
+	"thread/attachment/updated":               "attachments are not mirrored yet",
+	"thread/goal/updated":                     "goal tracking of the Codex UI",
+	"thread/goal/cleared":                     "goal tracking of the Codex UI",
+	"thread/prediction/updated":               "UI typing prediction",
+	"thread/queue/changed":                    "Codex's own prompt queue; happy queues prompts itself",
+	"project/changed":                         "project metadata",
+	"thread/project/updated":                  "project metadata",
+	"thread/environment/connected":            "execution environment status",
+	"thread/environment/disconnected":         "execution environment status",
+	"thread/settings/updated":                 "settings echo",
+	"skills/changed":                          "skill inventory",
+	"hook/started":                            "hook runs are not transcript content",
+	"hook/completed":                          "hook runs are not transcript content",
+	"turn/diff/updated":                       "aggregate diff of the turn; each fileChange item carries its own diff",
+	"item/autoApprovalReview/started":         "automatic approval reviewer progress",
+	"item/autoApprovalReview/completed":       "automatic approval reviewer progress",
+	"autoApprovalReview/strictReviewRequired": "automatic approval reviewer progress",
+	"command/exec/outputDelta":                "output of a command/exec request happy never sends",
+	"process/outputDelta":                     "output of a process started outside a turn",
+	"process/exited":                          "process started outside a turn",
+	"thread/search/partial":                   "search results of another client",
+	"item/commandExecution/terminalInteraction": "stdin written to a running command; its output follows as deltas",
+	"item/reasoning/summaryPartAdded":           "separators are derived from summaryIndex of the deltas",
+	"item/mcpToolCall/progress":                 "transient progress text of an MCP tool",
+	"mcpServer/oauthLogin/completed":            "MCP server login",
+	"mcpServer/startupStatus/updated":           "MCP server startup",
+	"mcpServer/event/stream/notification":       "MCP server event stream",
+	"account/updated":                           "account state",
+	"account/gatewayOAuth/changed":              "account state",
+	"account/rateLimits/updated":                "rate-limit gauges; errors carry what matters",
+	"account/login/completed":                   "account state",
+	"app/list/updated":                          "app inventory",
+	"remoteControl/status/changed":              "remote-control status of the Codex UI",
+	"externalAgentConfig/import/progress":       "config import",
+	"externalAgentConfig/import/completed":      "config import",
+	"fs/changed":                                "file watch of another client",
+	"model/rerouted":                            "model fallback notice; usage stays on the turn",
+	"model/verification":                        "model verification notice",
+	"modelProvider/authRecoveryStarted":         "credential refresh",
+	"modelProvider/authRecoveryCompleted":       "credential refresh",
+	"turn/moderationMetadata":                   "moderation metadata",
+	"model/safetyBuffering/updated":             "moderation buffering state",
+	"warning":                                   "diagnostic, logged with the traffic",
+	"guardianWarning":                           "diagnostic, logged with the traffic",
+	"deprecationNotice":                         "diagnostic, logged with the traffic",
+	"configWarning":                             "diagnostic, logged with the traffic",
+	"fuzzyFileSearch/sessionUpdated":            "file search of another client",
+	"fuzzyFileSearch/sessionCompleted":          "file search of another client",
+	"thread/realtime/started":                   "realtime voice sessions are not mirrored",
+	"thread/realtime/itemAdded":                 "realtime voice sessions are not mirrored",
+	"thread/realtime/item/started":              "realtime voice sessions are not mirrored",
+	"thread/realtime/item/transcript/delta":     "realtime voice sessions are not mirrored",
+	"thread/realtime/item/completed":            "realtime voice sessions are not mirrored",
+	"thread/realtime/transcript/delta":          "realtime voice sessions are not mirrored",
+	"thread/realtime/transcript/done":           "realtime voice sessions are not mirrored",
+	"thread/realtime/outputAudio/delta":         "realtime voice sessions are not mirrored",
+	"thread/realtime/sdp":                       "realtime voice sessions are not mirrored",
+	"thread/realtime/error":                     "realtime voice sessions are not mirrored",
+	"thread/realtime/closed":                    "realtime voice sessions are not mirrored",
+	"windows/worldWritableWarning":              "Windows sandbox setup",
+	"windowsSandbox/setupCompleted":             "Windows sandbox setup",
+}
+
+// scoped is the thread/turn/item addressing most notifications carry.
+type scoped struct {
+	ThreadID string `json:"threadId"`
+	TurnID   string `json:"turnId"`
+	ItemID   string `json:"itemId"`
+}
+
+func (d *AppServerDecoder) notification(o *out, m jsonrpc.Message) {
+	if why, ok := ignoredNotifications[m.Method]; ok {
+		_ = why
+		return
+	}
+	var sc scoped
+	if len(m.Params) > 0 && m.Params[0] == '{' {
+		_ = json.Unmarshal(m.Params, &sc)
+	}
+	switch m.Method {
+	case "thread/started":
+		var p struct {
+			Thread threadInfo `json:"thread"`
+		}
+		if json.Unmarshal(m.Params, &p) != nil || p.Thread.ID == "" {
+			d.drop(o, m.Method, mapper.DropMissingID, "thread/started without thread.id", m.Raw)
+			return
+		}
+		d.threadStarted(o, p.Thread)
+		return
+	case "error":
+		// An error may come before any thread is known (e.g. at start-up).
+	}
+	known := map[string]bool{
+		"thread/name/updated": true, "thread/tokenUsage/updated": true, "turn/started": true,
+		"turn/completed": true, "turn/plan/updated": true, "item/started": true, "item/completed": true,
+		"item/agentMessage/delta": true, "item/plan/delta": true, "item/commandExecution/outputDelta": true,
+		"item/fileChange/outputDelta": true, "item/fileChange/patchUpdated": true, "serverRequest/resolved": true,
+		"item/reasoning/summaryTextDelta": true, "item/reasoning/textDelta": true, "thread/compacted": true,
+		"error": true,
+	}
+	if !known[m.Method] {
+		d.drop(o, m.Method, mapper.DropUnknownType, "notification unknown to this version", m.Raw)
+		return
+	}
+	th := d.threadOf(sc.ThreadID)
+	if th == nil {
+		if sc.ThreadID == "" {
+			d.drop(o, m.Method, mapper.DropMissingID, "notification without threadId", m.Raw)
+		} else {
+			d.drop(o, m.Method, mapper.DropOrphan, "thread "+sc.ThreadID+" was never announced", m.Raw)
+		}
+		return
+	}
+	base := mapper.EventBase{Session: th.session}
+	switch m.Method {
+	case "thread/name/updated":
+		var p struct {
+			Name *string `json:"threadName"`
+		}
+		_ = json.Unmarshal(m.Params, &p)
+		if p.Name != nil && th.session == "" {
+			o.add(&mapper.SessionInfo{Title: *p.Name})
+		}
+	case "turn/started":
+		var p struct {
+			Turn turn `json:"turn"`
+		}
+		if json.Unmarshal(m.Params, &p) != nil || p.Turn.ID == "" {
+			d.drop(o, m.Method, mapper.DropMissingID, "turn/started without turn.id", m.Raw)
+			return
+		}
+		d.startTurn(o, th, p.Turn.ID)
+	case "turn/completed":
+		var p struct {
+			Turn turn `json:"turn"`
+		}
+		if json.Unmarshal(m.Params, &p) != nil || p.Turn.ID == "" {
+			d.drop(o, m.Method, mapper.DropMissingID, "turn/completed without turn.id", m.Raw)
+			return
+		}
+		d.settleTurn(o, th, p.Turn, m.Raw)
+	case "item/started", "item/completed":
+		var p struct {
+			Item json.RawMessage `json:"item"`
+		}
+		if json.Unmarshal(m.Params, &p) != nil || len(p.Item) == 0 || p.Item[0] != '{' {
+			d.drop(o, m.Method, mapper.DropInvalidField, "item is not an object", m.Raw)
+			return
+		}
+		d.item(o, th, p.Item, m.Method == "item/completed", m.Raw)
+	case "item/agentMessage/delta", "item/plan/delta":
+		var p struct {
+			Delta string `json:"delta"`
+		}
+		_ = json.Unmarshal(m.Params, &p)
+		if sc.ItemID == "" {
+			d.drop(o, m.Method, mapper.DropMissingID, "delta without itemId", m.Raw)
+			return
+		}
+		if p.Delta != "" && !th.items[sc.ItemID] {
+			o.add(&mapper.TextDelta{EventBase: base, Block: sc.ItemID, Delta: p.Delta})
+		}
+	case "item/reasoning/summaryTextDelta":
+		var p struct {
+			Delta string `json:"delta"`
+			Index int    `json:"summaryIndex"`
+		}
+		_ = json.Unmarshal(m.Params, &p)
+		if sc.ItemID == "" || th.items[sc.ItemID] {
+			return
+		}
+		last, seen := th.reason[sc.ItemID]
+		delta := p.Delta
+		if seen && p.Index != last {
+			delta = "\n\n" + delta
+		}
+		th.reason[sc.ItemID] = p.Index
+		if delta != "" {
+			o.add(&mapper.ReasoningDelta{EventBase: base, Block: sc.ItemID, Delta: delta})
+		}
+	case "item/reasoning/textDelta":
+		var p struct {
+			Delta string `json:"delta"`
+		}
+		_ = json.Unmarshal(m.Params, &p)
+		if sc.ItemID != "" && p.Delta != "" && !th.items[sc.ItemID] {
+			o.add(&mapper.ReasoningDelta{EventBase: base, Block: sc.ItemID + "/raw", Delta: p.Delta})
+		}
+	case "item/commandExecution/outputDelta", "item/fileChange/outputDelta":
+		var p struct {
+			Delta json.RawMessage `json:"delta"`
+		}
+		_ = json.Unmarshal(m.Params, &p)
+		b, err := decodeChunk(p.Delta, false)
+		if err != nil {
+			d.drop(o, m.Method, mapper.DropInvalidField, err.Error(), m.Raw)
+			return
+		}
+		c := d.callFor(th, sc.ItemID)
+		if c == nil {
+			d.drop(o, m.Method, mapper.DropMissingID, "output delta without itemId", m.Raw)
+			return
+		}
+		c.out.write(b)
+	case "item/fileChange/patchUpdated":
+		var p struct {
+			Changes []fileUpdate `json:"changes"`
+		}
+		if json.Unmarshal(m.Params, &p) != nil || sc.ItemID == "" {
+			d.drop(o, m.Method, mapper.DropInvalidField, "patchUpdated without itemId or changes", m.Raw)
+			return
+		}
+		c := d.callFor(th, sc.ItemID)
+		input, meta, paths := fileChangeDetail(p.Changes)
+		c.paths = paths
+		c.input = input
+		o.add(&mapper.ToolCall{EventBase: base, CallID: c.id, Tool: "edit", Title: strings.Join(paths, ", "), Input: input, Metadata: meta})
+		c.shown = true
+	case "turn/plan/updated":
+		var p struct {
+			Plan []struct {
+				Step   string `json:"step"`
+				Status string `json:"status"`
+			} `json:"plan"`
+		}
+		if json.Unmarshal(m.Params, &p) != nil {
+			d.drop(o, m.Method, mapper.DropInvalidField, "plan is not a list of steps", m.Raw)
+			return
+		}
+		todos := make([]mapper.Todo, 0, len(p.Plan))
+		for _, s := range p.Plan {
+			todos = append(todos, mapper.Todo{Content: s.Step, Status: todoStatus(s.Status), Priority: mapper.PriorityMedium})
+		}
+		o.add(&mapper.TodosUpdated{EventBase: base, Todos: todos})
+	case "thread/tokenUsage/updated":
+		var p struct {
+			Usage struct {
+				Last *tokenBreakdown `json:"last"`
+			} `json:"tokenUsage"`
+		}
+		if json.Unmarshal(m.Params, &p) != nil || p.Usage.Last == nil {
+			d.drop(o, m.Method, mapper.DropInvalidField, "tokenUsage.last missing", m.Raw)
+			return
+		}
+		if t := p.Usage.Last.tokens(); t != nil {
+			o.add(&mapper.Usage{EventBase: base, Tokens: t})
+		}
+	case "error":
+		var p struct {
+			Error     turnError `json:"error"`
+			WillRetry bool      `json:"willRetry"`
+		}
+		if json.Unmarshal(m.Params, &p) != nil {
+			d.drop(o, m.Method, mapper.DropInvalidField, "error notification without error", m.Raw)
+			return
+		}
+		kind, status := errorKind(p.Error.Info)
+		if p.WillRetry {
+			th.retries++
+			retryable := true
+			o.add(&mapper.Retry{EventBase: base, Attempt: th.retries, Error: mapper.MessageError{
+				Name: mapper.ErrNameAPI,
+				Data: mapper.ErrorData{Message: p.Error.Message, Kind: kind, StatusCode: status, IsRetryable: &retryable},
+			}})
+			return
+		}
+		th.errored = sc.TurnID
+		o.add(&mapper.AgentError{EventBase: base, Kind: kind, Text: p.Error.Message, StatusCode: status})
+	case "thread/compacted":
+		if th.compacts == 0 {
+			o.add(&mapper.Compaction{EventBase: base, ID: "compacted:" + sc.TurnID, Auto: true})
+		}
+	case "serverRequest/resolved":
+		var p struct {
+			ID json.RawMessage `json:"requestId"`
+		}
+		_ = json.Unmarshal(m.Params, &p)
+		r := d.received[idString(p.ID)]
+		if r == nil || r.answered {
+			return
+		}
+		r.answered = true
+		if c := d.calls[r.session+"\x00"+r.callID]; c != nil && c.blocked {
+			c.blocked = false
+			o.add(&mapper.ToolResolved{EventBase: base, CallID: r.callID, Decision: mapper.DecisionReject, Reason: mapper.ReasonAnsweredInAgent})
+		}
+	}
+}
+
+func todoStatus(s string) mapper.TodoStatus {
+	switch s {
+	case "inProgress", "in_progress":
+		return mapper.TodoInProgress
+	case "completed":
+		return mapper.TodoCompleted
+	}
+	return mapper.TodoPending
+}
+
+func (d *AppServerDecoder) startTurn(o *out, th *thread, id string) {
+	if th.open && th.turn == id {
+		return
+	}
+	if th.open {
+		// A new turn while the previous never ended: close that one first.
+		d.endTurn(o, th, mapper.TurnTruncated, "a new turn started before this one ended")
+	}
+	th.turn, th.open, th.retries, th.compacts = id, true, 0, 0
+	o.add(&mapper.TurnStarted{EventBase: mapper.EventBase{Session: th.session}, TurnID: id})
+}
+
+// settleTurn ends a turn from its final state (turn/completed, or a
+// thread/read that shows it finished): items never seen are shown first.
+func (d *AppServerDecoder) settleTurn(o *out, th *thread, t turn, raw []byte) {
+	if !th.open || th.turn != t.ID {
+		if th.turn == t.ID {
+			return // already ended (reconciled earlier, or a repeat)
+		}
+		if !th.open && th.turn == "" {
+			// The turn's start was never seen (a resumed thread): open it.
+			d.startTurn(o, th, t.ID)
+		} else {
+			return // an older turn
+		}
+	}
+	for _, it := range t.Items {
+		var head struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(it, &head) == nil && head.ID != "" && !th.items[head.ID] {
+			d.item(o, th, it, true, raw)
+		}
+	}
+	reason, msg := mapper.TurnCompleted, ""
+	switch t.Status {
+	case "completed":
+	case "interrupted":
+		reason = mapper.TurnInterrupted
+	case "failed":
+		reason = mapper.TurnFailed
+		msg = "turn failed"
+		if t.Error != nil {
+			msg = t.Error.Message
+			if th.errored != t.ID {
+				kind, status := errorKind(t.Error.Info)
+				o.add(&mapper.AgentError{EventBase: mapper.EventBase{Session: th.session}, Kind: kind, Text: msg, StatusCode: status})
+			}
+		}
+	default:
+		d.drop(o, "turn/completed", mapper.DropInvalidField, "turn status "+t.Status+" is not terminal", raw)
+		return
+	}
+	if t.Error != nil && msg == "" {
+		msg = t.Error.Message
+	}
+	d.endTurn(o, th, reason, msg)
+}
+
+// endTurn closes the thread's open turn; open tools are settled by the
+// reducer, and the decoder forgets them.
+func (d *AppServerDecoder) endTurn(o *out, th *thread, reason, msg string) {
+	if !th.open {
+		return
+	}
+	th.open = false
+	for k, c := range d.calls {
+		if c.session == th.session && !c.done {
+			c.done = true
+			delete(d.calls, k)
+		}
+	}
+	o.add(&mapper.TurnEnded{EventBase: mapper.EventBase{Session: th.session}, TurnID: th.turn, Reason: reason, Error: msg})
+}
+
+func (d *AppServerDecoder) exit(o *out) {
+	ids := make([]string, 0, len(d.threads))
+	for id := range d.threads {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	// Children first, then the main thread.
+	for _, id := range ids {
+		if th := d.threads[id]; th.session != "" && th.open {
+			d.endTurn(o, th, mapper.TurnAgentExited, "codex exited")
+		}
+	}
+	if th := d.threads[d.main]; th != nil && th.open {
+		d.endTurn(o, th, mapper.TurnAgentExited, "codex exited")
+	}
+}
+
+func (d *AppServerDecoder) callFor(th *thread, id string) *call {
+	if id == "" {
+		return nil
+	}
+	k := th.session + "\x00" + id
+	c := d.calls[k]
+	if c == nil {
+		c = &call{session: th.session, id: id}
+		d.calls[k] = c
+	}
+	return c
+}

@@ -1,0 +1,893 @@
+package codex
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/happy-dev/happy/internal/jsonrpc"
+	"github.com/happy-dev/happy/internal/trafficlog"
+	"github.com/happy-dev/happy/mapper"
+)
+
+// MCPDecoder maps `codex mcp-server` traffic (Codex up to 0.153: MCP over
+// stdio, a tools/call of "codex" or "codex-reply" per prompt, progress as
+// codex/event notifications, approvals as elicitation/create requests) to
+// agent events. Like AppServerDecoder it is fed both directions and is
+// deterministic. Not safe for concurrent use.
+type MCPDecoder struct {
+	n int64
+
+	turns    map[string]*mcpTurn // by request key (the tools/call id)
+	cur      *mcpTurn            // the turn events without a known request go to
+	nturns   int
+	calls    map[string]*call
+	sent     map[string]string // our tools/call ids → tool name
+	received map[string]*srvReq
+	prompts  map[string]bool // prompt ids emitted
+}
+
+type mcpTurn struct {
+	key      string
+	id       string // turn id given by Codex, else the key
+	open     bool
+	ended    bool
+	text     string // current agent text block ("" = none open)
+	nText    int
+	reason   string
+	nReason  int
+	retries  int
+	prompted bool // a user prompt was shown for this turn
+}
+
+// NewMCPDecoder returns a decoder with no state.
+func NewMCPDecoder() *MCPDecoder {
+	return &MCPDecoder{
+		turns: map[string]*mcpTurn{}, calls: map[string]*call{}, sent: map[string]string{},
+		received: map[string]*srvReq{}, prompts: map[string]bool{},
+	}
+}
+
+func (d *MCPDecoder) drop(o *out, kind string, reason mapper.DropReason, detail string, raw []byte) {
+	o.add(dropped(SourceMCP, d.n, o.t, kind, reason, detail, raw))
+}
+
+// Decode implements Decoder.
+func (d *MCPDecoder) Decode(f Frame) []mapper.Event {
+	d.n++
+	o := &out{t: f.T}
+	switch f.Dir {
+	case trafficlog.A2C:
+		if len(f.Msg) > 0 && f.Msg[0] == '"' {
+			s, _ := trafficlog.Text(f.Msg)
+			d.drop(o, "", mapper.DropUnparseableJSON, "agent wrote a line that is not JSON", []byte(s))
+			break
+		}
+		m, err := jsonrpc.DecodeFrame(f.Msg)
+		if err != nil {
+			fe := err.(*jsonrpc.FrameError)
+			d.drop(o, fe.Kind, fe.Reason, fe.Msg, f.Msg)
+			break
+		}
+		switch m.Kind {
+		case jsonrpc.KindNotification:
+			d.notification(o, m)
+		case jsonrpc.KindRequest:
+			d.request(o, m)
+		case jsonrpc.KindResponse:
+			d.response(o, m)
+		}
+	case trafficlog.C2A:
+		d.c2a(o, f)
+	case trafficlog.Exit:
+		keys := make([]string, 0, len(d.turns))
+		for k := range d.turns {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			d.endTurn(o, d.turns[k], mapper.TurnAgentExited, "codex exited")
+		}
+	case trafficlog.Note:
+		var n happyNote
+		if json.Unmarshal(f.Msg, &n) == nil && n.Happy == noteAbandoned {
+			for _, t := range d.turns {
+				if t.id == n.TurnID || t.key == n.TurnID {
+					d.endTurn(o, t, mapper.TurnInterrupted, "codex never ended the turn: "+n.Reason)
+				}
+			}
+		}
+	case trafficlog.Stderr:
+	default:
+		d.drop(o, string(f.Dir), mapper.DropUnknownType, "unknown traffic direction", f.Msg)
+	}
+	return o.ev
+}
+
+// turnFor finds the turn of a request key, creating it.
+func (d *MCPDecoder) turnFor(key string) *mcpTurn {
+	if key == "" {
+		if d.cur != nil {
+			return d.cur
+		}
+		d.nturns++
+		key = fmt.Sprintf("turn#%d", d.nturns)
+	}
+	t := d.turns[key]
+	if t == nil {
+		t = &mcpTurn{key: key, id: key}
+		d.turns[key] = t
+	}
+	return t
+}
+
+func (d *MCPDecoder) startTurn(o *out, t *mcpTurn, id string) {
+	if t.open || t.ended {
+		return
+	}
+	if id != "" {
+		t.id = id
+	}
+	if d.cur != nil && d.cur != t && d.cur.open {
+		d.endTurn(o, d.cur, mapper.TurnTruncated, "a new turn started before this one ended")
+	}
+	t.open = true
+	d.cur = t
+	o.add(&mapper.TurnStarted{TurnID: t.id})
+}
+
+func (d *MCPDecoder) endTurn(o *out, t *mcpTurn, reason, msg string) {
+	if t == nil || !t.open {
+		return
+	}
+	t.open, t.ended = false, true
+	for k, c := range d.calls {
+		if !c.done {
+			delete(d.calls, k)
+		}
+	}
+	o.add(&mapper.TurnEnded{TurnID: t.id, Reason: reason, Error: msg})
+}
+
+// ignoredEvents are codex/event kinds deliberately not shown, with why.
+var ignoredEvents = map[string]string{
+	"mcp_startup_update":           "MCP server startup progress",
+	"mcp_startup_complete":         "MCP server startup progress",
+	"mcp_list_tools_response":      "answer to a request happy does not send",
+	"list_custom_prompts_response": "answer to a request happy does not send",
+	"get_history_entry_response":   "answer to a request happy does not send",
+	"raw_response_item":            "model-facing copy of items shown by their own events",
+	"raw_response_completed":       "model response boundary; token_count carries usage",
+	"turn_diff":                    "aggregate diff; patch events carry each change",
+	"background_event":             "diagnostic",
+	"warning":                      "diagnostic",
+	"deprecation_notice":           "diagnostic",
+	"shutdown_complete":            "process lifecycle; the exit record ends open turns",
+	"conversation_path":            "rollout file location",
+	"terminal_interaction":         "stdin written to a running command; its output follows",
+	"reasoning_content_delta":      "duplicate of agent_reasoning_delta",
+	"reasoning_raw_content_delta":  "duplicate of agent_reasoning_raw_content_delta",
+	"entered_review_mode":          "mode marker",
+	"undo_started":                 "undo progress",
+	"undo_completed":               "undo progress",
+	"item_updated":                 "items duplicate the legacy events shown",
+}
+
+type mcpEvent struct {
+	Meta struct {
+		RequestID json.RawMessage `json:"requestId"`
+		ThreadID  string          `json:"threadId"`
+	} `json:"_meta"`
+	ID  string          `json:"id"`
+	Msg json.RawMessage `json:"msg"`
+}
+
+type mcpMsg struct {
+	Type string `json:"type"`
+	// session_configured
+	SessionID string `json:"session_id"`
+	ThreadID  string `json:"thread_id"`
+	Model     string `json:"model"`
+	Provider  string `json:"model_provider_id"`
+	Cwd       string `json:"cwd"`
+	// task_started / task_complete / turn_aborted
+	TurnID string `json:"turn_id"`
+	Reason string `json:"reason"`
+	// user_message, agent_message, error
+	Message string `json:"message"`
+	Images  []string
+	// deltas
+	Delta  string `json:"delta"`
+	ItemID string `json:"item_id"`
+	Text   string `json:"text"`
+	// items
+	Item json.RawMessage `json:"item"`
+	// exec
+	CallID    string          `json:"call_id"`
+	Command   json.RawMessage `json:"command"`
+	Stream    string          `json:"stream"`
+	Chunk     json.RawMessage `json:"chunk"`
+	Stdout    string          `json:"stdout"`
+	Stderr    string          `json:"stderr"`
+	Aggregate *string         `json:"aggregated_output"`
+	ExitCode  *int64          `json:"exit_code"`
+	Duration  json.RawMessage `json:"duration"`
+	Parsed    json.RawMessage `json:"parsed_cmd"`
+	// patches
+	Changes   map[string]json.RawMessage `json:"changes"`
+	Success   *bool                      `json:"success"`
+	GrantRoot *string                    `json:"grant_root"`
+	// mcp tools
+	Invocation struct {
+		Server    string          `json:"server"`
+		Tool      string          `json:"tool"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"invocation"`
+	Result json.RawMessage `json:"result"`
+	// web search, image view
+	Query string `json:"query"`
+	Path  string `json:"path"`
+	// usage
+	Info *struct {
+		Last *tokenBreakdown `json:"last_token_usage"`
+	} `json:"info"`
+	// plan
+	Plan []struct {
+		Step   string `json:"step"`
+		Status string `json:"status"`
+	} `json:"plan"`
+	// errors
+	ErrorInfo json.RawMessage `json:"codex_error_info"`
+	// review
+	ReviewOutput json.RawMessage `json:"review_output"`
+}
+
+func (d *MCPDecoder) notification(o *out, m jsonrpc.Message) {
+	switch m.Method {
+	case "codex/event":
+	case "notifications/message", "notifications/progress", "notifications/tools/list_changed",
+		"notifications/resources/list_changed", "notifications/prompts/list_changed", "notifications/cancelled":
+		return // MCP housekeeping
+	default:
+		d.drop(o, m.Method, mapper.DropUnknownType, "notification unknown to this version", m.Raw)
+		return
+	}
+	var ev mcpEvent
+	if json.Unmarshal(m.Params, &ev) != nil || len(ev.Msg) == 0 || ev.Msg[0] != '{' {
+		d.drop(o, m.Method, mapper.DropInvalidField, "codex/event without msg object", m.Raw)
+		return
+	}
+	var msg mcpMsg
+	if err := json.Unmarshal(ev.Msg, &msg); err != nil || msg.Type == "" {
+		d.drop(o, "codex/event", mapper.DropInvalidField, "msg without type", m.Raw)
+		return
+	}
+	kind := "codex/event:" + msg.Type
+	if _, ok := ignoredEvents[msg.Type]; ok {
+		return
+	}
+	t := d.turnFor(requestKey(ev.Meta.RequestID))
+	switch msg.Type {
+	case "session_configured":
+		id := msg.ThreadID
+		if id == "" {
+			id = msg.SessionID
+		}
+		o.add(&mapper.SessionInfo{ProviderSessionID: id, ProviderID: msg.Provider, ModelID: msg.Model, Cwd: strings.TrimPrefix(msg.Cwd, "file://")})
+	case "task_started", "turn_started":
+		d.startTurn(o, t, msg.TurnID)
+	case "task_complete", "turn_complete":
+		d.startTurn(o, t, msg.TurnID)
+		d.endTurn(o, t, mapper.TurnCompleted, "")
+	case "turn_aborted":
+		d.startTurn(o, t, msg.TurnID)
+		d.endTurn(o, t, mapper.TurnInterrupted, msg.Reason)
+	case "user_message":
+		if t.prompted {
+			return
+		}
+		t.prompted = true
+		var files []mapper.PromptFile
+		for _, u := range msg.Images {
+			files = append(files, mapper.PromptFile{Mime: dataURLMime(u), URL: u})
+		}
+		o.add(&mapper.UserPrompt{PromptID: "user:" + t.key, Text: msg.Message, Files: files})
+	case "item_started", "item_completed":
+		d.item(o, t, msg, m.Raw)
+	case "agent_message_content_delta":
+		if msg.ItemID == "" {
+			d.drop(o, kind, mapper.DropMissingID, "delta without item_id", m.Raw)
+			return
+		}
+		t.text = msg.ItemID
+		if msg.Delta != "" {
+			o.add(&mapper.TextDelta{Block: msg.ItemID, Delta: msg.Delta})
+		}
+	case "agent_message_delta":
+		if t.text == "" {
+			t.nText++
+			t.text = fmt.Sprintf("agent:%s#%d", t.key, t.nText)
+		}
+		if msg.Delta != "" {
+			o.add(&mapper.TextDelta{Block: t.text, Delta: msg.Delta})
+		}
+	case "agent_message":
+		if t.text == "" {
+			t.nText++
+			t.text = fmt.Sprintf("agent:%s#%d", t.key, t.nText)
+		}
+		if msg.Message != "" {
+			o.add(&mapper.TextFinal{Block: t.text, Text: msg.Message})
+		}
+		t.text = ""
+	case "agent_reasoning_delta", "agent_reasoning_raw_content_delta":
+		if t.reason == "" {
+			t.nReason++
+			t.reason = fmt.Sprintf("reasoning:%s#%d", t.key, t.nReason)
+		}
+		blk := t.reason
+		if msg.Type == "agent_reasoning_raw_content_delta" {
+			blk += "/raw"
+		}
+		if msg.Delta != "" {
+			o.add(&mapper.ReasoningDelta{Block: blk, Delta: msg.Delta})
+		}
+	case "agent_reasoning", "agent_reasoning_raw_content":
+		if t.reason == "" {
+			t.nReason++
+			t.reason = fmt.Sprintf("reasoning:%s#%d", t.key, t.nReason)
+		}
+		blk := t.reason
+		if msg.Type == "agent_reasoning_raw_content" {
+			blk += "/raw"
+		}
+		if msg.Text != "" {
+			o.add(&mapper.ReasoningFinal{Block: blk, Text: msg.Text})
+		}
+	case "agent_reasoning_section_break":
+		t.reason = ""
+	case "exec_command_begin":
+		c := d.call(msg.CallID, "bash")
+		if c == nil {
+			d.drop(o, kind, mapper.DropMissingID, "exec event without call_id", m.Raw)
+			return
+		}
+		cmd := commandString(msg.Command)
+		in := map[string]any{"command": cmd}
+		if msg.Cwd != "" {
+			in["cwd"] = strings.TrimPrefix(msg.Cwd, "file://")
+		}
+		var meta mapper.Object
+		if len(msg.Parsed) > 0 && string(msg.Parsed) != "null" {
+			meta = mapper.Object{"parsedCmd": msg.Parsed}
+		}
+		d.announce(o, c, cmd, mustObject(in), meta)
+		d.run(o, c)
+	case "exec_command_output_delta":
+		c := d.call(msg.CallID, "bash")
+		if c == nil {
+			d.drop(o, kind, mapper.DropMissingID, "exec event without call_id", m.Raw)
+			return
+		}
+		b, err := decodeChunk(msg.Chunk, true)
+		if err != nil {
+			d.drop(o, kind, mapper.DropInvalidField, err.Error(), m.Raw)
+			return
+		}
+		// Interleaved streams decode separately (a sequence never spans them).
+		if msg.Stream == "stderr" {
+			d.call(msg.CallID+"\x00stderr", "").out.write(b)
+		} else {
+			c.out.write(b)
+		}
+	case "exec_command_end":
+		c := d.call(msg.CallID, "bash")
+		if c == nil {
+			d.drop(o, kind, mapper.DropMissingID, "exec event without call_id", m.Raw)
+			return
+		}
+		output := c.out.String()
+		if se := d.calls[msg.CallID+"\x00stderr"]; se != nil {
+			if s := se.out.String(); s != "" {
+				output += s
+			}
+			delete(d.calls, msg.CallID+"\x00stderr")
+		}
+		switch {
+		case msg.Aggregate != nil:
+			output = *msg.Aggregate
+		case msg.Stdout != "" || msg.Stderr != "":
+			output = msg.Stdout + msg.Stderr
+		}
+		meta := mapper.Object{}
+		if msg.ExitCode != nil {
+			meta["exitCode"] = *msg.ExitCode
+		}
+		if ms, ok := durationMs(msg.Duration); ok {
+			meta["durationMs"] = ms
+		}
+		if !c.shown {
+			d.announce(o, c, commandString(msg.Command), mustObject(map[string]any{"command": commandString(msg.Command)}), nil)
+		}
+		if msg.ExitCode != nil && *msg.ExitCode != 0 {
+			text := output
+			if strings.TrimSpace(text) == "" {
+				text = fmt.Sprintf("command failed with exit code %d", *msg.ExitCode)
+			}
+			d.fail(o, c, text, meta)
+		} else {
+			d.complete(o, c, output, meta)
+		}
+	case "exec_approval_request", "apply_patch_approval_request":
+		d.approval(o, msg, kind, m.Raw, "")
+	case "patch_apply_begin":
+		c := d.call(msg.CallID, "edit")
+		if c == nil {
+			d.drop(o, kind, mapper.DropMissingID, "patch event without call_id", m.Raw)
+			return
+		}
+		input, meta, paths := patchDetail(msg.Changes)
+		c.paths = paths
+		d.announce(o, c, strings.Join(paths, ", "), input, meta)
+		d.run(o, c)
+	case "patch_apply_end":
+		c := d.call(msg.CallID, "edit")
+		if c == nil {
+			d.drop(o, kind, mapper.DropMissingID, "patch event without call_id", m.Raw)
+			return
+		}
+		text := msg.Stdout + msg.Stderr
+		if msg.Success != nil && !*msg.Success {
+			if text == "" {
+				text = "patch failed to apply"
+			}
+			d.fail(o, c, text, nil)
+		} else {
+			d.complete(o, c, text, nil)
+		}
+	case "mcp_tool_call_begin", "mcp_tool_call_end":
+		c := d.call(msg.CallID, msg.Invocation.Server+"_"+msg.Invocation.Tool)
+		if c == nil {
+			d.drop(o, kind, mapper.DropMissingID, "mcp tool event without call_id", m.Raw)
+			return
+		}
+		d.announce(o, c, msg.Invocation.Tool, objectOr(msg.Invocation.Arguments), nil)
+		if msg.Type == "mcp_tool_call_begin" {
+			d.run(o, c)
+			return
+		}
+		var res struct {
+			Ok *struct {
+				Content []json.RawMessage `json:"content"`
+				IsError *bool             `json:"isError"`
+			} `json:"Ok"`
+			Err *string `json:"Err"`
+		}
+		_ = json.Unmarshal(msg.Result, &res)
+		meta := mapper.Object{}
+		if ms, ok := durationMs(msg.Duration); ok {
+			meta["durationMs"] = ms
+		}
+		switch {
+		case res.Err != nil:
+			d.fail(o, c, *res.Err, meta)
+		case res.Ok != nil && res.Ok.IsError != nil && *res.Ok.IsError:
+			d.fail(o, c, contentText(res.Ok.Content), meta)
+		case res.Ok != nil:
+			d.complete(o, c, contentText(res.Ok.Content), meta)
+		default:
+			d.fail(o, c, "mcp tool call ended without a result", meta)
+		}
+	case "web_search_begin", "web_search_end":
+		c := d.call(msg.CallID, "websearch")
+		if c == nil {
+			d.drop(o, kind, mapper.DropMissingID, "web search event without call_id", m.Raw)
+			return
+		}
+		var in json.RawMessage
+		if msg.Query != "" {
+			in = mustObject(map[string]string{"query": msg.Query})
+		}
+		d.announce(o, c, msg.Query, in, nil)
+		d.run(o, c)
+		if msg.Type == "web_search_end" {
+			d.complete(o, c, "", nil)
+		}
+	case "view_image_tool_call":
+		c := d.call(msg.CallID, "read")
+		if c == nil {
+			d.drop(o, kind, mapper.DropMissingID, "image view without call_id", m.Raw)
+			return
+		}
+		d.announce(o, c, msg.Path, mustObject(map[string]string{"path": msg.Path}), nil)
+		d.complete(o, c, "", nil)
+	case "token_count":
+		if msg.Info != nil && msg.Info.Last != nil {
+			if tk := msg.Info.Last.tokens(); tk != nil {
+				o.add(&mapper.Usage{Tokens: tk})
+			}
+		}
+	case "plan_update":
+		todos := make([]mapper.Todo, 0, len(msg.Plan))
+		for _, s := range msg.Plan {
+			todos = append(todos, mapper.Todo{Content: s.Step, Status: todoStatus(s.Status), Priority: mapper.PriorityMedium})
+		}
+		o.add(&mapper.TodosUpdated{Todos: todos})
+	case "error":
+		k, st := errorKind(msg.ErrorInfo)
+		o.add(&mapper.AgentError{Kind: k, Text: msg.Message, StatusCode: st})
+	case "stream_error":
+		k, st := errorKind(msg.ErrorInfo)
+		t.retries++
+		retryable := true
+		o.add(&mapper.Retry{Attempt: t.retries, Error: mapper.MessageError{Name: mapper.ErrNameAPI,
+			Data: mapper.ErrorData{Message: msg.Message, Kind: k, StatusCode: st, IsRetryable: &retryable}}})
+	case "context_compacted":
+		o.add(&mapper.Compaction{ID: "compacted:" + t.key, Auto: true})
+	case "exited_review_mode":
+		var r struct {
+			Explanation string `json:"overall_explanation"`
+		}
+		if json.Unmarshal(msg.ReviewOutput, &r) == nil && r.Explanation != "" {
+			o.add(&mapper.TextFinal{Block: "review:" + t.key, Text: r.Explanation})
+		}
+	default:
+		d.drop(o, kind, mapper.DropUnknownType, "codex/event type unknown to this version", m.Raw)
+	}
+}
+
+// item maps item_started/item_completed: only user and agent messages;
+// every other item type duplicates a legacy event mapped above.
+func (d *MCPDecoder) item(o *out, t *mcpTurn, msg mcpMsg, raw []byte) {
+	var it struct {
+		Type    string `json:"type"`
+		ID      string `json:"id"`
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(msg.Item, &it) != nil {
+		d.drop(o, "codex/event:"+msg.Type, mapper.DropInvalidField, "item is not an object", raw)
+		return
+	}
+	var texts []string
+	for _, c := range it.Content {
+		if strings.EqualFold(c.Type, "text") {
+			texts = append(texts, c.Text)
+		}
+	}
+	switch it.Type {
+	case "UserMessage":
+		if t.prompted || it.ID == "" {
+			return
+		}
+		t.prompted = true
+		o.add(&mapper.UserPrompt{PromptID: it.ID, Text: strings.Join(texts, "\n\n")})
+	case "AgentMessage":
+		if it.ID == "" {
+			return
+		}
+		t.text = it.ID
+		if msg.Type == "item_completed" && len(texts) > 0 && strings.Join(texts, "") != "" {
+			o.add(&mapper.TextFinal{Block: it.ID, Text: strings.Join(texts, "")})
+		}
+	}
+}
+
+// approval maps an approval request (codex/event or elicitation): the
+// tool part becomes blocked, once.
+func (d *MCPDecoder) approval(o *out, msg mcpMsg, kind string, raw []byte, reqKey string) {
+	edit := strings.Contains(msg.Type, "patch")
+	tool := "bash"
+	if edit {
+		tool = "edit"
+	}
+	c := d.call(msg.CallID, tool)
+	if c == nil {
+		d.drop(o, kind, mapper.DropMissingID, "approval without call id", raw)
+		return
+	}
+	if reqKey != "" {
+		d.received[reqKey] = &srvReq{method: "elicitation/create", callID: c.id}
+	}
+	if c.blocked || c.done {
+		return
+	}
+	meta := mapper.Object{}
+	if msg.Reason != "" {
+		meta["reason"] = msg.Reason
+	}
+	var perm *mapper.PermissionRequest
+	var input json.RawMessage
+	if edit {
+		_, pmeta, paths := patchDetail(msg.Changes)
+		if len(paths) == 0 {
+			paths = c.paths
+		}
+		for k, v := range pmeta {
+			meta[k] = v
+		}
+		if msg.GrantRoot != nil {
+			meta["grantRoot"] = *msg.GrantRoot
+		}
+		perm = &mapper.PermissionRequest{Permission: "edit", Patterns: paths, Always: paths, Metadata: meta}
+		if !c.shown {
+			input = mustObject(map[string]any{"paths": paths})
+		}
+	} else {
+		cmd := commandString(msg.Command)
+		if msg.Cwd != "" {
+			meta["cwd"] = strings.TrimPrefix(msg.Cwd, "file://")
+		}
+		var patterns []string
+		if cmd != "" {
+			patterns = []string{cmd}
+		}
+		perm = &mapper.PermissionRequest{Permission: "bash", Patterns: patterns, Always: patterns, Metadata: meta}
+		if !c.shown {
+			in := map[string]any{"command": cmd}
+			if msg.Cwd != "" {
+				in["cwd"] = strings.TrimPrefix(msg.Cwd, "file://")
+			}
+			input = mustObject(in)
+		}
+	}
+	c.blocked = true
+	o.add(&mapper.ToolBlocked{CallID: c.id, Tool: c.tool, Input: input, Permission: perm})
+}
+
+func (d *MCPDecoder) request(o *out, m jsonrpc.Message) {
+	key := idString(mustObject(m.ID))
+	if m.Method != "elicitation/create" {
+		d.drop(o, m.Method, mapper.DropUnknownType, "server request unknown to this version", m.Raw)
+		return
+	}
+	var p struct {
+		Kind      string                     `json:"codex_elicitation"`
+		CallID    string                     `json:"codex_call_id"`
+		Command   json.RawMessage            `json:"codex_command"`
+		Cwd       string                     `json:"codex_cwd"`
+		Reason    string                     `json:"codex_reason"`
+		Changes   map[string]json.RawMessage `json:"codex_changes"`
+		GrantRoot *string                    `json:"codex_grant_root"`
+	}
+	if json.Unmarshal(m.Params, &p) != nil {
+		d.drop(o, m.Method, mapper.DropInvalidField, "elicitation params are not an object", m.Raw)
+		return
+	}
+	typ := "exec_approval_request"
+	switch p.Kind {
+	case "exec-approval":
+	case "patch-approval":
+		typ = "apply_patch_approval_request"
+	default:
+		d.drop(o, m.Method, mapper.DropUnknownType, "elicitation kind "+p.Kind+" unknown to this version", m.Raw)
+		d.received[key] = &srvReq{method: m.Method}
+		return
+	}
+	d.approval(o, mcpMsg{Type: typ, CallID: p.CallID, Command: p.Command, Cwd: p.Cwd, Reason: p.Reason, Changes: p.Changes, GrantRoot: p.GrantRoot}, m.Method, m.Raw, key)
+}
+
+func (d *MCPDecoder) response(o *out, m jsonrpc.Message) {
+	key := requestKey(mustObject(m.ID))
+	if _, ok := d.sent[key]; !ok {
+		return
+	}
+	delete(d.sent, key)
+	t := d.turns[key]
+	if t == nil || t.ended {
+		// B13: a late reply to a turn already closed is discarded.
+		return
+	}
+	if m.Error != nil {
+		if !t.open {
+			o.add(&mapper.AgentError{Kind: mapper.ErrorProtocol, Text: "codex tools/call failed: " + m.Error.Message})
+			return
+		}
+		d.endTurn(o, t, mapper.TurnFailed, m.Error.Message)
+		return
+	}
+	var r struct {
+		Content []json.RawMessage `json:"content"`
+		IsError *bool             `json:"isError"`
+	}
+	_ = json.Unmarshal(m.Result, &r)
+	if !t.open {
+		d.startTurn(o, t, "")
+	}
+	if r.IsError != nil && *r.IsError {
+		d.endTurn(o, t, mapper.TurnFailed, contentText(r.Content))
+		return
+	}
+	d.endTurn(o, t, mapper.TurnCompleted, "")
+}
+
+func (d *MCPDecoder) c2a(o *out, f Frame) {
+	m, err := jsonrpc.DecodeFrame(f.Msg)
+	if err != nil {
+		fe := err.(*jsonrpc.FrameError)
+		d.drop(o, fe.Kind, fe.Reason, "own frame: "+fe.Msg, f.Msg)
+		return
+	}
+	key := idString(mustObject(m.ID))
+	switch m.Kind {
+	case jsonrpc.KindRequest:
+		if m.Method != "tools/call" {
+			return
+		}
+		var p struct {
+			Name string `json:"name"`
+		}
+		_ = json.Unmarshal(m.Params, &p)
+		d.sent[requestKey(mustObject(m.ID))] = p.Name
+		d.turnFor(requestKey(mustObject(m.ID)))
+	case jsonrpc.KindResponse:
+		r := d.received[key]
+		if r == nil || r.callID == "" || r.answered {
+			return
+		}
+		r.answered = true
+		c := d.calls[r.callID]
+		if m.Error != nil {
+			if c != nil {
+				c.blocked = false
+			}
+			o.add(&mapper.ToolResolved{CallID: r.callID, Decision: mapper.DecisionReject, Reason: mapper.ReasonCancelled})
+			return
+		}
+		var res struct {
+			Decision json.RawMessage `json:"decision"`
+		}
+		_ = json.Unmarshal(m.Result, &res)
+		dec, reason, ok := decision(res.Decision)
+		if !ok {
+			r.answered = false
+			d.drop(o, "decision", mapper.DropUnknownDecision, "answer "+string(res.Decision)+" is not a known decision", f.Msg)
+			return
+		}
+		if c != nil {
+			c.blocked = false
+			c.running = dec != mapper.DecisionReject
+		}
+		o.add(&mapper.ToolResolved{CallID: r.callID, Decision: dec, Reason: reason})
+	}
+}
+
+func (d *MCPDecoder) call(id, tool string) *call {
+	if id == "" {
+		return nil
+	}
+	c := d.calls[id]
+	if c == nil {
+		c = &call{id: id, tool: tool}
+		d.calls[id] = c
+	}
+	if c.tool == "" {
+		c.tool = tool
+	}
+	return c
+}
+
+func (d *MCPDecoder) announce(o *out, c *call, title string, input json.RawMessage, meta mapper.Object) {
+	if c.shown && (input == nil || string(input) == string(c.input)) {
+		return
+	}
+	c.shown = true
+	if input != nil {
+		c.input = input
+	}
+	o.add(&mapper.ToolCall{CallID: c.id, Tool: c.tool, Title: title, Input: input, Metadata: meta})
+}
+
+func (d *MCPDecoder) run(o *out, c *call) {
+	if c.running || c.blocked || c.done {
+		return
+	}
+	c.running = true
+	o.add(&mapper.ToolRunning{CallID: c.id})
+}
+
+func (d *MCPDecoder) complete(o *out, c *call, output string, meta mapper.Object) {
+	if c.done {
+		return
+	}
+	d.run(o, c)
+	c.done = true
+	if len(meta) == 0 {
+		meta = nil
+	}
+	o.add(&mapper.ToolCompleted{CallID: c.id, Output: output, Metadata: meta})
+	delete(d.calls, c.id)
+}
+
+func (d *MCPDecoder) fail(o *out, c *call, msg string, meta mapper.Object) {
+	if c.done {
+		return
+	}
+	c.done = true
+	if len(meta) == 0 {
+		meta = nil
+	}
+	o.add(&mapper.ToolFailed{CallID: c.id, Error: msg, Metadata: meta})
+	delete(d.calls, c.id)
+}
+
+// durationMs reads a Rust Duration ({"secs","nanos"}) or a Go-style
+// duration string ("5ms").
+func durationMs(raw json.RawMessage) (int64, bool) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, false
+	}
+	var d struct {
+		Secs  *int64 `json:"secs"`
+		Nanos int64  `json:"nanos"`
+	}
+	if json.Unmarshal(raw, &d) == nil && d.Secs != nil {
+		return *d.Secs*1000 + d.Nanos/1_000_000, true
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		if v, err := time.ParseDuration(s); err == nil {
+			return v.Milliseconds(), true
+		}
+	}
+	return 0, false
+}
+
+// patchDetail renders the legacy changes map {path: {add:{content}} |
+// {delete:{…}} | {update:{unified_diff, move_path}}} like fileChangeDetail.
+func patchDetail(changes map[string]json.RawMessage) (json.RawMessage, mapper.Object, []string) {
+	paths := make([]string, 0, len(changes))
+	for p := range changes {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	ups := make([]fileUpdate, 0, len(paths))
+	for _, p := range paths {
+		var ch map[string]struct {
+			Content  string  `json:"content"`
+			Diff     string  `json:"unified_diff"`
+			MovePath *string `json:"move_path"`
+		}
+		_ = json.Unmarshal(changes[p], &ch)
+		u := fileUpdate{Path: p}
+		for k, v := range ch {
+			kind := map[string]any{"type": k}
+			if v.MovePath != nil {
+				kind["move_path"] = *v.MovePath
+			}
+			u.Kind = mustObject(kind)
+			u.Diff = v.Diff
+			if k == "add" && v.Content != "" {
+				u.Diff = addDiff(v.Content)
+			}
+		}
+		ups = append(ups, u)
+	}
+	return fileChangeDetail(ups)
+}
+
+// addDiff renders a new file's content as added lines.
+func addDiff(content string) string {
+	lines := strings.SplitAfter(content, "\n")
+	var b strings.Builder
+	for _, l := range lines {
+		if l == "" {
+			continue
+		}
+		b.WriteString("+" + l)
+	}
+	return b.String()
+}
+
+// requestKey names the turn of a tools/call by its request id
+// ("tools/call#9"); "" when there is no id.
+func requestKey(raw json.RawMessage) string {
+	if id := idString(raw); id != "" {
+		return "tools/call#" + id
+	}
+	return ""
+}

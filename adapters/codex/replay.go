@@ -1,0 +1,148 @@
+package codex
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/happy-dev/happy/internal/linereader"
+	"github.com/happy-dev/happy/internal/trafficlog"
+	"github.com/happy-dev/happy/mapper"
+)
+
+// Protocol is the Codex protocol a session speaks.
+type Protocol string
+
+// Protocols. ProtocolAuto picks app-server when the installed Codex has it
+// (see ChooseProtocol), and for a traffic log, from its content.
+const (
+	ProtocolAuto      Protocol = "auto"
+	ProtocolAppServer Protocol = "app-server"
+	ProtocolMCP       Protocol = "mcp"
+)
+
+// ParseProtocol accepts "app-server", "mcp" or "auto" ("" means auto).
+// Errors: ErrUnknownProtocol.
+func ParseProtocol(s string) (Protocol, error) {
+	switch Protocol(s) {
+	case ProtocolAppServer, ProtocolMCP, ProtocolAuto:
+		return Protocol(s), nil
+	case "":
+		return ProtocolAuto, nil
+	}
+	return "", fmt.Errorf("%w: %q (want app-server, mcp or auto)", ErrUnknownProtocol, s)
+}
+
+// ErrUnknownProtocol refuses a protocol name.
+var ErrUnknownProtocol = errors.New("codex: unknown protocol")
+
+// NewDecoder returns the decoder of a protocol (app-server for auto).
+func NewDecoder(p Protocol) Decoder {
+	if p == ProtocolMCP {
+		return NewMCPDecoder()
+	}
+	return NewAppServerDecoder()
+}
+
+// ReadFrames reads a traffic log (one {"t","dir","msg"} object per line,
+// lines of any length). A line that is not a valid record becomes a
+// DroppedInput event at its place, in the returned events-before map keyed
+// by the index of the frame it precedes. Only a read error of r is returned
+// as an error.
+func ReadFrames(r io.Reader) ([]Frame, map[int][]mapper.Event, error) {
+	lr, _ := linereader.New(r, linereader.Options{})
+	var frames []Frame
+	bad := map[int][]mapper.Event{}
+	for {
+		line, err := lr.Next()
+		var data []byte
+		switch {
+		case err == nil:
+			data = line.Data
+		case errors.Is(err, io.EOF):
+			data = lr.Pending()
+			if len(bytes.TrimSpace(data)) == 0 {
+				return frames, bad, nil
+			}
+			line.Number = lr.LineNumber() + 1
+		default:
+			return frames, bad, fmt.Errorf("codex: read traffic log: %w", err)
+		}
+		if len(bytes.TrimSpace(data)) > 0 {
+			rec, derr := trafficlog.Decode(data)
+			if derr != nil {
+				reason := mapper.DropInvalidField
+				switch {
+				case errors.Is(derr, trafficlog.ErrSyntax):
+					reason = mapper.DropUnparseableJSON
+				case errors.Is(derr, trafficlog.ErrNotObject):
+					reason = mapper.DropNotAnObject
+				case errors.Is(derr, trafficlog.ErrUnknownDir):
+					reason = mapper.DropUnknownType
+				}
+				bad[len(frames)] = append(bad[len(frames)], dropped("traffic-log", line.Number, 0, "", reason, derr.Error(), data))
+			} else {
+				frames = append(frames, Frame{T: rec.T, Dir: rec.Dir, Msg: append(json.RawMessage(nil), rec.Msg...)})
+			}
+		}
+		if err != nil {
+			return frames, bad, nil
+		}
+	}
+}
+
+// DetectProtocol guesses the protocol of recorded traffic: mcp when Codex
+// sent codex/event notifications or happy called tools/call, else
+// app-server.
+func DetectProtocol(frames []Frame) Protocol {
+	for _, f := range frames {
+		if f.Dir != trafficlog.A2C && f.Dir != trafficlog.C2A {
+			continue
+		}
+		var m struct {
+			Method string `json:"method"`
+		}
+		if json.Unmarshal(f.Msg, &m) == nil && (m.Method == "codex/event" || m.Method == "tools/call" || m.Method == "elicitation/create") {
+			return ProtocolMCP
+		}
+	}
+	return ProtocolAppServer
+}
+
+// ReplayEvents decodes a recorded traffic log into agent events, in order.
+// p chooses the decoder (auto: DetectProtocol). Only a read error of r is
+// returned as an error; bad lines are DroppedInput events.
+func ReplayEvents(r io.Reader, p Protocol) ([]mapper.Event, error) {
+	frames, bad, err := ReadFrames(r)
+	if err != nil {
+		return nil, err
+	}
+	if p == ProtocolAuto || p == "" {
+		p = DetectProtocol(frames)
+	}
+	dec := NewDecoder(p)
+	var evs []mapper.Event
+	for i, f := range frames {
+		evs = append(evs, bad[i]...)
+		evs = append(evs, dec.Decode(f)...)
+	}
+	evs = append(evs, bad[len(frames)]...)
+	return evs, nil
+}
+
+// Replay reduces a recorded Codex traffic log (as written by --record)
+// into the canonical transcript of relay session cfg.SessionID. It is what
+// `happy replay --agent codex` calls. Errors: a read error of r only.
+func Replay(r io.Reader, cfg mapper.Config, p Protocol) (mapper.Transcript, error) {
+	evs, err := ReplayEvents(r, p)
+	if err != nil {
+		return mapper.Transcript{}, err
+	}
+	red := mapper.NewReducer(cfg)
+	for _, e := range evs {
+		red.Apply(e)
+	}
+	return red.Transcript(), nil
+}
