@@ -45,9 +45,9 @@ type itemHead struct {
 	ContentItems json.RawMessage `json:"contentItems"`
 	Success      *bool           `json:"success"`
 	// collabAgentToolCall
-	Prompt          *string                    `json:"prompt"`
-	Model           *string                    `json:"model"`
-	ReceiverThreads []string                   `json:"receiverThreadIds"`
+	Prompt          *string                     `json:"prompt"`
+	Model           *string                     `json:"model"`
+	ReceiverThreads []string                    `json:"receiverThreadIds"`
 	AgentsStates    map[string]collabAgentState `json:"agentsStates"`
 	// subAgentActivity
 	AgentThreadID string `json:"agentThreadId"`

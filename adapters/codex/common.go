@@ -67,7 +67,7 @@ func rawPrefix(b []byte) string {
 func dropped(source string, line int64, t int64, kind string, reason mapper.DropReason, detail string, raw []byte) *mapper.DroppedInput {
 	return &mapper.DroppedInput{
 		EventBase: mapper.EventBase{Time: t},
-		Dropped: mapper.Dropped{Source: source, Line: line, Kind: kind, Reason: reason, Detail: detail, Raw: rawPrefix(raw)},
+		Dropped:   mapper.Dropped{Source: source, Line: line, Kind: kind, Reason: reason, Detail: detail, Raw: rawPrefix(raw)},
 	}
 }
 
