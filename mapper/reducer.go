@@ -1008,7 +1008,7 @@ func (r *Reducer) textFinal(s *redSession, msgKey, blockKey, text string, meta O
 		b = r.newBlock(m, kind, blockKey, text, t)
 		b.final = true
 		r.endBlock(b, t)
-		if meta != nil {
+		if meta != nil && b.reasoning != nil {
 			b.reasoning.Metadata = meta
 		}
 		r.emitPart(b.part())
