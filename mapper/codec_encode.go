@@ -4,6 +4,7 @@ package mapper
 // fixed here; the JSON Schema in schema/ describes the same shapes).
 
 import (
+	"bytes"
 	"encoding/json"
 )
 
@@ -576,7 +577,16 @@ func (e *encoder) part(p Part) error {
 		return err
 	}
 	if u, ok := p.(*UnknownPart); ok {
-		e.buf = append(e.buf, u.Raw...)
+		// Written back as read (compact, so a hand-built Raw is too).
+		var b bytes.Buffer
+		b.Grow(len(u.Raw))
+		if err := json.Compact(&b, u.Raw); err != nil {
+			return invalid("", "unknown part %q: raw JSON: %v", u.Type, err)
+		}
+		if kindOf(b.Bytes()) != kindObject {
+			return invalid("", "unknown part %q: raw JSON is not an object", u.Type)
+		}
+		e.buf = append(e.buf, b.Bytes()...)
 		return nil
 	}
 	e.partBase(p.PartType(), p.Base())

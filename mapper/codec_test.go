@@ -630,3 +630,26 @@ func TestDecodeTranscriptDropsBadMessages(t *testing.T) {
 		t.Fatalf("bad todo: %v", err)
 	}
 }
+
+func TestUnknownPartRawIsCheckedOnTheWayOut(t *testing.T) {
+	base := PartBase{ID: "p", SessionID: "s", MessageID: "m"}
+	cases := []struct {
+		raw, want, err string
+	}{
+		{`{ "type": "x", "id": "p" }`, `{"type":"x","id":"p"}`, ""},
+		{`{"type":`, "", `unknown part "x": raw JSON: unexpected end of JSON input`},
+		{`[1]`, "", `unknown part "x": raw JSON is not an object`},
+	}
+	for _, c := range cases {
+		b, err := EncodePart(&UnknownPart{PartBase: base, Type: "x", Raw: json.RawMessage(c.raw)})
+		if c.err != "" {
+			if err == nil || err.Error() != c.err {
+				t.Errorf("%s: err = %v, want %q", c.raw, err, c.err)
+			}
+			continue
+		}
+		if err != nil || string(b) != c.want {
+			t.Errorf("%s: %s, %v", c.raw, b, err)
+		}
+	}
+}
