@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 	"unicode/utf8"
@@ -28,24 +29,12 @@ const MaxPartBytes = 256 << 10
 // (a tool blocked, resolved or finished, a turn end) flush at once.
 const StreamInterval = time.Second
 
-// RecordVersion is one version of one record, in plaintext, ready to be
-// encrypted and queued: Plaintext is the JSON envelope
-// {"kind":…,"version":Version,…}.
-type RecordVersion struct {
-	Record    string // message id, session id, or "todos:<sessionID>"
-	Version   int64  // >= 1, ascending per record
-	Plaintext []byte
-}
-
-// RecordStore persists record versions for the relay. The relay client
-// implements it: Put encrypts with the session key and appends to the
-// durable outbox, which sends them in order.
+// RecordStore persists record versions for the relay; *relay.Session
+// implements it. Enqueue assigns the record's next version (monotonic
+// across process restarts), calls build with it for the plaintext envelope,
+// encrypts it and returns once it is durably queued.
 type RecordStore interface {
-	// LastVersion is the highest version ever stored for record (0 when
-	// none), so that versions stay monotonic across process restarts.
-	LastVersion(ctx context.Context, record string) (int64, error)
-	// Put durably enqueues the versions (all or nothing).
-	Put(ctx context.Context, versions []RecordVersion) error
+	Enqueue(ctx context.Context, record string, build func(version int64) ([]byte, error)) (int64, error)
 }
 
 // Snapshotter gives the current state of records; *mapper.Reducer
@@ -78,13 +67,12 @@ type Sink struct {
 	dirty    map[string]*dirtyRecord
 	order    []string // dirty records in order of first change
 	lastSent map[string]time.Time
-	versions map[string]int64
 }
 
 // NewSink returns a sink writing to store, reading state from snap.
 func NewSink(store RecordStore, snap Snapshotter) *Sink {
 	return &Sink{store: store, snap: snap, interval: StreamInterval,
-		dirty: map[string]*dirtyRecord{}, lastSent: map[string]time.Time{}, versions: map[string]int64{}}
+		dirty: map[string]*dirtyRecord{}, lastSent: map[string]time.Time{}}
 }
 
 // Observe marks the records the bus events change.
@@ -151,14 +139,12 @@ func (s *Sink) NextDue(now time.Time) (due time.Time, ok bool) {
 }
 
 // Flush writes a new version of every due record (all dirty records when
-// force is set, as at a turn end or on exit). Records are written in order of
-// first change. On error nothing is forgotten: the records stay dirty and
-// their versions are not consumed.
+// force is set, as at a turn end or on exit), in order of first change. On
+// error the record that failed and those after it stay dirty; nothing is
+// forgotten.
 func (s *Sink) Flush(ctx context.Context, now time.Time, force bool) error {
-	var out []RecordVersion
-	var written []string
 	var keep []string
-	for _, rec := range s.order {
+	for i, rec := range s.order {
 		d := s.dirty[rec]
 		if !force && !d.urgent {
 			if last, seen := s.lastSent[rec]; seen && last.Add(s.interval).After(now) {
@@ -166,28 +152,19 @@ func (s *Sink) Flush(ctx context.Context, now time.Time, force bool) error {
 				continue
 			}
 		}
-		v, err := s.nextVersion(ctx, rec)
-		if err != nil {
-			return err
+		gone := false
+		_, err := s.store.Enqueue(ctx, rec, func(version int64) ([]byte, error) {
+			body, ok, err := s.envelope(d, version)
+			if err == nil && !ok {
+				gone = true
+				return nil, errRecordGone
+			}
+			return body, err
+		})
+		if err != nil && !(gone && errors.Is(err, errRecordGone)) {
+			s.order = append(keep, s.order[i:]...)
+			return fmt.Errorf("session sink: write %s: %w", rec, err)
 		}
-		body, ok, err := s.envelope(d, v)
-		if err != nil {
-			return fmt.Errorf("session sink: encode %s: %w", rec, err)
-		}
-		if !ok { // the record no longer exists: nothing to send
-			delete(s.dirty, rec)
-			continue
-		}
-		out = append(out, RecordVersion{Record: rec, Version: v, Plaintext: body})
-		written = append(written, rec)
-	}
-	if len(out) > 0 {
-		if err := s.store.Put(ctx, out); err != nil {
-			return fmt.Errorf("session sink: store %d versions: %w", len(out), err)
-		}
-	}
-	for i, rec := range written {
-		s.versions[rec] = out[i].Version
 		s.lastSent[rec] = now
 		delete(s.dirty, rec)
 	}
@@ -195,20 +172,9 @@ func (s *Sink) Flush(ctx context.Context, now time.Time, force bool) error {
 	return nil
 }
 
-// nextVersion is one more than the last version stored for rec, asking the
-// store once per record per process.
-func (s *Sink) nextVersion(ctx context.Context, rec string) (int64, error) {
-	v, ok := s.versions[rec]
-	if !ok {
-		last, err := s.store.LastVersion(ctx, rec)
-		if err != nil {
-			return 0, fmt.Errorf("session sink: last version of %s: %w", rec, err)
-		}
-		v = last
-		s.versions[rec] = v
-	}
-	return v + 1, nil
-}
+// errRecordGone tells Enqueue not to store anything: the record no longer
+// exists in the reducer.
+var errRecordGone = errors.New("record no longer exists")
 
 // envelope builds the plaintext of one record version.
 func (s *Sink) envelope(d *dirtyRecord, version int64) ([]byte, bool, error) {

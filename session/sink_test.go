@@ -13,37 +13,54 @@ import (
 	"github.com/happy-dev/happy/mapper"
 )
 
-// memStore is an in-memory RecordStore.
+// RecordVersion is one version a memStore holds.
+type RecordVersion struct {
+	Record    string
+	Version   int64
+	Plaintext []byte
+}
+
+// memStore is an in-memory RecordStore; each Flush's versions are grouped
+// into one "put" for assertions.
 type memStore struct {
 	mu     sync.Mutex
 	last   map[string]int64
 	puts   [][]RecordVersion
+	open   bool // the current put is still being filled
 	failed error
 }
 
-func (m *memStore) LastVersion(_ context.Context, rec string) (int64, error) {
+func (m *memStore) Enqueue(_ context.Context, rec string, build func(int64) ([]byte, error)) (int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.last[rec], nil
+	if m.failed != nil {
+		return 0, m.failed
+	}
+	v := m.last[rec] + 1
+	body, err := build(v)
+	if err != nil {
+		return 0, err
+	}
+	m.last[rec] = v
+	if !m.open {
+		m.puts = append(m.puts, nil)
+		m.open = true
+	}
+	m.puts[len(m.puts)-1] = append(m.puts[len(m.puts)-1], RecordVersion{rec, v, body})
+	return v, nil
+}
+
+// endPut closes the current group (call after each Flush).
+func (m *memStore) endPut() {
+	m.mu.Lock()
+	m.open = false
+	m.mu.Unlock()
 }
 
 func (m *memStore) snapshotPuts() [][]RecordVersion {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return append([][]RecordVersion(nil), m.puts...)
-}
-
-func (m *memStore) Put(_ context.Context, vs []RecordVersion) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.failed != nil {
-		return m.failed
-	}
-	m.puts = append(m.puts, vs)
-	for _, v := range vs {
-		m.last[v.Record] = v.Version
-	}
-	return nil
 }
 
 func (m *memStore) lastPut(t *testing.T) []RecordVersion {
@@ -103,7 +120,7 @@ func TestSinkCoalescesStreamingAndFlushesStateChanges(t *testing.T) {
 		&mapper.TurnStarted{TurnID: "t1"},
 		&mapper.MessageStarted{Message: "m1"},
 		&mapper.TextDelta{Message: "m1", Block: "b0", Delta: "Hel"})
-	if err := sink.Flush(ctx, t0, false); err != nil {
+	if err := flushed(store, sink, ctx, t0, false); err != nil {
 		t.Fatal(err)
 	}
 	first := store.lastPut(t)
@@ -121,7 +138,7 @@ func TestSinkCoalescesStreamingAndFlushesStateChanges(t *testing.T) {
 
 	// Streaming within the interval waits.
 	apply(&mapper.TextDelta{Message: "m1", Block: "b0", Delta: "lo"})
-	if err := sink.Flush(ctx, t0.Add(200*time.Millisecond), false); err != nil {
+	if err := flushed(store, sink, ctx, t0.Add(200*time.Millisecond), false); err != nil {
 		t.Fatal(err)
 	}
 	if len(store.puts) != 1 {
@@ -140,7 +157,7 @@ func TestSinkCoalescesStreamingAndFlushesStateChanges(t *testing.T) {
 	if !ok || !due.Equal(t0.Add(300*time.Millisecond)) {
 		t.Fatalf("NextDue after block = %v, %v", due, ok)
 	}
-	if err := sink.Flush(ctx, t0.Add(300*time.Millisecond), false); err != nil {
+	if err := flushed(store, sink, ctx, t0.Add(300*time.Millisecond), false); err != nil {
 		t.Fatal(err)
 	}
 	second := store.lastPut(t)
@@ -170,14 +187,14 @@ func TestSinkVersionsContinueFromStoreAndSurviveFailures(t *testing.T) {
 	rootID := red.RootID()
 	store.last[rootID] = 7 // written by an earlier process
 	store.failed = errors.New("disk full")
-	if err := sink.Flush(ctx, time.UnixMilli(0), true); err == nil || !strings.Contains(err.Error(), "disk full") {
+	if err := flushed(store, sink, ctx, time.UnixMilli(0), true); err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Fatalf("Flush err %v", err)
 	}
 	if !sink.Pending() {
 		t.Fatal("a failed flush forgot its records")
 	}
 	store.failed = nil
-	if err := sink.Flush(ctx, time.UnixMilli(0), true); err != nil {
+	if err := flushed(store, sink, ctx, time.UnixMilli(0), true); err != nil {
 		t.Fatal(err)
 	}
 	for _, v := range store.lastPut(t) {
@@ -211,4 +228,10 @@ func TestTruncatePart(t *testing.T) {
 	if tt.State.Output != strings.Repeat("x", 50) || tt.State.Metadata["originalBytes"] != 53 {
 		t.Fatalf("tool output %q meta %v", tt.State.Output, tt.State.Metadata)
 	}
+}
+
+// flushed runs one Flush as one group of versions in store.
+func flushed(store *memStore, sink *Sink, ctx context.Context, now time.Time, force bool) error {
+	defer store.endPut()
+	return sink.Flush(ctx, now, force)
 }

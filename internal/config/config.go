@@ -1,0 +1,98 @@
+// Package config reads happy's permission rules: ~/.happy/config.json, then
+// <project>/.happy/config.json, each of the shape
+//
+//	{"permission": [{"permission": "bash", "pattern": "git *", "action": "allow"}, …]}
+//
+// Rules keep their order (global first, then project, then flags); a later
+// matching rule wins (mapper.Evaluate). Unknown keys are ignored; a rule
+// with an unknown action, or an empty permission or pattern, is an error
+// naming the file and the index: a typo never silently becomes "allow".
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/happy-dev/happy/mapper"
+)
+
+// FileName is the config file name, in the happy home folder and in a
+// project's .happy folder.
+const FileName = "config.json"
+
+// ErrInvalid is wrapped by every refusal of a config file or rule.
+var ErrInvalid = errors.New("invalid happy config")
+
+// Load reads the global config in homeDir and the project config in
+// projectDir/.happy, and returns their rules in order. Missing files are
+// fine.
+func Load(homeDir, projectDir string) ([]mapper.PermissionRule, error) {
+	var rules []mapper.PermissionRule
+	for _, p := range []string{filepath.Join(homeDir, FileName), filepath.Join(projectDir, ".happy", FileName)} {
+		r, err := loadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		rules = append(rules, r...)
+	}
+	return rules, nil
+}
+
+func loadFile(path string) ([]mapper.PermissionRule, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	var f struct {
+		Permission []struct {
+			Permission string `json:"permission"`
+			Pattern    string `json:"pattern"`
+			Action     string `json:"action"`
+		} `json:"permission"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, path, err)
+	}
+	rules := make([]mapper.PermissionRule, 0, len(f.Permission))
+	for i, r := range f.Permission {
+		rule, err := makeRule(r.Permission, r.Pattern, r.Action)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: permission[%d]: %v", ErrInvalid, path, i, err)
+		}
+		rules = append(rules, rule)
+	}
+	return rules, nil
+}
+
+func makeRule(permission, pattern, action string) (mapper.PermissionRule, error) {
+	a, err := mapper.ParseAction(action)
+	if err != nil {
+		return mapper.PermissionRule{}, fmt.Errorf("action %q is not allow, deny or ask", action)
+	}
+	if permission == "" || pattern == "" {
+		return mapper.PermissionRule{}, errors.New("permission and pattern must not be empty")
+	}
+	return mapper.PermissionRule{Permission: permission, Pattern: pattern, Action: a}, nil
+}
+
+// ParseFlag parses a rule given on the command line as
+// "permission:pattern", for the action of the flag (--allow, --deny, --ask),
+// e.g. --allow 'bash:git status*'.
+func ParseFlag(s string, action mapper.Action) (mapper.PermissionRule, error) {
+	perm, pattern, ok := strings.Cut(s, ":")
+	if !ok {
+		return mapper.PermissionRule{}, fmt.Errorf("%w: rule %q: want permission:pattern", ErrInvalid, s)
+	}
+	r, err := makeRule(perm, pattern, string(action))
+	if err != nil {
+		return mapper.PermissionRule{}, fmt.Errorf("%w: rule %q: %v", ErrInvalid, s, err)
+	}
+	return r, nil
+}

@@ -1,0 +1,246 @@
+package session
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+
+	"github.com/happy-dev/happy/mapper"
+)
+
+// DroppedSourceRelay is the Dropped.Source of relay messages a reader
+// refused.
+const DroppedSourceRelay = "relay"
+
+// Readback rebuilds the transcript document of one relay session from its
+// decrypted messages: for every record (message, session, todo list) the
+// highest version wins, whatever order the versions arrive in; a version
+// seen twice changes nothing. Messages that cannot be used become Dropped
+// records (with the relay seq as Line) instead of vanishing. The reference
+// app's legacy prompts ({role:"user", content:{type:"text",…}}) are counted
+// in Legacy and otherwise skipped: the runner that consumed them wrote the
+// canonical user message.
+//
+// The zero value is not usable; call NewReadback.
+type Readback struct {
+	fallback mapper.Session
+	sessions map[string]versioned[mapper.Session]
+	messages map[string]versioned[mapper.MessageWithParts]
+	todos    map[string]versioned[[]mapper.Todo]
+	dropped  []mapper.Dropped
+	// Legacy counts legacy prompts seen.
+	Legacy int
+	// Unknown counts parts of types this version does not know (kept).
+	Unknown int
+}
+
+type versioned[T any] struct {
+	version int64
+	seq     int64
+	value   T
+}
+
+// NewReadback returns an empty Readback. fallback is the root session used
+// when no root session record arrives (a session whose writer never sent
+// one): its id must not be empty, so the document stays valid.
+func NewReadback(fallback mapper.Session) *Readback {
+	return &Readback{
+		fallback: fallback,
+		sessions: map[string]versioned[mapper.Session]{},
+		messages: map[string]versioned[mapper.MessageWithParts]{},
+		todos:    map[string]versioned[[]mapper.Todo]{},
+	}
+}
+
+// Drop records a message that could not even be decrypted.
+func (r *Readback) Drop(d mapper.Dropped) { r.dropped = append(r.dropped, d) }
+
+func (r *Readback) refuse(seq int64, kind string, reason mapper.DropReason, detail string, raw []byte) {
+	if len(raw) > 512 {
+		raw = raw[:512]
+	}
+	r.dropped = append(r.dropped, mapper.Dropped{Source: DroppedSourceRelay, Line: seq, Kind: kind, Reason: reason, Detail: detail, Raw: string(raw)})
+}
+
+// Add takes one decrypted relay message (seq is its relay seq).
+func (r *Readback) Add(seq int64, plaintext []byte) {
+	var env struct {
+		Kind      *string         `json:"kind"`
+		Version   json.RawMessage `json:"version"`
+		Info      json.RawMessage `json:"info"`
+		Parts     json.RawMessage `json:"parts"`
+		Session   json.RawMessage `json:"session"`
+		SessionID string          `json:"sessionID"`
+		Todos     json.RawMessage `json:"todos"`
+		Role      string          `json:"role"`
+	}
+	if !json.Valid(plaintext) {
+		r.refuse(seq, "", mapper.DropUnparseableJSON, "not valid JSON", plaintext)
+		return
+	}
+	if err := json.Unmarshal(plaintext, &env); err != nil {
+		r.refuse(seq, "", mapper.DropNotAnObject, "a relay record must be a JSON object", plaintext)
+		return
+	}
+	if env.Kind == nil {
+		if env.Role == "user" {
+			r.Legacy++
+			return
+		}
+		r.refuse(seq, env.Role, mapper.DropUnknownType, "no envelope kind", plaintext)
+		return
+	}
+	kind := *env.Kind
+	version, err := strconv.ParseInt(string(env.Version), 10, 64)
+	if err != nil || version < 1 {
+		r.refuse(seq, kind, mapper.DropInvalidField, "version must be an integer >= 1", plaintext)
+		return
+	}
+	switch kind {
+	case KindMessage:
+		if len(env.Info) == 0 || len(env.Parts) == 0 {
+			r.refuse(seq, kind, mapper.DropInvalidField, "message record needs info and parts", plaintext)
+			return
+		}
+		body, _ := json.Marshal(struct {
+			Info  json.RawMessage `json:"info"`
+			Parts json.RawMessage `json:"parts"`
+		}{env.Info, env.Parts})
+		m, rep, err := mapper.DecodeMessageWithParts(body)
+		if err != nil {
+			r.refuse(seq, kind, reasonOf(err), err.Error(), plaintext)
+			return
+		}
+		r.Unknown += rep.UnknownParts
+		for _, d := range rep.Refused {
+			d.Source, d.Line = DroppedSourceRelay, seq
+			r.dropped = append(r.dropped, d)
+		}
+		id := m.Info.MessageID()
+		if cur, ok := r.messages[id]; !ok || version > cur.version {
+			r.messages[id] = versioned[mapper.MessageWithParts]{version, seq, m}
+		}
+	case KindSession:
+		var s mapper.Session
+		if err := json.Unmarshal(env.Session, &s); err != nil || s.ID == "" {
+			r.refuse(seq, kind, mapper.DropInvalidField, "session record needs a session with an id", plaintext)
+			return
+		}
+		if cur, ok := r.sessions[s.ID]; !ok || version > cur.version {
+			r.sessions[s.ID] = versioned[mapper.Session]{version, seq, s}
+		}
+	case KindTodos:
+		var todos []mapper.Todo
+		if env.SessionID == "" || json.Unmarshal(env.Todos, &todos) != nil || todos == nil && string(env.Todos) != "[]" {
+			r.refuse(seq, kind, mapper.DropInvalidField, "todos record needs sessionID and a todos array", plaintext)
+			return
+		}
+		for i, t := range todos {
+			if _, err := mapper.ParseTodoStatus(string(t.Status)); err != nil {
+				r.refuse(seq, kind, mapper.DropInvalidField, fmt.Sprintf("todos[%d].status: %v", i, err), plaintext)
+				return
+			}
+			if _, err := mapper.ParseTodoPriority(string(t.Priority)); err != nil {
+				r.refuse(seq, kind, mapper.DropInvalidField, fmt.Sprintf("todos[%d].priority: %v", i, err), plaintext)
+				return
+			}
+		}
+		if todos == nil {
+			todos = []mapper.Todo{}
+		}
+		if cur, ok := r.todos[env.SessionID]; !ok || version > cur.version {
+			r.todos[env.SessionID] = versioned[[]mapper.Todo]{version, seq, todos}
+		}
+	default:
+		r.refuse(seq, kind, mapper.DropUnknownType, "unknown envelope kind", plaintext)
+	}
+}
+
+// reasonOf extracts the drop reason of a mapper decode error.
+func reasonOf(err error) mapper.DropReason {
+	var fe *mapper.FieldError
+	if errors.As(err, &fe) && fe.Reason != "" {
+		return fe.Reason
+	}
+	return mapper.DropInvalidField
+}
+
+// Transcript assembles the document: the root session (the one without a
+// parent; the earliest seen when several), its messages in id order (ids
+// ascend in order of first appearance), its child sessions recursively,
+// todos, and every dropped record (kept on the root). Messages whose session
+// is unknown are kept on the root's dropped list as orphans.
+func (r *Readback) Transcript() mapper.Transcript {
+	bySession := map[string][]mapper.MessageWithParts{}
+	for _, m := range r.messages {
+		sid := sessionOf(m.value.Info)
+		bySession[sid] = append(bySession[sid], m.value)
+	}
+	children := map[string][]string{}
+	var rootID string
+	var rootSeq int64
+	for id, s := range r.sessions {
+		if s.value.ParentID == "" {
+			if rootID == "" || s.seq < rootSeq || (s.seq == rootSeq && id < rootID) {
+				rootID, rootSeq = id, s.seq
+			}
+			continue
+		}
+		children[s.value.ParentID] = append(children[s.value.ParentID], id)
+	}
+	used := map[string]bool{}
+	var build func(id string) mapper.Transcript
+	build = func(id string) mapper.Transcript {
+		used[id] = true
+		t := mapper.Transcript{Session: r.sessions[id].value, Messages: bySession[id], Children: []mapper.Transcript{}, Todos: []mapper.Todo{}, Dropped: []mapper.Dropped{}}
+		if t.Messages == nil {
+			t.Messages = []mapper.MessageWithParts{}
+		}
+		sort.Slice(t.Messages, func(i, j int) bool { return t.Messages[i].Info.MessageID() < t.Messages[j].Info.MessageID() })
+		if td, ok := r.todos[id]; ok {
+			t.Todos = td.value
+		}
+		kids := children[id]
+		sort.Strings(kids)
+		for _, k := range kids {
+			if !used[k] {
+				t.Children = append(t.Children, build(k))
+			}
+		}
+		return t
+	}
+	var doc mapper.Transcript
+	if rootID != "" {
+		doc = build(rootID)
+	} else {
+		doc = mapper.Transcript{Session: r.fallback, Messages: []mapper.MessageWithParts{}, Children: []mapper.Transcript{}, Todos: []mapper.Todo{}, Dropped: []mapper.Dropped{}}
+	}
+	doc.Dropped = append(doc.Dropped, r.dropped...)
+	var orphans []string
+	for sid := range bySession {
+		if !used[sid] {
+			orphans = append(orphans, sid)
+		}
+	}
+	sort.Strings(orphans)
+	for _, sid := range orphans {
+		for _, m := range bySession[sid] {
+			v := r.messages[m.Info.MessageID()]
+			doc.Dropped = append(doc.Dropped, mapper.Dropped{Source: DroppedSourceRelay, Line: v.seq, Kind: KindMessage, Reason: mapper.DropOrphan,
+				Detail: fmt.Sprintf("message %s belongs to session %s, which has no session record", m.Info.MessageID(), sid)})
+		}
+	}
+	return doc
+}
+
+func sessionOf(m mapper.Message) string {
+	switch v := m.(type) {
+	case *mapper.UserMessage:
+		return v.SessionID
+	case *mapper.AssistantMessage:
+		return v.SessionID
+	}
+	return ""
+}
