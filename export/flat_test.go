@@ -165,3 +165,26 @@ func TestFlatAbortedTurnIsCancelled(t *testing.T) {
 		t.Fatalf("last %+v", last)
 	}
 }
+
+func TestTextGolden(t *testing.T) {
+	tr := exchange()
+	tr.Todos = []mapper.Todo{{Content: "write the spec", Status: mapper.TodoCompleted, Priority: mapper.PriorityHigh}, {Content: "run the tests", Status: mapper.TodoPending, Priority: mapper.PriorityLow}}
+	tr.Dropped = []mapper.Dropped{{Source: "claude-jsonl", Line: 12, Kind: "mystery", Reason: mapper.DropUnknownType, Detail: "record type not known"}}
+	var buf bytes.Buffer
+	if err := Text(&buf, tr, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "exchange.txt")
+	if *update {
+		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test ./export -update)", err)
+	}
+	if !bytes.Equal(buf.Bytes(), want) {
+		t.Fatalf("text rendering differs from %s:\n%s", golden, buf.String())
+	}
+}

@@ -1,0 +1,263 @@
+package export
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/happy-dev/happy/mapper"
+)
+
+// TextOptions tune Text.
+type TextOptions struct {
+	// OutputLines is how many lines of a tool's output are shown (3 when 0;
+	// negative shows all).
+	OutputLines int
+}
+
+// Text writes a readable rendering of a transcript: prompts, answers,
+// thinking, tool calls with their status, input summary, permission
+// decisions and output, child sessions indented under the tool that started
+// them, the todo list, and a warning listing dropped inputs when the
+// transcript is incomplete. The format is for people, not for parsing (use
+// the JSON document for that).
+func Text(w io.Writer, t mapper.Transcript, opts TextOptions) error {
+	if opts.OutputLines == 0 {
+		opts.OutputLines = 3
+	}
+	tw := &textWriter{w: w, opts: opts, children: map[string]*mapper.Transcript{}}
+	tw.index(&t)
+	title := t.Session.Title
+	if title == "" {
+		title = "(untitled)"
+	}
+	tw.line(0, "session %s — %s", t.Session.ID, title)
+	if t.Session.Directory != "" {
+		tw.line(0, "  in %s", t.Session.Directory)
+	}
+	tw.session(&t, 0)
+	if len(t.Todos) > 0 {
+		tw.line(0, "todos:")
+		for _, td := range t.Todos {
+			tw.line(1, "%s %s", todoMark(td.Status), td.Content)
+		}
+	}
+	dropped := collectDropped(&t)
+	if len(dropped) > 0 {
+		tw.line(0, "warning: %d input(s) were dropped; this transcript is incomplete:", len(dropped))
+		for _, d := range dropped {
+			where := d.Source
+			if d.Line > 0 {
+				where += fmt.Sprintf(" line %d", d.Line)
+			}
+			if d.Kind != "" {
+				where += " (" + d.Kind + ")"
+			}
+			tw.line(1, "- %s: %s %s", where, d.Reason, oneLine(d.Detail, 120))
+		}
+	}
+	return tw.err
+}
+
+type textWriter struct {
+	w        io.Writer
+	opts     TextOptions
+	children map[string]*mapper.Transcript
+	err      error
+}
+
+func (tw *textWriter) index(t *mapper.Transcript) {
+	for i := range t.Children {
+		c := &t.Children[i]
+		tw.children[c.Session.ID] = c
+		tw.index(c)
+	}
+}
+
+func (tw *textWriter) line(indent int, format string, a ...any) {
+	if tw.err != nil {
+		return
+	}
+	_, tw.err = fmt.Fprintf(tw.w, "%s%s\n", strings.Repeat("  ", indent), fmt.Sprintf(format, a...))
+}
+
+func (tw *textWriter) session(t *mapper.Transcript, indent int) {
+	for _, m := range t.Messages {
+		switch info := m.Info.(type) {
+		case *mapper.UserMessage:
+			for _, p := range m.Parts {
+				switch pt := p.(type) {
+				case *mapper.TextPart:
+					tw.block(indent, "> ", pt.Text)
+				case *mapper.FilePart:
+					tw.line(indent, "> [file %s %s]", pt.Mime, pt.Filename)
+				}
+			}
+		case *mapper.AssistantMessage:
+			tw.assistant(info, m.Parts, indent)
+		}
+	}
+}
+
+func (tw *textWriter) assistant(info *mapper.AssistantMessage, parts []mapper.Part, indent int) {
+	for _, p := range parts {
+		switch pt := p.(type) {
+		case *mapper.TextPart:
+			tw.block(indent, "", pt.Text)
+		case *mapper.ReasoningPart:
+			tw.block(indent, "(thinking) ", pt.Text)
+		case *mapper.ToolPart:
+			tw.tool(pt, indent)
+		case *mapper.CompactionPart:
+			tw.line(indent, "(context compacted)")
+		case *mapper.RetryPart:
+			tw.line(indent, "(retry %d: %s)", pt.Attempt, pt.Error.Data.Message)
+		case *mapper.FilePart:
+			tw.line(indent, "[file %s %s]", pt.Mime, pt.Filename)
+		case *mapper.PatchPart:
+			tw.line(indent, "(changed %s)", strings.Join(pt.Files, ", "))
+		case *mapper.UnknownPart:
+			tw.line(indent, "(part of unknown type %q)", pt.Type)
+		}
+	}
+	if info.Error != nil {
+		tw.line(indent, "error (%s): %s", info.Error.Data.Kind, oneLine(info.Error.Data.Message, 200))
+	} else if info.Finish == mapper.FinishAborted {
+		tw.line(indent, "(turn aborted)")
+	}
+}
+
+func (tw *textWriter) tool(pt *mapper.ToolPart, indent int) {
+	st := &pt.State
+	label := st.Title
+	if label == "" {
+		label = pt.Tool
+	}
+	head := pt.Tool
+	if sum := inputSummary(st.Input, label); sum != "" {
+		head += " " + sum
+	}
+	tw.line(indent, "● %s — %s  [%s]", head, st.Status, pt.CallID)
+	if b := st.Block; b != nil {
+		switch {
+		case b.Type == mapper.BlockPermission && !b.Resolved():
+			tw.line(indent+1, "waiting for permission: %s %s", b.Permission, strings.Join(b.Patterns, " "))
+		case b.Type == mapper.BlockPermission:
+			reason := ""
+			if b.Reason != "" {
+				reason = " (" + b.Reason + ")"
+			}
+			tw.line(indent+1, "permission %s %s: %s%s", b.Permission, strings.Join(b.Patterns, " "), b.Decision, reason)
+		case b.Type == mapper.BlockQuestion:
+			for i, q := range b.Questions {
+				ans := "(waiting)"
+				if b.Resolved() {
+					ans = "(not answered: " + b.Reason + ")"
+					if i < len(b.Answers) {
+						ans = strings.Join(b.Answers[i], ", ")
+					}
+				}
+				tw.line(indent+1, "question: %s → %s", q.Question, ans)
+			}
+		}
+	}
+	if id, _ := st.Metadata["sessionId"].(string); id != "" {
+		if c := tw.children[id]; c != nil {
+			tw.line(indent+1, "subagent %s — %s", c.Session.ID, c.Session.Title)
+			tw.session(c, indent+2)
+		}
+	}
+	switch st.Status {
+	case mapper.StatusCompleted:
+		tw.output(indent+1, st.Output)
+	case mapper.StatusError:
+		tw.line(indent+1, "error: %s", oneLine(st.Error, 200))
+	}
+}
+
+func (tw *textWriter) output(indent int, out string) {
+	out = strings.TrimRight(out, "\n")
+	if out == "" {
+		return
+	}
+	lines := strings.Split(out, "\n")
+	n := len(lines)
+	if tw.opts.OutputLines > 0 && n > tw.opts.OutputLines {
+		lines = lines[:tw.opts.OutputLines]
+	}
+	for _, l := range lines {
+		tw.line(indent, "│ %s", l)
+	}
+	if len(lines) < n {
+		tw.line(indent, "│ … %d more lines", n-len(lines))
+	}
+}
+
+func (tw *textWriter) block(indent int, prefix, text string) {
+	text = strings.TrimRight(text, "\n")
+	if text == "" {
+		return
+	}
+	for i, l := range strings.Split(text, "\n") {
+		if i == 0 {
+			tw.line(indent, "%s%s", prefix, l)
+		} else {
+			tw.line(indent, "%s%s", strings.Repeat(" ", len([]rune(prefix))), l)
+		}
+	}
+}
+
+// inputSummary picks the most telling field of a tool input.
+func inputSummary(in map[string]any, fallback string) string {
+	for _, k := range []string{"command", "file_path", "path", "pattern", "url", "query", "description", "prompt"} {
+		if v, ok := in[k]; ok {
+			switch s := v.(type) {
+			case string:
+				return fmt.Sprintf("%q", oneLine(s, 80))
+			default:
+				b, _ := json.Marshal(s)
+				return oneLine(string(b), 80)
+			}
+		}
+	}
+	if len(in) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(in))
+	for k := range in {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return "(" + strings.Join(keys, ", ") + ")"
+}
+
+func oneLine(s string, max int) string {
+	s = strings.ReplaceAll(strings.TrimSpace(s), "\n", " ⏎ ")
+	r := []rune(s)
+	if len(r) > max {
+		return string(r[:max]) + "…"
+	}
+	return s
+}
+
+func todoMark(s mapper.TodoStatus) string {
+	switch s {
+	case mapper.TodoCompleted:
+		return "[x]"
+	case mapper.TodoInProgress:
+		return "[~]"
+	case mapper.TodoCancelled:
+		return "[-]"
+	}
+	return "[ ]"
+}
+
+func collectDropped(t *mapper.Transcript) []mapper.Dropped {
+	out := append([]mapper.Dropped(nil), t.Dropped...)
+	for i := range t.Children {
+		out = append(out, collectDropped(&t.Children[i])...)
+	}
+	return out
+}
