@@ -235,77 +235,150 @@ func (d *AppServerDecoder) threadStarted(o *out, ti threadInfo) {
 	o.add(info)
 }
 
-// notifications whose content is deliberately not shown, with why.
-var ignoredNotifications = map[string]string{
-	"thread/status/changed":                     "thread state is derived from turns and approval requests",
-	"thread/readState/changed":                  "unread markers of other clients",
-	"thread/archived":                           "thread housekeeping",
-	"thread/deleted":                            "thread housekeeping",
-	"thread/unarchived":                         "thread housekeeping",
-	"thread/closed":                             "thread housekeeping; the process exit ends open turns",
-	"thread/reverted":                           "history rewrite of another client",
-	"thread/section/changed":                    "UI grouping of threads",
-	"thread/attachment/updated":                 "attachments are not mirrored yet",
-	"thread/goal/updated":                       "goal tracking of the Codex UI",
-	"thread/goal/cleared":                       "goal tracking of the Codex UI",
-	"thread/prediction/updated":                 "UI typing prediction",
-	"thread/queue/changed":                      "Codex's own prompt queue; happy queues prompts itself",
-	"project/changed":                           "project metadata",
-	"thread/project/updated":                    "project metadata",
-	"thread/environment/connected":              "execution environment status",
-	"thread/environment/disconnected":           "execution environment status",
-	"thread/settings/updated":                   "settings echo",
-	"skills/changed":                            "skill inventory",
-	"hook/started":                              "hook runs are not transcript content",
-	"hook/completed":                            "hook runs are not transcript content",
-	"turn/diff/updated":                         "aggregate diff of the turn; each fileChange item carries its own diff",
-	"item/autoApprovalReview/started":           "automatic approval reviewer progress",
-	"item/autoApprovalReview/completed":         "automatic approval reviewer progress",
-	"autoApprovalReview/strictReviewRequired":   "automatic approval reviewer progress",
-	"command/exec/outputDelta":                  "output of a command/exec request happy never sends",
-	"process/outputDelta":                       "output of a process started outside a turn",
-	"process/exited":                            "process started outside a turn",
-	"thread/search/partial":                     "search results of another client",
-	"item/commandExecution/terminalInteraction": "stdin written to a running command; its output follows as deltas",
-	"item/reasoning/summaryPartAdded":           "separators are derived from summaryIndex of the deltas",
-	"item/mcpToolCall/progress":                 "transient progress text of an MCP tool",
-	"mcpServer/oauthLogin/completed":            "MCP server login",
-	"mcpServer/startupStatus/updated":           "MCP server startup",
-	"mcpServer/event/stream/notification":       "MCP server event stream",
-	"account/updated":                           "account state",
-	"account/gatewayOAuth/changed":              "account state",
-	"account/rateLimits/updated":                "rate-limit gauges; errors carry what matters",
-	"account/login/completed":                   "account state",
-	"app/list/updated":                          "app inventory",
-	"remoteControl/status/changed":              "remote-control status of the Codex UI",
-	"externalAgentConfig/import/progress":       "config import",
-	"externalAgentConfig/import/completed":      "config import",
-	"fs/changed":                                "file watch of another client",
-	"model/rerouted":                            "model fallback notice; usage stays on the turn",
-	"model/verification":                        "model verification notice",
-	"modelProvider/authRecoveryStarted":         "credential refresh",
-	"modelProvider/authRecoveryCompleted":       "credential refresh",
-	"turn/moderationMetadata":                   "moderation metadata",
-	"model/safetyBuffering/updated":             "moderation buffering state",
-	"warning":                                   "diagnostic, logged with the traffic",
-	"guardianWarning":                           "diagnostic, logged with the traffic",
-	"deprecationNotice":                         "diagnostic, logged with the traffic",
-	"configWarning":                             "diagnostic, logged with the traffic",
-	"fuzzyFileSearch/sessionUpdated":            "file search of another client",
-	"fuzzyFileSearch/sessionCompleted":          "file search of another client",
-	"thread/realtime/started":                   "realtime voice sessions are not mirrored",
-	"thread/realtime/itemAdded":                 "realtime voice sessions are not mirrored",
-	"thread/realtime/item/started":              "realtime voice sessions are not mirrored",
-	"thread/realtime/item/transcript/delta":     "realtime voice sessions are not mirrored",
-	"thread/realtime/item/completed":            "realtime voice sessions are not mirrored",
-	"thread/realtime/transcript/delta":          "realtime voice sessions are not mirrored",
-	"thread/realtime/transcript/done":           "realtime voice sessions are not mirrored",
-	"thread/realtime/outputAudio/delta":         "realtime voice sessions are not mirrored",
-	"thread/realtime/sdp":                       "realtime voice sessions are not mirrored",
-	"thread/realtime/error":                     "realtime voice sessions are not mirrored",
-	"thread/realtime/closed":                    "realtime voice sessions are not mirrored",
-	"windows/worldWritableWarning":              "Windows sandbox setup",
-	"windowsSandbox/setupCompleted":             "Windows sandbox setup",
+// ignoredNotification says why a notification's content is deliberately
+// not shown (ok false: not on the list).
+func ignoredNotification(kind string) (string, bool) {
+	switch kind {
+	case "thread/status/changed":
+		return "thread state is derived from turns and approval requests", true
+	case "thread/readState/changed":
+		return "unread markers of other clients", true
+	case "thread/archived":
+		return "thread housekeeping", true
+	case "thread/deleted":
+		return "thread housekeeping", true
+	case "thread/unarchived":
+		return "thread housekeeping", true
+	case "thread/closed":
+		return "thread housekeeping; the process exit ends open turns", true
+	case "thread/reverted":
+		return "history rewrite of another client", true
+	case "thread/section/changed":
+		return "UI grouping of threads", true
+	case "thread/attachment/updated":
+		return "attachments are not mirrored yet", true
+	case "thread/goal/updated":
+		return "goal tracking of the Codex UI", true
+	case "thread/goal/cleared":
+		return "goal tracking of the Codex UI", true
+	case "thread/prediction/updated":
+		return "UI typing prediction", true
+	case "thread/queue/changed":
+		return "Codex's own prompt queue; happy queues prompts itself", true
+	case "project/changed":
+		return "project metadata", true
+	case "thread/project/updated":
+		return "project metadata", true
+	case "thread/environment/connected":
+		return "execution environment status", true
+	case "thread/environment/disconnected":
+		return "execution environment status", true
+	case "thread/settings/updated":
+		return "settings echo", true
+	case "skills/changed":
+		return "skill inventory", true
+	case "hook/started":
+		return "hook runs are not transcript content", true
+	case "hook/completed":
+		return "hook runs are not transcript content", true
+	case "turn/diff/updated":
+		return "aggregate diff of the turn; each fileChange item carries its own diff", true
+	case "item/autoApprovalReview/started":
+		return "automatic approval reviewer progress", true
+	case "item/autoApprovalReview/completed":
+		return "automatic approval reviewer progress", true
+	case "autoApprovalReview/strictReviewRequired":
+		return "automatic approval reviewer progress", true
+	case "command/exec/outputDelta":
+		return "output of a command/exec request happy never sends", true
+	case "process/outputDelta":
+		return "output of a process started outside a turn", true
+	case "process/exited":
+		return "process started outside a turn", true
+	case "thread/search/partial":
+		return "search results of another client", true
+	case "item/commandExecution/terminalInteraction":
+		return "stdin written to a running command; its output follows as deltas", true
+	case "item/reasoning/summaryPartAdded":
+		return "separators are derived from summaryIndex of the deltas", true
+	case "item/mcpToolCall/progress":
+		return "transient progress text of an MCP tool", true
+	case "mcpServer/oauthLogin/completed":
+		return "MCP server login", true
+	case "mcpServer/startupStatus/updated":
+		return "MCP server startup", true
+	case "mcpServer/event/stream/notification":
+		return "MCP server event stream", true
+	case "account/updated":
+		return "account state", true
+	case "account/gatewayOAuth/changed":
+		return "account state", true
+	case "account/rateLimits/updated":
+		return "rate-limit gauges; errors carry what matters", true
+	case "account/login/completed":
+		return "account state", true
+	case "app/list/updated":
+		return "app inventory", true
+	case "remoteControl/status/changed":
+		return "remote-control status of the Codex UI", true
+	case "externalAgentConfig/import/progress":
+		return "config import", true
+	case "externalAgentConfig/import/completed":
+		return "config import", true
+	case "fs/changed":
+		return "file watch of another client", true
+	case "model/rerouted":
+		return "model fallback notice; usage stays on the turn", true
+	case "model/verification":
+		return "model verification notice", true
+	case "modelProvider/authRecoveryStarted":
+		return "credential refresh", true
+	case "modelProvider/authRecoveryCompleted":
+		return "credential refresh", true
+	case "turn/moderationMetadata":
+		return "moderation metadata", true
+	case "model/safetyBuffering/updated":
+		return "moderation buffering state", true
+	case "warning":
+		return "diagnostic, logged with the traffic", true
+	case "guardianWarning":
+		return "diagnostic, logged with the traffic", true
+	case "deprecationNotice":
+		return "diagnostic, logged with the traffic", true
+	case "configWarning":
+		return "diagnostic, logged with the traffic", true
+	case "fuzzyFileSearch/sessionUpdated":
+		return "file search of another client", true
+	case "fuzzyFileSearch/sessionCompleted":
+		return "file search of another client", true
+	case "thread/realtime/started":
+		return "realtime voice sessions are not mirrored", true
+	case "thread/realtime/itemAdded":
+		return "realtime voice sessions are not mirrored", true
+	case "thread/realtime/item/started":
+		return "realtime voice sessions are not mirrored", true
+	case "thread/realtime/item/transcript/delta":
+		return "realtime voice sessions are not mirrored", true
+	case "thread/realtime/item/completed":
+		return "realtime voice sessions are not mirrored", true
+	case "thread/realtime/transcript/delta":
+		return "realtime voice sessions are not mirrored", true
+	case "thread/realtime/transcript/done":
+		return "realtime voice sessions are not mirrored", true
+	case "thread/realtime/outputAudio/delta":
+		return "realtime voice sessions are not mirrored", true
+	case "thread/realtime/sdp":
+		return "realtime voice sessions are not mirrored", true
+	case "thread/realtime/error":
+		return "realtime voice sessions are not mirrored", true
+	case "thread/realtime/closed":
+		return "realtime voice sessions are not mirrored", true
+	case "windows/worldWritableWarning":
+		return "Windows sandbox setup", true
+	case "windowsSandbox/setupCompleted":
+		return "Windows sandbox setup", true
+	}
+	return "", false
 }
 
 // scoped is the thread/turn/item addressing most notifications carry.
@@ -316,8 +389,7 @@ type scoped struct {
 }
 
 func (d *AppServerDecoder) notification(o *out, m jsonrpc.Message) {
-	if why, ok := ignoredNotifications[m.Method]; ok {
-		_ = why
+	if _, ok := ignoredNotification(m.Method); ok {
 		return
 	}
 	var sc scoped

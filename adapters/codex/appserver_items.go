@@ -78,11 +78,17 @@ type fileUpdate struct {
 	Kind json.RawMessage `json:"kind"`
 }
 
-// ignoredItems are item types shown by nothing, with why.
-var ignoredItems = map[string]string{
-	"hookPrompt":         "context injected by a hook, not typed by the user",
-	"functionCallOutput": "raw model-facing output of a call whose own item is shown",
-	"enteredReviewMode":  "mode marker; the review arrives with exitedReviewMode",
+// ignoredItem says why an item type is shown by nothing.
+func ignoredItem(kind string) (string, bool) {
+	switch kind {
+	case "hookPrompt":
+		return "context injected by a hook, not typed by the user", true
+	case "functionCallOutput":
+		return "raw model-facing output of a call whose own item is shown", true
+	case "enteredReviewMode":
+		return "mode marker; the review arrives with exitedReviewMode", true
+	}
+	return "", false
 }
 
 // item maps one ThreadItem, seen in item/started (completed false) or
@@ -103,7 +109,7 @@ func (d *AppServerDecoder) item(o *out, th *thread, raw json.RawMessage, complet
 	}
 	th.items[it.ID] = completed
 	base := mapper.EventBase{Session: th.session}
-	if _, ok := ignoredItems[it.Type]; ok {
+	if _, ok := ignoredItem(it.Type); ok {
 		return
 	}
 	switch it.Type {

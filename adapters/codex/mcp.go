@@ -151,28 +151,51 @@ func (d *MCPDecoder) endTurn(o *out, t *mcpTurn, reason, msg string) {
 	o.add(&mapper.TurnEnded{TurnID: t.id, Reason: reason, Error: msg})
 }
 
-// ignoredEvents are codex/event kinds deliberately not shown, with why.
-var ignoredEvents = map[string]string{
-	"mcp_startup_update":           "MCP server startup progress",
-	"mcp_startup_complete":         "MCP server startup progress",
-	"mcp_list_tools_response":      "answer to a request happy does not send",
-	"list_custom_prompts_response": "answer to a request happy does not send",
-	"get_history_entry_response":   "answer to a request happy does not send",
-	"raw_response_item":            "model-facing copy of items shown by their own events",
-	"raw_response_completed":       "model response boundary; token_count carries usage",
-	"turn_diff":                    "aggregate diff; patch events carry each change",
-	"background_event":             "diagnostic",
-	"warning":                      "diagnostic",
-	"deprecation_notice":           "diagnostic",
-	"shutdown_complete":            "process lifecycle; the exit record ends open turns",
-	"conversation_path":            "rollout file location",
-	"terminal_interaction":         "stdin written to a running command; its output follows",
-	"reasoning_content_delta":      "duplicate of agent_reasoning_delta",
-	"reasoning_raw_content_delta":  "duplicate of agent_reasoning_raw_content_delta",
-	"entered_review_mode":          "mode marker",
-	"undo_started":                 "undo progress",
-	"undo_completed":               "undo progress",
-	"item_updated":                 "items duplicate the legacy events shown",
+// ignoredEvent says why a codex/event kind is deliberately not shown.
+func ignoredEvent(kind string) (string, bool) {
+	switch kind {
+	case "mcp_startup_update":
+		return "MCP server startup progress", true
+	case "mcp_startup_complete":
+		return "MCP server startup progress", true
+	case "mcp_list_tools_response":
+		return "answer to a request happy does not send", true
+	case "list_custom_prompts_response":
+		return "answer to a request happy does not send", true
+	case "get_history_entry_response":
+		return "answer to a request happy does not send", true
+	case "raw_response_item":
+		return "model-facing copy of items shown by their own events", true
+	case "raw_response_completed":
+		return "model response boundary; token_count carries usage", true
+	case "turn_diff":
+		return "aggregate diff; patch events carry each change", true
+	case "background_event":
+		return "diagnostic", true
+	case "warning":
+		return "diagnostic", true
+	case "deprecation_notice":
+		return "diagnostic", true
+	case "shutdown_complete":
+		return "process lifecycle; the exit record ends open turns", true
+	case "conversation_path":
+		return "rollout file location", true
+	case "terminal_interaction":
+		return "stdin written to a running command; its output follows", true
+	case "reasoning_content_delta":
+		return "duplicate of agent_reasoning_delta", true
+	case "reasoning_raw_content_delta":
+		return "duplicate of agent_reasoning_raw_content_delta", true
+	case "entered_review_mode":
+		return "mode marker", true
+	case "undo_started":
+		return "undo progress", true
+	case "undo_completed":
+		return "undo progress", true
+	case "item_updated":
+		return "items duplicate the legacy events shown", true
+	}
+	return "", false
 }
 
 type mcpEvent struct {
@@ -265,7 +288,7 @@ func (d *MCPDecoder) notification(o *out, m jsonrpc.Message) {
 		return
 	}
 	kind := "codex/event:" + msg.Type
-	if _, ok := ignoredEvents[msg.Type]; ok {
+	if _, ok := ignoredEvent(msg.Type); ok {
 		return
 	}
 	t := d.turnFor(requestKey(ev.Meta.RequestID))
@@ -722,8 +745,19 @@ func (d *MCPDecoder) c2a(o *out, f Frame) {
 			Name string `json:"name"`
 		}
 		_ = json.Unmarshal(m.Params, &p)
-		d.sent[requestKey(mustObject(m.ID))] = p.Name
-		d.turnFor(requestKey(mustObject(m.ID)))
+		key := requestKey(mustObject(m.ID))
+		d.sent[key] = p.Name
+		t := d.turnFor(key)
+		var args struct {
+			Arguments struct {
+				Prompt string `json:"prompt"`
+			} `json:"arguments"`
+		}
+		_ = json.Unmarshal(m.Params, &args)
+		if !t.prompted && args.Arguments.Prompt != "" {
+			t.prompted = true
+			o.add(&mapper.UserPrompt{PromptID: "user:" + key, Text: args.Arguments.Prompt})
+		}
 	case jsonrpc.KindResponse:
 		r := d.received[key]
 		if r == nil || r.callID == "" || r.answered {

@@ -518,3 +518,10 @@ type zlogAdapter struct{ l zerolog.Logger }
 func (z zlogAdapter) Printf(format string, v ...any) {
 	z.l.Debug().Msgf(format, v...)
 }
+
+// Note records a remark of ours in the traffic (a note frame, tapped and
+// recorded in order with the rest): msg is a JSON value, or any text when
+// it is not valid JSON.
+func (c *Conn) Note(msg []byte) {
+	c.tap(trafficlog.Note, msg, json.Valid(msg))
+}
