@@ -20,16 +20,17 @@ func AuthKeyPair(accountSecret [32]byte) (ed25519.PublicKey, ed25519.PrivateKey)
 
 // SignChallenge returns the 64-byte detached Ed25519 signature of challenge
 // (tweetnacl's nacl.sign.detached). priv is the 64-byte private key from AuthKeyPair; a
-// 32-byte seed is accepted too. Any other length yields nil (never a panic) — a nil
-// signature is refused by every verifier, so it cannot pass for success.
-func SignChallenge(priv ed25519.PrivateKey, challenge []byte) []byte {
+// 32-byte seed is accepted too. Any other length is an error wrapping ErrBadLength with
+// a nil signature (never a panic, never an empty success).
+func SignChallenge(priv ed25519.PrivateKey, challenge []byte) ([]byte, error) {
 	switch len(priv) {
 	case ed25519.PrivateKeySize:
-		return ed25519.Sign(priv, challenge)
+		return ed25519.Sign(priv, challenge), nil
 	case ed25519.SeedSize:
-		return ed25519.Sign(ed25519.NewKeyFromSeed(priv), challenge)
+		return ed25519.Sign(ed25519.NewKeyFromSeed(priv), challenge), nil
 	default:
-		return nil
+		return nil, fmt.Errorf("crypto: sign challenge: private key of %d bytes, want %d (or a %d-byte seed): %w",
+			len(priv), ed25519.PrivateKeySize, ed25519.SeedSize, ErrBadLength)
 	}
 }
 
@@ -69,9 +70,11 @@ func NewAuthRequest(accountSecret [32]byte, opts ...Option) (AuthRequest, error)
 		return AuthRequest{}, err
 	}
 	pub, priv := AuthKeyPair(accountSecret)
+	// priv is always 64 bytes here, so signing cannot fail.
+	sig := ed25519.Sign(priv, challenge)
 	return AuthRequest{
 		PublicKey: EncodeBase64(pub),
 		Challenge: EncodeBase64(challenge),
-		Signature: EncodeBase64(SignChallenge(priv, challenge)),
+		Signature: EncodeBase64(sig),
 	}, nil
 }

@@ -20,21 +20,15 @@ func TestAuthKeyPairAndSignature(t *testing.T) {
 		t.Fatal("public key does not match the private key")
 	}
 	challenge := bytes.Repeat([]byte{7}, ChallengeSize)
-	sig := SignChallenge(priv, challenge)
-	if len(sig) != 64 {
-		t.Fatalf("signature of %d bytes", len(sig))
+	sig, err := SignChallenge(priv, challenge)
+	if err != nil || len(sig) != 64 {
+		t.Fatalf("signature of %d bytes, %v", len(sig), err)
 	}
 	if err := VerifyChallenge(pub, challenge, sig); err != nil {
 		t.Fatalf("verify: %v", err)
 	}
-	if fromSeed := SignChallenge(ed25519.PrivateKey(secret[:]), challenge); !bytes.Equal(fromSeed, sig) {
-		t.Error("signing with the 32-byte seed differs from the 64-byte key")
-	}
-	if SignChallenge(ed25519.PrivateKey(make([]byte, 10)), challenge) != nil {
-		t.Error("a 10-byte private key produced a signature")
-	}
-	if SignChallenge(nil, challenge) != nil {
-		t.Error("a nil private key produced a signature")
+	if fromSeed, err := SignChallenge(ed25519.PrivateKey(secret[:]), challenge); err != nil || !bytes.Equal(fromSeed, sig) {
+		t.Errorf("signing with the 32-byte seed differs from the 64-byte key: %v", err)
 	}
 
 	otherPub, _ := AuthKeyPair(testKey("other"))
@@ -119,5 +113,32 @@ func TestDeriveKeyDefinition(t *testing.T) {
 	pub, sec := ContentKeyPair(secret)
 	if !bytes.Equal(sec[:], digest[:32]) || BoxPublicKey(sec) != pub {
 		t.Errorf("content key pair: secret %s", hex.EncodeToString(sec[:4]))
+	}
+}
+
+// TestSignChallengeBadKey: a private key of the wrong length is an error wrapping
+// ErrBadLength, never a silent empty signature.
+func TestSignChallengeBadKey(t *testing.T) {
+	challenge := bytes.Repeat([]byte{7}, ChallengeSize)
+	_, priv := AuthKeyPair(testKey("account"))
+	cases := []struct {
+		name string
+		key  ed25519.PrivateKey
+		msg  string
+	}{
+		{"nil", nil, "crypto: sign challenge: private key of 0 bytes, want 64 (or a 32-byte seed): wrong length"},
+		{"10 bytes", make(ed25519.PrivateKey, 10), "crypto: sign challenge: private key of 10 bytes, want 64 (or a 32-byte seed): wrong length"},
+		{"31 bytes", priv[:31], "crypto: sign challenge: private key of 31 bytes, want 64 (or a 32-byte seed): wrong length"},
+		{"33 bytes", priv[:33], "crypto: sign challenge: private key of 33 bytes, want 64 (or a 32-byte seed): wrong length"},
+		{"63 bytes", priv[:63], "crypto: sign challenge: private key of 63 bytes, want 64 (or a 32-byte seed): wrong length"},
+		{"65 bytes", append(bytes.Clone(priv), 0), "crypto: sign challenge: private key of 65 bytes, want 64 (or a 32-byte seed): wrong length"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			sig, err := SignChallenge(tc.key, challenge)
+			if sig != nil || !errors.Is(err, ErrBadLength) || err.Error() != tc.msg {
+				t.Fatalf("got %d bytes, %v; want %q", len(sig), err, tc.msg)
+			}
+		})
 	}
 }

@@ -68,10 +68,10 @@ func sealBox(prefix []byte, msg []byte, recipient, ephemeralSecret *[32]byte, no
 }
 
 // openBox opens ephemeralPublicKey(32) | nonce(24) | box(msg) with the recipient's
-// secret key. what names the bundle in errors.
+// secret key. what names the bundle in errors, which carry no package prefix.
 func openBox(bundle []byte, recipientSecret *[32]byte, what string) ([]byte, error) {
 	if len(bundle) < boxMinBundle {
-		return nil, fmt.Errorf("crypto: open %s of %d bytes (need at least %d): %w",
+		return nil, fmt.Errorf("open %s of %d bytes (need at least %d): %w",
 			what, len(bundle), boxMinBundle, ErrTruncated)
 	}
 	var ephemeralPublic [32]byte
@@ -81,7 +81,7 @@ func openBox(bundle []byte, recipientSecret *[32]byte, what string) ([]byte, err
 	out := make([]byte, 0, len(bundle)-boxMinBundle)
 	out, ok := box.Open(out, bundle[boxHeader:], &nonce, &ephemeralPublic, recipientSecret)
 	if !ok {
-		return nil, fmt.Errorf("crypto: open %s: %w", what, ErrAuthFailed)
+		return nil, fmt.Errorf("open %s: %w", what, ErrAuthFailed)
 	}
 	return out, nil
 }
@@ -120,20 +120,29 @@ func WrapDataKeyWith(key, contentPublicKey, ephemeralSecret [32]byte, nonce [24]
 // byte not 0x00), ErrTruncated (shorter than 105 bytes), ErrBadLength (longer) or
 // ErrAuthFailed (wrong key or altered bundle).
 func UnwrapDataKey(bundle []byte, contentSecretKey [32]byte) ([32]byte, error) {
+	key, err := unwrapDataKey(bundle, &contentSecretKey)
+	if err != nil {
+		return key, fmt.Errorf("crypto: %w", err)
+	}
+	return key, nil
+}
+
+// unwrapDataKey is UnwrapDataKey without the package prefix on the error.
+func unwrapDataKey(bundle []byte, contentSecretKey *[32]byte) ([32]byte, error) {
 	var key [32]byte
 	if len(bundle) == 0 {
-		return key, fmt.Errorf("crypto: open wrapped data key of 0 bytes: %w", ErrTruncated)
+		return key, fmt.Errorf("open wrapped data key of 0 bytes: %w", ErrTruncated)
 	}
 	if bundle[0] != wrapVersion {
-		return key, fmt.Errorf("crypto: open wrapped data key: version byte 0x%02x: %w", bundle[0], ErrUnsupportedVersion)
+		return key, fmt.Errorf("open wrapped data key: version byte 0x%02x: %w", bundle[0], ErrUnsupportedVersion)
 	}
 	if len(bundle) < wrappedSize {
-		return key, fmt.Errorf("crypto: open wrapped data key of %d bytes (want %d): %w", len(bundle), wrappedSize, ErrTruncated)
+		return key, fmt.Errorf("open wrapped data key of %d bytes (want %d): %w", len(bundle), wrappedSize, ErrTruncated)
 	}
 	if len(bundle) > wrappedSize {
-		return key, fmt.Errorf("crypto: open wrapped data key of %d bytes (want %d): %w", len(bundle), wrappedSize, ErrBadLength)
+		return key, fmt.Errorf("open wrapped data key of %d bytes (want %d): %w", len(bundle), wrappedSize, ErrBadLength)
 	}
-	plain, err := openBox(bundle[1:], &contentSecretKey, "wrapped data key")
+	plain, err := openBox(bundle[1:], contentSecretKey, "wrapped data key")
 	if err != nil {
 		return key, err
 	}
@@ -166,7 +175,7 @@ func OpenPairingResponse(bundle []byte, terminalSecret [32]byte) (PairingRespons
 	}
 	plain, err := openBox(bundle, &terminalSecret, "pairing response")
 	if err != nil {
-		return resp, err
+		return resp, fmt.Errorf("crypto: %w", err)
 	}
 	switch {
 	case len(plain) == pairingV1Len:

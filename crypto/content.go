@@ -50,14 +50,25 @@ const (
 // Cipher seals and opens the opaque strings of one relay session (or machine, or
 // attachment). Plaintext is the JSON value's bytes (UTF-8); bundles are the raw bytes
 // that the relay stores base64-encoded. A Cipher holds no mutable state and is safe for
-// concurrent use.
+// concurrent use as long as its random source is: crypto/rand is; a WithRandom reader
+// must be safe for concurrent Read calls if the Cipher is shared between goroutines.
+// fmt and encoding/json show a redacted summary ("Cipher{variant=legacy key=redacted}"),
+// never the key.
 type Cipher interface {
 	// Seal encrypts plaintext with a fresh random nonce and returns the bundle. It fails
-	// only when the random source fails (or the plaintext exceeds the AEAD's limit).
+	// only when the random source fails, the plaintext exceeds the AEAD's limit
+	// (ErrBadLength), or the runtime refuses AES-GCM (see NewDataKeyCipher).
 	Seal(plaintext []byte) ([]byte, error)
 	// Open authenticates and decrypts a bundle. Errors wrap ErrTruncated,
 	// ErrUnsupportedVersion (dataKey only) or ErrAuthFailed. On success the result is
 	// non-nil, even for an empty plaintext.
+	//
+	// The two variants cannot tell each other's bundles apart reliably. A dataKey
+	// Cipher given a legacy bundle reads the first byte of its random nonce as the
+	// version byte: ErrUnsupportedVersion 255 times in 256, ErrAuthFailed when that byte
+	// is 0x00. A legacy Cipher given a dataKey bundle always gives ErrAuthFailed (or
+	// ErrTruncated when short). So ErrUnsupportedVersion from a dataKey Cipher may mean
+	// "wrong variant", not "newer format".
 	Open(bundle []byte) ([]byte, error)
 	// Variant tells which layout Seal writes and Open expects.
 	Variant() Variant
@@ -72,7 +83,10 @@ type options struct {
 
 // WithRandom makes the constructed value draw nonces, ephemeral keys and fresh keys
 // from r instead of crypto/rand. Meant for deterministic tests only: a reader that
-// repeats itself reuses nonces and destroys confidentiality. A nil r is ignored.
+// repeats itself reuses nonces and destroys confidentiality. A Cipher keeps r and reads
+// it on every Seal, so if the Cipher is used from several goroutines, r must be safe
+// for concurrent use (crypto/rand.Reader is; most test readers are not). A failing r
+// makes the operation fail with r's error wrapped (no sentinel). A nil r is ignored.
 func WithRandom(r io.Reader) Option {
 	return func(o *options) {
 		if r != nil {

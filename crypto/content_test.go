@@ -279,3 +279,51 @@ func TestBlobCipherAndKeys(t *testing.T) {
 		t.Errorf("blob opened as legacy: %x, %v", got, err)
 	}
 }
+
+// TestLegacyBundleOpenedAsDataKey pins what a dataKey Cipher says about a legacy bundle
+// (the caller chose the wrong variant): the bundle starts with the random secretbox
+// nonce, so for 255 of 256 first bytes the answer is ErrUnsupportedVersion, and for a
+// first byte of 0x00 it is ErrAuthFailed. Both sentinels say so in their text.
+func TestLegacyBundleOpenedAsDataKey(t *testing.T) {
+	key := testKey("k")
+	dk := NewDataKeyCipher(key)
+	plain := []byte(`{"x":1}`)
+	cases := []struct {
+		name  string
+		first byte
+		want  error
+		msg   string
+	}{
+		{"nonce starts 0x00", 0x00, ErrAuthFailed,
+			"crypto: open dataKey bundle: authentication failed (wrong key, wrong variant or altered data)"},
+		{"nonce starts 0x01", 0x01, ErrUnsupportedVersion,
+			"crypto: open dataKey bundle: version byte 0x01: unsupported version byte (or a bundle of the other variant)"},
+		{"nonce starts 0xa7", 0xa7, ErrUnsupportedVersion,
+			"crypto: open dataKey bundle: version byte 0xa7: unsupported version byte (or a bundle of the other variant)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			bundle := SealLegacyWithNonce(key, [24]byte{tc.first, 9, 9}, plain)
+			got, err := dk.Open(bundle)
+			if got != nil || !errors.Is(err, tc.want) || err.Error() != tc.msg {
+				t.Fatalf("got %q, %v; want %q", got, err, tc.msg)
+			}
+		})
+	}
+	// Over every first byte: exactly one gives ErrAuthFailed, the rest ErrUnsupportedVersion.
+	counts := map[error]int{}
+	for b := 0; b < 256; b++ {
+		_, err := dk.Open(SealLegacyWithNonce(key, [24]byte{byte(b)}, plain))
+		switch {
+		case errors.Is(err, ErrAuthFailed):
+			counts[ErrAuthFailed]++
+		case errors.Is(err, ErrUnsupportedVersion):
+			counts[ErrUnsupportedVersion]++
+		default:
+			t.Fatalf("first byte 0x%02x: %v", b, err)
+		}
+	}
+	if counts[ErrAuthFailed] != 1 || counts[ErrUnsupportedVersion] != 255 {
+		t.Errorf("outcomes %v, want 1 ErrAuthFailed and 255 ErrUnsupportedVersion", counts)
+	}
+}

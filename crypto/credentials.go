@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 )
 
 // CredentialsFileName is the name of the credential file in the happy home folder, the
@@ -33,12 +35,15 @@ const maxCredentialsFile = 64 << 10
 // (a local account on its own relay): then it can open any session's wrapped key and
 // read sessions back. The field is deliberately not named "secret": the reference CLI
 // reads any file with "secret" as legacy. A file with both "secret" and "encryption"
-// (written by some reference builds) is legacy, as the reference reads it; its
-// "encryption" part is kept and written back.
+// (written by some reference builds, which provision a machine key next to the legacy
+// secret) is legacy, as the reference reads it; its "encryption" part is kept and
+// written back unchanged. Its "publicKey" is not checked against the secret: the
+// reference takes it from a separate setup step and never derives or compares it. (An
+// "accountSecret", which only this package writes, is checked; see Validate.)
 //
 // All base64 is standard and padded; every key is 32 bytes. fmt, encoding/json and
-// loggers see a redacted summary (String, GoString, MarshalJSON), never the token or a
-// key; the file shape comes only from Encode and Save.
+// loggers see a redacted summary (String, GoString, Format, MarshalJSON), never the
+// token or a key; the file shape comes only from Encode and Save.
 type Credentials struct {
 	// Token is the relay bearer token; opaque, never empty.
 	Token string
@@ -116,39 +121,51 @@ func CredentialsFromPairing(token string, resp PairingResponse, opts ...Option) 
 }
 
 // Validate reports whether c can be saved and used: a non-empty token; legacy with an
-// account secret; dataKey with the encryption object; and, when both an account secret
-// and a content public key are present, that they belong together. Errors wrap
+// account secret; dataKey with the encryption object; and, for dataKey credentials that
+// also hold the account secret ("accountSecret"), that the content public key is the
+// one derived from it (ContentKeyPair), since sessions wrapped for one must open with
+// the other. A legacy file's "encryption" object is not checked against its secret: the
+// reference CLI fills it from a separate setup step and never compares them. Errors wrap
 // ErrBadCredentials.
 func (c *Credentials) Validate() error {
-	if c == nil {
-		return fmt.Errorf("crypto: credentials: nil: %w", ErrBadCredentials)
-	}
-	if c.Token == "" {
-		return fmt.Errorf("crypto: credentials: empty token: %w", ErrBadCredentials)
-	}
-	switch c.Variant {
-	case VariantLegacy:
-		if c.AccountSecret == nil {
-			return fmt.Errorf("crypto: credentials: legacy without an account secret: %w", ErrBadCredentials)
-		}
-	case VariantDataKey:
-		if c.DataKey == nil {
-			return fmt.Errorf("crypto: credentials: dataKey without encryption keys: %w", ErrBadCredentials)
-		}
-	default:
-		return fmt.Errorf("crypto: credentials: variant %s: %w", c.Variant, ErrBadCredentials)
-	}
-	if c.AccountSecret != nil && c.DataKey != nil {
-		public, _ := ContentKeyPair(*c.AccountSecret)
-		if subtle.ConstantTimeCompare(public[:], c.DataKey.ContentPublicKey[:]) != 1 {
-			return fmt.Errorf("crypto: credentials: the account secret does not match the content public key: %w", ErrBadCredentials)
-		}
+	if err := c.validate(); err != nil {
+		return fmt.Errorf("crypto: credentials: %w", err)
 	}
 	return nil
 }
 
-// credentialsFile is the JSON shape of access.key. Field order follows the reference
-// files: {secret, token} and {encryption, token}.
+// validate is Validate without the package prefix on the error.
+func (c *Credentials) validate() error {
+	if c == nil {
+		return fmt.Errorf("nil: %w", ErrBadCredentials)
+	}
+	if c.Token == "" {
+		return fmt.Errorf("empty token: %w", ErrBadCredentials)
+	}
+	switch c.Variant {
+	case VariantLegacy:
+		if c.AccountSecret == nil {
+			return fmt.Errorf("legacy without an account secret: %w", ErrBadCredentials)
+		}
+	case VariantDataKey:
+		if c.DataKey == nil {
+			return fmt.Errorf("dataKey without encryption keys: %w", ErrBadCredentials)
+		}
+		if c.AccountSecret != nil {
+			public, _ := ContentKeyPair(*c.AccountSecret)
+			if subtle.ConstantTimeCompare(public[:], c.DataKey.ContentPublicKey[:]) != 1 {
+				return fmt.Errorf(`"accountSecret" does not match "encryption.publicKey": %w`, ErrBadCredentials)
+			}
+		}
+	default:
+		return fmt.Errorf("variant %s: %w", c.Variant, ErrBadCredentials)
+	}
+	return nil
+}
+
+// credentialsFile is the JSON shape of access.key as Encode writes it. Field order
+// follows the reference files: {secret, token} and {encryption, token}. Parsing does not
+// use it (see ParseCredentials).
 type credentialsFile struct {
 	Secret        *string         `json:"secret,omitempty"`
 	Encryption    *encryptionFile `json:"encryption,omitempty"`
@@ -162,64 +179,143 @@ type encryptionFile struct {
 }
 
 // ParseCredentials decodes the bytes of an access.key file (either shape, see
-// Credentials). Unknown fields are ignored, as the reference does; null counts as
-// absent. Errors wrap ErrBadCredentials and name the field at fault, never its value:
-// not a JSON object, missing or empty token, neither "secret" nor "encryption", bad
-// base64, a key that is not 32 bytes, "accountSecret" next to "secret" or without
-// "encryption", a secret that does not match the content public key.
+// Credentials), at most 64 KiB. It reads the file as the reference CLI does (JSON.parse
+// and a schema of exact, case-sensitive field names): "Token" or "SECRET" are not
+// "token" or "secret"; of duplicate fields the last wins; fields it does not know are
+// ignored, at the top level and inside "encryption"; null counts as absent. Key fields
+// must be standard base64 with '=' padding and no line breaks or spaces (as the
+// reference's schema requires), each decoding to 32 bytes.
+//
+// Errors wrap ErrBadCredentials and name the field at fault, never its value: over 64
+// KiB, not a JSON object, missing or empty token, a field of the wrong JSON type,
+// neither "secret" nor "encryption", "encryption" without both keys, bad base64, a key
+// that is not 32 bytes, "accountSecret" next to "secret" or without "encryption", an
+// "accountSecret" that does not match "encryption.publicKey" (see Validate).
 func ParseCredentials(data []byte) (*Credentials, error) {
-	var f credentialsFile
-	if err := json.Unmarshal(data, &f); err != nil {
-		return nil, fmt.Errorf("crypto: parse credentials: %s: %w", describeJSONError(err), ErrBadCredentials)
+	c, err := parseCredentials(data)
+	if err != nil {
+		return nil, fmt.Errorf("crypto: parse credentials: %w", err)
 	}
+	return c, nil
+}
+
+// parseCredentials is ParseCredentials without the package prefix on the error.
+func parseCredentials(data []byte) (*Credentials, error) {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("crypto: parse credentials: "+format+": %w", append(args, ErrBadCredentials)...)
+		return fmt.Errorf(format+": %w", append(args, ErrBadCredentials)...)
 	}
-	if f.Token == nil || *f.Token == "" {
-		return nil, bad(`"token" missing or empty`)
+	if len(data) > maxCredentialsFile {
+		return nil, bad("larger than %d bytes", maxCredentialsFile)
 	}
-	c := &Credentials{Token: *f.Token}
-	if f.Encryption != nil {
-		if f.Encryption.PublicKey == nil || f.Encryption.MachineKey == nil {
-			return nil, bad(`"encryption" needs both "publicKey" and "machineKey"`)
+	top, err := jsonObject(data)
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	token, err := jsonStringField(top, "token", "")
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	if token == nil || *token == "" {
+		return nil, bad(`field "token": missing or empty`)
+	}
+	secretText, err := jsonStringField(top, "secret", "")
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	accountText, err := jsonStringField(top, "accountSecret", "")
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	c := &Credentials{Token: *token}
+	if raw, ok := top["encryption"]; ok && !isJSONNull(raw) {
+		encryption, err := jsonObject(raw)
+		if err != nil {
+			return nil, bad(`field "encryption": %v`, err)
 		}
-		public, err := decodeKey(*f.Encryption.PublicKey, `"encryption.publicKey"`)
+		publicText, err := jsonStringField(encryption, "publicKey", "encryption.")
 		if err != nil {
 			return nil, bad("%v", err)
 		}
-		machine, err := decodeKey(*f.Encryption.MachineKey, `"encryption.machineKey"`)
+		machineText, err := jsonStringField(encryption, "machineKey", "encryption.")
+		if err != nil {
+			return nil, bad("%v", err)
+		}
+		if publicText == nil || machineText == nil {
+			return nil, bad(`field "encryption": needs both "publicKey" and "machineKey"`)
+		}
+		public, err := decodeFileKey(*publicText, "encryption.publicKey")
+		if err != nil {
+			return nil, bad("%v", err)
+		}
+		machine, err := decodeFileKey(*machineText, "encryption.machineKey")
 		if err != nil {
 			return nil, bad("%v", err)
 		}
 		c.DataKey = &DataKeyMaterial{ContentPublicKey: public, MachineKey: machine}
 	}
 	switch {
-	case f.Secret != nil && f.AccountSecret != nil:
+	case secretText != nil && accountText != nil:
 		return nil, bad(`both "secret" and "accountSecret"`)
-	case f.Secret != nil:
-		secret, err := decodeKey(*f.Secret, `"secret"`)
+	case secretText != nil:
+		secret, err := decodeFileKey(*secretText, "secret")
 		if err != nil {
 			return nil, bad("%v", err)
 		}
 		c.Variant, c.AccountSecret = VariantLegacy, &secret
 	case c.DataKey != nil:
 		c.Variant = VariantDataKey
-		if f.AccountSecret != nil {
-			secret, err := decodeKey(*f.AccountSecret, `"accountSecret"`)
+		if accountText != nil {
+			secret, err := decodeFileKey(*accountText, "accountSecret")
 			if err != nil {
 				return nil, bad("%v", err)
 			}
 			c.AccountSecret = &secret
 		}
-	case f.AccountSecret != nil:
+	case accountText != nil:
 		return nil, bad(`"accountSecret" without "encryption"`)
 	default:
 		return nil, bad(`neither "secret" nor "encryption"`)
 	}
-	if err := c.Validate(); err != nil {
+	if err := c.validate(); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// jsonObject decodes a JSON object into its members, keyed by exact name (the last of
+// duplicate names wins, as with JSON.parse). Errors describe the problem without
+// quoting the input.
+func jsonObject(data []byte) (map[string]json.RawMessage, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(data, &obj); err != nil {
+		return nil, errors.New(describeJSONError(err))
+	}
+	if obj == nil { // the input was null
+		return nil, errors.New("not a JSON object (found null)")
+	}
+	return obj, nil
+}
+
+// jsonStringField reads member name of obj as a string; nil when absent or null.
+// Errors name the field as parent+name.
+func jsonStringField(obj map[string]json.RawMessage, name, parent string) (*string, error) {
+	raw, ok := obj[name]
+	if !ok || isJSONNull(raw) {
+		return nil, nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		var typ *json.UnmarshalTypeError
+		if errors.As(err, &typ) {
+			return nil, fmt.Errorf("field %q: not a JSON string (found %s)", parent+name, typ.Value)
+		}
+		return nil, fmt.Errorf("field %q: not a JSON string", parent+name)
+	}
+	return &s, nil
+}
+
+func isJSONNull(raw json.RawMessage) bool {
+	return string(bytes.TrimSpace(raw)) == "null"
 }
 
 // describeJSONError says what is wrong with the JSON without quoting it (a syntax error
@@ -231,13 +327,34 @@ func describeJSONError(err error) string {
 	case errors.As(err, &syntax):
 		return fmt.Sprintf("not valid JSON (at byte %d)", syntax.Offset)
 	case errors.As(err, &typ):
-		if typ.Field == "" {
-			return fmt.Sprintf("not a JSON object (found %s)", typ.Value)
-		}
-		return fmt.Sprintf("field %q is a JSON %s, want %s", typ.Field, typ.Value, typ.Type)
+		return fmt.Sprintf("not a JSON object (found %s)", typ.Value)
 	default:
 		return "not valid JSON"
 	}
+}
+
+// decodeFileKey decodes a key field of access.key: standard base64 with '=' padding,
+// nothing else (no line breaks, spaces or missing padding, which DecodeBase64 would
+// forgive), holding exactly 32 bytes. The unused low bits of the last character are not
+// checked, as the reference (Node's Buffer) does not check them. Errors name the field.
+func decodeFileKey(s, field string) ([32]byte, error) {
+	var key [32]byte
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		return key, fmt.Errorf("field %q: bad base64: line break at byte %d", field, i)
+	}
+	if len(s)%4 != 0 {
+		return key, fmt.Errorf("field %q: bad base64: %d characters, want a multiple of 4 (padded standard base64)", field, len(s))
+	}
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		// CorruptInputError carries only an offset.
+		return key, fmt.Errorf("field %q: bad base64: %v", field, err)
+	}
+	if len(b) != KeySize {
+		return key, fmt.Errorf("field %q: %d bytes, want %d", field, len(b), KeySize)
+	}
+	copy(key[:], b)
+	return key, nil
 }
 
 // Encode returns the access.key bytes for c: JSON indented by two spaces, like the
@@ -270,24 +387,24 @@ func (c *Credentials) Encode() ([]byte, error) {
 }
 
 // LoadCredentials reads and parses an access.key file (see ParseCredentials). A missing
-// file gives an error satisfying errors.Is(err, fs.ErrNotExist) (not logged in); a file
-// over 64 KiB or malformed gives ErrBadCredentials.
+// file gives an error satisfying errors.Is(err, fs.ErrNotExist) (not logged in); other
+// file-system errors are wrapped as they come, without a sentinel; a file over 64 KiB
+// or malformed gives ErrBadCredentials, e.g. `crypto: load credentials <path>: field
+// "secret": bad base64: …: malformed credentials`.
 func LoadCredentials(path string) (*Credentials, error) {
 	f, err := os.Open(path)
 	if err != nil {
+		// *fs.PathError names the path itself.
 		return nil, fmt.Errorf("crypto: load credentials: %w", err)
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxCredentialsFile+1))
 	if err != nil {
-		return nil, fmt.Errorf("crypto: load credentials %s: %w", path, err)
+		return nil, fmt.Errorf("crypto: load credentials: %w", err)
 	}
-	if len(data) > maxCredentialsFile {
-		return nil, fmt.Errorf("crypto: load credentials %s: larger than %d bytes: %w", path, maxCredentialsFile, ErrBadCredentials)
-	}
-	c, err := ParseCredentials(data)
+	c, err := parseCredentials(data)
 	if err != nil {
-		return nil, fmt.Errorf("load %s: %w", path, err)
+		return nil, fmt.Errorf("crypto: load credentials %s: %w", path, err)
 	}
 	return c, nil
 }
@@ -422,12 +539,12 @@ func (c *Credentials) OpenSession(dataEncryptionKey string, opts ...Option) (Cip
 	if dataEncryptionKey == "" {
 		return NewLegacyCipher(*c.AccountSecret, opts...), nil
 	}
-	wrapped, err := DecodeBase64(dataEncryptionKey)
+	wrapped, err := decodeBase64(dataEncryptionKey, base64.StdEncoding, base64.RawStdEncoding, "base64")
 	if err != nil {
 		return nil, fmt.Errorf("crypto: open session key: %w", err)
 	}
 	_, contentSecret := ContentKeyPair(*c.AccountSecret)
-	key, err := UnwrapDataKey(wrapped, contentSecret)
+	key, err := unwrapDataKey(wrapped, &contentSecret)
 	if err != nil {
 		return nil, fmt.Errorf("crypto: open session key: %w", err)
 	}
@@ -452,31 +569,4 @@ func (c *Credentials) AuthKeyPair() (ed25519.PublicKey, ed25519.PrivateKey, erro
 	}
 	pub, priv := AuthKeyPair(*c.AccountSecret)
 	return pub, priv, nil
-}
-
-// String is a redacted summary for logs: the variant and which keys are present, never
-// the token or key bytes.
-func (c Credentials) String() string {
-	return fmt.Sprintf("Credentials{variant=%s token=%s accountSecret=%s encryption=%s}",
-		c.Variant, presence(c.Token != ""), presence(c.AccountSecret != nil), presence(c.DataKey != nil))
-}
-
-// GoString is the same redacted summary, for %#v.
-func (c Credentials) GoString() string { return c.String() }
-
-// MarshalJSON writes the redacted summary as a JSON string, so a logger that encodes
-// values as JSON cannot leak the token or keys. The file format is Encode's.
-func (c Credentials) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(c.String()); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
-}
-
-func presence(ok bool) string {
-	if ok {
-		return "set"
-	}
-	return "absent"
 }

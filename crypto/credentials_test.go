@@ -125,42 +125,179 @@ func TestParseCredentialsErrors(t *testing.T) {
 	machineKey := testKey("machine")
 	m := EncodeBase64(machineKey[:])
 	short := EncodeBase64(secret[:31])
+	unpadded := strings.TrimRight(s, "=")
 	enc := func(pk, mk string) string { return fmt.Sprintf(`{"publicKey":%q,"machineKey":%q}`, pk, mk) }
-	cases := map[string]string{
-		"empty file":                  ``,
-		"not JSON":                    `secret=abc`,
-		"truncated JSON":              `{"secret":"` + s,
-		"array":                       `[]`,
-		"string":                      `"x"`,
-		"null":                        `null`,
-		"trailing garbage":            `{"secret":"` + s + `","token":"t"} x`,
-		"no token":                    `{"secret":"` + s + `"}`,
-		"empty token":                 `{"secret":"` + s + `","token":""}`,
-		"numeric token":               `{"secret":"` + s + `","token":5}`,
-		"no keys":                     `{"token":"t"}`,
-		"secret not base64":           `{"secret":"!!!","token":"t"}`,
-		"secret 31 bytes":             `{"secret":"` + short + `","token":"t"}`,
-		"secret is a number":          `{"secret":12,"token":"t"}`,
-		"encryption without machine":  `{"encryption":{"publicKey":"` + p + `"},"token":"t"}`,
-		"encryption not an object":    `{"encryption":"` + p + `","token":"t"}`,
-		"publicKey 31 bytes":          `{"encryption":` + enc(short, m) + `,"token":"t"}`,
-		"machineKey garbage":          `{"encryption":` + enc(p, "%%%") + `,"token":"t"}`,
-		"accountSecret alone":         `{"accountSecret":"` + s + `","token":"t"}`,
-		"secret and accountSecret":    `{"secret":"` + s + `","accountSecret":"` + s + `","encryption":` + enc(p, m) + `,"token":"t"}`,
-		"accountSecret mismatch":      `{"encryption":` + enc(EncodeBase64(otherPub[:]), m) + `,"accountSecret":"` + s + `","token":"t"}`,
-		"legacy secret mismatches pk": `{"secret":"` + s + `","encryption":` + enc(EncodeBase64(otherPub[:]), m) + `,"token":"t"}`,
-		"accountSecret bad":           `{"encryption":` + enc(p, m) + `,"accountSecret":"` + short + `","token":"t"}`,
+	const prefix, suffix = "crypto: parse credentials: ", ": malformed credentials"
+	cases := []struct {
+		name, in, msg string
+	}{
+		{"empty file", ``, `not valid JSON (at byte 0)`},
+		{"not JSON", `secret=abc`, `not valid JSON (at byte 1)`},
+		{"truncated JSON", `{"secret":"` + s, `not valid JSON (at byte 55)`},
+		{"array", `[]`, `not a JSON object (found array)`},
+		{"string", `"x"`, `not a JSON object (found string)`},
+		{"null", `null`, `not a JSON object (found null)`},
+		{"trailing garbage", `{"secret":"` + s + `","token":"t"} x`, `not valid JSON (at byte 71)`},
+		{"no token", `{"secret":"` + s + `"}`, `field "token": missing or empty`},
+		{"empty token", `{"secret":"` + s + `","token":""}`, `field "token": missing or empty`},
+		{"null token", `{"secret":"` + s + `","token":null}`, `field "token": missing or empty`},
+		{"numeric token", `{"secret":"` + s + `","token":5}`, `field "token": not a JSON string (found number)`},
+		{"no keys", `{"token":"t"}`, `neither "secret" nor "encryption"`},
+		{"secret not base64", `{"secret":"!!!!","token":"t"}`, `field "secret": bad base64: illegal base64 data at input byte 0`},
+		{"secret url alphabet", `{"secret":"-_` + s[2:] + `","token":"t"}`, `field "secret": bad base64: illegal base64 data at input byte 0`},
+		{"secret unpadded", `{"secret":"` + unpadded + `","token":"t"}`,
+			`field "secret": bad base64: 43 characters, want a multiple of 4 (padded standard base64)`},
+		{"secret with LF inside", `{"secret":"` + s[:20] + `\n` + s[20:] + `","token":"t"}`, `field "secret": bad base64: line break at byte 20`},
+		{"secret with trailing CRLF", `{"secret":"` + s + `\r\n","token":"t"}`, `field "secret": bad base64: line break at byte 44`},
+		{"secret with trailing space", `{"secret":"` + s + ` ","token":"t"}`,
+			`field "secret": bad base64: 45 characters, want a multiple of 4 (padded standard base64)`},
+		{"secret 31 bytes", `{"secret":"` + short + `","token":"t"}`, `field "secret": 31 bytes, want 32`},
+		{"secret empty", `{"secret":"","token":"t"}`, `field "secret": 0 bytes, want 32`},
+		{"secret is a number", `{"secret":12,"token":"t"}`, `field "secret": not a JSON string (found number)`},
+		{"secret is an object", `{"secret":{},"token":"t"}`, `field "secret": not a JSON string (found object)`},
+		{"encryption without machine", `{"encryption":{"publicKey":"` + p + `"},"token":"t"}`,
+			`field "encryption": needs both "publicKey" and "machineKey"`},
+		{"encryption machineKey null", `{"encryption":{"publicKey":"` + p + `","machineKey":null},"token":"t"}`,
+			`field "encryption": needs both "publicKey" and "machineKey"`},
+		{"encryption not an object", `{"encryption":"` + p + `","token":"t"}`, `field "encryption": not a JSON object (found string)`},
+		{"encryption an array", `{"encryption":[],"token":"t"}`, `field "encryption": not a JSON object (found array)`},
+		{"publicKey 31 bytes", `{"encryption":` + enc(short, m) + `,"token":"t"}`, `field "encryption.publicKey": 31 bytes, want 32`},
+		{"publicKey a number", `{"encryption":{"publicKey":1,"machineKey":"` + m + `"},"token":"t"}`,
+			`field "encryption.publicKey": not a JSON string (found number)`},
+		{"machineKey garbage", `{"encryption":` + enc(p, "%%%%") + `,"token":"t"}`,
+			`field "encryption.machineKey": bad base64: illegal base64 data at input byte 0`},
+		{"accountSecret alone", `{"accountSecret":"` + s + `","token":"t"}`, `"accountSecret" without "encryption"`},
+		{"secret and accountSecret", `{"secret":"` + s + `","accountSecret":"` + s + `","encryption":` + enc(p, m) + `,"token":"t"}`,
+			`both "secret" and "accountSecret"`},
+		{"accountSecret mismatch", `{"encryption":` + enc(EncodeBase64(otherPub[:]), m) + `,"accountSecret":"` + s + `","token":"t"}`,
+			`"accountSecret" does not match "encryption.publicKey"`},
+		{"accountSecret bad", `{"encryption":` + enc(p, m) + `,"accountSecret":"` + short + `","token":"t"}`,
+			`field "accountSecret": 31 bytes, want 32`},
+		// Field names are case-sensitive, as JSON.parse and the reference's schema are.
+		{"upper-case field names", `{"TOKEN":"t","SECRET":"` + s + `"}`, `field "token": missing or empty`},
+		{"capitalised token", `{"Token":"t","secret":"` + s + `"}`, `field "token": missing or empty`},
+		{"upper-case secret", `{"token":"t","SECRET":"` + s + `"}`, `neither "secret" nor "encryption"`},
+		{"capitalised publicKey", `{"encryption":{"PublicKey":"` + p + `","machineKey":"` + m + `"},"token":"t"}`,
+			`field "encryption": needs both "publicKey" and "machineKey"`},
+		{"over 64 KiB", `{"secret":"` + s + `","token":"t"}` + strings.Repeat(" ", maxCredentialsFile), `larger than 65536 bytes`},
 	}
-	for name, in := range cases {
-		t.Run(name, func(t *testing.T) {
-			c, err := ParseCredentials([]byte(in))
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ParseCredentials([]byte(tc.in))
 			if !errors.Is(err, ErrBadCredentials) || c != nil {
 				t.Fatalf("got %v, %v; want ErrBadCredentials", c, err)
+			}
+			if want := prefix + tc.msg + suffix; err.Error() != want {
+				t.Errorf("error\n%s\nwant\n%s", err, want)
 			}
 			for _, secretText := range []string{s, m, short, s[:12]} {
 				if strings.Contains(err.Error(), secretText) {
 					t.Errorf("error %q quotes key material", err)
 				}
+			}
+		})
+	}
+}
+
+// TestParseCredentialsAsReference: inputs the reference CLI reads, and how.
+func TestParseCredentialsAsReference(t *testing.T) {
+	secret := testKey("account secret")
+	pub, _ := ContentKeyPair(secret)
+	otherPub, _ := ContentKeyPair(testKey("someone else"))
+	machine := testKey("machine")
+	s, m := EncodeBase64(secret[:]), EncodeBase64(machine[:])
+	enc := func(pk [32]byte) string {
+		return fmt.Sprintf(`{"publicKey":%q,"machineKey":%q}`, EncodeBase64(pk[:]), m)
+	}
+	cases := []struct {
+		name  string
+		in    string
+		token string
+		want  string // the redacted summary
+		pub   *[32]byte
+	}{
+		// The reference keeps "encryption" next to "secret" whatever public key it holds
+		// (it comes from a separate setup step, not from the secret).
+		{"secret with another account's publicKey", `{"token":"t","secret":"` + s + `","encryption":` + enc(otherPub) + `}`,
+			"t", "Credentials{variant=legacy token=set accountSecret=set encryption=set}", &otherPub},
+		{"secret with its own publicKey", `{"secret":"` + s + `","encryption":` + enc(pub) + `,"token":"t"}`,
+			"t", "Credentials{variant=legacy token=set accountSecret=set encryption=set}", &pub},
+		{"exact and capitalised token", `{"token":"a","Token":"b","secret":"` + s + `"}`,
+			"a", "Credentials{variant=legacy token=set accountSecret=set encryption=absent}", nil},
+		{"capitalised then exact token", `{"Token":"b","token":"a","secret":"` + s + `"}`,
+			"a", "Credentials{variant=legacy token=set accountSecret=set encryption=absent}", nil},
+		{"duplicate token, last wins as in JSON.parse", `{"token":"a","token":"b","secret":"` + s + `"}`,
+			"b", "Credentials{variant=legacy token=set accountSecret=set encryption=absent}", nil},
+		{"unknown fields and nulls", `{"secret":"` + s + `","encryption":null,"accountSecret":null,"token":"t","newField":{"x":1},"SECRET":5}`,
+			"t", "Credentials{variant=legacy token=set accountSecret=set encryption=absent}", nil},
+		{"unknown field inside encryption", `{"encryption":{"publicKey":"` + EncodeBase64(pub[:]) + `","machineKey":"` + m + `","v":2},"token":"t"}`,
+			"t", "Credentials{variant=dataKey token=set accountSecret=absent encryption=set}", &pub},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ParseCredentials([]byte(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Token != tc.token || c.String() != tc.want {
+				t.Errorf("got token %q, %v; want %q, %s", c.Token, c, tc.token, tc.want)
+			}
+			if c.AccountSecret != nil && *c.AccountSecret != secret {
+				t.Error("wrong account secret")
+			}
+			if tc.pub != nil && (c.DataKey == nil || c.DataKey.ContentPublicKey != *tc.pub || c.DataKey.MachineKey != machine) {
+				t.Errorf("encryption %v", c.DataKey)
+			}
+			// What was read is written back and reads the same.
+			out, err := c.Encode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := ParseCredentials(out)
+			if err != nil || !credentialsEqual(back, c) {
+				t.Errorf("round trip: %v, %v", back, err)
+			}
+		})
+	}
+}
+
+func TestLoadCredentialsErrors(t *testing.T) {
+	dir := t.TempDir()
+	secret := testKey("account secret")
+	write := func(name, body string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	unpadded := strings.TrimRight(EncodeBase64(secret[:]), "=")
+	cases := []struct {
+		name, path, msg string
+		is              error
+	}{
+		{"bad base64", write("a.key", `{"secret":"`+unpadded+`","token":"t"}`),
+			`crypto: load credentials ` + filepath.Join(dir, "a.key") +
+				`: field "secret": bad base64: 43 characters, want a multiple of 4 (padded standard base64): malformed credentials`,
+			ErrBadCredentials},
+		{"no token", write("b.key", `{"secret":"`+EncodeBase64(secret[:])+`"}`),
+			`crypto: load credentials ` + filepath.Join(dir, "b.key") + `: field "token": missing or empty: malformed credentials`,
+			ErrBadCredentials},
+		{"oversized", write("c.key", strings.Repeat(" ", maxCredentialsFile+1)),
+			`crypto: load credentials ` + filepath.Join(dir, "c.key") + `: larger than 65536 bytes: malformed credentials`,
+			ErrBadCredentials},
+		{"missing", filepath.Join(dir, "none.key"),
+			`crypto: load credentials: open ` + filepath.Join(dir, "none.key") + `: no such file or directory`,
+			fs.ErrNotExist},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := LoadCredentials(tc.path)
+			if c != nil || !errors.Is(err, tc.is) {
+				t.Fatalf("got %v, %v; want %v", c, err, tc.is)
+			}
+			if runtime.GOOS != "windows" && err.Error() != tc.msg {
+				t.Errorf("error\n%s\nwant\n%s", err, tc.msg)
 			}
 		})
 	}
@@ -440,5 +577,52 @@ func TestCredentialsFromPairingAndAuth(t *testing.T) {
 	}
 	if _, err := NewAccountCredentials("t", secret, WithRandom(failingReader{})); err == nil {
 		t.Error("account credentials with a failing random source succeeded")
+	}
+}
+
+// TestOpenSessionErrors: each failure reads once, with one "crypto:" prefix.
+func TestOpenSessionErrors(t *testing.T) {
+	secret := testKey("account secret")
+	owner, err := NewAccountCredentials(testToken, secret, WithRandom(newDetReader("m")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := ContentKeyPair(secret)
+	otherPub, _ := ContentKeyPair(testKey("other account"))
+	wrapped := WrapDataKeyWith(testKey("session"), pub, testKey("eph"), [24]byte{1})
+	foreign := WrapDataKeyWith(testKey("session"), otherPub, testKey("eph"), [24]byte{1})
+	paired := NewDataKeyCredentials(testToken, pub, testKey("machine"))
+	cases := []struct {
+		name  string
+		creds *Credentials
+		dek   string
+		is    error
+		msg   string
+	}{
+		{"not base64", owner, "!!", ErrBadEncoding,
+			"crypto: open session key: decode base64 of 2 characters: illegal base64 data at input byte 0: bad encoding"},
+		{"bad version", owner, EncodeBase64([]byte{1, 2, 3}), ErrUnsupportedVersion,
+			"crypto: open session key: open wrapped data key: version byte 0x01: unsupported version byte (or a bundle of the other variant)"},
+		{"short", owner, EncodeBase64(wrapped[:50]), ErrTruncated,
+			"crypto: open session key: open wrapped data key of 50 bytes (want 105): truncated input"},
+		{"long", owner, EncodeBase64(append(bytes.Clone(wrapped), 0)), ErrBadLength,
+			"crypto: open session key: open wrapped data key of 106 bytes (want 105): wrong length"},
+		{"other account's key", owner, EncodeBase64(foreign), ErrAuthFailed,
+			"crypto: open session key: open wrapped data key: authentication failed (wrong key, wrong variant or altered data)"},
+		{"no account secret", paired, EncodeBase64(wrapped), ErrNoAccountSecret,
+			"crypto: open session key: account secret not available on this machine"},
+		{"nil credentials", nil, "", ErrNoAccountSecret,
+			"crypto: open session key: account secret not available on this machine"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := tc.creds.OpenSession(tc.dek)
+			if c != nil || !errors.Is(err, tc.is) || err.Error() != tc.msg {
+				t.Fatalf("got %v, %v; want %q", c, err, tc.msg)
+			}
+		})
+	}
+	if c, err := owner.OpenSession(EncodeBase64(wrapped)); err != nil || c.Variant() != VariantDataKey {
+		t.Fatalf("good key: %v, %v", c, err)
 	}
 }

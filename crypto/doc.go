@@ -40,10 +40,17 @@
 //
 // # Errors
 //
-// Bad input never panics: every open/decode function returns an error wrapping one of
-// the sentinels ([ErrAuthFailed], [ErrUnsupportedVersion], [ErrTruncated],
-// [ErrBadEncoding], [ErrBadLength], [ErrBadCredentials], [ErrNoAccountSecret]) and says
-// what was being done. Error strings never contain key material or plaintext.
+// Bad input never panics: every open/decode function given bad input returns an error
+// wrapping one of the sentinels ([ErrAuthFailed], [ErrUnsupportedVersion],
+// [ErrTruncated], [ErrBadEncoding], [ErrBadLength], [ErrBadCredentials],
+// [ErrNoAccountSecret]) and says what was being done, under a single "crypto:" prefix.
+// Failures of the random source, of the runtime's AES-GCM (a FIPS 140-only build) and
+// of the file system wrap the underlying error instead, without a sentinel (see the
+// sentinels' doc). Error strings never contain key material or plaintext, and every
+// type holding a secret key prints redacted through fmt and encoding/json.
+//
+// Values hold no mutable state and are safe for concurrent use, except that a random
+// source given with [WithRandom] is read concurrently if the value is shared.
 //
 // Formats and derivations follow the reference relay contract ("Auth" and "Encryption
 // of opaque strings") and are checked against vectors computed with tweetnacl 1.0.3

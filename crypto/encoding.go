@@ -14,11 +14,17 @@ func EncodeBase64(b []byte) string {
 }
 
 // DecodeBase64 decodes standard base64, with or without '=' padding. Line breaks
-// (\r, \n) are ignored. Anything else outside the alphabet, including the URL-safe '-'
-// and '_', is refused with ErrBadEncoding; the error gives the offending offset only,
-// never the text.
+// (\r, \n) are ignored wherever they appear, before, inside or after the padding.
+// Anything else outside the alphabet, including spaces and the URL-safe '-' and '_', is
+// refused with ErrBadEncoding; the error gives the offending offset (counted in s, line
+// breaks included) only, never the text. Unused low bits of the last character are not
+// checked, as Node's Buffer does not check them, so a few spellings alias one value.
 func DecodeBase64(s string) ([]byte, error) {
-	return decodeBase64(s, base64.StdEncoding, base64.RawStdEncoding, "base64")
+	b, err := decodeBase64(s, base64.StdEncoding, base64.RawStdEncoding, "base64")
+	if err != nil {
+		return nil, fmt.Errorf("crypto: %w", err)
+	}
+	return b, nil
 }
 
 // EncodeBase64URL is URL-safe base64 without padding (RFC 4648 §5), as the reference
@@ -28,41 +34,35 @@ func EncodeBase64URL(b []byte) string {
 }
 
 // DecodeBase64URL decodes URL-safe base64, padded or unpadded (the reference appends
-// the missing '=' itself, so both forms circulate). Characters of the standard alphabet
-// ('+', '/') are refused with ErrBadEncoding.
+// the missing '=' itself, so both forms circulate). Line breaks are ignored as in
+// DecodeBase64. Characters of the standard alphabet ('+', '/') are refused with
+// ErrBadEncoding.
 func DecodeBase64URL(s string) ([]byte, error) {
-	return decodeBase64(s, base64.URLEncoding, base64.RawURLEncoding, "base64url")
+	b, err := decodeBase64(s, base64.URLEncoding, base64.RawURLEncoding, "base64url")
+	if err != nil {
+		return nil, fmt.Errorf("crypto: %w", err)
+	}
+	return b, nil
 }
 
+// decodeBase64 is DecodeBase64 and DecodeBase64URL without the package prefix on the
+// error, for callers that add their own. Both encodings skip '\r' and '\n' anywhere;
+// the unpadded one refuses '=' anywhere, so any '=' (even one followed by a line break)
+// selects the padded decoder.
 func decodeBase64(s string, padded, raw *base64.Encoding, name string) ([]byte, error) {
 	enc := raw
-	if strings.HasSuffix(s, "=") {
+	if strings.IndexByte(s, '=') >= 0 {
 		enc = padded
 	}
 	b, err := enc.DecodeString(s)
 	if err != nil {
 		// CorruptInputError carries only an offset.
-		return nil, fmt.Errorf("crypto: decode %s of %d characters: %v: %w", name, len(s), err, ErrBadEncoding)
+		return nil, fmt.Errorf("decode %s of %d characters: %v: %w", name, len(s), err, ErrBadEncoding)
 	}
 	if b == nil {
 		b = []byte{}
 	}
 	return b, nil
-}
-
-// decodeKey decodes standard base64 that must hold exactly 32 bytes. what names the
-// value in errors.
-func decodeKey(s, what string) ([32]byte, error) {
-	var key [32]byte
-	b, err := DecodeBase64(s)
-	if err != nil {
-		return key, fmt.Errorf("%s: %w", what, err)
-	}
-	if len(b) != KeySize {
-		return key, fmt.Errorf("%s: %d bytes, want %d: %w", what, len(b), KeySize, ErrBadLength)
-	}
-	copy(key[:], b)
-	return key, nil
 }
 
 // Backup key: RFC 4648 base32 of the 32-byte account secret, without padding (52
@@ -96,8 +96,14 @@ func FormatBackupKey(secret [32]byte) string {
 // and '=' padding are dropped wherever they appear; the look-alike digits 0, 1, 8,
 // 9 are read as O, I, B, G. Unlike the reference, any other character is refused
 // (ErrBadEncoding, with its position) rather than silently skipped. The remaining text
-// must be exactly 52 base32 characters (ErrBadLength otherwise). The 4 unused low bits
-// of the last character are ignored, as the reference ignores them.
+// must be exactly 52 base32 characters (ErrBadLength otherwise).
+//
+// Aliasing: 52 characters carry 260 bits for 256, so only the top bit of the last
+// character counts and its 4 low bits are ignored, as the reference ignores them. Each
+// secret therefore has 16 spellings of its last character (a key ending "-AA" reads the
+// same with "-AB" … "-AP"), on top of the case and look-alike tolerance above. Compare
+// secrets, never backup-key strings; FormatBackupKey always writes the canonical form
+// (unused bits zero).
 func ParseBackupKey(s string) ([32]byte, error) {
 	var secret [32]byte
 	clean := make([]byte, 0, backupChars)

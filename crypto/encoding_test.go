@@ -175,3 +175,76 @@ func TestParseBackupKeyErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeBase64LineBreaks: line breaks are ignored wherever they appear, including
+// after the '=' padding (a file or a terminal paste usually ends with one).
+func TestDecodeBase64LineBreaks(t *testing.T) {
+	cases := []struct {
+		name string
+		dec  func(string) ([]byte, error)
+		in   string
+		want []byte
+		err  string
+	}{
+		{"std padded then LF", DecodeBase64, "QQ==\n", []byte("A"), ""},
+		{"std padded then CRLF", DecodeBase64, "QQ==\r\n", []byte("A"), ""},
+		{"std one pad then LF", DecodeBase64, "QUI=\n", []byte("AB"), ""},
+		{"std LF between pads", DecodeBase64, "QQ=\n=", []byte("A"), ""},
+		{"std LF first", DecodeBase64, "\nQQ==", []byte("A"), ""},
+		{"std unpadded then LF", DecodeBase64, "QQ\n", []byte("A"), ""},
+		{"std only line breaks", DecodeBase64, "\r\n", []byte{}, ""},
+		{"url padded then LF", DecodeBase64URL, "-w==\n", []byte{0xfb}, ""},
+		{"url padded then CRLF", DecodeBase64URL, "-_8=\r\n", []byte{0xfb, 0xff}, ""},
+		{"std space after padding", DecodeBase64, "QQ== ", nil,
+			"crypto: decode base64 of 5 characters: illegal base64 data at input byte 4: bad encoding"},
+		{"std missing pad then LF", DecodeBase64, "QQ=\n", nil,
+			"crypto: decode base64 of 4 characters: illegal base64 data at input byte 4: bad encoding"},
+		{"url std alphabet then LF", DecodeBase64URL, "+w==\n", nil,
+			"crypto: decode base64url of 5 characters: illegal base64 data at input byte 0: bad encoding"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.dec(tc.in)
+			if tc.err != "" {
+				if err == nil || err.Error() != tc.err || !errors.Is(err, ErrBadEncoding) || got != nil {
+					t.Fatalf("got %x, %v; want error %q", got, err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("error %v", err)
+			}
+			if got == nil || !bytes.Equal(got, tc.want) {
+				t.Errorf("got %x, want %x", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestBackupKeyTrailingBitsAlias pins the documented aliasing: the last character
+// carries 4 unused bits, so 16 spellings of it give one secret.
+func TestBackupKeyTrailingBitsAlias(t *testing.T) {
+	secret := testKey("alias")
+	canonical := FormatBackupKey(secret)
+	last := canonical[len(canonical)-1]
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+	idx := strings.IndexByte(alphabet, last)
+	aliases := 0
+	for i := 0; i < len(alphabet); i++ {
+		alt := canonical[:len(canonical)-1] + alphabet[i:i+1]
+		got, err := ParseBackupKey(alt)
+		same := i&^0x0f == idx&^0x0f
+		switch {
+		case same && (err != nil || got != secret):
+			t.Errorf("%q: %v, want the same secret", alt, err)
+		case !same && err == nil && got == secret:
+			t.Errorf("%q parsed to the same secret", alt)
+		}
+		if err == nil && got == secret {
+			aliases++
+		}
+	}
+	if aliases != 16 {
+		t.Errorf("%d spellings give the secret, want 16", aliases)
+	}
+}

@@ -3,6 +3,7 @@ package crypto
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -148,7 +149,7 @@ func FuzzOpenPairingResponse(f *testing.F) {
 }
 
 func FuzzDecodeBase64(f *testing.F) {
-	for _, s := range []string{"", "+/8=", "+/8", "AAECAwQF+vv8/f7/", "-_8", "a", "====", "AA\nAA"} {
+	for _, s := range []string{"", "+/8=", "+/8", "AAECAwQF+vv8/f7/", "-_8", "a", "====", "AA\nAA", "QQ==\n", "QQ=\r\n="} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -170,7 +171,7 @@ func FuzzDecodeBase64(f *testing.F) {
 }
 
 func FuzzDecodeBase64URL(f *testing.F) {
-	for _, s := range []string{"", "-w", "-w==", "-_-_", "AAECAwQF-vv8_f7_", "+/", "a"} {
+	for _, s := range []string{"", "-w", "-w==", "-_-_", "AAECAwQF-vv8_f7_", "+/", "a", "-w==\r\n"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -225,6 +226,9 @@ func FuzzParseCredentials(f *testing.F) {
 	f.Add(paired)
 	f.Add([]byte(`{"token":"t"}`))
 	f.Add([]byte(`null`))
+	f.Add([]byte(`{"TOKEN":"t","SECRET":"` + EncodeBase64(secret[:]) + `"}`))
+	f.Add([]byte(`{"token":"a","Token":"b","secret":"` + EncodeBase64(secret[:]) + `\n"}`))
+	f.Add([]byte(`{"token":"t","secret":"` + strings.TrimRight(EncodeBase64(secret[:]), "=") + `"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := ParseCredentials(data)
 		if err != nil {
@@ -250,12 +254,83 @@ func FuzzParseCredentials(f *testing.F) {
 func FuzzVerifyChallenge(f *testing.F) {
 	pub, priv := AuthKeyPair(testKey("a"))
 	challenge := bytes.Repeat([]byte{1}, 32)
-	f.Add([]byte(pub), challenge, SignChallenge(priv, challenge))
+	sig, err := SignChallenge(priv, challenge)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add([]byte(pub), challenge, sig)
 	f.Add([]byte{}, []byte{}, []byte{})
 	f.Fuzz(func(t *testing.T, pub, challenge, sig []byte) {
 		err := VerifyChallenge(pub, challenge, sig)
 		if err != nil && !sentinel(err) {
 			t.Fatalf("verify: %v", err)
+		}
+	})
+}
+
+func FuzzOpenSession(f *testing.F) {
+	secret := testKey("account secret")
+	owner, err := NewAccountCredentials("t", secret, WithRandom(newDetReader("m")))
+	if err != nil {
+		f.Fatal(err)
+	}
+	pub, _ := ContentKeyPair(secret)
+	sessionKey := testKey("session")
+	good := WrapDataKeyWith(sessionKey, pub, testKey("eph"), [24]byte{1})
+	f.Add(EncodeBase64(good))
+	f.Add(EncodeBase64(good) + "\n")
+	f.Add(strings.TrimRight(EncodeBase64(good), "="))
+	f.Add("")
+	f.Add("!!")
+	f.Add(EncodeBase64([]byte{1, 2, 3}))
+	f.Add(EncodeBase64(make([]byte, 105)))
+	f.Add(EncodeBase64(good[:104]))
+	probe := []byte(`{"probe":true}`)
+	legacyBundle := SealLegacyWithNonce(secret, [24]byte{3}, probe)
+	dataBundle, err := SealDataKeyWithNonce(sessionKey, [12]byte{3}, probe)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, dek string) {
+		c, err := owner.OpenSession(dek)
+		if err != nil {
+			if c != nil || !sentinel(err) || strings.Count(err.Error(), "crypto:") != 1 {
+				t.Fatalf("open session: %v (cipher %v)", err, c)
+			}
+			return
+		}
+		if c == nil {
+			t.Fatal("nil cipher without an error")
+		}
+		if dek == "" {
+			// Legacy: the account secret's secretbox.
+			if out, err := c.Open(legacyBundle); c.Variant() != VariantLegacy || err != nil || !bytes.Equal(out, probe) {
+				t.Fatalf("legacy session cipher: %s, %v", c.Variant(), err)
+			}
+			return
+		}
+		// A success means the string decoded to a 105-byte bundle that opened with the
+		// content secret key, and the Cipher is AES-GCM under the key it held.
+		wrapped, err := DecodeBase64(dek)
+		if err != nil || len(wrapped) != 105 || c.Variant() != VariantDataKey {
+			t.Fatalf("opened %q (%d bytes, %v) as %s", dek, len(wrapped), err, c.Variant())
+		}
+		_, contentSecret := ContentKeyPair(secret)
+		key, err := UnwrapDataKey(wrapped, contentSecret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sealed, err := c.Seal(probe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := NewDataKeyCipher(key).Open(sealed); err != nil || !bytes.Equal(out, probe) {
+			t.Fatalf("cipher does not use the unwrapped key: %v", err)
+		}
+		if key == sessionKey {
+			if out, err := c.Open(dataBundle); err != nil || !bytes.Equal(out, probe) {
+				t.Fatalf("session cipher cannot open the session's bundle: %v", err)
+			}
 		}
 	})
 }

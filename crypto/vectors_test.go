@@ -241,7 +241,10 @@ func TestVectorsSign(t *testing.T) {
 			t.Errorf("row %d: public key %s, want %s", i, EncodeBase64(pub), row.PublicKeyB64)
 		}
 		challenge := mustB64(t, row.ChallengeB64)
-		sig := SignChallenge(priv, challenge)
+		sig, err := SignChallenge(priv, challenge)
+		if err != nil {
+			t.Fatalf("row %d: sign: %v", i, err)
+		}
 		if EncodeBase64(sig) != row.SignatureB64 {
 			t.Errorf("row %d: signature %s, want %s", i, EncodeBase64(sig), row.SignatureB64)
 		}
