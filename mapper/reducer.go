@@ -124,6 +124,7 @@ type redSession struct {
 	openMsgs  map[*redMessage]struct{}
 	turns     map[string]bool // turn id → ended
 	status    SessionStatusType
+	pubUpdate int64 // time.updated of the last session.created/updated published
 	todos     []Todo
 	dropped   []Dropped
 	dropSeen  map[Dropped]struct{} // DroppedInput records with a line number
@@ -336,7 +337,7 @@ func (r *Reducer) startRoot(t int64) {
 	}
 	r.started = true
 	r.root.info.Time = SessionTime{Created: t, Updated: t}
-	r.emit(&SessionCreated{Info: r.root.sessionSnapshot()})
+	r.publishSession(r.root, true)
 }
 
 // sessionFor returns the session an event is for. A key never announced by
@@ -361,7 +362,7 @@ func (r *Reducer) openChild(parent *redSession, key, title string, t int64) *red
 	}
 	s.agent, s.provider, s.model, s.cwd = parent.agent, parent.provider, parent.model, parent.cwd
 	r.byID[s.info.ID] = s
-	r.emit(&SessionCreated{Info: s.sessionSnapshot()})
+	r.publishSession(s, true)
 	return s
 }
 
@@ -407,7 +408,7 @@ func (r *Reducer) sessionInfo(s *redSession, e *SessionInfo) {
 		changed = true
 	}
 	if changed {
-		r.emit(&SessionUpdated{Info: s.sessionSnapshot()})
+		r.publishSession(s, false)
 	}
 }
 
@@ -429,6 +430,23 @@ func (r *Reducer) setStatus(s *redSession, st SessionStatusType) {
 	if st != SessionRetry {
 		r.emit(&SessionStatus{SessionID: s.info.ID, Status: SessionStatusInfo{Type: st}})
 	}
+	// time.updated moves with every event; publishing it at every status
+	// change (turn start and end) keeps the session record current without
+	// a session.updated per event.
+	if s.info.Time.Updated != s.pubUpdate {
+		r.publishSession(s, false)
+	}
+}
+
+// publishSession emits session.created or session.updated with the
+// session's current record.
+func (r *Reducer) publishSession(s *redSession, created bool) {
+	s.pubUpdate = s.info.Time.Updated
+	if created {
+		r.emit(&SessionCreated{Info: s.sessionSnapshot()})
+		return
+	}
+	r.emit(&SessionUpdated{Info: s.sessionSnapshot()})
 }
 
 func (r *Reducer) turnStarted(s *redSession, e *TurnStarted) {
@@ -517,7 +535,7 @@ func (r *Reducer) subagentStarted(s *redSession, e *SubagentStarted, t int64) {
 		child = r.openChild(s, e.Child, title, t)
 	} else if title != "" && child.info.Title != title {
 		child.info.Title = title
-		r.emit(&SessionUpdated{Info: child.sessionSnapshot()})
+		r.publishSession(child, false)
 	}
 	if e.Agent != "" {
 		child.agent = e.Agent

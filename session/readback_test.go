@@ -1,0 +1,156 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/happy-dev/happy/mapper"
+)
+
+// scriptedSession drives a reducer through a turn with a permission, a
+// subagent and todos, flushing the sink after every event so that many
+// versions of each record exist.
+func scriptedSession(t *testing.T) (*mapper.Reducer, []RecordVersion) {
+	t.Helper()
+	red := mapper.NewReducer(mapper.Config{SessionID: "relay-rb", Directory: "/w", ProviderID: "anthropic", ModelID: "m"})
+	store := &memStore{last: map[string]int64{}}
+	sink := NewSink(store, red)
+	evs := []mapper.Event{
+		&mapper.UserPrompt{EventBase: mapper.EventBase{Time: 1000}, PromptID: "p1", Text: "do it"},
+		&mapper.TurnStarted{TurnID: "t1"},
+		&mapper.MessageStarted{EventBase: mapper.EventBase{Time: 1100}, Message: "m1"},
+		&mapper.TextDelta{Message: "m1", Block: "0", Delta: "Work"},
+		&mapper.TextDelta{Message: "m1", Block: "0", Delta: "ing."},
+		&mapper.ToolCall{Message: "m1", CallID: "c1", Tool: "bash", Input: json.RawMessage(`{"command":"touch a"}`)},
+		&mapper.ToolRunning{CallID: "c1"},
+		&mapper.ToolBlocked{CallID: "c1", Permission: &mapper.PermissionRequest{Permission: "bash", Patterns: []string{"touch a"}}},
+		&mapper.ToolResolved{EventBase: mapper.EventBase{Time: 1500}, CallID: "c1", Decision: mapper.DecisionOnce},
+		&mapper.ToolCompleted{CallID: "c1", Output: "", Title: "touch a"},
+		&mapper.ToolCall{Message: "m1", CallID: "task1", Tool: "task", Input: json.RawMessage(`{"prompt":"look"}`)},
+		&mapper.ToolRunning{CallID: "task1"},
+		&mapper.SubagentStarted{CallID: "task1", Child: "agent-1", Title: "Look around", Agent: "explore", Prompt: "look"},
+		&mapper.TextFinal{EventBase: mapper.EventBase{Session: "agent-1"}, Message: "cm1", Block: "0", Text: "Found a."},
+		&mapper.SubagentEnded{Child: "agent-1"},
+		&mapper.ToolCompleted{CallID: "task1", Output: "Found a.", Title: "task"},
+		&mapper.TodosUpdated{Todos: []mapper.Todo{{Content: "check a", Status: mapper.TodoInProgress, Priority: mapper.PriorityHigh}}},
+		&mapper.StepFinished{Message: "m1", Finish: mapper.FinishToolCalls},
+		&mapper.TextFinal{Message: "m2", Block: "0", Text: "All done."},
+		&mapper.TurnEnded{EventBase: mapper.EventBase{Time: 2000}, Reason: mapper.TurnCompleted},
+	}
+	for i, ev := range evs {
+		sink.Observe(red.Apply(ev))
+		if err := flushed(store, sink, context.Background(), time.UnixMilli(int64(i)*2000), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var all []RecordVersion
+	for _, p := range store.puts {
+		all = append(all, p...)
+	}
+	return red, all
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestReadbackRebuildsTheReducerTranscriptInAnyOrder(t *testing.T) {
+	red, versions := scriptedSession(t)
+	want := mustJSON(t, red.Transcript())
+	if len(versions) < 10 {
+		t.Fatalf("only %d versions", len(versions))
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := 0; round < 20; round++ {
+		order := rng.Perm(len(versions))
+		rb := NewReadback(mapper.Session{ID: "ses_fallback"})
+		for i, k := range order {
+			rb.Add(int64(i+1), versions[k].Plaintext)
+			if i%3 == 0 { // duplicates change nothing
+				rb.Add(int64(i+1), versions[k].Plaintext)
+			}
+		}
+		got := mustJSON(t, rb.Transcript())
+		if got != want {
+			t.Fatalf("round %d: readback differs\n got %s\nwant %s", round, got, want)
+		}
+	}
+	if tr := red.Transcript(); len(tr.Children) != 1 || len(tr.Todos) != 1 {
+		t.Fatalf("scenario lacks a child or todos: %d children, %d todos", len(tr.Children), len(tr.Todos))
+	}
+}
+
+func TestReadbackRefusesBadRecordsWithReasons(t *testing.T) {
+	_, versions := scriptedSession(t)
+	rb := NewReadback(mapper.Session{ID: "ses_fallback"})
+	for i, v := range versions {
+		rb.Add(int64(i+1), v.Plaintext)
+	}
+	bad := []struct {
+		in     string
+		reason mapper.DropReason
+	}{
+		{`{"kind":"message"`, mapper.DropUnparseableJSON},
+		{`[1,2]`, mapper.DropNotAnObject},
+		{`{"kind":"message","version":0,"info":{},"parts":[]}`, mapper.DropInvalidField},
+		{`{"kind":"message","version":1.5,"info":{},"parts":[]}`, mapper.DropInvalidField},
+		{`{"kind":"message","version":2,"info":{"id":"","role":"user"},"parts":[]}`, mapper.DropMissingID},
+		{`{"kind":"blob","version":1}`, mapper.DropUnknownType},
+		{`{"kind":"todos","version":1,"sessionID":"s","todos":[{"content":"x","status":"maybe","priority":"high"}]}`, mapper.DropInvalidField},
+		{`{"kind":"session","version":1,"session":{}}`, mapper.DropInvalidField},
+		{`{"role":"agent","content":{}}`, mapper.DropUnknownType},
+	}
+	base := len(rb.Transcript().Dropped)
+	for i, b := range bad {
+		rb.Add(int64(1000+i), []byte(b.in))
+	}
+	rb.Add(2000, []byte(`{"role":"user","content":{"type":"text","text":"legacy"}}`))
+	tr := rb.Transcript()
+	if got := len(tr.Dropped) - base; got != len(bad) {
+		t.Fatalf("%d dropped, want %d: %+v", got, len(bad), tr.Dropped)
+	}
+	for i, b := range bad {
+		d := tr.Dropped[base+i]
+		if d.Reason != b.reason || d.Line != int64(1000+i) || d.Source != DroppedSourceRelay {
+			t.Errorf("%s: dropped %+v, want reason %s", b.in, d, b.reason)
+		}
+	}
+	if rb.Legacy != 1 {
+		t.Fatalf("legacy %d", rb.Legacy)
+	}
+}
+
+func TestReadbackOrphanMessages(t *testing.T) {
+	rb := NewReadback(mapper.Session{ID: "ses_fallback"})
+	rb.Add(1, []byte(`{"kind":"message","version":1,"info":{"id":"msg_1","sessionID":"ses_gone","role":"user","time":{"created":1},"agent":"","model":{"providerID":"","modelID":""}},"parts":[]}`))
+	tr := rb.Transcript()
+	if len(tr.Dropped) != 1 || tr.Dropped[0].Reason != mapper.DropOrphan {
+		t.Fatalf("dropped %+v", tr.Dropped)
+	}
+	if tr.Messages == nil || tr.Children == nil || tr.Todos == nil {
+		t.Fatal("nil arrays in an empty transcript")
+	}
+}
+
+func FuzzReadbackAdd(f *testing.F) {
+	f.Add([]byte(`{"kind":"message","version":1,"info":{"id":"m","sessionID":"s","role":"user","time":{"created":1},"agent":"a","model":{"providerID":"p","modelID":"m"}},"parts":[{"id":"p","sessionID":"s","messageID":"m","type":"text","text":"x"}]}`))
+	f.Add([]byte(`{"kind":"session","version":3,"session":{"id":"s","projectID":"","directory":"","title":"","time":{"created":1,"updated":1}}}`))
+	f.Add([]byte(`{"kind":"todos","version":1,"sessionID":"s","todos":[]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rb := NewReadback(mapper.Session{ID: "ses_fallback"})
+		rb.Add(1, data)
+		rb.Add(2, data)
+		tr := rb.Transcript()
+		if _, err := json.Marshal(tr); err != nil {
+			t.Fatalf("transcript does not encode: %v", err)
+		}
+	})
+}
