@@ -42,7 +42,7 @@ func (d *Decoder) assistant(r *record, typeErr *json.UnmarshalTypeError) {
 		}
 		msg.stop = *m.StopReason
 	}
-	blocks, err := contentBlocks(m.Content)
+	blocks, err := m.blocks()
 	if err != nil {
 		d.drop("assistant", mapper.DropInvalidField, "assistant content: "+err.Error())
 	}
@@ -292,7 +292,7 @@ func (d *Decoder) syntheticError(r *record, sess string) {
 		return
 	}
 	d.ensureTurn(s)
-	blocks, _ := contentBlocks(r.Message.Content)
+	blocks, _ := r.Message.blocks()
 	var texts []string
 	for _, b := range blocks {
 		if b.Type == "text" && deref(b.Text) != "" {

@@ -375,7 +375,19 @@ func (d *Decoder) decodeRecord(line []byte, dir string) {
 	}
 	var r record
 	var typeErr *json.UnmarshalTypeError
-	if err := json.Unmarshal(line, &r); err != nil && !errors.As(err, &typeErr) {
+	var fast fastRecord
+	switch err := json.Unmarshal(line, &fast); {
+	case err == nil:
+		r = fast.general()
+	case errors.As(err, &typeErr):
+		// Another shape (string content, block arrays in a tool result,
+		// a field of an unexpected type): the general path.
+		typeErr = nil
+		if err := json.Unmarshal(line, &r); err != nil && !errors.As(err, &typeErr) {
+			d.drop(sniffKind(line), mapper.DropUnparseableJSON, "record is not valid JSON: "+err.Error())
+			return
+		}
+	default:
 		d.drop(sniffKind(line), mapper.DropUnparseableJSON, "record is not valid JSON: "+err.Error())
 		return
 	}

@@ -73,7 +73,7 @@ func TestDecoderRecords(t *testing.T) {
 			`{"type":"ToolBlocked","message":"m1","callID":"q1","tool":"question","input":{"questions":[{"question":"Which language?","header":"Lang","multiSelect":false,"options":[{"label":"Go","description":"compiled"},{"label":"Rust","description":"also compiled"}]},{"question":"Which extras?","header":"Extras","multiSelect":true,"options":[{"label":"tests","description":""},{"label":"docs","description":""}]}]},"question":{"id":"question-q1","questions":[{"question":"Which language?","header":"Lang","options":[{"label":"Go","description":"compiled"},{"label":"Rust","description":"also compiled"}],"multiple":false},{"question":"Which extras?","header":"Extras","options":[{"label":"tests","description":""},{"label":"docs","description":""}],"multiple":true}]}}`,
 			`{"type":"StepFinished","message":"m1","finish":"tool-calls"}`,
 			`{"type":"ToolResolved","callID":"q1","answers":[["Go"],["tests","docs"]]}`,
-			`{"type":"ToolCompleted","callID":"q1","output":"User has answered your questions: \"Which language?\"=\"Go\". You can now continue.","metadata":{"toolUseResult":{"answers":{"Which extras?":"tests, docs","Which language?":"Go"},"questions":[]}}}`,
+			`{"type":"ToolCompleted","callID":"q1","output":"User has answered your questions: \"Which language?\"=\"Go\". You can now continue.","metadata":{"toolUseResult":{"questions":[],"answers":{"Which language?":"Go","Which extras?":"tests, docs"}}}}`,
 		}},
 		{name: "ask user question through the sdk", form: FormTrafficLog, lines: []string{
 			`{"t":1,"dir":"a2c","msg":` + s(`"type":"assistant","message":{"id":"m1","model":"m","role":"assistant","content":[{"type":"tool_use","id":"q1","name":"AskUserQuestion","input":{"questions":[{"question":"Which language?","header":"Lang","options":[{"label":"Go","description":""},{"label":"Rust","description":""}]}]}}]},"parent_tool_use_id":null`) + `}`,
@@ -258,7 +258,7 @@ func TestDecoderMerging(t *testing.T) {
 			`{"type":"ToolRunning","callID":"ag1"}`,
 			`{"type":"SubagentStarted","callID":"ag1","child":"ag1","title":"Watch","agent":"general-purpose","prompt":"watch the logs","description":"Watch"}`,
 			`{"type":"StepFinished","message":"m1","finish":"tool-calls"}`,
-			`{"type":"ToolCompleted","callID":"ag1","output":"Async agent launched successfully.","title":"Watch","metadata":{"toolUseResult":{"agentId":"x1","status":"async_launched"}}}`,
+			`{"type":"ToolCompleted","callID":"ag1","output":"Async agent launched successfully.","title":"Watch","metadata":{"toolUseResult":{"status":"async_launched","agentId":"x1"}}}`,
 			`{"type":"TurnStarted","session":"ag1","turnID":"turn-2"}`,
 			`{"type":"MessageStarted","session":"ag1","message":"c1","providerID":"anthropic","modelID":"m"}`,
 			`{"type":"TextFinal","session":"ag1","message":"c1","block":"0","text":"tail -f"}`,

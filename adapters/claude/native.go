@@ -104,6 +104,20 @@ type apiMessage struct {
 	Content    json.RawMessage `json:"content"` // string or []contentBlock
 	StopReason *string         `json:"stop_reason"`
 	Usage      *usage          `json:"usage"`
+
+	// parsed holds Content already decoded as blocks (the fast path of
+	// decodeRecord); parsedOK says it is set.
+	parsed   []contentBlock
+	parsedOK bool
+}
+
+// blocks returns the message content as blocks (a string is one text
+// block).
+func (m *apiMessage) blocks() ([]contentBlock, error) {
+	if m.parsedOK {
+		return m.parsed, nil
+	}
+	return contentBlocks(m.Content)
 }
 
 // usage is the Messages API usage block. Absent counts stay nil.
@@ -129,6 +143,10 @@ type contentBlock struct {
 	IsError   *bool           `json:"is_error"`
 	Source    *mediaSource    `json:"source"`
 	Title     string          `json:"title"` // document
+
+	// resultText is a tool_result's content when it was a plain string
+	// (the fast path of decodeRecord); Content is then empty.
+	resultText *string
 }
 
 // mediaSource is the source of an image or document block.
@@ -235,4 +253,43 @@ type questionInput struct {
 		} `json:"options"`
 	} `json:"questions"`
 	Answers map[string]string `json:"answers"`
+}
+
+// fastRecord is the shape most records have: message content an array of
+// blocks whose tool_result content is a plain string. Decoding it types the
+// large strings directly, so they are scanned twice instead of four times
+// (validate, skip into a raw value, validate again, decode). Any other
+// shape fails with a type error and takes the general path (record).
+type fastRecord struct {
+	record
+	Message *fastMessage `json:"message"` // shadows record.Message
+}
+
+type fastMessage struct {
+	apiMessage
+	Content []fastBlock `json:"content"` // shadows apiMessage.Content
+}
+
+type fastBlock struct {
+	contentBlock
+	Content *string `json:"content"` // shadows contentBlock.Content
+}
+
+// general converts a decoded fastRecord into a record.
+func (f *fastRecord) general() record {
+	r := f.record
+	if f.Message != nil {
+		m := f.Message.apiMessage
+		m.parsedOK = true
+		if f.Message.Content != nil {
+			m.parsed = make([]contentBlock, len(f.Message.Content))
+			for i := range f.Message.Content {
+				b := f.Message.Content[i].contentBlock
+				b.resultText = f.Message.Content[i].Content
+				m.parsed[i] = b
+			}
+		}
+		r.Message = &m
+	}
+	return r
 }

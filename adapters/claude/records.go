@@ -129,7 +129,7 @@ func (d *Decoder) matchPrompt(r *record) string {
 	if r.Type != "user" || r.Message == nil {
 		return ""
 	}
-	blocks, _ := contentBlocks(r.Message.Content)
+	blocks, _ := r.Message.blocks()
 	var texts []string
 	for _, b := range blocks {
 		if b.Type == "text" {
@@ -646,7 +646,7 @@ func (d *Decoder) c2aPrompt(r *record) {
 		d.drop("user", mapper.DropInvalidField, "prompt has no message")
 		return
 	}
-	blocks, err := contentBlocks(r.Message.Content)
+	blocks, err := r.Message.blocks()
 	if err != nil {
 		d.drop("user", mapper.DropInvalidField, "prompt content: "+err.Error())
 	}

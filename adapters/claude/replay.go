@@ -289,7 +289,7 @@ func firstPrompt(path string) string {
 		if l.Oversize || json.Unmarshal(l.Data, &r) != nil || r.Type != "user" || r.Message == nil {
 			continue
 		}
-		blocks, _ := contentBlocks(r.Message.Content)
+		blocks, _ := r.Message.blocks()
 		var texts []string
 		for _, b := range blocks {
 			if b.Type == "text" {

@@ -1,6 +1,7 @@
 package claude
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -23,7 +24,7 @@ func (d *Decoder) user(r *record, dir string, typeErr *json.UnmarshalTypeError) 
 	}
 	sess := d.sessionOf(r)
 	s := d.session(sess)
-	blocks, err := contentBlocks(m.Content)
+	blocks, err := m.blocks()
 	if err != nil {
 		d.drop("user", mapper.DropInvalidField, "user content: "+err.Error())
 	}
@@ -168,14 +169,15 @@ func (d *Decoder) toolResult(s *session, b *contentBlock, structured json.RawMes
 		d.drop("user/tool_result", mapper.DropIllegalTransition, "tool_result for "+callID+" after the call was settled; ignored")
 		return
 	}
-	output, files := resultContent(b.Content)
+	output, files := resultContent(b)
 	meta := mapper.Object{}
 	if len(structured) > 0 && string(structured) != "null" {
-		if v, err := decodeValue(structured); err == nil {
-			output = preferFullOutput(output, v, meta)
-			if _, set := meta["toolUseResult"]; !set {
-				meta["toolUseResult"] = v
-			}
+		// Kept as raw JSON (the transcript encoder writes it canonically):
+		// decoding every result into maps would cost more than the rest of
+		// the decoding. Only a persisted-output preview needs its fields.
+		meta["toolUseResult"] = structured
+		if strings.HasPrefix(output, "<persisted-output>") {
+			output = preferFullOutput(output, structured, meta)
 		}
 	}
 	if len(meta) == 0 {
@@ -204,8 +206,10 @@ func (d *Decoder) toolResult(s *session, b *contentBlock, structured json.RawMes
 			}
 		}
 	}
-	if id := resultAgentID(structured); t.child != "" && id != "" {
-		d.agents[id] = t.child // later records of this agent (a resumed or background agent)
+	if t.child != "" {
+		if id := resultAgentID(structured); id != "" {
+			d.agents[id] = t.child // later records of this agent (a resumed or background agent)
+		}
 	}
 	if t.child != "" && !asyncLaunch(structured) {
 		reason := mapper.TurnCompleted
@@ -245,7 +249,11 @@ func asyncLaunch(structured json.RawMessage) bool {
 // resultContent flattens tool_result content: a string, or blocks whose
 // texts are joined with newlines; images become files. Blocks of other
 // types are kept as their JSON text so nothing is lost.
-func resultContent(raw json.RawMessage) (string, []mapper.PromptFile) {
+func resultContent(res *contentBlock) (string, []mapper.PromptFile) {
+	if res.resultText != nil {
+		return *res.resultText, nil
+	}
+	raw := res.Content
 	blocks, err := contentBlocks(raw)
 	if err != nil && len(blocks) == 0 {
 		return string(raw), nil
@@ -310,35 +318,37 @@ func urlEscapeData(s string) string {
 // preferFullOutput replaces a "<persisted-output>" preview (Claude stores
 // long output in a file and shows the model a ~2 KB preview) by the stdout
 // Claude kept in the structured result, and notes where it came from.
-func preferFullOutput(output string, structured any, meta mapper.Object) string {
-	if !strings.HasPrefix(output, "<persisted-output>") {
+func preferFullOutput(output string, structured json.RawMessage, meta mapper.Object) string {
+	var members map[string]json.RawMessage
+	if !isObject(structured) || json.Unmarshal(structured, &members) != nil {
 		return output
 	}
-	obj, ok := structured.(map[string]any)
-	if !ok {
-		return output
-	}
-	stdout, _ := obj["stdout"].(string)
+	var stdout, stderr, path string
+	var size json.Number
+	_ = json.Unmarshal(members["stdout"], &stdout)
 	if stdout == "" {
 		return output
 	}
+	_ = json.Unmarshal(members["stderr"], &stderr)
 	full := stdout
-	if stderr, _ := obj["stderr"].(string); stderr != "" {
+	if stderr != "" {
 		full += "\n" + stderr
 	}
 	meta["outputSource"] = "toolUseResult.stdout"
-	if p, ok := obj["persistedOutputPath"].(string); ok {
-		meta["persistedOutputPath"] = p
+	if json.Unmarshal(members["persistedOutputPath"], &path) == nil && path != "" {
+		meta["persistedOutputPath"] = path
 	}
-	if n, ok := obj["persistedOutputSize"].(json.Number); ok {
-		meta["persistedOutputSize"] = n
-		if size, err := n.Int64(); err == nil && size > int64(len(stdout)) {
+	dec := json.NewDecoder(bytes.NewReader(members["persistedOutputSize"]))
+	dec.UseNumber()
+	if dec.Decode(&size) == nil {
+		meta["persistedOutputSize"] = size
+		if n, err := size.Int64(); err == nil && n > int64(len(stdout)) {
 			meta["truncated"] = true
 		}
 	}
 	// The structured copy would repeat the output; keep the rest of it.
-	trimmed := make(map[string]any, len(obj))
-	for k, v := range obj {
+	trimmed := make(mapper.Object, len(members))
+	for k, v := range members {
 		if k != "stdout" {
 			trimmed[k] = v
 		}
