@@ -31,11 +31,12 @@ var (
 )
 
 // PermissionMode is happy's permission mode, translated to Codex's
-// approval policy and sandbox (Codex 0.171 accepts the approval policies
-// on-request and never; untrusted is refused):
+// approval policy and sandbox as Codex's own presets do (Codex 0.171
+// accepts the approval policies on-request and never; untrusted is
+// refused):
 //
-//	default    on-request + workspace-write     (asks before escalating)
-//	read-only  never      + read-only           (never asks; writes fail)
+//	default    on-request + workspace-write     (asks before leaving the workspace sandbox)
+//	read-only  on-request + read-only           (asks before any write)
 //	safe-yolo  never      + workspace-write     (never asks; stays in the workspace)
 //	yolo       never      + danger-full-access  (never asks; no sandbox)
 type PermissionMode string
@@ -64,7 +65,7 @@ func ParsePermissionMode(s string) (PermissionMode, error) {
 func (m PermissionMode) Policy() (approval, sandbox string) {
 	switch m {
 	case ModeReadOnly:
-		return "never", "read-only"
+		return "on-request", "read-only"
 	case ModeSafeYolo:
 		return "never", "workspace-write"
 	case ModeYolo:
@@ -105,8 +106,11 @@ type Options struct {
 	Env []string
 	// CodexHome, when set, is passed as CODEX_HOME.
 	CodexHome string
-	// Cwd is the working folder of Codex and of its thread.
+	// Cwd is the working folder of Codex's thread (and of the process
+	// unless ProcessDir is set).
 	Cwd string
+	// ProcessDir, when set, is the working folder of the codex process.
+	ProcessDir string
 	// Protocol selects app-server, mcp or auto (see ChooseProtocol).
 	Protocol Protocol
 	// Mode is the permission mode ("" = default).
@@ -198,6 +202,9 @@ type Client struct {
 	closed    bool
 	firstCall bool // mcp: the next prompt is the first tools/call
 	exitOnce  sync.Once
+
+	heldMu sync.Mutex
+	held   []mapper.Event // events of the frame being handled
 }
 
 type pending struct {
@@ -227,6 +234,9 @@ func Start(ctx context.Context, opts Options) (*Client, error) {
 	}
 	cmd := exec.Command(opts.Binary, append([]string{sub}, opts.Args...)...)
 	cmd.Dir = opts.Cwd
+	if opts.ProcessDir != "" {
+		cmd.Dir = opts.ProcessDir
+	}
 	cmd.Env = append(os.Environ(), opts.Env...)
 	if opts.CodexHome != "" {
 		cmd.Env = append(cmd.Env, "CODEX_HOME="+opts.CodexHome)
@@ -296,13 +306,37 @@ func (c *Client) connOptions() jsonrpc.Options {
 	return o
 }
 
-// tap decodes every frame, in traffic order, into events.
+// tap decodes every frame, in traffic order, into events. The events of a
+// request or notification from Codex are held until Handle has done its
+// bookkeeping for it (so a consumer that sees a blocked tool can answer it
+// at once); everything else is published at once.
 func (c *Client) tap(f jsonrpc.Frame) {
 	msg := json.RawMessage(f.Data)
 	if !f.JSON {
 		msg, _ = json.Marshal(string(f.Data))
 	}
-	c.q.push(c.dec.Decode(Frame{T: f.Time.UnixMilli(), Dir: f.Dir, Msg: msg})...)
+	evs := c.dec.Decode(Frame{T: f.Time.UnixMilli(), Dir: f.Dir, Msg: msg})
+	c.heldMu.Lock()
+	defer c.heldMu.Unlock()
+	// A frame that never reached Handle (refused by the wire library)
+	// must not keep its events back.
+	c.q.push(c.held...)
+	c.held = nil
+	if f.Dir == trafficlog.A2C && f.JSON {
+		if m, err := jsonrpc.DecodeFrame(f.Data); err == nil && m.Kind != jsonrpc.KindResponse {
+			c.held = evs
+			return
+		}
+	}
+	c.q.push(evs...)
+}
+
+// release publishes the events held for the frame being handled.
+func (c *Client) release() {
+	c.heldMu.Lock()
+	defer c.heldMu.Unlock()
+	c.q.push(c.held...)
+	c.held = nil
 }
 
 // Events delivers the session's agent events in order. It is closed after
@@ -735,6 +769,7 @@ func offers(available []json.RawMessage, name string) bool {
 // Handle implements jsonrpc.Handler: lifecycle bookkeeping (the decoder
 // already turned the frame into events in the tap).
 func (c *Client) Handle(ctx context.Context, in *jsonrpc.Incoming) {
+	defer c.release()
 	if c.proto == ProtocolMCP {
 		c.mcpHandle(ctx, in)
 		return

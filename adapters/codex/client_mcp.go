@@ -16,6 +16,9 @@ import (
 // mcp-server`.
 const MCPProtocolVersion = "2025-06-18"
 
+// ErrNotCodexMCP: the MCP server does not offer Codex's tools.
+var ErrNotCodexMCP = errors.New("codex: not a codex mcp-server")
+
 // turnCallCap bounds the wait for a tools/call response; the turn itself
 // is bounded by the idle watchdog, and the wait ends as soon as the turn
 // ends (B13: a reply that never comes must not hold anything).
@@ -32,6 +35,21 @@ func (c *Client) mcpHandshake(ctx context.Context) error {
 	}
 	if err := c.conn.Notify(ctx, "notifications/initialized", struct{}{}); err != nil {
 		return fmt.Errorf("codex: initialized: %w", err)
+	}
+	var tools struct {
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	if err := c.conn.Call(ctx, "tools/list", struct{}{}, &tools); err != nil {
+		return fmt.Errorf("codex: tools/list: %w", err)
+	}
+	have := map[string]bool{}
+	for _, t := range tools.Tools {
+		have[t.Name] = true
+	}
+	if !have["codex"] || !have["codex-reply"] {
+		return fmt.Errorf("%w: tools/list has no codex and codex-reply", ErrNotCodexMCP)
 	}
 	if c.opts.ResumeThreadID != "" {
 		c.mu.Lock()
