@@ -86,6 +86,11 @@ type UserPrompt struct {
 	Text      string       `json:"text,omitempty"`
 	Files     []PromptFile `json:"files,omitempty"`
 	Synthetic bool         `json:"synthetic,omitempty"`
+	// MessageID, when set, is the canonical id of the user message: the
+	// prompt already exists on the relay under that id (written by the
+	// device that sent it), and the transcript adopts it instead of deriving
+	// a new one, so it appears once.
+	MessageID string `json:"messageID,omitempty"`
 }
 
 // PromptFile is an attachment of a prompt (image or resource).

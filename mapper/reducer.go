@@ -473,8 +473,12 @@ func (r *Reducer) userPrompt(s *redSession, e *UserPrompt, t int64) {
 	if c := s.current; c != nil && !c.closed {
 		r.closeMessage(c, c.derivedFinish(), nil, t)
 	}
+	id := e.MessageID
+	if id == "" || r.msgs[id] != nil {
+		id = r.ids.Next(PrefixMessage, "user\x00"+e.PromptID)
+	}
 	um := &UserMessage{
-		ID:        r.ids.Next(PrefixMessage, "user\x00"+e.PromptID),
+		ID:        id,
 		SessionID: s.info.ID,
 		Role:      RoleUser,
 		Time:      UserTime{Created: t},

@@ -29,6 +29,7 @@ type Readback struct {
 	sessions map[string]versioned[mapper.Session]
 	messages map[string]versioned[mapper.MessageWithParts]
 	todos    map[string]versioned[[]mapper.Todo]
+	first    map[string]int64 // message id → seq of its first version seen
 	dropped  []mapper.Dropped
 	// Legacy counts legacy prompts seen.
 	Legacy int
@@ -51,6 +52,7 @@ func NewReadback(fallback mapper.Session) *Readback {
 		sessions: map[string]versioned[mapper.Session]{},
 		messages: map[string]versioned[mapper.MessageWithParts]{},
 		todos:    map[string]versioned[[]mapper.Todo]{},
+		first:    map[string]int64{},
 	}
 }
 
@@ -119,6 +121,9 @@ func (r *Readback) Add(seq int64, plaintext []byte) {
 			r.dropped = append(r.dropped, d)
 		}
 		id := m.Info.MessageID()
+		if f, ok := r.first[id]; !ok || seq < f {
+			r.first[id] = seq
+		}
 		if cur, ok := r.messages[id]; !ok || version > cur.version {
 			r.messages[id] = versioned[mapper.MessageWithParts]{version, seq, m}
 		}
@@ -168,8 +173,10 @@ func reasonOf(err error) mapper.DropReason {
 }
 
 // Transcript assembles the document: the root session (the one without a
-// parent; the earliest seen when several), its messages in id order (ids
-// ascend in order of first appearance), its child sessions recursively,
+// parent; the earliest seen when several), its messages in the order their
+// first versions reached the relay (the order the writer created them; a
+// prompt written by another device comes where it arrived), its child
+// sessions recursively,
 // todos, and every dropped record (kept on the root). Messages whose session
 // is unknown are kept on the root's dropped list as orphans.
 func (r *Readback) Transcript() mapper.Transcript {
@@ -198,7 +205,13 @@ func (r *Readback) Transcript() mapper.Transcript {
 		if t.Messages == nil {
 			t.Messages = []mapper.MessageWithParts{}
 		}
-		sort.Slice(t.Messages, func(i, j int) bool { return t.Messages[i].Info.MessageID() < t.Messages[j].Info.MessageID() })
+		sort.Slice(t.Messages, func(i, j int) bool {
+			a, b := t.Messages[i].Info.MessageID(), t.Messages[j].Info.MessageID()
+			if r.first[a] != r.first[b] {
+				return r.first[a] < r.first[b]
+			}
+			return a < b
+		})
 		if td, ok := r.todos[id]; ok {
 			t.Todos = td.value
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -407,8 +408,35 @@ func (r *Runner) prompt(ctx context.Context, c ControlPrompt) error {
 	if err := r.opts.Agent.Prompt(ctx, c.Prompt); err != nil {
 		return fmt.Errorf("send prompt to agent: %w", err)
 	}
-	r.apply(&mapper.UserPrompt{EventBase: mapper.EventBase{Time: r.opts.Now().UnixMilli()}, PromptID: key, Text: c.Prompt.Text, Files: c.Prompt.Files})
+	r.apply(&mapper.UserPrompt{EventBase: mapper.EventBase{Time: r.opts.Now().UnixMilli()}, PromptID: key, Text: c.Prompt.Text, Files: c.Prompt.Files, MessageID: c.Prompt.MessageID})
+	if root, ok := r.opts.Reducer.Session(r.opts.Reducer.RootID()); ok && root.Title == "" {
+		if title := TitleFromPrompt(c.Prompt.Text); title != "" {
+			r.apply(&mapper.SessionInfo{Title: title})
+		}
+	}
 	return nil
+}
+
+// TitleFromPrompt makes a session title from a prompt: its first non-empty
+// line, at most 60 characters (cut on a word boundary when it can, with
+// "…").
+func TitleFromPrompt(text string) string {
+	line := ""
+	for _, l := range strings.Split(text, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			line = l
+			break
+		}
+	}
+	r := []rune(line)
+	if len(r) <= 60 {
+		return line
+	}
+	cut := string(r[:60])
+	if i := strings.LastIndex(cut, " "); i > 30 {
+		cut = cut[:i]
+	}
+	return strings.TrimRight(cut, " ,.;:") + "…"
 }
 
 // answer applies a person's permission decision; the first answer wins.

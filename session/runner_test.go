@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -331,4 +332,19 @@ func (h *harness) blockedSeen(callID string) bool {
 		}
 	}
 	return false
+}
+
+func TestTitleFromPrompt(t *testing.T) {
+	cases := map[string]string{
+		"Create hi.txt":                   "Create hi.txt",
+		"\n\n  Fix the bug  \nin main.go": "Fix the bug",
+		"":                                "",
+		"Please refactor the storage layer so that it can use PostgreSQL as well as SQLite, and keep tests": "Please refactor the storage layer so that it can use…",
+		strings.Repeat("é", 70): strings.Repeat("é", 60) + "…",
+	}
+	for in, want := range cases {
+		if got := TitleFromPrompt(in); got != want {
+			t.Errorf("TitleFromPrompt(%q) = %q, want %q", in, got, want)
+		}
+	}
 }

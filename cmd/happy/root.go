@@ -40,6 +40,12 @@ next prompt.`,
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 
 	root.AddCommand(newVersionCmd(f))
-	root.AddCommand(newServerCmd(f))
+	root.AddCommand(newClaudeCmd(f))
+	root.AddCommand(newSessionsCmd(f), newLogCmd(f))
+	root.AddCommand(newSendCmd(f), newApproveCmd(f), newDenyCmd(f), newAnswerCmd(f), newAbortCmd(f))
+	root.AddCommand(newHookCmd(f))
+	serverCmd := newServerCmd(f)
+	serverCmd.AddCommand(newServerStopCmd(f))
+	root.AddCommand(serverCmd)
 	return root
 }

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/happy-dev/happy/adapters/claude/remote"
+	"github.com/happy-dev/happy/adapters/claude/sdk"
+	"github.com/happy-dev/happy/internal/app"
+	"github.com/happy-dev/happy/internal/config"
+	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/session"
+)
+
+// agentOptions are the flags every agent command shares.
+type agentOptions struct {
+	prompt            string
+	permissionTimeout time.Duration
+	record            string
+	allow, deny, ask  []string
+	agentArgs         []string
+}
+
+func (o *agentOptions) bind(cmd *cobra.Command) {
+	cmd.Flags().StringVarP(&o.prompt, "print", "p", "", "run one turn with this prompt in remote mode, print the final answer and exit")
+	cmd.Flags().DurationVar(&o.permissionTimeout, "permission-timeout", 10*time.Minute, "reject a permission nobody answered after this long (-p mode; 0 waits forever)")
+	cmd.Flags().StringVar(&o.record, "record", "", "write a traffic log of the agent's protocol to `FILE` (for happy replay)")
+	cmd.Flags().StringArrayVar(&o.allow, "allow", nil, "permission rule `permission:pattern` to allow (repeatable), e.g. 'bash:git status*'")
+	cmd.Flags().StringArrayVar(&o.deny, "deny", nil, "permission rule `permission:pattern` to deny (repeatable)")
+	cmd.Flags().StringArrayVar(&o.ask, "ask", nil, "permission rule `permission:pattern` to ask a person for (repeatable)")
+}
+
+// rules loads the config files' rules and appends the flags'.
+func (o *agentOptions) rules(f *factory, dir string) ([]mapper.PermissionRule, error) {
+	h, err := f.home()
+	if err != nil {
+		return nil, err
+	}
+	rules, err := config.Load(h.Path(), dir)
+	if err != nil {
+		return nil, &usageError{err: err}
+	}
+	for _, set := range []struct {
+		vals   []string
+		action mapper.Action
+	}{{o.allow, mapper.ActionAllow}, {o.deny, mapper.ActionDeny}, {o.ask, mapper.ActionAsk}} {
+		for _, v := range set.vals {
+			r, err := config.ParseFlag(v, set.action)
+			if err != nil {
+				return nil, &usageError{err: err}
+			}
+			rules = append(rules, r)
+		}
+	}
+	return rules, nil
+}
+
+// newClaudeCmd builds `happy claude`.
+func newClaudeCmd(f *factory) *cobra.Command {
+	var o agentOptions
+	var claudePath, permissionMode string
+	cmd := &cobra.Command{
+		Use:   "claude [flags] [-- claude args…]",
+		Short: "Run Claude Code under happy (interactive, or one turn with -p)",
+		Long: `Run Claude Code wrapped by happy. Everything Claude does is mapped to the
+canonical transcript, encrypted and sent to the relay, where another device can
+follow it (happy log), answer its permission prompts (happy approve / deny) and
+send the next prompt (happy send).
+
+With -p, one turn runs in remote mode: the final answer is printed and the exit
+status tells the outcome (0 completed, 1 failed or a permission was rejected,
+2 usage, 3 relay or login unusable, 130 interrupted). Arguments after -- go to
+claude unchanged.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.agentArgs = args
+			if claudePath == "" {
+				claudePath = f.getenv("HAPPY_CLAUDE_PATH")
+			}
+			if claudePath == "" {
+				claudePath = sdk.DefaultBinary
+			}
+			if o.prompt == "" {
+				return runClaudeInteractive(cmd.Context(), f, &o, claudePath)
+			}
+			return runClaudePrint(cmd.Context(), f, &o, claudePath, permissionMode)
+		},
+	}
+	o.bind(cmd)
+	cmd.Flags().StringVar(&claudePath, "claude-path", "", "the claude executable (default $HAPPY_CLAUDE_PATH, else claude on PATH)")
+	cmd.Flags().StringVar(&permissionMode, "permission-mode", "", "Claude's permission mode: default, acceptEdits, plan, bypassPermissions")
+	return cmd
+}
+
+// signalContext is cancelled on SIGINT or SIGTERM; interrupted reports
+// whether that happened.
+func signalContext(parent context.Context) (ctx context.Context, interrupted func() bool, stop func()) {
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithCancel(parent)
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	var got bool
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ch:
+			got = true
+			cancel()
+		case <-done:
+		}
+	}()
+	return ctx, func() bool { return got }, func() { signal.Stop(ch); close(done); cancel() }
+}
+
+func runClaudePrint(parent context.Context, f *factory, o *agentOptions, claudePath, permissionMode string) error {
+	ctx, interrupted, stop := signalContext(parent)
+	defer stop()
+	log, _ := f.log("claude")
+	h, err := f.home()
+	if err != nil {
+		return &exitError{code: exitRelay, err: err}
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	rules, err := o.rules(f, dir)
+	if err != nil {
+		return err
+	}
+	env := app.Env{Home: h, Getenv: f.getenv, Log: log.Logger, Stderr: f.stderr, Now: f.now}
+	conn, err := app.Connect(ctx, env, app.ConnectOptions{AllowCreate: true})
+	if err != nil {
+		return &exitError{code: exitRelay, err: err}
+	}
+	defer conn.Close()
+
+	var record *os.File
+	so := sdk.Options{Binary: claudePath, Args: o.agentArgs, Dir: dir,
+		StderrLine: func(l string) { log.Debug().Str("claude_stderr", l).Msg("") }}
+	if o.record != "" {
+		if record, err = os.Create(o.record); err != nil {
+			return &usageError{err: err}
+		}
+		defer record.Close()
+		so.Record = record
+	}
+	agent, err := remote.Start(ctx, remote.Options{SDK: so, PermissionMode: permissionMode})
+	if err != nil {
+		return fmt.Errorf("start claude: %w", err)
+	}
+	defer agent.Close()
+
+	res, err := app.RunSession(ctx, env, conn, agent, app.SessionOptions{
+		Flavor: "claude", Dir: dir, Prompt: o.prompt, OneShot: true, ProviderID: "anthropic",
+		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: "terminal",
+		OnCreated: func(id string) {
+			fmt.Fprintf(f.stderr, "happy: session %s — follow it with: happy log %s --follow\n", id, id)
+		},
+	})
+	if res.FinalText != "" {
+		fmt.Fprintln(f.stdout, res.FinalText)
+	}
+	switch {
+	case interrupted():
+		return &exitError{code: exitInterrupted}
+	case err != nil && !errors.Is(err, context.Canceled):
+		return err
+	case res.TurnReason == mapper.TurnCompleted && res.Rejected == 0 && res.TurnError == "":
+		return nil
+	case res.TurnReason == mapper.TurnInterrupted:
+		return &exitError{code: exitInterrupted, err: errors.New("the turn was interrupted")}
+	case res.Rejected > 0:
+		return &exitError{code: exitFailed, err: fmt.Errorf("%d permission request(s) were rejected", res.Rejected)}
+	case res.AgentExited && res.TurnReason == "":
+		return &exitError{code: exitFailed, err: errors.New("claude exited before the turn ended")}
+	default:
+		msg := res.TurnError
+		if msg == "" {
+			msg = "turn ended: " + res.TurnReason
+		}
+		return &exitError{code: exitFailed, err: errors.New(msg)}
+	}
+}
+
+// runClaudeInteractive runs Claude in its own terminal UI (local mode).
+func runClaudeInteractive(ctx context.Context, f *factory, o *agentOptions, claudePath string) error {
+	_ = ctx
+	_ = o
+	_ = claudePath
+	return &exitError{code: exitUsage, err: errors.New("interactive mode is not available yet in this build; use happy claude -p \"PROMPT\"")}
+}
+
+var _ session.Agent = (*remote.Agent)(nil)

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/happy-dev/happy/internal/app"
+	"github.com/happy-dev/happy/mapper"
+)
+
+// controlErr maps a control call's error to an exit code: a refusal by the
+// session (stale call id, …) is 1, an unusable relay 3.
+func controlErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, app.ErrRPC), errors.Is(err, app.ErrNoSession), errors.Is(err, app.ErrAmbiguousSession):
+		return &exitError{code: exitFailed, err: err}
+	default:
+		return &exitError{code: exitRelay, err: err}
+	}
+}
+
+// withSession connects, finds SESSION and runs fn.
+func withSession(cmd *cobra.Command, f *factory, name, ref string, fn func(conn *app.Conn, o app.Opened) error) error {
+	ctx := cmd.Context()
+	conn, _, err := connect(ctx, f, name)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	o, err := app.FindSession(ctx, conn, ref)
+	if err != nil {
+		return sessionErr(err)
+	}
+	return controlErr(fn(conn, o))
+}
+
+func newSendCmd(f *factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "send SESSION TEXT",
+		Short: "Send the next prompt to a running session",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if strings.TrimSpace(args[1]) == "" {
+				return &usageError{err: errors.New("the prompt is empty")}
+			}
+			return withSession(cmd, f, "send", args[0], func(conn *app.Conn, o app.Opened) error {
+				id, err := app.Send(cmd.Context(), conn, o, args[1], f.now())
+				if err == nil {
+					fmt.Fprintf(f.stdout, "sent %s\n", id)
+				}
+				return err
+			})
+		},
+	}
+}
+
+func newApproveCmd(f *factory) *cobra.Command {
+	var always bool
+	cmd := &cobra.Command{
+		Use:   "approve SESSION CALL_ID",
+		Short: "Allow a tool call that waits for permission (once, or --always for the session)",
+		Long: `Allow the tool call CALL_ID of SESSION, which waits for permission (happy log
+shows waiting calls with their CALL_ID). The first answer wins, whether it comes
+from here, another device or the agent's own terminal; a late one fails with
+exit status 1.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			d := mapper.DecisionOnce
+			if always {
+				d = mapper.DecisionAlways
+			}
+			return withSession(cmd, f, "approve", args[0], func(conn *app.Conn, o app.Opened) error {
+				return app.Approve(cmd.Context(), conn, o, args[1], d, "")
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&always, "always", false, "also allow matching calls for the rest of the session")
+	return cmd
+}
+
+func newDenyCmd(f *factory) *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "deny SESSION CALL_ID",
+		Short: "Reject a tool call that waits for permission",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withSession(cmd, f, "deny", args[0], func(conn *app.Conn, o app.Opened) error {
+				return app.Approve(cmd.Context(), conn, o, args[1], mapper.DecisionReject, reason)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why, shown to the agent and kept in the transcript")
+	return cmd
+}
+
+func newAnswerCmd(f *factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "answer SESSION CALL_ID LABEL…",
+		Short: "Answer a question the agent asked (one label per question, in order; a,b for several)",
+		Args:  cobra.MinimumNArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			answers := make([][]string, 0, len(args)-2)
+			for _, a := range args[2:] {
+				var labels []string
+				for _, l := range strings.Split(a, ",") {
+					if l = strings.TrimSpace(l); l != "" {
+						labels = append(labels, l)
+					}
+				}
+				if len(labels) == 0 {
+					return &usageError{err: fmt.Errorf("empty answer %q", a)}
+				}
+				answers = append(answers, labels)
+			}
+			return withSession(cmd, f, "answer", args[0], func(conn *app.Conn, o app.Opened) error {
+				return app.Answer(cmd.Context(), conn, o, args[1], answers)
+			})
+		},
+	}
+}
+
+func newAbortCmd(f *factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "abort SESSION",
+		Short: "Abort the running turn of a session (waiting permissions are rejected)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withSession(cmd, f, "abort", args[0], func(conn *app.Conn, o app.Opened) error {
+				return app.Abort(cmd.Context(), conn, o)
+			})
+		},
+	}
+}

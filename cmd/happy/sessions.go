@@ -1,0 +1,249 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/happy-dev/happy/export"
+	"github.com/happy-dev/happy/internal/app"
+	"github.com/happy-dev/happy/session"
+)
+
+// connect opens the relay for a reading or controlling command: it never
+// creates an account, and relay or login problems exit with code 3.
+func connect(ctx context.Context, f *factory, name string) (*app.Conn, app.Env, error) {
+	log, _ := f.log(name)
+	h, err := f.home()
+	if err != nil {
+		return nil, app.Env{}, &exitError{code: exitRelay, err: err}
+	}
+	env := app.Env{Home: h, Getenv: f.getenv, Log: log.Logger, Stderr: f.stderr, Now: f.now}
+	conn, err := app.Connect(ctx, env, app.ConnectOptions{NoResume: true})
+	if err != nil {
+		return nil, env, &exitError{code: exitRelay, err: err}
+	}
+	return conn, env, nil
+}
+
+func newSessionsCmd(f *factory) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "sessions",
+		Short: "List the account's sessions (decrypted titles, agent, path, state, last activity)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			conn, _, err := connect(ctx, f, "sessions")
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			list, err := app.ListSessions(ctx, conn)
+			if err != nil {
+				return &exitError{code: exitRelay, err: err}
+			}
+			if asJSON {
+				if list == nil {
+					list = []app.SessionSummary{}
+				}
+				return writeJSON(f.stdout, list)
+			}
+			tw := tabwriter.NewWriter(f.stdout, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "SESSION\tAGENT\tSTATE\tLAST ACTIVITY\tTITLE\tPATH")
+			for _, s := range list {
+				title := s.Title
+				if s.Error != "" {
+					title = "(unreadable: " + s.Error + ")"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.Agent, s.State, s.LastActivity.Local().Format(time.DateTime), title, s.Path)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func newLogCmd(f *factory) *cobra.Command {
+	var asJSON, events, follow bool
+	var interval time.Duration
+	cmd := &cobra.Command{
+		Use:   "log SESSION",
+		Short: "Print a session's decrypted transcript (readable, --json document, or --events flat stream)",
+		Long: `Print the decrypted transcript of SESSION (a relay session id, or a unique
+prefix of one: happy sessions lists them).
+
+  default   a readable rendering: prompts, answers, tool calls with CALL_IDs,
+            permission decisions, subagents, todos
+  --json    the transcript document {session, messages, children, todos, dropped}
+  --events  the flat append-only event stream (turn-start, text, tool-call-start,
+            permission-request, permission-response, tool-call-end, turn-end, …)
+
+With --follow, new events are printed as they arrive until the session ends.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if asJSON && events {
+				return &usageError{err: errors.New("--json and --events exclude each other")}
+			}
+			ctx, _, stop := signalContext(cmd.Context())
+			defer stop()
+			conn, _, err := connect(ctx, f, "log")
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			o, err := app.FindSession(ctx, conn, args[0])
+			if err != nil {
+				return sessionErr(err)
+			}
+			rb, after, err := app.ReadTranscript(ctx, conn, o, app.ReadOptions{})
+			if err != nil {
+				return &exitError{code: exitRelay, err: err}
+			}
+			if !follow {
+				t := rb.Transcript()
+				switch {
+				case asJSON:
+					return writeJSON(f.stdout, t)
+				case events:
+					return writeEvents(f.stdout, export.Flat(t), nil)
+				default:
+					return export.Text(f.stdout, t, export.TextOptions{})
+				}
+			}
+			return followLog(ctx, f, conn, o, rb, after, asJSON, interval)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the transcript document")
+	cmd.Flags().BoolVar(&events, "events", false, "print the flat event stream (JSON lines)")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new events until the session ends")
+	cmd.Flags().DurationVar(&interval, "interval", time.Second, "how often --follow checks the relay")
+	_ = cmd.Flags().MarkHidden("interval")
+	return cmd
+}
+
+// writeEvents prints flat events as JSON lines, skipping ids in seen (and
+// adding the printed ones to it).
+func writeEvents(w io.Writer, evs []export.FlatEvent, seen map[string]bool) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for _, ev := range evs {
+		if seen != nil {
+			if seen[ev.ID] {
+				continue
+			}
+			seen[ev.ID] = true
+		}
+		if err := enc.Encode(ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// followLog prints the events seen so far, then new ones as they arrive
+// (as JSON lines with --json, else as readable lines), until the session is
+// archived and nothing new came, or ctx ends.
+func followLog(ctx context.Context, f *factory, conn *app.Conn, o app.Opened, rb *session.Readback, after int64, asJSON bool, interval time.Duration) error {
+	seen := map[string]bool{}
+	emit := func() error {
+		evs := export.Flat(rb.Transcript())
+		if asJSON {
+			return writeEvents(f.stdout, evs, seen)
+		}
+		for _, ev := range evs {
+			if seen[ev.ID] {
+				continue
+			}
+			seen[ev.ID] = true
+			fmt.Fprintln(f.stdout, flatLine(ev))
+		}
+		return nil
+	}
+	if err := emit(); err != nil {
+		return err
+	}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		o2, err := app.FindSession(ctx, conn, o.Info.ID)
+		if err == nil {
+			o = o2
+		}
+		_, next, err := app.ReadTranscript(ctx, conn, o, app.ReadOptions{AfterSeq: after, Into: rb})
+		if err != nil {
+			continue // the relay may come back
+		}
+		changed := next != after
+		after = next
+		if changed {
+			if err := emit(); err != nil {
+				return err
+			}
+		}
+		if !changed && o.Metadata.LifecycleState == app.LifecycleArchived {
+			return nil
+		}
+	}
+}
+
+// flatLine renders one flat event for --follow.
+func flatLine(ev export.FlatEvent) string {
+	who := ev.Role
+	if ev.AgentID != "" {
+		who += " (subagent " + ev.AgentID + ")"
+	}
+	switch ev.Type {
+	case export.TypeText:
+		kind := "text"
+		if ev.Thinking {
+			kind = "thinking"
+		}
+		return fmt.Sprintf("[%s] %s: %s", who, kind, strings.ReplaceAll(ev.Text, "\n", "\n    "))
+	case export.TypeToolCallStart:
+		args, _ := json.Marshal(ev.Args)
+		return fmt.Sprintf("[%s] tool %s %s %s  (call %s)", who, ev.ToolName, ev.Title, args, ev.CallID)
+	case export.TypePermissionRequest:
+		return fmt.Sprintf("[%s] permission requested for %s (call %s): happy approve / happy deny", who, ev.ToolName, ev.CallID)
+	case export.TypePermissionResponse:
+		return fmt.Sprintf("[user] permission %s for call %s", ev.OptionID, ev.CallID)
+	case export.TypeToolCallEnd:
+		if ev.Error != "" {
+			return fmt.Sprintf("[%s] tool call %s failed: %s", who, ev.CallID, ev.Error)
+		}
+		return fmt.Sprintf("[%s] tool call %s done", who, ev.CallID)
+	case export.TypeTurnStart:
+		return "[agent] turn started"
+	case export.TypeTurnEnd:
+		return "[agent] turn ended: " + ev.Status
+	default:
+		return fmt.Sprintf("[%s] %s %s", who, ev.Type, ev.Text)
+	}
+}
+
+func sessionErr(err error) error {
+	if errors.Is(err, app.ErrNoSession) || errors.Is(err, app.ErrAmbiguousSession) {
+		return &exitError{code: exitFailed, err: err}
+	}
+	return &exitError{code: exitRelay, err: err}
+}

@@ -1,0 +1,136 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/happy-dev/happy/crypto"
+	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/relay"
+	"github.com/happy-dev/happy/session"
+)
+
+// ErrRPC is wrapped by errors the controlled session (or the relay) gave
+// back to a control call: stale answers, refusals, no such method.
+var ErrRPC = errors.New("control call failed")
+
+// CallRPC calls the session RPC "<sessionID>:<method>" over a user-scoped
+// socket, with params and result encrypted with the session key, and
+// returns the decrypted result. The relay's errors ("RPC method not
+// available", timeouts) and the callee's {"error": …} wrap ErrRPC.
+func CallRPC(ctx context.Context, conn *Conn, o Opened, method string, params any, timeout time.Duration) (json.RawMessage, error) {
+	if timeout <= 0 {
+		timeout = 40 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	plain, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	sealed, err := o.Cipher.Seal(plain)
+	if err != nil {
+		return nil, err
+	}
+	dial := relay.SIODialer(10 * time.Second)
+	sock, err := dial(ctx, conn.URL, map[string]any{"token": conn.Creds.Token, "clientType": "user-scoped"})
+	if err != nil {
+		return nil, fmt.Errorf("%w: connect to the relay: %w", ErrRelay, err)
+	}
+	defer sock.Close()
+	reply, err := sock.Call(ctx, "rpc-call", map[string]any{"method": o.Info.ID + ":" + method, "params": crypto.EncodeBase64(sealed)})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrRPC, method, err)
+	}
+	if len(reply) == 0 {
+		return nil, fmt.Errorf("%w: %s: empty acknowledgement", ErrRPC, method)
+	}
+	ack, _ := reply[0].(map[string]any)
+	if ok, _ := ack["ok"].(bool); !ok {
+		msg, _ := ack["error"].(string)
+		if msg == "" {
+			msg = fmt.Sprint(reply[0])
+		}
+		return nil, fmt.Errorf("%w: %s: %s", ErrRPC, method, msg)
+	}
+	result, _ := ack["result"].(string)
+	if result == "" {
+		return nil, fmt.Errorf("%w: %s: the session sent no result", ErrRPC, method)
+	}
+	raw, err := crypto.DecodeBase64(result)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: result: %w", ErrRPC, method, err)
+	}
+	out, err := o.Cipher.Open(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: result: %w", ErrRPC, method, err)
+	}
+	var e struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(out, &e) == nil && e.Error != "" {
+		return nil, fmt.Errorf("%w: %s: %s", ErrRPC, method, e.Error)
+	}
+	return out, nil
+}
+
+// Approve answers a blocked permission of a running session (decision once
+// or always, or reject).
+func Approve(ctx context.Context, conn *Conn, o Opened, callID string, d mapper.Decision, reason string) error {
+	p := map[string]any{"callID": callID, "decision": string(d)}
+	if reason != "" {
+		p["reason"] = reason
+	}
+	_, err := CallRPC(ctx, conn, o, session.MethodPermission, p, 0)
+	return err
+}
+
+// Answer answers a blocked question: per question, the selected labels.
+func Answer(ctx context.Context, conn *Conn, o Opened, callID string, answers [][]string) error {
+	_, err := CallRPC(ctx, conn, o, session.MethodAnswer, map[string]any{"callID": callID, "answers": answers}, 0)
+	return err
+}
+
+// Abort aborts the running turn of a session.
+func Abort(ctx context.Context, conn *Conn, o Opened) error {
+	_, err := CallRPC(ctx, conn, o, session.MethodAbort, map[string]any{}, 0)
+	return err
+}
+
+// Send writes a prompt to the session as a canonical user message (relay
+// envelope, version 1), which the session's runner picks up. It returns the
+// message id.
+func Send(ctx context.Context, conn *Conn, o Opened, text string, now time.Time) (string, error) {
+	var rnd [6]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return "", err
+	}
+	// Time-ordered, so that readers sort it after what came before.
+	id := "msg_" + fmt.Sprintf("%013d", now.UnixMilli()) + hex.EncodeToString(rnd[:])
+	sid := o.Info.ID
+	env := map[string]any{
+		"kind": session.KindMessage, "version": 1,
+		"info": map[string]any{"id": id, "sessionID": sid, "role": "user", "time": map[string]any{"created": now.UnixMilli()},
+			"agent": "build", "model": map[string]any{"providerID": "", "modelID": ""}},
+		"parts": []any{map[string]any{"id": "prt_" + id[4:], "sessionID": sid, "messageID": id, "type": "text", "text": text}},
+	}
+	plain, err := json.Marshal(env)
+	if err != nil {
+		return "", err
+	}
+	sealed, err := o.Cipher.Seal(plain)
+	if err != nil {
+		return "", err
+	}
+	_, err = conn.API.SendMessages(ctx, sid, []relay.OutgoingMessage{{Content: crypto.EncodeBase64(sealed), LocalID: id + "." + strconv.Itoa(1)}})
+	if err != nil {
+		return "", fmt.Errorf("send prompt: %w", err)
+	}
+	return id, nil
+}
