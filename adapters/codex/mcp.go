@@ -27,6 +27,8 @@ type MCPDecoder struct {
 	sent     map[string]string // our tools/call ids → tool name
 	received map[string]*srvReq
 	prompts  map[string]bool // prompt ids emitted
+
+	approvals map[string]mcpMsg // approval events by call id, until their elicitation
 }
 
 type mcpTurn struct {
@@ -46,7 +48,7 @@ type mcpTurn struct {
 func NewMCPDecoder() *MCPDecoder {
 	return &MCPDecoder{
 		turns: map[string]*mcpTurn{}, calls: map[string]*call{}, sent: map[string]string{},
-		received: map[string]*srvReq{}, prompts: map[string]bool{},
+		received: map[string]*srvReq{}, prompts: map[string]bool{}, approvals: map[string]mcpMsg{},
 	}
 }
 
@@ -444,7 +446,13 @@ func (d *MCPDecoder) notification(o *out, m jsonrpc.Message) {
 			d.complete(o, c, output, meta)
 		}
 	case "exec_approval_request", "apply_patch_approval_request":
-		d.approval(o, msg, kind, m.Raw, "")
+		// The elicitation/create request that follows is what happy
+		// answers; the tool blocks then, with this event's detail.
+		if msg.CallID == "" {
+			d.drop(o, kind, mapper.DropMissingID, "approval without call_id", m.Raw)
+			return
+		}
+		d.approvals[msg.CallID] = msg
 	case "patch_apply_begin":
 		c := d.call(msg.CallID, "edit")
 		if c == nil {
@@ -691,7 +699,26 @@ func (d *MCPDecoder) request(o *out, m jsonrpc.Message) {
 		d.received[key] = &srvReq{method: m.Method}
 		return
 	}
-	d.approval(o, mcpMsg{Type: typ, CallID: p.CallID, Command: p.Command, Cwd: p.Cwd, Reason: p.Reason, Changes: p.Changes, GrantRoot: p.GrantRoot}, m.Method, m.Raw, key)
+	msg := mcpMsg{Type: typ, CallID: p.CallID, Command: p.Command, Cwd: p.Cwd, Reason: p.Reason, Changes: p.Changes, GrantRoot: p.GrantRoot}
+	if ev, ok := d.approvals[p.CallID]; ok {
+		delete(d.approvals, p.CallID)
+		if len(msg.Command) == 0 {
+			msg.Command = ev.Command
+		}
+		if msg.Cwd == "" {
+			msg.Cwd = ev.Cwd
+		}
+		if msg.Reason == "" {
+			msg.Reason = ev.Reason
+		}
+		if len(msg.Changes) == 0 {
+			msg.Changes = ev.Changes
+		}
+		if msg.GrantRoot == nil {
+			msg.GrantRoot = ev.GrantRoot
+		}
+	}
+	d.approval(o, msg, m.Method, m.Raw, key)
 }
 
 func (d *MCPDecoder) response(o *out, m jsonrpc.Message) {
