@@ -1,0 +1,57 @@
+package codex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/happy-dev/happy/session"
+)
+
+// Agent is a Codex Client as the session runner drives it.
+type Agent struct {
+	*Client
+}
+
+var _ session.Agent = (*Agent)(nil)
+
+// NewAgent wraps a started Client.
+func NewAgent(c *Client) *Agent { return &Agent{Client: c} }
+
+// Prompt implements session.Agent: the text, and image files as image
+// inputs (a data: or http(s) URL as is, a file:// URL as a local path);
+// other attachments are not sent (Codex takes images only) and are logged.
+func (a *Agent) Prompt(ctx context.Context, p session.Prompt) error {
+	cp := Prompt{Text: p.Text}
+	for _, f := range p.Files {
+		switch {
+		case !strings.HasPrefix(f.Mime, "image/"):
+			a.opts.Logger.Warn().Str("mime", f.Mime).Str("file", f.Filename).Msg("codex takes images only; attachment not sent")
+		case strings.HasPrefix(f.URL, "file://"):
+			cp.Images = append(cp.Images, Image{Path: strings.TrimPrefix(f.URL, "file://")})
+		default:
+			cp.Images = append(cp.Images, Image{URL: f.URL})
+		}
+	}
+	return a.Client.Prompt(ctx, cp)
+}
+
+// Decide implements session.Agent. A call that waits for no answer (never
+// did, or was answered) gives session.ErrStale.
+func (a *Agent) Decide(ctx context.Context, callID string, d session.Decision) error {
+	err := a.Answer(ctx, callID, d.Decision)
+	if errors.Is(err, ErrNoPendingRequest) {
+		return fmt.Errorf("%w: %w", session.ErrStale, err)
+	}
+	return err
+}
+
+// AnswerQuestion implements session.Agent.
+func (a *Agent) AnswerQuestion(ctx context.Context, callID string, answers [][]string) error {
+	err := a.Client.AnswerQuestion(ctx, callID, answers)
+	if errors.Is(err, ErrNoPendingRequest) {
+		return fmt.Errorf("%w: %w", session.ErrStale, err)
+	}
+	return err
+}
