@@ -79,11 +79,19 @@ func FuzzDecodeRecord(f *testing.F) {
 // results, turns, subagents in any order) never panic and only produce
 // valid events.
 func FuzzDecodeStream(f *testing.F) {
+	// Small seeds: the fuzzer's minimisation is slow on large inputs.
 	var seed [][]byte
-	fuzzSeeds(f, func(l []byte) { seed = append(seed, l) })
-	for i := 0; i+6 <= len(seed); i += 6 {
-		f.Add(bytes.Join(seed[i:i+6], []byte("\n")), uint16(0))
+	fuzzSeeds(f, func(l []byte) {
+		if len(l) < 1024 {
+			seed = append(seed, l)
+		}
+	})
+	for i := 0; i+3 <= len(seed); i += 3 {
+		f.Add(bytes.Join(seed[i:i+3], []byte("\n")), uint16(0))
 	}
+	f.Add([]byte(`{"type":"assistant","message":{"id":"m","content":[{"type":"tool_use","id":"t","name":"Agent","input":{"prompt":"p"}}]}}
+{"type":"user","isSidechain":true,"agentId":"a","message":{"content":"p"}}
+{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":"x"}]}}`), uint16(0))
 	f.Add([]byte("{\"type\":\"result\"}\n{\"type\":\"result\"}\n"), uint16(10))
 	f.Fuzz(func(t *testing.T, data []byte, maxLine uint16) {
 		for _, form := range []Form{FormSessionJSONL, FormStreamJSON, FormTrafficLog} {
