@@ -36,6 +36,9 @@ type thread struct {
 	errored  string // turn id whose error was already reported
 	compacts int    // contextCompaction items seen in the current turn
 	ended    bool   // SubagentEnded sent
+	linked   bool   // announced with the tool call that spawned it
+	title    string // child: the title and agent it was announced with
+	agent    string
 }
 
 type call struct {
@@ -170,9 +173,19 @@ func newThread(session string) *thread {
 // child registers a sub-agent thread and announces it once.
 func (d *AppServerDecoder) child(o *out, parent *thread, id, callID, title, agent, prompt string) *thread {
 	if th := d.threads[id]; th != nil {
+		if th.session != "" && !th.linked && callID != "" {
+			// Announced by thread/started first: now link it to its call.
+			th.linked = true
+			ps := ""
+			if parent != nil {
+				ps = parent.session
+			}
+			o.add(&mapper.SubagentStarted{EventBase: mapper.EventBase{Session: ps}, CallID: callID, Child: id, Title: th.title, Agent: th.agent, Prompt: prompt})
+		}
 		return th
 	}
 	th := newThread(id)
+	th.linked, th.title, th.agent = callID != "", title, agent
 	d.threads[id] = th
 	ps := ""
 	if parent != nil {
