@@ -52,8 +52,8 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		os.Setenv("HAPPY_E2E_BIN", bin)
-		if exec.Command("unshare", "-rn", "true").Run() == nil {
-			args := append([]string{"-rn", "sh", "-c", `ip link set lo up 2>/dev/null || true; exec "$0" "$@"`, os.Args[0]}, os.Args[1:]...)
+		if exec.Command("unshare", "-rn", "ip", "link", "set", "lo", "up").Run() == nil {
+			args := append([]string{"-rn", "sh", "-c", `ip link set lo up && exec "$0" "$@"`, os.Args[0]}, os.Args[1:]...)
 			cmd := exec.Command("unshare", args...)
 			cmd.Env = append(os.Environ(), netnsEnv+"=1")
 			cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
