@@ -44,6 +44,7 @@ next prompt.`,
 	root.AddCommand(newSessionsCmd(f), newLogCmd(f))
 	root.AddCommand(newSendCmd(f), newApproveCmd(f), newDenyCmd(f), newAnswerCmd(f), newAbortCmd(f))
 	root.AddCommand(newHookCmd(f))
+	root.AddCommand(newReplayCmd(f))
 	serverCmd := newServerCmd(f)
 	serverCmd.AddCommand(newServerStopCmd(f))
 	root.AddCommand(serverCmd)

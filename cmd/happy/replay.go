@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/happy-dev/happy/adapters/claude"
+	"github.com/happy-dev/happy/export"
+	"github.com/happy-dev/happy/mapper"
+)
+
+// replayOptions are the flags of `happy replay`.
+type replayOptions struct {
+	agent     string
+	format    string
+	sessionID string
+	maxLine   int
+}
+
+// newReplayCmd builds `happy replay`: map a recorded native run to the
+// canonical transcript, offline.
+func newReplayCmd(f *factory) *cobra.Command {
+	opts := replayOptions{}
+	cmd := &cobra.Command{
+		Use:   "replay --agent claude FILE",
+		Short: "Map a recorded agent run (session transcript, stream capture or traffic log) to the transcript",
+		Long: `Read a recorded native run of an agent and print the transcript happy makes of it,
+without running the agent or reaching a relay.
+
+For --agent claude, FILE is one of (the form is detected):
+  - Claude Code's session transcript, ~/.claude/projects/<folder>/<session>.jsonl
+    (its subagent transcripts in <session>/subagents/ are read too)
+  - the stdout of claude -p --output-format stream-json --verbose
+  - a traffic log written by happy claude --record
+
+  --format text   a readable rendering: prompts, answers, tool calls with their
+                  status, permission decisions, subagents, todos (default)
+  --format json   the transcript document {session, messages, children, todos, dropped}
+
+Lines happy cannot use are kept in the document's dropped list and counted in a
+warning: the transcript is then incomplete.`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return &usageError{err: fmt.Errorf("replay takes one FILE, got %d arguments", len(args))}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runReplay(cmd, f, opts, args[0])
+		},
+	}
+	cmd.Flags().StringVar(&opts.agent, "agent", "claude", "agent that recorded FILE (claude)")
+	cmd.Flags().StringVar(&opts.format, "format", "text", "output: text or json")
+	cmd.Flags().StringVar(&opts.sessionID, "session", "", "relay session id the canonical ids derive from (default: from the file name)")
+	cmd.Flags().IntVar(&opts.maxLine, "max-line", 0, "largest line read, in bytes (0: no limit); longer lines are dropped")
+	return cmd
+}
+
+func runReplay(cmd *cobra.Command, f *factory, opts replayOptions, path string) error {
+	if opts.agent != "claude" {
+		return &usageError{err: fmt.Errorf("replay: agent %q is not supported (want claude)", opts.agent)}
+	}
+	if opts.format != "text" && opts.format != "json" {
+		return &usageError{err: fmt.Errorf("replay: format %q is not text or json", opts.format)}
+	}
+	if opts.maxLine < 0 {
+		return &usageError{err: errors.New("replay: --max-line is negative")}
+	}
+	sid := opts.sessionID
+	if sid == "" {
+		sid = "replay-" + strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	}
+	ctx := cmd.Context()
+	tr, stats, err := claude.ReplayTranscript(ctx, path, sid, claude.ReplayOptions{MaxLine: opts.maxLine})
+	if err != nil {
+		return err
+	}
+	if opts.format == "json" {
+		doc, err := mapper.EncodeTranscript(tr)
+		if err != nil {
+			return fmt.Errorf("replay: encode transcript: %w", err)
+		}
+		var out bytes.Buffer
+		if err := json.Indent(&out, doc, "", "  "); err != nil {
+			return fmt.Errorf("replay: format transcript: %w", err)
+		}
+		out.WriteByte('\n')
+		if _, err := f.stdout.Write(out.Bytes()); err != nil {
+			return err
+		}
+		if n := droppedCount(tr); n > 0 {
+			fmt.Fprintf(f.stderr, "happy: warning: %d input(s) of %s were dropped; the transcript is incomplete (see \"dropped\")\n", n, path)
+		}
+		return nil
+	}
+	fmt.Fprintf(f.stdout, "replay of %s (%s, %d lines", path, stats.Form, stats.Lines)
+	if len(stats.Subagents) > 0 {
+		fmt.Fprintf(f.stdout, ", %d subagent transcript(s)", len(stats.Subagents))
+	}
+	fmt.Fprintln(f.stdout, ")")
+	return export.Text(f.stdout, tr, export.TextOptions{})
+}
+
+// droppedCount counts the dropped inputs of a transcript and its children.
+func droppedCount(t mapper.Transcript) int {
+	n := len(t.Dropped)
+	for _, c := range t.Children {
+		n += droppedCount(c)
+	}
+	return n
+}
