@@ -361,6 +361,48 @@ func TestTurnGivenUp(t *testing.T) {
 		if got := fmt.Sprint(turnEnds(replayed)); got != "[tu1:interrupted tu2:completed]" {
 			t.Errorf("replayed turn ends %s", got)
 		}
+		// What the client sent (thread/read, turn/interrupt included) is
+		// valid app-server protocol.
+		checkSentMessagesValid(t, ProtocolAppServer, []byte(rec.String()))
+	})
+}
+
+// TestResumeThread: with ResumeThreadID the client resumes instead of
+// starting a thread, with a schema-valid request.
+func TestResumeThread(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rwc, f := newFake(t)
+		go func() {
+			f.expect("initialize")
+			f.send(`{"id":1,"result":{}}`)
+			f.expect("initialized")
+			m := f.expect("thread/resume")
+			if string(m["params"]) != `{"approvalPolicy":"never","cwd":"/w","excludeTurns":true,"model":"gpt-x","sandbox":"danger-full-access","threadId":"old-thread"}` {
+				t.Errorf("resume params %s", m["params"])
+			}
+			f.send(`{"id":2,"result":{"thread":{"id":"old-thread","model":"gpt-x","modelProvider":"openai","cwd":"/w"}}}`)
+		}()
+		var rec strings.Builder
+		c, err := Connect(context.Background(), rwc, Options{Protocol: ProtocolAppServer, ResumeThreadID: "old-thread", Cwd: "/w", Mode: ModeYolo, Model: "gpt-x", Record: &syncWriter{w: &rec}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		col := collect(c)
+		if c.ThreadID() != "old-thread" || c.Protocol() != ProtocolAppServer {
+			t.Errorf("thread %q protocol %s", c.ThreadID(), c.Protocol())
+		}
+		_ = c.Close()
+		<-col.done
+		checkSentMessagesValid(t, ProtocolAppServer, []byte(rec.String()))
+		var info *mapper.SessionInfo
+		for _, e := range col.events() {
+			if si, ok := e.(*mapper.SessionInfo); ok {
+				info = si
+			}
+		}
+		if info == nil || info.ProviderSessionID != "old-thread" || info.ModelID != "gpt-x" {
+			t.Errorf("session info %+v", info)
+		}
 	})
 }
 

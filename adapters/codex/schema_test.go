@@ -174,7 +174,7 @@ func checkSentMessagesValid(t *testing.T, proto Protocol, traffic []byte) {
 	if proto != ProtocolAppServer {
 		return // the schema is the app-server's only
 	}
-	if n := validateTraffic(t, traffic, trafficlog.C2A); n < 4 {
+	if n := validateTraffic(t, traffic, trafficlog.C2A); n < 3 {
 		t.Errorf("only %d sent messages checked", n)
 	}
 }
