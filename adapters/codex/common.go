@@ -373,5 +373,3 @@ func firstLine(s string, max int) string {
 	}
 	return s
 }
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }
