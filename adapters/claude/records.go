@@ -32,6 +32,15 @@ var skippedSystem = map[string]bool{
 
 // dispatch maps a parsed record by kind.
 func (d *Decoder) dispatch(r *record, dir string, typeErr *json.UnmarshalTypeError) {
+	if dir == string(trafficlog.C2A) {
+		// What the wrapper writes to the agent: prompts and control only.
+		switch r.Type {
+		case "user", "control_request", "control_response", "keep_alive":
+		default:
+			d.drop("c2a/"+r.Type, mapper.DropUnknownType, "message kind the wrapper does not send")
+			return
+		}
+	}
 	switch r.Type {
 	case "assistant":
 		d.assistant(r, typeErr)
