@@ -104,16 +104,21 @@ func Abort(ctx context.Context, conn *Conn, o Opened) error {
 }
 
 // Send writes a prompt to the session as a canonical user message (relay
-// envelope, version 1), which the session's runner picks up. It returns the
-// message id.
+// envelope, version 1) filed under the transcript's root session, which
+// the session's runner picks up and adopts. It returns the message id.
 func Send(ctx context.Context, conn *Conn, o Opened, text string, now time.Time) (string, error) {
+	rb, _, err := ReadTranscript(ctx, conn, o, ReadOptions{})
+	if err != nil {
+		return "", fmt.Errorf("read the session before sending: %w", err)
+	}
+	root := rb.Transcript().Session.ID
 	var rnd [6]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
 		return "", err
 	}
 	// Time-ordered, so that readers sort it after what came before.
 	id := "msg_" + fmt.Sprintf("%013d", now.UnixMilli()) + hex.EncodeToString(rnd[:])
-	sid := o.Info.ID
+	sid := root
 	env := map[string]any{
 		"kind": session.KindMessage, "version": 1,
 		"info": map[string]any{"id": id, "sessionID": sid, "role": "user", "time": map[string]any{"created": now.UnixMilli()},
@@ -128,7 +133,7 @@ func Send(ctx context.Context, conn *Conn, o Opened, text string, now time.Time)
 	if err != nil {
 		return "", err
 	}
-	_, err = conn.API.SendMessages(ctx, sid, []relay.OutgoingMessage{{Content: crypto.EncodeBase64(sealed), LocalID: id + "." + strconv.Itoa(1)}})
+	_, err = conn.API.SendMessages(ctx, o.Info.ID, []relay.OutgoingMessage{{Content: crypto.EncodeBase64(sealed), LocalID: id + "." + strconv.Itoa(1)}})
 	if err != nil {
 		return "", fmt.Errorf("send prompt: %w", err)
 	}
