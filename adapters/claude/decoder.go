@@ -74,6 +74,9 @@ type Decoder struct {
 	interrupt   bool     // an interrupt was requested for the current root turn
 	finished    bool
 	info        mapper.SessionInfo // last SessionInfo emitted
+
+	rec  *record     // reused by decodeRecord
+	fast *fastRecord // reused by decodeRecord
 	customTitle bool
 }
 
@@ -373,17 +376,24 @@ func (d *Decoder) decodeRecord(line []byte, dir string) {
 		}
 		return
 	}
-	var r record
+	// The record structs are the decoder's, reused line after line (zeroed
+	// first: Unmarshal leaves absent members alone, and a zeroed raw value
+	// gets fresh memory, so nothing an event kept is overwritten).
+	if d.rec == nil {
+		d.rec, d.fast = new(record), new(fastRecord)
+	}
+	r, fast := d.rec, d.fast
+	*fast = fastRecord{}
 	var typeErr *json.UnmarshalTypeError
-	var fast fastRecord
-	switch err := json.Unmarshal(line, &fast); {
+	switch err := json.Unmarshal(line, fast); {
 	case err == nil:
-		r = fast.general()
+		*r = fast.general()
 	case errors.As(err, &typeErr):
 		// Another shape (string content, block arrays in a tool result,
 		// a field of an unexpected type): the general path.
 		typeErr = nil
-		if err := json.Unmarshal(line, &r); err != nil && !errors.As(err, &typeErr) {
+		*r = record{}
+		if err := json.Unmarshal(line, r); err != nil && !errors.As(err, &typeErr) {
 			d.drop(sniffKind(line), mapper.DropUnparseableJSON, "record is not valid JSON: "+err.Error())
 			return
 		}
@@ -405,7 +415,7 @@ func (d *Decoder) decodeRecord(line []byte, dir string) {
 			return
 		}
 	}
-	d.dispatch(&r, dir, typeErr)
+	d.dispatch(r, dir, typeErr)
 }
 
 // fieldError describes a field whose JSON type was wrong, for Dropped.

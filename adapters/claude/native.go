@@ -22,7 +22,6 @@ type record struct {
 	ParentToolUseID *string `json:"parent_tool_use_id"`
 	PromptID        string  `json:"promptId"`
 	Cwd             string  `json:"cwd"`
-	Version         string  `json:"version"`
 
 	// user / assistant.
 	Message                   *apiMessage     `json:"message"`
@@ -38,21 +37,15 @@ type record struct {
 	ToolUseResultSnake        json.RawMessage `json:"tool_use_result"`
 
 	// system.
-	Model          string          `json:"model"`
-	PermissionMode string          `json:"permissionMode"`
-	ClaudeVersion  string          `json:"claude_code_version"`
-	Content        json.RawMessage `json:"content"`
-	CompactMeta    *compactMeta    `json:"compactMetadata"`
-	CompactMetaSn  *compactMeta    `json:"compact_metadata"`
-	Attempt        *int            `json:"attempt"`      // api_retry
-	RetryAttempt   *int            `json:"retryAttempt"` // api_error (JSONL)
-	ErrorStatus    *int            `json:"error_status"` // api_retry
-	TaskID         string          `json:"task_id"`
-	ToolUseID      string          `json:"tool_use_id"`
-	Description    string          `json:"description"`
-	SubagentType   string          `json:"subagent_type"`
-	Prompt         string          `json:"prompt"`
-	Status         string          `json:"status"`
+	Model         string       `json:"model"`
+	CompactMeta   *compactMeta `json:"compactMetadata"`
+	CompactMetaSn *compactMeta `json:"compact_metadata"`
+	Attempt       *int         `json:"attempt"`      // api_retry
+	RetryAttempt  *int         `json:"retryAttempt"` // api_error (JSONL)
+	ErrorStatus   *int         `json:"error_status"` // api_retry
+	TaskID        string       `json:"task_id"`
+	ToolUseID     string       `json:"tool_use_id"`
+	Status        string       `json:"status"`
 
 	// result.
 	IsError        *bool    `json:"is_error"`
