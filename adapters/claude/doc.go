@@ -69,6 +69,9 @@
 //	  proceed…" tool_result          reject answered-in-agent first
 //	user isCompactSummary /         mapped: UserPrompt with Synthetic set
 //	  isVisibleInTranscriptOnly
+//	user <command-name>, <bash-     mapped: UserPrompt without a turn (a command of the terminal
+//	  input>, <local-command-       UI; its output Synthetic); a command that expands into a
+//	  stdout>, <bash-stdout>        prompt gets its turn from the assistant records
 //	user isMeta                     ignored: context Claude injects for the model (skill bodies,
 //	                                command caveats), never shown to the person
 //	assistant text                  mapped: TextFinal

@@ -213,7 +213,9 @@ func (d *Decoder) system(r *record) {
 		}
 	case "compact_boundary", "microcompact_boundary":
 		s := d.session(d.sessionOf(r))
-		d.ensureTurn(s)
+		if d.form != FormSessionJSONL {
+			d.ensureTurn(s) // in a transcript, /compact runs between turns
+		}
 		meta := r.CompactMeta
 		if meta == nil {
 			meta = r.CompactMetaSn

@@ -89,6 +89,17 @@ func (d *Decoder) user(r *record, dir string, typeErr *json.UnmarshalTypeError) 
 	if d.form == FormTrafficLog && r.IsReplay {
 		return // Claude's echo of a prompt the c2a side of the log already holds
 	}
+	if local, output := localCommand(text); local {
+		// A command of the terminal UI (/clear, ! ls): shown, but no model
+		// step follows unless the command expands into a prompt, and then
+		// the assistant records open the turn.
+		if s.turnOpen && d.form == FormSessionJSONL {
+			reason, errText := d.quietEnd(s, mapper.TurnInterrupted, "")
+			d.closeTurn(s, reason, errText)
+		}
+		d.emit(&mapper.UserPrompt{EventBase: d.base(s.key), PromptID: d.promptID(r), Text: text, Files: files, Synthetic: output})
+		return
+	}
 	turnID := r.PromptID
 	if turnID == "" {
 		turnID = r.UUID
@@ -126,6 +137,24 @@ func (d *Decoder) prompt(s *session, id, turnID, text string, files []mapper.Pro
 		}
 		d.openTurn(s, turnID)
 	}
+}
+
+// localCommand recognises what Claude's terminal UI records for its own
+// commands: a slash command or a shell command typed after "!" (local), and
+// their output (output, written by Claude rather than typed).
+func localCommand(text string) (local, output bool) {
+	t := strings.TrimSpace(text)
+	for _, p := range []string{"<command-name>", "<command-message>", "<bash-input>"} {
+		if strings.HasPrefix(t, p) {
+			return true, false
+		}
+	}
+	for _, p := range []string{"<local-command-stdout>", "<local-command-stderr>", "<bash-stdout>", "<bash-stderr>"} {
+		if strings.HasPrefix(t, p) {
+			return true, true
+		}
+	}
+	return false, false
 }
 
 // isInterruptMarker recognises the line Claude writes when the person
