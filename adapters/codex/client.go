@@ -467,6 +467,12 @@ func (c *Client) startTurn(ctx context.Context, p Prompt) error {
 func (c *Client) turnDone(id string) {
 	c.mu.Lock()
 	if id != "" {
+		if c.ended[id] {
+			// Already ended (turn/completed before the turn/start response,
+			// or a late end of a turn given up): never end another turn.
+			c.mu.Unlock()
+			return
+		}
 		c.ended[id] = true
 	}
 	if !c.active || (id != "" && c.turnID != "" && c.turnID != id) {
@@ -474,6 +480,8 @@ func (c *Client) turnDone(id string) {
 		return
 	}
 	c.active, c.turnID, c.strikes = false, "", 0
+	// Requests of the ended turn can no longer be answered.
+	clear(c.pending)
 	c.stopTimersLocked()
 	if c.turnStop != nil {
 		c.turnStop()

@@ -557,3 +557,64 @@ func TestMCPLostReplyB13(t *testing.T) {
 		}
 	})
 }
+
+// TestFastTurnEndsBeforeResponse: turn/completed may arrive before the
+// turn/start response; the late response must not end the queued turn
+// that started meanwhile, and prompts stay serialised.
+func TestFastTurnEndsBeforeResponse(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rwc, f := newFake(t)
+		ctx := context.Background()
+		gotStart, queued, checked := make(chan struct{}), make(chan struct{}), make(chan struct{})
+		script := make(chan struct{})
+		go func() {
+			defer close(script)
+			f.appServerHandshake()
+			f.expect("turn/start")
+			close(gotStart)
+			<-queued
+			f.send(`{"method":"turn/started","params":{"threadId":"th1","turn":{"id":"tu1","items":[],"status":"inProgress"}}}`)
+			f.send(`{"method":"turn/completed","params":{"threadId":"th1","turn":{"id":"tu1","items":[],"status":"completed"}}}`)
+			f.send(`{"id":3,"result":{"turn":{"id":"tu1","items":[],"status":"inProgress"}}}`)
+			if m := f.expect("turn/start"); textOf(m) != "b" {
+				t.Errorf("second turn %q", textOf(m))
+			}
+			f.send(`{"id":4,"result":{"turn":{"id":"tu2","items":[],"status":"inProgress"}}}`)
+			<-checked
+			f.quiet() // "c" waits for tu2
+			f.send(`{"method":"turn/completed","params":{"threadId":"th1","turn":{"id":"tu2","items":[],"status":"completed"}}}`)
+			if m := f.expect("turn/start"); textOf(m) != "c" {
+				t.Errorf("third turn %q", textOf(m))
+			}
+			f.send(`{"id":5,"result":{"turn":{"id":"tu3","items":[],"status":"inProgress"}}}`)
+			f.send(`{"method":"turn/completed","params":{"threadId":"th1","turn":{"id":"tu3","items":[],"status":"completed"}}}`)
+		}()
+		c, err := Connect(ctx, rwc, Options{Protocol: ProtocolAppServer})
+		if err != nil {
+			t.Fatal(err)
+		}
+		col := collect(c)
+		first := make(chan error, 1)
+		go func() { first <- c.Prompt(ctx, Prompt{Text: "a"}) }()
+		<-gotStart
+		if err := c.Prompt(ctx, Prompt{Text: "b"}); err != nil || c.Queued() != 1 {
+			t.Fatalf("queue b: %v, queued %d", err, c.Queued())
+		}
+		close(queued)
+		if err := <-first; err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if err := c.Prompt(ctx, Prompt{Text: "c"}); err != nil || c.Queued() != 1 {
+			t.Fatalf("queue c: %v, queued %d (tu2 must still be running)", err, c.Queued())
+		}
+		close(checked)
+		<-script
+		synctest.Wait()
+		_ = c.Close()
+		<-col.done
+		if got := fmt.Sprint(turnEnds(col.events())); got != "[tu1:completed tu2:completed tu3:completed]" {
+			t.Errorf("turn ends %s", got)
+		}
+	})
+}
