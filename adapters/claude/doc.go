@@ -18,6 +18,20 @@
 // first 512 bytes). Record kinds known to carry nothing for the transcript
 // are skipped by an explicit list (the table below), not dropped.
 //
+// # Live use
+//
+// A tailer of the session JSONL feeds each complete line (a linereader
+// Reader keeps partial ones and gives the offset to resume from), calls Idle
+// when Claude's Stop hook fires (the JSONL has no result record), Observe
+// for tool states it learnt elsewhere (a PermissionRequest hook), and
+// AttachSubagent when it opens <session>/subagents/agent-<id>.jsonl (from the
+// .meta.json toolUseId); subagent lines are best fed before the Agent call's
+// result, which ends the child session. A resumed tail (a decoder that did
+// not see the start) still maps results of calls it never saw: the reducer
+// knows them. An SDK-mode stdout is FormStreamJSON with
+// Options.ControlChannel; the wrapper's own prompts and answers are not on
+// that stream, so it reports them itself (or decodes a traffic log).
+//
 // # Identity and merging
 //
 // Claude writes one line per content block and may write a message twice;
