@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -242,5 +243,63 @@ func TestChooseProtocol(t *testing.T) {
 	}
 	if _, _, err := ChooseProtocol(context.Background(), "/nonexistent/codex"); err == nil {
 		t.Error("accepted a missing binary")
+	}
+}
+
+// TestLiveCodexCrash: Codex exits in the middle of a turn (after an
+// approval was answered): the open turn ends agent-exited, the running tool
+// is settled, Events closes without Close, and later calls fail ErrClosed.
+func TestLiveCodexCrash(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join("testdata", "captures", "codex-app", "rpc-traffic.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var script bytes.Buffer
+	for _, line := range strings.Split(string(raw), "\n") {
+		script.WriteString(line + "\n")
+		if strings.Contains(line, `"dir":"c2a","msg":{"id":0,"result"`) {
+			break // the answer to the approval; then Codex dies
+		}
+	}
+	script.WriteString(`{"t":1795964187720,"dir":"exit","msg":{"code":null,"sig":"SIGSEGV"}}` + "\n")
+	path := filepath.Join(t.TempDir(), "crash.jsonl")
+	if err := os.WriteFile(path, script.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := Start(ctx, Options{Binary: exe, Env: []string{"CODEX_FAKE_SCRIPT=" + path}, Protocol: ProtocolAppServer,
+		Cwd: "/home/dev/run/work", ProcessDir: t.TempDir(), Mode: ModeReadOnly, ClientName: "happy-e2e", ClientVersion: "0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Prompt(ctx, Prompt{Text: "Run `echo hi > hi.txt` in the shell and tell me what happened"}); err != nil {
+		t.Fatal(err)
+	}
+	var evs []mapper.Event
+	for e := range c.Events() {
+		evs = append(evs, e)
+		if b, ok := e.(*mapper.ToolBlocked); ok {
+			if err := c.Answer(ctx, b.CallID, mapper.DecisionOnce); err != nil {
+				t.Errorf("answer: %v", err)
+			}
+		}
+	}
+	if got := fmt.Sprint(turnEnds(evs)); !strings.HasSuffix(got, ":agent-exited]") {
+		t.Errorf("turn ends %s, want agent-exited", got)
+	}
+	tr, _ := reduce(t, "crash", evs)
+	if s := state(tools(tr)["call_fake_1"]); !strings.HasPrefix(s, "error:") {
+		t.Errorf("tool after crash = %q, want settled to error", s)
+	}
+	if err := c.Prompt(ctx, Prompt{Text: "again"}); !errors.Is(err, ErrClosed) {
+		t.Errorf("prompt after exit: %v, want ErrClosed", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("close after exit: %v", err)
 	}
 }
