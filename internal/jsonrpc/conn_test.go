@@ -460,3 +460,48 @@ func TestLastLineWithoutNewline(t *testing.T) {
 	}
 	<-c.Done()
 }
+
+func TestNoteIsTappedInOrder(t *testing.T) {
+	d, _ := newPipes(t)
+	var log bytes.Buffer
+	c := New(context.Background(), d, nil, Options{Recorder: TrafficRecorder(&log), Now: func() time.Time { return time.UnixMilli(5) }})
+	defer c.Close()
+	c.Note([]byte(`{"happy":"turn-abandoned"}`))
+	c.Note([]byte("plain words"))
+	want := `{"t":5,"dir":"note","msg":{"happy":"turn-abandoned"}}
+{"t":5,"dir":"note","msg":"plain words"}
+`
+	if log.String() != want {
+		t.Fatalf("log:\n%s", log.String())
+	}
+}
+
+// BenchmarkConnNotifications measures reading and handling notifications
+// through the whole connection (pipe, line reader, decoder, handler).
+func BenchmarkConnNotifications(b *testing.B) {
+	p2cR, p2cW := io.Pipe()
+	_, c2pW := io.Pipe()
+	done := make(chan struct{}, 1)
+	n := 0
+	h := HandlerFunc(func(context.Context, *Incoming) {
+		n++
+		if n == b.N {
+			done <- struct{}{}
+		}
+	})
+	c := New(context.Background(), &duplex{Reader: p2cR, Writer: c2pW, closers: []io.Closer{p2cR, c2pW}}, h, Options{})
+	defer c.Close()
+	defer p2cW.Close()
+	line := []byte(`{"method":"item/agentMessage/delta","params":{"threadId":"t","turnId":"u","itemId":"m","delta":"Done: "}}` + "\n")
+	b.SetBytes(int64(len(line)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	go func() {
+		for i := 0; i < b.N; i++ {
+			if _, err := p2cW.Write(line); err != nil {
+				return
+			}
+		}
+	}()
+	<-done
+}

@@ -93,3 +93,14 @@ func FuzzDecodeFrame(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkDecodeFrame(b *testing.B) {
+	line := []byte(`{"method":"item/agentMessage/delta","params":{"threadId":"01a227ce-b3b3-76c0-8c71-6476bf69416c","turnId":"01a227ce-b3d3-7bb2-bfd7-076c40458e4a","itemId":"msg_fake_2","delta":"Done: "},"emittedAtMs":1795964187793}`)
+	b.SetBytes(int64(len(line)))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := DecodeFrame(line); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
