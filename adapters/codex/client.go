@@ -201,7 +201,9 @@ type Client struct {
 	strikes   int
 	closed    bool
 	firstCall bool // mcp: the next prompt is the first tools/call
-	exitOnce  sync.Once
+	// interruptWanted: Interrupt came while turn/start was unanswered.
+	interruptWanted bool
+	exitOnce        sync.Once
 
 	heldMu sync.Mutex
 	held   []mapper.Event // events of the frame being handled
@@ -454,10 +456,15 @@ func (c *Client) startTurn(ctx context.Context, p Prompt) error {
 		c.turnID = res.Turn.ID
 	}
 	already := c.ended[res.Turn.ID]
+	wanted := c.interruptWanted && c.turnID == res.Turn.ID
+	c.interruptWanted = false
 	c.resetWatchdogLocked()
 	c.mu.Unlock()
 	if already {
 		c.turnDone(res.Turn.ID)
+	} else if wanted {
+		// Interrupt was asked before the turn had an id.
+		go c.abandon(context.Background(), "interrupted by the user")
 	}
 	return nil
 }
@@ -479,7 +486,7 @@ func (c *Client) turnDone(id string) {
 		c.mu.Unlock()
 		return
 	}
-	c.active, c.turnID, c.strikes = false, "", 0
+	c.active, c.turnID, c.strikes, c.interruptWanted = false, "", 0, false
 	// Requests of the ended turn can no longer be answered.
 	clear(c.pending)
 	c.stopTimersLocked()
@@ -586,6 +593,9 @@ func (c *Client) abandon(ctx context.Context, reason string) {
 		return
 	}
 	thread, turn := c.thread, c.turnID
+	if c.proto == ProtocolAppServer && turn == "" {
+		c.interruptWanted = true
+	}
 	c.mu.Unlock()
 	if err := c.interruptTurn(ctx); err != nil {
 		c.opts.Logger.Warn().Err(err).Msg("interrupt silent turn")

@@ -618,3 +618,50 @@ func TestFastTurnEndsBeforeResponse(t *testing.T) {
 		}
 	})
 }
+
+// TestInterruptBeforeTurnID: an interrupt that comes while turn/start is
+// still unanswered is sent as soon as the turn has an id.
+func TestInterruptBeforeTurnID(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rwc, f := newFake(t)
+		ctx := context.Background()
+		gotStart, interrupted := make(chan struct{}), make(chan struct{})
+		script := make(chan struct{})
+		go func() {
+			defer close(script)
+			f.appServerHandshake()
+			f.expect("turn/start")
+			close(gotStart)
+			<-interrupted
+			f.send(`{"id":3,"result":{"turn":{"id":"tu1","items":[],"status":"inProgress"}}}`)
+			m := f.expect("turn/interrupt")
+			if string(m["params"]) != `{"threadId":"th1","turnId":"tu1"}` {
+				t.Errorf("interrupt %s", m["params"])
+			}
+			f.send(`{"id":4,"result":{}}`)
+			f.send(`{"method":"turn/completed","params":{"threadId":"th1","turn":{"id":"tu1","items":[],"status":"interrupted"}}}`)
+		}()
+		c, err := Connect(ctx, rwc, Options{Protocol: ProtocolAppServer})
+		if err != nil {
+			t.Fatal(err)
+		}
+		col := collect(c)
+		first := make(chan error, 1)
+		go func() { first <- c.Prompt(ctx, Prompt{Text: "a"}) }()
+		<-gotStart
+		if err := c.Interrupt(ctx); err != nil {
+			t.Fatal(err)
+		}
+		close(interrupted)
+		if err := <-first; err != nil {
+			t.Fatal(err)
+		}
+		<-script
+		synctest.Wait()
+		_ = c.Close()
+		<-col.done
+		if got := fmt.Sprint(turnEnds(col.events())); got != "[tu1:interrupted]" {
+			t.Errorf("turn ends %s", got)
+		}
+	})
+}
