@@ -428,10 +428,13 @@ func TestInterruptCancelsApprovals(t *testing.T) {
 		go func() {
 			defer close(script)
 			f.appServerHandshake()
-			f.expect("turn/start")
+			m := f.expect("turn/start")
+			if want := `{"input":[{"text":"edit","type":"text"},{"type":"image","url":"data:image/png;base64,AAAA"},{"path":"/tmp/x.png","type":"localImage"}],"threadId":"th1"}`; string(m["params"]) != want {
+				t.Errorf("turn/start params %s, want %s", m["params"], want)
+			}
 			f.send(`{"id":3,"result":{"turn":{"id":"tu1","items":[],"status":"inProgress"}}}`)
 			f.send(`{"method":"item/fileChange/requestApproval","id":7,"params":{"threadId":"th1","turnId":"tu1","itemId":"fc1","startedAtMs":1,"reason":"write"}}`)
-			m := f.expect("")
+			m = f.expect("")
 			if string(m["id"]) != "7" || string(m["result"]) != `{"decision":"cancel"}` {
 				t.Errorf("cancel answer %s %s", m["id"], m["result"])
 			}
@@ -439,7 +442,8 @@ func TestInterruptCancelsApprovals(t *testing.T) {
 			f.send(`{"id":4,"result":{}}`)
 			f.send(`{"method":"turn/completed","params":{"threadId":"th1","turn":{"id":"tu1","items":[],"status":"interrupted"}}}`)
 		}()
-		c, err := Connect(ctx, rwc, Options{Protocol: ProtocolAppServer})
+		var rec strings.Builder
+		c, err := Connect(ctx, rwc, Options{Protocol: ProtocolAppServer, Record: &syncWriter{w: &rec}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -477,6 +481,8 @@ func TestInterruptCancelsApprovals(t *testing.T) {
 		if err := c.Prompt(ctx, Prompt{Text: "late"}); err == nil {
 			t.Error("prompt after close accepted")
 		}
+		// Image inputs, the cancel answer and turn/interrupt are valid protocol.
+		checkSentMessagesValid(t, ProtocolAppServer, []byte(rec.String()))
 	})
 }
 
