@@ -70,13 +70,13 @@ type Decoder struct {
 	requests map[string]string // can_use_tool request_id → call id
 	turnSeq  int               // turns opened without a provider id
 
-	costBase    *float64 // total_cost_usd of the last result of this agent process
-	interrupt   bool     // an interrupt was requested for the current root turn
-	finished    bool
-	info        mapper.SessionInfo // last SessionInfo emitted
+	costBase  *float64 // total_cost_usd of the last result of this agent process
+	interrupt bool     // an interrupt was requested for the current root turn
+	finished  bool
+	info      mapper.SessionInfo // last SessionInfo emitted
 
-	rec  *record     // reused by decodeRecord
-	fast *fastRecord // reused by decodeRecord
+	rec         *record     // reused by decodeRecord
+	fast        *fastRecord // reused by decodeRecord
 	customTitle bool
 }
 
@@ -375,6 +375,16 @@ func (d *Decoder) decodeRecord(line []byte, dir string) {
 			d.drop(sniffKind(line), mapper.DropUnparseableJSON, "record is not valid JSON")
 		}
 		return
+	}
+	// Records of skipped kinds are recognised from their top-level type and
+	// structure alone: the bulk of a long transcript, never decoded.
+	if typ, ok := topLevelType(line); ok {
+		if skippedKinds[string(typ)] {
+			return
+		}
+		if string(typ) == "attachment" && !bytes.Contains(line, []byte("hook_permission_decision")) {
+			return // context for the model; only permission decisions matter
+		}
 	}
 	// The record structs are the decoder's, reused line after line (zeroed
 	// first: Unmarshal leaves absent members alone, and a zeroed raw value

@@ -59,3 +59,32 @@ func runDecoderCases(t *testing.T, cases []decoderCase) {
 		})
 	}
 }
+
+func TestTopLevelType(t *testing.T) {
+	cases := []struct {
+		line string
+		typ  string
+		ok   bool
+	}{
+		{`{"type":"progress","data":{"type":"hook_progress"}}`, "progress", true},
+		{` {"attachment":{"type":"skill_listing","content":"a \" b"},"type":"attachment"} `, "attachment", true},
+		{`{"Type":"mode","x":[1,{"y":"}"}],"n":-1.5e3,"t":true,"z":null}`, "mode", true},
+		{`{"type":"a","TYPE":"b"}`, "b", true},
+		{`{"type":"file-history-snapshot","snapshot":{"messageId":"0","trackedFileBackups":{"a.ts":{"backupFileName`, "", false},
+		{`{"type":"mode"`, "", false},
+		{`{"type":"mode",}`, "", false},
+		{`{"type":"mode"} x`, "", false},
+		{`{"typ\u0065":"mode"}`, "", false},
+		{`{"type":"mo\u0064e"}`, "", false},
+		{`{"type":7}`, "", false},
+		{`{}`, "", false},
+		{`[{"type":"mode"}]`, "", false},
+		{`{"a":1 "type":"mode"}`, "", false},
+	}
+	for _, c := range cases {
+		typ, ok := topLevelType([]byte(c.line))
+		if ok != c.ok || string(typ) != c.typ {
+			t.Errorf("%s: got %q %v, want %q %v", c.line, typ, ok, c.typ, c.ok)
+		}
+	}
+}

@@ -2,6 +2,8 @@ package claude
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -107,6 +109,29 @@ func FuzzDecodeStream(f *testing.F) {
 			}
 			checkEvents(t, red, dec.Incomplete(lr.Pending(), lr.PendingSize(), lr.LineNumber()+1))
 			checkEvents(t, red, dec.Finish(EndOfStream{}))
+		}
+	})
+}
+
+// FuzzTopLevelType compares the structural scanner that lets skipped kinds
+// pass undecoded with encoding/json: on valid JSON they name the same type.
+func FuzzTopLevelType(f *testing.F) {
+	fuzzSeeds(f, func(l []byte) { f.Add(l) })
+	f.Add([]byte(`{"type":"queue-operation","TYPE":"assistant"}`))
+	f.Add([]byte(`{"typ\u0065":"x","type":"progress"}`))
+	f.Add([]byte(`{"a":[{"type":"x"}],"type":5,"type":"mode"}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		typ, ok := topLevelType(line)
+		var r struct {
+			Type string `json:"type"`
+		}
+		err := json.Unmarshal(line, &r)
+		var typeErr *json.UnmarshalTypeError
+		if !ok || !json.Valid(line) || (err != nil && !errors.As(err, &typeErr)) {
+			return
+		}
+		if string(typ) != r.Type {
+			t.Fatalf("scanner says type %q, encoding/json %q", typ, r.Type)
 		}
 	})
 }
