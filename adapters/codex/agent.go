@@ -6,18 +6,26 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/happy-dev/happy/mapper"
 	"github.com/happy-dev/happy/session"
 )
 
-// Agent is a Codex Client as the session runner drives it.
+// Agent is a Codex Client as the session runner drives it. The runner
+// records prompts and answers in the transcript itself, so the Agent's
+// events leave out their echo (the user prompts Codex reports, and the
+// resolutions read back from happy's own answers); a recorded traffic log
+// still replays with them.
 type Agent struct {
 	*Client
 }
 
 var _ session.Agent = (*Agent)(nil)
 
-// NewAgent wraps a started Client.
-func NewAgent(c *Client) *Agent { return &Agent{Client: c} }
+// NewAgent wraps a started Client (call it before the first prompt).
+func NewAgent(c *Client) *Agent {
+	c.runnerOwnsControl.Store(true)
+	return &Agent{Client: c}
+}
 
 // Prompt implements session.Agent: the text, and image files as image
 // inputs (a data: or http(s) URL as is, a file:// URL as a local path);
@@ -37,10 +45,16 @@ func (a *Agent) Prompt(ctx context.Context, p session.Prompt) error {
 	return a.Client.Prompt(ctx, cp)
 }
 
-// Decide implements session.Agent. A call that waits for no answer (never
-// did, or was answered) gives session.ErrStale.
+// Decide implements session.Agent. A rejection because the turn is being
+// aborted (reason cancelled) is sent as Codex's cancel (abort). A call that
+// waits for no answer (never did, or was answered) gives session.ErrStale.
 func (a *Agent) Decide(ctx context.Context, callID string, d session.Decision) error {
-	err := a.Answer(ctx, callID, d.Decision)
+	var err error
+	if d.Decision == mapper.DecisionReject && d.Reason == mapper.ReasonCancelled {
+		err = a.cancel(ctx, callID)
+	} else {
+		err = a.Answer(ctx, callID, d.Decision)
+	}
 	if errors.Is(err, ErrNoPendingRequest) {
 		return fmt.Errorf("%w: %w", session.ErrStale, err)
 	}

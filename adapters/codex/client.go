@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -207,6 +208,30 @@ type Client struct {
 
 	heldMu sync.Mutex
 	held   []mapper.Event // events of the frame being handled
+
+	// runnerOwnsControl: a session runner records prompts and answers in
+	// the transcript itself (see Agent), so their echo is not published.
+	runnerOwnsControl atomic.Bool
+}
+
+// withoutControlEcho removes what a session runner already recorded: the
+// user prompts (it applies its own when it sends one) and the resolutions
+// read back from happy's own answers. Resolutions Codex reports by itself
+// (serverRequest/resolved) stay.
+func withoutControlEcho(evs []mapper.Event, dir trafficlog.Dir) []mapper.Event {
+	out := evs[:0:0]
+	for _, e := range evs {
+		switch e.(type) {
+		case *mapper.UserPrompt:
+			continue
+		case *mapper.ToolResolved:
+			if dir == trafficlog.C2A {
+				continue
+			}
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 type pending struct {
@@ -318,6 +343,9 @@ func (c *Client) tap(f jsonrpc.Frame) {
 		msg, _ = json.Marshal(string(f.Data))
 	}
 	evs := c.dec.Decode(Frame{T: f.Time.UnixMilli(), Dir: f.Dir, Msg: msg})
+	if c.runnerOwnsControl.Load() {
+		evs = withoutControlEcho(evs, f.Dir)
+	}
 	c.heldMu.Lock()
 	defer c.heldMu.Unlock()
 	// A frame that never reached Handle (refused by the wire library)
@@ -719,6 +747,19 @@ func (c *Client) AnswerQuestion(ctx context.Context, callID string, answers [][]
 	}
 	if err := p.in.Reply(ctx, map[string]any{"answers": res}); err != nil {
 		return fmt.Errorf("codex: answer question %s: %w", callID, err)
+	}
+	return nil
+}
+
+// cancel answers the approval request of callID with Codex's cancel
+// (abort) form: the decision of a turn being aborted.
+func (c *Client) cancel(ctx context.Context, callID string) error {
+	p, err := c.takePending(callID, false)
+	if err != nil {
+		return err
+	}
+	if err := p.in.Reply(ctx, cancelAnswer(p)); err != nil {
+		return fmt.Errorf("codex: cancel %s: %w", callID, err)
 	}
 	return nil
 }
