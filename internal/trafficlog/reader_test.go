@@ -56,3 +56,32 @@ not json
 		t.Fatalf("messages %q", msgs)
 	}
 }
+
+// FuzzReader reads arbitrary bytes as a traffic log: it never panics, ends
+// with io.EOF, and every record it returns is valid.
+func FuzzReader(f *testing.F) {
+	f.Add([]byte("{\"t\":1,\"dir\":\"a2c\",\"msg\":{}}\n\nx\n{\"t\":2"), uint8(0))
+	f.Add([]byte(`{"t":1,"dir":"exit","msg":{"code":1,"sig":null}}`), uint8(8))
+	f.Fuzz(func(t *testing.T, data []byte, max uint8) {
+		r, err := NewReader(strings.NewReader(string(data)), linereader.Options{MaxLine: int(max)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; ; i++ {
+			if i > len(data)+2 {
+				t.Fatal("reader does not end")
+			}
+			rec, _, err := r.Next()
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			var le *LineError
+			if err != nil && !errors.As(err, &le) {
+				t.Fatalf("unexpected error %v", err)
+			}
+			if err == nil && (!rec.Dir.Valid() || rec.Msg == nil) {
+				t.Fatalf("invalid record %+v", rec)
+			}
+		}
+	})
+}
