@@ -140,6 +140,12 @@ type Runner struct {
 	prompts map[string]bool
 	result  Result
 	inTurn  bool
+	// starting is set from sending a prompt until the agent starts (or
+	// ends) the turn; queued holds prompts that arrive meanwhile or during
+	// a turn, so a prompt is recorded where its turn begins, never under the
+	// previous turn's output.
+	starting bool
+	queued   []ControlPrompt
 	seq     int
 }
 
@@ -326,13 +332,27 @@ func (r *Runner) agentEvent(ctx context.Context, ev mapper.Event) {
 		// answer wins, so nothing more is sent to the agent.
 		delete(r.pending, e.CallID)
 	case *mapper.TurnStarted:
-		r.inTurn = true
+		r.inTurn, r.starting = true, false
 	case *mapper.TurnEnded:
-		r.inTurn = false
+		r.inTurn, r.starting = false, false
 		r.result.TurnReason, r.result.TurnError = e.Reason, e.Error
 		r.settleAllPending(mapper.ReasonCancelled, false)
+		r.apply(ev)
+		r.nextQueued(ctx)
+		return
 	}
 	r.apply(ev)
+}
+
+// nextQueued sends the oldest queued prompt, if any, now that no turn runs.
+func (r *Runner) nextQueued(ctx context.Context) {
+	for len(r.queued) > 0 && !r.inTurn && !r.starting {
+		c := r.queued[0]
+		r.queued = r.queued[1:]
+		if err := r.sendPrompt(ctx, c); err != nil {
+			r.opts.Log.Warn().Err(err).Msg("queued prompt")
+		}
+	}
 }
 
 func (r *Runner) deadline() time.Time {
@@ -400,14 +420,24 @@ func (r *Runner) prompt(ctx context.Context, c ControlPrompt) error {
 		}
 		r.prompts[c.Key] = true
 	}
-	key := c.Key
-	if key == "" {
+	if c.Key == "" {
 		r.seq++
-		key = fmt.Sprintf("local-%d", r.seq)
+		c.Key = fmt.Sprintf("local-%d", r.seq)
 	}
+	if r.inTurn || r.starting {
+		r.queued = append(r.queued, c)
+		return nil
+	}
+	return r.sendPrompt(ctx, c)
+}
+
+// sendPrompt hands a prompt to the agent and records it.
+func (r *Runner) sendPrompt(ctx context.Context, c ControlPrompt) error {
+	key := c.Key
 	if err := r.opts.Agent.Prompt(ctx, c.Prompt); err != nil {
 		return fmt.Errorf("send prompt to agent: %w", err)
 	}
+	r.starting = true
 	r.apply(&mapper.UserPrompt{EventBase: mapper.EventBase{Time: r.opts.Now().UnixMilli()}, PromptID: key, Text: c.Prompt.Text, Files: c.Prompt.Files, MessageID: c.Prompt.MessageID})
 	if root, ok := r.opts.Reducer.Session(r.opts.Reducer.RootID()); ok && root.Title == "" {
 		if title := TitleFromPrompt(c.Prompt.Text); title != "" {

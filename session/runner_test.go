@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -346,5 +347,44 @@ func TestTitleFromPrompt(t *testing.T) {
 		if got := TitleFromPrompt(in); got != want {
 			t.Errorf("TitleFromPrompt(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestRunnerQueuesPromptsWhileATurnRuns(t *testing.T) {
+	h := newHarness(t, Options{})
+	turn := 0
+	h.agent.onPrompt = func(p Prompt) {
+		turn++
+		n := turn
+		// Buffered: emitting from the runner goroutine cannot block.
+		h.agent.emit(&mapper.TurnStarted{TurnID: fmt.Sprint(n)}, &mapper.TextFinal{Message: fmt.Sprint("m", n), Block: "0", Text: "answer to " + p.Text})
+	}
+	if err := h.control(ControlPrompt{Prompt: Prompt{Text: "one"}}); err != nil {
+		t.Fatal(err)
+	}
+	// Sent while turn 1 has not ended: queued, not handed to the agent.
+	if err := h.control(ControlPrompt{Prompt: Prompt{Text: "two"}}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitCall("prompt:one")
+	time.Sleep(50 * time.Millisecond)
+	if calls := h.agent.Calls(); len(calls) != 1 {
+		t.Fatalf("second prompt reached the agent during turn 1: %v", calls)
+	}
+	h.agent.emit(&mapper.TurnEnded{TurnID: "1", Reason: mapper.TurnCompleted})
+	h.waitCall("prompt:two")
+	h.agent.emit(&mapper.TurnEnded{TurnID: "2", Reason: mapper.TurnCompleted})
+	close(h.agent.events)
+	h.wait()
+	var order []string
+	for _, m := range h.red.Transcript().Messages {
+		for _, p := range m.Parts {
+			if tp, ok := p.(*mapper.TextPart); ok {
+				order = append(order, tp.Text)
+			}
+		}
+	}
+	if got := strings.Join(order, "|"); got != "one|answer to one|two|answer to two" {
+		t.Fatalf("transcript order %s", got)
 	}
 }
