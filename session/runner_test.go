@@ -40,10 +40,10 @@ func (a *fakeAgent) Calls() []string {
 
 func (a *fakeAgent) Events() <-chan mapper.Event { return a.events }
 func (a *fakeAgent) Prompt(_ context.Context, p Prompt) error {
-	a.record("prompt:" + p.Text)
 	if a.onPrompt != nil {
 		a.onPrompt(p)
 	}
+	a.record("prompt:" + p.Text) // after onPrompt: a test that saw the call sees its effects
 	return nil
 }
 func (a *fakeAgent) Decide(_ context.Context, id string, d Decision) error {
