@@ -9,6 +9,8 @@ CACHE=${HAPPY_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/happy-e2e}
 # name  npm package  version  binary inside node_modules/.bin
 AGENTS=(
   "CLAUDE @anthropic-ai/claude-code 2.1.197 claude"
+  "CODEX @openai/codex 0.171.0 codex"
+  "CODEX150 @openai/codex 0.150.0 codex"
 )
 
 for spec in "${AGENTS[@]}"; do
