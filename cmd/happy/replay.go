@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/happy-dev/happy/adapters/claude"
+	"github.com/happy-dev/happy/adapters/codex"
 	"github.com/happy-dev/happy/export"
 	"github.com/happy-dev/happy/mapper"
 )
@@ -55,7 +57,7 @@ warning: the transcript is then incomplete.`,
 			return runReplay(cmd, f, opts, args[0])
 		},
 	}
-	cmd.Flags().StringVar(&opts.agent, "agent", "claude", "agent that recorded FILE (claude)")
+	cmd.Flags().StringVar(&opts.agent, "agent", "claude", "agent that recorded FILE: claude or codex")
 	cmd.Flags().StringVar(&opts.format, "format", "text", "output: text or json")
 	cmd.Flags().StringVar(&opts.sessionID, "session", "", "relay session id the canonical ids derive from (default: from the file name)")
 	cmd.Flags().IntVar(&opts.maxLine, "max-line", 0, "largest line read, in bytes (0: no limit); longer lines are dropped")
@@ -63,8 +65,8 @@ warning: the transcript is then incomplete.`,
 }
 
 func runReplay(cmd *cobra.Command, f *factory, opts replayOptions, path string) error {
-	if opts.agent != "claude" {
-		return &usageError{err: fmt.Errorf("replay: agent %q is not supported (want claude)", opts.agent)}
+	if opts.agent != "claude" && opts.agent != "codex" {
+		return &usageError{err: fmt.Errorf("replay: agent %q is not supported (want claude or codex)", opts.agent)}
 	}
 	if opts.format != "text" && opts.format != "json" {
 		return &usageError{err: fmt.Errorf("replay: format %q is not text or json", opts.format)}
@@ -77,9 +79,32 @@ func runReplay(cmd *cobra.Command, f *factory, opts replayOptions, path string) 
 		sid = "replay-" + strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	}
 	ctx := cmd.Context()
-	tr, stats, err := claude.ReplayTranscript(ctx, path, sid, claude.ReplayOptions{MaxLine: opts.maxLine})
-	if err != nil {
-		return err
+	var tr mapper.Transcript
+	header := ""
+	switch opts.agent {
+	case "codex":
+		file, err := os.Open(path)
+		if err != nil {
+			return &usageError{err: fmt.Errorf("replay: %w", err)}
+		}
+		defer file.Close()
+		tr, err = codex.Replay(file, mapper.Config{SessionID: sid, Source: "codex"}, codex.ProtocolAuto)
+		if err != nil {
+			return fmt.Errorf("replay: %w", err)
+		}
+		header = fmt.Sprintf("replay of %s (codex traffic log)\n", path)
+	default:
+		var stats claude.ReplayStats
+		var err error
+		tr, stats, err = claude.ReplayTranscript(ctx, path, sid, claude.ReplayOptions{MaxLine: opts.maxLine})
+		if err != nil {
+			return err
+		}
+		header = fmt.Sprintf("replay of %s (%s, %d lines", path, stats.Form, stats.Lines)
+		if len(stats.Subagents) > 0 {
+			header += fmt.Sprintf(", %d subagent transcript(s)", len(stats.Subagents))
+		}
+		header += ")\n"
 	}
 	if opts.format == "json" {
 		doc, err := mapper.EncodeTranscript(tr)
@@ -99,11 +124,7 @@ func runReplay(cmd *cobra.Command, f *factory, opts replayOptions, path string) 
 		}
 		return nil
 	}
-	fmt.Fprintf(f.stdout, "replay of %s (%s, %d lines", path, stats.Form, stats.Lines)
-	if len(stats.Subagents) > 0 {
-		fmt.Fprintf(f.stdout, ", %d subagent transcript(s)", len(stats.Subagents))
-	}
-	fmt.Fprintln(f.stdout, ")")
+	fmt.Fprint(f.stdout, header)
 	return export.Text(f.stdout, tr, export.TextOptions{})
 }
 

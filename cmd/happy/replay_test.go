@@ -100,7 +100,7 @@ func TestReplayRefusals(t *testing.T) {
 	}{
 		{"no file", []string{"replay"}, exitUsage, "replay takes one FILE, got 0 arguments"},
 		{"two files", []string{"replay", p, p}, exitUsage, "replay takes one FILE, got 2 arguments"},
-		{"other agent", []string{"replay", "--agent", "codex", p}, exitUsage, `agent "codex" is not supported`},
+		{"other agent", []string{"replay", "--agent", "opencode", p}, exitUsage, `agent "opencode" is not supported`},
 		{"bad format", []string{"replay", "--format", "yaml", p}, exitUsage, `format "yaml" is not text or json`},
 		{"bad flag", []string{"replay", "--frobnicate", p}, exitUsage, "unknown flag: --frobnicate"},
 		{"missing file", []string{"replay", filepath.Join(t.TempDir(), "nope.jsonl")}, exitFailed, "no such file or directory"},
@@ -124,5 +124,30 @@ func TestReplayOversizeLimit(t *testing.T) {
 	code, stdout, _ := runHappy(t, nil, "replay", "--max-line", "1024", p)
 	if code != exitOK || !strings.Contains(stdout, "warning: 2 input(s) were dropped") || !strings.Contains(stdout, "line 11: oversize") {
 		t.Fatalf("exit %d:\n%s", code, stdout)
+	}
+}
+
+// A captured codex app-server run (approval accepted) replays to the same
+// transcript as the adapter's golden file.
+func TestReplayCodexTrafficLog(t *testing.T) {
+	capture := filepath.Join("..", "..", "adapters", "codex", "testdata", "captures", "codex-app", "rpc-traffic.jsonl")
+	code, stdout, stderr := runHappy(t, nil, "replay", "--agent", "codex", capture)
+	if code != exitOK || stderr != "" {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	for _, want := range []string{
+		"(codex traffic log)",
+		"> Run `echo hi > hi.txt` in the shell and tell me what happened",
+		"● bash \"/bin/bash -lc 'echo hi > hi.txt'\" — completed  [call_fake_1]",
+		"permission bash /bin/bash -lc 'echo hi > hi.txt': once",
+		"Done: the command printed hi.",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("replay output lacks %q:\n%s", want, stdout)
+		}
+	}
+	code, _, stderr = runHappy(t, nil, "replay", "--agent", "gemini", capture)
+	if code != exitUsage || !strings.Contains(stderr, "not supported") {
+		t.Fatalf("unknown agent: exit %d, %q", code, stderr)
 	}
 }
