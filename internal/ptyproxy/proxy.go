@@ -251,6 +251,16 @@ func (s *Session) Resize(src Source, size Size) { s.rs.offer(src, size) }
 // SetView chooses whose sizes are applied (ViewLocal or ViewRemote).
 func (s *Session) SetView(v int) { s.rs.setView(v) }
 
+// Type writes b to the child as if it was typed on the terminal. Keys meant
+// for an input box answer a dialog instead when one is open: the caller
+// must know what the child is showing.
+func (s *Session) Type(b []byte) error {
+	if _, err := s.ptmx.Write(b); err != nil {
+		return fmt.Errorf("ptyproxy: type into the child's terminal: %w", err)
+	}
+	return nil
+}
+
 // Stop ends the child (SIGTERM to its group, SIGKILL after the grace
 // period); Wait then returns.
 func (s *Session) Stop() error { return s.proc.Stop() }

@@ -1,0 +1,601 @@
+package local
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	xterm "golang.org/x/term"
+
+	"github.com/happy-dev/happy/adapters/claude/hooks"
+	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/session"
+)
+
+// The test binary plays two programs:
+//   - `<test binary> hook <event>`: happy's hook command (hooks.Forward);
+//   - with roleEnv=claude: a fake Claude Code TUI. It reads --settings to
+//     find its hook commands and runs them the way Claude does (sh -c, the
+//     payload on stdin), writes its transcript from a captured session JSONL
+//     (fakeScenarioEnv: r1 or r11-answer-3) under fakeProjectsEnv, and
+//     reads keys: Enter submits the prompt, '1' / '3' answer its own
+//     permission dialog Yes / No (killing the hook, as Claude does), 'q'
+//     quits. SIGTERM ends it after its SessionEnd hook.
+const (
+	roleEnv         = "LOCAL_TEST_ROLE"
+	fakeScenarioEnv = "LOCAL_TEST_SCENARIO"
+	fakeProjectsEnv = "LOCAL_TEST_PROJECTS"
+	fakeDataEnv     = "LOCAL_TEST_DATA"
+)
+
+func TestMain(m *testing.M) {
+	if len(os.Args) >= 2 && os.Args[1] == "hook" {
+		if len(os.Args) != 3 {
+			os.Exit(1)
+		}
+		if err := hooks.Forward(context.Background(), os.Args[2], os.Stdin, os.Stdout, os.Getenv, nil); err != nil {
+			fmt.Fprintln(os.Stderr, "hook:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	if os.Getenv(roleEnv) == "claude" {
+		os.Exit(runFakeClaude())
+	}
+	os.Exit(m.Run())
+}
+
+type fakeClaude struct {
+	hooks      map[string]string
+	sessionID  string
+	transcript string
+	cwd        string
+	keys       chan byte
+}
+
+func runFakeClaude() int {
+	c := &fakeClaude{hooks: map[string]string{}, keys: make(chan byte, 16)}
+	source := "startup"
+	var settings string
+	args := os.Args[1:]
+	for i := 0; i < len(args); i++ {
+		switch args[i] {
+		case "--settings":
+			i++
+			settings = args[i]
+		case "--session-id":
+			i++
+			c.sessionID = args[i]
+		case "--resume":
+			i++
+			c.sessionID, source = args[i], "resume"
+		}
+	}
+	fmt.Printf("FAKE ARGS %s\r\n", strings.Join(args[2:], " "))
+	if err := c.readSettings(settings); err != nil {
+		fmt.Printf("FAKE SETTINGS ERROR %v\r\n", err)
+		return 3
+	}
+	if c.sessionID == "" {
+		c.sessionID = "00000000-0000-4000-8000-000000000000"
+	}
+	c.cwd, _ = os.Getwd()
+	c.transcript = filepath.Join(os.Getenv(fakeProjectsEnv), c.sessionID+".jsonl")
+	lines, err := readLines(filepath.Join(os.Getenv(fakeDataEnv), os.Getenv(fakeScenarioEnv)+".session.jsonl"))
+	if err != nil {
+		fmt.Printf("FAKE DATA ERROR %v\r\n", err)
+		return 3
+	}
+	if _, err := xterm.MakeRaw(0); err != nil { // as Claude's TUI does
+		fmt.Printf("FAKE RAW ERROR %v\r\n", err)
+		return 3
+	}
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	go func() {
+		r := bufio.NewReader(os.Stdin)
+		for {
+			b, err := r.ReadByte()
+			if err != nil {
+				close(c.keys)
+				return
+			}
+			c.keys <- b
+		}
+	}()
+	c.hook(hooks.EventSessionStart, map[string]any{"source": source, "model": "claude-opus-4-8[1m]"}, nil)
+	fmt.Print("FAKE READY\r\n")
+	for {
+		select {
+		case <-term:
+			c.hook(hooks.EventSessionEnd, map[string]any{"reason": "other"}, nil)
+			return 0
+		case k, ok := <-c.keys:
+			if !ok {
+				return 4
+			}
+			switch k {
+			case 'q':
+				c.hook(hooks.EventSessionEnd, map[string]any{"reason": "prompt_input_exit"}, nil)
+				fmt.Print("FAKE BYE\r\n")
+				return 0
+			case '\r':
+				c.turn(lines)
+			}
+		}
+	}
+}
+
+func (c *fakeClaude) readSettings(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var s struct {
+		Hooks map[string][]struct {
+			Hooks []struct{ Command string } `json:"hooks"`
+		} `json:"hooks"`
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	for ev, groups := range s.Hooks {
+		c.hooks[ev] = groups[0].Hooks[0].Command
+	}
+	return nil
+}
+
+// hook runs the command for event with the payload; cancel, when it
+// fires, kills the hook (Claude's dialog was answered first).
+func (c *fakeClaude) hook(event string, fields map[string]any, cancel <-chan struct{}) (string, bool) {
+	payload := map[string]any{"session_id": c.sessionID, "transcript_path": c.transcript, "cwd": c.cwd, "hook_event_name": event}
+	for k, v := range fields {
+		payload[k] = v
+	}
+	body, _ := json.Marshal(payload)
+	cmd := exec.Command("sh", "-c", c.hooks[event])
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Stdin = bytes.NewReader(body)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		fmt.Printf("FAKE HOOK %s START ERROR %v\r\n", event, err)
+		return "", false
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			fmt.Printf("FAKE HOOK %s FAILED %v\r\n", event, err)
+		}
+		return out.String(), true
+	case <-cancel:
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		return "", false
+	}
+}
+
+// turn plays one prompt of the scenario's transcript.
+func (c *fakeClaude) turn(lines [][]byte) {
+	toolAt := -1
+	var tool struct {
+		ID    string          `json:"id"`
+		Name  string          `json:"name"`
+		Input json.RawMessage `json:"input"`
+	}
+	for i, l := range lines {
+		var r struct {
+			Type    string `json:"type"`
+			Message struct {
+				Content json.RawMessage `json:"content"`
+			} `json:"message"`
+		}
+		_ = json.Unmarshal(l, &r)
+		var blocks []json.RawMessage
+		if r.Type == "assistant" && json.Unmarshal(r.Message.Content, &blocks) == nil && len(blocks) == 1 && bytes.Contains(blocks[0], []byte(`"tool_use"`)) {
+			_ = json.Unmarshal(blocks[0], &tool)
+			toolAt = i
+			break
+		}
+	}
+	c.hook(hooks.EventUserPromptSubmit, map[string]any{"prompt": "Run echo hi", "permission_mode": "default"}, nil)
+	c.write(lines[:toolAt+1])
+	c.hook(hooks.EventPreToolUse, map[string]any{"tool_name": tool.Name, "tool_input": tool.Input, "tool_use_id": tool.ID}, nil)
+	// The dialog is drawn and the PermissionRequest hook races it.
+	answered := make(chan struct{})
+	hookDone := make(chan struct{})
+	watched := make(chan struct{})
+	var key byte
+	go func() {
+		defer close(watched)
+		for {
+			select {
+			case k, ok := <-c.keys:
+				if !ok {
+					return
+				}
+				if k == '1' || k == '3' {
+					key = k
+					close(answered)
+					return
+				}
+			case <-hookDone:
+				return
+			}
+		}
+	}()
+	out, ok := c.hook(hooks.EventPermissionRequest, map[string]any{"tool_name": tool.Name, "tool_input": tool.Input,
+		"permission_suggestions": []any{map[string]any{"type": "addDirectories", "directories": []string{c.cwd}, "destination": "session"}}}, answered)
+	close(hookDone)
+	<-watched
+	allowed := false
+	if ok {
+		var o struct {
+			HookSpecificOutput struct {
+				Decision struct{ Behavior string } `json:"decision"`
+			} `json:"hookSpecificOutput"`
+		}
+		_ = json.Unmarshal([]byte(out), &o)
+		fmt.Printf("FAKE HOOK DECISION %s\r\n", o.HookSpecificOutput.Decision.Behavior)
+		allowed = o.HookSpecificOutput.Decision.Behavior == "allow"
+	} else {
+		fmt.Printf("FAKE DIALOG ANSWER %c\r\n", key)
+		allowed = key == '1'
+	}
+	c.write(lines[toolAt+1:])
+	if allowed {
+		c.hook(hooks.EventPostToolUse, map[string]any{"tool_name": tool.Name, "tool_input": tool.Input, "tool_use_id": tool.ID,
+			"tool_response": map[string]any{"stdout": "", "stderr": ""}}, nil)
+		c.hook(hooks.EventStop, map[string]any{"last_assistant_message": "Done: the command printed hi."}, nil)
+	}
+	fmt.Print("FAKE TURN DONE\r\n")
+}
+
+func (c *fakeClaude) write(lines [][]byte) {
+	f, err := os.OpenFile(c.transcript, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		fmt.Printf("FAKE WRITE ERROR %v\r\n", err)
+		return
+	}
+	defer f.Close()
+	for _, l := range lines {
+		_, _ = f.Write(append(append([]byte(nil), l...), '\n'))
+	}
+}
+
+func readLines(path string) ([][]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out [][]byte
+	for _, l := range bytes.Split(b, []byte("\n")) {
+		if len(bytes.TrimSpace(l)) > 0 {
+			out = append(out, l)
+		}
+	}
+	return out, nil
+}
+
+// run is one local session against the fake Claude.
+type run struct {
+	t      *testing.T
+	agent  *Agent
+	keys   *os.File
+	mu     sync.Mutex
+	out    bytes.Buffer
+	events []mapper.Event
+	evc    chan mapper.Event
+}
+
+func (r *run) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.out.Write(p)
+}
+
+func (r *run) output() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.out.String()
+}
+
+func startLocal(t *testing.T, scenario, projects string, mod func(*Options)) *run {
+	t.Helper()
+	data, err := filepath.Abs("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keysR, keysW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &run{t: t, keys: keysW, evc: make(chan mapper.Event, 1024)}
+	opts := Options{
+		Binary:      os.Args[0],
+		Env:         append(os.Environ(), roleEnv+"=claude", fakeScenarioEnv+"="+scenario, fakeProjectsEnv+"="+projects, fakeDataEnv+"="+data, "GORACE=atexit_sleep_ms=0"),
+		HookCommand: []string{os.Args[0], "hook"},
+		StateDir:    t.TempDir(),
+		In:          keysR,
+		Out:         r,
+		Grace:       2 * time.Second,
+		Poll:        50 * time.Millisecond,
+	}
+	if mod != nil {
+		mod(&opts)
+	}
+	a, err := Start(context.Background(), opts)
+	if err != nil {
+		keysR.Close()
+		t.Fatal(err)
+	}
+	r.agent = a
+	go func() {
+		for ev := range a.Events() {
+			r.evc <- ev
+		}
+		close(r.evc)
+	}()
+	t.Cleanup(func() {
+		keysW.Close()
+		_ = a.Close()
+		keysR.Close()
+	})
+	return r
+}
+
+func (r *run) expectOutput(s string) {
+	r.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(r.output(), s) {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("output never had %q:\n%q", s, r.output())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// until collects events until pred matches one (returned).
+func (r *run) until(pred func(mapper.Event) bool) mapper.Event {
+	r.t.Helper()
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case ev, ok := <-r.evc:
+			if !ok {
+				r.t.Fatalf("events ended; got %s", describeAll(r.events))
+			}
+			r.events = append(r.events, ev)
+			if pred(ev) {
+				return ev
+			}
+		case <-timeout:
+			r.t.Fatalf("event not seen after 20s; got %s\nclaude's output: %q", describeAll(r.events), r.output())
+		}
+	}
+}
+
+func (r *run) drain() {
+	r.t.Helper()
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case ev, ok := <-r.evc:
+			if !ok {
+				return
+			}
+			r.events = append(r.events, ev)
+		case <-timeout:
+			r.t.Fatalf("events not closed after 20s; got %s", describeAll(r.events))
+		}
+	}
+}
+
+func (r *run) key(s string) {
+	r.t.Helper()
+	if _, err := r.keys.WriteString(s); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// describe names the events the tests check.
+func describe(ev mapper.Event) string {
+	switch e := ev.(type) {
+	case *mapper.UserPrompt:
+		return "prompt " + e.Text
+	case *mapper.ToolCall:
+		return "call " + e.CallID + " " + e.Tool
+	case *mapper.ToolBlocked:
+		if e.Permission != nil {
+			return fmt.Sprintf("blocked %s %s %v", e.CallID, e.Permission.Permission, e.Permission.Patterns)
+		}
+		return "blocked " + e.CallID + " question"
+	case *mapper.ToolResolved:
+		return fmt.Sprintf("resolved %s %s %s", e.CallID, e.Decision, e.Reason)
+	case *mapper.ToolCompleted:
+		return "completed " + e.CallID
+	case *mapper.ToolFailed:
+		return "failed " + e.CallID
+	case *mapper.TurnEnded:
+		return "turn-ended " + e.Reason
+	case *mapper.DroppedInput:
+		return fmt.Sprintf("dropped %s %s", e.Dropped.Kind, e.Dropped.Reason)
+	}
+	return ""
+}
+
+func describeAll(evs []mapper.Event) string {
+	var out []string
+	for _, ev := range evs {
+		if d := describe(ev); d != "" {
+			out = append(out, d)
+		}
+	}
+	return strings.Join(out, " | ")
+}
+
+func TestPermissionAnsweredRemotely(t *testing.T) {
+	projects := t.TempDir()
+	r := startLocal(t, "r1", projects, func(o *Options) { o.SessionID = "cbe164e8-ff82-4bd9-8bc9-0ca70dc52318" })
+	r.expectOutput("FAKE READY")
+	r.expectOutput("FAKE ARGS --session-id cbe164e8-ff82-4bd9-8bc9-0ca70dc52318")
+	r.key("\r")
+	b := r.until(func(ev mapper.Event) bool { _, ok := ev.(*mapper.ToolBlocked); return ok }).(*mapper.ToolBlocked)
+	if err := r.agent.Decide(context.Background(), b.CallID, session.Decision{Decision: mapper.DecisionOnce}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.agent.Decide(context.Background(), b.CallID, session.Decision{Decision: mapper.DecisionOnce}); !errors.Is(err, session.ErrStale) {
+		t.Fatalf("second answer: %v", err)
+	}
+	r.until(func(ev mapper.Event) bool {
+		e, ok := ev.(*mapper.TurnEnded)
+		return ok && e.Reason == mapper.TurnCompleted
+	})
+	r.expectOutput("FAKE HOOK DECISION allow")
+	if got := r.agent.SessionID(); got != "cbe164e8-ff82-4bd9-8bc9-0ca70dc52318" {
+		t.Fatalf("session id %q", got)
+	}
+	if err := r.agent.Prompt(context.Background(), session.Prompt{Text: "hi"}); !errors.Is(err, ErrPromptInLocalMode) {
+		t.Fatalf("prompt: %v", err)
+	}
+	r.key("q")
+	r.drain()
+	want := "prompt Run echo hi | call toolu_fake_3 bash | blocked toolu_fake_3 bash [echo hi > hi.txt] | completed toolu_fake_3 | turn-ended completed"
+	if got := describeAll(r.events); got != want {
+		t.Fatalf("events\n got %s\nwant %s", got, want)
+	}
+	res, err := r.agent.Result()
+	if err != nil || res.ExitCode() != 0 {
+		t.Fatalf("result %+v %v", res, err)
+	}
+}
+
+func TestPermissionAnsweredInClaudesDialog(t *testing.T) {
+	r := startLocal(t, "r11-answer-3", t.TempDir(), nil)
+	r.expectOutput("FAKE READY")
+	r.key("\r")
+	b := r.until(func(ev mapper.Event) bool { _, ok := ev.(*mapper.ToolBlocked); return ok }).(*mapper.ToolBlocked)
+	r.key("3") // No, in Claude's own dialog
+	r.expectOutput("FAKE DIALOG ANSWER 3")
+	r.until(func(ev mapper.Event) bool { _, ok := ev.(*mapper.TurnEnded); return ok })
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := r.agent.Decide(context.Background(), b.CallID, session.Decision{Decision: mapper.DecisionOnce})
+		if errors.Is(err, session.ErrStale) {
+			break
+		}
+		if err != nil || time.Now().After(deadline) {
+			t.Fatalf("late remote answer: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond) // the hook's cancellation is still on its way
+	}
+	r.key("q")
+	r.drain()
+	want := "prompt Run echo hi | call toolu_fake_3 bash | blocked toolu_fake_3 bash [echo hi > hi.txt] | resolved toolu_fake_3 reject answered-in-agent | failed toolu_fake_3 | turn-ended interrupted"
+	if got := describeAll(r.events); got != want {
+		t.Fatalf("events\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestHandoffAndResume: local mode stops cleanly (SIGTERM, SessionEnd, the
+// transcript read to its end), and a new local run resumes the same Claude
+// session with --resume, following only what is written after.
+func TestHandoffAndResume(t *testing.T) {
+	projects := t.TempDir()
+	const id = "11111111-2222-4333-8444-555555555555"
+	r := startLocal(t, "r1", projects, func(o *Options) { o.SessionID = id })
+	r.expectOutput("FAKE READY")
+	r.key("\r")
+	b := r.until(func(ev mapper.Event) bool { _, ok := ev.(*mapper.ToolBlocked); return ok }).(*mapper.ToolBlocked)
+	if err := r.agent.Decide(context.Background(), b.CallID, session.Decision{Decision: mapper.DecisionOnce}); err != nil {
+		t.Fatal(err)
+	}
+	r.until(func(ev mapper.Event) bool { _, ok := ev.(*mapper.TurnEnded); return ok })
+	go r.drain()
+	h, err := r.agent.Handoff(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	transcript := filepath.Join(projects, id+".jsonl")
+	fi, _ := os.Stat(transcript)
+	if h.SessionID != id || h.TranscriptPath != transcript || fi == nil || h.Offset != fi.Size() {
+		t.Fatalf("handoff %+v (transcript size %v)", h, fi)
+	}
+	r2 := startLocal(t, "r1", projects, func(o *Options) { o.Resume, o.ResumeOffset = h.SessionID, h.Offset })
+	r2.expectOutput("FAKE ARGS --resume " + id)
+	r2.expectOutput("FAKE READY") // keys before it would meet a terminal not yet raw
+	r2.key("\r")
+	b2 := r2.until(func(ev mapper.Event) bool { _, ok := ev.(*mapper.ToolBlocked); return ok }).(*mapper.ToolBlocked)
+	if err := r2.agent.Decide(context.Background(), b2.CallID, session.Decision{Decision: mapper.DecisionReject, Reason: "not now"}); err != nil {
+		t.Fatal(err)
+	}
+	r2.expectOutput("FAKE HOOK DECISION deny")
+	r2.key("q")
+	r2.drain()
+	// The resumed run saw the new turn only (the same records, written
+	// again by the fake, are new lines past the saved end).
+	got := describeAll(r2.events)
+	if strings.Count(got, "prompt Run echo hi") != 1 || !strings.HasPrefix(got, "prompt Run echo hi") {
+		t.Fatalf("resumed events %s", got)
+	}
+}
+
+func TestStartRequiresHookCommand(t *testing.T) {
+	if _, err := Start(context.Background(), Options{StateDir: t.TempDir(), Out: &bytes.Buffer{}}); err == nil {
+		t.Fatal("started without a hook command")
+	}
+	_, err := Start(context.Background(), Options{Binary: "/nonexistent/claude", HookCommand: []string{"happy", "hook"}, StateDir: t.TempDir(), Out: &bytes.Buffer{}})
+	if err == nil {
+		t.Fatal("started a missing binary")
+	}
+}
+
+func TestCompleteLinesEnd(t *testing.T) {
+	dir := t.TempDir()
+	cases := map[string]int64{"": 0, "a\n": 2, "a\nb": 2, "no newline": 0, "a\nb\n" + strings.Repeat("x", 100<<10): 4}
+	for content, want := range cases {
+		p := filepath.Join(dir, "t.jsonl")
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got := completeLinesEnd(p); got != want {
+			t.Errorf("completeLinesEnd(%.20q) = %d, want %d", content, got, want)
+		}
+	}
+	if got := completeLinesEnd(filepath.Join(dir, "missing")); got != 0 {
+		t.Errorf("missing file: %d", got)
+	}
+}
+
+func TestQuestionInput(t *testing.T) {
+	in := json.RawMessage(`{"questions":[{"question":"Which?","options":[{"label":"A"},{"label":"B"}]},{"question":"More?"}]}`)
+	got, err := questionInput(in, [][]string{{"A", "B"}, {"no"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	_ = json.Unmarshal(got, &m)
+	if a, _ := m["answers"].(map[string]any); a["Which?"] != "A, B" || a["More?"] != "no" {
+		t.Fatalf("answers %s", got)
+	}
+	if _, err := questionInput(in, [][]string{{"A"}}); err == nil {
+		t.Fatal("answer count not checked")
+	}
+	if _, err := questionInput(json.RawMessage(`[1]`), nil); err == nil {
+		t.Fatal("non-object input accepted")
+	}
+}
