@@ -8,6 +8,11 @@ require (
 )
 
 require (
+	github.com/mdp/qrterminal/v3 v3.2.1 // indirect
+	rsc.io/qr v0.2.0 // indirect
+)
+
+require (
 	github.com/andybalholm/brotli v1.2.4 // indirect
 	github.com/creack/pty v1.1.24 // indirect
 	github.com/dunglas/httpsfv v1.1.1 // indirect

@@ -128,6 +128,15 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	return c, nil
 }
 
+// AccountID is a stable, non-secret fingerprint of the account behind
+// creds: hex of the first 16 bytes of SHA-256 of its content public key
+// (32 hex characters). Every machine of the account, legacy or dataKey,
+// computes the same value; `happy auth status` prints it.
+func AccountID(creds *crypto.Credentials) string {
+	id, _ := accountIdentity(creds)
+	return id
+}
+
 // accountIdentity returns a stable fingerprint of the account (hex SHA-256 of
 // its content public key, 16 bytes) and the cipher that seals local secrets
 // at rest (the machine key, or the account secret for legacy credentials).
@@ -167,6 +176,7 @@ func (c *Client) Close() error {
 	c.mu.Unlock()
 	c.cancel()
 	c.wg.Wait()
+	c.api.CloseIdleConnections()
 	return c.store.Close()
 }
 

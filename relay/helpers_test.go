@@ -14,21 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/happy-dev/happy/crypto"
-	"github.com/happy-dev/happy/server/servertest"
 )
-
-// testRelayURL is the relay a test talks to: an in-process happy server,
-// or the external relay named by HAPPY_CONFORMANCE_SERVER_URL for the
-// conformance run.
-func testRelayURL(t testing.TB) string {
-	t.Helper()
-	if u := os.Getenv(envConformance); u != "" {
-		return u
-	}
-	return servertest.Start(t).URL
-}
-
-const envConformance = "HAPPY_CONFORMANCE_SERVER_URL"
 
 // newAccount creates a fresh account on the relay at url and returns
 // credentials that hold the account secret.
@@ -64,7 +50,7 @@ func testConfig(t testing.TB, url string, creds *crypto.Credentials, outboxDir s
 		RequestTimeout: 5 * time.Second,
 		AckTimeout:     5 * time.Second,
 		Backoff:        Backoff{Min: 20 * time.Millisecond, Max: 400 * time.Millisecond},
-		Dialer:         SIODialer(2 * time.Second),
+		Dialer:         SIODialer(time.Second),
 		NoResume:       true,
 	}
 }
@@ -138,6 +124,8 @@ func readAll(t testing.TB, api *API, sid string, ci crypto.Cipher) []relayMessag
 			if err := json.Unmarshal(plain, &env); err != nil {
 				t.Fatalf("seq %d: %v", m.Seq, err)
 			}
+			// The other device's user messages carry no record id; they are
+			// kept with Record "" (readOwn leaves them out).
 			out = append(out, relayMessage{Seq: m.Seq, LocalID: m.LocalID, Record: env.Info.ID, Version: env.Version})
 			after = m.Seq
 		}

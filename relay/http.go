@@ -60,7 +60,8 @@ func NewAPI(cfg HTTPConfig) (*API, error) {
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
-		hc = &http.Client{}
+		// Own transport, so CloseIdleConnections touches only this client.
+		hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
 	t := cfg.RequestTimeout
 	if t <= 0 {
@@ -71,6 +72,9 @@ func NewAPI(cfg HTTPConfig) (*API, error) {
 
 // BaseURL is the relay base URL without a trailing slash.
 func (a *API) BaseURL() string { return a.base }
+
+// CloseIdleConnections closes the HTTP connections kept for reuse.
+func (a *API) CloseIdleConnections() { a.hc.CloseIdleConnections() }
 
 // WithToken returns a copy of a that authenticates with token.
 func (a *API) WithToken(token string) *API {

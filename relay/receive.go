@@ -192,11 +192,14 @@ func (r *receiver) apply(ctx context.Context, m StoredMessage) bool {
 	if in.Err != nil {
 		r.s.countDecrypt(in.Err)
 	}
+	// Counted before the hand-over, so a consumer that reads the message
+	// already sees it in Stats.
+	r.delivered.Add(1)
 	select {
 	case r.out <- in:
-		r.delivered.Add(1)
 		return true
 	case <-ctx.Done():
+		r.delivered.Add(-1)
 		return false
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -14,8 +16,7 @@ import (
 	"github.com/happy-dev/happy/internal/sio"
 )
 
-func TestSessionSendsEveryVersionInOrder(t *testing.T) {
-	url := testRelayURL(t)
+func testSessionSendsEveryVersionInOrder(t *testing.T, url string) {
 	creds := newAccount(t, url)
 	c := newTestClient(t, testConfig(t, url, creds, t.TempDir()))
 	var mu sync.Mutex
@@ -74,8 +75,7 @@ func TestSessionSendsEveryVersionInOrder(t *testing.T) {
 	}
 }
 
-func TestVersionsSurviveReopen(t *testing.T) {
-	url := testRelayURL(t)
+func testVersionsSurviveReopen(t *testing.T, url string) {
 	creds := newAccount(t, url)
 	dir := t.TempDir()
 	tag := newTag(t)
@@ -172,8 +172,7 @@ func expectNothing(t testing.TB, s *Session, d time.Duration) {
 	}
 }
 
-func TestReceiveSkipsOwnAndDeliversOthersInOrder(t *testing.T) {
-	url := testRelayURL(t)
+func testReceiveSkipsOwnAndDeliversOthersInOrder(t *testing.T, url string) {
 	creds := newAccount(t, url)
 	c := newTestClient(t, testConfig(t, url, creds, t.TempDir()))
 	s := openTestSession(t, c, SessionOptions{Tag: newTag(t)})
@@ -216,14 +215,17 @@ func waitFor(t testing.TB, cond func() bool, what string) {
 	deadline := time.Now().Add(15 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
+			if p := os.Getenv("RELAY_TEST_DUMP"); p != "" {
+				buf := make([]byte, 8<<20)
+				_ = os.WriteFile(p, buf[:runtime.Stack(buf, true)], 0o600)
+			}
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 }
 
-func TestReceiveFromNow(t *testing.T) {
-	url := testRelayURL(t)
+func testReceiveFromNow(t *testing.T, url string) {
 	creds := newAccount(t, url)
 	c := newTestClient(t, testConfig(t, url, creds, t.TempDir()))
 	tag := newTag(t)
@@ -239,8 +241,7 @@ func TestReceiveFromNow(t *testing.T) {
 	}
 }
 
-func TestDecryptFailuresAreDeliveredAndCounted(t *testing.T) {
-	url := testRelayURL(t)
+func testDecryptFailuresAreDeliveredAndCounted(t *testing.T, url string) {
 	creds := newAccount(t, url)
 	c := newTestClient(t, testConfig(t, url, creds, t.TempDir()))
 	s := openTestSession(t, c, SessionOptions{Tag: newTag(t)})
@@ -275,8 +276,7 @@ func TestDecryptFailuresAreDeliveredAndCounted(t *testing.T) {
 // TestLiveGapsDuplicatesAndDisorder feeds the receive path live events out
 // of order, duplicated and with gaps, on top of the relay's own events; the
 // stream must still be every message once, in seq order.
-func TestLiveGapsDuplicatesAndDisorder(t *testing.T) {
-	url := testRelayURL(t)
+func testLiveGapsDuplicatesAndDisorder(t *testing.T, url string) {
 	creds := newAccount(t, url)
 	c := newTestClient(t, testConfig(t, url, creds, t.TempDir()))
 	s := openTestSession(t, c, SessionOptions{Tag: newTag(t)})
@@ -310,8 +310,7 @@ func TestLiveGapsDuplicatesAndDisorder(t *testing.T) {
 	}
 }
 
-func TestMetadataCompareAndSetAcrossDevices(t *testing.T) {
-	url := testRelayURL(t)
+func testMetadataCompareAndSetAcrossDevices(t *testing.T, url string) {
 	creds := newAccount(t, url)
 	tag := newTag(t)
 	a := openTestSession(t, newTestClient(t, testConfig(t, url, creds, t.TempDir())), SessionOptions{Tag: tag, Metadata: json.RawMessage(`{"n":0}`)})
@@ -369,8 +368,7 @@ func TestMetadataCompareAndSetAcrossDevices(t *testing.T) {
 	t.Fatal("session not listed")
 }
 
-func TestAgentStateNullAndUpdateEvents(t *testing.T) {
-	url := testRelayURL(t)
+func testAgentStateNullAndUpdateEvents(t *testing.T, url string) {
 	creds := newAccount(t, url)
 	tag := newTag(t)
 	var mu sync.Mutex
@@ -408,8 +406,7 @@ func TestAgentStateNullAndUpdateEvents(t *testing.T) {
 	}
 }
 
-func TestRPCRoundTrip(t *testing.T) {
-	url := testRelayURL(t)
+func testRPCRoundTrip(t *testing.T, url string) {
 	creds := newAccount(t, url)
 	c := newTestClient(t, testConfig(t, url, creds, t.TempDir()))
 	s := openTestSession(t, c, SessionOptions{Tag: newTag(t)})

@@ -85,4 +85,26 @@ func (s sioSocket) Call(ctx context.Context, event string, args ...any) ([]any, 
 	return r, nil
 }
 func (s sioSocket) Connected() bool { return s.c.Connected() }
-func (s sioSocket) Close() error    { return s.c.Close() }
+
+// closeWait bounds Close: the library can invoke an acknowledgement
+// callback a second time while disconnecting (a timeout or a late ack racing
+// with the disconnect), and internal/sio's Call callback then blocks on its
+// full result channel, so Disconnect never returns. The connection loop must
+// go on regardless; the stuck goroutine belongs to a socket already dropped.
+const closeWait = 2 * time.Second
+
+func (s sioSocket) Close() error {
+	done := make(chan struct{})
+	go func() {
+		_ = s.c.Close()
+		close(done)
+	}()
+	t := time.NewTimer(closeWait)
+	defer t.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("relay: socket close did not finish within %s", closeWait)
+	}
+}

@@ -40,6 +40,7 @@ next prompt.`,
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 
 	root.AddCommand(newVersionCmd(f))
+	root.AddCommand(newAuthCmd(f))
 	root.AddCommand(newClaudeCmd(f))
 	root.AddCommand(newSessionsCmd(f), newLogCmd(f))
 	root.AddCommand(newSendCmd(f), newApproveCmd(f), newDenyCmd(f), newAnswerCmd(f), newAbortCmd(f))

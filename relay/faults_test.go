@@ -1,0 +1,378 @@
+package relay
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/happy-dev/happy/crypto"
+	"github.com/happy-dev/happy/internal/sio"
+)
+
+// TestMain lets the kill test re-execute this test binary as a client
+// process (RELAY_TEST_CHILD set) that it can kill with SIGKILL.
+func TestMain(m *testing.M) {
+	if os.Getenv("RELAY_TEST_CHILD") != "" {
+		os.Exit(childMain())
+	}
+	os.Exit(m.Run())
+}
+
+// planRecord is the record of the i-th version the producers write: seven
+// records in turn, so every record gets many versions.
+func planRecord(i int) string { return fmt.Sprintf("msg_%d", i%7) }
+
+// planWant is the last version of every record after n versions of the plan.
+func planWant(n int) map[string]int64 {
+	want := map[string]int64{}
+	for i := range n {
+		want[planRecord(i)]++
+	}
+	return want
+}
+
+// produce enqueues versions from..to-1 of the plan, pausing between them so
+// the stream spans the faults the test injects.
+func produce(t testing.TB, s *Session, from, to int, pause time.Duration) {
+	for i := from; i < to; i++ {
+		rec := planRecord(i)
+		v, err := s.Enqueue(context.Background(), rec, func(v int64) ([]byte, error) { return envelope(rec, v), nil })
+		if err != nil {
+			t.Errorf("enqueue %d: %v", i, err)
+			return
+		}
+		if want := planWant(i + 1)[rec]; v != want {
+			t.Errorf("enqueue %d: version %d, want %d", i, v, want)
+			return
+		}
+		if pause > 0 {
+			time.Sleep(pause)
+		}
+	}
+}
+
+// foreignWriter writes n user messages "f000".. directly to the relay in
+// batches of three, retrying a batch (same localIds) until the relay
+// stores it — the other device of the tests.
+func foreignWriter(t testing.TB, api *API, sid string, ci crypto.Cipher, n int, pause time.Duration) {
+	prefix := newTag(t)
+	for i := 0; i < n; i += 3 {
+		var msgs []OutgoingMessage
+		for j := i; j < i+3 && j < n; j++ {
+			plain, _ := json.Marshal(map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": fmt.Sprintf("f%03d", j)}})
+			sealed, _ := ci.Seal(plain)
+			msgs = append(msgs, OutgoingMessage{Content: b64(sealed), LocalID: fmt.Sprintf("%s-%d", prefix, j)})
+		}
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_, err := api.SendMessages(ctx, sid, msgs)
+			cancel()
+			if err == nil {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		time.Sleep(pause)
+	}
+}
+
+// receiveForeign reads n messages from Receive and checks they are the
+// foreign writer's f000..f(n-1), once each and in order.
+func receiveForeign(t testing.TB, s *Session, n int) {
+	t.Helper()
+	got := receiveN(t, s, n)
+	last := int64(0)
+	for i, in := range got {
+		if txt := userText(t, in); txt != fmt.Sprintf("f%03d", i) {
+			t.Fatalf("message %d is %q (seq %d)", i, txt, in.Seq)
+		}
+		if in.Seq <= last {
+			t.Fatalf("seq %d after %d", in.Seq, last)
+		}
+		last = in.Seq
+	}
+	expectNothing(t, s, 300*time.Millisecond)
+}
+
+// readOwn is readAll without the foreign writer's messages.
+func readOwn(t testing.TB, api *API, sid string, ci crypto.Cipher) []relayMessage {
+	t.Helper()
+	var own []relayMessage
+	for _, m := range readAll(t, api, sid, ci) {
+		if m.Record != "" {
+			own = append(own, m)
+		}
+	}
+	return own
+}
+
+// testNetworkCutLosesNothing runs a session through a TCP proxy that drops
+// every connection six times while versions are sent and another device
+// writes: the relay ends with every version exactly once, the session
+// receives every foreign message exactly once in order, and RPC works again
+// after the reconnects.
+func testNetworkCutLosesNothing(t *testing.T, url string) {
+	if !strings.HasPrefix(url, "http://") {
+		t.Skip("the TCP proxy needs a plain http relay URL")
+	}
+	const versions, foreign, cuts = 300, 60, 6
+	proxy := newCutProxy(t, url)
+	creds := newAccount(t, url)
+	c := newTestClient(t, testConfig(t, proxy.URL, creds, t.TempDir()))
+	s := openTestSession(t, c, SessionOptions{Tag: newTag(t)})
+	s.RegisterRPC("ping", func(ctx context.Context, p json.RawMessage) (any, error) {
+		return map[string]string{"pong": string(p)}, nil
+	})
+	direct, _ := NewAPI(HTTPConfig{BaseURL: url, Token: creds.Token})
+
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() { defer wg.Done(); produce(t, s, 0, versions, 8*time.Millisecond) }()
+	go func() { defer wg.Done(); foreignWriter(t, direct, s.ID(), s.Cipher(), foreign, 40*time.Millisecond) }()
+	go func() {
+		defer wg.Done()
+		for i := range cuts {
+			// Cut only while the socket is up, so every cut also breaks a
+			// live socket (and whatever HTTP request is in flight).
+			waitFor(t, func() bool { return s.Stats().Connects >= int64(i+1) }, "socket connected before the cut")
+			time.Sleep(150 * time.Millisecond)
+			proxy.Cut(100 * time.Millisecond)
+		}
+	}()
+	wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkExactlyOnce(t, readOwn(t, direct, s.ID(), s.Cipher()), planWant(versions))
+	receiveForeign(t, s, foreign)
+	// The socket reconnects on its own schedule (a dial through the cut
+	// proxy fails only at its connect timeout); wait for it.
+	waitFor(t, func() bool { sk, _ := s.conn.current(); return s.Stats().Connects >= cuts+1 && sk != nil && sk.Connected() }, "reconnected")
+	st := s.Stats()
+	if st.Sent != versions || st.Pending != 0 || st.Enqueued != versions || st.Delivered != foreign || st.Echoes != versions {
+		t.Fatalf("stats %+v", st)
+	}
+	t.Logf("after %d cuts: %+v", cuts, st)
+
+	// RPC methods were registered again on the last connection.
+	app, err := sio.Dial(ctx, url, sio.Options{Auth: map[string]any{"token": creds.Token, "clientType": "user-scoped"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	sealed, _ := s.Cipher().Seal([]byte(`"hi"`))
+	res, err := app.Call(ctx, "rpc-call", map[string]any{"method": s.ID() + ":ping", "params": b64(sealed)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := res[0].(map[string]any)
+	out, err := openPayload(s.Cipher(), "result", 0, fmt.Sprint(m["result"]))
+	if m["ok"] != true || err != nil || string(out) != `{"pong":"\"hi\""}` {
+		t.Fatalf("rpc after reconnect: %v %s %v", m, out, err)
+	}
+}
+
+// TestRelayRestartLosesNothing stops and restarts the relay (same data,
+// same port) twice while versions are sent and another device writes.
+func TestRelayRestartLosesNothing(t *testing.T) {
+	const versions, foreign = 300, 60
+	r := newRestartableRelay(t)
+	creds := newAccount(t, r.URL)
+	c := newTestClient(t, testConfig(t, r.URL, creds, t.TempDir()))
+	s := openTestSession(t, c, SessionOptions{Tag: newTag(t)})
+	api := c.API()
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() { defer wg.Done(); produce(t, s, 0, versions, 3*time.Millisecond) }()
+	go func() { defer wg.Done(); foreignWriter(t, api, s.ID(), s.Cipher(), foreign, 20*time.Millisecond) }()
+	go func() {
+		defer wg.Done()
+		for i := range 2 {
+			// Restart only while the socket is up, so each restart also
+			// breaks a live connection.
+			waitFor(t, func() bool { return s.Stats().Connects >= int64(i+1) }, "socket connected before the restart")
+			time.Sleep(250 * time.Millisecond)
+			r.Stop()
+			time.Sleep(200 * time.Millisecond)
+			r.Start()
+		}
+	}()
+	wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkExactlyOnce(t, readOwn(t, api, s.ID(), s.Cipher()), planWant(versions))
+	receiveForeign(t, s, foreign)
+	waitFor(t, func() bool { return s.Stats().Connects >= 3 }, "a reconnection after each restart")
+	st := s.Stats()
+	if st.SendFailures == 0 || st.Sent != versions || st.Delivered != foreign || st.Echoes != versions {
+		t.Fatalf("stats %+v", st)
+	}
+	t.Logf("after 2 restarts: %+v", st)
+}
+
+// testKilledClientResumes runs the producer in a child process and kills it
+// with SIGKILL twice mid-stream. After the first kill the parent (another
+// process of the same home) drains the dead session's outbox as an orphan;
+// after the second the restarted child itself resumes. Every version ends
+// on the relay exactly once.
+func testKilledClientResumes(t *testing.T, url string) {
+	const total = 400
+	creds := newAccount(t, url)
+	home := t.TempDir()
+	keyPath := filepath.Join(home, "access.key")
+	if err := creds.Save(keyPath); err != nil {
+		t.Fatal(err)
+	}
+	outboxDir := filepath.Join(home, "outbox")
+	tag := newTag(t)
+	run := func(killAfter int) (acked int, flushed bool) {
+		t.Helper()
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "RELAY_TEST_CHILD=1", "CHILD_URL="+url, "CHILD_KEY="+keyPath,
+			"CHILD_OUTBOX="+outboxDir, "CHILD_TAG="+tag, "CHILD_TOTAL="+strconv.Itoa(total))
+		cmd.Stderr = os.Stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "enq "):
+				acked++
+				if killAfter > 0 && acked == killAfter {
+					_ = cmd.Process.Signal(syscall.SIGKILL)
+				}
+			case line == "flushed":
+				flushed = true
+			case strings.HasPrefix(line, "error "):
+				t.Errorf("child: %s", line)
+			}
+		}
+		_ = cmd.Wait()
+		return acked, flushed
+	}
+
+	first, _ := run(150)
+	// A line or two written before the kill landed may still arrive.
+	if first < 150 {
+		t.Fatalf("first child acknowledged %d versions", first)
+	}
+	// The parent drains the dead child's outbox as an orphan.
+	cfg := testConfig(t, url, creds, outboxDir)
+	c := newTestClient(t, cfg)
+	if n := c.ResumeOrphans(context.Background()); n != 1 {
+		t.Fatalf("resumed %d orphan sessions", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := c.WaitOrphans(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := c.Outbox().Count(ctx, tag); n != 0 {
+		t.Fatalf("%d rows left after the orphan drain", n)
+	}
+	_, raw, _, _ := c.Outbox().Session(ctx, tag)
+	st, err := decodeSessionState(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci, err := c.sessionCipher(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid, _, _, _ := c.Outbox().Session(ctx, tag)
+	versions, _ := c.Outbox().LastVersions(ctx, tag)
+	stored := 0
+	for _, v := range versions {
+		stored += int(v)
+	}
+	if stored < first {
+		t.Fatalf("outbox knows %d versions, the child acknowledged %d", stored, first)
+	}
+	checkExactlyOnce(t, readOwn(t, c.API(), sid, ci), versions)
+	_ = c.Close()
+
+	second, _ := run(100)
+	if second < 100 {
+		t.Fatalf("second child acknowledged %d versions", second)
+	}
+	third, flushed := run(0)
+	if !flushed {
+		t.Fatalf("third child did not finish (%d versions)", third)
+	}
+	if stored+second+third < total {
+		t.Fatalf("children acknowledged %d+%d+%d versions of %d", stored, second, third, total)
+	}
+	api, _ := NewAPI(HTTPConfig{BaseURL: url, Token: creds.Token})
+	checkExactlyOnce(t, readOwn(t, api, sid, ci), planWant(total))
+}
+
+// childMain is the killable client: it opens the session, continues the
+// plan from what the outbox already holds, prints "enq <record> <version>"
+// after each durable enqueue, and "flushed" once the relay acknowledged
+// everything.
+func childMain() int {
+	creds, err := crypto.LoadCredentials(os.Getenv("CHILD_KEY"))
+	if err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	total, _ := strconv.Atoi(os.Getenv("CHILD_TOTAL"))
+	cfg := Config{BaseURL: os.Getenv("CHILD_URL"), Credentials: creds, OutboxDir: os.Getenv("CHILD_OUTBOX"),
+		Backoff: Backoff{Min: 20 * time.Millisecond, Max: 400 * time.Millisecond}, NoResume: true}
+	ctx := context.Background()
+	c, err := New(ctx, cfg)
+	if err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	s, err := c.OpenSession(ctx, SessionOptions{Tag: os.Getenv("CHILD_TAG")})
+	if err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	done := 0
+	for i := range 7 {
+		done += int(s.LastVersion(planRecord(i)))
+	}
+	for i := done; i < total; i++ {
+		rec := planRecord(i)
+		v, err := s.Enqueue(ctx, rec, func(v int64) ([]byte, error) { return envelope(rec, v), nil })
+		if err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		fmt.Println("enq", rec, v)
+		time.Sleep(2 * time.Millisecond)
+	}
+	fctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := s.Flush(fctx); err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	fmt.Println("flushed")
+	_ = s.Close()
+	_ = c.Close()
+	return 0
+}
