@@ -1,0 +1,779 @@
+package acp
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/happy-dev/happy/internal/jsonrpc"
+	"github.com/happy-dev/happy/internal/trafficlog"
+	"github.com/happy-dev/happy/mapper"
+)
+
+// DecoderOptions configure a Decoder.
+type DecoderOptions struct {
+	// Live says the decoder runs inside a live client whose session runner
+	// records happy's own prompts and permission answers itself: then no
+	// UserPrompt is made of happy's session/prompt and no ToolResolved of
+	// happy's answers (they would be recorded twice, and an answer the
+	// runner gave by rule was never shown blocked). A replay leaves it
+	// unset and gets both from the traffic.
+	Live bool
+}
+
+// Decoder turns ACP traffic (both directions, as in a traffic log) into
+// agent events. It is deterministic and never panics: a frame it cannot use
+// becomes a mapper.DroppedInput with a reason. Not safe for concurrent use.
+type Decoder struct {
+	opts DecoderOptions
+	t    int64
+	out  []mapper.Event
+
+	ours     map[string]*ourRequest   // happy's requests awaiting a response
+	theirs   map[string]*agentRequest // the agent's requests awaiting happy's answer
+	sessions map[string]bool          // ACP session ids opened
+
+	turn    *turn // the prompt turn in flight, nil between turns
+	turns   int
+	loading bool // a session/load replays history
+
+	tools     map[string]*tool // by ACP toolCallId, in the current turn's scope
+	toolSeq   int
+	callIDs   map[string]bool // canonical call ids used so far
+	terminals map[string]*terminalInfo
+
+	decisions  map[string]happyNote // decision notes by request id key
+	writes     map[string]happyNote // fs-write notes by request id key
+	restarting bool
+
+	// History replayed by session/load: consecutive user chunks make one
+	// prompt.
+	loadSeq   int
+	lastKind  string
+	userKey   string
+	userText  strings.Builder
+	userFiles []mapper.PromptFile
+
+	anyStep    bool // an assistant message exists in the session
+	turnStep   bool // the current turn has an assistant step
+	stepResult bool // a tool of the current step reported its result
+	lastCost   *float64
+	stepCost   float64
+	heldUsage  *mapper.Usage
+}
+
+type ourRequest struct {
+	method    string
+	sessionID string
+	cwd       string
+	modeID    string
+	turn      *turn
+}
+
+type agentRequest struct {
+	method     string
+	callID     string
+	options    []PermissionOption
+	path       string
+	content    string
+	terminalID string
+}
+
+type turn struct {
+	id        string
+	cancelled bool
+}
+
+// terminalInfo is what the traffic says about a terminal happy runs for the
+// agent.
+type terminalInfo struct {
+	output    string
+	truncated bool
+	exitCode  *int64
+	signal    *string
+	known     bool // an output or exit was seen
+}
+
+// tool is the merged state of one ACP tool call.
+type tool struct {
+	acpID    string
+	callID   string
+	seq      int // order of first appearance
+	kind     string
+	title    string
+	rawInput json.RawMessage
+	content  []toolContent
+	// outContent: the content came with the tool's start or end, so it is
+	// output rather than a description.
+	outContent    bool
+	locations     []location
+	rawOutput     json.RawMessage
+	status        string
+	running       bool
+	settled       bool
+	perms         int
+	writes        []mapper.FileDiff
+	announced     string // the last ToolCall emitted, to skip repeats
+	announcedHead string // its name, title and input
+}
+
+type location struct {
+	Path string `json:"path"`
+	Line *int64 `json:"line,omitempty"`
+}
+
+// NewDecoder returns a decoder for one ACP connection.
+func NewDecoder(opts DecoderOptions) *Decoder {
+	return &Decoder{
+		opts:      opts,
+		ours:      map[string]*ourRequest{},
+		theirs:    map[string]*agentRequest{},
+		sessions:  map[string]bool{},
+		tools:     map[string]*tool{},
+		callIDs:   map[string]bool{},
+		terminals: map[string]*terminalInfo{},
+		decisions: map[string]happyNote{},
+		writes:    map[string]happyNote{},
+	}
+}
+
+// Decode consumes the next frame, in traffic order, and returns the events
+// it yields (possibly none).
+func (d *Decoder) Decode(f Frame) []mapper.Event {
+	d.t, d.out = f.T, nil
+	switch f.Dir {
+	case trafficlog.A2C:
+		d.fromAgent(f)
+	case trafficlog.C2A:
+		d.fromHappy(f)
+	case trafficlog.Note:
+		d.note(f)
+	case trafficlog.Exit:
+		d.exit(f)
+	case trafficlog.Stderr:
+		// Kept in the log; carries nothing for the transcript.
+	default:
+		d.drop(string(f.Dir), mapper.DropUnknownType, "unknown traffic direction", f.Msg)
+	}
+	out := d.out
+	d.out = nil
+	return out
+}
+
+// PermissionCall tells the live client which tool call the agent's
+// permission request id is about and which options it offers; ok is false
+// when the request was refused (malformed) or is not a permission request.
+func (d *Decoder) PermissionCall(id jsonrpc.ID) (callID string, opts []PermissionOption, ok bool) {
+	r := d.theirs[idKey(id)]
+	if r == nil || r.method != "session/request_permission" || r.callID == "" {
+		return "", nil, false
+	}
+	return r.callID, r.options, true
+}
+
+// InTurn reports whether a prompt turn is in flight.
+func (d *Decoder) InTurn() bool { return d.turn != nil }
+
+func (d *Decoder) emit(evs ...mapper.Event) {
+	for _, e := range evs {
+		e.Base().Time = d.t
+		d.out = append(d.out, e)
+	}
+}
+
+func (d *Decoder) drop(kind string, reason mapper.DropReason, detail string, raw []byte) {
+	d.out = append(d.out, dropped(d.t, kind, reason, detail, raw))
+}
+
+func isObject(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '{'
+}
+
+// str reads a JSON string; ok is false for anything else (absent included).
+func str(raw json.RawMessage) (string, bool) {
+	var s string
+	if len(raw) == 0 || bytes.TrimSpace(raw)[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// members splits an object into its members; ok is false when raw is not
+// an object.
+func members(raw json.RawMessage) (map[string]json.RawMessage, bool) {
+	if !isObject(raw) {
+		return nil, false
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return nil, false
+	}
+	return m, true
+}
+
+// ---- frames from the agent ----
+
+func (d *Decoder) fromAgent(f Frame) {
+	if s, ok := trafficlog.Text(f.Msg); ok {
+		d.drop("", mapper.DropUnparseableJSON, "the agent wrote a line that is not JSON", []byte(s))
+		return
+	}
+	m, err := jsonrpc.DecodeFrame(f.Msg)
+	if err != nil {
+		var fe *jsonrpc.FrameError
+		if errors.As(err, &fe) {
+			d.drop(fe.Kind, fe.Reason, fe.Msg, f.Msg)
+		} else {
+			d.drop("", mapper.DropInvalidField, err.Error(), f.Msg)
+		}
+		return
+	}
+	switch m.Kind {
+	case jsonrpc.KindRequest:
+		d.agentRequest(m)
+	case jsonrpc.KindNotification:
+		d.agentNotification(m)
+	case jsonrpc.KindResponse:
+		d.agentResponse(m)
+	}
+}
+
+func (d *Decoder) agentNotification(m jsonrpc.Message) {
+	switch {
+	case m.Method == "session/update":
+		d.sessionUpdate(m)
+	case m.Method == "$/cancel_request":
+		p, ok := members(m.Params)
+		if !ok || p["requestId"] == nil {
+			d.drop(m.Method, mapper.DropInvalidField, "params need requestId", m.Raw)
+			return
+		}
+		key := rawIDKey(p["requestId"])
+		r := d.theirs[key]
+		if r == nil {
+			return // a request already answered: nothing is waiting
+		}
+		delete(d.theirs, key)
+		if r.method == "session/request_permission" {
+			d.emit(&mapper.ToolResolved{CallID: r.callID, Decision: mapper.DecisionReject, Reason: mapper.ReasonCancelled})
+		}
+	case m.Method == "elicitation/complete":
+		// Elicitation is not advertised; a completion refers to nothing.
+	case strings.HasPrefix(m.Method, "_"), strings.HasPrefix(m.Method, "$/"):
+		// Extension and protocol-level notifications: the protocol says
+		// to ignore what one does not implement.
+	default:
+		d.drop(m.Method, mapper.DropUnknownType, "unknown notification", m.Raw)
+	}
+}
+
+func (d *Decoder) agentRequest(m jsonrpc.Message) {
+	key := idKey(m.ID)
+	p, _ := members(m.Params)
+	switch m.Method {
+	case "session/request_permission":
+		d.permission(m, key)
+	case "fs/read_text_file":
+		d.theirs[key] = &agentRequest{method: m.Method}
+	case "fs/write_text_file":
+		path, _ := str(p["path"])
+		content, _ := str(p["content"])
+		d.theirs[key] = &agentRequest{method: m.Method, path: path, content: content}
+	case "terminal/create":
+		d.theirs[key] = &agentRequest{method: m.Method}
+	case "terminal/output", "terminal/wait_for_exit", "terminal/kill", "terminal/release":
+		id, _ := str(p["terminalId"])
+		d.theirs[key] = &agentRequest{method: m.Method, terminalID: id}
+	case "elicitation/create":
+		// Not advertised: the client refuses it with method-not-found.
+	default:
+		if strings.HasPrefix(m.Method, "_") {
+			return // an extension method: refused with method-not-found
+		}
+		d.drop(m.Method, mapper.DropUnknownType, "unknown request", m.Raw)
+	}
+}
+
+func (d *Decoder) agentResponse(m jsonrpc.Message) {
+	key := idKey(m.ID)
+	r := d.ours[key]
+	if r == nil {
+		d.drop("response", mapper.DropOrphan, "response to request id "+key+" that happy never sent", m.Raw)
+		return
+	}
+	delete(d.ours, key)
+	if m.Error != nil {
+		d.failedCall(r, m)
+		return
+	}
+	res, _ := members(m.Result)
+	switch r.method {
+	case "initialize":
+		if _, err := CheckVersion(res["protocolVersion"]); err != nil {
+			d.emit(&mapper.AgentError{Kind: mapper.ErrorProtocol, Text: err.Error()})
+		}
+	case "session/new":
+		id, ok := str(res["sessionId"])
+		if !ok || id == "" {
+			d.drop(r.method, mapper.DropMissingID, "session/new response without sessionId", m.Raw)
+			return
+		}
+		d.sessions[id] = true
+		info := &mapper.SessionInfo{ProviderSessionID: id, Cwd: r.cwd}
+		d.sessionState(info, res)
+		d.emit(info)
+	case "session/load", "session/resume":
+		d.endLoad()
+		info := &mapper.SessionInfo{ProviderSessionID: r.sessionID, Cwd: r.cwd}
+		d.sessionState(info, res)
+		d.emit(info)
+	case "session/set_mode":
+		if r.modeID != "" {
+			d.emit(&mapper.SessionInfo{Agent: r.modeID})
+		}
+	case "session/set_config_option":
+		info := &mapper.SessionInfo{}
+		d.sessionState(info, res)
+		if info.Agent != "" || info.ModelID != "" {
+			d.emit(info)
+		}
+	case "session/prompt":
+		d.endTurn(r.turn, m)
+	}
+}
+
+// sessionState reads the modes, models and config options a session
+// response (or config update) carries into info.
+func (d *Decoder) sessionState(info *mapper.SessionInfo, res map[string]json.RawMessage) {
+	if modes, ok := members(res["modes"]); ok {
+		if id, ok := str(modes["currentModeId"]); ok {
+			info.Agent = id
+		}
+	}
+	// "models" is an unstable extension some agents send (Gemini CLI,
+	// claude-code-acp): the model the session starts with.
+	if models, ok := members(res["models"]); ok {
+		if id, ok := str(models["currentModelId"]); ok {
+			info.ModelID = id
+		}
+	}
+	d.configOptions(info, res["configOptions"])
+}
+
+// configOptions applies the options of category mode (the agent mode) and
+// model (the model id); the other categories have no place in the
+// transcript. It reports false when raw is present but not an array.
+func (d *Decoder) configOptions(info *mapper.SessionInfo, raw json.RawMessage) bool {
+	if isNull(raw) {
+		return true
+	}
+	var opts []json.RawMessage
+	if json.Unmarshal(raw, &opts) != nil {
+		return false
+	}
+	for _, o := range opts {
+		m, ok := members(o)
+		if !ok {
+			continue
+		}
+		cat, _ := str(m["category"])
+		val, ok := str(m["currentValue"])
+		if !ok {
+			continue
+		}
+		switch cat {
+		case "mode":
+			info.Agent = val
+		case "model":
+			info.ModelID = val
+		}
+	}
+	return true
+}
+
+// failedCall handles an error response to one of happy's requests.
+func (d *Decoder) failedCall(r *ourRequest, m jsonrpc.Message) {
+	switch r.method {
+	case "session/prompt":
+		d.endTurn(r.turn, m)
+	case "initialize", "authenticate", "session/new", "session/load", "session/resume":
+		if r.method == "session/load" {
+			d.endLoad()
+		}
+		d.emit(&mapper.AgentError{Kind: errorKind(m.Error.Code), Text: r.method + " failed: " + errorText(m.Error)})
+	}
+	// Other failures (set_mode, …) are returned to the caller of the live
+	// client; they change nothing in the transcript.
+}
+
+// Error codes of the schema (ErrorCode).
+const (
+	codeAuthRequired     = -32000
+	codeResourceNotFound = -32002
+	codeRequestCancelled = -32800
+)
+
+func errorKind(code int64) mapper.ErrorKind {
+	switch code {
+	case codeAuthRequired:
+		return mapper.ErrorAuth
+	case jsonrpc.CodeParseError, jsonrpc.CodeInvalidRequest, jsonrpc.CodeMethodNotFound, jsonrpc.CodeInvalidParams:
+		return mapper.ErrorProtocol
+	}
+	return mapper.ErrorInternal
+}
+
+// errorText is an error's message, with data.details when the agent gave
+// it (the TypeScript SDK puts the cause there).
+func errorText(e *jsonrpc.ErrorObject) string {
+	msg := e.Message
+	if dm, ok := members(e.Data); ok {
+		if det, ok := str(dm["details"]); ok && det != "" && det != msg {
+			msg += ": " + det
+		}
+	}
+	if msg == "" {
+		msg = "error " + strconv.FormatInt(e.Code, 10)
+	}
+	return msg
+}
+
+// ---- turns ----
+
+func (d *Decoder) startTurn(m jsonrpc.Message, p map[string]json.RawMessage) *turn {
+	if d.turn != nil {
+		// A second prompt while one runs breaks the protocol; the first
+		// turn can no longer be told apart from the second.
+		d.emit(&mapper.TurnEnded{TurnID: d.turn.id, Reason: mapper.TurnTruncated, Error: "a new prompt was sent before the turn ended"})
+	}
+	d.endLoad()
+	d.turns++
+	t := &turn{id: "turn-" + strconv.Itoa(d.turns)}
+	d.turn = t
+	d.tools = map[string]*tool{}
+	d.turnStep, d.stepResult = false, false
+	d.emit(&mapper.TurnStarted{TurnID: t.id})
+	if d.opts.Live {
+		return t
+	}
+	var blocks []json.RawMessage
+	_ = json.Unmarshal(p["prompt"], &blocks)
+	var texts []string
+	var files []mapper.PromptFile
+	for _, raw := range blocks {
+		b, err := decodeBlock(raw)
+		if err != nil {
+			d.drop("session/prompt", mapper.DropInvalidField, "prompt content: "+err.Error(), raw)
+			continue
+		}
+		if b.Type == "text" {
+			texts = append(texts, b.Text)
+		} else if f, ok := b.promptFile(); ok {
+			files = append(files, f)
+		}
+	}
+	d.emit(&mapper.UserPrompt{PromptID: "prompt-" + strconv.Itoa(d.turns), Text: strings.Join(texts, "\n"), Files: files})
+	return t
+}
+
+// endTurn ends turn t with the response to its session/prompt.
+func (d *Decoder) endTurn(t *turn, m jsonrpc.Message) {
+	if t == nil || t != d.turn {
+		return // the turn was already given up (see noteAbandoned)
+	}
+	end := &mapper.TurnEnded{TurnID: t.id, Reason: mapper.TurnCompleted}
+	var pre []mapper.Event
+	switch {
+	case t.cancelled:
+		// Whatever the agent answers after session/cancel (an error, end_turn
+		// or cancelled), the person cancelled the turn.
+		end.Reason = mapper.TurnInterrupted
+	case m.Error != nil:
+		text := errorText(m.Error)
+		pre = append(pre, &mapper.AgentError{Kind: errorKind(m.Error.Code), Text: text})
+		end.Reason, end.Error = mapper.TurnFailed, text
+	default:
+		res, _ := members(m.Result)
+		reason, ok := str(res["stopReason"])
+		switch {
+		case !ok:
+			d.drop("session/prompt", mapper.DropInvalidField, "prompt response without a stopReason string", m.Raw)
+			end.Reason, end.Error = mapper.TurnFailed, "the agent ended the turn without a stop reason"
+		case reason == "end_turn":
+		case reason == "max_tokens", reason == "max_turn_requests":
+			if !d.turnStep {
+				pre = append(pre, &mapper.MessageStarted{})
+			}
+			pre = append(pre, &mapper.StepFinished{Finish: mapper.FinishLength})
+		case reason == "refusal":
+			text := "the agent refused to continue (stop reason refusal)"
+			pre = append(pre, &mapper.AgentError{Kind: mapper.ErrorInternal, Text: text})
+			end.Reason, end.Error = mapper.TurnFailed, text
+		case reason == "cancelled":
+			end.Reason = mapper.TurnInterrupted
+		default:
+			d.drop("stopReason:"+reason, mapper.DropUnknownType, "unknown stop reason", m.Raw)
+			end.Reason, end.Error = mapper.TurnFailed, "unknown stop reason "+strconv.Quote(reason)
+		}
+	}
+	d.flushUsage(true)
+	d.emit(pre...)
+	d.emit(end)
+	d.closeTurn()
+}
+
+func (d *Decoder) closeTurn() {
+	d.turn = nil
+	d.tools = map[string]*tool{}
+	d.turnStep, d.stepResult = false, false
+}
+
+// ---- frames from happy ----
+
+func (d *Decoder) fromHappy(f Frame) {
+	m, err := jsonrpc.DecodeFrame(f.Msg)
+	if err != nil {
+		var fe *jsonrpc.FrameError
+		if errors.As(err, &fe) {
+			d.drop(fe.Kind, fe.Reason, "happy's own frame: "+fe.Msg, f.Msg)
+		}
+		return
+	}
+	p, _ := members(m.Params)
+	switch m.Kind {
+	case jsonrpc.KindRequest:
+		r := &ourRequest{method: m.Method}
+		r.sessionID, _ = str(p["sessionId"])
+		switch m.Method {
+		case "session/new":
+			r.cwd, _ = str(p["cwd"])
+		case "session/load", "session/resume":
+			r.cwd, _ = str(p["cwd"])
+			if r.sessionID != "" {
+				d.sessions[r.sessionID] = true
+			}
+			d.loading = m.Method == "session/load"
+		case "session/set_mode":
+			r.modeID, _ = str(p["modeId"])
+		case "session/prompt":
+			if r.sessionID != "" {
+				d.sessions[r.sessionID] = true
+			}
+			r.turn = d.startTurn(m, p)
+		}
+		d.ours[idKey(m.ID)] = r
+	case jsonrpc.KindNotification:
+		if m.Method == "session/cancel" && d.turn != nil {
+			d.turn.cancelled = true
+		}
+	case jsonrpc.KindResponse:
+		d.answered(m)
+	}
+}
+
+// answered handles happy's response to one of the agent's requests.
+func (d *Decoder) answered(m jsonrpc.Message) {
+	key := idKey(m.ID)
+	r := d.theirs[key]
+	note, hasNote := d.decisions[key]
+	delete(d.decisions, key)
+	wnote, hasWrite := d.writes[key]
+	delete(d.writes, key)
+	if r == nil {
+		return // answered after the agent withdrew it, or a request happy refused
+	}
+	delete(d.theirs, key)
+	if m.Error != nil {
+		return // happy refused the request (outside the folder, bad params, …)
+	}
+	res, _ := members(m.Result)
+	switch r.method {
+	case "session/request_permission":
+		dec, reason, ok := decisionOf(m.Result, r.options)
+		if hasNote {
+			if nd, err := mapper.ParseDecision(note.Decision); err == nil {
+				dec, reason, ok = nd, note.Reason, true
+			}
+		}
+		if !ok {
+			d.drop("session/request_permission", mapper.DropUnknownDecision, "happy's answer selects no offered option", m.Raw)
+			return
+		}
+		if !d.opts.Live {
+			d.emit(&mapper.ToolResolved{CallID: r.callID, Decision: dec, Reason: reason})
+		}
+	case "fs/write_text_file":
+		var before *string
+		status := ""
+		if hasWrite {
+			status = "modified"
+			if !wnote.Existed {
+				status = "added"
+			} else if wnote.BeforeOmitted == 0 {
+				b := wnote.Before
+				before = &b
+			}
+		}
+		d.recordWrite(r.path, before, r.content, status)
+	case "terminal/create":
+		if id, ok := str(res["terminalId"]); ok {
+			d.terminals[id] = &terminalInfo{}
+		}
+	case "terminal/output":
+		if ti := d.terminals[r.terminalID]; ti != nil {
+			ti.output, _ = str(res["output"])
+			ti.truncated = string(res["truncated"]) == "true"
+			ti.known = true
+			if es, ok := members(res["exitStatus"]); ok {
+				ti.setExit(es)
+			}
+		}
+	case "terminal/wait_for_exit":
+		if ti := d.terminals[r.terminalID]; ti != nil {
+			ti.setExit(res)
+		}
+	}
+}
+
+func (ti *terminalInfo) setExit(m map[string]json.RawMessage) {
+	var code int64
+	if json.Unmarshal(m["exitCode"], &code) == nil && !isNull(m["exitCode"]) {
+		ti.exitCode = &code
+	}
+	if s, ok := str(m["signal"]); ok {
+		ti.signal = &s
+	}
+	ti.known = true
+}
+
+// recordWrite attaches a file write to the tool it belongs to: an open tool
+// of the turn whose locations name the path, else the latest open edit
+// tool, else the latest open tool. An edit no tool claims is not recorded.
+func (d *Decoder) recordWrite(path string, before *string, after, status string) {
+	var target, edit, last *tool
+	for _, tl := range d.sortedTools() {
+		if tl.settled {
+			continue
+		}
+		last = tl
+		if tl.kind == "edit" || tl.kind == "delete" || tl.kind == "move" {
+			edit = tl
+		}
+		for _, l := range tl.locations {
+			if l.Path == path {
+				target = tl
+			}
+		}
+	}
+	if target == nil {
+		target = edit
+	}
+	if target == nil {
+		target = last
+	}
+	if target == nil {
+		return
+	}
+	fd := fileDiff(path, before, after)
+	if status == "" {
+		// No note from the client that wrote it: what was there before is
+		// unknown, so no status and no deletions are claimed.
+		fd.Status, fd.Before, fd.Deletions = "", "", 0
+	}
+	target.writes = append(target.writes, fd)
+	d.announce(target, false)
+}
+
+// ---- notes and exit ----
+
+func (d *Decoder) note(f Frame) {
+	var n happyNote
+	if !isObject(f.Msg) || json.Unmarshal(f.Msg, &n) != nil || n.Happy == "" {
+		return // a remark of whoever recorded the traffic
+	}
+	switch n.Happy {
+	case noteDecision:
+		d.decisions[rawIDKey(n.Request)] = n
+	case noteFSWrite:
+		d.writes[rawIDKey(n.Request)] = n
+	case noteAbandoned:
+		if d.turn != nil {
+			reason := n.Reason
+			if reason == "" {
+				reason = "the agent did not end the turn after it was cancelled"
+			}
+			d.flushUsage(true)
+			d.emit(&mapper.TurnEnded{TurnID: d.turn.id, Reason: mapper.TurnInterrupted, Error: reason})
+			d.closeTurn()
+		}
+	case noteRestart:
+		d.restarting = true
+	}
+}
+
+func (d *Decoder) exit(f Frame) {
+	d.endLoad()
+	if d.restarting {
+		d.restarting = false
+		return
+	}
+	// Requests the agent can no longer answer.
+	d.ours = map[string]*ourRequest{}
+	d.theirs = map[string]*agentRequest{}
+	if d.turn == nil {
+		return
+	}
+	text := "the agent exited"
+	if st, err := trafficlog.DecodeExit(f.Msg); err == nil {
+		switch {
+		case st.Code != nil:
+			text += " with code " + strconv.Itoa(*st.Code)
+		case st.Sig != nil:
+			text += " on signal " + *st.Sig
+		}
+	}
+	d.flushUsage(true)
+	d.emit(&mapper.TurnEnded{TurnID: d.turn.id, Reason: mapper.TurnAgentExited, Error: text})
+	d.closeTurn()
+}
+
+// ---- usage ----
+
+// beginOutput is called before assistant output (text, reasoning, a new
+// tool call): it tracks model steps the way the reducer opens them, so
+// that a step's cost is the increase of the cumulative cost during it.
+func (d *Decoder) beginOutput() {
+	if !d.turnStep || d.stepResult {
+		if d.lastCost != nil {
+			d.stepCost = *d.lastCost
+		}
+		d.turnStep, d.stepResult = true, false
+	}
+	d.anyStep = true
+}
+
+// flushUsage emits a usage report held until a step existed.
+func (d *Decoder) flushUsage(turnEnd bool) {
+	u := d.heldUsage
+	if u == nil {
+		return
+	}
+	if d.turnStep || (d.turn == nil && d.anyStep) {
+		d.heldUsage = nil
+		d.emit(u)
+		return
+	}
+	if turnEnd {
+		d.heldUsage = nil
+		d.drop("session/update:usage_update", mapper.DropOrphan, "usage reported for a turn without assistant output", nil)
+	}
+}
+
+// String summarises the decoder's state (for diagnostics).
+func (d *Decoder) String() string {
+	return fmt.Sprintf("acp decoder: turn=%v tools=%d pending=%d/%d", d.turn != nil, len(d.tools), len(d.ours), len(d.theirs))
+}

@@ -1,0 +1,146 @@
+// Package acp runs any Agent Client Protocol agent (Gemini CLI `gemini
+// --acp`, claude-code-acp, `opencode acp`, …) as a happy agent and maps its
+// traffic to happy's agent events (package mapper).
+//
+// ACP is line-delimited JSON-RPC 2.0 over the agent's stdio, protocol
+// version 1 (the schema is in testdata/schema, unchanged from the
+// protocol's repository). happy is the client: it starts the agent,
+// initializes, opens a session, sends prompts, answers the agent's
+// permission requests and serves its file-system and terminal requests.
+//
+// The pieces:
+//
+//   - Decoder turns traffic frames (both directions, as in a traffic log)
+//     into events. It is deterministic and never panics; a frame it cannot
+//     use becomes a DroppedInput with a reason.
+//   - Client starts the agent (or Connect speaks to any stream), runs the
+//     same decoder on what crosses the pipe, and carries control the other
+//     way: Prompt, Decide, Interrupt, SetMode, Close. Agent adapts it to
+//     session.Agent.
+//   - ReplayEvents / Replay decode a recorded traffic log (happy replay).
+//
+// # Lifecycle
+//
+// initialize offers protocolVersion 1 and the client capabilities happy
+// really has: fs.readTextFile and fs.writeTextFile (confined to the
+// session's working folder: a path outside it, through ".." or a symlink,
+// is refused), terminal (each command in its own process group, output
+// kept up to its byte limit, cut at the front on a character boundary).
+// An agent that answers with another protocol version is refused with a
+// *VersionError naming the version happy speaks and the one the agent
+// stated (nil, never 0, when it stated none). Then session/new (with the
+// configured MCP servers), or session/load when asked to continue a session
+// and the agent advertises loadSession, else session/resume when it
+// advertises sessionCapabilities.resume. When session/new answers
+// "authentication required" (-32000), happy authenticates with the
+// configured method and tries once more; without one the error lists the
+// methods the agent offers. session/set_mode selects a mode the agent
+// listed.
+//
+// Turns never overlap: a prompt sent while one runs waits in a queue. The
+// prompt's stopReason ends the turn (no idle timers): end_turn → completed
+// (finish stop or tool-calls), max_tokens and max_turn_requests → the step
+// finishes with length, refusal → failed (finish error), cancelled →
+// interrupted (finish aborted); an error response → failed with the
+// agent's error. After happy sent session/cancel, whatever the agent
+// answers ends the turn interrupted (B20). Every pending permission is
+// answered {"outcome":{"outcome":"cancelled"}} when the turn is cancelled;
+// if the agent does not answer the prompt within CancelGrace the turn is
+// given up (a note in the traffic makes a replay do the same) and the
+// agent is restarted, its session loaded (or resumed) again. The agent
+// exiting ends the open turn (agent-exited); open tools are settled by the
+// reducer at every turn end.
+//
+// # Permissions
+//
+// session/request_permission blocks the tool part, creating it from
+// params.toolCall when the agent never announced it (Gemini CLI, B18). The
+// permission's name is the canonical one for the tool's kind (execute →
+// bash, edit/delete/move → edit, read, search → grep, fetch → webfetch,
+// think, switch_mode, other), its patterns the command (rawInput.command)
+// or the paths it touches, else its title; the options offered are kept in
+// the block's metadata. Answers are chosen by option kind only (Choose):
+// once → allow_once; always → allow_always, else allow_once; reject →
+// reject_once (reject_always only when asked), else cancelled; a rejection
+// nobody typed (cancelled, timeout, agent-exited) → cancelled. The
+// response has the schema's nested shape {"outcome":{"outcome":"selected",
+// "optionId":…}} and each request is answered exactly once. A call id that
+// the agent reuses in a later turn is given a new canonical call id
+// (<id>#2, …), so unrelated calls are never merged. Before answering, the
+// live client writes a note {"happy":"decision",…} into the traffic so a
+// replay resolves the tool with the decision and reason the runner saw.
+//
+// # Coverage: session/update kinds (ACP v1)
+//
+// Mapped:
+//
+//	user_message_chunk       during session/load: UserPrompt (consecutive chunks are one
+//	                         prompt; images and resources become files); during a prompt
+//	                         turn: the echo of happy's prompt, already recorded: ignored
+//	agent_message_chunk      TextDelta (block = messageId when given); an empty chunk
+//	                         carries nothing; images, audio and resources are rendered
+//	                         as Markdown (the transcript has no assistant file part)
+//	agent_thought_chunk      ReasoningDelta, as above
+//	tool_call                ToolCall upsert by toolCallId (a repeat merges) + the status
+//	tool_call_update         the same; an update for an unknown id creates the part.
+//	                         Tool = the kind ("other" when absent or not a ToolKind),
+//	                         title, input = rawInput (a non-object is wrapped as
+//	                         {"value":…}); part metadata: locations, description (content
+//	                         shown before the tool ran), diffs, terminals. Status:
+//	                         in_progress → ToolRunning, completed → ToolCompleted (output =
+//	                         its text content, else the embedded terminals' output, else
+//	                         a string rawOutput; images → attachments; metadata rawOutput,
+//	                         diffs, terminal exit statuses), failed → ToolFailed
+//	plan                     TodosUpdated (pending | in_progress | completed, priorities)
+//	current_mode_update      SessionInfo.Agent
+//	config_option_update     SessionInfo: category mode → Agent, model → ModelID
+//	session_info_update      SessionInfo.Title (a null title cannot clear it)
+//	usage_update             Usage: used → tokens.input of the current step; cost (USD)
+//	                         → the step's share of the cumulative cost; held until the
+//	                         turn has assistant output
+//
+// Known and deliberately ignored: available_commands_update (slash commands:
+// nothing in the transcript lists them), session_info_update.updatedAt,
+// usage_update.size, other config option categories, the content and
+// location items the schema lets a reader skip (each skipped item is still
+// recorded as a Dropped), _meta everywhere (the protocol says to assume
+// nothing about it). Any other sessionUpdate → Dropped (unknown_type, kind
+// "session/update:<kind>"); a malformed update (no sessionUpdate, params not
+// an object, a content block missing what its type requires) → Dropped
+// (invalid_field); an unknown content type → Dropped (unknown_type); an
+// update for a session never opened → Dropped (orphan); turn output
+// (chunks, tool calls) outside a prompt turn or a session load, such as a
+// chunk arriving after the prompt's response, → Dropped (orphan) and never
+// reopens the turn.
+//
+// # Coverage: other methods
+//
+// Agent requests: session/request_permission (above); fs/read_text_file,
+// fs/write_text_file (a write is recorded as a FileDiff in the metadata of
+// the tool working on that path, from the client's fs-write note); terminal/
+// create, output, wait_for_exit, kill, release (a terminal's output and exit
+// status feed the tool that embeds it). elicitation/create and extension
+// methods ("_…") are refused with method-not-found and carry nothing;
+// anything else → Dropped (unknown_type) and refused the same way.
+// Agent notifications: $/cancel_request withdraws a pending permission
+// (ToolResolved reject, cancelled); elicitation/complete, "_…" and other
+// "$/…" notifications are ignored as the protocol asks; anything else →
+// Dropped (unknown_type). Responses to happy's requests: initialize (version
+// check; a refusal → AgentError protocol), session/new (SessionInfo: session
+// id, cwd, mode, model from the unstable "models" member or a model config
+// option), session/load and session/resume (the same), session/set_mode
+// (SessionInfo.Agent), session/set_config_option, session/prompt (turn end,
+// above); a response to an id happy never sent → Dropped (orphan); errors
+// of initialize, authenticate, session/new|load|resume → AgentError (auth
+// for -32000, protocol for JSON-RPC errors, else internal). happy's own
+// frames: session/prompt → TurnStarted (+ UserPrompt in a replay),
+// session/cancel marks the turn cancelled, answers to permission requests →
+// ToolResolved (in a replay). Traffic-log records: exit → TurnEnded
+// agent-exited for an open turn (unless the client announced a restart);
+// stderr → ignored (kept in the log); notes other than happy's → ignored;
+// a line that is not a traffic record → Dropped.
+//
+// JSON-RPC frames are accepted with or without the "jsonrpc" member (the
+// schema requires it; a missing one is tolerated rather than losing a
+// turn's end).
+package acp

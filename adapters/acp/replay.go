@@ -1,0 +1,42 @@
+package acp
+
+import (
+	"io"
+
+	"github.com/happy-dev/happy/mapper"
+)
+
+// ReplayEvents decodes a recorded traffic log (as written by --record, or a
+// capture in the same format) into agent events, in order. Bad lines are
+// DroppedInput events at their place; only a read error of r is returned
+// as an error.
+func ReplayEvents(r io.Reader, opts DecoderOptions) ([]mapper.Event, error) {
+	frames, bad, err := ReadFrames(r)
+	if err != nil {
+		return nil, err
+	}
+	dec := NewDecoder(opts)
+	var evs []mapper.Event
+	for i, f := range frames {
+		evs = append(evs, bad[i]...)
+		evs = append(evs, dec.Decode(f)...)
+	}
+	evs = append(evs, bad[len(frames)]...)
+	return evs, nil
+}
+
+// Replay reduces a recorded ACP traffic log into the canonical transcript
+// of relay session cfg.SessionID: happy's prompts and permission answers
+// are read from the traffic (and from the client's notes). It is what
+// `happy replay --agent acp FILE` calls. Errors: a read error of r only.
+func Replay(r io.Reader, cfg mapper.Config) (mapper.Transcript, error) {
+	evs, err := ReplayEvents(r, DecoderOptions{})
+	if err != nil {
+		return mapper.Transcript{}, err
+	}
+	red := mapper.NewReducer(cfg)
+	for _, e := range evs {
+		red.Apply(e)
+	}
+	return red.Transcript(), nil
+}

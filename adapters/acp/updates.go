@@ -1,0 +1,647 @@
+package acp
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/happy-dev/happy/internal/jsonrpc"
+	"github.com/happy-dev/happy/mapper"
+)
+
+// sessionUpdate decodes a session/update notification.
+func (d *Decoder) sessionUpdate(m jsonrpc.Message) {
+	p, ok := members(m.Params)
+	if !ok {
+		d.drop(m.Method, mapper.DropInvalidField, "params is not a SessionNotification object", m.Raw)
+		return
+	}
+	sid, ok := str(p["sessionId"])
+	if !ok || sid == "" {
+		d.drop(m.Method, mapper.DropMissingID, "session/update without sessionId", m.Raw)
+		return
+	}
+	if !d.sessions[sid] {
+		d.drop(m.Method, mapper.DropOrphan, "session "+strconv.Quote(sid)+" was never opened", m.Raw)
+		return
+	}
+	u, ok := members(p["update"])
+	if !ok {
+		d.drop(m.Method, mapper.DropInvalidField, "update is not an object", m.Raw)
+		return
+	}
+	kind, ok := str(u["sessionUpdate"])
+	if !ok {
+		d.drop(m.Method, mapper.DropInvalidField, "update without a sessionUpdate string", m.Raw)
+		return
+	}
+	k := "session/update:" + kind
+	prev := d.lastKind
+	d.lastKind = kind
+	switch kind {
+	case "user_message_chunk":
+		d.userChunk(k, u, prev, m.Raw)
+	case "agent_message_chunk", "agent_thought_chunk":
+		d.agentChunk(k, kind == "agent_thought_chunk", u, m.Raw)
+	case "tool_call", "tool_call_update":
+		d.toolUpdate(k, kind == "tool_call", u, m.Raw)
+	case "plan":
+		d.plan(k, u, m.Raw)
+	case "available_commands_update":
+		// The agent's slash commands: nothing in the transcript shows them.
+		var cmds []json.RawMessage
+		if json.Unmarshal(u["availableCommands"], &cmds) != nil {
+			d.drop(k, mapper.DropInvalidField, "availableCommands is not an array", m.Raw)
+		}
+	case "current_mode_update":
+		id, ok := str(u["currentModeId"])
+		if !ok {
+			d.drop(k, mapper.DropInvalidField, "currentModeId is not a string", m.Raw)
+			return
+		}
+		d.emit(&mapper.SessionInfo{Agent: id})
+	case "config_option_update":
+		info := &mapper.SessionInfo{}
+		if u["configOptions"] == nil || !d.configOptions(info, u["configOptions"]) {
+			d.drop(k, mapper.DropInvalidField, "configOptions is not an array", m.Raw)
+			return
+		}
+		if info.Agent != "" || info.ModelID != "" {
+			d.emit(info)
+		}
+	case "session_info_update":
+		// A null title would clear it; the transcript keeps the last one.
+		if title, ok := str(u["title"]); ok && title != "" {
+			d.emit(&mapper.SessionInfo{Title: title})
+		}
+	case "usage_update":
+		d.usage(k, u, m.Raw)
+	default:
+		d.drop(k, mapper.DropUnknownType, "unknown session update kind", m.Raw)
+	}
+}
+
+// inTurnOrLoad reports whether turn-scoped output is expected now; when it
+// is not, the update is dropped as an orphan (a late chunk after the turn
+// ended must not reopen it).
+func (d *Decoder) inTurnOrLoad(kind string, raw []byte) bool {
+	if d.turn != nil || d.loading {
+		return true
+	}
+	d.drop(kind, mapper.DropOrphan, "output outside a prompt turn", raw)
+	return false
+}
+
+func (d *Decoder) chunkBlock(kind string, u map[string]json.RawMessage, raw []byte) (contentBlock, string, bool) {
+	if u["content"] == nil {
+		d.drop(kind, mapper.DropInvalidField, "chunk without content", raw)
+		return contentBlock{}, "", false
+	}
+	b, err := decodeBlock(u["content"])
+	if err != nil {
+		reason := mapper.DropInvalidField
+		if errors.Is(err, errUnknownContent) {
+			reason = mapper.DropUnknownType
+		}
+		d.drop(kind, reason, err.Error(), raw)
+		return contentBlock{}, "", false
+	}
+	msgID, _ := str(u["messageId"]) // default on error: absent
+	return b, msgID, true
+}
+
+// userChunk: during a prompt turn the agent echoes the prompt happy sent
+// (already recorded); during session/load it replays the history, and
+// consecutive user chunks make one prompt.
+func (d *Decoder) userChunk(kind string, u map[string]json.RawMessage, prev string, raw []byte) {
+	b, _, ok := d.chunkBlock(kind, u, raw)
+	if !ok {
+		return
+	}
+	if d.turn != nil {
+		return
+	}
+	if !d.loading {
+		d.drop(kind, mapper.DropOrphan, "user message outside a prompt turn or a session load", raw)
+		return
+	}
+	if prev != "user_message_chunk" || d.userKey == "" {
+		d.loadSeq++
+		d.userKey = "load-" + strconv.Itoa(d.loadSeq)
+		d.userText.Reset()
+		d.userFiles = nil
+	}
+	if b.Type == "text" {
+		d.userText.WriteString(b.Text)
+	} else if f, ok := b.promptFile(); ok {
+		d.userFiles = append(d.userFiles, f)
+	}
+	d.turnStep, d.stepResult = false, false
+	d.emit(&mapper.UserPrompt{PromptID: d.userKey, Text: d.userText.String(), Files: slices.Clone(d.userFiles)})
+}
+
+func (d *Decoder) agentChunk(kind string, thought bool, u map[string]json.RawMessage, raw []byte) {
+	b, msgID, ok := d.chunkBlock(kind, u, raw)
+	if !ok || !d.inTurnOrLoad(kind, raw) {
+		return
+	}
+	text := b.markdown()
+	if text == "" {
+		return // an empty chunk carries nothing (claude-code-acp opens each message with one)
+	}
+	d.beginOutput()
+	if thought {
+		d.emit(&mapper.ReasoningDelta{Block: msgID, Delta: text})
+	} else {
+		d.emit(&mapper.TextDelta{Block: msgID, Delta: text})
+	}
+	d.flushUsage(false)
+}
+
+// validKinds are the ToolKind values of the schema.
+var validKinds = map[string]bool{"read": true, "edit": true, "delete": true, "move": true, "search": true,
+	"execute": true, "think": true, "fetch": true, "switch_mode": true, "other": true}
+
+var validStatus = map[string]bool{"pending": true, "in_progress": true, "completed": true, "failed": true}
+
+// mergeTool applies the fields of a ToolCall or ToolCallUpdate to tl.
+// Fields the schema lets a reader default on error (kind, status, content
+// and location items) are defaulted or skipped; each skipped item is
+// recorded as a Dropped.
+func (d *Decoder) mergeTool(kind string, tl *tool, u map[string]json.RawMessage) {
+	if s, ok := str(u["title"]); ok {
+		tl.title = s
+	}
+	if s, ok := str(u["kind"]); ok && validKinds[s] {
+		tl.kind = s
+	}
+	if s, ok := str(u["status"]); ok && validStatus[s] {
+		tl.status = s
+	}
+	if raw := u["rawInput"]; !isNull(raw) {
+		tl.rawInput = raw
+	}
+	if raw := u["rawOutput"]; !isNull(raw) {
+		tl.rawOutput = raw
+	}
+	if raw := u["content"]; !isNull(raw) {
+		var items []json.RawMessage
+		if json.Unmarshal(raw, &items) != nil {
+			d.drop(kind, mapper.DropInvalidField, "tool content is not an array", raw)
+		} else {
+			tl.content = tl.content[:0:0]
+			// Content that comes with (or after) the tool's start is its
+			// output; before that, agents put a description there.
+			st, _ := str(u["status"])
+			tl.outContent = tl.running || st == "in_progress" || st == "completed" || st == "failed"
+			for _, it := range items {
+				c, err := decodeToolContent(it)
+				if err != nil {
+					reason := mapper.DropInvalidField
+					if errors.Is(err, errUnknownContent) {
+						reason = mapper.DropUnknownType
+					}
+					d.drop(kind+":content", reason, err.Error(), it)
+					continue
+				}
+				tl.content = append(tl.content, c)
+			}
+		}
+	}
+	if raw := u["locations"]; !isNull(raw) {
+		var items []json.RawMessage
+		if json.Unmarshal(raw, &items) != nil {
+			d.drop(kind, mapper.DropInvalidField, "locations is not an array", raw)
+		} else {
+			tl.locations = tl.locations[:0:0]
+			for _, it := range items {
+				var l location
+				m, ok := members(it)
+				p, okp := str(m["path"])
+				if !ok || !okp {
+					d.drop(kind+":location", mapper.DropInvalidField, "location needs a path", it)
+					continue
+				}
+				l.Path = p
+				var line int64
+				if json.Unmarshal(m["line"], &line) == nil && !isNull(m["line"]) && line >= 0 {
+					l.Line = &line
+				}
+				tl.locations = append(tl.locations, l)
+			}
+		}
+	}
+}
+
+// toolFor returns the tool of an ACP tool call id in the current turn's
+// scope, creating it. A call id the agent reuses in a later turn gets a
+// new canonical call id (B18: parts are scoped per turn, so unrelated
+// calls are not merged).
+func (d *Decoder) toolFor(acpID string) (*tool, bool) {
+	if tl := d.tools[acpID]; tl != nil {
+		return tl, false
+	}
+	callID := acpID
+	for n := 2; d.callIDs[callID]; n++ {
+		callID = acpID + "#" + strconv.Itoa(n)
+	}
+	d.callIDs[callID] = true
+	d.toolSeq++
+	tl := &tool{acpID: acpID, callID: callID, seq: d.toolSeq}
+	d.tools[acpID] = tl
+	return tl, true
+}
+
+func (d *Decoder) sortedTools() []*tool {
+	out := make([]*tool, 0, len(d.tools))
+	for _, tl := range d.tools {
+		out = append(out, tl)
+	}
+	slices.SortFunc(out, func(a, b *tool) int { return a.seq - b.seq })
+	return out
+}
+
+func (d *Decoder) toolUpdate(kind string, announce bool, u map[string]json.RawMessage, raw []byte) {
+	id, ok := str(u["toolCallId"])
+	if !ok || id == "" {
+		d.drop(kind, mapper.DropMissingID, "tool call without toolCallId", raw)
+		return
+	}
+	if !d.inTurnOrLoad(kind, raw) {
+		return
+	}
+	tl, created := d.toolFor(id)
+	if created && tl.kind == "" {
+		tl.kind = "other"
+	}
+	d.mergeTool(kind, tl, u)
+	if created && announce && tl.status == "" {
+		tl.status = "pending"
+	}
+	if created {
+		d.beginOutput()
+	}
+	d.announce(tl, !created && (tl.status == "completed" || tl.status == "failed"))
+	d.advance(tl)
+	if created {
+		d.flushUsage(false)
+	}
+}
+
+// partMeta is the metadata kept on the tool part: where it works, what it
+// showed while pending, the diffs it proposed and the files happy wrote
+// for it.
+func (tl *tool) partMeta() mapper.Object {
+	m := map[string]any{}
+	if len(tl.locations) > 0 {
+		m["locations"] = tl.locations
+	}
+	if desc := tl.text(); desc != "" && !tl.outContent {
+		m["description"] = desc
+	}
+	if ds := tl.diffs(); len(ds) > 0 {
+		m["diffs"] = diffObjects(ds)
+	}
+	if ids := tl.terminalIDs(); len(ids) > 0 {
+		m["terminals"] = ids
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	return toObject(m)
+}
+
+// text renders the tool's content blocks (text, images as Markdown).
+func (tl *tool) text() string {
+	var parts []string
+	for _, c := range tl.content {
+		if c.Type == "content" && c.Block.Type != "image" {
+			if s := c.Block.markdown(); s != "" {
+				parts = append(parts, s)
+			}
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func (tl *tool) diffs() []mapper.FileDiff {
+	var out []mapper.FileDiff
+	for _, c := range tl.content {
+		if c.Type == "diff" {
+			out = append(out, fileDiff(c.Path, c.OldText, c.NewText))
+		}
+	}
+	return append(out, tl.writes...)
+}
+
+func (tl *tool) terminalIDs() []string {
+	var out []string
+	for _, c := range tl.content {
+		if c.Type == "terminal" {
+			out = append(out, c.TerminalID)
+		}
+	}
+	return out
+}
+
+// announce emits the tool's ToolCall when what it says changed. A settled
+// tool's announcement does not change any more. For a tool that finishes
+// with this update (finishing), only its name, title and input count: its
+// metadata goes with the result.
+func (d *Decoder) announce(tl *tool, finishing bool) {
+	if tl.settled {
+		return
+	}
+	name := tl.kind
+	if name == "" {
+		name = "other"
+	}
+	ev := &mapper.ToolCall{CallID: tl.callID, Tool: name, Title: tl.title, Input: objectOr(tl.rawInput), Metadata: tl.partMeta()}
+	sig, _ := json.Marshal(mapper.ToolCall{Tool: ev.Tool, Title: ev.Title, Input: ev.Input})
+	full, _ := json.Marshal(ev)
+	if string(full) == tl.announced || (finishing && string(sig) == tl.announcedHead) {
+		return
+	}
+	tl.announced, tl.announcedHead = string(full), string(sig)
+	d.emit(ev)
+}
+
+// advance moves the tool along its status.
+func (d *Decoder) advance(tl *tool) {
+	switch tl.status {
+	case "in_progress":
+		if !tl.running && !tl.settled {
+			tl.running = true
+			d.emit(&mapper.ToolRunning{CallID: tl.callID})
+		}
+	case "completed", "failed":
+		first := !tl.settled
+		tl.settled, tl.running = true, false
+		meta, files := d.resultMeta(tl)
+		if tl.status == "completed" {
+			d.emit(&mapper.ToolCompleted{CallID: tl.callID, Output: d.output(tl), Metadata: meta, Files: files})
+		} else {
+			msg := d.output(tl)
+			if msg == "" {
+				msg = "tool failed"
+			}
+			d.emit(&mapper.ToolFailed{CallID: tl.callID, Error: msg, Metadata: meta})
+		}
+		if first {
+			d.stepResult = true
+		}
+	}
+}
+
+// output is what a finished tool printed: its text content, the output of
+// the terminals it embeds (as happy last reported it to the agent), else a
+// raw output that is a string.
+func (d *Decoder) output(tl *tool) string {
+	var parts []string
+	if s := tl.text(); s != "" && tl.outContent {
+		parts = append(parts, s)
+	}
+	for _, id := range tl.terminalIDs() {
+		if ti := d.terminals[id]; ti != nil && ti.output != "" {
+			parts = append(parts, ti.output)
+		}
+	}
+	if len(parts) == 0 {
+		if s, ok := str(tl.rawOutput); ok {
+			return s
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// resultMeta is the state metadata of a finished tool: its raw output,
+// diffs, terminal exit statuses; images of its content become attachments.
+func (d *Decoder) resultMeta(tl *tool) (mapper.Object, []mapper.PromptFile) {
+	m := map[string]any{}
+	if !isNull(tl.rawOutput) {
+		m["rawOutput"] = tl.rawOutput
+	}
+	if ds := tl.diffs(); len(ds) > 0 {
+		m["diffs"] = diffObjects(ds)
+	}
+	var terms []any
+	for _, id := range tl.terminalIDs() {
+		t := map[string]any{"terminalId": id}
+		if ti := d.terminals[id]; ti != nil && ti.known {
+			if ti.exitCode != nil {
+				t["exitCode"] = *ti.exitCode
+			}
+			if ti.signal != nil {
+				t["signal"] = *ti.signal
+			}
+			if ti.truncated {
+				t["truncated"] = true
+			}
+		}
+		terms = append(terms, t)
+	}
+	if len(terms) > 0 {
+		m["terminals"] = terms
+	}
+	var files []mapper.PromptFile
+	for _, c := range tl.content {
+		if c.Type == "content" && c.Block.Type == "image" {
+			if f, ok := c.Block.promptFile(); ok {
+				files = append(files, f)
+			}
+		}
+	}
+	if len(m) == 0 {
+		return nil, files
+	}
+	return toObject(m), files
+}
+
+// permission decodes session/request_permission: the tool part is created
+// or updated from params.toolCall and blocked on a permission whose
+// options are kept for the answer.
+func (d *Decoder) permission(m jsonrpc.Message, key string) {
+	const kind = "session/request_permission"
+	p, ok := members(m.Params)
+	if !ok {
+		d.drop(kind, mapper.DropInvalidField, "params is not an object", m.Raw)
+		return
+	}
+	sid, ok := str(p["sessionId"])
+	if !ok || !d.sessions[sid] {
+		d.drop(kind, mapper.DropOrphan, "permission for a session never opened", m.Raw)
+		return
+	}
+	tc, ok := members(p["toolCall"])
+	if !ok {
+		d.drop(kind, mapper.DropInvalidField, "toolCall is not an object", m.Raw)
+		return
+	}
+	id, ok := str(tc["toolCallId"])
+	if !ok || id == "" {
+		d.drop(kind, mapper.DropMissingID, "toolCall without toolCallId", m.Raw)
+		return
+	}
+	var rawOpts []json.RawMessage
+	if json.Unmarshal(p["options"], &rawOpts) != nil {
+		d.drop(kind, mapper.DropInvalidField, "options is not an array", m.Raw)
+		return
+	}
+	opts := []PermissionOption{}
+	for _, ro := range rawOpts {
+		om, ok := members(ro)
+		oid, ok1 := str(om["optionId"])
+		name, ok2 := str(om["name"])
+		k, ok3 := str(om["kind"])
+		if !ok || !ok1 || !ok2 || !ok3 {
+			d.drop(kind, mapper.DropInvalidField, "option needs optionId, name and kind strings", m.Raw)
+			return
+		}
+		opts = append(opts, PermissionOption{OptionID: oid, Name: name, Kind: k})
+	}
+	tl, created := d.toolFor(id)
+	if created {
+		tl.kind = "other"
+		tl.status = "pending"
+		d.beginOutput()
+	}
+	status := tl.status
+	d.mergeTool(kind, tl, tc)
+	tl.status = status // the request's status does not move the tool
+	d.announce(tl, false)
+	tl.perms++
+	permID := ""
+	if tl.perms > 1 {
+		permID = tl.callID + "#permission-" + strconv.Itoa(tl.perms)
+	}
+	patterns := tl.patterns()
+	meta := map[string]any{"options": opts}
+	if tl.title != "" {
+		meta["title"] = tl.title
+	}
+	if desc := tl.text(); desc != "" {
+		meta["description"] = desc
+	}
+	name := tl.kind
+	d.emit(&mapper.ToolBlocked{CallID: tl.callID, Tool: name, Input: objectOr(tl.rawInput),
+		Permission: &mapper.PermissionRequest{ID: permID, Permission: permissionName(tl.kind),
+			Patterns: patterns, Always: slices.Clone(patterns), Metadata: toObject(meta)}})
+	d.theirs[key] = &agentRequest{method: kind, callID: tl.callID, options: opts}
+}
+
+// patterns is what a permission for the tool covers, for rules to match:
+// the command of an execute tool, the paths of a file tool, else the title.
+func (tl *tool) patterns() []string {
+	in, _ := members(tl.rawInput)
+	if tl.kind == "execute" {
+		if c, ok := str(in["command"]); ok && c != "" {
+			return []string{c}
+		}
+	}
+	var out []string
+	for _, l := range tl.locations {
+		out = append(out, l.Path)
+	}
+	if len(out) == 0 {
+		for _, k := range []string{"path", "file_path", "filePath", "abs_path"} {
+			if s, ok := str(in[k]); ok && s != "" {
+				out = append(out, s)
+				break
+			}
+		}
+	}
+	if len(out) == 0 && tl.title != "" {
+		out = append(out, tl.title)
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out
+}
+
+// plan maps the agent's plan to the todo list.
+func (d *Decoder) plan(kind string, u map[string]json.RawMessage, raw []byte) {
+	var entries []json.RawMessage
+	if json.Unmarshal(u["entries"], &entries) != nil {
+		d.drop(kind, mapper.DropInvalidField, "entries is not an array", raw)
+		return
+	}
+	todos := make([]mapper.Todo, 0, len(entries))
+	for _, e := range entries {
+		m, ok := members(e)
+		content, ok1 := str(m["content"])
+		status, ok2 := str(m["status"])
+		prio, ok3 := str(m["priority"])
+		if !ok || !ok1 || !ok2 || !ok3 {
+			d.drop(kind, mapper.DropInvalidField, "plan entry needs content, status and priority strings", raw)
+			return
+		}
+		t := mapper.Todo{Content: content}
+		switch status {
+		case "pending":
+			t.Status = mapper.TodoPending
+		case "in_progress":
+			t.Status = mapper.TodoInProgress
+		case "completed":
+			t.Status = mapper.TodoCompleted
+		default:
+			d.drop(kind, mapper.DropInvalidField, "unknown plan entry status "+strconv.Quote(status), raw)
+			return
+		}
+		switch prio {
+		case "high":
+			t.Priority = mapper.PriorityHigh
+		case "medium":
+			t.Priority = mapper.PriorityMedium
+		case "low":
+			t.Priority = mapper.PriorityLow
+		default:
+			d.drop(kind, mapper.DropInvalidField, "unknown plan entry priority "+strconv.Quote(prio), raw)
+			return
+		}
+		todos = append(todos, t)
+	}
+	d.emit(&mapper.TodosUpdated{Todos: todos})
+}
+
+// usage maps usage_update: the tokens in context become the input tokens
+// of the current step (what its model call read); the cost is the increase
+// of the session's cumulative cost during the step (USD only: the
+// transcript's cost has no currency). size has no place in the transcript.
+// A report that comes before the turn has assistant output is held until
+// it has.
+func (d *Decoder) usage(kind string, u map[string]json.RawMessage, raw []byte) {
+	var used int64
+	if json.Unmarshal(u["used"], &used) != nil || used < 0 || isNull(u["used"]) || isNull(u["size"]) {
+		d.drop(kind, mapper.DropInvalidField, "usage_update needs used and size token counts", raw)
+		return
+	}
+	ev := &mapper.Usage{Tokens: &mapper.Tokens{Input: &used}}
+	if c, ok := members(u["cost"]); ok {
+		var amount float64
+		cur, _ := str(c["currency"])
+		if json.Unmarshal(c["amount"], &amount) == nil && !isNull(c["amount"]) && cur == "USD" {
+			base := d.stepCost
+			if amount < base {
+				base = 0 // the agent restarted its count
+			}
+			step := amount - base
+			ev.Cost = &step
+			d.lastCost = &amount
+		}
+	}
+	if d.turn == nil && d.anyStep {
+		d.emit(ev)
+		return
+	}
+	d.heldUsage = ev
+	d.flushUsage(false)
+}
+
+// endLoad ends a session/load's history replay.
+func (d *Decoder) endLoad() {
+	d.loading = false
+	d.userKey = ""
+}
