@@ -60,6 +60,9 @@ func childEnv(role string) []string {
 }
 
 func runFakeAgent() int {
+	if os.Getenv("PTYPROXY_TEST_AGENT_IGNORE_HUP") != "" {
+		signal.Ignore(syscall.SIGHUP) // survives the PTY hanging up
+	}
 	old, err := term.MakeRaw(0)
 	if err != nil {
 		fmt.Printf("AGENT RAW ERROR %v\r\n", err)
@@ -79,6 +82,9 @@ func runFakeAgent() int {
 	buf := make([]byte, 1)
 	for {
 		if _, err := os.Stdin.Read(buf); err != nil {
+			if os.Getenv("PTYPROXY_TEST_AGENT_IGNORE_HUP") != "" {
+				select {} // an agent that outlives its terminal
+			}
 			return 4
 		}
 		switch buf[0] {
@@ -174,7 +180,7 @@ type harness struct {
 	out bytes.Buffer
 }
 
-func startHappy(t *testing.T, mode string) *harness {
+func startHappy(t *testing.T, mode string, env ...string) *harness {
 	t.Helper()
 	master, slave, err := pty.Open()
 	if err != nil {
@@ -189,7 +195,7 @@ func startHappy(t *testing.T, mode string) *harness {
 	}
 	h := &harness{t: t, master: master, slave: slave, before: before}
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(childEnv("happy"), happyEnv+"="+mode)
+	cmd.Env = append(append(childEnv("happy"), happyEnv+"="+mode), env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	if err := cmd.Start(); err != nil {
@@ -496,4 +502,17 @@ func (s *syncBuf) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestB24WrapperKilled: when happy itself is killed (nothing of it runs to
+// restore anything), its agent still does not stay on the terminal: the
+// parent-death signal ends it, even an agent that ignores the PTY's hangup.
+func TestB24WrapperKilled(t *testing.T) {
+	h := startHappy(t, "", "PTYPROXY_TEST_AGENT_IGNORE_HUP=1")
+	agent := h.agentPid()
+	if err := h.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = h.cmd.Wait()
+	waitGone(t, agent, true) // nobody is left to reap it: a zombie of PID 1 is dead enough
 }

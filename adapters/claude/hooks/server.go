@@ -260,9 +260,10 @@ func (s *Server) Rejected() int {
 	return s.rejected
 }
 
-// Events delivers the hook calls in the order they arrived; it is closed
-// after Close. Events are queued without bound, so hooks are never held up
-// by a slow reader.
+// Events delivers the hook calls in the order they arrived; after Close it
+// delivers what was still queued and is closed. Events are queued without
+// bound, so hooks are never held up by a slow reader; read until the
+// channel closes.
 func (s *Server) Events() <-chan Event { return s.events }
 
 // Close stops the server. Permission requests still waiting get no
@@ -488,9 +489,11 @@ func (s *Server) push(ev Event) {
 	}
 }
 
-// deliver moves queued events to the Events channel until Close.
+// deliver moves queued events to the Events channel. After Close it
+// delivers what is still queued, then closes the channel.
 func (s *Server) deliver() {
 	defer close(s.events)
+	closing := s.closing
 	for {
 		s.mu.Lock()
 		var ev Event
@@ -501,17 +504,16 @@ func (s *Server) deliver() {
 		}
 		s.mu.Unlock()
 		if ev == nil {
+			if closing == nil {
+				return // closed and drained
+			}
 			select {
 			case <-s.wake:
-				continue
-			case <-s.closing:
-				return
+			case <-closing:
+				closing = nil
 			}
+			continue
 		}
-		select {
-		case s.events <- ev:
-		case <-s.closing:
-			return
-		}
+		s.events <- ev
 	}
 }
