@@ -132,7 +132,11 @@ func runFakeClaude() int {
 				fmt.Print("FAKE BYE\r\n")
 				return 0
 			case '\r':
-				c.turn(lines)
+				if os.Getenv(fakeScenarioEnv) == "r20-subagent" {
+					c.subagentTurn(lines)
+				} else {
+					c.turn(lines)
+				}
 			}
 		}
 	}
@@ -265,8 +269,49 @@ func (c *fakeClaude) turn(lines [][]byte) {
 	fmt.Print("FAKE TURN DONE\r\n")
 }
 
-func (c *fakeClaude) write(lines [][]byte) {
-	f, err := os.OpenFile(c.transcript, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+// subagentTurn plays the r20 run: an Agent call whose subagent runs Bash,
+// here with a permission prompt inside the subagent.
+func (c *fakeClaude) subagentTurn(lines [][]byte) {
+	const agentID = "a6788af70d49fc1b9"
+	sub, err := readLines(filepath.Join(os.Getenv(fakeDataEnv), "r20-subagent.agent-"+agentID+".jsonl"))
+	if err != nil {
+		fmt.Printf("FAKE DATA ERROR %v\r\n", err)
+		return
+	}
+	subPath := filepath.Join(strings.TrimSuffix(c.transcript, ".jsonl"), "subagents", "agent-"+agentID+".jsonl")
+	if err := os.MkdirAll(filepath.Dir(subPath), 0o700); err != nil {
+		return
+	}
+	agentInput := json.RawMessage(`{"description":"Say hi via subagent","prompt":"SUBAGENT_TASK: run echo hi","subagent_type":"general-purpose"}`)
+	bashInput := json.RawMessage(`{"command":"echo hi","description":"Print hi"}`)
+	sa := map[string]any{"agent_id": agentID, "agent_type": "general-purpose"}
+	with := func(m map[string]any) map[string]any {
+		for k, v := range sa {
+			m[k] = v
+		}
+		return m
+	}
+	c.hook(hooks.EventUserPromptSubmit, map[string]any{"prompt": "Use a subagent to run echo hi"}, nil)
+	c.writeTo(c.transcript, lines[:8])
+	c.hook(hooks.EventPreToolUse, map[string]any{"tool_name": "Agent", "tool_input": agentInput, "tool_use_id": "toolu_fake_3"}, nil)
+	c.hook(hooks.EventSubagentStart, map[string]any{"agent_id": agentID, "agent_type": "general-purpose"}, nil)
+	c.writeTo(subPath, sub[:4])
+	c.hook(hooks.EventPreToolUse, with(map[string]any{"tool_name": "Bash", "tool_input": bashInput, "tool_use_id": "toolu_fake_4"}), nil)
+	out, _ := c.hook(hooks.EventPermissionRequest, with(map[string]any{"tool_name": "Bash", "tool_input": bashInput}), nil)
+	fmt.Printf("FAKE SUBAGENT HOOK OUTPUT %s\r\n", out)
+	c.writeTo(subPath, sub[4:])
+	c.hook(hooks.EventPostToolUse, with(map[string]any{"tool_name": "Bash", "tool_input": bashInput, "tool_use_id": "toolu_fake_4"}), nil)
+	c.hook(hooks.EventSubagentStop, with(map[string]any{"agent_transcript_path": subPath}), nil)
+	c.writeTo(c.transcript, lines[8:])
+	c.hook(hooks.EventPostToolUse, map[string]any{"tool_name": "Agent", "tool_input": agentInput, "tool_use_id": "toolu_fake_3"}, nil)
+	c.hook(hooks.EventStop, map[string]any{"last_assistant_message": "Done: the command printed hi."}, nil)
+	fmt.Print("FAKE TURN DONE\r\n")
+}
+
+func (c *fakeClaude) write(lines [][]byte) { c.writeTo(c.transcript, lines) }
+
+func (c *fakeClaude) writeTo(path string, lines [][]byte) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		fmt.Printf("FAKE WRITE ERROR %v\r\n", err)
 		return
@@ -418,24 +463,36 @@ func describe(ev mapper.Event) string {
 	case *mapper.UserPrompt:
 		return "prompt " + e.Text
 	case *mapper.ToolCall:
-		return "call " + e.CallID + " " + e.Tool
+		return "call " + e.CallID + " " + e.Tool + at(e.Session)
+	case *mapper.SubagentStarted:
+		return "subagent " + e.Child + " from " + e.CallID
+	case *mapper.SubagentEnded:
+		return "subagent-ended " + e.Child
 	case *mapper.ToolBlocked:
 		if e.Permission != nil {
-			return fmt.Sprintf("blocked %s %s %v", e.CallID, e.Permission.Permission, e.Permission.Patterns)
+			return fmt.Sprintf("blocked %s %s %v", e.CallID, e.Permission.Permission, e.Permission.Patterns) + at(e.Session)
 		}
 		return "blocked " + e.CallID + " question"
 	case *mapper.ToolResolved:
 		return fmt.Sprintf("resolved %s %s %s", e.CallID, e.Decision, e.Reason)
 	case *mapper.ToolCompleted:
-		return "completed " + e.CallID
+		return "completed " + e.CallID + at(e.Session)
 	case *mapper.ToolFailed:
 		return "failed " + e.CallID
 	case *mapper.TurnEnded:
-		return "turn-ended " + e.Reason
+		return "turn-ended " + e.Reason + at(e.Session)
 	case *mapper.DroppedInput:
 		return fmt.Sprintf("dropped %s %s", e.Dropped.Kind, e.Dropped.Reason)
 	}
 	return ""
+}
+
+// at names a child session.
+func at(session string) string {
+	if session == "" {
+		return ""
+	}
+	return " @" + session
 }
 
 func describeAll(evs []mapper.Event) string {
@@ -551,6 +608,30 @@ func TestHandoffAndResume(t *testing.T) {
 	got := describeAll(r2.events)
 	if strings.Count(got, "prompt Run echo hi") != 1 || !strings.HasPrefix(got, "prompt Run echo hi") {
 		t.Fatalf("resumed events %s", got)
+	}
+}
+
+// TestSubagent: the subagent's transcript is followed once its
+// SubagentStart hook arrives, its records go into the child session of the
+// Agent call, and a permission asked inside the subagent blocks the right
+// call in that child session.
+func TestSubagent(t *testing.T) {
+	r := startLocal(t, "r20-subagent", t.TempDir(), func(o *Options) { o.SessionID = "5d8a3d59-15e7-4fe1-81c2-c31171c0953f" })
+	r.expectOutput("FAKE READY")
+	r.key("\r")
+	b := r.until(func(ev mapper.Event) bool { _, ok := ev.(*mapper.ToolBlocked); return ok }).(*mapper.ToolBlocked)
+	if err := r.agent.Decide(context.Background(), b.CallID, session.Decision{Decision: mapper.DecisionAlways}); err != nil {
+		t.Fatal(err)
+	}
+	r.expectOutput(`FAKE SUBAGENT HOOK OUTPUT {"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow"}}}`)
+	r.until(func(ev mapper.Event) bool { e, ok := ev.(*mapper.TurnEnded); return ok && e.Session == "" })
+	r.key("q")
+	r.drain()
+	want := "prompt Use a subagent to run echo hi | call toolu_fake_3 task | subagent toolu_fake_3 from toolu_fake_3 | " +
+		"call toolu_fake_4 bash @toolu_fake_3 | blocked toolu_fake_4 bash [echo hi] @toolu_fake_3 | " +
+		"completed toolu_fake_4 @toolu_fake_3 | turn-ended completed @toolu_fake_3 | subagent-ended toolu_fake_3 | completed toolu_fake_3 | turn-ended completed"
+	if got := describeAll(r.events); got != want {
+		t.Fatalf("events\n got %s\nwant %s", got, want)
 	}
 }
 
