@@ -582,7 +582,10 @@ func TestHandoffAndResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.until(func(ev mapper.Event) bool { _, ok := ev.(*mapper.TurnEnded); return ok })
-	go r.drain()
+	go func() { // Handoff returns once every event was read
+		for range r.evc {
+		}
+	}()
 	h, err := r.agent.Handoff(context.Background())
 	if err != nil {
 		t.Fatal(err)
