@@ -395,8 +395,11 @@ func (s *Server) onRPCRegister(c *conn, m map[string]any) {
 		_ = c.emit("rpc-error", map[string]any{"type": "register", "error": "Method must be <sessionId>:<name> or <machineId>:<name> for a session or machine of this account", "method": method})
 		return
 	}
-	s.rpc.register(c, method)
+	// Acknowledge first: a call waiting for this method is forwarded as soon
+	// as it is registered, and the callee should see rpc-registered before
+	// the first rpc-request.
 	_ = c.emit("rpc-registered", map[string]any{"method": method})
+	s.rpc.register(c, method)
 }
 
 // onRPCUnregister: rpc-unregister {method} → rpc-unregistered {method}.

@@ -112,6 +112,10 @@ func (s *Server) handshake(sock *socket.Socket, next func(*socket.ExtendedError)
 		c.scope, c.mid = scopeMachine, mid
 	}
 	sock.SetData(c)
+	// Rooms and handlers are set up here, before the connect reply: the
+	// library sends CONNECT to the client before it fires "connection", so
+	// handlers bound there could miss the client's first events.
+	s.setupConn(c)
 	next(nil)
 }
 
@@ -120,31 +124,38 @@ func connOf(sock *socket.Socket) *conn {
 	return c
 }
 
-func (s *Server) onConnection(sock *socket.Socket) {
-	c := connOf(sock)
-	if c == nil {
-		sock.Disconnect(true)
-		return
-	}
+func (s *Server) setupConn(c *conn) {
+	sock := c.sock
 	sock.Join(socket.Room("user:" + c.acct))
 	switch c.scope {
 	case scopeSession:
 		sock.Join(roomSession(c.acct, c.sid))
 	case scopeMachine:
 		sock.Join(roomMachine(c.acct, c.mid))
-		s.emitEphemeral(c.acct, ephMachineActivity{Type: "machine-activity", ID: c.mid, Active: true, ActiveAt: s.nowMs()}, roomUserScoped(c.acct))
 	default:
 		sock.Join(roomUserScoped(c.acct))
 	}
-	s.log.Debug().Str("account", c.acct).Str("scope", c.scope).Str("socket", string(sock.Id())).Msg("socket connected")
 	sock.Use(s.payloadLimit(c))
 	s.bindEvents(c)
-	_ = sock.On("disconnect", func(...any) {
+	_ = sock.On("disconnect", func(a ...any) {
+		s.log.Debug().Str("scope", c.scope).Str("socket", string(sock.Id())).Interface("reason", a).Msg("socket disconnected")
 		s.rpc.dropConn(c)
 		if c.scope == scopeMachine {
 			s.emitEphemeral(c.acct, ephMachineActivity{Type: "machine-activity", ID: c.mid, Active: false, ActiveAt: s.nowMs()}, roomUserScoped(c.acct))
 		}
 	})
+}
+
+func (s *Server) onConnection(sock *socket.Socket) {
+	c := connOf(sock)
+	if c == nil {
+		sock.Disconnect(true)
+		return
+	}
+	s.log.Debug().Str("account", c.acct).Str("scope", c.scope).Str("socket", string(sock.Id())).Msg("socket connected")
+	if c.scope == scopeMachine {
+		s.emitEphemeral(c.acct, ephMachineActivity{Type: "machine-activity", ID: c.mid, Active: true, ActiveAt: s.nowMs()}, roomUserScoped(c.acct))
+	}
 	if s.testConn != nil {
 		s.testConn(sock)
 	}
@@ -175,10 +186,27 @@ func (s *Server) emitEphemeral(acct string, payload any, rooms ...socket.Room) {
 	}
 }
 
+// anyone reports whether at least one socket is in one of rooms, so that
+// updates nobody would receive are not encoded at all.
+func (s *Server) anyone(rooms ...socket.Room) bool {
+	all := s.io.Sockets().Adapter().Rooms()
+	for _, r := range rooms {
+		if set, ok := all.Load(r); ok && set.Len() > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // fanoutMessages sends one new-message update per created row to the
-// session's sockets (the sender's included) and the account's apps.
+// session's sockets (the sender's included) and the account's apps. Update
+// seqs were allocated with the rows, so skipping the sends when nobody
+// listens leaves no gap a later listener could notice.
 func (s *Server) fanoutMessages(acct, sid string, res store.AppendResult) {
 	rooms := []socket.Room{roomSession(acct, sid), roomUserScoped(acct)}
+	if !s.anyone(rooms...) {
+		return
+	}
 	for i, m := range res.Created {
 		s.sendUpdate(acct, res.FirstUpdateSeq+int64(i), bodyNewMessage{T: "new-message", SID: sid, Message: toWireMessage(m)}, rooms...)
 	}

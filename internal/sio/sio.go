@@ -9,6 +9,10 @@
 //     sees the packet.
 //   - refused connections: without a connect timeout a refused connection is
 //     only reported after 20 s. Dial always sets one (Options.ConnectTimeout).
+//   - lost handshakes: the library can miss the transport's "open" or the
+//     server's CONNECT reply (listeners registered after the work started),
+//     and now and then drops a connection right after the handshake; Dial
+//     detects both (a stall; a failed `ping` round trip) and retries.
 //
 // Emits are serialised per client, because the library's Timeout modifier is
 // not safe for concurrent use on one socket.
@@ -87,7 +91,34 @@ type Client struct {
 // Dial connects to the Socket.IO server at baseURL (scheme://host:port) and
 // waits until the connection is accepted, refused (*ConnectError), fails, or
 // ctx ends.
+//
+// The library registers its own listeners only after it started opening
+// the connection, so on a loaded machine the engine's "open" or the
+// server's CONNECT reply is occasionally missed and the attempt stalls with
+// the transport open. Dial notices a transport that stays open without a
+// Socket.IO connect for StallTimeout, or an attempt that times out, and
+// tries again (up to 5 attempts); a refusal by the server is final.
 func Dial(ctx context.Context, baseURL string, opts Options) (*Client, error) {
+	var last error
+	for attempt := 0; attempt < 5; attempt++ {
+		c, stalled, err := dialOnce(ctx, baseURL, opts)
+		if err == nil {
+			return c, nil
+		}
+		last = err
+		if !stalled || ctx.Err() != nil {
+			return nil, err
+		}
+	}
+	return nil, last
+}
+
+// StallTimeout is how long an open transport may wait for the Socket.IO
+// connect before Dial gives the attempt up as lost (at most half the
+// connect timeout).
+const StallTimeout = 750 * time.Millisecond
+
+func dialOnce(ctx context.Context, baseURL string, opts Options) (*Client, bool, error) {
 	o := client.DefaultOptions()
 	path := opts.Path
 	if path == "" {
@@ -103,6 +134,7 @@ func Dial(ctx context.Context, baseURL string, opts Options) (*Client, error) {
 	}
 	o.SetForceNew(true)
 	o.SetMultiplex(false)
+	o.SetAutoConnect(false)
 	o.SetReconnection(opts.Reconnect)
 	o.SetReconnectionDelay(300)
 	o.SetReconnectionDelayMax(2000)
@@ -113,10 +145,67 @@ func Dial(ctx context.Context, baseURL string, opts Options) (*Client, error) {
 	o.SetTimeout(ct)
 	o.SetParser(fixParser{})
 
-	s, err := client.Connect(baseURL, o)
-	if err != nil {
-		return nil, fmt.Errorf("sio: connect %s: %w", baseURL, err)
+	deadline := time.NewTimer(ct + time.Second)
+	defer deadline.Stop()
+	poll := time.NewTicker(25 * time.Millisecond)
+	defer poll.Stop()
+
+	// Step 1: open the transport through the manager alone. Socket.Connect
+	// on a manager that is still opening can send CONNECT twice (once from
+	// its "open" listener, once directly), which makes the server close the
+	// connection; on an open manager it sends it once.
+	m := client.NewManager(baseURL, o)
+	opened := make(chan error, 1)
+	m.Open(func(err error) { opened <- err })
+	stallAfter := StallTimeout
+	if ct/2 < stallAfter {
+		stallAfter = ct / 2
 	}
+	var openSince time.Time
+	everOpen := false
+	stalled := func() bool {
+		if eng := m.Engine(); eng != nil && eng.ReadyState() == "open" {
+			everOpen = true
+			if openSince.IsZero() {
+				openSince = time.Now()
+			}
+			return time.Since(openSince) >= stallAfter
+		}
+		openSince = time.Time{}
+		return false
+	}
+	closeAll := func() {
+		if eng := m.Engine(); eng != nil {
+			eng.Close()
+		}
+	}
+wait:
+	for {
+		select {
+		case err := <-opened:
+			if err != nil {
+				closeAll()
+				// The library reports a refused connection as "timeout"
+				// too; only a transport that did open is worth a retry.
+				return nil, everOpen, fmt.Errorf("sio: connect %s: %w", baseURL, err)
+			}
+			break wait
+		case <-poll.C:
+			if stalled() {
+				closeAll()
+				return nil, true, fmt.Errorf("sio: connect %s: transport open but not reported after %s", baseURL, stallAfter)
+			}
+		case <-deadline.C:
+			closeAll()
+			return nil, everOpen, fmt.Errorf("sio: connect %s: timed out after %s", baseURL, ct)
+		case <-ctx.Done():
+			closeAll()
+			return nil, false, fmt.Errorf("sio: connect %s: %w", baseURL, ctx.Err())
+		}
+	}
+
+	// Step 2: join the default namespace with the auth object.
+	s := m.Socket("/", o)
 	c := &Client{s: s}
 	result := make(chan error, 1)
 	var once sync.Once
@@ -145,22 +234,52 @@ func Dial(ctx context.Context, baseURL string, opts Options) (*Client, error) {
 			fn(reason)
 		}
 	})
-	timer := time.NewTimer(ct + time.Second)
-	defer timer.Stop()
-	select {
-	case err := <-result:
-		if err != nil {
+	s.Connect()
+	openSince = time.Time{}
+	for {
+		select {
+		case err := <-result:
+			if err != nil {
+				s.Disconnect()
+				closeAll()
+				return nil, false, err
+			}
+			return c.verify(baseURL, closeAll)
+		case <-poll.C:
+			if s.Connected() {
+				return c.verify(baseURL, closeAll)
+			}
+			if stalled() {
+				// The server's CONNECT reply was lost by the library.
+				s.Disconnect()
+				closeAll()
+				return nil, true, fmt.Errorf("sio: connect %s: no Socket.IO connect after %s", baseURL, stallAfter)
+			}
+		case <-deadline.C:
 			s.Disconnect()
-			return nil, err
+			closeAll()
+			return nil, true, fmt.Errorf("sio: connect %s: timed out after %s", baseURL, ct)
+		case <-ctx.Done():
+			s.Disconnect()
+			closeAll()
+			return nil, false, fmt.Errorf("sio: connect %s: %w", baseURL, ctx.Err())
 		}
-		return c, nil
-	case <-timer.C:
-		s.Disconnect()
-		return nil, fmt.Errorf("sio: connect %s: timed out after %s", baseURL, ct)
-	case <-ctx.Done():
-		s.Disconnect()
-		return nil, fmt.Errorf("sio: connect %s: %w", baseURL, ctx.Err())
 	}
+}
+
+// verify makes one `ping` round trip (the relay contract's application
+// ping, acked with {}): the library occasionally loses a connection right
+// after the handshake, and a dial should only succeed on a connection that
+// carries events.
+func (c *Client) verify(baseURL string, closeAll func()) (*Client, bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), StallTimeout)
+	defer cancel()
+	if _, err := c.Call(ctx, "ping"); err != nil {
+		c.s.Disconnect()
+		closeAll()
+		return nil, true, fmt.Errorf("sio: connect %s: connection lost right after the handshake: %w", baseURL, err)
+	}
+	return c, false, nil
 }
 
 // ID is the socket id the server assigned ("" while disconnected).

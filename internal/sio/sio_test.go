@@ -139,3 +139,17 @@ func TestClientAgainstRelay(t *testing.T) {
 		t.Fatalf("bad token: %v", err)
 	}
 }
+
+// TestDialRepeatedly guards the lost-handshake retry: every one of many
+// sequential dials connects.
+func TestDialRepeatedly(t *testing.T) {
+	r := servertest.Start(t)
+	acct := servertest.NewAccount(t, r.URL)
+	for i := 0; i < 100; i++ {
+		c, err := Dial(context.Background(), r.URL, Options{Auth: map[string]any{"token": acct.Token}, ConnectTimeout: 2 * time.Second})
+		if err != nil {
+			t.Fatalf("dial %d: %v", i, err)
+		}
+		_ = c.Close()
+	}
+}

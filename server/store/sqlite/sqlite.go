@@ -54,8 +54,6 @@ type Options struct {
 type Store struct {
 	w *sql.DB
 	r *sql.DB
-
-	stmtInsertMsg *sql.Stmt
 }
 
 var _ store.Store = (*Store)(nil)
@@ -116,19 +114,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	r.SetMaxOpenConns(readers)
 	r.SetMaxIdleConns(readers)
 	s := &Store{w: w, r: r}
-	s.stmtInsertMsg, err = w.PrepareContext(ctx, `INSERT INTO session_messages (id, session_id, seq, local_id, content, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		_ = s.Close()
-		return nil, fmt.Errorf("sqlite: prepare: %w", err)
-	}
 	return s, nil
 }
 
 // Close closes both pools.
 func (s *Store) Close() error {
-	if s.stmtInsertMsg != nil {
-		_ = s.stmtInsertMsg.Close()
-	}
 	err1 := s.r.Close()
 	err2 := s.w.Close()
 	return errors.Join(err1, err2)
@@ -490,6 +480,8 @@ func (s *Store) ExpireSessions(ctx context.Context, cutoff int64) ([]store.Prese
 
 // ---- messages ----
 
+const insertMsgPrefix = `INSERT INTO session_messages (id, session_id, seq, local_id, content, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`
+
 // AppendMessages implements store.Store.
 func (s *Store) AppendMessages(ctx context.Context, accountID, sessionID string, msgs []store.NewMessage, now int64) (store.AppendResult, error) {
 	// First occurrence of a localId wins.
@@ -551,19 +543,22 @@ func (s *Store) AppendMessages(ctx context.Context, accountID, sessionID string,
 			return res, fmt.Errorf("sqlite: append messages: allocate seqs: %w", err)
 		}
 		seq := last - int64(n) + 1
-		ins := tx.StmtContext(ctx, s.stmtInsertMsg)
 		res.Created = make([]store.Message, 0, n)
+		args := make([]any, 0, 7*n)
 		for _, m := range uniq {
 			if existing[m.LocalID] {
 				continue
 			}
 			lid := m.LocalID
 			row := store.Message{ID: store.NewID(), SessionID: sessionID, Seq: seq, LocalID: &lid, Content: m.Content, CreatedAt: now, UpdatedAt: now}
-			if _, err := ins.ExecContext(ctx, row.ID, sessionID, row.Seq, lid, m.Content, now, now); err != nil {
-				return res, fmt.Errorf("sqlite: append messages: insert seq %d: %w", seq, err)
-			}
+			args = append(args, row.ID, sessionID, row.Seq, lid, m.Content, now, now)
 			res.Created = append(res.Created, row)
 			seq++
+		}
+		// One multi-row INSERT: far cheaper than n statements.
+		q := insertMsgPrefix + strings.Repeat(",(?, ?, ?, ?, ?, ?, ?)", n-1)
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return res, fmt.Errorf("sqlite: append messages: insert %d rows from seq %d: %w", n, res.Created[0].Seq, err)
 		}
 		var lastUpd int64
 		if err := tx.QueryRowContext(ctx, `UPDATE accounts SET seq = seq + ? WHERE id = ? RETURNING seq`, n, accountID).Scan(&lastUpd); err != nil {
