@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/happy-dev/happy/adapters/codex"
+	"github.com/happy-dev/happy/internal/app"
+	"github.com/happy-dev/happy/internal/buildinfo"
+	"github.com/happy-dev/happy/mapper"
+)
+
+// codexOptions are the flags of `happy codex` beyond the shared ones.
+type codexOptions struct {
+	agentOptions
+	codexPath      string
+	protocol       string
+	permissionMode string
+}
+
+// newCodexCmd builds `happy codex`.
+func newCodexCmd(f *factory) *cobra.Command {
+	var o codexOptions
+	cmd := &cobra.Command{
+		Use:   "codex -p PROMPT [flags] [-- codex args…]",
+		Short: "Run OpenAI Codex under happy (one turn with -p)",
+		Long: `Run OpenAI Codex wrapped by happy. Everything Codex does is mapped to the
+canonical transcript, encrypted and sent to the relay, where another device can
+follow it (happy log), answer its approval requests (happy approve / deny) and
+send the next prompt (happy send).
+
+With -p, one turn runs: the final answer is printed and the exit status tells
+the outcome (0 completed, 1 failed or a permission was rejected, 2 usage,
+3 relay or login unusable, 130 interrupted). -p is required: Codex has no
+interactive mode under happy.
+
+--codex-protocol picks how happy speaks to Codex: app-server (current Codex),
+mcp (codex mcp-server, Codex up to 0.153) or auto (app-server when the
+installed Codex has it, read from codex --version).
+
+--permission-mode sets Codex's approval policy and sandbox:
+  default    asks before leaving the workspace sandbox (on-request, workspace-write)
+  read-only  asks before any write (on-request, read-only)
+  safe-yolo  never asks, stays in the workspace (never, workspace-write)
+  yolo       never asks, no sandbox (never, danger-full-access)
+
+Arguments after -- go to codex after its subcommand (app-server or mcp-server)
+unchanged.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.agentArgs = args
+			return runCodex(cmd.Context(), f, &o)
+		},
+	}
+	o.bind(cmd)
+	cmd.Flags().StringVar(&o.codexPath, "codex-path", "", "the codex executable (default $HAPPY_CODEX_PATH, else codex on PATH)")
+	cmd.Flags().StringVar(&o.protocol, "codex-protocol", "auto", "how to speak to Codex: app-server, mcp or auto")
+	cmd.Flags().StringVar(&o.permissionMode, "permission-mode", "default", "Codex's approvals and sandbox: default, read-only, safe-yolo, yolo")
+	return cmd
+}
+
+// runCodex checks the command line, then runs one turn.
+func runCodex(parent context.Context, f *factory, o *codexOptions) error {
+	proto, err := codex.ParseProtocol(o.protocol)
+	if err != nil {
+		return &usageError{err: fmt.Errorf("--codex-protocol: %w", err)}
+	}
+	mode, err := codex.ParsePermissionMode(o.permissionMode)
+	if err != nil {
+		return &usageError{err: fmt.Errorf("--permission-mode: %w (want default, read-only, safe-yolo or yolo)", err)}
+	}
+	if o.prompt == "" {
+		return &exitError{code: exitUsage, err: errors.New(`happy codex needs -p "PROMPT": Codex runs one turn at a time under happy (there is no interactive mode)`)}
+	}
+	if o.codexPath == "" {
+		o.codexPath = f.getenv("HAPPY_CODEX_PATH")
+	}
+	if o.codexPath == "" {
+		o.codexPath = "codex"
+	}
+	return runCodexPrint(parent, f, o, proto, mode)
+}
+
+func runCodexPrint(parent context.Context, f *factory, o *codexOptions, proto codex.Protocol, mode codex.PermissionMode) error {
+	ctx, interrupted, stop := signalContext(parent)
+	defer stop()
+	log, _ := f.log("codex")
+	h, err := f.home()
+	if err != nil {
+		return &exitError{code: exitRelay, err: err}
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	rules, err := o.rules(f, dir)
+	if err != nil {
+		return err
+	}
+	if proto == codex.ProtocolAuto {
+		p, version, err := codex.ChooseProtocol(ctx, o.codexPath)
+		if err != nil {
+			return &exitError{code: exitFailed, err: fmt.Errorf("choose the codex protocol (use --codex-protocol app-server or mcp): %w", err)}
+		}
+		log.Info().Str("codex_version", version).Str("protocol", string(p)).Msg("codex protocol chosen")
+		proto = p
+	}
+	env := app.Env{Home: h, Getenv: f.getenv, Log: log.Logger, Stderr: f.stderr, Now: f.now}
+	conn, err := app.Connect(ctx, env, app.ConnectOptions{AllowCreate: true})
+	if err != nil {
+		return &exitError{code: exitRelay, err: err}
+	}
+	defer conn.Close()
+
+	co := codex.Options{
+		Binary: o.codexPath, Args: o.agentArgs, Cwd: dir, Protocol: proto, Mode: mode,
+		ClientName: "happy", ClientVersion: buildinfo.Version, Logger: log.Logger,
+	}
+	if o.record != "" {
+		record, err := os.Create(o.record)
+		if err != nil {
+			return &usageError{err: err}
+		}
+		defer record.Close()
+		co.Record = record
+	}
+	client, err := codex.Start(ctx, co)
+	if err != nil {
+		if interrupted() {
+			return &exitError{code: exitInterrupted}
+		}
+		return &exitError{code: exitFailed, err: fmt.Errorf("start codex: %w", err)}
+	}
+	agent := codex.NewAgent(client)
+	defer agent.Close()
+
+	res, err := app.RunSession(ctx, env, conn, agent, app.SessionOptions{
+		Flavor: "codex", Dir: dir, Prompt: o.prompt, OneShot: true, ProviderID: "openai",
+		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: "terminal",
+		OnCreated: func(id string) {
+			fmt.Fprintf(f.stderr, "happy: session %s — follow it with: happy log %s --follow\n", id, id)
+		},
+	})
+	if res.FinalText != "" {
+		fmt.Fprintln(f.stdout, res.FinalText)
+	}
+	return turnExit("codex", res, err, interrupted())
+}
+
+// turnExit maps how a one-turn session ended to the command's error (and so
+// its exit code, DESIGN.md "Exit codes of happy <agent> -p").
+func turnExit(agent string, res app.SessionResult, err error, interrupted bool) error {
+	switch {
+	case interrupted:
+		return &exitError{code: exitInterrupted}
+	case err != nil && app.IsRelayError(err):
+		return &exitError{code: exitRelay, err: err}
+	case err != nil && !errors.Is(err, context.Canceled):
+		return err
+	case res.TurnReason == mapper.TurnCompleted && res.Rejected == 0 && res.TurnError == "":
+		return nil
+	case res.TurnReason == mapper.TurnInterrupted:
+		return &exitError{code: exitInterrupted, err: errors.New("the turn was interrupted")}
+	case res.Rejected > 0:
+		return &exitError{code: exitFailed, err: fmt.Errorf("%d permission request(s) were rejected", res.Rejected)}
+	case res.AgentExited && res.TurnReason == "":
+		return &exitError{code: exitFailed, err: fmt.Errorf("%s exited before the turn ended", agent)}
+	default:
+		msg := res.TurnError
+		if msg == "" {
+			msg = "turn ended: " + res.TurnReason
+		}
+		return &exitError{code: exitFailed, err: errors.New(msg)}
+	}
+}
