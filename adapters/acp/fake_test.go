@@ -209,7 +209,7 @@ func (a *fakeAgent) Handle(ctx context.Context, in *jsonrpc.Incoming) {
 		if len(p.Prompt) > 0 {
 			_ = json.Unmarshal(p.Prompt[0], &text)
 		}
-		go a.run(in, strings.Fields(text.Text+" _")[0], p.Prompt)
+		go a.run(in, strings.Fields(text.Text + " _")[0], p.Prompt)
 	default:
 		_ = in.Fail(ctx, jsonrpc.CodeMethodNotFound, "fake agent: "+in.Method)
 	}
