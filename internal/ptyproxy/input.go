@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -15,17 +16,17 @@ import (
 // shell that started happy.
 type inputPump struct {
 	fd    int
-	wakeR int
-	wakeW int
+	wakeR *os.File
+	wakeW *os.File
 	done  chan struct{}
 }
 
 func newInputPump(fd int) (*inputPump, error) {
-	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+	r, w, err := os.Pipe()
+	if err != nil {
 		return nil, fmt.Errorf("input wake-up pipe: %w", err)
 	}
-	return &inputPump{fd: fd, wakeR: p[0], wakeW: p[1], done: make(chan struct{})}, nil
+	return &inputPump{fd: fd, wakeR: r, wakeW: w, done: make(chan struct{})}, nil
 }
 
 // run copies until stop is called, the input ends (EOF, EIO of a hung-up
@@ -33,19 +34,20 @@ func newInputPump(fd int) (*inputPump, error) {
 func (p *inputPump) run(dst io.Writer) error {
 	defer close(p.done)
 	buf := make([]byte, 4096)
-	nfd := max(p.fd, p.wakeR) + 1
+	wake := int(p.wakeR.Fd())
+	nfd := max(p.fd, wake) + 1
 	for {
 		var rset unix.FdSet
 		rset.Zero()
 		rset.Set(p.fd)
-		rset.Set(p.wakeR)
+		rset.Set(wake)
 		if _, err := unix.Select(nfd, &rset, nil, nil, nil); err != nil {
 			if errors.Is(err, unix.EINTR) {
 				continue
 			}
 			return fmt.Errorf("wait for terminal input: %w", err)
 		}
-		if rset.IsSet(p.wakeR) {
+		if rset.IsSet(wake) {
 			return nil
 		}
 		if !rset.IsSet(p.fd) {
@@ -68,14 +70,13 @@ func (p *inputPump) run(dst io.Writer) error {
 // stop makes run return and waits for it; safe to call before run started
 // only if run is going to be called.
 func (p *inputPump) stop() {
-	_, _ = unix.Write(p.wakeW, []byte{0})
+	_, _ = p.wakeW.Write([]byte{0})
 	<-p.done
-	_ = unix.Close(p.wakeR)
-	_ = unix.Close(p.wakeW)
+	p.discard()
 }
 
 // discard releases a pump that was never run.
 func (p *inputPump) discard() {
-	_ = unix.Close(p.wakeR)
-	_ = unix.Close(p.wakeW)
+	_ = p.wakeR.Close()
+	_ = p.wakeW.Close()
 }
