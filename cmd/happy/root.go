@@ -42,6 +42,7 @@ next prompt.`,
 	root.AddCommand(newVersionCmd(f))
 	root.AddCommand(newAuthCmd(f))
 	root.AddCommand(newClaudeCmd(f))
+	root.AddCommand(newACPCmd(f), newGeminiCmd(f), newOpencodeCmd(f))
 	root.AddCommand(newCodexCmd(f))
 	root.AddCommand(newSessionsCmd(f), newLogCmd(f))
 	root.AddCommand(newSendCmd(f), newApproveCmd(f), newDenyCmd(f), newAnswerCmd(f), newAbortCmd(f))

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/happy-dev/happy/adapters/acp"
+	"github.com/happy-dev/happy/internal/app"
+	"github.com/happy-dev/happy/mapper"
+)
+
+// acpOptions are the flags of the ACP commands, beside agentOptions.
+type acpOptions struct {
+	mode        string
+	authMethod  string
+	resume      string
+	mcpServers  string
+	cancelGrace time.Duration
+}
+
+func (o *acpOptions) bind(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&o.mode, "mode", "", "session mode to select (one the agent lists, e.g. default, plan)")
+	cmd.Flags().StringVar(&o.authMethod, "auth-method", "", "authentication method to use when the agent asks for one")
+	cmd.Flags().StringVar(&o.resume, "resume", "", "continue the agent's session `ID` (session/load or session/resume)")
+	cmd.Flags().StringVar(&o.mcpServers, "mcp-servers", "", "JSON `FILE` with the MCP servers to give the agent: [{name, command, args, env} | {type: http|sse, name, url, headers}]")
+	cmd.Flags().DurationVar(&o.cancelGrace, "cancel-grace", acp.DefaultCancelGrace, "how long the agent gets to end a cancelled turn before happy restarts it")
+}
+
+// acpPreset is what differs between `happy acp`, `happy gemini` and
+// `happy opencode`.
+type acpPreset struct {
+	flavor     string   // session metadata flavor
+	providerID string   // model provider, when the agent has one
+	command    []string // argv; empty for `happy acp` (taken from the arguments)
+	authMethod string   // default --auth-method
+}
+
+// newACPCmd builds `happy acp -- CMD [ARGS…]`.
+func newACPCmd(f *factory) *cobra.Command {
+	var o agentOptions
+	var ao acpOptions
+	cmd := &cobra.Command{
+		Use:   "acp [flags] -- CMD [ARGS…]",
+		Short: "Run any Agent Client Protocol agent under happy",
+		Long: `Run an agent that speaks the Agent Client Protocol (ACP) over its stdio, e.g.
+happy acp -- gemini --acp. Everything the agent does is mapped to the canonical
+transcript, encrypted and sent to the relay, where another device can follow it
+(happy log), answer its permission prompts (happy approve / deny) and send the
+next prompt (happy send).
+
+With -p, one turn runs: the final answer is printed and the exit status tells
+the outcome (0 completed, 1 failed or a permission was rejected, 2 usage, 3 relay
+or login unusable, 130 interrupted). Without -p, the session waits for prompts
+sent from other devices until interrupted.
+
+happy offers the agent file reads and writes inside the working folder and
+terminals (each command in its own process group).`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return &usageError{err: errors.New("acp needs the agent's command after --, e.g. happy acp -- gemini --acp")}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runACP(cmd.Context(), f, &o, &ao, acpPreset{flavor: "acp", command: args})
+		},
+	}
+	cmd.Flags().SetInterspersed(false)
+	o.bind(cmd)
+	ao.bind(cmd)
+	return cmd
+}
+
+// newGeminiCmd builds `happy gemini`: Gemini CLI's ACP mode (gemini --acp).
+func newGeminiCmd(f *factory) *cobra.Command {
+	return newACPPresetCmd(f, "gemini", "Gemini CLI", "google", "HAPPY_GEMINI_PATH", "gemini", []string{"--acp"})
+}
+
+// newOpencodeCmd builds `happy opencode`: OpenCode's ACP mode (opencode acp).
+func newOpencodeCmd(f *factory) *cobra.Command {
+	return newACPPresetCmd(f, "opencode", "OpenCode", "", "HAPPY_OPENCODE_PATH", "opencode", []string{"acp"})
+}
+
+func newACPPresetCmd(f *factory, name, title, provider, pathEnv, binary string, acpArgs []string) *cobra.Command {
+	var o agentOptions
+	var ao acpOptions
+	var bin string
+	cmd := &cobra.Command{
+		Use:   name + " [flags] [-- " + name + " args…]",
+		Short: "Run " + title + " under happy (through the Agent Client Protocol)",
+		Long: `Run ` + title + ` in its Agent Client Protocol mode (` + binary + ` ` + acpArgs[0] + `) wrapped by
+happy: the same as happy acp -- ` + binary + ` ` + acpArgs[0] + `. Arguments after -- go to ` + binary + `.
+See happy acp --help.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if bin == "" {
+				bin = f.getenv(pathEnv)
+			}
+			if bin == "" {
+				bin = binary
+			}
+			p := acpPreset{flavor: name, providerID: provider,
+				command: append(append([]string{bin}, acpArgs...), args...)}
+			if name == "gemini" && f.getenv("GEMINI_API_KEY") != "" {
+				p.authMethod = "gemini-api-key"
+			}
+			return runACP(cmd.Context(), f, &o, &ao, p)
+		},
+	}
+	o.bind(cmd)
+	ao.bind(cmd)
+	cmd.Flags().StringVar(&bin, name+"-path", "", "the "+binary+" executable (default $"+pathEnv+", else "+binary+" on PATH)")
+	return cmd
+}
+
+// runACP runs one ACP session: -p runs one turn and exits with its
+// outcome; without it the session serves prompts from the relay until
+// interrupted.
+func runACP(parent context.Context, f *factory, o *agentOptions, ao *acpOptions, p acpPreset) error {
+	ctx, interrupted, stop := signalContext(parent)
+	defer stop()
+	log, _ := f.log(p.flavor)
+	h, err := f.home()
+	if err != nil {
+		return &exitError{code: exitRelay, err: err}
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	rules, err := o.rules(f, dir)
+	if err != nil {
+		return err
+	}
+	opts := acp.Options{
+		Command: p.command, Cwd: dir, Mode: ao.mode, AuthMethod: ao.authMethod, LoadSessionID: ao.resume,
+		CancelGrace: ao.cancelGrace, ClientName: "happy", Logger: log.Logger, Now: f.now,
+	}
+	if opts.AuthMethod == "" {
+		opts.AuthMethod = p.authMethod
+	}
+	if ao.mcpServers != "" {
+		b, err := os.ReadFile(ao.mcpServers)
+		if err != nil {
+			return &usageError{err: fmt.Errorf("--mcp-servers: %w", err)}
+		}
+		if err := json.Unmarshal(b, &opts.MCPServers); err != nil {
+			return &usageError{err: fmt.Errorf("--mcp-servers %s: %w", ao.mcpServers, err)}
+		}
+	}
+	env := app.Env{Home: h, Getenv: f.getenv, Log: log.Logger, Stderr: f.stderr, Now: f.now}
+	conn, err := app.Connect(ctx, env, app.ConnectOptions{AllowCreate: true})
+	if err != nil {
+		return &exitError{code: exitRelay, err: err}
+	}
+	defer conn.Close()
+
+	if o.record != "" {
+		record, err := os.Create(o.record)
+		if err != nil {
+			return &usageError{err: err}
+		}
+		defer record.Close()
+		opts.Record = record
+	}
+	client, err := acp.Start(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("start %s: %w", p.command[0], err)
+	}
+	agent := acp.NewAgent(client)
+	defer agent.Close()
+
+	oneShot := o.prompt != ""
+	res, err := app.RunSession(ctx, env, conn, agent, app.SessionOptions{
+		Flavor: p.flavor, Dir: dir, Prompt: o.prompt, OneShot: oneShot, ProviderID: p.providerID,
+		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: "terminal",
+		OnCreated: func(id string) {
+			if oneShot {
+				fmt.Fprintf(f.stderr, "happy: session %s — follow it with: happy log %s --follow\n", id, id)
+			} else {
+				fmt.Fprintf(f.stderr, "happy: session %s — send prompts with: happy send %s \"…\" (Ctrl-C ends it)\n", id, id)
+			}
+		},
+	})
+	if res.FinalText != "" && oneShot {
+		fmt.Fprintln(f.stdout, res.FinalText)
+	}
+	switch {
+	case interrupted():
+		return &exitError{code: exitInterrupted}
+	case err != nil && !errors.Is(err, context.Canceled):
+		return err
+	case !oneShot:
+		return nil
+	case res.TurnReason == mapper.TurnCompleted && res.Rejected == 0 && res.TurnError == "":
+		return nil
+	case res.TurnReason == mapper.TurnInterrupted:
+		return &exitError{code: exitInterrupted, err: errors.New("the turn was interrupted")}
+	case res.Rejected > 0:
+		return &exitError{code: exitFailed, err: fmt.Errorf("%d permission request(s) were rejected", res.Rejected)}
+	case res.AgentExited && res.TurnReason == "":
+		return &exitError{code: exitFailed, err: fmt.Errorf("%s exited before the turn ended", p.command[0])}
+	default:
+		msg := res.TurnError
+		if msg == "" {
+			msg = "turn ended: " + res.TurnReason
+		}
+		return &exitError{code: exitFailed, err: errors.New(msg)}
+	}
+}
