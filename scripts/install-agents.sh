@@ -11,6 +11,8 @@ AGENTS=(
   "CLAUDE @anthropic-ai/claude-code 2.1.197 claude"
   "CODEX @openai/codex 0.171.0 codex"
   "CODEX150 @openai/codex 0.150.0 codex"
+  "GEMINI @google/gemini-cli 0.61.0 gemini"
+  "CLAUDE_ACP @zed-industries/claude-code-acp 0.16.2 claude-code-acp"
 )
 
 for spec in "${AGENTS[@]}"; do
