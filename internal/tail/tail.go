@@ -107,6 +107,9 @@ type Tailer struct {
 
 	bytesRead, reads, opens, resets, lines, notified, polled atomic.Int64
 
+	leftover     []byte // incomplete last line held when Run returned
+	leftoverSize int64
+
 	poke    chan struct{}
 	syncReq chan chan error
 	stopped chan struct{}
@@ -194,6 +197,7 @@ func (t *Tailer) Run(ctx context.Context, fn func(linereader.Line) error) error 
 	}
 	defer close(t.stopped)
 	defer t.closeFile()
+	defer t.keepLeftover()
 
 	var events <-chan fsnotify.Event
 	var errs <-chan error
@@ -250,6 +254,24 @@ func (t *Tailer) Run(ctx context.Context, fn func(linereader.Line) error) error 
 		if err := t.readAll(fn); err != nil {
 			return err
 		}
+	}
+}
+
+// Leftover returns the incomplete last line held when Run returned (its
+// start, and its full length), or nil, 0. Valid once Run has returned.
+func (t *Tailer) Leftover() ([]byte, int64) {
+	select {
+	case <-t.stopped:
+		return t.leftover, t.leftoverSize
+	default:
+		return nil, 0
+	}
+}
+
+func (t *Tailer) keepLeftover() {
+	if t.lr != nil && t.lr.PendingSize() > 0 {
+		t.leftover = append([]byte(nil), t.lr.Pending()...)
+		t.leftoverSize = t.lr.PendingSize()
 	}
 }
 

@@ -191,6 +191,29 @@ func TestPartialLineHeldUntilNewline(t *testing.T) {
 	if st := tl.Stats(); st.BytesRead != 16 {
 		t.Fatalf("read %d bytes of a 16-byte file", st.BytesRead)
 	}
+	if b, n := tl.Leftover(); b != nil || n != 0 {
+		t.Fatalf("leftover %q %d while running", b, n)
+	}
+}
+
+func TestLeftoverAfterStop(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "s.jsonl")
+	appendFile(t, p, "{\"a\":1}\n{\"cut\":")
+	tl, err := New(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- tl.Run(ctx, func(linereader.Line) error { return nil }) }()
+	if err := tl.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	<-done
+	if b, n := tl.Leftover(); string(b) != `{"cut":` || n != 7 {
+		t.Fatalf("leftover %q %d", b, n)
+	}
 }
 
 func TestCreatedLateWithItsFolder(t *testing.T) {

@@ -381,7 +381,7 @@ func (a *Agent) onHook(ev hooks.Event) {
 		delete(a.subagents, e.AgentID)
 		a.mu.Unlock()
 		if f != nil {
-			f.stop()
+			a.stopAndReport(f)
 		}
 	case *hooks.Invalid:
 		a.mu.Lock()
@@ -401,7 +401,7 @@ func (a *Agent) sessionStarted(e *hooks.SessionStart) {
 		return
 	}
 	if old != nil {
-		old.stop() // /clear: a new transcript follows
+		a.stopAndReport(old) // /clear: a new transcript follows
 	}
 	offset := int64(0)
 	if a.opts.Resume != "" && old == nil {
@@ -491,7 +491,15 @@ func (a *Agent) permissionRequest(p *hooks.PermissionRequest) {
 
 // follow starts tailing a transcript into the decoder.
 func (a *Agent) follow(path string, offset, lineNo int64) (*follower, error) {
-	t, err := tail.New(path, tail.Options{Offset: offset, LineNo: lineNo, Poll: a.opts.Poll})
+	onReset := func(r tail.Reset) {
+		// The file was replaced or cut mid-record: that record is lost.
+		if r.PendingSize > 0 {
+			a.mu.Lock()
+			a.emit(a.dec.Incomplete(r.Pending, r.PendingSize, r.LineNo+1)...)
+			a.mu.Unlock()
+		}
+	}
+	t, err := tail.New(path, tail.Options{Offset: offset, LineNo: lineNo, Poll: a.opts.Poll, OnReset: onReset})
 	if err != nil {
 		return nil, err
 	}
@@ -509,13 +517,27 @@ func (a *Agent) follow(path string, offset, lineNo int64) (*follower, error) {
 	return f, nil
 }
 
-// stop reads the file to its end and stops following it.
-func (f *follower) stop() {
+// stop reads the file to its end and stops following it. It returns the
+// start of a last line that never got its newline, and its length.
+func (f *follower) stop() ([]byte, int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = f.t.Sync(ctx)
 	f.cancel()
 	<-f.done
+	return f.t.Leftover()
+}
+
+// stopAndReport stops a follower and reports a record cut short (Claude
+// stopped in the middle of writing it).
+func (a *Agent) stopAndReport(f *follower) {
+	b, n := f.stop()
+	if n > 0 {
+		_, lineNo := f.t.Offset()
+		a.mu.Lock()
+		a.emit(a.dec.Incomplete(b, n, lineNo+1)...)
+		a.mu.Unlock()
+	}
 }
 
 // syncTranscripts reads the transcripts written so far (the main one, and
@@ -551,7 +573,7 @@ func (a *Agent) finish(hooksDone chan struct{}) {
 	a.mu.Unlock()
 	for _, f := range fs {
 		if f != nil {
-			f.stop()
+			a.stopAndReport(f)
 		}
 	}
 	end := claude.EndOfStream{Exited: true}

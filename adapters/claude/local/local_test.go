@@ -131,6 +131,11 @@ func runFakeClaude() int {
 				c.hook(hooks.EventSessionEnd, map[string]any{"reason": "prompt_input_exit"}, nil)
 				fmt.Print("FAKE BYE\r\n")
 				return 0
+			case 'x': // dies in the middle of writing a record
+				f, _ := os.OpenFile(c.transcript, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+				_, _ = f.WriteString(`{"type":"assistant","message":{"id":"msg_cut"`)
+				f.Close()
+				return 9
 			case '\r':
 				if os.Getenv(fakeScenarioEnv) == "r20-subagent" {
 					c.subagentTurn(lines)
@@ -635,6 +640,29 @@ func TestSubagent(t *testing.T) {
 		"completed toolu_fake_4 @toolu_fake_3 | turn-ended completed @toolu_fake_3 | subagent-ended toolu_fake_3 | completed toolu_fake_3 | turn-ended completed"
 	if got := describeAll(r.events); got != want {
 		t.Fatalf("events\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestRecordCutShort: Claude dies in the middle of a transcript record; the
+// fragment is reported (Dropped), not silently lost, and the turn is closed.
+func TestRecordCutShort(t *testing.T) {
+	r := startLocal(t, "r1", t.TempDir(), nil)
+	r.expectOutput("FAKE READY")
+	r.key("\r")
+	b := r.until(func(ev mapper.Event) bool { _, ok := ev.(*mapper.ToolBlocked); return ok }).(*mapper.ToolBlocked)
+	if err := r.agent.Decide(context.Background(), b.CallID, session.Decision{Decision: mapper.DecisionOnce}); err != nil {
+		t.Fatal(err)
+	}
+	r.expectOutput("FAKE TURN DONE")
+	r.key("x")
+	r.drain()
+	got := describeAll(r.events)
+	if want := "prompt Run echo hi | call toolu_fake_3 bash | blocked toolu_fake_3 bash [echo hi > hi.txt] | completed toolu_fake_3 | turn-ended completed | dropped assistant unparseable_json"; got != want {
+		t.Fatalf("events %s", got)
+	}
+	res, _ := r.agent.Result()
+	if res.ExitCode() != 9 {
+		t.Fatalf("exit %d", res.ExitCode())
 	}
 }
 
