@@ -128,7 +128,14 @@ func runCodexPrint(parent context.Context, f *factory, o *codexOptions, proto co
 		defer record.Close()
 		co.Record = record
 	}
-	client, err := codex.Start(ctx, co)
+	// Codex outlives an interrupt long enough for the runner to abort the
+	// turn (cancel the waiting approvals, turn/interrupt); an interrupt
+	// while it starts stops it at once. Close stops it in the end.
+	agentCtx, stopAgent := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopAgent()
+	unwatch := context.AfterFunc(ctx, stopAgent)
+	client, err := codex.Start(agentCtx, co)
+	unwatch()
 	if err != nil {
 		if interrupted() {
 			return &exitError{code: exitInterrupted}
