@@ -228,17 +228,24 @@ func TestCreatedLateWithItsFolder(t *testing.T) {
 	}
 	appendFile(t, p, "{\"x\":1}\n")
 	g.waitLines(t, 1)
-	// Once the folder exists the watch is set: later appends are noticed
-	// without the poll.
-	time.Sleep(100 * time.Millisecond)
+	// Once the folder exists the watch is set (at the next poll at the
+	// latest): later appends are noticed without the poll.
+	polled := tl.Stats().Polled
+	for tl.Stats().Polled < polled+2 {
+		time.Sleep(5 * time.Millisecond)
+	}
 	before := tl.Stats().Notified
 	appendFile(t, p, "{\"x\":2}\n")
 	l := g.waitLines(t, 2)
 	if l[1].Data != `{"x":2}` || l[1].Number != 2 {
 		t.Fatalf("lines %+v", l)
 	}
-	if tl.Stats().Notified == before {
-		t.Fatalf("no notification after the folder appeared: %+v", tl.Stats())
+	deadline := time.Now().Add(5 * time.Second)
+	for tl.Stats().Notified == before {
+		if time.Now().After(deadline) {
+			t.Fatalf("no notification after the folder appeared: %+v", tl.Stats())
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
