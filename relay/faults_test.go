@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -130,7 +131,9 @@ func testNetworkCutLosesNothing(t *testing.T, url string) {
 	creds := newAccount(t, url)
 	c := newTestClient(t, testConfig(t, proxy.URL, creds, t.TempDir()))
 	s := openTestSession(t, c, SessionOptions{Tag: newTag(t)})
+	var pings atomic.Int64
 	s.RegisterRPC("ping", func(ctx context.Context, p json.RawMessage) (any, error) {
+		pings.Add(1)
 		return map[string]string{"pong": string(p)}, nil
 	})
 	direct, _ := NewAPI(HTTPConfig{BaseURL: url, Token: creds.Token})
@@ -160,6 +163,7 @@ func testNetworkCutLosesNothing(t *testing.T, url string) {
 	// The socket reconnects on its own schedule (a dial through the cut
 	// proxy fails only at its connect timeout); wait for it.
 	waitFor(t, func() bool { sk, _ := s.conn.current(); return s.Stats().Connects >= cuts+1 && sk != nil && sk.Connected() }, "reconnected")
+	waitFor(t, func() bool { return s.Stats().Echoes == versions }, "every own message seen in the stream")
 	st := s.Stats()
 	if st.Sent != versions || st.Pending != 0 || st.Enqueued != versions || st.Delivered != foreign || st.Echoes != versions {
 		t.Fatalf("stats %+v", st)
@@ -180,7 +184,7 @@ func testNetworkCutLosesNothing(t *testing.T, url string) {
 	m, _ := res[0].(map[string]any)
 	out, err := openPayload(s.Cipher(), "result", 0, fmt.Sprint(m["result"]))
 	if m["ok"] != true || err != nil || string(out) != `{"pong":"\"hi\""}` {
-		t.Fatalf("rpc after reconnect: %v %s %v", m, out, err)
+		t.Fatalf("rpc after reconnect: %v %s %v (handler ran %d times)", m, out, err, pings.Load())
 	}
 }
 
@@ -218,6 +222,7 @@ func TestRelayRestartLosesNothing(t *testing.T) {
 	checkExactlyOnce(t, readOwn(t, api, s.ID(), s.Cipher()), planWant(versions))
 	receiveForeign(t, s, foreign)
 	waitFor(t, func() bool { return s.Stats().Connects >= 3 }, "a reconnection after each restart")
+	waitFor(t, func() bool { return s.Stats().Echoes == versions }, "every own message seen in the stream")
 	st := s.Stats()
 	if st.SendFailures == 0 || st.Sent != versions || st.Delivered != foreign || st.Echoes != versions {
 		t.Fatalf("stats %+v", st)

@@ -25,6 +25,7 @@ type receiver struct {
 	lastSeq int64 // owned by run
 
 	last       atomic.Int64
+	hint       atomic.Int64 // highest seq known to exist (from our own sends)
 	delivered  atomic.Int64
 	echoes     atomic.Int64
 	duplicates atomic.Int64
@@ -40,6 +41,20 @@ const liveBuffer = 256
 // pollEvery is the safety-net fetch interval: it finds a message whose live
 // event was lost while the socket stayed up.
 const pollEvery = 30 * time.Second
+
+// lagCheck is how often the receive path compares its position with the
+// seqs the relay acknowledged to this client.
+const lagCheck = 500 * time.Millisecond
+
+// noteSeq records that seq exists on the relay (one of our own messages).
+func (r *receiver) noteSeq(seq int64) {
+	for {
+		cur := r.hint.Load()
+		if seq <= cur || r.hint.CompareAndSwap(cur, seq) {
+			return
+		}
+	}
+}
 
 func newReceiver(s *Session, start int64) *receiver {
 	return &receiver{s: s, start: start, live: make(chan StoredMessage, liveBuffer), refetch: make(chan struct{}, 1),
@@ -82,6 +97,9 @@ func (r *receiver) run(ctx context.Context) {
 	}
 	poll := time.NewTicker(pollEvery)
 	defer poll.Stop()
+	lag := time.NewTicker(lagCheck)
+	defer lag.Stop()
+	lagging := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -108,6 +126,19 @@ func (r *receiver) run(ctx context.Context) {
 			if !r.catchUp(ctx) {
 				return
 			}
+		case <-lag.C:
+			// The relay acknowledged a seq the stream has not reached: its
+			// live event is late or was lost (e.g. sent before the socket
+			// rejoined the session's room). Fetch if it is still missing at
+			// the next check.
+			behind := r.hint.Load() > r.lastSeq
+			if behind && lagging {
+				if !r.catchUp(ctx) {
+					return
+				}
+				behind = false
+			}
+			lagging = behind
 		}
 	}
 }

@@ -164,6 +164,10 @@ func (s *Session) newConn() *conn {
 		onConnect: func(ctx context.Context, sock Socket) {
 			registerAll(sock, s.ID()+":", s.rpcNames())
 			s.rcv.kick()
+			// The relay may join the socket to the session's room only
+			// after the connect; a message stored in between reaches neither
+			// the fetch above nor the socket. Fetch once more a moment later.
+			time.AfterFunc(time.Second, s.rcv.kick)
 		},
 		alive: func() (string, any) {
 			s.stateMu.Lock()

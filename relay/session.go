@@ -243,20 +243,24 @@ func (c *Client) openSession(ctx context.Context, opts SessionOptions, unlock fu
 	s.mode = "remote"
 	s.ctx, s.cancel = context.WithCancel(c.ctx)
 	s.snd = newSender(c, opts.Tag, relayID, st, s.onCreated)
-	if opts.OnSent != nil {
-		s.snd.onSent = func(items []outbox.Item, receipts []SentMessage) {
-			at := make(map[string]time.Time, len(items))
-			for _, it := range items {
-				at[it.LocalID] = it.EnqueuedAt
-			}
-			acks := make([]Ack, 0, len(receipts))
-			for _, r := range receipts {
-				if t, ok := at[r.LocalID]; ok {
-					acks = append(acks, Ack{LocalID: r.LocalID, Seq: r.Seq, EnqueuedAt: t})
-				}
-			}
-			opts.OnSent(acks)
+	s.snd.onSent = func(items []outbox.Item, receipts []SentMessage) {
+		for _, r := range receipts {
+			s.rcv.noteSeq(r.Seq)
 		}
+		if opts.OnSent == nil {
+			return
+		}
+		at := make(map[string]time.Time, len(items))
+		for _, it := range items {
+			at[it.LocalID] = it.EnqueuedAt
+		}
+		acks := make([]Ack, 0, len(receipts))
+		for _, r := range receipts {
+			if t, ok := at[r.LocalID]; ok {
+				acks = append(acks, Ack{LocalID: r.LocalID, Seq: r.Seq, EnqueuedAt: t})
+			}
+		}
+		opts.OnSent(acks)
 	}
 	s.rcv = newReceiver(s, opts.ReceiveAfter)
 	s.conn = s.newConn()

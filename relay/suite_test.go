@@ -28,6 +28,7 @@ var clientSuite = []struct {
 	{"RPCRoundTrip", testRPCRoundTrip},
 	{"NetworkCutLosesNothing", testNetworkCutLosesNothing},
 	{"KilledClientResumes", testKilledClientResumes},
+	{"RefusedTokenFailsOpen", testRefusedTokenFailsOpen},
 }
 
 // TestClient runs the suite against a fresh in-process happy server per case.
