@@ -162,7 +162,10 @@ func testNetworkCutLosesNothing(t *testing.T, url string) {
 	receiveForeign(t, s, foreign)
 	// The socket reconnects on its own schedule (a dial through the cut
 	// proxy fails only at its connect timeout); wait for it.
-	waitFor(t, func() bool { sk, _ := s.conn.current(); return s.Stats().Connects >= cuts+1 && sk != nil && sk.Connected() }, "reconnected")
+	waitFor(t, func() bool {
+		sk, _ := s.conn.current()
+		return s.Stats().Connects >= cuts+1 && sk != nil && sk.Connected()
+	}, "reconnected")
 	waitFor(t, func() bool { return s.Stats().Echoes == versions }, "every own message seen in the stream")
 	st := s.Stats()
 	if st.Sent != versions || st.Pending != 0 || st.Enqueued != versions || st.Delivered != foreign || st.Echoes != versions {
