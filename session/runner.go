@@ -331,6 +331,13 @@ func (r *Runner) agentEvent(ctx context.Context, ev mapper.Event) {
 		// Answered inside the agent (typed in its own terminal): the first
 		// answer wins, so nothing more is sent to the agent.
 		delete(r.pending, e.CallID)
+	case *mapper.UserPrompt:
+		// A prompt typed in the agent's own terminal (local mode).
+		r.apply(e)
+		if e.Session == "" && !e.Synthetic {
+			r.titleFrom(e.Text)
+		}
+		return
 	case *mapper.TurnStarted:
 		r.inTurn, r.starting = true, false
 	case *mapper.TurnEnded:
@@ -439,12 +446,17 @@ func (r *Runner) sendPrompt(ctx context.Context, c ControlPrompt) error {
 	}
 	r.starting = true
 	r.apply(&mapper.UserPrompt{EventBase: mapper.EventBase{Time: r.opts.Now().UnixMilli()}, PromptID: key, Text: c.Prompt.Text, Files: c.Prompt.Files, MessageID: c.Prompt.MessageID})
+	r.titleFrom(c.Prompt.Text)
+	return nil
+}
+
+// titleFrom gives an untitled root session a title from a prompt.
+func (r *Runner) titleFrom(prompt string) {
 	if root, ok := r.opts.Reducer.Session(r.opts.Reducer.RootID()); ok && root.Title == "" {
-		if title := TitleFromPrompt(c.Prompt.Text); title != "" {
+		if title := TitleFromPrompt(prompt); title != "" {
 			r.apply(&mapper.SessionInfo{Title: title})
 		}
 	}
-	return nil
 }
 
 // TitleFromPrompt makes a session title from a prompt: its first non-empty

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/happy-dev/happy/adapters/claude/local"
 	"github.com/happy-dev/happy/adapters/claude/remote"
 	"github.com/happy-dev/happy/adapters/claude/sdk"
 	"github.com/happy-dev/happy/internal/app"
@@ -192,12 +193,68 @@ func runClaudePrint(parent context.Context, f *factory, o *agentOptions, claudeP
 	}
 }
 
-// runClaudeInteractive runs Claude in its own terminal UI (local mode).
-func runClaudeInteractive(ctx context.Context, f *factory, o *agentOptions, claudePath string) error {
-	_ = ctx
-	_ = o
-	_ = claudePath
-	return &exitError{code: exitUsage, err: errors.New("interactive mode is not available yet in this build; use happy claude -p \"PROMPT\"")}
+// runClaudeInteractive runs Claude in its own terminal UI (local mode),
+// proxied through a PTY, while the session goes to the relay. Notices are
+// printed before Claude takes the terminal and after it gives it back, never
+// while it runs.
+func runClaudeInteractive(parent context.Context, f *factory, o *agentOptions, claudePath string) error {
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	log, _ := f.log("claude")
+	h, err := f.home()
+	if err != nil {
+		return &exitError{code: exitRelay, err: err}
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	rules, err := o.rules(f, dir)
+	if err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find the happy binary for the hooks: %w", err)
+	}
+	env := app.Env{Home: h, Getenv: f.getenv, Log: log.Logger, Stderr: f.stderr, Now: f.now}
+	conn, err := app.Connect(ctx, env, app.ConnectOptions{AllowCreate: true})
+	if err != nil {
+		return &exitError{code: exitRelay, err: err}
+	}
+	defer conn.Close()
+	in, _ := f.stdin.(*os.File)
+	if in == nil {
+		in = os.Stdin
+	}
+	var sid string
+	res, err := app.RunSessionWith(ctx, env, conn, app.SessionOptions{
+		Flavor: "claude", Dir: dir, ProviderID: "anthropic", Rules: rules, StartedBy: "terminal",
+		WaitCreated: 3 * time.Second,
+		OnCreated: func(id string) {
+			sid = id
+			fmt.Fprintf(f.stderr, "happy: session %s — follow it from another terminal with: happy log %s --follow\n", id, id)
+		},
+	}, func(ctx context.Context, tag string) (session.Agent, error) {
+		return local.Start(ctx, local.Options{
+			Binary: claudePath, Args: o.agentArgs, Dir: dir,
+			HookCommand: []string{exe, "hook"}, StateDir: h.Join("sessions", tag),
+			In: in, Out: f.stdout,
+		})
+	})
+	if sid == "" {
+		sid = res.SessionID
+	}
+	if sid != "" {
+		fmt.Fprintf(f.stderr, "happy: session %s ended; read it with: happy log %s\n", sid, sid)
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
 }
 
 var _ session.Agent = (*remote.Agent)(nil)

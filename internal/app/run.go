@@ -73,6 +73,9 @@ type SessionOptions struct {
 	ProviderID        string // "anthropic", "openai", …
 	// OnCreated is called once the relay session exists, with its id.
 	OnCreated func(id string)
+	// WaitCreated, when positive, bounds a wait for the relay session to
+	// exist before the agent starts (RunSessionWith).
+	WaitCreated time.Duration
 	// OnBus sees every bus event (terminal rendering).
 	OnBus func([]mapper.BusEvent)
 }
@@ -91,6 +94,23 @@ type SessionResult struct {
 // agent (the caller closes it). Prompts written to the relay by other
 // devices and the control RPCs (permission, answer, abort) reach the agent.
 func RunSession(ctx context.Context, env Env, conn *Conn, agent session.Agent, opts SessionOptions) (SessionResult, error) {
+	return RunSessionWith(ctx, env, conn, opts, func(context.Context, string) (session.Agent, error) { return callerCloses{agent}, nil })
+}
+
+// callerCloses leaves closing the agent to whoever started it.
+type callerCloses struct{ session.Agent }
+
+func (callerCloses) Close() error { return nil }
+
+// StartFunc starts the agent of a session; tag is the session's tag (the
+// relay session's stable name, usable for per-session state folders).
+type StartFunc func(ctx context.Context, tag string) (session.Agent, error)
+
+// RunSessionWith is RunSession for an agent started once the relay session
+// is open: with opts.WaitCreated, OnCreated runs before start (so a notice
+// can be printed before an interactive agent takes the terminal). The
+// agent start returns is closed when the run ends.
+func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOptions, start StartFunc) (SessionResult, error) {
 	tag, err := NewTag()
 	if err != nil {
 		return SessionResult{}, err
@@ -106,6 +126,22 @@ func RunSession(ctx context.Context, env Env, conn *Conn, agent session.Agent, o
 	}
 	defer sess.Close()
 
+	created := false
+	if opts.WaitCreated > 0 {
+		wctx, wcancel := context.WithTimeout(ctx, opts.WaitCreated)
+		id, err := sess.WaitCreated(wctx)
+		wcancel()
+		if err == nil && opts.OnCreated != nil {
+			opts.OnCreated(id)
+			created = true
+		}
+	}
+	agent, err := start(ctx, tag)
+	if err != nil {
+		return res, err
+	}
+	defer agent.Close()
+
 	red := mapper.NewReducer(mapper.Config{SessionID: tag, ProjectID: opts.Dir, Directory: opts.Dir,
 		Agent: "build", ProviderID: opts.ProviderID, Rules: opts.Rules, Source: opts.Flavor})
 	sink := session.NewSink(sess, red)
@@ -119,12 +155,14 @@ func RunSession(ctx context.Context, env Env, conn *Conn, agent session.Agent, o
 	defer cancel()
 	registerControl(runCtx, sess, runner)
 	go receivePrompts(runCtx, env, sess, runner)
-	go func() {
-		id, err := sess.WaitCreated(runCtx)
-		if err == nil && opts.OnCreated != nil {
-			opts.OnCreated(id)
-		}
-	}()
+	if !created {
+		go func() {
+			id, err := sess.WaitCreated(runCtx)
+			if err == nil && opts.OnCreated != nil {
+				opts.OnCreated(id)
+			}
+		}()
+	}
 	if opts.Prompt != "" {
 		if err := runner.Control(runCtx, session.ControlPrompt{Prompt: session.Prompt{Text: opts.Prompt}}); err != nil {
 			return res, err
