@@ -146,7 +146,7 @@ type Runner struct {
 	// previous turn's output.
 	starting bool
 	queued   []ControlPrompt
-	seq     int
+	seq      int
 }
 
 // NewRunner returns a runner; call Run to start it.
