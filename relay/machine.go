@@ -139,7 +139,9 @@ func (m *Machine) RegisterRPC(name string, h RPCHandler) {
 	m.rpc[name] = h
 	m.mu.Unlock()
 	if sock, _ := m.conn.current(); sock != nil {
-		registerAll(sock, m.id+":", []string{name})
+		if err := registerAll(sock, m.id+":", []string{name}); err != nil {
+			m.c.log.Warn().Err(err).Msg("machine rpc not registered now; it is registered on the next connection")
+		}
 	}
 }
 
@@ -206,7 +208,9 @@ func (m *Machine) newConn() *conn {
 				names = append(names, n)
 			}
 			m.mu.Unlock()
-			registerAll(sock, m.id+":", names)
+			if err := registerAll(sock, m.id+":", names); err != nil {
+				m.c.log.Warn().Err(err).Msg("machine rpc registration failed")
+			}
 		},
 		alive: func() (string, any) {
 			return "machine-alive", map[string]any{"machineId": m.id, "time": m.c.now().UnixMilli()}

@@ -30,11 +30,16 @@ type rpcSet struct {
 	ctx    context.Context
 }
 
-// register emits rpc-register for every name.
-func registerAll(s Socket, prefix string, names []string) {
+// registerAll emits rpc-register for every name and reports the first
+// failure (the caller logs it; the next connection registers again).
+func registerAll(s Socket, prefix string, names []string) error {
+	var first error
 	for _, n := range names {
-		_ = s.Emit("rpc-register", map[string]any{"method": prefix + n})
+		if err := s.Emit("rpc-register", map[string]any{"method": prefix + n}); err != nil && first == nil {
+			first = fmt.Errorf("relay: register rpc %s%s: %w", prefix, n, err)
+		}
 	}
+	return first
 }
 
 // handleRequest serves one rpc-request {method, params:<b64 ciphertext>}
@@ -118,7 +123,9 @@ func (s *Session) RegisterRPC(name string, h RPCHandler) {
 	s.rpc[name] = h
 	s.stateMu.Unlock()
 	if sock, _ := s.conn.current(); sock != nil {
-		registerAll(sock, s.ID()+":", []string{name})
+		if err := registerAll(sock, s.ID()+":", []string{name}); err != nil {
+			s.c.log.Warn().Err(err).Str("tag", s.tag).Msg("rpc not registered now; it is registered on the next connection")
+		}
 	}
 }
 
@@ -162,7 +169,9 @@ func (s *Session) newConn() *conn {
 			},
 		},
 		onConnect: func(ctx context.Context, sock Socket) {
-			registerAll(sock, s.ID()+":", s.rpcNames())
+			if err := registerAll(sock, s.ID()+":", s.rpcNames()); err != nil {
+				s.c.log.Warn().Err(err).Str("tag", s.tag).Msg("rpc registration failed")
+			}
 			s.rcv.kick()
 			// The relay may join the socket to the session's room only
 			// after the connect; a message stored in between reaches neither

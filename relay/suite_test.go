@@ -29,6 +29,7 @@ var clientSuite = []struct {
 	{"NetworkCutLosesNothing", testNetworkCutLosesNothing},
 	{"KilledClientResumes", testKilledClientResumes},
 	{"RefusedTokenFailsOpen", testRefusedTokenFailsOpen},
+	{"MachineStateAndRPC", testMachineStateAndRPC},
 }
 
 // TestClient runs the suite against a fresh in-process happy server per case.
