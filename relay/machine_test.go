@@ -44,7 +44,9 @@ func testMachineStateAndRPC(t *testing.T, url string) {
 	}
 	_ = m2.Close()
 
-	m.RegisterRPC("spawn", func(_ context.Context, p json.RawMessage) (any, error) { return map[string]any{"spawned": json.RawMessage(p)}, nil })
+	m.RegisterRPC("spawn", func(_ context.Context, p json.RawMessage) (any, error) {
+		return map[string]any{"spawned": json.RawMessage(p)}, nil
+	})
 	waitFor(t, m.Connected, "machine socket")
 	app, err := sio.Dial(ctx, url, sio.Options{Auth: map[string]any{"token": creds.Token, "clientType": "user-scoped"}})
 	if err != nil {
