@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/happy-dev/happy/adapters/codex"
 	"github.com/happy-dev/happy/internal/fakemodel"
 )
 
@@ -263,9 +265,21 @@ func TestE2ECodexAppServerDenied(t *testing.T) {
 	t.Logf("wall time %s", time.Since(r.started).Round(time.Millisecond))
 }
 
-// Codex 0.150.0 still has app-server, so auto would pick it: the MCP path
-// is pinned explicitly.
+// Codex 0.150.0 still has app-server, so auto would pick it (see
+// TestE2ECodexChooseProtocol): the MCP path is pinned explicitly.
 func TestE2ECodexMCPServerApproved(t *testing.T) {
 	r := startCodexRun(t, "CODEX150", "mcp")
 	r.approved(t, "codex-mcp-approved.json")
+}
+
+// auto reads the installed version: both pinned Codex builds have the v2
+// app-server, so both get it (which is why the MCP test pins mcp).
+func TestE2ECodexChooseProtocol(t *testing.T) {
+	for _, tc := range []struct{ agent, version string }{{"CODEX", "0.171.0"}, {"CODEX150", "0.150.0"}} {
+		bin := agentBinary(t, tc.agent)
+		p, v, err := codex.ChooseProtocol(context.Background(), bin)
+		if err != nil || p != codex.ProtocolAppServer || v != tc.version {
+			t.Errorf("%s: ChooseProtocol = %q, %q, %v; want app-server, %s", tc.agent, p, v, err, tc.version)
+		}
+	}
 }
