@@ -29,19 +29,23 @@ next prompt.`,
 	root.SetVersionTemplate("happy {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
 	root.CompletionOptions.HiddenDefaultCmd = true
-	// Bare `happy` prints help; an unknown word is a usage error (exit 2),
-	// not a silent help screen.
+	// An unknown word is a usage error (exit 2), not a silent help screen.
 	root.Args = func(_ *cobra.Command, args []string) error {
 		if len(args) > 0 {
 			return &usageError{err: fmt.Errorf("unknown command %q (see happy help)", args[0])}
 		}
 		return nil
 	}
-	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	claudeCmd := newClaudeCmd(f)
+	// Bare `happy` runs Claude Code interactively, as `happy claude` does.
+	root.RunE = func(cmd *cobra.Command, _ []string) error {
+		claudeCmd.SetContext(cmd.Context())
+		return claudeCmd.RunE(claudeCmd, nil)
+	}
 
 	root.AddCommand(newVersionCmd(f))
 	root.AddCommand(newAuthCmd(f))
-	root.AddCommand(newClaudeCmd(f))
+	root.AddCommand(claudeCmd)
 	root.AddCommand(newACPCmd(f), newGeminiCmd(f), newOpencodeCmd(f))
 	root.AddCommand(newCodexCmd(f))
 	root.AddCommand(newSessionsCmd(f), newLogCmd(f))
