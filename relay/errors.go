@@ -91,8 +91,3 @@ func (e *DecryptError) Error() string {
 // Unwrap returns ErrDecrypt and the reason, so both errors.Is(err, ErrDecrypt)
 // and errors.Is(err, crypto.ErrAuthFailed) hold.
 func (e *DecryptError) Unwrap() []error { return []error{ErrDecrypt, e.Reason} }
-
-// transient reports whether err may succeed when retried.
-func transient(err error) bool {
-	return errors.Is(err, ErrUnavailable)
-}

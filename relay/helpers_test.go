@@ -5,8 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"testing"
 	"time"
@@ -159,18 +157,5 @@ func checkExactlyOnce(t testing.TB, msgs []relayMessage, want map[string]int64) 
 	}
 	if int64(len(msgs)) != total || len(seen) != len(want) {
 		t.Fatalf("relay has %d messages over %d records, want %d over %d", len(msgs), len(seen), total, len(want))
-	}
-}
-
-func httpGetJSON(t testing.TB, url string, out any) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if err := json.Unmarshal(b, out); err != nil {
-		t.Fatalf("%s: %v", url, err)
 	}
 }

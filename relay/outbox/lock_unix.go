@@ -13,6 +13,8 @@ import (
 )
 
 // lockState is empty where the kernel keeps the locks.
+//
+//lint:ignore U1000 the field of this type is used on systems without flock
 type lockState struct{}
 
 // Lock takes the exclusive, non-blocking ownership lock of session: an

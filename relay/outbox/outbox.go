@@ -140,6 +140,7 @@ type Store struct {
 	commits int64
 	grouped int64
 
+	//lint:ignore U1000 used by Lock on systems without flock (lock_other.go)
 	locks lockState
 }
 
