@@ -358,7 +358,13 @@ func (c *Client) Call(ctx context.Context, event string, args ...any) ([]any, er
 	done := make(chan reply, 1)
 	c.emitMu.Lock()
 	c.s.Timeout(timeout).EmitWithAck(event, args...)(func(a []any, err error) {
-		done <- reply{a, err}
+		// The library may call an ack callback twice (the acknowledgement
+		// and then its timeout): the first result wins, a second must not
+		// block the library's goroutine.
+		select {
+		case done <- reply{a, err}:
+		default:
+		}
 	})
 	c.emitMu.Unlock()
 	select {
