@@ -125,9 +125,13 @@ func TestE2EClaudePrintApproved(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(r.work, "hi.txt")); err != nil || string(b) != "hi\n" {
 		t.Fatalf("hi.txt: %q, %v", b, err)
 	}
-	// A second answer is stale: the first one won.
-	if code, _, errOut := happyRun(t, r.envB, r.work, "deny", r.sid, r.callID); code != 1 || !strings.Contains(errOut, "stale") && !strings.Contains(errOut, "not available") {
+	// A late answer fails at once: the session has ended.
+	start := time.Now()
+	if code, _, errOut := happyRun(t, r.envB, r.work, "deny", r.sid, r.callID); code != 1 || !strings.Contains(errOut, "the session has ended") {
 		t.Fatalf("late deny: exit %d: %s", code, errOut)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("late deny took %s", d)
 	}
 	golden(t, "claude-print-approved.json", r.finalLog(t))
 }

@@ -177,20 +177,22 @@ func (r *Runner) Run(ctx context.Context) (Result, error) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
+		// Agent events already waiting are handled before any control
+		// input, so a prompt is recorded after what the agent said first
+		// (e.g. the model it announced at start).
+		select {
+		case ev, ok := <-events:
+			if done, res, err := r.agentOrExit(ctx, ev, ok); done {
+				return res, err
+			}
+			continue
+		default:
+		}
 		r.armTimer(timer)
 		select {
 		case ev, ok := <-events:
-			if !ok {
-				r.result.AgentExited = true
-				if r.inTurn {
-					r.apply(&mapper.TurnEnded{Reason: mapper.TurnAgentExited})
-				}
-				r.settleAllPending(mapper.ReasonAgentExited, false)
-				return r.finish(ctx)
-			}
-			r.agentEvent(ctx, ev)
-			if r.opts.OneShot && r.result.TurnReason != "" && !r.inTurn {
-				return r.finish(ctx)
+			if done, res, err := r.agentOrExit(ctx, ev, ok); done {
+				return res, err
 			}
 		case c := <-r.control:
 			if r.opts.OnControl != nil {
@@ -213,6 +215,26 @@ func (r *Runner) Run(ctx context.Context) (Result, error) {
 			r.opts.Log.Warn().Err(err).Msg("relay sink flush failed; will retry")
 		}
 	}
+}
+
+// agentOrExit handles one receive from the agent's event channel: an event,
+// or (ok false) the agent's exit. done reports that Run must return.
+func (r *Runner) agentOrExit(ctx context.Context, ev mapper.Event, ok bool) (done bool, res Result, err error) {
+	if !ok {
+		r.result.AgentExited = true
+		if r.inTurn {
+			r.apply(&mapper.TurnEnded{Reason: mapper.TurnAgentExited})
+		}
+		r.settleAllPending(mapper.ReasonAgentExited, false)
+		res, err = r.finish(ctx)
+		return true, res, err
+	}
+	r.agentEvent(ctx, ev)
+	if r.opts.OneShot && r.result.TurnReason != "" && !r.inTurn {
+		res, err = r.finish(ctx)
+		return true, res, err
+	}
+	return false, Result{}, nil
 }
 
 // finish flushes everything and returns the result.

@@ -155,7 +155,10 @@ func runClaudePrint(parent context.Context, f *factory, o *agentOptions, claudeP
 		defer record.Close()
 		so.Record = record
 	}
-	agent, err := remote.Start(ctx, remote.Options{SDK: so, PermissionMode: permissionMode})
+	// Claude outlives the signal context: on Ctrl-C the runner still has to
+	// answer its pending permission and interrupt the turn; agent.Close
+	// (deferred) stops it after that.
+	agent, err := remote.Start(context.WithoutCancel(ctx), remote.Options{SDK: so, PermissionMode: permissionMode})
 	if err != nil {
 		return fmt.Errorf("start claude: %w", err)
 	}
@@ -171,26 +174,7 @@ func runClaudePrint(parent context.Context, f *factory, o *agentOptions, claudeP
 	if res.FinalText != "" {
 		fmt.Fprintln(f.stdout, res.FinalText)
 	}
-	switch {
-	case interrupted():
-		return &exitError{code: exitInterrupted}
-	case err != nil && !errors.Is(err, context.Canceled):
-		return err
-	case res.TurnReason == mapper.TurnCompleted && res.Rejected == 0 && res.TurnError == "":
-		return nil
-	case res.TurnReason == mapper.TurnInterrupted:
-		return &exitError{code: exitInterrupted, err: errors.New("the turn was interrupted")}
-	case res.Rejected > 0:
-		return &exitError{code: exitFailed, err: fmt.Errorf("%d permission request(s) were rejected", res.Rejected)}
-	case res.AgentExited && res.TurnReason == "":
-		return &exitError{code: exitFailed, err: errors.New("claude exited before the turn ended")}
-	default:
-		msg := res.TurnError
-		if msg == "" {
-			msg = "turn ended: " + res.TurnReason
-		}
-		return &exitError{code: exitFailed, err: errors.New(msg)}
-	}
+	return turnExit("claude", res, err, interrupted())
 }
 
 // runClaudeInteractive runs Claude in its own terminal UI (local mode),

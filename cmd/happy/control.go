@@ -14,14 +14,32 @@ import (
 // controlErr maps a control call's error to an exit code: a refusal by the
 // session (stale call id, …) is 1, an unusable relay 3.
 func controlErr(err error) error {
+	var ee *exitError
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &ee):
+		return err
 	case errors.Is(err, app.ErrRPC), errors.Is(err, app.ErrNoSession), errors.Is(err, app.ErrAmbiguousSession):
 		return &exitError{code: exitFailed, err: err}
 	default:
 		return &exitError{code: exitRelay, err: err}
 	}
+}
+
+// errEnded is returned for control of a session whose process has ended:
+// nothing would answer, so the call fails at once instead of waiting for the
+// relay's RPC timeout.
+var errEnded = errors.New("the session has ended: nothing is running to answer")
+
+// withLiveSession is withSession for calls that need the session's process.
+func withLiveSession(cmd *cobra.Command, f *factory, name, ref string, fn func(conn *app.Conn, o app.Opened) error) error {
+	return withSession(cmd, f, name, ref, func(conn *app.Conn, o app.Opened) error {
+		if o.Metadata.LifecycleState == app.LifecycleArchived {
+			return &exitError{code: exitFailed, err: fmt.Errorf("%s: %w", o.Info.ID, errEnded)}
+		}
+		return fn(conn, o)
+	})
 }
 
 // withSession connects, finds SESSION and runs fn.
@@ -74,7 +92,7 @@ exit status 1.`,
 			if always {
 				d = mapper.DecisionAlways
 			}
-			return withSession(cmd, f, "approve", args[0], func(conn *app.Conn, o app.Opened) error {
+			return withLiveSession(cmd, f, "approve", args[0], func(conn *app.Conn, o app.Opened) error {
 				return app.Approve(cmd.Context(), conn, o, args[1], d, "")
 			})
 		},
@@ -90,7 +108,7 @@ func newDenyCmd(f *factory) *cobra.Command {
 		Short: "Reject a tool call that waits for permission",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withSession(cmd, f, "deny", args[0], func(conn *app.Conn, o app.Opened) error {
+			return withLiveSession(cmd, f, "deny", args[0], func(conn *app.Conn, o app.Opened) error {
 				return app.Approve(cmd.Context(), conn, o, args[1], mapper.DecisionReject, reason)
 			})
 		},
@@ -118,7 +136,7 @@ func newAnswerCmd(f *factory) *cobra.Command {
 				}
 				answers = append(answers, labels)
 			}
-			return withSession(cmd, f, "answer", args[0], func(conn *app.Conn, o app.Opened) error {
+			return withLiveSession(cmd, f, "answer", args[0], func(conn *app.Conn, o app.Opened) error {
 				return app.Answer(cmd.Context(), conn, o, args[1], answers)
 			})
 		},
@@ -131,7 +149,7 @@ func newAbortCmd(f *factory) *cobra.Command {
 		Short: "Abort the running turn of a session (waiting permissions are rejected)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withSession(cmd, f, "abort", args[0], func(conn *app.Conn, o app.Opened) error {
+			return withLiveSession(cmd, f, "abort", args[0], func(conn *app.Conn, o app.Opened) error {
 				return app.Abort(cmd.Context(), conn, o)
 			})
 		},
