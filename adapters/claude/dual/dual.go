@@ -1,0 +1,663 @@
+// Package dual runs one Claude Code session in both of its modes, as one
+// session.Agent, switching between them as DESIGN.md says: "a prompt
+// arriving from the relay while in local mode hands the session to remote
+// mode; a key press in the terminal hands it back; the transcript continues
+// as one session."
+//
+//   - It starts in local mode (package local: Claude's own terminal UI in a
+//     proxied PTY).
+//   - A prompt from another device (Prompt) in local mode: local mode is
+//     stopped cleanly (local.Agent.Handoff: Claude ends, its transcript is
+//     read to the end), remote mode starts (package remote: SDK mode) with
+//     --resume <Claude session id>, and the prompt goes to it. Once local mode
+//     has given the terminal back, one line tells the person at the terminal
+//     that Claude continues in remote mode and that any key takes control
+//     back; the terminal is then in raw mode until that key.
+//   - A key on the terminal in remote mode: a running remote turn is
+//     interrupted (and its end awaited, up to Options.InterruptWait),
+//     remote mode is stopped, the terminal is restored, and local mode starts
+//     again resuming the same Claude session (local.Options.Resume), reading
+//     its transcript from its size at that moment (ResumeOffset): what remote
+//     mode wrote there was reported already from its stream-json output.
+//   - Remote mode ending by itself (Claude crashed, or failed to resume) also
+//     brings the session back to local mode, with a one-line notice.
+//
+// Events is one channel across modes, in order: each mode's events are
+// forwarded until its own stream closes, and the next mode starts only after
+// that. It closes when the person ends Claude in local mode (its stream
+// closes without a switch), when Claude cannot be started again, when happy
+// gets SIGINT, SIGTERM or SIGHUP while in remote mode (the terminal is raw
+// then, so no key sends them), or on Close. Decide, AnswerQuestion and
+// Interrupt go to the current mode. Every switch is logged.
+package dual
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/happy-dev/happy/adapters/claude/local"
+	"github.com/happy-dev/happy/adapters/claude/remote"
+	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/session"
+)
+
+// Mode is the mode Claude runs in.
+type Mode string
+
+// Modes reported by Agent.Mode.
+const (
+	ModeLocal  Mode = "local"  // Claude's terminal UI owns the terminal
+	ModeRemote Mode = "remote" // SDK mode; the terminal waits for a key
+	ModeEnded  Mode = "ended"  // the session is over (Events closed or closing)
+)
+
+// DefaultInterruptWait bounds the wait for an interrupted remote turn to end
+// before remote mode is stopped anyway.
+const DefaultInterruptWait = 10 * time.Second
+
+// Notices printed on the terminal (one line each) when it is not Claude's.
+const (
+	NoticeRemote = "happy: a prompt came from another device; Claude continues in remote mode. Press any key to take control back here."
+	noticeBack   = "happy: Claude's remote mode ended (%s); back to local mode."
+	noticeFailed = "happy: Claude could not be started again in local mode: %v"
+)
+
+// Errors callers branch on.
+var (
+	// ErrEnded: the session is over (Claude was ended in local mode, or
+	// Close was called); nothing more can be sent.
+	ErrEnded = errors.New("claude session has ended")
+	// ErrNoClaudeSession: local mode ended before Claude reported its
+	// session id (its SessionStart hook), so there is nothing to resume in
+	// remote mode.
+	ErrNoClaudeSession = errors.New("claude has not reported its session id yet")
+)
+
+// Options configure Start.
+type Options struct {
+	// Local configures local mode. The first start uses it as given
+	// (SessionID or Resume/ResumeOffset included); later starts set
+	// Resume to the Claude session id and ResumeOffset to its transcript's
+	// size, and clear SessionID. In is the terminal whose key press takes
+	// control back in remote mode.
+	Local local.Options
+	// Remote configures remote mode. "--resume <Claude session id>" is put
+	// in front of Remote.SDK.Args on every start.
+	Remote remote.Options
+	// Notice receives the notices for the person at the terminal (one line
+	// each, printed only while no mode draws on the terminal); Local.Out
+	// when nil.
+	Notice io.Writer
+	// Log receives a record of every switch and of errors nobody else sees.
+	Log zerolog.Logger
+	// InterruptWait bounds the wait for a remote turn interrupted by a key
+	// press to end; DefaultInterruptWait when zero.
+	InterruptWait time.Duration
+}
+
+// Agent is one Claude Code session that moves between local and remote
+// mode. It implements session.Agent.
+type Agent struct {
+	opts   Options
+	ctx    context.Context // modes started later run under the context Start got
+	log    zerolog.Logger
+	notice io.Writer
+
+	q    *queue
+	reqs chan promptReq
+	stop chan struct{} // Close asked
+	done chan struct{} // the controller returned and Events is closing
+
+	closeOnce sync.Once
+	closeErr  error
+
+	mu   sync.Mutex // guards cur and mode
+	cur  *instance
+	mode Mode
+
+	// Owned by the controller goroutine.
+	keys       *keyWait
+	sessionID  string // Claude's session id
+	transcript string // its transcript (as the SessionStart hook gave it)
+}
+
+var _ session.Agent = (*Agent)(nil)
+
+// promptReq is a prompt handed to the controller.
+type promptReq struct {
+	ctx   context.Context
+	p     session.Prompt
+	reply chan error
+}
+
+// instance is one run of one mode and the goroutine forwarding its events.
+type instance struct {
+	mode   Mode
+	agent  session.Agent
+	loc    *local.Agent       // local mode
+	cancel context.CancelFunc // ends a remote Claude (its process group)
+	fwd    chan struct{}      // closed once its Events closed and all were queued
+
+	mu        sync.Mutex
+	turnOpen  bool          // a root turn runs
+	awaiting  bool          // a prompt was sent and its turn has not started
+	turnEnded chan struct{} // signalled (cap 1) at each root TurnEnded
+	sessionID string        // Claude's session id as this run reported it
+}
+
+// Start starts Claude in local mode and returns the agent. ctx bounds the
+// whole session: every mode started later runs under it. Errors: those of
+// local.Start (Claude cannot be started; the terminal is restored then).
+func Start(ctx context.Context, opts Options) (*Agent, error) {
+	if opts.InterruptWait <= 0 {
+		opts.InterruptWait = DefaultInterruptWait
+	}
+	notice := opts.Notice
+	if notice == nil {
+		notice = opts.Local.Out
+	}
+	if notice == nil {
+		notice = io.Discard
+	}
+	a := &Agent{
+		opts: opts, ctx: ctx, log: opts.Log, notice: notice,
+		q: newQueue(), reqs: make(chan promptReq), stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	loc, err := local.Start(ctx, opts.Local)
+	if err != nil {
+		return nil, err
+	}
+	a.setCurrent(a.attachLocal(loc), ModeLocal)
+	a.log.Info().Str("mode", string(ModeLocal)).Msg("claude started in local mode")
+	go a.control()
+	return a, nil
+}
+
+// Events implements session.Agent: the events of every mode, in order.
+func (a *Agent) Events() <-chan mapper.Event { return a.q.out }
+
+// Mode is the mode Claude runs in now.
+func (a *Agent) Mode() Mode {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.mode
+}
+
+// SessionID is Claude's session id, once known ("" before).
+func (a *Agent) SessionID() string {
+	a.mu.Lock()
+	cur := a.cur
+	a.mu.Unlock()
+	if cur != nil {
+		if id := cur.id(); id != "" {
+			return id
+		}
+	}
+	return ""
+}
+
+// Prompt implements session.Agent. In local mode it hands the session to
+// remote mode first (see the package documentation); the prompt then goes
+// to remote mode. Errors: ErrEnded; the switch failed (local mode is
+// started again when it can be); remote mode refused the prompt.
+func (a *Agent) Prompt(ctx context.Context, p session.Prompt) error {
+	r := promptReq{ctx: ctx, p: p, reply: make(chan error, 1)}
+	select {
+	case a.reqs <- r:
+	case <-a.done:
+		return ErrEnded
+	case <-ctx.Done():
+		return fmt.Errorf("claude prompt: %w", ctx.Err())
+	}
+	return <-r.reply
+}
+
+// Decide implements session.Agent: the current mode answers.
+func (a *Agent) Decide(ctx context.Context, callID string, d session.Decision) error {
+	cur, err := a.current()
+	if err != nil {
+		return err
+	}
+	return cur.agent.Decide(ctx, callID, d)
+}
+
+// AnswerQuestion implements session.Agent: the current mode answers.
+func (a *Agent) AnswerQuestion(ctx context.Context, callID string, answers [][]string) error {
+	cur, err := a.current()
+	if err != nil {
+		return err
+	}
+	return cur.agent.AnswerQuestion(ctx, callID, answers)
+}
+
+// Interrupt implements session.Agent: the current mode's turn is
+// interrupted.
+func (a *Agent) Interrupt(ctx context.Context) error {
+	cur, err := a.current()
+	if err != nil {
+		return err
+	}
+	return cur.agent.Interrupt(ctx)
+}
+
+// Close implements session.Agent: it stops the current mode, restores the
+// terminal, and waits until every event was delivered (events nobody reads
+// any more are discarded) and Events is closed. Safe to call more than once.
+func (a *Agent) Close() error {
+	a.closeOnce.Do(func() {
+		go func() { // the runner may have stopped reading
+			for range a.q.out {
+			}
+		}()
+		close(a.stop)
+	})
+	<-a.done
+	<-a.q.closed
+	return a.closeErr
+}
+
+func (a *Agent) current() (*instance, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.mode == ModeEnded || a.cur == nil {
+		return nil, ErrEnded
+	}
+	return a.cur, nil
+}
+
+func (a *Agent) setCurrent(in *instance, m Mode) {
+	a.mu.Lock()
+	a.cur, a.mode = in, m
+	a.mu.Unlock()
+}
+
+// control is the one goroutine that switches modes: prompts, key presses,
+// a mode ending by itself and Close are handled one at a time.
+func (a *Agent) control() {
+	defer close(a.done)
+	defer a.q.close()
+	for {
+		cur := a.cur // only this goroutine changes it
+		var keys <-chan keyResult
+		var sigs <-chan os.Signal
+		if a.keys != nil {
+			keys, sigs = a.keys.keys, a.keys.sigs
+		}
+		select {
+		case r := <-a.reqs:
+			err := a.prompt(r)
+			r.reply <- err
+			if errors.Is(err, ErrEnded) {
+				return
+			}
+		case k := <-keys:
+			if k.err != nil {
+				// No key will come (input closed): remote mode goes on
+				// until it ends or Close.
+				a.log.Warn().Err(k.err).Msg("terminal input ended; claude stays in remote mode")
+				a.stopKeys()
+				continue
+			}
+			a.log.Info().Int("bytes", len(k.key)).Msg("key pressed: claude goes back to local mode")
+			if !a.toLocal("key press") {
+				return
+			}
+		case sig := <-sigs:
+			a.log.Info().Str("signal", sig.String()).Msg("signal in remote mode: ending the session")
+			a.end()
+			return
+		case <-cur.fwd:
+			if cur.mode == ModeLocal {
+				a.log.Info().Msg("claude ended in local mode: the session ends")
+				a.end()
+				return
+			}
+			a.log.Warn().Msg("claude's remote mode ended by itself: back to local mode")
+			fmt.Fprintf(a.notice, noticeBack+"\r\n", "claude exited")
+			if !a.toLocal("remote mode ended") {
+				return
+			}
+		case <-a.stop:
+			a.end()
+			return
+		}
+	}
+}
+
+// prompt sends a prompt, switching to remote mode first when in local mode.
+func (a *Agent) prompt(r promptReq) error {
+	cur := a.cur
+	if cur.mode == ModeLocal {
+		select {
+		case <-cur.fwd: // the person ended Claude just now
+			a.log.Info().Msg("claude ended in local mode: the session ends")
+			a.end()
+			return fmt.Errorf("claude prompt: %w", ErrEnded)
+		default:
+		}
+		if err := a.toRemote(r.ctx); err != nil {
+			return err
+		}
+		cur = a.cur
+	}
+	cur.mu.Lock()
+	cur.awaiting = true
+	cur.mu.Unlock()
+	if err := cur.agent.Prompt(r.ctx, r.p); err != nil {
+		cur.mu.Lock()
+		cur.awaiting = false
+		cur.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// toRemote hands the session from local to remote mode. On failure local
+// mode is started again (resuming the same Claude session) when it can be;
+// ErrEnded when it cannot.
+func (a *Agent) toRemote(ctx context.Context) error {
+	loc := a.cur
+	start := time.Now()
+	h, err := loc.loc.Handoff(ctx)
+	<-loc.fwd
+	if err != nil {
+		a.log.Warn().Err(err).Msg("local mode did not end cleanly")
+	}
+	if h.SessionID == "" {
+		h.SessionID = loc.id()
+	}
+	if h.TranscriptPath != "" {
+		a.transcript = h.TranscriptPath
+	}
+	if h.SessionID == "" {
+		// Nothing to resume: local mode starts afresh.
+		a.log.Warn().Msg("local mode ended before claude reported its session id")
+		if !a.restartLocal("", 0) {
+			return fmt.Errorf("hand claude to remote mode: %w (%w)", ErrNoClaudeSession, ErrEnded)
+		}
+		return fmt.Errorf("hand claude to remote mode: %w", ErrNoClaudeSession)
+	}
+	a.sessionID = h.SessionID
+	ro := a.opts.Remote
+	ro.SDK.Args = withResume(h.SessionID, ro.SDK.Args)
+	rctx, cancel := context.WithCancel(a.ctx)
+	rem, err := remote.Start(rctx, ro)
+	if err != nil {
+		cancel()
+		a.log.Error().Err(err).Msg("remote mode could not start; back to local mode")
+		if !a.restartLocal(h.SessionID, h.Offset) {
+			return fmt.Errorf("hand claude to remote mode: %w (%w)", err, ErrEnded)
+		}
+		return fmt.Errorf("hand claude to remote mode: %w", err)
+	}
+	in := a.attach(ModeRemote, rem, cancel)
+	in.mu.Lock()
+	if in.sessionID == "" {
+		in.sessionID = h.SessionID
+	}
+	in.mu.Unlock()
+	a.setCurrent(in, ModeRemote)
+	// Local mode gave the terminal back when Handoff returned.
+	fmt.Fprint(a.notice, NoticeRemote+"\r\n")
+	if a.keys, err = waitKey(a.opts.Local.In); err != nil {
+		a.log.Warn().Err(err).Msg("cannot wait for a key on the terminal")
+		a.keys = nil
+	}
+	a.log.Info().Str("from", string(ModeLocal)).Str("to", string(ModeRemote)).Str("claudeSession", h.SessionID).
+		Int64("transcriptOffset", h.Offset).Dur("took", time.Since(start)).Msg("claude switched to remote mode (prompt from another device)")
+	return nil
+}
+
+// toLocal hands the session from remote back to local mode; false when
+// local mode cannot be started (the session has ended then).
+func (a *Agent) toLocal(why string) bool {
+	rem := a.cur
+	start := time.Now()
+	a.stopKeys()
+	a.stopRemote(rem, true)
+	sid := rem.id()
+	if sid == "" {
+		sid = a.sessionID
+	}
+	a.sessionID = sid
+	var offset int64
+	if a.transcript != "" {
+		// A resumed session keeps its transcript, or (when Claude gave it a
+		// new id) gets one next to it.
+		path := filepath.Join(filepath.Dir(a.transcript), sid+".jsonl")
+		if fi, err := os.Stat(path); err == nil {
+			offset = fi.Size()
+			a.transcript = path
+		}
+	}
+	if !a.restartLocal(sid, offset) {
+		return false
+	}
+	a.log.Info().Str("from", string(ModeRemote)).Str("to", string(ModeLocal)).Str("why", why).Str("claudeSession", sid).
+		Int64("transcriptOffset", offset).Dur("took", time.Since(start)).Msg("claude switched to local mode")
+	return true
+}
+
+// stopRemote ends remote mode and waits until all its events were queued.
+// With interrupt, a running turn is interrupted first and its end awaited.
+func (a *Agent) stopRemote(rem *instance, interrupt bool) {
+	rem.mu.Lock()
+	open := rem.turnOpen
+	if open {
+		select { // a signal left by an earlier turn
+		case <-rem.turnEnded:
+		default:
+		}
+	}
+	rem.mu.Unlock()
+	if interrupt && open {
+		ctx, cancel := context.WithTimeout(context.Background(), a.opts.InterruptWait)
+		if err := rem.agent.Interrupt(ctx); err != nil {
+			a.log.Warn().Err(err).Msg("interrupt the remote turn")
+		}
+		select {
+		case <-rem.turnEnded:
+		case <-rem.fwd:
+		case <-ctx.Done():
+			a.log.Warn().Dur("waited", a.opts.InterruptWait).Msg("the interrupted remote turn did not end; stopping claude")
+		}
+		cancel()
+	}
+	// Ending the process group (not remote.Agent.Close, which would discard
+	// events this forwarder has not read yet) lets every event through:
+	// the stream closes after the exit is reported.
+	rem.cancel()
+	<-rem.fwd
+	if err := rem.agent.Close(); err != nil {
+		a.log.Debug().Err(err).Msg("remote mode closed")
+	}
+	rem.mu.Lock()
+	awaiting := rem.awaiting
+	rem.mu.Unlock()
+	if awaiting {
+		// A prompt was sent but no turn started: end it, so the runner does
+		// not wait for it forever.
+		a.q.push(&mapper.TurnEnded{Reason: mapper.TurnAgentExited, Error: "claude's remote mode ended before the prompt's turn started"})
+	}
+}
+
+// restartLocal starts local mode again, resuming sid from offset (a new
+// session when sid is ""). On failure the session ends (false).
+func (a *Agent) restartLocal(sid string, offset int64) bool {
+	lo := a.opts.Local
+	lo.SessionID, lo.Resume, lo.ResumeOffset = "", sid, offset
+	if sid == "" {
+		lo.Resume, lo.ResumeOffset = "", 0
+	}
+	loc, err := local.Start(a.ctx, lo)
+	if err != nil {
+		a.log.Error().Err(err).Msg("claude could not be started again in local mode: the session ends")
+		fmt.Fprintf(a.notice, noticeFailed+"\r\n", err)
+		a.setCurrent(nil, ModeEnded)
+		return false
+	}
+	a.setCurrent(a.attachLocal(loc), ModeLocal)
+	return true
+}
+
+// end stops whatever runs; the controller returns next (Events closes).
+func (a *Agent) end() {
+	a.stopKeys()
+	cur := a.cur
+	a.setCurrent(nil, ModeEnded)
+	if cur == nil {
+		return
+	}
+	switch cur.mode {
+	case ModeLocal:
+		if _, err := cur.loc.Handoff(context.Background()); err != nil {
+			a.closeErr = err
+		}
+		<-cur.fwd
+	case ModeRemote:
+		a.stopRemote(cur, false)
+	}
+}
+
+func (a *Agent) stopKeys() {
+	if a.keys == nil {
+		return
+	}
+	if err := a.keys.stop(); err != nil {
+		a.log.Warn().Err(err).Msg("terminal settings")
+	}
+	a.keys = nil
+}
+
+func (a *Agent) attachLocal(loc *local.Agent) *instance {
+	in := a.attach(ModeLocal, loc, func() {})
+	in.loc = loc
+	return in
+}
+
+// attach starts forwarding a mode's events into the queue.
+func (a *Agent) attach(m Mode, ag session.Agent, cancel context.CancelFunc) *instance {
+	in := &instance{mode: m, agent: ag, cancel: cancel, fwd: make(chan struct{}), turnEnded: make(chan struct{}, 1)}
+	go func() {
+		defer close(in.fwd)
+		for ev := range ag.Events() {
+			in.observe(ev)
+			a.q.push(ev)
+		}
+	}()
+	return in
+}
+
+// observe follows the root turn and Claude's session id.
+func (in *instance) observe(ev mapper.Event) {
+	if ev.Base().Session != "" {
+		return
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	switch e := ev.(type) {
+	case *mapper.TurnStarted:
+		in.turnOpen, in.awaiting = true, false
+	case *mapper.TurnEnded:
+		in.turnOpen, in.awaiting = false, false
+		select {
+		case in.turnEnded <- struct{}{}:
+		default:
+		}
+	case *mapper.SessionInfo:
+		if e.ProviderSessionID != "" {
+			in.sessionID = e.ProviderSessionID
+		}
+	}
+}
+
+func (in *instance) id() string {
+	if in.loc != nil {
+		if id := in.loc.SessionID(); id != "" {
+			return id
+		}
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.sessionID
+}
+
+// queue holds events between the modes' forwarders and Events without
+// bound, so a mode is never blocked by a runner that is busy (the runner
+// itself waits in Prompt while local mode hands over).
+type queue struct {
+	out    chan mapper.Event
+	closed chan struct{} // out is closed
+
+	mu     sync.Mutex
+	items  []mapper.Event
+	ending bool
+	wake   chan struct{}
+}
+
+func newQueue() *queue {
+	q := &queue{out: make(chan mapper.Event), closed: make(chan struct{}), wake: make(chan struct{}, 1)}
+	go q.deliver()
+	return q
+}
+
+// push queues an event; after close it is ignored.
+func (q *queue) push(ev mapper.Event) {
+	q.mu.Lock()
+	if !q.ending {
+		q.items = append(q.items, ev)
+	}
+	q.mu.Unlock()
+	q.signal()
+}
+
+// close lets deliver close out once everything queued was delivered.
+func (q *queue) close() {
+	q.mu.Lock()
+	q.ending = true
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *queue) signal() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (q *queue) deliver() {
+	defer close(q.closed)
+	defer close(q.out)
+	for {
+		q.mu.Lock()
+		batch := q.items
+		q.items = nil
+		ending := q.ending
+		q.mu.Unlock()
+		for _, ev := range batch {
+			q.out <- ev
+		}
+		if len(batch) == 0 {
+			if ending {
+				return
+			}
+			<-q.wake
+		}
+		clear(batch)
+	}
+}
+
+// withResume returns args with "--resume id" in front.
+func withResume(id string, args []string) []string {
+	return slices.Concat([]string{"--resume", id}, args)
+}
