@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/happy-dev/happy/adapters/claude/dual"
 	"github.com/happy-dev/happy/adapters/claude/local"
 	"github.com/happy-dev/happy/adapters/claude/remote"
 	"github.com/happy-dev/happy/adapters/claude/sdk"
@@ -223,10 +224,18 @@ func runClaudeInteractive(parent context.Context, f *factory, o *agentOptions, c
 			fmt.Fprintf(f.stderr, "happy: session %s — follow it from another terminal with: happy log %s --follow\n", id, id)
 		},
 	}, func(ctx context.Context, tag string) (session.Agent, error) {
-		return local.Start(ctx, local.Options{
-			Binary: claudePath, Args: o.agentArgs, Dir: dir,
-			HookCommand: []string{exe, "hook"}, StateDir: h.Join("sessions", tag),
-			In: in, Out: f.stdout,
+		// Local mode first; a prompt from another device hands Claude to
+		// remote mode, a key in this terminal brings it back.
+		return dual.Start(ctx, dual.Options{
+			Local: local.Options{
+				Binary: claudePath, Args: o.agentArgs, Dir: dir,
+				HookCommand: []string{exe, "hook"}, StateDir: h.Join("sessions", tag),
+				In: in, Out: f.stdout,
+			},
+			Remote: remote.Options{SDK: sdk.Options{Binary: claudePath, Args: o.agentArgs, Dir: dir,
+				StderrLine: func(l string) { log.Debug().Str("claude_stderr", l).Msg("") }}},
+			Notice: f.stderr,
+			Log:    log.Logger,
 		})
 	})
 	if sid == "" {
