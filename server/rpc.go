@@ -6,7 +6,10 @@ import (
 )
 
 // rpcRegistry maps (account, method) to the sockets that registered it, in
-// registration order; a call goes to the first. Keys include the account,
+// registration order; a call goes to the most recent one, as on the
+// reference relay (a later registration replaces the earlier): a client
+// that reconnected registers again from its new socket while the server may
+// not have noticed yet that the old one is dead. Keys include the account,
 // so a socket can only ever reach methods of its own account.
 type rpcRegistry struct {
 	mu     sync.Mutex
@@ -85,14 +88,14 @@ func (r *rpcRegistry) dropConn(c *conn) {
 	}
 }
 
-// wait returns the first socket registered for method, waiting until one
+// wait returns the socket that registered method last, waiting until one
 // registers or ctx ends (then nil).
 func (r *rpcRegistry) wait(ctx context.Context, acct, method string) *rpcEntry {
 	k := rpcKey(acct, method)
 	for {
 		r.mu.Lock()
 		if list := r.byKey[k]; len(list) > 0 {
-			e := list[0]
+			e := list[len(list)-1]
 			r.mu.Unlock()
 			return e
 		}

@@ -190,3 +190,36 @@ func TestSocketIsolation(t *testing.T) {
 	m := obj(t, a.must(200, "GET", "/v1/machines/mA", nil)["machine"])
 	eq(t, "A's machine", []any{m["metadata"], m["metadataVersion"], m["daemonState"], m["daemonStateVersion"]}, []any{"x", 2.0, "x", 1.0})
 }
+
+// A client that reconnected registers its methods again from the new socket
+// while the old one may still look connected: the call goes to the latest
+// registration.
+func TestRPCLatestRegistrationWins(t *testing.T) {
+	r := servertest.StartConfig(t, rpcConfig())
+	a := newAPI(t, r)
+	sid := a.createSession("t2", "m")["id"].(string)
+	old := sessionSocket(t, r.URL, a.token, sid)
+	oldIn := listen(t, old, "rpc-registered", "rpc-request")
+	if err := old.Emit("rpc-register", map[string]any{"method": sid + ":permission"}); err != nil {
+		t.Fatal(err)
+	}
+	oldIn.nextObj("rpc-registered")
+	fresh := sessionSocket(t, r.URL, a.token, sid)
+	freshIn := listen(t, fresh, "rpc-registered", "rpc-request")
+	if err := fresh.Emit("rpc-register", map[string]any{"method": sid + ":permission"}); err != nil {
+		t.Fatal(err)
+	}
+	freshIn.nextObj("rpc-registered")
+	app := userSocket(t, r.URL, a.token)
+	done := make(chan map[string]any, 1)
+	go func() {
+		done <- call(t, app, "rpc-call", map[string]any{"method": sid + ":permission", "params": "p"})
+	}()
+	req := freshIn.next()
+	if req.name != "rpc-request" || req.ack == nil {
+		t.Fatalf("fresh socket got %q", req.name)
+	}
+	req.ack("from-fresh")
+	eq(t, "reply", <-done, map[string]any{"ok": true, "result": "from-fresh"})
+	oldIn.none(100 * time.Millisecond)
+}
