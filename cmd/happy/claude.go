@@ -16,6 +16,7 @@ import (
 	"github.com/happy-dev/happy/adapters/claude/remote"
 	"github.com/happy-dev/happy/adapters/claude/sdk"
 	"github.com/happy-dev/happy/internal/app"
+	"github.com/happy-dev/happy/internal/proc"
 	"github.com/happy-dev/happy/internal/config"
 	"github.com/happy-dev/happy/mapper"
 	"github.com/happy-dev/happy/session"
@@ -124,6 +125,9 @@ func signalContext(parent context.Context) (ctx context.Context, interrupted fun
 }
 
 func runClaudePrint(parent context.Context, f *factory, o *agentOptions, claudePath, permissionMode string) error {
+	// Orphans of the agent's tools come to us, not to a PID 1 that may not
+	// reap them; the process groups we end are reaped (internal/proc).
+	_ = proc.EnableSubreaper()
 	ctx, interrupted, stop := signalContext(parent)
 	defer stop()
 	log, _ := f.log("claude")
@@ -183,6 +187,9 @@ func runClaudePrint(parent context.Context, f *factory, o *agentOptions, claudeP
 // printed before Claude takes the terminal and after it gives it back, never
 // while it runs.
 func runClaudeInteractive(parent context.Context, f *factory, o *agentOptions, claudePath string) error {
+	// Orphans of the agent's tools come to us, not to a PID 1 that may not
+	// reap them; the process groups we end are reaped (internal/proc).
+	_ = proc.EnableSubreaper()
 	if parent == nil {
 		parent = context.Background()
 	}

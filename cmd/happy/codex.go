@@ -10,6 +10,7 @@ import (
 
 	"github.com/happy-dev/happy/adapters/codex"
 	"github.com/happy-dev/happy/internal/app"
+	"github.com/happy-dev/happy/internal/proc"
 	"github.com/happy-dev/happy/internal/buildinfo"
 	"github.com/happy-dev/happy/mapper"
 )
@@ -86,6 +87,9 @@ func runCodex(parent context.Context, f *factory, o *codexOptions) error {
 }
 
 func runCodexPrint(parent context.Context, f *factory, o *codexOptions, proto codex.Protocol, mode codex.PermissionMode) error {
+	// Orphans of the agent's tools come to us, not to a PID 1 that may not
+	// reap them; the process groups we end are reaped (internal/proc).
+	_ = proc.EnableSubreaper()
 	ctx, interrupted, stop := signalContext(parent)
 	defer stop()
 	log, _ := f.log("codex")
