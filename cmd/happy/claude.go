@@ -16,8 +16,8 @@ import (
 	"github.com/happy-dev/happy/adapters/claude/remote"
 	"github.com/happy-dev/happy/adapters/claude/sdk"
 	"github.com/happy-dev/happy/internal/app"
-	"github.com/happy-dev/happy/internal/proc"
 	"github.com/happy-dev/happy/internal/config"
+	"github.com/happy-dev/happy/internal/proc"
 	"github.com/happy-dev/happy/mapper"
 	"github.com/happy-dev/happy/session"
 )

@@ -10,8 +10,8 @@ import (
 
 	"github.com/happy-dev/happy/adapters/codex"
 	"github.com/happy-dev/happy/internal/app"
-	"github.com/happy-dev/happy/internal/proc"
 	"github.com/happy-dev/happy/internal/buildinfo"
+	"github.com/happy-dev/happy/internal/proc"
 	"github.com/happy-dev/happy/mapper"
 )
 
