@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 
@@ -662,13 +663,9 @@ func promptBlocks(p Prompt, info AgentInfo) ([]map[string]any, error) {
 	return blocks, nil
 }
 
+// isText reports whether an attachment can travel as a text resource.
 func isText(mime string, b []byte) bool {
-	return (strings.HasPrefix(mime, "text/") || mime == "application/json") && json.Valid(mustQuote(b))
-}
-
-func mustQuote(b []byte) []byte {
-	q, _ := json.Marshal(string(b))
-	return q
+	return (strings.HasPrefix(mime, "text/") || mime == "application/json") && utf8.Valid(b)
 }
 
 // parseDataURL splits data:<mime>;base64,<data>.

@@ -635,3 +635,68 @@ func TestLivePromptContent(t *testing.T) {
 	}
 	checkSent(t, rec.Bytes())
 }
+
+func TestPromptBlocks(t *testing.T) {
+	img := mapper.PromptFile{Mime: "image/png", URL: "data:image/png;base64,iVBO"}
+	bin := mapper.PromptFile{Mime: "application/zip", Filename: "a.zip", URL: "data:application/zip;base64,UEsD"}
+	cases := []struct {
+		name string
+		p    Prompt
+		info AgentInfo
+		want string
+		err  error
+	}{
+		{"text only", Prompt{Text: "hi"}, AgentInfo{}, `[{"text":"hi","type":"text"}]`, nil},
+		{"no text, no file: an empty text block", Prompt{}, AgentInfo{}, `[{"text":"","type":"text"}]`, nil},
+		{"image the agent takes", Prompt{Files: []mapper.PromptFile{img}}, AgentInfo{Image: true}, `[{"data":"iVBO","mimeType":"image/png","type":"image"}]`, nil},
+		{"image the agent does not take", Prompt{Files: []mapper.PromptFile{img}}, AgentInfo{}, "", ErrUnsupported},
+		{"image as embedded context", Prompt{Files: []mapper.PromptFile{img}}, AgentInfo{EmbeddedContext: true}, `[{"resource":{"blob":"iVBO","mimeType":"image/png","uri":"attachment:///attachment"},"type":"resource"}]`, nil},
+		{"binary blob", Prompt{Files: []mapper.PromptFile{bin}}, AgentInfo{EmbeddedContext: true}, `[{"resource":{"blob":"UEsD","mimeType":"application/zip","uri":"attachment:///a.zip"},"type":"resource"}]`, nil},
+		{"link", Prompt{Text: "see", Files: []mapper.PromptFile{{URL: "https://example.org/doc.md", Mime: "text/markdown"}}}, AgentInfo{}, `[{"text":"see","type":"text"},{"mimeType":"text/markdown","name":"doc.md","type":"resource_link","uri":"https://example.org/doc.md"}]`, nil},
+		{"not base64 data URL", Prompt{Files: []mapper.PromptFile{{URL: "data:text/plain,hi"}}}, AgentInfo{EmbeddedContext: true}, "", ErrUnsupported},
+	}
+	for _, tc := range cases {
+		b, err := promptBlocks(tc.p, tc.info)
+		if tc.err != nil {
+			if !errors.Is(err, tc.err) {
+				t.Errorf("%s: err %v", tc.name, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if got := string(mustJSON(b)); got != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestFolderPaths(t *testing.T) {
+	dir := t.TempDir()
+	f, err := openFolder(dir, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.close()
+	must(t, os.WriteFile(filepath.Join(dir, "big.txt"), []byte("0123456789ab"), 0o644))
+	for _, tc := range []struct {
+		path string
+		ok   bool
+	}{
+		{dir, true}, {dir + "/a/b", true}, {dir + "/a/../b", true}, {dir + "/..", false},
+		{dir + "/../x", false}, {"a", false}, {"/etc/passwd", false}, {dir + "x/y", false},
+	} {
+		_, err := f.rel(tc.path)
+		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrOutsideFolder)) {
+			t.Errorf("rel(%q): %v", tc.path, err)
+		}
+	}
+	if _, err := f.read(dir+"/big.txt", 0, 0); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("read over the limit: %v", err)
+	}
+	if _, err := f.write(dir, "x"); err == nil {
+		t.Error("wrote the folder itself")
+	}
+}
