@@ -23,9 +23,13 @@
 //
 // initialize offers protocolVersion 1 and the client capabilities happy
 // really has: fs.readTextFile and fs.writeTextFile (confined to the
-// session's working folder: a path outside it, through ".." or a symlink,
-// is refused), terminal (each command in its own process group, output
-// kept up to its byte limit, cut at the front on a character boundary).
+// session's working folder through an os.Root: a relative path, a path
+// outside it, through ".." or through a symlink leading out is refused
+// with invalid-params, a missing file with resource-not-found; absolute
+// symlinks are refused even when they point inside), terminal (each
+// command in its own process group, stdout and stderr merged, output kept
+// up to its byte limit and cut at the front on a character boundary; a
+// lone command string with shell syntax runs through /bin/sh -c).
 // An agent that answers with another protocol version is refused with a
 // *VersionError naming the version happy speaks and the one the agent
 // stated (nil, never 0, when it stated none). Then session/new (with the
