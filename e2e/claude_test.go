@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,6 +120,9 @@ func TestE2EClaudePrintApproved(t *testing.T) {
 	if code := r.proc.wait(t, 90*time.Second); code != 0 {
 		t.Fatalf("happy claude -p exit %d\nstdout: %s\nstderr: %s", code, r.proc.out.String(), r.proc.errb.String())
 	}
+	if u, ok := sessionUsage(r.homeA); ok {
+		t.Logf("happy claude -p wrapping one turn: %s (happy alone, from its log), wall %s", u, r.proc.wall)
+	}
 	if got := r.proc.out.String(); got != "Created hi.txt.\n" {
 		t.Fatalf("stdout %q", got)
 	}
@@ -168,4 +172,28 @@ func TestE2EClaudeRelayRestartMidTurn(t *testing.T) {
 		t.Fatalf("happy claude -p exit %d\nstdout: %s\nstderr: %s", code, r.proc.out.String(), r.proc.errb.String())
 	}
 	golden(t, "claude-print-approved.json", r.finalLog(t))
+}
+
+// sessionUsage returns the "session usage" line happy logged in a home.
+func sessionUsage(home string) (string, bool) {
+	files, _ := filepath.Glob(filepath.Join(home, "logs", "*.log"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, `"message":"session usage"`) {
+				var u struct {
+					User int64 `json:"cpu_user_ms"`
+					Sys  int64 `json:"cpu_system_ms"`
+					RSS  int64 `json:"max_rss_kib"`
+				}
+				if json.Unmarshal([]byte(line), &u) == nil {
+					return fmt.Sprintf("CPU user %d ms + system %d ms, peak RSS %.1f MiB", u.User, u.Sys, float64(u.RSS)/1024), true
+				}
+			}
+		}
+	}
+	return "", false
 }

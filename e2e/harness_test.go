@@ -248,6 +248,7 @@ type bg struct {
 	out, errb bytes.Buffer
 	done      chan struct{}
 	code      int
+	wall      time.Duration
 }
 
 func happyStart(t *testing.T, env []string, dir string, args ...string) *bg {
@@ -259,8 +260,10 @@ func happyStart(t *testing.T, env []string, dir string, args ...string) *bg {
 	if err := b.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	start := time.Now()
 	go func() {
 		err := b.cmd.Wait()
+		b.wall = time.Since(start)
 		if ee, ok := err.(*exec.ExitError); ok {
 			b.code = ee.ExitCode()
 		}

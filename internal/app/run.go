@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/happy-dev/happy/internal/buildinfo"
@@ -195,7 +196,19 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 		}
 	}
 	res.SessionID = sess.ID()
+	logUsage(env)
 	return res, runErr
+}
+
+// logUsage logs happy's own CPU time and peak memory (not the agent's: it
+// is another process), for diagnostics and measurements.
+func logUsage(env Env) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return
+	}
+	env.Log.Info().Int64("cpu_user_ms", ru.Utime.Nano()/1e6).Int64("cpu_system_ms", ru.Stime.Nano()/1e6).
+		Int64("max_rss_kib", ru.Maxrss).Msg("session usage")
 }
 
 func buildMetadata(env Env, opts SessionOptions) Metadata {
