@@ -215,7 +215,7 @@ func New(ctx context.Context, rwc io.ReadWriteCloser, h Handler, opts Options) *
 	c := &Conn{opts: opts}
 	// MaxFrame > 0 always, so New cannot fail.
 	lr, _ := linereader.New(rwc, linereader.Options{MaxLine: opts.MaxFrame})
-	s := &stream{conn: c, rwc: rwc, lr: lr}
+	s := &stream{conn: c, rwc: rwc, lr: lr, ready: make(chan struct{})}
 	ad := &handlerAdapter{conn: c, h: h, s: s}
 	c.rpc = jsonrpc2.NewConn(ctx, s, ad,
 		jsonrpc2.SetLogger(zlogAdapter{opts.Logger}),
@@ -228,6 +228,7 @@ func New(ctx context.Context, rwc io.ReadWriteCloser, h Handler, opts Options) *
 				})
 			}
 		}))
+	close(s.ready)
 	return c
 }
 
@@ -406,6 +407,11 @@ type stream struct {
 
 	wmu sync.Mutex
 
+	// ready is closed once the Conn is fully built: the library starts
+	// reading inside its constructor, and a handler that answers at once
+	// must find the Conn's fields set.
+	ready chan struct{}
+
 	// Read side, touched only by the reading goroutine.
 	last    []byte  // raw bytes of the last frame returned
 	lastMsg Message // its decoding
@@ -414,6 +420,7 @@ type stream struct {
 
 // ReadObject returns the next well-formed frame, dropping malformed ones.
 func (s *stream) ReadObject(v any) error {
+	<-s.ready
 	c := s.conn
 	for {
 		if s.eof {
