@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/happy-dev/happy/adapters/acp"
 	"github.com/happy-dev/happy/adapters/claude"
 	"github.com/happy-dev/happy/adapters/codex"
 	"github.com/happy-dev/happy/export"
@@ -57,7 +58,7 @@ warning: the transcript is then incomplete.`,
 			return runReplay(cmd, f, opts, args[0])
 		},
 	}
-	cmd.Flags().StringVar(&opts.agent, "agent", "claude", "agent that recorded FILE: claude or codex")
+	cmd.Flags().StringVar(&opts.agent, "agent", "claude", "agent that recorded FILE: claude, codex or acp")
 	cmd.Flags().StringVar(&opts.format, "format", "text", "output: text or json")
 	cmd.Flags().StringVar(&opts.sessionID, "session", "", "relay session id the canonical ids derive from (default: from the file name)")
 	cmd.Flags().IntVar(&opts.maxLine, "max-line", 0, "largest line read, in bytes (0: no limit); longer lines are dropped")
@@ -65,8 +66,8 @@ warning: the transcript is then incomplete.`,
 }
 
 func runReplay(cmd *cobra.Command, f *factory, opts replayOptions, path string) error {
-	if opts.agent != "claude" && opts.agent != "codex" {
-		return &usageError{err: fmt.Errorf("replay: agent %q is not supported (want claude or codex)", opts.agent)}
+	if opts.agent != "claude" && opts.agent != "codex" && opts.agent != "acp" {
+		return &usageError{err: fmt.Errorf("replay: agent %q is not supported (want claude, codex or acp)", opts.agent)}
 	}
 	if opts.format != "text" && opts.format != "json" {
 		return &usageError{err: fmt.Errorf("replay: format %q is not text or json", opts.format)}
@@ -82,6 +83,17 @@ func runReplay(cmd *cobra.Command, f *factory, opts replayOptions, path string) 
 	var tr mapper.Transcript
 	header := ""
 	switch opts.agent {
+	case "acp":
+		file, err := os.Open(path)
+		if err != nil {
+			return &usageError{err: fmt.Errorf("replay: %w", err)}
+		}
+		defer file.Close()
+		tr, err = acp.Replay(file, mapper.Config{SessionID: sid, Source: "acp"})
+		if err != nil {
+			return fmt.Errorf("replay: %w", err)
+		}
+		header = fmt.Sprintf("replay of %s (ACP traffic log)\n", path)
 	case "codex":
 		file, err := os.Open(path)
 		if err != nil {

@@ -151,3 +151,23 @@ func TestReplayCodexTrafficLog(t *testing.T) {
 		t.Fatalf("unknown agent: exit %d, %q", code, stderr)
 	}
 }
+
+// A captured Gemini CLI ACP run replays through the ACP adapter.
+func TestReplayACPTrafficLog(t *testing.T) {
+	capture := filepath.Join("..", "..", "adapters", "acp", "testdata", "captures", "gemini-acp", "rpc-traffic.jsonl")
+	code, stdout, stderr := runHappy(t, nil, "replay", "--agent", "acp", capture)
+	if code != exitOK || stderr != "" {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	for _, want := range []string{
+		"(ACP traffic log)",
+		"> Run `echo hi > hi.txt` in the shell and tell me what happened",
+		"● execute — completed  [run_shell_command__run_shell_command_1795964191428_0]",
+		"permission bash echo hi > hi.txt: once",
+		"Done: the command printed hi.",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("replay output lacks %q:\n%s", want, stdout)
+		}
+	}
+}
