@@ -1,0 +1,75 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/session"
+)
+
+func TestQuestionInputAddsAnswersByQuestion(t *testing.T) {
+	in := json.RawMessage(`{"questions":[{"question":"Which database?","header":"DB","options":[]},{"question":"Which port?","header":"Port","options":[]}]}`)
+	out, err := questionInput(in, [][]string{{"PostgreSQL"}, {"5432", "5433"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Questions []any             `json:"questions"`
+		Answers   map[string]string `json:"answers"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Questions) != 2 || got.Answers["Which database?"] != "PostgreSQL" || got.Answers["Which port?"] != "5432, 5433" {
+		t.Fatalf("updated input %s", out)
+	}
+	if _, err := questionInput(json.RawMessage(`[1]`), nil); err == nil {
+		t.Fatal("an array input was accepted")
+	}
+	out, err = questionInput(nil, [][]string{{"x"}})
+	if err != nil || string(out) != `{"answers":{}}` {
+		t.Fatalf("no input: %s %v", out, err)
+	}
+}
+
+func TestParseDataURL(t *testing.T) {
+	cases := []struct {
+		in         string
+		mime, data string
+		ok         bool
+	}{
+		{"data:image/png;base64,AAAA", "image/png", "AAAA", true},
+		{"data:text/plain,hello", "", "", false},
+		{"https://example.invalid/x.png", "", "", false},
+		{"data:image/png;base64", "", "", false},
+	}
+	for _, c := range cases {
+		mime, data, ok := parseDataURL(c.in)
+		if ok != c.ok || (ok && (mime != c.mime || data != c.data)) {
+			t.Errorf("parseDataURL(%q) = %q %q %v", c.in, mime, data, ok)
+		}
+	}
+}
+
+// noteEvents keeps the request id of every blocked call; answers for other
+// calls are refused before anything reaches Claude.
+func TestAnswersNeedABlockedCall(t *testing.T) {
+	a := &Agent{requests: map[string]string{}, inputs: map[string]json.RawMessage{}}
+	a.noteEvents([]mapper.Event{
+		&mapper.ToolCall{CallID: "toolu_1", Input: json.RawMessage(`{"command":"ls"}`)},
+		&mapper.ToolBlocked{CallID: "toolu_1", Permission: &mapper.PermissionRequest{ID: "req-7"}},
+		&mapper.ToolBlocked{CallID: "toolu_2", Question: &mapper.QuestionRequest{ID: "req-8"}},
+	})
+	if a.requests["toolu_1"] != "req-7" || a.requests["toolu_2"] != "req-8" || string(a.inputs["toolu_1"]) != `{"command":"ls"}` {
+		t.Fatalf("requests %v inputs %v", a.requests, a.inputs)
+	}
+	if err := a.Decide(context.Background(), "toolu_9", session.Decision{Decision: mapper.DecisionOnce}); !errors.Is(err, ErrUnknownCall) {
+		t.Fatalf("Decide on an unknown call: %v", err)
+	}
+	if err := a.AnswerQuestion(context.Background(), "toolu_9", [][]string{{"a"}}); !errors.Is(err, ErrUnknownCall) {
+		t.Fatalf("AnswerQuestion on an unknown call: %v", err)
+	}
+}
