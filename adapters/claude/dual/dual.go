@@ -170,12 +170,13 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 	}
 	a := &Agent{
 		opts: opts, ctx: ctx, log: opts.Log, notice: notice,
-		q: newQueue(), reqs: make(chan promptReq), stop: make(chan struct{}), done: make(chan struct{}),
+		reqs: make(chan promptReq), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	loc, err := local.Start(ctx, opts.Local)
 	if err != nil {
 		return nil, err
 	}
+	a.q = newQueue()
 	a.setCurrent(a.attachLocal(loc), ModeLocal)
 	a.log.Info().Str("mode", string(ModeLocal)).Msg("claude started in local mode")
 	go a.control()

@@ -35,7 +35,7 @@ const firstID = "11111111-2222-4333-8444-555555555555"
 
 // run is one dual session against the fake Claude.
 type run struct {
-	t        *testing.T
+	t        testing.TB
 	agent    *Agent
 	keys     *os.File
 	projects string
@@ -91,7 +91,7 @@ func (r *run) options(in *os.File, extraEnv ...string) Options {
 	}
 }
 
-func newRun(t *testing.T) *run {
+func newRun(t testing.TB) *run {
 	t.Helper()
 	dir := t.TempDir()
 	return &run{t: t, projects: dir, argv: filepath.Join(dir, "argv.log"), logBuf: &syncBuffer{}, evc: make(chan mapper.Event, 1024)}
