@@ -9,7 +9,9 @@
 //   - A prompt from another device (Prompt) in local mode: local mode is
 //     stopped cleanly (local.Agent.Handoff: Claude ends, its transcript is
 //     read to the end), remote mode starts (package remote: SDK mode) with
-//     --resume <Claude session id>, and the prompt goes to it. Once local mode
+//     --resume <Claude session id> (--session-id <id> while Claude has not
+//     written the session yet: nothing was typed, and a session without a
+//     transcript cannot be resumed), and the prompt goes to it. Once local mode
 //     has given the terminal back, one line tells the person at the terminal
 //     that Claude continues in remote mode and that any key takes control
 //     back; the terminal is then in raw mode until that key.
@@ -87,10 +89,12 @@ type Options struct {
 	// Local configures local mode. The first start uses it as given
 	// (SessionID or Resume/ResumeOffset included); later starts set
 	// Resume to the Claude session id and ResumeOffset to its transcript's
-	// size, and clear SessionID. In is the terminal whose key press takes
-	// control back in remote mode.
+	// size (or, when Claude has not written the session yet, SessionID to
+	// its id). In is the terminal whose key press takes control back in
+	// remote mode.
 	Local local.Options
-	// Remote configures remote mode. "--resume <Claude session id>" is put
+	// Remote configures remote mode. "--resume <Claude session id>" (or
+	// "--session-id <id>" for a session Claude has not written yet) is put
 	// in front of Remote.SDK.Args on every start.
 	Remote remote.Options
 	// Notice receives the notices for the person at the terminal (one line
@@ -382,20 +386,26 @@ func (a *Agent) toRemote(ctx context.Context) error {
 	if h.SessionID == "" {
 		// Nothing to resume: local mode starts afresh.
 		a.log.Warn().Msg("local mode ended before claude reported its session id")
-		if !a.restartLocal("", 0) {
+		if !a.restartLocal("", 0, false) {
 			return fmt.Errorf("hand claude to remote mode: %w (%w)", ErrNoClaudeSession, ErrEnded)
 		}
 		return fmt.Errorf("hand claude to remote mode: %w", ErrNoClaudeSession)
 	}
 	a.sessionID = h.SessionID
 	ro := a.opts.Remote
-	ro.SDK.Args = withResume(h.SessionID, ro.SDK.Args)
+	if a.transcript != "" && !hasTranscript(a.transcript) {
+		// Nothing was typed yet: Claude has not written the session, and
+		// cannot resume it. Remote mode starts it, under the same id.
+		ro.SDK.Args = slices.Concat([]string{"--session-id", h.SessionID}, ro.SDK.Args)
+	} else {
+		ro.SDK.Args = withResume(h.SessionID, ro.SDK.Args)
+	}
 	rctx, cancel := context.WithCancel(a.ctx)
 	rem, err := remote.Start(rctx, ro)
 	if err != nil {
 		cancel()
 		a.log.Error().Err(err).Msg("remote mode could not start; back to local mode")
-		if !a.restartLocal(h.SessionID, h.Offset) {
+		if !a.restartLocal(h.SessionID, h.Offset, a.transcript == "" || hasTranscript(a.transcript)) {
 			return fmt.Errorf("hand claude to remote mode: %w (%w)", err, ErrEnded)
 		}
 		return fmt.Errorf("hand claude to remote mode: %w", err)
@@ -431,16 +441,19 @@ func (a *Agent) toLocal(why string) bool {
 	}
 	a.sessionID = sid
 	var offset int64
+	resume := true
 	if a.transcript != "" {
 		// A resumed session keeps its transcript, or (when Claude gave it a
 		// new id) gets one next to it.
 		path := filepath.Join(filepath.Dir(a.transcript), sid+".jsonl")
-		if fi, err := os.Stat(path); err == nil {
+		a.transcript = path
+		if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
 			offset = fi.Size()
-			a.transcript = path
+		} else {
+			resume = false // remote mode wrote nothing: nothing to resume
 		}
 	}
-	if !a.restartLocal(sid, offset) {
+	if !a.restartLocal(sid, offset, resume) {
 		return false
 	}
 	a.log.Info().Str("from", string(ModeRemote)).Str("to", string(ModeLocal)).Str("why", why).Str("claudeSession", sid).
@@ -491,13 +504,14 @@ func (a *Agent) stopRemote(rem *instance, interrupt bool) {
 	}
 }
 
-// restartLocal starts local mode again, resuming sid from offset (a new
-// session when sid is ""). On failure the session ends (false).
-func (a *Agent) restartLocal(sid string, offset int64) bool {
+// restartLocal starts local mode again: with resume, resuming sid from
+// offset; else a new Claude session with the id sid ("": Claude picks one).
+// On failure the session ends (false).
+func (a *Agent) restartLocal(sid string, offset int64, resume bool) bool {
 	lo := a.opts.Local
 	lo.SessionID, lo.Resume, lo.ResumeOffset = "", sid, offset
-	if sid == "" {
-		lo.Resume, lo.ResumeOffset = "", 0
+	if !resume {
+		lo.SessionID, lo.Resume, lo.ResumeOffset = sid, "", 0
 	}
 	loc, err := local.Start(a.ctx, lo)
 	if err != nil {
@@ -656,6 +670,14 @@ func (q *queue) deliver() {
 		}
 		clear(batch)
 	}
+}
+
+// hasTranscript reports whether Claude has written the session's
+// transcript (it does so from the first prompt on): a session without one
+// cannot be resumed.
+func hasTranscript(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Size() > 0
 }
 
 // withResume returns args with "--resume id" in front.

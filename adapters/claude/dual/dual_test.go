@@ -375,6 +375,8 @@ func TestRemoteCrashBackToLocal(t *testing.T) {
 	r := newRun(t)
 	r.start(nil)
 	r.expectOutput("FAKE TUI READY", 1)
+	r.key("one\r")
+	r.turnEnded()
 	if err := r.prompt("crash now"); err != nil {
 		t.Fatal(err)
 	}
@@ -392,8 +394,11 @@ func TestRemoteCrashBackToLocal(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.drain()
-	if got := r.starts(); len(got) != 3 || got[2] != "tui --resume "+firstID {
-		t.Fatalf("claude starts %q", got)
+	if got := strings.Join(r.starts(), "|"); got != "tui --session-id "+firstID+"|sdk --resume "+firstID+"|tui --resume "+firstID {
+		t.Fatalf("claude starts %s", got)
+	}
+	if got := describeAll(r.events); strings.Count(got, "prompt one") != 1 || strings.Count(got, "prompt after") != 1 {
+		t.Fatalf("events %s", got)
 	}
 }
 
@@ -506,5 +511,63 @@ func TestPromptInRemoteMode(t *testing.T) {
 	}
 	if n := strings.Count(r.output(), NoticeRemote); n != 1 {
 		t.Fatalf("notice printed %d times", n)
+	}
+}
+
+// TestPromptBeforeAnythingTyped: Claude writes its session only from the
+// first prompt on, so a session nobody typed in cannot be resumed: remote
+// mode starts it under the same id (--session-id), and local mode resumes
+// it afterwards.
+func TestPromptBeforeAnythingTyped(t *testing.T) {
+	r := newRun(t)
+	r.start(nil)
+	r.expectOutput("FAKE TUI READY", 1)
+	if err := r.prompt("two"); err != nil {
+		t.Fatal(err)
+	}
+	if e := r.turnEnded(); e.Reason != mapper.TurnCompleted {
+		t.Fatalf("remote turn %+v", e)
+	}
+	r.key("x")
+	r.waitMode(ModeLocal)
+	r.expectOutput("FAKE TUI READY", 2)
+	r.key("three\r")
+	r.turnEnded()
+	r.key("\x04")
+	r.drain()
+	want := "claude-session " + firstID + " | text remote: two | turn-ended completed | prompt three | text local: three | turn-ended completed"
+	if got := describeAll(r.events); got != want {
+		t.Fatalf("events\n got %s\nwant %s", got, want)
+	}
+	wantStarts := "tui --session-id " + firstID + "|sdk --session-id " + firstID + "|tui --resume " + firstID
+	if got := strings.Join(r.starts(), "|"); got != wantStarts {
+		t.Fatalf("claude starts\n got %s\nwant %s", got, wantStarts)
+	}
+}
+
+// TestRemoteWroteNothing: remote mode ended before Claude wrote the
+// session (it crashed on the first prompt): local mode starts the session
+// again under its id instead of failing to resume it.
+func TestRemoteWroteNothing(t *testing.T) {
+	r := newRun(t)
+	r.start(nil)
+	r.expectOutput("FAKE TUI READY", 1)
+	if err := r.prompt("crash"); err != nil {
+		t.Fatal(err)
+	}
+	if e := r.turnEnded(); e.Reason != mapper.TurnAgentExited {
+		t.Fatalf("remote turn %+v", e)
+	}
+	r.waitMode(ModeLocal)
+	r.expectOutput("FAKE TUI READY", 2)
+	r.key("three\r")
+	if e := r.turnEnded(); e.Reason != mapper.TurnCompleted {
+		t.Fatalf("local turn %+v", e)
+	}
+	r.key("\x04")
+	r.drain()
+	wantStarts := "tui --session-id " + firstID + "|sdk --session-id " + firstID + "|tui --session-id " + firstID
+	if got := strings.Join(r.starts(), "|"); got != wantStarts {
+		t.Fatalf("claude starts\n got %s\nwant %s", got, wantStarts)
 	}
 }

@@ -36,6 +36,10 @@ import (
 //     system/init. With forkEnv set, a resumed session gets a new id
 //     (its transcript a copy of the old one), as Claude may do.
 //
+// Like Claude, both write the transcript from the first prompt on, and
+// both refuse --resume of a session whose transcript does not exist
+// ("No conversation found", exit code 1).
+//
 // Every start appends a line "<tui|sdk> <args>" to the file named by
 // argvLogEnv.
 const (
@@ -136,6 +140,10 @@ func runFakeTUI(args []string) int {
 	}
 	c.cwd, _ = os.Getwd()
 	c.transcript = filepath.Join(os.Getenv(projectsEnv), c.sessionID+".jsonl")
+	if fi, err := os.Stat(c.transcript); source == "resume" && (err != nil || fi.Size() == 0) {
+		fmt.Printf("No conversation found with session ID: %s\r\n", c.sessionID)
+		return 1
+	}
 	if _, err := xterm.MakeRaw(0); err != nil { // as Claude's TUI does
 		fmt.Printf("FAKE RAW ERROR %v\r\n", err)
 		return 3
@@ -221,14 +229,24 @@ func (c *fakeTUI) hook(event string, fields map[string]any) {
 
 func runFakeSDK(args []string) int {
 	var sid string
+	resume := false
 	for i := 0; i+1 < len(args); i++ {
-		if args[i] == "--resume" {
+		switch args[i] {
+		case "--resume":
+			sid, resume = args[i+1], true
+		case "--session-id":
 			sid = args[i+1]
 		}
 	}
 	projects := os.Getenv(projectsEnv)
 	transcript := filepath.Join(projects, sid+".jsonl")
-	if os.Getenv(forkEnv) != "" && sid != "" {
+	if fi, err := os.Stat(transcript); resume && (err != nil || fi.Size() == 0) {
+		// As Claude: it exits once the first prompt asks for the session.
+		_, _ = bufio.NewReader(os.Stdin).ReadBytes('\n')
+		fmt.Fprintf(os.Stderr, "No conversation found with session ID: %s\n", sid)
+		return 1
+	}
+	if os.Getenv(forkEnv) != "" && resume {
 		old, _ := os.ReadFile(transcript)
 		sid = forkedID
 		transcript = filepath.Join(projects, sid+".jsonl")
