@@ -480,7 +480,9 @@ func (a *Agent) stopRemote(rem *instance, interrupt bool) {
 		}
 		select {
 		case <-rem.turnEnded:
+			a.log.Info().Msg("the remote turn ended after the interrupt")
 		case <-rem.fwd:
+			a.log.Info().Msg("remote mode ended after the interrupt")
 		case <-ctx.Done():
 			a.log.Warn().Dur("waited", a.opts.InterruptWait).Msg("the interrupted remote turn did not end; stopping claude")
 		}
