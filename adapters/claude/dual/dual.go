@@ -384,9 +384,9 @@ func (a *Agent) toRemote(ctx context.Context) error {
 		a.transcript = h.TranscriptPath
 	}
 	if h.SessionID == "" {
-		// Nothing to resume: local mode starts afresh.
+		// Nothing happened yet: local mode starts again as it first did.
 		a.log.Warn().Msg("local mode ended before claude reported its session id")
-		if !a.restartLocal("", 0, false) {
+		if !a.startLocal(a.opts.Local) {
 			return fmt.Errorf("hand claude to remote mode: %w (%w)", ErrNoClaudeSession, ErrEnded)
 		}
 		return fmt.Errorf("hand claude to remote mode: %w", ErrNoClaudeSession)
@@ -405,7 +405,7 @@ func (a *Agent) toRemote(ctx context.Context) error {
 	if err != nil {
 		cancel()
 		a.log.Error().Err(err).Msg("remote mode could not start; back to local mode")
-		if !a.restartLocal(h.SessionID, h.Offset, a.transcript == "" || hasTranscript(a.transcript)) {
+		if !a.startLocal(a.localOptions(h.SessionID, h.Offset, a.transcript == "" || hasTranscript(a.transcript))) {
 			return fmt.Errorf("hand claude to remote mode: %w (%w)", err, ErrEnded)
 		}
 		return fmt.Errorf("hand claude to remote mode: %w", err)
@@ -453,7 +453,7 @@ func (a *Agent) toLocal(why string) bool {
 			resume = false // remote mode wrote nothing: nothing to resume
 		}
 	}
-	if !a.restartLocal(sid, offset, resume) {
+	if !a.startLocal(a.localOptions(sid, offset, resume)) {
 		return false
 	}
 	a.log.Info().Str("from", string(ModeRemote)).Str("to", string(ModeLocal)).Str("why", why).Str("claudeSession", sid).
@@ -506,15 +506,19 @@ func (a *Agent) stopRemote(rem *instance, interrupt bool) {
 	}
 }
 
-// restartLocal starts local mode again: with resume, resuming sid from
-// offset; else a new Claude session with the id sid ("": Claude picks one).
-// On failure the session ends (false).
-func (a *Agent) restartLocal(sid string, offset int64, resume bool) bool {
+// localOptions are the options of a later local start: with resume,
+// resuming sid from offset; else a new Claude session with the id sid.
+func (a *Agent) localOptions(sid string, offset int64, resume bool) local.Options {
 	lo := a.opts.Local
 	lo.SessionID, lo.Resume, lo.ResumeOffset = "", sid, offset
 	if !resume {
 		lo.SessionID, lo.Resume, lo.ResumeOffset = sid, "", 0
 	}
+	return lo
+}
+
+// startLocal starts local mode again. On failure the session ends (false).
+func (a *Agent) startLocal(lo local.Options) bool {
 	loc, err := local.Start(a.ctx, lo)
 	if err != nil {
 		a.log.Error().Err(err).Msg("claude could not be started again in local mode: the session ends")

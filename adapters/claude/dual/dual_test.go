@@ -571,3 +571,26 @@ func TestRemoteWroteNothing(t *testing.T) {
 		t.Fatalf("claude starts\n got %s\nwant %s", got, wantStarts)
 	}
 }
+
+// TestPromptBeforeSessionStart: a prompt arriving before Claude reported
+// its session id cannot be handed over; it fails with ErrNoClaudeSession and
+// local mode starts again as it first did.
+func TestPromptBeforeSessionStart(t *testing.T) {
+	r := newRun(t)
+	r.start(nil, noStartHookEnv+"=1")
+	r.expectOutput("FAKE TUI READY", 1)
+	if err := r.prompt("two"); !errors.Is(err, ErrNoClaudeSession) || errors.Is(err, ErrEnded) {
+		t.Fatalf("prompt: %v", err)
+	}
+	if m := r.agent.Mode(); m != ModeLocal {
+		t.Fatalf("mode %s", m)
+	}
+	r.expectOutput("FAKE TUI READY", 2)
+	if err := r.agent.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	if got := strings.Join(r.starts(), "|"); got != "tui --session-id "+firstID+"|tui --session-id "+firstID {
+		t.Fatalf("claude starts %s", got)
+	}
+}

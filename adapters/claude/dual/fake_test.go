@@ -47,6 +47,9 @@ const (
 	projectsEnv = "DUAL_TEST_PROJECTS"
 	argvLogEnv  = "DUAL_TEST_ARGV"
 	forkEnv     = "DUAL_TEST_FORK"
+	// noStartHookEnv: the TUI has not run its SessionStart hook yet (a
+	// prompt arrives in the first moments of a session).
+	noStartHookEnv = "DUAL_TEST_NO_START_HOOK"
 )
 
 // forkedID is the session id the fake gives a resumed session with forkEnv.
@@ -162,7 +165,9 @@ func runFakeTUI(args []string) int {
 			keys <- b
 		}
 	}()
-	c.hook(hooks.EventSessionStart, map[string]any{"source": source, "model": "claude-opus-4-8"})
+	if os.Getenv(noStartHookEnv) == "" {
+		c.hook(hooks.EventSessionStart, map[string]any{"source": source, "model": "claude-opus-4-8"})
+	}
 	fmt.Printf("FAKE TUI READY %s\r\n", c.sessionID)
 	var line []byte
 	for {
