@@ -202,27 +202,26 @@ func (lr *Reader) take() (Line, bool) {
 	i := bytes.IndexByte(lr.buf[lr.scan:], '\n')
 	if i < 0 {
 		lr.scan = len(lr.buf)
-		if lr.max > 0 && len(lr.buf)-lr.start > lr.max {
+		// One byte more than MaxLine is held when it is a '\r': it may be
+		// the CR of a CRLF whose '\n' comes with the next read.
+		if n := len(lr.buf) - lr.start; lr.max > 0 && n > lr.max && (n > lr.max+1 || lr.buf[len(lr.buf)-1] != '\r') {
 			lr.startDiscard()
 		}
 		return Line{}, false
 	}
 	end := lr.scan + i
 	data := lr.buf[lr.start:end]
+	if n := len(data); n > 0 && data[n-1] == '\r' {
+		data = data[:n-1]
+	}
 	if lr.max > 0 && len(data) > lr.max {
 		// The whole oversized line is already buffered (one large read).
 		l := Line{Number: lr.lineNo + 1, Offset: lr.offset, Size: int64(len(data)), Oversize: true}
-		if n := len(data); n > 0 && data[n-1] == '\r' {
-			l.Size--
-		}
 		l.Data = utf8Prefix(data, PrefixSize)
 		lr.advance(end)
 		l.End = lr.offset
 		lr.lineNo = l.Number
 		return l, true
-	}
-	if n := len(data); n > 0 && data[n-1] == '\r' {
-		data = data[:n-1]
 	}
 	l := Line{Data: data, Number: lr.lineNo + 1, Offset: lr.offset, Size: int64(len(data))}
 	lr.advance(end)
@@ -242,7 +241,12 @@ func (lr *Reader) advance(nl int) {
 // and the buffered bytes are released.
 func (lr *Reader) startDiscard() {
 	data := lr.buf[lr.start:]
-	lr.prefix = append(lr.prefix[:0], utf8Prefix(data, PrefixSize)...)
+	p := utf8Prefix(data, PrefixSize)
+	if n := len(p); n == len(data) && n > 0 && p[n-1] == '\r' {
+		// A last '\r' may be the CR of a CRLF, which is not line content.
+		p = p[:n-1]
+	}
+	lr.prefix = append(lr.prefix[:0], p...)
 	lr.discardLine = Line{Number: lr.lineNo + 1, Offset: lr.offset, Size: int64(len(data)), Oversize: true}
 	lr.discarding = true
 	lr.discardCR = len(data) > 0 && data[len(data)-1] == '\r'

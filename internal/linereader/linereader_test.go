@@ -283,6 +283,11 @@ func FuzzReader(f *testing.F) {
 	f.Add([]byte("a\nb\r\n\nc"), uint8(1), uint16(0))
 	f.Add([]byte("{\"x\":\"\u2028\"}\n→→→\n"), uint8(2), uint16(4))
 	f.Add(bytes.Repeat([]byte("xy\n"), 50), uint8(7), uint16(3))
+	// A line of exactly MaxLine bytes ending in CRLF, "\r" and "\n" in
+	// different reads: not oversize.
+	f.Add([]byte("0000000\r\n"), uint8(0), uint16(7))
+	// An oversized line whose "\r" ends a read: the prefix has no "\r".
+	f.Add([]byte("00000\r\n"), uint8(5), uint16(3))
 	f.Fuzz(func(t *testing.T, data []byte, chunk uint8, max uint16) {
 		size := int(chunk)%64 + 1
 		r, err := New(&chunkReader{data: data, sizes: []int{size}}, Options{MaxLine: int(max), ReadSize: size})
