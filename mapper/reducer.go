@@ -95,16 +95,17 @@ type Config struct {
 // A Reducer is not safe for concurrent use: one goroutine applies events
 // and publishes what Apply returns.
 type Reducer struct {
-	cfg      Config
-	ids      *IDSource
-	now      int64 // latest event time seen, Unix ms
-	started  bool  // session.created of the root was emitted
-	root     *redSession
-	sessions map[string]*redSession // by event session key ("" = root)
-	msgs     map[string]*redMessage // by message id
-	byID     map[string]*redSession // by canonical session id
-	out      []BusEvent             // bus events of the event being applied
-	cur      Event                  // the event being applied
+	cfg          Config
+	ids          *IDSource
+	now          int64 // latest event time seen, Unix ms
+	started      bool  // session.created of the root was emitted
+	root         *redSession
+	sessions     map[string]*redSession // by event session key ("" = root)
+	msgs         map[string]*redMessage // by message id
+	byID         map[string]*redSession // by canonical session id
+	out          []BusEvent             // bus events of the event being applied
+	droppedTotal int                    // refusals recorded across all sessions
+	cur          Event                  // the event being applied
 }
 
 // redSession is a session and its indexes.
@@ -381,6 +382,7 @@ func (r *Reducer) drop(s *redSession, reason DropReason, detail string) {
 	}
 	s.refused[key] = struct{}{}
 	s.dropped = append(s.dropped, d)
+	r.droppedTotal++
 }
 
 // ---- session-level events ----
@@ -524,6 +526,7 @@ func (r *Reducer) droppedInput(s *redSession, e *DroppedInput) {
 		s.dropSeen[d] = struct{}{}
 	}
 	s.dropped = append(s.dropped, d)
+	r.droppedTotal++
 }
 
 func (r *Reducer) subagentStarted(s *redSession, e *SubagentStarted, t int64) {

@@ -138,3 +138,34 @@ func (r *Reducer) transcript(s *redSession) Transcript {
 	}
 	return t
 }
+
+// Dropped returns the refusals recorded for a session (root or child, by
+// canonical id), in order; nil when none or the session is unknown.
+func (r *Reducer) Dropped(sessionID string) []Dropped {
+	s := r.byID[sessionID]
+	if s == nil || len(s.dropped) == 0 {
+		return nil
+	}
+	return slices.Clone(s.dropped)
+}
+
+// DroppedTotal counts the refusals recorded across all sessions; a caller
+// compares it before and after Apply to notice new ones cheaply.
+func (r *Reducer) DroppedTotal() int { return r.droppedTotal }
+
+// DroppedSessions lists the canonical ids of the sessions that recorded
+// refusals, root first, then children in the order they were opened.
+func (r *Reducer) DroppedSessions() []string {
+	var out []string
+	var walk func(s *redSession)
+	walk = func(s *redSession) {
+		if len(s.dropped) > 0 {
+			out = append(out, s.info.ID)
+		}
+		for _, c := range s.children {
+			walk(c)
+		}
+	}
+	walk(r.root)
+	return out
+}

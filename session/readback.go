@@ -29,7 +29,8 @@ type Readback struct {
 	sessions map[string]versioned[mapper.Session]
 	messages map[string]versioned[mapper.MessageWithParts]
 	todos    map[string]versioned[[]mapper.Todo]
-	first    map[string]int64 // message id → seq of its first version seen
+	refused  map[string]versioned[[]mapper.Dropped] // the writer's dropped records, by session
+	first    map[string]int64                       // message id → seq of its first version seen
 	dropped  []mapper.Dropped
 	// Legacy counts legacy prompts seen.
 	Legacy int
@@ -53,6 +54,7 @@ func NewReadback(fallback mapper.Session) *Readback {
 		messages: map[string]versioned[mapper.MessageWithParts]{},
 		todos:    map[string]versioned[[]mapper.Todo]{},
 		first:    map[string]int64{},
+		refused:  map[string]versioned[[]mapper.Dropped]{},
 	}
 }
 
@@ -76,6 +78,7 @@ func (r *Readback) Add(seq int64, plaintext []byte) {
 		Session   json.RawMessage `json:"session"`
 		SessionID string          `json:"sessionID"`
 		Todos     json.RawMessage `json:"todos"`
+		Dropped   json.RawMessage `json:"dropped"`
 		Role      string          `json:"role"`
 	}
 	if !json.Valid(plaintext) {
@@ -158,6 +161,15 @@ func (r *Readback) Add(seq int64, plaintext []byte) {
 		if cur, ok := r.todos[env.SessionID]; !ok || version > cur.version {
 			r.todos[env.SessionID] = versioned[[]mapper.Todo]{version, seq, todos}
 		}
+	case KindDropped:
+		var ds []mapper.Dropped
+		if env.SessionID == "" || json.Unmarshal(env.Dropped, &ds) != nil || ds == nil {
+			r.refuse(seq, kind, mapper.DropInvalidField, "dropped record needs sessionID and a dropped array", plaintext)
+			return
+		}
+		if cur, ok := r.refused[env.SessionID]; !ok || version > cur.version {
+			r.refused[env.SessionID] = versioned[[]mapper.Dropped]{version, seq, ds}
+		}
 	default:
 		r.refuse(seq, kind, mapper.DropUnknownType, "unknown envelope kind", plaintext)
 	}
@@ -214,6 +226,9 @@ func (r *Readback) Transcript() mapper.Transcript {
 		})
 		if td, ok := r.todos[id]; ok {
 			t.Todos = td.value
+		}
+		if rf, ok := r.refused[id]; ok {
+			t.Dropped = append(t.Dropped, rf.value...)
 		}
 		kids := children[id]
 		sort.Strings(kids)

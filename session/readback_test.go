@@ -36,12 +36,17 @@ func scriptedSession(t *testing.T) (*mapper.Reducer, []RecordVersion) {
 		&mapper.SubagentEnded{Child: "agent-1"},
 		&mapper.ToolCompleted{CallID: "task1", Output: "Found a.", Title: "task"},
 		&mapper.TodosUpdated{Todos: []mapper.Todo{{Content: "check a", Status: mapper.TodoInProgress, Priority: mapper.PriorityHigh}}},
+		&mapper.DroppedInput{Dropped: mapper.Dropped{Source: "test", Line: 7, Kind: "mystery", Reason: mapper.DropUnknownType, Detail: "not known"}},
 		&mapper.StepFinished{Message: "m1", Finish: mapper.FinishToolCalls},
 		&mapper.TextFinal{Message: "m2", Block: "0", Text: "All done."},
 		&mapper.TurnEnded{EventBase: mapper.EventBase{Time: 2000}, Reason: mapper.TurnCompleted},
 	}
 	for i, ev := range evs {
+		before := red.DroppedTotal()
 		sink.Observe(red.Apply(ev))
+		if red.DroppedTotal() != before {
+			sink.MarkDropped(red.DroppedSessions())
+		}
 		if err := flushed(store, sink, context.Background(), time.UnixMilli(int64(i)*2000), true); err != nil {
 			t.Fatal(err)
 		}
@@ -85,8 +90,8 @@ func TestReadbackRebuildsTheReducerTranscriptInAnyOrder(t *testing.T) {
 			t.Fatalf("round %d: readback differs\n got %s\nwant %s", round, got, want)
 		}
 	}
-	if tr := red.Transcript(); len(tr.Children) != 1 || len(tr.Todos) != 1 {
-		t.Fatalf("scenario lacks a child or todos: %d children, %d todos", len(tr.Children), len(tr.Todos))
+	if tr := red.Transcript(); len(tr.Children) != 1 || len(tr.Todos) != 1 || len(tr.Dropped) != 1 {
+		t.Fatalf("scenario lacks a child, todos or a dropped record: %d children, %d todos, %d dropped", len(tr.Children), len(tr.Todos), len(tr.Dropped))
 	}
 }
 

@@ -284,9 +284,13 @@ func (r *Runner) armTimer(t *time.Timer) {
 
 // apply folds one event into the reducer and hands its bus events on.
 func (r *Runner) apply(ev mapper.Event) []mapper.BusEvent {
+	before := r.opts.Reducer.DroppedTotal()
 	bus := r.opts.Reducer.Apply(ev)
 	if r.opts.Sink != nil {
 		r.opts.Sink.Observe(bus)
+		if r.opts.Reducer.DroppedTotal() != before {
+			r.opts.Sink.MarkDropped(r.opts.Reducer.DroppedSessions())
+		}
 	}
 	if r.opts.OnBus != nil && len(bus) > 0 {
 		r.opts.OnBus(bus)

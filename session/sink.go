@@ -16,6 +16,11 @@ const (
 	KindMessage = "message"
 	KindSession = "session"
 	KindTodos   = "todos"
+	// KindDropped carries a session's refused inputs, so that a reader
+	// knows the transcript is incomplete: {"kind":"dropped","version":N,
+	// "sessionID":…,"dropped":[Dropped…]} (an addition to DESIGN.md's three
+	// kinds, which had no carrier for them).
+	KindDropped = "dropped"
 )
 
 // MaxPartBytes is the largest text a part carries on the relay: a text,
@@ -43,10 +48,22 @@ type Snapshotter interface {
 	Message(id string) (mapper.MessageWithParts, bool)
 	Session(id string) (mapper.Session, bool)
 	Todos(sessionID string) []mapper.Todo
+	Dropped(sessionID string) []mapper.Dropped
 }
 
 // TodosRecord is the record id of a session's todo list.
 func TodosRecord(sessionID string) string { return "todos:" + sessionID }
+
+// DroppedRecord is the record id of a session's refused inputs.
+func DroppedRecord(sessionID string) string { return "dropped:" + sessionID }
+
+// MarkDropped marks the dropped records of these sessions (their lists grew).
+// Not urgent: refusals ride along with the next flush.
+func (s *Sink) MarkDropped(sessionIDs []string) {
+	for _, id := range sessionIDs {
+		s.mark(KindDropped, DroppedRecord(id), id, false)
+	}
+}
 
 type dirtyRecord struct {
 	kind   string
@@ -217,6 +234,18 @@ func (s *Sink) envelope(d *dirtyRecord, version int64) ([]byte, bool, error) {
 			SessionID string        `json:"sessionID"`
 			Todos     []mapper.Todo `json:"todos"`
 		}{KindTodos, version, d.id, todos})
+		return b, true, err
+	case KindDropped:
+		dropped := s.snap.Dropped(d.id)
+		if len(dropped) == 0 {
+			return nil, false, nil
+		}
+		b, err := json.Marshal(struct {
+			Kind      string           `json:"kind"`
+			Version   int64            `json:"version"`
+			SessionID string           `json:"sessionID"`
+			Dropped   []mapper.Dropped `json:"dropped"`
+		}{KindDropped, version, d.id, dropped})
 		return b, true, err
 	}
 	return nil, false, fmt.Errorf("unknown record kind %q", d.kind)

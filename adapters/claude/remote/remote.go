@@ -33,6 +33,10 @@ type Options struct {
 	PermissionMode string
 }
 
+// DefaultMaxLine bounds one stdout line of Claude (64 MiB) when the SDK
+// options set no limit.
+const DefaultMaxLine = 64 << 20
+
 // ErrUnknownCall is returned by Decide and AnswerQuestion for a call id the
 // agent is not waiting on.
 var ErrUnknownCall = errors.New("claude is not waiting on that tool call")
@@ -60,6 +64,11 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 		return nil, err
 	}
 	so := opts.SDK
+	if so.MaxLine == 0 {
+		// As the JSON-RPC adapters: a larger line is refused (a Dropped
+		// record), never buffered whole.
+		so.MaxLine = DefaultMaxLine
+	}
 	if opts.PermissionMode != "" {
 		so.Args = append([]string{"--permission-mode", opts.PermissionMode}, so.Args...)
 	}
