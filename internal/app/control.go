@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/happy-dev/happy/crypto"
@@ -107,11 +108,27 @@ func Abort(ctx context.Context, conn *Conn, o Opened) error {
 // envelope, version 1) filed under the transcript's root session, which
 // the session's runner picks up and adopts. It returns the message id.
 func Send(ctx context.Context, conn *Conn, o Opened, text string, now time.Time) (string, error) {
-	rb, _, err := ReadTranscript(ctx, conn, o, ReadOptions{})
-	if err != nil {
-		return "", fmt.Errorf("read the session before sending: %w", err)
+	// The prompt is filed under the transcript's root session, whose record
+	// the running session writes first; a session started a moment ago may
+	// not have written it yet, so wait a little for it.
+	var root string
+	for attempt := 0; ; attempt++ {
+		rb, _, err := ReadTranscript(ctx, conn, o, ReadOptions{})
+		if err != nil {
+			return "", fmt.Errorf("read the session before sending: %w", err)
+		}
+		if root = rb.Transcript().Session.ID; strings.HasPrefix(root, "ses_") {
+			break
+		}
+		if attempt == 20 {
+			return "", fmt.Errorf("%w: session %s has no transcript yet (is it running?)", ErrRPC, o.Info.ID)
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
-	root := rb.Transcript().Session.ID
 	var rnd [6]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
 		return "", err
