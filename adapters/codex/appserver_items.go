@@ -580,6 +580,12 @@ func (d *AppServerDecoder) request(o *out, m jsonrpc.Message) {
 		d.drop(o, m.Method, mapper.DropInvalidField, "request params are not an object of the expected shape", m.Raw)
 		return
 	}
+	if r := d.received[key]; r != nil && !r.answered {
+		// A second request under the id of one still waiting: keep the
+		// first (its answer is matched by id), refuse this one.
+		d.drop(o, m.Method, mapper.DropInvalidField, "request id "+key+" is already pending", m.Raw)
+		return
+	}
 	threadID := p.ThreadID
 	if threadID == "" {
 		threadID = p.Conv
@@ -752,10 +758,13 @@ func (d *AppServerDecoder) c2a(o *out, f Frame) {
 	case jsonrpc.KindResponse:
 		key := idString(mustObject(m.ID))
 		r := d.received[key]
-		if r == nil || r.callID == "" || r.answered {
+		if r == nil || r.answered {
 			return
 		}
 		r.answered = true
+		if r.callID == "" {
+			return
+		}
 		c := d.calls[r.session+"\x00"+r.callID]
 		base := mapper.EventBase{Session: r.session}
 		if m.Error != nil {

@@ -188,15 +188,15 @@ type Client struct {
 	q     *eventQueue
 
 	mu        sync.Mutex
-	thread    string              // main thread (app-server) or conversation (mcp)
-	children  map[string]bool     // sub-agent threads
-	active    bool                // a turn is starting or running
-	turnID    string              // its id once known (app-server)
-	turnReq   *jsonrpc.Pending    // the tools/call of the turn (mcp)
-	turnStop  context.CancelFunc  // stops waiting for the tools/call (mcp)
-	ended     map[string]bool     // turn ids already ended
-	queue     []Prompt            // prompts waiting for the turn to end
-	pending   map[string]*pending // requests waiting for an answer, by call id
+	thread    string                // main thread (app-server) or conversation (mcp)
+	children  map[string]bool       // sub-agent threads
+	active    bool                  // a turn is starting or running
+	turnID    string                // its id once known (app-server)
+	turnReq   *jsonrpc.Pending      // the tools/call of the turn (mcp)
+	turnStop  context.CancelFunc    // stops waiting for the tools/call (mcp)
+	ended     map[string]bool       // turn ids already ended
+	queue     []Prompt              // prompts waiting for the turn to end
+	pending   map[string][]*pending // requests waiting for an answer, by call id, in arrival order
 	watchdog  *time.Timer
 	giveUp    *time.Timer
 	strikes   int
@@ -310,7 +310,7 @@ func Connect(ctx context.Context, rwc io.ReadWriteCloser, opts Options) (*Client
 func newClient(opts Options, proto Protocol) *Client {
 	return &Client{
 		opts: opts, proto: proto, dec: NewDecoder(proto), q: newEventQueue(),
-		children: map[string]bool{}, ended: map[string]bool{}, pending: map[string]*pending{},
+		children: map[string]bool{}, ended: map[string]bool{}, pending: map[string][]*pending{},
 		firstCall: true,
 	}
 }
@@ -673,8 +673,8 @@ func (c *Client) Interrupt(ctx context.Context) error {
 func (c *Client) interruptTurn(ctx context.Context) error {
 	c.mu.Lock()
 	var cancels []*pending
-	for k, p := range c.pending {
-		cancels = append(cancels, p)
+	for k, ps := range c.pending {
+		cancels = append(cancels, ps...)
 		delete(c.pending, k)
 	}
 	thread, turn, req := c.thread, c.turnID, c.turnReq
@@ -709,74 +709,99 @@ func cancelAnswer(p *pending) any {
 // Answer answers the approval request of tool call callID with a canonical
 // decision (once → accept, always → acceptForSession, reject → decline;
 // the legacy and MCP forms for older Codex). "always" uses the proposed
-// exec-policy amendment when Codex does not offer acceptForSession.
+// exec-policy amendment when Codex does not offer acceptForSession, and
+// accept when it lists its decisions and offers neither. Every request
+// pending for the call (Codex may ask more than once) gets the answer.
 // Errors: ErrUnknownDecision, ErrNoPendingRequest, ErrClosed, or the write
 // error.
 func (c *Client) Answer(ctx context.Context, callID string, d mapper.Decision) error {
 	if d != mapper.DecisionOnce && d != mapper.DecisionAlways && d != mapper.DecisionReject {
 		return fmt.Errorf("%w: %q", ErrUnknownDecision, d)
 	}
-	p, err := c.takePending(callID, false)
+	ps, err := c.takePending(callID, false)
 	if err != nil {
 		return err
 	}
-	if err := p.in.Reply(ctx, answerFor(p, d)); err != nil {
-		return fmt.Errorf("codex: answer %s: %w", callID, err)
+	var errs []error
+	for _, p := range ps {
+		if err := p.in.Reply(ctx, answerFor(p, d)); err != nil {
+			errs = append(errs, fmt.Errorf("codex: answer %s: %w", callID, err))
+		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // AnswerQuestion answers a question request (item/tool/requestUserInput)
 // of call callID: answers[i] are the labels chosen for question i.
 // Errors: ErrNoPendingRequest, ErrClosed, or the write error.
 func (c *Client) AnswerQuestion(ctx context.Context, callID string, answers [][]string) error {
-	p, err := c.takePending(callID, true)
+	ps, err := c.takePending(callID, true)
 	if err != nil {
 		return err
 	}
-	res := map[string]any{}
-	for i, q := range p.qids {
-		var a []string
-		if i < len(answers) {
-			a = answers[i]
+	var errs []error
+	for _, p := range ps {
+		res := map[string]any{}
+		for i, q := range p.qids {
+			var a []string
+			if i < len(answers) {
+				a = answers[i]
+			}
+			if a == nil {
+				a = []string{}
+			}
+			res[q] = map[string]any{"answers": a}
 		}
-		if a == nil {
-			a = []string{}
+		if err := p.in.Reply(ctx, map[string]any{"answers": res}); err != nil {
+			errs = append(errs, fmt.Errorf("codex: answer question %s: %w", callID, err))
 		}
-		res[q] = map[string]any{"answers": a}
 	}
-	if err := p.in.Reply(ctx, map[string]any{"answers": res}); err != nil {
-		return fmt.Errorf("codex: answer question %s: %w", callID, err)
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // cancel answers the approval request of callID with Codex's cancel
 // (abort) form: the decision of a turn being aborted.
 func (c *Client) cancel(ctx context.Context, callID string) error {
-	p, err := c.takePending(callID, false)
+	ps, err := c.takePending(callID, false)
 	if err != nil {
 		return err
 	}
-	if err := p.in.Reply(ctx, cancelAnswer(p)); err != nil {
-		return fmt.Errorf("codex: cancel %s: %w", callID, err)
+	var errs []error
+	for _, p := range ps {
+		if err := p.in.Reply(ctx, cancelAnswer(p)); err != nil {
+			errs = append(errs, fmt.Errorf("codex: cancel %s: %w", callID, err))
+		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
-func (c *Client) takePending(callID string, question bool) (*pending, error) {
+// takePending removes and returns every request pending for callID that
+// is a question (question) or an approval (!question): Codex may ask more
+// than once for one call, and each request waits for its own answer.
+func (c *Client) takePending(callID string, question bool) ([]*pending, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil, ErrClosed
 	}
-	p := c.pending[callID]
-	if p == nil || (p.method == "item/tool/requestUserInput") != question {
+	var took, kept []*pending
+	for _, p := range c.pending[callID] {
+		if (p.method == "item/tool/requestUserInput") == question {
+			took = append(took, p)
+		} else {
+			kept = append(kept, p)
+		}
+	}
+	if len(took) == 0 {
 		return nil, fmt.Errorf("%w: %s", ErrNoPendingRequest, callID)
 	}
-	delete(c.pending, callID)
+	if len(kept) == 0 {
+		delete(c.pending, callID)
+	} else {
+		c.pending[callID] = kept
+	}
 	c.resetWatchdogLocked()
-	return p, nil
+	return took, nil
 }
 
 // answerFor builds the response to an approval request.
@@ -795,7 +820,9 @@ func answerFor(p *pending, d mapper.Decision) any {
 		if len(p.amendment) > 0 && string(p.amendment) != "null" && offers(p.available, "acceptWithExecpolicyAmendment") {
 			return map[string]any{"decision": map[string]any{"acceptWithExecpolicyAmendment": map[string]json.RawMessage{"execpolicy_amendment": p.amendment}}}
 		}
-		return map[string]any{"decision": "acceptForSession"}
+		// Codex listed its decisions and "for the session" is not among
+		// them: accept this once rather than send one it did not offer.
+		return map[string]any{"decision": "accept"}
 	default: // execCommandApproval, applyPatchApproval, elicitation/create
 		switch d {
 		case mapper.DecisionOnce:
@@ -870,9 +897,17 @@ func (c *Client) Handle(ctx context.Context, in *jsonrpc.Incoming) {
 			c.turnID = p.Turn.ID
 			c.resetWatchdogLocked()
 		case in.Method == "serverRequest/resolved":
-			for k, q := range c.pending {
-				if idString(mustObject(q.in.ID)) == idString(p.RequestID) {
+			for k, ps := range c.pending {
+				kept := ps[:0]
+				for _, q := range ps {
+					if idString(mustObject(q.in.ID)) != idString(p.RequestID) {
+						kept = append(kept, q)
+					}
+				}
+				if len(kept) == 0 {
 					delete(c.pending, k)
+				} else {
+					c.pending[k] = kept
 				}
 			}
 			c.resetWatchdogLocked()
@@ -899,7 +934,7 @@ func (c *Client) Handle(ctx context.Context, in *jsonrpc.Incoming) {
 			pd.qids = append(pd.qids, q.ID)
 		}
 		c.mu.Lock()
-		c.pending[callID] = pd
+		c.pending[callID] = append(c.pending[callID], pd)
 		c.resetWatchdogLocked() // stops it while the approval is pending
 		c.mu.Unlock()
 	default:

@@ -168,7 +168,7 @@ func (c *Client) mcpHandle(ctx context.Context, in *jsonrpc.Incoming) {
 		return
 	}
 	c.mu.Lock()
-	c.pending[p.CallID] = &pending{in: in, method: in.Method}
+	c.pending[p.CallID] = append(c.pending[p.CallID], &pending{in: in, method: in.Method})
 	c.resetWatchdogLocked()
 	c.mu.Unlock()
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -667,6 +668,57 @@ func TestInterruptBeforeTurnID(t *testing.T) {
 		_ = c.Close()
 		<-col.done
 		if got := fmt.Sprint(turnEnds(col.events())); got != "[tu1:interrupted]" {
+			t.Errorf("turn ends %s", got)
+		}
+	})
+}
+
+// TestDuplicateApprovalsAllAnswered: Codex asks twice for one item (ids 0
+// and 1); Answer answers both, and "always" becomes accept because the
+// requests offer neither acceptForSession nor an amendment.
+func TestDuplicateApprovalsAllAnswered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rwc, f := newFake(t)
+		ctx := context.Background()
+		script := make(chan struct{})
+		go func() {
+			defer close(script)
+			f.appServerHandshake()
+			f.expect("turn/start")
+			f.send(`{"id":3,"result":{"turn":{"id":"tu1","items":[],"status":"inProgress"}}}`)
+			for _, id := range []int{0, 1} {
+				f.send(`{"id":%d,"method":"item/commandExecution/requestApproval","params":{"threadId":"th1","turnId":"tu1","itemId":"c1","command":"rm -rf x","availableDecisions":["accept","decline","cancel"]}}`, id)
+			}
+			var got []string
+			for range 2 {
+				m := f.expect("")
+				got = append(got, string(m["id"])+" "+string(m["result"]))
+			}
+			if want := `[0 {"decision":"accept"} 1 {"decision":"accept"}]`; fmt.Sprint(got) != want {
+				t.Errorf("answers %s, want %s", got, want)
+			}
+			f.send(`{"method":"turn/completed","params":{"threadId":"th1","turn":{"id":"tu1","items":[],"status":"completed"}}}`)
+		}()
+		c, err := Connect(ctx, rwc, Options{Protocol: ProtocolAppServer})
+		if err != nil {
+			t.Fatal(err)
+		}
+		col := collect(c)
+		if err := c.Prompt(ctx, Prompt{Text: "go"}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if err := c.Answer(ctx, "c1", mapper.DecisionAlways); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Answer(ctx, "c1", mapper.DecisionOnce); !errors.Is(err, ErrNoPendingRequest) {
+			t.Errorf("second answer: %v, want ErrNoPendingRequest", err)
+		}
+		<-script
+		synctest.Wait()
+		_ = c.Close()
+		<-col.done
+		if got := fmt.Sprint(turnEnds(col.events())); got != "[tu1:completed]" {
 			t.Errorf("turn ends %s", got)
 		}
 	})

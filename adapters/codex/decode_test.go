@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/happy-dev/happy/internal/trafficlog"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -276,6 +277,8 @@ func TestAnswerFor(t *testing.T) {
 		available: []json.RawMessage{raw(`"accept"`), raw(`{"acceptWithExecpolicyAmendment":{"execpolicy_amendment":["ls"]}}`), raw(`"cancel"`)},
 		amendment: raw(`["ls"]`)}
 	withSession := &pending{method: "item/fileChange/requestApproval", available: []json.RawMessage{raw(`"accept"`), raw(`"acceptForSession"`)}}
+	onlyOnce := &pending{method: "item/commandExecution/requestApproval", available: []json.RawMessage{raw(`"accept"`), raw(`"decline"`), raw(`"cancel"`)}}
+	unlisted := &pending{method: "item/commandExecution/requestApproval"}
 	legacy := &pending{method: "execCommandApproval"}
 	mcp := &pending{method: "elicitation/create"}
 	for _, tc := range []struct {
@@ -287,6 +290,9 @@ func TestAnswerFor(t *testing.T) {
 		{noSession, mapper.DecisionAlways, `{"decision":{"acceptWithExecpolicyAmendment":{"execpolicy_amendment":["ls"]}}}`},
 		{noSession, mapper.DecisionReject, `{"decision":"decline"}`},
 		{withSession, mapper.DecisionAlways, `{"decision":"acceptForSession"}`},
+		// Neither acceptForSession nor an amendment offered: accept once.
+		{onlyOnce, mapper.DecisionAlways, `{"decision":"accept"}`},
+		{unlisted, mapper.DecisionAlways, `{"decision":"acceptForSession"}`},
 		{legacy, mapper.DecisionOnce, `{"decision":"approved"}`},
 		{legacy, mapper.DecisionAlways, `{"decision":"approved_for_session"}`},
 		{mcp, mapper.DecisionReject, `{"decision":"denied"}`},
@@ -322,5 +328,58 @@ func TestParse(t *testing.T) {
 	}
 	if p, err := ParseProtocol(""); p != ProtocolAuto || err != nil {
 		t.Errorf("empty protocol = %s %v", p, err)
+	}
+}
+
+// TestDuplicatePendingRequestID: a second server request under the id of
+// one still unanswered is refused with a Dropped record (the first keeps
+// its id); once the first is answered, the id may be used again.
+func TestDuplicatePendingRequestID(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		dec    Decoder
+		frames []string
+		reqs   string // the method of the duplicate request
+	}{
+		{"appserver", NewAppServerDecoder(), []string{
+			`{"id":1,"method":"thread/start","params":{}}`,
+			`{"id":1,"result":{"thread":{"id":"th1"},"model":"m"}}`,
+			`{"id":7,"method":"item/commandExecution/requestApproval","params":{"threadId":"th1","turnId":"tu1","itemId":"c1","command":"ls"}}`,
+			`{"id":7,"method":"item/commandExecution/requestApproval","params":{"threadId":"th1","turnId":"tu1","itemId":"c2","command":"rm x"}}`,
+			`{"id":7,"result":{"decision":"accept"}}`,
+			`{"id":7,"method":"item/commandExecution/requestApproval","params":{"threadId":"th1","turnId":"tu1","itemId":"c3","command":"pwd"}}`,
+		}, "item/commandExecution/requestApproval"},
+		{"mcp", NewMCPDecoder(), []string{
+			`{"id":7,"method":"elicitation/create","params":{"codex_elicitation":"exec-approval","codex_call_id":"c1","codex_command":["ls"]}}`,
+			`{"id":7,"method":"elicitation/create","params":{"codex_elicitation":"exec-approval","codex_call_id":"c2","codex_command":["rm","x"]}}`,
+			`{"id":7,"result":{"decision":"approved"}}`,
+			`{"id":7,"method":"elicitation/create","params":{"codex_elicitation":"exec-approval","codex_call_id":"c3","codex_command":["pwd"]}}`,
+		}, "elicitation/create"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var drops, blocked, resolved []string
+			for _, fr := range tc.frames {
+				dir := trafficlog.A2C
+				if strings.Contains(fr, `"thread/start"`) || strings.Contains(fr, `"result":{"decision"`) {
+					dir = trafficlog.C2A
+				}
+				for _, e := range tc.dec.Decode(Frame{Dir: dir, Msg: json.RawMessage(fr)}) {
+					switch e := e.(type) {
+					case *mapper.DroppedInput:
+						drops = append(drops, e.Dropped.Kind+"/"+string(e.Dropped.Reason)+"/"+e.Dropped.Detail)
+					case *mapper.ToolBlocked:
+						blocked = append(blocked, e.CallID)
+					case *mapper.ToolResolved:
+						resolved = append(resolved, e.CallID+":"+string(e.Decision))
+					}
+				}
+			}
+			if want := []string{tc.reqs + "/invalid_field/request id 7 is already pending"}; fmt.Sprint(drops) != fmt.Sprint(want) {
+				t.Errorf("drops %q, want %q", drops, want)
+			}
+			if fmt.Sprint(blocked) != "[c1 c3]" || fmt.Sprint(resolved) != "[c1:once]" {
+				t.Errorf("blocked %v resolved %v", blocked, resolved)
+			}
+		})
 	}
 }

@@ -689,6 +689,12 @@ func (d *MCPDecoder) request(o *out, m jsonrpc.Message) {
 		d.drop(o, m.Method, mapper.DropInvalidField, "elicitation params are not an object", m.Raw)
 		return
 	}
+	if r := d.received[key]; r != nil && !r.answered {
+		// A second request under the id of one still waiting: keep the
+		// first (its answer is matched by id), refuse this one.
+		d.drop(o, m.Method, mapper.DropInvalidField, "request id "+key+" is already pending", m.Raw)
+		return
+	}
 	typ := "exec_approval_request"
 	switch p.Kind {
 	case "exec-approval":
@@ -787,10 +793,13 @@ func (d *MCPDecoder) c2a(o *out, f Frame) {
 		}
 	case jsonrpc.KindResponse:
 		r := d.received[key]
-		if r == nil || r.callID == "" || r.answered {
+		if r == nil || r.answered {
 			return
 		}
 		r.answered = true
+		if r.callID == "" {
+			return
+		}
 		c := d.calls[r.callID]
 		if m.Error != nil {
 			if c != nil {
