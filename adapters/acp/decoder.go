@@ -174,6 +174,23 @@ func (d *Decoder) PermissionCall(id jsonrpc.ID) (callID string, opts []Permissio
 	return r.callID, r.options, true
 }
 
+// Finish ends the stream: a prompt turn still in flight (the log stops
+// before the agent answered session/prompt) ends as truncated, which
+// settles its open tools and closes its assistant message. It returns the
+// events that yields (none when no turn is open) and may be called more
+// than once.
+func (d *Decoder) Finish() []mapper.Event {
+	d.out = nil
+	if d.turn != nil {
+		d.flushUsage(true)
+		d.emit(&mapper.TurnEnded{TurnID: d.turn.id, Reason: mapper.TurnTruncated, Error: "the log ends before the turn ended"})
+		d.closeTurn()
+	}
+	out := d.out
+	d.out = nil
+	return out
+}
+
 // InTurn reports whether a prompt turn is in flight.
 func (d *Decoder) InTurn() bool { return d.turn != nil }
 
@@ -593,10 +610,21 @@ func (d *Decoder) answered(m jsonrpc.Message) {
 	res, _ := members(m.Result)
 	switch r.method {
 	case "session/request_permission":
+		// The wire answer is what the agent got, so it wins; happy's note
+		// adds the reason (timeout, rule, …) when it agrees, and stands in
+		// for an answer the wire does not carry in a readable shape.
 		dec, reason, ok := decisionOf(m.Result, r.options)
 		if hasNote {
 			if nd, err := mapper.ParseDecision(note.Decision); err == nil {
-				dec, reason, ok = nd, note.Reason, true
+				switch {
+				case !ok:
+					dec, reason, ok = nd, note.Reason, true
+				case noteAgrees(nd, note.Reason, dec, m.Result, r.options):
+					dec, reason = nd, note.Reason
+				default:
+					d.drop("session/request_permission", mapper.DropInvalidField,
+						fmt.Sprintf("happy's decision note (%s) contradicts its answer on the wire (%s); the wire answer is kept", nd, dec), m.Raw)
+				}
 			}
 		}
 		if !ok {

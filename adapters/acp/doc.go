@@ -66,13 +66,19 @@
 // the block's metadata. Answers are chosen by option kind only (Choose):
 // once → allow_once; always → allow_always, else allow_once; reject →
 // reject_once (reject_always only when asked), else cancelled; a rejection
-// nobody typed (cancelled, timeout, agent-exited) → cancelled. The
+// nobody typed (timeout, agent-exited, a rule) is answered the same way,
+// with reject_once, so only the tool is refused; cancelled is sent only
+// when the turn itself is aborted (reason cancelled). The
 // response has the schema's nested shape {"outcome":{"outcome":"selected",
 // "optionId":…}} and each request is answered exactly once. A call id that
 // the agent reuses in a later turn is given a new canonical call id
 // (<id>#2, …), so unrelated calls are never merged. Before answering, the
 // live client writes a note {"happy":"decision",…} into the traffic so a
-// replay resolves the tool with the decision and reason the runner saw.
+// replay resolves the tool with the reason the runner saw (timeout, …).
+// The answer on the wire wins: a note that contradicts it is recorded as
+// dropped, and it stands in only for a wire answer that cannot be read. A
+// replayed log that ends inside a turn ends that turn as truncated
+// (Decoder.Finish).
 //
 // # Coverage: session/update kinds (ACP v1)
 //

@@ -69,9 +69,10 @@ func (o Outcome) JSON() map[string]any {
 //	always  allow_always, else allow_once (happy remembers "always" itself)
 //	reject  reject_once (reject_always when RejectAlways is set and offered);
 //	        with neither, the request is cancelled rather than answered
-//	        with an option that grants or remembers more than asked
-//	reject with reason cancelled, timeout or agent-exited (nobody decided):
-//	        cancelled
+//	        with an option that grants or remembers more than asked. This
+//	        holds for a rejection nobody typed too (reason timeout,
+//	        agent-exited, a rule): the tool is refused, the turn goes on
+//	reject with reason cancelled (the turn itself is aborted): cancelled
 //
 // Errors: ErrUnknownDecision, ErrNoOption (once or always without any
 // allow option).
@@ -99,8 +100,7 @@ func Choose(opts []PermissionOption, a Answer) (Outcome, error) {
 		}
 		return Outcome{}, fmt.Errorf("%w: always needs an %s or %s option", ErrNoOption, KindAllowAlways, KindAllowOnce)
 	case mapper.DecisionReject:
-		switch a.Reason {
-		case mapper.ReasonCancelled, mapper.ReasonTimeout, mapper.ReasonAgentExited:
+		if a.Reason == mapper.ReasonCancelled {
 			return Outcome{Cancelled: true}, nil
 		}
 		if a.RejectAlways {
@@ -122,9 +122,38 @@ func Choose(opts []PermissionOption, a Answer) (Outcome, error) {
 // cancelled for the cancelled outcome. ok is false for anything else: an
 // unknown option id or kind, or a response not in the schema's shape.
 func decisionOf(result json.RawMessage, opts []PermissionOption) (mapper.Decision, string, bool) {
+	o, ok := outcomeOf(result)
+	if !ok {
+		return "", "", false
+	}
+	if o.Cancelled {
+		return mapper.DecisionReject, mapper.ReasonCancelled, true
+	}
+	for _, op := range opts {
+		if op.OptionID != o.OptionID {
+			continue
+		}
+		switch op.Kind {
+		case KindAllowOnce:
+			return mapper.DecisionOnce, "", true
+		case KindAllowAlways:
+			return mapper.DecisionAlways, "", true
+		case KindRejectOnce, KindRejectAlways:
+			return mapper.DecisionReject, "", true
+		}
+		return "", "", false
+	}
+	return "", "", false
+}
+
+// outcomeOf reads the RequestPermissionOutcome of a response
+// ({"outcome":{"outcome":"selected","optionId":…}} or
+// {"outcome":{"outcome":"cancelled"}}); Kind is left empty. ok is false
+// for a response not in that shape.
+func outcomeOf(result json.RawMessage) (Outcome, bool) {
 	result = bytes.TrimSpace(result)
 	if len(result) == 0 || result[0] != '{' {
-		return "", "", false
+		return Outcome{}, false
 	}
 	var r struct {
 		Outcome *struct {
@@ -133,31 +162,34 @@ func decisionOf(result json.RawMessage, opts []PermissionOption) (mapper.Decisio
 		} `json:"outcome"`
 	}
 	if json.Unmarshal(result, &r) != nil || r.Outcome == nil {
-		return "", "", false
+		return Outcome{}, false
 	}
 	switch r.Outcome.Outcome {
 	case "cancelled":
-		return mapper.DecisionReject, mapper.ReasonCancelled, true
+		return Outcome{Cancelled: true}, true
 	case "selected":
-		if r.Outcome.OptionID == nil {
-			return "", "", false
-		}
-		for _, o := range opts {
-			if o.OptionID != *r.Outcome.OptionID {
-				continue
-			}
-			switch o.Kind {
-			case KindAllowOnce:
-				return mapper.DecisionOnce, "", true
-			case KindAllowAlways:
-				return mapper.DecisionAlways, "", true
-			case KindRejectOnce, KindRejectAlways:
-				return mapper.DecisionReject, "", true
-			}
-			return "", "", false
+		if r.Outcome.OptionID != nil {
+			return Outcome{OptionID: *r.Outcome.OptionID}, true
 		}
 	}
-	return "", "", false
+	return Outcome{}, false
+}
+
+// noteAgrees reports whether happy's decision note (decision nd, reason
+// reason) is consistent with the wire answer result, read as decision
+// wire: the same canonical decision, or the note's decision is answered
+// with exactly the option (or cancellation) the wire carries (e.g.
+// "always" sent as allow_once when no allow_always was offered).
+func noteAgrees(nd mapper.Decision, reason string, wire mapper.Decision, result json.RawMessage, opts []PermissionOption) bool {
+	if nd == wire {
+		return true
+	}
+	want, err := Choose(opts, Answer{Decision: nd, Reason: reason})
+	if err != nil {
+		return false
+	}
+	got, ok := outcomeOf(result)
+	return ok && got.Cancelled == want.Cancelled && got.OptionID == want.OptionID
 }
 
 // permissionName is the canonical permission a tool of an ACP kind needs,

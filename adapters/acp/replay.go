@@ -8,8 +8,9 @@ import (
 
 // ReplayEvents decodes a recorded traffic log (as written by --record, or a
 // capture in the same format) into agent events, in order. Bad lines are
-// DroppedInput events at their place; only a read error of r is returned
-// as an error.
+// DroppedInput events at their place; a turn still open at the end of the
+// log ends as truncated (Decoder.Finish). Only a read error of r is
+// returned as an error.
 func ReplayEvents(r io.Reader, opts DecoderOptions) ([]mapper.Event, error) {
 	frames, bad, err := ReadFrames(r)
 	if err != nil {
@@ -22,6 +23,7 @@ func ReplayEvents(r io.Reader, opts DecoderOptions) ([]mapper.Event, error) {
 		evs = append(evs, dec.Decode(f)...)
 	}
 	evs = append(evs, bad[len(frames)]...)
+	evs = append(evs, dec.Finish()...)
 	return evs, nil
 }
 

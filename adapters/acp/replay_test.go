@@ -1,0 +1,116 @@
+package acp
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/happy-dev/happy/mapper"
+)
+
+// replayHead is a traffic log up to a permission request for tool call t1
+// (id 7; options y allow_once, n reject_once) in the first turn.
+const replayHead = `{"t":1000,"dir":"c2a","msg":{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}}
+{"t":1000,"dir":"a2c","msg":{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}}
+{"t":1000,"dir":"c2a","msg":{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/x","mcpServers":[]}}}
+{"t":1000,"dir":"a2c","msg":{"jsonrpc":"2.0","id":2,"result":{"sessionId":"s1"}}}
+{"t":1001,"dir":"c2a","msg":{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":"hi"}]}}}
+{"t":1002,"dir":"a2c","msg":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"partial"}}}}}
+{"t":1003,"dir":"a2c","msg":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call","toolCallId":"t1","title":"rm x","kind":"execute","status":"pending","rawInput":{"command":"rm x"}}}}}
+{"t":1004,"dir":"a2c","msg":{"jsonrpc":"2.0","id":7,"method":"session/request_permission","params":{"sessionId":"s1","toolCall":{"toolCallId":"t1"},"options":[{"optionId":"y","name":"Yes","kind":"allow_once"},{"optionId":"n","name":"No","kind":"reject_once"}]}}}
+`
+
+// A log that stops in the middle of a turn (a crash, a copy taken while
+// the agent ran) ends that turn as truncated: the blocked tool is settled
+// and the assistant message is closed.
+func TestReplayClosesOpenTurnAtEnd(t *testing.T) {
+	evs, err := ReplayEvents(strings.NewReader(replayHead), DecoderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, ok := evs[len(evs)-1].(*mapper.TurnEnded)
+	if !ok || last.TurnID != "turn-1" || last.Reason != mapper.TurnTruncated || last.Error == "" || last.Time != 1004 {
+		t.Fatalf("last event %T %+v, want turn-1 ended truncated at 1004", evs[len(evs)-1], evs[len(evs)-1])
+	}
+	tr, err := Replay(strings.NewReader(replayHead), mapper.Config{SessionID: "noend"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp, msg, n := toolPart(tr, "t1")
+	if n != 1 || tp.State.Status != mapper.StatusError {
+		t.Fatalf("tool %d parts, %+v", n, tp)
+	}
+	if b := tp.State.Block; b == nil || b.Decision != mapper.DecisionReject || b.Reason != mapper.ReasonCancelled {
+		t.Errorf("block %+v", tp.State.Block)
+	}
+	if msg == nil || msg.Time.Completed == nil || *msg.Time.Completed != 1004 || msg.Finish == "" {
+		t.Errorf("assistant message left open: %+v", msg)
+	}
+	// A complete log gets no extra turn end.
+	d := NewDecoder(DecoderOptions{})
+	frames, _, _ := ReadFrames(strings.NewReader(replayHead + `{"t":1005,"dir":"a2c","msg":{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}}` + "\n"))
+	for _, f := range frames {
+		d.Decode(f)
+	}
+	if evs := d.Finish(); len(evs) != 0 {
+		t.Errorf("Finish after the turn ended: %+v", evs)
+	}
+}
+
+// The wire answer is what the agent got: happy's decision note only adds
+// the reason when it agrees, and stands in when the wire answer cannot be
+// read; a contradiction is recorded as dropped.
+func TestReplayDecisionNoteVersusWire(t *testing.T) {
+	cases := []struct {
+		name       string
+		note, wire string // the note frame's msg, the response's result
+		decision   mapper.Decision
+		reason     string
+		dropped    int
+	}{
+		{"note contradicts the wire", `{"happy":"decision","request":7,"decision":"reject","reason":"timeout"}`,
+			`{"outcome":{"outcome":"selected","optionId":"y"}}`, mapper.DecisionOnce, "", 1},
+		{"note agrees and adds the reason", `{"happy":"decision","request":7,"decision":"reject","reason":"timeout"}`,
+			`{"outcome":{"outcome":"selected","optionId":"n"}}`, mapper.DecisionReject, mapper.ReasonTimeout, 0},
+		{"always answered with allow_once agrees", `{"happy":"decision","request":7,"decision":"always"}`,
+			`{"outcome":{"outcome":"selected","optionId":"y"}}`, mapper.DecisionAlways, "", 0},
+		{"wire cancelled, note once", `{"happy":"decision","request":7,"decision":"once"}`,
+			`{"outcome":{"outcome":"cancelled"}}`, mapper.DecisionReject, mapper.ReasonCancelled, 1},
+		{"unreadable wire answer: the note stands in", `{"happy":"decision","request":7,"decision":"reject","reason":"timeout"}`,
+			`{"outcome":{"outcome":"selected","optionId":"zz"}}`, mapper.DecisionReject, mapper.ReasonTimeout, 0},
+		{"no note", ``, `{"outcome":{"outcome":"selected","optionId":"n"}}`, mapper.DecisionReject, "", 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var log bytes.Buffer
+			log.WriteString(replayHead)
+			if tc.note != "" {
+				log.WriteString(`{"t":1005,"dir":"note","msg":` + tc.note + "}\n")
+			}
+			log.WriteString(`{"t":1005,"dir":"c2a","msg":{"jsonrpc":"2.0","id":7,"result":` + tc.wire + "}}\n")
+			evs, err := ReplayEvents(&log, DecoderOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var res []*mapper.ToolResolved
+			var drops []mapper.Dropped
+			for _, e := range evs {
+				switch e := e.(type) {
+				case *mapper.ToolResolved:
+					res = append(res, e)
+				case *mapper.DroppedInput:
+					drops = append(drops, e.Dropped)
+				}
+			}
+			if len(res) != 1 || res[0].CallID != "t1" || res[0].Decision != tc.decision || res[0].Reason != tc.reason {
+				t.Fatalf("resolved %+v, want %s/%q", res, tc.decision, tc.reason)
+			}
+			if len(drops) != tc.dropped {
+				t.Fatalf("dropped %+v, want %d", drops, tc.dropped)
+			}
+			if tc.dropped == 1 && (drops[0].Kind != "session/request_permission" || drops[0].Reason != mapper.DropInvalidField) {
+				t.Errorf("dropped %+v", drops[0])
+			}
+		})
+	}
+}
