@@ -69,8 +69,26 @@ func Start(ctx context.Context, cmd *exec.Cmd, h Handler, opts Options) (*Proces
 	}()
 	go func() {
 		state, werr := p.Wait()
-		<-conn.Done() // stdout drained (EOF) or closed by us
-		<-stderrDone
+		// Stdout drained (EOF) or closed by us, and stderr drained; a
+		// descendant that left the group (setsid) may hold the pipes open
+		// for ever, so the wait is bounded and our ends are then closed.
+		drained := make(chan struct{})
+		go func() {
+			<-conn.Done()
+			<-stderrDone
+			close(drained)
+		}()
+		t := time.NewTimer(OutputDrain)
+		select {
+		case <-drained:
+		case <-t.C:
+			opts.Logger.Warn().Int("pid", p.Pid()).Dur("after", OutputDrain).
+				Msg("child exited but its stdout or stderr is still held open (a detached descendant?); closing our ends")
+			_ = conn.Close()
+			_ = errR.Close()
+			<-drained
+		}
+		t.Stop()
 		pr.mu.Lock()
 		pr.state, pr.err = state, werr
 		pr.mu.Unlock()
@@ -79,6 +97,13 @@ func Start(ctx context.Context, cmd *exec.Cmd, h Handler, opts Options) (*Proces
 	}()
 	return pr, nil
 }
+
+// OutputDrain bounds how long, once the child's process group has ended,
+// Start's reader waits for the child's stdout and stderr to reach end of
+// file. A descendant that left the group (setsid) and inherited them can
+// hold them open; after OutputDrain our ends are closed, what was not read
+// by then is lost, and Exited is closed.
+const OutputDrain = 2 * time.Second
 
 // Pid is the child's process id (also its process group id).
 func (p *Process) Pid() int { return p.proc.Pid() }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,8 +21,15 @@ import (
 // JSONRPC_TEST_CHILD is set: it answers every request with its method name,
 // says hello on stderr, and exits with code 3 on "quit".
 func TestMain(m *testing.M) {
-	if os.Getenv("JSONRPC_TEST_CHILD") == "1" {
+	switch os.Getenv("JSONRPC_TEST_CHILD") {
+	case "1":
 		childServer()
+		return
+	case "escape":
+		escapeChild()
+		return
+	case "sleep":
+		time.Sleep(time.Minute)
 		return
 	}
 	os.Exit(m.Run())
@@ -46,6 +54,104 @@ func childServer() {
 			os.Exit(3)
 		}
 	}
+}
+
+// escapeChild starts a grandchild in a new session (out of our process
+// group) that inherits stdout and stderr and sleeps, reports its pid, and
+// exits.
+func escapeChild() {
+	exe, _ := os.Executable()
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), "JSONRPC_TEST_CHILD=sleep")
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Printf(`{"method":"spawned","params":{"pid":%d}}`+"\n", cmd.Process.Pid)
+	os.Exit(0)
+}
+
+// TestProcessDetachedDescendant: the child exits leaving a detached
+// grandchild that holds its stdout and stderr open; Exited still closes
+// (about OutputDrain later), after the notification sent before the exit,
+// and Stop returns.
+func TestProcessDetachedDescendant(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), "JSONRPC_TEST_CHILD=escape")
+	var mu sync.Mutex
+	grandchild := 0
+	h := HandlerFunc(func(_ context.Context, in *Incoming) {
+		var p struct{ Pid int }
+		_ = json.Unmarshal(in.Params, &p)
+		mu.Lock()
+		grandchild = p.Pid
+		mu.Unlock()
+	})
+	var log syncBuffer
+	p, err := Start(context.Background(), cmd, h, Options{Recorder: TrafficRecorder(&log)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if grandchild > 0 {
+			_ = syscall.Kill(grandchild, syscall.SIGKILL)
+		}
+	}()
+	select {
+	case <-p.Exited():
+	case <-time.After(OutputDrain + 10*time.Second):
+		t.Fatal("Exited not closed while a detached grandchild holds the pipes")
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- p.Stop(time.Second) }()
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Stop did not return")
+	}
+	mu.Lock()
+	pid := grandchild
+	mu.Unlock()
+	if pid <= 0 {
+		t.Fatal("the notification written before the exit was not read")
+	}
+	if err := syscall.Kill(pid, 0); err != nil {
+		t.Fatalf("grandchild %d not running (the test checks nothing): %v", pid, err)
+	}
+	lines := strings.Split(strings.TrimSpace(log.String()), "\n")
+	last, err := trafficlog.Decode([]byte(lines[len(lines)-1]))
+	if err != nil || last.Dir != trafficlog.Exit || string(last.Msg) != `{"code":0,"sig":null}` {
+		t.Fatalf("last record %+v, %v", last, err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func TestProcess(t *testing.T) {
