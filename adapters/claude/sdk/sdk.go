@@ -288,7 +288,7 @@ func Start(ctx context.Context, opts Options) (*Client, error) {
 	readers.Add(2)
 	go func() { defer readers.Done(); c.readStdout(outR) }()
 	go func() { defer readers.Done(); c.readStderr(errR) }()
-	go c.finish(&readers)
+	go c.finish(&readers, outR, errR)
 	go c.deliver()
 	return c, nil
 }
@@ -841,10 +841,34 @@ func (c *Client) stderrLine(s string) {
 	}
 }
 
-// finish waits for the pipes and the process, then reports the exit.
-func (c *Client) finish(readers *sync.WaitGroup) {
-	readers.Wait()
+// OutputDrain bounds how long, once the CLI's process group has ended,
+// the client waits for its stdout and stderr to reach end of file. A
+// descendant that left the group (setsid) and inherited them can hold them
+// open; after OutputDrain our ends are closed (what was not read by then is
+// lost) and the exit is reported.
+const OutputDrain = 2 * time.Second
+
+// finish waits for the process and the pipes (the pipes at most
+// OutputDrain after the process), then reports the exit.
+func (c *Client) finish(readers *sync.WaitGroup, out, errOut *os.File) {
 	st, err := c.proc.Wait()
+	drained := make(chan struct{})
+	go func() {
+		readers.Wait()
+		close(drained)
+	}()
+	t := time.NewTimer(OutputDrain)
+	select {
+	case <-drained:
+	case <-t.C:
+		if c.rec != nil {
+			_ = c.rec.Text(trafficlog.Note, fmt.Sprintf("the CLI exited but its stdout or stderr was still open %v later (a detached descendant?); closed them", OutputDrain))
+		}
+		_ = out.Close()
+		_ = errOut.Close()
+		<-drained
+	}
+	t.Stop()
 	c.mu.Lock()
 	c.exited = true
 	c.state, c.waitErr = st, err

@@ -9,9 +9,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -29,6 +31,13 @@ func TestMain(m *testing.M) {
 	if script := os.Getenv(fakeScriptEnv); script != "" {
 		os.Exit(runFakeClaude(script))
 	}
+	if os.Getenv("SDK_FAKE_SLEEP") != "" {
+		time.Sleep(time.Minute)
+		os.Exit(0)
+	}
+	if os.Getenv("SDK_FAKE_ESCAPE") != "" {
+		os.Exit(escapeCLI())
+	}
 	if os.Getenv("SDK_FAKE_HANG") != "" {
 		signalIgnoreTerm()
 		fmt.Println(`{"type":"system","subtype":"init","session_id":"hang"}`)
@@ -38,6 +47,86 @@ func TestMain(m *testing.M) {
 }
 
 func signalIgnoreTerm() { signal.Ignore(syscall.SIGTERM) }
+
+// escapeCLI starts a grandchild in a new session (out of the CLI's process
+// group) that inherits stdout and stderr and sleeps, prints its pid as the
+// session id, and exits 0.
+func escapeCLI() int {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "SDK_FAKE_SLEEP=1")
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Printf(`{"type":"system","subtype":"init","session_id":"%d"}`+"\n", cmd.Process.Pid)
+	return 0
+}
+
+// TestDetachedDescendantHoldingPipes: the CLI exits leaving a detached
+// grandchild that holds its stdout and stderr open; Exited still comes
+// (about OutputDrain later), after the line written before the exit, and
+// Close returns.
+func TestDetachedDescendantHoldingPipes(t *testing.T) {
+	var rec syncBuffer
+	rec.b = &bytes.Buffer{}
+	c, err := Start(context.Background(), Options{
+		Binary: os.Args[0],
+		Env:    append(os.Environ(), "SDK_FAKE_ESCAPE=1", "GORACE=atexit_sleep_ms=0"),
+		Grace:  time.Second,
+		Record: &rec,
+		Now:    func() time.Time { return time.UnixMilli(1_700_000_000_000) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := 0
+	defer func() {
+		if pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}()
+	timeout := time.After(OutputDrain + 10*time.Second)
+	var exited *Exited
+	for exited == nil {
+		select {
+		case ev, ok := <-c.Events():
+			if !ok {
+				t.Fatal("events closed without Exited")
+			}
+			switch e := ev.(type) {
+			case *Output:
+				var m struct {
+					SessionID string `json:"session_id"`
+				}
+				_ = json.Unmarshal(e.Line.Data, &m)
+				pid, _ = strconv.Atoi(m.SessionID)
+			case *Exited:
+				exited = e
+			}
+		case <-timeout:
+			t.Fatal("no Exited while a detached grandchild holds the pipes")
+		}
+	}
+	if pid <= 0 {
+		t.Fatal("the line written before the exit was not read")
+	}
+	if err := syscall.Kill(pid, 0); err != nil {
+		t.Fatalf("grandchild %d not running (the test checks nothing): %v", pid, err)
+	}
+	if exited.State == nil || exited.State.ExitCode() != 0 {
+		t.Fatalf("exit state %v", exited.State)
+	}
+	if _, err := c.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	got := rec.b.String()
+	if !strings.HasSuffix(got, `{"t":1700000000000,"dir":"exit","msg":{"code":0,"sig":null}}`+"\n") ||
+		!strings.Contains(got, `"dir":"note","msg":"the CLI exited but its stdout or stderr was still open 2s later`) {
+		t.Fatalf("record:\n%s", got)
+	}
+}
 
 // fake describes one run of the fake CLI.
 type fake struct {
