@@ -65,6 +65,37 @@ func (o *agentOptions) rules(f *factory, dir string) ([]mapper.PermissionRule, e
 	return rules, nil
 }
 
+// agentRun is what every agent command prepares before it connects and
+// starts its agent: the environment for package app, the working folder and
+// the permission rules.
+type agentRun struct {
+	env   app.Env
+	dir   string
+	rules []mapper.PermissionRule
+}
+
+// prepareAgentRun makes happy a child subreaper (orphans of the agent's
+// tools come to us, not to a PID 1 that may not reap them; the process groups
+// we end are reaped by internal/proc), opens the log named name, and reads
+// the working folder and the permission rules.
+func prepareAgentRun(f *factory, o *agentOptions, name string) (*agentRun, error) {
+	_ = proc.EnableSubreaper()
+	log, _ := f.log(name)
+	h, err := f.home()
+	if err != nil {
+		return nil, &exitError{code: exitRelay, err: err}
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	rules, err := o.rules(f, dir)
+	if err != nil {
+		return nil, err
+	}
+	return &agentRun{env: app.Env{Home: h, Getenv: f.getenv, Log: log.Logger, Stderr: f.stderr, Now: f.now}, dir: dir, rules: rules}, nil
+}
+
 // newClaudeCmd builds `happy claude`.
 func newClaudeCmd(f *factory) *cobra.Command {
 	var o agentOptions
@@ -125,25 +156,13 @@ func signalContext(parent context.Context) (ctx context.Context, interrupted fun
 }
 
 func runClaudePrint(parent context.Context, f *factory, o *agentOptions, claudePath, permissionMode string) error {
-	// Orphans of the agent's tools come to us, not to a PID 1 that may not
-	// reap them; the process groups we end are reaped (internal/proc).
-	_ = proc.EnableSubreaper()
 	ctx, interrupted, stop := signalContext(parent)
 	defer stop()
-	log, _ := f.log("claude")
-	h, err := f.home()
-	if err != nil {
-		return &exitError{code: exitRelay, err: err}
-	}
-	dir, err := os.Getwd()
+	run, err := prepareAgentRun(f, o, "claude")
 	if err != nil {
 		return err
 	}
-	rules, err := o.rules(f, dir)
-	if err != nil {
-		return err
-	}
-	env := app.Env{Home: h, Getenv: f.getenv, Log: log.Logger, Stderr: f.stderr, Now: f.now}
+	env, dir, rules, log := run.env, run.dir, run.rules, run.env.Log
 	conn, err := app.Connect(ctx, env, app.ConnectOptions{AllowCreate: true})
 	if err != nil {
 		return &exitError{code: exitRelay, err: err}
@@ -187,32 +206,20 @@ func runClaudePrint(parent context.Context, f *factory, o *agentOptions, claudeP
 // printed before Claude takes the terminal and after it gives it back, never
 // while it runs.
 func runClaudeInteractive(parent context.Context, f *factory, o *agentOptions, claudePath string) error {
-	// Orphans of the agent's tools come to us, not to a PID 1 that may not
-	// reap them; the process groups we end are reaped (internal/proc).
-	_ = proc.EnableSubreaper()
 	if parent == nil {
 		parent = context.Background()
 	}
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
-	log, _ := f.log("claude")
-	h, err := f.home()
-	if err != nil {
-		return &exitError{code: exitRelay, err: err}
-	}
-	dir, err := os.Getwd()
+	run, err := prepareAgentRun(f, o, "claude")
 	if err != nil {
 		return err
 	}
-	rules, err := o.rules(f, dir)
-	if err != nil {
-		return err
-	}
+	env, dir, rules, log, h := run.env, run.dir, run.rules, run.env.Log, run.env.Home
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find the happy binary for the hooks: %w", err)
 	}
-	env := app.Env{Home: h, Getenv: f.getenv, Log: log.Logger, Stderr: f.stderr, Now: f.now}
 	conn, err := app.Connect(ctx, env, app.ConnectOptions{AllowCreate: true})
 	if err != nil {
 		return &exitError{code: exitRelay, err: err}
@@ -242,7 +249,7 @@ func runClaudeInteractive(parent context.Context, f *factory, o *agentOptions, c
 			Remote: remote.Options{SDK: sdk.Options{Binary: claudePath, Args: o.agentArgs, Dir: dir,
 				StderrLine: func(l string) { log.Debug().Str("claude_stderr", l).Msg("") }}},
 			Notice: f.stderr,
-			Log:    log.Logger,
+			Log:    log,
 		})
 	})
 	if sid == "" {

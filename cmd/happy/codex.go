@@ -11,7 +11,6 @@ import (
 	"github.com/happy-dev/happy/adapters/codex"
 	"github.com/happy-dev/happy/internal/app"
 	"github.com/happy-dev/happy/internal/buildinfo"
-	"github.com/happy-dev/happy/internal/proc"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -87,24 +86,13 @@ func runCodex(parent context.Context, f *factory, o *codexOptions) error {
 }
 
 func runCodexPrint(parent context.Context, f *factory, o *codexOptions, proto codex.Protocol, mode codex.PermissionMode) error {
-	// Orphans of the agent's tools come to us, not to a PID 1 that may not
-	// reap them; the process groups we end are reaped (internal/proc).
-	_ = proc.EnableSubreaper()
 	ctx, interrupted, stop := signalContext(parent)
 	defer stop()
-	log, _ := f.log("codex")
-	h, err := f.home()
-	if err != nil {
-		return &exitError{code: exitRelay, err: err}
-	}
-	dir, err := os.Getwd()
+	run, err := prepareAgentRun(f, &o.agentOptions, "codex")
 	if err != nil {
 		return err
 	}
-	rules, err := o.rules(f, dir)
-	if err != nil {
-		return err
-	}
+	env, dir, rules, log := run.env, run.dir, run.rules, run.env.Log
 	if proto == codex.ProtocolAuto {
 		p, version, err := codex.ChooseProtocol(ctx, o.codexPath)
 		if err != nil {
@@ -113,7 +101,6 @@ func runCodexPrint(parent context.Context, f *factory, o *codexOptions, proto co
 		log.Info().Str("codex_version", version).Str("protocol", string(p)).Msg("codex protocol chosen")
 		proto = p
 	}
-	env := app.Env{Home: h, Getenv: f.getenv, Log: log.Logger, Stderr: f.stderr, Now: f.now}
 	conn, err := app.Connect(ctx, env, app.ConnectOptions{AllowCreate: true})
 	if err != nil {
 		return &exitError{code: exitRelay, err: err}
@@ -122,7 +109,7 @@ func runCodexPrint(parent context.Context, f *factory, o *codexOptions, proto co
 
 	co := codex.Options{
 		Binary: o.codexPath, Args: o.agentArgs, Cwd: dir, Protocol: proto, Mode: mode,
-		ClientName: "happy", ClientVersion: buildinfo.Version, Logger: log.Logger,
+		ClientName: "happy", ClientVersion: buildinfo.Version, Logger: log,
 	}
 	if o.record != "" {
 		record, err := os.Create(o.record)
