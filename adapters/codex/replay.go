@@ -113,7 +113,8 @@ func DetectProtocol(frames []Frame) Protocol {
 
 // ReplayEvents decodes a recorded traffic log into agent events, in order.
 // p chooses the decoder (auto: DetectProtocol). Only a read error of r is
-// returned as an error; bad lines are DroppedInput events.
+// returned as an error; bad lines are DroppedInput events. A turn still
+// open at the end of the log ends as truncated.
 func ReplayEvents(r io.Reader, p Protocol) ([]mapper.Event, error) {
 	frames, bad, err := ReadFrames(r)
 	if err != nil {
@@ -129,7 +130,52 @@ func ReplayEvents(r io.Reader, p Protocol) ([]mapper.Event, error) {
 		evs = append(evs, dec.Decode(f)...)
 	}
 	evs = append(evs, bad[len(frames)]...)
+	var last int64
+	if len(frames) > 0 {
+		last = frames[len(frames)-1].T
+	}
+	evs = append(evs, endOpenTurns(evs, last)...)
 	return evs, nil
+}
+
+// endOpenTurns returns a TurnEnded with reason truncated, at time t (Unix
+// ms), for each turn of evs that started and never ended: the log stops
+// inside it (a crash, a copy taken while Codex ran), and ending it settles
+// its open tools and closes its assistant message. Child sessions come
+// first, in the order their turns started, then the root.
+func endOpenTurns(evs []mapper.Event, t int64) []mapper.Event {
+	open := map[string]string{} // session key → turn id
+	var order []string
+	for _, e := range evs {
+		switch e := e.(type) {
+		case *mapper.TurnStarted:
+			if _, ok := open[e.Session]; !ok {
+				order = append(order, e.Session)
+			}
+			open[e.Session] = e.TurnID
+		case *mapper.TurnEnded:
+			delete(open, e.Session)
+		}
+	}
+	var out []mapper.Event
+	root, rootOpen := open[""]
+	for _, key := range order {
+		id, ok := open[key]
+		if !ok || key == "" {
+			continue
+		}
+		delete(open, key) // a key that started twice is listed once
+		out = append(out, truncatedTurn(key, id, t))
+	}
+	if rootOpen {
+		out = append(out, truncatedTurn("", root, t))
+	}
+	return out
+}
+
+func truncatedTurn(session, turnID string, t int64) *mapper.TurnEnded {
+	return &mapper.TurnEnded{EventBase: mapper.EventBase{Session: session, Time: t}, TurnID: turnID,
+		Reason: mapper.TurnTruncated, Error: "the log ends before the turn ended"}
 }
 
 // Replay reduces a recorded Codex traffic log (as written by --record)

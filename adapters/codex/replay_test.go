@@ -1,0 +1,120 @@
+package codex
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/happy-dev/happy/mapper"
+)
+
+// firstLines returns the first n lines of a capture's traffic log and the
+// time of its last record.
+func firstLines(t *testing.T, capture string, n int) ([]byte, int64) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("testdata", "captures", capture, "rpc-traffic.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(raw, []byte("\n"))
+	if n > len(lines) {
+		t.Fatalf("%s has %d lines, fewer than %d", capture, len(lines), n)
+	}
+	head := bytes.Join(lines[:n], nil)
+	frames, _, err := ReadFrames(bytes.NewReader(head))
+	if err != nil || len(frames) == 0 {
+		t.Fatalf("%s: %d frames, %v", capture, len(frames), err)
+	}
+	return head, frames[len(frames)-1].T
+}
+
+// A log that stops inside a turn (a crash, a copy taken while Codex ran)
+// ends that turn as truncated: no tool stays pending, running or blocked
+// and no assistant message stays open. A complete log gets no extra end.
+func TestReplayEndsOpenTurnAtEnd(t *testing.T) {
+	cases := []struct {
+		name    string
+		capture string
+		lines   int // 0: the whole log
+		blocked bool
+	}{
+		{"app-server: waiting for an approval", "codex-app-decline", 28, true},
+		{"app-server: answer streaming", "codex-app-decline", 42, false},
+		{"mcp: answer streaming", "codex0150-mcp-server", 37, false},
+		{"app-server: complete", "codex-app-decline", 0, false},
+		{"mcp: complete", "codex0150-mcp-server", 0, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			n := tc.lines
+			if n == 0 {
+				raw, err := os.ReadFile(filepath.Join("testdata", "captures", tc.capture, "rpc-traffic.jsonl"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				n = len(bytes.SplitAfter(raw, []byte("\n")))
+			}
+			head, last := firstLines(t, tc.capture, n)
+			evs, err := ReplayEvents(bytes.NewReader(head), ProtocolAuto)
+			if err != nil {
+				t.Fatal(err)
+			}
+			truncated := 0
+			for _, e := range evs {
+				if te, ok := e.(*mapper.TurnEnded); ok && te.Reason == mapper.TurnTruncated {
+					truncated++
+				}
+			}
+			end, isEnd := evs[len(evs)-1].(*mapper.TurnEnded)
+			if tc.lines == 0 {
+				if truncated != 0 || !isEnd || end.Reason != mapper.TurnCompleted {
+					t.Fatalf("complete log: %d truncated turns, last event %T %+v", truncated, evs[len(evs)-1], evs[len(evs)-1])
+				}
+				return
+			}
+			if truncated != 1 || !isEnd || end.Reason != mapper.TurnTruncated || end.TurnID == "" || end.Error == "" || end.Time != last {
+				t.Fatalf("%d truncated turns, last event %T %+v, want a truncated turn end at %d", truncated, evs[len(evs)-1], evs[len(evs)-1], last)
+			}
+			tr, _ := reduce(t, "relay-trunc", evs)
+			tools, msgs := 0, 0
+			for _, m := range tr.Messages {
+				am, ok := m.Info.(*mapper.AssistantMessage)
+				if !ok {
+					continue
+				}
+				msgs++
+				if am.Time.Completed == nil || am.Finish == "" {
+					t.Errorf("assistant message %s left open: %+v", am.ID, am)
+				} else if m.Info == lastAssistant(tr) && *am.Time.Completed != last {
+					t.Errorf("last assistant message completed at %d, want %d", *am.Time.Completed, last)
+				}
+				for _, p := range m.Parts {
+					tp, ok := p.(*mapper.ToolPart)
+					if !ok {
+						continue
+					}
+					tools++
+					if st := tp.State.Status; st != mapper.StatusError && st != mapper.StatusCompleted {
+						t.Errorf("tool %s stays %s", tp.CallID, st)
+					}
+					if b := tp.State.Block; tc.blocked && (b == nil || b.Decision != mapper.DecisionReject || b.Reason != mapper.ReasonCancelled) {
+						t.Errorf("tool %s block %+v", tp.CallID, b)
+					}
+				}
+			}
+			if msgs == 0 || (tc.blocked && tools == 0) {
+				t.Errorf("%d assistant messages, %d tools", msgs, tools)
+			}
+		})
+	}
+}
+
+func lastAssistant(tr mapper.Transcript) mapper.Message {
+	for i := len(tr.Messages) - 1; i >= 0; i-- {
+		if am, ok := tr.Messages[i].Info.(*mapper.AssistantMessage); ok {
+			return am
+		}
+	}
+	return nil
+}
