@@ -12,7 +12,7 @@ import (
 
 	"github.com/happy-dev/happy/adapters/acp"
 	"github.com/happy-dev/happy/internal/app"
-	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/internal/proc"
 )
 
 // acpOptions are the flags of the ACP commands, beside agentOptions.
@@ -123,6 +123,9 @@ See happy acp --help.`,
 // outcome; without it the session serves prompts from the relay until
 // interrupted.
 func runACP(parent context.Context, f *factory, o *agentOptions, ao *acpOptions, p acpPreset) error {
+	// Orphans of the agent's tools come to us, not to a PID 1 that may not
+	// reap them; the process groups we end are reaped (internal/proc).
+	_ = proc.EnableSubreaper()
 	ctx, interrupted, stop := signalContext(parent)
 	defer stop()
 	log, _ := f.log(p.flavor)
@@ -171,7 +174,10 @@ func runACP(parent context.Context, f *factory, o *agentOptions, ao *acpOptions,
 	}
 	client, err := acp.Start(ctx, opts)
 	if err != nil {
-		return fmt.Errorf("start %s: %w", p.command[0], err)
+		if interrupted() {
+			return &exitError{code: exitInterrupted}
+		}
+		return &exitError{code: exitFailed, err: fmt.Errorf("start %s: %w", p.command[0], err)}
 	}
 	agent := acp.NewAgent(client)
 	defer agent.Close()
@@ -191,26 +197,16 @@ func runACP(parent context.Context, f *factory, o *agentOptions, ao *acpOptions,
 	if res.FinalText != "" && oneShot {
 		fmt.Fprintln(f.stdout, res.FinalText)
 	}
-	switch {
-	case interrupted():
-		return &exitError{code: exitInterrupted}
-	case err != nil && !errors.Is(err, context.Canceled):
-		return err
-	case !oneShot:
-		return nil
-	case res.TurnReason == mapper.TurnCompleted && res.Rejected == 0 && res.TurnError == "":
-		return nil
-	case res.TurnReason == mapper.TurnInterrupted:
-		return &exitError{code: exitInterrupted, err: errors.New("the turn was interrupted")}
-	case res.Rejected > 0:
-		return &exitError{code: exitFailed, err: fmt.Errorf("%d permission request(s) were rejected", res.Rejected)}
-	case res.AgentExited && res.TurnReason == "":
-		return &exitError{code: exitFailed, err: fmt.Errorf("%s exited before the turn ended", p.command[0])}
-	default:
-		msg := res.TurnError
-		if msg == "" {
-			msg = "turn ended: " + res.TurnReason
+	if !oneShot {
+		switch {
+		case interrupted():
+			return &exitError{code: exitInterrupted}
+		case err != nil && app.IsRelayError(err):
+			return &exitError{code: exitRelay, err: err}
+		case err != nil && !errors.Is(err, context.Canceled):
+			return err
 		}
-		return &exitError{code: exitFailed, err: errors.New(msg)}
+		return nil
 	}
+	return turnExit(p.command[0], res, err, interrupted())
 }
