@@ -330,9 +330,11 @@ func (r *Reducer) toolResolved(s *redSession, e *ToolResolved, t int64) {
 	}
 	cur := tl.part.State
 	if cur.Status != StatusBlocked {
-		if b := cur.Block; b.Resolved() && b.Decision == e.Decision && b.Reason == e.Reason &&
-			redAnswersEqual(b.Answers, e.Answers) {
-			return // the same answer again
+		if b := cur.Block; b.Resolved() && b.Decision == e.Decision && redAnswersEqual(b.Answers, e.Answers) {
+			// The same answer again, possibly seen by another observer with
+			// its own reason (the runner's answer, then the agent's echo of
+			// it): the first one stands.
+			return
 		}
 		to := StatusRunning
 		if e.Decision == DecisionReject {
