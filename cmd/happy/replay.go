@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,6 +37,10 @@ func newReplayCmd(f *factory) *cobra.Command {
 		Short: "Map a recorded agent run (session transcript, stream capture or traffic log) to the transcript",
 		Long: `Read a recorded native run of an agent and print the transcript happy makes of it,
 without running the agent or reaching a relay.
+
+For --agent codex, FILE is a traffic log written by happy codex --record, or the
+rollout Codex keeps of a session, CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl
+(detected from the first line; a rollout carries no approvals).
 
 For --agent claude, FILE is one of (the form is detected):
   - Claude Code's session transcript, ~/.claude/projects/<folder>/<session>.jsonl
@@ -100,11 +106,24 @@ func runReplay(cmd *cobra.Command, f *factory, opts replayOptions, path string) 
 			return &usageError{err: fmt.Errorf("replay: %w", err)}
 		}
 		defer file.Close()
-		tr, err = codex.Replay(file, mapper.Config{SessionID: sid, Source: "codex"}, codex.ProtocolAuto)
+		first, err := firstNonEmptyLine(file)
 		if err != nil {
 			return fmt.Errorf("replay: %w", err)
 		}
-		header = fmt.Sprintf("replay of %s (codex traffic log)\n", path)
+		if _, err := file.Seek(0, io.SeekStart); err != nil {
+			return fmt.Errorf("replay: rewind %s: %w", path, err)
+		}
+		cfg := mapper.Config{SessionID: sid, Source: "codex"}
+		if codex.IsRollout(first) {
+			tr, err = codex.ReplayRollout(file, cfg)
+			header = fmt.Sprintf("replay of %s (codex rollout)\n", path)
+		} else {
+			tr, err = codex.Replay(file, cfg, codex.ProtocolAuto)
+			header = fmt.Sprintf("replay of %s (codex traffic log)\n", path)
+		}
+		if err != nil {
+			return fmt.Errorf("replay: %w", err)
+		}
 	default:
 		var stats claude.ReplayStats
 		var err error
@@ -147,4 +166,27 @@ func droppedCount(t mapper.Transcript) int {
 		n += droppedCount(c)
 	}
 	return n
+}
+
+// firstLineMax bounds how much of a file firstNonEmptyLine reads (a rollout's
+// first line holds Codex's instructions, tens of KB).
+const firstLineMax = 16 << 20
+
+// firstNonEmptyLine returns the first line of r that is not blank (without
+// its newline), reading at most firstLineMax bytes; nil for an empty file.
+// Errors: a read error of r.
+func firstNonEmptyLine(r io.Reader) ([]byte, error) {
+	br := bufio.NewReader(io.LimitReader(r, firstLineMax))
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			return bytes.TrimSpace(line), nil
+		}
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read first line: %w", err)
+		}
+	}
 }

@@ -152,6 +152,54 @@ func TestReplayCodexTrafficLog(t *testing.T) {
 	}
 }
 
+// A Codex rollout (the session file Codex writes itself) is detected from
+// its first line and replays through the rollout reader: same prompt,
+// answer and failed command as the traffic log of that run, without the
+// permission record (rollouts carry no approvals); a blank first line does
+// not hide the form.
+func TestReplayCodexRollout(t *testing.T) {
+	dir := filepath.Join("..", "..", "adapters", "codex", "testdata", "rollout", "codex-app-tool-error")
+	paths, err := filepath.Glob(filepath.Join(dir, "rollout-*.jsonl"))
+	if err != nil || len(paths) != 1 {
+		t.Fatalf("rollout: %v %v", paths, err)
+	}
+	data, err := os.ReadFile(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := writeReplayFile(t, "rollout.jsonl", "\n  \n"+string(data))
+	code, stdout, stderr := runHappy(t, nil, "replay", "--agent", "codex", p)
+	if code != exitOK || stderr != "" {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	for _, want := range []string{
+		"replay of " + p + " (codex rollout)",
+		"  in /home/dev/run/work",
+		"> Run `ls /nonexistent` and tell me what happened.",
+		`● bash "ls /nonexistent" — error  [call_rich_main_t1s0c0_1]`,
+		"error: ls: cannot access '/nonexistent': No such file or directory",
+		"The command failed: ls reported that /nonexistent does not exist (No such file or directory).",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("replay output lacks %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, "warning") || strings.Contains(stdout, "permission") {
+		t.Errorf("unexpected warning or permission:\n%s", stdout)
+	}
+	code, stdout, _ = runHappy(t, nil, "replay", "--agent", "codex", "--format", "json", paths[0])
+	if code != exitOK {
+		t.Fatalf("json: exit %d", code)
+	}
+	tr, _, err := mapper.DecodeTranscript([]byte(stdout))
+	if err != nil {
+		t.Fatalf("json output is not a transcript: %v", err)
+	}
+	if len(tr.Messages) != 3 || len(tr.Dropped) != 0 {
+		t.Fatalf("transcript: %d messages, dropped %+v", len(tr.Messages), tr.Dropped)
+	}
+}
+
 // A captured Gemini CLI ACP run replays through the ACP adapter.
 func TestReplayACPTrafficLog(t *testing.T) {
 	capture := filepath.Join("..", "..", "adapters", "acp", "testdata", "captures", "gemini-acp", "rpc-traffic.jsonl")
