@@ -174,7 +174,10 @@ func RolloutEvents(r io.Reader) ([]mapper.Event, error) {
 
 // ReplayRollout reduces a Codex rollout into the canonical transcript of
 // relay session cfg.SessionID. It is what `happy replay --agent codex`
-// calls for a rollout file. Errors: a read error of r only.
+// calls for a rollout file. A rollout carries no approvals (Codex does not
+// persist requests or decisions): tools have no permission record, and a
+// declined command is a failed tool whose error is what the model was told.
+// Errors: a read error of r only.
 func ReplayRollout(r io.Reader, cfg mapper.Config) (mapper.Transcript, error) {
 	evs, err := RolloutEvents(r)
 	if err != nil {

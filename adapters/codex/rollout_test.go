@@ -253,3 +253,22 @@ func FuzzRollout(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkRollout replays the largest copied rollout (24 lines, 46 KB).
+func BenchmarkRollout(b *testing.B) {
+	paths, _ := filepath.Glob(filepath.Join("testdata", "rollout", "codex-app-multi-tool", "rollout-*.jsonl"))
+	if len(paths) != 1 {
+		b.Fatal("rollout missing")
+	}
+	data, err := os.ReadFile(paths[0])
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ReplayRollout(bytes.NewReader(data), mapper.Config{SessionID: "ses-bench"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
