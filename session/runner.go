@@ -401,10 +401,13 @@ func (r *Runner) permissionAsked(ctx context.Context, e *mapper.ToolBlocked) {
 	action := mapper.Evaluate(rules, e.Permission.Permission, e.Permission.Patterns)
 	switch action {
 	case mapper.ActionAllow:
-		if err := r.opts.Agent.Decide(ctx, e.CallID, Decision{Decision: mapper.DecisionOnce, Reason: "rule"}); err != nil {
-			r.opts.Log.Warn().Err(err).Str("callID", e.CallID).Msg("allow by rule")
+		err := r.opts.Agent.Decide(ctx, e.CallID, Decision{Decision: mapper.DecisionOnce, Reason: "rule"})
+		if err == nil {
+			return
 		}
-		return
+		// The agent did not take the rule's answer: ask a person instead
+		// (and let the permission timeout apply), never leave it waiting.
+		r.opts.Log.Warn().Err(err).Str("callID", e.CallID).Msg("allow by rule failed; asking")
 	case mapper.ActionDeny:
 		r.apply(e)
 		r.apply(&mapper.ToolResolved{CallID: e.CallID, Decision: mapper.DecisionReject, Reason: "denied by rule"})

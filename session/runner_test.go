@@ -22,6 +22,9 @@ type fakeAgent struct {
 	// onDecide, when set, runs after Decide (in the runner goroutine).
 	onDecide func(callID string, d Decision)
 	onPrompt func(p Prompt)
+	// failDecide makes the next n Decide calls fail (as an agent that lost
+	// the request would).
+	failDecide int
 }
 
 func newFakeAgent() *fakeAgent { return &fakeAgent{events: make(chan mapper.Event, 100)} }
@@ -48,6 +51,15 @@ func (a *fakeAgent) Prompt(_ context.Context, p Prompt) error {
 }
 func (a *fakeAgent) Decide(_ context.Context, id string, d Decision) error {
 	a.record("decide:" + id + ":" + string(d.Decision) + ":" + d.Reason)
+	a.mu.Lock()
+	fail := a.failDecide > 0
+	if fail {
+		a.failDecide--
+	}
+	a.mu.Unlock()
+	if fail {
+		return errors.New("unknown permission request")
+	}
 	if a.onDecide != nil {
 		a.onDecide(id, d)
 	}
@@ -386,5 +398,25 @@ func TestRunnerQueuesPromptsWhileATurnRuns(t *testing.T) {
 	}
 	if got := strings.Join(order, "|"); got != "one|answer to one|two|answer to two" {
 		t.Fatalf("transcript order %s", got)
+	}
+}
+
+// An allow rule the agent fails to take falls back to asking (and so to the
+// permission timeout): the tool never waits for ever.
+func TestRunnerRuleAnswerFailureFallsBackToAsking(t *testing.T) {
+	h := newHarness(t, Options{OneShot: true, PermissionTimeout: 50 * time.Millisecond,
+		Rules: []mapper.PermissionRule{{Permission: "bash", Pattern: "*", Action: mapper.ActionAllow}}})
+	h.agent.failDecide = 1
+	h.agent.onDecide = func(id string, d Decision) {
+		go h.agent.emit(&mapper.ToolFailed{CallID: id, Error: "denied"}, &mapper.TurnEnded{Reason: mapper.TurnCompleted})
+	}
+	h.agent.emit(startTurn("c1", "make")...)
+	h.wait()
+	st := toolState(t, h.red.Transcript(), "c1")
+	if st.Status != mapper.StatusError || st.Block == nil || st.Block.Reason != mapper.ReasonTimeout {
+		t.Fatalf("state %+v block %+v", st, st.Block)
+	}
+	if calls := h.agent.Calls(); len(calls) != 2 || calls[0] != "decide:c1:once:rule" || calls[1] != "decide:c1:reject:timeout" {
+		t.Fatalf("calls %v", calls)
 	}
 }

@@ -686,9 +686,16 @@ func (c *Client) readStdout(r *os.File) {
 		}
 		l.Data = bytes.Clone(l.Data)
 		c.record(l)
-		c.push(&Output{Line: l})
+		// Route before the line is handed on: whoever decodes it may answer
+		// a permission request at once, and the request must already be
+		// known here. The events routing makes still follow the line.
+		var later []Event
 		if !l.Oversize && bytes.Contains(l.Data, controlMarker) {
-			c.route(l.Data)
+			c.route(l.Data, &later)
+		}
+		c.push(&Output{Line: l})
+		for _, e := range later {
+			c.push(e)
 		}
 	}
 }
@@ -710,7 +717,7 @@ func (c *Client) record(l linereader.Line) {
 }
 
 // route handles the control protocol part of a stdout line.
-func (c *Client) route(line []byte) {
+func (c *Client) route(line []byte, out *[]Event) {
 	var env envelope
 	if err := json.Unmarshal(line, &env); err != nil {
 		return // the decoder drops it; nothing to answer
@@ -745,34 +752,34 @@ func (c *Client) route(line []byte) {
 		}
 		c.mu.Unlock()
 		if ok {
-			c.push(&PermissionCancelled{RequestID: env.RequestID})
+			*out = append(*out, &PermissionCancelled{RequestID: env.RequestID})
 		}
 	case "control_request":
-		c.controlRequest(env)
+		c.controlRequest(env, out)
 	}
 }
 
-func (c *Client) controlRequest(env envelope) {
+func (c *Client) controlRequest(env envelope, out *[]Event) {
 	var req canUseTool
 	if len(env.Request) == 0 || json.Unmarshal(env.Request, &req) != nil {
-		c.refuse(env.RequestID, "", "request is not a JSON object")
+		c.refuse(out, env.RequestID, "", "request is not a JSON object")
 		return
 	}
 	if env.RequestID == "" {
-		c.push(&Refused{Subtype: req.Subtype, Reason: "control request without request_id (cannot be answered)"})
+		*out = append(*out, &Refused{Subtype: req.Subtype, Reason: "control request without request_id (cannot be answered)"})
 		return
 	}
 	if req.Subtype != "can_use_tool" {
-		c.refuse(env.RequestID, req.Subtype, "unsupported control request subtype "+strconv.Quote(req.Subtype))
+		c.refuse(out, env.RequestID, req.Subtype, "unsupported control request subtype "+strconv.Quote(req.Subtype))
 		return
 	}
 	if req.ToolName == "" {
-		c.refuse(env.RequestID, req.Subtype, "can_use_tool without tool_name")
+		c.refuse(out, env.RequestID, req.Subtype, "can_use_tool without tool_name")
 		return
 	}
 	in := bytes.TrimSpace(req.Input)
 	if len(in) == 0 || in[0] != '{' {
-		c.refuse(env.RequestID, req.Subtype, "can_use_tool input is not a JSON object")
+		c.refuse(out, env.RequestID, req.Subtype, "can_use_tool input is not a JSON object")
 		return
 	}
 	c.mu.Lock()
@@ -782,7 +789,7 @@ func (c *Client) controlRequest(env envelope) {
 	if s := bytes.TrimSpace(req.PermissionSuggestions); len(s) > 0 && !bytes.Equal(s, []byte("null")) {
 		sugg = req.PermissionSuggestions
 	}
-	c.push(&PermissionRequest{
+	*out = append(*out, &PermissionRequest{
 		RequestID:   env.RequestID,
 		ToolName:    req.ToolName,
 		DisplayName: req.DisplayName,
@@ -796,8 +803,8 @@ func (c *Client) controlRequest(env envelope) {
 }
 
 // refuse answers a control request with an error response and reports it.
-func (c *Client) refuse(id, subtype, reason string) {
-	c.push(&Refused{RequestID: id, Subtype: subtype, Reason: reason})
+func (c *Client) refuse(out *[]Event, id, subtype, reason string) {
+	*out = append(*out, &Refused{RequestID: id, Subtype: subtype, Reason: reason})
 	if id == "" {
 		return
 	}

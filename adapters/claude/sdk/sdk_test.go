@@ -656,11 +656,12 @@ func FuzzRoute(f *testing.F) {
 			settled: map[string]error{},
 			wake:    make(chan struct{}, 1),
 		}
-		c.route(line)
+		var evs []Event
+		c.route(line, &evs)
 		c.wmu.Lock()
 		w.Close()
 		c.wmu.Unlock()
-		for _, ev := range c.queue {
+		for _, ev := range evs {
 			if p, ok := ev.(*PermissionRequest); ok && (p.RequestID == "" || p.ToolName == "") {
 				t.Fatalf("permission request without id or tool: %+v", p)
 			}
