@@ -413,6 +413,10 @@ func (s *Server) onRPCUnregister(c *conn, m map[string]any) {
 	_ = c.emit("rpc-unregistered", map[string]any{"method": method})
 }
 
+// maxMethodLen bounds an RPC method name ("<id>:<name>") in bytes: a waiting
+// call keeps its name in memory until the grace window ends.
+const maxMethodLen = 256
+
 // RPC error texts of the reference relay.
 const (
 	errRPCNotAvailable = "RPC method not available"
@@ -429,6 +433,10 @@ func (s *Server) onRPCCall(c *conn, m map[string]any, ack socket.Ack) {
 	method, ok := getStr(m, "method")
 	if !ok || method == "" {
 		reply(ack, map[string]any{"ok": false, "error": "Invalid parameters: method is required"})
+		return
+	}
+	if len(method) > maxMethodLen {
+		reply(ack, map[string]any{"ok": false, "error": "Invalid parameters: method name too long"})
 		return
 	}
 	params := m["params"]

@@ -14,7 +14,14 @@ import (
 type rpcRegistry struct {
 	mu     sync.Mutex
 	byKey  map[string][]*rpcEntry
-	notify map[string]chan struct{}
+	notify map[string]*rpcNotify
+}
+
+// rpcNotify wakes the calls waiting for a method to be registered; waiters
+// counts them, so the entry is removed when the last one gives up.
+type rpcNotify struct {
+	ch      chan struct{}
+	waiters int
 }
 
 type rpcEntry struct {
@@ -26,7 +33,7 @@ type rpcEntry struct {
 func (e *rpcEntry) close() { e.once.Do(func() { close(e.gone) }) }
 
 func newRPCRegistry() *rpcRegistry {
-	return &rpcRegistry{byKey: map[string][]*rpcEntry{}, notify: map[string]chan struct{}{}}
+	return &rpcRegistry{byKey: map[string][]*rpcEntry{}, notify: map[string]*rpcNotify{}}
 }
 
 func rpcKey(acct, method string) string { return acct + "\x00" + method }
@@ -47,8 +54,8 @@ func (r *rpcRegistry) register(c *conn, method string) {
 	}
 	c.methods[method] = true
 	c.mu.Unlock()
-	if ch, ok := r.notify[k]; ok {
-		close(ch)
+	if n, ok := r.notify[k]; ok {
+		close(n.ch)
 		delete(r.notify, k)
 	}
 }
@@ -99,15 +106,23 @@ func (r *rpcRegistry) wait(ctx context.Context, acct, method string) *rpcEntry {
 			r.mu.Unlock()
 			return e
 		}
-		ch, ok := r.notify[k]
+		n, ok := r.notify[k]
 		if !ok {
-			ch = make(chan struct{})
-			r.notify[k] = ch
+			n = &rpcNotify{ch: make(chan struct{})}
+			r.notify[k] = n
 		}
+		n.waiters++
 		r.mu.Unlock()
 		select {
-		case <-ch:
+		case <-n.ch:
+			// register removed the entry; this waiter is done with it.
 		case <-ctx.Done():
+			r.mu.Lock()
+			n.waiters--
+			if n.waiters == 0 && r.notify[k] == n {
+				delete(r.notify, k)
+			}
+			r.mu.Unlock()
 			return nil
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -120,6 +121,9 @@ claude unchanged.`,
 			}
 			if claudePath == "" {
 				claudePath = sdk.DefaultBinary
+			}
+			if cmd.Flags().Changed("print") && strings.TrimSpace(o.prompt) == "" {
+				return &usageError{err: errors.New("-p needs a prompt (it is empty)")}
 			}
 			if o.prompt == "" {
 				return runClaudeInteractive(cmd.Context(), f, &o, claudePath)

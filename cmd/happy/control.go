@@ -61,12 +61,12 @@ func newSendCmd(f *factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "send SESSION TEXT",
 		Short: "Send the next prompt to a running session",
-		Args:  cobra.ExactArgs(2),
+		Args:  usageArgs(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if strings.TrimSpace(args[1]) == "" {
 				return &usageError{err: errors.New("the prompt is empty")}
 			}
-			return withSession(cmd, f, "send", args[0], func(conn *app.Conn, o app.Opened) error {
+			return withLiveSession(cmd, f, "send", args[0], func(conn *app.Conn, o app.Opened) error {
 				id, err := app.Send(cmd.Context(), conn, o, args[1], f.now())
 				if err == nil {
 					fmt.Fprintf(f.stdout, "sent %s\n", id)
@@ -86,7 +86,7 @@ func newApproveCmd(f *factory) *cobra.Command {
 shows waiting calls with their CALL_ID). The first answer wins, whether it comes
 from here, another device or the agent's own terminal; a late one fails with
 exit status 1.`,
-		Args: cobra.ExactArgs(2),
+		Args: usageArgs(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			d := mapper.DecisionOnce
 			if always {
@@ -106,7 +106,7 @@ func newDenyCmd(f *factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "deny SESSION CALL_ID",
 		Short: "Reject a tool call that waits for permission",
-		Args:  cobra.ExactArgs(2),
+		Args:  usageArgs(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withLiveSession(cmd, f, "deny", args[0], func(conn *app.Conn, o app.Opened) error {
 				return app.Approve(cmd.Context(), conn, o, args[1], mapper.DecisionReject, reason)
@@ -121,7 +121,7 @@ func newAnswerCmd(f *factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "answer SESSION CALL_ID LABEL…",
 		Short: "Answer a question the agent asked (one label per question, in order; a,b for several)",
-		Args:  cobra.MinimumNArgs(3),
+		Args:  usageArgs(cobra.MinimumNArgs(3)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			answers := make([][]string, 0, len(args)-2)
 			for _, a := range args[2:] {
@@ -147,7 +147,7 @@ func newAbortCmd(f *factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "abort SESSION",
 		Short: "Abort the running turn of a session (waiting permissions are rejected)",
-		Args:  cobra.ExactArgs(1),
+		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withLiveSession(cmd, f, "abort", args[0], func(conn *app.Conn, o app.Opened) error {
 				return app.Abort(cmd.Context(), conn, o)

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/spf13/cobra"
 )
 
 // Exit codes shared by all commands (DESIGN.md, "Exit codes of happy <agent> -p").
@@ -77,3 +79,14 @@ type usageError struct{ err error }
 
 func (e *usageError) Error() string { return e.err.Error() }
 func (e *usageError) Unwrap() error { return e.err }
+
+// usageArgs wraps a cobra argument check so that a wrong argument count is
+// a usage error (exit 2), like a wrong flag.
+func usageArgs(check func(*cobra.Command, []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return &usageError{err: err}
+		}
+		return nil
+	}
+}

@@ -62,3 +62,19 @@ func TestVersionCommand(t *testing.T) {
 		t.Fatalf("happy version = (%d, %q)", code, stdout)
 	}
 }
+
+func TestUsageErrorsExitTwo(t *testing.T) {
+	for _, args := range [][]string{
+		{"claude", "-p", ""},
+		{"claude", "-p", "   "},
+		{"log"},
+		{"approve", "S"},
+		{"answer", "S", "C"},
+		{"sessions", "extra"},
+	} {
+		code, _, stderr := runHappy(t, nil, args...)
+		if code != exitUsage || stderr == "" {
+			t.Errorf("happy %q: exit %d, stderr %q; want exit 2 with a message", args, code, stderr)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/happy-dev/happy/export"
 	"github.com/happy-dev/happy/internal/app"
+	"github.com/happy-dev/happy/mapper"
 	"github.com/happy-dev/happy/session"
 )
 
@@ -38,7 +39,7 @@ func newSessionsCmd(f *factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sessions",
 		Short: "List the account's sessions (decrypted titles, agent, path, state, last activity)",
-		Args:  cobra.NoArgs,
+		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			conn, _, err := connect(ctx, f, "sessions")
@@ -95,7 +96,7 @@ prefix of one: happy sessions lists them).
             permission-request, permission-response, tool-call-end, turn-end, …)
 
 With --follow, new events are printed as they arrive until the session ends.`,
-		Args: cobra.ExactArgs(1),
+		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if asJSON && events {
 				return &usageError{err: errors.New("--json and --events exclude each other")}
@@ -121,6 +122,7 @@ With --follow, new events are printed as they arrive until the session ends.`,
 				case asJSON:
 					return writeJSON(f.stdout, t)
 				case events:
+					warnDropped(f, t)
 					return writeEvents(f.stdout, export.Flat(t), nil)
 				default:
 					return export.Text(f.stdout, t, export.TextOptions{})
@@ -161,8 +163,14 @@ func writeEvents(w io.Writer, evs []export.FlatEvent, seen map[string]bool) erro
 // archived and nothing new came, or ctx ends.
 func followLog(ctx context.Context, f *factory, conn *app.Conn, o app.Opened, rb *session.Readback, after int64, asJSON bool, interval time.Duration) error {
 	seen := map[string]bool{}
+	warned := 0
 	emit := func() error {
-		evs := export.Flat(rb.Transcript())
+		tr := rb.Transcript()
+		if n := countDropped(tr); n > warned {
+			fmt.Fprintf(f.stderr, "happy: warning: %d input(s) were dropped; this transcript is incomplete (happy log --json lists them)\n", n)
+			warned = n
+		}
+		evs := export.Flat(tr)
 		if asJSON {
 			return writeEvents(f.stdout, evs, seen)
 		}
@@ -239,6 +247,24 @@ func flatLine(ev export.FlatEvent) string {
 	default:
 		return fmt.Sprintf("[%s] %s %s", who, ev.Type, ev.Text)
 	}
+}
+
+// warnDropped tells, on stderr, that a transcript is incomplete: the flat
+// event stream has no place for dropped inputs, so they would vanish there.
+func warnDropped(f *factory, t mapper.Transcript) int {
+	n := countDropped(t)
+	if n > 0 {
+		fmt.Fprintf(f.stderr, "happy: warning: %d input(s) were dropped; this transcript is incomplete (happy log --json lists them)\n", n)
+	}
+	return n
+}
+
+func countDropped(t mapper.Transcript) int {
+	n := len(t.Dropped)
+	for _, c := range t.Children {
+		n += countDropped(c)
+	}
+	return n
 }
 
 func sessionErr(err error) error {
