@@ -20,6 +20,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/happy-dev/happy/internal/evqueue"
 	"github.com/happy-dev/happy/internal/jsonrpc"
 	"github.com/happy-dev/happy/internal/trafficlog"
 	"github.com/happy-dev/happy/mapper"
@@ -196,7 +197,7 @@ type AgentInfo struct {
 // when the turn ends. Safe for concurrent use.
 type Client struct {
 	opts Options
-	q    *eventQueue
+	q    *evqueue.Queue
 	dir  *folder
 	term *terminals
 
@@ -290,7 +291,7 @@ func newClient(opts Options) (*Client, error) {
 		return nil, err
 	}
 	return &Client{
-		opts: opts, q: newEventQueue(), dir: dir, term: newTerminals(dir, nil),
+		opts: opts, q: evqueue.New(), dir: dir, term: newTerminals(dir, nil),
 		dec: NewDecoder(DecoderOptions{Live: true}), pending: map[string][]*pendingPermission{},
 	}, nil
 }
@@ -298,7 +299,7 @@ func newClient(opts Options) (*Client, error) {
 // release frees what newClient opened when Start fails before launch.
 func (c *Client) release() {
 	_ = c.dir.close()
-	c.q.close()
+	c.q.Close()
 }
 
 func (c *Client) connOptions() jsonrpc.Options {
@@ -368,7 +369,7 @@ func (c *Client) tap(f jsonrpc.Frame) {
 	c.decMu.Unlock()
 	c.heldMu.Lock()
 	defer c.heldMu.Unlock()
-	c.q.push(c.held...)
+	c.q.Push(c.held...)
 	c.held = nil
 	if f.Dir == trafficlog.A2C && f.JSON {
 		if m, err := jsonrpc.DecodeFrame(f.Data); err == nil && m.Kind != jsonrpc.KindResponse {
@@ -376,14 +377,14 @@ func (c *Client) tap(f jsonrpc.Frame) {
 			return
 		}
 	}
-	c.q.push(evs...)
+	c.q.Push(evs...)
 }
 
 // releaseHeld publishes the events held for the frame being handled.
 func (c *Client) releaseHeld() {
 	c.heldMu.Lock()
 	defer c.heldMu.Unlock()
-	c.q.push(c.held...)
+	c.q.Push(c.held...)
 	c.held = nil
 }
 
@@ -403,7 +404,7 @@ func (c *Client) note(n happyNote) {
 
 // Events delivers the session's agent events in order. It is closed after
 // the agent exited (or Close) and every event was delivered.
-func (c *Client) Events() <-chan mapper.Event { return c.q.out }
+func (c *Client) Events() <-chan mapper.Event { return c.q.Out() }
 
 // SessionID is the agent's session id.
 func (c *Client) SessionID() string {
@@ -1122,7 +1123,7 @@ func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		c.q.wait()
+		c.q.Wait()
 		return nil
 	}
 	c.closed = true
@@ -1156,7 +1157,7 @@ func (c *Client) Close() error {
 		})
 	}
 	c.shutdown()
-	c.q.wait()
+	c.q.Wait()
 	return err
 }
 
@@ -1176,6 +1177,6 @@ func (c *Client) shutdown() {
 	}
 	c.term.closeAll()
 	c.releaseHeld()
-	c.q.close()
+	c.q.Close()
 	c.dirOnce.Do(func() { _ = c.dir.close() })
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/happy-dev/happy/internal/evqueue"
 	"github.com/happy-dev/happy/internal/jsonrpc"
 	"github.com/happy-dev/happy/internal/trafficlog"
 	"github.com/happy-dev/happy/mapper"
@@ -185,7 +186,7 @@ type Client struct {
 	conn  *jsonrpc.Conn
 	proc  *jsonrpc.Process
 	dec   Decoder
-	q     *eventQueue
+	q     *evqueue.Queue
 
 	mu        sync.Mutex
 	thread    string                // main thread (app-server) or conversation (mcp)
@@ -309,7 +310,7 @@ func Connect(ctx context.Context, rwc io.ReadWriteCloser, opts Options) (*Client
 
 func newClient(opts Options, proto Protocol) *Client {
 	return &Client{
-		opts: opts, proto: proto, dec: NewDecoder(proto), q: newEventQueue(),
+		opts: opts, proto: proto, dec: NewDecoder(proto), q: evqueue.New(),
 		children: map[string]bool{}, ended: map[string]bool{}, pending: map[string][]*pending{},
 		firstCall: true,
 	}
@@ -350,7 +351,7 @@ func (c *Client) tap(f jsonrpc.Frame) {
 	defer c.heldMu.Unlock()
 	// A frame that never reached Handle (refused by the wire library)
 	// must not keep its events back.
-	c.q.push(c.held...)
+	c.q.Push(c.held...)
 	c.held = nil
 	if f.Dir == trafficlog.A2C && f.JSON {
 		if m, err := jsonrpc.DecodeFrame(f.Data); err == nil && m.Kind != jsonrpc.KindResponse {
@@ -358,20 +359,20 @@ func (c *Client) tap(f jsonrpc.Frame) {
 			return
 		}
 	}
-	c.q.push(evs...)
+	c.q.Push(evs...)
 }
 
 // release publishes the events held for the frame being handled.
 func (c *Client) release() {
 	c.heldMu.Lock()
 	defer c.heldMu.Unlock()
-	c.q.push(c.held...)
+	c.q.Push(c.held...)
 	c.held = nil
 }
 
 // Events delivers the session's agent events in order. It is closed after
 // Codex exited (or Close) and every event was delivered.
-func (c *Client) Events() <-chan mapper.Event { return c.q.out }
+func (c *Client) Events() <-chan mapper.Event { return c.q.Out() }
 
 // Protocol is the protocol in use.
 func (c *Client) Protocol() Protocol { return c.proto }
@@ -949,7 +950,7 @@ func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		c.q.wait()
+		c.q.Wait()
 		return nil
 	}
 	c.closed = true
@@ -967,7 +968,7 @@ func (c *Client) Close() error {
 		})
 	}
 	c.shutdown()
-	c.q.wait()
+	c.q.Wait()
 	return err
 }
 
@@ -989,78 +990,5 @@ func (c *Client) shutdown() {
 		c.turnStop = nil
 	}
 	c.mu.Unlock()
-	c.q.close()
+	c.q.Close()
 }
-
-// eventQueue decouples decoding (on the reading and writing goroutines)
-// from the consumer: it never blocks the traffic, and delivers in order.
-type eventQueue struct {
-	mu     sync.Mutex
-	items  []mapper.Event
-	wake   chan struct{}
-	closed bool
-	out    chan mapper.Event
-	done   chan struct{}
-}
-
-func newEventQueue() *eventQueue {
-	q := &eventQueue{wake: make(chan struct{}, 1), out: make(chan mapper.Event, 64), done: make(chan struct{})}
-	go q.pump()
-	return q
-}
-
-func (q *eventQueue) push(evs ...mapper.Event) {
-	if len(evs) == 0 {
-		return
-	}
-	q.mu.Lock()
-	if !q.closed {
-		q.items = append(q.items, evs...)
-	}
-	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (q *eventQueue) close() {
-	q.mu.Lock()
-	q.closed = true
-	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (q *eventQueue) pump() {
-	defer close(q.done)
-	defer close(q.out)
-	for {
-		q.mu.Lock()
-		items := q.items
-		q.items = nil
-		closed := q.closed
-		q.mu.Unlock()
-		for _, e := range items {
-			q.out <- e
-		}
-		if closed && len(items) == 0 {
-			q.mu.Lock()
-			empty := len(q.items) == 0
-			q.mu.Unlock()
-			if empty {
-				return
-			}
-			continue
-		}
-		if len(items) == 0 {
-			<-q.wake
-		}
-	}
-}
-
-// wait blocks until every event was handed to the consumer (which must
-// keep reading Events).
-func (q *eventQueue) wait() { <-q.done }
