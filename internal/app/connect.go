@@ -43,13 +43,6 @@ type Env struct {
 	Now    func() time.Time
 }
 
-func (e Env) now() time.Time {
-	if e.Now != nil {
-		return e.Now()
-	}
-	return time.Now()
-}
-
 // Conn is a connection to the relay for one account.
 type Conn struct {
 	URL     string
