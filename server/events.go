@@ -45,6 +45,25 @@ func getNum(m map[string]any, k string) (float64, bool) {
 	return v, ok
 }
 
+// casParams reads the fields of a compare-and-set event: a non-empty id,
+// a string value, and expectedVersion as a whole, non-negative number (a
+// fractional or negative version is invalid, never truncated).
+func casParams(m map[string]any, idKey, valueKey string) (id, value string, expected int64, ok bool) {
+	id, ok1 := getStr(m, idKey)
+	value, ok2 := getStr(m, valueKey)
+	ev, ok3 := getVersion(m)
+	return id, value, ev, ok1 && id != "" && ok2 && ok3
+}
+
+// getVersion reads expectedVersion: a whole number >= 0.
+func getVersion(m map[string]any) (int64, bool) {
+	v, ok := getNum(m, "expectedVersion")
+	if !ok || v < 0 || v != float64(int64(v)) {
+		return 0, false
+	}
+	return int64(v), true
+}
+
 func (s *Server) bindEvents(c *conn) {
 	on := func(ev string, h func(m map[string]any, ack socket.Ack)) {
 		_ = c.sock.On(ev, func(a ...any) {
@@ -101,16 +120,14 @@ func (s *Server) storeErrReply(ack socket.Ack, ev string, err error, notFound st
 // acks: success / version-mismatch (current value) / error (bad input or an
 // unknown session, where the reference sends no ack at all).
 func (s *Server) onUpdateMetadata(c *conn, m map[string]any, ack socket.Ack) {
-	sid, ok1 := getStr(m, "sid")
-	md, ok2 := getStr(m, "metadata")
-	ev, ok3 := getNum(m, "expectedVersion")
-	if !ok1 || sid == "" || !ok2 || !ok3 {
+	sid, md, ev, ok := casParams(m, "sid", "metadata")
+	if !ok {
 		reply(ack, map[string]any{"result": "error", "message": "Invalid parameters"})
 		return
 	}
 	ctx, cancel := s.opCtx()
 	defer cancel()
-	r, err := s.st.UpdateSessionMetadata(ctx, c.acct, sid, md, int64(ev), s.nowMs())
+	r, err := s.st.UpdateSessionMetadata(ctx, c.acct, sid, md, ev, s.nowMs())
 	if err != nil {
 		s.storeErrReply(ack, "update-metadata", err, "Session not found")
 		return
@@ -127,7 +144,7 @@ func (s *Server) onUpdateState(c *conn, m map[string]any, ack socket.Ack) {
 	sid, ok1 := getStr(m, "sid")
 	raw, present := m["agentState"]
 	st, isStr := raw.(string)
-	ev, ok3 := getNum(m, "expectedVersion")
+	ev, ok3 := getVersion(m)
 	if !ok1 || sid == "" || !present || (raw != nil && !isStr) || !ok3 {
 		reply(ack, map[string]any{"result": "error", "message": "Invalid parameters"})
 		return
@@ -138,7 +155,7 @@ func (s *Server) onUpdateState(c *conn, m map[string]any, ack socket.Ack) {
 	}
 	ctx, cancel := s.opCtx()
 	defer cancel()
-	r, err := s.st.UpdateSessionAgentState(ctx, c.acct, sid, state, int64(ev), s.nowMs())
+	r, err := s.st.UpdateSessionAgentState(ctx, c.acct, sid, state, ev, s.nowMs())
 	if err != nil {
 		s.storeErrReply(ack, "update-state", err, "Session not found")
 		return
@@ -152,16 +169,14 @@ func (s *Server) onUpdateState(c *conn, m map[string]any, ack socket.Ack) {
 
 // onMachineUpdateMetadata: machine-update-metadata {machineId, metadata, expectedVersion}.
 func (s *Server) onMachineUpdateMetadata(c *conn, m map[string]any, ack socket.Ack) {
-	mid, ok1 := getStr(m, "machineId")
-	md, ok2 := getStr(m, "metadata")
-	ev, ok3 := getNum(m, "expectedVersion")
-	if !ok1 || mid == "" || !ok2 || !ok3 {
+	mid, md, ev, ok := casParams(m, "machineId", "metadata")
+	if !ok {
 		reply(ack, map[string]any{"result": "error", "message": "Invalid parameters"})
 		return
 	}
 	ctx, cancel := s.opCtx()
 	defer cancel()
-	r, err := s.st.UpdateMachineMetadata(ctx, c.acct, mid, md, int64(ev), s.nowMs())
+	r, err := s.st.UpdateMachineMetadata(ctx, c.acct, mid, md, ev, s.nowMs())
 	if err != nil {
 		s.storeErrReply(ack, "machine-update-metadata", err, "Machine not found")
 		return
@@ -176,17 +191,15 @@ func (s *Server) onMachineUpdateMetadata(c *conn, m map[string]any, ack socket.A
 // onMachineUpdateState: machine-update-state {machineId, daemonState, expectedVersion};
 // success also marks the machine active.
 func (s *Server) onMachineUpdateState(c *conn, m map[string]any, ack socket.Ack) {
-	mid, ok1 := getStr(m, "machineId")
-	ds, ok2 := getStr(m, "daemonState")
-	ev, ok3 := getNum(m, "expectedVersion")
-	if !ok1 || mid == "" || !ok2 || !ok3 {
+	mid, ds, ev, ok := casParams(m, "machineId", "daemonState")
+	if !ok {
 		reply(ack, map[string]any{"result": "error", "message": "Invalid parameters"})
 		return
 	}
 	ctx, cancel := s.opCtx()
 	defer cancel()
 	now := s.nowMs()
-	r, err := s.st.UpdateMachineDaemonState(ctx, c.acct, mid, ds, int64(ev), now)
+	r, err := s.st.UpdateMachineDaemonState(ctx, c.acct, mid, ds, ev, now)
 	if err != nil {
 		s.storeErrReply(ack, "machine-update-state", err, "Machine not found")
 		return

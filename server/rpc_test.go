@@ -223,3 +223,18 @@ func TestRPCLatestRegistrationWins(t *testing.T) {
 	eq(t, "reply", <-done, map[string]any{"ok": true, "result": "from-fresh"})
 	oldIn.none(100 * time.Millisecond)
 }
+
+// A compare-and-set with a fractional or negative expectedVersion is
+// invalid, never truncated into a valid one.
+func TestCompareAndSetRefusesNonIntegerVersions(t *testing.T) {
+	r := servertest.StartConfig(t, rpcConfig())
+	a := newAPI(t, r)
+	sid := a.createSession("t3", "m")["id"].(string)
+	sock := sessionSocket(t, r.URL, a.token, sid)
+	for _, v := range []any{1.5, -1.0, "1"} {
+		eq(t, "bad expectedVersion", call(t, sock, "update-metadata", map[string]any{"sid": sid, "metadata": "x", "expectedVersion": v}),
+			map[string]any{"result": "error", "message": "Invalid parameters"})
+	}
+	eq(t, "whole version", call(t, sock, "update-metadata", map[string]any{"sid": sid, "metadata": "m2", "expectedVersion": 0}),
+		map[string]any{"result": "success", "version": 1.0, "metadata": "m2"})
+}
