@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,7 +15,6 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/zishang520/socket.io/servers/socket/v3"
 
 	"github.com/happy-dev/happy/internal/sio"
 )
@@ -134,14 +134,13 @@ func BenchmarkFanout(b *testing.B) {
 		})
 	}
 	srv, base := benchRelay(b, Config{}, wrap)
-	srv.testConn = func(sock *socket.Socket) {
-		_ = sock.Conn().Transport().On("drain", func(...any) {
-			now := time.Now()
-			mu.Lock()
-			drains = append(drains, now)
-			mu.Unlock()
-		})
+	onWrite := func() {
+		now := time.Now()
+		mu.Lock()
+		drains = append(drains, now)
+		mu.Unlock()
 	}
+	srv.testWrite.Store(&onWrite)
 	token := newTestAccount(b, base)
 	sid := newTestSession(b, base, token, "fanout")
 	c := startChild(b, "clients", "HAPPY_SERVER_TEST_URL="+base, "HAPPY_SERVER_TEST_TOKEN="+token, "HAPPY_SERVER_TEST_SID="+sid, "HAPPY_SERVER_TEST_N="+strconv.Itoa(sockets))
@@ -155,6 +154,8 @@ func BenchmarkFanout(b *testing.B) {
 	}
 	var server, e2e []time.Duration
 	cl := &http.Client{}
+	var ms0 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
 	b.ResetTimer()
 	for i := 0; i < n; i++ {
 		t0 := time.Now()
@@ -191,7 +192,10 @@ func BenchmarkFanout(b *testing.B) {
 		mu.Unlock()
 	}
 	b.StopTimer()
+	var ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms1)
 	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
+	b.ReportMetric(float64(ms1.NumGC-ms0.NumGC)/float64(n), "gc/msg")
 	b.ReportMetric(ms(percentile(server, 0.50)), "server-p50-ms")
 	b.ReportMetric(ms(percentile(server, 0.99)), "server-p99-ms")
 	b.ReportMetric(ms(percentile(e2e, 0.50)), "e2e-p50-ms")

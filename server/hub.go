@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/zishang520/socket.io/servers/engine/v3"
+	"github.com/zishang520/socket.io/servers/engine/v3/transports"
 	"github.com/zishang520/socket.io/servers/socket/v3"
 	"github.com/zishang520/socket.io/v3/pkg/types"
 
@@ -57,11 +57,12 @@ func (s *Server) newSocketServer() *socket.Server {
 	opts := socket.DefaultServerOptions()
 	opts.SetPath("/v1/updates")
 	opts.SetServeClient(false)
-	opts.SetTransports(types.NewSet(engine.WebSocket))
+	opts.SetTransports(types.NewSet[transports.TransportCtor](&wsTransportCtor{afterWrite: s.afterWrite}))
 	opts.SetMaxHttpBufferSize(s.cfg.SocketHardLimit)
 	opts.SetPingInterval(s.cfg.PingInterval)
 	opts.SetPingTimeout(s.cfg.PingTimeout)
 	opts.SetCors(&types.Cors{Origin: "*", Credentials: true})
+	opts.SetAdapter(roomAdapterBuilder{})
 	io := socket.NewServer(nil, opts)
 	io.Use(s.handshake)
 	_ = io.On("connection", func(a ...any) {

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -68,6 +69,15 @@ func childRelay() int {
 func childClients() int {
 	url, token, sid := os.Getenv("HAPPY_SERVER_TEST_URL"), os.Getenv("HAPPY_SERVER_TEST_TOKEN"), os.Getenv("HAPPY_SERVER_TEST_SID")
 	n, _ := strconv.Atoi(os.Getenv("HAPPY_SERVER_TEST_N"))
+	if path := os.Getenv("HAPPY_SERVER_TEST_CPUPROFILE"); path != "" {
+		// Profiling the clients of a benchmark: the profile covers the
+		// run until stdin closes.
+		if f, err := os.Create(path); err == nil {
+			if pprof.StartCPUProfile(f) == nil {
+				defer pprof.StopCPUProfile()
+			}
+		}
+	}
 	var mu sync.Mutex
 	counts := map[float64]int{}
 	out := bufio.NewWriter(os.Stdout)
@@ -131,9 +141,17 @@ func startChild(tb testing.TB, mode string, env ...string) *child {
 	}
 	c := &child{cmd: cmd, stdin: stdin, lines: bufio.NewScanner(stdout)}
 	tb.Cleanup(func() {
+		// Closing stdin asks the child to finish; it is killed if it has
+		// not within two seconds.
 		_ = stdin.Close()
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(2 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
 	})
 	return c
 }

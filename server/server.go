@@ -24,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -163,6 +164,16 @@ type Server struct {
 	// testConn, when set (tests and benchmarks of this package), sees each
 	// accepted socket.
 	testConn func(*socket.Socket)
+	// testWrite, when set (the fan-out benchmark), runs after each
+	// websocket frame is handed to the kernel.
+	testWrite atomic.Pointer[func()]
+}
+
+// afterWrite runs the testWrite hook, if any.
+func (s *Server) afterWrite() {
+	if f := s.testWrite.Load(); f != nil {
+		(*f)()
+	}
 }
 
 // ErrClosed is returned by Serve after Close.
