@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the pinned real agent CLIs that `make e2e` drives, each into its own
+# Installs the pinned real agent CLIs (and node libraries) that `make e2e` drives, each into its own
 # folder under a cache outside the repository, and prints the environment the
 # e2e tests read (HAPPY_E2E_<AGENT>=<binary>). Already installed versions are
 # reused. Usage: eval "$(scripts/install-agents.sh)"
@@ -29,4 +29,23 @@ for spec in "${AGENTS[@]}"; do
     exit 1
   fi
   echo "export HAPPY_E2E_$name=$exe"
+done
+
+# Libraries the e2e tests load with node (NODE_PATH): name, package, version.
+LIBS=(
+  "SIO_CLIENT socket.io-client 4.8.1"
+)
+for spec in "${LIBS[@]}"; do
+  read -r name pkg version <<<"$spec"
+  dir="$CACHE/${pkg//\//_}@$version"
+  if [ ! -f "$dir/node_modules/$pkg/package.json" ]; then
+    mkdir -p "$dir"
+    echo "installing $pkg@$version into $dir" >&2
+    (cd "$dir" && npm install --no-audit --no-fund --loglevel=error "$pkg@$version" >&2)
+  fi
+  if [ ! -f "$dir/node_modules/$pkg/package.json" ]; then
+    echo "install-agents: $pkg missing after install" >&2
+    exit 1
+  fi
+  echo "export HAPPY_E2E_$name=$dir/node_modules"
 done

@@ -55,6 +55,7 @@ func (a *roomAdapter) Broadcast(pkt *parser.Packet, opts *socket.BroadcastOption
 		return
 	}
 	frame := text.String()
+	var wsFrame []byte // built on first use: only our transport takes it
 	volatile := false
 	var compress *bool
 	if opts != nil && opts.Flags != nil {
@@ -72,7 +73,10 @@ func (a *roomAdapter) Broadcast(pkt *parser.Packet, opts *socket.BroadcastOption
 			}
 			conn := s.Conn()
 			if t, ok := conn.Transport().(*wsTransport); ok {
-				t.sendText(frame)
+				if wsFrame == nil {
+					wsFrame = textFrame(text.Bytes())
+				}
+				t.sendFrame(wsFrame)
 				continue
 			}
 			if volatile && !conn.Transport().Writable() {

@@ -21,7 +21,7 @@ import (
 
 // benchRelay runs a relay in this process on a loopback port; wrap, when
 // set, wraps its handler.
-func benchRelay(b *testing.B, cfg Config, wrap func(http.Handler) http.Handler) (*Server, string) {
+func benchRelay(b testing.TB, cfg Config, wrap func(http.Handler) http.Handler) (*Server, string) {
 	b.Helper()
 	if cfg.DataDir == "" {
 		cfg.DataDir = b.TempDir()

@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -101,6 +102,22 @@ func TestTokens(t *testing.T) {
 		if _, err := t1.verify(bad); !errors.Is(err, ErrInvalidToken) {
 			t.Fatalf("%s: %v", name, err)
 		}
+	}
+	// Verified tokens are cached: the cache answers the same claims, stays
+	// within maxKnownTokens, and a token verifies again after eviction.
+	if again, err := t1.claims(tok); err != nil || again != c {
+		t.Fatalf("cached claims = %+v, %v", again, err)
+	}
+	for i := 0; i < maxKnownTokens+5; i++ {
+		if _, err := t1.verify(t1.issue(fmt.Sprint("a", i), "", time.Unix(1_700_000_000, 0))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(t1.known); n > maxKnownTokens || n == 0 {
+		t.Fatalf("%d cached tokens", n)
+	}
+	if acct, err := t1.verify(tok); err != nil || acct != "acct-1" {
+		t.Fatalf("after eviction: %q %v", acct, err)
 	}
 }
 

@@ -57,7 +57,8 @@ func (s *Server) newSocketServer() *socket.Server {
 	opts := socket.DefaultServerOptions()
 	opts.SetPath("/v1/updates")
 	opts.SetServeClient(false)
-	opts.SetTransports(types.NewSet[transports.TransportCtor](&wsTransportCtor{afterWrite: s.afterWrite}))
+	s.ws = &wsTransportCtor{backlog: int(s.cfg.MaxSocketBacklog), log: s.log, afterWrite: s.afterWrite}
+	opts.SetTransports(types.NewSet[transports.TransportCtor](s.ws))
 	opts.SetMaxHttpBufferSize(s.cfg.SocketHardLimit)
 	opts.SetPingInterval(s.cfg.PingInterval)
 	opts.SetPingTimeout(s.cfg.PingTimeout)

@@ -45,6 +45,7 @@ const (
 	DefaultMaxAttachment    = 10 << 20
 	DefaultMaxSocketPayload = 1_000_000
 	DefaultSocketHardLimit  = 16 << 20
+	DefaultMaxSocketBacklog = 16 << 20
 	DefaultPingInterval     = 15 * time.Second
 	DefaultPingTimeout      = 45 * time.Second
 	DefaultStoppedTTL       = time.Minute
@@ -99,6 +100,10 @@ type Config struct {
 	// SocketHardLimit is the websocket frame limit; a larger frame closes the
 	// connection (it must stay well above MaxSocketPayload).
 	SocketHardLimit int64
+	// MaxSocketBacklog is how many bytes of updates may wait, unwritten,
+	// for one socket that does not read them; beyond it the socket is
+	// closed (its client reconnects and catches up over HTTP).
+	MaxSocketBacklog int64
 	// PingInterval and PingTimeout are Engine.IO's heartbeat settings.
 	PingInterval time.Duration
 	PingTimeout  time.Duration
@@ -127,6 +132,7 @@ func (c *Config) defaults() {
 	seti(&c.MaxAttachmentBytes, DefaultMaxAttachment)
 	seti(&c.MaxSocketPayload, DefaultMaxSocketPayload)
 	seti(&c.SocketHardLimit, DefaultSocketHardLimit)
+	seti(&c.MaxSocketBacklog, DefaultMaxSocketBacklog)
 	if c.SocketHardLimit < c.MaxSocketPayload+64<<10 {
 		c.SocketHardLimit = c.MaxSocketPayload + 64<<10
 	}
@@ -164,6 +170,8 @@ type Server struct {
 	// testConn, when set (tests and benchmarks of this package), sees each
 	// accepted socket.
 	testConn func(*socket.Socket)
+	// ws is the websocket transport factory (and its counters).
+	ws *wsTransportCtor
 	// testWrite, when set (the fan-out benchmark), runs after each
 	// websocket frame is handed to the kernel.
 	testWrite atomic.Pointer[func()]

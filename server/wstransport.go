@@ -1,47 +1,83 @@
 package server
 
 import (
+	"encoding/binary"
 	"errors"
-	"io"
 	"net"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	ws "github.com/gorilla/websocket"
+	"github.com/rs/zerolog"
 	"github.com/zishang520/socket.io/parsers/engine/v3/packet"
 	"github.com/zishang520/socket.io/servers/engine/v3/transports"
 	"github.com/zishang520/socket.io/v3/pkg/types"
 )
 
-// maxPendingWrite is how many bytes of frames may wait for one slow
-// socket before the relay closes it. The client reconnects and reads what
-// it missed over HTTP (messages are stored), which is cheaper for everyone
-// than buffering without bound.
-const maxPendingWrite = 16 << 20
+// closeWait bounds how long closing a transport waits for queued frames
+// (a server disconnect packet, say) to be written.
+const closeWait = 250 * time.Millisecond
+
+// errBacklog closes a socket whose unwritten frames exceed the backlog.
+var errBacklog = errors.New("too many bytes waiting to be written to a slow socket")
 
 // wsTransportCtor builds the relay's Engine.IO websocket transport
 // (transports.TransportCtor, registered through the server options'
 // transport set, the library's extension point for transports).
 //
-// It is the library's websocket transport with a different write side:
-// the library starts a new goroutine for every batch it sends (whose stack
+// It is the library's websocket transport with a different write side.
+// The library starts a new goroutine for every batch it sends (whose stack
 // then grows on each send) and copies every packet through an intermediate
-// buffer. This transport keeps one writer goroutine per connection for its
-// whole life, writes each text packet straight into the websocket frame,
-// and accepts pre-encoded broadcast frames from roomAdapter without the
-// per-socket Engine.IO bookkeeping. Reading, heartbeats and closing stay
-// the library's.
+// buffer. This transport
+//   - keeps one writer goroutine per connection for its whole life and
+//     writes each packet straight into its websocket frame;
+//   - takes broadcast frames (built once for all recipients by
+//     roomAdapter) without the per-socket Engine.IO bookkeeping, and when
+//     nothing else is queued writes them at once from the broadcasting
+//     goroutine with one non-blocking write: a fan-out to 100 sockets is
+//     100 write system calls, no goroutine wake-ups. What the kernel does
+//     not take at once is queued for the writer, so a slow socket never
+//     holds the broadcast up.
+//
+// Reading, heartbeats and closing stay the library's. All writes to the
+// connection go through this type (pongs and close replies included), so
+// the direct writes never interleave with a frame written elsewhere.
 type wsTransportCtor struct {
+	// backlog is how many bytes of frames may wait for one slow socket
+	// before the relay closes it (Config.MaxSocketBacklog).
+	backlog int
+	log     zerolog.Logger
 	// afterWrite, when set, runs after each frame is handed to the kernel
 	// (the fan-out benchmark's clock).
 	afterWrite func()
+
+	// Counters over all connections: broadcast frames written whole by
+	// the broadcasting goroutine, broadcast frames (or their tails) left
+	// to a connection's writer, sockets closed for their backlog.
+	direct, queued, slowClosed atomic.Int64
 }
 
 // New implements transports.TransportCtor.
 func (c *wsTransportCtor) New(ctx *types.HttpContext) transports.Transport {
-	t := &wsTransport{Websocket: transports.MakeWebSocket(), conn: ctx.Websocket, afterWrite: c.afterWrite}
+	t := &wsTransport{Websocket: transports.MakeWebSocket(), conn: ctx.Websocket, ctor: c}
 	t.wake = sync.NewCond(&t.mu)
 	t.done = make(chan struct{})
+	if sc, ok := t.conn.UnderlyingConn().(syscall.Conn); ok {
+		if raw, err := sc.SyscallConn(); err == nil {
+			t.raw = raw
+		}
+	}
+	// Control frames the peer asks for are answered through the queue.
+	t.conn.SetPingHandler(func(data string) error {
+		t.push(wsItem{control: ws.PongMessage, data: []byte(data)})
+		return nil
+	})
+	t.conn.SetCloseHandler(func(code int, text string) error {
+		t.push(wsItem{control: ws.CloseMessage, data: ws.FormatCloseMessage(code, "")})
+		return nil
+	})
 	// Calls the library makes through the transport's prototype (DoClose)
 	// must reach this type.
 	t.Prototype(t)
@@ -60,44 +96,139 @@ func (*wsTransportCtor) HandlesUpgrades() bool { return true }
 // UpgradesTo implements transports.TransportCtor.
 func (*wsTransportCtor) UpgradesTo() []string { return nil }
 
-// wsItem is one queued write: the Engine.IO packets of one Send (answered
-// with a "drain" event once written), or one pre-encoded Socket.IO packet
-// text from a broadcast (written as an Engine.IO message).
+// wsItem is one queued write, exactly one of: the Engine.IO packets of
+// one Send (answered with a "drain" event once written); a complete
+// websocket frame, or the unwritten tail of one (data); a control frame
+// (control, data).
 type wsItem struct {
 	packets []*packet.Packet
-	text    string
+	data    []byte
+	control int
 }
 
 // wsTransport is the websocket transport built by wsTransportCtor.
 type wsTransport struct {
 	transports.Websocket
 
-	conn       *types.WebSocketConn
-	afterWrite func()
+	conn *types.WebSocketConn
+	raw  syscall.RawConn // nil when the connection has no file descriptor
+	ctor *wsTransportCtor
 
 	mu      sync.Mutex
 	wake    *sync.Cond
 	queue   []wsItem
-	pending int // bytes of queued broadcast text
+	pending int  // bytes of queued frames
+	busy    bool // a goroutine is writing to the connection
 	stopped bool
-	idle    bool // the writer waits for work (queue empty, nothing in flight)
 
 	done     chan struct{} // closed when the writer has ended
 	doneOnce sync.Once
 }
 
+// textFrame returns the websocket frame of one Engine.IO message holding
+// the Socket.IO packet text: an unmasked, final text frame (RFC 6455
+// §5.2), the same bytes for every server-to-client connection.
+func textFrame(text []byte) []byte {
+	n := 1 + len(text)
+	var hdr []byte
+	switch {
+	case n < 126:
+		hdr = []byte{0x81, byte(n)}
+	case n <= 0xffff:
+		hdr = []byte{0x81, 126, 0, 0}
+		binary.BigEndian.PutUint16(hdr[2:], uint16(n))
+	default:
+		hdr = make([]byte, 10)
+		hdr[0], hdr[1] = 0x81, 127
+		binary.BigEndian.PutUint64(hdr[2:], uint64(n))
+	}
+	f := make([]byte, 0, len(hdr)+n)
+	f = append(f, hdr...)
+	f = append(f, '4')
+	return append(f, text...)
+}
+
 // Send queues packets for the writer (transports.Transport). The transport
 // stays writable, so the Engine.IO socket never holds packets back and
-// broadcast frames queued directly keep their order with everything else.
+// broadcast frames keep their order with everything else.
 func (t *wsTransport) Send(packets []*packet.Packet) {
 	t.push(wsItem{packets: packets})
 }
 
-// sendText queues one Socket.IO packet text for this socket and reports
-// false when the transport is closed or the socket's queue is over
-// maxPendingWrite (then the connection is closed).
-func (t *wsTransport) sendText(text string) bool {
-	return t.push(wsItem{text: text})
+// sendFrame writes frame (from textFrame; shared, never modified) to this
+// socket: at once with a non-blocking write when nothing else is queued
+// or being written, otherwise, or for what the kernel did not take, through
+// the writer. It reports false when the transport is closed or its queue
+// is over maxPendingWrite (then the connection is closed).
+func (t *wsTransport) sendFrame(frame []byte) bool {
+	t.mu.Lock()
+	if t.stopped {
+		t.mu.Unlock()
+		return false
+	}
+	if t.raw == nil || t.busy || len(t.queue) > 0 {
+		t.mu.Unlock()
+		t.ctor.queued.Add(1)
+		return t.push(wsItem{data: frame})
+	}
+	t.busy = true
+	t.mu.Unlock()
+
+	n, err := t.tryWrite(frame)
+
+	t.mu.Lock()
+	t.busy = false
+	if err != nil {
+		t.mu.Unlock()
+		t.fail(err)
+		return false
+	}
+	if n < len(frame) {
+		t.ctor.queued.Add(1)
+		// The tail goes first: nothing else can have been written since.
+		rest := frame[n:]
+		t.queue = append(t.queue, wsItem{})
+		copy(t.queue[1:], t.queue)
+		t.queue[0] = wsItem{data: rest}
+		t.pending += len(rest)
+	}
+	if len(t.queue) > 0 {
+		t.wake.Signal()
+	}
+	t.mu.Unlock()
+	if n == len(frame) {
+		t.ctor.direct.Add(1)
+		t.wrote()
+	}
+	return true
+}
+
+// tryWrite writes as much of b as the socket takes without blocking and
+// returns how much that was; a full socket buffer is not an error.
+func (t *wsTransport) tryWrite(b []byte) (int, error) {
+	var n int
+	var werr error
+	err := t.raw.Write(func(fd uintptr) bool {
+		for n < len(b) {
+			m, e := syscall.Write(int(fd), b[n:])
+			if e == syscall.EINTR {
+				continue
+			}
+			if e == syscall.EAGAIN {
+				return true
+			}
+			if e != nil {
+				werr = e
+				return true
+			}
+			n += m
+		}
+		return true
+	})
+	if werr == nil {
+		werr = err
+	}
+	return n, werr
 }
 
 func (t *wsTransport) push(it wsItem) bool {
@@ -106,22 +237,25 @@ func (t *wsTransport) push(it wsItem) bool {
 		t.mu.Unlock()
 		return false
 	}
-	t.pending += len(it.text)
-	if t.pending > maxPendingWrite {
+	t.pending += len(it.data)
+	if t.pending > t.ctor.backlog {
+		pending := t.pending
+		t.stopped = true
+		t.wake.Signal()
 		t.mu.Unlock()
+		t.ctor.slowClosed.Add(1)
+		t.ctor.log.Warn().Int("pending", pending).Int("limit", t.ctor.backlog).Str("transport", t.Sid()).Msg("closing a socket that does not read its updates")
 		t.OnError("websocket write backlog", errBacklog)
 		_ = t.conn.Close()
 		return false
 	}
 	t.queue = append(t.queue, it)
-	if t.idle {
+	if !t.busy {
 		t.wake.Signal()
 	}
 	t.mu.Unlock()
 	return true
 }
-
-var errBacklog = errors.New("more than 16 MiB waiting to be written to a slow socket")
 
 // stop ends the writer once the queue is empty.
 func (t *wsTransport) stop() {
@@ -130,10 +264,6 @@ func (t *wsTransport) stop() {
 	t.wake.Signal()
 	t.mu.Unlock()
 }
-
-// closeWait bounds how long closing waits for queued frames (a server
-// disconnect packet, say) to be written.
-const closeWait = 250 * time.Millisecond
 
 // DoClose lets the writer finish what is queued, for at most closeWait,
 // then closes the connection (transports.Transport).
@@ -153,37 +283,59 @@ func (t *wsTransport) writeLoop() {
 	var batch []wsItem
 	for {
 		t.mu.Lock()
-		for len(t.queue) == 0 && !t.stopped {
-			t.idle = true
+		for (len(t.queue) == 0 || t.busy) && !t.stopped {
 			t.wake.Wait()
-			t.idle = false
 		}
-		if len(t.queue) == 0 {
+		if len(t.queue) == 0 || t.busy {
+			// Stopped, and nothing left this goroutine may write.
 			t.mu.Unlock()
 			return
 		}
+		t.busy = true
 		batch, t.queue = t.queue, batch[:0]
 		t.mu.Unlock()
 
+		var err error
+		written := 0
 		for i, it := range batch {
-			var err error
-			if it.packets != nil {
-				err = t.writePackets(it.packets)
-			} else {
-				err = t.writeText(it.text)
-				t.mu.Lock()
-				t.pending -= len(it.text)
-				t.mu.Unlock()
+			if err == nil {
+				err = t.write(it)
 			}
+			written += len(it.data)
 			batch[i] = wsItem{}
-			if err != nil {
-				t.fail(err)
-				return
-			}
-			if it.packets != nil {
-				t.Emit("drain")
-			}
 		}
+
+		t.mu.Lock()
+		t.pending -= written
+		t.busy = false
+		if err == nil && len(t.queue) > 0 {
+			t.wake.Signal() // a direct sender may be waiting for its turn
+		}
+		t.mu.Unlock()
+		if err != nil {
+			t.fail(err)
+			return
+		}
+	}
+}
+
+// write writes one queued item.
+func (t *wsTransport) write(it wsItem) error {
+	switch {
+	case it.packets != nil:
+		if err := t.writePackets(it.packets); err != nil {
+			return err
+		}
+		t.Emit("drain")
+		return nil
+	case it.control != 0:
+		return t.conn.WriteControl(it.control, it.data, time.Now().Add(closeWait))
+	default:
+		_, err := t.conn.UnderlyingConn().Write(it.data)
+		if err == nil {
+			t.wrote()
+		}
+		return err
 	}
 }
 
@@ -192,7 +344,7 @@ func (t *wsTransport) writeLoop() {
 func (t *wsTransport) fail(err error) {
 	t.stop()
 	// Closing the transport from the listeners below must not wait for
-	// this goroutine.
+	// the writer.
 	t.ended()
 	if ws.IsUnexpectedCloseError(err) || errors.Is(err, net.ErrClosed) {
 		t.conn.Emit("close")
@@ -201,65 +353,41 @@ func (t *wsTransport) fail(err error) {
 	}
 }
 
-// writeText writes "4" + text as one text frame (an Engine.IO message).
-func (t *wsTransport) writeText(text string) error {
-	w, err := t.conn.NextWriter(ws.TextMessage)
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write([]byte{'4'}); err != nil {
-		return err
-	}
-	if _, err := io.WriteString(w, text); err != nil {
-		return err
-	}
-	if err := w.Close(); err != nil {
-		return err
-	}
-	if t.afterWrite != nil {
-		t.afterWrite()
-	}
-	return nil
-}
-
 // writePackets writes each Engine.IO packet as one frame, text or binary
 // as the library's encoder makes it.
 func (t *wsTransport) writePackets(packets []*packet.Packet) error {
 	for _, p := range packets {
+		data := types.BufferInterface(nil)
 		if p.Options != nil && p.Options.WsPreEncodedFrame != nil {
-			if err := t.writeFrame(p.Options.WsPreEncodedFrame); err != nil {
+			data = p.Options.WsPreEncodedFrame
+		} else {
+			var err error
+			if data, err = t.Parser().EncodePacket(p, t.SupportsBinary()); err != nil {
 				return err
 			}
-			continue
 		}
-		data, err := t.Parser().EncodePacket(p, t.SupportsBinary())
+		mt := ws.BinaryMessage
+		if _, ok := data.(*types.StringBuffer); ok {
+			mt = ws.TextMessage
+		}
+		w, err := t.conn.NextWriter(mt)
 		if err != nil {
 			return err
 		}
-		if err := t.writeFrame(data); err != nil {
+		if _, err := w.Write(data.Bytes()); err != nil {
 			return err
 		}
+		if err := w.Close(); err != nil {
+			return err
+		}
+		t.wrote()
 	}
 	return nil
 }
 
-func (t *wsTransport) writeFrame(data types.BufferInterface) error {
-	mt := ws.BinaryMessage
-	if _, ok := data.(*types.StringBuffer); ok {
-		mt = ws.TextMessage
+// wrote runs the afterWrite hook, if any.
+func (t *wsTransport) wrote() {
+	if t.ctor.afterWrite != nil {
+		t.ctor.afterWrite()
 	}
-	w, err := t.conn.NextWriter(mt)
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write(data.Bytes()); err != nil {
-		return err
-	}
-	if err := w.Close(); err != nil {
-		return err
-	}
-	if t.afterWrite != nil {
-		t.afterWrite()
-	}
-	return nil
 }

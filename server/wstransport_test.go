@@ -1,0 +1,264 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	ws "github.com/gorilla/websocket"
+	"github.com/rs/zerolog"
+)
+
+// rawSocket is a bare Engine.IO v4 / Socket.IO v5 websocket client, so
+// that a test can stop reading and look at every frame the relay writes.
+type rawSocket struct {
+	t testing.TB
+	c *ws.Conn
+}
+
+// dialRaw connects a session-scoped socket; rcvbuf > 0 shrinks the
+// client's TCP receive buffer (bytes) so the relay's writes stall sooner.
+func dialRaw(t testing.TB, base, token, sid string, rcvbuf int) *rawSocket {
+	t.Helper()
+	d := ws.Dialer{NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err == nil && rcvbuf > 0 {
+			_ = c.(*net.TCPConn).SetReadBuffer(rcvbuf)
+		}
+		return c, err
+	}}
+	c, _, err := d.Dial("ws"+strings.TrimPrefix(base, "http")+"/v1/updates/?EIO=4&transport=websocket", nil)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	r := &rawSocket{t: t, c: c}
+	if open := r.next(); !strings.HasPrefix(open, "0{") {
+		t.Fatalf("open packet %q", open)
+	}
+	auth, _ := json.Marshal(map[string]any{"token": token, "clientType": "session-scoped", "sessionId": sid})
+	if err := c.WriteMessage(ws.TextMessage, append([]byte("40"), auth...)); err != nil {
+		t.Fatal(err)
+	}
+	if ok := r.next(); !strings.HasPrefix(ok, "40{") {
+		t.Fatalf("connect answer %q", ok)
+	}
+	return r
+}
+
+// next returns the next Engine.IO packet other than a ping (answered).
+func (r *rawSocket) next() string {
+	r.t.Helper()
+	p, err := r.read()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return p
+}
+
+func (r *rawSocket) read() (string, error) {
+	for {
+		_ = r.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		mt, b, err := r.c.ReadMessage()
+		if err != nil {
+			return "", fmt.Errorf("read: %w", err)
+		}
+		if mt != ws.TextMessage {
+			return "", fmt.Errorf("frame type %d", mt)
+		}
+		if string(b) == "2" {
+			_ = r.c.WriteMessage(ws.TextMessage, []byte("3"))
+			continue
+		}
+		return string(b), nil
+	}
+}
+
+// update reads a `42["update",{...}]` packet and returns the new
+// message's seq and content text (content.c).
+func (r *rawSocket) update() (int64, string, error) {
+	p, err := r.read()
+	if err != nil {
+		return 0, "", err
+	}
+	var ev []json.RawMessage
+	if !strings.HasPrefix(p, "42") || json.Unmarshal([]byte(p[2:]), &ev) != nil || len(ev) != 2 || string(ev[0]) != `"update"` {
+		return 0, "", fmt.Errorf("not an update: %.80q", p)
+	}
+	var u struct {
+		Body struct {
+			Message struct {
+				Seq     int64
+				Content struct{ C string }
+			}
+		}
+	}
+	if err := json.Unmarshal(ev[1], &u); err != nil {
+		return 0, "", err
+	}
+	return u.Body.Message.Seq, u.Body.Message.Content.C, nil
+}
+
+// expect checks the update for message number i (seq i+1) of postBatch.
+func expect(seq int64, content string, err error, i, size int) error {
+	if err != nil {
+		return err
+	}
+	if seq != int64(i+1) || content != fmt.Sprintf("%08d", i)+strings.Repeat("x", size) {
+		return fmt.Errorf("seq %d (%d bytes), want %d", seq, len(content), i+1)
+	}
+	return nil
+}
+
+func postBatch(t testing.TB, base, token, sid string, from, n, size int) {
+	t.Helper()
+	msgs := make([]sentMessage, n)
+	for i := range msgs {
+		msgs[i] = sentMessage{LocalID: fmt.Sprint("m", from+i), Content: fmt.Sprintf("%08d", from+i) + strings.Repeat("x", size)}
+	}
+	st, err := httpJSON(context.Background(), http.DefaultClient, "POST", base+"/v3/sessions/"+sid+"/messages", token, map[string]any{"messages": msgs}, nil)
+	if err != nil || st != 200 {
+		t.Fatalf("post: %d %v", st, err)
+	}
+}
+
+// A socket that stops reading makes the relay's direct writes come up
+// short; the rest waits in the socket's queue and arrives intact and in
+// order once the client reads again, while a reading socket on the same
+// session is not held up.
+func TestSlowSocketGetsEveryFrameInOrder(t *testing.T) {
+	srv, base := benchRelay(t, Config{Logger: zerolog.Nop()}, nil)
+	token := newTestAccount(t, base)
+	sid := newTestSession(t, base, token, "slow")
+	slow := dialRaw(t, base, token, sid, 32<<10)
+	fast := dialRaw(t, base, token, sid, 0)
+
+	const batches, per, size = 8, 50, 16 << 10 // 6.4 MiB in all
+	got := make(chan error, 1)
+	go func() {
+		// The reading socket gets everything while the slow one is stalled.
+		for i := 0; i < batches*per; i++ {
+			seq, content, err := fast.update()
+			if err := expect(seq, content, err, i, size); err != nil {
+				got <- fmt.Errorf("reading socket: %w", err)
+				return
+			}
+		}
+		got <- nil
+	}()
+	for b := 0; b < batches; b++ {
+		postBatch(t, base, token, sid, b*per, per, size)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the reading socket was held up by the stalled one")
+	}
+	if srv.ws.queued.Load() == 0 {
+		t.Fatalf("no frame was queued (direct %d): the stall did not happen", srv.ws.direct.Load())
+	}
+	for i := 0; i < batches*per; i++ {
+		seq, content, err := slow.update()
+		if err := expect(seq, content, err, i, size); err != nil {
+			t.Fatalf("stalled socket: %v", err)
+		}
+	}
+	if n := srv.ws.slowClosed.Load(); n != 0 {
+		t.Fatalf("%d sockets closed for their backlog", n)
+	}
+}
+
+// A socket whose unread updates pass MaxSocketBacklog is closed; the
+// relay and its other sockets go on.
+func TestSocketOverBacklogIsClosed(t *testing.T) {
+	srv, base := benchRelay(t, Config{Logger: zerolog.Nop(), MaxSocketBacklog: 256 << 10}, nil)
+	token := newTestAccount(t, base)
+	sid := newTestSession(t, base, token, "backlog")
+	stalled := dialRaw(t, base, token, sid, 32<<10)
+	fast := dialRaw(t, base, token, sid, 0)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 600; i++ {
+			seq, content, err := fast.update()
+			if err := expect(seq, content, err, i, 16<<10); err != nil {
+				t.Errorf("reading socket: %v", err)
+				return
+			}
+		}
+	}()
+	for b := 0; b < 12; b++ { // 9.6 MiB: more than the kernel buffers hold
+		postBatch(t, base, token, sid, b*50, 50, 16<<10)
+	}
+	<-done
+	if n := srv.ws.slowClosed.Load(); n != 1 {
+		t.Fatalf("%d sockets closed for their backlog, want 1", n)
+	}
+	// The stalled socket reads what was written, then the end.
+	_ = stalled.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		if _, _, err := stalled.c.ReadMessage(); err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				t.Fatal("the stalled socket was not closed")
+			}
+			break
+		}
+	}
+}
+
+// A websocket-level ping from the client is answered with a pong carrying
+// its data (through the transport's queue, like every other write).
+func TestClientPingGetsPong(t *testing.T) {
+	_, base := benchRelay(t, Config{Logger: zerolog.Nop()}, nil)
+	token := newTestAccount(t, base)
+	sid := newTestSession(t, base, token, "ping")
+	r := dialRaw(t, base, token, sid, 0)
+	pong := make(chan string, 1)
+	r.c.SetPongHandler(func(data string) error { pong <- data; return nil })
+	if err := r.c.WriteControl(ws.PingMessage, []byte("hello"), time.Now().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _, _ = r.c.ReadMessage() }()
+	select {
+	case d := <-pong:
+		if d != "hello" {
+			t.Fatalf("pong %q", d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no pong")
+	}
+}
+
+// textFrame builds the websocket frame header for each payload length
+// class (RFC 6455 §5.2).
+func TestTextFrame(t *testing.T) {
+	for _, tc := range []struct {
+		n      int
+		header []byte
+	}{
+		{0, []byte{0x81, 1}},
+		{124, []byte{0x81, 125}},
+		{125, []byte{0x81, 126, 0, 126}},
+		{65534, []byte{0x81, 126, 0xff, 0xff}},
+		{65535, []byte{0x81, 127, 0, 0, 0, 0, 0, 1, 0, 0}},
+	} {
+		text := []byte(strings.Repeat("a", tc.n))
+		f := textFrame(text)
+		if string(f[:len(tc.header)]) != string(tc.header) {
+			t.Errorf("n=%d: header % x, want % x", tc.n, f[:len(tc.header)], tc.header)
+		}
+		if rest := f[len(tc.header):]; rest[0] != '4' || string(rest[1:]) != string(text) || len(f) != len(tc.header)+1+tc.n {
+			t.Errorf("n=%d: payload wrong (%d bytes)", tc.n, len(f))
+		}
+	}
+}
