@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
@@ -54,6 +55,44 @@ type Options struct {
 type Store struct {
 	w *sql.DB
 	r *sql.DB
+
+	// stmts holds the message-append statements prepared on the writer,
+	// by query text (a few fixed queries plus one per batch size).
+	stmtMu sync.Mutex
+	stmts  map[string]*sql.Stmt
+}
+
+// maxPreparedBatch is the largest batch whose size-dependent statements
+// are kept prepared (the HTTP API's limit).
+const maxPreparedBatch = 100
+
+// stmt returns the writer's prepared statement for q, preparing it on
+// first use. It must not be called inside a writer transaction (the
+// writer has one connection); use the result with tx.StmtContext.
+func (s *Store) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	if st, ok := s.stmts[q]; ok {
+		return st, nil
+	}
+	st, err := s.w.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if s.stmts == nil {
+		s.stmts = map[string]*sql.Stmt{}
+	}
+	s.stmts[q] = st
+	return st, nil
+}
+
+// txQueryRow runs q in tx through its prepared statement when prep holds one
+// for it, else directly.
+func txQueryRow(ctx context.Context, tx *sql.Tx, prep map[string]*sql.Stmt, q string, args ...any) *sql.Row {
+	if st := prep[q]; st != nil {
+		return tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
+	return tx.QueryRowContext(ctx, q, args...)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -119,6 +158,12 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 
 // Close closes both pools.
 func (s *Store) Close() error {
+	s.stmtMu.Lock()
+	for _, st := range s.stmts {
+		_ = st.Close()
+	}
+	s.stmts = nil
+	s.stmtMu.Unlock()
 	err1 := s.r.Close()
 	err2 := s.w.Close()
 	return errors.Join(err1, err2)
@@ -480,6 +525,13 @@ func (s *Store) ExpireSessions(ctx context.Context, cutoff int64) ([]store.Prese
 
 // ---- messages ----
 
+// Queries of AppendMessages.
+const (
+	qFindSession  = `SELECT 1 FROM sessions WHERE id = ? AND account_id = ?`
+	qAllocSeqs    = `UPDATE sessions SET seq = seq + ?, updated_at = ? WHERE id = ? RETURNING seq`
+	qAllocUpdates = `UPDATE accounts SET seq = seq + ? WHERE id = ? RETURNING seq`
+)
+
 const insertMsgPrefix = `INSERT INTO session_messages (id, session_id, seq, local_id, content, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`
 
 // AppendMessages implements store.Store.
@@ -495,13 +547,30 @@ func (s *Store) AppendMessages(ctx context.Context, accountID, sessionID string,
 		uniq = append(uniq, m)
 	}
 	var res store.AppendResult
+	qIn, qInsert := "", ""
+	if len(uniq) > 0 {
+		qIn = `SELECT id, seq, local_id, created_at, updated_at FROM session_messages WHERE session_id = ? AND local_id IN (?` + strings.Repeat(",?", len(uniq)-1) + `)`
+		qInsert = insertMsgPrefix + strings.Repeat(",(?, ?, ?, ?, ?, ?, ?)", len(uniq)-1)
+	}
+	// Statements are prepared before the transaction takes the writer.
+	prep := map[string]*sql.Stmt{}
+	for _, q := range []string{qFindSession, qAllocSeqs, qAllocUpdates, qIn, qInsert} {
+		if q == "" || (len(uniq) > maxPreparedBatch && (q == qIn || q == qInsert)) {
+			continue
+		}
+		st, err := s.stmt(ctx, q)
+		if err != nil {
+			return res, fmt.Errorf("sqlite: append messages: prepare: %w", err)
+		}
+		prep[q] = st
+	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return res, fmt.Errorf("sqlite: append messages: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
 	var one int
-	if err := tx.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id = ? AND account_id = ?`, sessionID, accountID).Scan(&one); err != nil {
+	if err := txQueryRow(ctx, tx, prep, qFindSession, sessionID, accountID).Scan(&one); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return res, store.ErrNotFound
 		}
@@ -509,13 +578,17 @@ func (s *Store) AppendMessages(ctx context.Context, accountID, sessionID string,
 	}
 	existing := make(map[string]bool, len(uniq))
 	if len(uniq) > 0 {
-		q := `SELECT id, seq, local_id, created_at, updated_at FROM session_messages WHERE session_id = ? AND local_id IN (?` + strings.Repeat(",?", len(uniq)-1) + `)`
 		args := make([]any, 0, len(uniq)+1)
 		args = append(args, sessionID)
 		for _, m := range uniq {
 			args = append(args, m.LocalID)
 		}
-		rows, err := tx.QueryContext(ctx, q, args...)
+		var rows *sql.Rows
+		if st := prep[qIn]; st != nil {
+			rows, err = tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+		} else {
+			rows, err = tx.QueryContext(ctx, qIn, args...)
+		}
 		if err != nil {
 			return res, fmt.Errorf("sqlite: append messages: find local ids: %w", err)
 		}
@@ -539,7 +612,7 @@ func (s *Store) AppendMessages(ctx context.Context, accountID, sessionID string,
 	n := len(uniq) - len(existing)
 	if n > 0 {
 		var last int64
-		if err := tx.QueryRowContext(ctx, `UPDATE sessions SET seq = seq + ?, updated_at = ? WHERE id = ? RETURNING seq`, n, now, sessionID).Scan(&last); err != nil {
+		if err := txQueryRow(ctx, tx, prep, qAllocSeqs, n, now, sessionID).Scan(&last); err != nil {
 			return res, fmt.Errorf("sqlite: append messages: allocate seqs: %w", err)
 		}
 		seq := last - int64(n) + 1
@@ -557,11 +630,17 @@ func (s *Store) AppendMessages(ctx context.Context, accountID, sessionID string,
 		}
 		// One multi-row INSERT: far cheaper than n statements.
 		q := insertMsgPrefix + strings.Repeat(",(?, ?, ?, ?, ?, ?, ?)", n-1)
-		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+		var err error
+		if st := prep[q]; st != nil {
+			_, err = tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+		} else {
+			_, err = tx.ExecContext(ctx, q, args...)
+		}
+		if err != nil {
 			return res, fmt.Errorf("sqlite: append messages: insert %d rows from seq %d: %w", n, res.Created[0].Seq, err)
 		}
 		var lastUpd int64
-		if err := tx.QueryRowContext(ctx, `UPDATE accounts SET seq = seq + ? WHERE id = ? RETURNING seq`, n, accountID).Scan(&lastUpd); err != nil {
+		if err := txQueryRow(ctx, tx, prep, qAllocUpdates, n, accountID).Scan(&lastUpd); err != nil {
 			return res, fmt.Errorf("sqlite: append messages: allocate update seqs: %w", err)
 		}
 		res.FirstUpdateSeq = lastUpd - int64(n) + 1
