@@ -244,8 +244,9 @@ func (t *wsTransport) push(it wsItem) bool {
 		t.wake.Signal()
 		t.mu.Unlock()
 		t.ctor.slowClosed.Add(1)
-		t.ctor.log.Warn().Int("pending", pending).Int("limit", t.ctor.backlog).Str("transport", t.Sid()).Msg("closing a socket that does not read its updates")
-		t.OnError("websocket write backlog", errBacklog)
+		t.ctor.log.Warn().Err(errBacklog).Int("pending", pending).Int("limit", t.ctor.backlog).Str("transport", t.Sid()).Msg("closing a socket that does not read its updates")
+		// Closing the connection first ends a write stuck on it, so the
+		// transport's close (which waits for the writer) does not wait.
 		_ = t.conn.Close()
 		return false
 	}
