@@ -165,8 +165,8 @@ func (r *relayProc) stop() {
 	r.cmd = nil
 }
 
-// homes creates n happy homes logged into one new account on the relay.
-func homes(t *testing.T, url string, n int) []string {
+// newAccount creates an account with a fresh secret on the relay at url.
+func newAccount(t *testing.T, url string) *crypto.Credentials {
 	t.Helper()
 	var secret [32]byte
 	if _, err := rand.Read(secret[:]); err != nil {
@@ -180,6 +180,13 @@ func homes(t *testing.T, url string, n int) []string {
 	if err != nil {
 		t.Fatalf("create account: %v", err)
 	}
+	return creds
+}
+
+// homes creates n happy homes logged into one new account on the relay.
+func homes(t *testing.T, url string, n int) []string {
+	t.Helper()
+	creds := newAccount(t, url)
 	var out []string
 	for i := 0; i < n; i++ {
 		h := t.TempDir()

@@ -5,8 +5,6 @@ package e2e
 import (
 	"bufio"
 	"bytes"
-	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -16,8 +14,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-
-	"github.com/happy-dev/happy/relay"
 )
 
 // nodeClientScript drives `happy server` with the reference Socket.IO
@@ -84,18 +80,7 @@ func TestE2ENodeSocketIOClient(t *testing.T) {
 		t.Skip("HAPPY_E2E_SIO_CLIENT not set (make e2e installs socket.io-client)")
 	}
 	r := startRelay(t)
-	var secret [32]byte
-	if _, err := rand.Read(secret[:]); err != nil {
-		t.Fatal(err)
-	}
-	api, err := relay.NewAPI(relay.HTTPConfig{BaseURL: r.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	creds, err := relay.CreateAccount(context.Background(), api, secret)
-	if err != nil {
-		t.Fatal(err)
-	}
+	creds := newAccount(t, r.URL)
 	post := func(path string, body any, out any) {
 		t.Helper()
 		b, _ := json.Marshal(body)

@@ -1,51 +1,41 @@
 #!/usr/bin/env bash
 # Installs the pinned real agent CLIs (and node libraries) that `make e2e` drives, each into its own
 # folder under a cache outside the repository, and prints the environment the
-# e2e tests read (HAPPY_E2E_<AGENT>=<binary>). Already installed versions are
-# reused. Usage: eval "$(scripts/install-agents.sh)"
+# e2e tests read (HAPPY_E2E_<NAME>=<binary>, or the node_modules folder of a
+# library). Already installed versions are reused.
+# Usage: eval "$(scripts/install-agents.sh)"
 set -euo pipefail
 CACHE=${HAPPY_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/happy-e2e}
 
-# name  npm package  version  binary inside node_modules/.bin
-AGENTS=(
+# name  npm package  version  binary inside node_modules/.bin ("-" for a library
+# the tests load with NODE_PATH)
+PACKAGES=(
   "CLAUDE @anthropic-ai/claude-code 2.1.197 claude"
   "CODEX @openai/codex 0.171.0 codex"
   "CODEX150 @openai/codex 0.150.0 codex"
   "GEMINI @google/gemini-cli 0.61.0 gemini"
   "CLAUDE_ACP @zed-industries/claude-code-acp 0.16.2 claude-code-acp"
+  "SIO_CLIENT socket.io-client 4.8.1 -"
 )
 
-for spec in "${AGENTS[@]}"; do
+for spec in "${PACKAGES[@]}"; do
   read -r name pkg version bin <<<"$spec"
   dir="$CACHE/${pkg//\//_}@$version"
-  exe="$dir/node_modules/.bin/$bin"
-  if [ ! -x "$exe" ]; then
+  if [ "$bin" = "-" ]; then
+    check="$dir/node_modules/$pkg/package.json"
+    value="$dir/node_modules"
+  else
+    check="$dir/node_modules/.bin/$bin"
+    value="$check"
+  fi
+  if [ ! -e "$check" ]; then
     mkdir -p "$dir"
     echo "installing $pkg@$version into $dir" >&2
     (cd "$dir" && npm install --no-audit --no-fund --loglevel=error "$pkg@$version" >&2)
   fi
-  if [ ! -x "$exe" ]; then
-    echo "install-agents: $exe missing after install" >&2
+  if [ ! -e "$check" ]; then
+    echo "install-agents: $check missing after install" >&2
     exit 1
   fi
-  echo "export HAPPY_E2E_$name=$exe"
-done
-
-# Libraries the e2e tests load with node (NODE_PATH): name, package, version.
-LIBS=(
-  "SIO_CLIENT socket.io-client 4.8.1"
-)
-for spec in "${LIBS[@]}"; do
-  read -r name pkg version <<<"$spec"
-  dir="$CACHE/${pkg//\//_}@$version"
-  if [ ! -f "$dir/node_modules/$pkg/package.json" ]; then
-    mkdir -p "$dir"
-    echo "installing $pkg@$version into $dir" >&2
-    (cd "$dir" && npm install --no-audit --no-fund --loglevel=error "$pkg@$version" >&2)
-  fi
-  if [ ! -f "$dir/node_modules/$pkg/package.json" ]; then
-    echo "install-agents: $pkg missing after install" >&2
-    exit 1
-  fi
-  echo "export HAPPY_E2E_$name=$dir/node_modules"
+  echo "export HAPPY_E2E_$name=$value"
 done
