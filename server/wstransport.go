@@ -267,14 +267,23 @@ func (t *wsTransport) stop() {
 }
 
 // DoClose lets the writer finish what is queued, for at most closeWait,
-// then closes the connection (transports.Transport).
+// then closes the connection and calls fn (transports.Transport). When
+// the writer has more to do, the wait happens on its own goroutine, so
+// closing many sockets (at shutdown) never adds up their waits.
 func (t *wsTransport) DoClose(fn types.Callable) {
 	t.stop()
 	select {
 	case <-t.done:
-	case <-time.After(closeWait):
+		t.Websocket.DoClose(fn)
+	default:
+		go func() {
+			select {
+			case <-t.done:
+			case <-time.After(closeWait):
+			}
+			t.Websocket.DoClose(fn)
+		}()
 	}
-	t.Websocket.DoClose(fn)
 }
 
 func (t *wsTransport) ended() { t.doneOnce.Do(func() { close(t.done) }) }

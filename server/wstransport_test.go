@@ -262,3 +262,25 @@ func TestTextFrame(t *testing.T) {
 		}
 	}
 }
+
+// Closing the relay tells each socket it was disconnected by the server
+// (Socket.IO DISCONNECT, "41") before the connection ends, so clients know
+// not to treat it as a network failure.
+func TestCloseSendsDisconnectFirst(t *testing.T) {
+	srv, base := benchRelay(t, Config{Logger: zerolog.Nop()}, nil)
+	token := newTestAccount(t, base)
+	sid := newTestSession(t, base, token, "close")
+	socks := []*rawSocket{dialRaw(t, base, token, sid, 0), dialRaw(t, base, token, sid, 0)}
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range socks {
+		p, err := r.read()
+		if err != nil || p != "41" {
+			t.Fatalf("socket %d: %q %v, want the DISCONNECT packet 41", i, p, err)
+		}
+		if p, err := r.read(); err == nil {
+			t.Fatalf("socket %d: %q after DISCONNECT, want the end of the connection", i, p)
+		}
+	}
+}
