@@ -45,6 +45,17 @@ func getNum(m map[string]any, k string) (float64, bool) {
 	return v, ok
 }
 
+// countsValid reports whether every value of a usage report's tokens or
+// cost object is a number >= 0 (counts and amounts cannot be negative).
+func countsValid(m map[string]any) bool {
+	for _, v := range m {
+		if f, ok := v.(float64); !ok || f < 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // casParams reads the fields of a compare-and-set event: a non-empty id,
 // a string value, and expectedVersion as a whole, non-negative number (a
 // fractional or negative version is invalid, never truncated).
@@ -327,9 +338,17 @@ func (s *Server) onUsageReport(c *conn, m map[string]any, ack socket.Ack) {
 		fail("Invalid tokens object - must include total")
 		return
 	}
+	if !countsValid(tokens) {
+		fail("Invalid tokens object - every count must be a number >= 0")
+		return
+	}
 	cost, _ := m["cost"].(map[string]any)
 	if _, ok := getNum(cost, "total"); !ok {
 		fail("Invalid cost object - must include total")
+		return
+	}
+	if !countsValid(cost) {
+		fail("Invalid cost object - every amount must be a number >= 0")
 		return
 	}
 	sid := ""

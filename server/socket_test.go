@@ -307,6 +307,9 @@ func TestUsageReport(t *testing.T) {
 		{map[string]any{"tokens": map[string]any{"total": 1.0}, "cost": map[string]any{"total": 1.0}}, "Invalid key"},
 		{map[string]any{"key": "k", "tokens": map[string]any{}, "cost": map[string]any{"total": 1.0}}, "Invalid tokens object - must include total"},
 		{map[string]any{"key": "k", "tokens": map[string]any{"total": 1.0}}, "Invalid cost object - must include total"},
+		{map[string]any{"key": "k", "tokens": map[string]any{"total": -1.0}, "cost": map[string]any{"total": 1.0}}, "Invalid tokens object - every count must be a number >= 0"},
+		{map[string]any{"key": "k", "tokens": map[string]any{"total": 1.0, "input": "7"}, "cost": map[string]any{"total": 1.0}}, "Invalid tokens object - every count must be a number >= 0"},
+		{map[string]any{"key": "k", "tokens": map[string]any{"total": 1.0}, "cost": map[string]any{"total": 1.0, "output": -0.5}}, "Invalid cost object - every amount must be a number >= 0"},
 		{map[string]any{"key": "k", "sessionId": 5.0, "tokens": map[string]any{"total": 1.0}, "cost": map[string]any{"total": 1.0}}, "Invalid sessionId"},
 		{map[string]any{"key": "k", "sessionId": "nope", "tokens": map[string]any{"total": 1.0}, "cost": map[string]any{"total": 1.0}}, "Session not found"},
 	} {
