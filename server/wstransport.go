@@ -21,6 +21,11 @@ import (
 const closeWait = 250 * time.Millisecond
 
 // errBacklog closes a socket whose unwritten frames exceed the backlog.
+// itemOverhead is what each queued item counts against the backlog on
+// top of its bytes (its memory), so that a flood of tiny items (pongs for
+// empty pings) is bounded too.
+const itemOverhead = 64
+
 var errBacklog = errors.New("too many bytes waiting to be written to a slow socket")
 
 // wsTransportCtor builds the relay's Engine.IO websocket transport
@@ -71,11 +76,25 @@ func (c *wsTransportCtor) New(ctx *types.HttpContext) transports.Transport {
 	}
 	// Control frames the peer asks for are answered through the queue.
 	t.conn.SetPingHandler(func(data string) error {
-		t.push(wsItem{control: ws.PongMessage, data: []byte(data)})
+		f := controlFrame(ws.PongMessage, []byte(data))
+		t.push(wsItem{data: f, size: len(f)})
 		return nil
 	})
 	t.conn.SetCloseHandler(func(code int, text string) error {
-		t.push(wsItem{control: ws.CloseMessage, data: ws.FormatCloseMessage(code, "")})
+		// The library closes the connection as soon as this returns: wait
+		// (briefly) for the echo to be written first.
+		if code == ws.CloseNoStatusReceived {
+			code = ws.CloseNormalClosure
+		}
+		written := make(chan struct{})
+		f := controlFrame(ws.CloseMessage, ws.FormatCloseMessage(code, ""))
+		if t.push(wsItem{data: f, size: len(f), written: written}) {
+			select {
+			case <-written:
+			case <-t.done:
+			case <-time.After(closeWait):
+			}
+		}
 		return nil
 	})
 	// Calls the library makes through the transport's prototype (DoClose)
@@ -98,12 +117,14 @@ func (*wsTransportCtor) UpgradesTo() []string { return nil }
 
 // wsItem is one queued write, exactly one of: the Engine.IO packets of
 // one Send (answered with a "drain" event once written); a complete
-// websocket frame, or the unwritten tail of one (data); a control frame
-// (control, data).
+// websocket frame, or the unwritten tail of one (data).
 type wsItem struct {
 	packets []*packet.Packet
 	data    []byte
-	control int
+	// size is what the item counts against the backlog (bytes).
+	size int
+	// written, when set, is closed once the item is written.
+	written chan struct{}
 }
 
 // wsTransport is the websocket transport built by wsTransportCtor.
@@ -117,12 +138,21 @@ type wsTransport struct {
 	mu      sync.Mutex
 	wake    *sync.Cond
 	queue   []wsItem
-	pending int  // bytes of queued frames
+	pending int  // bytes of queued items (wsItem.size)
 	busy    bool // a goroutine is writing to the connection
 	stopped bool
 
 	done     chan struct{} // closed when the writer has ended
 	doneOnce sync.Once
+}
+
+// controlFrame returns an unmasked control frame (RFC 6455 §5.5) with
+// payload cut to the 125 bytes a control frame may carry.
+func controlFrame(op int, payload []byte) []byte {
+	if len(payload) > 125 {
+		payload = payload[:125]
+	}
+	return append([]byte{0x80 | byte(op), byte(len(payload))}, payload...)
 }
 
 // textFrame returns the websocket frame of one Engine.IO message holding
@@ -152,14 +182,30 @@ func textFrame(text []byte) []byte {
 // stays writable, so the Engine.IO socket never holds packets back and
 // broadcast frames keep their order with everything else.
 func (t *wsTransport) Send(packets []*packet.Packet) {
-	t.push(wsItem{packets: packets})
+	size := 0
+	for _, p := range packets {
+		size += packetSize(p)
+	}
+	t.push(wsItem{packets: packets, size: size})
+}
+
+// packetSize is the number of bytes p will take on the wire, as far as
+// its data tells (Engine.IO packet data are the library's buffers).
+func packetSize(p *packet.Packet) int {
+	if p.Options != nil && p.Options.WsPreEncodedFrame != nil {
+		return p.Options.WsPreEncodedFrame.Len()
+	}
+	if l, ok := p.Data.(interface{ Len() int }); ok {
+		return 1 + l.Len()
+	}
+	return 1
 }
 
 // sendFrame writes frame (from textFrame; shared, never modified) to this
 // socket: at once with a non-blocking write when nothing else is queued
 // or being written, otherwise, or for what the kernel did not take, through
 // the writer. It reports false when the transport is closed or its queue
-// is over maxPendingWrite (then the connection is closed).
+// is over the backlog (then the connection is closed).
 func (t *wsTransport) sendFrame(frame []byte) bool {
 	t.mu.Lock()
 	if t.stopped {
@@ -169,7 +215,7 @@ func (t *wsTransport) sendFrame(frame []byte) bool {
 	if t.raw == nil || t.busy || len(t.queue) > 0 {
 		t.mu.Unlock()
 		t.ctor.queued.Add(1)
-		return t.push(wsItem{data: frame})
+		return t.push(wsItem{data: frame, size: len(frame)})
 	}
 	t.busy = true
 	t.mu.Unlock()
@@ -189,8 +235,8 @@ func (t *wsTransport) sendFrame(frame []byte) bool {
 		rest := frame[n:]
 		t.queue = append(t.queue, wsItem{})
 		copy(t.queue[1:], t.queue)
-		t.queue[0] = wsItem{data: rest}
-		t.pending += len(rest)
+		t.queue[0] = wsItem{data: rest, size: len(rest)}
+		t.pending += len(rest) + itemOverhead
 	}
 	if len(t.queue) > 0 {
 		t.wake.Signal()
@@ -237,7 +283,7 @@ func (t *wsTransport) push(it wsItem) bool {
 		t.mu.Unlock()
 		return false
 	}
-	t.pending += len(it.data)
+	t.pending += it.size + itemOverhead
 	if t.pending > t.ctor.backlog {
 		pending := t.pending
 		t.stopped = true
@@ -311,7 +357,10 @@ func (t *wsTransport) writeLoop() {
 			if err == nil {
 				err = t.write(it)
 			}
-			written += len(it.data)
+			written += it.size + itemOverhead
+			if it.written != nil && err == nil {
+				close(it.written)
+			}
 			batch[i] = wsItem{}
 		}
 
@@ -338,8 +387,6 @@ func (t *wsTransport) write(it wsItem) error {
 		}
 		t.Emit("drain")
 		return nil
-	case it.control != 0:
-		return t.conn.WriteControl(it.control, it.data, time.Now().Add(closeWait))
 	default:
 		_, err := t.conn.UnderlyingConn().Write(it.data)
 		if err == nil {

@@ -217,7 +217,8 @@ func TestSocketOverBacklogIsClosed(t *testing.T) {
 }
 
 // A websocket-level ping from the client is answered with a pong carrying
-// its data (through the transport's queue, like every other write).
+// its data (through the transport's queue, like every other write), and
+// the socket goes on receiving updates afterwards.
 func TestClientPingGetsPong(t *testing.T) {
 	_, base := benchRelay(t, Config{Logger: zerolog.Nop()}, nil)
 	token := newTestAccount(t, base)
@@ -228,7 +229,15 @@ func TestClientPingGetsPong(t *testing.T) {
 	if err := r.c.WriteControl(ws.PingMessage, []byte("hello"), time.Now().Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	go func() { _, _, _ = r.c.ReadMessage() }()
+	type upd struct {
+		seq int64
+		err error
+	}
+	updates := make(chan upd, 1)
+	go func() {
+		seq, _, err := r.update()
+		updates <- upd{seq, err}
+	}()
 	select {
 	case d := <-pong:
 		if d != "hello" {
@@ -236,6 +245,67 @@ func TestClientPingGetsPong(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("no pong")
+	}
+	time.Sleep(300 * time.Millisecond) // past any deadline the pong's write might have left behind
+	postBatch(t, base, token, sid, 0, 1, 10)
+	select {
+	case u := <-updates:
+		if u.err != nil || u.seq != 1 {
+			t.Fatalf("update after the pong: seq %d, %v", u.seq, u.err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no update after the pong")
+	}
+}
+
+// A close frame from the client is echoed (RFC 6455 §5.5.1) before the
+// connection ends.
+func TestClientCloseIsEchoed(t *testing.T) {
+	_, base := benchRelay(t, Config{Logger: zerolog.Nop()}, nil)
+	token := newTestAccount(t, base)
+	sid := newTestSession(t, base, token, "close")
+	r := dialRaw(t, base, token, sid, 0)
+	if err := r.c.WriteControl(ws.CloseMessage, ws.FormatCloseMessage(ws.CloseNormalClosure, "bye"), time.Now().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	_ = r.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for {
+		_, _, err := r.c.ReadMessage()
+		if err == nil {
+			continue
+		}
+		var ce *ws.CloseError
+		if !errors.As(err, &ce) || ce.Code != ws.CloseNormalClosure {
+			t.Fatalf("read after close: %v, want the close echo (1000)", err)
+		}
+		return
+	}
+}
+
+// Every queued reply counts against the backlog, not only broadcasts: a
+// socket that asks for large acks and never reads them is closed.
+func TestAckRepliesCountAgainstBacklog(t *testing.T) {
+	srv, base := benchRelay(t, Config{Logger: zerolog.Nop(), MaxSocketBacklog: 1 << 20}, nil)
+	token := newTestAccount(t, base)
+	big := strings.Repeat("m", 300<<10)
+	var out struct{ Session struct{ ID string } }
+	if st, err := httpJSON(context.Background(), http.DefaultClient, "POST", base+"/v1/sessions", token, map[string]any{"tag": "acks", "metadata": big}, &out); err != nil || st != 200 {
+		t.Fatalf("create session: %d %v", st, err)
+	}
+	r := dialRaw(t, base, token, out.Session.ID, 32<<10)
+	// Stale compare-and-sets: each ack carries the 300 KiB metadata back.
+	for i := 0; i < 40; i++ {
+		ev, _ := json.Marshal([]any{"update-metadata", map[string]any{"sid": out.Session.ID, "metadata": "x", "expectedVersion": 7}})
+		if err := r.c.WriteMessage(ws.TextMessage, append([]byte(fmt.Sprint("42", i)), ev...)); err != nil {
+			break // closed already
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for srv.ws.slowClosed.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the socket that does not read its acks was not closed")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
