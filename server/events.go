@@ -138,13 +138,17 @@ func (s *Server) onUpdateMetadata(c *conn, m map[string]any, ack socket.Ack) {
 	}
 	ctx, cancel := s.opCtx()
 	defer cancel()
+	// The compare-and-set and its update are one step for the account, so
+	// update seqs follow versions.
+	unlock := s.lockAccount(c.acct)
+	defer unlock()
 	r, err := s.st.UpdateSessionMetadata(ctx, c.acct, sid, md, ev, s.nowMs())
 	if err != nil {
 		s.storeErrReply(ack, "update-metadata", err, "Session not found")
 		return
 	}
 	if r.OK {
-		s.emitUpdate(ctx, c.acct, bodyUpdateSession{T: "update-session", ID: sid, Metadata: &versioned{Value: r.Value, Version: r.Version}},
+		s.emitUpdateLocked(ctx, c.acct, bodyUpdateSession{T: "update-session", ID: sid, Metadata: &versioned{Value: r.Value, Version: r.Version}},
 			roomSession(c.acct, sid), roomUserScoped(c.acct))
 	}
 	reply(ack, casReply("metadata", r))
@@ -166,13 +170,17 @@ func (s *Server) onUpdateState(c *conn, m map[string]any, ack socket.Ack) {
 	}
 	ctx, cancel := s.opCtx()
 	defer cancel()
+	// The compare-and-set and its update are one step for the account, so
+	// update seqs follow versions.
+	unlock := s.lockAccount(c.acct)
+	defer unlock()
 	r, err := s.st.UpdateSessionAgentState(ctx, c.acct, sid, state, ev, s.nowMs())
 	if err != nil {
 		s.storeErrReply(ack, "update-state", err, "Session not found")
 		return
 	}
 	if r.OK {
-		s.emitUpdate(ctx, c.acct, bodyUpdateSession{T: "update-session", ID: sid, AgentState: &versioned{Value: r.Value, Version: r.Version}},
+		s.emitUpdateLocked(ctx, c.acct, bodyUpdateSession{T: "update-session", ID: sid, AgentState: &versioned{Value: r.Value, Version: r.Version}},
 			roomSession(c.acct, sid), roomUserScoped(c.acct))
 	}
 	reply(ack, casReply("agentState", r))
@@ -187,13 +195,17 @@ func (s *Server) onMachineUpdateMetadata(c *conn, m map[string]any, ack socket.A
 	}
 	ctx, cancel := s.opCtx()
 	defer cancel()
+	// The compare-and-set and its update are one step for the account, so
+	// update seqs follow versions.
+	unlock := s.lockAccount(c.acct)
+	defer unlock()
 	r, err := s.st.UpdateMachineMetadata(ctx, c.acct, mid, md, ev, s.nowMs())
 	if err != nil {
 		s.storeErrReply(ack, "machine-update-metadata", err, "Machine not found")
 		return
 	}
 	if r.OK {
-		s.emitUpdate(ctx, c.acct, bodyUpdateMachine{T: "update-machine", MachineID: mid, Metadata: &versioned{Value: r.Value, Version: r.Version}},
+		s.emitUpdateLocked(ctx, c.acct, bodyUpdateMachine{T: "update-machine", MachineID: mid, Metadata: &versioned{Value: r.Value, Version: r.Version}},
 			roomMachine(c.acct, mid), roomUserScoped(c.acct))
 	}
 	reply(ack, casReply("metadata", r))
@@ -210,6 +222,10 @@ func (s *Server) onMachineUpdateState(c *conn, m map[string]any, ack socket.Ack)
 	ctx, cancel := s.opCtx()
 	defer cancel()
 	now := s.nowMs()
+	// The compare-and-set and its update are one step for the account, so
+	// update seqs follow versions.
+	unlock := s.lockAccount(c.acct)
+	defer unlock()
 	r, err := s.st.UpdateMachineDaemonState(ctx, c.acct, mid, ds, ev, now)
 	if err != nil {
 		s.storeErrReply(ack, "machine-update-state", err, "Machine not found")
@@ -217,7 +233,7 @@ func (s *Server) onMachineUpdateState(c *conn, m map[string]any, ack socket.Ack)
 	}
 	if r.OK {
 		s.pres.shouldWrite(presKey("m", c.acct, mid), now, 0)
-		s.emitUpdate(ctx, c.acct, bodyUpdateMachine{T: "update-machine", MachineID: mid, DaemonState: &versioned{Value: r.Value, Version: r.Version}},
+		s.emitUpdateLocked(ctx, c.acct, bodyUpdateMachine{T: "update-machine", MachineID: mid, DaemonState: &versioned{Value: r.Value, Version: r.Version}},
 			roomMachine(c.acct, mid), roomUserScoped(c.acct))
 	}
 	reply(ack, casReply("daemonState", r))

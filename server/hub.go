@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"sync"
 
 	"github.com/zishang520/socket.io/servers/engine/v3/transports"
@@ -163,9 +164,32 @@ func (s *Server) onConnection(sock *socket.Socket) {
 	}
 }
 
+// accountLocks serialise, per account, each allocation of update seqs
+// with the sends that use them, so that every socket receives an
+// account's updates in seq order (and a session's messages in seq order).
+// Accounts share 64 stripes.
+type accountLocks [64]sync.Mutex
+
+// lockAccount locks acct's stripe and returns the unlock.
+func (s *Server) lockAccount(acct string) func() {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(acct))
+	mu := &s.acctMu[h.Sum32()%uint32(len(s.acctMu))]
+	mu.Lock()
+	return mu.Unlock
+}
+
 // emitUpdate allocates the account's next update seq and sends
-// {id, seq, body, createdAt} as `update` to rooms.
+// {id, seq, body, createdAt} as `update` to rooms, under the account's
+// lock.
 func (s *Server) emitUpdate(ctx context.Context, acct string, body any, rooms ...socket.Room) {
+	unlock := s.lockAccount(acct)
+	defer unlock()
+	s.emitUpdateLocked(ctx, acct, body, rooms...)
+}
+
+// emitUpdateLocked is emitUpdate for a caller that holds the account's lock.
+func (s *Server) emitUpdateLocked(ctx context.Context, acct string, body any, rooms ...socket.Room) {
 	seq, err := s.st.NextUpdateSeqs(ctx, acct, 1)
 	if err != nil {
 		s.log.Error().Err(err).Str("account", acct).Msg("allocate update seq")

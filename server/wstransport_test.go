@@ -354,3 +354,104 @@ func TestCloseSendsDisconnectFirst(t *testing.T) {
 		}
 	}
 }
+
+// Concurrent posts to an account's sessions reach every socket in order:
+// update seqs strictly increasing on the user-scoped socket, message seqs
+// strictly increasing per session.
+func TestConcurrentPostsArriveInOrder(t *testing.T) {
+	_, base := benchRelay(t, Config{Logger: zerolog.Nop()}, nil)
+	token := newTestAccount(t, base)
+	sids := []string{newTestSession(t, base, token, "order-a"), newTestSession(t, base, token, "order-b")}
+	const writers, posts = 8, 40
+	total := writers * posts
+	type seen struct {
+		upd, msg int64
+		sid      string
+	}
+	read := func(r *rawSocket, n int, out chan<- []seen) {
+		var got []seen
+		for len(got) < n {
+			p, err := r.read()
+			if err != nil {
+				break
+			}
+			var ev []json.RawMessage
+			if !strings.HasPrefix(p, "42") || json.Unmarshal([]byte(p[2:]), &ev) != nil || len(ev) != 2 || string(ev[0]) != `"update"` {
+				continue
+			}
+			var u struct {
+				Seq  int64
+				Body struct {
+					T       string
+					SID     string `json:"sid"`
+					Message struct{ Seq int64 }
+				}
+			}
+			if json.Unmarshal(ev[1], &u) == nil && u.Body.T == "new-message" {
+				got = append(got, seen{u.Seq, u.Body.Message.Seq, u.Body.SID})
+			}
+		}
+		out <- got
+	}
+	userSock := func() *rawSocket {
+		// A user-scoped raw socket: like dialRaw, with another auth.
+		d := ws.Dialer{}
+		c, _, err := d.Dial("ws"+strings.TrimPrefix(base, "http")+"/v1/updates/?EIO=4&transport=websocket", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		r := &rawSocket{t: t, c: c}
+		r.next()
+		auth, _ := json.Marshal(map[string]any{"token": token, "clientType": "user-scoped"})
+		_ = c.WriteMessage(ws.TextMessage, append([]byte("40"), auth...))
+		if ok := r.next(); !strings.HasPrefix(ok, "40{") {
+			t.Fatalf("connect answer %q", ok)
+		}
+		return r
+	}
+	user := userSock()
+	sess := dialRaw(t, base, token, sids[0], 0)
+	userGot, sessGot := make(chan []seen, 1), make(chan []seen, 1)
+	go read(user, total, userGot)
+	go read(sess, total/2, sessGot)
+
+	errs := make(chan error, writers)
+	for w := 0; w < writers; w++ {
+		go func() {
+			for i := 0; i < posts; i++ {
+				sid := sids[(w+i)%2]
+				msg := []sentMessage{{LocalID: fmt.Sprint(w, "-", i), Content: "x"}}
+				if st, err := httpJSON(context.Background(), http.DefaultClient, "POST", base+"/v3/sessions/"+sid+"/messages", token, map[string]any{"messages": msg}, nil); err != nil || st != 200 {
+					errs <- fmt.Errorf("post: %d %v", st, err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for w := 0; w < writers; w++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	u, s := <-userGot, <-sessGot
+	if len(u) != total || len(s) != total/2 {
+		t.Fatalf("user socket got %d updates (want %d), session socket %d (want %d)", len(u), total, len(s), total/2)
+	}
+	last := map[string]int64{}
+	for i, x := range u {
+		if i > 0 && x.upd <= u[i-1].upd {
+			t.Fatalf("user socket: update seq %d after %d", x.upd, u[i-1].upd)
+		}
+		if x.msg != last[x.sid]+1 {
+			t.Fatalf("user socket: session %s message seq %d after %d", x.sid, x.msg, last[x.sid])
+		}
+		last[x.sid] = x.msg
+	}
+	for i, x := range s {
+		if x.sid != sids[0] || x.msg != int64(i+1) {
+			t.Fatalf("session socket: update %d is %+v", i, x)
+		}
+	}
+}
