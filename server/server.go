@@ -170,7 +170,7 @@ type Server struct {
 	// testConn, when set (tests and benchmarks of this package), sees each
 	// accepted socket.
 	testConn func(*socket.Socket)
-	acctMu accountLocks
+	acctMu   accountLocks
 	// ws is the websocket transport factory (and its counters).
 	ws *wsTransportCtor
 	// testWrite, when set (the fan-out benchmark), runs after each
