@@ -247,20 +247,21 @@ func (s *Server) onMachineUpdateState(c *conn, m map[string]any, ack socket.Ack)
 // `clock-skew {event, clientTime, serverTime, skewMs}`.
 func (s *Server) clientTime(c *conn, event string, t float64) int64 {
 	now := s.nowMs()
-	ms := int64(t)
-	if ms > now {
+	// Compared as floats: a time far outside the int64 range must not
+	// overflow into a plausible (or negative) value.
+	if !(t < float64(now)) { // also NaN
 		return now
 	}
-	if now-ms <= s.cfg.ClockTolerance.Milliseconds() {
-		return ms
+	if float64(now)-t <= float64(s.cfg.ClockTolerance.Milliseconds()) {
+		return int64(t)
 	}
 	c.mu.Lock()
 	first := !c.skewWarned
 	c.skewWarned = true
 	c.mu.Unlock()
 	if first {
-		s.log.Warn().Str("account", c.acct).Str("event", event).Int64("skewMs", now-ms).Msg("client clock behind server beyond tolerance; using server time")
-		_ = c.emit("clock-skew", map[string]any{"event": event, "clientTime": ms, "serverTime": now, "skewMs": now - ms})
+		s.log.Warn().Str("account", c.acct).Str("event", event).Float64("skewMs", float64(now)-t).Msg("client clock behind server beyond tolerance; using server time")
+		_ = c.emit("clock-skew", map[string]any{"event": event, "clientTime": t, "serverTime": now, "skewMs": float64(now) - t})
 	}
 	return now
 }

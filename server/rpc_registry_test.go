@@ -2,9 +2,12 @@ package server
 
 import (
 	"context"
+	"math"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // Calls that wait for a method nobody registers leave nothing behind once
@@ -29,5 +32,29 @@ func TestRPCRegistryForgetsAbandonedWaits(t *testing.T) {
 	r.mu.Unlock()
 	if left != 0 {
 		t.Fatalf("%d notify entries left after every waiter gave up", left)
+	}
+}
+
+// clientTime keeps a client's time only when it is at most
+// ClockTolerance behind the server; times far outside the int64 range
+// never overflow into a stored value.
+func TestClientTimeOutOfRange(t *testing.T) {
+	now := time.UnixMilli(1_700_000_000_000)
+	s := &Server{cfg: Config{ClockTolerance: time.Minute, Now: func() time.Time { return now }}, log: zerolog.Nop()}
+	c := &conn{sock: nil}
+	for _, tc := range []struct {
+		in   float64
+		want int64
+	}{
+		{1_700_000_000_000 - 1000, 1_700_000_000_000 - 1000},
+		{1_700_000_000_000 + 5000, 1_700_000_000_000},
+		{1e300, 1_700_000_000_000},
+		{9.3e18, 1_700_000_000_000},
+		{math.Inf(1), 1_700_000_000_000},
+		{math.NaN(), 1_700_000_000_000},
+	} {
+		if got := s.clientTime(c, "session-alive", tc.in); got != tc.want {
+			t.Errorf("clientTime(%g) = %d, want %d", tc.in, got, tc.want)
+		}
 	}
 }

@@ -226,6 +226,12 @@ func TestPresenceAliveEndAndSkew(t *testing.T) {
 	call(t, cli, "session-alive", map[string]any{"sid": sid, "time": skewed})
 	app.nextObj("ephemeral")
 	cliIn.none(100 * time.Millisecond) // told once per connection
+	// A time far outside the int64 range is no exception.
+	res = call(t, cli, "session-alive", map[string]any{"sid": sid, "time": -9.3e18})
+	if at := res["activeAt"].(float64); at < now {
+		t.Fatalf("keep-alive at -9.3e18 recorded at %v, want server time ≥ %v", at, now)
+	}
+	app.nextObj("ephemeral")
 
 	res = call(t, cli, "session-end", map[string]any{"sid": sid, "time": skewed})
 	eq(t, "skewed end accepted", res["result"], "success")
