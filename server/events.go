@@ -94,7 +94,17 @@ func (s *Server) bindEvents(c *conn) {
 	on("rpc-unregister", func(m map[string]any, _ socket.Ack) { s.onRPCUnregister(c, m) })
 	// rpc-call waits for another socket: it runs on its own goroutine so the
 	// caller's other events are not held up.
-	on("rpc-call", func(m map[string]any, ack socket.Ack) { go s.onRPCCall(c, m, ack) })
+	on("rpc-call", func(m map[string]any, ack socket.Ack) {
+		if c.rpcCalls.Add(1) > maxRPCInFlight {
+			c.rpcCalls.Add(-1)
+			reply(ack, map[string]any{"ok": false, "error": errRPCTooMany})
+			return
+		}
+		go func() {
+			defer c.rpcCalls.Add(-1)
+			s.onRPCCall(c, m, ack)
+		}()
+	})
 	_ = c.sock.On("ping", func(a ...any) {
 		_, ack := splitArgs(a)
 		reply(ack, map[string]any{})
@@ -465,6 +475,15 @@ func (s *Server) onRPCUnregister(c *conn, m map[string]any) {
 // maxMethodLen bounds an RPC method name ("<id>:<name>") in bytes: a waiting
 // call keeps its name in memory until the grace window ends.
 const maxMethodLen = 256
+
+// maxRPCInFlight bounds the rpc-calls one socket may have waiting (for a
+// method to be registered or for its answer); each holds a goroutine and
+// its parameters. Beyond it a call is refused at once with errRPCTooMany.
+const maxRPCInFlight = 64
+
+// errRPCTooMany answers an rpc-call over maxRPCInFlight (our own text: the
+// reference relay sets no limit).
+const errRPCTooMany = "Too many RPC calls in flight on this socket (limit 64)"
 
 // RPC error texts of the reference relay.
 const (

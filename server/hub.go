@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/zishang520/socket.io/servers/engine/v3/transports"
 	"github.com/zishang520/socket.io/servers/socket/v3"
@@ -48,6 +49,10 @@ type conn struct {
 
 	// emitMu serialises emits with modifiers (Timeout) on this socket.
 	emitMu sync.Mutex
+
+	// rpcCalls counts this socket's rpc-calls waiting for an answer (at
+	// most maxRPCInFlight).
+	rpcCalls atomic.Int32
 
 	mu         sync.Mutex
 	methods    map[string]bool

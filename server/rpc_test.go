@@ -1,6 +1,9 @@
 package server_test
 
 import (
+	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -237,4 +240,43 @@ func TestCompareAndSetRefusesNonIntegerVersions(t *testing.T) {
 	}
 	eq(t, "whole version", call(t, sock, "update-metadata", map[string]any{"sid": sid, "metadata": "m2", "expectedVersion": 0}),
 		map[string]any{"result": "success", "version": 1.0, "metadata": "m2"})
+}
+
+// One socket may have at most 64 rpc-calls waiting; the next is refused at
+// once, and a slot frees when a call ends.
+func TestRPCInFlightLimit(t *testing.T) {
+	r := servertest.StartConfig(t, server.Config{RPCGrace: 3 * time.Second})
+	a := newAPI(t, r)
+	sid := a.createSession("t", "m")["id"].(string)
+	app := userSocket(t, r.URL, a.token)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	answers := make(chan string, 64)
+	for i := 0; i < 64; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := app.Call(ctx, "rpc-call", map[string]any{"method": sid + ":nobody", "params": i})
+			if err != nil || len(res) == 0 {
+				answers <- fmt.Sprint("error ", err)
+				return
+			}
+			m, _ := res[0].(map[string]any)
+			answers <- fmt.Sprint(m["error"])
+		}()
+	}
+	time.Sleep(500 * time.Millisecond) // the 64 are waiting for a callee
+	start := time.Now()
+	eq(t, "65th call", call(t, app, "rpc-call", map[string]any{"method": sid + ":nobody"}), map[string]any{"ok": false, "error": "Too many RPC calls in flight on this socket (limit 64)"})
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("the refusal took %v: it waited for the grace window", d)
+	}
+	wg.Wait()
+	close(answers)
+	for a := range answers {
+		eq(t, "waiting call", a, "RPC method not available")
+	}
+	// Slots are free again.
+	eq(t, "after", call(t, app, "rpc-call", map[string]any{"method": sid + ":nobody"})["error"], "RPC method not available")
 }
