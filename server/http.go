@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/happy-dev/happy/server/store"
 )
@@ -88,6 +89,17 @@ func readJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) error 
 func decodeJSON(b []byte, v any) error {
 	if len(strings.TrimSpace(string(b))) == 0 {
 		return badRequest("Request body is empty (want a JSON object)")
+	}
+	if !utf8.Valid(b) {
+		// encoding/json would replace the bad bytes with U+FFFD and the
+		// relay would store something other than what was sent.
+		for i := 0; i < len(b); {
+			r, n := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && n <= 1 {
+				return badRequest("Request body is not valid UTF-8 (byte %d)", i)
+			}
+			i += n
+		}
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		var se *json.SyntaxError
