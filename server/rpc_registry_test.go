@@ -2,7 +2,11 @@ package server
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -57,4 +61,26 @@ func TestClientTimeOutOfRange(t *testing.T) {
 			t.Errorf("clientTime(%g) = %d, want %d", tc.in, got, tc.want)
 		}
 	}
+}
+
+// Two relays cannot share a data folder; the second is refused with the
+// first one's pid, and may start once the first has closed.
+func TestDataDirLock(t *testing.T) {
+	dir := t.TempDir()
+	a, err := New(Config{DataDir: dir, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(Config{DataDir: dir, Logger: zerolog.Nop()})
+	if !errors.Is(err, ErrDataDirInUse) || !strings.Contains(err.Error(), fmt.Sprintf("(pid %d)", os.Getpid())) {
+		t.Fatalf("second relay: %v, want ErrDataDirInUse with pid %d", err, os.Getpid())
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(Config{DataDir: dir, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatalf("after close: %v", err)
+	}
+	_ = b.Close()
 }

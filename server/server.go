@@ -171,6 +171,8 @@ type Server struct {
 	// accepted socket.
 	testConn func(*socket.Socket)
 	acctMu   accountLocks
+	// lock holds the data folder (lockDataDir) until Close.
+	lock *os.File
 	// ws is the websocket transport factory (and its counters).
 	ws *wsTransportCtor
 	// testWrite, when set (the fan-out benchmark), runs after each
@@ -199,11 +201,16 @@ func New(cfg Config) (*Server, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("server: create data folder: %w", err)
 	}
-	key, created, err := loadOrCreateSecret(filepath.Join(cfg.DataDir, secretFile))
+	lock, err := lockDataDir(cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, tok: newTokens(key), files: filepath.Join(cfg.DataDir, "attachments")}
+	key, created, err := loadOrCreateSecret(filepath.Join(cfg.DataDir, secretFile))
+	if err != nil {
+		_ = lock.Close()
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, tok: newTokens(key), files: filepath.Join(cfg.DataDir, "attachments"), lock: lock}
 	if created {
 		s.log.Info().Str("path", filepath.Join(cfg.DataDir, secretFile)).Msg("created signing secret")
 	}
@@ -214,6 +221,7 @@ func New(cfg Config) (*Server, error) {
 		st, err := sqlite.Open(s.ctx, filepath.Join(cfg.DataDir, "happy.db"), sqlite.Options{Synchronous: sqlite.Sync(cfg.Synchronous)})
 		if err != nil {
 			s.cancel()
+			_ = lock.Close()
 			return nil, fmt.Errorf("server: open store: %w", err)
 		}
 		s.st, s.ownStore = st, true
@@ -288,6 +296,7 @@ func (s *Server) Close() error {
 				errs = append(errs, fmt.Errorf("server: close store: %w", err))
 			}
 		}
+		_ = s.lock.Close() // releases the data folder
 		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr
