@@ -88,6 +88,11 @@ func childClients() int {
 			fmt.Fprintln(os.Stderr, "dial:", err)
 			return 1
 		}
+		c.OnDisconnect(func(reason string) {
+			if reason != "io client disconnect" { // not the end of the run
+				fmt.Fprintf(os.Stderr, "clients: socket %d disconnected: %s\n", i, reason)
+			}
+		})
 		c.On("update", func(args []any, _ func(...any)) {
 			now := time.Now().UnixNano()
 			u, _ := args[0].(map[string]any)

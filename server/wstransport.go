@@ -399,6 +399,7 @@ func (t *wsTransport) write(it wsItem) error {
 // fail reports a write error the way the library's transport does and
 // stops writing.
 func (t *wsTransport) fail(err error) {
+	t.ctor.log.Debug().Err(err).Str("transport", t.Sid()).Msg("websocket write failed")
 	t.stop()
 	// Closing the transport from the listeners below must not wait for
 	// the writer.

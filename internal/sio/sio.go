@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	client "github.com/zishang520/socket.io/clients/socket/v3"
@@ -39,6 +40,10 @@ const DefaultPath = "/v1/updates"
 
 // DefaultConnectTimeout bounds one connection attempt when Options leaves it zero.
 const DefaultConnectTimeout = 5 * time.Second
+
+// libraryConnectTimeout is the connect timeout handed to the library: far
+// beyond any attempt, since Dial bounds attempts itself (see dialOnce).
+const libraryConnectTimeout = 24 * time.Hour
 
 // DefaultAckTimeout bounds Call when its context has no deadline.
 const DefaultAckTimeout = 10 * time.Second
@@ -68,9 +73,6 @@ type Options struct {
 	Header http.Header
 	// ConnectTimeout bounds one connection attempt (DefaultConnectTimeout when zero).
 	ConnectTimeout time.Duration
-	// Reconnect lets the library reconnect after a lost connection; listeners
-	// survive and the auth object is sent again.
-	Reconnect bool
 }
 
 // Handler receives a server event's arguments. When the server asked for an
@@ -86,6 +88,23 @@ type Client struct {
 	mu     sync.Mutex
 	closed bool
 	disc   []func(reason string)
+	// lostReason, once set, is the reason reported for a connection whose
+	// engine the library closed behind the socket's back (engineLost).
+	lostReason atomic.Pointer[string]
+}
+
+// engineLost handles the library calling the open callback with err after
+// the connection was established: the manager has dropped its listeners
+// and closed the engine, so the socket would stay "connected" and deaf.
+// The socket is disconnected instead, and the disconnect listeners hear
+// "transport close".
+func (c *Client) engineLost(error) {
+	reason := "transport close"
+	if !c.lostReason.CompareAndSwap(nil, &reason) {
+		return
+	}
+	// Not on the library's goroutine, which may hold its own locks.
+	go c.s.Disconnect()
 }
 
 // Dial connects to the Socket.IO server at baseURL (scheme://host:port) and
@@ -135,17 +154,21 @@ func dialOnce(ctx context.Context, baseURL string, opts Options) (*Client, bool,
 	o.SetForceNew(true)
 	o.SetMultiplex(false)
 	o.SetAutoConnect(false)
-	o.SetReconnection(opts.Reconnect)
-	o.SetReconnectionDelay(300)
-	o.SetReconnectionDelayMax(2000)
+	o.SetReconnection(false)
 	ct := opts.ConnectTimeout
 	if ct <= 0 {
 		ct = DefaultConnectTimeout
 	}
-	o.SetTimeout(ct)
+	// The library's own connect timer is armed only after the connection
+	// started opening, so an open that wins that race leaves it running;
+	// when it fires it closes the engine of a connected socket without the
+	// socket ever hearing of it (a silent, dead connection). Dial bounds
+	// the attempt itself (deadline below), so the library's timer is set
+	// out of reach.
+	o.SetTimeout(libraryConnectTimeout)
 	o.SetParser(fixParser{})
 
-	deadline := time.NewTimer(ct + time.Second)
+	deadline := time.NewTimer(ct)
 	defer deadline.Stop()
 	poll := time.NewTicker(25 * time.Millisecond)
 	defer poll.Stop()
@@ -156,7 +179,24 @@ func dialOnce(ctx context.Context, baseURL string, opts Options) (*Client, bool,
 	// connection; on an open manager it sends it once.
 	m := client.NewManager(baseURL, o)
 	opened := make(chan error, 1)
-	m.Open(func(err error) { opened <- err })
+	// cl is the client once Dial has returned it. The library may call
+	// this callback again with an error after a successful open (its
+	// connect timer or error listener outliving the open, see above); the
+	// manager has then dropped its listeners and closed the engine, and
+	// the client is told it lost the connection.
+	var cl atomic.Pointer[Client]
+	m.Open(func(err error) {
+		if c := cl.Load(); c != nil {
+			if err != nil {
+				c.engineLost(err)
+			}
+			return
+		}
+		select {
+		case opened <- err:
+		default:
+		}
+	})
 	stallAfter := StallTimeout
 	if ct/2 < stallAfter {
 		stallAfter = ct / 2
@@ -218,14 +258,15 @@ wait:
 				msg = e.Error()
 			}
 		}
-		if !opts.Reconnect || !s.Active() {
-			report(&ConnectError{Message: msg})
-		}
+		report(&ConnectError{Message: msg})
 	})
 	_ = s.On("disconnect", func(a ...any) {
 		reason := ""
 		if len(a) > 0 {
 			reason, _ = a[0].(string)
+		}
+		if r := c.lostReason.Load(); r != nil {
+			reason = *r
 		}
 		c.mu.Lock()
 		fns := append([]func(string){}, c.disc...)
@@ -236,18 +277,41 @@ wait:
 	})
 	s.Connect()
 	openSince = time.Time{}
+	established := func() (*Client, bool, error) {
+		c, stalled, err := c.verify(baseURL, closeAll)
+		if err != nil {
+			return c, stalled, err
+		}
+		cl.Store(c)
+		// An error the callback queued before cl was set.
+		select {
+		case err := <-opened:
+			if err != nil {
+				c.engineLost(err)
+			}
+		default:
+		}
+		return c, false, nil
+	}
 	for {
 		select {
+		case err := <-opened:
+			if err != nil {
+				// The engine was closed under an opening socket.
+				s.Disconnect()
+				closeAll()
+				return nil, true, fmt.Errorf("sio: connect %s: connection lost during the handshake: %w", baseURL, err)
+			}
 		case err := <-result:
 			if err != nil {
 				s.Disconnect()
 				closeAll()
 				return nil, false, err
 			}
-			return c.verify(baseURL, closeAll)
+			return established()
 		case <-poll.C:
 			if s.Connected() {
-				return c.verify(baseURL, closeAll)
+				return established()
 			}
 			if stalled() {
 				// The server's CONNECT reply was lost by the library.
