@@ -3,9 +3,12 @@ package sqlite
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/happy-dev/happy/server/store"
 )
@@ -145,4 +148,53 @@ func FuzzOpen(f *testing.F) {
 			_ = s.Close()
 		}
 	})
+}
+
+// The writer never checkpoints by itself (autocheckpoint off); the
+// background checkpointer copies committed pages into the database file.
+func TestBackgroundCheckpoint(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "happy.db")
+	ctx := context.Background()
+	s, err := Open(ctx, path, Options{CheckpointInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var auto int
+	if err := s.w.QueryRow(`PRAGMA wal_autocheckpoint`).Scan(&auto); err != nil || auto != 0 {
+		t.Fatalf("writer wal_autocheckpoint = %d, %v; want 0", auto, err)
+	}
+	a, _ := s.UpsertAccount(ctx, "pk", 1)
+	sess, _, err := s.GetOrCreateSession(ctx, a.ID, store.NewSession{Tag: "t", Metadata: "m"}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("c", 64<<10)
+	for i := 0; i < 20; i++ {
+		if _, err := s.AppendMessages(ctx, a.ID, sess.ID, []store.NewMessage{{LocalID: fmt.Sprint(i), Content: big}}, 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Size() >= before.Size()+20*64<<10 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("database file %d bytes (was %d): the WAL was not checkpointed", fi.Size(), before.Size())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close() // twice is fine
 }
