@@ -508,7 +508,8 @@ func (s *Server) onRPCCall(c *conn, m map[string]any, ack socket.Ack) {
 		return
 	}
 	params := m["params"]
-	gctx, cancel := context.WithTimeout(s.ctx, s.cfg.RPCGrace)
+	// The waits end with the caller's socket: nobody is left to answer.
+	gctx, cancel := context.WithTimeout(c.ctx, s.cfg.RPCGrace)
 	target := s.rpc.wait(gctx, c.acct, method)
 	cancel()
 	if target == nil {
@@ -542,7 +543,10 @@ func (s *Server) onRPCCall(c *conn, m map[string]any, ack socket.Ack) {
 		reply(ack, map[string]any{"ok": true, "result": v})
 	case <-target.gone:
 		reply(ack, map[string]any{"ok": false, "error": errRPCDisconnected})
-	case <-s.ctx.Done():
-		reply(ack, map[string]any{"ok": false, "error": "Server shutting down"})
+	case <-c.ctx.Done():
+		if s.ctx.Err() != nil {
+			reply(ack, map[string]any{"ok": false, "error": "Server shutting down"})
+		}
+		// Otherwise the caller is gone: there is no one to answer.
 	}
 }

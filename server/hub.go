@@ -53,6 +53,10 @@ type conn struct {
 	// rpcCalls counts this socket's rpc-calls waiting for an answer (at
 	// most maxRPCInFlight).
 	rpcCalls atomic.Int32
+	// ctx ends when the socket disconnects (or the server closes): work
+	// done for this socket (an rpc-call's waits) ends with it.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	mu         sync.Mutex
 	methods    map[string]bool
@@ -113,6 +117,7 @@ func (s *Server) handshake(sock *socket.Socket, next func(*socket.ExtendedError)
 		return
 	}
 	c := &conn{sock: sock, acct: acct, scope: scopeUser}
+	c.ctx, c.cancel = context.WithCancel(s.ctx)
 	switch scope {
 	case scopeSession:
 		c.scope, c.sid = scopeSession, sid
@@ -146,6 +151,7 @@ func (s *Server) setupConn(c *conn) {
 	sock.Use(s.payloadLimit(c))
 	s.bindEvents(c)
 	_ = sock.On("disconnect", func(a ...any) {
+		c.cancel()
 		s.log.Debug().Str("scope", c.scope).Str("socket", string(sock.Id())).Interface("reason", a).Msg("socket disconnected")
 		s.rpc.dropConn(c)
 		if c.scope == scopeMachine {

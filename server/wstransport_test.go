@@ -455,3 +455,39 @@ func TestConcurrentPostsArriveInOrder(t *testing.T) {
 		}
 	}
 }
+
+// An rpc-call's waits end with its caller's socket: a client that sends
+// calls for methods nobody registers and disconnects leaves nothing
+// waiting (reconnecting must not multiply the per-socket limit).
+func TestRPCWaitsEndWithTheCaller(t *testing.T) {
+	srv, base := benchRelay(t, Config{Logger: zerolog.Nop(), RPCGrace: 30 * time.Second}, nil)
+	token := newTestAccount(t, base)
+	sid := newTestSession(t, base, token, "rpc")
+	r := dialRaw(t, base, token, sid, 0)
+	for i := 0; i < 64; i++ {
+		ev, _ := json.Marshal([]any{"rpc-call", map[string]any{"method": fmt.Sprint(sid, ":nobody", i), "params": i}})
+		if err := r.c.WriteMessage(ws.TextMessage, append([]byte(fmt.Sprint("42", i)), ev...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waiting := func() int {
+		srv.rpc.mu.Lock()
+		defer srv.rpc.mu.Unlock()
+		return len(srv.rpc.notify)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for waiting() != 64 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d calls waiting, want 64", waiting())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = r.c.Close()
+	deadline = time.Now().Add(5 * time.Second)
+	for waiting() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d calls still waiting after their caller left", waiting())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
