@@ -96,7 +96,7 @@ func decodeJSON(b []byte, v any) error {
 		for i := 0; i < len(b); {
 			r, n := utf8.DecodeRune(b[i:])
 			if r == utf8.RuneError && n <= 1 {
-				return badRequest("Request body is not valid UTF-8 (byte %d)", i)
+				return badRequest("Request body is not valid UTF-8 (byte %d)", i+1) // 1-based, like the JSON errors
 			}
 			i += n
 		}

@@ -385,7 +385,7 @@ func TestLimitsAndMalformedJSON(t *testing.T) {
 	eq(t, "wrong type", a.must(400, "POST", "/v3/sessions/"+sid+"/messages", []byte(`{"messages": "x"}`)),
 		map[string]any{"error": "Invalid JSON: messages must be an array, got string"})
 	eq(t, "invalid UTF-8", a.must(400, "POST", "/v3/sessions/"+sid+"/messages", []byte("{\"messages\": [{\"localId\": \"l\", \"content\": \"a\xff\xfe\"}]}")),
-		map[string]any{"error": "Request body is not valid UTF-8 (byte 44)"})
+		map[string]any{"error": "Request body is not valid UTF-8 (byte 45)"})
 	eq(t, "nothing stored", a.must(200, "GET", "/v3/sessions/"+sid+"/messages", nil)["messages"], []any{})
 	eq(t, "unknown route", a.must(404, "GET", "/v9/nothing", nil), map[string]any{"error": "Route GET /v9/nothing not found"})
 }

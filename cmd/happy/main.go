@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
@@ -41,6 +43,10 @@ func (e *exitError) Error() string {
 func (e *exitError) Unwrap() error { return e.err }
 
 func main() {
+	// The Socket.IO client library catches SIGQUIT at init; give it back
+	// its default (a goroutine dump, then exit), which is what a stuck
+	// happy or relay should do on Ctrl-\.
+	signal.Reset(syscall.SIGQUIT)
 	os.Exit(run(os.Args[1:], newFactory(os.Stdin, os.Stdout, os.Stderr, os.Getenv)))
 }
 

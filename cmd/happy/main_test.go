@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -76,5 +78,18 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		if code != exitUsage || stderr == "" {
 			t.Errorf("happy %q: exit %d, stderr %q; want exit 2 with a message", args, code, stderr)
 		}
+	}
+}
+
+// happy server refuses a bad --synchronous before creating anything.
+func TestServerBadSynchronous(t *testing.T) {
+	home := t.TempDir()
+	data := filepath.Join(home, "data")
+	code, stdout, stderr := runHappy(t, map[string]string{"HAPPY_HOME_DIR": home}, "server", "--data", data, "--synchronous", "OFF")
+	if code != exitUsage || stdout != "" || stderr != "happy: --synchronous must be NORMAL or FULL, got \"OFF\"\n" {
+		t.Fatalf("happy server --synchronous OFF = (%d, %q, %q)", code, stdout, stderr)
+	}
+	if _, err := os.Stat(data); !os.IsNotExist(err) {
+		t.Fatalf("data folder created: %v", err)
 	}
 }

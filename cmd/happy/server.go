@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -45,6 +46,11 @@ Listen on loopback by default; use --listen 0.0.0.0:3005 to reach it from a phon
 func runServer(ctx context.Context, f *factory, opts serverOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	// A bad flag is refused before anything is created on disk.
+	opts.synchronous = strings.ToUpper(opts.synchronous)
+	if opts.synchronous != "NORMAL" && opts.synchronous != "FULL" {
+		return &exitError{code: exitUsage, err: fmt.Errorf("--synchronous must be NORMAL or FULL, got %q", opts.synchronous)}
 	}
 	data := opts.dataDir
 	if data == "" {
