@@ -276,6 +276,9 @@ func (s *Server) Close() error {
 		s.mu.Unlock()
 		s.cancel()
 		s.io.DisconnectSockets(true)
+		// Let the DISCONNECT packets reach the sockets before the engine
+		// closes the connections under them.
+		s.ws.drain(closeWait)
 		done := make(chan struct{})
 		s.io.Close(func(error) { close(done) })
 		select {

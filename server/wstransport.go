@@ -58,6 +58,9 @@ type wsTransportCtor struct {
 	// (the fan-out benchmark's clock).
 	afterWrite func()
 
+	// live holds the transports whose writer runs (for drain).
+	live sync.Map // *wsTransport -> struct{}
+
 	// Counters over all connections: broadcast frames written whole by
 	// the broadcasting goroutine, broadcast frames (or their tails) left
 	// to a connection's writer, sockets closed for their backlog.
@@ -102,8 +105,29 @@ func (c *wsTransportCtor) New(ctx *types.HttpContext) transports.Transport {
 	t.Prototype(t)
 	t.Construct(ctx)
 	_ = t.conn.Once("close", func(...any) { t.stop() })
+	c.live.Store(t, struct{}{})
 	go t.writeLoop()
 	return t
+}
+
+// drain waits, at most d, until no live transport has anything queued or
+// being written.
+func (c *wsTransportCtor) drain(d time.Duration) {
+	deadline := time.Now().Add(d)
+	for {
+		idle := true
+		c.live.Range(func(k, _ any) bool {
+			t := k.(*wsTransport)
+			t.mu.Lock()
+			idle = len(t.queue) == 0 && !t.busy
+			t.mu.Unlock()
+			return idle
+		})
+		if idle || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // Name implements transports.TransportCtor.
@@ -332,7 +356,12 @@ func (t *wsTransport) DoClose(fn types.Callable) {
 	}
 }
 
-func (t *wsTransport) ended() { t.doneOnce.Do(func() { close(t.done) }) }
+func (t *wsTransport) ended() {
+	t.doneOnce.Do(func() {
+		t.ctor.live.Delete(t)
+		close(t.done)
+	})
+}
 
 func (t *wsTransport) writeLoop() {
 	defer t.ended()
