@@ -3,14 +3,12 @@ package acp
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"unicode/utf8"
 
 	"github.com/happy-dev/happy/internal/jsonrpc"
-	"github.com/happy-dev/happy/internal/linereader"
 	"github.com/happy-dev/happy/internal/trafficlog"
 	"github.com/happy-dev/happy/mapper"
 )
@@ -66,45 +64,19 @@ type happyNote struct {
 // DroppedInput event at its place, in the returned map keyed by the index
 // of the frame it precedes. Only a read error of r is returned as an error.
 func ReadFrames(r io.Reader) ([]Frame, map[int][]mapper.Event, error) {
-	lr, _ := linereader.New(r, linereader.Options{})
 	var frames []Frame
 	bad := map[int][]mapper.Event{}
-	for {
-		line, err := lr.Next()
-		var data []byte
-		switch {
-		case err == nil:
-			data = line.Data
-		case errors.Is(err, io.EOF):
-			data = lr.Pending()
-			if len(bytes.TrimSpace(data)) == 0 {
-				return frames, bad, nil
-			}
-			line.Number = lr.LineNumber() + 1
-		default:
-			return frames, bad, fmt.Errorf("acp: read traffic log: %w", err)
+	err := trafficlog.Scan(r, func(line int64, rec trafficlog.Record, derr error, data []byte) {
+		if derr != nil {
+			bad[len(frames)] = append(bad[len(frames)], dropped(0, "traffic-log", trafficlog.DropReason(derr), derr.Error(), data))
+			return
 		}
-		if len(bytes.TrimSpace(data)) > 0 {
-			rec, derr := trafficlog.Decode(data)
-			if derr != nil {
-				reason := mapper.DropInvalidField
-				switch {
-				case errors.Is(derr, trafficlog.ErrSyntax):
-					reason = mapper.DropUnparseableJSON
-				case errors.Is(derr, trafficlog.ErrNotObject):
-					reason = mapper.DropNotAnObject
-				case errors.Is(derr, trafficlog.ErrUnknownDir):
-					reason = mapper.DropUnknownType
-				}
-				bad[len(frames)] = append(bad[len(frames)], dropped(0, "traffic-log", reason, derr.Error(), data))
-			} else {
-				frames = append(frames, Frame{T: rec.T, Dir: rec.Dir, Msg: append(json.RawMessage(nil), rec.Msg...)})
-			}
-		}
-		if err != nil {
-			return frames, bad, nil
-		}
+		frames = append(frames, Frame{T: rec.T, Dir: rec.Dir, Msg: append(json.RawMessage(nil), rec.Msg...)})
+	})
+	if err != nil {
+		return frames, bad, fmt.Errorf("acp: read traffic log: %w", err)
 	}
+	return frames, bad, nil
 }
 
 // rawPrefix cuts raw input to the 512 bytes a Dropped keeps, on a UTF-8

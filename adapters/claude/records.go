@@ -2,7 +2,6 @@ package claude
 
 import (
 	"encoding/json"
-	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -614,16 +613,7 @@ func (d *Decoder) title(r *record) {
 func (d *Decoder) decodeTraffic(line []byte) {
 	rec, err := trafficlog.Decode(line)
 	if err != nil {
-		reason := mapper.DropInvalidField
-		switch {
-		case errors.Is(err, trafficlog.ErrSyntax):
-			reason = mapper.DropUnparseableJSON
-		case errors.Is(err, trafficlog.ErrNotObject):
-			reason = mapper.DropNotAnObject
-		case errors.Is(err, trafficlog.ErrUnknownDir):
-			reason = mapper.DropUnknownType
-		}
-		d.drop(sniffKind(line), reason, err.Error())
+		d.drop(sniffKind(line), trafficlog.DropReason(err), err.Error())
 		return
 	}
 	d.t = rec.T

@@ -1,13 +1,11 @@
 package codex
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 
-	"github.com/happy-dev/happy/internal/linereader"
 	"github.com/happy-dev/happy/internal/trafficlog"
 	"github.com/happy-dev/happy/mapper"
 )
@@ -52,45 +50,19 @@ func NewDecoder(p Protocol) Decoder {
 // by the index of the frame it precedes. Only a read error of r is returned
 // as an error.
 func ReadFrames(r io.Reader) ([]Frame, map[int][]mapper.Event, error) {
-	lr, _ := linereader.New(r, linereader.Options{})
 	var frames []Frame
 	bad := map[int][]mapper.Event{}
-	for {
-		line, err := lr.Next()
-		var data []byte
-		switch {
-		case err == nil:
-			data = line.Data
-		case errors.Is(err, io.EOF):
-			data = lr.Pending()
-			if len(bytes.TrimSpace(data)) == 0 {
-				return frames, bad, nil
-			}
-			line.Number = lr.LineNumber() + 1
-		default:
-			return frames, bad, fmt.Errorf("codex: read traffic log: %w", err)
+	err := trafficlog.Scan(r, func(line int64, rec trafficlog.Record, derr error, data []byte) {
+		if derr != nil {
+			bad[len(frames)] = append(bad[len(frames)], dropped("traffic-log", line, 0, "", trafficlog.DropReason(derr), derr.Error(), data))
+			return
 		}
-		if len(bytes.TrimSpace(data)) > 0 {
-			rec, derr := trafficlog.Decode(data)
-			if derr != nil {
-				reason := mapper.DropInvalidField
-				switch {
-				case errors.Is(derr, trafficlog.ErrSyntax):
-					reason = mapper.DropUnparseableJSON
-				case errors.Is(derr, trafficlog.ErrNotObject):
-					reason = mapper.DropNotAnObject
-				case errors.Is(derr, trafficlog.ErrUnknownDir):
-					reason = mapper.DropUnknownType
-				}
-				bad[len(frames)] = append(bad[len(frames)], dropped("traffic-log", line.Number, 0, "", reason, derr.Error(), data))
-			} else {
-				frames = append(frames, Frame{T: rec.T, Dir: rec.Dir, Msg: append(json.RawMessage(nil), rec.Msg...)})
-			}
-		}
-		if err != nil {
-			return frames, bad, nil
-		}
+		frames = append(frames, Frame{T: rec.T, Dir: rec.Dir, Msg: append(json.RawMessage(nil), rec.Msg...)})
+	})
+	if err != nil {
+		return frames, bad, fmt.Errorf("codex: read traffic log: %w", err)
 	}
+	return frames, bad, nil
 }
 
 // DetectProtocol guesses the protocol of recorded traffic: mcp when Codex
