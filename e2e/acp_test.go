@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/happy-dev/happy/adapters/acp"
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/fakegemini"
 	"github.com/happy-dev/happy/internal/fakemodel"
 	"github.com/happy-dev/happy/mapper"
@@ -144,7 +145,7 @@ func (r *acpRun) checkReplay(t *testing.T, tool string) {
 	for _, m := range tr.Messages {
 		for _, p := range m.Parts {
 			if tp, ok := p.(*mapper.ToolPart); ok && tp.Tool == tool {
-				if tp.State.Status != mapper.StatusCompleted || tp.State.Block == nil || tp.State.Block.Decision != mapper.DecisionOnce {
+				if tp.State.Status != mapper.StatusCompleted || tp.State.Block == nil || tp.State.Block.Decision != agent.DecisionOnce {
 					t.Errorf("replayed tool: %+v", tp.State)
 				}
 				return

@@ -9,6 +9,7 @@ package export
 import (
 	"strconv"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -146,12 +147,12 @@ func (ts *turnState) end() (FlatEvent, bool) {
 	}
 	status := "completed"
 	switch ts.last.Finish {
-	case mapper.FinishAborted:
+	case agent.FinishAborted:
 		status = "cancelled"
-	case mapper.FinishError:
+	case agent.FinishError:
 		status = "failed"
 	}
-	if ts.last.Error != nil && ts.last.Finish != mapper.FinishAborted {
+	if ts.last.Error != nil && ts.last.Finish != agent.FinishAborted {
 		status = "failed"
 	}
 	return FlatEvent{ID: ts.id + ".turn-end", Time: *ts.last.Time.Completed, Role: "agent", Type: TypeTurnEnd, Turn: ts.id, Status: status}, true
@@ -257,11 +258,11 @@ func (p *projector) tool(m *mapper.AssistantMessage, pt *mapper.ToolPart, base f
 }
 
 // optionFor maps a canonical decision to the flat stream's option id.
-func optionFor(d mapper.Decision) string {
+func optionFor(d agent.Decision) string {
 	switch d {
-	case mapper.DecisionOnce:
+	case agent.DecisionOnce:
 		return OptionAllowOnce
-	case mapper.DecisionAlways:
+	case agent.DecisionAlways:
 		return OptionAllowAlways
 	default:
 		return OptionRejectOnce

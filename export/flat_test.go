@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -36,7 +37,7 @@ func exchange() mapper.Transcript {
 			{Info: &mapper.AssistantMessage{ID: "msg_c2", SessionID: "ses_child_001", Role: mapper.RoleAssistant, Time: mapper.AssistantTime{Created: 1753120005200, Completed: i64(1753120011000)}, Finish: "stop"},
 				Parts: []mapper.Part{
 					&mapper.ToolPart{PartBase: mapper.PartBase{ID: "prt_c2", SessionID: "ses_child_001", MessageID: "msg_c2"}, CallID: "call_grep", Tool: "grep",
-						State: mapper.ToolState{Status: mapper.StatusCompleted, Input: mapper.Object{"pattern": "router"}, Output: "src/api/server.ts", Title: "grep router", Metadata: mapper.Object{}, Time: mapper.ToolTime{Start: 1753120005300, End: 1753120005400}}},
+						State: mapper.ToolState{Status: mapper.StatusCompleted, Input: agent.Object{"pattern": "router"}, Output: "src/api/server.ts", Title: "grep router", Metadata: agent.Object{}, Time: mapper.ToolTime{Start: 1753120005300, End: 1753120005400}}},
 					&mapper.TextPart{PartBase: mapper.PartBase{ID: "prt_c3", SessionID: "ses_child_001", MessageID: "msg_c2"}, Text: "Found one endpoint file."},
 				}},
 		},
@@ -49,27 +50,27 @@ func exchange() mapper.Transcript {
 				&mapper.StepStartPart{PartBase: base("prt_010", "msg_02def"), Snapshot: "a1b2c3d4"},
 				&mapper.ReasoningPart{PartBase: base("prt_011", "msg_02def"), Text: "I'll create the file using writeFile...", Time: mapper.PartTime{Start: 1753120001100, End: i64(1753120001400)}},
 				&mapper.ToolPart{PartBase: base("prt_012", "msg_02def"), CallID: "call_abc123", Tool: "writeFile", State: mapper.ToolState{
-					Status: mapper.StatusCompleted, Input: mapper.Object{"path": "hello.txt", "content": "hello world\n"},
-					Output: "Created hello.txt (12 bytes)", Title: "writeFile hello.txt", Metadata: mapper.Object{},
+					Status: mapper.StatusCompleted, Input: agent.Object{"path": "hello.txt", "content": "hello world\n"},
+					Output: "Created hello.txt (12 bytes)", Title: "writeFile hello.txt", Metadata: agent.Object{},
 					Time: mapper.ToolTime{Start: 1753120001500, End: 1753120003800},
 					Block: &mapper.Block{Type: mapper.BlockPermission, ID: "per_001", Permission: "edit", Patterns: []string{"hello.txt"},
-						Decision: mapper.DecisionOnce, DecidedAt: i64(1753120002500)}}},
+						Decision: agent.DecisionOnce, DecidedAt: i64(1753120002500)}}},
 				&mapper.ToolPart{PartBase: base("prt_014", "msg_02def"), CallID: "call_q", Tool: "question", State: mapper.ToolState{
-					Status: mapper.StatusCompleted, Input: mapper.Object{}, Output: "User answered: Which database? = PostgreSQL", Title: "question", Metadata: mapper.Object{},
+					Status: mapper.StatusCompleted, Input: agent.Object{}, Output: "User answered: Which database? = PostgreSQL", Title: "question", Metadata: agent.Object{},
 					Time: mapper.ToolTime{Start: 1753120003900, End: 1753120003990},
-					Block: &mapper.Block{Type: mapper.BlockQuestion, ID: "q_001", Questions: []mapper.QuestionInfo{{Question: "Which database?", Header: "DB choice"}},
+					Block: &mapper.Block{Type: mapper.BlockQuestion, ID: "q_001", Questions: []agent.QuestionInfo{{Question: "Which database?", Header: "DB choice"}},
 						Answers: [][]string{{"PostgreSQL"}}, DecidedAt: i64(1753120003950)}}},
 				&mapper.StepFinishPart{PartBase: base("prt_013", "msg_02def"), Reason: "tool-calls"},
 			}},
 			{Info: asst("msg_03ghi", 1753120004100, 1753120012000, "stop"), Parts: []mapper.Part{
 				&mapper.ToolPart{PartBase: base("prt_030", "msg_03ghi"), CallID: "call_task_001", Tool: "task", State: mapper.ToolState{
-					Status: mapper.StatusCompleted, Input: mapper.Object{"description": "Find API endpoints", "subagent_type": "explore"},
-					Output: "task_id: ses_child_001", Title: "task → explore", Metadata: mapper.Object{"sessionId": "ses_child_001"},
+					Status: mapper.StatusCompleted, Input: agent.Object{"description": "Find API endpoints", "subagent_type": "explore"},
+					Output: "task_id: ses_child_001", Title: "task → explore", Metadata: agent.Object{"sessionId": "ses_child_001"},
 					Time: mapper.ToolTime{Start: 1753120005000, End: 1753120011500}}},
 				&mapper.ToolPart{PartBase: base("prt_031", "msg_03ghi"), CallID: "call_rm", Tool: "bash", State: mapper.ToolState{
-					Status: mapper.StatusError, Input: mapper.Object{"command": "rm -rf /"}, Error: "rejected by user",
+					Status: mapper.StatusError, Input: agent.Object{"command": "rm -rf /"}, Error: "rejected by user",
 					Time:  mapper.ToolTime{Start: 1753120011600, End: 1753120011700},
-					Block: &mapper.Block{Type: mapper.BlockPermission, ID: "per_002", Permission: "bash", Patterns: []string{"rm -rf /"}, Decision: mapper.DecisionReject, DecidedAt: i64(1753120011650)}}},
+					Block: &mapper.Block{Type: mapper.BlockPermission, ID: "per_002", Permission: "bash", Patterns: []string{"rm -rf /"}, Decision: agent.DecisionReject, DecidedAt: i64(1753120011650)}}},
 				&mapper.TextPart{PartBase: base("prt_021", "msg_03ghi"), Text: "Done. Created `hello.txt` with \"hello world\"."},
 			}},
 		},
@@ -159,7 +160,7 @@ func TestFlatOpenTurnHasNoEnd(t *testing.T) {
 
 func TestFlatAbortedTurnIsCancelled(t *testing.T) {
 	tr := exchange()
-	tr.Messages[2].Info.(*mapper.AssistantMessage).Finish = mapper.FinishAborted
+	tr.Messages[2].Info.(*mapper.AssistantMessage).Finish = agent.FinishAborted
 	evs := Flat(tr)
 	if last := evs[len(evs)-1]; last.Type != TypeTurnEnd || last.Status != "cancelled" {
 		t.Fatalf("last %+v", last)
@@ -168,8 +169,8 @@ func TestFlatAbortedTurnIsCancelled(t *testing.T) {
 
 func TestTextGolden(t *testing.T) {
 	tr := exchange()
-	tr.Todos = []mapper.Todo{{Content: "write the spec", Status: mapper.TodoCompleted, Priority: mapper.PriorityHigh}, {Content: "run the tests", Status: mapper.TodoPending, Priority: mapper.PriorityLow}}
-	tr.Dropped = []mapper.Dropped{{Source: "claude-jsonl", Line: 12, Kind: "mystery", Reason: mapper.DropUnknownType, Detail: "record type not known"}}
+	tr.Todos = []agent.Todo{{Content: "write the spec", Status: agent.TodoCompleted, Priority: agent.PriorityHigh}, {Content: "run the tests", Status: agent.TodoPending, Priority: agent.PriorityLow}}
+	tr.Dropped = []agent.Dropped{{Source: "claude-jsonl", Line: 12, Kind: "mystery", Reason: agent.DropUnknownType, Detail: "record type not known"}}
 	var buf bytes.Buffer
 	if err := Text(&buf, tr, TextOptions{}); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -124,7 +125,7 @@ func (tw *textWriter) assistant(info *mapper.AssistantMessage, parts []mapper.Pa
 	}
 	if info.Error != nil {
 		tw.line(indent, "error (%s): %s", info.Error.Data.Kind, oneLine(info.Error.Data.Message, 200))
-	} else if info.Finish == mapper.FinishAborted {
+	} else if info.Finish == agent.FinishAborted {
 		tw.line(indent, "(turn aborted)")
 	}
 }
@@ -242,20 +243,20 @@ func oneLine(s string, max int) string {
 	return s
 }
 
-func todoMark(s mapper.TodoStatus) string {
+func todoMark(s agent.TodoStatus) string {
 	switch s {
-	case mapper.TodoCompleted:
+	case agent.TodoCompleted:
 		return "[x]"
-	case mapper.TodoInProgress:
+	case agent.TodoInProgress:
 		return "[~]"
-	case mapper.TodoCancelled:
+	case agent.TodoCancelled:
 		return "[-]"
 	}
 	return "[ ]"
 }
 
-func collectDropped(t *mapper.Transcript) []mapper.Dropped {
-	out := append([]mapper.Dropped(nil), t.Dropped...)
+func collectDropped(t *mapper.Transcript) []agent.Dropped {
+	out := append([]agent.Dropped(nil), t.Dropped...)
 	for i := range t.Children {
 		out = append(out, collectDropped(&t.Children[i])...)
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/happy-dev/happy/agent"
 )
 
 // BusEvent is one event the reducer publishes (closed union). The names and
@@ -61,7 +63,7 @@ type SessionStatus struct {
 // (the assistant message carries the same error).
 type SessionError struct {
 	SessionID string
-	Error     MessageError
+	Error     agent.MessageError
 }
 
 // SessionCompacted is "session.compacted": the agent compacted its context.
@@ -96,7 +98,7 @@ type MessagePartRemoved struct{ SessionID, MessageID, PartID string }
 // TodoUpdated is "todo.updated": the session's todo list was replaced.
 type TodoUpdated struct {
 	SessionID string
-	Todos     []Todo
+	Todos     []agent.Todo
 }
 
 // FileEdited is "file.edited": the agent changed a file on disk. File is
@@ -194,8 +196,8 @@ func EncodeBusEvent(ev BusEvent) ([]byte, error) {
 			break
 		}
 		props = struct {
-			SessionID string       `json:"sessionID"`
-			Error     MessageError `json:"error"`
+			SessionID string             `json:"sessionID"`
+			Error     agent.MessageError `json:"error"`
 		}{e.SessionID, e.Error}
 	case *SessionCompacted:
 		if e == nil {
@@ -260,11 +262,11 @@ func EncodeBusEvent(ev BusEvent) ([]byte, error) {
 		}
 		todos := e.Todos
 		if todos == nil {
-			todos = []Todo{}
+			todos = []agent.Todo{}
 		}
 		props = struct {
-			SessionID string `json:"sessionID"`
-			Todos     []Todo `json:"todos"`
+			SessionID string       `json:"sessionID"`
+			Todos     []agent.Todo `json:"todos"`
 		}{e.SessionID, todos}
 	case *FileEdited:
 		if e == nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/happy-dev/happy/agent"
 )
 
 // largeTranscript is a realistic long session: 100 prompts, each answered
@@ -28,33 +30,33 @@ func largeTranscript() Transcript {
 		})
 		req := Block{Type: BlockPermission, ID: fmt.Sprintf("per_%04d", i), Permission: "edit",
 			Patterns: []string{fmt.Sprintf("src/file%d.go", i)}, Always: []string{"src/*"},
-			Metadata: Object{"filepath": fmt.Sprintf("src/file%d.go", i), "diff": strings.Repeat("+"+line, 6)}}
-		edit, _ := PendingState(Object{"path": fmt.Sprintf("src/file%d.go", i), "content": strings.Repeat(line, 6)}, "").Run(at + 100)
+			Metadata: agent.Object{"filepath": fmt.Sprintf("src/file%d.go", i), "diff": strings.Repeat("+"+line, 6)}}
+		edit, _ := PendingState(agent.Object{"path": fmt.Sprintf("src/file%d.go", i), "content": strings.Repeat(line, 6)}, "").Run(at + 100)
 		edit, _ = edit.Ask(req)
-		edit, _ = edit.Decide(DecisionOnce, at+200, "")
-		edit, _ = edit.Complete("Wrote 522 bytes", "edit src/file.go", Object{"bytes": json.Number("522")}, at+300)
-		bash, _ := PendingState(Object{"command": "go test ./...", "timeout": json.Number("120000")}, "").Run(at + 400)
+		edit, _ = edit.Decide(agent.DecisionOnce, at+200, "")
+		edit, _ = edit.Complete("Wrote 522 bytes", "edit src/file.go", agent.Object{"bytes": json.Number("522")}, at+300)
+		bash, _ := PendingState(agent.Object{"command": "go test ./...", "timeout": json.Number("120000")}, "").Run(at + 400)
 		bash, _ = bash.Complete(strings.Repeat("ok  \tgithub.com/x/y/pkg\t0.123s\n", 40), "go test ./...",
-			Object{"exit": json.Number("0"), "duration": json.Number("1.25")}, at+900)
-		tokens := &Tokens{Input: ptr[int64](12000 + int64(i)), Output: ptr[int64](800), Reasoning: ptr[int64](200),
-			Cache: CacheTokens{Read: ptr[int64](11000), Write: ptr[int64](400)}}
+			agent.Object{"exit": json.Number("0"), "duration": json.Number("1.25")}, at+900)
+		tokens := &agent.Tokens{Input: ptr[int64](12000 + int64(i)), Output: ptr[int64](800), Reasoning: ptr[int64](200),
+			Cache: agent.CacheTokens{Read: ptr[int64](11000), Write: ptr[int64](400)}}
 		tr.Messages = append(tr.Messages, MessageWithParts{
 			Info: &AssistantMessage{ID: aid, SessionID: sid, Time: AssistantTime{Created: at + 50, Completed: ptr(at + 1000)},
 				ParentID: uid, ModelID: "claude-sonnet-4-6", ProviderID: "anthropic", Agent: "build",
-				Path: MessagePath{Cwd: "/home/user/app", Root: "/home/user/app"}, Cost: ptr(0.0123), Tokens: tokens, Finish: FinishStop},
+				Path: MessagePath{Cwd: "/home/user/app", Root: "/home/user/app"}, Cost: ptr(0.0123), Tokens: tokens, Finish: agent.FinishStop},
 			Parts: []Part{
 				&StepStartPart{PartBase: base(aid, 1), Snapshot: "a1b2c3d4"},
 				&ReasoningPart{PartBase: base(aid, 2), Text: strings.Repeat("Let me think about the handler. ", 30),
-					Time: PartTime{Start: at + 60, End: ptr(at + 90)}, Metadata: Object{"signature": strings.Repeat("Sig0", 40)}},
+					Time: PartTime{Start: at + 60, End: ptr(at + 90)}, Metadata: agent.Object{"signature": strings.Repeat("Sig0", 40)}},
 				&ToolPart{PartBase: base(aid, 3), CallID: fmt.Sprintf("toolu_%04d_a", i), Tool: "edit", State: edit},
 				&ToolPart{PartBase: base(aid, 4), CallID: fmt.Sprintf("toolu_%04d_b", i), Tool: "bash", State: bash},
 				&TextPart{PartBase: base(aid, 5), Text: strings.Repeat(line, 20), Time: &PartTime{Start: at + 950, End: ptr(at + 990)}},
-				&StepFinishPart{PartBase: base(aid, 6), Reason: FinishStop, Cost: ptr(0.0123), Tokens: tokens},
+				&StepFinishPart{PartBase: base(aid, 6), Reason: agent.FinishStop, Cost: ptr(0.0123), Tokens: tokens},
 			},
 		})
 		at += 60000
 	}
-	tr.Todos = []Todo{{Content: "ship it", Status: TodoInProgress, Priority: PriorityHigh}}
+	tr.Todos = []agent.Todo{{Content: "ship it", Status: agent.TodoInProgress, Priority: agent.PriorityHigh}}
 	return tr
 }
 

@@ -37,6 +37,8 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+
+	"github.com/happy-dev/happy/agent"
 )
 
 // DroppedSourceTranscript is the Dropped.Source of records refused while
@@ -53,7 +55,7 @@ type DecodeReport struct {
 	UnknownParts int
 	// Refused lists the parts and messages refused (DecodeTranscript also
 	// appends each to the Dropped list of the transcript that held it).
-	Refused []Dropped
+	Refused []agent.Dropped
 	// IgnoredFields counts object members this version does not know.
 	IgnoredFields int
 	// IgnoredPaths holds the paths of the first 16 ignored members.
@@ -68,10 +70,10 @@ type decoder struct {
 func parseRoot(data []byte) ([]byte, error) {
 	raw := bytes.TrimSpace(data)
 	if !json.Valid(raw) {
-		return nil, &FieldError{Reason: DropUnparseableJSON, Msg: "not valid JSON"}
+		return nil, &FieldError{Reason: agent.DropUnparseableJSON, Msg: "not valid JSON"}
 	}
 	if k := kindOf(raw); k != kindObject {
-		return nil, &FieldError{Reason: DropNotAnObject, Msg: "want an object, got " + k.String()}
+		return nil, &FieldError{Reason: agent.DropNotAnObject, Msg: "want an object, got " + k.String()}
 	}
 	return raw, nil
 }
@@ -325,13 +327,13 @@ func unmarshalPart[T any](data []byte, want PartType, dst *T) error {
 }
 
 // refuse records a refused record for the report and returns it.
-func (d *decoder) refuse(kind string, raw []byte, err error) Dropped {
-	reason := DropInvalidField
+func (d *decoder) refuse(kind string, raw []byte, err error) agent.Dropped {
+	reason := agent.DropInvalidField
 	var fe *FieldError
 	if errors.As(err, &fe) {
 		reason = fe.Reason
 	}
-	dr := Dropped{
+	dr := agent.Dropped{
 		Source: DroppedSourceTranscript,
 		Kind:   kind,
 		Reason: reason,
@@ -352,11 +354,11 @@ type obj struct {
 
 func (d *decoder) object(raw []byte, path string) (*obj, error) {
 	if k := kindOf(raw); k != kindObject {
-		return nil, &FieldError{Path: path, Reason: DropNotAnObject, Msg: "want an object, got " + k.String()}
+		return nil, &FieldError{Path: path, Reason: agent.DropNotAnObject, Msg: "want an object, got " + k.String()}
 	}
 	ms, err := splitObject(raw)
 	if err != nil {
-		return nil, &FieldError{Path: path, Reason: DropInvalidField, Msg: err.Error()}
+		return nil, &FieldError{Path: path, Reason: agent.DropInvalidField, Msg: err.Error()}
 	}
 	if len(ms) <= 16 {
 		for i := 1; i < len(ms); i++ {
@@ -412,11 +414,11 @@ func (o *obj) done() {
 }
 
 func (o *obj) missing(key string) error {
-	return &FieldError{Path: o.at(key), Reason: DropInvalidField, Msg: "missing"}
+	return &FieldError{Path: o.at(key), Reason: agent.DropInvalidField, Msg: "missing"}
 }
 
 func (o *obj) wrongType(key string, want jsonKind, raw []byte) error {
-	return &FieldError{Path: o.at(key), Reason: DropInvalidField, Msg: "want " + want.String() + ", got " + kindOf(raw).String()}
+	return &FieldError{Path: o.at(key), Reason: agent.DropInvalidField, Msg: "want " + want.String() + ", got " + kindOf(raw).String()}
 }
 
 // value returns a member that must have the given JSON kind; ok is false
@@ -439,7 +441,7 @@ func (o *obj) optStr(key string) (string, bool, error) {
 	}
 	s, err := unquote(raw)
 	if err != nil {
-		return "", true, &FieldError{Path: o.at(key), Reason: DropInvalidField, Msg: err.Error()}
+		return "", true, &FieldError{Path: o.at(key), Reason: agent.DropInvalidField, Msg: err.Error()}
 	}
 	return s, true, nil
 }
@@ -458,9 +460,9 @@ func (o *obj) id(key string) (string, error) {
 	case err != nil:
 		return "", err
 	case !ok:
-		return "", &FieldError{Path: o.at(key), Reason: DropMissingID, Msg: "missing"}
+		return "", &FieldError{Path: o.at(key), Reason: agent.DropMissingID, Msg: "missing"}
 	case s == "":
-		return "", &FieldError{Path: o.at(key), Reason: DropMissingID, Msg: "empty"}
+		return "", &FieldError{Path: o.at(key), Reason: agent.DropMissingID, Msg: "empty"}
 	}
 	return s, nil
 }
@@ -551,7 +553,7 @@ func (o *obj) optSub(key string) (*obj, error) {
 
 // free returns a member that must be a free-form object (tool input,
 // metadata); ok is false when it is absent.
-func (o *obj) free(key string) (Object, bool, error) {
+func (o *obj) free(key string) (agent.Object, bool, error) {
 	raw, ok, err := o.value(key, kindObject)
 	if !ok || err != nil {
 		return nil, ok, err
@@ -563,7 +565,7 @@ func (o *obj) free(key string) (Object, bool, error) {
 	return v.(map[string]any), true, nil
 }
 
-func (o *obj) reqFree(key string) (Object, error) {
+func (o *obj) reqFree(key string) (agent.Object, error) {
 	v, ok, err := o.free(key)
 	if err == nil && !ok {
 		err = o.missing(key)
@@ -671,7 +673,7 @@ func (d *decoder) transcript(raw []byte, path string, parentID *string, depth in
 	if err != nil {
 		return t, err
 	}
-	var refused []Dropped
+	var refused []agent.Dropped
 	t.Messages = make([]MessageWithParts, 0, len(msgs))
 	seen := make(map[string]struct{}, len(msgs))
 	for i, el := range msgs {
@@ -711,7 +713,7 @@ func (d *decoder) transcript(raw []byte, path string, parentID *string, depth in
 	if err != nil {
 		return t, err
 	}
-	t.Todos = make([]Todo, 0, len(todos))
+	t.Todos = make([]agent.Todo, 0, len(todos))
 	for i, el := range todos {
 		td, err := d.todo(el, joinPath(o.at("todos"), indexPath(i)))
 		if err != nil {
@@ -723,7 +725,7 @@ func (d *decoder) transcript(raw []byte, path string, parentID *string, depth in
 	if err != nil {
 		return t, err
 	}
-	t.Dropped = make([]Dropped, 0, len(dropped)+len(refused))
+	t.Dropped = make([]agent.Dropped, 0, len(dropped)+len(refused))
 	for i, el := range dropped {
 		dr, err := d.droppedRecord(el, joinPath(o.at("dropped"), indexPath(i)))
 		if err != nil {
@@ -824,14 +826,14 @@ func (d *decoder) session(o *obj) (Session, error) {
 	return s, at(o.path, validateSession(&s))
 }
 
-func (d *decoder) diffs(els [][]byte, path string) ([]FileDiff, error) {
-	out := make([]FileDiff, 0, len(els))
+func (d *decoder) diffs(els [][]byte, path string) ([]agent.FileDiff, error) {
+	out := make([]agent.FileDiff, 0, len(els))
 	for i, el := range els {
 		o, err := d.object(el, joinPath(path, indexPath(i)))
 		if err != nil {
 			return nil, err
 		}
-		var f FileDiff
+		var f agent.FileDiff
 		if f.File, err = o.str("file"); err != nil {
 			return nil, err
 		}
@@ -856,8 +858,8 @@ func (d *decoder) diffs(els [][]byte, path string) ([]FileDiff, error) {
 	return out, nil
 }
 
-func (d *decoder) todo(raw []byte, path string) (Todo, error) {
-	var t Todo
+func (d *decoder) todo(raw []byte, path string) (agent.Todo, error) {
+	var t agent.Todo
 	o, err := d.object(raw, path)
 	if err != nil {
 		return t, err
@@ -873,13 +875,13 @@ func (d *decoder) todo(raw []byte, path string) (Todo, error) {
 	if err != nil {
 		return t, err
 	}
-	t.Status, t.Priority = TodoStatus(st), TodoPriority(pr)
+	t.Status, t.Priority = agent.TodoStatus(st), agent.TodoPriority(pr)
 	o.done()
 	return t, at(path, validateTodo(t))
 }
 
-func (d *decoder) droppedRecord(raw []byte, path string) (Dropped, error) {
-	var r Dropped
+func (d *decoder) droppedRecord(raw []byte, path string) (agent.Dropped, error) {
+	var r agent.Dropped
 	o, err := d.object(raw, path)
 	if err != nil {
 		return r, err
@@ -899,7 +901,7 @@ func (d *decoder) droppedRecord(raw []byte, path string) (Dropped, error) {
 	if err != nil {
 		return r, err
 	}
-	r.Reason = DropReason(reason)
+	r.Reason = agent.DropReason(reason)
 	if r.Detail, _, err = o.optStr("detail"); err != nil {
 		return r, err
 	}
@@ -986,7 +988,7 @@ func (d *decoder) message(raw []byte, path string) (Message, error) {
 	}
 	role, err := parseRole(rs)
 	if err != nil {
-		return nil, &FieldError{Path: o.at("role"), Reason: DropUnknownType, Msg: err.Error(), Err: err}
+		return nil, &FieldError{Path: o.at("role"), Reason: agent.DropUnknownType, Msg: err.Error(), Err: err}
 	}
 	id, err := o.id("id")
 	if err != nil {
@@ -1149,7 +1151,7 @@ func (d *decoder) assistantMessage(o *obj, id, sid string) (*AssistantMessage, e
 	return a, nil
 }
 
-func costTokens(o *obj) (*float64, *Tokens, error) {
+func costTokens(o *obj) (*float64, *agent.Tokens, error) {
 	cost, err := o.optFloat("cost")
 	if err != nil {
 		return nil, nil, err
@@ -1158,7 +1160,7 @@ func costTokens(o *obj) (*float64, *Tokens, error) {
 	if err != nil || to == nil {
 		return cost, nil, err
 	}
-	var t Tokens
+	var t agent.Tokens
 	if t.Input, err = to.optInt("input"); err != nil {
 		return nil, nil, err
 	}
@@ -1185,8 +1187,8 @@ func costTokens(o *obj) (*float64, *Tokens, error) {
 	return cost, &t, nil
 }
 
-func messageError(o *obj) (MessageError, error) {
-	var m MessageError
+func messageError(o *obj) (agent.MessageError, error) {
+	var m agent.MessageError
 	var err error
 	if m.Name, err = o.str("name"); err != nil {
 		return m, err
@@ -1202,7 +1204,7 @@ func messageError(o *obj) (MessageError, error) {
 	if err != nil {
 		return m, err
 	}
-	m.Data.Kind = ParseErrorKind(kind)
+	m.Data.Kind = agent.ParseErrorKind(kind)
 	if m.Data.ProviderID, _, err = do.optStr("providerID"); err != nil {
 		return m, err
 	}
@@ -1490,7 +1492,7 @@ func (d *decoder) toolState(raw []byte, path string) (ToolState, error) {
 		return s, err
 	}
 	if s.Status, err = parseToolStatus(ss); err != nil {
-		return s, &FieldError{Path: o.at("status"), Reason: DropInvalidField, Msg: err.Error(), Err: err}
+		return s, &FieldError{Path: o.at("status"), Reason: agent.DropInvalidField, Msg: err.Error(), Err: err}
 	}
 	allowed := stateMembers(s.Status)
 	for _, k := range toolStateKeys() {
@@ -1638,7 +1640,7 @@ func (d *decoder) block(raw []byte, path string) (*Block, error) {
 		return nil, err
 	}
 	if b.Type, err = parseBlockType(ts); err != nil {
-		return nil, &FieldError{Path: o.at("type"), Reason: DropInvalidField, Msg: err.Error(), Err: err}
+		return nil, &FieldError{Path: o.at("type"), Reason: agent.DropInvalidField, Msg: err.Error(), Err: err}
 	}
 	if b.ID, err = o.id("id"); err != nil {
 		return nil, err
@@ -1657,9 +1659,9 @@ func (d *decoder) block(raw []byte, path string) (*Block, error) {
 		if err != nil || !ok {
 			return err
 		}
-		dv, perr := ParseDecision(ds)
+		dv, perr := agent.ParseDecision(ds)
 		if perr != nil {
-			return &FieldError{Path: o.at("decision"), Reason: DropUnknownDecision, Msg: perr.Error(), Err: perr}
+			return &FieldError{Path: o.at("decision"), Reason: agent.DropUnknownDecision, Msg: perr.Error(), Err: perr}
 		}
 		b.Decision = dv
 		return nil
@@ -1700,7 +1702,7 @@ func (d *decoder) block(raw []byte, path string) (*Block, error) {
 		if err != nil {
 			return nil, err
 		}
-		b.Questions = make([]QuestionInfo, 0, len(qs))
+		b.Questions = make([]agent.QuestionInfo, 0, len(qs))
 		for i, el := range qs {
 			q, err := d.question(el, joinPath(o.at("questions"), indexPath(i)))
 			if err != nil {
@@ -1739,8 +1741,8 @@ func (d *decoder) block(raw []byte, path string) (*Block, error) {
 	return b, at(path, b.Validate())
 }
 
-func (d *decoder) question(raw []byte, path string) (QuestionInfo, error) {
-	var q QuestionInfo
+func (d *decoder) question(raw []byte, path string) (agent.QuestionInfo, error) {
+	var q agent.QuestionInfo
 	o, err := d.object(raw, path)
 	if err != nil {
 		return q, err
@@ -1755,13 +1757,13 @@ func (d *decoder) question(raw []byte, path string) (QuestionInfo, error) {
 	if err != nil {
 		return q, err
 	}
-	q.Options = make([]QuestionOption, 0, len(opts))
+	q.Options = make([]agent.QuestionOption, 0, len(opts))
 	for i, el := range opts {
 		oo, err := d.object(el, joinPath(o.at("options"), indexPath(i)))
 		if err != nil {
 			return q, err
 		}
-		var opt QuestionOption
+		var opt agent.QuestionOption
 		if opt.Label, err = oo.str("label"); err != nil {
 			return q, err
 		}

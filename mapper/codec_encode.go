@@ -6,6 +6,8 @@ package mapper
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/happy-dev/happy/agent"
 )
 
 // EncodeTranscript writes the transcript document in canonical form:
@@ -275,7 +277,7 @@ func (e *encoder) session(s *Session) {
 	e.buf = append(e.buf, '}')
 }
 
-func (e *encoder) diffs(ds []FileDiff) {
+func (e *encoder) diffs(ds []agent.FileDiff) {
 	e.buf = append(e.buf, '[')
 	for _, d := range ds {
 		e.sep()
@@ -296,7 +298,7 @@ func (e *encoder) diffs(ds []FileDiff) {
 	e.buf = append(e.buf, ']')
 }
 
-func (e *encoder) dropped(d *Dropped) {
+func (e *encoder) dropped(d *agent.Dropped) {
 	e.buf = append(e.buf, '{')
 	e.key("source")
 	e.str(d.Source)
@@ -469,7 +471,7 @@ func (e *encoder) modelRef(m *ModelRef) {
 	e.buf = append(e.buf, '}')
 }
 
-func (e *encoder) costTokens(cost *float64, t *Tokens) error {
+func (e *encoder) costTokens(cost *float64, t *agent.Tokens) error {
 	if cost != nil {
 		e.key("cost")
 		if err := e.float(*cost); err != nil {
@@ -494,7 +496,7 @@ func (e *encoder) costTokens(cost *float64, t *Tokens) error {
 	return nil
 }
 
-func (e *encoder) messageError(m *MessageError) {
+func (e *encoder) messageError(m *agent.MessageError) {
 	e.buf = append(e.buf, '{')
 	e.key("name")
 	e.str(m.Name)
@@ -503,7 +505,7 @@ func (e *encoder) messageError(m *MessageError) {
 	e.key("message")
 	e.str(m.Data.Message)
 	e.key("kind")
-	e.str(string(ParseErrorKind(string(m.Data.Kind))))
+	e.str(string(agent.ParseErrorKind(string(m.Data.Kind))))
 	e.optStr("providerID", m.Data.ProviderID)
 	if m.Data.StatusCode != nil {
 		e.key("statusCode")
@@ -541,7 +543,7 @@ func (e *encoder) optBool(k string, v *bool) {
 
 // optObject writes a free-form object when it is non-nil (an empty,
 // non-nil Object is written as {}, so absent and empty stay distinct).
-func (e *encoder) optObject(k string, o Object) error {
+func (e *encoder) optObject(k string, o agent.Object) error {
 	if o == nil {
 		return nil
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/happy-dev/happy/agent"
 )
 
 // ErrInvalid is wrapped by every error that refuses a model value, on the
@@ -19,7 +21,7 @@ var ErrInvalid = errors.New("invalid transcript value")
 // error (an *EnumError for an unknown decision, for instance).
 type FieldError struct {
 	Path   string
-	Reason DropReason
+	Reason agent.DropReason
 	Msg    string
 	Err    error
 }
@@ -52,7 +54,7 @@ func at(p string, err error) error {
 		out.Path = joinPath(p, fe.Path)
 		return &out
 	}
-	return &FieldError{Path: p, Reason: DropInvalidField, Msg: err.Error(), Err: err}
+	return &FieldError{Path: p, Reason: agent.DropInvalidField, Msg: err.Error(), Err: err}
 }
 
 func joinPath(parent, child string) string {
@@ -68,101 +70,33 @@ func joinPath(parent, child string) string {
 }
 
 func invalid(path, format string, args ...any) error {
-	return &FieldError{Path: path, Reason: DropInvalidField, Msg: fmt.Sprintf(format, args...)}
+	return &FieldError{Path: path, Reason: agent.DropInvalidField, Msg: fmt.Sprintf(format, args...)}
 }
 
 // Sentinels wrapped by *EnumError, one per enumeration, so callers can
 // branch with errors.Is (for instance to record DropUnknownDecision).
 var (
-	ErrUnknownValue        = errors.New("unknown enumeration value")
-	ErrUnknownDecision     = errors.New("unknown permission decision")
-	ErrUnknownAction       = errors.New("unknown rule action")
-	ErrUnknownTodoStatus   = errors.New("unknown todo status")
-	ErrUnknownTodoPriority = errors.New("unknown todo priority")
+	ErrUnknownAction = errors.New("unknown rule action")
 )
-
-// EnumError refuses a string that is not one of an enumeration's values.
-// Kind names the enumeration ("decision", "action", "todo status", "todo
-// priority", "role", "tool status", "block type", "finish reason"); Value is
-// the refused string (as given, case included); Allowed lists what would
-// have been accepted.
-type EnumError struct {
-	Kind    string
-	Value   string
-	Allowed []string
-	base    error
-}
-
-// Error renders `unknown decision "allow" (want once, always or reject)`.
-func (e *EnumError) Error() string {
-	want := strings.Join(e.Allowed, ", ")
-	if n := len(e.Allowed); n > 1 {
-		want = strings.Join(e.Allowed[:n-1], ", ") + " or " + e.Allowed[n-1]
-	}
-	return fmt.Sprintf("unknown %s %q (want %s)", e.Kind, e.Value, want)
-}
-
-// Unwrap returns ErrUnknownValue and the enumeration's own sentinel.
-func (e *EnumError) Unwrap() []error {
-	if e.base != nil {
-		return []error{ErrUnknownValue, e.base}
-	}
-	return []error{ErrUnknownValue}
-}
-
-func parseEnum[T ~string](kind string, base error, s string, allowed ...T) (T, error) {
-	for _, a := range allowed {
-		if string(a) == s {
-			return a, nil
-		}
-	}
-	names := make([]string, len(allowed))
-	for i, a := range allowed {
-		names[i] = string(a)
-	}
-	return "", &EnumError{Kind: kind, Value: s, Allowed: names, base: base}
-}
-
-// ParseDecision maps "once", "always" or "reject" to a Decision. Matching is
-// exact and case-sensitive; anything else (including "", "allow", "ALWAYS")
-// is refused with an *EnumError wrapping ErrUnknownDecision, never mapped to
-// a default: guessing here would authorise something nobody chose.
-func ParseDecision(s string) (Decision, error) {
-	return parseEnum("decision", ErrUnknownDecision, s, DecisionOnce, DecisionAlways, DecisionReject)
-}
 
 // ParseAction maps "allow", "deny" or "ask" to an Action; anything else is
 // refused with an *EnumError wrapping ErrUnknownAction.
 func ParseAction(s string) (Action, error) {
-	return parseEnum("action", ErrUnknownAction, s, ActionAllow, ActionDeny, ActionAsk)
-}
-
-// ParseTodoStatus maps "pending", "in_progress", "completed" or
-// "cancelled" to a TodoStatus; anything else is refused with an *EnumError
-// wrapping ErrUnknownTodoStatus.
-func ParseTodoStatus(s string) (TodoStatus, error) {
-	return parseEnum("todo status", ErrUnknownTodoStatus, s, TodoPending, TodoInProgress, TodoCompleted, TodoCancelled)
-}
-
-// ParseTodoPriority maps "high", "medium" or "low" to a TodoPriority;
-// anything else is refused with an *EnumError wrapping
-// ErrUnknownTodoPriority.
-func ParseTodoPriority(s string) (TodoPriority, error) {
-	return parseEnum("todo priority", ErrUnknownTodoPriority, s, PriorityHigh, PriorityMedium, PriorityLow)
+	return agent.ParseEnum("action", ErrUnknownAction, s, ActionAllow, ActionDeny, ActionAsk)
 }
 
 func parseRole(s string) (Role, error) {
-	return parseEnum("role", nil, s, RoleUser, RoleAssistant)
+	return agent.ParseEnum("role", nil, s, RoleUser, RoleAssistant)
 }
 
 func parseToolStatus(s string) (ToolStatus, error) {
-	return parseEnum("tool status", nil, s, StatusPending, StatusRunning, StatusBlocked, StatusCompleted, StatusError)
+	return agent.ParseEnum("tool status", nil, s, StatusPending, StatusRunning, StatusBlocked, StatusCompleted, StatusError)
 }
 
 func parseBlockType(s string) (BlockType, error) {
-	return parseEnum("block type", nil, s, BlockPermission, BlockQuestion)
+	return agent.ParseEnum("block type", nil, s, BlockPermission, BlockQuestion)
 }
 
 func parseFinish(s string) (string, error) {
-	return parseEnum("finish reason", nil, s, FinishStop, FinishToolCalls, FinishLength, FinishAborted, FinishError)
+	return agent.ParseEnum("finish reason", nil, s, agent.FinishStop, agent.FinishToolCalls, agent.FinishLength, agent.FinishAborted, agent.FinishError)
 }

@@ -24,6 +24,8 @@ import (
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/happy-dev/happy/agent"
 )
 
 // jsonKind is the JSON type of a raw value, read from its first byte.
@@ -384,24 +386,24 @@ func parseValue(data []byte, i int) (any, int, error) {
 // object (seed 002: tool arguments that are an array are refused, because
 // [1,2] shown as {"0":1,"1":2} misrepresents what a person authorises).
 // The error wraps ErrInvalid.
-func DecodeObject(raw []byte) (Object, error) {
+func DecodeObject(raw []byte) (agent.Object, error) {
 	raw = bytes.TrimSpace(raw)
 	if !json.Valid(raw) {
-		return nil, &FieldError{Reason: DropUnparseableJSON, Msg: "not valid JSON"}
+		return nil, &FieldError{Reason: agent.DropUnparseableJSON, Msg: "not valid JSON"}
 	}
 	if k := kindOf(raw); k != kindObject {
-		return nil, &FieldError{Reason: DropNotAnObject, Msg: "want an object, got " + k.String()}
+		return nil, &FieldError{Reason: agent.DropNotAnObject, Msg: "want an object, got " + k.String()}
 	}
 	v, err := parseAny(raw)
 	if err != nil {
-		return nil, &FieldError{Reason: DropInvalidField, Msg: err.Error()}
+		return nil, &FieldError{Reason: agent.DropInvalidField, Msg: err.Error()}
 	}
 	return v.(map[string]any), nil
 }
 
 // EncodeObject writes an Object in canonical form: keys sorted, numbers as
 // given, no HTML escaping. A nil Object is written as {}.
-func EncodeObject(o Object) ([]byte, error) {
+func EncodeObject(o agent.Object) ([]byte, error) {
 	var e encoder
 	if err := e.object(o); err != nil {
 		return nil, err

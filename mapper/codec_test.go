@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/happy-dev/happy/agent"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -15,15 +17,15 @@ func ptr[T any](v T) *T { return &v }
 func sampleAssistant() MessageWithParts {
 	const sid, mid = "ses_01xyz", "msg_02def"
 	base := func(id string) PartBase { return PartBase{ID: id, SessionID: sid, MessageID: mid} }
-	tokens := &Tokens{Input: ptr[int64](4200), Output: ptr[int64](340), Reasoning: ptr[int64](0),
-		Cache: CacheTokens{Read: ptr[int64](3800), Write: ptr[int64](400)}}
+	tokens := &agent.Tokens{Input: ptr[int64](4200), Output: ptr[int64](340), Reasoning: ptr[int64](0),
+		Cache: agent.CacheTokens{Read: ptr[int64](3800), Write: ptr[int64](400)}}
 	return MessageWithParts{
 		Info: &AssistantMessage{
 			ID: mid, SessionID: sid, Role: RoleAssistant,
 			Time:     AssistantTime{Created: 1753120001000, Completed: ptr[int64](1753120004000)},
 			ParentID: "msg_01abc", ModelID: "claude-sonnet-4-6", ProviderID: "anthropic", Agent: "build",
 			Path: MessagePath{Cwd: "/home/user/app", Root: "/home/user/app"},
-			Cost: ptr(0.0087), Tokens: tokens, Finish: FinishToolCalls,
+			Cost: ptr(0.0087), Tokens: tokens, Finish: agent.FinishToolCalls,
 		},
 		Parts: []Part{
 			&StepStartPart{PartBase: base("prt_010"), Snapshot: "a1b2c3d4"},
@@ -31,15 +33,15 @@ func sampleAssistant() MessageWithParts {
 				Time: PartTime{Start: 1753120001100, End: ptr[int64](1753120001400)}},
 			&ToolPart{PartBase: base("prt_012"), CallID: "call_abc123", Tool: "writeFile", State: ToolState{
 				Status: StatusCompleted,
-				Input:  Object{"path": "hello.txt", "content": "hello world\n"},
-				Output: "Created hello.txt (12 bytes)", Title: "writeFile hello.txt", Metadata: Object{},
+				Input:  agent.Object{"path": "hello.txt", "content": "hello world\n"},
+				Output: "Created hello.txt (12 bytes)", Title: "writeFile hello.txt", Metadata: agent.Object{},
 				Time: ToolTime{Start: 1753120001500, End: 1753120003800},
 				Block: &Block{Type: BlockPermission, ID: "per_001", Permission: "edit",
-					Patterns: []string{"hello.txt"}, Metadata: Object{"filepath": "hello.txt"},
-					Decision: DecisionOnce, DecidedAt: ptr[int64](1753120002500)},
+					Patterns: []string{"hello.txt"}, Metadata: agent.Object{"filepath": "hello.txt"},
+					Decision: agent.DecisionOnce, DecidedAt: ptr[int64](1753120002500)},
 			}},
 			&TextPart{PartBase: base("prt_014"), Text: "a <b> & \u2028 \"quoted\"\n", Synthetic: true,
-				Time: &PartTime{Start: 5}, Metadata: Object{"n": json.Number("1.50")}},
+				Time: &PartTime{Start: 5}, Metadata: agent.Object{"n": json.Number("1.50")}},
 			&FilePart{PartBase: base("prt_015"), Mime: "image/png", Filename: "a.png", URL: "data:image/png;base64,AA==",
 				Source: json.RawMessage(`{"type":"file","path":"a.png"}`)},
 			&SubtaskPart{PartBase: base("prt_016"), Prompt: "p", Description: "d", Agent: "explore",
@@ -49,9 +51,9 @@ func sampleAssistant() MessageWithParts {
 			&PatchPart{PartBase: base("prt_019"), Hash: "h", Files: []string{"a.go", "b.go"}},
 			&CompactionPart{PartBase: base("prt_020"), Auto: true, Overflow: ptr(false)},
 			&RetryPart{PartBase: base("prt_021"), Attempt: 2, Time: RetryTime{Created: 9},
-				Error: APIError{Name: ErrNameAPI, Data: ErrorData{Message: "overloaded", Kind: ErrorRateLimit,
+				Error: APIError{Name: agent.ErrNameAPI, Data: agent.ErrorData{Message: "overloaded", Kind: agent.ErrorRateLimit,
 					StatusCode: ptr(529), IsRetryable: ptr(true)}}},
-			&StepFinishPart{PartBase: base("prt_022"), Reason: FinishToolCalls, Snapshot: "e5f6g7h8",
+			&StepFinishPart{PartBase: base("prt_022"), Reason: agent.FinishToolCalls, Snapshot: "e5f6g7h8",
 				Cost: ptr(0.0087), Tokens: tokens},
 		},
 	}
@@ -88,7 +90,7 @@ func TestMessageWithPartsRoundTrip(t *testing.T) {
 		}
 	}
 	tool := got.Parts[2].(*ToolPart)
-	if tool.State.Block == nil || tool.State.Block.Decision != DecisionOnce || *tool.State.Block.DecidedAt != 1753120002500 {
+	if tool.State.Block == nil || tool.State.Block.Decision != agent.DecisionOnce || *tool.State.Block.DecidedAt != 1753120002500 {
 		t.Errorf("block = %+v", tool.State.Block)
 	}
 	a := got.Info.(*AssistantMessage)
@@ -212,96 +214,96 @@ func TestDecodePartRefusals(t *testing.T) {
 		name   string
 		in     string
 		msg    string
-		reason DropReason
+		reason agent.DropReason
 		is     error
 	}{
-		{"not json", `{"id":`, "not valid JSON", DropUnparseableJSON, nil},
-		{"array", `[1,2]`, "want an object, got an array", DropNotAnObject, nil},
-		{"string", `"x"`, "want an object, got a string", DropNotAnObject, nil},
-		{"missing id", `{"type":"text","sessionID":"s","messageID":"m","text":"x"}`, "id: missing", DropMissingID, nil},
-		{"empty sessionID", `{"id":"p","type":"text","sessionID":"","messageID":"m","text":"x"}`, "sessionID: empty", DropMissingID, nil},
-		{"missing messageID", `{"id":"p","type":"text","sessionID":"s","text":"x"}`, "messageID: missing", DropMissingID, nil},
-		{"id wrong type", `{"id":7,"type":"text","sessionID":"s","messageID":"m","text":"x"}`, "id: want a string, got a number", DropInvalidField, nil},
-		{"missing type", `{"id":"p","sessionID":"s","messageID":"m","text":"x"}`, "type: missing", DropInvalidField, nil},
-		{"null text", `{"id":"p","type":"text","sessionID":"s","messageID":"m","text":null}`, "text: want a string, got null", DropInvalidField, nil},
-		{"repeated member", `{"id":"p","type":"text","sessionID":"s","messageID":"m","text":"a","text":"b"}`, "text: member repeated", DropInvalidField, nil},
-		{"reasoning without time", `{"id":"p","type":"reasoning","sessionID":"s","messageID":"m","text":"a"}`, "time: missing", DropInvalidField, nil},
+		{"not json", `{"id":`, "not valid JSON", agent.DropUnparseableJSON, nil},
+		{"array", `[1,2]`, "want an object, got an array", agent.DropNotAnObject, nil},
+		{"string", `"x"`, "want an object, got a string", agent.DropNotAnObject, nil},
+		{"missing id", `{"type":"text","sessionID":"s","messageID":"m","text":"x"}`, "id: missing", agent.DropMissingID, nil},
+		{"empty sessionID", `{"id":"p","type":"text","sessionID":"","messageID":"m","text":"x"}`, "sessionID: empty", agent.DropMissingID, nil},
+		{"missing messageID", `{"id":"p","type":"text","sessionID":"s","text":"x"}`, "messageID: missing", agent.DropMissingID, nil},
+		{"id wrong type", `{"id":7,"type":"text","sessionID":"s","messageID":"m","text":"x"}`, "id: want a string, got a number", agent.DropInvalidField, nil},
+		{"missing type", `{"id":"p","sessionID":"s","messageID":"m","text":"x"}`, "type: missing", agent.DropInvalidField, nil},
+		{"null text", `{"id":"p","type":"text","sessionID":"s","messageID":"m","text":null}`, "text: want a string, got null", agent.DropInvalidField, nil},
+		{"repeated member", `{"id":"p","type":"text","sessionID":"s","messageID":"m","text":"a","text":"b"}`, "text: member repeated", agent.DropInvalidField, nil},
+		{"reasoning without time", `{"id":"p","type":"reasoning","sessionID":"s","messageID":"m","text":"a"}`, "time: missing", agent.DropInvalidField, nil},
 		{"bad finish", `{"id":"p","type":"step-finish","sessionID":"s","messageID":"m","reason":"done"}`,
-			`reason: unknown finish reason "done" (want stop, tool-calls, length, aborted or error)`, DropInvalidField, nil},
+			`reason: unknown finish reason "done" (want stop, tool-calls, length, aborted or error)`, agent.DropInvalidField, nil},
 		{"empty callID", toolJSON(`{"status":"pending","input":{},"raw":""}`)[:0] +
 			`{"id":"p","sessionID":"s","messageID":"m","type":"tool","callID":"","tool":"bash","state":{"status":"pending","input":{},"raw":""}}`,
-			"callID: empty", DropMissingID, nil},
+			"callID: empty", agent.DropMissingID, nil},
 		{"unknown status", toolJSON(`{"status":"done","input":{}}`),
-			`state.status: unknown tool status "done" (want pending, running, blocked, completed or error)`, DropInvalidField, nil},
+			`state.status: unknown tool status "done" (want pending, running, blocked, completed or error)`, agent.DropInvalidField, nil},
 		{"input array", toolJSON(`{"status":"pending","input":[1,2],"raw":""}`),
-			"state.input: tool input must be an object, got an array", DropInvalidField, nil},
-		{"input missing", toolJSON(`{"status":"pending","raw":""}`), "state.input: missing", DropInvalidField, nil},
+			"state.input: tool input must be an object, got an array", agent.DropInvalidField, nil},
+		{"input missing", toolJSON(`{"status":"pending","raw":""}`), "state.input: missing", agent.DropInvalidField, nil},
 		{"pending with block", toolJSON(`{"status":"pending","input":{},"raw":"","block":` + permBlock + `}`),
-			"state.block: a pending tool state has no block", DropInvalidField, nil},
+			"state.block: a pending tool state has no block", agent.DropInvalidField, nil},
 		{"running with output", toolJSON(`{"status":"running","input":{},"output":"x","time":{"start":1}}`),
-			"state.output: a running tool state has no output", DropInvalidField, nil},
+			"state.output: a running tool state has no output", agent.DropInvalidField, nil},
 		{"running with end", toolJSON(`{"status":"running","input":{},"time":{"start":1,"end":2}}`),
-			"state.time.end: a running tool's time has no end", DropInvalidField, nil},
+			"state.time.end: a running tool's time has no end", agent.DropInvalidField, nil},
 		{"completed without output", toolJSON(`{"status":"completed","input":{},"title":"t","metadata":{},"time":{"start":1,"end":2}}`),
-			"state.output: missing", DropInvalidField, nil},
+			"state.output: missing", agent.DropInvalidField, nil},
 		{"completed without title", toolJSON(`{"status":"completed","input":{},"output":"o","metadata":{},"time":{"start":1,"end":2}}`),
-			"state.title: missing", DropInvalidField, nil},
+			"state.title: missing", agent.DropInvalidField, nil},
 		{"completed without metadata", toolJSON(`{"status":"completed","input":{},"output":"o","title":"t","time":{"start":1,"end":2}}`),
-			"state.metadata: missing", DropInvalidField, nil},
+			"state.metadata: missing", agent.DropInvalidField, nil},
 		{"completed without end", toolJSON(`{"status":"completed","input":{},"output":"o","title":"t","metadata":{},"time":{"start":1}}`),
-			"state.time.end: missing", DropInvalidField, nil},
+			"state.time.end: missing", agent.DropInvalidField, nil},
 		{"error without error", toolJSON(`{"status":"error","input":{},"time":{"start":1,"end":2}}`),
-			"state.error: missing", DropInvalidField, nil},
+			"state.error: missing", agent.DropInvalidField, nil},
 		{"blocked without block", toolJSON(`{"status":"blocked","input":{},"time":{"start":1}}`),
-			"state: blocked tool needs an unresolved block", DropInvalidField, nil},
+			"state: blocked tool needs an unresolved block", agent.DropInvalidField, nil},
 		{"blocked with resolved block", toolJSON(`{"status":"blocked","input":{},"time":{"start":1},"block":` +
 			`{"type":"permission","id":"per_1","permission":"bash","patterns":[],"metadata":{},"decision":"once","decidedAt":3}}`),
-			"state: blocked tool needs an unresolved block", DropInvalidField, nil},
+			"state: blocked tool needs an unresolved block", agent.DropInvalidField, nil},
 		{"completed with unresolved block", toolJSON(`{"status":"completed","input":{},"output":"o","title":"t","metadata":{},"time":{"start":1,"end":2},"block":` + permBlock + `}`),
-			"state.block: a completed tool cannot carry an unresolved block", DropInvalidField, nil},
+			"state.block: a completed tool cannot carry an unresolved block", agent.DropInvalidField, nil},
 		{"completed with rejected block", toolJSON(`{"status":"completed","input":{},"output":"o","title":"t","metadata":{},"time":{"start":1,"end":2},"block":` +
 			`{"type":"permission","id":"per_1","permission":"bash","patterns":[],"metadata":{},"decision":"reject","decidedAt":3}}`),
-			"state.block.decision: a completed tool cannot carry a rejected block", DropInvalidField, nil},
+			"state.block.decision: a completed tool cannot carry a rejected block", agent.DropInvalidField, nil},
 		{"decision allow", toolJSON(`{"status":"error","input":{},"error":"e","time":{"start":1,"end":2},"block":` +
 			`{"type":"permission","id":"per_1","permission":"bash","patterns":[],"metadata":{},"decision":"allow","decidedAt":3}}`),
-			`state.block.decision: unknown decision "allow" (want once, always or reject)`, DropUnknownDecision, ErrUnknownDecision},
+			`state.block.decision: unknown decision "allow" (want once, always or reject)`, agent.DropUnknownDecision, agent.ErrUnknownDecision},
 		{"decision case", toolJSON(`{"status":"error","input":{},"error":"e","time":{"start":1,"end":2},"block":` +
 			`{"type":"permission","id":"per_1","permission":"bash","patterns":[],"metadata":{},"decision":"Once","decidedAt":3}}`),
-			`state.block.decision: unknown decision "Once" (want once, always or reject)`, DropUnknownDecision, ErrUnknownDecision},
+			`state.block.decision: unknown decision "Once" (want once, always or reject)`, agent.DropUnknownDecision, agent.ErrUnknownDecision},
 		{"resolved without decision", toolJSON(`{"status":"error","input":{},"error":"e","time":{"start":1,"end":2},"block":` +
 			`{"type":"permission","id":"per_1","permission":"bash","patterns":[],"metadata":{},"decidedAt":3}}`),
-			"state.block.decision: missing", DropInvalidField, nil},
+			"state.block.decision: missing", agent.DropInvalidField, nil},
 		{"decision without decidedAt", toolJSON(`{"status":"blocked","input":{},"time":{"start":1},"block":` +
 			`{"type":"permission","id":"per_1","permission":"bash","patterns":[],"always":[],"metadata":{},"decision":"once"}}`),
-			"state.block.decision: an unresolved block (no decidedAt) has no decision", DropInvalidField, nil},
+			"state.block.decision: an unresolved block (no decidedAt) has no decision", agent.DropInvalidField, nil},
 		{"unresolved without always", toolJSON(`{"status":"blocked","input":{},"time":{"start":1},"block":` +
 			`{"type":"permission","id":"per_1","permission":"bash","patterns":[],"metadata":{}}}`),
-			"state.block.always: missing", DropInvalidField, nil},
+			"state.block.always: missing", agent.DropInvalidField, nil},
 		{"block without id", toolJSON(`{"status":"blocked","input":{},"time":{"start":1},"block":` +
 			`{"type":"permission","permission":"bash","patterns":[],"always":[],"metadata":{}}}`),
-			"state.block.id: missing", DropMissingID, nil},
+			"state.block.id: missing", agent.DropMissingID, nil},
 		{"unknown block type", toolJSON(`{"status":"blocked","input":{},"time":{"start":1},"block":{"type":"vote","id":"b"}}`),
-			`state.block.type: unknown block type "vote" (want permission or question)`, DropInvalidField, nil},
+			`state.block.type: unknown block type "vote" (want permission or question)`, agent.DropInvalidField, nil},
 		{"question with patterns", toolJSON(`{"status":"blocked","input":{},"time":{"start":1},"block":` +
 			`{"type":"question","id":"q","patterns":[],"questions":[]}}`),
-			"state.block.patterns: a question block has no patterns", DropInvalidField, nil},
+			"state.block.patterns: a question block has no patterns", agent.DropInvalidField, nil},
 		{"question without questions", toolJSON(`{"status":"blocked","input":{},"time":{"start":1},"block":` +
 			`{"type":"question","id":"q","questions":[]}}`),
-			"state.block.questions: question block needs at least one question", DropInvalidField, nil},
+			"state.block.questions: question block needs at least one question", agent.DropInvalidField, nil},
 		{"answers mismatch", toolJSON(`{"status":"running","input":{},"time":{"start":1},"block":` +
 			`{"type":"question","id":"q","questions":[{"question":"Q?","header":"h","options":[]}],"answers":[],"decidedAt":4}}`),
-			"state.block.answers: 0 answers for 1 questions", DropInvalidField, nil},
+			"state.block.answers: 0 answers for 1 questions", agent.DropInvalidField, nil},
 		{"question decided once", toolJSON(`{"status":"running","input":{},"time":{"start":1},"block":` +
 			`{"type":"question","id":"q","questions":[{"question":"Q?","header":"h","options":[]}],"answers":[["a"]],"decision":"once","decidedAt":4}}`),
-			`state.block.decision: a question is answered or rejected, not "once"`, DropInvalidField, nil},
+			`state.block.decision: a question is answered or rejected, not "once"`, agent.DropInvalidField, nil},
 		{"answer not a list", toolJSON(`{"status":"running","input":{},"time":{"start":1},"block":` +
 			`{"type":"question","id":"q","questions":[{"question":"Q?","header":"h","options":[]}],"answers":["a"],"decidedAt":4}}`),
-			"state.block.answers[0]: want an array of labels, got a string", DropInvalidField, nil},
+			"state.block.answers[0]: want an array of labels, got a string", agent.DropInvalidField, nil},
 		{"attachment not a file", toolJSON(`{"status":"completed","input":{},"output":"o","title":"t","metadata":{},"time":{"start":1,"end":2},` +
 			`"attachments":[{"id":"a","sessionID":"s","messageID":"m","type":"text","text":"x"}]}`),
-			`state.attachments[0].type: an attachment is a file part, not "text"`, DropInvalidField, nil},
+			`state.attachments[0].type: an attachment is a file part, not "text"`, agent.DropInvalidField, nil},
 		{"time out of range", toolJSON(`{"status":"running","input":{},"time":{"start":99999999999999999999}}`),
-			"state.time.start: integer 99999999999999999999 is out of range", DropInvalidField, nil},
+			"state.time.start: integer 99999999999999999999 is out of range", agent.DropInvalidField, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -358,7 +360,7 @@ func TestErrorKindDegrades(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if k := m.(*AssistantMessage).Error.Data.Kind; k != ErrorInternal {
+	if k := m.(*AssistantMessage).Error.Data.Kind; k != agent.ErrorInternal {
 		t.Fatalf("kind = %q, want internal", k)
 	}
 }
@@ -416,14 +418,14 @@ func TestDecodeMessageWithPartsDropsBadParts(t *testing.T) {
 	}
 	want := []struct {
 		kind   string
-		reason DropReason
+		reason agent.DropReason
 		detail string
 	}{
-		{"part:text", DropInvalidField, "parts[1].text: want a string, got a number"},
-		{"part:text", DropInvalidField, `parts[2].messageID: part belongs to message "other", not "m"`},
-		{"part:tool", DropInvalidField, "parts[3].state: blocked tool needs an unresolved block"},
-		{"part:text", DropInvalidField, `parts[4].id: duplicate part id "p0"`},
-		{"part", DropNotAnObject, "parts[5]: want an object, got an array"},
+		{"part:text", agent.DropInvalidField, "parts[1].text: want a string, got a number"},
+		{"part:text", agent.DropInvalidField, `parts[2].messageID: part belongs to message "other", not "m"`},
+		{"part:tool", agent.DropInvalidField, "parts[3].state: blocked tool needs an unresolved block"},
+		{"part:text", agent.DropInvalidField, `parts[4].id: duplicate part id "p0"`},
+		{"part", agent.DropNotAnObject, "parts[5]: want an object, got an array"},
 	}
 	if len(rep.Refused) != len(want) {
 		t.Fatalf("refused = %+v", rep.Refused)
@@ -473,8 +475,8 @@ func TestEncodeRefusesWhatDecodeRefuses(t *testing.T) {
 		{"bad decision", &ToolPart{PartBase: base, CallID: "c", Tool: "t", State: ToolState{Status: StatusError, Error: "e",
 			Block: &Block{Type: BlockPermission, ID: "b", Permission: "bash", Decision: "allow", DecidedAt: ptr[int64](1)}}},
 			`state.block.decision: unknown decision "allow" (want once, always or reject)`},
-		{"NaN in metadata", &TextPart{PartBase: base, Metadata: Object{"x": nanValue()}}, "metadata: x: cannot encode NaN as JSON"},
-		{"bad number", &TextPart{PartBase: base, Metadata: Object{"x": json.Number("1.")}}, `metadata: x: invalid number literal "1."`},
+		{"NaN in metadata", &TextPart{PartBase: base, Metadata: agent.Object{"x": nanValue()}}, "metadata: x: cannot encode NaN as JSON"},
+		{"bad number", &TextPart{PartBase: base, Metadata: agent.Object{"x": json.Number("1.")}}, `metadata: x: invalid number literal "1."`},
 		{"unknown without raw", &UnknownPart{PartBase: base, Type: "x"}, `unknown part "x" has no raw JSON to write back`},
 	}
 	for _, c := range cases {
@@ -500,7 +502,7 @@ func TestEncodeForeignValuesInObjects(t *testing.T) {
 		B string `json:"b"`
 		A int    `json:"a"`
 	}
-	o := Object{"s": item{B: "<x>", A: 1}, "m": map[string]string{"z": "1", "a": "2"}, "n": nil,
+	o := agent.Object{"s": item{B: "<x>", A: 1}, "m": map[string]string{"z": "1", "a": "2"}, "n": nil,
 		"f": 0.0000001, "i": 3, "r": json.RawMessage(` {"y": 1, "x": [ 2 ]} `), "p": (*item)(nil)}
 	b, err := EncodeObject(o)
 	if err != nil {
@@ -580,7 +582,7 @@ func TestDecodeTranscriptDropsBadMessages(t *testing.T) {
 	if !reflect.DeepEqual(ids, []string{"m1", "m4"}) {
 		t.Fatalf("kept messages = %v", ids)
 	}
-	details := func(ds []Dropped) []string {
+	details := func(ds []agent.Dropped) []string {
 		var out []string
 		for _, d := range ds {
 			out = append(out, d.Kind+" "+string(d.Reason)+" "+d.Detail)
@@ -625,7 +627,7 @@ func TestDecodeTranscriptDropsBadMessages(t *testing.T) {
 		t.Fatalf("bad parent: %v", err)
 	}
 	bad = strings.Replace(in, `"status":"pending"`, `"status":"done"`, 1)
-	if _, _, err := DecodeTranscript([]byte(bad)); err == nil || !errors.Is(err, ErrUnknownTodoStatus) ||
+	if _, _, err := DecodeTranscript([]byte(bad)); err == nil || !errors.Is(err, agent.ErrUnknownTodoStatus) ||
 		err.Error() != `todos[0].status: unknown todo status "done" (want pending, in_progress, completed or cancelled)` {
 		t.Fatalf("bad todo: %v", err)
 	}

@@ -7,6 +7,8 @@ package mapper
 
 import (
 	"math"
+
+	"github.com/happy-dev/happy/agent"
 )
 
 // Validate checks that the state is possible for its status (seed 001 tool
@@ -26,7 +28,7 @@ import (
 func (s ToolState) Validate() error {
 	st := s.Status
 	if _, err := parseToolStatus(string(st)); err != nil {
-		return &FieldError{Path: "status", Reason: DropInvalidField, Msg: err.Error(), Err: err}
+		return &FieldError{Path: "status", Reason: agent.DropInvalidField, Msg: err.Error(), Err: err}
 	}
 	not := func(field string, set bool) error {
 		if set {
@@ -73,7 +75,7 @@ func (s ToolState) Validate() error {
 			if !s.Block.Resolved() {
 				return invalid("block", "a %s tool cannot carry an unresolved block", st)
 			}
-			if s.Block.Decision == DecisionReject {
+			if s.Block.Decision == agent.DecisionReject {
 				return invalid("block.decision", "a %s tool cannot carry a rejected block", st)
 			}
 		}
@@ -94,10 +96,10 @@ func (s ToolState) Validate() error {
 // The error is a *FieldError.
 func (b *Block) Validate() error {
 	if _, err := parseBlockType(string(b.Type)); err != nil {
-		return &FieldError{Path: "type", Reason: DropInvalidField, Msg: err.Error(), Err: err}
+		return &FieldError{Path: "type", Reason: agent.DropInvalidField, Msg: err.Error(), Err: err}
 	}
 	if b.ID == "" {
-		return &FieldError{Path: "id", Reason: DropMissingID, Msg: "block id is empty"}
+		return &FieldError{Path: "id", Reason: agent.DropMissingID, Msg: "block id is empty"}
 	}
 	resolved := b.DecidedAt != nil
 	if !resolved {
@@ -121,8 +123,8 @@ func (b *Block) Validate() error {
 			return invalid("answers", "a permission block has no answers")
 		}
 		if resolved {
-			if _, err := ParseDecision(string(b.Decision)); err != nil {
-				return &FieldError{Path: "decision", Reason: DropUnknownDecision, Msg: err.Error(), Err: err}
+			if _, err := agent.ParseDecision(string(b.Decision)); err != nil {
+				return &FieldError{Path: "decision", Reason: agent.DropUnknownDecision, Msg: err.Error(), Err: err}
 			}
 		}
 	case BlockQuestion:
@@ -155,13 +157,13 @@ func (b *Block) Validate() error {
 				if len(b.Answers) != len(b.Questions) {
 					return invalid("answers", "%d answers for %d questions", len(b.Answers), len(b.Questions))
 				}
-			case DecisionReject:
+			case agent.DecisionReject:
 				if len(b.Answers) != 0 {
 					return invalid("answers", "a rejected question has no answers")
 				}
 			default:
-				if _, err := ParseDecision(string(b.Decision)); err != nil {
-					return &FieldError{Path: "decision", Reason: DropUnknownDecision, Msg: err.Error(), Err: err}
+				if _, err := agent.ParseDecision(string(b.Decision)); err != nil {
+					return &FieldError{Path: "decision", Reason: agent.DropUnknownDecision, Msg: err.Error(), Err: err}
 				}
 				return invalid("decision", "a question is answered or rejected, not %q", b.Decision)
 			}
@@ -181,16 +183,16 @@ func itoa(i int) string {
 func validateBase(b *PartBase) error {
 	switch {
 	case b.ID == "":
-		return &FieldError{Path: "id", Reason: DropMissingID, Msg: "part id is empty"}
+		return &FieldError{Path: "id", Reason: agent.DropMissingID, Msg: "part id is empty"}
 	case b.SessionID == "":
-		return &FieldError{Path: "sessionID", Reason: DropMissingID, Msg: "part sessionID is empty"}
+		return &FieldError{Path: "sessionID", Reason: agent.DropMissingID, Msg: "part sessionID is empty"}
 	case b.MessageID == "":
-		return &FieldError{Path: "messageID", Reason: DropMissingID, Msg: "part messageID is empty"}
+		return &FieldError{Path: "messageID", Reason: agent.DropMissingID, Msg: "part messageID is empty"}
 	}
 	return nil
 }
 
-func validateTokens(t *Tokens) error {
+func validateTokens(t *agent.Tokens) error {
 	for _, f := range []struct {
 		name string
 		v    *int64
@@ -228,7 +230,7 @@ func validatePart(p Part) error {
 	case *ReasoningPart:
 	case *ToolPart:
 		if x.CallID == "" {
-			return &FieldError{Path: "callID", Reason: DropMissingID, Msg: "tool part callID is empty"}
+			return &FieldError{Path: "callID", Reason: agent.DropMissingID, Msg: "tool part callID is empty"}
 		}
 		if x.Tool == "" {
 			return invalid("tool", "tool name is empty")
@@ -241,7 +243,7 @@ func validatePart(p Part) error {
 	case *StepStartPart:
 	case *StepFinishPart:
 		if _, err := parseFinish(x.Reason); err != nil {
-			return &FieldError{Path: "reason", Reason: DropInvalidField, Msg: err.Error(), Err: err}
+			return &FieldError{Path: "reason", Reason: agent.DropInvalidField, Msg: err.Error(), Err: err}
 		}
 		if err := validateCost(x.Cost); err != nil {
 			return at("cost", err)
@@ -300,7 +302,7 @@ func ValidateMessage(m Message) error {
 		}
 		if x.Finish != "" {
 			if _, err := parseFinish(x.Finish); err != nil {
-				return &FieldError{Path: "finish", Reason: DropInvalidField, Msg: err.Error(), Err: err}
+				return &FieldError{Path: "finish", Reason: agent.DropInvalidField, Msg: err.Error(), Err: err}
 			}
 		}
 		if err := validateCost(x.Cost); err != nil {
@@ -324,17 +326,17 @@ func ValidateMessage(m Message) error {
 
 func validateEnvelope(id, sessionID string) error {
 	if id == "" {
-		return &FieldError{Path: "id", Reason: DropMissingID, Msg: "message id is empty"}
+		return &FieldError{Path: "id", Reason: agent.DropMissingID, Msg: "message id is empty"}
 	}
 	if sessionID == "" {
-		return &FieldError{Path: "sessionID", Reason: DropMissingID, Msg: "message sessionID is empty"}
+		return &FieldError{Path: "sessionID", Reason: agent.DropMissingID, Msg: "message sessionID is empty"}
 	}
 	return nil
 }
 
 func validateSession(s *Session) error {
 	if s.ID == "" {
-		return &FieldError{Path: "id", Reason: DropMissingID, Msg: "session id is empty"}
+		return &FieldError{Path: "id", Reason: agent.DropMissingID, Msg: "session id is empty"}
 	}
 	for i, r := range s.Permission {
 		if err := validateRule(r); err != nil {
@@ -349,22 +351,22 @@ func validateRule(r PermissionRule) error {
 		return invalid("permission", "rule permission is empty")
 	}
 	if _, err := ParseAction(string(r.Action)); err != nil {
-		return &FieldError{Path: "action", Reason: DropInvalidField, Msg: err.Error(), Err: err}
+		return &FieldError{Path: "action", Reason: agent.DropInvalidField, Msg: err.Error(), Err: err}
 	}
 	return nil
 }
 
-func validateTodo(t Todo) error {
-	if _, err := ParseTodoStatus(string(t.Status)); err != nil {
-		return &FieldError{Path: "status", Reason: DropInvalidField, Msg: err.Error(), Err: err}
+func validateTodo(t agent.Todo) error {
+	if _, err := agent.ParseTodoStatus(string(t.Status)); err != nil {
+		return &FieldError{Path: "status", Reason: agent.DropInvalidField, Msg: err.Error(), Err: err}
 	}
-	if _, err := ParseTodoPriority(string(t.Priority)); err != nil {
-		return &FieldError{Path: "priority", Reason: DropInvalidField, Msg: err.Error(), Err: err}
+	if _, err := agent.ParseTodoPriority(string(t.Priority)); err != nil {
+		return &FieldError{Path: "priority", Reason: agent.DropInvalidField, Msg: err.Error(), Err: err}
 	}
 	return nil
 }
 
-func validateDropped(d Dropped) error {
+func validateDropped(d agent.Dropped) error {
 	switch {
 	case d.Source == "":
 		return invalid("source", "dropped record needs a source")

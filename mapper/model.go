@@ -28,13 +28,11 @@
 // Times are Unix milliseconds (int64) throughout.
 package mapper
 
-import "encoding/json"
+import (
+	"encoding/json"
 
-// Object is a JSON object with arbitrary values: tool input, metadata.
-// Decoders in this package use json.Number for numbers so that integers of
-// any size survive a round trip; maps marshal with sorted keys, so encoding
-// is byte-stable.
-type Object = map[string]any
+	"github.com/happy-dev/happy/agent"
+)
 
 // Role discriminates Message.
 type Role string
@@ -60,17 +58,6 @@ type ModelRef struct {
 	ModelID    string `json:"modelID"`
 }
 
-// FileDiff is one file's change in a summary: before and after text and line
-// counts (the shape of OpenCode's snapshot diff).
-type FileDiff struct {
-	File      string `json:"file"`
-	Before    string `json:"before"`
-	After     string `json:"after"`
-	Additions int    `json:"additions"`
-	Deletions int    `json:"deletions"`
-	Status    string `json:"status,omitempty"` // "added" | "deleted" | "modified"
-}
-
 // UserTime is a user message's time block.
 type UserTime struct {
 	Created int64 `json:"created"`
@@ -78,9 +65,9 @@ type UserTime struct {
 
 // UserSummary is the optional summary of a user message's turn.
 type UserSummary struct {
-	Title string     `json:"title,omitempty"`
-	Body  string     `json:"body,omitempty"`
-	Diffs []FileDiff `json:"diffs"`
+	Title string           `json:"title,omitempty"`
+	Body  string           `json:"body,omitempty"`
+	Diffs []agent.FileDiff `json:"diffs"`
 }
 
 // UserMessage is a prompt: role "user".
@@ -118,47 +105,23 @@ type MessagePath struct {
 	Root string `json:"root"`
 }
 
-// CacheTokens counts prompt-cache reads and writes.
-type CacheTokens struct {
-	Read  *int64 `json:"read,omitempty"`
-	Write *int64 `json:"write,omitempty"`
-}
-
-// Tokens is token usage. Every count is optional: a provider that does not
-// report a figure leaves it nil, never 0 (DESIGN.md "Absent is not zero").
-type Tokens struct {
-	Input     *int64      `json:"input,omitempty"`
-	Output    *int64      `json:"output,omitempty"`
-	Reasoning *int64      `json:"reasoning,omitempty"`
-	Cache     CacheTokens `json:"cache"`
-}
-
-// Finish reasons of an assistant message (DESIGN.md "Finish reasons").
-const (
-	FinishStop      = "stop"
-	FinishToolCalls = "tool-calls"
-	FinishLength    = "length"
-	FinishAborted   = "aborted"
-	FinishError     = "error"
-)
-
 // AssistantMessage is one model step: role "assistant".
 type AssistantMessage struct {
-	ID         string        `json:"id"`
-	SessionID  string        `json:"sessionID"`
-	Role       Role          `json:"role"` // always RoleAssistant
-	Time       AssistantTime `json:"time"`
-	ParentID   string        `json:"parentID"` // the UserMessage that triggered it
-	ModelID    string        `json:"modelID"`
-	ProviderID string        `json:"providerID"`
-	Agent      string        `json:"agent"`
-	Path       MessagePath   `json:"path"`
-	Cost       *float64      `json:"cost,omitempty"`   // USD; nil when not reported
-	Tokens     *Tokens       `json:"tokens,omitempty"` // nil when not reported
-	Finish     string        `json:"finish,omitempty"` // one of the Finish* constants
-	Error      *MessageError `json:"error,omitempty"`
-	Summary    *bool         `json:"summary,omitempty"` // true for a compaction summary
-	Variant    string        `json:"variant,omitempty"`
+	ID         string              `json:"id"`
+	SessionID  string              `json:"sessionID"`
+	Role       Role                `json:"role"` // always RoleAssistant
+	Time       AssistantTime       `json:"time"`
+	ParentID   string              `json:"parentID"` // the UserMessage that triggered it
+	ModelID    string              `json:"modelID"`
+	ProviderID string              `json:"providerID"`
+	Agent      string              `json:"agent"`
+	Path       MessagePath         `json:"path"`
+	Cost       *float64            `json:"cost,omitempty"`   // USD; nil when not reported
+	Tokens     *agent.Tokens       `json:"tokens,omitempty"` // nil when not reported
+	Finish     string              `json:"finish,omitempty"` // one of the Finish* constants
+	Error      *agent.MessageError `json:"error,omitempty"`
+	Summary    *bool               `json:"summary,omitempty"` // true for a compaction summary
+	Variant    string              `json:"variant,omitempty"`
 }
 
 // MessageRole implements Message.
@@ -168,58 +131,8 @@ func (*AssistantMessage) MessageRole() Role { return RoleAssistant }
 func (m *AssistantMessage) MessageID() string { return m.ID }
 func (*AssistantMessage) isMessage()          {}
 
-// ErrorKind selects the recovery a reader offers (seed 002 "Error Kinds").
-// An unknown kind decodes as ErrorInternal.
-type ErrorKind string
-
-// Error kinds.
-const (
-	ErrorAuth      ErrorKind = "auth"       // credential rejected (HTTP 401 or 403)
-	ErrorRateLimit ErrorKind = "rate_limit" // retrying is meaningful
-	ErrorEmpty     ErrorKind = "empty"      // the agent produced no output
-	ErrorTransport ErrorKind = "transport"  // the stream broke
-	ErrorProtocol  ErrorKind = "protocol"   // client and agent disagree on the contract
-	ErrorInternal  ErrorKind = "internal"   // anything else
-)
-
-// ParseErrorKind maps a kind string to an ErrorKind; anything unknown
-// (including "") degrades to ErrorInternal.
-func ParseErrorKind(s string) ErrorKind {
-	switch k := ErrorKind(s); k {
-	case ErrorAuth, ErrorRateLimit, ErrorEmpty, ErrorTransport, ErrorProtocol, ErrorInternal:
-		return k
-	}
-	return ErrorInternal
-}
-
-// Names of MessageError (OpenCode's error union names).
-const (
-	ErrNameAPI          = "APIError"
-	ErrNameProviderAuth = "ProviderAuthError"
-	ErrNameAborted      = "MessageAbortedError"
-	ErrNameOutputLength = "MessageOutputLengthError"
-	ErrNameUnknown      = "UnknownError"
-)
-
-// MessageError is an assistant message's error, also used as a retry part's
-// APIError: {"name":"APIError","data":{"message":…,"kind":"rate_limit",…}}.
-type MessageError struct {
-	Name string    `json:"name"` // one of the ErrName* constants
-	Data ErrorData `json:"data"`
-}
-
-// ErrorData is the payload of a MessageError.
-type ErrorData struct {
-	Message      string    `json:"message"`
-	Kind         ErrorKind `json:"kind"`
-	ProviderID   string    `json:"providerID,omitempty"`
-	StatusCode   *int      `json:"statusCode,omitempty"`
-	IsRetryable  *bool     `json:"isRetryable,omitempty"`
-	ResponseBody string    `json:"responseBody,omitempty"`
-}
-
 // APIError is the error of a retry part (same shape as MessageError).
-type APIError = MessageError
+type APIError = agent.MessageError
 
 // PartType discriminates Part.
 type PartType string
@@ -269,28 +182,28 @@ type PartTime struct {
 // TextPart is text written by the user or the model.
 type TextPart struct {
 	PartBase
-	Text      string    `json:"text"`
-	Synthetic bool      `json:"synthetic,omitempty"` // injected by the system
-	Ignored   bool      `json:"ignored,omitempty"`   // excluded from model context
-	Time      *PartTime `json:"time,omitempty"`
-	Metadata  Object    `json:"metadata,omitempty"`
+	Text      string       `json:"text"`
+	Synthetic bool         `json:"synthetic,omitempty"` // injected by the system
+	Ignored   bool         `json:"ignored,omitempty"`   // excluded from model context
+	Time      *PartTime    `json:"time,omitempty"`
+	Metadata  agent.Object `json:"metadata,omitempty"`
 }
 
 // ReasoningPart is the model's thinking (a Claude signature goes in metadata).
 type ReasoningPart struct {
 	PartBase
-	Text     string   `json:"text"`
-	Time     PartTime `json:"time"`
-	Metadata Object   `json:"metadata,omitempty"`
+	Text     string       `json:"text"`
+	Time     PartTime     `json:"time"`
+	Metadata agent.Object `json:"metadata,omitempty"`
 }
 
 // ToolPart is one tool call and its state.
 type ToolPart struct {
 	PartBase
-	CallID   string    `json:"callID"`
-	Tool     string    `json:"tool"`
-	State    ToolState `json:"state"`
-	Metadata Object    `json:"metadata,omitempty"`
+	CallID   string       `json:"callID"`
+	Tool     string       `json:"tool"`
+	State    ToolState    `json:"state"`
+	Metadata agent.Object `json:"metadata,omitempty"`
 }
 
 // FilePartSource says where a file part came from; kept opaque.
@@ -314,10 +227,10 @@ type StepStartPart struct {
 // StepFinishPart closes a model step with its finish reason and usage.
 type StepFinishPart struct {
 	PartBase
-	Reason   string   `json:"reason"` // one of the Finish* constants
-	Snapshot string   `json:"snapshot,omitempty"`
-	Cost     *float64 `json:"cost,omitempty"`
-	Tokens   *Tokens  `json:"tokens,omitempty"`
+	Reason   string        `json:"reason"` // one of the Finish* constants
+	Snapshot string        `json:"snapshot,omitempty"`
+	Cost     *float64      `json:"cost,omitempty"`
+	Tokens   *agent.Tokens `json:"tokens,omitempty"`
 }
 
 // SubtaskPart is a delegation request (prompt for a subagent).
@@ -449,12 +362,12 @@ type ToolTime struct {
 // methods built on it), which refuses illegal moves.
 type ToolState struct {
 	Status      ToolStatus
-	Input       Object
+	Input       agent.Object
 	Raw         string // pending: input text as it streams in
 	Title       string
 	Output      string // completed
 	Error       string // error
-	Metadata    Object
+	Metadata    agent.Object
 	Time        ToolTime
 	Attachments []FilePart
 	Block       *Block
@@ -468,41 +381,6 @@ const (
 	BlockPermission BlockType = "permission"
 	BlockQuestion   BlockType = "question"
 )
-
-// Decision is a person's answer to a permission block (seed 001 / DESIGN.md
-// "Vocabulary of a permission outcome"). Only these three exist; decode one
-// with ParseDecision, which refuses anything else.
-type Decision string
-
-// Decisions.
-const (
-	DecisionOnce   Decision = "once"
-	DecisionAlways Decision = "always"
-	DecisionReject Decision = "reject"
-)
-
-// Reasons a block is resolved without anyone deciding (decision "reject").
-const (
-	ReasonCancelled       = "cancelled"
-	ReasonAgentExited     = "agent-exited"
-	ReasonTimeout         = "timeout"
-	ReasonAnsweredInAgent = "answered-in-agent"
-)
-
-// QuestionOption is one choice of a question.
-type QuestionOption struct {
-	Label       string `json:"label"`
-	Description string `json:"description"`
-}
-
-// QuestionInfo is one question of a question block.
-type QuestionInfo struct {
-	Question string           `json:"question"`
-	Header   string           `json:"header"` // short label, at most 30 characters
-	Options  []QuestionOption `json:"options"`
-	Multiple *bool            `json:"multiple,omitempty"`
-	Custom   *bool            `json:"custom,omitempty"` // free-text answers allowed (default true)
-}
 
 // Block is a PermissionBlock or QuestionBlock, unresolved (on a blocked tool)
 // or resolved (kept on the completed or error state). One Go struct; the wire
@@ -522,46 +400,18 @@ type Block struct {
 	Permission string
 	Patterns   []string
 	Always     []string
-	Metadata   Object
+	Metadata   agent.Object
 	// question
-	Questions []QuestionInfo
+	Questions []agent.QuestionInfo
 	// resolution
-	Decision  Decision   // "" while unresolved (and for answered questions)
-	Answers   [][]string // question: per question, the selected labels
-	DecidedAt *int64     // nil while unresolved
-	Reason    string     // why it was settled without a decision, if it was
+	Decision  agent.Decision // "" while unresolved (and for answered questions)
+	Answers   [][]string     // question: per question, the selected labels
+	DecidedAt *int64         // nil while unresolved
+	Reason    string         // why it was settled without a decision, if it was
 }
 
 // Resolved reports whether the block carries a decision or answers.
 func (b *Block) Resolved() bool { return b != nil && b.DecidedAt != nil }
-
-// TodoStatus is a todo's progress.
-type TodoStatus string
-
-// Todo statuses.
-const (
-	TodoPending    TodoStatus = "pending"
-	TodoInProgress TodoStatus = "in_progress"
-	TodoCompleted  TodoStatus = "completed"
-	TodoCancelled  TodoStatus = "cancelled"
-)
-
-// TodoPriority is a todo's priority.
-type TodoPriority string
-
-// Todo priorities.
-const (
-	PriorityHigh   TodoPriority = "high"
-	PriorityMedium TodoPriority = "medium"
-	PriorityLow    TodoPriority = "low"
-)
-
-// Todo is one entry of a session's todo list.
-type Todo struct {
-	Content  string       `json:"content"`
-	Status   TodoStatus   `json:"status"`
-	Priority TodoPriority `json:"priority"`
-}
 
 // Action is what a permission rule does.
 type Action string
@@ -591,10 +441,10 @@ type SessionTime struct {
 
 // SessionSummary counts a session's file changes.
 type SessionSummary struct {
-	Additions int        `json:"additions"`
-	Deletions int        `json:"deletions"`
-	Files     int        `json:"files"`
-	Diffs     []FileDiff `json:"diffs,omitempty"`
+	Additions int              `json:"additions"`
+	Deletions int              `json:"deletions"`
+	Files     int              `json:"files"`
+	Diffs     []agent.FileDiff `json:"diffs,omitempty"`
 }
 
 // Session is a root session or a child session (a subagent, ParentID set).
@@ -627,35 +477,6 @@ type Transcript struct {
 	Session  Session            `json:"session"`
 	Messages []MessageWithParts `json:"messages"`
 	Children []Transcript       `json:"children"`
-	Todos    []Todo             `json:"todos"`
-	Dropped  []Dropped          `json:"dropped"`
-}
-
-// DropReason says why an input was refused. Readers count them by reason.
-type DropReason string
-
-// Drop reasons shared by all decoders.
-const (
-	DropUnparseableJSON   DropReason = "unparseable_json"   // not JSON (truncated line, HTML page)
-	DropNotAnObject       DropReason = "not_an_object"      // JSON, but an array, string, number or null
-	DropUnknownType       DropReason = "unknown_type"       // a record/event kind this version does not know
-	DropMissingID         DropReason = "missing_id"         // an id the record needs is absent or empty
-	DropInvalidField      DropReason = "invalid_field"      // a field has the wrong type or an impossible value
-	DropOversize          DropReason = "oversize"           // larger than the reader accepts
-	DropIllegalTransition DropReason = "illegal_transition" // a tool state change the state machine refuses
-	DropOrphan            DropReason = "orphan"             // refers to something never announced and cannot stand alone
-	DropDecryptFailed     DropReason = "decrypt_failed"     // ciphertext that does not open with our key
-	DropUnknownDecision   DropReason = "unknown_decision"   // a permission answer that is not once/always/reject
-)
-
-// Dropped records one refused input: where it came from, why, and a prefix
-// of the raw bytes for diagnosis. It is kept in the transcript document so
-// a reader can tell the transcript is incomplete.
-type Dropped struct {
-	Source string     `json:"source"`           // e.g. "claude-jsonl", "codex-rpc", "relay"
-	Line   int64      `json:"line,omitempty"`   // 1-based line (or record) number, when known
-	Kind   string     `json:"kind,omitempty"`   // the raw kind/type of the refused record, when known
-	Reason DropReason `json:"reason"`           // why it was refused
-	Detail string     `json:"detail,omitempty"` // human-readable specifics
-	Raw    string     `json:"raw,omitempty"`    // at most the first 512 bytes of the input
+	Todos    []agent.Todo       `json:"todos"`
+	Dropped  []agent.Dropped    `json:"dropped"`
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/happy-dev/happy/agent"
 )
 
 // Config configures a Reducer. Only SessionID matters for ids; the rest
@@ -105,7 +107,7 @@ type Reducer struct {
 	byID         map[string]*redSession // by canonical session id
 	out          []BusEvent             // bus events of the event being applied
 	droppedTotal int                    // refusals recorded across all sessions
-	cur          Event                  // the event being applied
+	cur          agent.Event            // the event being applied
 }
 
 // redSession is a session and its indexes.
@@ -126,12 +128,12 @@ type redSession struct {
 	turns     map[string]bool // turn id → ended
 	status    SessionStatusType
 	pubUpdate int64 // time.updated of the last session.created/updated published
-	todos     []Todo
-	dropped   []Dropped
-	dropSeen  map[Dropped]struct{} // DroppedInput records with a line number
-	refused   map[string]struct{}  // the reducer's own refusals
-	links     map[string]string    // call id → child session id, for a subagent announced before its tool
-	rules     Ruleset              // configured rules and this session's "always" answers
+	todos     []agent.Todo
+	dropped   []agent.Dropped
+	dropSeen  map[agent.Dropped]struct{} // DroppedInput records with a line number
+	refused   map[string]struct{}        // the reducer's own refusals
+	links     map[string]string          // call id → child session id, for a subagent announced before its tool
+	rules     Ruleset                    // configured rules and this session's "always" answers
 	agent     string
 	provider  string
 	model     string
@@ -202,7 +204,7 @@ func (r *Reducer) newSession(key string, parent *redSession) *redSession {
 		blocked:   map[*redTool]struct{}{},
 		openMsgs:  map[*redMessage]struct{}{},
 		turns:     map[string]bool{},
-		dropSeen:  map[Dropped]struct{}{},
+		dropSeen:  map[agent.Dropped]struct{}{},
 		refused:   map[string]struct{}{},
 		links:     map[string]string{},
 		rules:     Ruleset{Config: r.cfg.Rules},
@@ -222,12 +224,12 @@ func (r *Reducer) RootID() string { return r.root.info.ID }
 // orphaned, or an illegal tool transition) changes nothing but the
 // session's dropped list. Apply never panics on any event value, nil
 // included.
-func (r *Reducer) Apply(ev Event) []BusEvent {
+func (r *Reducer) Apply(ev agent.Event) []BusEvent {
 	r.out = nil
 	r.cur = ev
-	if isNilEvent(ev) {
+	if agent.IsNilEvent(ev) {
 		r.startRoot(r.now)
-		r.drop(r.root, DropInvalidField, "nil event")
+		r.drop(r.root, agent.DropInvalidField, "nil event")
 		return r.flush()
 	}
 	b := ev.Base()
@@ -239,17 +241,17 @@ func (r *Reducer) Apply(ev Event) []BusEvent {
 		t = r.now
 	}
 	r.startRoot(t)
-	if err := ValidateEvent(ev); err != nil {
+	if err := agent.ValidateEvent(ev); err != nil {
 		// Kept with the session it names when that exists; a refused event
 		// does not open a session.
 		s := r.sessions[b.Session]
 		if s == nil {
 			s = r.root
 		}
-		if ee, ok := err.(*EventError); ok {
+		if ee, ok := err.(*agent.EventError); ok {
 			r.drop(s, ee.Reason, ee.Msg)
 		} else {
-			r.drop(s, DropInvalidField, err.Error())
+			r.drop(s, agent.DropInvalidField, err.Error())
 		}
 		return r.flush()
 	}
@@ -262,61 +264,61 @@ func (r *Reducer) Apply(ev Event) []BusEvent {
 	}
 	if s.status == SessionRetry {
 		switch ev.(type) {
-		case *Retry, *TurnEnded, *SubagentEnded, *DroppedInput:
+		case *agent.Retry, *agent.TurnEnded, *agent.SubagentEnded, *agent.DroppedInput:
 		default:
 			r.setStatus(s, SessionBusy) // the retried call is answering
 		}
 	}
 	switch e := ev.(type) {
-	case *SessionInfo:
+	case *agent.SessionInfo:
 		r.sessionInfo(s, e)
-	case *TurnStarted:
+	case *agent.TurnStarted:
 		r.turnStarted(s, e)
-	case *UserPrompt:
+	case *agent.UserPrompt:
 		r.userPrompt(s, e, t)
-	case *MessageStarted:
+	case *agent.MessageStarted:
 		r.messageStarted(s, e, t)
-	case *TextDelta:
+	case *agent.TextDelta:
 		r.textDelta(s, e.Message, e.Block, e.Delta, false, t)
-	case *ReasoningDelta:
+	case *agent.ReasoningDelta:
 		r.textDelta(s, e.Message, e.Block, e.Delta, true, t)
-	case *TextFinal:
+	case *agent.TextFinal:
 		r.textFinal(s, e.Message, e.Block, e.Text, nil, false, t)
-	case *ReasoningFinal:
+	case *agent.ReasoningFinal:
 		r.textFinal(s, e.Message, e.Block, e.Text, e.Metadata, true, t)
-	case *ToolCall:
+	case *agent.ToolCall:
 		r.toolCall(s, e, t)
-	case *ToolInputDelta:
+	case *agent.ToolInputDelta:
 		r.toolInputDelta(s, e)
-	case *ToolRunning:
+	case *agent.ToolRunning:
 		r.toolRunning(s, e, t)
-	case *ToolBlocked:
+	case *agent.ToolBlocked:
 		r.toolBlocked(s, e, t)
-	case *ToolResolved:
+	case *agent.ToolResolved:
 		r.toolResolved(s, e, t)
-	case *ToolCompleted:
+	case *agent.ToolCompleted:
 		r.toolCompleted(s, e, t)
-	case *ToolFailed:
+	case *agent.ToolFailed:
 		r.toolFailed(s, e, t)
-	case *Usage:
+	case *agent.Usage:
 		r.usage(s, e)
-	case *StepFinished:
+	case *agent.StepFinished:
 		r.stepFinished(s, e, t)
-	case *SubagentStarted:
+	case *agent.SubagentStarted:
 		r.subagentStarted(s, e, t)
-	case *SubagentEnded:
+	case *agent.SubagentEnded:
 		r.subagentEnded(s, e, t)
-	case *TodosUpdated:
+	case *agent.TodosUpdated:
 		r.todosUpdated(s, e)
-	case *Compaction:
+	case *agent.Compaction:
 		r.compaction(s, e, t)
-	case *Retry:
+	case *agent.Retry:
 		r.retry(s, e, t)
-	case *AgentError:
+	case *agent.AgentError:
 		r.agentError(s, e, t)
-	case *TurnEnded:
+	case *agent.TurnEnded:
 		r.turnEnded(s, e, t)
-	case *DroppedInput:
+	case *agent.DroppedInput:
 		r.droppedInput(s, e)
 	}
 	return r.flush()
@@ -369,12 +371,12 @@ func (r *Reducer) openChild(parent *redSession, key, title string, t int64) *red
 
 // drop records a refusal of the event being applied. The same event
 // refused again for the same reason is one refusal (events are upserts).
-func (r *Reducer) drop(s *redSession, reason DropReason, detail string) {
-	d := Dropped{Source: r.cfg.Source, Kind: EventName(r.cur), Reason: reason, Detail: detail}
+func (r *Reducer) drop(s *redSession, reason agent.DropReason, detail string) {
+	d := agent.Dropped{Source: r.cfg.Source, Kind: agent.EventName(r.cur), Reason: reason, Detail: detail}
 	var raw []byte
-	if !isNilEvent(r.cur) {
-		raw, _ = EncodeEvent(r.cur)
-		d.Raw = rdCutUTF8(string(raw), droppedRawMax)
+	if !agent.IsNilEvent(r.cur) {
+		raw, _ = agent.EncodeEvent(r.cur)
+		d.Raw = agent.CutUTF8(string(raw), agent.DroppedRawMax)
 	}
 	key := string(reason) + "\x00" + detail + "\x00" + string(raw)
 	if _, seen := s.refused[key]; seen {
@@ -387,7 +389,7 @@ func (r *Reducer) drop(s *redSession, reason DropReason, detail string) {
 
 // ---- session-level events ----
 
-func (r *Reducer) sessionInfo(s *redSession, e *SessionInfo) {
+func (r *Reducer) sessionInfo(s *redSession, e *agent.SessionInfo) {
 	if e.ProviderID != "" {
 		s.provider = e.ProviderID
 	}
@@ -451,7 +453,7 @@ func (r *Reducer) publishSession(s *redSession, created bool) {
 	r.emit(&SessionUpdated{Info: s.sessionSnapshot()})
 }
 
-func (r *Reducer) turnStarted(s *redSession, e *TurnStarted) {
+func (r *Reducer) turnStarted(s *redSession, e *agent.TurnStarted) {
 	if e.TurnID != "" {
 		if _, seen := s.turns[e.TurnID]; seen {
 			return
@@ -461,7 +463,7 @@ func (r *Reducer) turnStarted(s *redSession, e *TurnStarted) {
 	r.setBusy(s, true)
 }
 
-func (r *Reducer) userPrompt(s *redSession, e *UserPrompt, t int64) {
+func (r *Reducer) userPrompt(s *redSession, e *agent.UserPrompt, t int64) {
 	if m := s.userByKey[e.PromptID]; m != nil {
 		// A repeated prompt: the text may have been completed since.
 		if len(m.parts) > 0 {
@@ -504,10 +506,10 @@ func (r *Reducer) userPrompt(s *redSession, e *UserPrompt, t int64) {
 	}
 }
 
-func (r *Reducer) todosUpdated(s *redSession, e *TodosUpdated) {
+func (r *Reducer) todosUpdated(s *redSession, e *agent.TodosUpdated) {
 	todos := slices.Clone(e.Todos)
 	if todos == nil {
-		todos = []Todo{}
+		todos = []agent.Todo{}
 	}
 	if s.todos != nil && slices.Equal(s.todos, todos) {
 		return
@@ -516,7 +518,7 @@ func (r *Reducer) todosUpdated(s *redSession, e *TodosUpdated) {
 	r.emit(&TodoUpdated{SessionID: s.info.ID, Todos: slices.Clone(todos)})
 }
 
-func (r *Reducer) droppedInput(s *redSession, e *DroppedInput) {
+func (r *Reducer) droppedInput(s *redSession, e *agent.DroppedInput) {
 	d := e.Dropped
 	if d.Line != 0 {
 		// With a line number a repeat is the same refusal read twice.
@@ -529,7 +531,7 @@ func (r *Reducer) droppedInput(s *redSession, e *DroppedInput) {
 	r.droppedTotal++
 }
 
-func (r *Reducer) subagentStarted(s *redSession, e *SubagentStarted, t int64) {
+func (r *Reducer) subagentStarted(s *redSession, e *agent.SubagentStarted, t int64) {
 	title := e.Title
 	if title == "" {
 		title = e.Description
@@ -548,7 +550,7 @@ func (r *Reducer) subagentStarted(s *redSession, e *SubagentStarted, t int64) {
 		child.agent = e.Agent
 	}
 	if e.Prompt != "" && child.userByKey["subagent\x00"+e.Child] == nil {
-		r.userPrompt(child, &UserPrompt{PromptID: "subagent\x00" + e.Child, Text: e.Prompt}, t)
+		r.userPrompt(child, &agent.UserPrompt{PromptID: "subagent\x00" + e.Child, Text: e.Prompt}, t)
 	}
 	r.setBusy(child, true)
 	if e.CallID != "" {
@@ -560,16 +562,16 @@ func (r *Reducer) subagentStarted(s *redSession, e *SubagentStarted, t int64) {
 	}
 }
 
-func (r *Reducer) subagentEnded(s *redSession, e *SubagentEnded, t int64) {
+func (r *Reducer) subagentEnded(s *redSession, e *agent.SubagentEnded, t int64) {
 	child := r.sessions[e.Child]
 	if child == nil || child == r.root {
-		r.drop(s, DropOrphan, "subagent "+e.Child+" was never started")
+		r.drop(s, agent.DropOrphan, "subagent "+e.Child+" was never started")
 		return
 	}
-	r.settle(child, TurnCompleted, "", t)
+	r.settle(child, agent.TurnCompleted, "", t)
 }
 
-func (r *Reducer) turnEnded(s *redSession, e *TurnEnded, t int64) {
+func (r *Reducer) turnEnded(s *redSession, e *agent.TurnEnded, t int64) {
 	if e.TurnID != "" {
 		s.turns[e.TurnID] = true
 	}
@@ -585,9 +587,9 @@ func (r *Reducer) settle(s *redSession, reason, errText string, t int64) {
 	}
 	// A tool still open when its turn ends will never finish: it is settled
 	// with the reason nobody decided (DESIGN.md vocabulary).
-	toolReason := ReasonCancelled
-	if reason == TurnAgentExited {
-		toolReason = ReasonAgentExited
+	toolReason := agent.ReasonCancelled
+	if reason == agent.TurnAgentExited {
+		toolReason = agent.ReasonAgentExited
 	}
 	for _, tl := range redSortedTools(s.open) {
 		r.settleTool(s, tl, toolReason, t)
@@ -606,25 +608,25 @@ func (r *Reducer) settle(s *redSession, reason, errText string, t int64) {
 
 // turnFinish is the finish (and error) of a message still open when its
 // turn ends for reason.
-func redTurnFinish(m *redMessage, reason, errText string) (string, *MessageError) {
+func redTurnFinish(m *redMessage, reason, errText string) (string, *agent.MessageError) {
 	switch reason {
-	case TurnCompleted:
+	case agent.TurnCompleted:
 		return m.derivedFinish(), nil
-	case TurnInterrupted:
-		return FinishAborted, nil
+	case agent.TurnInterrupted:
+		return agent.FinishAborted, nil
 	}
 	if m.asst.Error != nil {
-		return FinishError, nil
+		return agent.FinishError, nil
 	}
-	kind := ErrorInternal
-	if reason == TurnTruncated {
-		kind = ErrorTransport
+	kind := agent.ErrorInternal
+	if reason == agent.TurnTruncated {
+		kind = agent.ErrorTransport
 	}
 	msg := errText
 	if msg == "" {
 		msg = "turn ended: " + reason
 	}
-	return FinishError, &MessageError{Name: ErrNameUnknown, Data: ErrorData{Message: msg, Kind: kind}}
+	return agent.FinishError, &agent.MessageError{Name: agent.ErrNameUnknown, Data: agent.ErrorData{Message: msg, Kind: kind}}
 }
 
 // ---- messages ----
@@ -722,7 +724,7 @@ func (r *Reducer) openAssistant(s *redSession, key string, t int64) *redMessage 
 	return m
 }
 
-func (r *Reducer) messageStarted(s *redSession, e *MessageStarted, t int64) {
+func (r *Reducer) messageStarted(s *redSession, e *agent.MessageStarted, t int64) {
 	m := r.assistant(s, e.Message, redFindOutput, t)
 	changed := false
 	if e.ProviderID != "" && m.asst.ProviderID != e.ProviderID {
@@ -744,18 +746,18 @@ func (r *Reducer) messageStarted(s *redSession, e *MessageStarted, t int64) {
 // stop.
 func (m *redMessage) derivedFinish() string {
 	if m.asst != nil && m.asst.Error != nil {
-		return FinishError
+		return agent.FinishError
 	}
 	if m.tools > 0 {
-		return FinishToolCalls
+		return agent.FinishToolCalls
 	}
-	return FinishStop
+	return agent.FinishStop
 }
 
 // closeMessage finishes an assistant message: open text and reasoning
 // blocks end, a step-finish part is added, time.completed and finish are
 // set. An already closed message only has its finish (and error) updated.
-func (r *Reducer) closeMessage(m *redMessage, finish string, merr *MessageError, t int64) {
+func (r *Reducer) closeMessage(m *redMessage, finish string, merr *agent.MessageError, t int64) {
 	a := m.asst
 	if a == nil {
 		return
@@ -798,8 +800,8 @@ func (r *Reducer) closeMessage(m *redMessage, finish string, merr *MessageError,
 	if merr != nil && a.Error == nil {
 		a.Error = merr
 	}
-	if a.Error != nil && finish != FinishAborted {
-		finish = FinishError
+	if a.Error != nil && finish != agent.FinishAborted {
+		finish = agent.FinishError
 	}
 	a.Finish = finish
 	a.Time.Completed = redPtr(t)
@@ -813,25 +815,25 @@ func (r *Reducer) closeMessage(m *redMessage, finish string, merr *MessageError,
 	r.emit(&MessageUpdated{Info: m.infoSnapshot()})
 }
 
-func (r *Reducer) stepFinished(s *redSession, e *StepFinished, t int64) {
+func (r *Reducer) stepFinished(s *redSession, e *agent.StepFinished, t int64) {
 	m := r.assistant(s, e.Message, redFindOnly, t)
 	if m == nil {
-		r.drop(s, DropOrphan, "no assistant message "+redQuoteKey(e.Message))
+		r.drop(s, agent.DropOrphan, "no assistant message "+redQuoteKey(e.Message))
 		return
 	}
 	r.closeMessage(m, e.Finish, nil, t)
 }
 
-func (r *Reducer) usage(s *redSession, e *Usage) {
+func (r *Reducer) usage(s *redSession, e *agent.Usage) {
 	m := r.assistant(s, e.Message, redFindOnly, 0)
 	if m == nil {
-		r.drop(s, DropOrphan, "no assistant message "+redQuoteKey(e.Message))
+		r.drop(s, agent.DropOrphan, "no assistant message "+redQuoteKey(e.Message))
 		return
 	}
 	a := m.asst
 	changed := false
 	if e.Tokens != nil {
-		var tk Tokens
+		var tk agent.Tokens
 		if a.Tokens != nil {
 			tk = *a.Tokens
 		}
@@ -857,38 +859,38 @@ func (r *Reducer) usage(s *redSession, e *Usage) {
 	r.emit(&MessageUpdated{Info: m.infoSnapshot()})
 }
 
-func redMergeTokens(old, upd Tokens) Tokens {
+func redMergeTokens(old, upd agent.Tokens) agent.Tokens {
 	pick := func(o, n *int64) *int64 {
 		if n != nil {
 			return redPtr(*n)
 		}
 		return o
 	}
-	return Tokens{
+	return agent.Tokens{
 		Input:     pick(old.Input, upd.Input),
 		Output:    pick(old.Output, upd.Output),
 		Reasoning: pick(old.Reasoning, upd.Reasoning),
-		Cache:     CacheTokens{Read: pick(old.Cache.Read, upd.Cache.Read), Write: pick(old.Cache.Write, upd.Cache.Write)},
+		Cache:     agent.CacheTokens{Read: pick(old.Cache.Read, upd.Cache.Read), Write: pick(old.Cache.Write, upd.Cache.Write)},
 	}
 }
 
-func redTokensEqual(a, b Tokens) bool {
+func redTokensEqual(a, b agent.Tokens) bool {
 	eq := func(x, y *int64) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
 	return eq(a.Input, b.Input) && eq(a.Output, b.Output) && eq(a.Reasoning, b.Reasoning) &&
 		eq(a.Cache.Read, b.Cache.Read) && eq(a.Cache.Write, b.Cache.Write)
 }
 
-func (r *Reducer) agentError(s *redSession, e *AgentError, t int64) {
+func (r *Reducer) agentError(s *redSession, e *agent.AgentError, t int64) {
 	m := r.assistant(s, e.Message, redFindAttach, t)
-	kind := ParseErrorKind(string(e.Kind))
-	name := ErrNameAPI
+	kind := agent.ParseErrorKind(string(e.Kind))
+	name := agent.ErrNameAPI
 	switch kind {
-	case ErrorAuth:
-		name = ErrNameProviderAuth
-	case ErrorInternal:
-		name = ErrNameUnknown
+	case agent.ErrorAuth:
+		name = agent.ErrNameProviderAuth
+	case agent.ErrorInternal:
+		name = agent.ErrNameUnknown
 	}
-	merr := &MessageError{Name: name, Data: ErrorData{Message: e.Text, Kind: kind, ProviderID: m.asst.ProviderID}}
+	merr := &agent.MessageError{Name: name, Data: agent.ErrorData{Message: e.Text, Kind: kind, ProviderID: m.asst.ProviderID}}
 	if e.StatusCode != nil {
 		merr.Data.StatusCode = redPtr(*e.StatusCode)
 	}
@@ -898,14 +900,14 @@ func (r *Reducer) agentError(s *redSession, e *AgentError, t int64) {
 	m.asst.Error = merr
 	if m.closed {
 		// The step already ended: its finish becomes error too.
-		r.closeMessage(m, FinishError, nil, t)
+		r.closeMessage(m, agent.FinishError, nil, t)
 	} else {
 		r.emit(&MessageUpdated{Info: m.infoSnapshot()})
 	}
 	r.emit(&SessionError{SessionID: s.info.ID, Error: *merr})
 }
 
-func redErrorEqual(a, b MessageError) bool {
+func redErrorEqual(a, b agent.MessageError) bool {
 	eqi := func(x, y *int) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
 	eqb := func(x, y *bool) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
 	return a.Name == b.Name && a.Data.Message == b.Data.Message && a.Data.Kind == b.Data.Kind &&
@@ -913,7 +915,7 @@ func redErrorEqual(a, b MessageError) bool {
 		eqi(a.Data.StatusCode, b.Data.StatusCode) && eqb(a.Data.IsRetryable, b.Data.IsRetryable)
 }
 
-func (r *Reducer) compaction(s *redSession, e *Compaction, t int64) {
+func (r *Reducer) compaction(s *redSession, e *agent.Compaction, t int64) {
 	m := r.assistant(s, e.Message, redFindAttach, t)
 	key := redBlockKey{"compaction", e.ID}
 	if b := m.blocks[key]; b != nil {
@@ -929,16 +931,16 @@ func (r *Reducer) compaction(s *redSession, e *Compaction, t int64) {
 	r.emit(&SessionCompacted{SessionID: s.info.ID})
 }
 
-func (r *Reducer) retry(s *redSession, e *Retry, t int64) {
+func (r *Reducer) retry(s *redSession, e *agent.Retry, t int64) {
 	m := r.assistant(s, e.Message, redFindAttach, t)
 	key := redBlockKey{"retry", strconv.Itoa(e.Attempt)}
 	if b := m.blocks[key]; b != nil {
 		return
 	}
 	apiErr := e.Error
-	apiErr.Data.Kind = ParseErrorKind(string(apiErr.Data.Kind))
+	apiErr.Data.Kind = agent.ParseErrorKind(string(apiErr.Data.Kind))
 	if apiErr.Name == "" {
-		apiErr.Name = ErrNameAPI
+		apiErr.Name = agent.ErrNameAPI
 	}
 	rp := &RetryPart{PartBase: r.partBase(m, "retry\x00"+key.key), Attempt: e.Attempt, Error: apiErr, Time: RetryTime{Created: t}}
 	m.blocks[key] = &redBlock{final: true}
@@ -1022,7 +1024,7 @@ func (r *Reducer) textDelta(s *redSession, msgKey, blockKey, delta string, reaso
 	r.emit(&MessagePartDelta{SessionID: p.SessionID, MessageID: p.MessageID, PartID: p.ID, Field: "text", Delta: delta})
 }
 
-func (r *Reducer) textFinal(s *redSession, msgKey, blockKey, text string, meta Object, reasoning bool, t int64) {
+func (r *Reducer) textFinal(s *redSession, msgKey, blockKey, text string, meta agent.Object, reasoning bool, t int64) {
 	kind := "text"
 	if reasoning {
 		kind = "reasoning"

@@ -4,45 +4,47 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+
+	"github.com/happy-dev/happy/agent"
 )
 
 // longSession generates a session of about n events shaped like a real
 // Claude/Codex stream: per turn a prompt, reasoning and text streamed as
 // many small deltas then finalised, tool calls that run (every fourth one
 // blocked and approved) and complete, usage, and the turn end.
-func longSession(n int) []Event {
-	var evs []Event
+func longSession(n int) []agent.Event {
+	var evs []agent.Event
 	t := int64(1753120000000)
-	tick := func() EventBase { t += 7; return EventBase{Time: t} }
+	tick := func() agent.EventBase { t += 7; return agent.EventBase{Time: t} }
 	for turn := 0; len(evs) < n; turn++ {
 		tid := fmt.Sprint("turn-", turn)
-		evs = append(evs, &TurnStarted{EventBase: tick(), TurnID: tid},
-			&UserPrompt{EventBase: tick(), PromptID: "prompt-" + tid, Text: "Please do step " + tid})
+		evs = append(evs, &agent.TurnStarted{EventBase: tick(), TurnID: tid},
+			&agent.UserPrompt{EventBase: tick(), PromptID: "prompt-" + tid, Text: "Please do step " + tid})
 		for step := 0; step < 3; step++ {
 			msg := fmt.Sprintf("%s-m%d", tid, step)
 			for i := 0; i < 20; i++ {
-				evs = append(evs, &ReasoningDelta{EventBase: tick(), Message: msg, Block: "0", Delta: "thinking about it "})
+				evs = append(evs, &agent.ReasoningDelta{EventBase: tick(), Message: msg, Block: "0", Delta: "thinking about it "})
 			}
 			for i := 0; i < 60; i++ {
-				evs = append(evs, &TextDelta{EventBase: tick(), Message: msg, Block: "1", Delta: "some words of the answer "})
+				evs = append(evs, &agent.TextDelta{EventBase: tick(), Message: msg, Block: "1", Delta: "some words of the answer "})
 			}
-			evs = append(evs, &TextFinal{EventBase: tick(), Message: msg, Block: "1", Text: "the whole answer"})
+			evs = append(evs, &agent.TextFinal{EventBase: tick(), Message: msg, Block: "1", Text: "the whole answer"})
 			for c := 0; c < 2; c++ {
 				call := fmt.Sprintf("%s-call%d", msg, c)
 				evs = append(evs,
-					&ToolCall{EventBase: tick(), Message: msg, CallID: call, Tool: "bash", Title: "ls", Input: json.RawMessage(`{"command":"ls -la"}`)},
-					&ToolRunning{EventBase: tick(), CallID: call})
+					&agent.ToolCall{EventBase: tick(), Message: msg, CallID: call, Tool: "bash", Title: "ls", Input: json.RawMessage(`{"command":"ls -la"}`)},
+					&agent.ToolRunning{EventBase: tick(), CallID: call})
 				if c == 1 && step%2 == 0 {
 					evs = append(evs,
-						&ToolBlocked{EventBase: tick(), CallID: call, Permission: &PermissionRequest{Permission: "bash", Patterns: []string{"ls -la"}, Always: []string{"ls *"}}},
-						&ToolResolved{EventBase: tick(), CallID: call, Decision: DecisionOnce})
+						&agent.ToolBlocked{EventBase: tick(), CallID: call, Permission: &agent.PermissionRequest{Permission: "bash", Patterns: []string{"ls -la"}, Always: []string{"ls *"}}},
+						&agent.ToolResolved{EventBase: tick(), CallID: call, Decision: agent.DecisionOnce})
 				}
-				evs = append(evs, &ToolCompleted{EventBase: tick(), CallID: call, Output: "total 0\n"})
+				evs = append(evs, &agent.ToolCompleted{EventBase: tick(), CallID: call, Output: "total 0\n"})
 			}
 			in, out := int64(1000+step), int64(200)
-			evs = append(evs, &Usage{EventBase: tick(), Message: msg, Tokens: &Tokens{Input: &in, Output: &out}})
+			evs = append(evs, &agent.Usage{EventBase: tick(), Message: msg, Tokens: &agent.Tokens{Input: &in, Output: &out}})
 		}
-		evs = append(evs, &TurnEnded{EventBase: tick(), TurnID: tid, Reason: TurnCompleted})
+		evs = append(evs, &agent.TurnEnded{EventBase: tick(), TurnID: tid, Reason: agent.TurnCompleted})
 	}
 	return evs
 }
@@ -71,8 +73,8 @@ func BenchmarkReducerDelta(b *testing.B) {
 	for _, ev := range longSession(10_000) {
 		r.Apply(ev)
 	}
-	r.Apply(&TurnStarted{TurnID: "last"})
-	d := &TextDelta{Message: "last-msg", Block: "0", Delta: "token "}
+	r.Apply(&agent.TurnStarted{TurnID: "last"})
+	d := &agent.TextDelta{Message: "last-msg", Block: "0", Delta: "token "}
 	b.ReportAllocs()
 	for b.Loop() {
 		r.Apply(d)

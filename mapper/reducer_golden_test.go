@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper/schema"
 )
 
@@ -52,7 +53,7 @@ func goldenConfig(t *testing.T, dir string) Config {
 // loadEvents reads events.json, a JSON array of agent events in their JSON
 // form. An element DecodeEvent refuses becomes a DroppedInput, as the
 // traffic-log replayer records it.
-func loadEvents(t *testing.T, path string) []Event {
+func loadEvents(t *testing.T, path string) []agent.Event {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -62,15 +63,15 @@ func loadEvents(t *testing.T, path string) []Event {
 	if err := json.Unmarshal(raw, &items); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-	evs := make([]Event, 0, len(items))
+	evs := make([]agent.Event, 0, len(items))
 	for i, item := range items {
-		ev, err := DecodeEvent(item)
+		ev, err := agent.DecodeEvent(item)
 		if err != nil {
-			ee, ok := err.(*EventError)
+			ee, ok := err.(*agent.EventError)
 			if !ok {
 				t.Fatalf("%s[%d]: %v is not an *EventError", path, i, err)
 			}
-			ev = &DroppedInput{Dropped: ee.Dropped("events.json", int64(i+1), item)}
+			ev = &agent.DroppedInput{Dropped: ee.Dropped("events.json", int64(i+1), item)}
 		}
 		evs = append(evs, ev)
 	}
@@ -78,7 +79,7 @@ func loadEvents(t *testing.T, path string) []Event {
 }
 
 // runEvents applies evs to a new reducer and returns it and every bus event.
-func runEvents(cfg Config, evs []Event) (*Reducer, []BusEvent) {
+func runEvents(cfg Config, evs []agent.Event) (*Reducer, []BusEvent) {
 	r := NewReducer(cfg)
 	var bus []BusEvent
 	for _, ev := range evs {
@@ -152,9 +153,9 @@ func firstDiff(want, got string) string {
 
 // isDelta reports whether ev is an append, the one kind of event that is
 // not idempotent on its own (see Event).
-func isDelta(ev Event) bool {
+func isDelta(ev agent.Event) bool {
 	switch ev.(type) {
-	case *TextDelta, *ReasoningDelta, *ToolInputDelta:
+	case *agent.TextDelta, *agent.ReasoningDelta, *agent.ToolInputDelta:
 		return true
 	}
 	return false
@@ -211,7 +212,7 @@ func checkTranscript(t testing.TB, v *schema.Validator, tr Transcript) {
 				if closed && last.(*StepFinishPart).Reason != a.Finish {
 					t.Fatalf("assistant message %s: finish %q, step-finish %q", id, a.Finish, last.(*StepFinishPart).Reason)
 				}
-				if a.Finish == FinishError && a.Error == nil {
+				if a.Finish == agent.FinishError && a.Error == nil {
 					t.Fatalf("assistant message %s finished error without an error", id)
 				}
 			}
@@ -294,7 +295,7 @@ func TestReducerGolden(t *testing.T) {
 			tr := r.Transcript()
 			checkTranscript(t, v, tr)
 			if len(evs) > 0 {
-				if _, ended := evs[len(evs)-1].(*TurnEnded); ended {
+				if _, ended := evs[len(evs)-1].(*agent.TurnEnded); ended {
 					noOpenTools(t, tr)
 				}
 			}
@@ -314,7 +315,7 @@ func TestReducerGolden(t *testing.T) {
 
 			// Idempotency: a repeated event changes nothing and publishes
 			// nothing.
-			var doubled []Event
+			var doubled []agent.Event
 			for _, ev := range evs {
 				doubled = append(doubled, ev)
 				if !isDelta(ev) {

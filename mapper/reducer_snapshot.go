@@ -1,6 +1,10 @@
 package mapper
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/happy-dev/happy/agent"
+)
 
 // Snapshots: the reducer mutates its live parts and messages in place but
 // never mutates a map, slice or pointed-to value it has handed out (it
@@ -100,11 +104,11 @@ func (r *Reducer) Session(id string) (Session, bool) {
 
 // Todos returns the todo list of a session by its canonical id (empty when
 // none was reported).
-func (r *Reducer) Todos(sessionID string) []Todo {
+func (r *Reducer) Todos(sessionID string) []agent.Todo {
 	if s := r.byID[sessionID]; s != nil {
-		return append([]Todo{}, s.todos...)
+		return append([]agent.Todo{}, s.todos...)
 	}
-	return []Todo{}
+	return []agent.Todo{}
 }
 
 // RuntimeRules returns the permission rules added by "always" answers in a
@@ -127,8 +131,8 @@ func (r *Reducer) transcript(s *redSession) Transcript {
 		Session:  s.info,
 		Messages: make([]MessageWithParts, 0, len(s.messages)),
 		Children: make([]Transcript, 0, len(s.children)),
-		Todos:    append([]Todo{}, s.todos...),
-		Dropped:  append([]Dropped{}, s.dropped...),
+		Todos:    append([]agent.Todo{}, s.todos...),
+		Dropped:  append([]agent.Dropped{}, s.dropped...),
 	}
 	for _, m := range s.messages {
 		t.Messages = append(t.Messages, m.snapshot())
@@ -141,7 +145,7 @@ func (r *Reducer) transcript(s *redSession) Transcript {
 
 // Dropped returns the refusals recorded for a session (root or child, by
 // canonical id), in order; nil when none or the session is unknown.
-func (r *Reducer) Dropped(sessionID string) []Dropped {
+func (r *Reducer) Dropped(sessionID string) []agent.Dropped {
 	s := r.byID[sessionID]
 	if s == nil || len(s.dropped) == 0 {
 		return nil

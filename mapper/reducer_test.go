@@ -6,13 +6,15 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/happy-dev/happy/agent"
 )
 
 func newTestReducer(relay string) *Reducer {
 	return NewReducer(Config{SessionID: relay, ProjectID: "prj", Directory: "/w", Agent: "build", ProviderID: "anthropic", ModelID: "m"})
 }
 
-func applyAll(r *Reducer, evs ...Event) []BusEvent {
+func applyAll(r *Reducer, evs ...agent.Event) []BusEvent {
 	var out []BusEvent
 	for _, ev := range evs {
 		out = append(out, r.Apply(ev)...)
@@ -38,15 +40,15 @@ func collectIDs(tr Transcript) []string {
 	return ids
 }
 
-func sampleEvents() []Event {
-	return []Event{
-		&UserPrompt{EventBase: EventBase{Time: 10}, PromptID: "u1", Text: "go"},
-		&TextDelta{EventBase: EventBase{Time: 11}, Delta: "a"},
-		&ToolCall{EventBase: EventBase{Time: 12}, CallID: "c1", Tool: "bash", Input: json.RawMessage(`{"command":"ls"}`)},
-		&ToolBlocked{EventBase: EventBase{Time: 13}, CallID: "c1", Permission: &PermissionRequest{Permission: "bash", Patterns: []string{"ls"}}},
-		&SubagentStarted{EventBase: EventBase{Time: 14}, CallID: "c1", Child: "k", Prompt: "look"},
-		&TextFinal{EventBase: EventBase{Session: "k", Time: 15}, Text: "seen"},
-		&TurnEnded{EventBase: EventBase{Time: 16}, Reason: TurnCompleted},
+func sampleEvents() []agent.Event {
+	return []agent.Event{
+		&agent.UserPrompt{EventBase: agent.EventBase{Time: 10}, PromptID: "u1", Text: "go"},
+		&agent.TextDelta{EventBase: agent.EventBase{Time: 11}, Delta: "a"},
+		&agent.ToolCall{EventBase: agent.EventBase{Time: 12}, CallID: "c1", Tool: "bash", Input: json.RawMessage(`{"command":"ls"}`)},
+		&agent.ToolBlocked{EventBase: agent.EventBase{Time: 13}, CallID: "c1", Permission: &agent.PermissionRequest{Permission: "bash", Patterns: []string{"ls"}}},
+		&agent.SubagentStarted{EventBase: agent.EventBase{Time: 14}, CallID: "c1", Child: "k", Prompt: "look"},
+		&agent.TextFinal{EventBase: agent.EventBase{Session: "k", Time: 15}, Text: "seen"},
+		&agent.TurnEnded{EventBase: agent.EventBase{Time: 16}, Reason: agent.TurnCompleted},
 	}
 }
 
@@ -85,21 +87,21 @@ func TestReducerIDsDeterministicPerRelaySession(t *testing.T) {
 
 func TestReducerNilEvents(t *testing.T) {
 	r := newTestReducer("r")
-	var nilCall *ToolCall
+	var nilCall *agent.ToolCall
 	bus := applyAll(r, nil, nilCall)
 	if len(bus) != 1 || bus[0].EventType() != EvSessionCreated {
 		t.Fatalf("bus = %v, want one session.created", bus)
 	}
 	d := r.Transcript().Dropped
-	if len(d) != 1 || d[0].Reason != DropInvalidField || d[0].Kind != "" {
+	if len(d) != 1 || d[0].Reason != agent.DropInvalidField || d[0].Kind != "" {
 		// A typed nil and an untyped nil are the same refusal (nothing to encode).
 		t.Fatalf("dropped = %+v", d)
 	}
 	// An event type from elsewhere cannot exist (closed union); an invalid
 	// event is refused with the validator's reason.
-	applyAll(r, &ToolCall{Tool: "bash"}, &ToolResolved{CallID: "x", Decision: "maybe"})
+	applyAll(r, &agent.ToolCall{Tool: "bash"}, &agent.ToolResolved{CallID: "x", Decision: "maybe"})
 	d = r.Transcript().Dropped
-	if len(d) != 3 || d[1].Reason != DropMissingID || d[2].Reason != DropUnknownDecision {
+	if len(d) != 3 || d[1].Reason != agent.DropMissingID || d[2].Reason != agent.DropUnknownDecision {
 		t.Fatalf("dropped = %+v", d)
 	}
 	if !strings.Contains(d[2].Raw, `"decision":"maybe"`) || d[2].Source != "mapper" || d[2].Kind != "ToolResolved" {
@@ -112,9 +114,9 @@ func TestReducerNilEvents(t *testing.T) {
 func TestReducerSnapshotsAreImmutable(t *testing.T) {
 	r := newTestReducer("r")
 	bus := applyAll(r,
-		&UserPrompt{EventBase: EventBase{Time: 1}, PromptID: "u", Text: "x"},
-		&TextDelta{EventBase: EventBase{Time: 2}, Block: "b", Delta: "one"},
-		&ToolCall{EventBase: EventBase{Time: 3}, CallID: "c", Tool: "bash", Input: json.RawMessage(`{"a":1}`)},
+		&agent.UserPrompt{EventBase: agent.EventBase{Time: 1}, PromptID: "u", Text: "x"},
+		&agent.TextDelta{EventBase: agent.EventBase{Time: 2}, Block: "b", Delta: "one"},
+		&agent.ToolCall{EventBase: agent.EventBase{Time: 3}, CallID: "c", Tool: "bash", Input: json.RawMessage(`{"a":1}`)},
 	)
 	var textPart *TextPart
 	var toolPart *ToolPart
@@ -134,13 +136,13 @@ func TestReducerSnapshotsAreImmutable(t *testing.T) {
 	beforeJSON, _ := EncodeMessageWithParts(before)
 
 	applyAll(r,
-		&TextDelta{EventBase: EventBase{Time: 4}, Block: "b", Delta: " two"},
-		&TextFinal{EventBase: EventBase{Time: 5}, Block: "b", Text: "one two three"},
-		&ToolRunning{EventBase: EventBase{Time: 6}, CallID: "c"},
-		&ToolBlocked{EventBase: EventBase{Time: 7}, CallID: "c", Permission: &PermissionRequest{Permission: "bash", Patterns: []string{"x"}}},
-		&ToolResolved{EventBase: EventBase{Time: 8}, CallID: "c", Decision: DecisionOnce},
-		&ToolCompleted{EventBase: EventBase{Time: 9}, CallID: "c", Output: "done", Metadata: Object{"k": "v"}},
-		&TurnEnded{EventBase: EventBase{Time: 10}, Reason: TurnCompleted},
+		&agent.TextDelta{EventBase: agent.EventBase{Time: 4}, Block: "b", Delta: " two"},
+		&agent.TextFinal{EventBase: agent.EventBase{Time: 5}, Block: "b", Text: "one two three"},
+		&agent.ToolRunning{EventBase: agent.EventBase{Time: 6}, CallID: "c"},
+		&agent.ToolBlocked{EventBase: agent.EventBase{Time: 7}, CallID: "c", Permission: &agent.PermissionRequest{Permission: "bash", Patterns: []string{"x"}}},
+		&agent.ToolResolved{EventBase: agent.EventBase{Time: 8}, CallID: "c", Decision: agent.DecisionOnce},
+		&agent.ToolCompleted{EventBase: agent.EventBase{Time: 9}, CallID: "c", Output: "done", Metadata: agent.Object{"k": "v"}},
+		&agent.TurnEnded{EventBase: agent.EventBase{Time: 10}, Reason: agent.TurnCompleted},
 	)
 	if textPart.Text != "one" || textPart.Time.End != nil {
 		t.Errorf("published text part changed: %+v", textPart)
@@ -168,12 +170,12 @@ func TestReducerSnapshotsAreImmutable(t *testing.T) {
 func TestReducerTimeFallback(t *testing.T) {
 	r := newTestReducer("r")
 	applyAll(r,
-		&UserPrompt{PromptID: "u", Text: "x"}, // no time seen yet: 0
-		&TextDelta{EventBase: EventBase{Time: 500}, Delta: "a"},
-		&ToolCall{CallID: "c", Tool: "bash"},
-		&ToolRunning{CallID: "c"},
-		&ToolCompleted{EventBase: EventBase{Time: 400}, CallID: "c"}, // earlier than seen: kept as given
-		&TurnEnded{Reason: TurnCompleted},
+		&agent.UserPrompt{PromptID: "u", Text: "x"}, // no time seen yet: 0
+		&agent.TextDelta{EventBase: agent.EventBase{Time: 500}, Delta: "a"},
+		&agent.ToolCall{CallID: "c", Tool: "bash"},
+		&agent.ToolRunning{CallID: "c"},
+		&agent.ToolCompleted{EventBase: agent.EventBase{Time: 400}, CallID: "c"}, // earlier than seen: kept as given
+		&agent.TurnEnded{Reason: agent.TurnCompleted},
 	)
 	tr := r.Transcript()
 	if tr.Session.Time.Created != 500 {
@@ -194,28 +196,28 @@ func TestReducerUsageAbsentStaysAbsent(t *testing.T) {
 	out := int64(7)
 	cost := 0.5
 	applyAll(r,
-		&UserPrompt{PromptID: "u"},
-		&TextFinal{Message: "m", Text: "hi"},
-		&Usage{Message: "m", Tokens: &Tokens{Output: &out}},
-		&StepFinished{Message: "m", Finish: FinishLength},
+		&agent.UserPrompt{PromptID: "u"},
+		&agent.TextFinal{Message: "m", Text: "hi"},
+		&agent.Usage{Message: "m", Tokens: &agent.Tokens{Output: &out}},
+		&agent.StepFinished{Message: "m", Finish: agent.FinishLength},
 	)
 	a := r.Transcript().Messages[1].Info.(*AssistantMessage)
 	if a.Cost != nil || a.Tokens.Input != nil || a.Tokens.Reasoning != nil || a.Tokens.Cache.Read != nil || *a.Tokens.Output != 7 {
 		t.Fatalf("usage = cost %v tokens %+v", a.Cost, a.Tokens)
 	}
-	if a.Finish != FinishLength {
+	if a.Finish != agent.FinishLength {
 		t.Fatalf("finish = %q", a.Finish)
 	}
 	// A later report fills in what was absent and reaches the step-finish.
-	applyAll(r, &Usage{Message: "m", Cost: &cost})
+	applyAll(r, &agent.Usage{Message: "m", Cost: &cost})
 	m := r.Transcript().Messages[1]
 	sf := m.Parts[len(m.Parts)-1].(*StepFinishPart)
 	if *m.Info.(*AssistantMessage).Cost != 0.5 || *sf.Cost != 0.5 || *sf.Tokens.Output != 7 || sf.Tokens.Input != nil {
 		t.Fatalf("step-finish = %+v", sf)
 	}
 	// Usage for nothing is refused as an orphan.
-	applyAll(r, &Usage{Message: "unknown", Cost: &cost})
-	if d := r.Transcript().Dropped; len(d) != 1 || d[0].Reason != DropOrphan {
+	applyAll(r, &agent.Usage{Message: "unknown", Cost: &cost})
+	if d := r.Transcript().Dropped; len(d) != 1 || d[0].Reason != agent.DropOrphan {
 		t.Fatalf("dropped = %+v", d)
 	}
 }
@@ -225,9 +227,9 @@ func TestReducerUsageAbsentStaysAbsent(t *testing.T) {
 func TestReducerImplicitChild(t *testing.T) {
 	r := newTestReducer("r")
 	applyAll(r,
-		&TextFinal{EventBase: EventBase{Session: "side", Time: 5}, Text: "hello from a sidechain"},
-		&SubagentStarted{EventBase: EventBase{Time: 6}, Child: "side", Title: "Side task"},
-		&SubagentEnded{EventBase: EventBase{Time: 7}, Child: "side"},
+		&agent.TextFinal{EventBase: agent.EventBase{Session: "side", Time: 5}, Text: "hello from a sidechain"},
+		&agent.SubagentStarted{EventBase: agent.EventBase{Time: 6}, Child: "side", Title: "Side task"},
+		&agent.SubagentEnded{EventBase: agent.EventBase{Time: 7}, Child: "side"},
 	)
 	tr := r.Transcript()
 	if len(tr.Children) != 1 {
@@ -237,7 +239,7 @@ func TestReducerImplicitChild(t *testing.T) {
 	if c.Session.ParentID != tr.Session.ID || c.Session.Title != "Side task" || len(c.Messages) != 1 {
 		t.Fatalf("child = %+v, %d messages", c.Session, len(c.Messages))
 	}
-	if a := c.Messages[0].Info.(*AssistantMessage); a.Finish != FinishStop || a.ParentID != "" {
+	if a := c.Messages[0].Info.(*AssistantMessage); a.Finish != agent.FinishStop || a.ParentID != "" {
 		t.Fatalf("child message = %+v", a)
 	}
 	if s, ok := r.Session(c.Session.ID); !ok || s.Title != "Side task" {
@@ -253,8 +255,8 @@ func TestReducerDeltaCostIndependentOfLength(t *testing.T) {
 		for _, ev := range longSession(n) {
 			r.Apply(ev)
 		}
-		r.Apply(&TurnStarted{TurnID: "x"})
-		d := &TextDelta{Message: "x", Block: "0", Delta: "tok "}
+		r.Apply(&agent.TurnStarted{TurnID: "x"})
+		d := &agent.TextDelta{Message: "x", Block: "0", Delta: "tok "}
 		r.Apply(d)
 		return testing.AllocsPerRun(200, func() { r.Apply(d) })
 	}
@@ -266,11 +268,11 @@ func TestReducerDeltaCostIndependentOfLength(t *testing.T) {
 
 func TestReducerTodosAndRuntimeRules(t *testing.T) {
 	r := newTestReducer("r")
-	todos := []Todo{{Content: "a", Status: TodoPending, Priority: PriorityHigh}}
+	todos := []agent.Todo{{Content: "a", Status: agent.TodoPending, Priority: agent.PriorityHigh}}
 	bus := applyAll(r,
-		&TodosUpdated{Todos: todos},
-		&ToolBlocked{CallID: "c", Tool: "edit", Permission: &PermissionRequest{Permission: "edit", Patterns: []string{"a.go"}, Always: []string{"*.go"}}},
-		&ToolResolved{CallID: "c", Decision: DecisionAlways},
+		&agent.TodosUpdated{Todos: todos},
+		&agent.ToolBlocked{CallID: "c", Tool: "edit", Permission: &agent.PermissionRequest{Permission: "edit", Patterns: []string{"a.go"}, Always: []string{"*.go"}}},
+		&agent.ToolResolved{CallID: "c", Decision: agent.DecisionAlways},
 	)
 	root := r.RootID()
 	if got := r.Todos(root); !reflect.DeepEqual(got, todos) {
@@ -298,46 +300,46 @@ func TestEncodeDecodeEveryEvent(t *testing.T) {
 	one, two := int64(1), 2
 	yes := true
 	cost := 0.25
-	evs := []Event{
-		&SessionInfo{EventBase: EventBase{Time: 1}, ProviderSessionID: "s", ProviderID: "p", ModelID: "m", Agent: "a", Cwd: "/c", Title: "t"},
-		&TurnStarted{TurnID: "t"},
-		&UserPrompt{EventBase: EventBase{Session: "k"}, PromptID: "u", Text: "<b>&", Files: []PromptFile{{Mime: "image/png", Filename: "f", URL: "data:,"}}, Synthetic: true},
-		&MessageStarted{Message: "m", ProviderID: "p", ModelID: "x"},
-		&TextDelta{Message: "m", Block: "b", Delta: "d"},
-		&TextFinal{Message: "m", Block: "b", Text: "t"},
-		&ReasoningDelta{Message: "m", Block: "b", Delta: "d"},
-		&ReasoningFinal{Message: "m", Block: "b", Text: "t", Metadata: Object{"signature": "s", "n": json.Number("12345678901234567890")}},
-		&ToolCall{Message: "m", CallID: "c", Tool: "bash", Title: "t", Input: json.RawMessage(`{"command":"ls"}`), Metadata: Object{"k": "v"}},
-		&ToolInputDelta{CallID: "c", Delta: "{"},
-		&ToolRunning{CallID: "c"},
-		&ToolBlocked{Message: "m", CallID: "c", Tool: "edit", Input: json.RawMessage(`{}`), Permission: &PermissionRequest{ID: "p", Permission: "edit", Patterns: []string{"a"}, Always: []string{"*"}, Metadata: Object{"diff": "x"}}},
-		&ToolBlocked{CallID: "c", Question: &QuestionRequest{ID: "q", Questions: []QuestionInfo{{Question: "?", Header: "h", Options: []QuestionOption{{Label: "l", Description: "d"}}, Multiple: &yes}}}},
-		&ToolResolved{CallID: "c", Decision: DecisionReject, Reason: ReasonTimeout},
-		&ToolResolved{CallID: "c", Answers: [][]string{{"l"}}},
-		&ToolCompleted{CallID: "c", Output: "o", Title: "t", Metadata: Object{"exit": json.Number("0")}, Files: []PromptFile{{Mime: "text/plain", URL: "data:,x"}}},
-		&ToolFailed{CallID: "c", Error: "e", Metadata: Object{"exit": json.Number("2")}},
-		&Usage{Message: "m", Tokens: &Tokens{Input: &one, Cache: CacheTokens{Write: &one}}, Cost: &cost},
-		&StepFinished{Message: "m", Finish: FinishStop},
-		&SubagentStarted{CallID: "c", Child: "k", Title: "t", Agent: "a", Prompt: "p", Description: "d"},
-		&SubagentEnded{Child: "k"},
-		&TodosUpdated{Todos: []Todo{{Content: "c", Status: TodoCompleted, Priority: PriorityLow}}},
-		&Compaction{ID: "x", Message: "m", Auto: true, Overflow: &yes},
-		&Retry{Message: "m", Attempt: 2, Error: MessageError{Name: ErrNameAPI, Data: ErrorData{Message: "m", Kind: ErrorRateLimit, StatusCode: &two}}},
-		&AgentError{Message: "m", Kind: ErrorAuth, Text: "t", StatusCode: &two},
-		&TurnEnded{TurnID: "t", Reason: TurnFailed, Error: "e"},
-		&DroppedInput{Dropped: Dropped{Source: "s", Line: 3, Kind: "k", Reason: DropOversize, Detail: "d", Raw: "r"}},
+	evs := []agent.Event{
+		&agent.SessionInfo{EventBase: agent.EventBase{Time: 1}, ProviderSessionID: "s", ProviderID: "p", ModelID: "m", Agent: "a", Cwd: "/c", Title: "t"},
+		&agent.TurnStarted{TurnID: "t"},
+		&agent.UserPrompt{EventBase: agent.EventBase{Session: "k"}, PromptID: "u", Text: "<b>&", Files: []agent.PromptFile{{Mime: "image/png", Filename: "f", URL: "data:,"}}, Synthetic: true},
+		&agent.MessageStarted{Message: "m", ProviderID: "p", ModelID: "x"},
+		&agent.TextDelta{Message: "m", Block: "b", Delta: "d"},
+		&agent.TextFinal{Message: "m", Block: "b", Text: "t"},
+		&agent.ReasoningDelta{Message: "m", Block: "b", Delta: "d"},
+		&agent.ReasoningFinal{Message: "m", Block: "b", Text: "t", Metadata: agent.Object{"signature": "s", "n": json.Number("12345678901234567890")}},
+		&agent.ToolCall{Message: "m", CallID: "c", Tool: "bash", Title: "t", Input: json.RawMessage(`{"command":"ls"}`), Metadata: agent.Object{"k": "v"}},
+		&agent.ToolInputDelta{CallID: "c", Delta: "{"},
+		&agent.ToolRunning{CallID: "c"},
+		&agent.ToolBlocked{Message: "m", CallID: "c", Tool: "edit", Input: json.RawMessage(`{}`), Permission: &agent.PermissionRequest{ID: "p", Permission: "edit", Patterns: []string{"a"}, Always: []string{"*"}, Metadata: agent.Object{"diff": "x"}}},
+		&agent.ToolBlocked{CallID: "c", Question: &agent.QuestionRequest{ID: "q", Questions: []agent.QuestionInfo{{Question: "?", Header: "h", Options: []agent.QuestionOption{{Label: "l", Description: "d"}}, Multiple: &yes}}}},
+		&agent.ToolResolved{CallID: "c", Decision: agent.DecisionReject, Reason: agent.ReasonTimeout},
+		&agent.ToolResolved{CallID: "c", Answers: [][]string{{"l"}}},
+		&agent.ToolCompleted{CallID: "c", Output: "o", Title: "t", Metadata: agent.Object{"exit": json.Number("0")}, Files: []agent.PromptFile{{Mime: "text/plain", URL: "data:,x"}}},
+		&agent.ToolFailed{CallID: "c", Error: "e", Metadata: agent.Object{"exit": json.Number("2")}},
+		&agent.Usage{Message: "m", Tokens: &agent.Tokens{Input: &one, Cache: agent.CacheTokens{Write: &one}}, Cost: &cost},
+		&agent.StepFinished{Message: "m", Finish: agent.FinishStop},
+		&agent.SubagentStarted{CallID: "c", Child: "k", Title: "t", Agent: "a", Prompt: "p", Description: "d"},
+		&agent.SubagentEnded{Child: "k"},
+		&agent.TodosUpdated{Todos: []agent.Todo{{Content: "c", Status: agent.TodoCompleted, Priority: agent.PriorityLow}}},
+		&agent.Compaction{ID: "x", Message: "m", Auto: true, Overflow: &yes},
+		&agent.Retry{Message: "m", Attempt: 2, Error: agent.MessageError{Name: agent.ErrNameAPI, Data: agent.ErrorData{Message: "m", Kind: agent.ErrorRateLimit, StatusCode: &two}}},
+		&agent.AgentError{Message: "m", Kind: agent.ErrorAuth, Text: "t", StatusCode: &two},
+		&agent.TurnEnded{TurnID: "t", Reason: agent.TurnFailed, Error: "e"},
+		&agent.DroppedInput{Dropped: agent.Dropped{Source: "s", Line: 3, Kind: "k", Reason: agent.DropOversize, Detail: "d", Raw: "r"}},
 	}
 	names := map[string]bool{}
 	for _, ev := range evs {
-		raw, err := EncodeEvent(ev)
+		raw, err := agent.EncodeEvent(ev)
 		if err != nil {
 			t.Fatalf("%T: %v", ev, err)
 		}
-		names[EventName(ev)] = true
-		if !strings.HasPrefix(string(raw), `{"type":"`+EventName(ev)+`"`) {
+		names[agent.EventName(ev)] = true
+		if !strings.HasPrefix(string(raw), `{"type":"`+agent.EventName(ev)+`"`) {
 			t.Fatalf("encoding does not start with its type: %s", raw)
 		}
-		back, err := DecodeEvent(raw)
+		back, err := agent.DecodeEvent(raw)
 		if err != nil {
 			t.Fatalf("decode %s: %v", raw, err)
 		}
@@ -348,10 +350,10 @@ func TestEncodeDecodeEveryEvent(t *testing.T) {
 	if len(names) != 25 {
 		t.Fatalf("covered %d event types, want all 25", len(names))
 	}
-	if got, _ := EncodeEvent(&TurnStarted{}); string(got) != `{"type":"TurnStarted"}` {
+	if got, _ := agent.EncodeEvent(&agent.TurnStarted{}); string(got) != `{"type":"TurnStarted"}` {
 		t.Fatalf("empty event encodes as %s", got)
 	}
-	if got, _ := EncodeEvent(&UserPrompt{PromptID: "u", Text: "<&>"}); !strings.Contains(string(got), `"<&>"`) {
+	if got, _ := agent.EncodeEvent(&agent.UserPrompt{PromptID: "u", Text: "<&>"}); !strings.Contains(string(got), `"<&>"`) {
 		t.Fatalf("HTML escaped: %s", got)
 	}
 }
@@ -359,35 +361,35 @@ func TestEncodeDecodeEveryEvent(t *testing.T) {
 func TestDecodeEventRefusals(t *testing.T) {
 	cases := []struct {
 		in     string
-		reason DropReason
+		reason agent.DropReason
 		typ    string
 	}{
-		{`{"type":"TextDelta"`, DropUnparseableJSON, ""},
-		{`<html>`, DropUnparseableJSON, ""},
-		{`[{"type":"TextDelta"}]`, DropNotAnObject, ""},
-		{`"TextDelta"`, DropNotAnObject, ""},
-		{`null`, DropNotAnObject, ""},
-		{`{}`, DropInvalidField, ""},
-		{`{"type":3}`, DropInvalidField, ""},
-		{`{"type":"Teleport"}`, DropUnknownType, "Teleport"},
-		{`{"type":"TextDelta","delta":5}`, DropInvalidField, "TextDelta"},
-		{`{"type":"TextDelta","time":1.5}`, DropInvalidField, "TextDelta"},
-		{`{"type":"TextDelta","time":-3}`, DropInvalidField, "TextDelta"},
-		{`{"type":"ToolCall","tool":"bash"}`, DropMissingID, "ToolCall"},
-		{`{"type":"UserPrompt","text":"x"}`, DropMissingID, "UserPrompt"},
-		{`{"type":"SubagentStarted","callID":"c"}`, DropMissingID, "SubagentStarted"},
-		{`{"type":"ToolBlocked","callID":"c"}`, DropInvalidField, "ToolBlocked"},
-		{`{"type":"ToolBlocked","callID":"c","permission":{},"question":{}}`, DropInvalidField, "ToolBlocked"},
-		{`{"type":"ToolResolved","callID":"c","decision":"allow"}`, DropUnknownDecision, "ToolResolved"},
-		{`{"type":"ToolResolved","callID":"c","decision":"ONCE"}`, DropUnknownDecision, "ToolResolved"},
-		{`{"type":"ToolResolved","callID":"c"}`, DropInvalidField, "ToolResolved"},
-		{`{"type":"StepFinished","finish":"done"}`, DropInvalidField, "StepFinished"},
-		{`{"type":"Retry","attempt":-1}`, DropInvalidField, "Retry"},
+		{`{"type":"TextDelta"`, agent.DropUnparseableJSON, ""},
+		{`<html>`, agent.DropUnparseableJSON, ""},
+		{`[{"type":"TextDelta"}]`, agent.DropNotAnObject, ""},
+		{`"TextDelta"`, agent.DropNotAnObject, ""},
+		{`null`, agent.DropNotAnObject, ""},
+		{`{}`, agent.DropInvalidField, ""},
+		{`{"type":3}`, agent.DropInvalidField, ""},
+		{`{"type":"Teleport"}`, agent.DropUnknownType, "Teleport"},
+		{`{"type":"TextDelta","delta":5}`, agent.DropInvalidField, "TextDelta"},
+		{`{"type":"TextDelta","time":1.5}`, agent.DropInvalidField, "TextDelta"},
+		{`{"type":"TextDelta","time":-3}`, agent.DropInvalidField, "TextDelta"},
+		{`{"type":"ToolCall","tool":"bash"}`, agent.DropMissingID, "ToolCall"},
+		{`{"type":"UserPrompt","text":"x"}`, agent.DropMissingID, "UserPrompt"},
+		{`{"type":"SubagentStarted","callID":"c"}`, agent.DropMissingID, "SubagentStarted"},
+		{`{"type":"ToolBlocked","callID":"c"}`, agent.DropInvalidField, "ToolBlocked"},
+		{`{"type":"ToolBlocked","callID":"c","permission":{},"question":{}}`, agent.DropInvalidField, "ToolBlocked"},
+		{`{"type":"ToolResolved","callID":"c","decision":"allow"}`, agent.DropUnknownDecision, "ToolResolved"},
+		{`{"type":"ToolResolved","callID":"c","decision":"ONCE"}`, agent.DropUnknownDecision, "ToolResolved"},
+		{`{"type":"ToolResolved","callID":"c"}`, agent.DropInvalidField, "ToolResolved"},
+		{`{"type":"StepFinished","finish":"done"}`, agent.DropInvalidField, "StepFinished"},
+		{`{"type":"Retry","attempt":-1}`, agent.DropInvalidField, "Retry"},
 	}
 	for _, c := range cases {
-		_, err := DecodeEvent([]byte(c.in))
-		var ee *EventError
-		if !errors.As(err, &ee) || !errors.Is(err, ErrBadEvent) {
+		_, err := agent.DecodeEvent([]byte(c.in))
+		var ee *agent.EventError
+		if !errors.As(err, &ee) || !errors.Is(err, agent.ErrBadEvent) {
 			t.Errorf("%s: err = %v, want an *EventError", c.in, err)
 			continue
 		}
@@ -400,24 +402,24 @@ func TestDecodeEventRefusals(t *testing.T) {
 		}
 	}
 	// Members an event does not have are ignored (a newer writer).
-	ev, err := DecodeEvent([]byte(`{"type":"TextDelta","delta":"x","futureField":{"a":1}}`))
-	if err != nil || ev.(*TextDelta).Delta != "x" {
+	ev, err := agent.DecodeEvent([]byte(`{"type":"TextDelta","delta":"x","futureField":{"a":1}}`))
+	if err != nil || ev.(*agent.TextDelta).Delta != "x" {
 		t.Fatalf("unknown member: %v, %v", ev, err)
 	}
 	// Raw is cut to 512 bytes on a UTF-8 boundary.
 	long := `{"type":"Nope","x":"` + strings.Repeat("é", 400) + `"}`
-	_, err = DecodeEvent([]byte(long))
-	var ee *EventError
+	_, err = agent.DecodeEvent([]byte(long))
+	var ee *agent.EventError
 	errors.As(err, &ee)
 	if d := ee.Dropped("log", 1, []byte(long)); len(d.Raw) > 512 || !strings.HasPrefix(long, d.Raw) || !json.Valid([]byte(`"`+d.Raw[20:]+`"`)) {
 		t.Fatalf("raw cut wrongly: %d bytes", len(d.Raw))
 	}
-	if _, err := EncodeEvent(nil); !errors.Is(err, ErrBadEvent) {
+	if _, err := agent.EncodeEvent(nil); !errors.Is(err, agent.ErrBadEvent) {
 		t.Fatalf("EncodeEvent(nil) = %v", err)
 	}
 	nan := 0.0
 	nan = nan / nan
-	if _, err := EncodeEvent(&Usage{Cost: &nan}); !errors.Is(err, ErrBadEvent) {
+	if _, err := agent.EncodeEvent(&agent.Usage{Cost: &nan}); !errors.Is(err, agent.ErrBadEvent) {
 		t.Fatalf("EncodeEvent(NaN cost) = %v", err)
 	}
 }

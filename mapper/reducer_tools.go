@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/happy-dev/happy/agent"
 )
 
 // redTool is a tool part and what the reducer knows beyond its wire state.
@@ -19,7 +21,7 @@ type redTool struct {
 	// title and meta are the state's title and metadata. A pending state
 	// has neither on the wire, so they wait here until the tool runs.
 	title string
-	meta  Object
+	meta  agent.Object
 	// seen holds the identities of the blocks already applied, so a
 	// re-delivered ToolBlocked does not block the tool again.
 	seen map[string]struct{}
@@ -40,7 +42,7 @@ func redSortedTools(set map[*redTool]struct{}) []*redTool {
 }
 
 // redObjectsEqual compares two objects, nil and empty being equal.
-func redObjectsEqual(a, b Object) bool {
+func redObjectsEqual(a, b agent.Object) bool {
 	if len(a) == 0 && len(b) == 0 {
 		return true
 	}
@@ -48,11 +50,11 @@ func redObjectsEqual(a, b Object) bool {
 }
 
 // redMerge returns a new object with the members of base, then of over.
-func redMerge(base, over Object) Object {
+func redMerge(base, over agent.Object) agent.Object {
 	if len(over) == 0 {
 		return base
 	}
-	out := make(Object, len(base)+len(over))
+	out := make(agent.Object, len(base)+len(over))
 	for k, v := range base {
 		out[k] = v
 	}
@@ -64,13 +66,13 @@ func redMerge(base, over Object) Object {
 
 // input parses a tool input, recording a refusal when it is not a JSON
 // object. ok is false when raw is empty or refused.
-func (r *Reducer) input(s *redSession, raw []byte) (Object, bool) {
+func (r *Reducer) input(s *redSession, raw []byte) (agent.Object, bool) {
 	if len(strings.TrimSpace(string(raw))) == 0 {
 		return nil, false
 	}
 	o, err := DecodeObject(raw)
 	if err != nil {
-		r.drop(s, DropInvalidField, "tool input: "+err.Error())
+		r.drop(s, agent.DropInvalidField, "tool input: "+err.Error())
 		return nil, false
 	}
 	return o, true
@@ -79,13 +81,13 @@ func (r *Reducer) input(s *redSession, raw []byte) (Object, bool) {
 func (r *Reducer) emitTool(tl *redTool) { r.emitPart(tl.part) }
 
 // newTool creates a pending tool part in the message the event refers to.
-func (r *Reducer) newTool(s *redSession, msgKey, callID, tool, title string, input Object, meta Object, t int64) *redTool {
+func (r *Reducer) newTool(s *redSession, msgKey, callID, tool, title string, input agent.Object, meta agent.Object, t int64) *redTool {
 	m := r.assistant(s, msgKey, redFindOutput, t)
 	if tool == "" {
 		tool = "unknown"
 	}
 	if input == nil {
-		input = Object{}
+		input = agent.Object{}
 	}
 	tl := &redTool{
 		msg:   m,
@@ -102,7 +104,7 @@ func (r *Reducer) newTool(s *redSession, msgKey, callID, tool, title string, inp
 		Metadata: meta,
 	}
 	if child, ok := s.links[callID]; ok {
-		tl.meta = Object{"sessionId": child}
+		tl.meta = agent.Object{"sessionId": child}
 		delete(s.links, callID)
 	}
 	m.parts = append(m.parts, tl.part)
@@ -113,7 +115,7 @@ func (r *Reducer) newTool(s *redSession, msgKey, callID, tool, title string, inp
 	return tl
 }
 
-func (r *Reducer) toolCall(s *redSession, e *ToolCall, t int64) {
+func (r *Reducer) toolCall(s *redSession, e *agent.ToolCall, t int64) {
 	input, hasInput := r.input(s, e.Input)
 	tl := s.tools[e.CallID]
 	if tl == nil {
@@ -161,10 +163,10 @@ func (r *Reducer) toolCall(s *redSession, e *ToolCall, t int64) {
 	}
 }
 
-func (r *Reducer) toolInputDelta(s *redSession, e *ToolInputDelta) {
+func (r *Reducer) toolInputDelta(s *redSession, e *agent.ToolInputDelta) {
 	tl := s.tools[e.CallID]
 	if tl == nil {
-		r.drop(s, DropOrphan, "tool "+e.CallID+" was never announced")
+		r.drop(s, agent.DropOrphan, "tool "+e.CallID+" was never announced")
 		return
 	}
 	if tl.part.State.Status != StatusPending || tl.inputKnown || e.Delta == "" {
@@ -183,7 +185,7 @@ func (r *Reducer) toolInputDelta(s *redSession, e *ToolInputDelta) {
 func (r *Reducer) move(s *redSession, tl *redTool, next ToolState) bool {
 	path, err := TransitionPath(tl.part.State, next)
 	if err != nil {
-		r.drop(s, DropIllegalTransition, "tool "+tl.part.CallID+": "+err.Error())
+		r.drop(s, agent.DropIllegalTransition, "tool "+tl.part.CallID+": "+err.Error())
 		return false
 	}
 	for _, st := range path {
@@ -209,7 +211,7 @@ func (r *Reducer) move(s *redSession, tl *redTool, next ToolState) bool {
 
 // refuse records a move the state machine refused before it was tried.
 func (r *Reducer) refuse(s *redSession, tl *redTool, err error) {
-	r.drop(s, DropIllegalTransition, "tool "+tl.part.CallID+": "+err.Error())
+	r.drop(s, agent.DropIllegalTransition, "tool "+tl.part.CallID+": "+err.Error())
 }
 
 // runningState is the state a pending tool runs in from t.
@@ -217,10 +219,10 @@ func (tl *redTool) runningState(t int64) ToolState {
 	return ToolState{Status: StatusRunning, Input: tl.part.State.Input, Title: tl.title, Metadata: tl.meta, Time: ToolTime{Start: t}}
 }
 
-func (r *Reducer) toolRunning(s *redSession, e *ToolRunning, t int64) {
+func (r *Reducer) toolRunning(s *redSession, e *agent.ToolRunning, t int64) {
 	tl := s.tools[e.CallID]
 	if tl == nil {
-		r.drop(s, DropOrphan, "tool "+e.CallID+" was never announced")
+		r.drop(s, agent.DropOrphan, "tool "+e.CallID+" was never announced")
 		return
 	}
 	if tl.part.State.Status == StatusRunning {
@@ -231,7 +233,7 @@ func (r *Reducer) toolRunning(s *redSession, e *ToolRunning, t int64) {
 
 // blockIdentity is what makes two ToolBlocked events the same request: the
 // provider's id, else the request's content.
-func blockIdentity(e *ToolBlocked) string {
+func blockIdentity(e *agent.ToolBlocked) string {
 	if p := e.Permission; p != nil {
 		if p.ID != "" {
 			return "id\x00" + p.ID
@@ -252,7 +254,7 @@ func blockIdentity(e *ToolBlocked) string {
 	return ""
 }
 
-func (r *Reducer) toolBlocked(s *redSession, e *ToolBlocked, t int64) {
+func (r *Reducer) toolBlocked(s *redSession, e *agent.ToolBlocked, t int64) {
 	input, hasInput := r.input(s, e.Input)
 	tl := s.tools[e.CallID]
 	// Build and check the block before anything changes.
@@ -275,7 +277,7 @@ func (r *Reducer) toolBlocked(s *redSession, e *ToolBlocked, t int64) {
 			blk.Always = []string{}
 		}
 		if blk.Metadata == nil {
-			blk.Metadata = Object{}
+			blk.Metadata = agent.Object{}
 		}
 	} else {
 		blk = &Block{Type: BlockQuestion, ID: e.Question.ID, Questions: slices.Clone(e.Question.Questions)}
@@ -285,7 +287,7 @@ func (r *Reducer) toolBlocked(s *redSession, e *ToolBlocked, t int64) {
 		check.ID = "unassigned"
 	}
 	if err := check.Validate(); err != nil {
-		r.drop(s, DropInvalidField, "block: "+err.Error())
+		r.drop(s, agent.DropInvalidField, "block: "+err.Error())
 		return
 	}
 	if tl == nil {
@@ -322,10 +324,10 @@ func (r *Reducer) toolBlocked(s *redSession, e *ToolBlocked, t int64) {
 	}
 }
 
-func (r *Reducer) toolResolved(s *redSession, e *ToolResolved, t int64) {
+func (r *Reducer) toolResolved(s *redSession, e *agent.ToolResolved, t int64) {
 	tl := s.tools[e.CallID]
 	if tl == nil {
-		r.drop(s, DropOrphan, "tool "+e.CallID+" was never announced")
+		r.drop(s, agent.DropOrphan, "tool "+e.CallID+" was never announced")
 		return
 	}
 	cur := tl.part.State
@@ -337,7 +339,7 @@ func (r *Reducer) toolResolved(s *redSession, e *ToolResolved, t int64) {
 			return
 		}
 		to := StatusRunning
-		if e.Decision == DecisionReject {
+		if e.Decision == agent.DecisionReject {
 			to = StatusError
 		}
 		r.refuse(s, tl, &TransitionError{From: cur.Status, To: to, Reason: "only a blocked tool takes an answer"})
@@ -349,23 +351,23 @@ func (r *Reducer) toolResolved(s *redSession, e *ToolResolved, t int64) {
 	switch blk.Type {
 	case BlockPermission:
 		if e.Decision == "" || e.Answers != nil {
-			r.drop(s, DropInvalidField, "a permission is answered with a decision (once, always, reject), not answers")
+			r.drop(s, agent.DropInvalidField, "a permission is answered with a decision (once, always, reject), not answers")
 			return
 		}
 		next, err = cur.Decide(e.Decision, t, e.Reason)
 	case BlockQuestion:
 		switch {
-		case e.Decision == DecisionReject:
+		case e.Decision == agent.DecisionReject:
 			if len(e.Answers) != 0 {
-				r.drop(s, DropInvalidField, "a rejected question has no answers")
+				r.drop(s, agent.DropInvalidField, "a rejected question has no answers")
 				return
 			}
-			next, err = cur.Decide(DecisionReject, t, e.Reason)
+			next, err = cur.Decide(agent.DecisionReject, t, e.Reason)
 		case e.Decision != "":
-			r.drop(s, DropInvalidField, "a question is answered (answers) or rejected, not "+string(e.Decision))
+			r.drop(s, agent.DropInvalidField, "a question is answered (answers) or rejected, not "+string(e.Decision))
 			return
 		case len(e.Answers) != len(blk.Questions):
-			r.drop(s, DropInvalidField, "answers do not match the questions one to one")
+			r.drop(s, agent.DropInvalidField, "answers do not match the questions one to one")
 			return
 		default:
 			next, err = cur.Answer(redCloneAnswers(e.Answers), t)
@@ -380,10 +382,10 @@ func (r *Reducer) toolResolved(s *redSession, e *ToolResolved, t int64) {
 	}
 	tl.settled = next.Status == StatusError
 	switch {
-	case e.Decision == DecisionReject && e.Reason == "":
+	case e.Decision == agent.DecisionReject && e.Reason == "":
 		// A person said no: every other request of the session goes too.
 		r.cascadeReject(s, tl, t)
-	case e.Decision == DecisionAlways:
+	case e.Decision == agent.DecisionAlways:
 		r.always(s, tl, next.Block, t)
 	}
 }
@@ -436,7 +438,7 @@ func (r *Reducer) cascadeReject(s *redSession, rejected *redTool, t int64) {
 	}
 	for _, callID := range RejectCascade(rejected.part.CallID, blocked) {
 		tl := s.tools[callID]
-		next, err := tl.part.State.Decide(DecisionReject, t, ReasonCancelled)
+		next, err := tl.part.State.Decide(agent.DecisionReject, t, agent.ReasonCancelled)
 		if err != nil {
 			r.refuse(s, tl, err)
 			continue
@@ -450,12 +452,12 @@ func (r *Reducer) cascadeReject(s *redSession, rejected *redTool, t int64) {
 // of the session that the ruleset now allows.
 func (r *Reducer) always(s *redSession, tl *redTool, res *Block, t int64) {
 	if _, err := s.rules.Always(res); err != nil {
-		r.drop(s, DropInvalidField, "always: "+err.Error())
+		r.drop(s, agent.DropInvalidField, "always: "+err.Error())
 		return
 	}
 	for _, callID := range s.rules.Unblocked(s.blockedTools(tl)) {
 		other := s.tools[callID]
-		next, err := other.part.State.Decide(DecisionAlways, t, "")
+		next, err := other.part.State.Decide(agent.DecisionAlways, t, "")
 		if err != nil {
 			r.refuse(s, other, err)
 			continue
@@ -476,10 +478,10 @@ func (s *redSession) blockedTools(except *redTool) []BlockedTool {
 	return out
 }
 
-func (r *Reducer) toolCompleted(s *redSession, e *ToolCompleted, t int64) {
+func (r *Reducer) toolCompleted(s *redSession, e *agent.ToolCompleted, t int64) {
 	tl := s.tools[e.CallID]
 	if tl == nil {
-		r.drop(s, DropOrphan, "tool "+e.CallID+" was never announced")
+		r.drop(s, agent.DropOrphan, "tool "+e.CallID+" was never announced")
 		return
 	}
 	cur := tl.part.State
@@ -492,7 +494,7 @@ func (r *Reducer) toolCompleted(s *redSession, e *ToolCompleted, t int64) {
 	}
 	meta := redMerge(tl.meta, e.Metadata)
 	if meta == nil {
-		meta = Object{}
+		meta = agent.Object{}
 	}
 	if cur.Status == StatusCompleted && cur.Output == e.Output && cur.Title == title && redObjectsEqual(cur.Metadata, meta) {
 		return // the same result again
@@ -518,10 +520,10 @@ func (r *Reducer) toolCompleted(s *redSession, e *ToolCompleted, t int64) {
 	}
 }
 
-func (r *Reducer) toolFailed(s *redSession, e *ToolFailed, t int64) {
+func (r *Reducer) toolFailed(s *redSession, e *agent.ToolFailed, t int64) {
 	tl := s.tools[e.CallID]
 	if tl == nil {
-		r.drop(s, DropOrphan, "tool "+e.CallID+" was never announced")
+		r.drop(s, agent.DropOrphan, "tool "+e.CallID+" was never announced")
 		return
 	}
 	msg := e.Error
@@ -538,7 +540,7 @@ func (r *Reducer) toolFailed(s *redSession, e *ToolFailed, t int64) {
 	case StatusBlocked:
 		// The agent settled the request itself (a "No" typed in its own UI).
 		var err error
-		if next, err = cur.Decide(DecisionReject, t, ReasonAnsweredInAgent); err != nil {
+		if next, err = cur.Decide(agent.DecisionReject, t, agent.ReasonAnsweredInAgent); err != nil {
 			r.refuse(s, tl, err)
 			return
 		}
@@ -564,10 +566,10 @@ func (r *Reducer) linkChild(s *redSession, tl *redTool, childID string) {
 	if tl.meta["sessionId"] == childID {
 		return
 	}
-	tl.meta = redMerge(tl.meta, Object{"sessionId": childID})
+	tl.meta = redMerge(tl.meta, agent.Object{"sessionId": childID})
 	if cur := tl.part.State; cur.Status == StatusRunning || cur.Status == StatusBlocked {
 		next := cur
-		next.Metadata = redMerge(cur.Metadata, Object{"sessionId": childID})
+		next.Metadata = redMerge(cur.Metadata, agent.Object{"sessionId": childID})
 		r.move(s, tl, next)
 	}
 }

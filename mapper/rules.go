@@ -33,6 +33,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/happy-dev/happy/agent"
 )
 
 // MatchWildcard reports whether s matches pattern with the wildcard rules
@@ -186,11 +188,11 @@ var ErrNotAlways = errors.New("block cannot grant always rules")
 func (r *Ruleset) Always(b *Block) ([]PermissionRule, error) {
 	switch {
 	case b == nil:
-		return nil, &FieldError{Reason: DropInvalidField, Msg: "no block", Err: ErrNotAlways}
+		return nil, &FieldError{Reason: agent.DropInvalidField, Msg: "no block", Err: ErrNotAlways}
 	case b.Type != BlockPermission || b.Permission == "":
-		return nil, &FieldError{Path: "type", Reason: DropInvalidField, Msg: "only a permission block grants always rules", Err: ErrNotAlways}
-	case b.Resolved() && b.Decision != DecisionAlways:
-		return nil, &FieldError{Path: "decision", Reason: DropInvalidField, Msg: "block was decided " + string(b.Decision) + ", not always", Err: ErrNotAlways}
+		return nil, &FieldError{Path: "type", Reason: agent.DropInvalidField, Msg: "only a permission block grants always rules", Err: ErrNotAlways}
+	case b.Resolved() && b.Decision != agent.DecisionAlways:
+		return nil, &FieldError{Path: "decision", Reason: agent.DropInvalidField, Msg: "block was decided " + string(b.Decision) + ", not always", Err: ErrNotAlways}
 	}
 	var added []PermissionRule
 	for _, p := range b.Always {
@@ -248,7 +250,7 @@ func RuntimeRules(t *Transcript) []PermissionRule {
 	for _, m := range t.Messages {
 		for _, p := range m.Parts {
 			tp, ok := p.(*ToolPart)
-			if !ok || tp.State.Block == nil || tp.State.Block.Decision != DecisionAlways {
+			if !ok || tp.State.Block == nil || tp.State.Block.Decision != agent.DecisionAlways {
 				continue
 			}
 			_, _ = rs.Always(tp.State.Block) // decided always: cannot fail

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/happy-dev/happy/agent"
 )
 
 func TestMatchWildcard(t *testing.T) {
@@ -122,7 +124,7 @@ func TestRulesetAlwaysAndCascade(t *testing.T) {
 		t.Fatalf("before always: %v", got)
 	}
 	b := Block{Type: BlockPermission, ID: "per_1", Permission: "edit", Patterns: []string{"src/a.go"},
-		Always: []string{"src/*", "src/*"}, Metadata: Object{}}
+		Always: []string{"src/*", "src/*"}, Metadata: agent.Object{}}
 	added, err := rs.Always(&b)
 	if err != nil {
 		t.Fatal(err)
@@ -136,7 +138,7 @@ func TestRulesetAlwaysAndCascade(t *testing.T) {
 	}
 	// A runtime allow never overrides a configured deny.
 	bashAlways := Block{Type: BlockPermission, ID: "per_2", Permission: "bash", Patterns: []string{"ls -la"},
-		Always: []string{"*"}, Metadata: Object{}, Decision: DecisionAlways, DecidedAt: ptr[int64](5)}
+		Always: []string{"*"}, Metadata: agent.Object{}, Decision: agent.DecisionAlways, DecidedAt: ptr[int64](5)}
 	if _, err := rs.Always(&bashAlways); err != nil {
 		t.Fatal(err)
 	}
@@ -153,8 +155,8 @@ func TestRulesetAlwaysAndCascade(t *testing.T) {
 	for name, bad := range map[string]*Block{
 		"nil":      nil,
 		"question": {Type: BlockQuestion, ID: "q"},
-		"once":     {Type: BlockPermission, ID: "p", Permission: "edit", Decision: DecisionOnce, DecidedAt: ptr[int64](1)},
-		"reject":   {Type: BlockPermission, ID: "p", Permission: "edit", Decision: DecisionReject, DecidedAt: ptr[int64](1)},
+		"once":     {Type: BlockPermission, ID: "p", Permission: "edit", Decision: agent.DecisionOnce, DecidedAt: ptr[int64](1)},
+		"reject":   {Type: BlockPermission, ID: "p", Permission: "edit", Decision: agent.DecisionReject, DecidedAt: ptr[int64](1)},
 	} {
 		if _, err := rs.Always(bad); !errors.Is(err, ErrNotAlways) {
 			t.Errorf("%s: err = %v", name, err)
@@ -171,16 +173,16 @@ func TestRulesetAlwaysAndCascade(t *testing.T) {
 func TestRuntimeRulesFromTranscript(t *testing.T) {
 	tool := func(id string, b *Block) Part {
 		return &ToolPart{PartBase: PartBase{ID: id, SessionID: "s", MessageID: "m"}, CallID: "c" + id, Tool: "edit",
-			State: ToolState{Status: StatusCompleted, Input: Object{}, Metadata: Object{}, Block: b}}
+			State: ToolState{Status: StatusCompleted, Input: agent.Object{}, Metadata: agent.Object{}, Block: b}}
 	}
 	always := func(perm string, pats ...string) *Block {
-		return &Block{Type: BlockPermission, ID: "b", Permission: perm, Always: pats, Decision: DecisionAlways, DecidedAt: ptr[int64](1)}
+		return &Block{Type: BlockPermission, ID: "b", Permission: perm, Always: pats, Decision: agent.DecisionAlways, DecidedAt: ptr[int64](1)}
 	}
 	tr := Transcript{Session: Session{ID: "s"}, Messages: []MessageWithParts{{
 		Info: &AssistantMessage{ID: "m", SessionID: "s"},
 		Parts: []Part{
 			tool("1", always("edit", "src/*")),
-			tool("2", resolvedPerm(DecisionOnce, 1, "")),
+			tool("2", resolvedPerm(agent.DecisionOnce, 1, "")),
 			tool("3", always("bash", "git *", "src/*")),
 			tool("4", always("edit", "src/*")),
 		},

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper/schema"
 )
 
@@ -46,7 +47,7 @@ func variantsTranscript() Transcript {
 		Model:  ModelRef{ProviderID: "openai", ModelID: "gpt-5"},
 		Format: json.RawMessage(`{"type":"json_schema","schema":{"type":"object"}}`), System: "You are terse.",
 		Tools: map[string]bool{"bash": true, "webfetch": false}, Variant: "high",
-		Summary: &UserSummary{Title: "Fix tests", Diffs: []FileDiff{{File: "a.go", Before: "x", After: "y", Additions: 1, Deletions: 1, Status: "modified"}}}}
+		Summary: &UserSummary{Title: "Fix tests", Diffs: []agent.FileDiff{{File: "a.go", Before: "x", After: "y", Additions: 1, Deletions: 1, Status: "modified"}}}}
 	userPart := &TextPart{PartBase: PartBase{ID: "prt_u0", SessionID: sid, MessageID: "msg_u"}, Text: "Fix the tests.", Ignored: true}
 
 	sample := sampleAssistant() // every known part type
@@ -63,27 +64,27 @@ func variantsTranscript() Transcript {
 
 	tool := func(id string, st ToolState) Part {
 		return &ToolPart{PartBase: PartBase{ID: id, SessionID: sid, MessageID: "msg_t"}, CallID: "call_" + id, Tool: "bash",
-			State: st, Metadata: Object{"provider": "codex"}}
+			State: st, Metadata: agent.Object{"provider": "codex"}}
 	}
-	in := Object{"command": "go test ./...", "timeout": json.Number("120")}
+	in := agent.Object{"command": "go test ./...", "timeout": json.Number("120")}
 	perm := Block{Type: BlockPermission, ID: "per_v", Permission: "bash", Patterns: []string{"go test ./..."},
-		Always: []string{"go test *"}, Metadata: Object{"cwd": "/src"}}
-	pending := PendingState(Object{}, `{"command":"go te`)
+		Always: []string{"go test *"}, Metadata: agent.Object{"cwd": "/src"}}
+	pending := PendingState(agent.Object{}, `{"command":"go te`)
 	running, _ := PendingState(in, "").Run(2000)
-	running.Title, running.Metadata = "go test", Object{"progress": json.Number("0.5")}
+	running.Title, running.Metadata = "go test", agent.Object{"progress": json.Number("0.5")}
 	blocked, _ := running.Ask(perm)
-	always, _ := blocked.Decide(DecisionAlways, 2100, "")
-	completed, _ := always.Complete("ok", "go test", Object{"exit": json.Number("0")}, 2200)
+	always, _ := blocked.Decide(agent.DecisionAlways, 2100, "")
+	completed, _ := always.Complete("ok", "go test", agent.Object{"exit": json.Number("0")}, 2200)
 	completed.Attachments = []FilePart{{PartBase: PartBase{ID: "prt_att", SessionID: sid, MessageID: "msg_t"},
 		Mime: "text/plain", Filename: "out.txt", URL: "data:text/plain;base64,b2s="}}
 	qblocked, _ := running.Ask(questionRequest())
-	qrejected, _ := qblocked.Settle(ReasonTimeout, 2300)
-	rejected, _ := blocked.Decide(DecisionReject, 2400, "")
-	settled, _ := pending.Settle(ReasonAgentExited, 2500)
+	qrejected, _ := qblocked.Settle(agent.ReasonTimeout, 2300)
+	rejected, _ := blocked.Decide(agent.DecisionReject, 2400, "")
+	settled, _ := pending.Settle(agent.ReasonAgentExited, 2500)
 	failed, _ := running.Fail("exit status 1", nil, 2600)
 	errMsg := &AssistantMessage{ID: "msg_t", SessionID: sid, Time: AssistantTime{Created: 1900, Completed: ptr[int64](2700)},
 		ParentID: "msg_u", ModelID: "gpt-5", ProviderID: "openai", Agent: "build", Path: MessagePath{Cwd: "/src", Root: "/src"},
-		Finish: FinishError, Error: &MessageError{Name: ErrNameAPI, Data: ErrorData{Message: "stream broke", Kind: ErrorTransport,
+		Finish: agent.FinishError, Error: &agent.MessageError{Name: agent.ErrNameAPI, Data: agent.ErrorData{Message: "stream broke", Kind: agent.ErrorTransport,
 			ProviderID: "openai", StatusCode: ptr(502), IsRetryable: ptr(false), ResponseBody: "<html>bad gateway</html>"}},
 		Summary: ptr(false), Variant: "high"}
 	toolParts := []Part{
@@ -99,17 +100,17 @@ func variantsTranscript() Transcript {
 		Session: Session{ID: sid, ProjectID: "prj", Directory: "/src", Title: "variants",
 			Time:       SessionTime{Created: 1000, Updated: 2700, Compacting: ptr[int64](2650)},
 			Permission: []PermissionRule{{Permission: "*", Pattern: "*", Action: ActionAsk}, {Permission: "read", Pattern: "src/**", Action: ActionAllow}},
-			Summary:    &SessionSummary{Additions: 3, Deletions: 1, Files: 2, Diffs: []FileDiff{{File: "b.go", Before: "", After: "package b\n", Additions: 1, Status: "added"}}}},
+			Summary:    &SessionSummary{Additions: 3, Deletions: 1, Files: 2, Diffs: []agent.FileDiff{{File: "b.go", Before: "", After: "package b\n", Additions: 1, Status: "added"}}}},
 		Messages: []MessageWithParts{
 			{Info: user, Parts: []Part{userPart}},
 			{Info: &a, Parts: parts},
 			{Info: errMsg, Parts: toolParts},
 		},
 		Children: []Transcript{child},
-		Todos:    []Todo{{Content: "make it pass", Status: TodoCancelled, Priority: PriorityMedium}},
-		Dropped: []Dropped{
-			{Source: "codex-rpc", Line: 12, Kind: "item/weird", Reason: DropUnknownType, Detail: "unknown item type", Raw: `{"type":"item/weird"}`},
-			{Source: "claude-jsonl", Reason: DropUnparseableJSON},
+		Todos:    []agent.Todo{{Content: "make it pass", Status: agent.TodoCancelled, Priority: agent.PriorityMedium}},
+		Dropped: []agent.Dropped{
+			{Source: "codex-rpc", Line: 12, Kind: "item/weird", Reason: agent.DropUnknownType, Detail: "unknown item type", Raw: `{"type":"item/weird"}`},
+			{Source: "claude-jsonl", Reason: agent.DropUnparseableJSON},
 		},
 	}
 }
@@ -209,13 +210,13 @@ func TestGoldenSeedExamples(t *testing.T) {
 		t.Errorf("exchange user message = %+v", ex.Messages[0])
 	}
 	a := ex.Messages[1].Info.(*AssistantMessage)
-	if a.ParentID != "msg_01abc" || *a.Cost != 0.0087 || *a.Tokens.Cache.Read != 3800 || a.Finish != FinishToolCalls || *a.Time.Completed != 1753120004000 {
+	if a.ParentID != "msg_01abc" || *a.Cost != 0.0087 || *a.Tokens.Cache.Read != 3800 || a.Finish != agent.FinishToolCalls || *a.Time.Completed != 1753120004000 {
 		t.Errorf("exchange assistant = %+v", a)
 	}
 	tool := ex.Messages[1].Parts[2].(*ToolPart)
 	b := tool.State.Block
 	if tool.CallID != "call_abc123" || tool.State.Status != StatusCompleted || tool.State.Output != "Created hello.txt (12 bytes)" ||
-		b.Type != BlockPermission || b.ID != "per_001" || b.Decision != DecisionOnce || *b.DecidedAt != 1753120002500 ||
+		b.Type != BlockPermission || b.ID != "per_001" || b.Decision != agent.DecisionOnce || *b.DecidedAt != 1753120002500 ||
 		!reflect.DeepEqual(b.Patterns, []string{"hello.txt"}) || b.Always != nil {
 		t.Errorf("exchange tool = %+v, block %+v", tool, b)
 	}
@@ -253,7 +254,7 @@ func TestGoldenSeedExamples(t *testing.T) {
 	if len(c.Messages) != 2 || c.Messages[1].Info.(*AssistantMessage).Agent != "explore" {
 		t.Errorf("child messages = %+v", c.Messages)
 	}
-	if len(s.Todos) != 3 || s.Todos[1] != (Todo{Content: "Document each endpoint", Status: TodoInProgress, Priority: PriorityMedium}) {
+	if len(s.Todos) != 3 || s.Todos[1] != (agent.Todo{Content: "Document each endpoint", Status: agent.TodoInProgress, Priority: agent.PriorityMedium}) {
 		t.Errorf("todos = %+v", s.Todos)
 	}
 }

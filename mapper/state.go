@@ -21,6 +21,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+
+	"github.com/happy-dev/happy/agent"
 )
 
 // ErrIllegalTransition is wrapped by every *TransitionError.
@@ -130,7 +132,7 @@ func Transition(cur, next ToolState) error {
 			}
 			return nil // Validate refused a rejected block on a running state
 		case StatusError:
-			if next.Block.Decision != DecisionReject {
+			if next.Block.Decision != agent.DecisionReject {
 				return illegal(from, to, "a blocked tool fails only when its block is rejected (decision reject), not %q", next.Block.Decision)
 			}
 			return nil
@@ -172,7 +174,7 @@ func keptBlock(from, to ToolStatus, cur, next *Block) error {
 
 // PendingState is the first state of a tool call: input as known so far
 // (nil is written as {}) and the raw input text streamed so far.
-func PendingState(input Object, raw string) ToolState {
+func PendingState(input agent.Object, raw string) ToolState {
 	return ToolState{Status: StatusPending, Input: input, Raw: raw}
 }
 
@@ -218,18 +220,18 @@ func rejectedText(reason string) string {
 // "rejected" or "rejected: <reason>", ending at at, the block kept with the
 // decision). reason is recorded on the block; leave it "" when a person
 // decided. Any other decision is refused (it wraps ErrUnknownDecision).
-func (s ToolState) Decide(d Decision, at int64, reason string) (ToolState, error) {
-	if _, err := ParseDecision(string(d)); err != nil {
+func (s ToolState) Decide(d agent.Decision, at int64, reason string) (ToolState, error) {
+	if _, err := agent.ParseDecision(string(d)); err != nil {
 		return s, &TransitionError{From: s.Status, To: StatusRunning, Reason: err.Error(), Err: err}
 	}
 	to := StatusRunning
-	if d == DecisionReject {
+	if d == agent.DecisionReject {
 		to = StatusError
 	}
 	if s.Status != StatusBlocked || s.Block == nil {
 		return s, illegal(s.Status, to, "only a blocked tool takes a decision")
 	}
-	if s.Block.Type == BlockQuestion && d != DecisionReject {
+	if s.Block.Type == BlockQuestion && d != agent.DecisionReject {
 		return s, illegal(s.Status, to, "a question is answered (Answer), not decided %q", d)
 	}
 	b := *s.Block
@@ -267,16 +269,16 @@ func (s ToolState) Answer(answers [][]string, at int64) (ToolState, error) {
 // Complete finishes a running tool successfully at end (Unix ms). A nil
 // metadata is written as {}; set Attachments on the result if the tool
 // returned files.
-func (s ToolState) Complete(output, title string, metadata Object, end int64) (ToolState, error) {
+func (s ToolState) Complete(output, title string, metadata agent.Object, end int64) (ToolState, error) {
 	if metadata == nil {
-		metadata = Object{}
+		metadata = agent.Object{}
 	}
 	return apply(s, ToolState{Status: StatusCompleted, Input: s.Input, Output: output, Title: title,
 		Metadata: metadata, Time: ToolTime{Start: s.Time.Start, End: end}, Block: s.Block})
 }
 
 // Fail finishes a running tool with an error message at end (Unix ms).
-func (s ToolState) Fail(message string, metadata Object, end int64) (ToolState, error) {
+func (s ToolState) Fail(message string, metadata agent.Object, end int64) (ToolState, error) {
 	if metadata == nil {
 		metadata = s.Metadata
 	}
@@ -303,7 +305,7 @@ func (s ToolState) Settle(reason string, at int64) (ToolState, error) {
 		next.Time.Start = at
 	case StatusBlocked:
 		b := *s.Block
-		b.Decision, b.DecidedAt, b.Reason = DecisionReject, &at, reason
+		b.Decision, b.DecidedAt, b.Reason = agent.DecisionReject, &at, reason
 		if b.Type == BlockQuestion {
 			b.Answers = [][]string{}
 		}
@@ -358,7 +360,7 @@ func TransitionPath(cur, next ToolState) ([]ToolState, error) {
 	if next.Block != nil {
 		req := unresolved(next.Block)
 		nodes = append(nodes, ToolState{Status: StatusBlocked, Input: next.Input, Title: title, Time: ToolTime{Start: start}, Block: req})
-		if next.Block.Resolved() && next.Block.Decision != DecisionReject {
+		if next.Block.Resolved() && next.Block.Decision != agent.DecisionReject {
 			nodes = append(nodes, ToolState{Status: StatusRunning, Input: next.Input, Title: title, Time: ToolTime{Start: start}, Block: next.Block})
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/happy-dev/happy/agent"
 )
 
 // FuzzToolStateMachine drives a tool through random operations: nothing
@@ -24,7 +26,7 @@ func FuzzToolStateMachine(f *testing.F) {
 	}
 	slices.Sort(names)
 	f.Fuzz(func(t *testing.T, ops []byte) {
-		s := PendingState(Object{"command": "ls"}, "")
+		s := PendingState(agent.Object{"command": "ls"}, "")
 		for i := 0; i < len(ops); i++ {
 			prev := s
 			at := int64(i * 10)
@@ -46,11 +48,11 @@ func FuzzToolStateMachine(f *testing.F) {
 			case 2:
 				next, err = s.Ask(questionRequest())
 			case 3:
-				next, err = s.Decide(DecisionOnce, at, "")
+				next, err = s.Decide(agent.DecisionOnce, at, "")
 			case 4:
-				next, err = s.Decide(DecisionAlways, at, "")
+				next, err = s.Decide(agent.DecisionAlways, at, "")
 			case 5:
-				next, err = s.Decide(DecisionReject, at, "")
+				next, err = s.Decide(agent.DecisionReject, at, "")
 			case 6:
 				next, err = s.Decide("allow", at, "")
 			case 7:
@@ -62,7 +64,7 @@ func FuzzToolStateMachine(f *testing.F) {
 			case 10:
 				next, err = s.Fail("boom", nil, at)
 			case 11:
-				next, err = s.Settle(ReasonCancelled, at)
+				next, err = s.Settle(agent.ReasonCancelled, at)
 			case 12:
 				target := arg()
 				path, err = TransitionPath(s, target)

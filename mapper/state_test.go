@@ -5,19 +5,21 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/happy-dev/happy/agent"
 )
 
 func permRequest() Block {
 	return Block{Type: BlockPermission, ID: "per_1", Permission: "edit", Patterns: []string{"hello.txt"},
-		Always: []string{"*"}, Metadata: Object{"filepath": "hello.txt"}}
+		Always: []string{"*"}, Metadata: agent.Object{"filepath": "hello.txt"}}
 }
 
 func questionRequest() Block {
-	return Block{Type: BlockQuestion, ID: "q_1", Questions: []QuestionInfo{{Question: "Which database?", Header: "DB choice",
-		Options: []QuestionOption{{Label: "PostgreSQL", Description: "server"}, {Label: "SQLite", Description: "file"}}}}}
+	return Block{Type: BlockQuestion, ID: "q_1", Questions: []agent.QuestionInfo{{Question: "Which database?", Header: "DB choice",
+		Options: []agent.QuestionOption{{Label: "PostgreSQL", Description: "server"}, {Label: "SQLite", Description: "file"}}}}}
 }
 
-func resolvedPerm(d Decision, at int64, reason string) *Block {
+func resolvedPerm(d agent.Decision, at int64, reason string) *Block {
 	b := permRequest()
 	b.Decision, b.DecidedAt, b.Reason = d, &at, reason
 	return &b
@@ -25,7 +27,7 @@ func resolvedPerm(d Decision, at int64, reason string) *Block {
 
 // states used by the transition table.
 func stateFixtures() map[string]ToolState {
-	in := Object{"path": "hello.txt"}
+	in := agent.Object{"path": "hello.txt"}
 	req := permRequest()
 	q := questionRequest()
 	answered := questionRequest()
@@ -36,18 +38,18 @@ func stateFixtures() map[string]ToolState {
 		"running":           {Status: StatusRunning, Input: in, Time: ToolTime{Start: 10}},
 		"running titled":    {Status: StatusRunning, Input: in, Title: "write", Time: ToolTime{Start: 10}},
 		"blocked":           {Status: StatusBlocked, Input: in, Time: ToolTime{Start: 10}, Block: &req},
-		"blocked other":     {Status: StatusBlocked, Input: in, Time: ToolTime{Start: 10}, Block: &Block{Type: BlockPermission, ID: "per_2", Permission: "edit", Patterns: []string{}, Always: []string{}, Metadata: Object{}}},
+		"blocked other":     {Status: StatusBlocked, Input: in, Time: ToolTime{Start: 10}, Block: &Block{Type: BlockPermission, ID: "per_2", Permission: "edit", Patterns: []string{}, Always: []string{}, Metadata: agent.Object{}}},
 		"blocked question":  {Status: StatusBlocked, Input: in, Time: ToolTime{Start: 10}, Block: &q},
-		"running once":      {Status: StatusRunning, Input: in, Time: ToolTime{Start: 10}, Block: resolvedPerm(DecisionOnce, 20, "")},
-		"running always":    {Status: StatusRunning, Input: in, Time: ToolTime{Start: 10}, Block: resolvedPerm(DecisionAlways, 20, "")},
+		"running once":      {Status: StatusRunning, Input: in, Time: ToolTime{Start: 10}, Block: resolvedPerm(agent.DecisionOnce, 20, "")},
+		"running always":    {Status: StatusRunning, Input: in, Time: ToolTime{Start: 10}, Block: resolvedPerm(agent.DecisionAlways, 20, "")},
 		"running answered":  {Status: StatusRunning, Input: in, Time: ToolTime{Start: 10}, Block: &answered},
-		"completed":         {Status: StatusCompleted, Input: in, Output: "ok", Title: "t", Metadata: Object{}, Time: ToolTime{Start: 10, End: 40}},
-		"completed once":    {Status: StatusCompleted, Input: in, Output: "ok", Title: "t", Metadata: Object{}, Time: ToolTime{Start: 10, End: 40}, Block: resolvedPerm(DecisionOnce, 20, "")},
-		"completed other":   {Status: StatusCompleted, Input: in, Output: "ok", Title: "t", Metadata: Object{}, Time: ToolTime{Start: 10, End: 40}, Block: resolvedPerm(DecisionOnce, 21, "")},
+		"completed":         {Status: StatusCompleted, Input: in, Output: "ok", Title: "t", Metadata: agent.Object{}, Time: ToolTime{Start: 10, End: 40}},
+		"completed once":    {Status: StatusCompleted, Input: in, Output: "ok", Title: "t", Metadata: agent.Object{}, Time: ToolTime{Start: 10, End: 40}, Block: resolvedPerm(agent.DecisionOnce, 20, "")},
+		"completed other":   {Status: StatusCompleted, Input: in, Output: "ok", Title: "t", Metadata: agent.Object{}, Time: ToolTime{Start: 10, End: 40}, Block: resolvedPerm(agent.DecisionOnce, 21, "")},
 		"error":             {Status: StatusError, Input: in, Error: "boom", Time: ToolTime{Start: 10, End: 40}},
-		"error rejected":    {Status: StatusError, Input: in, Error: "rejected", Time: ToolTime{Start: 10, End: 20}, Block: resolvedPerm(DecisionReject, 20, "")},
-		"error once":        {Status: StatusError, Input: in, Error: "boom", Time: ToolTime{Start: 10, End: 40}, Block: resolvedPerm(DecisionOnce, 20, "")},
-		"error cancelled":   {Status: StatusError, Input: in, Error: "cancelled", Time: ToolTime{Start: 10, End: 20}, Block: resolvedPerm(DecisionReject, 20, ReasonCancelled)},
+		"error rejected":    {Status: StatusError, Input: in, Error: "rejected", Time: ToolTime{Start: 10, End: 20}, Block: resolvedPerm(agent.DecisionReject, 20, "")},
+		"error once":        {Status: StatusError, Input: in, Error: "boom", Time: ToolTime{Start: 10, End: 40}, Block: resolvedPerm(agent.DecisionOnce, 20, "")},
+		"error cancelled":   {Status: StatusError, Input: in, Error: "cancelled", Time: ToolTime{Start: 10, End: 20}, Block: resolvedPerm(agent.DecisionReject, 20, agent.ReasonCancelled)},
 		"blocked no block":  {Status: StatusBlocked, Input: in, Time: ToolTime{Start: 10}},
 		"pending with time": {Status: StatusPending, Input: in, Time: ToolTime{Start: 1}},
 	}
@@ -126,7 +128,7 @@ func TestTransitionTable(t *testing.T) {
 }
 
 func TestToolLifecycleMethods(t *testing.T) {
-	p := PendingState(Object{"path": "hello.txt"}, `{"path":"hello.txt"}`)
+	p := PendingState(agent.Object{"path": "hello.txt"}, `{"path":"hello.txt"}`)
 	r, err := p.Run(100)
 	if err != nil || r.Status != StatusRunning || r.Time.Start != 100 || r.Raw != "" {
 		t.Fatalf("run: %+v %v", r, err)
@@ -137,22 +139,22 @@ func TestToolLifecycleMethods(t *testing.T) {
 		t.Fatalf("ask: %+v %v", b, err)
 	}
 	// Unknown decisions are refused and change nothing.
-	for _, d := range []Decision{"allow", "", "Once"} {
+	for _, d := range []agent.Decision{"allow", "", "Once"} {
 		same, err := b.Decide(d, 200, "")
-		if err == nil || !errors.Is(err, ErrUnknownDecision) || !errors.Is(err, ErrIllegalTransition) || !reflect.DeepEqual(same, b) {
+		if err == nil || !errors.Is(err, agent.ErrUnknownDecision) || !errors.Is(err, ErrIllegalTransition) || !reflect.DeepEqual(same, b) {
 			t.Fatalf("decide %q: %+v %v", d, same, err)
 		}
 	}
-	r2, err := b.Decide(DecisionOnce, 200, "")
-	if err != nil || r2.Status != StatusRunning || r2.Block.Decision != DecisionOnce || *r2.Block.DecidedAt != 200 || r2.Title != "writeFile hello.txt" {
+	r2, err := b.Decide(agent.DecisionOnce, 200, "")
+	if err != nil || r2.Status != StatusRunning || r2.Block.Decision != agent.DecisionOnce || *r2.Block.DecidedAt != 200 || r2.Title != "writeFile hello.txt" {
 		t.Fatalf("decide once: %+v %v", r2, err)
 	}
 	c, err := r2.Complete("Created hello.txt (12 bytes)", "writeFile hello.txt", nil, 300)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := ToolState{Status: StatusCompleted, Input: Object{"path": "hello.txt"}, Output: "Created hello.txt (12 bytes)",
-		Title: "writeFile hello.txt", Metadata: Object{}, Time: ToolTime{Start: 100, End: 300}, Block: resolvedPerm(DecisionOnce, 200, "")}
+	want := ToolState{Status: StatusCompleted, Input: agent.Object{"path": "hello.txt"}, Output: "Created hello.txt (12 bytes)",
+		Title: "writeFile hello.txt", Metadata: agent.Object{}, Time: ToolTime{Start: 100, End: 300}, Block: resolvedPerm(agent.DecisionOnce, 200, "")}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("completed = %+v\nwant %+v", c, want)
 	}
@@ -160,7 +162,7 @@ func TestToolLifecycleMethods(t *testing.T) {
 	if _, err := c.Fail("x", nil, 400); err == nil {
 		t.Fatal("completed → error accepted")
 	}
-	if _, err := c.Settle(ReasonCancelled, 400); err == nil {
+	if _, err := c.Settle(agent.ReasonCancelled, 400); err == nil {
 		t.Fatal("settle of a completed tool accepted")
 	}
 	if _, err := c.Run(1); err == nil {
@@ -168,22 +170,22 @@ func TestToolLifecycleMethods(t *testing.T) {
 	}
 
 	// Reject: the tool errors, the block is kept with the decision.
-	e, err := b.Decide(DecisionReject, 250, "")
-	if err != nil || e.Status != StatusError || e.Error != "rejected" || e.Time.End != 250 || e.Block.Decision != DecisionReject {
+	e, err := b.Decide(agent.DecisionReject, 250, "")
+	if err != nil || e.Status != StatusError || e.Error != "rejected" || e.Time.End != 250 || e.Block.Decision != agent.DecisionReject {
 		t.Fatalf("reject: %+v %v", e, err)
 	}
 
 	// Settle each open state.
-	sp, err := p.Settle(ReasonAgentExited, 500)
-	if err != nil || sp.Status != StatusError || sp.Error != ReasonAgentExited || sp.Time != (ToolTime{Start: 500, End: 500}) || sp.Block != nil {
+	sp, err := p.Settle(agent.ReasonAgentExited, 500)
+	if err != nil || sp.Status != StatusError || sp.Error != agent.ReasonAgentExited || sp.Time != (ToolTime{Start: 500, End: 500}) || sp.Block != nil {
 		t.Fatalf("settle pending: %+v %v", sp, err)
 	}
-	sr, err := r2.Settle(ReasonCancelled, 500)
-	if err != nil || sr.Block == nil || sr.Block.Decision != DecisionOnce || sr.Time != (ToolTime{Start: 100, End: 500}) {
+	sr, err := r2.Settle(agent.ReasonCancelled, 500)
+	if err != nil || sr.Block == nil || sr.Block.Decision != agent.DecisionOnce || sr.Time != (ToolTime{Start: 100, End: 500}) {
 		t.Fatalf("settle running keeps its resolved block: %+v %v", sr, err)
 	}
-	sb, err := b.Settle(ReasonTimeout, 500)
-	if err != nil || sb.Error != ReasonTimeout || sb.Block.Decision != DecisionReject || sb.Block.Reason != ReasonTimeout || *sb.Block.DecidedAt != 500 {
+	sb, err := b.Settle(agent.ReasonTimeout, 500)
+	if err != nil || sb.Error != agent.ReasonTimeout || sb.Block.Decision != agent.DecisionReject || sb.Block.Reason != agent.ReasonTimeout || *sb.Block.DecidedAt != 500 {
 		t.Fatalf("settle blocked: %+v %v", sb, err)
 	}
 	if b.Block.Resolved() {
@@ -198,7 +200,7 @@ func TestToolLifecycleMethods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := qb.Decide(DecisionOnce, 1, ""); err == nil {
+	if _, err := qb.Decide(agent.DecisionOnce, 1, ""); err == nil {
 		t.Fatal("question decided once")
 	}
 	if _, err := qb.Answer([][]string{}, 1); err == nil || !strings.Contains(err.Error(), "0 answers for 1 questions") {
@@ -208,7 +210,7 @@ func TestToolLifecycleMethods(t *testing.T) {
 	if err != nil || qa.Status != StatusRunning || !reflect.DeepEqual(qa.Block.Answers, [][]string{{"PostgreSQL"}}) {
 		t.Fatalf("answer: %+v %v", qa, err)
 	}
-	qd, err := qb.Decide(DecisionReject, 220, ReasonAnsweredInAgent)
+	qd, err := qb.Decide(agent.DecisionReject, 220, agent.ReasonAnsweredInAgent)
 	if err != nil || qd.Status != StatusError || qd.Block.Answers == nil || len(qd.Block.Answers) != 0 || qd.Error != "rejected: answered-in-agent" {
 		t.Fatalf("dismiss question: %+v %v", qd, err)
 	}
@@ -218,7 +220,7 @@ func TestToolLifecycleMethods(t *testing.T) {
 	if _, err := p.Ask(permRequest()); err == nil {
 		t.Fatal("pending → blocked accepted")
 	}
-	if _, err := r.Ask(*resolvedPerm(DecisionOnce, 1, "")); err == nil {
+	if _, err := r.Ask(*resolvedPerm(agent.DecisionOnce, 1, "")); err == nil {
 		t.Fatal("blocked on a resolved block")
 	}
 }

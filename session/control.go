@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -32,7 +33,7 @@ func refuse(format string, a ...any) error {
 // Decision is DecisionReject and Reason is "cancelled" unless given.
 type Answer struct {
 	CallID     string
-	Decision   mapper.Decision
+	Decision   agent.Decision
 	Abort      bool
 	Reason     string
 	AllowTools []string // reference app: tools to allow for the session ("always")
@@ -79,7 +80,7 @@ func DecodePermission(raw []byte) (Answer, error) {
 		if p.Decision == nil {
 			return Answer{}, refuse("missing decision")
 		}
-		d, err := mapper.ParseDecision(*p.Decision)
+		d, err := agent.ParseDecision(*p.Decision)
 		if err != nil {
 			return Answer{}, refuse("decision %q is not once, always or reject", *p.Decision)
 		}
@@ -93,20 +94,20 @@ func DecodePermission(raw []byte) (Answer, error) {
 	if p.Decision != nil {
 		switch *p.Decision {
 		case "approved":
-			a.Decision = mapper.DecisionOnce
+			a.Decision = agent.DecisionOnce
 		case "approved_for_session":
-			a.Decision = mapper.DecisionAlways
+			a.Decision = agent.DecisionAlways
 		case "denied":
-			a.Decision = mapper.DecisionReject
+			a.Decision = agent.DecisionReject
 		case "abort":
-			a.Decision, a.Abort = mapper.DecisionReject, true
+			a.Decision, a.Abort = agent.DecisionReject, true
 			if a.Reason == "" {
-				a.Reason = mapper.ReasonCancelled
+				a.Reason = agent.ReasonCancelled
 			}
 		default:
 			return Answer{}, refuse("decision %q is not approved, approved_for_session, denied or abort", *p.Decision)
 		}
-		if p.Approved != nil && *p.Approved != (a.Decision != mapper.DecisionReject) {
+		if p.Approved != nil && *p.Approved != (a.Decision != agent.DecisionReject) {
 			return Answer{}, refuse("approved=%t contradicts decision %q", *p.Approved, *p.Decision)
 		}
 		return a, nil
@@ -116,11 +117,11 @@ func DecodePermission(raw []byte) (Answer, error) {
 	}
 	switch {
 	case !*p.Approved:
-		a.Decision = mapper.DecisionReject
+		a.Decision = agent.DecisionReject
 	case len(a.AllowTools) > 0:
-		a.Decision = mapper.DecisionAlways
+		a.Decision = agent.DecisionAlways
 	default:
-		a.Decision = mapper.DecisionOnce
+		a.Decision = agent.DecisionOnce
 	}
 	return a, nil
 }
@@ -164,15 +165,6 @@ func DecodeQuestionAnswer(raw []byte) (QuestionAnswer, error) {
 	return QuestionAnswer{CallID: p.CallID, Answers: answers}, nil
 }
 
-// Prompt is a user prompt that arrived over the relay.
-type Prompt struct {
-	// MessageID is the canonical user message id when the sender wrote one
-	// (canonical shape); "" for the reference app's legacy shape.
-	MessageID string
-	Text      string
-	Files     []mapper.PromptFile
-}
-
 // DecodePrompt decodes a decrypted relay message that may be a prompt. It
 // returns ok=false (and no error) for records that are not user prompts
 // (assistant messages, session and todo records): those are for readers, not
@@ -183,7 +175,7 @@ type Prompt struct {
 //
 // A user record with no text and no file is refused, as is a legacy record
 // whose content is not a text object.
-func DecodePrompt(raw []byte) (p Prompt, ok bool, err error) {
+func DecodePrompt(raw []byte) (p agent.Prompt, ok bool, err error) {
 	var head struct {
 		Kind    string          `json:"kind"`
 		Role    string          `json:"role"`
@@ -192,7 +184,7 @@ func DecodePrompt(raw []byte) (p Prompt, ok bool, err error) {
 		Content json.RawMessage `json:"content"`
 	}
 	if err := decodeObject(raw, &head); err != nil {
-		return Prompt{}, false, err
+		return agent.Prompt{}, false, err
 	}
 	switch {
 	case head.Kind == "message":
@@ -201,13 +193,13 @@ func DecodePrompt(raw []byte) (p Prompt, ok bool, err error) {
 			Role string `json:"role"`
 		}
 		if err := json.Unmarshal(head.Info, &info); err != nil {
-			return Prompt{}, false, refuse("message info is not an object")
+			return agent.Prompt{}, false, refuse("message info is not an object")
 		}
 		if info.Role != string(mapper.RoleUser) {
-			return Prompt{}, false, nil
+			return agent.Prompt{}, false, nil
 		}
 		if info.ID == "" {
-			return Prompt{}, false, refuse("user message without id")
+			return agent.Prompt{}, false, refuse("user message without id")
 		}
 		var parts []struct {
 			Type     string `json:"type"`
@@ -217,7 +209,7 @@ func DecodePrompt(raw []byte) (p Prompt, ok bool, err error) {
 			URL      string `json:"url"`
 		}
 		if err := json.Unmarshal(head.Parts, &parts); err != nil {
-			return Prompt{}, false, refuse("user message parts are not an array")
+			return agent.Prompt{}, false, refuse("user message parts are not an array")
 		}
 		p.MessageID = info.ID
 		var texts []string
@@ -226,7 +218,7 @@ func DecodePrompt(raw []byte) (p Prompt, ok bool, err error) {
 			case string(mapper.PartText):
 				texts = append(texts, part.Text)
 			case string(mapper.PartFile):
-				p.Files = append(p.Files, mapper.PromptFile{Mime: part.Mime, Filename: part.Filename, URL: part.URL})
+				p.Files = append(p.Files, agent.PromptFile{Mime: part.Mime, Filename: part.Filename, URL: part.URL})
 			}
 		}
 		p.Text = strings.Join(texts, "\n")
@@ -236,14 +228,14 @@ func DecodePrompt(raw []byte) (p Prompt, ok bool, err error) {
 			Text string `json:"text"`
 		}
 		if err := json.Unmarshal(head.Content, &c); err != nil || c.Type != "text" {
-			return Prompt{}, false, refuse("legacy user message content is not {type:\"text\", text}")
+			return agent.Prompt{}, false, refuse("legacy user message content is not {type:\"text\", text}")
 		}
 		p.Text = c.Text
 	default:
-		return Prompt{}, false, nil
+		return agent.Prompt{}, false, nil
 	}
 	if strings.TrimSpace(p.Text) == "" && len(p.Files) == 0 {
-		return Prompt{}, false, refuse("empty prompt")
+		return agent.Prompt{}, false, refuse("empty prompt")
 	}
 	return p, true, nil
 }
@@ -254,13 +246,13 @@ func DecodePrompt(raw []byte) (p Prompt, ok bool, err error) {
 func decodeObject(raw []byte, v any) error {
 	trimmed := bytes.TrimSpace(raw)
 	if !json.Valid(trimmed) {
-		return refuse("%s: not valid JSON", mapper.DropUnparseableJSON)
+		return refuse("%s: not valid JSON", agent.DropUnparseableJSON)
 	}
 	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return refuse("%s: params must be a JSON object", mapper.DropNotAnObject)
+		return refuse("%s: params must be a JSON object", agent.DropNotAnObject)
 	}
 	if err := json.Unmarshal(trimmed, v); err != nil {
-		return refuse("%s: %v", mapper.DropInvalidField, err)
+		return refuse("%s: %v", agent.DropInvalidField, err)
 	}
 	return nil
 }

@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/agent"
 )
 
 func TestDecodePermission(t *testing.T) {
@@ -14,23 +14,23 @@ func TestDecodePermission(t *testing.T) {
 		want Answer
 		err  bool
 	}{
-		{in: `{"callID":"c1","decision":"once"}`, want: Answer{CallID: "c1", Decision: mapper.DecisionOnce}},
-		{in: `{"callID":"c1","decision":"always","reason":"trusted"}`, want: Answer{CallID: "c1", Decision: mapper.DecisionAlways, Reason: "trusted"}},
-		{in: `{"callID":"c1","decision":"reject"}`, want: Answer{CallID: "c1", Decision: mapper.DecisionReject}},
+		{in: `{"callID":"c1","decision":"once"}`, want: Answer{CallID: "c1", Decision: agent.DecisionOnce}},
+		{in: `{"callID":"c1","decision":"always","reason":"trusted"}`, want: Answer{CallID: "c1", Decision: agent.DecisionAlways, Reason: "trusted"}},
+		{in: `{"callID":"c1","decision":"reject"}`, want: Answer{CallID: "c1", Decision: agent.DecisionReject}},
 		{in: `{"callID":"c1","decision":"allow"}`, err: true},
 		{in: `{"callID":"c1","decision":"ONCE"}`, err: true},
 		{in: `{"callID":"c1","decision":"maybe"}`, err: true},
 		{in: `{"callID":"c1"}`, err: true},
 		{in: `{"callID":"","decision":"once"}`, err: true},
 		// reference app shape
-		{in: `{"id":"c2","approved":true}`, want: Answer{CallID: "c2", Decision: mapper.DecisionOnce}},
-		{in: `{"id":"c2","approved":false,"reason":"no"}`, want: Answer{CallID: "c2", Decision: mapper.DecisionReject, Reason: "no"}},
-		{in: `{"id":"c2","approved":true,"allowTools":["Bash(ls:*)"]}`, want: Answer{CallID: "c2", Decision: mapper.DecisionAlways, AllowTools: []string{"Bash(ls:*)"}}},
-		{in: `{"id":"c2","approved":true,"decision":"approved_for_session"}`, want: Answer{CallID: "c2", Decision: mapper.DecisionAlways}},
-		{in: `{"id":"c2","approved":true,"decision":"approved","mode":"acceptEdits"}`, want: Answer{CallID: "c2", Decision: mapper.DecisionOnce, Mode: "acceptEdits"}},
-		{in: `{"id":"c2","approved":false,"decision":"denied"}`, want: Answer{CallID: "c2", Decision: mapper.DecisionReject}},
-		{in: `{"id":"c2","approved":false,"decision":"abort"}`, want: Answer{CallID: "c2", Decision: mapper.DecisionReject, Abort: true, Reason: mapper.ReasonCancelled}},
-		{in: `{"id":"c2","decision":"abort"}`, want: Answer{CallID: "c2", Decision: mapper.DecisionReject, Abort: true, Reason: mapper.ReasonCancelled}},
+		{in: `{"id":"c2","approved":true}`, want: Answer{CallID: "c2", Decision: agent.DecisionOnce}},
+		{in: `{"id":"c2","approved":false,"reason":"no"}`, want: Answer{CallID: "c2", Decision: agent.DecisionReject, Reason: "no"}},
+		{in: `{"id":"c2","approved":true,"allowTools":["Bash(ls:*)"]}`, want: Answer{CallID: "c2", Decision: agent.DecisionAlways, AllowTools: []string{"Bash(ls:*)"}}},
+		{in: `{"id":"c2","approved":true,"decision":"approved_for_session"}`, want: Answer{CallID: "c2", Decision: agent.DecisionAlways}},
+		{in: `{"id":"c2","approved":true,"decision":"approved","mode":"acceptEdits"}`, want: Answer{CallID: "c2", Decision: agent.DecisionOnce, Mode: "acceptEdits"}},
+		{in: `{"id":"c2","approved":false,"decision":"denied"}`, want: Answer{CallID: "c2", Decision: agent.DecisionReject}},
+		{in: `{"id":"c2","approved":false,"decision":"abort"}`, want: Answer{CallID: "c2", Decision: agent.DecisionReject, Abort: true, Reason: agent.ReasonCancelled}},
+		{in: `{"id":"c2","decision":"abort"}`, want: Answer{CallID: "c2", Decision: agent.DecisionReject, Abort: true, Reason: agent.ReasonCancelled}},
 		{in: `{"id":"c2","approved":true,"decision":"denied"}`, err: true},
 		{in: `{"id":"c2","approved":false,"decision":"approved"}`, err: true},
 		{in: `{"id":"c2","decision":"approved_execpolicy_amendment"}`, err: true},
@@ -77,14 +77,14 @@ func TestDecodePrompt(t *testing.T) {
 	cases := []struct {
 		name   string
 		in     string
-		want   Prompt
+		want   agent.Prompt
 		wantOK bool
 		err    bool
 	}{
 		{name: "canonical", in: `{"kind":"message","version":1,"info":{"id":"msg_1","sessionID":"ses_1","role":"user","time":{"created":1}},
 			"parts":[{"id":"prt_1","type":"text","text":"hello"},{"id":"prt_2","type":"file","mime":"image/png","url":"data:image/png;base64,AA=="}]}`,
-			want: Prompt{MessageID: "msg_1", Text: "hello", Files: []mapper.PromptFile{{Mime: "image/png", URL: "data:image/png;base64,AA=="}}}, wantOK: true},
-		{name: "legacy", in: `{"role":"user","content":{"type":"text","text":"run the tests"},"localKey":"k"}`, want: Prompt{Text: "run the tests"}, wantOK: true},
+			want: agent.Prompt{MessageID: "msg_1", Text: "hello", Files: []agent.PromptFile{{Mime: "image/png", URL: "data:image/png;base64,AA=="}}}, wantOK: true},
+		{name: "legacy", in: `{"role":"user","content":{"type":"text","text":"run the tests"},"localKey":"k"}`, want: agent.Prompt{Text: "run the tests"}, wantOK: true},
 		{name: "assistant message is not a prompt", in: `{"kind":"message","version":3,"info":{"id":"msg_2","role":"assistant"},"parts":[]}`},
 		{name: "session record", in: `{"kind":"session","version":1,"session":{"id":"ses_1"}}`},
 		{name: "todos record", in: `{"kind":"todos","version":1,"sessionID":"ses_1","todos":[]}`},
@@ -124,7 +124,7 @@ func FuzzDecodeControl(f *testing.F) {
 			if a.CallID == "" {
 				t.Fatalf("accepted an answer without call id: %s", data)
 			}
-			if _, perr := mapper.ParseDecision(string(a.Decision)); perr != nil {
+			if _, perr := agent.ParseDecision(string(a.Decision)); perr != nil {
 				t.Fatalf("accepted decision %q from %s", a.Decision, data)
 			}
 		} else if !errors.Is(err, ErrBadControl) {

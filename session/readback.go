@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -28,10 +29,10 @@ type Readback struct {
 	fallback mapper.Session
 	sessions map[string]versioned[mapper.Session]
 	messages map[string]versioned[mapper.MessageWithParts]
-	todos    map[string]versioned[[]mapper.Todo]
-	refused  map[string]versioned[[]mapper.Dropped] // the writer's dropped records, by session
-	first    map[string]int64                       // message id → seq of its first version seen
-	dropped  []mapper.Dropped
+	todos    map[string]versioned[[]agent.Todo]
+	refused  map[string]versioned[[]agent.Dropped] // the writer's dropped records, by session
+	first    map[string]int64                      // message id → seq of its first version seen
+	dropped  []agent.Dropped
 	// Legacy counts legacy prompts seen.
 	Legacy int
 	// Unknown counts parts of types this version does not know (kept).
@@ -52,20 +53,20 @@ func NewReadback(fallback mapper.Session) *Readback {
 		fallback: fallback,
 		sessions: map[string]versioned[mapper.Session]{},
 		messages: map[string]versioned[mapper.MessageWithParts]{},
-		todos:    map[string]versioned[[]mapper.Todo]{},
+		todos:    map[string]versioned[[]agent.Todo]{},
 		first:    map[string]int64{},
-		refused:  map[string]versioned[[]mapper.Dropped]{},
+		refused:  map[string]versioned[[]agent.Dropped]{},
 	}
 }
 
 // Drop records a message that could not even be decrypted.
-func (r *Readback) Drop(d mapper.Dropped) { r.dropped = append(r.dropped, d) }
+func (r *Readback) Drop(d agent.Dropped) { r.dropped = append(r.dropped, d) }
 
-func (r *Readback) refuse(seq int64, kind string, reason mapper.DropReason, detail string, raw []byte) {
+func (r *Readback) refuse(seq int64, kind string, reason agent.DropReason, detail string, raw []byte) {
 	if len(raw) > 512 {
 		raw = raw[:512]
 	}
-	r.dropped = append(r.dropped, mapper.Dropped{Source: DroppedSourceRelay, Line: seq, Kind: kind, Reason: reason, Detail: detail, Raw: string(raw)})
+	r.dropped = append(r.dropped, agent.Dropped{Source: DroppedSourceRelay, Line: seq, Kind: kind, Reason: reason, Detail: detail, Raw: string(raw)})
 }
 
 // Add takes one decrypted relay message (seq is its relay seq).
@@ -82,11 +83,11 @@ func (r *Readback) Add(seq int64, plaintext []byte) {
 		Role      string          `json:"role"`
 	}
 	if !json.Valid(plaintext) {
-		r.refuse(seq, "", mapper.DropUnparseableJSON, "not valid JSON", plaintext)
+		r.refuse(seq, "", agent.DropUnparseableJSON, "not valid JSON", plaintext)
 		return
 	}
 	if err := json.Unmarshal(plaintext, &env); err != nil {
-		r.refuse(seq, "", mapper.DropNotAnObject, "a relay record must be a JSON object", plaintext)
+		r.refuse(seq, "", agent.DropNotAnObject, "a relay record must be a JSON object", plaintext)
 		return
 	}
 	if env.Kind == nil {
@@ -94,19 +95,19 @@ func (r *Readback) Add(seq int64, plaintext []byte) {
 			r.Legacy++
 			return
 		}
-		r.refuse(seq, env.Role, mapper.DropUnknownType, "no envelope kind", plaintext)
+		r.refuse(seq, env.Role, agent.DropUnknownType, "no envelope kind", plaintext)
 		return
 	}
 	kind := *env.Kind
 	version, err := strconv.ParseInt(string(env.Version), 10, 64)
 	if err != nil || version < 1 {
-		r.refuse(seq, kind, mapper.DropInvalidField, "version must be an integer >= 1", plaintext)
+		r.refuse(seq, kind, agent.DropInvalidField, "version must be an integer >= 1", plaintext)
 		return
 	}
 	switch kind {
 	case KindMessage:
 		if len(env.Info) == 0 || len(env.Parts) == 0 {
-			r.refuse(seq, kind, mapper.DropInvalidField, "message record needs info and parts", plaintext)
+			r.refuse(seq, kind, agent.DropInvalidField, "message record needs info and parts", plaintext)
 			return
 		}
 		body, _ := json.Marshal(struct {
@@ -133,55 +134,55 @@ func (r *Readback) Add(seq int64, plaintext []byte) {
 	case KindSession:
 		var s mapper.Session
 		if err := json.Unmarshal(env.Session, &s); err != nil || s.ID == "" {
-			r.refuse(seq, kind, mapper.DropInvalidField, "session record needs a session with an id", plaintext)
+			r.refuse(seq, kind, agent.DropInvalidField, "session record needs a session with an id", plaintext)
 			return
 		}
 		if cur, ok := r.sessions[s.ID]; !ok || version > cur.version {
 			r.sessions[s.ID] = versioned[mapper.Session]{version, seq, s}
 		}
 	case KindTodos:
-		var todos []mapper.Todo
+		var todos []agent.Todo
 		if env.SessionID == "" || json.Unmarshal(env.Todos, &todos) != nil || todos == nil && string(env.Todos) != "[]" {
-			r.refuse(seq, kind, mapper.DropInvalidField, "todos record needs sessionID and a todos array", plaintext)
+			r.refuse(seq, kind, agent.DropInvalidField, "todos record needs sessionID and a todos array", plaintext)
 			return
 		}
 		for i, t := range todos {
-			if _, err := mapper.ParseTodoStatus(string(t.Status)); err != nil {
-				r.refuse(seq, kind, mapper.DropInvalidField, fmt.Sprintf("todos[%d].status: %v", i, err), plaintext)
+			if _, err := agent.ParseTodoStatus(string(t.Status)); err != nil {
+				r.refuse(seq, kind, agent.DropInvalidField, fmt.Sprintf("todos[%d].status: %v", i, err), plaintext)
 				return
 			}
-			if _, err := mapper.ParseTodoPriority(string(t.Priority)); err != nil {
-				r.refuse(seq, kind, mapper.DropInvalidField, fmt.Sprintf("todos[%d].priority: %v", i, err), plaintext)
+			if _, err := agent.ParseTodoPriority(string(t.Priority)); err != nil {
+				r.refuse(seq, kind, agent.DropInvalidField, fmt.Sprintf("todos[%d].priority: %v", i, err), plaintext)
 				return
 			}
 		}
 		if todos == nil {
-			todos = []mapper.Todo{}
+			todos = []agent.Todo{}
 		}
 		if cur, ok := r.todos[env.SessionID]; !ok || version > cur.version {
-			r.todos[env.SessionID] = versioned[[]mapper.Todo]{version, seq, todos}
+			r.todos[env.SessionID] = versioned[[]agent.Todo]{version, seq, todos}
 		}
 	case KindDropped:
-		var ds []mapper.Dropped
+		var ds []agent.Dropped
 		if env.SessionID == "" || json.Unmarshal(env.Dropped, &ds) != nil || ds == nil {
-			r.refuse(seq, kind, mapper.DropInvalidField, "dropped record needs sessionID and a dropped array", plaintext)
+			r.refuse(seq, kind, agent.DropInvalidField, "dropped record needs sessionID and a dropped array", plaintext)
 			return
 		}
 		if cur, ok := r.refused[env.SessionID]; !ok || version > cur.version {
-			r.refused[env.SessionID] = versioned[[]mapper.Dropped]{version, seq, ds}
+			r.refused[env.SessionID] = versioned[[]agent.Dropped]{version, seq, ds}
 		}
 	default:
-		r.refuse(seq, kind, mapper.DropUnknownType, "unknown envelope kind", plaintext)
+		r.refuse(seq, kind, agent.DropUnknownType, "unknown envelope kind", plaintext)
 	}
 }
 
 // reasonOf extracts the drop reason of a mapper decode error.
-func reasonOf(err error) mapper.DropReason {
+func reasonOf(err error) agent.DropReason {
 	var fe *mapper.FieldError
 	if errors.As(err, &fe) && fe.Reason != "" {
 		return fe.Reason
 	}
-	return mapper.DropInvalidField
+	return agent.DropInvalidField
 }
 
 // Transcript assembles the document: the root session (the one without a
@@ -213,7 +214,7 @@ func (r *Readback) Transcript() mapper.Transcript {
 	var build func(id string) mapper.Transcript
 	build = func(id string) mapper.Transcript {
 		used[id] = true
-		t := mapper.Transcript{Session: r.sessions[id].value, Messages: bySession[id], Children: []mapper.Transcript{}, Todos: []mapper.Todo{}, Dropped: []mapper.Dropped{}}
+		t := mapper.Transcript{Session: r.sessions[id].value, Messages: bySession[id], Children: []mapper.Transcript{}, Todos: []agent.Todo{}, Dropped: []agent.Dropped{}}
 		if t.Messages == nil {
 			t.Messages = []mapper.MessageWithParts{}
 		}
@@ -243,7 +244,7 @@ func (r *Readback) Transcript() mapper.Transcript {
 	if rootID != "" {
 		doc = build(rootID)
 	} else {
-		doc = mapper.Transcript{Session: r.fallback, Messages: []mapper.MessageWithParts{}, Children: []mapper.Transcript{}, Todos: []mapper.Todo{}, Dropped: []mapper.Dropped{}}
+		doc = mapper.Transcript{Session: r.fallback, Messages: []mapper.MessageWithParts{}, Children: []mapper.Transcript{}, Todos: []agent.Todo{}, Dropped: []agent.Dropped{}}
 	}
 	doc.Dropped = append(doc.Dropped, r.dropped...)
 	var orphans []string
@@ -256,7 +257,7 @@ func (r *Readback) Transcript() mapper.Transcript {
 	for _, sid := range orphans {
 		for _, m := range bySession[sid] {
 			v := r.messages[m.Info.MessageID()]
-			doc.Dropped = append(doc.Dropped, mapper.Dropped{Source: DroppedSourceRelay, Line: v.seq, Kind: KindMessage, Reason: mapper.DropOrphan,
+			doc.Dropped = append(doc.Dropped, agent.Dropped{Source: DroppedSourceRelay, Line: v.seq, Kind: KindMessage, Reason: agent.DropOrphan,
 				Detail: fmt.Sprintf("message %s belongs to session %s, which has no session record", m.Info.MessageID(), sid)})
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -18,28 +19,28 @@ func scriptedSession(t *testing.T) (*mapper.Reducer, []RecordVersion) {
 	red := mapper.NewReducer(mapper.Config{SessionID: "relay-rb", Directory: "/w", ProviderID: "anthropic", ModelID: "m"})
 	store := &memStore{last: map[string]int64{}}
 	sink := NewSink(store, red)
-	evs := []mapper.Event{
-		&mapper.UserPrompt{EventBase: mapper.EventBase{Time: 1000}, PromptID: "p1", Text: "do it"},
-		&mapper.TurnStarted{TurnID: "t1"},
-		&mapper.MessageStarted{EventBase: mapper.EventBase{Time: 1100}, Message: "m1"},
-		&mapper.TextDelta{Message: "m1", Block: "0", Delta: "Work"},
-		&mapper.TextDelta{Message: "m1", Block: "0", Delta: "ing."},
-		&mapper.ToolCall{Message: "m1", CallID: "c1", Tool: "bash", Input: json.RawMessage(`{"command":"touch a"}`)},
-		&mapper.ToolRunning{CallID: "c1"},
-		&mapper.ToolBlocked{CallID: "c1", Permission: &mapper.PermissionRequest{Permission: "bash", Patterns: []string{"touch a"}}},
-		&mapper.ToolResolved{EventBase: mapper.EventBase{Time: 1500}, CallID: "c1", Decision: mapper.DecisionOnce},
-		&mapper.ToolCompleted{CallID: "c1", Output: "", Title: "touch a"},
-		&mapper.ToolCall{Message: "m1", CallID: "task1", Tool: "task", Input: json.RawMessage(`{"prompt":"look"}`)},
-		&mapper.ToolRunning{CallID: "task1"},
-		&mapper.SubagentStarted{CallID: "task1", Child: "agent-1", Title: "Look around", Agent: "explore", Prompt: "look"},
-		&mapper.TextFinal{EventBase: mapper.EventBase{Session: "agent-1"}, Message: "cm1", Block: "0", Text: "Found a."},
-		&mapper.SubagentEnded{Child: "agent-1"},
-		&mapper.ToolCompleted{CallID: "task1", Output: "Found a.", Title: "task"},
-		&mapper.TodosUpdated{Todos: []mapper.Todo{{Content: "check a", Status: mapper.TodoInProgress, Priority: mapper.PriorityHigh}}},
-		&mapper.DroppedInput{Dropped: mapper.Dropped{Source: "test", Line: 7, Kind: "mystery", Reason: mapper.DropUnknownType, Detail: "not known"}},
-		&mapper.StepFinished{Message: "m1", Finish: mapper.FinishToolCalls},
-		&mapper.TextFinal{Message: "m2", Block: "0", Text: "All done."},
-		&mapper.TurnEnded{EventBase: mapper.EventBase{Time: 2000}, Reason: mapper.TurnCompleted},
+	evs := []agent.Event{
+		&agent.UserPrompt{EventBase: agent.EventBase{Time: 1000}, PromptID: "p1", Text: "do it"},
+		&agent.TurnStarted{TurnID: "t1"},
+		&agent.MessageStarted{EventBase: agent.EventBase{Time: 1100}, Message: "m1"},
+		&agent.TextDelta{Message: "m1", Block: "0", Delta: "Work"},
+		&agent.TextDelta{Message: "m1", Block: "0", Delta: "ing."},
+		&agent.ToolCall{Message: "m1", CallID: "c1", Tool: "bash", Input: json.RawMessage(`{"command":"touch a"}`)},
+		&agent.ToolRunning{CallID: "c1"},
+		&agent.ToolBlocked{CallID: "c1", Permission: &agent.PermissionRequest{Permission: "bash", Patterns: []string{"touch a"}}},
+		&agent.ToolResolved{EventBase: agent.EventBase{Time: 1500}, CallID: "c1", Decision: agent.DecisionOnce},
+		&agent.ToolCompleted{CallID: "c1", Output: "", Title: "touch a"},
+		&agent.ToolCall{Message: "m1", CallID: "task1", Tool: "task", Input: json.RawMessage(`{"prompt":"look"}`)},
+		&agent.ToolRunning{CallID: "task1"},
+		&agent.SubagentStarted{CallID: "task1", Child: "agent-1", Title: "Look around", Agent: "explore", Prompt: "look"},
+		&agent.TextFinal{EventBase: agent.EventBase{Session: "agent-1"}, Message: "cm1", Block: "0", Text: "Found a."},
+		&agent.SubagentEnded{Child: "agent-1"},
+		&agent.ToolCompleted{CallID: "task1", Output: "Found a.", Title: "task"},
+		&agent.TodosUpdated{Todos: []agent.Todo{{Content: "check a", Status: agent.TodoInProgress, Priority: agent.PriorityHigh}}},
+		&agent.DroppedInput{Dropped: agent.Dropped{Source: "test", Line: 7, Kind: "mystery", Reason: agent.DropUnknownType, Detail: "not known"}},
+		&agent.StepFinished{Message: "m1", Finish: agent.FinishToolCalls},
+		&agent.TextFinal{Message: "m2", Block: "0", Text: "All done."},
+		&agent.TurnEnded{EventBase: agent.EventBase{Time: 2000}, Reason: agent.TurnCompleted},
 	}
 	for i, ev := range evs {
 		before := red.DroppedTotal()
@@ -103,17 +104,17 @@ func TestReadbackRefusesBadRecordsWithReasons(t *testing.T) {
 	}
 	bad := []struct {
 		in     string
-		reason mapper.DropReason
+		reason agent.DropReason
 	}{
-		{`{"kind":"message"`, mapper.DropUnparseableJSON},
-		{`[1,2]`, mapper.DropNotAnObject},
-		{`{"kind":"message","version":0,"info":{},"parts":[]}`, mapper.DropInvalidField},
-		{`{"kind":"message","version":1.5,"info":{},"parts":[]}`, mapper.DropInvalidField},
-		{`{"kind":"message","version":2,"info":{"id":"","role":"user"},"parts":[]}`, mapper.DropMissingID},
-		{`{"kind":"blob","version":1}`, mapper.DropUnknownType},
-		{`{"kind":"todos","version":1,"sessionID":"s","todos":[{"content":"x","status":"maybe","priority":"high"}]}`, mapper.DropInvalidField},
-		{`{"kind":"session","version":1,"session":{}}`, mapper.DropInvalidField},
-		{`{"role":"agent","content":{}}`, mapper.DropUnknownType},
+		{`{"kind":"message"`, agent.DropUnparseableJSON},
+		{`[1,2]`, agent.DropNotAnObject},
+		{`{"kind":"message","version":0,"info":{},"parts":[]}`, agent.DropInvalidField},
+		{`{"kind":"message","version":1.5,"info":{},"parts":[]}`, agent.DropInvalidField},
+		{`{"kind":"message","version":2,"info":{"id":"","role":"user"},"parts":[]}`, agent.DropMissingID},
+		{`{"kind":"blob","version":1}`, agent.DropUnknownType},
+		{`{"kind":"todos","version":1,"sessionID":"s","todos":[{"content":"x","status":"maybe","priority":"high"}]}`, agent.DropInvalidField},
+		{`{"kind":"session","version":1,"session":{}}`, agent.DropInvalidField},
+		{`{"role":"agent","content":{}}`, agent.DropUnknownType},
 	}
 	base := len(rb.Transcript().Dropped)
 	for i, b := range bad {
@@ -139,7 +140,7 @@ func TestReadbackOrphanMessages(t *testing.T) {
 	rb := NewReadback(mapper.Session{ID: "ses_fallback"})
 	rb.Add(1, []byte(`{"kind":"message","version":1,"info":{"id":"msg_1","sessionID":"ses_gone","role":"user","time":{"created":1},"agent":"","model":{"providerID":"","modelID":""}},"parts":[]}`))
 	tr := rb.Transcript()
-	if len(tr.Dropped) != 1 || tr.Dropped[0].Reason != mapper.DropOrphan {
+	if len(tr.Dropped) != 1 || tr.Dropped[0].Reason != agent.DropOrphan {
 		t.Fatalf("dropped %+v", tr.Dropped)
 	}
 	if tr.Messages == nil || tr.Children == nil || tr.Todos == nil {

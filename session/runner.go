@@ -9,43 +9,12 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
 )
 
-// Agent is a running agent as the runner drives it. Adapters implement it
-// (Claude SDK mode, Codex app-server, ACP).
-type Agent interface {
-	// Events delivers the agent's events in order. The channel is closed
-	// when the agent has exited and nothing more will come.
-	Events() <-chan mapper.Event
-	// Prompt starts a turn with the prompt (or queues it while one runs).
-	Prompt(ctx context.Context, p Prompt) error
-	// Decide answers a permission the agent asked for: the tool call callID
-	// was announced with a ToolBlocked event carrying a PermissionRequest.
-	Decide(ctx context.Context, callID string, d Decision) error
-	// AnswerQuestion answers a question the agent asked (ToolBlocked with a
-	// QuestionRequest): per question, the selected labels.
-	AnswerQuestion(ctx context.Context, callID string, answers [][]string) error
-	// Interrupt aborts the running turn; the agent ends it with TurnEnded.
-	Interrupt(ctx context.Context) error
-	// Close stops the agent and reaps its processes.
-	Close() error
-}
-
-// Decision is what the runner tells an agent about a permission: the
-// canonical decision, the patterns an "always" covers (from the block), and
-// why (for rejections nobody typed: a rule, a timeout, a cancelled turn).
-type Decision struct {
-	Decision mapper.Decision
-	Always   []string
-	Reason   string
-}
-
 // Errors of control inputs.
 var (
-	// ErrStale: the tool call is not waiting for an answer (never was, or
-	// was answered already — the first answer wins).
-	ErrStale = errors.New("stale answer: the tool call is not waiting for one")
 	// ErrNotRunning: the runner has stopped.
 	ErrNotRunning = errors.New("session runner is not running")
 )
@@ -55,7 +24,7 @@ type Control interface{ isControl() }
 
 // ControlPrompt starts a turn with a prompt.
 type ControlPrompt struct {
-	Prompt Prompt
+	Prompt agent.Prompt
 	// Key identifies the prompt (e.g. the relay message id) so the same
 	// prompt delivered twice starts one turn; "" means always new.
 	Key   string
@@ -86,7 +55,7 @@ func (ControlAbort) isControl()    {}
 
 // Options configure a Runner.
 type Options struct {
-	Agent   Agent
+	Agent   agent.Agent
 	Reducer *mapper.Reducer
 	// Sink sends changed records to the relay; nil runs without a relay.
 	Sink *Sink
@@ -205,9 +174,9 @@ func (r *Runner) Run(ctx context.Context) (Result, error) {
 				r.opts.Log.Warn().Err(err).Msg("relay sink flush failed; will retry")
 			}
 		case <-ctx.Done():
-			r.abortTurn(context.WithoutCancel(ctx), mapper.ReasonCancelled)
+			r.abortTurn(context.WithoutCancel(ctx), agent.ReasonCancelled)
 			if r.inTurn {
-				r.apply(&mapper.TurnEnded{Reason: mapper.TurnInterrupted})
+				r.apply(&agent.TurnEnded{Reason: agent.TurnInterrupted})
 			}
 			return r.finish(context.WithoutCancel(ctx))
 		}
@@ -219,13 +188,13 @@ func (r *Runner) Run(ctx context.Context) (Result, error) {
 
 // agentOrExit handles one receive from the agent's event channel: an event,
 // or (ok false) the agent's exit. done reports that Run must return.
-func (r *Runner) agentOrExit(ctx context.Context, ev mapper.Event, ok bool) (done bool, res Result, err error) {
+func (r *Runner) agentOrExit(ctx context.Context, ev agent.Event, ok bool) (done bool, res Result, err error) {
 	if !ok {
 		r.result.AgentExited = true
 		if r.inTurn {
-			r.apply(&mapper.TurnEnded{Reason: mapper.TurnAgentExited})
+			r.apply(&agent.TurnEnded{Reason: agent.TurnAgentExited})
 		}
-		r.settleAllPending(mapper.ReasonAgentExited, false)
+		r.settleAllPending(agent.ReasonAgentExited, false)
 		res, err = r.finish(ctx)
 		return true, res, err
 	}
@@ -283,7 +252,7 @@ func (r *Runner) armTimer(t *time.Timer) {
 }
 
 // apply folds one event into the reducer and hands its bus events on.
-func (r *Runner) apply(ev mapper.Event) []mapper.BusEvent {
+func (r *Runner) apply(ev agent.Event) []mapper.BusEvent {
 	before := r.opts.Reducer.DroppedTotal()
 	bus := r.opts.Reducer.Apply(ev)
 	if r.opts.Sink != nil {
@@ -324,17 +293,17 @@ func (r *Runner) answerAgentFromState(tp *mapper.ToolPart, p *pending) {
 		}
 		return
 	}
-	d := Decision{Decision: mapper.DecisionReject}
+	d := agent.Verdict{Decision: agent.DecisionReject}
 	if b := tp.State.Block; b != nil && b.Decision != "" {
 		d.Decision, d.Reason = b.Decision, b.Reason
 	}
-	if tp.State.Status == mapper.StatusRunning && d.Decision == mapper.DecisionReject {
-		d.Decision = mapper.DecisionOnce
+	if tp.State.Status == mapper.StatusRunning && d.Decision == agent.DecisionReject {
+		d.Decision = agent.DecisionOnce
 	}
-	if d.Decision == mapper.DecisionAlways {
+	if d.Decision == agent.DecisionAlways {
 		d.Always = p.always
 	}
-	if d.Decision == mapper.DecisionReject {
+	if d.Decision == agent.DecisionReject {
 		r.result.Rejected++
 	}
 	if err := r.opts.Agent.Decide(ctx, tp.CallID, d); err != nil {
@@ -343,9 +312,9 @@ func (r *Runner) answerAgentFromState(tp *mapper.ToolPart, p *pending) {
 }
 
 // agentEvent handles one event from the agent.
-func (r *Runner) agentEvent(ctx context.Context, ev mapper.Event) {
+func (r *Runner) agentEvent(ctx context.Context, ev agent.Event) {
 	switch e := ev.(type) {
-	case *mapper.ToolBlocked:
+	case *agent.ToolBlocked:
 		if e.Permission != nil {
 			r.permissionAsked(ctx, e)
 			return
@@ -353,23 +322,23 @@ func (r *Runner) agentEvent(ctx context.Context, ev mapper.Event) {
 		r.apply(e)
 		r.pending[e.CallID] = &pending{question: true, deadline: r.deadline()}
 		return
-	case *mapper.ToolResolved:
+	case *agent.ToolResolved:
 		// Answered inside the agent (typed in its own terminal): the first
 		// answer wins, so nothing more is sent to the agent.
 		delete(r.pending, e.CallID)
-	case *mapper.UserPrompt:
+	case *agent.UserPrompt:
 		// A prompt typed in the agent's own terminal (local mode).
 		r.apply(e)
 		if e.Session == "" && !e.Synthetic {
 			r.titleFrom(e.Text)
 		}
 		return
-	case *mapper.TurnStarted:
+	case *agent.TurnStarted:
 		r.inTurn, r.starting = true, false
-	case *mapper.TurnEnded:
+	case *agent.TurnEnded:
 		r.inTurn, r.starting = false, false
 		r.result.TurnReason, r.result.TurnError = e.Reason, e.Error
-		r.settleAllPending(mapper.ReasonCancelled, false)
+		r.settleAllPending(agent.ReasonCancelled, false)
 		r.apply(ev)
 		r.nextQueued(ctx)
 		return
@@ -396,12 +365,12 @@ func (r *Runner) deadline() time.Time {
 }
 
 // permissionAsked applies the permission policy to a request.
-func (r *Runner) permissionAsked(ctx context.Context, e *mapper.ToolBlocked) {
+func (r *Runner) permissionAsked(ctx context.Context, e *agent.ToolBlocked) {
 	rules := append(append([]mapper.PermissionRule(nil), r.opts.Rules...), r.opts.Reducer.RuntimeRules(r.opts.Reducer.RootID())...)
 	action := mapper.Evaluate(rules, e.Permission.Permission, e.Permission.Patterns)
 	switch action {
 	case mapper.ActionAllow:
-		err := r.opts.Agent.Decide(ctx, e.CallID, Decision{Decision: mapper.DecisionOnce, Reason: "rule"})
+		err := r.opts.Agent.Decide(ctx, e.CallID, agent.Verdict{Decision: agent.DecisionOnce, Reason: "rule"})
 		if err == nil {
 			return
 		}
@@ -410,9 +379,9 @@ func (r *Runner) permissionAsked(ctx context.Context, e *mapper.ToolBlocked) {
 		r.opts.Log.Warn().Err(err).Str("callID", e.CallID).Msg("allow by rule failed; asking")
 	case mapper.ActionDeny:
 		r.apply(e)
-		r.apply(&mapper.ToolResolved{CallID: e.CallID, Decision: mapper.DecisionReject, Reason: "denied by rule"})
+		r.apply(&agent.ToolResolved{CallID: e.CallID, Decision: agent.DecisionReject, Reason: "denied by rule"})
 		r.result.Rejected++
-		if err := r.opts.Agent.Decide(ctx, e.CallID, Decision{Decision: mapper.DecisionReject, Reason: "denied by rule"}); err != nil {
+		if err := r.opts.Agent.Decide(ctx, e.CallID, agent.Verdict{Decision: agent.DecisionReject, Reason: "denied by rule"}); err != nil {
 			r.opts.Log.Warn().Err(err).Str("callID", e.CallID).Msg("deny by rule")
 		}
 		return
@@ -431,15 +400,15 @@ func (r *Runner) controlInput(ctx context.Context, c Control) {
 	case ControlQuestion:
 		p, ok := r.pending[c.Answer.CallID]
 		if !ok || !p.question {
-			reply(c.Reply, ErrStale)
+			reply(c.Reply, agent.ErrStale)
 			return
 		}
 		delete(r.pending, c.Answer.CallID)
 		err := r.opts.Agent.AnswerQuestion(ctx, c.Answer.CallID, c.Answer.Answers)
-		r.apply(&mapper.ToolResolved{CallID: c.Answer.CallID, Answers: c.Answer.Answers})
+		r.apply(&agent.ToolResolved{CallID: c.Answer.CallID, Answers: c.Answer.Answers})
 		reply(c.Reply, err)
 	case ControlAbort:
-		reply(c.Reply, r.abortTurn(ctx, mapper.ReasonCancelled))
+		reply(c.Reply, r.abortTurn(ctx, agent.ReasonCancelled))
 	}
 }
 
@@ -474,7 +443,7 @@ func (r *Runner) sendPrompt(ctx context.Context, c ControlPrompt) error {
 		return fmt.Errorf("send prompt to agent: %w", err)
 	}
 	r.starting = true
-	r.apply(&mapper.UserPrompt{EventBase: mapper.EventBase{Time: r.opts.Now().UnixMilli()}, PromptID: key, Text: c.Prompt.Text, Files: c.Prompt.Files, MessageID: c.Prompt.MessageID})
+	r.apply(&agent.UserPrompt{EventBase: agent.EventBase{Time: r.opts.Now().UnixMilli()}, PromptID: key, Text: c.Prompt.Text, Files: c.Prompt.Files, MessageID: c.Prompt.MessageID})
 	r.titleFrom(c.Prompt.Text)
 	return nil
 }
@@ -483,7 +452,7 @@ func (r *Runner) sendPrompt(ctx context.Context, c ControlPrompt) error {
 func (r *Runner) titleFrom(prompt string) {
 	if root, ok := r.opts.Reducer.Session(r.opts.Reducer.RootID()); ok && root.Title == "" {
 		if title := TitleFromPrompt(prompt); title != "" {
-			r.apply(&mapper.SessionInfo{Title: title})
+			r.apply(&agent.SessionInfo{Title: title})
 		}
 	}
 }
@@ -514,21 +483,21 @@ func TitleFromPrompt(text string) string {
 func (r *Runner) answer(ctx context.Context, a Answer) error {
 	p, ok := r.pending[a.CallID]
 	if !ok || p.question {
-		return ErrStale
+		return agent.ErrStale
 	}
 	if a.Abort {
 		return r.abortTurn(ctx, a.Reason)
 	}
 	delete(r.pending, a.CallID)
-	d := Decision{Decision: a.Decision, Reason: a.Reason}
-	if a.Decision == mapper.DecisionAlways {
+	d := agent.Verdict{Decision: a.Decision, Reason: a.Reason}
+	if a.Decision == agent.DecisionAlways {
 		d.Always = p.always
 	}
-	if a.Decision == mapper.DecisionReject {
+	if a.Decision == agent.DecisionReject {
 		r.result.Rejected++
 	}
 	err := r.opts.Agent.Decide(ctx, a.CallID, d)
-	r.apply(&mapper.ToolResolved{EventBase: mapper.EventBase{Time: r.opts.Now().UnixMilli()}, CallID: a.CallID, Decision: a.Decision, Reason: a.Reason})
+	r.apply(&agent.ToolResolved{EventBase: agent.EventBase{Time: r.opts.Now().UnixMilli()}, CallID: a.CallID, Decision: a.Decision, Reason: a.Reason})
 	return err
 }
 
@@ -550,9 +519,9 @@ func (r *Runner) settleAllPending(reason string, tellAgent bool) {
 		delete(r.pending, id)
 		if tellAgent && !p.question {
 			r.result.Rejected++
-			_ = r.opts.Agent.Decide(context.Background(), id, Decision{Decision: mapper.DecisionReject, Reason: reason})
+			_ = r.opts.Agent.Decide(context.Background(), id, agent.Verdict{Decision: agent.DecisionReject, Reason: reason})
 		}
-		r.apply(&mapper.ToolResolved{EventBase: mapper.EventBase{Time: r.opts.Now().UnixMilli()}, CallID: id, Decision: mapper.DecisionReject, Reason: reason})
+		r.apply(&agent.ToolResolved{EventBase: agent.EventBase{Time: r.opts.Now().UnixMilli()}, CallID: id, Decision: agent.DecisionReject, Reason: reason})
 	}
 }
 
@@ -566,8 +535,8 @@ func (r *Runner) expirePending() {
 		delete(r.pending, id)
 		if !p.question {
 			r.result.Rejected++
-			_ = r.opts.Agent.Decide(context.Background(), id, Decision{Decision: mapper.DecisionReject, Reason: mapper.ReasonTimeout})
+			_ = r.opts.Agent.Decide(context.Background(), id, agent.Verdict{Decision: agent.DecisionReject, Reason: agent.ReasonTimeout})
 		}
-		r.apply(&mapper.ToolResolved{EventBase: mapper.EventBase{Time: now.UnixMilli()}, CallID: id, Decision: mapper.DecisionReject, Reason: mapper.ReasonTimeout})
+		r.apply(&agent.ToolResolved{EventBase: agent.EventBase{Time: now.UnixMilli()}, CallID: id, Decision: agent.DecisionReject, Reason: agent.ReasonTimeout})
 	}
 }

@@ -10,24 +10,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
 )
 
 // fakeAgent is a scripted agent: tests push events and read back what the
 // runner told it.
 type fakeAgent struct {
-	events chan mapper.Event
+	events chan agent.Event
 	mu     sync.Mutex
 	calls  []string
 	// onDecide, when set, runs after Decide (in the runner goroutine).
-	onDecide func(callID string, d Decision)
-	onPrompt func(p Prompt)
+	onDecide func(callID string, d agent.Verdict)
+	onPrompt func(p agent.Prompt)
 	// failDecide makes the next n Decide calls fail (as an agent that lost
 	// the request would).
 	failDecide int
 }
 
-func newFakeAgent() *fakeAgent { return &fakeAgent{events: make(chan mapper.Event, 100)} }
+func newFakeAgent() *fakeAgent { return &fakeAgent{events: make(chan agent.Event, 100)} }
 
 func (a *fakeAgent) record(s string) {
 	a.mu.Lock()
@@ -41,15 +42,15 @@ func (a *fakeAgent) Calls() []string {
 	return append([]string(nil), a.calls...)
 }
 
-func (a *fakeAgent) Events() <-chan mapper.Event { return a.events }
-func (a *fakeAgent) Prompt(_ context.Context, p Prompt) error {
+func (a *fakeAgent) Events() <-chan agent.Event { return a.events }
+func (a *fakeAgent) Prompt(_ context.Context, p agent.Prompt) error {
 	if a.onPrompt != nil {
 		a.onPrompt(p)
 	}
 	a.record("prompt:" + p.Text) // after onPrompt: a test that saw the call sees its effects
 	return nil
 }
-func (a *fakeAgent) Decide(_ context.Context, id string, d Decision) error {
+func (a *fakeAgent) Decide(_ context.Context, id string, d agent.Verdict) error {
 	a.record("decide:" + id + ":" + string(d.Decision) + ":" + d.Reason)
 	a.mu.Lock()
 	fail := a.failDecide > 0
@@ -73,31 +74,31 @@ func (a *fakeAgent) AnswerQuestion(_ context.Context, id string, ans [][]string)
 func (a *fakeAgent) Interrupt(context.Context) error { a.record("interrupt"); return nil }
 func (a *fakeAgent) Close() error                    { return nil }
 
-func (a *fakeAgent) emit(evs ...mapper.Event) {
+func (a *fakeAgent) emit(evs ...agent.Event) {
 	for _, e := range evs {
 		a.events <- e
 	}
 }
 
 // startTurn is what an agent emits up to a tool blocked on permission.
-func startTurn(callID, command string) []mapper.Event {
+func startTurn(callID, command string) []agent.Event {
 	in, _ := json.Marshal(map[string]string{"command": command})
-	return []mapper.Event{
-		&mapper.TurnStarted{TurnID: "t1"},
-		&mapper.MessageStarted{Message: "m1"},
-		&mapper.ToolCall{Message: "m1", CallID: callID, Tool: "bash", Input: in},
-		&mapper.ToolRunning{CallID: callID},
-		&mapper.ToolBlocked{CallID: callID, Permission: &mapper.PermissionRequest{Permission: "bash", Patterns: []string{command}, Always: []string{command}}},
+	return []agent.Event{
+		&agent.TurnStarted{TurnID: "t1"},
+		&agent.MessageStarted{Message: "m1"},
+		&agent.ToolCall{Message: "m1", CallID: callID, Tool: "bash", Input: in},
+		&agent.ToolRunning{CallID: callID},
+		&agent.ToolBlocked{CallID: callID, Permission: &agent.PermissionRequest{Permission: "bash", Patterns: []string{command}, Always: []string{command}}},
 	}
 }
 
-func finishTurn(callID string) []mapper.Event {
-	return []mapper.Event{
-		&mapper.ToolCompleted{CallID: callID, Output: "ok", Title: "bash"},
-		&mapper.StepFinished{Message: "m1", Finish: mapper.FinishToolCalls},
-		&mapper.TextFinal{Message: "m2", Block: "0", Text: "Done."},
-		&mapper.StepFinished{Message: "m2", Finish: mapper.FinishStop},
-		&mapper.TurnEnded{TurnID: "t1", Reason: mapper.TurnCompleted},
+func finishTurn(callID string) []agent.Event {
+	return []agent.Event{
+		&agent.ToolCompleted{CallID: callID, Output: "ok", Title: "bash"},
+		&agent.StepFinished{Message: "m1", Finish: agent.FinishToolCalls},
+		&agent.TextFinal{Message: "m2", Block: "0", Text: "Done."},
+		&agent.StepFinished{Message: "m2", Finish: agent.FinishStop},
+		&agent.TurnEnded{TurnID: "t1", Reason: agent.TurnCompleted},
 	}
 }
 
@@ -192,33 +193,33 @@ func toolState(t *testing.T, tr mapper.Transcript, callID string) mapper.ToolSta
 
 func TestRunnerPermissionApprovedOnceFirstAnswerWins(t *testing.T) {
 	h := newHarness(t, Options{OneShot: true})
-	h.agent.onPrompt = func(Prompt) { go h.agent.emit(startTurn("c1", "rm x")...) }
+	h.agent.onPrompt = func(agent.Prompt) { go h.agent.emit(startTurn("c1", "rm x")...) }
 
-	if err := h.control(ControlPrompt{Prompt: Prompt{Text: "remove x"}}); err != nil {
+	if err := h.control(ControlPrompt{Prompt: agent.Prompt{Text: "remove x"}}); err != nil {
 		t.Fatal(err)
 	}
 	// The tool blocks; an answer for an unknown call is stale.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		err := h.control(ControlAnswer{Answer: Answer{CallID: "c1", Decision: mapper.DecisionOnce}})
+		err := h.control(ControlAnswer{Answer: Answer{CallID: "c1", Decision: agent.DecisionOnce}})
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, ErrStale) || time.Now().After(deadline) {
+		if !errors.Is(err, agent.ErrStale) || time.Now().After(deadline) {
 			t.Fatalf("answer: %v", err)
 		}
 		time.Sleep(5 * time.Millisecond) // the block has not arrived yet
 	}
-	if err := h.control(ControlAnswer{Answer: Answer{CallID: "c1", Decision: mapper.DecisionReject}}); !errors.Is(err, ErrStale) {
+	if err := h.control(ControlAnswer{Answer: Answer{CallID: "c1", Decision: agent.DecisionReject}}); !errors.Is(err, agent.ErrStale) {
 		t.Fatalf("second answer: %v, want ErrStale", err)
 	}
 	h.agent.emit(finishTurn("c1")...)
 	h.wait()
-	if h.err != nil || h.res.TurnReason != mapper.TurnCompleted || h.res.Rejected != 0 {
+	if h.err != nil || h.res.TurnReason != agent.TurnCompleted || h.res.Rejected != 0 {
 		t.Fatalf("result %+v, %v", h.res, h.err)
 	}
 	st := toolState(t, h.red.Transcript(), "c1")
-	if st.Status != mapper.StatusCompleted || st.Block == nil || st.Block.Decision != mapper.DecisionOnce || st.Block.DecidedAt == nil {
+	if st.Status != mapper.StatusCompleted || st.Block == nil || st.Block.Decision != agent.DecisionOnce || st.Block.DecidedAt == nil {
 		t.Fatalf("tool state %+v block %+v", st, st.Block)
 	}
 	calls := h.agent.Calls()
@@ -236,18 +237,18 @@ func TestRunnerRulesAllowAndDeny(t *testing.T) {
 		{Permission: "bash", Pattern: "rm*", Action: mapper.ActionDeny},
 	}})
 	in := json.RawMessage(`{"command":"ls"}`)
-	h.agent.emit(&mapper.TurnStarted{TurnID: "t"}, &mapper.ToolCall{Message: "m", CallID: "a", Tool: "bash", Input: in}, &mapper.ToolRunning{CallID: "a"},
-		&mapper.ToolBlocked{CallID: "a", Permission: &mapper.PermissionRequest{Permission: "bash", Patterns: []string{"ls"}}},
-		&mapper.ToolCall{Message: "m", CallID: "b", Tool: "bash", Input: json.RawMessage(`{"command":"rm -rf x"}`)}, &mapper.ToolRunning{CallID: "b"},
-		&mapper.ToolBlocked{CallID: "b", Permission: &mapper.PermissionRequest{Permission: "bash", Patterns: []string{"rm -rf x"}}},
-		&mapper.ToolCompleted{CallID: "a", Output: "f", Title: "ls"},
-		&mapper.TurnEnded{Reason: mapper.TurnCompleted})
+	h.agent.emit(&agent.TurnStarted{TurnID: "t"}, &agent.ToolCall{Message: "m", CallID: "a", Tool: "bash", Input: in}, &agent.ToolRunning{CallID: "a"},
+		&agent.ToolBlocked{CallID: "a", Permission: &agent.PermissionRequest{Permission: "bash", Patterns: []string{"ls"}}},
+		&agent.ToolCall{Message: "m", CallID: "b", Tool: "bash", Input: json.RawMessage(`{"command":"rm -rf x"}`)}, &agent.ToolRunning{CallID: "b"},
+		&agent.ToolBlocked{CallID: "b", Permission: &agent.PermissionRequest{Permission: "bash", Patterns: []string{"rm -rf x"}}},
+		&agent.ToolCompleted{CallID: "a", Output: "f", Title: "ls"},
+		&agent.TurnEnded{Reason: agent.TurnCompleted})
 	h.wait()
 	tr := h.red.Transcript()
 	if st := toolState(t, tr, "a"); st.Status != mapper.StatusCompleted || st.Block != nil {
 		t.Fatalf("allowed tool %+v", st)
 	}
-	if st := toolState(t, tr, "b"); st.Status != mapper.StatusError || st.Block == nil || st.Block.Decision != mapper.DecisionReject {
+	if st := toolState(t, tr, "b"); st.Status != mapper.StatusError || st.Block == nil || st.Block.Decision != agent.DecisionReject {
 		t.Fatalf("denied tool %+v", st)
 	}
 	calls := h.agent.Calls()
@@ -261,13 +262,13 @@ func TestRunnerRulesAllowAndDeny(t *testing.T) {
 
 func TestRunnerPermissionTimeoutRejects(t *testing.T) {
 	h := newHarness(t, Options{OneShot: true, PermissionTimeout: 30 * time.Millisecond})
-	h.agent.onDecide = func(id string, d Decision) {
-		go h.agent.emit(&mapper.ToolFailed{CallID: id, Error: "denied"}, &mapper.TurnEnded{Reason: mapper.TurnCompleted})
+	h.agent.onDecide = func(id string, d agent.Verdict) {
+		go h.agent.emit(&agent.ToolFailed{CallID: id, Error: "denied"}, &agent.TurnEnded{Reason: agent.TurnCompleted})
 	}
 	h.agent.emit(startTurn("c9", "make deploy")...)
 	h.wait()
 	st := toolState(t, h.red.Transcript(), "c9")
-	if st.Status != mapper.StatusError || st.Block == nil || st.Block.Decision != mapper.DecisionReject || st.Block.Reason != mapper.ReasonTimeout {
+	if st.Status != mapper.StatusError || st.Block == nil || st.Block.Decision != agent.DecisionReject || st.Block.Reason != agent.ReasonTimeout {
 		t.Fatalf("state %+v block %+v", st, st.Block)
 	}
 	if calls := h.agent.Calls(); len(calls) != 1 || calls[0] != "decide:c9:reject:timeout" {
@@ -284,7 +285,7 @@ func TestRunnerAgentExitSettlesOpenTools(t *testing.T) {
 		t.Fatalf("result %+v", h.res)
 	}
 	st := toolState(t, h.red.Transcript(), "c1")
-	if st.Status != mapper.StatusError || st.Block == nil || st.Block.Reason != mapper.ReasonAgentExited {
+	if st.Status != mapper.StatusError || st.Block == nil || st.Block.Reason != agent.ReasonAgentExited {
 		t.Fatalf("state %+v block %+v", st, st.Block)
 	}
 	for _, m := range h.red.Transcript().Messages {
@@ -301,13 +302,13 @@ func TestRunnerAbortRejectsPendingAndInterrupts(t *testing.T) {
 	if err := h.control(ControlAbort{}); err != nil {
 		t.Fatal(err)
 	}
-	h.agent.emit(&mapper.TurnEnded{Reason: mapper.TurnInterrupted})
+	h.agent.emit(&agent.TurnEnded{Reason: agent.TurnInterrupted})
 	h.wait()
 	calls := h.agent.Calls()
 	if len(calls) != 2 || calls[0] != "decide:c1:reject:cancelled" || calls[1] != "interrupt" {
 		t.Fatalf("calls %v", calls)
 	}
-	if h.res.TurnReason != mapper.TurnInterrupted {
+	if h.res.TurnReason != agent.TurnInterrupted {
 		t.Fatalf("result %+v", h.res)
 	}
 }
@@ -365,17 +366,17 @@ func TestTitleFromPrompt(t *testing.T) {
 func TestRunnerQueuesPromptsWhileATurnRuns(t *testing.T) {
 	h := newHarness(t, Options{})
 	turn := 0
-	h.agent.onPrompt = func(p Prompt) {
+	h.agent.onPrompt = func(p agent.Prompt) {
 		turn++
 		n := turn
 		// Buffered: emitting from the runner goroutine cannot block.
-		h.agent.emit(&mapper.TurnStarted{TurnID: fmt.Sprint(n)}, &mapper.TextFinal{Message: fmt.Sprint("m", n), Block: "0", Text: "answer to " + p.Text})
+		h.agent.emit(&agent.TurnStarted{TurnID: fmt.Sprint(n)}, &agent.TextFinal{Message: fmt.Sprint("m", n), Block: "0", Text: "answer to " + p.Text})
 	}
-	if err := h.control(ControlPrompt{Prompt: Prompt{Text: "one"}}); err != nil {
+	if err := h.control(ControlPrompt{Prompt: agent.Prompt{Text: "one"}}); err != nil {
 		t.Fatal(err)
 	}
 	// Sent while turn 1 has not ended: queued, not handed to the agent.
-	if err := h.control(ControlPrompt{Prompt: Prompt{Text: "two"}}); err != nil {
+	if err := h.control(ControlPrompt{Prompt: agent.Prompt{Text: "two"}}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitCall("prompt:one")
@@ -383,9 +384,9 @@ func TestRunnerQueuesPromptsWhileATurnRuns(t *testing.T) {
 	if calls := h.agent.Calls(); len(calls) != 1 {
 		t.Fatalf("second prompt reached the agent during turn 1: %v", calls)
 	}
-	h.agent.emit(&mapper.TurnEnded{TurnID: "1", Reason: mapper.TurnCompleted})
+	h.agent.emit(&agent.TurnEnded{TurnID: "1", Reason: agent.TurnCompleted})
 	h.waitCall("prompt:two")
-	h.agent.emit(&mapper.TurnEnded{TurnID: "2", Reason: mapper.TurnCompleted})
+	h.agent.emit(&agent.TurnEnded{TurnID: "2", Reason: agent.TurnCompleted})
 	close(h.agent.events)
 	h.wait()
 	var order []string
@@ -407,13 +408,13 @@ func TestRunnerRuleAnswerFailureFallsBackToAsking(t *testing.T) {
 	h := newHarness(t, Options{OneShot: true, PermissionTimeout: 50 * time.Millisecond,
 		Rules: []mapper.PermissionRule{{Permission: "bash", Pattern: "*", Action: mapper.ActionAllow}}})
 	h.agent.failDecide = 1
-	h.agent.onDecide = func(id string, d Decision) {
-		go h.agent.emit(&mapper.ToolFailed{CallID: id, Error: "denied"}, &mapper.TurnEnded{Reason: mapper.TurnCompleted})
+	h.agent.onDecide = func(id string, d agent.Verdict) {
+		go h.agent.emit(&agent.ToolFailed{CallID: id, Error: "denied"}, &agent.TurnEnded{Reason: agent.TurnCompleted})
 	}
 	h.agent.emit(startTurn("c1", "make")...)
 	h.wait()
 	st := toolState(t, h.red.Transcript(), "c1")
-	if st.Status != mapper.StatusError || st.Block == nil || st.Block.Reason != mapper.ReasonTimeout {
+	if st.Status != mapper.StatusError || st.Block == nil || st.Block.Reason != agent.ReasonTimeout {
 		t.Fatalf("state %+v block %+v", st, st.Block)
 	}
 	if calls := h.agent.Calls(); len(calls) != 2 || calls[0] != "decide:c1:once:rule" || calls[1] != "decide:c1:reject:timeout" {

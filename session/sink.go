@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -47,8 +48,8 @@ type RecordStore interface {
 type Snapshotter interface {
 	Message(id string) (mapper.MessageWithParts, bool)
 	Session(id string) (mapper.Session, bool)
-	Todos(sessionID string) []mapper.Todo
-	Dropped(sessionID string) []mapper.Dropped
+	Todos(sessionID string) []agent.Todo
+	Dropped(sessionID string) []agent.Dropped
 }
 
 // TodosRecord is the record id of a session's todo list.
@@ -226,13 +227,13 @@ func (s *Sink) envelope(d *dirtyRecord, version int64) ([]byte, bool, error) {
 	case KindTodos:
 		todos := s.snap.Todos(d.id)
 		if todos == nil {
-			todos = []mapper.Todo{}
+			todos = []agent.Todo{}
 		}
 		b, err := json.Marshal(struct {
-			Kind      string        `json:"kind"`
-			Version   int64         `json:"version"`
-			SessionID string        `json:"sessionID"`
-			Todos     []mapper.Todo `json:"todos"`
+			Kind      string       `json:"kind"`
+			Version   int64        `json:"version"`
+			SessionID string       `json:"sessionID"`
+			Todos     []agent.Todo `json:"todos"`
 		}{KindTodos, version, d.id, todos})
 		return b, true, err
 	case KindDropped:
@@ -241,10 +242,10 @@ func (s *Sink) envelope(d *dirtyRecord, version int64) ([]byte, bool, error) {
 			return nil, false, nil
 		}
 		b, err := json.Marshal(struct {
-			Kind      string           `json:"kind"`
-			Version   int64            `json:"version"`
-			SessionID string           `json:"sessionID"`
-			Dropped   []mapper.Dropped `json:"dropped"`
+			Kind      string          `json:"kind"`
+			Version   int64           `json:"version"`
+			SessionID string          `json:"sessionID"`
+			Dropped   []agent.Dropped `json:"dropped"`
 		}{KindDropped, version, d.id, dropped})
 		return b, true, err
 	}
@@ -291,8 +292,8 @@ func TruncatePart(p mapper.Part, max int) mapper.Part {
 	return p
 }
 
-func truncMeta(m mapper.Object, size int) mapper.Object {
-	out := make(mapper.Object, len(m)+2)
+func truncMeta(m agent.Object, size int) agent.Object {
+	out := make(agent.Object, len(m)+2)
 	for k, v := range m {
 		out[k] = v
 	}

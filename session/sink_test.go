@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -110,16 +111,16 @@ func TestSinkCoalescesStreamingAndFlushesStateChanges(t *testing.T) {
 	store := &memStore{last: map[string]int64{}}
 	sink := NewSink(store, red)
 	t0 := time.UnixMilli(1_000_000)
-	apply := func(evs ...mapper.Event) {
+	apply := func(evs ...agent.Event) {
 		for _, ev := range evs {
 			sink.Observe(red.Apply(ev))
 		}
 	}
 
-	apply(&mapper.UserPrompt{EventBase: mapper.EventBase{Time: 1000}, PromptID: "p1", Text: "hello"},
-		&mapper.TurnStarted{TurnID: "t1"},
-		&mapper.MessageStarted{Message: "m1"},
-		&mapper.TextDelta{Message: "m1", Block: "b0", Delta: "Hel"})
+	apply(&agent.UserPrompt{EventBase: agent.EventBase{Time: 1000}, PromptID: "p1", Text: "hello"},
+		&agent.TurnStarted{TurnID: "t1"},
+		&agent.MessageStarted{Message: "m1"},
+		&agent.TextDelta{Message: "m1", Block: "b0", Delta: "Hel"})
 	if err := flushed(store, sink, ctx, t0, false); err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func TestSinkCoalescesStreamingAndFlushesStateChanges(t *testing.T) {
 	}
 
 	// Streaming within the interval waits.
-	apply(&mapper.TextDelta{Message: "m1", Block: "b0", Delta: "lo"})
+	apply(&agent.TextDelta{Message: "m1", Block: "b0", Delta: "lo"})
 	if err := flushed(store, sink, ctx, t0.Add(200*time.Millisecond), false); err != nil {
 		t.Fatal(err)
 	}
@@ -150,9 +151,9 @@ func TestSinkCoalescesStreamingAndFlushesStateChanges(t *testing.T) {
 	}
 
 	// A tool blocked on permission flushes at once.
-	apply(&mapper.ToolCall{Message: "m1", CallID: "c1", Tool: "bash", Input: json.RawMessage(`{"command":"rm x"}`)},
-		&mapper.ToolRunning{CallID: "c1"},
-		&mapper.ToolBlocked{CallID: "c1", Permission: &mapper.PermissionRequest{Permission: "bash", Patterns: []string{"rm x"}}})
+	apply(&agent.ToolCall{Message: "m1", CallID: "c1", Tool: "bash", Input: json.RawMessage(`{"command":"rm x"}`)},
+		&agent.ToolRunning{CallID: "c1"},
+		&agent.ToolBlocked{CallID: "c1", Permission: &agent.PermissionRequest{Permission: "bash", Patterns: []string{"rm x"}}})
 	due, ok = sink.NextDue(t0.Add(300 * time.Millisecond))
 	if !ok || !due.Equal(t0.Add(300*time.Millisecond)) {
 		t.Fatalf("NextDue after block = %v, %v", due, ok)
@@ -183,7 +184,7 @@ func TestSinkVersionsContinueFromStoreAndSurviveFailures(t *testing.T) {
 	red := mapper.NewReducer(mapper.Config{SessionID: "relay1"})
 	store := &memStore{last: map[string]int64{}}
 	sink := NewSink(store, red)
-	sink.Observe(red.Apply(&mapper.UserPrompt{PromptID: "p1", Text: "x"}))
+	sink.Observe(red.Apply(&agent.UserPrompt{PromptID: "p1", Text: "x"}))
 	rootID := red.RootID()
 	store.last[rootID] = 7 // written by an earlier process
 	store.failed = errors.New("disk full")
@@ -209,7 +210,7 @@ func TestSinkVersionsContinueFromStoreAndSurviveFailures(t *testing.T) {
 
 func TestTruncatePart(t *testing.T) {
 	big := strings.Repeat("é", 200) // 400 bytes
-	p := &mapper.TextPart{PartBase: mapper.PartBase{ID: "prt_1"}, Text: big, Metadata: mapper.Object{"k": "v"}}
+	p := &mapper.TextPart{PartBase: mapper.PartBase{ID: "prt_1"}, Text: big, Metadata: agent.Object{"k": "v"}}
 	got := TruncatePart(p, 101).(*mapper.TextPart)
 	if len(got.Text) != 100 || !utf8.ValidString(got.Text) {
 		t.Fatalf("cut to %d bytes, valid=%v", len(got.Text), utf8.ValidString(got.Text))

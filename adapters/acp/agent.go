@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/happy-dev/happy/session"
+	"github.com/happy-dev/happy/agent"
 )
 
 // Agent is a Client as the session runner drives it.
@@ -13,30 +13,30 @@ type Agent struct {
 	*Client
 }
 
-var _ session.Agent = (*Agent)(nil)
+var _ agent.Agent = (*Agent)(nil)
 
 // NewAgent wraps a started Client.
 func NewAgent(c *Client) *Agent { return &Agent{Client: c} }
 
-// Prompt implements session.Agent: the text and the attachments (see
+// Prompt implements agent.Agent: the text and the attachments (see
 // Client.Prompt).
-func (a *Agent) Prompt(ctx context.Context, p session.Prompt) error {
+func (a *Agent) Prompt(ctx context.Context, p agent.Prompt) error {
 	return a.Client.Prompt(ctx, Prompt{Text: p.Text, Files: p.Files})
 }
 
-// Decide implements session.Agent: the decision and its reason go to
+// Decide implements agent.Agent: the decision and its reason go to
 // Client.Decide. A call that waits for no answer (never did, or was
-// answered) gives session.ErrStale.
-func (a *Agent) Decide(ctx context.Context, callID string, d session.Decision) error {
+// answered) gives agent.ErrStale.
+func (a *Agent) Decide(ctx context.Context, callID string, d agent.Verdict) error {
 	err := a.Client.Decide(ctx, callID, Answer{Decision: d.Decision, Reason: d.Reason})
 	if errors.Is(err, ErrNoPendingRequest) {
-		return fmt.Errorf("%w: %w", session.ErrStale, err)
+		return fmt.Errorf("%w: %w", agent.ErrStale, err)
 	}
 	return err
 }
 
-// AnswerQuestion implements session.Agent. ACP agents ask no questions
+// AnswerQuestion implements agent.Agent. ACP agents ask no questions
 // (elicitation is not offered), so no call ever waits for an answer.
 func (a *Agent) AnswerQuestion(_ context.Context, callID string, _ [][]string) error {
-	return fmt.Errorf("%w: %s: ACP agents ask no questions", session.ErrStale, callID)
+	return fmt.Errorf("%w: %s: ACP agents ask no questions", agent.ErrStale, callID)
 }

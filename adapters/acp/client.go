@@ -20,10 +20,10 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/happy-dev/happy/internal/evqueue"
-	"github.com/happy-dev/happy/internal/jsonrpc"
-	"github.com/happy-dev/happy/internal/trafficlog"
-	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/adapters/jsonrpc"
+	"github.com/happy-dev/happy/adapters/trafficlog"
+	"github.com/happy-dev/happy/agent"
+	"github.com/happy-dev/happy/internal/queue"
 )
 
 // Errors callers branch on.
@@ -160,7 +160,7 @@ func (o *Options) defaults() {
 // http(s) URLs).
 type Prompt struct {
 	Text  string
-	Files []mapper.PromptFile
+	Files []agent.PromptFile
 }
 
 // AuthMethod is an authentication method the agent offers.
@@ -197,14 +197,14 @@ type AgentInfo struct {
 // when the turn ends. Safe for concurrent use.
 type Client struct {
 	opts Options
-	q    *evqueue.Queue
+	q    *queue.Unbounded[agent.Event]
 	dir  *folder
 	term *terminals
 
 	decMu  sync.Mutex
 	dec    *Decoder
 	heldMu sync.Mutex
-	held   []mapper.Event
+	held   []agent.Event
 
 	mu         sync.Mutex
 	conn       *jsonrpc.Conn
@@ -291,7 +291,7 @@ func newClient(opts Options) (*Client, error) {
 		return nil, err
 	}
 	return &Client{
-		opts: opts, q: evqueue.New(), dir: dir, term: newTerminals(dir, nil),
+		opts: opts, q: queue.New[agent.Event](), dir: dir, term: newTerminals(dir, nil),
 		dec: NewDecoder(DecoderOptions{Live: true}), pending: map[string][]*pendingPermission{},
 	}, nil
 }
@@ -404,7 +404,7 @@ func (c *Client) note(n happyNote) {
 
 // Events delivers the session's agent events in order. It is closed after
 // the agent exited (or Close) and every event was delivered.
-func (c *Client) Events() <-chan mapper.Event { return c.q.Out() }
+func (c *Client) Events() <-chan agent.Event { return c.q.Out() }
 
 // SessionID is the agent's session id.
 func (c *Client) SessionID() string {
@@ -783,7 +783,7 @@ func (c *Client) cancelTurn(ctx context.Context) error {
 		c.mu.Unlock()
 	}
 	for _, p := range all {
-		c.answer(ctx, p, Outcome{Cancelled: true}, mapper.DecisionReject, mapper.ReasonCancelled)
+		c.answer(ctx, p, Outcome{Cancelled: true}, agent.DecisionReject, agent.ReasonCancelled)
 	}
 	if err != nil {
 		return fmt.Errorf("acp: session/cancel: %w", err)
@@ -887,7 +887,7 @@ func (c *Client) Decide(ctx context.Context, callID string, a Answer) error {
 	}
 	active := c.active
 	c.mu.Unlock()
-	if a.Decision == mapper.DecisionReject && a.Reason == mapper.ReasonCancelled && active {
+	if a.Decision == agent.DecisionReject && a.Reason == agent.ReasonCancelled && active {
 		if err := c.cancelTurn(ctx); err != nil {
 			c.opts.Logger.Warn().Err(err).Msg("cancel the turn")
 		}
@@ -896,7 +896,7 @@ func (c *Client) Decide(ctx context.Context, callID string, a Answer) error {
 }
 
 // answer writes the decision note, then the response.
-func (c *Client) answer(ctx context.Context, p *pendingPermission, o Outcome, d mapper.Decision, reason string) error {
+func (c *Client) answer(ctx context.Context, p *pendingPermission, o Outcome, d agent.Decision, reason string) error {
 	id, _ := json.Marshal(p.in.ID)
 	c.note(happyNote{Happy: noteDecision, Request: id, Decision: string(d), Reason: reason})
 	if err := p.in.Reply(ctx, o.JSON()); err != nil {
@@ -932,7 +932,7 @@ func (c *Client) Handle(ctx context.Context, in *jsonrpc.Incoming) {
 		c.mu.Unlock()
 		if cancelled {
 			// The turn is being cancelled: nobody will decide.
-			_ = c.answer(ctx, &pendingPermission{in: in, options: opts}, Outcome{Cancelled: true}, mapper.DecisionReject, mapper.ReasonCancelled)
+			_ = c.answer(ctx, &pendingPermission{in: in, options: opts}, Outcome{Cancelled: true}, agent.DecisionReject, agent.ReasonCancelled)
 		}
 	case "fs/read_text_file", "fs/write_text_file":
 		if c.opts.NoFS {
@@ -1141,7 +1141,7 @@ func (c *Client) Close() error {
 	c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	for _, pp := range all {
-		_ = c.answer(ctx, pp, Outcome{Cancelled: true}, mapper.DecisionReject, mapper.ReasonAgentExited)
+		_ = c.answer(ctx, pp, Outcome{Cancelled: true}, agent.DecisionReject, agent.ReasonAgentExited)
 	}
 	cancel()
 	c.term.closeAll()

@@ -13,7 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/happy-dev/happy/internal/trafficlog"
+	"github.com/happy-dev/happy/adapters/trafficlog"
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
 	"github.com/happy-dev/happy/session"
 )
@@ -61,9 +62,9 @@ func fakeOptions(t *testing.T, rec *syncBuffer, env ...string) Options {
 
 // untilTurns reads events until n turns ended (then keeps the channel
 // drained in the background until it closes).
-func untilTurns(t *testing.T, c *Client, n int, onEvent func(mapper.Event)) []mapper.Event {
+func untilTurns(t *testing.T, c *Client, n int, onEvent func(agent.Event)) []agent.Event {
 	t.Helper()
-	var evs []mapper.Event
+	var evs []agent.Event
 	deadline := time.After(20 * time.Second)
 	ended := 0
 	for ended < n {
@@ -73,7 +74,7 @@ func untilTurns(t *testing.T, c *Client, n int, onEvent func(mapper.Event)) []ma
 				t.Fatalf("events closed after %d turns:\n%s", ended, eventLines(t, evs))
 			}
 			evs = append(evs, e)
-			if _, ok := e.(*mapper.TurnEnded); ok {
+			if _, ok := e.(*agent.TurnEnded); ok {
 				ended++
 			}
 			if onEvent != nil {
@@ -87,9 +88,9 @@ func untilTurns(t *testing.T, c *Client, n int, onEvent func(mapper.Event)) []ma
 }
 
 // closeAndDrain closes the client and returns the events that came after.
-func closeAndDrain(t *testing.T, c *Client) []mapper.Event {
+func closeAndDrain(t *testing.T, c *Client) []agent.Event {
 	t.Helper()
-	var rest []mapper.Event
+	var rest []agent.Event
 	done := make(chan struct{})
 	go func() {
 		for e := range c.Events() {
@@ -125,15 +126,15 @@ func checkSent(t *testing.T, traffic []byte) {
 func TestLiveAgainstCaptures(t *testing.T) {
 	cases := []struct {
 		name     string
-		decision mapper.Decision
+		decision agent.Decision
 	}{
-		{"gemini-acp", mapper.DecisionOnce},
-		{"gemini-acp-reject", mapper.DecisionReject},
-		{"ccacp-acp", mapper.DecisionOnce},
-		{"acpsdk-example", mapper.DecisionOnce},
-		{"gemini-multi-turn", mapper.DecisionOnce},
-		{"gemini-long-output-raw-u2028", mapper.DecisionOnce},
-		{"claude-code-acp-todo", mapper.DecisionOnce},
+		{"gemini-acp", agent.DecisionOnce},
+		{"gemini-acp-reject", agent.DecisionReject},
+		{"ccacp-acp", agent.DecisionOnce},
+		{"acpsdk-example", agent.DecisionOnce},
+		{"gemini-multi-turn", agent.DecisionOnce},
+		{"gemini-long-output-raw-u2028", agent.DecisionOnce},
+		{"claude-code-acp-todo", agent.DecisionOnce},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -155,8 +156,8 @@ func TestLiveAgainstCaptures(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			evs := untilTurns(t, c, len(prompts), func(e mapper.Event) {
-				if b, ok := e.(*mapper.ToolBlocked); ok && b.Permission != nil {
+			evs := untilTurns(t, c, len(prompts), func(e agent.Event) {
+				if b, ok := e.(*agent.ToolBlocked); ok && b.Permission != nil {
 					if err := c.Decide(ctx, b.CallID, Answer{Decision: tc.decision}); err != nil {
 						t.Errorf("decide %s: %v", b.CallID, err)
 					}
@@ -190,14 +191,14 @@ func TestLiveAgainstCaptures(t *testing.T) {
 // liveLines renders events without times, working folders and the
 // traffic-log records the captures' driver added (they are not the
 // agent's): a driver-error record and the exit the fake cannot reproduce.
-func liveLines(t *testing.T, evs []mapper.Event) string {
+func liveLines(t *testing.T, evs []agent.Event) string {
 	t.Helper()
-	var keep []mapper.Event
+	var keep []agent.Event
 	for _, e := range evs {
 		switch x := e.(type) {
-		case *mapper.SessionInfo:
+		case *agent.SessionInfo:
 			x.Cwd = ""
-		case *mapper.DroppedInput:
+		case *agent.DroppedInput:
 			if x.Dropped.Kind == "traffic-log" {
 				continue
 			}
@@ -236,7 +237,7 @@ func capturePrompts(t *testing.T, raw []byte) []string {
 
 // runSession drives the fake agent through the session runner (as happy's
 // commands do) with one prompt, answering each permission with answer.
-func runSession(t *testing.T, opts Options, prompt string, answer func(r *session.Runner, b *mapper.ToolBlocked)) (mapper.Transcript, session.Result) {
+func runSession(t *testing.T, opts Options, prompt string, answer func(r *session.Runner, b *agent.ToolBlocked)) (mapper.Transcript, session.Result) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -256,12 +257,12 @@ func runSession(t *testing.T, opts Options, prompt string, answer func(r *sessio
 					continue
 				}
 				if tp, ok := pu.Part.(*mapper.ToolPart); ok && tp.State.Status == mapper.StatusBlocked && tp.State.Block.DecidedAt == nil {
-					go answer(runner, &mapper.ToolBlocked{CallID: tp.CallID})
+					go answer(runner, &agent.ToolBlocked{CallID: tp.CallID})
 				}
 			}
 		},
 	})
-	if err := runner.Control(ctx, session.ControlPrompt{Prompt: session.Prompt{Text: prompt}}); err != nil {
+	if err := runner.Control(ctx, session.ControlPrompt{Prompt: agent.Prompt{Text: prompt}}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := runner.Run(ctx)
@@ -271,8 +272,8 @@ func runSession(t *testing.T, opts Options, prompt string, answer func(r *sessio
 	return red.Transcript(), res
 }
 
-func answerWith(d mapper.Decision) func(*session.Runner, *mapper.ToolBlocked) {
-	return func(r *session.Runner, b *mapper.ToolBlocked) {
+func answerWith(d agent.Decision) func(*session.Runner, *agent.ToolBlocked) {
+	return func(r *session.Runner, b *agent.ToolBlocked) {
 		reply := make(chan error, 1)
 		_ = r.Control(context.Background(), session.ControlAnswer{Answer: session.Answer{CallID: b.CallID, Decision: d}, Reply: reply})
 		<-reply
@@ -282,23 +283,23 @@ func answerWith(d mapper.Decision) func(*session.Runner, *mapper.ToolBlocked) {
 func TestLivePermissions(t *testing.T) {
 	cases := []struct {
 		name     string
-		answer   func(*session.Runner, *mapper.ToolBlocked)
+		answer   func(*session.Runner, *agent.ToolBlocked)
 		status   mapper.ToolStatus
 		output   string
-		decision mapper.Decision
+		decision agent.Decision
 		reason   string
 		finish   string
 		turn     string
 		sent     string // happy's answer on the wire
 	}{
-		{"once", answerWith(mapper.DecisionOnce), mapper.StatusCompleted, "removed (yes)", mapper.DecisionOnce, "", mapper.FinishStop, mapper.TurnCompleted, `{"outcome":{"optionId":"yes","outcome":"selected"}}`},
-		{"always", answerWith(mapper.DecisionAlways), mapper.StatusCompleted, "removed (always)", mapper.DecisionAlways, "", mapper.FinishStop, mapper.TurnCompleted, `{"outcome":{"optionId":"always","outcome":"selected"}}`},
-		{"reject", answerWith(mapper.DecisionReject), mapper.StatusError, "", mapper.DecisionReject, "", mapper.FinishStop, mapper.TurnCompleted, `{"outcome":{"optionId":"no","outcome":"selected"}}`},
-		{"abort", func(r *session.Runner, _ *mapper.ToolBlocked) {
+		{"once", answerWith(agent.DecisionOnce), mapper.StatusCompleted, "removed (yes)", agent.DecisionOnce, "", agent.FinishStop, agent.TurnCompleted, `{"outcome":{"optionId":"yes","outcome":"selected"}}`},
+		{"always", answerWith(agent.DecisionAlways), mapper.StatusCompleted, "removed (always)", agent.DecisionAlways, "", agent.FinishStop, agent.TurnCompleted, `{"outcome":{"optionId":"always","outcome":"selected"}}`},
+		{"reject", answerWith(agent.DecisionReject), mapper.StatusError, "", agent.DecisionReject, "", agent.FinishStop, agent.TurnCompleted, `{"outcome":{"optionId":"no","outcome":"selected"}}`},
+		{"abort", func(r *session.Runner, _ *agent.ToolBlocked) {
 			reply := make(chan error, 1)
 			_ = r.Control(context.Background(), session.ControlAbort{Reply: reply})
 			<-reply
-		}, mapper.StatusError, "", mapper.DecisionReject, mapper.ReasonCancelled, mapper.FinishAborted, mapper.TurnInterrupted, `{"outcome":{"outcome":"cancelled"}}`},
+		}, mapper.StatusError, "", agent.DecisionReject, agent.ReasonCancelled, agent.FinishAborted, agent.TurnInterrupted, `{"outcome":{"outcome":"cancelled"}}`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -317,7 +318,7 @@ func TestLivePermissions(t *testing.T) {
 			if b := tp.State.Block; b == nil || b.Decision != tc.decision || b.Reason != tc.reason || b.Permission != "bash" || strings.Join(b.Patterns, ",") != "rm -rf build" {
 				t.Errorf("block %+v", tp.State.Block)
 			}
-			if msg.Finish != tc.finish && !(tc.finish == mapper.FinishStop && msg.Finish == mapper.FinishToolCalls) {
+			if msg.Finish != tc.finish && !(tc.finish == agent.FinishStop && msg.Finish == agent.FinishToolCalls) {
 				t.Errorf("finish %q, want %q", msg.Finish, tc.finish)
 			}
 			if len(tr.Dropped) != 0 {
@@ -360,9 +361,9 @@ func TestLiveCancelGraceRestart(t *testing.T) {
 	if err := c.Prompt(ctx, Prompt{Text: "after-restart"}); err != nil { // queued
 		t.Fatal(err)
 	}
-	var evs []mapper.Event
-	evs = append(evs, untilTurns(t, c, 1, func(e mapper.Event) {
-		if d, ok := e.(*mapper.TextDelta); ok && d.Delta == "working" {
+	var evs []agent.Event
+	evs = append(evs, untilTurns(t, c, 1, func(e agent.Event) {
+		if d, ok := e.(*agent.TextDelta); ok && d.Delta == "working" {
 			if err := c.Interrupt(ctx); err != nil {
 				t.Errorf("interrupt: %v", err)
 			}
@@ -403,8 +404,8 @@ func TestLiveInterrupt(t *testing.T) {
 	if err := c.Prompt(ctx, Prompt{Text: "slow"}); err != nil {
 		t.Fatal(err)
 	}
-	evs := untilTurns(t, c, 1, func(e mapper.Event) {
-		if _, ok := e.(*mapper.ToolRunning); ok {
+	evs := untilTurns(t, c, 1, func(e agent.Event) {
+		if _, ok := e.(*agent.ToolRunning); ok {
 			if err := c.Interrupt(ctx); err != nil {
 				t.Errorf("interrupt: %v", err)
 			}
@@ -413,7 +414,7 @@ func TestLiveInterrupt(t *testing.T) {
 	closeAndDrain(t, c)
 	tr, _ := reduce(t, "int", evs)
 	tp, msg, _ := toolPart(tr, "s1")
-	if tp == nil || tp.State.Status != mapper.StatusError || msg.Finish != mapper.FinishAborted {
+	if tp == nil || tp.State.Status != mapper.StatusError || msg.Finish != agent.FinishAborted {
 		t.Fatalf("tool %+v finish %+v", tp, msg)
 	}
 }
@@ -427,8 +428,8 @@ func TestLiveFSConfinement(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(filepath.Dir(opts.Cwd), "outside.txt"), []byte("secret"), 0o644))
 	must(t, os.WriteFile(filepath.Join(outside, "outside.txt"), []byte("secret"), 0o644))
 	must(t, os.Symlink(outside, filepath.Join(opts.Cwd, "escape")))
-	tr, res := runSession(t, opts, "fs", answerWith(mapper.DecisionOnce))
-	if res.TurnReason != mapper.TurnCompleted {
+	tr, res := runSession(t, opts, "fs", answerWith(agent.DecisionOnce))
+	if res.TurnReason != agent.TurnCompleted {
 		t.Fatalf("turn %q", res.TurnReason)
 	}
 	want := `read inside: "l1\nl2\nl3\nl4\n"
@@ -480,8 +481,8 @@ func TestLiveTerminals(t *testing.T) {
 	sub := filepath.Join(opts.Cwd, "sub")
 	must(t, os.Mkdir(sub, 0o755))
 	opts.Env = append(opts.Env, "ACP_FAKE_SUBDIR="+sub, "ACP_FAKE_CWD="+opts.Cwd)
-	tr, res := runSession(t, opts, "terminal", answerWith(mapper.DecisionOnce))
-	if res.TurnReason != mapper.TurnCompleted {
+	tr, res := runSession(t, opts, "terminal", answerWith(agent.DecisionOnce))
+	if res.TurnReason != agent.TurnCompleted {
 		t.Fatalf("turn %q", res.TurnReason)
 	}
 	want := `limit create: term-1
@@ -607,11 +608,11 @@ func TestLivePromptContent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = c.Prompt(ctx, Prompt{Text: "x", Files: []mapper.PromptFile{{Filename: "x", URL: "ftp://host/x"}}})
+	err = c.Prompt(ctx, Prompt{Text: "x", Files: []agent.PromptFile{{Filename: "x", URL: "ftp://host/x"}}})
 	if !errors.Is(err, ErrUnsupported) {
 		t.Fatalf("ftp attachment: %v", err)
 	}
-	err = c.Prompt(ctx, Prompt{Text: "echo-prompt", Files: []mapper.PromptFile{
+	err = c.Prompt(ctx, Prompt{Text: "echo-prompt", Files: []agent.PromptFile{
 		{Mime: "image/png", Filename: "a.png", URL: "data:image/png;base64,iVBO"},
 		{Mime: "text/plain", Filename: "notes.txt", URL: "data:text/plain;base64,aGVsbG8K"},
 		{Filename: "main.go", URL: "file:///w/main.go"},
@@ -623,7 +624,7 @@ func TestLivePromptContent(t *testing.T) {
 	closeAndDrain(t, c)
 	var text string
 	for _, e := range evs {
-		if d, ok := e.(*mapper.TextDelta); ok {
+		if d, ok := e.(*agent.TextDelta); ok {
 			text += d.Delta
 		}
 	}
@@ -637,8 +638,8 @@ func TestLivePromptContent(t *testing.T) {
 }
 
 func TestPromptBlocks(t *testing.T) {
-	img := mapper.PromptFile{Mime: "image/png", URL: "data:image/png;base64,iVBO"}
-	bin := mapper.PromptFile{Mime: "application/zip", Filename: "a.zip", URL: "data:application/zip;base64,UEsD"}
+	img := agent.PromptFile{Mime: "image/png", URL: "data:image/png;base64,iVBO"}
+	bin := agent.PromptFile{Mime: "application/zip", Filename: "a.zip", URL: "data:application/zip;base64,UEsD"}
 	cases := []struct {
 		name string
 		p    Prompt
@@ -648,12 +649,12 @@ func TestPromptBlocks(t *testing.T) {
 	}{
 		{"text only", Prompt{Text: "hi"}, AgentInfo{}, `[{"text":"hi","type":"text"}]`, nil},
 		{"no text, no file: an empty text block", Prompt{}, AgentInfo{}, `[{"text":"","type":"text"}]`, nil},
-		{"image the agent takes", Prompt{Files: []mapper.PromptFile{img}}, AgentInfo{Image: true}, `[{"data":"iVBO","mimeType":"image/png","type":"image"}]`, nil},
-		{"image the agent does not take", Prompt{Files: []mapper.PromptFile{img}}, AgentInfo{}, "", ErrUnsupported},
-		{"image as embedded context", Prompt{Files: []mapper.PromptFile{img}}, AgentInfo{EmbeddedContext: true}, `[{"resource":{"blob":"iVBO","mimeType":"image/png","uri":"attachment:///attachment"},"type":"resource"}]`, nil},
-		{"binary blob", Prompt{Files: []mapper.PromptFile{bin}}, AgentInfo{EmbeddedContext: true}, `[{"resource":{"blob":"UEsD","mimeType":"application/zip","uri":"attachment:///a.zip"},"type":"resource"}]`, nil},
-		{"link", Prompt{Text: "see", Files: []mapper.PromptFile{{URL: "https://example.org/doc.md", Mime: "text/markdown"}}}, AgentInfo{}, `[{"text":"see","type":"text"},{"mimeType":"text/markdown","name":"doc.md","type":"resource_link","uri":"https://example.org/doc.md"}]`, nil},
-		{"not base64 data URL", Prompt{Files: []mapper.PromptFile{{URL: "data:text/plain,hi"}}}, AgentInfo{EmbeddedContext: true}, "", ErrUnsupported},
+		{"image the agent takes", Prompt{Files: []agent.PromptFile{img}}, AgentInfo{Image: true}, `[{"data":"iVBO","mimeType":"image/png","type":"image"}]`, nil},
+		{"image the agent does not take", Prompt{Files: []agent.PromptFile{img}}, AgentInfo{}, "", ErrUnsupported},
+		{"image as embedded context", Prompt{Files: []agent.PromptFile{img}}, AgentInfo{EmbeddedContext: true}, `[{"resource":{"blob":"iVBO","mimeType":"image/png","uri":"attachment:///attachment"},"type":"resource"}]`, nil},
+		{"binary blob", Prompt{Files: []agent.PromptFile{bin}}, AgentInfo{EmbeddedContext: true}, `[{"resource":{"blob":"UEsD","mimeType":"application/zip","uri":"attachment:///a.zip"},"type":"resource"}]`, nil},
+		{"link", Prompt{Text: "see", Files: []agent.PromptFile{{URL: "https://example.org/doc.md", Mime: "text/markdown"}}}, AgentInfo{}, `[{"text":"see","type":"text"},{"mimeType":"text/markdown","name":"doc.md","type":"resource_link","uri":"https://example.org/doc.md"}]`, nil},
+		{"not base64 data URL", Prompt{Files: []agent.PromptFile{{URL: "data:text/plain,hi"}}}, AgentInfo{EmbeddedContext: true}, "", ErrUnsupported},
 	}
 	for _, tc := range cases {
 		b, err := promptBlocks(tc.p, tc.info)

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/agent"
 )
 
 // Content blocks (schema ContentBlock): text, image, audio, resource_link,
@@ -143,28 +143,28 @@ func (b contentBlock) markdown() string {
 }
 
 // promptFile renders a non-text block of user input as a prompt file.
-func (b contentBlock) promptFile() (mapper.PromptFile, bool) {
+func (b contentBlock) promptFile() (agent.PromptFile, bool) {
 	switch b.Type {
 	case "image", "audio":
 		url := b.URI
 		if url == "" {
 			url = dataURL(b.MimeType, b.Data)
 		}
-		return mapper.PromptFile{Mime: b.MimeType, URL: url}, true
+		return agent.PromptFile{Mime: b.MimeType, URL: url}, true
 	case "resource_link":
-		return mapper.PromptFile{Mime: b.MimeType, Filename: b.Name, URL: b.URI}, true
+		return agent.PromptFile{Mime: b.MimeType, Filename: b.Name, URL: b.URI}, true
 	case "resource":
 		if b.Blob {
-			return mapper.PromptFile{Mime: b.MimeType, Filename: baseName(b.URI), URL: dataURL(b.MimeType, b.Data)}, true
+			return agent.PromptFile{Mime: b.MimeType, Filename: baseName(b.URI), URL: dataURL(b.MimeType, b.Data)}, true
 		}
 		mime := b.MimeType
 		if mime == "" {
 			mime = "text/plain"
 		}
-		return mapper.PromptFile{Mime: mime, Filename: baseName(b.URI),
+		return agent.PromptFile{Mime: mime, Filename: baseName(b.URI),
 			URL: dataURL(mime, base64.StdEncoding.EncodeToString([]byte(b.Text)))}, true
 	}
-	return mapper.PromptFile{}, false
+	return agent.PromptFile{}, false
 }
 
 func baseName(uri string) string {

@@ -8,9 +8,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/happy-dev/happy/internal/jsonrpc"
-	"github.com/happy-dev/happy/internal/trafficlog"
-	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/adapters/jsonrpc"
+	"github.com/happy-dev/happy/adapters/trafficlog"
+	"github.com/happy-dev/happy/agent"
 )
 
 // DecoderOptions configure a Decoder.
@@ -26,11 +26,11 @@ type DecoderOptions struct {
 
 // Decoder turns ACP traffic (both directions, as in a traffic log) into
 // agent events. It is deterministic and never panics: a frame it cannot use
-// becomes a mapper.DroppedInput with a reason. Not safe for concurrent use.
+// becomes a agent.DroppedInput with a reason. Not safe for concurrent use.
 type Decoder struct {
 	opts DecoderOptions
 	t    int64
-	out  []mapper.Event
+	out  []agent.Event
 
 	ours     map[string]*ourRequest   // happy's requests awaiting a response
 	theirs   map[string]*agentRequest // the agent's requests awaiting happy's answer
@@ -55,14 +55,14 @@ type Decoder struct {
 	lastKind  string
 	userKey   string
 	userText  strings.Builder
-	userFiles []mapper.PromptFile
+	userFiles []agent.PromptFile
 
 	anyStep    bool // an assistant message exists in the session
 	turnStep   bool // the current turn has an assistant step
 	stepResult bool // a tool of the current step reported its result
 	lastCost   *float64
 	stepCost   float64
-	heldUsage  *mapper.Usage
+	heldUsage  *agent.Usage
 }
 
 type ourRequest struct {
@@ -115,7 +115,7 @@ type tool struct {
 	running       bool
 	settled       bool
 	perms         int
-	writes        []mapper.FileDiff
+	writes        []agent.FileDiff
 	announced     string // the last ToolCall emitted, to skip repeats
 	announcedHead string // its name, title and input
 }
@@ -142,7 +142,7 @@ func NewDecoder(opts DecoderOptions) *Decoder {
 
 // Decode consumes the next frame, in traffic order, and returns the events
 // it yields (possibly none).
-func (d *Decoder) Decode(f Frame) []mapper.Event {
+func (d *Decoder) Decode(f Frame) []agent.Event {
 	d.t, d.out = f.T, nil
 	switch f.Dir {
 	case trafficlog.A2C:
@@ -156,7 +156,7 @@ func (d *Decoder) Decode(f Frame) []mapper.Event {
 	case trafficlog.Stderr:
 		// Kept in the log; carries nothing for the transcript.
 	default:
-		d.drop(string(f.Dir), mapper.DropUnknownType, "unknown traffic direction", f.Msg)
+		d.drop(string(f.Dir), agent.DropUnknownType, "unknown traffic direction", f.Msg)
 	}
 	out := d.out
 	d.out = nil
@@ -179,11 +179,11 @@ func (d *Decoder) PermissionCall(id jsonrpc.ID) (callID string, opts []Permissio
 // settles its open tools and closes its assistant message. It returns the
 // events that yields (none when no turn is open) and may be called more
 // than once.
-func (d *Decoder) Finish() []mapper.Event {
+func (d *Decoder) Finish() []agent.Event {
 	d.out = nil
 	if d.turn != nil {
 		d.flushUsage(true)
-		d.emit(&mapper.TurnEnded{TurnID: d.turn.id, Reason: mapper.TurnTruncated, Error: "the log ends before the turn ended"})
+		d.emit(&agent.TurnEnded{TurnID: d.turn.id, Reason: agent.TurnTruncated, Error: "the log ends before the turn ended"})
 		d.closeTurn()
 	}
 	out := d.out
@@ -194,14 +194,14 @@ func (d *Decoder) Finish() []mapper.Event {
 // InTurn reports whether a prompt turn is in flight.
 func (d *Decoder) InTurn() bool { return d.turn != nil }
 
-func (d *Decoder) emit(evs ...mapper.Event) {
+func (d *Decoder) emit(evs ...agent.Event) {
 	for _, e := range evs {
 		e.Base().Time = d.t
 		d.out = append(d.out, e)
 	}
 }
 
-func (d *Decoder) drop(kind string, reason mapper.DropReason, detail string, raw []byte) {
+func (d *Decoder) drop(kind string, reason agent.DropReason, detail string, raw []byte) {
 	d.out = append(d.out, dropped(d.t, kind, reason, detail, raw))
 }
 
@@ -236,7 +236,7 @@ func members(raw json.RawMessage) (map[string]json.RawMessage, bool) {
 
 func (d *Decoder) fromAgent(f Frame) {
 	if s, ok := trafficlog.Text(f.Msg); ok {
-		d.drop("", mapper.DropUnparseableJSON, "the agent wrote a line that is not JSON", []byte(s))
+		d.drop("", agent.DropUnparseableJSON, "the agent wrote a line that is not JSON", []byte(s))
 		return
 	}
 	m, err := jsonrpc.DecodeFrame(f.Msg)
@@ -245,7 +245,7 @@ func (d *Decoder) fromAgent(f Frame) {
 		if errors.As(err, &fe) {
 			d.drop(fe.Kind, fe.Reason, fe.Msg, f.Msg)
 		} else {
-			d.drop("", mapper.DropInvalidField, err.Error(), f.Msg)
+			d.drop("", agent.DropInvalidField, err.Error(), f.Msg)
 		}
 		return
 	}
@@ -266,7 +266,7 @@ func (d *Decoder) agentNotification(m jsonrpc.Message) {
 	case m.Method == "$/cancel_request":
 		p, ok := members(m.Params)
 		if !ok || p["requestId"] == nil {
-			d.drop(m.Method, mapper.DropInvalidField, "params need requestId", m.Raw)
+			d.drop(m.Method, agent.DropInvalidField, "params need requestId", m.Raw)
 			return
 		}
 		key := rawIDKey(p["requestId"])
@@ -276,7 +276,7 @@ func (d *Decoder) agentNotification(m jsonrpc.Message) {
 		}
 		delete(d.theirs, key)
 		if r.method == "session/request_permission" {
-			d.emit(&mapper.ToolResolved{CallID: r.callID, Decision: mapper.DecisionReject, Reason: mapper.ReasonCancelled})
+			d.emit(&agent.ToolResolved{CallID: r.callID, Decision: agent.DecisionReject, Reason: agent.ReasonCancelled})
 		}
 	case m.Method == "elicitation/complete":
 		// Elicitation is not advertised; a completion refers to nothing.
@@ -284,7 +284,7 @@ func (d *Decoder) agentNotification(m jsonrpc.Message) {
 		// Extension and protocol-level notifications: the protocol says
 		// to ignore what one does not implement.
 	default:
-		d.drop(m.Method, mapper.DropUnknownType, "unknown notification", m.Raw)
+		d.drop(m.Method, agent.DropUnknownType, "unknown notification", m.Raw)
 	}
 }
 
@@ -311,7 +311,7 @@ func (d *Decoder) agentRequest(m jsonrpc.Message) {
 		if strings.HasPrefix(m.Method, "_") {
 			return // an extension method: refused with method-not-found
 		}
-		d.drop(m.Method, mapper.DropUnknownType, "unknown request", m.Raw)
+		d.drop(m.Method, agent.DropUnknownType, "unknown request", m.Raw)
 	}
 }
 
@@ -319,7 +319,7 @@ func (d *Decoder) agentResponse(m jsonrpc.Message) {
 	key := idKey(m.ID)
 	r := d.ours[key]
 	if r == nil {
-		d.drop("response", mapper.DropOrphan, "response to request id "+key+" that happy never sent", m.Raw)
+		d.drop("response", agent.DropOrphan, "response to request id "+key+" that happy never sent", m.Raw)
 		return
 	}
 	delete(d.ours, key)
@@ -331,29 +331,29 @@ func (d *Decoder) agentResponse(m jsonrpc.Message) {
 	switch r.method {
 	case "initialize":
 		if _, err := CheckVersion(res["protocolVersion"]); err != nil {
-			d.emit(&mapper.AgentError{Kind: mapper.ErrorProtocol, Text: err.Error()})
+			d.emit(&agent.AgentError{Kind: agent.ErrorProtocol, Text: err.Error()})
 		}
 	case "session/new":
 		id, ok := str(res["sessionId"])
 		if !ok || id == "" {
-			d.drop(r.method, mapper.DropMissingID, "session/new response without sessionId", m.Raw)
+			d.drop(r.method, agent.DropMissingID, "session/new response without sessionId", m.Raw)
 			return
 		}
 		d.sessions[id] = true
-		info := &mapper.SessionInfo{ProviderSessionID: id, Cwd: r.cwd}
+		info := &agent.SessionInfo{ProviderSessionID: id, Cwd: r.cwd}
 		d.sessionState(info, res)
 		d.emit(info)
 	case "session/load", "session/resume":
 		d.endLoad()
-		info := &mapper.SessionInfo{ProviderSessionID: r.sessionID, Cwd: r.cwd}
+		info := &agent.SessionInfo{ProviderSessionID: r.sessionID, Cwd: r.cwd}
 		d.sessionState(info, res)
 		d.emit(info)
 	case "session/set_mode":
 		if r.modeID != "" {
-			d.emit(&mapper.SessionInfo{Agent: r.modeID})
+			d.emit(&agent.SessionInfo{Agent: r.modeID})
 		}
 	case "session/set_config_option":
-		info := &mapper.SessionInfo{}
+		info := &agent.SessionInfo{}
 		d.sessionState(info, res)
 		if info.Agent != "" || info.ModelID != "" {
 			d.emit(info)
@@ -365,7 +365,7 @@ func (d *Decoder) agentResponse(m jsonrpc.Message) {
 
 // sessionState reads the modes, models and config options a session
 // response (or config update) carries into info.
-func (d *Decoder) sessionState(info *mapper.SessionInfo, res map[string]json.RawMessage) {
+func (d *Decoder) sessionState(info *agent.SessionInfo, res map[string]json.RawMessage) {
 	if modes, ok := members(res["modes"]); ok {
 		if id, ok := str(modes["currentModeId"]); ok {
 			info.Agent = id
@@ -384,7 +384,7 @@ func (d *Decoder) sessionState(info *mapper.SessionInfo, res map[string]json.Raw
 // configOptions applies the options of category mode (the agent mode) and
 // model (the model id); the other categories have no place in the
 // transcript. It reports false when raw is present but not an array.
-func (d *Decoder) configOptions(info *mapper.SessionInfo, raw json.RawMessage) bool {
+func (d *Decoder) configOptions(info *agent.SessionInfo, raw json.RawMessage) bool {
 	if isNull(raw) {
 		return true
 	}
@@ -421,7 +421,7 @@ func (d *Decoder) failedCall(r *ourRequest, m jsonrpc.Message) {
 		if r.method == "session/load" {
 			d.endLoad()
 		}
-		d.emit(&mapper.AgentError{Kind: errorKind(m.Error.Code), Text: r.method + " failed: " + errorText(m.Error)})
+		d.emit(&agent.AgentError{Kind: errorKind(m.Error.Code), Text: r.method + " failed: " + errorText(m.Error)})
 	}
 	// Other failures (set_mode, …) are returned to the caller of the live
 	// client; they change nothing in the transcript.
@@ -434,14 +434,14 @@ const (
 	codeRequestCancelled = -32800
 )
 
-func errorKind(code int64) mapper.ErrorKind {
+func errorKind(code int64) agent.ErrorKind {
 	switch code {
 	case codeAuthRequired:
-		return mapper.ErrorAuth
+		return agent.ErrorAuth
 	case jsonrpc.CodeParseError, jsonrpc.CodeInvalidRequest, jsonrpc.CodeMethodNotFound, jsonrpc.CodeInvalidParams:
-		return mapper.ErrorProtocol
+		return agent.ErrorProtocol
 	}
-	return mapper.ErrorInternal
+	return agent.ErrorInternal
 }
 
 // errorText is an error's message, with data.details when the agent gave
@@ -465,7 +465,7 @@ func (d *Decoder) startTurn(m jsonrpc.Message, p map[string]json.RawMessage) *tu
 	if d.turn != nil {
 		// A second prompt while one runs breaks the protocol; the first
 		// turn can no longer be told apart from the second.
-		d.emit(&mapper.TurnEnded{TurnID: d.turn.id, Reason: mapper.TurnTruncated, Error: "a new prompt was sent before the turn ended"})
+		d.emit(&agent.TurnEnded{TurnID: d.turn.id, Reason: agent.TurnTruncated, Error: "a new prompt was sent before the turn ended"})
 	}
 	d.endLoad()
 	d.turns++
@@ -473,18 +473,18 @@ func (d *Decoder) startTurn(m jsonrpc.Message, p map[string]json.RawMessage) *tu
 	d.turn = t
 	d.tools = map[string]*tool{}
 	d.turnStep, d.stepResult = false, false
-	d.emit(&mapper.TurnStarted{TurnID: t.id})
+	d.emit(&agent.TurnStarted{TurnID: t.id})
 	if d.opts.Live {
 		return t
 	}
 	var blocks []json.RawMessage
 	_ = json.Unmarshal(p["prompt"], &blocks)
 	var texts []string
-	var files []mapper.PromptFile
+	var files []agent.PromptFile
 	for _, raw := range blocks {
 		b, err := decodeBlock(raw)
 		if err != nil {
-			d.drop("session/prompt", mapper.DropInvalidField, "prompt content: "+err.Error(), raw)
+			d.drop("session/prompt", agent.DropInvalidField, "prompt content: "+err.Error(), raw)
 			continue
 		}
 		if b.Type == "text" {
@@ -493,7 +493,7 @@ func (d *Decoder) startTurn(m jsonrpc.Message, p map[string]json.RawMessage) *tu
 			files = append(files, f)
 		}
 	}
-	d.emit(&mapper.UserPrompt{PromptID: "prompt-" + strconv.Itoa(d.turns), Text: strings.Join(texts, "\n"), Files: files})
+	d.emit(&agent.UserPrompt{PromptID: "prompt-" + strconv.Itoa(d.turns), Text: strings.Join(texts, "\n"), Files: files})
 	return t
 }
 
@@ -502,39 +502,39 @@ func (d *Decoder) endTurn(t *turn, m jsonrpc.Message) {
 	if t == nil || t != d.turn {
 		return // the turn was already given up (see noteAbandoned)
 	}
-	end := &mapper.TurnEnded{TurnID: t.id, Reason: mapper.TurnCompleted}
-	var pre []mapper.Event
+	end := &agent.TurnEnded{TurnID: t.id, Reason: agent.TurnCompleted}
+	var pre []agent.Event
 	switch {
 	case t.cancelled:
 		// Whatever the agent answers after session/cancel (an error, end_turn
 		// or cancelled), the person cancelled the turn.
-		end.Reason = mapper.TurnInterrupted
+		end.Reason = agent.TurnInterrupted
 	case m.Error != nil:
 		text := errorText(m.Error)
-		pre = append(pre, &mapper.AgentError{Kind: errorKind(m.Error.Code), Text: text})
-		end.Reason, end.Error = mapper.TurnFailed, text
+		pre = append(pre, &agent.AgentError{Kind: errorKind(m.Error.Code), Text: text})
+		end.Reason, end.Error = agent.TurnFailed, text
 	default:
 		res, _ := members(m.Result)
 		reason, ok := str(res["stopReason"])
 		switch {
 		case !ok:
-			d.drop("session/prompt", mapper.DropInvalidField, "prompt response without a stopReason string", m.Raw)
-			end.Reason, end.Error = mapper.TurnFailed, "the agent ended the turn without a stop reason"
+			d.drop("session/prompt", agent.DropInvalidField, "prompt response without a stopReason string", m.Raw)
+			end.Reason, end.Error = agent.TurnFailed, "the agent ended the turn without a stop reason"
 		case reason == "end_turn":
 		case reason == "max_tokens", reason == "max_turn_requests":
 			if !d.turnStep {
-				pre = append(pre, &mapper.MessageStarted{})
+				pre = append(pre, &agent.MessageStarted{})
 			}
-			pre = append(pre, &mapper.StepFinished{Finish: mapper.FinishLength})
+			pre = append(pre, &agent.StepFinished{Finish: agent.FinishLength})
 		case reason == "refusal":
 			text := "the agent refused to continue (stop reason refusal)"
-			pre = append(pre, &mapper.AgentError{Kind: mapper.ErrorInternal, Text: text})
-			end.Reason, end.Error = mapper.TurnFailed, text
+			pre = append(pre, &agent.AgentError{Kind: agent.ErrorInternal, Text: text})
+			end.Reason, end.Error = agent.TurnFailed, text
 		case reason == "cancelled":
-			end.Reason = mapper.TurnInterrupted
+			end.Reason = agent.TurnInterrupted
 		default:
-			d.drop("stopReason:"+reason, mapper.DropUnknownType, "unknown stop reason", m.Raw)
-			end.Reason, end.Error = mapper.TurnFailed, "unknown stop reason "+strconv.Quote(reason)
+			d.drop("stopReason:"+reason, agent.DropUnknownType, "unknown stop reason", m.Raw)
+			end.Reason, end.Error = agent.TurnFailed, "unknown stop reason "+strconv.Quote(reason)
 		}
 	}
 	d.flushUsage(true)
@@ -615,24 +615,24 @@ func (d *Decoder) answered(m jsonrpc.Message) {
 		// for an answer the wire does not carry in a readable shape.
 		dec, reason, ok := decisionOf(m.Result, r.options)
 		if hasNote {
-			if nd, err := mapper.ParseDecision(note.Decision); err == nil {
+			if nd, err := agent.ParseDecision(note.Decision); err == nil {
 				switch {
 				case !ok:
 					dec, reason, ok = nd, note.Reason, true
 				case noteAgrees(nd, note.Reason, dec, m.Result, r.options):
 					dec, reason = nd, note.Reason
 				default:
-					d.drop("session/request_permission", mapper.DropInvalidField,
+					d.drop("session/request_permission", agent.DropInvalidField,
 						fmt.Sprintf("happy's decision note (%s) contradicts its answer on the wire (%s); the wire answer is kept", nd, dec), m.Raw)
 				}
 			}
 		}
 		if !ok {
-			d.drop("session/request_permission", mapper.DropUnknownDecision, "happy's answer selects no offered option", m.Raw)
+			d.drop("session/request_permission", agent.DropUnknownDecision, "happy's answer selects no offered option", m.Raw)
 			return
 		}
 		if !d.opts.Live {
-			d.emit(&mapper.ToolResolved{CallID: r.callID, Decision: dec, Reason: reason})
+			d.emit(&agent.ToolResolved{CallID: r.callID, Decision: dec, Reason: reason})
 		}
 	case "fs/write_text_file":
 		var before *string
@@ -735,7 +735,7 @@ func (d *Decoder) note(f Frame) {
 				reason = "the agent did not end the turn after it was cancelled"
 			}
 			d.flushUsage(true)
-			d.emit(&mapper.TurnEnded{TurnID: d.turn.id, Reason: mapper.TurnInterrupted, Error: reason})
+			d.emit(&agent.TurnEnded{TurnID: d.turn.id, Reason: agent.TurnInterrupted, Error: reason})
 			d.closeTurn()
 		}
 	case noteRestart:
@@ -765,7 +765,7 @@ func (d *Decoder) exit(f Frame) {
 		}
 	}
 	d.flushUsage(true)
-	d.emit(&mapper.TurnEnded{TurnID: d.turn.id, Reason: mapper.TurnAgentExited, Error: text})
+	d.emit(&agent.TurnEnded{TurnID: d.turn.id, Reason: agent.TurnAgentExited, Error: text})
 	d.closeTurn()
 }
 
@@ -797,7 +797,7 @@ func (d *Decoder) flushUsage(turnEnd bool) {
 	}
 	if turnEnd {
 		d.heldUsage = nil
-		d.drop("session/update:usage_update", mapper.DropOrphan, "usage reported for a turn without assistant output", nil)
+		d.drop("session/update:usage_update", agent.DropOrphan, "usage reported for a turn without assistant output", nil)
 	}
 }
 

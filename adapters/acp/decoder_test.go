@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/happy-dev/happy/internal/trafficlog"
-	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/adapters/trafficlog"
+	"github.com/happy-dev/happy/agent"
 )
 
 // script turns compact lines into frames: "< msg" the agent wrote, "> msg"
@@ -37,12 +37,12 @@ const openedEvents = `{"type":"SessionInfo","providerSessionID":"s","agent":"def
 {"type":"UserPrompt","promptID":"prompt-1","text":"hi","files":[{"filename":"a.txt","url":"file:///w/a.txt"}]}`
 
 // eventLines renders events as JSON lines without times.
-func eventLines(t *testing.T, evs []mapper.Event) string {
+func eventLines(t *testing.T, evs []agent.Event) string {
 	t.Helper()
 	var lines []string
 	for _, e := range evs {
 		e.Base().Time = 0
-		b, err := mapper.EncodeEvent(e)
+		b, err := agent.EncodeEvent(e)
 		if err != nil {
 			t.Fatalf("encode %T: %v", e, err)
 		}

@@ -16,7 +16,7 @@
 //   - Client starts the agent (or Connect speaks to any stream), runs the
 //     same decoder on what crosses the pipe, and carries control the other
 //     way: Prompt, Decide, Interrupt, SetMode, Close. Agent adapts it to
-//     session.Agent.
+//     agent.Agent.
 //   - ReplayEvents / Replay decode a recorded traffic log (happy replay).
 //
 // # Lifecycle

@@ -3,7 +3,7 @@ package acp
 import (
 	"strings"
 
-	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/agent"
 )
 
 // fileDiff describes one file change in the transcript's FileDiff shape
@@ -12,8 +12,8 @@ import (
 // lines of the changed span: what lies between the lines the two versions
 // share at their start and at their end. For the usual single-hunk edit
 // that is the exact count; for scattered edits it counts the span once.
-func fileDiff(path string, before *string, after string) mapper.FileDiff {
-	d := mapper.FileDiff{File: path, After: after, Status: "modified"}
+func fileDiff(path string, before *string, after string) agent.FileDiff {
+	d := agent.FileDiff{File: path, After: after, Status: "modified"}
 	if before == nil {
 		d.Status = "added"
 		d.Additions = len(splitLines(after))
@@ -44,7 +44,7 @@ func splitLines(s string) []string {
 }
 
 // diffObject renders FileDiffs as metadata values.
-func diffObjects(ds []mapper.FileDiff) []any {
+func diffObjects(ds []agent.FileDiff) []any {
 	out := make([]any, 0, len(ds))
 	for _, d := range ds {
 		out = append(out, map[string]any{

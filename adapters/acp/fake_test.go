@@ -14,8 +14,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/happy-dev/happy/internal/jsonrpc"
-	"github.com/happy-dev/happy/internal/trafficlog"
+	"github.com/happy-dev/happy/adapters/jsonrpc"
+	"github.com/happy-dev/happy/adapters/trafficlog"
 )
 
 // TestMain lets the test binary act as an ACP agent:

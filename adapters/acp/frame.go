@@ -8,8 +8,9 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/happy-dev/happy/internal/jsonrpc"
-	"github.com/happy-dev/happy/internal/trafficlog"
+	"github.com/happy-dev/happy/adapters/jsonrpc"
+	"github.com/happy-dev/happy/adapters/trafficlog"
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -63,9 +64,9 @@ type happyNote struct {
 // lines of any length). A line that is not a valid record becomes a
 // DroppedInput event at its place, in the returned map keyed by the index
 // of the frame it precedes. Only a read error of r is returned as an error.
-func ReadFrames(r io.Reader) ([]Frame, map[int][]mapper.Event, error) {
+func ReadFrames(r io.Reader) ([]Frame, map[int][]agent.Event, error) {
 	var frames []Frame
-	bad := map[int][]mapper.Event{}
+	bad := map[int][]agent.Event{}
 	err := trafficlog.Scan(r, func(line int64, rec trafficlog.Record, derr error, data []byte) {
 		if derr != nil {
 			bad[len(frames)] = append(bad[len(frames)], dropped(0, "traffic-log", trafficlog.DropReason(derr), derr.Error(), data))
@@ -93,10 +94,10 @@ func rawPrefix(b []byte) string {
 	return string(b[:n])
 }
 
-func dropped(t int64, kind string, reason mapper.DropReason, detail string, raw []byte) *mapper.DroppedInput {
-	return &mapper.DroppedInput{
-		EventBase: mapper.EventBase{Time: t},
-		Dropped:   mapper.Dropped{Source: Source, Kind: kind, Reason: reason, Detail: detail, Raw: rawPrefix(raw)},
+func dropped(t int64, kind string, reason agent.DropReason, detail string, raw []byte) *agent.DroppedInput {
+	return &agent.DroppedInput{
+		EventBase: agent.EventBase{Time: t},
+		Dropped:   agent.Dropped{Source: Source, Kind: kind, Reason: reason, Detail: detail, Raw: rawPrefix(raw)},
 	}
 }
 
@@ -116,10 +117,10 @@ func rawIDKey(raw json.RawMessage) string {
 	return ""
 }
 
-// toObject turns a Go value into a mapper.Object by way of JSON, so that
+// toObject turns a Go value into a agent.Object by way of JSON, so that
 // numbers are json.Number values as everywhere else in the transcript.
 // Values that are not objects give nil.
-func toObject(v any) mapper.Object {
+func toObject(v any) agent.Object {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil

@@ -6,18 +6,19 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/happy-dev/happy/internal/trafficlog"
+	"github.com/happy-dev/happy/adapters/trafficlog"
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
 )
 
 // checkEvents fails on events the reducer would refuse as malformed (the
 // decoder must produce valid events or Dropped records) and folds them
 // into a reducer, which must not panic either.
-func checkEvents(t *testing.T, evs []mapper.Event) {
+func checkEvents(t *testing.T, evs []agent.Event) {
 	t.Helper()
 	red := mapper.NewReducer(mapper.Config{SessionID: "fuzz"})
 	for _, e := range evs {
-		if err := mapper.ValidateEvent(e); err != nil {
+		if err := agent.ValidateEvent(e); err != nil {
 			t.Fatalf("decoder produced an invalid %T: %v", e, err)
 		}
 		red.Apply(e)

@@ -11,7 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/happy-dev/happy/internal/trafficlog"
+	"github.com/happy-dev/happy/adapters/trafficlog"
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -62,11 +63,11 @@ func firstDiff(want, got string) string {
 	return "(same lines)"
 }
 
-func encodeEvents(t *testing.T, evs []mapper.Event) []byte {
+func encodeEvents(t *testing.T, evs []agent.Event) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	for _, e := range evs {
-		line, err := mapper.EncodeEvent(e)
+		line, err := agent.EncodeEvent(e)
 		if err != nil {
 			t.Fatalf("encode %T: %v", e, err)
 		}
@@ -77,7 +78,7 @@ func encodeEvents(t *testing.T, evs []mapper.Event) []byte {
 }
 
 // reduce folds events into a transcript and its indented JSON document.
-func reduce(t *testing.T, session string, evs []mapper.Event) (mapper.Transcript, []byte) {
+func reduce(t *testing.T, session string, evs []agent.Event) (mapper.Transcript, []byte) {
 	t.Helper()
 	red := mapper.NewReducer(mapper.Config{SessionID: session, Directory: "/home/dev/run/work"})
 	for _, e := range evs {
@@ -96,9 +97,9 @@ func reduce(t *testing.T, session string, evs []mapper.Event) (mapper.Transcript
 	return tr, pretty.Bytes()
 }
 
-func decodeAll(frames []Frame, opts DecoderOptions) []mapper.Event {
+func decodeAll(frames []Frame, opts DecoderOptions) []agent.Event {
 	d := NewDecoder(opts)
-	var evs []mapper.Event
+	var evs []agent.Event
 	for _, f := range frames {
 		evs = append(evs, d.Decode(f)...)
 	}

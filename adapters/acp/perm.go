@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/agent"
 )
 
 // Permission option kinds (schema PermissionOptionKind). An answer is
@@ -39,7 +39,7 @@ type PermissionOption struct {
 // whether a rejection should be remembered by the agent (reject_always is
 // chosen only then).
 type Answer struct {
-	Decision     mapper.Decision
+	Decision     agent.Decision
 	Reason       string
 	RejectAlways bool
 }
@@ -86,12 +86,12 @@ func Choose(opts []PermissionOption, a Answer) (Outcome, error) {
 		return Outcome{}, false
 	}
 	switch a.Decision {
-	case mapper.DecisionOnce:
+	case agent.DecisionOnce:
 		if o, ok := find(KindAllowOnce); ok {
 			return o, nil
 		}
 		return Outcome{}, fmt.Errorf("%w: once needs an %s option", ErrNoOption, KindAllowOnce)
-	case mapper.DecisionAlways:
+	case agent.DecisionAlways:
 		if o, ok := find(KindAllowAlways); ok {
 			return o, nil
 		}
@@ -99,8 +99,8 @@ func Choose(opts []PermissionOption, a Answer) (Outcome, error) {
 			return o, nil
 		}
 		return Outcome{}, fmt.Errorf("%w: always needs an %s or %s option", ErrNoOption, KindAllowAlways, KindAllowOnce)
-	case mapper.DecisionReject:
-		if a.Reason == mapper.ReasonCancelled {
+	case agent.DecisionReject:
+		if a.Reason == agent.ReasonCancelled {
 			return Outcome{Cancelled: true}, nil
 		}
 		if a.RejectAlways {
@@ -121,13 +121,13 @@ func Choose(opts []PermissionOption, a Answer) (Outcome, error) {
 // allow_always → always, reject_* → reject), or reject with reason
 // cancelled for the cancelled outcome. ok is false for anything else: an
 // unknown option id or kind, or a response not in the schema's shape.
-func decisionOf(result json.RawMessage, opts []PermissionOption) (mapper.Decision, string, bool) {
+func decisionOf(result json.RawMessage, opts []PermissionOption) (agent.Decision, string, bool) {
 	o, ok := outcomeOf(result)
 	if !ok {
 		return "", "", false
 	}
 	if o.Cancelled {
-		return mapper.DecisionReject, mapper.ReasonCancelled, true
+		return agent.DecisionReject, agent.ReasonCancelled, true
 	}
 	for _, op := range opts {
 		if op.OptionID != o.OptionID {
@@ -135,11 +135,11 @@ func decisionOf(result json.RawMessage, opts []PermissionOption) (mapper.Decisio
 		}
 		switch op.Kind {
 		case KindAllowOnce:
-			return mapper.DecisionOnce, "", true
+			return agent.DecisionOnce, "", true
 		case KindAllowAlways:
-			return mapper.DecisionAlways, "", true
+			return agent.DecisionAlways, "", true
 		case KindRejectOnce, KindRejectAlways:
-			return mapper.DecisionReject, "", true
+			return agent.DecisionReject, "", true
 		}
 		return "", "", false
 	}
@@ -180,7 +180,7 @@ func outcomeOf(result json.RawMessage) (Outcome, bool) {
 // wire: the same canonical decision, or the note's decision is answered
 // with exactly the option (or cancellation) the wire carries (e.g.
 // "always" sent as allow_once when no allow_always was offered).
-func noteAgrees(nd mapper.Decision, reason string, wire mapper.Decision, result json.RawMessage, opts []PermissionOption) bool {
+func noteAgrees(nd agent.Decision, reason string, wire agent.Decision, result json.RawMessage, opts []PermissionOption) bool {
 	if nd == wire {
 		return true
 	}

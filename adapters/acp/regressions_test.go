@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -37,7 +38,7 @@ func TestB18PermissionBeforeToolCall(t *testing.T) {
 	if n != 1 || tp.State.Status != mapper.StatusError || tp.Tool != "other" {
 		t.Fatalf("rejected: %d parts, %+v", n, tp)
 	}
-	if b := tp.State.Block; b == nil || b.Decision != mapper.DecisionReject || b.Reason != "" {
+	if b := tp.State.Block; b == nil || b.Decision != agent.DecisionReject || b.Reason != "" {
 		t.Errorf("rejected block: %+v", tp.State.Block)
 	}
 	var opts []any
@@ -79,16 +80,16 @@ func TestB20Cancel(t *testing.T) {
 		if n != 1 || tp.State.Status != mapper.StatusError {
 			t.Fatalf("%s: tool %+v", v, tp)
 		}
-		if b := tp.State.Block; b == nil || b.Decision != mapper.DecisionReject || b.Reason != mapper.ReasonCancelled {
+		if b := tp.State.Block; b == nil || b.Decision != agent.DecisionReject || b.Reason != agent.ReasonCancelled {
 			t.Errorf("%s: block %+v", v, tp.State.Block)
 		}
-		if msg == nil || msg.Finish != mapper.FinishAborted || msg.Error != nil {
+		if msg == nil || msg.Finish != agent.FinishAborted || msg.Error != nil {
 			t.Errorf("%s: message finish %+v", v, msg)
 		}
 		if len(tr.Messages) != 2 {
 			t.Errorf("%s: %d messages, want the prompt and one answer (the late chunk reopened the turn?)", v, len(tr.Messages))
 		}
-		if len(tr.Dropped) != 1 || tr.Dropped[0].Reason != mapper.DropOrphan || tr.Dropped[0].Kind != "session/update:agent_message_chunk" {
+		if len(tr.Dropped) != 1 || tr.Dropped[0].Reason != agent.DropOrphan || tr.Dropped[0].Kind != "session/update:agent_message_chunk" {
 			t.Errorf("%s: dropped %+v", v, tr.Dropped)
 		}
 	}
@@ -120,17 +121,17 @@ func TestB19PermissionResponse(t *testing.T) {
 		want string
 		err  error
 	}{
-		{"allow once", opts, Answer{Decision: mapper.DecisionOnce}, `{"outcome":{"optionId":"proceed_once","outcome":"selected"}}`, nil},
-		{"always", opts, Answer{Decision: mapper.DecisionAlways}, `{"outcome":{"optionId":"proceed_always_server","outcome":"selected"}}`, nil},
-		{"always without allow_always", onlyOnce, Answer{Decision: mapper.DecisionAlways}, `{"outcome":{"optionId":"ok","outcome":"selected"}}`, nil},
-		{"deny", opts, Answer{Decision: mapper.DecisionReject}, `{"outcome":{"optionId":"cancel","outcome":"selected"}}`, nil},
-		{"deny without reject_once: never reject_always unasked", onlyOnce, Answer{Decision: mapper.DecisionReject}, `{"outcome":{"outcome":"cancelled"}}`, nil},
-		{"reject always when asked", onlyOnce, Answer{Decision: mapper.DecisionReject, RejectAlways: true}, `{"outcome":{"optionId":"never","outcome":"selected"}}`, nil},
-		{"relay offline: timeout rejects the tool, not the turn", opts, Answer{Decision: mapper.DecisionReject, Reason: mapper.ReasonTimeout}, `{"outcome":{"optionId":"cancel","outcome":"selected"}}`, nil},
-		{"agent exited: reject_once", opts, Answer{Decision: mapper.DecisionReject, Reason: mapper.ReasonAgentExited}, `{"outcome":{"optionId":"cancel","outcome":"selected"}}`, nil},
-		{"timeout without reject_once: cancelled", onlyOnce, Answer{Decision: mapper.DecisionReject, Reason: mapper.ReasonTimeout}, `{"outcome":{"outcome":"cancelled"}}`, nil},
-		{"user aborts the turn", opts, Answer{Decision: mapper.DecisionReject, Reason: mapper.ReasonCancelled}, `{"outcome":{"outcome":"cancelled"}}`, nil},
-		{"once without allow_once", []PermissionOption{{OptionID: "x", Name: "x", Kind: KindRejectOnce}}, Answer{Decision: mapper.DecisionOnce}, "", ErrNoOption},
+		{"allow once", opts, Answer{Decision: agent.DecisionOnce}, `{"outcome":{"optionId":"proceed_once","outcome":"selected"}}`, nil},
+		{"always", opts, Answer{Decision: agent.DecisionAlways}, `{"outcome":{"optionId":"proceed_always_server","outcome":"selected"}}`, nil},
+		{"always without allow_always", onlyOnce, Answer{Decision: agent.DecisionAlways}, `{"outcome":{"optionId":"ok","outcome":"selected"}}`, nil},
+		{"deny", opts, Answer{Decision: agent.DecisionReject}, `{"outcome":{"optionId":"cancel","outcome":"selected"}}`, nil},
+		{"deny without reject_once: never reject_always unasked", onlyOnce, Answer{Decision: agent.DecisionReject}, `{"outcome":{"outcome":"cancelled"}}`, nil},
+		{"reject always when asked", onlyOnce, Answer{Decision: agent.DecisionReject, RejectAlways: true}, `{"outcome":{"optionId":"never","outcome":"selected"}}`, nil},
+		{"relay offline: timeout rejects the tool, not the turn", opts, Answer{Decision: agent.DecisionReject, Reason: agent.ReasonTimeout}, `{"outcome":{"optionId":"cancel","outcome":"selected"}}`, nil},
+		{"agent exited: reject_once", opts, Answer{Decision: agent.DecisionReject, Reason: agent.ReasonAgentExited}, `{"outcome":{"optionId":"cancel","outcome":"selected"}}`, nil},
+		{"timeout without reject_once: cancelled", onlyOnce, Answer{Decision: agent.DecisionReject, Reason: agent.ReasonTimeout}, `{"outcome":{"outcome":"cancelled"}}`, nil},
+		{"user aborts the turn", opts, Answer{Decision: agent.DecisionReject, Reason: agent.ReasonCancelled}, `{"outcome":{"outcome":"cancelled"}}`, nil},
+		{"once without allow_once", []PermissionOption{{OptionID: "x", Name: "x", Kind: KindRejectOnce}}, Answer{Decision: agent.DecisionOnce}, "", ErrNoOption},
 		{"unknown decision", opts, Answer{Decision: "yes"}, "", ErrUnknownDecision},
 	}
 	for _, tc := range cases {

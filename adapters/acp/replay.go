@@ -3,6 +3,7 @@ package acp
 import (
 	"io"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -11,13 +12,13 @@ import (
 // DroppedInput events at their place; a turn still open at the end of the
 // log ends as truncated (Decoder.Finish). Only a read error of r is
 // returned as an error.
-func ReplayEvents(r io.Reader, opts DecoderOptions) ([]mapper.Event, error) {
+func ReplayEvents(r io.Reader, opts DecoderOptions) ([]agent.Event, error) {
 	frames, bad, err := ReadFrames(r)
 	if err != nil {
 		return nil, err
 	}
 	dec := NewDecoder(opts)
-	var evs []mapper.Event
+	var evs []agent.Event
 	for i, f := range frames {
 		evs = append(evs, bad[i]...)
 		evs = append(evs, dec.Decode(f)...)

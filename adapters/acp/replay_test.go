@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -28,8 +29,8 @@ func TestReplayClosesOpenTurnAtEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	last, ok := evs[len(evs)-1].(*mapper.TurnEnded)
-	if !ok || last.TurnID != "turn-1" || last.Reason != mapper.TurnTruncated || last.Error == "" || last.Time != 1004 {
+	last, ok := evs[len(evs)-1].(*agent.TurnEnded)
+	if !ok || last.TurnID != "turn-1" || last.Reason != agent.TurnTruncated || last.Error == "" || last.Time != 1004 {
 		t.Fatalf("last event %T %+v, want turn-1 ended truncated at 1004", evs[len(evs)-1], evs[len(evs)-1])
 	}
 	tr, err := Replay(strings.NewReader(replayHead), mapper.Config{SessionID: "noend"})
@@ -40,7 +41,7 @@ func TestReplayClosesOpenTurnAtEnd(t *testing.T) {
 	if n != 1 || tp.State.Status != mapper.StatusError {
 		t.Fatalf("tool %d parts, %+v", n, tp)
 	}
-	if b := tp.State.Block; b == nil || b.Decision != mapper.DecisionReject || b.Reason != mapper.ReasonCancelled {
+	if b := tp.State.Block; b == nil || b.Decision != agent.DecisionReject || b.Reason != agent.ReasonCancelled {
 		t.Errorf("block %+v", tp.State.Block)
 	}
 	if msg == nil || msg.Time.Completed == nil || *msg.Time.Completed != 1004 || msg.Finish == "" {
@@ -64,21 +65,21 @@ func TestReplayDecisionNoteVersusWire(t *testing.T) {
 	cases := []struct {
 		name       string
 		note, wire string // the note frame's msg, the response's result
-		decision   mapper.Decision
+		decision   agent.Decision
 		reason     string
 		dropped    int
 	}{
 		{"note contradicts the wire", `{"happy":"decision","request":7,"decision":"reject","reason":"timeout"}`,
-			`{"outcome":{"outcome":"selected","optionId":"y"}}`, mapper.DecisionOnce, "", 1},
+			`{"outcome":{"outcome":"selected","optionId":"y"}}`, agent.DecisionOnce, "", 1},
 		{"note agrees and adds the reason", `{"happy":"decision","request":7,"decision":"reject","reason":"timeout"}`,
-			`{"outcome":{"outcome":"selected","optionId":"n"}}`, mapper.DecisionReject, mapper.ReasonTimeout, 0},
+			`{"outcome":{"outcome":"selected","optionId":"n"}}`, agent.DecisionReject, agent.ReasonTimeout, 0},
 		{"always answered with allow_once agrees", `{"happy":"decision","request":7,"decision":"always"}`,
-			`{"outcome":{"outcome":"selected","optionId":"y"}}`, mapper.DecisionAlways, "", 0},
+			`{"outcome":{"outcome":"selected","optionId":"y"}}`, agent.DecisionAlways, "", 0},
 		{"wire cancelled, note once", `{"happy":"decision","request":7,"decision":"once"}`,
-			`{"outcome":{"outcome":"cancelled"}}`, mapper.DecisionReject, mapper.ReasonCancelled, 1},
+			`{"outcome":{"outcome":"cancelled"}}`, agent.DecisionReject, agent.ReasonCancelled, 1},
 		{"unreadable wire answer: the note stands in", `{"happy":"decision","request":7,"decision":"reject","reason":"timeout"}`,
-			`{"outcome":{"outcome":"selected","optionId":"zz"}}`, mapper.DecisionReject, mapper.ReasonTimeout, 0},
-		{"no note", ``, `{"outcome":{"outcome":"selected","optionId":"n"}}`, mapper.DecisionReject, "", 0},
+			`{"outcome":{"outcome":"selected","optionId":"zz"}}`, agent.DecisionReject, agent.ReasonTimeout, 0},
+		{"no note", ``, `{"outcome":{"outcome":"selected","optionId":"n"}}`, agent.DecisionReject, "", 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -92,13 +93,13 @@ func TestReplayDecisionNoteVersusWire(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var res []*mapper.ToolResolved
-			var drops []mapper.Dropped
+			var res []*agent.ToolResolved
+			var drops []agent.Dropped
 			for _, e := range evs {
 				switch e := e.(type) {
-				case *mapper.ToolResolved:
+				case *agent.ToolResolved:
 					res = append(res, e)
-				case *mapper.DroppedInput:
+				case *agent.DroppedInput:
 					drops = append(drops, e.Dropped)
 				}
 			}
@@ -108,7 +109,7 @@ func TestReplayDecisionNoteVersusWire(t *testing.T) {
 			if len(drops) != tc.dropped {
 				t.Fatalf("dropped %+v, want %d", drops, tc.dropped)
 			}
-			if tc.dropped == 1 && (drops[0].Kind != "session/request_permission" || drops[0].Reason != mapper.DropInvalidField) {
+			if tc.dropped == 1 && (drops[0].Kind != "session/request_permission" || drops[0].Reason != agent.DropInvalidField) {
 				t.Errorf("dropped %+v", drops[0])
 			}
 		})

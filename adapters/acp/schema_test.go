@@ -12,8 +12,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/happy-dev/happy/internal/jsonrpc"
-	"github.com/happy-dev/happy/internal/trafficlog"
+	"github.com/happy-dev/happy/adapters/jsonrpc"
+	"github.com/happy-dev/happy/adapters/trafficlog"
 )
 
 // acpSchema is the ACP v1 JSON Schema (testdata/schema/schema.v1.json,

@@ -7,34 +7,34 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/happy-dev/happy/internal/jsonrpc"
-	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/adapters/jsonrpc"
+	"github.com/happy-dev/happy/agent"
 )
 
 // sessionUpdate decodes a session/update notification.
 func (d *Decoder) sessionUpdate(m jsonrpc.Message) {
 	p, ok := members(m.Params)
 	if !ok {
-		d.drop(m.Method, mapper.DropInvalidField, "params is not a SessionNotification object", m.Raw)
+		d.drop(m.Method, agent.DropInvalidField, "params is not a SessionNotification object", m.Raw)
 		return
 	}
 	sid, ok := str(p["sessionId"])
 	if !ok || sid == "" {
-		d.drop(m.Method, mapper.DropMissingID, "session/update without sessionId", m.Raw)
+		d.drop(m.Method, agent.DropMissingID, "session/update without sessionId", m.Raw)
 		return
 	}
 	if !d.sessions[sid] {
-		d.drop(m.Method, mapper.DropOrphan, "session "+strconv.Quote(sid)+" was never opened", m.Raw)
+		d.drop(m.Method, agent.DropOrphan, "session "+strconv.Quote(sid)+" was never opened", m.Raw)
 		return
 	}
 	u, ok := members(p["update"])
 	if !ok {
-		d.drop(m.Method, mapper.DropInvalidField, "update is not an object", m.Raw)
+		d.drop(m.Method, agent.DropInvalidField, "update is not an object", m.Raw)
 		return
 	}
 	kind, ok := str(u["sessionUpdate"])
 	if !ok {
-		d.drop(m.Method, mapper.DropInvalidField, "update without a sessionUpdate string", m.Raw)
+		d.drop(m.Method, agent.DropInvalidField, "update without a sessionUpdate string", m.Raw)
 		return
 	}
 	k := "session/update:" + kind
@@ -53,19 +53,19 @@ func (d *Decoder) sessionUpdate(m jsonrpc.Message) {
 		// The agent's slash commands: nothing in the transcript shows them.
 		var cmds []json.RawMessage
 		if json.Unmarshal(u["availableCommands"], &cmds) != nil {
-			d.drop(k, mapper.DropInvalidField, "availableCommands is not an array", m.Raw)
+			d.drop(k, agent.DropInvalidField, "availableCommands is not an array", m.Raw)
 		}
 	case "current_mode_update":
 		id, ok := str(u["currentModeId"])
 		if !ok {
-			d.drop(k, mapper.DropInvalidField, "currentModeId is not a string", m.Raw)
+			d.drop(k, agent.DropInvalidField, "currentModeId is not a string", m.Raw)
 			return
 		}
-		d.emit(&mapper.SessionInfo{Agent: id})
+		d.emit(&agent.SessionInfo{Agent: id})
 	case "config_option_update":
-		info := &mapper.SessionInfo{}
+		info := &agent.SessionInfo{}
 		if u["configOptions"] == nil || !d.configOptions(info, u["configOptions"]) {
-			d.drop(k, mapper.DropInvalidField, "configOptions is not an array", m.Raw)
+			d.drop(k, agent.DropInvalidField, "configOptions is not an array", m.Raw)
 			return
 		}
 		if info.Agent != "" || info.ModelID != "" {
@@ -74,12 +74,12 @@ func (d *Decoder) sessionUpdate(m jsonrpc.Message) {
 	case "session_info_update":
 		// A null title would clear it; the transcript keeps the last one.
 		if title, ok := str(u["title"]); ok && title != "" {
-			d.emit(&mapper.SessionInfo{Title: title})
+			d.emit(&agent.SessionInfo{Title: title})
 		}
 	case "usage_update":
 		d.usage(k, u, m.Raw)
 	default:
-		d.drop(k, mapper.DropUnknownType, "unknown session update kind", m.Raw)
+		d.drop(k, agent.DropUnknownType, "unknown session update kind", m.Raw)
 	}
 }
 
@@ -90,20 +90,20 @@ func (d *Decoder) inTurnOrLoad(kind string, raw []byte) bool {
 	if d.turn != nil || d.loading {
 		return true
 	}
-	d.drop(kind, mapper.DropOrphan, "output outside a prompt turn", raw)
+	d.drop(kind, agent.DropOrphan, "output outside a prompt turn", raw)
 	return false
 }
 
 func (d *Decoder) chunkBlock(kind string, u map[string]json.RawMessage, raw []byte) (contentBlock, string, bool) {
 	if u["content"] == nil {
-		d.drop(kind, mapper.DropInvalidField, "chunk without content", raw)
+		d.drop(kind, agent.DropInvalidField, "chunk without content", raw)
 		return contentBlock{}, "", false
 	}
 	b, err := decodeBlock(u["content"])
 	if err != nil {
-		reason := mapper.DropInvalidField
+		reason := agent.DropInvalidField
 		if errors.Is(err, errUnknownContent) {
-			reason = mapper.DropUnknownType
+			reason = agent.DropUnknownType
 		}
 		d.drop(kind, reason, err.Error(), raw)
 		return contentBlock{}, "", false
@@ -124,7 +124,7 @@ func (d *Decoder) userChunk(kind string, u map[string]json.RawMessage, prev stri
 		return
 	}
 	if !d.loading {
-		d.drop(kind, mapper.DropOrphan, "user message outside a prompt turn or a session load", raw)
+		d.drop(kind, agent.DropOrphan, "user message outside a prompt turn or a session load", raw)
 		return
 	}
 	if prev != "user_message_chunk" || d.userKey == "" {
@@ -139,7 +139,7 @@ func (d *Decoder) userChunk(kind string, u map[string]json.RawMessage, prev stri
 		d.userFiles = append(d.userFiles, f)
 	}
 	d.turnStep, d.stepResult = false, false
-	d.emit(&mapper.UserPrompt{PromptID: d.userKey, Text: d.userText.String(), Files: slices.Clone(d.userFiles)})
+	d.emit(&agent.UserPrompt{PromptID: d.userKey, Text: d.userText.String(), Files: slices.Clone(d.userFiles)})
 }
 
 func (d *Decoder) agentChunk(kind string, thought bool, u map[string]json.RawMessage, raw []byte) {
@@ -153,9 +153,9 @@ func (d *Decoder) agentChunk(kind string, thought bool, u map[string]json.RawMes
 	}
 	d.beginOutput()
 	if thought {
-		d.emit(&mapper.ReasoningDelta{Block: msgID, Delta: text})
+		d.emit(&agent.ReasoningDelta{Block: msgID, Delta: text})
 	} else {
-		d.emit(&mapper.TextDelta{Block: msgID, Delta: text})
+		d.emit(&agent.TextDelta{Block: msgID, Delta: text})
 	}
 	d.flushUsage(false)
 }
@@ -189,7 +189,7 @@ func (d *Decoder) mergeTool(kind string, tl *tool, u map[string]json.RawMessage)
 	if raw := u["content"]; !isNull(raw) {
 		var items []json.RawMessage
 		if json.Unmarshal(raw, &items) != nil {
-			d.drop(kind, mapper.DropInvalidField, "tool content is not an array", raw)
+			d.drop(kind, agent.DropInvalidField, "tool content is not an array", raw)
 		} else {
 			tl.content = tl.content[:0:0]
 			// Content that comes with (or after) the tool's start is its
@@ -199,9 +199,9 @@ func (d *Decoder) mergeTool(kind string, tl *tool, u map[string]json.RawMessage)
 			for _, it := range items {
 				c, err := decodeToolContent(it)
 				if err != nil {
-					reason := mapper.DropInvalidField
+					reason := agent.DropInvalidField
 					if errors.Is(err, errUnknownContent) {
-						reason = mapper.DropUnknownType
+						reason = agent.DropUnknownType
 					}
 					d.drop(kind+":content", reason, err.Error(), it)
 					continue
@@ -213,7 +213,7 @@ func (d *Decoder) mergeTool(kind string, tl *tool, u map[string]json.RawMessage)
 	if raw := u["locations"]; !isNull(raw) {
 		var items []json.RawMessage
 		if json.Unmarshal(raw, &items) != nil {
-			d.drop(kind, mapper.DropInvalidField, "locations is not an array", raw)
+			d.drop(kind, agent.DropInvalidField, "locations is not an array", raw)
 		} else {
 			tl.locations = tl.locations[:0:0]
 			for _, it := range items {
@@ -221,7 +221,7 @@ func (d *Decoder) mergeTool(kind string, tl *tool, u map[string]json.RawMessage)
 				m, ok := members(it)
 				p, okp := str(m["path"])
 				if !ok || !okp {
-					d.drop(kind+":location", mapper.DropInvalidField, "location needs a path", it)
+					d.drop(kind+":location", agent.DropInvalidField, "location needs a path", it)
 					continue
 				}
 				l.Path = p
@@ -266,7 +266,7 @@ func (d *Decoder) sortedTools() []*tool {
 func (d *Decoder) toolUpdate(kind string, announce bool, u map[string]json.RawMessage, raw []byte) {
 	id, ok := str(u["toolCallId"])
 	if !ok || id == "" {
-		d.drop(kind, mapper.DropMissingID, "tool call without toolCallId", raw)
+		d.drop(kind, agent.DropMissingID, "tool call without toolCallId", raw)
 		return
 	}
 	if !d.inTurnOrLoad(kind, raw) {
@@ -293,7 +293,7 @@ func (d *Decoder) toolUpdate(kind string, announce bool, u map[string]json.RawMe
 // partMeta is the metadata kept on the tool part: where it works, what it
 // showed while pending, the diffs it proposed and the files happy wrote
 // for it.
-func (tl *tool) partMeta() mapper.Object {
+func (tl *tool) partMeta() agent.Object {
 	m := map[string]any{}
 	if len(tl.locations) > 0 {
 		m["locations"] = tl.locations
@@ -326,8 +326,8 @@ func (tl *tool) text() string {
 	return strings.Join(parts, "\n")
 }
 
-func (tl *tool) diffs() []mapper.FileDiff {
-	var out []mapper.FileDiff
+func (tl *tool) diffs() []agent.FileDiff {
+	var out []agent.FileDiff
 	for _, c := range tl.content {
 		if c.Type == "diff" {
 			out = append(out, fileDiff(c.Path, c.OldText, c.NewText))
@@ -358,8 +358,8 @@ func (d *Decoder) announce(tl *tool, finishing bool) {
 	if name == "" {
 		name = "other"
 	}
-	ev := &mapper.ToolCall{CallID: tl.callID, Tool: name, Title: tl.title, Input: objectOr(tl.rawInput), Metadata: tl.partMeta()}
-	sig, _ := json.Marshal(mapper.ToolCall{Tool: ev.Tool, Title: ev.Title, Input: ev.Input})
+	ev := &agent.ToolCall{CallID: tl.callID, Tool: name, Title: tl.title, Input: objectOr(tl.rawInput), Metadata: tl.partMeta()}
+	sig, _ := json.Marshal(agent.ToolCall{Tool: ev.Tool, Title: ev.Title, Input: ev.Input})
 	full, _ := json.Marshal(ev)
 	if string(full) == tl.announced || (finishing && string(sig) == tl.announcedHead) {
 		return
@@ -374,20 +374,20 @@ func (d *Decoder) advance(tl *tool) {
 	case "in_progress":
 		if !tl.running && !tl.settled {
 			tl.running = true
-			d.emit(&mapper.ToolRunning{CallID: tl.callID})
+			d.emit(&agent.ToolRunning{CallID: tl.callID})
 		}
 	case "completed", "failed":
 		first := !tl.settled
 		tl.settled, tl.running = true, false
 		meta, files := d.resultMeta(tl)
 		if tl.status == "completed" {
-			d.emit(&mapper.ToolCompleted{CallID: tl.callID, Output: d.output(tl), Metadata: meta, Files: files})
+			d.emit(&agent.ToolCompleted{CallID: tl.callID, Output: d.output(tl), Metadata: meta, Files: files})
 		} else {
 			msg := d.output(tl)
 			if msg == "" {
 				msg = "tool failed"
 			}
-			d.emit(&mapper.ToolFailed{CallID: tl.callID, Error: msg, Metadata: meta})
+			d.emit(&agent.ToolFailed{CallID: tl.callID, Error: msg, Metadata: meta})
 		}
 		if first {
 			d.stepResult = true
@@ -418,7 +418,7 @@ func (d *Decoder) output(tl *tool) string {
 
 // resultMeta is the state metadata of a finished tool: its raw output,
 // diffs, terminal exit statuses; images of its content become attachments.
-func (d *Decoder) resultMeta(tl *tool) (mapper.Object, []mapper.PromptFile) {
+func (d *Decoder) resultMeta(tl *tool) (agent.Object, []agent.PromptFile) {
 	m := map[string]any{}
 	if !isNull(tl.rawOutput) {
 		m["rawOutput"] = tl.rawOutput
@@ -445,7 +445,7 @@ func (d *Decoder) resultMeta(tl *tool) (mapper.Object, []mapper.PromptFile) {
 	if len(terms) > 0 {
 		m["terminals"] = terms
 	}
-	var files []mapper.PromptFile
+	var files []agent.PromptFile
 	for _, c := range tl.content {
 		if c.Type == "content" && c.Block.Type == "image" {
 			if f, ok := c.Block.promptFile(); ok {
@@ -466,27 +466,27 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 	const kind = "session/request_permission"
 	p, ok := members(m.Params)
 	if !ok {
-		d.drop(kind, mapper.DropInvalidField, "params is not an object", m.Raw)
+		d.drop(kind, agent.DropInvalidField, "params is not an object", m.Raw)
 		return
 	}
 	sid, ok := str(p["sessionId"])
 	if !ok || !d.sessions[sid] {
-		d.drop(kind, mapper.DropOrphan, "permission for a session never opened", m.Raw)
+		d.drop(kind, agent.DropOrphan, "permission for a session never opened", m.Raw)
 		return
 	}
 	tc, ok := members(p["toolCall"])
 	if !ok {
-		d.drop(kind, mapper.DropInvalidField, "toolCall is not an object", m.Raw)
+		d.drop(kind, agent.DropInvalidField, "toolCall is not an object", m.Raw)
 		return
 	}
 	id, ok := str(tc["toolCallId"])
 	if !ok || id == "" {
-		d.drop(kind, mapper.DropMissingID, "toolCall without toolCallId", m.Raw)
+		d.drop(kind, agent.DropMissingID, "toolCall without toolCallId", m.Raw)
 		return
 	}
 	var rawOpts []json.RawMessage
 	if json.Unmarshal(p["options"], &rawOpts) != nil {
-		d.drop(kind, mapper.DropInvalidField, "options is not an array", m.Raw)
+		d.drop(kind, agent.DropInvalidField, "options is not an array", m.Raw)
 		return
 	}
 	opts := []PermissionOption{}
@@ -496,7 +496,7 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 		name, ok2 := str(om["name"])
 		k, ok3 := str(om["kind"])
 		if !ok || !ok1 || !ok2 || !ok3 {
-			d.drop(kind, mapper.DropInvalidField, "option needs optionId, name and kind strings", m.Raw)
+			d.drop(kind, agent.DropInvalidField, "option needs optionId, name and kind strings", m.Raw)
 			return
 		}
 		opts = append(opts, PermissionOption{OptionID: oid, Name: name, Kind: k})
@@ -525,8 +525,8 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 		meta["description"] = desc
 	}
 	name := tl.kind
-	d.emit(&mapper.ToolBlocked{CallID: tl.callID, Tool: name, Input: objectOr(tl.rawInput),
-		Permission: &mapper.PermissionRequest{ID: permID, Permission: permissionName(tl.kind),
+	d.emit(&agent.ToolBlocked{CallID: tl.callID, Tool: name, Input: objectOr(tl.rawInput),
+		Permission: &agent.PermissionRequest{ID: permID, Permission: permissionName(tl.kind),
 			Patterns: patterns, Always: slices.Clone(patterns), Metadata: toObject(meta)}})
 	d.theirs[key] = &agentRequest{method: kind, callID: tl.callID, options: opts}
 }
@@ -565,45 +565,45 @@ func (tl *tool) patterns() []string {
 func (d *Decoder) plan(kind string, u map[string]json.RawMessage, raw []byte) {
 	var entries []json.RawMessage
 	if json.Unmarshal(u["entries"], &entries) != nil {
-		d.drop(kind, mapper.DropInvalidField, "entries is not an array", raw)
+		d.drop(kind, agent.DropInvalidField, "entries is not an array", raw)
 		return
 	}
-	todos := make([]mapper.Todo, 0, len(entries))
+	todos := make([]agent.Todo, 0, len(entries))
 	for _, e := range entries {
 		m, ok := members(e)
 		content, ok1 := str(m["content"])
 		status, ok2 := str(m["status"])
 		prio, ok3 := str(m["priority"])
 		if !ok || !ok1 || !ok2 || !ok3 {
-			d.drop(kind, mapper.DropInvalidField, "plan entry needs content, status and priority strings", raw)
+			d.drop(kind, agent.DropInvalidField, "plan entry needs content, status and priority strings", raw)
 			return
 		}
-		t := mapper.Todo{Content: content}
+		t := agent.Todo{Content: content}
 		switch status {
 		case "pending":
-			t.Status = mapper.TodoPending
+			t.Status = agent.TodoPending
 		case "in_progress":
-			t.Status = mapper.TodoInProgress
+			t.Status = agent.TodoInProgress
 		case "completed":
-			t.Status = mapper.TodoCompleted
+			t.Status = agent.TodoCompleted
 		default:
-			d.drop(kind, mapper.DropInvalidField, "unknown plan entry status "+strconv.Quote(status), raw)
+			d.drop(kind, agent.DropInvalidField, "unknown plan entry status "+strconv.Quote(status), raw)
 			return
 		}
 		switch prio {
 		case "high":
-			t.Priority = mapper.PriorityHigh
+			t.Priority = agent.PriorityHigh
 		case "medium":
-			t.Priority = mapper.PriorityMedium
+			t.Priority = agent.PriorityMedium
 		case "low":
-			t.Priority = mapper.PriorityLow
+			t.Priority = agent.PriorityLow
 		default:
-			d.drop(kind, mapper.DropInvalidField, "unknown plan entry priority "+strconv.Quote(prio), raw)
+			d.drop(kind, agent.DropInvalidField, "unknown plan entry priority "+strconv.Quote(prio), raw)
 			return
 		}
 		todos = append(todos, t)
 	}
-	d.emit(&mapper.TodosUpdated{Todos: todos})
+	d.emit(&agent.TodosUpdated{Todos: todos})
 }
 
 // usage maps usage_update: the tokens in context become the input tokens
@@ -615,10 +615,10 @@ func (d *Decoder) plan(kind string, u map[string]json.RawMessage, raw []byte) {
 func (d *Decoder) usage(kind string, u map[string]json.RawMessage, raw []byte) {
 	var used int64
 	if json.Unmarshal(u["used"], &used) != nil || used < 0 || isNull(u["used"]) || isNull(u["size"]) {
-		d.drop(kind, mapper.DropInvalidField, "usage_update needs used and size token counts", raw)
+		d.drop(kind, agent.DropInvalidField, "usage_update needs used and size token counts", raw)
 		return
 	}
-	ev := &mapper.Usage{Tokens: &mapper.Tokens{Input: &used}}
+	ev := &agent.Usage{Tokens: &agent.Tokens{Input: &used}}
 	if c, ok := members(u["cost"]); ok {
 		var amount float64
 		cur, _ := str(c["currency"])

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -20,7 +21,7 @@ type content struct {
 	Reasoning []string
 	Tools     []toolContent
 	Children  [][]toolContent
-	Todos     []mapper.Todo
+	Todos     []agent.Todo
 }
 
 type toolContent struct {
@@ -168,7 +169,7 @@ func TestIndexFacts(t *testing.T) {
 		texts       []string
 		tools       []tool
 		childTools  []tool
-		todos       []mapper.Todo
+		todos       []agent.Todo
 		reasoning   int
 		userTurns   int
 	}{
@@ -199,9 +200,9 @@ func TestIndexFacts(t *testing.T) {
 		{name: "claude-sdk-todowrite", input: "sdk-traffic.jsonl", userTurns: 1,
 			texts: []string{"I will plan the work as todos.", "Planned three todos: write the spec, implement the feature, run the tests."},
 			tools: []tool{{"todowrite", "completed", "Todos have been modified successfully."}},
-			todos: []mapper.Todo{{Content: "Write the spec", Status: mapper.TodoInProgress, Priority: mapper.PriorityMedium},
-				{Content: "Implement the feature", Status: mapper.TodoPending, Priority: mapper.PriorityMedium},
-				{Content: "Run the tests", Status: mapper.TodoPending, Priority: mapper.PriorityMedium}}},
+			todos: []agent.Todo{{Content: "Write the spec", Status: agent.TodoInProgress, Priority: agent.PriorityMedium},
+				{Content: "Implement the feature", Status: agent.TodoPending, Priority: agent.PriorityMedium},
+				{Content: "Run the tests", Status: agent.TodoPending, Priority: agent.PriorityMedium}}},
 		{name: "claude-sdk-stdio", input: "sdk-traffic.jsonl", userTurns: 1,
 			texts: []string{"I will run the command.", "Done: the command printed hi."},
 			tools: []tool{{"bash", "completed", "(Bash completed with no output)"}}},

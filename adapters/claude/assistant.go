@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/agent"
 )
 
 // assistant maps an assistant record: one content block per line (Claude
@@ -17,7 +17,7 @@ import (
 func (d *Decoder) assistant(r *record, typeErr *json.UnmarshalTypeError) {
 	m := r.Message
 	if m == nil || badField(typeErr, "message") {
-		d.drop("assistant", mapper.DropInvalidField, fieldError(typeErr, "assistant record has no message object"))
+		d.drop("assistant", agent.DropInvalidField, fieldError(typeErr, "assistant record has no message object"))
 		return
 	}
 	sess := d.sessionOf(r)
@@ -27,7 +27,7 @@ func (d *Decoder) assistant(r *record, typeErr *json.UnmarshalTypeError) {
 	}
 	id := m.ID
 	if id == "" {
-		d.drop("assistant", mapper.DropMissingID, "assistant message has no id")
+		d.drop("assistant", agent.DropMissingID, "assistant message has no id")
 		return
 	}
 	d.noteModel(r, m.Model)
@@ -38,13 +38,13 @@ func (d *Decoder) assistant(r *record, typeErr *json.UnmarshalTypeError) {
 	}
 	if m.StopReason != nil && *m.StopReason != "" && *m.StopReason != msg.stop {
 		if !knownStop(*m.StopReason) {
-			d.drop("assistant", mapper.DropInvalidField, "unknown stop_reason "+strconv.Quote(*m.StopReason)+"; the step keeps no finish reason")
+			d.drop("assistant", agent.DropInvalidField, "unknown stop_reason "+strconv.Quote(*m.StopReason)+"; the step keeps no finish reason")
 		}
 		msg.stop = *m.StopReason
 	}
 	blocks, err := m.blocks()
 	if err != nil {
-		d.drop("assistant", mapper.DropInvalidField, "assistant content: "+err.Error())
+		d.drop("assistant", agent.DropInvalidField, "assistant content: "+err.Error())
 	}
 	for i := range blocks {
 		d.assistantBlock(s, msg, &blocks[i])
@@ -120,27 +120,27 @@ func (d *Decoder) assistantBlock(s *session, msg *message, b *contentBlock) {
 		if seen || text == "" {
 			return
 		}
-		d.emit(&mapper.TextFinal{EventBase: d.base(s.key), Message: msg.id, Block: key, Text: text})
+		d.emit(&agent.TextFinal{EventBase: d.base(s.key), Message: msg.id, Block: key, Text: text})
 	case "thinking":
 		text := deref(b.Thinking)
 		key, seen := msg.blockKey(fingerprint('r', text, b.Signature))
 		if seen {
 			return
 		}
-		var meta mapper.Object
+		var meta agent.Object
 		if b.Signature != "" {
-			meta = mapper.Object{"signature": b.Signature}
+			meta = agent.Object{"signature": b.Signature}
 		}
-		d.emit(&mapper.ReasoningFinal{EventBase: d.base(s.key), Message: msg.id, Block: key, Text: text, Metadata: meta})
+		d.emit(&agent.ReasoningFinal{EventBase: d.base(s.key), Message: msg.id, Block: key, Text: text, Metadata: meta})
 	case "redacted_thinking":
 		key, seen := msg.blockKey(fingerprint('x', b.Data))
 		if seen {
 			return
 		}
-		d.emit(&mapper.ReasoningFinal{EventBase: d.base(s.key), Message: msg.id, Block: key, Metadata: mapper.Object{"redacted": true}})
+		d.emit(&agent.ReasoningFinal{EventBase: d.base(s.key), Message: msg.id, Block: key, Metadata: agent.Object{"redacted": true}})
 	case "tool_use", "server_tool_use", "mcp_tool_use":
 		if b.ID == "" {
-			d.drop("assistant/"+b.Type, mapper.DropMissingID, "tool_use block has no id")
+			d.drop("assistant/"+b.Type, agent.DropMissingID, "tool_use block has no id")
 			return
 		}
 		msg.blockKey(fingerprint('u', b.ID))
@@ -153,7 +153,7 @@ func (d *Decoder) assistantBlock(s *session, msg *message, b *contentBlock) {
 			return
 		}
 		if _, seen := msg.blockKey(fingerprint('?', b.Type, b.ID, deref(b.Text))); !seen {
-			d.drop("assistant/"+b.Type, mapper.DropUnknownType, "content block type not known to this version")
+			d.drop("assistant/"+b.Type, agent.DropUnknownType, "content block type not known to this version")
 		}
 	}
 }
@@ -169,7 +169,7 @@ func (d *Decoder) toolUse(s *session, msg *message, b *contentBlock, final bool)
 	}
 	input := b.Input
 	if final && !isObject(input) {
-		d.drop("assistant/tool_use", mapper.DropInvalidField, "tool_use input of "+callID+" is not a JSON object; recorded as {}")
+		d.drop("assistant/tool_use", agent.DropInvalidField, "tool_use input of "+callID+" is not a JSON object; recorded as {}")
 		input = json.RawMessage(`{}`)
 	}
 	t := d.tools[callID]
@@ -206,13 +206,13 @@ func (d *Decoder) toolUse(s *session, msg *message, b *contentBlock, final bool)
 }
 
 // toolCall builds the announcement of t.
-func (d *Decoder) toolCall(t *tool) *mapper.ToolCall {
-	ev := &mapper.ToolCall{EventBase: d.base(t.session), Message: t.msg, CallID: t.callID, Tool: canonicalTool(t.name), Input: t.input}
+func (d *Decoder) toolCall(t *tool) *agent.ToolCall {
+	ev := &agent.ToolCall{EventBase: d.base(t.session), Message: t.msg, CallID: t.callID, Tool: canonicalTool(t.name), Input: t.input}
 	if t.input != nil {
 		ev.Title = toolTitle(t.name, parseInput(t.input))
 	}
 	if ev.Tool != t.name {
-		ev.Metadata = mapper.Object{"providerTool": t.name}
+		ev.Metadata = agent.Object{"providerTool": t.name}
 	}
 	return ev
 }
@@ -225,7 +225,7 @@ func (d *Decoder) serverToolResult(s *session, b *contentBlock) {
 	if json.Unmarshal(b.Content, &str) == nil {
 		out = str
 	}
-	ev := &mapper.ToolCompleted{CallID: b.ToolUseID, Output: out}
+	ev := &agent.ToolCompleted{CallID: b.ToolUseID, Output: out}
 	if t := d.tools[b.ToolUseID]; t != nil {
 		ev.Title = toolTitle(t.name, parseInput(t.input))
 		d.completeTool(t, ev)
@@ -268,9 +268,9 @@ func (d *Decoder) usage(s *session, msg *message, u *usage) {
 		v := *p
 		return &v
 	}
-	tok := &mapper.Tokens{Input: cp(msg.usage.InputTokens), Output: cp(msg.usage.OutputTokens),
-		Cache: mapper.CacheTokens{Read: cp(msg.usage.CacheRead), Write: cp(msg.usage.CacheCreation)}}
-	d.emit(&mapper.Usage{EventBase: d.base(s.key), Message: msg.id, Tokens: tok})
+	tok := &agent.Tokens{Input: cp(msg.usage.InputTokens), Output: cp(msg.usage.OutputTokens),
+		Cache: agent.CacheTokens{Read: cp(msg.usage.CacheRead), Write: cp(msg.usage.CacheCreation)}}
+	d.emit(&agent.Usage{EventBase: d.base(s.key), Message: msg.id, Tokens: tok})
 }
 
 var apiErrorStatusRE = regexp.MustCompile(`API Error: (\d{3})\b`)
@@ -285,7 +285,7 @@ func (d *Decoder) syntheticError(r *record, sess string) {
 		id = r.UUID
 	}
 	if id == "" {
-		d.drop("assistant", mapper.DropMissingID, "API error message has no id")
+		d.drop("assistant", agent.DropMissingID, "API error message has no id")
 		return
 	}
 	if !d.recent.add("m:" + msgKey(sess, id)) {
@@ -310,45 +310,45 @@ func (d *Decoder) syntheticError(r *record, sess string) {
 	var code string
 	_ = json.Unmarshal(r.Error, &code)
 	s.turnErr, s.errEmitted = text, true
-	d.emit(&mapper.AgentError{EventBase: d.base(sess), Message: id, Kind: errorKind(status, code, text), Text: text, StatusCode: status})
+	d.emit(&agent.AgentError{EventBase: d.base(sess), Message: id, Kind: errorKind(status, code, text), Text: text, StatusCode: status})
 }
 
 // errorKind classifies an API failure (seed 002 "Error Kinds") from the
 // HTTP status, Claude's error code or, failing both, the message.
-func errorKind(status *int, code, text string) mapper.ErrorKind {
+func errorKind(status *int, code, text string) agent.ErrorKind {
 	if status != nil {
 		switch st := *status; {
 		case st == 401 || st == 403:
-			return mapper.ErrorAuth
+			return agent.ErrorAuth
 		case st == 429 || st == 529:
-			return mapper.ErrorRateLimit
+			return agent.ErrorRateLimit
 		case st == 408 || (st >= 500 && st <= 599):
-			return mapper.ErrorTransport
+			return agent.ErrorTransport
 		case st >= 400 && st <= 499:
-			return mapper.ErrorProtocol
+			return agent.ErrorProtocol
 		}
 	}
 	switch code {
 	case "authentication_failed", "authentication_error", "permission_error", "oauth_org_not_allowed":
-		return mapper.ErrorAuth
+		return agent.ErrorAuth
 	case "rate_limit", "rate_limit_error", "overloaded", "overloaded_error":
-		return mapper.ErrorRateLimit
+		return agent.ErrorRateLimit
 	case "server_error", "api_error", "timeout":
-		return mapper.ErrorTransport
+		return agent.ErrorTransport
 	case "invalid_request", "invalid_request_error", "not_found_error", "request_too_large":
-		return mapper.ErrorProtocol
+		return agent.ErrorProtocol
 	}
 	low := strings.ToLower(text)
 	switch {
 	case strings.Contains(low, "invalid api key"), strings.Contains(low, "/login"), strings.Contains(low, "oauth token"),
 		strings.Contains(low, "authentication"):
-		return mapper.ErrorAuth
+		return agent.ErrorAuth
 	case strings.Contains(low, "hit your limit"), strings.Contains(low, "usage limit"), strings.Contains(low, "rate limit"),
 		strings.Contains(low, "overloaded"):
-		return mapper.ErrorRateLimit
+		return agent.ErrorRateLimit
 	case strings.Contains(low, "connection"), strings.Contains(low, "econnreset"), strings.Contains(low, "timed out"),
 		strings.Contains(low, "etimedout"), strings.Contains(low, "unable to connect"):
-		return mapper.ErrorTransport
+		return agent.ErrorTransport
 	}
-	return mapper.ErrorInternal
+	return agent.ErrorInternal
 }

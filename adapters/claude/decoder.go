@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/linereader"
-	"github.com/happy-dev/happy/mapper"
 )
 
 // ProviderID is the provider id of every message the decoder announces.
@@ -56,7 +56,7 @@ type Decoder struct {
 	opts Options
 	src  string
 
-	out  []mapper.Event
+	out  []agent.Event
 	line int64  // line number of the record being decoded
 	raw  []byte // the line being decoded (for Dropped.Raw)
 	t    int64  // time of the record being decoded (Unix ms), 0 = unknown
@@ -73,7 +73,7 @@ type Decoder struct {
 	costBase  *float64 // total_cost_usd of the last result of this agent process
 	interrupt bool     // an interrupt was requested for the current root turn
 	finished  bool
-	info      mapper.SessionInfo // last SessionInfo emitted
+	info      agent.SessionInfo // last SessionInfo emitted
 
 	rec         *record     // reused by decodeRecord
 	fast        *fastRecord // reused by decodeRecord
@@ -142,7 +142,7 @@ type tool struct {
 type task struct {
 	id      string
 	content string
-	status  mapper.TodoStatus
+	status  agent.TodoStatus
 }
 
 // NewDecoder returns a Decoder for one stream of the given form.
@@ -180,12 +180,12 @@ func (d *Decoder) Form() Form { return d.form }
 // Decode maps one native line (without its newline; lineNo is its 1-based
 // number, used in Dropped records) to agent events, in order. The returned
 // slice is the caller's. Blank lines yield nothing.
-func (d *Decoder) Decode(line []byte, lineNo int64) []mapper.Event {
+func (d *Decoder) Decode(line []byte, lineNo int64) []agent.Event {
 	d.out = nil
 	d.line, d.raw, d.t = lineNo, line, 0
 	defer func() { d.raw = nil }()
 	if d.finished {
-		d.drop("", mapper.DropInvalidField, "line after the end of the stream")
+		d.drop("", agent.DropInvalidField, "line after the end of the stream")
 		return d.take()
 	}
 	line = bytes.TrimSpace(line)
@@ -202,13 +202,13 @@ func (d *Decoder) Decode(line []byte, lineNo int64) []mapper.Event {
 
 // DecodeLine maps a line from a linereader.Reader, reporting an oversized
 // line (one the reader skipped) as a Dropped record with reason oversize.
-func (d *Decoder) DecodeLine(l linereader.Line) []mapper.Event {
+func (d *Decoder) DecodeLine(l linereader.Line) []agent.Event {
 	if !l.Oversize {
 		return d.Decode(l.Data, l.Number)
 	}
 	d.out = nil
 	d.line, d.raw, d.t = l.Number, l.Data, 0
-	d.drop(sniffKind(l.Data), mapper.DropOversize, fmt.Sprintf("line of %d bytes is larger than the reader accepts; skipped", l.Size))
+	d.drop(sniffKind(l.Data), agent.DropOversize, fmt.Sprintf("line of %d bytes is larger than the reader accepts; skipped", l.Size))
 	d.raw = nil
 	return d.take()
 }
@@ -216,10 +216,10 @@ func (d *Decoder) DecodeLine(l linereader.Line) []mapper.Event {
 // Incomplete reports the bytes of a last line that never got its newline
 // (the writer stopped mid-record): it becomes a Dropped record with reason
 // unparseable_json. size is the full length of the fragment.
-func (d *Decoder) Incomplete(fragment []byte, size, lineNo int64) []mapper.Event {
+func (d *Decoder) Incomplete(fragment []byte, size, lineNo int64) []agent.Event {
 	d.out = nil
 	d.line, d.raw, d.t = lineNo, fragment, 0
-	d.drop(sniffKind(fragment), mapper.DropUnparseableJSON, fmt.Sprintf("incomplete last line (%d bytes, no newline): the writer stopped mid-record", size))
+	d.drop(sniffKind(fragment), agent.DropUnparseableJSON, fmt.Sprintf("incomplete last line (%d bytes, no newline): the writer stopped mid-record", size))
 	d.raw = nil
 	return d.take()
 }
@@ -227,7 +227,7 @@ func (d *Decoder) Incomplete(fragment []byte, size, lineNo int64) []mapper.Event
 // Finish ends the stream: an open turn is closed (every open tool settled)
 // with a reason that follows from how the stream ended, and pending steps
 // are finished. After Finish, Decode refuses lines.
-func (d *Decoder) Finish(end EndOfStream) []mapper.Event {
+func (d *Decoder) Finish(end EndOfStream) []agent.Event {
 	d.out = nil
 	d.line, d.t = 0, 0
 	if d.finished {
@@ -237,22 +237,22 @@ func (d *Decoder) Finish(end EndOfStream) []mapper.Event {
 	if root.turnOpen {
 		switch {
 		case end.Exited:
-			d.closeTurn(root, mapper.TurnAgentExited, exitText(end))
+			d.closeTurn(root, agent.TurnAgentExited, exitText(end))
 		case d.form == FormSessionJSONL:
 			// A transcript file has no result record: a turn whose last
 			// step finished and left nothing open is complete.
-			reason, text := d.quietEnd(root, mapper.TurnTruncated, "the transcript ends with the turn still open")
+			reason, text := d.quietEnd(root, agent.TurnTruncated, "the transcript ends with the turn still open")
 			d.closeTurn(root, reason, text)
 		default:
-			d.closeTurn(root, mapper.TurnTruncated, "stream ended without a result")
+			d.closeTurn(root, agent.TurnTruncated, "stream ended without a result")
 		}
 	}
 	// Child sessions still running: background subagents, subagents of a
 	// call never seen.
 	for _, key := range d.sessionKeys() {
 		if s := d.sessions[key]; key != "" {
-			d.endChild(key, mapper.TurnTruncated, "stream ended before the subagent finished")
-			d.closeTurn(s, mapper.TurnTruncated, "stream ended before the subagent finished")
+			d.endChild(key, agent.TurnTruncated, "stream ended before the subagent finished")
+			d.closeTurn(s, agent.TurnTruncated, "stream ended before the subagent finished")
 		}
 	}
 	d.finished = true
@@ -264,7 +264,7 @@ func (d *Decoder) Finish(end EndOfStream) []mapper.Event {
 // whose last step finished with nothing left open is then closed as
 // completed, as the next prompt would have closed it. Other forms end turns
 // with their result record; Idle does nothing for them.
-func (d *Decoder) Idle() []mapper.Event {
+func (d *Decoder) Idle() []agent.Event {
 	d.out = nil
 	d.line, d.t = 0, 0
 	if d.form != FormSessionJSONL || d.finished {
@@ -284,31 +284,31 @@ func (d *Decoder) Idle() []mapper.Event {
 // permission), so that its view of open tools stays right: a tool blocked
 // elsewhere and then rejected in Claude's own UI is settled with a resolved
 // block. Only tool state events are used; others are ignored.
-func (d *Decoder) Observe(evs ...mapper.Event) {
+func (d *Decoder) Observe(evs ...agent.Event) {
 	for _, ev := range evs {
 		switch e := ev.(type) {
-		case *mapper.ToolBlocked:
+		case *agent.ToolBlocked:
 			t := d.tools[e.CallID]
 			if t == nil {
 				t = d.addTool(e.CallID, e.Session, e.Message, e.Tool, e.Input)
 			}
 			t.status = toolBlocked
 			t.question = e.Question != nil
-		case *mapper.ToolRunning:
+		case *agent.ToolRunning:
 			if t := d.tools[e.CallID]; t != nil && t.status == toolPending {
 				t.status = toolRunning
 			}
-		case *mapper.ToolResolved:
+		case *agent.ToolResolved:
 			if t := d.tools[e.CallID]; t != nil && t.status == toolBlocked {
-				if e.Decision == mapper.DecisionReject {
+				if e.Decision == agent.DecisionReject {
 					t.status = toolRejected
 				} else {
 					t.status = toolRunning
 				}
 			}
-		case *mapper.ToolCompleted:
+		case *agent.ToolCompleted:
 			d.forgetTool(e.CallID)
-		case *mapper.ToolFailed:
+		case *agent.ToolFailed:
 			d.forgetTool(e.CallID)
 		}
 	}
@@ -325,21 +325,21 @@ func (d *Decoder) AttachSubagent(agentID, toolUseID string) {
 }
 
 // take returns the events produced by the current call.
-func (d *Decoder) take() []mapper.Event {
+func (d *Decoder) take() []agent.Event {
 	out := d.out
 	d.out = nil
 	return out
 }
 
-func (d *Decoder) emit(ev mapper.Event) { d.out = append(d.out, ev) }
+func (d *Decoder) emit(ev agent.Event) { d.out = append(d.out, ev) }
 
 // base builds an event base for session key s at the current record time.
-func (d *Decoder) base(s string) mapper.EventBase { return mapper.EventBase{Session: s, Time: d.t} }
+func (d *Decoder) base(s string) agent.EventBase { return agent.EventBase{Session: s, Time: d.t} }
 
 // drop emits a DroppedInput for the current line.
-func (d *Decoder) drop(kind string, reason mapper.DropReason, detail string) {
+func (d *Decoder) drop(kind string, reason agent.DropReason, detail string) {
 	raw := linereader.Prefix(d.raw, 512)
-	d.emit(&mapper.DroppedInput{EventBase: d.base(""), Dropped: mapper.Dropped{
+	d.emit(&agent.DroppedInput{EventBase: d.base(""), Dropped: agent.Dropped{
 		Source: d.src, Line: d.line, Kind: kind, Reason: reason, Detail: detail, Raw: string(raw),
 	}})
 }
@@ -370,9 +370,9 @@ func (d *Decoder) sessionKeys() []string {
 func (d *Decoder) decodeRecord(line []byte, dir string) {
 	if line[0] != '{' {
 		if json.Valid(line) {
-			d.drop("", mapper.DropNotAnObject, "record is JSON but not an object")
+			d.drop("", agent.DropNotAnObject, "record is JSON but not an object")
 		} else {
-			d.drop(sniffKind(line), mapper.DropUnparseableJSON, "record is not valid JSON")
+			d.drop(sniffKind(line), agent.DropUnparseableJSON, "record is not valid JSON")
 		}
 		return
 	}
@@ -404,15 +404,15 @@ func (d *Decoder) decodeRecord(line []byte, dir string) {
 		typeErr = nil
 		*r = record{}
 		if err := json.Unmarshal(line, r); err != nil && !errors.As(err, &typeErr) {
-			d.drop(sniffKind(line), mapper.DropUnparseableJSON, "record is not valid JSON: "+err.Error())
+			d.drop(sniffKind(line), agent.DropUnparseableJSON, "record is not valid JSON: "+err.Error())
 			return
 		}
 	default:
-		d.drop(sniffKind(line), mapper.DropUnparseableJSON, "record is not valid JSON: "+err.Error())
+		d.drop(sniffKind(line), agent.DropUnparseableJSON, "record is not valid JSON: "+err.Error())
 		return
 	}
 	if r.Type == "" {
-		d.drop("", mapper.DropMissingID, "record has no type")
+		d.drop("", agent.DropMissingID, "record has no type")
 		return
 	}
 	if d.t == 0 {

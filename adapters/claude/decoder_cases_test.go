@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/agent"
 )
 
 var end = &EndOfStream{}
@@ -334,7 +334,7 @@ func TestDecoderObserveAndIdle(t *testing.T) {
 		dec.Decode([]byte(l), int64(i+1))
 	}
 	// A hook said the call waits for a person; nothing is closed on Idle.
-	dec.Observe(&mapper.ToolBlocked{CallID: "e1", Permission: &mapper.PermissionRequest{ID: "p1", Permission: "edit"}})
+	dec.Observe(&agent.ToolBlocked{CallID: "e1", Permission: &agent.PermissionRequest{ID: "p1", Permission: "edit"}})
 	if evs := dec.Idle(); len(evs) != 0 {
 		t.Fatalf("idle with an open tool: %s", mustEncode(t, evs))
 	}
@@ -363,7 +363,7 @@ func TestDecoderObserveAndIdle(t *testing.T) {
 		t.Fatalf("finish after idle: %s", mustEncode(t, evs))
 	}
 	evs := dec.Decode([]byte(lines[0]), 9)
-	if d := eventsOf[*mapper.DroppedInput](evs); len(d) != 1 || d[0].Dropped.Detail != "line after the end of the stream" {
+	if d := eventsOf[*agent.DroppedInput](evs); len(d) != 1 || d[0].Dropped.Detail != "line after the end of the stream" {
 		t.Fatalf("line after finish: %s", mustEncode(t, evs))
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/agent"
 )
 
 // decodeCase feeds lines to a fresh decoder of form and returns the events
@@ -15,7 +15,7 @@ func decodeCase(t *testing.T, form Form, opts Options, lines []string, end *EndO
 	if err != nil {
 		t.Fatal(err)
 	}
-	var evs []mapper.Event
+	var evs []agent.Event
 	for i, l := range lines {
 		evs = append(evs, dec.Decode([]byte(l), int64(i+1))...)
 	}

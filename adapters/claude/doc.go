@@ -6,7 +6,7 @@
 // <session>.jsonl and its subagent files), the stream-json stdout of
 // `claude -p --output-format stream-json --verbose` (one-shot or SDK mode),
 // and an SDK traffic log (both directions of SDK mode, package
-// internal/trafficlog). A Decoder maps one line at a time:
+// adapters/trafficlog). A Decoder maps one line at a time:
 //
 //	dec, _ := claude.NewDecoder(claude.FormStreamJSON, claude.Options{ControlChannel: true})
 //	for each line: events := dec.Decode(line, lineNo)   // or dec.DecodeLine(linereader.Line)

@@ -25,7 +25,7 @@ const (
 	// snake_case envelope fields.
 	FormStreamJSON
 	// FormTrafficLog is a traffic log of SDK mode (see package
-	// internal/trafficlog): stream-json messages in both directions, each
+	// adapters/trafficlog): stream-json messages in both directions, each
 	// wrapped as {"t","dir","msg"}, plus stderr, exit and note records.
 	FormTrafficLog
 )

@@ -12,18 +12,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/linereader"
 	"github.com/happy-dev/happy/mapper"
 )
 
 // checkEvents asserts what every consumer relies on: each event is valid
 // and encodes, and a reducer takes them without panicking.
-func checkEvents(t *testing.T, red *mapper.Reducer, evs []mapper.Event) {
+func checkEvents(t *testing.T, red *mapper.Reducer, evs []agent.Event) {
 	for _, ev := range evs {
-		if err := mapper.ValidateEvent(ev); err != nil {
+		if err := agent.ValidateEvent(ev); err != nil {
 			t.Fatalf("decoder emitted an invalid event %T: %v", ev, err)
 		}
-		if _, err := mapper.EncodeEvent(ev); err != nil {
+		if _, err := agent.EncodeEvent(ev); err != nil {
 			t.Fatalf("event %T does not encode: %v", ev, err)
 		}
 		red.Apply(ev)
@@ -237,7 +238,7 @@ func BenchmarkReplayTranscript(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		red := mapper.NewReducer(mapper.Config{SessionID: "bench"})
-		_, err := Replay(b.Context(), bytes.NewReader(data), ReplayOptions{Form: FormSessionJSONL}, func(ev mapper.Event) error {
+		_, err := Replay(b.Context(), bytes.NewReader(data), ReplayOptions{Form: FormSessionJSONL}, func(ev agent.Event) error {
 			red.Apply(ev)
 			return nil
 		})

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -56,10 +57,10 @@ var captures = []struct {
 
 // replayEvents replays a testdata file with form detection and returns its
 // events.
-func replayEvents(t *testing.T, path string) ([]mapper.Event, ReplayStats) {
+func replayEvents(t *testing.T, path string) ([]agent.Event, ReplayStats) {
 	t.Helper()
-	var evs []mapper.Event
-	stats, err := ReplayFile(context.Background(), path, ReplayOptions{}, func(ev mapper.Event) error {
+	var evs []agent.Event
+	stats, err := ReplayFile(context.Background(), path, ReplayOptions{}, func(ev agent.Event) error {
 		evs = append(evs, ev)
 		return nil
 	})
@@ -70,11 +71,11 @@ func replayEvents(t *testing.T, path string) ([]mapper.Event, ReplayStats) {
 }
 
 // encodeEvents writes events in their JSON form, one per line.
-func encodeEvents(t *testing.T, evs []mapper.Event) []byte {
+func encodeEvents(t *testing.T, evs []agent.Event) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	for _, ev := range evs {
-		b, err := mapper.EncodeEvent(ev)
+		b, err := agent.EncodeEvent(ev)
 		if err != nil {
 			t.Fatalf("encode %T: %v", ev, err)
 		}
@@ -85,7 +86,7 @@ func encodeEvents(t *testing.T, evs []mapper.Event) []byte {
 }
 
 // transcriptOf applies events to a fresh reducer and encodes the document.
-func transcriptOf(t *testing.T, evs []mapper.Event) (mapper.Transcript, []byte) {
+func transcriptOf(t *testing.T, evs []agent.Event) (mapper.Transcript, []byte) {
 	t.Helper()
 	red := mapper.NewReducer(mapper.Config{SessionID: "golden", ProviderID: ProviderID})
 	for _, ev := range evs {
@@ -171,8 +172,8 @@ func allSessions(tr mapper.Transcript) []mapper.Transcript {
 	return out
 }
 
-func allDropped(tr mapper.Transcript) []mapper.Dropped {
-	var out []mapper.Dropped
+func allDropped(tr mapper.Transcript) []agent.Dropped {
+	var out []agent.Dropped
 	for _, s := range allSessions(tr) {
 		out = append(out, s.Dropped...)
 	}

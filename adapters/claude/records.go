@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/happy-dev/happy/internal/trafficlog"
-	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/adapters/trafficlog"
+	"github.com/happy-dev/happy/agent"
 )
 
 // skippedKinds are record kinds known to carry nothing for the transcript
@@ -36,7 +36,7 @@ func (d *Decoder) dispatch(r *record, dir string, typeErr *json.UnmarshalTypeErr
 		switch r.Type {
 		case "user", "control_request", "control_response", "keep_alive":
 		default:
-			d.drop("c2a/"+r.Type, mapper.DropUnknownType, "message kind the wrapper does not send")
+			d.drop("c2a/"+r.Type, agent.DropUnknownType, "message kind the wrapper does not send")
 			return
 		}
 	}
@@ -67,7 +67,7 @@ func (d *Decoder) dispatch(r *record, dir string, typeErr *json.UnmarshalTypeErr
 		d.title(r)
 	default:
 		if !skippedKinds[r.Type] {
-			d.drop(r.Type, mapper.DropUnknownType, "record kind not known to this version")
+			d.drop(r.Type, agent.DropUnknownType, "record kind not known to this version")
 		}
 	}
 }
@@ -166,7 +166,7 @@ func (d *Decoder) matchPrompt(r *record) string {
 // root record.
 func (d *Decoder) noteSession(r *record) {
 	if d.form == FormSessionJSONL && (r.SessionID != "" || r.Cwd != "") {
-		d.emitInfo(mapper.SessionInfo{ProviderSessionID: r.SessionID, ProviderID: ProviderID, Cwd: r.Cwd})
+		d.emitInfo(agent.SessionInfo{ProviderSessionID: r.SessionID, ProviderID: ProviderID, Cwd: r.Cwd})
 	}
 }
 
@@ -174,13 +174,13 @@ func (d *Decoder) noteSession(r *record) {
 // init record).
 func (d *Decoder) noteModel(r *record, model string) {
 	if d.form == FormSessionJSONL && model != "" && !r.IsSidechain && r.AgentID == "" {
-		d.emitInfo(mapper.SessionInfo{ModelID: model})
+		d.emitInfo(agent.SessionInfo{ModelID: model})
 	}
 }
 
 // emitInfo merges what a record says about the session and reports it when
 // something changed.
-func (d *Decoder) emitInfo(in mapper.SessionInfo) {
+func (d *Decoder) emitInfo(in agent.SessionInfo) {
 	next := d.info
 	set := func(dst *string, v string) {
 		if v != "" {
@@ -206,7 +206,7 @@ func (d *Decoder) emitInfo(in mapper.SessionInfo) {
 func (d *Decoder) system(r *record) {
 	switch r.Subtype {
 	case "init":
-		d.emitInfo(mapper.SessionInfo{ProviderSessionID: r.session(), ProviderID: ProviderID, ModelID: r.Model, Cwd: r.Cwd})
+		d.emitInfo(agent.SessionInfo{ProviderSessionID: r.session(), ProviderID: ProviderID, ModelID: r.Model, Cwd: r.Cwd})
 		if d.form != FormSessionJSONL {
 			d.ensureTurn(d.session(""))
 		}
@@ -224,7 +224,7 @@ func (d *Decoder) system(r *record) {
 		if id == "" {
 			id = "line-" + strconv.FormatInt(d.line, 10)
 		}
-		d.emit(&mapper.Compaction{EventBase: d.base(s.key), ID: id, Auto: auto})
+		d.emit(&agent.Compaction{EventBase: d.base(s.key), ID: id, Auto: auto})
 	case "api_retry", "api_error":
 		d.retry(r)
 	case "task_started":
@@ -239,21 +239,21 @@ func (d *Decoder) system(r *record) {
 		}
 		switch r.Status {
 		case "completed":
-			d.endChild(key, mapper.TurnCompleted, "")
+			d.endChild(key, agent.TurnCompleted, "")
 		case "failed":
-			d.endChild(key, mapper.TurnFailed, "subagent failed")
+			d.endChild(key, agent.TurnFailed, "subagent failed")
 		case "killed", "stopped":
-			d.endChild(key, mapper.TurnInterrupted, "subagent stopped")
+			d.endChild(key, agent.TurnInterrupted, "subagent stopped")
 		}
 	case "turn_duration":
 		// The interactive UI writes this when a turn is over.
 		if s := d.session(d.sessionOf(r)); s.turnOpen {
-			reason, text := d.quietEnd(s, mapper.TurnInterrupted, "")
+			reason, text := d.quietEnd(s, agent.TurnInterrupted, "")
 			d.closeTurn(s, reason, text)
 		}
 	default:
 		if !skippedSystem[r.Subtype] {
-			d.drop("system/"+r.Subtype, mapper.DropUnknownType, "system subtype not known to this version")
+			d.drop("system/"+r.Subtype, agent.DropUnknownType, "system subtype not known to this version")
 		}
 	}
 }
@@ -283,7 +283,7 @@ func (d *Decoder) retry(r *record) {
 		text = "API error " + strconv.Itoa(*status)
 	}
 	retryable := true
-	ev := &mapper.Retry{EventBase: d.base(s.key), Error: mapper.MessageError{Name: mapper.ErrNameAPI, Data: mapper.ErrorData{
+	ev := &agent.Retry{EventBase: d.base(s.key), Error: agent.MessageError{Name: agent.ErrNameAPI, Data: agent.ErrorData{
 		Message: text, Kind: errorKind(status, code, text), ProviderID: ProviderID, StatusCode: status, IsRetryable: &retryable}}}
 	if attempt != nil {
 		ev.Attempt = *attempt
@@ -332,7 +332,7 @@ func apiErrorInfo(raw json.RawMessage) (*int, string) {
 func (d *Decoder) result(r *record) {
 	s := d.session("")
 	if !s.turnOpen {
-		d.drop("result", mapper.DropOrphan, "result ("+r.Subtype+") after the turn had ended; ignored")
+		d.drop("result", agent.DropOrphan, "result ("+r.Subtype+") after the turn had ended; ignored")
 		return
 	}
 	if m := d.msgs[msgKey("", s.lastMsg)]; m != nil && !m.finished && m.stop == "" && r.StopReason != nil {
@@ -346,7 +346,7 @@ func (d *Decoder) result(r *record) {
 		if d.costBase != nil && cost >= *d.costBase {
 			cost -= *d.costBase
 		}
-		d.emit(&mapper.Usage{EventBase: d.base(""), Message: s.lastMsg, Cost: &cost})
+		d.emit(&agent.Usage{EventBase: d.base(""), Message: s.lastMsg, Cost: &cost})
 	}
 	if r.TotalCostUSD != nil {
 		total := *r.TotalCostUSD
@@ -357,12 +357,12 @@ func (d *Decoder) result(r *record) {
 	if len(r.Errors) > 0 {
 		text = strings.Join(r.Errors, "; ")
 	}
-	reason := mapper.TurnFailed
+	reason := agent.TurnFailed
 	switch {
 	case r.Subtype == "success" && !isErr:
-		reason, text = mapper.TurnCompleted, ""
+		reason, text = agent.TurnCompleted, ""
 	case s.stopped || d.interrupt:
-		reason, text = mapper.TurnInterrupted, ""
+		reason, text = agent.TurnInterrupted, ""
 	case r.Subtype == "error_max_turns" && text == "":
 		text = "maximum number of turns reached"
 	case r.Subtype == "error_max_budget_usd" && text == "":
@@ -370,9 +370,9 @@ func (d *Decoder) result(r *record) {
 	case text == "":
 		text = "turn failed (" + r.Subtype + ")"
 	}
-	if reason == mapper.TurnFailed && !s.errEmitted {
+	if reason == agent.TurnFailed && !s.errEmitted {
 		s.errEmitted = true
-		d.emit(&mapper.AgentError{EventBase: d.base(""), Message: s.lastMsg, Kind: errorKind(r.ResultStatus, "", text),
+		d.emit(&agent.AgentError{EventBase: d.base(""), Message: s.lastMsg, Kind: errorKind(r.ResultStatus, "", text),
 			Text: text, StatusCode: r.ResultStatus})
 	}
 	d.closeTurn(s, reason, text)
@@ -383,7 +383,7 @@ func (d *Decoder) result(r *record) {
 func (d *Decoder) controlRequest(r *record, dir string) {
 	req := r.Request
 	if req == nil {
-		d.drop("control_request", mapper.DropInvalidField, "control_request has no request")
+		d.drop("control_request", agent.DropInvalidField, "control_request has no request")
 		return
 	}
 	if dir == string(trafficlog.C2A) {
@@ -393,7 +393,7 @@ func (d *Decoder) controlRequest(r *record, dir string) {
 		case "initialize", "set_permission_mode", "set_model", "set_max_thinking_tokens", "mcp_status", "mcp_message",
 			"mcp_set_servers", "mcp_reconnect", "mcp_toggle", "rewind_files", "get_context_usage":
 		default:
-			d.drop("control_request/"+req.Subtype, mapper.DropUnknownType, "control request subtype not known to this version")
+			d.drop("control_request/"+req.Subtype, agent.DropUnknownType, "control request subtype not known to this version")
 		}
 		return
 	}
@@ -405,7 +405,7 @@ func (d *Decoder) controlRequest(r *record, dir string) {
 			d.recent.add("r:" + r.RequestID)
 		}
 	default:
-		d.drop("control_request/"+req.Subtype, mapper.DropUnknownType, "control request subtype not known to this version")
+		d.drop("control_request/"+req.Subtype, agent.DropUnknownType, "control request subtype not known to this version")
 	}
 }
 
@@ -413,7 +413,7 @@ func (d *Decoder) controlRequest(r *record, dir string) {
 // a permission (or, for AskUserQuestion, on a question).
 func (d *Decoder) canUseTool(rid string, req *controlRequest) {
 	if rid == "" {
-		d.drop("control_request/can_use_tool", mapper.DropMissingID, "can_use_tool has no request_id")
+		d.drop("control_request/can_use_tool", agent.DropMissingID, "can_use_tool has no request_id")
 		return
 	}
 	callID := req.ToolUseID
@@ -421,13 +421,13 @@ func (d *Decoder) canUseTool(rid string, req *controlRequest) {
 		callID = d.matchPending(req.ToolName, req.Input)
 	}
 	if callID == "" {
-		d.drop("control_request/can_use_tool", mapper.DropMissingID, "can_use_tool has no tool_use_id and matches no open "+req.ToolName+" call")
+		d.drop("control_request/can_use_tool", agent.DropMissingID, "can_use_tool has no tool_use_id and matches no open "+req.ToolName+" call")
 		return
 	}
 	t := d.tools[callID]
 	if t == nil {
 		if d.recent.has("t:" + callID) {
-			d.drop("control_request/can_use_tool", mapper.DropIllegalTransition, "can_use_tool for "+callID+" after the call was settled")
+			d.drop("control_request/can_use_tool", agent.DropIllegalTransition, "can_use_tool for "+callID+" after the call was settled")
 			return
 		}
 		sess := ""
@@ -484,7 +484,7 @@ func jsonEqual(a, b any) bool {
 func (d *Decoder) controlResponse(r *record, dir string) {
 	resp := r.Response
 	if resp == nil {
-		d.drop("control_response", mapper.DropInvalidField, "control_response has no response")
+		d.drop("control_response", agent.DropInvalidField, "control_response has no response")
 		return
 	}
 	if dir != string(trafficlog.C2A) {
@@ -493,7 +493,7 @@ func (d *Decoder) controlResponse(r *record, dir string) {
 	callID, ok := d.requests[resp.RequestID]
 	if !ok {
 		if !d.recent.has("r:" + resp.RequestID) {
-			d.drop("control_response", mapper.DropOrphan, "answer to request "+strconv.Quote(resp.RequestID)+" that is not open")
+			d.drop("control_response", agent.DropOrphan, "answer to request "+strconv.Quote(resp.RequestID)+" that is not open")
 		}
 		return
 	}
@@ -504,12 +504,12 @@ func (d *Decoder) controlResponse(r *record, dir string) {
 	}
 	if resp.Subtype == "error" {
 		delete(d.requests, resp.RequestID)
-		d.resolve(t, &mapper.ToolResolved{Decision: mapper.DecisionReject, Reason: mapper.ReasonCancelled})
+		d.resolve(t, &agent.ToolResolved{Decision: agent.DecisionReject, Reason: agent.ReasonCancelled})
 		return
 	}
 	reply := resp.Response
 	if reply == nil {
-		d.drop("control_response", mapper.DropInvalidField, "permission answer has no response")
+		d.drop("control_response", agent.DropInvalidField, "permission answer has no response")
 		return
 	}
 	switch reply.Behavior {
@@ -520,19 +520,19 @@ func (d *Decoder) controlResponse(r *record, dir string) {
 	case "allow":
 		if t.question {
 			if answers, ok := questionAnswers(t.input, reply.UpdatedInput); ok {
-				d.resolve(t, &mapper.ToolResolved{Answers: answers})
+				d.resolve(t, &agent.ToolResolved{Answers: answers})
 				return
 			}
 		}
-		dec := mapper.DecisionOnce
+		dec := agent.DecisionOnce
 		if hasEntries(reply.UpdatedPermissions) {
-			dec = mapper.DecisionAlways
+			dec = agent.DecisionAlways
 		}
-		d.resolve(t, &mapper.ToolResolved{Decision: dec})
+		d.resolve(t, &agent.ToolResolved{Decision: dec})
 	case "deny":
-		d.resolve(t, &mapper.ToolResolved{Decision: mapper.DecisionReject})
+		d.resolve(t, &agent.ToolResolved{Decision: agent.DecisionReject})
 	default:
-		d.drop("control_response", mapper.DropUnknownDecision, "permission behavior "+strconv.Quote(reply.Behavior)+" is neither allow nor deny; the tool stays blocked")
+		d.drop("control_response", agent.DropUnknownDecision, "permission behavior "+strconv.Quote(reply.Behavior)+" is neither allow nor deny; the tool stays blocked")
 	}
 }
 
@@ -550,7 +550,7 @@ func (d *Decoder) controlCancel(r *record) {
 	}
 	delete(d.requests, r.RequestID)
 	if t := d.tools[callID]; t != nil {
-		d.resolve(t, &mapper.ToolResolved{Decision: mapper.DecisionReject, Reason: mapper.ReasonCancelled})
+		d.resolve(t, &agent.ToolResolved{Decision: agent.DecisionReject, Reason: agent.ReasonCancelled})
 	}
 }
 
@@ -560,7 +560,7 @@ func (d *Decoder) controlCancel(r *record) {
 func (d *Decoder) attachment(r *record) {
 	a := r.Attachment
 	if a == nil {
-		d.drop("attachment", mapper.DropInvalidField, "attachment record has no attachment")
+		d.drop("attachment", agent.DropInvalidField, "attachment record has no attachment")
 		return
 	}
 	if a.Type != "hook_permission_decision" {
@@ -568,17 +568,17 @@ func (d *Decoder) attachment(r *record) {
 	}
 	t := d.tools[a.ToolUseID]
 	if t == nil {
-		d.drop("attachment/hook_permission_decision", mapper.DropOrphan, "permission decision for "+strconv.Quote(a.ToolUseID)+", a call that is not open")
+		d.drop("attachment/hook_permission_decision", agent.DropOrphan, "permission decision for "+strconv.Quote(a.ToolUseID)+", a call that is not open")
 		return
 	}
-	var dec mapper.Decision
+	var dec agent.Decision
 	switch a.Decision {
 	case "allow":
-		dec = mapper.DecisionOnce
+		dec = agent.DecisionOnce
 	case "deny":
-		dec = mapper.DecisionReject
+		dec = agent.DecisionReject
 	default:
-		d.drop("attachment/hook_permission_decision", mapper.DropUnknownDecision, "hook decision "+strconv.Quote(a.Decision)+" is neither allow nor deny")
+		d.drop("attachment/hook_permission_decision", agent.DropUnknownDecision, "hook decision "+strconv.Quote(a.Decision)+" is neither allow nor deny")
 		return
 	}
 	if t.status != toolBlocked {
@@ -587,7 +587,7 @@ func (d *Decoder) attachment(r *record) {
 		}
 		d.block(t, permissionRequest("hook-"+t.callID, t.name, t.input, nil), nil)
 	}
-	d.resolve(t, &mapper.ToolResolved{Decision: dec})
+	d.resolve(t, &agent.ToolResolved{Decision: dec})
 }
 
 // title maps the session title records.
@@ -596,15 +596,15 @@ func (d *Decoder) title(r *record) {
 	case "custom-title":
 		if r.CustomTitle != "" {
 			d.customTitle = true
-			d.emitInfo(mapper.SessionInfo{Title: r.CustomTitle})
+			d.emitInfo(agent.SessionInfo{Title: r.CustomTitle})
 		}
 	case "ai-title":
 		if !d.customTitle && r.AITitle != "" {
-			d.emitInfo(mapper.SessionInfo{Title: r.AITitle})
+			d.emitInfo(agent.SessionInfo{Title: r.AITitle})
 		}
 	case "summary":
 		if !d.customTitle && r.Summary != "" {
-			d.emitInfo(mapper.SessionInfo{Title: r.Summary})
+			d.emitInfo(agent.SessionInfo{Title: r.Summary})
 		}
 	}
 }
@@ -621,14 +621,14 @@ func (d *Decoder) decodeTraffic(line []byte) {
 	case trafficlog.A2C, trafficlog.C2A:
 		msg := rec.Msg
 		if len(msg) == 0 || msg[0] != '{' {
-			d.drop(string(rec.Dir), mapper.DropNotAnObject, "message is not a JSON object")
+			d.drop(string(rec.Dir), agent.DropNotAnObject, "message is not a JSON object")
 			return
 		}
 		d.decodeRecord(msg, string(rec.Dir))
 	case trafficlog.Exit:
 		st, err := trafficlog.DecodeExit(rec.Msg)
 		if err != nil {
-			d.drop("exit", mapper.DropInvalidField, err.Error())
+			d.drop("exit", agent.DropInvalidField, err.Error())
 			return
 		}
 		end := EndOfStream{Exited: true, Code: st.Code}
@@ -644,15 +644,15 @@ func (d *Decoder) decodeTraffic(line []byte) {
 // c2aPrompt maps a prompt the wrapper wrote to the agent.
 func (d *Decoder) c2aPrompt(r *record) {
 	if r.Message == nil {
-		d.drop("user", mapper.DropInvalidField, "prompt has no message")
+		d.drop("user", agent.DropInvalidField, "prompt has no message")
 		return
 	}
 	blocks, err := r.Message.blocks()
 	if err != nil {
-		d.drop("user", mapper.DropInvalidField, "prompt content: "+err.Error())
+		d.drop("user", agent.DropInvalidField, "prompt content: "+err.Error())
 	}
 	var texts []string
-	var files []mapper.PromptFile
+	var files []agent.PromptFile
 	for i := range blocks {
 		b := &blocks[i]
 		switch b.Type {
@@ -663,7 +663,7 @@ func (d *Decoder) c2aPrompt(r *record) {
 				files = append(files, f)
 			}
 		default:
-			d.drop("user/"+b.Type, mapper.DropUnknownType, "prompt content block not known to this version")
+			d.drop("user/"+b.Type, agent.DropUnknownType, "prompt content block not known to this version")
 		}
 	}
 	id := r.UUID
@@ -677,12 +677,12 @@ func (d *Decoder) c2aPrompt(r *record) {
 // agent-exited, and cost accounting restarts with the next process.
 func (d *Decoder) exited(end EndOfStream) {
 	if root := d.session(""); root.turnOpen {
-		d.closeTurn(root, mapper.TurnAgentExited, exitText(end))
+		d.closeTurn(root, agent.TurnAgentExited, exitText(end))
 	}
 	for _, key := range d.sessionKeys() {
 		if s := d.sessions[key]; key != "" {
-			d.endChild(key, mapper.TurnAgentExited, exitText(end))
-			d.closeTurn(s, mapper.TurnAgentExited, exitText(end))
+			d.endChild(key, agent.TurnAgentExited, exitText(end))
+			d.closeTurn(s, agent.TurnAgentExited, exitText(end))
 		}
 	}
 	d.costBase = nil

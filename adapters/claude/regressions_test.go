@@ -19,6 +19,7 @@ import (
 	"testing/iotest"
 	"unicode/utf8"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/linereader"
 	"github.com/happy-dev/happy/mapper"
 )
@@ -70,8 +71,8 @@ func newStream(t *testing.T, form Form, r io.Reader, maxLine int) *stream {
 }
 
 // drain decodes every complete line available now.
-func (s *stream) drain() []mapper.Event {
-	var evs []mapper.Event
+func (s *stream) drain() []agent.Event {
+	var evs []agent.Event
 	for {
 		l, err := s.lr.Next()
 		if errors.Is(err, io.EOF) {
@@ -94,7 +95,7 @@ func readTestdata(t *testing.T, name string) []byte {
 	return b
 }
 
-func eventsOf[T mapper.Event](evs []mapper.Event) []T {
+func eventsOf[T agent.Event](evs []agent.Event) []T {
 	var out []T
 	for _, ev := range evs {
 		if x, ok := ev.(T); ok {
@@ -104,7 +105,7 @@ func eventsOf[T mapper.Event](evs []mapper.Event) []T {
 	return out
 }
 
-func mustEncode(t *testing.T, evs []mapper.Event) string { return string(encodeEvents(t, evs)) }
+func mustEncode(t *testing.T, evs []agent.Event) string { return string(encodeEvents(t, evs)) }
 
 // toolState finds a tool part anywhere in a transcript.
 func toolState(t *testing.T, tr mapper.Transcript, callID string) mapper.ToolState {
@@ -183,7 +184,7 @@ func TestB02MultibyteChunks(t *testing.T) {
 		t.Fatal("no chunk boundary of the spec falls inside a rune")
 	}
 
-	decode := func(r io.Reader) (string, *stream, []mapper.Event) {
+	decode := func(r io.Reader) (string, *stream, []agent.Event) {
 		s := newStream(t, FormStreamJSON, r, 0)
 		evs := s.drain()
 		return mustEncode(t, evs), s, evs
@@ -192,17 +193,17 @@ func TestB02MultibyteChunks(t *testing.T) {
 	if s.lines != 2 {
 		t.Fatalf("%d lines framed, want 2", s.lines)
 	}
-	if d := eventsOf[*mapper.DroppedInput](evs); len(d) != 0 {
+	if d := eventsOf[*agent.DroppedInput](evs); len(d) != 0 {
 		t.Fatalf("dropped: %+v", d)
 	}
-	done := eventsOf[*mapper.ToolCompleted](evs)
+	done := eventsOf[*agent.ToolCompleted](evs)
 	if len(done) != 1 || done[0].CallID != "toolu_R" {
 		t.Fatalf("tool results: %+v", done)
 	}
 	if done[0].Output != text || strings.ContainsRune(done[0].Output, utf8.RuneError) {
 		t.Fatalf("tool_result text differs from the generated text (%d vs %d bytes)", len(done[0].Output), len(text))
 	}
-	if te := eventsOf[*mapper.TurnEnded](evs); len(te) != 1 || te[0].Reason != mapper.TurnCompleted {
+	if te := eventsOf[*agent.TurnEnded](evs); len(te) != 1 || te[0].Reason != agent.TurnCompleted {
 		t.Fatalf("turn end: %+v", te)
 	}
 	// The same bytes one byte per read give the same events.
@@ -243,7 +244,7 @@ func TestB02U2028InString(t *testing.T) {
 			if st.Status != mapper.StatusCompleted || st.Output != "before\u2028middle\u2029after" {
 				t.Fatalf("toolu_U: %s %q", st.Status, st.Output)
 			}
-			if te := eventsOf[*mapper.TurnEnded](evs); len(te) != 1 || te[0].Reason != mapper.TurnCompleted {
+			if te := eventsOf[*agent.TurnEnded](evs); len(te) != 1 || te[0].Reason != agent.TurnCompleted {
 				t.Fatalf("turn end: %+v", te)
 			}
 			if n := countDropped(tr); n != 0 {
@@ -315,24 +316,24 @@ func TestB03OversizedLine(t *testing.T) {
 		if s.lines != 4 {
 			t.Fatalf("%d lines, want 4", s.lines)
 		}
-		if d := eventsOf[*mapper.DroppedInput](evs); len(d) != 0 {
+		if d := eventsOf[*agent.DroppedInput](evs); len(d) != 0 {
 			t.Fatalf("dropped: %+v", d)
 		}
-		up := eventsOf[*mapper.UserPrompt](evs)
+		up := eventsOf[*agent.UserPrompt](evs)
 		if len(up) != 1 || up[0].Text != "what is in this screenshot?" || len(up[0].Files) != 1 ||
 			up[0].Files[0].Mime != "image/png" || up[0].Files[0].URL != "data:image/png;base64,"+img {
 			t.Fatalf("prompt with image not decoded whole")
 		}
-		if tf := eventsOf[*mapper.TextFinal](evs); len(tf) != 1 || tf[0].Text != "It shows a login form." {
+		if tf := eventsOf[*agent.TextFinal](evs); len(tf) != 1 || tf[0].Text != "It shows a login form." {
 			t.Fatalf("assistant text: %+v", tf)
 		}
-		if te := eventsOf[*mapper.TurnEnded](evs); len(te) != 1 || te[0].Reason != mapper.TurnCompleted {
+		if te := eventsOf[*agent.TurnEnded](evs); len(te) != 1 || te[0].Reason != agent.TurnCompleted {
 			t.Fatalf("turn end: %+v", te)
 		}
 	})
 	t.Run("1 MiB cap skips and continues", func(t *testing.T) {
 		s := newStream(t, FormStreamJSON, &chunked{data: bytes.Clone(data), sizes: nil}, 1<<20)
-		var evs []mapper.Event
+		var evs []agent.Event
 		for {
 			l, err := s.lr.Next()
 			if errors.Is(err, io.EOF) {
@@ -351,16 +352,16 @@ func TestB03OversizedLine(t *testing.T) {
 		if s.lines != 4 {
 			t.Fatalf("%d lines, want 4", s.lines)
 		}
-		d := eventsOf[*mapper.DroppedInput](evs)
+		d := eventsOf[*agent.DroppedInput](evs)
 		want := fmt.Sprintf("line of %d bytes is larger than the reader accepts; skipped", len(lines[1]))
-		if len(d) != 1 || d[0].Dropped.Reason != mapper.DropOversize || d[0].Dropped.Line != 2 ||
+		if len(d) != 1 || d[0].Dropped.Reason != agent.DropOversize || d[0].Dropped.Line != 2 ||
 			d[0].Dropped.Kind != "user" || d[0].Dropped.Detail != want || len(d[0].Dropped.Raw) > 512 {
 			t.Fatalf("want one oversize drop for line 2, got %+v", d)
 		}
-		if tf := eventsOf[*mapper.TextFinal](evs); len(tf) != 1 || tf[0].Text != "It shows a login form." {
+		if tf := eventsOf[*agent.TextFinal](evs); len(tf) != 1 || tf[0].Text != "It shows a login form." {
 			t.Fatalf("line after the oversized one lost: %+v", tf)
 		}
-		if te := eventsOf[*mapper.TurnEnded](evs); len(te) != 1 || te[0].Reason != mapper.TurnCompleted {
+		if te := eventsOf[*agent.TurnEnded](evs); len(te) != 1 || te[0].Reason != agent.TurnCompleted {
 			t.Fatalf("turn end: %+v", te)
 		}
 	})
@@ -380,23 +381,23 @@ func TestB04TruncatedLines(t *testing.T) {
 	if s.lines != 7 || string(s.lr.Pending()) != `{"type":"assistant","message":{"id":"msg_43","type":"message","role":"assistant","content":[{"type":"text","text":"par` {
 		t.Fatalf("%d lines; pending %q", s.lines, s.lr.Pending())
 	}
-	ups := eventsOf[*mapper.UserPrompt](evs)
-	texts := eventsOf[*mapper.TextFinal](evs)
+	ups := eventsOf[*agent.UserPrompt](evs)
+	texts := eventsOf[*agent.TextFinal](evs)
 	if len(ups) != 2 || ups[0].Text != "rename the helper in a.ts" || ups[1].Text != "also update the tests" {
 		t.Fatalf("prompts: %+v", ups)
 	}
 	if len(texts) != 2 || texts[0].Text != "Renaming now." || texts[1].Text != "Tests updated." {
 		t.Fatalf("texts: %+v", texts)
 	}
-	drops := eventsOf[*mapper.DroppedInput](evs)
-	if len(drops) != 1 || drops[0].Dropped.Line != 3 || drops[0].Dropped.Reason != mapper.DropUnparseableJSON ||
+	drops := eventsOf[*agent.DroppedInput](evs)
+	if len(drops) != 1 || drops[0].Dropped.Line != 3 || drops[0].Dropped.Reason != agent.DropUnparseableJSON ||
 		drops[0].Dropped.Kind != "file-history-snapshot" || drops[0].Dropped.Source != SourceSessionJSONL {
 		t.Fatalf("want one drop for line 3, got %+v", drops)
 	}
 	// Lines 4 and 7 (queue-operation, progress) are known and skipped: no
 	// event names them.
 	for _, ev := range evs {
-		if d, ok := ev.(*mapper.DroppedInput); ok && d.Dropped.Line != 3 {
+		if d, ok := ev.(*agent.DroppedInput); ok && d.Dropped.Line != 3 {
 			t.Fatalf("unexpected drop %+v", d)
 		}
 	}
@@ -406,13 +407,13 @@ func TestB04TruncatedLines(t *testing.T) {
 	// after "par"; the missing "t" is a typo there.)
 	file.WriteString("tial answer\"}]}}\n")
 	more := s.drain()
-	if tf := eventsOf[*mapper.TextFinal](more); len(tf) != 1 || tf[0].Message != "msg_43" || tf[0].Text != "partial answer" {
+	if tf := eventsOf[*agent.TextFinal](more); len(tf) != 1 || tf[0].Message != "msg_43" || tf[0].Text != "partial answer" {
 		t.Fatalf("after completion: %s", mustEncode(t, more))
 	}
 	if again := s.drain(); len(again) != 0 {
 		t.Fatalf("events without new input: %s", mustEncode(t, again))
 	}
-	full := append(append(append([]mapper.Event{}, evs...), more...), s.dec.Finish(EndOfStream{})...)
+	full := append(append(append([]agent.Event{}, evs...), more...), s.dec.Finish(EndOfStream{})...)
 
 	// Re-reading the whole file from the start with a fresh decoder gives
 	// the same events; feeding it again to the same decoder adds nothing
@@ -443,8 +444,8 @@ func TestB04TruncatedLines(t *testing.T) {
 	if len(tail) != 1 {
 		t.Fatalf("incomplete tail: %s", mustEncode(t, tail))
 	}
-	d := tail[0].(*mapper.DroppedInput).Dropped
-	if d.Line != 8 || d.Reason != mapper.DropUnparseableJSON || d.Kind != "assistant" || !strings.Contains(d.Detail, "incomplete last line") {
+	d := tail[0].(*agent.DroppedInput).Dropped
+	if d.Line != 8 || d.Reason != agent.DropUnparseableJSON || d.Kind != "assistant" || !strings.Contains(d.Detail, "incomplete last line") {
 		t.Fatalf("fragment drop: %+v", d)
 	}
 }
@@ -457,14 +458,14 @@ func TestB06OrphanToolUse(t *testing.T) {
 
 	// The interruption marker (row 3) settles toolu_9: error, interrupted,
 	// no output, and the turn ends interrupted.
-	fail := eventsOf[*mapper.ToolFailed](evs)
+	fail := eventsOf[*agent.ToolFailed](evs)
 	if len(fail) != 1 || fail[0].CallID != "toolu_9" || fail[0].Error != "interrupted by user" {
 		t.Fatalf("toolu_9 not settled by the marker: %+v", fail)
 	}
-	if te := eventsOf[*mapper.TurnEnded](evs); len(te) != 1 || te[0].Reason != mapper.TurnInterrupted {
+	if te := eventsOf[*agent.TurnEnded](evs); len(te) != 1 || te[0].Reason != agent.TurnInterrupted {
 		t.Fatalf("turn ends: %+v", te)
 	}
-	if c := eventsOf[*mapper.ToolCompleted](evs); len(c) != 0 {
+	if c := eventsOf[*agent.ToolCompleted](evs); len(c) != 0 {
 		t.Fatalf("fabricated completion: %+v", c)
 	}
 	// A late result after the next turn started is refused, not applied.
@@ -473,7 +474,7 @@ func TestB06OrphanToolUse(t *testing.T) {
 	if len(lateEvs) != 1 {
 		t.Fatalf("late result: %s", mustEncode(t, lateEvs))
 	}
-	if d := lateEvs[0].(*mapper.DroppedInput).Dropped; d.Reason != mapper.DropIllegalTransition || d.Line != 6 {
+	if d := lateEvs[0].(*agent.DroppedInput).Dropped; d.Reason != agent.DropIllegalTransition || d.Line != 6 {
 		t.Fatalf("late result drop: %+v", d)
 	}
 	all := append(append(evs, lateEvs...), s.dec.Finish(EndOfStream{})...)
@@ -487,7 +488,7 @@ func TestB06OrphanToolUse(t *testing.T) {
 		t.Fatalf("user messages %q", p)
 	}
 	last := tr.Messages[len(tr.Messages)-1].Info.(*mapper.AssistantMessage)
-	if last.Finish != mapper.FinishStop || last.Time.Completed == nil {
+	if last.Finish != agent.FinishStop || last.Time.Completed == nil {
 		t.Fatalf("last message finish %q completed %v", last.Finish, last.Time.Completed)
 	}
 
@@ -500,7 +501,7 @@ func TestB06OrphanToolUse(t *testing.T) {
 	if st := toolState(t, tr2, "toolu_9"); st.Status != mapper.StatusError || st.Error != "agent exited unexpectedly, signal SIGKILL" {
 		t.Fatalf("after kill: %s %q", st.Status, st.Error)
 	}
-	if te := eventsOf[*mapper.TurnEnded](cut); len(te) != 1 || te[0].Reason != mapper.TurnAgentExited {
+	if te := eventsOf[*agent.TurnEnded](cut); len(te) != 1 || te[0].Reason != agent.TurnAgentExited {
 		t.Fatalf("turn end after kill: %+v", te)
 	}
 }
@@ -509,7 +510,7 @@ func TestB06OrphanToolUse(t *testing.T) {
 func TestB07ResultAnomalies(t *testing.T) {
 	data := readTestdata(t, "B07-result-anomalies.jsonl")
 	s := newStream(t, FormStreamJSON, bytes.NewReader(data), 0)
-	var perLine [][]mapper.Event
+	var perLine [][]agent.Event
 	for {
 		l, err := s.lr.Next()
 		if err != nil {
@@ -521,8 +522,8 @@ func TestB07ResultAnomalies(t *testing.T) {
 		t.Fatalf("%d lines", len(perLine))
 	}
 	// The first result closes the turn as a success, as soon as it arrives.
-	te := eventsOf[*mapper.TurnEnded](perLine[2])
-	if len(te) != 1 || te[0].Reason != mapper.TurnCompleted {
+	te := eventsOf[*agent.TurnEnded](perLine[2])
+	if len(te) != 1 || te[0].Reason != agent.TurnCompleted {
 		t.Fatalf("first result: %s", mustEncode(t, perLine[2]))
 	}
 	// The second is a counted notice, not a failure of the model.
@@ -530,10 +531,10 @@ func TestB07ResultAnomalies(t *testing.T) {
 	if len(second) != 1 {
 		t.Fatalf("second result: %s", mustEncode(t, second))
 	}
-	if d := second[0].(*mapper.DroppedInput).Dropped; d.Reason != mapper.DropOrphan || d.Kind != "result" || d.Line != 4 {
+	if d := second[0].(*agent.DroppedInput).Dropped; d.Reason != agent.DropOrphan || d.Kind != "result" || d.Line != 4 {
 		t.Fatalf("second result drop: %+v", d)
 	}
-	var all []mapper.Event
+	var all []agent.Event
 	for _, evs := range perLine {
 		all = append(all, evs...)
 	}
@@ -548,7 +549,7 @@ func TestB07ResultAnomalies(t *testing.T) {
 		if !ok {
 			continue
 		}
-		if a.Error != nil || a.Finish != mapper.FinishStop {
+		if a.Error != nil || a.Finish != agent.FinishStop {
 			t.Fatalf("message %s: finish %q error %+v", a.ID, a.Finish, a.Error)
 		}
 		for _, p := range m.Parts {
@@ -573,8 +574,8 @@ func TestB07MissingResult(t *testing.T) {
 			s := newStream(t, FormStreamJSON, bytes.NewReader(data), 0)
 			evs := append(s.drain(), s.dec.Finish(EndOfStream{Exited: true, Code: &code})...)
 			want := fmt.Sprintf("agent exited unexpectedly, code %d", code)
-			te := eventsOf[*mapper.TurnEnded](evs)
-			if len(te) != 1 || te[0].Reason != mapper.TurnAgentExited || te[0].Error != want {
+			te := eventsOf[*agent.TurnEnded](evs)
+			if len(te) != 1 || te[0].Reason != agent.TurnAgentExited || te[0].Error != want {
 				t.Fatalf("turn end: %+v", te)
 			}
 			tr, _ := transcriptOf(t, evs)
@@ -586,7 +587,7 @@ func TestB07MissingResult(t *testing.T) {
 	// Stream closed with no exit status known: truncated, still settled.
 	s := newStream(t, FormStreamJSON, bytes.NewReader(data), 0)
 	evs := append(s.drain(), s.dec.Finish(EndOfStream{})...)
-	if te := eventsOf[*mapper.TurnEnded](evs); len(te) != 1 || te[0].Reason != mapper.TurnTruncated || te[0].Error != "stream ended without a result" {
+	if te := eventsOf[*agent.TurnEnded](evs); len(te) != 1 || te[0].Reason != agent.TurnTruncated || te[0].Error != "stream ended without a result" {
 		t.Fatalf("turn end: %+v", te)
 	}
 }
@@ -613,34 +614,34 @@ func TestB11PermissionThenText(t *testing.T) {
 	variants := map[string]struct {
 		lines   []string
 		outcome mapper.ToolStatus
-		dec     mapper.Decision
+		dec     agent.Decision
 	}{
 		// (b) the text denies the request with the user's words as feedback.
 		"denial with feedback": {lines: []string{
 			`{"t":1767225626000,"dir":"c2a","msg":{"type":"control_response","response":{"subtype":"success","request_id":"req-perm-1","response":{"behavior":"deny","message":"` + text + `"}}}}`,
 			`{"t":1767225626010,"dir":"a2c","msg":{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_P","content":"` + text + `","is_error":true}]},"parent_tool_use_id":null,"session_id":"11111111-2222-4333-8444-555555555555"}}`,
-		}, outcome: mapper.StatusError, dec: mapper.DecisionReject},
+		}, outcome: mapper.StatusError, dec: agent.DecisionReject},
 		// (a) the text is queued; the permission is answered later.
 		"queued text": {lines: []string{
 			`{"t":1767225626000,"dir":"c2a","msg":{"type":"user","message":{"role":"user","content":[{"type":"text","text":"` + text + `"}]},"parent_tool_use_id":null,"session_id":""}}`,
 			`{"t":1767225630000,"dir":"c2a","msg":{"type":"control_response","response":{"subtype":"success","request_id":"req-perm-1","response":{"behavior":"allow","updatedInput":{"skill":"release-notes"}}}}}`,
 			`{"t":1767225630010,"dir":"a2c","msg":{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_P","content":"Launching skill: release-notes"}]},"parent_tool_use_id":null,"session_id":"11111111-2222-4333-8444-555555555555"}}`,
-		}, outcome: mapper.StatusCompleted, dec: mapper.DecisionOnce},
+		}, outcome: mapper.StatusCompleted, dec: agent.DecisionOnce},
 	}
 	for name, v := range variants {
 		t.Run(name, func(t *testing.T) {
 			dec, _ := NewDecoder(FormTrafficLog, Options{})
-			var evs []mapper.Event
+			var evs []agent.Event
 			for i, l := range append(append([]string{}, traffic...), v.lines...) {
 				evs = append(evs, dec.Decode([]byte(l), int64(i+1))...)
 			}
-			blocked := eventsOf[*mapper.ToolBlocked](evs)
+			blocked := eventsOf[*agent.ToolBlocked](evs)
 			if len(blocked) != 1 || blocked[0].CallID != "toolu_P" || blocked[0].Permission == nil ||
 				blocked[0].Permission.ID != "req-perm-1" || blocked[0].Permission.Permission != "skill" ||
 				fmt.Sprint(blocked[0].Permission.Patterns) != "[release-notes]" {
 				t.Fatalf("blocked: %s", mustEncode(t, evs))
 			}
-			if te := eventsOf[*mapper.TurnEnded](evs); len(te) != 0 {
+			if te := eventsOf[*agent.TurnEnded](evs); len(te) != 0 {
 				t.Fatalf("the turn was ended by a text message: %+v", te)
 			}
 			tr, _ := transcriptOf(t, evs)
@@ -694,14 +695,14 @@ func TestB23B24InterruptExitRespawn(t *testing.T) {
 		`{"t":14,"dir":"exit","msg":{"code":0,"sig":null}}`,
 	}
 	dec, _ := NewDecoder(FormTrafficLog, Options{})
-	var evs []mapper.Event
+	var evs []agent.Event
 	for i, l := range lines {
 		evs = append(evs, dec.Decode([]byte(l), int64(i+1))...)
 	}
 	evs = append(evs, dec.Finish(EndOfStream{})...)
-	te := eventsOf[*mapper.TurnEnded](evs)
-	if len(te) != 3 || te[0].Reason != mapper.TurnInterrupted || te[1].Reason != mapper.TurnAgentExited ||
-		te[1].Error != "agent exited unexpectedly, signal SIGTERM" || te[2].Reason != mapper.TurnCompleted {
+	te := eventsOf[*agent.TurnEnded](evs)
+	if len(te) != 3 || te[0].Reason != agent.TurnInterrupted || te[1].Reason != agent.TurnAgentExited ||
+		te[1].Error != "agent exited unexpectedly, signal SIGTERM" || te[2].Reason != agent.TurnCompleted {
 		t.Fatalf("turn ends: %+v", te)
 	}
 	tr, _ := transcriptOf(t, evs)
@@ -712,7 +713,7 @@ func TestB23B24InterruptExitRespawn(t *testing.T) {
 		t.Fatalf("toolu_2: %s %q", st.Status, st.Error)
 	}
 	// The new process counts its cost from zero.
-	costs := eventsOf[*mapper.Usage](evs)
+	costs := eventsOf[*agent.Usage](evs)
 	if len(costs) != 2 || *costs[0].Cost != 0.02 || costs[1].Message != "msg_3" || *costs[1].Cost != 0.005 {
 		t.Fatalf("costs: %s", mustEncode(t, evs))
 	}

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/linereader"
 	"github.com/happy-dev/happy/mapper"
 )
@@ -48,7 +49,7 @@ var ErrEmit = errors.New("claude: replay stopped by its consumer")
 // traffic log. emit receives every agent event in order; the stream is
 // finished (Decoder.Finish) at the end of the file. Errors: opening or
 // reading a file (wrapped), ErrUnknownForm, ErrEmit, ctx's error.
-func ReplayFile(ctx context.Context, path string, opts ReplayOptions, emit func(mapper.Event) error) (ReplayStats, error) {
+func ReplayFile(ctx context.Context, path string, opts ReplayOptions, emit func(agent.Event) error) (ReplayStats, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return ReplayStats{}, fmt.Errorf("claude: replay %s: %w", path, err)
@@ -64,7 +65,7 @@ func ReplayFile(ctx context.Context, path string, opts ReplayOptions, emit func(
 
 // Replay replays a native Claude stream read from r (no subagent files).
 // See ReplayFile.
-func Replay(ctx context.Context, r io.Reader, opts ReplayOptions, emit func(mapper.Event) error) (ReplayStats, error) {
+func Replay(ctx context.Context, r io.Reader, opts ReplayOptions, emit func(agent.Event) error) (ReplayStats, error) {
 	rp := &replayer{ctx: ctx, opts: opts, emit: emit}
 	err := rp.run(r, "")
 	if err != nil {
@@ -76,7 +77,7 @@ func Replay(ctx context.Context, r io.Reader, opts ReplayOptions, emit func(mapp
 type replayer struct {
 	ctx   context.Context
 	opts  ReplayOptions
-	emit  func(mapper.Event) error
+	emit  func(agent.Event) error
 	dec   *Decoder
 	stats ReplayStats
 	subs  []*subagentFile
@@ -192,9 +193,9 @@ func (rp *replayer) line(l linereader.Line) error {
 
 // send emits events, then reads the transcript of any subagent whose
 // Agent call they announced.
-func (rp *replayer) send(evs []mapper.Event) error {
+func (rp *replayer) send(evs []agent.Event) error {
 	for _, ev := range evs {
-		if _, ok := ev.(*mapper.DroppedInput); ok {
+		if _, ok := ev.(*agent.DroppedInput); ok {
 			rp.stats.Dropped++
 		}
 		if err := rp.emit(ev); err != nil {
@@ -202,7 +203,7 @@ func (rp *replayer) send(evs []mapper.Event) error {
 		}
 	}
 	for _, ev := range evs {
-		ss, ok := ev.(*mapper.SubagentStarted)
+		ss, ok := ev.(*agent.SubagentStarted)
 		if !ok || ss.CallID == "" {
 			continue
 		}
@@ -307,7 +308,7 @@ func firstPrompt(path string) string {
 // to the reducer's own.
 func ReplayTranscript(ctx context.Context, path, sessionID string, opts ReplayOptions) (mapper.Transcript, ReplayStats, error) {
 	red := mapper.NewReducer(mapper.Config{SessionID: sessionID, ProviderID: ProviderID})
-	stats, err := ReplayFile(ctx, path, opts, func(ev mapper.Event) error {
+	stats, err := ReplayFile(ctx, path, opts, func(ev agent.Event) error {
 		red.Apply(ev)
 		return nil
 	})

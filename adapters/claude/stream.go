@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/agent"
 )
 
 // streamEvent maps a stream_event record (raw Anthropic streaming events,
@@ -14,7 +14,7 @@ import (
 func (d *Decoder) streamEvent(r *record, typeErr *json.UnmarshalTypeError) {
 	ev := r.Event
 	if ev == nil || badField(typeErr, "event") {
-		d.drop("stream_event", mapper.DropInvalidField, fieldError(typeErr, "stream_event has no event object"))
+		d.drop("stream_event", agent.DropInvalidField, fieldError(typeErr, "stream_event has no event object"))
 		return
 	}
 	s := d.session(d.sessionOf(r))
@@ -22,7 +22,7 @@ func (d *Decoder) streamEvent(r *record, typeErr *json.UnmarshalTypeError) {
 	switch ev.Type {
 	case "message_start":
 		if ev.Message == nil || ev.Message.ID == "" {
-			d.drop(kind, mapper.DropMissingID, "message_start without a message id")
+			d.drop(kind, agent.DropMissingID, "message_start without a message id")
 			return
 		}
 		msg, ok := d.openMessage(s, ev.Message.ID, ev.Message.Model)
@@ -46,16 +46,16 @@ func (d *Decoder) streamEvent(r *record, typeErr *json.UnmarshalTypeError) {
 		}
 		d.ensureTurn(s)
 		s.turnErr, s.errEmitted = text, true
-		d.emit(&mapper.AgentError{EventBase: d.base(s.key), Message: s.streamMsg, Kind: errorKind(nil, code, text), Text: text})
+		d.emit(&agent.AgentError{EventBase: d.base(s.key), Message: s.streamMsg, Kind: errorKind(nil, code, text), Text: text})
 		return
 	case "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop":
 	default:
-		d.drop(kind, mapper.DropUnknownType, "stream event type not known to this version")
+		d.drop(kind, agent.DropUnknownType, "stream event type not known to this version")
 		return
 	}
 	msg := d.msgs[msgKey(s.key, s.streamMsg)]
 	if s.streamMsg == "" || msg == nil {
-		d.drop(kind, mapper.DropOrphan, "stream event outside a streamed message")
+		d.drop(kind, agent.DropOrphan, "stream event outside a streamed message")
 		return
 	}
 	idx := 0
@@ -67,13 +67,13 @@ func (d *Decoder) streamEvent(r *record, typeErr *json.UnmarshalTypeError) {
 	case "content_block_start":
 		cb := ev.ContentBlock
 		if cb == nil {
-			d.drop(kind, mapper.DropInvalidField, "content_block_start without a content block")
+			d.drop(kind, agent.DropInvalidField, "content_block_start without a content block")
 			return
 		}
 		switch cb.Type {
 		case "tool_use", "server_tool_use", "mcp_tool_use":
 			if cb.ID == "" {
-				d.drop(kind, mapper.DropMissingID, "streamed tool_use without an id")
+				d.drop(kind, agent.DropMissingID, "streamed tool_use without an id")
 				return
 			}
 			if msg.stream == nil {
@@ -83,11 +83,11 @@ func (d *Decoder) streamEvent(r *record, typeErr *json.UnmarshalTypeError) {
 			d.toolUse(s, msg, cb, false)
 		case "text":
 			if t := deref(cb.Text); t != "" {
-				d.emit(&mapper.TextDelta{EventBase: d.base(s.key), Message: msg.id, Block: block, Delta: t})
+				d.emit(&agent.TextDelta{EventBase: d.base(s.key), Message: msg.id, Block: block, Delta: t})
 			}
 		case "thinking":
 			if t := deref(cb.Thinking); t != "" {
-				d.emit(&mapper.ReasoningDelta{EventBase: d.base(s.key), Message: msg.id, Block: block, Delta: t})
+				d.emit(&agent.ReasoningDelta{EventBase: d.base(s.key), Message: msg.id, Block: block, Delta: t})
 			}
 		}
 		// Other blocks (redacted thinking, server tool results) arrive
@@ -95,32 +95,32 @@ func (d *Decoder) streamEvent(r *record, typeErr *json.UnmarshalTypeError) {
 	case "content_block_delta":
 		dl := ev.Delta
 		if dl == nil {
-			d.drop(kind, mapper.DropInvalidField, "content_block_delta without a delta")
+			d.drop(kind, agent.DropInvalidField, "content_block_delta without a delta")
 			return
 		}
 		switch dl.Type {
 		case "text_delta":
-			d.emit(&mapper.TextDelta{EventBase: d.base(s.key), Message: msg.id, Block: block, Delta: dl.Text})
+			d.emit(&agent.TextDelta{EventBase: d.base(s.key), Message: msg.id, Block: block, Delta: dl.Text})
 		case "thinking_delta":
-			d.emit(&mapper.ReasoningDelta{EventBase: d.base(s.key), Message: msg.id, Block: block, Delta: dl.Thinking})
+			d.emit(&agent.ReasoningDelta{EventBase: d.base(s.key), Message: msg.id, Block: block, Delta: dl.Thinking})
 		case "input_json_delta":
 			callID := msg.stream[idx]
 			if callID == "" {
-				d.drop(kind, mapper.DropOrphan, "input_json_delta for content index "+block+", which started no tool call")
+				d.drop(kind, agent.DropOrphan, "input_json_delta for content index "+block+", which started no tool call")
 				return
 			}
 			if t := d.tools[callID]; t != nil && t.input == nil {
-				d.emit(&mapper.ToolInputDelta{EventBase: d.base(s.key), CallID: callID, Delta: dl.PartialJSON})
+				d.emit(&agent.ToolInputDelta{EventBase: d.base(s.key), CallID: callID, Delta: dl.PartialJSON})
 			}
 		case "signature_delta", "citations_delta":
 			// The complete block (assistant line) carries them.
 		default:
-			d.drop(kind+"/"+dl.Type, mapper.DropUnknownType, "delta type not known to this version")
+			d.drop(kind+"/"+dl.Type, agent.DropUnknownType, "delta type not known to this version")
 		}
 	case "message_delta":
 		if dl := ev.Delta; dl != nil && dl.StopReason != nil && *dl.StopReason != "" && *dl.StopReason != msg.stop {
 			if !knownStop(*dl.StopReason) {
-				d.drop(kind, mapper.DropInvalidField, "unknown stop_reason "+strconv.Quote(*dl.StopReason)+"; the step keeps no finish reason")
+				d.drop(kind, agent.DropInvalidField, "unknown stop_reason "+strconv.Quote(*dl.StopReason)+"; the step keeps no finish reason")
 			}
 			msg.stop = *dl.StopReason
 		}

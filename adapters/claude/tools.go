@@ -7,7 +7,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/agent"
 )
 
 // toolInput holds the input fields of Claude's built-in tools that the
@@ -156,7 +156,7 @@ func isObject(raw json.RawMessage) bool {
 }
 
 // decodeValue decodes any JSON value with numbers as json.Number, the
-// convention of mapper.Object.
+// convention of agent.Object.
 func decodeValue(raw json.RawMessage) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -171,10 +171,10 @@ func decodeValue(raw json.RawMessage) (any, error) {
 // from the tool and its input, "always" patterns from Claude's permission
 // suggestions (rules it would add on "always allow"), the suggestions
 // themselves and Claude's reasons in metadata.
-func permissionRequest(id, name string, input json.RawMessage, req *controlRequest) *mapper.PermissionRequest {
+func permissionRequest(id, name string, input json.RawMessage, req *controlRequest) *agent.PermissionRequest {
 	in := parseInput(input)
-	pr := &mapper.PermissionRequest{ID: id, Permission: permissionKind(name), Patterns: toolPatterns(name, in),
-		Always: []string{}, Metadata: mapper.Object{"tool": name}}
+	pr := &agent.PermissionRequest{ID: id, Permission: permissionKind(name), Patterns: toolPatterns(name, in),
+		Always: []string{}, Metadata: agent.Object{"tool": name}}
 	if req == nil {
 		return pr
 	}
@@ -211,14 +211,14 @@ func permissionRequest(id, name string, input json.RawMessage, req *controlReque
 }
 
 // questionRequest builds the question block of an AskUserQuestion call.
-func questionRequest(id string, input json.RawMessage) *mapper.QuestionRequest {
+func questionRequest(id string, input json.RawMessage) *agent.QuestionRequest {
 	var in questionInput
 	_ = json.Unmarshal(objectOrEmpty(input), &in)
-	q := &mapper.QuestionRequest{ID: id, Questions: []mapper.QuestionInfo{}}
+	q := &agent.QuestionRequest{ID: id, Questions: []agent.QuestionInfo{}}
 	for _, qq := range in.Questions {
-		info := mapper.QuestionInfo{Question: qq.Question, Header: qq.Header, Options: []mapper.QuestionOption{}, Multiple: qq.MultiSelect}
+		info := agent.QuestionInfo{Question: qq.Question, Header: qq.Header, Options: []agent.QuestionOption{}, Multiple: qq.MultiSelect}
 		for _, o := range qq.Options {
-			info.Options = append(info.Options, mapper.QuestionOption{Label: o.Label, Description: o.Description})
+			info.Options = append(info.Options, agent.QuestionOption{Label: o.Label, Description: o.Description})
 		}
 		q.Questions = append(q.Questions, info)
 	}
@@ -269,9 +269,9 @@ func questionAnswers(questionsInput, answersFrom json.RawMessage) ([][]string, b
 }
 
 // todoStatus maps a Claude todo status; ok is false for an unknown one.
-func todoStatus(s string) (mapper.TodoStatus, bool) {
-	switch st := mapper.TodoStatus(s); st {
-	case mapper.TodoPending, mapper.TodoInProgress, mapper.TodoCompleted, mapper.TodoCancelled:
+func todoStatus(s string) (agent.TodoStatus, bool) {
+	switch st := agent.TodoStatus(s); st {
+	case agent.TodoPending, agent.TodoInProgress, agent.TodoCompleted, agent.TodoCancelled:
 		return st, true
 	}
 	return "", false
@@ -280,12 +280,12 @@ func todoStatus(s string) (mapper.TodoStatus, bool) {
 // todoPriority keeps a priority Claude gave (TodoWrite before 2.x had
 // one). Claude 2.x todos and tasks have none, while the transcript model
 // requires one: they get medium, the neutral middle, not a claim of urgency.
-func todoPriority(s string) mapper.TodoPriority {
-	switch p := mapper.TodoPriority(s); p {
-	case mapper.PriorityHigh, mapper.PriorityMedium, mapper.PriorityLow:
+func todoPriority(s string) agent.TodoPriority {
+	switch p := agent.TodoPriority(s); p {
+	case agent.PriorityHigh, agent.PriorityMedium, agent.PriorityLow:
 		return p
 	}
-	return mapper.PriorityMedium
+	return agent.PriorityMedium
 }
 
 var taskCreatedRE = regexp.MustCompile(`Task #(\S+) created`)

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/agent"
 )
 
 // This file keeps the open state: turns, steps (assistant messages), tool
@@ -34,7 +34,7 @@ func (d *Decoder) openTurn(s *session, id string) {
 	if s.key == "" {
 		d.interrupt = false
 	}
-	d.emit(&mapper.TurnStarted{EventBase: d.base(s.key), TurnID: id})
+	d.emit(&agent.TurnStarted{EventBase: d.base(s.key), TurnID: id})
 }
 
 // quietEnd decides how a turn that stopped producing records ended: failed
@@ -42,7 +42,7 @@ func (d *Decoder) openTurn(s *session, id string) {
 // without tool calls and no tool is open, otherwise the fallback.
 func (d *Decoder) quietEnd(s *session, fallback, fallbackText string) (string, string) {
 	if s.turnErr != "" {
-		return mapper.TurnFailed, s.turnErr
+		return agent.TurnFailed, s.turnErr
 	}
 	lastStop := s.lastStop
 	if m := d.msgs[msgKey(s.key, s.curMsg)]; s.curMsg != "" && m != nil && !m.finished {
@@ -52,7 +52,7 @@ func (d *Decoder) quietEnd(s *session, fallback, fallbackText string) (string, s
 		}
 	}
 	if s.lastMsg != "" && len(s.openTools) == 0 && lastStop != "tool_use" {
-		return mapper.TurnCompleted, ""
+		return agent.TurnCompleted, ""
 	}
 	return fallback, fallbackText
 }
@@ -61,9 +61,9 @@ func (d *Decoder) quietEnd(s *session, fallback, fallbackText string) (string, s
 // open tool settled, then TurnEnded is emitted. A blocked tool is resolved
 // as rejected with a reason that follows from the turn's end.
 func (d *Decoder) closeTurn(s *session, reason, errText string) {
-	resolve := mapper.ReasonCancelled
-	if reason == mapper.TurnAgentExited {
-		resolve = mapper.ReasonAgentExited
+	resolve := agent.ReasonCancelled
+	if reason == agent.TurnAgentExited {
+		resolve = agent.ReasonAgentExited
 	}
 	d.closeTurnWith(s, reason, errText, resolve)
 }
@@ -85,8 +85,8 @@ func (d *Decoder) closeTurnWith(s *session, reason, errText, resolve string) {
 		}
 		d.settleTool(t, reason, settle, resolve)
 	}
-	te := &mapper.TurnEnded{EventBase: d.base(s.key), TurnID: s.turnID, Reason: reason}
-	if reason != mapper.TurnCompleted && reason != mapper.TurnInterrupted {
+	te := &agent.TurnEnded{EventBase: d.base(s.key), TurnID: s.turnID, Reason: reason}
+	if reason != agent.TurnCompleted && reason != agent.TurnInterrupted {
 		te.Error = errText
 	}
 	d.emit(te)
@@ -103,13 +103,13 @@ func (d *Decoder) closeTurnWith(s *session, reason, errText, resolve string) {
 // settleText is the error of a tool still open when a turn ends.
 func settleText(reason string) string {
 	switch reason {
-	case mapper.TurnInterrupted:
+	case agent.TurnInterrupted:
 		return "interrupted"
-	case mapper.TurnCompleted:
+	case agent.TurnCompleted:
 		return "the turn ended before the tool finished"
-	case mapper.TurnAgentExited:
+	case agent.TurnAgentExited:
 		return "agent exited"
-	case mapper.TurnTruncated:
+	case agent.TurnTruncated:
 		return "the stream ended before the tool finished"
 	}
 	return "the turn failed"
@@ -121,9 +121,9 @@ func settleText(reason string) string {
 func (d *Decoder) settleTool(t *tool, turnReason, text, resolve string) {
 	d.endChild(t.child, turnReason, text)
 	if t.status == toolBlocked {
-		d.emit(&mapper.ToolResolved{EventBase: d.base(t.session), CallID: t.callID, Decision: mapper.DecisionReject, Reason: resolve})
+		d.emit(&agent.ToolResolved{EventBase: d.base(t.session), CallID: t.callID, Decision: agent.DecisionReject, Reason: resolve})
 	}
-	d.emit(&mapper.ToolFailed{EventBase: d.base(t.session), CallID: t.callID, Error: text})
+	d.emit(&agent.ToolFailed{EventBase: d.base(t.session), CallID: t.callID, Error: text})
 	d.closeTool(t)
 }
 
@@ -150,7 +150,7 @@ func (d *Decoder) finishStep(s *session, id string) {
 		s.curMsg = ""
 	}
 	if f := finishReason(stop); f != "" {
-		d.emit(&mapper.StepFinished{EventBase: d.base(s.key), Message: id, Finish: f})
+		d.emit(&agent.StepFinished{EventBase: d.base(s.key), Message: id, Finish: f})
 	}
 }
 
@@ -159,11 +159,11 @@ func (d *Decoder) finishStep(s *session, id string) {
 func finishReason(stop string) string {
 	switch stop {
 	case "end_turn", "stop_sequence", "pause_turn", "refusal":
-		return mapper.FinishStop
+		return agent.FinishStop
 	case "tool_use":
-		return mapper.FinishToolCalls
+		return agent.FinishToolCalls
 	case "max_tokens", "model_context_window_exceeded":
-		return mapper.FinishLength
+		return agent.FinishLength
 	}
 	return ""
 }
@@ -194,7 +194,7 @@ func (d *Decoder) openMessage(s *session, id, model string) (*message, bool) {
 	d.msgs[k] = m
 	s.turnMsgs = append(s.turnMsgs, id)
 	s.curMsg, s.lastMsg = id, id
-	d.emit(&mapper.MessageStarted{EventBase: d.base(s.key), Message: id, ProviderID: ProviderID, ModelID: model})
+	d.emit(&agent.MessageStarted{EventBase: d.base(s.key), Message: id, ProviderID: ProviderID, ModelID: model})
 	return m, true
 }
 
@@ -237,16 +237,16 @@ func (d *Decoder) forgetTool(callID string) {
 func (d *Decoder) running(t *tool) {
 	if t.status == toolPending {
 		t.status = toolRunning
-		d.emit(&mapper.ToolRunning{EventBase: d.base(t.session), CallID: t.callID})
+		d.emit(&agent.ToolRunning{EventBase: d.base(t.session), CallID: t.callID})
 	}
 }
 
 // completeTool reports a tool's success. A tool still blocked was allowed
 // in Claude's own UI.
-func (d *Decoder) completeTool(t *tool, ev *mapper.ToolCompleted) {
+func (d *Decoder) completeTool(t *tool, ev *agent.ToolCompleted) {
 	d.running(t)
 	if t.status == toolBlocked && !t.question {
-		d.emit(&mapper.ToolResolved{EventBase: d.base(t.session), CallID: t.callID, Decision: mapper.DecisionOnce, Reason: mapper.ReasonAnsweredInAgent})
+		d.emit(&agent.ToolResolved{EventBase: d.base(t.session), CallID: t.callID, Decision: agent.DecisionOnce, Reason: agent.ReasonAnsweredInAgent})
 	}
 	ev.EventBase = d.base(t.session)
 	d.emit(ev)
@@ -255,9 +255,9 @@ func (d *Decoder) completeTool(t *tool, ev *mapper.ToolCompleted) {
 
 // failTool reports a tool's failure. A tool still blocked was refused (or
 // its question dismissed) in Claude's own UI.
-func (d *Decoder) failTool(t *tool, ev *mapper.ToolFailed) {
+func (d *Decoder) failTool(t *tool, ev *agent.ToolFailed) {
 	if t.status == toolBlocked {
-		d.emit(&mapper.ToolResolved{EventBase: d.base(t.session), CallID: t.callID, Decision: mapper.DecisionReject, Reason: mapper.ReasonAnsweredInAgent})
+		d.emit(&agent.ToolResolved{EventBase: d.base(t.session), CallID: t.callID, Decision: agent.DecisionReject, Reason: agent.ReasonAnsweredInAgent})
 	} else {
 		d.running(t)
 	}
@@ -267,20 +267,20 @@ func (d *Decoder) failTool(t *tool, ev *mapper.ToolFailed) {
 }
 
 // block reports that a tool waits for a person.
-func (d *Decoder) block(t *tool, perm *mapper.PermissionRequest, q *mapper.QuestionRequest) {
+func (d *Decoder) block(t *tool, perm *agent.PermissionRequest, q *agent.QuestionRequest) {
 	d.running(t)
 	t.status = toolBlocked
 	t.question = q != nil
-	d.emit(&mapper.ToolBlocked{EventBase: d.base(t.session), Message: t.msg, CallID: t.callID, Tool: canonicalTool(t.name),
+	d.emit(&agent.ToolBlocked{EventBase: d.base(t.session), Message: t.msg, CallID: t.callID, Tool: canonicalTool(t.name),
 		Input: objectOrEmpty(t.input), Permission: perm, Question: q})
 }
 
 // resolve records the answer to a blocked tool.
-func (d *Decoder) resolve(t *tool, ev *mapper.ToolResolved) {
+func (d *Decoder) resolve(t *tool, ev *agent.ToolResolved) {
 	if t.status != toolBlocked {
 		return
 	}
-	if ev.Decision == mapper.DecisionReject {
+	if ev.Decision == agent.DecisionReject {
 		t.status = toolRejected
 	} else {
 		t.status = toolRunning
@@ -306,7 +306,7 @@ func (d *Decoder) startChild(t *tool, in toolInput) {
 	if title == "" {
 		title = firstLine(in.Prompt, 80)
 	}
-	d.emit(&mapper.SubagentStarted{EventBase: d.base(t.session), CallID: t.callID, Child: t.child, Title: title,
+	d.emit(&agent.SubagentStarted{EventBase: d.base(t.session), CallID: t.callID, Child: t.child, Title: title,
 		Agent: in.SubagentType, Prompt: in.Prompt, Description: in.Description})
 }
 
@@ -332,7 +332,7 @@ func (d *Decoder) ensureChild(key, callID string) string {
 		cs.owner = t.session
 		t.child = key
 	}
-	d.emit(&mapper.SubagentStarted{EventBase: d.base(cs.owner), CallID: callID, Child: key})
+	d.emit(&agent.SubagentStarted{EventBase: d.base(cs.owner), CallID: callID, Child: key})
 	return key
 }
 
@@ -351,7 +351,7 @@ func (d *Decoder) endChild(key, reason, text string) {
 			delete(d.sideUUID, uuid)
 		}
 	}
-	d.emit(&mapper.SubagentEnded{EventBase: d.base(cs.owner), Child: key})
+	d.emit(&agent.SubagentEnded{EventBase: d.base(cs.owner), Child: key})
 }
 
 // firstLine returns the first line of s, at most n runes.

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/agent"
 )
 
 // user maps a user record: a prompt, tool results, or an interruption
@@ -16,7 +16,7 @@ import (
 func (d *Decoder) user(r *record, dir string, typeErr *json.UnmarshalTypeError) {
 	m := r.Message
 	if m == nil || badField(typeErr, "message") {
-		d.drop("user", mapper.DropInvalidField, fieldError(typeErr, "user record has no message object"))
+		d.drop("user", agent.DropInvalidField, fieldError(typeErr, "user record has no message object"))
 		return
 	}
 	if r.IsMeta {
@@ -26,11 +26,11 @@ func (d *Decoder) user(r *record, dir string, typeErr *json.UnmarshalTypeError) 
 	s := d.session(sess)
 	blocks, err := m.blocks()
 	if err != nil {
-		d.drop("user", mapper.DropInvalidField, "user content: "+err.Error())
+		d.drop("user", agent.DropInvalidField, "user content: "+err.Error())
 	}
 	var results []*contentBlock
 	var texts []string
-	var files []mapper.PromptFile
+	var files []agent.PromptFile
 	for i := range blocks {
 		b := &blocks[i]
 		switch b.Type {
@@ -45,7 +45,7 @@ func (d *Decoder) user(r *record, dir string, typeErr *json.UnmarshalTypeError) 
 				files = append(files, f)
 			}
 		default:
-			d.drop("user/"+b.Type, mapper.DropUnknownType, "content block type not known to this version")
+			d.drop("user/"+b.Type, agent.DropUnknownType, "content block type not known to this version")
 		}
 	}
 	if len(results) > 0 {
@@ -68,14 +68,14 @@ func (d *Decoder) user(r *record, dir string, typeErr *json.UnmarshalTypeError) 
 			if isInterruptMarker(t) {
 				d.interrupted(s)
 			} else {
-				d.emit(&mapper.UserPrompt{EventBase: d.base(s.key), PromptID: d.promptID(r), Text: t})
+				d.emit(&agent.UserPrompt{EventBase: d.base(s.key), PromptID: d.promptID(r), Text: t})
 			}
 		}
 		return
 	}
 	text := strings.Join(texts, "\n")
 	if text == "" && len(files) == 0 {
-		d.drop("user", mapper.DropInvalidField, "user record carries no text, file or tool result")
+		d.drop("user", agent.DropInvalidField, "user record carries no text, file or tool result")
 		return
 	}
 	if len(files) == 0 && isInterruptMarker(text) {
@@ -83,7 +83,7 @@ func (d *Decoder) user(r *record, dir string, typeErr *json.UnmarshalTypeError) 
 		return
 	}
 	if r.IsCompactSummary || r.IsVisibleInTranscriptOnly {
-		d.emit(&mapper.UserPrompt{EventBase: d.base(s.key), PromptID: d.promptID(r), Text: text, Files: files, Synthetic: true})
+		d.emit(&agent.UserPrompt{EventBase: d.base(s.key), PromptID: d.promptID(r), Text: text, Files: files, Synthetic: true})
 		return
 	}
 	if d.form == FormTrafficLog && r.IsReplay {
@@ -94,10 +94,10 @@ func (d *Decoder) user(r *record, dir string, typeErr *json.UnmarshalTypeError) 
 		// step follows unless the command expands into a prompt, and then
 		// the assistant records open the turn.
 		if s.turnOpen && d.form == FormSessionJSONL {
-			reason, errText := d.quietEnd(s, mapper.TurnInterrupted, "")
+			reason, errText := d.quietEnd(s, agent.TurnInterrupted, "")
 			d.closeTurn(s, reason, errText)
 		}
-		d.emit(&mapper.UserPrompt{EventBase: d.base(s.key), PromptID: d.promptID(r), Text: text, Files: files, Synthetic: output})
+		d.emit(&agent.UserPrompt{EventBase: d.base(s.key), PromptID: d.promptID(r), Text: text, Files: files, Synthetic: output})
 		return
 	}
 	turnID := r.PromptID
@@ -119,16 +119,16 @@ func (d *Decoder) promptID(r *record) string {
 // prompt also closes the previous turn of its session (Claude only takes a
 // prompt there once the previous turn stopped). In stream-json and SDK
 // traffic a prompt sent during a turn is queued by Claude: the turn goes on.
-func (d *Decoder) prompt(s *session, id, turnID, text string, files []mapper.PromptFile, synthetic bool) {
+func (d *Decoder) prompt(s *session, id, turnID, text string, files []agent.PromptFile, synthetic bool) {
 	if s.turnOpen && d.form == FormSessionJSONL {
-		reason, errText := d.quietEnd(s, mapper.TurnInterrupted, "")
+		reason, errText := d.quietEnd(s, agent.TurnInterrupted, "")
 		d.closeTurn(s, reason, errText)
 	}
 	if s.key != "" && s.prompt != "" && text == s.prompt && len(files) == 0 {
 		// The subagent's task: SubagentStarted already carried it.
 		s.prompt = ""
 	} else {
-		d.emit(&mapper.UserPrompt{EventBase: d.base(s.key), PromptID: id, Text: text, Files: files, Synthetic: synthetic})
+		d.emit(&agent.UserPrompt{EventBase: d.base(s.key), PromptID: id, Text: text, Files: files, Synthetic: synthetic})
 	}
 	if !s.turnOpen {
 		if turnID == "" {
@@ -172,16 +172,16 @@ func isInterruptMarker(text string) bool {
 func (d *Decoder) interrupted(s *session) {
 	s.stopped = true
 	if d.form == FormSessionJSONL {
-		d.closeTurnWith(s, mapper.TurnInterrupted, "interrupted by user", mapper.ReasonAnsweredInAgent)
+		d.closeTurnWith(s, agent.TurnInterrupted, "interrupted by user", agent.ReasonAnsweredInAgent)
 		return
 	}
-	resolve := mapper.ReasonAnsweredInAgent
+	resolve := agent.ReasonAnsweredInAgent
 	if s.key == "" && d.interrupt {
-		resolve = mapper.ReasonCancelled
+		resolve = agent.ReasonCancelled
 	}
 	d.finishStep(s, s.curMsg)
 	for len(s.openTools) > 0 {
-		d.settleTool(d.tools[s.openTools[0]], mapper.TurnInterrupted, "interrupted by user", resolve)
+		d.settleTool(d.tools[s.openTools[0]], agent.TurnInterrupted, "interrupted by user", resolve)
 	}
 }
 
@@ -190,16 +190,16 @@ func (d *Decoder) interrupted(s *session) {
 func (d *Decoder) toolResult(s *session, b *contentBlock, structured json.RawMessage) {
 	callID := b.ToolUseID
 	if callID == "" {
-		d.drop("user/tool_result", mapper.DropMissingID, "tool_result has no tool_use_id")
+		d.drop("user/tool_result", agent.DropMissingID, "tool_result has no tool_use_id")
 		return
 	}
 	t := d.tools[callID]
 	if t == nil && d.recent.has("t:"+callID) {
-		d.drop("user/tool_result", mapper.DropIllegalTransition, "tool_result for "+callID+" after the call was settled; ignored")
+		d.drop("user/tool_result", agent.DropIllegalTransition, "tool_result for "+callID+" after the call was settled; ignored")
 		return
 	}
 	output, files := resultContent(b)
-	meta := mapper.Object{}
+	meta := agent.Object{}
 	if len(structured) > 0 && string(structured) != "null" {
 		// Kept as raw JSON (the transcript encoder writes it canonically):
 		// decoding every result into maps would cost more than the rest of
@@ -217,9 +217,9 @@ func (d *Decoder) toolResult(s *session, b *contentBlock, structured json.RawMes
 		// A call announced before this decoder started (a tail resumed
 		// mid-turn): report the result; the reducer knows the call.
 		if isErr {
-			d.emit(&mapper.ToolFailed{EventBase: d.base(s.key), CallID: callID, Error: output, Metadata: meta})
+			d.emit(&agent.ToolFailed{EventBase: d.base(s.key), CallID: callID, Error: output, Metadata: meta})
 		} else {
-			d.emit(&mapper.ToolCompleted{EventBase: d.base(s.key), CallID: callID, Output: output, Metadata: meta, Files: files})
+			d.emit(&agent.ToolCompleted{EventBase: d.base(s.key), CallID: callID, Output: output, Metadata: meta, Files: files})
 		}
 		return
 	}
@@ -231,7 +231,7 @@ func (d *Decoder) toolResult(s *session, b *contentBlock, structured json.RawMes
 		d.todos(t, structured, output)
 		if t.status == toolBlocked && t.question {
 			if answers, ok := questionAnswers(t.input, structured); ok {
-				d.resolve(t, &mapper.ToolResolved{Answers: answers})
+				d.resolve(t, &agent.ToolResolved{Answers: answers})
 			}
 		}
 	}
@@ -241,17 +241,17 @@ func (d *Decoder) toolResult(s *session, b *contentBlock, structured json.RawMes
 		}
 	}
 	if t.child != "" && !asyncLaunch(structured) {
-		reason := mapper.TurnCompleted
+		reason := agent.TurnCompleted
 		if isErr {
-			reason = mapper.TurnFailed
+			reason = agent.TurnFailed
 		}
 		d.endChild(t.child, reason, output)
 	}
 	if isErr {
-		d.failTool(t, &mapper.ToolFailed{CallID: callID, Error: output, Metadata: meta})
+		d.failTool(t, &agent.ToolFailed{CallID: callID, Error: output, Metadata: meta})
 		return
 	}
-	d.completeTool(t, &mapper.ToolCompleted{CallID: callID, Output: output, Title: toolTitle(t.name, parseInput(t.input)),
+	d.completeTool(t, &agent.ToolCompleted{CallID: callID, Output: output, Title: toolTitle(t.name, parseInput(t.input)),
 		Metadata: meta, Files: files})
 }
 
@@ -278,7 +278,7 @@ func asyncLaunch(structured json.RawMessage) bool {
 // resultContent flattens tool_result content: a string, or blocks whose
 // texts are joined with newlines; images become files. Blocks of other
 // types are kept as their JSON text so nothing is lost.
-func resultContent(res *contentBlock) (string, []mapper.PromptFile) {
+func resultContent(res *contentBlock) (string, []agent.PromptFile) {
 	if res.resultText != nil {
 		return *res.resultText, nil
 	}
@@ -288,7 +288,7 @@ func resultContent(res *contentBlock) (string, []mapper.PromptFile) {
 		return string(raw), nil
 	}
 	var parts []string
-	var files []mapper.PromptFile
+	var files []agent.PromptFile
 	for i := range blocks {
 		b := &blocks[i]
 		switch b.Type {
@@ -309,11 +309,11 @@ func resultContent(res *contentBlock) (string, []mapper.PromptFile) {
 
 // mediaFile turns an image or document block into a prompt file (an inline
 // data: URL, or the block's URL).
-func mediaFile(b *contentBlock) (mapper.PromptFile, bool) {
+func mediaFile(b *contentBlock) (agent.PromptFile, bool) {
 	if b.Source == nil {
-		return mapper.PromptFile{}, false
+		return agent.PromptFile{}, false
 	}
-	f := mapper.PromptFile{Mime: b.Source.MediaType, Filename: b.Title}
+	f := agent.PromptFile{Mime: b.Source.MediaType, Filename: b.Title}
 	switch b.Source.Type {
 	case "base64":
 		f.URL = "data:" + b.Source.MediaType + ";base64," + b.Source.Data
@@ -325,7 +325,7 @@ func mediaFile(b *contentBlock) (mapper.PromptFile, bool) {
 		}
 		f.URL = "data:" + f.Mime + "," + urlEscapeData(b.Source.Data)
 	default:
-		return mapper.PromptFile{}, false
+		return agent.PromptFile{}, false
 	}
 	return f, true
 }
@@ -347,7 +347,7 @@ func urlEscapeData(s string) string {
 // preferFullOutput replaces a "<persisted-output>" preview (Claude stores
 // long output in a file and shows the model a ~2 KB preview) by the stdout
 // Claude kept in the structured result, and notes where it came from.
-func preferFullOutput(output string, structured json.RawMessage, meta mapper.Object) string {
+func preferFullOutput(output string, structured json.RawMessage, meta agent.Object) string {
 	var members map[string]json.RawMessage
 	if !isObject(structured) || json.Unmarshal(structured, &members) != nil {
 		return output
@@ -376,7 +376,7 @@ func preferFullOutput(output string, structured json.RawMessage, meta mapper.Obj
 		}
 	}
 	// The structured copy would repeat the output; keep the rest of it.
-	trimmed := make(mapper.Object, len(members))
+	trimmed := make(agent.Object, len(members))
 	for k, v := range members {
 		if k != "stdout" {
 			trimmed[k] = v
@@ -400,27 +400,27 @@ func (d *Decoder) todos(t *tool, structured json.RawMessage, output string) {
 		if isObject(structured) && json.Unmarshal(structured, &r) == nil && r.NewTodos != nil {
 			items = r.NewTodos
 		}
-		todos := make([]mapper.Todo, 0, len(items))
+		todos := make([]agent.Todo, 0, len(items))
 		for _, it := range items {
 			st, ok := todoStatus(it.Status)
 			if !ok {
-				d.drop("user/tool_result", mapper.DropInvalidField, fmt.Sprintf("todo %q has unknown status %q; left out", it.Content, it.Status))
+				d.drop("user/tool_result", agent.DropInvalidField, fmt.Sprintf("todo %q has unknown status %q; left out", it.Content, it.Status))
 				continue
 			}
-			todos = append(todos, mapper.Todo{Content: it.Content, Status: st, Priority: todoPriority(it.Priority)})
+			todos = append(todos, agent.Todo{Content: it.Content, Status: st, Priority: todoPriority(it.Priority)})
 		}
-		d.emit(&mapper.TodosUpdated{EventBase: d.base(s.key), Todos: todos})
+		d.emit(&agent.TodosUpdated{EventBase: d.base(s.key), Todos: todos})
 	case "TaskCreate":
 		id := createdTaskID(structured, output)
 		if id == "" {
 			id = t.callID
 		}
-		s.tasks = append(s.tasks, task{id: id, content: in.Subject, status: mapper.TodoPending})
+		s.tasks = append(s.tasks, task{id: id, content: in.Subject, status: agent.TodoPending})
 		d.emitTasks(s)
 	case "TaskUpdate":
 		i := slices.IndexFunc(s.tasks, func(x task) bool { return x.id == in.TaskID })
 		if i < 0 {
-			d.drop("user/tool_result", mapper.DropOrphan, "TaskUpdate of task "+strconv.Quote(in.TaskID)+" this stream never created")
+			d.drop("user/tool_result", agent.DropOrphan, "TaskUpdate of task "+strconv.Quote(in.TaskID)+" this stream never created")
 			return
 		}
 		if in.Status == "deleted" {
@@ -429,7 +429,7 @@ func (d *Decoder) todos(t *tool, structured json.RawMessage, output string) {
 			if in.Status != "" {
 				st, ok := todoStatus(in.Status)
 				if !ok {
-					d.drop("user/tool_result", mapper.DropInvalidField, "TaskUpdate status "+strconv.Quote(in.Status)+" unknown")
+					d.drop("user/tool_result", agent.DropInvalidField, "TaskUpdate status "+strconv.Quote(in.Status)+" unknown")
 					return
 				}
 				s.tasks[i].status = st
@@ -443,9 +443,9 @@ func (d *Decoder) todos(t *tool, structured json.RawMessage, output string) {
 }
 
 func (d *Decoder) emitTasks(s *session) {
-	todos := make([]mapper.Todo, 0, len(s.tasks))
+	todos := make([]agent.Todo, 0, len(s.tasks))
 	for _, x := range s.tasks {
-		todos = append(todos, mapper.Todo{Content: x.content, Status: x.status, Priority: mapper.PriorityMedium})
+		todos = append(todos, agent.Todo{Content: x.content, Status: x.status, Priority: agent.PriorityMedium})
 	}
-	d.emit(&mapper.TodosUpdated{EventBase: d.base(s.key), Todos: todos})
+	d.emit(&agent.TodosUpdated{EventBase: d.base(s.key), Todos: todos})
 }

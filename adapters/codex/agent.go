@@ -6,8 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/happy-dev/happy/mapper"
-	"github.com/happy-dev/happy/session"
+	"github.com/happy-dev/happy/agent"
 )
 
 // Agent is a Codex Client as the session runner drives it. The runner
@@ -19,7 +18,7 @@ type Agent struct {
 	*Client
 }
 
-var _ session.Agent = (*Agent)(nil)
+var _ agent.Agent = (*Agent)(nil)
 
 // NewAgent wraps a started Client (call it before the first prompt).
 func NewAgent(c *Client) *Agent {
@@ -27,10 +26,10 @@ func NewAgent(c *Client) *Agent {
 	return &Agent{Client: c}
 }
 
-// Prompt implements session.Agent: the text, and image files as image
+// Prompt implements agent.Agent: the text, and image files as image
 // inputs (a data: or http(s) URL as is, a file:// URL as a local path);
 // other attachments are not sent (Codex takes images only) and are logged.
-func (a *Agent) Prompt(ctx context.Context, p session.Prompt) error {
+func (a *Agent) Prompt(ctx context.Context, p agent.Prompt) error {
 	cp := Prompt{Text: p.Text}
 	for _, f := range p.Files {
 		switch {
@@ -45,27 +44,27 @@ func (a *Agent) Prompt(ctx context.Context, p session.Prompt) error {
 	return a.Client.Prompt(ctx, cp)
 }
 
-// Decide implements session.Agent. A rejection because the turn is being
+// Decide implements agent.Agent. A rejection because the turn is being
 // aborted (reason cancelled) is sent as Codex's cancel (abort). A call that
-// waits for no answer (never did, or was answered) gives session.ErrStale.
-func (a *Agent) Decide(ctx context.Context, callID string, d session.Decision) error {
+// waits for no answer (never did, or was answered) gives agent.ErrStale.
+func (a *Agent) Decide(ctx context.Context, callID string, d agent.Verdict) error {
 	var err error
-	if d.Decision == mapper.DecisionReject && d.Reason == mapper.ReasonCancelled {
+	if d.Decision == agent.DecisionReject && d.Reason == agent.ReasonCancelled {
 		err = a.cancel(ctx, callID)
 	} else {
 		err = a.Answer(ctx, callID, d.Decision)
 	}
 	if errors.Is(err, ErrNoPendingRequest) {
-		return fmt.Errorf("%w: %w", session.ErrStale, err)
+		return fmt.Errorf("%w: %w", agent.ErrStale, err)
 	}
 	return err
 }
 
-// AnswerQuestion implements session.Agent.
+// AnswerQuestion implements agent.Agent.
 func (a *Agent) AnswerQuestion(ctx context.Context, callID string, answers [][]string) error {
 	err := a.Client.AnswerQuestion(ctx, callID, answers)
 	if errors.Is(err, ErrNoPendingRequest) {
-		return fmt.Errorf("%w: %w", session.ErrStale, err)
+		return fmt.Errorf("%w: %w", agent.ErrStale, err)
 	}
 	return err
 }

@@ -6,13 +6,12 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"github.com/happy-dev/happy/mapper"
-	"github.com/happy-dev/happy/session"
+	"github.com/happy-dev/happy/agent"
 )
 
-// TestAgent drives the session.Agent face: image attachments become image
+// TestAgent drives the agent.Agent face: image attachments become image
 // inputs, decisions go out in Codex's form (an abort's rejection as
-// cancel), stale answers give session.ErrStale, and the echo of what the
+// cancel), stale answers give agent.ErrStale, and the echo of what the
 // runner records itself (prompts, its answers) is not published.
 func TestAgent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -45,7 +44,7 @@ func TestAgent(t *testing.T) {
 		}
 		a := NewAgent(c)
 		col := collect(c)
-		err = a.Prompt(ctx, session.Prompt{Text: "look", Files: []mapper.PromptFile{
+		err = a.Prompt(ctx, agent.Prompt{Text: "look", Files: []agent.PromptFile{
 			{Mime: "image/png", URL: "data:image/png;base64,AAAA"},
 			{Mime: "image/png", Filename: "shot.png", URL: "file:///w/shot.png"},
 			{Mime: "text/plain", Filename: "notes.txt", URL: "data:text/plain;base64,aGk="},
@@ -54,16 +53,16 @@ func TestAgent(t *testing.T) {
 			t.Fatal(err)
 		}
 		synctest.Wait()
-		if err := a.Decide(ctx, "a", session.Decision{Decision: mapper.DecisionOnce}); err != nil {
+		if err := a.Decide(ctx, "a", agent.Verdict{Decision: agent.DecisionOnce}); err != nil {
 			t.Fatal(err)
 		}
-		if err := a.Decide(ctx, "b", session.Decision{Decision: mapper.DecisionReject, Reason: mapper.ReasonCancelled}); err != nil {
+		if err := a.Decide(ctx, "b", agent.Verdict{Decision: agent.DecisionReject, Reason: agent.ReasonCancelled}); err != nil {
 			t.Fatal(err)
 		}
-		if err := a.Decide(ctx, "a", session.Decision{Decision: mapper.DecisionOnce}); !errors.Is(err, session.ErrStale) {
+		if err := a.Decide(ctx, "a", agent.Verdict{Decision: agent.DecisionOnce}); !errors.Is(err, agent.ErrStale) {
 			t.Errorf("second decision: %v, want ErrStale", err)
 		}
-		if err := a.AnswerQuestion(ctx, "nope", [][]string{{"x"}}); !errors.Is(err, session.ErrStale) {
+		if err := a.AnswerQuestion(ctx, "nope", [][]string{{"x"}}); !errors.Is(err, agent.ErrStale) {
 			t.Errorf("unknown question: %v, want ErrStale", err)
 		}
 		<-script
@@ -72,9 +71,9 @@ func TestAgent(t *testing.T) {
 		<-col.done
 		for _, e := range col.events() {
 			switch e := e.(type) {
-			case *mapper.UserPrompt:
+			case *agent.UserPrompt:
 				t.Errorf("prompt echo published: %+v", e)
-			case *mapper.ToolResolved:
+			case *agent.ToolResolved:
 				t.Errorf("answer echo published: %+v", e)
 			}
 		}

@@ -5,9 +5,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/happy-dev/happy/internal/jsonrpc"
-	"github.com/happy-dev/happy/internal/trafficlog"
-	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/adapters/jsonrpc"
+	"github.com/happy-dev/happy/adapters/trafficlog"
+	"github.com/happy-dev/happy/agent"
 )
 
 // AppServerDecoder maps `codex app-server` (protocol v2) traffic to agent
@@ -80,10 +80,10 @@ func NewAppServerDecoder() *AppServerDecoder {
 // out collects the events of one frame.
 type out struct {
 	t  int64
-	ev []mapper.Event
+	ev []agent.Event
 }
 
-func (o *out) add(e mapper.Event) {
+func (o *out) add(e agent.Event) {
 	if e.Base().Time == 0 {
 		e.Base().Time = o.t
 	}
@@ -91,7 +91,7 @@ func (o *out) add(e mapper.Event) {
 }
 
 // Decode implements Decoder.
-func (d *AppServerDecoder) Decode(f Frame) []mapper.Event {
+func (d *AppServerDecoder) Decode(f Frame) []agent.Event {
 	d.n++
 	o := &out{t: f.T}
 	switch f.Dir {
@@ -105,25 +105,25 @@ func (d *AppServerDecoder) Decode(f Frame) []mapper.Event {
 		var n happyNote
 		if json.Unmarshal(f.Msg, &n) == nil && n.Happy == noteAbandoned {
 			if th := d.threads[n.ThreadID]; th != nil && th.open && th.turn == n.TurnID {
-				d.endTurn(o, th, mapper.TurnInterrupted, "codex never ended the turn: "+n.Reason)
+				d.endTurn(o, th, agent.TurnInterrupted, "codex never ended the turn: "+n.Reason)
 			}
 		}
 	case trafficlog.Stderr:
 		// Diagnostics only; they are in the log.
 	default:
-		o.add(dropped(SourceAppServer, d.n, f.T, string(f.Dir), mapper.DropUnknownType, "unknown traffic direction", f.Msg))
+		o.add(dropped(SourceAppServer, d.n, f.T, string(f.Dir), agent.DropUnknownType, "unknown traffic direction", f.Msg))
 	}
 	return o.ev
 }
 
-func (d *AppServerDecoder) drop(o *out, kind string, reason mapper.DropReason, detail string, raw []byte) {
+func (d *AppServerDecoder) drop(o *out, kind string, reason agent.DropReason, detail string, raw []byte) {
 	o.add(dropped(SourceAppServer, d.n, o.t, kind, reason, detail, raw))
 }
 
 func (d *AppServerDecoder) a2c(o *out, f Frame) {
 	if len(f.Msg) > 0 && f.Msg[0] == '"' {
 		s, _ := trafficlog.Text(f.Msg)
-		d.drop(o, "", mapper.DropUnparseableJSON, "agent wrote a line that is not JSON", []byte(s))
+		d.drop(o, "", agent.DropUnparseableJSON, "agent wrote a line that is not JSON", []byte(s))
 		return
 	}
 	m, err := jsonrpc.DecodeFrame(f.Msg)
@@ -171,7 +171,7 @@ func newThread(session string) *thread {
 }
 
 // child registers a sub-agent thread and announces it once.
-func (d *AppServerDecoder) child(o *out, parent *thread, id, callID, title, agent, prompt string) *thread {
+func (d *AppServerDecoder) child(o *out, parent *thread, id, callID, title, role, prompt string) *thread {
 	if th := d.threads[id]; th != nil {
 		if th.session != "" && !th.linked && callID != "" {
 			// Announced by thread/started first: now link it to its call.
@@ -180,19 +180,19 @@ func (d *AppServerDecoder) child(o *out, parent *thread, id, callID, title, agen
 			if parent != nil {
 				ps = parent.session
 			}
-			o.add(&mapper.SubagentStarted{EventBase: mapper.EventBase{Session: ps}, CallID: callID, Child: id, Title: th.title, Agent: th.agent, Prompt: prompt})
+			o.add(&agent.SubagentStarted{EventBase: agent.EventBase{Session: ps}, CallID: callID, Child: id, Title: th.title, Agent: th.agent, Prompt: prompt})
 		}
 		return th
 	}
 	th := newThread(id)
-	th.linked, th.title, th.agent = callID != "", title, agent
+	th.linked, th.title, th.agent = callID != "", title, role
 	d.threads[id] = th
 	ps := ""
 	if parent != nil {
 		ps = parent.session
 	}
-	o.add(&mapper.SubagentStarted{EventBase: mapper.EventBase{Session: ps}, CallID: callID, Child: id,
-		Title: title, Agent: agent, Prompt: prompt})
+	o.add(&agent.SubagentStarted{EventBase: agent.EventBase{Session: ps}, CallID: callID, Child: id,
+		Title: title, Agent: role, Prompt: prompt})
 	return th
 }
 
@@ -241,7 +241,7 @@ func (d *AppServerDecoder) threadStarted(o *out, ti threadInfo) {
 	if th == nil || th.session != "" {
 		return
 	}
-	info := &mapper.SessionInfo{ProviderSessionID: ti.ID, ProviderID: ti.ModelProvider, ModelID: ti.Model, Cwd: ti.Cwd}
+	info := &agent.SessionInfo{ProviderSessionID: ti.ID, ProviderID: ti.ModelProvider, ModelID: ti.Model, Cwd: ti.Cwd}
 	if ti.Name != nil {
 		info.Title = *ti.Name
 	}
@@ -415,7 +415,7 @@ func (d *AppServerDecoder) notification(o *out, m jsonrpc.Message) {
 			Thread threadInfo `json:"thread"`
 		}
 		if json.Unmarshal(m.Params, &p) != nil || p.Thread.ID == "" {
-			d.drop(o, m.Method, mapper.DropMissingID, "thread/started without thread.id", m.Raw)
+			d.drop(o, m.Method, agent.DropMissingID, "thread/started without thread.id", m.Raw)
 			return
 		}
 		d.threadStarted(o, p.Thread)
@@ -432,19 +432,19 @@ func (d *AppServerDecoder) notification(o *out, m jsonrpc.Message) {
 		"error": true,
 	}
 	if !known[m.Method] {
-		d.drop(o, m.Method, mapper.DropUnknownType, "notification unknown to this version", m.Raw)
+		d.drop(o, m.Method, agent.DropUnknownType, "notification unknown to this version", m.Raw)
 		return
 	}
 	th := d.threadOf(sc.ThreadID)
 	if th == nil {
 		if sc.ThreadID == "" {
-			d.drop(o, m.Method, mapper.DropMissingID, "notification without threadId", m.Raw)
+			d.drop(o, m.Method, agent.DropMissingID, "notification without threadId", m.Raw)
 		} else {
-			d.drop(o, m.Method, mapper.DropOrphan, "thread "+sc.ThreadID+" was never announced", m.Raw)
+			d.drop(o, m.Method, agent.DropOrphan, "thread "+sc.ThreadID+" was never announced", m.Raw)
 		}
 		return
 	}
-	base := mapper.EventBase{Session: th.session}
+	base := agent.EventBase{Session: th.session}
 	switch m.Method {
 	case "thread/name/updated":
 		var p struct {
@@ -452,14 +452,14 @@ func (d *AppServerDecoder) notification(o *out, m jsonrpc.Message) {
 		}
 		_ = json.Unmarshal(m.Params, &p)
 		if p.Name != nil && th.session == "" {
-			o.add(&mapper.SessionInfo{Title: *p.Name})
+			o.add(&agent.SessionInfo{Title: *p.Name})
 		}
 	case "turn/started":
 		var p struct {
 			Turn turn `json:"turn"`
 		}
 		if json.Unmarshal(m.Params, &p) != nil || p.Turn.ID == "" {
-			d.drop(o, m.Method, mapper.DropMissingID, "turn/started without turn.id", m.Raw)
+			d.drop(o, m.Method, agent.DropMissingID, "turn/started without turn.id", m.Raw)
 			return
 		}
 		d.startTurn(o, th, p.Turn.ID)
@@ -468,7 +468,7 @@ func (d *AppServerDecoder) notification(o *out, m jsonrpc.Message) {
 			Turn turn `json:"turn"`
 		}
 		if json.Unmarshal(m.Params, &p) != nil || p.Turn.ID == "" {
-			d.drop(o, m.Method, mapper.DropMissingID, "turn/completed without turn.id", m.Raw)
+			d.drop(o, m.Method, agent.DropMissingID, "turn/completed without turn.id", m.Raw)
 			return
 		}
 		d.settleTurn(o, th, p.Turn, m.Raw)
@@ -477,7 +477,7 @@ func (d *AppServerDecoder) notification(o *out, m jsonrpc.Message) {
 			Item json.RawMessage `json:"item"`
 		}
 		if json.Unmarshal(m.Params, &p) != nil || len(p.Item) == 0 || p.Item[0] != '{' {
-			d.drop(o, m.Method, mapper.DropInvalidField, "item is not an object", m.Raw)
+			d.drop(o, m.Method, agent.DropInvalidField, "item is not an object", m.Raw)
 			return
 		}
 		d.item(o, th, p.Item, m.Method == "item/completed", m.Raw)
@@ -487,11 +487,11 @@ func (d *AppServerDecoder) notification(o *out, m jsonrpc.Message) {
 		}
 		_ = json.Unmarshal(m.Params, &p)
 		if sc.ItemID == "" {
-			d.drop(o, m.Method, mapper.DropMissingID, "delta without itemId", m.Raw)
+			d.drop(o, m.Method, agent.DropMissingID, "delta without itemId", m.Raw)
 			return
 		}
 		if p.Delta != "" && !th.items[sc.ItemID] {
-			o.add(&mapper.TextDelta{EventBase: base, Block: sc.ItemID, Delta: p.Delta})
+			o.add(&agent.TextDelta{EventBase: base, Block: sc.ItemID, Delta: p.Delta})
 		}
 	case "item/reasoning/summaryTextDelta":
 		var p struct {
@@ -509,7 +509,7 @@ func (d *AppServerDecoder) notification(o *out, m jsonrpc.Message) {
 		}
 		th.reason[sc.ItemID] = p.Index
 		if delta != "" {
-			o.add(&mapper.ReasoningDelta{EventBase: base, Block: sc.ItemID, Delta: delta})
+			o.add(&agent.ReasoningDelta{EventBase: base, Block: sc.ItemID, Delta: delta})
 		}
 	case "item/reasoning/textDelta":
 		var p struct {
@@ -517,7 +517,7 @@ func (d *AppServerDecoder) notification(o *out, m jsonrpc.Message) {
 		}
 		_ = json.Unmarshal(m.Params, &p)
 		if sc.ItemID != "" && p.Delta != "" && !th.items[sc.ItemID] {
-			o.add(&mapper.ReasoningDelta{EventBase: base, Block: sc.ItemID + "/raw", Delta: p.Delta})
+			o.add(&agent.ReasoningDelta{EventBase: base, Block: sc.ItemID + "/raw", Delta: p.Delta})
 		}
 	case "item/commandExecution/outputDelta", "item/fileChange/outputDelta":
 		var p struct {
@@ -526,12 +526,12 @@ func (d *AppServerDecoder) notification(o *out, m jsonrpc.Message) {
 		_ = json.Unmarshal(m.Params, &p)
 		b, err := decodeChunk(p.Delta, false)
 		if err != nil {
-			d.drop(o, m.Method, mapper.DropInvalidField, err.Error(), m.Raw)
+			d.drop(o, m.Method, agent.DropInvalidField, err.Error(), m.Raw)
 			return
 		}
 		c := d.callFor(th, sc.ItemID)
 		if c == nil {
-			d.drop(o, m.Method, mapper.DropMissingID, "output delta without itemId", m.Raw)
+			d.drop(o, m.Method, agent.DropMissingID, "output delta without itemId", m.Raw)
 			return
 		}
 		c.out.write(b)
@@ -540,14 +540,14 @@ func (d *AppServerDecoder) notification(o *out, m jsonrpc.Message) {
 			Changes []fileUpdate `json:"changes"`
 		}
 		if json.Unmarshal(m.Params, &p) != nil || sc.ItemID == "" {
-			d.drop(o, m.Method, mapper.DropInvalidField, "patchUpdated without itemId or changes", m.Raw)
+			d.drop(o, m.Method, agent.DropInvalidField, "patchUpdated without itemId or changes", m.Raw)
 			return
 		}
 		c := d.callFor(th, sc.ItemID)
 		input, meta, paths := fileChangeDetail(p.Changes)
 		c.paths = paths
 		c.input = input
-		o.add(&mapper.ToolCall{EventBase: base, CallID: c.id, Tool: "edit", Title: strings.Join(paths, ", "), Input: input, Metadata: meta})
+		o.add(&agent.ToolCall{EventBase: base, CallID: c.id, Tool: "edit", Title: strings.Join(paths, ", "), Input: input, Metadata: meta})
 		c.shown = true
 	case "turn/plan/updated":
 		var p struct {
@@ -557,14 +557,14 @@ func (d *AppServerDecoder) notification(o *out, m jsonrpc.Message) {
 			} `json:"plan"`
 		}
 		if json.Unmarshal(m.Params, &p) != nil {
-			d.drop(o, m.Method, mapper.DropInvalidField, "plan is not a list of steps", m.Raw)
+			d.drop(o, m.Method, agent.DropInvalidField, "plan is not a list of steps", m.Raw)
 			return
 		}
-		todos := make([]mapper.Todo, 0, len(p.Plan))
+		todos := make([]agent.Todo, 0, len(p.Plan))
 		for _, s := range p.Plan {
-			todos = append(todos, mapper.Todo{Content: s.Step, Status: todoStatus(s.Status), Priority: mapper.PriorityMedium})
+			todos = append(todos, agent.Todo{Content: s.Step, Status: todoStatus(s.Status), Priority: agent.PriorityMedium})
 		}
-		o.add(&mapper.TodosUpdated{EventBase: base, Todos: todos})
+		o.add(&agent.TodosUpdated{EventBase: base, Todos: todos})
 	case "thread/tokenUsage/updated":
 		var p struct {
 			Usage struct {
@@ -572,11 +572,11 @@ func (d *AppServerDecoder) notification(o *out, m jsonrpc.Message) {
 			} `json:"tokenUsage"`
 		}
 		if json.Unmarshal(m.Params, &p) != nil || p.Usage.Last == nil {
-			d.drop(o, m.Method, mapper.DropInvalidField, "tokenUsage.last missing", m.Raw)
+			d.drop(o, m.Method, agent.DropInvalidField, "tokenUsage.last missing", m.Raw)
 			return
 		}
 		if t := p.Usage.Last.tokens(); t != nil {
-			o.add(&mapper.Usage{EventBase: base, Tokens: t})
+			o.add(&agent.Usage{EventBase: base, Tokens: t})
 		}
 	case "error":
 		var p struct {
@@ -584,24 +584,24 @@ func (d *AppServerDecoder) notification(o *out, m jsonrpc.Message) {
 			WillRetry bool      `json:"willRetry"`
 		}
 		if json.Unmarshal(m.Params, &p) != nil {
-			d.drop(o, m.Method, mapper.DropInvalidField, "error notification without error", m.Raw)
+			d.drop(o, m.Method, agent.DropInvalidField, "error notification without error", m.Raw)
 			return
 		}
 		kind, status := errorKind(p.Error.Info)
 		if p.WillRetry {
 			th.retries++
 			retryable := true
-			o.add(&mapper.Retry{EventBase: base, Attempt: th.retries, Error: mapper.MessageError{
-				Name: mapper.ErrNameAPI,
-				Data: mapper.ErrorData{Message: p.Error.Message, Kind: kind, StatusCode: status, IsRetryable: &retryable},
+			o.add(&agent.Retry{EventBase: base, Attempt: th.retries, Error: agent.MessageError{
+				Name: agent.ErrNameAPI,
+				Data: agent.ErrorData{Message: p.Error.Message, Kind: kind, StatusCode: status, IsRetryable: &retryable},
 			}})
 			return
 		}
 		th.errored = sc.TurnID
-		o.add(&mapper.AgentError{EventBase: base, Kind: kind, Text: p.Error.Message, StatusCode: status})
+		o.add(&agent.AgentError{EventBase: base, Kind: kind, Text: p.Error.Message, StatusCode: status})
 	case "thread/compacted":
 		if th.compacts == 0 {
-			o.add(&mapper.Compaction{EventBase: base, ID: "compacted:" + sc.TurnID, Auto: true})
+			o.add(&agent.Compaction{EventBase: base, ID: "compacted:" + sc.TurnID, Auto: true})
 		}
 	case "serverRequest/resolved":
 		var p struct {
@@ -615,19 +615,19 @@ func (d *AppServerDecoder) notification(o *out, m jsonrpc.Message) {
 		r.answered = true
 		if c := d.calls[r.session+"\x00"+r.callID]; c != nil && c.blocked {
 			c.blocked = false
-			o.add(&mapper.ToolResolved{EventBase: base, CallID: r.callID, Decision: mapper.DecisionReject, Reason: mapper.ReasonAnsweredInAgent})
+			o.add(&agent.ToolResolved{EventBase: base, CallID: r.callID, Decision: agent.DecisionReject, Reason: agent.ReasonAnsweredInAgent})
 		}
 	}
 }
 
-func todoStatus(s string) mapper.TodoStatus {
+func todoStatus(s string) agent.TodoStatus {
 	switch s {
 	case "inProgress", "in_progress":
-		return mapper.TodoInProgress
+		return agent.TodoInProgress
 	case "completed":
-		return mapper.TodoCompleted
+		return agent.TodoCompleted
 	}
-	return mapper.TodoPending
+	return agent.TodoPending
 }
 
 func (d *AppServerDecoder) startTurn(o *out, th *thread, id string) {
@@ -636,10 +636,10 @@ func (d *AppServerDecoder) startTurn(o *out, th *thread, id string) {
 	}
 	if th.open {
 		// A new turn while the previous never ended: close that one first.
-		d.endTurn(o, th, mapper.TurnTruncated, "a new turn started before this one ended")
+		d.endTurn(o, th, agent.TurnTruncated, "a new turn started before this one ended")
 	}
 	th.turn, th.open, th.retries, th.compacts = id, true, 0, 0
-	o.add(&mapper.TurnStarted{EventBase: mapper.EventBase{Session: th.session}, TurnID: id})
+	o.add(&agent.TurnStarted{EventBase: agent.EventBase{Session: th.session}, TurnID: id})
 }
 
 // settleTurn ends a turn from its final state (turn/completed, or a
@@ -664,23 +664,23 @@ func (d *AppServerDecoder) settleTurn(o *out, th *thread, t turn, raw []byte) {
 			d.item(o, th, it, true, raw)
 		}
 	}
-	reason, msg := mapper.TurnCompleted, ""
+	reason, msg := agent.TurnCompleted, ""
 	switch t.Status {
 	case "completed":
 	case "interrupted":
-		reason = mapper.TurnInterrupted
+		reason = agent.TurnInterrupted
 	case "failed":
-		reason = mapper.TurnFailed
+		reason = agent.TurnFailed
 		msg = "turn failed"
 		if t.Error != nil {
 			msg = t.Error.Message
 			if th.errored != t.ID {
 				kind, status := errorKind(t.Error.Info)
-				o.add(&mapper.AgentError{EventBase: mapper.EventBase{Session: th.session}, Kind: kind, Text: msg, StatusCode: status})
+				o.add(&agent.AgentError{EventBase: agent.EventBase{Session: th.session}, Kind: kind, Text: msg, StatusCode: status})
 			}
 		}
 	default:
-		d.drop(o, "turn/completed", mapper.DropInvalidField, "turn status "+t.Status+" is not terminal", raw)
+		d.drop(o, "turn/completed", agent.DropInvalidField, "turn status "+t.Status+" is not terminal", raw)
 		return
 	}
 	if t.Error != nil && msg == "" {
@@ -702,7 +702,7 @@ func (d *AppServerDecoder) endTurn(o *out, th *thread, reason, msg string) {
 			delete(d.calls, k)
 		}
 	}
-	o.add(&mapper.TurnEnded{EventBase: mapper.EventBase{Session: th.session}, TurnID: th.turn, Reason: reason, Error: msg})
+	o.add(&agent.TurnEnded{EventBase: agent.EventBase{Session: th.session}, TurnID: th.turn, Reason: reason, Error: msg})
 }
 
 func (d *AppServerDecoder) exit(o *out) {
@@ -714,11 +714,11 @@ func (d *AppServerDecoder) exit(o *out) {
 	// Children first, then the main thread.
 	for _, id := range ids {
 		if th := d.threads[id]; th.session != "" && th.open {
-			d.endTurn(o, th, mapper.TurnAgentExited, "codex exited")
+			d.endTurn(o, th, agent.TurnAgentExited, "codex exited")
 		}
 	}
 	if th := d.threads[d.main]; th != nil && th.open {
-		d.endTurn(o, th, mapper.TurnAgentExited, "codex exited")
+		d.endTurn(o, th, agent.TurnAgentExited, "codex exited")
 	}
 }
 

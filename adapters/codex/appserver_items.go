@@ -8,8 +8,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/happy-dev/happy/internal/jsonrpc"
-	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/adapters/jsonrpc"
+	"github.com/happy-dev/happy/agent"
 )
 
 // itemHead is what every ThreadItem has, plus the fields of the variants
@@ -96,11 +96,11 @@ func ignoredItem(kind string) (string, bool) {
 func (d *AppServerDecoder) item(o *out, th *thread, raw json.RawMessage, completed bool, frame []byte) {
 	var it itemHead
 	if err := json.Unmarshal(raw, &it); err != nil {
-		d.drop(o, "item", mapper.DropInvalidField, err.Error(), frame)
+		d.drop(o, "item", agent.DropInvalidField, err.Error(), frame)
 		return
 	}
 	if it.ID == "" {
-		d.drop(o, "item:"+it.Type, mapper.DropMissingID, "item without id", frame)
+		d.drop(o, "item:"+it.Type, agent.DropMissingID, "item without id", frame)
 		return
 	}
 	was, seen := th.items[it.ID]
@@ -108,7 +108,7 @@ func (d *AppServerDecoder) item(o *out, th *thread, raw json.RawMessage, complet
 		return // already completed
 	}
 	th.items[it.ID] = completed
-	base := mapper.EventBase{Session: th.session}
+	base := agent.EventBase{Session: th.session}
 	if _, ok := ignoredItem(it.Type); ok {
 		return
 	}
@@ -118,31 +118,31 @@ func (d *AppServerDecoder) item(o *out, th *thread, raw json.RawMessage, complet
 			return
 		}
 		text, files := userContent(it.Content)
-		o.add(&mapper.UserPrompt{EventBase: base, PromptID: it.ID, Text: text, Files: files})
+		o.add(&agent.UserPrompt{EventBase: base, PromptID: it.ID, Text: text, Files: files})
 	case "agentMessage", "plan":
 		if it.Text != nil && *it.Text != "" && (completed || !seen) {
-			o.add(&mapper.TextFinal{EventBase: base, Block: it.ID, Text: *it.Text})
+			o.add(&agent.TextFinal{EventBase: base, Block: it.ID, Text: *it.Text})
 		}
 	case "exitedReviewMode":
 		if it.Review != "" {
-			o.add(&mapper.TextFinal{EventBase: base, Block: it.ID, Text: it.Review})
+			o.add(&agent.TextFinal{EventBase: base, Block: it.ID, Text: it.Review})
 		}
 	case "reasoning":
 		if !completed {
 			return
 		}
 		if len(it.Summary) > 0 {
-			o.add(&mapper.ReasoningFinal{EventBase: base, Block: it.ID, Text: strings.Join(it.Summary, "\n\n")})
+			o.add(&agent.ReasoningFinal{EventBase: base, Block: it.ID, Text: strings.Join(it.Summary, "\n\n")})
 		}
 		var content []string
 		_ = json.Unmarshal(it.Content, &content)
 		if len(content) > 0 {
-			o.add(&mapper.ReasoningFinal{EventBase: base, Block: it.ID + "/raw", Text: strings.Join(content, "\n\n")})
+			o.add(&agent.ReasoningFinal{EventBase: base, Block: it.ID + "/raw", Text: strings.Join(content, "\n\n")})
 		}
 	case "contextCompaction":
 		th.compacts++
 		if !seen {
-			o.add(&mapper.Compaction{EventBase: base, ID: it.ID, Auto: true})
+			o.add(&agent.Compaction{EventBase: base, ID: it.ID, Auto: true})
 		}
 	case "commandExecution":
 		c := d.callFor(th, it.ID)
@@ -151,7 +151,7 @@ func (d *AppServerDecoder) item(o *out, th *thread, raw json.RawMessage, complet
 		if it.Cwd != "" {
 			in["cwd"] = it.Cwd
 		}
-		meta := mapper.Object{}
+		meta := agent.Object{}
 		if len(it.CommandActions) > 0 && string(it.CommandActions) != "null" {
 			meta["commandActions"] = it.CommandActions
 		}
@@ -160,7 +160,7 @@ func (d *AppServerDecoder) item(o *out, th *thread, raw json.RawMessage, complet
 			d.run(o, c, base)
 			return
 		}
-		res := mapper.Object{}
+		res := agent.Object{}
 		if it.ExitCode != nil {
 			res["exitCode"] = *it.ExitCode
 		}
@@ -225,7 +225,7 @@ func (d *AppServerDecoder) item(o *out, th *thread, raw json.RawMessage, complet
 			d.run(o, c, base)
 			return
 		}
-		meta := mapper.Object{}
+		meta := agent.Object{}
 		if it.DurationMs != nil {
 			meta["durationMs"] = *it.DurationMs
 		}
@@ -311,7 +311,7 @@ func (d *AppServerDecoder) item(o *out, th *thread, raw json.RawMessage, complet
 		}
 	case "subAgentActivity":
 		if it.AgentThreadID == "" {
-			d.drop(o, "item:subAgentActivity", mapper.DropMissingID, "subAgentActivity without agentThreadId", frame)
+			d.drop(o, "item:subAgentActivity", agent.DropMissingID, "subAgentActivity without agentThreadId", frame)
 			return
 		}
 		switch it.Kind {
@@ -331,7 +331,7 @@ func (d *AppServerDecoder) item(o *out, th *thread, raw json.RawMessage, complet
 		d.announce(o, c, base, it.Query, mustObject(in), nil)
 		d.run(o, c, base)
 		if completed {
-			meta := mapper.Object{}
+			meta := agent.Object{}
 			if len(it.Results) > 0 && string(it.Results) != "null" {
 				meta["results"] = it.Results
 			}
@@ -368,7 +368,7 @@ func (d *AppServerDecoder) item(o *out, th *thread, raw json.RawMessage, complet
 		d.complete(o, c, base, outText, nil)
 	default:
 		if !seen {
-			d.drop(o, "item:"+it.Type, mapper.DropUnknownType, "thread item type unknown to this version", frame)
+			d.drop(o, "item:"+it.Type, agent.DropUnknownType, "thread item type unknown to this version", frame)
 		}
 	}
 }
@@ -386,9 +386,9 @@ func (d *AppServerDecoder) endChildren(o *out, states map[string]collabAgentStat
 			if th := d.threads[k]; th != nil && th.session != "" && !th.ended {
 				th.ended = true
 				if th.open {
-					d.endTurn(o, th, mapper.TurnCompleted, "")
+					d.endTurn(o, th, agent.TurnCompleted, "")
 				}
-				o.add(&mapper.SubagentEnded{Child: k})
+				o.add(&agent.SubagentEnded{Child: k})
 			}
 		}
 	}
@@ -396,7 +396,7 @@ func (d *AppServerDecoder) endChildren(o *out, states map[string]collabAgentStat
 
 // announce emits the ToolCall of a call once (and again when its input
 // becomes known later).
-func (d *AppServerDecoder) announce(o *out, c *call, base mapper.EventBase, title string, input json.RawMessage, meta mapper.Object) {
+func (d *AppServerDecoder) announce(o *out, c *call, base agent.EventBase, title string, input json.RawMessage, meta agent.Object) {
 	if c.shown && (input == nil || string(input) == string(c.input)) {
 		return
 	}
@@ -405,19 +405,19 @@ func (d *AppServerDecoder) announce(o *out, c *call, base mapper.EventBase, titl
 	if len(meta) == 0 {
 		meta = nil
 	}
-	o.add(&mapper.ToolCall{EventBase: base, CallID: c.id, Tool: c.tool, Title: title, Input: input, Metadata: meta})
+	o.add(&agent.ToolCall{EventBase: base, CallID: c.id, Tool: c.tool, Title: title, Input: input, Metadata: meta})
 }
 
 // run marks the call running unless it waits for a decision.
-func (d *AppServerDecoder) run(o *out, c *call, base mapper.EventBase) {
+func (d *AppServerDecoder) run(o *out, c *call, base agent.EventBase) {
 	if c.running || c.blocked || c.done {
 		return
 	}
 	c.running = true
-	o.add(&mapper.ToolRunning{EventBase: base, CallID: c.id})
+	o.add(&agent.ToolRunning{EventBase: base, CallID: c.id})
 }
 
-func (d *AppServerDecoder) complete(o *out, c *call, base mapper.EventBase, output string, meta mapper.Object) {
+func (d *AppServerDecoder) complete(o *out, c *call, base agent.EventBase, output string, meta agent.Object) {
 	if c.done {
 		return
 	}
@@ -426,11 +426,11 @@ func (d *AppServerDecoder) complete(o *out, c *call, base mapper.EventBase, outp
 	if len(meta) == 0 {
 		meta = nil
 	}
-	o.add(&mapper.ToolCompleted{EventBase: base, CallID: c.id, Output: output, Metadata: meta})
+	o.add(&agent.ToolCompleted{EventBase: base, CallID: c.id, Output: output, Metadata: meta})
 	delete(d.calls, c.session+"\x00"+c.id)
 }
 
-func (d *AppServerDecoder) fail(o *out, c *call, base mapper.EventBase, msg string, meta mapper.Object) {
+func (d *AppServerDecoder) fail(o *out, c *call, base agent.EventBase, msg string, meta agent.Object) {
 	if c.done {
 		return
 	}
@@ -438,14 +438,14 @@ func (d *AppServerDecoder) fail(o *out, c *call, base mapper.EventBase, msg stri
 	if len(meta) == 0 {
 		meta = nil
 	}
-	o.add(&mapper.ToolFailed{EventBase: base, CallID: c.id, Error: msg, Metadata: meta})
+	o.add(&agent.ToolFailed{EventBase: base, CallID: c.id, Error: msg, Metadata: meta})
 	delete(d.calls, c.session+"\x00"+c.id)
 }
 
 // fileChangeDetail renders a fileChange's changes as tool input
 // ({"changes":[{path, kind}]}), metadata ({"diff": all diffs, "files":
 // [{path, kind, diff, movePath?}]}) and the list of paths.
-func fileChangeDetail(changes []fileUpdate) (json.RawMessage, mapper.Object, []string) {
+func fileChangeDetail(changes []fileUpdate) (json.RawMessage, agent.Object, []string) {
 	type inChange struct {
 		Path string `json:"path"`
 		Kind string `json:"kind"`
@@ -479,7 +479,7 @@ func fileChangeDetail(changes []fileUpdate) (json.RawMessage, mapper.Object, []s
 		}
 	}
 	input := mustObject(map[string]any{"changes": ins})
-	meta := mapper.Object{"files": files}
+	meta := agent.Object{"files": files}
 	if diff.Len() > 0 {
 		meta["diff"] = diff.String()
 	}
@@ -488,7 +488,7 @@ func fileChangeDetail(changes []fileUpdate) (json.RawMessage, mapper.Object, []s
 
 // userContent flattens a userMessage's UserInput list: text parts joined
 // by blank lines, images as files.
-func userContent(raw json.RawMessage) (string, []mapper.PromptFile) {
+func userContent(raw json.RawMessage) (string, []agent.PromptFile) {
 	var parts []struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
@@ -498,15 +498,15 @@ func userContent(raw json.RawMessage) (string, []mapper.PromptFile) {
 	}
 	_ = json.Unmarshal(raw, &parts)
 	var texts []string
-	var files []mapper.PromptFile
+	var files []agent.PromptFile
 	for _, p := range parts {
 		switch p.Type {
 		case "text":
 			texts = append(texts, p.Text)
 		case "image":
-			files = append(files, mapper.PromptFile{Mime: dataURLMime(p.URL), URL: p.URL})
+			files = append(files, agent.PromptFile{Mime: dataURLMime(p.URL), URL: p.URL})
 		case "localImage":
-			files = append(files, mapper.PromptFile{Mime: mimeOf(p.Path), Filename: path.Base(p.Path), URL: "file://" + p.Path})
+			files = append(files, agent.PromptFile{Mime: mimeOf(p.Path), Filename: path.Base(p.Path), URL: "file://" + p.Path})
 		case "mention", "skill":
 			if p.Path != "" {
 				texts = append(texts, "@"+p.Path)
@@ -577,13 +577,13 @@ func (d *AppServerDecoder) request(o *out, m jsonrpc.Message) {
 		} `json:"questions"`
 	}
 	if len(m.Params) == 0 || m.Params[0] != '{' || json.Unmarshal(m.Params, &p) != nil {
-		d.drop(o, m.Method, mapper.DropInvalidField, "request params are not an object of the expected shape", m.Raw)
+		d.drop(o, m.Method, agent.DropInvalidField, "request params are not an object of the expected shape", m.Raw)
 		return
 	}
 	if r := d.received[key]; r != nil && !r.answered {
 		// A second request under the id of one still waiting: keep the
 		// first (its answer is matched by id), refuse this one.
-		d.drop(o, m.Method, mapper.DropInvalidField, "request id "+key+" is already pending", m.Raw)
+		d.drop(o, m.Method, agent.DropInvalidField, "request id "+key+" is already pending", m.Raw)
 		return
 	}
 	threadID := p.ThreadID
@@ -595,11 +595,11 @@ func (d *AppServerDecoder) request(o *out, m jsonrpc.Message) {
 		th = d.threads[d.main]
 	}
 	if th == nil {
-		d.drop(o, m.Method, mapper.DropOrphan, "request for an unknown thread", m.Raw)
+		d.drop(o, m.Method, agent.DropOrphan, "request for an unknown thread", m.Raw)
 		return
 	}
-	base := mapper.EventBase{Session: th.session}
-	meta := mapper.Object{}
+	base := agent.EventBase{Session: th.session}
+	meta := agent.Object{}
 	if p.Reason != nil && *p.Reason != "" {
 		meta["reason"] = *p.Reason
 	}
@@ -611,7 +611,7 @@ func (d *AppServerDecoder) request(o *out, m jsonrpc.Message) {
 		}
 		cmd := commandString(p.Command)
 		if callID == "" {
-			d.drop(o, m.Method, mapper.DropMissingID, "approval request without item/call id", m.Raw)
+			d.drop(o, m.Method, agent.DropMissingID, "approval request without item/call id", m.Raw)
 			return
 		}
 		if p.Cwd != "" {
@@ -634,14 +634,14 @@ func (d *AppServerDecoder) request(o *out, m jsonrpc.Message) {
 		if p.Cwd != "" {
 			in["cwd"] = p.Cwd
 		}
-		d.block(o, c, base, key, m.Method, mustObject(in), &mapper.PermissionRequest{Permission: "bash", Patterns: patterns, Always: patterns, Metadata: meta})
+		d.block(o, c, base, key, m.Method, mustObject(in), &agent.PermissionRequest{Permission: "bash", Patterns: patterns, Always: patterns, Metadata: meta})
 	case "item/fileChange/requestApproval", "applyPatchApproval":
 		callID := p.ItemID
 		if m.Method == "applyPatchApproval" {
 			callID = p.CallID
 		}
 		if callID == "" {
-			d.drop(o, m.Method, mapper.DropMissingID, "approval request without item/call id", m.Raw)
+			d.drop(o, m.Method, agent.DropMissingID, "approval request without item/call id", m.Raw)
 			return
 		}
 		if p.GrantRoot != nil && *p.GrantRoot != "" {
@@ -664,22 +664,22 @@ func (d *AppServerDecoder) request(o *out, m jsonrpc.Message) {
 		if !c.shown {
 			input = mustObject(map[string]any{"paths": paths})
 		}
-		d.block(o, c, base, key, m.Method, input, &mapper.PermissionRequest{Permission: "edit", Patterns: paths, Always: paths, Metadata: meta})
+		d.block(o, c, base, key, m.Method, input, &agent.PermissionRequest{Permission: "edit", Patterns: paths, Always: paths, Metadata: meta})
 	case "item/tool/requestUserInput":
 		if p.ItemID == "" || len(p.Questions) == 0 {
-			d.drop(o, m.Method, mapper.DropInvalidField, "question request without itemId or questions", m.Raw)
+			d.drop(o, m.Method, agent.DropInvalidField, "question request without itemId or questions", m.Raw)
 			return
 		}
 		c := d.callFor(th, p.ItemID)
 		if c.tool == "" {
 			c.tool = "question"
 		}
-		q := &mapper.QuestionRequest{}
+		q := &agent.QuestionRequest{}
 		var qids []string
 		for _, x := range p.Questions {
-			info := mapper.QuestionInfo{Question: x.Question, Header: x.Header, Options: []mapper.QuestionOption{}}
+			info := agent.QuestionInfo{Question: x.Question, Header: x.Header, Options: []agent.QuestionOption{}}
 			for _, op := range x.Options {
-				info.Options = append(info.Options, mapper.QuestionOption{Label: op.Label, Description: op.Description})
+				info.Options = append(info.Options, agent.QuestionOption{Label: op.Label, Description: op.Description})
 			}
 			custom := x.IsOther || len(x.Options) == 0
 			info.Custom = &custom
@@ -688,17 +688,17 @@ func (d *AppServerDecoder) request(o *out, m jsonrpc.Message) {
 		}
 		d.received[key] = &srvReq{method: m.Method, session: th.session, callID: p.ItemID, qids: qids}
 		c.blocked = true
-		o.add(&mapper.ToolBlocked{EventBase: base, CallID: p.ItemID, Tool: c.tool, Question: q})
+		o.add(&agent.ToolBlocked{EventBase: base, CallID: p.ItemID, Tool: c.tool, Question: q})
 	case "mcpServer/elicitation/request", "item/permissions/requestApproval", "item/tool/call",
 		"account/chatgptAuthTokens/refresh", "attestation/generate":
 		// Known, and refused by the live client with a JSON-RPC error.
 		d.received[key] = &srvReq{method: m.Method, session: th.session}
 	default:
-		d.drop(o, m.Method, mapper.DropUnknownType, "server request unknown to this version", m.Raw)
+		d.drop(o, m.Method, agent.DropUnknownType, "server request unknown to this version", m.Raw)
 	}
 }
 
-func (d *AppServerDecoder) block(o *out, c *call, base mapper.EventBase, key, method string, input json.RawMessage, perm *mapper.PermissionRequest) {
+func (d *AppServerDecoder) block(o *out, c *call, base agent.EventBase, key, method string, input json.RawMessage, perm *agent.PermissionRequest) {
 	d.received[key] = &srvReq{method: method, session: c.session, callID: c.id}
 	if c.done {
 		return
@@ -707,7 +707,7 @@ func (d *AppServerDecoder) block(o *out, c *call, base mapper.EventBase, key, me
 	if c.shown {
 		input = nil
 	}
-	o.add(&mapper.ToolBlocked{EventBase: base, CallID: c.id, Tool: c.tool, Input: input, Permission: perm})
+	o.add(&agent.ToolBlocked{EventBase: base, CallID: c.id, Tool: c.tool, Input: input, Permission: perm})
 }
 
 // commandString renders a command given as a string or an argv list.
@@ -766,12 +766,12 @@ func (d *AppServerDecoder) c2a(o *out, f Frame) {
 			return
 		}
 		c := d.calls[r.session+"\x00"+r.callID]
-		base := mapper.EventBase{Session: r.session}
+		base := agent.EventBase{Session: r.session}
 		if m.Error != nil {
 			if c != nil {
 				c.blocked = false
 			}
-			o.add(&mapper.ToolResolved{EventBase: base, CallID: r.callID, Decision: mapper.DecisionReject, Reason: mapper.ReasonCancelled})
+			o.add(&agent.ToolResolved{EventBase: base, CallID: r.callID, Decision: agent.DecisionReject, Reason: agent.ReasonCancelled})
 			return
 		}
 		if r.method == "item/tool/requestUserInput" {
@@ -788,7 +788,7 @@ func (d *AppServerDecoder) c2a(o *out, f Frame) {
 			if c != nil {
 				c.blocked = false
 			}
-			o.add(&mapper.ToolResolved{EventBase: base, CallID: r.callID, Answers: answers})
+			o.add(&agent.ToolResolved{EventBase: base, CallID: r.callID, Answers: answers})
 			return
 		}
 		var res struct {
@@ -798,14 +798,14 @@ func (d *AppServerDecoder) c2a(o *out, f Frame) {
 		dec, reason, ok := decision(res.Decision)
 		if !ok {
 			r.answered = false
-			d.drop(o, "decision", mapper.DropUnknownDecision, "answer "+string(res.Decision)+" is not a known decision", f.Msg)
+			d.drop(o, "decision", agent.DropUnknownDecision, "answer "+string(res.Decision)+" is not a known decision", f.Msg)
 			return
 		}
 		if c != nil {
 			c.blocked = false
-			c.running = dec != mapper.DecisionReject
+			c.running = dec != agent.DecisionReject
 		}
-		o.add(&mapper.ToolResolved{EventBase: base, CallID: r.callID, Decision: dec, Reason: reason})
+		o.add(&agent.ToolResolved{EventBase: base, CallID: r.callID, Decision: dec, Reason: reason})
 	}
 }
 
@@ -820,7 +820,7 @@ func (d *AppServerDecoder) response(o *out, m jsonrpc.Message) {
 	if m.Error != nil {
 		switch s.method {
 		case "turn/start", "thread/start", "thread/resume":
-			o.add(&mapper.AgentError{Kind: mapper.ErrorProtocol, Text: s.method + " failed: " + m.Error.Message})
+			o.add(&agent.AgentError{Kind: agent.ErrorProtocol, Text: s.method + " failed: " + m.Error.Message})
 		}
 		return
 	}
@@ -833,7 +833,7 @@ func (d *AppServerDecoder) response(o *out, m jsonrpc.Message) {
 			Cwd           string     `json:"cwd"`
 		}
 		if json.Unmarshal(m.Result, &r) != nil || r.Thread.ID == "" {
-			d.drop(o, s.method, mapper.DropMissingID, "response without thread.id", m.Raw)
+			d.drop(o, s.method, agent.DropMissingID, "response without thread.id", m.Raw)
 			return
 		}
 		if r.Thread.Model == "" {
@@ -866,7 +866,7 @@ func (d *AppServerDecoder) response(o *out, m jsonrpc.Message) {
 			Thread threadInfo `json:"thread"`
 		}
 		if json.Unmarshal(m.Result, &r) != nil {
-			d.drop(o, s.method, mapper.DropInvalidField, "thread/read result without thread", m.Raw)
+			d.drop(o, s.method, agent.DropInvalidField, "thread/read result without thread", m.Raw)
 			return
 		}
 		th := d.threads[r.Thread.ID]

@@ -14,10 +14,10 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/happy-dev/happy/internal/evqueue"
-	"github.com/happy-dev/happy/internal/jsonrpc"
-	"github.com/happy-dev/happy/internal/trafficlog"
-	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/adapters/jsonrpc"
+	"github.com/happy-dev/happy/adapters/trafficlog"
+	"github.com/happy-dev/happy/agent"
+	"github.com/happy-dev/happy/internal/queue"
 )
 
 // Errors callers branch on.
@@ -186,7 +186,7 @@ type Client struct {
 	conn  *jsonrpc.Conn
 	proc  *jsonrpc.Process
 	dec   Decoder
-	q     *evqueue.Queue
+	q     *queue.Unbounded[agent.Event]
 
 	mu        sync.Mutex
 	thread    string                // main thread (app-server) or conversation (mcp)
@@ -208,7 +208,7 @@ type Client struct {
 	exitOnce        sync.Once
 
 	heldMu sync.Mutex
-	held   []mapper.Event // events of the frame being handled
+	held   []agent.Event // events of the frame being handled
 
 	// runnerOwnsControl: a session runner records prompts and answers in
 	// the transcript itself (see Agent), so their echo is not published.
@@ -219,13 +219,13 @@ type Client struct {
 // user prompts (it applies its own when it sends one) and the resolutions
 // read back from happy's own answers. Resolutions Codex reports by itself
 // (serverRequest/resolved) stay.
-func withoutControlEcho(evs []mapper.Event, dir trafficlog.Dir) []mapper.Event {
+func withoutControlEcho(evs []agent.Event, dir trafficlog.Dir) []agent.Event {
 	out := evs[:0:0]
 	for _, e := range evs {
 		switch e.(type) {
-		case *mapper.UserPrompt:
+		case *agent.UserPrompt:
 			continue
-		case *mapper.ToolResolved:
+		case *agent.ToolResolved:
 			if dir == trafficlog.C2A {
 				continue
 			}
@@ -310,7 +310,7 @@ func Connect(ctx context.Context, rwc io.ReadWriteCloser, opts Options) (*Client
 
 func newClient(opts Options, proto Protocol) *Client {
 	return &Client{
-		opts: opts, proto: proto, dec: NewDecoder(proto), q: evqueue.New(),
+		opts: opts, proto: proto, dec: NewDecoder(proto), q: queue.New[agent.Event](),
 		children: map[string]bool{}, ended: map[string]bool{}, pending: map[string][]*pending{},
 		firstCall: true,
 	}
@@ -372,7 +372,7 @@ func (c *Client) release() {
 
 // Events delivers the session's agent events in order. It is closed after
 // Codex exited (or Close) and every event was delivered.
-func (c *Client) Events() <-chan mapper.Event { return c.q.Out() }
+func (c *Client) Events() <-chan agent.Event { return c.q.Out() }
 
 // Protocol is the protocol in use.
 func (c *Client) Protocol() Protocol { return c.proto }
@@ -715,8 +715,8 @@ func cancelAnswer(p *pending) any {
 // pending for the call (Codex may ask more than once) gets the answer.
 // Errors: ErrUnknownDecision, ErrNoPendingRequest, ErrClosed, or the write
 // error.
-func (c *Client) Answer(ctx context.Context, callID string, d mapper.Decision) error {
-	if d != mapper.DecisionOnce && d != mapper.DecisionAlways && d != mapper.DecisionReject {
+func (c *Client) Answer(ctx context.Context, callID string, d agent.Decision) error {
+	if d != agent.DecisionOnce && d != agent.DecisionAlways && d != agent.DecisionReject {
 		return fmt.Errorf("%w: %q", ErrUnknownDecision, d)
 	}
 	ps, err := c.takePending(callID, false)
@@ -806,13 +806,13 @@ func (c *Client) takePending(callID string, question bool) ([]*pending, error) {
 }
 
 // answerFor builds the response to an approval request.
-func answerFor(p *pending, d mapper.Decision) any {
+func answerFor(p *pending, d agent.Decision) any {
 	switch p.method {
 	case "item/commandExecution/requestApproval", "item/fileChange/requestApproval":
 		switch d {
-		case mapper.DecisionOnce:
+		case agent.DecisionOnce:
 			return map[string]any{"decision": "accept"}
-		case mapper.DecisionReject:
+		case agent.DecisionReject:
 			return map[string]any{"decision": "decline"}
 		}
 		if p.available == nil || offers(p.available, "acceptForSession") {
@@ -826,9 +826,9 @@ func answerFor(p *pending, d mapper.Decision) any {
 		return map[string]any{"decision": "accept"}
 	default: // execCommandApproval, applyPatchApproval, elicitation/create
 		switch d {
-		case mapper.DecisionOnce:
+		case agent.DecisionOnce:
 			return map[string]any{"decision": "approved"}
-		case mapper.DecisionReject:
+		case agent.DecisionReject:
 			return map[string]any{"decision": "denied"}
 		}
 		return map[string]any{"decision": "approved_for_session"}

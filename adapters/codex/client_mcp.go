@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/happy-dev/happy/internal/jsonrpc"
+	"github.com/happy-dev/happy/adapters/jsonrpc"
 )
 
 // MCPProtocolVersion is the MCP protocol version happy offers to `codex

@@ -13,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -112,7 +113,7 @@ func (f *fakeServer) appServerHandshake() {
 // collector gathers a client's events.
 type collector struct {
 	mu   sync.Mutex
-	evs  []mapper.Event
+	evs  []agent.Event
 	done chan struct{}
 }
 
@@ -129,17 +130,17 @@ func collect(c *Client) *collector {
 	return col
 }
 
-func (col *collector) events() []mapper.Event {
+func (col *collector) events() []agent.Event {
 	col.mu.Lock()
 	defer col.mu.Unlock()
-	return append([]mapper.Event(nil), col.evs...)
+	return append([]agent.Event(nil), col.evs...)
 }
 
 // turnEnds lists "turnID:reason" of every TurnEnded of the root session.
-func turnEnds(evs []mapper.Event) []string {
+func turnEnds(evs []agent.Event) []string {
 	var out []string
 	for _, e := range evs {
-		if te, ok := e.(*mapper.TurnEnded); ok && te.Session == "" {
+		if te, ok := e.(*agent.TurnEnded); ok && te.Session == "" {
 			out = append(out, te.TurnID+":"+te.Reason)
 		}
 	}
@@ -244,7 +245,7 @@ func TestTurnLifecycleB16(t *testing.T) {
 			synctest.Wait()
 			blocked := false
 			for _, e := range col.events() {
-				if b, ok := e.(*mapper.ToolBlocked); ok && b.CallID == "call_x" {
+				if b, ok := e.(*agent.ToolBlocked); ok && b.CallID == "call_x" {
 					blocked = true
 				}
 			}
@@ -254,10 +255,10 @@ func TestTurnLifecycleB16(t *testing.T) {
 			time.Sleep(time.Second)
 		}
 		time.Sleep(400 * time.Second)
-		if err := c.Answer(ctx, "call_x", mapper.DecisionOnce); err != nil {
+		if err := c.Answer(ctx, "call_x", agent.DecisionOnce); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Answer(ctx, "call_x", mapper.DecisionOnce); err == nil {
+		if err := c.Answer(ctx, "call_x", agent.DecisionOnce); err == nil {
 			t.Error("second answer accepted")
 		}
 		<-script
@@ -272,7 +273,7 @@ func TestTurnLifecycleB16(t *testing.T) {
 		}
 		var dropped []string
 		for _, e := range evs {
-			if d, ok := e.(*mapper.DroppedInput); ok {
+			if d, ok := e.(*agent.DroppedInput); ok {
 				dropped = append(dropped, d.Dropped.Kind+":"+string(d.Dropped.Reason))
 			}
 		}
@@ -293,7 +294,7 @@ func TestTurnLifecycleB16(t *testing.T) {
 				}
 			}
 		}
-		if tool == nil || tool.State.Status != mapper.StatusCompleted || tool.State.Output != "ok\n" || tool.State.Block == nil || tool.State.Block.Decision != mapper.DecisionOnce {
+		if tool == nil || tool.State.Status != mapper.StatusCompleted || tool.State.Output != "ok\n" || tool.State.Block == nil || tool.State.Block.Decision != agent.DecisionOnce {
 			t.Errorf("tool part %+v", tool)
 		}
 	})
@@ -395,9 +396,9 @@ func TestResumeThread(t *testing.T) {
 		_ = c.Close()
 		<-col.done
 		checkSentMessagesValid(t, ProtocolAppServer, []byte(rec.String()))
-		var info *mapper.SessionInfo
+		var info *agent.SessionInfo
 		for _, e := range col.events() {
-			if si, ok := e.(*mapper.SessionInfo); ok {
+			if si, ok := e.(*agent.SessionInfo); ok {
 				info = si
 			}
 		}
@@ -456,7 +457,7 @@ func TestInterruptCancelsApprovals(t *testing.T) {
 			t.Fatal(err)
 		}
 		synctest.Wait()
-		if err := c.Answer(ctx, "fc1", mapper.Decision("maybe")); err == nil {
+		if err := c.Answer(ctx, "fc1", agent.Decision("maybe")); err == nil {
 			t.Error("unknown decision accepted")
 		}
 		if err := c.Interrupt(ctx); err != nil {
@@ -467,13 +468,13 @@ func TestInterruptCancelsApprovals(t *testing.T) {
 		_ = c.Close()
 		<-col.done
 		evs := col.events()
-		var resolved *mapper.ToolResolved
+		var resolved *agent.ToolResolved
 		for _, e := range evs {
-			if r, ok := e.(*mapper.ToolResolved); ok {
+			if r, ok := e.(*agent.ToolResolved); ok {
 				resolved = r
 			}
 		}
-		if resolved == nil || resolved.CallID != "fc1" || resolved.Decision != mapper.DecisionReject || resolved.Reason != mapper.ReasonCancelled {
+		if resolved == nil || resolved.CallID != "fc1" || resolved.Decision != agent.DecisionReject || resolved.Reason != agent.ReasonCancelled {
 			t.Errorf("resolution %+v", resolved)
 		}
 		if got := fmt.Sprint(turnEnds(evs)); got != "[tu1:interrupted]" {
@@ -708,10 +709,10 @@ func TestDuplicateApprovalsAllAnswered(t *testing.T) {
 			t.Fatal(err)
 		}
 		synctest.Wait()
-		if err := c.Answer(ctx, "c1", mapper.DecisionAlways); err != nil {
+		if err := c.Answer(ctx, "c1", agent.DecisionAlways); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Answer(ctx, "c1", mapper.DecisionOnce); !errors.Is(err, ErrNoPendingRequest) {
+		if err := c.Answer(ctx, "c1", agent.DecisionOnce); !errors.Is(err, ErrNoPendingRequest) {
 			t.Errorf("second answer: %v, want ErrNoPendingRequest", err)
 		}
 		<-script

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/happy-dev/happy/internal/trafficlog"
-	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/adapters/trafficlog"
+	"github.com/happy-dev/happy/agent"
 )
 
 // Frame is one record of Codex traffic, in the traffic log's terms: T in
@@ -24,11 +24,11 @@ type Frame struct {
 
 // Decoder turns Codex traffic into agent events. Both protocol decoders
 // (app-server and mcp-server) implement it. Decode never panics: a frame it
-// cannot use becomes a mapper.DroppedInput event with a reason.
+// cannot use becomes a agent.DroppedInput event with a reason.
 type Decoder interface {
 	// Decode consumes the next frame, in traffic order, and returns the
 	// events it yields (possibly none).
-	Decode(f Frame) []mapper.Event
+	Decode(f Frame) []agent.Event
 }
 
 // Drop sources of the two decoders.
@@ -64,10 +64,10 @@ func rawPrefix(b []byte) string {
 	return string(b[:n])
 }
 
-func dropped(source string, line int64, t int64, kind string, reason mapper.DropReason, detail string, raw []byte) *mapper.DroppedInput {
-	return &mapper.DroppedInput{
-		EventBase: mapper.EventBase{Time: t},
-		Dropped:   mapper.Dropped{Source: source, Line: line, Kind: kind, Reason: reason, Detail: detail, Raw: rawPrefix(raw)},
+func dropped(source string, line int64, t int64, kind string, reason agent.DropReason, detail string, raw []byte) *agent.DroppedInput {
+	return &agent.DroppedInput{
+		EventBase: agent.EventBase{Time: t},
+		Dropped:   agent.Dropped{Source: source, Line: line, Kind: kind, Reason: reason, Detail: detail, Raw: rawPrefix(raw)},
 	}
 }
 
@@ -188,20 +188,20 @@ func decodeChunk(raw json.RawMessage, b64 bool) ([]byte, error) {
 // decision maps a Codex approval answer (app-server v2 or legacy
 // ReviewDecision, as written in a response) to the canonical decision and,
 // when nobody really decided, a reason. ok is false for anything unknown.
-func decision(raw json.RawMessage) (d mapper.Decision, reason string, ok bool) {
+func decision(raw json.RawMessage) (d agent.Decision, reason string, ok bool) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		switch s {
 		case "accept", "approved":
-			return mapper.DecisionOnce, "", true
+			return agent.DecisionOnce, "", true
 		case "acceptForSession", "approved_for_session", "approved_mcp_policy_amendment":
-			return mapper.DecisionAlways, "", true
+			return agent.DecisionAlways, "", true
 		case "decline", "denied":
-			return mapper.DecisionReject, "", true
+			return agent.DecisionReject, "", true
 		case "cancel", "abort":
-			return mapper.DecisionReject, mapper.ReasonCancelled, true
+			return agent.DecisionReject, agent.ReasonCancelled, true
 		case "timed_out":
-			return mapper.DecisionReject, mapper.ReasonTimeout, true
+			return agent.DecisionReject, agent.ReasonTimeout, true
 		}
 		return "", "", false
 	}
@@ -212,7 +212,7 @@ func decision(raw json.RawMessage) (d mapper.Decision, reason string, ok bool) {
 	for k, v := range obj {
 		switch k {
 		case "acceptWithExecpolicyAmendment", "approved_execpolicy_amendment":
-			return mapper.DecisionAlways, "", true
+			return agent.DecisionAlways, "", true
 		case "applyNetworkPolicyAmendment", "network_policy_amendment":
 			var a struct {
 				Action string `json:"action"`
@@ -227,9 +227,9 @@ func decision(raw json.RawMessage) (d mapper.Decision, reason string, ok bool) {
 			}
 			switch action {
 			case "allow":
-				return mapper.DecisionAlways, "", true
+				return agent.DecisionAlways, "", true
 			case "deny":
-				return mapper.DecisionReject, "", true
+				return agent.DecisionReject, "", true
 			}
 		}
 	}
@@ -253,7 +253,7 @@ type tokenBreakdown struct {
 
 // tokens converts a breakdown: input excludes cached input (reported as a
 // cache read), output is as Codex reports it, reasoning separately.
-func (b *tokenBreakdown) tokens() *mapper.Tokens {
+func (b *tokenBreakdown) tokens() *agent.Tokens {
 	pick := func(a, s *int64) *int64 {
 		if a != nil {
 			return a
@@ -265,7 +265,7 @@ func (b *tokenBreakdown) tokens() *mapper.Tokens {
 	if in == nil && out == nil && cached == nil && rs == nil {
 		return nil
 	}
-	t := &mapper.Tokens{Output: out, Reasoning: rs, Cache: mapper.CacheTokens{Read: cached, Write: cw}}
+	t := &agent.Tokens{Output: out, Reasoning: rs, Cache: agent.CacheTokens{Read: cached, Write: cw}}
 	if in != nil {
 		v := *in
 		if cached != nil && *cached <= v {
@@ -278,9 +278,9 @@ func (b *tokenBreakdown) tokens() *mapper.Tokens {
 
 // errorKind maps a Codex error code (codexErrorInfo, either casing) to an
 // error kind, and extracts an HTTP status when one is given.
-func errorKind(info json.RawMessage) (mapper.ErrorKind, *int) {
+func errorKind(info json.RawMessage) (agent.ErrorKind, *int) {
 	if len(info) == 0 || string(info) == "null" {
-		return mapper.ErrorInternal, nil
+		return agent.ErrorInternal, nil
 	}
 	var s string
 	if json.Unmarshal(info, &s) == nil {
@@ -291,7 +291,7 @@ func errorKind(info json.RawMessage) (mapper.ErrorKind, *int) {
 		SStatus *int `json:"http_status_code"`
 	}
 	if json.Unmarshal(info, &obj) != nil {
-		return mapper.ErrorInternal, nil
+		return agent.ErrorInternal, nil
 	}
 	for k, v := range obj {
 		st := v.Status
@@ -300,30 +300,30 @@ func errorKind(info json.RawMessage) (mapper.ErrorKind, *int) {
 		}
 		kind := kindOf(k)
 		if st != nil && (*st == 401 || *st == 403) {
-			kind = mapper.ErrorAuth
+			kind = agent.ErrorAuth
 		} else if st != nil && *st == 429 {
-			kind = mapper.ErrorRateLimit
+			kind = agent.ErrorRateLimit
 		}
 		return kind, st
 	}
-	return mapper.ErrorInternal, nil
+	return agent.ErrorInternal, nil
 }
 
-func kindOf(code string) mapper.ErrorKind {
+func kindOf(code string) agent.ErrorKind {
 	switch code {
 	case "unauthorized":
-		return mapper.ErrorAuth
+		return agent.ErrorAuth
 	case "usageLimitExceeded", "usage_limit_exceeded", "rateLimitExceeded", "rate_limit_exceeded",
 		"serverOverloaded", "server_overloaded", "sessionBudgetExceeded":
-		return mapper.ErrorRateLimit
+		return agent.ErrorRateLimit
 	case "httpConnectionFailed", "http_connection_failed", "responseStreamConnectionFailed",
 		"response_stream_connection_failed", "responseStreamDisconnected", "response_stream_disconnected",
 		"responseTooManyFailedAttempts", "response_too_many_failed_attempts":
-		return mapper.ErrorTransport
+		return agent.ErrorTransport
 	case "badRequest", "bad_request", "modelNotFound", "activeTurnNotSteerable":
-		return mapper.ErrorProtocol
+		return agent.ErrorProtocol
 	}
-	return mapper.ErrorInternal
+	return agent.ErrorInternal
 }
 
 // objectOr returns raw when it is a JSON object, else {"value": raw} (tool

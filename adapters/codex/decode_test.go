@@ -9,13 +9,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/happy-dev/happy/internal/trafficlog"
+	"github.com/happy-dev/happy/adapters/trafficlog"
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
 )
 
 // replayFile decodes a traffic log of testdata/synthetic and checks the
 // golden events and transcript.
-func replayFile(t *testing.T, name string, p Protocol) ([]mapper.Event, mapper.Transcript) {
+func replayFile(t *testing.T, name string, p Protocol) ([]agent.Event, mapper.Transcript) {
 	t.Helper()
 	f, err := os.Open(filepath.Join("testdata", "synthetic", name+".jsonl"))
 	if err != nil {
@@ -115,7 +116,7 @@ func TestDecodeAppServerAllKinds(t *testing.T) {
 	if len(tr.Children) != 1 || tr.Children[0].Session.Title != "explorer" || len(tr.Children[0].Messages) == 0 {
 		t.Errorf("children %+v", tr.Children)
 	}
-	if len(tr.Todos) != 3 || tr.Todos[0].Status != mapper.TodoInProgress || tr.Todos[2].Status != mapper.TodoCompleted {
+	if len(tr.Todos) != 3 || tr.Todos[0].Status != agent.TodoInProgress || tr.Todos[2].Status != agent.TodoCompleted {
 		t.Errorf("todos %+v", tr.Todos)
 	}
 	// Drops: unknown item, unknown method, a non-JSON line, an unknown decision.
@@ -127,20 +128,20 @@ func TestDecodeAppServerAllKinds(t *testing.T) {
 		t.Errorf("dropped %v, want %s", drops, want)
 	}
 	var retries, errs int
-	var usage *mapper.Usage
+	var usage *agent.Usage
 	for _, e := range evs {
 		switch e := e.(type) {
-		case *mapper.Retry:
+		case *agent.Retry:
 			retries++
 			if e.Attempt != retries {
 				t.Errorf("retry attempt %d, want %d", e.Attempt, retries)
 			}
-		case *mapper.AgentError:
+		case *agent.AgentError:
 			errs++
-			if e.Kind != mapper.ErrorAuth || e.StatusCode == nil || *e.StatusCode != 401 {
+			if e.Kind != agent.ErrorAuth || e.StatusCode == nil || *e.StatusCode != 401 {
 				t.Errorf("agent error %+v", e)
 			}
-		case *mapper.Usage:
+		case *agent.Usage:
 			usage = e
 		}
 	}
@@ -243,22 +244,22 @@ func TestDecodeChunk(t *testing.T) {
 func TestDecision(t *testing.T) {
 	for _, tc := range []struct {
 		in     string
-		d      mapper.Decision
+		d      agent.Decision
 		reason string
 		ok     bool
 	}{
-		{`"accept"`, mapper.DecisionOnce, "", true},
-		{`"approved"`, mapper.DecisionOnce, "", true},
-		{`"acceptForSession"`, mapper.DecisionAlways, "", true},
-		{`"approved_for_session"`, mapper.DecisionAlways, "", true},
-		{`{"acceptWithExecpolicyAmendment":{"execpolicy_amendment":["ls"]}}`, mapper.DecisionAlways, "", true},
-		{`{"approved_execpolicy_amendment":{"proposed_execpolicy_amendment":["ls"]}}`, mapper.DecisionAlways, "", true},
-		{`{"applyNetworkPolicyAmendment":{"network_policy_amendment":{"action":"deny","host":"x"}}}`, mapper.DecisionReject, "", true},
-		{`"decline"`, mapper.DecisionReject, "", true},
-		{`"denied"`, mapper.DecisionReject, "", true},
-		{`"cancel"`, mapper.DecisionReject, mapper.ReasonCancelled, true},
-		{`"abort"`, mapper.DecisionReject, mapper.ReasonCancelled, true},
-		{`"timed_out"`, mapper.DecisionReject, mapper.ReasonTimeout, true},
+		{`"accept"`, agent.DecisionOnce, "", true},
+		{`"approved"`, agent.DecisionOnce, "", true},
+		{`"acceptForSession"`, agent.DecisionAlways, "", true},
+		{`"approved_for_session"`, agent.DecisionAlways, "", true},
+		{`{"acceptWithExecpolicyAmendment":{"execpolicy_amendment":["ls"]}}`, agent.DecisionAlways, "", true},
+		{`{"approved_execpolicy_amendment":{"proposed_execpolicy_amendment":["ls"]}}`, agent.DecisionAlways, "", true},
+		{`{"applyNetworkPolicyAmendment":{"network_policy_amendment":{"action":"deny","host":"x"}}}`, agent.DecisionReject, "", true},
+		{`"decline"`, agent.DecisionReject, "", true},
+		{`"denied"`, agent.DecisionReject, "", true},
+		{`"cancel"`, agent.DecisionReject, agent.ReasonCancelled, true},
+		{`"abort"`, agent.DecisionReject, agent.ReasonCancelled, true},
+		{`"timed_out"`, agent.DecisionReject, agent.ReasonTimeout, true},
 		{`"yes"`, "", "", false},
 		{`true`, "", "", false},
 		{`{"a":1,"b":2}`, "", "", false},
@@ -283,19 +284,19 @@ func TestAnswerFor(t *testing.T) {
 	mcp := &pending{method: "elicitation/create"}
 	for _, tc := range []struct {
 		p    *pending
-		d    mapper.Decision
+		d    agent.Decision
 		want string
 	}{
-		{noSession, mapper.DecisionOnce, `{"decision":"accept"}`},
-		{noSession, mapper.DecisionAlways, `{"decision":{"acceptWithExecpolicyAmendment":{"execpolicy_amendment":["ls"]}}}`},
-		{noSession, mapper.DecisionReject, `{"decision":"decline"}`},
-		{withSession, mapper.DecisionAlways, `{"decision":"acceptForSession"}`},
+		{noSession, agent.DecisionOnce, `{"decision":"accept"}`},
+		{noSession, agent.DecisionAlways, `{"decision":{"acceptWithExecpolicyAmendment":{"execpolicy_amendment":["ls"]}}}`},
+		{noSession, agent.DecisionReject, `{"decision":"decline"}`},
+		{withSession, agent.DecisionAlways, `{"decision":"acceptForSession"}`},
 		// Neither acceptForSession nor an amendment offered: accept once.
-		{onlyOnce, mapper.DecisionAlways, `{"decision":"accept"}`},
-		{unlisted, mapper.DecisionAlways, `{"decision":"acceptForSession"}`},
-		{legacy, mapper.DecisionOnce, `{"decision":"approved"}`},
-		{legacy, mapper.DecisionAlways, `{"decision":"approved_for_session"}`},
-		{mcp, mapper.DecisionReject, `{"decision":"denied"}`},
+		{onlyOnce, agent.DecisionAlways, `{"decision":"accept"}`},
+		{unlisted, agent.DecisionAlways, `{"decision":"acceptForSession"}`},
+		{legacy, agent.DecisionOnce, `{"decision":"approved"}`},
+		{legacy, agent.DecisionAlways, `{"decision":"approved_for_session"}`},
+		{mcp, agent.DecisionReject, `{"decision":"denied"}`},
 	} {
 		if got := enc(answerFor(tc.p, tc.d)); got != tc.want {
 			t.Errorf("answerFor(%s, %s) = %s, want %s", tc.p.method, tc.d, got, tc.want)
@@ -365,11 +366,11 @@ func TestDuplicatePendingRequestID(t *testing.T) {
 				}
 				for _, e := range tc.dec.Decode(Frame{Dir: dir, Msg: json.RawMessage(fr)}) {
 					switch e := e.(type) {
-					case *mapper.DroppedInput:
+					case *agent.DroppedInput:
 						drops = append(drops, e.Dropped.Kind+"/"+string(e.Dropped.Reason)+"/"+e.Dropped.Detail)
-					case *mapper.ToolBlocked:
+					case *agent.ToolBlocked:
 						blocked = append(blocked, e.CallID)
-					case *mapper.ToolResolved:
+					case *agent.ToolResolved:
 						resolved = append(resolved, e.CallID+":"+string(e.Decision))
 					}
 				}

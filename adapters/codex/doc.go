@@ -16,7 +16,7 @@
 //   - Client starts Codex (or Connect speaks to any stream), decodes what
 //     crosses the pipe with the same decoder, and carries control the other
 //     way: Prompt, Answer, AnswerQuestion, Interrupt, Close. Agent adapts it
-//     to session.Agent.
+//     to agent.Agent.
 //   - Replay / ReplayEvents decode a recorded traffic log (happy replay);
 //     ExecDecoder / ReplayExec read the JSONL of `codex exec --json`.
 //

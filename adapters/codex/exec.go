@@ -8,8 +8,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/linereader"
-	"github.com/happy-dev/happy/mapper"
 )
 
 // SourceExec is the drop source of ExecDecoder.
@@ -79,21 +79,21 @@ type execChange struct {
 }
 
 // DecodeLine maps one line of output, seen at t (Unix ms, 0 unknown).
-func (d *ExecDecoder) DecodeLine(line []byte, t int64) []mapper.Event {
+func (d *ExecDecoder) DecodeLine(line []byte, t int64) []agent.Event {
 	d.n++
 	o := &out{t: t}
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 {
 		return nil
 	}
-	drop := func(kind string, reason mapper.DropReason, detail string) {
+	drop := func(kind string, reason agent.DropReason, detail string) {
 		o.add(dropped(SourceExec, d.n, t, kind, reason, detail, line))
 	}
 	if line[0] != '{' {
 		if json.Valid(line) {
-			drop("", mapper.DropNotAnObject, "line is JSON but not an object")
+			drop("", agent.DropNotAnObject, "line is JSON but not an object")
 		} else {
-			drop("", mapper.DropUnparseableJSON, "line is not JSON")
+			drop("", agent.DropUnparseableJSON, "line is not JSON")
 		}
 		return o.ev
 	}
@@ -107,35 +107,35 @@ func (d *ExecDecoder) DecodeLine(line []byte, t int64) []mapper.Event {
 		} `json:"error"`
 	}
 	if err := json.Unmarshal(line, &ev); err != nil {
-		drop("", mapper.DropUnparseableJSON, err.Error())
+		drop("", agent.DropUnparseableJSON, err.Error())
 		return o.ev
 	}
 	switch ev.Type {
 	case "thread.started":
-		o.add(&mapper.SessionInfo{ProviderSessionID: ev.ThreadID})
+		o.add(&agent.SessionInfo{ProviderSessionID: ev.ThreadID})
 	case "turn.started":
 		d.start(o)
 	case "turn.completed":
 		d.start(o)
-		d.end(o, mapper.TurnCompleted, "")
+		d.end(o, agent.TurnCompleted, "")
 	case "turn.failed":
 		d.start(o)
 		msg := "turn failed"
 		if ev.Error != nil {
 			msg = ev.Error.Message
 		}
-		o.add(&mapper.AgentError{Kind: mapper.ErrorInternal, Text: msg})
-		d.end(o, mapper.TurnFailed, msg)
+		o.add(&agent.AgentError{Kind: agent.ErrorInternal, Text: msg})
+		d.end(o, agent.TurnFailed, msg)
 	case "error":
-		o.add(&mapper.AgentError{Kind: mapper.ErrorInternal, Text: ev.Message})
+		o.add(&agent.AgentError{Kind: agent.ErrorInternal, Text: ev.Message})
 	case "item.started", "item.updated", "item.completed":
 		if ev.Item == nil || ev.Item.ID == "" {
-			drop(ev.Type, mapper.DropMissingID, "item without id")
+			drop(ev.Type, agent.DropMissingID, "item without id")
 			return o.ev
 		}
 		d.item(o, ev.Item, ev.Type == "item.completed", drop)
 	default:
-		drop(ev.Type, mapper.DropUnknownType, "event type unknown to this version")
+		drop(ev.Type, agent.DropUnknownType, "event type unknown to this version")
 	}
 	return o.ev
 }
@@ -146,7 +146,7 @@ func (d *ExecDecoder) start(o *out) {
 	}
 	d.turns++
 	d.open, d.turn = true, fmt.Sprintf("exec-turn-%d", d.turns)
-	o.add(&mapper.TurnStarted{TurnID: d.turn})
+	o.add(&agent.TurnStarted{TurnID: d.turn})
 }
 
 func (d *ExecDecoder) end(o *out, reason, msg string) {
@@ -155,10 +155,10 @@ func (d *ExecDecoder) end(o *out, reason, msg string) {
 	}
 	d.open = false
 	clear(d.calls)
-	o.add(&mapper.TurnEnded{TurnID: d.turn, Reason: reason, Error: msg})
+	o.add(&agent.TurnEnded{TurnID: d.turn, Reason: reason, Error: msg})
 }
 
-func (d *ExecDecoder) item(o *out, it *execItem, completed bool, drop func(string, mapper.DropReason, string)) {
+func (d *ExecDecoder) item(o *out, it *execItem, completed bool, drop func(string, agent.DropReason, string)) {
 	tool := func(name, title string, input json.RawMessage) *call {
 		c := d.calls[it.ID]
 		if c == nil {
@@ -167,15 +167,15 @@ func (d *ExecDecoder) item(o *out, it *execItem, completed bool, drop func(strin
 		}
 		if !c.shown {
 			c.shown = true
-			o.add(&mapper.ToolCall{CallID: c.id, Tool: name, Title: title, Input: input})
+			o.add(&agent.ToolCall{CallID: c.id, Tool: name, Title: title, Input: input})
 		}
 		if !c.running {
 			c.running = true
-			o.add(&mapper.ToolRunning{CallID: c.id})
+			o.add(&agent.ToolRunning{CallID: c.id})
 		}
 		return c
 	}
-	finish := func(c *call, ok bool, output, errText string, meta mapper.Object) {
+	finish := func(c *call, ok bool, output, errText string, meta agent.Object) {
 		if !completed || c.done {
 			return
 		}
@@ -184,19 +184,19 @@ func (d *ExecDecoder) item(o *out, it *execItem, completed bool, drop func(strin
 			meta = nil
 		}
 		if ok {
-			o.add(&mapper.ToolCompleted{CallID: c.id, Output: output, Metadata: meta})
+			o.add(&agent.ToolCompleted{CallID: c.id, Output: output, Metadata: meta})
 		} else {
-			o.add(&mapper.ToolFailed{CallID: c.id, Error: errText, Metadata: meta})
+			o.add(&agent.ToolFailed{CallID: c.id, Error: errText, Metadata: meta})
 		}
 	}
 	switch it.Type {
 	case "agent_message":
 		if it.Text != "" {
-			o.add(&mapper.TextFinal{Block: it.ID, Text: it.Text})
+			o.add(&agent.TextFinal{Block: it.ID, Text: it.Text})
 		}
 	case "reasoning":
 		if it.Text != "" {
-			o.add(&mapper.ReasoningFinal{Block: it.ID, Text: it.Text})
+			o.add(&agent.ReasoningFinal{Block: it.ID, Text: it.Text})
 		}
 	case "command_execution":
 		c := tool("bash", it.Command, mustObject(map[string]string{"command": it.Command}))
@@ -204,7 +204,7 @@ func (d *ExecDecoder) item(o *out, it *execItem, completed bool, drop func(strin
 		if it.Output != nil {
 			output = *it.Output
 		}
-		meta := mapper.Object{}
+		meta := agent.Object{}
 		if it.ExitCode != nil {
 			meta["exitCode"] = *it.ExitCode
 		}
@@ -234,28 +234,28 @@ func (d *ExecDecoder) item(o *out, it *execItem, completed bool, drop func(strin
 		c := tool("websearch", it.Query, mustObject(map[string]string{"query": it.Query}))
 		finish(c, true, "", "", nil)
 	case "todo_list":
-		todos := make([]mapper.Todo, 0, len(it.Items))
+		todos := make([]agent.Todo, 0, len(it.Items))
 		for _, x := range it.Items {
-			st := mapper.TodoPending
+			st := agent.TodoPending
 			if x.Completed {
-				st = mapper.TodoCompleted
+				st = agent.TodoCompleted
 			}
-			todos = append(todos, mapper.Todo{Content: x.Text, Status: st, Priority: mapper.PriorityMedium})
+			todos = append(todos, agent.Todo{Content: x.Text, Status: st, Priority: agent.PriorityMedium})
 		}
-		o.add(&mapper.TodosUpdated{Todos: todos})
+		o.add(&agent.TodosUpdated{Todos: todos})
 	case "error":
 		// A non-fatal notice; fatal errors come as turn.failed or error events.
 	default:
-		drop("item:"+it.Type, mapper.DropUnknownType, "item type unknown to this version")
+		drop("item:"+it.Type, agent.DropUnknownType, "item type unknown to this version")
 	}
 }
 
 // ReplayExec decodes the whole output of `codex exec --json` (lines of any
 // length). Only a read error of r is returned as an error.
-func ReplayExec(r io.Reader) ([]mapper.Event, error) {
+func ReplayExec(r io.Reader) ([]agent.Event, error) {
 	lr, _ := linereader.New(r, linereader.Options{})
 	d := NewExecDecoder()
-	var evs []mapper.Event
+	var evs []agent.Event
 	for {
 		line, err := lr.Next()
 		if errors.Is(err, io.EOF) {

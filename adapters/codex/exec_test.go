@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -68,7 +69,7 @@ nope
 			t.Errorf("%s = %q, want %q", id, s, want)
 		}
 	}
-	if len(tr.Todos) != 2 || tr.Todos[0].Status != mapper.TodoCompleted {
+	if len(tr.Todos) != 2 || tr.Todos[0].Status != agent.TodoCompleted {
 		t.Errorf("todos %+v", tr.Todos)
 	}
 	var reasons []string
@@ -94,7 +95,7 @@ func FuzzExecDecode(f *testing.F) {
 		}
 		red := mapper.NewReducer(mapper.Config{SessionID: "fuzz"})
 		for _, e := range evs {
-			if _, err := mapper.EncodeEvent(e); err != nil {
+			if _, err := agent.EncodeEvent(e); err != nil {
 				t.Fatalf("event does not encode: %v", err)
 			}
 			red.Apply(e)

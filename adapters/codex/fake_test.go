@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/happy-dev/happy/internal/trafficlog"
-	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/adapters/trafficlog"
+	"github.com/happy-dev/happy/agent"
 )
 
 // TestMain lets the test binary act as a scripted fake Codex when
@@ -87,12 +87,12 @@ func fakeCodex(script string) int {
 
 // stripTimes renders events without their times (live frames are stamped
 // with the wall clock where Codex gives no emittedAtMs).
-func stripTimes(t *testing.T, evs []mapper.Event) []string {
+func stripTimes(t *testing.T, evs []agent.Event) []string {
 	t.Helper()
 	var out []string
 	for _, e := range evs {
 		e.Base().Time = 0
-		b, err := mapper.EncodeEvent(e)
+		b, err := agent.EncodeEvent(e)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,13 +113,13 @@ func TestLiveAgainstCaptures(t *testing.T) {
 	cases := []struct {
 		name     string
 		proto    Protocol
-		decision mapper.Decision
+		decision agent.Decision
 	}{
-		{"codex-app", ProtocolAppServer, mapper.DecisionOnce},
-		{"codex-app-decline", ProtocolAppServer, mapper.DecisionReject},
-		{"codex-app-multi-tool", ProtocolAppServer, mapper.DecisionOnce},
-		{"codex-app-tool-error", ProtocolAppServer, mapper.DecisionOnce},
-		{"codex0150-mcp-server", ProtocolMCP, mapper.DecisionOnce},
+		{"codex-app", ProtocolAppServer, agent.DecisionOnce},
+		{"codex-app-decline", ProtocolAppServer, agent.DecisionReject},
+		{"codex-app-multi-tool", ProtocolAppServer, agent.DecisionOnce},
+		{"codex-app-tool-error", ProtocolAppServer, agent.DecisionOnce},
+		{"codex0150-mcp-server", ProtocolMCP, agent.DecisionOnce},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -143,10 +143,10 @@ func TestLiveAgainstCaptures(t *testing.T) {
 			if err := c.Prompt(ctx, Prompt{Text: prompt}); err != nil {
 				t.Fatal(err)
 			}
-			var evs []mapper.Event
+			var evs []agent.Event
 			for e := range c.Events() {
 				evs = append(evs, e)
-				if b, ok := e.(*mapper.ToolBlocked); ok && b.Permission != nil {
+				if b, ok := e.(*agent.ToolBlocked); ok && b.Permission != nil {
 					if err := c.Answer(ctx, b.CallID, tc.decision); err != nil {
 						t.Errorf("answer %s: %v", b.CallID, err)
 					}
@@ -280,11 +280,11 @@ func TestLiveCodexCrash(t *testing.T) {
 	if err := c.Prompt(ctx, Prompt{Text: "Run `echo hi > hi.txt` in the shell and tell me what happened"}); err != nil {
 		t.Fatal(err)
 	}
-	var evs []mapper.Event
+	var evs []agent.Event
 	for e := range c.Events() {
 		evs = append(evs, e)
-		if b, ok := e.(*mapper.ToolBlocked); ok {
-			if err := c.Answer(ctx, b.CallID, mapper.DecisionOnce); err != nil {
+		if b, ok := e.(*agent.ToolBlocked); ok {
+			if err := c.Answer(ctx, b.CallID, agent.DecisionOnce); err != nil {
 				t.Errorf("answer: %v", err)
 			}
 		}

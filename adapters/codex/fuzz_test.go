@@ -6,7 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/happy-dev/happy/internal/trafficlog"
+	"github.com/happy-dev/happy/adapters/trafficlog"
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -36,7 +37,7 @@ func fuzzDecode(t *testing.T, data []byte, p Protocol) {
 	}
 	red := mapper.NewReducer(mapper.Config{SessionID: "fuzz"})
 	for _, e := range evs {
-		if _, err := mapper.EncodeEvent(e); err != nil {
+		if _, err := agent.EncodeEvent(e); err != nil {
 			t.Fatalf("decoder produced an event that does not encode: %T %v", e, err)
 		}
 		red.Apply(e)
@@ -66,7 +67,7 @@ func FuzzDecodeFrameMsg(f *testing.F) {
 		for _, dec := range []Decoder{NewAppServerDecoder(), NewMCPDecoder()} {
 			for _, dir := range []trafficlog.Dir{trafficlog.A2C, trafficlog.C2A, trafficlog.Note, trafficlog.Exit, "weird"} {
 				for _, e := range dec.Decode(Frame{T: 1, Dir: dir, Msg: msg}) {
-					if _, err := mapper.EncodeEvent(e); err != nil {
+					if _, err := agent.EncodeEvent(e); err != nil {
 						t.Fatalf("event does not encode: %T %v", e, err)
 					}
 				}

@@ -11,7 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/happy-dev/happy/internal/trafficlog"
+	"github.com/happy-dev/happy/adapters/trafficlog"
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -56,11 +57,11 @@ func firstDiff(want, got string) string {
 	return "(same lines)"
 }
 
-func encodeEvents(t *testing.T, evs []mapper.Event) []byte {
+func encodeEvents(t *testing.T, evs []agent.Event) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	for _, e := range evs {
-		line, err := mapper.EncodeEvent(e)
+		line, err := agent.EncodeEvent(e)
 		if err != nil {
 			t.Fatalf("encode %T: %v", e, err)
 		}
@@ -70,7 +71,7 @@ func encodeEvents(t *testing.T, evs []mapper.Event) []byte {
 	return b.Bytes()
 }
 
-func reduce(t *testing.T, session string, evs []mapper.Event) (mapper.Transcript, []byte) {
+func reduce(t *testing.T, session string, evs []agent.Event) (mapper.Transcript, []byte) {
 	t.Helper()
 	red := mapper.NewReducer(mapper.Config{SessionID: session, Directory: "/home/dev/run/work"})
 	for _, e := range evs {
@@ -193,15 +194,15 @@ func checkCapture(t *testing.T, name string, tr mapper.Transcript) {
 	}
 	type want struct {
 		tools    []string // status:output
-		decision []mapper.Decision
+		decision []agent.Decision
 		text     string
 	}
 	w := map[string]want{
-		"codex-app":            {[]string{"completed:"}, []mapper.Decision{mapper.DecisionOnce}, "Done: the command printed hi."},
-		"codex-app-decline":    {[]string{"error:rejected"}, []mapper.Decision{mapper.DecisionReject}, "Done: the command printed hi."},
-		"codex-app-multi-tool": {[]string{"completed:one\n", "completed:alpha.txt\nbeta.txt\n"}, []mapper.Decision{mapper.DecisionOnce, mapper.DecisionOnce}, `Both commands ran: echo printed "one", and ls listed alpha.txt and beta.txt.`},
-		"codex-app-tool-error": {[]string{"error:ls: cannot access '/nonexistent': No such file or directory\n"}, []mapper.Decision{""}, "The command failed: ls reported that /nonexistent does not exist (No such file or directory)."},
-		"codex0150-mcp-server": {[]string{"completed:"}, []mapper.Decision{mapper.DecisionOnce}, "Done: the command printed hi."},
+		"codex-app":            {[]string{"completed:"}, []agent.Decision{agent.DecisionOnce}, "Done: the command printed hi."},
+		"codex-app-decline":    {[]string{"error:rejected"}, []agent.Decision{agent.DecisionReject}, "Done: the command printed hi."},
+		"codex-app-multi-tool": {[]string{"completed:one\n", "completed:alpha.txt\nbeta.txt\n"}, []agent.Decision{agent.DecisionOnce, agent.DecisionOnce}, `Both commands ran: echo printed "one", and ls listed alpha.txt and beta.txt.`},
+		"codex-app-tool-error": {[]string{"error:ls: cannot access '/nonexistent': No such file or directory\n"}, []agent.Decision{""}, "The command failed: ls reported that /nonexistent does not exist (No such file or directory)."},
+		"codex0150-mcp-server": {[]string{"completed:"}, []agent.Decision{agent.DecisionOnce}, "Done: the command printed hi."},
 	}[name]
 	if len(tools) != len(w.tools) {
 		t.Fatalf("%d tool parts, want %d", len(tools), len(w.tools))
@@ -211,7 +212,7 @@ func checkCapture(t *testing.T, name string, tr mapper.Transcript) {
 		if got != w.tools[i] {
 			t.Errorf("tool %d = %q, want %q", i, got, w.tools[i])
 		}
-		var dec mapper.Decision
+		var dec agent.Decision
 		if tp.State.Block != nil {
 			dec = tp.State.Block.Decision
 		}
@@ -238,7 +239,7 @@ func TestGoldenRegressions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			frames := regressionFrames(t, filepath.Join("testdata", "regressions", tc.name+".jsonl"))
 			dec := NewDecoder(tc.proto)
-			var evs []mapper.Event
+			var evs []agent.Event
 			for _, f := range frames {
 				evs = append(evs, dec.Decode(f)...)
 			}
@@ -261,9 +262,9 @@ func TestGoldenRegressions(t *testing.T) {
 			case "B13-codex-lost-reply":
 				ended := 0
 				for _, e := range evs {
-					if te, ok := e.(*mapper.TurnEnded); ok {
+					if te, ok := e.(*agent.TurnEnded); ok {
 						ended++
-						if te.Reason != mapper.TurnCompleted {
+						if te.Reason != agent.TurnCompleted {
 							t.Errorf("turn ended %q", te.Reason)
 						}
 					}
@@ -274,7 +275,7 @@ func TestGoldenRegressions(t *testing.T) {
 			case "B16-appserver-turn-lifecycle":
 				var ends []string
 				for _, e := range evs {
-					if te, ok := e.(*mapper.TurnEnded); ok {
+					if te, ok := e.(*agent.TurnEnded); ok {
 						ends = append(ends, fmt.Sprintf("%s@%d:%s", te.TurnID, te.Time, te.Reason))
 					}
 				}
@@ -285,7 +286,7 @@ func TestGoldenRegressions(t *testing.T) {
 				if fmt.Sprint(ends) != fmt.Sprint(want) {
 					t.Errorf("turn ends %v, want %v", ends, want)
 				}
-				if len(tr.Dropped) != 1 || tr.Dropped[0].Reason != mapper.DropOrphan || tr.Dropped[0].Kind != "turn/completed" {
+				if len(tr.Dropped) != 1 || tr.Dropped[0].Reason != agent.DropOrphan || tr.Dropped[0].Kind != "turn/completed" {
 					t.Errorf("dropped = %+v, want the th-sub turn/completed as orphan", tr.Dropped)
 				}
 			}

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/happy-dev/happy/internal/jsonrpc"
-	"github.com/happy-dev/happy/internal/trafficlog"
-	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/adapters/jsonrpc"
+	"github.com/happy-dev/happy/adapters/trafficlog"
+	"github.com/happy-dev/happy/agent"
 )
 
 // MCPDecoder maps `codex mcp-server` traffic (Codex up to 0.153: MCP over
@@ -52,19 +52,19 @@ func NewMCPDecoder() *MCPDecoder {
 	}
 }
 
-func (d *MCPDecoder) drop(o *out, kind string, reason mapper.DropReason, detail string, raw []byte) {
+func (d *MCPDecoder) drop(o *out, kind string, reason agent.DropReason, detail string, raw []byte) {
 	o.add(dropped(SourceMCP, d.n, o.t, kind, reason, detail, raw))
 }
 
 // Decode implements Decoder.
-func (d *MCPDecoder) Decode(f Frame) []mapper.Event {
+func (d *MCPDecoder) Decode(f Frame) []agent.Event {
 	d.n++
 	o := &out{t: f.T}
 	switch f.Dir {
 	case trafficlog.A2C:
 		if len(f.Msg) > 0 && f.Msg[0] == '"' {
 			s, _ := trafficlog.Text(f.Msg)
-			d.drop(o, "", mapper.DropUnparseableJSON, "agent wrote a line that is not JSON", []byte(s))
+			d.drop(o, "", agent.DropUnparseableJSON, "agent wrote a line that is not JSON", []byte(s))
 			break
 		}
 		m, err := jsonrpc.DecodeFrame(f.Msg)
@@ -90,20 +90,20 @@ func (d *MCPDecoder) Decode(f Frame) []mapper.Event {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			d.endTurn(o, d.turns[k], mapper.TurnAgentExited, "codex exited")
+			d.endTurn(o, d.turns[k], agent.TurnAgentExited, "codex exited")
 		}
 	case trafficlog.Note:
 		var n happyNote
 		if json.Unmarshal(f.Msg, &n) == nil && n.Happy == noteAbandoned {
 			for _, t := range d.turns {
 				if t.id == n.TurnID || t.key == n.TurnID {
-					d.endTurn(o, t, mapper.TurnInterrupted, "codex never ended the turn: "+n.Reason)
+					d.endTurn(o, t, agent.TurnInterrupted, "codex never ended the turn: "+n.Reason)
 				}
 			}
 		}
 	case trafficlog.Stderr:
 	default:
-		d.drop(o, string(f.Dir), mapper.DropUnknownType, "unknown traffic direction", f.Msg)
+		d.drop(o, string(f.Dir), agent.DropUnknownType, "unknown traffic direction", f.Msg)
 	}
 	return o.ev
 }
@@ -133,11 +133,11 @@ func (d *MCPDecoder) startTurn(o *out, t *mcpTurn, id string) {
 		t.id = id
 	}
 	if d.cur != nil && d.cur != t && d.cur.open {
-		d.endTurn(o, d.cur, mapper.TurnTruncated, "a new turn started before this one ended")
+		d.endTurn(o, d.cur, agent.TurnTruncated, "a new turn started before this one ended")
 	}
 	t.open = true
 	d.cur = t
-	o.add(&mapper.TurnStarted{TurnID: t.id})
+	o.add(&agent.TurnStarted{TurnID: t.id})
 }
 
 func (d *MCPDecoder) endTurn(o *out, t *mcpTurn, reason, msg string) {
@@ -150,7 +150,7 @@ func (d *MCPDecoder) endTurn(o *out, t *mcpTurn, reason, msg string) {
 			delete(d.calls, k)
 		}
 	}
-	o.add(&mapper.TurnEnded{TurnID: t.id, Reason: reason, Error: msg})
+	o.add(&agent.TurnEnded{TurnID: t.id, Reason: reason, Error: msg})
 }
 
 // ignoredEvent says why a codex/event kind is deliberately not shown.
@@ -276,17 +276,17 @@ func (d *MCPDecoder) notification(o *out, m jsonrpc.Message) {
 		"notifications/resources/list_changed", "notifications/prompts/list_changed", "notifications/cancelled":
 		return // MCP housekeeping
 	default:
-		d.drop(o, m.Method, mapper.DropUnknownType, "notification unknown to this version", m.Raw)
+		d.drop(o, m.Method, agent.DropUnknownType, "notification unknown to this version", m.Raw)
 		return
 	}
 	var ev mcpEvent
 	if json.Unmarshal(m.Params, &ev) != nil || len(ev.Msg) == 0 || ev.Msg[0] != '{' {
-		d.drop(o, m.Method, mapper.DropInvalidField, "codex/event without msg object", m.Raw)
+		d.drop(o, m.Method, agent.DropInvalidField, "codex/event without msg object", m.Raw)
 		return
 	}
 	var msg mcpMsg
 	if err := json.Unmarshal(ev.Msg, &msg); err != nil || msg.Type == "" {
-		d.drop(o, "codex/event", mapper.DropInvalidField, "msg without type", m.Raw)
+		d.drop(o, "codex/event", agent.DropInvalidField, "msg without type", m.Raw)
 		return
 	}
 	kind := "codex/event:" + msg.Type
@@ -300,35 +300,35 @@ func (d *MCPDecoder) notification(o *out, m jsonrpc.Message) {
 		if id == "" {
 			id = msg.SessionID
 		}
-		o.add(&mapper.SessionInfo{ProviderSessionID: id, ProviderID: msg.Provider, ModelID: msg.Model, Cwd: strings.TrimPrefix(msg.Cwd, "file://")})
+		o.add(&agent.SessionInfo{ProviderSessionID: id, ProviderID: msg.Provider, ModelID: msg.Model, Cwd: strings.TrimPrefix(msg.Cwd, "file://")})
 	case "task_started", "turn_started":
 		d.startTurn(o, t, msg.TurnID)
 	case "task_complete", "turn_complete":
 		d.startTurn(o, t, msg.TurnID)
-		d.endTurn(o, t, mapper.TurnCompleted, "")
+		d.endTurn(o, t, agent.TurnCompleted, "")
 	case "turn_aborted":
 		d.startTurn(o, t, msg.TurnID)
-		d.endTurn(o, t, mapper.TurnInterrupted, msg.Reason)
+		d.endTurn(o, t, agent.TurnInterrupted, msg.Reason)
 	case "user_message":
 		if t.prompted {
 			return
 		}
 		t.prompted = true
-		var files []mapper.PromptFile
+		var files []agent.PromptFile
 		for _, u := range msg.Images {
-			files = append(files, mapper.PromptFile{Mime: dataURLMime(u), URL: u})
+			files = append(files, agent.PromptFile{Mime: dataURLMime(u), URL: u})
 		}
-		o.add(&mapper.UserPrompt{PromptID: "user:" + t.key, Text: msg.Message, Files: files})
+		o.add(&agent.UserPrompt{PromptID: "user:" + t.key, Text: msg.Message, Files: files})
 	case "item_started", "item_completed":
 		d.item(o, t, msg, m.Raw)
 	case "agent_message_content_delta":
 		if msg.ItemID == "" {
-			d.drop(o, kind, mapper.DropMissingID, "delta without item_id", m.Raw)
+			d.drop(o, kind, agent.DropMissingID, "delta without item_id", m.Raw)
 			return
 		}
 		t.text = msg.ItemID
 		if msg.Delta != "" {
-			o.add(&mapper.TextDelta{Block: msg.ItemID, Delta: msg.Delta})
+			o.add(&agent.TextDelta{Block: msg.ItemID, Delta: msg.Delta})
 		}
 	case "agent_message_delta":
 		if t.text == "" {
@@ -336,7 +336,7 @@ func (d *MCPDecoder) notification(o *out, m jsonrpc.Message) {
 			t.text = fmt.Sprintf("agent:%s#%d", t.key, t.nText)
 		}
 		if msg.Delta != "" {
-			o.add(&mapper.TextDelta{Block: t.text, Delta: msg.Delta})
+			o.add(&agent.TextDelta{Block: t.text, Delta: msg.Delta})
 		}
 	case "agent_message":
 		if t.text == "" {
@@ -344,7 +344,7 @@ func (d *MCPDecoder) notification(o *out, m jsonrpc.Message) {
 			t.text = fmt.Sprintf("agent:%s#%d", t.key, t.nText)
 		}
 		if msg.Message != "" {
-			o.add(&mapper.TextFinal{Block: t.text, Text: msg.Message})
+			o.add(&agent.TextFinal{Block: t.text, Text: msg.Message})
 		}
 		t.text = ""
 	case "agent_reasoning_delta", "agent_reasoning_raw_content_delta":
@@ -357,7 +357,7 @@ func (d *MCPDecoder) notification(o *out, m jsonrpc.Message) {
 			blk += "/raw"
 		}
 		if msg.Delta != "" {
-			o.add(&mapper.ReasoningDelta{Block: blk, Delta: msg.Delta})
+			o.add(&agent.ReasoningDelta{Block: blk, Delta: msg.Delta})
 		}
 	case "agent_reasoning", "agent_reasoning_raw_content":
 		if t.reason == "" {
@@ -369,14 +369,14 @@ func (d *MCPDecoder) notification(o *out, m jsonrpc.Message) {
 			blk += "/raw"
 		}
 		if msg.Text != "" {
-			o.add(&mapper.ReasoningFinal{Block: blk, Text: msg.Text})
+			o.add(&agent.ReasoningFinal{Block: blk, Text: msg.Text})
 		}
 	case "agent_reasoning_section_break":
 		t.reason = ""
 	case "exec_command_begin":
 		c := d.call(msg.CallID, "bash")
 		if c == nil {
-			d.drop(o, kind, mapper.DropMissingID, "exec event without call_id", m.Raw)
+			d.drop(o, kind, agent.DropMissingID, "exec event without call_id", m.Raw)
 			return
 		}
 		cmd := commandString(msg.Command)
@@ -384,21 +384,21 @@ func (d *MCPDecoder) notification(o *out, m jsonrpc.Message) {
 		if msg.Cwd != "" {
 			in["cwd"] = strings.TrimPrefix(msg.Cwd, "file://")
 		}
-		var meta mapper.Object
+		var meta agent.Object
 		if len(msg.Parsed) > 0 && string(msg.Parsed) != "null" {
-			meta = mapper.Object{"parsedCmd": msg.Parsed}
+			meta = agent.Object{"parsedCmd": msg.Parsed}
 		}
 		d.announce(o, c, cmd, mustObject(in), meta)
 		d.run(o, c)
 	case "exec_command_output_delta":
 		c := d.call(msg.CallID, "bash")
 		if c == nil {
-			d.drop(o, kind, mapper.DropMissingID, "exec event without call_id", m.Raw)
+			d.drop(o, kind, agent.DropMissingID, "exec event without call_id", m.Raw)
 			return
 		}
 		b, err := decodeChunk(msg.Chunk, true)
 		if err != nil {
-			d.drop(o, kind, mapper.DropInvalidField, err.Error(), m.Raw)
+			d.drop(o, kind, agent.DropInvalidField, err.Error(), m.Raw)
 			return
 		}
 		// Interleaved streams decode separately (a sequence never spans them).
@@ -410,7 +410,7 @@ func (d *MCPDecoder) notification(o *out, m jsonrpc.Message) {
 	case "exec_command_end":
 		c := d.call(msg.CallID, "bash")
 		if c == nil {
-			d.drop(o, kind, mapper.DropMissingID, "exec event without call_id", m.Raw)
+			d.drop(o, kind, agent.DropMissingID, "exec event without call_id", m.Raw)
 			return
 		}
 		output := c.out.String()
@@ -426,7 +426,7 @@ func (d *MCPDecoder) notification(o *out, m jsonrpc.Message) {
 		case msg.Stdout != "" || msg.Stderr != "":
 			output = msg.Stdout + msg.Stderr
 		}
-		meta := mapper.Object{}
+		meta := agent.Object{}
 		if msg.ExitCode != nil {
 			meta["exitCode"] = *msg.ExitCode
 		}
@@ -449,14 +449,14 @@ func (d *MCPDecoder) notification(o *out, m jsonrpc.Message) {
 		// The elicitation/create request that follows is what happy
 		// answers; the tool blocks then, with this event's detail.
 		if msg.CallID == "" {
-			d.drop(o, kind, mapper.DropMissingID, "approval without call_id", m.Raw)
+			d.drop(o, kind, agent.DropMissingID, "approval without call_id", m.Raw)
 			return
 		}
 		d.approvals[msg.CallID] = msg
 	case "patch_apply_begin":
 		c := d.call(msg.CallID, "edit")
 		if c == nil {
-			d.drop(o, kind, mapper.DropMissingID, "patch event without call_id", m.Raw)
+			d.drop(o, kind, agent.DropMissingID, "patch event without call_id", m.Raw)
 			return
 		}
 		input, meta, paths := patchDetail(msg.Changes)
@@ -466,7 +466,7 @@ func (d *MCPDecoder) notification(o *out, m jsonrpc.Message) {
 	case "patch_apply_end":
 		c := d.call(msg.CallID, "edit")
 		if c == nil {
-			d.drop(o, kind, mapper.DropMissingID, "patch event without call_id", m.Raw)
+			d.drop(o, kind, agent.DropMissingID, "patch event without call_id", m.Raw)
 			return
 		}
 		text := msg.Stdout + msg.Stderr
@@ -481,7 +481,7 @@ func (d *MCPDecoder) notification(o *out, m jsonrpc.Message) {
 	case "mcp_tool_call_begin", "mcp_tool_call_end":
 		c := d.call(msg.CallID, msg.Invocation.Server+"_"+msg.Invocation.Tool)
 		if c == nil {
-			d.drop(o, kind, mapper.DropMissingID, "mcp tool event without call_id", m.Raw)
+			d.drop(o, kind, agent.DropMissingID, "mcp tool event without call_id", m.Raw)
 			return
 		}
 		d.announce(o, c, msg.Invocation.Tool, objectOr(msg.Invocation.Arguments), nil)
@@ -497,7 +497,7 @@ func (d *MCPDecoder) notification(o *out, m jsonrpc.Message) {
 			Err *string `json:"Err"`
 		}
 		_ = json.Unmarshal(msg.Result, &res)
-		meta := mapper.Object{}
+		meta := agent.Object{}
 		if ms, ok := durationMs(msg.Duration); ok {
 			meta["durationMs"] = ms
 		}
@@ -514,7 +514,7 @@ func (d *MCPDecoder) notification(o *out, m jsonrpc.Message) {
 	case "web_search_begin", "web_search_end":
 		c := d.call(msg.CallID, "websearch")
 		if c == nil {
-			d.drop(o, kind, mapper.DropMissingID, "web search event without call_id", m.Raw)
+			d.drop(o, kind, agent.DropMissingID, "web search event without call_id", m.Raw)
 			return
 		}
 		var in json.RawMessage
@@ -529,7 +529,7 @@ func (d *MCPDecoder) notification(o *out, m jsonrpc.Message) {
 	case "view_image_tool_call":
 		c := d.call(msg.CallID, "read")
 		if c == nil {
-			d.drop(o, kind, mapper.DropMissingID, "image view without call_id", m.Raw)
+			d.drop(o, kind, agent.DropMissingID, "image view without call_id", m.Raw)
 			return
 		}
 		d.announce(o, c, msg.Path, mustObject(map[string]string{"path": msg.Path}), nil)
@@ -537,35 +537,35 @@ func (d *MCPDecoder) notification(o *out, m jsonrpc.Message) {
 	case "token_count":
 		if msg.Info != nil && msg.Info.Last != nil {
 			if tk := msg.Info.Last.tokens(); tk != nil {
-				o.add(&mapper.Usage{Tokens: tk})
+				o.add(&agent.Usage{Tokens: tk})
 			}
 		}
 	case "plan_update":
-		todos := make([]mapper.Todo, 0, len(msg.Plan))
+		todos := make([]agent.Todo, 0, len(msg.Plan))
 		for _, s := range msg.Plan {
-			todos = append(todos, mapper.Todo{Content: s.Step, Status: todoStatus(s.Status), Priority: mapper.PriorityMedium})
+			todos = append(todos, agent.Todo{Content: s.Step, Status: todoStatus(s.Status), Priority: agent.PriorityMedium})
 		}
-		o.add(&mapper.TodosUpdated{Todos: todos})
+		o.add(&agent.TodosUpdated{Todos: todos})
 	case "error":
 		k, st := errorKind(msg.ErrorInfo)
-		o.add(&mapper.AgentError{Kind: k, Text: msg.Message, StatusCode: st})
+		o.add(&agent.AgentError{Kind: k, Text: msg.Message, StatusCode: st})
 	case "stream_error":
 		k, st := errorKind(msg.ErrorInfo)
 		t.retries++
 		retryable := true
-		o.add(&mapper.Retry{Attempt: t.retries, Error: mapper.MessageError{Name: mapper.ErrNameAPI,
-			Data: mapper.ErrorData{Message: msg.Message, Kind: k, StatusCode: st, IsRetryable: &retryable}}})
+		o.add(&agent.Retry{Attempt: t.retries, Error: agent.MessageError{Name: agent.ErrNameAPI,
+			Data: agent.ErrorData{Message: msg.Message, Kind: k, StatusCode: st, IsRetryable: &retryable}}})
 	case "context_compacted":
-		o.add(&mapper.Compaction{ID: "compacted:" + t.key, Auto: true})
+		o.add(&agent.Compaction{ID: "compacted:" + t.key, Auto: true})
 	case "exited_review_mode":
 		var r struct {
 			Explanation string `json:"overall_explanation"`
 		}
 		if json.Unmarshal(msg.ReviewOutput, &r) == nil && r.Explanation != "" {
-			o.add(&mapper.TextFinal{Block: "review:" + t.key, Text: r.Explanation})
+			o.add(&agent.TextFinal{Block: "review:" + t.key, Text: r.Explanation})
 		}
 	default:
-		d.drop(o, kind, mapper.DropUnknownType, "codex/event type unknown to this version", m.Raw)
+		d.drop(o, kind, agent.DropUnknownType, "codex/event type unknown to this version", m.Raw)
 	}
 }
 
@@ -581,7 +581,7 @@ func (d *MCPDecoder) item(o *out, t *mcpTurn, msg mcpMsg, raw []byte) {
 		} `json:"content"`
 	}
 	if json.Unmarshal(msg.Item, &it) != nil {
-		d.drop(o, "codex/event:"+msg.Type, mapper.DropInvalidField, "item is not an object", raw)
+		d.drop(o, "codex/event:"+msg.Type, agent.DropInvalidField, "item is not an object", raw)
 		return
 	}
 	var texts []string
@@ -596,14 +596,14 @@ func (d *MCPDecoder) item(o *out, t *mcpTurn, msg mcpMsg, raw []byte) {
 			return
 		}
 		t.prompted = true
-		o.add(&mapper.UserPrompt{PromptID: it.ID, Text: strings.Join(texts, "\n\n")})
+		o.add(&agent.UserPrompt{PromptID: it.ID, Text: strings.Join(texts, "\n\n")})
 	case "AgentMessage":
 		if it.ID == "" {
 			return
 		}
 		t.text = it.ID
 		if msg.Type == "item_completed" && len(texts) > 0 && strings.Join(texts, "") != "" {
-			o.add(&mapper.TextFinal{Block: it.ID, Text: strings.Join(texts, "")})
+			o.add(&agent.TextFinal{Block: it.ID, Text: strings.Join(texts, "")})
 		}
 	}
 }
@@ -618,7 +618,7 @@ func (d *MCPDecoder) approval(o *out, msg mcpMsg, kind string, raw []byte, reqKe
 	}
 	c := d.call(msg.CallID, tool)
 	if c == nil {
-		d.drop(o, kind, mapper.DropMissingID, "approval without call id", raw)
+		d.drop(o, kind, agent.DropMissingID, "approval without call id", raw)
 		return
 	}
 	if reqKey != "" {
@@ -627,11 +627,11 @@ func (d *MCPDecoder) approval(o *out, msg mcpMsg, kind string, raw []byte, reqKe
 	if c.blocked || c.done {
 		return
 	}
-	meta := mapper.Object{}
+	meta := agent.Object{}
 	if msg.Reason != "" {
 		meta["reason"] = msg.Reason
 	}
-	var perm *mapper.PermissionRequest
+	var perm *agent.PermissionRequest
 	var input json.RawMessage
 	if edit {
 		_, pmeta, paths := patchDetail(msg.Changes)
@@ -644,7 +644,7 @@ func (d *MCPDecoder) approval(o *out, msg mcpMsg, kind string, raw []byte, reqKe
 		if msg.GrantRoot != nil {
 			meta["grantRoot"] = *msg.GrantRoot
 		}
-		perm = &mapper.PermissionRequest{Permission: "edit", Patterns: paths, Always: paths, Metadata: meta}
+		perm = &agent.PermissionRequest{Permission: "edit", Patterns: paths, Always: paths, Metadata: meta}
 		if !c.shown {
 			input = mustObject(map[string]any{"paths": paths})
 		}
@@ -657,7 +657,7 @@ func (d *MCPDecoder) approval(o *out, msg mcpMsg, kind string, raw []byte, reqKe
 		if cmd != "" {
 			patterns = []string{cmd}
 		}
-		perm = &mapper.PermissionRequest{Permission: "bash", Patterns: patterns, Always: patterns, Metadata: meta}
+		perm = &agent.PermissionRequest{Permission: "bash", Patterns: patterns, Always: patterns, Metadata: meta}
 		if !c.shown {
 			in := map[string]any{"command": cmd}
 			if msg.Cwd != "" {
@@ -667,13 +667,13 @@ func (d *MCPDecoder) approval(o *out, msg mcpMsg, kind string, raw []byte, reqKe
 		}
 	}
 	c.blocked = true
-	o.add(&mapper.ToolBlocked{CallID: c.id, Tool: c.tool, Input: input, Permission: perm})
+	o.add(&agent.ToolBlocked{CallID: c.id, Tool: c.tool, Input: input, Permission: perm})
 }
 
 func (d *MCPDecoder) request(o *out, m jsonrpc.Message) {
 	key := idString(mustObject(m.ID))
 	if m.Method != "elicitation/create" {
-		d.drop(o, m.Method, mapper.DropUnknownType, "server request unknown to this version", m.Raw)
+		d.drop(o, m.Method, agent.DropUnknownType, "server request unknown to this version", m.Raw)
 		return
 	}
 	var p struct {
@@ -686,13 +686,13 @@ func (d *MCPDecoder) request(o *out, m jsonrpc.Message) {
 		GrantRoot *string                    `json:"codex_grant_root"`
 	}
 	if json.Unmarshal(m.Params, &p) != nil {
-		d.drop(o, m.Method, mapper.DropInvalidField, "elicitation params are not an object", m.Raw)
+		d.drop(o, m.Method, agent.DropInvalidField, "elicitation params are not an object", m.Raw)
 		return
 	}
 	if r := d.received[key]; r != nil && !r.answered {
 		// A second request under the id of one still waiting: keep the
 		// first (its answer is matched by id), refuse this one.
-		d.drop(o, m.Method, mapper.DropInvalidField, "request id "+key+" is already pending", m.Raw)
+		d.drop(o, m.Method, agent.DropInvalidField, "request id "+key+" is already pending", m.Raw)
 		return
 	}
 	typ := "exec_approval_request"
@@ -701,7 +701,7 @@ func (d *MCPDecoder) request(o *out, m jsonrpc.Message) {
 	case "patch-approval":
 		typ = "apply_patch_approval_request"
 	default:
-		d.drop(o, m.Method, mapper.DropUnknownType, "elicitation kind "+p.Kind+" unknown to this version", m.Raw)
+		d.drop(o, m.Method, agent.DropUnknownType, "elicitation kind "+p.Kind+" unknown to this version", m.Raw)
 		d.received[key] = &srvReq{method: m.Method}
 		return
 	}
@@ -740,10 +740,10 @@ func (d *MCPDecoder) response(o *out, m jsonrpc.Message) {
 	}
 	if m.Error != nil {
 		if !t.open {
-			o.add(&mapper.AgentError{Kind: mapper.ErrorProtocol, Text: "codex tools/call failed: " + m.Error.Message})
+			o.add(&agent.AgentError{Kind: agent.ErrorProtocol, Text: "codex tools/call failed: " + m.Error.Message})
 			return
 		}
-		d.endTurn(o, t, mapper.TurnFailed, m.Error.Message)
+		d.endTurn(o, t, agent.TurnFailed, m.Error.Message)
 		return
 	}
 	var r struct {
@@ -755,10 +755,10 @@ func (d *MCPDecoder) response(o *out, m jsonrpc.Message) {
 		d.startTurn(o, t, "")
 	}
 	if r.IsError != nil && *r.IsError {
-		d.endTurn(o, t, mapper.TurnFailed, contentText(r.Content))
+		d.endTurn(o, t, agent.TurnFailed, contentText(r.Content))
 		return
 	}
-	d.endTurn(o, t, mapper.TurnCompleted, "")
+	d.endTurn(o, t, agent.TurnCompleted, "")
 }
 
 func (d *MCPDecoder) c2a(o *out, f Frame) {
@@ -789,7 +789,7 @@ func (d *MCPDecoder) c2a(o *out, f Frame) {
 		_ = json.Unmarshal(m.Params, &args)
 		if !t.prompted && args.Arguments.Prompt != "" {
 			t.prompted = true
-			o.add(&mapper.UserPrompt{PromptID: "user:" + key, Text: args.Arguments.Prompt})
+			o.add(&agent.UserPrompt{PromptID: "user:" + key, Text: args.Arguments.Prompt})
 		}
 	case jsonrpc.KindResponse:
 		r := d.received[key]
@@ -805,7 +805,7 @@ func (d *MCPDecoder) c2a(o *out, f Frame) {
 			if c != nil {
 				c.blocked = false
 			}
-			o.add(&mapper.ToolResolved{CallID: r.callID, Decision: mapper.DecisionReject, Reason: mapper.ReasonCancelled})
+			o.add(&agent.ToolResolved{CallID: r.callID, Decision: agent.DecisionReject, Reason: agent.ReasonCancelled})
 			return
 		}
 		var res struct {
@@ -815,14 +815,14 @@ func (d *MCPDecoder) c2a(o *out, f Frame) {
 		dec, reason, ok := decision(res.Decision)
 		if !ok {
 			r.answered = false
-			d.drop(o, "decision", mapper.DropUnknownDecision, "answer "+string(res.Decision)+" is not a known decision", f.Msg)
+			d.drop(o, "decision", agent.DropUnknownDecision, "answer "+string(res.Decision)+" is not a known decision", f.Msg)
 			return
 		}
 		if c != nil {
 			c.blocked = false
-			c.running = dec != mapper.DecisionReject
+			c.running = dec != agent.DecisionReject
 		}
-		o.add(&mapper.ToolResolved{CallID: r.callID, Decision: dec, Reason: reason})
+		o.add(&agent.ToolResolved{CallID: r.callID, Decision: dec, Reason: reason})
 	}
 }
 
@@ -841,7 +841,7 @@ func (d *MCPDecoder) call(id, tool string) *call {
 	return c
 }
 
-func (d *MCPDecoder) announce(o *out, c *call, title string, input json.RawMessage, meta mapper.Object) {
+func (d *MCPDecoder) announce(o *out, c *call, title string, input json.RawMessage, meta agent.Object) {
 	if c.shown && (input == nil || string(input) == string(c.input)) {
 		return
 	}
@@ -849,7 +849,7 @@ func (d *MCPDecoder) announce(o *out, c *call, title string, input json.RawMessa
 	if input != nil {
 		c.input = input
 	}
-	o.add(&mapper.ToolCall{CallID: c.id, Tool: c.tool, Title: title, Input: input, Metadata: meta})
+	o.add(&agent.ToolCall{CallID: c.id, Tool: c.tool, Title: title, Input: input, Metadata: meta})
 }
 
 func (d *MCPDecoder) run(o *out, c *call) {
@@ -857,10 +857,10 @@ func (d *MCPDecoder) run(o *out, c *call) {
 		return
 	}
 	c.running = true
-	o.add(&mapper.ToolRunning{CallID: c.id})
+	o.add(&agent.ToolRunning{CallID: c.id})
 }
 
-func (d *MCPDecoder) complete(o *out, c *call, output string, meta mapper.Object) {
+func (d *MCPDecoder) complete(o *out, c *call, output string, meta agent.Object) {
 	if c.done {
 		return
 	}
@@ -869,11 +869,11 @@ func (d *MCPDecoder) complete(o *out, c *call, output string, meta mapper.Object
 	if len(meta) == 0 {
 		meta = nil
 	}
-	o.add(&mapper.ToolCompleted{CallID: c.id, Output: output, Metadata: meta})
+	o.add(&agent.ToolCompleted{CallID: c.id, Output: output, Metadata: meta})
 	delete(d.calls, c.id)
 }
 
-func (d *MCPDecoder) fail(o *out, c *call, msg string, meta mapper.Object) {
+func (d *MCPDecoder) fail(o *out, c *call, msg string, meta agent.Object) {
 	if c.done {
 		return
 	}
@@ -881,7 +881,7 @@ func (d *MCPDecoder) fail(o *out, c *call, msg string, meta mapper.Object) {
 	if len(meta) == 0 {
 		meta = nil
 	}
-	o.add(&mapper.ToolFailed{CallID: c.id, Error: msg, Metadata: meta})
+	o.add(&agent.ToolFailed{CallID: c.id, Error: msg, Metadata: meta})
 	delete(d.calls, c.id)
 }
 
@@ -909,7 +909,7 @@ func durationMs(raw json.RawMessage) (int64, bool) {
 
 // patchDetail renders the legacy changes map {path: {add:{content}} |
 // {delete:{…}} | {update:{unified_diff, move_path}}} like fileChangeDetail.
-func patchDetail(changes map[string]json.RawMessage) (json.RawMessage, mapper.Object, []string) {
+func patchDetail(changes map[string]json.RawMessage) (json.RawMessage, agent.Object, []string) {
 	paths := make([]string, 0, len(changes))
 	for p := range changes {
 		paths = append(paths, p)

@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/happy-dev/happy/internal/trafficlog"
+	"github.com/happy-dev/happy/adapters/trafficlog"
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -49,9 +50,9 @@ func NewDecoder(p Protocol) Decoder {
 // DroppedInput event at its place, in the returned events-before map keyed
 // by the index of the frame it precedes. Only a read error of r is returned
 // as an error.
-func ReadFrames(r io.Reader) ([]Frame, map[int][]mapper.Event, error) {
+func ReadFrames(r io.Reader) ([]Frame, map[int][]agent.Event, error) {
 	var frames []Frame
-	bad := map[int][]mapper.Event{}
+	bad := map[int][]agent.Event{}
 	err := trafficlog.Scan(r, func(line int64, rec trafficlog.Record, derr error, data []byte) {
 		if derr != nil {
 			bad[len(frames)] = append(bad[len(frames)], dropped("traffic-log", line, 0, "", trafficlog.DropReason(derr), derr.Error(), data))
@@ -87,7 +88,7 @@ func DetectProtocol(frames []Frame) Protocol {
 // p chooses the decoder (auto: DetectProtocol). Only a read error of r is
 // returned as an error; bad lines are DroppedInput events. A turn still
 // open at the end of the log ends as truncated.
-func ReplayEvents(r io.Reader, p Protocol) ([]mapper.Event, error) {
+func ReplayEvents(r io.Reader, p Protocol) ([]agent.Event, error) {
 	frames, bad, err := ReadFrames(r)
 	if err != nil {
 		return nil, err
@@ -96,7 +97,7 @@ func ReplayEvents(r io.Reader, p Protocol) ([]mapper.Event, error) {
 		p = DetectProtocol(frames)
 	}
 	dec := NewDecoder(p)
-	var evs []mapper.Event
+	var evs []agent.Event
 	for i, f := range frames {
 		evs = append(evs, bad[i]...)
 		evs = append(evs, dec.Decode(f)...)
@@ -115,21 +116,21 @@ func ReplayEvents(r io.Reader, p Protocol) ([]mapper.Event, error) {
 // inside it (a crash, a copy taken while Codex ran), and ending it settles
 // its open tools and closes its assistant message. Child sessions come
 // first, in the order their turns started, then the root.
-func endOpenTurns(evs []mapper.Event, t int64) []mapper.Event {
+func endOpenTurns(evs []agent.Event, t int64) []agent.Event {
 	open := map[string]string{} // session key → turn id
 	var order []string
 	for _, e := range evs {
 		switch e := e.(type) {
-		case *mapper.TurnStarted:
+		case *agent.TurnStarted:
 			if _, ok := open[e.Session]; !ok {
 				order = append(order, e.Session)
 			}
 			open[e.Session] = e.TurnID
-		case *mapper.TurnEnded:
+		case *agent.TurnEnded:
 			delete(open, e.Session)
 		}
 	}
-	var out []mapper.Event
+	var out []agent.Event
 	root, rootOpen := open[""]
 	for _, key := range order {
 		id, ok := open[key]
@@ -145,9 +146,9 @@ func endOpenTurns(evs []mapper.Event, t int64) []mapper.Event {
 	return out
 }
 
-func truncatedTurn(session, turnID string, t int64) *mapper.TurnEnded {
-	return &mapper.TurnEnded{EventBase: mapper.EventBase{Session: session, Time: t}, TurnID: turnID,
-		Reason: mapper.TurnTruncated, Error: "the log ends before the turn ended"}
+func truncatedTurn(session, turnID string, t int64) *agent.TurnEnded {
+	return &agent.TurnEnded{EventBase: agent.EventBase{Session: session, Time: t}, TurnID: turnID,
+		Reason: agent.TurnTruncated, Error: "the log ends before the turn ended"}
 }
 
 // Replay reduces a recorded Codex traffic log (as written by --record)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -62,18 +63,18 @@ func TestReplayEndsOpenTurnAtEnd(t *testing.T) {
 			}
 			truncated := 0
 			for _, e := range evs {
-				if te, ok := e.(*mapper.TurnEnded); ok && te.Reason == mapper.TurnTruncated {
+				if te, ok := e.(*agent.TurnEnded); ok && te.Reason == agent.TurnTruncated {
 					truncated++
 				}
 			}
-			end, isEnd := evs[len(evs)-1].(*mapper.TurnEnded)
+			end, isEnd := evs[len(evs)-1].(*agent.TurnEnded)
 			if tc.lines == 0 {
-				if truncated != 0 || !isEnd || end.Reason != mapper.TurnCompleted {
+				if truncated != 0 || !isEnd || end.Reason != agent.TurnCompleted {
 					t.Fatalf("complete log: %d truncated turns, last event %T %+v", truncated, evs[len(evs)-1], evs[len(evs)-1])
 				}
 				return
 			}
-			if truncated != 1 || !isEnd || end.Reason != mapper.TurnTruncated || end.TurnID == "" || end.Error == "" || end.Time != last {
+			if truncated != 1 || !isEnd || end.Reason != agent.TurnTruncated || end.TurnID == "" || end.Error == "" || end.Time != last {
 				t.Fatalf("%d truncated turns, last event %T %+v, want a truncated turn end at %d", truncated, evs[len(evs)-1], evs[len(evs)-1], last)
 			}
 			tr, _ := reduce(t, "relay-trunc", evs)
@@ -98,7 +99,7 @@ func TestReplayEndsOpenTurnAtEnd(t *testing.T) {
 					if st := tp.State.Status; st != mapper.StatusError && st != mapper.StatusCompleted {
 						t.Errorf("tool %s stays %s", tp.CallID, st)
 					}
-					if b := tp.State.Block; tc.blocked && (b == nil || b.Decision != mapper.DecisionReject || b.Reason != mapper.ReasonCancelled) {
+					if b := tp.State.Block; tc.blocked && (b == nil || b.Decision != agent.DecisionReject || b.Reason != agent.ReasonCancelled) {
 						t.Errorf("tool %s block %+v", tp.CallID, b)
 					}
 				}

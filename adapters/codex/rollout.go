@@ -33,6 +33,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/linereader"
 	"github.com/happy-dev/happy/mapper"
 )
@@ -128,7 +129,7 @@ type execResult struct {
 
 // rolloutDecoder holds the state of one rollout read.
 type rolloutDecoder struct {
-	evs      []mapper.Event
+	evs      []agent.Event
 	turnOpen bool
 	turnID   string
 	turns    int
@@ -144,7 +145,7 @@ type rolloutDecoder struct {
 // become DroppedInput events (source codex-rollout, Kind the raw type); a
 // turn still open at the end ends as truncated. Only a read error of r is
 // returned as an error.
-func RolloutEvents(r io.Reader) ([]mapper.Event, error) {
+func RolloutEvents(r io.Reader) ([]agent.Event, error) {
 	lr, _ := linereader.New(r, linereader.Options{})
 	d := &rolloutDecoder{calls: map[string]*rolloutCall{}, results: map[string]execResult{}}
 	for {
@@ -190,35 +191,35 @@ func ReplayRollout(r io.Reader, cfg mapper.Config) (mapper.Transcript, error) {
 	return red.Transcript(), nil
 }
 
-func (d *rolloutDecoder) add(e mapper.Event) { d.evs = append(d.evs, e) }
+func (d *rolloutDecoder) add(e agent.Event) { d.evs = append(d.evs, e) }
 
-func (d *rolloutDecoder) drop(n int64, kind string, reason mapper.DropReason, detail string, raw []byte) {
+func (d *rolloutDecoder) drop(n int64, kind string, reason agent.DropReason, detail string, raw []byte) {
 	d.add(dropped(rolloutSource, n, d.lastT, kind, reason, detail, raw))
 }
 
 func (d *rolloutDecoder) line(n int64, data []byte) {
 	trimmed := bytes.TrimSpace(data)
 	if !json.Valid(trimmed) {
-		d.drop(n, "", mapper.DropUnparseableJSON, "not JSON", data)
+		d.drop(n, "", agent.DropUnparseableJSON, "not JSON", data)
 		return
 	}
 	if trimmed[0] != '{' {
-		d.drop(n, "", mapper.DropNotAnObject, "a rollout line is a JSON object", data)
+		d.drop(n, "", agent.DropNotAnObject, "a rollout line is a JSON object", data)
 		return
 	}
 	var l rolloutLine
 	if err := json.Unmarshal(trimmed, &l); err != nil {
-		d.drop(n, "", mapper.DropInvalidField, err.Error(), data)
+		d.drop(n, "", agent.DropInvalidField, err.Error(), data)
 		return
 	}
 	if ts, err := time.Parse(time.RFC3339Nano, l.Timestamp); err == nil {
 		d.lastT = ts.UnixMilli()
 	}
 	if p := bytes.TrimSpace(l.Payload); len(p) == 0 || p[0] != '{' {
-		d.drop(n, l.Type, mapper.DropInvalidField, "payload is not an object", data)
+		d.drop(n, l.Type, agent.DropInvalidField, "payload is not an object", data)
 		return
 	}
-	base := mapper.EventBase{Time: d.lastT}
+	base := agent.EventBase{Time: d.lastT}
 	switch l.Type {
 	case "session_meta":
 		var m struct {
@@ -227,24 +228,24 @@ func (d *rolloutDecoder) line(n int64, data []byte) {
 			ModelProvider string `json:"model_provider"`
 		}
 		if err := json.Unmarshal(l.Payload, &m); err != nil {
-			d.drop(n, l.Type, mapper.DropInvalidField, err.Error(), data)
+			d.drop(n, l.Type, agent.DropInvalidField, err.Error(), data)
 			return
 		}
-		d.add(&mapper.SessionInfo{EventBase: base, ProviderSessionID: m.ID, ProviderID: m.ModelProvider, Cwd: m.Cwd})
+		d.add(&agent.SessionInfo{EventBase: base, ProviderSessionID: m.ID, ProviderID: m.ModelProvider, Cwd: m.Cwd})
 	case "turn_context":
 		var m struct {
 			Model string `json:"model"`
 			Cwd   string `json:"cwd"`
 		}
 		if err := json.Unmarshal(l.Payload, &m); err != nil {
-			d.drop(n, l.Type, mapper.DropInvalidField, err.Error(), data)
+			d.drop(n, l.Type, agent.DropInvalidField, err.Error(), data)
 			return
 		}
 		if m.Model != "" || m.Cwd != "" {
-			d.add(&mapper.SessionInfo{EventBase: base, ModelID: m.Model, Cwd: m.Cwd})
+			d.add(&agent.SessionInfo{EventBase: base, ModelID: m.Model, Cwd: m.Cwd})
 		}
 	case "compacted":
-		d.add(&mapper.Compaction{EventBase: base, Auto: true})
+		d.add(&agent.Compaction{EventBase: base, Auto: true})
 	case "event_msg":
 		d.event(n, base, l.Payload, data)
 	case "response_item":
@@ -253,12 +254,12 @@ func (d *rolloutDecoder) line(n int64, data []byte) {
 		if rolloutSkipped(l.Type) {
 			return
 		}
-		d.drop(n, l.Type, mapper.DropUnknownType, "unknown rollout line type", data)
+		d.drop(n, l.Type, agent.DropUnknownType, "unknown rollout line type", data)
 	}
 }
 
 // openTurn starts a turn unless one is open.
-func (d *rolloutDecoder) openTurn(base mapper.EventBase, id string) {
+func (d *rolloutDecoder) openTurn(base agent.EventBase, id string) {
 	if d.turnOpen {
 		return
 	}
@@ -267,23 +268,23 @@ func (d *rolloutDecoder) openTurn(base mapper.EventBase, id string) {
 		id = "turn-" + strconv.Itoa(d.turns)
 	}
 	d.turnOpen, d.turnID, d.prompt = true, id, ""
-	d.add(&mapper.TurnStarted{EventBase: base, TurnID: id})
+	d.add(&agent.TurnStarted{EventBase: base, TurnID: id})
 }
 
 // userPrompt adds a prompt (opening a turn if none is open); the same text
 // again in the same turn is the same prompt (Codex writes it both as a
 // response item and as an event).
-func (d *rolloutDecoder) userPrompt(base mapper.EventBase, text string) {
+func (d *rolloutDecoder) userPrompt(base agent.EventBase, text string) {
 	if d.turnOpen && d.prompt == text && text != "" {
 		return
 	}
 	d.openTurn(base, "")
 	d.prompt = text
 	d.prompts++
-	d.add(&mapper.UserPrompt{EventBase: base, PromptID: "prompt-" + strconv.Itoa(d.prompts), Text: text})
+	d.add(&agent.UserPrompt{EventBase: base, PromptID: "prompt-" + strconv.Itoa(d.prompts), Text: text})
 }
 
-func (d *rolloutDecoder) endTurn(base mapper.EventBase, id, reason string) {
+func (d *rolloutDecoder) endTurn(base agent.EventBase, id, reason string) {
 	if !d.turnOpen {
 		return
 	}
@@ -291,10 +292,10 @@ func (d *rolloutDecoder) endTurn(base mapper.EventBase, id, reason string) {
 		id = d.turnID
 	}
 	d.turnOpen = false
-	d.add(&mapper.TurnEnded{EventBase: base, TurnID: id, Reason: reason})
+	d.add(&agent.TurnEnded{EventBase: base, TurnID: id, Reason: reason})
 }
 
-func (d *rolloutDecoder) event(n int64, base mapper.EventBase, payload json.RawMessage, data []byte) {
+func (d *rolloutDecoder) event(n int64, base agent.EventBase, payload json.RawMessage, data []byte) {
 	var m struct {
 		Type       string          `json:"type"`
 		TurnID     string          `json:"turn_id"`
@@ -308,7 +309,7 @@ func (d *rolloutDecoder) event(n int64, base mapper.EventBase, payload json.RawM
 		Reason     string          `json:"reason"`
 	}
 	if err := json.Unmarshal(payload, &m); err != nil {
-		d.drop(n, "event_msg", mapper.DropInvalidField, err.Error(), data)
+		d.drop(n, "event_msg", agent.DropInvalidField, err.Error(), data)
 		return
 	}
 	kind := "event_msg:" + m.Type
@@ -325,25 +326,25 @@ func (d *rolloutDecoder) event(n int64, base mapper.EventBase, payload json.RawM
 			return
 		}
 		if err := json.Unmarshal(m.Info, &info); err != nil {
-			d.drop(n, kind, mapper.DropInvalidField, err.Error(), data)
+			d.drop(n, kind, agent.DropInvalidField, err.Error(), data)
 			return
 		}
 		if info.Last != nil {
 			if tk := info.Last.tokens(); tk != nil {
-				d.add(&mapper.Usage{EventBase: base, Tokens: tk})
+				d.add(&agent.Usage{EventBase: base, Tokens: tk})
 			}
 		}
 	case "task_complete", "turn_complete":
-		d.endTurn(base, m.TurnID, mapper.TurnCompleted)
+		d.endTurn(base, m.TurnID, agent.TurnCompleted)
 	case "turn_aborted":
-		d.endTurn(base, m.TurnID, mapper.TurnInterrupted)
+		d.endTurn(base, m.TurnID, agent.TurnInterrupted)
 	case "error":
 		if m.Message != "" {
-			d.add(&mapper.AgentError{EventBase: base, Kind: mapper.ErrorInternal, Text: m.Message})
+			d.add(&agent.AgentError{EventBase: base, Kind: agent.ErrorInternal, Text: m.Message})
 		}
 	case "exec_command_end":
 		if m.CallID == "" {
-			d.drop(n, kind, mapper.DropMissingID, "exec_command_end without call_id", data)
+			d.drop(n, kind, agent.DropMissingID, "exec_command_end without call_id", data)
 			return
 		}
 		d.results[m.CallID] = execResult{exitCode: m.ExitCode, status: m.Status, output: m.Aggregated}
@@ -353,14 +354,14 @@ func (d *rolloutDecoder) event(n int64, base mapper.EventBase, payload json.RawM
 		if rolloutSkipped(kind) {
 			return
 		}
-		d.drop(n, kind, mapper.DropUnknownType, "unknown rollout event", data)
+		d.drop(n, kind, agent.DropUnknownType, "unknown rollout event", data)
 	}
 }
 
 // itemCompleted reads the item_completed events of Codex 0.171: the user
 // message (a duplicate of the response item, unless that was missing) and
 // the end of a command (its exit code and output).
-func (d *rolloutDecoder) itemCompleted(n int64, base mapper.EventBase, raw json.RawMessage, data []byte) {
+func (d *rolloutDecoder) itemCompleted(n int64, base agent.EventBase, raw json.RawMessage, data []byte) {
 	var it struct {
 		Type     string  `json:"type"`
 		ID       string  `json:"id"`
@@ -373,7 +374,7 @@ func (d *rolloutDecoder) itemCompleted(n int64, base mapper.EventBase, raw json.
 		} `json:"content"`
 	}
 	if len(raw) == 0 || json.Unmarshal(raw, &it) != nil {
-		d.drop(n, "event_msg:item_completed", mapper.DropInvalidField, "item is not an item object", data)
+		d.drop(n, "event_msg:item_completed", agent.DropInvalidField, "item is not an item object", data)
 		return
 	}
 	switch it.Type {
@@ -387,7 +388,7 @@ func (d *rolloutDecoder) itemCompleted(n int64, base mapper.EventBase, raw json.
 		d.userPrompt(base, strings.Join(parts, "\n"))
 	case "CommandExecution":
 		if it.ID == "" {
-			d.drop(n, "event_msg:item_completed", mapper.DropMissingID, "command item without id", data)
+			d.drop(n, "event_msg:item_completed", agent.DropMissingID, "command item without id", data)
 			return
 		}
 		d.results[it.ID] = execResult{exitCode: it.ExitCode, status: it.Status, output: it.Output}
@@ -410,7 +411,7 @@ func responseText(content []struct {
 	return strings.Join(parts, "\n")
 }
 
-func (d *rolloutDecoder) item(n int64, base mapper.EventBase, payload json.RawMessage, data []byte) {
+func (d *rolloutDecoder) item(n int64, base agent.EventBase, payload json.RawMessage, data []byte) {
 	var m struct {
 		Type    string `json:"type"`
 		ID      string `json:"id"`
@@ -434,7 +435,7 @@ func (d *rolloutDecoder) item(n int64, base mapper.EventBase, payload json.RawMe
 		} `json:"action"`
 	}
 	if err := json.Unmarshal(payload, &m); err != nil {
-		d.drop(n, "response_item", mapper.DropInvalidField, err.Error(), data)
+		d.drop(n, "response_item", agent.DropInvalidField, err.Error(), data)
 		return
 	}
 	kind := "response_item:" + m.Type
@@ -449,7 +450,7 @@ func (d *rolloutDecoder) item(n int64, base mapper.EventBase, payload json.RawMe
 			d.userPrompt(base, text)
 		case "assistant":
 			if text != "" {
-				d.add(&mapper.TextFinal{EventBase: base, Block: m.ID, Text: text})
+				d.add(&agent.TextFinal{EventBase: base, Block: m.ID, Text: text})
 			}
 		default: // developer and system instructions are not conversation
 		}
@@ -461,7 +462,7 @@ func (d *rolloutDecoder) item(n int64, base mapper.EventBase, payload json.RawMe
 			}
 		}
 		if len(parts) > 0 {
-			d.add(&mapper.ReasoningFinal{EventBase: base, Block: m.ID, Text: strings.Join(parts, "\n\n")})
+			d.add(&agent.ReasoningFinal{EventBase: base, Block: m.ID, Text: strings.Join(parts, "\n\n")})
 		}
 		var raw []string
 		for _, c := range m.Content {
@@ -474,7 +475,7 @@ func (d *rolloutDecoder) item(n int64, base mapper.EventBase, payload json.RawMe
 			if m.ID != "" {
 				blk = m.ID + "/raw"
 			}
-			d.add(&mapper.ReasoningFinal{EventBase: base, Block: blk, Text: strings.Join(raw, "\n\n")})
+			d.add(&agent.ReasoningFinal{EventBase: base, Block: blk, Text: strings.Join(raw, "\n\n")})
 		}
 	case "function_call", "custom_tool_call", "local_shell_call":
 		id := m.CallID
@@ -482,21 +483,21 @@ func (d *rolloutDecoder) item(n int64, base mapper.EventBase, payload json.RawMe
 			id = m.ID
 		}
 		if id == "" {
-			d.drop(n, kind, mapper.DropMissingID, "tool call without call_id", data)
+			d.drop(n, kind, agent.DropMissingID, "tool call without call_id", data)
 			return
 		}
 		tool, title, input, shell := toolOf(m.Type, m.Name, m.Arguments, m.Input, m.Action)
 		d.calls[id] = &rolloutCall{shell: shell}
-		d.add(&mapper.ToolCall{EventBase: base, CallID: id, Tool: tool, Title: title, Input: input})
-		d.add(&mapper.ToolRunning{EventBase: base, CallID: id})
+		d.add(&agent.ToolCall{EventBase: base, CallID: id, Tool: tool, Title: title, Input: input})
+		d.add(&agent.ToolRunning{EventBase: base, CallID: id})
 	case "function_call_output", "custom_tool_call_output":
 		if m.CallID == "" {
-			d.drop(n, kind, mapper.DropMissingID, "tool output without call_id", data)
+			d.drop(n, kind, agent.DropMissingID, "tool output without call_id", data)
 			return
 		}
 		c, ok := d.calls[m.CallID]
 		if !ok {
-			d.drop(n, kind, mapper.DropOrphan, "output of a tool call never seen", data)
+			d.drop(n, kind, agent.DropOrphan, "output of a tool call never seen", data)
 			return
 		}
 		if c.done {
@@ -508,7 +509,7 @@ func (d *rolloutDecoder) item(n int64, base mapper.EventBase, payload json.RawMe
 		if rolloutSkipped(kind) {
 			return
 		}
-		d.drop(n, kind, mapper.DropUnknownType, "unknown response item", data)
+		d.drop(n, kind, agent.DropUnknownType, "unknown response item", data)
 	}
 }
 
@@ -610,12 +611,12 @@ func unifiedOutput(s string) (code int, out string, ok bool) {
 // Codex reported a failed or declined status or a non-zero exit code (from
 // the command's end event, else the output's header), or when its output
 // says the command could not start ("… failed: …").
-func (d *rolloutDecoder) toolEnd(base mapper.EventBase, id string, c *rolloutCall, output string) {
+func (d *rolloutDecoder) toolEnd(base agent.EventBase, id string, c *rolloutCall, output string) {
 	if !c.shell {
-		d.add(&mapper.ToolCompleted{EventBase: base, CallID: id, Output: output})
+		d.add(&agent.ToolCompleted{EventBase: base, CallID: id, Output: output})
 		return
 	}
-	meta := mapper.Object{}
+	meta := agent.Object{}
 	res, known := d.results[id]
 	failed := false
 	if known {
@@ -647,8 +648,8 @@ func (d *rolloutDecoder) toolEnd(base mapper.EventBase, id string, c *rolloutCal
 				msg = fmt.Sprintf("command failed with exit code %d", code)
 			}
 		}
-		d.add(&mapper.ToolFailed{EventBase: base, CallID: id, Error: msg, Metadata: meta})
+		d.add(&agent.ToolFailed{EventBase: base, CallID: id, Error: msg, Metadata: meta})
 		return
 	}
-	d.add(&mapper.ToolCompleted{EventBase: base, CallID: id, Output: output, Metadata: meta})
+	d.add(&agent.ToolCompleted{EventBase: base, CallID: id, Output: output, Metadata: meta})
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -177,17 +178,17 @@ func TestRolloutEdges(t *testing.T) {
 	var kinds []string
 	for _, e := range evs {
 		k := strings.TrimPrefix(strings.TrimPrefix(typeName(e), "*mapper."), "")
-		if d, ok := e.(*mapper.DroppedInput); ok {
+		if d, ok := e.(*agent.DroppedInput); ok {
 			k += "(" + d.Dropped.Kind + "," + string(d.Dropped.Reason) + ")"
 		}
 		switch e := e.(type) {
-		case *mapper.TurnEnded:
+		case *agent.TurnEnded:
 			k += "(" + e.TurnID + "," + e.Reason + ")"
-		case *mapper.ToolFailed:
+		case *agent.ToolFailed:
 			k += "(" + e.Error + ")"
-		case *mapper.ToolCall:
+		case *agent.ToolCall:
 			k += "(" + e.Tool + "," + string(e.Input) + ")"
-		case *mapper.Usage:
+		case *agent.Usage:
 			k += "(" + strconvI(e.Tokens.Input) + "," + strconvI(e.Tokens.Output) + ")"
 		}
 		kinds = append(kinds, k)
@@ -218,8 +219,8 @@ func TestRolloutEdges(t *testing.T) {
 	}
 }
 
-func typeName(e mapper.Event) string {
-	b, _ := mapper.EncodeEvent(e)
+func typeName(e agent.Event) string {
+	b, _ := agent.EncodeEvent(e)
 	var m struct {
 		Type string `json:"type"`
 	}

@@ -16,11 +16,11 @@ import (
 	"github.com/happy-dev/happy/adapters/claude/local"
 	"github.com/happy-dev/happy/adapters/claude/remote"
 	"github.com/happy-dev/happy/adapters/claude/sdk"
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/app"
-	"github.com/happy-dev/happy/internal/config"
+
 	"github.com/happy-dev/happy/internal/proc"
 	"github.com/happy-dev/happy/mapper"
-	"github.com/happy-dev/happy/session"
 )
 
 // agentOptions are the flags every agent command shares.
@@ -47,7 +47,7 @@ func (o *agentOptions) rules(f *factory, dir string) ([]mapper.PermissionRule, e
 	if err != nil {
 		return nil, err
 	}
-	rules, err := config.Load(h.Path(), dir)
+	rules, err := app.LoadRules(h.Path(), dir)
 	if err != nil {
 		return nil, &usageError{err: err}
 	}
@@ -56,7 +56,7 @@ func (o *agentOptions) rules(f *factory, dir string) ([]mapper.PermissionRule, e
 		action mapper.Action
 	}{{o.allow, mapper.ActionAllow}, {o.deny, mapper.ActionDeny}, {o.ask, mapper.ActionAsk}} {
 		for _, v := range set.vals {
-			r, err := config.ParseFlag(v, set.action)
+			r, err := app.ParseRuleFlag(v, set.action)
 			if err != nil {
 				return nil, &usageError{err: err}
 			}
@@ -186,13 +186,13 @@ func runClaudePrint(parent context.Context, f *factory, o *agentOptions, claudeP
 	// Claude outlives the signal context: on Ctrl-C the runner still has to
 	// answer its pending permission and interrupt the turn; agent.Close
 	// (deferred) stops it after that.
-	agent, err := remote.Start(context.WithoutCancel(ctx), remote.Options{SDK: so, PermissionMode: permissionMode})
+	ag, err := remote.Start(context.WithoutCancel(ctx), remote.Options{SDK: so, PermissionMode: permissionMode})
 	if err != nil {
 		return fmt.Errorf("start claude: %w", err)
 	}
-	defer agent.Close()
+	defer ag.Close()
 
-	res, err := app.RunSession(ctx, env, conn, agent, app.SessionOptions{
+	res, err := app.RunSession(ctx, env, conn, ag, app.SessionOptions{
 		Flavor: "claude", Dir: dir, Prompt: o.prompt, OneShot: true, ProviderID: "anthropic",
 		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: "terminal",
 		OnCreated: func(id string) {
@@ -241,7 +241,7 @@ func runClaudeInteractive(parent context.Context, f *factory, o *agentOptions, c
 			sid = id
 			fmt.Fprintf(f.stderr, "happy: session %s — follow it from another terminal with: happy log %s --follow\n", id, id)
 		},
-	}, func(ctx context.Context, tag string) (session.Agent, error) {
+	}, func(ctx context.Context, tag string) (agent.Agent, error) {
 		// Local mode first; a prompt from another device hands Claude to
 		// remote mode, a key in this terminal brings it back.
 		return dual.Start(ctx, dual.Options{
@@ -268,4 +268,4 @@ func runClaudeInteractive(parent context.Context, f *factory, o *agentOptions, c
 	return nil
 }
 
-var _ session.Agent = (*remote.Agent)(nil)
+var _ agent.Agent = (*remote.Agent)(nil)

@@ -9,9 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/happy-dev/happy/adapters/codex"
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/app"
 	"github.com/happy-dev/happy/internal/buildinfo"
-	"github.com/happy-dev/happy/mapper"
 )
 
 // codexOptions are the flags of `happy codex` beyond the shared ones.
@@ -133,10 +133,10 @@ func runCodexPrint(parent context.Context, f *factory, o *codexOptions, proto co
 		}
 		return &exitError{code: exitFailed, err: fmt.Errorf("start codex: %w", err)}
 	}
-	agent := codex.NewAgent(client)
-	defer agent.Close()
+	ag := codex.NewAgent(client)
+	defer ag.Close()
 
-	res, err := app.RunSession(ctx, env, conn, agent, app.SessionOptions{
+	res, err := app.RunSession(ctx, env, conn, ag, app.SessionOptions{
 		Flavor: "codex", Dir: dir, Prompt: o.prompt, OneShot: true, ProviderID: "openai",
 		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: "terminal",
 		OnCreated: func(id string) {
@@ -151,7 +151,7 @@ func runCodexPrint(parent context.Context, f *factory, o *codexOptions, proto co
 
 // turnExit maps how a one-turn session ended to the command's error (and so
 // its exit code, DESIGN.md "Exit codes of happy <agent> -p").
-func turnExit(agent string, res app.SessionResult, err error, interrupted bool) error {
+func turnExit(flavor string, res app.SessionResult, err error, interrupted bool) error {
 	switch {
 	case interrupted:
 		return &exitError{code: exitInterrupted}
@@ -159,14 +159,14 @@ func turnExit(agent string, res app.SessionResult, err error, interrupted bool) 
 		return &exitError{code: exitRelay, err: err}
 	case err != nil && !errors.Is(err, context.Canceled):
 		return err
-	case res.TurnReason == mapper.TurnCompleted && res.Rejected == 0 && res.TurnError == "":
+	case res.TurnReason == agent.TurnCompleted && res.Rejected == 0 && res.TurnError == "":
 		return nil
-	case res.TurnReason == mapper.TurnInterrupted:
+	case res.TurnReason == agent.TurnInterrupted:
 		return &exitError{code: exitInterrupted, err: errors.New("the turn was interrupted")}
 	case res.Rejected > 0:
 		return &exitError{code: exitFailed, err: fmt.Errorf("%d permission request(s) were rejected", res.Rejected)}
 	case res.AgentExited && res.TurnReason == "":
-		return &exitError{code: exitFailed, err: fmt.Errorf("%s exited before the turn ended", agent)}
+		return &exitError{code: exitFailed, err: fmt.Errorf("%s exited before the turn ended", flavor)}
 	default:
 		msg := res.TurnError
 		if msg == "" {

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/happy-dev/happy/adapters/codex"
+	"github.com/happy-dev/happy/adapters/trafficlog"
 	"github.com/happy-dev/happy/crypto"
-	"github.com/happy-dev/happy/internal/trafficlog"
 	"github.com/happy-dev/happy/relay"
 	"github.com/happy-dev/happy/server/servertest"
 )

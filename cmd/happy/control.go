@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/app"
-	"github.com/happy-dev/happy/mapper"
 )
 
 // controlErr maps a control call's error to an exit code: a refusal by the
@@ -88,9 +88,9 @@ from here, another device or the agent's own terminal; a late one fails with
 exit status 1.`,
 		Args: usageArgs(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d := mapper.DecisionOnce
+			d := agent.DecisionOnce
 			if always {
-				d = mapper.DecisionAlways
+				d = agent.DecisionAlways
 			}
 			return withLiveSession(cmd, f, "approve", args[0], func(conn *app.Conn, o app.Opened) error {
 				return app.Approve(cmd.Context(), conn, o, args[1], d, "")
@@ -109,7 +109,7 @@ func newDenyCmd(f *factory) *cobra.Command {
 		Args:  usageArgs(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withLiveSession(cmd, f, "deny", args[0], func(conn *app.Conn, o app.Opened) error {
-				return app.Approve(cmd.Context(), conn, o, args[1], mapper.DecisionReject, reason)
+				return app.Approve(cmd.Context(), conn, o, args[1], agent.DecisionReject, reason)
 			})
 		},
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/happy-dev/happy/adapters/claude/hooks"
 	"github.com/happy-dev/happy/adapters/claude/perm"
-	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/agent"
 )
 
 // runHook runs `happy hook ARGS…` in-process with payload on stdin and env.
@@ -39,7 +39,7 @@ func TestHookCommandForwardsAndPrintsAnswer(t *testing.T) {
 	go func() {
 		for ev := range s.Events() {
 			if p, ok := ev.(*hooks.PermissionRequest); ok {
-				_ = p.Answer(perm.Answer{Decision: mapper.DecisionReject, Message: "not now"})
+				_ = p.Answer(perm.Answer{Decision: agent.DecisionReject, Message: "not now"})
 			}
 		}
 	}()

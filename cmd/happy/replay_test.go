@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -75,11 +76,11 @@ func TestReplayJSON(t *testing.T) {
 		t.Fatalf("second part of the first step is %T", asst.Parts[1])
 	}
 	if tool.CallID != "toolu_1" || tool.State.Status != mapper.StatusCompleted || tool.State.Output != "(Bash completed with no output)" ||
-		tool.State.Block == nil || tool.State.Block.Decision != mapper.DecisionOnce || tool.State.Block.ID != "perm-1" {
+		tool.State.Block == nil || tool.State.Block.Decision != agent.DecisionOnce || tool.State.Block.ID != "perm-1" {
 		t.Fatalf("tool part %+v", tool.State)
 	}
 	last := tr.Messages[2].Info.(*mapper.AssistantMessage)
-	if last.Cost == nil || *last.Cost != 0.25 || last.Finish != mapper.FinishStop {
+	if last.Cost == nil || *last.Cost != 0.25 || last.Finish != agent.FinishStop {
 		t.Fatalf("last step cost %v finish %q", last.Cost, last.Finish)
 	}
 	// The same file and session id give the same document, ids included.

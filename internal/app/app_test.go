@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/home"
 	"github.com/happy-dev/happy/mapper"
 	"github.com/happy-dev/happy/relay"
@@ -20,24 +21,24 @@ import (
 	"github.com/happy-dev/happy/session"
 )
 
-// scriptedAgent is a session.Agent that, for every prompt, runs one turn:
+// scriptedAgent is a agent.Agent that, for every prompt, runs one turn:
 // a shell tool that needs permission, then a final text saying what
 // happened. Its events go through the real runner, sink and relay.
 type scriptedAgent struct {
-	events chan mapper.Event
+	events chan agent.Event
 	mu     sync.Mutex
 	turn   int
 	calls  []string
 	closed bool
 }
 
-func newScriptedAgent() *scriptedAgent { return &scriptedAgent{events: make(chan mapper.Event, 64)} }
+func newScriptedAgent() *scriptedAgent { return &scriptedAgent{events: make(chan agent.Event, 64)} }
 
 func (a *scriptedAgent) log(s string) { a.mu.Lock(); a.calls = append(a.calls, s); a.mu.Unlock() }
 
-func (a *scriptedAgent) Events() <-chan mapper.Event { return a.events }
+func (a *scriptedAgent) Events() <-chan agent.Event { return a.events }
 
-func (a *scriptedAgent) Prompt(_ context.Context, p session.Prompt) error {
+func (a *scriptedAgent) Prompt(_ context.Context, p agent.Prompt) error {
 	a.mu.Lock()
 	a.turn++
 	n := a.turn
@@ -47,28 +48,28 @@ func (a *scriptedAgent) Prompt(_ context.Context, p session.Prompt) error {
 	msg := fmt.Sprintf("m%d", n)
 	in, _ := json.Marshal(map[string]string{"command": "touch f" + fmt.Sprint(n)})
 	go func() {
-		a.events <- &mapper.TurnStarted{TurnID: fmt.Sprint(n)}
-		a.events <- &mapper.MessageStarted{Message: msg}
-		a.events <- &mapper.ToolCall{Message: msg, CallID: id, Tool: "bash", Input: in}
-		a.events <- &mapper.ToolRunning{CallID: id}
-		a.events <- &mapper.ToolBlocked{CallID: id, Permission: &mapper.PermissionRequest{ID: "req-" + id, Permission: "bash", Patterns: []string{"touch f" + fmt.Sprint(n)}}}
+		a.events <- &agent.TurnStarted{TurnID: fmt.Sprint(n)}
+		a.events <- &agent.MessageStarted{Message: msg}
+		a.events <- &agent.ToolCall{Message: msg, CallID: id, Tool: "bash", Input: in}
+		a.events <- &agent.ToolRunning{CallID: id}
+		a.events <- &agent.ToolBlocked{CallID: id, Permission: &agent.PermissionRequest{ID: "req-" + id, Permission: "bash", Patterns: []string{"touch f" + fmt.Sprint(n)}}}
 	}()
 	return nil
 }
 
-func (a *scriptedAgent) Decide(_ context.Context, callID string, d session.Decision) error {
+func (a *scriptedAgent) Decide(_ context.Context, callID string, d agent.Verdict) error {
 	a.log("decide:" + callID + ":" + string(d.Decision))
 	n := strings.TrimPrefix(callID, "call-")
 	go func() {
-		if d.Decision == mapper.DecisionReject {
-			a.events <- &mapper.ToolFailed{CallID: callID, Error: "denied"}
+		if d.Decision == agent.DecisionReject {
+			a.events <- &agent.ToolFailed{CallID: callID, Error: "denied"}
 		} else {
-			a.events <- &mapper.ToolCompleted{CallID: callID, Output: "", Title: "touch"}
+			a.events <- &agent.ToolCompleted{CallID: callID, Output: "", Title: "touch"}
 		}
-		a.events <- &mapper.StepFinished{Message: "m" + n, Finish: mapper.FinishToolCalls}
-		a.events <- &mapper.TextFinal{Message: "final" + n, Block: "0", Text: "Turn " + n + ": " + string(d.Decision)}
-		a.events <- &mapper.StepFinished{Message: "final" + n, Finish: mapper.FinishStop}
-		a.events <- &mapper.TurnEnded{TurnID: n, Reason: mapper.TurnCompleted}
+		a.events <- &agent.StepFinished{Message: "m" + n, Finish: agent.FinishToolCalls}
+		a.events <- &agent.TextFinal{Message: "final" + n, Block: "0", Text: "Turn " + n + ": " + string(d.Decision)}
+		a.events <- &agent.StepFinished{Message: "final" + n, Finish: agent.FinishStop}
+		a.events <- &agent.TurnEnded{TurnID: n, Reason: agent.TurnCompleted}
 	}()
 	return nil
 }
@@ -154,7 +155,7 @@ func blocked(t *testing.T, conn *Conn, sid func() string) (Opened, string) {
 
 func TestRunSessionControlledFromAnotherDevice(t *testing.T) {
 	envA, connA, connB := twoDevices(t)
-	agent := newScriptedAgent()
+	ag := newScriptedAgent()
 	var mu sync.Mutex
 	var sid string
 	type out struct {
@@ -165,7 +166,7 @@ func TestRunSessionControlledFromAnotherDevice(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
-		res, err := RunSession(ctx, envA, connA, agent, SessionOptions{
+		res, err := RunSession(ctx, envA, connA, ag, SessionOptions{
 			Flavor: "fake", Dir: "/work", Prompt: "first task", ProviderID: "test",
 			OnCreated: func(id string) { mu.Lock(); sid = id; mu.Unlock() },
 		})
@@ -178,10 +179,10 @@ func TestRunSessionControlledFromAnotherDevice(t *testing.T) {
 	if call != "call-1" {
 		t.Fatalf("blocked call %q", call)
 	}
-	if err := Approve(ctx, connB, o, call, mapper.DecisionOnce, ""); err != nil {
+	if err := Approve(ctx, connB, o, call, agent.DecisionOnce, ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := Approve(ctx, connB, o, call, mapper.DecisionReject, ""); !errors.Is(err, ErrRPC) || !strings.Contains(err.Error(), "stale") {
+	if err := Approve(ctx, connB, o, call, agent.DecisionReject, ""); !errors.Is(err, ErrRPC) || !strings.Contains(err.Error(), "stale") {
 		t.Fatalf("second answer: %v", err)
 	}
 	// Turn 2: a prompt sent from device B, then denied.
@@ -199,7 +200,7 @@ func TestRunSessionControlledFromAnotherDevice(t *testing.T) {
 			t.Fatal("turn 2 never blocked")
 		}
 	}
-	if err := Approve(ctx, connB, o, "call-2", mapper.DecisionReject, "no"); err != nil {
+	if err := Approve(ctx, connB, o, "call-2", agent.DecisionReject, "no"); err != nil {
 		t.Fatal(err)
 	}
 	waitTurns(t, connB, o, 2)
@@ -240,9 +241,9 @@ func TestRunSessionControlledFromAnotherDevice(t *testing.T) {
 	if tr.Session.Title != "first task" || len(tr.Dropped) != 0 {
 		t.Fatalf("session %+v dropped %+v", tr.Session, tr.Dropped)
 	}
-	agent.mu.Lock()
-	calls := strings.Join(agent.calls, ",")
-	agent.mu.Unlock()
+	ag.mu.Lock()
+	calls := strings.Join(ag.calls, ",")
+	ag.mu.Unlock()
 	if calls != "prompt:first task,decide:call-1:once,prompt:second task,decide:call-2:reject" {
 		t.Fatalf("agent calls %s", calls)
 	}
@@ -261,7 +262,7 @@ func waitTurns(t *testing.T, conn *Conn, o Opened, n int) {
 		if err == nil {
 			count := 0
 			for _, m := range rb.Transcript().Messages {
-				if am, ok := m.Info.(*mapper.AssistantMessage); ok && am.Finish == mapper.FinishStop {
+				if am, ok := m.Info.(*mapper.AssistantMessage); ok && am.Finish == agent.FinishStop {
 					count++
 				}
 			}

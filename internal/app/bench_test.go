@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
 	"github.com/happy-dev/happy/relay"
 	"github.com/happy-dev/happy/session"
@@ -23,7 +24,7 @@ import (
 // Reported: p50-ms and p99-ms.
 func BenchmarkEventToRelay(b *testing.B) {
 	envA, connA, _ := twoDevices(b)
-	agent := &pushAgent{events: make(chan mapper.Event, 16)}
+	ag := &pushAgent{events: make(chan agent.Event, 16)}
 	tag, _ := NewTag()
 	var mu sync.Mutex
 	acked := map[string]time.Time{}
@@ -43,12 +44,12 @@ func BenchmarkEventToRelay(b *testing.B) {
 	}
 	defer sess.Close()
 	red := mapper.NewReducer(mapper.Config{SessionID: tag, Directory: "/w"})
-	runner := session.NewRunner(session.Options{Agent: agent, Reducer: red, Sink: session.NewSink(sess, red), Log: envA.Log})
+	runner := session.NewRunner(session.Options{Agent: ag, Reducer: red, Sink: session.NewSink(sess, red), Log: envA.Log})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _, _ = runner.Run(ctx) }()
-	agent.events <- &mapper.TurnStarted{TurnID: "t"}
-	agent.events <- &mapper.MessageStarted{Message: "m"}
+	ag.events <- &agent.TurnStarted{TurnID: "t"}
+	ag.events <- &agent.MessageStarted{Message: "m"}
 
 	var lat []time.Duration
 	b.ResetTimer()
@@ -58,8 +59,8 @@ func BenchmarkEventToRelay(b *testing.B) {
 		mu.Lock()
 		start := len(acked)
 		mu.Unlock()
-		agent.events <- &mapper.ToolCall{Message: "m", CallID: id, Tool: "bash", Input: in}
-		agent.events <- &mapper.ToolRunning{CallID: id}
+		ag.events <- &agent.ToolCall{Message: "m", CallID: id, Tool: "bash", Input: in}
+		ag.events <- &agent.ToolRunning{CallID: id}
 		// Let the running state reach the relay, then time the completion.
 		waitAcked(b, &mu, acked, ackCh, func(n int) bool { return n > start })
 		time.Sleep(2 * time.Millisecond) // let a second flush of the same change settle
@@ -67,7 +68,7 @@ func BenchmarkEventToRelay(b *testing.B) {
 		before := len(acked)
 		mu.Unlock()
 		t0 := time.Now()
-		agent.events <- &mapper.ToolCompleted{CallID: id, Output: "ok", Title: "echo"}
+		ag.events <- &agent.ToolCompleted{CallID: id, Output: "ok", Title: "echo"}
 		waitAcked(b, &mu, acked, ackCh, func(n int) bool { return n > before })
 		mu.Lock()
 		var last time.Time
@@ -105,11 +106,11 @@ func waitAcked(b *testing.B, mu *sync.Mutex, acked map[string]time.Time, ch chan
 }
 
 // pushAgent is an agent whose events the benchmark pushes.
-type pushAgent struct{ events chan mapper.Event }
+type pushAgent struct{ events chan agent.Event }
 
-func (a *pushAgent) Events() <-chan mapper.Event                              { return a.events }
-func (a *pushAgent) Prompt(context.Context, session.Prompt) error             { return nil }
-func (a *pushAgent) Decide(context.Context, string, session.Decision) error   { return nil }
+func (a *pushAgent) Events() <-chan agent.Event                               { return a.events }
+func (a *pushAgent) Prompt(context.Context, agent.Prompt) error               { return nil }
+func (a *pushAgent) Decide(context.Context, string, agent.Verdict) error      { return nil }
 func (a *pushAgent) AnswerQuestion(context.Context, string, [][]string) error { return nil }
 func (a *pushAgent) Interrupt(context.Context) error                          { return nil }
 func (a *pushAgent) Close() error                                             { return nil }

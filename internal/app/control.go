@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/crypto"
-	"github.com/happy-dev/happy/mapper"
 	"github.com/happy-dev/happy/relay"
 	"github.com/happy-dev/happy/session"
 )
@@ -83,7 +83,7 @@ func CallRPC(ctx context.Context, conn *Conn, o Opened, method string, params an
 
 // Approve answers a blocked permission of a running session (decision once
 // or always, or reject).
-func Approve(ctx context.Context, conn *Conn, o Opened, callID string, d mapper.Decision, reason string) error {
+func Approve(ctx context.Context, conn *Conn, o Opened, callID string, d agent.Decision, reason string) error {
 	p := map[string]any{"callID": callID, "decision": string(d)}
 	if reason != "" {
 		p["reason"] = reason

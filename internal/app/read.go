@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/mapper"
 	"github.com/happy-dev/happy/relay"
@@ -167,7 +168,7 @@ func ReadTranscript(ctx context.Context, conn *Conn, o Opened, opts ReadOptions)
 			after = max(after, m.Seq)
 			plain, err := decrypt(o.Cipher, m.Content.C)
 			if err != nil {
-				rb.Drop(mapper.Dropped{Source: session.DroppedSourceRelay, Line: m.Seq, Reason: mapper.DropDecryptFailed, Detail: err.Error()})
+				rb.Drop(agent.Dropped{Source: session.DroppedSourceRelay, Line: m.Seq, Reason: agent.DropDecryptFailed, Detail: err.Error()})
 				continue
 			}
 			rb.Add(m.Seq, plain)

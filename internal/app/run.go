@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/buildinfo"
 	"github.com/happy-dev/happy/internal/settings"
 	"github.com/happy-dev/happy/mapper"
@@ -94,18 +95,18 @@ type SessionResult struct {
 // runs the session runner until it ends, and closes everything but the
 // agent (the caller closes it). Prompts written to the relay by other
 // devices and the control RPCs (permission, answer, abort) reach the agent.
-func RunSession(ctx context.Context, env Env, conn *Conn, agent session.Agent, opts SessionOptions) (SessionResult, error) {
-	return RunSessionWith(ctx, env, conn, opts, func(context.Context, string) (session.Agent, error) { return callerCloses{agent}, nil })
+func RunSession(ctx context.Context, env Env, conn *Conn, ag agent.Agent, opts SessionOptions) (SessionResult, error) {
+	return RunSessionWith(ctx, env, conn, opts, func(context.Context, string) (agent.Agent, error) { return callerCloses{ag}, nil })
 }
 
 // callerCloses leaves closing the agent to whoever started it.
-type callerCloses struct{ session.Agent }
+type callerCloses struct{ agent.Agent }
 
 func (callerCloses) Close() error { return nil }
 
 // StartFunc starts the agent of a session; tag is the session's tag (the
 // relay session's stable name, usable for per-session state folders).
-type StartFunc func(ctx context.Context, tag string) (session.Agent, error)
+type StartFunc func(ctx context.Context, tag string) (agent.Agent, error)
 
 // RunSessionWith is RunSession for an agent started once the relay session
 // is open: with opts.WaitCreated, OnCreated runs before start (so a notice
@@ -137,17 +138,17 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 			created = true
 		}
 	}
-	agent, err := start(ctx, tag)
+	ag, err := start(ctx, tag)
 	if err != nil {
 		return res, err
 	}
-	defer agent.Close()
+	defer ag.Close()
 
 	red := mapper.NewReducer(mapper.Config{SessionID: tag, ProjectID: opts.Dir, Directory: opts.Dir,
 		Agent: "build", ProviderID: opts.ProviderID, Rules: opts.Rules, Source: opts.Flavor})
 	sink := session.NewSink(sess, red)
 	runner := session.NewRunner(session.Options{
-		Agent: agent, Reducer: red, Sink: sink, Rules: opts.Rules,
+		Agent: ag, Reducer: red, Sink: sink, Rules: opts.Rules,
 		PermissionTimeout: opts.PermissionTimeout, OneShot: opts.OneShot,
 		Log: env.Log, OnBus: opts.OnBus, Now: env.Now,
 	})
@@ -165,7 +166,7 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 		}()
 	}
 	if opts.Prompt != "" {
-		if err := runner.Control(runCtx, session.ControlPrompt{Prompt: session.Prompt{Text: opts.Prompt}}); err != nil {
+		if err := runner.Control(runCtx, session.ControlPrompt{Prompt: agent.Prompt{Text: opts.Prompt}}); err != nil {
 			return res, err
 		}
 	}

@@ -3,14 +3,14 @@ package dual
 import (
 	"testing"
 
-	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/agent"
 )
 
 // BenchmarkQueue measures the event queue between a mode's stream and
 // Events: one event pushed by a forwarder and received by the runner.
 func BenchmarkQueue(b *testing.B) {
 	q := newQueue()
-	ev := &mapper.TextDelta{Message: "msg_1", Delta: "x"}
+	ev := &agent.TextDelta{Message: "msg_1", Delta: "x"}
 	done := make(chan int)
 	go func() {
 		n := 0

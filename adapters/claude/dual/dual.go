@@ -1,5 +1,5 @@
 // Package dual runs one Claude Code session in both of its modes, as one
-// session.Agent, switching between them as DESIGN.md says: "a prompt
+// agent.Agent, switching between them as DESIGN.md says: "a prompt
 // arriving from the relay while in local mode hands the session to remote
 // mode; a key press in the terminal hands it back; the transcript continues
 // as one session."
@@ -48,8 +48,7 @@ import (
 
 	"github.com/happy-dev/happy/adapters/claude/local"
 	"github.com/happy-dev/happy/adapters/claude/remote"
-	"github.com/happy-dev/happy/mapper"
-	"github.com/happy-dev/happy/session"
+	"github.com/happy-dev/happy/agent"
 )
 
 // Mode is the mode Claude runs in.
@@ -109,7 +108,7 @@ type Options struct {
 }
 
 // Agent is one Claude Code session that moves between local and remote
-// mode. It implements session.Agent.
+// mode. It implements agent.Agent.
 type Agent struct {
 	opts   Options
 	ctx    context.Context // modes started later run under the context Start got
@@ -134,19 +133,19 @@ type Agent struct {
 	transcript string // its transcript (as the SessionStart hook gave it)
 }
 
-var _ session.Agent = (*Agent)(nil)
+var _ agent.Agent = (*Agent)(nil)
 
 // promptReq is a prompt handed to the controller.
 type promptReq struct {
 	ctx   context.Context
-	p     session.Prompt
+	p     agent.Prompt
 	reply chan error
 }
 
 // instance is one run of one mode and the goroutine forwarding its events.
 type instance struct {
 	mode   Mode
-	agent  session.Agent
+	agent  agent.Agent
 	loc    *local.Agent       // local mode
 	cancel context.CancelFunc // ends a remote Claude (its process group)
 	fwd    chan struct{}      // closed once its Events closed and all were queued
@@ -187,8 +186,8 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 	return a, nil
 }
 
-// Events implements session.Agent: the events of every mode, in order.
-func (a *Agent) Events() <-chan mapper.Event { return a.q.out }
+// Events implements agent.Agent: the events of every mode, in order.
+func (a *Agent) Events() <-chan agent.Event { return a.q.out }
 
 // Mode is the mode Claude runs in now.
 func (a *Agent) Mode() Mode {
@@ -210,11 +209,11 @@ func (a *Agent) SessionID() string {
 	return ""
 }
 
-// Prompt implements session.Agent. In local mode it hands the session to
+// Prompt implements agent.Agent. In local mode it hands the session to
 // remote mode first (see the package documentation); the prompt then goes
 // to remote mode. Errors: ErrEnded; the switch failed (local mode is
 // started again when it can be); remote mode refused the prompt.
-func (a *Agent) Prompt(ctx context.Context, p session.Prompt) error {
+func (a *Agent) Prompt(ctx context.Context, p agent.Prompt) error {
 	r := promptReq{ctx: ctx, p: p, reply: make(chan error, 1)}
 	select {
 	case a.reqs <- r:
@@ -226,8 +225,8 @@ func (a *Agent) Prompt(ctx context.Context, p session.Prompt) error {
 	return <-r.reply
 }
 
-// Decide implements session.Agent: the current mode answers.
-func (a *Agent) Decide(ctx context.Context, callID string, d session.Decision) error {
+// Decide implements agent.Agent: the current mode answers.
+func (a *Agent) Decide(ctx context.Context, callID string, d agent.Verdict) error {
 	cur, err := a.current()
 	if err != nil {
 		return err
@@ -235,7 +234,7 @@ func (a *Agent) Decide(ctx context.Context, callID string, d session.Decision) e
 	return cur.agent.Decide(ctx, callID, d)
 }
 
-// AnswerQuestion implements session.Agent: the current mode answers.
+// AnswerQuestion implements agent.Agent: the current mode answers.
 func (a *Agent) AnswerQuestion(ctx context.Context, callID string, answers [][]string) error {
 	cur, err := a.current()
 	if err != nil {
@@ -244,7 +243,7 @@ func (a *Agent) AnswerQuestion(ctx context.Context, callID string, answers [][]s
 	return cur.agent.AnswerQuestion(ctx, callID, answers)
 }
 
-// Interrupt implements session.Agent: the current mode's turn is
+// Interrupt implements agent.Agent: the current mode's turn is
 // interrupted.
 func (a *Agent) Interrupt(ctx context.Context) error {
 	cur, err := a.current()
@@ -254,7 +253,7 @@ func (a *Agent) Interrupt(ctx context.Context) error {
 	return cur.agent.Interrupt(ctx)
 }
 
-// Close implements session.Agent: it stops the current mode, restores the
+// Close implements agent.Agent: it stops the current mode, restores the
 // terminal, and waits until every event was delivered (events nobody reads
 // any more are discarded) and Events is closed. Safe to call more than once.
 func (a *Agent) Close() error {
@@ -502,7 +501,7 @@ func (a *Agent) stopRemote(rem *instance, interrupt bool) {
 	if awaiting {
 		// A prompt was sent but no turn started: end it, so the runner does
 		// not wait for it forever.
-		a.q.push(&mapper.TurnEnded{Reason: mapper.TurnAgentExited, Error: "claude's remote mode ended before the prompt's turn started"})
+		a.q.push(&agent.TurnEnded{Reason: agent.TurnAgentExited, Error: "claude's remote mode ended before the prompt's turn started"})
 	}
 }
 
@@ -566,7 +565,7 @@ func (a *Agent) attachLocal(loc *local.Agent) *instance {
 }
 
 // attach starts forwarding a mode's events into the queue.
-func (a *Agent) attach(m Mode, ag session.Agent, cancel context.CancelFunc) *instance {
+func (a *Agent) attach(m Mode, ag agent.Agent, cancel context.CancelFunc) *instance {
 	in := &instance{mode: m, agent: ag, cancel: cancel, fwd: make(chan struct{}), turnEnded: make(chan struct{}, 1)}
 	go func() {
 		defer close(in.fwd)
@@ -579,22 +578,22 @@ func (a *Agent) attach(m Mode, ag session.Agent, cancel context.CancelFunc) *ins
 }
 
 // observe follows the root turn and Claude's session id.
-func (in *instance) observe(ev mapper.Event) {
+func (in *instance) observe(ev agent.Event) {
 	if ev.Base().Session != "" {
 		return
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	switch e := ev.(type) {
-	case *mapper.TurnStarted:
+	case *agent.TurnStarted:
 		in.turnOpen, in.awaiting = true, false
-	case *mapper.TurnEnded:
+	case *agent.TurnEnded:
 		in.turnOpen, in.awaiting = false, false
 		select {
 		case in.turnEnded <- struct{}{}:
 		default:
 		}
-	case *mapper.SessionInfo:
+	case *agent.SessionInfo:
 		if e.ProviderSessionID != "" {
 			in.sessionID = e.ProviderSessionID
 		}
@@ -616,23 +615,23 @@ func (in *instance) id() string {
 // bound, so a mode is never blocked by a runner that is busy (the runner
 // itself waits in Prompt while local mode hands over).
 type queue struct {
-	out    chan mapper.Event
+	out    chan agent.Event
 	closed chan struct{} // out is closed
 
 	mu     sync.Mutex
-	items  []mapper.Event
+	items  []agent.Event
 	ending bool
 	wake   chan struct{}
 }
 
 func newQueue() *queue {
-	q := &queue{out: make(chan mapper.Event), closed: make(chan struct{}), wake: make(chan struct{}, 1)}
+	q := &queue{out: make(chan agent.Event), closed: make(chan struct{}), wake: make(chan struct{}, 1)}
 	go q.deliver()
 	return q
 }
 
 // push queues an event; after close it is ignored.
-func (q *queue) push(ev mapper.Event) {
+func (q *queue) push(ev agent.Event) {
 	q.mu.Lock()
 	if !q.ending {
 		q.items = append(q.items, ev)

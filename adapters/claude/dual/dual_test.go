@@ -17,8 +17,7 @@ import (
 	"github.com/happy-dev/happy/adapters/claude/local"
 	"github.com/happy-dev/happy/adapters/claude/remote"
 	"github.com/happy-dev/happy/adapters/claude/sdk"
-	"github.com/happy-dev/happy/mapper"
-	"github.com/happy-dev/happy/session"
+	"github.com/happy-dev/happy/agent"
 )
 
 func TestMain(m *testing.M) {
@@ -44,8 +43,8 @@ type run struct {
 
 	mu     sync.Mutex
 	out    bytes.Buffer
-	events []mapper.Event
-	evc    chan mapper.Event
+	events []agent.Event
+	evc    chan agent.Event
 }
 
 func (r *run) Write(p []byte) (int, error) {
@@ -94,7 +93,7 @@ func (r *run) options(in *os.File, extraEnv ...string) Options {
 func newRun(t testing.TB) *run {
 	t.Helper()
 	dir := t.TempDir()
-	return &run{t: t, projects: dir, argv: filepath.Join(dir, "argv.log"), logBuf: &syncBuffer{}, evc: make(chan mapper.Event, 1024)}
+	return &run{t: t, projects: dir, argv: filepath.Join(dir, "argv.log"), logBuf: &syncBuffer{}, evc: make(chan agent.Event, 1024)}
 }
 
 // start starts the agent with a pipe as the terminal input.
@@ -160,7 +159,7 @@ func (r *run) waitMode(m Mode) {
 }
 
 // until collects events until pred matches one.
-func (r *run) until(pred func(mapper.Event) bool) mapper.Event {
+func (r *run) until(pred func(agent.Event) bool) agent.Event {
 	r.t.Helper()
 	timeout := time.After(20 * time.Second)
 	for {
@@ -179,9 +178,9 @@ func (r *run) until(pred func(mapper.Event) bool) mapper.Event {
 	}
 }
 
-func (r *run) turnEnded() *mapper.TurnEnded {
+func (r *run) turnEnded() *agent.TurnEnded {
 	r.t.Helper()
-	return r.until(func(ev mapper.Event) bool { _, ok := ev.(*mapper.TurnEnded); return ok }).(*mapper.TurnEnded)
+	return r.until(func(ev agent.Event) bool { _, ok := ev.(*agent.TurnEnded); return ok }).(*agent.TurnEnded)
 }
 
 // drain reads events until Events closes.
@@ -230,22 +229,22 @@ func (r *run) starts() []string {
 	return out
 }
 
-func describe(ev mapper.Event) string {
+func describe(ev agent.Event) string {
 	switch e := ev.(type) {
-	case *mapper.UserPrompt:
+	case *agent.UserPrompt:
 		return "prompt " + e.Text
-	case *mapper.TextFinal:
+	case *agent.TextFinal:
 		return "text " + e.Text
-	case *mapper.SessionInfo:
+	case *agent.SessionInfo:
 		if e.ProviderSessionID != "" {
 			return "claude-session " + e.ProviderSessionID
 		}
-	case *mapper.TurnEnded:
+	case *agent.TurnEnded:
 		if e.Error != "" {
 			return "turn-ended " + e.Reason + " (" + e.Error + ")"
 		}
 		return "turn-ended " + e.Reason
-	case *mapper.DroppedInput:
+	case *agent.DroppedInput:
 		return fmt.Sprintf("dropped %s %s %s", e.Dropped.Kind, e.Dropped.Reason, e.Dropped.Detail)
 	}
 	return ""
@@ -253,7 +252,7 @@ func describe(ev mapper.Event) string {
 
 // describeAll names the events; a Claude session id is named only when it
 // changes (each mode, and the transcript's records, repeat it).
-func describeAll(evs []mapper.Event) string {
+func describeAll(evs []agent.Event) string {
 	var out []string
 	lastSession := ""
 	for _, ev := range evs {
@@ -273,7 +272,7 @@ func describeAll(evs []mapper.Event) string {
 
 // prompt sends a prompt as the runner does (from its own goroutine).
 func (r *run) prompt(text string) error {
-	return r.agent.Prompt(context.Background(), session.Prompt{Text: text})
+	return r.agent.Prompt(context.Background(), agent.Prompt{Text: text})
 }
 
 // TestRoundTrip: local turn, a prompt from another device hands the
@@ -289,7 +288,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatalf("mode %s", m)
 	}
 	r.key("one\r")
-	if e := r.turnEnded(); e.Reason != mapper.TurnCompleted {
+	if e := r.turnEnded(); e.Reason != agent.TurnCompleted {
 		t.Fatalf("local turn %+v", e)
 	}
 	if err := r.prompt("two"); err != nil {
@@ -298,7 +297,7 @@ func TestRoundTrip(t *testing.T) {
 	if m := r.agent.Mode(); m != ModeRemote {
 		t.Fatalf("mode after a prompt %s", m)
 	}
-	if e := r.turnEnded(); e.Reason != mapper.TurnCompleted {
+	if e := r.turnEnded(); e.Reason != agent.TurnCompleted {
 		t.Fatalf("remote turn %+v", e)
 	}
 	// The notice comes once, after everything local mode drew.
@@ -310,7 +309,7 @@ func TestRoundTrip(t *testing.T) {
 	r.waitMode(ModeLocal)
 	r.expectOutput("FAKE TUI READY "+firstID, 2)
 	r.key("three\r")
-	if e := r.turnEnded(); e.Reason != mapper.TurnCompleted {
+	if e := r.turnEnded(); e.Reason != agent.TurnCompleted {
 		t.Fatalf("second local turn %+v", e)
 	}
 	r.key("\x04")
@@ -353,9 +352,9 @@ func TestKeyInterruptsRemoteTurn(t *testing.T) {
 	if err := r.prompt("hang on"); err != nil {
 		t.Fatal(err)
 	}
-	r.until(func(ev mapper.Event) bool { e, ok := ev.(*mapper.TextFinal); return ok && e.Text == "remote: hang on" })
+	r.until(func(ev agent.Event) bool { e, ok := ev.(*agent.TextFinal); return ok && e.Text == "remote: hang on" })
 	r.key("k")
-	if e := r.turnEnded(); e.Reason != mapper.TurnInterrupted {
+	if e := r.turnEnded(); e.Reason != agent.TurnInterrupted {
 		t.Fatalf("remote turn %+v", e)
 	}
 	r.waitMode(ModeLocal)
@@ -380,14 +379,14 @@ func TestRemoteCrashBackToLocal(t *testing.T) {
 	if err := r.prompt("crash now"); err != nil {
 		t.Fatal(err)
 	}
-	if e := r.turnEnded(); e.Reason != mapper.TurnAgentExited {
+	if e := r.turnEnded(); e.Reason != agent.TurnAgentExited {
 		t.Fatalf("remote turn %+v", e)
 	}
 	r.waitMode(ModeLocal)
 	r.expectOutput("FAKE TUI READY", 2)
 	r.expectOutput(fmt.Sprintf(noticeBack, "claude exited"), 1)
 	r.key("after\r")
-	if e := r.turnEnded(); e.Reason != mapper.TurnCompleted {
+	if e := r.turnEnded(); e.Reason != agent.TurnCompleted {
 		t.Fatalf("local turn %+v", e)
 	}
 	if err := r.agent.Close(); err != nil {
@@ -483,7 +482,7 @@ func TestCloseInRemoteMode(t *testing.T) {
 	if err := r.agent.Close(); err != nil {
 		t.Fatalf("second close: %v", err)
 	}
-	if err := r.agent.Decide(context.Background(), "toolu_x", session.Decision{Decision: mapper.DecisionOnce}); !errors.Is(err, ErrEnded) {
+	if err := r.agent.Decide(context.Background(), "toolu_x", agent.Verdict{Decision: agent.DecisionOnce}); !errors.Is(err, ErrEnded) {
 		t.Fatalf("decide after close: %v", err)
 	}
 }
@@ -525,7 +524,7 @@ func TestPromptBeforeAnythingTyped(t *testing.T) {
 	if err := r.prompt("two"); err != nil {
 		t.Fatal(err)
 	}
-	if e := r.turnEnded(); e.Reason != mapper.TurnCompleted {
+	if e := r.turnEnded(); e.Reason != agent.TurnCompleted {
 		t.Fatalf("remote turn %+v", e)
 	}
 	r.key("x")
@@ -555,13 +554,13 @@ func TestRemoteWroteNothing(t *testing.T) {
 	if err := r.prompt("crash"); err != nil {
 		t.Fatal(err)
 	}
-	if e := r.turnEnded(); e.Reason != mapper.TurnAgentExited {
+	if e := r.turnEnded(); e.Reason != agent.TurnAgentExited {
 		t.Fatalf("remote turn %+v", e)
 	}
 	r.waitMode(ModeLocal)
 	r.expectOutput("FAKE TUI READY", 2)
 	r.key("three\r")
-	if e := r.turnEnded(); e.Reason != mapper.TurnCompleted {
+	if e := r.turnEnded(); e.Reason != agent.TurnCompleted {
 		t.Fatalf("local turn %+v", e)
 	}
 	r.key("\x04")

@@ -7,9 +7,8 @@ import (
 	"testing"
 
 	"github.com/creack/pty"
+	"github.com/happy-dev/happy/agent"
 	"golang.org/x/sys/unix"
-
-	"github.com/happy-dev/happy/mapper"
 )
 
 func termios(t *testing.T, fd uintptr) *unix.Termios {
@@ -53,7 +52,7 @@ func TestTerminalRawWhileRemote(t *testing.T) {
 	r.waitMode(ModeLocal)
 	r.expectOutput("FAKE TUI READY", 2)
 	r.key("three\r")
-	r.until(func(ev mapper.Event) bool { e, ok := ev.(*mapper.UserPrompt); return ok && e.Text == "three" })
+	r.until(func(ev agent.Event) bool { e, ok := ev.(*agent.UserPrompt); return ok && e.Text == "three" })
 	r.turnEnded()
 	if err := r.agent.Close(); err != nil {
 		t.Fatal(err)

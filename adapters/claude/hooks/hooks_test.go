@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/happy-dev/happy/adapters/claude/perm"
-	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/agent"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -166,7 +166,7 @@ func TestReplayPermissionAnsweredRemotely(t *testing.T) {
 		if string(p.Suggestions) != `[{"type":"addDirectories","directories":["/home/dev/run/work"],"destination":"session"}]` {
 			t.Errorf("suggestions %s", p.Suggestions)
 		}
-		if err := p.Answer(perm.Answer{Decision: mapper.DecisionOnce}); err != nil {
+		if err := p.Answer(perm.Answer{Decision: agent.DecisionOnce}); err != nil {
 			t.Errorf("answer: %v", err)
 		}
 	})
@@ -199,7 +199,7 @@ func TestReplayPermissionAnsweredRemotely(t *testing.T) {
 
 func TestReplayPermissionDenied(t *testing.T) {
 	_, outputs, _ := replay(t, "r9-pr-deny", func(p *PermissionRequest) {
-		if err := p.Answer(perm.Answer{Decision: mapper.DecisionReject, Message: "denied from the phone"}); err != nil {
+		if err := p.Answer(perm.Answer{Decision: agent.DecisionReject, Message: "denied from the phone"}); err != nil {
 			t.Errorf("answer: %v", err)
 		}
 	})
@@ -268,7 +268,7 @@ func TestReplayAnsweredInTUI(t *testing.T) {
 		if ev, ok := next(t, s).(*PermissionSettled); !ok || ev.Request != p || ev.Outcome != OutcomeHookGone {
 			t.Fatalf("settled event %#v", ev)
 		}
-		if err := p.Answer(perm.Answer{Decision: mapper.DecisionOnce}); !errors.Is(err, ErrHookGone) {
+		if err := p.Answer(perm.Answer{Decision: agent.DecisionOnce}); !errors.Is(err, ErrHookGone) {
 			t.Fatalf("late answer: %v", err)
 		}
 	}
@@ -299,10 +299,10 @@ func waitPermission(t *testing.T, s *Server, getenv func(string) string, body []
 
 func TestMatchingFIFOAndByInput(t *testing.T) {
 	s, getenv := newServer(t)
-	pre := func(id, cmd, agent string) {
+	pre := func(id, cmd, agentID string) {
 		f := `,"tool_name":"Bash","tool_input":{"command":"` + cmd + `"},"tool_use_id":"` + id + `"`
-		if agent != "" {
-			f += `,"agent_id":"` + agent + `"`
+		if agentID != "" {
+			f += `,"agent_id":"` + agentID + `"`
 		}
 		if _, err := call(context.Background(), getenv, EventPreToolUse, payload(EventPreToolUse, f)); err != nil {
 			t.Fatal(err)
@@ -337,7 +337,7 @@ func TestMatchingFIFOAndByInput(t *testing.T) {
 		if p.ToolUseID != c.want {
 			t.Errorf("case %d: matched %q, want %q", i, p.ToolUseID, c.want)
 		}
-		if err := p.Answer(perm.Answer{Decision: mapper.DecisionOnce}); err != nil {
+		if err := p.Answer(perm.Answer{Decision: agent.DecisionOnce}); err != nil {
 			t.Fatal(err)
 		}
 		<-out
@@ -360,7 +360,7 @@ func TestStopForgetsPendingCalls(t *testing.T) {
 	if p.ToolUseID != "" {
 		t.Fatalf("matched %q after the turn ended", p.ToolUseID)
 	}
-	_ = p.Answer(perm.Answer{Decision: mapper.DecisionReject})
+	_ = p.Answer(perm.Answer{Decision: agent.DecisionReject})
 	<-out
 }
 
@@ -372,13 +372,13 @@ func TestAnswerTranslations(t *testing.T) {
 		answer perm.Answer
 		want   string
 	}{
-		{"always with suggestions", `,"permission_suggestions":` + sugg, perm.Answer{Decision: mapper.DecisionAlways},
+		{"always with suggestions", `,"permission_suggestions":` + sugg, perm.Answer{Decision: agent.DecisionAlways},
 			`{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow","updatedPermissions":` + sugg + `}}}`},
-		{"always without suggestions", ``, perm.Answer{Decision: mapper.DecisionAlways},
+		{"always without suggestions", ``, perm.Answer{Decision: agent.DecisionAlways},
 			`{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow"}}}`},
-		{"once with updated input", ``, perm.Answer{Decision: mapper.DecisionOnce, UpdatedInput: json.RawMessage(`{"command":"make -n"}`)},
+		{"once with updated input", ``, perm.Answer{Decision: agent.DecisionOnce, UpdatedInput: json.RawMessage(`{"command":"make -n"}`)},
 			`{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow","updatedInput":{"command":"make -n"}}}}`},
-		{"reject default message", ``, perm.Answer{Decision: mapper.DecisionReject},
+		{"reject default message", ``, perm.Answer{Decision: agent.DecisionReject},
 			`{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny","message":"The user rejected this tool use."}}}`},
 		{"abort", ``, perm.Answer{Abort: true},
 			`{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny","message":"The user aborted the turn.","interrupt":true}}}`},
@@ -387,7 +387,7 @@ func TestAnswerTranslations(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p, out := waitPermission(t, s, getenv, payload(EventPermissionRequest, `,"tool_name":"Bash","tool_input":{"command":"make"}`+c.fields))
-			if err := p.Answer(perm.Answer{Decision: "allow"}); !errors.Is(err, mapper.ErrUnknownDecision) {
+			if err := p.Answer(perm.Answer{Decision: "allow"}); !errors.Is(err, agent.ErrUnknownDecision) {
 				t.Fatalf("non-canonical decision: %v", err)
 			}
 			if err := p.Answer(c.answer); err != nil {
@@ -412,9 +412,9 @@ func TestFirstAnswerWins(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d := mapper.DecisionOnce
+			d := agent.DecisionOnce
 			if i%2 == 1 {
-				d = mapper.DecisionReject
+				d = agent.DecisionReject
 			}
 			errs <- p.Answer(perm.Answer{Decision: d})
 		}()
@@ -450,7 +450,7 @@ func TestCloseReleasesWaitingHooks(t *testing.T) {
 	if p.Outcome() != OutcomeClosed {
 		t.Fatalf("outcome %q", p.Outcome())
 	}
-	if err := p.Answer(perm.Answer{Decision: mapper.DecisionOnce}); !errors.Is(err, ErrHookGone) {
+	if err := p.Answer(perm.Answer{Decision: agent.DecisionOnce}); !errors.Is(err, ErrHookGone) {
 		t.Fatalf("answer after close: %v", err)
 	}
 	if _, err := call(context.Background(), getenv, EventStop, payload(EventStop, "")); err == nil {

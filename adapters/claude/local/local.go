@@ -1,5 +1,5 @@
 // Package local runs Claude Code in local (interactive) mode as a
-// session.Agent: Claude's own terminal UI runs in a PTY that happy proxies
+// agent.Agent: Claude's own terminal UI runs in a PTY that happy proxies
 // (package ptyproxy), so the person at the keyboard works exactly as
 // without happy, while happy follows the session and lets another device
 // answer its permission prompts.
@@ -48,11 +48,10 @@ import (
 	"github.com/happy-dev/happy/adapters/claude"
 	"github.com/happy-dev/happy/adapters/claude/hooks"
 	"github.com/happy-dev/happy/adapters/claude/perm"
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/linereader"
 	"github.com/happy-dev/happy/internal/ptyproxy"
 	"github.com/happy-dev/happy/internal/tail"
-	"github.com/happy-dev/happy/mapper"
-	"github.com/happy-dev/happy/session"
 )
 
 // Errors callers branch on.
@@ -122,7 +121,7 @@ type Agent struct {
 	opts   Options
 	srv    *hooks.Server
 	pty    *ptyproxy.Session
-	events chan mapper.Event
+	events chan agent.Event
 
 	mu          sync.Mutex // guards everything below, and the decoder
 	dec         *claude.Decoder
@@ -132,7 +131,7 @@ type Agent struct {
 	subagents   map[string]*follower // agent id → its transcript's follower
 	agentCalls  []string             // Agent/Task calls of the main agent not yet linked to a subagent
 	pending     map[string]*hooks.PermissionRequest
-	queue       []mapper.Event
+	queue       []agent.Event
 	queueClosed bool
 	result      ptyproxy.Result
 	waitErr     error
@@ -141,7 +140,7 @@ type Agent struct {
 	done chan struct{}
 }
 
-var _ session.Agent = (*Agent)(nil)
+var _ agent.Agent = (*Agent)(nil)
 
 // follower tails one transcript file into the decoder.
 type follower struct {
@@ -205,7 +204,7 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 		dec:       dec,
 		subagents: map[string]*follower{},
 		pending:   map[string]*hooks.PermissionRequest{},
-		events:    make(chan mapper.Event),
+		events:    make(chan agent.Event),
 		wake:      make(chan struct{}, 1),
 		done:      make(chan struct{}),
 	}
@@ -222,9 +221,9 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 	return a, nil
 }
 
-// Events implements session.Agent: the session's events in order; closed
+// Events implements agent.Agent: the session's events in order; closed
 // when Claude has exited and its transcript was read to the end.
-func (a *Agent) Events() <-chan mapper.Event { return a.events }
+func (a *Agent) Events() <-chan agent.Event { return a.events }
 
 // Done is closed when Claude has exited and everything was reported.
 func (a *Agent) Done() <-chan struct{} { return a.done }
@@ -244,20 +243,20 @@ func (a *Agent) Result() (ptyproxy.Result, error) {
 	return a.result, a.waitErr
 }
 
-// Prompt implements session.Agent: ErrPromptInLocalMode.
-func (a *Agent) Prompt(context.Context, session.Prompt) error { return ErrPromptInLocalMode }
+// Prompt implements agent.Agent: ErrPromptInLocalMode.
+func (a *Agent) Prompt(context.Context, agent.Prompt) error { return ErrPromptInLocalMode }
 
-// Decide implements session.Agent: it answers the PermissionRequest hook of
-// the call. session.ErrStale (wrapped) when the hook is gone or answered.
-func (a *Agent) Decide(ctx context.Context, callID string, d session.Decision) error {
+// Decide implements agent.Agent: it answers the PermissionRequest hook of
+// the call. agent.ErrStale (wrapped) when the hook is gone or answered.
+func (a *Agent) Decide(ctx context.Context, callID string, d agent.Verdict) error {
 	ans := perm.Answer{Decision: d.Decision}
-	if d.Decision == mapper.DecisionReject && d.Reason != "" {
+	if d.Decision == agent.DecisionReject && d.Reason != "" {
 		ans.Message = "The user rejected this tool use (" + d.Reason + ")."
 	}
-	return a.answer(callID, ans, &mapper.ToolResolved{CallID: callID, Decision: d.Decision, Reason: d.Reason})
+	return a.answer(callID, ans, &agent.ToolResolved{CallID: callID, Decision: d.Decision, Reason: d.Reason})
 }
 
-// AnswerQuestion implements session.Agent: the AskUserQuestion call is
+// AnswerQuestion implements agent.Agent: the AskUserQuestion call is
 // allowed with its input plus "answers": {question: "label, label"}.
 func (a *Agent) AnswerQuestion(ctx context.Context, callID string, answers [][]string) error {
 	a.mu.Lock()
@@ -270,19 +269,19 @@ func (a *Agent) AnswerQuestion(ctx context.Context, callID string, answers [][]s
 	if err != nil {
 		return err
 	}
-	return a.answer(callID, perm.Answer{Decision: mapper.DecisionOnce, UpdatedInput: in}, &mapper.ToolResolved{CallID: callID, Answers: answers})
+	return a.answer(callID, perm.Answer{Decision: agent.DecisionOnce, UpdatedInput: in}, &agent.ToolResolved{CallID: callID, Answers: answers})
 }
 
-func (a *Agent) answer(callID string, ans perm.Answer, resolved *mapper.ToolResolved) error {
+func (a *Agent) answer(callID string, ans perm.Answer, resolved *agent.ToolResolved) error {
 	a.mu.Lock()
 	p := a.pending[callID]
 	a.mu.Unlock()
 	if p == nil {
-		return fmt.Errorf("answer %s: %w (%w)", callID, ErrUnknownCall, session.ErrStale)
+		return fmt.Errorf("answer %s: %w (%w)", callID, ErrUnknownCall, agent.ErrStale)
 	}
 	if err := p.Answer(ans); err != nil {
 		if errors.Is(err, hooks.ErrAnswered) || errors.Is(err, hooks.ErrHookGone) {
-			return fmt.Errorf("answer %s: %w (%w)", callID, err, session.ErrStale)
+			return fmt.Errorf("answer %s: %w (%w)", callID, err, agent.ErrStale)
 		}
 		return err
 	}
@@ -295,7 +294,7 @@ func (a *Agent) answer(callID string, ans perm.Answer, resolved *mapper.ToolReso
 	return nil
 }
 
-// Interrupt implements session.Agent: a permission prompt still open is
+// Interrupt implements agent.Agent: a permission prompt still open is
 // answered with an abort (deny and interrupt); otherwise Esc is typed,
 // which stops Claude's running turn.
 func (a *Agent) Interrupt(ctx context.Context) error {
@@ -314,7 +313,7 @@ func (a *Agent) Interrupt(ctx context.Context) error {
 	return a.pty.Type([]byte{0x1b})
 }
 
-// Close implements session.Agent: it stops Claude (SIGTERM to its group,
+// Close implements agent.Agent: it stops Claude (SIGTERM to its group,
 // SIGKILL after the grace period) and waits until everything was reported.
 // Events are discarded if nobody reads them any more.
 func (a *Agent) Close() error {
@@ -385,8 +384,8 @@ func (a *Agent) onHook(ev hooks.Event) {
 		}
 	case *hooks.Invalid:
 		a.mu.Lock()
-		a.emit(&mapper.DroppedInput{Dropped: mapper.Dropped{Source: "claude-hooks", Kind: e.Event,
-			Reason: mapper.DropInvalidField, Detail: e.Reason, Raw: string(linereader.Prefix(e.Prefix, linereader.PrefixSize))}})
+		a.emit(&agent.DroppedInput{Dropped: agent.Dropped{Source: "claude-hooks", Kind: e.Event,
+			Reason: agent.DropInvalidField, Detail: e.Reason, Raw: string(linereader.Prefix(e.Prefix, linereader.PrefixSize))}})
 		a.mu.Unlock()
 	}
 }
@@ -416,12 +415,12 @@ func (a *Agent) sessionStarted(e *hooks.SessionStart) {
 	defer a.mu.Unlock()
 	a.transcript = e.TranscriptPath
 	if err != nil {
-		a.emit(&mapper.DroppedInput{Dropped: mapper.Dropped{Source: claude.SourceSessionJSONL, Kind: "transcript",
-			Reason: mapper.DropInvalidField, Detail: err.Error()}})
+		a.emit(&agent.DroppedInput{Dropped: agent.Dropped{Source: claude.SourceSessionJSONL, Kind: "transcript",
+			Reason: agent.DropInvalidField, Detail: err.Error()}})
 		return
 	}
 	a.main = f
-	a.emit(&mapper.SessionInfo{ProviderSessionID: e.SessionID, ProviderID: claude.ProviderID, ModelID: e.Model, Cwd: e.Cwd})
+	a.emit(&agent.SessionInfo{ProviderSessionID: e.SessionID, ProviderID: claude.ProviderID, ModelID: e.Model, Cwd: e.Cwd})
 }
 
 func (a *Agent) subagentStarted(e *hooks.SubagentStart) {
@@ -477,7 +476,7 @@ func (a *Agent) permissionRequest(p *hooks.PermissionRequest) {
 	evs := a.dec.Decode(rec, 0)
 	callID := p.ToolUseID
 	for _, ev := range evs {
-		if b, ok := ev.(*mapper.ToolBlocked); ok {
+		if b, ok := ev.(*agent.ToolBlocked); ok {
 			callID = b.CallID
 		}
 	}
@@ -595,7 +594,7 @@ func (a *Agent) finish(hooksDone chan struct{}) {
 }
 
 // emit queues events; the caller holds a.mu.
-func (a *Agent) emit(evs ...mapper.Event) {
+func (a *Agent) emit(evs ...agent.Event) {
 	if len(evs) == 0 || a.queueClosed {
 		return
 	}

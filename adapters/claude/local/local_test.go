@@ -20,8 +20,7 @@ import (
 	xterm "golang.org/x/term"
 
 	"github.com/happy-dev/happy/adapters/claude/hooks"
-	"github.com/happy-dev/happy/mapper"
-	"github.com/happy-dev/happy/session"
+	"github.com/happy-dev/happy/agent"
 )
 
 // The test binary plays two programs:
@@ -348,8 +347,8 @@ type run struct {
 	keys   *os.File
 	mu     sync.Mutex
 	out    bytes.Buffer
-	events []mapper.Event
-	evc    chan mapper.Event
+	events []agent.Event
+	evc    chan agent.Event
 }
 
 func (r *run) Write(p []byte) (int, error) {
@@ -374,7 +373,7 @@ func startLocal(t *testing.T, scenario, projects string, mod func(*Options)) *ru
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &run{t: t, keys: keysW, evc: make(chan mapper.Event, 1024)}
+	r := &run{t: t, keys: keysW, evc: make(chan agent.Event, 1024)}
 	opts := Options{
 		Binary:      os.Args[0],
 		Env:         append(os.Environ(), roleEnv+"=claude", fakeScenarioEnv+"="+scenario, fakeProjectsEnv+"="+projects, fakeDataEnv+"="+data, "GORACE=atexit_sleep_ms=0"),
@@ -420,7 +419,7 @@ func (r *run) expectOutput(s string) {
 }
 
 // until collects events until pred matches one (returned).
-func (r *run) until(pred func(mapper.Event) bool) mapper.Event {
+func (r *run) until(pred func(agent.Event) bool) agent.Event {
 	r.t.Helper()
 	timeout := time.After(20 * time.Second)
 	for {
@@ -463,30 +462,30 @@ func (r *run) key(s string) {
 }
 
 // describe names the events the tests check.
-func describe(ev mapper.Event) string {
+func describe(ev agent.Event) string {
 	switch e := ev.(type) {
-	case *mapper.UserPrompt:
+	case *agent.UserPrompt:
 		return "prompt " + e.Text
-	case *mapper.ToolCall:
+	case *agent.ToolCall:
 		return "call " + e.CallID + " " + e.Tool + at(e.Session)
-	case *mapper.SubagentStarted:
+	case *agent.SubagentStarted:
 		return "subagent " + e.Child + " from " + e.CallID
-	case *mapper.SubagentEnded:
+	case *agent.SubagentEnded:
 		return "subagent-ended " + e.Child
-	case *mapper.ToolBlocked:
+	case *agent.ToolBlocked:
 		if e.Permission != nil {
 			return fmt.Sprintf("blocked %s %s %v", e.CallID, e.Permission.Permission, e.Permission.Patterns) + at(e.Session)
 		}
 		return "blocked " + e.CallID + " question"
-	case *mapper.ToolResolved:
+	case *agent.ToolResolved:
 		return fmt.Sprintf("resolved %s %s %s", e.CallID, e.Decision, e.Reason)
-	case *mapper.ToolCompleted:
+	case *agent.ToolCompleted:
 		return "completed " + e.CallID + at(e.Session)
-	case *mapper.ToolFailed:
+	case *agent.ToolFailed:
 		return "failed " + e.CallID
-	case *mapper.TurnEnded:
+	case *agent.TurnEnded:
 		return "turn-ended " + e.Reason + at(e.Session)
-	case *mapper.DroppedInput:
+	case *agent.DroppedInput:
 		return fmt.Sprintf("dropped %s %s", e.Dropped.Kind, e.Dropped.Reason)
 	}
 	return ""
@@ -500,7 +499,7 @@ func at(session string) string {
 	return " @" + session
 }
 
-func describeAll(evs []mapper.Event) string {
+func describeAll(evs []agent.Event) string {
 	var out []string
 	for _, ev := range evs {
 		if d := describe(ev); d != "" {
@@ -516,22 +515,22 @@ func TestPermissionAnsweredRemotely(t *testing.T) {
 	r.expectOutput("FAKE READY")
 	r.expectOutput("FAKE ARGS --session-id cbe164e8-ff82-4bd9-8bc9-0ca70dc52318")
 	r.key("\r")
-	b := r.until(func(ev mapper.Event) bool { _, ok := ev.(*mapper.ToolBlocked); return ok }).(*mapper.ToolBlocked)
-	if err := r.agent.Decide(context.Background(), b.CallID, session.Decision{Decision: mapper.DecisionOnce}); err != nil {
+	b := r.until(func(ev agent.Event) bool { _, ok := ev.(*agent.ToolBlocked); return ok }).(*agent.ToolBlocked)
+	if err := r.agent.Decide(context.Background(), b.CallID, agent.Verdict{Decision: agent.DecisionOnce}); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.agent.Decide(context.Background(), b.CallID, session.Decision{Decision: mapper.DecisionOnce}); !errors.Is(err, session.ErrStale) {
+	if err := r.agent.Decide(context.Background(), b.CallID, agent.Verdict{Decision: agent.DecisionOnce}); !errors.Is(err, agent.ErrStale) {
 		t.Fatalf("second answer: %v", err)
 	}
-	r.until(func(ev mapper.Event) bool {
-		e, ok := ev.(*mapper.TurnEnded)
-		return ok && e.Reason == mapper.TurnCompleted
+	r.until(func(ev agent.Event) bool {
+		e, ok := ev.(*agent.TurnEnded)
+		return ok && e.Reason == agent.TurnCompleted
 	})
 	r.expectOutput("FAKE HOOK DECISION allow")
 	if got := r.agent.SessionID(); got != "cbe164e8-ff82-4bd9-8bc9-0ca70dc52318" {
 		t.Fatalf("session id %q", got)
 	}
-	if err := r.agent.Prompt(context.Background(), session.Prompt{Text: "hi"}); !errors.Is(err, ErrPromptInLocalMode) {
+	if err := r.agent.Prompt(context.Background(), agent.Prompt{Text: "hi"}); !errors.Is(err, ErrPromptInLocalMode) {
 		t.Fatalf("prompt: %v", err)
 	}
 	r.key("q")
@@ -550,14 +549,14 @@ func TestPermissionAnsweredInClaudesDialog(t *testing.T) {
 	r := startLocal(t, "r11-answer-3", t.TempDir(), nil)
 	r.expectOutput("FAKE READY")
 	r.key("\r")
-	b := r.until(func(ev mapper.Event) bool { _, ok := ev.(*mapper.ToolBlocked); return ok }).(*mapper.ToolBlocked)
+	b := r.until(func(ev agent.Event) bool { _, ok := ev.(*agent.ToolBlocked); return ok }).(*agent.ToolBlocked)
 	r.key("3") // No, in Claude's own dialog
 	r.expectOutput("FAKE DIALOG ANSWER 3")
-	r.until(func(ev mapper.Event) bool { _, ok := ev.(*mapper.TurnEnded); return ok })
+	r.until(func(ev agent.Event) bool { _, ok := ev.(*agent.TurnEnded); return ok })
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		err := r.agent.Decide(context.Background(), b.CallID, session.Decision{Decision: mapper.DecisionOnce})
-		if errors.Is(err, session.ErrStale) {
+		err := r.agent.Decide(context.Background(), b.CallID, agent.Verdict{Decision: agent.DecisionOnce})
+		if errors.Is(err, agent.ErrStale) {
 			break
 		}
 		if err != nil || time.Now().After(deadline) {
@@ -582,11 +581,11 @@ func TestHandoffAndResume(t *testing.T) {
 	r := startLocal(t, "r1", projects, func(o *Options) { o.SessionID = id })
 	r.expectOutput("FAKE READY")
 	r.key("\r")
-	b := r.until(func(ev mapper.Event) bool { _, ok := ev.(*mapper.ToolBlocked); return ok }).(*mapper.ToolBlocked)
-	if err := r.agent.Decide(context.Background(), b.CallID, session.Decision{Decision: mapper.DecisionOnce}); err != nil {
+	b := r.until(func(ev agent.Event) bool { _, ok := ev.(*agent.ToolBlocked); return ok }).(*agent.ToolBlocked)
+	if err := r.agent.Decide(context.Background(), b.CallID, agent.Verdict{Decision: agent.DecisionOnce}); err != nil {
 		t.Fatal(err)
 	}
-	r.until(func(ev mapper.Event) bool { _, ok := ev.(*mapper.TurnEnded); return ok })
+	r.until(func(ev agent.Event) bool { _, ok := ev.(*agent.TurnEnded); return ok })
 	go func() { // Handoff returns once every event was read
 		for range r.evc {
 		}
@@ -604,8 +603,8 @@ func TestHandoffAndResume(t *testing.T) {
 	r2.expectOutput("FAKE ARGS --resume " + id)
 	r2.expectOutput("FAKE READY") // keys before it would meet a terminal not yet raw
 	r2.key("\r")
-	b2 := r2.until(func(ev mapper.Event) bool { _, ok := ev.(*mapper.ToolBlocked); return ok }).(*mapper.ToolBlocked)
-	if err := r2.agent.Decide(context.Background(), b2.CallID, session.Decision{Decision: mapper.DecisionReject, Reason: "not now"}); err != nil {
+	b2 := r2.until(func(ev agent.Event) bool { _, ok := ev.(*agent.ToolBlocked); return ok }).(*agent.ToolBlocked)
+	if err := r2.agent.Decide(context.Background(), b2.CallID, agent.Verdict{Decision: agent.DecisionReject, Reason: "not now"}); err != nil {
 		t.Fatal(err)
 	}
 	r2.expectOutput("FAKE HOOK DECISION deny")
@@ -627,12 +626,12 @@ func TestSubagent(t *testing.T) {
 	r := startLocal(t, "r20-subagent", t.TempDir(), func(o *Options) { o.SessionID = "5d8a3d59-15e7-4fe1-81c2-c31171c0953f" })
 	r.expectOutput("FAKE READY")
 	r.key("\r")
-	b := r.until(func(ev mapper.Event) bool { _, ok := ev.(*mapper.ToolBlocked); return ok }).(*mapper.ToolBlocked)
-	if err := r.agent.Decide(context.Background(), b.CallID, session.Decision{Decision: mapper.DecisionAlways}); err != nil {
+	b := r.until(func(ev agent.Event) bool { _, ok := ev.(*agent.ToolBlocked); return ok }).(*agent.ToolBlocked)
+	if err := r.agent.Decide(context.Background(), b.CallID, agent.Verdict{Decision: agent.DecisionAlways}); err != nil {
 		t.Fatal(err)
 	}
 	r.expectOutput(`FAKE SUBAGENT HOOK OUTPUT {"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow"}}}`)
-	r.until(func(ev mapper.Event) bool { e, ok := ev.(*mapper.TurnEnded); return ok && e.Session == "" })
+	r.until(func(ev agent.Event) bool { e, ok := ev.(*agent.TurnEnded); return ok && e.Session == "" })
 	r.key("q")
 	r.drain()
 	want := "prompt Use a subagent to run echo hi | call toolu_fake_3 task | subagent toolu_fake_3 from toolu_fake_3 | " +
@@ -649,8 +648,8 @@ func TestRecordCutShort(t *testing.T) {
 	r := startLocal(t, "r1", t.TempDir(), nil)
 	r.expectOutput("FAKE READY")
 	r.key("\r")
-	b := r.until(func(ev mapper.Event) bool { _, ok := ev.(*mapper.ToolBlocked); return ok }).(*mapper.ToolBlocked)
-	if err := r.agent.Decide(context.Background(), b.CallID, session.Decision{Decision: mapper.DecisionOnce}); err != nil {
+	b := r.until(func(ev agent.Event) bool { _, ok := ev.(*agent.ToolBlocked); return ok }).(*agent.ToolBlocked)
+	if err := r.agent.Decide(context.Background(), b.CallID, agent.Verdict{Decision: agent.DecisionOnce}); err != nil {
 		t.Fatal(err)
 	}
 	r.expectOutput("FAKE TURN DONE")

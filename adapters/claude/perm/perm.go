@@ -16,7 +16,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/agent"
 )
 
 // Default messages shown to the model on a deny.
@@ -30,9 +30,9 @@ var ErrDecisionAndAbort = errors.New("answer has both a decision and abort")
 
 // Answer is the canonical answer to a permission request: exactly one of a
 // Decision (once, always, reject) and Abort. Any other Decision is refused
-// with mapper.ErrUnknownDecision, never mapped to allow.
+// with agent.ErrUnknownDecision, never mapped to allow.
 type Answer struct {
-	Decision mapper.Decision
+	Decision agent.Decision
 	// Abort ends the turn instead of deciding.
 	Abort bool
 	// UpdatedInput replaces the tool input on allow (an AskUserQuestion
@@ -52,8 +52,8 @@ type Verdict struct {
 	UpdatedInput json.RawMessage // allow with this input; nil: unchanged
 }
 
-// Verdict validates the answer. Errors: mapper.ErrUnknownDecision (wrapped
-// in a *mapper.EnumError), ErrDecisionAndAbort.
+// Verdict validates the answer. Errors: agent.ErrUnknownDecision (wrapped
+// in a *agent.EnumError), ErrDecisionAndAbort.
 func (a Answer) Verdict() (Verdict, error) {
 	if a.Abort {
 		if a.Decision != "" {
@@ -61,14 +61,14 @@ func (a Answer) Verdict() (Verdict, error) {
 		}
 		return Verdict{Interrupt: true, Message: orDefault(a.Message, DefaultAbortMessage)}, nil
 	}
-	d, err := mapper.ParseDecision(string(a.Decision))
+	d, err := agent.ParseDecision(string(a.Decision))
 	if err != nil {
 		return Verdict{}, err
 	}
 	switch d {
-	case mapper.DecisionOnce:
+	case agent.DecisionOnce:
 		return Verdict{Allow: true, UpdatedInput: a.UpdatedInput}, nil
-	case mapper.DecisionAlways:
+	case agent.DecisionAlways:
 		return Verdict{Allow: true, Always: true, UpdatedInput: a.UpdatedInput}, nil
 	default:
 		return Verdict{Message: orDefault(a.Message, DefaultRejectMessage)}, nil

@@ -6,7 +6,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/agent"
 )
 
 func TestVerdict(t *testing.T) {
@@ -17,17 +17,17 @@ func TestVerdict(t *testing.T) {
 		want Verdict
 		err  error
 	}{
-		{"once", Answer{Decision: mapper.DecisionOnce}, Verdict{Allow: true}, nil},
-		{"once with input", Answer{Decision: mapper.DecisionOnce, UpdatedInput: in}, Verdict{Allow: true, UpdatedInput: in}, nil},
-		{"always", Answer{Decision: mapper.DecisionAlways}, Verdict{Allow: true, Always: true}, nil},
-		{"reject", Answer{Decision: mapper.DecisionReject}, Verdict{Message: DefaultRejectMessage}, nil},
-		{"reject with message", Answer{Decision: mapper.DecisionReject, Message: "no"}, Verdict{Message: "no"}, nil},
+		{"once", Answer{Decision: agent.DecisionOnce}, Verdict{Allow: true}, nil},
+		{"once with input", Answer{Decision: agent.DecisionOnce, UpdatedInput: in}, Verdict{Allow: true, UpdatedInput: in}, nil},
+		{"always", Answer{Decision: agent.DecisionAlways}, Verdict{Allow: true, Always: true}, nil},
+		{"reject", Answer{Decision: agent.DecisionReject}, Verdict{Message: DefaultRejectMessage}, nil},
+		{"reject with message", Answer{Decision: agent.DecisionReject, Message: "no"}, Verdict{Message: "no"}, nil},
 		{"abort", Answer{Abort: true}, Verdict{Interrupt: true, Message: DefaultAbortMessage}, nil},
 		{"abort with message", Answer{Abort: true, Message: "stop"}, Verdict{Interrupt: true, Message: "stop"}, nil},
-		{"abort and decision", Answer{Abort: true, Decision: mapper.DecisionOnce}, Verdict{}, ErrDecisionAndAbort},
-		{"empty", Answer{}, Verdict{}, mapper.ErrUnknownDecision},
-		{"allow is not canonical", Answer{Decision: "allow"}, Verdict{}, mapper.ErrUnknownDecision},
-		{"case matters", Answer{Decision: "Once"}, Verdict{}, mapper.ErrUnknownDecision},
+		{"abort and decision", Answer{Abort: true, Decision: agent.DecisionOnce}, Verdict{}, ErrDecisionAndAbort},
+		{"empty", Answer{}, Verdict{}, agent.ErrUnknownDecision},
+		{"allow is not canonical", Answer{Decision: "allow"}, Verdict{}, agent.ErrUnknownDecision},
+		{"case matters", Answer{Decision: "Once"}, Verdict{}, agent.ErrUnknownDecision},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

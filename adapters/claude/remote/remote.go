@@ -1,4 +1,4 @@
-// Package remote runs Claude Code in remote (SDK) mode as a session.Agent:
+// Package remote runs Claude Code in remote (SDK) mode as a agent.Agent:
 // the CLI is driven over stream-json by package sdk, its stdout is decoded
 // into agent events by package claude, and the runner's prompts, decisions,
 // question answers and interrupts go back over the SDK control protocol.
@@ -20,8 +20,7 @@ import (
 
 	"github.com/happy-dev/happy/adapters/claude"
 	"github.com/happy-dev/happy/adapters/claude/sdk"
-	"github.com/happy-dev/happy/mapper"
-	"github.com/happy-dev/happy/session"
+	"github.com/happy-dev/happy/agent"
 )
 
 // Options configure Start. They are the sdk options plus the permission
@@ -41,10 +40,10 @@ const DefaultMaxLine = 64 << 20
 // agent is not waiting on.
 var ErrUnknownCall = errors.New("claude is not waiting on that tool call")
 
-// Agent is Claude Code in SDK mode, as a session.Agent.
+// Agent is Claude Code in SDK mode, as a agent.Agent.
 type Agent struct {
 	client *sdk.Client
-	events chan mapper.Event
+	events chan agent.Event
 
 	mu       sync.Mutex
 	dec      *claude.Decoder
@@ -53,7 +52,7 @@ type Agent struct {
 	done     chan struct{}
 }
 
-var _ session.Agent = (*Agent)(nil)
+var _ agent.Agent = (*Agent)(nil)
 
 // Start launches Claude Code and begins decoding its output. The initialize
 // request is sent at once; the CLI answers it when ready, and a prompt may
@@ -80,7 +79,7 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 		_, _ = client.Close()
 		return nil, fmt.Errorf("claude: send initialize: %w", err)
 	}
-	a := &Agent{client: client, dec: dec, events: make(chan mapper.Event, 256),
+	a := &Agent{client: client, dec: dec, events: make(chan agent.Event, 256),
 		requests: map[string]string{}, inputs: map[string]json.RawMessage{}, done: make(chan struct{})}
 	go a.pump()
 	return a, nil
@@ -91,7 +90,7 @@ func (a *Agent) pump() {
 	defer close(a.done)
 	defer close(a.events)
 	for ev := range a.client.Events() {
-		var out []mapper.Event
+		var out []agent.Event
 		switch e := ev.(type) {
 		case *sdk.Output:
 			a.mu.Lock()
@@ -117,14 +116,14 @@ func (a *Agent) pump() {
 
 // noteEvents remembers what later answers need: the request id of each
 // blocked call and the input of each call.
-func (a *Agent) noteEvents(evs []mapper.Event) {
+func (a *Agent) noteEvents(evs []agent.Event) {
 	for _, ev := range evs {
 		switch e := ev.(type) {
-		case *mapper.ToolCall:
+		case *agent.ToolCall:
 			if len(e.Input) > 0 {
 				a.inputs[e.CallID] = e.Input
 			}
-		case *mapper.ToolBlocked:
+		case *agent.ToolBlocked:
 			if len(e.Input) > 0 {
 				a.inputs[e.CallID] = e.Input
 			}
@@ -138,12 +137,12 @@ func (a *Agent) noteEvents(evs []mapper.Event) {
 	}
 }
 
-// Events implements session.Agent.
-func (a *Agent) Events() <-chan mapper.Event { return a.events }
+// Events implements agent.Agent.
+func (a *Agent) Events() <-chan agent.Event { return a.events }
 
-// Prompt implements session.Agent: a text prompt, with image files as
+// Prompt implements agent.Agent: a text prompt, with image files as
 // base64 image blocks when given as data: URLs.
-func (a *Agent) Prompt(ctx context.Context, p session.Prompt) error {
+func (a *Agent) Prompt(ctx context.Context, p agent.Prompt) error {
 	if len(p.Files) == 0 {
 		return a.client.SendUser(ctx, p.Text)
 	}
@@ -190,20 +189,20 @@ func (a *Agent) request(callID string) (string, error) {
 	return rid, nil
 }
 
-// Decide implements session.Agent.
-func (a *Agent) Decide(ctx context.Context, callID string, d session.Decision) error {
+// Decide implements agent.Agent.
+func (a *Agent) Decide(ctx context.Context, callID string, d agent.Verdict) error {
 	rid, err := a.request(callID)
 	if err != nil {
 		return err
 	}
 	ans := sdk.Answer{Decision: d.Decision}
-	if d.Decision == mapper.DecisionReject && d.Reason != "" {
+	if d.Decision == agent.DecisionReject && d.Reason != "" {
 		ans.Message = "The user rejected this tool use (" + d.Reason + ")."
 	}
 	return a.client.Respond(ctx, rid, ans)
 }
 
-// AnswerQuestion implements session.Agent.
+// AnswerQuestion implements agent.Agent.
 func (a *Agent) AnswerQuestion(ctx context.Context, callID string, answers [][]string) error {
 	rid, err := a.request(callID)
 	if err != nil {
@@ -216,7 +215,7 @@ func (a *Agent) AnswerQuestion(ctx context.Context, callID string, answers [][]s
 	if err != nil {
 		return err
 	}
-	return a.client.Respond(ctx, rid, sdk.Answer{Decision: mapper.DecisionOnce, UpdatedInput: updated})
+	return a.client.Respond(ctx, rid, sdk.Answer{Decision: agent.DecisionOnce, UpdatedInput: updated})
 }
 
 // questionInput adds "answers": {question: "a, b"} to an AskUserQuestion input.
@@ -247,10 +246,10 @@ func questionInput(input json.RawMessage, answers [][]string) (json.RawMessage, 
 	return json.Marshal(in)
 }
 
-// Interrupt implements session.Agent.
+// Interrupt implements agent.Agent.
 func (a *Agent) Interrupt(ctx context.Context) error { return a.client.Interrupt(ctx) }
 
-// Close implements session.Agent: it ends the CLI and waits until the
+// Close implements agent.Agent: it ends the CLI and waits until the
 // event pump has finished.
 func (a *Agent) Close() error {
 	go func() { // nobody may be reading Events any more

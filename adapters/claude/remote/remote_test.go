@@ -6,8 +6,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/happy-dev/happy/mapper"
-	"github.com/happy-dev/happy/session"
+	"github.com/happy-dev/happy/agent"
 )
 
 func TestQuestionInputAddsAnswersByQuestion(t *testing.T) {
@@ -58,15 +57,15 @@ func TestParseDataURL(t *testing.T) {
 // calls are refused before anything reaches Claude.
 func TestAnswersNeedABlockedCall(t *testing.T) {
 	a := &Agent{requests: map[string]string{}, inputs: map[string]json.RawMessage{}}
-	a.noteEvents([]mapper.Event{
-		&mapper.ToolCall{CallID: "toolu_1", Input: json.RawMessage(`{"command":"ls"}`)},
-		&mapper.ToolBlocked{CallID: "toolu_1", Permission: &mapper.PermissionRequest{ID: "req-7"}},
-		&mapper.ToolBlocked{CallID: "toolu_2", Question: &mapper.QuestionRequest{ID: "req-8"}},
+	a.noteEvents([]agent.Event{
+		&agent.ToolCall{CallID: "toolu_1", Input: json.RawMessage(`{"command":"ls"}`)},
+		&agent.ToolBlocked{CallID: "toolu_1", Permission: &agent.PermissionRequest{ID: "req-7"}},
+		&agent.ToolBlocked{CallID: "toolu_2", Question: &agent.QuestionRequest{ID: "req-8"}},
 	})
 	if a.requests["toolu_1"] != "req-7" || a.requests["toolu_2"] != "req-8" || string(a.inputs["toolu_1"]) != `{"command":"ls"}` {
 		t.Fatalf("requests %v inputs %v", a.requests, a.inputs)
 	}
-	if err := a.Decide(context.Background(), "toolu_9", session.Decision{Decision: mapper.DecisionOnce}); !errors.Is(err, ErrUnknownCall) {
+	if err := a.Decide(context.Background(), "toolu_9", agent.Verdict{Decision: agent.DecisionOnce}); !errors.Is(err, ErrUnknownCall) {
 		t.Fatalf("Decide on an unknown call: %v", err)
 	}
 	if err := a.AnswerQuestion(context.Background(), "toolu_9", [][]string{{"a"}}); !errors.Is(err, ErrUnknownCall) {

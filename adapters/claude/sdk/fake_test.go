@@ -11,7 +11,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/happy-dev/happy/internal/trafficlog"
+	"github.com/happy-dev/happy/adapters/trafficlog"
 	"golang.org/x/sys/unix"
 )
 

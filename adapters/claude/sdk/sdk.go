@@ -38,9 +38,9 @@ import (
 	"time"
 
 	"github.com/happy-dev/happy/adapters/claude/perm"
+	"github.com/happy-dev/happy/adapters/trafficlog"
 	"github.com/happy-dev/happy/internal/linereader"
 	"github.com/happy-dev/happy/internal/proc"
-	"github.com/happy-dev/happy/internal/trafficlog"
 )
 
 // DefaultBinary is the command started when Options.Binary is empty (looked
@@ -383,7 +383,7 @@ func (c *Client) SendUserContent(ctx context.Context, content json.RawMessage) e
 // Respond answers the can_use_tool request requestID (see Answer for the
 // translation). The first answer wins: a second one gets ErrAnswered, an
 // request the CLI cancelled ErrCancelled, an unknown one ErrUnknownRequest,
-// an invalid decision mapper.ErrUnknownDecision (nothing is sent then).
+// an invalid decision agent.ErrUnknownDecision (nothing is sent then).
 func (c *Client) Respond(ctx context.Context, requestID string, a Answer) error {
 	v, err := a.Verdict()
 	if err != nil {

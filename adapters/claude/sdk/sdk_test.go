@@ -20,9 +20,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/happy-dev/happy/adapters/trafficlog"
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/proc"
-	"github.com/happy-dev/happy/internal/trafficlog"
-	"github.com/happy-dev/happy/mapper"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -306,10 +306,10 @@ func TestAllowCapture(t *testing.T) {
 	var perms []*PermissionRequest
 	out, exited := drive(t, c, func(p *PermissionRequest) {
 		perms = append(perms, p)
-		if err := c.Respond(context.Background(), p.RequestID, Answer{Decision: mapper.DecisionOnce}); err != nil {
+		if err := c.Respond(context.Background(), p.RequestID, Answer{Decision: agent.DecisionOnce}); err != nil {
 			t.Errorf("respond: %v", err)
 		}
-		if err := c.Respond(context.Background(), p.RequestID, Answer{Decision: mapper.DecisionReject}); !errors.Is(err, ErrAnswered) {
+		if err := c.Respond(context.Background(), p.RequestID, Answer{Decision: agent.DecisionReject}); !errors.Is(err, ErrAnswered) {
 			t.Errorf("second answer: %v, want ErrAnswered", err)
 		}
 	}, nil)
@@ -377,15 +377,15 @@ func TestDenyCapture(t *testing.T) {
 	_, exited := drive(t, c, func(p *PermissionRequest) {
 		// An unknown decision is refused and nothing is sent (the fake
 		// would see it as a mismatch).
-		for _, d := range []mapper.Decision{"allow", "", "ALWAYS", "deny"} {
-			if err := c.Respond(context.Background(), p.RequestID, Answer{Decision: d}); !errors.Is(err, mapper.ErrUnknownDecision) {
+		for _, d := range []agent.Decision{"allow", "", "ALWAYS", "deny"} {
+			if err := c.Respond(context.Background(), p.RequestID, Answer{Decision: d}); !errors.Is(err, agent.ErrUnknownDecision) {
 				t.Errorf("decision %q: %v, want ErrUnknownDecision", d, err)
 			}
 		}
-		if err := c.Respond(context.Background(), p.RequestID, Answer{Decision: mapper.DecisionOnce, Abort: true}); err == nil {
+		if err := c.Respond(context.Background(), p.RequestID, Answer{Decision: agent.DecisionOnce, Abort: true}); err == nil {
 			t.Error("decision plus abort accepted")
 		}
-		if err := c.Respond(context.Background(), p.RequestID, Answer{Decision: mapper.DecisionReject, Message: "denied by driver"}); err != nil {
+		if err := c.Respond(context.Background(), p.RequestID, Answer{Decision: agent.DecisionReject, Message: "denied by driver"}); err != nil {
 			t.Errorf("respond: %v", err)
 		}
 	}, nil)
@@ -407,10 +407,10 @@ func TestDecisions(t *testing.T) {
 		var err error
 		switch p.RequestID {
 		case "p1":
-			err = c.Respond(ctx, "p1", Answer{Decision: mapper.DecisionAlways})
+			err = c.Respond(ctx, "p1", Answer{Decision: agent.DecisionAlways})
 		case "p2":
 			in := json.RawMessage(`{"questions":[{"question":"Which?","header":"Pick","options":[{"label":"A"},{"label":"B"}]}],"answers":{"Which?":"B"}}`)
-			err = c.Respond(ctx, "p2", Answer{Decision: mapper.DecisionOnce, UpdatedInput: in})
+			err = c.Respond(ctx, "p2", Answer{Decision: agent.DecisionOnce, UpdatedInput: in})
 		case "p3":
 			// left unanswered: the CLI cancels it
 		case "p4":
@@ -426,7 +426,7 @@ func TestDecisions(t *testing.T) {
 			return
 		}
 		cancelled = append(cancelled, pc.RequestID)
-		if err := c.Respond(ctx, pc.RequestID, Answer{Decision: mapper.DecisionOnce}); !errors.Is(err, ErrCancelled) {
+		if err := c.Respond(ctx, pc.RequestID, Answer{Decision: agent.DecisionOnce}); !errors.Is(err, ErrCancelled) {
 			t.Errorf("answer after cancel: %v, want ErrCancelled", err)
 		}
 	})
@@ -434,7 +434,7 @@ func TestDecisions(t *testing.T) {
 	if !reflect.DeepEqual(seen, []string{"p1", "p2", "p3", "p4"}) || !reflect.DeepEqual(cancelled, []string{"p3"}) {
 		t.Fatalf("requests %v, cancelled %v", seen, cancelled)
 	}
-	if err := c.Respond(ctx, "nope", Answer{Decision: mapper.DecisionOnce}); !errors.Is(err, ErrExited) {
+	if err := c.Respond(ctx, "nope", Answer{Decision: agent.DecisionOnce}); !errors.Is(err, ErrExited) {
 		t.Fatalf("answer after exit: %v", err)
 	}
 	goldenRecord(t, f, "decisions")

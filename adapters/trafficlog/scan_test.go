@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/agent"
 )
 
 // Scan reports every non-blank line with its number: records decoded,
@@ -34,15 +34,15 @@ func TestScan(t *testing.T) {
 	}
 	want := []string{
 		`1 1 a2c {"a":1}`,
-		`3 bad ` + string(mapper.DropUnparseableJSON),
-		`4 bad ` + string(mapper.DropNotAnObject),
-		`5 bad ` + string(mapper.DropUnknownType),
+		`3 bad ` + string(agent.DropUnparseableJSON),
+		`4 bad ` + string(agent.DropNotAnObject),
+		`5 bad ` + string(agent.DropUnknownType),
 		`6 4 c2a {"b":2}`,
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("got  %q\nwant %q", got, want)
 	}
-	if r := DropReason(errors.New("other")); r != mapper.DropInvalidField {
+	if r := DropReason(errors.New("other")); r != agent.DropInvalidField {
 		t.Fatalf("DropReason(other) = %q", r)
 	}
 }

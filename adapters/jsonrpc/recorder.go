@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/happy-dev/happy/internal/trafficlog"
+	"github.com/happy-dev/happy/adapters/trafficlog"
 )
 
 // Recorder writes frames somewhere (a traffic log). Record is called

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/happy-dev/happy/internal/trafficlog"
-	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/adapters/trafficlog"
+	"github.com/happy-dev/happy/agent"
 )
 
 // peer is the far end of a connection: it reads what the client writes and
@@ -272,9 +272,9 @@ func TestNilHandlerRefusesRequests(t *testing.T) {
 func TestCallTimeoutAndLateResponse(t *testing.T) {
 	d, p := newPipes(t)
 	var dmu sync.Mutex
-	var drops []mapper.Dropped
+	var drops []agent.Dropped
 	rec := newRecorder()
-	c := New(context.Background(), d, rec, Options{CallTimeout: 30 * time.Millisecond, OnDropped: func(x mapper.Dropped) {
+	c := New(context.Background(), d, rec, Options{CallTimeout: 30 * time.Millisecond, OnDropped: func(x agent.Dropped) {
 		dmu.Lock()
 		drops = append(drops, x)
 		dmu.Unlock()
@@ -297,7 +297,7 @@ func TestCallTimeoutAndLateResponse(t *testing.T) {
 	}
 	dmu.Lock()
 	defer dmu.Unlock()
-	if len(drops) != 1 || drops[0].Reason != mapper.DropOrphan || !strings.Contains(drops[0].Detail, "99") {
+	if len(drops) != 1 || drops[0].Reason != agent.DropOrphan || !strings.Contains(drops[0].Detail, "99") {
 		t.Fatalf("drops = %+v", drops)
 	}
 
@@ -347,9 +347,9 @@ func TestRPCErrorAndClosedPeer(t *testing.T) {
 func TestMalformedFrames(t *testing.T) {
 	d, p := newPipes(t)
 	var mu sync.Mutex
-	var drops []mapper.Dropped
+	var drops []agent.Dropped
 	rec := newRecorder()
-	c := New(context.Background(), d, rec, Options{MaxFrame: 100, Source: "codex-rpc", OnDropped: func(x mapper.Dropped) {
+	c := New(context.Background(), d, rec, Options{MaxFrame: 100, Source: "codex-rpc", OnDropped: func(x agent.Dropped) {
 		mu.Lock()
 		drops = append(drops, x)
 		mu.Unlock()
@@ -357,23 +357,23 @@ func TestMalformedFrames(t *testing.T) {
 	defer c.Close()
 	lines := []struct {
 		line   string
-		reason mapper.DropReason
+		reason agent.DropReason
 	}{
-		{`not json at all`, mapper.DropUnparseableJSON},
-		{`{"method":"x","params":`, mapper.DropUnparseableJSON},
-		{`[{"method":"x"}]`, mapper.DropNotAnObject},
-		{`"str"`, mapper.DropNotAnObject},
-		{`{"id":1}`, mapper.DropInvalidField},
-		{`{"jsonrpc":"1.0","method":"x"}`, mapper.DropInvalidField},
-		{`{"method":"x","result":1}`, mapper.DropInvalidField},
-		{`{"method":7}`, mapper.DropInvalidField},
-		{`{"method":"x","params":"s"}`, mapper.DropInvalidField},
-		{`{"id":-1,"result":1}`, mapper.DropInvalidField},
-		{`{"id":1.5,"method":"x"}`, mapper.DropInvalidField},
-		{`{"id":null,"error":{"code":-32700,"message":"parse error"}}`, mapper.DropMissingID},
-		{`{"id":1,"result":1,"error":{"code":1,"message":"m"}}`, mapper.DropInvalidField},
-		{`{"id":1,"error":"boom"}`, mapper.DropInvalidField},
-		{`{"method":"big","params":{"s":"` + strings.Repeat("x", 200) + `"}}`, mapper.DropOversize},
+		{`not json at all`, agent.DropUnparseableJSON},
+		{`{"method":"x","params":`, agent.DropUnparseableJSON},
+		{`[{"method":"x"}]`, agent.DropNotAnObject},
+		{`"str"`, agent.DropNotAnObject},
+		{`{"id":1}`, agent.DropInvalidField},
+		{`{"jsonrpc":"1.0","method":"x"}`, agent.DropInvalidField},
+		{`{"method":"x","result":1}`, agent.DropInvalidField},
+		{`{"method":7}`, agent.DropInvalidField},
+		{`{"method":"x","params":"s"}`, agent.DropInvalidField},
+		{`{"id":-1,"result":1}`, agent.DropInvalidField},
+		{`{"id":1.5,"method":"x"}`, agent.DropInvalidField},
+		{`{"id":null,"error":{"code":-32700,"message":"parse error"}}`, agent.DropMissingID},
+		{`{"id":1,"result":1,"error":{"code":1,"message":"m"}}`, agent.DropInvalidField},
+		{`{"id":1,"error":"boom"}`, agent.DropInvalidField},
+		{`{"method":"big","params":{"s":"` + strings.Repeat("x", 200) + `"}}`, agent.DropOversize},
 	}
 	for _, l := range lines {
 		p.send(l.line)

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/happy-dev/happy/internal/trafficlog"
+	"github.com/happy-dev/happy/adapters/trafficlog"
 )
 
 // TestMain lets the test binary act as a child JSON-RPC server when

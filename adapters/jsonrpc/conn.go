@@ -19,7 +19,7 @@
 //     caller's context ends sooner). A response that arrives after its call
 //     gave up is discarded; one for an id never sent is counted as Dropped.
 //   - A malformed frame (not JSON, not an object, bad members, oversize) is
-//     never passed on and never panics: it becomes a mapper.Dropped with a
+//     never passed on and never panics: it becomes a agent.Dropped with a
 //     reason, given to Options.OnDropped, and reading goes on.
 //   - Options.Tap sees every frame in both directions (and, for a child
 //     process, stderr lines and the exit status) in one total order; a
@@ -40,9 +40,9 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/sourcegraph/jsonrpc2"
 
+	"github.com/happy-dev/happy/adapters/trafficlog"
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/linereader"
-	"github.com/happy-dev/happy/internal/trafficlog"
-	"github.com/happy-dev/happy/mapper"
 )
 
 // Defaults of Options.
@@ -173,7 +173,7 @@ type Options struct {
 	Source string
 	// OnDropped receives every refused incoming frame (and every response
 	// to an unknown id). It runs on the reading goroutine.
-	OnDropped func(mapper.Dropped)
+	OnDropped func(agent.Dropped)
 	// Tap sees every frame (see Frame), serialised: calls never overlap and
 	// their order is the order frames crossed the pipe.
 	Tap func(Frame)
@@ -221,8 +221,8 @@ func New(ctx context.Context, rwc io.ReadWriteCloser, h Handler, opts Options) *
 		jsonrpc2.SetLogger(zlogAdapter{opts.Logger}),
 		jsonrpc2.OnRecv(func(req *jsonrpc2.Request, resp *jsonrpc2.Response) {
 			if req == nil && resp != nil {
-				c.drop(mapper.Dropped{
-					Source: c.opts.Source, Kind: "response", Reason: mapper.DropOrphan,
+				c.drop(agent.Dropped{
+					Source: c.opts.Source, Kind: "response", Reason: agent.DropOrphan,
 					Detail: "response to unknown request id " + resp.ID.String(),
 					Raw:    string(mapperPrefix(s.last, 512)),
 				})
@@ -352,7 +352,7 @@ func (c *Conn) tap(dir trafficlog.Dir, data []byte, isJSON bool) {
 	}
 }
 
-func (c *Conn) drop(d mapper.Dropped) {
+func (c *Conn) drop(d agent.Dropped) {
 	c.opts.Logger.Warn().Str("source", d.Source).Str("reason", string(d.Reason)).Str("kind", d.Kind).
 		Str("detail", d.Detail).Msg("dropped json-rpc frame")
 	if c.opts.OnDropped != nil {
@@ -445,7 +445,7 @@ func (s *stream) ReadObject(v any) error {
 		}
 		if line.Oversize {
 			c.tap(trafficlog.A2C, append([]byte(nil), line.Data...), false)
-			c.drop(mapper.Dropped{Source: c.opts.Source, Line: line.Number, Reason: mapper.DropOversize,
+			c.drop(agent.Dropped{Source: c.opts.Source, Line: line.Number, Reason: agent.DropOversize,
 				Detail: fmt.Sprintf("frame of %d bytes exceeds %d", line.Size, c.opts.MaxFrame),
 				Raw:    string(line.Data)})
 			continue
@@ -459,7 +459,7 @@ func (s *stream) ReadObject(v any) error {
 		if derr != nil {
 			var fe *FrameError
 			errors.As(derr, &fe)
-			c.drop(mapper.Dropped{Source: c.opts.Source, Line: line.Number, Kind: fe.Kind, Reason: fe.Reason,
+			c.drop(agent.Dropped{Source: c.opts.Source, Line: line.Number, Kind: fe.Kind, Reason: fe.Reason,
 				Detail: fe.Msg, Raw: string(mapperPrefix(data, 512))})
 			continue
 		}
@@ -467,7 +467,7 @@ func (s *stream) ReadObject(v any) error {
 		// behind in v.
 		nv := reflect.New(reflect.TypeOf(v).Elem())
 		if err := json.Unmarshal(data, nv.Interface()); err != nil {
-			c.drop(mapper.Dropped{Source: c.opts.Source, Line: line.Number, Kind: m.Method, Reason: mapper.DropInvalidField,
+			c.drop(agent.Dropped{Source: c.opts.Source, Line: line.Number, Kind: m.Method, Reason: agent.DropInvalidField,
 				Detail: err.Error(), Raw: string(mapperPrefix(data, 512))})
 			continue
 		}

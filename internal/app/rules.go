@@ -1,4 +1,4 @@
-// Package config reads happy's permission rules: ~/.happy/config.json, then
+// This file reads happy's permission rules: ~/.happy/config.json, then
 // <project>/.happy/config.json, each of the shape
 //
 //	{"permission": [{"permission": "bash", "pattern": "git *", "action": "allow"}, …]}
@@ -7,7 +7,8 @@
 // matching rule wins (mapper.Evaluate). Unknown keys are ignored; a rule
 // with an unknown action, or an empty permission or pattern, is an error
 // naming the file and the index: a typo never silently becomes "allow".
-package config
+
+package app
 
 import (
 	"encoding/json"
@@ -20,19 +21,19 @@ import (
 	"github.com/happy-dev/happy/mapper"
 )
 
-// FileName is the config file name, in the happy home folder and in a
+// RulesFileName is the config file name, in the happy home folder and in a
 // project's .happy folder.
-const FileName = "config.json"
+const RulesFileName = "config.json"
 
-// ErrInvalid is wrapped by every refusal of a config file or rule.
-var ErrInvalid = errors.New("invalid happy config")
+// ErrInvalidRules is wrapped by every refusal of a config file or rule.
+var ErrInvalidRules = errors.New("invalid happy config")
 
-// Load reads the global config in homeDir and the project config in
+// LoadRules reads the global config in homeDir and the project config in
 // projectDir/.happy, and returns their rules in order. Missing files are
 // fine.
-func Load(homeDir, projectDir string) ([]mapper.PermissionRule, error) {
+func LoadRules(homeDir, projectDir string) ([]mapper.PermissionRule, error) {
 	var rules []mapper.PermissionRule
-	for _, p := range []string{filepath.Join(homeDir, FileName), filepath.Join(projectDir, ".happy", FileName)} {
+	for _, p := range []string{filepath.Join(homeDir, RulesFileName), filepath.Join(projectDir, ".happy", RulesFileName)} {
 		r, err := loadFile(p)
 		if err != nil {
 			return nil, err
@@ -58,13 +59,13 @@ func loadFile(path string) ([]mapper.PermissionRule, error) {
 		} `json:"permission"`
 	}
 	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, path, err)
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidRules, path, err)
 	}
 	rules := make([]mapper.PermissionRule, 0, len(f.Permission))
 	for i, r := range f.Permission {
 		rule, err := makeRule(r.Permission, r.Pattern, r.Action)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: permission[%d]: %v", ErrInvalid, path, i, err)
+			return nil, fmt.Errorf("%w: %s: permission[%d]: %v", ErrInvalidRules, path, i, err)
 		}
 		rules = append(rules, rule)
 	}
@@ -82,17 +83,17 @@ func makeRule(permission, pattern, action string) (mapper.PermissionRule, error)
 	return mapper.PermissionRule{Permission: permission, Pattern: pattern, Action: a}, nil
 }
 
-// ParseFlag parses a rule given on the command line as
+// ParseRuleFlag parses a rule given on the command line as
 // "permission:pattern", for the action of the flag (--allow, --deny, --ask),
 // e.g. --allow 'bash:git status*'.
-func ParseFlag(s string, action mapper.Action) (mapper.PermissionRule, error) {
+func ParseRuleFlag(s string, action mapper.Action) (mapper.PermissionRule, error) {
 	perm, pattern, ok := strings.Cut(s, ":")
 	if !ok {
-		return mapper.PermissionRule{}, fmt.Errorf("%w: rule %q: want permission:pattern", ErrInvalid, s)
+		return mapper.PermissionRule{}, fmt.Errorf("%w: rule %q: want permission:pattern", ErrInvalidRules, s)
 	}
 	r, err := makeRule(perm, pattern, string(action))
 	if err != nil {
-		return mapper.PermissionRule{}, fmt.Errorf("%w: rule %q: %v", ErrInvalid, s, err)
+		return mapper.PermissionRule{}, fmt.Errorf("%w: rule %q: %v", ErrInvalidRules, s, err)
 	}
 	return r, nil
 }

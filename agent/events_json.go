@@ -1,12 +1,10 @@
-package mapper
+package agent
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
-	"unicode/utf8"
 )
 
 // ErrBadEvent is wrapped by every error of DecodeEvent, EncodeEvent and
@@ -51,23 +49,8 @@ func (e *EventError) Dropped(source string, line int64, raw []byte) Dropped {
 		Kind:   e.Type,
 		Reason: e.Reason,
 		Detail: e.Msg,
-		Raw:    rdCutUTF8(string(raw), droppedRawMax),
+		Raw:    CutUTF8(string(raw), DroppedRawMax),
 	}
-}
-
-// droppedRawMax is the longest Dropped.Raw kept (model.go: "at most the
-// first 512 bytes of the input").
-const droppedRawMax = 512
-
-// rdCutUTF8 cuts s to at most n bytes without splitting a UTF-8 sequence.
-func rdCutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // EventName returns the type name of an event as used in its JSON form
@@ -186,15 +169,6 @@ func newEventByName(name string) Event {
 	return nil
 }
 
-// isNilEvent reports whether ev is nil or a typed nil pointer.
-func isNilEvent(ev Event) bool {
-	if ev == nil {
-		return true
-	}
-	v := reflect.ValueOf(ev)
-	return v.Kind() == reflect.Pointer && v.IsNil()
-}
-
 // EncodeEvent writes an event as one JSON object,
 // {"type":"<EventName>",<the event's fields>}, with map keys sorted and no
 // HTML escaping, so the same event always gives the same bytes. It fails
@@ -202,7 +176,7 @@ func isNilEvent(ev Event) bool {
 // cannot carry (NaN cost, a malformed raw input).
 func EncodeEvent(ev Event) ([]byte, error) {
 	name := EventName(ev)
-	if name == "" || isNilEvent(ev) {
+	if name == "" || IsNilEvent(ev) {
 		return nil, &EventError{Reason: DropUnknownType, Msg: fmt.Sprintf("cannot encode %T", ev)}
 	}
 	var buf bytes.Buffer
@@ -287,7 +261,7 @@ func DecodeEvent(data []byte) (Event, error) {
 // event.
 func ValidateEvent(ev Event) error {
 	name := EventName(ev)
-	if name == "" || isNilEvent(ev) {
+	if name == "" || IsNilEvent(ev) {
 		return &EventError{Reason: DropUnknownType, Msg: fmt.Sprintf("not an agent event: %T", ev)}
 	}
 	bad := func(reason DropReason, format string, args ...any) error {

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/agent"
 )
 
 // Kind says what a JSON-RPC message is.
@@ -84,7 +84,7 @@ var ErrBadFrame = errors.New("bad json-rpc frame")
 // FrameError refuses one frame: the drop reason a reader counts it under
 // and what is wrong.
 type FrameError struct {
-	Reason mapper.DropReason
+	Reason agent.DropReason
 	Kind   string // the method of the frame, when it had one
 	Msg    string
 }
@@ -95,7 +95,7 @@ func (e *FrameError) Error() string { return "json-rpc frame: " + string(e.Reaso
 // Unwrap returns ErrBadFrame.
 func (e *FrameError) Unwrap() error { return ErrBadFrame }
 
-func frameErr(reason mapper.DropReason, kind, format string, args ...any) *FrameError {
+func frameErr(reason agent.DropReason, kind, format string, args ...any) *FrameError {
 	return &FrameError{Reason: reason, Kind: kind, Msg: fmt.Sprintf(format, args...)}
 }
 
@@ -110,13 +110,13 @@ func frameErr(reason mapper.DropReason, kind, format string, args ...any) *Frame
 func DecodeFrame(data []byte) (Message, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 {
-		return Message{}, frameErr(mapper.DropUnparseableJSON, "", "empty frame")
+		return Message{}, frameErr(agent.DropUnparseableJSON, "", "empty frame")
 	}
 	if data[0] != '{' {
 		if json.Valid(data) {
-			return Message{}, frameErr(mapper.DropNotAnObject, "", "frame is JSON but not an object")
+			return Message{}, frameErr(agent.DropNotAnObject, "", "frame is JSON but not an object")
 		}
-		return Message{}, frameErr(mapper.DropUnparseableJSON, "", "frame is not JSON")
+		return Message{}, frameErr(agent.DropUnparseableJSON, "", "frame is not JSON")
 	}
 	var raw struct {
 		Version json.RawMessage `json:"jsonrpc"`
@@ -127,13 +127,13 @@ func DecodeFrame(data []byte) (Message, error) {
 		Error   json.RawMessage `json:"error"`
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
-		return Message{}, frameErr(mapper.DropUnparseableJSON, "", "%v", err)
+		return Message{}, frameErr(agent.DropUnparseableJSON, "", "%v", err)
 	}
 	m := Message{Raw: json.RawMessage(data)}
 	if raw.Version != nil {
 		var v string
 		if json.Unmarshal(raw.Version, &v) != nil || v != "2.0" {
-			return Message{}, frameErr(mapper.DropInvalidField, "", "jsonrpc member is %s, want \"2.0\"", cut(raw.Version))
+			return Message{}, frameErr(agent.DropInvalidField, "", "jsonrpc member is %s, want \"2.0\"", cut(raw.Version))
 		}
 		m.Version = true
 	}
@@ -141,19 +141,19 @@ func DecodeFrame(data []byte) (Message, error) {
 	if hasID {
 		id, err := decodeID(raw.ID)
 		if err != nil {
-			return Message{}, frameErr(mapper.DropInvalidField, methodOf(raw.Method), "%v", err)
+			return Message{}, frameErr(agent.DropInvalidField, methodOf(raw.Method), "%v", err)
 		}
 		m.ID = id
 	}
 	if raw.Method != nil {
 		if err := json.Unmarshal(raw.Method, &m.Method); err != nil || m.Method == "" {
-			return Message{}, frameErr(mapper.DropInvalidField, "", "method is %s, want a non-empty string", cut(raw.Method))
+			return Message{}, frameErr(agent.DropInvalidField, "", "method is %s, want a non-empty string", cut(raw.Method))
 		}
 		if raw.Result != nil || raw.Error != nil {
-			return Message{}, frameErr(mapper.DropInvalidField, m.Method, "a request must not carry result or error")
+			return Message{}, frameErr(agent.DropInvalidField, m.Method, "a request must not carry result or error")
 		}
 		if raw.Params != nil && string(raw.Params) != "null" && raw.Params[0] != '{' && raw.Params[0] != '[' {
-			return Message{}, frameErr(mapper.DropInvalidField, m.Method, "params is %s, want an object or array", cut(raw.Params))
+			return Message{}, frameErr(agent.DropInvalidField, m.Method, "params is %s, want an object or array", cut(raw.Params))
 		}
 		m.Params = raw.Params
 		if hasID {
@@ -165,24 +165,24 @@ func DecodeFrame(data []byte) (Message, error) {
 	}
 	switch {
 	case raw.Result != nil && raw.Error != nil && string(raw.Error) != "null":
-		return Message{}, frameErr(mapper.DropInvalidField, "", "response carries both result and error")
+		return Message{}, frameErr(agent.DropInvalidField, "", "response carries both result and error")
 	case raw.Error != nil && string(raw.Error) != "null":
 		var e ErrorObject
 		if err := json.Unmarshal(raw.Error, &e); err != nil || raw.Error[0] != '{' {
-			return Message{}, frameErr(mapper.DropInvalidField, "", "error is %s, want {code, message}", cut(raw.Error))
+			return Message{}, frameErr(agent.DropInvalidField, "", "error is %s, want {code, message}", cut(raw.Error))
 		}
 		m.Error = &e
 	case raw.Result != nil:
 		m.Result = raw.Result
 	default:
-		return Message{}, frameErr(mapper.DropInvalidField, "", "neither method nor result nor error")
+		return Message{}, frameErr(agent.DropInvalidField, "", "neither method nor result nor error")
 	}
 	if !hasID {
 		detail := "response without id"
 		if m.Error != nil {
 			detail += ": " + m.Error.Message
 		}
-		return Message{}, frameErr(mapper.DropMissingID, "", "%s", detail)
+		return Message{}, frameErr(agent.DropMissingID, "", "%s", detail)
 	}
 	m.Kind = KindResponse
 	return m, nil

@@ -12,9 +12,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/happy-dev/happy/adapters/trafficlog"
 	"github.com/happy-dev/happy/internal/linereader"
 	"github.com/happy-dev/happy/internal/proc"
-	"github.com/happy-dev/happy/internal/trafficlog"
 )
 
 // Process is a child process spoken to over its stdio. Its stderr goes to

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/agent"
 )
 
 func TestDecodeFrame(t *testing.T) {
@@ -42,7 +42,7 @@ func TestDecodeFrame(t *testing.T) {
 	}
 	_, err := DecodeFrame([]byte(`{`))
 	var fe *FrameError
-	if !errors.As(err, &fe) || !errors.Is(err, ErrBadFrame) || fe.Reason != mapper.DropUnparseableJSON {
+	if !errors.As(err, &fe) || !errors.Is(err, ErrBadFrame) || fe.Reason != agent.DropUnparseableJSON {
 		t.Errorf("err = %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package mapper
+package agent
 
 import "encoding/json"
 

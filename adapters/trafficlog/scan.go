@@ -5,8 +5,8 @@ import (
 	"errors"
 	"io"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/linereader"
-	"github.com/happy-dev/happy/mapper"
 )
 
 // Scan reads a whole traffic log (one {"t","dir","msg"} object per line,
@@ -41,14 +41,14 @@ func Scan(r io.Reader, fn func(line int64, rec Record, err error, data []byte)) 
 // DropReason is the reason a Dropped record gives for an error of Decode:
 // unparseable JSON, not an object, an unknown direction, else an invalid
 // field.
-func DropReason(err error) mapper.DropReason {
+func DropReason(err error) agent.DropReason {
 	switch {
 	case errors.Is(err, ErrSyntax):
-		return mapper.DropUnparseableJSON
+		return agent.DropUnparseableJSON
 	case errors.Is(err, ErrNotObject):
-		return mapper.DropNotAnObject
+		return agent.DropNotAnObject
 	case errors.Is(err, ErrUnknownDir):
-		return mapper.DropUnknownType
+		return agent.DropUnknownType
 	}
-	return mapper.DropInvalidField
+	return agent.DropInvalidField
 }

@@ -1,4 +1,4 @@
-package config
+package app
 
 import (
 	"errors"
@@ -25,7 +25,7 @@ func TestLoadOrdersGlobalThenProject(t *testing.T) {
 	home, proj := t.TempDir(), t.TempDir()
 	write(t, filepath.Join(home, "config.json"), `{"permission":[{"permission":"bash","pattern":"*","action":"ask"}],"other":1}`)
 	write(t, filepath.Join(proj, ".happy", "config.json"), `{"permission":[{"permission":"bash","pattern":"git *","action":"allow"},{"permission":"edit","pattern":"secrets/**","action":"deny"}]}`)
-	got, err := Load(home, proj)
+	got, err := LoadRules(home, proj)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestLoadOrdersGlobalThenProject(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("rules %+v", got)
 	}
-	if r, err := Load(t.TempDir(), t.TempDir()); err != nil || len(r) != 0 {
+	if r, err := LoadRules(t.TempDir(), t.TempDir()); err != nil || len(r) != 0 {
 		t.Fatalf("no files: %v %v", r, err)
 	}
 }
@@ -53,20 +53,20 @@ func TestLoadRefusesBadRules(t *testing.T) {
 	} {
 		home := t.TempDir()
 		write(t, filepath.Join(home, "config.json"), body)
-		_, err := Load(home, t.TempDir())
-		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "config.json") {
+		_, err := LoadRules(home, t.TempDir())
+		if !errors.Is(err, ErrInvalidRules) || !strings.Contains(err.Error(), "config.json") {
 			t.Errorf("%s: err %v", body, err)
 		}
 	}
 }
 
-func TestParseFlag(t *testing.T) {
-	r, err := ParseFlag("bash:git status*", mapper.ActionAllow)
+func TestParseRuleFlag(t *testing.T) {
+	r, err := ParseRuleFlag("bash:git status*", mapper.ActionAllow)
 	if err != nil || r != (mapper.PermissionRule{Permission: "bash", Pattern: "git status*", Action: mapper.ActionAllow}) {
 		t.Fatalf("%+v %v", r, err)
 	}
 	for _, s := range []string{"bash", ":x", "bash:"} {
-		if _, err := ParseFlag(s, mapper.ActionDeny); !errors.Is(err, ErrInvalid) {
+		if _, err := ParseRuleFlag(s, mapper.ActionDeny); !errors.Is(err, ErrInvalidRules) {
 			t.Errorf("%q: %v", s, err)
 		}
 	}

@@ -1,0 +1,51 @@
+package agent
+
+import (
+	"context"
+	"errors"
+)
+
+// Agent is a running agent as the session runner drives it. Adapters
+// implement it (Claude SDK, local and dual modes, Codex app-server and MCP,
+// ACP). Its methods are safe for concurrent use.
+type Agent interface {
+	// Events delivers the agent's events in order. The channel is closed
+	// when the agent has exited and nothing more will come.
+	Events() <-chan Event
+	// Prompt starts a turn with the prompt (or queues it while one runs).
+	Prompt(ctx context.Context, p Prompt) error
+	// Decide answers a permission the agent asked for: the tool call callID
+	// was announced with a ToolBlocked event carrying a PermissionRequest.
+	Decide(ctx context.Context, callID string, v Verdict) error
+	// AnswerQuestion answers a question the agent asked (ToolBlocked with a
+	// QuestionRequest): per question, the selected labels.
+	AnswerQuestion(ctx context.Context, callID string, answers [][]string) error
+	// Interrupt aborts the running turn; the agent ends it with TurnEnded.
+	Interrupt(ctx context.Context) error
+	// Close stops the agent and reaps its processes.
+	Close() error
+}
+
+// Verdict is what the runner tells an agent about a permission: the
+// canonical decision, the patterns an "always" covers (from the block), and
+// why (for rejections nobody typed: a rule, a timeout, a cancelled turn).
+type Verdict struct {
+	Decision Decision
+	Always   []string
+	Reason   string
+}
+
+// ErrStale is returned by Agent.Decide and Agent.AnswerQuestion when the
+// tool call is not waiting for an answer (it never was, or it was answered
+// already: the first answer wins).
+var ErrStale = errors.New("stale answer: the tool call is not waiting for one")
+
+// Prompt is a user prompt for the agent: typed in another happy, sent from
+// the web or reference app over the relay, or given with -p.
+type Prompt struct {
+	// MessageID is the canonical user message id when the sender wrote one
+	// (canonical shape); "" for the reference app's legacy shape.
+	MessageID string
+	Text      string
+	Files     []PromptFile
+}
