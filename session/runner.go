@@ -1,9 +1,11 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -66,6 +68,9 @@ type Options struct {
 	// PermissionTimeout rejects a permission nobody answered in time (reason
 	// "timeout"); 0 waits forever.
 	PermissionTimeout time.Duration
+	// AnswerTimeout bounds each answer the runner writes to the agent on its
+	// own (a rule, a timeout, settling at the end); 10 s when 0.
+	AnswerTimeout time.Duration
 	// OneShot ends Run after the first turn ends (happy <agent> -p).
 	OneShot bool
 	// Now is the clock (time.Now when nil).
@@ -97,7 +102,13 @@ type pending struct {
 	question bool
 	always   []string
 	deadline time.Time // zero: no timeout
+	order    int       // arrival order, so settling is the same in every run
 }
+
+// defaultAnswerTimeout bounds one answer written to the agent outside a
+// control input (rules, timeouts, settling at the end): an agent that stops
+// reading its input must not hold the runner.
+const defaultAnswerTimeout = 10 * time.Second
 
 // Runner drives one session: agent events go through the permission policy
 // into the reducer, whose changes go to the sink; control inputs go back to
@@ -116,6 +127,12 @@ type Runner struct {
 	starting bool
 	queued   []ControlPrompt
 	seq      int
+	// base is Run's context without its cancellation: answers the runner
+	// owes the agent (settling at shutdown) are still delivered, each bounded
+	// by Options.AnswerTimeout.
+	base context.Context
+	// arrivals counts pending entries, for their order.
+	arrivals int
 }
 
 // NewRunner returns a runner; call Run to start it.
@@ -123,7 +140,10 @@ func NewRunner(opts Options) *Runner {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Runner{opts: opts, control: make(chan Control, 64), pending: map[string]*pending{}, prompts: map[string]bool{}}
+	if opts.AnswerTimeout <= 0 {
+		opts.AnswerTimeout = defaultAnswerTimeout
+	}
+	return &Runner{base: context.Background(), opts: opts, control: make(chan Control, 64), pending: map[string]*pending{}, prompts: map[string]bool{}}
 }
 
 // Control hands a control input to the running runner. It blocks while the
@@ -142,6 +162,7 @@ func (r *Runner) Control(ctx context.Context, c Control) error {
 // tools are settled). Whatever happens, the sink is flushed before Run
 // returns; a flush error is returned with the result.
 func (r *Runner) Run(ctx context.Context) (Result, error) {
+	r.base = context.WithoutCancel(ctx)
 	events := r.opts.Agent.Events()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -286,7 +307,8 @@ func (r *Runner) apply(ev agent.Event) []mapper.BusEvent {
 // answerAgentFromState tells the agent what the transcript now says about a
 // tool it was waiting on.
 func (r *Runner) answerAgentFromState(tp *mapper.ToolPart, p *pending) {
-	ctx := context.Background()
+	ctx, cancel := r.answerCtx()
+	defer cancel()
 	if p.question {
 		if tp.State.Block != nil && tp.State.Status != mapper.StatusError {
 			_ = r.opts.Agent.AnswerQuestion(ctx, tp.CallID, tp.State.Block.Answers)
@@ -320,7 +342,7 @@ func (r *Runner) agentEvent(ctx context.Context, ev agent.Event) {
 			return
 		}
 		r.apply(e)
-		r.pending[e.CallID] = &pending{question: true, deadline: r.deadline()}
+		r.addPending(e.CallID, &pending{question: true, deadline: r.deadline()})
 		return
 	case *agent.ToolResolved:
 		// Answered inside the agent (typed in its own terminal): the first
@@ -387,7 +409,31 @@ func (r *Runner) permissionAsked(ctx context.Context, e *agent.ToolBlocked) {
 		return
 	}
 	r.apply(e)
-	r.pending[e.CallID] = &pending{always: e.Permission.Always, deadline: r.deadline()}
+	r.addPending(e.CallID, &pending{always: e.Permission.Always, deadline: r.deadline()})
+}
+
+// addPending records a tool waiting for a person.
+func (r *Runner) addPending(callID string, p *pending) {
+	r.arrivals++
+	p.order = r.arrivals
+	r.pending[callID] = p
+}
+
+// pendingInOrder returns the waiting call ids in arrival order, so settling
+// them (and so the transcript) is the same in every run and in a replay.
+func (r *Runner) pendingInOrder() []string {
+	ids := make([]string, 0, len(r.pending))
+	for id := range r.pending {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b string) int { return cmp.Compare(r.pending[a].order, r.pending[b].order) })
+	return ids
+}
+
+// answerCtx is the context of one answer the runner owes the agent outside
+// a control input: it outlives Run's cancellation, bounded by AnswerTimeout.
+func (r *Runner) answerCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.base, r.opts.AnswerTimeout)
 }
 
 // controlInput handles one control input and replies to its sender.
@@ -515,11 +561,16 @@ func (r *Runner) abortTurn(ctx context.Context, reason string) error {
 // transcript side is settled by the reducer at TurnEnded; when tellAgent is
 // set the agent is answered too (it is still waiting).
 func (r *Runner) settleAllPending(reason string, tellAgent bool) {
-	for id, p := range r.pending {
+	for _, id := range r.pendingInOrder() {
+		p := r.pending[id]
 		delete(r.pending, id)
 		if tellAgent && !p.question {
 			r.result.Rejected++
-			_ = r.opts.Agent.Decide(context.Background(), id, agent.Verdict{Decision: agent.DecisionReject, Reason: reason})
+			ctx, cancel := r.answerCtx()
+			if err := r.opts.Agent.Decide(ctx, id, agent.Verdict{Decision: agent.DecisionReject, Reason: reason}); err != nil {
+				r.opts.Log.Warn().Err(err).Str("callID", id).Msg("reject on settle")
+			}
+			cancel()
 		}
 		r.apply(&agent.ToolResolved{EventBase: agent.EventBase{Time: r.opts.Now().UnixMilli()}, CallID: id, Decision: agent.DecisionReject, Reason: reason})
 	}
@@ -528,14 +579,19 @@ func (r *Runner) settleAllPending(reason string, tellAgent bool) {
 // expirePending rejects permissions whose deadline passed.
 func (r *Runner) expirePending() {
 	now := r.opts.Now()
-	for id, p := range r.pending {
+	for _, id := range r.pendingInOrder() {
+		p := r.pending[id]
 		if p.deadline.IsZero() || p.deadline.After(now) {
 			continue
 		}
 		delete(r.pending, id)
 		if !p.question {
 			r.result.Rejected++
-			_ = r.opts.Agent.Decide(context.Background(), id, agent.Verdict{Decision: agent.DecisionReject, Reason: agent.ReasonTimeout})
+			ctx, cancel := r.answerCtx()
+			if err := r.opts.Agent.Decide(ctx, id, agent.Verdict{Decision: agent.DecisionReject, Reason: agent.ReasonTimeout}); err != nil {
+				r.opts.Log.Warn().Err(err).Str("callID", id).Msg("reject on timeout")
+			}
+			cancel()
 		}
 		r.apply(&agent.ToolResolved{EventBase: agent.EventBase{Time: now.UnixMilli()}, CallID: id, Decision: agent.DecisionReject, Reason: agent.ReasonTimeout})
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/happy-dev/happy/agent"
@@ -163,17 +164,15 @@ func (h *harness) wait() {
 	}
 }
 
-// waitCall waits until the agent saw a call.
+// waitCall waits until the runner is idle (the test runs in a synctest
+// bubble), then asserts that the agent saw the call.
 func (h *harness) waitCall(want string) {
 	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		for _, c := range h.agent.Calls() {
-			if c == want {
-				return
-			}
+	synctest.Wait()
+	for _, c := range h.agent.Calls() {
+		if c == want {
+			return
 		}
-		time.Sleep(2 * time.Millisecond)
 	}
 	h.t.Fatalf("agent never saw %q; saw %v", want, h.agent.Calls())
 }
@@ -192,136 +191,172 @@ func toolState(t *testing.T, tr mapper.Transcript, callID string) mapper.ToolSta
 }
 
 func TestRunnerPermissionApprovedOnceFirstAnswerWins(t *testing.T) {
-	h := newHarness(t, Options{OneShot: true})
-	h.agent.onPrompt = func(agent.Prompt) { go h.agent.emit(startTurn("c1", "rm x")...) }
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Options{OneShot: true})
+		h.agent.onPrompt = func(agent.Prompt) { go h.agent.emit(startTurn("c1", "rm x")...) }
 
-	if err := h.control(ControlPrompt{Prompt: agent.Prompt{Text: "remove x"}}); err != nil {
-		t.Fatal(err)
-	}
-	// The tool blocks; an answer for an unknown call is stale.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		err := h.control(ControlAnswer{Answer: Answer{CallID: "c1", Decision: agent.DecisionOnce}})
-		if err == nil {
-			break
+		if err := h.control(ControlPrompt{Prompt: agent.Prompt{Text: "remove x"}}); err != nil {
+			t.Fatal(err)
 		}
-		if !errors.Is(err, agent.ErrStale) || time.Now().After(deadline) {
+		// The tool blocks (the runner is idle once it has); the first answer
+		// is taken.
+		synctest.Wait()
+		if err := h.control(ControlAnswer{Answer: Answer{CallID: "c1", Decision: agent.DecisionOnce}}); err != nil {
 			t.Fatalf("answer: %v", err)
 		}
-		time.Sleep(5 * time.Millisecond) // the block has not arrived yet
-	}
-	if err := h.control(ControlAnswer{Answer: Answer{CallID: "c1", Decision: agent.DecisionReject}}); !errors.Is(err, agent.ErrStale) {
-		t.Fatalf("second answer: %v, want ErrStale", err)
-	}
-	h.agent.emit(finishTurn("c1")...)
-	h.wait()
-	if h.err != nil || h.res.TurnReason != agent.TurnCompleted || h.res.Rejected != 0 {
-		t.Fatalf("result %+v, %v", h.res, h.err)
-	}
-	st := toolState(t, h.red.Transcript(), "c1")
-	if st.Status != mapper.StatusCompleted || st.Block == nil || st.Block.Decision != agent.DecisionOnce || st.Block.DecidedAt == nil {
-		t.Fatalf("tool state %+v block %+v", st, st.Block)
-	}
-	calls := h.agent.Calls()
-	if len(calls) != 2 || calls[0] != "prompt:remove x" || calls[1] != "decide:c1:once:" {
-		t.Fatalf("agent calls %v", calls)
-	}
-	if len(h.store.puts) == 0 {
-		t.Fatal("nothing reached the relay sink")
-	}
+		if err := h.control(ControlAnswer{Answer: Answer{CallID: "c1", Decision: agent.DecisionReject}}); !errors.Is(err, agent.ErrStale) {
+			t.Fatalf("second answer: %v, want ErrStale", err)
+		}
+		h.agent.emit(finishTurn("c1")...)
+		h.wait()
+		if h.err != nil || h.res.TurnReason != agent.TurnCompleted || h.res.Rejected != 0 {
+			t.Fatalf("result %+v, %v", h.res, h.err)
+		}
+		st := toolState(t, h.red.Transcript(), "c1")
+		if st.Status != mapper.StatusCompleted || st.Block == nil || st.Block.Decision != agent.DecisionOnce || st.Block.DecidedAt == nil {
+			t.Fatalf("tool state %+v block %+v", st, st.Block)
+		}
+		calls := h.agent.Calls()
+		if len(calls) != 2 || calls[0] != "prompt:remove x" || calls[1] != "decide:c1:once:" {
+			t.Fatalf("agent calls %v", calls)
+		}
+		if len(h.store.puts) == 0 {
+			t.Fatal("nothing reached the relay sink")
+		}
+	})
 }
 
 func TestRunnerRulesAllowAndDeny(t *testing.T) {
-	h := newHarness(t, Options{OneShot: true, Rules: []mapper.PermissionRule{
-		{Permission: "bash", Pattern: "ls*", Action: mapper.ActionAllow},
-		{Permission: "bash", Pattern: "rm*", Action: mapper.ActionDeny},
-	}})
-	in := json.RawMessage(`{"command":"ls"}`)
-	h.agent.emit(&agent.TurnStarted{TurnID: "t"}, &agent.ToolCall{Message: "m", CallID: "a", Tool: "bash", Input: in}, &agent.ToolRunning{CallID: "a"},
-		&agent.ToolBlocked{CallID: "a", Permission: &agent.PermissionRequest{Permission: "bash", Patterns: []string{"ls"}}},
-		&agent.ToolCall{Message: "m", CallID: "b", Tool: "bash", Input: json.RawMessage(`{"command":"rm -rf x"}`)}, &agent.ToolRunning{CallID: "b"},
-		&agent.ToolBlocked{CallID: "b", Permission: &agent.PermissionRequest{Permission: "bash", Patterns: []string{"rm -rf x"}}},
-		&agent.ToolCompleted{CallID: "a", Output: "f", Title: "ls"},
-		&agent.TurnEnded{Reason: agent.TurnCompleted})
-	h.wait()
-	tr := h.red.Transcript()
-	if st := toolState(t, tr, "a"); st.Status != mapper.StatusCompleted || st.Block != nil {
-		t.Fatalf("allowed tool %+v", st)
-	}
-	if st := toolState(t, tr, "b"); st.Status != mapper.StatusError || st.Block == nil || st.Block.Decision != agent.DecisionReject {
-		t.Fatalf("denied tool %+v", st)
-	}
-	calls := h.agent.Calls()
-	if len(calls) != 2 || calls[0] != "decide:a:once:rule" || calls[1] != "decide:b:reject:denied by rule" {
-		t.Fatalf("calls %v", calls)
-	}
-	if h.res.Rejected != 1 {
-		t.Fatalf("rejected %d", h.res.Rejected)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Options{OneShot: true, Rules: []mapper.PermissionRule{
+			{Permission: "bash", Pattern: "ls*", Action: mapper.ActionAllow},
+			{Permission: "bash", Pattern: "rm*", Action: mapper.ActionDeny},
+		}})
+		in := json.RawMessage(`{"command":"ls"}`)
+		h.agent.emit(&agent.TurnStarted{TurnID: "t"}, &agent.ToolCall{Message: "m", CallID: "a", Tool: "bash", Input: in}, &agent.ToolRunning{CallID: "a"},
+			&agent.ToolBlocked{CallID: "a", Permission: &agent.PermissionRequest{Permission: "bash", Patterns: []string{"ls"}}},
+			&agent.ToolCall{Message: "m", CallID: "b", Tool: "bash", Input: json.RawMessage(`{"command":"rm -rf x"}`)}, &agent.ToolRunning{CallID: "b"},
+			&agent.ToolBlocked{CallID: "b", Permission: &agent.PermissionRequest{Permission: "bash", Patterns: []string{"rm -rf x"}}},
+			&agent.ToolCompleted{CallID: "a", Output: "f", Title: "ls"},
+			&agent.TurnEnded{Reason: agent.TurnCompleted})
+		h.wait()
+		tr := h.red.Transcript()
+		if st := toolState(t, tr, "a"); st.Status != mapper.StatusCompleted || st.Block != nil {
+			t.Fatalf("allowed tool %+v", st)
+		}
+		if st := toolState(t, tr, "b"); st.Status != mapper.StatusError || st.Block == nil || st.Block.Decision != agent.DecisionReject {
+			t.Fatalf("denied tool %+v", st)
+		}
+		calls := h.agent.Calls()
+		if len(calls) != 2 || calls[0] != "decide:a:once:rule" || calls[1] != "decide:b:reject:denied by rule" {
+			t.Fatalf("calls %v", calls)
+		}
+		if h.res.Rejected != 1 {
+			t.Fatalf("rejected %d", h.res.Rejected)
+		}
+	})
 }
 
 func TestRunnerPermissionTimeoutRejects(t *testing.T) {
-	h := newHarness(t, Options{OneShot: true, PermissionTimeout: 30 * time.Millisecond})
-	h.agent.onDecide = func(id string, d agent.Verdict) {
-		go h.agent.emit(&agent.ToolFailed{CallID: id, Error: "denied"}, &agent.TurnEnded{Reason: agent.TurnCompleted})
-	}
-	h.agent.emit(startTurn("c9", "make deploy")...)
-	h.wait()
-	st := toolState(t, h.red.Transcript(), "c9")
-	if st.Status != mapper.StatusError || st.Block == nil || st.Block.Decision != agent.DecisionReject || st.Block.Reason != agent.ReasonTimeout {
-		t.Fatalf("state %+v block %+v", st, st.Block)
-	}
-	if calls := h.agent.Calls(); len(calls) != 1 || calls[0] != "decide:c9:reject:timeout" {
-		t.Fatalf("calls %v", calls)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Options{OneShot: true, PermissionTimeout: 30 * time.Millisecond})
+		h.agent.onDecide = func(id string, d agent.Verdict) {
+			go h.agent.emit(&agent.ToolFailed{CallID: id, Error: "denied"}, &agent.TurnEnded{Reason: agent.TurnCompleted})
+		}
+		h.agent.emit(startTurn("c9", "make deploy")...)
+		h.wait()
+		st := toolState(t, h.red.Transcript(), "c9")
+		if st.Status != mapper.StatusError || st.Block == nil || st.Block.Decision != agent.DecisionReject || st.Block.Reason != agent.ReasonTimeout {
+			t.Fatalf("state %+v block %+v", st, st.Block)
+		}
+		if calls := h.agent.Calls(); len(calls) != 1 || calls[0] != "decide:c9:reject:timeout" {
+			t.Fatalf("calls %v", calls)
+		}
+	})
 }
 
 func TestRunnerAgentExitSettlesOpenTools(t *testing.T) {
-	h := newHarness(t, Options{})
-	h.agent.emit(startTurn("c1", "sleep 100")...)
-	close(h.agent.events)
-	h.wait()
-	if !h.res.AgentExited || h.res.TurnReason != "" {
-		t.Fatalf("result %+v", h.res)
-	}
-	st := toolState(t, h.red.Transcript(), "c1")
-	if st.Status != mapper.StatusError || st.Block == nil || st.Block.Reason != agent.ReasonAgentExited {
-		t.Fatalf("state %+v block %+v", st, st.Block)
-	}
-	for _, m := range h.red.Transcript().Messages {
-		if am, ok := m.Info.(*mapper.AssistantMessage); ok && am.Time.Completed == nil {
-			t.Fatalf("assistant message %s left open", am.ID)
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Options{})
+		h.agent.emit(startTurn("c1", "sleep 100")...)
+		close(h.agent.events)
+		h.wait()
+		if !h.res.AgentExited || h.res.TurnReason != "" {
+			t.Fatalf("result %+v", h.res)
 		}
-	}
+		st := toolState(t, h.red.Transcript(), "c1")
+		if st.Status != mapper.StatusError || st.Block == nil || st.Block.Reason != agent.ReasonAgentExited {
+			t.Fatalf("state %+v block %+v", st, st.Block)
+		}
+		for _, m := range h.red.Transcript().Messages {
+			if am, ok := m.Info.(*mapper.AssistantMessage); ok && am.Time.Completed == nil {
+				t.Fatalf("assistant message %s left open", am.ID)
+			}
+		}
+	})
 }
 
 func TestRunnerAbortRejectsPendingAndInterrupts(t *testing.T) {
-	h := newHarness(t, Options{OneShot: true})
-	h.agent.emit(startTurn("c1", "rm y")...)
-	h.waitBlocked("c1")
-	if err := h.control(ControlAbort{}); err != nil {
-		t.Fatal(err)
-	}
-	h.agent.emit(&agent.TurnEnded{Reason: agent.TurnInterrupted})
-	h.wait()
-	calls := h.agent.Calls()
-	if len(calls) != 2 || calls[0] != "decide:c1:reject:cancelled" || calls[1] != "interrupt" {
-		t.Fatalf("calls %v", calls)
-	}
-	if h.res.TurnReason != agent.TurnInterrupted {
-		t.Fatalf("result %+v", h.res)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Options{OneShot: true})
+		h.agent.emit(startTurn("c1", "rm y")...)
+		h.waitBlocked("c1")
+		if err := h.control(ControlAbort{}); err != nil {
+			t.Fatal(err)
+		}
+		h.agent.emit(&agent.TurnEnded{Reason: agent.TurnInterrupted})
+		h.wait()
+		calls := h.agent.Calls()
+		if len(calls) != 2 || calls[0] != "decide:c1:reject:cancelled" || calls[1] != "interrupt" {
+			t.Fatalf("calls %v", calls)
+		}
+		if h.res.TurnReason != agent.TurnInterrupted {
+			t.Fatalf("result %+v", h.res)
+		}
+	})
+}
+
+// An abort settles waiting tools in the order they blocked, never in map
+// order, so a live run and its replay write the same transcript.
+func TestRunnerAbortSettlesInArrivalOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Options{OneShot: true})
+		ids := []string{"c5", "c3", "c1", "c4", "c2", "c6"}
+		h.agent.emit(&agent.TurnStarted{TurnID: "t1"}, &agent.MessageStarted{Message: "m1"})
+		for _, id := range ids {
+			h.agent.emit(
+				&agent.ToolCall{Message: "m1", CallID: id, Tool: "bash", Input: json.RawMessage(`{"command":"rm x"}`)},
+				&agent.ToolBlocked{CallID: id, Permission: &agent.PermissionRequest{Permission: "bash", Patterns: []string{"rm x"}}},
+			)
+		}
+		h.waitBlocked("c6")
+		if err := h.control(ControlAbort{}); err != nil {
+			t.Fatal(err)
+		}
+		h.agent.emit(&agent.TurnEnded{Reason: agent.TurnInterrupted})
+		h.wait()
+		var want []string
+		for _, id := range ids {
+			want = append(want, "decide:"+id+":reject:cancelled")
+		}
+		want = append(want, "interrupt")
+		if got := h.agent.Calls(); strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Fatalf("calls\n got %v\nwant %v", got, want)
+		}
+	})
 }
 
 // waitBlocked waits until the relay sink has written the tool as blocked.
+// The test runs in a synctest bubble: the loop moves the fake clock on in
+// 10 ms steps, the sink's flush interval at most, for at most 5 fake seconds.
 func (h *harness) waitBlocked(callID string) {
 	h.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	for range 500 {
+		synctest.Wait()
 		if h.blockedSeen(callID) {
 			return
 		}
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // fake time: lets the sink's flush timer fire
 	}
 	h.t.Fatalf("tool %s never blocked", callID)
 }
@@ -364,60 +399,64 @@ func TestTitleFromPrompt(t *testing.T) {
 }
 
 func TestRunnerQueuesPromptsWhileATurnRuns(t *testing.T) {
-	h := newHarness(t, Options{})
-	turn := 0
-	h.agent.onPrompt = func(p agent.Prompt) {
-		turn++
-		n := turn
-		// Buffered: emitting from the runner goroutine cannot block.
-		h.agent.emit(&agent.TurnStarted{TurnID: fmt.Sprint(n)}, &agent.TextFinal{Message: fmt.Sprint("m", n), Block: "0", Text: "answer to " + p.Text})
-	}
-	if err := h.control(ControlPrompt{Prompt: agent.Prompt{Text: "one"}}); err != nil {
-		t.Fatal(err)
-	}
-	// Sent while turn 1 has not ended: queued, not handed to the agent.
-	if err := h.control(ControlPrompt{Prompt: agent.Prompt{Text: "two"}}); err != nil {
-		t.Fatal(err)
-	}
-	h.waitCall("prompt:one")
-	time.Sleep(50 * time.Millisecond)
-	if calls := h.agent.Calls(); len(calls) != 1 {
-		t.Fatalf("second prompt reached the agent during turn 1: %v", calls)
-	}
-	h.agent.emit(&agent.TurnEnded{TurnID: "1", Reason: agent.TurnCompleted})
-	h.waitCall("prompt:two")
-	h.agent.emit(&agent.TurnEnded{TurnID: "2", Reason: agent.TurnCompleted})
-	close(h.agent.events)
-	h.wait()
-	var order []string
-	for _, m := range h.red.Transcript().Messages {
-		for _, p := range m.Parts {
-			if tp, ok := p.(*mapper.TextPart); ok {
-				order = append(order, tp.Text)
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Options{})
+		turn := 0
+		h.agent.onPrompt = func(p agent.Prompt) {
+			turn++
+			n := turn
+			// Buffered: emitting from the runner goroutine cannot block.
+			h.agent.emit(&agent.TurnStarted{TurnID: fmt.Sprint(n)}, &agent.TextFinal{Message: fmt.Sprint("m", n), Block: "0", Text: "answer to " + p.Text})
+		}
+		if err := h.control(ControlPrompt{Prompt: agent.Prompt{Text: "one"}}); err != nil {
+			t.Fatal(err)
+		}
+		// Sent while turn 1 has not ended: queued, not handed to the agent.
+		if err := h.control(ControlPrompt{Prompt: agent.Prompt{Text: "two"}}); err != nil {
+			t.Fatal(err)
+		}
+		h.waitCall("prompt:one")
+		synctest.Wait() // everything the runner would do with prompt two is done
+		if calls := h.agent.Calls(); len(calls) != 1 {
+			t.Fatalf("second prompt reached the agent during turn 1: %v", calls)
+		}
+		h.agent.emit(&agent.TurnEnded{TurnID: "1", Reason: agent.TurnCompleted})
+		h.waitCall("prompt:two")
+		h.agent.emit(&agent.TurnEnded{TurnID: "2", Reason: agent.TurnCompleted})
+		close(h.agent.events)
+		h.wait()
+		var order []string
+		for _, m := range h.red.Transcript().Messages {
+			for _, p := range m.Parts {
+				if tp, ok := p.(*mapper.TextPart); ok {
+					order = append(order, tp.Text)
+				}
 			}
 		}
-	}
-	if got := strings.Join(order, "|"); got != "one|answer to one|two|answer to two" {
-		t.Fatalf("transcript order %s", got)
-	}
+		if got := strings.Join(order, "|"); got != "one|answer to one|two|answer to two" {
+			t.Fatalf("transcript order %s", got)
+		}
+	})
 }
 
 // An allow rule the agent fails to take falls back to asking (and so to the
 // permission timeout): the tool never waits for ever.
 func TestRunnerRuleAnswerFailureFallsBackToAsking(t *testing.T) {
-	h := newHarness(t, Options{OneShot: true, PermissionTimeout: 50 * time.Millisecond,
-		Rules: []mapper.PermissionRule{{Permission: "bash", Pattern: "*", Action: mapper.ActionAllow}}})
-	h.agent.failDecide = 1
-	h.agent.onDecide = func(id string, d agent.Verdict) {
-		go h.agent.emit(&agent.ToolFailed{CallID: id, Error: "denied"}, &agent.TurnEnded{Reason: agent.TurnCompleted})
-	}
-	h.agent.emit(startTurn("c1", "make")...)
-	h.wait()
-	st := toolState(t, h.red.Transcript(), "c1")
-	if st.Status != mapper.StatusError || st.Block == nil || st.Block.Reason != agent.ReasonTimeout {
-		t.Fatalf("state %+v block %+v", st, st.Block)
-	}
-	if calls := h.agent.Calls(); len(calls) != 2 || calls[0] != "decide:c1:once:rule" || calls[1] != "decide:c1:reject:timeout" {
-		t.Fatalf("calls %v", calls)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Options{OneShot: true, PermissionTimeout: 50 * time.Millisecond,
+			Rules: []mapper.PermissionRule{{Permission: "bash", Pattern: "*", Action: mapper.ActionAllow}}})
+		h.agent.failDecide = 1
+		h.agent.onDecide = func(id string, d agent.Verdict) {
+			go h.agent.emit(&agent.ToolFailed{CallID: id, Error: "denied"}, &agent.TurnEnded{Reason: agent.TurnCompleted})
+		}
+		h.agent.emit(startTurn("c1", "make")...)
+		h.wait()
+		st := toolState(t, h.red.Transcript(), "c1")
+		if st.Status != mapper.StatusError || st.Block == nil || st.Block.Reason != agent.ReasonTimeout {
+			t.Fatalf("state %+v block %+v", st, st.Block)
+		}
+		if calls := h.agent.Calls(); len(calls) != 2 || calls[0] != "decide:c1:once:rule" || calls[1] != "decide:c1:reject:timeout" {
+			t.Fatalf("calls %v", calls)
+		}
+	})
 }
