@@ -1,7 +1,7 @@
 // Package sse reads and writes Server-Sent Events streams
 // (text/event-stream, as the WHATWG HTML standard's "Server-sent events"
 // section defines them). It is the one SSE reader happy uses for every SSE
-// stream it reads; see docs/ARCHITECTURE.md.
+// stream it reads.
 //
 // Reader turns an io.Reader into frames. Its properties:
 //
