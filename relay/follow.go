@@ -210,17 +210,33 @@ func (f *follower) connect(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("relay: GET %s: %w", path, err)
 	}
+	err = f.consume(rd)
+	var re *readError
+	if !errors.As(err, &re) {
+		return err
+	}
+	if body.expired() {
+		return fmt.Errorf("relay: GET %s: nothing for %s: %w", path, f.opts.Idle, ErrUnavailable)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	// io.EOF without `end` too: the relay went away (a restart).
+	return fmt.Errorf("relay: GET %s: stream broke after seq %d: %w: %v", path, f.res.LastSeq, ErrUnavailable, re.err)
+}
+
+// readError is the stream reader's error (the end of the body included).
+type readError struct{ err error }
+
+func (e *readError) Error() string { return e.err.Error() }
+
+// consume delivers the frames of one stream. It returns nil at `end`, a
+// *readError when the stream breaks, or a *callbackError.
+func (f *follower) consume(rd *sse.Reader) error {
 	for {
 		fr, ref, err := rd.Next()
 		if err != nil {
-			if body.expired() {
-				return fmt.Errorf("relay: GET %s: nothing for %s: %w", path, f.opts.Idle, ErrUnavailable)
-			}
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			// io.EOF without `end` too: the relay went away (a restart).
-			return fmt.Errorf("relay: GET %s: stream broke after seq %d: %w: %v", path, f.res.LastSeq, ErrUnavailable, err)
+			return &readError{err}
 		}
 		if ref != nil {
 			if ref.Reason == sse.ReasonTruncated {

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/happy-dev/happy/internal/sse"
 	"github.com/happy-dev/happy/server/servertest"
 )
 
@@ -428,6 +430,54 @@ func TestFollowIdleReconnects(t *testing.T) {
 		<-done
 		if err != nil || res.Connections != 2 || res.End != "inactive" || !reflect.DeepEqual(rows, []int64{1, 2}) {
 			t.Fatalf("%+v %v rows %v", res, err, rows)
+		}
+	})
+}
+
+// FuzzFollowStream feeds arbitrary bytes to the follower as one stream:
+// nothing panics, delivered rows strictly ascend, and every frame with data
+// is a row, the end, or a counted drop.
+func FuzzFollowStream(f *testing.F) {
+	f.Add([]byte("retry: 10\n\nevent: message\nid: 1\ndata: " + row(1) + "\n\nevent: end\ndata: {\"reason\":\"inactive\"}\n\n"))
+	f.Add([]byte("event: message\nid: 2\ndata: " + row(2) + "\r\n\r\nevent: message\nid: 1\ndata: " + row(1) + "\n\n"))
+	f.Add([]byte("event: message\nid: 3\ndata: {\"seq\":3}\n\nevent: x\ndata: y\n\ndata: \xff\n\n"))
+	f.Add([]byte("event: message\nid: 9\ndata: {\"seq\":\"9\"}\n\nevent: end\ndata\n\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fl := &follower{opts: FollowOptions{AfterSeq: 0}, res: FollowResult{Drops: map[string]int64{}}}
+		var seqs []int64
+		fl.fn = func(m StoredMessage) error { seqs = append(seqs, m.Seq); return nil }
+		rd, _ := sse.NewReader(bytes.NewReader(data), sse.Options{})
+		err := fl.consume(rd)
+		var re *readError
+		if err != nil && !errors.As(err, &re) {
+			t.Fatalf("consume: %v", err)
+		}
+		if (err == nil) != (fl.res.End != "") {
+			t.Fatalf("err %v with end %q", err, fl.res.End)
+		}
+		last := int64(0)
+		for _, s := range seqs {
+			if s <= last {
+				t.Fatalf("seq %d after %d", s, last)
+			}
+			last = s
+		}
+		if fl.res.LastSeq != last {
+			t.Fatalf("LastSeq %d, last delivered %d", fl.res.LastSeq, last)
+		}
+		var dropped int64
+		for _, n := range fl.res.Drops {
+			dropped += n
+		}
+		st := rd.Stats()
+		var refused int64
+		for reason, n := range st.Refused {
+			if reason != sse.ReasonTruncated {
+				refused += n
+			}
+		}
+		if dropped < refused {
+			t.Fatalf("%d drops for %d refusals", dropped, refused)
 		}
 	})
 }
