@@ -53,4 +53,12 @@
 // socket call waits at most Config.AckTimeout; a missing acknowledgement is
 // an ErrUnavailable error, never a hang. RPC methods ("<sessionId>:<name>")
 // are registered again after every reconnection.
+//
+// # Following a session
+//
+// API.FollowMessages reads a session's rows over the relay's Server-Sent
+// Events stream (GET /v3/sessions/:id/messages/stream, served by `happy
+// server`), resuming after the last row delivered on every reconnection,
+// until the relay says the session ended. A relay without the stream (the
+// reference relay) gives ErrStreamUnsupported: poll FetchMessages instead.
 package relay

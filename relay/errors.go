@@ -39,6 +39,11 @@ var (
 
 	// ErrClosed: the Session, Machine or Outbox was closed.
 	ErrClosed = errors.New("closed")
+
+	// ErrStreamUnsupported: the relay does not serve the message stream
+	// (GET /v3/sessions/:id/messages/stream); follow with FetchMessages
+	// instead.
+	ErrStreamUnsupported = errors.New("relay has no message stream")
 )
 
 // StatusError is an HTTP answer outside 2xx. It wraps ErrUnauthorized (401,

@@ -178,6 +178,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/sessions/{id}/messages", s.authed(s.getLegacyMessages))
 	mux.HandleFunc("POST /v3/sessions/{id}/messages", s.authed(s.postMessages))
 	mux.HandleFunc("GET /v3/sessions/{id}/messages", s.authed(s.getMessages))
+	mux.HandleFunc("GET /v3/sessions/{id}/messages/stream", s.authed(s.getMessageStream))
 	mux.HandleFunc("POST /v1/sessions/{id}/push-event", s.authed(s.postPushEvent))
 
 	mux.HandleFunc("POST /v1/sessions/{id}/attachments/request-upload", s.authed(s.postRequestUpload))

@@ -201,6 +201,7 @@ func (s *Server) emitUpdate(ctx context.Context, acct string, body any, rooms ..
 
 // emitUpdateLocked is emitUpdate for a caller that holds the account's lock.
 func (s *Server) emitUpdateLocked(ctx context.Context, acct string, body any, rooms ...socket.Room) {
+	s.streams.observe(acct, body)
 	seq, err := s.st.NextUpdateSeqs(ctx, acct, 1)
 	if err != nil {
 		s.log.Error().Err(err).Str("account", acct).Msg("allocate update seq")
@@ -218,6 +219,7 @@ func (s *Server) sendUpdate(acct string, seq int64, body any, rooms ...socket.Ro
 
 // emitEphemeral sends payload as `ephemeral` to rooms (no seq, not stored).
 func (s *Server) emitEphemeral(acct string, payload any, rooms ...socket.Room) {
+	s.streams.observe(acct, payload)
 	if err := s.io.To(rooms...).Emit("ephemeral", payload); err != nil {
 		s.log.Error().Err(err).Str("account", acct).Msg("emit ephemeral")
 	}
@@ -240,6 +242,7 @@ func (s *Server) anyone(rooms ...socket.Room) bool {
 // seqs were allocated with the rows, so skipping the sends when nobody
 // listens leaves no gap a later listener could notice.
 func (s *Server) fanoutMessages(acct, sid string, res store.AppendResult) {
+	s.streams.notify(acct, sid, false)
 	rooms := []socket.Room{roomSession(acct, sid), roomUserScoped(acct)}
 	if !s.anyone(rooms...) {
 		return

@@ -107,6 +107,17 @@ type Config struct {
 	// PingInterval and PingTimeout are Engine.IO's heartbeat settings.
 	PingInterval time.Duration
 	PingTimeout  time.Duration
+
+	// StreamHeartbeat is how often a message stream sends a comment line
+	// (DefaultStreamHeartbeat when zero).
+	StreamHeartbeat time.Duration
+	// StreamRetry is the reconnection delay a message stream announces with
+	// `retry:` (DefaultStreamRetry when zero).
+	StreamRetry time.Duration
+	// StreamWriteTimeout is how long a message stream waits for its reader
+	// to take a write before it drops the connection
+	// (DefaultStreamWriteTimeout when zero).
+	StreamWriteTimeout time.Duration
 }
 
 func (c *Config) defaults() {
@@ -178,6 +189,8 @@ type Server struct {
 	// testWrite, when set (the fan-out benchmark), runs after each
 	// websocket frame is handed to the kernel.
 	testWrite atomic.Pointer[func()]
+	// streams are the open message streams (sse.go).
+	streams streamHub
 }
 
 // afterWrite runs the testWrite hook, if any.
@@ -252,6 +265,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	}
 	s.httpSrvs = append(s.httpSrvs, hs)
 	s.mu.Unlock()
+	hs.RegisterOnShutdown(func() { s.streams.shutdown(hs) })
 	s.log.Info().Str("listen", l.Addr().String()).Str("data", s.cfg.DataDir).Msg("relay listening")
 	stop := context.AfterFunc(ctx, func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
