@@ -452,7 +452,6 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request, acct stri
 		return
 	}
 	s.pres.stop(acct, id, s.cfg.Now())
-	s.removeAttachments(id)
 	s.emitUpdate(r.Context(), acct, bodyDeleteSession{T: "delete-session", SID: id}, roomUserScoped(acct))
 	writeJSON(w, http.StatusOK, map[string]any{"success": true})
 }
