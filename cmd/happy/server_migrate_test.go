@@ -123,6 +123,7 @@ func TestServerMigrateUsage(t *testing.T) {
 		{[]string{"server", "migrate", "--db", "sqlite:x", "--data", "y"}, "happy: --db and --data are two ways to name the database: give one\n"},
 		{[]string{"server", "migrate", "--db", "mysql://u:secret@h/db"}, "happy: --db: backend: unknown database \"mysql://u:xxxxx@h/db\": want postgres://… or sqlite:PATH\n"},
 		{[]string{"server", "migrate", "--from", "sqlite:a", "--to", "sqlite:a"}, "happy: --from and --to name the same database\n"},
+		{[]string{"server", "migrate", "--from", "sqlite:a", "--to", "sqlite:./b/../a"}, "happy: --from and --to name the same database\n"},
 		{[]string{"server", "migrate", "--from", "x", "--to", "sqlite:a"}, "happy: --from: backend: unknown database \"x\": want postgres://… or sqlite:PATH\n"},
 		{[]string{"server", "migrate", "extra"}, "happy: unknown command \"extra\" for \"happy server migrate\"\n"},
 	}

@@ -56,7 +56,7 @@ type Spec struct {
 
 // Parse reads a database name: "postgres://…" or "postgresql://…" (a libpq
 // URL) is PostgreSQL; "sqlite:PATH" is the SQLite file PATH, or PATH/happy.db
-// when PATH is an existing folder (a relay's data folder).
+// when PATH is an existing folder (a relay's data folder), made absolute.
 func Parse(name string) (Spec, error) {
 	switch {
 	case strings.HasPrefix(name, "postgres://"), strings.HasPrefix(name, "postgresql://"):
@@ -69,7 +69,11 @@ func Parse(name string) (Spec, error) {
 		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 			path = filepath.Join(path, DefaultFile)
 		}
-		return Spec{Kind: SQLite, Target: path}, nil
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return Spec{}, fmt.Errorf("%w %q: %w", ErrSpec, name, err)
+		}
+		return Spec{Kind: SQLite, Target: abs}, nil
 	}
 	return Spec{}, fmt.Errorf("%w %q: want postgres://… or sqlite:PATH", ErrSpec, redact(name))
 }

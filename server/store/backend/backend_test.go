@@ -15,6 +15,10 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestParse(t *testing.T) {
 	dir := t.TempDir()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		want Spec
@@ -25,7 +29,7 @@ func TestParse(t *testing.T) {
 		{"postgres://u@h/db", Spec{Postgres, "postgres://u@h/db"}, "postgres://u@h/db"},
 		{"sqlite:/x/y.db", Spec{SQLite, "/x/y.db"}, "sqlite:/x/y.db"},
 		{"sqlite:" + dir, Spec{SQLite, filepath.Join(dir, "happy.db")}, "sqlite:" + filepath.Join(dir, "happy.db")},
-		{"sqlite:rel/h.db", Spec{SQLite, "rel/h.db"}, "sqlite:rel/h.db"},
+		{"sqlite:rel/h.db", Spec{SQLite, filepath.Join(wd, "rel/h.db")}, "sqlite:" + filepath.Join(wd, "rel/h.db")},
 	}
 	for _, c := range cases {
 		got, err := Parse(c.name)
