@@ -21,6 +21,12 @@ import (
 // ErrNotFound is returned when a row does not exist or belongs to another account.
 var ErrNotFound = errors.New("store: not found")
 
+// ErrUnavailable wraps a failure of the database server rather than of the
+// request (the server restarting, unreachable, out of connections, a
+// deadlock or serialization failure): nothing was written, or the write was
+// idempotent, and the same request may succeed when tried again.
+var ErrUnavailable = errors.New("store: database unavailable")
+
 // Account is one user, keyed by an Ed25519 public key (lowercase hex).
 type Account struct {
 	ID        string

@@ -24,7 +24,7 @@ type snapshot struct {
 func (s *Store) Snapshot(ctx context.Context) (store.Snapshot, error) {
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
-		return nil, fmt.Errorf("postgres: snapshot: %w", err)
+		return nil, errf("postgres: snapshot: %w", err)
 	}
 	return &snapshot{tx: tx}, nil
 }
@@ -47,11 +47,11 @@ func colNames(t store.Table) []string {
 
 func (sn *snapshot) Count(ctx context.Context, t store.Table) (int64, error) {
 	if !knownTable(t.Name) {
-		return 0, fmt.Errorf("postgres: count: unknown table %q", t.Name)
+		return 0, errf("postgres: count: unknown table %q", t.Name)
 	}
 	var n int64
 	if err := sn.tx.QueryRow(ctx, `SELECT COUNT(*) FROM `+t.Name).Scan(&n); err != nil {
-		return 0, fmt.Errorf("postgres: count %s: %w", t.Name, err)
+		return 0, errf("postgres: count %s: %w", t.Name, err)
 	}
 	return n, nil
 }
@@ -59,24 +59,24 @@ func (sn *snapshot) Count(ctx context.Context, t store.Table) (int64, error) {
 func (sn *snapshot) Rows(ctx context.Context, t store.Table) iter.Seq2[[]any, error] {
 	return func(yield func([]any, error) bool) {
 		if !knownTable(t.Name) {
-			yield(nil, fmt.Errorf("postgres: read: unknown table %q", t.Name))
+			yield(nil, errf("postgres: read: unknown table %q", t.Name))
 			return
 		}
 		rows, err := sn.tx.Query(ctx, `SELECT `+strings.Join(colNames(t), ", ")+` FROM `+t.Name+` ORDER BY `+strings.Join(t.Key, ", "))
 		if err != nil {
-			yield(nil, fmt.Errorf("postgres: read %s: %w", t.Name, err))
+			yield(nil, errf("postgres: read %s: %w", t.Name, err))
 			return
 		}
 		defer rows.Close()
 		for rows.Next() {
 			vals, err := rows.Values()
 			if err != nil {
-				yield(nil, fmt.Errorf("postgres: read %s: %w", t.Name, err))
+				yield(nil, errf("postgres: read %s: %w", t.Name, err))
 				return
 			}
 			row, err := fromPostgres(t, vals)
 			if err != nil {
-				yield(nil, fmt.Errorf("postgres: read %s: %w", t.Name, err))
+				yield(nil, errf("postgres: read %s: %w", t.Name, err))
 				return
 			}
 			if !yield(row, nil) {
@@ -84,7 +84,7 @@ func (sn *snapshot) Rows(ctx context.Context, t store.Table) iter.Seq2[[]any, er
 			}
 		}
 		if err := rows.Err(); err != nil {
-			yield(nil, fmt.Errorf("postgres: read %s: %w", t.Name, err))
+			yield(nil, errf("postgres: read %s: %w", t.Name, err))
 		}
 	}
 }
@@ -132,7 +132,7 @@ func fromPostgres(t store.Table, vals []any) ([]any, error) {
 func (s *Store) Load(ctx context.Context, replace bool, rows func(store.Table) iter.Seq2[[]any, error]) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("postgres: load: %w", err)
+		return errf("postgres: load: %w", err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
 	names := make([]string, len(store.Tables))
@@ -141,7 +141,7 @@ func (s *Store) Load(ctx context.Context, replace bool, rows func(store.Table) i
 	}
 	if replace {
 		if _, err := tx.Exec(ctx, `TRUNCATE `+strings.Join(names, ", ")); err != nil {
-			return fmt.Errorf("postgres: load: empty the tables: %w", err)
+			return errf("postgres: load: empty the tables: %w", err)
 		}
 	}
 	bytea, err := byteaColumns(ctx, tx, names)
@@ -153,14 +153,14 @@ func (s *Store) Load(ctx context.Context, replace bool, rows func(store.Table) i
 		_, err := tx.CopyFrom(ctx, pgx.Identifier{t.Name}, colNames(t), src)
 		src.stop()
 		if src.err != nil {
-			return fmt.Errorf("postgres: load %s: %w", t.Name, src.err)
+			return errf("postgres: load %s: %w", t.Name, src.err)
 		}
 		if err != nil {
-			return fmt.Errorf("postgres: load %s: %w", t.Name, err)
+			return errf("postgres: load %s: %w", t.Name, err)
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("postgres: load: commit: %w", err)
+		return errf("postgres: load: commit: %w", err)
 	}
 	return nil
 }
@@ -170,20 +170,20 @@ func byteaColumns(ctx context.Context, tx pgx.Tx, tables []string) (map[string]b
 	rows, err := tx.Query(ctx, `SELECT table_name, column_name FROM information_schema.columns
 		WHERE table_schema = current_schema() AND table_name = ANY($1) AND data_type = 'bytea'`, tables)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: load: read column types: %w", err)
+		return nil, errf("postgres: load: read column types: %w", err)
 	}
 	out := map[string]bool{}
 	for rows.Next() {
 		var t, c string
 		if err := rows.Scan(&t, &c); err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("postgres: load: read column types: %w", err)
+			return nil, errf("postgres: load: read column types: %w", err)
 		}
 		out[t+"."+c] = true
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: load: read column types: %w", err)
+		return nil, errf("postgres: load: read column types: %w", err)
 	}
 	return out, nil
 }

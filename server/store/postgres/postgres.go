@@ -64,18 +64,18 @@ var _ store.Store = (*Store)(nil)
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: parse URL: %w", err)
+		return nil, errf("postgres: parse URL: %w", err)
 	}
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: connect: %w", err)
+		return nil, errf("postgres: connect: %w", err)
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("postgres: connect to %s:%d/%s: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database, err)
+		return nil, errf("postgres: connect to %s:%d/%s: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database, err)
 	}
 	applied, err := migrate(ctx, pool)
 	if err != nil {
@@ -102,7 +102,7 @@ func (s *Store) MigratedAtOpen() []string { return append([]string(nil), s.migra
 func Migrations() ([]string, error) {
 	ents, err := fs.ReadDir(migrationFiles, "migrations")
 	if err != nil {
-		return nil, fmt.Errorf("postgres: list migrations: %w", err)
+		return nil, errf("postgres: list migrations: %w", err)
 	}
 	var names []string
 	for _, e := range ents {
@@ -119,26 +119,26 @@ func Migrations() ([]string, error) {
 func migrate(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
 	names, err := Migrations()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrMigration, err)
+		return nil, errf("%w: %w", ErrMigration, err)
 	}
 	tx, err := pool.Begin(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%w: begin: %w", ErrMigration, err)
+		return nil, errf("%w: begin: %w", ErrMigration, err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {
-		return nil, fmt.Errorf("%w: lock: %w", ErrMigration, err)
+		return nil, errf("%w: lock: %w", ErrMigration, err)
 	}
 	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT COLLATE "C" PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
-		return nil, fmt.Errorf("%w: create schema_migrations: %w", ErrMigration, err)
+		return nil, errf("%w: create schema_migrations: %w", ErrMigration, err)
 	}
 	rows, err := tx.Query(ctx, `SELECT name FROM schema_migrations`)
 	if err != nil {
-		return nil, fmt.Errorf("%w: list applied: %w", ErrMigration, err)
+		return nil, errf("%w: list applied: %w", ErrMigration, err)
 	}
 	done, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, fmt.Errorf("%w: list applied: %w", ErrMigration, err)
+		return nil, errf("%w: list applied: %w", ErrMigration, err)
 	}
 	var applied []string
 	for _, name := range names {
@@ -147,18 +147,18 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
 		}
 		body, err := migrationFiles.ReadFile("migrations/" + name)
 		if err != nil {
-			return nil, fmt.Errorf("%w: read %s: %w", ErrMigration, name, err)
+			return nil, errf("%w: read %s: %w", ErrMigration, name, err)
 		}
 		if _, err := tx.Exec(ctx, string(body)); err != nil {
-			return nil, fmt.Errorf("%w: apply %s: %w", ErrMigration, name, err)
+			return nil, errf("%w: apply %s: %w", ErrMigration, name, err)
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (name, applied_at) VALUES ($1, (extract(epoch FROM clock_timestamp()) * 1000)::bigint)`, name); err != nil {
-			return nil, fmt.Errorf("%w: record %s: %w", ErrMigration, name, err)
+			return nil, errf("%w: record %s: %w", ErrMigration, name, err)
 		}
 		applied = append(applied, name)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return nil, fmt.Errorf("%w: commit: %w", ErrMigration, err)
+		return nil, errf("%w: commit: %w", ErrMigration, err)
 	}
 	return applied, nil
 }
@@ -176,7 +176,7 @@ func contains(list []string, v string) bool {
 func (s *Store) AppliedMigrations(ctx context.Context) ([]store.Migration, error) {
 	rows, err := s.pool.Query(ctx, `SELECT name, applied_at FROM schema_migrations ORDER BY name`)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: list applied migrations: %w", err)
+		return nil, errf("postgres: list applied migrations: %w", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Migration, error) {
 		var m store.Migration
@@ -184,7 +184,7 @@ func (s *Store) AppliedMigrations(ctx context.Context) ([]store.Migration, error
 		return m, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("postgres: list applied migrations: %w", err)
+		return nil, errf("postgres: list applied migrations: %w", err)
 	}
 	if len(out) == 0 {
 		return nil, nil
@@ -250,7 +250,7 @@ func (s *Store) UpsertAccount(ctx context.Context, publicKey string, now int64) 
 		RETURNING id, public_key, created_at, updated_at`, store.NewID(), bs(publicKey), now).
 		Scan(&a.ID, &pk, &a.CreatedAt, &a.UpdatedAt)
 	if err != nil {
-		return store.Account{}, fmt.Errorf("postgres: upsert account: %w", err)
+		return store.Account{}, errf("postgres: upsert account: %w", err)
 	}
 	a.PublicKey = string(pk)
 	return a, nil
@@ -259,15 +259,15 @@ func (s *Store) UpsertAccount(ctx context.Context, publicKey string, now int64) 
 // NextUpdateSeqs implements store.Store.
 func (s *Store) NextUpdateSeqs(ctx context.Context, accountID string, n int) (int64, error) {
 	if n < 1 {
-		return 0, fmt.Errorf("postgres: allocate update seqs: n = %d", n)
+		return 0, errf("postgres: allocate update seqs: n = %d", n)
 	}
 	var last int64
 	err := s.pool.QueryRow(ctx, `UPDATE accounts SET seq = seq + $1 WHERE id = $2 RETURNING seq`, n, accountID).Scan(&last)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, fmt.Errorf("postgres: allocate update seqs for %s: %w", accountID, store.ErrNotFound)
+		return 0, errf("postgres: allocate update seqs for %s: %w", accountID, store.ErrNotFound)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("postgres: allocate update seqs: %w", err)
+		return 0, errf("postgres: allocate update seqs: %w", err)
 	}
 	return last - int64(n) + 1, nil
 }
@@ -294,7 +294,7 @@ func (s *Store) UpsertAuthRequest(ctx context.Context, publicKey string, support
 		ON CONFLICT (public_key) DO UPDATE SET public_key = excluded.public_key
 		RETURNING `+authCols, store.NewID(), bs(publicKey), supportsV2, now))
 	if err != nil {
-		return store.AuthRequest{}, fmt.Errorf("postgres: upsert auth request: %w", err)
+		return store.AuthRequest{}, errf("postgres: upsert auth request: %w", err)
 	}
 	return a, nil
 }
@@ -306,7 +306,7 @@ func (s *Store) AuthRequest(ctx context.Context, publicKey string) (store.AuthRe
 		return store.AuthRequest{}, store.ErrNotFound
 	}
 	if err != nil {
-		return store.AuthRequest{}, fmt.Errorf("postgres: read auth request: %w", err)
+		return store.AuthRequest{}, errf("postgres: read auth request: %w", err)
 	}
 	return a, nil
 }
@@ -315,7 +315,7 @@ func (s *Store) AuthRequest(ctx context.Context, publicKey string) (store.AuthRe
 func (s *Store) AnswerAuthRequest(ctx context.Context, publicKey, response, accountID string) error {
 	tag, err := s.pool.Exec(ctx, `UPDATE terminal_auth_requests SET response = $1, response_account_id = $2 WHERE public_key = $3 AND response IS NULL`, bs(response), accountID, bs(publicKey))
 	if err != nil {
-		return fmt.Errorf("postgres: answer auth request: %w", err)
+		return errf("postgres: answer auth request: %w", err)
 	}
 	if tag.RowsAffected() > 0 {
 		return nil
@@ -352,7 +352,7 @@ func (s *Store) GetOrCreateSession(ctx context.Context, accountID string, in sto
 			return x, false, nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
-			return store.Session{}, false, fmt.Errorf("postgres: find session by tag: %w", err)
+			return store.Session{}, false, errf("postgres: find session by tag: %w", err)
 		}
 		x, err = scanSession(s.pool.QueryRow(ctx, `INSERT INTO sessions (id, account_id, tag, metadata, data_encryption_key, active, last_active_at, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, TRUE, $6, $6, $6) ON CONFLICT (account_id, tag) DO NOTHING RETURNING `+sessionCols,
@@ -361,7 +361,7 @@ func (s *Store) GetOrCreateSession(ctx context.Context, accountID string, in sto
 			return x, true, nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
-			return store.Session{}, false, fmt.Errorf("postgres: insert session: %w", err)
+			return store.Session{}, false, errf("postgres: insert session: %w", err)
 		}
 		// Another writer created the tag meanwhile (and may have deleted
 		// it again): read it on the next turn.
@@ -376,7 +376,7 @@ func (s *Store) Session(ctx context.Context, accountID, id string) (store.Sessio
 		return store.Session{}, store.ErrNotFound
 	}
 	if err != nil {
-		return store.Session{}, fmt.Errorf("postgres: read session: %w", err)
+		return store.Session{}, errf("postgres: read session: %w", err)
 	}
 	return x, nil
 }
@@ -384,19 +384,19 @@ func (s *Store) Session(ctx context.Context, accountID, id string) (store.Sessio
 func (s *Store) listSessions(ctx context.Context, q string, args ...any) ([]store.Session, error) {
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: list sessions: %w", err)
+		return nil, errf("postgres: list sessions: %w", err)
 	}
 	defer rows.Close()
 	out := []store.Session{}
 	for rows.Next() {
 		x, err := scanSession(rows)
 		if err != nil {
-			return nil, fmt.Errorf("postgres: scan session: %w", err)
+			return nil, errf("postgres: scan session: %w", err)
 		}
 		out = append(out, x)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: list sessions: %w", err)
+		return nil, errf("postgres: list sessions: %w", err)
 	}
 	return out, nil
 }
@@ -414,26 +414,32 @@ func (s *Store) ActiveSessions(ctx context.Context, accountID string, since int6
 // DeleteSession implements store.Store (messages and attachments go by
 // ON DELETE CASCADE).
 func (s *Store) DeleteSession(ctx context.Context, accountID, id string) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `DELETE FROM sessions WHERE id = $1 AND account_id = $2`, id, accountID)
-		if err != nil {
-			return fmt.Errorf("postgres: delete session: %w", err)
-		}
-		if tag.RowsAffected() == 0 {
-			return store.ErrNotFound
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM usage_reports WHERE account_id = $1 AND session_id = $2`, accountID, bs(id)); err != nil {
-			return fmt.Errorf("postgres: delete session usage: %w", err)
-		}
-		return nil
-	})
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return errf("postgres: delete session: %w", err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	tag, err := tx.Exec(ctx, `DELETE FROM sessions WHERE id = $1 AND account_id = $2`, id, accountID)
+	if err != nil {
+		return errf("postgres: delete session: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return store.ErrNotFound
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM usage_reports WHERE account_id = $1 AND session_id = $2`, accountID, bs(id)); err != nil {
+		return errf("postgres: delete session usage: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return errf("postgres: commit delete session: %w", err)
+	}
+	return nil
 }
 
 // SetSessionActive implements store.Store.
 func (s *Store) SetSessionActive(ctx context.Context, accountID, id string, active bool, at int64) error {
 	tag, err := s.pool.Exec(ctx, `UPDATE sessions SET active = $1, last_active_at = $2 WHERE id = $3 AND account_id = $4`, active, at, id, accountID)
 	if err != nil {
-		return fmt.Errorf("postgres: set session activity: %w", err)
+		return errf("postgres: set session activity: %w", err)
 	}
 	if tag.RowsAffected() == 0 {
 		return store.ErrNotFound
@@ -454,14 +460,14 @@ func (s *Store) cas(ctx context.Context, table, idCol string, id any, col, verCo
 		return cur, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
-		return store.CAS{}, fmt.Errorf("postgres: update %s.%s: %w", table, col, err)
+		return store.CAS{}, errf("postgres: update %s.%s: %w", table, col, err)
 	}
 	err = s.pool.QueryRow(ctx, fmt.Sprintf(`SELECT %s, %s FROM %s WHERE account_id = $1 AND %s = $2`, verCol, col, table, idCol), accountID, id).Scan(&cur.Version, &v)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.CAS{}, store.ErrNotFound
 	}
 	if err != nil {
-		return store.CAS{}, fmt.Errorf("postgres: read %s.%s: %w", table, col, err)
+		return store.CAS{}, errf("postgres: read %s.%s: %w", table, col, err)
 	}
 	cur.Value = v.p
 	return cur, nil
@@ -486,7 +492,7 @@ func (s *Store) expire(ctx context.Context, table string, cutoff int64) ([]store
 		WHERE t.account_id = e.account_id AND t.id = e.id
 		RETURNING t.account_id, t.id, t.last_active_at`, table), cutoff)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: expire %s: %w", table, err)
+		return nil, errf("postgres: expire %s: %w", table, err)
 	}
 	defer rows.Close()
 	var out []store.Presence
@@ -494,13 +500,13 @@ func (s *Store) expire(ctx context.Context, table string, cutoff int64) ([]store
 		var p store.Presence
 		var id text
 		if err := rows.Scan(&p.AccountID, &id, &p.ActiveAt); err != nil {
-			return nil, fmt.Errorf("postgres: expire %s: %w", table, err)
+			return nil, errf("postgres: expire %s: %w", table, err)
 		}
 		p.ID = string(id)
 		out = append(out, p)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: expire %s: %w", table, err)
+		return nil, errf("postgres: expire %s: %w", table, err)
 	}
 	return out, nil
 }
@@ -528,7 +534,7 @@ func (s *Store) AppendMessages(ctx context.Context, accountID, sessionID string,
 	var res store.AppendResult
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return res, fmt.Errorf("postgres: append messages: %w", err)
+		return res, errf("postgres: append messages: %w", err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
 	lids := make([][]byte, len(uniq))
@@ -550,14 +556,14 @@ func (s *Store) AppendMessages(ctx context.Context, accountID, sessionID string,
 		if errors.Is(err, pgx.ErrNoRows) {
 			return res, store.ErrNotFound
 		}
-		return res, fmt.Errorf("postgres: append messages: find session: %w", err)
+		return res, errf("postgres: append messages: find session: %w", err)
 	}
 	existing := make(map[string]bool, len(uniq))
 	if len(uniq) > 0 {
 		rows, err := br.Query()
 		if err != nil {
 			_ = br.Close()
-			return res, fmt.Errorf("postgres: append messages: find local ids: %w", err)
+			return res, errf("postgres: append messages: find local ids: %w", err)
 		}
 		for rows.Next() {
 			var m store.Message
@@ -565,7 +571,7 @@ func (s *Store) AppendMessages(ctx context.Context, accountID, sessionID string,
 			if err := rows.Scan(&m.ID, &m.Seq, &lid, &m.CreatedAt, &m.UpdatedAt); err != nil {
 				rows.Close()
 				_ = br.Close()
-				return res, fmt.Errorf("postgres: append messages: scan: %w", err)
+				return res, errf("postgres: append messages: scan: %w", err)
 			}
 			l := string(lid)
 			m.SessionID, m.LocalID = sessionID, &l
@@ -575,11 +581,11 @@ func (s *Store) AppendMessages(ctx context.Context, accountID, sessionID string,
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			_ = br.Close()
-			return res, fmt.Errorf("postgres: append messages: find local ids: %w", err)
+			return res, errf("postgres: append messages: find local ids: %w", err)
 		}
 	}
 	if err := br.Close(); err != nil {
-		return res, fmt.Errorf("postgres: append messages: %w", err)
+		return res, errf("postgres: append messages: %w", err)
 	}
 	n := len(uniq) - len(existing)
 	if n > 0 {
@@ -609,24 +615,24 @@ func (s *Store) AppendMessages(ctx context.Context, accountID, sessionID string,
 		br := tx.SendBatch(ctx, b)
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
-			return res, fmt.Errorf("postgres: append messages: insert %d rows from seq %d: %w", n, seq+1, err)
+			return res, errf("postgres: append messages: insert %d rows from seq %d: %w", n, seq+1, err)
 		}
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
-			return res, fmt.Errorf("postgres: append messages: allocate seqs: %w", err)
+			return res, errf("postgres: append messages: allocate seqs: %w", err)
 		}
 		var lastUpd int64
 		if err := br.QueryRow().Scan(&lastUpd); err != nil {
 			_ = br.Close()
-			return res, fmt.Errorf("postgres: append messages: allocate update seqs: %w", err)
+			return res, errf("postgres: append messages: allocate update seqs: %w", err)
 		}
 		if err := br.Close(); err != nil {
-			return res, fmt.Errorf("postgres: append messages: %w", err)
+			return res, errf("postgres: append messages: %w", err)
 		}
 		res.FirstUpdateSeq = lastUpd - int64(n) + 1
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return store.AppendResult{}, fmt.Errorf("postgres: append messages: commit: %w", err)
+		return store.AppendResult{}, errf("postgres: append messages: commit: %w", err)
 	}
 	for _, c := range res.Created {
 		c.Content = ""
@@ -644,13 +650,13 @@ func scanMessages(rows pgx.Rows, sessionID string) ([]store.Message, error) {
 		var lid nullText
 		var content text
 		if err := rows.Scan(&m.ID, &m.Seq, &lid, &content, &m.CreatedAt, &m.UpdatedAt); err != nil {
-			return nil, fmt.Errorf("postgres: scan message: %w", err)
+			return nil, errf("postgres: scan message: %w", err)
 		}
 		m.SessionID, m.LocalID, m.Content = sessionID, lid.p, string(content)
 		out = append(out, m)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: list messages: %w", err)
+		return nil, errf("postgres: list messages: %w", err)
 	}
 	return out, nil
 }
@@ -662,7 +668,7 @@ func (s *Store) ownsSession(ctx context.Context, accountID, sessionID string) er
 		return store.ErrNotFound
 	}
 	if err != nil {
-		return fmt.Errorf("postgres: find session: %w", err)
+		return errf("postgres: find session: %w", err)
 	}
 	return nil
 }
@@ -670,7 +676,7 @@ func (s *Store) ownsSession(ctx context.Context, accountID, sessionID string) er
 // Messages implements store.Store.
 func (s *Store) Messages(ctx context.Context, accountID, sessionID string, p store.Page) ([]store.Message, bool, error) {
 	if p.Limit < 1 {
-		return nil, false, fmt.Errorf("postgres: list messages: limit %d", p.Limit)
+		return nil, false, errf("postgres: list messages: limit %d", p.Limit)
 	}
 	if err := s.ownsSession(ctx, accountID, sessionID); err != nil {
 		return nil, false, err
@@ -683,7 +689,7 @@ func (s *Store) Messages(ctx context.Context, accountID, sessionID string, p sto
 		rows, err = s.pool.Query(ctx, `SELECT id, seq, local_id, content, created_at, updated_at FROM session_messages WHERE session_id = $1 AND seq > $2 ORDER BY seq ASC LIMIT $3`, sessionID, p.After, p.Limit+1)
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("postgres: list messages: %w", err)
+		return nil, false, errf("postgres: list messages: %w", err)
 	}
 	out, err := scanMessages(rows, sessionID)
 	if err != nil {
@@ -703,7 +709,7 @@ func (s *Store) RecentMessages(ctx context.Context, accountID, sessionID string,
 	}
 	rows, err := s.pool.Query(ctx, `SELECT id, seq, local_id, content, created_at, updated_at FROM session_messages WHERE session_id = $1 ORDER BY created_at DESC, seq DESC LIMIT $2`, sessionID, limit(n))
 	if err != nil {
-		return nil, fmt.Errorf("postgres: list recent messages: %w", err)
+		return nil, errf("postgres: list recent messages: %w", err)
 	}
 	return scanMessages(rows, sessionID)
 }
@@ -737,7 +743,7 @@ func (s *Store) GetOrCreateMachine(ctx context.Context, accountID string, in sto
 			return x, false, nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
-			return store.Machine{}, false, fmt.Errorf("postgres: find machine: %w", err)
+			return store.Machine{}, false, errf("postgres: find machine: %w", err)
 		}
 		x, err = scanMachine(s.pool.QueryRow(ctx, `INSERT INTO machines (account_id, id, metadata, metadata_version, daemon_state, daemon_state_version, data_encryption_key, active, last_active_at, created_at, updated_at)
 			VALUES ($1, $2, $3, 1, $4, $5, $6, FALSE, $7, $7, $7) ON CONFLICT (account_id, id) DO NOTHING RETURNING `+machineCols,
@@ -746,7 +752,7 @@ func (s *Store) GetOrCreateMachine(ctx context.Context, accountID string, in sto
 			return x, true, nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
-			return store.Machine{}, false, fmt.Errorf("postgres: insert machine: %w", err)
+			return store.Machine{}, false, errf("postgres: insert machine: %w", err)
 		}
 	}
 	return store.Machine{}, false, errors.New("postgres: create machine: the id kept conflicting concurrently")
@@ -759,7 +765,7 @@ func (s *Store) Machine(ctx context.Context, accountID, id string) (store.Machin
 		return store.Machine{}, store.ErrNotFound
 	}
 	if err != nil {
-		return store.Machine{}, fmt.Errorf("postgres: read machine: %w", err)
+		return store.Machine{}, errf("postgres: read machine: %w", err)
 	}
 	return x, nil
 }
@@ -768,19 +774,19 @@ func (s *Store) Machine(ctx context.Context, accountID, id string) (store.Machin
 func (s *Store) Machines(ctx context.Context, accountID string) ([]store.Machine, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+machineCols+` FROM machines WHERE account_id = $1 ORDER BY last_active_at DESC, id`, accountID)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: list machines: %w", err)
+		return nil, errf("postgres: list machines: %w", err)
 	}
 	defer rows.Close()
 	out := []store.Machine{}
 	for rows.Next() {
 		x, err := scanMachine(rows)
 		if err != nil {
-			return nil, fmt.Errorf("postgres: scan machine: %w", err)
+			return nil, errf("postgres: scan machine: %w", err)
 		}
 		out = append(out, x)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: list machines: %w", err)
+		return nil, errf("postgres: list machines: %w", err)
 	}
 	return out, nil
 }
@@ -789,7 +795,7 @@ func (s *Store) Machines(ctx context.Context, accountID string) ([]store.Machine
 func (s *Store) SetMachineActive(ctx context.Context, accountID, id string, active bool, at int64) error {
 	tag, err := s.pool.Exec(ctx, `UPDATE machines SET active = $1, last_active_at = $2 WHERE account_id = $3 AND id = $4`, active, at, accountID, bs(id))
 	if err != nil {
-		return fmt.Errorf("postgres: set machine activity: %w", err)
+		return errf("postgres: set machine activity: %w", err)
 	}
 	if tag.RowsAffected() == 0 {
 		return store.ErrNotFound
@@ -819,7 +825,7 @@ func (s *Store) AddPushToken(ctx context.Context, accountID, token string, now i
 	_, err := s.pool.Exec(ctx, `INSERT INTO push_tokens (id, account_id, token, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)
 		ON CONFLICT (account_id, token) DO UPDATE SET updated_at = excluded.updated_at`, store.NewID(), accountID, bs(token), now)
 	if err != nil {
-		return fmt.Errorf("postgres: add push token: %w", err)
+		return errf("postgres: add push token: %w", err)
 	}
 	return nil
 }
@@ -827,7 +833,7 @@ func (s *Store) AddPushToken(ctx context.Context, accountID, token string, now i
 // RemovePushToken implements store.Store.
 func (s *Store) RemovePushToken(ctx context.Context, accountID, token string) error {
 	if _, err := s.pool.Exec(ctx, `DELETE FROM push_tokens WHERE account_id = $1 AND token = $2`, accountID, bs(token)); err != nil {
-		return fmt.Errorf("postgres: remove push token: %w", err)
+		return errf("postgres: remove push token: %w", err)
 	}
 	return nil
 }
@@ -836,7 +842,7 @@ func (s *Store) RemovePushToken(ctx context.Context, accountID, token string) er
 func (s *Store) PushTokens(ctx context.Context, accountID string) ([]store.PushToken, error) {
 	rows, err := s.pool.Query(ctx, `SELECT id, token, created_at, updated_at FROM push_tokens WHERE account_id = $1 ORDER BY created_at DESC, id DESC`, accountID)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: list push tokens: %w", err)
+		return nil, errf("postgres: list push tokens: %w", err)
 	}
 	defer rows.Close()
 	out := []store.PushToken{}
@@ -844,13 +850,13 @@ func (s *Store) PushTokens(ctx context.Context, accountID string) ([]store.PushT
 		var t store.PushToken
 		var tok text
 		if err := rows.Scan(&t.ID, &tok, &t.CreatedAt, &t.UpdatedAt); err != nil {
-			return nil, fmt.Errorf("postgres: scan push token: %w", err)
+			return nil, errf("postgres: scan push token: %w", err)
 		}
 		t.Token = string(tok)
 		out = append(out, t)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: list push tokens: %w", err)
+		return nil, errf("postgres: list push tokens: %w", err)
 	}
 	return out, nil
 }
@@ -866,7 +872,7 @@ func (s *Store) UpsertUsageReport(ctx context.Context, accountID, sessionID, key
 		RETURNING id, session_id, key, data, created_at, updated_at`, store.NewID(), accountID, bs(sessionID), bs(key), bs(data), now).
 		Scan(&u.ID, &sid, &k, &d, &u.CreatedAt, &u.UpdatedAt)
 	if err != nil {
-		return store.UsageReport{}, fmt.Errorf("postgres: upsert usage report: %w", err)
+		return store.UsageReport{}, errf("postgres: upsert usage report: %w", err)
 	}
 	u.SessionID, u.Key, u.Data = string(sid), string(k), string(d)
 	return u, nil
@@ -877,7 +883,7 @@ func (s *Store) UpsertUsageReport(ctx context.Context, accountID, sessionID, key
 // PutAttachment implements store.Store.
 func (s *Store) PutAttachment(ctx context.Context, accountID, sessionID, name string, data []byte, now int64) error {
 	if !store.ValidAttachmentName(name) {
-		return fmt.Errorf("postgres: put attachment: invalid name %q", name)
+		return errf("postgres: put attachment: invalid name %q", name)
 	}
 	if data == nil {
 		data = []byte{}
@@ -886,7 +892,7 @@ func (s *Store) PutAttachment(ctx context.Context, accountID, sessionID, name st
 		SELECT id, $3, $4, $5 FROM sessions WHERE id = $1 AND account_id = $2
 		ON CONFLICT (session_id, name) DO UPDATE SET data = excluded.data, created_at = excluded.created_at`, sessionID, accountID, name, data, now)
 	if err != nil {
-		return fmt.Errorf("postgres: put attachment: %w", err)
+		return errf("postgres: put attachment: %w", err)
 	}
 	if tag.RowsAffected() == 0 {
 		return store.ErrNotFound
@@ -906,7 +912,7 @@ func (s *Store) Attachment(ctx context.Context, accountID, sessionID, name strin
 		return nil, store.ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("postgres: read attachment: %w", err)
+		return nil, errf("postgres: read attachment: %w", err)
 	}
 	if b == nil {
 		b = []byte{}

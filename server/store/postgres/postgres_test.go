@@ -3,6 +3,10 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -179,5 +183,116 @@ func TestOpenErrors(t *testing.T) {
 	var n int
 	if err := s.Pool().QueryRow(ctx, `SELECT COUNT(*) FROM information_schema.tables WHERE table_name = 'attachments'`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("a failed migration left tables behind: %d %v", n, err)
+	}
+}
+
+// proxy forwards loopback connections to a PostgreSQL server; cut closes
+// its listener and every connection (the server "restarts"), start listens
+// again on the same address.
+type proxy struct {
+	target, addr string
+	mu           sync.Mutex
+	l            net.Listener
+	conns        []net.Conn
+	wg           sync.WaitGroup
+}
+
+func (p *proxy) start(t *testing.T) {
+	t.Helper()
+	addr := p.addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	p.l, p.addr = l, l.Addr().String()
+	p.mu.Unlock()
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			d, err := net.Dial("tcp", p.target)
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, d)
+			p.mu.Unlock()
+			p.wg.Add(2)
+			go func() { defer p.wg.Done(); _, _ = io.Copy(d, c); _ = d.Close() }()
+			go func() { defer p.wg.Done(); _, _ = io.Copy(c, d); _ = c.Close() }()
+		}
+	}()
+}
+
+func (p *proxy) cut() {
+	p.mu.Lock()
+	_ = p.l.Close()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.conns = nil
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+// TestServerRestart: while the database cannot be reached, reads and writes
+// fail with store.ErrUnavailable (retryable) and write nothing; once it is
+// back, the same store carries on, seqs without a gap.
+func TestServerRestart(t *testing.T) {
+	u := pgtest.URL(t)
+	pu, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{target: pu.Host}
+	p.start(t)
+	defer p.cut()
+	pu.Host = p.addr
+	s, err := Open(ctx, pu.String(), Options{MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	a, err := s.UpsertAccount(ctx, "pk", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, _, err := s.GetOrCreateSession(ctx, a.ID, store.NewSession{Tag: "t", Metadata: "m"}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := func(i int) []store.NewMessage {
+		return []store.NewMessage{{LocalID: fmt.Sprint("a", i), Content: "c"}, {LocalID: fmt.Sprint("b", i), Content: "c"}}
+	}
+	if _, err := s.AppendMessages(ctx, a.ID, x.ID, batch(0), 2); err != nil {
+		t.Fatal(err)
+	}
+	p.cut()
+	for i := range 3 {
+		_, err := s.AppendMessages(ctx, a.ID, x.ID, batch(1), 3)
+		if !errors.Is(err, store.ErrUnavailable) {
+			t.Fatalf("append %d while the database is away: %v, want store.ErrUnavailable", i, err)
+		}
+		_, err = s.Session(ctx, a.ID, x.ID)
+		if !errors.Is(err, store.ErrUnavailable) {
+			t.Fatalf("read %d while the database is away: %v, want store.ErrUnavailable", i, err)
+		}
+	}
+	p.start(t)
+	res, err := s.AppendMessages(ctx, a.ID, x.ID, batch(1), 4)
+	if err != nil {
+		t.Fatalf("append after the database came back: %v", err)
+	}
+	if len(res.Created) != 2 || res.Created[0].Seq != 3 || res.FirstUpdateSeq != 3 {
+		t.Fatalf("after the restart: %+v", res)
 	}
 }
