@@ -3,12 +3,19 @@ module github.com/happy-dev/happy
 go 1.26.0
 
 require (
+	github.com/jackc/pgx/v5 v5.13.0
 	github.com/mdp/qrterminal/v3 v3.2.1
 	github.com/rs/zerolog v1.35.1
 	github.com/spf13/cobra v1.10.2
 )
 
-require rsc.io/qr v0.2.0 // indirect
+require (
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	golang.org/x/sync v0.24.0 // indirect
+	rsc.io/qr v0.2.0 // indirect
+)
 
 require (
 	github.com/andybalholm/brotli v1.2.4 // indirect

@@ -5,30 +5,20 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/google/uuid"
+
+	"github.com/happy-dev/happy/server/store"
 )
 
-// Attachments are opaque encrypted blobs kept on disk under
-// <DataDir>/attachments/sessions/<sid>/attachments/<file>, addressed by the
-// ref "sessions/<sid>/attachments/<file>" as in the reference relay's local
+// Attachments are opaque encrypted blobs kept by the store (the SQLite
+// store as files under <DataDir>/attachments/sessions/<sid>/attachments/<file>,
+// PostgreSQL in the database), addressed by the ref
+// "sessions/<sid>/attachments/<file>" as in the reference relay's local
 // storage mode. They are deleted with their session.
 
-func validAttachmentFile(name string) bool {
-	if name == "" || len(name) > 200 || strings.HasPrefix(name, ".") {
-		return false
-	}
-	for _, c := range name {
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.'
-		if !ok {
-			return false
-		}
-	}
-	return true
-}
+func validAttachmentFile(name string) bool { return store.ValidAttachmentName(name) }
 
 func (s *Server) baseURL(r *http.Request) string {
 	if s.cfg.PublicURL != "" {
@@ -42,19 +32,6 @@ func (s *Server) baseURL(r *http.Request) string {
 		proto = p
 	}
 	return proto + "://" + r.Host
-}
-
-func (s *Server) attachmentPath(sid, file string) string {
-	return filepath.Join(s.files, "sessions", sid, "attachments", file)
-}
-
-func (s *Server) removeAttachments(sid string) {
-	if strings.ContainsAny(sid, `/\`) || sid == "" || sid == "." || sid == ".." {
-		return
-	}
-	if err := os.RemoveAll(filepath.Join(s.files, "sessions", sid)); err != nil {
-		s.log.Warn().Err(err).Str("session", sid).Msg("remove attachments")
-	}
 }
 
 // postRequestUpload: POST …/attachments/request-upload {filename, size} →
@@ -110,34 +87,11 @@ func (s *Server) putAttachment(w http.ResponseWriter, r *http.Request, acct stri
 		writeErr(w, http.StatusBadRequest, "Cannot read request body: "+err.Error())
 		return
 	}
-	dst := s.attachmentPath(sid, file)
-	if err := writeFileAtomic(dst, body); err != nil {
-		s.fail(w, r, err, "")
+	if err := s.st.PutAttachment(r.Context(), acct, sid, file, body, s.nowMs()); err != nil {
+		s.fail(w, r, err, errSessionNotFound)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"ok": true})
-}
-
-func writeFileAtomic(dst string, b []byte) error {
-	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
-		return fmt.Errorf("server: create attachment folder: %w", err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(dst), ".upload-*")
-	if err != nil {
-		return fmt.Errorf("server: create attachment: %w", err)
-	}
-	_, werr := tmp.Write(b)
-	serr := tmp.Sync()
-	cerr := tmp.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("server: write attachment: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), dst); err != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("server: store attachment: %w", err)
-	}
-	return nil
 }
 
 // postRequestDownload: POST …/attachments/request-download {ref} → {downloadUrl}.
@@ -182,13 +136,9 @@ func (s *Server) getAttachment(w http.ResponseWriter, r *http.Request, acct stri
 		writeErr(w, http.StatusNotFound, "Invalid attachment file")
 		return
 	}
-	b, err := os.ReadFile(s.attachmentPath(sid, file))
-	if errors.Is(err, os.ErrNotExist) {
-		writeErr(w, http.StatusNotFound, "Attachment not found")
-		return
-	}
+	b, err := s.st.Attachment(r.Context(), acct, sid, file)
 	if err != nil {
-		s.fail(w, r, fmt.Errorf("server: read attachment: %w", err), "")
+		s.fail(w, r, err, "Attachment not found")
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")

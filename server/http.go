@@ -61,6 +61,13 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error, notFoun
 		writeErr(w, he.status, he.msg)
 	case errors.Is(err, store.ErrNotFound):
 		writeErr(w, http.StatusNotFound, notFound)
+	case errors.Is(err, store.ErrUnavailable):
+		// The database is away (restarting, unreachable): a retry
+		// succeeds once it is back (message batches are idempotent by
+		// localId, so a write whose answer was lost is not doubled).
+		s.log.Warn().Err(err).Str("method", r.Method).Str("path", r.URL.Path).Msg("store unavailable")
+		w.Header().Set("Retry-After", "1")
+		writeErr(w, http.StatusServiceUnavailable, "Storage unavailable, retry")
 	case errors.Is(err, context.Canceled):
 		writeErr(w, 499, "Request cancelled")
 	default:
@@ -453,7 +460,6 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request, acct stri
 		return
 	}
 	s.pres.stop(acct, id, s.cfg.Now())
-	s.removeAttachments(id)
 	s.emitUpdate(r.Context(), acct, bodyDeleteSession{T: "delete-session", SID: id}, roomUserScoped(acct))
 	writeJSON(w, http.StatusOK, map[string]any{"success": true})
 }

@@ -12,7 +12,8 @@
 // server answers explicitly instead; each case is documented on its handler.
 //
 // Storage is behind store.Store; New opens the embedded SQLite backend under
-// Config.DataDir unless Config.Store is given.
+// Config.DataDir, or the PostgreSQL database of Config.Database, unless
+// Config.Store is given.
 package server
 
 import (
@@ -31,7 +32,7 @@ import (
 	"github.com/zishang520/socket.io/servers/socket/v3"
 
 	"github.com/happy-dev/happy/server/store"
-	"github.com/happy-dev/happy/server/store/sqlite"
+	"github.com/happy-dev/happy/server/store/backend"
 )
 
 // Defaults of Config (the reference relay's values where it has one).
@@ -58,15 +59,21 @@ const (
 // Config configures New. Only DataDir is required; zero values take the
 // defaults above.
 type Config struct {
-	// DataDir holds the signing secret (secret.key, 0600), the SQLite file
-	// (happy.db) and attachments/. It is created (0700) when missing.
+	// DataDir holds the signing secret (secret.key, 0600) and, with the
+	// embedded store, the SQLite file (happy.db) and attachments/. It is
+	// created (0700) when missing.
 	DataDir string
+	// Database names the store (backend.Parse): "" is the embedded SQLite
+	// file in DataDir; "postgres://…" a PostgreSQL database that several
+	// relays may share (attachments are kept in it).
+	Database string
 	// Logger receives the server's logs.
 	Logger zerolog.Logger
 	// Store replaces the embedded SQLite backend (the server then does not
 	// close it).
 	Store store.Store
-	// Synchronous is SQLite's synchronous setting: "NORMAL" (default) or "FULL".
+	// Synchronous is SQLite's synchronous setting: "NORMAL" (default) or
+	// "FULL" (ignored with PostgreSQL).
 	Synchronous string
 	// PublicURL is the base URL put into attachment upload/download URLs;
 	// empty means the request's own scheme and Host.
@@ -161,7 +168,6 @@ type Server struct {
 	st       store.Store
 	ownStore bool
 	tok      *tokens
-	files    string
 
 	io      *socket.Server
 	handler http.Handler
@@ -223,7 +229,7 @@ func New(cfg Config) (*Server, error) {
 		_ = lock.Close()
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, tok: newTokens(key), files: filepath.Join(cfg.DataDir, "attachments"), lock: lock}
+	s := &Server{cfg: cfg, log: cfg.Logger, tok: newTokens(key), lock: lock}
 	if created {
 		s.log.Info().Str("path", filepath.Join(cfg.DataDir, secretFile)).Msg("created signing secret")
 	}
@@ -231,13 +237,14 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Store != nil {
 		s.st = cfg.Store
 	} else {
-		st, err := sqlite.Open(s.ctx, filepath.Join(cfg.DataDir, "happy.db"), sqlite.Options{Synchronous: sqlite.Sync(cfg.Synchronous)})
+		st, err := openStore(s.ctx, cfg)
 		if err != nil {
 			s.cancel()
 			_ = lock.Close()
-			return nil, fmt.Errorf("server: open store: %w", err)
+			return nil, err
 		}
-		s.st, s.ownStore = st, true
+		s.st = st
+		s.ownStore = true
 	}
 	s.rpc = newRPCRegistry()
 	s.pres = newPresence(cfg.StoppedTTL)
@@ -246,6 +253,24 @@ func New(cfg Config) (*Server, error) {
 	s.wg.Add(1)
 	go s.sweepLoop()
 	return s, nil
+}
+
+// openStore opens the store named by cfg.Database (the SQLite file in the
+// data folder when empty).
+func openStore(ctx context.Context, cfg Config) (store.Store, error) {
+	name := cfg.Database
+	if name == "" {
+		name = "sqlite:" + filepath.Join(cfg.DataDir, backend.DefaultFile)
+	}
+	spec, err := backend.Parse(name)
+	if err != nil {
+		return nil, fmt.Errorf("server: open store: %w", err)
+	}
+	st, err := backend.Open(ctx, spec, backend.Options{Synchronous: cfg.Synchronous, AttachmentsDir: filepath.Join(cfg.DataDir, "attachments")})
+	if err != nil {
+		return nil, fmt.Errorf("server: open store %s: %w", spec, err)
+	}
+	return st, nil
 }
 
 // Handler returns the server's HTTP handler: the JSON routes and the

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/happy-dev/happy/server"
+	"github.com/happy-dev/happy/server/store/backend"
 )
 
 // serverOptions are the flags of `happy server`.
@@ -19,6 +20,7 @@ type serverOptions struct {
 	listen      string
 	dataDir     string
 	synchronous string
+	db          string
 }
 
 // newServerCmd builds `happy server`: the relay, in the foreground.
@@ -29,7 +31,10 @@ func newServerCmd(f *factory) *cobra.Command {
 		Short: "Run the relay (HTTP + Socket.IO) in the foreground",
 		Long: `Run happy's own relay in the foreground. It implements the reference relay
 contract, stores only ciphertext in an embedded SQLite file under the data
-folder, and creates its token signing secret there on first start.
+folder (or, with --db postgres://…, in a PostgreSQL database that several
+relays may share), and creates its token signing secret there on first start.
+Schema migrations are applied at start; "happy server migrate" applies them,
+or copies a relay's data between databases, without serving.
 
 Listen on loopback by default; use --listen 0.0.0.0:3005 to reach it from a phone.`,
 		Args: cobra.NoArgs,
@@ -40,6 +45,8 @@ Listen on loopback by default; use --listen 0.0.0.0:3005 to reach it from a phon
 	cmd.Flags().StringVar(&opts.listen, "listen", "127.0.0.1:3005", "address to listen on (host:port)")
 	cmd.Flags().StringVar(&opts.dataDir, "data", "", "data folder (default $HAPPY_HOME_DIR/server)")
 	cmd.Flags().StringVar(&opts.synchronous, "synchronous", "NORMAL", "SQLite synchronous setting: NORMAL (survives a crash of the process) or FULL (also a power loss)")
+	cmd.Flags().StringVar(&opts.db, "db", "", "database: postgres://user:password@host:port/db?sslmode=… (default: the SQLite file in the data folder)")
+	cmd.AddCommand(newServerMigrateCmd(f))
 	return cmd
 }
 
@@ -51,6 +58,11 @@ func runServer(ctx context.Context, f *factory, opts serverOptions) error {
 	opts.synchronous = strings.ToUpper(opts.synchronous)
 	if opts.synchronous != "NORMAL" && opts.synchronous != "FULL" {
 		return &exitError{code: exitUsage, err: fmt.Errorf("--synchronous must be NORMAL or FULL, got %q", opts.synchronous)}
+	}
+	if opts.db != "" {
+		if _, err := backend.Parse(opts.db); err != nil {
+			return &exitError{code: exitUsage, err: fmt.Errorf("--db: %w", err)}
+		}
 	}
 	data := opts.dataDir
 	if data == "" {
@@ -66,7 +78,7 @@ func runServer(ctx context.Context, f *factory, opts serverOptions) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	srv, err := server.New(server.Config{DataDir: data, Logger: lg.Logger, Synchronous: opts.synchronous})
+	srv, err := server.New(server.Config{DataDir: data, Database: opts.db, Logger: lg.Logger, Synchronous: opts.synchronous})
 	if err != nil {
 		return err
 	}
@@ -75,7 +87,11 @@ func runServer(ctx context.Context, f *factory, opts serverOptions) error {
 		_ = srv.Close()
 		return fmt.Errorf("server: listen on %s: %w", opts.listen, err)
 	}
-	fmt.Fprintf(f.stdout, "happy relay listening on http://%s (data %s)\n", l.Addr(), data)
+	where := "data " + data
+	if spec, err := backend.Parse(opts.db); err == nil {
+		where += ", database " + spec.String()
+	}
+	fmt.Fprintf(f.stdout, "happy relay listening on http://%s (%s)\n", l.Addr(), where)
 	serveErr := srv.Serve(ctx, l)
 	closeErr := srv.Close()
 	if serveErr != nil {

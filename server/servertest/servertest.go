@@ -12,12 +12,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/rs/zerolog"
 
 	"github.com/happy-dev/happy/server"
+	"github.com/happy-dev/happy/server/store/postgres/pgtest"
 )
 
 // Relay is a running in-process relay.
@@ -36,12 +38,29 @@ func Start(t testing.TB) *Relay {
 	return StartConfig(t, server.Config{Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})
 }
 
+// EnvStore selects the store of the relays Start and StartConfig run when
+// the test sets none: "postgres" gives each relay a fresh PostgreSQL
+// database (pgtest: HAPPY_TEST_POSTGRES must name a server); empty or
+// "sqlite" keeps the embedded SQLite file. It lets the relay tests of every
+// package run against both backends.
+const EnvStore = "HAPPY_TEST_STORE"
+
 // StartConfig runs a relay with cfg (DataDir defaults to a temporary
-// folder) on a loopback port. The relay is closed when the test ends. A zero cfg.Logger logs nothing.
+// folder; the store to EnvStore's choice) on a loopback port. The relay is
+// closed when the test ends. A zero cfg.Logger logs nothing.
 func StartConfig(t testing.TB, cfg server.Config) *Relay {
 	t.Helper()
 	if cfg.DataDir == "" {
 		cfg.DataDir = t.TempDir()
+	}
+	if cfg.Database == "" && cfg.Store == nil {
+		switch v := os.Getenv(EnvStore); v {
+		case "", "sqlite":
+		case "postgres":
+			cfg.Database = pgtest.URL(t)
+		default:
+			t.Fatalf("servertest: %s=%q: want sqlite or postgres", EnvStore, v)
+		}
 	}
 	srv, err := server.New(cfg)
 	if err != nil {

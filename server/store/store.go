@@ -21,6 +21,12 @@ import (
 // ErrNotFound is returned when a row does not exist or belongs to another account.
 var ErrNotFound = errors.New("store: not found")
 
+// ErrUnavailable wraps a failure of the database server rather than of the
+// request (the server restarting, unreachable, out of connections, a
+// deadlock or serialization failure): nothing was written, or the write was
+// idempotent, and the same request may succeed when tried again.
+var ErrUnavailable = errors.New("store: database unavailable")
+
 // Account is one user, keyed by an Ed25519 public key (lowercase hex).
 type Account struct {
 	ID        string
@@ -194,7 +200,8 @@ type Store interface {
 	Sessions(ctx context.Context, accountID string, limit int) ([]Session, error)
 	// ActiveSessions lists active sessions with activity after since, most recent activity first.
 	ActiveSessions(ctx context.Context, accountID string, since int64, limit int) ([]Session, error)
-	// DeleteSession removes a session with its messages and usage reports.
+	// DeleteSession removes a session with its messages, usage reports and
+	// attachments.
 	DeleteSession(ctx context.Context, accountID, id string) error
 	// SetSessionActive sets active and the last activity time (archive,
 	// session-end, keep-alive).
@@ -245,8 +252,33 @@ type Store interface {
 	// sessionID "" means none.
 	UpsertUsageReport(ctx context.Context, accountID, sessionID, key, data string, now int64) (UsageReport, error)
 
+	// PutAttachment stores data (the client's encrypted blob, byte for byte)
+	// as the attachment name of the account's session, replacing one of that
+	// name. name is a file name: ValidAttachmentName. ErrNotFound when the
+	// session is not the account's; DeleteSession removes the attachments.
+	PutAttachment(ctx context.Context, accountID, sessionID, name string, data []byte, now int64) error
+	// Attachment returns the bytes of one attachment of the account's
+	// session, or ErrNotFound (no such session or attachment, or an invalid name).
+	Attachment(ctx context.Context, accountID, sessionID, name string) ([]byte, error)
+
 	// Close releases the backend.
 	Close() error
+}
+
+// ValidAttachmentName reports whether name can name an attachment: 1 to 200
+// bytes of [A-Za-z0-9._-], not starting with a dot (so never a path).
+func ValidAttachmentName(name string) bool {
+	if name == "" || len(name) > 200 || name[0] == '.' {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.'
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 const idAlphabet = "0123456789abcdefghijklmnopqrstuvwxyz"

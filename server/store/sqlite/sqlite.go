@@ -54,6 +54,9 @@ type Options struct {
 	// database file, off the writer's path (DefaultCheckpointInterval
 	// when zero).
 	CheckpointInterval time.Duration
+	// AttachmentsDir is the folder of the attachment files (see
+	// attachments.go); "attachments" beside the database file when empty.
+	AttachmentsDir string
 }
 
 // DefaultCheckpointInterval is Options.CheckpointInterval's default.
@@ -75,7 +78,20 @@ type Store struct {
 	stop     chan struct{}
 	ckDone   chan struct{}
 	stopOnce sync.Once
+
+	// dsn builds the connection strings of the file (see Open).
+	dsn func(txlock string, pragmas ...string) string
+	// attDir is the attachments folder; attMu orders a session's
+	// attachment writes after its deletion (see attachments.go).
+	attDir string
+	attMu  sync.Mutex
+	// migrated lists the migrations Open applied.
+	migrated []string
 }
+
+// MigratedAtOpen lists the migrations that Open applied (none when the
+// schema was already up to date).
+func (s *Store) MigratedAtOpen() []string { return append([]string(nil), s.migrated...) }
 
 // checkpointLoop copies the WAL back into the database file every
 // interval with a PASSIVE checkpoint on its own connection, which never
@@ -152,17 +168,18 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if _, err := os.Stat(filepath.Dir(path)); err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	dsn := func(extra ...string) string {
+	dsnLock := func(txlock string, extra ...string) string {
 		q := url.Values{}
 		q.Add("_pragma", "busy_timeout(10000)")
 		q.Add("_pragma", "foreign_keys(1)")
 		q.Add("_pragma", "synchronous("+string(sync)+")")
-		q.Add("_txlock", "immediate")
+		q.Add("_txlock", txlock)
 		for _, e := range extra {
 			q.Add("_pragma", e)
 		}
 		return "file:" + path + "?" + q.Encode()
 	}
+	dsn := func(extra ...string) string { return dsnLock("immediate", extra...) }
 	w, err := sql.Open("sqlite", dsn("journal_mode(WAL)", "wal_autocheckpoint(0)"))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -178,7 +195,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		_ = w.Close()
 		return nil, fmt.Errorf("sqlite: restrict %s: %w", path, err)
 	}
-	if err := migrate(ctx, w); err != nil {
+	applied, err := migrate(ctx, w)
+	if err != nil {
 		_ = w.Close()
 		return nil, err
 	}
@@ -200,7 +218,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if interval <= 0 {
 		interval = DefaultCheckpointInterval
 	}
-	s := &Store{w: w, r: r, ck: ck, stop: make(chan struct{}), ckDone: make(chan struct{})}
+	attDir := opts.AttachmentsDir
+	if attDir == "" {
+		attDir = filepath.Join(filepath.Dir(path), "attachments")
+	}
+	s := &Store{w: w, r: r, ck: ck, stop: make(chan struct{}), ckDone: make(chan struct{}), dsn: dsnLock, attDir: attDir, migrated: applied}
 	go s.checkpointLoop(interval)
 	return s, nil
 }
@@ -224,6 +246,28 @@ func (s *Store) Close() error {
 	return errors.Join(err1, err2)
 }
 
+// AppliedMigrations lists the migrations applied to the database, in the
+// order they were applied.
+func (s *Store) AppliedMigrations(ctx context.Context) ([]store.Migration, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT name, applied_at FROM schema_migrations ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list applied migrations: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Migration
+	for rows.Next() {
+		var m store.Migration
+		if err := rows.Scan(&m.Name, &m.AppliedAt); err != nil {
+			return nil, fmt.Errorf("sqlite: list applied migrations: %w", err)
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: list applied migrations: %w", err)
+	}
+	return out, nil
+}
+
 // Migrations lists the embedded migration names in the order they apply.
 func Migrations() ([]string, error) {
 	ents, err := fs.ReadDir(migrationFiles, "migrations")
@@ -240,43 +284,45 @@ func Migrations() ([]string, error) {
 	return names, nil
 }
 
-func migrate(ctx context.Context, db *sql.DB) error {
+func migrate(ctx context.Context, db *sql.DB) ([]string, error) {
 	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
-		return fmt.Errorf("%w: create schema_migrations: %w", ErrMigration, err)
+		return nil, fmt.Errorf("%w: create schema_migrations: %w", ErrMigration, err)
 	}
+	var applied []string
 	names, err := Migrations()
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrMigration, err)
+		return applied, fmt.Errorf("%w: %w", ErrMigration, err)
 	}
 	for _, name := range names {
 		var n int
 		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE name = ?`, name).Scan(&n); err != nil {
-			return fmt.Errorf("%w: check %s: %w", ErrMigration, name, err)
+			return applied, fmt.Errorf("%w: check %s: %w", ErrMigration, name, err)
 		}
 		if n > 0 {
 			continue
 		}
 		body, err := migrationFiles.ReadFile("migrations/" + name)
 		if err != nil {
-			return fmt.Errorf("%w: read %s: %w", ErrMigration, name, err)
+			return applied, fmt.Errorf("%w: read %s: %w", ErrMigration, name, err)
 		}
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
-			return fmt.Errorf("%w: begin %s: %w", ErrMigration, name, err)
+			return applied, fmt.Errorf("%w: begin %s: %w", ErrMigration, name, err)
 		}
 		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
 			_ = tx.Rollback()
-			return fmt.Errorf("%w: apply %s: %w", ErrMigration, name, err)
+			return applied, fmt.Errorf("%w: apply %s: %w", ErrMigration, name, err)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (name, applied_at) VALUES (?, strftime('%s','now') * 1000)`, name); err != nil {
 			_ = tx.Rollback()
-			return fmt.Errorf("%w: record %s: %w", ErrMigration, name, err)
+			return applied, fmt.Errorf("%w: record %s: %w", ErrMigration, name, err)
 		}
 		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("%w: commit %s: %w", ErrMigration, name, err)
+			return applied, fmt.Errorf("%w: commit %s: %w", ErrMigration, name, err)
 		}
+		applied = append(applied, name)
 	}
-	return nil
+	return applied, nil
 }
 
 func b2i(b bool) int {
@@ -493,7 +539,7 @@ func (s *Store) DeleteSession(ctx context.Context, accountID, id string) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite: commit delete session: %w", err)
 	}
-	return nil
+	return s.removeAttachments(id)
 }
 
 // SetSessionActive implements store.Store.
