@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 
 	"github.com/happy-dev/happy/agent"
+	"github.com/happy-dev/happy/internal/jsonlex"
 )
 
 // EncodeTranscript writes the transcript document in canonical form:
@@ -585,7 +586,7 @@ func (e *encoder) part(p Part) error {
 		if err := json.Compact(&b, u.Raw); err != nil {
 			return invalid("", "unknown part %q: raw JSON: %v", u.Type, err)
 		}
-		if kindOf(b.Bytes()) != kindObject {
+		if jsonlex.KindOf(b.Bytes()) != jsonlex.KindObject {
 			return invalid("", "unknown part %q: raw JSON is not an object", u.Type)
 		}
 		e.buf = append(e.buf, b.Bytes()...)
