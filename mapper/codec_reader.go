@@ -29,15 +29,20 @@ type obj struct {
 // open starts reading raw as a model object at path, with an error of its
 // own: a record that may be refused alone (a part, a message, the root).
 func (d *decoder) open(raw []byte, path string) *obj {
-	return d.openIn(raw, path, new(error))
+	var rec struct {
+		obj
+		err error
+	}
+	return d.openIn(&rec.obj, raw, path, &rec.err)
 }
 
 // elem reads raw (an element of one of o's arrays) as a model object at
 // path, sharing o's error.
-func (o *obj) elem(raw []byte, path string) *obj { return o.d.openIn(raw, path, o.err) }
+func (o *obj) elem(raw []byte, path string) *obj { return o.d.openIn(new(obj), raw, path, o.err) }
 
-func (d *decoder) openIn(raw []byte, path string, errp *error) *obj {
-	o := &obj{d: d, path: path, raw: raw, err: errp}
+// openIn fills o to read raw at path, recording refusals in *errp.
+func (d *decoder) openIn(o *obj, raw []byte, path string, errp *error) *obj {
+	*o = obj{d: d, path: path, raw: raw, err: errp}
 	if *errp != nil {
 		return o
 	}
@@ -421,14 +426,13 @@ func (o *obj) reqStrList(key string) []string {
 func (o *obj) strings(path string, els [][]byte) []string {
 	out := make([]string, len(els))
 	for i, el := range els {
-		p := joinPath(path, indexPath(i))
 		if k := jsonlex.KindOf(el); k != jsonlex.KindString {
-			o.fail(invalid(p, "want a string, got %s", k))
+			o.fail(invalid(joinPath(path, indexPath(i)), "want a string, got %s", k))
 			return nil
 		}
 		s, err := jsonlex.Unquote(el)
 		if err != nil {
-			o.fail(invalid(p, "%s", err))
+			o.fail(invalid(joinPath(path, indexPath(i)), "%s", err))
 			return nil
 		}
 		out[i] = s

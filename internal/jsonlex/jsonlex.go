@@ -143,20 +143,24 @@ func SkipSpace(data []byte, i int) int {
 }
 
 // SkipString returns the index just past the string that starts at data[i]
-// (a '"'), or -1 when it is not terminated. Escapes are skipped, not
-// checked.
+// (a '"'), or -1 when it is not terminated: the end is the first quote not
+// escaped by an odd run of backslashes. Escapes are skipped, not checked.
 func SkipString(data []byte, i int) int {
 	i++
 	for i <= len(data) {
-		j := bytes.IndexAny(data[i:], "\"\\")
+		j := bytes.IndexByte(data[i:], '"')
 		if j < 0 {
 			return -1
 		}
-		i += j
-		if data[i] == '"' {
-			return i + 1
+		q := i + j
+		n := 0
+		for k := q - 1; k >= i && data[k] == '\\'; k-- {
+			n++
 		}
-		i += 2 // an escape: skip the escaped byte
+		if n%2 == 0 {
+			return q + 1
+		}
+		i = q + 1
 	}
 	return -1
 }
