@@ -106,7 +106,7 @@ func encodeBusLog(t *testing.T, evs []BusEvent) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	for _, ev := range evs {
-		raw, err := EncodeBusEvent(ev)
+		raw, err := encodeChange(ev)
 		if err != nil {
 			t.Fatalf("encode bus event %s: %v", ev.EventType(), err)
 		}
