@@ -654,7 +654,6 @@ func FuzzRoute(f *testing.F) {
 			waiters: map[string]waiter{"req_initialize_1": {subtype: "initialize", ch: make(chan controlResult, 1)}},
 			perms:   map[string]pendingPerm{},
 			settled: map[string]error{},
-			wake:    make(chan struct{}, 1),
 		}
 		var evs []Event
 		c.route(line, &evs)
