@@ -847,11 +847,14 @@ func (c *Client) finish(readers *sync.WaitGroup, out, errOut *os.File) {
 		code, sig := exitOf(st)
 		_ = c.rec.Exit(code, sig)
 	}
-	c.push(&Exited{State: st, Err: err})
-	c.q.Close()
+	// stdin is closed before the exit is reported: whoever sees Exited
+	// and still sends gets ErrExited for a closed pipe, never a write to a
+	// pipe nobody reads.
 	c.wmu.Lock()
 	_ = c.stdin.Close()
 	c.wmu.Unlock()
+	c.push(&Exited{State: st, Err: err})
+	c.q.Close()
 	close(c.done)
 }
 
