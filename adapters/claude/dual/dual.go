@@ -127,9 +127,10 @@ type Agent struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	mu   sync.Mutex // guards cur and mode
-	cur  *instance
-	mode Mode
+	mu      sync.Mutex // guards cur, mode and changed
+	cur     *instance
+	mode    Mode
+	changed chan struct{} // closed (and replaced) when mode changes
 
 	// Owned by the controller goroutine.
 	keys       *keyWait
@@ -178,6 +179,7 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 	a := &Agent{
 		opts: opts, ctx: ctx, log: opts.Log, notice: notice,
 		reqs: make(chan promptReq), stop: make(chan struct{}), done: make(chan struct{}),
+		changed: make(chan struct{}),
 	}
 	loc, err := local.Start(ctx, opts.Local)
 	if err != nil {
@@ -284,8 +286,19 @@ func (a *Agent) current() (*instance, error) {
 
 func (a *Agent) setCurrent(in *instance, m Mode) {
 	a.mu.Lock()
+	if m != a.mode {
+		close(a.changed)
+		a.changed = make(chan struct{})
+	}
 	a.cur, a.mode = in, m
 	a.mu.Unlock()
+}
+
+// modeWatch returns the mode and a channel closed when it next changes.
+func (a *Agent) modeWatch() (Mode, <-chan struct{}) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.mode, a.changed
 }
 
 // control is the one goroutine that switches modes: prompts, key presses,

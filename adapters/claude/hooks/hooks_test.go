@@ -16,10 +16,14 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/happy-dev/happy/adapters/claude/perm"
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/golden"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func newServer(t *testing.T) (*Server, func(string) string) {
 	t.Helper()
