@@ -222,9 +222,9 @@ func (e *encoder) strings(a []string) {
 }
 
 // any writes a free-form value. Values of types outside the representation
-// jsonlex.ParseAny produces (structs, typed maps and slices) are converted through
-// encoding/json and jsonlex.ParseAny first, so their encoding is as canonical as
-// anything read back.
+// jsonlex.ParseAny produces (structs, typed maps and slices) are converted
+// through encoding/json and jsonlex.ParseAny first, so their encoding is as
+// canonical as anything read back.
 func (e *encoder) any(v any) error {
 	switch x := v.(type) {
 	case nil:
