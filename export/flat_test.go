@@ -3,16 +3,13 @@ package export
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/happy-dev/happy/agent"
+	"github.com/happy-dev/happy/internal/golden"
 	"github.com/happy-dev/happy/mapper"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 func i64(v int64) *int64 { return &v }
 
@@ -88,22 +85,7 @@ func TestFlatGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	golden := filepath.Join("testdata", "exchange.flat.jsonl")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test ./export -update)", err)
-	}
-	if !bytes.Equal(buf.Bytes(), want) {
-		t.Fatalf("flat events differ from %s:\n%s", golden, buf.String())
-	}
+	golden.Check(t, filepath.Join("testdata", "exchange.flat.jsonl"), buf.Bytes())
 }
 
 func TestFlatOrderAndPairs(t *testing.T) {
@@ -175,17 +157,5 @@ func TestTextGolden(t *testing.T) {
 	if err := Text(&buf, tr, TextOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "exchange.txt")
-	if *update {
-		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test ./export -update)", err)
-	}
-	if !bytes.Equal(buf.Bytes(), want) {
-		t.Fatalf("text rendering differs from %s:\n%s", golden, buf.String())
-	}
+	golden.Check(t, filepath.Join("testdata", "exchange.txt"), buf.Bytes())
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 
 	"github.com/happy-dev/happy/agent"
+	"github.com/happy-dev/happy/internal/jsonlex"
 )
 
 // EncodeTranscript writes the transcript document in canonical form:
@@ -198,12 +199,9 @@ func (e *encoder) transcript(t *Transcript, depth int) error {
 		}
 		e.sep()
 		e.buf = append(e.buf, '{')
-		e.key("content")
-		e.str(td.Content)
-		e.key("status")
-		e.str(string(td.Status))
-		e.key("priority")
-		e.str(string(td.Priority))
+		e.strField("content", td.Content)
+		e.strField("status", string(td.Status))
+		e.strField("priority", string(td.Priority))
 		e.buf = append(e.buf, '}')
 	}
 	e.buf = append(e.buf, ']')
@@ -223,24 +221,17 @@ func (e *encoder) transcript(t *Transcript, depth int) error {
 
 func (e *encoder) session(s *Session) {
 	e.buf = append(e.buf, '{')
-	e.key("id")
-	e.str(s.ID)
-	e.key("projectID")
-	e.str(s.ProjectID)
-	e.key("directory")
-	e.str(s.Directory)
+	e.strField("id", s.ID)
+	e.strField("projectID", s.ProjectID)
+	e.strField("directory", s.Directory)
 	if s.ParentID != "" {
-		e.key("parentID")
-		e.str(s.ParentID)
+		e.strField("parentID", s.ParentID)
 	}
-	e.key("title")
-	e.str(s.Title)
+	e.strField("title", s.Title)
 	e.key("time")
 	e.buf = append(e.buf, '{')
-	e.key("created")
-	e.int(s.Time.Created)
-	e.key("updated")
-	e.int(s.Time.Updated)
+	e.intField("created", s.Time.Created)
+	e.intField("updated", s.Time.Updated)
 	e.optInt("compacting", s.Time.Compacting)
 	e.buf = append(e.buf, '}')
 	if s.Permission != nil {
@@ -249,12 +240,9 @@ func (e *encoder) session(s *Session) {
 		for _, r := range s.Permission {
 			e.sep()
 			e.buf = append(e.buf, '{')
-			e.key("permission")
-			e.str(r.Permission)
-			e.key("pattern")
-			e.str(r.Pattern)
-			e.key("action")
-			e.str(string(r.Action))
+			e.strField("permission", r.Permission)
+			e.strField("pattern", r.Pattern)
+			e.strField("action", string(r.Action))
 			e.buf = append(e.buf, '}')
 		}
 		e.buf = append(e.buf, ']')
@@ -262,12 +250,9 @@ func (e *encoder) session(s *Session) {
 	if s.Summary != nil {
 		e.key("summary")
 		e.buf = append(e.buf, '{')
-		e.key("additions")
-		e.int(int64(s.Summary.Additions))
-		e.key("deletions")
-		e.int(int64(s.Summary.Deletions))
-		e.key("files")
-		e.int(int64(s.Summary.Files))
+		e.intField("additions", int64(s.Summary.Additions))
+		e.intField("deletions", int64(s.Summary.Deletions))
+		e.intField("files", int64(s.Summary.Files))
 		if s.Summary.Diffs != nil {
 			e.key("diffs")
 			e.diffs(s.Summary.Diffs)
@@ -282,16 +267,11 @@ func (e *encoder) diffs(ds []agent.FileDiff) {
 	for _, d := range ds {
 		e.sep()
 		e.buf = append(e.buf, '{')
-		e.key("file")
-		e.str(d.File)
-		e.key("before")
-		e.str(d.Before)
-		e.key("after")
-		e.str(d.After)
-		e.key("additions")
-		e.int(int64(d.Additions))
-		e.key("deletions")
-		e.int(int64(d.Deletions))
+		e.strField("file", d.File)
+		e.strField("before", d.Before)
+		e.strField("after", d.After)
+		e.intField("additions", int64(d.Additions))
+		e.intField("deletions", int64(d.Deletions))
 		e.optStr("status", d.Status)
 		e.buf = append(e.buf, '}')
 	}
@@ -300,15 +280,12 @@ func (e *encoder) diffs(ds []agent.FileDiff) {
 
 func (e *encoder) dropped(d *agent.Dropped) {
 	e.buf = append(e.buf, '{')
-	e.key("source")
-	e.str(d.Source)
+	e.strField("source", d.Source)
 	if d.Line != 0 {
-		e.key("line")
-		e.int(d.Line)
+		e.intField("line", d.Line)
 	}
 	e.optStr("kind", d.Kind)
-	e.key("reason")
-	e.str(string(d.Reason))
+	e.strField("reason", string(d.Reason))
 	e.optStr("detail", d.Detail)
 	e.optStr("raw", d.Raw)
 	e.buf = append(e.buf, '}')
@@ -374,19 +351,14 @@ func (e *encoder) message(m Message) error {
 	switch x := m.(type) {
 	case *UserMessage:
 		e.buf = append(e.buf, '{')
-		e.key("id")
-		e.str(x.ID)
-		e.key("sessionID")
-		e.str(x.SessionID)
-		e.key("role")
-		e.str(string(RoleUser))
+		e.strField("id", x.ID)
+		e.strField("sessionID", x.SessionID)
+		e.strField("role", string(RoleUser))
 		e.key("time")
 		e.buf = append(e.buf, '{')
-		e.key("created")
-		e.int(x.Time.Created)
+		e.intField("created", x.Time.Created)
 		e.buf = append(e.buf, '}')
-		e.key("agent")
-		e.str(x.Agent)
+		e.strField("agent", x.Agent)
 		e.key("model")
 		e.modelRef(&x.Model)
 		if len(x.Format) > 0 {
@@ -417,32 +389,22 @@ func (e *encoder) message(m Message) error {
 		e.buf = append(e.buf, '}')
 	case *AssistantMessage:
 		e.buf = append(e.buf, '{')
-		e.key("id")
-		e.str(x.ID)
-		e.key("sessionID")
-		e.str(x.SessionID)
-		e.key("role")
-		e.str(string(RoleAssistant))
+		e.strField("id", x.ID)
+		e.strField("sessionID", x.SessionID)
+		e.strField("role", string(RoleAssistant))
 		e.key("time")
 		e.buf = append(e.buf, '{')
-		e.key("created")
-		e.int(x.Time.Created)
+		e.intField("created", x.Time.Created)
 		e.optInt("completed", x.Time.Completed)
 		e.buf = append(e.buf, '}')
-		e.key("parentID")
-		e.str(x.ParentID)
-		e.key("modelID")
-		e.str(x.ModelID)
-		e.key("providerID")
-		e.str(x.ProviderID)
-		e.key("agent")
-		e.str(x.Agent)
+		e.strField("parentID", x.ParentID)
+		e.strField("modelID", x.ModelID)
+		e.strField("providerID", x.ProviderID)
+		e.strField("agent", x.Agent)
 		e.key("path")
 		e.buf = append(e.buf, '{')
-		e.key("cwd")
-		e.str(x.Path.Cwd)
-		e.key("root")
-		e.str(x.Path.Root)
+		e.strField("cwd", x.Path.Cwd)
+		e.strField("root", x.Path.Root)
 		e.buf = append(e.buf, '}')
 		if err := e.costTokens(x.Cost, x.Tokens); err != nil {
 			return err
@@ -464,10 +426,8 @@ func (e *encoder) message(m Message) error {
 
 func (e *encoder) modelRef(m *ModelRef) {
 	e.buf = append(e.buf, '{')
-	e.key("providerID")
-	e.str(m.ProviderID)
-	e.key("modelID")
-	e.str(m.ModelID)
+	e.strField("providerID", m.ProviderID)
+	e.strField("modelID", m.ModelID)
 	e.buf = append(e.buf, '}')
 }
 
@@ -498,18 +458,14 @@ func (e *encoder) costTokens(cost *float64, t *agent.Tokens) error {
 
 func (e *encoder) messageError(m *agent.MessageError) {
 	e.buf = append(e.buf, '{')
-	e.key("name")
-	e.str(m.Name)
+	e.strField("name", m.Name)
 	e.key("data")
 	e.buf = append(e.buf, '{')
-	e.key("message")
-	e.str(m.Data.Message)
-	e.key("kind")
-	e.str(string(agent.ParseErrorKind(string(m.Data.Kind))))
+	e.strField("message", m.Data.Message)
+	e.strField("kind", string(agent.ParseErrorKind(string(m.Data.Kind))))
 	e.optStr("providerID", m.Data.ProviderID)
 	if m.Data.StatusCode != nil {
-		e.key("statusCode")
-		e.int(int64(*m.Data.StatusCode))
+		e.intField("statusCode", int64(*m.Data.StatusCode))
 	}
 	if m.Data.IsRetryable != nil {
 		e.key("isRetryable")
@@ -520,10 +476,21 @@ func (e *encoder) messageError(m *agent.MessageError) {
 	e.buf = append(e.buf, '}')
 }
 
+// strField writes the member k with the string v.
+func (e *encoder) strField(k, v string) {
+	e.key(k)
+	e.str(v)
+}
+
+// intField writes the member k with the integer v.
+func (e *encoder) intField(k string, v int64) {
+	e.key(k)
+	e.int(v)
+}
+
 func (e *encoder) optStr(k, v string) {
 	if v != "" {
-		e.key(k)
-		e.str(v)
+		e.strField(k, v)
 	}
 }
 
@@ -553,20 +520,15 @@ func (e *encoder) optObject(k string, o agent.Object) error {
 
 func (e *encoder) partBase(t PartType, b *PartBase) {
 	e.buf = append(e.buf, '{')
-	e.key("id")
-	e.str(b.ID)
-	e.key("sessionID")
-	e.str(b.SessionID)
-	e.key("messageID")
-	e.str(b.MessageID)
-	e.key("type")
-	e.str(string(t))
+	e.strField("id", b.ID)
+	e.strField("sessionID", b.SessionID)
+	e.strField("messageID", b.MessageID)
+	e.strField("type", string(t))
 }
 
 func (e *encoder) partTime(t *PartTime) {
 	e.buf = append(e.buf, '{')
-	e.key("start")
-	e.int(t.Start)
+	e.intField("start", t.Start)
 	e.optInt("end", t.End)
 	e.buf = append(e.buf, '}')
 }
@@ -579,31 +541,14 @@ func (e *encoder) part(p Part) error {
 		return err
 	}
 	if u, ok := p.(*UnknownPart); ok {
-		// Written back as read (compact, so a hand-built Raw is too).
-		var b bytes.Buffer
-		b.Grow(len(u.Raw))
-		if err := json.Compact(&b, u.Raw); err != nil {
-			return invalid("", "unknown part %q: raw JSON: %v", u.Type, err)
-		}
-		if kindOf(b.Bytes()) != kindObject {
-			return invalid("", "unknown part %q: raw JSON is not an object", u.Type)
-		}
-		e.buf = append(e.buf, b.Bytes()...)
-		return nil
+		return e.unknownPart(u)
 	}
 	e.partBase(p.PartType(), p.Base())
 	switch x := p.(type) {
 	case *TextPart:
-		e.key("text")
-		e.str(x.Text)
-		if x.Synthetic {
-			e.key("synthetic")
-			e.bool(true)
-		}
-		if x.Ignored {
-			e.key("ignored")
-			e.bool(true)
-		}
+		e.strField("text", x.Text)
+		e.flag("synthetic", x.Synthetic)
+		e.flag("ignored", x.Ignored)
 		if x.Time != nil {
 			e.key("time")
 			e.partTime(x.Time)
@@ -612,18 +557,15 @@ func (e *encoder) part(p Part) error {
 			return err
 		}
 	case *ReasoningPart:
-		e.key("text")
-		e.str(x.Text)
+		e.strField("text", x.Text)
 		e.key("time")
 		e.partTime(&x.Time)
 		if err := e.optObject("metadata", x.Metadata); err != nil {
 			return err
 		}
 	case *ToolPart:
-		e.key("callID")
-		e.str(x.CallID)
-		e.key("tool")
-		e.str(x.Tool)
+		e.strField("callID", x.CallID)
+		e.strField("tool", x.Tool)
 		e.key("state")
 		if err := e.toolState(&x.State); err != nil {
 			return at("state", err)
@@ -632,11 +574,9 @@ func (e *encoder) part(p Part) error {
 			return err
 		}
 	case *FilePart:
-		e.key("mime")
-		e.str(x.Mime)
+		e.strField("mime", x.Mime)
 		e.optStr("filename", x.Filename)
-		e.key("url")
-		e.str(x.URL)
+		e.strField("url", x.URL)
 		if len(x.Source) > 0 {
 			e.key("source")
 			if err := e.raw(x.Source); err != nil {
@@ -646,33 +586,26 @@ func (e *encoder) part(p Part) error {
 	case *StepStartPart:
 		e.optStr("snapshot", x.Snapshot)
 	case *StepFinishPart:
-		e.key("reason")
-		e.str(x.Reason)
+		e.strField("reason", x.Reason)
 		e.optStr("snapshot", x.Snapshot)
 		if err := e.costTokens(x.Cost, x.Tokens); err != nil {
 			return err
 		}
 	case *SubtaskPart:
-		e.key("prompt")
-		e.str(x.Prompt)
-		e.key("description")
-		e.str(x.Description)
-		e.key("agent")
-		e.str(x.Agent)
+		e.strField("prompt", x.Prompt)
+		e.strField("description", x.Description)
+		e.strField("agent", x.Agent)
 		if x.Model != nil {
 			e.key("model")
 			e.modelRef(x.Model)
 		}
 		e.optStr("command", x.Command)
 	case *AgentPart:
-		e.key("name")
-		e.str(x.Name)
+		e.strField("name", x.Name)
 	case *SnapshotPart:
-		e.key("snapshot")
-		e.str(x.Snapshot)
+		e.strField("snapshot", x.Snapshot)
 	case *PatchPart:
-		e.key("hash")
-		e.str(x.Hash)
+		e.strField("hash", x.Hash)
 		e.key("files")
 		e.strings(x.Files)
 	case *CompactionPart:
@@ -680,33 +613,52 @@ func (e *encoder) part(p Part) error {
 		e.bool(x.Auto)
 		e.optBool("overflow", x.Overflow)
 	case *RetryPart:
-		e.key("attempt")
-		e.int(int64(x.Attempt))
+		e.intField("attempt", int64(x.Attempt))
 		e.key("error")
 		e.messageError(&x.Error)
 		e.key("time")
 		e.buf = append(e.buf, '{')
-		e.key("created")
-		e.int(x.Time.Created)
+		e.intField("created", x.Time.Created)
 		e.buf = append(e.buf, '}')
 	}
 	e.buf = append(e.buf, '}')
 	return nil
 }
 
+// unknownPart writes a part of a type this version does not know back as
+// it was read (compacted, so a hand-built Raw is too).
+func (e *encoder) unknownPart(u *UnknownPart) error {
+	var b bytes.Buffer
+	b.Grow(len(u.Raw))
+	if err := json.Compact(&b, u.Raw); err != nil {
+		return invalid("", "unknown part %q: raw JSON: %v", u.Type, err)
+	}
+	if jsonlex.KindOf(b.Bytes()) != jsonlex.KindObject {
+		return invalid("", "unknown part %q: raw JSON is not an object", u.Type)
+	}
+	e.buf = append(e.buf, b.Bytes()...)
+	return nil
+}
+
+// flag writes the member k as true when v is set (false is left out).
+func (e *encoder) flag(k string, v bool) {
+	if v {
+		e.key(k)
+		e.bool(true)
+	}
+}
+
 // toolState writes a validated state: only the members of its status.
 func (e *encoder) toolState(s *ToolState) error {
 	e.buf = append(e.buf, '{')
-	e.key("status")
-	e.str(string(s.Status))
+	e.strField("status", string(s.Status))
 	e.key("input")
 	if err := e.object(s.Input); err != nil {
 		return at("input", err)
 	}
 	switch s.Status {
 	case StatusPending:
-		e.key("raw")
-		e.str(s.Raw)
+		e.strField("raw", s.Raw)
 	case StatusRunning, StatusBlocked:
 		e.optStr("title", s.Title)
 		if err := e.optObject("metadata", s.Metadata); err != nil {
@@ -714,14 +666,11 @@ func (e *encoder) toolState(s *ToolState) error {
 		}
 		e.key("time")
 		e.buf = append(e.buf, '{')
-		e.key("start")
-		e.int(s.Time.Start)
+		e.intField("start", s.Time.Start)
 		e.buf = append(e.buf, '}')
 	case StatusCompleted:
-		e.key("output")
-		e.str(s.Output)
-		e.key("title")
-		e.str(s.Title)
+		e.strField("output", s.Output)
+		e.strField("title", s.Title)
 		e.key("metadata")
 		if err := e.object(s.Metadata); err != nil {
 			return at("metadata", err)
@@ -739,8 +688,7 @@ func (e *encoder) toolState(s *ToolState) error {
 			e.buf = append(e.buf, ']')
 		}
 	case StatusError:
-		e.key("error")
-		e.str(s.Error)
+		e.strField("error", s.Error)
 		if err := e.optObject("metadata", s.Metadata); err != nil {
 			return err
 		}
@@ -759,10 +707,8 @@ func (e *encoder) toolState(s *ToolState) error {
 func (e *encoder) toolTime(t *ToolTime) {
 	e.key("time")
 	e.buf = append(e.buf, '{')
-	e.key("start")
-	e.int(t.Start)
-	e.key("end")
-	e.int(t.End)
+	e.intField("start", t.Start)
+	e.intField("end", t.End)
 	e.optInt("compacted", t.Compacted)
 	e.buf = append(e.buf, '}')
 }
@@ -770,15 +716,12 @@ func (e *encoder) toolTime(t *ToolTime) {
 // block writes a validated block (see Block for the members of each form).
 func (e *encoder) block(b *Block) error {
 	e.buf = append(e.buf, '{')
-	e.key("type")
-	e.str(string(b.Type))
-	e.key("id")
-	e.str(b.ID)
+	e.strField("type", string(b.Type))
+	e.strField("id", b.ID)
 	resolved := b.DecidedAt != nil
 	switch b.Type {
 	case BlockPermission:
-		e.key("permission")
-		e.str(b.Permission)
+		e.strField("permission", b.Permission)
 		e.key("patterns")
 		e.strings(b.Patterns)
 		if !resolved || len(b.Always) > 0 {
@@ -790,8 +733,7 @@ func (e *encoder) block(b *Block) error {
 			return at("metadata", err)
 		}
 		if resolved {
-			e.key("decision")
-			e.str(string(b.Decision))
+			e.strField("decision", string(b.Decision))
 		}
 	case BlockQuestion:
 		e.key("questions")
@@ -799,19 +741,15 @@ func (e *encoder) block(b *Block) error {
 		for _, q := range b.Questions {
 			e.sep()
 			e.buf = append(e.buf, '{')
-			e.key("question")
-			e.str(q.Question)
-			e.key("header")
-			e.str(q.Header)
+			e.strField("question", q.Question)
+			e.strField("header", q.Header)
 			e.key("options")
 			e.buf = append(e.buf, '[')
 			for _, o := range q.Options {
 				e.sep()
 				e.buf = append(e.buf, '{')
-				e.key("label")
-				e.str(o.Label)
-				e.key("description")
-				e.str(o.Description)
+				e.strField("label", o.Label)
+				e.strField("description", o.Description)
 				e.buf = append(e.buf, '}')
 			}
 			e.buf = append(e.buf, ']')
@@ -829,14 +767,12 @@ func (e *encoder) block(b *Block) error {
 			}
 			e.buf = append(e.buf, ']')
 			if b.Decision != "" {
-				e.key("decision")
-				e.str(string(b.Decision))
+				e.strField("decision", string(b.Decision))
 			}
 		}
 	}
 	if resolved {
-		e.key("decidedAt")
-		e.int(*b.DecidedAt)
+		e.intField("decidedAt", *b.DecidedAt)
 		e.optStr("reason", b.Reason)
 	}
 	e.buf = append(e.buf, '}')

@@ -1,12 +1,12 @@
 package mapper
 
-// Low-level JSON reading and writing for the transcript codec.
+// Low-level JSON for the transcript codec.
 //
-// Reading: a document is checked once with json.Valid, then split into
-// object members and array elements by a small scanner that trusts that
-// validity. Keeping members as raw byte slices lets the decoder check
-// presence, JSON type, duplicates and unknown members itself, and name the
-// exact path of every refusal.
+// Reading goes through internal/jsonlex: a document is checked once with
+// json.Valid, then split into object members and array elements kept as
+// raw byte slices, so that the decoder checks presence, JSON type,
+// duplicates and unknown members itself, and names the exact path of every
+// refusal.
 //
 // Writing: a hand-written appender produces the canonical form: members in
 // a fixed order per type, map keys sorted, no insignificant whitespace, no
@@ -22,383 +22,38 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/happy-dev/happy/agent"
+	"github.com/happy-dev/happy/internal/jsonlex"
 )
-
-// jsonKind is the JSON type of a raw value, read from its first byte.
-type jsonKind byte
-
-const (
-	kindInvalid jsonKind = iota
-	kindObject
-	kindArray
-	kindString
-	kindNumber
-	kindBool
-	kindNull
-)
-
-func (k jsonKind) String() string {
-	switch k {
-	case kindObject:
-		return "an object"
-	case kindArray:
-		return "an array"
-	case kindString:
-		return "a string"
-	case kindNumber:
-		return "a number"
-	case kindBool:
-		return "a boolean"
-	case kindNull:
-		return "null"
-	}
-	return "nothing"
-}
-
-func kindOf(raw []byte) jsonKind {
-	if len(raw) == 0 {
-		return kindInvalid
-	}
-	switch raw[0] {
-	case '{':
-		return kindObject
-	case '[':
-		return kindArray
-	case '"':
-		return kindString
-	case 't', 'f':
-		return kindBool
-	case 'n':
-		return kindNull
-	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
-		return kindNumber
-	}
-	return kindInvalid
-}
-
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-
-func skipSpace(data []byte, i int) int {
-	for i < len(data) && isSpace(data[i]) {
-		i++
-	}
-	return i
-}
-
-// skipValue returns the index just past the value that starts at data[i].
-// data must be valid JSON (checked by the caller with json.Valid).
-func skipValue(data []byte, i int) int {
-	switch data[i] {
-	case '"':
-		return skipString(data, i)
-	case '{', '[':
-		depth := 0
-		for i < len(data) {
-			switch data[i] {
-			case '"':
-				i = skipString(data, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return i
-	default:
-		for i < len(data) {
-			switch data[i] {
-			case ',', '}', ']', ' ', '\t', '\n', '\r':
-				return i
-			}
-			i++
-		}
-		return i
-	}
-}
-
-// skipString returns the index just past the string that starts at data[i]:
-// the first quote not escaped by an odd run of backslashes.
-func skipString(data []byte, i int) int {
-	i++
-	for {
-		j := bytes.IndexByte(data[i:], '"')
-		if j < 0 {
-			return len(data)
-		}
-		q := i + j
-		n := 0
-		for k := q - 1; k >= i && data[k] == '\\'; k-- {
-			n++
-		}
-		if n%2 == 0 {
-			return q + 1
-		}
-		i = q + 1
-	}
-}
-
-// member is one member of a JSON object: its key and its raw value.
-type member struct {
-	key string
-	val []byte
-}
-
-// splitObject splits a valid JSON object into its members, in order.
-func splitObject(raw []byte) ([]member, error) {
-	if kindOf(raw) != kindObject {
-		return nil, errors.New("not an object")
-	}
-	var out []member
-	i := skipSpace(raw, 1)
-	if i < len(raw) && raw[i] == '}' {
-		return out, nil
-	}
-	for i < len(raw) {
-		end := skipString(raw, i)
-		key, err := unquote(raw[i:end])
-		if err != nil {
-			return nil, err
-		}
-		i = skipSpace(raw, end)
-		i = skipSpace(raw, i+1) // ':'
-		vend := skipValue(raw, i)
-		out = append(out, member{key: key, val: raw[i:vend]})
-		i = skipSpace(raw, vend)
-		if i >= len(raw) || raw[i] == '}' {
-			break
-		}
-		i = skipSpace(raw, i+1) // ','
-	}
-	return out, nil
-}
-
-// splitArray splits a valid JSON array into its raw elements.
-func splitArray(raw []byte) [][]byte {
-	var out [][]byte
-	i := skipSpace(raw, 1)
-	if i < len(raw) && raw[i] == ']' {
-		return out
-	}
-	for i < len(raw) {
-		end := skipValue(raw, i)
-		out = append(out, raw[i:end])
-		i = skipSpace(raw, end)
-		if i >= len(raw) || raw[i] == ']' {
-			break
-		}
-		i = skipSpace(raw, i+1)
-	}
-	return out
-}
-
-// unquote decodes a raw JSON string. The fast path takes the bytes as they
-// are; escapes and invalid UTF-8 go through encoding/json, which replaces
-// invalid sequences with U+FFFD.
-func unquote(raw []byte) (string, error) {
-	if len(raw) < 2 || raw[0] != '"' {
-		return "", errors.New("not a string")
-	}
-	body := raw[1 : len(raw)-1]
-	if bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
-		return string(body), nil
-	}
-	return unescape(body)
-}
-
-// unescape decodes the body of a JSON string (between the quotes) as
-// encoding/json does: escapes resolved, a lone or broken surrogate and
-// invalid UTF-8 replaced by U+FFFD.
-func unescape(body []byte) (string, error) {
-	out := make([]byte, 0, len(body))
-	for i := 0; i < len(body); {
-		c := body[i]
-		switch {
-		case c == '\\':
-			if i+1 >= len(body) {
-				return "", errors.New("truncated escape in string")
-			}
-			switch e := body[i+1]; e {
-			case '"', '\\', '/':
-				out = append(out, e)
-			case 'b':
-				out = append(out, '\b')
-			case 'f':
-				out = append(out, '\f')
-			case 'n':
-				out = append(out, '\n')
-			case 'r':
-				out = append(out, '\r')
-			case 't':
-				out = append(out, '\t')
-			case 'u':
-				r, ok := hex4(body[i+2:])
-				if !ok {
-					return "", errors.New("invalid \\u escape in string")
-				}
-				i += 6
-				if utf16.IsSurrogate(r) {
-					r2, ok := rune(0), false
-					if i+1 < len(body) && body[i] == '\\' && body[i+1] == 'u' {
-						r2, ok = hex4(body[i+2:])
-					}
-					if dec := utf16.DecodeRune(r, r2); ok && dec != utf8.RuneError {
-						r = dec
-						i += 6
-					} else {
-						r = utf8.RuneError
-					}
-				}
-				out = utf8.AppendRune(out, r)
-				continue
-			default:
-				return "", fmt.Errorf("invalid escape \\%c in string", e)
-			}
-			i += 2
-		case c < utf8.RuneSelf:
-			out = append(out, c)
-			i++
-		default:
-			r, size := utf8.DecodeRune(body[i:])
-			if r == utf8.RuneError && size == 1 {
-				out = utf8.AppendRune(out, utf8.RuneError)
-			} else {
-				out = append(out, body[i:i+size]...)
-			}
-			i += size
-		}
-	}
-	return string(out), nil
-}
-
-func hex4(b []byte) (rune, bool) {
-	if len(b) < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[:4] {
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			c = c - 'A' + 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	return r, true
-}
-
-// parseAny turns a valid raw JSON value into the free-form representation
-// used by Object: map[string]any, []any, string, json.Number, bool or nil.
-// Duplicate keys in a free-form object keep the last value, as
-// JavaScript's JSON.parse does. One pass over the bytes, whatever the
-// nesting.
-func parseAny(raw []byte) (any, error) {
-	v, _, err := parseValue(raw, 0)
-	return v, err
-}
-
-// parseValue parses the valid JSON value at data[i] and returns it with the
-// index just past it.
-func parseValue(data []byte, i int) (any, int, error) {
-	if i >= len(data) {
-		return nil, i, errors.New("unexpected end of JSON")
-	}
-	switch data[i] {
-	case '{':
-		m := map[string]any{}
-		i = skipSpace(data, i+1)
-		if i < len(data) && data[i] == '}' {
-			return m, i + 1, nil
-		}
-		for i < len(data) {
-			end := skipString(data, i)
-			key, err := unquote(data[i:end])
-			if err != nil {
-				return nil, i, err
-			}
-			i = skipSpace(data, end)
-			i = skipSpace(data, i+1) // ':'
-			v, next, err := parseValue(data, i)
-			if err != nil {
-				return nil, i, err
-			}
-			m[key] = v
-			i = skipSpace(data, next)
-			if i >= len(data) || data[i] == '}' {
-				return m, i + 1, nil
-			}
-			i = skipSpace(data, i+1) // ','
-		}
-		return m, i, nil
-	case '[':
-		a := []any{}
-		i = skipSpace(data, i+1)
-		if i < len(data) && data[i] == ']' {
-			return a, i + 1, nil
-		}
-		for i < len(data) {
-			v, next, err := parseValue(data, i)
-			if err != nil {
-				return nil, i, err
-			}
-			a = append(a, v)
-			i = skipSpace(data, next)
-			if i >= len(data) || data[i] == ']' {
-				return a, i + 1, nil
-			}
-			i = skipSpace(data, i+1) // ','
-		}
-		return a, i, nil
-	case '"':
-		end := skipString(data, i)
-		s, err := unquote(data[i:end])
-		return s, end, err
-	case 't':
-		return true, i + 4, nil
-	case 'f':
-		return false, i + 5, nil
-	case 'n':
-		return nil, i + 4, nil
-	}
-	end := skipValue(data, i)
-	if kindOf(data[i:end]) != kindNumber {
-		return nil, end, fmt.Errorf("unexpected JSON %q", truncate(string(data[i:end]), 32))
-	}
-	return json.Number(data[i:end]), end, nil
-}
 
 // DecodeObject decodes a JSON object (tool input, metadata) into an Object,
-// keeping every number's exact text as a json.Number. Anything but an
-// object is refused: a JSON array in particular is never turned into an
-// object (seed 002: tool arguments that are an array are refused, because
-// [1,2] shown as {"0":1,"1":2} misrepresents what a person authorises).
-// The error wraps ErrInvalid.
+// keeping every number's exact text as a json.Number (jsonlex.DecodeObject).
+// Anything but an object is refused: a JSON array in particular is never
+// turned into an object (seed 002: tool arguments that are an array are
+// refused, because [1,2] shown as {"0":1,"1":2} misrepresents what a person
+// authorises). The error is a *FieldError wrapping ErrInvalid, with reason
+// unparseable_json or not_an_object.
 func DecodeObject(raw []byte) (agent.Object, error) {
-	raw = bytes.TrimSpace(raw)
-	if !json.Valid(raw) {
-		return nil, &FieldError{Reason: agent.DropUnparseableJSON, Msg: "not valid JSON"}
-	}
-	if k := kindOf(raw); k != kindObject {
-		return nil, &FieldError{Reason: agent.DropNotAnObject, Msg: "want an object, got " + k.String()}
-	}
-	v, err := parseAny(raw)
+	o, err := jsonlex.DecodeObject(raw)
 	if err != nil {
-		return nil, &FieldError{Reason: agent.DropInvalidField, Msg: err.Error()}
+		return nil, rootError(err)
 	}
-	return v.(map[string]any), nil
+	return o, nil
+}
+
+// rootError translates an error of jsonlex.Root or jsonlex.DecodeObject
+// into a *FieldError with its drop reason.
+func rootError(err error) error {
+	var ke *jsonlex.KindError
+	switch {
+	case errors.As(err, &ke):
+		return &FieldError{Reason: agent.DropNotAnObject, Msg: err.Error()}
+	case errors.Is(err, jsonlex.ErrSyntax):
+		return &FieldError{Reason: agent.DropUnparseableJSON, Msg: "not valid JSON"}
+	}
+	return &FieldError{Reason: agent.DropInvalidField, Msg: err.Error()}
 }
 
 // EncodeObject writes an Object in canonical form: keys sorted, numbers as
@@ -418,63 +73,18 @@ func parseInt(raw []byte) (int64, error) {
 		return v, nil
 	}
 	if errors.Is(err, strconv.ErrRange) {
-		return 0, fmt.Errorf("integer %s is out of range", truncate(string(raw), 32))
+		return 0, fmt.Errorf("integer %s is out of range", agent.CutUTF8(string(raw), 32))
 	}
-	return 0, fmt.Errorf("want an integer, got %s", truncate(string(raw), 32))
+	return 0, fmt.Errorf("want an integer, got %s", agent.CutUTF8(string(raw), 32))
 }
 
 // parseFloat reads a JSON number as a finite float64.
 func parseFloat(raw []byte) (float64, error) {
 	v, err := strconv.ParseFloat(string(raw), 64)
 	if err != nil || math.IsInf(v, 0) {
-		return 0, fmt.Errorf("number %s is out of range", truncate(string(raw), 32))
+		return 0, fmt.Errorf("number %s is out of range", agent.CutUTF8(string(raw), 32))
 	}
 	return v, nil
-}
-
-// isNumber reports whether s is a JSON number literal.
-func isNumber(s string) bool {
-	i := 0
-	if i < len(s) && s[i] == '-' {
-		i++
-	}
-	if i >= len(s) {
-		return false
-	}
-	switch {
-	case s[i] == '0':
-		i++
-	case s[i] >= '1' && s[i] <= '9':
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-	default:
-		return false
-	}
-	if i < len(s) && s[i] == '.' {
-		i++
-		start := i
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-		if i == start {
-			return false
-		}
-	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			i++
-		}
-		start := i
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-		if i == start {
-			return false
-		}
-	}
-	return i == len(s)
 }
 
 // encoder appends canonical JSON to buf.
@@ -612,9 +222,9 @@ func (e *encoder) strings(a []string) {
 }
 
 // any writes a free-form value. Values of types outside the representation
-// parseAny produces (structs, typed maps and slices) are converted through
-// encoding/json and parseAny first, so their encoding is as canonical as
-// anything read back.
+// jsonlex.ParseAny produces (structs, typed maps and slices) are converted
+// through encoding/json and jsonlex.ParseAny first, so their encoding is as
+// canonical as anything read back.
 func (e *encoder) any(v any) error {
 	switch x := v.(type) {
 	case nil:
@@ -624,8 +234,8 @@ func (e *encoder) any(v any) error {
 	case string:
 		e.str(x)
 	case json.Number:
-		if !isNumber(string(x)) {
-			return fmt.Errorf("invalid number literal %q", truncate(string(x), 32))
+		if !jsonlex.IsNumber(string(x)) {
+			return fmt.Errorf("invalid number literal %q", agent.CutUTF8(string(x), 32))
 		}
 		e.buf = append(e.buf, x...)
 	case float64:
@@ -658,7 +268,7 @@ func (e *encoder) any(v any) error {
 		if !json.Valid(raw) {
 			return errors.New("invalid raw JSON value")
 		}
-		p, err := parseAny(raw)
+		p, err := jsonlex.ParseAny(raw)
 		if err != nil {
 			return err
 		}
@@ -672,7 +282,7 @@ func (e *encoder) any(v any) error {
 		if err != nil {
 			return err
 		}
-		p, err := parseAny(raw)
+		p, err := jsonlex.ParseAny(raw)
 		if err != nil {
 			return err
 		}
@@ -684,19 +294,8 @@ func (e *encoder) any(v any) error {
 // raw writes an opaque JSON value in canonical form (as a free-form value:
 // sorted keys, numbers as given).
 func (e *encoder) raw(r json.RawMessage) error {
-	if kindOf(bytes.TrimSpace(r)) == kindNull {
+	if jsonlex.KindOf(bytes.TrimSpace(r)) == jsonlex.KindNull {
 		return errors.New("null is not a value here; leave the field empty")
 	}
 	return e.any(r)
-}
-
-// truncate cuts s to at most n bytes on a UTF-8 boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

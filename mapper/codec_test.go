@@ -446,11 +446,7 @@ func TestDecodeMessageWithPartsDropsBadParts(t *testing.T) {
 func TestIgnoredFieldsCounted(t *testing.T) {
 	in := `{"id":"p","sessionID":"s","messageID":"m","type":"text","text":"x","future":1,"time":{"start":1,"later":2}}`
 	var d decoder
-	raw, err := parseRoot([]byte(in))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.part(raw, ""); err != nil {
+	if _, err := decodeRoot(&d, []byte(in), d.part); err != nil {
 		t.Fatal(err)
 	}
 	if d.report.IgnoredFields != 2 || !reflect.DeepEqual(d.report.IgnoredPaths, []string{"time.later", "future"}) {

@@ -105,7 +105,7 @@ type Reducer struct {
 	sessions     map[string]*redSession // by event session key ("" = root)
 	msgs         map[string]*redMessage // by message id
 	byID         map[string]*redSession // by canonical session id
-	out          []BusEvent             // bus events of the event being applied
+	out          []BusEvent             // change events of the event being applied
 	droppedTotal int                    // refusals recorded across all sessions
 	cur          agent.Event            // the event being applied
 }
@@ -219,8 +219,8 @@ func (r *Reducer) newSession(key string, parent *redSession) *redSession {
 // RootID returns the canonical id of the root session (ses_…).
 func (r *Reducer) RootID() string { return r.root.info.ID }
 
-// Apply folds one event into the transcript and returns the bus events it
-// caused, in order (nil when it changed nothing). A refused event (invalid,
+// Apply folds one event into the transcript and returns the change events
+// it caused, in order (nil when it changed nothing). A refused event (invalid,
 // orphaned, or an illegal tool transition) changes nothing but the
 // session's dropped list. Apply never panics on any event value, nil
 // included.

@@ -80,30 +80,3 @@ func BenchmarkReducerDelta(b *testing.B) {
 		r.Apply(d)
 	}
 }
-
-// BenchmarkBusPublish publishes the bus events of the long session to one
-// subscriber that drains after each publish.
-func BenchmarkBusPublish(b *testing.B) {
-	r := NewReducer(Config{SessionID: "bench"})
-	var all []BusEvent
-	for _, ev := range longSession(10_000) {
-		all = append(all, r.Apply(ev)...)
-	}
-	bus := NewBus(BusOptions{})
-	defer bus.Close()
-	sub := bus.Subscribe()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		for _, ev := range all {
-			_ = bus.Publish(ev)
-			for {
-				if _, ok := sub.TryNext(); !ok {
-					break
-				}
-			}
-		}
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(len(all))*float64(b.N)/b.Elapsed().Seconds(), "events/s")
-}

@@ -3,23 +3,14 @@ package mapper
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/happy-dev/happy/agent"
+	"github.com/happy-dev/happy/internal/golden"
 	"github.com/happy-dev/happy/mapper/schema"
 )
-
-// updating reports whether the -update flag (registered once for the
-// package's tests, in schema_test.go) asks to rewrite golden files.
-func updating() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
 
 // goldenConfig is the reducer configuration of every golden case; a case
 // may add rules in config.json ({"rules": [...]}).
@@ -94,61 +85,21 @@ func encodeIndented(t *testing.T, tr Transcript) []byte {
 	if err != nil {
 		t.Fatalf("encode transcript: %v", err)
 	}
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, raw, "", "  "); err != nil {
-		t.Fatal(err)
-	}
-	buf.WriteByte('\n')
-	return buf.Bytes()
+	return golden.Indent(t, raw)
 }
 
 func encodeBusLog(t *testing.T, evs []BusEvent) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	for _, ev := range evs {
-		raw, err := EncodeBusEvent(ev)
+		raw, err := encodeChange(ev)
 		if err != nil {
-			t.Fatalf("encode bus event %s: %v", ev.EventType(), err)
+			t.Fatalf("encode change event %s: %v", ev.EventType(), err)
 		}
 		buf.Write(raw)
 		buf.WriteByte('\n')
 	}
 	return buf.Bytes()
-}
-
-func compareGolden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if updating() {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (run with -update to accept):\n%s", path, firstDiff(string(want), string(got)))
-	}
-}
-
-// firstDiff shows the first differing line of two texts.
-func firstDiff(want, got string) string {
-	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < len(wl) || i < len(gl); i++ {
-		var w, g string
-		if i < len(wl) {
-			w = wl[i]
-		}
-		if i < len(gl) {
-			g = gl[i]
-		}
-		if w != g {
-			return fmt.Sprintf("line %d:\n  want: %s\n  got:  %s", i+1, w, g)
-		}
-	}
-	return "(no line differs)"
 }
 
 // isDelta reports whether ev is an append, the one kind of event that is
@@ -245,7 +196,7 @@ func checkTranscript(t testing.TB, v *schema.Validator, tr Transcript) {
 		t.Fatalf("re-encode: %v", err)
 	}
 	if !bytes.Equal(raw, again) {
-		t.Fatalf("transcript does not survive a decode/encode round trip:\n%s", firstDiff(string(raw), string(again)))
+		t.Fatalf("transcript does not survive a decode/encode round trip:\n%s", golden.Diff(raw, again))
 	}
 }
 
@@ -273,87 +224,75 @@ func noOpenTools(t *testing.T, tr Transcript) {
 // twice to prove determinism, and once with every non-delta event applied
 // twice to prove idempotency.
 func TestReducerGolden(t *testing.T) {
-	dirs, err := filepath.Glob(filepath.Join("testdata", "reducer", "*"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(dirs) == 0 {
-		t.Fatal("no golden cases under testdata/reducer")
-	}
 	v, err := schema.NewValidator()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, dir := range dirs {
-		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-			continue // README.md
+	golden.Cases(t, filepath.Join("testdata", "reducer"), func(t *testing.T, dir string) {
+		cfg := goldenConfig(t, dir)
+		evs := loadEvents(t, filepath.Join(dir, "events.json"))
+		r, bus := runEvents(cfg, evs)
+		tr := r.Transcript()
+		checkTranscript(t, v, tr)
+		if len(evs) > 0 {
+			if _, ended := evs[len(evs)-1].(*agent.TurnEnded); ended {
+				noOpenTools(t, tr)
+			}
 		}
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			cfg := goldenConfig(t, dir)
-			evs := loadEvents(t, filepath.Join(dir, "events.json"))
-			r, bus := runEvents(cfg, evs)
-			tr := r.Transcript()
-			checkTranscript(t, v, tr)
-			if len(evs) > 0 {
-				if _, ended := evs[len(evs)-1].(*agent.TurnEnded); ended {
-					noOpenTools(t, tr)
-				}
-			}
-			doc := encodeIndented(t, tr)
-			busLog := encodeBusLog(t, bus)
-			compareGolden(t, filepath.Join(dir, "expected.json"), doc)
-			compareGolden(t, filepath.Join(dir, "bus.jsonl"), busLog)
+		doc := encodeIndented(t, tr)
+		busLog := encodeBusLog(t, bus)
+		golden.Check(t, filepath.Join(dir, "expected.json"), doc)
+		golden.Check(t, filepath.Join(dir, "bus.jsonl"), busLog)
 
-			// Determinism: the same events give the same bytes.
-			r2, bus2 := runEvents(cfg, evs)
-			if got := encodeIndented(t, r2.Transcript()); !bytes.Equal(got, doc) {
-				t.Errorf("second run differs:\n%s", firstDiff(string(doc), string(got)))
-			}
-			if got := encodeBusLog(t, bus2); !bytes.Equal(got, busLog) {
-				t.Errorf("second run's bus differs:\n%s", firstDiff(string(busLog), string(got)))
-			}
+		// Determinism: the same events give the same bytes.
+		r2, bus2 := runEvents(cfg, evs)
+		if got := encodeIndented(t, r2.Transcript()); !bytes.Equal(got, doc) {
+			t.Errorf("second run differs:\n%s", golden.Diff(doc, got))
+		}
+		if got := encodeBusLog(t, bus2); !bytes.Equal(got, busLog) {
+			t.Errorf("second run's bus differs:\n%s", golden.Diff(busLog, got))
+		}
 
-			// Idempotency: a repeated event changes nothing and publishes
-			// nothing.
-			var doubled []agent.Event
-			for _, ev := range evs {
+		// Idempotency: a repeated event changes nothing and publishes
+		// nothing.
+		var doubled []agent.Event
+		for _, ev := range evs {
+			doubled = append(doubled, ev)
+			if !isDelta(ev) {
 				doubled = append(doubled, ev)
-				if !isDelta(ev) {
-					doubled = append(doubled, ev)
-				}
 			}
-			r3, bus3 := runEvents(cfg, doubled)
-			if got := encodeIndented(t, r3.Transcript()); !bytes.Equal(got, doc) {
-				t.Errorf("repeating every event changed the transcript:\n%s", firstDiff(string(doc), string(got)))
-			}
-			if got := encodeBusLog(t, bus3); !bytes.Equal(got, busLog) {
-				t.Errorf("repeating every event changed the bus:\n%s", firstDiff(string(busLog), string(got)))
-			}
+		}
+		r3, bus3 := runEvents(cfg, doubled)
+		if got := encodeIndented(t, r3.Transcript()); !bytes.Equal(got, doc) {
+			t.Errorf("repeating every event changed the transcript:\n%s", golden.Diff(doc, got))
+		}
+		if got := encodeBusLog(t, bus3); !bytes.Equal(got, busLog) {
+			t.Errorf("repeating every event changed the bus:\n%s", golden.Diff(busLog, got))
+		}
 
-			// Every message's own snapshot matches the transcript.
-			var all []MessageWithParts
-			var collect func(tr Transcript)
-			collect = func(tr Transcript) {
-				all = append(all, tr.Messages...)
-				for _, c := range tr.Children {
-					collect(c)
-				}
+		// Every message's own snapshot matches the transcript.
+		var all []MessageWithParts
+		var collect func(tr Transcript)
+		collect = func(tr Transcript) {
+			all = append(all, tr.Messages...)
+			for _, c := range tr.Children {
+				collect(c)
 			}
-			collect(tr)
-			for _, m := range all {
-				got, ok := r.Message(m.Info.MessageID())
-				if !ok {
-					t.Fatalf("Message(%s) not found", m.Info.MessageID())
-				}
-				a, _ := EncodeMessageWithParts(got)
-				b, _ := EncodeMessageWithParts(m)
-				if !bytes.Equal(a, b) {
-					t.Fatalf("Message(%s) differs from the transcript", m.Info.MessageID())
-				}
-				if err := v.MessageWithParts(a); err != nil {
-					t.Fatalf("Message(%s) does not match the JSON schema: %v", m.Info.MessageID(), err)
-				}
+		}
+		collect(tr)
+		for _, m := range all {
+			got, ok := r.Message(m.Info.MessageID())
+			if !ok {
+				t.Fatalf("Message(%s) not found", m.Info.MessageID())
 			}
-		})
-	}
+			a, _ := EncodeMessageWithParts(got)
+			b, _ := EncodeMessageWithParts(m)
+			if !bytes.Equal(a, b) {
+				t.Fatalf("Message(%s) differs from the transcript", m.Info.MessageID())
+			}
+			if err := v.MessageWithParts(a); err != nil {
+				t.Fatalf("Message(%s) does not match the JSON schema: %v", m.Info.MessageID(), err)
+			}
+		}
+	})
 }

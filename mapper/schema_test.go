@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,22 +11,9 @@ import (
 	"testing"
 
 	"github.com/happy-dev/happy/agent"
+	"github.com/happy-dev/happy/internal/golden"
 	"github.com/happy-dev/happy/mapper/schema"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files under testdata/ from the current code")
-
-// canonicalIndent is the on-disk form of golden transcripts: the canonical
-// encoding, indented by two spaces, with a final newline.
-func canonicalIndent(t testing.TB, b []byte) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, b, "", "  "); err != nil {
-		t.Fatalf("indent: %v", err)
-	}
-	buf.WriteByte('\n')
-	return buf.Bytes()
-}
 
 func newValidator(t testing.TB) *schema.Validator {
 	t.Helper()
@@ -122,15 +108,13 @@ func variantsTranscript() Transcript {
 // With -update, each file is rewritten in canonical form.
 func TestGoldenTranscripts(t *testing.T) {
 	v := newValidator(t)
-	if *update {
-		b, err := EncodeTranscript(variantsTranscript())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join("testdata", "model", "variants.json"), canonicalIndent(t, b), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	// variants.json is exactly the encoding of the Go fixture (checked, or
+	// written first with -update).
+	b, err := EncodeTranscript(variantsTranscript())
+	if err != nil {
+		t.Fatal(err)
 	}
+	golden.Check(t, filepath.Join("testdata", "model", "variants.json"), golden.Indent(t, b))
 	files, err := filepath.Glob(filepath.Join("testdata", "model", "*.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -158,32 +142,9 @@ func TestGoldenTranscripts(t *testing.T) {
 			if err != nil {
 				t.Fatalf("encode: %v", err)
 			}
-			got := canonicalIndent(t, out)
-			if *update {
-				if err := os.WriteFile(f, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			if !bytes.Equal(got, data) {
-				t.Fatalf("re-encoding differs from the golden file (run go test -run TestGoldenTranscripts -update and review the diff):\n%s", got)
-			}
+			// The file is in canonical form (rewritten so with -update).
+			golden.Check(t, f, golden.Indent(t, out))
 		})
-	}
-	if *update {
-		return
-	}
-	// variants.json is exactly the encoding of the Go fixture.
-	b, err := EncodeTranscript(variantsTranscript())
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(filepath.Join("testdata", "model", "variants.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(canonicalIndent(t, b), data) {
-		t.Fatal("variants.json is not the encoding of variantsTranscript (run with -update)")
 	}
 }
 

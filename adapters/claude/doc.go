@@ -1,5 +1,7 @@
 // Package claude decodes what Claude Code writes into the provider-neutral
-// agent events of package mapper, and replays recorded runs (`happy replay`).
+// agent events of package agent, and replays recorded runs as those events
+// (ReplayFile, used by `happy replay`, which folds them into a transcript
+// with package mapper's reducer).
 //
 // Three native forms are read, each a stream of newline-delimited JSON
 // (see Form): Claude's own session transcript (~/.claude/projects/<slug>/

@@ -3,18 +3,13 @@ package claude
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/happy-dev/happy/agent"
+	"github.com/happy-dev/happy/internal/golden"
 	"github.com/happy-dev/happy/mapper"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
 // captures lists every Claude capture of the shared test data (copied
 // unchanged into testdata/, see testdata/SOURCE.md) in each form it exists
@@ -97,35 +92,7 @@ func transcriptOf(t *testing.T, evs []agent.Event) (mapper.Transcript, []byte) {
 	if err != nil {
 		t.Fatalf("encode transcript: %v", err)
 	}
-	var out bytes.Buffer
-	if err := json.Indent(&out, b, "", "  "); err != nil {
-		t.Fatal(err)
-	}
-	out.WriteByte('\n')
-	return tr, out.Bytes()
-}
-
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden (run with -update to create it): %v", err)
-	}
-	if !bytes.Equal(got, want) {
-		gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
-		for i := 0; i < len(gl) && i < len(wl); i++ {
-			if gl[i] != wl[i] {
-				t.Fatalf("%s differs at line %d:\n got: %.600s\nwant: %.600s\n(run with -update if the change is intended)", path, i+1, gl[i], wl[i])
-			}
-		}
-		t.Fatalf("%s differs in length: got %d lines, want %d", path, len(gl), len(wl))
-	}
+	return tr, golden.Indent(t, b)
 }
 
 // TestGoldenCaptures maps every capture in each of its forms to an event
@@ -140,8 +107,8 @@ func TestGoldenCaptures(t *testing.T) {
 				t.Fatalf("detected form %v, want %v", stats.Form, c.form)
 			}
 			tr, doc := transcriptOf(t, evs)
-			golden(t, filepath.Join(dir, c.form.String()+".events.jsonl"), encodeEvents(t, evs))
-			golden(t, filepath.Join(dir, c.form.String()+".expected.json"), doc)
+			golden.Check(t, filepath.Join(dir, c.form.String()+".events.jsonl"), encodeEvents(t, evs))
+			golden.Check(t, filepath.Join(dir, c.form.String()+".expected.json"), doc)
 			// A real capture decodes without refusals, by the decoder or
 			// the reducer.
 			if n := countDropped(tr); n != 0 || stats.Dropped != 0 {

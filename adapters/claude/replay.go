@@ -14,7 +14,6 @@ import (
 
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/linereader"
-	"github.com/happy-dev/happy/mapper"
 )
 
 // ReplayOptions configure Replay and ReplayFile.
@@ -300,20 +299,4 @@ func firstPrompt(path string) string {
 		return strings.Join(texts, "\n")
 	}
 	return ""
-}
-
-// ReplayTranscript replays a native Claude file (see ReplayFile) through a
-// reducer for relay session id sessionID and returns the transcript
-// document. The decoder's refusals are in the document's dropped lists next
-// to the reducer's own.
-func ReplayTranscript(ctx context.Context, path, sessionID string, opts ReplayOptions) (mapper.Transcript, ReplayStats, error) {
-	red := mapper.NewReducer(mapper.Config{SessionID: sessionID, ProviderID: ProviderID})
-	stats, err := ReplayFile(ctx, path, opts, func(ev agent.Event) error {
-		red.Apply(ev)
-		return nil
-	})
-	if err != nil {
-		return mapper.Transcript{}, stats, err
-	}
-	return red.Transcript(), stats, nil
 }

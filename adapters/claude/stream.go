@@ -21,32 +21,12 @@ func (d *Decoder) streamEvent(r *record, typeErr *json.UnmarshalTypeError) {
 	kind := "stream_event/" + ev.Type
 	switch ev.Type {
 	case "message_start":
-		if ev.Message == nil || ev.Message.ID == "" {
-			d.drop(kind, agent.DropMissingID, "message_start without a message id")
-			return
-		}
-		msg, ok := d.openMessage(s, ev.Message.ID, ev.Message.Model)
-		if !ok {
-			return
-		}
-		s.streamMsg = msg.id
-		if ev.Message.Usage != nil {
-			d.usage(s, msg, ev.Message.Usage)
-		}
+		d.streamStart(s, kind, ev.Message)
 		return
 	case "ping":
 		return
 	case "error":
-		var text, code string
-		if ev.Error != nil {
-			text, code = ev.Error.Message, ev.Error.Type
-		}
-		if text == "" {
-			text = "stream error " + code
-		}
-		d.ensureTurn(s)
-		s.turnErr, s.errEmitted = text, true
-		d.emit(&agent.AgentError{EventBase: d.base(s.key), Message: s.streamMsg, Kind: errorKind(nil, code, text), Text: text})
+		d.streamError(s, ev.Error)
 		return
 	case "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop":
 	default:
@@ -62,61 +42,11 @@ func (d *Decoder) streamEvent(r *record, typeErr *json.UnmarshalTypeError) {
 	if ev.Index != nil {
 		idx = *ev.Index
 	}
-	block := strconv.Itoa(idx)
 	switch ev.Type {
 	case "content_block_start":
-		cb := ev.ContentBlock
-		if cb == nil {
-			d.drop(kind, agent.DropInvalidField, "content_block_start without a content block")
-			return
-		}
-		switch cb.Type {
-		case "tool_use", "server_tool_use", "mcp_tool_use":
-			if cb.ID == "" {
-				d.drop(kind, agent.DropMissingID, "streamed tool_use without an id")
-				return
-			}
-			if msg.stream == nil {
-				msg.stream = map[int]string{}
-			}
-			msg.stream[idx] = cb.ID
-			d.toolUse(s, msg, cb, false)
-		case "text":
-			if t := deref(cb.Text); t != "" {
-				d.emit(&agent.TextDelta{EventBase: d.base(s.key), Message: msg.id, Block: block, Delta: t})
-			}
-		case "thinking":
-			if t := deref(cb.Thinking); t != "" {
-				d.emit(&agent.ReasoningDelta{EventBase: d.base(s.key), Message: msg.id, Block: block, Delta: t})
-			}
-		}
-		// Other blocks (redacted thinking, server tool results) arrive
-		// whole in the assistant line.
+		d.blockStart(s, msg, kind, ev.ContentBlock, idx)
 	case "content_block_delta":
-		dl := ev.Delta
-		if dl == nil {
-			d.drop(kind, agent.DropInvalidField, "content_block_delta without a delta")
-			return
-		}
-		switch dl.Type {
-		case "text_delta":
-			d.emit(&agent.TextDelta{EventBase: d.base(s.key), Message: msg.id, Block: block, Delta: dl.Text})
-		case "thinking_delta":
-			d.emit(&agent.ReasoningDelta{EventBase: d.base(s.key), Message: msg.id, Block: block, Delta: dl.Thinking})
-		case "input_json_delta":
-			callID := msg.stream[idx]
-			if callID == "" {
-				d.drop(kind, agent.DropOrphan, "input_json_delta for content index "+block+", which started no tool call")
-				return
-			}
-			if t := d.tools[callID]; t != nil && t.input == nil {
-				d.emit(&agent.ToolInputDelta{EventBase: d.base(s.key), CallID: callID, Delta: dl.PartialJSON})
-			}
-		case "signature_delta", "citations_delta":
-			// The complete block (assistant line) carries them.
-		default:
-			d.drop(kind+"/"+dl.Type, agent.DropUnknownType, "delta type not known to this version")
-		}
+		d.blockDelta(s, msg, kind, ev.Delta, idx)
 	case "message_delta":
 		if dl := ev.Delta; dl != nil && dl.StopReason != nil && *dl.StopReason != "" && *dl.StopReason != msg.stop {
 			if !knownStop(*dl.StopReason) {
@@ -130,5 +60,97 @@ func (d *Decoder) streamEvent(r *record, typeErr *json.UnmarshalTypeError) {
 	case "message_stop":
 		d.finishStep(s, msg.id)
 		s.streamMsg = ""
+	}
+}
+
+// streamStart opens the message a message_start announces: the stream's
+// later events belong to it.
+func (d *Decoder) streamStart(s *session, kind string, m *apiMessage) {
+	if m == nil || m.ID == "" {
+		d.drop(kind, agent.DropMissingID, "message_start without a message id")
+		return
+	}
+	msg, ok := d.openMessage(s, m.ID, m.Model)
+	if !ok {
+		return
+	}
+	s.streamMsg = msg.id
+	if m.Usage != nil {
+		d.usage(s, msg, m.Usage)
+	}
+}
+
+// streamError reports an error event of the stream as the turn's error.
+func (d *Decoder) streamError(s *session, e *apiErrorBody) {
+	var text, code string
+	if e != nil {
+		text, code = e.Message, e.Type
+	}
+	if text == "" {
+		text = "stream error " + code
+	}
+	d.ensureTurn(s)
+	s.turnErr, s.errEmitted = text, true
+	d.emit(&agent.AgentError{EventBase: d.base(s.key), Message: s.streamMsg, Kind: errorKind(nil, code, text), Text: text})
+}
+
+// blockStart handles content_block_start: a streamed tool call is
+// announced, a text or thinking block may start with text.
+func (d *Decoder) blockStart(s *session, msg *message, kind string, cb *contentBlock, idx int) {
+	if cb == nil {
+		d.drop(kind, agent.DropInvalidField, "content_block_start without a content block")
+		return
+	}
+	block := strconv.Itoa(idx)
+	switch cb.Type {
+	case "tool_use", "server_tool_use", "mcp_tool_use":
+		if cb.ID == "" {
+			d.drop(kind, agent.DropMissingID, "streamed tool_use without an id")
+			return
+		}
+		if msg.stream == nil {
+			msg.stream = map[int]string{}
+		}
+		msg.stream[idx] = cb.ID
+		d.toolUse(s, msg, cb, false)
+	case "text":
+		if t := deref(cb.Text); t != "" {
+			d.emit(&agent.TextDelta{EventBase: d.base(s.key), Message: msg.id, Block: block, Delta: t})
+		}
+	case "thinking":
+		if t := deref(cb.Thinking); t != "" {
+			d.emit(&agent.ReasoningDelta{EventBase: d.base(s.key), Message: msg.id, Block: block, Delta: t})
+		}
+	}
+	// Other blocks (redacted thinking, server tool results) arrive whole
+	// in the assistant line.
+}
+
+// blockDelta handles content_block_delta: text, reasoning and tool input
+// deltas of the block at content index idx.
+func (d *Decoder) blockDelta(s *session, msg *message, kind string, dl *streamDelta, idx int) {
+	if dl == nil {
+		d.drop(kind, agent.DropInvalidField, "content_block_delta without a delta")
+		return
+	}
+	block := strconv.Itoa(idx)
+	switch dl.Type {
+	case "text_delta":
+		d.emit(&agent.TextDelta{EventBase: d.base(s.key), Message: msg.id, Block: block, Delta: dl.Text})
+	case "thinking_delta":
+		d.emit(&agent.ReasoningDelta{EventBase: d.base(s.key), Message: msg.id, Block: block, Delta: dl.Thinking})
+	case "input_json_delta":
+		callID := msg.stream[idx]
+		if callID == "" {
+			d.drop(kind, agent.DropOrphan, "input_json_delta for content index "+block+", which started no tool call")
+			return
+		}
+		if t := d.tools[callID]; t != nil && t.input == nil {
+			d.emit(&agent.ToolInputDelta{EventBase: d.base(s.key), CallID: callID, Delta: dl.PartialJSON})
+		}
+	case "signature_delta", "citations_delta":
+		// The complete block (assistant line) carries them.
+	default:
+		d.drop(kind+"/"+dl.Type, agent.DropUnknownType, "delta type not known to this version")
 	}
 }

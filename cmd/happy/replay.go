@@ -16,6 +16,7 @@ import (
 	"github.com/happy-dev/happy/adapters/acp"
 	"github.com/happy-dev/happy/adapters/claude"
 	"github.com/happy-dev/happy/adapters/codex"
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/export"
 	"github.com/happy-dev/happy/mapper"
 )
@@ -125,12 +126,15 @@ func runReplay(cmd *cobra.Command, f *factory, opts replayOptions, path string) 
 			return fmt.Errorf("replay: %w", err)
 		}
 	default:
-		var stats claude.ReplayStats
-		var err error
-		tr, stats, err = claude.ReplayTranscript(ctx, path, sid, claude.ReplayOptions{MaxLine: opts.maxLine})
+		red := mapper.NewReducer(mapper.Config{SessionID: sid, ProviderID: claude.ProviderID})
+		stats, err := claude.ReplayFile(ctx, path, claude.ReplayOptions{MaxLine: opts.maxLine}, func(ev agent.Event) error {
+			red.Apply(ev)
+			return nil
+		})
 		if err != nil {
 			return err
 		}
+		tr = red.Transcript()
 		header = fmt.Sprintf("replay of %s (%s, %d lines", path, stats.Form, stats.Lines)
 		if len(stats.Subagents) > 0 {
 			header += fmt.Sprintf(", %d subagent transcript(s)", len(stats.Subagents))

@@ -49,6 +49,7 @@ import (
 	"github.com/happy-dev/happy/adapters/claude/local"
 	"github.com/happy-dev/happy/adapters/claude/remote"
 	"github.com/happy-dev/happy/agent"
+	"github.com/happy-dev/happy/internal/queue"
 )
 
 // Mode is the mode Claude runs in.
@@ -115,7 +116,10 @@ type Agent struct {
 	log    zerolog.Logger
 	notice io.Writer
 
-	q    *queue
+	// q holds events between the modes' forwarders and Events without
+	// bound, so a mode is never blocked by a runner that is busy (the
+	// runner itself waits in Prompt while local mode hands over).
+	q    *queue.Unbounded[agent.Event]
 	reqs chan promptReq
 	stop chan struct{} // Close asked
 	done chan struct{} // the controller returned and Events is closing
@@ -123,9 +127,10 @@ type Agent struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	mu   sync.Mutex // guards cur and mode
-	cur  *instance
-	mode Mode
+	mu      sync.Mutex // guards cur, mode and changed
+	cur     *instance
+	mode    Mode
+	changed chan struct{} // closed (and replaced) when mode changes
 
 	// Owned by the controller goroutine.
 	keys       *keyWait
@@ -174,12 +179,13 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 	a := &Agent{
 		opts: opts, ctx: ctx, log: opts.Log, notice: notice,
 		reqs: make(chan promptReq), stop: make(chan struct{}), done: make(chan struct{}),
+		changed: make(chan struct{}),
 	}
 	loc, err := local.Start(ctx, opts.Local)
 	if err != nil {
 		return nil, err
 	}
-	a.q = newQueue()
+	a.q = queue.New[agent.Event]()
 	a.setCurrent(a.attachLocal(loc), ModeLocal)
 	a.log.Info().Str("mode", string(ModeLocal)).Msg("claude started in local mode")
 	go a.control()
@@ -187,7 +193,7 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 }
 
 // Events implements agent.Agent: the events of every mode, in order.
-func (a *Agent) Events() <-chan agent.Event { return a.q.out }
+func (a *Agent) Events() <-chan agent.Event { return a.q.Out() }
 
 // Mode is the mode Claude runs in now.
 func (a *Agent) Mode() Mode {
@@ -259,13 +265,13 @@ func (a *Agent) Interrupt(ctx context.Context) error {
 func (a *Agent) Close() error {
 	a.closeOnce.Do(func() {
 		go func() { // the runner may have stopped reading
-			for range a.q.out {
+			for range a.q.Out() {
 			}
 		}()
 		close(a.stop)
 	})
 	<-a.done
-	<-a.q.closed
+	a.q.Wait()
 	return a.closeErr
 }
 
@@ -280,15 +286,26 @@ func (a *Agent) current() (*instance, error) {
 
 func (a *Agent) setCurrent(in *instance, m Mode) {
 	a.mu.Lock()
+	if m != a.mode {
+		close(a.changed)
+		a.changed = make(chan struct{})
+	}
 	a.cur, a.mode = in, m
 	a.mu.Unlock()
+}
+
+// modeWatch returns the mode and a channel closed when it next changes.
+func (a *Agent) modeWatch() (Mode, <-chan struct{}) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.mode, a.changed
 }
 
 // control is the one goroutine that switches modes: prompts, key presses,
 // a mode ending by itself and Close are handled one at a time.
 func (a *Agent) control() {
 	defer close(a.done)
-	defer a.q.close()
+	defer a.q.Close()
 	for {
 		cur := a.cur // only this goroutine changes it
 		var keys <-chan keyResult
@@ -501,7 +518,7 @@ func (a *Agent) stopRemote(rem *instance, interrupt bool) {
 	if awaiting {
 		// A prompt was sent but no turn started: end it, so the runner does
 		// not wait for it forever.
-		a.q.push(&agent.TurnEnded{Reason: agent.TurnAgentExited, Error: "claude's remote mode ended before the prompt's turn started"})
+		a.q.Push(&agent.TurnEnded{Reason: agent.TurnAgentExited, Error: "claude's remote mode ended before the prompt's turn started"})
 	}
 }
 
@@ -571,7 +588,7 @@ func (a *Agent) attach(m Mode, ag agent.Agent, cancel context.CancelFunc) *insta
 		defer close(in.fwd)
 		for ev := range ag.Events() {
 			in.observe(ev)
-			a.q.push(ev)
+			a.q.Push(ev)
 		}
 	}()
 	return in
@@ -609,72 +626,6 @@ func (in *instance) id() string {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return in.sessionID
-}
-
-// queue holds events between the modes' forwarders and Events without
-// bound, so a mode is never blocked by a runner that is busy (the runner
-// itself waits in Prompt while local mode hands over).
-type queue struct {
-	out    chan agent.Event
-	closed chan struct{} // out is closed
-
-	mu     sync.Mutex
-	items  []agent.Event
-	ending bool
-	wake   chan struct{}
-}
-
-func newQueue() *queue {
-	q := &queue{out: make(chan agent.Event), closed: make(chan struct{}), wake: make(chan struct{}, 1)}
-	go q.deliver()
-	return q
-}
-
-// push queues an event; after close it is ignored.
-func (q *queue) push(ev agent.Event) {
-	q.mu.Lock()
-	if !q.ending {
-		q.items = append(q.items, ev)
-	}
-	q.mu.Unlock()
-	q.signal()
-}
-
-// close lets deliver close out once everything queued was delivered.
-func (q *queue) close() {
-	q.mu.Lock()
-	q.ending = true
-	q.mu.Unlock()
-	q.signal()
-}
-
-func (q *queue) signal() {
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (q *queue) deliver() {
-	defer close(q.closed)
-	defer close(q.out)
-	for {
-		q.mu.Lock()
-		batch := q.items
-		q.items = nil
-		ending := q.ending
-		q.mu.Unlock()
-		for _, ev := range batch {
-			q.out <- ev
-		}
-		if len(batch) == 0 {
-			if ending {
-				return
-			}
-			<-q.wake
-		}
-		clear(batch)
-	}
 }
 
 // hasTranscript reports whether Claude has written the session's

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"go.uber.org/goleak"
 
 	"github.com/happy-dev/happy/adapters/claude/local"
 	"github.com/happy-dev/happy/adapters/claude/remote"
@@ -27,7 +28,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(roleEnv) == "claude" {
 		os.Exit(runFakeClaude())
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 const firstID = "11111111-2222-4333-8444-555555555555"
@@ -43,6 +44,7 @@ type run struct {
 
 	mu     sync.Mutex
 	out    bytes.Buffer
+	wrote  chan struct{} // a token after each terminal write (capacity 1)
 	events []agent.Event
 	evc    chan agent.Event
 }
@@ -50,6 +52,10 @@ type run struct {
 func (r *run) Write(p []byte) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	select {
+	case r.wrote <- struct{}{}:
+	default:
+	}
 	return r.out.Write(p)
 }
 
@@ -93,7 +99,7 @@ func (r *run) options(in *os.File, extraEnv ...string) Options {
 func newRun(t testing.TB) *run {
 	t.Helper()
 	dir := t.TempDir()
-	return &run{t: t, projects: dir, argv: filepath.Join(dir, "argv.log"), logBuf: &syncBuffer{}, evc: make(chan agent.Event, 1024)}
+	return &run{t: t, projects: dir, argv: filepath.Join(dir, "argv.log"), logBuf: &syncBuffer{}, wrote: make(chan struct{}, 1), evc: make(chan agent.Event, 1024)}
 }
 
 // start starts the agent with a pipe as the terminal input.
@@ -138,23 +144,32 @@ func (r *run) startWith(opts Options) {
 // expectOutput waits until the terminal shows s count times.
 func (r *run) expectOutput(s string, count int) {
 	r.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	timeout := time.NewTimer(20 * time.Second)
+	defer timeout.Stop()
 	for strings.Count(r.output(), s) < count {
-		if time.Now().After(deadline) {
+		select {
+		case <-r.wrote:
+		case <-timeout.C:
 			r.t.Fatalf("terminal never showed %q %d times:\n%q\nlog:\n%s", s, count, r.output(), r.logBuf)
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
+// waitMode waits until the agent runs in mode m.
 func (r *run) waitMode(m Mode) {
 	r.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for r.agent.Mode() != m {
-		if time.Now().After(deadline) {
-			r.t.Fatalf("mode %s, want %s; log:\n%s", r.agent.Mode(), m, r.logBuf)
+	timeout := time.NewTimer(20 * time.Second)
+	defer timeout.Stop()
+	for {
+		cur, changed := r.agent.modeWatch()
+		if cur == m {
+			return
 		}
-		time.Sleep(5 * time.Millisecond)
+		select {
+		case <-changed:
+		case <-timeout.C:
+			r.t.Fatalf("mode %s, want %s; log:\n%s", cur, m, r.logBuf)
+		}
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -17,11 +16,14 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/happy-dev/happy/adapters/claude/perm"
 	"github.com/happy-dev/happy/agent"
+	"github.com/happy-dev/happy/internal/golden"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files")
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func newServer(t *testing.T) (*Server, func(string) string) {
 	t.Helper()
@@ -557,19 +559,7 @@ func TestSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("testdata", "settings.golden.json")
-	if *update {
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(b, want) {
-		t.Fatalf("settings differ from %s:\n%s", path, b)
-	}
+	golden.Check(t, filepath.Join("testdata", "settings.golden.json"), b)
 	var f settingsFile
 	if err := json.Unmarshal(b, &f); err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/happy-dev/happy/adapters/claude/perm"
+	"github.com/happy-dev/happy/internal/queue"
 )
 
 // Environment variables that carry the endpoint to `happy hook`.
@@ -173,13 +174,11 @@ type Server struct {
 	pending    []pendingTool // PreToolUse calls not yet matched or finished, in arrival order
 	nextPerm   int
 	open       map[*PermissionRequest]struct{}
-	queue      []Event
 	closed     bool
 	rejected   int // calls refused for a wrong secret
 
-	wake    chan struct{}
+	q       *queue.Unbounded[Event] // Events: never blocks a hook's handler
 	closing chan struct{}
-	events  chan Event
 	served  chan struct{}
 }
 
@@ -214,9 +213,8 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		secret:  hex.EncodeToString(key[:]),
 		maxBody: opts.MaxBody,
 		open:    map[*PermissionRequest]struct{}{},
-		wake:    make(chan struct{}, 1),
+		q:       queue.New[Event](),
 		closing: make(chan struct{}),
-		events:  make(chan Event),
 		served:  make(chan struct{}),
 	}
 	if s.maxBody <= 0 {
@@ -229,7 +227,6 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		defer close(s.served)
 		_ = s.srv.Serve(ln)
 	}()
-	go s.deliver()
 	return s, nil
 }
 
@@ -261,10 +258,11 @@ func (s *Server) Rejected() int {
 }
 
 // Events delivers the hook calls in the order they arrived; after Close it
-// delivers what was still queued and is closed. Events are queued without
+// delivers what was still queued (the settlements of the permission
+// requests Close ended included) and is closed. Events are queued without
 // bound, so hooks are never held up by a slow reader; read until the
 // channel closes.
-func (s *Server) Events() <-chan Event { return s.events }
+func (s *Server) Events() <-chan Event { return s.q.Out() }
 
 // Close stops the server. Permission requests still waiting get no
 // decision (Claude's own dialog decides) and settle as OutcomeClosed.
@@ -288,6 +286,7 @@ func (s *Server) Close() error {
 	defer cancel()
 	err := s.srv.Shutdown(ctx)
 	<-s.served
+	s.q.Close() // no handler runs any more: nothing else is pushed
 	if err != nil {
 		return fmt.Errorf("close hook server: %w", err)
 	}
@@ -479,41 +478,4 @@ func hookDecision(v perm.Verdict, suggestions json.RawMessage) hookOutput {
 	return o
 }
 
-func (s *Server) push(ev Event) {
-	s.mu.Lock()
-	s.queue = append(s.queue, ev)
-	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
-
-// deliver moves queued events to the Events channel. After Close it
-// delivers what is still queued, then closes the channel.
-func (s *Server) deliver() {
-	defer close(s.events)
-	closing := s.closing
-	for {
-		s.mu.Lock()
-		var ev Event
-		if len(s.queue) > 0 {
-			ev = s.queue[0]
-			s.queue[0] = nil
-			s.queue = s.queue[1:]
-		}
-		s.mu.Unlock()
-		if ev == nil {
-			if closing == nil {
-				return // closed and drained
-			}
-			select {
-			case <-s.wake:
-			case <-closing:
-				closing = nil
-			}
-			continue
-		}
-		s.events <- ev
-	}
-}
+func (s *Server) push(ev Event) { s.q.Push(ev) }

@@ -51,6 +51,7 @@ import (
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/linereader"
 	"github.com/happy-dev/happy/internal/ptyproxy"
+	"github.com/happy-dev/happy/internal/queue"
 	"github.com/happy-dev/happy/internal/tail"
 )
 
@@ -118,26 +119,21 @@ type Handoff struct {
 
 // Agent is Claude Code in local mode.
 type Agent struct {
-	opts   Options
-	srv    *hooks.Server
-	pty    *ptyproxy.Session
-	events chan agent.Event
+	opts Options
+	srv  *hooks.Server
+	pty  *ptyproxy.Session
+	q    *queue.Unbounded[agent.Event] // Events; closed once Claude has exited and the transcript was read
 
-	mu          sync.Mutex // guards everything below, and the decoder
-	dec         *claude.Decoder
-	sessionID   string
-	transcript  string
-	main        *follower
-	subagents   map[string]*follower // agent id → its transcript's follower
-	agentCalls  []string             // Agent/Task calls of the main agent not yet linked to a subagent
-	pending     map[string]*hooks.PermissionRequest
-	queue       []agent.Event
-	queueClosed bool
-	result      ptyproxy.Result
-	waitErr     error
-
-	wake chan struct{}
-	done chan struct{}
+	mu         sync.Mutex // guards everything below, and the decoder
+	dec        *claude.Decoder
+	sessionID  string
+	transcript string
+	main       *follower
+	subagents  map[string]*follower // agent id → its transcript's follower
+	agentCalls []string             // Agent/Task calls of the main agent not yet linked to a subagent
+	pending    map[string]*hooks.PermissionRequest
+	result     ptyproxy.Result
+	waitErr    error
 }
 
 var _ agent.Agent = (*Agent)(nil)
@@ -204,9 +200,7 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 		dec:       dec,
 		subagents: map[string]*follower{},
 		pending:   map[string]*hooks.PermissionRequest{},
-		events:    make(chan agent.Event),
-		wake:      make(chan struct{}, 1),
-		done:      make(chan struct{}),
+		q:         queue.New[agent.Event](),
 	}
 	hooksDone := make(chan struct{})
 	go func() {
@@ -216,17 +210,18 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 			a.onHook(ev)
 		}
 	}()
-	go a.deliver()
 	go a.finish(hooksDone)
 	return a, nil
 }
 
 // Events implements agent.Agent: the session's events in order; closed
 // when Claude has exited and its transcript was read to the end.
-func (a *Agent) Events() <-chan agent.Event { return a.events }
+func (a *Agent) Events() <-chan agent.Event { return a.q.Out() }
 
-// Done is closed when Claude has exited and everything was reported.
-func (a *Agent) Done() <-chan struct{} { return a.done }
+// Done is closed when Claude has exited and every event was handed to
+// Events (the last ones may still wait in its buffer), just before Events
+// closes.
+func (a *Agent) Done() <-chan struct{} { return a.q.Done() }
 
 // SessionID is Claude's session id, once its SessionStart hook ran.
 func (a *Agent) SessionID() string {
@@ -237,7 +232,7 @@ func (a *Agent) SessionID() string {
 
 // Result is how the PTY session ended (after Done).
 func (a *Agent) Result() (ptyproxy.Result, error) {
-	<-a.done
+	<-a.q.Done()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.result, a.waitErr
@@ -318,7 +313,7 @@ func (a *Agent) Interrupt(ctx context.Context) error {
 // Events are discarded if nobody reads them any more.
 func (a *Agent) Close() error {
 	go func() {
-		for range a.events {
+		for range a.q.Out() {
 		}
 	}()
 	_, err := a.Handoff(context.Background())
@@ -332,7 +327,7 @@ func (a *Agent) Handoff(ctx context.Context) (Handoff, error) {
 		return Handoff{}, fmt.Errorf("stop claude: %w", err)
 	}
 	select {
-	case <-a.done:
+	case <-a.q.Done():
 	case <-ctx.Done():
 		return Handoff{}, ctx.Err()
 	}
@@ -588,48 +583,14 @@ func (a *Agent) finish(hooksDone chan struct{}) {
 	a.emit(a.dec.Finish(end)...)
 	a.result, a.waitErr = res, err
 	a.pending = map[string]*hooks.PermissionRequest{}
-	a.queueClosed = true
+	a.q.Close()
 	a.mu.Unlock()
-	a.signal()
 }
 
-// emit queues events; the caller holds a.mu.
-func (a *Agent) emit(evs ...agent.Event) {
-	if len(evs) == 0 || a.queueClosed {
-		return
-	}
-	a.queue = append(a.queue, evs...)
-	a.signal()
-}
-
-func (a *Agent) signal() {
-	select {
-	case a.wake <- struct{}{}:
-	default:
-	}
-}
-
-// deliver moves queued events to Events, then closes it.
-func (a *Agent) deliver() {
-	defer close(a.done)
-	defer close(a.events)
-	for {
-		a.mu.Lock()
-		batch := a.queue
-		a.queue = nil
-		closed := a.queueClosed
-		a.mu.Unlock()
-		for _, ev := range batch {
-			a.events <- ev
-		}
-		if len(batch) == 0 {
-			if closed {
-				return
-			}
-			<-a.wake
-		}
-	}
-}
+// emit queues events (after finish, nothing more: they are dropped); the
+// caller holds a.mu, so events are queued in the order the decoder made
+// them.
+func (a *Agent) emit(evs ...agent.Event) { a.q.Push(evs...) }
 
 // completeLinesEnd returns the size of path up to its last complete line (0
 // when it does not exist), reading only its last bytes.

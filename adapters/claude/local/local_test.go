@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	xterm "golang.org/x/term"
 
 	"github.com/happy-dev/happy/adapters/claude/hooks"
@@ -53,7 +54,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(roleEnv) == "claude" {
 		os.Exit(runFakeClaude())
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 type fakeClaude struct {
@@ -347,6 +348,7 @@ type run struct {
 	keys   *os.File
 	mu     sync.Mutex
 	out    bytes.Buffer
+	wrote  chan struct{} // a token after each terminal write (capacity 1)
 	events []agent.Event
 	evc    chan agent.Event
 }
@@ -354,6 +356,10 @@ type run struct {
 func (r *run) Write(p []byte) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	select {
+	case r.wrote <- struct{}{}:
+	default:
+	}
 	return r.out.Write(p)
 }
 
@@ -373,7 +379,7 @@ func startLocal(t *testing.T, scenario, projects string, mod func(*Options)) *ru
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &run{t: t, keys: keysW, evc: make(chan agent.Event, 1024)}
+	r := &run{t: t, keys: keysW, wrote: make(chan struct{}, 1), evc: make(chan agent.Event, 1024)}
 	opts := Options{
 		Binary:      os.Args[0],
 		Env:         append(os.Environ(), roleEnv+"=claude", fakeScenarioEnv+"="+scenario, fakeProjectsEnv+"="+projects, fakeDataEnv+"="+data, "GORACE=atexit_sleep_ms=0"),
@@ -409,12 +415,14 @@ func startLocal(t *testing.T, scenario, projects string, mod func(*Options)) *ru
 
 func (r *run) expectOutput(s string) {
 	r.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	timeout := time.NewTimer(20 * time.Second)
+	defer timeout.Stop()
 	for !strings.Contains(r.output(), s) {
-		if time.Now().After(deadline) {
+		select {
+		case <-r.wrote:
+		case <-timeout.C:
 			r.t.Fatalf("output never had %q:\n%q", s, r.output())
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -550,19 +558,25 @@ func TestPermissionAnsweredInClaudesDialog(t *testing.T) {
 	r.expectOutput("FAKE READY")
 	r.key("\r")
 	b := r.until(func(ev agent.Event) bool { _, ok := ev.(*agent.ToolBlocked); return ok }).(*agent.ToolBlocked)
+	r.agent.mu.Lock()
+	hook := r.agent.pending[b.CallID]
+	r.agent.mu.Unlock()
+	if hook == nil {
+		t.Fatalf("no permission hook waits for %s", b.CallID)
+	}
 	r.key("3") // No, in Claude's own dialog
 	r.expectOutput("FAKE DIALOG ANSWER 3")
 	r.until(func(ev agent.Event) bool { _, ok := ev.(*agent.TurnEnded); return ok })
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := r.agent.Decide(context.Background(), b.CallID, agent.Verdict{Decision: agent.DecisionOnce})
-		if errors.Is(err, agent.ErrStale) {
-			break
-		}
-		if err != nil || time.Now().After(deadline) {
-			t.Fatalf("late remote answer: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond) // the hook's cancellation is still on its way
+	select { // Claude gives up the hook call once its dialog was answered
+	case <-hook.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the permission hook never settled after the answer in Claude's dialog")
+	}
+	if o := hook.Outcome(); o != hooks.OutcomeHookGone {
+		t.Fatalf("hook outcome %q, want %q", o, hooks.OutcomeHookGone)
+	}
+	if err := r.agent.Decide(context.Background(), b.CallID, agent.Verdict{Decision: agent.DecisionOnce}); !errors.Is(err, agent.ErrStale) {
+		t.Fatalf("late remote answer: %v, want ErrStale", err)
 	}
 	r.key("q")
 	r.drain()

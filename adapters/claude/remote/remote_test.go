@@ -6,8 +6,12 @@ import (
 	"errors"
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/happy-dev/happy/agent"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestQuestionInputAddsAnswersByQuestion(t *testing.T) {
 	in := json.RawMessage(`{"questions":[{"question":"Which database?","header":"DB","options":[]},{"question":"Which port?","header":"Port","options":[]}]}`)

@@ -41,6 +41,7 @@ import (
 	"github.com/happy-dev/happy/adapters/trafficlog"
 	"github.com/happy-dev/happy/internal/linereader"
 	"github.com/happy-dev/happy/internal/proc"
+	"github.com/happy-dev/happy/internal/queue"
 )
 
 // DefaultBinary is the command started when Options.Binary is empty (looked
@@ -207,11 +208,11 @@ type controlResult struct {
 // Client is a running Claude Code CLI in SDK mode. Its methods are safe for
 // concurrent use.
 type Client struct {
-	opts   Options
-	proc   *proc.Process
-	stdin  *os.File
-	rec    *trafficlog.Writer
-	events chan Event
+	opts  Options
+	proc  *proc.Process
+	stdin *os.File
+	rec   *trafficlog.Writer
+	q     *queue.Unbounded[Event] // Events: the routing of control responses never waits for the consumer
 
 	wmu sync.Mutex // serialises stdin writes (and their records)
 
@@ -220,12 +221,8 @@ type Client struct {
 	waiters map[string]waiter
 	perms   map[string]pendingPerm
 	settled map[string]error // answered (ErrAnswered) or cancelled (ErrCancelled) request ids
-	queue   []Event
-	ended   bool          // reader finished: no more events will be queued
-	exited  bool          // the CLI is gone
-	wake    chan struct{} // a queued event or the end (buffered 1)
-	closed  chan struct{} // Close called: stop delivering
-	done    chan struct{} // the CLI exited and everything was read
+	exited  bool             // the CLI is gone
+	done    chan struct{}    // the CLI exited and everything was read
 	state   *os.ProcessState
 	waitErr error
 
@@ -273,12 +270,10 @@ func Start(ctx context.Context, opts Options) (*Client, error) {
 		opts:    opts,
 		proc:    p,
 		stdin:   inW,
-		events:  make(chan Event),
+		q:       queue.New[Event](),
 		waiters: map[string]waiter{},
 		perms:   map[string]pendingPerm{},
 		settled: map[string]error{},
-		wake:    make(chan struct{}, 1),
-		closed:  make(chan struct{}),
 		done:    make(chan struct{}),
 	}
 	if opts.Record != nil {
@@ -289,7 +284,6 @@ func Start(ctx context.Context, opts Options) (*Client, error) {
 	go func() { defer readers.Done(); c.readStdout(outR) }()
 	go func() { defer readers.Done(); c.readStderr(errR) }()
 	go c.finish(&readers, outR, errR)
-	go c.deliver()
 	return c, nil
 }
 
@@ -306,7 +300,7 @@ func (c *Client) Pid() int { return c.proc.Pid() }
 // Exited event (or when Close is called). Events are queued without bound
 // between the pipe and this channel, so a slow consumer never blocks the
 // routing of control responses.
-func (c *Client) Events() <-chan Event { return c.events }
+func (c *Client) Events() <-chan Event { return c.q.Out() }
 
 // Done is closed when the CLI has exited and all its output was read.
 func (c *Client) Done() <-chan struct{} { return c.done }
@@ -458,7 +452,10 @@ func (c *Client) Close() (*os.ProcessState, error) {
 		}
 		t.Stop()
 		<-c.done
-		close(c.closed)
+		go func() { // what nobody read is dropped
+			for range c.q.Out() {
+			}
+		}()
 	})
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -596,47 +593,7 @@ func (c *Client) send(ctx context.Context, msg any) error {
 }
 
 // push queues an event for delivery.
-func (c *Client) push(ev Event) {
-	c.mu.Lock()
-	c.queue = append(c.queue, ev)
-	c.mu.Unlock()
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
-}
-
-// deliver moves queued events to the Events channel.
-func (c *Client) deliver() {
-	defer close(c.events)
-	for {
-		c.mu.Lock()
-		var ev Event
-		if len(c.queue) > 0 {
-			ev = c.queue[0]
-			c.queue[0] = nil
-			c.queue = c.queue[1:]
-		}
-		ended := c.ended
-		c.mu.Unlock()
-		if ev == nil {
-			if ended {
-				return
-			}
-			select {
-			case <-c.wake:
-			case <-c.closed:
-				return
-			}
-			continue
-		}
-		select {
-		case c.events <- ev:
-		case <-c.closed:
-			return
-		}
-	}
-}
+func (c *Client) push(ev Event) { c.q.Push(ev) }
 
 // envelope is what the router reads of a stdout line.
 type envelope struct {
@@ -890,17 +847,14 @@ func (c *Client) finish(readers *sync.WaitGroup, out, errOut *os.File) {
 		code, sig := exitOf(st)
 		_ = c.rec.Exit(code, sig)
 	}
-	c.push(&Exited{State: st, Err: err})
-	c.mu.Lock()
-	c.ended = true
-	c.mu.Unlock()
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
+	// stdin is closed before the exit is reported: whoever sees Exited
+	// and still sends gets ErrExited for a closed pipe, never a write to a
+	// pipe nobody reads.
 	c.wmu.Lock()
 	_ = c.stdin.Close()
 	c.wmu.Unlock()
+	c.push(&Exited{State: st, Err: err})
+	c.q.Close()
 	close(c.done)
 }
 

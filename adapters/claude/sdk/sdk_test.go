@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,12 +19,13 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/happy-dev/happy/adapters/trafficlog"
 	"github.com/happy-dev/happy/agent"
+	"github.com/happy-dev/happy/internal/golden"
 	"github.com/happy-dev/happy/internal/proc"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 func TestMain(m *testing.M) {
 	if script := os.Getenv(fakeScriptEnv); script != "" {
@@ -41,9 +41,14 @@ func TestMain(m *testing.M) {
 	if os.Getenv("SDK_FAKE_HANG") != "" {
 		signalIgnoreTerm()
 		fmt.Println(`{"type":"system","subtype":"init","session_id":"hang"}`)
-		select {}
+		// A CLI that ignores EOF and SIGTERM: only SIGKILL ends it. (A bare
+		// select{} is reported as a deadlock, exit status 2, unless the
+		// race detector's goroutines keep the runtime from seeing it.)
+		for {
+			time.Sleep(time.Hour)
+		}
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 func signalIgnoreTerm() { signal.Ignore(syscall.SIGTERM) }
@@ -277,19 +282,7 @@ func goldenRecord(t *testing.T, f *fake, name string) {
 			got = append(got, l...)
 		}
 	}
-	path := filepath.Join("testdata", name+".record.golden.jsonl")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("recorded traffic differs from %s:\n got:\n%s\nwant:\n%s", path, got, want)
-	}
+	golden.Check(t, filepath.Join("testdata", name+".record.golden.jsonl"), got)
 }
 
 func TestAllowCapture(t *testing.T) {
@@ -654,7 +647,6 @@ func FuzzRoute(f *testing.F) {
 			waiters: map[string]waiter{"req_initialize_1": {subtype: "initialize", ch: make(chan controlResult, 1)}},
 			perms:   map[string]pendingPerm{},
 			settled: map[string]error{},
-			wake:    make(chan struct{}, 1),
 		}
 		var evs []Event
 		c.route(line, &evs)
