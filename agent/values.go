@@ -24,7 +24,7 @@ type CacheTokens struct {
 }
 
 // Tokens is token usage. Every count is optional: a provider that does not
-// report a figure leaves it nil, never 0 (DESIGN.md "Absent is not zero").
+// report a figure leaves it nil, never 0 (docs/ARCHITECTURE.md "Absent is not zero").
 type Tokens struct {
 	Input     *int64      `json:"input,omitempty"`
 	Output    *int64      `json:"output,omitempty"`
@@ -32,7 +32,7 @@ type Tokens struct {
 	Cache     CacheTokens `json:"cache"`
 }
 
-// Finish reasons of an assistant message (DESIGN.md "Finish reasons").
+// Finish reasons of an assistant message (docs/ARCHITECTURE.md "Finish reasons").
 const (
 	FinishStop      = "stop"
 	FinishToolCalls = "tool-calls"
@@ -91,7 +91,7 @@ type ErrorData struct {
 	ResponseBody string    `json:"responseBody,omitempty"`
 }
 
-// Decision is a person's answer to a permission block (seed 001 / DESIGN.md
+// Decision is a person's answer to a permission block (seed 001; docs/ARCHITECTURE.md
 // "Vocabulary of a permission outcome"). Only these three exist; decode one
 // with ParseDecision, which refuses anything else.
 type Decision string

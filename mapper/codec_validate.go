@@ -12,7 +12,7 @@ import (
 )
 
 // Validate checks that the state is possible for its status (seed 001 tool
-// state shapes, with DESIGN.md's blocked semantics):
+// state shapes, with the blocked semantics of docs/ARCHITECTURE.md):
 //
 //   - pending carries no block, title, output, error, metadata, time or
 //     attachments (only input and raw);

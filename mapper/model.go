@@ -9,7 +9,7 @@
 // resolved block afterwards. JSON field names are exactly the seed's
 // (camelCase, sessionID, messageID, callID, parentID).
 //
-// Deviations from the seed, all from DESIGN.md: token counts, cost and
+// Deviations from the seed, all in docs/ARCHITECTURE.md: token counts, cost and
 // durations are optional (absent is not zero), a resolved block may carry a
 // "reason" when nobody decided (cancelled, agent-exited, timeout,
 // answered-in-agent), and a part type unknown to this version decodes as an

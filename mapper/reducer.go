@@ -586,7 +586,7 @@ func (r *Reducer) settle(s *redSession, reason, errText string, t int64) {
 		r.settle(c, reason, errText, t)
 	}
 	// A tool still open when its turn ends will never finish: it is settled
-	// with the reason nobody decided (DESIGN.md vocabulary).
+	// with the reason nobody decided (docs/ARCHITECTURE.md "Vocabulary of a permission outcome").
 	toolReason := agent.ReasonCancelled
 	if reason == agent.TurnAgentExited {
 		toolReason = agent.ReasonAgentExited

@@ -144,7 +144,7 @@ func combine(patterns []string, each func(string) Action) Action {
 	return out
 }
 
-// Ruleset holds a session's rules by source, in the order DESIGN.md gives:
+// Ruleset holds a session's rules by source, in the order docs/ARCHITECTURE.md gives ("Permission policy"):
 // Config (user config, then project config, then flags), Session (the
 // session's own rules, Session.Permission; a child session's restrictions),
 // Runtime (added by "always" answers during the session). The zero value

@@ -1,6 +1,6 @@
 package mapper
 
-// The tool state machine (seed 001, with DESIGN.md "Tool state
+// The tool state machine (seed 001, with docs/ARCHITECTURE.md "Tool state
 // transitions"):
 //
 //	pending ──→ running ──→ completed
@@ -326,7 +326,7 @@ func unresolved(b *Block) *Block {
 
 // TransitionPath returns the legal sequence of states that leads from cur to
 // next, next included, synthesising the intermediate states a provider
-// skipped (DESIGN.md: a tool whose result arrives right after its call goes
+// skipped (docs/ARCHITECTURE.md: a tool whose result arrives right after its call goes
 // pending → running → completed). The synthesised states take next's input,
 // cur's start time when cur had one (else next's), cur's title, and the
 // request and resolution of next's block:

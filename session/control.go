@@ -12,7 +12,7 @@ import (
 )
 
 // Control-plane RPC method names, registered on the relay as
-// "<relaySessionID>:<name>" (DESIGN.md "The control plane").
+// "<relaySessionID>:<name>" (docs/ARCHITECTURE.md "The control plane").
 const (
 	MethodPermission = "permission"
 	MethodAnswer     = "answer"

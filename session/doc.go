@@ -4,7 +4,7 @@
 // control back from the relay (prompts, permission answers, question answers,
 // abort) to the agent.
 //
-// The control plane (DESIGN.md): prompts are user messages written to the
+// The control plane (docs/ARCHITECTURE.md): prompts are user messages written to the
 // relay by the controlling device; decisions, answers, abort and mode switches
 // are session RPCs named "<relaySessionID>:permission", ":answer", ":abort",
 // ":switch", whose params are encrypted with the session key. Every input is

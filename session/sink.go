@@ -12,15 +12,15 @@ import (
 	"github.com/happy-dev/happy/mapper"
 )
 
-// Record kinds of the relay envelope (DESIGN.md "Relay envelope and versions").
+// Record kinds of the relay envelope (docs/ARCHITECTURE.md "Relay envelope and versions").
 const (
 	KindMessage = "message"
 	KindSession = "session"
 	KindTodos   = "todos"
 	// KindDropped carries a session's refused inputs, so that a reader
 	// knows the transcript is incomplete: {"kind":"dropped","version":N,
-	// "sessionID":…,"dropped":[Dropped…]} (an addition to DESIGN.md's three
-	// kinds, which had no carrier for them).
+	// "sessionID":…,"dropped":[Dropped…]} (the fourth kind in
+	// docs/ARCHITECTURE.md "Relay envelope and versions").
 	KindDropped = "dropped"
 )
 

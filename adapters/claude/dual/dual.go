@@ -1,8 +1,8 @@
 // Package dual runs one Claude Code session in both of its modes, as one
-// agent.Agent, switching between them as DESIGN.md says: "a prompt
-// arriving from the relay while in local mode hands the session to remote
-// mode; a key press in the terminal hands it back; the transcript continues
-// as one session."
+// agent.Agent, switching between them as docs/ARCHITECTURE.md
+// ("Claude's two modes") describes: a prompt from the relay while in local
+// mode hands the session to remote mode, a key press in the terminal hands
+// it back, and the transcript continues as one session.
 //
 //   - It starts in local mode (package local: Claude's own terminal UI in a
 //     proxied PTY).

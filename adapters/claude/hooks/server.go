@@ -463,7 +463,7 @@ type decisionWire struct {
 	Interrupt          bool            `json:"interrupt,omitempty"`
 }
 
-// hookDecision translates a verdict (DESIGN.md's table, hook column).
+// hookDecision translates a verdict (the decision table of docs/ARCHITECTURE.md, hook column).
 func hookDecision(v perm.Verdict, suggestions json.RawMessage) hookOutput {
 	var o hookOutput
 	o.HookSpecificOutput.HookEventName = EventPermissionRequest

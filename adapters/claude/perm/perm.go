@@ -2,7 +2,7 @@
 // prompt and its validation, shared by the two ways Claude asks: the SDK's
 // can_use_tool control request (remote mode) and the PermissionRequest hook
 // (local mode). Each of those translates a Verdict into its own wire shape,
-// following DESIGN.md's table:
+// following the decision table of docs/ARCHITECTURE.md:
 //
 //	canonical   SDK can_use_tool                          hook PermissionRequest
 //	once        allow                                     {behavior: allow}

@@ -3,7 +3,7 @@
 // into agent events by package claude, and the runner's prompts, decisions,
 // question answers and interrupts go back over the SDK control protocol.
 //
-// Decisions travel as DESIGN.md's table says: once → allow, always → allow
+// Decisions travel as the decision table of docs/ARCHITECTURE.md says: once → allow, always → allow
 // with the request's permission suggestions, reject → deny. A question
 // (AskUserQuestion) is answered by allowing the tool with its input plus
 // "answers": {question: "label, label"}, which is how Claude Code's

@@ -182,7 +182,7 @@ func (*Refused) isEvent()             {}
 func (*Exited) isEvent()              {}
 
 // Answer is the canonical answer to a permission request (see package
-// perm), translated for can_use_tool as DESIGN.md's table says:
+// perm), translated for can_use_tool as the decision table of docs/ARCHITECTURE.md says:
 //
 //	once   → {"behavior":"allow","updatedInput":…}
 //	always → {"behavior":"allow","updatedInput":…,"updatedPermissions":<the request's suggestions>}
