@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/internal/sio"
 )
@@ -26,7 +28,10 @@ func TestMain(m *testing.M) {
 	if os.Getenv("RELAY_TEST_CHILD") != "" {
 		os.Exit(childMain())
 	}
-	os.Exit(m.Run())
+	// IgnoreCurrent: goroutines alive before any test ran were started by
+	// package init, not by a test; the Socket.IO engine client starts its
+	// network monitor (a 3 s interval that never stops) that way.
+	goleak.VerifyTestMain(m, goleak.IgnoreCurrent())
 }
 
 // planRecord is the record of the i-th version the producers write: seven

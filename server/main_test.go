@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"go.uber.org/goleak"
 
 	"github.com/happy-dev/happy/internal/sio"
 )
@@ -38,7 +39,10 @@ func TestMain(m *testing.M) {
 	case "clients":
 		os.Exit(childClients())
 	}
-	os.Exit(m.Run())
+	// IgnoreCurrent: goroutines alive before any test ran were started by
+	// package init, not by a test; the Socket.IO engine client starts its
+	// network monitor (a 3 s interval that never stops) that way.
+	goleak.VerifyTestMain(m, goleak.IgnoreCurrent())
 }
 
 // childRelay serves a relay on a loopback port from HAPPY_SERVER_TEST_DIR

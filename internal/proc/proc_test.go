@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // The test binary doubles as the child programs: with PROC_TEST_HELPER set,
@@ -31,7 +33,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "enable subreaper:", err)
 		os.Exit(1)
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 // runHelper is the body of a helper child. Every helper prints "ready" on

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
@@ -54,7 +55,7 @@ func TestMain(m *testing.M) {
 		fmt.Println("ready")
 		select {}
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 func childEnv(role string) []string {

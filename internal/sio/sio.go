@@ -214,7 +214,14 @@ func dialOnce(ctx context.Context, baseURL string, opts Options) (*Client, bool,
 		openSince = time.Time{}
 		return false
 	}
+	// closeAll ends a failed attempt. Closing the engine alone leaves the
+	// manager's subscriptions in place, among them its connect timer, whose
+	// goroutine would then wait for libraryConnectTimeout; the manager
+	// closes itself (clearing them) when its last socket is disconnected,
+	// so the namespace socket is disconnected too (created, unconnected,
+	// when step 1 failed).
 	closeAll := func() {
+		m.Socket("/", o).Disconnect()
 		if eng := m.Engine(); eng != nil {
 			eng.Close()
 		}
