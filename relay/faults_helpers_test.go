@@ -2,12 +2,10 @@ package relay
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/rs/zerolog"
 
@@ -56,19 +54,12 @@ func (r *restartableRelay) serve(l net.Listener) {
 	r.mu.Unlock()
 }
 
-// Start listens again on the same address (retrying while the port is
-// still held by the previous listener).
+// Start listens again on the same address. Stop has closed the previous
+// listener, and Go listeners reuse an address whose old connections are
+// in TIME_WAIT, so the port is free at once.
 func (r *restartableRelay) Start() {
 	r.t.Helper()
-	var l net.Listener
-	var err error
-	for i := 0; i < 100; i++ {
-		l, err = net.Listen("tcp", r.addr)
-		if err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	l, err := net.Listen("tcp", r.addr)
 	if err != nil {
 		r.t.Fatalf("relay restart: %v", err)
 	}
@@ -90,18 +81,18 @@ func (r *restartableRelay) Stop() {
 }
 
 // cutProxy is a TCP proxy on 127.0.0.1 in front of a relay. Cut closes
-// every connection going through it (both directions, mid-stream) and, for
-// the given duration, refuses new ones by closing them at once.
+// every connection going through it (both directions, mid-stream) and
+// refuses new ones (closing them at once, counted by Refused) until
+// Restore.
 type cutProxy struct {
 	ln     net.Listener
 	target string
 	URL    string
 
-	mu        sync.Mutex
-	conns     map[net.Conn]struct{}
-	downUntil time.Time
-	cuts      int
-	accepted  int
+	mu      sync.Mutex
+	conns   map[net.Conn]struct{}
+	down    bool
+	refused int
 }
 
 func newCutProxy(t testing.TB, targetURL string) *cutProxy {
@@ -111,8 +102,13 @@ func newCutProxy(t testing.TB, targetURL string) *cutProxy {
 		t.Fatal(err)
 	}
 	p := &cutProxy{ln: l, target: targetURL[len("http://"):], URL: "http://" + l.Addr().String(), conns: map[net.Conn]struct{}{}}
-	go p.accept()
-	t.Cleanup(func() { _ = l.Close(); p.Cut(0) })
+	done := make(chan struct{})
+	go func() { defer close(done); p.accept() }()
+	t.Cleanup(func() {
+		_ = l.Close()
+		<-done
+		p.Cut()
+	})
 	return p
 }
 
@@ -123,8 +119,10 @@ func (p *cutProxy) accept() {
 			return
 		}
 		p.mu.Lock()
-		down := time.Now().Before(p.downUntil)
-		p.accepted++
+		down := p.down
+		if down {
+			p.refused++
+		}
 		p.mu.Unlock()
 		if down {
 			_ = c.Close()
@@ -144,12 +142,7 @@ func (p *cutProxy) accept() {
 }
 
 func (p *cutProxy) pipe(dst, src net.Conn) {
-	_, err := io.Copy(dst, src)
-	_ = err
-	if errors.Is(err, net.ErrClosed) || err == nil {
-		_ = dst.Close()
-		_ = src.Close()
-	}
+	_, _ = io.Copy(dst, src)
 	_ = dst.Close()
 	_ = src.Close()
 	p.mu.Lock()
@@ -158,11 +151,10 @@ func (p *cutProxy) pipe(dst, src net.Conn) {
 	p.mu.Unlock()
 }
 
-// Cut drops every open connection and refuses new ones for down.
-func (p *cutProxy) Cut(down time.Duration) {
+// Cut drops every open connection and refuses new ones until Restore.
+func (p *cutProxy) Cut() {
 	p.mu.Lock()
-	p.downUntil = time.Now().Add(down)
-	p.cuts++
+	p.down = true
 	conns := make([]net.Conn, 0, len(p.conns))
 	for c := range p.conns {
 		conns = append(conns, c)
@@ -171,4 +163,18 @@ func (p *cutProxy) Cut(down time.Duration) {
 	for _, c := range conns {
 		_ = c.Close()
 	}
+}
+
+// Restore accepts connections again.
+func (p *cutProxy) Restore() {
+	p.mu.Lock()
+	p.down = false
+	p.mu.Unlock()
+}
+
+// Refused is the number of connections refused during cuts so far.
+func (p *cutProxy) Refused() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.refused
 }

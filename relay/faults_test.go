@@ -10,11 +10,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 
 	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/internal/sio"
@@ -26,7 +27,10 @@ func TestMain(m *testing.M) {
 	if os.Getenv("RELAY_TEST_CHILD") != "" {
 		os.Exit(childMain())
 	}
-	os.Exit(m.Run())
+	// IgnoreCurrent: goroutines alive before any test ran were started by
+	// package init, not by a test; the Socket.IO engine client starts its
+	// network monitor (a 3 s interval that never stops) that way.
+	goleak.VerifyTestMain(m, goleak.IgnoreCurrent())
 }
 
 // planRecord is the record of the i-th version the producers write: seven
@@ -42,54 +46,46 @@ func planWant(n int) map[string]int64 {
 	return want
 }
 
-// produce enqueues versions from..to-1 of the plan, pausing between them so
-// the stream spans the faults the test injects.
-func produce(t testing.TB, s *Session, from, to int, pause time.Duration) {
+// produce enqueues versions from..to-1 of the plan.
+func produce(t testing.TB, s *Session, from, to int) {
+	t.Helper()
 	for i := from; i < to; i++ {
 		rec := planRecord(i)
 		v, err := s.Enqueue(context.Background(), rec, func(v int64) ([]byte, error) { return envelope(rec, v), nil })
 		if err != nil {
-			t.Errorf("enqueue %d: %v", i, err)
-			return
+			t.Fatalf("enqueue %d: %v", i, err)
 		}
 		if want := planWant(i + 1)[rec]; v != want {
-			t.Errorf("enqueue %d: version %d, want %d", i, v, want)
-			return
-		}
-		if pause > 0 {
-			time.Sleep(pause)
+			t.Fatalf("enqueue %d: version %d, want %d", i, v, want)
 		}
 	}
 }
 
-// foreignWriter writes n user messages "f000".. directly to the relay in
-// batches of three, retrying a batch (same localIds) until the relay
-// stores it — the other device of the tests.
-func foreignWriter(t testing.TB, api *API, sid string, ci crypto.Cipher, n int, pause time.Duration) {
-	prefix := newTag(t)
-	for i := 0; i < n; i += 3 {
+// foreignWriter writes user messages "f<from>".."f<to-1>" directly to the
+// relay in batches of three — the other device of the tests. prefix makes
+// their localIds.
+func foreignWriter(t testing.TB, api *API, sid string, ci crypto.Cipher, prefix string, from, to int) {
+	t.Helper()
+	for i := from; i < to; i += 3 {
 		var msgs []OutgoingMessage
-		for j := i; j < i+3 && j < n; j++ {
+		for j := i; j < i+3 && j < to; j++ {
 			plain, _ := json.Marshal(map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": fmt.Sprintf("f%03d", j)}})
 			sealed, _ := ci.Seal(plain)
 			msgs = append(msgs, OutgoingMessage{Content: b64(sealed), LocalID: fmt.Sprintf("%s-%d", prefix, j)})
 		}
-		for {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			_, err := api.SendMessages(ctx, sid, msgs)
-			cancel()
-			if err == nil {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := api.SendMessages(ctx, sid, msgs)
+		cancel()
+		if err != nil {
+			t.Fatalf("foreign messages from %d: %v", i, err)
 		}
-		time.Sleep(pause)
 	}
 }
 
 // receiveForeign reads n messages from Receive and checks they are the
-// foreign writer's f000..f(n-1), once each and in order.
-func receiveForeign(t testing.TB, s *Session, n int) {
+// foreign writer's f000..f(n-1), once each and in order, and that nothing
+// else waits behind them (expectNoMore).
+func receiveForeign(t testing.TB, s *Session, api *API, n int) {
 	t.Helper()
 	got := receiveN(t, s, n)
 	last := int64(0)
@@ -102,7 +98,7 @@ func receiveForeign(t testing.TB, s *Session, n int) {
 		}
 		last = in.Seq
 	}
-	expectNothing(t, s, 300*time.Millisecond)
+	expectNoMore(t, s, api)
 }
 
 // readOwn is readAll without the foreign writer's messages.
@@ -118,15 +114,18 @@ func readOwn(t testing.TB, api *API, sid string, ci crypto.Cipher) []relayMessag
 }
 
 // testNetworkCutLosesNothing runs a session through a TCP proxy that drops
-// every connection six times while versions are sent and another device
-// writes: the relay ends with every version exactly once, the session
-// receives every foreign message exactly once in order, and RPC works again
-// after the reconnects.
+// every connection six times. Each cut lands right after a burst of
+// versions was enqueued (its sends are in flight), more versions are
+// enqueued and the other device writes while the network is down, and the
+// network comes back only once the client has been refused. The relay ends
+// with every version exactly once, the session receives every foreign
+// message exactly once in order, and RPC works again after the reconnects.
 func testNetworkCutLosesNothing(t *testing.T, url string) {
 	if !strings.HasPrefix(url, "http://") {
 		t.Skip("the TCP proxy needs a plain http relay URL")
 	}
 	const versions, foreign, cuts = 300, 60, 6
+	const perCut, foreignPerCut = versions / (cuts + 1), foreign / (cuts + 1)
 	proxy := newCutProxy(t, url)
 	creds := newAccount(t, url)
 	c := newTestClient(t, testConfig(t, proxy.URL, creds, t.TempDir()))
@@ -137,29 +136,29 @@ func testNetworkCutLosesNothing(t *testing.T, url string) {
 		return map[string]string{"pong": string(p)}, nil
 	})
 	direct, _ := NewAPI(HTTPConfig{BaseURL: url, Token: creds.Token})
+	prefix := newTag(t)
 
-	var wg sync.WaitGroup
-	wg.Add(3)
-	go func() { defer wg.Done(); produce(t, s, 0, versions, 8*time.Millisecond) }()
-	go func() { defer wg.Done(); foreignWriter(t, direct, s.ID(), s.Cipher(), foreign, 40*time.Millisecond) }()
-	go func() {
-		defer wg.Done()
-		for i := range cuts {
-			// Cut only while the socket is up, so every cut also breaks a
-			// live socket (and whatever HTTP request is in flight).
-			waitFor(t, func() bool { return s.Stats().Connects >= int64(i+1) }, "socket connected before the cut")
-			time.Sleep(150 * time.Millisecond)
-			proxy.Cut(100 * time.Millisecond)
-		}
-	}()
-	wg.Wait()
+	for i := range cuts {
+		// Cut only while the socket is up, so every cut also breaks a live
+		// socket.
+		waitFor(t, func() bool { return s.Stats().Connects >= int64(i+1) }, "socket connected before the cut")
+		produce(t, s, i*perCut, i*perCut+perCut/2)
+		refused := proxy.Refused()
+		proxy.Cut()
+		produce(t, s, i*perCut+perCut/2, (i+1)*perCut)
+		foreignWriter(t, direct, s.ID(), s.Cipher(), prefix, i*foreignPerCut, (i+1)*foreignPerCut)
+		waitFor(t, func() bool { return proxy.Refused() > refused }, "the client refused during the cut")
+		proxy.Restore()
+	}
+	produce(t, s, cuts*perCut, versions)
+	foreignWriter(t, direct, s.ID(), s.Cipher(), prefix, cuts*foreignPerCut, foreign)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	checkExactlyOnce(t, readOwn(t, direct, s.ID(), s.Cipher()), planWant(versions))
-	receiveForeign(t, s, foreign)
+	receiveForeign(t, s, direct, foreign)
 	// The socket reconnects on its own schedule (a dial through the cut
 	// proxy fails only at its connect timeout); wait for it.
 	waitFor(t, func() bool {
@@ -168,7 +167,7 @@ func testNetworkCutLosesNothing(t *testing.T, url string) {
 	}, "reconnected")
 	waitFor(t, func() bool { return s.Stats().Echoes == versions }, "every own message seen in the stream")
 	st := s.Stats()
-	if st.Sent != versions || st.Pending != 0 || st.Enqueued != versions || st.Delivered != foreign || st.Echoes != versions {
+	if st.Sent != versions || st.Pending != 0 || st.Enqueued != versions || st.Delivered != foreign+1 || st.Echoes != versions {
 		t.Fatalf("stats %+v", st)
 	}
 	t.Logf("after %d cuts: %+v", cuts, st)
@@ -192,52 +191,55 @@ func testNetworkCutLosesNothing(t *testing.T, url string) {
 }
 
 // TestRelayRestartLosesNothing stops and restarts the relay (same data,
-// same port) twice while versions are sent and another device writes.
+// same port) twice. Each stop lands right after a burst of versions was
+// enqueued and the other device wrote; more versions are enqueued while
+// the relay is down, and it comes back only once a send has failed.
 func TestRelayRestartLosesNothing(t *testing.T) {
-	const versions, foreign = 300, 60
+	const versions, foreign, restarts = 300, 60, 2
+	const perRestart, foreignPerRestart = versions / (restarts + 1), foreign / (restarts + 1)
 	r := newRestartableRelay(t)
 	creds := newAccount(t, r.URL)
 	c := newTestClient(t, testConfig(t, r.URL, creds, t.TempDir()))
 	s := openTestSession(t, c, SessionOptions{Tag: newTag(t)})
 	api := c.API()
-	var wg sync.WaitGroup
-	wg.Add(3)
-	go func() { defer wg.Done(); produce(t, s, 0, versions, 3*time.Millisecond) }()
-	go func() { defer wg.Done(); foreignWriter(t, api, s.ID(), s.Cipher(), foreign, 20*time.Millisecond) }()
-	go func() {
-		defer wg.Done()
-		for i := range 2 {
-			// Restart only while the socket is up, so each restart also
-			// breaks a live connection.
-			waitFor(t, func() bool { return s.Stats().Connects >= int64(i+1) }, "socket connected before the restart")
-			time.Sleep(250 * time.Millisecond)
-			r.Stop()
-			time.Sleep(200 * time.Millisecond)
-			r.Start()
-		}
-	}()
-	wg.Wait()
+	prefix := newTag(t)
+	for i := range restarts {
+		// Restart only while the socket is up, so each restart also breaks
+		// a live connection.
+		waitFor(t, func() bool { return s.Stats().Connects >= int64(i+1) }, "socket connected before the restart")
+		foreignWriter(t, api, s.ID(), s.Cipher(), prefix, i*foreignPerRestart, (i+1)*foreignPerRestart)
+		produce(t, s, i*perRestart, i*perRestart+perRestart/2)
+		failures := s.Stats().SendFailures
+		r.Stop()
+		produce(t, s, i*perRestart+perRestart/2, (i+1)*perRestart)
+		waitFor(t, func() bool { return s.Stats().SendFailures > failures }, "a send failed while the relay was down")
+		r.Start()
+	}
+	produce(t, s, restarts*perRestart, versions)
+	foreignWriter(t, api, s.ID(), s.Cipher(), prefix, restarts*foreignPerRestart, foreign)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	checkExactlyOnce(t, readOwn(t, api, s.ID(), s.Cipher()), planWant(versions))
-	receiveForeign(t, s, foreign)
-	waitFor(t, func() bool { return s.Stats().Connects >= 3 }, "a reconnection after each restart")
+	receiveForeign(t, s, api, foreign)
+	waitFor(t, func() bool { return s.Stats().Connects >= restarts+1 }, "a reconnection after each restart")
 	waitFor(t, func() bool { return s.Stats().Echoes == versions }, "every own message seen in the stream")
 	st := s.Stats()
-	if st.SendFailures == 0 || st.Sent != versions || st.Delivered != foreign || st.Echoes != versions {
+	if st.Sent != versions || st.Delivered != foreign+1 || st.Echoes != versions {
 		t.Fatalf("stats %+v", st)
 	}
-	t.Logf("after 2 restarts: %+v", st)
+	t.Logf("after %d restarts: %+v", restarts, st)
 }
 
 // testKilledClientResumes runs the producer in a child process and kills it
-// with SIGKILL twice mid-stream. After the first kill the parent (another
-// process of the same home) drains the dead session's outbox as an orphan;
-// after the second the restarted child itself resumes. Every version ends
-// on the relay exactly once.
+// with SIGKILL twice mid-stream. The child waits for a go-ahead on stdin
+// after each acknowledged version, so each kill lands after exactly the
+// versions counted, with their sends possibly in flight. After the first
+// kill the parent (another process of the same home) drains the dead
+// session's outbox as an orphan; after the second the restarted child
+// itself resumes. Every version ends on the relay exactly once.
 func testKilledClientResumes(t *testing.T, url string) {
 	const total = 400
 	creds := newAccount(t, url)
@@ -258,6 +260,10 @@ func testKilledClientResumes(t *testing.T, url string) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		goAhead, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -269,6 +275,8 @@ func testKilledClientResumes(t *testing.T, url string) {
 				acked++
 				if killAfter > 0 && acked == killAfter {
 					_ = cmd.Process.Signal(syscall.SIGKILL)
+				} else {
+					_, _ = goAhead.Write([]byte{'\n'})
 				}
 			case line == "flushed":
 				flushed = true
@@ -276,14 +284,14 @@ func testKilledClientResumes(t *testing.T, url string) {
 				t.Errorf("child: %s", line)
 			}
 		}
+		_ = goAhead.Close()
 		_ = cmd.Wait()
 		return acked, flushed
 	}
 
 	first, _ := run(150)
-	// A line or two written before the kill landed may still arrive.
-	if first < 150 {
-		t.Fatalf("first child acknowledged %d versions", first)
+	if first != 150 {
+		t.Fatalf("first child acknowledged %d versions, want 150", first)
 	}
 	// The parent drains the dead child's outbox as an orphan.
 	cfg := testConfig(t, url, creds, outboxDir)
@@ -314,22 +322,22 @@ func testKilledClientResumes(t *testing.T, url string) {
 	for _, v := range versions {
 		stored += int(v)
 	}
-	if stored < first {
+	if stored != first {
 		t.Fatalf("outbox knows %d versions, the child acknowledged %d", stored, first)
 	}
 	checkExactlyOnce(t, readOwn(t, c.API(), sid, ci), versions)
 	_ = c.Close()
 
 	second, _ := run(100)
-	if second < 100 {
-		t.Fatalf("second child acknowledged %d versions", second)
+	if second != 100 {
+		t.Fatalf("second child acknowledged %d versions, want 100", second)
 	}
 	third, flushed := run(0)
 	if !flushed {
 		t.Fatalf("third child did not finish (%d versions)", third)
 	}
-	if stored+second+third < total {
-		t.Fatalf("children acknowledged %d+%d+%d versions of %d", stored, second, third, total)
+	if stored+second+third != total {
+		t.Fatalf("children acknowledged %d+%d+%d versions, want %d", stored, second, third, total)
 	}
 	api, _ := NewAPI(HTTPConfig{BaseURL: url, Token: creds.Token})
 	checkExactlyOnce(t, readOwn(t, api, sid, ci), planWant(total))
@@ -337,8 +345,8 @@ func testKilledClientResumes(t *testing.T, url string) {
 
 // childMain is the killable client: it opens the session, continues the
 // plan from what the outbox already holds, prints "enq <record> <version>"
-// after each durable enqueue, and "flushed" once the relay acknowledged
-// everything.
+// after each durable enqueue and waits for a line on stdin before the next,
+// and prints "flushed" once the relay acknowledged everything.
 func childMain() int {
 	creds, err := crypto.LoadCredentials(os.Getenv("CHILD_KEY"))
 	if err != nil {
@@ -363,6 +371,7 @@ func childMain() int {
 	for i := range 7 {
 		done += int(s.LastVersion(planRecord(i)))
 	}
+	goAhead := bufio.NewReader(os.Stdin)
 	for i := done; i < total; i++ {
 		rec := planRecord(i)
 		v, err := s.Enqueue(ctx, rec, func(v int64) ([]byte, error) { return envelope(rec, v), nil })
@@ -371,7 +380,10 @@ func childMain() int {
 			return 1
 		}
 		fmt.Println("enq", rec, v)
-		time.Sleep(2 * time.Millisecond)
+		if _, err := goAhead.ReadString('\n'); err != nil {
+			fmt.Println("error no go-ahead:", err)
+			return 1
+		}
 	}
 	fctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/happy-dev/happy/crypto"
@@ -122,10 +123,12 @@ func FuzzDecodeSessionState(f *testing.F) {
 }
 
 // fakeSocket answers Call with scripted replies; a nil reply never answers.
+// It records each call's arguments and when it came.
 type fakeSocket struct {
 	mu      sync.Mutex
 	replies [][]any
 	calls   []map[string]any
+	at      []time.Time
 }
 
 func (f *fakeSocket) On(string, func([]any, func(...any))) {}
@@ -136,6 +139,7 @@ func (f *fakeSocket) Close() error                         { return nil }
 func (f *fakeSocket) Call(ctx context.Context, _ string, args ...any) ([]any, error) {
 	f.mu.Lock()
 	f.calls = append(f.calls, args[0].(map[string]any))
+	f.at = append(f.at, time.Now())
 	var r []any
 	if len(f.replies) > 0 {
 		r, f.replies = f.replies[0], f.replies[1:]
@@ -156,76 +160,95 @@ func connectedConn(s Socket) *conn {
 	return c
 }
 
+// A version mismatch adopts the relay's value and retries after a back-off
+// (on the bubble's fake clock: 10-20 ms for the first retry).
 func TestCompareAndSetRetriesOnMismatch(t *testing.T) {
-	var key [32]byte
-	ci := crypto.NewDataKeyCipher(key)
-	theirs, _ := ci.Seal([]byte(`{"n":41}`))
-	fs := &fakeSocket{replies: [][]any{
-		{map[string]any{"result": "version-mismatch", "version": float64(7), "metadata": b64(theirs)}},
-		{map[string]any{"result": "success", "version": float64(8)}},
-	}}
-	var val json.RawMessage = json.RawMessage(`{"n":1}`)
-	ver := int64(3)
-	spec := casSpec{event: "update-metadata", idKey: "sid", id: "s1", valueKey: "metadata", cipher: ci,
-		get: func() (json.RawMessage, int64) { return val, ver },
-		set: func(v json.RawMessage, n int64) { val, ver = v, n }}
-	var seen []string
-	err := compareAndSet(context.Background(), connectedConn(fs), time.Second, spec, func(cur json.RawMessage) (json.RawMessage, error) {
-		seen = append(seen, string(cur))
-		var m struct{ N int }
-		_ = json.Unmarshal(cur, &m)
-		return json.Marshal(map[string]int{"n": m.N + 1})
+	synctest.Test(t, func(t *testing.T) {
+		var key [32]byte
+		ci := crypto.NewDataKeyCipher(key)
+		theirs, _ := ci.Seal([]byte(`{"n":41}`))
+		fs := &fakeSocket{replies: [][]any{
+			{map[string]any{"result": "version-mismatch", "version": float64(7), "metadata": b64(theirs)}},
+			{map[string]any{"result": "success", "version": float64(8)}},
+		}}
+		var val json.RawMessage = json.RawMessage(`{"n":1}`)
+		ver := int64(3)
+		spec := casSpec{event: "update-metadata", idKey: "sid", id: "s1", valueKey: "metadata", cipher: ci,
+			get: func() (json.RawMessage, int64) { return val, ver },
+			set: func(v json.RawMessage, n int64) { val, ver = v, n }}
+		var seen []string
+		err := compareAndSet(context.Background(), connectedConn(fs), time.Second, spec, func(cur json.RawMessage) (json.RawMessage, error) {
+			seen = append(seen, string(cur))
+			var m struct{ N int }
+			_ = json.Unmarshal(cur, &m)
+			return json.Marshal(map[string]int{"n": m.N + 1})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(val) != `{"n":42}` || ver != 8 {
+			t.Fatalf("value %s v%d", val, ver)
+		}
+		if len(seen) != 2 || seen[0] != `{"n":1}` || seen[1] != `{"n":41}` {
+			t.Fatalf("updater saw %v", seen)
+		}
+		if fs.calls[0]["expectedVersion"] != int64(3) || fs.calls[1]["expectedVersion"] != int64(7) || fs.calls[1]["sid"] != "s1" {
+			t.Fatalf("calls %v", fs.calls)
+		}
+		if gap := fs.at[1].Sub(fs.at[0]); gap < 10*time.Millisecond || gap > 20*time.Millisecond {
+			t.Fatalf("retried after %s, want the first back-off (10-20 ms)", gap)
+		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(val) != `{"n":42}` || ver != 8 {
-		t.Fatalf("value %s v%d", val, ver)
-	}
-	if len(seen) != 2 || seen[0] != `{"n":1}` || seen[1] != `{"n":41}` {
-		t.Fatalf("updater saw %v", seen)
-	}
-	if fs.calls[0]["expectedVersion"] != int64(3) || fs.calls[1]["expectedVersion"] != int64(7) || fs.calls[1]["sid"] != "s1" {
-		t.Fatalf("calls %v", fs.calls)
-	}
 }
 
+// MaxCASAttempts mismatches give up with ErrVersionMismatch, each retry
+// after a growing back-off; an error reply is final; a missing ack or
+// connection ends at the ack timeout. All on the bubble's fake clock.
 func TestCompareAndSetGivesUp(t *testing.T) {
-	var key [32]byte
-	ci := crypto.NewDataKeyCipher(key)
-	mismatch := []any{map[string]any{"result": "version-mismatch", "version": float64(1), "metadata": nil}}
-	var replies [][]any
-	for range MaxCASAttempts {
-		replies = append(replies, mismatch)
-	}
-	spec := func() casSpec {
-		var v json.RawMessage
-		var n int64
-		return casSpec{event: "update-state", idKey: "sid", id: "s", valueKey: "agentState", nullable: true, cipher: ci,
-			get: func() (json.RawMessage, int64) { return v, n }, set: func(x json.RawMessage, m int64) { v, n = x, m }}
-	}
-	set := func(json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`{}`), nil }
-	fs := &fakeSocket{replies: replies}
-	if err := compareAndSet(context.Background(), connectedConn(fs), time.Second, spec(), set); !errors.Is(err, ErrVersionMismatch) || len(fs.calls) != MaxCASAttempts {
-		t.Fatalf("err %v after %d calls", err, len(fs.calls))
-	}
-	fs = &fakeSocket{replies: [][]any{{map[string]any{"result": "error", "message": "Session not found"}}}}
-	if err := compareAndSet(context.Background(), connectedConn(fs), time.Second, spec(), set); !errors.Is(err, ErrRejected) {
-		t.Fatalf("error reply: %v", err)
-	}
-	// A relay that never acknowledges: an error after the ack timeout, not a hang.
-	fs = &fakeSocket{replies: [][]any{nil}}
-	start := time.Now()
-	err := compareAndSet(context.Background(), connectedConn(fs), 200*time.Millisecond, spec(), set)
-	if !errors.Is(err, ErrUnavailable) || time.Since(start) > 5*time.Second {
-		t.Fatalf("missing ack: %v after %s", err, time.Since(start))
-	}
-	// No connection at all: the same.
-	c := &conn{}
-	c.init()
-	if err := compareAndSet(context.Background(), c, 100*time.Millisecond, spec(), set); !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("not connected: %v", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		var key [32]byte
+		ci := crypto.NewDataKeyCipher(key)
+		mismatch := []any{map[string]any{"result": "version-mismatch", "version": float64(1), "metadata": nil}}
+		var replies [][]any
+		for range MaxCASAttempts {
+			replies = append(replies, mismatch)
+		}
+		spec := func() casSpec {
+			var v json.RawMessage
+			var n int64
+			return casSpec{event: "update-state", idKey: "sid", id: "s", valueKey: "agentState", nullable: true, cipher: ci,
+				get: func() (json.RawMessage, int64) { return v, n }, set: func(x json.RawMessage, m int64) { v, n = x, m }}
+		}
+		set := func(json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`{}`), nil }
+		fs := &fakeSocket{replies: replies}
+		if err := compareAndSet(context.Background(), connectedConn(fs), time.Second, spec(), set); !errors.Is(err, ErrVersionMismatch) || len(fs.calls) != MaxCASAttempts {
+			t.Fatalf("err %v after %d calls", err, len(fs.calls))
+		}
+		// Back-off between attempts: [d/2, d] with d doubling from 20 ms, capped at 1 s.
+		for i, d := 1, 20*time.Millisecond; i < len(fs.at); i, d = i+1, min(2*d, time.Second) {
+			if gap := fs.at[i].Sub(fs.at[i-1]); gap < d/2 || gap > d {
+				t.Fatalf("attempt %d came %s after the previous one, want %s-%s", i+1, gap, d/2, d)
+			}
+		}
+		fs = &fakeSocket{replies: [][]any{{map[string]any{"result": "error", "message": "Session not found"}}}}
+		if err := compareAndSet(context.Background(), connectedConn(fs), time.Second, spec(), set); !errors.Is(err, ErrRejected) || len(fs.calls) != 1 {
+			t.Fatalf("error reply: %v after %d calls", err, len(fs.calls))
+		}
+		// A relay that never acknowledges: an error at the ack timeout, not a hang.
+		fs = &fakeSocket{replies: [][]any{nil}}
+		start := time.Now()
+		err := compareAndSet(context.Background(), connectedConn(fs), 200*time.Millisecond, spec(), set)
+		if !errors.Is(err, ErrUnavailable) || time.Since(start) != 200*time.Millisecond {
+			t.Fatalf("missing ack: %v after %s, want ErrUnavailable after 200ms", err, time.Since(start))
+		}
+		// No connection at all: the same.
+		c := &conn{}
+		c.init()
+		start = time.Now()
+		if err := compareAndSet(context.Background(), c, 100*time.Millisecond, spec(), set); !errors.Is(err, ErrUnavailable) || time.Since(start) != 100*time.Millisecond {
+			t.Fatalf("not connected: %v after %s", err, time.Since(start))
+		}
+	})
 }
 
 func TestBackoffBounds(t *testing.T) {

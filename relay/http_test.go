@@ -172,11 +172,16 @@ func TestRefusedConnectionIsUnavailable(t *testing.T) {
 }
 
 func TestCallerCancelIsNotUnavailable(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	arrived := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-r.Context().Done()
+	}))
 	defer srv.Close()
 	api, _ := NewAPI(HTTPConfig{BaseURL: srv.URL})
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
+	// Cancelled while the request waits for its answer.
+	go func() { <-arrived; cancel() }()
 	err := api.Health(ctx)
 	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrUnavailable) {
 		t.Fatalf("err = %v", err)

@@ -133,12 +133,18 @@ func BenchmarkFanout(b *testing.B) {
 	var mu sync.Mutex
 	var recvAt time.Time
 	var drains []time.Time
+	// allWritten gets a value when the write to the last socket is seen.
+	allWritten := make(chan struct{}, 1)
 	wrap := func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Method == "POST" && strings.HasPrefix(r.URL.Path, "/v3/") {
 				mu.Lock()
 				recvAt = time.Now()
 				drains = drains[:0]
+				select { // a report left from before this post
+				case <-allWritten:
+				default:
+				}
 				mu.Unlock()
 			}
 			h.ServeHTTP(w, r)
@@ -149,6 +155,12 @@ func BenchmarkFanout(b *testing.B) {
 		now := time.Now()
 		mu.Lock()
 		drains = append(drains, now)
+		if len(drains) == sockets {
+			select {
+			case allWritten <- struct{}{}:
+			default:
+			}
+		}
 		mu.Unlock()
 	}
 	srv.testWrite.Store(&onWrite)
@@ -158,7 +170,14 @@ func BenchmarkFanout(b *testing.B) {
 	if l := c.line(b); l != "READY" {
 		b.Fatalf("clients said %q", l)
 	}
-	time.Sleep(200 * time.Millisecond)
+	acct, err := srv.tok.verify(token)
+	if err != nil {
+		b.Fatal(err)
+	}
+	waitUntil(b, 10*time.Second, "every client socket in the session's room", func() bool {
+		set, ok := srv.io.Sockets().Adapter().Rooms().Load(roomSession(acct, sid))
+		return ok && set.Len() == sockets
+	})
 	// At least 1000 posts, so that p99 is not just the third-worst sample.
 	n := b.N
 	if n < 1000 {
@@ -183,24 +202,17 @@ func BenchmarkFanout(b *testing.B) {
 		ns, _ := strconv.ParseInt(f[2], 10, 64)
 		e2e = append(e2e, time.Unix(0, ns).Sub(t0))
 		// A client can decode a frame before the server's writer goroutine
-		// reports the write done: wait a little for the last report.
-		var last time.Time
-		for wait := 0; ; wait++ {
+		// reports the write done: wait for the last report.
+		select {
+		case <-allWritten:
+		case <-time.After(5 * time.Second):
 			mu.Lock()
-			if len(drains) >= sockets {
-				last = drains[sockets-1]
-				mu.Unlock()
-				break
-			}
 			seen := len(drains)
 			mu.Unlock()
-			if wait == 200 {
-				b.Fatalf("%d socket writes seen, want %d", seen, sockets)
-			}
-			time.Sleep(time.Millisecond)
+			b.Fatalf("%d socket writes seen, want %d", seen, sockets)
 		}
 		mu.Lock()
-		server = append(server, last.Sub(recvAt))
+		server = append(server, drains[sockets-1].Sub(recvAt))
 		mu.Unlock()
 	}
 	b.StopTimer()
@@ -238,15 +250,26 @@ func BenchmarkRSS(b *testing.B) {
 	token := newTestAccount(b, base)
 	sid := newTestSession(b, base, token, "rss")
 	bulk := newTestSession(b, base, token, "rss-bulk")
-	time.Sleep(500 * time.Millisecond)
 	idle := rssMiB(b, c.cmd.Process.Pid)
 	t0 := time.Now()
+	const sockets, fannedOut = 100, 500
 	var socks []*sio.Client
-	for i := 0; i < 100; i++ {
+	// received is closed once every socket has every fanned-out message.
+	var mu sync.Mutex
+	updates := 0
+	received := make(chan struct{})
+	for i := 0; i < sockets; i++ {
 		s, err := sio.Dial(context.Background(), base, sio.Options{Auth: map[string]any{"token": token, "clientType": "session-scoped", "sessionId": sid}})
 		if err != nil {
 			b.Fatal(err)
 		}
+		s.On("update", func([]any, func(...any)) {
+			mu.Lock()
+			if updates++; updates == sockets*fannedOut {
+				close(received)
+			}
+			mu.Unlock()
+		})
 		socks = append(socks, s)
 	}
 	defer func() {
@@ -254,7 +277,7 @@ func BenchmarkRSS(b *testing.B) {
 			_ = s.Close()
 		}
 	}()
-	b.Logf("100 sockets connected in %s", time.Since(t0))
+	b.Logf("%d sockets connected in %s", sockets, time.Since(t0))
 	t0 = time.Now()
 	cl := &http.Client{}
 	for i := 0; i < 210; i++ {
@@ -268,7 +291,13 @@ func BenchmarkRSS(b *testing.B) {
 		}
 	}
 	b.Logf("10,500 messages ingested in %s", time.Since(t0))
-	time.Sleep(500 * time.Millisecond)
+	select {
+	case <-received:
+	case <-time.After(30 * time.Second):
+		mu.Lock()
+		defer mu.Unlock()
+		b.Fatalf("%d of %d fanned-out updates received", updates, sockets*fannedOut)
+	}
 	loaded := rssMiB(b, c.cmd.Process.Pid)
 	for i := 0; i < b.N; i++ {
 	}

@@ -56,16 +56,6 @@ func countsValid(m map[string]any) bool {
 	return true
 }
 
-// casParams reads the fields of a compare-and-set event: a non-empty id,
-// a string value, and expectedVersion as a whole, non-negative number (a
-// fractional or negative version is invalid, never truncated).
-func casParams(m map[string]any, idKey, valueKey string) (id, value string, expected int64, ok bool) {
-	id, ok1 := getStr(m, idKey)
-	value, ok2 := getStr(m, valueKey)
-	ev, ok3 := getVersion(m)
-	return id, value, ev, ok1 && id != "" && ok2 && ok3
-}
-
 // getVersion reads expectedVersion: a whole number >= 0.
 func getVersion(m map[string]any) (int64, bool) {
 	v, ok := getNum(m, "expectedVersion")
@@ -82,10 +72,9 @@ func (s *Server) bindEvents(c *conn) {
 			h(m, ack)
 		})
 	}
-	on("update-metadata", func(m map[string]any, ack socket.Ack) { s.onUpdateMetadata(c, m, ack) })
-	on("update-state", func(m map[string]any, ack socket.Ack) { s.onUpdateState(c, m, ack) })
-	on("machine-update-metadata", func(m map[string]any, ack socket.Ack) { s.onMachineUpdateMetadata(c, m, ack) })
-	on("machine-update-state", func(m map[string]any, ack socket.Ack) { s.onMachineUpdateState(c, m, ack) })
+	for _, e := range casEvents {
+		on(e.name, func(m map[string]any, ack socket.Ack) { s.onCAS(c, e, m, ack) })
+	}
 	on("session-alive", func(m map[string]any, ack socket.Ack) { s.onSessionAlive(c, m, ack) })
 	on("session-end", func(m map[string]any, ack socket.Ack) { s.onSessionEnd(c, m, ack) })
 	on("machine-alive", func(m map[string]any, ack socket.Ack) { s.onMachineAlive(c, m, ack) })
@@ -137,68 +126,100 @@ func (s *Server) storeErrReply(ack socket.Ack, ev string, err error, notFound st
 	reply(ack, map[string]any{"result": "error", "message": "Internal error"})
 }
 
-// onUpdateMetadata: update-metadata {sid, metadata, expectedVersion}. Always
-// acks: success / version-mismatch (current value) / error (bad input or an
-// unknown session, where the reference sends no ack at all).
-func (s *Server) onUpdateMetadata(c *conn, m map[string]any, ack socket.Ack) {
-	sid, md, ev, ok := casParams(m, "sid", "metadata")
-	if !ok {
-		reply(ack, map[string]any{"result": "error", "message": "Invalid parameters"})
-		return
-	}
-	ctx, cancel := s.opCtx()
-	defer cancel()
-	// The compare-and-set and its update are one step for the account, so
-	// update seqs follow versions.
-	unlock := s.lockAccount(c.acct)
-	defer unlock()
-	r, err := s.st.UpdateSessionMetadata(ctx, c.acct, sid, md, ev, s.nowMs())
-	if err != nil {
-		s.storeErrReply(ack, "update-metadata", err, "Session not found")
-		return
-	}
-	if r.OK {
-		s.emitUpdateLocked(ctx, c.acct, bodyUpdateSession{T: "update-session", ID: sid, Metadata: &versioned{Value: r.Value, Version: r.Version}},
-			roomSession(c.acct, sid), roomUserScoped(c.acct))
-	}
-	reply(ack, casReply("metadata", r))
+// casEvent is one of the four compare-and-set events: update-metadata,
+// update-state (sessions), machine-update-metadata and machine-update-state
+// (machines). Each reads {<idKey>, <valueKey>, expectedVersion}, writes
+// through the store under the account's lock, on success sends an update
+// to the object's room and the account's apps, and acks
+// {result: success|version-mismatch, version, <valueKey>: current value}
+// or {result: error, message} (bad input, or an unknown id, where the
+// reference sends no ack at all).
+type casEvent struct {
+	name     string // event name, in logs
+	idKey    string // "sid" or "machineId"
+	valueKey string // "metadata", "agentState" or "daemonState"; also the ack's key
+	// nullable accepts null as the value (agentState); otherwise it must
+	// be a string.
+	nullable bool
+	notFound string // the error message for an unknown id
+	// write is the store's compare-and-set; value is nil only when
+	// nullable.
+	write func(ctx context.Context, st store.Store, acct, id string, value *string, expected, now int64) (store.CAS, error)
+	// body is the update sent on success.
+	body func(id string, v *versioned) any
+	// room is the object's own room (the account's apps get it too).
+	room func(acct, id string) socket.Room
+	// machineActive: the store's write also marked the machine active at
+	// now (machine-update-state), so a success records that activity write
+	// in the presence cache, as a keep-alive's write would.
+	machineActive bool
 }
 
-// onUpdateState: update-state {sid, agentState: string|null, expectedVersion}.
-func (s *Server) onUpdateState(c *conn, m map[string]any, ack socket.Ack) {
-	sid, ok1 := getStr(m, "sid")
-	raw, present := m["agentState"]
-	st, isStr := raw.(string)
-	ev, ok3 := getVersion(m)
-	if !ok1 || sid == "" || !present || (raw != nil && !isStr) || !ok3 {
-		reply(ack, map[string]any{"result": "error", "message": "Invalid parameters"})
-		return
+// casEvents are the four compare-and-set events.
+var casEvents = []*casEvent{
+	{
+		name: "update-metadata", idKey: "sid", valueKey: "metadata", notFound: "Session not found",
+		write: func(ctx context.Context, st store.Store, acct, id string, v *string, ev, now int64) (store.CAS, error) {
+			return st.UpdateSessionMetadata(ctx, acct, id, *v, ev, now)
+		},
+		body: func(id string, v *versioned) any { return bodyUpdateSession{T: "update-session", ID: id, Metadata: v} },
+		room: roomSession,
+	},
+	{
+		name: "update-state", idKey: "sid", valueKey: "agentState", nullable: true, notFound: "Session not found",
+		write: func(ctx context.Context, st store.Store, acct, id string, v *string, ev, now int64) (store.CAS, error) {
+			return st.UpdateSessionAgentState(ctx, acct, id, v, ev, now)
+		},
+		body: func(id string, v *versioned) any {
+			return bodyUpdateSession{T: "update-session", ID: id, AgentState: v}
+		},
+		room: roomSession,
+	},
+	{
+		name: "machine-update-metadata", idKey: "machineId", valueKey: "metadata", notFound: "Machine not found",
+		write: func(ctx context.Context, st store.Store, acct, id string, v *string, ev, now int64) (store.CAS, error) {
+			return st.UpdateMachineMetadata(ctx, acct, id, *v, ev, now)
+		},
+		body: func(id string, v *versioned) any {
+			return bodyUpdateMachine{T: "update-machine", MachineID: id, Metadata: v}
+		},
+		room: roomMachine,
+	},
+	{
+		name: "machine-update-state", idKey: "machineId", valueKey: "daemonState", notFound: "Machine not found",
+		write: func(ctx context.Context, st store.Store, acct, id string, v *string, ev, now int64) (store.CAS, error) {
+			return st.UpdateMachineDaemonState(ctx, acct, id, *v, ev, now)
+		},
+		body: func(id string, v *versioned) any {
+			return bodyUpdateMachine{T: "update-machine", MachineID: id, DaemonState: v}
+		},
+		room:          roomMachine,
+		machineActive: true,
+	},
+}
+
+// params reads a compare-and-set event's fields: a non-empty id, the
+// value (a string, or null when e.nullable; a missing value is invalid),
+// and expectedVersion as a whole, non-negative number (a fractional or
+// negative version is invalid, never truncated).
+func (e *casEvent) params(m map[string]any) (id string, value *string, expected int64, ok bool) {
+	id, okID := getStr(m, e.idKey)
+	raw, present := m[e.valueKey]
+	str, isStr := raw.(string)
+	expected, okVersion := getVersion(m)
+	okValue := isStr || (e.nullable && present && raw == nil)
+	if !okID || id == "" || !okValue || !okVersion {
+		return "", nil, 0, false
 	}
-	var state *string
 	if isStr {
-		state = &st
+		value = &str
 	}
-	ctx, cancel := s.opCtx()
-	defer cancel()
-	// The compare-and-set and its update are one step for the account, so
-	// update seqs follow versions.
-	unlock := s.lockAccount(c.acct)
-	defer unlock()
-	r, err := s.st.UpdateSessionAgentState(ctx, c.acct, sid, state, ev, s.nowMs())
-	if err != nil {
-		s.storeErrReply(ack, "update-state", err, "Session not found")
-		return
-	}
-	if r.OK {
-		s.emitUpdateLocked(ctx, c.acct, bodyUpdateSession{T: "update-session", ID: sid, AgentState: &versioned{Value: r.Value, Version: r.Version}},
-			roomSession(c.acct, sid), roomUserScoped(c.acct))
-	}
-	reply(ack, casReply("agentState", r))
+	return id, value, expected, true
 }
 
-// onMachineUpdateMetadata: machine-update-metadata {machineId, metadata, expectedVersion}.
-func (s *Server) onMachineUpdateMetadata(c *conn, m map[string]any, ack socket.Ack) {
-	mid, md, ev, ok := casParams(m, "machineId", "metadata")
+// onCAS handles one compare-and-set event e (see casEvent).
+func (s *Server) onCAS(c *conn, e *casEvent, m map[string]any, ack socket.Ack) {
+	id, value, expected, ok := e.params(m)
 	if !ok {
 		reply(ack, map[string]any{"result": "error", "message": "Invalid parameters"})
 		return
@@ -209,44 +230,20 @@ func (s *Server) onMachineUpdateMetadata(c *conn, m map[string]any, ack socket.A
 	// update seqs follow versions.
 	unlock := s.lockAccount(c.acct)
 	defer unlock()
-	r, err := s.st.UpdateMachineMetadata(ctx, c.acct, mid, md, ev, s.nowMs())
-	if err != nil {
-		s.storeErrReply(ack, "machine-update-metadata", err, "Machine not found")
-		return
-	}
-	if r.OK {
-		s.emitUpdateLocked(ctx, c.acct, bodyUpdateMachine{T: "update-machine", MachineID: mid, Metadata: &versioned{Value: r.Value, Version: r.Version}},
-			roomMachine(c.acct, mid), roomUserScoped(c.acct))
-	}
-	reply(ack, casReply("metadata", r))
-}
-
-// onMachineUpdateState: machine-update-state {machineId, daemonState, expectedVersion};
-// success also marks the machine active.
-func (s *Server) onMachineUpdateState(c *conn, m map[string]any, ack socket.Ack) {
-	mid, ds, ev, ok := casParams(m, "machineId", "daemonState")
-	if !ok {
-		reply(ack, map[string]any{"result": "error", "message": "Invalid parameters"})
-		return
-	}
-	ctx, cancel := s.opCtx()
-	defer cancel()
 	now := s.nowMs()
-	// The compare-and-set and its update are one step for the account, so
-	// update seqs follow versions.
-	unlock := s.lockAccount(c.acct)
-	defer unlock()
-	r, err := s.st.UpdateMachineDaemonState(ctx, c.acct, mid, ds, ev, now)
+	r, err := e.write(ctx, s.st, c.acct, id, value, expected, now)
 	if err != nil {
-		s.storeErrReply(ack, "machine-update-state", err, "Machine not found")
+		s.storeErrReply(ack, e.name, err, e.notFound)
 		return
 	}
 	if r.OK {
-		s.pres.shouldWrite(presKey("m", c.acct, mid), now, 0)
-		s.emitUpdateLocked(ctx, c.acct, bodyUpdateMachine{T: "update-machine", MachineID: mid, DaemonState: &versioned{Value: r.Value, Version: r.Version}},
-			roomMachine(c.acct, mid), roomUserScoped(c.acct))
+		if e.machineActive {
+			s.pres.shouldWrite(presKey("m", c.acct, id), now, 0)
+		}
+		s.emitUpdateLocked(ctx, c.acct, e.body(id, &versioned{Value: r.Value, Version: r.Version}),
+			e.room(c.acct, id), roomUserScoped(c.acct))
 	}
-	reply(ack, casReply("daemonState", r))
+	reply(ack, casReply(e.valueKey, r))
 }
 
 // clientTime turns a client's `time` (ms) into the activity time to record.

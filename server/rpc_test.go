@@ -67,7 +67,7 @@ func TestRPCForwarding(t *testing.T) {
 	go func() {
 		done <- call(t, app, "rpc-call", map[string]any{"method": "m1:spawn-happy-session", "params": "p"})
 	}()
-	time.Sleep(100 * time.Millisecond)
+	server.WaitUntil(t, 5*time.Second, "the call waits for its method", func() bool { return r.Server.RPCWaiting() == 1 })
 	_ = daemon.Emit("rpc-register", map[string]any{"method": "m1:spawn-happy-session"})
 	din.nextObj("rpc-registered")
 	rq := din.next()
@@ -110,7 +110,7 @@ func TestRPCIsolation(t *testing.T) {
 	bIn := listen(t, bSock, "rpc-registered", "rpc-error")
 	// B cannot call A's method: for B it does not exist.
 	eq(t, "B calls A", call(t, bSock, "rpc-call", map[string]any{"method": sid + ":bash", "params": "x"}), map[string]any{"ok": false, "error": "RPC method not available"})
-	in.none(100 * time.Millisecond)
+	in.none()
 	// B cannot register methods under A's session or machine ids.
 	for _, m := range []string{sid + ":bash", "mA:spawn-happy-session"} {
 		_ = bSock.Emit("rpc-register", map[string]any{"method": m})
@@ -133,17 +133,14 @@ func TestSocketIsolation(t *testing.T) {
 	a, b := newAPI(t, r), newAPI(t, r)
 	sid := a.createSession("t", "m")["id"].(string)
 	a.must(200, "POST", "/v1/machines", map[string]any{"id": "mA", "metadata": "m"})
-	// B's own machine-scoped socket with A's machine id (its "online"
-	// ephemeral goes to B's own apps, before B's app socket listens).
-	bSessIn := listen(t, sessionSocket(t, r.URL, b.token, sid), "update", "ephemeral")
-	bMachIn := listen(t, machineSocket(t, r.URL, b.token, "mA"), "update", "ephemeral")
 	bUser := userSocket(t, r.URL, b.token)
 	bIn := listen(t, bUser, "update", "ephemeral", "rpc-request")
-	time.Sleep(100 * time.Millisecond)
-	for len(bIn.ch) > 0 { // B's own machine socket going online, if it raced the listener
-		e := obj(t, (<-bIn.ch).args[0])
-		eq(t, "B's own machine online", []any{e["type"], e["id"], e["active"]}, []any{"machine-activity", "mA", true})
-	}
+	bSessIn := listen(t, sessionSocket(t, r.URL, b.token, sid), "update", "ephemeral")
+	// B's own machine-scoped socket with A's machine id: its "online"
+	// ephemeral goes to B's own apps.
+	bMachIn := listen(t, machineSocket(t, r.URL, b.token, "mA"), "update", "ephemeral")
+	e := bIn.nextObj("ephemeral")
+	eq(t, "B's own machine online", []any{e["type"], e["id"], e["active"]}, []any{"machine-activity", "mA", true})
 
 	// Everything A does that fans out.
 	aSess := sessionSocket(t, r.URL, a.token, sid)
@@ -161,7 +158,7 @@ func TestSocketIsolation(t *testing.T) {
 	a.must(200, "POST", "/v1/machines", map[string]any{"id": "mA2", "metadata": "m"})
 	a.must(200, "POST", "/v1/sessions/"+sid+"/archive", nil)
 	for _, in := range []*inbox{bIn, bSessIn, bMachIn} {
-		in.none(300 * time.Millisecond)
+		in.none()
 	}
 
 	// B's events on A's ids: errors, and A's rows unchanged.
@@ -224,7 +221,7 @@ func TestRPCLatestRegistrationWins(t *testing.T) {
 	}
 	req.ack("from-fresh")
 	eq(t, "reply", <-done, map[string]any{"ok": true, "result": "from-fresh"})
-	oldIn.none(100 * time.Millisecond)
+	oldIn.none()
 }
 
 // A compare-and-set with a fractional or negative expectedVersion is
@@ -266,7 +263,7 @@ func TestRPCInFlightLimit(t *testing.T) {
 			answers <- fmt.Sprint(m["error"])
 		}()
 	}
-	time.Sleep(500 * time.Millisecond) // the 64 are waiting for a callee
+	server.WaitUntil(t, 5*time.Second, "64 calls waiting for a callee", func() bool { return r.Server.RPCWaiting() == 64 })
 	start := time.Now()
 	eq(t, "65th call", call(t, app, "rpc-call", map[string]any{"method": sid + ":nobody"}), map[string]any{"ok": false, "error": "Too many RPC calls in flight on this socket (limit 64)"})
 	if d := time.Since(start); d > 2*time.Second {

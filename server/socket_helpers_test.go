@@ -17,6 +17,7 @@ type event struct {
 // inbox collects the server events a test client listens to.
 type inbox struct {
 	t  testing.TB
+	c  *sio.Client
 	ch chan event
 }
 
@@ -45,7 +46,7 @@ func machineSocket(t testing.TB, url, token, mid string) *sio.Client {
 }
 
 func listen(t testing.TB, c *sio.Client, names ...string) *inbox {
-	in := &inbox{t: t, ch: make(chan event, 1024)}
+	in := &inbox{t: t, c: c, ch: make(chan event, 1024)}
 	for _, n := range names {
 		n := n
 		c.On(n, func(args []any, ack func(...any)) { in.ch <- event{name: n, args: args, ack: ack} })
@@ -78,13 +79,18 @@ func (in *inbox) nextObj(name string) map[string]any {
 	return obj(in.t, e.args[0])
 }
 
-// none asserts that no event arrives within d.
-func (in *inbox) none(d time.Duration) {
+// none asserts that no event is waiting for the client: every event the
+// server sent it before now has arrived. It proves that point was reached
+// with a ping: the server answers it after everything it sent the socket
+// earlier, and the client runs its event handlers in order, before it
+// hands over the answer.
+func (in *inbox) none() {
 	in.t.Helper()
+	call(in.t, in.c, "ping", nil)
 	select {
 	case e := <-in.ch:
 		in.t.Fatalf("unexpected event %q %v", e.name, e.args)
-	case <-time.After(d):
+	default:
 	}
 }
 

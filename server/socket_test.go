@@ -102,7 +102,7 @@ func TestSessionCompareAndSet(t *testing.T) {
 			}
 		}
 	}
-	otherIn.none(200 * time.Millisecond)
+	otherIn.none()
 	s := obj(t, a.must(200, "GET", "/v1/sessions", nil)["sessions"].([]any)[0])
 	eq(t, "stored (and most recently updated)", []any{s["id"], s["metadata"], s["metadataVersion"], s["agentState"], s["agentStateVersion"]}, []any{sid, "meta-1", 1.0, nil, 2.0})
 }
@@ -142,7 +142,7 @@ func TestMachineCompareAndSet(t *testing.T) {
 		eq(t, "update 1", in.nextObj("update")["body"], map[string]any{"t": "update-machine", "machineId": "m1", "metadata": map[string]any{"value": "md-2", "version": 2.0}})
 		eq(t, "update 2", in.nextObj("update")["body"], map[string]any{"t": "update-machine", "machineId": "m1", "daemonState": map[string]any{"value": "running", "version": 1.0}})
 	}
-	otherIn.none(200 * time.Millisecond)
+	otherIn.none()
 	m := obj(t, a.must(200, "GET", "/v1/machines/m1", nil)["machine"])
 	eq(t, "daemon state makes active", m["active"], true)
 	_ = daemon.Close()
@@ -181,11 +181,11 @@ func TestNewMessageFanout(t *testing.T) {
 				eq(t, "update seq", u["seq"], first+float64(i))
 			}
 		}
-		in.none(100 * time.Millisecond)
+		in.none()
 	}
-	otherIn.none(100 * time.Millisecond)
-	bApp.none(100 * time.Millisecond)
-	bSess.none(100 * time.Millisecond)
+	otherIn.none()
+	bApp.none()
+	bSess.none()
 }
 
 func TestPresenceAliveEndAndSkew(t *testing.T) {
@@ -225,7 +225,7 @@ func TestPresenceAliveEndAndSkew(t *testing.T) {
 	eq(t, "skewed activity", []any{e["active"], e["activeAt"]}, []any{true, res["activeAt"]})
 	call(t, cli, "session-alive", map[string]any{"sid": sid, "time": skewed})
 	app.nextObj("ephemeral")
-	cliIn.none(100 * time.Millisecond) // told once per connection
+	cliIn.none() // told once per connection
 	// A time far outside the int64 range is no exception.
 	res = call(t, cli, "session-alive", map[string]any{"sid": sid, "time": -9.3e18})
 	if at := res["activeAt"].(float64); at < now {
@@ -323,7 +323,7 @@ func TestUsageReport(t *testing.T) {
 	}
 	// Without a session: stored, no ephemeral.
 	eq(t, "no session", call(t, c, "usage-report", map[string]any{"key": "k", "tokens": map[string]any{"total": 1.0}, "cost": map[string]any{"total": 1.0}})["success"], true)
-	app.none(100 * time.Millisecond)
+	app.none()
 }
 
 func TestOversizedSocketPayload(t *testing.T) {

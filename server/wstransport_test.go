@@ -217,13 +217,20 @@ func TestSocketOverBacklogIsClosed(t *testing.T) {
 }
 
 // A websocket-level ping from the client is answered with a pong carrying
-// its data (through the transport's queue, like every other write), and
-// the socket goes on receiving updates afterwards.
+// its data, written by the transport like every other frame (the
+// websocket library's own pong writer would set a write deadline on the
+// connection that later writes then run into), and the socket goes on
+// receiving updates afterwards.
 func TestClientPingGetsPong(t *testing.T) {
-	_, base := benchRelay(t, Config{Logger: zerolog.Nop()}, nil)
+	srv, base := benchRelay(t, Config{Logger: zerolog.Nop()}, nil)
 	token := newTestAccount(t, base)
 	sid := newTestSession(t, base, token, "ping")
 	r := dialRaw(t, base, token, sid, 0)
+	// The connection is quiet now: the next frame the transport writes is
+	// the pong.
+	written := make(chan struct{}, 16)
+	onWrite := func() { written <- struct{}{} }
+	srv.testWrite.Store(&onWrite)
 	pong := make(chan string, 1)
 	r.c.SetPongHandler(func(data string) error { pong <- data; return nil })
 	if err := r.c.WriteControl(ws.PingMessage, []byte("hello"), time.Now().Add(time.Second)); err != nil {
@@ -246,7 +253,11 @@ func TestClientPingGetsPong(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no pong")
 	}
-	time.Sleep(300 * time.Millisecond) // past any deadline the pong's write might have left behind
+	select {
+	case <-written:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the pong was not written by the transport")
+	}
 	postBatch(t, base, token, sid, 0, 1, 10)
 	select {
 	case u := <-updates:
@@ -300,13 +311,7 @@ func TestAckRepliesCountAgainstBacklog(t *testing.T) {
 			break // closed already
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for srv.ws.slowClosed.Load() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the socket that does not read its acks was not closed")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitUntil(t, 10*time.Second, "the socket that does not read its acks is closed", func() bool { return srv.ws.slowClosed.Load() > 0 })
 }
 
 // textFrame builds the websocket frame header for each payload length
@@ -478,24 +483,13 @@ func TestRPCWaitsEndWithTheCaller(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Methods with calls waiting for them (each entry goes with its last waiter).
 	waiting := func() int {
 		srv.rpc.mu.Lock()
 		defer srv.rpc.mu.Unlock()
 		return len(srv.rpc.notify)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for waiting() != 64 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d calls waiting, want 64", waiting())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitUntil(t, 5*time.Second, "64 calls waiting", func() bool { return waiting() == 64 })
 	_ = r.c.Close()
-	deadline = time.Now().Add(5 * time.Second)
-	for waiting() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d calls still waiting after their caller left", waiting())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitUntil(t, 5*time.Second, "no call waiting after their caller left", func() bool { return waiting() == 0 })
 }

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // The test binary doubles as the child programs: with PROC_TEST_HELPER set,
@@ -31,7 +33,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "enable subreaper:", err)
 		os.Exit(1)
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 // runHelper is the body of a helper child. Every helper prints "ready" on
@@ -40,11 +42,11 @@ func runHelper(mode string) int {
 	switch {
 	case mode == "sleep":
 		fmt.Println("ready")
-		time.Sleep(time.Hour)
+		waitForKill()
 	case mode == "ignore-term":
 		signal.Ignore(syscall.SIGTERM)
 		fmt.Println("ready")
-		time.Sleep(time.Hour)
+		waitForKill()
 	case strings.HasPrefix(mode, "exit-"):
 		n, _ := strconv.Atoi(strings.TrimPrefix(mode, "exit-"))
 		return n
@@ -67,9 +69,19 @@ func runHelper(mode string) int {
 		if mode == "spawn-stubborn-then-exit" {
 			return 0
 		}
-		time.Sleep(time.Hour)
+		waitForKill()
 	}
 	return 99
+}
+
+// waitForKill blocks a helper until a signal ends it (SIGTERM, or SIGKILL
+// when it ignores SIGTERM). It waits for a signal nobody sends, so the
+// runtime knows the process is waiting on the outside world rather than
+// deadlocked.
+func waitForKill() {
+	never := make(chan os.Signal, 1)
+	signal.Notify(never, syscall.SIGUSR2)
+	<-never
 }
 
 func helperCmd(mode string) *exec.Cmd {

@@ -24,7 +24,9 @@ type applied struct {
 }
 
 // replayResizes feeds events to a resizer on the bubble's fake clock and
-// returns what it applied, and when (ms since the first event).
+// returns what it applied, and when (ms since the first event). Its sleeps,
+// like those of the other resizer tests, run inside a synctest bubble: they
+// advance the fake clock to the next event at once.
 func replayResizes(t *testing.T, events []resizeEvent, view int) (initial Size, got []applied) {
 	var mu sync.Mutex
 	start := time.Now()
@@ -136,6 +138,7 @@ func TestResizerCoalescesAndBoundsTheWait(t *testing.T) {
 		r.stop()
 		r.offer(SourceLocal, Size{120, 40})
 		time.Sleep(time.Second)
+		synctest.Wait()
 		if n() != 4 {
 			t.Fatalf("applied after stop: %d", n())
 		}

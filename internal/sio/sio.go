@@ -137,7 +137,10 @@ func Dial(ctx context.Context, baseURL string, opts Options) (*Client, error) {
 // connect timeout).
 const StallTimeout = 750 * time.Millisecond
 
-func dialOnce(ctx context.Context, baseURL string, opts Options) (*Client, bool, error) {
+// managerOptions returns the library options of one attempt and the time
+// the attempt may take (opts.ConnectTimeout, DefaultConnectTimeout when
+// zero).
+func managerOptions(opts Options) (*client.Options, time.Duration) {
 	o := client.DefaultOptions()
 	path := opts.Path
 	if path == "" {
@@ -167,6 +170,11 @@ func dialOnce(ctx context.Context, baseURL string, opts Options) (*Client, bool,
 	// out of reach.
 	o.SetTimeout(libraryConnectTimeout)
 	o.SetParser(fixParser{})
+	return o, ct
+}
+
+func dialOnce(ctx context.Context, baseURL string, opts Options) (*Client, bool, error) {
+	o, ct := managerOptions(opts)
 
 	deadline := time.NewTimer(ct)
 	defer deadline.Stop()
@@ -214,7 +222,14 @@ func dialOnce(ctx context.Context, baseURL string, opts Options) (*Client, bool,
 		openSince = time.Time{}
 		return false
 	}
+	// closeAll ends a failed attempt. Closing the engine alone leaves the
+	// manager's subscriptions in place, among them its connect timer, whose
+	// goroutine would then wait for libraryConnectTimeout; the manager
+	// closes itself (clearing them) when its last socket is disconnected,
+	// so the namespace socket is disconnected too (created, unconnected,
+	// when step 1 failed).
 	closeAll := func() {
+		m.Socket("/", o).Disconnect()
 		if eng := m.Engine(); eng != nil {
 			eng.Close()
 		}

@@ -229,10 +229,13 @@ func TestCreatedLateWithItsFolder(t *testing.T) {
 	appendFile(t, p, "{\"x\":1}\n")
 	g.waitLines(t, 1)
 	// Once the folder exists the watch is set (at the next poll at the
-	// latest): later appends are noticed without the poll.
+	// latest): later appends are noticed without the poll. A poll that
+	// started after the folder was made has set the watch once the Run loop
+	// answers a Sync.
 	polled := tl.Stats().Polled
-	for tl.Stats().Polled < polled+2 {
-		time.Sleep(5 * time.Millisecond)
+	waitStats(t, tl, "a poll after the folder appeared", func(s Stats) bool { return s.Polled > polled })
+	if err := tl.Sync(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 	before := tl.Stats().Notified
 	appendFile(t, p, "{\"x\":2}\n")
@@ -240,12 +243,24 @@ func TestCreatedLateWithItsFolder(t *testing.T) {
 	if l[1].Data != `{"x":2}` || l[1].Number != 2 {
 		t.Fatalf("lines %+v", l)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for tl.Stats().Notified == before {
-		if time.Now().After(deadline) {
-			t.Fatalf("no notification after the folder appeared: %+v", tl.Stats())
+	waitStats(t, tl, "a notification after the folder appeared", func(s Stats) bool { return s.Notified > before })
+}
+
+// waitStats checks cond on the tailer's counters every millisecond until
+// it holds, and fails the test when it still does not after 5 s (the
+// counters are not signalled).
+func waitStats(t *testing.T, tl *Tailer, what string, cond func(Stats) bool) {
+	t.Helper()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	deadline := time.NewTimer(5 * time.Second)
+	defer deadline.Stop()
+	for !cond(tl.Stats()) {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			t.Fatalf("%s: not seen after 5s: %+v", what, tl.Stats())
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
