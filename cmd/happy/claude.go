@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -140,23 +142,44 @@ claude unchanged.`,
 // signalContext is cancelled on SIGINT or SIGTERM; interrupted reports
 // whether that happened.
 func signalContext(parent context.Context) (ctx context.Context, interrupted func() bool, stop func()) {
+	return signalContextOf(parent, []os.Signal{os.Interrupt, syscall.SIGTERM}, nil)
+}
+
+// signalContextOf is cancelled on any of the end signals; the caught
+// signals are only kept from ending the process (someone else, e.g. the
+// terminal proxy, passes them on). Every one of them stays caught until
+// stop, so a second signal cannot kill happy while it ends the session on
+// the relay.
+func signalContextOf(parent context.Context, end, caught []os.Signal) (ctx context.Context, interrupted func() bool, stop func()) {
 	if parent == nil {
 		parent = context.Background()
 	}
 	ctx, cancel := context.WithCancel(parent)
-	ch := make(chan os.Signal, 2)
-	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	ch := make(chan os.Signal, 4)
+	signal.Notify(ch, append(append([]os.Signal(nil), end...), caught...)...)
+	var mu sync.Mutex
 	var got bool
 	done := make(chan struct{})
 	go func() {
-		select {
-		case <-ch:
-			got = true
-			cancel()
-		case <-done:
+		for {
+			select {
+			case sig := <-ch:
+				if !slices.Contains(end, sig) {
+					continue
+				}
+				mu.Lock()
+				got = true
+				mu.Unlock()
+				cancel()
+			case <-done:
+				return
+			}
 		}
 	}()
-	return ctx, func() bool { return got }, func() { signal.Stop(ch); close(done); cancel() }
+	var once sync.Once
+	return ctx, func() bool { mu.Lock(); defer mu.Unlock(); return got }, func() {
+		once.Do(func() { signal.Stop(ch); close(done); cancel() })
+	}
 }
 
 func runClaudePrint(parent context.Context, f *factory, o *agentOptions, claudePath, permissionMode string) error {
@@ -209,12 +232,13 @@ func runClaudePrint(parent context.Context, f *factory, o *agentOptions, claudeP
 // proxied through a PTY, while the session goes to the relay. Notices are
 // printed before Claude takes the terminal and after it gives it back, never
 // while it runs.
+//
+// SIGTERM and SIGHUP end the session (Claude is stopped, the session ends on
+// the relay); SIGINT is Claude's (the terminal proxy passes it on) and never
+// ends happy by itself.
 func runClaudeInteractive(parent context.Context, f *factory, o *agentOptions, claudePath string) error {
-	if parent == nil {
-		parent = context.Background()
-	}
-	ctx, cancel := context.WithCancel(parent)
-	defer cancel()
+	ctx, _, stop := signalContextOf(parent, []os.Signal{syscall.SIGTERM, syscall.SIGHUP}, []os.Signal{os.Interrupt})
+	defer stop()
 	run, err := prepareAgentRun(f, o, "claude")
 	if err != nil {
 		return err
