@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -97,5 +99,49 @@ func TestArchiveAndDelete(t *testing.T) {
 	}
 	if code, stdout, _ := runHappyAt(t, env, now, "sessions", "--json"); code != exitOK || stdout != "[]\n" {
 		t.Fatalf("sessions after delete = %d %q", code, stdout)
+	}
+}
+
+// The title is the first prompt, shortened, until the agent names the
+// thread; happy sessions and happy log show the same id and title.
+func TestTitleFromPromptThenAgent(t *testing.T) {
+	long := "Please run `echo hi > hi.txt` in the shell, then tell me exactly what happened and why it matters"
+	env := codexTestEnv(t, nil)
+	first := endedSession(t, env, long)
+	wantShort := "Please run `echo hi > hi.txt` in the shell, then tell me…"
+	if s := sessionState(t, env, first, time.Now()); s.Title != wantShort {
+		t.Fatalf("title from the prompt %q, want %q", s.Title, wantShort)
+	}
+	if code, stdout, _ := runHappy(t, env, "log", first); code != exitOK || !strings.HasPrefix(stdout, "session "+first+" — "+wantShort+"\n") {
+		t.Fatalf("happy log header: %d %q", code, stdout)
+	}
+
+	// Codex names the thread during the turn: that name wins.
+	b, err := os.ReadFile(filepath.Join("testdata", "codex", "codex-app.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		lines = append(lines, l)
+		if strings.Contains(l, `"method":"turn/started"`) {
+			lines = append(lines, `{"t":1795964187635,"dir":"a2c","msg":{"method":"thread/name/updated","params":{"threadId":"01a227ce-b3b3-76c0-8c71-6476bf69416c","threadName":"Write hi.txt"}}}`)
+		}
+	}
+	fc := newFakeCodex(t, "", "", "")
+	if err := os.WriteFile(filepath.Join(fc.dir, "app-server.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env["HAPPY_CODEX_PATH"] = fc.path
+	code, _, stderr := runHappy(t, env, "codex", "-p", long, "--codex-protocol", "app-server", "--allow", "bash:*")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	named := strings.Fields(strings.TrimPrefix(stderr, "happy: session "))[0]
+	if s := sessionState(t, env, named, time.Now()); s.Title != "Write hi.txt" {
+		t.Fatalf("title %q, want the thread name", s.Title)
+	}
+	if code, stdout, _ := runHappy(t, env, "log", named); code != exitOK || !strings.HasPrefix(stdout, "session "+named+" — Write hi.txt\n") {
+		t.Fatalf("happy log header: %d %q", code, stdout)
 	}
 }
