@@ -87,6 +87,10 @@ type Options struct {
 	// turn: true) or stops (no turn runs and none is starting: false). It
 	// feeds the heartbeat's "thinking"; it must not block.
 	OnActivity func(thinking bool)
+	// OnEvent, when set, sees every agent event before it is applied (on
+	// the runner goroutine; it must not block), e.g. to record the agent's
+	// own session id for a later resume.
+	OnEvent func(agent.Event)
 }
 
 // Result is how a run ended.
@@ -226,6 +230,9 @@ func (r *Runner) agentOrExit(ctx context.Context, ev agent.Event, ok bool) (done
 		r.settleAllPending(agent.ReasonAgentExited, false)
 		res, err = r.finish(ctx)
 		return true, res, err
+	}
+	if r.opts.OnEvent != nil {
+		r.opts.OnEvent(ev)
 	}
 	r.agentEvent(ctx, ev)
 	if r.opts.OneShot && r.result.TurnReason != "" && !r.inTurn {

@@ -114,3 +114,39 @@ func settleMessage(m mapper.MessageWithParts, reason string, at int64, maxPos *u
 	}
 	return mapper.MessageWithParts{Info: info, Parts: parts}, changed
 }
+
+// NextPosition is one past the highest id position among everything read
+// back (sessions, messages, parts, permission and question blocks): the
+// mapper.Config FirstPosition of a reducer that continues the session, so
+// its new ids never collide with these (docs/ARCHITECTURE.md, section
+// "Ids").
+func (r *Readback) NextPosition() uint64 {
+	var top uint64
+	seen := false
+	note := func(id string, prefixes ...string) {
+		for _, p := range prefixes {
+			if pos, ok := mapper.IDPosition(id, p); ok {
+				if !seen || pos > top {
+					top, seen = pos, true
+				}
+				return
+			}
+		}
+	}
+	for id := range r.sessions {
+		note(id, mapper.PrefixSession)
+	}
+	for id, m := range r.messages {
+		note(id, mapper.PrefixMessage)
+		for _, p := range m.value.Parts {
+			note(p.Base().ID, mapper.PrefixPart)
+			if tp, ok := p.(*mapper.ToolPart); ok && tp.State.Block != nil {
+				note(tp.State.Block.ID, mapper.PrefixPermission, mapper.PrefixQuestion)
+			}
+		}
+	}
+	if !seen {
+		return 0
+	}
+	return top + 1
+}

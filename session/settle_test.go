@@ -135,3 +135,41 @@ func TestSettleNothingOpen(t *testing.T) {
 		t.Fatalf("settled %+v", got)
 	}
 }
+
+// A reducer continuing a read-back session from NextPosition makes ids the
+// session does not have yet, and keeps the root session's id.
+func TestNextPositionAvoidsCollisions(t *testing.T) {
+	_, rb := killedMidTurn(t)
+	next := rb.NextPosition()
+	if next == 0 {
+		t.Fatal("no position")
+	}
+	old := map[string]bool{}
+	tr := rb.Transcript()
+	for _, m := range tr.Messages {
+		old[m.Info.MessageID()] = true
+		for _, p := range m.Parts {
+			old[p.Base().ID] = true
+		}
+	}
+	red := mapper.NewReducer(mapper.Config{SessionID: "relay-k", Directory: "/w", FirstPosition: next})
+	if red.RootID() != tr.Session.ID {
+		t.Fatalf("root %s, read back %s", red.RootID(), tr.Session.ID)
+	}
+	// The same provider identities as the first run.
+	red.Apply(&agent.UserPrompt{EventBase: agent.EventBase{Time: 5000}, PromptID: "p1", Text: "first"})
+	red.Apply(&agent.TextFinal{EventBase: agent.EventBase{Time: 5100}, Message: "m1", Block: "0", Text: "Again."})
+	for _, m := range red.Transcript().Messages {
+		if old[m.Info.MessageID()] {
+			t.Fatalf("message id %s reused", m.Info.MessageID())
+		}
+		for _, p := range m.Parts {
+			if old[p.Base().ID] {
+				t.Fatalf("part id %s reused", p.Base().ID)
+			}
+		}
+	}
+	if got := NewReadback(mapper.Session{ID: "x"}).NextPosition(); got != 0 {
+		t.Fatalf("empty read-back: %d", got)
+	}
+}

@@ -32,6 +32,26 @@ type agentOptions struct {
 	record            string
 	allow, deny, ask  []string
 	agentArgs         []string
+	// resume, when set, continues an ended session in place (happy
+	// resume): the agent resumes its own session and the transcript goes
+	// on in the same relay session.
+	resume *app.ResumeTarget
+}
+
+// resumeOpts is the SessionOptions.Resume of the run (nil for a new session).
+func (o *agentOptions) resumeOpts() *app.Resume {
+	if o.resume == nil {
+		return nil
+	}
+	return &o.resume.Resume
+}
+
+// resumeID is the agent's own session id to resume ("" for a new session).
+func (o *agentOptions) resumeID() string {
+	if o.resume == nil {
+		return ""
+	}
+	return o.resume.ProviderSessionID
 }
 
 func (o *agentOptions) bind(cmd *cobra.Command) {
@@ -91,6 +111,13 @@ func prepareAgentRun(f *factory, o *agentOptions, name string) (*agentRun, error
 	dir, err := os.Getwd()
 	if err != nil {
 		return nil, err
+	}
+	if o.resume != nil {
+		// A resumed session goes on in its own folder.
+		if st, err := os.Stat(o.resume.Dir); err != nil || !st.IsDir() {
+			return nil, &exitError{code: exitFailed, err: fmt.Errorf("resume: the session's folder %q is not there", o.resume.Dir)}
+		}
+		dir = o.resume.Dir
 	}
 	rules, err := o.rules(f, dir)
 	if err != nil {
@@ -197,7 +224,11 @@ func runClaudePrint(parent context.Context, f *factory, o *agentOptions, claudeP
 	defer conn.Close()
 
 	var record *os.File
-	so := sdk.Options{Binary: claudePath, Args: o.agentArgs, Dir: dir,
+	args := o.agentArgs
+	if id := o.resumeID(); id != "" {
+		args = append([]string{"--resume", id}, args...)
+	}
+	so := sdk.Options{Binary: claudePath, Args: args, Dir: dir,
 		StderrLine: func(l string) { log.Debug().Str("claude_stderr", l).Msg("") }}
 	if o.record != "" {
 		if record, err = os.Create(o.record); err != nil {
@@ -217,7 +248,7 @@ func runClaudePrint(parent context.Context, f *factory, o *agentOptions, claudeP
 
 	res, err := app.RunSession(ctx, env, conn, ag, app.SessionOptions{
 		Flavor: "claude", Dir: dir, Prompt: o.prompt, OneShot: true, ProviderID: "anthropic",
-		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: "terminal",
+		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: "terminal", Resume: o.resumeOpts(),
 		OnCreated: func(id string) {
 			fmt.Fprintf(f.stderr, "happy: session %s — follow it with: happy log %s --follow\n", id, id)
 		},
@@ -260,7 +291,7 @@ func runClaudeInteractive(parent context.Context, f *factory, o *agentOptions, c
 	var sid string
 	res, err := app.RunSessionWith(ctx, env, conn, app.SessionOptions{
 		Flavor: "claude", Dir: dir, ProviderID: "anthropic", Rules: rules, StartedBy: "terminal",
-		WaitCreated: 3 * time.Second,
+		WaitCreated: 3 * time.Second, Resume: o.resumeOpts(),
 		OnCreated: func(id string) {
 			sid = id
 			fmt.Fprintf(f.stderr, "happy: session %s — follow it from another terminal with: happy log %s --follow\n", id, id)
@@ -272,7 +303,7 @@ func runClaudeInteractive(parent context.Context, f *factory, o *agentOptions, c
 			Local: local.Options{
 				Binary: claudePath, Args: o.agentArgs, Dir: dir,
 				HookCommand: []string{exe, "hook"}, StateDir: h.Join("sessions", tag),
-				In: in, Out: f.stdout,
+				In: in, Out: f.stdout, Resume: o.resumeID(),
 			},
 			Remote: remote.Options{SDK: sdk.Options{Binary: claudePath, Args: o.agentArgs, Dir: dir,
 				StderrLine: func(l string) { log.Debug().Str("claude_stderr", l).Msg("") }}},

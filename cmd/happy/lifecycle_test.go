@@ -320,6 +320,12 @@ func TestSignalledHappyEndsItsSession(t *testing.T) {
 			c := startChild(t, env, "codex", "-p", "x", "--codex-protocol", "app-server")
 			sid := c.sessionID(t)
 			waitBlocked(t, env, c, sid)
+			if sig == syscall.SIGTERM {
+				// While it runs, it cannot be resumed elsewhere.
+				if code, _, stderr := runHappy(t, env, "resume", sid, "-p", "y"); code != exitFailed || !strings.Contains(stderr, "the session is running") {
+					t.Fatalf("resume of a running session = %d %q", code, stderr)
+				}
+			}
 			if err := c.cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}

@@ -78,6 +78,9 @@ type SessionOptions struct {
 	WaitCreated time.Duration
 	// OnBus sees every bus event (terminal rendering).
 	OnBus func([]mapper.BusEvent)
+	// Resume, when set, continues an ended session (happy resume) instead
+	// of opening a new one: see PrepareResume.
+	Resume *Resume
 }
 
 // SessionResult is how a session run ended.
@@ -118,8 +121,11 @@ type StartFunc func(ctx context.Context, tag string) (agent.Agent, error)
 // "A session's life"). What cannot reach the relay then is finished by the
 // next happy on the same home.
 func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOptions, start StartFunc) (SessionResult, error) {
-	tag, err := NewTag()
-	if err != nil {
+	var tag string
+	var err error
+	if opts.Resume != nil {
+		tag = opts.Resume.Tag
+	} else if tag, err = NewTag(); err != nil {
 		return SessionResult{}, err
 	}
 	res := SessionResult{Tag: tag}
@@ -133,6 +139,12 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 	}
 	defer sess.Close()
 	lc := beginLifecycle(ctx, env, sess)
+	if opts.Resume != nil {
+		// The session exists: it is running again, in this process.
+		f := lifecycleFields(LifecycleRunning, env.now())
+		f["hostPid"], _ = json.Marshal(os.Getpid())
+		lc.meta.set(f)
+	}
 	// end runs on every return below: the relay must learn that the
 	// session is over, however it ended.
 	end := func() {
@@ -156,10 +168,17 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 	}
 	defer ag.Close()
 
-	red := mapper.NewReducer(mapper.Config{SessionID: tag, ProjectID: opts.Dir, Directory: opts.Dir,
-		Agent: "build", ProviderID: opts.ProviderID, Rules: opts.Rules, Source: opts.Flavor})
+	rcfg := mapper.Config{SessionID: tag, ProjectID: opts.Dir, Directory: opts.Dir,
+		Agent: "build", ProviderID: opts.ProviderID, Rules: opts.Rules, Source: opts.Flavor}
+	if opts.Resume != nil {
+		rcfg.Title, rcfg.FirstPosition = opts.Resume.Title, opts.Resume.FirstPosition
+	}
+	red := mapper.NewReducer(rcfg)
 	sink := session.NewSink(sess, red)
 	titles := &titleWatcher{rootID: red.RootID(), w: lc.meta, now: env.now}
+	if opts.Resume != nil {
+		titles.last = opts.Resume.Title
+	}
 	onBus := func(evs []mapper.BusEvent) {
 		titles.observe(evs)
 		if opts.OnBus != nil {
@@ -170,6 +189,7 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 		Agent: ag, Reducer: red, Sink: sink, Rules: opts.Rules,
 		PermissionTimeout: opts.PermissionTimeout, OneShot: opts.OneShot,
 		Log: env.Log, OnBus: onBus, Now: env.Now, OnActivity: sess.SetThinking,
+		OnEvent: providerSessionWatcher(opts.Flavor, lc.meta),
 	})
 
 	runCtx, cancel := context.WithCancel(ctx)

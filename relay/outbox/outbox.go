@@ -474,6 +474,22 @@ func (s *Store) IsLive(ctx context.Context, session string) (bool, error) {
 	return n > 0, nil
 }
 
+// SessionByRelayID returns the session key whose stored relay id is
+// relayID; ok is false when this outbox has none.
+func (s *Store) SessionByRelayID(ctx context.Context, relayID string) (session string, ok bool, err error) {
+	if relayID == "" {
+		return "", false, nil
+	}
+	err = s.r.QueryRowContext(ctx, `SELECT session FROM sessions WHERE relay_id = ? LIMIT 1`, relayID).Scan(&session)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("outbox: find session of relay id %q: %w", relayID, err)
+	}
+	return session, true, nil
+}
+
 // Pending returns up to limit pending rows of session, oldest first.
 func (s *Store) Pending(ctx context.Context, session string, limit int) ([]Item, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT id, session, local_id, record, version, content, enqueued_at
