@@ -12,13 +12,21 @@ import (
 	"github.com/happy-dev/happy/internal/app"
 )
 
+// maxAge is the longest --older-than: a hundred years (far below where a
+// time.Duration overflows).
+const maxAge = 100 * 365 * 24 * time.Hour
+
 // parseAge reads a --older-than duration: Go's units (90m, 36h) plus d
-// (days) and w (weeks) as whole numbers, e.g. 7d or 2w. It must be > 0.
+// (days) and w (weeks) as whole numbers, e.g. 7d or 2w. It must be > 0 and
+// at most maxAge.
 func parseAge(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	for suffix, unit := range map[string]time.Duration{"d": 24 * time.Hour, "w": 7 * 24 * time.Hour} {
 		if n, ok := strings.CutSuffix(s, suffix); ok {
 			v, err := strconv.ParseUint(n, 10, 31)
+			if err == nil && v > uint64(maxAge/unit) {
+				return 0, fmt.Errorf("--older-than %q: at most %d %s", s, maxAge/unit, map[string]string{"d": "days", "w": "weeks"}[suffix])
+			}
 			if err != nil || v == 0 {
 				return 0, fmt.Errorf("--older-than %q: want a positive whole number of %s (e.g. 7d, 2w) or a duration like 36h", s, map[string]string{"d": "days", "w": "weeks"}[suffix])
 			}
@@ -26,7 +34,7 @@ func parseAge(s string) (time.Duration, error) {
 		}
 	}
 	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
+	if err != nil || d <= 0 || d > maxAge {
 		return 0, fmt.Errorf("--older-than %q: want a positive duration such as 90m, 36h, 7d or 2w", s)
 	}
 	return d, nil

@@ -26,6 +26,9 @@ func TestParseAge(t *testing.T) {
 		{"-1h", 0, false},
 		{"1.5d", 0, false},
 		{"7x", 0, false},
+		{"36500d", 36500 * 24 * time.Hour, true},
+		{"107000d", 0, false},
+		{"900000h", 0, false},
 		{"", 0, false},
 	}
 	for _, tc := range cases {
@@ -144,4 +147,17 @@ func TestTitleFromPromptThenAgent(t *testing.T) {
 	if code, stdout, _ := runHappy(t, env, "log", named); code != exitOK || !strings.HasPrefix(stdout, "session "+named+" — Write hi.txt\n") {
 		t.Fatalf("happy log header: %d %q", code, stdout)
 	}
+}
+
+// parseAge never panics and accepts only positive ages.
+func FuzzParseAge(f *testing.F) {
+	for _, s := range []string{"7d", "2w", "90m", "36h", "0", "-1h", "1.5d", "99999999999d", "d", "1e9h"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := parseAge(s)
+		if err == nil && d <= 0 {
+			t.Fatalf("parseAge(%q) = %v without error", s, d)
+		}
+	})
 }
