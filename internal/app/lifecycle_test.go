@@ -1,10 +1,12 @@
 package app
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 	"time"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/relay"
 )
 
@@ -56,4 +58,63 @@ func TestMergeFields(t *testing.T) {
 			t.Errorf("merge into %s = %s %v", bad, got, err)
 		}
 	}
+}
+
+// The heartbeat tells other devices the session is thinking while a turn
+// runs (here: blocked on a permission) and not once it ended.
+func TestHeartbeatCarriesThinking(t *testing.T) {
+	envA, connA, connB := twoDevices(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sock, err := relay.SIODialer(10*time.Second)(ctx, connB.URL, map[string]any{"token": connB.Creds.Token, "clientType": "user-scoped"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sock.Close()
+	type activity struct {
+		id       string
+		thinking bool
+	}
+	seen := make(chan activity, 256)
+	sock.On("ephemeral", func(args []any, _ func(...any)) {
+		if m, ok := args[0].(map[string]any); ok && m["type"] == "activity" && m["active"] == true {
+			id, _ := m["id"].(string)
+			th, _ := m["thinking"].(bool)
+			seen <- activity{id, th}
+		}
+	})
+	ag := newScriptedAgent()
+	ids := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		_, err := RunSession(ctx, envA, connA, ag, SessionOptions{Flavor: "fake", Dir: "/work", Prompt: "task", ProviderID: "test",
+			OnCreated: func(id string) { ids <- id }})
+		done <- err
+	}()
+	sid := <-ids
+	wait := func(thinking bool) {
+		t.Helper()
+		deadline := time.After(20 * time.Second)
+		for {
+			select {
+			case a := <-seen:
+				if a.id == sid && a.thinking == thinking {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("no heartbeat with thinking=%v", thinking)
+			}
+		}
+	}
+	o, call := blocked(t, connB, func() string { return sid })
+	wait(true)
+	if err := Approve(ctx, connB, o, call, agent.DecisionOnce, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitTurns(t, connB, o, 1)
+	// Heartbeats sent before the turn ended may still arrive: wait for one
+	// that says the session is idle.
+	wait(false)
+	cancel()
+	<-done
 }
