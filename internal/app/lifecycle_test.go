@@ -87,7 +87,7 @@ func TestHeartbeatCarriesThinking(t *testing.T) {
 	ids := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		_, err := RunSession(ctx, envA, connA, ag, SessionOptions{Flavor: "fake", Dir: "/work", Prompt: "task", ProviderID: "test",
+		_, err := RunSession(ctx, envA, connA, ag, SessionOptions{Flavor: "fake", Dir: "/proj", Prompt: "task", ProviderID: "test",
 			OnCreated: func(id string) { ids <- id }})
 		done <- err
 	}()
