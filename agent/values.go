@@ -104,11 +104,15 @@ const (
 )
 
 // Reasons a block is resolved without anyone deciding (decision "reject").
+// ReasonWrapperExited is also the error of every tool a happy process left
+// open when it died (kill -9, power loss): the next happy on the same home
+// settles them (docs/ARCHITECTURE.md, section "A session's life").
 const (
 	ReasonCancelled       = "cancelled"
 	ReasonAgentExited     = "agent-exited"
 	ReasonTimeout         = "timeout"
 	ReasonAnsweredInAgent = "answered-in-agent"
+	ReasonWrapperExited   = "wrapper-exited"
 )
 
 // QuestionOption is one choice of a question.

@@ -16,6 +16,10 @@ type TextOptions struct {
 	// OutputLines is how many lines of a tool's output are shown (3 when 0;
 	// negative shows all).
 	OutputLines int
+	// SessionID and Title, when set, replace the root session's id and
+	// title in the header line (a reader shows the relay's session id and
+	// the metadata title, as happy sessions does).
+	SessionID, Title string
 }
 
 // Text writes a readable rendering of a transcript: prompts, answers,
@@ -31,10 +35,17 @@ func Text(w io.Writer, t mapper.Transcript, opts TextOptions) error {
 	tw := &textWriter{w: w, opts: opts, children: map[string]*mapper.Transcript{}}
 	tw.index(&t)
 	title := t.Session.Title
+	if opts.Title != "" {
+		title = opts.Title
+	}
 	if title == "" {
 		title = "(untitled)"
 	}
-	tw.line(0, "session %s — %s", t.Session.ID, title)
+	id := t.Session.ID
+	if opts.SessionID != "" {
+		id = opts.SessionID
+	}
+	tw.line(0, "session %s — %s", id, title)
 	if t.Session.Directory != "" {
 		tw.line(0, "  in %s", t.Session.Directory)
 	}

@@ -38,6 +38,11 @@ type Config struct {
 	// Source is the Dropped.Source of events the reducer refuses; "" means
 	// "mapper".
 	Source string
+	// FirstPosition, when above 0, is the id position the reducer's ids
+	// start at after the root session's (which keeps position 0): a session
+	// continued by a new process (happy resume) passes one past every id it
+	// already has, so new ids never collide with earlier ones.
+	FirstPosition uint64
 }
 
 // Reducer folds agent events into the canonical transcript of one relay
@@ -190,6 +195,9 @@ func NewReducer(cfg Config) *Reducer {
 	root.agent, root.provider, root.model, root.cwd = cfg.Agent, cfg.ProviderID, cfg.ModelID, cfg.Directory
 	r.root = root
 	r.byID[root.info.ID] = root
+	if cfg.FirstPosition > r.ids.next {
+		r.ids.next = cfg.FirstPosition
+	}
 	return r
 }
 

@@ -82,6 +82,15 @@ type Options struct {
 	// OnControl, when set, sees every control input before it is applied,
 	// for the traffic log (happy replay reproduces a live session).
 	OnControl func(Control)
+	// OnActivity, when set, is called on the runner goroutine each time
+	// the session starts working (a prompt was sent, or the agent started a
+	// turn: true) or stops (no turn runs and none is starting: false). It
+	// feeds the heartbeat's "thinking"; it must not block.
+	OnActivity func(thinking bool)
+	// OnEvent, when set, sees every agent event before it is applied (on
+	// the runner goroutine; it must not block), e.g. to record the agent's
+	// own session id for a later resume.
+	OnEvent func(agent.Event)
 }
 
 // Result is how a run ended.
@@ -133,6 +142,8 @@ type Runner struct {
 	base context.Context
 	// arrivals counts pending entries, for their order.
 	arrivals int
+	// thinking is what OnActivity was last told.
+	thinking bool
 }
 
 // NewRunner returns a runner; call Run to start it.
@@ -167,6 +178,7 @@ func (r *Runner) Run(ctx context.Context) (Result, error) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
+		r.noteActivity()
 		// Agent events already waiting are handled before any control
 		// input, so a prompt is recorded after what the agent said first
 		// (e.g. the model it announced at start).
@@ -219,6 +231,9 @@ func (r *Runner) agentOrExit(ctx context.Context, ev agent.Event, ok bool) (done
 		res, err = r.finish(ctx)
 		return true, res, err
 	}
+	if r.opts.OnEvent != nil {
+		r.opts.OnEvent(ev)
+	}
 	r.agentEvent(ctx, ev)
 	if r.opts.OneShot && r.result.TurnReason != "" && !r.inTurn {
 		res, err = r.finish(ctx)
@@ -227,8 +242,21 @@ func (r *Runner) agentOrExit(ctx context.Context, ev agent.Event, ok bool) (done
 	return false, Result{}, nil
 }
 
+// noteActivity tells OnActivity when the session started or stopped working.
+func (r *Runner) noteActivity() {
+	busy := r.inTurn || r.starting
+	if busy == r.thinking {
+		return
+	}
+	r.thinking = busy
+	if r.opts.OnActivity != nil {
+		r.opts.OnActivity(busy)
+	}
+}
+
 // finish flushes everything and returns the result.
 func (r *Runner) finish(ctx context.Context) (Result, error) {
+	r.noteActivity()
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	return r.result, r.flush(fctx, true)

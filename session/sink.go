@@ -202,16 +202,7 @@ func (s *Sink) envelope(d *dirtyRecord, version int64) ([]byte, bool, error) {
 		if !ok {
 			return nil, false, nil
 		}
-		parts := make([]mapper.Part, len(m.Parts))
-		for i, p := range m.Parts {
-			parts[i] = TruncatePart(p, MaxPartBytes)
-		}
-		b, err := json.Marshal(struct {
-			Kind    string         `json:"kind"`
-			Version int64          `json:"version"`
-			Info    mapper.Message `json:"info"`
-			Parts   []mapper.Part  `json:"parts"`
-		}{KindMessage, version, m.Info, parts})
+		b, err := MessageEnvelope(m, version)
 		return b, true, err
 	case KindSession:
 		ses, ok := s.snap.Session(d.id)
@@ -250,6 +241,22 @@ func (s *Sink) envelope(d *dirtyRecord, version int64) ([]byte, bool, error) {
 		return b, true, err
 	}
 	return nil, false, fmt.Errorf("unknown record kind %q", d.kind)
+}
+
+// MessageEnvelope is the plaintext of one version of a message record:
+// {"kind":"message","version":N,"info":…,"parts":[…]}, every part cut to
+// MaxPartBytes (TruncatePart).
+func MessageEnvelope(m mapper.MessageWithParts, version int64) ([]byte, error) {
+	parts := make([]mapper.Part, len(m.Parts))
+	for i, p := range m.Parts {
+		parts[i] = TruncatePart(p, MaxPartBytes)
+	}
+	return json.Marshal(struct {
+		Kind    string         `json:"kind"`
+		Version int64          `json:"version"`
+		Info    mapper.Message `json:"info"`
+		Parts   []mapper.Part  `json:"parts"`
+	}{KindMessage, version, m.Info, parts})
 }
 
 // TruncatePart returns p unchanged when its large texts fit in max bytes,

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -30,6 +32,26 @@ type agentOptions struct {
 	record            string
 	allow, deny, ask  []string
 	agentArgs         []string
+	// resume, when set, continues an ended session in place (happy
+	// resume): the agent resumes its own session and the transcript goes
+	// on in the same relay session.
+	resume *app.ResumeTarget
+}
+
+// resumeOpts is the SessionOptions.Resume of the run (nil for a new session).
+func (o *agentOptions) resumeOpts() *app.Resume {
+	if o.resume == nil {
+		return nil
+	}
+	return &o.resume.Resume
+}
+
+// resumeID is the agent's own session id to resume ("" for a new session).
+func (o *agentOptions) resumeID() string {
+	if o.resume == nil {
+		return ""
+	}
+	return o.resume.ProviderSessionID
 }
 
 func (o *agentOptions) bind(cmd *cobra.Command) {
@@ -90,6 +112,13 @@ func prepareAgentRun(f *factory, o *agentOptions, name string) (*agentRun, error
 	if err != nil {
 		return nil, err
 	}
+	if o.resume != nil {
+		// A resumed session goes on in its own folder.
+		if st, err := os.Stat(o.resume.Dir); err != nil || !st.IsDir() {
+			return nil, &exitError{code: exitFailed, err: fmt.Errorf("resume: the session's folder %q is not there", o.resume.Dir)}
+		}
+		dir = o.resume.Dir
+	}
 	rules, err := o.rules(f, dir)
 	if err != nil {
 		return nil, err
@@ -140,23 +169,44 @@ claude unchanged.`,
 // signalContext is cancelled on SIGINT or SIGTERM; interrupted reports
 // whether that happened.
 func signalContext(parent context.Context) (ctx context.Context, interrupted func() bool, stop func()) {
+	return signalContextOf(parent, []os.Signal{os.Interrupt, syscall.SIGTERM}, nil)
+}
+
+// signalContextOf is cancelled on any of the end signals; the caught
+// signals are only kept from ending the process (someone else, e.g. the
+// terminal proxy, passes them on). Every one of them stays caught until
+// stop, so a second signal cannot kill happy while it ends the session on
+// the relay.
+func signalContextOf(parent context.Context, end, caught []os.Signal) (ctx context.Context, interrupted func() bool, stop func()) {
 	if parent == nil {
 		parent = context.Background()
 	}
 	ctx, cancel := context.WithCancel(parent)
-	ch := make(chan os.Signal, 2)
-	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	ch := make(chan os.Signal, 4)
+	signal.Notify(ch, append(append([]os.Signal(nil), end...), caught...)...)
+	var mu sync.Mutex
 	var got bool
 	done := make(chan struct{})
 	go func() {
-		select {
-		case <-ch:
-			got = true
-			cancel()
-		case <-done:
+		for {
+			select {
+			case sig := <-ch:
+				if !slices.Contains(end, sig) {
+					continue
+				}
+				mu.Lock()
+				got = true
+				mu.Unlock()
+				cancel()
+			case <-done:
+				return
+			}
 		}
 	}()
-	return ctx, func() bool { return got }, func() { signal.Stop(ch); close(done); cancel() }
+	var once sync.Once
+	return ctx, func() bool { mu.Lock(); defer mu.Unlock(); return got }, func() {
+		once.Do(func() { signal.Stop(ch); close(done); cancel() })
+	}
 }
 
 func runClaudePrint(parent context.Context, f *factory, o *agentOptions, claudePath, permissionMode string) error {
@@ -174,7 +224,11 @@ func runClaudePrint(parent context.Context, f *factory, o *agentOptions, claudeP
 	defer conn.Close()
 
 	var record *os.File
-	so := sdk.Options{Binary: claudePath, Args: o.agentArgs, Dir: dir,
+	args := o.agentArgs
+	if id := o.resumeID(); id != "" {
+		args = append([]string{"--resume", id}, args...)
+	}
+	so := sdk.Options{Binary: claudePath, Args: args, Dir: dir,
 		StderrLine: func(l string) { log.Debug().Str("claude_stderr", l).Msg("") }}
 	if o.record != "" {
 		if record, err = os.Create(o.record); err != nil {
@@ -194,7 +248,7 @@ func runClaudePrint(parent context.Context, f *factory, o *agentOptions, claudeP
 
 	res, err := app.RunSession(ctx, env, conn, ag, app.SessionOptions{
 		Flavor: "claude", Dir: dir, Prompt: o.prompt, OneShot: true, ProviderID: "anthropic",
-		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: "terminal",
+		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: "terminal", Resume: o.resumeOpts(),
 		OnCreated: func(id string) {
 			fmt.Fprintf(f.stderr, "happy: session %s — follow it with: happy log %s --follow\n", id, id)
 		},
@@ -209,12 +263,13 @@ func runClaudePrint(parent context.Context, f *factory, o *agentOptions, claudeP
 // proxied through a PTY, while the session goes to the relay. Notices are
 // printed before Claude takes the terminal and after it gives it back, never
 // while it runs.
+//
+// SIGTERM and SIGHUP end the session (Claude is stopped, the session ends on
+// the relay); SIGINT is Claude's (the terminal proxy passes it on) and never
+// ends happy by itself.
 func runClaudeInteractive(parent context.Context, f *factory, o *agentOptions, claudePath string) error {
-	if parent == nil {
-		parent = context.Background()
-	}
-	ctx, cancel := context.WithCancel(parent)
-	defer cancel()
+	ctx, _, stop := signalContextOf(parent, []os.Signal{syscall.SIGTERM, syscall.SIGHUP}, []os.Signal{os.Interrupt})
+	defer stop()
 	run, err := prepareAgentRun(f, o, "claude")
 	if err != nil {
 		return err
@@ -236,7 +291,7 @@ func runClaudeInteractive(parent context.Context, f *factory, o *agentOptions, c
 	var sid string
 	res, err := app.RunSessionWith(ctx, env, conn, app.SessionOptions{
 		Flavor: "claude", Dir: dir, ProviderID: "anthropic", Rules: rules, StartedBy: "terminal",
-		WaitCreated: 3 * time.Second,
+		WaitCreated: 3 * time.Second, Resume: o.resumeOpts(),
 		OnCreated: func(id string) {
 			sid = id
 			fmt.Fprintf(f.stderr, "happy: session %s — follow it from another terminal with: happy log %s --follow\n", id, id)
@@ -248,7 +303,7 @@ func runClaudeInteractive(parent context.Context, f *factory, o *agentOptions, c
 			Local: local.Options{
 				Binary: claudePath, Args: o.agentArgs, Dir: dir,
 				HookCommand: []string{exe, "hook"}, StateDir: h.Join("sessions", tag),
-				In: in, Out: f.stdout,
+				In: in, Out: f.stdout, Resume: o.resumeID(),
 			},
 			Remote: remote.Options{SDK: sdk.Options{Binary: claudePath, Args: o.agentArgs, Dir: dir,
 				StderrLine: func(l string) { log.Debug().Str("claude_stderr", l).Msg("") }}},

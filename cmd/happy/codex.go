@@ -110,6 +110,7 @@ func runCodexPrint(parent context.Context, f *factory, o *codexOptions, proto co
 	co := codex.Options{
 		Binary: o.codexPath, Args: o.agentArgs, Cwd: dir, Protocol: proto, Mode: mode,
 		ClientName: "happy", ClientVersion: buildinfo.Version, Logger: log,
+		ResumeThreadID: o.resumeID(),
 	}
 	if o.record != "" {
 		record, err := os.Create(o.record)
@@ -138,7 +139,7 @@ func runCodexPrint(parent context.Context, f *factory, o *codexOptions, proto co
 
 	res, err := app.RunSession(ctx, env, conn, ag, app.SessionOptions{
 		Flavor: "codex", Dir: dir, Prompt: o.prompt, OneShot: true, ProviderID: "openai",
-		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: "terminal",
+		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: "terminal", Resume: o.resumeOpts(),
 		OnCreated: func(id string) {
 			fmt.Fprintf(f.stderr, "happy: session %s — follow it with: happy log %s --follow\n", id, id)
 		},

@@ -35,7 +35,7 @@ var errEnded = errors.New("the session has ended: nothing is running to answer")
 // withLiveSession is withSession for calls that need the session's process.
 func withLiveSession(cmd *cobra.Command, f *factory, name, ref string, fn func(conn *app.Conn, o app.Opened) error) error {
 	return withSession(cmd, f, name, ref, func(conn *app.Conn, o app.Opened) error {
-		if o.Metadata.LifecycleState == app.LifecycleArchived {
+		if app.Ended(o.State(f.now())) {
 			return &exitError{code: exitFailed, err: fmt.Errorf("%s: %w", o.Info.ID, errEnded)}
 		}
 		return fn(conn, o)

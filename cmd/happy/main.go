@@ -19,10 +19,13 @@ import (
 
 // Exit codes shared by all commands (DESIGN.md, "Exit codes of happy <agent> -p").
 const (
-	exitOK          = 0
-	exitFailed      = 1
-	exitUsage       = 2
-	exitRelay       = 3
+	exitOK     = 0
+	exitFailed = 1
+	exitUsage  = 2
+	exitRelay  = 3
+	// exitStale: happy log --follow saw the session go stale (its happy
+	// stopped sending heartbeats without ending it).
+	exitStale       = 4
 	exitInterrupted = 130
 )
 

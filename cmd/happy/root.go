@@ -48,7 +48,7 @@ next prompt.`,
 	root.AddCommand(claudeCmd)
 	root.AddCommand(newACPCmd(f), newGeminiCmd(f), newOpencodeCmd(f))
 	root.AddCommand(newCodexCmd(f))
-	root.AddCommand(newSessionsCmd(f), newLogCmd(f))
+	root.AddCommand(newSessionsCmd(f), newLogCmd(f), newArchiveCmd(f), newDeleteCmd(f), newResumeCmd(f))
 	root.AddCommand(newSendCmd(f), newApproveCmd(f), newDenyCmd(f), newAnswerCmd(f), newAbortCmd(f))
 	root.AddCommand(newHookCmd(f))
 	root.AddCommand(newReplayCmd(f))

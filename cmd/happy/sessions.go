@@ -39,7 +39,16 @@ func newSessionsCmd(f *factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sessions",
 		Short: "List the account's sessions (decrypted titles, agent, path, state, last activity)",
-		Args:  usageArgs(cobra.NoArgs),
+		Long: `List the account's sessions, newest activity first, with their decrypted
+title, agent, folder and state:
+
+  running   a happy process runs it (its heartbeat is fresh)
+  ended     it ended (its happy ended it, or the next happy on the same
+            home settled it after a crash)
+  archived  someone archived it (happy archive)
+  stale     still marked running, but no heartbeat for more than 90s: its
+            happy died and no happy on its home has settled it yet`,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			conn, _, err := connect(ctx, f, "sessions")
@@ -47,7 +56,7 @@ func newSessionsCmd(f *factory) *cobra.Command {
 				return err
 			}
 			defer conn.Close()
-			list, err := app.ListSessions(ctx, conn)
+			list, err := app.ListSessions(ctx, conn, f.now())
 			if err != nil {
 				return &exitError{code: exitRelay, err: err}
 			}
@@ -95,7 +104,10 @@ prefix of one: happy sessions lists them).
   --events  the flat append-only event stream (turn-start, text, tool-call-start,
             permission-request, permission-response, tool-call-end, turn-end, …)
 
-With --follow, new events are printed as they arrive until the session ends.`,
+With --follow, new events are printed as they arrive until the session ends;
+then a last line on stderr says how it ended, and the exit status tells:
+0 the session ended or was archived, 4 it went stale (no heartbeat for more
+than 90s: its happy died), 130 interrupted (Ctrl-C).`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if asJSON && events {
@@ -125,10 +137,13 @@ With --follow, new events are printed as they arrive until the session ends.`,
 					warnDropped(f, t)
 					return writeEvents(f.stdout, export.Flat(t), nil)
 				default:
-					return export.Text(f.stdout, t, export.TextOptions{})
+					return export.Text(f.stdout, t, export.TextOptions{SessionID: o.Info.ID, Title: o.Title()})
 				}
 			}
-			return followLog(ctx, f, conn, o, rb, after, asJSON, interval)
+			if !asJSON && !events {
+				fmt.Fprintf(f.stdout, "session %s — %s\n", o.Info.ID, o.Title())
+			}
+			return followLog(ctx, f, conn, o, rb, after, asJSON || events, interval)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the transcript document")
@@ -159,8 +174,10 @@ func writeEvents(w io.Writer, evs []export.FlatEvent, seen map[string]bool) erro
 }
 
 // followLog prints the events seen so far, then new ones as they arrive
-// (as JSON lines with --json, else as readable lines), until the session is
-// archived and nothing new came, or ctx ends.
+// (as JSON lines with --json or --events, else as readable lines), until
+// the session is over (ended, archived or stale) and nothing new came, or
+// ctx ends. The last line, on stderr, says how it ended; stale exits with
+// exitStale, an interruption with exitInterrupted.
 func followLog(ctx context.Context, f *factory, conn *app.Conn, o app.Opened, rb *session.Readback, after int64, asJSON bool, interval time.Duration) error {
 	seen := map[string]bool{}
 	warned := 0
@@ -191,7 +208,7 @@ func followLog(ctx context.Context, f *factory, conn *app.Conn, o app.Opened, rb
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return &exitError{code: exitInterrupted}
 		case <-tick.C:
 		}
 		o2, err := app.FindSession(ctx, conn, o.Info.ID)
@@ -208,11 +225,31 @@ func followLog(ctx context.Context, f *factory, conn *app.Conn, o app.Opened, rb
 			if err := emit(); err != nil {
 				return err
 			}
+			continue
 		}
-		if !changed && o.Metadata.LifecycleState == app.LifecycleArchived {
-			return nil
+		if st := o.State(f.now()); app.Ended(st) {
+			return followEnd(f, o, st)
 		}
 	}
+}
+
+// followEnd prints how a followed session ended and returns the exit status.
+func followEnd(f *factory, o app.Opened, state string) error {
+	since := ""
+	if o.Metadata.LifecycleStateSince > 0 {
+		since = " at " + time.UnixMilli(o.Metadata.LifecycleStateSince).Local().Format(time.DateTime)
+	}
+	switch state {
+	case app.LifecycleArchived:
+		fmt.Fprintf(f.stderr, "happy: session %s was archived%s\n", o.Info.ID, since)
+	case app.StateStale:
+		last := time.UnixMilli(max(o.Info.ActiveAt, o.Metadata.LifecycleStateSince, o.Info.CreatedAt)).Local().Format(time.DateTime)
+		fmt.Fprintf(f.stderr, "happy: session %s is stale: no heartbeat since %s (more than %s); its happy probably died\n", o.Info.ID, last, app.StaleAfter)
+		return &exitError{code: exitStale}
+	default:
+		fmt.Fprintf(f.stderr, "happy: session %s ended%s\n", o.Info.ID, since)
+	}
+	return nil
 }
 
 // flatLine renders one flat event for --follow.

@@ -247,8 +247,9 @@ func TestRunSessionControlledFromAnotherDevice(t *testing.T) {
 	if calls != "prompt:first task,decide:call-1:once,prompt:second task,decide:call-2:reject" {
 		t.Fatalf("agent calls %s", calls)
 	}
-	sessions, err := ListSessions(context.Background(), connB)
-	if err != nil || len(sessions) != 1 || sessions[0].Agent != "fake" || sessions[0].Path != "/work" {
+	sessions, err := ListSessions(context.Background(), connB, time.Now())
+	if err != nil || len(sessions) != 1 || sessions[0].Agent != "fake" || sessions[0].Path != "/work" ||
+		sessions[0].State != LifecycleEnded || sessions[0].Title != "first task" || sessions[0].ID != o.Info.ID {
 		t.Fatalf("sessions %+v %v", sessions, err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -51,14 +52,70 @@ type Conn struct {
 	Client  *relay.Client
 	API     *relay.API
 	Created bool // a local account was created by this call
+
+	settleCancel context.CancelFunc
+	settleDone   chan struct{}
+	settleMu     sync.Mutex
+	settleRound  chan struct{} // closed when the round in progress ends; nil while idle
 }
 
-// Close closes the relay client.
+// settleGrace is how long Close lets an orphan settlement in progress
+// finish before it stops it (the orphan then stays for the next happy).
+const settleGrace = 3 * time.Second
+
+// settleEvery is how often a connection that settles orphans looks again
+// (the outbox drain rescans as often).
+const settleEvery = 30 * time.Second
+
+// Close stops the orphan settlement (after at most settleGrace) and closes
+// the relay client.
 func (c *Conn) Close() error {
 	if c == nil || c.Client == nil {
 		return nil
 	}
+	if c.settleDone != nil {
+		c.settleMu.Lock()
+		round := c.settleRound
+		c.settleMu.Unlock()
+		if round != nil {
+			t := time.NewTimer(settleGrace)
+			select {
+			case <-round:
+			case <-t.C:
+			}
+			t.Stop()
+		}
+		c.settleCancel()
+		<-c.settleDone
+		c.settleDone = nil
+	}
 	return c.Client.Close()
+}
+
+// settleLoop settles orphaned sessions now and every settleEvery until ctx
+// ends; Close waits for the round in progress.
+func (c *Conn) settleLoop(ctx context.Context, env Env) {
+	defer close(c.settleDone)
+	t := time.NewTicker(settleEvery)
+	defer t.Stop()
+	for {
+		round := make(chan struct{})
+		c.settleMu.Lock()
+		c.settleRound = round
+		c.settleMu.Unlock()
+		if _, err := SettleOrphans(ctx, env, c); err != nil && ctx.Err() == nil {
+			env.Log.Warn().Err(err).Msg("settle orphaned sessions")
+		}
+		c.settleMu.Lock()
+		c.settleRound = nil
+		c.settleMu.Unlock()
+		close(round)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // ConnectOptions tune Connect.
@@ -66,7 +123,8 @@ type ConnectOptions struct {
 	// AllowCreate creates a local account on the embedded relay when there
 	// are no credentials and no relay is configured.
 	AllowCreate bool
-	// NoResume keeps the client from draining other sessions' outbox rows.
+	// NoResume keeps the client from draining other sessions' outbox rows
+	// and from settling orphaned sessions (SettleOrphans): readers set it.
 	NoResume bool
 }
 
@@ -149,5 +207,10 @@ func Connect(ctx context.Context, env Env, opts ConnectOptions) (*Conn, error) {
 		return nil, fmt.Errorf("%w: %w", ErrRelay, err)
 	}
 	conn.Client = client
+	if !opts.NoResume {
+		sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		conn.settleCancel, conn.settleDone = cancel, make(chan struct{})
+		go conn.settleLoop(sctx, env)
+	}
 	return conn, nil
 }

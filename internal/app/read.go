@@ -25,11 +25,13 @@ var (
 
 // SessionSummary is one line of `happy sessions`.
 type SessionSummary struct {
-	ID           string    `json:"id"`
-	Title        string    `json:"title"`
-	Agent        string    `json:"agent"`
-	Path         string    `json:"path"`
-	State        string    `json:"state"` // lifecycleState, or "active"/"inactive" from presence
+	ID    string `json:"id"`
+	Title string `json:"title"`
+	Agent string `json:"agent"`
+	Path  string `json:"path"`
+	// State is running, ended, archived or stale (State).
+	State string `json:"state"`
+	// Active is the relay's presence flag.
 	Active       bool      `json:"active"`
 	LastActivity time.Time `json:"lastActivity"`
 	CreatedAt    time.Time `json:"createdAt"`
@@ -43,40 +45,65 @@ type Opened struct {
 	Info     relay.SessionInfo
 	Cipher   crypto.Cipher
 	Metadata Metadata
+	// RawMetadata is the decrypted metadata JSON as the relay holds it
+	// (nil when it could not be read), for compare-and-set updates that
+	// keep fields happy does not know.
+	RawMetadata json.RawMessage
+}
+
+// Title is the session's title as every reader shows it: metadata
+// summary.text, else the last element of its folder, else "(untitled)".
+func (o Opened) Title() string {
+	if o.Metadata.Summary != nil && strings.TrimSpace(o.Metadata.Summary.Text) != "" {
+		return o.Metadata.Summary.Text
+	}
+	if o.Metadata.Path != "" {
+		return filepath.Base(o.Metadata.Path)
+	}
+	return "(untitled)"
+}
+
+// State is the session's state at now (State).
+func (o Opened) State(now time.Time) string { return State(o.Info, o.Metadata, now) }
+
+// LastActivity is the latest of the relay's activeAt and updatedAt.
+func (o Opened) LastActivity() time.Time {
+	return time.UnixMilli(max(o.Info.ActiveAt, o.Info.UpdatedAt)).UTC()
 }
 
 // ListSessions returns the account's sessions, newest activity first, with
-// decrypted metadata.
-func ListSessions(ctx context.Context, conn *Conn) ([]SessionSummary, error) {
-	infos, err := conn.API.ListSessions(ctx)
+// decrypted metadata and their state at now.
+func ListSessions(ctx context.Context, conn *Conn, now time.Time) ([]SessionSummary, error) {
+	opened, errs, err := listOpened(ctx, conn)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]SessionSummary, 0, len(infos))
-	for _, info := range infos {
-		s := SessionSummary{ID: info.ID, Active: info.Active, LastActivity: time.UnixMilli(info.ActiveAt).UTC(), CreatedAt: time.UnixMilli(info.CreatedAt).UTC()}
-		if info.UpdatedAt > info.ActiveAt {
-			s.LastActivity = time.UnixMilli(info.UpdatedAt).UTC()
-		}
-		o, err := open(conn, info)
-		if err != nil {
-			s.Error = err.Error()
-		} else {
-			s.Agent, s.Path, s.State = o.Metadata.Flavor, o.Metadata.Path, o.Metadata.LifecycleState
-			if o.Metadata.Summary != nil {
-				s.Title = o.Metadata.Summary.Text
-			}
-			if s.Title == "" && s.Path != "" {
-				s.Title = filepath.Base(s.Path)
-			}
-		}
-		if s.State == "" {
-			s.State = map[bool]string{true: "active", false: "inactive"}[info.Active]
+	out := make([]SessionSummary, 0, len(opened))
+	for i, o := range opened {
+		s := SessionSummary{ID: o.Info.ID, Active: o.Info.Active, LastActivity: o.LastActivity(), CreatedAt: time.UnixMilli(o.Info.CreatedAt).UTC(),
+			Agent: o.Metadata.Flavor, Path: o.Metadata.Path, Title: o.Title(), State: o.State(now)}
+		if errs[i] != nil {
+			s.Error, s.Title = errs[i].Error(), ""
 		}
 		out = append(out, s)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].LastActivity.After(out[j].LastActivity) })
 	return out, nil
+}
+
+// listOpened lists the account's sessions and opens each; errs[i] is why
+// session i could not be decrypted (its Opened has the relay's fields only).
+func listOpened(ctx context.Context, conn *Conn) ([]Opened, []error, error) {
+	infos, err := conn.API.ListSessions(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]Opened, len(infos))
+	errs := make([]error, len(infos))
+	for i, info := range infos {
+		out[i], errs[i] = open(conn, info)
+	}
+	return out, errs, nil
 }
 
 // open opens a session's cipher and decrypts its metadata.
@@ -103,6 +130,7 @@ func open(conn *Conn, info relay.SessionInfo) (Opened, error) {
 		if err := json.Unmarshal(plain, &o.Metadata); err != nil {
 			return o, fmt.Errorf("metadata: %w", err)
 		}
+		o.RawMetadata = plain
 	}
 	return o, nil
 }

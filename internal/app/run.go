@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -21,36 +22,33 @@ import (
 )
 
 // Metadata is the relay session metadata, with the reference's field names
-// so the reference apps can list our sessions (DESIGN.md "Session
-// metadata").
+// so the reference apps can list our sessions (docs/ARCHITECTURE.md,
+// section "Session metadata"). LifecycleStateSince is Unix ms.
 type Metadata struct {
-	Path            string   `json:"path"`
-	Host            string   `json:"host"`
-	OS              string   `json:"os"`
-	Version         string   `json:"version"`
-	HomeDir         string   `json:"homeDir"`
-	HappyHomeDir    string   `json:"happyHomeDir"`
-	MachineID       string   `json:"machineId,omitempty"`
-	Flavor          string   `json:"flavor"`
-	Summary         *Summary `json:"summary,omitempty"`
-	LifecycleState  string   `json:"lifecycleState"`
-	StartedBy       string   `json:"startedBy"`
-	HostPid         int      `json:"hostPid"`
-	ClaudeSessionID string   `json:"claudeSessionId,omitempty"`
-	CodexThreadID   string   `json:"codexThreadId,omitempty"`
+	Path           string   `json:"path"`
+	Host           string   `json:"host"`
+	OS             string   `json:"os"`
+	Version        string   `json:"version"`
+	HomeDir        string   `json:"homeDir"`
+	HappyHomeDir   string   `json:"happyHomeDir"`
+	MachineID      string   `json:"machineId,omitempty"`
+	Flavor         string   `json:"flavor"`
+	Summary        *Summary `json:"summary,omitempty"`
+	LifecycleState string   `json:"lifecycleState"`
+	// LifecycleStateSince is when LifecycleState was set (Unix ms).
+	LifecycleStateSince int64  `json:"lifecycleStateSince,omitempty"`
+	StartedBy           string `json:"startedBy"`
+	HostPid             int    `json:"hostPid"`
+	ClaudeSessionID     string `json:"claudeSessionId,omitempty"`
+	CodexThreadID       string `json:"codexThreadId,omitempty"`
 }
 
-// Summary is the session's one-line summary in the metadata.
+// Summary is the session's one-line summary in the metadata: its title
+// (Text) and when it was set (UpdatedAt, Unix ms).
 type Summary struct {
 	Text      string `json:"text"`
 	UpdatedAt int64  `json:"updatedAt"`
 }
-
-// Lifecycle states of the metadata.
-const (
-	LifecycleRunning  = "running"
-	LifecycleArchived = "archived"
-)
 
 // NewTag returns a random UUID (version 4) naming a new relay session.
 func NewTag() (string, error) {
@@ -80,6 +78,9 @@ type SessionOptions struct {
 	WaitCreated time.Duration
 	// OnBus sees every bus event (terminal rendering).
 	OnBus func([]mapper.BusEvent)
+	// Resume, when set, continues an ended session (happy resume) instead
+	// of opening a new one: see PrepareResume.
+	Resume *Resume
 }
 
 // SessionResult is how a session run ended.
@@ -112,9 +113,19 @@ type StartFunc func(ctx context.Context, tag string) (agent.Agent, error)
 // is open: with opts.WaitCreated, OnCreated runs before start (so a notice
 // can be printed before an interactive agent takes the terminal). The
 // agent start returns is closed when the run ends.
+//
+// Whatever ends the run (the agent's exit or crash, ctx cancelled by a
+// signal, an agent that cannot start), the session is ended on the relay
+// before RunSessionWith returns: lifecycleState "ended", session-end, and
+// every version acknowledged, each bounded (docs/ARCHITECTURE.md, section
+// "A session's life"). What cannot reach the relay then is finished by the
+// next happy on the same home.
 func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOptions, start StartFunc) (SessionResult, error) {
-	tag, err := NewTag()
-	if err != nil {
+	var tag string
+	var err error
+	if opts.Resume != nil {
+		tag = opts.Resume.Tag
+	} else if tag, err = NewTag(); err != nil {
 		return SessionResult{}, err
 	}
 	res := SessionResult{Tag: tag}
@@ -127,6 +138,18 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 		return res, fmt.Errorf("%w: open relay session: %w", ErrRelay, err)
 	}
 	defer sess.Close()
+	lc := beginLifecycle(ctx, env, sess)
+	if opts.Resume != nil {
+		// The session exists: it is running again, in this process.
+		f := lifecycleFields(LifecycleRunning, env.now())
+		f["hostPid"], _ = json.Marshal(os.Getpid())
+		lc.meta.set(f)
+	}
+	// end runs on every return below: the relay must learn that the
+	// session is over, however it ended.
+	end := func() {
+		res.SessionID = lc.end(ctx)
+	}
 
 	created := false
 	if opts.WaitCreated > 0 {
@@ -140,17 +163,33 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 	}
 	ag, err := start(ctx, tag)
 	if err != nil {
+		end()
 		return res, err
 	}
 	defer ag.Close()
 
-	red := mapper.NewReducer(mapper.Config{SessionID: tag, ProjectID: opts.Dir, Directory: opts.Dir,
-		Agent: "build", ProviderID: opts.ProviderID, Rules: opts.Rules, Source: opts.Flavor})
+	rcfg := mapper.Config{SessionID: tag, ProjectID: opts.Dir, Directory: opts.Dir,
+		Agent: "build", ProviderID: opts.ProviderID, Rules: opts.Rules, Source: opts.Flavor}
+	if opts.Resume != nil {
+		rcfg.Title, rcfg.FirstPosition = opts.Resume.Title, opts.Resume.FirstPosition
+	}
+	red := mapper.NewReducer(rcfg)
 	sink := session.NewSink(sess, red)
+	titles := &titleWatcher{rootID: red.RootID(), w: lc.meta, now: env.now}
+	if opts.Resume != nil {
+		titles.last = opts.Resume.Title
+	}
+	onBus := func(evs []mapper.BusEvent) {
+		titles.observe(evs)
+		if opts.OnBus != nil {
+			opts.OnBus(evs)
+		}
+	}
 	runner := session.NewRunner(session.Options{
 		Agent: ag, Reducer: red, Sink: sink, Rules: opts.Rules,
 		PermissionTimeout: opts.PermissionTimeout, OneShot: opts.OneShot,
-		Log: env.Log, OnBus: opts.OnBus, Now: env.Now,
+		Log: env.Log, OnBus: onBus, Now: env.Now, OnActivity: sess.SetThinking,
+		OnEvent: providerSessionWatcher(opts.Flavor, lc.meta),
 	})
 
 	runCtx, cancel := context.WithCancel(ctx)
@@ -167,6 +206,7 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 	}
 	if opts.Prompt != "" {
 		if err := runner.Control(runCtx, session.ControlPrompt{Prompt: agent.Prompt{Text: opts.Prompt}}); err != nil {
+			end()
 			return res, err
 		}
 	}
@@ -174,31 +214,66 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 	res.Result = rr
 	res.Transcript = red.Transcript()
 	res.FinalText = finalText(res.Transcript)
-
-	// Leave the relay a complete picture: the lifecycle, session-end, and
-	// every version acknowledged (bounded; what is left stays in the outbox).
-	endCtx, endCancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
-	defer endCancel()
-	if err := sess.UpdateMetadata(endCtx, func(cur json.RawMessage) (json.RawMessage, error) {
-		var m map[string]any
-		if err := json.Unmarshal(cur, &m); err != nil || m == nil {
-			m = map[string]any{}
-		}
-		m["lifecycleState"] = LifecycleArchived
-		return json.Marshal(m)
-	}); err != nil {
-		env.Log.Warn().Err(err).Msg("update lifecycle state")
-	}
-	_ = sess.End(endCtx)
-	if err := sess.Flush(endCtx); err != nil {
-		env.Log.Warn().Err(err).Msg("not every version reached the relay yet; they stay in the outbox")
-		if env.Stderr != nil {
-			fmt.Fprintln(env.Stderr, "happy: the relay has not acknowledged everything yet; the rest is kept and sent on the next start")
-		}
-	}
-	res.SessionID = sess.ID()
+	cancel()
+	end()
 	logUsage(env)
 	return res, runErr
+}
+
+// lifecycle is the relay side of one running session's life: the live
+// record in the outbox, the metadata writer, and the end.
+type lifecycle struct {
+	env  Env
+	sess *relay.Session
+	meta *metaWriter
+	once sync.Once
+	id   string
+}
+
+// beginLifecycle marks the session live in the outbox (so a crash leaves an
+// orphan the next happy settles) and starts its metadata writer.
+func beginLifecycle(ctx context.Context, env Env, sess *relay.Session) *lifecycle {
+	if err := sess.MarkLive(ctx); err != nil {
+		env.Log.Warn().Err(err).Msg("session not marked live; a crash would leave it running")
+	}
+	return &lifecycle{env: env, sess: sess, meta: startMetaWriter(ctx, sess, env.Log)}
+}
+
+// endTimeout bounds the whole end of a session (metadata, session-end,
+// the outbox flush).
+const endTimeout = 15 * time.Second
+
+// end writes lifecycleState "ended", sends session-end and waits until the
+// relay acknowledged every version, all within endTimeout of ctx without
+// its cancellation; once all of it succeeded the live record goes. It
+// returns the relay session id ("" when the relay never answered).
+func (l *lifecycle) end(ctx context.Context) string {
+	l.once.Do(func() {
+		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), endTimeout)
+		defer cancel()
+		l.meta.set(lifecycleFields(LifecycleEnded, l.env.now()))
+		if err := l.sess.End(ectx); err != nil {
+			l.env.Log.Warn().Err(err).Msg("session-end not sent")
+		}
+		metaErr := l.meta.flush(ectx)
+		if metaErr != nil {
+			l.env.Log.Warn().Err(metaErr).Msg("update lifecycle state")
+		}
+		flushErr := l.sess.Flush(ectx)
+		if flushErr != nil {
+			l.env.Log.Warn().Err(flushErr).Msg("not every version reached the relay yet; they stay in the outbox")
+			if l.env.Stderr != nil {
+				fmt.Fprintln(l.env.Stderr, "happy: the relay has not acknowledged everything yet; the rest is kept and sent on the next start")
+			}
+		}
+		if metaErr == nil && flushErr == nil {
+			if err := l.sess.MarkEnded(ectx); err != nil {
+				l.env.Log.Warn().Err(err).Msg("live record not cleared; the next happy settles the session again")
+			}
+		}
+		l.id = l.sess.ID()
+	})
+	return l.id
 }
 
 // logUsage logs happy's own CPU time and peak memory (not the agent's: it
@@ -223,7 +298,7 @@ func buildMetadata(env Env, opts SessionOptions) Metadata {
 	return Metadata{
 		Path: opts.Dir, Host: host, OS: runtime.GOOS, Version: buildinfo.Version, HomeDir: uh,
 		HappyHomeDir: env.Home.Path(), MachineID: machineID, Flavor: opts.Flavor,
-		LifecycleState: LifecycleRunning, StartedBy: startedBy, HostPid: os.Getpid(),
+		LifecycleState: LifecycleRunning, LifecycleStateSince: env.now().UnixMilli(), StartedBy: startedBy, HostPid: os.Getpid(),
 	}
 }
 

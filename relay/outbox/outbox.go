@@ -23,6 +23,13 @@
 //	versions  (session, record, version)  the last version ever appended per record
 //	sessions  (session, relay_id, state)  opaque per-session state of the caller
 //	rejected  rows the relay refused permanently, with the reason (kept, never dropped)
+//	live      (session, pid, started_at)  sessions a process runs and has not ended yet
+//
+// A live row is written when a process starts running a session and removed
+// once the relay knows the session ended. A live row whose session lock is
+// free names an orphan: its process died without ending it (kill -9, power
+// loss), and the next process on the same outbox settles it (docs/
+// ARCHITECTURE.md, section "A session's life").
 //
 // # Group commit
 //
@@ -151,6 +158,8 @@ const (
 	opRemove
 	opReject
 	opPutSession
+	opMarkLive
+	opClearLive
 )
 
 type op struct {
@@ -161,6 +170,7 @@ type op struct {
 	reason  string
 	relayID string
 	state   []byte
+	pid     int
 	removed int
 	err     chan error
 }
@@ -255,6 +265,11 @@ CREATE TABLE IF NOT EXISTS rejected (
 	reason      TEXT    NOT NULL,
 	rejected_at INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS live (
+	session    TEXT    PRIMARY KEY,
+	pid        INTEGER NOT NULL,
+	started_at INTEGER NOT NULL
+) WITHOUT ROWID;
 `
 
 // Dir is the outbox folder.
@@ -403,6 +418,76 @@ func (s *Store) Session(ctx context.Context, session string) (relayID string, st
 		return "", nil, false, fmt.Errorf("outbox: read session %q: %w", session, err)
 	}
 	return relayID, state, true, nil
+}
+
+// Live is a session a process runs and has not ended (see MarkLive).
+type Live struct {
+	Session   string    // session key
+	PID       int       // the process that marked it
+	StartedAt time.Time // when it was marked (millisecond precision)
+}
+
+// MarkLive records that process pid runs session and will end it; ClearLive
+// removes the record once the session's end is known to the relay. A live
+// record whose session lock (Lock) is free belongs to a process that died.
+func (s *Store) MarkLive(ctx context.Context, session string, pid int) error {
+	if session == "" {
+		return fmt.Errorf("%w: empty session", ErrInvalid)
+	}
+	return s.submit(ctx, &op{kind: opMarkLive, session: session, pid: pid})
+}
+
+// ClearLive removes the live record of session (none is not an error).
+func (s *Store) ClearLive(ctx context.Context, session string) error {
+	return s.submit(ctx, &op{kind: opClearLive, session: session})
+}
+
+// LiveSessions lists the live records, oldest first.
+func (s *Store) LiveSessions(ctx context.Context) ([]Live, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT session, pid, started_at FROM live ORDER BY started_at, session`)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: list live sessions: %w", err)
+	}
+	defer rows.Close()
+	var out []Live
+	for rows.Next() {
+		var l Live
+		var at int64
+		if err := rows.Scan(&l.Session, &l.PID, &at); err != nil {
+			return nil, fmt.Errorf("outbox: list live sessions: %w", err)
+		}
+		l.StartedAt = time.UnixMilli(at)
+		out = append(out, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("outbox: list live sessions: %w", err)
+	}
+	return out, nil
+}
+
+// IsLive reports whether session has a live record.
+func (s *Store) IsLive(ctx context.Context, session string) (bool, error) {
+	var n int
+	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM live WHERE session = ?`, session).Scan(&n); err != nil {
+		return false, fmt.Errorf("outbox: read live %q: %w", session, err)
+	}
+	return n > 0, nil
+}
+
+// SessionByRelayID returns the session key whose stored relay id is
+// relayID; ok is false when this outbox has none.
+func (s *Store) SessionByRelayID(ctx context.Context, relayID string) (session string, ok bool, err error) {
+	if relayID == "" {
+		return "", false, nil
+	}
+	err = s.r.QueryRowContext(ctx, `SELECT session FROM sessions WHERE relay_id = ? LIMIT 1`, relayID).Scan(&session)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("outbox: find session of relay id %q: %w", relayID, err)
+	}
+	return session, true, nil
 }
 
 // Pending returns up to limit pending rows of session, oldest first.
@@ -667,6 +752,15 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, o *op, now int64, result 
 		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (session, relay_id, state) VALUES (?, ?, ?)
 			ON CONFLICT (session) DO UPDATE SET relay_id = excluded.relay_id, state = excluded.state`, o.session, o.relayID, o.state); err != nil {
 			return fmt.Errorf("outbox: store session %q: %w", o.session, err)
+		}
+	case opMarkLive:
+		if _, err := tx.ExecContext(ctx, `INSERT INTO live (session, pid, started_at) VALUES (?, ?, ?)
+			ON CONFLICT (session) DO UPDATE SET pid = excluded.pid, started_at = excluded.started_at`, o.session, o.pid, now); err != nil {
+			return fmt.Errorf("outbox: mark %q live: %w", o.session, err)
+		}
+	case opClearLive:
+		if _, err := tx.ExecContext(ctx, `DELETE FROM live WHERE session = ?`, o.session); err != nil {
+			return fmt.Errorf("outbox: clear live %q: %w", o.session, err)
 		}
 	}
 	return nil

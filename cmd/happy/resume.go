@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/happy-dev/happy/adapters/claude/sdk"
+	"github.com/happy-dev/happy/internal/app"
+)
+
+// newResumeCmd builds `happy resume SESSION`.
+func newResumeCmd(f *factory) *cobra.Command {
+	var o agentOptions
+	var claudePath, codexPath, codexProtocol string
+	cmd := &cobra.Command{
+		Use:   "resume SESSION [-p PROMPT] [flags] [-- agent args…]",
+		Short: "Continue an ended session in place, with the agent's own resume",
+		Long: `Continue SESSION (ended, archived or stale) in the same relay session: the
+agent resumes its own session (Claude with --resume, Codex with thread/resume)
+in the session's folder, and the transcript goes on where it stopped, under
+the same id and title. The session must have been run from this happy home.
+
+Claude resumes interactively, or runs one turn with -p. Codex needs -p.
+Sessions of ACP agents (happy acp, gemini, opencode) cannot be resumed yet:
+session/load replays the whole conversation, which would enter the transcript
+a second time. The exit status is that of the agent command (0, 1, 2, 3, 130).`,
+		Args: usageArgs(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.agentArgs = args[1:]
+			target, err := prepareResume(cmd.Context(), f, args[0])
+			if err != nil {
+				return err
+			}
+			o.resume = &target
+			switch target.Flavor {
+			case "claude":
+				if claudePath == "" {
+					claudePath = f.getenv("HAPPY_CLAUDE_PATH")
+				}
+				if claudePath == "" {
+					claudePath = sdk.DefaultBinary
+				}
+				if o.prompt == "" {
+					return runClaudeInteractive(cmd.Context(), f, &o, claudePath)
+				}
+				return runClaudePrint(cmd.Context(), f, &o, claudePath, "")
+			case "codex":
+				if o.prompt == "" {
+					return &usageError{err: errors.New(`happy resume of a Codex session needs -p "PROMPT" (Codex runs one turn at a time under happy)`)}
+				}
+				co := codexOptions{agentOptions: o, codexPath: codexPath, protocol: codexProtocol, permissionMode: "default"}
+				return runCodex(cmd.Context(), f, &co)
+			}
+			return &exitError{code: exitFailed, err: fmt.Errorf("%s: %w: resuming %s sessions is not supported (ACP session/load replays the conversation into the transcript again)",
+				target.Opened.Info.ID, app.ErrNotResumable, target.Flavor)}
+		},
+	}
+	o.bind(cmd)
+	cmd.Flags().StringVar(&claudePath, "claude-path", "", "the claude executable (default $HAPPY_CLAUDE_PATH, else claude on PATH)")
+	cmd.Flags().StringVar(&codexPath, "codex-path", "", "the codex executable (default $HAPPY_CODEX_PATH, else codex on PATH)")
+	cmd.Flags().StringVar(&codexProtocol, "codex-protocol", "auto", "how to speak to Codex: app-server, mcp or auto")
+	return cmd
+}
+
+// prepareResume settles this home's orphaned sessions (so a stale session
+// is ended before it goes on), then checks that ref can be resumed.
+func prepareResume(ctx context.Context, f *factory, ref string) (app.ResumeTarget, error) {
+	conn, env, err := connect(ctx, f, "resume")
+	if err != nil {
+		return app.ResumeTarget{}, err
+	}
+	defer conn.Close()
+	if _, err := app.SettleOrphans(ctx, env, conn); err != nil {
+		env.Log.Warn().Err(err).Msg("settle orphaned sessions before resume")
+	}
+	t, err := app.PrepareResume(ctx, conn, ref, f.now())
+	switch {
+	case err == nil:
+		return t, nil
+	case errors.Is(err, app.ErrRunning), errors.Is(err, app.ErrNotResumable):
+		return t, &exitError{code: exitFailed, err: err}
+	}
+	return t, sessionErr(err)
+}

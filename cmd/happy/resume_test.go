@@ -1,0 +1,119 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/happy-dev/happy/internal/app"
+	"github.com/happy-dev/happy/mapper"
+)
+
+// resumeCapture is the codex-app capture with thread/resume where it has
+// thread/start (Codex answers both with the thread).
+func resumeCapture(t *testing.T) *fakeCodex {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "codex", "codex-app.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := newFakeCodex(t, "", "", "")
+	s := strings.Replace(string(b), `"method":"thread/start"`, `"method":"thread/resume"`, 1)
+	if err := os.WriteFile(filepath.Join(fc.dir, "app-server.jsonl"), []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return fc
+}
+
+// happy resume continues an ended Codex session in the same relay session:
+// Codex gets thread/resume with the recorded thread id, the new turn
+// follows the old one in the transcript with ids of its own, and the title
+// and id stay.
+func TestResumeCodexSession(t *testing.T) {
+	env := codexTestEnv(t, nil)
+	sid := endedSession(t, env, "first task")
+	o, _ := readSession(t, env, sid)
+	if o.Metadata.CodexThreadID != "01a227ce-b3b3-76c0-8c71-6476bf69416c" {
+		t.Fatalf("codexThreadId %q", o.Metadata.CodexThreadID)
+	}
+
+	// A Codex session needs -p.
+	if code, _, stderr := runHappy(t, env, "resume", sid); code != exitUsage || !strings.Contains(stderr, "needs -p") {
+		t.Fatalf("resume without -p = %d %q", code, stderr)
+	}
+	fc := resumeCapture(t)
+	env["HAPPY_CODEX_PATH"] = fc.path
+	code, stdout, stderr := runHappy(t, env, "resume", sid, "-p", "second task", "--codex-protocol", "app-server", "--allow", "bash:*")
+	if m := fc.mismatch(t); m != "" {
+		t.Fatalf("traffic differs: %s", m)
+	}
+	if code != exitOK || stdout != "Done: the command printed hi.\n" || !strings.HasPrefix(stderr, "happy: session "+sid+" ") {
+		t.Fatalf("resume = %d %q %q", code, stdout, stderr)
+	}
+	if p := fc.sent(t, "thread/resume"); p["threadId"] != "01a227ce-b3b3-76c0-8c71-6476bf69416c" {
+		t.Fatalf("thread/resume params %v", p)
+	}
+	o, tr := readSession(t, env, sid)
+	if o.Metadata.LifecycleState != app.LifecycleEnded || o.Metadata.Summary == nil || o.Metadata.Summary.Text != "first task" {
+		t.Fatalf("metadata after resume %+v", o.Metadata)
+	}
+	var prompts []string
+	ids := map[string]bool{}
+	for _, m := range tr.Messages {
+		if ids[m.Info.MessageID()] {
+			t.Fatalf("message id %s twice", m.Info.MessageID())
+		}
+		ids[m.Info.MessageID()] = true
+		for _, p := range m.Parts {
+			if ids[p.Base().ID] {
+				t.Fatalf("part id %s twice", p.Base().ID)
+			}
+			ids[p.Base().ID] = true
+			if tp, ok := p.(*mapper.TextPart); ok {
+				if _, user := m.Info.(*mapper.UserMessage); user {
+					prompts = append(prompts, tp.Text)
+				}
+			}
+		}
+	}
+	if strings.Join(prompts, "|") != "first task|second task" || tr.Session.Title != "first task" || len(tr.Dropped) != 0 {
+		t.Fatalf("prompts %q title %q dropped %v", prompts, tr.Session.Title, tr.Dropped)
+	}
+	if n := len(toolsOf(tr)); n != 2 {
+		t.Fatalf("%d tools, want one per turn", n)
+	}
+	if s := sessionState(t, env, sid, time.Now()); s.State != app.LifecycleEnded || s.Title != "first task" {
+		t.Fatalf("happy sessions after resume %+v", s)
+	}
+}
+
+func TestResumeRefusals(t *testing.T) {
+	env := codexTestEnv(t, nil)
+	sid := endedSession(t, env, "first task")
+
+	// Another home of the same account cannot: the agent's state and the
+	// session's outbox are not there.
+	other := map[string]string{}
+	for k, v := range env {
+		other[k] = v
+	}
+	other["HAPPY_HOME_DIR"] = t.TempDir()
+	b, err := os.ReadFile(filepath.Join(env["HAPPY_HOME_DIR"], "access.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(other["HAPPY_HOME_DIR"], "access.key"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runHappy(t, other, "resume", sid, "-p", "x"); code != exitFailed || !strings.Contains(stderr, "was not started from this happy home") {
+		t.Fatalf("resume from another home = %d %q", code, stderr)
+	}
+	if code, _, stderr := runHappy(t, env, "resume", "nosuch", "-p", "x"); code != exitFailed || !strings.Contains(stderr, "no such session") {
+		t.Fatalf("resume of an unknown session = %d %q", code, stderr)
+	}
+	if code, _, _ := runHappy(t, env, "resume"); code != exitUsage {
+		t.Fatalf("resume without SESSION = %d", code)
+	}
+}
