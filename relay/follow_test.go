@@ -185,7 +185,8 @@ func TestFollowResumesAcrossCutsAndRestart(t *testing.T) {
 	fr := startFollow(t.Context(), api, sid, FollowOptions{Backoff: Backoff{Min: 5 * time.Millisecond, Max: 50 * time.Millisecond},
 		OnConnect: func(after int64) { mu.Lock(); resumes = append(resumes, after); mu.Unlock() }})
 	got := fr.take(t, 50)
-	proxy.Cut(0)
+	proxy.Cut()
+	proxy.Restore()
 	got = append(got, fr.take(t, 50)...)
 	send(t, api, sid, 100, 100)
 	got = append(got, fr.take(t, 50)...)
