@@ -345,9 +345,3 @@ func (s *Server) Close() error {
 }
 
 func (s *Server) nowMs() int64 { return s.cfg.Now().UnixMilli() }
-
-// IssueToken returns a token for accountID signed by this server (for tests
-// and local tooling that already trust the account id).
-func (s *Server) IssueToken(accountID string) string {
-	return s.tok.issue(accountID, "", s.cfg.Now())
-}

@@ -218,23 +218,6 @@ func (s *Session) stopSignals() {
 	}
 }
 
-// Run starts a session and waits for it, restoring the terminal and ending
-// the child even when the caller's goroutine panics meanwhile (the panic
-// goes on afterwards).
-func Run(ctx context.Context, opts Options) (Result, error) {
-	s, err := Start(ctx, opts)
-	if err != nil {
-		return Result{}, err
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			s.emergency()
-			panic(r)
-		}
-	}()
-	return s.Wait()
-}
-
 // Pid is the child's process id (its process group and session id).
 func (s *Session) Pid() int { return s.proc.Pid() }
 
