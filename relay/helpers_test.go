@@ -82,7 +82,7 @@ func newTag(t testing.TB) string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
-// envelope is the plaintext the tests enqueue: the DESIGN.md message
+// envelope is the plaintext the tests enqueue: the docs/ARCHITECTURE.md message
 // envelope with a payload naming the record and version.
 func envelope(record string, version int64) []byte {
 	b, _ := json.Marshal(map[string]any{"kind": "message", "version": version, "info": map[string]any{"id": record}, "parts": []any{}})

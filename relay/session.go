@@ -19,7 +19,7 @@ type SessionOptions struct {
 	// opens the same relay session again (also after a restart), and the
 	// outbox files the session's rows under it. Required.
 	Tag string
-	// Metadata is the plaintext JSON metadata (DESIGN.md "Session metadata")
+	// Metadata is the plaintext JSON metadata (docs/ARCHITECTURE.md "Session metadata")
 	// to create the session with. Ignored when the session already exists.
 	Metadata json.RawMessage
 	// ReceiveAfter is the seq after which Receive starts: 0 (the default)
@@ -404,7 +404,7 @@ func (s *Session) LastVersion(recordID string) int64 {
 
 // Enqueue assigns the next version of recordID (1 + the last one ever
 // enqueued, across restarts), calls build with it for the plaintext JSON
-// (the envelope of DESIGN.md, which carries the version), encrypts it, and
+// (the envelope of docs/ARCHITECTURE.md, which carries the version), encrypts it, and
 // returns once the version is durably in the outbox; the sender delivers it
 // afterwards. Concurrent calls are ordered (versions and outbox order agree)
 // and share one fsync. An error from build is returned as is and uses no

@@ -17,7 +17,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Exit codes shared by all commands (DESIGN.md, "Exit codes of happy <agent> -p").
+// Exit codes shared by all commands (docs/ARCHITECTURE.md, "Exit codes of happy <agent> -p").
 const (
 	exitOK     = 0
 	exitFailed = 1

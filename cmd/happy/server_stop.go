@@ -10,7 +10,7 @@ import (
 )
 
 // newServerStopCmd builds `happy server stop`: it stops the local relay that
-// happy started in the background (DESIGN.md "Relay default").
+// happy started in the background (docs/ARCHITECTURE.md "Relay default").
 func newServerStopCmd(f *factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "stop",

@@ -1,5 +1,5 @@
 // Package embedded starts and stops the local relay that happy uses when no
-// relay is configured (DESIGN.md "Relay default"): `happy server` on
+// relay is configured (docs/ARCHITECTURE.md "Relay default"): `happy server` on
 // loopback, in the background, with its data under the home folder.
 //
 // The server runs detached in its own session (it outlives the command that

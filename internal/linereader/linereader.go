@@ -1,7 +1,7 @@
 // Package linereader reads newline-delimited records (JSONL, line-delimited
 // JSON-RPC, traffic logs) incrementally from an io.Reader.
 //
-// Properties every decoder of the project relies on (DESIGN.md "Streams are
+// Properties every decoder of the project relies on (docs/ARCHITECTURE.md "Streams are
 // read incrementally"):
 //
 //   - A partial line is held across reads: when the underlying reader reports

@@ -1,6 +1,6 @@
 // Package ptyproxy runs an interactive program (Claude Code in local mode)
 // in a pseudo-terminal that happy sits in front of, and gives the terminal
-// back exactly as it found it (DESIGN.md, "The terminal is sacred").
+// back exactly as it found it (docs/ARCHITECTURE.md, "The terminal is sacred").
 //
 // While the child runs, happy's terminal is in raw mode and every byte
 // typed goes to the child (Ctrl-C included: it is byte 0x03 for the child to

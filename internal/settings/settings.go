@@ -28,7 +28,7 @@ import (
 const EnvServerURL = "HAPPY_SERVER_URL"
 
 // DefaultServerURL is the relay used when neither HAPPY_SERVER_URL nor
-// serverUrl is set: the embedded local relay on loopback (DESIGN.md, "Relay
+// serverUrl is set: the embedded local relay on loopback (docs/ARCHITECTURE.md, "Relay
 // default").
 const DefaultServerURL = "http://127.0.0.1:3005"
 

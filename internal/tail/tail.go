@@ -2,7 +2,7 @@
 // transcript) and hands each complete line to a callback as soon as it is
 // written.
 //
-// Properties (DESIGN.md, "Streams are read incrementally"):
+// Properties (docs/ARCHITECTURE.md, "Streams are read incrementally"):
 //   - reading starts at a saved offset and only ever reads bytes not read
 //     before: the file is never re-read whole (Stats.BytesRead counts it);
 //   - a partial last line is held until its newline arrives;

@@ -2,7 +2,7 @@
 // version is written here (fsync'd) before it is sent, and removed only after
 // the relay returned its seq. A crash, a network cut or a relay restart
 // therefore loses nothing, and because each row's localId is deterministic
-// ("<recordId>.<version>", DESIGN.md "Relay envelope and versions") and the
+// ("<recordId>.<version>", docs/ARCHITECTURE.md "Relay envelope and versions") and the
 // relay stores a localId once, resending after a crash duplicates nothing.
 //
 // # Store
