@@ -221,7 +221,6 @@ type Client struct {
 	pending    map[string][]*pendingPermission // by call id, oldest first
 	closed     bool
 	restarting bool
-	exitOnce   sync.Once // the exit frame of a Connect stream
 	dirOnce    sync.Once
 }
 
@@ -247,37 +246,6 @@ func Start(ctx context.Context, opts Options) (*Client, error) {
 		c.release()
 		return nil, err
 	}
-	if err := c.handshake(ctx, opts.LoadSessionID); err != nil {
-		_ = c.Close()
-		return nil, err
-	}
-	return c, nil
-}
-
-// Connect runs a session over an already connected byte stream (an agent
-// started elsewhere, a fake agent in tests): rwc carries the agent's output
-// to read and its input to write. Closing the client closes rwc. A
-// cancelled turn the agent never ends is given up, but nothing is
-// restarted.
-func Connect(ctx context.Context, rwc io.ReadWriteCloser, opts Options) (*Client, error) {
-	opts.defaults()
-	c, err := newClient(opts)
-	if err != nil {
-		return nil, err
-	}
-	ready := make(chan struct{})
-	conn := jsonrpc.New(ctx, rwc, c.gated(ready), c.connOptions())
-	c.mu.Lock()
-	c.conn = conn
-	c.mu.Unlock()
-	close(ready)
-	go func() {
-		<-conn.Done()
-		c.exitOnce.Do(func() {
-			c.tap(jsonrpc.Frame{Time: c.opts.Now(), Dir: trafficlog.Exit, Data: []byte(`{"code":null,"sig":null}`), JSON: true})
-		})
-		c.shutdown()
-	}()
 	if err := c.handshake(ctx, opts.LoadSessionID); err != nil {
 		_ = c.Close()
 		return nil, err
@@ -1151,10 +1119,6 @@ func (c *Client) Close() error {
 		err = p.Stop(c.opts.StopGrace)
 	case conn != nil:
 		err = conn.Close()
-		// No process: record the end of the stream as an exit.
-		c.exitOnce.Do(func() {
-			c.tap(jsonrpc.Frame{Time: c.opts.Now(), Dir: trafficlog.Exit, Data: []byte(`{"code":null,"sig":null}`), JSON: true})
-		})
 	}
 	c.shutdown()
 	c.q.Wait()

@@ -13,7 +13,7 @@
 //   - Decoder turns traffic frames (both directions, as in a traffic log)
 //     into events. It is deterministic and never panics; a frame it cannot
 //     use becomes a DroppedInput with a reason.
-//   - Client starts the agent (or Connect speaks to any stream), runs the
+//   - Client starts the agent, runs the
 //     same decoder on what crosses the pipe, and carries control the other
 //     way: Prompt, Decide, Interrupt, SetMode, Close. Agent adapts it to
 //     agent.Agent.

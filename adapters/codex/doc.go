@@ -17,8 +17,7 @@
 //     crosses the pipe with the same decoder, and carries control the other
 //     way: Prompt, Answer, AnswerQuestion, Interrupt, Close. Agent adapts it
 //     to agent.Agent.
-//   - Replay / ReplayEvents decode a recorded traffic log (happy replay);
-//     ExecDecoder / ReplayExec read the JSONL of `codex exec --json`.
+//   - Replay / ReplayEvents decode a recorded traffic log (happy replay).
 //
 // Turns never overlap and always end. A prompt sent during a turn waits in
 // a queue. A turn ends with Codex's turn/completed (or task_complete /
