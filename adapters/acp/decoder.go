@@ -3,7 +3,6 @@ package acp
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -241,12 +240,8 @@ func (d *Decoder) fromAgent(f Frame) {
 	}
 	m, err := jsonrpc.DecodeFrame(f.Msg)
 	if err != nil {
-		var fe *jsonrpc.FrameError
-		if errors.As(err, &fe) {
-			d.drop(fe.Kind, fe.Reason, fe.Msg, f.Msg)
-		} else {
-			d.drop("", agent.DropInvalidField, err.Error(), f.Msg)
-		}
+		kind, reason, detail := jsonrpc.DropOf(err)
+		d.drop(kind, reason, detail, f.Msg)
 		return
 	}
 	switch m.Kind {
@@ -554,10 +549,8 @@ func (d *Decoder) closeTurn() {
 func (d *Decoder) fromHappy(f Frame) {
 	m, err := jsonrpc.DecodeFrame(f.Msg)
 	if err != nil {
-		var fe *jsonrpc.FrameError
-		if errors.As(err, &fe) {
-			d.drop(fe.Kind, fe.Reason, "happy's own frame: "+fe.Msg, f.Msg)
-		}
+		kind, reason, detail := jsonrpc.DropOf(err)
+		d.drop(kind, reason, "happy's own frame: "+detail, f.Msg)
 		return
 	}
 	p, _ := members(m.Params)

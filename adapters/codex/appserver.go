@@ -128,8 +128,8 @@ func (d *AppServerDecoder) a2c(o *out, f Frame) {
 	}
 	m, err := jsonrpc.DecodeFrame(f.Msg)
 	if err != nil {
-		fe := err.(*jsonrpc.FrameError)
-		d.drop(o, fe.Kind, fe.Reason, fe.Msg, f.Msg)
+		kind, reason, detail := jsonrpc.DropOf(err)
+		d.drop(o, kind, reason, detail, f.Msg)
 		return
 	}
 	var stamp struct {

@@ -744,8 +744,8 @@ func shellJoin(argv []string) string {
 func (d *AppServerDecoder) c2a(o *out, f Frame) {
 	m, err := jsonrpc.DecodeFrame(f.Msg)
 	if err != nil {
-		fe := err.(*jsonrpc.FrameError)
-		d.drop(o, fe.Kind, fe.Reason, "own frame: "+fe.Msg, f.Msg)
+		kind, reason, detail := jsonrpc.DropOf(err)
+		d.drop(o, kind, reason, "own frame: "+detail, f.Msg)
 		return
 	}
 	switch m.Kind {

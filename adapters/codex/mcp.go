@@ -69,8 +69,8 @@ func (d *MCPDecoder) Decode(f Frame) []agent.Event {
 		}
 		m, err := jsonrpc.DecodeFrame(f.Msg)
 		if err != nil {
-			fe := err.(*jsonrpc.FrameError)
-			d.drop(o, fe.Kind, fe.Reason, fe.Msg, f.Msg)
+			kind, reason, detail := jsonrpc.DropOf(err)
+			d.drop(o, kind, reason, detail, f.Msg)
 			break
 		}
 		switch m.Kind {
@@ -764,8 +764,8 @@ func (d *MCPDecoder) response(o *out, m jsonrpc.Message) {
 func (d *MCPDecoder) c2a(o *out, f Frame) {
 	m, err := jsonrpc.DecodeFrame(f.Msg)
 	if err != nil {
-		fe := err.(*jsonrpc.FrameError)
-		d.drop(o, fe.Kind, fe.Reason, "own frame: "+fe.Msg, f.Msg)
+		kind, reason, detail := jsonrpc.DropOf(err)
+		d.drop(o, kind, reason, "own frame: "+detail, f.Msg)
 		return
 	}
 	key := idString(mustObject(m.ID))

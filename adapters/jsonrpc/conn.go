@@ -457,10 +457,9 @@ func (s *stream) ReadObject(v any) error {
 		m, derr := DecodeFrame(data)
 		c.tap(trafficlog.A2C, data, derr == nil || json.Valid(data))
 		if derr != nil {
-			var fe *FrameError
-			errors.As(derr, &fe)
-			c.drop(agent.Dropped{Source: c.opts.Source, Line: line.Number, Kind: fe.Kind, Reason: fe.Reason,
-				Detail: fe.Msg, Raw: string(mapperPrefix(data, 512))})
+			kind, reason, detail := DropOf(derr)
+			c.drop(agent.Dropped{Source: c.opts.Source, Line: line.Number, Kind: kind, Reason: reason,
+				Detail: detail, Raw: string(mapperPrefix(data, 512))})
 			continue
 		}
 		// Decode into a fresh value so a failed attempt never leaves state

@@ -95,6 +95,17 @@ func (e *FrameError) Error() string { return "json-rpc frame: " + string(e.Reaso
 // Unwrap returns ErrBadFrame.
 func (e *FrameError) Unwrap() error { return ErrBadFrame }
 
+// DropOf reads a decode error as a drop: the kind, reason and detail a
+// *FrameError carries (found with errors.As, so a wrapped one counts too);
+// any other error is invalid_field with its text.
+func DropOf(err error) (kind string, reason agent.DropReason, detail string) {
+	var fe *FrameError
+	if errors.As(err, &fe) {
+		return fe.Kind, fe.Reason, fe.Msg
+	}
+	return "", agent.DropInvalidField, err.Error()
+}
+
 func frameErr(reason agent.DropReason, kind, format string, args ...any) *FrameError {
 	return &FrameError{Reason: reason, Kind: kind, Msg: fmt.Sprintf(format, args...)}
 }
