@@ -328,22 +328,16 @@ func (c *Client) gated(ready <-chan struct{}) jsonrpc.Handler {
 // bookkeeping for it (so that whoever sees a blocked tool can answer it at
 // once); everything else is published at once.
 func (c *Client) tap(f jsonrpc.Frame) {
-	msg := json.RawMessage(f.Data)
-	if !f.JSON {
-		msg, _ = json.Marshal(string(f.Data))
-	}
 	c.decMu.Lock()
-	evs := c.dec.Decode(Frame{T: f.Time.UnixMilli(), Dir: f.Dir, Msg: msg})
+	evs := c.dec.Decode(f)
 	c.decMu.Unlock()
 	c.heldMu.Lock()
 	defer c.heldMu.Unlock()
 	c.q.Push(c.held...)
 	c.held = nil
-	if f.Dir == trafficlog.A2C && f.JSON {
-		if m, err := jsonrpc.DecodeFrame(f.Data); err == nil && m.Kind != jsonrpc.KindResponse {
-			c.held = evs
-			return
-		}
+	if f.Dir == trafficlog.A2C && f.Msg != nil && f.Msg.Kind != jsonrpc.KindResponse {
+		c.held = evs
+		return
 	}
 	c.q.Push(evs...)
 }

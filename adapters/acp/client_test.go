@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/happy-dev/happy/adapters/jsonrpc"
 	"github.com/happy-dev/happy/adapters/trafficlog"
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
@@ -109,7 +110,7 @@ func closeAndDrain(t *testing.T, c *Client) []agent.Event {
 // ACP schema.
 func checkSent(t *testing.T, traffic []byte) {
 	t.Helper()
-	frames, bad, err := ReadFrames(bytes.NewReader(traffic))
+	frames, bad, err := readFrames(bytes.NewReader(traffic))
 	if err != nil || len(bad) > 0 {
 		t.Fatalf("recorded traffic: %v %v", err, bad)
 	}
@@ -199,7 +200,7 @@ func liveLines(t *testing.T, evs []agent.Event) string {
 		case *agent.SessionInfo:
 			x.Cwd = ""
 		case *agent.DroppedInput:
-			if x.Dropped.Kind == "traffic-log" {
+			if x.Dropped.Source == jsonrpc.TrafficSource {
 				continue
 			}
 		}
@@ -211,7 +212,7 @@ func liveLines(t *testing.T, evs []agent.Event) string {
 // capturePrompts lists the prompt texts a capture's driver sent.
 func capturePrompts(t *testing.T, raw []byte) []string {
 	t.Helper()
-	frames, _, err := ReadFrames(bytes.NewReader(raw))
+	frames, _, err := readFrames(bytes.NewReader(raw))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +229,7 @@ func capturePrompts(t *testing.T, raw []byte) []string {
 				} `json:"prompt"`
 			} `json:"params"`
 		}
-		if json.Unmarshal(f.Msg, &m) == nil && m.Method == "session/prompt" {
+		if json.Unmarshal(f.Data, &m) == nil && m.Method == "session/prompt" {
 			out = append(out, m.Params.Prompt[0].Text)
 		}
 	}

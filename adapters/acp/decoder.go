@@ -141,7 +141,7 @@ func NewDecoder(opts DecoderOptions) *Decoder {
 
 // Decode consumes the next frame, in traffic order, and returns the events
 // it yields (possibly none).
-func (d *Decoder) Decode(f Frame) []agent.Event {
+func (d *Decoder) Decode(f jsonrpc.Frame) []agent.Event {
 	d.t, d.out = f.T, nil
 	switch f.Dir {
 	case trafficlog.A2C:
@@ -155,7 +155,7 @@ func (d *Decoder) Decode(f Frame) []agent.Event {
 	case trafficlog.Stderr:
 		// Kept in the log; carries nothing for the transcript.
 	default:
-		d.drop(string(f.Dir), agent.DropUnknownType, "unknown traffic direction", f.Msg)
+		d.drop(string(f.Dir), agent.DropUnknownType, "unknown traffic direction", f.Data)
 	}
 	out := d.out
 	d.out = nil
@@ -233,17 +233,17 @@ func members(raw json.RawMessage) (map[string]json.RawMessage, bool) {
 
 // ---- frames from the agent ----
 
-func (d *Decoder) fromAgent(f Frame) {
-	if s, ok := trafficlog.Text(f.Msg); ok {
+func (d *Decoder) fromAgent(f jsonrpc.Frame) {
+	if s, ok := f.Text(); ok {
 		d.drop("", agent.DropUnparseableJSON, "the agent wrote a line that is not JSON", []byte(s))
 		return
 	}
-	m, err := jsonrpc.DecodeFrame(f.Msg)
-	if err != nil {
-		kind, reason, detail := jsonrpc.DropOf(err)
-		d.drop(kind, reason, detail, f.Msg)
+	if f.Msg == nil {
+		kind, reason, detail := jsonrpc.DropOf(f.Err)
+		d.drop(kind, reason, detail, f.Data)
 		return
 	}
+	m := *f.Msg
 	switch m.Kind {
 	case jsonrpc.KindRequest:
 		d.agentRequest(m)
@@ -546,13 +546,13 @@ func (d *Decoder) closeTurn() {
 
 // ---- frames from happy ----
 
-func (d *Decoder) fromHappy(f Frame) {
-	m, err := jsonrpc.DecodeFrame(f.Msg)
-	if err != nil {
-		kind, reason, detail := jsonrpc.DropOf(err)
-		d.drop(kind, reason, "happy's own frame: "+detail, f.Msg)
+func (d *Decoder) fromHappy(f jsonrpc.Frame) {
+	if f.Msg == nil {
+		kind, reason, detail := jsonrpc.DropOf(f.Err)
+		d.drop(kind, reason, "happy's own frame: "+detail, f.Data)
 		return
 	}
+	m := *f.Msg
 	p, _ := members(m.Params)
 	switch m.Kind {
 	case jsonrpc.KindRequest:
@@ -711,9 +711,9 @@ func (d *Decoder) recordWrite(path string, before *string, after, status string)
 
 // ---- notes and exit ----
 
-func (d *Decoder) note(f Frame) {
+func (d *Decoder) note(f jsonrpc.Frame) {
 	var n happyNote
-	if !isObject(f.Msg) || json.Unmarshal(f.Msg, &n) != nil || n.Happy == "" {
+	if !isObject(f.Data) || json.Unmarshal(f.Data, &n) != nil || n.Happy == "" {
 		return // a remark of whoever recorded the traffic
 	}
 	switch n.Happy {
@@ -736,7 +736,7 @@ func (d *Decoder) note(f Frame) {
 	}
 }
 
-func (d *Decoder) exit(f Frame) {
+func (d *Decoder) exit(f jsonrpc.Frame) {
 	d.endLoad()
 	if d.restarting {
 		d.restarting = false
@@ -749,7 +749,7 @@ func (d *Decoder) exit(f Frame) {
 		return
 	}
 	text := "the agent exited"
-	if st, err := trafficlog.DecodeExit(f.Msg); err == nil {
+	if st, err := trafficlog.DecodeExit(f.Data); err == nil {
 		switch {
 		case st.Code != nil:
 			text += " with code " + strconv.Itoa(*st.Code)

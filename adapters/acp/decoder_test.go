@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/happy-dev/happy/adapters/jsonrpc"
 	"github.com/happy-dev/happy/adapters/trafficlog"
 	"github.com/happy-dev/happy/agent"
 )
@@ -11,11 +12,11 @@ import (
 // script turns compact lines into frames: "< msg" the agent wrote, "> msg"
 // happy wrote, "# note" a note, "! exit" an exit record. Frame times are
 // 1, 2, 3, …
-func script(lines ...string) []Frame {
-	var out []Frame
+func script(lines ...string) []jsonrpc.Frame {
+	var out []jsonrpc.Frame
 	for i, l := range lines {
 		dir := map[byte]trafficlog.Dir{'<': trafficlog.A2C, '>': trafficlog.C2A, '#': trafficlog.Note, '!': trafficlog.Exit}[l[0]]
-		out = append(out, Frame{T: int64(i + 1), Dir: dir, Msg: []byte(strings.TrimSpace(l[1:]))})
+		out = append(out, frame(int64(i+1), dir, strings.TrimSpace(l[1:])))
 	}
 	return out
 }

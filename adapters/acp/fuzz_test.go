@@ -49,7 +49,7 @@ func FuzzDecoder(f *testing.F) {
 			case '!':
 				dir = trafficlog.Exit
 			}
-			frames = append(frames, Frame{T: int64(10 + i), Dir: dir, Msg: bytes.TrimSpace(line[1:])})
+			frames = append(frames, frame(int64(10+i), dir, string(bytes.TrimSpace(line[1:]))))
 		}
 		checkEvents(t, decodeAll(frames, DecoderOptions{}))
 		checkEvents(t, decodeAll(frames, DecoderOptions{Live: true}))
@@ -101,7 +101,7 @@ func BenchmarkDecodeCapture(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	frames, _, err := ReadFrames(bytes.NewReader(raw))
+	frames, _, err := readFrames(bytes.NewReader(raw))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,8 +1,10 @@
 package acp
 
 import (
+	"fmt"
 	"io"
 
+	"github.com/happy-dev/happy/adapters/jsonrpc"
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
 )
@@ -13,19 +15,12 @@ import (
 // log ends as truncated (Decoder.Finish). Only a read error of r is
 // returned as an error.
 func ReplayEvents(r io.Reader, opts DecoderOptions) ([]agent.Event, error) {
-	frames, bad, err := ReadFrames(r)
+	tr, err := jsonrpc.ReadTraffic(r)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("acp: %w", err)
 	}
 	dec := NewDecoder(opts)
-	var evs []agent.Event
-	for i, f := range frames {
-		evs = append(evs, bad[i]...)
-		evs = append(evs, dec.Decode(f)...)
-	}
-	evs = append(evs, bad[len(frames)]...)
-	evs = append(evs, dec.Finish()...)
-	return evs, nil
+	return append(tr.Decode(dec.Decode), dec.Finish()...), nil
 }
 
 // Replay reduces a recorded ACP traffic log into the canonical transcript

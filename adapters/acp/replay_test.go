@@ -49,7 +49,7 @@ func TestReplayClosesOpenTurnAtEnd(t *testing.T) {
 	}
 	// A complete log gets no extra turn end.
 	d := NewDecoder(DecoderOptions{})
-	frames, _, _ := ReadFrames(strings.NewReader(replayHead + `{"t":1005,"dir":"a2c","msg":{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}}` + "\n"))
+	frames, _, _ := readFrames(strings.NewReader(replayHead + `{"t":1005,"dir":"a2c","msg":{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}}` + "\n"))
 	for _, f := range frames {
 		d.Decode(f)
 	}

@@ -91,7 +91,7 @@ func (o *out) add(e agent.Event) {
 }
 
 // Decode implements Decoder.
-func (d *AppServerDecoder) Decode(f Frame) []agent.Event {
+func (d *AppServerDecoder) Decode(f jsonrpc.Frame) []agent.Event {
 	d.n++
 	o := &out{t: f.T}
 	switch f.Dir {
@@ -103,7 +103,7 @@ func (d *AppServerDecoder) Decode(f Frame) []agent.Event {
 		d.exit(o)
 	case trafficlog.Note:
 		var n happyNote
-		if json.Unmarshal(f.Msg, &n) == nil && n.Happy == noteAbandoned {
+		if json.Unmarshal(f.Data, &n) == nil && n.Happy == noteAbandoned {
 			if th := d.threads[n.ThreadID]; th != nil && th.open && th.turn == n.TurnID {
 				d.endTurn(o, th, agent.TurnInterrupted, "codex never ended the turn: "+n.Reason)
 			}
@@ -111,7 +111,7 @@ func (d *AppServerDecoder) Decode(f Frame) []agent.Event {
 	case trafficlog.Stderr:
 		// Diagnostics only; they are in the log.
 	default:
-		o.add(dropped(SourceAppServer, d.n, f.T, string(f.Dir), agent.DropUnknownType, "unknown traffic direction", f.Msg))
+		o.add(dropped(SourceAppServer, d.n, f.T, string(f.Dir), agent.DropUnknownType, "unknown traffic direction", f.Data))
 	}
 	return o.ev
 }
@@ -120,23 +120,20 @@ func (d *AppServerDecoder) drop(o *out, kind string, reason agent.DropReason, de
 	o.add(dropped(SourceAppServer, d.n, o.t, kind, reason, detail, raw))
 }
 
-func (d *AppServerDecoder) a2c(o *out, f Frame) {
-	if len(f.Msg) > 0 && f.Msg[0] == '"' {
-		s, _ := trafficlog.Text(f.Msg)
+func (d *AppServerDecoder) a2c(o *out, f jsonrpc.Frame) {
+	if s, ok := f.Text(); ok {
 		d.drop(o, "", agent.DropUnparseableJSON, "agent wrote a line that is not JSON", []byte(s))
 		return
 	}
-	m, err := jsonrpc.DecodeFrame(f.Msg)
-	if err != nil {
-		kind, reason, detail := jsonrpc.DropOf(err)
-		d.drop(o, kind, reason, detail, f.Msg)
+	if f.Msg == nil {
+		kind, reason, detail := jsonrpc.DropOf(f.Err)
+		d.drop(o, kind, reason, detail, f.Data)
 		return
 	}
-	var stamp struct {
-		Emitted *int64 `json:"emittedAtMs"`
-	}
-	if json.Unmarshal(f.Msg, &stamp) == nil && stamp.Emitted != nil && *stamp.Emitted > 0 {
-		o.t = *stamp.Emitted
+	m := *f.Msg
+	var emitted int64
+	if json.Unmarshal(m.Extra["emittedAtMs"], &emitted) == nil && emitted > 0 {
+		o.t = emitted
 	}
 	switch m.Kind {
 	case jsonrpc.KindNotification:

@@ -741,13 +741,13 @@ func shellJoin(argv []string) string {
 
 // c2a maps happy's own frames: the requests it sent (remembered, to read
 // their responses) and its answers to Codex's requests.
-func (d *AppServerDecoder) c2a(o *out, f Frame) {
-	m, err := jsonrpc.DecodeFrame(f.Msg)
-	if err != nil {
-		kind, reason, detail := jsonrpc.DropOf(err)
-		d.drop(o, kind, reason, "own frame: "+detail, f.Msg)
+func (d *AppServerDecoder) c2a(o *out, f jsonrpc.Frame) {
+	if f.Msg == nil {
+		kind, reason, detail := jsonrpc.DropOf(f.Err)
+		d.drop(o, kind, reason, "own frame: "+detail, f.Data)
 		return
 	}
+	m := *f.Msg
 	switch m.Kind {
 	case jsonrpc.KindRequest:
 		var p struct {
@@ -798,7 +798,7 @@ func (d *AppServerDecoder) c2a(o *out, f Frame) {
 		dec, reason, ok := decision(res.Decision)
 		if !ok {
 			r.answered = false
-			d.drop(o, "decision", agent.DropUnknownDecision, "answer "+string(res.Decision)+" is not a known decision", f.Msg)
+			d.drop(o, "decision", agent.DropUnknownDecision, "answer "+string(res.Decision)+" is not a known decision", f.Data)
 			return
 		}
 		if c != nil {

@@ -339,25 +339,19 @@ func (c *Client) connOptions() jsonrpc.Options {
 // bookkeeping for it (so a consumer that sees a blocked tool can answer it
 // at once); everything else is published at once.
 func (c *Client) tap(f jsonrpc.Frame) {
-	msg := json.RawMessage(f.Data)
-	if !f.JSON {
-		msg, _ = json.Marshal(string(f.Data))
-	}
-	evs := c.dec.Decode(Frame{T: f.Time.UnixMilli(), Dir: f.Dir, Msg: msg})
+	evs := c.dec.Decode(f)
 	if c.runnerOwnsControl.Load() {
 		evs = withoutControlEcho(evs, f.Dir)
 	}
 	c.heldMu.Lock()
 	defer c.heldMu.Unlock()
-	// A frame that never reached Handle (refused by the wire library)
+	// A frame that never reached Handle (refused by the connection)
 	// must not keep its events back.
 	c.q.Push(c.held...)
 	c.held = nil
-	if f.Dir == trafficlog.A2C && f.JSON {
-		if m, err := jsonrpc.DecodeFrame(f.Data); err == nil && m.Kind != jsonrpc.KindResponse {
-			c.held = evs
-			return
-		}
+	if f.Dir == trafficlog.A2C && f.Msg != nil && f.Msg.Kind != jsonrpc.KindResponse {
+		c.held = evs
+		return
 	}
 	c.q.Push(evs...)
 }
@@ -964,7 +958,7 @@ func (c *Client) Close() error {
 		err = c.conn.Close()
 		// No process: record the end of the stream as an exit.
 		c.exitOnce.Do(func() {
-			c.tap(jsonrpc.Frame{Time: c.opts.Now(), Dir: trafficlog.Exit, Data: []byte(`{"code":null,"sig":null}`), JSON: true})
+			c.tap(jsonrpc.Frame{T: c.opts.Now().UnixMilli(), Dir: trafficlog.Exit, Data: []byte(`{"code":null,"sig":null}`), JSON: true})
 		})
 	}
 	c.shutdown()
@@ -978,7 +972,7 @@ func (c *Client) shutdown() {
 		<-c.proc.Exited() // the exit frame was tapped
 	} else {
 		c.exitOnce.Do(func() {
-			c.tap(jsonrpc.Frame{Time: c.opts.Now(), Dir: trafficlog.Exit, Data: []byte(`{"code":null,"sig":null}`), JSON: true})
+			c.tap(jsonrpc.Frame{T: c.opts.Now().UnixMilli(), Dir: trafficlog.Exit, Data: []byte(`{"code":null,"sig":null}`), JSON: true})
 		})
 	}
 	c.mu.Lock()

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/happy-dev/happy/adapters/jsonrpc"
 	"github.com/happy-dev/happy/adapters/trafficlog"
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
@@ -364,7 +365,7 @@ func TestDuplicatePendingRequestID(t *testing.T) {
 				if strings.Contains(fr, `"thread/start"`) || strings.Contains(fr, `"result":{"decision"`) {
 					dir = trafficlog.C2A
 				}
-				for _, e := range tc.dec.Decode(Frame{Dir: dir, Msg: json.RawMessage(fr)}) {
+				for _, e := range tc.dec.Decode(jsonrpc.NewFrame(0, dir, []byte(fr))) {
 					switch e := e.(type) {
 					case *agent.DroppedInput:
 						drops = append(drops, e.Dropped.Kind+"/"+string(e.Dropped.Reason)+"/"+e.Dropped.Detail)

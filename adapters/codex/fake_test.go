@@ -41,7 +41,7 @@ func fakeCodex(script string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	frames, _, err := ReadFrames(f)
+	frames, _, err := readFrames(f)
 	f.Close()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -52,26 +52,26 @@ func fakeCodex(script string) int {
 	for _, fr := range frames {
 		switch fr.Dir {
 		case trafficlog.A2C:
-			out.Write(fr.Msg)
+			out.Write(fr.Data)
 			out.WriteByte('\n')
 			out.Flush()
 		case trafficlog.Stderr:
-			s, _ := trafficlog.Text(fr.Msg)
+			s, _ := trafficlog.Text(fr.Data)
 			fmt.Fprint(os.Stderr, s)
 		case trafficlog.C2A:
 			line, err := in.ReadBytes('\n')
 			if err != nil {
-				fmt.Fprintf(os.Stderr, "MISMATCH: stdin ended (%v), want %s\n", err, fr.Msg)
+				fmt.Fprintf(os.Stderr, "MISMATCH: stdin ended (%v), want %s\n", err, fr.Data)
 				return 3
 			}
 			var want, got any
-			_ = json.Unmarshal(fr.Msg, &want)
+			_ = json.Unmarshal(fr.Data, &want)
 			if err := json.Unmarshal(line, &got); err != nil || !reflect.DeepEqual(want, got) {
-				fmt.Fprintf(os.Stderr, "MISMATCH:\nwant %s\ngot  %s", fr.Msg, line)
+				fmt.Fprintf(os.Stderr, "MISMATCH:\nwant %s\ngot  %s", fr.Data, line)
 				return 3
 			}
 		case trafficlog.Exit:
-			st, _ := trafficlog.DecodeExit(fr.Msg)
+			st, _ := trafficlog.DecodeExit(fr.Data)
 			// Let the client read what was written before exiting.
 			time.Sleep(50 * time.Millisecond)
 			if st.Code != nil {
@@ -182,7 +182,7 @@ func TestLiveAgainstCaptures(t *testing.T) {
 // scriptPrompt finds the prompt and client name the capture's driver used.
 func scriptPrompt(t *testing.T, raw []byte) (prompt, client string) {
 	t.Helper()
-	frames, _, err := ReadFrames(bytes.NewReader(raw))
+	frames, _, err := readFrames(bytes.NewReader(raw))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func scriptPrompt(t *testing.T, raw []byte) (prompt, client string) {
 				} `json:"arguments"`
 			} `json:"params"`
 		}
-		_ = json.Unmarshal(f.Msg, &m)
+		_ = json.Unmarshal(f.Data, &m)
 		switch m.Method {
 		case "initialize":
 			client = m.Params.ClientInfo.Name

@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/happy-dev/happy/adapters/jsonrpc"
 	"github.com/happy-dev/happy/adapters/trafficlog"
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
@@ -93,14 +95,25 @@ func reduce(t *testing.T, session string, evs []agent.Event) (mapper.Transcript,
 // regressionFrames turns a regression input (messages with "dir" as
 // "client->codex"/"codex->client", or none meaning Codex's, "t_s" in
 // seconds) into frames; notes and relay lines are not traffic.
-func regressionFrames(t *testing.T, path string) []Frame {
+// readFrames reads a traffic log into its frames and bad records.
+func readFrames(r io.Reader) ([]jsonrpc.Frame, map[int][]agent.Dropped, error) {
+	tr, err := jsonrpc.ReadTraffic(r)
+	for i, b := range tr.Bad {
+		if len(b) == 0 {
+			delete(tr.Bad, i)
+		}
+	}
+	return tr.Frames, tr.Bad, err
+}
+
+func regressionFrames(t *testing.T, path string) []jsonrpc.Frame {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var frames []Frame
+	var frames []jsonrpc.Frame
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
 	for i := 1; sc.Scan(); i++ {
@@ -133,7 +146,7 @@ func regressionFrames(t *testing.T, path string) []Frame {
 			delete(m, k)
 		}
 		msg, _ := json.Marshal(m)
-		frames = append(frames, Frame{T: tms, Dir: fd, Msg: msg})
+		frames = append(frames, jsonrpc.NewFrame(tms, fd, msg))
 	}
 	return frames
 }

@@ -57,22 +57,21 @@ func (d *MCPDecoder) drop(o *out, kind string, reason agent.DropReason, detail s
 }
 
 // Decode implements Decoder.
-func (d *MCPDecoder) Decode(f Frame) []agent.Event {
+func (d *MCPDecoder) Decode(f jsonrpc.Frame) []agent.Event {
 	d.n++
 	o := &out{t: f.T}
 	switch f.Dir {
 	case trafficlog.A2C:
-		if len(f.Msg) > 0 && f.Msg[0] == '"' {
-			s, _ := trafficlog.Text(f.Msg)
+		if s, ok := f.Text(); ok {
 			d.drop(o, "", agent.DropUnparseableJSON, "agent wrote a line that is not JSON", []byte(s))
 			break
 		}
-		m, err := jsonrpc.DecodeFrame(f.Msg)
-		if err != nil {
-			kind, reason, detail := jsonrpc.DropOf(err)
-			d.drop(o, kind, reason, detail, f.Msg)
+		if f.Msg == nil {
+			kind, reason, detail := jsonrpc.DropOf(f.Err)
+			d.drop(o, kind, reason, detail, f.Data)
 			break
 		}
+		m := *f.Msg
 		switch m.Kind {
 		case jsonrpc.KindNotification:
 			d.notification(o, m)
@@ -94,7 +93,7 @@ func (d *MCPDecoder) Decode(f Frame) []agent.Event {
 		}
 	case trafficlog.Note:
 		var n happyNote
-		if json.Unmarshal(f.Msg, &n) == nil && n.Happy == noteAbandoned {
+		if json.Unmarshal(f.Data, &n) == nil && n.Happy == noteAbandoned {
 			for _, t := range d.turns {
 				if t.id == n.TurnID || t.key == n.TurnID {
 					d.endTurn(o, t, agent.TurnInterrupted, "codex never ended the turn: "+n.Reason)
@@ -103,7 +102,7 @@ func (d *MCPDecoder) Decode(f Frame) []agent.Event {
 		}
 	case trafficlog.Stderr:
 	default:
-		d.drop(o, string(f.Dir), agent.DropUnknownType, "unknown traffic direction", f.Msg)
+		d.drop(o, string(f.Dir), agent.DropUnknownType, "unknown traffic direction", f.Data)
 	}
 	return o.ev
 }
@@ -761,13 +760,13 @@ func (d *MCPDecoder) response(o *out, m jsonrpc.Message) {
 	d.endTurn(o, t, agent.TurnCompleted, "")
 }
 
-func (d *MCPDecoder) c2a(o *out, f Frame) {
-	m, err := jsonrpc.DecodeFrame(f.Msg)
-	if err != nil {
-		kind, reason, detail := jsonrpc.DropOf(err)
-		d.drop(o, kind, reason, "own frame: "+detail, f.Msg)
+func (d *MCPDecoder) c2a(o *out, f jsonrpc.Frame) {
+	if f.Msg == nil {
+		kind, reason, detail := jsonrpc.DropOf(f.Err)
+		d.drop(o, kind, reason, "own frame: "+detail, f.Data)
 		return
 	}
+	m := *f.Msg
 	key := idString(mustObject(m.ID))
 	switch m.Kind {
 	case jsonrpc.KindRequest:
@@ -815,7 +814,7 @@ func (d *MCPDecoder) c2a(o *out, f Frame) {
 		dec, reason, ok := decision(res.Decision)
 		if !ok {
 			r.answered = false
-			d.drop(o, "decision", agent.DropUnknownDecision, "answer "+string(res.Decision)+" is not a known decision", f.Msg)
+			d.drop(o, "decision", agent.DropUnknownDecision, "answer "+string(res.Decision)+" is not a known decision", f.Data)
 			return
 		}
 		if c != nil {

@@ -1,12 +1,11 @@
 package codex
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 
-	"github.com/happy-dev/happy/adapters/trafficlog"
+	"github.com/happy-dev/happy/adapters/jsonrpc"
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
 )
@@ -45,39 +44,15 @@ func NewDecoder(p Protocol) Decoder {
 	return NewAppServerDecoder()
 }
 
-// ReadFrames reads a traffic log (one {"t","dir","msg"} object per line,
-// lines of any length). A line that is not a valid record becomes a
-// DroppedInput event at its place, in the returned events-before map keyed
-// by the index of the frame it precedes. Only a read error of r is returned
-// as an error.
-func ReadFrames(r io.Reader) ([]Frame, map[int][]agent.Event, error) {
-	var frames []Frame
-	bad := map[int][]agent.Event{}
-	err := trafficlog.Scan(r, func(line int64, rec trafficlog.Record, derr error, data []byte) {
-		if derr != nil {
-			bad[len(frames)] = append(bad[len(frames)], dropped("traffic-log", line, 0, "", trafficlog.DropReason(derr), derr.Error(), data))
-			return
-		}
-		frames = append(frames, Frame{T: rec.T, Dir: rec.Dir, Msg: append(json.RawMessage(nil), rec.Msg...)})
-	})
-	if err != nil {
-		return frames, bad, fmt.Errorf("codex: read traffic log: %w", err)
-	}
-	return frames, bad, nil
-}
-
 // DetectProtocol guesses the protocol of recorded traffic: mcp when Codex
 // sent codex/event notifications or happy called tools/call, else
 // app-server.
-func DetectProtocol(frames []Frame) Protocol {
+func DetectProtocol(frames []jsonrpc.Frame) Protocol {
 	for _, f := range frames {
-		if f.Dir != trafficlog.A2C && f.Dir != trafficlog.C2A {
+		if f.Msg == nil {
 			continue
 		}
-		var m struct {
-			Method string `json:"method"`
-		}
-		if json.Unmarshal(f.Msg, &m) == nil && (m.Method == "codex/event" || m.Method == "tools/call" || m.Method == "elicitation/create") {
+		if m := f.Msg.Method; m == "codex/event" || m == "tools/call" || m == "elicitation/create" {
 			return ProtocolMCP
 		}
 	}
@@ -89,26 +64,15 @@ func DetectProtocol(frames []Frame) Protocol {
 // returned as an error; bad lines are DroppedInput events. A turn still
 // open at the end of the log ends as truncated.
 func ReplayEvents(r io.Reader, p Protocol) ([]agent.Event, error) {
-	frames, bad, err := ReadFrames(r)
+	tr, err := jsonrpc.ReadTraffic(r)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("codex: %w", err)
 	}
 	if p == ProtocolAuto || p == "" {
-		p = DetectProtocol(frames)
+		p = DetectProtocol(tr.Frames)
 	}
-	dec := NewDecoder(p)
-	var evs []agent.Event
-	for i, f := range frames {
-		evs = append(evs, bad[i]...)
-		evs = append(evs, dec.Decode(f)...)
-	}
-	evs = append(evs, bad[len(frames)]...)
-	var last int64
-	if len(frames) > 0 {
-		last = frames[len(frames)-1].T
-	}
-	evs = append(evs, endOpenTurns(evs, last)...)
-	return evs, nil
+	evs := tr.Decode(NewDecoder(p).Decode)
+	return append(evs, endOpenTurns(evs, tr.LastT())...), nil
 }
 
 // endOpenTurns returns a TurnEnded with reason truncated, at time t (Unix

@@ -106,7 +106,7 @@ func responseSchema(method string) string {
 // (dirs selects which). It returns how many messages it checked.
 func validateTraffic(t *testing.T, traffic []byte, dirs ...trafficlog.Dir) int {
 	t.Helper()
-	frames, bad, err := ReadFrames(bytes.NewReader(traffic))
+	frames, bad, err := readFrames(bytes.NewReader(traffic))
 	if err != nil || len(bad) > 0 {
 		t.Fatalf("read traffic: %v %v", err, bad)
 	}
@@ -125,12 +125,12 @@ func validateTraffic(t *testing.T, traffic []byte, dirs ...trafficlog.Dir) int {
 			ID     json.RawMessage `json:"id"`
 			Result json.RawMessage `json:"result"`
 		}
-		if err := json.Unmarshal(f.Msg, &m); err != nil {
+		if err := json.Unmarshal(f.Data, &m); err != nil {
 			t.Errorf("frame %d: %v", i, err)
 			continue
 		}
 		var name string
-		var inst []byte = f.Msg
+		var inst []byte = f.Data
 		switch {
 		case m.Method != "" && m.ID != nil:
 			sentBy[f.Dir][idString(m.ID)] = m.Method
@@ -160,7 +160,7 @@ func validateTraffic(t *testing.T, traffic []byte, dirs ...trafficlog.Dir) int {
 			continue
 		}
 		if err := appServerSchemas.get(t, name).Validate(doc); err != nil {
-			t.Errorf("frame %d (%s %s) does not validate against %s: %v\n%s", i, f.Dir, m.Method, name, err, f.Msg)
+			t.Errorf("frame %d (%s %s) does not validate against %s: %v\n%s", i, f.Dir, m.Method, name, err, f.Data)
 		}
 		checked++
 	}

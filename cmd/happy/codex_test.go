@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/happy-dev/happy/adapters/codex"
+	"github.com/happy-dev/happy/adapters/jsonrpc"
 	"github.com/happy-dev/happy/adapters/trafficlog"
 	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/relay"
@@ -80,7 +80,8 @@ func fakeCodexMain(dir string, args []string) int {
 		fmt.Fprintln(os.Stderr, "fake codex:", err)
 		return 2
 	}
-	frames, _, err := codex.ReadFrames(f)
+	tr, err := jsonrpc.ReadTraffic(f)
+	frames := tr.Frames
 	f.Close()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fake codex:", err)
@@ -94,17 +95,17 @@ func fakeCodexMain(dir string, args []string) int {
 	for _, fr := range frames {
 		switch fr.Dir {
 		case trafficlog.A2C:
-			os.Stdout.Write(append(append([]byte(nil), fr.Msg...), '\n'))
+			os.Stdout.Write(append(append([]byte(nil), fr.Data...), '\n'))
 		case trafficlog.C2A:
 			var want map[string]json.RawMessage
-			_ = json.Unmarshal(fr.Msg, &want)
+			_ = json.Unmarshal(fr.Data, &want)
 			_, answer := want["result"]
 			if answer {
 				_ = os.WriteFile(filepath.Join(dir, "waiting"), nil, 0o644)
 			}
 			line, err := in.ReadBytes('\n')
 			if err != nil {
-				return mismatch("stdin ended (%v), want %s", err, fr.Msg)
+				return mismatch("stdin ended (%v), want %s", err, fr.Data)
 			}
 			appendFile(filepath.Join(dir, "recv.jsonl"), line)
 			var got map[string]json.RawMessage
@@ -114,18 +115,18 @@ func fakeCodexMain(dir string, args []string) int {
 			_, wantVer := want["jsonrpc"]
 			_, gotVer := got["jsonrpc"]
 			if wantVer != gotVer || string(want["method"]) != string(got["method"]) {
-				return mismatch("want %s\ngot  %s", fr.Msg, line)
+				return mismatch("want %s\ngot  %s", fr.Data, line)
 			}
 			if answer {
 				var w, g any
 				_ = json.Unmarshal(want["result"], &w)
 				_ = json.Unmarshal(got["result"], &g)
 				if !reflect.DeepEqual(w, g) {
-					return mismatch("answer: want %s\ngot  %s", fr.Msg, line)
+					return mismatch("answer: want %s\ngot  %s", fr.Data, line)
 				}
 			}
 		case trafficlog.Exit:
-			st, _ := trafficlog.DecodeExit(fr.Msg)
+			st, _ := trafficlog.DecodeExit(fr.Data)
 			time.Sleep(50 * time.Millisecond) // let happy read what was written
 			if st.Code != nil {
 				return *st.Code
@@ -412,9 +413,10 @@ func TestCodexPrintRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	frames, bad, err := codex.ReadFrames(f)
-	if err != nil || len(bad) != 0 {
-		t.Fatalf("read the record: %v, %d bad lines", err, len(bad))
+	tr, err := jsonrpc.ReadTraffic(f)
+	frames := tr.Frames
+	if err != nil || len(tr.Bad) != 0 {
+		t.Fatalf("read the record: %v, %d bad lines", err, len(tr.Bad))
 	}
 	// Everything the fake wrote and happy answered is in the log, in order.
 	var methods []string
@@ -422,7 +424,7 @@ func TestCodexPrintRecord(t *testing.T) {
 		var m struct {
 			Method string `json:"method"`
 		}
-		if fr.Dir == trafficlog.C2A && json.Unmarshal(fr.Msg, &m) == nil && m.Method != "" {
+		if fr.Dir == trafficlog.C2A && json.Unmarshal(fr.Data, &m) == nil && m.Method != "" {
 			methods = append(methods, m.Method)
 		}
 	}
