@@ -333,7 +333,7 @@ func TestLivePermissions(t *testing.T) {
 			}
 			checkSent(t, rec.Bytes())
 			// The replay of the recorded traffic tells the same story.
-			rt, err := Replay(bytes.NewReader(rec.Bytes()), mapper.Config{SessionID: "replay"})
+			rt, err := transcriptOf(mapper.Config{SessionID: "replay"})(Replay(bytes.NewReader(rec.Bytes())))
 			if err != nil {
 				t.Fatal(err)
 			}

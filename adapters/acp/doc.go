@@ -1,6 +1,6 @@
 // Package acp runs any Agent Client Protocol agent (Gemini CLI `gemini
 // --acp`, claude-code-acp, `opencode acp`, …) as a happy agent and maps its
-// traffic to happy's agent events (package mapper).
+// traffic to happy's agent events (package agent).
 //
 // ACP is line-delimited JSON-RPC 2.0 over the agent's stdio, protocol
 // version 1 (the schema is in testdata/schema, unchanged from the
@@ -17,7 +17,8 @@
 //     same decoder on what crosses the pipe, and carries control the other
 //     way: Prompt, Decide, Interrupt, SetMode, Close. Agent adapts it to
 //     agent.Agent.
-//   - ReplayEvents / Replay decode a recorded traffic log (happy replay).
+//   - Replay decodes a recorded traffic log into events (happy replay
+//     reduces them).
 //
 // # Lifecycle
 //

@@ -80,6 +80,18 @@ func encodeEvents(t *testing.T, evs []agent.Event) []byte {
 }
 
 // reduce folds events into a transcript and its indented JSON document.
+// transcriptOf returns a function reducing what a replay returned to the
+// transcript of cfg (the reducing happy replay does).
+func transcriptOf(cfg mapper.Config) func([]agent.Event, error) (mapper.Transcript, error) {
+	return func(evs []agent.Event, err error) (mapper.Transcript, error) {
+		red := mapper.NewReducer(cfg)
+		for _, e := range evs {
+			red.Apply(e)
+		}
+		return red.Transcript(), err
+	}
+}
+
 func reduce(t *testing.T, session string, evs []agent.Event) (mapper.Transcript, []byte) {
 	t.Helper()
 	red := mapper.NewReducer(mapper.Config{SessionID: session, Directory: "/home/dev/run/work"})

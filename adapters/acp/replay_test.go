@@ -33,7 +33,7 @@ func TestReplayClosesOpenTurnAtEnd(t *testing.T) {
 	if !ok || last.TurnID != "turn-1" || last.Reason != agent.TurnTruncated || last.Error == "" || last.Time != 1004 {
 		t.Fatalf("last event %T %+v, want turn-1 ended truncated at 1004", evs[len(evs)-1], evs[len(evs)-1])
 	}
-	tr, err := Replay(strings.NewReader(replayHead), mapper.Config{SessionID: "noend"})
+	tr, err := transcriptOf(mapper.Config{SessionID: "noend"})(Replay(strings.NewReader(replayHead)))
 	if err != nil {
 		t.Fatal(err)
 	}

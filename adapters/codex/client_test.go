@@ -356,7 +356,7 @@ func TestTurnGivenUp(t *testing.T) {
 			t.Errorf("turn ends %s, want %s", got, want)
 		}
 		// The give-up is in the traffic log, so a replay ends the turn too.
-		replayed, err := ReplayEvents(strings.NewReader(rec.String()), ProtocolAppServer)
+		replayed, err := Replay(strings.NewReader(rec.String()), ProtocolAppServer)
 		if err != nil {
 			t.Fatal(err)
 		}

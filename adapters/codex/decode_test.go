@@ -24,7 +24,7 @@ func replayFile(t *testing.T, name string, p Protocol) ([]agent.Event, mapper.Tr
 		t.Fatal(err)
 	}
 	defer f.Close()
-	evs, err := ReplayEvents(f, p)
+	evs, err := Replay(f, p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
 // Package codex runs OpenAI Codex as a happy agent and maps its native
-// protocol to happy's agent events (package mapper).
+// protocol to happy's agent events (package agent).
 //
 // Two protocols, one mapping. Current Codex speaks `codex app-server`
 // (line-delimited JSON-RPC without the "jsonrpc" member, protocol v2:
@@ -17,7 +17,8 @@
 //     crosses the pipe with the same decoder, and carries control the other
 //     way: Prompt, Answer, AnswerQuestion, Interrupt, Close. Agent adapts it
 //     to agent.Agent.
-//   - Replay / ReplayEvents decode a recorded traffic log (happy replay).
+//   - Replay decodes a recorded traffic log and ReplayRollout a rollout
+//     into events (happy replay reduces them).
 //
 // Turns never overlap and always end. A prompt sent during a turn waits in
 // a queue. A turn ends with Codex's turn/completed (or task_complete /

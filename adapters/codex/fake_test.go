@@ -158,7 +158,7 @@ func TestLiveAgainstCaptures(t *testing.T) {
 			if strings.Contains(rec.String(), "MISMATCH") {
 				t.Fatalf("the client's traffic differs from the capture:\n%s", rec.String())
 			}
-			replayed, err := ReplayEvents(bytes.NewReader(raw), tc.proto)
+			replayed, err := Replay(bytes.NewReader(raw), tc.proto)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -167,7 +167,7 @@ func TestLiveAgainstCaptures(t *testing.T) {
 				t.Errorf("live events differ from the replay of the capture:\n%s", firstDiff(strings.Join(want, "\n"), strings.Join(got, "\n")))
 			}
 			// The recorded traffic replays to the same events too.
-			again, err := ReplayEvents(bytes.NewReader(rec.Bytes()), tc.proto)
+			again, err := Replay(bytes.NewReader(rec.Bytes()), tc.proto)
 			if err != nil {
 				t.Fatal(err)
 			}

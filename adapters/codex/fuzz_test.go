@@ -32,7 +32,7 @@ func seedTraffic(f *testing.F) {
 // fuzzDecode runs traffic through a decoder and the reducer: no panic, every
 // event encodes, and the transcript is valid for the codec.
 func fuzzDecode(t *testing.T, data []byte, p Protocol) {
-	evs, err := ReplayEvents(bytes.NewReader(data), p)
+	evs, err := Replay(bytes.NewReader(data), p)
 	if err != nil {
 		t.Fatalf("replay of in-memory data failed: %v", err)
 	}

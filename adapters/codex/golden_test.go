@@ -73,6 +73,18 @@ func encodeEvents(t *testing.T, evs []agent.Event) []byte {
 	return b.Bytes()
 }
 
+// transcriptOf returns a function reducing what a replay returned to the
+// transcript of cfg (the reducing happy replay does).
+func transcriptOf(cfg mapper.Config) func([]agent.Event, error) (mapper.Transcript, error) {
+	return func(evs []agent.Event, err error) (mapper.Transcript, error) {
+		red := mapper.NewReducer(cfg)
+		for _, e := range evs {
+			red.Apply(e)
+		}
+		return red.Transcript(), err
+	}
+}
+
 func reduce(t *testing.T, session string, evs []agent.Event) (mapper.Transcript, []byte) {
 	t.Helper()
 	red := mapper.NewReducer(mapper.Config{SessionID: session, Directory: "/home/dev/run/work"})
@@ -165,7 +177,7 @@ func TestGoldenCaptures(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			evs, err := ReplayEvents(f, ProtocolAuto)
+			evs, err := Replay(f, ProtocolAuto)
 			if err != nil {
 				t.Fatal(err)
 			}

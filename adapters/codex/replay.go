@@ -7,7 +7,6 @@ import (
 
 	"github.com/happy-dev/happy/adapters/jsonrpc"
 	"github.com/happy-dev/happy/agent"
-	"github.com/happy-dev/happy/mapper"
 )
 
 // Protocol is the Codex protocol a session speaks.
@@ -59,11 +58,13 @@ func DetectProtocol(frames []jsonrpc.Frame) Protocol {
 	return ProtocolAppServer
 }
 
-// ReplayEvents decodes a recorded traffic log into agent events, in order.
-// p chooses the decoder (auto: DetectProtocol). Only a read error of r is
-// returned as an error; bad lines are DroppedInput events. A turn still
-// open at the end of the log ends as truncated.
-func ReplayEvents(r io.Reader, p Protocol) ([]agent.Event, error) {
+// Replay decodes a recorded Codex traffic log (as written by --record)
+// into agent events, in order; the caller reduces them to a transcript
+// (`happy replay --agent codex`). p chooses the decoder (auto:
+// DetectProtocol). Only a read error of r is returned as an error; bad
+// lines are DroppedInput events. A turn still open at the end of the log
+// ends as truncated.
+func Replay(r io.Reader, p Protocol) ([]agent.Event, error) {
 	tr, err := jsonrpc.ReadTraffic(r)
 	if err != nil {
 		return nil, fmt.Errorf("codex: %w", err)
@@ -113,19 +114,4 @@ func endOpenTurns(evs []agent.Event, t int64) []agent.Event {
 func truncatedTurn(session, turnID string, t int64) *agent.TurnEnded {
 	return &agent.TurnEnded{EventBase: agent.EventBase{Session: session, Time: t}, TurnID: turnID,
 		Reason: agent.TurnTruncated, Error: "the log ends before the turn ended"}
-}
-
-// Replay reduces a recorded Codex traffic log (as written by --record)
-// into the canonical transcript of relay session cfg.SessionID. It is what
-// `happy replay --agent codex` calls. Errors: a read error of r only.
-func Replay(r io.Reader, cfg mapper.Config, p Protocol) (mapper.Transcript, error) {
-	evs, err := ReplayEvents(r, p)
-	if err != nil {
-		return mapper.Transcript{}, err
-	}
-	red := mapper.NewReducer(cfg)
-	for _, e := range evs {
-		red.Apply(e)
-	}
-	return red.Transcript(), nil
 }

@@ -57,7 +57,7 @@ func TestReplayEndsOpenTurnAtEnd(t *testing.T) {
 				n = len(bytes.SplitAfter(raw, []byte("\n")))
 			}
 			head, last := firstLines(t, tc.capture, n)
-			evs, err := ReplayEvents(bytes.NewReader(head), ProtocolAuto)
+			evs, err := Replay(bytes.NewReader(head), ProtocolAuto)
 			if err != nil {
 				t.Fatal(err)
 			}
