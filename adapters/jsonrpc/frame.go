@@ -221,6 +221,18 @@ func methodOf(raw json.RawMessage) string {
 	return s
 }
 
+// ParseID reads a JSON-RPC id written as raw JSON (a request id quoted in
+// a params object, such as $/cancel_request's requestId); ok is false for
+// anything but a non-negative integer or a string.
+func ParseID(raw json.RawMessage) (id ID, ok bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return ID{}, false
+	}
+	id, err := decodeID(raw)
+	return id, err == nil
+}
+
 // decodeID accepts a non-negative integer that fits in 63 bits (so it
 // survives any peer's signed arithmetic) or a string.
 func decodeID(raw json.RawMessage) (ID, error) {
