@@ -12,24 +12,12 @@ import (
 	"github.com/happy-dev/happy/agent"
 )
 
-// DecoderOptions configure a Decoder.
-type DecoderOptions struct {
-	// Live says the decoder runs inside a live client whose session runner
-	// records happy's own prompts and permission answers itself: then no
-	// UserPrompt is made of happy's session/prompt and no ToolResolved of
-	// happy's answers (they would be recorded twice, and an answer the
-	// runner gave by rule was never shown blocked). A replay leaves it
-	// unset and gets both from the traffic.
-	Live bool
-}
-
 // Decoder turns ACP traffic (both directions, as in a traffic log) into
 // agent events. It is deterministic and never panics: a frame it cannot use
 // becomes a agent.DroppedInput with a reason. Not safe for concurrent use.
 type Decoder struct {
-	opts DecoderOptions
-	t    int64
-	out  []agent.Event
+	t   int64
+	out []agent.Event
 
 	ours     map[string]*ourRequest   // happy's requests awaiting a response
 	theirs   map[string]*agentRequest // the agent's requests awaiting happy's answer
@@ -125,9 +113,8 @@ type location struct {
 }
 
 // NewDecoder returns a decoder for one ACP connection.
-func NewDecoder(opts DecoderOptions) *Decoder {
+func NewDecoder() *Decoder {
 	return &Decoder{
-		opts:      opts,
 		ours:      map[string]*ourRequest{},
 		theirs:    map[string]*agentRequest{},
 		sessions:  map[string]bool{},
@@ -469,9 +456,6 @@ func (d *Decoder) startTurn(m jsonrpc.Message, p map[string]json.RawMessage) *tu
 	d.tools = map[string]*tool{}
 	d.turnStep, d.stepResult = false, false
 	d.emit(&agent.TurnStarted{TurnID: t.id})
-	if d.opts.Live {
-		return t
-	}
 	var blocks []json.RawMessage
 	_ = json.Unmarshal(p["prompt"], &blocks)
 	var texts []string
@@ -624,9 +608,7 @@ func (d *Decoder) answered(m jsonrpc.Message) {
 			d.drop("session/request_permission", agent.DropUnknownDecision, "happy's answer selects no offered option", m.Raw)
 			return
 		}
-		if !d.opts.Live {
-			d.emit(&agent.ToolResolved{CallID: r.callID, Decision: dec, Reason: reason})
-		}
+		d.emit(&agent.ToolResolved{CallID: r.callID, Decision: dec, Reason: reason})
 	case "fs/write_text_file":
 		var before *string
 		status := ""

@@ -111,8 +111,8 @@ func reduce(t *testing.T, session string, evs []agent.Event) (mapper.Transcript,
 	return tr, pretty.Bytes()
 }
 
-func decodeAll(frames []jsonrpc.Frame, opts DecoderOptions) []agent.Event {
-	d := NewDecoder(opts)
+func decodeAll(frames []jsonrpc.Frame) []agent.Event {
+	d := NewDecoder()
 	var evs []agent.Event
 	for _, f := range frames {
 		evs = append(evs, d.Decode(f)...)
@@ -132,7 +132,7 @@ func readCapture(t *testing.T, name string) []byte {
 func TestGoldenCaptures(t *testing.T) {
 	for _, name := range captures {
 		t.Run(name, func(t *testing.T) {
-			evs, err := ReplayEvents(bytes.NewReader(readCapture(t, name)), DecoderOptions{})
+			evs, err := Replay(bytes.NewReader(readCapture(t, name)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -238,7 +238,7 @@ func regressionCases(t *testing.T) map[string][]jsonrpc.Frame {
 func TestGoldenRegressions(t *testing.T) {
 	for name, frames := range regressionCases(t) {
 		t.Run(name, func(t *testing.T) {
-			evs := decodeAll(frames, DecoderOptions{})
+			evs := decodeAll(frames)
 			golden(t, name+".events.jsonl", encodeEvents(t, evs))
 			_, doc := reduce(t, name, evs)
 			golden(t, name+".transcript.json", doc)
