@@ -9,6 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/happy-dev/happy/adapters/codex"
+	"github.com/happy-dev/happy/adapters/codex/appserver"
+	"github.com/happy-dev/happy/adapters/codex/mcp"
+	"github.com/happy-dev/happy/adapters/rpcagent"
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/app"
 	"github.com/happy-dev/happy/internal/buildinfo"
@@ -108,8 +111,8 @@ func runCodexPrint(parent context.Context, f *factory, o *codexOptions, proto co
 	defer conn.Close()
 
 	co := codex.Options{
-		Binary: o.codexPath, Args: o.agentArgs, Cwd: dir, Protocol: proto, Mode: mode,
-		ClientName: "happy", ClientVersion: buildinfo.Version, Logger: log,
+		Binary: o.codexPath, Args: o.agentArgs, Cwd: dir, Mode: mode,
+		Settings: rpcagent.Settings{ClientName: "happy", ClientVersion: buildinfo.Version, Logger: log},
 	}
 	if o.record != "" {
 		record, err := os.Create(o.record)
@@ -125,7 +128,7 @@ func runCodexPrint(parent context.Context, f *factory, o *codexOptions, proto co
 	agentCtx, stopAgent := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopAgent()
 	unwatch := context.AfterFunc(ctx, stopAgent)
-	client, err := codex.Start(agentCtx, co)
+	ag, err := startCodex(agentCtx, proto, co)
 	unwatch()
 	if err != nil {
 		if interrupted() {
@@ -133,7 +136,6 @@ func runCodexPrint(parent context.Context, f *factory, o *codexOptions, proto co
 		}
 		return &exitError{code: exitFailed, err: fmt.Errorf("start codex: %w", err)}
 	}
-	ag := codex.NewAgent(client)
 	defer ag.Close()
 
 	res, err := app.RunSession(ctx, env, conn, ag, app.SessionOptions{
@@ -147,6 +149,23 @@ func runCodexPrint(parent context.Context, f *factory, o *codexOptions, proto co
 		fmt.Fprintln(f.stdout, res.FinalText)
 	}
 	return turnExit("codex", res, err, interrupted())
+}
+
+// startCodex starts Codex over protocol proto (app-server or mcp) as the
+// runner's agent.
+func startCodex(ctx context.Context, proto codex.Protocol, co codex.Options) (agent.Agent, error) {
+	if proto == codex.ProtocolMCP {
+		c, err := mcp.Start(ctx, co)
+		if err != nil {
+			return nil, err
+		}
+		return mcp.NewAgent(c), nil
+	}
+	c, err := appserver.Start(ctx, co)
+	if err != nil {
+		return nil, err
+	}
+	return appserver.NewAgent(c), nil
 }
 
 // turnExit maps how a one-turn session ended to the command's error (and so
