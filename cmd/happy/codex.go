@@ -169,7 +169,7 @@ func startCodex(ctx context.Context, proto codex.Protocol, co codex.Options) (ag
 }
 
 // turnExit maps how a one-turn session ended to the command's error (and so
-// its exit code, DESIGN.md "Exit codes of happy <agent> -p").
+// its exit code: the exit codes of happy <agent> -p).
 func turnExit(flavor string, res app.SessionResult, err error, interrupted bool) error {
 	switch {
 	case interrupted:
