@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/happy-dev/happy/adapters/trafficlog"
@@ -274,46 +275,51 @@ func TestNilHandlerRefusesRequests(t *testing.T) {
 	}
 }
 
+// TestCallTimeoutAndLateResponse runs on a fake clock (synctest): a call
+// times out after exactly its CallTimeout.
 func TestCallTimeoutAndLateResponse(t *testing.T) {
-	d, p := newPipes(t)
-	var dmu sync.Mutex
-	var drops []agent.Dropped
-	rec := newRecorder()
-	c := New(context.Background(), d, rec, Options{CallTimeout: 30 * time.Millisecond, OnDropped: func(x agent.Dropped) {
+	synctest.Test(t, func(t *testing.T) {
+		d, p := newPipes(t)
+		var dmu sync.Mutex
+		var drops []agent.Dropped
+		rec := newRecorder()
+		c := New(context.Background(), d, rec, Options{CallTimeout: 30 * time.Millisecond, OnDropped: func(x agent.Dropped) {
+			dmu.Lock()
+			drops = append(drops, x)
+			dmu.Unlock()
+		}})
+		defer c.Close()
+
+		done := make(chan error, 1)
+		go func() { done <- c.Call(context.Background(), "tools/call", nil, nil) }()
+		_ = p.recv()
+		start := time.Now()
+		err := <-done
+		if !errors.Is(err, ErrTimeout) || time.Since(start) != 30*time.Millisecond {
+			t.Fatalf("err = %v after %s, want ErrTimeout after 30ms", err, time.Since(start))
+		}
+		// The late answer is discarded; an answer to an id never sent is an orphan.
+		p.send(`{"id":1,"result":{"late":true}}`)
+		p.send(`{"id":99,"result":{}}`)
+		p.send(`{"method":"after"}`)
+		if in := rec.next(t); in.Method != "after" {
+			t.Fatalf("handled %q", in.Method)
+		}
 		dmu.Lock()
-		drops = append(drops, x)
-		dmu.Unlock()
-	}})
-	defer c.Close()
+		defer dmu.Unlock()
+		if len(drops) != 1 || drops[0].Reason != agent.DropOrphan || !strings.Contains(drops[0].Detail, "99") {
+			t.Fatalf("drops = %+v", drops)
+		}
 
-	done := make(chan error, 1)
-	go func() { done <- c.Call(context.Background(), "tools/call", nil, nil) }()
-	_ = p.recv()
-	err := <-done
-	if !errors.Is(err, ErrTimeout) {
-		t.Fatalf("err = %v, want ErrTimeout", err)
-	}
-	// The late answer is discarded; an answer to an id never sent is an orphan.
-	p.send(`{"id":1,"result":{"late":true}}`)
-	p.send(`{"id":99,"result":{}}`)
-	p.send(`{"method":"after"}`)
-	if in := rec.next(t); in.Method != "after" {
-		t.Fatalf("handled %q", in.Method)
-	}
-	dmu.Lock()
-	defer dmu.Unlock()
-	if len(drops) != 1 || drops[0].Reason != agent.DropOrphan || !strings.Contains(drops[0].Detail, "99") {
-		t.Fatalf("drops = %+v", drops)
-	}
-
-	// An explicit context deadline wins over the default timeout.
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { done <- c.CallTimeout(ctx, time.Hour, "slow", nil, nil) }()
-	_ = p.recv()
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled call err = %v", err)
-	}
+		// An explicit context deadline wins over the default timeout.
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { done <- c.CallTimeout(ctx, time.Hour, "slow", nil, nil) }()
+		_ = p.recv()
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled call err = %v", err)
+		}
+	})
 }
 
 func TestRPCErrorAndClosedPeer(t *testing.T) {
