@@ -3,24 +3,22 @@ module github.com/happy-dev/happy
 go 1.26.0
 
 require (
+	github.com/mdp/qrterminal/v3 v3.2.1
 	github.com/rs/zerolog v1.35.1
 	github.com/spf13/cobra v1.10.2
 )
 
-require (
-	github.com/mdp/qrterminal/v3 v3.2.1 // indirect
-	rsc.io/qr v0.2.0 // indirect
-)
+require rsc.io/qr v0.2.0 // indirect
 
 require (
 	github.com/andybalholm/brotli v1.2.4 // indirect
-	github.com/creack/pty v1.1.24 // indirect
+	github.com/creack/pty v1.1.24
 	github.com/dunglas/httpsfv v1.1.1 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
-	github.com/fsnotify/fsnotify v1.10.1 // indirect
-	github.com/google/uuid v1.6.0 // indirect
+	github.com/fsnotify/fsnotify v1.10.1
+	github.com/google/uuid v1.6.0
 	github.com/gookit/color v1.6.1 // indirect
-	github.com/gorilla/websocket v1.5.3 // indirect
+	github.com/gorilla/websocket v1.5.3
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/klauspost/compress v1.20.0 // indirect
 	github.com/mattn/go-colorable v0.1.14 // indirect
@@ -30,28 +28,27 @@ require (
 	github.com/quic-go/quic-go v0.62.0 // indirect
 	github.com/quic-go/webtransport-go v0.13.0 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
-	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
-	github.com/sourcegraph/jsonrpc2 v0.2.3 // indirect
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/spf13/pflag v1.0.9 // indirect
 	github.com/vmihailenco/msgpack/v5 v5.4.1 // indirect
 	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
 	github.com/xo/terminfo v1.2.0 // indirect
 	github.com/zishang520/socket.io/clients/engine/v3 v3.0.6 // indirect
-	github.com/zishang520/socket.io/clients/socket/v3 v3.0.6 // indirect
-	github.com/zishang520/socket.io/parsers/engine/v3 v3.0.6 // indirect
-	github.com/zishang520/socket.io/parsers/socket/v3 v3.0.6 // indirect
-	github.com/zishang520/socket.io/servers/engine/v3 v3.0.6 // indirect
-	github.com/zishang520/socket.io/servers/socket/v3 v3.0.6 // indirect
-	github.com/zishang520/socket.io/v3 v3.0.6 // indirect
+	github.com/zishang520/socket.io/clients/socket/v3 v3.0.6
+	github.com/zishang520/socket.io/parsers/engine/v3 v3.0.6
+	github.com/zishang520/socket.io/parsers/socket/v3 v3.0.6
+	github.com/zishang520/socket.io/servers/engine/v3 v3.0.6
+	github.com/zishang520/socket.io/servers/socket/v3 v3.0.6
+	github.com/zishang520/socket.io/v3 v3.0.6
 	go.uber.org/goleak v1.3.0
-	golang.org/x/crypto v0.57.0 // indirect
+	golang.org/x/crypto v0.57.0
 	golang.org/x/net v0.59.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
-	golang.org/x/term v0.48.0 // indirect
+	golang.org/x/sys v0.50.0
+	golang.org/x/term v0.48.0
 	golang.org/x/text v0.42.0 // indirect
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
-	modernc.org/sqlite v1.62.0 // indirect
+	modernc.org/sqlite v1.62.0
 	resty.dev/v3 v3.0.0-rc.4 // indirect
 )
