@@ -135,10 +135,15 @@ func (r *acpRun) checkReplay(t *testing.T, tool string) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	tr, err := acp.Replay(f, mapper.Config{SessionID: "replay"})
+	evs, err := acp.Replay(f)
 	if err != nil {
 		t.Fatal(err)
 	}
+	red := mapper.NewReducer(mapper.Config{SessionID: "replay"})
+	for _, e := range evs {
+		red.Apply(e)
+	}
+	tr := red.Transcript()
 	if len(tr.Dropped) != 0 {
 		t.Errorf("replay dropped: %+v", tr.Dropped)
 	}

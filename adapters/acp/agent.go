@@ -2,9 +2,9 @@ package acp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
+	"github.com/happy-dev/happy/adapters/rpcagent"
 	"github.com/happy-dev/happy/agent"
 )
 
@@ -15,8 +15,15 @@ type Agent struct {
 
 var _ agent.Agent = (*Agent)(nil)
 
-// NewAgent wraps a started Client.
-func NewAgent(c *Client) *Agent { return &Agent{Client: c} }
+// NewAgent wraps a started Client (call it before the first prompt). The
+// runner records prompts and answers in the transcript itself, so from now
+// on Events leaves out their echo (happy's prompt and the resolutions read
+// back from its own answers); a recorded traffic log still replays with
+// them.
+func NewAgent(c *Client) *Agent {
+	c.s.RunnerRecordsControl()
+	return &Agent{Client: c}
+}
 
 // Prompt implements agent.Agent: the text and the attachments (see
 // Client.Prompt).
@@ -28,11 +35,7 @@ func (a *Agent) Prompt(ctx context.Context, p agent.Prompt) error {
 // Client.Decide. A call that waits for no answer (never did, or was
 // answered) gives agent.ErrStale.
 func (a *Agent) Decide(ctx context.Context, callID string, d agent.Verdict) error {
-	err := a.Client.Decide(ctx, callID, Answer{Decision: d.Decision, Reason: d.Reason})
-	if errors.Is(err, ErrNoPendingRequest) {
-		return fmt.Errorf("%w: %w", agent.ErrStale, err)
-	}
-	return err
+	return rpcagent.Stale(a.Client.Decide(ctx, callID, Answer{Decision: d.Decision, Reason: d.Reason}))
 }
 
 // AnswerQuestion implements agent.Agent. ACP agents ask no questions

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/happy-dev/happy/adapters/jsonrpc"
+	"github.com/happy-dev/happy/adapters/rpcagent"
 	"github.com/happy-dev/happy/adapters/trafficlog"
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
@@ -51,8 +53,8 @@ func fakeOptions(t *testing.T, rec *syncBuffer, env ...string) Options {
 	t.Helper()
 	o := Options{
 		Command: []string{testExe(t)}, Env: append([]string{"ACP_FAKE_AGENT=1"}, env...),
-		Cwd: t.TempDir(), CallTimeout: 10 * time.Second,
-		CancelGrace: 400 * time.Millisecond, StopGrace: 500 * time.Millisecond,
+		Cwd: t.TempDir(), CancelGrace: 400 * time.Millisecond,
+		Settings: rpcagent.Settings{CallTimeout: 10 * time.Second, StopGrace: 500 * time.Millisecond},
 	}
 	if rec != nil {
 		o.Record = rec
@@ -109,7 +111,7 @@ func closeAndDrain(t *testing.T, c *Client) []agent.Event {
 // ACP schema.
 func checkSent(t *testing.T, traffic []byte) {
 	t.Helper()
-	frames, bad, err := ReadFrames(bytes.NewReader(traffic))
+	frames, bad, err := readFrames(bytes.NewReader(traffic))
 	if err != nil || len(bad) > 0 {
 		t.Fatalf("recorded traffic: %v %v", err, bad)
 	}
@@ -146,7 +148,7 @@ func TestLiveAgainstCaptures(t *testing.T) {
 			defer cancel()
 			c, err := Start(ctx, Options{
 				Command: []string{testExe(t)}, Env: []string{"ACP_FAKE_SCRIPT=" + script},
-				Cwd: t.TempDir(), Record: rec, CallTimeout: 10 * time.Second, StopGrace: time.Second,
+				Cwd: t.TempDir(), Settings: rpcagent.Settings{Record: rec, CallTimeout: 10 * time.Second, StopGrace: time.Second},
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -167,7 +169,7 @@ func TestLiveAgainstCaptures(t *testing.T) {
 			if strings.Contains(string(rec.Bytes()), "MISMATCH") {
 				t.Fatalf("the client's traffic differs from the capture:\n%s", rec.Bytes())
 			}
-			want, err := ReplayEvents(bytes.NewReader(raw), DecoderOptions{Live: true})
+			want, err := Replay(bytes.NewReader(raw))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -176,7 +178,7 @@ func TestLiveAgainstCaptures(t *testing.T) {
 				t.Errorf("live events differ from the capture's:\n%s", firstDiff(wantL, got))
 			}
 			// What was recorded replays to the same events.
-			again, err := ReplayEvents(bytes.NewReader(rec.Bytes()), DecoderOptions{Live: true})
+			again, err := Replay(bytes.NewReader(rec.Bytes()))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -199,7 +201,7 @@ func liveLines(t *testing.T, evs []agent.Event) string {
 		case *agent.SessionInfo:
 			x.Cwd = ""
 		case *agent.DroppedInput:
-			if x.Dropped.Kind == "traffic-log" {
+			if x.Dropped.Source == jsonrpc.TrafficSource {
 				continue
 			}
 		}
@@ -211,7 +213,7 @@ func liveLines(t *testing.T, evs []agent.Event) string {
 // capturePrompts lists the prompt texts a capture's driver sent.
 func capturePrompts(t *testing.T, raw []byte) []string {
 	t.Helper()
-	frames, _, err := ReadFrames(bytes.NewReader(raw))
+	frames, _, err := readFrames(bytes.NewReader(raw))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +230,7 @@ func capturePrompts(t *testing.T, raw []byte) []string {
 				} `json:"prompt"`
 			} `json:"params"`
 		}
-		if json.Unmarshal(f.Msg, &m) == nil && m.Method == "session/prompt" {
+		if json.Unmarshal(f.Data, &m) == nil && m.Method == "session/prompt" {
 			out = append(out, m.Params.Prompt[0].Text)
 		}
 	}
@@ -332,7 +334,7 @@ func TestLivePermissions(t *testing.T) {
 			}
 			checkSent(t, rec.Bytes())
 			// The replay of the recorded traffic tells the same story.
-			rt, err := Replay(bytes.NewReader(rec.Bytes()), mapper.Config{SessionID: "replay"})
+			rt, err := transcriptOf(mapper.Config{SessionID: "replay"})(Replay(bytes.NewReader(rec.Bytes())))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -346,15 +348,18 @@ func TestLivePermissions(t *testing.T) {
 
 // A turn the agent never ends after session/cancel is given up after the
 // grace period; the agent is restarted, its session loaded, and the next
-// prompt is answered by the new process.
+// prompt is answered by the new process. The client runs as a runner's
+// Agent: the echo of happy's own prompts is left out of its events (a
+// prompt the loaded session replays is the agent's and stays).
 func TestLiveCancelGraceRestart(t *testing.T) {
 	rec := &syncBuffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := Start(ctx, fakeOptions(t, rec))
+	started, err := Start(ctx, fakeOptions(t, rec))
 	if err != nil {
 		t.Fatal(err)
 	}
+	c := NewAgent(started).Client
 	if err := c.Prompt(ctx, Prompt{Text: "hang"}); err != nil {
 		t.Fatal(err)
 	}

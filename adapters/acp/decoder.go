@@ -3,7 +3,6 @@ package acp
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -13,24 +12,12 @@ import (
 	"github.com/happy-dev/happy/agent"
 )
 
-// DecoderOptions configure a Decoder.
-type DecoderOptions struct {
-	// Live says the decoder runs inside a live client whose session runner
-	// records happy's own prompts and permission answers itself: then no
-	// UserPrompt is made of happy's session/prompt and no ToolResolved of
-	// happy's answers (they would be recorded twice, and an answer the
-	// runner gave by rule was never shown blocked). A replay leaves it
-	// unset and gets both from the traffic.
-	Live bool
-}
-
 // Decoder turns ACP traffic (both directions, as in a traffic log) into
 // agent events. It is deterministic and never panics: a frame it cannot use
 // becomes a agent.DroppedInput with a reason. Not safe for concurrent use.
 type Decoder struct {
-	opts DecoderOptions
-	t    int64
-	out  []agent.Event
+	t   int64
+	out []agent.Event
 
 	ours     map[string]*ourRequest   // happy's requests awaiting a response
 	theirs   map[string]*agentRequest // the agent's requests awaiting happy's answer
@@ -126,9 +113,8 @@ type location struct {
 }
 
 // NewDecoder returns a decoder for one ACP connection.
-func NewDecoder(opts DecoderOptions) *Decoder {
+func NewDecoder() *Decoder {
 	return &Decoder{
-		opts:      opts,
 		ours:      map[string]*ourRequest{},
 		theirs:    map[string]*agentRequest{},
 		sessions:  map[string]bool{},
@@ -142,7 +128,7 @@ func NewDecoder(opts DecoderOptions) *Decoder {
 
 // Decode consumes the next frame, in traffic order, and returns the events
 // it yields (possibly none).
-func (d *Decoder) Decode(f Frame) []agent.Event {
+func (d *Decoder) Decode(f jsonrpc.Frame) []agent.Event {
 	d.t, d.out = f.T, nil
 	switch f.Dir {
 	case trafficlog.A2C:
@@ -156,7 +142,7 @@ func (d *Decoder) Decode(f Frame) []agent.Event {
 	case trafficlog.Stderr:
 		// Kept in the log; carries nothing for the transcript.
 	default:
-		d.drop(string(f.Dir), agent.DropUnknownType, "unknown traffic direction", f.Msg)
+		d.drop(string(f.Dir), agent.DropUnknownType, "unknown traffic direction", f.Data)
 	}
 	out := d.out
 	d.out = nil
@@ -234,21 +220,17 @@ func members(raw json.RawMessage) (map[string]json.RawMessage, bool) {
 
 // ---- frames from the agent ----
 
-func (d *Decoder) fromAgent(f Frame) {
-	if s, ok := trafficlog.Text(f.Msg); ok {
+func (d *Decoder) fromAgent(f jsonrpc.Frame) {
+	if s, ok := f.Text(); ok {
 		d.drop("", agent.DropUnparseableJSON, "the agent wrote a line that is not JSON", []byte(s))
 		return
 	}
-	m, err := jsonrpc.DecodeFrame(f.Msg)
-	if err != nil {
-		var fe *jsonrpc.FrameError
-		if errors.As(err, &fe) {
-			d.drop(fe.Kind, fe.Reason, fe.Msg, f.Msg)
-		} else {
-			d.drop("", agent.DropInvalidField, err.Error(), f.Msg)
-		}
+	if f.Msg == nil {
+		kind, reason, detail := jsonrpc.DropOf(f.Err)
+		d.drop(kind, reason, detail, f.Data)
 		return
 	}
+	m := *f.Msg
 	switch m.Kind {
 	case jsonrpc.KindRequest:
 		d.agentRequest(m)
@@ -474,9 +456,6 @@ func (d *Decoder) startTurn(m jsonrpc.Message, p map[string]json.RawMessage) *tu
 	d.tools = map[string]*tool{}
 	d.turnStep, d.stepResult = false, false
 	d.emit(&agent.TurnStarted{TurnID: t.id})
-	if d.opts.Live {
-		return t
-	}
 	var blocks []json.RawMessage
 	_ = json.Unmarshal(p["prompt"], &blocks)
 	var texts []string
@@ -551,15 +530,13 @@ func (d *Decoder) closeTurn() {
 
 // ---- frames from happy ----
 
-func (d *Decoder) fromHappy(f Frame) {
-	m, err := jsonrpc.DecodeFrame(f.Msg)
-	if err != nil {
-		var fe *jsonrpc.FrameError
-		if errors.As(err, &fe) {
-			d.drop(fe.Kind, fe.Reason, "happy's own frame: "+fe.Msg, f.Msg)
-		}
+func (d *Decoder) fromHappy(f jsonrpc.Frame) {
+	if f.Msg == nil {
+		kind, reason, detail := jsonrpc.DropOf(f.Err)
+		d.drop(kind, reason, "happy's own frame: "+detail, f.Data)
 		return
 	}
+	m := *f.Msg
 	p, _ := members(m.Params)
 	switch m.Kind {
 	case jsonrpc.KindRequest:
@@ -631,9 +608,7 @@ func (d *Decoder) answered(m jsonrpc.Message) {
 			d.drop("session/request_permission", agent.DropUnknownDecision, "happy's answer selects no offered option", m.Raw)
 			return
 		}
-		if !d.opts.Live {
-			d.emit(&agent.ToolResolved{CallID: r.callID, Decision: dec, Reason: reason})
-		}
+		d.emit(&agent.ToolResolved{CallID: r.callID, Decision: dec, Reason: reason})
 	case "fs/write_text_file":
 		var before *string
 		status := ""
@@ -718,9 +693,9 @@ func (d *Decoder) recordWrite(path string, before *string, after, status string)
 
 // ---- notes and exit ----
 
-func (d *Decoder) note(f Frame) {
+func (d *Decoder) note(f jsonrpc.Frame) {
 	var n happyNote
-	if !isObject(f.Msg) || json.Unmarshal(f.Msg, &n) != nil || n.Happy == "" {
+	if !isObject(f.Data) || json.Unmarshal(f.Data, &n) != nil || n.Happy == "" {
 		return // a remark of whoever recorded the traffic
 	}
 	switch n.Happy {
@@ -743,7 +718,7 @@ func (d *Decoder) note(f Frame) {
 	}
 }
 
-func (d *Decoder) exit(f Frame) {
+func (d *Decoder) exit(f jsonrpc.Frame) {
 	d.endLoad()
 	if d.restarting {
 		d.restarting = false
@@ -756,7 +731,7 @@ func (d *Decoder) exit(f Frame) {
 		return
 	}
 	text := "the agent exited"
-	if st, err := trafficlog.DecodeExit(f.Msg); err == nil {
+	if st, err := trafficlog.DecodeExit(f.Data); err == nil {
 		switch {
 		case st.Code != nil:
 			text += " with code " + strconv.Itoa(*st.Code)

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/happy-dev/happy/adapters/jsonrpc"
 	"github.com/happy-dev/happy/adapters/trafficlog"
 	"github.com/happy-dev/happy/agent"
 )
@@ -11,11 +12,11 @@ import (
 // script turns compact lines into frames: "< msg" the agent wrote, "> msg"
 // happy wrote, "# note" a note, "! exit" an exit record. Frame times are
 // 1, 2, 3, …
-func script(lines ...string) []Frame {
-	var out []Frame
+func script(lines ...string) []jsonrpc.Frame {
+	var out []jsonrpc.Frame
 	for i, l := range lines {
 		dir := map[byte]trafficlog.Dir{'<': trafficlog.A2C, '>': trafficlog.C2A, '#': trafficlog.Note, '!': trafficlog.Exit}[l[0]]
-		out = append(out, Frame{T: int64(i + 1), Dir: dir, Msg: []byte(strings.TrimSpace(l[1:]))})
+		out = append(out, frame(int64(i+1), dir, strings.TrimSpace(l[1:])))
 	}
 	return out
 }
@@ -54,7 +55,6 @@ func eventLines(t *testing.T, evs []agent.Event) string {
 func TestDecoderCases(t *testing.T) {
 	cases := []struct {
 		name  string
-		opts  DecoderOptions
 		lines []string
 		want  string // events after openedEvents, one JSON line each
 	}{
@@ -121,16 +121,6 @@ func TestDecoderCases(t *testing.T) {
 {"type":"ToolResolved","callID":"t1","decision":"always"}
 {"type":"ToolBlocked","callID":"t1","tool":"execute","input":{"command":"rm x"},"permission":{"id":"t1#permission-2","permission":"bash","patterns":["rm x"],"always":["rm x"],"metadata":{"options":[{"kind":"allow_once","name":"Allow","optionId":"a"}],"title":"rm x"}}}
 {"type":"ToolResolved","callID":"t1","decision":"reject","reason":"timeout"}`,
-		},
-		{
-			name: "live: happy's prompt and answers are the runner's to record",
-			opts: DecoderOptions{Live: true},
-			lines: []string{
-				`< {"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"t1","title":"x"},"options":[{"optionId":"a","name":"Allow","kind":"allow_once"}]}}`,
-				`> {"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"selected","optionId":"a"}}}`,
-			},
-			want: `{"type":"ToolCall","callID":"t1","tool":"other","title":"x"}
-{"type":"ToolBlocked","callID":"t1","tool":"other","permission":{"permission":"other","patterns":["x"],"always":["x"],"metadata":{"options":[{"kind":"allow_once","name":"Allow","optionId":"a"}],"title":"x"}}}`,
 		},
 		{
 			name: "an answer naming no offered option is refused, never taken as allow",
@@ -282,11 +272,8 @@ func TestDecoderCases(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			evs := decodeAll(script(append(append([]string{}, opened...), tc.lines...)...), tc.opts)
+			evs := decodeAll(script(append(append([]string{}, opened...), tc.lines...)...))
 			want := openedEvents
-			if tc.opts.Live {
-				want = strings.Join(strings.Split(openedEvents, "\n")[:2], "\n")
-			}
 			if tc.want != "" {
 				want += "\n" + tc.want
 			}
@@ -306,7 +293,7 @@ func TestDecoderSessionLoad(t *testing.T) {
 		upd(`{"sessionUpdate":"user_message_chunk","content":{"type":"image","data":"AA","mimeType":"image/png"}}`),
 		`< {"jsonrpc":"2.0","id":1,"result":{"modes":null}}`,
 		upd(`{"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"stray"}}`),
-	), DecoderOptions{})
+	))
 	want := `{"type":"UserPrompt","promptID":"load-1","text":"first "}
 {"type":"UserPrompt","promptID":"load-1","text":"first prompt"}
 {"type":"TextDelta","delta":"answer"}
@@ -322,7 +309,7 @@ func TestDecoderVersionRefusal(t *testing.T) {
 	evs := decodeAll(script(
 		`> {"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`,
 		`< {"jsonrpc":"2.0","id":1,"result":{"protocolVersion":2}}`,
-	), DecoderOptions{})
+	))
 	want := `{"type":"AgentError","kind":"protocol","text":"acp: agent protocol version 2 is too new: happy speaks version 1 (too_new)"}`
 	if got := eventLines(t, evs); got != want {
 		t.Errorf("events differ:\n%s", firstDiff(want, got))

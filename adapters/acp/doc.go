@@ -1,6 +1,6 @@
 // Package acp runs any Agent Client Protocol agent (Gemini CLI `gemini
 // --acp`, claude-code-acp, `opencode acp`, …) as a happy agent and maps its
-// traffic to happy's agent events (package mapper).
+// traffic to happy's agent events (package agent).
 //
 // ACP is line-delimited JSON-RPC 2.0 over the agent's stdio, protocol
 // version 1 (the schema is in testdata/schema, unchanged from the
@@ -13,11 +13,13 @@
 //   - Decoder turns traffic frames (both directions, as in a traffic log)
 //     into events. It is deterministic and never panics; a frame it cannot
 //     use becomes a DroppedInput with a reason.
-//   - Client starts the agent (or Connect speaks to any stream), runs the
-//     same decoder on what crosses the pipe, and carries control the other
-//     way: Prompt, Decide, Interrupt, SetMode, Close. Agent adapts it to
+//   - Client starts the agent, runs the same decoder on what crosses the
+//     pipe, and carries control the other way: Prompt, Decide, Interrupt,
+//     SetMode, Close. It is built on adapters/rpcagent (turns, pending
+//     permissions, event holding, shutdown). Agent adapts it to
 //     agent.Agent.
-//   - ReplayEvents / Replay decode a recorded traffic log (happy replay).
+//   - Replay decodes a recorded traffic log into events (happy replay
+//     reduces them).
 //
 // # Lifecycle
 //
@@ -70,7 +72,8 @@
 // with reject_once, so only the tool is refused; cancelled is sent only
 // when the turn itself is aborted (reason cancelled). The
 // response has the schema's nested shape {"outcome":{"outcome":"selected",
-// "optionId":…}} and each request is answered exactly once. A call id that
+// "optionId":…}}; Decide answers every request pending for the call, each
+// exactly once. A call id that
 // the agent reuses in a later turn is given a new canonical call id
 // (<id>#2, …), so unrelated calls are never merged. Before answering, the
 // live client writes a note {"happy":"decision",…} into the traffic so a

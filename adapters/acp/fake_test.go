@@ -65,7 +65,7 @@ func replayAgent(script string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	frames, _, err := ReadFrames(f)
+	frames, _, err := readFrames(f)
 	f.Close()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -76,17 +76,17 @@ func replayAgent(script string) int {
 	for _, fr := range frames {
 		switch fr.Dir {
 		case trafficlog.A2C:
-			out.Write(fr.Msg)
+			out.Write(fr.Data)
 			out.WriteByte('\n')
 			out.Flush()
 		case trafficlog.C2A:
 			line, err := in.ReadBytes('\n')
 			if err != nil {
-				fmt.Fprintf(os.Stderr, "MISMATCH: stdin ended (%v), want %s\n", err, fr.Msg)
+				fmt.Fprintf(os.Stderr, "MISMATCH: stdin ended (%v), want %s\n", err, fr.Data)
 				return 3
 			}
-			if !sameMessage(fr.Msg, line) {
-				fmt.Fprintf(os.Stderr, "MISMATCH:\nwant %s\ngot  %s", fr.Msg, line)
+			if !sameMessage(fr.Data, line) {
+				fmt.Fprintf(os.Stderr, "MISMATCH:\nwant %s\ngot  %s", fr.Data, line)
 				return 3
 			}
 		}

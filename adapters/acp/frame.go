@@ -3,13 +3,9 @@ package acp
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
-	"io"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/happy-dev/happy/adapters/jsonrpc"
-	"github.com/happy-dev/happy/adapters/trafficlog"
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
 )
@@ -20,16 +16,6 @@ const ProtocolVersion = 1
 
 // Source is the Dropped.Source of everything this package refuses.
 const Source = "acp-rpc"
-
-// Frame is one record of ACP traffic, in the traffic log's terms: T in Unix
-// ms, Dir c2a (happy to the agent), a2c (the agent to happy), stderr, exit
-// or note, and Msg the JSON message as written on the pipe (a JSON string
-// for stderr lines and for a2c lines that were not JSON).
-type Frame struct {
-	T   int64
-	Dir trafficlog.Dir
-	Msg json.RawMessage
-}
 
 // Notes the live client records in the traffic (dir "note", a JSON object
 // {"happy": <kind>, …}) so that a replay knows what only the client knew.
@@ -60,44 +46,10 @@ type happyNote struct {
 	BeforeOmitted int64           `json:"beforeOmitted,omitempty"`
 }
 
-// ReadFrames reads a traffic log (one {"t","dir","msg"} object per line,
-// lines of any length). A line that is not a valid record becomes a
-// DroppedInput event at its place, in the returned map keyed by the index
-// of the frame it precedes. Only a read error of r is returned as an error.
-func ReadFrames(r io.Reader) ([]Frame, map[int][]agent.Event, error) {
-	var frames []Frame
-	bad := map[int][]agent.Event{}
-	err := trafficlog.Scan(r, func(line int64, rec trafficlog.Record, derr error, data []byte) {
-		if derr != nil {
-			bad[len(frames)] = append(bad[len(frames)], dropped(0, "traffic-log", trafficlog.DropReason(derr), derr.Error(), data))
-			return
-		}
-		frames = append(frames, Frame{T: rec.T, Dir: rec.Dir, Msg: append(json.RawMessage(nil), rec.Msg...)})
-	})
-	if err != nil {
-		return frames, bad, fmt.Errorf("acp: read traffic log: %w", err)
-	}
-	return frames, bad, nil
-}
-
-// rawPrefix cuts raw input to the 512 bytes a Dropped keeps, on a UTF-8
-// boundary.
-func rawPrefix(b []byte) string {
-	const max = 512
-	if len(b) <= max {
-		return string(b)
-	}
-	n := max
-	for n > 0 && !utf8.RuneStart(b[n]) {
-		n--
-	}
-	return string(b[:n])
-}
-
 func dropped(t int64, kind string, reason agent.DropReason, detail string, raw []byte) *agent.DroppedInput {
 	return &agent.DroppedInput{
 		EventBase: agent.EventBase{Time: t},
-		Dropped:   agent.Dropped{Source: Source, Kind: kind, Reason: reason, Detail: detail, Raw: rawPrefix(raw)},
+		Dropped:   agent.Dropped{Source: Source, Kind: kind, Reason: reason, Detail: detail, Raw: agent.CutUTF8(string(raw), agent.DroppedRawMax)},
 	}
 }
 

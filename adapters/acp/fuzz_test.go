@@ -49,10 +49,10 @@ func FuzzDecoder(f *testing.F) {
 			case '!':
 				dir = trafficlog.Exit
 			}
-			frames = append(frames, Frame{T: int64(10 + i), Dir: dir, Msg: bytes.TrimSpace(line[1:])})
+			frames = append(frames, frame(int64(10+i), dir, string(bytes.TrimSpace(line[1:]))))
 		}
-		checkEvents(t, decodeAll(frames, DecoderOptions{}))
-		checkEvents(t, decodeAll(frames, DecoderOptions{Live: true}))
+		checkEvents(t, decodeAll(frames))
+		checkEvents(t, decodeAll(frames))
 	})
 }
 
@@ -69,7 +69,7 @@ func FuzzReplay(f *testing.F) {
 {"t":7,"dir":"exit","msg":{"code":0,"sig":null}}`))
 	f.Add([]byte(`{"t":1,"dir":"a2c","msg":"x"}` + "\n" + `{"t":"x"}` + "\n[]"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		evs, err := ReplayEvents(bytes.NewReader(data), DecoderOptions{})
+		evs, err := Replay(bytes.NewReader(data))
 		if err != nil {
 			t.Fatalf("replay of an in-memory log failed: %v", err)
 		}
@@ -101,14 +101,14 @@ func BenchmarkDecodeCapture(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	frames, _, err := ReadFrames(bytes.NewReader(raw))
+	frames, _, err := readFrames(bytes.NewReader(raw))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.SetBytes(int64(len(raw)))
 	b.ReportAllocs()
 	for b.Loop() {
-		d := NewDecoder(DecoderOptions{})
+		d := NewDecoder()
 		for _, f := range frames {
 			d.Decode(f)
 		}

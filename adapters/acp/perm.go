@@ -63,7 +63,7 @@ func (o Outcome) JSON() map[string]any {
 }
 
 // Choose picks the outcome for an answer among the offered options, by
-// kind (DESIGN.md vocabulary table):
+// kind (the vocabulary of a permission outcome):
 //
 //	once    allow_once
 //	always  allow_always, else allow_once (happy remembers "always" itself)

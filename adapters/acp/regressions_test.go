@@ -33,7 +33,7 @@ func toolPart(tr mapper.Transcript, callID string) (*mapper.ToolPart, *mapper.As
 func TestB18PermissionBeforeToolCall(t *testing.T) {
 	cases := regressionCases(t)
 
-	tr, _ := reduce(t, "b18", decodeAll(cases["B18-acp-permission-before-toolcall"], DecoderOptions{}))
+	tr, _ := reduce(t, "b18", decodeAll(cases["B18-acp-permission-before-toolcall"]))
 	tp, _, n := toolPart(tr, "mcp_lookup_get_code-1")
 	if n != 1 || tp.State.Status != mapper.StatusError || tp.Tool != "other" {
 		t.Fatalf("rejected: %d parts, %+v", n, tp)
@@ -52,7 +52,7 @@ func TestB18PermissionBeforeToolCall(t *testing.T) {
 		t.Errorf("input %s", mustJSON(tp.State.Input))
 	}
 
-	tr, _ = reduce(t, "b18a", decodeAll(cases["B18-approved"], DecoderOptions{}))
+	tr, _ = reduce(t, "b18a", decodeAll(cases["B18-approved"]))
 	tp, _, n = toolPart(tr, "mcp_lookup_get_code-1")
 	if n != 1 || tp.State.Status != mapper.StatusCompleted || tp.State.Output != "code 42 is ok" || tp.State.Title != "get_code (lookup MCP)" {
 		t.Fatalf("approved: %d parts, %+v", n, tp)
@@ -61,7 +61,7 @@ func TestB18PermissionBeforeToolCall(t *testing.T) {
 		t.Errorf("dropped: %+v", tr.Dropped)
 	}
 
-	tr, _ = reduce(t, "b18r", decodeAll(cases["B18-reused-id"], DecoderOptions{}))
+	tr, _ = reduce(t, "b18r", decodeAll(cases["B18-reused-id"]))
 	first, _, n1 := toolPart(tr, "mcp_lookup_get_code-1")
 	second, _, n2 := toolPart(tr, "mcp_lookup_get_code-1#2")
 	if n1 != 1 || n2 != 1 || string(mustJSON(first.State.Input)) != `{"code":42}` || string(mustJSON(second.State.Input)) != `{"code":43}` {
@@ -75,7 +75,7 @@ func TestB18PermissionBeforeToolCall(t *testing.T) {
 func TestB20Cancel(t *testing.T) {
 	cases := regressionCases(t)
 	for _, v := range []string{"A", "B", "C"} {
-		tr, _ := reduce(t, "b20", decodeAll(cases["B20-acp-cancel-"+v], DecoderOptions{}))
+		tr, _ := reduce(t, "b20", decodeAll(cases["B20-acp-cancel-"+v]))
 		tp, msg, n := toolPart(tr, "web_fetch-2")
 		if n != 1 || tp.State.Status != mapper.StatusError {
 			t.Fatalf("%s: tool %+v", v, tp)

@@ -1,45 +1,25 @@
 package acp
 
 import (
+	"fmt"
 	"io"
 
+	"github.com/happy-dev/happy/adapters/jsonrpc"
 	"github.com/happy-dev/happy/agent"
-	"github.com/happy-dev/happy/mapper"
 )
 
-// ReplayEvents decodes a recorded traffic log (as written by --record, or a
-// capture in the same format) into agent events, in order. Bad lines are
-// DroppedInput events at their place; a turn still open at the end of the
-// log ends as truncated (Decoder.Finish). Only a read error of r is
-// returned as an error.
-func ReplayEvents(r io.Reader, opts DecoderOptions) ([]agent.Event, error) {
-	frames, bad, err := ReadFrames(r)
+// Replay decodes a recorded ACP traffic log (as written by --record, or a
+// capture in the same format) into agent events, in order: happy's prompts
+// and permission answers are read from the traffic (and from the client's
+// notes). Bad lines are DroppedInput events at their place; a turn still
+// open at the end of the log ends as truncated (Decoder.Finish). The caller
+// reduces the events to a transcript (`happy replay --agent acp FILE`).
+// Errors: a read error of r only.
+func Replay(r io.Reader) ([]agent.Event, error) {
+	tr, err := jsonrpc.ReadTraffic(r)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("acp: %w", err)
 	}
-	dec := NewDecoder(opts)
-	var evs []agent.Event
-	for i, f := range frames {
-		evs = append(evs, bad[i]...)
-		evs = append(evs, dec.Decode(f)...)
-	}
-	evs = append(evs, bad[len(frames)]...)
-	evs = append(evs, dec.Finish()...)
-	return evs, nil
-}
-
-// Replay reduces a recorded ACP traffic log into the canonical transcript
-// of relay session cfg.SessionID: happy's prompts and permission answers
-// are read from the traffic (and from the client's notes). It is what
-// `happy replay --agent acp FILE` calls. Errors: a read error of r only.
-func Replay(r io.Reader, cfg mapper.Config) (mapper.Transcript, error) {
-	evs, err := ReplayEvents(r, DecoderOptions{})
-	if err != nil {
-		return mapper.Transcript{}, err
-	}
-	red := mapper.NewReducer(cfg)
-	for _, e := range evs {
-		red.Apply(e)
-	}
-	return red.Transcript(), nil
+	dec := NewDecoder()
+	return append(tr.Decode(dec.Decode), dec.Finish()...), nil
 }

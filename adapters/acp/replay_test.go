@@ -25,7 +25,7 @@ const replayHead = `{"t":1000,"dir":"c2a","msg":{"jsonrpc":"2.0","id":1,"method"
 // the agent ran) ends that turn as truncated: the blocked tool is settled
 // and the assistant message is closed.
 func TestReplayClosesOpenTurnAtEnd(t *testing.T) {
-	evs, err := ReplayEvents(strings.NewReader(replayHead), DecoderOptions{})
+	evs, err := Replay(strings.NewReader(replayHead))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestReplayClosesOpenTurnAtEnd(t *testing.T) {
 	if !ok || last.TurnID != "turn-1" || last.Reason != agent.TurnTruncated || last.Error == "" || last.Time != 1004 {
 		t.Fatalf("last event %T %+v, want turn-1 ended truncated at 1004", evs[len(evs)-1], evs[len(evs)-1])
 	}
-	tr, err := Replay(strings.NewReader(replayHead), mapper.Config{SessionID: "noend"})
+	tr, err := transcriptOf(mapper.Config{SessionID: "noend"})(Replay(strings.NewReader(replayHead)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,8 +48,8 @@ func TestReplayClosesOpenTurnAtEnd(t *testing.T) {
 		t.Errorf("assistant message left open: %+v", msg)
 	}
 	// A complete log gets no extra turn end.
-	d := NewDecoder(DecoderOptions{})
-	frames, _, _ := ReadFrames(strings.NewReader(replayHead + `{"t":1005,"dir":"a2c","msg":{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}}` + "\n"))
+	d := NewDecoder()
+	frames, _, _ := readFrames(strings.NewReader(replayHead + `{"t":1005,"dir":"a2c","msg":{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}}` + "\n"))
 	for _, f := range frames {
 		d.Decode(f)
 	}
@@ -89,7 +89,7 @@ func TestReplayDecisionNoteVersusWire(t *testing.T) {
 				log.WriteString(`{"t":1005,"dir":"note","msg":` + tc.note + "}\n")
 			}
 			log.WriteString(`{"t":1005,"dir":"c2a","msg":{"jsonrpc":"2.0","id":7,"result":` + tc.wire + "}}\n")
-			evs, err := ReplayEvents(&log, DecoderOptions{})
+			evs, err := Replay(&log)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -101,27 +101,27 @@ func newValidator(t *testing.T) *validator {
 
 // check validates one frame; it reports failures with Errorf and returns
 // false when the message is invalid.
-func (v *validator) check(where string, f Frame) bool {
+func (v *validator) check(where string, f jsonrpc.Frame) bool {
 	t := v.t
 	t.Helper()
 	if f.Dir != trafficlog.C2A && f.Dir != trafficlog.A2C {
 		return true
 	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(f.Msg))
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(f.Data))
 	if err != nil {
 		t.Errorf("%s: not JSON: %v", where, err)
 		return false
 	}
 	ok := true
 	if err := schemaV1.root.Validate(inst); err != nil {
-		t.Errorf("%s: %s message does not match the ACP schema: %v\n%s", where, f.Dir, err, f.Msg)
+		t.Errorf("%s: %s message does not match the ACP schema: %v\n%s", where, f.Dir, err, f.Data)
 		ok = false
 	}
-	m, err := jsonrpc.DecodeFrame(f.Msg)
-	if err != nil {
-		t.Errorf("%s: %v", where, err)
+	if f.Msg == nil {
+		t.Errorf("%s: %v", where, f.Err)
 		return false
 	}
+	m := *f.Msg
 	other := trafficlog.C2A
 	if f.Dir == trafficlog.C2A {
 		other = trafficlog.A2C
@@ -151,7 +151,7 @@ func (v *validator) check(where string, f Frame) bool {
 		return false
 	}
 	if err := sch.Validate(pi); err != nil {
-		t.Errorf("%s: %s does not match the ACP schema: %v\n%s", where, what, err, f.Msg)
+		t.Errorf("%s: %s does not match the ACP schema: %v\n%s", where, what, err, f.Data)
 		return false
 	}
 	return ok
@@ -162,7 +162,7 @@ func (v *validator) check(where string, f Frame) bool {
 func TestCapturesMatchSchema(t *testing.T) {
 	for _, name := range captures {
 		t.Run(name, func(t *testing.T) {
-			frames, _, err := ReadFrames(bytes.NewReader(readCapture(t, name)))
+			frames, _, err := readFrames(bytes.NewReader(readCapture(t, name)))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -91,7 +91,7 @@ func (o *out) add(e agent.Event) {
 }
 
 // Decode implements Decoder.
-func (d *AppServerDecoder) Decode(f Frame) []agent.Event {
+func (d *AppServerDecoder) Decode(f jsonrpc.Frame) []agent.Event {
 	d.n++
 	o := &out{t: f.T}
 	switch f.Dir {
@@ -103,7 +103,7 @@ func (d *AppServerDecoder) Decode(f Frame) []agent.Event {
 		d.exit(o)
 	case trafficlog.Note:
 		var n happyNote
-		if json.Unmarshal(f.Msg, &n) == nil && n.Happy == noteAbandoned {
+		if json.Unmarshal(f.Data, &n) == nil && n.Happy == noteAbandoned {
 			if th := d.threads[n.ThreadID]; th != nil && th.open && th.turn == n.TurnID {
 				d.endTurn(o, th, agent.TurnInterrupted, "codex never ended the turn: "+n.Reason)
 			}
@@ -111,7 +111,7 @@ func (d *AppServerDecoder) Decode(f Frame) []agent.Event {
 	case trafficlog.Stderr:
 		// Diagnostics only; they are in the log.
 	default:
-		o.add(dropped(SourceAppServer, d.n, f.T, string(f.Dir), agent.DropUnknownType, "unknown traffic direction", f.Msg))
+		o.add(dropped(SourceAppServer, d.n, f.T, string(f.Dir), agent.DropUnknownType, "unknown traffic direction", f.Data))
 	}
 	return o.ev
 }
@@ -120,23 +120,20 @@ func (d *AppServerDecoder) drop(o *out, kind string, reason agent.DropReason, de
 	o.add(dropped(SourceAppServer, d.n, o.t, kind, reason, detail, raw))
 }
 
-func (d *AppServerDecoder) a2c(o *out, f Frame) {
-	if len(f.Msg) > 0 && f.Msg[0] == '"' {
-		s, _ := trafficlog.Text(f.Msg)
+func (d *AppServerDecoder) a2c(o *out, f jsonrpc.Frame) {
+	if s, ok := f.Text(); ok {
 		d.drop(o, "", agent.DropUnparseableJSON, "agent wrote a line that is not JSON", []byte(s))
 		return
 	}
-	m, err := jsonrpc.DecodeFrame(f.Msg)
-	if err != nil {
-		fe := err.(*jsonrpc.FrameError)
-		d.drop(o, fe.Kind, fe.Reason, fe.Msg, f.Msg)
+	if f.Msg == nil {
+		kind, reason, detail := jsonrpc.DropOf(f.Err)
+		d.drop(o, kind, reason, detail, f.Data)
 		return
 	}
-	var stamp struct {
-		Emitted *int64 `json:"emittedAtMs"`
-	}
-	if json.Unmarshal(f.Msg, &stamp) == nil && stamp.Emitted != nil && *stamp.Emitted > 0 {
-		o.t = *stamp.Emitted
+	m := *f.Msg
+	var emitted int64
+	if json.Unmarshal(m.Extra["emittedAtMs"], &emitted) == nil && emitted > 0 {
+		o.t = emitted
 	}
 	switch m.Kind {
 	case jsonrpc.KindNotification:
@@ -251,147 +248,82 @@ func (d *AppServerDecoder) threadStarted(o *out, ti threadInfo) {
 // ignoredNotification says why a notification's content is deliberately
 // not shown (ok false: not on the list).
 func ignoredNotification(kind string) (string, bool) {
-	switch kind {
-	case "thread/status/changed":
-		return "thread state is derived from turns and approval requests", true
-	case "thread/readState/changed":
-		return "unread markers of other clients", true
-	case "thread/archived":
-		return "thread housekeeping", true
-	case "thread/deleted":
-		return "thread housekeeping", true
-	case "thread/unarchived":
-		return "thread housekeeping", true
-	case "thread/closed":
-		return "thread housekeeping; the process exit ends open turns", true
-	case "thread/reverted":
-		return "history rewrite of another client", true
-	case "thread/section/changed":
-		return "UI grouping of threads", true
-	case "thread/attachment/updated":
-		return "attachments are not mirrored yet", true
-	case "thread/goal/updated":
-		return "goal tracking of the Codex UI", true
-	case "thread/goal/cleared":
-		return "goal tracking of the Codex UI", true
-	case "thread/prediction/updated":
-		return "UI typing prediction", true
-	case "thread/queue/changed":
-		return "Codex's own prompt queue; happy queues prompts itself", true
-	case "project/changed":
-		return "project metadata", true
-	case "thread/project/updated":
-		return "project metadata", true
-	case "thread/environment/connected":
-		return "execution environment status", true
-	case "thread/environment/disconnected":
-		return "execution environment status", true
-	case "thread/settings/updated":
-		return "settings echo", true
-	case "skills/changed":
-		return "skill inventory", true
-	case "hook/started":
-		return "hook runs are not transcript content", true
-	case "hook/completed":
-		return "hook runs are not transcript content", true
-	case "turn/diff/updated":
-		return "aggregate diff of the turn; each fileChange item carries its own diff", true
-	case "item/autoApprovalReview/started":
-		return "automatic approval reviewer progress", true
-	case "item/autoApprovalReview/completed":
-		return "automatic approval reviewer progress", true
-	case "autoApprovalReview/strictReviewRequired":
-		return "automatic approval reviewer progress", true
-	case "command/exec/outputDelta":
-		return "output of a command/exec request happy never sends", true
-	case "process/outputDelta":
-		return "output of a process started outside a turn", true
-	case "process/exited":
-		return "process started outside a turn", true
-	case "thread/search/partial":
-		return "search results of another client", true
-	case "item/commandExecution/terminalInteraction":
-		return "stdin written to a running command; its output follows as deltas", true
-	case "item/reasoning/summaryPartAdded":
-		return "separators are derived from summaryIndex of the deltas", true
-	case "item/mcpToolCall/progress":
-		return "transient progress text of an MCP tool", true
-	case "mcpServer/oauthLogin/completed":
-		return "MCP server login", true
-	case "mcpServer/startupStatus/updated":
-		return "MCP server startup", true
-	case "mcpServer/event/stream/notification":
-		return "MCP server event stream", true
-	case "account/updated":
-		return "account state", true
-	case "account/gatewayOAuth/changed":
-		return "account state", true
-	case "account/rateLimits/updated":
-		return "rate-limit gauges; errors carry what matters", true
-	case "account/login/completed":
-		return "account state", true
-	case "app/list/updated":
-		return "app inventory", true
-	case "remoteControl/status/changed":
-		return "remote-control status of the Codex UI", true
-	case "externalAgentConfig/import/progress":
-		return "config import", true
-	case "externalAgentConfig/import/completed":
-		return "config import", true
-	case "fs/changed":
-		return "file watch of another client", true
-	case "model/rerouted":
-		return "model fallback notice; usage stays on the turn", true
-	case "model/verification":
-		return "model verification notice", true
-	case "modelProvider/authRecoveryStarted":
-		return "credential refresh", true
-	case "modelProvider/authRecoveryCompleted":
-		return "credential refresh", true
-	case "turn/moderationMetadata":
-		return "moderation metadata", true
-	case "model/safetyBuffering/updated":
-		return "moderation buffering state", true
-	case "warning":
-		return "diagnostic, logged with the traffic", true
-	case "guardianWarning":
-		return "diagnostic, logged with the traffic", true
-	case "deprecationNotice":
-		return "diagnostic, logged with the traffic", true
-	case "configWarning":
-		return "diagnostic, logged with the traffic", true
-	case "fuzzyFileSearch/sessionUpdated":
-		return "file search of another client", true
-	case "fuzzyFileSearch/sessionCompleted":
-		return "file search of another client", true
-	case "thread/realtime/started":
-		return "realtime voice sessions are not mirrored", true
-	case "thread/realtime/itemAdded":
-		return "realtime voice sessions are not mirrored", true
-	case "thread/realtime/item/started":
-		return "realtime voice sessions are not mirrored", true
-	case "thread/realtime/item/transcript/delta":
-		return "realtime voice sessions are not mirrored", true
-	case "thread/realtime/item/completed":
-		return "realtime voice sessions are not mirrored", true
-	case "thread/realtime/transcript/delta":
-		return "realtime voice sessions are not mirrored", true
-	case "thread/realtime/transcript/done":
-		return "realtime voice sessions are not mirrored", true
-	case "thread/realtime/outputAudio/delta":
-		return "realtime voice sessions are not mirrored", true
-	case "thread/realtime/sdp":
-		return "realtime voice sessions are not mirrored", true
-	case "thread/realtime/error":
-		return "realtime voice sessions are not mirrored", true
-	case "thread/realtime/closed":
-		return "realtime voice sessions are not mirrored", true
-	case "windows/worldWritableWarning":
-		return "Windows sandbox setup", true
-	case "windowsSandbox/setupCompleted":
-		return "Windows sandbox setup", true
-	}
-	return "", false
+	why, ok := ignoredNotifications[kind]
+	return why, ok
+}
+
+// ignoredNotifications are the notifications known and deliberately not
+// mapped, with the reason.
+var ignoredNotifications = map[string]string{
+	"thread/status/changed":                     "thread state is derived from turns and approval requests",
+	"thread/readState/changed":                  "unread markers of other clients",
+	"thread/archived":                           "thread housekeeping",
+	"thread/deleted":                            "thread housekeeping",
+	"thread/unarchived":                         "thread housekeeping",
+	"thread/closed":                             "thread housekeeping; the process exit ends open turns",
+	"thread/reverted":                           "history rewrite of another client",
+	"thread/section/changed":                    "UI grouping of threads",
+	"thread/attachment/updated":                 "attachments are not mirrored yet",
+	"thread/goal/updated":                       "goal tracking of the Codex UI",
+	"thread/goal/cleared":                       "goal tracking of the Codex UI",
+	"thread/prediction/updated":                 "UI typing prediction",
+	"thread/queue/changed":                      "Codex's own prompt queue; happy queues prompts itself",
+	"project/changed":                           "project metadata",
+	"thread/project/updated":                    "project metadata",
+	"thread/environment/connected":              "execution environment status",
+	"thread/environment/disconnected":           "execution environment status",
+	"thread/settings/updated":                   "settings echo",
+	"skills/changed":                            "skill inventory",
+	"hook/started":                              "hook runs are not transcript content",
+	"hook/completed":                            "hook runs are not transcript content",
+	"turn/diff/updated":                         "aggregate diff of the turn; each fileChange item carries its own diff",
+	"item/autoApprovalReview/started":           "automatic approval reviewer progress",
+	"item/autoApprovalReview/completed":         "automatic approval reviewer progress",
+	"autoApprovalReview/strictReviewRequired":   "automatic approval reviewer progress",
+	"command/exec/outputDelta":                  "output of a command/exec request happy never sends",
+	"process/outputDelta":                       "output of a process started outside a turn",
+	"process/exited":                            "process started outside a turn",
+	"thread/search/partial":                     "search results of another client",
+	"item/commandExecution/terminalInteraction": "stdin written to a running command; its output follows as deltas",
+	"item/reasoning/summaryPartAdded":           "separators are derived from summaryIndex of the deltas",
+	"item/mcpToolCall/progress":                 "transient progress text of an MCP tool",
+	"mcpServer/oauthLogin/completed":            "MCP server login",
+	"mcpServer/startupStatus/updated":           "MCP server startup",
+	"mcpServer/event/stream/notification":       "MCP server event stream",
+	"account/updated":                           "account state",
+	"account/gatewayOAuth/changed":              "account state",
+	"account/rateLimits/updated":                "rate-limit gauges; errors carry what matters",
+	"account/login/completed":                   "account state",
+	"app/list/updated":                          "app inventory",
+	"remoteControl/status/changed":              "remote-control status of the Codex UI",
+	"externalAgentConfig/import/progress":       "config import",
+	"externalAgentConfig/import/completed":      "config import",
+	"fs/changed":                                "file watch of another client",
+	"model/rerouted":                            "model fallback notice; usage stays on the turn",
+	"model/verification":                        "model verification notice",
+	"modelProvider/authRecoveryStarted":         "credential refresh",
+	"modelProvider/authRecoveryCompleted":       "credential refresh",
+	"turn/moderationMetadata":                   "moderation metadata",
+	"model/safetyBuffering/updated":             "moderation buffering state",
+	"warning":                                   "diagnostic, logged with the traffic",
+	"guardianWarning":                           "diagnostic, logged with the traffic",
+	"deprecationNotice":                         "diagnostic, logged with the traffic",
+	"configWarning":                             "diagnostic, logged with the traffic",
+	"fuzzyFileSearch/sessionUpdated":            "file search of another client",
+	"fuzzyFileSearch/sessionCompleted":          "file search of another client",
+	"thread/realtime/started":                   "realtime voice sessions are not mirrored",
+	"thread/realtime/itemAdded":                 "realtime voice sessions are not mirrored",
+	"thread/realtime/item/started":              "realtime voice sessions are not mirrored",
+	"thread/realtime/item/transcript/delta":     "realtime voice sessions are not mirrored",
+	"thread/realtime/item/completed":            "realtime voice sessions are not mirrored",
+	"thread/realtime/transcript/delta":          "realtime voice sessions are not mirrored",
+	"thread/realtime/transcript/done":           "realtime voice sessions are not mirrored",
+	"thread/realtime/outputAudio/delta":         "realtime voice sessions are not mirrored",
+	"thread/realtime/sdp":                       "realtime voice sessions are not mirrored",
+	"thread/realtime/error":                     "realtime voice sessions are not mirrored",
+	"thread/realtime/closed":                    "realtime voice sessions are not mirrored",
+	"windows/worldWritableWarning":              "Windows sandbox setup",
+	"windowsSandbox/setupCompleted":             "Windows sandbox setup",
 }
 
 // scoped is the thread/turn/item addressing most notifications carry.
@@ -401,16 +333,43 @@ type scoped struct {
 	ItemID   string `json:"itemId"`
 }
 
+// notice is a notification of a known thread, for its handler.
+type notice struct {
+	o    *out
+	th   *thread
+	base agent.EventBase // the thread's session
+	sc   scoped
+	m    jsonrpc.Message
+}
+
+// appServerNotifications maps every notification the decoder maps (see the
+// coverage table of the package doc) to its handler; a method neither here
+// nor in ignoredNotification's list is dropped as unknown.
+var appServerNotifications = map[string]func(*AppServerDecoder, notice){
+	"thread/name/updated":               (*AppServerDecoder).threadName,
+	"turn/started":                      (*AppServerDecoder).turnStarted,
+	"turn/completed":                    (*AppServerDecoder).turnCompleted,
+	"item/started":                      (*AppServerDecoder).itemNotice,
+	"item/completed":                    (*AppServerDecoder).itemNotice,
+	"item/agentMessage/delta":           (*AppServerDecoder).textDelta,
+	"item/plan/delta":                   (*AppServerDecoder).textDelta,
+	"item/reasoning/summaryTextDelta":   (*AppServerDecoder).summaryDelta,
+	"item/reasoning/textDelta":          (*AppServerDecoder).reasoningDelta,
+	"item/commandExecution/outputDelta": (*AppServerDecoder).outputDelta,
+	"item/fileChange/outputDelta":       (*AppServerDecoder).outputDelta,
+	"item/fileChange/patchUpdated":      (*AppServerDecoder).patchUpdated,
+	"turn/plan/updated":                 (*AppServerDecoder).planUpdated,
+	"thread/tokenUsage/updated":         (*AppServerDecoder).tokenUsage,
+	"error":                             (*AppServerDecoder).errorNotice,
+	"thread/compacted":                  (*AppServerDecoder).compacted,
+	"serverRequest/resolved":            (*AppServerDecoder).requestResolved,
+}
+
 func (d *AppServerDecoder) notification(o *out, m jsonrpc.Message) {
 	if _, ok := ignoredNotification(m.Method); ok {
 		return
 	}
-	var sc scoped
-	if len(m.Params) > 0 && m.Params[0] == '{' {
-		_ = json.Unmarshal(m.Params, &sc)
-	}
-	switch m.Method {
-	case "thread/started":
+	if m.Method == "thread/started" {
 		var p struct {
 			Thread threadInfo `json:"thread"`
 		}
@@ -420,20 +379,15 @@ func (d *AppServerDecoder) notification(o *out, m jsonrpc.Message) {
 		}
 		d.threadStarted(o, p.Thread)
 		return
-	case "error":
-		// An error may come before any thread is known (e.g. at start-up).
 	}
-	known := map[string]bool{
-		"thread/name/updated": true, "thread/tokenUsage/updated": true, "turn/started": true,
-		"turn/completed": true, "turn/plan/updated": true, "item/started": true, "item/completed": true,
-		"item/agentMessage/delta": true, "item/plan/delta": true, "item/commandExecution/outputDelta": true,
-		"item/fileChange/outputDelta": true, "item/fileChange/patchUpdated": true, "serverRequest/resolved": true,
-		"item/reasoning/summaryTextDelta": true, "item/reasoning/textDelta": true, "thread/compacted": true,
-		"error": true,
-	}
-	if !known[m.Method] {
+	handle := appServerNotifications[m.Method]
+	if handle == nil {
 		d.drop(o, m.Method, agent.DropUnknownType, "notification unknown to this version", m.Raw)
 		return
+	}
+	var sc scoped
+	if len(m.Params) > 0 && m.Params[0] == '{' {
+		_ = json.Unmarshal(m.Params, &sc)
 	}
 	th := d.threadOf(sc.ThreadID)
 	if th == nil {
@@ -444,179 +398,213 @@ func (d *AppServerDecoder) notification(o *out, m jsonrpc.Message) {
 		}
 		return
 	}
-	base := agent.EventBase{Session: th.session}
-	switch m.Method {
-	case "thread/name/updated":
-		var p struct {
-			Name *string `json:"threadName"`
-		}
-		_ = json.Unmarshal(m.Params, &p)
-		if p.Name != nil && th.session == "" {
-			o.add(&agent.SessionInfo{Title: *p.Name})
-		}
-	case "turn/started":
-		var p struct {
-			Turn turn `json:"turn"`
-		}
-		if json.Unmarshal(m.Params, &p) != nil || p.Turn.ID == "" {
-			d.drop(o, m.Method, agent.DropMissingID, "turn/started without turn.id", m.Raw)
-			return
-		}
-		d.startTurn(o, th, p.Turn.ID)
-	case "turn/completed":
-		var p struct {
-			Turn turn `json:"turn"`
-		}
-		if json.Unmarshal(m.Params, &p) != nil || p.Turn.ID == "" {
-			d.drop(o, m.Method, agent.DropMissingID, "turn/completed without turn.id", m.Raw)
-			return
-		}
-		d.settleTurn(o, th, p.Turn, m.Raw)
-	case "item/started", "item/completed":
-		var p struct {
-			Item json.RawMessage `json:"item"`
-		}
-		if json.Unmarshal(m.Params, &p) != nil || len(p.Item) == 0 || p.Item[0] != '{' {
-			d.drop(o, m.Method, agent.DropInvalidField, "item is not an object", m.Raw)
-			return
-		}
-		d.item(o, th, p.Item, m.Method == "item/completed", m.Raw)
-	case "item/agentMessage/delta", "item/plan/delta":
-		var p struct {
-			Delta string `json:"delta"`
-		}
-		_ = json.Unmarshal(m.Params, &p)
-		if sc.ItemID == "" {
-			d.drop(o, m.Method, agent.DropMissingID, "delta without itemId", m.Raw)
-			return
-		}
-		if p.Delta != "" && !th.items[sc.ItemID] {
-			o.add(&agent.TextDelta{EventBase: base, Block: sc.ItemID, Delta: p.Delta})
-		}
-	case "item/reasoning/summaryTextDelta":
-		var p struct {
-			Delta string `json:"delta"`
-			Index int    `json:"summaryIndex"`
-		}
-		_ = json.Unmarshal(m.Params, &p)
-		if sc.ItemID == "" || th.items[sc.ItemID] {
-			return
-		}
-		last, seen := th.reason[sc.ItemID]
-		delta := p.Delta
-		if seen && p.Index != last {
-			delta = "\n\n" + delta
-		}
-		th.reason[sc.ItemID] = p.Index
-		if delta != "" {
-			o.add(&agent.ReasoningDelta{EventBase: base, Block: sc.ItemID, Delta: delta})
-		}
-	case "item/reasoning/textDelta":
-		var p struct {
-			Delta string `json:"delta"`
-		}
-		_ = json.Unmarshal(m.Params, &p)
-		if sc.ItemID != "" && p.Delta != "" && !th.items[sc.ItemID] {
-			o.add(&agent.ReasoningDelta{EventBase: base, Block: sc.ItemID + "/raw", Delta: p.Delta})
-		}
-	case "item/commandExecution/outputDelta", "item/fileChange/outputDelta":
-		var p struct {
-			Delta json.RawMessage `json:"delta"`
-		}
-		_ = json.Unmarshal(m.Params, &p)
-		b, err := decodeChunk(p.Delta, false)
-		if err != nil {
-			d.drop(o, m.Method, agent.DropInvalidField, err.Error(), m.Raw)
-			return
-		}
-		c := d.callFor(th, sc.ItemID)
-		if c == nil {
-			d.drop(o, m.Method, agent.DropMissingID, "output delta without itemId", m.Raw)
-			return
-		}
-		c.out.write(b)
-	case "item/fileChange/patchUpdated":
-		var p struct {
-			Changes []fileUpdate `json:"changes"`
-		}
-		if json.Unmarshal(m.Params, &p) != nil || sc.ItemID == "" {
-			d.drop(o, m.Method, agent.DropInvalidField, "patchUpdated without itemId or changes", m.Raw)
-			return
-		}
-		c := d.callFor(th, sc.ItemID)
-		input, meta, paths := fileChangeDetail(p.Changes)
-		c.paths = paths
-		c.input = input
-		o.add(&agent.ToolCall{EventBase: base, CallID: c.id, Tool: "edit", Title: strings.Join(paths, ", "), Input: input, Metadata: meta})
-		c.shown = true
-	case "turn/plan/updated":
-		var p struct {
-			Plan []struct {
-				Step   string `json:"step"`
-				Status string `json:"status"`
-			} `json:"plan"`
-		}
-		if json.Unmarshal(m.Params, &p) != nil {
-			d.drop(o, m.Method, agent.DropInvalidField, "plan is not a list of steps", m.Raw)
-			return
-		}
-		todos := make([]agent.Todo, 0, len(p.Plan))
-		for _, s := range p.Plan {
-			todos = append(todos, agent.Todo{Content: s.Step, Status: todoStatus(s.Status), Priority: agent.PriorityMedium})
-		}
-		o.add(&agent.TodosUpdated{EventBase: base, Todos: todos})
-	case "thread/tokenUsage/updated":
-		var p struct {
-			Usage struct {
-				Last *tokenBreakdown `json:"last"`
-			} `json:"tokenUsage"`
-		}
-		if json.Unmarshal(m.Params, &p) != nil || p.Usage.Last == nil {
-			d.drop(o, m.Method, agent.DropInvalidField, "tokenUsage.last missing", m.Raw)
-			return
-		}
-		if t := p.Usage.Last.tokens(); t != nil {
-			o.add(&agent.Usage{EventBase: base, Tokens: t})
-		}
-	case "error":
-		var p struct {
-			Error     turnError `json:"error"`
-			WillRetry bool      `json:"willRetry"`
-		}
-		if json.Unmarshal(m.Params, &p) != nil {
-			d.drop(o, m.Method, agent.DropInvalidField, "error notification without error", m.Raw)
-			return
-		}
-		kind, status := errorKind(p.Error.Info)
-		if p.WillRetry {
-			th.retries++
-			retryable := true
-			o.add(&agent.Retry{EventBase: base, Attempt: th.retries, Error: agent.MessageError{
-				Name: agent.ErrNameAPI,
-				Data: agent.ErrorData{Message: p.Error.Message, Kind: kind, StatusCode: status, IsRetryable: &retryable},
-			}})
-			return
-		}
-		th.errored = sc.TurnID
-		o.add(&agent.AgentError{EventBase: base, Kind: kind, Text: p.Error.Message, StatusCode: status})
-	case "thread/compacted":
-		if th.compacts == 0 {
-			o.add(&agent.Compaction{EventBase: base, ID: "compacted:" + sc.TurnID, Auto: true})
-		}
-	case "serverRequest/resolved":
-		var p struct {
-			ID json.RawMessage `json:"requestId"`
-		}
-		_ = json.Unmarshal(m.Params, &p)
-		r := d.received[idString(p.ID)]
-		if r == nil || r.answered {
-			return
-		}
-		r.answered = true
-		if c := d.calls[r.session+"\x00"+r.callID]; c != nil && c.blocked {
-			c.blocked = false
-			o.add(&agent.ToolResolved{EventBase: base, CallID: r.callID, Decision: agent.DecisionReject, Reason: agent.ReasonAnsweredInAgent})
-		}
+	handle(d, notice{o: o, th: th, base: agent.EventBase{Session: th.session}, sc: sc, m: m})
+}
+
+func (d *AppServerDecoder) dropNotice(n notice, reason agent.DropReason, detail string) {
+	d.drop(n.o, n.m.Method, reason, detail, n.m.Raw)
+}
+
+func (d *AppServerDecoder) threadName(n notice) {
+	var p struct {
+		Name *string `json:"threadName"`
+	}
+	_ = json.Unmarshal(n.m.Params, &p)
+	if p.Name != nil && n.th.session == "" {
+		n.o.add(&agent.SessionInfo{Title: *p.Name})
+	}
+}
+
+func (d *AppServerDecoder) turnStarted(n notice) {
+	var p struct {
+		Turn turn `json:"turn"`
+	}
+	if json.Unmarshal(n.m.Params, &p) != nil || p.Turn.ID == "" {
+		d.dropNotice(n, agent.DropMissingID, "turn/started without turn.id")
+		return
+	}
+	d.startTurn(n.o, n.th, p.Turn.ID)
+}
+
+func (d *AppServerDecoder) turnCompleted(n notice) {
+	var p struct {
+		Turn turn `json:"turn"`
+	}
+	if json.Unmarshal(n.m.Params, &p) != nil || p.Turn.ID == "" {
+		d.dropNotice(n, agent.DropMissingID, "turn/completed without turn.id")
+		return
+	}
+	d.settleTurn(n.o, n.th, p.Turn, n.m.Raw)
+}
+
+func (d *AppServerDecoder) itemNotice(n notice) {
+	var p struct {
+		Item json.RawMessage `json:"item"`
+	}
+	if json.Unmarshal(n.m.Params, &p) != nil || len(p.Item) == 0 || p.Item[0] != '{' {
+		d.dropNotice(n, agent.DropInvalidField, "item is not an object")
+		return
+	}
+	d.item(n.o, n.th, p.Item, n.m.Method == "item/completed", n.m.Raw)
+}
+
+func (d *AppServerDecoder) textDelta(n notice) {
+	var p struct {
+		Delta string `json:"delta"`
+	}
+	_ = json.Unmarshal(n.m.Params, &p)
+	if n.sc.ItemID == "" {
+		d.dropNotice(n, agent.DropMissingID, "delta without itemId")
+		return
+	}
+	if p.Delta != "" && !n.th.items[n.sc.ItemID] {
+		n.o.add(&agent.TextDelta{EventBase: n.base, Block: n.sc.ItemID, Delta: p.Delta})
+	}
+}
+
+// summaryDelta puts a blank line between the parts of a reasoning summary.
+func (d *AppServerDecoder) summaryDelta(n notice) {
+	var p struct {
+		Delta string `json:"delta"`
+		Index int    `json:"summaryIndex"`
+	}
+	_ = json.Unmarshal(n.m.Params, &p)
+	id := n.sc.ItemID
+	if id == "" || n.th.items[id] {
+		return
+	}
+	last, seen := n.th.reason[id]
+	delta := p.Delta
+	if seen && p.Index != last {
+		delta = "\n\n" + delta
+	}
+	n.th.reason[id] = p.Index
+	if delta != "" {
+		n.o.add(&agent.ReasoningDelta{EventBase: n.base, Block: id, Delta: delta})
+	}
+}
+
+func (d *AppServerDecoder) reasoningDelta(n notice) {
+	var p struct {
+		Delta string `json:"delta"`
+	}
+	_ = json.Unmarshal(n.m.Params, &p)
+	if n.sc.ItemID != "" && p.Delta != "" && !n.th.items[n.sc.ItemID] {
+		n.o.add(&agent.ReasoningDelta{EventBase: n.base, Block: n.sc.ItemID + "/raw", Delta: p.Delta})
+	}
+}
+
+func (d *AppServerDecoder) outputDelta(n notice) {
+	var p struct {
+		Delta json.RawMessage `json:"delta"`
+	}
+	_ = json.Unmarshal(n.m.Params, &p)
+	b, err := decodeChunk(p.Delta, false)
+	if err != nil {
+		d.dropNotice(n, agent.DropInvalidField, err.Error())
+		return
+	}
+	c := d.callFor(n.th, n.sc.ItemID)
+	if c == nil {
+		d.dropNotice(n, agent.DropMissingID, "output delta without itemId")
+		return
+	}
+	c.out.write(b)
+}
+
+func (d *AppServerDecoder) patchUpdated(n notice) {
+	var p struct {
+		Changes []fileUpdate `json:"changes"`
+	}
+	if json.Unmarshal(n.m.Params, &p) != nil || n.sc.ItemID == "" {
+		d.dropNotice(n, agent.DropInvalidField, "patchUpdated without itemId or changes")
+		return
+	}
+	c := d.callFor(n.th, n.sc.ItemID)
+	input, meta, paths := fileChangeDetail(p.Changes)
+	c.paths = paths
+	c.input = input
+	n.o.add(&agent.ToolCall{EventBase: n.base, CallID: c.id, Tool: "edit", Title: strings.Join(paths, ", "), Input: input, Metadata: meta})
+	c.shown = true
+}
+
+func (d *AppServerDecoder) planUpdated(n notice) {
+	var p struct {
+		Plan []struct {
+			Step   string `json:"step"`
+			Status string `json:"status"`
+		} `json:"plan"`
+	}
+	if json.Unmarshal(n.m.Params, &p) != nil {
+		d.dropNotice(n, agent.DropInvalidField, "plan is not a list of steps")
+		return
+	}
+	todos := make([]agent.Todo, 0, len(p.Plan))
+	for _, s := range p.Plan {
+		todos = append(todos, agent.Todo{Content: s.Step, Status: todoStatus(s.Status), Priority: agent.PriorityMedium})
+	}
+	n.o.add(&agent.TodosUpdated{EventBase: n.base, Todos: todos})
+}
+
+func (d *AppServerDecoder) tokenUsage(n notice) {
+	var p struct {
+		Usage struct {
+			Last *tokenBreakdown `json:"last"`
+		} `json:"tokenUsage"`
+	}
+	if json.Unmarshal(n.m.Params, &p) != nil || p.Usage.Last == nil {
+		d.dropNotice(n, agent.DropInvalidField, "tokenUsage.last missing")
+		return
+	}
+	if t := p.Usage.Last.tokens(); t != nil {
+		n.o.add(&agent.Usage{EventBase: n.base, Tokens: t})
+	}
+}
+
+// errorNotice is a Retry when Codex retries, else an AgentError.
+func (d *AppServerDecoder) errorNotice(n notice) {
+	var p struct {
+		Error     turnError `json:"error"`
+		WillRetry bool      `json:"willRetry"`
+	}
+	if json.Unmarshal(n.m.Params, &p) != nil {
+		d.dropNotice(n, agent.DropInvalidField, "error notification without error")
+		return
+	}
+	kind, status := errorKind(p.Error.Info)
+	if p.WillRetry {
+		n.th.retries++
+		retryable := true
+		n.o.add(&agent.Retry{EventBase: n.base, Attempt: n.th.retries, Error: agent.MessageError{
+			Name: agent.ErrNameAPI,
+			Data: agent.ErrorData{Message: p.Error.Message, Kind: kind, StatusCode: status, IsRetryable: &retryable},
+		}})
+		return
+	}
+	n.th.errored = n.sc.TurnID
+	n.o.add(&agent.AgentError{EventBase: n.base, Kind: kind, Text: p.Error.Message, StatusCode: status})
+}
+
+func (d *AppServerDecoder) compacted(n notice) {
+	if n.th.compacts == 0 {
+		n.o.add(&agent.Compaction{EventBase: n.base, ID: "compacted:" + n.sc.TurnID, Auto: true})
+	}
+}
+
+// requestResolved: a request Codex resolved without happy's answer.
+func (d *AppServerDecoder) requestResolved(n notice) {
+	var p struct {
+		ID json.RawMessage `json:"requestId"`
+	}
+	_ = json.Unmarshal(n.m.Params, &p)
+	r := d.received[idString(p.ID)]
+	if r == nil || r.answered {
+		return
+	}
+	r.answered = true
+	if c := d.calls[r.session+"\x00"+r.callID]; c != nil && c.blocked {
+		c.blocked = false
+		n.o.add(&agent.ToolResolved{EventBase: n.base, CallID: r.callID, Decision: agent.DecisionReject, Reason: agent.ReasonAnsweredInAgent})
 	}
 }
 

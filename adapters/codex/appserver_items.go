@@ -112,265 +112,325 @@ func (d *AppServerDecoder) item(o *out, th *thread, raw json.RawMessage, complet
 	if _, ok := ignoredItem(it.Type); ok {
 		return
 	}
-	switch it.Type {
-	case "userMessage":
-		if seen {
-			return
-		}
-		text, files := userContent(it.Content)
-		o.add(&agent.UserPrompt{EventBase: base, PromptID: it.ID, Text: text, Files: files})
-	case "agentMessage", "plan":
-		if it.Text != nil && *it.Text != "" && (completed || !seen) {
-			o.add(&agent.TextFinal{EventBase: base, Block: it.ID, Text: *it.Text})
-		}
-	case "exitedReviewMode":
-		if it.Review != "" {
-			o.add(&agent.TextFinal{EventBase: base, Block: it.ID, Text: it.Review})
-		}
-	case "reasoning":
-		if !completed {
-			return
-		}
-		if len(it.Summary) > 0 {
-			o.add(&agent.ReasoningFinal{EventBase: base, Block: it.ID, Text: strings.Join(it.Summary, "\n\n")})
-		}
-		var content []string
-		_ = json.Unmarshal(it.Content, &content)
-		if len(content) > 0 {
-			o.add(&agent.ReasoningFinal{EventBase: base, Block: it.ID + "/raw", Text: strings.Join(content, "\n\n")})
-		}
-	case "contextCompaction":
-		th.compacts++
-		if !seen {
-			o.add(&agent.Compaction{EventBase: base, ID: it.ID, Auto: true})
-		}
-	case "commandExecution":
-		c := d.callFor(th, it.ID)
-		c.tool = "bash"
-		in := map[string]any{"command": it.Command}
-		if it.Cwd != "" {
-			in["cwd"] = it.Cwd
-		}
-		meta := agent.Object{}
-		if len(it.CommandActions) > 0 && string(it.CommandActions) != "null" {
-			meta["commandActions"] = it.CommandActions
-		}
-		d.announce(o, c, base, it.Command, mustObject(in), meta)
-		if !completed {
-			d.run(o, c, base)
-			return
-		}
-		res := agent.Object{}
-		if it.ExitCode != nil {
-			res["exitCode"] = *it.ExitCode
-		}
-		if it.DurationMs != nil {
-			res["durationMs"] = *it.DurationMs
-		}
-		output := c.out.String()
-		if it.AggregatedOutput != nil {
-			output = *it.AggregatedOutput
-		}
-		switch it.Status {
-		case "completed":
-			d.complete(o, c, base, output, res)
-		case "declined":
-			d.fail(o, c, base, "declined", res)
-		default: // failed, or an unknown status at completion
-			msg := output
-			if strings.TrimSpace(msg) == "" {
-				msg = "command failed"
-				if it.ExitCode != nil {
-					msg = fmt.Sprintf("command failed with exit code %d", *it.ExitCode)
-				}
-			}
-			if it.Status != "failed" {
-				res["status"] = it.Status
-			}
-			d.fail(o, c, base, msg, res)
-		}
-	case "fileChange":
-		c := d.callFor(th, it.ID)
-		c.tool = "edit"
-		input, meta, paths := fileChangeDetail(it.Changes)
-		c.paths, c.input = paths, input
-		d.announce(o, c, base, strings.Join(paths, ", "), input, meta)
-		if !completed {
-			d.run(o, c, base)
-			return
-		}
-		switch it.Status {
-		case "completed":
-			d.complete(o, c, base, c.out.String(), meta)
-		case "declined":
-			d.fail(o, c, base, "declined", meta)
-		default:
-			msg := c.out.String()
-			if msg == "" {
-				msg = "patch failed to apply"
-			}
-			d.fail(o, c, base, msg, meta)
-		}
-	case "mcpToolCall", "dynamicToolCall":
-		c := d.callFor(th, it.ID)
-		name := it.Tool
-		if it.Type == "mcpToolCall" {
-			name = it.Server + "_" + it.Tool
-		} else if it.Namespace != nil && *it.Namespace != "" {
-			name = *it.Namespace + "_" + it.Tool
-		}
-		c.tool = name
-		d.announce(o, c, base, it.Tool, objectOr(it.Arguments), nil)
-		if !completed {
-			d.run(o, c, base)
-			return
-		}
-		meta := agent.Object{}
-		if it.DurationMs != nil {
-			meta["durationMs"] = *it.DurationMs
-		}
-		var text string
-		if it.Type == "mcpToolCall" {
-			var res struct {
-				Content    []json.RawMessage `json:"content"`
-				Structured json.RawMessage   `json:"structuredContent"`
-			}
-			_ = json.Unmarshal(it.Result, &res)
-			text = contentText(res.Content)
-			if len(res.Structured) > 0 && string(res.Structured) != "null" {
-				meta["structuredContent"] = res.Structured
-			}
-		} else {
-			var items []json.RawMessage
-			_ = json.Unmarshal(it.ContentItems, &items)
-			text = contentText(items)
-		}
-		var e struct {
-			Message string `json:"message"`
-		}
-		_ = json.Unmarshal(it.Error, &e)
-		if it.Status == "completed" && (it.Success == nil || *it.Success) {
-			d.complete(o, c, base, text, meta)
-		} else {
-			msg := e.Message
-			if msg == "" {
-				msg = text
-			}
-			if msg == "" {
-				msg = "tool call " + it.Status
-			}
-			d.fail(o, c, base, msg, meta)
-		}
-	case "collabAgentToolCall":
-		c := d.callFor(th, it.ID)
-		c.tool = "task"
-		in := map[string]any{"tool": it.Tool}
-		prompt := ""
-		if it.Prompt != nil {
-			prompt = *it.Prompt
-			in["prompt"] = prompt
-		}
-		if it.Model != nil {
-			in["model"] = *it.Model
-		}
-		if len(it.ReceiverThreads) > 0 {
-			in["receiverThreadIds"] = it.ReceiverThreads
-		}
-		title := it.Tool
-		if prompt != "" {
-			title = firstLine(prompt, 80)
-		}
-		d.announce(o, c, base, title, mustObject(in), nil)
-		for _, tid := range it.ReceiverThreads {
-			d.child(o, th, tid, it.ID, firstLine(prompt, 80), "codex", prompt)
-		}
-		d.endChildren(o, it.AgentsStates)
-		if !completed {
-			d.run(o, c, base)
-			return
-		}
-		var msgs []string
-		keys := make([]string, 0, len(it.AgentsStates))
-		for k := range it.AgentsStates {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			if s := it.AgentsStates[k]; s.Message != nil && *s.Message != "" {
-				msgs = append(msgs, *s.Message)
-			}
-		}
-		text := strings.Join(msgs, "\n\n")
-		if it.Status == "completed" {
-			d.complete(o, c, base, text, nil)
-		} else {
-			if text == "" {
-				text = "subagent call " + it.Status
-			}
-			d.fail(o, c, base, text, nil)
-		}
-	case "subAgentActivity":
-		if it.AgentThreadID == "" {
-			d.drop(o, "item:subAgentActivity", agent.DropMissingID, "subAgentActivity without agentThreadId", frame)
-			return
-		}
-		switch it.Kind {
-		case "started", "interacted":
-			d.child(o, th, it.AgentThreadID, "", it.AgentPath, "codex", "")
-		case "completed", "interrupted":
-			d.child(o, th, it.AgentThreadID, "", it.AgentPath, "codex", "")
-			d.endChildren(o, map[string]collabAgentState{it.AgentThreadID: {Status: "completed"}})
-		}
-	case "webSearch":
-		c := d.callFor(th, it.ID)
-		c.tool = "websearch"
-		in := map[string]any{"query": it.Query}
-		if len(it.Action) > 0 && string(it.Action) != "null" {
-			in["action"] = it.Action
-		}
-		d.announce(o, c, base, it.Query, mustObject(in), nil)
-		d.run(o, c, base)
-		if completed {
-			meta := agent.Object{}
-			if len(it.Results) > 0 && string(it.Results) != "null" {
-				meta["results"] = it.Results
-			}
-			d.complete(o, c, base, "", meta)
-		}
-	case "imageView", "sleep", "imageGeneration":
-		c := d.callFor(th, it.ID)
-		in := map[string]any{}
-		title := ""
-		switch it.Type {
-		case "imageView":
-			c.tool, in["path"], title = "read", it.Path, it.Path
-		case "sleep":
-			c.tool, in["durationMs"], title = "sleep", it.DurationMs, "sleep"
-		default:
-			c.tool, title = "image_generation", "image generation"
-			if it.RevisedPrompt != nil {
-				in["prompt"] = *it.RevisedPrompt
-			}
-		}
-		d.announce(o, c, base, title, mustObject(in), nil)
-		d.run(o, c, base)
-		if !completed {
-			return
-		}
-		if it.Type == "imageGeneration" && (it.Status == "failed" || (len(it.Failure) > 0 && string(it.Failure) != "null")) {
-			d.fail(o, c, base, "image generation failed: "+string(it.Failure), nil)
-			return
-		}
-		outText := ""
-		if it.SavedPath != nil {
-			outText = *it.SavedPath
-		}
-		d.complete(o, c, base, outText, nil)
-	default:
+	handle := appServerItems[it.Type]
+	if handle == nil {
 		if !seen {
 			d.drop(o, "item:"+it.Type, agent.DropUnknownType, "thread item type unknown to this version", frame)
 		}
+		return
 	}
+	handle(d, itemEvent{o: o, th: th, it: it, base: base, completed: completed, seen: seen, frame: frame})
+}
+
+// itemEvent is one ThreadItem seen, for its handler: the thread, the item,
+// whether it completed and whether it was seen before, and the raw frame.
+type itemEvent struct {
+	o         *out
+	th        *thread
+	it        itemHead
+	base      agent.EventBase // the thread's session
+	completed bool
+	seen      bool
+	frame     []byte
+}
+
+// appServerItems maps every ThreadItem type the decoder maps (see the
+// coverage of the package doc) to its handler; a type neither here nor in
+// ignoredItem's list is dropped as unknown.
+var appServerItems = map[string]func(*AppServerDecoder, itemEvent){
+	"userMessage":         (*AppServerDecoder).itemUserMessage,
+	"agentMessage":        (*AppServerDecoder).itemAgentMessage,
+	"plan":                (*AppServerDecoder).itemAgentMessage,
+	"exitedReviewMode":    (*AppServerDecoder).itemExitedReviewMode,
+	"reasoning":           (*AppServerDecoder).itemReasoning,
+	"contextCompaction":   (*AppServerDecoder).itemContextCompaction,
+	"commandExecution":    (*AppServerDecoder).itemCommandExecution,
+	"fileChange":          (*AppServerDecoder).itemFileChange,
+	"mcpToolCall":         (*AppServerDecoder).itemMcpToolCall,
+	"dynamicToolCall":     (*AppServerDecoder).itemMcpToolCall,
+	"collabAgentToolCall": (*AppServerDecoder).itemCollabAgentToolCall,
+	"subAgentActivity":    (*AppServerDecoder).itemSubAgentActivity,
+	"webSearch":           (*AppServerDecoder).itemWebSearch,
+	"imageView":           (*AppServerDecoder).itemImageView,
+	"sleep":               (*AppServerDecoder).itemImageView,
+	"imageGeneration":     (*AppServerDecoder).itemImageView,
+}
+
+func (d *AppServerDecoder) itemUserMessage(e itemEvent) {
+	if e.seen {
+		return
+	}
+	text, files := userContent(e.it.Content)
+	e.o.add(&agent.UserPrompt{EventBase: e.base, PromptID: e.it.ID, Text: text, Files: files})
+}
+
+func (d *AppServerDecoder) itemAgentMessage(e itemEvent) {
+	if e.it.Text != nil && *e.it.Text != "" && (e.completed || !e.seen) {
+		e.o.add(&agent.TextFinal{EventBase: e.base, Block: e.it.ID, Text: *e.it.Text})
+	}
+}
+
+func (d *AppServerDecoder) itemExitedReviewMode(e itemEvent) {
+	if e.it.Review != "" {
+		e.o.add(&agent.TextFinal{EventBase: e.base, Block: e.it.ID, Text: e.it.Review})
+	}
+}
+
+func (d *AppServerDecoder) itemReasoning(e itemEvent) {
+	if !e.completed {
+		return
+	}
+	if len(e.it.Summary) > 0 {
+		e.o.add(&agent.ReasoningFinal{EventBase: e.base, Block: e.it.ID, Text: strings.Join(e.it.Summary, "\n\n")})
+	}
+	var content []string
+	_ = json.Unmarshal(e.it.Content, &content)
+	if len(content) > 0 {
+		e.o.add(&agent.ReasoningFinal{EventBase: e.base, Block: e.it.ID + "/raw", Text: strings.Join(content, "\n\n")})
+	}
+}
+
+func (d *AppServerDecoder) itemContextCompaction(e itemEvent) {
+	e.th.compacts++
+	if !e.seen {
+		e.o.add(&agent.Compaction{EventBase: e.base, ID: e.it.ID, Auto: true})
+	}
+}
+
+func (d *AppServerDecoder) itemCommandExecution(e itemEvent) {
+	c := d.callFor(e.th, e.it.ID)
+	c.tool = "bash"
+	in := map[string]any{"command": e.it.Command}
+	if e.it.Cwd != "" {
+		in["cwd"] = e.it.Cwd
+	}
+	meta := agent.Object{}
+	if len(e.it.CommandActions) > 0 && string(e.it.CommandActions) != "null" {
+		meta["commandActions"] = e.it.CommandActions
+	}
+	d.announce(e.o, c, e.base, e.it.Command, mustObject(in), meta)
+	if !e.completed {
+		d.run(e.o, c, e.base)
+		return
+	}
+	res := agent.Object{}
+	if e.it.ExitCode != nil {
+		res["exitCode"] = *e.it.ExitCode
+	}
+	if e.it.DurationMs != nil {
+		res["durationMs"] = *e.it.DurationMs
+	}
+	output := c.out.String()
+	if e.it.AggregatedOutput != nil {
+		output = *e.it.AggregatedOutput
+	}
+	switch e.it.Status {
+	case "completed":
+		d.complete(e.o, c, e.base, output, res)
+	case "declined":
+		d.fail(e.o, c, e.base, "declined", res)
+	default: // failed, or an unknown status at completion
+		msg := output
+		if strings.TrimSpace(msg) == "" {
+			msg = "command failed"
+			if e.it.ExitCode != nil {
+				msg = fmt.Sprintf("command failed with exit code %d", *e.it.ExitCode)
+			}
+		}
+		if e.it.Status != "failed" {
+			res["status"] = e.it.Status
+		}
+		d.fail(e.o, c, e.base, msg, res)
+	}
+}
+
+func (d *AppServerDecoder) itemFileChange(e itemEvent) {
+	c := d.callFor(e.th, e.it.ID)
+	c.tool = "edit"
+	input, meta, paths := fileChangeDetail(e.it.Changes)
+	c.paths, c.input = paths, input
+	d.announce(e.o, c, e.base, strings.Join(paths, ", "), input, meta)
+	if !e.completed {
+		d.run(e.o, c, e.base)
+		return
+	}
+	switch e.it.Status {
+	case "completed":
+		d.complete(e.o, c, e.base, c.out.String(), meta)
+	case "declined":
+		d.fail(e.o, c, e.base, "declined", meta)
+	default:
+		msg := c.out.String()
+		if msg == "" {
+			msg = "patch failed to apply"
+		}
+		d.fail(e.o, c, e.base, msg, meta)
+	}
+}
+
+func (d *AppServerDecoder) itemMcpToolCall(e itemEvent) {
+	c := d.callFor(e.th, e.it.ID)
+	name := e.it.Tool
+	if e.it.Type == "mcpToolCall" {
+		name = e.it.Server + "_" + e.it.Tool
+	} else if e.it.Namespace != nil && *e.it.Namespace != "" {
+		name = *e.it.Namespace + "_" + e.it.Tool
+	}
+	c.tool = name
+	d.announce(e.o, c, e.base, e.it.Tool, objectOr(e.it.Arguments), nil)
+	if !e.completed {
+		d.run(e.o, c, e.base)
+		return
+	}
+	meta := agent.Object{}
+	if e.it.DurationMs != nil {
+		meta["durationMs"] = *e.it.DurationMs
+	}
+	var text string
+	if e.it.Type == "mcpToolCall" {
+		var res struct {
+			Content    []json.RawMessage `json:"content"`
+			Structured json.RawMessage   `json:"structuredContent"`
+		}
+		_ = json.Unmarshal(e.it.Result, &res)
+		text = contentText(res.Content)
+		if len(res.Structured) > 0 && string(res.Structured) != "null" {
+			meta["structuredContent"] = res.Structured
+		}
+	} else {
+		var items []json.RawMessage
+		_ = json.Unmarshal(e.it.ContentItems, &items)
+		text = contentText(items)
+	}
+	var failure struct {
+		Message string `json:"message"`
+	}
+	_ = json.Unmarshal(e.it.Error, &failure)
+	if e.it.Status == "completed" && (e.it.Success == nil || *e.it.Success) {
+		d.complete(e.o, c, e.base, text, meta)
+	} else {
+		msg := failure.Message
+		if msg == "" {
+			msg = text
+		}
+		if msg == "" {
+			msg = "tool call " + e.it.Status
+		}
+		d.fail(e.o, c, e.base, msg, meta)
+	}
+}
+
+func (d *AppServerDecoder) itemCollabAgentToolCall(e itemEvent) {
+	c := d.callFor(e.th, e.it.ID)
+	c.tool = "task"
+	in := map[string]any{"tool": e.it.Tool}
+	prompt := ""
+	if e.it.Prompt != nil {
+		prompt = *e.it.Prompt
+		in["prompt"] = prompt
+	}
+	if e.it.Model != nil {
+		in["model"] = *e.it.Model
+	}
+	if len(e.it.ReceiverThreads) > 0 {
+		in["receiverThreadIds"] = e.it.ReceiverThreads
+	}
+	title := e.it.Tool
+	if prompt != "" {
+		title = firstLine(prompt, 80)
+	}
+	d.announce(e.o, c, e.base, title, mustObject(in), nil)
+	for _, tid := range e.it.ReceiverThreads {
+		d.child(e.o, e.th, tid, e.it.ID, firstLine(prompt, 80), "codex", prompt)
+	}
+	d.endChildren(e.o, e.it.AgentsStates)
+	if !e.completed {
+		d.run(e.o, c, e.base)
+		return
+	}
+	var msgs []string
+	keys := make([]string, 0, len(e.it.AgentsStates))
+	for k := range e.it.AgentsStates {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if s := e.it.AgentsStates[k]; s.Message != nil && *s.Message != "" {
+			msgs = append(msgs, *s.Message)
+		}
+	}
+	text := strings.Join(msgs, "\n\n")
+	if e.it.Status == "completed" {
+		d.complete(e.o, c, e.base, text, nil)
+	} else {
+		if text == "" {
+			text = "subagent call " + e.it.Status
+		}
+		d.fail(e.o, c, e.base, text, nil)
+	}
+}
+
+func (d *AppServerDecoder) itemSubAgentActivity(e itemEvent) {
+	if e.it.AgentThreadID == "" {
+		d.drop(e.o, "item:subAgentActivity", agent.DropMissingID, "subAgentActivity without agentThreadId", e.frame)
+		return
+	}
+	switch e.it.Kind {
+	case "started", "interacted":
+		d.child(e.o, e.th, e.it.AgentThreadID, "", e.it.AgentPath, "codex", "")
+	case "completed", "interrupted":
+		d.child(e.o, e.th, e.it.AgentThreadID, "", e.it.AgentPath, "codex", "")
+		d.endChildren(e.o, map[string]collabAgentState{e.it.AgentThreadID: {Status: "completed"}})
+	}
+}
+
+func (d *AppServerDecoder) itemWebSearch(e itemEvent) {
+	c := d.callFor(e.th, e.it.ID)
+	c.tool = "websearch"
+	in := map[string]any{"query": e.it.Query}
+	if len(e.it.Action) > 0 && string(e.it.Action) != "null" {
+		in["action"] = e.it.Action
+	}
+	d.announce(e.o, c, e.base, e.it.Query, mustObject(in), nil)
+	d.run(e.o, c, e.base)
+	if e.completed {
+		meta := agent.Object{}
+		if len(e.it.Results) > 0 && string(e.it.Results) != "null" {
+			meta["results"] = e.it.Results
+		}
+		d.complete(e.o, c, e.base, "", meta)
+	}
+}
+
+func (d *AppServerDecoder) itemImageView(e itemEvent) {
+	c := d.callFor(e.th, e.it.ID)
+	in := map[string]any{}
+	title := ""
+	switch e.it.Type {
+	case "imageView":
+		c.tool, in["path"], title = "read", e.it.Path, e.it.Path
+	case "sleep":
+		c.tool, in["durationMs"], title = "sleep", e.it.DurationMs, "sleep"
+	default:
+		c.tool, title = "image_generation", "image generation"
+		if e.it.RevisedPrompt != nil {
+			in["prompt"] = *e.it.RevisedPrompt
+		}
+	}
+	d.announce(e.o, c, e.base, title, mustObject(in), nil)
+	d.run(e.o, c, e.base)
+	if !e.completed {
+		return
+	}
+	if e.it.Type == "imageGeneration" && (e.it.Status == "failed" || (len(e.it.Failure) > 0 && string(e.it.Failure) != "null")) {
+		d.fail(e.o, c, e.base, "image generation failed: "+string(e.it.Failure), nil)
+		return
+	}
+	outText := ""
+	if e.it.SavedPath != nil {
+		outText = *e.it.SavedPath
+	}
+	d.complete(e.o, c, e.base, outText, nil)
 }
 
 // endChildren closes child sessions whose agent reached a final state.
@@ -551,31 +611,45 @@ func contentText(items []json.RawMessage) string {
 }
 
 // request maps a Codex → happy request (approvals, questions).
+// requestParams are the members of Codex's requests the decoder reads.
+type requestParams struct {
+	scoped
+	CallID      string          `json:"callId"`
+	Command     json.RawMessage `json:"command"`
+	Cwd         string          `json:"cwd"`
+	Reason      *string         `json:"reason"`
+	Actions     json.RawMessage `json:"commandActions"`
+	Available   json.RawMessage `json:"availableDecisions"`
+	Amendment   json.RawMessage `json:"proposedExecpolicyAmendment"`
+	GrantRoot   *string         `json:"grantRoot"`
+	FileChanges map[string]any  `json:"fileChanges"`
+	Conv        string          `json:"conversationId"`
+	Questions   []struct {
+		ID       string `json:"id"`
+		Header   string `json:"header"`
+		Question string `json:"question"`
+		IsOther  bool   `json:"isOther"`
+		Options  []struct {
+			Label       string `json:"label"`
+			Description string `json:"description"`
+		} `json:"options"`
+	} `json:"questions"`
+}
+
+// serverRequest is one request of Codex's, for its handler.
+type serverRequest struct {
+	o    *out
+	m    jsonrpc.Message
+	p    requestParams
+	key  string // its id, as a map key
+	th   *thread
+	base agent.EventBase
+	meta agent.Object
+}
+
 func (d *AppServerDecoder) request(o *out, m jsonrpc.Message) {
 	key := idString(mustObject(m.ID))
-	var p struct {
-		scoped
-		CallID      string          `json:"callId"`
-		Command     json.RawMessage `json:"command"`
-		Cwd         string          `json:"cwd"`
-		Reason      *string         `json:"reason"`
-		Actions     json.RawMessage `json:"commandActions"`
-		Available   json.RawMessage `json:"availableDecisions"`
-		Amendment   json.RawMessage `json:"proposedExecpolicyAmendment"`
-		GrantRoot   *string         `json:"grantRoot"`
-		FileChanges map[string]any  `json:"fileChanges"`
-		Conv        string          `json:"conversationId"`
-		Questions   []struct {
-			ID       string `json:"id"`
-			Header   string `json:"header"`
-			Question string `json:"question"`
-			IsOther  bool   `json:"isOther"`
-			Options  []struct {
-				Label       string `json:"label"`
-				Description string `json:"description"`
-			} `json:"options"`
-		} `json:"questions"`
-	}
+	var p requestParams
 	if len(m.Params) == 0 || m.Params[0] != '{' || json.Unmarshal(m.Params, &p) != nil {
 		d.drop(o, m.Method, agent.DropInvalidField, "request params are not an object of the expected shape", m.Raw)
 		return
@@ -603,92 +677,14 @@ func (d *AppServerDecoder) request(o *out, m jsonrpc.Message) {
 	if p.Reason != nil && *p.Reason != "" {
 		meta["reason"] = *p.Reason
 	}
+	r := serverRequest{o: o, m: m, p: p, key: key, th: th, base: base, meta: meta}
 	switch m.Method {
 	case "item/commandExecution/requestApproval", "execCommandApproval":
-		callID := p.ItemID
-		if m.Method == "execCommandApproval" {
-			callID = p.CallID
-		}
-		cmd := commandString(p.Command)
-		if callID == "" {
-			d.drop(o, m.Method, agent.DropMissingID, "approval request without item/call id", m.Raw)
-			return
-		}
-		if p.Cwd != "" {
-			meta["cwd"] = p.Cwd
-		}
-		for k, v := range map[string]json.RawMessage{"commandActions": p.Actions, "availableDecisions": p.Available, "proposedExecpolicyAmendment": p.Amendment} {
-			if len(v) > 0 && string(v) != "null" {
-				meta[k] = v
-			}
-		}
-		var patterns []string
-		if cmd != "" {
-			patterns = []string{cmd}
-		}
-		c := d.callFor(th, callID)
-		if c.tool == "" {
-			c.tool = "bash"
-		}
-		in := map[string]any{"command": cmd}
-		if p.Cwd != "" {
-			in["cwd"] = p.Cwd
-		}
-		d.block(o, c, base, key, m.Method, mustObject(in), &agent.PermissionRequest{Permission: "bash", Patterns: patterns, Always: patterns, Metadata: meta})
+		d.commandApproval(r)
 	case "item/fileChange/requestApproval", "applyPatchApproval":
-		callID := p.ItemID
-		if m.Method == "applyPatchApproval" {
-			callID = p.CallID
-		}
-		if callID == "" {
-			d.drop(o, m.Method, agent.DropMissingID, "approval request without item/call id", m.Raw)
-			return
-		}
-		if p.GrantRoot != nil && *p.GrantRoot != "" {
-			meta["grantRoot"] = *p.GrantRoot
-		}
-		c := d.callFor(th, callID)
-		if c.tool == "" {
-			c.tool = "edit"
-		}
-		paths := c.paths
-		if len(p.FileChanges) > 0 {
-			paths = paths[:0:0]
-			for k := range p.FileChanges {
-				paths = append(paths, k)
-			}
-			sort.Strings(paths)
-			meta["fileChanges"] = p.FileChanges
-		}
-		var input json.RawMessage
-		if !c.shown {
-			input = mustObject(map[string]any{"paths": paths})
-		}
-		d.block(o, c, base, key, m.Method, input, &agent.PermissionRequest{Permission: "edit", Patterns: paths, Always: paths, Metadata: meta})
+		d.fileApproval(r)
 	case "item/tool/requestUserInput":
-		if p.ItemID == "" || len(p.Questions) == 0 {
-			d.drop(o, m.Method, agent.DropInvalidField, "question request without itemId or questions", m.Raw)
-			return
-		}
-		c := d.callFor(th, p.ItemID)
-		if c.tool == "" {
-			c.tool = "question"
-		}
-		q := &agent.QuestionRequest{}
-		var qids []string
-		for _, x := range p.Questions {
-			info := agent.QuestionInfo{Question: x.Question, Header: x.Header, Options: []agent.QuestionOption{}}
-			for _, op := range x.Options {
-				info.Options = append(info.Options, agent.QuestionOption{Label: op.Label, Description: op.Description})
-			}
-			custom := x.IsOther || len(x.Options) == 0
-			info.Custom = &custom
-			q.Questions = append(q.Questions, info)
-			qids = append(qids, x.ID)
-		}
-		d.received[key] = &srvReq{method: m.Method, session: th.session, callID: p.ItemID, qids: qids}
-		c.blocked = true
-		o.add(&agent.ToolBlocked{EventBase: base, CallID: p.ItemID, Tool: c.tool, Question: q})
+		d.question(r)
 	case "mcpServer/elicitation/request", "item/permissions/requestApproval", "item/tool/call",
 		"account/chatgptAuthTokens/refresh", "attestation/generate":
 		// Known, and refused by the live client with a JSON-RPC error.
@@ -696,6 +692,100 @@ func (d *AppServerDecoder) request(o *out, m jsonrpc.Message) {
 	default:
 		d.drop(o, m.Method, agent.DropUnknownType, "server request unknown to this version", m.Raw)
 	}
+}
+
+// commandApproval blocks a command on its approval request.
+func (d *AppServerDecoder) commandApproval(r serverRequest) {
+	callID := r.p.ItemID
+	if r.m.Method == "execCommandApproval" {
+		callID = r.p.CallID
+	}
+	cmd := commandString(r.p.Command)
+	if callID == "" {
+		d.drop(r.o, r.m.Method, agent.DropMissingID, "approval request without item/call id", r.m.Raw)
+		return
+	}
+	if r.p.Cwd != "" {
+		r.meta["cwd"] = r.p.Cwd
+	}
+	for k, v := range map[string]json.RawMessage{"commandActions": r.p.Actions, "availableDecisions": r.p.Available, "proposedExecpolicyAmendment": r.p.Amendment} {
+		if len(v) > 0 && string(v) != "null" {
+			r.meta[k] = v
+		}
+	}
+	var patterns []string
+	if cmd != "" {
+		patterns = []string{cmd}
+	}
+	c := d.callFor(r.th, callID)
+	if c.tool == "" {
+		c.tool = "bash"
+	}
+	in := map[string]any{"command": cmd}
+	if r.p.Cwd != "" {
+		in["cwd"] = r.p.Cwd
+	}
+	d.block(r.o, c, r.base, r.key, r.m.Method, mustObject(in), &agent.PermissionRequest{Permission: "bash", Patterns: patterns, Always: patterns, Metadata: r.meta})
+}
+
+// fileApproval blocks a file change on its approval request.
+func (d *AppServerDecoder) fileApproval(r serverRequest) {
+	callID := r.p.ItemID
+	if r.m.Method == "applyPatchApproval" {
+		callID = r.p.CallID
+	}
+	if callID == "" {
+		d.drop(r.o, r.m.Method, agent.DropMissingID, "approval request without item/call id", r.m.Raw)
+		return
+	}
+	if r.p.GrantRoot != nil && *r.p.GrantRoot != "" {
+		r.meta["grantRoot"] = *r.p.GrantRoot
+	}
+	c := d.callFor(r.th, callID)
+	if c.tool == "" {
+		c.tool = "edit"
+	}
+	paths := c.paths
+	if len(r.p.FileChanges) > 0 {
+		paths = paths[:0:0]
+		for k := range r.p.FileChanges {
+			paths = append(paths, k)
+		}
+		sort.Strings(paths)
+		r.meta["fileChanges"] = r.p.FileChanges
+	}
+	var input json.RawMessage
+	if !c.shown {
+		input = mustObject(map[string]any{"paths": paths})
+	}
+	d.block(r.o, c, r.base, r.key, r.m.Method, input, &agent.PermissionRequest{Permission: "edit", Patterns: paths, Always: paths, Metadata: r.meta})
+}
+
+// question blocks a tool on Codex's questions.
+func (d *AppServerDecoder) question(r serverRequest) {
+	if r.p.ItemID == "" || len(r.p.Questions) == 0 {
+		d.drop(r.o, r.m.Method, agent.DropInvalidField, "question request without itemId or questions", r.m.Raw)
+		return
+	}
+	c := d.callFor(r.th, r.p.ItemID)
+	if c.tool == "" {
+		c.tool = "question"
+	}
+	q := &agent.QuestionRequest{}
+	var qids []string
+	for _, x := range r.p.Questions {
+		info := agent.QuestionInfo{Question: x.Question, Header: x.Header, Options: []agent.QuestionOption{}}
+		for _, op := range x.Options {
+			info.Options = append(info.Options, agent.QuestionOption{Label: op.Label, Description: op.Description})
+		}
+		custom := x.IsOther || len(x.Options) == 0
+		info.Custom = &custom
+		q.Questions = append(q.Questions, info)
+		qids = append(qids, x.ID)
+	}
+	d.received[r.key] = &srvReq{method: r.m.Method, session: r.th.session, callID: r.p.ItemID, qids: qids}
+	c.blocked = true
+	r.o.add(&agent.ToolBlocked{EventBase: r.base, CallID: r.p.ItemID, Tool: c.tool, Question: q})
 }
 
 func (d *AppServerDecoder) block(o *out, c *call, base agent.EventBase, key, method string, input json.RawMessage, perm *agent.PermissionRequest) {
@@ -741,13 +831,13 @@ func shellJoin(argv []string) string {
 
 // c2a maps happy's own frames: the requests it sent (remembered, to read
 // their responses) and its answers to Codex's requests.
-func (d *AppServerDecoder) c2a(o *out, f Frame) {
-	m, err := jsonrpc.DecodeFrame(f.Msg)
-	if err != nil {
-		fe := err.(*jsonrpc.FrameError)
-		d.drop(o, fe.Kind, fe.Reason, "own frame: "+fe.Msg, f.Msg)
+func (d *AppServerDecoder) c2a(o *out, f jsonrpc.Frame) {
+	if f.Msg == nil {
+		kind, reason, detail := jsonrpc.DropOf(f.Err)
+		d.drop(o, kind, reason, "own frame: "+detail, f.Data)
 		return
 	}
+	m := *f.Msg
 	switch m.Kind {
 	case jsonrpc.KindRequest:
 		var p struct {
@@ -798,7 +888,7 @@ func (d *AppServerDecoder) c2a(o *out, f Frame) {
 		dec, reason, ok := decision(res.Decision)
 		if !ok {
 			r.answered = false
-			d.drop(o, "decision", agent.DropUnknownDecision, "answer "+string(res.Decision)+" is not a known decision", f.Msg)
+			d.drop(o, "decision", agent.DropUnknownDecision, "answer "+string(res.Decision)+" is not a known decision", f.Data)
 			return
 		}
 		if c != nil {

@@ -8,28 +8,14 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/happy-dev/happy/adapters/trafficlog"
+	"github.com/happy-dev/happy/adapters/jsonrpc"
 	"github.com/happy-dev/happy/agent"
 )
 
-// Frame is one record of Codex traffic, in the traffic log's terms: T in
-// Unix ms, Dir c2a (happy to Codex), a2c (Codex to happy), stderr, exit or
-// note, and Msg the JSON message as written on the pipe (a JSON string for
-// stderr lines and for a2c lines that were not JSON).
-type Frame struct {
-	T   int64
-	Dir trafficlog.Dir
-	Msg json.RawMessage
-}
-
-// Decoder turns Codex traffic into agent events. Both protocol decoders
+// Decoder turns Codex traffic into agent events; both protocol decoders
 // (app-server and mcp-server) implement it. Decode never panics: a frame it
-// cannot use becomes a agent.DroppedInput event with a reason.
-type Decoder interface {
-	// Decode consumes the next frame, in traffic order, and returns the
-	// events it yields (possibly none).
-	Decode(f Frame) []agent.Event
-}
+// cannot use becomes an agent.DroppedInput event with a reason.
+type Decoder = jsonrpc.Decoder
 
 // Drop sources of the two decoders.
 const (
@@ -50,24 +36,10 @@ type happyNote struct {
 	Reason   string `json:"reason,omitempty"`
 }
 
-// rawPrefix cuts raw input to the 512 bytes a Dropped keeps, on a UTF-8
-// boundary.
-func rawPrefix(b []byte) string {
-	const max = 512
-	if len(b) <= max {
-		return string(b)
-	}
-	n := max
-	for n > 0 && !utf8.RuneStart(b[n]) {
-		n--
-	}
-	return string(b[:n])
-}
-
 func dropped(source string, line int64, t int64, kind string, reason agent.DropReason, detail string, raw []byte) *agent.DroppedInput {
 	return &agent.DroppedInput{
 		EventBase: agent.EventBase{Time: t},
-		Dropped:   agent.Dropped{Source: source, Line: line, Kind: kind, Reason: reason, Detail: detail, Raw: rawPrefix(raw)},
+		Dropped:   agent.Dropped{Source: source, Line: line, Kind: kind, Reason: reason, Detail: detail, Raw: agent.CutUTF8(string(raw), agent.DroppedRawMax)},
 	}
 }
 
@@ -182,7 +154,7 @@ func decodeChunk(raw json.RawMessage, b64 bool) ([]byte, error) {
 	case 'n':
 		return nil, nil
 	}
-	return nil, fmt.Errorf("chunk is %s, want a string or an array of bytes", rawPrefix(raw[:min(len(raw), 40)]))
+	return nil, fmt.Errorf("chunk is %s, want a string or an array of bytes", agent.CutUTF8(string(raw), 40))
 }
 
 // decision maps a Codex approval answer (app-server v2 or legacy

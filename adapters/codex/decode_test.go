@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/happy-dev/happy/adapters/codex/internal/codextest"
+	"github.com/happy-dev/happy/adapters/jsonrpc"
 	"github.com/happy-dev/happy/adapters/trafficlog"
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
@@ -23,7 +25,7 @@ func replayFile(t *testing.T, name string, p Protocol) ([]agent.Event, mapper.Tr
 		t.Fatal(err)
 	}
 	defer f.Close()
-	evs, err := ReplayEvents(f, p)
+	evs, err := Replay(f, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +153,7 @@ func TestDecodeAppServerAllKinds(t *testing.T) {
 	if usage == nil || *usage.Tokens.Input != 60 || *usage.Tokens.Cache.Read != 40 || *usage.Tokens.Output != 50 || *usage.Tokens.Reasoning != 20 || usage.Tokens.Cache.Write != nil {
 		t.Errorf("usage %+v", usage)
 	}
-	if got := fmt.Sprint(turnEnds(evs)); got != "[tu1:completed tu3:failed tu4:agent-exited]" {
+	if got := fmt.Sprint(codextest.TurnEnds(evs)); got != "[tu1:completed tu3:failed tu4:agent-exited]" {
 		t.Errorf("turn ends %s", got)
 	}
 }
@@ -174,7 +176,7 @@ func TestDecodeMCPAllKinds(t *testing.T) {
 	if p := got["p2"]; p == nil || p.Metadata["diff"] != "+x\n+y\n" {
 		t.Errorf("added file diff %+v", p)
 	}
-	if got := fmt.Sprint(turnEnds(evs)); got != "[t1:interrupted tools/call#4:failed]" {
+	if got := fmt.Sprint(codextest.TurnEnds(evs)); got != "[t1:interrupted tools/call#4:failed]" {
 		t.Errorf("turn ends %s (the late reply to the aborted turn must change nothing)", got)
 	}
 	var drops []string
@@ -271,19 +273,20 @@ func TestDecision(t *testing.T) {
 	}
 }
 
-func TestAnswerFor(t *testing.T) {
+func TestApprovalAnswer(t *testing.T) {
 	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
 	enc := func(v any) string { b, _ := json.Marshal(v); return string(b) }
-	noSession := &pending{method: "item/commandExecution/requestApproval",
-		available: []json.RawMessage{raw(`"accept"`), raw(`{"acceptWithExecpolicyAmendment":{"execpolicy_amendment":["ls"]}}`), raw(`"cancel"`)},
-		amendment: raw(`["ls"]`)}
-	withSession := &pending{method: "item/fileChange/requestApproval", available: []json.RawMessage{raw(`"accept"`), raw(`"acceptForSession"`)}}
-	onlyOnce := &pending{method: "item/commandExecution/requestApproval", available: []json.RawMessage{raw(`"accept"`), raw(`"decline"`), raw(`"cancel"`)}}
-	unlisted := &pending{method: "item/commandExecution/requestApproval"}
-	legacy := &pending{method: "execCommandApproval"}
-	mcp := &pending{method: "elicitation/create"}
+	noSession := Request{Method: "item/commandExecution/requestApproval",
+		Available: []json.RawMessage{raw(`"accept"`), raw(`{"acceptWithExecpolicyAmendment":{"execpolicy_amendment":["ls"]}}`), raw(`"cancel"`)},
+		Amendment: raw(`["ls"]`)}
+	withSession := Request{Method: "item/fileChange/requestApproval", Available: []json.RawMessage{raw(`"accept"`), raw(`"acceptForSession"`)}}
+	onlyOnce := Request{Method: "item/commandExecution/requestApproval", Available: []json.RawMessage{raw(`"accept"`), raw(`"decline"`), raw(`"cancel"`)}}
+	unlisted := Request{Method: "item/commandExecution/requestApproval"}
+	legacy := Request{Method: "execCommandApproval"}
+	mcp := Request{Method: "elicitation/create"}
+	question := Request{Method: "item/tool/requestUserInput", Questions: []string{"q1", "q2"}}
 	for _, tc := range []struct {
-		p    *pending
+		r    Request
 		d    agent.Decision
 		want string
 	}{
@@ -298,15 +301,28 @@ func TestAnswerFor(t *testing.T) {
 		{legacy, agent.DecisionAlways, `{"decision":"approved_for_session"}`},
 		{mcp, agent.DecisionReject, `{"decision":"denied"}`},
 	} {
-		if got := enc(answerFor(tc.p, tc.d)); got != tc.want {
-			t.Errorf("answerFor(%s, %s) = %s, want %s", tc.p.method, tc.d, got, tc.want)
+		if got := enc(ApprovalAnswer(tc.r, tc.d)); got != tc.want {
+			t.Errorf("ApprovalAnswer(%s, %s) = %s, want %s", tc.r.Method, tc.d, got, tc.want)
 		}
 	}
-	if got := enc(cancelAnswer(noSession)); got != `{"decision":"cancel"}` {
-		t.Errorf("cancel v2 = %s", got)
+	for _, tc := range []struct {
+		r    Request
+		want string
+	}{
+		{noSession, `{"decision":"cancel"}`},
+		{mcp, `{"decision":"abort"}`},
+		{legacy, `{"decision":"abort"}`},
+		{question, `{"answers":{}}`},
+	} {
+		if got := enc(CancelAnswer(tc.r)); got != tc.want {
+			t.Errorf("CancelAnswer(%s) = %s, want %s", tc.r.Method, got, tc.want)
+		}
 	}
-	if got := enc(cancelAnswer(mcp)); got != `{"decision":"abort"}` {
-		t.Errorf("cancel mcp = %s", got)
+	if got := enc(QuestionAnswer(question, [][]string{{"a", "b"}})); got != `{"answers":{"q1":{"answers":["a","b"]},"q2":{"answers":[]}}}` {
+		t.Errorf("QuestionAnswer = %s", got)
+	}
+	if !question.IsQuestion() || noSession.IsQuestion() {
+		t.Error("IsQuestion")
 	}
 }
 
@@ -364,7 +380,7 @@ func TestDuplicatePendingRequestID(t *testing.T) {
 				if strings.Contains(fr, `"thread/start"`) || strings.Contains(fr, `"result":{"decision"`) {
 					dir = trafficlog.C2A
 				}
-				for _, e := range tc.dec.Decode(Frame{Dir: dir, Msg: json.RawMessage(fr)}) {
+				for _, e := range tc.dec.Decode(jsonrpc.NewFrame(0, dir, []byte(fr))) {
 					switch e := e.(type) {
 					case *agent.DroppedInput:
 						drops = append(drops, e.Dropped.Kind+"/"+string(e.Dropped.Reason)+"/"+e.Dropped.Detail)

@@ -1,24 +1,28 @@
-// Package codex runs OpenAI Codex as a happy agent and maps its native
-// protocol to happy's agent events (package mapper).
+// Package codex maps OpenAI Codex's native protocols to happy's agent
+// events (package agent); its sub-packages run Codex live.
 //
 // Two protocols, one mapping. Current Codex speaks `codex app-server`
 // (line-delimited JSON-RPC without the "jsonrpc" member, protocol v2:
 // threads, turns, items); Codex up to 0.153 also had `codex mcp-server`
 // (MCP over stdio: one tools/call per prompt, progress as codex/event
 // notifications, approvals as elicitation/create). ChooseProtocol picks
-// app-server for Codex 0.60.0 and later; Options.Protocol can pin either.
+// app-server for Codex 0.60.0 and later; happy codex --codex-protocol can
+// pin either.
 //
 // The pieces:
 //
-//   - AppServerDecoder and MCPDecoder turn traffic frames (both directions,
-//     as in a traffic log) into events. They are deterministic and never
-//     panic; a frame they cannot use becomes a DroppedInput with a reason.
-//   - Client starts Codex (or Connect speaks to any stream), decodes what
-//     crosses the pipe with the same decoder, and carries control the other
-//     way: Prompt, Answer, AnswerQuestion, Interrupt, Close. Agent adapts it
-//     to agent.Agent.
-//   - Replay / ReplayEvents decode a recorded traffic log (happy replay);
-//     ExecDecoder / ReplayExec read the JSONL of `codex exec --json`.
+//   - AppServerDecoder and MCPDecoder (this package) turn traffic frames
+//     (both directions, as in a traffic log) into events. They are
+//     deterministic and never panic; a frame they cannot use becomes a
+//     DroppedInput with a reason.
+//   - Replay decodes a recorded traffic log and ReplayRollout a rollout
+//     into events (happy replay reduces them).
+//   - codex/appserver and codex/mcp start Codex, decode what crosses the
+//     pipe with the same decoders, and carry control the other way:
+//     Prompt, Answer, AnswerQuestion, Interrupt, Close; their NewAgent
+//     adapts a client to agent.Agent. They share Options, Prompt and the
+//     words of their answers (ApprovalAnswer, CancelAnswer, QuestionAnswer)
+//     from this package, and the rest from adapters/rpcagent.
 //
 // Turns never overlap and always end. A prompt sent during a turn waits in
 // a queue. A turn ends with Codex's turn/completed (or task_complete /
@@ -36,7 +40,7 @@
 // item/fileChange/requestApproval and the legacy execCommandApproval /
 // applyPatchApproval (and, on mcp-server, elicitation/create) block the
 // tool part, even when the request comes before the item it is about.
-// Decisions translate as DESIGN.md's table says: once → accept (approved),
+// Decisions translate (ApprovalAnswer): once → accept (approved),
 // always → acceptForSession (approved_for_session; the proposed exec-policy
 // amendment when Codex does not offer acceptForSession), reject → decline
 // (denied), an interrupt → cancel (abort). Answers are read back from

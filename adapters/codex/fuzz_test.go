@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/happy-dev/happy/adapters/jsonrpc"
 	"github.com/happy-dev/happy/adapters/trafficlog"
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
@@ -31,7 +32,7 @@ func seedTraffic(f *testing.F) {
 // fuzzDecode runs traffic through a decoder and the reducer: no panic, every
 // event encodes, and the transcript is valid for the codec.
 func fuzzDecode(t *testing.T, data []byte, p Protocol) {
-	evs, err := ReplayEvents(bytes.NewReader(data), p)
+	evs, err := Replay(bytes.NewReader(data), p)
 	if err != nil {
 		t.Fatalf("replay of in-memory data failed: %v", err)
 	}
@@ -66,7 +67,7 @@ func FuzzDecodeFrameMsg(f *testing.F) {
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		for _, dec := range []Decoder{NewAppServerDecoder(), NewMCPDecoder()} {
 			for _, dir := range []trafficlog.Dir{trafficlog.A2C, trafficlog.C2A, trafficlog.Note, trafficlog.Exit, "weird"} {
-				for _, e := range dec.Decode(Frame{T: 1, Dir: dir, Msg: msg}) {
+				for _, e := range dec.Decode(jsonrpc.NewFrame(1, dir, msg)) {
 					if _, err := agent.EncodeEvent(e); err != nil {
 						t.Fatalf("event does not encode: %T %v", e, err)
 					}
@@ -89,7 +90,7 @@ func benchDecode(b *testing.B, path string, p Protocol) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	frames, _, err := ReadFrames(bytes.NewReader(raw))
+	frames, _, err := readFrames(bytes.NewReader(raw))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/happy-dev/happy/adapters/jsonrpc"
 	"github.com/happy-dev/happy/adapters/trafficlog"
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
@@ -71,6 +73,18 @@ func encodeEvents(t *testing.T, evs []agent.Event) []byte {
 	return b.Bytes()
 }
 
+// transcriptOf returns a function reducing what a replay returned to the
+// transcript of cfg (the reducing happy replay does).
+func transcriptOf(cfg mapper.Config) func([]agent.Event, error) (mapper.Transcript, error) {
+	return func(evs []agent.Event, err error) (mapper.Transcript, error) {
+		red := mapper.NewReducer(cfg)
+		for _, e := range evs {
+			red.Apply(e)
+		}
+		return red.Transcript(), err
+	}
+}
+
 func reduce(t *testing.T, session string, evs []agent.Event) (mapper.Transcript, []byte) {
 	t.Helper()
 	red := mapper.NewReducer(mapper.Config{SessionID: session, Directory: "/home/dev/run/work"})
@@ -93,14 +107,25 @@ func reduce(t *testing.T, session string, evs []agent.Event) (mapper.Transcript,
 // regressionFrames turns a regression input (messages with "dir" as
 // "client->codex"/"codex->client", or none meaning Codex's, "t_s" in
 // seconds) into frames; notes and relay lines are not traffic.
-func regressionFrames(t *testing.T, path string) []Frame {
+// readFrames reads a traffic log into its frames and bad records.
+func readFrames(r io.Reader) ([]jsonrpc.Frame, map[int][]agent.Dropped, error) {
+	tr, err := jsonrpc.ReadTraffic(r)
+	for i, b := range tr.Bad {
+		if len(b) == 0 {
+			delete(tr.Bad, i)
+		}
+	}
+	return tr.Frames, tr.Bad, err
+}
+
+func regressionFrames(t *testing.T, path string) []jsonrpc.Frame {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var frames []Frame
+	var frames []jsonrpc.Frame
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
 	for i := 1; sc.Scan(); i++ {
@@ -133,7 +158,7 @@ func regressionFrames(t *testing.T, path string) []Frame {
 			delete(m, k)
 		}
 		msg, _ := json.Marshal(m)
-		frames = append(frames, Frame{T: tms, Dir: fd, Msg: msg})
+		frames = append(frames, jsonrpc.NewFrame(tms, fd, msg))
 	}
 	return frames
 }
@@ -152,7 +177,7 @@ func TestGoldenCaptures(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			evs, err := ReplayEvents(f, ProtocolAuto)
+			evs, err := Replay(f, ProtocolAuto)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -57,22 +57,21 @@ func (d *MCPDecoder) drop(o *out, kind string, reason agent.DropReason, detail s
 }
 
 // Decode implements Decoder.
-func (d *MCPDecoder) Decode(f Frame) []agent.Event {
+func (d *MCPDecoder) Decode(f jsonrpc.Frame) []agent.Event {
 	d.n++
 	o := &out{t: f.T}
 	switch f.Dir {
 	case trafficlog.A2C:
-		if len(f.Msg) > 0 && f.Msg[0] == '"' {
-			s, _ := trafficlog.Text(f.Msg)
+		if s, ok := f.Text(); ok {
 			d.drop(o, "", agent.DropUnparseableJSON, "agent wrote a line that is not JSON", []byte(s))
 			break
 		}
-		m, err := jsonrpc.DecodeFrame(f.Msg)
-		if err != nil {
-			fe := err.(*jsonrpc.FrameError)
-			d.drop(o, fe.Kind, fe.Reason, fe.Msg, f.Msg)
+		if f.Msg == nil {
+			kind, reason, detail := jsonrpc.DropOf(f.Err)
+			d.drop(o, kind, reason, detail, f.Data)
 			break
 		}
+		m := *f.Msg
 		switch m.Kind {
 		case jsonrpc.KindNotification:
 			d.notification(o, m)
@@ -94,7 +93,7 @@ func (d *MCPDecoder) Decode(f Frame) []agent.Event {
 		}
 	case trafficlog.Note:
 		var n happyNote
-		if json.Unmarshal(f.Msg, &n) == nil && n.Happy == noteAbandoned {
+		if json.Unmarshal(f.Data, &n) == nil && n.Happy == noteAbandoned {
 			for _, t := range d.turns {
 				if t.id == n.TurnID || t.key == n.TurnID {
 					d.endTurn(o, t, agent.TurnInterrupted, "codex never ended the turn: "+n.Reason)
@@ -103,7 +102,7 @@ func (d *MCPDecoder) Decode(f Frame) []agent.Event {
 		}
 	case trafficlog.Stderr:
 	default:
-		d.drop(o, string(f.Dir), agent.DropUnknownType, "unknown traffic direction", f.Msg)
+		d.drop(o, string(f.Dir), agent.DropUnknownType, "unknown traffic direction", f.Data)
 	}
 	return o.ev
 }
@@ -293,279 +292,385 @@ func (d *MCPDecoder) notification(o *out, m jsonrpc.Message) {
 	if _, ok := ignoredEvent(msg.Type); ok {
 		return
 	}
-	t := d.turnFor(requestKey(ev.Meta.RequestID))
-	switch msg.Type {
-	case "session_configured":
-		id := msg.ThreadID
-		if id == "" {
-			id = msg.SessionID
-		}
-		o.add(&agent.SessionInfo{ProviderSessionID: id, ProviderID: msg.Provider, ModelID: msg.Model, Cwd: strings.TrimPrefix(msg.Cwd, "file://")})
-	case "task_started", "turn_started":
-		d.startTurn(o, t, msg.TurnID)
-	case "task_complete", "turn_complete":
-		d.startTurn(o, t, msg.TurnID)
-		d.endTurn(o, t, agent.TurnCompleted, "")
-	case "turn_aborted":
-		d.startTurn(o, t, msg.TurnID)
-		d.endTurn(o, t, agent.TurnInterrupted, msg.Reason)
-	case "user_message":
-		if t.prompted {
-			return
-		}
-		t.prompted = true
-		var files []agent.PromptFile
-		for _, u := range msg.Images {
-			files = append(files, agent.PromptFile{Mime: dataURLMime(u), URL: u})
-		}
-		o.add(&agent.UserPrompt{PromptID: "user:" + t.key, Text: msg.Message, Files: files})
-	case "item_started", "item_completed":
-		d.item(o, t, msg, m.Raw)
-	case "agent_message_content_delta":
-		if msg.ItemID == "" {
-			d.drop(o, kind, agent.DropMissingID, "delta without item_id", m.Raw)
-			return
-		}
-		t.text = msg.ItemID
-		if msg.Delta != "" {
-			o.add(&agent.TextDelta{Block: msg.ItemID, Delta: msg.Delta})
-		}
-	case "agent_message_delta":
-		if t.text == "" {
-			t.nText++
-			t.text = fmt.Sprintf("agent:%s#%d", t.key, t.nText)
-		}
-		if msg.Delta != "" {
-			o.add(&agent.TextDelta{Block: t.text, Delta: msg.Delta})
-		}
-	case "agent_message":
-		if t.text == "" {
-			t.nText++
-			t.text = fmt.Sprintf("agent:%s#%d", t.key, t.nText)
-		}
-		if msg.Message != "" {
-			o.add(&agent.TextFinal{Block: t.text, Text: msg.Message})
-		}
-		t.text = ""
-	case "agent_reasoning_delta", "agent_reasoning_raw_content_delta":
-		if t.reason == "" {
-			t.nReason++
-			t.reason = fmt.Sprintf("reasoning:%s#%d", t.key, t.nReason)
-		}
-		blk := t.reason
-		if msg.Type == "agent_reasoning_raw_content_delta" {
-			blk += "/raw"
-		}
-		if msg.Delta != "" {
-			o.add(&agent.ReasoningDelta{Block: blk, Delta: msg.Delta})
-		}
-	case "agent_reasoning", "agent_reasoning_raw_content":
-		if t.reason == "" {
-			t.nReason++
-			t.reason = fmt.Sprintf("reasoning:%s#%d", t.key, t.nReason)
-		}
-		blk := t.reason
-		if msg.Type == "agent_reasoning_raw_content" {
-			blk += "/raw"
-		}
-		if msg.Text != "" {
-			o.add(&agent.ReasoningFinal{Block: blk, Text: msg.Text})
-		}
-	case "agent_reasoning_section_break":
-		t.reason = ""
-	case "exec_command_begin":
-		c := d.call(msg.CallID, "bash")
-		if c == nil {
-			d.drop(o, kind, agent.DropMissingID, "exec event without call_id", m.Raw)
-			return
-		}
-		cmd := commandString(msg.Command)
-		in := map[string]any{"command": cmd}
-		if msg.Cwd != "" {
-			in["cwd"] = strings.TrimPrefix(msg.Cwd, "file://")
-		}
-		var meta agent.Object
-		if len(msg.Parsed) > 0 && string(msg.Parsed) != "null" {
-			meta = agent.Object{"parsedCmd": msg.Parsed}
-		}
-		d.announce(o, c, cmd, mustObject(in), meta)
-		d.run(o, c)
-	case "exec_command_output_delta":
-		c := d.call(msg.CallID, "bash")
-		if c == nil {
-			d.drop(o, kind, agent.DropMissingID, "exec event without call_id", m.Raw)
-			return
-		}
-		b, err := decodeChunk(msg.Chunk, true)
-		if err != nil {
-			d.drop(o, kind, agent.DropInvalidField, err.Error(), m.Raw)
-			return
-		}
-		// Interleaved streams decode separately (a sequence never spans them).
-		if msg.Stream == "stderr" {
-			d.call(msg.CallID+"\x00stderr", "").out.write(b)
-		} else {
-			c.out.write(b)
-		}
-	case "exec_command_end":
-		c := d.call(msg.CallID, "bash")
-		if c == nil {
-			d.drop(o, kind, agent.DropMissingID, "exec event without call_id", m.Raw)
-			return
-		}
-		output := c.out.String()
-		if se := d.calls[msg.CallID+"\x00stderr"]; se != nil {
-			if s := se.out.String(); s != "" {
-				output += s
-			}
-			delete(d.calls, msg.CallID+"\x00stderr")
-		}
-		switch {
-		case msg.Aggregate != nil:
-			output = *msg.Aggregate
-		case msg.Stdout != "" || msg.Stderr != "":
-			output = msg.Stdout + msg.Stderr
-		}
-		meta := agent.Object{}
-		if msg.ExitCode != nil {
-			meta["exitCode"] = *msg.ExitCode
-		}
-		if ms, ok := durationMs(msg.Duration); ok {
-			meta["durationMs"] = ms
-		}
-		if !c.shown {
-			d.announce(o, c, commandString(msg.Command), mustObject(map[string]any{"command": commandString(msg.Command)}), nil)
-		}
-		if msg.ExitCode != nil && *msg.ExitCode != 0 {
-			text := output
-			if strings.TrimSpace(text) == "" {
-				text = fmt.Sprintf("command failed with exit code %d", *msg.ExitCode)
-			}
-			d.fail(o, c, text, meta)
-		} else {
-			d.complete(o, c, output, meta)
-		}
-	case "exec_approval_request", "apply_patch_approval_request":
-		// The elicitation/create request that follows is what happy
-		// answers; the tool blocks then, with this event's detail.
-		if msg.CallID == "" {
-			d.drop(o, kind, agent.DropMissingID, "approval without call_id", m.Raw)
-			return
-		}
-		d.approvals[msg.CallID] = msg
-	case "patch_apply_begin":
-		c := d.call(msg.CallID, "edit")
-		if c == nil {
-			d.drop(o, kind, agent.DropMissingID, "patch event without call_id", m.Raw)
-			return
-		}
-		input, meta, paths := patchDetail(msg.Changes)
-		c.paths = paths
-		d.announce(o, c, strings.Join(paths, ", "), input, meta)
-		d.run(o, c)
-	case "patch_apply_end":
-		c := d.call(msg.CallID, "edit")
-		if c == nil {
-			d.drop(o, kind, agent.DropMissingID, "patch event without call_id", m.Raw)
-			return
-		}
-		text := msg.Stdout + msg.Stderr
-		if msg.Success != nil && !*msg.Success {
-			if text == "" {
-				text = "patch failed to apply"
-			}
-			d.fail(o, c, text, nil)
-		} else {
-			d.complete(o, c, text, nil)
-		}
-	case "mcp_tool_call_begin", "mcp_tool_call_end":
-		c := d.call(msg.CallID, msg.Invocation.Server+"_"+msg.Invocation.Tool)
-		if c == nil {
-			d.drop(o, kind, agent.DropMissingID, "mcp tool event without call_id", m.Raw)
-			return
-		}
-		d.announce(o, c, msg.Invocation.Tool, objectOr(msg.Invocation.Arguments), nil)
-		if msg.Type == "mcp_tool_call_begin" {
-			d.run(o, c)
-			return
-		}
-		var res struct {
-			Ok *struct {
-				Content []json.RawMessage `json:"content"`
-				IsError *bool             `json:"isError"`
-			} `json:"Ok"`
-			Err *string `json:"Err"`
-		}
-		_ = json.Unmarshal(msg.Result, &res)
-		meta := agent.Object{}
-		if ms, ok := durationMs(msg.Duration); ok {
-			meta["durationMs"] = ms
-		}
-		switch {
-		case res.Err != nil:
-			d.fail(o, c, *res.Err, meta)
-		case res.Ok != nil && res.Ok.IsError != nil && *res.Ok.IsError:
-			d.fail(o, c, contentText(res.Ok.Content), meta)
-		case res.Ok != nil:
-			d.complete(o, c, contentText(res.Ok.Content), meta)
-		default:
-			d.fail(o, c, "mcp tool call ended without a result", meta)
-		}
-	case "web_search_begin", "web_search_end":
-		c := d.call(msg.CallID, "websearch")
-		if c == nil {
-			d.drop(o, kind, agent.DropMissingID, "web search event without call_id", m.Raw)
-			return
-		}
-		var in json.RawMessage
-		if msg.Query != "" {
-			in = mustObject(map[string]string{"query": msg.Query})
-		}
-		d.announce(o, c, msg.Query, in, nil)
-		d.run(o, c)
-		if msg.Type == "web_search_end" {
-			d.complete(o, c, "", nil)
-		}
-	case "view_image_tool_call":
-		c := d.call(msg.CallID, "read")
-		if c == nil {
-			d.drop(o, kind, agent.DropMissingID, "image view without call_id", m.Raw)
-			return
-		}
-		d.announce(o, c, msg.Path, mustObject(map[string]string{"path": msg.Path}), nil)
-		d.complete(o, c, "", nil)
-	case "token_count":
-		if msg.Info != nil && msg.Info.Last != nil {
-			if tk := msg.Info.Last.tokens(); tk != nil {
-				o.add(&agent.Usage{Tokens: tk})
-			}
-		}
-	case "plan_update":
-		todos := make([]agent.Todo, 0, len(msg.Plan))
-		for _, s := range msg.Plan {
-			todos = append(todos, agent.Todo{Content: s.Step, Status: todoStatus(s.Status), Priority: agent.PriorityMedium})
-		}
-		o.add(&agent.TodosUpdated{Todos: todos})
-	case "error":
-		k, st := errorKind(msg.ErrorInfo)
-		o.add(&agent.AgentError{Kind: k, Text: msg.Message, StatusCode: st})
-	case "stream_error":
-		k, st := errorKind(msg.ErrorInfo)
-		t.retries++
-		retryable := true
-		o.add(&agent.Retry{Attempt: t.retries, Error: agent.MessageError{Name: agent.ErrNameAPI,
-			Data: agent.ErrorData{Message: msg.Message, Kind: k, StatusCode: st, IsRetryable: &retryable}}})
-	case "context_compacted":
-		o.add(&agent.Compaction{ID: "compacted:" + t.key, Auto: true})
-	case "exited_review_mode":
-		var r struct {
-			Explanation string `json:"overall_explanation"`
-		}
-		if json.Unmarshal(msg.ReviewOutput, &r) == nil && r.Explanation != "" {
-			o.add(&agent.TextFinal{Block: "review:" + t.key, Text: r.Explanation})
-		}
-	default:
+	handle := mcpEvents[msg.Type]
+	if handle == nil {
 		d.drop(o, kind, agent.DropUnknownType, "codex/event type unknown to this version", m.Raw)
+		return
+	}
+	handle(d, event{o: o, t: d.turnFor(requestKey(ev.Meta.RequestID)), msg: msg, kind: kind, raw: m.Raw})
+}
+
+// event is one codex/event notification, for its handler: its turn, its
+// msg, its kind ("codex/event:<type>") and the raw frame.
+type event struct {
+	o    *out
+	t    *mcpTurn
+	msg  mcpMsg
+	kind string
+	raw  json.RawMessage
+}
+
+// mcpEvents maps every codex/event type the decoder maps (see the coverage
+// of the package doc) to its handler; a type neither here nor in
+// ignoredEvent's list is dropped as unknown.
+var mcpEvents = map[string]func(*MCPDecoder, event){
+	"session_configured":                (*MCPDecoder).onSessionConfigured,
+	"task_started":                      (*MCPDecoder).onTaskStarted,
+	"turn_started":                      (*MCPDecoder).onTaskStarted,
+	"task_complete":                     (*MCPDecoder).onTaskComplete,
+	"turn_complete":                     (*MCPDecoder).onTaskComplete,
+	"turn_aborted":                      (*MCPDecoder).onTurnAborted,
+	"user_message":                      (*MCPDecoder).onUserMessage,
+	"item_started":                      (*MCPDecoder).onItemStarted,
+	"item_completed":                    (*MCPDecoder).onItemStarted,
+	"agent_message_content_delta":       (*MCPDecoder).onAgentMessageContentDelta,
+	"agent_message_delta":               (*MCPDecoder).onAgentMessageDelta,
+	"agent_message":                     (*MCPDecoder).onAgentMessage,
+	"agent_reasoning_delta":             (*MCPDecoder).onAgentReasoningDelta,
+	"agent_reasoning_raw_content_delta": (*MCPDecoder).onAgentReasoningDelta,
+	"agent_reasoning":                   (*MCPDecoder).onAgentReasoning,
+	"agent_reasoning_raw_content":       (*MCPDecoder).onAgentReasoning,
+	"agent_reasoning_section_break":     (*MCPDecoder).onAgentReasoningSectionBreak,
+	"exec_command_begin":                (*MCPDecoder).onExecCommandBegin,
+	"exec_command_output_delta":         (*MCPDecoder).onExecCommandOutputDelta,
+	"exec_command_end":                  (*MCPDecoder).onExecCommandEnd,
+	"exec_approval_request":             (*MCPDecoder).onExecApprovalRequest,
+	"apply_patch_approval_request":      (*MCPDecoder).onExecApprovalRequest,
+	"patch_apply_begin":                 (*MCPDecoder).onPatchApplyBegin,
+	"patch_apply_end":                   (*MCPDecoder).onPatchApplyEnd,
+	"mcp_tool_call_begin":               (*MCPDecoder).onMcpToolCallBegin,
+	"mcp_tool_call_end":                 (*MCPDecoder).onMcpToolCallBegin,
+	"web_search_begin":                  (*MCPDecoder).onWebSearchBegin,
+	"web_search_end":                    (*MCPDecoder).onWebSearchBegin,
+	"view_image_tool_call":              (*MCPDecoder).onViewImageToolCall,
+	"token_count":                       (*MCPDecoder).onTokenCount,
+	"plan_update":                       (*MCPDecoder).onPlanUpdate,
+	"error":                             (*MCPDecoder).onError,
+	"stream_error":                      (*MCPDecoder).onStreamError,
+	"context_compacted":                 (*MCPDecoder).onContextCompacted,
+	"exited_review_mode":                (*MCPDecoder).onExitedReviewMode,
+}
+
+func (d *MCPDecoder) onSessionConfigured(e event) {
+	id := e.msg.ThreadID
+	if id == "" {
+		id = e.msg.SessionID
+	}
+	e.o.add(&agent.SessionInfo{ProviderSessionID: id, ProviderID: e.msg.Provider, ModelID: e.msg.Model, Cwd: strings.TrimPrefix(e.msg.Cwd, "file://")})
+}
+
+func (d *MCPDecoder) onTaskStarted(e event) {
+	d.startTurn(e.o, e.t, e.msg.TurnID)
+}
+
+func (d *MCPDecoder) onTaskComplete(e event) {
+	d.startTurn(e.o, e.t, e.msg.TurnID)
+	d.endTurn(e.o, e.t, agent.TurnCompleted, "")
+}
+
+func (d *MCPDecoder) onTurnAborted(e event) {
+	d.startTurn(e.o, e.t, e.msg.TurnID)
+	d.endTurn(e.o, e.t, agent.TurnInterrupted, e.msg.Reason)
+}
+
+func (d *MCPDecoder) onUserMessage(e event) {
+	if e.t.prompted {
+		return
+	}
+	e.t.prompted = true
+	var files []agent.PromptFile
+	for _, u := range e.msg.Images {
+		files = append(files, agent.PromptFile{Mime: dataURLMime(u), URL: u})
+	}
+	e.o.add(&agent.UserPrompt{PromptID: "user:" + e.t.key, Text: e.msg.Message, Files: files})
+}
+
+func (d *MCPDecoder) onItemStarted(e event) {
+	d.item(e.o, e.t, e.msg, e.raw)
+}
+
+func (d *MCPDecoder) onAgentMessageContentDelta(e event) {
+	if e.msg.ItemID == "" {
+		d.drop(e.o, e.kind, agent.DropMissingID, "delta without item_id", e.raw)
+		return
+	}
+	e.t.text = e.msg.ItemID
+	if e.msg.Delta != "" {
+		e.o.add(&agent.TextDelta{Block: e.msg.ItemID, Delta: e.msg.Delta})
+	}
+}
+
+func (d *MCPDecoder) onAgentMessageDelta(e event) {
+	if e.t.text == "" {
+		e.t.nText++
+		e.t.text = fmt.Sprintf("agent:%s#%d", e.t.key, e.t.nText)
+	}
+	if e.msg.Delta != "" {
+		e.o.add(&agent.TextDelta{Block: e.t.text, Delta: e.msg.Delta})
+	}
+}
+
+func (d *MCPDecoder) onAgentMessage(e event) {
+	if e.t.text == "" {
+		e.t.nText++
+		e.t.text = fmt.Sprintf("agent:%s#%d", e.t.key, e.t.nText)
+	}
+	if e.msg.Message != "" {
+		e.o.add(&agent.TextFinal{Block: e.t.text, Text: e.msg.Message})
+	}
+	e.t.text = ""
+}
+
+func (d *MCPDecoder) onAgentReasoningDelta(e event) {
+	if e.t.reason == "" {
+		e.t.nReason++
+		e.t.reason = fmt.Sprintf("reasoning:%s#%d", e.t.key, e.t.nReason)
+	}
+	blk := e.t.reason
+	if e.msg.Type == "agent_reasoning_raw_content_delta" {
+		blk += "/raw"
+	}
+	if e.msg.Delta != "" {
+		e.o.add(&agent.ReasoningDelta{Block: blk, Delta: e.msg.Delta})
+	}
+}
+
+func (d *MCPDecoder) onAgentReasoning(e event) {
+	if e.t.reason == "" {
+		e.t.nReason++
+		e.t.reason = fmt.Sprintf("reasoning:%s#%d", e.t.key, e.t.nReason)
+	}
+	blk := e.t.reason
+	if e.msg.Type == "agent_reasoning_raw_content" {
+		blk += "/raw"
+	}
+	if e.msg.Text != "" {
+		e.o.add(&agent.ReasoningFinal{Block: blk, Text: e.msg.Text})
+	}
+}
+
+func (d *MCPDecoder) onAgentReasoningSectionBreak(e event) {
+	e.t.reason = ""
+}
+
+func (d *MCPDecoder) onExecCommandBegin(e event) {
+	c := d.call(e.msg.CallID, "bash")
+	if c == nil {
+		d.drop(e.o, e.kind, agent.DropMissingID, "exec event without call_id", e.raw)
+		return
+	}
+	cmd := commandString(e.msg.Command)
+	in := map[string]any{"command": cmd}
+	if e.msg.Cwd != "" {
+		in["cwd"] = strings.TrimPrefix(e.msg.Cwd, "file://")
+	}
+	var meta agent.Object
+	if len(e.msg.Parsed) > 0 && string(e.msg.Parsed) != "null" {
+		meta = agent.Object{"parsedCmd": e.msg.Parsed}
+	}
+	d.announce(e.o, c, cmd, mustObject(in), meta)
+	d.run(e.o, c)
+}
+
+func (d *MCPDecoder) onExecCommandOutputDelta(e event) {
+	c := d.call(e.msg.CallID, "bash")
+	if c == nil {
+		d.drop(e.o, e.kind, agent.DropMissingID, "exec event without call_id", e.raw)
+		return
+	}
+	b, err := decodeChunk(e.msg.Chunk, true)
+	if err != nil {
+		d.drop(e.o, e.kind, agent.DropInvalidField, err.Error(), e.raw)
+		return
+	}
+	// Interleaved streams decode separately (a sequence never spans them).
+	if e.msg.Stream == "stderr" {
+		d.call(e.msg.CallID+"\x00stderr", "").out.write(b)
+	} else {
+		c.out.write(b)
+	}
+}
+
+func (d *MCPDecoder) onExecCommandEnd(e event) {
+	c := d.call(e.msg.CallID, "bash")
+	if c == nil {
+		d.drop(e.o, e.kind, agent.DropMissingID, "exec event without call_id", e.raw)
+		return
+	}
+	output := c.out.String()
+	if se := d.calls[e.msg.CallID+"\x00stderr"]; se != nil {
+		if s := se.out.String(); s != "" {
+			output += s
+		}
+		delete(d.calls, e.msg.CallID+"\x00stderr")
+	}
+	switch {
+	case e.msg.Aggregate != nil:
+		output = *e.msg.Aggregate
+	case e.msg.Stdout != "" || e.msg.Stderr != "":
+		output = e.msg.Stdout + e.msg.Stderr
+	}
+	meta := agent.Object{}
+	if e.msg.ExitCode != nil {
+		meta["exitCode"] = *e.msg.ExitCode
+	}
+	if ms, ok := durationMs(e.msg.Duration); ok {
+		meta["durationMs"] = ms
+	}
+	if !c.shown {
+		d.announce(e.o, c, commandString(e.msg.Command), mustObject(map[string]any{"command": commandString(e.msg.Command)}), nil)
+	}
+	if e.msg.ExitCode != nil && *e.msg.ExitCode != 0 {
+		text := output
+		if strings.TrimSpace(text) == "" {
+			text = fmt.Sprintf("command failed with exit code %d", *e.msg.ExitCode)
+		}
+		d.fail(e.o, c, text, meta)
+	} else {
+		d.complete(e.o, c, output, meta)
+	}
+}
+
+func (d *MCPDecoder) onExecApprovalRequest(e event) {
+	// The elicitation/create request that follows is what happy
+	// answers; the tool blocks then, with this event's detail.
+	if e.msg.CallID == "" {
+		d.drop(e.o, e.kind, agent.DropMissingID, "approval without call_id", e.raw)
+		return
+	}
+	d.approvals[e.msg.CallID] = e.msg
+}
+
+func (d *MCPDecoder) onPatchApplyBegin(e event) {
+	c := d.call(e.msg.CallID, "edit")
+	if c == nil {
+		d.drop(e.o, e.kind, agent.DropMissingID, "patch event without call_id", e.raw)
+		return
+	}
+	input, meta, paths := patchDetail(e.msg.Changes)
+	c.paths = paths
+	d.announce(e.o, c, strings.Join(paths, ", "), input, meta)
+	d.run(e.o, c)
+}
+
+func (d *MCPDecoder) onPatchApplyEnd(e event) {
+	c := d.call(e.msg.CallID, "edit")
+	if c == nil {
+		d.drop(e.o, e.kind, agent.DropMissingID, "patch event without call_id", e.raw)
+		return
+	}
+	text := e.msg.Stdout + e.msg.Stderr
+	if e.msg.Success != nil && !*e.msg.Success {
+		if text == "" {
+			text = "patch failed to apply"
+		}
+		d.fail(e.o, c, text, nil)
+	} else {
+		d.complete(e.o, c, text, nil)
+	}
+}
+
+func (d *MCPDecoder) onMcpToolCallBegin(e event) {
+	c := d.call(e.msg.CallID, e.msg.Invocation.Server+"_"+e.msg.Invocation.Tool)
+	if c == nil {
+		d.drop(e.o, e.kind, agent.DropMissingID, "mcp tool event without call_id", e.raw)
+		return
+	}
+	d.announce(e.o, c, e.msg.Invocation.Tool, objectOr(e.msg.Invocation.Arguments), nil)
+	if e.msg.Type == "mcp_tool_call_begin" {
+		d.run(e.o, c)
+		return
+	}
+	var res struct {
+		Ok *struct {
+			Content []json.RawMessage `json:"content"`
+			IsError *bool             `json:"isError"`
+		} `json:"Ok"`
+		Err *string `json:"Err"`
+	}
+	_ = json.Unmarshal(e.msg.Result, &res)
+	meta := agent.Object{}
+	if ms, ok := durationMs(e.msg.Duration); ok {
+		meta["durationMs"] = ms
+	}
+	switch {
+	case res.Err != nil:
+		d.fail(e.o, c, *res.Err, meta)
+	case res.Ok != nil && res.Ok.IsError != nil && *res.Ok.IsError:
+		d.fail(e.o, c, contentText(res.Ok.Content), meta)
+	case res.Ok != nil:
+		d.complete(e.o, c, contentText(res.Ok.Content), meta)
+	default:
+		d.fail(e.o, c, "mcp tool call ended without a result", meta)
+	}
+}
+
+func (d *MCPDecoder) onWebSearchBegin(e event) {
+	c := d.call(e.msg.CallID, "websearch")
+	if c == nil {
+		d.drop(e.o, e.kind, agent.DropMissingID, "web search event without call_id", e.raw)
+		return
+	}
+	var in json.RawMessage
+	if e.msg.Query != "" {
+		in = mustObject(map[string]string{"query": e.msg.Query})
+	}
+	d.announce(e.o, c, e.msg.Query, in, nil)
+	d.run(e.o, c)
+	if e.msg.Type == "web_search_end" {
+		d.complete(e.o, c, "", nil)
+	}
+}
+
+func (d *MCPDecoder) onViewImageToolCall(e event) {
+	c := d.call(e.msg.CallID, "read")
+	if c == nil {
+		d.drop(e.o, e.kind, agent.DropMissingID, "image view without call_id", e.raw)
+		return
+	}
+	d.announce(e.o, c, e.msg.Path, mustObject(map[string]string{"path": e.msg.Path}), nil)
+	d.complete(e.o, c, "", nil)
+}
+
+func (d *MCPDecoder) onTokenCount(e event) {
+	if e.msg.Info != nil && e.msg.Info.Last != nil {
+		if tk := e.msg.Info.Last.tokens(); tk != nil {
+			e.o.add(&agent.Usage{Tokens: tk})
+		}
+	}
+}
+
+func (d *MCPDecoder) onPlanUpdate(e event) {
+	todos := make([]agent.Todo, 0, len(e.msg.Plan))
+	for _, s := range e.msg.Plan {
+		todos = append(todos, agent.Todo{Content: s.Step, Status: todoStatus(s.Status), Priority: agent.PriorityMedium})
+	}
+	e.o.add(&agent.TodosUpdated{Todos: todos})
+}
+
+func (d *MCPDecoder) onError(e event) {
+	k, st := errorKind(e.msg.ErrorInfo)
+	e.o.add(&agent.AgentError{Kind: k, Text: e.msg.Message, StatusCode: st})
+}
+
+func (d *MCPDecoder) onStreamError(e event) {
+	k, st := errorKind(e.msg.ErrorInfo)
+	e.t.retries++
+	retryable := true
+	e.o.add(&agent.Retry{Attempt: e.t.retries, Error: agent.MessageError{Name: agent.ErrNameAPI,
+		Data: agent.ErrorData{Message: e.msg.Message, Kind: k, StatusCode: st, IsRetryable: &retryable}}})
+}
+
+func (d *MCPDecoder) onContextCompacted(e event) {
+	e.o.add(&agent.Compaction{ID: "compacted:" + e.t.key, Auto: true})
+}
+
+func (d *MCPDecoder) onExitedReviewMode(e event) {
+	var r struct {
+		Explanation string `json:"overall_explanation"`
+	}
+	if json.Unmarshal(e.msg.ReviewOutput, &r) == nil && r.Explanation != "" {
+		e.o.add(&agent.TextFinal{Block: "review:" + e.t.key, Text: r.Explanation})
 	}
 }
 
@@ -761,13 +866,13 @@ func (d *MCPDecoder) response(o *out, m jsonrpc.Message) {
 	d.endTurn(o, t, agent.TurnCompleted, "")
 }
 
-func (d *MCPDecoder) c2a(o *out, f Frame) {
-	m, err := jsonrpc.DecodeFrame(f.Msg)
-	if err != nil {
-		fe := err.(*jsonrpc.FrameError)
-		d.drop(o, fe.Kind, fe.Reason, "own frame: "+fe.Msg, f.Msg)
+func (d *MCPDecoder) c2a(o *out, f jsonrpc.Frame) {
+	if f.Msg == nil {
+		kind, reason, detail := jsonrpc.DropOf(f.Err)
+		d.drop(o, kind, reason, "own frame: "+detail, f.Data)
 		return
 	}
+	m := *f.Msg
 	key := idString(mustObject(m.ID))
 	switch m.Kind {
 	case jsonrpc.KindRequest:
@@ -815,7 +920,7 @@ func (d *MCPDecoder) c2a(o *out, f Frame) {
 		dec, reason, ok := decision(res.Decision)
 		if !ok {
 			r.answered = false
-			d.drop(o, "decision", agent.DropUnknownDecision, "answer "+string(res.Decision)+" is not a known decision", f.Msg)
+			d.drop(o, "decision", agent.DropUnknownDecision, "answer "+string(res.Decision)+" is not a known decision", f.Data)
 			return
 		}
 		if c != nil {

@@ -1,14 +1,12 @@
 package codex
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 
-	"github.com/happy-dev/happy/adapters/trafficlog"
+	"github.com/happy-dev/happy/adapters/jsonrpc"
 	"github.com/happy-dev/happy/agent"
-	"github.com/happy-dev/happy/mapper"
 )
 
 // Protocol is the Codex protocol a session speaks.
@@ -45,70 +43,37 @@ func NewDecoder(p Protocol) Decoder {
 	return NewAppServerDecoder()
 }
 
-// ReadFrames reads a traffic log (one {"t","dir","msg"} object per line,
-// lines of any length). A line that is not a valid record becomes a
-// DroppedInput event at its place, in the returned events-before map keyed
-// by the index of the frame it precedes. Only a read error of r is returned
-// as an error.
-func ReadFrames(r io.Reader) ([]Frame, map[int][]agent.Event, error) {
-	var frames []Frame
-	bad := map[int][]agent.Event{}
-	err := trafficlog.Scan(r, func(line int64, rec trafficlog.Record, derr error, data []byte) {
-		if derr != nil {
-			bad[len(frames)] = append(bad[len(frames)], dropped("traffic-log", line, 0, "", trafficlog.DropReason(derr), derr.Error(), data))
-			return
-		}
-		frames = append(frames, Frame{T: rec.T, Dir: rec.Dir, Msg: append(json.RawMessage(nil), rec.Msg...)})
-	})
-	if err != nil {
-		return frames, bad, fmt.Errorf("codex: read traffic log: %w", err)
-	}
-	return frames, bad, nil
-}
-
 // DetectProtocol guesses the protocol of recorded traffic: mcp when Codex
 // sent codex/event notifications or happy called tools/call, else
 // app-server.
-func DetectProtocol(frames []Frame) Protocol {
+func DetectProtocol(frames []jsonrpc.Frame) Protocol {
 	for _, f := range frames {
-		if f.Dir != trafficlog.A2C && f.Dir != trafficlog.C2A {
+		if f.Msg == nil {
 			continue
 		}
-		var m struct {
-			Method string `json:"method"`
-		}
-		if json.Unmarshal(f.Msg, &m) == nil && (m.Method == "codex/event" || m.Method == "tools/call" || m.Method == "elicitation/create") {
+		if m := f.Msg.Method; m == "codex/event" || m == "tools/call" || m == "elicitation/create" {
 			return ProtocolMCP
 		}
 	}
 	return ProtocolAppServer
 }
 
-// ReplayEvents decodes a recorded traffic log into agent events, in order.
-// p chooses the decoder (auto: DetectProtocol). Only a read error of r is
-// returned as an error; bad lines are DroppedInput events. A turn still
-// open at the end of the log ends as truncated.
-func ReplayEvents(r io.Reader, p Protocol) ([]agent.Event, error) {
-	frames, bad, err := ReadFrames(r)
+// Replay decodes a recorded Codex traffic log (as written by --record)
+// into agent events, in order; the caller reduces them to a transcript
+// (`happy replay --agent codex`). p chooses the decoder (auto:
+// DetectProtocol). Only a read error of r is returned as an error; bad
+// lines are DroppedInput events. A turn still open at the end of the log
+// ends as truncated.
+func Replay(r io.Reader, p Protocol) ([]agent.Event, error) {
+	tr, err := jsonrpc.ReadTraffic(r)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("codex: %w", err)
 	}
 	if p == ProtocolAuto || p == "" {
-		p = DetectProtocol(frames)
+		p = DetectProtocol(tr.Frames)
 	}
-	dec := NewDecoder(p)
-	var evs []agent.Event
-	for i, f := range frames {
-		evs = append(evs, bad[i]...)
-		evs = append(evs, dec.Decode(f)...)
-	}
-	evs = append(evs, bad[len(frames)]...)
-	var last int64
-	if len(frames) > 0 {
-		last = frames[len(frames)-1].T
-	}
-	evs = append(evs, endOpenTurns(evs, last)...)
-	return evs, nil
+	evs := tr.Decode(NewDecoder(p).Decode)
+	return append(evs, endOpenTurns(evs, tr.LastT())...), nil
 }
 
 // endOpenTurns returns a TurnEnded with reason truncated, at time t (Unix
@@ -149,19 +114,4 @@ func endOpenTurns(evs []agent.Event, t int64) []agent.Event {
 func truncatedTurn(session, turnID string, t int64) *agent.TurnEnded {
 	return &agent.TurnEnded{EventBase: agent.EventBase{Session: session, Time: t}, TurnID: turnID,
 		Reason: agent.TurnTruncated, Error: "the log ends before the turn ended"}
-}
-
-// Replay reduces a recorded Codex traffic log (as written by --record)
-// into the canonical transcript of relay session cfg.SessionID. It is what
-// `happy replay --agent codex` calls. Errors: a read error of r only.
-func Replay(r io.Reader, cfg mapper.Config, p Protocol) (mapper.Transcript, error) {
-	evs, err := ReplayEvents(r, p)
-	if err != nil {
-		return mapper.Transcript{}, err
-	}
-	red := mapper.NewReducer(cfg)
-	for _, e := range evs {
-		red.Apply(e)
-	}
-	return red.Transcript(), nil
 }

@@ -23,7 +23,7 @@ func firstLines(t *testing.T, capture string, n int) ([]byte, int64) {
 		t.Fatalf("%s has %d lines, fewer than %d", capture, len(lines), n)
 	}
 	head := bytes.Join(lines[:n], nil)
-	frames, _, err := ReadFrames(bytes.NewReader(head))
+	frames, _, err := readFrames(bytes.NewReader(head))
 	if err != nil || len(frames) == 0 {
 		t.Fatalf("%s: %d frames, %v", capture, len(frames), err)
 	}
@@ -57,7 +57,7 @@ func TestReplayEndsOpenTurnAtEnd(t *testing.T) {
 				n = len(bytes.SplitAfter(raw, []byte("\n")))
 			}
 			head, last := firstLines(t, tc.capture, n)
-			evs, err := ReplayEvents(bytes.NewReader(head), ProtocolAuto)
+			evs, err := Replay(bytes.NewReader(head), ProtocolAuto)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -35,7 +35,6 @@ import (
 
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/linereader"
-	"github.com/happy-dev/happy/mapper"
 )
 
 // rolloutSource is the Dropped.Source of a rollout line.
@@ -140,12 +139,16 @@ type rolloutDecoder struct {
 	lastT    int64
 }
 
-// RolloutEvents decodes a Codex rollout into agent events, in order. Lines
-// that are not JSON objects, and line types this reader does not know,
-// become DroppedInput events (source codex-rollout, Kind the raw type); a
-// turn still open at the end ends as truncated. Only a read error of r is
-// returned as an error.
-func RolloutEvents(r io.Reader) ([]agent.Event, error) {
+// ReplayRollout decodes a Codex rollout into agent events, in order; the
+// caller reduces them to a transcript (`happy replay --agent codex` for a
+// rollout file). Lines that are not JSON objects, and line types this
+// reader does not know, become DroppedInput events (source codex-rollout,
+// Kind the raw type); a turn still open at the end ends as truncated. A
+// rollout carries no approvals (Codex does not persist requests or
+// decisions): tools have no permission record, and a declined command is a
+// failed tool whose error is what the model was told. Only a read error of
+// r is returned as an error.
+func ReplayRollout(r io.Reader) ([]agent.Event, error) {
 	lr, _ := linereader.New(r, linereader.Options{})
 	d := &rolloutDecoder{calls: map[string]*rolloutCall{}, results: map[string]execResult{}}
 	for {
@@ -171,24 +174,6 @@ func RolloutEvents(r io.Reader) ([]agent.Event, error) {
 		d.add(truncatedTurn("", d.turnID, d.lastT))
 	}
 	return d.evs, nil
-}
-
-// ReplayRollout reduces a Codex rollout into the canonical transcript of
-// relay session cfg.SessionID. It is what `happy replay --agent codex`
-// calls for a rollout file. A rollout carries no approvals (Codex does not
-// persist requests or decisions): tools have no permission record, and a
-// declined command is a failed tool whose error is what the model was told.
-// Errors: a read error of r only.
-func ReplayRollout(r io.Reader, cfg mapper.Config) (mapper.Transcript, error) {
-	evs, err := RolloutEvents(r)
-	if err != nil {
-		return mapper.Transcript{}, err
-	}
-	red := mapper.NewReducer(cfg)
-	for _, e := range evs {
-		red.Apply(e)
-	}
-	return red.Transcript(), nil
 }
 
 func (d *rolloutDecoder) add(e agent.Event) { d.evs = append(d.evs, e) }

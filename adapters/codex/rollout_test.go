@@ -36,7 +36,7 @@ func TestRolloutGolden(t *testing.T) {
 			if !IsRollout(first) {
 				t.Fatalf("IsRollout(first line) = false")
 			}
-			evs, err := RolloutEvents(bytes.NewReader(data))
+			evs, err := ReplayRollout(bytes.NewReader(data))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +107,7 @@ func TestRolloutAgreesWithTraffic(t *testing.T) {
 	for _, name := range []string{"codex-app", "codex-app-decline", "codex-app-multi-tool", "codex-app-tool-error"} {
 		t.Run(name, func(t *testing.T) {
 			cfg := mapper.Config{SessionID: "ses-agree", Source: "codex"}
-			rt, err := ReplayRollout(bytes.NewReader(rolloutFile(t, name)), cfg)
+			rt, err := transcriptOf(cfg)(ReplayRollout(bytes.NewReader(rolloutFile(t, name))))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -116,7 +116,7 @@ func TestRolloutAgreesWithTraffic(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			lt, err := Replay(f, cfg, ProtocolAuto)
+			lt, err := transcriptOf(cfg)(Replay(f, ProtocolAuto))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -171,7 +171,7 @@ func TestRolloutEdges(t *testing.T) {
 		`{"type":"event_msg","payload":{"type":"user_message","message":"again"}}`,
 		`{"type":"response_item","payload":{"type":"local_shell_call","call_id":"c2","action":{"type":"exec","command":["ls","-l"]}}}`,
 	}, "\n")
-	evs, err := RolloutEvents(strings.NewReader(in))
+	evs, err := ReplayRollout(strings.NewReader(in))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func FuzzRollout(f *testing.F) {
 	f.Add([]byte(`{"type":"event_msg","payload":{"type":"item_completed","item":null}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_ = IsRollout(data)
-		if _, err := ReplayRollout(bytes.NewReader(data), mapper.Config{SessionID: "ses-fuzz"}); err != nil {
+		if _, err := transcriptOf(mapper.Config{SessionID: "ses-fuzz"})(ReplayRollout(bytes.NewReader(data))); err != nil {
 			t.Fatalf("error on an in-memory reader: %v", err)
 		}
 	})
@@ -268,7 +268,7 @@ func BenchmarkRollout(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := ReplayRollout(bytes.NewReader(data), mapper.Config{SessionID: "ses-bench"}); err != nil {
+		if _, err := transcriptOf(mapper.Config{SessionID: "ses-bench"})(ReplayRollout(bytes.NewReader(data))); err != nil {
 			b.Fatal(err)
 		}
 	}

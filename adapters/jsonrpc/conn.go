@@ -1,13 +1,17 @@
 // Package jsonrpc speaks line-delimited JSON-RPC 2.0 with a child process
-// over its stdin and stdout (Codex app-server and mcp-server, ACP agents).
+// over its stdin and stdout (Codex app-server and mcp-server, ACP agents),
+// and reads the traffic logs such a connection records.
 //
 // One frame is one line of JSON. Incoming frames may carry the "jsonrpc"
 // member or not (Codex omits it); outgoing frames carry it unless
-// Options.OmitVersion is set. The wire library (sourcegraph/jsonrpc2) stays
-// behind this package's small API.
+// Options.OmitVersion is set.
 //
 // Guarantees:
 //
+//   - Every incoming frame is parsed once (DecodeFrame): the Tap, the
+//     Handler and the call waiting for a response all get that one
+//     decoding; an outgoing frame is described by the Message it was built
+//     from, never parsed back.
 //   - Notifications and incoming requests are handed to the Handler one at a
 //     time, in arrival order, on the reading goroutine.
 //   - The response to one of our calls is delivered only after every frame
@@ -19,7 +23,7 @@
 //     caller's context ends sooner). A response that arrives after its call
 //     gave up is discarded; one for an id never sent is counted as Dropped.
 //   - A malformed frame (not JSON, not an object, bad members, oversize) is
-//     never passed on and never panics: it becomes a agent.Dropped with a
+//     never passed on and never panics: it becomes an agent.Dropped with a
 //     reason, given to Options.OnDropped, and reading goes on.
 //   - Options.Tap sees every frame in both directions (and, for a child
 //     process, stderr lines and the exit status) in one total order; a
@@ -27,18 +31,18 @@
 package jsonrpc
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"reflect"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/happy-dev/happy/adapters/trafficlog"
 	"github.com/happy-dev/happy/agent"
@@ -84,19 +88,6 @@ func (e *RPCError) Error() string {
 	return fmt.Sprintf("json-rpc %s: error %d: %s", e.Method, e.Code, e.Message)
 }
 
-// Frame is one unit of traffic seen by a Tap, in the traffic log's terms:
-// Dir is c2a (we wrote it), a2c (the peer wrote it), stderr (a line of the
-// child's stderr), exit (the child ended; Data is {"code":…,"sig":…}).
-// For c2a and a2c, Data is the frame as written on the pipe (without the
-// newline); JSON is false when it is not valid JSON (Data is then the raw
-// line, or its first 512 bytes when oversize). Time is when it was seen.
-type Frame struct {
-	Time time.Time
-	Dir  trafficlog.Dir
-	Data []byte
-	JSON bool
-}
-
 // Incoming is a notification or a request from the peer, handed to the
 // Handler. For a request, exactly one of Reply and Fail must be called,
 // from any goroutine, now or later.
@@ -113,14 +104,18 @@ type Incoming struct {
 
 // Reply answers the request with result (marshalled to JSON).
 // Errors: ErrAlreadyReplied, ErrClosed, or a marshalling/write error.
-func (in *Incoming) Reply(ctx context.Context, result any) error {
+func (in *Incoming) Reply(_ context.Context, result any) error {
 	if in.Notif {
 		return fmt.Errorf("jsonrpc: reply to notification %s", in.Method)
 	}
 	if !in.replied.CompareAndSwap(false, true) {
 		return fmt.Errorf("%w: %s %s", ErrAlreadyReplied, in.Method, in.ID)
 	}
-	if err := in.conn.rpc.Reply(ctx, toWireID(in.ID), result); err != nil {
+	raw, err := json.Marshal(result)
+	if err != nil {
+		return fmt.Errorf("jsonrpc: reply to %s %s: encode result: %w", in.Method, in.ID, err)
+	}
+	if err := in.conn.write(&Message{Kind: KindResponse, ID: in.ID, Result: raw}); err != nil {
 		return in.conn.wrapErr(fmt.Sprintf("reply to %s %s", in.Method, in.ID), err)
 	}
 	return nil
@@ -128,14 +123,15 @@ func (in *Incoming) Reply(ctx context.Context, result any) error {
 
 // Fail answers the request with a JSON-RPC error.
 // Errors: ErrAlreadyReplied, ErrClosed, or a write error.
-func (in *Incoming) Fail(ctx context.Context, code int64, message string) error {
+func (in *Incoming) Fail(_ context.Context, code int64, message string) error {
 	if in.Notif {
 		return fmt.Errorf("jsonrpc: fail notification %s", in.Method)
 	}
 	if !in.replied.CompareAndSwap(false, true) {
 		return fmt.Errorf("%w: %s %s", ErrAlreadyReplied, in.Method, in.ID)
 	}
-	if err := in.conn.rpc.ReplyWithError(ctx, toWireID(in.ID), &jsonrpc2.Error{Code: code, Message: message}); err != nil {
+	m := &Message{Kind: KindResponse, ID: in.ID, Error: &ErrorObject{Code: code, Message: message}}
+	if err := in.conn.write(m); err != nil {
 		return in.conn.wrapErr(fmt.Sprintf("fail %s %s", in.Method, in.ID), err)
 	}
 	return nil
@@ -185,15 +181,33 @@ type Options struct {
 	Now func() time.Time
 }
 
+// reply is what a response gives the call waiting for it.
+type reply struct {
+	result json.RawMessage
+	err    *ErrorObject
+}
+
 // Conn is a JSON-RPC connection over a byte stream. It is safe for
 // concurrent use.
 type Conn struct {
-	rpc     *jsonrpc2.Conn
-	opts    Options
-	nextID  atomic.Uint64
-	tapMu   sync.Mutex
-	closeMu sync.Mutex
-	cause   error
+	opts   Options
+	rwc    io.ReadWriteCloser
+	lr     *linereader.Reader
+	h      Handler
+	ctx    context.Context // handed to the Handler; cancelled when the connection stops
+	cancel context.CancelFunc
+	nextID atomic.Uint64
+	done   chan struct{}
+	tapMu  sync.Mutex
+	wmu    sync.Mutex // one frame written at a time, tapped in write order
+
+	eof bool // the reading goroutine saw the end of the stream
+
+	mu     sync.Mutex
+	calls  map[uint64]chan reply // calls waiting for their response, by id
+	late   map[uint64]bool       // calls that gave up: their response is discarded
+	closed bool
+	cause  error
 }
 
 // New starts a connection over rwc (the child's stdout for reading, its
@@ -212,45 +226,50 @@ func New(ctx context.Context, rwc io.ReadWriteCloser, h Handler, opts Options) *
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	c := &Conn{opts: opts}
-	// MaxFrame > 0 always, so New cannot fail.
+	// MaxFrame > 0 always, so linereader.New cannot fail.
 	lr, _ := linereader.New(rwc, linereader.Options{MaxLine: opts.MaxFrame})
-	s := &stream{conn: c, rwc: rwc, lr: lr, ready: make(chan struct{})}
-	ad := &handlerAdapter{conn: c, h: h, s: s}
-	c.rpc = jsonrpc2.NewConn(ctx, s, ad,
-		jsonrpc2.SetLogger(zlogAdapter{opts.Logger}),
-		jsonrpc2.OnRecv(func(req *jsonrpc2.Request, resp *jsonrpc2.Response) {
-			if req == nil && resp != nil {
-				c.drop(agent.Dropped{
-					Source: c.opts.Source, Kind: "response", Reason: agent.DropOrphan,
-					Detail: "response to unknown request id " + resp.ID.String(),
-					Raw:    string(mapperPrefix(s.last, 512)),
-				})
-			}
-		}))
-	close(s.ready)
+	c := &Conn{opts: opts, rwc: rwc, lr: lr, h: h, done: make(chan struct{}),
+		calls: map[uint64]chan reply{}, late: map[uint64]bool{}}
+	c.ctx, c.cancel = context.WithCancel(ctx)
+	context.AfterFunc(c.ctx, func() { _ = c.shut(nil) })
+	go c.read()
 	return c
 }
 
 // Done is closed when the connection has stopped.
-func (c *Conn) Done() <-chan struct{} { return c.rpc.DisconnectNotify() }
+func (c *Conn) Done() <-chan struct{} { return c.done }
 
 // Err says why the connection stopped: nil while it runs and after a clean
 // EOF or Close, else the read error.
 func (c *Conn) Err() error {
-	c.closeMu.Lock()
-	defer c.closeMu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	return c.cause
 }
 
 // Close stops the connection and closes the underlying stream. Pending
-// calls fail with ErrClosed.
-func (c *Conn) Close() error {
-	err := c.rpc.Close()
-	if errors.Is(err, jsonrpc2.ErrClosed) {
+// calls fail with ErrClosed. Closing twice is harmless.
+func (c *Conn) Close() error { return c.shut(nil) }
+
+// shut stops the connection once: calls still waiting fail, the Handler's
+// context is cancelled and the stream closed. cause is a read error (nil
+// for EOF and Close).
+func (c *Conn) shut(cause error) error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
 		return nil
 	}
-	return err
+	c.closed = true
+	c.cause = cause
+	for id, ch := range c.calls {
+		close(ch)
+		delete(c.calls, id)
+	}
+	c.mu.Unlock()
+	close(c.done)
+	c.cancel()
+	return c.rwc.Close()
 }
 
 // Call sends a request and waits for its response, decoding the result
@@ -263,9 +282,6 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 
 // CallTimeout is Call with an explicit timeout d (> 0).
 func (c *Conn) CallTimeout(ctx context.Context, d time.Duration, method string, params, result any) error {
-	if d <= 0 {
-		d = c.opts.CallTimeout
-	}
 	w, err := c.Dispatch(ctx, method, params)
 	if err != nil {
 		return err
@@ -278,77 +294,255 @@ type Pending struct {
 	c      *Conn
 	method string
 	id     ID
-	w      jsonrpc2.Waiter
+	ch     chan reply
 }
 
 // ID is the request id the call was sent with.
 func (p *Pending) ID() ID { return p.id }
 
 // Wait waits up to d (> 0; Options.CallTimeout otherwise) for the response
-// and decodes its result into result (unless nil). Errors as Call.
+// and decodes its result into result (unless nil). Errors as Call. A
+// response that comes after Wait gave up is discarded.
 func (p *Pending) Wait(ctx context.Context, d time.Duration, result any) error {
 	if d <= 0 {
 		d = p.c.opts.CallTimeout
 	}
-	tctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	var raw json.RawMessage
-	err := p.w.Wait(tctx, &raw)
-	switch {
-	case err == nil:
-	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
-		return fmt.Errorf("%w: %s (id %s) after %s", ErrTimeout, p.method, p.id, d)
-	default:
-		var re *jsonrpc2.Error
-		if errors.As(err, &re) {
-			return &RPCError{Method: p.method, Code: re.Code, Message: re.Message, Data: rawData(re.Data)}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	var r reply
+	var ok bool
+	select {
+	case r, ok = <-p.ch:
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	if !ok {
+		// A response that came at the same moment still wins.
+		select {
+		case r, ok = <-p.ch:
+		default:
 		}
-		return p.c.wrapErr("call "+p.method, err)
+	}
+	switch {
+	case ok:
+	case p.c.giveUp(p.id.Num):
+		if ctx.Err() != nil {
+			return p.c.wrapErr("call "+p.method, ctx.Err())
+		}
+		return fmt.Errorf("%w: %s (id %s) after %s", ErrTimeout, p.method, p.id, d)
+	default: // the channel was closed: the connection stopped
+		return p.c.wrapErr("call "+p.method, ErrClosed)
+	}
+	if r.err != nil {
+		return &RPCError{Method: p.method, Code: r.err.Code, Message: r.err.Message, Data: r.err.Data}
 	}
 	if result == nil {
 		return nil
 	}
-	if err := json.Unmarshal(raw, result); err != nil {
+	if err := json.Unmarshal(r.result, result); err != nil {
 		return fmt.Errorf("jsonrpc: decode result of %s: %w", p.method, err)
 	}
 	return nil
 }
 
+// giveUp forgets the call id (its response, if it ever comes, is
+// discarded) and reports whether it was still waiting; false means the
+// connection stopped.
+func (c *Conn) giveUp(id uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, waiting := c.calls[id]; !waiting {
+		return false
+	}
+	delete(c.calls, id)
+	c.late[id] = true
+	return true
+}
+
 // Dispatch sends a request without waiting; Wait on the result later.
 // Errors: ErrClosed, or a marshalling/write error.
-func (c *Conn) Dispatch(ctx context.Context, method string, params any) (*Pending, error) {
-	id := ID{Num: c.nextID.Add(1)}
-	w, err := c.rpc.DispatchCall(ctx, method, params, jsonrpc2.PickID(toWireID(id)))
-	if err != nil {
+func (c *Conn) Dispatch(_ context.Context, method string, params any) (*Pending, error) {
+	m := &Message{Kind: KindRequest, Method: method, ID: ID{Num: c.nextID.Add(1)}}
+	if err := m.setParams(params); err != nil {
+		return nil, fmt.Errorf("jsonrpc: send %s: %w", method, err)
+	}
+	ch := make(chan reply, 1)
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, c.wrapErr("send "+method, ErrClosed)
+	}
+	c.calls[m.ID.Num] = ch
+	c.mu.Unlock()
+	if err := c.write(m); err != nil {
+		c.mu.Lock()
+		delete(c.calls, m.ID.Num)
+		c.mu.Unlock()
 		return nil, c.wrapErr("send "+method, err)
 	}
-	return &Pending{c: c, method: method, id: id, w: w}, nil
+	return &Pending{c: c, method: method, id: m.ID, ch: ch}, nil
 }
 
 // Notify sends a notification. Errors: ErrClosed, or a marshalling/write
 // error.
-func (c *Conn) Notify(ctx context.Context, method string, params any) error {
-	if err := c.rpc.Notify(ctx, method, params); err != nil {
+func (c *Conn) Notify(_ context.Context, method string, params any) error {
+	m := &Message{Kind: KindNotification, Method: method}
+	if err := m.setParams(params); err != nil {
+		return fmt.Errorf("jsonrpc: notify %s: %w", method, err)
+	}
+	if err := c.write(m); err != nil {
 		return c.wrapErr("notify "+method, err)
 	}
 	return nil
 }
 
-// tap hands a frame to the Tap and the Recorder, serialised.
-func (c *Conn) tap(dir trafficlog.Dir, data []byte, isJSON bool) {
+// Note records a remark of ours in the traffic (a note frame, tapped and
+// recorded in order with the rest): msg is a JSON value, or any text when
+// it is not valid JSON.
+func (c *Conn) Note(msg []byte) {
+	c.tap(Frame{Dir: trafficlog.Note, Data: msg, JSON: json.Valid(msg)})
+}
+
+// write encodes m (see encode), taps it and writes it with its newline.
+func (c *Conn) write(m *Message) error {
+	m.Version = !c.opts.OmitVersion
+	m.Raw = encode(m)
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	c.tap(Frame{Dir: trafficlog.C2A, Data: m.Raw, JSON: true, Msg: m})
+	buf := make([]byte, 0, len(m.Raw)+1)
+	if _, err := c.rwc.Write(append(append(buf, m.Raw...), '\n')); err != nil {
+		return fmt.Errorf("write frame: %w", err)
+	}
+	return nil
+}
+
+// tap stamps a frame and hands it to the Recorder and the Tap, serialised.
+func (c *Conn) tap(f Frame) {
 	if c.opts.Tap == nil && c.opts.Recorder == nil {
 		return
 	}
 	c.tapMu.Lock()
 	defer c.tapMu.Unlock()
-	f := Frame{Time: c.opts.Now(), Dir: dir, Data: data, JSON: isJSON}
+	f.T = c.opts.Now().UnixMilli()
 	if c.opts.Recorder != nil {
 		if err := c.opts.Recorder.Record(f); err != nil {
-			c.opts.Logger.Warn().Err(err).Str("dir", string(dir)).Msg("traffic log write failed")
+			c.opts.Logger.Warn().Err(err).Str("dir", string(f.Dir)).Msg("traffic log write failed")
 		}
 	}
 	if c.opts.Tap != nil {
 		c.opts.Tap(f)
+	}
+}
+
+// read is the reading goroutine: one frame at a time until the stream
+// ends.
+func (c *Conn) read() {
+	for {
+		data, n, err := c.next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			_ = c.shut(err)
+			return
+		}
+		c.receive(data, n)
+	}
+}
+
+// next returns the next non-blank line (a copy, trimmed) and its number;
+// an oversize line is tapped and dropped on the way. A last line without
+// its newline counts. Errors: io.EOF at the end, or the read error.
+func (c *Conn) next() ([]byte, int64, error) {
+	for {
+		if c.eof {
+			return nil, 0, io.EOF
+		}
+		line, err := c.lr.Next()
+		data := line.Data
+		switch {
+		case err == nil:
+		case errors.Is(err, io.EOF):
+			// The peer closed its end; a last line without newline is a frame too.
+			c.eof = true
+			data = c.lr.Pending()
+			if len(bytes.TrimSpace(data)) == 0 {
+				return nil, 0, io.EOF
+			}
+			line = linereader.Line{Number: c.lr.LineNumber() + 1, Size: int64(len(data))}
+		default:
+			return nil, 0, err
+		}
+		if line.Oversize {
+			c.tap(Frame{Dir: trafficlog.A2C, Data: append([]byte(nil), line.Data...),
+				Err: frameErr(agent.DropOversize, "", "frame of %d bytes exceeds %d", line.Size, c.opts.MaxFrame)})
+			c.drop(agent.Dropped{Source: c.opts.Source, Line: line.Number, Reason: agent.DropOversize,
+				Detail: fmt.Sprintf("frame of %d bytes exceeds %d", line.Size, c.opts.MaxFrame),
+				Raw:    string(line.Data)})
+			continue
+		}
+		if data = bytes.TrimSpace(data); len(data) > 0 {
+			return append([]byte(nil), data...), line.Number, nil
+		}
+	}
+}
+
+// receive decodes one frame (the only time it is parsed), taps it and
+// routes it: a response to the call waiting for it, anything else to the
+// Handler.
+func (c *Conn) receive(data []byte, n int64) {
+	f := NewFrame(0, trafficlog.A2C, data)
+	c.tap(f)
+	if f.Msg == nil {
+		kind, reason, detail := DropOf(f.Err)
+		c.drop(agent.Dropped{Source: c.opts.Source, Line: n, Kind: kind, Reason: reason,
+			Detail: detail, Raw: agent.CutUTF8(string(data), agent.DroppedRawMax)})
+		return
+	}
+	m := *f.Msg
+	if m.Kind == KindResponse {
+		c.deliver(m, n)
+		return
+	}
+	in := &Incoming{Method: m.Method, ID: m.ID, Notif: m.Kind == KindNotification, Params: m.Params, Raw: m.Raw, conn: c}
+	if c.h == nil {
+		if !in.Notif {
+			_ = in.Fail(c.ctx, CodeMethodNotFound, "method not found: "+in.Method)
+		}
+		return
+	}
+	c.h.Handle(c.ctx, in)
+}
+
+// deliver hands a response to its call; a late one is discarded, one for
+// an id never sent is dropped as an orphan.
+func (c *Conn) deliver(m Message, n int64) {
+	c.mu.Lock()
+	var ch chan reply
+	late := false
+	if !m.ID.IsString {
+		ch = c.calls[m.ID.Num]
+		delete(c.calls, m.ID.Num)
+		late = c.late[m.ID.Num]
+		delete(c.late, m.ID.Num)
+	}
+	c.mu.Unlock()
+	switch {
+	case ch != nil:
+		ch <- reply{result: m.Result, err: m.Error}
+	case late:
+		c.opts.Logger.Debug().Str("id", m.ID.String()).Msg("discarded a response that came after its call gave up")
+	default:
+		c.drop(agent.Dropped{Source: c.opts.Source, Line: n, Kind: "response", Reason: agent.DropOrphan,
+			Detail: "response to unknown request id " + m.ID.String(),
+			Raw:    agent.CutUTF8(string(m.Raw), agent.DroppedRawMax)})
 	}
 }
 
@@ -361,174 +555,8 @@ func (c *Conn) drop(d agent.Dropped) {
 }
 
 func (c *Conn) wrapErr(what string, err error) error {
-	if errors.Is(err, jsonrpc2.ErrClosed) || errors.Is(err, io.ErrClosedPipe) {
+	if errors.Is(err, ErrClosed) || errors.Is(err, io.ErrClosedPipe) || errors.Is(err, os.ErrClosed) {
 		return fmt.Errorf("jsonrpc: %s: %w", what, ErrClosed)
 	}
 	return fmt.Errorf("jsonrpc: %s: %w", what, err)
-}
-
-func toWireID(id ID) jsonrpc2.ID { return jsonrpc2.ID{Num: id.Num, Str: id.Str, IsString: id.IsString} }
-
-func rawData(d *json.RawMessage) json.RawMessage {
-	if d == nil {
-		return nil
-	}
-	return *d
-}
-
-// handlerAdapter turns the wire library's requests into Incoming values.
-type handlerAdapter struct {
-	conn *Conn
-	h    Handler
-	s    *stream
-}
-
-func (a *handlerAdapter) Handle(ctx context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	// The stream decoded this very frame just before (same goroutine).
-	m := a.s.lastMsg
-	in := &Incoming{Method: m.Method, ID: m.ID, Notif: m.Kind == KindNotification, Params: m.Params, Raw: m.Raw, conn: a.conn}
-	if req.Method != m.Method { // cannot happen; keep the library's view if it does
-		in.Method = req.Method
-	}
-	if a.h == nil {
-		if !in.Notif {
-			_ = in.Fail(ctx, CodeMethodNotFound, "method not found: "+in.Method)
-		}
-		return
-	}
-	a.h.Handle(ctx, in)
-}
-
-// stream implements the wire library's ObjectStream over lines.
-type stream struct {
-	conn *Conn
-	rwc  io.ReadWriteCloser
-	lr   *linereader.Reader
-
-	wmu sync.Mutex
-
-	// ready is closed once the Conn is fully built: the library starts
-	// reading inside its constructor, and a handler that answers at once
-	// must find the Conn's fields set.
-	ready chan struct{}
-
-	// Read side, touched only by the reading goroutine.
-	last    []byte  // raw bytes of the last frame returned
-	lastMsg Message // its decoding
-	eof     bool
-}
-
-// ReadObject returns the next well-formed frame, dropping malformed ones.
-func (s *stream) ReadObject(v any) error {
-	<-s.ready
-	c := s.conn
-	for {
-		if s.eof {
-			return io.EOF
-		}
-		line, err := s.lr.Next()
-		var data []byte
-		switch {
-		case err == nil:
-			data = line.Data
-		case errors.Is(err, io.EOF):
-			// The peer closed its end; a last line without newline is a frame too.
-			s.eof = true
-			data = s.lr.Pending()
-			if len(data) == 0 {
-				return io.EOF
-			}
-			line = linereader.Line{Number: s.lr.LineNumber() + 1, Size: int64(len(data))}
-		default:
-			c.setCause(err)
-			return err
-		}
-		if line.Oversize {
-			c.tap(trafficlog.A2C, append([]byte(nil), line.Data...), false)
-			c.drop(agent.Dropped{Source: c.opts.Source, Line: line.Number, Reason: agent.DropOversize,
-				Detail: fmt.Sprintf("frame of %d bytes exceeds %d", line.Size, c.opts.MaxFrame),
-				Raw:    string(line.Data)})
-			continue
-		}
-		if len(trimSpace(data)) == 0 {
-			continue
-		}
-		data = append([]byte(nil), trimSpace(data)...)
-		m, derr := DecodeFrame(data)
-		c.tap(trafficlog.A2C, data, derr == nil || json.Valid(data))
-		if derr != nil {
-			var fe *FrameError
-			errors.As(derr, &fe)
-			c.drop(agent.Dropped{Source: c.opts.Source, Line: line.Number, Kind: fe.Kind, Reason: fe.Reason,
-				Detail: fe.Msg, Raw: string(mapperPrefix(data, 512))})
-			continue
-		}
-		// Decode into a fresh value so a failed attempt never leaves state
-		// behind in v.
-		nv := reflect.New(reflect.TypeOf(v).Elem())
-		if err := json.Unmarshal(data, nv.Interface()); err != nil {
-			c.drop(agent.Dropped{Source: c.opts.Source, Line: line.Number, Kind: m.Method, Reason: agent.DropInvalidField,
-				Detail: err.Error(), Raw: string(mapperPrefix(data, 512))})
-			continue
-		}
-		reflect.ValueOf(v).Elem().Set(nv.Elem())
-		s.last, s.lastMsg = data, m
-		return nil
-	}
-}
-
-// WriteObject writes one frame and its newline.
-func (s *stream) WriteObject(obj any) error {
-	data, err := json.Marshal(obj)
-	if err != nil {
-		return fmt.Errorf("encode frame: %w", err)
-	}
-	if s.conn.opts.OmitVersion {
-		if data, err = stripVersion(data); err != nil {
-			return err
-		}
-	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	s.conn.tap(trafficlog.C2A, data, true)
-	buf := make([]byte, 0, len(data)+1)
-	buf = append(append(buf, data...), '\n')
-	if _, err := s.rwc.Write(buf); err != nil {
-		return fmt.Errorf("write frame: %w", err)
-	}
-	return nil
-}
-
-func (s *stream) Close() error { return s.rwc.Close() }
-
-func (c *Conn) setCause(err error) {
-	c.closeMu.Lock()
-	defer c.closeMu.Unlock()
-	if c.cause == nil {
-		c.cause = err
-	}
-}
-
-func trimSpace(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\r' || b[0] == '\n') {
-		b = b[1:]
-	}
-	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t' || b[len(b)-1] == '\r' || b[len(b)-1] == '\n') {
-		b = b[:len(b)-1]
-	}
-	return b
-}
-
-// zlogAdapter routes the wire library's log lines to zerolog.
-type zlogAdapter struct{ l zerolog.Logger }
-
-func (z zlogAdapter) Printf(format string, v ...any) {
-	z.l.Debug().Msgf(format, v...)
-}
-
-// Note records a remark of ours in the traffic (a note frame, tapped and
-// recorded in order with the rest): msg is a JSON value, or any text when
-// it is not valid JSON.
-func (c *Conn) Note(msg []byte) {
-	c.tap(trafficlog.Note, msg, json.Valid(msg))
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/happy-dev/happy/adapters/trafficlog"
@@ -175,43 +176,48 @@ func mustJSON(v any) string {
 }
 
 // TestResponseAfterNotifications: when a call returns, every notification
-// the peer sent before the response has been handled.
+// the peer sent before the response has been handled. The first
+// notification is held in the handler until the whole batch (40
+// notifications, then the response) sits in the connection's buffer, so a
+// connection that delivered responses ahead of the handler would return
+// the call with notifications still unhandled.
 func TestResponseAfterNotifications(t *testing.T) {
-	for round := 0; round < 20; round++ {
-		d, p := newPipes(t)
-		var mu sync.Mutex
-		handled := 0
-		h := HandlerFunc(func(_ context.Context, in *Incoming) {
-			// Make handling slower than reading, so a library that
-			// handled notifications on other goroutines would lose the race.
-			time.Sleep(50 * time.Microsecond)
-			mu.Lock()
-			handled++
-			mu.Unlock()
-		})
-		c := New(context.Background(), d, h, Options{})
-		done := make(chan error, 1)
-		go func() { done <- c.Call(context.Background(), "m", nil, nil) }()
-		_ = p.recv()
-		const n = 40
-		var b strings.Builder
-		for i := 0; i < n; i++ {
-			fmt.Fprintf(&b, `{"method":"n","params":{"i":%d}}`+"\n", i)
-		}
-		b.WriteString(`{"id":1,"result":null}` + "\n")
-		if _, err := io.WriteString(p.w, b.String()); err != nil {
-			t.Fatal(err)
-		}
-		if err := <-done; err != nil {
-			t.Fatal(err)
+	d, p := newPipes(t)
+	var mu sync.Mutex
+	handled := 0
+	written := make(chan struct{})
+	h := HandlerFunc(func(_ context.Context, in *Incoming) {
+		if in.Method == "n" && string(in.Params) == `{"i":0}` {
+			<-written
 		}
 		mu.Lock()
-		got := handled
+		handled++
 		mu.Unlock()
-		if got != n {
-			t.Fatalf("round %d: call returned after %d of %d notifications were handled", round, got, n)
-		}
-		c.Close()
+	})
+	c := New(context.Background(), d, h, Options{})
+	defer c.Close()
+	done := make(chan error, 1)
+	go func() { done <- c.Call(context.Background(), "m", nil, nil) }()
+	_ = p.recv()
+	const n = 40
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, `{"method":"n","params":{"i":%d}}`+"\n", i)
+	}
+	b.WriteString(`{"id":1,"result":null}` + "\n")
+	// One write: it returns once the connection has read all of it.
+	if _, err := io.WriteString(p.w, b.String()); err != nil {
+		t.Fatal(err)
+	}
+	close(written)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	got := handled
+	mu.Unlock()
+	if got != n {
+		t.Fatalf("call returned after %d of %d notifications were handled", got, n)
 	}
 }
 
@@ -269,46 +275,51 @@ func TestNilHandlerRefusesRequests(t *testing.T) {
 	}
 }
 
+// TestCallTimeoutAndLateResponse runs on a fake clock (synctest): a call
+// times out after exactly its CallTimeout.
 func TestCallTimeoutAndLateResponse(t *testing.T) {
-	d, p := newPipes(t)
-	var dmu sync.Mutex
-	var drops []agent.Dropped
-	rec := newRecorder()
-	c := New(context.Background(), d, rec, Options{CallTimeout: 30 * time.Millisecond, OnDropped: func(x agent.Dropped) {
+	synctest.Test(t, func(t *testing.T) {
+		d, p := newPipes(t)
+		var dmu sync.Mutex
+		var drops []agent.Dropped
+		rec := newRecorder()
+		c := New(context.Background(), d, rec, Options{CallTimeout: 30 * time.Millisecond, OnDropped: func(x agent.Dropped) {
+			dmu.Lock()
+			drops = append(drops, x)
+			dmu.Unlock()
+		}})
+		defer c.Close()
+
+		done := make(chan error, 1)
+		go func() { done <- c.Call(context.Background(), "tools/call", nil, nil) }()
+		_ = p.recv()
+		start := time.Now()
+		err := <-done
+		if !errors.Is(err, ErrTimeout) || time.Since(start) != 30*time.Millisecond {
+			t.Fatalf("err = %v after %s, want ErrTimeout after 30ms", err, time.Since(start))
+		}
+		// The late answer is discarded; an answer to an id never sent is an orphan.
+		p.send(`{"id":1,"result":{"late":true}}`)
+		p.send(`{"id":99,"result":{}}`)
+		p.send(`{"method":"after"}`)
+		if in := rec.next(t); in.Method != "after" {
+			t.Fatalf("handled %q", in.Method)
+		}
 		dmu.Lock()
-		drops = append(drops, x)
-		dmu.Unlock()
-	}})
-	defer c.Close()
+		defer dmu.Unlock()
+		if len(drops) != 1 || drops[0].Reason != agent.DropOrphan || !strings.Contains(drops[0].Detail, "99") {
+			t.Fatalf("drops = %+v", drops)
+		}
 
-	done := make(chan error, 1)
-	go func() { done <- c.Call(context.Background(), "tools/call", nil, nil) }()
-	_ = p.recv()
-	err := <-done
-	if !errors.Is(err, ErrTimeout) {
-		t.Fatalf("err = %v, want ErrTimeout", err)
-	}
-	// The late answer is discarded; an answer to an id never sent is an orphan.
-	p.send(`{"id":1,"result":{"late":true}}`)
-	p.send(`{"id":99,"result":{}}`)
-	p.send(`{"method":"after"}`)
-	if in := rec.next(t); in.Method != "after" {
-		t.Fatalf("handled %q", in.Method)
-	}
-	dmu.Lock()
-	defer dmu.Unlock()
-	if len(drops) != 1 || drops[0].Reason != agent.DropOrphan || !strings.Contains(drops[0].Detail, "99") {
-		t.Fatalf("drops = %+v", drops)
-	}
-
-	// An explicit context deadline wins over the default timeout.
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { done <- c.CallTimeout(ctx, time.Hour, "slow", nil, nil) }()
-	_ = p.recv()
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled call err = %v", err)
-	}
+		// An explicit context deadline wins over the default timeout.
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { done <- c.CallTimeout(ctx, time.Hour, "slow", nil, nil) }()
+		_ = p.recv()
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled call err = %v", err)
+		}
+	})
 }
 
 func TestRPCErrorAndClosedPeer(t *testing.T) {
@@ -443,6 +454,47 @@ func TestTapAndTrafficRecorder(t *testing.T) {
 		if _, err := trafficlog.Decode([]byte(line)); err != nil {
 			t.Fatalf("traffic log line %s: %v", line, err)
 		}
+	}
+}
+
+// TestParsedOnce: the Tap, the Handler and the waiting call share the one
+// decoding of a frame (the same bytes, never a second parse), and an
+// outgoing frame is tapped as the Message it was built from.
+func TestParsedOnce(t *testing.T) {
+	d, p := newPipes(t)
+	var mu sync.Mutex
+	var tapped []Frame
+	rec := newRecorder()
+	c := New(context.Background(), d, rec, Options{Tap: func(f Frame) {
+		mu.Lock()
+		tapped = append(tapped, f)
+		mu.Unlock()
+	}})
+	defer c.Close()
+	p.send(`{"method":"n","params":{"k":"v"},"emittedAtMs":3}`)
+	in := rec.next(t)
+	done := make(chan error, 1)
+	go func() { done <- c.Call(context.Background(), "m", map[string]int{"a": 1}, nil) }()
+	_ = p.recv()
+	p.send(`{"id":1,"result":{}}`)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(tapped) != 3 || tapped[0].Msg == nil || tapped[1].Msg == nil || tapped[2].Msg == nil {
+		t.Fatalf("tapped %+v", tapped)
+	}
+	n := tapped[0].Msg
+	if &n.Params[0] != &in.Params[0] || &n.Raw[0] != &in.Raw[0] || &n.Raw[0] != &tapped[0].Data[0] {
+		t.Error("the handler got another decoding of the frame than the tap")
+	}
+	if string(n.Extra["emittedAtMs"]) != "3" {
+		t.Errorf("extra members %v", n.Extra)
+	}
+	out := tapped[1].Msg
+	if out.Kind != KindRequest || out.Method != "m" || string(out.Params) != `{"a":1}` || &out.Raw[0] != &tapped[1].Data[0] {
+		t.Errorf("outgoing frame tapped as %+v", out)
 	}
 }
 

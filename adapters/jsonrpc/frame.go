@@ -66,7 +66,9 @@ type ErrorObject struct {
 }
 
 // Message is one decoded frame. Params, Result and Data keep the raw JSON of
-// the wire; Raw is the whole frame.
+// the wire; Raw is the whole frame. A frame is decoded once, on its way in
+// (or built from what was sent, on its way out): the adapters read these
+// fields and never parse Raw again.
 type Message struct {
 	Kind    Kind
 	Method  string          // requests and notifications
@@ -75,7 +77,10 @@ type Message struct {
 	Result  json.RawMessage // responses without error; "null" is kept as null
 	Error   *ErrorObject    // error responses
 	Version bool            // the frame carried "jsonrpc":"2.0"
-	Raw     json.RawMessage
+	// Extra holds the top-level members JSON-RPC does not define (Codex
+	// stamps notifications with "emittedAtMs"); nil when there are none.
+	Extra map[string]json.RawMessage
+	Raw   json.RawMessage
 }
 
 // ErrBadFrame is wrapped by every *FrameError.
@@ -95,18 +100,30 @@ func (e *FrameError) Error() string { return "json-rpc frame: " + string(e.Reaso
 // Unwrap returns ErrBadFrame.
 func (e *FrameError) Unwrap() error { return ErrBadFrame }
 
+// DropOf reads a decode error as a drop: the kind, reason and detail a
+// *FrameError carries (found with errors.As, so a wrapped one counts too);
+// any other error is invalid_field with its text.
+func DropOf(err error) (kind string, reason agent.DropReason, detail string) {
+	var fe *FrameError
+	if errors.As(err, &fe) {
+		return fe.Kind, fe.Reason, fe.Msg
+	}
+	return "", agent.DropInvalidField, err.Error()
+}
+
 func frameErr(reason agent.DropReason, kind, format string, args ...any) *FrameError {
 	return &FrameError{Reason: reason, Kind: kind, Msg: fmt.Sprintf(format, args...)}
 }
 
-// DecodeFrame decodes one line of line-delimited JSON-RPC 2.0. The
-// "jsonrpc" member is optional (Codex omits it) but, when present, must be
-// "2.0". Batches (arrays) are refused: none of the agents we speak to sends
-// them. Errors are *FrameError values (wrapping ErrBadFrame) with the drop
-// reason: unparseable_json, not_an_object, invalid_field (a member of the
-// wrong type, both result and error, a bad id) or missing_id (a response
-// whose id is absent or null, which can never be matched to a call).
-// DecodeFrame never panics, whatever the input.
+// DecodeFrame decodes one line of line-delimited JSON-RPC 2.0, parsing it
+// once. The "jsonrpc" member is optional (Codex omits it) but, when
+// present, must be "2.0"; member names are matched exactly. Batches
+// (arrays) are refused: none of the agents we speak to sends them. Errors
+// are *FrameError values (wrapping ErrBadFrame) with the drop reason:
+// unparseable_json, not_an_object, invalid_field (a member of the wrong
+// type, both result and error, a bad id) or missing_id (a response whose
+// id is absent or null, which can never be matched to a call). DecodeFrame
+// never panics, whatever the input.
 func DecodeFrame(data []byte) (Message, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 {
@@ -118,62 +135,72 @@ func DecodeFrame(data []byte) (Message, error) {
 		}
 		return Message{}, frameErr(agent.DropUnparseableJSON, "", "frame is not JSON")
 	}
-	var raw struct {
-		Version json.RawMessage `json:"jsonrpc"`
-		Method  json.RawMessage `json:"method"`
-		ID      json.RawMessage `json:"id"`
-		Params  json.RawMessage `json:"params"`
-		Result  json.RawMessage `json:"result"`
-		Error   json.RawMessage `json:"error"`
-	}
-	if err := json.Unmarshal(data, &raw); err != nil {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(data, &members); err != nil {
 		return Message{}, frameErr(agent.DropUnparseableJSON, "", "%v", err)
 	}
+	version, method, rawID := members["jsonrpc"], members["method"], members["id"]
+	params, result, rawErr := members["params"], members["result"], members["error"]
+	for _, k := range [...]string{"jsonrpc", "method", "id", "params", "result", "error"} {
+		delete(members, k)
+	}
 	m := Message{Raw: json.RawMessage(data)}
-	if raw.Version != nil {
+	if len(members) > 0 {
+		m.Extra = members
+	}
+	if version != nil {
 		var v string
-		if json.Unmarshal(raw.Version, &v) != nil || v != "2.0" {
-			return Message{}, frameErr(agent.DropInvalidField, "", "jsonrpc member is %s, want \"2.0\"", cut(raw.Version))
+		if json.Unmarshal(version, &v) != nil || v != "2.0" {
+			return Message{}, frameErr(agent.DropInvalidField, "", "jsonrpc member is %s, want \"2.0\"", cut(version))
 		}
 		m.Version = true
 	}
-	hasID := raw.ID != nil && string(raw.ID) != "null"
+	hasID := rawID != nil && string(rawID) != "null"
 	if hasID {
-		id, err := decodeID(raw.ID)
+		id, err := decodeID(rawID)
 		if err != nil {
-			return Message{}, frameErr(agent.DropInvalidField, methodOf(raw.Method), "%v", err)
+			return Message{}, frameErr(agent.DropInvalidField, methodOf(method), "%v", err)
 		}
 		m.ID = id
 	}
-	if raw.Method != nil {
-		if err := json.Unmarshal(raw.Method, &m.Method); err != nil || m.Method == "" {
-			return Message{}, frameErr(agent.DropInvalidField, "", "method is %s, want a non-empty string", cut(raw.Method))
-		}
-		if raw.Result != nil || raw.Error != nil {
-			return Message{}, frameErr(agent.DropInvalidField, m.Method, "a request must not carry result or error")
-		}
-		if raw.Params != nil && string(raw.Params) != "null" && raw.Params[0] != '{' && raw.Params[0] != '[' {
-			return Message{}, frameErr(agent.DropInvalidField, m.Method, "params is %s, want an object or array", cut(raw.Params))
-		}
-		m.Params = raw.Params
-		if hasID {
-			m.Kind = KindRequest
-		} else {
-			m.Kind = KindNotification
-		}
-		return m, nil
+	if method != nil {
+		return m.request(method, params, result, rawErr, hasID)
 	}
+	return m.response(result, rawErr, hasID)
+}
+
+// request completes a frame with a method: a request or a notification.
+func (m Message) request(method, params, result, rawErr json.RawMessage, hasID bool) (Message, error) {
+	if err := json.Unmarshal(method, &m.Method); err != nil || m.Method == "" {
+		return Message{}, frameErr(agent.DropInvalidField, "", "method is %s, want a non-empty string", cut(method))
+	}
+	if result != nil || rawErr != nil {
+		return Message{}, frameErr(agent.DropInvalidField, m.Method, "a request must not carry result or error")
+	}
+	if params != nil && string(params) != "null" && params[0] != '{' && params[0] != '[' {
+		return Message{}, frameErr(agent.DropInvalidField, m.Method, "params is %s, want an object or array", cut(params))
+	}
+	m.Params = params
+	m.Kind = KindNotification
+	if hasID {
+		m.Kind = KindRequest
+	}
+	return m, nil
+}
+
+// response completes a frame without a method: a response.
+func (m Message) response(result, rawErr json.RawMessage, hasID bool) (Message, error) {
 	switch {
-	case raw.Result != nil && raw.Error != nil && string(raw.Error) != "null":
+	case result != nil && rawErr != nil && string(rawErr) != "null":
 		return Message{}, frameErr(agent.DropInvalidField, "", "response carries both result and error")
-	case raw.Error != nil && string(raw.Error) != "null":
+	case rawErr != nil && string(rawErr) != "null":
 		var e ErrorObject
-		if err := json.Unmarshal(raw.Error, &e); err != nil || raw.Error[0] != '{' {
-			return Message{}, frameErr(agent.DropInvalidField, "", "error is %s, want {code, message}", cut(raw.Error))
+		if err := json.Unmarshal(rawErr, &e); err != nil || rawErr[0] != '{' {
+			return Message{}, frameErr(agent.DropInvalidField, "", "error is %s, want {code, message}", cut(rawErr))
 		}
 		m.Error = &e
-	case raw.Result != nil:
-		m.Result = raw.Result
+	case result != nil:
+		m.Result = result
 	default:
 		return Message{}, frameErr(agent.DropInvalidField, "", "neither method nor result nor error")
 	}
@@ -192,6 +219,18 @@ func methodOf(raw json.RawMessage) string {
 	var s string
 	_ = json.Unmarshal(raw, &s)
 	return s
+}
+
+// ParseID reads a JSON-RPC id written as raw JSON (a request id quoted in
+// a params object, such as $/cancel_request's requestId); ok is false for
+// anything but a non-negative integer or a string.
+func ParseID(raw json.RawMessage) (id ID, ok bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return ID{}, false
+	}
+	id, err := decodeID(raw)
+	return id, err == nil
 }
 
 // decodeID accepts a non-negative integer that fits in 63 bits (so it
@@ -219,34 +258,71 @@ func cut(b []byte) string {
 	if len(b) <= max {
 		return string(b)
 	}
-	return string(mapperPrefix(b, max)) + "…"
+	return agent.CutUTF8(string(b), max) + "…"
 }
 
-// mapperPrefix cuts b to at most n bytes on a UTF-8 boundary.
-func mapperPrefix(b []byte, n int) []byte {
-	if len(b) <= n {
-		return b
+// setParams marshals params into m.Params; nil params leave the member
+// out.
+func (m *Message) setParams(params any) error {
+	if params == nil {
+		return nil
 	}
-	for n > 0 && b[n]&0xC0 == 0x80 {
-		n--
-	}
-	return b[:n]
-}
-
-// stripVersion removes the top-level "jsonrpc" member of an encoded
-// object (Codex writes and expects frames without it).
-func stripVersion(data []byte) ([]byte, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("strip jsonrpc member: %w", err)
-	}
-	if _, ok := m["jsonrpc"]; !ok {
-		return data, nil
-	}
-	delete(m, "jsonrpc")
-	out, err := json.Marshal(m)
+	raw, err := json.Marshal(params)
 	if err != nil {
-		return nil, fmt.Errorf("strip jsonrpc member: %w", err)
+		return fmt.Errorf("encode params: %w", err)
 	}
-	return out, nil
+	m.Params = raw
+	return nil
+}
+
+// encode writes an outgoing message as one line of JSON, byte for byte as
+// happy has always written them (recorded traffic logs keep these bytes):
+// requests and notifications with their members in alphabetical order,
+// {"id","jsonrpc","method","params"}; responses as
+// {"id","result"|"error","jsonrpc"}, or without the version {"id","result"}
+// and {"error","id"}.
+func encode(m *Message) []byte {
+	var b bytes.Buffer
+	id, _ := m.ID.MarshalJSON()
+	b.WriteByte('{')
+	if m.Kind != KindResponse {
+		if m.Kind == KindRequest {
+			b.WriteString(`"id":`)
+			b.Write(id)
+			b.WriteByte(',')
+		}
+		if m.Version {
+			b.WriteString(`"jsonrpc":"2.0",`)
+		}
+		method, _ := json.Marshal(m.Method)
+		b.WriteString(`"method":`)
+		b.Write(method)
+		if m.Params != nil {
+			b.WriteString(`,"params":`)
+			b.Write(m.Params)
+		}
+		b.WriteByte('}')
+		return b.Bytes()
+	}
+	member := append([]byte(`"result":`), m.Result...)
+	if m.Error != nil {
+		e, _ := json.Marshal(m.Error)
+		member = append([]byte(`"error":`), e...)
+	}
+	if !m.Version && m.Error != nil {
+		b.Write(member)
+		b.WriteString(`,"id":`)
+		b.Write(id)
+		b.WriteByte('}')
+		return b.Bytes()
+	}
+	b.WriteString(`"id":`)
+	b.Write(id)
+	b.WriteByte(',')
+	b.Write(member)
+	if m.Version {
+		b.WriteString(`,"jsonrpc":"2.0"`)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
 }

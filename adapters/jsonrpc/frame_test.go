@@ -47,10 +47,43 @@ func TestDecodeFrame(t *testing.T) {
 	}
 }
 
-func TestStripVersion(t *testing.T) {
-	out, err := stripVersion([]byte(`{"jsonrpc":"2.0","id":1,"method":"m","params":{"jsonrpc":"keep"}}`))
-	if err != nil || string(out) != `{"id":1,"method":"m","params":{"jsonrpc":"keep"}}` {
-		t.Fatalf("stripVersion = %s, %v", out, err)
+// TestEncode: outgoing frames keep the bytes happy has always written
+// (members in a fixed order, the version member only when asked for).
+func TestEncode(t *testing.T) {
+	for _, tc := range []struct {
+		m    Message
+		want string
+	}{
+		{Message{Kind: KindRequest, ID: ID{Num: 7}, Method: "m", Params: json.RawMessage(`{"a":1}`), Version: true}, `{"id":7,"jsonrpc":"2.0","method":"m","params":{"a":1}}`},
+		{Message{Kind: KindRequest, ID: ID{Num: 7}, Method: "m"}, `{"id":7,"method":"m"}`},
+		{Message{Kind: KindNotification, Method: "n", Params: json.RawMessage(`{}`), Version: true}, `{"jsonrpc":"2.0","method":"n","params":{}}`},
+		{Message{Kind: KindNotification, Method: "a<b"}, `{"method":"a\u003cb"}`},
+		{Message{Kind: KindResponse, ID: ID{Str: "x", IsString: true}, Result: json.RawMessage(`null`), Version: true}, `{"id":"x","result":null,"jsonrpc":"2.0"}`},
+		{Message{Kind: KindResponse, ID: ID{Num: 0}, Result: json.RawMessage(`{"decision":"accept"}`)}, `{"id":0,"result":{"decision":"accept"}}`},
+		{Message{Kind: KindResponse, ID: ID{Num: 3}, Error: &ErrorObject{Code: -32601, Message: "no"}, Version: true}, `{"id":3,"error":{"code":-32601,"message":"no"},"jsonrpc":"2.0"}`},
+		{Message{Kind: KindResponse, ID: ID{Num: 3}, Error: &ErrorObject{Code: -32601, Message: "no"}}, `{"error":{"code":-32601,"message":"no"},"id":3}`},
+	} {
+		if got := string(encode(&tc.m)); got != tc.want {
+			t.Errorf("encode(%+v) = %s, want %s", tc.m, got, tc.want)
+		}
+		if _, err := DecodeFrame([]byte(tc.want)); err != nil {
+			t.Errorf("%s does not decode: %v", tc.want, err)
+		}
+	}
+}
+
+// TestDecodeFrameExtra: members JSON-RPC does not define are kept, once.
+func TestDecodeFrameExtra(t *testing.T) {
+	m, err := DecodeFrame([]byte(`{"method":"n","params":{},"emittedAtMs":17}`))
+	if err != nil || len(m.Extra) != 1 || string(m.Extra["emittedAtMs"]) != "17" {
+		t.Fatalf("extra = %v, %v", m.Extra, err)
+	}
+	if m, _ := DecodeFrame([]byte(`{"method":"n"}`)); m.Extra != nil {
+		t.Fatalf("extra of a plain frame = %v", m.Extra)
+	}
+	// Member names are exact: "Method" is not the method.
+	if _, err := DecodeFrame([]byte(`{"Method":"n"}`)); err == nil {
+		t.Fatal("accepted a frame whose only method member is \"Method\"")
 	}
 }
 

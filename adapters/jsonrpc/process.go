@@ -92,7 +92,7 @@ func Start(ctx context.Context, cmd *exec.Cmd, h Handler, opts Options) (*Proces
 		pr.mu.Lock()
 		pr.state, pr.err = state, werr
 		pr.mu.Unlock()
-		conn.tap(trafficlog.Exit, exitJSON(state), true)
+		conn.tap(Frame{Dir: trafficlog.Exit, Data: exitJSON(state), JSON: true})
 		close(pr.done)
 	}()
 	return pr, nil
@@ -157,7 +157,7 @@ func (p *Process) readStderr(r *os.File) {
 func (p *Process) stderrLine(b []byte) {
 	s := string(b)
 	p.opts.Logger.Info().Str("stream", "stderr").Msg(s)
-	p.tap(trafficlog.Stderr, []byte(s+"\n"), false)
+	p.tap(Frame{Dir: trafficlog.Stderr, Data: []byte(s + "\n")})
 }
 
 func exitJSON(st *os.ProcessState) []byte {

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/happy-dev/happy/adapters/trafficlog"
 )
 
@@ -32,7 +34,7 @@ func TestMain(m *testing.M) {
 		time.Sleep(time.Minute)
 		return
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 func childServer() {

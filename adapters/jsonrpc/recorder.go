@@ -34,7 +34,7 @@ type trafficRecorder struct {
 func (r *trafficRecorder) Record(f Frame) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.t = f.Time
+	r.t = time.UnixMilli(f.T)
 	if f.JSON {
 		return r.w.Message(f.Dir, f.Data)
 	}

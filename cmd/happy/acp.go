@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/happy-dev/happy/adapters/acp"
+	"github.com/happy-dev/happy/adapters/rpcagent"
 	"github.com/happy-dev/happy/internal/app"
 	"github.com/happy-dev/happy/internal/proc"
 )
@@ -143,7 +144,7 @@ func runACP(parent context.Context, f *factory, o *agentOptions, ao *acpOptions,
 	}
 	opts := acp.Options{
 		Command: p.command, Cwd: dir, Mode: ao.mode, AuthMethod: ao.authMethod, LoadSessionID: ao.resume,
-		CancelGrace: ao.cancelGrace, ClientName: "happy", Logger: log.Logger, Now: f.now,
+		CancelGrace: ao.cancelGrace, Settings: rpcagent.Settings{ClientName: "happy", Logger: log.Logger, Now: f.now},
 	}
 	if opts.AuthMethod == "" {
 		opts.AuthMethod = p.authMethod

@@ -9,6 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/happy-dev/happy/adapters/codex"
+	"github.com/happy-dev/happy/adapters/codex/appserver"
+	"github.com/happy-dev/happy/adapters/codex/mcp"
+	"github.com/happy-dev/happy/adapters/rpcagent"
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/app"
 	"github.com/happy-dev/happy/internal/buildinfo"
@@ -108,9 +111,9 @@ func runCodexPrint(parent context.Context, f *factory, o *codexOptions, proto co
 	defer conn.Close()
 
 	co := codex.Options{
-		Binary: o.codexPath, Args: o.agentArgs, Cwd: dir, Protocol: proto, Mode: mode,
-		ClientName: "happy", ClientVersion: buildinfo.Version, Logger: log,
+		Binary: o.codexPath, Args: o.agentArgs, Cwd: dir, Mode: mode,
 		ResumeThreadID: o.resumeID(),
+		Settings: rpcagent.Settings{ClientName: "happy", ClientVersion: buildinfo.Version, Logger: log},
 	}
 	if o.record != "" {
 		record, err := os.Create(o.record)
@@ -126,7 +129,7 @@ func runCodexPrint(parent context.Context, f *factory, o *codexOptions, proto co
 	agentCtx, stopAgent := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopAgent()
 	unwatch := context.AfterFunc(ctx, stopAgent)
-	client, err := codex.Start(agentCtx, co)
+	ag, err := startCodex(agentCtx, proto, co)
 	unwatch()
 	if err != nil {
 		if interrupted() {
@@ -134,7 +137,6 @@ func runCodexPrint(parent context.Context, f *factory, o *codexOptions, proto co
 		}
 		return &exitError{code: exitFailed, err: fmt.Errorf("start codex: %w", err)}
 	}
-	ag := codex.NewAgent(client)
 	defer ag.Close()
 
 	res, err := app.RunSession(ctx, env, conn, ag, app.SessionOptions{
@@ -150,8 +152,25 @@ func runCodexPrint(parent context.Context, f *factory, o *codexOptions, proto co
 	return turnExit("codex", res, err, interrupted())
 }
 
+// startCodex starts Codex over protocol proto (app-server or mcp) as the
+// runner's agent.
+func startCodex(ctx context.Context, proto codex.Protocol, co codex.Options) (agent.Agent, error) {
+	if proto == codex.ProtocolMCP {
+		c, err := mcp.Start(ctx, co)
+		if err != nil {
+			return nil, err
+		}
+		return mcp.NewAgent(c), nil
+	}
+	c, err := appserver.Start(ctx, co)
+	if err != nil {
+		return nil, err
+	}
+	return appserver.NewAgent(c), nil
+}
+
 // turnExit maps how a one-turn session ended to the command's error (and so
-// its exit code, DESIGN.md "Exit codes of happy <agent> -p").
+// its exit code: the exit codes of happy <agent> -p).
 func turnExit(flavor string, res app.SessionResult, err error, interrupted bool) error {
 	switch {
 	case interrupted:

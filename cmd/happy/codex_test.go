@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/happy-dev/happy/adapters/codex"
+	"github.com/happy-dev/happy/adapters/jsonrpc"
 	"github.com/happy-dev/happy/adapters/trafficlog"
 	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/relay"
@@ -30,7 +30,6 @@ import (
 //	mcp-server.jsonl traffic log replayed for `codex mcp-server`
 //	args.jsonl       written: the arguments of every invocation, one JSON array a line
 //	recv.jsonl       written: every message happy sent, one a line
-//	waiting          written: created when the fake waits for happy's answer to a request
 //	mismatch         written: what differed from the recorded traffic
 const fakeCodexEnv = "HAPPY_TEST_FAKE_CODEX_DIR"
 
@@ -60,8 +59,10 @@ func flagArgsAfterDash() []string {
 // message of the log, reads happy's next message and checks that it is the
 // same method (or, for an answer to Codex's request, the same result) and
 // has the "jsonrpc" member exactly when the log has it. A difference is
-// written to the mismatch file and ends the process with code 3; the end
-// of the log ends it with the recorded exit code.
+// written to the mismatch file and ends the process with code 3; an exit
+// record ends it with the recorded code. After the last record it records
+// what happy still sends, until happy's first answer to a request or the
+// end of stdin.
 func fakeCodexMain(dir string, args []string) int {
 	if b, err := json.Marshal(args); err == nil {
 		appendFile(filepath.Join(dir, "args.jsonl"), append(b, '\n'))
@@ -80,7 +81,8 @@ func fakeCodexMain(dir string, args []string) int {
 		fmt.Fprintln(os.Stderr, "fake codex:", err)
 		return 2
 	}
-	frames, _, err := codex.ReadFrames(f)
+	tr, err := jsonrpc.ReadTraffic(f)
+	frames := tr.Frames
 	f.Close()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fake codex:", err)
@@ -94,17 +96,14 @@ func fakeCodexMain(dir string, args []string) int {
 	for _, fr := range frames {
 		switch fr.Dir {
 		case trafficlog.A2C:
-			os.Stdout.Write(append(append([]byte(nil), fr.Msg...), '\n'))
+			os.Stdout.Write(append(append([]byte(nil), fr.Data...), '\n'))
 		case trafficlog.C2A:
 			var want map[string]json.RawMessage
-			_ = json.Unmarshal(fr.Msg, &want)
+			_ = json.Unmarshal(fr.Data, &want)
 			_, answer := want["result"]
-			if answer {
-				_ = os.WriteFile(filepath.Join(dir, "waiting"), nil, 0o644)
-			}
 			line, err := in.ReadBytes('\n')
 			if err != nil {
-				return mismatch("stdin ended (%v), want %s", err, fr.Msg)
+				return mismatch("stdin ended (%v), want %s", err, fr.Data)
 			}
 			appendFile(filepath.Join(dir, "recv.jsonl"), line)
 			var got map[string]json.RawMessage
@@ -114,27 +113,38 @@ func fakeCodexMain(dir string, args []string) int {
 			_, wantVer := want["jsonrpc"]
 			_, gotVer := got["jsonrpc"]
 			if wantVer != gotVer || string(want["method"]) != string(got["method"]) {
-				return mismatch("want %s\ngot  %s", fr.Msg, line)
+				return mismatch("want %s\ngot  %s", fr.Data, line)
 			}
 			if answer {
 				var w, g any
 				_ = json.Unmarshal(want["result"], &w)
 				_ = json.Unmarshal(got["result"], &g)
 				if !reflect.DeepEqual(w, g) {
-					return mismatch("answer: want %s\ngot  %s", fr.Msg, line)
+					return mismatch("answer: want %s\ngot  %s", fr.Data, line)
 				}
 			}
 		case trafficlog.Exit:
-			st, _ := trafficlog.DecodeExit(fr.Msg)
-			time.Sleep(50 * time.Millisecond) // let happy read what was written
+			// Exiting closes stdout; happy still reads what was written.
+			st, _ := trafficlog.DecodeExit(fr.Data)
 			if st.Code != nil {
 				return *st.Code
 			}
 			return 0
 		}
 	}
-	_, _ = in.ReadBytes(0)
-	return 0
+	// The log is over: record what happy sends until its first answer to
+	// a request, or until it closes stdin.
+	for {
+		line, err := in.ReadBytes('\n')
+		if err != nil {
+			return 0
+		}
+		appendFile(filepath.Join(dir, "recv.jsonl"), line)
+		var got map[string]json.RawMessage
+		if json.Unmarshal(line, &got) == nil && got["result"] != nil {
+			return 0
+		}
+	}
 }
 
 func appendFile(path string, b []byte) {
@@ -412,9 +422,10 @@ func TestCodexPrintRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	frames, bad, err := codex.ReadFrames(f)
-	if err != nil || len(bad) != 0 {
-		t.Fatalf("read the record: %v, %d bad lines", err, len(bad))
+	tr, err := jsonrpc.ReadTraffic(f)
+	frames := tr.Frames
+	if err != nil || len(tr.Bad) != 0 {
+		t.Fatalf("read the record: %v, %d bad lines", err, len(tr.Bad))
 	}
 	// Everything the fake wrote and happy answered is in the log, in order.
 	var methods []string
@@ -422,7 +433,7 @@ func TestCodexPrintRecord(t *testing.T) {
 		var m struct {
 			Method string `json:"method"`
 		}
-		if fr.Dir == trafficlog.C2A && json.Unmarshal(fr.Msg, &m) == nil && m.Method != "" {
+		if fr.Dir == trafficlog.C2A && json.Unmarshal(fr.Data, &m) == nil && m.Method != "" {
 			methods = append(methods, m.Method)
 		}
 	}
@@ -492,7 +503,8 @@ func TestCodexPrintFailures(t *testing.T) {
 }
 
 // SIGINT while a permission waits: the turn is aborted (Codex gets cancel)
-// and happy exits 130.
+// and happy exits 130. The SIGINT is sent once happy has read Codex's
+// request, maybe before the runner saw the blocked tool.
 func TestCodexPrintInterrupted(t *testing.T) {
 	// Keep SIGINT from ending the test binary if it arrives outside the
 	// command's own handler.
@@ -501,26 +513,40 @@ func TestCodexPrintInterrupted(t *testing.T) {
 	defer signal.Stop(sig)
 
 	fc := newFakeCodex(t, "", "codex-app", "")
+	// Codex's side stops at its approval request: whatever happy sends from
+	// then on is recorded, in any order.
+	full, err := os.ReadFile(filepath.Join(fc.dir, "app-server.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, _, ok := strings.Cut(string(full), "/requestApproval")
+	if !ok {
+		t.Fatal("the capture has no approval request")
+	}
+	end := strings.IndexByte(string(full[len(head):]), '\n')
+	if err := os.WriteFile(filepath.Join(fc.dir, "app-server.jsonl"), full[:len(head)+end+1], 0o644); err != nil {
+		t.Fatal(err)
+	}
 	env := codexTestEnv(t, fc)
 	done := make(chan int, 1)
 	var stdout, stderr string
+	record := filepath.Join(t.TempDir(), "traffic.jsonl")
 	go func() {
 		var code int
-		code, stdout, stderr = runHappy(t, env, "codex", "-p", "x", "--codex-protocol", "app-server")
+		code, stdout, stderr = runHappy(t, env, "codex", "-p", "x", "--codex-protocol", "app-server", "--record", record)
 		done <- code
 	}()
+	// Interrupt once happy has read the request (it is in the traffic log).
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if _, err := os.Stat(filepath.Join(fc.dir, "waiting")); err == nil {
+		if b, _ := os.ReadFile(record); strings.Contains(string(b), "/requestApproval") {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the fake codex never waited for an answer")
+			t.Fatal("happy never read the approval request")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	// The request is written; give happy a moment to block the tool.
-	time.Sleep(200 * time.Millisecond)
 	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
@@ -532,7 +558,9 @@ func TestCodexPrintInterrupted(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("happy codex did not end after SIGINT")
 	}
-	// Codex was told to cancel the pending approval (DESIGN.md: abort → cancel).
+	// Codex was told to cancel the pending approval (an abort is answered
+	// cancel): by the runner when the tool was blocked already, at once when
+	// the request came after the interrupt.
 	for _, l := range fc.lines(t, "recv.jsonl") {
 		if strings.Contains(l, `"result"`) {
 			if !strings.Contains(l, `"decision":"cancel"`) {

@@ -96,10 +96,11 @@ func runReplay(cmd *cobra.Command, f *factory, opts replayOptions, path string) 
 			return &usageError{err: fmt.Errorf("replay: %w", err)}
 		}
 		defer file.Close()
-		tr, err = acp.Replay(file, mapper.Config{SessionID: sid, Source: "acp"})
+		evs, err := acp.Replay(file)
 		if err != nil {
 			return fmt.Errorf("replay: %w", err)
 		}
+		tr = reduceEvents(mapper.Config{SessionID: sid, Source: "acp"}, evs)
 		header = fmt.Sprintf("replay of %s (ACP traffic log)\n", path)
 	case "codex":
 		file, err := os.Open(path)
@@ -114,17 +115,18 @@ func runReplay(cmd *cobra.Command, f *factory, opts replayOptions, path string) 
 		if _, err := file.Seek(0, io.SeekStart); err != nil {
 			return fmt.Errorf("replay: rewind %s: %w", path, err)
 		}
-		cfg := mapper.Config{SessionID: sid, Source: "codex"}
+		var evs []agent.Event
 		if codex.IsRollout(first) {
-			tr, err = codex.ReplayRollout(file, cfg)
+			evs, err = codex.ReplayRollout(file)
 			header = fmt.Sprintf("replay of %s (codex rollout)\n", path)
 		} else {
-			tr, err = codex.Replay(file, cfg, codex.ProtocolAuto)
+			evs, err = codex.Replay(file, codex.ProtocolAuto)
 			header = fmt.Sprintf("replay of %s (codex traffic log)\n", path)
 		}
 		if err != nil {
 			return fmt.Errorf("replay: %w", err)
 		}
+		tr = reduceEvents(mapper.Config{SessionID: sid, Source: "codex"}, evs)
 	default:
 		red := mapper.NewReducer(mapper.Config{SessionID: sid, ProviderID: claude.ProviderID})
 		stats, err := claude.ReplayFile(ctx, path, claude.ReplayOptions{MaxLine: opts.maxLine}, func(ev agent.Event) error {
@@ -161,6 +163,16 @@ func runReplay(cmd *cobra.Command, f *factory, opts replayOptions, path string) 
 	}
 	fmt.Fprint(f.stdout, header)
 	return export.Text(f.stdout, tr, export.TextOptions{})
+}
+
+// reduceEvents reduces the agent events of a replay to the transcript of
+// relay session cfg.SessionID.
+func reduceEvents(cfg mapper.Config, evs []agent.Event) mapper.Transcript {
+	red := mapper.NewReducer(cfg)
+	for _, e := range evs {
+		red.Apply(e)
+	}
+	return red.Transcript()
 }
 
 // droppedCount counts the dropped inputs of a transcript and its children.

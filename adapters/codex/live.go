@@ -1,0 +1,209 @@
+package codex
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/happy-dev/happy/adapters/jsonrpc"
+	"github.com/happy-dev/happy/adapters/rpcagent"
+	"github.com/happy-dev/happy/adapters/trafficlog"
+	"github.com/happy-dev/happy/agent"
+)
+
+// What the two live protocols (codex/appserver, codex/mcp) share: their
+// options, the prompt, the permission modes, and the words of their
+// answers to Codex's requests.
+
+// Errors of the live protocols.
+var (
+	// ErrUnknownDecision: a decision other than once, always, reject.
+	ErrUnknownDecision = errors.New("codex: unknown decision")
+	// ErrUnknownMode: a permission mode name this adapter does not know.
+	ErrUnknownMode = errors.New("codex: unknown permission mode")
+)
+
+// PermissionMode is happy's permission mode, translated to Codex's
+// approval policy and sandbox as Codex's own presets do (Codex 0.171
+// accepts the approval policies on-request and never; untrusted is
+// refused):
+//
+//	default    on-request + workspace-write     (asks before leaving the workspace sandbox)
+//	read-only  on-request + read-only           (asks before any write)
+//	safe-yolo  never      + workspace-write     (never asks; stays in the workspace)
+//	yolo       never      + danger-full-access  (never asks; no sandbox)
+type PermissionMode string
+
+// Permission modes.
+const (
+	ModeDefault  PermissionMode = "default"
+	ModeReadOnly PermissionMode = "read-only"
+	ModeSafeYolo PermissionMode = "safe-yolo"
+	ModeYolo     PermissionMode = "yolo"
+)
+
+// ParsePermissionMode accepts the four mode names ("" means default).
+// Errors: ErrUnknownMode.
+func ParsePermissionMode(s string) (PermissionMode, error) {
+	switch m := PermissionMode(s); m {
+	case ModeDefault, ModeReadOnly, ModeSafeYolo, ModeYolo:
+		return m, nil
+	case "":
+		return ModeDefault, nil
+	}
+	return "", fmt.Errorf("%w: %q", ErrUnknownMode, s)
+}
+
+// Policy returns Codex's approval policy and sandbox mode for m.
+func (m PermissionMode) Policy() (approval, sandbox string) {
+	switch m {
+	case ModeReadOnly:
+		return "on-request", "read-only"
+	case ModeSafeYolo:
+		return "never", "workspace-write"
+	case ModeYolo:
+		return "never", "danger-full-access"
+	}
+	return "on-request", "workspace-write"
+}
+
+// Defaults of Options.
+const (
+	DefaultIdleTimeout    = 5 * time.Minute
+	DefaultInterruptGrace = 30 * time.Second
+)
+
+// Options configure a live Codex session (either protocol).
+type Options struct {
+	// Settings are the options every JSON-RPC adapter takes: client name
+	// and version, call timeout (every request but the turn itself), stop
+	// grace, traffic log, logger (Codex's stderr included) and clock.
+	rpcagent.Settings
+	// Binary is the codex executable; "" means "codex" on PATH.
+	Binary string
+	// Args are extra arguments after the subcommand (app-server or mcp-server).
+	Args []string
+	// Env is added to this process's environment (CODEX_HOME passes
+	// through from it unless CodexHome is set).
+	Env []string
+	// CodexHome, when set, is passed as CODEX_HOME.
+	CodexHome string
+	// Cwd is the working folder of Codex's thread (and of the process
+	// unless ProcessDir is set).
+	Cwd string
+	// ProcessDir, when set, is the working folder of the codex process.
+	ProcessDir string
+	// Mode is the permission mode ("" = default).
+	Mode PermissionMode
+	// Model overrides the configured model when set.
+	Model string
+	// ResumeThreadID continues an existing thread instead of starting one.
+	ResumeThreadID string
+	// IdleTimeout is how long a turn may stay silent (no notification of
+	// its thread or its sub-agents) before happy asks Codex for the
+	// thread's state (app-server) or interrupts it (mcp-server); it is
+	// suspended while an approval is pending. 0 means DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// InterruptGrace is how long happy waits for a turn to end after it
+	// interrupted it before giving it up; 0 means DefaultInterruptGrace.
+	InterruptGrace time.Duration
+}
+
+// Defaults fills the zero fields of o with their defaults.
+func (o *Options) Defaults() {
+	o.Settings.Defaults()
+	if o.Binary == "" {
+		o.Binary = "codex"
+	}
+	if o.Mode == "" {
+		o.Mode = ModeDefault
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.InterruptGrace <= 0 {
+		o.InterruptGrace = DefaultInterruptGrace
+	}
+}
+
+// Command is the codex process of subcommand sub ("app-server" or
+// "mcp-server"): Args after it, in ProcessDir (else Cwd), with Env and
+// CODEX_HOME added to this process's environment.
+func (o Options) Command(sub string) *exec.Cmd {
+	cmd := exec.Command(o.Binary, append([]string{sub}, o.Args...)...)
+	cmd.Dir = o.Cwd
+	if o.ProcessDir != "" {
+		cmd.Dir = o.ProcessDir
+	}
+	cmd.Env = append(os.Environ(), o.Env...)
+	if o.CodexHome != "" {
+		cmd.Env = append(cmd.Env, "CODEX_HOME="+o.CodexHome)
+	}
+	return cmd
+}
+
+// Image is an image input of a prompt: a URL (data: or http(s):) or a
+// local file path. Exactly one is set.
+type Image struct {
+	URL  string
+	Path string
+}
+
+// Prompt is one user prompt.
+type Prompt struct {
+	Text   string
+	Images []Image
+}
+
+// PromptOf is the prompt a runner's agent.Prompt becomes: the text, and
+// image files as image inputs (a data: or http(s) URL as is, a file:// URL
+// as a local path); other attachments are not sent (Codex takes images
+// only) and are logged to log.
+func PromptOf(p agent.Prompt, log *zerolog.Logger) Prompt {
+	cp := Prompt{Text: p.Text}
+	for _, f := range p.Files {
+		switch {
+		case !strings.HasPrefix(f.Mime, "image/"):
+			log.Warn().Str("mime", f.Mime).Str("file", f.Filename).Msg("codex takes images only; attachment not sent")
+		case strings.HasPrefix(f.URL, "file://"):
+			cp.Images = append(cp.Images, Image{Path: strings.TrimPrefix(f.URL, "file://")})
+		default:
+			cp.Images = append(cp.Images, Image{URL: f.URL})
+		}
+	}
+	return cp
+}
+
+// Echo reports the events a session runner records itself: every user
+// prompt (Codex reports happy's prompt back) and the resolutions read back
+// from happy's own answers. Resolutions Codex reports by itself
+// (serverRequest/resolved) stay.
+func Echo(ev agent.Event, dir trafficlog.Dir) bool {
+	switch ev.(type) {
+	case *agent.UserPrompt:
+		return true
+	case *agent.ToolResolved:
+		return dir == trafficlog.C2A
+	}
+	return false
+}
+
+// Abandoned is the note a live client records when it gives up a turn
+// Codex never ended (see noteAbandoned): the decoders end the turn of
+// thread threadID whose id (app-server) or request key (mcp-server,
+// "tools/call#<id>") is turn.
+func Abandoned(threadID, turn, reason string) any {
+	return happyNote{Happy: noteAbandoned, ThreadID: threadID, TurnID: turn, Reason: reason}
+}
+
+// RequestKey is the key the mcp-server decoder gives the turn of a
+// tools/call request id ("tools/call#<id>").
+func RequestKey(id jsonrpc.ID) string {
+	b, _ := id.MarshalJSON()
+	return requestKey(b)
+}

@@ -1,0 +1,185 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/happy-dev/happy/adapters/codex"
+	"github.com/happy-dev/happy/adapters/codex/internal/codextest"
+	"github.com/happy-dev/happy/adapters/rpcagent"
+	"github.com/happy-dev/happy/agent"
+)
+
+// TestMain lets the test binary act as a scripted Codex process (see
+// codextest.FakeProcess); no goroutine of a client outlives the tests.
+//
+// The lifecycle test runs in a synctest bubble and waits on conditions
+// (an event seen, synctest.Wait), never on time.
+func TestMain(m *testing.M) {
+	codextest.FakeProcess()
+	goleak.VerifyTestMain(m)
+}
+
+// TestMCPLostReplyB13 follows regression B13 on the mcp-server protocol: a
+// turn ends on task_complete although its tools/call reply never comes;
+// later prompts go out as codex-reply calls in order; a reply that arrives
+// late does not end the newer turn; abort works with or without a turn.
+func TestMCPLostReplyB13(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rwc, f := codextest.Pipe(t)
+		ctx := context.Background()
+		script, lateReply := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(script)
+			f.Expect("initialize")
+			f.Send(`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"codex-mcp-server","version":"0.150.0"}}}`)
+			f.Expect("notifications/initialized")
+			f.Expect("tools/list")
+			f.Send(`{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"codex"},{"name":"codex-reply"}]}}`)
+			m := f.Expect("tools/call")
+			if codextest.TextOf(m) != "run the linter" || !strings.Contains(string(m["params"]), `"name":"codex-reply"`) || !strings.Contains(string(m["params"]), `"threadId":"conv-1"`) {
+				t.Errorf("first call %s", m["params"])
+			}
+			for i, msg := range []string{`{"type":"task_started","model_context_window":200000}`, `{"type":"agent_message","message":"Lint passes."}`, `{"type":"token_count","info":null}`, `{"type":"task_complete","last_agent_message":"Lint passes."}`} {
+				f.Send(`{"jsonrpc":"2.0","method":"codex/event","params":{"_meta":{"requestId":3},"id":"ev%d","msg":%s}}`, i+1, msg)
+			}
+			// No reply to id 3, ever (until much later).
+			m = f.Expect("tools/call")
+			if codextest.TextOf(m) != "now run the tests" {
+				t.Errorf("second call %q", codextest.TextOf(m))
+			}
+			f.Send(`{"jsonrpc":"2.0","method":"codex/event","params":{"_meta":{"requestId":4},"id":"ev5","msg":{"type":"task_started"}}}`)
+			// The reply to the first call comes at last, during the second turn.
+			f.Send(`{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"Lint passes."}]}}`)
+			close(lateReply)
+			m = f.Expect("notifications/cancelled")
+			if !strings.Contains(string(m["params"]), `"requestId":4`) {
+				t.Errorf("cancel %s", m["params"])
+			}
+			f.Send(`{"jsonrpc":"2.0","method":"codex/event","params":{"_meta":{"requestId":4},"id":"ev6","msg":{"type":"turn_aborted","reason":"interrupted"}}}`)
+			m = f.Expect("tools/call")
+			if codextest.TextOf(m) != "hello?" {
+				t.Errorf("third call %q", codextest.TextOf(m))
+			}
+			f.Send(`{"jsonrpc":"2.0","method":"codex/event","params":{"_meta":{"requestId":5},"id":"ev7","msg":{"type":"task_complete"}}}`)
+		}()
+		c, err := connect(ctx, rwc, codex.Options{ResumeThreadID: "conv-1", IdleTimeout: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		col := codextest.Collect(c.Events())
+		if err := c.Prompt(ctx, codex.Prompt{Text: "run the linter"}); err != nil {
+			t.Fatal(err)
+		}
+		// The first turn ends on task_complete; its reply never came.
+		if !col.Until(func(e agent.Event) bool { te, ok := e.(*agent.TurnEnded); return ok && te.TurnID == "tools/call#3" }) {
+			t.Fatal("the first turn never ended")
+		}
+		if err := c.Interrupt(ctx); err != nil {
+			t.Fatalf("abort with no turn: %v", err)
+		}
+		if err := c.Prompt(ctx, codex.Prompt{Text: "now run the tests"}); err != nil {
+			t.Fatal(err)
+		}
+		<-lateReply
+		synctest.Wait() // the client has read the late reply
+		if err := c.Prompt(ctx, codex.Prompt{Text: "hello?"}); err != nil {
+			t.Fatal(err)
+		}
+		if c.Queued() != 1 {
+			t.Errorf("queued %d, want 1 (the late reply must not have ended the second turn)", c.Queued())
+		}
+		if err := c.Interrupt(ctx); err != nil {
+			t.Fatal(err)
+		}
+		<-script
+		synctest.Wait()
+		_ = c.Close()
+		<-col.Done()
+		got := fmt.Sprint(codextest.TurnEnds(col.Events()))
+		if want := "[tools/call#3:completed tools/call#4:interrupted tools/call#5:completed]"; got != want {
+			t.Errorf("turn ends %s, want %s", got, want)
+		}
+	})
+}
+
+// TestLiveAgainstCaptures drives the client against a fake Codex process
+// replaying each real capture: the client must send exactly what the real
+// driver sent (same requests, same answers), and its events must equal the
+// replay of the same capture.
+func TestLiveAgainstCaptures(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name     string
+		decision agent.Decision
+	}{
+		{"codex0150-mcp-server", agent.DecisionOnce},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			script, _ := filepath.Abs(filepath.Join("..", "testdata", "captures", tc.name, "rpc-traffic.jsonl"))
+			raw, err := os.ReadFile(script)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prompt, clientName := codextest.ScriptPrompt(t, raw)
+			var rec bytes.Buffer
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			c, err := Start(ctx, codex.Options{
+				Binary: exe, Env: []string{codextest.ScriptEnv + "=" + script},
+				Cwd: "/home/dev/run/work", ProcessDir: t.TempDir(), Mode: codex.ModeReadOnly,
+				Settings: rpcagent.Settings{ClientName: clientName, ClientVersion: "0.0.1", Record: &rec, CallTimeout: 10 * time.Second},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Prompt(ctx, codex.Prompt{Text: prompt}); err != nil {
+				t.Fatal(err)
+			}
+			var evs []agent.Event
+			for e := range c.Events() {
+				evs = append(evs, e)
+				if b, ok := e.(*agent.ToolBlocked); ok && b.Permission != nil {
+					if err := c.Answer(ctx, b.CallID, tc.decision); err != nil {
+						t.Errorf("answer %s: %v", b.CallID, err)
+					}
+				}
+			}
+			if err := c.Close(); err != nil {
+				t.Logf("close: %v", err)
+			}
+			if strings.Contains(rec.String(), "MISMATCH") {
+				t.Fatalf("the client's traffic differs from the capture:\n%s", rec.String())
+			}
+			replayed, err := codex.Replay(bytes.NewReader(raw), codex.ProtocolMCP)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, want := codextest.StripTimes(t, evs), codextest.StripTimes(t, replayed)
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Errorf("live events differ from the replay of the capture:\n%s", codextest.FirstDiff(strings.Join(want, "\n"), strings.Join(got, "\n")))
+			}
+			// The recorded traffic replays to the same events too.
+			again, err := codex.Replay(bytes.NewReader(rec.Bytes()), codex.ProtocolMCP)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g := codextest.StripTimes(t, again); strings.Join(g, "\n") != strings.Join(got, "\n") {
+				t.Errorf("replay of the recorded traffic differs from the live events:\n%s", codextest.FirstDiff(strings.Join(got, "\n"), strings.Join(g, "\n")))
+			}
+		})
+	}
+}
