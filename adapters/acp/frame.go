@@ -7,7 +7,7 @@ import (
 
 	"github.com/happy-dev/happy/adapters/jsonrpc"
 	"github.com/happy-dev/happy/agent"
-	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/internal/jsonlex"
 )
 
 // ProtocolVersion is the Agent Client Protocol version this client speaks
@@ -77,7 +77,7 @@ func toObject(v any) agent.Object {
 	if err != nil {
 		return nil
 	}
-	o, err := mapper.DecodeObject(b)
+	o, err := jsonlex.DecodeObject(b)
 	if err != nil {
 		return nil
 	}

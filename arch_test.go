@@ -1,0 +1,92 @@
+// Package arch_test holds the house rules of the import graph, checked on
+// every `make test` (docs/ARCHITECTURE.md, "Imports run one way").
+package arch_test
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/happy-dev/happy"
+
+// domain lists the packages (and their sub-packages) that know what happy
+// is about; internal/* other than internal/app must not import them.
+var domain = []string{"agent", "adapters", "mapper", "session", "relay", "server", "crypto", "export", "cmd", "internal/app"}
+
+// imports returns, per package folder (relative to the module root), the
+// module-local imports of its non-test Go files.
+func imports(t *testing.T) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); p != "." && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), p, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		dir := filepath.ToSlash(filepath.Dir(p))
+		for _, s := range f.Imports {
+			ip, _ := strconv.Unquote(s.Path.Value)
+			if rel, ok := strings.CutPrefix(ip, module+"/"); ok && !slices.Contains(out[dir], rel) {
+				out[dir] = append(out[dir], rel)
+			}
+		}
+		if _, ok := out[dir]; !ok {
+			out[dir] = nil
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func under(pkg, root string) bool { return pkg == root || strings.HasPrefix(pkg, root+"/") }
+
+func TestImportsRunOneWay(t *testing.T) {
+	graph := imports(t)
+	if len(graph) < 10 {
+		t.Fatalf("found only %d packages; run from the module root", len(graph))
+	}
+	for pkg, deps := range graph {
+		for _, dep := range deps {
+			switch {
+			case pkg == "agent":
+				t.Errorf("agent imports %s: the agent contract imports nothing of ours", dep)
+			case under(pkg, "adapters") && (under(dep, "session") || under(dep, "mapper") || under(dep, "relay") || under(dep, "server") || under(dep, "internal/app") || under(dep, "cmd")):
+				t.Errorf("%s imports %s: an adapter speaks only the agent vocabulary", pkg, dep)
+			case under(pkg, "internal") && !under(pkg, "internal/app") && slices.ContainsFunc(domain, func(d string) bool { return under(dep, d) }):
+				t.Errorf("%s imports %s: internal pieces know nothing of the domain", pkg, dep)
+			case (under(pkg, "mapper") || under(pkg, "session")) && (under(dep, "adapters") || under(dep, "internal/app") || under(dep, "cmd")):
+				t.Errorf("%s imports %s: the model and the runner do not know the adapters or the commands", pkg, dep)
+			case under(pkg, "crypto") && dep != "crypto" && !under(dep, "crypto"):
+				t.Errorf("crypto imports %s: crypto is a leaf", dep)
+			}
+		}
+	}
+	// The rules above only mean something if the packages they name exist.
+	for _, p := range []string{"agent", "mapper", "session", "adapters/claude", "internal/app", "internal/queue"} {
+		if _, ok := graph[p]; !ok {
+			t.Errorf("package %s not found", path.Clean(p))
+		}
+	}
+}
