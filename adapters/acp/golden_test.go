@@ -4,21 +4,17 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"flag"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/happy-dev/happy/adapters/jsonrpc"
 	"github.com/happy-dev/happy/adapters/trafficlog"
 	"github.com/happy-dev/happy/agent"
+	gold "github.com/happy-dev/happy/internal/golden"
 	"github.com/happy-dev/happy/mapper"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files under testdata/golden")
 
 // captures are the real traffic logs under testdata/captures.
 var captures = []string{
@@ -29,41 +25,10 @@ var captures = []string{
 // golden compares got with testdata/golden/<name>, or writes it with -update.
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden %s (run with -update to create): %v", path, err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from golden (run with -update after checking):\n%s", name, firstDiff(string(want), string(got)))
-	}
+	gold.Check(t, filepath.Join("testdata", "golden", name), got)
 }
 
-func firstDiff(want, got string) string {
-	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < len(wl) || i < len(gl); i++ {
-		var w, g string
-		if i < len(wl) {
-			w = wl[i]
-		}
-		if i < len(gl) {
-			g = gl[i]
-		}
-		if w != g {
-			return fmt.Sprintf("line %d:\nwant: %s\ngot:  %s", i+1, w, g)
-		}
-	}
-	return "(same lines)"
-}
+func firstDiff(want, got string) string { return gold.Diff([]byte(want), []byte(got)) }
 
 func encodeEvents(t *testing.T, evs []agent.Event) []byte {
 	t.Helper()

@@ -20,6 +20,7 @@ import (
 	"github.com/happy-dev/happy/adapters/jsonrpc"
 	"github.com/happy-dev/happy/adapters/trafficlog"
 	"github.com/happy-dev/happy/agent"
+	"github.com/happy-dev/happy/internal/golden"
 )
 
 // Server is an in-process scripted Codex over pipes. Build one with Pipe;
@@ -241,23 +242,8 @@ func StripTimes(t *testing.T, evs []agent.Event) []string {
 	return out
 }
 
-// FirstDiff names the first line where want and got differ.
-func FirstDiff(want, got string) string {
-	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < len(wl) || i < len(gl); i++ {
-		var w, g string
-		if i < len(wl) {
-			w = wl[i]
-		}
-		if i < len(gl) {
-			g = gl[i]
-		}
-		if w != g {
-			return fmt.Sprintf("line %d:\nwant: %s\ngot:  %s", i+1, w, g)
-		}
-	}
-	return "(same lines)"
-}
+// FirstDiff names the first line where want and got differ (golden.Diff).
+func FirstDiff(want, got string) string { return golden.Diff([]byte(want), []byte(got)) }
 
 // ScriptPrompt finds the prompt and client name a capture's driver used.
 func ScriptPrompt(t *testing.T, raw []byte) (prompt, client string) {
