@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/happy-dev/happy/crypto"
+	"github.com/happy-dev/happy/internal/linereader"
 	"github.com/happy-dev/happy/internal/settings"
 )
 
@@ -161,7 +162,7 @@ func errorText(b []byte) string {
 	}
 	s := strings.TrimSpace(string(b))
 	if len(s) > 200 {
-		s = s[:200] + "…"
+		s = string(linereader.Prefix([]byte(s), 200)) + "…"
 	}
 	return s
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
@@ -271,7 +270,7 @@ func TruncatePart(p mapper.Part, max int) mapper.Part {
 		}
 		c := *pt
 		c.Metadata = truncMeta(pt.Metadata, len(pt.Text))
-		c.Text = cutUTF8(pt.Text, max)
+		c.Text = agent.CutUTF8(pt.Text, max)
 		return &c
 	case *mapper.ReasoningPart:
 		if len(pt.Text) <= max {
@@ -279,7 +278,7 @@ func TruncatePart(p mapper.Part, max int) mapper.Part {
 		}
 		c := *pt
 		c.Metadata = truncMeta(pt.Metadata, len(pt.Text))
-		c.Text = cutUTF8(pt.Text, max)
+		c.Text = agent.CutUTF8(pt.Text, max)
 		return &c
 	case *mapper.ToolPart:
 		st := pt.State
@@ -292,8 +291,8 @@ func TruncatePart(p mapper.Part, max int) mapper.Part {
 			size = len(st.Error)
 		}
 		c.State.Metadata = truncMeta(st.Metadata, size)
-		c.State.Output = cutUTF8(st.Output, max)
-		c.State.Error = cutUTF8(st.Error, max)
+		c.State.Output = agent.CutUTF8(st.Output, max)
+		c.State.Error = agent.CutUTF8(st.Error, max)
 		return &c
 	}
 	return p
@@ -307,17 +306,4 @@ func truncMeta(m agent.Object, size int) agent.Object {
 	out["truncated"] = true
 	out["originalBytes"] = size
 	return out
-}
-
-// cutUTF8 returns the longest prefix of s of at most max bytes that does
-// not end inside a UTF-8 sequence.
-func cutUTF8(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
 }

@@ -88,12 +88,9 @@ func (o *outBuf) appendText(s string) {
 			o.head.WriteString(s)
 			return
 		}
-		n := room
-		for n > 0 && !utf8.RuneStart(s[n]) {
-			n--
-		}
-		o.head.WriteString(s[:n])
-		s = s[n:]
+		head := agent.CutUTF8(s, room)
+		o.head.WriteString(head)
+		s = s[len(head):]
 	}
 	o.tail = append(o.tail, s...)
 	if over := len(o.tail) - outTailMax; over > 0 {
@@ -337,11 +334,7 @@ func firstLine(s string, max int) string {
 		s = s[:i]
 	}
 	if len(s) > max {
-		n := max
-		for n > 0 && !utf8.RuneStart(s[n]) {
-			n--
-		}
-		s = s[:n] + "…"
+		s = agent.CutUTF8(s, max) + "…"
 	}
 	return s
 }
