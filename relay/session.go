@@ -520,8 +520,9 @@ func (s *Session) SetActivity(thinking bool, mode string) {
 	s.stateMu.Unlock()
 }
 
-// End tells the relay the session ended (session-end) when connected. It does
-// not close the session.
+// End tells the relay the session ended (session-end) when connected, and
+// waits (at most the ack timeout) until the relay has taken it. It does not
+// close the session.
 func (s *Session) End(ctx context.Context) error {
 	sid, err := s.WaitCreated(ctx)
 	if err != nil {
@@ -533,7 +534,16 @@ func (s *Session) End(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("relay: session-end: %w", err)
 	}
-	return sock.Emit("session-end", map[string]any{"sid": sid, "time": s.c.now().UnixMilli()})
+	if err := sock.Emit("session-end", map[string]any{"sid": sid, "time": s.c.now().UnixMilli()}); err != nil {
+		return fmt.Errorf("relay: session-end: %w", err)
+	}
+	// session-end has no acknowledgement; a ping with one, answered after
+	// the events sent before it on this socket, tells that it arrived before
+	// a happy that is about to exit closes the connection.
+	if _, err := sock.Call(ctx, "ping"); err != nil {
+		return fmt.Errorf("relay: session-end: flush: %w", err)
+	}
+	return nil
 }
 
 // Close stops the session's background work, closes Receive and releases

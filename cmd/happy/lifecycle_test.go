@@ -233,6 +233,14 @@ func TestKilledHappyIsStaleThenSettledByTheNextHappy(t *testing.T) {
 	c := startChild(t, env, "codex", "-p", "Run `echo hi > hi.txt`", "--codex-protocol", "app-server")
 	sid := c.sessionID(t)
 	waitBlocked(t, env, c, sid)
+	// The title is written by compare-and-set in the background; kill once
+	// the relay has it, so what follows is about the kill, not that race.
+	for deadline := time.Now().Add(10 * time.Second); sessionState(t, env, sid, time.Now()).Title != "Run `echo hi > hi.txt`"; {
+		if time.Now().After(deadline) {
+			t.Fatal("the title never reached the relay")
+		}
+		time.Sleep(20 * time.Millisecond) // polls a child process's relay writes; no signal to wait on
+	}
 	if err := syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
