@@ -56,12 +56,7 @@ var _ live.Protocol = (*Client)(nil)
 // the handshake's error (the process is stopped then).
 func Start(ctx context.Context, opts codex.Options) (*Client, error) {
 	c := newClient(opts)
-	if err := c.S.Launch(ctx, c.Opts.Command("app-server")); err != nil {
-		_ = c.S.Close()
-		return nil, fmt.Errorf("codex: start %s app-server: %w", c.Opts.Binary, err)
-	}
-	if err := c.handshake(ctx); err != nil {
-		_ = c.Close()
+	if err := c.Open(ctx, "app-server", nil, c.handshake, c.Close); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -72,9 +67,7 @@ func Start(ctx context.Context, opts codex.Options) (*Client, error) {
 // to write.
 func connect(ctx context.Context, rwc io.ReadWriteCloser, opts codex.Options) (*Client, error) {
 	c := newClient(opts)
-	c.S.Attach(ctx, rwc)
-	if err := c.handshake(ctx); err != nil {
-		_ = c.Close()
+	if err := c.Open(ctx, "app-server", rwc, c.handshake, c.Close); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/happy-dev/happy/adapters/codex"
@@ -60,6 +61,25 @@ func New(opts codex.Options, cfg Config) *Core {
 		OnIdle: cfg.OnIdle,
 	}, cfg.Protocol)
 	return c
+}
+
+// Open connects the core: it starts `codex <subcommand>` (or, when rwc is
+// not nil, talks to an already connected stream: a fake Codex in tests),
+// then runs the protocol's handshake. On failure everything started is
+// stopped (with closeClient once the handshake ran) and the error says
+// what failed: the start of the binary, or the handshake's own error.
+func (c *Core) Open(ctx context.Context, subcommand string, rwc io.ReadWriteCloser, handshake func(context.Context) error, closeClient func() error) error {
+	if rwc != nil {
+		c.S.Attach(ctx, rwc)
+	} else if err := c.S.Launch(ctx, c.Opts.Command(subcommand)); err != nil {
+		_ = c.S.Close()
+		return fmt.Errorf("codex: start %s %s: %w", c.Opts.Binary, subcommand, err)
+	}
+	if err := handshake(ctx); err != nil {
+		_ = closeClient()
+		return err
+	}
+	return nil
 }
 
 // Events delivers the session's agent events in order. It is closed after
