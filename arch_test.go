@@ -17,8 +17,8 @@ import (
 const module = "github.com/happy-dev/happy"
 
 // domain lists the packages (and their sub-packages) that know what happy
-// is about; internal/* other than internal/app must not import them.
-var domain = []string{"agent", "adapters", "mapper", "session", "relay", "server", "crypto", "export", "cmd", "internal/app"}
+// is about; no package under internal/ may import them.
+var domain = []string{"agent", "adapters", "mapper", "session", "relay", "server", "crypto", "export", "cmd", "app"}
 
 // imports returns, per package folder (relative to the module root), the
 // module-local imports of its non-test Go files.
@@ -72,19 +72,21 @@ func TestImportsRunOneWay(t *testing.T) {
 			switch {
 			case pkg == "agent":
 				t.Errorf("agent imports %s: the agent contract imports nothing of ours", dep)
-			case under(pkg, "adapters") && (under(dep, "session") || under(dep, "mapper") || under(dep, "relay") || under(dep, "server") || under(dep, "internal/app") || under(dep, "cmd")):
+			case under(pkg, "adapters") && (under(dep, "session") || under(dep, "mapper") || under(dep, "relay") || under(dep, "server") || under(dep, "app") || under(dep, "cmd")):
 				t.Errorf("%s imports %s: an adapter speaks only the agent vocabulary", pkg, dep)
-			case under(pkg, "internal") && !under(pkg, "internal/app") && slices.ContainsFunc(domain, func(d string) bool { return under(dep, d) }):
+			case under(pkg, "internal") && slices.ContainsFunc(domain, func(d string) bool { return under(dep, d) }):
 				t.Errorf("%s imports %s: internal pieces know nothing of the domain", pkg, dep)
-			case (under(pkg, "mapper") || under(pkg, "session")) && (under(dep, "adapters") || under(dep, "internal/app") || under(dep, "cmd")):
+			case (under(pkg, "mapper") || under(pkg, "session")) && (under(dep, "adapters") || under(dep, "app") || under(dep, "cmd")):
 				t.Errorf("%s imports %s: the model and the runner do not know the adapters or the commands", pkg, dep)
+			case dep == "app" && !under(pkg, "cmd"):
+				t.Errorf("%s imports app: only the commands use the wiring", pkg)
 			case under(pkg, "crypto") && dep != "crypto" && !under(dep, "crypto"):
 				t.Errorf("crypto imports %s: crypto is a leaf", dep)
 			}
 		}
 	}
 	// The rules above only mean something if the packages they name exist.
-	for _, p := range []string{"agent", "mapper", "session", "adapters/claude", "internal/app", "internal/queue"} {
+	for _, p := range []string{"agent", "mapper", "session", "adapters/claude", "app", "internal/queue"} {
 		if _, ok := graph[p]; !ok {
 			t.Errorf("package %s not found", path.Clean(p))
 		}

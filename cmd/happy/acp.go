@@ -12,7 +12,7 @@ import (
 
 	"github.com/happy-dev/happy/adapters/acp"
 	"github.com/happy-dev/happy/adapters/rpcagent"
-	"github.com/happy-dev/happy/internal/app"
+	"github.com/happy-dev/happy/app"
 	"github.com/happy-dev/happy/internal/proc"
 )
 

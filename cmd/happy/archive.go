@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/happy-dev/happy/internal/app"
+	"github.com/happy-dev/happy/app"
 )
 
 // maxAge is the longest --older-than: a hundred years (far below where a

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/happy-dev/happy/internal/app"
+	"github.com/happy-dev/happy/app"
 )
 
 func TestParseAge(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/happy-dev/happy/crypto"
-	"github.com/happy-dev/happy/internal/app"
+	"github.com/happy-dev/happy/app"
 	"github.com/happy-dev/happy/internal/home"
 	"github.com/happy-dev/happy/internal/settings"
 	"github.com/happy-dev/happy/relay"

@@ -19,7 +19,7 @@ import (
 	"github.com/happy-dev/happy/adapters/claude/remote"
 	"github.com/happy-dev/happy/adapters/claude/sdk"
 	"github.com/happy-dev/happy/agent"
-	"github.com/happy-dev/happy/internal/app"
+	"github.com/happy-dev/happy/app"
 
 	"github.com/happy-dev/happy/internal/proc"
 	"github.com/happy-dev/happy/mapper"

@@ -13,7 +13,7 @@ import (
 	"github.com/happy-dev/happy/adapters/codex/mcp"
 	"github.com/happy-dev/happy/adapters/rpcagent"
 	"github.com/happy-dev/happy/agent"
-	"github.com/happy-dev/happy/internal/app"
+	"github.com/happy-dev/happy/app"
 	"github.com/happy-dev/happy/internal/buildinfo"
 )
 

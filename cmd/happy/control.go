@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/happy-dev/happy/agent"
-	"github.com/happy-dev/happy/internal/app"
+	"github.com/happy-dev/happy/app"
 )
 
 // controlErr maps a control call's error to an exit code: a refusal by the

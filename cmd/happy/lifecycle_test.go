@@ -16,7 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/happy-dev/happy/agent"
-	"github.com/happy-dev/happy/internal/app"
+	"github.com/happy-dev/happy/app"
 	"github.com/happy-dev/happy/internal/home"
 	"github.com/happy-dev/happy/mapper"
 )

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/happy-dev/happy/adapters/claude/sdk"
-	"github.com/happy-dev/happy/internal/app"
+	"github.com/happy-dev/happy/app"
 )
 
 // newResumeCmd builds `happy resume SESSION`.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/happy-dev/happy/internal/app"
+	"github.com/happy-dev/happy/app"
 	"github.com/happy-dev/happy/mapper"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/happy-dev/happy/export"
-	"github.com/happy-dev/happy/internal/app"
+	"github.com/happy-dev/happy/app"
 	"github.com/happy-dev/happy/mapper"
 	"github.com/happy-dev/happy/session"
 )
