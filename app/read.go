@@ -214,3 +214,43 @@ func decrypt(c crypto.Cipher, content string) ([]byte, error) {
 	}
 	return c.Open(raw)
 }
+
+// RowEvent is one row read by FollowSession: its seq and decrypted
+// plaintext, or (Dropped set) the record that stands for a row that did not
+// decrypt or a frame the stream reader refused.
+type RowEvent struct {
+	Seq     int64
+	Plain   []byte
+	Dropped *agent.Dropped
+}
+
+// FollowSession follows o's rows after seq `after` over the relay's message
+// stream (Server-Sent Events, relay.API.FollowMessages) and hands each to
+// out, in seq order and once, blocking until it is taken or ctx ends. It
+// returns nil when the relay ends the stream (the session went inactive or
+// was deleted), relay.ErrStreamUnsupported for a relay without the stream
+// (the reference relay: callers poll with ReadTranscript instead), or the
+// error that stopped it (ctx.Err() when ctx ended).
+func FollowSession(ctx context.Context, conn *Conn, o Opened, after int64, out chan<- RowEvent) error {
+	send := func(ev RowEvent) error {
+		select {
+		case out <- ev:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	opts := relay.FollowOptions{AfterSeq: after, OnDrop: func(d relay.FollowDrop) {
+		_ = send(RowEvent{Seq: d.Seq, Dropped: &agent.Dropped{Source: session.DroppedSourceRelay, Line: d.Seq,
+			Reason: agent.DropInvalidField, Kind: d.Reason, Detail: d.Detail}})
+	}}
+	_, err := conn.API.FollowMessages(ctx, o.Info.ID, opts, func(m relay.StoredMessage) error {
+		plain, err := decrypt(o.Cipher, m.Content.C)
+		if err != nil {
+			return send(RowEvent{Seq: m.Seq, Dropped: &agent.Dropped{Source: session.DroppedSourceRelay, Line: m.Seq,
+				Reason: agent.DropDecryptFailed, Detail: err.Error()}})
+		}
+		return send(RowEvent{Seq: m.Seq, Plain: plain})
+	})
+	return err
+}

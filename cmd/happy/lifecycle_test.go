@@ -409,3 +409,37 @@ func TestMissingAgentBinaryEndsTheSession(t *testing.T) {
 		t.Fatalf("session %+v", s)
 	}
 }
+
+// happy log --follow takes new rows from the relay's message stream, not
+// from its polling: with an hour between polls it still prints the whole
+// transcript of an ended session and returns when the stream ends.
+func TestFollowReadsTheMessageStream(t *testing.T) {
+	fc := newFakeCodex(t, "", "codex-app", "")
+	env := codexTestEnv(t, fc)
+	code, _, stderr := runHappy(t, env, "codex", "-p", "Run `echo hi > hi.txt`", "--codex-protocol", "app-server", "--allow", "bash:*")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	sid := strings.Fields(strings.TrimPrefix(stderr, "happy: session "))[0]
+	_, plain, _ := runHappy(t, env, "log", sid)
+	type result struct {
+		code           int
+		stdout, stderr string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, stdout, stderr := runHappy(t, env, "log", sid, "--follow", "--interval", "1h")
+		done <- result{code, stdout, stderr}
+	}()
+	select {
+	case r := <-done:
+		if r.code != exitOK || r.stdout == "" || !strings.Contains(r.stderr, "ended") {
+			t.Fatalf("log --follow = %d\nstdout %q\nstderr %q", r.code, r.stdout, r.stderr)
+		}
+		if !strings.Contains(r.stdout, "echo hi") || !strings.Contains(plain, "echo hi") {
+			t.Fatalf("the followed transcript lacks the tool call:\n%s\n(happy log:\n%s)", r.stdout, plain)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("happy log --follow did not return: it waited for its next poll instead of the stream's end")
+	}
+}

@@ -12,9 +12,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/happy-dev/happy/export"
 	"github.com/happy-dev/happy/app"
+	"github.com/happy-dev/happy/export"
 	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/relay"
 	"github.com/happy-dev/happy/session"
 )
 
@@ -203,18 +204,59 @@ func followLog(ctx context.Context, f *factory, conn *app.Conn, o app.Opened, rb
 	if err := emit(); err != nil {
 		return err
 	}
+	// New rows come over the relay's message stream while it has one; the
+	// ticker checks the session's state (stale, ended), and polls for rows
+	// on a relay without the stream or once the stream has ended.
+	rows := make(chan app.RowEvent)
+	streamDone := make(chan error, 1)
+	sctx, stopStream := context.WithCancel(ctx)
+	go func() { streamDone <- app.FollowSession(sctx, conn, o, after, rows) }()
+	streaming := true
+	stop := func() {
+		if streaming {
+			stopStream()
+			<-streamDone
+			streaming = false
+		}
+	}
+	defer stop()
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return &exitError{code: exitInterrupted}
+		case ev := <-rows:
+			after = max(after, ev.Seq)
+			if ev.Dropped != nil {
+				rb.Drop(*ev.Dropped)
+			} else {
+				rb.Add(ev.Seq, ev.Plain)
+			}
+			if err := emit(); err != nil {
+				return err
+			}
+			continue
+		case err := <-streamDone:
+			streaming = false
+			if err != nil && !errors.Is(err, relay.ErrStreamUnsupported) && ctx.Err() == nil {
+				if lg, _ := f.log("log"); lg != nil {
+					lg.Info().Err(err).Str("session", o.Info.ID).Msg("message stream ended; polling the relay")
+				}
+			}
 		case <-tick.C:
 		}
 		o2, err := app.FindSession(ctx, conn, o.Info.ID)
 		if err == nil {
 			o = o2
 		}
+		st := o.State(f.now())
+		if streaming && !app.Ended(st) {
+			continue
+		}
+		// Polling, or the session is over: stop the stream and read what it
+		// may not have delivered yet.
+		stop()
 		_, next, err := app.ReadTranscript(ctx, conn, o, app.ReadOptions{AfterSeq: after, Into: rb})
 		if err != nil {
 			continue // the relay may come back
@@ -227,7 +269,7 @@ func followLog(ctx context.Context, f *factory, conn *app.Conn, o app.Opened, rb
 			}
 			continue
 		}
-		if st := o.State(f.now()); app.Ended(st) {
+		if app.Ended(st) {
 			return followEnd(f, o, st)
 		}
 	}
