@@ -15,8 +15,8 @@ import (
 	"github.com/mdp/qrterminal/v3"
 	"github.com/spf13/cobra"
 
-	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/app"
+	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/internal/home"
 	"github.com/happy-dev/happy/internal/settings"
 	"github.com/happy-dev/happy/relay"

@@ -113,7 +113,7 @@ func runCodexPrint(parent context.Context, f *factory, o *codexOptions, proto co
 	co := codex.Options{
 		Binary: o.codexPath, Args: o.agentArgs, Cwd: dir, Mode: mode,
 		ResumeThreadID: o.resumeID(),
-		Settings: rpcagent.Settings{ClientName: "happy", ClientVersion: buildinfo.Version, Logger: log},
+		Settings:       rpcagent.Settings{ClientName: "happy", ClientVersion: buildinfo.Version, Logger: log},
 	}
 	if o.record != "" {
 		record, err := os.Create(o.record)
