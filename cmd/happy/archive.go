@@ -81,12 +81,16 @@ func manageSessions(cmd *cobra.Command, f *factory, name, verb string, args []st
 	now := f.now()
 	var targets []app.Opened
 	if len(args) > 0 {
+		seen := map[string]bool{}
 		for _, ref := range args {
 			o, err := app.FindSession(ctx, conn, ref)
 			if err != nil {
 				return sessionErr(err)
 			}
-			targets = append(targets, o)
+			if !seen[o.Info.ID] { // the same session named twice (or by two prefixes) once
+				seen[o.Info.ID] = true
+				targets = append(targets, o)
+			}
 		}
 	} else {
 		targets, err = app.SelectSessions(ctx, conn, sel, now)
@@ -101,6 +105,11 @@ func manageSessions(cmd *cobra.Command, f *factory, name, verb string, args []st
 	var refused []string
 	for _, o := range targets {
 		if b.dryRun {
+			if o.State(now) == app.LifecycleRunning { // what the real run would refuse
+				refused = append(refused, o.Info.ID)
+				fmt.Fprintf(f.stderr, "happy: %s: %v\n", o.Info.ID, app.ErrRunning)
+				continue
+			}
 			fmt.Fprintf(f.stdout, "would %s %s  %s\n", verb, o.Info.ID, o.Title())
 			continue
 		}

@@ -260,6 +260,10 @@ func TestKilledHappyIsStaleThenSettledByTheNextHappy(t *testing.T) {
 			t.Fatalf("happy %s of a running session = %d %q", verb, code, stderr)
 		}
 	}
+	// A dry run says what the real run would: refused.
+	if code, stdout, stderr := runHappyAt(t, env, now, "archive", "--dry-run", sid); code != exitFailed || stdout != "" || !strings.Contains(stderr, sid+": the session is running") {
+		t.Fatalf("happy archive --dry-run of a running session = %d %q %q", code, stdout, stderr)
+	}
 	// Past the limit: stale, and --follow ends at once with exit 4.
 	later := now.Add(app.StaleAfter + 5*time.Second)
 	if s := sessionState(t, env, sid, later); s.State != app.StateStale {
