@@ -103,6 +103,14 @@ func (fr *followRun) take(t *testing.T, n int) []StoredMessage {
 		case m := <-fr.rows:
 			out = append(out, m)
 		case <-fr.done:
+			// Rows delivered before the end are still in the buffer; select
+			// picks among ready cases at random, so take them first.
+			select {
+			case m := <-fr.rows:
+				out = append(out, m)
+				continue
+			default:
+			}
 			t.Fatalf("follow ended after %d of %d rows: %v", len(out), n, fr.err)
 		case <-time.After(10 * time.Second):
 			t.Fatalf("no row within 10 s (%d of %d)", len(out), n)
