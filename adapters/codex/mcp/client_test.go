@@ -161,25 +161,7 @@ func TestLiveAgainstCaptures(t *testing.T) {
 			if err := c.Close(); err != nil {
 				t.Logf("close: %v", err)
 			}
-			if strings.Contains(rec.String(), "MISMATCH") {
-				t.Fatalf("the client's traffic differs from the capture:\n%s", rec.String())
-			}
-			replayed, err := codex.Replay(bytes.NewReader(raw), codex.ProtocolMCP)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, want := codextest.StripTimes(t, evs), codextest.StripTimes(t, replayed)
-			if strings.Join(got, "\n") != strings.Join(want, "\n") {
-				t.Errorf("live events differ from the replay of the capture:\n%s", codextest.FirstDiff(strings.Join(want, "\n"), strings.Join(got, "\n")))
-			}
-			// The recorded traffic replays to the same events too.
-			again, err := codex.Replay(bytes.NewReader(rec.Bytes()), codex.ProtocolMCP)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if g := codextest.StripTimes(t, again); strings.Join(g, "\n") != strings.Join(got, "\n") {
-				t.Errorf("replay of the recorded traffic differs from the live events:\n%s", codextest.FirstDiff(strings.Join(got, "\n"), strings.Join(g, "\n")))
-			}
+			codextest.CheckLive(t, func(b []byte) ([]agent.Event, error) { return codex.Replay(bytes.NewReader(b), codex.ProtocolMCP) }, raw, rec.Bytes(), evs)
 		})
 	}
 }

@@ -7,6 +7,7 @@ package codextest
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -355,4 +356,31 @@ func fakeCodex(script string) int {
 	// Script over: wait for the client to close stdin.
 	_, _ = in.ReadBytes(0)
 	return 0
+}
+
+// CheckLive checks a live run against the capture it was driven by: the
+// fake saw no MISMATCH in the client's traffic (recorded), the live events
+// equal the capture's replay, and the recorded traffic replays to the same
+// events again. replay reads a traffic log of the run's protocol (the
+// package's Replay). Times are left out of the comparison (StripTimes).
+func CheckLive(t *testing.T, replay func([]byte) ([]agent.Event, error), capture, recorded []byte, evs []agent.Event) {
+	t.Helper()
+	if bytes.Contains(recorded, []byte("MISMATCH")) {
+		t.Fatalf("the client's traffic differs from the capture:\n%s", recorded)
+	}
+	replayed, err := replay(capture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, want := strings.Join(StripTimes(t, evs), "\n"), strings.Join(StripTimes(t, replayed), "\n")
+	if got != want {
+		t.Errorf("live events differ from the replay of the capture:\n%s", FirstDiff(want, got))
+	}
+	again, err := replay(recorded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := strings.Join(StripTimes(t, again), "\n"); g != got {
+		t.Errorf("replay of the recorded traffic differs from the live events:\n%s", FirstDiff(got, g))
+	}
 }
