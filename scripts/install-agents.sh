@@ -15,6 +15,8 @@ PACKAGES=(
   "CODEX150 @openai/codex 0.150.0 codex"
   "GEMINI @google/gemini-cli 0.61.0 gemini"
   "CLAUDE_ACP @zed-industries/claude-code-acp 0.16.2 claude-code-acp"
+  "CODEX_ACP @zed-industries/codex-acp 0.16.0 codex-acp"
+  "OPENCODE opencode-ai 1.18.33 opencode"
   "SIO_CLIENT socket.io-client 4.8.1 -"
 )
 
