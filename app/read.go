@@ -35,6 +35,10 @@ type SessionSummary struct {
 	Active       bool      `json:"active"`
 	LastActivity time.Time `json:"lastActivity"`
 	CreatedAt    time.Time `json:"createdAt"`
+	// OneShot: the session runs one prompt only (-p); Yolo: it allows
+	// every tool call without asking (--yolo).
+	OneShot bool `json:"oneShot,omitempty"`
+	Yolo    bool `json:"yolo,omitempty"`
 	// Error says why the metadata could not be read (wrong key, …); the
 	// session is still listed.
 	Error string `json:"error,omitempty"`
@@ -81,7 +85,8 @@ func ListSessions(ctx context.Context, conn *Conn, now time.Time) ([]SessionSumm
 	out := make([]SessionSummary, 0, len(opened))
 	for i, o := range opened {
 		s := SessionSummary{ID: o.Info.ID, Active: o.Info.Active, LastActivity: o.LastActivity(), CreatedAt: time.UnixMilli(o.Info.CreatedAt).UTC(),
-			Agent: o.Metadata.Flavor, Path: o.Metadata.Path, Title: o.Title(), State: o.State(now)}
+			Agent: o.Metadata.Flavor, Path: o.Metadata.Path, Title: o.Title(), State: o.State(now),
+			OneShot: o.Metadata.OneShot, Yolo: o.Metadata.Yolo}
 		if errs[i] != nil {
 			s.Error, s.Title = errs[i].Error(), ""
 		}

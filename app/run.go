@@ -41,6 +41,12 @@ type Metadata struct {
 	HostPid             int    `json:"hostPid"`
 	ClaudeSessionID     string `json:"claudeSessionId,omitempty"`
 	CodexThreadID       string `json:"codexThreadId,omitempty"`
+	// OneShot marks a session that runs one prompt only (-p): other
+	// devices cannot send it another.
+	OneShot bool `json:"oneShot,omitempty"`
+	// Yolo marks a session started with --yolo: every tool call was
+	// allowed without asking.
+	Yolo bool `json:"yolo,omitempty"`
 }
 
 // Summary is the session's one-line summary in the metadata: its title
@@ -81,15 +87,25 @@ type SessionOptions struct {
 	// Resume, when set, continues an ended session (happy resume) instead
 	// of opening a new one: see PrepareResume.
 	Resume *Resume
+	// Yolo records in the metadata that every tool call is allowed
+	// without asking (the rule itself is in Rules).
+	Yolo bool
+	// FlushTimeout bounds the wait, at the end, for the relay to
+	// acknowledge every version; endTimeout when 0.
+	FlushTimeout time.Duration
 }
 
 // SessionResult is how a session run ended.
 type SessionResult struct {
 	session.Result
-	SessionID  string // relay session id ("" when the relay never answered)
-	Tag        string
-	FinalText  string // text of the last assistant message
-	Transcript mapper.Transcript
+	SessionID string // relay session id ("" when the relay never answered)
+	// Undelivered is how many record versions the relay had not
+	// acknowledged when the run ended; they stay in the outbox and the
+	// next happy on this home sends them.
+	Undelivered int
+	Tag         string
+	FinalText   string // text of the last assistant message
+	Transcript  mapper.Transcript
 }
 
 // RunSession opens a relay session for an agent that is already started,
@@ -138,7 +154,7 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 		return res, fmt.Errorf("%w: open relay session: %w", ErrRelay, err)
 	}
 	defer sess.Close()
-	lc := beginLifecycle(ctx, env, sess)
+	lc := beginLifecycle(ctx, env, sess, opts.FlushTimeout)
 	if opts.Resume != nil {
 		// The session exists: it is running again, in this process.
 		f := lifecycleFields(LifecycleRunning, env.now())
@@ -148,7 +164,7 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 	// end runs on every return below: the relay must learn that the
 	// session is over, however it ended.
 	end := func() {
-		res.SessionID = lc.end(ctx)
+		res.SessionID, res.Undelivered = lc.end(ctx)
 	}
 
 	created := false
@@ -223,33 +239,41 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 // lifecycle is the relay side of one running session's life: the live
 // record in the outbox, the metadata writer, and the end.
 type lifecycle struct {
-	env  Env
-	sess *relay.Session
-	meta *metaWriter
-	once sync.Once
-	id   string
+	env     Env
+	sess    *relay.Session
+	meta    *metaWriter
+	once    sync.Once
+	id      string
+	pending int
+	timeout time.Duration
 }
 
 // beginLifecycle marks the session live in the outbox (so a crash leaves an
-// orphan the next happy settles) and starts its metadata writer.
-func beginLifecycle(ctx context.Context, env Env, sess *relay.Session) *lifecycle {
+// orphan the next happy settles) and starts its metadata writer. The end is
+// bounded by timeout (endTimeout when 0).
+func beginLifecycle(ctx context.Context, env Env, sess *relay.Session, timeout time.Duration) *lifecycle {
 	if err := sess.MarkLive(ctx); err != nil {
 		env.Log.Warn().Err(err).Msg("session not marked live; a crash would leave it running")
 	}
-	return &lifecycle{env: env, sess: sess, meta: startMetaWriter(ctx, sess, env.Log)}
+	if timeout <= 0 {
+		timeout = endTimeout
+	}
+	return &lifecycle{env: env, sess: sess, meta: startMetaWriter(ctx, sess, env.Log), timeout: timeout}
 }
 
-// endTimeout bounds the whole end of a session (metadata, session-end,
-// the outbox flush).
-const endTimeout = 15 * time.Second
+// endTimeout is the default bound of the whole end of a session (metadata,
+// session-end, the outbox flush): --flush-timeout's default.
+const endTimeout = 10 * time.Second
 
 // end writes lifecycleState "ended", sends session-end and waits until the
-// relay acknowledged every version, all within endTimeout of ctx without
-// its cancellation; once all of it succeeded the live record goes. It
-// returns the relay session id ("" when the relay never answered).
-func (l *lifecycle) end(ctx context.Context) string {
+// relay acknowledged every version, all within the lifecycle's timeout of
+// ctx without its cancellation; once all of it succeeded the live record
+// goes. It returns the relay session id ("" when the relay never answered)
+// and how many versions the relay has not acknowledged (they stay in the
+// outbox for the next happy on this home, which is said on Env.Stderr).
+func (l *lifecycle) end(ctx context.Context) (string, int) {
 	l.once.Do(func() {
-		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), endTimeout)
+		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout)
 		defer cancel()
 		l.meta.set(lifecycleFields(LifecycleEnded, l.env.now()))
 		if err := l.sess.End(ectx); err != nil {
@@ -262,8 +286,15 @@ func (l *lifecycle) end(ctx context.Context) string {
 		flushErr := l.sess.Flush(ectx)
 		if flushErr != nil {
 			l.env.Log.Warn().Err(flushErr).Msg("not every version reached the relay yet; they stay in the outbox")
+			st := l.sess.Stats()
+			l.pending = max(int(st.Pending), 1)
 			if l.env.Stderr != nil {
-				fmt.Fprintln(l.env.Stderr, "happy: the relay has not acknowledged everything yet; the rest is kept and sent on the next start")
+				last := ""
+				if st.LastError != "" {
+					last = " (last error: " + st.LastError + ")"
+				}
+				fmt.Fprintf(l.env.Stderr, "happy: %d version(s) of the transcript did not reach the relay within %s%s; they are kept and sent the next time happy runs on this home\n",
+					l.pending, l.timeout, last)
 			}
 		}
 		if metaErr == nil && flushErr == nil {
@@ -273,7 +304,7 @@ func (l *lifecycle) end(ctx context.Context) string {
 		}
 		l.id = l.sess.ID()
 	})
-	return l.id
+	return l.id, l.pending
 }
 
 // logUsage logs happy's own CPU time and peak memory (not the agent's: it
@@ -299,6 +330,7 @@ func buildMetadata(env Env, opts SessionOptions) Metadata {
 		Path: opts.Dir, Host: host, OS: runtime.GOOS, Version: buildinfo.Version, HomeDir: uh,
 		HappyHomeDir: env.Home.Path(), MachineID: machineID, Flavor: opts.Flavor,
 		LifecycleState: LifecycleRunning, LifecycleStateSince: env.now().UnixMilli(), StartedBy: startedBy, HostPid: os.Getpid(),
+		OneShot: opts.OneShot, Yolo: opts.Yolo,
 	}
 }
 

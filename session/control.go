@@ -256,3 +256,29 @@ func decodeObject(raw []byte, v any) error {
 	}
 	return nil
 }
+
+// StaleError is the refusal of an answer for a tool call that does not
+// wait for one (already answered, never asked, or a typo): it names the
+// call ids that do wait, in arrival order, so the person can retry with the
+// right one. It unwraps to agent.ErrStale.
+type StaleError struct {
+	CallID   string   // the call id the answer named
+	Question bool     // the answer was to a question (else to a permission)
+	Waiting  []string // call ids waiting for the same kind of answer, oldest first
+}
+
+// Error says which call ids wait, e.g. `no tool call "x" waits for
+// permission; waiting: call_1, call_2`.
+func (e *StaleError) Error() string {
+	what := "permission"
+	if e.Question {
+		what = "an answer"
+	}
+	if len(e.Waiting) == 0 {
+		return fmt.Sprintf("no tool call %q waits for %s; nothing in this session waits for %s now", e.CallID, what, what)
+	}
+	return fmt.Sprintf("no tool call %q waits for %s; waiting: %s", e.CallID, what, strings.Join(e.Waiting, ", "))
+}
+
+// Unwrap returns agent.ErrStale.
+func (e *StaleError) Unwrap() error { return agent.ErrStale }

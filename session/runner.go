@@ -458,6 +458,18 @@ func (r *Runner) pendingInOrder() []string {
 	return ids
 }
 
+// stale is the refusal of an answer to callID, naming the calls that wait
+// for the same kind of answer.
+func (r *Runner) stale(callID string, question bool) error {
+	e := &StaleError{CallID: callID, Question: question}
+	for _, id := range r.pendingInOrder() {
+		if r.pending[id].question == question {
+			e.Waiting = append(e.Waiting, id)
+		}
+	}
+	return e
+}
+
 // answerCtx is the context of one answer the runner owes the agent outside
 // a control input: it outlives Run's cancellation, bounded by AnswerTimeout.
 func (r *Runner) answerCtx() (context.Context, context.CancelFunc) {
@@ -474,7 +486,7 @@ func (r *Runner) controlInput(ctx context.Context, c Control) {
 	case ControlQuestion:
 		p, ok := r.pending[c.Answer.CallID]
 		if !ok || !p.question {
-			reply(c.Reply, agent.ErrStale)
+			reply(c.Reply, r.stale(c.Answer.CallID, true))
 			return
 		}
 		delete(r.pending, c.Answer.CallID)
@@ -557,7 +569,7 @@ func TitleFromPrompt(text string) string {
 func (r *Runner) answer(ctx context.Context, a Answer) error {
 	p, ok := r.pending[a.CallID]
 	if !ok || p.question {
-		return agent.ErrStale
+		return r.stale(a.CallID, false)
 	}
 	if a.Abort {
 		return r.abortTurn(ctx, a.Reason)

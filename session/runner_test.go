@@ -460,3 +460,52 @@ func TestRunnerRuleAnswerFailureFallsBackToAsking(t *testing.T) {
 		}
 	})
 }
+
+// TestRunnerStaleAnswerNamesWaitingCalls: an answer for a call id that does
+// not wait is refused with the ids that do, oldest first, per kind.
+func TestRunnerStaleAnswerNamesWaitingCalls(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Options{OneShot: true})
+		h.agent.onPrompt = func(agent.Prompt) {
+			evs := startTurn("c1", "rm x")
+			in, _ := json.Marshal(map[string]string{"command": "rm y"})
+			evs = append(evs,
+				&agent.ToolCall{Message: "m1", CallID: "c2", Tool: "bash", Input: in},
+				&agent.ToolBlocked{CallID: "c2", Permission: &agent.PermissionRequest{Permission: "bash", Patterns: []string{"rm y"}}})
+			go h.agent.emit(evs...)
+		}
+		if err := h.control(ControlPrompt{Prompt: agent.Prompt{Text: "remove"}}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		cases := []struct {
+			name string
+			in   Control
+			want string
+		}{
+			{"permission typo", ControlAnswer{Answer: Answer{CallID: "c9", Decision: agent.DecisionOnce}},
+				`no tool call "c9" waits for permission; waiting: c1, c2`},
+			{"question for a permission", ControlQuestion{Answer: QuestionAnswer{CallID: "c1", Answers: [][]string{{"a"}}}},
+				`no tool call "c1" waits for an answer; nothing in this session waits for an answer now`},
+		}
+		for _, c := range cases {
+			err := h.control(c.in)
+			var se *StaleError
+			if !errors.As(err, &se) || !errors.Is(err, agent.ErrStale) || err.Error() != c.want {
+				t.Errorf("%s: %v, want %q (a StaleError)", c.name, err, c.want)
+			}
+		}
+		if err := h.control(ControlAnswer{Answer: Answer{CallID: "c1", Decision: agent.DecisionOnce}}); err != nil {
+			t.Fatal(err)
+		}
+		err := h.control(ControlAnswer{Answer: Answer{CallID: "c1", Decision: agent.DecisionOnce}})
+		if want := `no tool call "c1" waits for permission; waiting: c2`; err == nil || err.Error() != want {
+			t.Errorf("second answer: %v, want %q", err, want)
+		}
+		if err := h.control(ControlAbort{}); err != nil {
+			t.Fatal(err)
+		}
+		h.agent.emit(&agent.TurnEnded{TurnID: "t1", Reason: agent.TurnInterrupted})
+		h.wait()
+	})
+}

@@ -187,6 +187,7 @@ func runACP(parent context.Context, f *factory, o *agentOptions, ao *acpOptions,
 	res, err := app.RunSession(ctx, env, conn, agent, app.SessionOptions{
 		Flavor: p.flavor, Dir: dir, Prompt: o.prompt, OneShot: oneShot, ProviderID: p.providerID,
 		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: "terminal",
+		FlushTimeout: o.flushTimeout, Yolo: o.yolo,
 		OnCreated: func(id string) {
 			if oneShot {
 				fmt.Fprintf(f.stderr, "happy: session %s — follow it with: happy log %s --follow\n", id, id)

@@ -30,6 +30,8 @@ type agentOptions struct {
 	prompt            string
 	permissionTimeout time.Duration
 	record            string
+	flushTimeout      time.Duration
+	yolo              bool
 	allow, deny, ask  []string
 	agentArgs         []string
 	// resume, when set, continues an ended session in place (happy
@@ -61,6 +63,8 @@ func (o *agentOptions) bind(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&o.allow, "allow", nil, "permission rule `permission:pattern` to allow (repeatable), e.g. 'bash:git status*'")
 	cmd.Flags().StringArrayVar(&o.deny, "deny", nil, "permission rule `permission:pattern` to deny (repeatable)")
 	cmd.Flags().StringArrayVar(&o.ask, "ask", nil, "permission rule `permission:pattern` to ask a person for (repeatable)")
+	cmd.Flags().DurationVar(&o.flushTimeout, "flush-timeout", 10*time.Second, "at the end, wait this long for the relay to acknowledge the transcript (-p exits 4 when it has not)")
+	cmd.Flags().BoolVar(&o.yolo, "yolo", false, "allow every tool call without asking (the rule *:* allow; your own deny and ask rules still win); recorded in the session")
 }
 
 // rules loads the config files' rules and appends the flags'.
@@ -69,10 +73,18 @@ func (o *agentOptions) rules(f *factory, dir string) ([]mapper.PermissionRule, e
 	if err != nil {
 		return nil, err
 	}
-	rules, err := app.LoadRules(h.Path(), dir)
+	loaded, err := app.LoadRules(h.Path(), dir)
 	if err != nil {
 		return nil, &usageError{err: err}
 	}
+	var rules []mapper.PermissionRule
+	if o.yolo {
+		// First, so that every rule the user wrote (last match wins)
+		// still decides the calls it names.
+		rules = append(rules, mapper.PermissionRule{Permission: "*", Pattern: "*", Action: mapper.ActionAllow})
+		fmt.Fprintln(f.stderr, "happy: --yolo: every tool call your rules do not deny or ask for is allowed without asking (recorded in the session)")
+	}
+	rules = append(rules, loaded...)
 	for _, set := range []struct {
 		vals   []string
 		action mapper.Action
@@ -249,6 +261,7 @@ func runClaudePrint(parent context.Context, f *factory, o *agentOptions, claudeP
 	res, err := app.RunSession(ctx, env, conn, ag, app.SessionOptions{
 		Flavor: "claude", Dir: dir, Prompt: o.prompt, OneShot: true, ProviderID: "anthropic",
 		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: "terminal", Resume: o.resumeOpts(),
+		FlushTimeout: o.flushTimeout, Yolo: o.yolo,
 		OnCreated: func(id string) {
 			fmt.Fprintf(f.stderr, "happy: session %s — follow it with: happy log %s --follow\n", id, id)
 		},
@@ -292,6 +305,7 @@ func runClaudeInteractive(parent context.Context, f *factory, o *agentOptions, c
 	res, err := app.RunSessionWith(ctx, env, conn, app.SessionOptions{
 		Flavor: "claude", Dir: dir, ProviderID: "anthropic", Rules: rules, StartedBy: "terminal",
 		WaitCreated: 3 * time.Second, Resume: o.resumeOpts(),
+		FlushTimeout: o.flushTimeout, Yolo: o.yolo,
 		OnCreated: func(id string) {
 			sid = id
 			fmt.Fprintf(f.stderr, "happy: session %s — follow it from another terminal with: happy log %s --follow\n", id, id)

@@ -142,6 +142,7 @@ func runCodexPrint(parent context.Context, f *factory, o *codexOptions, proto co
 	res, err := app.RunSession(ctx, env, conn, ag, app.SessionOptions{
 		Flavor: "codex", Dir: dir, Prompt: o.prompt, OneShot: true, ProviderID: "openai",
 		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: "terminal", Resume: o.resumeOpts(),
+		FlushTimeout: o.flushTimeout, Yolo: o.yolo,
 		OnCreated: func(id string) {
 			fmt.Fprintf(f.stderr, "happy: session %s — follow it with: happy log %s --follow\n", id, id)
 		},
@@ -179,6 +180,8 @@ func turnExit(flavor string, res app.SessionResult, err error, interrupted bool)
 		return &exitError{code: exitRelay, err: err}
 	case err != nil && !errors.Is(err, context.Canceled):
 		return err
+	case res.TurnReason == agent.TurnCompleted && res.Rejected == 0 && res.TurnError == "" && res.Undelivered > 0:
+		return &exitError{code: exitUndelivered}
 	case res.TurnReason == agent.TurnCompleted && res.Rejected == 0 && res.TurnError == "":
 		return nil
 	case res.TurnReason == agent.TurnInterrupted:

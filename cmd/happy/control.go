@@ -67,6 +67,9 @@ func newSendCmd(f *factory) *cobra.Command {
 				return &usageError{err: errors.New("the prompt is empty")}
 			}
 			return withLiveSession(cmd, f, "send", args[0], func(conn *app.Conn, o app.Opened) error {
+				if o.Metadata.OneShot {
+					return &exitError{code: exitFailed, err: fmt.Errorf("%s runs one prompt only (it was started with -p): start a session without -p, or continue this one with happy resume %s -p PROMPT once it has ended", o.Info.ID, o.Info.ID)}
+				}
 				id, err := app.Send(cmd.Context(), conn, o, args[1], f.now())
 				if err == nil {
 					fmt.Fprintf(f.stdout, "sent %s\n", id)
@@ -93,7 +96,15 @@ exit status 1.`,
 				d = agent.DecisionAlways
 			}
 			return withLiveSession(cmd, f, "approve", args[0], func(conn *app.Conn, o app.Opened) error {
-				return app.Approve(cmd.Context(), conn, o, args[1], d, "")
+				if err := app.Approve(cmd.Context(), conn, o, args[1], d, ""); err != nil {
+					return err
+				}
+				how := "once"
+				if always {
+					how = "and matching calls for the rest of the session"
+				}
+				fmt.Fprintf(f.stdout, "approved %s in session %s (%s)\n", args[1], o.Info.ID, how)
+				return nil
 			})
 		},
 	}
@@ -109,7 +120,11 @@ func newDenyCmd(f *factory) *cobra.Command {
 		Args:  usageArgs(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withLiveSession(cmd, f, "deny", args[0], func(conn *app.Conn, o app.Opened) error {
-				return app.Approve(cmd.Context(), conn, o, args[1], agent.DecisionReject, reason)
+				if err := app.Approve(cmd.Context(), conn, o, args[1], agent.DecisionReject, reason); err != nil {
+					return err
+				}
+				fmt.Fprintf(f.stdout, "denied %s in session %s\n", args[1], o.Info.ID)
+				return nil
 			})
 		},
 	}
@@ -137,7 +152,11 @@ func newAnswerCmd(f *factory) *cobra.Command {
 				answers = append(answers, labels)
 			}
 			return withLiveSession(cmd, f, "answer", args[0], func(conn *app.Conn, o app.Opened) error {
-				return app.Answer(cmd.Context(), conn, o, args[1], answers)
+				if err := app.Answer(cmd.Context(), conn, o, args[1], answers); err != nil {
+					return err
+				}
+				fmt.Fprintf(f.stdout, "answered %s in session %s\n", args[1], o.Info.ID)
+				return nil
 			})
 		},
 	}
@@ -150,7 +169,11 @@ func newAbortCmd(f *factory) *cobra.Command {
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withLiveSession(cmd, f, "abort", args[0], func(conn *app.Conn, o app.Opened) error {
-				return app.Abort(cmd.Context(), conn, o)
+				if err := app.Abort(cmd.Context(), conn, o); err != nil {
+					return err
+				}
+				fmt.Fprintf(f.stdout, "aborted the running turn of session %s (waiting permissions rejected)\n", o.Info.ID)
+				return nil
 			})
 		},
 	}

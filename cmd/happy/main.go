@@ -23,9 +23,13 @@ const (
 	exitFailed = 1
 	exitUsage  = 2
 	exitRelay  = 3
+	// exitUndelivered: the turn completed but the relay has not
+	// acknowledged the whole transcript (it stays in the outbox and is sent
+	// on the next run on this home).
+	exitUndelivered = 4
 	// exitStale: happy log --follow saw the session go stale (its happy
 	// stopped sending heartbeats without ending it).
-	exitStale       = 4
+	exitStale       = 5
 	exitInterrupted = 130
 )
 
