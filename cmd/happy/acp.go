@@ -69,6 +69,12 @@ terminals (each command in its own process group).`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.checkFlags(cmd); err != nil {
+				return err
+			}
+			if _, err := (agentExe{title: "the ACP agent", def: args[0]}).find(f, args[0]); err != nil {
+				return err
+			}
 			return runACP(cmd.Context(), f, &o, &ao, acpPreset{flavor: "acp", command: args})
 		},
 	}
@@ -80,15 +86,16 @@ terminals (each command in its own process group).`,
 
 // newGeminiCmd builds `happy gemini`: Gemini CLI's ACP mode (gemini --acp).
 func newGeminiCmd(f *factory) *cobra.Command {
-	return newACPPresetCmd(f, "gemini", "Gemini CLI", "google", "HAPPY_GEMINI_PATH", "gemini", []string{"--acp"})
+	return newACPPresetCmd(f, "gemini", geminiExe, "google", []string{"--acp"})
 }
 
 // newOpencodeCmd builds `happy opencode`: OpenCode's ACP mode (opencode acp).
 func newOpencodeCmd(f *factory) *cobra.Command {
-	return newACPPresetCmd(f, "opencode", "OpenCode", "", "HAPPY_OPENCODE_PATH", "opencode", []string{"acp"})
+	return newACPPresetCmd(f, "opencode", opencodeExe, "", []string{"acp"})
 }
 
-func newACPPresetCmd(f *factory, name, title, provider, pathEnv, binary string, acpArgs []string) *cobra.Command {
+func newACPPresetCmd(f *factory, name string, exe agentExe, provider string, acpArgs []string) *cobra.Command {
+	title, pathEnv, binary := exe.title, exe.env, exe.def
 	var o agentOptions
 	var ao acpOptions
 	var bin string
@@ -100,11 +107,12 @@ happy: the same as happy acp -- ` + binary + ` ` + acpArgs[0] + `. Arguments aft
 See happy acp --help.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if bin == "" {
-				bin = f.getenv(pathEnv)
+			if err := o.checkFlags(cmd); err != nil {
+				return err
 			}
-			if bin == "" {
-				bin = binary
+			bin, err := exe.find(f, bin)
+			if err != nil {
+				return err
 			}
 			p := acpPreset{flavor: name, providerID: provider,
 				command: append(append([]string{bin}, acpArgs...), args...)}

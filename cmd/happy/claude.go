@@ -67,6 +67,26 @@ func (o *agentOptions) bind(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&o.yolo, "yolo", false, "allow every tool call without asking (the rule *:* allow; your own deny and ask rules still win); recorded in the session")
 }
 
+// checkFlags refuses, as usage errors, what the agent flags can tell
+// before anything starts: an empty -p and a malformed rule flag.
+func (o *agentOptions) checkFlags(cmd *cobra.Command) error {
+	if cmd.Flags().Changed("print") && strings.TrimSpace(o.prompt) == "" {
+		return &usageError{err: errors.New("-p needs a prompt (it is empty)")}
+	}
+	return o.checkRuleFlags()
+}
+
+// checkRuleFlags refuses a malformed --allow, --deny or --ask as a usage
+// error.
+func (o *agentOptions) checkRuleFlags() error {
+	for _, v := range slices.Concat(o.allow, o.deny, o.ask) {
+		if _, err := app.ParseRuleFlag(v, mapper.ActionAsk); err != nil {
+			return &usageError{err: err}
+		}
+	}
+	return nil
+}
+
 // rules loads the config files' rules and appends the flags'.
 func (o *agentOptions) rules(f *factory, dir string) ([]mapper.PermissionRule, error) {
 	h, err := f.home()
@@ -157,15 +177,14 @@ claude unchanged.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.agentArgs = args
-			if claudePath == "" {
-				claudePath = f.getenv("HAPPY_CLAUDE_PATH")
+			if err := o.checkFlags(cmd); err != nil {
+				return err
 			}
-			if claudePath == "" {
-				claudePath = sdk.DefaultBinary
+			path, err := claudeExe.find(f, claudePath)
+			if err != nil {
+				return err
 			}
-			if cmd.Flags().Changed("print") && strings.TrimSpace(o.prompt) == "" {
-				return &usageError{err: errors.New("-p needs a prompt (it is empty)")}
-			}
+			claudePath = path
 			if o.prompt == "" {
 				return runClaudeInteractive(cmd.Context(), f, &o, claudePath)
 			}
@@ -254,7 +273,7 @@ func runClaudePrint(parent context.Context, f *factory, o *agentOptions, claudeP
 	// (deferred) stops it after that.
 	ag, err := remote.Start(context.WithoutCancel(ctx), remote.Options{SDK: so, PermissionMode: permissionMode})
 	if err != nil {
-		return fmt.Errorf("start claude: %w", err)
+		return err // the adapter names claude and what failed
 	}
 	defer ag.Close()
 

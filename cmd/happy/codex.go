@@ -79,12 +79,14 @@ func runCodex(parent context.Context, f *factory, o *codexOptions) error {
 	if o.prompt == "" {
 		return &exitError{code: exitUsage, err: errors.New(`happy codex needs -p "PROMPT": Codex runs one turn at a time under happy (there is no interactive mode)`)}
 	}
-	if o.codexPath == "" {
-		o.codexPath = f.getenv("HAPPY_CODEX_PATH")
+	if err := o.checkRuleFlags(); err != nil {
+		return err
 	}
-	if o.codexPath == "" {
-		o.codexPath = "codex"
+	path, err := codexExe.find(f, o.codexPath)
+	if err != nil {
+		return err
 	}
+	o.codexPath = path
 	return runCodexPrint(parent, f, o, proto, mode)
 }
 

@@ -458,7 +458,8 @@ func TestCodexPrintFailures(t *testing.T) {
 		env := codexTestEnv(t, nil)
 		missing := filepath.Join(t.TempDir(), "codex")
 		code, stdout, stderr := runHappy(t, env, "codex", "-p", "x", "--codex-protocol", "app-server", "--codex-path", missing)
-		if code != exitFailed || stdout != "" || !strings.HasPrefix(stderr, "happy: start codex: codex: start "+missing+" app-server: ") {
+		want := "happy: Codex not found: --codex-path \"" + missing + "\" does not exist; point it at the codex executable\n"
+		if code != exitFailed || stdout != "" || stderr != want {
 			t.Fatalf("= (%d, %q, %q)", code, stdout, stderr)
 		}
 	})

@@ -398,19 +398,34 @@ func TestCrashedAgentEndsTheSession(t *testing.T) {
 	}
 }
 
-// An agent binary missing at start: the relay session was opened first
-// (interactive mode), so it is ended, not left running.
-func TestMissingAgentBinaryEndsTheSession(t *testing.T) {
+// An agent binary that is there but cannot start (its interpreter is
+// missing): the relay session was opened first (interactive mode), so it is
+// ended, not left running. A binary that is not there at all is refused
+// before any session exists.
+func TestAgentThatCannotStartEndsTheSession(t *testing.T) {
 	env := codexTestEnv(t, nil)
-	missing := filepath.Join(t.TempDir(), "claude")
-	code, _, stderr := runHappy(t, env, "claude", "--claude-path", missing)
-	if code != exitFailed || !strings.Contains(stderr, missing) {
+	broken := filepath.Join(t.TempDir(), "claude")
+	if err := os.WriteFile(broken, []byte("#!/nonexistent/interpreter\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runHappy(t, env, "claude", "--claude-path", broken)
+	if code != exitFailed || !strings.Contains(stderr, broken) {
 		t.Fatalf("exit %d: %q", code, stderr)
 	}
 	sid := strings.Fields(strings.TrimPrefix(stderr, "happy: session "))[0]
 	s := sessionState(t, env, sid, time.Now())
 	if s.State != app.LifecycleEnded || s.Active {
 		t.Fatalf("session %+v", s)
+	}
+
+	missing := filepath.Join(t.TempDir(), "claude")
+	code, _, stderr = runHappy(t, env, "claude", "--claude-path", missing)
+	if want := "happy: Claude Code not found: --claude-path \"" + missing + "\" does not exist; point it at the claude executable\n"; code != exitFailed || stderr != want {
+		t.Fatalf("missing binary: exit %d %q, want 1 %q", code, stderr, want)
+	}
+	code, stdout, _ := runHappy(t, env, "sessions", "--json")
+	if code != exitOK || strings.Count(stdout, `"id"`) != 1 {
+		t.Fatalf("after the missing binary, sessions lists: %s", stdout)
 	}
 }
 

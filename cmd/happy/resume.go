@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/happy-dev/happy/adapters/claude/sdk"
 	"github.com/happy-dev/happy/app"
 )
 
@@ -37,11 +36,9 @@ a second time. The exit status is that of the agent command (0, 1, 2, 3, 130).`,
 			o.resume = &target
 			switch target.Flavor {
 			case "claude":
-				if claudePath == "" {
-					claudePath = f.getenv("HAPPY_CLAUDE_PATH")
-				}
-				if claudePath == "" {
-					claudePath = sdk.DefaultBinary
+				claudePath, err := claudeExe.find(f, claudePath)
+				if err != nil {
+					return err
 				}
 				if o.prompt == "" {
 					return runClaudeInteractive(cmd.Context(), f, &o, claudePath)
