@@ -186,6 +186,9 @@ claude unchanged.`,
 			}
 			claudePath = path
 			if o.prompt == "" {
+				if err := f.needTerminal("happy claude without -p"); err != nil {
+					return err
+				}
 				return runClaudeInteractive(cmd.Context(), f, &o, claudePath)
 			}
 			return runClaudePrint(cmd.Context(), f, &o, claudePath, permissionMode)

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"fmt"
 	"io"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/happy-dev/happy/internal/home"
 	"github.com/happy-dev/happy/internal/logging"
+	"golang.org/x/term"
 )
 
 // factory hands commands their dependencies: standard streams, environment,
@@ -19,13 +22,32 @@ type factory struct {
 	stderr io.Writer
 	getenv func(string) string
 	now    func() time.Time
+	// isTerminal reports whether a stream is a terminal (tests replace it).
+	isTerminal func(any) bool
 
 	mu     sync.Mutex
 	logger *logging.Logger
 }
 
 func newFactory(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *factory {
-	return &factory{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, now: time.Now}
+	return &factory{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, now: time.Now, isTerminal: streamIsTerminal}
+}
+
+// streamIsTerminal reports whether s is an *os.File open on a terminal.
+func streamIsTerminal(s any) bool {
+	f, ok := s.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// needTerminal refuses, as a usage error, a command that draws the agent's
+// own screen when stdin or stdout is not a terminal (a pipe, a file, CI):
+// the screen codes would go into the pipe and the agent would wait for keys
+// that never come.
+func (f *factory) needTerminal(what string) error {
+	if f.isTerminal(f.stdin) && f.isTerminal(f.stdout) {
+		return nil
+	}
+	return &usageError{err: fmt.Errorf("%s draws the agent's own screen and needs a terminal on stdin and stdout; in a script or CI run one turn with -p \"PROMPT\"", what)}
 }
 
 // home resolves the happy home folder from the environment.

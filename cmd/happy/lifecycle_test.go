@@ -408,7 +408,7 @@ func TestAgentThatCannotStartEndsTheSession(t *testing.T) {
 	if err := os.WriteFile(broken, []byte("#!/nonexistent/interpreter\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	code, _, stderr := runHappy(t, env, "claude", "--claude-path", broken)
+	code, _, stderr := runHappyOnTerminal(t, env, "claude", "--claude-path", broken)
 	if code != exitFailed || !strings.Contains(stderr, broken) {
 		t.Fatalf("exit %d: %q", code, stderr)
 	}
@@ -419,7 +419,7 @@ func TestAgentThatCannotStartEndsTheSession(t *testing.T) {
 	}
 
 	missing := filepath.Join(t.TempDir(), "claude")
-	code, _, stderr = runHappy(t, env, "claude", "--claude-path", missing)
+	code, _, stderr = runHappyOnTerminal(t, env, "claude", "--claude-path", missing)
 	if want := "happy: Claude Code not found: --claude-path \"" + missing + "\" does not exist; point it at the claude executable\n"; code != exitFailed || stderr != want {
 		t.Fatalf("missing binary: exit %d %q, want 1 %q", code, stderr, want)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"net"
+	"os"
 	"strings"
 	"testing"
 
@@ -87,5 +88,37 @@ func TestControlCommandsSayWhatTheyDid(t *testing.T) {
 	}
 	if code := c.wait(t); code != exitOK {
 		t.Fatalf("the session exited %d: %s", code, c.errText())
+	}
+}
+
+// runHappyOnTerminal is runHappy as if stdin and stdout were a terminal.
+func runHappyOnTerminal(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb strings.Builder
+	f := newFactory(strings.NewReader(""), &out, &errb, func(k string) string { return env[k] })
+	f.isTerminal = func(any) bool { return true }
+	code = run(args, f)
+	return code, out.String(), errb.String()
+}
+
+// Claude's interactive screen without a terminal is a usage error that
+// points at -p; nothing starts and no session is opened.
+func TestInteractiveNeedsATerminal(t *testing.T) {
+	env := codexTestEnv(t, nil)
+	dir := t.TempDir()
+	claude := dir + "/claude"
+	if err := os.WriteFile(claude, []byte("#!/bin/sh\necho started >"+dir+"/ran\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	want := "happy: happy claude without -p draws the agent's own screen and needs a terminal on stdin and stdout; in a script or CI run one turn with -p \"PROMPT\"\n"
+	code, stdout, stderr := runHappy(t, env, "claude", "--claude-path", claude)
+	if code != exitUsage || stdout != "" || stderr != want {
+		t.Fatalf("= (%d, %q, %q), want (2, \"\", %q)", code, stdout, stderr, want)
+	}
+	if _, err := os.Stat(dir + "/ran"); err == nil {
+		t.Fatal("claude was started")
+	}
+	if _, out, _ := runHappy(t, env, "sessions", "--json"); strings.Contains(out, `"id"`) {
+		t.Fatalf("a session was opened: %s", out)
 	}
 }

@@ -41,6 +41,9 @@ a second time. The exit status is that of the agent command (0, 1, 2, 3, 130).`,
 					return err
 				}
 				if o.prompt == "" {
+					if err := f.needTerminal("happy resume of a Claude session without -p"); err != nil {
+						return err
+					}
 					return runClaudeInteractive(cmd.Context(), f, &o, claudePath)
 				}
 				return runClaudePrint(cmd.Context(), f, &o, claudePath, "")
