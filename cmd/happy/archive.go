@@ -142,6 +142,7 @@ Name sessions (ids or unique prefixes, as happy sessions shows them), or
 select them: --ended picks every ended or stale session, --older-than AGE
 every one whose last activity is older than AGE; both together pick those
 that match both. A running session is never archived (exit 1 names it).`,
+		ValidArgsFunction: completeSessions(f, false, true),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return manageSessions(cmd, f, "archive", "archive", args, &b, false, func(conn *app.Conn, o app.Opened, now time.Time) error {
 				return app.Archive(cmd.Context(), conn, o, now)
@@ -162,6 +163,7 @@ undone). Name sessions, or select them: --ended picks every ended, stale or
 archived session, --older-than AGE every one (not running) whose last
 activity is older than AGE; both together pick those that match both. A
 running session is never deleted (exit 1 names it). --dry-run lists them.`,
+		ValidArgsFunction: completeSessions(f, false, true),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return manageSessions(cmd, f, "delete", "delete", args, &b, true, func(conn *app.Conn, o app.Opened, now time.Time) error {
 				return app.Delete(cmd.Context(), conn, o, now)

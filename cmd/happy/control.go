@@ -59,9 +59,10 @@ func withSession(cmd *cobra.Command, f *factory, name, ref string, fn func(conn 
 
 func newSendCmd(f *factory) *cobra.Command {
 	return &cobra.Command{
-		Use:   "send SESSION TEXT",
-		Short: "Send the next prompt to a running session",
-		Args:  usageArgs(cobra.ExactArgs(2)),
+		Use:               "send SESSION TEXT",
+		Short:             "Send the next prompt to a running session",
+		Args:              usageArgs(cobra.ExactArgs(2)),
+		ValidArgsFunction: completeSessions(f, true, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if strings.TrimSpace(args[1]) == "" {
 				return &usageError{err: errors.New("the prompt is empty")}
@@ -89,7 +90,8 @@ func newApproveCmd(f *factory) *cobra.Command {
 shows waiting calls with their CALL_ID). The first answer wins, whether it comes
 from here, another device or the agent's own terminal; a late one fails with
 exit status 1.`,
-		Args: usageArgs(cobra.ExactArgs(2)),
+		Args:              usageArgs(cobra.ExactArgs(2)),
+		ValidArgsFunction: completeWaitingCalls(f, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			d := agent.DecisionOnce
 			if always {
@@ -115,9 +117,10 @@ exit status 1.`,
 func newDenyCmd(f *factory) *cobra.Command {
 	var reason string
 	cmd := &cobra.Command{
-		Use:   "deny SESSION CALL_ID",
-		Short: "Reject a tool call that waits for permission",
-		Args:  usageArgs(cobra.ExactArgs(2)),
+		Use:               "deny SESSION CALL_ID",
+		Short:             "Reject a tool call that waits for permission",
+		Args:              usageArgs(cobra.ExactArgs(2)),
+		ValidArgsFunction: completeWaitingCalls(f, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withLiveSession(cmd, f, "deny", args[0], func(conn *app.Conn, o app.Opened) error {
 				if err := app.Approve(cmd.Context(), conn, o, args[1], agent.DecisionReject, reason); err != nil {
@@ -134,9 +137,10 @@ func newDenyCmd(f *factory) *cobra.Command {
 
 func newAnswerCmd(f *factory) *cobra.Command {
 	return &cobra.Command{
-		Use:   "answer SESSION CALL_ID LABEL…",
-		Short: "Answer a question the agent asked (one label per question, in order; a,b for several)",
-		Args:  usageArgs(cobra.MinimumNArgs(3)),
+		Use:               "answer SESSION CALL_ID LABEL…",
+		Short:             "Answer a question the agent asked (one label per question, in order; a,b for several)",
+		Args:              usageArgs(cobra.MinimumNArgs(3)),
+		ValidArgsFunction: completeWaitingCalls(f, true),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			answers := make([][]string, 0, len(args)-2)
 			for _, a := range args[2:] {
@@ -164,9 +168,10 @@ func newAnswerCmd(f *factory) *cobra.Command {
 
 func newAbortCmd(f *factory) *cobra.Command {
 	return &cobra.Command{
-		Use:   "abort SESSION",
-		Short: "Abort the running turn of a session (waiting permissions are rejected)",
-		Args:  usageArgs(cobra.ExactArgs(1)),
+		Use:               "abort SESSION",
+		Short:             "Abort the running turn of a session (waiting permissions are rejected)",
+		Args:              usageArgs(cobra.ExactArgs(1)),
+		ValidArgsFunction: completeSessions(f, true, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withLiveSession(cmd, f, "abort", args[0], func(conn *app.Conn, o app.Opened) error {
 				if err := app.Abort(cmd.Context(), conn, o); err != nil {

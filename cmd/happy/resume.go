@@ -15,8 +15,9 @@ func newResumeCmd(f *factory) *cobra.Command {
 	var o agentOptions
 	var claudePath, codexPath, codexProtocol string
 	cmd := &cobra.Command{
-		Use:   "resume SESSION [-p PROMPT] [flags] [-- agent args…]",
-		Short: "Continue an ended session in place, with the agent's own resume",
+		Use:               "resume SESSION [-p PROMPT] [flags] [-- agent args…]",
+		ValidArgsFunction: completeSessions(f, false, false),
+		Short:             "Continue an ended session in place, with the agent's own resume",
 		Long: `Continue SESSION (ended, archived or stale) in the same relay session: the
 agent resumes its own session (Claude with --resume, Codex with thread/resume)
 in the session's folder, and the transcript goes on where it stopped, under

@@ -28,7 +28,9 @@ next prompt.`,
 	root.SetErr(f.stderr)
 	root.SetVersionTemplate("happy {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
-	root.CompletionOptions.HiddenDefaultCmd = true
+	// happy completion bash|zsh|fish|powershell prints the shell's script;
+	// session ids and waiting call ids complete from the relay.
+	root.CompletionOptions.HiddenDefaultCmd = false
 	// An unknown word is a usage error (exit 2), not a silent help screen.
 	root.Args = func(_ *cobra.Command, args []string) error {
 		if len(args) > 0 {

@@ -94,8 +94,9 @@ func newLogCmd(f *factory) *cobra.Command {
 	var asJSON, events, follow bool
 	var interval time.Duration
 	cmd := &cobra.Command{
-		Use:   "log SESSION",
-		Short: "Print a session's decrypted transcript (readable, --json document, or --events flat stream)",
+		Use:               "log SESSION",
+		ValidArgsFunction: completeSessions(f, false, false),
+		Short:             "Print a session's decrypted transcript (readable, --json document, or --events flat stream)",
 		Long: `Print the decrypted transcript of SESSION (a relay session id, or a unique
 prefix of one: happy sessions lists them).
 
