@@ -133,3 +133,7 @@ func parseStat(b []byte) (procStat, bool) {
 	}
 	return procStat{state: f[0][0], ppid: ppid, pgrp: pgrp}, true
 }
+
+// Limits lists the guarantees of this package that this platform cannot
+// give: none on Linux.
+func Limits() []string { return nil }

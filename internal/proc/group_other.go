@@ -19,3 +19,12 @@ func waitLeaderExit(int) {}
 // groupHasLiveMembers reports whether signal 0 reaches the group (zombies
 // included: there is no portable way to tell them apart).
 func groupHasLiveMembers(pgid int) bool { return syscall.Kill(-pgid, 0) == nil }
+
+// Limits lists the guarantees of this package that this platform cannot
+// give, one sentence each, for happy doctor and the log.
+func Limits() []string {
+	return []string{
+		"no parent-death signal: an agent whose happy is killed with kill -9 runs on until it notices that its stdin closed",
+		"no child subreaper: orphaned descendants of the agent's tools go to PID 1 (launchd), not to happy",
+	}
+}
