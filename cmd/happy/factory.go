@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -72,13 +74,42 @@ func (f *factory) log(name string) (*logging.Logger, error) {
 		f.logger = logging.Discard()
 		return f.logger, err
 	}
-	l, err := logging.Open(h.Logs(), name, lvl, f.now())
+	keep, keepErr := logRetention(f.getenv)
+	l, err := logging.Open(h.Logs(), name, lvl, f.now(), keep)
 	if err != nil {
 		f.logger = logging.Discard()
 		return f.logger, err
 	}
 	f.logger = l
-	return l, nil
+	return l, keepErr
+}
+
+// logRetention reads how many days and files of logs to keep from
+// HAPPY_LOG_KEEP_DAYS and HAPPY_LOG_KEEP_FILES (whole numbers; 0 or unset
+// is the default, 7 days and 100 files; -1 keeps everything on that
+// count). A malformed value is reported and the default used.
+func logRetention(getenv func(string) string) (logging.Retention, error) {
+	var keep logging.Retention
+	var errs []error
+	for _, v := range []struct {
+		name string
+		set  func(int)
+	}{
+		{"HAPPY_LOG_KEEP_DAYS", func(n int) { keep.MaxAge = time.Duration(n) * 24 * time.Hour }},
+		{"HAPPY_LOG_KEEP_FILES", func(n int) { keep.MaxFiles = n }},
+	} {
+		raw := getenv(v.name)
+		if raw == "" {
+			continue
+		}
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < -1 {
+			errs = append(errs, fmt.Errorf("%s=%q: want a whole number of at least -1", v.name, raw))
+			continue
+		}
+		v.set(n)
+	}
+	return keep, errors.Join(errs...)
 }
 
 // close releases what the factory opened.

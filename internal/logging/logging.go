@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -17,29 +19,137 @@ import (
 // closes the file; a Logger from Discard has no file.
 type Logger struct {
 	zerolog.Logger
-	file *os.File
+	file *lazyFile
 	path string
 }
 
-// Open creates dir (0700) and a new log file in it named
-// `<UTC time>-<pid>-<name>.log`, and returns a logger writing JSON lines to it
-// at level (zerolog.InfoLevel when level is zerolog.NoLevel). Times are RFC
-// 3339 with milliseconds.
-func Open(dir, name string, level zerolog.Level, now time.Time) (*Logger, error) {
+// Retention bounds what Open keeps of earlier processes' log files: files
+// older than MaxAge and all but the newest MaxFiles are removed. Zero
+// fields take DefaultMaxAge and DefaultMaxFiles; a negative field keeps
+// everything on that count.
+type Retention struct {
+	MaxAge   time.Duration
+	MaxFiles int
+}
+
+// Default retention: a week, and at most 100 files.
+const (
+	DefaultMaxAge   = 7 * 24 * time.Hour
+	DefaultMaxFiles = 100
+)
+
+// Open creates dir (0700), prunes it (Prune with keep), and returns a
+// logger writing JSON lines at level (zerolog.InfoLevel when level is
+// zerolog.NoLevel) to a new file named `<UTC time>-<pid>-<name>.log`. The
+// file is created on the first line written, so a process that logs
+// nothing leaves no empty file. Times are RFC 3339 with milliseconds.
+func Open(dir, name string, level zerolog.Level, now time.Time, keep Retention) (*Logger, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("logging: create %s: %w", dir, err)
 	}
+	_, _ = Prune(dir, now, keep)
 	fname := fmt.Sprintf("%s-%d-%s.log", now.UTC().Format("20060102T150405.000Z"), os.Getpid(), name)
 	path := filepath.Join(dir, fname)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("logging: open %s: %w", path, err)
-	}
 	if level == zerolog.NoLevel {
 		level = zerolog.InfoLevel
 	}
+	f := &lazyFile{path: path}
 	zl := zerolog.New(f).Level(level).With().Timestamp().Str("cmd", name).Logger()
 	return &Logger{Logger: zl, file: f, path: path}, nil
+}
+
+// Prune removes from dir the log files (*.log) that are empty, older than
+// keep.MaxAge (by modification time, against now), or beyond the newest
+// keep.MaxFiles, and returns how many it removed. Files being written by
+// running processes are recent and so kept.
+func Prune(dir string, now time.Time, keep Retention) (int, error) {
+	if keep.MaxAge == 0 {
+		keep.MaxAge = DefaultMaxAge
+	}
+	if keep.MaxFiles == 0 {
+		keep.MaxFiles = DefaultMaxFiles
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	type file struct {
+		path string
+		mod  time.Time
+	}
+	var files []file
+	removed := 0
+	remove := func(path string) {
+		if os.Remove(path) == nil {
+			removed++
+		}
+	}
+	for _, e := range entries {
+		if e.IsDir() || filepath.Ext(e.Name()) != ".log" {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		switch {
+		case info.Size() == 0 && now.Sub(info.ModTime()) > time.Minute:
+			remove(path) // an empty file left by an earlier version
+		case keep.MaxAge > 0 && now.Sub(info.ModTime()) > keep.MaxAge:
+			remove(path)
+		default:
+			files = append(files, file{path, info.ModTime()})
+		}
+	}
+	if keep.MaxFiles > 0 && len(files) > keep.MaxFiles {
+		slices.SortFunc(files, func(a, b file) int { return b.mod.Compare(a.mod) })
+		for _, f := range files[keep.MaxFiles:] {
+			remove(f.path)
+		}
+	}
+	return removed, nil
+}
+
+// lazyFile is an io.Writer that creates its file (0600) on the first
+// write. A failed create is retried on the next write; meanwhile lines are
+// dropped (a log must never stop the program).
+type lazyFile struct {
+	mu   sync.Mutex
+	path string
+	f    *os.File
+	done bool
+}
+
+// Write writes p to the file, creating it first if need be.
+func (l *lazyFile) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done {
+		return 0, os.ErrClosed
+	}
+	if l.f == nil {
+		f, err := os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return 0, err
+		}
+		l.f = f
+	}
+	return l.f.Write(p)
+}
+
+// close syncs and closes the file if it was created.
+func (l *lazyFile) close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.done = true
+	if l.f == nil {
+		return nil
+	}
+	f := l.f
+	l.f = nil
+	_ = f.Sync()
+	return f.Close()
 }
 
 // Discard returns a logger that writes nowhere (tests, and commands that
@@ -48,7 +158,8 @@ func Discard() *Logger {
 	return &Logger{Logger: zerolog.New(io.Discard).Level(zerolog.Disabled)}
 }
 
-// Path is the log file's path, or "" for a discarding logger.
+// Path is the log file's path (created at the first line), or "" for a
+// discarding logger.
 func (l *Logger) Path() string { return l.path }
 
 // Close syncs and closes the log file. It is safe to call on a discarding
@@ -57,10 +168,7 @@ func (l *Logger) Close() error {
 	if l == nil || l.file == nil {
 		return nil
 	}
-	f := l.file
-	l.file = nil
-	_ = f.Sync()
-	return f.Close()
+	return l.file.close()
 }
 
 // ParseLevel turns a level name (trace, debug, info, warn, error) into a

@@ -228,6 +228,9 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	}
 	s := &Store{dir: dir, w: w, r: r, now: now, ops: make(chan *op, MaxGroup), quit: make(chan struct{}), done: make(chan struct{})}
 	go s.writer()
+	// Lock files of processes that died are removed (best effort: a
+	// left-over file is harmless, only clutter).
+	_, _ = s.PruneLocks()
 	return s, nil
 }
 
