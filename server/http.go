@@ -15,6 +15,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/happy-dev/happy/internal/buildinfo"
+
 	"github.com/happy-dev/happy/server/store"
 )
 
@@ -207,8 +209,10 @@ func (s *Server) routes() http.Handler {
 	return mux
 }
 
+// health: GET /health → {status:"ok", timestamp (Unix ms, the relay's
+// clock: happy doctor measures clock skew from it), service, version}.
 func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "timestamp": s.nowMs(), "service": "happy-server"})
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "timestamp": s.nowMs(), "service": "happy-server", "version": buildinfo.Version})
 }
 
 // ---- auth ----

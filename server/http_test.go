@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/happy-dev/happy/internal/buildinfo"
+
 	"github.com/happy-dev/happy/server"
 	"github.com/happy-dev/happy/server/servertest"
 )
@@ -16,8 +18,9 @@ func TestHealth(t *testing.T) {
 	r := servertest.Start(t)
 	a := api{t: t, base: r.URL}
 	m := a.must(200, "GET", "/health", nil)
-	eq(t, "keys", keys(m), []string{"service", "status", "timestamp"})
+	eq(t, "keys", keys(m), []string{"service", "status", "timestamp", "version"})
 	eq(t, "status", m["status"], "ok")
+	eq(t, "version", m["version"], buildinfo.Version)
 	eq(t, "service", m["service"], "happy-server")
 	if ts, ok := m["timestamp"].(float64); !ok || ts < 1.7e12 {
 		t.Fatalf("timestamp = %v, want Unix ms", m["timestamp"])

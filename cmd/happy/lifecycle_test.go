@@ -260,6 +260,13 @@ func TestKilledHappyIsStaleThenSettledByTheNextHappy(t *testing.T) {
 			t.Fatalf("happy %s of a running session = %d %q", verb, code, stderr)
 		}
 	}
+	// happy doctor names the orphan and the fix.
+	if code, stdout, stderr := runHappyAt(t, env, now, "doctor", "--json"); code != exitOK ||
+		!strings.Contains(stdout, `"name": "orphans",
+    "status": "warn",
+    "detail": "1 session(s) whose happy died before ending them: `+sid+`"`) {
+		t.Fatalf("happy doctor after the kill = %d\n%s\n%s", code, stdout, stderr)
+	}
 	// A dry run says what the real run would: refused.
 	if code, stdout, stderr := runHappyAt(t, env, now, "archive", "--dry-run", sid); code != exitFailed || stdout != "" || !strings.Contains(stderr, sid+": the session is running") {
 		t.Fatalf("happy archive --dry-run of a running session = %d %q %q", code, stdout, stderr)

@@ -1,0 +1,352 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/happy-dev/happy/crypto"
+	"github.com/happy-dev/happy/internal/proc"
+	"github.com/happy-dev/happy/relay"
+	"github.com/happy-dev/happy/relay/outbox"
+)
+
+// Check statuses of happy doctor.
+const (
+	CheckOK   = "ok"
+	CheckWarn = "warn" // works, but something needs a look
+	CheckFail = "fail" // does not work
+)
+
+// Check is one finding of Doctor: what was checked, how it went, what was
+// seen, and (when it is not ok) what to do about it.
+type Check struct {
+	Name   string `json:"name"`   // "agent claude", "relay", "account", "clock", "outbox", "orphans", "logs", "platform"
+	Status string `json:"status"` // CheckOK, CheckWarn or CheckFail
+	Detail string `json:"detail"`
+	Fix    string `json:"fix,omitempty"`
+}
+
+// AgentProbe is an agent executable for Doctor to look at, as the agent
+// command would find it: Path is what it would start ("" when it was not
+// found, with Missing saying why).
+type AgentProbe struct {
+	Name    string // "claude", "codex", …
+	Path    string
+	Missing string // why it was not found
+	Fix     string // how to install it or point happy at it
+}
+
+// DoctorOptions tune Doctor.
+type DoctorOptions struct {
+	Agents []AgentProbe
+	// Timeout bounds each probe (an agent's --version, a relay call); 5 s
+	// when 0.
+	Timeout time.Duration
+	// MaxSkew is the clock difference with the relay past which the clock
+	// check warns; 10 s when 0.
+	MaxSkew time.Duration
+	// LogWarnBytes is the log folder size past which the logs check
+	// warns; 100 MiB when 0.
+	LogWarnBytes int64
+}
+
+// Doctor checks what happy needs on this machine and home, in order:
+// the agents, the relay (reachable, its version), the clock against the
+// relay's, the account (logged in, accepted by the relay), the outbox
+// backlog, orphaned sessions, the log folder and the platform's limits. It
+// never changes anything: the outbox and the relay are only read.
+func Doctor(ctx context.Context, env Env, opts DoctorOptions) []Check {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 5 * time.Second
+	}
+	if opts.MaxSkew <= 0 {
+		opts.MaxSkew = 10 * time.Second
+	}
+	if opts.LogWarnBytes <= 0 {
+		opts.LogWarnBytes = 100 << 20
+	}
+	var out []Check
+	for _, a := range opts.Agents {
+		out = append(out, checkAgent(ctx, a, opts.Timeout))
+	}
+	url, src, err := ResolveURL(ctx, env)
+	if err != nil {
+		out = append(out, Check{Name: "relay", Status: CheckFail, Detail: err.Error(), Fix: "fix serverUrl in " + env.Home.Settings() + " or HAPPY_SERVER_URL"})
+	} else {
+		out = append(out, checkRelay(ctx, env, url, string(src), opts)...)
+	}
+	out = append(out, checkHome(ctx, env, url, opts)...)
+	out = append(out, checkLogs(env, opts.LogWarnBytes))
+	if limits := proc.Limits(); len(limits) > 0 {
+		out = append(out, Check{Name: "platform", Status: CheckWarn, Detail: strings.Join(limits, "; "),
+			Fix: "nothing to do: these Linux guarantees do not exist here; end happy with Ctrl-C or SIGTERM rather than kill -9"})
+	} else {
+		out = append(out, Check{Name: "platform", Status: CheckOK, Detail: "process groups, parent-death signal and child subreaper available"})
+	}
+	return out
+}
+
+// checkAgent runs the agent's --version (in its own process group, killed
+// with the group at the timeout).
+func checkAgent(ctx context.Context, a AgentProbe, timeout time.Duration) Check {
+	c := Check{Name: "agent " + a.Name}
+	if a.Path == "" {
+		c.Status, c.Detail, c.Fix = CheckWarn, a.Missing, a.Fix
+		return c
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, a.Path, "--version")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
+	b, err := cmd.Output()
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // whatever it left in its group
+	}
+	version := firstLine(string(b))
+	switch {
+	case ctx.Err() != nil:
+		c.Status, c.Detail = CheckFail, fmt.Sprintf("%s --version did not answer within %s", a.Path, timeout)
+		c.Fix = "run " + a.Path + " --version yourself: it may wait for a login or an update"
+	case err != nil:
+		c.Status, c.Detail = CheckFail, fmt.Sprintf("%s --version: %v", a.Path, err)
+		c.Fix = "reinstall it, or " + a.Fix
+	default:
+		c.Status, c.Detail = CheckOK, fmt.Sprintf("%s (%s)", version, a.Path)
+	}
+	return c
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(line)
+}
+
+// checkRelay calls GET /health: reachable, the relay's version, and the
+// clock skew measured against the midpoint of the call.
+func checkRelay(ctx context.Context, env Env, url, source string, opts DoctorOptions) []Check {
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	relayCheck := Check{Name: "relay"}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(url, "/")+"/health", nil)
+	if err != nil {
+		relayCheck.Status, relayCheck.Detail = CheckFail, err.Error()
+		return []Check{relayCheck}
+	}
+	before := env.now()
+	resp, err := http.DefaultClient.Do(req)
+	after := env.now()
+	if err != nil {
+		relayCheck.Status, relayCheck.Detail = CheckFail, fmt.Sprintf("%s (from %s) does not answer: %v", url, source, err)
+		relayCheck.Fix = "start it (happy server), check the network, or set HAPPY_SERVER_URL to the right relay"
+		return []Check{relayCheck}
+	}
+	defer resp.Body.Close()
+	var h struct {
+		Status    string `json:"status"`
+		Timestamp int64  `json:"timestamp"`
+		Service   string `json:"service"`
+		Version   string `json:"version"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&h) != nil || h.Status != "ok" {
+		relayCheck.Status, relayCheck.Detail = CheckFail, fmt.Sprintf("%s (from %s): GET /health answered %s, not a relay's health", url, source, resp.Status)
+		relayCheck.Fix = "HAPPY_SERVER_URL (or serverUrl in settings) must name a happy relay"
+		return []Check{relayCheck}
+	}
+	who := h.Service
+	if h.Version != "" {
+		who += " " + h.Version
+	}
+	relayCheck.Status, relayCheck.Detail = CheckOK, fmt.Sprintf("%s (from %s): %s", url, source, who)
+	clock := Check{Name: "clock"}
+	if h.Timestamp <= 0 {
+		clock.Status, clock.Detail = CheckWarn, "the relay gave no time: skew not measured"
+		return []Check{relayCheck, clock}
+	}
+	mid := before.Add(after.Sub(before) / 2)
+	skew := time.UnixMilli(h.Timestamp).Sub(mid).Round(time.Millisecond)
+	clock.Detail = fmt.Sprintf("this machine is %s %s the relay (measured within %s)", absDuration(skew), aheadBehind(skew), after.Sub(before).Round(time.Millisecond))
+	if skew == 0 {
+		clock.Detail = fmt.Sprintf("the same as the relay's (measured within %s)", after.Sub(before).Round(time.Millisecond))
+	}
+	clock.Status = CheckOK
+	if absDuration(skew) > opts.MaxSkew {
+		clock.Status = CheckWarn
+		clock.Fix = "sync the clock (timedatectl set-ntp true, or the system settings): session times and heartbeats are judged by it"
+	}
+	return []Check{relayCheck, clock}
+}
+
+func absDuration(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}
+
+func aheadBehind(skew time.Duration) string {
+	if skew > 0 {
+		return "behind"
+	}
+	return "ahead of"
+}
+
+// checkHome looks at the account, the outbox backlog and the orphaned
+// sessions of this home.
+func checkHome(ctx context.Context, env Env, url string, opts DoctorOptions) []Check {
+	account := Check{Name: "account"}
+	_, err := crypto.LoadCredentials(env.Home.AccessKey())
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		account.Status, account.Detail = CheckFail, "not logged in (no "+env.Home.AccessKey()+")"
+		account.Fix = "happy auth login (pair with your phone), or happy auth login --new-account"
+		return []Check{account, checkOutboxOnly(ctx, env)}
+	case err != nil:
+		account.Status, account.Detail = CheckFail, err.Error()
+		account.Fix = "happy auth logout, then happy auth login"
+		return []Check{account, checkOutboxOnly(ctx, env)}
+	}
+	cctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	conn, err := Connect(cctx, env, ConnectOptions{NoResume: true})
+	if err != nil {
+		account.Status, account.Detail = CheckFail, err.Error()
+		account.Fix = "happy auth status says more; happy auth logout then happy auth login if the relay refuses the account"
+		return []Check{account, checkOutboxOnly(ctx, env)}
+	}
+	defer conn.Close()
+	list, err := ListSessions(cctx, conn, env.now())
+	if err != nil {
+		account.Status, account.Detail = CheckFail, fmt.Sprintf("account %s: the relay refused to list its sessions: %v", relay.AccountID(conn.Creds), err)
+		account.Fix = "if the relay lost the account (a new relay database), happy auth logout then happy auth login --backup-key KEY"
+	} else {
+		account.Status, account.Detail = CheckOK, fmt.Sprintf("account %s on %s: %d session(s)", relay.AccountID(conn.Creds), url, len(list))
+	}
+	out := []Check{account, outboxCheck(ctx, conn.Client.Outbox())}
+	orphans := Check{Name: "orphans"}
+	orphs, err := conn.Client.Orphans(ctx)
+	switch {
+	case err != nil:
+		orphans.Status, orphans.Detail = CheckWarn, "cannot list: "+err.Error()
+	case len(orphs) == 0:
+		orphans.Status, orphans.Detail = CheckOK, "no session left running by a happy that died"
+	default:
+		ids := make([]string, 0, len(orphs))
+		for _, o := range orphs {
+			id := o.RelayID
+			if id == "" {
+				id = "(never reached the relay) " + o.Tag
+			}
+			ids = append(ids, id)
+		}
+		orphans.Status = CheckWarn
+		orphans.Detail = fmt.Sprintf("%d session(s) whose happy died before ending them: %s", len(orphs), strings.Join(ids, ", "))
+		orphans.Fix = "the next happy agent run on this home ends them (happy claude -p …, happy codex -p …)"
+	}
+	return append(out, orphans)
+}
+
+// checkOutboxOnly opens the outbox without a relay client, for a home
+// that is not logged in.
+func checkOutboxOnly(ctx context.Context, env Env) Check {
+	if _, err := os.Stat(env.Home.Outbox()); errors.Is(err, fs.ErrNotExist) {
+		return Check{Name: "outbox", Status: CheckOK, Detail: "empty (no outbox yet)"}
+	}
+	st, err := openOutbox(ctx, env.Home.Outbox())
+	if err != nil {
+		return Check{Name: "outbox", Status: CheckFail, Detail: err.Error(), Fix: "check the permissions of " + env.Home.Outbox()}
+	}
+	defer st.Close()
+	return outboxCheck(ctx, st)
+}
+
+// outboxCheck counts the versions waiting for the relay, per session.
+func outboxCheck(ctx context.Context, st outboxReader) Check {
+	c := Check{Name: "outbox"}
+	sessions, err := st.Sessions(ctx)
+	if err != nil {
+		c.Status, c.Detail = CheckFail, err.Error()
+		return c
+	}
+	total := 0
+	for _, s := range sessions {
+		n, err := st.Count(ctx, s)
+		if err != nil {
+			c.Status, c.Detail = CheckFail, err.Error()
+			return c
+		}
+		total += n
+	}
+	if total == 0 {
+		c.Status, c.Detail = CheckOK, "nothing waits for the relay"
+		return c
+	}
+	c.Status = CheckWarn
+	c.Detail = fmt.Sprintf("%d version(s) of %d session(s) wait for the relay", total, len(sessions))
+	c.Fix = "they are sent by the next happy that runs on this home while the relay answers; check the relay line above"
+	return c
+}
+
+// checkLogs measures the log folder.
+func checkLogs(env Env, warn int64) Check {
+	c := Check{Name: "logs"}
+	var size int64
+	files := 0
+	err := filepath.WalkDir(env.Home.Logs(), func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if info, err := d.Info(); err == nil {
+			size += info.Size()
+			files++
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		c.Status, c.Detail = CheckOK, "no logs yet ("+env.Home.Logs()+")"
+	case err != nil:
+		c.Status, c.Detail = CheckWarn, err.Error()
+	default:
+		c.Status, c.Detail = CheckOK, fmt.Sprintf("%d file(s), %s in %s", files, humanBytes(size), env.Home.Logs())
+		if size > warn {
+			c.Status = CheckWarn
+			c.Fix = "lower HAPPY_LOG_KEEP_DAYS or HAPPY_LOG_KEEP_FILES (pruned at every start), or remove old files"
+		}
+	}
+	return c
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// outboxReader is what the outbox check reads of an outbox.
+type outboxReader interface {
+	Sessions(ctx context.Context) ([]string, error)
+	Count(ctx context.Context, session string) (int, error)
+}
+
+// openOutbox opens the outbox of a home for reading.
+func openOutbox(ctx context.Context, dir string) (*outbox.Store, error) {
+	return outbox.Open(ctx, dir, outbox.Options{})
+}

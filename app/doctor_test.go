@@ -1,0 +1,104 @@
+package app
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/happy-dev/happy/relay/outbox"
+)
+
+// fakeExe writes an executable shell script named name into dir.
+func fakeExe(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestDoctor(t *testing.T) {
+	env, conn, _ := twoDevices(t)
+	dir := t.TempDir()
+	okExe := fakeExe(t, dir, "good", "echo 'good 1.2.3'; echo second line")
+	hangExe := fakeExe(t, dir, "hang", "sleep 30")
+	failExe := fakeExe(t, dir, "bad", "echo broken >&2; exit 3")
+	// Something waits for the relay in the outbox.
+	if err := conn.Client.Outbox().Append(context.Background(), outbox.Entry{Session: "s1", Record: "r1", Version: 1, Content: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	// This machine's clock runs a minute fast.
+	env.Now = func() time.Time { return time.Now().Add(time.Minute) }
+	checks := Doctor(context.Background(), env, DoctorOptions{Timeout: 500 * time.Millisecond, Agents: []AgentProbe{
+		{Name: "good", Path: okExe},
+		{Name: "missing", Missing: `no "missing" on PATH`, Fix: "install it"},
+		{Name: "hang", Path: hangExe},
+		{Name: "bad", Path: failExe, Fix: "set HAPPY_BAD_PATH"},
+	}})
+	byName := map[string]Check{}
+	var names []string
+	for _, c := range checks {
+		byName[c.Name] = c
+		names = append(names, c.Name)
+	}
+	if got := strings.Join(names, ","); got != "agent good,agent missing,agent hang,agent bad,relay,clock,account,outbox,orphans,logs,platform" {
+		t.Fatalf("checks in order %s", got)
+	}
+	want := []struct {
+		name, status, detailHas, fixHas string
+	}{
+		{"agent good", CheckOK, "good 1.2.3 (" + okExe + ")", ""},
+		{"agent missing", CheckWarn, `no "missing" on PATH`, "install it"},
+		{"agent hang", CheckFail, "--version did not answer within 500ms", "run " + hangExe + " --version yourself"},
+		{"agent bad", CheckFail, "exit status 3", "reinstall it, or set HAPPY_BAD_PATH"},
+		{"relay", CheckOK, "(from env): happy-server", ""},
+		{"clock", CheckWarn, "ahead of the relay", "sync the clock"},
+		{"account", CheckOK, "0 session(s)", ""},
+		{"outbox", CheckWarn, "1 version(s) of 1 session(s) wait for the relay", "next happy"},
+		{"orphans", CheckOK, "no session left running", ""},
+		{"platform", CheckOK, "", ""},
+	}
+	for _, w := range want {
+		c := byName[w.name]
+		if c.Status != w.status || !strings.Contains(c.Detail, w.detailHas) || !strings.Contains(c.Fix, w.fixHas) || (w.fixHas == "" && c.Fix != "") {
+			t.Errorf("%s = %+v; want status %s, detail with %q, fix with %q", w.name, c, w.status, w.detailHas, w.fixHas)
+		}
+	}
+	if d := byName["clock"].Detail; !strings.HasPrefix(d, "this machine is 1m0") {
+		t.Errorf("clock detail %q, want about a minute", d)
+	}
+}
+
+func TestDoctorLoggedOutAndNoRelay(t *testing.T) {
+	env, _, _ := twoDevices(t)
+	if err := os.Remove(env.Home.AccessKey()); err != nil {
+		t.Fatal(err)
+	}
+	env.Getenv = func(k string) string {
+		if k == "HAPPY_SERVER_URL" {
+			return "http://127.0.0.1:1"
+		}
+		return ""
+	}
+	checks := Doctor(context.Background(), env, DoctorOptions{Timeout: time.Second})
+	got := map[string]Check{}
+	for _, c := range checks {
+		got[c.Name] = c
+	}
+	if c := got["relay"]; c.Status != CheckFail || !strings.Contains(c.Detail, "http://127.0.0.1:1 (from env) does not answer") || !strings.Contains(c.Fix, "happy server") {
+		t.Errorf("relay %+v", c)
+	}
+	if c := got["account"]; c.Status != CheckFail || !strings.HasPrefix(c.Detail, "not logged in") || !strings.Contains(c.Fix, "happy auth login") {
+		t.Errorf("account %+v", c)
+	}
+	if c := got["outbox"]; c.Status != CheckOK {
+		t.Errorf("outbox %+v", c)
+	}
+	if _, ok := got["clock"]; ok {
+		t.Error("a clock check without a relay")
+	}
+}
