@@ -84,6 +84,9 @@ type SessionOptions struct {
 	WaitCreated time.Duration
 	// OnBus sees every bus event (terminal rendering).
 	OnBus func([]mapper.BusEvent)
+	// OnWaiting is called when a tool call starts waiting for a person
+	// (session.Options.OnWaiting).
+	OnWaiting func(callID string)
 	// Resume, when set, continues an ended session (happy resume) instead
 	// of opening a new one: see PrepareResume.
 	Resume *Resume
@@ -205,7 +208,7 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 		Agent: ag, Reducer: red, Sink: sink, Rules: opts.Rules,
 		PermissionTimeout: opts.PermissionTimeout, OneShot: opts.OneShot,
 		Log: env.Log, OnBus: onBus, Now: env.Now, OnActivity: sess.SetThinking,
-		OnEvent: providerSessionWatcher(opts.Flavor, lc.meta),
+		OnEvent: providerSessionWatcher(opts.Flavor, lc.meta), OnWaiting: opts.OnWaiting,
 	})
 
 	runCtx, cancel := context.WithCancel(ctx)

@@ -79,6 +79,10 @@ type Options struct {
 	Log zerolog.Logger
 	// OnBus, when set, sees every bus event (terminal rendering, SSE).
 	OnBus func([]mapper.BusEvent)
+	// OnWaiting, when set, is called on the runner goroutine when a tool
+	// call starts waiting for a person (a permission no rule decided, or a
+	// question), after the bus events that show it blocked.
+	OnWaiting func(callID string)
 	// OnControl, when set, sees every control input before it is applied,
 	// for the traffic log (happy replay reproduces a live session).
 	OnControl func(Control)
@@ -445,6 +449,9 @@ func (r *Runner) addPending(callID string, p *pending) {
 	r.arrivals++
 	p.order = r.arrivals
 	r.pending[callID] = p
+	if r.opts.OnWaiting != nil {
+		r.opts.OnWaiting(callID)
+	}
 }
 
 // pendingInOrder returns the waiting call ids in arrival order, so settling

@@ -192,18 +192,24 @@ func runACP(parent context.Context, f *factory, o *agentOptions, ao *acpOptions,
 	defer agent.Close()
 
 	oneShot := o.prompt != ""
+	// The status line only for one turn: a served session waits for
+	// prompts, not for a turn.
+	prog := newProgress(f.stderr, oneShot && f.isTerminal(f.stderr), f.now)
+	defer prog.close()
 	res, err := app.RunSession(ctx, env, conn, agent, app.SessionOptions{
 		Flavor: p.flavor, Dir: dir, Prompt: o.prompt, OneShot: oneShot, ProviderID: p.providerID,
 		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: "terminal",
 		FlushTimeout: o.flushTimeout, Yolo: o.yolo,
+		OnBus: prog.onBus,
 		OnCreated: func(id string) {
 			if oneShot {
-				fmt.Fprintf(f.stderr, "happy: session %s — follow it with: happy log %s --follow\n", id, id)
+				prog.created(id, fmt.Sprintf("happy: session %s — follow it with: happy log %s --follow", id, id))
 			} else {
-				fmt.Fprintf(f.stderr, "happy: session %s — send prompts with: happy send %s \"…\" (Ctrl-C ends it)\n", id, id)
+				prog.created(id, fmt.Sprintf("happy: session %s — send prompts with: happy send %s \"…\" (Ctrl-C ends it)", id, id))
 			}
 		},
 	})
+	prog.close()
 	if res.FinalText != "" && oneShot {
 		fmt.Fprintln(f.stdout, res.FinalText)
 	}

@@ -141,14 +141,18 @@ func runCodexPrint(parent context.Context, f *factory, o *codexOptions, proto co
 	}
 	defer ag.Close()
 
+	prog := newProgress(f.stderr, f.isTerminal(f.stderr), f.now)
+	defer prog.close()
 	res, err := app.RunSession(ctx, env, conn, ag, app.SessionOptions{
 		Flavor: "codex", Dir: dir, Prompt: o.prompt, OneShot: true, ProviderID: "openai",
 		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: "terminal", Resume: o.resumeOpts(),
 		FlushTimeout: o.flushTimeout, Yolo: o.yolo,
+		OnBus: prog.onBus,
 		OnCreated: func(id string) {
-			fmt.Fprintf(f.stderr, "happy: session %s — follow it with: happy log %s --follow\n", id, id)
+			prog.created(id, fmt.Sprintf("happy: session %s — follow it with: happy log %s --follow", id, id))
 		},
 	})
+	prog.close()
 	if res.FinalText != "" {
 		fmt.Fprintln(f.stdout, res.FinalText)
 	}
