@@ -156,6 +156,12 @@ func (tw *textWriter) tool(pt *mapper.ToolPart, indent int) {
 		switch {
 		case b.Type == mapper.BlockPermission && !b.Resolved():
 			tw.line(indent+1, "waiting for permission: %s %s", b.Permission, strings.Join(b.Patterns, " "))
+		case b.Type == mapper.BlockPermission && b.Rule != nil:
+			verb := "allowed"
+			if b.Decision == agent.DecisionReject {
+				verb = "denied"
+			}
+			tw.line(indent+1, "permission %s %s: %s, %s by rule %s", b.Permission, strings.Join(b.Patterns, " "), b.Decision, verb, b.Rule)
 		case b.Type == mapper.BlockPermission:
 			reason := ""
 			if b.Reason != "" {
