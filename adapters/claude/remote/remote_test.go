@@ -81,7 +81,6 @@ func TestDecidedCallIsNotAnsweredAgain(t *testing.T) {
 	}
 }
 
-
 func TestQuestionInputAddsAnswersByQuestion(t *testing.T) {
 	in := json.RawMessage(`{"questions":[{"question":"Which database?","header":"DB","options":[]},{"question":"Which port?","header":"Port","options":[]}]}`)
 	out, err := questionInput(in, [][]string{{"PostgreSQL"}, {"5432", "5433"}})
