@@ -334,7 +334,7 @@ func TestCodexPrintOutcomes(t *testing.T) {
 			wantStdout: "Done: the command printed hi.\n",
 			wantRuns:   [][]string{{"--version"}, {"app-server", "-c", "x=1"}},
 			wantSent:   "thread/start", wantParams: map[string]any{"approvalPolicy": "on-request", "sandbox": "read-only"},
-			wantLog:    "once, allowed by rule bash:*",
+			wantLog: "once, allowed by rule bash:*",
 		},
 		{
 			name: "pinned app-server, rule denies", version: "not asked", appServer: "codex-app-decline",
@@ -344,7 +344,7 @@ func TestCodexPrintOutcomes(t *testing.T) {
 			wantStderr: "happy: 1 permission request(s) were rejected\n",
 			wantRuns:   [][]string{{"app-server"}},
 			wantSent:   "thread/start", wantParams: map[string]any{"approvalPolicy": "on-request", "sandbox": "workspace-write"},
-			wantLog:    "reject, denied by rule bash:*",
+			wantLog: "reject, denied by rule bash:*",
 		},
 		{
 			name: "nobody answers before the permission timeout", version: "codex-cli 0.171.0", appServer: "codex-app-decline",
