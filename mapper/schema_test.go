@@ -254,6 +254,7 @@ func TestSchemaAndDecoderAgree(t *testing.T) {
               "decidedAt": 1753120002500`, `"decision": "reject", "decidedAt": 1753120002500, "reason": "rule", "rule": {"permission": "edit", "pattern": "*", "action": "allow"}`},
 		{"deny rule allows", `"decidedAt": 1753120002500`, `"decidedAt": 1753120002500, "reason": "rule", "rule": {"permission": "edit", "pattern": "*", "action": "deny"}`},
 		{"ask rule decides", `"decidedAt": 1753120002500`, `"decidedAt": 1753120002500, "reason": "rule", "rule": {"permission": "edit", "pattern": "*", "action": "ask"}`},
+		{"rule without pattern", `"decidedAt": 1753120002500`, `"decidedAt": 1753120002500, "reason": "rule", "rule": {"permission": "edit", "action": "allow"}`},
 		{"rule without permission", `"decidedAt": 1753120002500`, `"decidedAt": 1753120002500, "reason": "rule", "rule": {"permission": "", "pattern": "*", "action": "allow"}`},
 	}
 	for _, c := range cases {

@@ -341,6 +341,17 @@ func TestDecideByRule(t *testing.T) {
 	if b.Block.Rule != nil {
 		t.Fatal("deciding mutated the blocked state it started from")
 	}
+	// Only a resolved permission block carries a rule.
+	unresolved := *b.Block
+	unresolved.Rule = &allow
+	q := questionRequest()
+	resolvedQ := q
+	resolvedQ.DecidedAt, resolvedQ.Answers, resolvedQ.Reason, resolvedQ.Rule = ptr[int64](1), [][]string{{"PostgreSQL"}}, agent.ReasonRule, &allow
+	for _, bad := range []Block{unresolved, resolvedQ} {
+		if err := bad.Validate(); err == nil {
+			t.Errorf("block %+v with a rule validated", bad)
+		}
+	}
 	// The request a synthesised path passes through has no rule.
 	path, err := TransitionPath(PendingState(agent.Object{"command": "ls"}, ""), c)
 	if err != nil || len(path) != 4 || path[1].Block == nil || path[1].Block.Rule != nil || path[1].Block.Resolved() {
