@@ -200,13 +200,16 @@ type ToolBlocked struct {
 
 // ToolResolved records the answer to a blocked tool: a Decision for a
 // permission, Answers for a question, or Decision reject with a Reason when
-// nobody decided (cancelled, agent-exited, timeout, answered-in-agent).
+// nobody decided (cancelled, agent-exited, timeout, answered-in-agent). A
+// permission rule's answer has Reason ReasonRule and the Rule that matched
+// (allow: once or always; deny: reject).
 type ToolResolved struct {
 	EventBase
-	CallID   string     `json:"callID,omitempty"`
-	Decision Decision   `json:"decision,omitempty"`
-	Answers  [][]string `json:"answers,omitempty"`
-	Reason   string     `json:"reason,omitempty"`
+	CallID   string       `json:"callID,omitempty"`
+	Decision Decision     `json:"decision,omitempty"`
+	Answers  [][]string   `json:"answers,omitempty"`
+	Reason   string       `json:"reason,omitempty"`
+	Rule     *MatchedRule `json:"rule,omitempty"`
 }
 
 // ToolCompleted says the tool finished successfully.

@@ -254,7 +254,9 @@ func DecodeEvent(data []byte) (Event, error) {
 //     ("" only for a question answered with Answers);
 //   - invalid_field: a negative Time; a ToolBlocked without exactly one of
 //     Permission and Question; a ToolResolved with neither a decision nor
-//     answers; a StepFinished whose Finish is not a Finish* constant; a
+//     answers, or with a Rule whose action does not give its decision
+//     (allow: once or always, deny: reject), without a permission, or
+//     without reason "rule"; a StepFinished whose Finish is not a Finish* constant; a
 //     negative Retry.Attempt.
 //
 // The reducer applies the same checks and records a Dropped for a refused
@@ -306,6 +308,18 @@ func ValidateEvent(ev Event) error {
 			}
 		default:
 			return bad(DropUnknownDecision, "decision %q is not once, always or reject", e.Decision)
+		}
+		if r := e.Rule; r != nil {
+			switch {
+			case e.Reason != ReasonRule:
+				return bad(DropInvalidField, "a rule's answer has reason %q, not %q", ReasonRule, e.Reason)
+			case r.Permission == "":
+				return bad(DropInvalidField, "rule has no permission")
+			case r.Action == "allow" && (e.Decision == DecisionOnce || e.Decision == DecisionAlways):
+			case r.Action == "deny" && e.Decision == DecisionReject:
+			default:
+				return bad(DropInvalidField, "rule action %q does not give decision %q", r.Action, e.Decision)
+			}
 		}
 	case *ToolCompleted:
 		if e.CallID == "" {

@@ -115,6 +115,24 @@ const (
 	ReasonWrapperExited   = "wrapper-exited"
 )
 
+// ReasonRule is the reason of a block a permission rule answered (allow or
+// deny) without asking anyone; the resolution names the rule (MatchedRule).
+const ReasonRule = "rule"
+
+// MatchedRule is the permission rule that decided a request: the rule as
+// configured, {permission, pattern, action} with action "allow" or "deny"
+// (the shape of seed 001's PermissionRule; mapper.PermissionRule converts
+// to and from it).
+type MatchedRule struct {
+	Permission string `json:"permission"`
+	Pattern    string `json:"pattern"`
+	Action     string `json:"action"`
+}
+
+// String renders the rule as the --allow and --deny flags take it:
+// "permission:pattern".
+func (r MatchedRule) String() string { return r.Permission + ":" + r.Pattern }
+
 // QuestionOption is one choice of a question.
 type QuestionOption struct {
 	Label       string `json:"label"`

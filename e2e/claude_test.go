@@ -29,7 +29,7 @@ type claudeRun struct {
 	callID     string
 }
 
-func startClaudeRun(t *testing.T) *claudeRun {
+func startClaudeRun(t *testing.T, flags ...string) *claudeRun {
 	t.Helper()
 	claudeBin := agentBinary(t, "CLAUDE")
 	r := &claudeRun{relay: startRelay(t), work: t.TempDir()}
@@ -48,7 +48,8 @@ func startClaudeRun(t *testing.T) *claudeRun {
 	ch := claudeHome(t, r.work, "sk-e2e-dummy-key-0123456789")
 	r.envA = claudeEnv(ch, r.homeA, r.relay.URL, model.URL, claudeBin)
 	r.envB = claudeEnv(ch, r.homeB, r.relay.URL, model.URL, claudeBin)
-	r.proc = happyStart(t, r.envA, r.work, "claude", "-p", "Create hi.txt", "--permission-timeout", "90s", "--", "--model", "claude-sonnet-4-5")
+	args := append([]string{"claude", "-p", "Create hi.txt", "--permission-timeout", "90s"}, flags...)
+	r.proc = happyStart(t, r.envA, r.work, append(args, "--", "--model", "claude-sonnet-4-5")...)
 	return r
 }
 
@@ -153,6 +154,55 @@ func TestE2EClaudePrintDenied(t *testing.T) {
 		t.Fatalf("hi.txt exists after a denial: %v", err)
 	}
 	golden(t, "claude-print-denied.json", r.finalLog(t))
+}
+
+// A rule answers Claude's permission request at once: the tool part shows
+// the request resolved by the rule, and nothing is dropped (the tool's
+// result is not read as a second answer given in Claude).
+func TestE2EClaudePrintAllowedByRule(t *testing.T) {
+	r := startClaudeRun(t, "--allow", "bash:echo hi*")
+	if code := r.proc.wait(t, 90*time.Second); code != 0 {
+		t.Fatalf("happy claude -p exit %d\nstdout: %s\nstderr: %s", code, r.proc.out.String(), r.proc.errb.String())
+	}
+	if b, err := os.ReadFile(filepath.Join(r.work, "hi.txt")); err != nil || string(b) != "hi\n" {
+		t.Fatalf("hi.txt: %q, %v", b, err)
+	}
+	r.checkRuleRun(t, "permission bash echo hi > hi.txt: once, allowed by rule bash:echo hi*")
+	golden(t, "claude-print-allowed-by-rule.json", r.finalLog(t))
+}
+
+func TestE2EClaudePrintDeniedByRule(t *testing.T) {
+	r := startClaudeRun(t, "--deny", "bash:echo *")
+	if code := r.proc.wait(t, 90*time.Second); code != 1 {
+		t.Fatalf("happy claude -p exit %d, want 1\nstdout: %s\nstderr: %s", code, r.proc.out.String(), r.proc.errb.String())
+	}
+	if _, err := os.Stat(filepath.Join(r.work, "hi.txt")); !os.IsNotExist(err) {
+		t.Fatalf("hi.txt exists after a denial: %v", err)
+	}
+	r.checkRuleRun(t, "permission bash echo hi > hi.txt: reject, denied by rule bash:echo *")
+	golden(t, "claude-print-denied-by-rule.json", r.finalLog(t))
+}
+
+// checkRuleRun finds the session from home B and checks its readable log:
+// the rule's decision is there and no input was dropped.
+func (r *claudeRun) checkRuleRun(t *testing.T, decision string) {
+	t.Helper()
+	code, out, errOut := happyRun(t, r.envB, r.work, "sessions", "--json")
+	var list []struct{ ID string }
+	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list) != 1 {
+		t.Fatalf("happy sessions: exit %d: %s %s", code, out, errOut)
+	}
+	r.sid = list[0].ID
+	code, out, errOut = happyRun(t, r.envB, r.work, "log", r.sid)
+	if code != 0 {
+		t.Fatalf("happy log: exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, decision) {
+		t.Errorf("happy log lacks %q:\n%s", decision, out)
+	}
+	if strings.Contains(out, "dropped") || strings.Contains(errOut, "incomplete") {
+		t.Errorf("happy log reports dropped input:\n%s\n%s", out, errOut)
+	}
 }
 
 // The relay goes away while a tool waits for permission and comes back; the

@@ -159,3 +159,32 @@ func TestTextGolden(t *testing.T) {
 	}
 	golden.Check(t, filepath.Join("testdata", "exchange.txt"), buf.Bytes())
 }
+
+// A decision a rule made reads as such, with the rule; a person's does not.
+func TestTextRuleDecisions(t *testing.T) {
+	red := mapper.NewReducer(mapper.Config{SessionID: "relay-rules", Directory: "/w"})
+	in := json.RawMessage(`{"command":"echo hi"}`)
+	for _, ev := range []agent.Event{
+		&agent.UserPrompt{PromptID: "p", Text: "Say hi, then clean up."},
+		&agent.TurnStarted{TurnID: "t"},
+		&agent.ToolCall{Message: "m", CallID: "c1", Tool: "bash", Input: in},
+		&agent.ToolBlocked{CallID: "c1", Permission: &agent.PermissionRequest{Permission: "bash", Patterns: []string{"echo hi"}}},
+		&agent.ToolResolved{CallID: "c1", Decision: agent.DecisionOnce, Reason: agent.ReasonRule, Rule: &agent.MatchedRule{Permission: "bash", Pattern: "echo hi*", Action: "allow"}},
+		&agent.ToolCompleted{CallID: "c1", Output: "hi"},
+		&agent.ToolCall{Message: "m", CallID: "c2", Tool: "bash", Input: json.RawMessage(`{"command":"rm -rf build"}`)},
+		&agent.ToolBlocked{CallID: "c2", Permission: &agent.PermissionRequest{Permission: "bash", Patterns: []string{"rm -rf build"}}},
+		&agent.ToolResolved{CallID: "c2", Decision: agent.DecisionReject, Reason: agent.ReasonRule, Rule: &agent.MatchedRule{Permission: "bash", Pattern: "rm *", Action: "deny"}},
+		&agent.ToolCall{Message: "m", CallID: "c3", Tool: "bash", Input: json.RawMessage(`{"command":"ls"}`)},
+		&agent.ToolBlocked{CallID: "c3", Permission: &agent.PermissionRequest{Permission: "bash", Patterns: []string{"ls"}}},
+		&agent.ToolResolved{CallID: "c3", Decision: agent.DecisionOnce},
+		&agent.ToolCompleted{CallID: "c3", Output: "a.go"},
+		&agent.TurnEnded{TurnID: "t", Reason: agent.TurnCompleted},
+	} {
+		red.Apply(ev)
+	}
+	var buf bytes.Buffer
+	if err := Text(&buf, red.Transcript(), TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, filepath.Join("testdata", "rules.txt"), buf.Bytes())
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -24,15 +25,18 @@ type TextOptions struct {
 
 // Text writes a readable rendering of a transcript: prompts, answers,
 // thinking, tool calls with their status, input summary, permission
-// decisions and output, child sessions indented under the tool that started
-// them, the todo list, and a warning listing dropped inputs when the
-// transcript is incomplete. The format is for people, not for parsing (use
+// decisions (a rule's with the rule) and output, child sessions indented
+// under the tool that started them (one no tool names after the messages of
+// its parent session), user text the agent wrote itself (a compaction's
+// summary, a terminal command's record) on one "(synthetic)" line, the todo
+// list, and a warning listing dropped inputs when the transcript is
+// incomplete. The format is for people, not for parsing (use
 // the JSON document for that).
 func Text(w io.Writer, t mapper.Transcript, opts TextOptions) error {
 	if opts.OutputLines == 0 {
 		opts.OutputLines = 3
 	}
-	tw := &textWriter{w: w, opts: opts, children: map[string]*mapper.Transcript{}}
+	tw := &textWriter{w: w, opts: opts, children: map[string]*mapper.Transcript{}, shown: map[string]bool{}}
 	tw.index(&t)
 	title := t.Session.Title
 	if opts.Title != "" {
@@ -77,6 +81,7 @@ type textWriter struct {
 	w        io.Writer
 	opts     TextOptions
 	children map[string]*mapper.Transcript
+	shown    map[string]bool // child sessions already written under their tool
 	err      error
 }
 
@@ -102,6 +107,12 @@ func (tw *textWriter) session(t *mapper.Transcript, indent int) {
 			for _, p := range m.Parts {
 				switch pt := p.(type) {
 				case *mapper.TextPart:
+					if pt.Synthetic {
+						// Written by the agent, not typed: a compaction's
+						// summary, a terminal command's record or output.
+						tw.line(indent, "(synthetic) %s", oneLine(strings.Join(strings.Fields(plain(pt.Text)), " "), 120))
+						continue
+					}
 					tw.block(indent, "> ", pt.Text)
 				case *mapper.FilePart:
 					tw.line(indent, "> [file %s %s]", pt.Mime, pt.Filename)
@@ -110,6 +121,21 @@ func (tw *textWriter) session(t *mapper.Transcript, indent int) {
 		case *mapper.AssistantMessage:
 			tw.assistant(info, m.Parts, indent)
 		}
+	}
+	// Child sessions no tool call names (a subagent whose link to its call
+	// was lost) come after the session's own messages.
+	for i := range t.Children {
+		c := &t.Children[i]
+		if tw.shown[c.Session.ID] {
+			continue
+		}
+		tw.shown[c.Session.ID] = true
+		title := c.Session.Title
+		if title == "" {
+			title = "(untitled)"
+		}
+		tw.line(indent, "subagent %s — %s (not linked to a tool call)", c.Session.ID, title)
+		tw.session(c, indent+1)
 	}
 }
 
@@ -123,7 +149,11 @@ func (tw *textWriter) assistant(info *mapper.AssistantMessage, parts []mapper.Pa
 		case *mapper.ToolPart:
 			tw.tool(pt, indent)
 		case *mapper.CompactionPart:
-			tw.line(indent, "(context compacted)")
+			if pt.Auto {
+				tw.line(indent, "(context compacted automatically)")
+			} else {
+				tw.line(indent, "(context compacted)")
+			}
 		case *mapper.RetryPart:
 			tw.line(indent, "(retry %d: %s)", pt.Attempt, pt.Error.Data.Message)
 		case *mapper.FilePart:
@@ -156,6 +186,12 @@ func (tw *textWriter) tool(pt *mapper.ToolPart, indent int) {
 		switch {
 		case b.Type == mapper.BlockPermission && !b.Resolved():
 			tw.line(indent+1, "waiting for permission: %s %s", b.Permission, strings.Join(b.Patterns, " "))
+		case b.Type == mapper.BlockPermission && b.Rule != nil:
+			verb := "allowed"
+			if b.Decision == agent.DecisionReject {
+				verb = "denied"
+			}
+			tw.line(indent+1, "permission %s %s: %s, %s by rule %s", b.Permission, strings.Join(b.Patterns, " "), b.Decision, verb, b.Rule)
 		case b.Type == mapper.BlockPermission:
 			reason := ""
 			if b.Reason != "" {
@@ -176,7 +212,8 @@ func (tw *textWriter) tool(pt *mapper.ToolPart, indent int) {
 		}
 	}
 	if id, _ := st.Metadata["sessionId"].(string); id != "" {
-		if c := tw.children[id]; c != nil {
+		if c := tw.children[id]; c != nil && !tw.shown[id] {
+			tw.shown[id] = true
 			tw.line(indent+1, "subagent %s — %s", c.Session.ID, c.Session.Title)
 			tw.session(c, indent+2)
 		}
@@ -243,6 +280,21 @@ func inputSummary(in map[string]any, fallback string) string {
 	}
 	sort.Strings(keys)
 	return "(" + strings.Join(keys, ", ") + ")"
+}
+
+// ansiCSI matches a terminal control sequence (colour, dim, …).
+var ansiCSI = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]`)
+
+// plain drops terminal control sequences and other control characters but
+// newlines and tabs, so agent-written text cannot drive the reader's terminal.
+func plain(s string) string {
+	s = ansiCSI.ReplaceAllString(s, "")
+	return strings.Map(func(r rune) rune {
+		if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f {
+			return -1
+		}
+		return r
+	}, s)
 }
 
 func oneLine(s string, max int) string {

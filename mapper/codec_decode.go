@@ -836,11 +836,15 @@ func (d *decoder) block(o *obj) *Block {
 	b.Type, b.ID, b.DecidedAt = bt, o.id("id"), o.optInt("decidedAt")
 	resolved := b.DecidedAt != nil
 	if !resolved {
-		o.refuseKeys("an unresolved block (no decidedAt)", "decision", "answers", "reason")
+		o.refuseKeys("an unresolved block (no decidedAt)", "decision", "answers", "reason", "rule")
 	}
 	switch b.Type {
 	case BlockPermission:
 		o.refuseKeys("a permission block", "questions", "answers")
+		if ro := o.optSub("rule"); ro != nil {
+			b.Rule = &PermissionRule{Permission: ro.str("permission"), Pattern: ro.str("pattern"), Action: Action(ro.str("action"))}
+			_ = ro.close()
+		}
 		b.Permission, b.Patterns = o.str("permission"), o.reqStrList("patterns")
 		var ok bool
 		if b.Always, ok = o.strList("always"); !ok && !resolved {
@@ -854,7 +858,7 @@ func (d *decoder) block(o *obj) *Block {
 			b.Decision = decision(o)
 		}
 	case BlockQuestion:
-		o.refuseKeys("a question block", "permission", "patterns", "always", "metadata")
+		o.refuseKeys("a question block", "permission", "patterns", "always", "metadata", "rule")
 		b.Questions = []agent.QuestionInfo{}
 		o.each("questions", func(el []byte, path string) { b.Questions = append(b.Questions, question(o.elem(el, path))) })
 		if resolved {

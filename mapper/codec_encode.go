@@ -774,6 +774,14 @@ func (e *encoder) block(b *Block) error {
 	if resolved {
 		e.intField("decidedAt", *b.DecidedAt)
 		e.optStr("reason", b.Reason)
+		if r := b.Rule; r != nil {
+			e.key("rule")
+			e.buf = append(e.buf, '{')
+			e.strField("permission", r.Permission)
+			e.strField("pattern", r.Pattern)
+			e.strField("action", string(r.Action))
+			e.buf = append(e.buf, '}')
+		}
 	}
 	e.buf = append(e.buf, '}')
 	return nil

@@ -110,6 +110,8 @@ func (b *Block) Validate() error {
 			return invalid("answers", "an unresolved block has no answers (decidedAt is missing)")
 		case b.Reason != "":
 			return invalid("reason", "an unresolved block has no reason (decidedAt is missing)")
+		case b.Rule != nil:
+			return invalid("rule", "an unresolved block has no rule (decidedAt is missing)")
 		}
 	}
 	switch b.Type {
@@ -127,8 +129,23 @@ func (b *Block) Validate() error {
 				return &FieldError{Path: "decision", Reason: agent.DropUnknownDecision, Msg: err.Error(), Err: err}
 			}
 		}
+		if r := b.Rule; r != nil {
+			if err := validateRule(*r); err != nil {
+				return at("rule", err)
+			}
+			switch {
+			case b.Reason != agent.ReasonRule:
+				return invalid("reason", "a block a rule resolved has reason %q, not %q", agent.ReasonRule, b.Reason)
+			case r.Action == ActionAllow && b.Decision != agent.DecisionReject:
+			case r.Action == ActionDeny && b.Decision == agent.DecisionReject:
+			default:
+				return invalid("rule.action", "rule action %q does not give decision %q", r.Action, b.Decision)
+			}
+		}
 	case BlockQuestion:
 		switch {
+		case b.Rule != nil:
+			return invalid("rule", "a question block has no rule")
 		case b.Permission != "":
 			return invalid("permission", "a question block has no permission")
 		case b.Patterns != nil:

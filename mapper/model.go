@@ -387,12 +387,15 @@ const (
 // fields depend on Type and on whether DecidedAt is set:
 //
 //	permission:          type, id, permission, patterns, always, metadata
-//	permission resolved: type, id, permission, patterns, always?, metadata, decision, decidedAt, reason?
+//	permission resolved: type, id, permission, patterns, always?, metadata, decision, decidedAt, reason?, rule?
 //	question:            type, id, questions
 //	question resolved:   type, id, questions, answers, decidedAt, decision?, reason?
 //
 // A question settled without answers (cancelled, timeout) has decision
-// "reject", a reason and empty answers.
+// "reject", a reason and empty answers. A permission a rule answered has
+// reason "rule" and the rule that matched (action allow with decision once
+// or always, deny with reject), so the audit trail tells a rule's answer
+// from a person's.
 type Block struct {
 	Type BlockType
 	ID   string
@@ -404,10 +407,11 @@ type Block struct {
 	// question
 	Questions []agent.QuestionInfo
 	// resolution
-	Decision  agent.Decision // "" while unresolved (and for answered questions)
-	Answers   [][]string     // question: per question, the selected labels
-	DecidedAt *int64         // nil while unresolved
-	Reason    string         // why it was settled without a decision, if it was
+	Decision  agent.Decision  // "" while unresolved (and for answered questions)
+	Answers   [][]string      // question: per question, the selected labels
+	DecidedAt *int64          // nil while unresolved
+	Reason    string          // why it was settled without a decision, if it was
+	Rule      *PermissionRule // permission resolved by a rule (Reason "rule"): the rule
 }
 
 // Resolved reports whether the block carries a decision or answers.
@@ -431,6 +435,15 @@ type PermissionRule struct {
 	Pattern    string `json:"pattern"`
 	Action     Action `json:"action"`
 }
+
+// Matched returns the rule as an agent event carries it (ToolResolved.Rule).
+func (r PermissionRule) Matched() *agent.MatchedRule {
+	return &agent.MatchedRule{Permission: r.Permission, Pattern: r.Pattern, Action: string(r.Action)}
+}
+
+// String renders the rule as the --allow and --deny flags take it:
+// "permission:pattern".
+func (r PermissionRule) String() string { return r.Permission + ":" + r.Pattern }
 
 // SessionTime is a session's time block.
 type SessionTime struct {

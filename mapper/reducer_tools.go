@@ -354,9 +354,16 @@ func (r *Reducer) toolResolved(s *redSession, e *agent.ToolResolved, t int64) {
 			r.drop(s, agent.DropInvalidField, "a permission is answered with a decision (once, always, reject), not answers")
 			return
 		}
-		next, err = cur.Decide(e.Decision, t, e.Reason)
+		if m := e.Rule; m != nil {
+			next, err = cur.DecideByRule(e.Decision, t, PermissionRule{Permission: m.Permission, Pattern: m.Pattern, Action: Action(m.Action)})
+		} else {
+			next, err = cur.Decide(e.Decision, t, e.Reason)
+		}
 	case BlockQuestion:
 		switch {
+		case e.Rule != nil:
+			r.drop(s, agent.DropInvalidField, "a question is not answered by a permission rule")
+			return
 		case e.Decision == agent.DecisionReject:
 			if len(e.Answers) != 0 {
 				r.drop(s, agent.DropInvalidField, "a rejected question has no answers")

@@ -127,6 +127,36 @@ func Evaluate(rules []PermissionRule, permission string, patterns []string) Acti
 	})
 }
 
+// EvaluateRule decides like Evaluate and also returns the rule behind an
+// allow or a deny, for the record (a resolved block's rule): for deny the
+// rule that denied the first denied pattern, for allow the rule that allowed
+// the first pattern (every pattern has one). ok is false when the answer is
+// ActionAsk.
+func EvaluateRule(rules []PermissionRule, permission string, patterns []string) (action Action, rule PermissionRule, ok bool) {
+	if len(patterns) == 0 {
+		patterns = []string{""}
+	}
+	var first, denied *PermissionRule
+	action = combine(patterns, func(p string) Action {
+		r, matched := MatchRule(rules, permission, p)
+		a := ruleAction(r, matched)
+		if first == nil && a == ActionAllow {
+			first = &r
+		}
+		if denied == nil && a == ActionDeny {
+			denied = &r
+		}
+		return a
+	})
+	switch action {
+	case ActionDeny:
+		return action, *denied, true
+	case ActionAllow:
+		return action, *first, true
+	}
+	return action, PermissionRule{}, false
+}
+
 func combine(patterns []string, each func(string) Action) Action {
 	if len(patterns) == 0 {
 		patterns = []string{""}

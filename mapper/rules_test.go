@@ -196,3 +196,40 @@ func TestRuntimeRulesFromTranscript(t *testing.T) {
 		t.Fatalf("runtime rules = %v\nwant %v", got, want)
 	}
 }
+
+// EvaluateRule names the rule behind an allow or a deny.
+func TestEvaluateRule(t *testing.T) {
+	rules := []PermissionRule{
+		{Permission: "*", Pattern: "*", Action: ActionAsk},
+		{Permission: "bash", Pattern: "ls*", Action: ActionAllow},
+		{Permission: "bash", Pattern: "git *", Action: ActionAllow},
+		{Permission: "bash", Pattern: "rm *", Action: ActionDeny},
+		{Permission: "read", Pattern: "*", Action: ActionAllow},
+	}
+	cases := []struct {
+		perm     string
+		patterns []string
+		action   Action
+		rule     PermissionRule
+		ok       bool
+	}{
+		{"bash", []string{"ls -l"}, ActionAllow, rules[1], true},
+		{"bash", []string{"git status", "ls"}, ActionAllow, rules[2], true},
+		{"bash", []string{"ls", "rm -rf x", "rm y"}, ActionDeny, rules[3], true},
+		{"bash", []string{"ls", "make"}, ActionAsk, PermissionRule{}, false},
+		{"read", nil, ActionAllow, rules[4], true},
+		{"edit", []string{"a.go"}, ActionAsk, PermissionRule{}, false},
+	}
+	for _, c := range cases {
+		a, r, ok := EvaluateRule(rules, c.perm, c.patterns)
+		if a != c.action || r != c.rule || ok != c.ok {
+			t.Errorf("%s %q: %s %+v %v, want %s %+v %v", c.perm, c.patterns, a, r, ok, c.action, c.rule, c.ok)
+		}
+		if e := Evaluate(rules, c.perm, c.patterns); e != a {
+			t.Errorf("%s %q: Evaluate %s, EvaluateRule %s", c.perm, c.patterns, e, a)
+		}
+	}
+	if a, _, ok := EvaluateRule(nil, "bash", []string{"ls"}); a != ActionAsk || ok {
+		t.Errorf("no rules: %s %v", a, ok)
+	}
+}

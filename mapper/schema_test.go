@@ -68,6 +68,9 @@ func variantsTranscript() Transcript {
 	rejected, _ := blocked.Decide(agent.DecisionReject, 2400, "")
 	settled, _ := pending.Settle(agent.ReasonAgentExited, 2500)
 	failed, _ := running.Fail("exit status 1", nil, 2600)
+	byRule, _ := blocked.DecideByRule(agent.DecisionOnce, 2610, PermissionRule{Permission: "bash", Pattern: "go test *", Action: ActionAllow})
+	ruleDone, _ := byRule.Complete("ok", "go test", nil, 2620)
+	ruleDenied, _ := blocked.DecideByRule(agent.DecisionReject, 2630, PermissionRule{Permission: "bash", Pattern: "go *", Action: ActionDeny})
 	errMsg := &AssistantMessage{ID: "msg_t", SessionID: sid, Time: AssistantTime{Created: 1900, Completed: ptr[int64](2700)},
 		ParentID: "msg_u", ModelID: "gpt-5", ProviderID: "openai", Agent: "build", Path: MessagePath{Cwd: "/src", Root: "/src"},
 		Finish: agent.FinishError, Error: &agent.MessageError{Name: agent.ErrNameAPI, Data: agent.ErrorData{Message: "stream broke", Kind: agent.ErrorTransport,
@@ -76,6 +79,7 @@ func variantsTranscript() Transcript {
 	toolParts := []Part{
 		tool("t1", pending), tool("t2", running), tool("t3", blocked), tool("t4", always), tool("t5", completed),
 		tool("t6", qblocked), tool("t7", qrejected), tool("t8", rejected), tool("t9", settled), tool("t10", failed),
+		tool("t11", ruleDone), tool("t12", ruleDenied),
 	}
 
 	child := Transcript{
@@ -245,6 +249,13 @@ func TestSchemaAndDecoderAgree(t *testing.T) {
 		{"unknown todo status", `"todos": []`, `"todos": [{"content": "x", "status": "done", "priority": "low"}]`},
 		{"unknown action", `"action": "ask"`, `"action": "maybe"`},
 		{"missing session id", `"id": "ses_01xyz",`, ``},
+		{"rule without reason rule", `"decidedAt": 1753120002500`, `"decidedAt": 1753120002500, "rule": {"permission": "edit", "pattern": "*", "action": "allow"}`},
+		{"allow rule rejects", `"decision": "once",
+              "decidedAt": 1753120002500`, `"decision": "reject", "decidedAt": 1753120002500, "reason": "rule", "rule": {"permission": "edit", "pattern": "*", "action": "allow"}`},
+		{"deny rule allows", `"decidedAt": 1753120002500`, `"decidedAt": 1753120002500, "reason": "rule", "rule": {"permission": "edit", "pattern": "*", "action": "deny"}`},
+		{"ask rule decides", `"decidedAt": 1753120002500`, `"decidedAt": 1753120002500, "reason": "rule", "rule": {"permission": "edit", "pattern": "*", "action": "ask"}`},
+		{"rule without pattern", `"decidedAt": 1753120002500`, `"decidedAt": 1753120002500, "reason": "rule", "rule": {"permission": "edit", "action": "allow"}`},
+		{"rule without permission", `"decidedAt": 1753120002500`, `"decidedAt": 1753120002500, "reason": "rule", "rule": {"permission": "", "pattern": "*", "action": "allow"}`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -249,6 +249,25 @@ func (s ToolState) Decide(d agent.Decision, at int64, reason string) (ToolState,
 	return apply(s, next)
 }
 
+// DecideByRule answers a blocked tool's permission block with decision d
+// as permission rule rule did, at time at (Unix ms): like Decide with reason
+// "rule", the rule kept on the block. A rejected tool's error names the rule
+// ("rejected: denied by rule bash:rm *"). A rule whose action does not give
+// d (allow: once or always, deny: reject) is refused.
+func (s ToolState) DecideByRule(d agent.Decision, at int64, rule PermissionRule) (ToolState, error) {
+	next, err := s.Decide(d, at, agent.ReasonRule)
+	if err != nil {
+		return s, err
+	}
+	b := *next.Block
+	b.Rule = &rule
+	next.Block = &b
+	if next.Status == StatusError {
+		next.Error = "rejected: denied by rule " + rule.String()
+	}
+	return apply(s, next)
+}
+
 // Answer resumes a tool blocked on a question with one list of selected
 // labels per question, at time at (Unix ms).
 func (s ToolState) Answer(answers [][]string, at int64) (ToolState, error) {
@@ -317,7 +336,7 @@ func (s ToolState) Settle(reason string, at int64) (ToolState, error) {
 // unresolved returns the request a resolved block answered.
 func unresolved(b *Block) *Block {
 	u := *b
-	u.Decision, u.Answers, u.DecidedAt, u.Reason = "", nil, nil, ""
+	u.Decision, u.Answers, u.DecidedAt, u.Reason, u.Rule = "", nil, nil, "", nil
 	if u.Type == BlockPermission && u.Always == nil {
 		u.Always = []string{}
 	}

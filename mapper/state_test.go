@@ -301,3 +301,60 @@ func TestTransitionPath(t *testing.T) {
 		})
 	}
 }
+
+// A rule's answer keeps the rule on the block; its action must give the
+// decision.
+func TestDecideByRule(t *testing.T) {
+	r, _ := PendingState(agent.Object{"command": "ls"}, "").Run(100)
+	b, err := r.Ask(permRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	allow := PermissionRule{Permission: "edit", Pattern: "hello*", Action: ActionAllow}
+	deny := PermissionRule{Permission: "edit", Pattern: "*.txt", Action: ActionDeny}
+	ok, err := b.DecideByRule(agent.DecisionOnce, 200, allow)
+	if err != nil || ok.Status != StatusRunning || ok.Block.Decision != agent.DecisionOnce || ok.Block.Reason != agent.ReasonRule ||
+		!reflect.DeepEqual(ok.Block.Rule, &allow) || *ok.Block.DecidedAt != 200 {
+		t.Fatalf("allow: %+v %+v %v", ok, ok.Block, err)
+	}
+	c, err := ok.Complete("done", "edit", nil, 300)
+	if err != nil || !reflect.DeepEqual(c.Block.Rule, &allow) {
+		t.Fatalf("complete keeps the rule: %+v %v", c, err)
+	}
+	no, err := b.DecideByRule(agent.DecisionReject, 210, deny)
+	if err != nil || no.Status != StatusError || no.Error != "rejected: denied by rule edit:*.txt" || !reflect.DeepEqual(no.Block.Rule, &deny) {
+		t.Fatalf("deny: %+v %v", no, err)
+	}
+	for _, c := range []struct {
+		d    agent.Decision
+		rule PermissionRule
+	}{
+		{agent.DecisionReject, allow},
+		{agent.DecisionOnce, deny},
+		{agent.DecisionOnce, PermissionRule{Permission: "edit", Pattern: "*", Action: ActionAsk}},
+		{agent.DecisionOnce, PermissionRule{Pattern: "*", Action: ActionAllow}},
+	} {
+		if same, err := b.DecideByRule(c.d, 220, c.rule); err == nil || !errors.Is(err, ErrIllegalTransition) || !reflect.DeepEqual(same, b) {
+			t.Errorf("%s by %+v: %+v %v", c.d, c.rule, same, err)
+		}
+	}
+	if b.Block.Rule != nil {
+		t.Fatal("deciding mutated the blocked state it started from")
+	}
+	// Only a resolved permission block carries a rule.
+	unresolved := *b.Block
+	unresolved.Rule = &allow
+	q := questionRequest()
+	resolvedQ := q
+	resolvedQ.DecidedAt, resolvedQ.Answers, resolvedQ.Reason, resolvedQ.Rule = ptr[int64](1), [][]string{{"PostgreSQL"}}, agent.ReasonRule, &allow
+	for _, bad := range []Block{unresolved, resolvedQ} {
+		if err := bad.Validate(); err == nil {
+			t.Errorf("block %+v with a rule validated", bad)
+		}
+	}
+	// The request a synthesised path passes through has no rule.
+	path, err := TransitionPath(PendingState(agent.Object{"command": "ls"}, ""), c)
+	if err != nil || len(path) != 4 || path[1].Block == nil || path[1].Block.Rule != nil || path[1].Block.Resolved() {
+		t.Fatalf("path %+v %v", path, err)
+	}
+}

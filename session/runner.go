@@ -418,24 +418,33 @@ func (r *Runner) deadline() time.Time {
 	return r.opts.Now().Add(r.opts.PermissionTimeout)
 }
 
-// permissionAsked applies the permission policy to a request.
+// permissionAsked applies the permission policy to a request. A rule's
+// answer is recorded like a person's: the tool is blocked, then resolved
+// with reason "rule" and the rule that matched, so the transcript tells
+// which calls a rule decided.
 func (r *Runner) permissionAsked(ctx context.Context, e *agent.ToolBlocked) {
 	rules := append(append([]mapper.PermissionRule(nil), r.opts.Rules...), r.opts.Reducer.RuntimeRules(r.opts.Reducer.RootID())...)
-	action := mapper.Evaluate(rules, e.Permission.Permission, e.Permission.Patterns)
+	action, rule, _ := mapper.EvaluateRule(rules, e.Permission.Permission, e.Permission.Patterns)
 	switch action {
 	case mapper.ActionAllow:
-		err := r.opts.Agent.Decide(ctx, e.CallID, agent.Verdict{Decision: agent.DecisionOnce, Reason: "rule"})
+		r.apply(e)
+		err := r.opts.Agent.Decide(ctx, e.CallID, agent.Verdict{Decision: agent.DecisionOnce, Reason: agent.ReasonRule})
 		if err == nil {
+			r.apply(&agent.ToolResolved{EventBase: agent.EventBase{Time: r.opts.Now().UnixMilli()}, CallID: e.CallID,
+				Decision: agent.DecisionOnce, Reason: agent.ReasonRule, Rule: rule.Matched()})
 			return
 		}
 		// The agent did not take the rule's answer: ask a person instead
 		// (and let the permission timeout apply), never leave it waiting.
 		r.opts.Log.Warn().Err(err).Str("callID", e.CallID).Msg("allow by rule failed; asking")
+		r.addPending(e.CallID, &pending{always: e.Permission.Always, deadline: r.deadline()})
+		return
 	case mapper.ActionDeny:
 		r.apply(e)
-		r.apply(&agent.ToolResolved{CallID: e.CallID, Decision: agent.DecisionReject, Reason: "denied by rule"})
+		r.apply(&agent.ToolResolved{EventBase: agent.EventBase{Time: r.opts.Now().UnixMilli()}, CallID: e.CallID,
+			Decision: agent.DecisionReject, Reason: agent.ReasonRule, Rule: rule.Matched()})
 		r.result.Rejected++
-		if err := r.opts.Agent.Decide(ctx, e.CallID, agent.Verdict{Decision: agent.DecisionReject, Reason: "denied by rule"}); err != nil {
+		if err := r.opts.Agent.Decide(ctx, e.CallID, agent.Verdict{Decision: agent.DecisionReject, Reason: "denied by rule " + rule.String()}); err != nil {
 			r.opts.Log.Warn().Err(err).Str("callID", e.CallID).Msg("deny by rule")
 		}
 		return

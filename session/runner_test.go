@@ -241,18 +241,109 @@ func TestRunnerRulesAllowAndDeny(t *testing.T) {
 			&agent.TurnEnded{Reason: agent.TurnCompleted})
 		h.wait()
 		tr := h.red.Transcript()
-		if st := toolState(t, tr, "a"); st.Status != mapper.StatusCompleted || st.Block != nil {
-			t.Fatalf("allowed tool %+v", st)
+		// Both decisions are on the tool parts, with the rule that made them.
+		st := toolState(t, tr, "a")
+		if b := st.Block; st.Status != mapper.StatusCompleted || b == nil || b.Decision != agent.DecisionOnce || b.Reason != agent.ReasonRule ||
+			b.DecidedAt == nil || b.Rule == nil || *b.Rule != (mapper.PermissionRule{Permission: "bash", Pattern: "ls*", Action: mapper.ActionAllow}) {
+			t.Fatalf("allowed tool %+v block %+v", st, st.Block)
 		}
-		if st := toolState(t, tr, "b"); st.Status != mapper.StatusError || st.Block == nil || st.Block.Decision != agent.DecisionReject {
-			t.Fatalf("denied tool %+v", st)
+		st = toolState(t, tr, "b")
+		if b := st.Block; st.Status != mapper.StatusError || st.Error != "rejected: denied by rule bash:rm*" || b == nil || b.Decision != agent.DecisionReject ||
+			b.Reason != agent.ReasonRule || b.Rule == nil || *b.Rule != (mapper.PermissionRule{Permission: "bash", Pattern: "rm*", Action: mapper.ActionDeny}) {
+			t.Fatalf("denied tool %+v block %+v", st, st.Block)
+		}
+		if len(tr.Dropped) != 0 {
+			t.Fatalf("dropped %+v", tr.Dropped)
 		}
 		calls := h.agent.Calls()
-		if len(calls) != 2 || calls[0] != "decide:a:once:rule" || calls[1] != "decide:b:reject:denied by rule" {
+		if len(calls) != 2 || calls[0] != "decide:a:once:rule" || calls[1] != "decide:b:reject:denied by rule bash:rm*" {
 			t.Fatalf("calls %v", calls)
 		}
 		if h.res.Rejected != 1 {
 			t.Fatalf("rejected %d", h.res.Rejected)
+		}
+	})
+}
+
+// A rule's answer is recorded as blocked → resolved (→ running →
+// completed, or error), whatever each adapter reports around it: the order
+// in which it announces the call, and its own confirmation of the answer
+// (an echo of the same decision, which the reducer takes as a no-op). No
+// Dropped record is left.
+func TestRunnerRuleAnswersLeaveNoDropped(t *testing.T) {
+	in := json.RawMessage(`{"command":"echo hi"}`)
+	perm := &agent.PermissionRequest{ID: "req-1", Permission: "bash", Patterns: []string{"echo hi"}, Always: []string{"echo *"}}
+	call := &agent.ToolCall{Message: "m", CallID: "c", Tool: "bash", Input: in}
+	blocked := &agent.ToolBlocked{Message: "m", CallID: "c", Tool: "bash", Input: in, Permission: perm}
+	done := &agent.ToolCompleted{CallID: "c", Output: "hi"}
+	failed := &agent.ToolFailed{CallID: "c", Error: "The user rejected this tool use."}
+	echo := func(d agent.Decision, reason string) agent.Event {
+		return &agent.ToolResolved{CallID: "c", Decision: d, Reason: reason}
+	}
+	cases := []struct {
+		name   string
+		action mapper.Action
+		before []agent.Event // up to the request
+		after  []agent.Event // what the agent reports once answered
+	}{
+		{"claude sdk", mapper.ActionAllow, []agent.Event{call, &agent.ToolRunning{CallID: "c"}, blocked}, []agent.Event{done}},
+		{"claude, confirmed in the agent", mapper.ActionAllow, []agent.Event{call, &agent.ToolRunning{CallID: "c"}, blocked},
+			[]agent.Event{echo(agent.DecisionOnce, agent.ReasonAnsweredInAgent), done}},
+		{"acp, request before the call", mapper.ActionAllow, []agent.Event{blocked},
+			[]agent.Event{call, &agent.ToolRunning{CallID: "c"}, done}},
+		{"codex, request of a pending call", mapper.ActionAllow, []agent.Event{call, blocked},
+			[]agent.Event{&agent.ToolRunning{CallID: "c"}, done}},
+		{"a replayed answer", mapper.ActionAllow, []agent.Event{call, blocked}, []agent.Event{echo(agent.DecisionOnce, agent.ReasonRule), done}},
+		{"claude sdk, denied", mapper.ActionDeny, []agent.Event{call, &agent.ToolRunning{CallID: "c"}, blocked}, []agent.Event{failed}},
+		{"claude, denial confirmed", mapper.ActionDeny, []agent.Event{call, &agent.ToolRunning{CallID: "c"}, blocked},
+			[]agent.Event{echo(agent.DecisionReject, agent.ReasonAnsweredInAgent), failed}},
+		{"acp, denied before the call", mapper.ActionDeny, []agent.Event{blocked}, []agent.Event{call, failed}},
+		{"codex, denial confirmed", mapper.ActionDeny, []agent.Event{call, blocked}, []agent.Event{echo(agent.DecisionReject, "denied by rule bash:echo*"), failed}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rule := mapper.PermissionRule{Permission: "bash", Pattern: "echo*", Action: c.action}
+				h := newHarness(t, Options{OneShot: true, Rules: []mapper.PermissionRule{rule}})
+				h.agent.onDecide = func(string, agent.Verdict) {
+					go h.agent.emit(append(append([]agent.Event(nil), c.after...), &agent.TurnEnded{Reason: agent.TurnCompleted})...)
+				}
+				h.agent.emit(append([]agent.Event{&agent.TurnStarted{TurnID: "t"}}, c.before...)...)
+				h.wait()
+				tr := h.red.Transcript()
+				if len(tr.Dropped) != 0 || h.red.DroppedTotal() != 0 {
+					t.Fatalf("dropped %+v", tr.Dropped)
+				}
+				st := toolState(t, tr, "c")
+				want, status := agent.DecisionOnce, mapper.StatusCompleted
+				if c.action == mapper.ActionDeny {
+					want, status = agent.DecisionReject, mapper.StatusError
+				}
+				if b := st.Block; st.Status != status || b == nil || b.ID != "req-1" || b.Decision != want || b.Reason != agent.ReasonRule || b.Rule == nil || *b.Rule != rule {
+					t.Fatalf("tool %+v block %+v", st, st.Block)
+				}
+			})
+		})
+	}
+}
+
+// An answer from the agent that contradicts the rule's is a conflict, kept
+// as a Dropped record: the first answer stands.
+func TestRunnerConflictingAnswerAfterRuleIsDropped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Options{OneShot: true, Rules: []mapper.PermissionRule{{Permission: "bash", Pattern: "*", Action: mapper.ActionAllow}}})
+		h.agent.onDecide = func(id string, _ agent.Verdict) {
+			go h.agent.emit(&agent.ToolResolved{CallID: id, Decision: agent.DecisionReject, Reason: agent.ReasonAnsweredInAgent},
+				&agent.ToolCompleted{CallID: id, Output: "ok"}, &agent.TurnEnded{Reason: agent.TurnCompleted})
+		}
+		h.agent.emit(startTurn("c1", "make")...)
+		h.wait()
+		tr := h.red.Transcript()
+		if st := toolState(t, tr, "c1"); st.Status != mapper.StatusCompleted || st.Block.Decision != agent.DecisionOnce || st.Block.Reason != agent.ReasonRule {
+			t.Fatalf("tool %+v block %+v", st, st.Block)
+		}
+		if len(tr.Dropped) != 1 || tr.Dropped[0].Reason != agent.DropIllegalTransition {
+			t.Fatalf("dropped %+v", tr.Dropped)
 		}
 	})
 }

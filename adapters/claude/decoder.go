@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"strings"
 	"time"
@@ -69,6 +70,9 @@ type Decoder struct {
 	sideUUID map[string]string // uuid of an old-style sidechain record → child key
 	requests map[string]string // can_use_tool request_id → call id
 	turnSeq  int               // turns opened without a provider id
+	// compactions counts the compact_boundary records seen per uuid: a
+	// later record with the same uuid is another compaction.
+	compactions map[string]int
 
 	costBase  *float64 // total_cost_usd of the last result of this agent process
 	interrupt bool     // an interrupt was requested for the current root turn
@@ -171,6 +175,8 @@ func NewDecoder(form Form, opts Options) (*Decoder, error) {
 		agents:   map[string]string{},
 		sideUUID: map[string]string{},
 		requests: map[string]string{},
+
+		compactions: map[string]int{},
 	}, nil
 }
 
@@ -421,7 +427,15 @@ func (d *Decoder) decodeRecord(line []byte, dir string) {
 	if r.UUID != "" {
 		// Claude itself skips a record whose uuid it already wrote; a
 		// record seen twice (a re-read, a duplicated write) adds nothing.
-		if !d.recent.add("u:" + r.UUID) {
+		// A compaction boundary is told by its whole content instead:
+		// Claude writes later boundaries with an earlier boundary's uuid.
+		key := "u:" + r.UUID
+		if r.Type == "system" && (r.Subtype == "compact_boundary" || r.Subtype == "microcompact_boundary") {
+			h := fnv.New64a()
+			_, _ = h.Write(line)
+			key += "\x00" + strconv.FormatUint(h.Sum64(), 16)
+		}
+		if !d.recent.add(key) {
 			return
 		}
 	}

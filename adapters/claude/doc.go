@@ -83,11 +83,13 @@
 //	  user…]"                       answered-in-agent), TurnEnded interrupted
 //	user "The user doesn't want to  mapped: ToolFailed; when the tool was blocked, ToolResolved
 //	  proceed…" tool_result          reject answered-in-agent first
-//	user isCompactSummary /         mapped: UserPrompt with Synthetic set
-//	  isVisibleInTranscriptOnly
+//	user isCompactSummary /         mapped: UserPrompt with Synthetic set (so is a user text that
+//	  isVisibleInTranscriptOnly       starts "This session is being continued from a previous
+//	                                conversation", the compaction summary, in any form)
 //	user <command-name>, <bash-     mapped: UserPrompt without a turn (a command of the terminal
-//	  input>, <local-command-       UI; its output Synthetic); a command that expands into a
-//	  stdout>, <bash-stdout>        prompt gets its turn from the assistant records
+//	  input>, <local-command-       UI; its output, and /compact's own command record,
+//	  stdout>, <bash-stdout>        Synthetic); a command that expands into a prompt gets its
+//	                                turn from the assistant records
 //	user isMeta                     ignored: context Claude injects for the model (skill bodies,
 //	                                command caveats), never shown to the person
 //	assistant text                  mapped: TextFinal
@@ -101,8 +103,9 @@
 //	  model "<synthetic>"           for 429/529 and limits, transport, protocol, internal)
 //	isSidechain / agentId records   mapped: into the child session of their Agent call (linked by
 //	                                AttachSubagent, the call's result, or the matching prompt)
-//	system/compact_boundary,        mapped: Compaction (auto from compactMetadata.trigger)
-//	  microcompact_boundary
+//	system/compact_boundary,        mapped: Compaction (auto from compactMetadata.trigger); every
+//	  microcompact_boundary           boundary is its own, even under an earlier one's uuid (id
+//	                                <uuid>#2, …); one written twice byte for byte counts once
 //	system/api_error                mapped: Retry
 //	system/turn_duration            mapped: TurnEnded
 //	system/stop_hook_summary        ignored: hook bookkeeping, turn_duration follows
@@ -128,7 +131,7 @@
 //
 //	system/init                     mapped: SessionInfo (+ TurnStarted when no turn is open)
 //	system/api_retry                mapped: Retry
-//	system/compact_boundary         mapped: Compaction
+//	system/compact_boundary         mapped: Compaction (as in the session JSONL)
 //	system/task_started             mapped: links the agent id; SubagentStarted when unseen
 //	system/task_notification        mapped: SubagentEnded (completed, failed, killed, stopped)
 //	system/status, thinking_tokens  ignored: progress indicators

@@ -223,6 +223,14 @@ func (d *Decoder) system(r *record) {
 		id := r.UUID
 		if id == "" {
 			id = "line-" + strconv.FormatInt(d.line, 10)
+		} else {
+			// Claude may write a later boundary with the uuid of an earlier
+			// one (a resumed or forked session copies records): each
+			// boundary is a compaction of its own, numbered in order.
+			d.compactions[id]++
+			if n := d.compactions[id]; n > 1 {
+				id += "#" + strconv.Itoa(n)
+			}
 		}
 		d.emit(&agent.Compaction{EventBase: d.base(s.key), ID: id, Auto: auto})
 	case "api_retry", "api_error":

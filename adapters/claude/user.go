@@ -82,7 +82,7 @@ func (d *Decoder) user(r *record, dir string, typeErr *json.UnmarshalTypeError) 
 		d.interrupted(s)
 		return
 	}
-	if r.IsCompactSummary || r.IsVisibleInTranscriptOnly {
+	if r.IsCompactSummary || r.IsVisibleInTranscriptOnly || isCompactSummaryText(text) {
 		d.emit(&agent.UserPrompt{EventBase: d.base(s.key), PromptID: d.promptID(r), Text: text, Files: files, Synthetic: true})
 		return
 	}
@@ -97,7 +97,9 @@ func (d *Decoder) user(r *record, dir string, typeErr *json.UnmarshalTypeError) 
 			reason, errText := d.quietEnd(s, agent.TurnInterrupted, "")
 			d.closeTurn(s, reason, errText)
 		}
-		d.emit(&agent.UserPrompt{EventBase: d.base(s.key), PromptID: d.promptID(r), Text: text, Files: files, Synthetic: output})
+		// /compact's own wrapper is Claude's, like its output: the person
+		// asked for a compaction, not a model turn.
+		d.emit(&agent.UserPrompt{EventBase: d.base(s.key), PromptID: d.promptID(r), Text: text, Files: files, Synthetic: output || isCompactCommand(text)})
 		return
 	}
 	turnID := r.PromptID
@@ -155,6 +157,21 @@ func localCommand(text string) (local, output bool) {
 		}
 	}
 	return false, false
+}
+
+// compactSummaryPrefix starts the summary Claude writes as a user message
+// after a compaction (JSONL marks it isCompactSummary; stream-json does not).
+const compactSummaryPrefix = "This session is being continued from a previous conversation"
+
+// isCompactSummaryText recognises the summary of a compaction by its text.
+func isCompactSummaryText(text string) bool {
+	return strings.HasPrefix(strings.TrimSpace(text), compactSummaryPrefix)
+}
+
+// isCompactCommand recognises the record of a /compact command typed in
+// Claude's terminal UI ("<command-name>/compact</command-name>…").
+func isCompactCommand(text string) bool {
+	return strings.HasPrefix(strings.TrimSpace(text), "<command-name>/compact</command-name>")
 }
 
 // isInterruptMarker recognises the line Claude writes when the person

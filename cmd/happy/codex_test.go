@@ -325,6 +325,7 @@ func TestCodexPrintOutcomes(t *testing.T) {
 		wantRuns   [][]string // invocations of codex
 		wantSent   string     // method whose params are checked
 		wantParams map[string]any
+		wantLog    string // a line of happy log (the permission decision)
 	}{
 		{
 			name: "auto picks app-server, rule allows", version: "codex-cli 0.171.0\n", appServer: "codex-app",
@@ -333,6 +334,7 @@ func TestCodexPrintOutcomes(t *testing.T) {
 			wantStdout: "Done: the command printed hi.\n",
 			wantRuns:   [][]string{{"--version"}, {"app-server", "-c", "x=1"}},
 			wantSent:   "thread/start", wantParams: map[string]any{"approvalPolicy": "on-request", "sandbox": "read-only"},
+			wantLog: "once, allowed by rule bash:*",
 		},
 		{
 			name: "pinned app-server, rule denies", version: "not asked", appServer: "codex-app-decline",
@@ -342,6 +344,7 @@ func TestCodexPrintOutcomes(t *testing.T) {
 			wantStderr: "happy: 1 permission request(s) were rejected\n",
 			wantRuns:   [][]string{{"app-server"}},
 			wantSent:   "thread/start", wantParams: map[string]any{"approvalPolicy": "on-request", "sandbox": "workspace-write"},
+			wantLog: "reject, denied by rule bash:*",
 		},
 		{
 			name: "nobody answers before the permission timeout", version: "codex-cli 0.171.0", appServer: "codex-app-decline",
@@ -359,6 +362,7 @@ func TestCodexPrintOutcomes(t *testing.T) {
 			wantRuns:   [][]string{{"--version"}, {"mcp-server"}},
 			wantSent:   "tools/call",
 			wantParams: map[string]any{"name": "codex"},
+			wantLog:    "once, allowed by rule bash:*",
 		},
 		{
 			name: "pinned mcp on a new codex", version: "codex-cli 0.171.0", mcpServer: "codex0150-mcp-server",
@@ -366,12 +370,14 @@ func TestCodexPrintOutcomes(t *testing.T) {
 			wantCode:   exitOK,
 			wantStdout: "Done: the command printed hi.\n",
 			wantRuns:   [][]string{{"mcp-server"}},
+			wantLog:    "once, allowed by rule bash:*",
 		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			fc := newFakeCodex(t, tc.version, tc.appServer, tc.mcpServer)
-			code, stdout, stderr := runHappy(t, codexTestEnv(t, fc), append([]string{"codex"}, tc.args...)...)
+			env := codexTestEnv(t, fc)
+			code, stdout, stderr := runHappy(t, env, append([]string{"codex"}, tc.args...)...)
 			if m := fc.mismatch(t); m != "" {
 				t.Fatalf("happy's traffic differs from the capture:\n%s", m)
 			}
@@ -391,6 +397,20 @@ func TestCodexPrintOutcomes(t *testing.T) {
 						t.Errorf("%s %s = %v, want %v", tc.wantSent, k, p[k], v)
 					}
 				}
+			}
+			// The transcript records the decision, and nothing was dropped.
+			first, _, _ := strings.Cut(stderr, "\n")
+			_, rest, _ := strings.Cut(first, "follow it with: happy log ")
+			sid, _, _ := strings.Cut(rest, " ")
+			code, log, logErr := runHappy(t, env, "log", sid)
+			if code != exitOK {
+				t.Fatalf("happy log %q: exit %d: %s", sid, code, logErr)
+			}
+			if tc.wantLog != "" && !strings.Contains(log, tc.wantLog) {
+				t.Errorf("happy log lacks %q:\n%s", tc.wantLog, log)
+			}
+			if strings.Contains(log, "dropped") {
+				t.Errorf("happy log reports dropped input:\n%s", log)
 			}
 		})
 	}

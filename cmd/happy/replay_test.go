@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/happy-dev/happy/agent"
+	"github.com/happy-dev/happy/internal/golden"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -218,5 +219,28 @@ func TestReplayACPTrafficLog(t *testing.T) {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("replay output lacks %q:\n%s", want, stdout)
 		}
+	}
+}
+
+// The readable replay of Claude session transcripts (testdata/replay,
+// written in the shape Claude Code 2.1.x gives them): compactions, each its
+// own, with the /compact wrapper rows and the summary shown as synthetic
+// text rather than prompts; and a subagent whose Agent call is not in the
+// file, kept in an untitled child session that is shown too.
+func TestReplayTextGolden(t *testing.T) {
+	for _, name := range []string{"compaction", "unlinked-subagent"} {
+		t.Run(name, func(t *testing.T) {
+			p := filepath.Join("testdata", "replay", name+".jsonl")
+			code, stdout, stderr := runHappy(t, nil, "replay", "--agent", "claude", "--session", "ses-replay", p)
+			if code != exitOK || stderr != "" {
+				t.Fatalf("exit %d, stderr %q", code, stderr)
+			}
+			golden.Check(t, filepath.Join("testdata", "replay", name+".txt"), []byte(stdout))
+			code, stdout, stderr = runHappy(t, nil, "replay", "--agent", "claude", "--format", "json", "--session", "ses-replay", p)
+			if code != exitOK || stderr != "" {
+				t.Fatalf("json: exit %d, stderr %q", code, stderr)
+			}
+			golden.Check(t, filepath.Join("testdata", "replay", name+".json"), []byte(stdout))
+		})
 	}
 }

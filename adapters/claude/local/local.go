@@ -274,18 +274,22 @@ func (a *Agent) answer(callID string, ans perm.Answer, resolved *agent.ToolResol
 	if p == nil {
 		return fmt.Errorf("answer %s: %w (%w)", callID, ErrUnknownCall, agent.ErrStale)
 	}
+	// The decoder lock is held from the answer until the decoder knows of
+	// it, so the tool's result (Claude writes it only after reading the
+	// answer) is never decoded in between and taken for an answer given in
+	// Claude's own dialog. Answer never waits.
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	if err := p.Answer(ans); err != nil {
 		if errors.Is(err, hooks.ErrAnswered) || errors.Is(err, hooks.ErrHookGone) {
 			return fmt.Errorf("answer %s: %w (%w)", callID, err, agent.ErrStale)
 		}
 		return err
 	}
-	a.mu.Lock()
 	delete(a.pending, callID)
 	// The runner records the decision on the tool part itself; the decoder
 	// only needs to know the tool is no longer waiting.
 	a.dec.Observe(resolved)
-	a.mu.Unlock()
 	return nil
 }
 

@@ -189,7 +189,10 @@ func (a *Agent) request(callID string) (string, error) {
 	return rid, nil
 }
 
-// Decide implements agent.Agent.
+// Decide implements agent.Agent. The runner records the decision on the
+// tool part itself; the decoder is told the tool no longer waits before the
+// answer is written, so the tool's result, which Claude can only send after
+// reading it, is not taken for an answer given inside Claude.
 func (a *Agent) Decide(ctx context.Context, callID string, d agent.Verdict) error {
 	rid, err := a.request(callID)
 	if err != nil {
@@ -199,7 +202,15 @@ func (a *Agent) Decide(ctx context.Context, callID string, d agent.Verdict) erro
 	if d.Decision == agent.DecisionReject && d.Reason != "" {
 		ans.Message = "The user rejected this tool use (" + d.Reason + ")."
 	}
+	a.observe(&agent.ToolResolved{CallID: callID, Decision: d.Decision, Reason: d.Reason})
 	return a.client.Respond(ctx, rid, ans)
+}
+
+// observe tells the decoder about an answer happy gives Claude.
+func (a *Agent) observe(ev agent.Event) {
+	a.mu.Lock()
+	a.dec.Observe(ev)
+	a.mu.Unlock()
 }
 
 // AnswerQuestion implements agent.Agent.
@@ -215,6 +226,7 @@ func (a *Agent) AnswerQuestion(ctx context.Context, callID string, answers [][]s
 	if err != nil {
 		return err
 	}
+	a.observe(&agent.ToolResolved{CallID: callID, Answers: answers})
 	return a.client.Respond(ctx, rid, sdk.Answer{Decision: agent.DecisionOnce, UpdatedInput: updated})
 }
 

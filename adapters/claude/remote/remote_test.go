@@ -4,14 +4,82 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
+	"github.com/happy-dev/happy/adapters/claude/sdk"
 	"github.com/happy-dev/happy/agent"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if script := os.Getenv(fakeScriptEnv); script != "" {
+		os.Exit(runFakeClaude(script))
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// A permission the runner answered (a rule, a person on another device) is
+// recorded by the runner; the tool's result must not be read as an answer
+// given inside Claude (a second, conflicting ToolResolved). The scripts are
+// real captures of a can_use_tool answered allow and deny.
+func TestDecidedCallIsNotAnsweredAgain(t *testing.T) {
+	cases := []struct {
+		script   string
+		decision agent.Decision
+		end      string // the type of the tool's last event
+	}{
+		{"allow.traffic.jsonl", agent.DecisionOnce, "*agent.ToolCompleted"},
+		{"deny.traffic.jsonl", agent.DecisionReject, "*agent.ToolFailed"},
+	}
+	for _, c := range cases {
+		t.Run(c.script, func(t *testing.T) {
+			script, err := filepath.Abs(filepath.Join("testdata", c.script))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			a, err := Start(ctx, Options{SDK: sdk.Options{Binary: os.Args[0], Env: append(os.Environ(), fakeScriptEnv+"="+script, "GORACE=atexit_sleep_ms=0"), Grace: 2 * time.Second}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			if err := a.Prompt(ctx, agent.Prompt{Text: "Run echo hi > hi.txt"}); err != nil {
+				t.Fatal(err)
+			}
+			var after []string // events of the call after the answer
+			decided := false
+			for ev := range a.Events() {
+				if b, ok := ev.(*agent.ToolBlocked); ok && b.CallID == "toolu_fake_2" {
+					if err := a.Decide(ctx, b.CallID, agent.Verdict{Decision: c.decision, Reason: "rule"}); err != nil {
+						t.Fatalf("decide: %v", err)
+					}
+					decided = true
+					continue
+				}
+				if !decided {
+					continue
+				}
+				switch e := ev.(type) {
+				case *agent.ToolResolved:
+					after = append(after, "*agent.ToolResolved "+string(e.Decision)+" "+e.Reason)
+				case *agent.ToolCompleted, *agent.ToolFailed, *agent.ToolRunning:
+					after = append(after, fmt.Sprintf("%T", ev))
+				case *agent.DroppedInput:
+					t.Errorf("dropped: %+v", e.Dropped)
+				}
+			}
+			if !decided || len(after) != 1 || after[0] != c.end {
+				t.Fatalf("decided %v; events of the call after the answer %q, want only %s", decided, after, c.end)
+			}
+		})
+	}
+}
 
 func TestQuestionInputAddsAnswersByQuestion(t *testing.T) {
 	in := json.RawMessage(`{"questions":[{"question":"Which database?","header":"DB","options":[]},{"question":"Which port?","header":"Port","options":[]}]}`)
