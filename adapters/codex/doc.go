@@ -105,7 +105,9 @@
 //	userMessage          UserPrompt (text parts joined; image → data/URL file, localImage → file://)
 //	agentMessage, plan   TextFinal (block = item id)
 //	reasoning            ReasoningFinal of the summary (and of the raw content, "/raw")
-//	commandExecution     tool "bash": ToolCall {command, cwd} + ToolRunning; completed →
+//	commandExecution     tool "bash": ToolCall {command, cwd} + ToolRunning (command and title
+//	                     without Codex's shell wrapper, see UserCommand; the wrapped one in
+//	                     metadata rawCommand); completed →
 //	                     ToolCompleted (output, metadata exitCode, durationMs); failed →
 //	                     ToolFailed (output, or "command failed with exit code N");
 //	                     declined → ToolFailed "declined"
@@ -129,7 +131,8 @@
 // Server requests:
 //
 //	item/commandExecution/requestApproval, execCommandApproval   ToolBlocked, permission "bash"
-//	                     (pattern = the command; metadata reason, cwd, availableDecisions, …)
+//	                     (pattern = the command as a person types it, /bin/bash -lc stripped;
+//	                     metadata rawCommand, reason, cwd, availableDecisions, …)
 //	item/fileChange/requestApproval, applyPatchApproval          ToolBlocked, permission "edit"
 //	                     (patterns = the file paths)
 //	item/tool/requestUserInput   ToolBlocked with a question (answers via AnswerQuestion)

@@ -459,14 +459,17 @@ func (d *MCPDecoder) onExecCommandBegin(e event) {
 		d.drop(e.o, e.kind, agent.DropMissingID, "exec event without call_id", e.raw)
 		return
 	}
-	cmd := commandString(e.msg.Command)
+	cmd, wrapped := UserCommand(e.msg.Command)
 	in := map[string]any{"command": cmd}
 	if e.msg.Cwd != "" {
 		in["cwd"] = strings.TrimPrefix(e.msg.Cwd, "file://")
 	}
-	var meta agent.Object
+	meta := agent.Object{}
 	if len(e.msg.Parsed) > 0 && string(e.msg.Parsed) != "null" {
-		meta = agent.Object{"parsedCmd": e.msg.Parsed}
+		meta["parsedCmd"] = e.msg.Parsed
+	}
+	if wrapped != "" {
+		meta["rawCommand"] = wrapped
 	}
 	d.announce(e.o, c, cmd, mustObject(in), meta)
 	d.run(e.o, c)
@@ -518,7 +521,12 @@ func (d *MCPDecoder) onExecCommandEnd(e event) {
 		meta["durationMs"] = ms
 	}
 	if !c.shown {
-		d.announce(e.o, c, commandString(e.msg.Command), mustObject(map[string]any{"command": commandString(e.msg.Command)}), nil)
+		cmd, wrapped := UserCommand(e.msg.Command)
+		var cmeta agent.Object
+		if wrapped != "" {
+			cmeta = agent.Object{"rawCommand": wrapped}
+		}
+		d.announce(e.o, c, cmd, mustObject(map[string]any{"command": cmd}), cmeta)
 	}
 	if e.msg.ExitCode != nil && *e.msg.ExitCode != 0 {
 		text := output
@@ -754,9 +762,12 @@ func (d *MCPDecoder) approval(o *out, msg mcpMsg, kind string, raw []byte, reqKe
 			input = mustObject(map[string]any{"paths": paths})
 		}
 	} else {
-		cmd := commandString(msg.Command)
+		cmd, wrapped := UserCommand(msg.Command)
 		if msg.Cwd != "" {
 			meta["cwd"] = strings.TrimPrefix(msg.Cwd, "file://")
+		}
+		if wrapped != "" {
+			meta["rawCommand"] = wrapped
 		}
 		var patterns []string
 		if cmd != "" {
@@ -953,6 +964,9 @@ func (d *MCPDecoder) announce(o *out, c *call, title string, input json.RawMessa
 	c.shown = true
 	if input != nil {
 		c.input = input
+	}
+	if len(meta) == 0 {
+		meta = nil
 	}
 	o.add(&agent.ToolCall{CallID: c.id, Tool: c.tool, Title: title, Input: input, Metadata: meta})
 }

@@ -335,6 +335,22 @@ func TestCodexPrintOutcomes(t *testing.T) {
 			wantSent:   "thread/start", wantParams: map[string]any{"approvalPolicy": "on-request", "sandbox": "read-only"},
 		},
 		{
+			// The rule is written as a person types the command: Codex's
+			// /bin/bash -lc wrapper is not part of what it matches.
+			name: "app-server, a rule on the typed command allows at once", version: "not asked", appServer: "codex-app",
+			args:       []string{"-p", "x", "--codex-protocol", "app-server", "--allow", "bash:echo hi*", "--permission-timeout", "3s"},
+			wantCode:   exitOK,
+			wantStdout: "Done: the command printed hi.\n",
+			wantRuns:   [][]string{{"app-server"}},
+		},
+		{
+			name: "mcp, a rule on the typed command allows at once", version: "not asked", mcpServer: "codex0150-mcp-server",
+			args:       []string{"-p", "x", "--codex-protocol", "mcp", "--allow", "bash:echo hi*", "--permission-timeout", "3s"},
+			wantCode:   exitOK,
+			wantStdout: "Done: the command printed hi.\n",
+			wantRuns:   [][]string{{"mcp-server"}},
+		},
+		{
 			name: "pinned app-server, rule denies", version: "not asked", appServer: "codex-app-decline",
 			args:       []string{"-p", "x", "--codex-protocol", "app-server", "--deny", "bash:*"},
 			wantCode:   exitFailed,
