@@ -277,7 +277,6 @@ func TestCodexCommandUsage(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		{"no prompt", []string{"codex"}, `happy: happy codex needs -p "PROMPT": Codex runs one turn at a time under happy (there is no interactive mode)` + "\n"},
 		{"unknown protocol", []string{"codex", "-p", "x", "--codex-protocol", "acp"}, `happy: --codex-protocol: codex: unknown protocol: "acp" (want app-server, mcp or auto)` + "\n"},
 		{"unknown mode", []string{"codex", "-p", "x", "--permission-mode", "bypass"}, `happy: --permission-mode: codex: unknown permission mode: "bypass" (want default, read-only, safe-yolo or yolo)` + "\n"},
 		{"unknown flag", []string{"codex", "-p", "x", "--model", "o3"}, "happy: unknown flag: --model\n"},

@@ -2,8 +2,11 @@ package main
 
 import (
 	"io"
+	"os"
 	"sync"
 	"time"
+
+	"golang.org/x/term"
 
 	"github.com/happy-dev/happy/internal/home"
 	"github.com/happy-dev/happy/internal/logging"
@@ -19,13 +22,22 @@ type factory struct {
 	stderr io.Writer
 	getenv func(string) string
 	now    func() time.Time
+	// terminal reports whether a stream is a terminal (happy shows a
+	// prompt line there); tests replace it.
+	terminal func(any) bool
 
 	mu     sync.Mutex
 	logger *logging.Logger
 }
 
 func newFactory(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *factory {
-	return &factory{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, now: time.Now}
+	return &factory{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, now: time.Now, terminal: isTerminal}
+}
+
+// isTerminal reports whether s is an *os.File open on a terminal.
+func isTerminal(s any) bool {
+	f, ok := s.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // home resolves the happy home folder from the environment.
