@@ -182,7 +182,7 @@ func TestRunSessionControlledFromAnotherDevice(t *testing.T) {
 	if err := Approve(ctx, connB, o, call, agent.DecisionOnce, ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := Approve(ctx, connB, o, call, agent.DecisionReject, ""); !errors.Is(err, ErrRPC) || !strings.Contains(err.Error(), "stale") {
+	if err := Approve(ctx, connB, o, call, agent.DecisionReject, ""); !errors.Is(err, ErrRPC) || !strings.Contains(err.Error(), `no tool call "call-1" waits for permission`) {
 		t.Fatalf("second answer: %v", err)
 	}
 	// Turn 2: a prompt sent from device B, then denied.

@@ -96,6 +96,11 @@ type SessionOptions struct {
 	// FlushTimeout bounds the wait, at the end, for the relay to
 	// acknowledge every version; endTimeout when 0.
 	FlushTimeout time.Duration
+	// Local, when set, delivers the prompts typed at this terminal (a
+	// PromptLine); they queue behind the running turn like prompts from
+	// the relay. When it closes, the session ends as soon as no turn runs
+	// and no prompt waits (session.ControlEnd).
+	Local <-chan agent.Prompt
 }
 
 // SessionResult is how a session run ended.
@@ -215,6 +220,9 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 	defer cancel()
 	registerControl(runCtx, sess, runner)
 	go receivePrompts(runCtx, env, sess, runner)
+	if opts.Local != nil {
+		go localPrompts(runCtx, env, opts.Local, runner)
+	}
 	if !created {
 		go func() {
 			id, err := sess.WaitCreated(runCtx)
@@ -397,6 +405,34 @@ func receivePrompts(ctx context.Context, env Env, sess *relay.Session, runner *s
 		case err := <-reply:
 			if err != nil {
 				env.Log.Warn().Err(err).Msg("prompt from the relay")
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// localPrompts hands the prompts typed at this terminal to the runner, and
+// ends the session once idle when the input ends.
+func localPrompts(ctx context.Context, env Env, in <-chan agent.Prompt, runner *session.Runner) {
+	for {
+		select {
+		case p, ok := <-in:
+			if !ok {
+				_ = runner.Control(ctx, session.ControlEnd{})
+				return
+			}
+			reply := make(chan error, 1)
+			if err := runner.Control(ctx, session.ControlPrompt{Prompt: p, Reply: reply}); err != nil {
+				return
+			}
+			select {
+			case err := <-reply:
+				if err != nil {
+					env.Log.Warn().Err(err).Msg("prompt typed at the terminal")
+				}
+			case <-ctx.Done():
+				return
 			}
 		case <-ctx.Done():
 			return

@@ -7,10 +7,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/creack/pty"
 
 	"github.com/happy-dev/happy/adapters/codex"
 	"github.com/happy-dev/happy/internal/fakemodel"
@@ -100,8 +104,20 @@ func codexEnv(home, codexHome, happyHome, relayURL, codexBin string) []string {
 }
 
 // startCodexRun starts `happy codex -p` with the Codex binary of agent
-// (CODEX or CODEX150) speaking protocol (app-server or mcp).
-func startCodexRun(t *testing.T, agent, protocol string) *codexRun {
+// (CODEX or CODEX150) speaking protocol (app-server or mcp); extra flags
+// follow the usual ones.
+func startCodexRun(t *testing.T, agent, protocol string, extra ...string) *codexRun {
+	t.Helper()
+	r := newCodexRun(t, agent, protocol)
+	args := append([]string{"codex", "-p", "Create hi.txt", "--permission-timeout", "90s", "--codex-protocol", protocol}, extra...)
+	r.proc = happyStart(t, r.envA, r.work, args...)
+	return r
+}
+
+// newCodexRun prepares a run: the relay, two homes on one account, the
+// fake model (which asks for the escalated command, and answers "Bye." to
+// a prompt that asks for it) and CODEX_HOME.
+func newCodexRun(t *testing.T, agent, protocol string) *codexRun {
 	t.Helper()
 	codexBin := agentBinary(t, agent)
 	r := &codexRun{relay: startRelay(t), work: t.TempDir(), started: time.Now(), appServer: protocol == "app-server"}
@@ -112,6 +128,8 @@ func startCodexRun(t *testing.T, agent, protocol string) *codexRun {
 			switch {
 			case !req.HasTools:
 				return fakemodel.Reply{Text: "Fake title"}
+			case strings.Contains(req.LastText, "say bye"):
+				return fakemodel.Reply{Text: "Bye."}
 			case req.ToolDone:
 				return codexFinal(req)
 			}
@@ -134,7 +152,6 @@ func startCodexRun(t *testing.T, agent, protocol string) *codexRun {
 	}
 	r.envA = codexEnv(home, r.codexHome, r.homeA, r.relay.URL, codexBin)
 	r.envB = codexEnv(home, r.codexHome, r.homeB, r.relay.URL, codexBin)
-	r.proc = happyStart(t, r.envA, r.work, "codex", "-p", "Create hi.txt", "--permission-timeout", "90s", "--codex-protocol", protocol)
 	return r
 }
 
@@ -282,4 +299,172 @@ func TestE2ECodexChooseProtocol(t *testing.T) {
 			t.Errorf("%s: ChooseProtocol = %q, %q, %v; want app-server, %s", tc.agent, p, v, err, tc.version)
 		}
 	}
+}
+
+// A rule written the way a person types the command (Codex runs it as
+// /bin/bash -lc 'echo hi > hi.txt') allows it at once: nobody is asked and
+// the permission timeout never comes into play.
+func TestE2ECodexAppServerRuleAllows(t *testing.T) {
+	r := startCodexRun(t, "CODEX", "app-server", "--allow", "bash:echo hi*")
+	if code := r.proc.wait(t, 60*time.Second); code != 0 {
+		t.Fatalf("happy codex -p exit %d\nstdout: %s\nstderr: %s", code, r.proc.out.String(), r.proc.errb.String())
+	}
+	if got := r.proc.out.String(); got != "Created hi.txt.\n" {
+		t.Fatalf("stdout %q\nstderr: %s", got, r.proc.errb.String())
+	}
+	if b, err := os.ReadFile(filepath.Join(r.work, "hi.txt")); err != nil || string(b) != "hi\n" {
+		t.Fatalf("hi.txt: %q, %v", b, err)
+	}
+	code, out, _ := happyRun(t, r.envB, r.work, "sessions", "--json")
+	var list []struct{ ID string }
+	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list) != 1 {
+		t.Fatalf("sessions: %s", out)
+	}
+	r.sid = list[0].ID
+	doc := string(r.finalLog(t))
+	for _, want := range []string{`"command": "echo hi > hi.txt"`, `"rawCommand": "/bin/bash -lc 'echo hi > hi.txt'"`, `"status": "completed"`} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("transcript lacks %s:\n%s", want, doc)
+		}
+	}
+	t.Logf("wall time %s", r.proc.wall.Round(time.Millisecond))
+}
+
+// `happy codex` without -p in a terminal: a prompt typed at the prompt
+// line is answered (its command allowed by a rule), a second prompt sent
+// with happy send from another home of the account is answered on the same
+// Codex thread, and Ctrl-D ends the session cleanly (exit 0, ended on the
+// relay).
+func TestE2ECodexInteractive(t *testing.T) {
+	r := newCodexRun(t, "CODEX", "app-server")
+	record := filepath.Join(t.TempDir(), "traffic.jsonl")
+	master, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no PTY: %v", err)
+	}
+	defer master.Close()
+	defer tty.Close()
+	cmd := exec.Command(happyBin, "codex", "--codex-protocol", "app-server", "--allow", "bash:echo hi*", "--record", record)
+	cmd.Env, cmd.Dir = r.envA, r.work
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	scr := &screen{}
+	go func() { _, _ = copyUntilErr(scr, master) }()
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(record)
+			t.Logf("screen:\n%s\ntraffic:\n%s", scr.String(), b)
+		}
+	})
+
+	waitFor(t, 60*time.Second, "the prompt line", func() bool { return scr.contains("codex> ") })
+	if _, err := master.Write([]byte("Create hi.txt\r")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 90*time.Second, "the first answer on screen", func() bool { return scr.contains("Created hi.txt.") })
+	if b, err := os.ReadFile(filepath.Join(r.work, "hi.txt")); err != nil || string(b) != "hi\n" {
+		t.Fatalf("hi.txt: %q, %v", b, err)
+	}
+	code, out, _ := happyRun(t, r.envB, r.work, "sessions", "--json")
+	var list []struct{ ID, State string }
+	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list) != 1 {
+		t.Fatalf("sessions: %s", out)
+	}
+	r.sid = list[0].ID
+	if code, _, errOut := happyRun(t, r.envB, r.work, "send", r.sid, "Now say bye"); code != 0 {
+		t.Fatalf("happy send: exit %d: %s", code, errOut)
+	}
+	waitFor(t, 90*time.Second, "the second answer on screen", func() bool { return scr.contains("Bye.") })
+	if !scr.contains("> Now say bye") {
+		t.Errorf("the prompt from home B is not on screen")
+	}
+	if _, err := master.Write([]byte{0x04}); err != nil { // Ctrl-D
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("happy codex ended with %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("happy codex did not end after Ctrl-D")
+	}
+	if !scr.contains("happy: session " + r.sid + " ended") {
+		t.Errorf("no end notice for %s on screen", r.sid)
+	}
+	if err := syscall.Kill(-cmd.Process.Pid, 0); err == nil {
+		t.Error("processes of happy's group still run")
+	}
+
+	// One thread, one turn/start on it per prompt.
+	b, err := os.ReadFile(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var starts int
+	var turns []string
+	for _, l := range strings.Split(string(b), "\n") {
+		var rec struct {
+			Dir string `json:"dir"`
+			Msg struct {
+				Method string `json:"method"`
+				Params struct {
+					ThreadID string `json:"threadId"`
+				} `json:"params"`
+			} `json:"msg"`
+		}
+		if json.Unmarshal([]byte(l), &rec) != nil || rec.Dir != "c2a" {
+			continue
+		}
+		switch rec.Msg.Method {
+		case "thread/start", "thread/resume":
+			starts++
+		case "turn/start":
+			turns = append(turns, rec.Msg.Params.ThreadID)
+		}
+	}
+	if starts != 1 || len(turns) != 2 || turns[0] != turns[1] || turns[0] == "" {
+		t.Fatalf("thread starts %d, turn/start on threads %q", starts, turns)
+	}
+
+	// From home B: both turns in the transcript, and the session ended.
+	code, out, _ = happyRun(t, r.envB, r.work, "sessions", "--json")
+	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list) != 1 || list[0].State != "ended" {
+		t.Fatalf("sessions after the end: %s", out)
+	}
+	code, doc, _ := happyRun(t, r.envB, r.work, "log", r.sid, "--json")
+	if code != 0 {
+		t.Fatalf("happy log: exit %d", code)
+	}
+	var tr struct {
+		Messages []struct {
+			Info  struct{ Role string } `json:"info"`
+			Parts []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"parts"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal([]byte(doc), &tr); err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, m := range tr.Messages {
+		for _, p := range m.Parts {
+			if p.Type == "text" {
+				texts = append(texts, m.Info.Role+": "+p.Text)
+			}
+		}
+	}
+	want := []string{"user: Create hi.txt", "assistant: Created hi.txt.", "user: Now say bye", "assistant: Bye."}
+	if strings.Join(texts, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("transcript texts %q, want %q", texts, want)
+	}
+	t.Logf("wall time %s", time.Since(r.started).Round(time.Millisecond))
 }

@@ -50,10 +50,19 @@ type ControlAbort struct {
 	Reply chan<- error
 }
 
+// ControlEnd ends Run as soon as no turn runs, none is starting and no
+// prompt waits (the person at the terminal is done: the prompt line's
+// input ended); at once when the session is idle. Prompts that arrive
+// before then still run, and nothing running is interrupted.
+type ControlEnd struct {
+	Reply chan<- error
+}
+
 func (ControlPrompt) isControl()   {}
 func (ControlAnswer) isControl()   {}
 func (ControlQuestion) isControl() {}
 func (ControlAbort) isControl()    {}
+func (ControlEnd) isControl()      {}
 
 // Options configure a Runner.
 type Options struct {
@@ -148,6 +157,8 @@ type Runner struct {
 	arrivals int
 	// thinking is what OnActivity was last told.
 	thinking bool
+	// ending is set by ControlEnd: Run returns once the session is idle.
+	ending bool
 }
 
 // NewRunner returns a runner; call Run to start it.
@@ -173,9 +184,10 @@ func (r *Runner) Control(ctx context.Context, c Control) error {
 }
 
 // Run drives the session until the agent exits, the first turn ends in
-// OneShot mode, or ctx is cancelled (then the turn is interrupted and open
-// tools are settled). Whatever happens, the sink is flushed before Run
-// returns; a flush error is returned with the result.
+// OneShot mode, the session is idle after a ControlEnd, or ctx is
+// cancelled (then the turn is interrupted and open tools are settled).
+// Whatever happens, the sink is flushed before Run returns; a flush error
+// is returned with the result.
 func (r *Runner) Run(ctx context.Context) (Result, error) {
 	r.base = context.WithoutCancel(ctx)
 	events := r.opts.Agent.Events()
@@ -183,6 +195,9 @@ func (r *Runner) Run(ctx context.Context) (Result, error) {
 	defer timer.Stop()
 	for {
 		r.noteActivity()
+		if r.ending && !r.inTurn && !r.starting && len(r.queued) == 0 {
+			return r.finish(ctx)
+		}
 		// Agent events already waiting are handled before any control
 		// input, so a prompt is recorded after what the agent said first
 		// (e.g. the model it announced at start).
@@ -511,6 +526,9 @@ func (r *Runner) controlInput(ctx context.Context, c Control) {
 		reply(c.Reply, err)
 	case ControlAbort:
 		reply(c.Reply, r.abortTurn(ctx, agent.ReasonCancelled))
+	case ControlEnd:
+		r.ending = true
+		reply(c.Reply, nil)
 	}
 }
 

@@ -142,6 +142,9 @@ func (h *harness) control(c Control) error {
 	case ControlAbort:
 		v.Reply = ch
 		c = v
+	case ControlEnd:
+		v.Reply = ch
+		c = v
 	}
 	if err := h.runner.Control(context.Background(), c); err != nil {
 		h.t.Fatal(err)
@@ -526,6 +529,61 @@ func TestRunnerQueuesPromptsWhileATurnRuns(t *testing.T) {
 		}
 		if got := strings.Join(order, "|"); got != "one|answer to one|two|answer to two" {
 			t.Fatalf("transcript order %s", got)
+		}
+	})
+}
+
+// ControlEnd (the prompt line's input ended) ends the run once the session
+// is idle: the running turn and a prompt queued behind it still run, and
+// nothing is interrupted; when idle, the run ends at once.
+func TestRunnerEndWhenIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Options{})
+		turn := 0
+		h.agent.onPrompt = func(p agent.Prompt) {
+			turn++
+			h.agent.emit(&agent.TurnStarted{TurnID: fmt.Sprint(turn)}, &agent.TextFinal{Message: fmt.Sprint("m", turn), Block: "0", Text: "answer to " + p.Text})
+		}
+		if err := h.control(ControlPrompt{Prompt: agent.Prompt{Text: "one"}}); err != nil {
+			t.Fatal(err)
+		}
+		h.waitCall("prompt:one")
+		if err := h.control(ControlEnd{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.control(ControlPrompt{Prompt: agent.Prompt{Text: "two"}}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		select {
+		case <-h.done:
+			t.Fatal("the run ended during a turn")
+		default:
+		}
+		h.agent.emit(&agent.TurnEnded{TurnID: "1", Reason: agent.TurnCompleted})
+		h.waitCall("prompt:two")
+		synctest.Wait()
+		select {
+		case <-h.done:
+			t.Fatal("the run ended with a prompt still to answer")
+		default:
+		}
+		h.agent.emit(&agent.TurnEnded{TurnID: "2", Reason: agent.TurnCompleted})
+		h.wait()
+		if h.err != nil || h.res.TurnReason != agent.TurnCompleted || h.res.AgentExited {
+			t.Fatalf("result %+v, %v", h.res, h.err)
+		}
+		if calls := strings.Join(h.agent.Calls(), " "); calls != "prompt:one prompt:two" {
+			t.Fatalf("agent calls %s (nothing may be interrupted)", calls)
+		}
+
+		idle := newHarness(t, Options{})
+		if err := idle.control(ControlEnd{}); err != nil {
+			t.Fatal(err)
+		}
+		idle.wait()
+		if calls := idle.agent.Calls(); len(calls) != 0 || idle.res.TurnReason != "" {
+			t.Fatalf("idle run: calls %v, result %+v", calls, idle.res)
 		}
 	})
 }

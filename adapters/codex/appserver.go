@@ -51,6 +51,7 @@ type call struct {
 	running bool
 	blocked bool
 	done    bool
+	synth   bool // mcp-server: a call happy named for an approval that named none it knows
 	out     outBuf
 }
 

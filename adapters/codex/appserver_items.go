@@ -200,7 +200,8 @@ func (d *AppServerDecoder) itemContextCompaction(e itemEvent) {
 func (d *AppServerDecoder) itemCommandExecution(e itemEvent) {
 	c := d.callFor(e.th, e.it.ID)
 	c.tool = "bash"
-	in := map[string]any{"command": e.it.Command}
+	cmd, wrapped := appServerCommand(mustObject(e.it.Command), e.it.CommandActions)
+	in := map[string]any{"command": cmd}
 	if e.it.Cwd != "" {
 		in["cwd"] = e.it.Cwd
 	}
@@ -208,7 +209,10 @@ func (d *AppServerDecoder) itemCommandExecution(e itemEvent) {
 	if len(e.it.CommandActions) > 0 && string(e.it.CommandActions) != "null" {
 		meta["commandActions"] = e.it.CommandActions
 	}
-	d.announce(e.o, c, e.base, e.it.Command, mustObject(in), meta)
+	if wrapped != "" {
+		meta["rawCommand"] = wrapped
+	}
+	d.announce(e.o, c, e.base, cmd, mustObject(in), meta)
 	if !e.completed {
 		d.run(e.o, c, e.base)
 		return
@@ -700,7 +704,7 @@ func (d *AppServerDecoder) commandApproval(r serverRequest) {
 	if r.m.Method == "execCommandApproval" {
 		callID = r.p.CallID
 	}
-	cmd := commandString(r.p.Command)
+	cmd, wrapped := appServerCommand(r.p.Command, r.p.Actions)
 	if callID == "" {
 		d.drop(r.o, r.m.Method, agent.DropMissingID, "approval request without item/call id", r.m.Raw)
 		return
@@ -712,6 +716,9 @@ func (d *AppServerDecoder) commandApproval(r serverRequest) {
 		if len(v) > 0 && string(v) != "null" {
 			r.meta[k] = v
 		}
+	}
+	if wrapped != "" {
+		r.meta["rawCommand"] = wrapped
 	}
 	var patterns []string
 	if cmd != "" {
@@ -800,17 +807,26 @@ func (d *AppServerDecoder) block(o *out, c *call, base agent.EventBase, key, met
 	o.add(&agent.ToolBlocked{EventBase: base, CallID: c.id, Tool: c.tool, Input: input, Permission: perm})
 }
 
-// commandString renders a command given as a string or an argv list.
-func commandString(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
+// appServerCommand is the command of an app-server commandExecution item
+// or approval request as a person types it (see UserCommand), and the
+// wrapped one Codex gave ("" when the same). Without a command, the
+// commands of its commandActions (Codex's parse of it, for display) stand
+// in, joined by " && ".
+func appServerCommand(command, actions json.RawMessage) (cmd, wrapped string) {
+	if cmd, wrapped = UserCommand(command); cmd != "" {
+		return cmd, wrapped
 	}
-	var argv []string
-	if json.Unmarshal(raw, &argv) == nil {
-		return shellJoin(argv)
+	var acts []struct {
+		Command string `json:"command"`
 	}
-	return ""
+	_ = json.Unmarshal(actions, &acts)
+	var parts []string
+	for _, a := range acts {
+		if a.Command != "" {
+			parts = append(parts, a.Command)
+		}
+	}
+	return strings.Join(parts, " && "), ""
 }
 
 // shellJoin quotes argv the way a POSIX shell would read it back.

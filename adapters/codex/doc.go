@@ -105,7 +105,9 @@
 //	userMessage          UserPrompt (text parts joined; image → data/URL file, localImage → file://)
 //	agentMessage, plan   TextFinal (block = item id)
 //	reasoning            ReasoningFinal of the summary (and of the raw content, "/raw")
-//	commandExecution     tool "bash": ToolCall {command, cwd} + ToolRunning; completed →
+//	commandExecution     tool "bash": ToolCall {command, cwd} + ToolRunning (command and title
+//	                     without Codex's shell wrapper, see UserCommand; the wrapped one in
+//	                     metadata rawCommand); completed →
 //	                     ToolCompleted (output, metadata exitCode, durationMs); failed →
 //	                     ToolFailed (output, or "command failed with exit code N");
 //	                     declined → ToolFailed "declined"
@@ -129,7 +131,8 @@
 // Server requests:
 //
 //	item/commandExecution/requestApproval, execCommandApproval   ToolBlocked, permission "bash"
-//	                     (pattern = the command; metadata reason, cwd, availableDecisions, …)
+//	                     (pattern = the command as a person types it, /bin/bash -lc stripped;
+//	                     metadata rawCommand, reason, cwd, availableDecisions, …)
 //	item/fileChange/requestApproval, applyPatchApproval          ToolBlocked, permission "edit"
 //	                     (patterns = the file paths)
 //	item/tool/requestUserInput   ToolBlocked with a question (answers via AnswerQuestion)
@@ -165,7 +168,13 @@
 // (TextFinal). exec_approval_request / apply_patch_approval_request give
 // their detail to the elicitation/create request that follows, which blocks
 // the tool (exec-approval, patch-approval; other elicitation kinds →
-// Dropped). The tools/call response ends its turn if task_complete did not;
+// Dropped). The elicitation's call is its codex_call_id, else the call the
+// approval event named by its codex_event_id announced, else a tool part
+// of its own ("elicitation-N", metadata uncorrelatedApproval, completed
+// once approved): see MCPApprovals; an approval is never answered without
+// a person or a rule deciding. Events without _meta.requestId (older
+// Codex) belong to the open turn, else to the turn of the tools/call just
+// sent. The tools/call response ends its turn if task_complete did not;
 // a response for a turn already ended is discarded (B13).
 //
 // Known and ignored (ignoredEvent says why): mcp_startup_update,

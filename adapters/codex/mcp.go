@@ -21,7 +21,8 @@ type MCPDecoder struct {
 	n int64
 
 	turns    map[string]*mcpTurn // by request key (the tools/call id)
-	cur      *mcpTurn            // the turn events without a known request go to
+	cur      *mcpTurn            // the turn that started last
+	next     *mcpTurn            // the turn whose start is awaited (its tools/call went out, or keyless events came)
 	nturns   int
 	calls    map[string]*call
 	sent     map[string]string // our tools/call ids → tool name
@@ -29,6 +30,7 @@ type MCPDecoder struct {
 	prompts  map[string]bool // prompt ids emitted
 
 	approvals map[string]mcpMsg // approval events by call id, until their elicitation
+	correl    MCPApprovals      // names the call of each elicitation, as the live client does
 }
 
 type mcpTurn struct {
@@ -107,11 +109,18 @@ func (d *MCPDecoder) Decode(f jsonrpc.Frame) []agent.Event {
 	return o.ev
 }
 
-// turnFor finds the turn of a request key, creating it.
+// turnFor finds the turn of a request key, creating it. An event without
+// a request id (Codex before _meta.requestId) belongs to the turn that is
+// open, else to the turn about to start (the last tools/call sent, or the
+// turn earlier keyless events began), else to a new one that the next
+// keyless events join too.
 func (d *MCPDecoder) turnFor(key string) *mcpTurn {
 	if key == "" {
-		if d.cur != nil {
+		switch {
+		case d.cur != nil && d.cur.open:
 			return d.cur
+		case d.next != nil && !d.next.open && !d.next.ended:
+			return d.next
 		}
 		d.nturns++
 		key = fmt.Sprintf("turn#%d", d.nturns)
@@ -120,6 +129,9 @@ func (d *MCPDecoder) turnFor(key string) *mcpTurn {
 	if t == nil {
 		t = &mcpTurn{key: key, id: key}
 		d.turns[key] = t
+	}
+	if !t.open && !t.ended {
+		d.next = t
 	}
 	return t
 }
@@ -136,6 +148,9 @@ func (d *MCPDecoder) startTurn(o *out, t *mcpTurn, id string) {
 	}
 	t.open = true
 	d.cur = t
+	if d.next == t {
+		d.next = nil
+	}
 	o.add(&agent.TurnStarted{TurnID: t.id})
 }
 
@@ -271,6 +286,7 @@ type mcpMsg struct {
 func (d *MCPDecoder) notification(o *out, m jsonrpc.Message) {
 	switch m.Method {
 	case "codex/event":
+		d.correl.Event(m.Params)
 	case "notifications/message", "notifications/progress", "notifications/tools/list_changed",
 		"notifications/resources/list_changed", "notifications/prompts/list_changed", "notifications/cancelled":
 		return // MCP housekeeping
@@ -459,14 +475,17 @@ func (d *MCPDecoder) onExecCommandBegin(e event) {
 		d.drop(e.o, e.kind, agent.DropMissingID, "exec event without call_id", e.raw)
 		return
 	}
-	cmd := commandString(e.msg.Command)
+	cmd, wrapped := UserCommand(e.msg.Command)
 	in := map[string]any{"command": cmd}
 	if e.msg.Cwd != "" {
 		in["cwd"] = strings.TrimPrefix(e.msg.Cwd, "file://")
 	}
-	var meta agent.Object
+	meta := agent.Object{}
 	if len(e.msg.Parsed) > 0 && string(e.msg.Parsed) != "null" {
-		meta = agent.Object{"parsedCmd": e.msg.Parsed}
+		meta["parsedCmd"] = e.msg.Parsed
+	}
+	if wrapped != "" {
+		meta["rawCommand"] = wrapped
 	}
 	d.announce(e.o, c, cmd, mustObject(in), meta)
 	d.run(e.o, c)
@@ -518,7 +537,12 @@ func (d *MCPDecoder) onExecCommandEnd(e event) {
 		meta["durationMs"] = ms
 	}
 	if !c.shown {
-		d.announce(e.o, c, commandString(e.msg.Command), mustObject(map[string]any{"command": commandString(e.msg.Command)}), nil)
+		cmd, wrapped := UserCommand(e.msg.Command)
+		var cmeta agent.Object
+		if wrapped != "" {
+			cmeta = agent.Object{"rawCommand": wrapped}
+		}
+		d.announce(e.o, c, cmd, mustObject(map[string]any{"command": cmd}), cmeta)
 	}
 	if e.msg.ExitCode != nil && *e.msg.ExitCode != 0 {
 		text := output
@@ -737,7 +761,6 @@ func (d *MCPDecoder) approval(o *out, msg mcpMsg, kind string, raw []byte, reqKe
 		meta["reason"] = msg.Reason
 	}
 	var perm *agent.PermissionRequest
-	var input json.RawMessage
 	if edit {
 		_, pmeta, paths := patchDetail(msg.Changes)
 		if len(paths) == 0 {
@@ -750,29 +773,47 @@ func (d *MCPDecoder) approval(o *out, msg mcpMsg, kind string, raw []byte, reqKe
 			meta["grantRoot"] = *msg.GrantRoot
 		}
 		perm = &agent.PermissionRequest{Permission: "edit", Patterns: paths, Always: paths, Metadata: meta}
-		if !c.shown {
-			input = mustObject(map[string]any{"paths": paths})
-		}
 	} else {
-		cmd := commandString(msg.Command)
+		cmd, wrapped := UserCommand(msg.Command)
 		if msg.Cwd != "" {
 			meta["cwd"] = strings.TrimPrefix(msg.Cwd, "file://")
+		}
+		if wrapped != "" {
+			meta["rawCommand"] = wrapped
 		}
 		var patterns []string
 		if cmd != "" {
 			patterns = []string{cmd}
 		}
 		perm = &agent.PermissionRequest{Permission: "bash", Patterns: patterns, Always: patterns, Metadata: meta}
-		if !c.shown {
-			in := map[string]any{"command": cmd}
-			if msg.Cwd != "" {
-				in["cwd"] = strings.TrimPrefix(msg.Cwd, "file://")
-			}
-			input = mustObject(in)
-		}
+	}
+	if c.synth {
+		perm.Metadata["uncorrelatedApproval"] = true
+	}
+	var input json.RawMessage
+	if !c.shown {
+		input, _ = approvalInput(msg, c.paths)
 	}
 	c.blocked = true
 	o.add(&agent.ToolBlocked{CallID: c.id, Tool: c.tool, Input: input, Permission: perm})
+}
+
+// approvalInput is the input (and title) of a call known only from its
+// approval: {"command", "cwd"?} for a command, {"paths"} for a patch
+// (paths when the approval lists no changes).
+func approvalInput(msg mcpMsg, paths []string) (json.RawMessage, string) {
+	if strings.Contains(msg.Type, "patch") {
+		if _, _, p := patchDetail(msg.Changes); len(p) > 0 {
+			paths = p
+		}
+		return mustObject(map[string]any{"paths": paths}), strings.Join(paths, ", ")
+	}
+	cmd, _ := UserCommand(msg.Command)
+	in := map[string]any{"command": cmd}
+	if msg.Cwd != "" {
+		in["cwd"] = strings.TrimPrefix(msg.Cwd, "file://")
+	}
+	return mustObject(in), cmd
 }
 
 func (d *MCPDecoder) request(o *out, m jsonrpc.Message) {
@@ -781,19 +822,14 @@ func (d *MCPDecoder) request(o *out, m jsonrpc.Message) {
 		d.drop(o, m.Method, agent.DropUnknownType, "server request unknown to this version", m.Raw)
 		return
 	}
-	var p struct {
-		Kind      string                     `json:"codex_elicitation"`
-		CallID    string                     `json:"codex_call_id"`
-		Command   json.RawMessage            `json:"codex_command"`
-		Cwd       string                     `json:"codex_cwd"`
-		Reason    string                     `json:"codex_reason"`
-		Changes   map[string]json.RawMessage `json:"codex_changes"`
-		GrantRoot *string                    `json:"codex_grant_root"`
-	}
-	if json.Unmarshal(m.Params, &p) != nil {
-		d.drop(o, m.Method, agent.DropInvalidField, "elicitation params are not an object", m.Raw)
+	p, err := ParseElicitation(m.Params)
+	if err != nil {
+		d.drop(o, m.Method, agent.DropInvalidField, err.Error(), m.Raw)
 		return
 	}
+	// Named the way the live client names it (the same MCPApprovals fed
+	// the same frames), before anything else can refuse the request.
+	callID, synthesized := d.correl.Call(p)
 	if r := d.received[key]; r != nil && !r.answered {
 		// A second request under the id of one still waiting: keep the
 		// first (its answer is matched by id), refuse this one.
@@ -810,9 +846,9 @@ func (d *MCPDecoder) request(o *out, m jsonrpc.Message) {
 		d.received[key] = &srvReq{method: m.Method}
 		return
 	}
-	msg := mcpMsg{Type: typ, CallID: p.CallID, Command: p.Command, Cwd: p.Cwd, Reason: p.Reason, Changes: p.Changes, GrantRoot: p.GrantRoot}
-	if ev, ok := d.approvals[p.CallID]; ok {
-		delete(d.approvals, p.CallID)
+	msg := mcpMsg{Type: typ, CallID: callID, Command: p.Command, Cwd: p.Cwd, Reason: p.Reason, Changes: p.Changes, GrantRoot: p.GrantRoot}
+	if ev, ok := d.approvals[callID]; ok {
+		delete(d.approvals, callID)
 		if len(msg.Command) == 0 {
 			msg.Command = ev.Command
 		}
@@ -828,6 +864,21 @@ func (d *MCPDecoder) request(o *out, m jsonrpc.Message) {
 		if msg.GrantRoot == nil {
 			msg.GrantRoot = ev.GrantRoot
 		}
+	}
+	if synthesized {
+		// No call happy knows is named: the approval still goes to a
+		// person, on a tool part of its own, which completes once approved.
+		c := d.call(callID, "bash")
+		if typ == "apply_patch_approval_request" {
+			c.tool = "edit"
+		}
+		c.synth = true
+		meta := agent.Object{"uncorrelatedApproval": true}
+		if p.EventID != "" {
+			meta["codexEventId"] = p.EventID
+		}
+		input, title := approvalInput(msg, nil)
+		d.announce(o, c, title, input, meta)
 	}
 	d.approval(o, msg, m.Method, m.Raw, key)
 }
@@ -928,6 +979,10 @@ func (d *MCPDecoder) c2a(o *out, f jsonrpc.Frame) {
 			c.running = dec != agent.DecisionReject
 		}
 		o.add(&agent.ToolResolved{CallID: r.callID, Decision: dec, Reason: reason})
+		if c != nil && c.synth && dec != agent.DecisionReject {
+			// The part stood for the approval alone: it is done.
+			d.complete(o, c, "", nil)
+		}
 	}
 }
 
@@ -953,6 +1008,9 @@ func (d *MCPDecoder) announce(o *out, c *call, title string, input json.RawMessa
 	c.shown = true
 	if input != nil {
 		c.input = input
+	}
+	if len(meta) == 0 {
+		meta = nil
 	}
 	o.add(&agent.ToolCall{CallID: c.id, Tool: c.tool, Title: title, Input: input, Metadata: meta})
 }

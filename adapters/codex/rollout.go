@@ -508,7 +508,7 @@ func toolOf(typ, name, args, text string, action *struct {
 	if typ == "local_shell_call" {
 		in := map[string]any{"command": ""}
 		if action != nil {
-			in["command"] = shellJoin(action.Command)
+			in["command"], _ = UserCommand(mustObject(action.Command))
 			if action.Workdir != "" {
 				in["cwd"] = action.Workdir
 			}
@@ -529,7 +529,7 @@ func toolOf(typ, name, args, text string, action *struct {
 			if a.Cmd != nil {
 				cmd = *a.Cmd
 			} else if len(a.Command) > 0 {
-				cmd = commandString(a.Command)
+				cmd, _ = UserCommand(a.Command)
 			}
 			in := map[string]any{"command": cmd}
 			if a.Workdir != "" {

@@ -73,6 +73,7 @@ func TestIsRollout(t *testing.T) {
 // tool is what a check compares of a tool part.
 type toolSummary struct {
 	Command string
+	Raw     string // metadata rawCommand
 	Status  mapper.ToolStatus
 	Output  string
 	Error   string
@@ -91,7 +92,8 @@ func summarize(t *testing.T, tr mapper.Transcript) (texts []string, prompts []st
 				}
 			case *mapper.ToolPart:
 				cmd, _ := p.State.Input["command"].(string)
-				tools = append(tools, toolSummary{Command: cmd, Status: p.State.Status, Output: p.State.Output, Error: p.State.Error})
+				raw, _ := p.Metadata["rawCommand"].(string)
+				tools = append(tools, toolSummary{Command: cmd, Raw: raw, Status: p.State.Status, Output: p.State.Output, Error: p.State.Error})
 			}
 		}
 	}
@@ -100,7 +102,8 @@ func summarize(t *testing.T, tr mapper.Transcript) (texts []string, prompts []st
 
 // The rollout and the traffic log of the same app-server run tell the
 // same story: prompts, answers, tool commands (the traffic log has the
-// argv Codex ran, /bin/bash -lc <command>), statuses, outputs and errors.
+// command Codex ran, /bin/bash -lc <command>, which is shown unwrapped and
+// kept whole in the metadata), statuses, outputs and errors.
 // A declined command is the exception on the error text: the traffic log
 // has the decision ("rejected"), the rollout only what the model was told.
 func TestRolloutAgreesWithTraffic(t *testing.T) {
@@ -133,8 +136,8 @@ func TestRolloutAgreesWithTraffic(t *testing.T) {
 			}
 			for i := range rTools {
 				r, l := rTools[i], lTools[i]
-				if want := shellJoin([]string{"/bin/bash", "-lc", r.Command}); l.Command != want {
-					t.Errorf("tool %d: traffic command %q, rollout command %q", i, l.Command, r.Command)
+				if want := shellJoin([]string{"/bin/bash", "-lc", r.Command}); l.Command != r.Command || l.Raw != want {
+					t.Errorf("tool %d: traffic command %q (raw %q), rollout command %q", i, l.Command, l.Raw, r.Command)
 				}
 				if r.Status != l.Status || r.Output != l.Output {
 					t.Errorf("tool %d: rollout %+v, traffic %+v", i, r, l)
@@ -201,7 +204,7 @@ func TestRolloutEdges(t *testing.T) {
 		"TurnStarted",
 		"UserPrompt",
 		"ReasoningFinal",
-		`ToolCall(bash,{"command":"bash -lc false"})`,
+		`ToolCall(bash,{"command":"false"})`,
 		"ToolRunning",
 		"ToolFailed(boom\n)",
 		"DroppedInput(response_item:function_call_output,orphan)",

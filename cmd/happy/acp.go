@@ -200,7 +200,7 @@ func runACP(parent context.Context, f *factory, o *agentOptions, ao *acpOptions,
 		Flavor: p.flavor, Dir: dir, Prompt: o.prompt, OneShot: oneShot, ProviderID: p.providerID,
 		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: "terminal",
 		FlushTimeout: o.flushTimeout, Yolo: o.yolo,
-		OnBus: prog.onBus,
+		OnBus: prog.onBus, OnWaiting: prog.waiting,
 		OnCreated: func(id string) {
 			if oneShot {
 				prog.created(id, fmt.Sprintf("happy: session %s — follow it with: happy log %s --follow", id, id))

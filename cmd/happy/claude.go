@@ -286,7 +286,7 @@ func runClaudePrint(parent context.Context, f *factory, o *agentOptions, claudeP
 		Flavor: "claude", Dir: dir, Prompt: o.prompt, OneShot: true, ProviderID: "anthropic",
 		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: "terminal", Resume: o.resumeOpts(),
 		FlushTimeout: o.flushTimeout, Yolo: o.yolo,
-		OnBus: prog.onBus,
+		OnBus: prog.onBus, OnWaiting: prog.waiting,
 		OnCreated: func(id string) {
 			prog.created(id, fmt.Sprintf("happy: session %s — follow it with: happy log %s --follow", id, id))
 		},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -29,17 +30,26 @@ type codexOptions struct {
 func newCodexCmd(f *factory) *cobra.Command {
 	var o codexOptions
 	cmd := &cobra.Command{
-		Use:   "codex -p PROMPT [flags] [-- codex args…]",
-		Short: "Run OpenAI Codex under happy (one turn with -p)",
+		Use:   "codex [-p PROMPT] [flags] [-- codex args…]",
+		Short: "Run OpenAI Codex under happy (interactive, or one turn with -p)",
 		Long: `Run OpenAI Codex wrapped by happy. Everything Codex does is mapped to the
 canonical transcript, encrypted and sent to the relay, where another device can
 follow it (happy log), answer its approval requests (happy approve / deny) and
 send the next prompt (happy send).
 
+Without -p, the session takes one prompt after another on one Codex thread:
+typed at the prompt line happy shows in the terminal (one prompt a line;
+answers are printed as they complete) or sent with happy send from any
+device; a prompt sent during a turn waits for it. Ctrl-D at the prompt line
+ends the session once the running turn is over (exit 0); Ctrl-C, SIGTERM or
+SIGHUP end it at once, interrupting the turn (exit 130). Without a terminal
+on stdin there is no prompt line: prompts come from happy send, and a signal
+ends the session. A permission waits for an answer unless
+--permission-timeout is given.
+
 With -p, one turn runs: the final answer is printed and the exit status tells
 the outcome (0 completed, 1 failed or a permission was rejected, 2 usage,
-3 relay or login unusable, 130 interrupted). -p is required: Codex has no
-interactive mode under happy.
+3 relay or login unusable, 130 interrupted).
 
 --codex-protocol picks how happy speaks to Codex: app-server (current Codex),
 mcp (codex mcp-server, Codex up to 0.153) or auto (app-server when the
@@ -56,6 +66,9 @@ unchanged.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.agentArgs = args
+			if o.prompt == "" && !cmd.Flags().Changed("permission-timeout") {
+				o.permissionTimeout = 0 // an interactive session waits for its person
+			}
 			return runCodex(cmd.Context(), f, &o)
 		},
 	}
@@ -66,7 +79,8 @@ unchanged.`,
 	return cmd
 }
 
-// runCodex checks the command line, then runs one turn.
+// runCodex checks the command line, then runs one turn (-p) or an
+// interactive session.
 func runCodex(parent context.Context, f *factory, o *codexOptions) error {
 	proto, err := codex.ParseProtocol(o.protocol)
 	if err != nil {
@@ -76,9 +90,6 @@ func runCodex(parent context.Context, f *factory, o *codexOptions) error {
 	if err != nil {
 		return &usageError{err: fmt.Errorf("--permission-mode: %w (want default, read-only, safe-yolo or yolo)", err)}
 	}
-	if o.prompt == "" {
-		return &exitError{code: exitUsage, err: errors.New(`happy codex needs -p "PROMPT": Codex runs one turn at a time under happy (there is no interactive mode)`)}
-	}
 	if err := o.checkRuleFlags(); err != nil {
 		return err
 	}
@@ -87,11 +98,19 @@ func runCodex(parent context.Context, f *factory, o *codexOptions) error {
 		return err
 	}
 	o.codexPath = path
-	return runCodexPrint(parent, f, o, proto, mode)
+	return runCodexSession(parent, f, o, proto, mode)
 }
 
-func runCodexPrint(parent context.Context, f *factory, o *codexOptions, proto codex.Protocol, mode codex.PermissionMode) error {
-	ctx, interrupted, stop := signalContext(parent)
+// runCodexSession runs Codex under happy: one turn with -p, else an
+// interactive session (see the command's help) that ends with the prompt
+// line's input (Ctrl-D) or a signal.
+func runCodexSession(parent context.Context, f *factory, o *codexOptions, proto codex.Protocol, mode codex.PermissionMode) error {
+	oneShot := o.prompt != ""
+	ends := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !oneShot {
+		ends = append(ends, syscall.SIGHUP)
+	}
+	ctx, interrupted, stop := signalContextOf(parent, ends, nil)
 	defer stop()
 	run, err := prepareAgentRun(f, &o.agentOptions, "codex")
 	if err != nil {
@@ -141,22 +160,57 @@ func runCodexPrint(parent context.Context, f *factory, o *codexOptions, proto co
 	}
 	defer ag.Close()
 
-	prog := newProgress(f.stderr, f.isTerminal(f.stderr), f.now)
+	prog := newProgress(f.stderr, oneShot && f.isTerminal(f.stderr), f.now)
 	defer prog.close()
-	res, err := app.RunSession(ctx, env, conn, ag, app.SessionOptions{
-		Flavor: "codex", Dir: dir, Prompt: o.prompt, OneShot: true, ProviderID: "openai",
+	so := app.SessionOptions{
+		Flavor: "codex", Dir: dir, Prompt: o.prompt, OneShot: oneShot, ProviderID: "openai",
 		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: "terminal", Resume: o.resumeOpts(),
 		FlushTimeout: o.flushTimeout, Yolo: o.yolo,
-		OnBus: prog.onBus,
+		OnBus: prog.onBus, OnWaiting: prog.waiting,
 		OnCreated: func(id string) {
 			prog.created(id, fmt.Sprintf("happy: session %s — follow it with: happy log %s --follow", id, id))
 		},
-	})
-	prog.close()
-	if res.FinalText != "" {
-		fmt.Fprintln(f.stdout, res.FinalText)
 	}
-	return turnExit("codex", res, err, interrupted())
+	if oneShot {
+		res, err := app.RunSession(ctx, env, conn, ag, so)
+		prog.close()
+		if res.FinalText != "" {
+			fmt.Fprintln(f.stdout, res.FinalText)
+		}
+		return turnExit("codex", res, err, interrupted())
+	}
+
+	var line *app.PromptLine
+	if f.isTerminal(f.stdin) {
+		line = &app.PromptLine{In: f.stdin, Out: f.stdout, Err: f.stderr, Agent: "codex", Marker: "codex> "}
+		// The prompt line announces waiting tools itself.
+		so.Local, so.OnBus, so.OnWaiting = line.Prompts(ctx), line.OnBus, nil
+	}
+	so.OnCreated = func(id string) {
+		if line == nil {
+			prog.created(id, fmt.Sprintf("happy: session %s — send prompts with: happy send %s \"…\" (Ctrl-C ends it)", id, id))
+			return
+		}
+		line.Notice("happy: session %s — type a prompt, or send one with: happy send %s \"…\" (Ctrl-D ends the session, Ctrl-C at once)", id, id)
+		line.SetSession(id)
+	}
+	res, err := app.RunSession(ctx, env, conn, ag, so)
+	if id := res.SessionID; id != "" && line != nil {
+		line.Notice("happy: session %s ended; read it with: happy log %s", id, id)
+	} else if id != "" {
+		fmt.Fprintf(f.stderr, "happy: session %s ended; read it with: happy log %s\n", id, id)
+	}
+	switch {
+	case interrupted():
+		return &exitError{code: exitInterrupted}
+	case err != nil && app.IsRelayError(err):
+		return &exitError{code: exitRelay, err: err}
+	case err != nil && !errors.Is(err, context.Canceled):
+		return err
+	case res.AgentExited:
+		return &exitError{code: exitFailed, err: errors.New("codex exited")}
+	}
+	return nil
 }
 
 // startCodex starts Codex over protocol proto (app-server or mcp) as the

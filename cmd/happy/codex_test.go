@@ -277,7 +277,6 @@ func TestCodexCommandUsage(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		{"no prompt", []string{"codex"}, `happy: happy codex needs -p "PROMPT": Codex runs one turn at a time under happy (there is no interactive mode)` + "\n"},
 		{"unknown protocol", []string{"codex", "-p", "x", "--codex-protocol", "acp"}, `happy: --codex-protocol: codex: unknown protocol: "acp" (want app-server, mcp or auto)` + "\n"},
 		{"unknown mode", []string{"codex", "-p", "x", "--permission-mode", "bypass"}, `happy: --permission-mode: codex: unknown permission mode: "bypass" (want default, read-only, safe-yolo or yolo)` + "\n"},
 		{"unknown flag", []string{"codex", "-p", "x", "--model", "o3"}, "happy: unknown flag: --model\n"},
@@ -302,15 +301,22 @@ func TestCodexCommandUsage(t *testing.T) {
 	}
 }
 
-// sessionLine is what happy prints on stderr once the relay session exists.
+// sessionLine checks that stderr starts with the line happy prints once
+// the relay session exists, and returns the rest with the session id
+// replaced by SID.
 func sessionLine(t *testing.T, stderr string) string {
 	t.Helper()
 	first, rest, _ := strings.Cut(stderr, "\n")
 	if !strings.HasPrefix(first, "happy: session ") || !strings.Contains(first, "follow it with: happy log ") {
 		t.Fatalf("stderr does not start with the session line: %q", stderr)
 	}
-	return rest
+	sid, _, _ := strings.Cut(strings.TrimPrefix(first, "happy: session "), " ")
+	return strings.ReplaceAll(rest, sid, "SID")
 }
+
+// waitingLine is what a -p run prints when the fake Codex's echo command
+// waits for a person.
+const waitingLine = "happy: bash \"echo hi > hi.txt\" waits for permission (bash echo hi > hi.txt) — answer with: happy approve SID call_fake_1  (or: happy deny SID call_fake_1)\n"
 
 func TestCodexPrintOutcomes(t *testing.T) {
 	cases := []struct {
@@ -337,6 +343,22 @@ func TestCodexPrintOutcomes(t *testing.T) {
 			wantLog: "once, allowed by rule bash:*",
 		},
 		{
+			// The rule is written as a person types the command: Codex's
+			// /bin/bash -lc wrapper is not part of what it matches.
+			name: "app-server, a rule on the typed command allows at once", version: "not asked", appServer: "codex-app",
+			args:       []string{"-p", "x", "--codex-protocol", "app-server", "--allow", "bash:echo hi*", "--permission-timeout", "3s"},
+			wantCode:   exitOK,
+			wantStdout: "Done: the command printed hi.\n",
+			wantRuns:   [][]string{{"app-server"}},
+		},
+		{
+			name: "mcp, a rule on the typed command allows at once", version: "not asked", mcpServer: "codex0150-mcp-server",
+			args:       []string{"-p", "x", "--codex-protocol", "mcp", "--allow", "bash:echo hi*", "--permission-timeout", "3s"},
+			wantCode:   exitOK,
+			wantStdout: "Done: the command printed hi.\n",
+			wantRuns:   [][]string{{"mcp-server"}},
+		},
+		{
 			name: "pinned app-server, rule denies", version: "not asked", appServer: "codex-app-decline",
 			args:       []string{"-p", "x", "--codex-protocol", "app-server", "--deny", "bash:*"},
 			wantCode:   exitFailed,
@@ -351,7 +373,7 @@ func TestCodexPrintOutcomes(t *testing.T) {
 			args:       []string{"-p", "x", "--permission-timeout", "300ms"},
 			wantCode:   exitFailed,
 			wantStdout: "Done: the command printed hi.\n",
-			wantStderr: "happy: 1 permission request(s) were rejected\n",
+			wantStderr: waitingLine + "happy: 1 permission request(s) were rejected\n",
 			wantRuns:   [][]string{{"--version"}, {"app-server"}},
 		},
 		{
@@ -506,7 +528,7 @@ func TestCodexPrintFailures(t *testing.T) {
 		if code != exitFailed || stdout != "" {
 			t.Fatalf("= (%d, %q, %q), want exit 1", code, stdout, stderr)
 		}
-		if rest := sessionLine(t, stderr); rest != "happy: codex exited\n" {
+		if rest := sessionLine(t, stderr); rest != waitingLine+"happy: codex exited\n" {
 			t.Fatalf("stderr after the session line %q", rest)
 		}
 	})

@@ -9,9 +9,10 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/term"
+
 	"github.com/happy-dev/happy/internal/home"
 	"github.com/happy-dev/happy/internal/logging"
-	"golang.org/x/term"
 )
 
 // factory hands commands their dependencies: standard streams, environment,

@@ -140,8 +140,8 @@ func TestReplayCodexTrafficLog(t *testing.T) {
 	for _, want := range []string{
 		"(codex traffic log)",
 		"> Run `echo hi > hi.txt` in the shell and tell me what happened",
-		"● bash \"/bin/bash -lc 'echo hi > hi.txt'\" — completed  [call_fake_1]",
-		"permission bash /bin/bash -lc 'echo hi > hi.txt': once",
+		"● bash \"echo hi > hi.txt\" — completed  [call_fake_1]",
+		"permission bash echo hi > hi.txt: once",
 		"Done: the command printed hi.",
 	} {
 		if !strings.Contains(stdout, want) {

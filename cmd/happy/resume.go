@@ -23,7 +23,8 @@ agent resumes its own session (Claude with --resume, Codex with thread/resume)
 in the session's folder, and the transcript goes on where it stopped, under
 the same id and title. The session must have been run from this happy home.
 
-Claude resumes interactively, or runs one turn with -p. Codex needs -p.
+Claude resumes interactively, or runs one turn with -p. Codex needs -p (one
+turn; an interactive resume of Codex is not supported yet).
 Sessions of ACP agents (happy acp, gemini, opencode) cannot be resumed yet:
 session/load replays the whole conversation, which would enter the transcript
 a second time. The exit status is that of the agent command (0, 1, 2, 3, 130).`,
@@ -50,7 +51,7 @@ a second time. The exit status is that of the agent command (0, 1, 2, 3, 130).`,
 				return runClaudePrint(cmd.Context(), f, &o, claudePath, "")
 			case "codex":
 				if o.prompt == "" {
-					return &usageError{err: errors.New(`happy resume of a Codex session needs -p "PROMPT" (Codex runs one turn at a time under happy)`)}
+					return &usageError{err: errors.New(`happy resume of a Codex session needs -p "PROMPT" (an interactive resume of Codex is not supported yet)`)}
 				}
 				co := codexOptions{agentOptions: o, codexPath: codexPath, protocol: codexProtocol, permissionMode: "default"}
 				return runCodex(cmd.Context(), f, &co)

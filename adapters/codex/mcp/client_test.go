@@ -165,3 +165,96 @@ func TestLiveAgainstCaptures(t *testing.T) {
 		})
 	}
 }
+
+// mcpHandshake plays Codex's side of initialize and tools/list.
+func mcpHandshake(f *codextest.Server) {
+	f.Expect("initialize")
+	f.Send(`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"codex-mcp-server","version":"0.150.0"}}}`)
+	f.Expect("notifications/initialized")
+	f.Expect("tools/list")
+	f.Send(`{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"codex"},{"name":"codex-reply"}]}}`)
+}
+
+// An elicitation that names its call only through codex_event_id waits
+// for a decision on the call its approval event announced; one that names
+// no call happy knows waits too, on a call of its own. Neither is answered
+// before someone decides, and each decision reaches Codex in its words.
+func TestMCPApprovalWithoutCallID(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rwc, f := codextest.Pipe(t)
+		ctx := context.Background()
+		script := make(chan struct{})
+		answers := make(chan string, 2)
+		go func() {
+			defer close(script)
+			mcpHandshake(f)
+			f.Expect("tools/call")
+			f.Send(`{"jsonrpc":"2.0","method":"codex/event","params":{"_meta":{"requestId":3},"id":"ev-1","msg":{"type":"task_started","turn_id":"ev-1"}}}`)
+			f.Send(`{"jsonrpc":"2.0","method":"codex/event","params":{"_meta":{"requestId":3},"id":"ev-1","msg":{"type":"exec_approval_request","call_id":"call_1","turn_id":"ev-1","command":["/bin/bash","-lc","echo hi > hi.txt"],"cwd":"/w","reason":"write hi.txt"}}}`)
+			f.Send(`{"jsonrpc":"2.0","id":0,"method":"elicitation/create","params":{"message":"Allow?","requestedSchema":{"type":"object","properties":{}},"codex_elicitation":"exec-approval","codex_mcp_tool_call_id":"3","codex_event_id":"ev-1","codex_command":["/bin/bash","-lc","echo hi > hi.txt"],"codex_cwd":"/w"}}`)
+			m := f.Expect("")
+			answers <- string(m["id"]) + " " + string(m["result"])
+			f.Send(`{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"message":"Allow?","requestedSchema":{"type":"object","properties":{}},"codex_elicitation":"exec-approval","codex_event_id":"ev-unknown","codex_command":["rm","-rf","build"]}}`)
+			m = f.Expect("")
+			answers <- string(m["id"]) + " " + string(m["result"])
+			f.Send(`{"jsonrpc":"2.0","method":"codex/event","params":{"_meta":{"requestId":3},"id":"ev-1","msg":{"type":"task_complete"}}}`)
+		}()
+		c, err := connect(ctx, rwc, codex.Options{IdleTimeout: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		col := codextest.Collect(c.Events())
+		if err := c.Prompt(ctx, codex.Prompt{Text: "write hi.txt"}); err != nil {
+			t.Fatal(err)
+		}
+		blocked := func(call string) func(agent.Event) bool {
+			return func(e agent.Event) bool {
+				b, ok := e.(*agent.ToolBlocked)
+				return ok && b.CallID == call && b.Permission != nil
+			}
+		}
+		if !col.Until(blocked("call_1")) {
+			t.Fatal("call_1 never blocked")
+		}
+		synctest.Wait()
+		select {
+		case a := <-answers:
+			t.Fatalf("answered %s before anyone decided", a)
+		default:
+		}
+		if err := c.Answer(ctx, "call_1", agent.DecisionOnce); err != nil {
+			t.Fatal(err)
+		}
+		if got := <-answers; got != `0 {"decision":"approved"}` {
+			t.Errorf("answer to the event-id elicitation %s", got)
+		}
+		if !col.Until(blocked("elicitation-1")) {
+			t.Fatal("the uncorrelated approval never blocked")
+		}
+		synctest.Wait()
+		select {
+		case a := <-answers:
+			t.Fatalf("answered %s before anyone decided", a)
+		default:
+		}
+		if err := c.Answer(ctx, "elicitation-1", agent.DecisionReject); err != nil {
+			t.Fatal(err)
+		}
+		if got := <-answers; got != `1 {"decision":"denied"}` {
+			t.Errorf("answer to the uncorrelated elicitation %s", got)
+		}
+		<-script
+		synctest.Wait()
+		_ = c.Close()
+		<-col.Done()
+		var got []string
+		for _, e := range col.Events() {
+			if b, ok := e.(*agent.ToolBlocked); ok {
+				got = append(got, fmt.Sprintf("%s %s %q", b.CallID, b.Tool, b.Permission.Patterns))
+			}
+		}
+		if want := `[call_1 bash ["echo hi > hi.txt"] elicitation-1 bash ["rm -rf build"]]`; fmt.Sprint(got) != want {
+			t.Errorf("blocked %s, want %s", got, want)
+		}
+	})
+}

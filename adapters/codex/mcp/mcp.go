@@ -55,6 +55,10 @@ type Client struct {
 	firstCall bool               // the next prompt is the first tools/call
 	turnReq   *jsonrpc.Pending   // the tools/call of the running turn
 	turnStop  context.CancelFunc // stops waiting for it
+
+	// approvals names the call of each elicitation as the decoder does;
+	// only Handle uses it (the connection calls Handle one frame at a time).
+	approvals codex.MCPApprovals
 }
 
 var _ live.Protocol = (*Client)(nil)
@@ -241,8 +245,10 @@ func (c *Client) idle(int, int) {
 }
 
 // Handle implements jsonrpc.Handler: codex/event progress (the thread id,
-// the end of the turn, activity for the idle watch) and elicitation
-// requests (the decoder already turned the frame into events).
+// the end of the turn, activity for the idle watch, the calls approval
+// events announce) and elicitation requests, each recorded under the tool
+// call it is about (see codex.MCPApprovals; the decoder already turned
+// the frame into events).
 func (c *Client) Handle(ctx context.Context, in *jsonrpc.Incoming) {
 	if in.Notif {
 		if in.Method == "codex/event" {
@@ -254,19 +260,25 @@ func (c *Client) Handle(ctx context.Context, in *jsonrpc.Incoming) {
 		_ = in.Fail(ctx, jsonrpc.CodeMethodNotFound, "happy does not support "+in.Method)
 		return
 	}
-	var p struct {
-		CallID string `json:"codex_call_id"`
-	}
-	_ = json.Unmarshal(in.Params, &p)
-	if p.CallID == "" {
-		_ = in.Reply(ctx, map[string]string{"decision": "denied"})
+	e, err := codex.ParseElicitation(in.Params)
+	if err != nil {
+		_ = in.Fail(ctx, jsonrpc.CodeInvalidParams, "happy: "+err.Error())
 		return
 	}
-	c.Ask(ctx, p.CallID, in, codex.Request{Method: in.Method})
+	// An approval that names no call happy knows waits for a person like
+	// any other, on the call the decoder synthesised for it: nothing is
+	// ever answered without someone deciding (or a rule).
+	callID, _ := c.approvals.Call(e)
+	if callID == "" {
+		_ = in.Fail(ctx, jsonrpc.CodeMethodNotFound, "happy cannot show a "+e.Kind+" elicitation")
+		return
+	}
+	c.Ask(ctx, callID, in, codex.Request{Method: in.Method})
 }
 
 // event reads a codex/event notification's thread and type.
 func (c *Client) event(in *jsonrpc.Incoming) {
+	c.approvals.Event(in.Params)
 	var ev struct {
 		Meta struct {
 			ThreadID string `json:"threadId"`
