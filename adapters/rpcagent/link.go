@@ -187,10 +187,28 @@ func (l *Link) tap(f jsonrpc.Frame) {
 		}
 		evs = kept
 	}
+	if f.Dir != trafficlog.A2C {
+		// Our own frames and the agent's stderr are tapped on other
+		// goroutines, maybe while the Handler still does its bookkeeping
+		// for the agent's last frame: their events queue behind that
+		// frame's, which stay held until it is handled.
+		if l.held != nil {
+			l.held = append(l.held, evs...)
+			return
+		}
+		l.q.Push(evs...)
+		return
+	}
+	// The agent's frames come one at a time from the reading goroutine,
+	// each after the Handler returned for the one before: what is still
+	// held belongs to a frame that never reached the Handler.
 	l.q.Push(l.held...)
 	l.held = nil
-	if f.Dir == trafficlog.A2C && f.Msg != nil && f.Msg.Kind != jsonrpc.KindResponse {
+	if f.Msg != nil && f.Msg.Kind != jsonrpc.KindResponse {
 		l.held = evs
+		if l.held == nil {
+			l.held = []agent.Event{} // held, even with no events of its own
+		}
 		return
 	}
 	l.q.Push(evs...)

@@ -390,3 +390,53 @@ func TestSessionIdle(t *testing.T) {
 		_ = s.Close()
 	})
 }
+
+// TestLinkKeepsHeldEventsFirst: a frame of ours (or a line of the agent's
+// stderr) tapped while the Handler still handles the agent's frame does not
+// publish that frame's held events early: they go out, in traffic order,
+// when the Handler returns. (A rule's answer written at once must find the
+// request registered.)
+func TestLinkKeepsHeldEventsFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rwc, peer, lines := pipes(t)
+		reached, proceed := make(chan string), make(chan struct{})
+		l := NewLink(Config{
+			Decoder: &frameDecoder{},
+			Handler: jsonrpc.HandlerFunc(func(_ context.Context, in *jsonrpc.Incoming) {
+				reached <- in.Method
+				<-proceed
+			}),
+		})
+		l.Attach(context.Background(), rwc)
+		drain := func() string {
+			synctest.Wait()
+			var now []agent.Event
+			for len(l.Events()) > 0 {
+				now = append(now, <-l.Events())
+			}
+			return texts(now)
+		}
+		fmt.Fprintf(peer, `{"method":"ask"}`+"\n")
+		<-reached
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if err := l.Notify(context.Background(), "mine", nil); err != nil {
+				t.Error(err)
+			}
+		}()
+		<-lines
+		<-done
+		if got := drain(); got != "" {
+			t.Fatalf("published while the handler runs: %q, want nothing", got)
+		}
+		proceed <- struct{}{}
+		if got := drain(); got != "ask prompt:mine" {
+			t.Fatalf("after the handler: %q, want the frame's events, then ours", got)
+		}
+		_ = peer.Close()
+		for range l.Events() {
+		}
+		_ = l.Close()
+	})
+}
