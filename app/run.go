@@ -84,6 +84,10 @@ type SessionOptions struct {
 	WaitCreated time.Duration
 	// OnBus sees every bus event (terminal rendering).
 	OnBus func([]mapper.BusEvent)
+	// OnTranscript, when set, sees the whole transcript after every change
+	// (on the runner goroutine; it costs a copy of the transcript each
+	// time, for --output stream-json).
+	OnTranscript func(mapper.Transcript)
 	// OnWaiting is called when a tool call starts waiting for a person
 	// (session.Options.OnWaiting).
 	OnWaiting func(callID string)
@@ -207,6 +211,9 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 		titles.observe(evs)
 		if opts.OnBus != nil {
 			opts.OnBus(evs)
+		}
+		if opts.OnTranscript != nil {
+			opts.OnTranscript(red.Transcript())
 		}
 	}
 	runner := session.NewRunner(session.Options{

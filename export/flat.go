@@ -81,7 +81,7 @@ var permissionOptions = [...]Option{
 // metadata.sessionId names the child), with ParentID set to that call and
 // AgentID to the child session id.
 func Flat(t mapper.Transcript) []FlatEvent {
-	p := projector{children: map[string]*mapper.Transcript{}}
+	p := projector{children: map[string]*mapper.Transcript{}, open: -1}
 	for i := range t.Children {
 		p.children[t.Children[i].Session.ID] = &t.Children[i]
 	}
@@ -92,6 +92,36 @@ func Flat(t mapper.Transcript) []FlatEvent {
 type projector struct {
 	out      []FlatEvent
 	children map[string]*mapper.Transcript
+	// open is the index in out of the first event that may still change
+	// (a text still streaming, a tool whose input still streams); -1 when
+	// none does.
+	open int
+}
+
+// unsettled marks the event just appended as one that may still change.
+func (p *projector) unsettled() {
+	if p.open < 0 {
+		p.open = len(p.out) - 1
+	}
+}
+
+// FlatSettled is the part of Flat(t) that will not change as the
+// transcript goes on: the events before the first one that still may (a
+// text part that is still streaming, a tool call whose input is still
+// streaming). Printed as it grows, it is an append-only stream, each event
+// written once and in the order Flat gives; a tool-call-start carries what
+// was known when the tool started (its title may be refined later in the
+// transcript).
+func FlatSettled(t mapper.Transcript) []FlatEvent {
+	p := projector{children: map[string]*mapper.Transcript{}, open: -1}
+	for i := range t.Children {
+		p.children[t.Children[i].Session.ID] = &t.Children[i]
+	}
+	p.session(&t, "", "", "")
+	if p.open >= 0 {
+		return p.out[:p.open]
+	}
+	return p.out
 }
 
 // session emits the events of one session; inherited turn/parent/agent are
@@ -103,6 +133,9 @@ func (p *projector) session(t *mapper.Transcript, turn, parentID, agentID string
 		if open != nil && !child {
 			if ev, ok := open.end(); ok {
 				p.out = append(p.out, ev)
+				if open.last.Finish == agent.FinishToolCalls {
+					p.unsettled() // the model goes on once its tools are done
+				}
 			}
 		}
 		open = nil
@@ -179,10 +212,16 @@ func (p *projector) assistantMessage(m *mapper.AssistantMessage, parts []mapper.
 			ev := base(pt.ID, partStart(pt.Time, m.Time.Created), TypeText)
 			ev.Text = pt.Text
 			p.out = append(p.out, ev)
+			if m.Time.Completed == nil && (pt.Time == nil || pt.Time.End == nil) {
+				p.unsettled()
+			}
 		case *mapper.ReasoningPart:
 			ev := base(pt.ID, partStart(&pt.Time, m.Time.Created), TypeText)
 			ev.Text, ev.Thinking = pt.Text, true
 			p.out = append(p.out, ev)
+			if m.Time.Completed == nil && pt.Time.End == nil {
+				p.unsettled()
+			}
 		case *mapper.FilePart:
 			ev := base(pt.ID, m.Time.Created, TypeFile)
 			ev.Ref, ev.Name, ev.MimeType = pt.URL, pt.Filename, pt.Mime
@@ -218,6 +257,9 @@ func (p *projector) tool(m *mapper.AssistantMessage, pt *mapper.ToolPart, base f
 		ev.AgentTitle = child.Session.Title
 	}
 	p.out = append(p.out, ev)
+	if st.Status == mapper.StatusPending {
+		p.unsettled() // its input is still streaming
+	}
 
 	if b := st.Block; b != nil {
 		switch b.Type {

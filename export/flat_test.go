@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/happy-dev/happy/agent"
@@ -187,4 +188,69 @@ func TestTextRuleDecisions(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden.Check(t, filepath.Join("testdata", "rules.txt"), buf.Bytes())
+}
+
+// FlatSettled stops before the first event that may still change, and is
+// the whole of Flat once nothing streams.
+func TestFlatSettled(t *testing.T) {
+	ids := func(evs []FlatEvent) []string {
+		out := make([]string, len(evs))
+		for i, e := range evs {
+			out[i] = e.ID
+		}
+		return out
+	}
+	full := ids(Flat(exchange()))
+	cases := []struct {
+		name   string
+		change func(*mapper.Transcript)
+		upTo   string // the first id left out ("" = all of Flat)
+	}{
+		{"complete", func(*mapper.Transcript) {}, ""},
+		{"last text still streams", func(tr *mapper.Transcript) {
+			tr.Messages[2].Info.(*mapper.AssistantMessage).Time.Completed = nil
+		}, "prt_021"},
+		{"text with an end time is settled", func(tr *mapper.Transcript) {
+			tr.Messages[2].Info.(*mapper.AssistantMessage).Time.Completed = nil
+			tr.Messages[2].Parts[2].(*mapper.TextPart).Time = &mapper.PartTime{Start: 1, End: i64(2)}
+		}, "msg_01abc.turn-end-never"},
+		{"reasoning still streams", func(tr *mapper.Transcript) {
+			m := tr.Messages[1].Info.(*mapper.AssistantMessage)
+			m.Time.Completed = nil
+			tr.Messages[1].Parts[1].(*mapper.ReasoningPart).Time.End = nil
+		}, "prt_011"},
+		{"tool input still streams", func(tr *mapper.Transcript) {
+			tr.Messages[2].Parts[1].(*mapper.ToolPart).State = mapper.ToolState{Status: mapper.StatusPending, Input: agent.Object{}}
+		}, "prt_031"},
+		{"the model goes on after tools", func(tr *mapper.Transcript) {
+			tr.Messages = tr.Messages[:2] // msg_02def finished with tool-calls
+		}, "msg_01abc.turn-end"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := exchange()
+			tc.change(&tr)
+			all, got := ids(Flat(tr)), ids(FlatSettled(tr))
+			want := all
+			for i, id := range all {
+				if id == tc.upTo {
+					want = all[:i]
+				}
+			}
+			if tc.upTo == "msg_01abc.turn-end-never" {
+				want = all[:len(all)-0]
+				for i, id := range all {
+					if id == "msg_01abc.turn-end" {
+						want = all[:i]
+					}
+				}
+			}
+			if strings.Join(got, " ") != strings.Join(want, " ") {
+				t.Fatalf("FlatSettled\n%v\nwant\n%v", got, want)
+			}
+			if tc.upTo == "" && strings.Join(got, " ") != strings.Join(full, " ") {
+				t.Fatalf("a complete transcript loses events: %v", got)
+			}
+		})
+	}
 }

@@ -196,7 +196,8 @@ func runACP(parent context.Context, f *factory, o *agentOptions, ao *acpOptions,
 	// prompts, not for a turn.
 	prog := newProgress(f.stderr, oneShot && f.isTerminal(f.stderr), f.now)
 	defer prog.close()
-	res, err := app.RunSession(ctx, env, conn, agent, app.SessionOptions{
+	out := newRunOutput(f, o.output)
+	so := app.SessionOptions{
 		Flavor: p.flavor, Dir: dir, Prompt: o.prompt, OneShot: oneShot, ProviderID: p.providerID,
 		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: "terminal",
 		FlushTimeout: o.flushTimeout, Yolo: o.yolo,
@@ -208,11 +209,10 @@ func runACP(parent context.Context, f *factory, o *agentOptions, ao *acpOptions,
 				prog.created(id, fmt.Sprintf("happy: session %s — send prompts with: happy send %s \"…\" (Ctrl-C ends it)", id, id))
 			}
 		},
-	})
-	prog.close()
-	if res.FinalText != "" && oneShot {
-		fmt.Fprintln(f.stdout, res.FinalText)
 	}
+	out.wire(&so)
+	res, err := app.RunSession(ctx, env, conn, agent, so)
+	prog.close()
 	if !oneShot {
 		switch {
 		case interrupted():
@@ -224,5 +224,5 @@ func runACP(parent context.Context, f *factory, o *agentOptions, ao *acpOptions,
 		}
 		return nil
 	}
-	return turnExit(p.command[0], res, err, interrupted())
+	return out.finish(res, turnExit(p.command[0], res, err, interrupted()))
 }

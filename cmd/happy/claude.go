@@ -31,6 +31,7 @@ type agentOptions struct {
 	permissionTimeout time.Duration
 	record            string
 	flushTimeout      time.Duration
+	output            string
 	yolo              bool
 	allow, deny, ask  []string
 	agentArgs         []string
@@ -64,6 +65,7 @@ func (o *agentOptions) bind(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&o.deny, "deny", nil, "permission rule `permission:pattern` to deny (repeatable)")
 	cmd.Flags().StringArrayVar(&o.ask, "ask", nil, "permission rule `permission:pattern` to ask a person for (repeatable)")
 	cmd.Flags().DurationVar(&o.flushTimeout, "flush-timeout", 10*time.Second, "at the end, wait this long for the relay to acknowledge the transcript (-p exits 4 when it has not)")
+	cmd.Flags().StringVar(&o.output, "output", outputText, "with -p: text (the final answer), json (one result object at the end), stream-json (the flat events as JSON lines while the turn runs)")
 	cmd.Flags().BoolVar(&o.yolo, "yolo", false, "allow every tool call without asking (the rule *:* allow; your own deny and ask rules still win); recorded in the session")
 }
 
@@ -72,6 +74,12 @@ func (o *agentOptions) bind(cmd *cobra.Command) {
 func (o *agentOptions) checkFlags(cmd *cobra.Command) error {
 	if cmd.Flags().Changed("print") && strings.TrimSpace(o.prompt) == "" {
 		return &usageError{err: errors.New("-p needs a prompt (it is empty)")}
+	}
+	if err := checkOutput(o.output); err != nil {
+		return err
+	}
+	if o.output != outputText && o.prompt == "" {
+		return &usageError{err: fmt.Errorf("--output %s needs -p: it describes one turn", o.output)}
 	}
 	return o.checkRuleFlags()
 }
@@ -282,7 +290,8 @@ func runClaudePrint(parent context.Context, f *factory, o *agentOptions, claudeP
 
 	prog := newProgress(f.stderr, f.isTerminal(f.stderr), f.now)
 	defer prog.close()
-	res, err := app.RunSession(ctx, env, conn, ag, app.SessionOptions{
+	out := newRunOutput(f, o.output)
+	sopts := app.SessionOptions{
 		Flavor: "claude", Dir: dir, Prompt: o.prompt, OneShot: true, ProviderID: "anthropic",
 		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: "terminal", Resume: o.resumeOpts(),
 		FlushTimeout: o.flushTimeout, Yolo: o.yolo,
@@ -290,12 +299,11 @@ func runClaudePrint(parent context.Context, f *factory, o *agentOptions, claudeP
 		OnCreated: func(id string) {
 			prog.created(id, fmt.Sprintf("happy: session %s — follow it with: happy log %s --follow", id, id))
 		},
-	})
-	prog.close()
-	if res.FinalText != "" {
-		fmt.Fprintln(f.stdout, res.FinalText)
 	}
-	return turnExit("claude", res, err, interrupted())
+	out.wire(&sopts)
+	res, err := app.RunSession(ctx, env, conn, ag, sopts)
+	prog.close()
+	return out.finish(res, turnExit("claude", res, err, interrupted()))
 }
 
 // runClaudeInteractive runs Claude in its own terminal UI (local mode),

@@ -90,6 +90,12 @@ func runCodex(parent context.Context, f *factory, o *codexOptions) error {
 	if err != nil {
 		return &usageError{err: fmt.Errorf("--permission-mode: %w (want default, read-only, safe-yolo or yolo)", err)}
 	}
+	if err := checkOutput(o.output); err != nil {
+		return err
+	}
+	if o.output != outputText && o.prompt == "" {
+		return &usageError{err: fmt.Errorf("--output %s needs -p: it describes one turn", o.output)}
+	}
 	if err := o.checkRuleFlags(); err != nil {
 		return err
 	}
@@ -172,12 +178,11 @@ func runCodexSession(parent context.Context, f *factory, o *codexOptions, proto 
 		},
 	}
 	if oneShot {
+		out := newRunOutput(f, o.output)
+		out.wire(&so)
 		res, err := app.RunSession(ctx, env, conn, ag, so)
 		prog.close()
-		if res.FinalText != "" {
-			fmt.Fprintln(f.stdout, res.FinalText)
-		}
-		return turnExit("codex", res, err, interrupted())
+		return out.finish(res, turnExit("codex", res, err, interrupted()))
 	}
 
 	var line *app.PromptLine

@@ -1,11 +1,16 @@
 package main
 
 import (
+	"encoding/json"
 	"net"
 	"os"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/happy-dev/happy/agent"
+	"github.com/happy-dev/happy/app"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -120,5 +125,122 @@ func TestInteractiveNeedsATerminal(t *testing.T) {
 	}
 	if _, out, _ := runHappy(t, env, "sessions", "--json"); strings.Contains(out, `"id"`) {
 		t.Fatalf("a session was opened: %s", out)
+	}
+}
+
+// --output json: one report a script can decide on, for each outcome.
+func TestPrintOutputJSON(t *testing.T) {
+	cases := []struct {
+		name      string
+		args      []string
+		relayDown bool
+		code      int
+		status    string
+		tool      app.ReportTool
+	}{
+		{"allowed by a rule", []string{"--allow", "bash:echo hi*"}, false, exitOK, app.RunCompleted,
+			app.ReportTool{CallID: "call_fake_1", Tool: "bash", Status: mapper.StatusCompleted, Decision: agent.DecisionOnce, Reason: agent.ReasonRule,
+				Rule: &agent.MatchedRule{Permission: "bash", Pattern: "echo hi*", Action: "allow"}}},
+		{"denied by a rule", []string{"--deny", "bash:*"}, false, exitFailed, app.RunRejected,
+			app.ReportTool{CallID: "call_fake_1", Tool: "bash", Status: mapper.StatusError, Decision: agent.DecisionReject, Reason: agent.ReasonRule,
+				Rule: &agent.MatchedRule{Permission: "bash", Pattern: "*", Action: "deny"}}},
+		{"relay down", []string{"--allow", "bash:*", "--flush-timeout", "300ms"}, true, exitUndelivered, app.RunUndelivered,
+			app.ReportTool{CallID: "call_fake_1", Tool: "bash", Status: mapper.StatusCompleted, Decision: agent.DecisionOnce, Reason: agent.ReasonRule,
+				Rule: &agent.MatchedRule{Permission: "bash", Pattern: "*", Action: "allow"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			capture := "codex-app"
+			if tc.status == app.RunRejected {
+				capture = "codex-app-decline"
+			}
+			fc := newFakeCodex(t, "", capture, "")
+			env := codexTestEnv(t, fc)
+			if tc.relayDown {
+				env["HAPPY_SERVER_URL"] = closedURL(t)
+			}
+			args := append([]string{"codex", "-p", "Run `echo hi > hi.txt`", "--codex-protocol", "app-server", "--output", "json"}, tc.args...)
+			code, stdout, stderr := runHappy(t, env, args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tc.code, stderr)
+			}
+			var rep app.Report
+			dec := json.NewDecoder(strings.NewReader(stdout))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&rep); err != nil {
+				t.Fatalf("stdout is not one report: %v\n%s", err, stdout)
+			}
+			if rep.Status != tc.status || rep.ExitCode != tc.code || rep.Title != "Run `echo hi > hi.txt`" || rep.FinalText != "Done: the command printed hi." ||
+				rep.Dropped != 0 || rep.DurationMs <= 0 || len(rep.ToolCalls) != 1 {
+				t.Fatalf("report %+v", rep)
+			}
+			got := rep.ToolCalls[0]
+			got.Title, got.Error = "", ""
+			if !reflect.DeepEqual(got, tc.tool) {
+				t.Errorf("tool call %+v\nwant      %+v (rule %+v)", got, tc.tool, got.Rule)
+			}
+			if tc.relayDown != (rep.SessionID == "") || tc.relayDown != (rep.Undelivered > 0) {
+				t.Errorf("session id %q, undelivered %d", rep.SessionID, rep.Undelivered)
+			}
+		})
+	}
+}
+
+// --output stream-json: the flat events, one JSON object a line, while
+// the turn runs (as happy log --events prints them), and nothing else.
+func TestPrintOutputStreamJSON(t *testing.T) {
+	fc := newFakeCodex(t, "", "codex-app", "")
+	env := codexTestEnv(t, fc)
+	code, stdout, stderr := runHappy(t, env, "codex", "-p", "x", "--codex-protocol", "app-server", "--allow", "bash:*", "--output", "stream-json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var types []string
+	ids := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		var ev struct {
+			ID   string `json:"id"`
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil || ev.Type == "" || ev.ID == "" {
+			t.Fatalf("not a flat event: %q (%v)", line, err)
+		}
+		if ids[ev.ID] {
+			t.Fatalf("event %s printed twice", ev.ID)
+		}
+		ids[ev.ID] = true
+		types = append(types, ev.Type)
+	}
+	// The prompt, then the turn.
+	want := []string{"text", "turn-start", "tool-call-start", "permission-request", "permission-response", "tool-call-end", "text", "turn-end"}
+	if !slices.Equal(types, want) {
+		t.Fatalf("event types %v, want %v", types, want)
+	}
+	// The same events happy log --events gives afterwards, each written
+	// once it no longer changes (the final text whole, not its first
+	// chunk); a tool-call-start keeps the title known when it started.
+	sid := strings.Fields(strings.TrimPrefix(stderr, "happy: session "))[0]
+	_, logged, _ := runHappy(t, env, "log", sid, "--events")
+	norm := func(s string) string {
+		var out []string
+		for _, line := range strings.Split(strings.TrimSpace(s), "\n") {
+			var ev map[string]any
+			_ = json.Unmarshal([]byte(line), &ev)
+			if ev["type"] == "tool-call-start" {
+				delete(ev, "title")
+			}
+			b, _ := json.Marshal(ev)
+			out = append(out, string(b))
+		}
+		return strings.Join(out, "\n")
+	}
+	if norm(logged) != norm(stdout) {
+		t.Errorf("stream-json differs from happy log --events:\n%s\n---\n%s", stdout, logged)
+	}
+	if !strings.Contains(stdout, `"text":"Done: the command printed hi."`) {
+		t.Errorf("the final text is not whole in the stream:\n%s", stdout)
+	}
+	if code, _, stderr := runHappy(t, env, "codex", "--output", "yaml", "-p", "x"); code != exitUsage || !strings.Contains(stderr, `--output "yaml": want text, json or stream-json`) {
+		t.Errorf("bad --output: %d %q", code, stderr)
 	}
 }

@@ -134,6 +134,9 @@ than 90s: its happy died), 130 interrupted (Ctrl-C).`,
 				t := rb.Transcript()
 				switch {
 				case asJSON:
+					// The document lists the dropped inputs; a script reading
+					// only the exit status and stderr learns of them too.
+					warnDropped(f, t)
 					return writeJSON(f.stdout, t)
 				case events:
 					warnDropped(f, t)
@@ -183,13 +186,25 @@ func writeEvents(w io.Writer, evs []export.FlatEvent, seen map[string]bool) erro
 func followLog(ctx context.Context, f *factory, conn *app.Conn, o app.Opened, rb *session.Readback, after int64, asJSON bool, interval time.Duration) error {
 	seen := map[string]bool{}
 	warned := 0
-	emit := func() error {
+	// growing is the text event still streaming that the readable form
+	// shows as it grows, and how much of it is printed.
+	var growing struct {
+		id      string
+		printed int
+	}
+	// emit prints what is new: the settled events (all of them once the
+	// session is over) and, readable, the text that still streams.
+	emit := func(final bool) error {
 		tr := rb.Transcript()
 		if n := countDropped(tr); n > warned {
 			fmt.Fprintf(f.stderr, "happy: warning: %d input(s) were dropped; this transcript is incomplete (happy log --json lists them)\n", n)
 			warned = n
 		}
-		evs := export.Flat(tr)
+		all := export.Flat(tr)
+		evs := all
+		if !final {
+			evs = export.FlatSettled(tr)
+		}
 		if asJSON {
 			return writeEvents(f.stdout, evs, seen)
 		}
@@ -198,11 +213,34 @@ func followLog(ctx context.Context, f *factory, conn *app.Conn, o app.Opened, rb
 				continue
 			}
 			seen[ev.ID] = true
+			if ev.ID == growing.id {
+				// Its beginning is on screen: finish the line.
+				fmt.Fprintln(f.stdout, strings.ReplaceAll(ev.Text[min(growing.printed, len(ev.Text)):], "\n", "\n    "))
+				growing.id = ""
+				continue
+			}
 			fmt.Fprintln(f.stdout, flatLine(ev))
+		}
+		if final || len(evs) >= len(all) || all[len(evs)].Type != export.TypeText {
+			return nil
+		}
+		// The first unsettled event is a text that streams: show it grow.
+		ev := all[len(evs)]
+		if ev.ID != growing.id {
+			if growing.id != "" {
+				fmt.Fprintln(f.stdout) // the previous one was cut short
+			}
+			growing.id, growing.printed = ev.ID, 0
+			line := flatLine(ev)
+			fmt.Fprint(f.stdout, strings.TrimSuffix(line, strings.ReplaceAll(ev.Text, "\n", "\n    ")))
+		}
+		if len(ev.Text) > growing.printed {
+			fmt.Fprint(f.stdout, strings.ReplaceAll(ev.Text[growing.printed:], "\n", "\n    "))
+			growing.printed = len(ev.Text)
 		}
 		return nil
 	}
-	if err := emit(); err != nil {
+	if err := emit(false); err != nil {
 		return err
 	}
 	// New rows come over the relay's message stream while it has one; the
@@ -234,7 +272,7 @@ func followLog(ctx context.Context, f *factory, conn *app.Conn, o app.Opened, rb
 			} else {
 				rb.Add(ev.Seq, ev.Plain)
 			}
-			if err := emit(); err != nil {
+			if err := emit(false); err != nil {
 				return err
 			}
 			continue
@@ -265,12 +303,15 @@ func followLog(ctx context.Context, f *factory, conn *app.Conn, o app.Opened, rb
 		changed := next != after
 		after = next
 		if changed {
-			if err := emit(); err != nil {
+			if err := emit(false); err != nil {
 				return err
 			}
 			continue
 		}
 		if app.Ended(st) {
+			if err := emit(true); err != nil {
+				return err
+			}
 			return followEnd(f, o, st)
 		}
 	}
