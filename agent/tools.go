@@ -246,14 +246,14 @@ func ToolPatterns(tool string, input json.RawMessage) (patterns []string, ok boo
 // metadata: MetaProviderTool (when providerTool is not empty) and, when
 // input is not the same JSON value as providerInput, MetaProviderInput
 // with providerInput decoded (numbers as json.Number, the convention of
-// Object; a providerInput that is not JSON is kept as its text). Nil or
-// empty providerInput adds nothing.
+// Object; a providerInput that is not JSON is kept as its text). A nil,
+// empty or null providerInput adds nothing.
 func ToolMetadata(providerTool string, providerInput, input json.RawMessage) Object {
 	m := Object{}
 	if providerTool != "" {
 		m[MetaProviderTool] = providerTool
 	}
-	if len(bytes.TrimSpace(providerInput)) == 0 {
+	if t := bytes.TrimSpace(providerInput); len(t) == 0 || string(t) == "null" {
 		return m
 	}
 	raw, err := decodeJSONValue(providerInput)

@@ -460,15 +460,11 @@ func (d *MCPDecoder) onExecCommandBegin(e event) {
 		return
 	}
 	cmd := commandString(e.msg.Command)
-	in := map[string]any{"command": cmd}
-	if e.msg.Cwd != "" {
-		in["cwd"] = strings.TrimPrefix(e.msg.Cwd, "file://")
-	}
-	var meta agent.Object
+	in, meta := shellCall("exec_command", cmd, strings.TrimPrefix(e.msg.Cwd, "file://"))
 	if len(e.msg.Parsed) > 0 && string(e.msg.Parsed) != "null" {
-		meta = agent.Object{"parsedCmd": e.msg.Parsed}
+		meta["parsedCmd"] = e.msg.Parsed
 	}
-	d.announce(e.o, c, cmd, mustObject(in), meta)
+	d.announce(e.o, c, unwrapShell(cmd), in, meta)
 	d.run(e.o, c)
 }
 
@@ -518,7 +514,8 @@ func (d *MCPDecoder) onExecCommandEnd(e event) {
 		meta["durationMs"] = ms
 	}
 	if !c.shown {
-		d.announce(e.o, c, commandString(e.msg.Command), mustObject(map[string]any{"command": commandString(e.msg.Command)}), nil)
+		in, tmeta := shellCall("exec_command", commandString(e.msg.Command), "")
+		d.announce(e.o, c, unwrapShell(commandString(e.msg.Command)), in, tmeta)
 	}
 	if e.msg.ExitCode != nil && *e.msg.ExitCode != 0 {
 		text := output
@@ -547,8 +544,11 @@ func (d *MCPDecoder) onPatchApplyBegin(e event) {
 		d.drop(e.o, e.kind, agent.DropMissingID, "patch event without call_id", e.raw)
 		return
 	}
-	input, meta, paths := patchDetail(e.msg.Changes)
-	c.paths = paths
+	ups := patchUpdates(e.msg.Changes)
+	_, meta, paths := fileChangeDetail(ups)
+	tool, input := patchTool(ups)
+	c.tool, c.paths = tool, paths
+	meta = mergeMeta(meta, agent.ToolMetadata("patch_apply", mustObject(map[string]any{"changes": e.msg.Changes}), input))
 	d.announce(e.o, c, strings.Join(paths, ", "), input, meta)
 	d.run(e.o, c)
 }
@@ -571,12 +571,13 @@ func (d *MCPDecoder) onPatchApplyEnd(e event) {
 }
 
 func (d *MCPDecoder) onMcpToolCallBegin(e event) {
-	c := d.call(e.msg.CallID, e.msg.Invocation.Server+"_"+e.msg.Invocation.Tool)
+	c := d.call(e.msg.CallID, mcpToolName(e.msg.Invocation.Server, e.msg.Invocation.Tool))
 	if c == nil {
 		d.drop(e.o, e.kind, agent.DropMissingID, "mcp tool event without call_id", e.raw)
 		return
 	}
-	d.announce(e.o, c, e.msg.Invocation.Tool, objectOr(e.msg.Invocation.Arguments), nil)
+	input := objectOrEmpty(e.msg.Invocation.Arguments)
+	d.announce(e.o, c, e.msg.Invocation.Tool, input, agent.ToolMetadata("mcp_tool_call", e.msg.Invocation.Arguments, input))
 	if e.msg.Type == "mcp_tool_call_begin" {
 		d.run(e.o, c)
 		return
@@ -606,16 +607,16 @@ func (d *MCPDecoder) onMcpToolCallBegin(e event) {
 }
 
 func (d *MCPDecoder) onWebSearchBegin(e event) {
-	c := d.call(e.msg.CallID, "websearch")
+	c := d.call(e.msg.CallID, agent.ToolSearch)
 	if c == nil {
 		d.drop(e.o, e.kind, agent.DropMissingID, "web search event without call_id", e.raw)
 		return
 	}
 	var in json.RawMessage
 	if e.msg.Query != "" {
-		in = mustObject(map[string]string{"query": e.msg.Query})
+		in = agent.EncodeInput(agent.SearchInput{Query: e.msg.Query})
 	}
-	d.announce(e.o, c, e.msg.Query, in, nil)
+	d.announce(e.o, c, e.msg.Query, in, agent.ToolMetadata("web_search", nil, nil))
 	d.run(e.o, c)
 	if e.msg.Type == "web_search_end" {
 		d.complete(e.o, c, "", nil)
@@ -623,12 +624,12 @@ func (d *MCPDecoder) onWebSearchBegin(e event) {
 }
 
 func (d *MCPDecoder) onViewImageToolCall(e event) {
-	c := d.call(e.msg.CallID, "read")
+	c := d.call(e.msg.CallID, agent.ToolRead)
 	if c == nil {
 		d.drop(e.o, e.kind, agent.DropMissingID, "image view without call_id", e.raw)
 		return
 	}
-	d.announce(e.o, c, e.msg.Path, mustObject(map[string]string{"path": e.msg.Path}), nil)
+	d.announce(e.o, c, e.msg.Path, agent.EncodeInput(agent.ReadInput{Path: e.msg.Path}), agent.ToolMetadata("view_image", nil, nil))
 	d.complete(e.o, c, "", nil)
 }
 
@@ -717,9 +718,9 @@ func (d *MCPDecoder) item(o *out, t *mcpTurn, msg mcpMsg, raw []byte) {
 // tool part becomes blocked, once.
 func (d *MCPDecoder) approval(o *out, msg mcpMsg, kind string, raw []byte, reqKey string) {
 	edit := strings.Contains(msg.Type, "patch")
-	tool := "bash"
+	tool := agent.ToolBash
 	if edit {
-		tool = "edit"
+		tool = agent.ToolEdit
 	}
 	c := d.call(msg.CallID, tool)
 	if c == nil {
@@ -737,7 +738,6 @@ func (d *MCPDecoder) approval(o *out, msg mcpMsg, kind string, raw []byte, reqKe
 		meta["reason"] = msg.Reason
 	}
 	var perm *agent.PermissionRequest
-	var input json.RawMessage
 	if edit {
 		_, pmeta, paths := patchDetail(msg.Changes)
 		if len(paths) == 0 {
@@ -749,10 +749,17 @@ func (d *MCPDecoder) approval(o *out, msg mcpMsg, kind string, raw []byte, reqKe
 		if msg.GrantRoot != nil {
 			meta["grantRoot"] = *msg.GrantRoot
 		}
-		perm = &agent.PermissionRequest{Permission: "edit", Patterns: paths, Always: paths, Metadata: meta}
 		if !c.shown {
-			input = mustObject(map[string]any{"paths": paths})
+			ups := patchUpdates(msg.Changes)
+			tool, input := patchTool(ups)
+			if len(ups) == 0 && len(paths) > 0 {
+				input = agent.EncodeInput(agent.EditInput{Path: paths[0]})
+			}
+			c.tool = tool
+			d.announce(o, c, strings.Join(paths, ", "), input,
+				agent.ToolMetadata("patch_apply", mustObject(map[string]any{"changes": msg.Changes}), input))
 		}
+		perm = &agent.PermissionRequest{Permission: c.tool, Patterns: paths, Always: paths, Metadata: meta}
 	} else {
 		cmd := commandString(msg.Command)
 		if msg.Cwd != "" {
@@ -762,17 +769,14 @@ func (d *MCPDecoder) approval(o *out, msg mcpMsg, kind string, raw []byte, reqKe
 		if cmd != "" {
 			patterns = []string{cmd}
 		}
-		perm = &agent.PermissionRequest{Permission: "bash", Patterns: patterns, Always: patterns, Metadata: meta}
+		perm = &agent.PermissionRequest{Permission: agent.ToolBash, Patterns: patterns, Always: patterns, Metadata: meta}
 		if !c.shown {
-			in := map[string]any{"command": cmd}
-			if msg.Cwd != "" {
-				in["cwd"] = strings.TrimPrefix(msg.Cwd, "file://")
-			}
-			input = mustObject(in)
+			in, tmeta := shellCall("exec_command", cmd, strings.TrimPrefix(msg.Cwd, "file://"))
+			d.announce(o, c, unwrapShell(cmd), in, tmeta)
 		}
 	}
 	c.blocked = true
-	o.add(&agent.ToolBlocked{CallID: c.id, Tool: c.tool, Input: input, Permission: perm})
+	o.add(&agent.ToolBlocked{CallID: c.id, Tool: c.tool, Permission: perm})
 }
 
 func (d *MCPDecoder) request(o *out, m jsonrpc.Message) {
@@ -947,12 +951,16 @@ func (d *MCPDecoder) call(id, tool string) *call {
 }
 
 func (d *MCPDecoder) announce(o *out, c *call, title string, input json.RawMessage, meta agent.Object) {
-	if c.shown && (input == nil || string(input) == string(c.input)) {
+	if c.shown && (input == nil || string(input) == string(c.input)) && !newMembers(c.meta, meta) {
 		return
 	}
 	c.shown = true
 	if input != nil {
 		c.input = input
+	}
+	c.meta = mergeMeta(c.meta, meta)
+	if len(meta) == 0 {
+		meta = nil
 	}
 	o.add(&agent.ToolCall{CallID: c.id, Tool: c.tool, Title: title, Input: input, Metadata: meta})
 }
@@ -1015,6 +1023,13 @@ func durationMs(raw json.RawMessage) (int64, bool) {
 // patchDetail renders the legacy changes map {path: {add:{content}} |
 // {delete:{…}} | {update:{unified_diff, move_path}}} like fileChangeDetail.
 func patchDetail(changes map[string]json.RawMessage) (json.RawMessage, agent.Object, []string) {
+	return fileChangeDetail(patchUpdates(changes))
+}
+
+// patchUpdates reads a patch's changes ({path: {add: {content}} |
+// {delete: {content}} | {update: {unified_diff, move_path}}}) as file
+// updates, in path order; an added file's content becomes added lines.
+func patchUpdates(changes map[string]json.RawMessage) []fileUpdate {
 	paths := make([]string, 0, len(changes))
 	for p := range changes {
 		paths = append(paths, p)
@@ -1042,7 +1057,7 @@ func patchDetail(changes map[string]json.RawMessage) (json.RawMessage, agent.Obj
 		}
 		ups = append(ups, u)
 	}
-	return fileChangeDetail(ups)
+	return ups
 }
 
 // addDiff renders a new file's content as added lines.
