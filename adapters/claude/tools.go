@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/happy-dev/happy/agent"
@@ -57,11 +59,29 @@ type todoItem struct {
 }
 
 // parseInput reads the known fields of a tool input; fields of another
-// type than expected stay zero (a tool input is the model's, any shape).
+// type than expected stay zero, and optional ones absent (a tool input is
+// the model's, any shape).
 func parseInput(raw json.RawMessage) toolInput {
 	var in toolInput
-	if len(raw) > 0 && raw[0] == '{' {
-		_ = json.Unmarshal(raw, &in)
+	if len(raw) == 0 || raw[0] != '{' {
+		return in
+	}
+	if json.Unmarshal(raw, &in) == nil {
+		return in
+	}
+	// A member of another type: read the members one by one (in name
+	// order), leaving out those that do not fit.
+	var members map[string]json.RawMessage
+	if json.Unmarshal(raw, &members) != nil {
+		return toolInput{}
+	}
+	in = toolInput{}
+	for _, k := range slices.Sorted(maps.Keys(members)) {
+		one, _ := json.Marshal(map[string]json.RawMessage{k: members[k]})
+		var probe toolInput
+		if json.Unmarshal(one, &probe) == nil {
+			_ = json.Unmarshal(one, &in)
+		}
 	}
 	return in
 }
@@ -157,6 +177,9 @@ func canonicalInput(name string, raw json.RawMessage) json.RawMessage {
 	case "ExitPlanMode", "EnterPlanMode":
 		v = agent.PlanInput{Plan: in.Plan}
 	default:
+		if !json.Valid(raw) {
+			return json.RawMessage(`{}`)
+		}
 		return objectOrEmpty(raw)
 	}
 	return agent.EncodeInput(v)
