@@ -228,9 +228,9 @@ func rolloutTool(name string, args json.RawMessage) (string, json.RawMessage) {
 		}
 	}
 	var a struct {
-		Query     string `json:"query"`
-		Path      string `json:"path"`
-		Plan      []struct {
+		Query string `json:"query"`
+		Path  string `json:"path"`
+		Plan  []struct {
 			Step   string `json:"step"`
 			Status string `json:"status"`
 		} `json:"plan"`
