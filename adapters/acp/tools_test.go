@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/happy-dev/happy/agent"
+	"github.com/happy-dev/happy/mapper"
 )
 
 // An ACP tool call in the shapes each agent sends becomes the canonical
@@ -226,4 +227,28 @@ func FuzzCanonicalTool(f *testing.F) {
 		_, _ = agent.ToolPatterns(name, input)
 		_ = rawOutputText(tl.rawInput)
 	})
+}
+
+// One rule covers a shell command whatever the agent calls it: codex-acp's
+// `git status` arrives with kind search, Gemini CLI's and claude-code-acp's
+// with kind execute; the permission is bash and the pattern the command.
+func TestOneRuleForEveryShell(t *testing.T) {
+	rules := []mapper.PermissionRule{{Permission: agent.ToolBash, Pattern: "git status*", Action: mapper.ActionAllow}}
+	for _, tc := range []string{
+		`{"toolCallId":"t1","title":"Search","kind":"search","rawInput":{"command":["/bin/bash","-lc","git status --short"],"cwd":"/w"}}`,
+		`{"toolCallId":"run_shell_command__run_shell_command_1_0","title":"git status --short","kind":"execute"}`,
+		`{"toolCallId":"t1","title":"` + "`git status --short`" + `","kind":"execute","rawInput":{"command":"git status --short"}}`,
+	} {
+		evs := decodeAll(script(append(append([]string{}, opened...),
+			`< {"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{"sessionId":"s","toolCall":`+tc+`,"options":[{"optionId":"a","name":"Allow","kind":"allow_once"}]}}`)...))
+		var p *agent.PermissionRequest
+		for _, e := range evs {
+			if b, ok := e.(*agent.ToolBlocked); ok {
+				p = b.Permission
+			}
+		}
+		if p == nil || p.Permission != agent.ToolBash || mapper.Evaluate(rules, p.Permission, p.Patterns) != mapper.ActionAllow {
+			t.Errorf("%s: permission %+v", tc, p)
+		}
+	}
 }

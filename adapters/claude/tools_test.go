@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/happy-dev/happy/agent"
+	"github.com/happy-dev/happy/mapper"
 )
 
 // Every Claude tool maps to its canonical name, input, metadata and
@@ -103,4 +104,14 @@ func FuzzCanonicalInput(f *testing.F) {
 		_ = toolMeta(name, json.RawMessage(input))
 		_ = toolPatterns(name, json.RawMessage(input))
 	})
+}
+
+// The rule bash:git status* covers Claude's Bash: the permission is the
+// canonical tool's name and the pattern the command.
+func TestBashRule(t *testing.T) {
+	rules := []mapper.PermissionRule{{Permission: agent.ToolBash, Pattern: "git status*", Action: mapper.ActionAllow}}
+	p := permissionRequest("r1", "Bash", json.RawMessage(`{"command":"git status --short"}`), nil)
+	if got := mapper.Evaluate(rules, p.Permission, p.Patterns); got != mapper.ActionAllow {
+		t.Errorf("%+v: %s", p, got)
+	}
 }
