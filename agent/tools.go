@@ -76,7 +76,10 @@ func ParseMCPTool(name string) (server, tool string, ok bool) {
 	if !ok {
 		return "", "", false
 	}
-	return strings.Cut(rest, "/")
+	if server, tool, ok = strings.Cut(rest, "/"); !ok {
+		return "", "", false
+	}
+	return server, tool, true
 }
 
 // IsCanonicalTool reports whether name is one of the canonical tool names
