@@ -252,3 +252,21 @@ func TestOneRuleForEveryShell(t *testing.T) {
 		}
 	}
 }
+
+// A file tool's permission covers every file it touches: a move's two
+// paths are both patterns, so a deny rule on either catches it.
+func TestFilePermissionCoversEveryLocation(t *testing.T) {
+	evs := decodeAll(script(append(append([]string{}, opened...),
+		`< {"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"m1","title":"Move a to /etc/a","kind":"move","locations":[{"path":"/w/a"},{"path":"/etc/a"}]},"options":[{"optionId":"a","name":"Allow","kind":"allow_once"}]}}`)...))
+	for _, e := range evs {
+		if b, ok := e.(*agent.ToolBlocked); ok {
+			rules := []mapper.PermissionRule{{Permission: "*", Pattern: "*", Action: mapper.ActionAllow}, {Permission: agent.ToolEdit, Pattern: "/etc/*", Action: mapper.ActionDeny}}
+			if b.Permission.Permission != agent.ToolEdit || strings.Join(b.Permission.Patterns, " ") != "/w/a /etc/a" ||
+				mapper.Evaluate(rules, b.Permission.Permission, b.Permission.Patterns) != mapper.ActionDeny {
+				t.Errorf("permission %+v", b.Permission)
+			}
+			return
+		}
+	}
+	t.Fatal("no ToolBlocked")
+}

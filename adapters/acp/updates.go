@@ -547,6 +547,15 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 	name, input, _ := d.canonical(tl)
 	if p, ok := agent.ToolPatterns(name, input); ok {
 		patterns = p
+		if name == agent.ToolRead || name == agent.ToolWrite || name == agent.ToolEdit {
+			// Every file the tool touches (a move has two): a deny rule
+			// must catch each of them.
+			for _, l := range tl.locations {
+				if !slices.Contains(patterns, l.Path) {
+					patterns = append(patterns, l.Path)
+				}
+			}
+		}
 	}
 	d.emit(&agent.ToolBlocked{CallID: tl.callID, Tool: name, Input: input,
 		Permission: &agent.PermissionRequest{ID: permID, Permission: name,
