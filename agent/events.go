@@ -146,15 +146,17 @@ type ReasoningFinal struct {
 
 // ToolCall announces a tool call, or updates its announcement (upsert by
 // CallID): tool name, title and input. A repeated announcement merges
-// (non-empty fields win). The tool part starts "pending".
+// (non-empty fields win). The tool part starts "pending". Tool is a
+// canonical tool name and Input its canonical input (tools.go); Metadata
+// carries the agent's own tool name and input (ToolMetadata).
 type ToolCall struct {
 	EventBase
 	Message  string          `json:"message,omitempty"`
 	CallID   string          `json:"callID,omitempty"`
-	Tool     string          `json:"tool,omitempty"`     // canonical tool name ("bash", "edit", "task", …) or the provider's
+	Tool     string          `json:"tool,omitempty"`     // canonical tool name (ToolBash, ToolEdit, MCPTool(…), …)
 	Title    string          `json:"title,omitempty"`    // short human-readable title
-	Input    json.RawMessage `json:"input,omitempty"`    // a JSON object; nil when not known yet
-	Metadata Object          `json:"metadata,omitempty"` // provider detail kept on the tool part
+	Input    json.RawMessage `json:"input,omitempty"`    // the canonical input, a JSON object; nil when not known yet
+	Metadata Object          `json:"metadata,omitempty"` // provider detail kept on the tool part (providerTool, providerInput, …)
 }
 
 // ToolInputDelta appends raw input text to a pending tool call.
@@ -173,7 +175,7 @@ type ToolRunning struct {
 // PermissionRequest is what a tool needs permission for.
 type PermissionRequest struct {
 	ID         string   `json:"id,omitempty"`         // stable request id from the provider; "" = derived (per_…)
-	Permission string   `json:"permission,omitempty"` // "edit" | "bash" | "read" | "task" | … (the tool kind)
+	Permission string   `json:"permission,omitempty"` // the canonical tool name ("bash", "edit", "read", …)
 	Patterns   []string `json:"patterns,omitempty"`   // what is accessed: file paths, the command
 	Always     []string `json:"always,omitempty"`     // patterns to auto-approve on "always"
 	Metadata   Object   `json:"metadata,omitempty"`   // diff payload, file path, provider suggestions
@@ -192,8 +194,8 @@ type ToolBlocked struct {
 	EventBase
 	Message    string             `json:"message,omitempty"`
 	CallID     string             `json:"callID,omitempty"`
-	Tool       string             `json:"tool,omitempty"` // used when the part must be created
-	Input      json.RawMessage    `json:"input,omitempty"`
+	Tool       string             `json:"tool,omitempty"`  // canonical name, used when the part must be created
+	Input      json.RawMessage    `json:"input,omitempty"` // canonical input, as in ToolCall
 	Permission *PermissionRequest `json:"permission,omitempty"`
 	Question   *QuestionRequest   `json:"question,omitempty"`
 }

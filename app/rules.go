@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -85,9 +86,16 @@ func makeRule(permission, pattern, action string) (mapper.PermissionRule, error)
 
 // ParseRuleFlag parses a rule given on the command line as
 // "permission:pattern", for the action of the flag (--allow, --deny, --ask),
-// e.g. --allow 'bash:git status*'.
+// e.g. --allow 'bash:git status*'. The permission of an MCP tool has a
+// colon of its own (mcp:<server>/<tool>, docs/ARCHITECTURE.md, section
+// "Tools"): the pattern follows the next one, as in 'mcp:github/*:*'.
 func ParseRuleFlag(s string, action mapper.Action) (mapper.PermissionRule, error) {
-	perm, pattern, ok := strings.Cut(s, ":")
+	skip := 0
+	if strings.HasPrefix(s, agent.ToolMCPPrefix) {
+		skip = len(agent.ToolMCPPrefix)
+	}
+	perm, pattern, ok := strings.Cut(s[skip:], ":")
+	perm = s[:skip] + perm
 	if !ok {
 		return mapper.PermissionRule{}, fmt.Errorf("%w: rule %q: want permission:pattern", ErrInvalidRules, s)
 	}

@@ -65,7 +65,11 @@ func TestParseRuleFlag(t *testing.T) {
 	if err != nil || r != (mapper.PermissionRule{Permission: "bash", Pattern: "git status*", Action: mapper.ActionAllow}) {
 		t.Fatalf("%+v %v", r, err)
 	}
-	for _, s := range []string{"bash", ":x", "bash:"} {
+	r, err = ParseRuleFlag("mcp:github/*:*", mapper.ActionAllow)
+	if err != nil || r != (mapper.PermissionRule{Permission: "mcp:github/*", Pattern: "*", Action: mapper.ActionAllow}) {
+		t.Fatalf("mcp rule: %+v %v", r, err)
+	}
+	for _, s := range []string{"bash", ":x", "bash:", "mcp:github/search"} {
 		if _, err := ParseRuleFlag(s, mapper.ActionDeny); !errors.Is(err, ErrInvalidRules) {
 			t.Errorf("%q: %v", s, err)
 		}

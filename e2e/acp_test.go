@@ -203,7 +203,7 @@ func TestE2EACPGeminiApproved(t *testing.T) {
 	if len(model.Requests()) < 2 {
 		t.Errorf("the fake model saw %d requests", len(model.Requests()))
 	}
-	r.checkReplay(t, "execute")
+	r.checkReplay(t, agent.ToolBash)
 	golden(t, "acp-gemini-approved.json", r.finalLog(t))
 }
 
@@ -232,6 +232,6 @@ func TestE2EACPClaudeCodeApproved(t *testing.T) {
 	if !bytes.Contains(traffic, []byte(`"method":"terminal/create"`)) {
 		t.Errorf("the command did not run in a happy terminal")
 	}
-	r.checkReplay(t, "execute")
+	r.checkReplay(t, agent.ToolBash)
 	golden(t, "acp-claude-code-approved.json", r.finalLog(t))
 }

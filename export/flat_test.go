@@ -15,7 +15,8 @@ import (
 func i64(v int64) *int64 { return &v }
 
 // exchange is seed 001's full exchange example plus a child session and a
-// question, built as Go values.
+// question, built as Go values, with the canonical tool names and inputs
+// (the seed's example says writeFile and subagent_type).
 func exchange() mapper.Transcript {
 	const ses = "ses_01xyz"
 	user := &mapper.UserMessage{ID: "msg_01abc", SessionID: ses, Role: mapper.RoleUser, Time: mapper.UserTime{Created: 1753120000000},
@@ -47,11 +48,11 @@ func exchange() mapper.Transcript {
 			{Info: asst("msg_02def", 1753120001000, 1753120004000, "tool-calls"), Parts: []mapper.Part{
 				&mapper.StepStartPart{PartBase: base("prt_010", "msg_02def"), Snapshot: "a1b2c3d4"},
 				&mapper.ReasoningPart{PartBase: base("prt_011", "msg_02def"), Text: "I'll create the file using writeFile...", Time: mapper.PartTime{Start: 1753120001100, End: i64(1753120001400)}},
-				&mapper.ToolPart{PartBase: base("prt_012", "msg_02def"), CallID: "call_abc123", Tool: "writeFile", State: mapper.ToolState{
+				&mapper.ToolPart{PartBase: base("prt_012", "msg_02def"), CallID: "call_abc123", Tool: "write", State: mapper.ToolState{
 					Status: mapper.StatusCompleted, Input: agent.Object{"path": "hello.txt", "content": "hello world\n"},
-					Output: "Created hello.txt (12 bytes)", Title: "writeFile hello.txt", Metadata: agent.Object{},
+					Output: "Created hello.txt (12 bytes)", Title: "write hello.txt", Metadata: agent.Object{},
 					Time: mapper.ToolTime{Start: 1753120001500, End: 1753120003800},
-					Block: &mapper.Block{Type: mapper.BlockPermission, ID: "per_001", Permission: "edit", Patterns: []string{"hello.txt"},
+					Block: &mapper.Block{Type: mapper.BlockPermission, ID: "per_001", Permission: "write", Patterns: []string{"hello.txt"},
 						Decision: agent.DecisionOnce, DecidedAt: i64(1753120002500)}}},
 				&mapper.ToolPart{PartBase: base("prt_014", "msg_02def"), CallID: "call_q", Tool: "question", State: mapper.ToolState{
 					Status: mapper.StatusCompleted, Input: agent.Object{}, Output: "User answered: Which database? = PostgreSQL", Title: "question", Metadata: agent.Object{},
@@ -62,7 +63,7 @@ func exchange() mapper.Transcript {
 			}},
 			{Info: asst("msg_03ghi", 1753120004100, 1753120012000, "stop"), Parts: []mapper.Part{
 				&mapper.ToolPart{PartBase: base("prt_030", "msg_03ghi"), CallID: "call_task_001", Tool: "task", State: mapper.ToolState{
-					Status: mapper.StatusCompleted, Input: agent.Object{"description": "Find API endpoints", "subagent_type": "explore"},
+					Status: mapper.StatusCompleted, Input: agent.Object{"description": "Find API endpoints", "agent": "explore"},
 					Output: "task_id: ses_child_001", Title: "task → explore", Metadata: agent.Object{"sessionId": "ses_child_001"},
 					Time: mapper.ToolTime{Start: 1753120005000, End: 1753120011500}}},
 				&mapper.ToolPart{PartBase: base("prt_031", "msg_03ghi"), CallID: "call_rm", Tool: "bash", State: mapper.ToolState{
@@ -252,5 +253,39 @@ func TestFlatSettled(t *testing.T) {
 				t.Fatalf("a complete transcript loses events: %v", got)
 			}
 		})
+	}
+}
+
+// A tool line names the canonical tool and the telling member of its input,
+// whatever agent made the call.
+func TestToolSummary(t *testing.T) {
+	cases := []struct {
+		tool  string
+		in    agent.Object
+		title string
+		want  string
+	}{
+		{agent.ToolBash, agent.Object{"command": "echo hi", "description": "Print hi"}, "Print hi", "echo hi"},
+		{agent.ToolBash, agent.Object{"command": "cat <<EOF\nx\nEOF"}, "", "cat <<EOF …"},
+		{agent.ToolBash, agent.Object{}, "Terminal", "Terminal"},
+		{agent.ToolRead, agent.Object{"path": "/w/a.go", "offset": 3}, "", "/w/a.go"},
+		{agent.ToolWrite, agent.Object{"path": "/w/a.txt", "content": "x"}, "", "/w/a.txt"},
+		{agent.ToolEdit, agent.Object{"path": "/w/a.go", "oldString": "a", "newString": "b"}, "", "/w/a.go"},
+		{agent.ToolGlob, agent.Object{"pattern": "*.go", "path": "/w"}, "", "*.go in /w"},
+		{agent.ToolGrep, agent.Object{"pattern": "TODO"}, "", "TODO"},
+		{agent.ToolFetch, agent.Object{"url": "https://x.test", "prompt": "sum"}, "", "https://x.test"},
+		{agent.ToolSearch, agent.Object{"query": "go json"}, "", "go json"},
+		{agent.ToolTask, agent.Object{"agent": "explore"}, "", "explore"},
+		{agent.ToolTodo, agent.Object{"todos": []any{map[string]any{}, map[string]any{}}}, "2 todos", "2 todos"},
+		{agent.ToolQuestion, agent.Object{"questions": []any{map[string]any{"question": "Which?"}, map[string]any{}}}, "", "Which? (+1 more)"},
+		{agent.ToolPlan, agent.Object{"plan": "1. do\n2. check"}, "", "1. do …"},
+		{agent.ToolQuestion, agent.Object{}, "question", ""},
+		{"mcp:docs/search", agent.Object{"q": "x"}, "search", "search"},
+		{agent.ToolOther, agent.Object{"b": 1, "a": 2}, "", "(a, b)"},
+	}
+	for _, c := range cases {
+		if got := toolSummary(c.tool, c.in, c.title); got != c.want {
+			t.Errorf("toolSummary(%s, %v, %q) = %q, want %q", c.tool, c.in, c.title, got, c.want)
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package export
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"regexp"
@@ -173,15 +172,7 @@ func (tw *textWriter) assistant(info *mapper.AssistantMessage, parts []mapper.Pa
 
 func (tw *textWriter) tool(pt *mapper.ToolPart, indent int) {
 	st := &pt.State
-	label := st.Title
-	if label == "" {
-		label = pt.Tool
-	}
-	head := pt.Tool
-	if sum := inputSummary(st.Input, label); sum != "" {
-		head += " " + sum
-	}
-	tw.line(indent, "● %s — %s  [%s]", head, st.Status, pt.CallID)
+	tw.line(indent, "● %s — %s  [%s]", ToolHead(pt), st.Status, pt.CallID)
 	if b := st.Block; b != nil {
 		switch {
 		case b.Type == mapper.BlockPermission && !b.Resolved():
@@ -258,18 +249,56 @@ func (tw *textWriter) block(indent int, prefix, text string) {
 	}
 }
 
-// inputSummary picks the most telling field of a tool input.
-func inputSummary(in map[string]any, fallback string) string {
-	for _, k := range []string{"command", "file_path", "path", "pattern", "url", "query", "description", "prompt"} {
-		if v, ok := in[k]; ok {
-			switch s := v.(type) {
-			case string:
-				return fmt.Sprintf("%q", oneLine(s, 80))
-			default:
-				b, _ := json.Marshal(s)
-				return oneLine(string(b), 80)
+// toolSummary is what a tool line says after the tool's name: the
+// telling member of its canonical input (agent.ToolBash's command, the
+// path of read, write and edit, a glob or grep pattern and where, the URL,
+// the query, the subagent's description, the number of todos, the first
+// question, the plan's first line), else its title (unless that is the
+// tool's name), else the names of its input's members.
+func toolSummary(tool string, in map[string]any, title string) string {
+	get := func(k string) string { s, _ := in[k].(string); return s }
+	where := func(what string) string {
+		if p := get("path"); p != "" && what != "" {
+			return what + " in " + p
+		}
+		return what
+	}
+	var sum string
+	switch tool {
+	case agent.ToolBash:
+		sum = get("command")
+	case agent.ToolRead, agent.ToolWrite, agent.ToolEdit:
+		sum = get("path")
+	case agent.ToolGlob, agent.ToolGrep:
+		sum = where(get("pattern"))
+	case agent.ToolFetch:
+		sum = get("url")
+	case agent.ToolSearch:
+		sum = get("query")
+	case agent.ToolTask:
+		if sum = get("description"); sum == "" {
+			sum = get("agent")
+		}
+	case agent.ToolTodo:
+		if todos, ok := in["todos"].([]any); ok {
+			sum = fmt.Sprintf("%d todos", len(todos))
+		}
+	case agent.ToolQuestion:
+		if qs, ok := in["questions"].([]any); ok && len(qs) > 0 {
+			q, _ := qs[0].(map[string]any)
+			sum, _ = q["question"].(string)
+			if len(qs) > 1 {
+				sum += fmt.Sprintf(" (+%d more)", len(qs)-1)
 			}
 		}
+	case agent.ToolPlan:
+		sum = get("plan")
+	}
+	if sum == "" && title != tool {
+		sum = title
+	}
+	if sum != "" {
+		return oneLine(firstLineOf(sum), 80)
 	}
 	if len(in) == 0 {
 		return ""
@@ -295,6 +324,15 @@ func plain(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// firstLineOf is s up to its first line break.
+func firstLineOf(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
 }
 
 func oneLine(s string, max int) string {

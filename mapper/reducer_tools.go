@@ -84,7 +84,7 @@ func (r *Reducer) emitTool(tl *redTool) { r.emitPart(tl.part) }
 func (r *Reducer) newTool(s *redSession, msgKey, callID, tool, title string, input agent.Object, meta agent.Object, t int64) *redTool {
 	m := r.assistant(s, msgKey, redFindOutput, t)
 	if tool == "" {
-		tool = "unknown"
+		tool = agent.ToolOther // a part created without a name (a block or result for an unannounced call)
 	}
 	if input == nil {
 		input = agent.Object{}

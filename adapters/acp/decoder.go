@@ -19,9 +19,10 @@ type Decoder struct {
 	t   int64
 	out []agent.Event
 
-	ours     map[string]*ourRequest   // happy's requests awaiting a response
-	theirs   map[string]*agentRequest // the agent's requests awaiting happy's answer
-	sessions map[string]bool          // ACP session ids opened
+	ours      map[string]*ourRequest   // happy's requests awaiting a response
+	theirs    map[string]*agentRequest // the agent's requests awaiting happy's answer
+	sessions  map[string]bool          // ACP session ids opened
+	agentName string                   // initialize's agentInfo.name ("gemini-cli", "OpenCode", …)
 
 	turn    *turn // the prompt turn in flight, nil between turns
 	turns   int
@@ -105,6 +106,14 @@ type tool struct {
 	writes        []agent.FileDiff
 	announced     string // the last ToolCall emitted, to skip repeats
 	announcedHead string // its name, title and input
+	// What the traffic says of the agent's own tool (tools.go): Claude's
+	// tool name in _meta (claude-code-acp), the title of the first
+	// announcement (OpenCode's tool name), a command's folder and
+	// description from its content (Gemini CLI).
+	metaTool, firstTitle string
+	merged               bool
+	hintCwd, hintDesc    string
+	providerInput        bool // the part's metadata has the agent's input
 }
 
 type location struct {
@@ -314,6 +323,9 @@ func (d *Decoder) agentResponse(m jsonrpc.Message) {
 	case "initialize":
 		if _, err := CheckVersion(res["protocolVersion"]); err != nil {
 			d.emit(&agent.AgentError{Kind: agent.ErrorProtocol, Text: err.Error()})
+		}
+		if info, ok := members(res["agentInfo"]); ok {
+			d.agentName, _ = str(info["name"])
 		}
 	case "session/new":
 		id, ok := str(res["sessionId"])

@@ -74,11 +74,11 @@ func TestDecoderCases(t *testing.T) {
 				upd(`{"sessionUpdate":"tool_call_update","toolCallId":"t1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"a.txt"}}],"rawOutput":{"code":0}}`),
 				upd(`{"sessionUpdate":"tool_call_update","toolCallId":"t2","status":"failed","locations":[{"path":"/w/x","line":3}],"rawOutput":"boom"}`),
 			},
-			want: `{"type":"ToolCall","callID":"t1","tool":"execute","title":"Terminal","input":{}}
-{"type":"ToolCall","callID":"t1","tool":"execute","title":"ls","input":{"command":"ls"},"metadata":{"description":"List files"}}
+			want: `{"type":"ToolCall","callID":"t1","tool":"bash","title":"Terminal","input":{},"metadata":{"providerTool":"execute"}}
+{"type":"ToolCall","callID":"t1","tool":"bash","title":"ls","input":{"command":"ls"},"metadata":{"description":"List files","providerTool":"execute"}}
 {"type":"ToolRunning","callID":"t1"}
 {"type":"ToolCompleted","callID":"t1","output":"a.txt","metadata":{"rawOutput":{"code":0}}}
-{"type":"ToolCall","callID":"t2","tool":"other","metadata":{"locations":[{"line":3,"path":"/w/x"}]}}
+{"type":"ToolCall","callID":"t2","tool":"other","metadata":{"locations":[{"line":3,"path":"/w/x"}],"providerTool":"other"}}
 {"type":"ToolFailed","callID":"t2","error":"boom","metadata":{"rawOutput":"boom"}}`,
 		},
 		{
@@ -92,7 +92,7 @@ func TestDecoderCases(t *testing.T) {
 				`> {"jsonrpc":"2.0","id":7,"result":{"output":"no such file\n","truncated":false,"exitStatus":{"exitCode":2}}}`,
 				upd(`{"sessionUpdate":"tool_call","toolCallId":"t1","title":"ls","kind":"execute","status":"completed","content":[{"type":"terminal","terminalId":"term-1"},{"type":"diff","path":"/w/a","oldText":"x\n","newText":"x\ny\n"}]}`),
 			},
-			want: `{"type":"ToolCall","callID":"t1","tool":"execute","title":"ls","metadata":{"diffs":[{"additions":1,"after":"x\ny\n","before":"x\n","deletions":0,"file":"/w/a","status":"modified"}],"terminals":["term-1"]}}
+			want: `{"type":"ToolCall","callID":"t1","tool":"bash","title":"ls","input":{"command":"ls"},"metadata":{"diffs":[{"additions":1,"after":"x\ny\n","before":"x\n","deletions":0,"file":"/w/a","status":"modified"}],"providerTool":"execute","terminals":["term-1"]}}
 {"type":"ToolCompleted","callID":"t1","output":"no such file\n","metadata":{"diffs":[{"additions":1,"after":"x\ny\n","before":"x\n","deletions":0,"file":"/w/a","status":"modified"}],"terminals":[{"exitCode":2,"terminalId":"term-1"}]}}`,
 		},
 		{
@@ -103,9 +103,9 @@ func TestDecoderCases(t *testing.T) {
 				`# {"happy":"fs-write","request":9,"path":"/w/a","existed":true,"before":"one\n"}`,
 				`> {"jsonrpc":"2.0","id":9,"result":{}}`,
 			},
-			want: `{"type":"ToolCall","callID":"t1","tool":"edit","title":"Write a","metadata":{"locations":[{"path":"/w/a"}]}}
+			want: `{"type":"ToolCall","callID":"t1","tool":"edit","title":"Write a","input":{"path":"/w/a"},"metadata":{"locations":[{"path":"/w/a"}],"providerTool":"edit"}}
 {"type":"ToolRunning","callID":"t1"}
-{"type":"ToolCall","callID":"t1","tool":"edit","title":"Write a","metadata":{"diffs":[{"additions":1,"after":"one\ntwo\n","before":"one\n","deletions":0,"file":"/w/a","status":"modified"}],"locations":[{"path":"/w/a"}]}}`,
+{"type":"ToolCall","callID":"t1","tool":"edit","title":"Write a","input":{"path":"/w/a"},"metadata":{"diffs":[{"additions":1,"after":"one\ntwo\n","before":"one\n","deletions":0,"file":"/w/a","status":"modified"}],"locations":[{"path":"/w/a"}],"providerTool":"edit"}}`,
 		},
 		{
 			name: "permission for a tool never announced, answered by kind; a second request of the call gets its own id",
@@ -116,10 +116,10 @@ func TestDecoderCases(t *testing.T) {
 				`# {"happy":"decision","request":1,"decision":"reject","reason":"timeout"}`,
 				`> {"jsonrpc":"2.0","id":1,"result":{"outcome":{"outcome":"cancelled"}}}`,
 			},
-			want: `{"type":"ToolCall","callID":"t1","tool":"execute","title":"rm x","input":{"command":"rm x"}}
-{"type":"ToolBlocked","callID":"t1","tool":"execute","input":{"command":"rm x"},"permission":{"permission":"bash","patterns":["rm x"],"always":["rm x"],"metadata":{"options":[{"kind":"allow_once","name":"Allow","optionId":"a"},{"kind":"allow_always","name":"Always","optionId":"A"},{"kind":"reject_once","name":"Reject","optionId":"r"}],"title":"rm x"}}}
+			want: `{"type":"ToolCall","callID":"t1","tool":"bash","title":"rm x","input":{"command":"rm x"},"metadata":{"providerTool":"execute"}}
+{"type":"ToolBlocked","callID":"t1","tool":"bash","input":{"command":"rm x"},"permission":{"permission":"bash","patterns":["rm x"],"always":["rm x"],"metadata":{"options":[{"kind":"allow_once","name":"Allow","optionId":"a"},{"kind":"allow_always","name":"Always","optionId":"A"},{"kind":"reject_once","name":"Reject","optionId":"r"}],"title":"rm x"}}}
 {"type":"ToolResolved","callID":"t1","decision":"always"}
-{"type":"ToolBlocked","callID":"t1","tool":"execute","input":{"command":"rm x"},"permission":{"id":"t1#permission-2","permission":"bash","patterns":["rm x"],"always":["rm x"],"metadata":{"options":[{"kind":"allow_once","name":"Allow","optionId":"a"}],"title":"rm x"}}}
+{"type":"ToolBlocked","callID":"t1","tool":"bash","input":{"command":"rm x"},"permission":{"id":"t1#permission-2","permission":"bash","patterns":["rm x"],"always":["rm x"],"metadata":{"options":[{"kind":"allow_once","name":"Allow","optionId":"a"}],"title":"rm x"}}}
 {"type":"ToolResolved","callID":"t1","decision":"reject","reason":"timeout"}`,
 		},
 		{
@@ -128,7 +128,7 @@ func TestDecoderCases(t *testing.T) {
 				`< {"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"t1","title":"x"},"options":[{"optionId":"a","name":"Allow","kind":"allow_once"}]}}`,
 				`> {"jsonrpc":"2.0","id":0,"result":{"outcome":"approved"}}`,
 			},
-			want: `{"type":"ToolCall","callID":"t1","tool":"other","title":"x"}
+			want: `{"type":"ToolCall","callID":"t1","tool":"other","title":"x","metadata":{"providerTool":"other"}}
 {"type":"ToolBlocked","callID":"t1","tool":"other","permission":{"permission":"other","patterns":["x"],"always":["x"],"metadata":{"options":[{"kind":"allow_once","name":"Allow","optionId":"a"}],"title":"x"}}}
 {"type":"DroppedInput","dropped":{"source":"acp-rpc","kind":"session/request_permission","reason":"unknown_decision","detail":"happy's answer selects no offered option","raw":"{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"outcome\":\"approved\"}}"}}`,
 		},
@@ -138,7 +138,7 @@ func TestDecoderCases(t *testing.T) {
 				`< {"jsonrpc":"2.0","id":"p1","method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"t1","title":"x"},"options":[]}}`,
 				`< {"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":"p1"}}`,
 			},
-			want: `{"type":"ToolCall","callID":"t1","tool":"other","title":"x"}
+			want: `{"type":"ToolCall","callID":"t1","tool":"other","title":"x","metadata":{"providerTool":"other"}}
 {"type":"ToolBlocked","callID":"t1","tool":"other","permission":{"permission":"other","patterns":["x"],"always":["x"],"metadata":{"options":[],"title":"x"}}}
 {"type":"ToolResolved","callID":"t1","decision":"reject","reason":"cancelled"}`,
 		},
@@ -169,7 +169,7 @@ func TestDecoderCases(t *testing.T) {
 			},
 			want: `{"type":"TextDelta","delta":"a"}
 {"type":"Usage","tokens":{"input":100,"cache":{}},"cost":0.5}
-{"type":"ToolCall","callID":"t1","tool":"other","title":"x"}
+{"type":"ToolCall","callID":"t1","tool":"other","title":"x","metadata":{"providerTool":"other"}}
 {"type":"ToolCompleted","callID":"t1"}
 {"type":"TextDelta","delta":"b"}
 {"type":"Usage","tokens":{"input":150,"cache":{}},"cost":0.25}

@@ -61,11 +61,13 @@
 //
 // session/request_permission blocks the tool part, creating it from
 // params.toolCall when the agent never announced it (Gemini CLI, B18). The
-// permission's name is the canonical one for the tool's kind (execute →
-// bash, edit/delete/move → edit, read, search → grep, fetch → webfetch,
-// think, switch_mode, other), its patterns the command (rawInput.command)
-// or the paths it touches, else its title; the options offered are kept in
-// the block's metadata. Answers are chosen by option kind only (Choose):
+// permission's name is the tool's canonical name (tools.go: a shell
+// command is bash whatever its kind, so the rule "bash:git status*" covers
+// codex-acp's commands too), its patterns those of the canonical input
+// (the command, the path, …), else the paths it touches, else its title;
+// the options offered are kept in the block's metadata, and a rawInput of
+// the request that is not the tool's input (OpenCode's diff) as its
+// rawInput. Answers are chosen by option kind only (Choose):
 // once → allow_once; always → allow_always, else allow_once; reject →
 // reject_once (reject_always only when asked), else cancelled; a rejection
 // nobody typed (timeout, agent-exited, a rule) is answered the same way,
@@ -96,14 +98,18 @@
 //	agent_thought_chunk      ReasoningDelta, as above
 //	tool_call                ToolCall upsert by toolCallId (a repeat merges) + the status
 //	tool_call_update         the same; an update for an unknown id creates the part.
-//	                         Tool = the kind ("other" when absent or not a ToolKind),
-//	                         title, input = rawInput (a non-object is wrapped as
-//	                         {"value":…}); part metadata: locations, description (content
-//	                         shown before the tool ran), diffs, terminals. Status:
-//	                         in_progress → ToolRunning, completed → ToolCompleted (output =
-//	                         its text content, else the embedded terminals' output, else
-//	                         a string rawOutput; images → attachments; metadata rawOutput,
-//	                         diffs, terminal exit statuses), failed → ToolFailed
+//	                         Tool and input are canonical (tools.go: from the agent's own
+//	                         tool name where the traffic gives it, a rawInput command, the
+//	                         kind; the input from rawInput, locations, diff content and the
+//	                         title); part metadata: providerTool (the agent's name, else
+//	                         the kind), providerInput (rawInput, when not the canonical
+//	                         input), locations, description (content shown before the tool
+//	                         ran), diffs, terminals. Status: in_progress → ToolRunning,
+//	                         completed → ToolCompleted (output = its text content, else the
+//	                         embedded terminals' output, else rawOutput: a string, text
+//	                         blocks, or an object's output, aggregated_output, stdout…;
+//	                         images → attachments; metadata rawOutput, diffs, terminal exit
+//	                         statuses), failed → ToolFailed (the same text as its error)
 //	plan                     TodosUpdated (pending | in_progress | completed, priorities)
 //	current_mode_update      SessionInfo.Agent
 //	config_option_update     SessionInfo: category mode → Agent, model → ModelID

@@ -191,23 +191,3 @@ func noteAgrees(nd agent.Decision, reason string, wire agent.Decision, result js
 	got, ok := outcomeOf(result)
 	return ok && got.Cancelled == want.Cancelled && got.OptionID == want.OptionID
 }
-
-// permissionName is the canonical permission a tool of an ACP kind needs,
-// the name permission rules match ("bash:git status*", "edit:*.go").
-func permissionName(kind string) string {
-	switch kind {
-	case "execute":
-		return "bash"
-	case "edit", "delete", "move":
-		return "edit"
-	case "read":
-		return "read"
-	case "search":
-		return "grep"
-	case "fetch":
-		return "webfetch"
-	case "think", "switch_mode":
-		return kind
-	}
-	return "other"
-}

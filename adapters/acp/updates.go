@@ -173,6 +173,17 @@ var validStatus = map[string]bool{"pending": true, "in_progress": true, "complet
 func (d *Decoder) mergeTool(kind string, tl *tool, u map[string]json.RawMessage) {
 	if s, ok := str(u["title"]); ok {
 		tl.title = s
+		if !tl.merged {
+			tl.firstTitle = s
+		}
+	}
+	tl.merged = true
+	if meta, ok := members(u["_meta"]); ok {
+		if cc, ok := members(meta["claudeCode"]); ok {
+			if name, ok := str(cc["toolName"]); ok && name != "" {
+				tl.metaTool = name
+			}
+		}
 	}
 	if s, ok := str(u["kind"]); ok && validKinds[s] {
 		tl.kind = s
@@ -208,6 +219,7 @@ func (d *Decoder) mergeTool(kind string, tl *tool, u map[string]json.RawMessage)
 				}
 				tl.content = append(tl.content, c)
 			}
+			tl.noteHints()
 		}
 	}
 	if raw := u["locations"]; !isNull(raw) {
@@ -354,11 +366,11 @@ func (d *Decoder) announce(tl *tool, finishing bool) {
 	if tl.settled {
 		return
 	}
-	name := tl.kind
-	if name == "" {
-		name = "other"
+	name, input, meta := d.canonical(tl)
+	for k, v := range tl.partMeta() {
+		meta[k] = v
 	}
-	ev := &agent.ToolCall{CallID: tl.callID, Tool: name, Title: tl.title, Input: objectOr(tl.rawInput), Metadata: tl.partMeta()}
+	ev := &agent.ToolCall{CallID: tl.callID, Tool: name, Title: tl.title, Input: input, Metadata: meta}
 	sig, _ := json.Marshal(agent.ToolCall{Tool: ev.Tool, Title: ev.Title, Input: ev.Input})
 	full, _ := json.Marshal(ev)
 	if string(full) == tl.announced || (finishing && string(sig) == tl.announcedHead) {
@@ -408,10 +420,8 @@ func (d *Decoder) output(tl *tool) string {
 			parts = append(parts, ti.output)
 		}
 	}
-	if len(parts) == 0 {
-		if s, ok := str(tl.rawOutput); ok {
-			return s
-		}
+	if len(parts) == 0 && !isNull(tl.rawOutput) {
+		return rawOutputText(tl.rawOutput)
 	}
 	return strings.Join(parts, "\n")
 }
@@ -507,9 +517,16 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 		tl.status = "pending"
 		d.beginOutput()
 	}
-	status := tl.status
+	status, input := tl.status, tl.rawInput
 	d.mergeTool(kind, tl, tc)
 	tl.status = status // the request's status does not move the tool
+	var permInput json.RawMessage
+	if m, ok := members(input); ok && len(m) > 0 && string(tl.rawInput) != string(input) {
+		// The tool's input is known: what the request carries is the
+		// permission's detail (OpenCode sends a diff there), kept in the
+		// block's metadata.
+		permInput, tl.rawInput = tl.rawInput, input
+	}
 	d.announce(tl, false)
 	tl.perms++
 	permID := ""
@@ -524,9 +541,24 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 	if desc := tl.text(); desc != "" {
 		meta["description"] = desc
 	}
-	name := tl.kind
-	d.emit(&agent.ToolBlocked{CallID: tl.callID, Tool: name, Input: objectOr(tl.rawInput),
-		Permission: &agent.PermissionRequest{ID: permID, Permission: permissionName(tl.kind),
+	if permInput != nil {
+		meta["rawInput"] = permInput
+	}
+	name, input, _ := d.canonical(tl)
+	if p, ok := agent.ToolPatterns(name, input); ok {
+		patterns = p
+		if name == agent.ToolRead || name == agent.ToolWrite || name == agent.ToolEdit {
+			// Every file the tool touches (a move has two): a deny rule
+			// must catch each of them.
+			for _, l := range tl.locations {
+				if !slices.Contains(patterns, l.Path) {
+					patterns = append(patterns, l.Path)
+				}
+			}
+		}
+	}
+	d.emit(&agent.ToolBlocked{CallID: tl.callID, Tool: name, Input: input,
+		Permission: &agent.PermissionRequest{ID: permID, Permission: name,
 			Patterns: patterns, Always: slices.Clone(patterns), Metadata: toObject(meta)}})
 	d.theirs[key] = &agentRequest{method: kind, callID: tl.callID, options: opts}
 }

@@ -199,7 +199,7 @@ func TestIndexFacts(t *testing.T) {
 			tools: []tool{{"bash", "completed", "turn1"}, {"bash", "completed", "turn2"}}},
 		{name: "claude-sdk-todowrite", input: "sdk-traffic.jsonl", userTurns: 1,
 			texts: []string{"I will plan the work as todos.", "Planned three todos: write the spec, implement the feature, run the tests."},
-			tools: []tool{{"todowrite", "completed", "Todos have been modified successfully."}},
+			tools: []tool{{"todo", "completed", "Todos have been modified successfully."}},
 			todos: []agent.Todo{{Content: "Write the spec", Status: agent.TodoInProgress, Priority: agent.PriorityMedium},
 				{Content: "Implement the feature", Status: agent.TodoPending, Priority: agent.PriorityMedium},
 				{Content: "Run the tests", Status: agent.TodoPending, Priority: agent.PriorityMedium}}},

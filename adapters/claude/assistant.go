@@ -180,11 +180,14 @@ func (d *Decoder) toolUse(s *session, msg *message, b *contentBlock, final bool)
 			t.input = input
 		}
 		d.emit(d.toolCall(t))
-	case final && (t.input == nil || t.msg == ""):
+	case final && (t.input == nil || t.msg == "" || t.name == ""):
 		// The input of a streamed call is complete, or the call was known
 		// from a permission request before its message.
 		if t.input == nil {
 			t.input = input
+		}
+		if t.name == "" {
+			t.name = b.Name
 		}
 		if t.msg == "" {
 			t.msg = msg.id
@@ -207,12 +210,10 @@ func (d *Decoder) toolUse(s *session, msg *message, b *contentBlock, final bool)
 
 // toolCall builds the announcement of t.
 func (d *Decoder) toolCall(t *tool) *agent.ToolCall {
-	ev := &agent.ToolCall{EventBase: d.base(t.session), Message: t.msg, CallID: t.callID, Tool: canonicalTool(t.name), Input: t.input}
+	ev := &agent.ToolCall{EventBase: d.base(t.session), Message: t.msg, CallID: t.callID, Tool: canonicalTool(t.name),
+		Input: canonicalInput(t.name, t.input), Metadata: toolMeta(t.name, t.input)}
 	if t.input != nil {
 		ev.Title = toolTitle(t.name, parseInput(t.input))
-	}
-	if ev.Tool != t.name {
-		ev.Metadata = agent.Object{"providerTool": t.name}
 	}
 	return ev
 }

@@ -296,7 +296,9 @@ func (d *Decoder) Observe(evs ...agent.Event) {
 		case *agent.ToolBlocked:
 			t := d.tools[e.CallID]
 			if t == nil {
-				t = d.addTool(e.CallID, e.Session, e.Message, e.Tool, e.Input)
+				// The event's tool and input are canonical; Claude's own
+				// come with the call's tool_use.
+				t = d.addTool(e.CallID, e.Session, e.Message, "", nil)
 			}
 			t.status = toolBlocked
 			t.question = e.Question != nil

@@ -56,8 +56,9 @@
 // completed when its last step finished without tool calls and nothing is
 // open, otherwise interrupted / truncated. Every turn end settles what is
 // still open (tools to error, a blocked tool with a rejected resolution),
-// so nothing spins forever. A tool_use becomes ToolCall then ToolRunning;
-// its tool_result ToolCompleted or ToolFailed (is_error kept, the
+// so nothing spins forever. A tool_use becomes ToolCall (canonical tool and
+// input, tools.go; Claude's name and input in the part's metadata) then
+// ToolRunning; its tool_result ToolCompleted or ToolFailed (is_error kept, the
 // structured toolUseResult in metadata, and for a long output shown to the
 // model as a "<persisted-output>" preview, the stdout Claude kept in
 // toolUseResult is the output). A step's stop_reason gives StepFinished;
@@ -153,9 +154,9 @@
 //	  citations_delta,
 //	  content_block_stop
 //	stream_event error              mapped: AgentError
-//	control_request can_use_tool    mapped: ToolBlocked (permission with kind, patterns from the
-//	                                input, always from permission_suggestions; AskUserQuestion
-//	                                → question)
+//	control_request can_use_tool    mapped: ToolBlocked (permission = the canonical tool's name,
+//	                                patterns from the input, always from permission_suggestions;
+//	                                AskUserQuestion → question)
 //	control_request hook_callback,  ignored: hooks and MCP traffic of SDK mode
 //	  mcp_message, elicitation
 //	control_response (from agent)   ignored: answers to the wrapper's own requests (initialize)

@@ -444,7 +444,8 @@ func (d *Decoder) canUseTool(rid string, req *controlRequest) {
 		}
 		d.ensureTurn(d.session(sess))
 		t = d.addTool(callID, sess, "", req.ToolName, objectOrEmpty(req.Input))
-		t.status = toolRunning // ToolBlocked announces the part; it runs while it waits
+		d.emit(d.toolCall(t)) // the part, with Claude's name of the tool, before it blocks
+		t.status = toolRunning
 	}
 	d.requests[rid] = callID
 	if t.status == toolBlocked || t.status == toolRejected {

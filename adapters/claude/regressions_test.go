@@ -637,8 +637,8 @@ func TestB11PermissionThenText(t *testing.T) {
 			}
 			blocked := eventsOf[*agent.ToolBlocked](evs)
 			if len(blocked) != 1 || blocked[0].CallID != "toolu_P" || blocked[0].Permission == nil ||
-				blocked[0].Permission.ID != "req-perm-1" || blocked[0].Permission.Permission != "skill" ||
-				fmt.Sprint(blocked[0].Permission.Patterns) != "[release-notes]" {
+				blocked[0].Permission.ID != "req-perm-1" || blocked[0].Permission.Permission != agent.ToolOther ||
+				fmt.Sprint(blocked[0].Permission.Patterns) != "[Skill release-notes]" {
 				t.Fatalf("blocked: %s", mustEncode(t, evs))
 			}
 			if te := eventsOf[*agent.TurnEnded](evs); len(te) != 0 {

@@ -4,30 +4,52 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/happy-dev/happy/agent"
 )
 
 // toolInput holds the input fields of Claude's built-in tools that the
-// decoder reads (titles, permission patterns, subagents, todos).
+// decoder reads (titles, permission patterns, subagents, todos, the
+// canonical input).
 type toolInput struct {
-	Command      string     `json:"command"`
-	Description  string     `json:"description"`
-	FilePath     string     `json:"file_path"`
-	NotebookPath string     `json:"notebook_path"`
-	Path         string     `json:"path"`
-	Pattern      string     `json:"pattern"`
-	URL          string     `json:"url"`
-	Query        string     `json:"query"`
-	Prompt       string     `json:"prompt"`
-	SubagentType string     `json:"subagent_type"`
-	Skill        string     `json:"skill"`
-	Todos        []todoItem `json:"todos"`
-	Subject      string     `json:"subject"`
-	TaskID       string     `json:"taskId"`
-	Status       string     `json:"status"`
+	Command      string          `json:"command"`
+	Description  string          `json:"description"`
+	Timeout      *int64          `json:"timeout"` // Bash: milliseconds
+	FilePath     string          `json:"file_path"`
+	Offset       *int64          `json:"offset"`
+	Limit        *int64          `json:"limit"`
+	Content      *string         `json:"content"`
+	OldString    *string         `json:"old_string"`
+	NewString    *string         `json:"new_string"`
+	ReplaceAll   *bool           `json:"replace_all"`
+	Edits        []claudeEdit    `json:"edits"`
+	NotebookPath string          `json:"notebook_path"`
+	NewSource    *string         `json:"new_source"`
+	Path         string          `json:"path"`
+	Pattern      string          `json:"pattern"`
+	Glob         string          `json:"glob"`
+	URL          string          `json:"url"`
+	Query        string          `json:"query"`
+	Prompt       string          `json:"prompt"`
+	SubagentType string          `json:"subagent_type"`
+	Skill        string          `json:"skill"`
+	Todos        []todoItem      `json:"todos"`
+	Subject      string          `json:"subject"`
+	TaskID       string          `json:"taskId"`
+	Status       string          `json:"status"`
+	Plan         string          `json:"plan"`
+	Questions    json.RawMessage `json:"questions"`
+}
+
+// claudeEdit is one edit of a MultiEdit call.
+type claudeEdit struct {
+	OldString  *string `json:"old_string"`
+	NewString  *string `json:"new_string"`
+	ReplaceAll *bool   `json:"replace_all"`
 }
 
 type todoItem struct {
@@ -37,77 +59,154 @@ type todoItem struct {
 }
 
 // parseInput reads the known fields of a tool input; fields of another
-// type than expected stay zero (a tool input is the model's, any shape).
+// type than expected stay zero, and optional ones absent (a tool input is
+// the model's, any shape).
 func parseInput(raw json.RawMessage) toolInput {
 	var in toolInput
-	if len(raw) > 0 && raw[0] == '{' {
-		_ = json.Unmarshal(raw, &in)
+	if len(raw) == 0 || raw[0] != '{' {
+		return in
+	}
+	if json.Unmarshal(raw, &in) == nil {
+		return in
+	}
+	// A member of another type: read the members one by one (in name
+	// order), leaving out those that do not fit.
+	var members map[string]json.RawMessage
+	if json.Unmarshal(raw, &members) != nil {
+		return toolInput{}
+	}
+	in = toolInput{}
+	for _, k := range slices.Sorted(maps.Keys(members)) {
+		one, _ := json.Marshal(map[string]json.RawMessage{k: members[k]})
+		var probe toolInput
+		if json.Unmarshal(one, &probe) == nil {
+			_ = json.Unmarshal(one, &in)
+		}
 	}
 	return in
 }
 
-// canonicalTools maps Claude's tool names to the canonical names of the
-// transcript model; other tools (MCP tools, newer built-ins) keep their
-// Claude name.
+// canonicalTools maps Claude's tool names to the canonical vocabulary
+// (docs/ARCHITECTURE.md, section "Tools"). An MCP tool
+// (mcp__<server>__<tool>) becomes mcp:<server>/<tool>; any other tool
+// (BashOutput, KillShell, Skill, SlashCommand, newer built-ins) is "other".
 var canonicalTools = map[string]string{
-	"Bash": "bash", "Edit": "edit", "MultiEdit": "edit", "Write": "write", "Read": "read",
-	"Glob": "glob", "Grep": "grep", "LS": "list", "WebFetch": "webfetch", "WebSearch": "websearch",
-	"Task": "task", "Agent": "task", "TodoWrite": "todowrite", "AskUserQuestion": "question", "Skill": "skill",
+	"Bash": agent.ToolBash, "Read": agent.ToolRead, "Write": agent.ToolWrite,
+	"Edit": agent.ToolEdit, "MultiEdit": agent.ToolEdit, "NotebookEdit": agent.ToolEdit,
+	"Glob": agent.ToolGlob, "LS": agent.ToolGlob, "Grep": agent.ToolGrep,
+	"WebFetch": agent.ToolFetch, "WebSearch": agent.ToolSearch,
+	"web_search": agent.ToolSearch, "web_fetch": agent.ToolFetch, // server tools the API runs
+	"Task": agent.ToolTask, "Agent": agent.ToolTask,
+	"TodoWrite": agent.ToolTodo, "TaskCreate": agent.ToolTodo, "TaskUpdate": agent.ToolTodo,
+	"TaskList": agent.ToolTodo, "TaskGet": agent.ToolTodo,
+	"AskUserQuestion": agent.ToolQuestion, "ExitPlanMode": agent.ToolPlan, "EnterPlanMode": agent.ToolPlan,
 }
 
-// canonicalTool returns the transcript's name for a Claude tool.
+// canonicalTool returns the canonical name of a Claude tool.
 func canonicalTool(name string) string {
 	if c, ok := canonicalTools[name]; ok {
 		return c
 	}
-	return name
+	if rest, ok := strings.CutPrefix(name, "mcp__"); ok {
+		if server, tool, ok := strings.Cut(rest, "__"); ok && server != "" && tool != "" {
+			return agent.MCPTool(server, tool)
+		}
+	}
+	return agent.ToolOther
+}
+
+// canonicalInput builds the canonical input of a call of Claude's tool
+// name from Claude's input raw (nil stays nil: the input is not known
+// yet). MCP and other tools keep Claude's input; a MultiEdit with several
+// edits keeps only its path (the edits are in the provider input).
+func canonicalInput(name string, raw json.RawMessage) json.RawMessage {
+	if raw == nil {
+		return nil
+	}
+	in := parseInput(raw)
+	var v any
+	switch name {
+	case "Bash":
+		v = agent.BashInput{Command: in.Command, Description: in.Description, Timeout: in.Timeout}
+	case "Read":
+		v = agent.ReadInput{Path: in.FilePath, Offset: in.Offset, Limit: in.Limit}
+	case "Write":
+		v = agent.WriteInput{Path: in.FilePath, Content: in.Content}
+	case "Edit":
+		v = agent.EditInput{Path: in.FilePath, OldString: in.OldString, NewString: in.NewString, ReplaceAll: in.ReplaceAll}
+	case "MultiEdit":
+		e := agent.EditInput{Path: in.FilePath}
+		if len(in.Edits) == 1 {
+			e.OldString, e.NewString, e.ReplaceAll = in.Edits[0].OldString, in.Edits[0].NewString, in.Edits[0].ReplaceAll
+		}
+		v = e
+	case "NotebookEdit":
+		v = agent.EditInput{Path: in.NotebookPath, NewString: in.NewSource}
+	case "Glob":
+		v = agent.GlobInput{Pattern: in.Pattern, Path: in.Path}
+	case "LS":
+		v = agent.GlobInput{Pattern: "*", Path: in.Path}
+	case "Grep":
+		v = agent.GrepInput{Pattern: in.Pattern, Path: in.Path, Glob: in.Glob}
+	case "WebFetch", "web_fetch":
+		v = agent.FetchInput{URL: in.URL, Prompt: in.Prompt}
+	case "WebSearch", "web_search":
+		v = agent.SearchInput{Query: in.Query}
+	case "Task", "Agent":
+		v = agent.TaskInput{Description: in.Description, Prompt: in.Prompt, Agent: in.SubagentType}
+	case "TodoWrite":
+		items := make([]agent.TodoItem, 0, len(in.Todos))
+		for _, t := range in.Todos {
+			items = append(items, agent.TodoItem{Content: t.Content, Status: agent.TodoStatus(t.Status), Priority: agent.TodoPriority(t.Priority)})
+		}
+		v = agent.TodoInput{Todos: items}
+	case "TaskCreate":
+		v = agent.TodoInput{Todos: []agent.TodoItem{{Content: in.Subject, Status: agent.TodoPending}}}
+	case "TaskUpdate":
+		st := agent.TodoStatus(in.Status)
+		if in.Status == "deleted" {
+			st = agent.TodoCancelled
+		}
+		v = agent.TodoInput{Todos: []agent.TodoItem{{ID: in.TaskID, Content: in.Subject, Status: st}}}
+	case "TaskGet":
+		v = agent.TodoInput{Todos: []agent.TodoItem{{ID: in.TaskID}}}
+	case "TaskList":
+		v = agent.TodoInput{Todos: []agent.TodoItem{}}
+	case "AskUserQuestion":
+		v = agent.QuestionInput{Questions: questionRequest("", raw).Questions}
+	case "ExitPlanMode", "EnterPlanMode":
+		v = agent.PlanInput{Plan: in.Plan}
+	default:
+		if !json.Valid(raw) {
+			return json.RawMessage(`{}`)
+		}
+		return objectOrEmpty(raw)
+	}
+	return agent.EncodeInput(v)
+}
+
+// toolMeta is the part metadata of a call of Claude's tool name: Claude's
+// name and, when it differs from the canonical one, Claude's input.
+func toolMeta(name string, raw json.RawMessage) agent.Object {
+	return agent.ToolMetadata(name, raw, canonicalInput(name, raw))
 }
 
 // isAgentTool reports whether the tool starts a subagent (Claude 2.1 offers
 // "Agent" to the model and lists it as "Task").
 func isAgentTool(name string) bool { return name == "Agent" || name == "Task" }
 
-// permissionKind is the permission a tool needs (seed 001: "edit", "bash",
-// "read", "task", …): edits of any kind share "edit".
-func permissionKind(name string) string {
-	switch name {
-	case "Edit", "MultiEdit", "Write", "NotebookEdit":
-		return "edit"
-	}
-	return canonicalTool(name)
-}
-
 // toolPatterns lists what a tool call accesses, for permission rules: the
-// command, the file, the URL, … For a tool whose input the decoder does not
-// know, the pattern is the tool's name.
-func toolPatterns(name string, in toolInput) []string {
-	one := func(s string) []string {
-		if s == "" {
-			return []string{}
-		}
-		return []string{s}
+// patterns of the canonical tool (agent.ToolPatterns: the command, the
+// path, …), else Claude's name of the tool, followed by the skill's name
+// for Skill ("Skill release-notes", which the rule "other:Skill *" matches).
+func toolPatterns(name string, raw json.RawMessage) []string {
+	if p, ok := agent.ToolPatterns(canonicalTool(name), canonicalInput(name, objectOrEmpty(raw))); ok {
+		return p
 	}
-	switch name {
-	case "Bash":
-		return one(in.Command)
-	case "Edit", "MultiEdit", "Write", "Read":
-		return one(in.FilePath)
-	case "NotebookEdit":
-		return one(in.NotebookPath)
-	case "Glob", "Grep":
-		return one(in.Pattern)
-	case "LS":
-		return one(in.Path)
-	case "WebFetch":
-		return one(in.URL)
-	case "WebSearch":
-		return one(in.Query)
-	case "Task", "Agent":
-		return one(in.SubagentType)
-	case "Skill":
-		return one(in.Skill)
+	if s := parseInput(raw).Skill; name == "Skill" && s != "" {
+		return []string{name + " " + s}
 	}
-	return one(name)
+	return []string{name}
 }
 
 // toolTitle is a short human-readable title of a call.
@@ -172,8 +271,7 @@ func decodeValue(raw json.RawMessage) (any, error) {
 // suggestions (rules it would add on "always allow"), the suggestions
 // themselves and Claude's reasons in metadata.
 func permissionRequest(id, name string, input json.RawMessage, req *controlRequest) *agent.PermissionRequest {
-	in := parseInput(input)
-	pr := &agent.PermissionRequest{ID: id, Permission: permissionKind(name), Patterns: toolPatterns(name, in),
+	pr := &agent.PermissionRequest{ID: id, Permission: canonicalTool(name), Patterns: toolPatterns(name, input),
 		Always: []string{}, Metadata: agent.Object{"tool": name}}
 	if req == nil {
 		return pr

@@ -272,7 +272,7 @@ func (d *Decoder) block(t *tool, perm *agent.PermissionRequest, q *agent.Questio
 	t.status = toolBlocked
 	t.question = q != nil
 	d.emit(&agent.ToolBlocked{EventBase: d.base(t.session), Message: t.msg, CallID: t.callID, Tool: canonicalTool(t.name),
-		Input: objectOrEmpty(t.input), Permission: perm, Question: q})
+		Input: canonicalInput(t.name, objectOrEmpty(t.input)), Permission: perm, Question: q})
 }
 
 // resolve records the answer to a blocked tool.

@@ -45,7 +45,8 @@ type call struct {
 	session string
 	id      string
 	tool    string
-	input   json.RawMessage
+	input   json.RawMessage // the canonical input announced
+	meta    agent.Object    // the part metadata announced
 	paths   []string
 	shown   bool // ToolCall emitted
 	running bool

@@ -199,20 +199,13 @@ func (d *AppServerDecoder) itemContextCompaction(e itemEvent) {
 
 func (d *AppServerDecoder) itemCommandExecution(e itemEvent) {
 	c := d.callFor(e.th, e.it.ID)
-	c.tool = "bash"
+	c.tool = agent.ToolBash
 	cmd, wrapped := appServerCommand(mustObject(e.it.Command), e.it.CommandActions)
-	in := map[string]any{"command": cmd}
-	if e.it.Cwd != "" {
-		in["cwd"] = e.it.Cwd
-	}
-	meta := agent.Object{}
+	input, meta := shellCall("commandExecution", cmd, wrapped, e.it.Cwd)
 	if len(e.it.CommandActions) > 0 && string(e.it.CommandActions) != "null" {
 		meta["commandActions"] = e.it.CommandActions
 	}
-	if wrapped != "" {
-		meta["rawCommand"] = wrapped
-	}
-	d.announce(e.o, c, e.base, cmd, mustObject(in), meta)
+	d.announce(e.o, c, e.base, cmd, input, meta)
 	if !e.completed {
 		d.run(e.o, c, e.base)
 		return
@@ -250,10 +243,11 @@ func (d *AppServerDecoder) itemCommandExecution(e itemEvent) {
 
 func (d *AppServerDecoder) itemFileChange(e itemEvent) {
 	c := d.callFor(e.th, e.it.ID)
-	c.tool = "edit"
-	input, meta, paths := fileChangeDetail(e.it.Changes)
-	c.paths, c.input = paths, input
-	d.announce(e.o, c, e.base, strings.Join(paths, ", "), input, meta)
+	_, meta, paths := fileChangeDetail(e.it.Changes)
+	tool, input := patchTool(e.it.Changes)
+	c.tool, c.paths = tool, paths
+	d.announce(e.o, c, e.base, strings.Join(paths, ", "), input,
+		mergeMeta(meta, agent.ToolMetadata("fileChange", mustObject(map[string]any{"changes": e.it.Changes}), input)))
 	if !e.completed {
 		d.run(e.o, c, e.base)
 		return
@@ -274,14 +268,22 @@ func (d *AppServerDecoder) itemFileChange(e itemEvent) {
 
 func (d *AppServerDecoder) itemMcpToolCall(e itemEvent) {
 	c := d.callFor(e.th, e.it.ID)
-	name := e.it.Tool
+	input := objectOrEmpty(e.it.Arguments)
+	var tmeta agent.Object
 	if e.it.Type == "mcpToolCall" {
-		name = e.it.Server + "_" + e.it.Tool
-	} else if e.it.Namespace != nil && *e.it.Namespace != "" {
-		name = *e.it.Namespace + "_" + e.it.Tool
+		c.tool = mcpToolName(e.it.Server, e.it.Tool)
+		tmeta = agent.ToolMetadata(e.it.Type, e.it.Arguments, input)
+	} else {
+		// A dynamic tool is one the client defined: Codex's name is all
+		// there is to say about it.
+		name := e.it.Tool
+		if e.it.Namespace != nil && *e.it.Namespace != "" {
+			name = *e.it.Namespace + "_" + e.it.Tool
+		}
+		c.tool = agent.ToolOther
+		tmeta = agent.ToolMetadata(name, e.it.Arguments, input)
 	}
-	c.tool = name
-	d.announce(e.o, c, e.base, e.it.Tool, objectOr(e.it.Arguments), nil)
+	d.announce(e.o, c, e.base, e.it.Tool, input, tmeta)
 	if !e.completed {
 		d.run(e.o, c, e.base)
 		return
@@ -326,7 +328,7 @@ func (d *AppServerDecoder) itemMcpToolCall(e itemEvent) {
 
 func (d *AppServerDecoder) itemCollabAgentToolCall(e itemEvent) {
 	c := d.callFor(e.th, e.it.ID)
-	c.tool = "task"
+	c.tool = agent.ToolTask
 	in := map[string]any{"tool": e.it.Tool}
 	prompt := ""
 	if e.it.Prompt != nil {
@@ -343,7 +345,8 @@ func (d *AppServerDecoder) itemCollabAgentToolCall(e itemEvent) {
 	if prompt != "" {
 		title = firstLine(prompt, 80)
 	}
-	d.announce(e.o, c, e.base, title, mustObject(in), nil)
+	input := agent.EncodeInput(agent.TaskInput{Prompt: prompt})
+	d.announce(e.o, c, e.base, title, input, agent.ToolMetadata(e.it.Type, mustObject(in), input))
 	for _, tid := range e.it.ReceiverThreads {
 		d.child(e.o, e.th, tid, e.it.ID, firstLine(prompt, 80), "codex", prompt)
 	}
@@ -390,12 +393,13 @@ func (d *AppServerDecoder) itemSubAgentActivity(e itemEvent) {
 
 func (d *AppServerDecoder) itemWebSearch(e itemEvent) {
 	c := d.callFor(e.th, e.it.ID)
-	c.tool = "websearch"
+	c.tool = agent.ToolSearch
 	in := map[string]any{"query": e.it.Query}
 	if len(e.it.Action) > 0 && string(e.it.Action) != "null" {
 		in["action"] = e.it.Action
 	}
-	d.announce(e.o, c, e.base, e.it.Query, mustObject(in), nil)
+	input := agent.EncodeInput(agent.SearchInput{Query: e.it.Query})
+	d.announce(e.o, c, e.base, e.it.Query, input, agent.ToolMetadata(e.it.Type, mustObject(in), input))
 	d.run(e.o, c, e.base)
 	if e.completed {
 		meta := agent.Object{}
@@ -410,18 +414,23 @@ func (d *AppServerDecoder) itemImageView(e itemEvent) {
 	c := d.callFor(e.th, e.it.ID)
 	in := map[string]any{}
 	title := ""
+	var input json.RawMessage
 	switch e.it.Type {
 	case "imageView":
-		c.tool, in["path"], title = "read", e.it.Path, e.it.Path
+		c.tool, in["path"], title = agent.ToolRead, e.it.Path, e.it.Path
+		input = agent.EncodeInput(agent.ReadInput{Path: e.it.Path})
 	case "sleep":
-		c.tool, in["durationMs"], title = "sleep", e.it.DurationMs, "sleep"
+		c.tool, in["durationMs"], title = agent.ToolOther, e.it.DurationMs, "sleep"
 	default:
-		c.tool, title = "image_generation", "image generation"
+		c.tool, title = agent.ToolOther, "image generation"
 		if e.it.RevisedPrompt != nil {
 			in["prompt"] = *e.it.RevisedPrompt
 		}
 	}
-	d.announce(e.o, c, e.base, title, mustObject(in), nil)
+	if input == nil {
+		input = mustObject(in)
+	}
+	d.announce(e.o, c, e.base, title, input, agent.ToolMetadata(e.it.Type, mustObject(in), input))
 	d.run(e.o, c, e.base)
 	if !e.completed {
 		return
@@ -461,11 +470,14 @@ func (d *AppServerDecoder) endChildren(o *out, states map[string]collabAgentStat
 // announce emits the ToolCall of a call once (and again when its input
 // becomes known later).
 func (d *AppServerDecoder) announce(o *out, c *call, base agent.EventBase, title string, input json.RawMessage, meta agent.Object) {
-	if c.shown && (input == nil || string(input) == string(c.input)) {
+	if c.shown && (input == nil || string(input) == string(c.input)) && !newMembers(c.meta, meta) {
 		return
 	}
 	c.shown = true
-	c.input = input
+	if input != nil {
+		c.input = input
+	}
+	c.meta = mergeMeta(c.meta, meta)
 	if len(meta) == 0 {
 		meta = nil
 	}
@@ -726,13 +738,13 @@ func (d *AppServerDecoder) commandApproval(r serverRequest) {
 	}
 	c := d.callFor(r.th, callID)
 	if c.tool == "" {
-		c.tool = "bash"
+		c.tool = agent.ToolBash
 	}
-	in := map[string]any{"command": cmd}
-	if r.p.Cwd != "" {
-		in["cwd"] = r.p.Cwd
+	if !c.shown && !c.done {
+		input, tmeta := shellCall("commandExecution", cmd, wrapped, r.p.Cwd)
+		d.announce(r.o, c, r.base, cmd, input, tmeta)
 	}
-	d.block(r.o, c, r.base, r.key, r.m.Method, mustObject(in), &agent.PermissionRequest{Permission: "bash", Patterns: patterns, Always: patterns, Metadata: r.meta})
+	d.block(r.o, c, r.base, r.key, r.m.Method, nil, &agent.PermissionRequest{Permission: agent.ToolBash, Patterns: patterns, Always: patterns, Metadata: r.meta})
 }
 
 // fileApproval blocks a file change on its approval request.
@@ -750,7 +762,7 @@ func (d *AppServerDecoder) fileApproval(r serverRequest) {
 	}
 	c := d.callFor(r.th, callID)
 	if c.tool == "" {
-		c.tool = "edit"
+		c.tool = agent.ToolEdit
 	}
 	paths := c.paths
 	if len(r.p.FileChanges) > 0 {
@@ -761,11 +773,19 @@ func (d *AppServerDecoder) fileApproval(r serverRequest) {
 		sort.Strings(paths)
 		r.meta["fileChanges"] = r.p.FileChanges
 	}
-	var input json.RawMessage
-	if !c.shown {
-		input = mustObject(map[string]any{"paths": paths})
+	if !c.shown && !c.done {
+		in := agent.EditInput{}
+		if len(paths) > 0 {
+			in.Path = paths[0]
+		}
+		input := agent.EncodeInput(in)
+		var raw json.RawMessage
+		if len(paths) > 0 {
+			raw = mustObject(map[string]any{"paths": paths})
+		}
+		d.announce(r.o, c, r.base, strings.Join(paths, ", "), input, agent.ToolMetadata("fileChange", raw, input))
 	}
-	d.block(r.o, c, r.base, r.key, r.m.Method, input, &agent.PermissionRequest{Permission: "edit", Patterns: paths, Always: paths, Metadata: r.meta})
+	d.block(r.o, c, r.base, r.key, r.m.Method, nil, &agent.PermissionRequest{Permission: c.tool, Patterns: paths, Always: paths, Metadata: r.meta})
 }
 
 // question blocks a tool on Codex's questions.
@@ -776,7 +796,7 @@ func (d *AppServerDecoder) question(r serverRequest) {
 	}
 	c := d.callFor(r.th, r.p.ItemID)
 	if c.tool == "" {
-		c.tool = "question"
+		c.tool = agent.ToolQuestion
 	}
 	q := &agent.QuestionRequest{}
 	var qids []string
@@ -792,7 +812,11 @@ func (d *AppServerDecoder) question(r serverRequest) {
 	}
 	d.received[r.key] = &srvReq{method: r.m.Method, session: r.th.session, callID: r.p.ItemID, qids: qids}
 	c.blocked = true
-	r.o.add(&agent.ToolBlocked{EventBase: r.base, CallID: r.p.ItemID, Tool: c.tool, Question: q})
+	var input json.RawMessage
+	if !c.shown {
+		input = agent.EncodeInput(agent.QuestionInput{Questions: q.Questions})
+	}
+	r.o.add(&agent.ToolBlocked{EventBase: r.base, CallID: r.p.ItemID, Tool: c.tool, Input: input, Question: q})
 }
 
 func (d *AppServerDecoder) block(o *out, c *call, base agent.EventBase, key, method string, input json.RawMessage, perm *agent.PermissionRequest) {

@@ -91,7 +91,7 @@ func TestDecodeAppServerAllKinds(t *testing.T) {
 	if fc := got["fc1"]; fc != nil && fc.State.Block != nil && strings.Join(fc.State.Block.Patterns, ",") != "" {
 		t.Logf("fileChange patterns %v", fc.State.Block.Patterns)
 	}
-	if m := got["m1"]; m == nil || m.Tool != "docs_search" {
+	if m := got["m1"]; m == nil || m.Tool != "mcp:docs/search" {
 		t.Errorf("mcp tool name %+v", m)
 	}
 	// Reasoning: deltas and final agree, parts separated by a blank line.

@@ -105,24 +105,28 @@
 //	userMessage          UserPrompt (text parts joined; image → data/URL file, localImage → file://)
 //	agentMessage, plan   TextFinal (block = item id)
 //	reasoning            ReasoningFinal of the summary (and of the raw content, "/raw")
-//	commandExecution     tool "bash": ToolCall {command, cwd} + ToolRunning (command and title
-//	                     without Codex's shell wrapper, see UserCommand; the wrapped one in
-//	                     metadata rawCommand); completed →
-//	                     ToolCompleted (output, metadata exitCode, durationMs); failed →
-//	                     ToolFailed (output, or "command failed with exit code N");
-//	                     declined → ToolFailed "declined"
-//	fileChange           tool "edit": input {changes:[{path, kind}]}, metadata {files:[{path,
-//	                     kind, diff, movePath?}], diff}; completed / failed / declined as above
-//	mcpToolCall          tool "<server>_<tool>", input = arguments; result text / error message
-//	dynamicToolCall      tool "<namespace>_<tool>" or "<tool>"; contentItems text; success=false fails
-//	collabAgentToolCall  tool "task"; each receiver thread → SubagentStarted (child = thread id);
+//	commandExecution     tool bash: ToolCall {command, cwd} (the shell wrapper taken off, see
+//	                     UserCommand; the wrapped one in metadata rawCommand) + ToolRunning; completed → ToolCompleted (output,
+//	                     metadata exitCode, durationMs); failed → ToolFailed (output, or
+//	                     "command failed with exit code N"); declined → ToolFailed "declined"
+//	fileChange           tool write {path, content} (one added file) or edit {path, diff,
+//	                     oldString?, newString?}; metadata {files:[{path, kind, diff,
+//	                     movePath?}], diff}; completed / failed / declined as above
+//	mcpToolCall          tool mcp:<server>/<tool>, input = arguments; result text / error message
+//	dynamicToolCall      tool other (providerTool "<namespace>_<tool>" or "<tool>"); contentItems
+//	                     text; success=false fails
+//	collabAgentToolCall  tool task {prompt}; each receiver thread → SubagentStarted (child = thread id);
 //	                     an agent state completed | errored | shutdown | interrupted | notFound →
 //	                     SubagentEnded; the agents' messages are the tool output
 //	subAgentActivity     started | interacted → SubagentStarted; completed | interrupted → SubagentEnded
-//	webSearch            tool "websearch" {query, action}; completes with the item
-//	imageView            tool "read" {path}
-//	sleep                tool "sleep" {durationMs}
-//	imageGeneration      tool "image_generation"; output = saved path; failure fails
+//	webSearch            tool search {query}; completes with the item
+//	imageView            tool read {path}
+//	sleep                tool other {durationMs}
+//	imageGeneration      tool other; output = saved path; failure fails
+//
+// Every tool part's metadata has providerTool (the item type) and, when
+// the canonical input is not Codex's, providerInput.
+//
 //	contextCompaction    Compaction (id = item id, auto)
 //	exitedReviewMode     TextFinal of the review text
 //	hookPrompt, functionCallOutput, enteredReviewMode   known, ignored (ignoredItem says why)
@@ -130,11 +134,11 @@
 //
 // Server requests:
 //
-//	item/commandExecution/requestApproval, execCommandApproval   ToolBlocked, permission "bash"
+//	item/commandExecution/requestApproval, execCommandApproval   ToolBlocked, permission bash
 //	                     (pattern = the command as a person types it, /bin/bash -lc stripped;
 //	                     metadata rawCommand, reason, cwd, availableDecisions, …)
-//	item/fileChange/requestApproval, applyPatchApproval          ToolBlocked, permission "edit"
-//	                     (patterns = the file paths)
+//	item/fileChange/requestApproval, applyPatchApproval          ToolBlocked, permission edit
+//	                     (or write: the tool's name; patterns = the file paths)
 //	item/tool/requestUserInput   ToolBlocked with a question (answers via AnswerQuestion)
 //	mcpServer/elicitation/request, item/permissions/requestApproval, item/tool/call,
 //	account/chatgptAuthTokens/refresh, attestation/generate
@@ -161,8 +165,10 @@
 // agent_reasoning_raw_content(_delta), agent_reasoning_section_break
 // (reasoning blocks), exec_command_begin / exec_command_output_delta (chunk
 // as text, base64 or a byte array, B15) / exec_command_end (bash tool),
-// patch_apply_begin / patch_apply_end (edit tool), mcp_tool_call_begin /
-// mcp_tool_call_end, web_search_begin / web_search_end, view_image_tool_call,
+// patch_apply_begin / patch_apply_end (edit or write tool), mcp_tool_call_begin /
+// mcp_tool_call_end (mcp:<server>/<tool>), web_search_begin / web_search_end
+// (search), view_image_tool_call (read); providerTool is the event's family
+// (exec_command, patch_apply, mcp_tool_call, web_search, view_image),
 // token_count (Usage), plan_update (TodosUpdated), error (AgentError),
 // stream_error (Retry), context_compacted (Compaction), exited_review_mode
 // (TextFinal). exec_approval_request / apply_patch_approval_request give

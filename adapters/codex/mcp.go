@@ -476,18 +476,11 @@ func (d *MCPDecoder) onExecCommandBegin(e event) {
 		return
 	}
 	cmd, wrapped := UserCommand(e.msg.Command)
-	in := map[string]any{"command": cmd}
-	if e.msg.Cwd != "" {
-		in["cwd"] = strings.TrimPrefix(e.msg.Cwd, "file://")
-	}
-	meta := agent.Object{}
+	in, meta := shellCall("exec_command", cmd, wrapped, strings.TrimPrefix(e.msg.Cwd, "file://"))
 	if len(e.msg.Parsed) > 0 && string(e.msg.Parsed) != "null" {
 		meta["parsedCmd"] = e.msg.Parsed
 	}
-	if wrapped != "" {
-		meta["rawCommand"] = wrapped
-	}
-	d.announce(e.o, c, cmd, mustObject(in), meta)
+	d.announce(e.o, c, cmd, in, meta)
 	d.run(e.o, c)
 }
 
@@ -538,11 +531,8 @@ func (d *MCPDecoder) onExecCommandEnd(e event) {
 	}
 	if !c.shown {
 		cmd, wrapped := UserCommand(e.msg.Command)
-		var cmeta agent.Object
-		if wrapped != "" {
-			cmeta = agent.Object{"rawCommand": wrapped}
-		}
-		d.announce(e.o, c, cmd, mustObject(map[string]any{"command": cmd}), cmeta)
+		in, tmeta := shellCall("exec_command", cmd, wrapped, "")
+		d.announce(e.o, c, cmd, in, tmeta)
 	}
 	if e.msg.ExitCode != nil && *e.msg.ExitCode != 0 {
 		text := output
@@ -571,8 +561,11 @@ func (d *MCPDecoder) onPatchApplyBegin(e event) {
 		d.drop(e.o, e.kind, agent.DropMissingID, "patch event without call_id", e.raw)
 		return
 	}
-	input, meta, paths := patchDetail(e.msg.Changes)
-	c.paths = paths
+	ups := patchUpdates(e.msg.Changes)
+	_, meta, paths := fileChangeDetail(ups)
+	tool, input := patchTool(ups)
+	c.tool, c.paths = tool, paths
+	meta = mergeMeta(meta, agent.ToolMetadata("patch_apply", mustObject(map[string]any{"changes": e.msg.Changes}), input))
 	d.announce(e.o, c, strings.Join(paths, ", "), input, meta)
 	d.run(e.o, c)
 }
@@ -595,12 +588,13 @@ func (d *MCPDecoder) onPatchApplyEnd(e event) {
 }
 
 func (d *MCPDecoder) onMcpToolCallBegin(e event) {
-	c := d.call(e.msg.CallID, e.msg.Invocation.Server+"_"+e.msg.Invocation.Tool)
+	c := d.call(e.msg.CallID, mcpToolName(e.msg.Invocation.Server, e.msg.Invocation.Tool))
 	if c == nil {
 		d.drop(e.o, e.kind, agent.DropMissingID, "mcp tool event without call_id", e.raw)
 		return
 	}
-	d.announce(e.o, c, e.msg.Invocation.Tool, objectOr(e.msg.Invocation.Arguments), nil)
+	input := objectOrEmpty(e.msg.Invocation.Arguments)
+	d.announce(e.o, c, e.msg.Invocation.Tool, input, agent.ToolMetadata("mcp_tool_call", e.msg.Invocation.Arguments, input))
 	if e.msg.Type == "mcp_tool_call_begin" {
 		d.run(e.o, c)
 		return
@@ -630,16 +624,16 @@ func (d *MCPDecoder) onMcpToolCallBegin(e event) {
 }
 
 func (d *MCPDecoder) onWebSearchBegin(e event) {
-	c := d.call(e.msg.CallID, "websearch")
+	c := d.call(e.msg.CallID, agent.ToolSearch)
 	if c == nil {
 		d.drop(e.o, e.kind, agent.DropMissingID, "web search event without call_id", e.raw)
 		return
 	}
 	var in json.RawMessage
 	if e.msg.Query != "" {
-		in = mustObject(map[string]string{"query": e.msg.Query})
+		in = agent.EncodeInput(agent.SearchInput{Query: e.msg.Query})
 	}
-	d.announce(e.o, c, e.msg.Query, in, nil)
+	d.announce(e.o, c, e.msg.Query, in, agent.ToolMetadata("web_search", nil, nil))
 	d.run(e.o, c)
 	if e.msg.Type == "web_search_end" {
 		d.complete(e.o, c, "", nil)
@@ -647,12 +641,12 @@ func (d *MCPDecoder) onWebSearchBegin(e event) {
 }
 
 func (d *MCPDecoder) onViewImageToolCall(e event) {
-	c := d.call(e.msg.CallID, "read")
+	c := d.call(e.msg.CallID, agent.ToolRead)
 	if c == nil {
 		d.drop(e.o, e.kind, agent.DropMissingID, "image view without call_id", e.raw)
 		return
 	}
-	d.announce(e.o, c, e.msg.Path, mustObject(map[string]string{"path": e.msg.Path}), nil)
+	d.announce(e.o, c, e.msg.Path, agent.EncodeInput(agent.ReadInput{Path: e.msg.Path}), agent.ToolMetadata("view_image", nil, nil))
 	d.complete(e.o, c, "", nil)
 }
 
@@ -741,9 +735,9 @@ func (d *MCPDecoder) item(o *out, t *mcpTurn, msg mcpMsg, raw []byte) {
 // tool part becomes blocked, once.
 func (d *MCPDecoder) approval(o *out, msg mcpMsg, kind string, raw []byte, reqKey string) {
 	edit := strings.Contains(msg.Type, "patch")
-	tool := "bash"
+	tool := agent.ToolBash
 	if edit {
-		tool = "edit"
+		tool = agent.ToolEdit
 	}
 	c := d.call(msg.CallID, tool)
 	if c == nil {
@@ -772,7 +766,17 @@ func (d *MCPDecoder) approval(o *out, msg mcpMsg, kind string, raw []byte, reqKe
 		if msg.GrantRoot != nil {
 			meta["grantRoot"] = *msg.GrantRoot
 		}
-		perm = &agent.PermissionRequest{Permission: "edit", Patterns: paths, Always: paths, Metadata: meta}
+		if !c.shown {
+			ups := patchUpdates(msg.Changes)
+			tool, input := patchTool(ups)
+			if len(ups) == 0 && len(paths) > 0 {
+				input = agent.EncodeInput(agent.EditInput{Path: paths[0]})
+			}
+			c.tool = tool
+			d.announce(o, c, strings.Join(paths, ", "), input,
+				agent.ToolMetadata("patch_apply", mustObject(map[string]any{"changes": msg.Changes}), input))
+		}
+		perm = &agent.PermissionRequest{Permission: c.tool, Patterns: paths, Always: paths, Metadata: meta}
 	} else {
 		cmd, wrapped := UserCommand(msg.Command)
 		if msg.Cwd != "" {
@@ -785,17 +789,17 @@ func (d *MCPDecoder) approval(o *out, msg mcpMsg, kind string, raw []byte, reqKe
 		if cmd != "" {
 			patterns = []string{cmd}
 		}
-		perm = &agent.PermissionRequest{Permission: "bash", Patterns: patterns, Always: patterns, Metadata: meta}
+		perm = &agent.PermissionRequest{Permission: agent.ToolBash, Patterns: patterns, Always: patterns, Metadata: meta}
+		if !c.shown {
+			in, tmeta := shellCall("exec_command", cmd, wrapped, strings.TrimPrefix(msg.Cwd, "file://"))
+			d.announce(o, c, cmd, in, tmeta)
+		}
 	}
 	if c.synth {
 		perm.Metadata["uncorrelatedApproval"] = true
 	}
-	var input json.RawMessage
-	if !c.shown {
-		input, _ = approvalInput(msg, c.paths)
-	}
 	c.blocked = true
-	o.add(&agent.ToolBlocked{CallID: c.id, Tool: c.tool, Input: input, Permission: perm})
+	o.add(&agent.ToolBlocked{CallID: c.id, Tool: c.tool, Permission: perm})
 }
 
 // approvalInput is the input (and title) of a call known only from its
@@ -1002,13 +1006,14 @@ func (d *MCPDecoder) call(id, tool string) *call {
 }
 
 func (d *MCPDecoder) announce(o *out, c *call, title string, input json.RawMessage, meta agent.Object) {
-	if c.shown && (input == nil || string(input) == string(c.input)) {
+	if c.shown && (input == nil || string(input) == string(c.input)) && !newMembers(c.meta, meta) {
 		return
 	}
 	c.shown = true
 	if input != nil {
 		c.input = input
 	}
+	c.meta = mergeMeta(c.meta, meta)
 	if len(meta) == 0 {
 		meta = nil
 	}
@@ -1073,6 +1078,13 @@ func durationMs(raw json.RawMessage) (int64, bool) {
 // patchDetail renders the legacy changes map {path: {add:{content}} |
 // {delete:{…}} | {update:{unified_diff, move_path}}} like fileChangeDetail.
 func patchDetail(changes map[string]json.RawMessage) (json.RawMessage, agent.Object, []string) {
+	return fileChangeDetail(patchUpdates(changes))
+}
+
+// patchUpdates reads a patch's changes ({path: {add: {content}} |
+// {delete: {content}} | {update: {unified_diff, move_path}}}) as file
+// updates, in path order; an added file's content becomes added lines.
+func patchUpdates(changes map[string]json.RawMessage) []fileUpdate {
 	paths := make([]string, 0, len(changes))
 	for p := range changes {
 		paths = append(paths, p)
@@ -1100,7 +1112,7 @@ func patchDetail(changes map[string]json.RawMessage) (json.RawMessage, agent.Obj
 		}
 		ups = append(ups, u)
 	}
-	return fileChangeDetail(ups)
+	return ups
 }
 
 // addDiff renders a new file's content as added lines.

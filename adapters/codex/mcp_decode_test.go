@@ -123,9 +123,11 @@ func TestMCPElicitationCorrelation(t *testing.T) {
 		}
 	}
 	want := []string{
+		// The approval announces the call (canonical bash input), then
+		// blocks it.
+		`call call_1 echo hi > hi.txt {"command":"echo hi > hi.txt","cwd":"/w"}`,
 		`blocked call_1 ["echo hi > hi.txt"] write hi.txt <nil>`,
 		`resolved call_1 once`,
-		`call call_1 echo hi > hi.txt {"command":"echo hi \u003e hi.txt","cwd":"/w"}`,
 		`completed call_1`,
 		`call elicitation-1 rm -rf build {"command":"rm -rf build","cwd":"/w"}`,
 		`blocked elicitation-1 ["rm -rf build"] <nil> true`,

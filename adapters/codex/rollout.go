@@ -471,9 +471,9 @@ func (d *rolloutDecoder) item(n int64, base agent.EventBase, payload json.RawMes
 			d.drop(n, kind, agent.DropMissingID, "tool call without call_id", data)
 			return
 		}
-		tool, title, input, shell := toolOf(m.Type, m.Name, m.Arguments, m.Input, m.Action)
+		tool, title, input, meta, shell := toolOf(m.Type, m.Name, m.Arguments, m.Input, m.Action)
 		d.calls[id] = &rolloutCall{shell: shell}
-		d.add(&agent.ToolCall{EventBase: base, CallID: id, Tool: tool, Title: title, Input: input})
+		d.add(&agent.ToolCall{EventBase: base, CallID: id, Tool: tool, Title: title, Input: input, Metadata: meta})
 		d.add(&agent.ToolRunning{EventBase: base, CallID: id})
 	case "function_call_output", "custom_tool_call_output":
 		if m.CallID == "" {
@@ -498,25 +498,33 @@ func (d *rolloutDecoder) item(n int64, base agent.EventBase, payload json.RawMes
 	}
 }
 
-// toolOf renders a tool call: shell tools become "bash" with input
-// {"command": …[, "cwd": …]}; other tools keep their name, with their JSON
-// arguments as input (or {"input": text} for a custom tool's free text).
+// toolOf renders a tool call in the canonical vocabulary (tools.go):
+// shell tools become bash {command, cwd?} with the shell wrapper taken
+// off, apply_patch becomes write or edit, the other functions rolloutTool
+// knows their canonical tool, anything else is other with its JSON
+// arguments (or {"input": text} for a custom tool's free text). meta is
+// the part metadata: Codex's name of the function and, when it differs,
+// its input.
 func toolOf(typ, name, args, text string, action *struct {
 	Command []string `json:"command"`
 	Workdir string   `json:"working_directory"`
-}) (tool, title string, input json.RawMessage, shell bool) {
+}) (tool, title string, input json.RawMessage, meta agent.Object, shell bool) {
 	if typ == "local_shell_call" {
-		in := map[string]any{"command": ""}
+		cmd, wrapped, cwd := "", "", ""
 		if action != nil {
-			in["command"], _ = UserCommand(mustObject(action.Command))
-			if action.Workdir != "" {
-				in["cwd"] = action.Workdir
-			}
+			cmd, wrapped = UserCommand(mustObject(action.Command))
+			cwd = action.Workdir
 		}
-		return "bash", in["command"].(string), mustObject(in), true
+		input, meta := shellCall(typ, cmd, wrapped, cwd)
+		return agent.ToolBash, cmd, input, meta, true
 	}
 	if typ == "custom_tool_call" {
-		return name, name, mustObject(map[string]string{"input": text}), false
+		raw := mustObject(map[string]string{"input": text})
+		if name == "apply_patch" {
+			tool, input := patchTool(applyPatchUpdates(text))
+			return tool, name, input, agent.ToolMetadata(name, raw, input), false
+		}
+		return agent.ToolOther, name, raw, agent.ToolMetadata(name, raw, raw), false
 	}
 	if isShellTool(name) {
 		var a struct {
@@ -531,14 +539,13 @@ func toolOf(typ, name, args, text string, action *struct {
 			} else if len(a.Command) > 0 {
 				cmd, _ = UserCommand(a.Command)
 			}
-			in := map[string]any{"command": cmd}
-			if a.Workdir != "" {
-				in["cwd"] = a.Workdir
-			}
-			return "bash", cmd, mustObject(in), true
+			cmd = unwrapShell(cmd)
+			input := agent.EncodeInput(agent.BashInput{Command: cmd, Cwd: a.Workdir})
+			return agent.ToolBash, cmd, input, agent.ToolMetadata(name, json.RawMessage(args), input), true
 		}
 	}
-	return name, name, objectOr(json.RawMessage(args)), false
+	tool, input = rolloutTool(name, json.RawMessage(args))
+	return tool, name, input, agent.ToolMetadata(name, objectOr(json.RawMessage(args)), input), false
 }
 
 // outputText reads a tool output: a string, {"content": …} or a list of

@@ -316,7 +316,7 @@ func sessionLine(t *testing.T, stderr string) string {
 
 // waitingLine is what a -p run prints when the fake Codex's echo command
 // waits for a person.
-const waitingLine = "happy: bash \"echo hi > hi.txt\" waits for permission (bash echo hi > hi.txt) — answer with: happy approve SID call_fake_1  (or: happy deny SID call_fake_1)\n"
+const waitingLine = "happy: bash echo hi > hi.txt waits for permission — answer with: happy approve SID call_fake_1  (or: happy deny SID call_fake_1)\n"
 
 func TestCodexPrintOutcomes(t *testing.T) {
 	cases := []struct {

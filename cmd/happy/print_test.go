@@ -75,6 +75,28 @@ func TestControlCommandsSayWhatTheyDid(t *testing.T) {
 			callID = tp.CallID
 		}
 	}
+	// The -p run said what it waits for and how to answer it.
+	if want := "happy: bash echo hi > hi.txt waits for permission — answer with: happy approve " + sid + " " + callID + "  (or: happy deny " + sid + " " + callID + ")\n"; !strings.Contains(c.errText(), want) {
+		t.Errorf("no waiting line %q on the -p run's stderr:\n%s", want, c.errText())
+	}
+	// Shell completion offers the running session (with its title) and
+	// the call waiting in it.
+	compl := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"__complete", "approve", ""}, sid + "\tRun `echo hi > hi.txt` (codex, running)\n:4\n"},
+		{[]string{"__complete", "approve", sid, ""}, callID + "\tbash"},
+		{[]string{"__complete", "answer", sid, ""}, ":4\n"},
+		{[]string{"__complete", "approve", sid, "zz"}, ":4\n"},
+		{[]string{"__complete", "log", "zz"}, ":4\n"},
+	}
+	for _, c := range compl {
+		code, stdout, stderr := runHappy(t, env, c.args...)
+		if code != exitOK || !strings.HasPrefix(stdout, c.want) {
+			t.Errorf("happy %q = %d %q (%s), want it to start with %q", c.args, code, stdout, stderr, c.want)
+		}
+	}
 	cases := []struct {
 		args      []string
 		code      int

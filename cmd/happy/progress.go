@@ -147,6 +147,10 @@ func (p *progress) blockedLine(tp *mapper.ToolPart) string {
 		}
 		return fmt.Sprintf("happy: %s asks: %s — answer with: happy answer %s %s LABEL…", tp.Tool, strings.Join(qs, " / "), sid, tp.CallID)
 	}
-	return fmt.Sprintf("happy: %s waits for permission (%s %s) — answer with: happy approve %s %s  (or: happy deny %s %s)",
-		export.ToolHead(tp), b.Permission, strings.Join(b.Patterns, " "), sid, tp.CallID, sid, tp.CallID)
+	head, what := export.ToolHead(tp), strings.Join(b.Patterns, " ")
+	if b.Permission != tp.Tool || !strings.Contains(head, what) {
+		head += " (" + strings.TrimSpace(b.Permission+" "+what) + ")"
+	}
+	return fmt.Sprintf("happy: %s waits for permission — answer with: happy approve %s %s  (or: happy deny %s %s)",
+		head, sid, tp.CallID, sid, tp.CallID)
 }

@@ -30,7 +30,7 @@ func TestProgressLines(t *testing.T) {
 	p.waiting("q1")
 	p.waiting("unknown")
 	p.close()
-	want := `happy: bash "rm -rf build" waits for permission (bash rm -rf build) — answer with: happy approve SESSION c1  (or: happy deny SESSION c1)
+	want := `happy: bash rm -rf build waits for permission — answer with: happy approve SESSION c1  (or: happy deny SESSION c1)
 happy: session S1
 happy: the model call is retried (attempt 2): overloaded
 happy: question asks: Which branch? — answer with: happy answer S1 q1 LABEL…

@@ -43,7 +43,7 @@ func TestReplayText(t *testing.T) {
 	for _, want := range []string{
 		"replay of " + p + " (traffic-log, 10 lines)",
 		"> Run echo hi > hi.txt",
-		`● bash "echo hi > hi.txt" — completed  [toolu_1]`,
+		`● bash echo hi > hi.txt — completed  [toolu_1]`,
 		"permission bash echo hi > hi.txt: once",
 		"Wrote hi.txt.",
 		"warning: 1 input(s) were dropped; this transcript is incomplete:",
@@ -140,7 +140,7 @@ func TestReplayCodexTrafficLog(t *testing.T) {
 	for _, want := range []string{
 		"(codex traffic log)",
 		"> Run `echo hi > hi.txt` in the shell and tell me what happened",
-		"● bash \"echo hi > hi.txt\" — completed  [call_fake_1]",
+		"● bash echo hi > hi.txt — completed  [call_fake_1]",
 		"permission bash echo hi > hi.txt: once",
 		"Done: the command printed hi.",
 	} {
@@ -178,7 +178,7 @@ func TestReplayCodexRollout(t *testing.T) {
 		"replay of " + p + " (codex rollout)",
 		"  in /home/dev/run/work",
 		"> Run `ls /nonexistent` and tell me what happened.",
-		`● bash "ls /nonexistent" — error  [call_rich_main_t1s0c0_1]`,
+		`● bash ls /nonexistent — error  [call_rich_main_t1s0c0_1]`,
 		"error: ls: cannot access '/nonexistent': No such file or directory",
 		"The command failed: ls reported that /nonexistent does not exist (No such file or directory).",
 	} {
@@ -212,7 +212,7 @@ func TestReplayACPTrafficLog(t *testing.T) {
 	for _, want := range []string{
 		"(ACP traffic log)",
 		"> Run `echo hi > hi.txt` in the shell and tell me what happened",
-		"● execute — completed  [run_shell_command__run_shell_command_1795964191428_0]",
+		"● bash echo hi > hi.txt — completed  [run_shell_command__run_shell_command_1795964191428_0]",
 		"permission bash echo hi > hi.txt: once",
 		"Done: the command printed hi.",
 	} {

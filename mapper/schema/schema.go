@@ -17,9 +17,11 @@ package schema
 import (
 	"bytes"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -45,6 +47,16 @@ type Validator struct {
 	transcript *jsonschema.Schema
 	message    *jsonschema.Schema
 	part       *jsonschema.Schema
+	inputs     map[string]*jsonschema.Schema // canonical tool name → its input's schema
+	object     *jsonschema.Schema            // any object
+}
+
+// toolInputs names the definition of each canonical tool's input (the
+// tools without one, other and mcp:…, take any object).
+var toolInputs = map[string]string{
+	"bash": "bashInput", "read": "readInput", "write": "writeInput", "edit": "editInput",
+	"glob": "globInput", "grep": "grepInput", "fetch": "fetchInput", "search": "searchInput",
+	"task": "taskInput", "todo": "todoInput", "question": "questionInput", "plan": "planInput",
 }
 
 // NewValidator compiles the embedded schema. An error means the embedded
@@ -74,6 +86,17 @@ func NewValidator() (*Validator, error) {
 		}
 		*s.dst = sch
 	}
+	v.inputs = map[string]*jsonschema.Schema{}
+	for tool, def := range toolInputs {
+		sch, err := c.Compile(resource + "#/$defs/" + def)
+		if err != nil {
+			return nil, fmt.Errorf("compile transcript schema %s: %w", def, err)
+		}
+		v.inputs[tool] = sch
+	}
+	if v.object, err = c.Compile(resource + "#/$defs/object"); err != nil {
+		return nil, fmt.Errorf("compile transcript schema object: %w", err)
+	}
 	return &v, nil
 }
 
@@ -102,6 +125,73 @@ func (v *Validator) MessageWithParts(data []byte) error {
 
 // Part validates one part.
 func (v *Validator) Part(data []byte) error { return validate(v.part, "part", data) }
+
+// ToolInput validates the input of a call of a canonical tool (bash,
+// read, …) against its definition (bashInput, readInput, …: the canonical
+// inputs of docs/ARCHITECTURE.md, section "Tools"). The transcript schema
+// itself takes any object as a tool's input; adapters' tests use this to
+// hold them to the canonical shapes. A tool without a definition (other,
+// mcp:…) takes any object. Errors as Transcript.
+func (v *Validator) ToolInput(tool string, input []byte) error {
+	sch, ok := v.inputs[tool]
+	if !ok {
+		sch = v.object
+	}
+	return validate(sch, tool+" input", input)
+}
+
+// ToolParts checks every tool part of a transcript document, children
+// included: its tool is a canonical name (agent.IsCanonicalTool) and its
+// state's input the canonical input of that tool (ToolInput). The error
+// names each part that fails (its callID) and wraps ErrMismatch, or
+// ErrNotJSON for a document that is not a transcript's JSON.
+func (v *Validator) ToolParts(doc []byte) error {
+	type node struct {
+		Messages []struct {
+			Parts []struct {
+				Type   string `json:"type"`
+				CallID string `json:"callID"`
+				Tool   string `json:"tool"`
+				State  struct {
+					Input json.RawMessage `json:"input"`
+				} `json:"state"`
+			} `json:"parts"`
+		} `json:"messages"`
+		Children []json.RawMessage `json:"children"`
+	}
+	var errs []error
+	var walk func(raw []byte) error
+	walk = func(raw []byte) error {
+		var n node
+		if err := json.Unmarshal(raw, &n); err != nil {
+			return fmt.Errorf("tool parts: %w: %w", ErrNotJSON, err)
+		}
+		for _, m := range n.Messages {
+			for _, p := range m.Parts {
+				if p.Type != "tool" {
+					continue
+				}
+				if !agent.IsCanonicalTool(p.Tool) {
+					errs = append(errs, fmt.Errorf("tool part %s: %w: tool %q is not a canonical name", p.CallID, ErrMismatch, p.Tool))
+					continue
+				}
+				if err := v.ToolInput(p.Tool, p.State.Input); err != nil {
+					errs = append(errs, fmt.Errorf("tool part %s: %w", p.CallID, err))
+				}
+			}
+		}
+		for _, c := range n.Children {
+			if err := walk(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walk(doc); err != nil {
+		return err
+	}
+	return errors.Join(errs...)
+}
 
 // ValidateTranscriptJSON validates a transcript document against the
 // embedded schema, compiling it for this call (use a Validator to check

@@ -3,6 +3,7 @@ package schema
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -92,4 +93,74 @@ func FuzzValidateTranscript(f *testing.F) {
 			t.Fatalf("unclassified error: %v", err)
 		}
 	})
+}
+
+// The canonical tool inputs have their definitions: members of the right
+// type pass, a member the shape does not have or of another type fails,
+// and tools without a shape take any object.
+func TestToolInput(t *testing.T) {
+	v, err := NewValidator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		tool, input string
+		want        error
+	}{
+		{"bash", `{"command":"ls","description":"List","cwd":"/w","timeout":60000}`, nil},
+		{"bash", `{}`, nil},
+		{"bash", `{"cmd":"ls"}`, ErrMismatch},
+		{"bash", `{"command":["ls"]}`, ErrMismatch},
+		{"bash", `{"command":"ls","timeout":1.5}`, ErrMismatch},
+		{"read", `{"path":"/a","offset":1,"limit":2}`, nil},
+		{"read", `{"file_path":"/a"}`, ErrMismatch},
+		{"write", `{"path":"/a","content":""}`, nil},
+		{"edit", `{"path":"/a","oldString":"x","newString":"y","replaceAll":true,"diff":"@@"}`, nil},
+		{"edit", `{"path":"/a","old_string":"x"}`, ErrMismatch},
+		{"glob", `{"pattern":"*","path":"/w"}`, nil},
+		{"grep", `{"pattern":"x","path":"/w","glob":"*.go"}`, nil},
+		{"grep", `{"pattern":"x","include":"*.go"}`, ErrMismatch},
+		{"fetch", `{"url":"https://x.test","prompt":"p"}`, nil},
+		{"search", `{"query":"q"}`, nil},
+		{"task", `{"description":"d","prompt":"p","agent":"explore"}`, nil},
+		{"task", `{"subagent_type":"explore"}`, ErrMismatch},
+		{"todo", `{"todos":[{"id":"1","content":"c","status":"pending","priority":"high"}]}`, nil},
+		{"todo", `{"todos":[{"content":"c","status":"done"}]}`, ErrMismatch},
+		{"todo", `{}`, ErrMismatch},
+		{"question", `{"questions":[{"question":"q","header":"h","options":[{"label":"a","description":""}],"multiple":false}]}`, nil},
+		{"plan", `{"plan":"1. x"}`, nil},
+		{"mcp:docs/search", `{"q":"x"}`, nil},
+		{"other", `{"anything":[1]}`, nil},
+		{"other", `[1]`, ErrMismatch},
+		{"bash", `{`, ErrNotJSON},
+	}
+	for _, c := range cases {
+		err := v.ToolInput(c.tool, []byte(c.input))
+		if c.want == nil && err != nil || c.want != nil && !errors.Is(err, c.want) {
+			t.Errorf("%s %s: err = %v, want %v", c.tool, c.input, err, c.want)
+		}
+	}
+}
+
+func TestToolParts(t *testing.T) {
+	v, err := NewValidator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := func(tool, input string) string {
+		return `{"messages":[{"parts":[{"type":"text"},{"type":"tool","callID":"c1","tool":"` + tool + `","state":{"input":` + input + `}}]}],` +
+			`"children":[{"messages":[{"parts":[{"type":"tool","callID":"c2","tool":"bash","state":{"input":{"command":"ls"}}}]}],"children":[]}]}`
+	}
+	if err := v.ToolParts([]byte(doc("read", `{"path":"/a"}`))); err != nil {
+		t.Errorf("canonical parts: %v", err)
+	}
+	for _, bad := range [][2]string{{"execute", `{"command":"ls"}`}, {"read", `{"file_path":"/a"}`}} {
+		err := v.ToolParts([]byte(doc(bad[0], bad[1])))
+		if !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "c1") {
+			t.Errorf("%s %s: err = %v", bad[0], bad[1], err)
+		}
+	}
+	if err := v.ToolParts([]byte(`[`)); !errors.Is(err, ErrNotJSON) {
+		t.Errorf("not JSON: %v", err)
+	}
 }

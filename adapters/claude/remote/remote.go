@@ -115,16 +115,22 @@ func (a *Agent) pump() {
 }
 
 // noteEvents remembers what later answers need: the request id of each
-// blocked call and the input of each call.
+// blocked call and Claude's own input of each call (an event's input is
+// the canonical one; Claude's is in the metadata when it differs,
+// docs/ARCHITECTURE.md, section "Tools").
 func (a *Agent) noteEvents(evs []agent.Event) {
 	for _, ev := range evs {
 		switch e := ev.(type) {
 		case *agent.ToolCall:
-			if len(e.Input) > 0 {
+			if raw, ok := e.Metadata[agent.MetaProviderInput]; ok {
+				if b, err := json.Marshal(raw); err == nil {
+					a.inputs[e.CallID] = b
+				}
+			} else if len(e.Input) > 0 {
 				a.inputs[e.CallID] = e.Input
 			}
 		case *agent.ToolBlocked:
-			if len(e.Input) > 0 {
+			if _, known := a.inputs[e.CallID]; !known && len(e.Input) > 0 {
 				a.inputs[e.CallID] = e.Input
 			}
 			switch {

@@ -144,3 +144,27 @@ func TestAnswersNeedABlockedCall(t *testing.T) {
 		t.Fatalf("AnswerQuestion on an unknown call: %v", err)
 	}
 }
+
+// An answer goes back to Claude on Claude's own input (multiSelect, not the
+// canonical multiple), which the call's announcement carries in its
+// metadata; a later canonical input does not replace it.
+func TestAnswersUseClaudesInput(t *testing.T) {
+	a := &Agent{requests: map[string]string{}, inputs: map[string]json.RawMessage{}}
+	claude := map[string]any{"questions": []any{map[string]any{"question": "Q?", "header": "H", "multiSelect": true, "options": []any{}}}}
+	a.noteEvents([]agent.Event{
+		&agent.ToolCall{CallID: "q1", Tool: agent.ToolQuestion, Input: json.RawMessage(`{"questions":[{"question":"Q?","header":"H","options":[],"multiple":true}]}`),
+			Metadata: agent.Object{agent.MetaProviderTool: "AskUserQuestion", agent.MetaProviderInput: claude}},
+		&agent.ToolBlocked{CallID: "q1", Tool: agent.ToolQuestion, Input: json.RawMessage(`{"questions":[{"question":"Q?","header":"H","options":[],"multiple":true}]}`),
+			Question: &agent.QuestionRequest{ID: "r1"}},
+	})
+	out, err := questionInput(a.inputs["q1"], [][]string{{"a", "b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"answers":{"Q?":"a, b"},"questions":[{"header":"H","multiSelect":true,"options":[],"question":"Q?"}]}`; string(out) != want {
+		t.Errorf("updated input %s, want %s", out, want)
+	}
+	if a.requests["q1"] != "r1" {
+		t.Errorf("request %q", a.requests["q1"])
+	}
+}
