@@ -137,6 +137,10 @@ func TestLiveAgainstCaptures(t *testing.T) {
 		{"gemini-multi-turn", agent.DecisionOnce},
 		{"gemini-long-output-raw-u2028", agent.DecisionOnce},
 		{"claude-code-acp-todo", agent.DecisionOnce},
+		{"codex-acp", agent.DecisionOnce},
+		{"codex-acp-reject", agent.DecisionReject},
+		{"opencode-acp", agent.DecisionOnce},
+		{"opencode-acp-reject", agent.DecisionReject},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
