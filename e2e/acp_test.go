@@ -30,6 +30,7 @@ type acpRun struct {
 	proc       *bg
 	sid        string
 	callID     string
+	blockWait  time.Duration // how long waitBlocked waits (90 s when 0)
 }
 
 func newACPRun(t *testing.T, agentEnv []string) *acpRun {
@@ -65,7 +66,11 @@ func (r *acpRun) start(t *testing.T, sub string, agentArgs ...string) {
 // waitBlocked waits, from home B, for the session's blocked tool.
 func (r *acpRun) waitBlocked(t *testing.T) {
 	t.Helper()
-	waitFor(t, 90*time.Second, "a session with a blocked tool", func() bool {
+	wait := r.blockWait
+	if wait == 0 {
+		wait = 90 * time.Second
+	}
+	waitFor(t, wait, "a session with a blocked tool", func() bool {
 		select {
 		case <-r.proc.done:
 			t.Fatalf("happy exited %d before asking\nstdout: %s\nstderr: %s", r.proc.code, r.proc.out.String(), r.proc.errb.String())

@@ -64,6 +64,32 @@ func redMerge(base, over agent.Object) agent.Object {
 	return out
 }
 
+// redAdd returns base with the members of over it lacks (base itself when
+// over adds nothing). ok is false, and base is returned, when over gives a
+// member of base another value: a contradiction, not an addition.
+func redAdd(base, over agent.Object) (agent.Object, bool) {
+	var out agent.Object
+	for k, v := range over {
+		if w, had := base[k]; had {
+			if !reflect.DeepEqual(v, w) {
+				return base, false
+			}
+			continue
+		}
+		if out == nil {
+			out = make(agent.Object, len(base)+len(over))
+			for bk, bv := range base {
+				out[bk] = bv
+			}
+		}
+		out[k] = v
+	}
+	if out == nil {
+		return base, true
+	}
+	return out, true
+}
+
 // input parses a tool input, recording a refusal when it is not a JSON
 // object. ok is false when raw is empty or refused.
 func (r *Reducer) input(s *redSession, raw []byte) (agent.Object, bool) {
@@ -125,11 +151,7 @@ func (r *Reducer) toolCall(s *redSession, e *agent.ToolCall, t int64) {
 	}
 	p, cur := tl.part, tl.part.State
 	if !cur.Status.Open() {
-		// A settled tool keeps its announcement; a repeat must agree.
-		if (e.Tool != "" && e.Tool != p.Tool) || (hasInput && !redObjectsEqual(input, cur.Input)) ||
-			(len(e.Metadata) > 0 && !redObjectsEqual(redMerge(p.Metadata, e.Metadata), p.Metadata)) {
-			r.refuse(s, tl, &TransitionError{From: cur.Status, To: cur.Status, Reason: "a settled tool's announcement does not change"})
-		}
+		r.reannounced(s, tl, e, input, hasInput)
 		return
 	}
 	changed := false
@@ -160,6 +182,40 @@ func (r *Reducer) toolCall(s *redSession, e *agent.ToolCall, t int64) {
 	}
 	if changed {
 		r.emitTool(tl)
+	}
+}
+
+// reannounced applies a ToolCall for a settled tool: the agent confirming
+// the call, e.g. with its final update. What the announcement says never
+// changes (the tool, the input members and metadata it has), but members it
+// did not have yet are added. A repeat that contradicts it is refused.
+func (r *Reducer) reannounced(s *redSession, tl *redTool, e *agent.ToolCall, input agent.Object, hasInput bool) {
+	p, cur := tl.part, tl.part.State
+	next := cur
+	okIn, okMeta := true, true
+	if hasInput {
+		next.Input, okIn = redAdd(cur.Input, input)
+	}
+	meta := p.Metadata
+	if len(e.Metadata) > 0 {
+		meta, okMeta = redAdd(p.Metadata, e.Metadata)
+	}
+	if (e.Tool != "" && e.Tool != p.Tool) || !okIn || !okMeta {
+		r.refuse(s, tl, &TransitionError{From: cur.Status, To: cur.Status, Reason: "a settled tool's announcement does not change"})
+		return
+	}
+	metaChanged := !redObjectsEqual(meta, p.Metadata)
+	if redObjectsEqual(next.Input, cur.Input) {
+		if metaChanged {
+			p.Metadata = meta
+			r.emitTool(tl)
+		}
+		return
+	}
+	old := p.Metadata
+	p.Metadata = meta
+	if !r.move(s, tl, next) { // publishes the part
+		p.Metadata = old
 	}
 }
 
@@ -499,31 +555,73 @@ func (r *Reducer) toolCompleted(s *redSession, e *agent.ToolCompleted, t int64) 
 	if title == "" {
 		title = tl.part.Tool
 	}
+	if cur.Status == StatusCompleted {
+		r.completedAgain(s, tl, e)
+		return
+	}
 	meta := redMerge(tl.meta, e.Metadata)
 	if meta == nil {
 		meta = agent.Object{}
-	}
-	if cur.Status == StatusCompleted && cur.Output == e.Output && cur.Title == title && redObjectsEqual(cur.Metadata, meta) {
-		return // the same result again
 	}
 	start := cur.Time.Start
 	if cur.Status == StatusPending {
 		start = t
 	}
 	next := ToolState{Status: StatusCompleted, Input: cur.Input, Output: e.Output, Title: title, Metadata: meta,
-		Time: ToolTime{Start: start, End: t}, Block: cur.Block}
+		Time: ToolTime{Start: start, End: t}, Block: cur.Block, Attachments: r.attachments(tl, e)}
+	if r.move(s, tl, next) {
+		tl.title, tl.meta = title, meta
+	}
+}
+
+// attachments are the file parts of the files a tool result returned.
+func (r *Reducer) attachments(tl *redTool, e *agent.ToolCompleted) []FilePart {
+	var out []FilePart
 	for _, f := range e.Files {
 		mime := f.Mime
 		if mime == "" {
 			mime = "application/octet-stream"
 		}
-		next.Attachments = append(next.Attachments, FilePart{
+		out = append(out, FilePart{
 			PartBase: PartBase{ID: r.ids.Next(PrefixPart, "attachment\x00"+e.CallID), SessionID: tl.part.SessionID, MessageID: tl.part.MessageID},
 			Mime:     mime, Filename: f.Filename, URL: f.URL,
 		})
 	}
+	return out
+}
+
+// completedAgain applies a ToolCompleted for a completed tool: the same
+// result again changes nothing; one that adds what the state did not say
+// (metadata members, an output, a title or files where there were none) is
+// merged into it, keeping its times; one that changes what it said is
+// refused (Transition).
+func (r *Reducer) completedAgain(s *redSession, tl *redTool, e *agent.ToolCompleted) {
+	cur := tl.part.State
+	next := cur
+	if next.Output == "" {
+		next.Output = e.Output
+	}
+	if next.Title == "" {
+		next.Title = e.Title
+	}
+	meta, ok := redAdd(cur.Metadata, e.Metadata)
+	if ok {
+		next.Metadata = meta
+	}
+	contradicts := !ok || (e.Output != "" && e.Output != next.Output) || (e.Title != "" && e.Title != next.Title)
+	if !contradicts && redObjectsEqual(next.Metadata, cur.Metadata) && next.Output == cur.Output && next.Title == cur.Title &&
+		(len(e.Files) == 0 || len(cur.Attachments) > 0) {
+		return // the same result again
+	}
+	if contradicts {
+		r.refuse(s, tl, terminalChange(cur.Status))
+		return
+	}
+	if len(cur.Attachments) == 0 {
+		next.Attachments = r.attachments(tl, e)
+	}
 	if r.move(s, tl, next) {
-		tl.title, tl.meta = title, meta
+		tl.title, tl.meta = next.Title, next.Metadata
 	}
 }
 
@@ -539,7 +637,23 @@ func (r *Reducer) toolFailed(s *redSession, e *agent.ToolFailed, t int64) {
 	}
 	cur := tl.part.State
 	if cur.Status == StatusError && (cur.Error == msg || tl.settled) {
-		return // the same failure again, or the agent confirming a rejection
+		// The same failure again, or the agent confirming the rejection
+		// or settlement the reducer wrote: its error stays, what the
+		// agent adds (metadata members it lacked) is merged; a member
+		// it changes is refused.
+		meta, ok := redAdd(cur.Metadata, e.Metadata)
+		if !ok {
+			r.refuse(s, tl, terminalChange(cur.Status))
+			return
+		}
+		if !redObjectsEqual(meta, cur.Metadata) {
+			next := cur
+			next.Metadata = meta
+			if r.move(s, tl, next) {
+				tl.meta = meta
+			}
+		}
+		return
 	}
 	meta := redMerge(tl.meta, e.Metadata)
 	var next ToolState

@@ -13,7 +13,9 @@ package mapper
 // plus settle: pending, running or blocked → error with a reason (a blocked
 // tool's block is resolved as decision "reject" with that reason). Updates
 // within an open status (pending input growing, a running tool's title or
-// metadata) are allowed; a terminal state never changes again.
+// metadata) are allowed; a terminal state is never left, and what it says is
+// never changed: a repeat of it may only add what it did not say yet (an
+// agent confirming the state it is in, with more detail; see confirms).
 //
 // Times are passed in (Unix ms); nothing here reads the clock.
 
@@ -79,7 +81,8 @@ func (s ToolStatus) Terminal() bool { return s == StatusCompleted || s == Status
 //   - blocked → blocked (same request, still unresolved), running (the same
 //     block resolved with decision once or always, or a question answered),
 //     error (the same block resolved with decision reject)
-//   - completed, error → nothing; an identical state is accepted as a no-op
+//   - completed → completed, error → error when the new state only adds to
+//     the old one (confirms): an identical state is a no-op
 //
 // Anything else is refused with a *TransitionError.
 func Transition(cur, next ToolState) error {
@@ -139,12 +142,41 @@ func Transition(cur, next ToolState) error {
 		}
 		return illegal(from, to, "a blocked tool goes to running with a decision, or to error when rejected")
 	case StatusCompleted, StatusError:
-		if reflect.DeepEqual(cur, next) {
+		if reflect.DeepEqual(cur, next) || confirms(cur, next) {
 			return nil
 		}
 		return illegal(from, to, "%s is terminal: leaving it or changing it is not allowed", from)
 	}
 	return illegal(from, to, "unknown status %q", from)
+}
+
+// terminalChange refuses a change of what the terminal state st says.
+func terminalChange(st ToolStatus) *TransitionError {
+	return illegal(st, st, "%s is terminal: leaving it or changing it is not allowed", st)
+}
+
+// confirms reports whether next repeats the terminal state cur and only adds
+// to it: the same status, error, raw input, times and block; an input and a
+// metadata object holding every member of cur's with an equal value (and
+// maybe more); the same title, output and attachments, or some where cur
+// had none. A value cur had that next drops or changes is a contradiction.
+func confirms(cur, next ToolState) bool {
+	return cur.Status == next.Status && cur.Error == next.Error && cur.Raw == next.Raw &&
+		reflect.DeepEqual(cur.Time, next.Time) && reflect.DeepEqual(cur.Block, next.Block) &&
+		holds(next.Input, cur.Input) && holds(next.Metadata, cur.Metadata) &&
+		(cur.Title == "" || cur.Title == next.Title) && (cur.Output == "" || cur.Output == next.Output) &&
+		(len(cur.Attachments) == 0 || reflect.DeepEqual(cur.Attachments, next.Attachments))
+}
+
+// holds reports whether every member of sub is in super with an equal value.
+func holds(super, sub agent.Object) bool {
+	for k, v := range sub {
+		w, ok := super[k]
+		if !ok || !reflect.DeepEqual(v, w) {
+			return false
+		}
+	}
+	return true
 }
 
 // sameRequest reports whether two blocks are the same request (type, id,

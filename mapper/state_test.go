@@ -33,25 +33,35 @@ func stateFixtures() map[string]ToolState {
 	answered := questionRequest()
 	answered.Answers, answered.DecidedAt = [][]string{{"PostgreSQL"}}, ptr[int64](30)
 	return map[string]ToolState{
-		"none":              {},
-		"pending":           {Status: StatusPending, Input: in, Raw: `{"path":`},
-		"running":           {Status: StatusRunning, Input: in, Time: ToolTime{Start: 10}},
-		"running titled":    {Status: StatusRunning, Input: in, Title: "write", Time: ToolTime{Start: 10}},
-		"blocked":           {Status: StatusBlocked, Input: in, Time: ToolTime{Start: 10}, Block: &req},
-		"blocked other":     {Status: StatusBlocked, Input: in, Time: ToolTime{Start: 10}, Block: &Block{Type: BlockPermission, ID: "per_2", Permission: "edit", Patterns: []string{}, Always: []string{}, Metadata: agent.Object{}}},
-		"blocked question":  {Status: StatusBlocked, Input: in, Time: ToolTime{Start: 10}, Block: &q},
-		"running once":      {Status: StatusRunning, Input: in, Time: ToolTime{Start: 10}, Block: resolvedPerm(agent.DecisionOnce, 20, "")},
-		"running always":    {Status: StatusRunning, Input: in, Time: ToolTime{Start: 10}, Block: resolvedPerm(agent.DecisionAlways, 20, "")},
-		"running answered":  {Status: StatusRunning, Input: in, Time: ToolTime{Start: 10}, Block: &answered},
-		"completed":         {Status: StatusCompleted, Input: in, Output: "ok", Title: "t", Metadata: agent.Object{}, Time: ToolTime{Start: 10, End: 40}},
-		"completed once":    {Status: StatusCompleted, Input: in, Output: "ok", Title: "t", Metadata: agent.Object{}, Time: ToolTime{Start: 10, End: 40}, Block: resolvedPerm(agent.DecisionOnce, 20, "")},
-		"completed other":   {Status: StatusCompleted, Input: in, Output: "ok", Title: "t", Metadata: agent.Object{}, Time: ToolTime{Start: 10, End: 40}, Block: resolvedPerm(agent.DecisionOnce, 21, "")},
-		"error":             {Status: StatusError, Input: in, Error: "boom", Time: ToolTime{Start: 10, End: 40}},
-		"error rejected":    {Status: StatusError, Input: in, Error: "rejected", Time: ToolTime{Start: 10, End: 20}, Block: resolvedPerm(agent.DecisionReject, 20, "")},
-		"error once":        {Status: StatusError, Input: in, Error: "boom", Time: ToolTime{Start: 10, End: 40}, Block: resolvedPerm(agent.DecisionOnce, 20, "")},
-		"error cancelled":   {Status: StatusError, Input: in, Error: "cancelled", Time: ToolTime{Start: 10, End: 20}, Block: resolvedPerm(agent.DecisionReject, 20, agent.ReasonCancelled)},
-		"blocked no block":  {Status: StatusBlocked, Input: in, Time: ToolTime{Start: 10}},
-		"pending with time": {Status: StatusPending, Input: in, Time: ToolTime{Start: 1}},
+		"none":             {},
+		"pending":          {Status: StatusPending, Input: in, Raw: `{"path":`},
+		"running":          {Status: StatusRunning, Input: in, Time: ToolTime{Start: 10}},
+		"running titled":   {Status: StatusRunning, Input: in, Title: "write", Time: ToolTime{Start: 10}},
+		"blocked":          {Status: StatusBlocked, Input: in, Time: ToolTime{Start: 10}, Block: &req},
+		"blocked other":    {Status: StatusBlocked, Input: in, Time: ToolTime{Start: 10}, Block: &Block{Type: BlockPermission, ID: "per_2", Permission: "edit", Patterns: []string{}, Always: []string{}, Metadata: agent.Object{}}},
+		"blocked question": {Status: StatusBlocked, Input: in, Time: ToolTime{Start: 10}, Block: &q},
+		"running once":     {Status: StatusRunning, Input: in, Time: ToolTime{Start: 10}, Block: resolvedPerm(agent.DecisionOnce, 20, "")},
+		"running always":   {Status: StatusRunning, Input: in, Time: ToolTime{Start: 10}, Block: resolvedPerm(agent.DecisionAlways, 20, "")},
+		"running answered": {Status: StatusRunning, Input: in, Time: ToolTime{Start: 10}, Block: &answered},
+		"completed":        {Status: StatusCompleted, Input: in, Output: "ok", Title: "t", Metadata: agent.Object{}, Time: ToolTime{Start: 10, End: 40}},
+		"completed once":   {Status: StatusCompleted, Input: in, Output: "ok", Title: "t", Metadata: agent.Object{}, Time: ToolTime{Start: 10, End: 40}, Block: resolvedPerm(agent.DecisionOnce, 20, "")},
+		"completed other":  {Status: StatusCompleted, Input: in, Output: "ok", Title: "t", Metadata: agent.Object{}, Time: ToolTime{Start: 10, End: 40}, Block: resolvedPerm(agent.DecisionOnce, 21, "")},
+		"error":            {Status: StatusError, Input: in, Error: "boom", Time: ToolTime{Start: 10, End: 40}},
+		"error rejected":   {Status: StatusError, Input: in, Error: "rejected", Time: ToolTime{Start: 10, End: 20}, Block: resolvedPerm(agent.DecisionReject, 20, "")},
+		"error once":       {Status: StatusError, Input: in, Error: "boom", Time: ToolTime{Start: 10, End: 40}, Block: resolvedPerm(agent.DecisionOnce, 20, "")},
+		"error cancelled":  {Status: StatusError, Input: in, Error: "cancelled", Time: ToolTime{Start: 10, End: 20}, Block: resolvedPerm(agent.DecisionReject, 20, agent.ReasonCancelled)},
+		// Repeats of a terminal state: more input and metadata members, an
+		// output or title where there was none; or a change of what it said.
+		"completed more":      {Status: StatusCompleted, Input: agent.Object{"path": "hello.txt", "cwd": "/w"}, Output: "ok", Title: "t", Metadata: agent.Object{"exit": 0.0}, Time: ToolTime{Start: 10, End: 40}},
+		"completed untitled":  {Status: StatusCompleted, Input: in, Metadata: agent.Object{}, Time: ToolTime{Start: 10, End: 40}},
+		"completed other out": {Status: StatusCompleted, Input: in, Output: "not ok", Title: "t", Metadata: agent.Object{}, Time: ToolTime{Start: 10, End: 40}},
+		"completed path":      {Status: StatusCompleted, Input: agent.Object{"path": "other.txt"}, Output: "ok", Title: "t", Metadata: agent.Object{}, Time: ToolTime{Start: 10, End: 40}},
+		"completed later":     {Status: StatusCompleted, Input: in, Output: "ok", Title: "t", Metadata: agent.Object{}, Time: ToolTime{Start: 10, End: 50}},
+		"completed no input":  {Status: StatusCompleted, Input: agent.Object{}, Output: "ok", Title: "t", Metadata: agent.Object{}, Time: ToolTime{Start: 10, End: 40}},
+		"error rejected more": {Status: StatusError, Input: agent.Object{"path": "hello.txt", "description": "d"}, Error: "rejected", Metadata: agent.Object{"rawOutput": "no"}, Time: ToolTime{Start: 10, End: 20}, Block: resolvedPerm(agent.DecisionReject, 20, "")},
+		"error other":         {Status: StatusError, Input: in, Error: "bang", Time: ToolTime{Start: 10, End: 40}},
+		"blocked no block":    {Status: StatusBlocked, Input: in, Time: ToolTime{Start: 10}},
+		"pending with time":   {Status: StatusPending, Input: in, Time: ToolTime{Start: 1}},
 	}
 }
 
@@ -101,6 +111,17 @@ func TestTransitionTable(t *testing.T) {
 		{"error", "running", "error is terminal: leaving it or changing it is not allowed"},
 		{"error", "error", ""},
 		{"error rejected", "running once", "error is terminal: leaving it or changing it is not allowed"},
+		{"completed", "completed more", ""},     // the agent confirms with more detail
+		{"completed untitled", "completed", ""}, // a title and an output where there were none
+		{"error rejected", "error rejected more", ""},
+		{"completed more", "completed", "completed is terminal: leaving it or changing it is not allowed"}, // drops members
+		{"completed", "completed other out", "completed is terminal: leaving it or changing it is not allowed"},
+		{"completed", "completed path", "completed is terminal: leaving it or changing it is not allowed"},
+		{"completed", "completed later", "completed is terminal: leaving it or changing it is not allowed"},
+		{"completed", "completed no input", "completed is terminal: leaving it or changing it is not allowed"},
+		{"error", "error other", "error is terminal: leaving it or changing it is not allowed"},
+		{"error rejected", "completed once", "error is terminal: leaving it or changing it is not allowed"},
+		{"error rejected more", "error rejected", "error is terminal: leaving it or changing it is not allowed"},
 		{"running", "blocked no block", "the new state is invalid: block: blocked tool needs an unresolved block"},
 		{"none", "pending with time", "the new state is invalid: time: a pending tool state has no time"},
 	}

@@ -137,6 +137,10 @@ func TestLiveAgainstCaptures(t *testing.T) {
 		{"gemini-multi-turn", agent.DecisionOnce},
 		{"gemini-long-output-raw-u2028", agent.DecisionOnce},
 		{"claude-code-acp-todo", agent.DecisionOnce},
+		{"codex-acp", agent.DecisionOnce},
+		{"codex-acp-reject", agent.DecisionReject},
+		{"opencode-acp", agent.DecisionOnce},
+		{"opencode-acp-reject", agent.DecisionReject},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -241,6 +245,13 @@ func capturePrompts(t *testing.T, raw []byte) []string {
 // commands do) with one prompt, answering each permission with answer.
 func runSession(t *testing.T, opts Options, prompt string, answer func(r *session.Runner, b *agent.ToolBlocked)) (mapper.Transcript, session.Result) {
 	t.Helper()
+	return runSessionWith(t, opts, nil, prompt, answer)
+}
+
+// runSessionWith is runSession with the runner's options adjusted by cfg
+// (rules, permission timeout) when it is not nil.
+func runSessionWith(t *testing.T, opts Options, cfg func(*session.Options), prompt string, answer func(r *session.Runner, b *agent.ToolBlocked)) (mapper.Transcript, session.Result) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, err := Start(ctx, opts)
@@ -250,7 +261,7 @@ func runSession(t *testing.T, opts Options, prompt string, answer func(r *sessio
 	defer c.Close()
 	red := mapper.NewReducer(mapper.Config{SessionID: "live", Directory: opts.Cwd})
 	var runner *session.Runner
-	runner = session.NewRunner(session.Options{
+	so := session.Options{
 		Agent: NewAgent(c), Reducer: red, OneShot: true,
 		OnBus: func(bus []mapper.BusEvent) {
 			for _, b := range bus {
@@ -263,7 +274,11 @@ func runSession(t *testing.T, opts Options, prompt string, answer func(r *sessio
 				}
 			}
 		},
-	})
+	}
+	if cfg != nil {
+		cfg(&so)
+	}
+	runner = session.NewRunner(so)
 	if err := runner.Control(ctx, session.ControlPrompt{Prompt: agent.Prompt{Text: prompt}}); err != nil {
 		t.Fatal(err)
 	}

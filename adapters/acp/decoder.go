@@ -72,7 +72,10 @@ type agentRequest struct {
 
 type turn struct {
 	id        string
-	cancelled bool
+	cancelled bool // happy sent session/cancel
+	// rejected: happy answered a permission of the turn with a rejection
+	// (a person, a rule, the permission timeout), not to abort the turn.
+	rejected bool
 }
 
 // terminalInfo is what the traffic says about a terminal happy runs for the
@@ -521,6 +524,11 @@ func (d *Decoder) endTurn(t *turn, m jsonrpc.Message) {
 			text := "the agent refused to continue (stop reason refusal)"
 			pre = append(pre, &agent.AgentError{Kind: agent.ErrorInternal, Text: text})
 			end.Reason, end.Error = agent.TurnFailed, text
+		case reason == "cancelled" && t.rejected:
+			// Nobody cancelled the turn: the agent ended it because happy
+			// rejected one of its tools (codex-acp's only rejection,
+			// "abort", ends the prompt this way). It is a rejected turn,
+			// not an interrupted one.
 		case reason == "cancelled":
 			end.Reason = agent.TurnInterrupted
 		default:
@@ -619,6 +627,9 @@ func (d *Decoder) answered(m jsonrpc.Message) {
 		if !ok {
 			d.drop("session/request_permission", agent.DropUnknownDecision, "happy's answer selects no offered option", m.Raw)
 			return
+		}
+		if dec == agent.DecisionReject && reason != agent.ReasonCancelled && d.turn != nil {
+			d.turn.rejected = true
 		}
 		d.emit(&agent.ToolResolved{CallID: r.callID, Decision: dec, Reason: reason})
 	case "fs/write_text_file":

@@ -48,7 +48,12 @@
 // (finish stop or tool-calls), max_tokens and max_turn_requests → the step
 // finishes with length, refusal → failed (finish error), cancelled →
 // interrupted (finish aborted); an error response → failed with the
-// agent's error. After happy sent session/cancel, whatever the agent
+// agent's error. A cancelled stop happy never asked for (no session/cancel)
+// in a turn where happy rejected a permission (a person, a rule, the
+// permission timeout) ends the turn completed: the agent stopped because
+// of the rejection (codex-acp's one rejection option, "abort", ends the
+// prompt that way), so the run reports a rejected permission, not an
+// interrupt. After happy sent session/cancel, whatever the agent
 // answers ends the turn interrupted (B20). Every pending permission is
 // answered {"outcome":{"outcome":"cancelled"}} when the turn is cancelled;
 // if the agent does not answer the prompt within CancelGrace the turn is
@@ -60,7 +65,10 @@
 // # Permissions
 //
 // session/request_permission blocks the tool part, creating it from
-// params.toolCall when the agent never announced it (Gemini CLI, B18). The
+// params.toolCall when the agent never announced it (Gemini CLI, B18).
+// params.toolCall updates the announced call, but it neither moves it (its
+// status) nor takes back what the agent said: input members and locations
+// it leaves out stay (OpenCode asks with the command alone). The
 // permission's name is the tool's canonical name (tools.go: a shell
 // command is bash whatever its kind, so the rule "bash:git status*" covers
 // codex-acp's commands too), its patterns those of the canonical input

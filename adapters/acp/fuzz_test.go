@@ -34,6 +34,14 @@ func FuzzDecoder(f *testing.F) {
 	f.Add([]byte("< " + `{"jsonrpc":"2.0","id":2,"result":{"stopReason":"max_tokens"}}` + "\n! {}"))
 	f.Add([]byte("< " + `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[{"content":"a","status":"x","priority":"high"}]}}}`))
 	f.Add([]byte("< " + `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"usage_update","used":1,"size":2,"cost":{"amount":1,"currency":"USD"}}}}`))
+	// A permission that asks with part of the announced input, rejected;
+	// the agent confirms the failure and ends the turn cancelled.
+	f.Add([]byte("< " + `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"t","kind":"execute","status":"in_progress","rawInput":{"command":"ls","cwd":"/w"}}}}` +
+		"\n< " + `{"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"t","rawInput":{"command":"ls"},"locations":[]},"options":[{"optionId":"r","name":"R","kind":"reject_once"}]}}` +
+		"\n# " + `{"happy":"decision","request":0,"decision":"reject","reason":"timeout"}` +
+		"\n> " + `{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"selected","optionId":"r"}}}` +
+		"\n< " + `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"t","status":"failed","rawInput":{"command":"ls","cwd":"/w","x":1},"rawOutput":{"error":"no"}}}}` +
+		"\n< " + `{"jsonrpc":"2.0","id":2,"result":{"stopReason":"cancelled"}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		frames := script(opened...)
 		for i, line := range bytes.Split(data, []byte("\n")) {

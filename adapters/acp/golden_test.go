@@ -21,6 +21,7 @@ var captures = []string{
 	"gemini-acp", "gemini-acp-reject", "ccacp-acp", "acpsdk-example",
 	"gemini-multi-turn", "gemini-long-output-raw-u2028", "claude-code-acp-todo",
 	"codex-acp-tools", "opencode-tools", "gemini-tools", "ccacp-tools",
+	"codex-acp", "codex-acp-reject", "opencode-acp", "opencode-acp-reject",
 }
 
 // golden compares got with testdata/golden/<name>, or writes it with -update.

@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -517,15 +518,21 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 		tl.status = "pending"
 		d.beginOutput()
 	}
-	status, input := tl.status, tl.rawInput
+	status, input, locs := tl.status, tl.rawInput, tl.locations
 	d.mergeTool(kind, tl, tc)
-	tl.status = status // the request's status does not move the tool
+	// The request describes the call it asks about; it neither moves the
+	// tool (its status) nor takes back what the agent announced: input
+	// members and locations it leaves out stay (OpenCode asks with only
+	// the command of a call announced with its description and cwd). When
+	// it carries an input of its own, that is also the permission's detail
+	// (OpenCode sends a diff there), kept in the block's metadata.
+	tl.status = status
 	var permInput json.RawMessage
 	if m, ok := members(input); ok && len(m) > 0 && string(tl.rawInput) != string(input) {
-		// The tool's input is known: what the request carries is the
-		// permission's detail (OpenCode sends a diff there), kept in the
-		// block's metadata.
 		permInput, tl.rawInput = tl.rawInput, input
+	}
+	if len(tl.locations) == 0 {
+		tl.locations = locs
 	}
 	d.announce(tl, false)
 	tl.perms++
@@ -561,6 +568,51 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 		Permission: &agent.PermissionRequest{ID: permID, Permission: name,
 			Patterns: patterns, Always: slices.Clone(patterns), Metadata: toObject(meta)}})
 	d.theirs[key] = &agentRequest{method: kind, callID: tl.callID, options: opts}
+}
+
+// addMembers returns over with the members of base it lacks, when both are
+// JSON objects; otherwise over as it is. When that says no more and no
+// less than base, base is returned (its bytes, member order included), so
+// that an unchanged input is not announced again.
+func addMembers(base, over json.RawMessage) json.RawMessage {
+	b, okb := members(base)
+	o, oko := members(over)
+	if !okb || !oko {
+		return over
+	}
+	same := len(o) <= len(b)
+	for k, v := range o {
+		if bv, ok := b[k]; !ok || !sameJSON(bv, v) {
+			same = false
+		}
+	}
+	if same {
+		return base
+	}
+	added := false
+	for k, v := range b {
+		if _, ok := o[k]; !ok {
+			o[k] = v
+			added = true
+		}
+	}
+	if !added {
+		return over
+	}
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(o) != nil {
+		return over
+	}
+	return bytes.TrimSpace(out.Bytes())
+}
+
+// sameJSON reports whether two JSON values are written the same, spacing
+// aside.
+func sameJSON(a, b json.RawMessage) bool {
+	var ca, cb bytes.Buffer
+	return json.Compact(&ca, a) == nil && json.Compact(&cb, b) == nil && bytes.Equal(ca.Bytes(), cb.Bytes())
 }
 
 // patterns is what a permission for the tool covers, for rules to match:
