@@ -7,54 +7,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/happy-dev/happy/adapters/codex"
-	"github.com/happy-dev/happy/internal/fakemodel"
 )
 
-// codexRun is one `happy codex -p` scenario against a real Codex CLI and the
-// fake model: the model asks for a shell command that writes a file, with
-// an escalation out of the sandbox (sandbox_permissions require_escalated),
-// which Codex turns into an approval request that happy blocks on.
-type codexRun struct {
-	relay      *relayProc
-	homeA      string // runs the session
-	homeB      string // another machine on the same account
-	work       string
-	codexHome  string
-	envA, envB []string
-	model      *fakemodel.Server
-	proc       *bg
-	sid        string
-	callID     string
-	started    time.Time
-	appServer  bool
-}
-
-// codexFinal is the fake model's answer once the command ran (or was
-// refused): it says which, from the tool output Codex sent back.
-func codexFinal(r fakemodel.Request) fakemodel.Reply {
-	var body struct {
-		Input []struct {
-			Type   string          `json:"type"`
-			Output json.RawMessage `json:"output"`
-		} `json:"input"`
-	}
-	_ = json.Unmarshal(r.Body, &body)
-	for i := len(body.Input) - 1; i >= 0; i-- {
-		if body.Input[i].Type == "function_call_output" {
-			if strings.Contains(string(body.Input[i].Output), "rejected") {
-				return fakemodel.Reply{Text: "The command was not allowed; hi.txt was not created."}
-			}
-			break
-		}
-	}
-	return fakemodel.Reply{Text: "Created hi.txt."}
-}
+// The Codex scenarios (app-server on 0.171.0, mcp-server on 0.150.0) are
+// rows of the real-agent matrix (matrix_test.go); the helpers here set
+// Codex up against the fake model.
 
 // codexConfig is CODEX_HOME/config.toml: the fake model as the only
 // provider, no retries, and the features that reach public hosts at start
@@ -99,88 +59,6 @@ func codexEnv(home, codexHome, happyHome, relayURL, codexBin string) []string {
 	}
 }
 
-// startCodexRun starts `happy codex -p` with the Codex binary of agent
-// (CODEX or CODEX150) speaking protocol (app-server or mcp).
-func startCodexRun(t *testing.T, agent, protocol string) *codexRun {
-	t.Helper()
-	codexBin := agentBinary(t, agent)
-	r := &codexRun{relay: startRelay(t), work: t.TempDir(), started: time.Now(), appServer: protocol == "app-server"}
-	hs := homes(t, r.relay.URL, 2)
-	r.homeA, r.homeB = hs[0], hs[1]
-	model, err := fakemodel.New(fakemodel.Script{
-		Decide: func(req fakemodel.Request) fakemodel.Reply {
-			switch {
-			case !req.HasTools:
-				return fakemodel.Reply{Text: "Fake title"}
-			case req.ToolDone:
-				return codexFinal(req)
-			}
-			return fakemodel.Reply{ToolName: "exec_command", ToolInput: map[string]any{"cmd": "echo hi > hi.txt",
-				"sandbox_permissions": "require_escalated", "justification": "Need to write hi.txt"}}
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { model.Close() })
-	r.model = model
-	home := t.TempDir()
-	r.codexHome = filepath.Join(home, "codex")
-	if err := os.MkdirAll(r.codexHome, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(r.codexHome, "config.toml"), []byte(codexConfig(model.URL)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r.envA = codexEnv(home, r.codexHome, r.homeA, r.relay.URL, codexBin)
-	r.envB = codexEnv(home, r.codexHome, r.homeB, r.relay.URL, codexBin)
-	r.proc = happyStart(t, r.envA, r.work, "codex", "-p", "Create hi.txt", "--permission-timeout", "90s", "--codex-protocol", protocol)
-	return r
-}
-
-// waitBlocked waits, from home B, until the session shows a tool blocked on
-// permission, and records the session id and the call id.
-func (r *codexRun) waitBlocked(t *testing.T) {
-	t.Helper()
-	waitFor(t, 60*time.Second, "a session with a blocked tool", func() bool {
-		select {
-		case <-r.proc.done:
-			t.Fatalf("happy codex exited with %d before a tool was blocked\nstdout: %s\nstderr: %s", r.proc.code, r.proc.out.String(), r.proc.errb.String())
-		default:
-		}
-		code, out, _ := happyRun(t, r.envB, r.work, "sessions", "--json")
-		if code != 0 {
-			return false
-		}
-		var list []struct{ ID string }
-		if json.Unmarshal([]byte(out), &list) != nil || len(list) == 0 {
-			return false
-		}
-		r.sid = list[0].ID
-		code, out, _ = happyRun(t, r.envB, r.work, "log", r.sid, "--json")
-		if code != 0 {
-			return false
-		}
-		r.callID = blockedCall(out)
-		return r.callID != ""
-	})
-}
-
-// finalLog is `happy log --json` from home B, normalised (on app-server
-// with the prompt's model pinned, see pinPromptModel).
-func (r *codexRun) finalLog(t *testing.T) []byte {
-	t.Helper()
-	code, out, errOut := happyRun(t, r.envB, r.work, "log", r.sid, "--json")
-	if code != 0 {
-		t.Fatalf("happy log: exit %d: %s", code, errOut)
-	}
-	doc := []byte(out)
-	if r.appServer {
-		doc = pinPromptModel(t, doc)
-	}
-	return normalize(t, doc, map[string]string{r.work: "<WORK>", r.codexHome: "<CODEX_HOME>"})
-}
-
 // pinPromptModel replaces the model of the first user message by a
 // placeholder after checking it is one of the two values a run can give
 // today. On app-server, Codex names the model in its thread/start answer,
@@ -215,65 +93,9 @@ func pinPromptModel(t *testing.T, doc []byte) []byte {
 	return out
 }
 
-// approved runs the approve-from-home-B scenario and checks its outcome.
-func (r *codexRun) approved(t *testing.T, goldenName string) {
-	t.Helper()
-	r.waitBlocked(t)
-	if _, err := os.Stat(filepath.Join(r.work, "hi.txt")); !os.IsNotExist(err) {
-		t.Fatalf("hi.txt exists before the approval: %v", err)
-	}
-	if code, _, errOut := happyRun(t, r.envB, r.work, "approve", r.sid, r.callID); code != 0 {
-		t.Fatalf("happy approve: exit %d: %s", code, errOut)
-	}
-	if code := r.proc.wait(t, 90*time.Second); code != 0 {
-		t.Fatalf("happy codex -p exit %d\nstdout: %s\nstderr: %s", code, r.proc.out.String(), r.proc.errb.String())
-	}
-	if got := r.proc.out.String(); got != "Created hi.txt.\n" {
-		t.Fatalf("stdout %q\nstderr: %s", got, r.proc.errb.String())
-	}
-	if b, err := os.ReadFile(filepath.Join(r.work, "hi.txt")); err != nil || string(b) != "hi\n" {
-		t.Fatalf("hi.txt: %q, %v", b, err)
-	}
-	golden(t, goldenName, r.finalLog(t))
-	t.Logf("wall time %s", time.Since(r.started).Round(time.Millisecond))
-}
-
-func TestE2ECodexAppServerApproved(t *testing.T) {
-	r := startCodexRun(t, "CODEX", "app-server")
-	r.approved(t, "codex-app-approved.json")
-}
-
-func TestE2ECodexAppServerDenied(t *testing.T) {
-	r := startCodexRun(t, "CODEX", "app-server")
-	r.waitBlocked(t)
-	if code, _, errOut := happyRun(t, r.envB, r.work, "deny", r.sid, r.callID, "--reason", "not now"); code != 0 {
-		t.Fatalf("happy deny: exit %d: %s", code, errOut)
-	}
-	if code := r.proc.wait(t, 90*time.Second); code != 1 {
-		t.Fatalf("happy codex -p exit %d, want 1\nstdout: %s\nstderr: %s", code, r.proc.out.String(), r.proc.errb.String())
-	}
-	if got := r.proc.out.String(); got != "The command was not allowed; hi.txt was not created.\n" {
-		t.Fatalf("stdout %q", got)
-	}
-	if !strings.Contains(r.proc.errb.String(), "1 permission request(s) were rejected") {
-		t.Fatalf("stderr lacks the rejection: %s", r.proc.errb.String())
-	}
-	if _, err := os.Stat(filepath.Join(r.work, "hi.txt")); !os.IsNotExist(err) {
-		t.Fatalf("hi.txt exists after a denial: %v", err)
-	}
-	golden(t, "codex-app-denied.json", r.finalLog(t))
-	t.Logf("wall time %s", time.Since(r.started).Round(time.Millisecond))
-}
-
-// Codex 0.150.0 still has app-server, so auto would pick it (see
-// TestE2ECodexChooseProtocol): the MCP path is pinned explicitly.
-func TestE2ECodexMCPServerApproved(t *testing.T) {
-	r := startCodexRun(t, "CODEX150", "mcp")
-	r.approved(t, "codex-mcp-approved.json")
-}
-
 // auto reads the installed version: both pinned Codex builds have the v2
-// app-server, so both get it (which is why the MCP test pins mcp).
+// app-server, so both get it (which is why the matrix's codex-mcp row pins
+// mcp).
 func TestE2ECodexChooseProtocol(t *testing.T) {
 	for _, tc := range []struct{ agent, version string }{{"CODEX", "0.171.0"}, {"CODEX150", "0.150.0"}} {
 		bin := agentBinary(t, tc.agent)

@@ -23,10 +23,9 @@ import (
 	"time"
 
 	"github.com/happy-dev/happy/crypto"
+	igolden "github.com/happy-dev/happy/internal/golden"
 	"github.com/happy-dev/happy/relay"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // happyBin is the happy binary built once by TestMain.
 var happyBin string
@@ -388,12 +387,13 @@ func normalize(t *testing.T, doc []byte, paths map[string]string) []byte {
 	return buf.Bytes()
 }
 
-// golden compares got with testdata/name, rewriting it with -update.
+// golden compares got with testdata/name, rewriting it with -update (the
+// flag internal/golden registers).
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
 	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
+	if igolden.Update() {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(path, got, 0o644); err != nil {
@@ -402,9 +402,9 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (run make e2e with E2E_UPDATE=1 to create it)", err)
+		t.Fatalf("%v (E2E_UPDATE=1 make e2e creates it)", err)
 	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s differs from the golden file:\n%s", path, got)
+	if d := igolden.Diff(want, got); d != "" {
+		t.Fatalf("%s differs from the golden file (E2E_UPDATE=1 make e2e rewrites it), %s", path, d)
 	}
 }
