@@ -69,11 +69,14 @@ func TestMain(m *testing.M) {
 		}
 		fmt.Fprintln(os.Stderr, "e2e: no network namespace available; running on the host's loopback")
 		code := m.Run()
+		printMatrix()
 		os.RemoveAll(dir)
 		os.Exit(code)
 	}
 	happyBin = os.Getenv("HAPPY_E2E_BIN")
-	os.Exit(m.Run())
+	code := m.Run()
+	printMatrix() // the real-agent matrix's table, after every test's output
+	os.Exit(code)
 }
 
 // agentBinary returns the path of a pinned agent CLI installed by

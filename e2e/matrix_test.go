@@ -303,11 +303,23 @@ func matrixDecide(a *matrixAgent, spec cellSpec) func(fakemodel.Request) fakemod
 // turnPrompt is the prompt of turn n (from 1).
 func turnPrompt(n int) string { return fmt.Sprintf("Turn %d: write the files", n) }
 
+// matrixRun is what TestE2EMatrix leaves for printMatrix.
+var matrixRun struct {
+	sync.Mutex
+	results map[string]matrixResult // by "<agent>/<scenario>"
+	wall    time.Duration
+}
+
 func TestE2EMatrix(t *testing.T) {
-	var mu sync.Mutex
-	results := map[string]matrixResult{}
 	start := time.Now()
-	t.Cleanup(func() { printMatrix(results, time.Since(start)) })
+	matrixRun.Lock()
+	matrixRun.results = map[string]matrixResult{}
+	matrixRun.Unlock()
+	t.Cleanup(func() {
+		matrixRun.Lock()
+		matrixRun.wall = time.Since(start)
+		matrixRun.Unlock()
+	})
 	for i := range matrixAgents {
 		a := &matrixAgents[i]
 		t.Run(a.name, func(t *testing.T) {
@@ -330,9 +342,9 @@ func TestE2EMatrix(t *testing.T) {
 						case t.Skipped():
 							st = "skip"
 						}
-						mu.Lock()
-						results[a.name+"/"+sc.name] = matrixResult{status: st, wall: time.Since(began)}
-						mu.Unlock()
+						matrixRun.Lock()
+						matrixRun.results[a.name+"/"+sc.name] = matrixResult{status: st, wall: time.Since(began)}
+						matrixRun.Unlock()
 					})
 					if spec.unsupported != "" {
 						t.Skipf("n/a: %s", spec.unsupported)
@@ -344,8 +356,16 @@ func TestE2EMatrix(t *testing.T) {
 	}
 }
 
-// printMatrix writes the agent × scenario table to standard output.
-func printMatrix(results map[string]matrixResult, wall time.Duration) {
+// printMatrix writes the agent × scenario table of the last TestE2EMatrix
+// to standard output (nothing when it did not run): per cell pass, FAIL, n/a
+// or skip and its seconds, then the count of passing cells.
+func printMatrix() {
+	matrixRun.Lock()
+	defer matrixRun.Unlock()
+	results, wall := matrixRun.results, matrixRun.wall
+	if len(results) == 0 {
+		return
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nreal-agent matrix (%s wall):\n%-16s", wall.Round(time.Second), "agent")
 	for _, sc := range matrixScenarios {
