@@ -28,8 +28,13 @@ install:
 test:
 	$(GO) test -race -count=1 -timeout 15m ./...
 
+# The e2e package runs in go test's local directory mode (no package
+# argument), which prints the test output even when it passes: the
+# real-agent matrix's table is at its end. E2E_PARALLEL matrix cells run at
+# once; E2E_UPDATE=1 rewrites the golden files.
+E2E_PARALLEL ?= 3
 e2e:
-	eval "$$(./scripts/install-agents.sh)" && $(GO) test -tags e2e -count=1 -timeout 40m -run 'E2E' ./e2e/...
+	eval "$$(./scripts/install-agents.sh)" && cd e2e && $(GO) test -tags e2e -count=1 -timeout 40m -parallel $(E2E_PARALLEL) -run 'E2E' $(if $(E2E_UPDATE),-update)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -timeout 30m ./...

@@ -14,7 +14,6 @@ import (
 
 	"github.com/happy-dev/happy/adapters/acp"
 	"github.com/happy-dev/happy/agent"
-	"github.com/happy-dev/happy/internal/fakegemini"
 	"github.com/happy-dev/happy/internal/fakemodel"
 	"github.com/happy-dev/happy/mapper"
 )
@@ -191,9 +190,9 @@ func geminiHome(t *testing.T) string {
 // it blocked, another machine approves, the command runs.
 func TestE2EACPGeminiApproved(t *testing.T) {
 	gemini := agentBinary(t, "GEMINI")
-	model, err := fakegemini.New(fakegemini.Script{
+	model, err := fakemodel.New(fakemodel.Script{
 		ToolName:  "run_shell_command",
-		ToolArgs:  map[string]any{"command": "echo hi > hi.txt", "description": "Write hi.txt"},
+		ToolInput: map[string]any{"command": "echo hi > hi.txt", "description": "Write hi.txt"},
 		FinalText: "Created hi.txt.",
 	})
 	if err != nil {

@@ -60,6 +60,7 @@ type switchRun struct {
 	before      *unix.Termios
 	cmd         *exec.Cmd
 	exited      chan error
+	gone        chan struct{} // closed when happy exited
 	scr         *screen
 	sid         string
 	lastDoc     string // the last transcript document read, for failures
@@ -70,7 +71,7 @@ func startSwitchRun(t *testing.T, decide func(fakemodel.Request) fakemodel.Reply
 	claudeBin := agentBinary(t, "CLAUDE")
 	relay := startRelay(t)
 	hs := homes(t, relay.URL, 2)
-	r := &switchRun{t: t, work: t.TempDir(), homeA: hs[0], exited: make(chan error, 1), scr: &screen{}}
+	r := &switchRun{t: t, work: t.TempDir(), homeA: hs[0], exited: make(chan error, 1), gone: make(chan struct{}), scr: &screen{}}
 	var err error
 	if r.model, err = fakemodel.New(fakemodel.Script{Decide: decide}); err != nil {
 		t.Fatal(err)
@@ -96,7 +97,7 @@ func startSwitchRun(t *testing.T, decide func(fakemodel.Request) fakemodel.Reply
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() { r.exited <- r.cmd.Wait() }()
+	go func() { r.exited <- r.cmd.Wait(); close(r.gone) }()
 	t.Cleanup(func() { _ = r.cmd.Process.Kill() })
 	go func() { _, _ = copyUntilErr(r.scr, r.master) }()
 	r.wait(30*time.Second, "Claude's prompt on screen", func() bool { return r.scr.contains("shortcuts") })

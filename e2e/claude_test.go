@@ -141,21 +141,6 @@ func TestE2EClaudePrintApproved(t *testing.T) {
 	golden(t, "claude-print-approved.json", r.finalLog(t))
 }
 
-func TestE2EClaudePrintDenied(t *testing.T) {
-	r := startClaudeRun(t)
-	r.waitBlocked(t)
-	if code, _, errOut := happyRun(t, r.envB, r.work, "deny", r.sid, r.callID, "--reason", "not now"); code != 0 {
-		t.Fatalf("happy deny: exit %d: %s", code, errOut)
-	}
-	if code := r.proc.wait(t, 90*time.Second); code != 1 {
-		t.Fatalf("happy claude -p exit %d, want 1\nstdout: %s\nstderr: %s", code, r.proc.out.String(), r.proc.errb.String())
-	}
-	if _, err := os.Stat(filepath.Join(r.work, "hi.txt")); !os.IsNotExist(err) {
-		t.Fatalf("hi.txt exists after a denial: %v", err)
-	}
-	golden(t, "claude-print-denied.json", r.finalLog(t))
-}
-
 // A rule answers Claude's permission request at once: the tool part shows
 // the request resolved by the rule, and nothing is dropped (the tool's
 // result is not read as a second answer given in Claude).

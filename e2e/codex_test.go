@@ -20,6 +20,10 @@ import (
 	"github.com/happy-dev/happy/internal/fakemodel"
 )
 
+// The Codex scenarios (app-server on 0.171.0, mcp-server on 0.150.0) are
+// rows of the real-agent matrix (matrix_test.go); the helpers here set
+// Codex up against the fake model.
+
 // codexRun is one `happy codex -p` scenario against a real Codex CLI and the
 // fake model: the model asks for a shell command that writes a file, with
 // an escalation out of the sandbox (sandbox_permissions require_escalated),
@@ -232,65 +236,9 @@ func pinPromptModel(t *testing.T, doc []byte) []byte {
 	return out
 }
 
-// approved runs the approve-from-home-B scenario and checks its outcome.
-func (r *codexRun) approved(t *testing.T, goldenName string) {
-	t.Helper()
-	r.waitBlocked(t)
-	if _, err := os.Stat(filepath.Join(r.work, "hi.txt")); !os.IsNotExist(err) {
-		t.Fatalf("hi.txt exists before the approval: %v", err)
-	}
-	if code, _, errOut := happyRun(t, r.envB, r.work, "approve", r.sid, r.callID); code != 0 {
-		t.Fatalf("happy approve: exit %d: %s", code, errOut)
-	}
-	if code := r.proc.wait(t, 90*time.Second); code != 0 {
-		t.Fatalf("happy codex -p exit %d\nstdout: %s\nstderr: %s", code, r.proc.out.String(), r.proc.errb.String())
-	}
-	if got := r.proc.out.String(); got != "Created hi.txt.\n" {
-		t.Fatalf("stdout %q\nstderr: %s", got, r.proc.errb.String())
-	}
-	if b, err := os.ReadFile(filepath.Join(r.work, "hi.txt")); err != nil || string(b) != "hi\n" {
-		t.Fatalf("hi.txt: %q, %v", b, err)
-	}
-	golden(t, goldenName, r.finalLog(t))
-	t.Logf("wall time %s", time.Since(r.started).Round(time.Millisecond))
-}
-
-func TestE2ECodexAppServerApproved(t *testing.T) {
-	r := startCodexRun(t, "CODEX", "app-server")
-	r.approved(t, "codex-app-approved.json")
-}
-
-func TestE2ECodexAppServerDenied(t *testing.T) {
-	r := startCodexRun(t, "CODEX", "app-server")
-	r.waitBlocked(t)
-	if code, _, errOut := happyRun(t, r.envB, r.work, "deny", r.sid, r.callID, "--reason", "not now"); code != 0 {
-		t.Fatalf("happy deny: exit %d: %s", code, errOut)
-	}
-	if code := r.proc.wait(t, 90*time.Second); code != 1 {
-		t.Fatalf("happy codex -p exit %d, want 1\nstdout: %s\nstderr: %s", code, r.proc.out.String(), r.proc.errb.String())
-	}
-	if got := r.proc.out.String(); got != "The command was not allowed; hi.txt was not created.\n" {
-		t.Fatalf("stdout %q", got)
-	}
-	if !strings.Contains(r.proc.errb.String(), "1 permission request(s) were rejected") {
-		t.Fatalf("stderr lacks the rejection: %s", r.proc.errb.String())
-	}
-	if _, err := os.Stat(filepath.Join(r.work, "hi.txt")); !os.IsNotExist(err) {
-		t.Fatalf("hi.txt exists after a denial: %v", err)
-	}
-	golden(t, "codex-app-denied.json", r.finalLog(t))
-	t.Logf("wall time %s", time.Since(r.started).Round(time.Millisecond))
-}
-
-// Codex 0.150.0 still has app-server, so auto would pick it (see
-// TestE2ECodexChooseProtocol): the MCP path is pinned explicitly.
-func TestE2ECodexMCPServerApproved(t *testing.T) {
-	r := startCodexRun(t, "CODEX150", "mcp")
-	r.approved(t, "codex-mcp-approved.json")
-}
-
 // auto reads the installed version: both pinned Codex builds have the v2
-// app-server, so both get it (which is why the MCP test pins mcp).
+// app-server, so both get it (which is why the matrix's codex-mcp row pins
+// mcp).
 func TestE2ECodexChooseProtocol(t *testing.T) {
 	for _, tc := range []struct{ agent, version string }{{"CODEX", "0.171.0"}, {"CODEX150", "0.150.0"}} {
 		bin := agentBinary(t, tc.agent)

@@ -23,10 +23,9 @@ import (
 	"time"
 
 	"github.com/happy-dev/happy/crypto"
+	igolden "github.com/happy-dev/happy/internal/golden"
 	"github.com/happy-dev/happy/relay"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // happyBin is the happy binary built once by TestMain.
 var happyBin string
@@ -70,11 +69,14 @@ func TestMain(m *testing.M) {
 		}
 		fmt.Fprintln(os.Stderr, "e2e: no network namespace available; running on the host's loopback")
 		code := m.Run()
+		printMatrix()
 		os.RemoveAll(dir)
 		os.Exit(code)
 	}
 	happyBin = os.Getenv("HAPPY_E2E_BIN")
-	os.Exit(m.Run())
+	code := m.Run()
+	printMatrix() // the real-agent matrix's table, after every test's output
+	os.Exit(code)
 }
 
 // agentBinary returns the path of a pinned agent CLI installed by
@@ -388,12 +390,13 @@ func normalize(t *testing.T, doc []byte, paths map[string]string) []byte {
 	return buf.Bytes()
 }
 
-// golden compares got with testdata/name, rewriting it with -update.
+// golden compares got with testdata/name, rewriting it with -update (the
+// flag internal/golden registers).
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
 	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
+	if igolden.Update() {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(path, got, 0o644); err != nil {
@@ -402,9 +405,9 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (run make e2e with E2E_UPDATE=1 to create it)", err)
+		t.Fatalf("%v (E2E_UPDATE=1 make e2e creates it)", err)
 	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s differs from the golden file:\n%s", path, got)
+	if d := igolden.Diff(want, got); d != "" {
+		t.Fatalf("%s differs from the golden file (E2E_UPDATE=1 make e2e rewrites it), %s", path, d)
 	}
 }

@@ -1,16 +1,26 @@
 // Package fakemodel is a scripted, deterministic model server for tests: it
-// speaks enough of the Anthropic Messages API (streaming SSE and plain JSON)
-// and the OpenAI Responses API (streaming SSE) for the real agent CLIs to run
-// a turn offline against 127.0.0.1.
+// speaks enough of three wire formats for the real agent CLIs to run turns
+// offline against 127.0.0.1:
+//
+//   - the Anthropic Messages API, POST /v1/messages (streaming SSE and plain
+//     JSON) and /v1/messages/count_tokens: Claude Code, claude-code-acp and
+//     OpenCode's anthropic provider;
+//   - the OpenAI Responses API, POST /v1/responses (streaming SSE): Codex and
+//     codex-acp (wire_api = "responses");
+//   - the Gemini API, POST /v1beta/models/<model>:generateContent and
+//     :streamGenerateContent?alt=sse (gemini.go): Gemini CLI.
 //
 // The default script is stateless: a request that offers tools and whose last
 // user message carries no tool result gets one tool call (Script.ToolName and
 // Script.ToolInput); any other request with tools gets Script.FinalText; a
-// request without tools (title or summary side calls) gets Script.SideText.
-// Set Script.Decide to take over completely.
+// request without tools (title or summary side calls) gets Script.SideText, or
+// Script.SideJSON when it asks for a JSON answer (Gemini's routing calls).
+// Set Script.Decide to take over completely; a Reply with several Calls
+// answers with that many tool calls in one model response.
 //
 // Ids in responses come from a per-server counter (msg_fake_0001,
-// toolu_fake_0001, …), so the same conversation yields the same ids.
+// toolu_fake_0001, …), so the same conversation yields the same ids; the
+// second and later calls of one response add _2, _3, … (toolu_fake_0001_2).
 package fakemodel
 
 import (
@@ -27,21 +37,51 @@ import (
 
 // Request is what the fake server saw of one model request, for assertions.
 type Request struct {
-	API      string          // "anthropic" or "openai"
+	API      string          // "anthropic", "openai" or "gemini"
 	Path     string          // URL path
-	Model    string          // the request's "model"
+	Model    string          // the request's "model" (Gemini: from the path)
+	Stream   bool            // the answer is streamed (Gemini: :streamGenerateContent)
 	HasTools bool            // the request offered tools
 	ToolDone bool            // the last user input carries a tool result
+	JSON     bool            // Gemini: generationConfig.responseMimeType is application/json
 	LastText string          // text of the last user message (tool results excluded)
 	Body     json.RawMessage // the whole request body
 }
 
-// Reply is the scripted answer to one request: a tool call when ToolName is
-// set, else Text.
+// ToolCall is one tool call of a Reply: the tool's name and its input
+// object (sent as the Anthropic tool_use input, the Responses function_call
+// arguments string, or the Gemini functionCall args).
+type ToolCall struct {
+	Name  string
+	Input map[string]any
+}
+
+// Reply is the scripted answer to one request: tool calls when Calls or
+// ToolName is set (ToolName first, then Calls, all in one response), else
+// Text.
 type Reply struct {
 	Text      string
 	ToolName  string
 	ToolInput map[string]any
+	Calls     []ToolCall
+}
+
+// calls lists the reply's tool calls in the order they are sent.
+func (r Reply) calls() []ToolCall {
+	var out []ToolCall
+	if r.ToolName != "" {
+		out = append(out, ToolCall{Name: r.ToolName, Input: r.ToolInput})
+	}
+	return append(out, r.Calls...)
+}
+
+// callID is the id of the i-th call (from 0) of response n with prefix
+// (toolu_fake_0001, toolu_fake_0001_2, …).
+func callID(prefix string, n, i int) string {
+	if i == 0 {
+		return fmt.Sprintf("%s_fake_%04d", prefix, n)
+	}
+	return fmt.Sprintf("%s_fake_%04d_%d", prefix, n, i+1)
 }
 
 // Script configures the answers. Zero fields take the defaults in New.
@@ -50,6 +90,7 @@ type Script struct {
 	ToolInput map[string]any        // its input (default {"command":"echo hi","description":"Print hi"})
 	FinalText string                // answer after a tool result (default "Done.")
 	SideText  string                // answer to requests without tools (default "Fake title")
+	SideJSON  string                // answer to side requests asking for JSON (default "{}")
 	Decide    func(r Request) Reply // when set, decides every answer
 	Delay     time.Duration         // pause between streamed events
 }
@@ -81,6 +122,9 @@ func New(s Script) (*Server, error) {
 	if s.SideText == "" {
 		s.SideText = "Fake title"
 	}
+	if s.SideJSON == "" {
+		s.SideJSON = "{}"
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("fakemodel: listen: %w", err)
@@ -90,6 +134,7 @@ func New(s Script) (*Server, error) {
 	mux.HandleFunc("POST /v1/messages", fs.anthropicMessages)
 	mux.HandleFunc("POST /v1/messages/count_tokens", fs.anthropicCountTokens)
 	mux.HandleFunc("POST /v1/responses", fs.openaiResponses)
+	mux.HandleFunc("POST /v1beta/models/{call}", fs.geminiModels)
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "not found", http.StatusNotFound) })
 	fs.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = fs.srv.Serve(ln) }()
@@ -123,6 +168,8 @@ func (s *Server) decide(r Request) Reply {
 		return s.script.Decide(r)
 	}
 	switch {
+	case !r.HasTools && r.JSON:
+		return Reply{Text: s.script.SideJSON}
 	case !r.HasTools:
 		return Reply{Text: s.script.SideText}
 	case r.ToolDone:
@@ -158,7 +205,7 @@ func parseAnthropic(body []byte) (anthropicRequest, Request, error) {
 	if err := json.Unmarshal(body, &ar); err != nil {
 		return ar, Request{}, fmt.Errorf("decode messages request: %w", err)
 	}
-	r := Request{API: "anthropic", Model: ar.Model, HasTools: len(ar.Tools) > 0, Body: append(json.RawMessage(nil), body...)}
+	r := Request{API: "anthropic", Model: ar.Model, Stream: ar.Stream, HasTools: len(ar.Tools) > 0, Body: append(json.RawMessage(nil), body...)}
 	for i := len(ar.Messages) - 1; i >= 0; i-- {
 		m := ar.Messages[i]
 		if m.Role != "user" {
@@ -215,10 +262,12 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 	}
 	var content []map[string]any
 	stop := "end_turn"
-	if reply.ToolName != "" {
+	calls := reply.calls()
+	for i, c := range calls {
 		stop = "tool_use"
-		content = append(content, map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_fake_%04d", n), "name": reply.ToolName, "input": reply.ToolInput})
-	} else {
+		content = append(content, map[string]any{"type": "tool_use", "id": callID("toolu", n, i), "name": c.Name, "input": c.Input})
+	}
+	if len(calls) == 0 {
 		content = append(content, map[string]any{"type": "text", "text": reply.Text})
 	}
 	usage := map[string]any{"input_tokens": 100, "output_tokens": 20, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
@@ -232,18 +281,20 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 		"stop_reason": nil, "stop_sequence": nil,
 		"usage": map[string]any{"input_tokens": 100, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
 	}})
-	if reply.ToolName != "" {
-		in, _ := json.Marshal(reply.ToolInput)
-		sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{
-			"type": "tool_use", "id": content[0]["id"], "name": reply.ToolName, "input": map[string]any{}}})
-		sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "input_json_delta", "partial_json": string(in)}})
-	} else {
+	for i, c := range calls {
+		in, _ := json.Marshal(c.Input)
+		sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{
+			"type": "tool_use", "id": content[i]["id"], "name": c.Name, "input": map[string]any{}}})
+		sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "input_json_delta", "partial_json": string(in)}})
+		sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
+	}
+	if len(calls) == 0 {
 		sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
 		for _, chunk := range chunks(reply.Text, 16) {
 			sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": chunk}})
 		}
+		sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
 	}
-	sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
 	sse.event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 20}})
 	sse.event("message_stop", map[string]any{"type": "message_stop"})
 }
@@ -268,7 +319,7 @@ func parseOpenAI(body []byte) (openaiRequest, Request, error) {
 	if err := json.Unmarshal(body, &or); err != nil {
 		return or, Request{}, fmt.Errorf("decode responses request: %w", err)
 	}
-	r := Request{API: "openai", Model: or.Model, HasTools: len(or.Tools) > 0, Body: append(json.RawMessage(nil), body...)}
+	r := Request{API: "openai", Model: or.Model, Stream: or.Stream, HasTools: len(or.Tools) > 0, Body: append(json.RawMessage(nil), body...)}
 	var items []openaiItem
 	if json.Unmarshal(or.Input, &items) != nil {
 		var s string
@@ -323,14 +374,16 @@ func (s *Server) openaiResponses(w http.ResponseWriter, r *http.Request) {
 	if model == "" {
 		model = "fake-model"
 	}
-	var item map[string]any
-	if reply.ToolName != "" {
-		args, _ := json.Marshal(reply.ToolInput)
-		item = map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_fake_%04d", n), "call_id": fmt.Sprintf("call_fake_%04d", n),
-			"name": reply.ToolName, "arguments": string(args), "status": "completed"}
-	} else {
-		item = map[string]any{"type": "message", "id": fmt.Sprintf("msg_fake_%04d", n), "role": "assistant", "status": "completed",
-			"content": []any{map[string]any{"type": "output_text", "text": reply.Text, "annotations": []any{}}}}
+	var items []map[string]any
+	calls := reply.calls()
+	for i, c := range calls {
+		args, _ := json.Marshal(c.Input)
+		items = append(items, map[string]any{"type": "function_call", "id": callID("fc", n, i), "call_id": callID("call", n, i),
+			"name": c.Name, "arguments": string(args), "status": "completed"})
+	}
+	if len(calls) == 0 {
+		items = append(items, map[string]any{"type": "message", "id": fmt.Sprintf("msg_fake_%04d", n), "role": "assistant", "status": "completed",
+			"content": []any{map[string]any{"type": "output_text", "text": reply.Text, "annotations": []any{}}}})
 	}
 	usage := map[string]any{"input_tokens": 100, "input_tokens_details": map[string]any{"cached_tokens": 0},
 		"output_tokens": 20, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": 120}
@@ -343,28 +396,32 @@ func (s *Server) openaiResponses(w http.ResponseWriter, r *http.Request) {
 	}
 	sse := newSSE(w, s.script.Delay)
 	sse.event("response.created", map[string]any{"type": "response.created", "response": response("in_progress", []any{})})
-	added := map[string]any{}
-	for k, v := range item {
-		added[k] = v
-	}
-	added["status"] = "in_progress"
-	if reply.ToolName != "" {
-		added["arguments"] = ""
-		sse.event("response.output_item.added", map[string]any{"type": "response.output_item.added", "output_index": 0, "item": added})
-		sse.event("response.function_call_arguments.delta", map[string]any{"type": "response.function_call_arguments.delta", "item_id": item["id"], "output_index": 0, "delta": item["arguments"]})
-		sse.event("response.function_call_arguments.done", map[string]any{"type": "response.function_call_arguments.done", "item_id": item["id"], "output_index": 0, "arguments": item["arguments"]})
-	} else {
-		added["content"] = []any{}
-		sse.event("response.output_item.added", map[string]any{"type": "response.output_item.added", "output_index": 0, "item": added})
-		sse.event("response.content_part.added", map[string]any{"type": "response.content_part.added", "item_id": item["id"], "output_index": 0, "content_index": 0,
-			"part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}}})
-		for _, c := range chunks(reply.Text, 16) {
-			sse.event("response.output_text.delta", map[string]any{"type": "response.output_text.delta", "item_id": item["id"], "output_index": 0, "content_index": 0, "delta": c})
+	var output []any
+	for idx, item := range items {
+		added := map[string]any{}
+		for k, v := range item {
+			added[k] = v
 		}
-		sse.event("response.output_text.done", map[string]any{"type": "response.output_text.done", "item_id": item["id"], "output_index": 0, "content_index": 0, "text": reply.Text})
+		added["status"] = "in_progress"
+		if item["type"] == "function_call" {
+			added["arguments"] = ""
+			sse.event("response.output_item.added", map[string]any{"type": "response.output_item.added", "output_index": idx, "item": added})
+			sse.event("response.function_call_arguments.delta", map[string]any{"type": "response.function_call_arguments.delta", "item_id": item["id"], "output_index": idx, "delta": item["arguments"]})
+			sse.event("response.function_call_arguments.done", map[string]any{"type": "response.function_call_arguments.done", "item_id": item["id"], "output_index": idx, "arguments": item["arguments"]})
+		} else {
+			added["content"] = []any{}
+			sse.event("response.output_item.added", map[string]any{"type": "response.output_item.added", "output_index": idx, "item": added})
+			sse.event("response.content_part.added", map[string]any{"type": "response.content_part.added", "item_id": item["id"], "output_index": idx, "content_index": 0,
+				"part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}}})
+			for _, c := range chunks(reply.Text, 16) {
+				sse.event("response.output_text.delta", map[string]any{"type": "response.output_text.delta", "item_id": item["id"], "output_index": idx, "content_index": 0, "delta": c})
+			}
+			sse.event("response.output_text.done", map[string]any{"type": "response.output_text.done", "item_id": item["id"], "output_index": idx, "content_index": 0, "text": reply.Text})
+		}
+		sse.event("response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": idx, "item": item})
+		output = append(output, item)
 	}
-	sse.event("response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": 0, "item": item})
-	sse.event("response.completed", map[string]any{"type": "response.completed", "response": response("completed", []any{item})})
+	sse.event("response.completed", map[string]any{"type": "response.completed", "response": response("completed", output)})
 }
 
 // --- helpers ---

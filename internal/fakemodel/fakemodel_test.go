@@ -169,3 +169,105 @@ func TestChunksKeepRunes(t *testing.T) {
 		t.Fatalf("chunks of empty %q", c)
 	}
 }
+
+// Several calls in one reply: one tool_use block each, in order, with
+// their own ids, and stop_reason tool_use.
+func TestAnthropicTwoCalls(t *testing.T) {
+	s, err := New(Script{Decide: func(Request) Reply {
+		return Reply{Calls: []ToolCall{{Name: "Bash", Input: map[string]any{"command": "echo one"}}, {Name: "Bash", Input: map[string]any{"command": "echo two"}}}}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	evs := post(t, s.URL+"/v1/messages", `{"model":"m","stream":true,"tools":[{"name":"Bash"}],"messages":[{"role":"user","content":"two"}]}`)
+	if got, want := names(evs), "message_start,content_block_start,content_block_delta,content_block_stop,content_block_start,content_block_delta,content_block_stop,message_delta,message_stop"; got != want {
+		t.Fatalf("events %s", got)
+	}
+	for i, want := range []struct {
+		index float64
+		id    string
+		json  string
+	}{{0, "toolu_fake_0001", `{"command":"echo one"}`}, {1, "toolu_fake_0001_2", `{"command":"echo two"}`}} {
+		start, delta := evs[1+3*i].Data, evs[2+3*i].Data
+		block := start["content_block"].(map[string]any)
+		if start["index"] != want.index || block["id"] != want.id || block["name"] != "Bash" {
+			t.Errorf("call %d: start %v", i, start)
+		}
+		if delta["index"] != want.index || delta["delta"].(map[string]any)["partial_json"] != want.json {
+			t.Errorf("call %d: delta %v", i, delta)
+		}
+	}
+	resp, err := http.Post(s.URL+"/v1/messages", "application/json", strings.NewReader(`{"model":"m","tools":[{"name":"Bash"}],"messages":[{"role":"user","content":"two"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m struct {
+		Content []struct{ Type, ID, Name string }
+		Stop    string `json:"stop_reason"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Content) != 2 || m.Content[0].ID != "toolu_fake_0002" || m.Content[1].ID != "toolu_fake_0002_2" || m.Stop != "tool_use" {
+		t.Fatalf("plain answer %+v", m)
+	}
+}
+
+// Several calls in one Responses answer: one function_call item each, at
+// output indexes 0 and 1, all in response.completed.
+func TestOpenAIResponsesTwoCalls(t *testing.T) {
+	s, err := New(Script{Decide: func(Request) Reply {
+		return Reply{Calls: []ToolCall{{Name: "exec_command", Input: map[string]any{"cmd": "echo one"}}, {Name: "exec_command", Input: map[string]any{"cmd": "echo two"}}}}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	evs := post(t, s.URL+"/v1/responses", `{"model":"fake-model","stream":true,"tools":[{"type":"function","name":"exec_command"}],"input":"two"}`)
+	one := "response.output_item.added,response.function_call_arguments.delta,response.function_call_arguments.done,response.output_item.done"
+	if got, want := names(evs), "response.created,"+one+","+one+",response.completed"; got != want {
+		t.Fatalf("events %s", got)
+	}
+	out := evs[len(evs)-1].Data["response"].(map[string]any)["output"].([]any)
+	if len(out) != 2 {
+		t.Fatalf("output %v", out)
+	}
+	for i, want := range []struct{ callID, args string }{{"call_fake_0001", `{"cmd":"echo one"}`}, {"call_fake_0001_2", `{"cmd":"echo two"}`}} {
+		item := out[i].(map[string]any)
+		if item["call_id"] != want.callID || item["arguments"] != want.args || item["type"] != "function_call" {
+			t.Errorf("item %d: %v", i, item)
+		}
+		if idx := evs[1+4*i].Data["output_index"]; idx != float64(i) {
+			t.Errorf("item %d at output_index %v", i, idx)
+		}
+	}
+	if r := s.Requests()[0]; r.API != "openai" || !r.Stream || r.LastText != "two" {
+		t.Errorf("request %+v", r)
+	}
+}
+
+// FuzzParseAnthropic and FuzzParseOpenAI: any body is parsed or refused,
+// never a panic.
+func FuzzParseAnthropic(f *testing.F) {
+	f.Add([]byte(`{"model":"m","stream":true,"tools":[{}],"messages":[{"role":"user","content":[{"type":"tool_result"},{"type":"text","text":"x"}]}]}`))
+	f.Add([]byte(`{"messages":[{"role":"user","content":"plain"}]}`))
+	f.Add([]byte(`{"messages":[{"role":"user","content":7}]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if _, r, err := parseAnthropic(body); err == nil && r.API != "anthropic" {
+			t.Fatalf("API %q", r.API)
+		}
+	})
+}
+
+func FuzzParseOpenAI(f *testing.F) {
+	f.Add([]byte(`{"model":"m","input":[{"type":"function_call_output"},{"role":"user","content":[{"type":"input_text","text":"x"}]}]}`))
+	f.Add([]byte(`{"input":"plain"}`))
+	f.Add([]byte(`{"input":[{"role":"user","content":"not parts"}]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if _, r, err := parseOpenAI(body); err == nil && r.API != "openai" {
+			t.Fatalf("API %q", r.API)
+		}
+	})
+}
