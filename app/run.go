@@ -223,6 +223,12 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 		OnEvent: providerSessionWatcher(opts.Flavor, lc.meta), OnWaiting: opts.OnWaiting,
 	})
 
+	if opts.Resume == nil {
+		// The root session is on the relay before the first prompt, so
+		// another device can send one at once (happy send waits for it),
+		// whatever the agent says or does not say at start.
+		sink.Observe(red.Apply(&agent.SessionInfo{}))
+	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	registerControl(runCtx, sess, runner)

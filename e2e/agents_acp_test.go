@@ -185,7 +185,7 @@ func TestE2EACPCodexACPApproved(t *testing.T) {
 	if n := len(model.Requests()); n != 2 {
 		t.Errorf("the fake model saw %d requests, want the tool call and the answer", n)
 	}
-	r.checkReplay(t, "execute")
+	r.checkReplay(t, "bash")
 	// finalLog's document scrubbed of what Codex makes up per run, indented
 	// again (normalize changes nothing more in a normalised document).
 	doc := scrubKeys(t, r.finalLog(t), "started_at_ms", "completed_at_ms", "process_id", "duration")
@@ -214,7 +214,7 @@ func TestE2EACPOpenCodeApproved(t *testing.T) {
 	if tools != 2 {
 		t.Errorf("the fake model saw %d requests with tools, want the tool call and the answer", tools)
 	}
-	r.checkReplay(t, "execute")
+	r.checkReplay(t, "bash")
 	golden(t, "acp-opencode-approved.json", r.finalLog(t))
 	t.Logf("wall time %s", time.Since(started).Round(time.Millisecond))
 }

@@ -99,13 +99,18 @@ type tool struct {
 	content  []toolContent
 	// outContent: the content came with the tool's start or end, so it is
 	// output rather than a description.
-	outContent    bool
-	locations     []location
-	rawOutput     json.RawMessage
-	status        string
-	running       bool
-	settled       bool
-	perms         int
+	outContent bool
+	locations  []location
+	rawOutput  json.RawMessage
+	status     string
+	running    bool
+	settled    bool
+	perms      int
+	// asking counts the agent's permission requests for the tool that
+	// happy has not answered yet: meanwhile an in_progress status is not
+	// the tool running (OpenCode reports it before the answer), since the
+	// transcript's tool waits for a decision.
+	asking        int
 	writes        []agent.FileDiff
 	announced     string // the last ToolCall emitted, to skip repeats
 	announcedHead string // its name, title and input
@@ -159,6 +164,16 @@ func (d *Decoder) Decode(f jsonrpc.Frame) []agent.Event {
 	out := d.out
 	d.out = nil
 	return out
+}
+
+// toolByCall returns the tool whose call id is callID, or nil.
+func (d *Decoder) toolByCall(callID string) *tool {
+	for _, tl := range d.tools {
+		if tl.callID == callID {
+			return tl
+		}
+	}
+	return nil
 }
 
 // PermissionCall tells the live client which tool call the agent's
@@ -601,6 +616,11 @@ func (d *Decoder) answered(m jsonrpc.Message) {
 		return // answered after the agent withdrew it, or a request happy refused
 	}
 	delete(d.theirs, key)
+	if r.method == "session/request_permission" {
+		if tl := d.toolByCall(r.callID); tl != nil && tl.asking > 0 {
+			tl.asking--
+		}
+	}
 	if m.Error != nil {
 		return // happy refused the request (outside the folder, bad params, …)
 	}

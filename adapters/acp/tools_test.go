@@ -2,6 +2,7 @@ package acp
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -269,4 +270,34 @@ func TestFilePermissionCoversEveryLocation(t *testing.T) {
 		}
 	}
 	t.Fatal("no ToolBlocked")
+}
+
+// OpenCode reports its tool in_progress after asking for permission and
+// before the answer: the tool is not running yet (the transcript's waits for
+// a decision), so nothing is refused; it runs once answered.
+func TestInProgressWhileAskingIsNotRunning(t *testing.T) {
+	evs := decodeAll(script(append([]string{opened[0], opened[1],
+		`> {"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"say hi"}]}}`},
+		upd(`{"sessionUpdate":"tool_call","toolCallId":"b1","title":"bash","kind":"execute","status":"pending","rawInput":{}}`),
+		`< {"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"b1","title":"echo hi","kind":"execute","rawInput":{"command":"echo hi"}},"options":[{"optionId":"once","name":"Allow","kind":"allow_once"}]}}`,
+		upd(`{"sessionUpdate":"tool_call_update","toolCallId":"b1","status":"in_progress","kind":"execute","title":"echo hi","rawInput":{"command":"echo hi","description":"Say hi"}}`),
+		`> {"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"selected","optionId":"once"}}}`,
+		upd(`{"sessionUpdate":"tool_call_update","toolCallId":"b1","status":"in_progress"}`),
+		upd(`{"sessionUpdate":"tool_call_update","toolCallId":"b1","status":"completed","rawOutput":{"output":"hi"}}`),
+		`< {"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}`,
+	)...))
+	var order []string
+	for _, e := range evs {
+		switch e.(type) {
+		case *agent.ToolBlocked, *agent.ToolResolved, *agent.ToolRunning, *agent.ToolCompleted:
+			order = append(order, strings.TrimPrefix(fmt.Sprintf("%T", e), "*agent."))
+		}
+	}
+	if got := strings.Join(order, " "); got != "ToolBlocked ToolResolved ToolRunning ToolCompleted" {
+		t.Errorf("tool events %s", got)
+	}
+	tr, _ := reduce(t, "s", evs)
+	if len(tr.Dropped) != 0 {
+		t.Errorf("dropped: %+v", tr.Dropped)
+	}
 }

@@ -385,7 +385,7 @@ func (d *Decoder) announce(tl *tool, finishing bool) {
 func (d *Decoder) advance(tl *tool) {
 	switch tl.status {
 	case "in_progress":
-		if !tl.running && !tl.settled {
+		if !tl.running && !tl.settled && tl.asking == 0 {
 			tl.running = true
 			d.emit(&agent.ToolRunning{CallID: tl.callID})
 		}
@@ -568,6 +568,7 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 		Permission: &agent.PermissionRequest{ID: permID, Permission: name,
 			Patterns: patterns, Always: slices.Clone(patterns), Metadata: toObject(meta)}})
 	d.theirs[key] = &agentRequest{method: kind, callID: tl.callID, options: opts}
+	tl.asking++
 }
 
 // addMembers returns over with the members of base it lacks, when both are
