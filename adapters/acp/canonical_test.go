@@ -1,8 +1,6 @@
 package acp
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/happy-dev/happy/mapper/schema"
@@ -15,17 +13,7 @@ func TestGoldenToolsAreCanonical(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	paths, _ := filepath.Glob("testdata/golden/*.transcript.json")
-	if len(paths) == 0 {
-		t.Fatal("no golden transcripts")
-	}
-	for _, p := range paths {
-		doc, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := v.ToolParts(doc); err != nil {
-			t.Errorf("%s: %v", p, err)
-		}
+	if err := v.ToolPartsOfFiles("testdata/golden/*.transcript.json"); err != nil {
+		t.Error(err)
 	}
 }

@@ -20,6 +20,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/happy-dev/happy/agent"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -212,4 +214,29 @@ func ValidateMessageWithPartsJSON(data []byte) error {
 		return err
 	}
 	return v.MessageWithParts(data)
+}
+
+// ToolPartsOfFiles checks with ToolParts every transcript document whose
+// path matches the filepath.Glob pattern (golden files, for an adapter's
+// tests). The error names each file that fails, or says that the pattern
+// matched none.
+func (v *Validator) ToolPartsOfFiles(pattern string) error {
+	paths, err := filepath.Glob(pattern)
+	if err != nil {
+		return err
+	}
+	if len(paths) == 0 {
+		return fmt.Errorf("tool parts: no file matches %s", pattern)
+	}
+	var errs []error
+	for _, p := range paths {
+		doc, err := os.ReadFile(p)
+		if err == nil {
+			err = v.ToolParts(doc)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p, err))
+		}
+	}
+	return errors.Join(errs...)
 }
