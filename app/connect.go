@@ -29,7 +29,7 @@ import (
 var (
 	// ErrLoggedOut: there are no credentials and none may be created (a
 	// configured relay): run happy auth login.
-	ErrLoggedOut = errors.New("not logged in: run happy auth login")
+	ErrLoggedOut = errors.New("not logged in: run happy auth login to pair with your phone or another device, or happy auth login --new-account to start a new account")
 	// ErrRelay: the relay cannot be used at start (bad URL, embedded relay
 	// cannot start, refused credentials).
 	ErrRelay = errors.New("relay unusable")

@@ -33,7 +33,7 @@ func newAuthCmd(f *factory) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newAuthLoginCmd(f), newAuthBackupCmd(f), newAuthStatusCmd(f), newAuthLogoutCmd(f))
+	cmd.AddCommand(newAuthLoginCmd(f), newAuthBackupCmd(f), newAuthStatusCmd(f), newAuthTokenCmd(f), newAuthLogoutCmd(f))
 	return cmd
 }
 
@@ -159,6 +159,37 @@ func pairTerminal(ctx context.Context, w io.Writer, api *relay.API, timeout time
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	return req.WaitApproved(wctx, api, relay.DefaultPairPoll)
+}
+
+// newAuthTokenCmd builds `happy auth token`: the bearer token this machine
+// sends to the relay, for calling the relay's HTTP routes by hand (curl -H
+// "Authorization: Bearer $(happy auth token)"). It grants the account's
+// relay access (not its keys: the content stays encrypted).
+func newAuthTokenCmd(f *factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "token",
+		Short: "Print the relay bearer token of this machine (for curl against the relay's routes)",
+		Long: `Print the bearer token this machine sends to the relay, e.g. to read a session's
+message stream by hand:
+
+  curl -N -H "Authorization: Bearer $(happy auth token)" "$HAPPY_SERVER_URL/v3/sessions/SESSION/messages/stream"
+
+Anyone with the token can use the relay as this account (list, delete, send
+ciphertext) until it is revoked; it does not decrypt anything.`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			h, err := f.home()
+			if err != nil {
+				return &exitError{code: exitFailed, err: err}
+			}
+			creds, err := loadCreds(h)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(f.stdout, creds.Token)
+			return err
+		},
+	}
 }
 
 func newAuthBackupCmd(f *factory) *cobra.Command {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -209,5 +210,28 @@ func TestAuthLoginPairing(t *testing.T) {
 	code, status, _ := runHappy(t, paired, "auth", "status", "--offline")
 	if code != exitOK || !strings.Contains(status, "Keys:     dataKey, paired (reads the sessions this machine writes)\n") {
 		t.Fatalf("status: %d\n%s", code, status)
+	}
+}
+
+// happy auth token prints the bearer token the relay accepts: a relay
+// route called with it by hand answers as it does for happy itself.
+func TestAuthToken(t *testing.T) {
+	env := codexTestEnv(t, nil)
+	code, stdout, stderr := runHappy(t, env, "auth", "token")
+	if code != exitOK || strings.Count(stdout, "\n") != 1 {
+		t.Fatalf("auth token = %d %q %q", code, stdout, stderr)
+	}
+	req, _ := http.NewRequest(http.MethodGet, env["HAPPY_SERVER_URL"]+"/v1/sessions", nil)
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(stdout))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /v1/sessions with the token: %s", resp.Status)
+	}
+	if code, _, stderr := runHappy(t, map[string]string{"HAPPY_HOME_DIR": t.TempDir()}, "auth", "token"); code == exitOK || !strings.Contains(stderr, "happy auth login") {
+		t.Fatalf("auth token logged out = %d %q", code, stderr)
 	}
 }

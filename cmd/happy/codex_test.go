@@ -17,6 +17,7 @@ import (
 
 	"github.com/happy-dev/happy/adapters/jsonrpc"
 	"github.com/happy-dev/happy/adapters/trafficlog"
+	"github.com/happy-dev/happy/app"
 	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/relay"
 	"github.com/happy-dev/happy/server/servertest"
@@ -536,7 +537,7 @@ func TestCodexPrintFailures(t *testing.T) {
 		fc := newFakeCodex(t, "", "codex-app", "")
 		env := map[string]string{"HAPPY_SERVER_URL": "http://127.0.0.1:1", "HAPPY_CODEX_PATH": fc.path}
 		code, stdout, stderr := runHappy(t, env, "codex", "-p", "x", "--codex-protocol", "app-server")
-		if code != exitRelay || stdout != "" || stderr != "happy: not logged in: run happy auth login\n" {
+		if code != exitRelay || stdout != "" || stderr != "happy: "+app.ErrLoggedOut.Error()+"\n" {
 			t.Fatalf("= (%d, %q, %q), want exit 3", code, stdout, stderr)
 		}
 		if runs := fc.invocations(t); len(runs) != 0 {
