@@ -227,7 +227,9 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 		// The root session is on the relay before the first prompt, so
 		// another device can send one at once (happy send waits for it),
 		// whatever the agent says or does not say at start.
-		sink.Observe(red.Apply(&agent.SessionInfo{}))
+		evs := red.Apply(&agent.SessionInfo{})
+		sink.Observe(evs)
+		onBus(evs)
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
