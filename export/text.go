@@ -103,20 +103,7 @@ func (tw *textWriter) session(t *mapper.Transcript, indent int) {
 	for _, m := range t.Messages {
 		switch info := m.Info.(type) {
 		case *mapper.UserMessage:
-			for _, p := range m.Parts {
-				switch pt := p.(type) {
-				case *mapper.TextPart:
-					if pt.Synthetic {
-						// Written by the agent, not typed: a compaction's
-						// summary, a terminal command's record or output.
-						tw.line(indent, "(synthetic) %s", oneLine(strings.Join(strings.Fields(plain(pt.Text)), " "), 120))
-						continue
-					}
-					tw.block(indent, "> ", pt.Text)
-				case *mapper.FilePart:
-					tw.line(indent, "> [file %s %s]", pt.Mime, pt.Filename)
-				}
-			}
+			tw.userParts(m.Parts, indent)
 		case *mapper.AssistantMessage:
 			tw.assistant(info, m.Parts, indent)
 		}
@@ -138,8 +125,35 @@ func (tw *textWriter) session(t *mapper.Transcript, indent int) {
 	}
 }
 
+// userParts writes a user message's parts: typed text after "> ", text the
+// agent wrote itself on one "(synthetic)" line, files.
+func (tw *textWriter) userParts(parts []mapper.Part, indent int) {
+	for _, p := range parts {
+		switch pt := p.(type) {
+		case *mapper.TextPart:
+			if pt.Synthetic {
+				// Written by the agent, not typed: a compaction's
+				// summary, a terminal command's record or output.
+				tw.line(indent, "(synthetic) %s", oneLine(strings.Join(strings.Fields(plain(pt.Text)), " "), 120))
+				continue
+			}
+			tw.block(indent, "> ", pt.Text)
+		case *mapper.FilePart:
+			tw.line(indent, "> [file %s %s]", pt.Mime, pt.Filename)
+		}
+	}
+}
+
 func (tw *textWriter) assistant(info *mapper.AssistantMessage, parts []mapper.Part, indent int) {
 	for _, p := range parts {
+		tw.part(p, indent)
+	}
+	tw.footer(info, indent)
+}
+
+// part writes one part of an assistant message.
+func (tw *textWriter) part(p mapper.Part, indent int) {
+	{
 		switch pt := p.(type) {
 		case *mapper.TextPart:
 			tw.block(indent, "", pt.Text)
@@ -163,6 +177,10 @@ func (tw *textWriter) assistant(info *mapper.AssistantMessage, parts []mapper.Pa
 			tw.line(indent, "(part of unknown type %q)", pt.Type)
 		}
 	}
+}
+
+// footer writes how an assistant message ended when that was not well.
+func (tw *textWriter) footer(info *mapper.AssistantMessage, indent int) {
 	if info.Error != nil {
 		tw.line(indent, "error (%s): %s", info.Error.Data.Kind, oneLine(info.Error.Data.Message, 200))
 	} else if info.Finish == agent.FinishAborted {

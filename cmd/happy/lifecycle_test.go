@@ -271,7 +271,7 @@ func TestKilledHappyIsStaleThenSettledByTheNextHappy(t *testing.T) {
 	if code, stdout, stderr := runHappyAt(t, env, now, "archive", "--dry-run", sid); code != exitFailed || stdout != "" || !strings.Contains(stderr, sid+": the session is running") {
 		t.Fatalf("happy archive --dry-run of a running session = %d %q %q", code, stdout, stderr)
 	}
-	// Past the limit: stale, and --follow ends at once with exit 4.
+	// Past the limit: stale, and --follow ends at once with exit 5.
 	later := now.Add(app.StaleAfter + 5*time.Second)
 	if s := sessionState(t, env, sid, later); s.State != app.StateStale {
 		t.Fatalf("after %s without heartbeat: state %q", app.StaleAfter, s.State)
@@ -464,6 +464,12 @@ func TestFollowReadsTheMessageStream(t *testing.T) {
 		}
 		if !strings.Contains(r.stdout, "echo hi") || !strings.Contains(plain, "echo hi") {
 			t.Fatalf("the followed transcript lacks the tool call:\n%s\n(happy log:\n%s)", r.stdout, plain)
+		}
+		// The same layout as happy log: after the headers, the same lines.
+		followed := strings.SplitN(r.stdout, "\n", 2)[1]
+		logged := strings.SplitN(plain, "\n", 3)[2]
+		if followed != logged {
+			t.Fatalf("--follow differs from happy log:\n%s\n---\n%s", followed, logged)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("happy log --follow did not return: it waited for its next poll instead of the stream's end")

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -106,9 +105,11 @@ prefix of one: happy sessions lists them).
   --events  the flat append-only event stream (turn-start, text, tool-call-start,
             permission-request, permission-response, tool-call-end, turn-end, …)
 
-With --follow, new events are printed as they arrive until the session ends;
+With --follow, what is new is printed as it arrives until the session ends (in
+the readable layout: each part once it is settled, a streaming text as it
+grows, a tool that waits for a person when it starts waiting);
 then a last line on stderr says how it ended, and the exit status tells:
-0 the session ended or was archived, 4 it went stale (no heartbeat for more
+0 the session ended or was archived, 5 it went stale (no heartbeat for more
 than 90s: its happy died), 130 interrupted (Ctrl-C).`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -186,59 +187,24 @@ func writeEvents(w io.Writer, evs []export.FlatEvent, seen map[string]bool) erro
 func followLog(ctx context.Context, f *factory, conn *app.Conn, o app.Opened, rb *session.Readback, after int64, asJSON bool, interval time.Duration) error {
 	seen := map[string]bool{}
 	warned := 0
-	// growing is the text event still streaming that the readable form
-	// shows as it grows, and how much of it is printed.
-	var growing struct {
-		id      string
-		printed int
-	}
+	// The readable form is happy log's layout, written as it grows.
+	follower := export.NewFollower(export.TextOptions{SessionID: o.Info.ID, Title: o.Title()})
 	// emit prints what is new: the settled events (all of them once the
-	// session is over) and, readable, the text that still streams.
+	// session is over), or the log's new lines.
 	emit := func(final bool) error {
 		tr := rb.Transcript()
 		if n := countDropped(tr); n > warned {
 			fmt.Fprintf(f.stderr, "happy: warning: %d input(s) were dropped; this transcript is incomplete (happy log --json lists them)\n", n)
 			warned = n
 		}
-		all := export.Flat(tr)
-		evs := all
+		if !asJSON {
+			return follower.Update(f.stdout, tr, final)
+		}
+		evs := export.Flat(tr)
 		if !final {
 			evs = export.FlatSettled(tr)
 		}
-		if asJSON {
-			return writeEvents(f.stdout, evs, seen)
-		}
-		for _, ev := range evs {
-			if seen[ev.ID] {
-				continue
-			}
-			seen[ev.ID] = true
-			if ev.ID == growing.id {
-				// Its beginning is on screen: finish the line.
-				fmt.Fprintln(f.stdout, strings.ReplaceAll(ev.Text[min(growing.printed, len(ev.Text)):], "\n", "\n    "))
-				growing.id = ""
-				continue
-			}
-			fmt.Fprintln(f.stdout, flatLine(ev))
-		}
-		if final || len(evs) >= len(all) || all[len(evs)].Type != export.TypeText {
-			return nil
-		}
-		// The first unsettled event is a text that streams: show it grow.
-		ev := all[len(evs)]
-		if ev.ID != growing.id {
-			if growing.id != "" {
-				fmt.Fprintln(f.stdout) // the previous one was cut short
-			}
-			growing.id, growing.printed = ev.ID, 0
-			line := flatLine(ev)
-			fmt.Fprint(f.stdout, strings.TrimSuffix(line, strings.ReplaceAll(ev.Text, "\n", "\n    ")))
-		}
-		if len(ev.Text) > growing.printed {
-			fmt.Fprint(f.stdout, strings.ReplaceAll(ev.Text[growing.printed:], "\n", "\n    "))
-			growing.printed = len(ev.Text)
-		}
-		return nil
+		return writeEvents(f.stdout, evs, seen)
 	}
 	if err := emit(false); err != nil {
 		return err
@@ -334,40 +300,6 @@ func followEnd(f *factory, o app.Opened, state string) error {
 		fmt.Fprintf(f.stderr, "happy: session %s ended%s\n", o.Info.ID, since)
 	}
 	return nil
-}
-
-// flatLine renders one flat event for --follow.
-func flatLine(ev export.FlatEvent) string {
-	who := ev.Role
-	if ev.AgentID != "" {
-		who += " (subagent " + ev.AgentID + ")"
-	}
-	switch ev.Type {
-	case export.TypeText:
-		kind := "text"
-		if ev.Thinking {
-			kind = "thinking"
-		}
-		return fmt.Sprintf("[%s] %s: %s", who, kind, strings.ReplaceAll(ev.Text, "\n", "\n    "))
-	case export.TypeToolCallStart:
-		args, _ := json.Marshal(ev.Args)
-		return fmt.Sprintf("[%s] tool %s %s %s  (call %s)", who, ev.ToolName, ev.Title, args, ev.CallID)
-	case export.TypePermissionRequest:
-		return fmt.Sprintf("[%s] permission requested for %s (call %s): happy approve / happy deny", who, ev.ToolName, ev.CallID)
-	case export.TypePermissionResponse:
-		return fmt.Sprintf("[user] permission %s for call %s", ev.OptionID, ev.CallID)
-	case export.TypeToolCallEnd:
-		if ev.Error != "" {
-			return fmt.Sprintf("[%s] tool call %s failed: %s", who, ev.CallID, ev.Error)
-		}
-		return fmt.Sprintf("[%s] tool call %s done", who, ev.CallID)
-	case export.TypeTurnStart:
-		return "[agent] turn started"
-	case export.TypeTurnEnd:
-		return "[agent] turn ended: " + ev.Status
-	default:
-		return fmt.Sprintf("[%s] %s %s", who, ev.Type, ev.Text)
-	}
 }
 
 // warnDropped tells, on stderr, that a transcript is incomplete: the flat

@@ -1,0 +1,74 @@
+package export
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/happy-dev/happy/agent"
+	"github.com/happy-dev/happy/mapper"
+)
+
+// Followed event by event, a turn is written in happy log's layout, each
+// line once: the prompt, the text as it streams, the tool's wait for a
+// person, the tool whole when it ends, the answer; and what it wrote is
+// happy log's body, but for the announcement of the wait.
+func TestFollowerWritesTheLogAsItGrows(t *testing.T) {
+	red := mapper.NewReducer(mapper.Config{SessionID: "relay-follow", Directory: "/w"})
+	f := NewFollower(TextOptions{})
+	var out bytes.Buffer
+	var steps []string
+	step := func(evs ...agent.Event) {
+		for _, ev := range evs {
+			red.Apply(ev)
+		}
+		before := out.Len()
+		if err := f.Update(&out, red.Transcript(), false); err != nil {
+			t.Fatal(err)
+		}
+		steps = append(steps, out.String()[before:])
+	}
+	in := json.RawMessage(`{"command":"echo hi"}`)
+	step(&agent.UserPrompt{PromptID: "p", Text: "Say hi."}, &agent.TurnStarted{TurnID: "t"}, &agent.MessageStarted{Message: "m"})
+	step(&agent.TextDelta{Message: "m", Block: "0", Delta: "Let me "})
+	step(&agent.TextDelta{Message: "m", Block: "0", Delta: "run it.\n"})
+	step(&agent.TextFinal{Message: "m", Block: "0", Text: "Let me run it.\n"},
+		&agent.ToolCall{Message: "m", CallID: "c1", Tool: "bash", Input: in})
+	step(&agent.ToolBlocked{CallID: "c1", Permission: &agent.PermissionRequest{Permission: "bash", Patterns: []string{"echo hi"}}})
+	step(&agent.ToolResolved{CallID: "c1", Decision: agent.DecisionOnce}, &agent.ToolRunning{CallID: "c1"})
+	step(&agent.ToolCompleted{CallID: "c1", Output: "hi"}, &agent.StepFinished{Message: "m", Finish: agent.FinishToolCalls},
+		&agent.MessageStarted{Message: "m2"}, &agent.TextDelta{Message: "m2", Block: "0", Delta: "Done"})
+	step(&agent.TextFinal{Message: "m2", Block: "0", Text: "Done."}, &agent.StepFinished{Message: "m2", Finish: agent.FinishStop},
+		&agent.TurnEnded{TurnID: "t", Reason: agent.TurnCompleted})
+	want := []string{
+		"> Say hi.\n",
+		"Let me ",
+		"run it.",
+		"\n",
+		"● bash echo hi — blocked  [c1]\n  waiting for permission: bash echo hi\n",
+		"",
+		"● bash echo hi — completed  [c1]\n  permission bash echo hi: once\n  │ hi\nDone",
+		".\n",
+	}
+	for i := range want {
+		if i >= len(steps) || steps[i] != want[i] {
+			t.Fatalf("step %d wrote %q, want %q (all: %q)", i, steps[min(i, len(steps)-1)], want[i], steps)
+		}
+	}
+	// The same as happy log's body, but for the announced wait.
+	var log bytes.Buffer
+	if err := Text(&log, red.Transcript(), TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	body := strings.SplitN(log.String(), "\n", 3)[2] // after "session …" and "  in /w"
+	followed := strings.Replace(out.String(), "● bash echo hi — blocked  [c1]\n  waiting for permission: bash echo hi\n", "", 1)
+	if followed != body {
+		t.Errorf("followed:\n%s\nhappy log:\n%s", followed, body)
+	}
+	// Nothing new, nothing written; final writes nothing more here either.
+	before := out.Len()
+	if err := f.Update(&out, red.Transcript(), true); err != nil || out.Len() != before {
+		t.Errorf("a repeated update wrote %q (%v)", out.String()[before:], err)
+	}
+}
