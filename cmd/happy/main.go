@@ -1,3 +1,5 @@
+//go:build unix
+
 // Command happy wraps a coding agent (Claude Code, Codex, any ACP agent),
 // turns what it does into one encrypted transcript of messages and parts and
 // pushes it to a relay, so another device can follow and control the session.
