@@ -131,6 +131,21 @@ type ConnectOptions struct {
 // ClientName is sent to the relay as X-Happy-Client.
 func ClientName() string { return "cli/" + buildinfo.Version }
 
+// LookupURL returns the relay URL and where it came from as ResolveURL
+// does, without starting the embedded relay (for checks that must not
+// change anything).
+func LookupURL(env Env) (string, settings.Source, error) {
+	st, err := settings.Load(env.Home.Settings())
+	if err != nil {
+		return "", "", fmt.Errorf("%w: %w", ErrRelay, err)
+	}
+	url, src, err := settings.ServerURL(env.Getenv, st)
+	if err != nil {
+		return "", "", fmt.Errorf("%w: %w", ErrRelay, err)
+	}
+	return url, src, nil
+}
+
 // ResolveURL returns the relay URL (HAPPY_SERVER_URL, then serverUrl in
 // settings.json, then the embedded default) and where it came from. The
 // embedded relay is started when it is the one chosen and not running.

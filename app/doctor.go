@@ -16,6 +16,7 @@ import (
 
 	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/internal/proc"
+	"github.com/happy-dev/happy/internal/settings"
 	"github.com/happy-dev/happy/relay"
 	"github.com/happy-dev/happy/relay/outbox"
 )
@@ -79,21 +80,59 @@ func Doctor(ctx context.Context, env Env, opts DoctorOptions) []Check {
 	for _, a := range opts.Agents {
 		out = append(out, checkAgent(ctx, a, opts.Timeout))
 	}
-	url, src, err := ResolveURL(ctx, env)
+	home := checkHomeDir(env)
+	out = append(out, home)
+	if home.Status == CheckFail {
+		// Nothing below can be read without the home folder.
+		return append(out, platformCheck())
+	}
+	relayUp := false
+	url, src, err := LookupURL(env)
 	if err != nil {
 		out = append(out, Check{Name: "relay", Status: CheckFail, Detail: err.Error(), Fix: "fix serverUrl in " + env.Home.Settings() + " or HAPPY_SERVER_URL"})
 	} else {
-		out = append(out, checkRelay(ctx, env, url, string(src), opts)...)
+		checks := checkRelay(ctx, env, url, string(src), opts)
+		relayUp = checks[0].Status == CheckOK
+		if !relayUp && src == settings.SourceDefault {
+			// The built-in relay is started by the first command that
+			// needs it; a check does not start it.
+			checks[0].Status = CheckWarn
+			checks[0].Detail = "the built-in relay at " + url + " is not running"
+			checks[0].Fix = "nothing to do: the next agent run starts it (or start it yourself: happy server)"
+		}
+		out = append(out, checks...)
 	}
-	out = append(out, checkHome(ctx, env, url, opts)...)
+	out = append(out, checkHome(ctx, env, url, relayUp, opts)...)
 	out = append(out, checkLogs(env, opts.LogWarnBytes))
+	return append(out, platformCheck())
+}
+
+// platformCheck names the guarantees this platform lacks (proc.Limits).
+func platformCheck() Check {
 	if limits := proc.Limits(); len(limits) > 0 {
-		out = append(out, Check{Name: "platform", Status: CheckWarn, Detail: strings.Join(limits, "; "),
-			Fix: "nothing to do: these Linux guarantees do not exist here; end happy with Ctrl-C or SIGTERM rather than kill -9"})
-	} else {
-		out = append(out, Check{Name: "platform", Status: CheckOK, Detail: "process groups, parent-death signal and child subreaper available"})
+		return Check{Name: "platform", Status: CheckWarn, Detail: strings.Join(limits, "; "),
+			Fix: "nothing to do: these Linux guarantees do not exist here; end happy with Ctrl-C or SIGTERM rather than kill -9"}
 	}
-	return out
+	return Check{Name: "platform", Status: CheckOK, Detail: "process groups, parent-death signal and child subreaper available"}
+}
+
+// checkHomeDir checks the happy home folder: a folder, or not there yet.
+func checkHomeDir(env Env) Check {
+	c := Check{Name: "home"}
+	st, err := os.Stat(env.Home.Path())
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		c.Status, c.Detail = CheckOK, env.Home.Path()+" (not there yet: created on first use)"
+	case err != nil:
+		c.Status, c.Detail = CheckFail, err.Error()
+		c.Fix = "point HAPPY_HOME_DIR at a folder you can read and write (default ~/.happy)"
+	case !st.IsDir():
+		c.Status, c.Detail = CheckFail, env.Home.Path()+" is not a folder"
+		c.Fix = "point HAPPY_HOME_DIR at a folder (default ~/.happy)"
+	default:
+		c.Status, c.Detail = CheckOK, env.Home.Path()
+	}
+	return c
 }
 
 // checkAgent runs the agent's --version (in its own process group, killed
@@ -204,7 +243,7 @@ func aheadBehind(skew time.Duration) string {
 
 // checkHome looks at the account, the outbox backlog and the orphaned
 // sessions of this home.
-func checkHome(ctx context.Context, env Env, url string, opts DoctorOptions) []Check {
+func checkHome(ctx context.Context, env Env, url string, relayUp bool, opts DoctorOptions) []Check {
 	account := Check{Name: "account"}
 	_, err := crypto.LoadCredentials(env.Home.AccessKey())
 	switch {
@@ -215,6 +254,10 @@ func checkHome(ctx context.Context, env Env, url string, opts DoctorOptions) []C
 	case err != nil:
 		account.Status, account.Detail = CheckFail, err.Error()
 		account.Fix = "happy auth logout, then happy auth login"
+		return []Check{account, checkOutboxOnly(ctx, env)}
+	}
+	if !relayUp {
+		account.Status, account.Detail = CheckWarn, "logged in on this machine; not checked with the relay, which does not answer"
 		return []Check{account, checkOutboxOnly(ctx, env)}
 	}
 	cctx, cancel := context.WithTimeout(ctx, opts.Timeout)

@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/happy-dev/happy/internal/home"
 	"github.com/happy-dev/happy/relay/outbox"
+	"github.com/rs/zerolog"
 )
 
 // fakeExe writes an executable shell script named name into dir.
@@ -45,7 +47,7 @@ func TestDoctor(t *testing.T) {
 		byName[c.Name] = c
 		names = append(names, c.Name)
 	}
-	if got := strings.Join(names, ","); got != "agent good,agent missing,agent hang,agent bad,relay,clock,account,outbox,orphans,logs,platform" {
+	if got := strings.Join(names, ","); got != "agent good,agent missing,agent hang,agent bad,home,relay,clock,account,outbox,orphans,logs,platform" {
 		t.Fatalf("checks in order %s", got)
 	}
 	want := []struct {
@@ -95,10 +97,52 @@ func TestDoctorLoggedOutAndNoRelay(t *testing.T) {
 	if c := got["account"]; c.Status != CheckFail || !strings.HasPrefix(c.Detail, "not logged in") || !strings.Contains(c.Fix, "happy auth login") {
 		t.Errorf("account %+v", c)
 	}
+	// Logged in, relay down: the account is not asked for.
+	env2, _, _ := twoDevices(t)
+	env2.Getenv = env.Getenv
+	got2 := map[string]Check{}
+	for _, c := range Doctor(context.Background(), env2, DoctorOptions{Timeout: time.Second}) {
+		got2[c.Name] = c
+	}
+	if c := got2["account"]; c.Status != CheckWarn || !strings.Contains(c.Detail, "not checked with the relay") {
+		t.Errorf("account with the relay down %+v", c)
+	}
 	if c := got["outbox"]; c.Status != CheckOK {
 		t.Errorf("outbox %+v", c)
 	}
 	if _, ok := got["clock"]; ok {
 		t.Error("a clock check without a relay")
+	}
+}
+
+// A home that is not a folder is the one failure named, with its fix; the
+// built-in relay that is not running is not started by the check.
+func TestDoctorHomeAndBuiltInRelay(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "notes")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := home.New(file)
+	checks := Doctor(context.Background(), Env{Home: h, Getenv: func(string) string { return "" }, Log: zerolog.Nop()}, DoctorOptions{Timeout: time.Second})
+	if len(checks) != 2 || checks[0].Name != "home" || checks[0].Status != CheckFail || !strings.Contains(checks[0].Fix, "HAPPY_HOME_DIR") || checks[1].Name != "platform" {
+		t.Fatalf("checks %+v", checks)
+	}
+	h2, _ := home.New(t.TempDir())
+	// The default relay address, on a port nothing listens on.
+	env := Env{Home: h2, Getenv: func(string) string { return "" }, Log: zerolog.Nop()}
+	if err := os.WriteFile(h2.Settings(), []byte(`{}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Check{}
+	for _, c := range Doctor(context.Background(), env, DoctorOptions{Timeout: time.Second}) {
+		got[c.Name] = c
+	}
+	if c := got["relay"]; c.Status == CheckWarn {
+		if !strings.Contains(c.Detail, "built-in relay") || !strings.Contains(c.Fix, "next agent run starts it") {
+			t.Errorf("relay %+v", c)
+		}
+		if _, err := os.Stat(h2.Server()); err == nil {
+			t.Error("the check started the built-in relay")
+		}
 	}
 }

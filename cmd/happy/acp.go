@@ -74,7 +74,7 @@ terminals (each command in its own process group).`,
 			if err := o.checkFlags(cmd); err != nil {
 				return err
 			}
-			if _, err := (agentExe{title: "the ACP agent", def: args[0]}).find(f, args[0]); err != nil {
+			if _, err := (agentExe{title: "ACP agent", def: args[0]}).find(f, args[0]); err != nil {
 				return err
 			}
 			return runACP(cmd.Context(), f, &o, &ao, acpPreset{flavor: "acp", command: args})

@@ -50,7 +50,7 @@ func (a agentExe) find(f *factory, flagValue string) (string, error) {
 		if !strings.Contains(val, "/") {
 			why = "is not on PATH (" + os.Getenv("PATH") + ")"
 		}
-		msg = fmt.Sprintf("%s not found: the command after -- is %q, which %s", a.title, val, why)
+		msg = fmt.Sprintf("%s not found: the command after -- is %q, which %s; install the agent, or give its full path after --", a.title, val, why)
 	case strings.HasPrefix(from, "--"):
 		msg = fmt.Sprintf("%s not found: %s %q %s; point it at the %s executable", a.title, from, val, why, a.def)
 	default:

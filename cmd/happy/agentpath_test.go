@@ -43,8 +43,8 @@ func TestAgentExeFind(t *testing.T) {
 			`Codex not found: HAPPY_CODEX_PATH is "codex-nightly", which is not on PATH (` + dir + `); point it at the codex executable, or unset it to look for "codex" on PATH`},
 		{"flag names a missing file", claudeExe, "", "/nope", "",
 			`Claude Code not found: --claude-path "/nope" does not exist; point it at the claude executable`},
-		{"acp command", agentExe{title: "the ACP agent", def: "nosuch"}, "", "nosuch", "",
-			`the ACP agent not found: the command after -- is "nosuch", which is not on PATH (` + dir + `)`},
+		{"acp command", agentExe{title: "ACP agent", def: "nosuch"}, "", "nosuch", "",
+			`ACP agent not found: the command after -- is "nosuch", which is not on PATH (` + dir + `); install the agent, or give its full path after --`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
