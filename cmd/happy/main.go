@@ -17,6 +17,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/happy-dev/happy/app"
 )
 
 // Exit codes shared by all commands (docs/ARCHITECTURE.md, "Exit codes of happy <agent> -p").
@@ -77,6 +79,9 @@ func exitCode(err error, stderr io.Writer) int {
 	if errors.As(err, &ee) {
 		if ee.err != nil {
 			fmt.Fprintln(stderr, "happy:", ee.err)
+			if ee.code == exitRelay && !errors.Is(ee.err, app.ErrLoggedOut) {
+				fmt.Fprintln(stderr, "happy: happy doctor checks the relay and the login and says what to fix")
+			}
 		}
 		return ee.code
 	}
