@@ -5,12 +5,14 @@ package main
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/app"
 )
 
@@ -18,26 +20,48 @@ import (
 // time.Duration overflows).
 const maxAge = 100 * 365 * 24 * time.Hour
 
+// minAge is the shortest --older-than: session activity is kept to the
+// millisecond, but an age below a minute is a typo (1ms for 1m).
+const minAge = time.Minute
+
+// plainDuration is one number and one unit of time.ParseDuration, the
+// shape whose only possible fault is its size.
+var plainDuration = regexp.MustCompile(`^\+?[0-9]+(\.[0-9]*)?(ns|us|µs|ms|s|m|h)$`)
+
 // parseAge reads a --older-than duration: Go's units (90m, 36h) plus d
-// (days) and w (weeks) as whole numbers, e.g. 7d or 2w. It must be > 0 and
-// at most maxAge.
+// (days) and w (weeks) as whole numbers, e.g. 7d or 2w. It must be at least
+// minAge and at most maxAge. Errors quote at most 40 bytes of the input.
 func parseAge(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
+	quoted := strconv.Quote(agent.CutUTF8(s, 40))
+	if len(s) > 40 {
+		quoted += "…"
+	}
+	if s == "" {
+		return 0, fmt.Errorf("--older-than is empty: want an age such as 90m, 36h, 7d or 2w")
+	}
 	for suffix, unit := range map[string]time.Duration{"d": 24 * time.Hour, "w": 7 * 24 * time.Hour} {
 		if n, ok := strings.CutSuffix(s, suffix); ok {
-			v, err := strconv.ParseUint(n, 10, 31)
+			name := map[string]string{"d": "days", "w": "weeks"}[suffix]
+			v, err := strconv.ParseUint(n, 10, 64)
 			if err == nil && v > uint64(maxAge/unit) {
-				return 0, fmt.Errorf("--older-than %q: at most %d %s", s, maxAge/unit, map[string]string{"d": "days", "w": "weeks"}[suffix])
+				return 0, fmt.Errorf("--older-than %s: at most %d %s", quoted, maxAge/unit, name)
 			}
 			if err != nil || v == 0 {
-				return 0, fmt.Errorf("--older-than %q: want a positive whole number of %s (e.g. 7d, 2w) or a duration like 36h", s, map[string]string{"d": "days", "w": "weeks"}[suffix])
+				return 0, fmt.Errorf("--older-than %s: want a positive whole number of %s (e.g. 7d, 2w) or a duration like 36h", quoted, name)
 			}
 			return time.Duration(v) * unit, nil
 		}
 	}
 	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 || d > maxAge {
-		return 0, fmt.Errorf("--older-than %q: want a positive duration such as 90m, 36h, 7d or 2w", s)
+	switch {
+	case err != nil && plainDuration.MatchString(s), err == nil && d > maxAge:
+		// time.ParseDuration refuses what overflows: that is too long too.
+		return 0, fmt.Errorf("--older-than %s: at most %d days (%s)", quoted, maxAge/(24*time.Hour), maxAge)
+	case err != nil, d <= 0:
+		return 0, fmt.Errorf("--older-than %s: want a positive duration such as 90m, 36h, 7d or 2w", quoted)
+	case d < minAge:
+		return 0, fmt.Errorf("--older-than %s: at least %s (did you mean %dm?)", quoted, minAge, max(1, int64(d/time.Millisecond)))
 	}
 	return d, nil
 }
@@ -61,7 +85,7 @@ func (b *bulkOptions) bind(cmd *cobra.Command, verb, over string) {
 func manageSessions(cmd *cobra.Command, f *factory, name, verb string, args []string, b *bulkOptions, includeArchived bool,
 	do func(conn *app.Conn, o app.Opened, now time.Time) error) error {
 	sel := app.Selector{Ended: b.ended, IncludeArchived: includeArchived}
-	if b.olderThan != "" {
+	if b.olderThan != "" || cmd.Flags().Changed("older-than") {
 		d, err := parseAge(b.olderThan)
 		if err != nil {
 			return &usageError{err: err}

@@ -39,6 +39,28 @@ func TestParseAge(t *testing.T) {
 	}
 }
 
+// The refusals say what is wrong with the age, quoting a long input cut.
+func TestParseAgeErrors(t *testing.T) {
+	for in, want := range map[string]string{
+		"2562047h":               `--older-than "2562047h": at most 36500 days (876000h0m0s)`,
+		"99999999999999999999h":  `--older-than "99999999999999999999h": at most 36500 days (876000h0m0s)`,
+		"1ms":                    `--older-than "1ms": at least 1m0s (did you mean 1m?)`,
+		"":                       `--older-than is empty: want an age such as 90m, 36h, 7d or 2w`,
+		"-5m":                    `--older-than "-5m": want a positive duration such as 90m, 36h, 7d or 2w`,
+		strings.Repeat("x", 100): `--older-than "` + strings.Repeat("x", 40) + `"…: want a positive duration such as 90m, 36h, 7d or 2w`,
+	} {
+		_, err := parseAge(in)
+		if err == nil || err.Error() != want {
+			t.Errorf("parseAge(%.20q…) error %v\nwant %s", in, err, want)
+		}
+	}
+	// An explicitly empty --older-than is refused, not taken as absent.
+	code, _, stderr := runHappy(t, map[string]string{"HAPPY_HOME_DIR": t.TempDir()}, "archive", "--older-than", "")
+	if code != exitUsage || !strings.Contains(stderr, "--older-than is empty") {
+		t.Errorf("archive --older-than \"\" = %d %q", code, stderr)
+	}
+}
+
 // endedSession runs one complete happy codex -p session and returns its id.
 func endedSession(t *testing.T, env map[string]string, prompt string) string {
 	t.Helper()
