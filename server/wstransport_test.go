@@ -489,7 +489,13 @@ func TestRPCWaitsEndWithTheCaller(t *testing.T) {
 		defer srv.rpc.mu.Unlock()
 		return len(srv.rpc.notify)
 	}
-	waitUntil(t, 5*time.Second, "64 calls waiting", func() bool { return waiting() == 64 })
+	// Generous bounds: on a loaded machine the relay may take a while to
+	// read 64 frames; the test is about where the count ends, not speed.
+	n := 0
+	waitUntil(t, 30*time.Second, "64 calls waiting", func() bool { n = waiting(); return n == 64 })
 	_ = r.c.Close()
-	waitUntil(t, 5*time.Second, "no call waiting after their caller left", func() bool { return waiting() == 0 })
+	waitUntil(t, 30*time.Second, "no call waiting after their caller left", func() bool { n = waiting(); return n == 0 })
+	if t.Failed() {
+		t.Logf("calls waiting at the end: %d", n)
+	}
 }
