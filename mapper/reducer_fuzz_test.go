@@ -109,7 +109,7 @@ func FuzzReducer(f *testing.F) {
 		r := NewReducer(Config{SessionID: "fuzz", Directory: "/w", Agent: "build", ProviderID: "p", ModelID: "m"})
 		for _, ev := range evs {
 			for _, b := range r.Apply(ev) {
-				if _, err := encodeChange(b); err != nil {
+				if _, err := EncodeChange(b); err != nil {
 					t.Fatalf("bus event %s does not encode: %v", b.EventType(), err)
 				}
 			}

@@ -92,7 +92,7 @@ func encodeBusLog(t *testing.T, evs []BusEvent) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	for _, ev := range evs {
-		raw, err := encodeChange(ev)
+		raw, err := EncodeChange(ev)
 		if err != nil {
 			t.Fatalf("encode change event %s: %v", ev.EventType(), err)
 		}
