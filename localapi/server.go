@@ -124,7 +124,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) stopStreams() { h.once.Do(func() { close(h.stop) }) }
 
 func writeError(w http.ResponseWriter, code int, msg string) {
-	b, _ := json.Marshal(map[string]string{"error": msg}) // a map of strings always encodes
+	b, _ := marshal(map[string]string{"error": msg}) // a map of strings always encodes
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_, _ = w.Write(append(b, '\n'))
