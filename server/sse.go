@@ -198,7 +198,7 @@ var errStreamStopped = errors.New("stream stopped")
 //	retry: <StreamRetry ms>                      once, first
 //	event: message / id: <seq> / data: <row>     each row with seq > N, in seq order
 //	: heartbeat                                  every StreamHeartbeat
-//	event: end / data: {"reason","lastSeq"}      once the session is inactive or deleted
+//	event: end / data: {"reason","lastSeq"}      once the session is inactive or deleted; lastSeq is the session's last seq
 //
 // A row is the JSON of a GET /v3/sessions/:id/messages row. Rows are read
 // from the store, never queued in memory: a stream holds at most one page
@@ -232,7 +232,7 @@ func (s *Server) getMessageStream(w http.ResponseWriter, r *http.Request, acct s
 	w.WriteHeader(http.StatusOK)
 	s.streams.served.Add(1)
 	sw := &streamWriter{w: w, rc: http.NewResponseController(w), timeout: s.cfg.streamWriteTimeout()}
-	err = s.serveStream(r.Context(), sw, st, acct, sid, after, !sess.Active)
+	err = s.serveStream(r.Context(), sw, st, acct, sid, after, sess.Seq, !sess.Active)
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		// (A failed write also cancels the request's context: this case
@@ -246,8 +246,11 @@ func (s *Server) getMessageStream(w http.ResponseWriter, r *http.Request, acct s
 }
 
 // serveStream writes the stream until the session ends (nil), the client
-// or the server goes away, or a write fails.
-func (s *Server) serveStream(ctx context.Context, sw *streamWriter, st *stream, acct, sid string, after int64, ended bool) error {
+// or the server goes away, or a write fails. known is the session's last
+// seq as last read; `end` reports the session's real last seq (the larger
+// of known, read again at the end, and the last row framed), never the
+// client's cursor, which may lie past it.
+func (s *Server) serveStream(ctx context.Context, sw *streamWriter, st *stream, acct, sid string, after, known int64, ended bool) error {
 	sw.lastSeq = after
 	sw.buf = sse.AppendRetry(sw.buf, s.cfg.streamRetry().Milliseconds())
 	if err := sw.flush(); err != nil {
@@ -268,8 +271,10 @@ func (s *Server) serveStream(ctx context.Context, sw *streamWriter, st *stream, 
 			reason := streamEndInactive
 			if deleted {
 				reason = streamEndDeleted
+			} else if sess, err := s.st.Session(ctx, acct, sid); err == nil {
+				known = sess.Seq
 			}
-			data, _ := json.Marshal(map[string]any{"reason": reason, "lastSeq": sw.lastSeq}) // a map of a string and a number always encodes
+			data, _ := json.Marshal(map[string]any{"reason": reason, "lastSeq": max(known, sw.rowSeq)}) // a map of a string and a number always encodes
 			sw.buf, _ = sse.AppendFrame(sw.buf, "end", "", string(data))
 			if err := sw.flush(); err != nil {
 				return err
@@ -287,7 +292,7 @@ func (s *Server) serveStream(ctx context.Context, sw *streamWriter, st *stream, 
 				case err != nil:
 					return fmt.Errorf("read session: %w", err)
 				default:
-					ended = !sess.Active
+					ended, known = !sess.Active, sess.Seq
 				}
 			}
 		case <-hb.C:
@@ -326,7 +331,7 @@ func (s *Server) streamRows(ctx context.Context, sw *streamWriter, acct, sid str
 			if err != nil {
 				return false, fmt.Errorf("frame row seq %d: %w", m.Seq, err)
 			}
-			sw.buf, sw.lastSeq = b, m.Seq
+			sw.buf, sw.lastSeq, sw.rowSeq = b, m.Seq, m.Seq
 			if len(sw.buf) >= streamFlushBytes {
 				if err := sw.flush(); err != nil {
 					return false, err
@@ -349,7 +354,8 @@ type streamWriter struct {
 	rc      *http.ResponseController
 	timeout time.Duration
 	buf     []byte
-	lastSeq int64 // the last row framed
+	lastSeq int64 // the cursor: the last row framed, or the client's after_seq
+	rowSeq  int64 // the last row framed (0 before the first)
 }
 
 // flush writes and flushes buf. A reader that takes nothing for the

@@ -472,3 +472,44 @@ func TestStreamEnd(t *testing.T) {
 		t.Fatalf("stats %+v", got)
 	}
 }
+
+// `end` reports the session's real last seq, also when the client's cursor
+// lies past it (or no row follows the cursor).
+func TestStreamEndReportsTheRealLastSeq(t *testing.T) {
+	noLeaks(t)
+	r := servertest.Start(t)
+	st := newStreamTest(t, r)
+	sid := st.session("cursor-past-end")
+	st.post(sid, 0, 2)
+	empty := st.session("empty")
+	for _, s := range []string{sid, empty} {
+		if code, b := st.json("POST", "/v1/sessions/"+s+"/archive", struct{}{}); code != 200 {
+			t.Fatalf("archive: %d %s", code, b)
+		}
+	}
+	for _, tc := range []struct {
+		name, sid, lastID, query string
+		want                     int64
+	}{
+		{"after_seq past the end", sid, "", "?after_seq=100", 2},
+		{"Last-Event-ID past the end", sid, "50", "", 2},
+		{"after_seq at the end", sid, "", "?after_seq=2", 2},
+		{"empty session, after_seq 5", empty, "", "?after_seq=5", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ch := readStream(st.open(t.Context(), tc.sid, tc.lastID, tc.query).Body)
+			nextEnd(t, ch, "inactive", tc.want)
+		})
+	}
+	// Live: the cursor past the end, then the session ends.
+	live := st.session("live")
+	st.post(live, 0, 3)
+	_, ch := readStream(st.open(t.Context(), live, "", "?after_seq=9").Body)
+	if it := nextItem(t, ch); !it.frame.HasRetry {
+		t.Fatalf("first frame %+v", it)
+	}
+	if code, b := st.json("POST", "/v1/sessions/"+live+"/archive", struct{}{}); code != 200 {
+		t.Fatalf("archive: %d %s", code, b)
+	}
+	nextEnd(t, ch, "inactive", 3)
+}
