@@ -16,6 +16,7 @@ import (
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/buildinfo"
 	"github.com/happy-dev/happy/internal/settings"
+	"github.com/happy-dev/happy/localapi"
 	"github.com/happy-dev/happy/mapper"
 	"github.com/happy-dev/happy/relay"
 	"github.com/happy-dev/happy/session"
@@ -84,6 +85,9 @@ type SessionOptions struct {
 	WaitCreated time.Duration
 	// OnBus sees every bus event (terminal rendering).
 	OnBus func([]mapper.BusEvent)
+	// Events, when set, receives every bus event of the session (the local
+	// event API's hub: StartEvents). Publishing never blocks the runner.
+	Events *localapi.Hub
 	// OnTranscript, when set, sees the whole transcript after every change
 	// (on the runner goroutine; it costs a copy of the transcript each
 	// time, for --output stream-json).
@@ -209,6 +213,9 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 	}
 	onBus := func(evs []mapper.BusEvent) {
 		titles.observe(evs)
+		if opts.Events != nil {
+			opts.Events.Publish(evs)
+		}
 		if opts.OnBus != nil {
 			opts.OnBus(evs)
 		}

@@ -174,6 +174,11 @@ func runACP(parent context.Context, f *factory, o *agentOptions, ao *acpOptions,
 		return &exitError{code: exitRelay, err: err}
 	}
 	defer conn.Close()
+	es, err := o.startEvents(f, env)
+	if err != nil {
+		return err
+	}
+	defer es.Close()
 
 	if o.record != "" {
 		record, err := os.Create(o.record)
@@ -202,7 +207,7 @@ func runACP(parent context.Context, f *factory, o *agentOptions, ao *acpOptions,
 	so := app.SessionOptions{
 		Flavor: p.flavor, Dir: dir, Prompt: o.prompt, OneShot: oneShot, ProviderID: p.providerID,
 		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: "terminal",
-		FlushTimeout: o.flushTimeout, Yolo: o.yolo,
+		FlushTimeout: o.flushTimeout, Yolo: o.yolo, Events: events(es),
 		OnBus: prog.onBus, OnWaiting: prog.waiting,
 		OnCreated: func(id string) {
 			if oneShot {

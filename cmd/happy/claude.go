@@ -24,6 +24,7 @@ import (
 	"github.com/happy-dev/happy/app"
 
 	"github.com/happy-dev/happy/internal/proc"
+	"github.com/happy-dev/happy/localapi"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -37,6 +38,9 @@ type agentOptions struct {
 	yolo              bool
 	allow, deny, ask  []string
 	agentArgs         []string
+	// eventsListen is --events-listen: the loopback address of the local
+	// event API ("" serves none).
+	eventsListen string
 	// resume, when set, continues an ended session in place (happy
 	// resume): the agent resumes its own session and the transcript goes
 	// on in the same relay session.
@@ -68,6 +72,7 @@ func (o *agentOptions) bind(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&o.ask, "ask", nil, "permission rule `permission:pattern` to ask a person for (repeatable)")
 	cmd.Flags().DurationVar(&o.flushTimeout, "flush-timeout", 10*time.Second, "at the end, wait this long for the relay to acknowledge the transcript (-p exits 4 when it has not)")
 	cmd.Flags().StringVar(&o.output, "output", outputText, "with -p: text (the final answer), json (one result object at the end), stream-json (the flat events as JSON lines while the turn runs)")
+	cmd.Flags().StringVar(&o.eventsListen, "events-listen", "", "serve the session's live events (SSE GET /event) and documents (GET /session) on this loopback `ADDR`, e.g. 127.0.0.1:4096; the bearer token is in the happy home's events.token")
 	cmd.Flags().BoolVar(&o.yolo, "yolo", false, "allow every tool call without asking (the rule *:* allow; your own deny and ask rules still win); recorded in the session")
 }
 
@@ -83,7 +88,47 @@ func (o *agentOptions) checkFlags(cmd *cobra.Command) error {
 	if o.output != outputText && o.prompt == "" {
 		return &usageError{err: fmt.Errorf("--output %s needs -p: it describes one turn", o.output)}
 	}
+	if err := o.checkEventsFlag(); err != nil {
+		return err
+	}
 	return o.checkRuleFlags()
+}
+
+// checkEventsFlag refuses, as a usage error, an --events-listen address
+// that is not on loopback.
+func (o *agentOptions) checkEventsFlag() error {
+	if o.eventsListen == "" {
+		return nil
+	}
+	if err := localapi.CheckLoopback(o.eventsListen); err != nil {
+		return &usageError{err: fmt.Errorf("--events-listen: %w", err)}
+	}
+	return nil
+}
+
+// startEvents starts the local event API when --events-listen is set and
+// says on stderr where it listens and where its token is. It runs before
+// the agent takes the terminal, so the line never lands inside the
+// agent's screen; the log has it too. Close the result (nil-safe).
+func (o *agentOptions) startEvents(f *factory, env app.Env) (*app.EventServer, error) {
+	if o.eventsListen == "" {
+		return nil, nil
+	}
+	es, err := app.StartEvents(env, o.eventsListen)
+	if err != nil {
+		return nil, &exitError{code: exitFailed, err: err}
+	}
+	fmt.Fprintf(f.stderr, "happy: live events on %s/event (bearer token in %s): curl -N -H \"Authorization: Bearer $(cat %s)\" %s/event\n",
+		es.Server.URL(), es.TokenPath, es.TokenPath, es.Server.URL())
+	return es, nil
+}
+
+// events is the SessionOptions.Events of a run (nil without the API).
+func events(es *app.EventServer) *localapi.Hub {
+	if es == nil {
+		return nil
+	}
+	return es.Hub
 }
 
 // checkRuleFlags refuses a malformed --allow, --deny or --ask as a usage
@@ -266,6 +311,11 @@ func runClaudePrint(parent context.Context, f *factory, o *agentOptions, claudeP
 		return &exitError{code: exitRelay, err: err}
 	}
 	defer conn.Close()
+	es, err := o.startEvents(f, env)
+	if err != nil {
+		return err
+	}
+	defer es.Close()
 
 	var record *os.File
 	args := o.agentArgs
@@ -296,7 +346,7 @@ func runClaudePrint(parent context.Context, f *factory, o *agentOptions, claudeP
 	sopts := app.SessionOptions{
 		Flavor: "claude", Dir: dir, Prompt: o.prompt, OneShot: true, ProviderID: "anthropic",
 		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: "terminal", Resume: o.resumeOpts(),
-		FlushTimeout: o.flushTimeout, Yolo: o.yolo,
+		FlushTimeout: o.flushTimeout, Yolo: o.yolo, Events: events(es),
 		OnBus: prog.onBus, OnWaiting: prog.waiting,
 		OnCreated: func(id string) {
 			prog.created(id, fmt.Sprintf("happy: session %s — follow it with: happy log %s --follow", id, id))
@@ -333,6 +383,11 @@ func runClaudeInteractive(parent context.Context, f *factory, o *agentOptions, c
 		return &exitError{code: exitRelay, err: err}
 	}
 	defer conn.Close()
+	es, err := o.startEvents(f, env)
+	if err != nil {
+		return err
+	}
+	defer es.Close()
 	in, _ := f.stdin.(*os.File)
 	if in == nil {
 		in = os.Stdin
@@ -341,7 +396,7 @@ func runClaudeInteractive(parent context.Context, f *factory, o *agentOptions, c
 	res, err := app.RunSessionWith(ctx, env, conn, app.SessionOptions{
 		Flavor: "claude", Dir: dir, ProviderID: "anthropic", Rules: rules, StartedBy: "terminal",
 		WaitCreated: 3 * time.Second, Resume: o.resumeOpts(),
-		FlushTimeout: o.flushTimeout, Yolo: o.yolo,
+		FlushTimeout: o.flushTimeout, Yolo: o.yolo, Events: events(es),
 		OnCreated: func(id string) {
 			sid = id
 			fmt.Fprintf(f.stderr, "happy: session %s — follow it from another terminal with: happy log %s --follow\n", id, id)

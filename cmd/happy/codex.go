@@ -101,6 +101,9 @@ func runCodex(parent context.Context, f *factory, o *codexOptions) error {
 	if err := o.checkRuleFlags(); err != nil {
 		return err
 	}
+	if err := o.checkEventsFlag(); err != nil {
+		return err
+	}
 	path, err := codexExe.find(f, o.codexPath)
 	if err != nil {
 		return err
@@ -138,6 +141,11 @@ func runCodexSession(parent context.Context, f *factory, o *codexOptions, proto 
 		return &exitError{code: exitRelay, err: err}
 	}
 	defer conn.Close()
+	es, err := o.startEvents(f, env)
+	if err != nil {
+		return err
+	}
+	defer es.Close()
 
 	co := codex.Options{
 		Binary: o.codexPath, Args: o.agentArgs, Cwd: dir, Mode: mode,
@@ -173,7 +181,7 @@ func runCodexSession(parent context.Context, f *factory, o *codexOptions, proto 
 	so := app.SessionOptions{
 		Flavor: "codex", Dir: dir, Prompt: o.prompt, OneShot: oneShot, ProviderID: "openai",
 		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: "terminal", Resume: o.resumeOpts(),
-		FlushTimeout: o.flushTimeout, Yolo: o.yolo,
+		FlushTimeout: o.flushTimeout, Yolo: o.yolo, Events: events(es),
 		OnBus: prog.onBus, OnWaiting: prog.waiting,
 		OnCreated: func(id string) {
 			prog.created(id, fmt.Sprintf("happy: session %s — follow it with: happy log %s --follow", id, id))

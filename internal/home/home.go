@@ -7,6 +7,7 @@
 //	logs/           zerolog files, one per process start
 //	server/         data of the embedded relay (happy server)
 //	outbox/         durable outbox of the relay client
+//	events.token    bearer token of the local event API (mode 0600)
 package home
 
 import (
@@ -80,6 +81,9 @@ func (d Dir) Outbox() string { return d.Join("outbox") }
 
 // AccessKey is the path of the credential file.
 func (d Dir) AccessKey() string { return d.Join("access.key") }
+
+// EventsToken is the path of the local event API's bearer token file.
+func (d Dir) EventsToken() string { return d.Join("events.token") }
 
 // Settings is the path of settings.json.
 func (d Dir) Settings() string { return d.Join("settings.json") }
