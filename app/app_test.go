@@ -30,6 +30,8 @@ type scriptedAgent struct {
 	turn   int
 	calls  []string
 	closed bool
+	// deltas, when set, streams each final text in two deltas first.
+	deltas bool
 }
 
 func newScriptedAgent() *scriptedAgent { return &scriptedAgent{events: make(chan agent.Event, 64)} }
@@ -67,6 +69,10 @@ func (a *scriptedAgent) Decide(_ context.Context, callID string, d agent.Verdict
 			a.events <- &agent.ToolCompleted{CallID: callID, Output: "", Title: "touch"}
 		}
 		a.events <- &agent.StepFinished{Message: "m" + n, Finish: agent.FinishToolCalls}
+		if a.deltas {
+			a.events <- &agent.TextDelta{Message: "final" + n, Block: "0", Delta: "Turn " + n}
+			a.events <- &agent.TextDelta{Message: "final" + n, Block: "0", Delta: ": "}
+		}
 		a.events <- &agent.TextFinal{Message: "final" + n, Block: "0", Text: "Turn " + n + ": " + string(d.Decision)}
 		a.events <- &agent.StepFinished{Message: "final" + n, Finish: agent.FinishStop}
 		a.events <- &agent.TurnEnded{TurnID: n, Reason: agent.TurnCompleted}

@@ -262,6 +262,10 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 		case <-hb.C:
 			err = write(append(sse.AppendComment(buf[:0], "heartbeat"), '\n'))
 		case <-h.stop:
+			// The server shuts down: what is queued still goes out.
+			if buf, _ = sub.Take(buf[:0]); len(buf) > 0 {
+				_ = write(buf)
+			}
 			return
 		case <-r.Context().Done():
 			return
