@@ -364,3 +364,61 @@ func TestHubDocumentsEqualTheReducers(t *testing.T) {
 }
 
 func zerologTo(w io.Writer) zerolog.Logger { return zerolog.New(w) }
+
+// Sessions publishing from their own goroutines (a daemon's) reach a
+// subscriber taking concurrently with every change, each session's in its
+// order.
+func TestHubManyPublishers(t *testing.T) {
+	h := NewHub(HubOptions{})
+	s := h.Subscribe()
+	defer s.Close()
+	const sessions, changes = 4, 200
+	done := make(chan struct{})
+	for i := range sessions {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for n := 1; n <= changes; n++ {
+				h.Publish([]mapper.BusEvent{&mapper.SessionStatus{SessionID: fmt.Sprintf("ses_%d", i),
+					Status: mapper.SessionStatusInfo{Type: mapper.SessionRetry, Attempt: n}}})
+			}
+		}()
+	}
+	var all []byte
+	for finished := 0; finished < sessions; {
+		select {
+		case <-s.Ready():
+			var err error
+			if all, err = s.Take(all); err != nil {
+				t.Fatal(err)
+			}
+		case <-done:
+			finished++
+		}
+	}
+	all, _ = s.Take(all)
+	last := map[string]int{}
+	for _, f := range frames(t, all) {
+		var ev struct {
+			Properties struct {
+				SessionID string `json:"sessionID"`
+				Status    struct {
+					Attempt int `json:"attempt"`
+				} `json:"status"`
+			} `json:"properties"`
+		}
+		_, data, _ := strings.Cut(f, " ")
+		if err := json.Unmarshal([]byte(data), &ev); err != nil {
+			t.Fatal(err)
+		}
+		p := ev.Properties
+		if p.Status.Attempt != last[p.SessionID]+1 {
+			t.Fatalf("%s: attempt %d after %d", p.SessionID, p.Status.Attempt, last[p.SessionID])
+		}
+		last[p.SessionID] = p.Status.Attempt
+	}
+	for i := range sessions {
+		if last[fmt.Sprintf("ses_%d", i)] != changes {
+			t.Fatalf("got %v", last)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -340,6 +341,28 @@ func FuzzBearer(f *testing.F) {
 		}
 		if ok != tokenOK(tok, testToken) && tok == testToken {
 			t.Fatalf("%q: the right token refused", h)
+		}
+	})
+}
+
+func FuzzCheckLoopback(f *testing.F) {
+	for _, s := range []string{"127.0.0.1:0", "[::1]:4096", "localhost:1", "0.0.0.0:1", ":1", "[::ffff:127.0.0.1]:1", "127.0.0.1", "[fe80::1%lo]:1", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, addr string) {
+		err := CheckLoopback(addr)
+		if err != nil {
+			if !errors.Is(err, ErrNotLoopback) {
+				t.Fatalf("%q: error not ErrNotLoopback: %v", addr, err)
+			}
+			return
+		}
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil || port == "" {
+			t.Fatalf("%q accepted without host:port", addr)
+		}
+		if ip := net.ParseIP(host); !strings.EqualFold(host, "localhost") && (ip == nil || !ip.IsLoopback()) {
+			t.Fatalf("%q accepted with host %q", addr, host)
 		}
 	})
 }
