@@ -366,3 +366,40 @@ func FuzzCheckLoopback(f *testing.F) {
 		}
 	})
 }
+
+// A reader that takes nothing is disconnected after WriteTimeout once the
+// socket's buffers are full, whatever the hub's bounds allow.
+func TestEventStreamStuckReaderDisconnected(t *testing.T) {
+	h := NewHub(HubOptions{MaxPendingBytes: 1 << 30, MaxPending: 1 << 20})
+	s, err := Start("127.0.0.1:0", ServerOptions{Hub: h, Token: testToken, WriteTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	conn, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("GET /event HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + testToken + "\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for h.Stats().Subscribers == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("never subscribed")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	big := strings.Repeat("x", 1<<20)
+	for i := 0; h.Stats().Subscribers == 1; i++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("stuck reader still subscribed: %+v", h.Stats())
+		}
+		h.Publish([]mapper.BusEvent{&mapper.MessagePartUpdated{Part: textPart("prt_1", big)}})
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st := h.Stats(); st.Disconnected != 0 {
+		t.Fatalf("the hub, not the write timeout, disconnected it: %+v", st)
+	}
+}
