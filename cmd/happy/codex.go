@@ -255,6 +255,8 @@ func turnExit(flavor string, res app.SessionResult, err error, interrupted bool)
 		return &exitError{code: exitInterrupted, err: errors.New("the turn was interrupted")}
 	case res.Rejected > 0:
 		return &exitError{code: exitFailed, err: fmt.Errorf("%d permission request(s) were rejected", res.Rejected)}
+	case res.AgentExited && res.Unanswered > 0:
+		return &exitError{code: exitFailed, err: fmt.Errorf("%s exited without answering the prompt", flavor)}
 	case res.AgentExited && res.TurnReason == "":
 		return &exitError{code: exitFailed, err: fmt.Errorf("%s exited before the turn ended", flavor)}
 	default:

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -276,6 +277,15 @@ func TestKilledHappyIsStaleThenSettledByTheNextHappy(t *testing.T) {
 	if s := sessionState(t, env, sid, later); s.State != app.StateStale {
 		t.Fatalf("after %s without heartbeat: state %q", app.StaleAfter, s.State)
 	}
+	// Control commands say stale, how long since the heartbeat, and exit 5.
+	for _, args := range [][]string{{"send", sid, "next"}, {"approve", sid, "call_1"}, {"abort", sid}} {
+		code, stdout, stderr := runHappyAt(t, env, later, args...)
+		if code != exitStale || stdout != "" || !strings.HasPrefix(stderr, "happy: session "+sid+" is stale: no heartbeat since ") ||
+			!regexp.MustCompile(` ago \(more than 1m30s\); its happy probably died: nothing is running to answer\n$`).MatchString(stderr) ||
+			!regexp.MustCompile(`, (1m[3-5][0-9]|2m[0-9]+)s ago`).MatchString(stderr) {
+			t.Fatalf("happy %s of a stale session = %d %q %q", args[0], code, stdout, stderr)
+		}
+	}
 	code, stdout, stderr := runHappyAt(t, env, later, "log", sid, "--follow", "--interval", "10ms")
 	if code != exitStale || !strings.HasPrefix(stdout, "session "+sid+" — Run `echo hi > hi.txt`\n") ||
 		!strings.HasSuffix(stderr, "(more than 1m30s); its happy probably died\n") || !strings.Contains(stderr, "happy: session "+sid+" is stale: no heartbeat since ") {
@@ -465,11 +475,9 @@ func TestFollowReadsTheMessageStream(t *testing.T) {
 		if !strings.Contains(r.stdout, "echo hi") || !strings.Contains(plain, "echo hi") {
 			t.Fatalf("the followed transcript lacks the tool call:\n%s\n(happy log:\n%s)", r.stdout, plain)
 		}
-		// The same layout as happy log: after the headers, the same lines.
-		followed := strings.SplitN(r.stdout, "\n", 2)[1]
-		logged := strings.SplitN(plain, "\n", 3)[2]
-		if followed != logged {
-			t.Fatalf("--follow differs from happy log:\n%s\n---\n%s", followed, logged)
+		// The same layout as happy log, header included.
+		if r.stdout != plain {
+			t.Fatalf("--follow differs from happy log:\n%s\n---\n%s", r.stdout, plain)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("happy log --follow did not return: it waited for its next poll instead of the stream's end")
