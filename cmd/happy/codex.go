@@ -18,6 +18,7 @@ import (
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/app"
 	"github.com/happy-dev/happy/internal/buildinfo"
+	"github.com/happy-dev/happy/internal/proc"
 )
 
 // codexOptions are the flags of `happy codex` beyond the shared ones.
@@ -163,6 +164,9 @@ func runCodexSession(parent context.Context, f *factory, o *codexOptions, proto 
 	if err != nil {
 		if interrupted() {
 			return &exitError{code: exitInterrupted}
+		}
+		if errors.Is(err, proc.ErrNotStarted) {
+			return codexExe.cannotStart(o.codexPath, err)
 		}
 		return &exitError{code: exitFailed, err: fmt.Errorf("start codex: %w", err)}
 	}

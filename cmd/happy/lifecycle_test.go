@@ -20,6 +20,7 @@ import (
 	"github.com/happy-dev/happy/app"
 	"github.com/happy-dev/happy/internal/home"
 	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/session"
 )
 
 // childArgsEnv carries the command line of a child happy process (a JSON
@@ -425,9 +426,15 @@ func TestAgentThatCannotStartEndsTheSession(t *testing.T) {
 	if err := os.WriteFile(broken, []byte("#!/nonexistent/interpreter\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	why := "happy: Claude Code cannot be started: " + broken + `: its interpreter "/nonexistent/interpreter" (its #! line) is not there; ` +
+		"point HAPPY_CLAUDE_PATH (or --claude-path) at a working claude executable, or install Claude Code\n"
 	code, _, stderr := runHappyOnTerminal(t, env, "claude", "--claude-path", broken)
-	if code != exitFailed || !strings.Contains(stderr, broken) {
+	if code != exitFailed || !strings.HasSuffix(stderr, " ended; read it with: happy log "+strings.Fields(strings.TrimPrefix(stderr, "happy: session "))[0]+"\n"+why) {
 		t.Fatalf("exit %d: %q", code, stderr)
+	}
+	// With -p the same one line, and no session: nothing was opened yet.
+	if code, stdout, stderr := runHappy(t, env, "claude", "-p", "x", "--claude-path", broken); code != exitFailed || stdout != "" || stderr != why {
+		t.Fatalf("-p: exit %d %q %q, want 1 %q", code, stdout, stderr, why)
 	}
 	sid := strings.Fields(strings.TrimPrefix(stderr, "happy: session "))[0]
 	s := sessionState(t, env, sid, time.Now())
@@ -481,5 +488,39 @@ func TestFollowReadsTheMessageStream(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("happy log --follow did not return: it waited for its next poll instead of the stream's end")
+	}
+}
+
+// A Claude binary that exits at once without a word (/bin/true): the
+// session keeps the prompt as its user message and title, ends with an
+// answer saying the agent exited without answering, and happy -p exits 1
+// saying so. Run a few times: the exit may come before or after the prompt
+// is handed over.
+func TestAgentThatExitsWithoutAnswering(t *testing.T) {
+	env := codexTestEnv(t, nil)
+	env["HAPPY_CLAUDE_PATH"] = "/bin/true"
+	for i := 0; i < 3; i++ {
+		code, stdout, stderr := runHappy(t, env, "claude", "-p", "Fix the parser")
+		if code != exitFailed || stdout != "" || !strings.HasSuffix(stderr, "\nhappy: claude exited without answering the prompt\n") {
+			t.Fatalf("exit %d stdout %q stderr %q", code, stdout, stderr)
+		}
+		sid := strings.Fields(strings.TrimPrefix(stderr, "happy: session "))[0]
+		o, tr := readSession(t, env, sid)
+		if o.Metadata.LifecycleState != app.LifecycleEnded || o.Info.Active || o.Title() != "Fix the parser" || tr.Session.Title != "Fix the parser" {
+			t.Fatalf("metadata %+v active %v title %q", o.Metadata, o.Info.Active, tr.Session.Title)
+		}
+		if len(tr.Messages) != 2 {
+			t.Fatalf("%d messages", len(tr.Messages))
+		}
+		if um, ok := tr.Messages[0].Info.(*mapper.UserMessage); !ok || len(tr.Messages[0].Parts) != 1 || tr.Messages[0].Parts[0].(*mapper.TextPart).Text != "Fix the parser" {
+			t.Fatalf("first message %+v %+v", um, tr.Messages[0].Parts)
+		}
+		am, ok := tr.Messages[1].Info.(*mapper.AssistantMessage)
+		if !ok || am.Finish != agent.FinishError || am.Time.Completed == nil || am.Error == nil || am.Error.Data.Message != session.NoAnswer {
+			t.Fatalf("answer %+v", tr.Messages[1].Info)
+		}
+		if _, logged, _ := runHappy(t, env, "log", sid); logged != "session "+sid+" — Fix the parser\n  in "+o.Metadata.Path+"\n> Fix the parser\nerror (internal): the agent exited without answering\n" {
+			t.Fatalf("happy log:\n%s", logged)
+		}
 	}
 }
