@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
 	"github.com/rs/zerolog"
 
 	"github.com/happy-dev/happy/agent"
@@ -523,4 +526,128 @@ func TestAgentThatExitsWithoutAnswering(t *testing.T) {
 			t.Fatalf("happy log:\n%s", logged)
 		}
 	}
+}
+
+// childProcesses lists the pids of pid's child processes (from /proc).
+func childProcesses(pid int) []int {
+	var out []int
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		for _, s := range strings.Fields(string(b)) {
+			var n int
+			if _, err := fmt.Sscan(s, &n); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// SIGTERM to an interactive happy claude while its tool runs and waits for
+// permission: happy exits 130, the session is ended on the relay with
+// nothing open (the tool an error, the answer completed with a finish), and
+// Claude's process group (with the tool's process) is gone.
+func TestSignalledInteractiveHappyEndsItsSession(t *testing.T) {
+	if _, err := os.Stat("/proc/self/task"); err != nil {
+		t.Skip("needs /proc")
+	}
+	env := codexTestEnv(t, nil)
+	claude, dir := fakeClaude(t)
+	env["HAPPY_CLAUDE_PATH"] = claude
+	master, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no PTY: %v", err)
+	}
+	defer master.Close()
+	scr := &syncBuffer{}
+	go func() { _, _ = io.Copy(scr, master) }()
+
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal([]string{"claude"})
+	c := &child{done: make(chan struct{})}
+	c.cmd = exec.Command(exe, "-test.run=^TestHappyChildProcess$")
+	c.cmd.Env = append(os.Environ(), childArgsEnv+"="+string(a))
+	for k, v := range env {
+		c.cmd.Env = append(c.cmd.Env, k+"="+v)
+	}
+	c.cmd.Dir = t.TempDir()
+	if c.stderr, err = os.Create(filepath.Join(t.TempDir(), "stderr")); err != nil {
+		t.Fatal(err)
+	}
+	c.cmd.Stdin, c.cmd.Stdout, c.cmd.Stderr = tty, tty, c.stderr
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tty.Close()
+	go func() {
+		_ = c.cmd.Wait()
+		c.code = c.cmd.ProcessState.ExitCode()
+		close(c.done)
+	}()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+		<-c.done
+		c.stderr.Close()
+	})
+	sid := c.sessionID(t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			_, logged, _ := runHappy(t, env, "log", sid)
+			t.Logf("screen:\n%s\nstderr:\n%s\nhappy log:\n%s\ncalls: %q", scr.String(), c.errText(), logged, readLinesOf(filepath.Join(dir, "calls")))
+		}
+	})
+	waitOutput(t, "the fake Claude's screen", scr, "FAKE READY", nil)
+	if _, err := master.Write([]byte("\r")); err != nil {
+		t.Fatal(err)
+	}
+	waitOutput(t, "the tool's process", scr, "FAKE TOOL RUNNING", nil)
+	waitBlocked(t, env, c, sid)
+	agents := childProcesses(c.cmd.Process.Pid)
+	tools := readLinesOf(filepath.Join(dir, "tool.pid"))
+	if len(agents) == 0 || len(tools) != 1 {
+		t.Fatalf("processes under happy %v, tool pids %v", agents, tools)
+	}
+	var toolPid int
+	if _, err := fmt.Sscan(tools[0], &toolPid); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := c.wait(t); code != exitInterrupted {
+		t.Fatalf("exit %d, want 130: %s", code, c.errText())
+	}
+	if want := "happy: session " + sid + " ended; read it with: happy log " + sid + "\n"; !strings.HasSuffix(c.errText(), want) {
+		t.Fatalf("stderr %q, want it to end with %q", c.errText(), want)
+	}
+	for _, pid := range agents {
+		if err := syscall.Kill(-pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Fatalf("process group %d after the exit: kill(-pgid, 0) = %v, want ESRCH", pid, err)
+		}
+	}
+	if err := syscall.Kill(toolPid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Fatalf("the tool's process %d after the exit: kill = %v, want ESRCH", toolPid, err)
+	}
+	o, tr := readSession(t, env, sid)
+	if o.Metadata.LifecycleState != app.LifecycleEnded || o.Info.Active {
+		t.Fatalf("metadata %+v active %v", o.Metadata, o.Info.Active)
+	}
+	ts := toolsOf(tr)
+	if len(ts) != 1 || ts[0].State.Status != mapper.StatusError || ts[0].State.Block == nil || ts[0].State.Block.Decision != agent.DecisionReject {
+		t.Fatalf("tools %+v", ts)
+	}
+	if n := openAssistants(tr); n != 0 {
+		t.Fatalf("%d assistant messages open", n)
+	}
+	last := tr.Messages[len(tr.Messages)-1].Info.(*mapper.AssistantMessage)
+	if last.Time.Completed == nil || last.Finish == "" {
+		t.Fatalf("last message %+v", last)
+	}
+	t.Logf("tool %s (%s, block %s/%s); last answer finish %q", ts[0].State.Status, ts[0].State.Error, ts[0].State.Block.Decision, ts[0].State.Block.Reason, last.Finish)
 }
