@@ -68,9 +68,10 @@ func (a agentExe) find(f *factory, flagValue string) (string, error) {
 // cannotStart turns an error of starting the agent at path into one line
 // (exit status 1): what could not be started, why (the system's reason; for
 // a script whose #! interpreter is missing, that interpreter), and the fix.
-// An error other than proc.ErrNotStarted is returned as it is.
+// An error that is not a failed start (proc.ErrNotStarted, or the
+// fork/exec error of os/exec) is returned as it is.
 func (a agentExe) cannotStart(path string, err error) error {
-	if !errors.Is(err, proc.ErrNotStarted) {
+	if !startFailed(err) {
 		return err
 	}
 	why := err.Error()
@@ -88,6 +89,12 @@ func (a agentExe) cannotStart(path string, err error) error {
 		fix = "give the command of a working agent after --"
 	}
 	return &exitError{code: exitFailed, err: fmt.Errorf("%s cannot be started: %s: %s; %s", a.title, path, why, fix)}
+}
+
+// startFailed reports whether err says a program could not be started.
+func startFailed(err error) bool {
+	var pe *fs.PathError
+	return errors.Is(err, proc.ErrNotStarted) || errors.As(err, &pe) && pe.Op == "fork/exec"
 }
 
 // interpreter is the program a script's first line (#!) names, "" when

@@ -18,7 +18,6 @@ import (
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/app"
 	"github.com/happy-dev/happy/internal/buildinfo"
-	"github.com/happy-dev/happy/internal/proc"
 )
 
 // codexOptions are the flags of `happy codex` beyond the shared ones.
@@ -128,6 +127,9 @@ func runCodexSession(parent context.Context, f *factory, o *codexOptions, proto 
 	env, dir, rules, log := run.env, run.dir, run.rules, run.env.Log
 	if proto == codex.ProtocolAuto {
 		p, version, err := codex.ChooseProtocol(ctx, o.codexPath)
+		if startFailed(err) {
+			return codexExe.cannotStart(o.codexPath, err)
+		}
 		if err != nil {
 			return &exitError{code: exitFailed, err: fmt.Errorf("choose the codex protocol (use --codex-protocol app-server or mcp): %w", err)}
 		}
@@ -165,7 +167,7 @@ func runCodexSession(parent context.Context, f *factory, o *codexOptions, proto 
 		if interrupted() {
 			return &exitError{code: exitInterrupted}
 		}
-		if errors.Is(err, proc.ErrNotStarted) {
+		if startFailed(err) {
 			return codexExe.cannotStart(o.codexPath, err)
 		}
 		return &exitError{code: exitFailed, err: fmt.Errorf("start codex: %w", err)}

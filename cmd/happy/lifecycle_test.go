@@ -439,6 +439,14 @@ func TestAgentThatCannotStartEndsTheSession(t *testing.T) {
 	if code, stdout, stderr := runHappy(t, env, "claude", "-p", "x", "--claude-path", broken); code != exitFailed || stdout != "" || stderr != why {
 		t.Fatalf("-p: exit %d %q %q, want 1 %q", code, stdout, stderr, why)
 	}
+	// Codex too, whether happy asks its version first or starts it.
+	codexWhy := "happy: Codex cannot be started: " + broken + `: its interpreter "/nonexistent/interpreter" (its #! line) is not there; ` +
+		"point HAPPY_CODEX_PATH (or --codex-path) at a working codex executable, or install Codex\n"
+	for _, proto := range []string{"auto", "app-server", "mcp"} {
+		if code, stdout, stderr := runHappy(t, env, "codex", "-p", "x", "--codex-path", broken, "--codex-protocol", proto); code != exitFailed || stdout != "" || stderr != codexWhy {
+			t.Fatalf("codex --codex-protocol %s: exit %d %q %q, want 1 %q", proto, code, stdout, stderr, codexWhy)
+		}
+	}
 	sid := strings.Fields(strings.TrimPrefix(stderr, "happy: session "))[0]
 	s := sessionState(t, env, sid, time.Now())
 	if s.State != app.LifecycleEnded || s.Active {
