@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"go.uber.org/goleak"
 )
 
 // The test binary also plays two programs, chosen in TestMain:
@@ -43,7 +45,11 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(fakeClaudeEnv); dir != "" {
 		os.Exit(runFakeClaude(dir, os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	// The Socket.IO library of the in-process relays keeps timer
+	// goroutines of its own after the relays close.
+	goleak.VerifyTestMain(m, goleak.IgnoreCurrent(),
+		goleak.IgnoreTopFunction("github.com/zishang520/socket.io/v3/pkg/utils.SetTimeout.func1"),
+		goleak.IgnoreTopFunction("github.com/zishang520/socket.io/v3/pkg/utils.SetInterval.func1"))
 }
 
 // fakeClaude writes the fake Claude's wrapper script and returns its path
