@@ -9,7 +9,8 @@ import (
 
 // Follower writes a transcript that is still growing in Text's layout
 // (`happy log`'s), append-only: each call of Update writes only what is
-// new. A part is written once it is settled (a text whose part or message
+// new. A prompt is written once a message follows it (or the session is
+// over), as it is then; a part is written once it is settled (a text whose part or message
 // ended, a tool call that completed or failed, with its permission line and
 // output), in transcript order; what follows the first part still under
 // way waits for it. Two things are shown before they settle, because a
@@ -40,14 +41,21 @@ func NewFollower(opts TextOptions) *Follower {
 func (f *Follower) Update(w io.Writer, t mapper.Transcript, final bool) error {
 	tw := &textWriter{w: w, opts: f.opts, children: map[string]*mapper.Transcript{}, shown: map[string]bool{}}
 	tw.index(&t)
-	for _, m := range t.Messages {
+	for i, m := range t.Messages {
 		switch info := m.Info.(type) {
 		case *mapper.UserMessage:
-			if !f.printed[info.ID] {
-				f.endGrowing(tw)
-				f.printed[info.ID] = true
-				tw.userParts(m.Parts, 0)
+			if f.printed[info.ID] {
+				continue
 			}
+			// A prompt may still change (its text completed, found to be
+			// written by the agent rather than typed): it is written once
+			// something follows it, as happy log shows it then.
+			if !final && i == len(t.Messages)-1 {
+				return tw.err
+			}
+			f.endGrowing(tw)
+			f.printed[info.ID] = true
+			tw.userParts(m.Parts, 0)
 		case *mapper.AssistantMessage:
 			complete := final || info.Time.Completed != nil
 			for _, p := range m.Parts {

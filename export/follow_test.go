@@ -72,3 +72,59 @@ func TestFollowerWritesTheLogAsItGrows(t *testing.T) {
 		t.Errorf("a repeated update wrote %q (%v)", out.String()[before:], err)
 	}
 }
+
+// A transcript followed event by event and the same transcript read whole
+// render their prompts alike, header included: a prompt whose text is
+// completed afterwards, one found to be the agent's own record (synthetic),
+// one with a file, and a last one nothing answered.
+func TestFollowerRendersPromptsAsLog(t *testing.T) {
+	evs := []agent.Event{
+		&agent.UserPrompt{PromptID: "p1", Text: "Fix the"},
+		&agent.UserPrompt{PromptID: "p1", Text: "Fix the failing test\nin parser.go"},
+		&agent.TurnStarted{TurnID: "t1"},
+		&agent.MessageStarted{Message: "m1"},
+		&agent.TextFinal{Message: "m1", Block: "0", Text: "Fixed."},
+		&agent.StepFinished{Message: "m1", Finish: agent.FinishStop},
+		&agent.TurnEnded{TurnID: "t1", Reason: agent.TurnCompleted},
+		&agent.UserPrompt{PromptID: "p2", Text: "git status"},
+		&agent.UserPrompt{PromptID: "p2", Text: "<bash-input>git status</bash-input>", Synthetic: true},
+		&agent.UserPrompt{PromptID: "p3", Text: "What is this?", Files: []agent.PromptFile{{Mime: "image/png", Filename: "shot.png", URL: "data:image/png;base64,AA=="}}},
+		&agent.TurnStarted{TurnID: "t2"},
+		&agent.MessageStarted{Message: "m2"},
+		&agent.TextFinal{Message: "m2", Block: "0", Text: "A screenshot."},
+		&agent.StepFinished{Message: "m2", Finish: agent.FinishStop},
+		&agent.TurnEnded{TurnID: "t2", Reason: agent.TurnCompleted},
+		&agent.UserPrompt{PromptID: "p4", Text: "And now?"},
+	}
+	red := mapper.NewReducer(mapper.Config{SessionID: "relay-prompts", Directory: "/w"})
+	opts := TextOptions{SessionID: "s1", Title: "Fix the failing test"}
+	var followed bytes.Buffer
+	if err := Header(&followed, red.Transcript().Session, opts); err != nil {
+		t.Fatal(err)
+	}
+	f := NewFollower(opts)
+	for _, ev := range evs {
+		red.Apply(ev)
+		if err := f.Update(&followed, red.Transcript(), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Update(&followed, red.Transcript(), true); err != nil {
+		t.Fatal(err)
+	}
+	var logged bytes.Buffer
+	if err := Text(&logged, red.Transcript(), opts); err != nil {
+		t.Fatal(err)
+	}
+	want := "session s1 — Fix the failing test\n  in /w\n" +
+		"> Fix the failing test\n  in parser.go\nFixed.\n" +
+		"(synthetic) <bash-input>git status</bash-input>\n" +
+		"> What is this?\n> [file image/png shot.png]\nA screenshot.\n" +
+		"> And now?\n"
+	if logged.String() != want {
+		t.Fatalf("happy log:\n%q\nwant\n%q", logged.String(), want)
+	}
+	if followed.String() != logged.String() {
+		t.Fatalf("followed:\n%s\nhappy log:\n%s", followed.String(), logged.String())
+	}
+}

@@ -37,21 +37,7 @@ func Text(w io.Writer, t mapper.Transcript, opts TextOptions) error {
 	}
 	tw := &textWriter{w: w, opts: opts, children: map[string]*mapper.Transcript{}, shown: map[string]bool{}}
 	tw.index(&t)
-	title := t.Session.Title
-	if opts.Title != "" {
-		title = opts.Title
-	}
-	if title == "" {
-		title = "(untitled)"
-	}
-	id := t.Session.ID
-	if opts.SessionID != "" {
-		id = opts.SessionID
-	}
-	tw.line(0, "session %s — %s", id, title)
-	if t.Session.Directory != "" {
-		tw.line(0, "  in %s", t.Session.Directory)
-	}
+	tw.header(t.Session)
 	tw.session(&t, 0)
 	if len(t.Todos) > 0 {
 		tw.line(0, "todos:")
@@ -74,6 +60,34 @@ func Text(w io.Writer, t mapper.Transcript, opts TextOptions) error {
 		}
 	}
 	return tw.err
+}
+
+// Header writes the first lines of Text: "session ID — TITLE" (opts'
+// SessionID and Title when set, "(untitled)" without a title) and, when the
+// session has a folder, "  in FOLDER". Followers (Follower) write it once
+// before their first Update. Errors: w's.
+func Header(w io.Writer, s mapper.Session, opts TextOptions) error {
+	tw := &textWriter{w: w, opts: opts}
+	tw.header(s)
+	return tw.err
+}
+
+func (tw *textWriter) header(s mapper.Session) {
+	title := s.Title
+	if tw.opts.Title != "" {
+		title = tw.opts.Title
+	}
+	if title == "" {
+		title = "(untitled)"
+	}
+	id := s.ID
+	if tw.opts.SessionID != "" {
+		id = tw.opts.SessionID
+	}
+	tw.line(0, "session %s — %s", id, title)
+	if s.Directory != "" {
+		tw.line(0, "  in %s", s.Directory)
+	}
 }
 
 type textWriter struct {

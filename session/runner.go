@@ -19,7 +19,16 @@ import (
 var (
 	// ErrNotRunning: the runner has stopped.
 	ErrNotRunning = errors.New("session runner is not running")
+	// ErrAgentExited is the reply to a prompt handed over when the agent
+	// had exited: the prompt is recorded, with an answer saying so.
+	ErrAgentExited = errors.New("the agent has exited")
 )
+
+// NoAnswer is the error of the assistant message the runner writes when the
+// agent exited with a prompt it never started a turn for (e.g. an agent
+// binary that exits at once): the prompt is in the transcript, and so is why
+// nothing answers it.
+const NoAnswer = "the agent exited without answering"
 
 // Control is an input from a controlling device or the local user.
 type Control interface{ isControl() }
@@ -117,6 +126,9 @@ type Result struct {
 	AgentExited bool
 	// Rejected counts permissions that ended rejected during the run.
 	Rejected int
+	// Unanswered counts prompts the agent exited without starting a turn
+	// for (each is recorded, followed by an error message NoAnswer).
+	Unanswered int
 }
 
 // pending is a tool waiting for a person.
@@ -159,6 +171,9 @@ type Runner struct {
 	thinking bool
 	// ending is set by ControlEnd: Run returns once the session is idle.
 	ending bool
+	// lost holds prompts the agent refused since its last turn started;
+	// recorded as unanswered if it exits before starting another.
+	lost []ControlPrompt
 }
 
 // NewRunner returns a runner; call Run to start it.
@@ -247,6 +262,7 @@ func (r *Runner) agentOrExit(ctx context.Context, ev agent.Event, ok bool) (done
 			r.apply(&agent.TurnEnded{Reason: agent.TurnAgentExited})
 		}
 		r.settleAllPending(agent.ReasonAgentExited, false)
+		r.unanswered(ctx)
 		res, err = r.finish(ctx)
 		return true, res, err
 	}
@@ -259,6 +275,59 @@ func (r *Runner) agentOrExit(ctx context.Context, ev agent.Event, ok bool) (done
 		return true, res, err
 	}
 	return false, Result{}, nil
+}
+
+// unanswered records, once the agent has exited, the prompts it never
+// started a turn for: the one sent last (while the turn was starting), the
+// ones queued behind it, and the ones still waiting in the control queue
+// (their senders get ErrAgentExited; other control inputs there are handled
+// as usual, which tells them nothing waits). When there is one, an
+// assistant message with the error NoAnswer follows them, so the transcript
+// says why nothing answers.
+func (r *Runner) unanswered(ctx context.Context) {
+	n := 0
+	if r.starting {
+		n++
+		r.starting = false
+	}
+	for _, c := range r.lost { // their senders had the error already
+		r.recordPrompt(c)
+		n++
+	}
+	queued := r.queued
+	r.lost, r.queued = nil, nil
+	for more := true; more; {
+		select {
+		case c := <-r.control:
+			if r.opts.OnControl != nil {
+				r.opts.OnControl(c)
+			}
+			if p, ok := c.(ControlPrompt); ok {
+				if r.keyPrompt(&p) {
+					queued = append(queued, p)
+				} else {
+					reply(p.Reply, nil)
+				}
+				continue
+			}
+			r.controlInput(ctx, c)
+		default:
+			more = false
+		}
+	}
+	for _, c := range queued {
+		r.recordPrompt(c)
+		reply(c.Reply, ErrAgentExited)
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	r.result.Unanswered = n
+	r.result.TurnError = NoAnswer
+	now := agent.EventBase{Time: r.opts.Now().UnixMilli()}
+	r.apply(&agent.AgentError{EventBase: now, Text: NoAnswer, Kind: agent.ErrorInternal})
+	r.apply(&agent.TurnEnded{EventBase: now, Reason: agent.TurnAgentExited, Error: NoAnswer})
 }
 
 // noteActivity tells OnActivity when the session started or stopped working.
@@ -404,6 +473,7 @@ func (r *Runner) agentEvent(ctx context.Context, ev agent.Event) {
 		return
 	case *agent.TurnStarted:
 		r.inTurn, r.starting = true, false
+		r.lost = nil // the agent is there: their senders were told
 	case *agent.TurnEnded:
 		r.inTurn, r.starting = false, false
 		r.result.TurnReason, r.result.TurnError = e.Reason, e.Error
@@ -538,16 +608,24 @@ func reply(ch chan<- error, err error) {
 	}
 }
 
-func (r *Runner) prompt(ctx context.Context, c ControlPrompt) error {
+// keyPrompt gives a prompt without a key one of its own; it reports false
+// for a prompt whose key was seen already (the same prompt delivered twice).
+func (r *Runner) keyPrompt(c *ControlPrompt) bool {
 	if c.Key != "" {
 		if r.prompts[c.Key] {
-			return nil
+			return false
 		}
 		r.prompts[c.Key] = true
+		return true
 	}
-	if c.Key == "" {
-		r.seq++
-		c.Key = fmt.Sprintf("local-%d", r.seq)
+	r.seq++
+	c.Key = fmt.Sprintf("local-%d", r.seq)
+	return true
+}
+
+func (r *Runner) prompt(ctx context.Context, c ControlPrompt) error {
+	if !r.keyPrompt(&c) {
+		return nil
 	}
 	if r.inTurn || r.starting {
 		r.queued = append(r.queued, c)
@@ -558,14 +636,22 @@ func (r *Runner) prompt(ctx context.Context, c ControlPrompt) error {
 
 // sendPrompt hands a prompt to the agent and records it.
 func (r *Runner) sendPrompt(ctx context.Context, c ControlPrompt) error {
-	key := c.Key
 	if err := r.opts.Agent.Prompt(ctx, c.Prompt); err != nil {
+		// Kept for the agent's exit, which records it as unanswered;
+		// an agent that is still there gets the next prompt as usual.
+		r.lost = append(r.lost, c)
 		return fmt.Errorf("send prompt to agent: %w", err)
 	}
 	r.starting = true
-	r.apply(&agent.UserPrompt{EventBase: agent.EventBase{Time: r.opts.Now().UnixMilli()}, PromptID: key, Text: c.Prompt.Text, Files: c.Prompt.Files, MessageID: c.Prompt.MessageID})
-	r.titleFrom(c.Prompt.Text)
+	r.recordPrompt(c)
 	return nil
+}
+
+// recordPrompt records a prompt as the root session's user message and
+// titles an untitled session with it.
+func (r *Runner) recordPrompt(c ControlPrompt) {
+	r.apply(&agent.UserPrompt{EventBase: agent.EventBase{Time: r.opts.Now().UnixMilli()}, PromptID: c.Key, Text: c.Prompt.Text, Files: c.Prompt.Files, MessageID: c.Prompt.MessageID})
+	r.titleFrom(c.Prompt.Text)
 }
 
 // titleFrom gives an untitled root session a title from a prompt.

@@ -658,3 +658,71 @@ func TestRunnerStaleAnswerNamesWaitingCalls(t *testing.T) {
 		h.wait()
 	})
 }
+
+// refusingAgent is a fakeAgent whose Prompt fails, as an agent that has
+// gone does.
+type refusingAgent struct{ *fakeAgent }
+
+func (a refusingAgent) Prompt(context.Context, agent.Prompt) error {
+	return errors.New("write to claude: claude exited")
+}
+
+// An agent that exits without starting a turn for its prompt, however the
+// prompt met it (still in the control queue, sent, or refused): the prompt
+// is the session's user message and title, an assistant message says
+// nothing answered, and the result counts it.
+func TestRunnerAgentExitsWithoutAnswering(t *testing.T) {
+	for _, how := range []string{"queued", "sent", "refused"} {
+		t.Run(how, func(t *testing.T) {
+			fa := newFakeAgent()
+			var ag agent.Agent = fa
+			if how == "refused" {
+				ag = refusingAgent{fa}
+			}
+			red := mapper.NewReducer(mapper.Config{SessionID: "relay1", Directory: "/w"})
+			red.Apply(&agent.SessionInfo{})
+			r := NewRunner(Options{Agent: ag, Reducer: red, OneShot: true, Now: func() time.Time { return time.UnixMilli(1000) }})
+			reply := make(chan error, 1)
+			if err := r.Control(context.Background(), ControlPrompt{Prompt: agent.Prompt{Text: "Fix the parser"}, Reply: reply}); err != nil {
+				t.Fatal(err)
+			}
+			if how == "queued" {
+				close(fa.events) // gone before the runner looks at its input
+			} else {
+				fa.onPrompt = func(agent.Prompt) { close(fa.events) }
+				if how == "refused" {
+					go func() { <-reply; close(fa.events) }()
+				}
+			}
+			res, err := r.Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.AgentExited || res.Unanswered != 1 || res.TurnError != NoAnswer || res.TurnReason != "" {
+				t.Fatalf("result %+v", res)
+			}
+			switch how {
+			case "queued":
+				if e := <-reply; !errors.Is(e, ErrAgentExited) {
+					t.Fatalf("reply %v", e)
+				}
+			case "sent":
+				if e := <-reply; e != nil {
+					t.Fatalf("reply %v", e)
+				}
+			}
+			tr := red.Transcript()
+			if tr.Session.Title != "Fix the parser" || len(tr.Messages) != 2 {
+				t.Fatalf("title %q, %d messages", tr.Session.Title, len(tr.Messages))
+			}
+			if _, ok := tr.Messages[0].Info.(*mapper.UserMessage); !ok || len(tr.Messages[0].Parts) != 1 || tr.Messages[0].Parts[0].(*mapper.TextPart).Text != "Fix the parser" {
+				t.Fatalf("first message %+v %+v", tr.Messages[0].Info, tr.Messages[0].Parts)
+			}
+			am, ok := tr.Messages[1].Info.(*mapper.AssistantMessage)
+			if !ok || am.Finish != agent.FinishError || am.Time.Completed == nil || am.Error == nil ||
+				am.Error.Data.Message != NoAnswer || am.Error.Data.Kind != agent.ErrorInternal {
+				t.Fatalf("answer %+v", tr.Messages[1].Info)
+			}
+		})
+	}
+}

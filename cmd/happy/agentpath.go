@@ -9,6 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
+
+	"github.com/happy-dev/happy/internal/proc"
 )
 
 // agentExe names where an agent command looks for its executable: a flag
@@ -60,6 +63,59 @@ func (a agentExe) find(f *factory, flagValue string) (string, error) {
 		msg = fmt.Sprintf("%s not found: %s is %q, which %s; point it at the %s executable, or unset it to look for %q on PATH", a.title, a.env, val, why, a.def, a.def)
 	}
 	return "", &exitError{code: exitFailed, err: errors.New(msg)}
+}
+
+// cannotStart turns an error of starting the agent at path into one line
+// (exit status 1): what could not be started, why (the system's reason; for
+// a script whose #! interpreter is missing, that interpreter), and the fix.
+// An error that is not a failed start (proc.ErrNotStarted, or the
+// fork/exec error of os/exec) is returned as it is.
+func (a agentExe) cannotStart(path string, err error) error {
+	if !startFailed(err) {
+		return err
+	}
+	why := err.Error()
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		why = errno.Error()
+	}
+	if errors.Is(err, syscall.ENOENT) && exists(path) {
+		if interp := interpreter(path); interp != "" {
+			why = fmt.Sprintf("its interpreter %q (its #! line) is not there", interp)
+		}
+	}
+	fix := fmt.Sprintf("point %s (or --%s) at a working %s executable, or install %s", a.env, a.flagName, a.def, a.title)
+	if a.flagName == "" {
+		fix = "give the command of a working agent after --"
+	}
+	return &exitError{code: exitFailed, err: fmt.Errorf("%s cannot be started: %s: %s; %s", a.title, path, why, fix)}
+}
+
+// startFailed reports whether err says a program could not be started.
+func startFailed(err error) bool {
+	var pe *fs.PathError
+	return errors.Is(err, proc.ErrNotStarted) || errors.As(err, &pe) && pe.Op == "fork/exec"
+}
+
+// interpreter is the program a script's first line (#!) names, "" when
+// path is not a script.
+func interpreter(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	buf := make([]byte, 256)
+	n, _ := f.Read(buf)
+	line, ok := strings.CutPrefix(string(buf[:n]), "#!")
+	if !ok {
+		return ""
+	}
+	line, _, _ = strings.Cut(line, "\n")
+	if fields := strings.Fields(line); len(fields) > 0 {
+		return fields[0]
+	}
+	return ""
 }
 
 func exists(path string) bool {

@@ -336,7 +336,7 @@ func runClaudePrint(parent context.Context, f *factory, o *agentOptions, claudeP
 	// (deferred) stops it after that.
 	ag, err := remote.Start(context.WithoutCancel(ctx), remote.Options{SDK: so, PermissionMode: permissionMode})
 	if err != nil {
-		return err // the adapter names claude and what failed
+		return claudeExe.cannotStart(claudePath, err) // else the adapter names claude and what failed
 	}
 	defer ag.Close()
 
@@ -364,10 +364,10 @@ func runClaudePrint(parent context.Context, f *factory, o *agentOptions, claudeP
 // while it runs.
 //
 // SIGTERM and SIGHUP end the session (Claude is stopped, the session ends on
-// the relay); SIGINT is Claude's (the terminal proxy passes it on) and never
+// the relay) and happy exits 130; SIGINT is Claude's (the terminal proxy passes it on) and never
 // ends happy by itself.
 func runClaudeInteractive(parent context.Context, f *factory, o *agentOptions, claudePath string) error {
-	ctx, _, stop := signalContextOf(parent, []os.Signal{syscall.SIGTERM, syscall.SIGHUP}, []os.Signal{os.Interrupt})
+	ctx, interrupted, stop := signalContextOf(parent, []os.Signal{syscall.SIGTERM, syscall.SIGHUP}, []os.Signal{os.Interrupt})
 	defer stop()
 	run, err := prepareAgentRun(f, o, "claude")
 	if err != nil {
@@ -404,7 +404,7 @@ func runClaudeInteractive(parent context.Context, f *factory, o *agentOptions, c
 	}, func(ctx context.Context, tag string) (agent.Agent, error) {
 		// Local mode first; a prompt from another device hands Claude to
 		// remote mode, a key in this terminal brings it back.
-		return dual.Start(ctx, dual.Options{
+		ag, err := dual.Start(ctx, dual.Options{
 			Local: local.Options{
 				Binary: claudePath, Args: o.agentArgs, Dir: dir,
 				HookCommand: []string{exe, "hook"}, StateDir: h.Join("sessions", tag),
@@ -415,6 +415,10 @@ func runClaudeInteractive(parent context.Context, f *factory, o *agentOptions, c
 			Notice: f.stderr,
 			Log:    log,
 		})
+		if err != nil {
+			return nil, claudeExe.cannotStart(claudePath, err)
+		}
+		return ag, nil
 	})
 	if sid == "" {
 		sid = res.SessionID
@@ -422,7 +426,11 @@ func runClaudeInteractive(parent context.Context, f *factory, o *agentOptions, c
 	if sid != "" {
 		fmt.Fprintf(f.stderr, "happy: session %s ended; read it with: happy log %s\n", sid, sid)
 	}
-	if err != nil && !errors.Is(err, context.Canceled) {
+	switch {
+	case interrupted():
+		// Ended by SIGTERM or SIGHUP: as happy codex and -p, 130.
+		return &exitError{code: exitInterrupted}
+	case err != nil && !errors.Is(err, context.Canceled):
 		return err
 	}
 	return nil

@@ -130,6 +130,9 @@ func runCodexSession(parent context.Context, f *factory, o *codexOptions, proto 
 	env, dir, rules, log := run.env, run.dir, run.rules, run.env.Log
 	if proto == codex.ProtocolAuto {
 		p, version, err := codex.ChooseProtocol(ctx, o.codexPath)
+		if startFailed(err) {
+			return codexExe.cannotStart(o.codexPath, err)
+		}
 		if err != nil {
 			return &exitError{code: exitFailed, err: fmt.Errorf("choose the codex protocol (use --codex-protocol app-server or mcp): %w", err)}
 		}
@@ -171,6 +174,9 @@ func runCodexSession(parent context.Context, f *factory, o *codexOptions, proto 
 	if err != nil {
 		if interrupted() {
 			return &exitError{code: exitInterrupted}
+		}
+		if startFailed(err) {
+			return codexExe.cannotStart(o.codexPath, err)
 		}
 		return &exitError{code: exitFailed, err: fmt.Errorf("start codex: %w", err)}
 	}
@@ -263,6 +269,8 @@ func turnExit(flavor string, res app.SessionResult, err error, interrupted bool)
 		return &exitError{code: exitInterrupted, err: errors.New("the turn was interrupted")}
 	case res.Rejected > 0:
 		return &exitError{code: exitFailed, err: fmt.Errorf("%d permission request(s) were rejected", res.Rejected)}
+	case res.AgentExited && res.Unanswered > 0:
+		return &exitError{code: exitFailed, err: fmt.Errorf("%s exited without answering the prompt", flavor)}
 	case res.AgentExited && res.TurnReason == "":
 		return &exitError{code: exitFailed, err: fmt.Errorf("%s exited before the turn ended", flavor)}
 	default:

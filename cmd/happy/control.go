@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -37,11 +38,22 @@ var errEnded = errors.New("the session has ended: nothing is running to answer")
 // withLiveSession is withSession for calls that need the session's process.
 func withLiveSession(cmd *cobra.Command, f *factory, name, ref string, fn func(conn *app.Conn, o app.Opened) error) error {
 	return withSession(cmd, f, name, ref, func(conn *app.Conn, o app.Opened) error {
-		if app.Ended(o.State(f.now())) {
+		switch st := o.State(f.now()); {
+		case st == app.StateStale:
+			return &exitError{code: exitStale, err: errors.New(staleText(o, f.now()) + ": nothing is running to answer")}
+		case app.Ended(st):
 			return &exitError{code: exitFailed, err: fmt.Errorf("%s: %w", o.Info.ID, errEnded)}
 		}
 		return fn(conn, o)
 	})
+}
+
+// staleText says that o is stale at now: since when no heartbeat came, how
+// long ago that is, and the limit (app.StaleAfter).
+func staleText(o app.Opened, now time.Time) string {
+	last := time.UnixMilli(max(o.Info.ActiveAt, o.Metadata.LifecycleStateSince, o.Info.CreatedAt))
+	return fmt.Sprintf("session %s is stale: no heartbeat since %s, %s ago (more than %s); its happy probably died",
+		o.Info.ID, last.Local().Format(time.DateTime), now.Sub(last).Truncate(time.Second), app.StaleAfter)
 }
 
 // withSession connects, finds SESSION and runs fn.

@@ -4,21 +4,26 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
 	"github.com/rs/zerolog"
 
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/app"
 	"github.com/happy-dev/happy/internal/home"
 	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/session"
 )
 
 // childArgsEnv carries the command line of a child happy process (a JSON
@@ -276,6 +281,15 @@ func TestKilledHappyIsStaleThenSettledByTheNextHappy(t *testing.T) {
 	if s := sessionState(t, env, sid, later); s.State != app.StateStale {
 		t.Fatalf("after %s without heartbeat: state %q", app.StaleAfter, s.State)
 	}
+	// Control commands say stale, how long since the heartbeat, and exit 5.
+	for _, args := range [][]string{{"send", sid, "next"}, {"approve", sid, "call_1"}, {"abort", sid}} {
+		code, stdout, stderr := runHappyAt(t, env, later, args...)
+		if code != exitStale || stdout != "" || !strings.HasPrefix(stderr, "happy: session "+sid+" is stale: no heartbeat since ") ||
+			!regexp.MustCompile(` ago \(more than 1m30s\); its happy probably died: nothing is running to answer\n$`).MatchString(stderr) ||
+			!regexp.MustCompile(`, (1m[3-5][0-9]|2m[0-9]+)s ago`).MatchString(stderr) {
+			t.Fatalf("happy %s of a stale session = %d %q %q", args[0], code, stdout, stderr)
+		}
+	}
 	code, stdout, stderr := runHappyAt(t, env, later, "log", sid, "--follow", "--interval", "10ms")
 	if code != exitStale || !strings.HasPrefix(stdout, "session "+sid+" — Run `echo hi > hi.txt`\n") ||
 		!strings.HasSuffix(stderr, "(more than 1m30s); its happy probably died\n") || !strings.Contains(stderr, "happy: session "+sid+" is stale: no heartbeat since ") {
@@ -415,9 +429,23 @@ func TestAgentThatCannotStartEndsTheSession(t *testing.T) {
 	if err := os.WriteFile(broken, []byte("#!/nonexistent/interpreter\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	why := "happy: Claude Code cannot be started: " + broken + `: its interpreter "/nonexistent/interpreter" (its #! line) is not there; ` +
+		"point HAPPY_CLAUDE_PATH (or --claude-path) at a working claude executable, or install Claude Code\n"
 	code, _, stderr := runHappyOnTerminal(t, env, "claude", "--claude-path", broken)
-	if code != exitFailed || !strings.Contains(stderr, broken) {
+	if code != exitFailed || !strings.HasSuffix(stderr, " ended; read it with: happy log "+strings.Fields(strings.TrimPrefix(stderr, "happy: session "))[0]+"\n"+why) {
 		t.Fatalf("exit %d: %q", code, stderr)
+	}
+	// With -p the same one line, and no session: nothing was opened yet.
+	if code, stdout, stderr := runHappy(t, env, "claude", "-p", "x", "--claude-path", broken); code != exitFailed || stdout != "" || stderr != why {
+		t.Fatalf("-p: exit %d %q %q, want 1 %q", code, stdout, stderr, why)
+	}
+	// Codex too, whether happy asks its version first or starts it.
+	codexWhy := "happy: Codex cannot be started: " + broken + `: its interpreter "/nonexistent/interpreter" (its #! line) is not there; ` +
+		"point HAPPY_CODEX_PATH (or --codex-path) at a working codex executable, or install Codex\n"
+	for _, proto := range []string{"auto", "app-server", "mcp"} {
+		if code, stdout, stderr := runHappy(t, env, "codex", "-p", "x", "--codex-path", broken, "--codex-protocol", proto); code != exitFailed || stdout != "" || stderr != codexWhy {
+			t.Fatalf("codex --codex-protocol %s: exit %d %q %q, want 1 %q", proto, code, stdout, stderr, codexWhy)
+		}
 	}
 	sid := strings.Fields(strings.TrimPrefix(stderr, "happy: session "))[0]
 	s := sessionState(t, env, sid, time.Now())
@@ -465,13 +493,169 @@ func TestFollowReadsTheMessageStream(t *testing.T) {
 		if !strings.Contains(r.stdout, "echo hi") || !strings.Contains(plain, "echo hi") {
 			t.Fatalf("the followed transcript lacks the tool call:\n%s\n(happy log:\n%s)", r.stdout, plain)
 		}
-		// The same layout as happy log: after the headers, the same lines.
-		followed := strings.SplitN(r.stdout, "\n", 2)[1]
-		logged := strings.SplitN(plain, "\n", 3)[2]
-		if followed != logged {
-			t.Fatalf("--follow differs from happy log:\n%s\n---\n%s", followed, logged)
+		// The same layout as happy log, header included.
+		if r.stdout != plain {
+			t.Fatalf("--follow differs from happy log:\n%s\n---\n%s", r.stdout, plain)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("happy log --follow did not return: it waited for its next poll instead of the stream's end")
 	}
+}
+
+// A Claude binary that exits at once without a word (/bin/true): the
+// session keeps the prompt as its user message and title, ends with an
+// answer saying the agent exited without answering, and happy -p exits 1
+// saying so. Run a few times: the exit may come before or after the prompt
+// is handed over.
+func TestAgentThatExitsWithoutAnswering(t *testing.T) {
+	env := codexTestEnv(t, nil)
+	env["HAPPY_CLAUDE_PATH"] = "/bin/true"
+	for i := 0; i < 3; i++ {
+		code, stdout, stderr := runHappy(t, env, "claude", "-p", "Fix the parser")
+		if code != exitFailed || stdout != "" || !strings.HasSuffix(stderr, "\nhappy: claude exited without answering the prompt\n") {
+			t.Fatalf("exit %d stdout %q stderr %q", code, stdout, stderr)
+		}
+		sid := strings.Fields(strings.TrimPrefix(stderr, "happy: session "))[0]
+		o, tr := readSession(t, env, sid)
+		if o.Metadata.LifecycleState != app.LifecycleEnded || o.Info.Active || o.Title() != "Fix the parser" || tr.Session.Title != "Fix the parser" {
+			t.Fatalf("metadata %+v active %v title %q", o.Metadata, o.Info.Active, tr.Session.Title)
+		}
+		if len(tr.Messages) != 2 {
+			t.Fatalf("%d messages", len(tr.Messages))
+		}
+		if um, ok := tr.Messages[0].Info.(*mapper.UserMessage); !ok || len(tr.Messages[0].Parts) != 1 || tr.Messages[0].Parts[0].(*mapper.TextPart).Text != "Fix the parser" {
+			t.Fatalf("first message %+v %+v", um, tr.Messages[0].Parts)
+		}
+		am, ok := tr.Messages[1].Info.(*mapper.AssistantMessage)
+		if !ok || am.Finish != agent.FinishError || am.Time.Completed == nil || am.Error == nil || am.Error.Data.Message != session.NoAnswer {
+			t.Fatalf("answer %+v", tr.Messages[1].Info)
+		}
+		if _, logged, _ := runHappy(t, env, "log", sid); logged != "session "+sid+" — Fix the parser\n  in "+o.Metadata.Path+"\n> Fix the parser\nerror (internal): the agent exited without answering\n" {
+			t.Fatalf("happy log:\n%s", logged)
+		}
+	}
+}
+
+// childProcesses lists the pids of pid's child processes (from /proc).
+func childProcesses(pid int) []int {
+	var out []int
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		for _, s := range strings.Fields(string(b)) {
+			var n int
+			if _, err := fmt.Sscan(s, &n); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// SIGTERM to an interactive happy claude while its tool runs and waits for
+// permission: happy exits 130, the session is ended on the relay with
+// nothing open (the tool an error, the answer completed with a finish), and
+// Claude's process group (with the tool's process) is gone.
+func TestSignalledInteractiveHappyEndsItsSession(t *testing.T) {
+	if _, err := os.Stat("/proc/self/task"); err != nil {
+		t.Skip("needs /proc")
+	}
+	env := codexTestEnv(t, nil)
+	claude, dir := fakeClaude(t)
+	env["HAPPY_CLAUDE_PATH"] = claude
+	master, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no PTY: %v", err)
+	}
+	defer master.Close()
+	scr := &syncBuffer{}
+	go func() { _, _ = io.Copy(scr, master) }()
+
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal([]string{"claude"})
+	c := &child{done: make(chan struct{})}
+	c.cmd = exec.Command(exe, "-test.run=^TestHappyChildProcess$")
+	c.cmd.Env = append(os.Environ(), childArgsEnv+"="+string(a))
+	for k, v := range env {
+		c.cmd.Env = append(c.cmd.Env, k+"="+v)
+	}
+	c.cmd.Dir = t.TempDir()
+	if c.stderr, err = os.Create(filepath.Join(t.TempDir(), "stderr")); err != nil {
+		t.Fatal(err)
+	}
+	c.cmd.Stdin, c.cmd.Stdout, c.cmd.Stderr = tty, tty, c.stderr
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tty.Close()
+	go func() {
+		_ = c.cmd.Wait()
+		c.code = c.cmd.ProcessState.ExitCode()
+		close(c.done)
+	}()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+		<-c.done
+		c.stderr.Close()
+	})
+	sid := c.sessionID(t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			_, logged, _ := runHappy(t, env, "log", sid)
+			t.Logf("screen:\n%s\nstderr:\n%s\nhappy log:\n%s\ncalls: %q", scr.String(), c.errText(), logged, readLinesOf(filepath.Join(dir, "calls")))
+		}
+	})
+	waitOutput(t, "the fake Claude's screen", scr, "FAKE READY", nil)
+	if _, err := master.Write([]byte("\r")); err != nil {
+		t.Fatal(err)
+	}
+	waitOutput(t, "the tool's process", scr, "FAKE TOOL RUNNING", nil)
+	waitBlocked(t, env, c, sid)
+	agents := childProcesses(c.cmd.Process.Pid)
+	tools := readLinesOf(filepath.Join(dir, "tool.pid"))
+	if len(agents) == 0 || len(tools) != 1 {
+		t.Fatalf("processes under happy %v, tool pids %v", agents, tools)
+	}
+	var toolPid int
+	if _, err := fmt.Sscan(tools[0], &toolPid); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := c.wait(t); code != exitInterrupted {
+		t.Fatalf("exit %d, want 130: %s", code, c.errText())
+	}
+	if want := "happy: session " + sid + " ended; read it with: happy log " + sid + "\n"; !strings.HasSuffix(c.errText(), want) {
+		t.Fatalf("stderr %q, want it to end with %q", c.errText(), want)
+	}
+	for _, pid := range agents {
+		if err := syscall.Kill(-pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Fatalf("process group %d after the exit: kill(-pgid, 0) = %v, want ESRCH", pid, err)
+		}
+	}
+	if err := syscall.Kill(toolPid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Fatalf("the tool's process %d after the exit: kill = %v, want ESRCH", toolPid, err)
+	}
+	o, tr := readSession(t, env, sid)
+	if o.Metadata.LifecycleState != app.LifecycleEnded || o.Info.Active {
+		t.Fatalf("metadata %+v active %v", o.Metadata, o.Info.Active)
+	}
+	ts := toolsOf(tr)
+	if len(ts) != 1 || ts[0].State.Status != mapper.StatusError || ts[0].State.Block == nil || ts[0].State.Block.Decision != agent.DecisionReject {
+		t.Fatalf("tools %+v", ts)
+	}
+	if n := openAssistants(tr); n != 0 {
+		t.Fatalf("%d assistant messages open", n)
+	}
+	last := tr.Messages[len(tr.Messages)-1].Info.(*mapper.AssistantMessage)
+	if last.Time.Completed == nil || last.Finish == "" {
+		t.Fatalf("last message %+v", last)
+	}
+	t.Logf("tool %s (%s, block %s/%s); last answer finish %q", ts[0].State.Status, ts[0].State.Error, ts[0].State.Block.Decision, ts[0].State.Block.Reason, last.Finish)
 }

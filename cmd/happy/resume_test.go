@@ -117,3 +117,77 @@ func TestResumeRefusals(t *testing.T) {
 		t.Fatalf("resume without SESSION = %d", code)
 	}
 }
+
+// textsOf lists "role: text" for the non-synthetic text parts of the root
+// messages, in order.
+func textsOf(tr mapper.Transcript) []string {
+	var out []string
+	for _, m := range tr.Messages {
+		role := "assistant"
+		if _, ok := m.Info.(*mapper.UserMessage); ok {
+			role = "user"
+		}
+		for _, p := range m.Parts {
+			if tp, ok := p.(*mapper.TextPart); ok && !tp.Synthetic {
+				out = append(out, role+": "+tp.Text)
+			}
+		}
+	}
+	return out
+}
+
+// happy resume of an ended Claude session: Claude gets --resume with the
+// recorded session id (the fake answers from that session's history), the
+// second turn follows the first in the same relay session with ids of its
+// own, and the session ends again under its first title.
+func TestResumeClaudeSession(t *testing.T) {
+	env := codexTestEnv(t, nil)
+	claude, dir := fakeClaude(t)
+	env["HAPPY_CLAUDE_PATH"] = claude
+	code, stdout, stderr := runHappy(t, env, "claude", "-p", "first task")
+	if code != exitOK || stdout != "Answer to first task\n" {
+		t.Fatalf("turn 1 = %d %q %q", code, stdout, stderr)
+	}
+	sid := strings.Fields(strings.TrimPrefix(stderr, "happy: session "))[0]
+	const claudeID = "5e55f0c1-0000-4000-8000-000000000001"
+	if o, _ := readSession(t, env, sid); o.Metadata.ClaudeSessionID != claudeID {
+		t.Fatalf("claudeSessionId %q", o.Metadata.ClaudeSessionID)
+	}
+
+	code, stdout, stderr = runHappy(t, env, "resume", sid, "-p", "second task")
+	if code != exitOK || stdout != "Answer to second task (after: first task)\n" || !strings.HasPrefix(stderr, "happy: session "+sid+" ") {
+		t.Fatalf("resume = %d %q %q", code, stdout, stderr)
+	}
+	calls := readLinesOf(filepath.Join(dir, "calls"))
+	if len(calls) != 2 || strings.Contains(calls[0], "--resume") || !strings.Contains(calls[1], "--resume "+claudeID) {
+		t.Fatalf("claude command lines:\n%s", strings.Join(calls, "\n"))
+	}
+	o, tr := readSession(t, env, sid)
+	want := []string{"user: first task", "assistant: Answer to first task", "user: second task", "assistant: Answer to second task (after: first task)"}
+	if got := textsOf(tr); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("texts %q, want %q", got, want)
+	}
+	ids := map[string]bool{}
+	for _, m := range tr.Messages {
+		if am, ok := m.Info.(*mapper.AssistantMessage); ok && (am.Time.Completed == nil || am.Finish != "stop") {
+			t.Fatalf("answer %+v not completed with stop", am)
+		}
+		for _, id := range append([]string{m.Info.MessageID()}, func() (p []string) {
+			for _, pt := range m.Parts {
+				p = append(p, pt.Base().ID)
+			}
+			return p
+		}()...) {
+			if ids[id] {
+				t.Fatalf("id %s twice", id)
+			}
+			ids[id] = true
+		}
+	}
+	if o.Metadata.LifecycleState != app.LifecycleEnded || o.Info.Active || tr.Session.Title != "first task" || len(tr.Dropped) != 0 {
+		t.Fatalf("metadata %+v active %v title %q dropped %v", o.Metadata, o.Info.Active, tr.Session.Title, tr.Dropped)
+	}
+	if s := sessionState(t, env, sid, time.Now()); s.State != app.LifecycleEnded || s.Title != "first task" {
+		t.Fatalf("happy sessions after resume %+v", s)
+	}
+}

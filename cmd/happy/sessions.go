@@ -149,7 +149,9 @@ than 90s: its happy died), 130 interrupted (Ctrl-C).`,
 				}
 			}
 			if !asJSON && !events {
-				fmt.Fprintf(f.stdout, "session %s — %s\n", o.Info.ID, o.Title())
+				if err := export.Header(f.stdout, rb.Transcript().Session, export.TextOptions{SessionID: o.Info.ID, Title: o.Title()}); err != nil {
+					return err
+				}
 			}
 			return followLog(ctx, f, conn, o, rb, after, asJSON || events, interval)
 		},
@@ -295,8 +297,7 @@ func followEnd(f *factory, o app.Opened, state string) error {
 	case app.LifecycleArchived:
 		fmt.Fprintf(f.stderr, "happy: session %s was archived%s\n", o.Info.ID, since)
 	case app.StateStale:
-		last := time.UnixMilli(max(o.Info.ActiveAt, o.Metadata.LifecycleStateSince, o.Info.CreatedAt)).Local().Format(time.DateTime)
-		fmt.Fprintf(f.stderr, "happy: session %s is stale: no heartbeat since %s (more than %s); its happy probably died\n", o.Info.ID, last, app.StaleAfter)
+		fmt.Fprintf(f.stderr, "happy: %s\n", staleText(o, f.now()))
 		return &exitError{code: exitStale}
 	default:
 		fmt.Fprintf(f.stderr, "happy: session %s ended%s\n", o.Info.ID, since)

@@ -75,7 +75,10 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := client.SendInitialize(ctx); err != nil {
+	// A CLI that exited already (before it read initialize) is reported
+	// like one that exits later: Events closes after its exit, and the
+	// session records the prompt nothing answered.
+	if _, err := client.SendInitialize(ctx); err != nil && !errors.Is(err, sdk.ErrExited) {
 		_, _ = client.Close()
 		return nil, fmt.Errorf("claude: send initialize: %w", err)
 	}
