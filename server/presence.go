@@ -99,6 +99,7 @@ func (s *Server) sweepLoop() {
 }
 
 func (s *Server) sweep(ctx context.Context) {
+	s.sweepAuthRequests(ctx)
 	cutoff := s.cfg.Now().Add(-s.cfg.IdleTimeout).UnixMilli()
 	sessions, err := s.st.ExpireSessions(ctx, cutoff)
 	if err != nil {
