@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"net/http"
 	"net/url"
 	"sync"
 	"testing"
@@ -88,6 +89,9 @@ func TestPairingDeliveredOnceUnderRace(t *testing.T) {
 	cli.must(200, "POST", "/v1/auth/request", req)
 	app.must(200, "POST", "/v1/auth/response", map[string]any{"publicKey": pk, "response": "b"})
 	const n = 8
+	// Racing requests make the client dial spare connections that never
+	// carry a request; the relay's shutdown would wait 5 s for them.
+	t.Cleanup(http.DefaultClient.CloseIdleConnections)
 	states := make(chan any, n)
 	var wg sync.WaitGroup
 	for range n {
