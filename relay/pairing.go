@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -43,6 +44,21 @@ func routeMissing(err error) bool {
 // without the route, ErrProtocol for a malformed answer, the usual
 // StatusError sentinels otherwise.
 func (a *API) LookupPairing(ctx context.Context, code string) ([]PendingPairing, error) {
+	var out json.RawMessage
+	err := a.do(ctx, http.MethodGet, "/v1/auth/request/lookup", url.Values{"code": {code}}, nil, &out)
+	if routeMissing(err) {
+		return nil, fmt.Errorf("relay: %s has no pairing code lookup (GET /v1/auth/request/lookup: %v): %w", a.base, err, ErrRouteUnsupported)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return decodeLookup(out)
+}
+
+// decodeLookup reads the answer of GET /v1/auth/request/lookup:
+// {requests:[{publicKey (base64 of 32 bytes), supportsV2, createdAt,
+// expiresAt}]}. Anything else is ErrProtocol.
+func decodeLookup(b []byte) ([]PendingPairing, error) {
 	var out struct {
 		Requests *[]struct {
 			PublicKey  string `json:"publicKey"`
@@ -51,12 +67,8 @@ func (a *API) LookupPairing(ctx context.Context, code string) ([]PendingPairing,
 			ExpiresAt  int64  `json:"expiresAt"`
 		} `json:"requests"`
 	}
-	err := a.do(ctx, http.MethodGet, "/v1/auth/request/lookup", url.Values{"code": {code}}, nil, &out)
-	if routeMissing(err) {
-		return nil, fmt.Errorf("relay: %s has no pairing code lookup (GET /v1/auth/request/lookup: %v): %w", a.base, err, ErrRouteUnsupported)
-	}
-	if err != nil {
-		return nil, err
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, fmt.Errorf("relay: GET /v1/auth/request/lookup: decode answer: %w: %v", ErrProtocol, err)
 	}
 	if out.Requests == nil {
 		return nil, fmt.Errorf("relay: GET /v1/auth/request/lookup: no requests list: %w", ErrProtocol)

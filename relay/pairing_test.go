@@ -343,3 +343,43 @@ func TestRevokeTokensRoute(t *testing.T) {
 		t.Fatalf("reference relay: %v", err)
 	}
 }
+
+func FuzzParseTerminalKey(f *testing.F) {
+	for _, s := range []string{"happy://terminal?AQID-vv8AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "https://x/terminal/connect#key=AQID&x", "AQID+vv8AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "", "#key="} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		k, err := ParseTerminalKey(s)
+		if err != nil {
+			if !errors.Is(err, crypto.ErrBadEncoding) && !errors.Is(err, crypto.ErrBadLength) {
+				t.Fatalf("error %v wraps no crypto sentinel", err)
+			}
+			return
+		}
+		again, err := ParseTerminalKey("happy://terminal?" + crypto.EncodeBase64URL(k[:]))
+		if err != nil || again != k {
+			t.Fatalf("the key does not round-trip: %v", err)
+		}
+	})
+}
+
+func FuzzDecodeLookup(f *testing.F) {
+	key, _, _ := crypto.NewBoxKeyPair()
+	f.Add([]byte(lookupBody(key)))
+	f.Add([]byte(`{"requests":[]}`))
+	f.Add([]byte(`{"requests":null}`))
+	f.Add([]byte(`{"requests":[{"publicKey":"AAAA"}]}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		list, err := decodeLookup(b)
+		if err != nil {
+			if !errors.Is(err, ErrProtocol) || list != nil {
+				t.Fatalf("error %v (list %v) is not a bare ErrProtocol", err, list)
+			}
+			return
+		}
+		if list == nil {
+			t.Fatal("nil list without error")
+		}
+	})
+}

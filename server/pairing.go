@@ -178,13 +178,15 @@ func (s *Server) postAuthResponse(w http.ResponseWriter, r *http.Request, acct s
 		s.fail(w, r, err, "Request not found")
 		return
 	}
-	// AnswerAuthRequest keeps the first answer; read back whose it is.
+	// AnswerAuthRequest keeps the first answer; read back whose it is (a
+	// poll may have renewed the request of this key meanwhile: the answer
+	// then went to the new request, which is the same terminal's).
 	after, err := s.st.AuthRequest(r.Context(), pk)
 	if err != nil {
 		s.fail(w, r, err, "Request not found")
 		return
 	}
-	if after.ID != ar.ID || after.Response == nil || *after.Response != *req.Response || after.ResponseAccountID == nil || *after.ResponseAccountID != acct {
+	if after.Response == nil || *after.Response != *req.Response || after.ResponseAccountID == nil || *after.ResponseAccountID != acct {
 		writeErr(w, http.StatusConflict, errRequestAnswered)
 		return
 	}

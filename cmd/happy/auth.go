@@ -265,7 +265,7 @@ func runAuthApprove(ctx context.Context, f *factory, arg string, legacy bool) er
 		case errors.Is(err, relay.ErrNoPendingPairing):
 			return &exitError{code: exitFailed, err: fmt.Errorf("no terminal is waiting with code %s on %s (mistyped, expired, or approved already; happy auth login shows a new code when restarted)", code, url)}
 		case errors.Is(err, relay.ErrFingerprint):
-			return &exitError{code: exitRelay, err: fmt.Errorf("refused: %w; the relay %s answered with a key the terminal does not show, nothing was approved", err, url)}
+			return &exitError{code: exitRelay, err: fmt.Errorf("refused: %w (the relay %s may be trying to pair its own key)", err, url)}
 		case err != nil:
 			return &exitError{code: exitRelay, err: err}
 		}
