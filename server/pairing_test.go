@@ -6,6 +6,8 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/happy-dev/happy/internal/sio"
 	"github.com/happy-dev/happy/server"
 	"github.com/happy-dev/happy/server/servertest"
+	"github.com/happy-dev/happy/server/store/sqlite"
 )
 
 // clock is an injected clock for the relay under test.
@@ -234,4 +237,35 @@ func TestRevokeTokens(t *testing.T) {
 	userSocket(t, r.URL, fresh.Token)
 	eq(t, "revoke again", b.must(200, "POST", "/v1/auth/revoke", nil), map[string]any{"success": true, "generation": 2.0, "disconnected": 1.0})
 	eq(t, "the new token is revoked too", b.must(401, "GET", "/v1/sessions", nil), map[string]any{"error": "Invalid token"})
+}
+
+// TestRevocationSeenByAnotherRelay: two relays on one store and one signing
+// secret; a revocation made through one is refused by the other once its
+// cached generation is older than RevocationRefresh.
+func TestRevocationSeenByAnotherRelay(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "happy.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	dirA, dirB := t.TempDir(), t.TempDir()
+	a := servertest.StartConfig(t, server.Config{DataDir: dirA, Store: st})
+	secret, err := os.ReadFile(filepath.Join(dirA, "secret.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dirB, "secret.key"), secret, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	clk := &clock{now: time.Now()}
+	b := servertest.StartConfig(t, server.Config{DataDir: dirB, Store: st, Now: clk.Now, RevocationRefresh: 10 * time.Second})
+	tok := servertest.NewAccount(t, a.URL).Token
+	onA, onB := api{t: t, base: a.URL, token: tok}, api{t: t, base: b.URL, token: tok}
+	onB.must(200, "GET", "/v1/sessions", nil) // B caches the generation
+	onA.must(200, "POST", "/v1/auth/revoke", nil)
+	onA.must(401, "GET", "/v1/sessions", nil)
+	clk.add(10*time.Second - time.Millisecond)
+	onB.must(200, "GET", "/v1/sessions", nil) // within the refresh time
+	clk.add(time.Millisecond)
+	eq(t, "B after the refresh time", onB.must(401, "GET", "/v1/sessions", nil), map[string]any{"error": "Invalid token"})
 }
