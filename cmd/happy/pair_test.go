@@ -364,6 +364,10 @@ func TestWebRefusals(t *testing.T) {
 	if c != exitRelay || !strings.Contains(stderr, "the relay "+other+" refuses this machine's token") {
 		t.Fatalf("another relay's account: %d %q", c, stderr)
 	}
+	c, _, stderr = runHappy(t, owner, "web", "--relay", "https://user@relay.example/#x")
+	if c != exitUsage || !strings.HasPrefix(stderr, "happy: --relay: relay: browser link: relay \"https://user@relay.example/#x\" must be an absolute http(s) URL without fragment or user") {
+		t.Fatalf("a relay URL the link cannot carry: %d %q", c, stderr)
+	}
 	// On the reference relay the link does not expire: happy web says so.
 	reference := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {

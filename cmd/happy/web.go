@@ -104,6 +104,12 @@ func runWeb(ctx context.Context, f *factory, o webOptions, files fs.FS) error {
 	if other != "" && sameURL(other, configuredURL(f)) {
 		other = "" // the relay this machine uses serves the app
 	}
+	if other != "" {
+		// Refuse a relay URL the link cannot carry before anything is approved.
+		if _, err := relay.BrowserLink("http://127.0.0.1", relay.BrowserPairing{Relay: other}); err != nil {
+			return &usageError{err: fmt.Errorf("--relay: %w", err)}
+		}
+	}
 	creds, api, url, err := accountAPI(ctx, f, other, "pairing a browser")
 	if err != nil {
 		return err
