@@ -76,7 +76,13 @@ func (s *Server) newSocketServer() *socket.Server {
 	opts.SetMaxHttpBufferSize(s.cfg.SocketHardLimit)
 	opts.SetPingInterval(s.cfg.PingInterval)
 	opts.SetPingTimeout(s.cfg.PingTimeout)
-	opts.SetCors(&types.Cors{Origin: "*", Credentials: true})
+	// The cors middleware (cors.go) refuses other origins first; this only
+	// sets the headers of the Socket.IO answers themselves.
+	var origin any = "*"
+	if len(s.cfg.CORSOrigins) > 0 {
+		origin = s.cfg.CORSOrigins
+	}
+	opts.SetCors(&types.Cors{Origin: origin, Credentials: true})
 	opts.SetAdapter(roomAdapterBuilder{})
 	io := socket.NewServer(nil, opts)
 	io.Use(s.handshake)

@@ -20,10 +20,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -305,7 +307,9 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // returns nil after a clean stop, ErrClosed when the server was already
 // closed, or the listener's error.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
-	hs := &http.Server{Handler: s.handler, ReadHeaderTimeout: 30 * time.Second, ErrorLog: nil}
+	// The HTTP server's own complaints (a failed TLS handshake from a
+	// scanner, a client that hung up) go to the debug log, not to stderr.
+	hs := &http.Server{Handler: s.handler, ReadHeaderTimeout: 30 * time.Second, ErrorLog: log.New(httpErrorLog{s.log}, "", 0)}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -369,3 +373,11 @@ func (s *Server) Close() error {
 }
 
 func (s *Server) nowMs() int64 { return s.cfg.Now().UnixMilli() }
+
+// httpErrorLog writes net/http's error log lines to the debug log.
+type httpErrorLog struct{ log zerolog.Logger }
+
+func (h httpErrorLog) Write(p []byte) (int, error) {
+	h.log.Debug().Str("component", "http").Msg(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
