@@ -395,6 +395,8 @@ func TestServerFlags(t *testing.T) {
 		stderr string
 	}{
 		{[]string{"server", "--tls-cert", "c.pem"}, "happy: --tls-cert and --tls-key go together\n"},
+		{[]string{"server", "--pairing-ttl", "2h"}, "happy: --pairing-ttl must be between 10s and 1h, got 2h0m0s\n"},
+		{[]string{"server", "--pairing-ttl", "1s"}, "happy: --pairing-ttl must be between 10s and 1h, got 1s\n"},
 		{[]string{"server", "--tls-key", "k.pem"}, "happy: --tls-cert and --tls-key go together\n"},
 		{[]string{"server", "--cors-origin", "https://a.example/path"}, "happy: --cors-origin \"https://a.example/path\": want scheme://host[:port] (http or https, no path) or *\n"},
 		{[]string{"server", "--cors-origin", "https://a.example,app.example"}, "happy: --cors-origin \"app.example\": want scheme://host[:port] (http or https, no path) or *\n"},

@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -30,6 +31,7 @@ type serverOptions struct {
 	tlsKey      string
 	corsOrigins []string
 	trustProxy  bool
+	pairingTTL  time.Duration
 }
 
 // newServerCmd builds `happy server`: the relay, in the foreground.
@@ -63,6 +65,7 @@ any origin may call it unless --cors-origin names the ones allowed.`,
 	cmd.Flags().StringVar(&opts.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	cmd.Flags().StringSliceVar(&opts.corsOrigins, "cors-origin", nil, "origin (scheme://host[:port]) whose web pages may call the relay; repeat or comma-separate; default any origin")
 	cmd.Flags().BoolVar(&opts.trustProxy, "trust-proxy", false, "believe X-Forwarded-Proto, X-Forwarded-Host and X-Forwarded-For (only behind a reverse proxy that sets them)")
+	cmd.Flags().DurationVar(&opts.pairingTTL, "pairing-ttl", server.DefaultPairingTTL, "how long a pairing request (happy auth login, happy web) stays usable, 10s to 1h")
 	cmd.AddCommand(newServerMigrateCmd(f))
 	return cmd
 }
@@ -94,6 +97,12 @@ func runServer(ctx context.Context, f *factory, opts serverOptions) error {
 			return &exitError{code: exitUsage, err: fmt.Errorf("--db: %w", err)}
 		}
 	}
+	if opts.pairingTTL == 0 {
+		opts.pairingTTL = server.DefaultPairingTTL
+	}
+	if opts.pairingTTL < 10*time.Second || opts.pairingTTL > time.Hour {
+		return &exitError{code: exitUsage, err: fmt.Errorf("--pairing-ttl must be between 10s and 1h, got %s", opts.pairingTTL)}
+	}
 	if (opts.tlsCert == "") != (opts.tlsKey == "") {
 		return &exitError{code: exitUsage, err: errors.New("--tls-cert and --tls-key go together")}
 	}
@@ -120,7 +129,7 @@ func runServer(ctx context.Context, f *factory, opts serverOptions) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	srv, err := server.New(server.Config{DataDir: data, Database: opts.db, Logger: lg.Logger, Synchronous: opts.synchronous,
-		CORSOrigins: origins, TrustProxy: opts.trustProxy})
+		CORSOrigins: origins, TrustProxy: opts.trustProxy, PairingTTL: opts.pairingTTL})
 	if err != nil {
 		return err
 	}
