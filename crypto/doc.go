@@ -32,7 +32,8 @@
 // The account authenticates with an Ed25519 signature over a random 32-byte challenge
 // ([AuthKeyPair], [SignChallenge], [NewAuthRequest]). A terminal pairs with the app
 // through a box key pair from a random secret ([BoxPublicKey]) and the app's sealed
-// response ([OpenPairingResponse], [SealPairingResponse]).
+// response ([OpenPairingResponse], [SealPairingResponse]); [PairingCode] is the short
+// fingerprint of the terminal's key that another terminal types to approve it.
 //
 // # Credentials
 //

@@ -44,6 +44,15 @@ var (
 	// (GET /v3/sessions/:id/messages/stream); follow with FetchMessages
 	// instead.
 	ErrStreamUnsupported = errors.New("relay has no message stream")
+
+	// ErrRouteUnsupported: the relay does not offer a route that only
+	// happy's own relay has (pairing code lookup, token revocation); the
+	// reference relay answers 404.
+	ErrRouteUnsupported = errors.New("relay does not offer this route")
+
+	// ErrFingerprint: a key the relay returned for a pairing code does not
+	// have that code (a relay trying to substitute its own key).
+	ErrFingerprint = errors.New("pairing code does not match the key")
 )
 
 // StatusError is an HTTP answer outside 2xx. It wraps ErrUnauthorized (401,

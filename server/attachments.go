@@ -24,14 +24,7 @@ func (s *Server) baseURL(r *http.Request) string {
 	if s.cfg.PublicURL != "" {
 		return strings.TrimSuffix(s.cfg.PublicURL, "/")
 	}
-	proto := "http"
-	if r.TLS != nil {
-		proto = "https"
-	}
-	if p := r.Header.Get("X-Forwarded-Proto"); p == "http" || p == "https" {
-		proto = p
-	}
-	return proto + "://" + r.Host
+	return s.scheme(r) + "://" + r.Host
 }
 
 // postRequestUpload: POST …/attachments/request-upload {filename, size} →

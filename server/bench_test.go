@@ -304,3 +304,27 @@ func BenchmarkRSS(b *testing.B) {
 	b.ReportMetric(idle, "idle-MiB")
 	b.ReportMetric(loaded, "loaded-MiB")
 }
+
+// BenchmarkVerifyToken is the token check every request and handshake
+// pays: the signature (cached after the first use) and, since revocation,
+// the account's generation (cached for RevocationRefresh). "signature"
+// is the cached signature check alone, for comparison.
+func BenchmarkVerifyToken(b *testing.B) {
+	srv, base := benchRelay(b, Config{Logger: zerolog.Nop()}, nil)
+	token := newTestAccount(b, base)
+	ctx := context.Background()
+	b.Run("signature", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := srv.tok.verify(token); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("signature+generation", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := srv.verifyToken(ctx, token); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

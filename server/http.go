@@ -158,9 +158,13 @@ func (s *Server) authed(h func(w http.ResponseWriter, r *http.Request, acct stri
 			writeErr(w, http.StatusUnauthorized, errMissingAuth)
 			return
 		}
-		acct, err := s.tok.verify(strings.TrimPrefix(hdr, "Bearer "))
+		acct, err := s.verifyToken(r.Context(), strings.TrimPrefix(hdr, "Bearer "))
 		if err != nil {
-			writeErr(w, http.StatusUnauthorized, errInvalidToken)
+			if errors.Is(err, ErrInvalidToken) {
+				writeErr(w, http.StatusUnauthorized, errInvalidToken)
+			} else {
+				s.fail(w, r, err, "")
+			}
 			return
 		}
 		h(w, r, acct)
@@ -178,6 +182,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/auth/request", s.postAuthRequest)
 	mux.HandleFunc("GET /v1/auth/request/status", s.getAuthRequestStatus)
 	mux.HandleFunc("POST /v1/auth/response", s.authed(s.postAuthResponse))
+	mux.HandleFunc("GET /v1/auth/request/lookup", s.authed(s.getAuthRequestLookup))
+	mux.HandleFunc("POST /v1/auth/revoke", s.authed(s.postAuthRevoke))
 
 	mux.HandleFunc("POST /v1/sessions", s.authed(s.postSession))
 	mux.HandleFunc("GET /v1/sessions", s.authed(s.getSessions))
@@ -206,7 +212,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusNotFound, fmt.Sprintf("Route %s %s not found", r.Method, r.URL.Path))
 	})
-	return mux
+	return s.proxied(s.cors(mux))
 }
 
 // health: GET /health → {status:"ok", timestamp (Unix ms, the relay's
@@ -256,7 +262,12 @@ func (s *Server) postAuth(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err, "")
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"success": true, "token": s.tok.issue(acct.ID, "", s.cfg.Now())})
+	token, err := s.issueToken(r.Context(), acct.ID, "")
+	if err != nil {
+		s.fail(w, r, err, "")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "token": token})
 }
 
 // boxKeyHex decodes a base64 X25519 public key (32 bytes) into hex.
@@ -266,94 +277,6 @@ func boxKeyHex(b64 string) (string, bool) {
 		return "", false
 	}
 	return hex.EncodeToString(b), true
-}
-
-// postAuthRequest: POST /v1/auth/request {publicKey, supportsV2?} →
-// {state:"requested"} or {state:"authorized", token, response}.
-func (s *Server) postAuthRequest(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		PublicKey  *string `json:"publicKey"`
-		SupportsV2 *bool   `json:"supportsV2"`
-	}
-	if err := readJSON(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
-		s.fail(w, r, err, "")
-		return
-	}
-	if req.PublicKey == nil {
-		writeErr(w, http.StatusBadRequest, "publicKey is required")
-		return
-	}
-	pk, ok := boxKeyHex(*req.PublicKey)
-	if !ok {
-		writeErr(w, http.StatusUnauthorized, "Invalid public key")
-		return
-	}
-	ar, err := s.st.UpsertAuthRequest(r.Context(), pk, req.SupportsV2 != nil && *req.SupportsV2, s.nowMs())
-	if err != nil {
-		s.fail(w, r, err, "")
-		return
-	}
-	if ar.Response != nil && ar.ResponseAccountID != nil {
-		writeJSON(w, http.StatusOK, map[string]any{"state": "authorized", "token": s.tok.issue(*ar.ResponseAccountID, ar.ID, s.cfg.Now()), "response": *ar.Response})
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"state": "requested"})
-}
-
-// getAuthRequestStatus: GET /v1/auth/request/status?publicKey= →
-// {status:"not_found"|"pending"|"authorized", supportsV2}.
-func (s *Server) getAuthRequestStatus(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	if !q.Has("publicKey") {
-		writeErr(w, http.StatusBadRequest, "publicKey query parameter is required")
-		return
-	}
-	pk, ok := boxKeyHex(q.Get("publicKey"))
-	if !ok {
-		writeJSON(w, http.StatusOK, map[string]any{"status": "not_found", "supportsV2": false})
-		return
-	}
-	ar, err := s.st.AuthRequest(r.Context(), pk)
-	if errors.Is(err, store.ErrNotFound) {
-		writeJSON(w, http.StatusOK, map[string]any{"status": "not_found", "supportsV2": false})
-		return
-	}
-	if err != nil {
-		s.fail(w, r, err, "")
-		return
-	}
-	if ar.Response != nil && ar.ResponseAccountID != nil {
-		writeJSON(w, http.StatusOK, map[string]any{"status": "authorized", "supportsV2": false})
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "pending", "supportsV2": ar.SupportsV2})
-}
-
-// postAuthResponse: POST /v1/auth/response {publicKey, response} (Bearer) →
-// {success:true}; the first answer wins.
-func (s *Server) postAuthResponse(w http.ResponseWriter, r *http.Request, acct string) {
-	var req struct {
-		PublicKey *string `json:"publicKey"`
-		Response  *string `json:"response"`
-	}
-	if err := readJSON(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
-		s.fail(w, r, err, "")
-		return
-	}
-	if req.PublicKey == nil || req.Response == nil {
-		writeErr(w, http.StatusBadRequest, "publicKey and response are required strings")
-		return
-	}
-	pk, ok := boxKeyHex(*req.PublicKey)
-	if !ok {
-		writeErr(w, http.StatusUnauthorized, "Invalid public key")
-		return
-	}
-	if err := s.st.AnswerAuthRequest(r.Context(), pk, *req.Response, acct); err != nil {
-		s.fail(w, r, err, "Request not found")
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"success": true})
 }
 
 // ---- sessions ----

@@ -130,7 +130,7 @@ func TestTerminalPairing(t *testing.T) {
 	eq(t, "answer unknown", app.must(404, "POST", "/v1/auth/response", map[string]any{"publicKey": other, "response": "x"}), map[string]any{"error": "Request not found"})
 
 	eq(t, "answer", app.must(200, "POST", "/v1/auth/response", map[string]any{"publicKey": pk, "response": "bundle-1"}), map[string]any{"success": true})
-	eq(t, "second answer ignored", app.must(200, "POST", "/v1/auth/response", map[string]any{"publicKey": pk, "response": "bundle-2"}), map[string]any{"success": true})
+	eq(t, "second answer refused", app.must(409, "POST", "/v1/auth/response", map[string]any{"publicKey": pk, "response": "bundle-2"}), map[string]any{"error": "Request already answered"})
 	eq(t, "status authorized", cli.must(200, "GET", q, nil), map[string]any{"status": "authorized", "supportsV2": false})
 	m := cli.must(200, "POST", "/v1/auth/request", map[string]any{"publicKey": pk, "supportsV2": true})
 	eq(t, "state", m["state"], "authorized")

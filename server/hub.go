@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"sync"
@@ -20,6 +21,9 @@ const (
 	errSockInvalidToken  = "Invalid authentication token"
 	errSockNeedSession   = "Session ID required for session-scoped clients"
 	errSockNeedMachineID = "Machine ID required for machine-scoped clients"
+	// errSockStoreUnavailable is this relay's own: the store could not say
+	// whether the token was revoked.
+	errSockStoreUnavailable = "Storage unavailable, retry"
 )
 
 // Client types of the handshake auth.
@@ -72,7 +76,13 @@ func (s *Server) newSocketServer() *socket.Server {
 	opts.SetMaxHttpBufferSize(s.cfg.SocketHardLimit)
 	opts.SetPingInterval(s.cfg.PingInterval)
 	opts.SetPingTimeout(s.cfg.PingTimeout)
-	opts.SetCors(&types.Cors{Origin: "*", Credentials: true})
+	// The cors middleware (cors.go) refuses other origins first; this only
+	// sets the headers of the Socket.IO answers themselves.
+	var origin any = "*"
+	if len(s.cfg.CORSOrigins) > 0 {
+		origin = s.cfg.CORSOrigins
+	}
+	opts.SetCors(&types.Cors{Origin: origin, Credentials: true})
 	opts.SetAdapter(roomAdapterBuilder{})
 	io := socket.NewServer(nil, opts)
 	io.Use(s.handshake)
@@ -111,9 +121,16 @@ func (s *Server) handshake(sock *socket.Socket, next func(*socket.ExtendedError)
 		next(socket.NewExtendedError(errSockNeedMachineID, nil))
 		return
 	}
-	acct, err := s.tok.verify(token)
-	if err != nil {
+	vctx, cancel := s.opCtx()
+	acct, err := s.verifyToken(vctx, token)
+	cancel()
+	if errors.Is(err, ErrInvalidToken) {
 		next(socket.NewExtendedError(errSockInvalidToken, nil))
+		return
+	}
+	if err != nil {
+		s.log.Warn().Err(err).Msg("socket handshake: token generation unavailable")
+		next(socket.NewExtendedError(errSockStoreUnavailable, nil))
 		return
 	}
 	c := &conn{sock: sock, acct: acct, scope: scopeUser}

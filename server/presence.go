@@ -83,7 +83,8 @@ func (s *Server) writeThreshold() time.Duration {
 }
 
 // sweepLoop marks sessions and machines without a keep-alive for
-// IdleTimeout inactive, and tells the account's apps.
+// IdleTimeout inactive, tells the account's apps, and removes pairing
+// requests past PairingTTL (pairing.go).
 func (s *Server) sweepLoop() {
 	defer s.wg.Done()
 	t := time.NewTicker(s.cfg.SweepInterval)
@@ -99,6 +100,7 @@ func (s *Server) sweepLoop() {
 }
 
 func (s *Server) sweep(ctx context.Context) {
+	s.sweepAuthRequests(ctx)
 	cutoff := s.cfg.Now().Add(-s.cfg.IdleTimeout).UnixMilli()
 	sessions, err := s.st.ExpireSessions(ctx, cutoff)
 	if err != nil {

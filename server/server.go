@@ -20,10 +20,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -121,6 +123,26 @@ type Config struct {
 	// StreamRetry is the reconnection delay a message stream announces with
 	// `retry:` (DefaultStreamRetry when zero).
 	StreamRetry time.Duration
+	// PairingTTL is how long a terminal pairing request lives from its
+	// creation (DefaultPairingTTL when zero): after it, the request cannot
+	// be answered or looked up, its answer is never delivered, and the next
+	// POST /v1/auth/request of its key starts a new request (pairing.go).
+	PairingTTL time.Duration
+	// RevocationRefresh is how long a cached token generation of an
+	// account is trusted before the store is asked again
+	// (DefaultRevocationRefresh when zero): how late a revocation made by
+	// another relay on the same database is seen here.
+	RevocationRefresh time.Duration
+	// CORSOrigins are the origins (scheme://host[:port]) whose pages may
+	// call the relay from a browser, on the HTTP routes and the Socket.IO
+	// handshake; empty allows any origin, as the reference relay does
+	// (cors.go). A page served by the relay itself is always allowed.
+	CORSOrigins []string
+	// TrustProxy makes the relay believe X-Forwarded-Proto,
+	// X-Forwarded-Host and X-Forwarded-For (set it only behind a reverse
+	// proxy that sets them; see README, "Behind a reverse proxy").
+	TrustProxy bool
+
 	// StreamWriteTimeout is how long a message stream waits for its reader
 	// to take a write before it drops the connection
 	// (DefaultStreamWriteTimeout when zero).
@@ -141,6 +163,8 @@ func (c *Config) defaults() {
 	set(&c.RPCGrace, DefaultRPCGrace)
 	set(&c.PingInterval, DefaultPingInterval)
 	set(&c.PingTimeout, DefaultPingTimeout)
+	set(&c.PairingTTL, DefaultPairingTTL)
+	set(&c.RevocationRefresh, DefaultRevocationRefresh)
 	seti := func(d *int64, v int64) {
 		if *d <= 0 {
 			*d = v
@@ -197,6 +221,8 @@ type Server struct {
 	testWrite atomic.Pointer[func()]
 	// streams are the open message streams (sse.go).
 	streams streamHub
+	// gens caches the accounts' token generations (revoke.go).
+	gens generations
 }
 
 // afterWrite runs the testWrite hook, if any.
@@ -281,7 +307,9 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // returns nil after a clean stop, ErrClosed when the server was already
 // closed, or the listener's error.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
-	hs := &http.Server{Handler: s.handler, ReadHeaderTimeout: 30 * time.Second, ErrorLog: nil}
+	// The HTTP server's own complaints (a failed TLS handshake from a
+	// scanner, a client that hung up) go to the debug log, not to stderr.
+	hs := &http.Server{Handler: s.handler, ReadHeaderTimeout: 30 * time.Second, ErrorLog: log.New(httpErrorLog{s.log}, "", 0)}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -345,3 +373,11 @@ func (s *Server) Close() error {
 }
 
 func (s *Server) nowMs() int64 { return s.cfg.Now().UnixMilli() }
+
+// httpErrorLog writes net/http's error log lines to the debug log.
+type httpErrorLog struct{ log zerolog.Logger }
+
+func (h httpErrorLog) Write(p []byte) (int, error) {
+	h.log.Debug().Str("component", "http").Msg(strings.TrimSpace(string(p)))
+	return len(p), nil
+}

@@ -83,6 +83,10 @@ type tokenClaims struct {
 	Iss     string `json:"iss"`
 	Jti     string `json:"jti"`
 	Session string `json:"session,omitempty"`
+	// Gen is the account's token generation when the token was issued
+	// (absent for 0); a token whose generation is no longer the
+	// account's was revoked (revoke.go).
+	Gen int64 `json:"gen,omitempty"`
 }
 
 const tokenIssuer = "handy"
@@ -91,10 +95,12 @@ var tokenHeader = base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"EdDSA"}`)
 
 // tokens signs and verifies compact JWS tokens (alg EdDSA) with the server's key.
 //
-// Tokens do not expire (as on the reference relay), so a token that
-// verified once stays valid: the claims of recently verified tokens are
-// kept, which saves the Ed25519 verification (about 0.1 ms) that every
-// request and socket handshake would otherwise pay.
+// Tokens do not expire (as on the reference relay), so a token whose
+// signature verified once keeps its claims: the claims of recently verified
+// tokens are kept, which saves the Ed25519 verification (about 0.1 ms) that
+// every request and socket handshake would otherwise pay. Whether the
+// token was revoked is checked after this cache, on every use
+// (Server.verifyToken); forget drops an account's entries when it revokes.
 type tokens struct {
 	key ed25519.PrivateKey
 	pub ed25519.PublicKey
@@ -111,12 +117,17 @@ func newTokens(key ed25519.PrivateKey) *tokens {
 	return &tokens{key: key, pub: key.Public().(ed25519.PublicKey), known: map[string]tokenClaims{}}
 }
 
-// issue returns a token for accountID; session, when set, names the pairing
-// request it came from.
+// issue returns a token for accountID at generation 0; session, when set,
+// names the pairing request it came from.
 func (t *tokens) issue(accountID, session string, now time.Time) string {
+	return t.issueGen(accountID, session, 0, now)
+}
+
+// issueGen is issue for the account's token generation gen.
+func (t *tokens) issueGen(accountID, session string, gen int64, now time.Time) string {
 	var jti [16]byte
 	_, _ = rand.Read(jti[:])
-	c := tokenClaims{Sub: accountID, Iat: now.Unix(), Nbf: now.Unix(), Iss: tokenIssuer, Jti: base64.RawURLEncoding.EncodeToString(jti[:]), Session: session}
+	c := tokenClaims{Sub: accountID, Iat: now.Unix(), Nbf: now.Unix(), Iss: tokenIssuer, Jti: base64.RawURLEncoding.EncodeToString(jti[:]), Session: session, Gen: gen}
 	payload, _ := json.Marshal(c) // a struct of strings and ints always marshals
 	signing := tokenHeader + "." + base64.RawURLEncoding.EncodeToString(payload)
 	sig := ed25519.Sign(t.key, []byte(signing))
@@ -151,6 +162,17 @@ func (t *tokens) claims(token string) (tokenClaims, error) {
 	t.known[token] = c
 	t.mu.Unlock()
 	return c, nil
+}
+
+// forget drops the cached claims of every token of accountID.
+func (t *tokens) forget(accountID string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for tok, c := range t.known {
+		if c.Sub == accountID {
+			delete(t.known, tok)
+		}
+	}
 }
 
 // check verifies token's header, signature and claims.

@@ -25,7 +25,8 @@ import (
 )
 
 // newAuthCmd builds `happy auth`: login (pairing, new account, backup key),
-// backup, status and logout. The relay is chosen as everywhere else
+// approve (another terminal's pairing), pair-browser, backup, status, token
+// and logout. The relay is chosen as everywhere else
 // (HAPPY_SERVER_URL, serverUrl in settings.json, the embedded default) and
 // never replaced by another one.
 func newAuthCmd(f *factory) *cobra.Command {
@@ -35,7 +36,7 @@ func newAuthCmd(f *factory) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newAuthLoginCmd(f), newAuthBackupCmd(f), newAuthStatusCmd(f), newAuthTokenCmd(f), newAuthLogoutCmd(f))
+	cmd.AddCommand(newAuthLoginCmd(f), newAuthApproveCmd(f), newWebCmd(f, "pair-browser"), newAuthBackupCmd(f), newAuthStatusCmd(f), newAuthTokenCmd(f), newAuthLogoutCmd(f))
 	return cmd
 }
 
@@ -52,9 +53,15 @@ func newAuthLoginCmd(f *factory) *cobra.Command {
 		Short: "Pair with an account on another device (QR code), or create / restore one",
 		Long: `Log this machine in to an account on the relay.
 
-Without flags, happy shows a QR code and a link: scan it with the happy app
-(or approve it on another device of the account) and this machine is paired;
-happy waits until the request is approved.
+Without flags, happy shows a QR code, a link and a short pairing code: scan
+the code with the happy app, or type
+
+  happy auth approve XXXXX-XXXXX
+
+on a machine already logged in to the account, and this machine is paired;
+happy waits until the request is approved. The pairing code is a
+fingerprint of this machine's key: the approving machine checks it itself,
+so the relay cannot slip its own key in.
 
   --new-account      create a new account from a fresh secret, without any other
                      device, and print its backup key once
@@ -148,19 +155,146 @@ func pairTerminal(ctx context.Context, w io.Writer, api *relay.API, timeout time
 	if err != nil {
 		return nil, err
 	}
+	// Open the request before showing it, so the code works the moment it
+	// is shown (and a relay that is down fails at once).
+	if _, err := api.AuthRequest(ctx, req.PublicKey[:]); err != nil {
+		return nil, fmt.Errorf("relay: open pairing request: %w", err)
+	}
 	link := req.AppLink()
 	fmt.Fprintln(w, "Scan this code with the happy app on a device logged in to your account:")
 	fmt.Fprintln(w)
-	qrterminal.GenerateWithConfig(link, qrterminal.Config{
+	showQR(w, link)
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "or open this link on that device:\n\n    %s\n\n", link)
+	fmt.Fprintf(w, "or run this on a machine logged in to the account:\n\n    happy auth approve %s\n\nWaiting for approval (up to %s)…\n", req.Code(), timeout)
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return req.WaitApproved(wctx, api, relay.DefaultPairPoll)
+}
+
+// showQR draws text as a QR code for a terminal (half blocks, low error
+// correction: the smallest code a phone camera reads off a screen).
+func showQR(w io.Writer, text string) {
+	qrterminal.GenerateWithConfig(text, qrterminal.Config{
 		Level: qrterminal.L, Writer: w, HalfBlocks: true, QuietZone: 1,
 		BlackChar: qrterminal.BLACK_BLACK, WhiteBlackChar: qrterminal.WHITE_BLACK,
 		WhiteChar: qrterminal.WHITE_WHITE, BlackWhiteChar: qrterminal.BLACK_WHITE,
 	})
-	fmt.Fprintln(w)
-	fmt.Fprintf(w, "or open this link on that device:\n\n    %s\n\nWaiting for approval (up to %s)…\n", link, timeout)
-	wctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	return req.WaitApproved(wctx, api, relay.DefaultPairPoll)
+}
+
+// accountAPI loads this home's credentials and returns them with a relay
+// client for the configured relay (or relayURL when set) carrying the
+// token. needSecret refuses a machine that does not hold the account
+// secret, naming what for.
+func accountAPI(ctx context.Context, f *factory, relayURL, needSecret string) (*crypto.Credentials, *relay.API, string, error) {
+	h, err := f.home()
+	if err != nil {
+		return nil, nil, "", &exitError{code: exitFailed, err: err}
+	}
+	creds, err := loadCreds(h)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if needSecret != "" && creds.AccountSecret == nil {
+		return nil, nil, "", &exitError{code: exitFailed, err: fmt.Errorf("this machine was paired through another device and does not hold the account secret, which %s needs; run it on the machine that created the account (or one restored with happy auth login --backup-key)", needSecret)}
+	}
+	url := relayURL
+	if url == "" {
+		log, _ := f.log("auth")
+		env := app.Env{Home: h, Getenv: f.getenv, Log: log.Logger, Stderr: f.stderr, Now: f.now}
+		if url, _, err = app.ResolveURL(ctx, env); err != nil {
+			return nil, nil, "", &exitError{code: exitRelay, err: err}
+		}
+	}
+	api, err := relay.NewAPI(relay.HTTPConfig{BaseURL: url, Token: creds.Token, ClientName: app.ClientName()})
+	if err != nil {
+		return nil, nil, "", &exitError{code: exitRelay, err: err}
+	}
+	return creds, api, url, nil
+}
+
+// newAuthApproveCmd builds `happy auth approve CODE|LINK|KEY`: this
+// machine (holding the account secret) answers another terminal's pairing
+// request.
+func newAuthApproveCmd(f *factory) *cobra.Command {
+	var legacy bool
+	cmd := &cobra.Command{
+		Use:   "approve CODE|LINK|KEY",
+		Short: "Approve another terminal's happy auth login by its pairing code (or link, or key)",
+		Long: `Approve the pairing request of a terminal that runs happy auth login, from
+this machine (which must hold the account secret):
+
+  happy auth approve XXXXX-XXXXX              the short code it shows
+  happy auth approve 'happy://terminal?…'     or its link, or its bare key
+
+With a code, happy asks the relay for the open request whose key has that
+code and checks the key's code itself before answering, so a relay cannot
+substitute its own key. Only happy's own relay can look a code up; on the
+reference relay pass the link instead.
+
+The terminal gets the dataKey answer (it reads the sessions it writes);
+--legacy gives it the account secret (it reads every session of the account).`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runAuthApprove(cmd.Context(), f, args[0], legacy)
+		},
+	}
+	cmd.Flags().BoolVar(&legacy, "legacy", false, "give the terminal the account secret (it can then read every session)")
+	return cmd
+}
+
+func runAuthApprove(ctx context.Context, f *factory, arg string, legacy bool) error {
+	code, codeErr := crypto.ParsePairingCode(arg)
+	var key [32]byte
+	if codeErr != nil {
+		var keyErr error
+		if key, keyErr = relay.ParseTerminalKey(arg); keyErr != nil {
+			return &usageError{err: fmt.Errorf("%q is neither a pairing code (XXXXX-XXXXX) nor a terminal link or key", cutText(arg, 60))}
+		}
+	}
+	creds, api, url, err := accountAPI(ctx, f, "", "approving a terminal")
+	if err != nil {
+		return err
+	}
+	defer api.CloseIdleConnections()
+	if codeErr == nil {
+		key, err = relay.ApproveByCode(ctx, api, creds, code, legacy)
+		switch {
+		case errors.Is(err, relay.ErrRouteUnsupported):
+			return &exitError{code: exitRelay, err: fmt.Errorf("the relay %s cannot look up pairing codes (only happy's own relay can); approve with the link that happy auth login shows: happy auth approve 'happy://terminal?…'", url)}
+		case errors.Is(err, relay.ErrNoPendingPairing):
+			return &exitError{code: exitFailed, err: fmt.Errorf("no terminal is waiting with code %s on %s (mistyped, expired, or approved already; happy auth login shows a new code when restarted)", code, url)}
+		case errors.Is(err, relay.ErrFingerprint):
+			return &exitError{code: exitRelay, err: fmt.Errorf("refused: %w (the relay %s may be trying to pair its own key)", err, url)}
+		case err != nil:
+			return &exitError{code: exitRelay, err: err}
+		}
+	} else {
+		st, err := api.AuthRequestStatus(ctx, key[:])
+		if err != nil {
+			return &exitError{code: exitRelay, err: err}
+		}
+		if st != "pending" {
+			return &exitError{code: exitFailed, err: fmt.Errorf("no terminal is waiting with this key on %s (relay says %q: expired, or approved already)", url, st)}
+		}
+		if err := relay.ApproveTerminal(ctx, api, creds, key, legacy); err != nil {
+			return &exitError{code: exitRelay, err: err}
+		}
+	}
+	what := "dataKey: it reads the sessions it writes"
+	if legacy {
+		what = "legacy: it holds the account secret and reads every session"
+	}
+	_, err = fmt.Fprintf(f.stdout, "Approved the terminal with code %s for account %s on %s (%s).\n", crypto.PairingCode(key), relay.AccountID(creds), url, what)
+	return err
+}
+
+// cutText returns at most n bytes of s, with "…" when it was longer.
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 // newAuthTokenCmd builds `happy auth token`: the bearer token this machine
@@ -308,14 +442,28 @@ func loadCreds(h home.Dir) (*crypto.Credentials, error) {
 }
 
 func newAuthLogoutCmd(f *factory) *cobra.Command {
-	return &cobra.Command{
+	var revoke bool
+	cmd := &cobra.Command{
 		Use:   "logout",
 		Short: "Remove this machine's credentials (access.key); messages not yet sent stay in the outbox",
-		Args:  cobra.NoArgs,
+		Long: `Remove this machine's credentials (access.key). Messages not yet sent stay in
+the outbox and are sent after the next login to the same account.
+
+--revoke first asks the relay to revoke every token of the account: this
+machine's, and those of every other machine and browser logged in to it,
+which must then log in again (a leaked token is useless from then on). Only
+happy's own relay can revoke tokens; the reference relay has no revocation
+(its tokens stay valid for ever), and then nothing is removed.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			h, err := f.home()
 			if err != nil {
 				return &exitError{code: exitFailed, err: err}
+			}
+			if revoke {
+				if err := revokeTokens(cmd.Context(), f); err != nil {
+					return err
+				}
 			}
 			err = os.Remove(h.AccessKey())
 			switch {
@@ -329,4 +477,24 @@ func newAuthLogoutCmd(f *factory) *cobra.Command {
 			return err
 		},
 	}
+	cmd.Flags().BoolVar(&revoke, "revoke", false, "revoke every token of the account on the relay first (every device logs in again)")
+	return cmd
+}
+
+// revokeTokens is the --revoke of happy auth logout.
+func revokeTokens(ctx context.Context, f *factory) error {
+	creds, api, url, err := accountAPI(ctx, f, "", "")
+	if err != nil {
+		return err
+	}
+	defer api.CloseIdleConnections()
+	rv, err := api.RevokeTokens(ctx)
+	switch {
+	case errors.Is(err, relay.ErrRouteUnsupported):
+		return &exitError{code: exitRelay, err: fmt.Errorf("the relay %s cannot revoke tokens (the reference relay has no revocation: its tokens stay valid); nothing was changed, run happy auth logout without --revoke to remove this machine's credentials only", url)}
+	case err != nil:
+		return &exitError{code: exitRelay, err: fmt.Errorf("revoke: %w (nothing was removed)", err)}
+	}
+	_, err = fmt.Fprintf(f.stdout, "Revoked every token of account %s on %s (token generation %d, %d connections closed): every machine and browser of the account must log in again.\n", relay.AccountID(creds), url, rv.Generation, rv.Disconnected)
+	return err
 }

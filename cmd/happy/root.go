@@ -48,7 +48,7 @@ next prompt.`,
 	}
 
 	root.AddCommand(newVersionCmd(f))
-	root.AddCommand(newAuthCmd(f))
+	root.AddCommand(newAuthCmd(f), newWebCmd(f, "web"))
 	root.AddCommand(claudeCmd)
 	root.AddCommand(newACPCmd(f), newGeminiCmd(f), newOpencodeCmd(f))
 	root.AddCommand(newCodexCmd(f))

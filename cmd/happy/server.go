@@ -4,12 +4,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -23,6 +27,11 @@ type serverOptions struct {
 	dataDir     string
 	synchronous string
 	db          string
+	tlsCert     string
+	tlsKey      string
+	corsOrigins []string
+	trustProxy  bool
+	pairingTTL  time.Duration
 }
 
 // newServerCmd builds `happy server`: the relay, in the foreground.
@@ -38,7 +47,11 @@ relays may share), and creates its token signing secret there on first start.
 Schema migrations are applied at start; "happy server migrate" applies them,
 or copies a relay's data between databases, without serving.
 
-Listen on loopback by default; use --listen 0.0.0.0:3005 to reach it from a phone.`,
+Listen on loopback by default; use --listen 0.0.0.0:3005 to reach it from a
+phone. Beyond loopback, serve TLS (--tls-cert and --tls-key: HTTPS and WSS),
+or put it behind a TLS reverse proxy and pass --trust-proxy so that it
+believes the proxy's X-Forwarded-Proto, -Host and -For headers. Browsers of
+any origin may call it unless --cors-origin names the ones allowed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runServer(cmd.Context(), f, opts)
@@ -48,8 +61,26 @@ Listen on loopback by default; use --listen 0.0.0.0:3005 to reach it from a phon
 	cmd.Flags().StringVar(&opts.dataDir, "data", "", "data folder (default $HAPPY_HOME_DIR/server)")
 	cmd.Flags().StringVar(&opts.synchronous, "synchronous", "NORMAL", "SQLite synchronous setting: NORMAL (survives a crash of the process) or FULL (also a power loss)")
 	cmd.Flags().StringVar(&opts.db, "db", "", "database: postgres://user:password@host:port/db?sslmode=… (default: the SQLite file in the data folder)")
+	cmd.Flags().StringVar(&opts.tlsCert, "tls-cert", "", "serve HTTPS and WSS with this PEM certificate (chain) file; needs --tls-key")
+	cmd.Flags().StringVar(&opts.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+	cmd.Flags().StringSliceVar(&opts.corsOrigins, "cors-origin", nil, "origin (scheme://host[:port]) whose web pages may call the relay; repeat or comma-separate; default any origin")
+	cmd.Flags().BoolVar(&opts.trustProxy, "trust-proxy", false, "believe X-Forwarded-Proto, X-Forwarded-Host and X-Forwarded-For (only behind a reverse proxy that sets them)")
+	cmd.Flags().DurationVar(&opts.pairingTTL, "pairing-ttl", server.DefaultPairingTTL, "how long a pairing request (happy auth login, happy web) stays usable, 10s to 1h")
 	cmd.AddCommand(newServerMigrateCmd(f))
 	return cmd
+}
+
+// checkOrigin accepts "*" or scheme://host[:port] with scheme http or https
+// and nothing after the host.
+func checkOrigin(o string) error {
+	if o == "*" {
+		return nil
+	}
+	u, err := url.Parse(o)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return fmt.Errorf("--cors-origin %q: want scheme://host[:port] (http or https, no path) or *", o)
+	}
+	return nil
 }
 
 func runServer(ctx context.Context, f *factory, opts serverOptions) error {
@@ -66,6 +97,23 @@ func runServer(ctx context.Context, f *factory, opts serverOptions) error {
 			return &exitError{code: exitUsage, err: fmt.Errorf("--db: %w", err)}
 		}
 	}
+	if opts.pairingTTL == 0 {
+		opts.pairingTTL = server.DefaultPairingTTL
+	}
+	if opts.pairingTTL < 10*time.Second || opts.pairingTTL > time.Hour {
+		return &exitError{code: exitUsage, err: fmt.Errorf("--pairing-ttl must be between 10s and 1h, got %s", opts.pairingTTL)}
+	}
+	if (opts.tlsCert == "") != (opts.tlsKey == "") {
+		return &exitError{code: exitUsage, err: errors.New("--tls-cert and --tls-key go together")}
+	}
+	origins := make([]string, 0, len(opts.corsOrigins))
+	for _, o := range opts.corsOrigins {
+		o = strings.TrimSuffix(strings.TrimSpace(o), "/")
+		if err := checkOrigin(o); err != nil {
+			return &exitError{code: exitUsage, err: err}
+		}
+		origins = append(origins, o)
+	}
 	data := opts.dataDir
 	if data == "" {
 		h, err := f.home()
@@ -80,7 +128,8 @@ func runServer(ctx context.Context, f *factory, opts serverOptions) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	srv, err := server.New(server.Config{DataDir: data, Database: opts.db, Logger: lg.Logger, Synchronous: opts.synchronous})
+	srv, err := server.New(server.Config{DataDir: data, Database: opts.db, Logger: lg.Logger, Synchronous: opts.synchronous,
+		CORSOrigins: origins, TrustProxy: opts.trustProxy, PairingTTL: opts.pairingTTL})
 	if err != nil {
 		return err
 	}
@@ -89,15 +138,64 @@ func runServer(ctx context.Context, f *factory, opts serverOptions) error {
 		_ = srv.Close()
 		return fmt.Errorf("server: listen on %s: %w", opts.listen, err)
 	}
+	scheme := "http"
+	if opts.tlsCert != "" {
+		tl, err := server.TLSListener(l, opts.tlsCert, opts.tlsKey)
+		if err != nil {
+			_ = l.Close()
+			_ = srv.Close()
+			return &exitError{code: exitFailed, err: err}
+		}
+		l, scheme = tl, "https"
+	}
 	where := "data " + data
 	if spec, err := backend.Parse(opts.db); err == nil {
 		where += ", database " + spec.String()
 	}
-	fmt.Fprintf(f.stdout, "happy relay listening on http://%s (%s)\n", l.Addr(), where)
+	fmt.Fprintf(f.stdout, "happy relay listening on %s://%s (%s)\n", scheme, l.Addr(), where)
+	fmt.Fprintf(f.stdout, "web app: %s\n", webAppURL(scheme, l.Addr()))
+	serverWarnings(f.stderr, l.Addr(), scheme == "https", opts.trustProxy)
 	serveErr := srv.Serve(ctx, l)
 	closeErr := srv.Close()
 	if serveErr != nil {
 		return serveErr
 	}
 	return closeErr
+}
+
+// webAppURL is the address of the web app the relay serves at "/": the
+// listening address, or this machine's host name when the relay listens on
+// every address.
+func webAppURL(scheme string, addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return scheme + "://" + addr.String() + "/"
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		if name, err := os.Hostname(); err == nil && name != "" {
+			host = name
+		}
+	}
+	return scheme + "://" + net.JoinHostPort(host, port) + "/"
+}
+
+// serverWarnings warns when the relay can be reached from other machines
+// without TLS: bearer tokens and pairing answers would cross the network in
+// clear text.
+func serverWarnings(w io.Writer, addr net.Addr, tls, trustProxy bool) {
+	if tls {
+		return
+	}
+	host, _, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return
+	}
+	hint := "pass --tls-cert and --tls-key, or listen on loopback behind a TLS reverse proxy with --trust-proxy"
+	if trustProxy {
+		hint = "the hop from the reverse proxy to the relay is not encrypted: listen on loopback, or pass --tls-cert and --tls-key"
+	}
+	fmt.Fprintf(w, "happy: warning: listening on %s without TLS: tokens and pairing answers cross the network in clear text; %s\n", addr, hint)
 }

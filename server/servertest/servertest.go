@@ -97,10 +97,33 @@ type Account struct {
 // key), and returns its token.
 func NewAccount(t testing.TB, baseURL string) Account {
 	t.Helper()
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatalf("servertest: generate key: %v", err)
 	}
+	return SignIn(t, baseURL, priv)
+}
+
+// NewAccountClient is NewAccount through client (a relay over TLS).
+func NewAccountClient(t testing.TB, client *http.Client, baseURL string) Account {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatalf("servertest: generate key: %v", err)
+	}
+	return signIn(t, client, baseURL, priv)
+}
+
+// SignIn signs in to the account of key (POST /v1/auth, creating it on
+// first use) and returns a fresh token.
+func SignIn(t testing.TB, baseURL string, key ed25519.PrivateKey) Account {
+	t.Helper()
+	return signIn(t, http.DefaultClient, baseURL, key)
+}
+
+func signIn(t testing.TB, client *http.Client, baseURL string, key ed25519.PrivateKey) Account {
+	t.Helper()
+	pub, priv := key.Public().(ed25519.PublicKey), key
 	challenge := make([]byte, 32)
 	_, _ = rand.Read(challenge)
 	body, _ := json.Marshal(map[string]string{
@@ -108,7 +131,7 @@ func NewAccount(t testing.TB, baseURL string) Account {
 		"challenge": base64.StdEncoding.EncodeToString(challenge),
 		"signature": base64.StdEncoding.EncodeToString(ed25519.Sign(priv, challenge)),
 	})
-	resp, err := http.Post(baseURL+"/v1/auth", "application/json", strings.NewReader(string(body)))
+	resp, err := client.Post(baseURL+"/v1/auth", "application/json", strings.NewReader(string(body)))
 	if err != nil {
 		t.Fatalf("servertest: POST /v1/auth: %v", err)
 	}

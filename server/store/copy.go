@@ -75,6 +75,8 @@ var Tables = []Table{
 	{Name: "terminal_auth_requests", Key: []string{"id"}, Columns: []Column{
 		col("id", Text), col("public_key", Text), col("supports_v2", Bool), col("response", NullText),
 		col("response_account_id", NullText), col("created_at", Int)}},
+	{Name: "token_revocations", Key: []string{"account_id"}, Columns: []Column{
+		col("account_id", Text), col("generation", Int), col("revoked_at", Int)}},
 	{Name: "push_tokens", Key: []string{"id"}, Columns: []Column{
 		col("id", Text), col("account_id", Text), col("token", Text), col("created_at", Int), col("updated_at", Int)}},
 	{Name: "usage_reports", Key: []string{"id"}, Columns: []Column{

@@ -189,6 +189,24 @@ type Store interface {
 	// publicKey unless it was already answered (then nothing changes).
 	// ErrNotFound when there is no request.
 	AnswerAuthRequest(ctx context.Context, publicKey, response, accountID string) error
+	// DeleteAuthRequest removes the request with this id (not public key:
+	// a newer request of the same key is left alone) and returns what it
+	// held. ErrNotFound when it is gone, so of two callers racing to take
+	// one answered request exactly one gets it.
+	DeleteAuthRequest(ctx context.Context, id string) (AuthRequest, error)
+	// AuthRequestsSince lists up to limit requests created at or after
+	// since, oldest first.
+	AuthRequestsSince(ctx context.Context, since int64, limit int) ([]AuthRequest, error)
+	// DeleteAuthRequestsBefore removes every request created before cutoff
+	// and returns how many.
+	DeleteAuthRequestsBefore(ctx context.Context, cutoff int64) (int64, error)
+
+	// TokenGeneration returns the account's token generation: 0 until its
+	// tokens are first revoked.
+	TokenGeneration(ctx context.Context, accountID string) (int64, error)
+	// RevokeTokens moves the account's token generation on by one (at now)
+	// and returns the new generation. ErrNotFound for an unknown account.
+	RevokeTokens(ctx context.Context, accountID string, now int64) (int64, error)
 
 	// GetOrCreateSession returns the account's session with in.Tag unchanged,
 	// or creates it (metadata version 0, no agent state, active). created

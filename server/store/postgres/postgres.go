@@ -326,6 +326,79 @@ func (s *Store) AnswerAuthRequest(ctx context.Context, publicKey, response, acco
 	return nil
 }
 
+// DeleteAuthRequest implements store.Store.
+func (s *Store) DeleteAuthRequest(ctx context.Context, id string) (store.AuthRequest, error) {
+	a, err := scanAuth(s.pool.QueryRow(ctx, `DELETE FROM terminal_auth_requests WHERE id = $1 RETURNING `+authCols, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.AuthRequest{}, store.ErrNotFound
+	}
+	if err != nil {
+		return store.AuthRequest{}, errf("postgres: delete auth request: %w", err)
+	}
+	return a, nil
+}
+
+// AuthRequestsSince implements store.Store.
+func (s *Store) AuthRequestsSince(ctx context.Context, since int64, limit int) ([]store.AuthRequest, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+authCols+` FROM terminal_auth_requests WHERE created_at >= $1 ORDER BY created_at, id LIMIT $2`, since, limit)
+	if err != nil {
+		return nil, errf("postgres: list auth requests: %w", err)
+	}
+	defer rows.Close()
+	var out []store.AuthRequest
+	for rows.Next() {
+		a, err := scanAuth(rows)
+		if err != nil {
+			return nil, errf("postgres: list auth requests: %w", err)
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, errf("postgres: list auth requests: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteAuthRequestsBefore implements store.Store.
+func (s *Store) DeleteAuthRequestsBefore(ctx context.Context, cutoff int64) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM terminal_auth_requests WHERE created_at < $1`, cutoff)
+	if err != nil {
+		return 0, errf("postgres: delete old auth requests: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// ---- token revocation ----
+
+// TokenGeneration implements store.Store.
+func (s *Store) TokenGeneration(ctx context.Context, accountID string) (int64, error) {
+	var gen int64
+	err := s.pool.QueryRow(ctx, `SELECT generation FROM token_revocations WHERE account_id = $1`, accountID).Scan(&gen)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, errf("postgres: read token generation: %w", err)
+	}
+	return gen, nil
+}
+
+// RevokeTokens implements store.Store.
+func (s *Store) RevokeTokens(ctx context.Context, accountID string, now int64) (int64, error) {
+	var gen int64
+	err := s.pool.QueryRow(ctx, `INSERT INTO token_revocations (account_id, generation, revoked_at)
+		SELECT id, 1, $1 FROM accounts WHERE id = $2
+		ON CONFLICT (account_id) DO UPDATE SET generation = token_revocations.generation + 1, revoked_at = excluded.revoked_at
+		RETURNING generation`, now, accountID).Scan(&gen)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, store.ErrNotFound
+	}
+	if err != nil {
+		return 0, errf("postgres: revoke tokens: %w", err)
+	}
+	return gen, nil
+}
+
 // ---- sessions ----
 
 const sessionCols = `id, account_id, tag, seq, metadata, metadata_version, agent_state, agent_state_version, data_encryption_key, active, last_active_at, created_at, updated_at`

@@ -422,6 +422,80 @@ func (s *Store) AnswerAuthRequest(ctx context.Context, publicKey, response, acco
 	return nil
 }
 
+// DeleteAuthRequest implements store.Store.
+func (s *Store) DeleteAuthRequest(ctx context.Context, id string) (store.AuthRequest, error) {
+	a, err := scanAuth(s.w.QueryRowContext(ctx, `DELETE FROM terminal_auth_requests WHERE id = ? RETURNING `+authCols, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.AuthRequest{}, store.ErrNotFound
+	}
+	if err != nil {
+		return store.AuthRequest{}, fmt.Errorf("sqlite: delete auth request: %w", err)
+	}
+	return a, nil
+}
+
+// AuthRequestsSince implements store.Store.
+func (s *Store) AuthRequestsSince(ctx context.Context, since int64, limit int) ([]store.AuthRequest, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+authCols+` FROM terminal_auth_requests WHERE created_at >= ? ORDER BY created_at, id LIMIT ?`, since, limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list auth requests: %w", err)
+	}
+	defer rows.Close()
+	var out []store.AuthRequest
+	for rows.Next() {
+		a, err := scanAuth(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: list auth requests: %w", err)
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: list auth requests: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteAuthRequestsBefore implements store.Store.
+func (s *Store) DeleteAuthRequestsBefore(ctx context.Context, cutoff int64) (int64, error) {
+	res, err := s.w.ExecContext(ctx, `DELETE FROM terminal_auth_requests WHERE created_at < ?`, cutoff)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: delete old auth requests: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n, nil
+}
+
+// ---- token revocation ----
+
+// TokenGeneration implements store.Store.
+func (s *Store) TokenGeneration(ctx context.Context, accountID string) (int64, error) {
+	var gen int64
+	err := s.r.QueryRowContext(ctx, `SELECT generation FROM token_revocations WHERE account_id = ?`, accountID).Scan(&gen)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: read token generation: %w", err)
+	}
+	return gen, nil
+}
+
+// RevokeTokens implements store.Store.
+func (s *Store) RevokeTokens(ctx context.Context, accountID string, now int64) (int64, error) {
+	var gen int64
+	err := s.w.QueryRowContext(ctx, `INSERT INTO token_revocations (account_id, generation, revoked_at)
+		SELECT id, 1, ? FROM accounts WHERE id = ?
+		ON CONFLICT (account_id) DO UPDATE SET generation = generation + 1, revoked_at = excluded.revoked_at
+		RETURNING generation`, now, accountID).Scan(&gen)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, store.ErrNotFound
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: revoke tokens: %w", err)
+	}
+	return gen, nil
+}
+
 // ---- sessions ----
 
 const sessionCols = `id, account_id, tag, seq, metadata, metadata_version, agent_state, agent_state_version, data_encryption_key, active, last_active_at, created_at, updated_at`

@@ -54,6 +54,8 @@ func Fill(t testing.TB, s store.Store) (accountID, sessionID string) {
 	noErr(t, "answer", s.AnswerAuthRequest(ctx, "box1", "resp", a.ID))
 	_, err = s.UpsertAuthRequest(ctx, "box2", false, 41)
 	noErr(t, "auth request", err)
+	_, err = s.RevokeTokens(ctx, a.ID, 45)
+	noErr(t, "revoke tokens", err)
 	noErr(t, "token", s.AddPushToken(ctx, a.ID, "tok"+weird, 50))
 	noErr(t, "token", s.AddPushToken(ctx, b.ID, "tok", 51))
 	_, err = s.UpsertUsageReport(ctx, a.ID, x.ID, "k", `{"tokens":{"total":3}}`, 60)

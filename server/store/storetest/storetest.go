@@ -49,6 +49,8 @@ func Run(t *testing.T, b Backend) {
 		{"Accounts", testAccounts},
 		{"UpdateSeqs", testUpdateSeqs},
 		{"AuthRequests", testAuthRequests},
+		{"AuthRequestLifetime", testAuthRequestLifetime},
+		{"TokenRevocation", testTokenRevocation},
 		{"GetOrCreateSession", testGetOrCreateSession},
 		{"SessionLists", testSessionLists},
 		{"SessionCompareAndSet", testSessionCAS},
@@ -205,6 +207,72 @@ func testAuthRequests(t *testing.T, s store.Store) {
 	noErr(t, "create v1", err)
 	eq(t, "v1 request", v1, store.AuthRequest{ID: v1.ID, PublicKey: "box-v1", CreatedAt: 7})
 	isOtherErr(t, "answer naming no account", s.AnswerAuthRequest(ctx, "box-v1", "r", "no-such-account"))
+}
+
+func testAuthRequestLifetime(t *testing.T, s store.Store) {
+	a := account(t, s, "pk-a")
+	old, err := s.UpsertAuthRequest(ctx, "box-old", false, 10)
+	noErr(t, "create old", err)
+	mid, err := s.UpsertAuthRequest(ctx, "box-mid", true, 20)
+	noErr(t, "create mid", err)
+	late, err := s.UpsertAuthRequest(ctx, "box-late", false, 30)
+	noErr(t, "create late", err)
+	noErr(t, "answer mid", s.AnswerAuthRequest(ctx, "box-mid", "resp", a.ID))
+	mid.Response, mid.ResponseAccountID = ptr("resp"), ptr(a.ID)
+
+	list, err := s.AuthRequestsSince(ctx, 20, 10)
+	noErr(t, "since 20", err)
+	eq(t, "requests since 20, oldest first", list, []store.AuthRequest{mid, late})
+	list, err = s.AuthRequestsSince(ctx, 0, 1)
+	noErr(t, "limit 1", err)
+	eq(t, "limit 1", list, []store.AuthRequest{old})
+	list, err = s.AuthRequestsSince(ctx, 31, 10)
+	noErr(t, "since 31", err)
+	eq(t, "none since 31", len(list), 0)
+
+	got, err := s.DeleteAuthRequest(ctx, mid.ID)
+	noErr(t, "take mid", err)
+	eq(t, "the taken request", got, mid)
+	_, err = s.DeleteAuthRequest(ctx, mid.ID)
+	isNotFound(t, "take mid twice", err)
+	_, err = s.AuthRequest(ctx, "box-mid")
+	isNotFound(t, "mid is gone", err)
+	again, err := s.UpsertAuthRequest(ctx, "box-mid", false, 40)
+	noErr(t, "new request of the same key", err)
+	if again.ID == mid.ID || again.Response != nil || again.CreatedAt != 40 {
+		t.Fatalf("new request after delete = %s", show(again))
+	}
+	_, err = s.DeleteAuthRequest(ctx, mid.ID)
+	isNotFound(t, "the old id does not remove the new request", err)
+
+	n, err := s.DeleteAuthRequestsBefore(ctx, 30)
+	noErr(t, "delete before 30", err)
+	eq(t, "deleted before 30", n, int64(1))
+	_, err = s.AuthRequest(ctx, "box-old")
+	isNotFound(t, "old is gone", err)
+	_, err = s.AuthRequest(ctx, "box-late")
+	noErr(t, "late stays", err)
+}
+
+func testTokenRevocation(t *testing.T, s store.Store) {
+	a, b := account(t, s, "pk-a"), account(t, s, "pk-b")
+	gen, err := s.TokenGeneration(ctx, a.ID)
+	noErr(t, "generation", err)
+	eq(t, "a new account's generation", gen, int64(0))
+	gen, err = s.RevokeTokens(ctx, a.ID, 100)
+	noErr(t, "revoke", err)
+	eq(t, "first revocation", gen, int64(1))
+	gen, err = s.RevokeTokens(ctx, a.ID, 200)
+	noErr(t, "revoke again", err)
+	eq(t, "second revocation", gen, int64(2))
+	gen, err = s.TokenGeneration(ctx, a.ID)
+	noErr(t, "generation", err)
+	eq(t, "generation after two revocations", gen, int64(2))
+	gen, err = s.TokenGeneration(ctx, b.ID)
+	noErr(t, "other generation", err)
+	eq(t, "another account is untouched", gen, int64(0))
+	_, err = s.RevokeTokens(ctx, "no-such-account", 300)
+	isNotFound(t, "revoke unknown account", err)
 }
 
 func testGetOrCreateSession(t *testing.T, s store.Store) {

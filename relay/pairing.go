@@ -1,0 +1,187 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/happy-dev/happy/crypto"
+)
+
+// Pairing beyond the reference's QR code (docs/ARCHITECTURE.md, section
+// "Pairing"): a short code typed on the approving terminal, the browser
+// pairing link, and token revocation. The code lookup and the revocation
+// are routes of happy's own relay only.
+
+// Code is the short pairing code of the request (crypto.PairingCode of its
+// public key), "XXXXX-XXXXX".
+func (p *PairingRequest) Code() string { return crypto.PairingCode(p.PublicKey) }
+
+// PendingPairing is one open request the relay returned for a code.
+type PendingPairing struct {
+	// PublicKey is the terminal's box public key.
+	PublicKey [32]byte
+	// SupportsV2 tells whether the terminal accepts the dataKey answer.
+	SupportsV2 bool
+	// CreatedAt and ExpiresAt are Unix milliseconds (the relay's clock).
+	CreatedAt, ExpiresAt int64
+}
+
+// routeMissing reports whether err is the answer of a relay without the
+// route (404, 405 or 501).
+func routeMissing(err error) bool {
+	var se *StatusError
+	return errors.As(err, &se) && (se.Status == http.StatusNotFound || se.Status == http.StatusMethodNotAllowed || se.Status == http.StatusNotImplemented)
+}
+
+// LookupPairing is GET /v1/auth/request/lookup?code= (with the token): the
+// open requests the relay says have pairing code code. It does not check
+// the keys (ApproveByCode does). Errors: ErrRouteUnsupported on a relay
+// without the route, ErrProtocol for a malformed answer, the usual
+// StatusError sentinels otherwise.
+func (a *API) LookupPairing(ctx context.Context, code string) ([]PendingPairing, error) {
+	var out json.RawMessage
+	err := a.do(ctx, http.MethodGet, "/v1/auth/request/lookup", url.Values{"code": {code}}, nil, &out)
+	if routeMissing(err) {
+		return nil, fmt.Errorf("relay: %s has no pairing code lookup (GET /v1/auth/request/lookup: %v): %w", a.base, err, ErrRouteUnsupported)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return decodeLookup(out)
+}
+
+// decodeLookup reads the answer of GET /v1/auth/request/lookup:
+// {requests:[{publicKey (base64 of 32 bytes), supportsV2, createdAt,
+// expiresAt}]}. Anything else is ErrProtocol.
+func decodeLookup(b []byte) ([]PendingPairing, error) {
+	var out struct {
+		Requests *[]struct {
+			PublicKey  string `json:"publicKey"`
+			SupportsV2 bool   `json:"supportsV2"`
+			CreatedAt  int64  `json:"createdAt"`
+			ExpiresAt  int64  `json:"expiresAt"`
+		} `json:"requests"`
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, fmt.Errorf("relay: GET /v1/auth/request/lookup: decode answer: %w: %v", ErrProtocol, err)
+	}
+	if out.Requests == nil {
+		return nil, fmt.Errorf("relay: GET /v1/auth/request/lookup: no requests list: %w", ErrProtocol)
+	}
+	list := make([]PendingPairing, 0, len(*out.Requests))
+	for i, r := range *out.Requests {
+		raw, err := crypto.DecodeBase64(r.PublicKey)
+		if err != nil || len(raw) != 32 {
+			return nil, fmt.Errorf("relay: GET /v1/auth/request/lookup: requests[%d].publicKey is not a 32-byte key: %w", i, ErrProtocol)
+		}
+		list = append(list, PendingPairing{PublicKey: [32]byte(raw), SupportsV2: r.SupportsV2, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt})
+	}
+	return list, nil
+}
+
+// ErrNoPendingPairing: no open request has the code (typed wrong, expired,
+// or already approved).
+var ErrNoPendingPairing = errors.New("no open pairing request with this code")
+
+// ApproveByCode approves the terminal that shows code (any spelling
+// crypto.ParsePairingCode accepts): it asks the relay for the open
+// requests of the code, checks itself that each key's code is code (a key
+// that does not match is refused with ErrFingerprint: the relay cannot
+// substitute its own key), and answers the one match with ApproveTerminal
+// (dataKey, or legacy when the terminal does not support v2 or legacy is
+// set). It returns the approved key. Errors: a parse error of the code,
+// ErrRouteUnsupported (the reference relay), ErrNoPendingPairing, and
+// ApproveTerminal's.
+func ApproveByCode(ctx context.Context, api *API, creds *crypto.Credentials, code string, legacy bool) ([32]byte, error) {
+	norm, err := crypto.ParsePairingCode(code)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	if creds == nil || creds.AccountSecret == nil {
+		return [32]byte{}, fmt.Errorf("relay: approve terminal: %w", crypto.ErrNoAccountSecret)
+	}
+	list, err := api.WithToken(creds.Token).LookupPairing(ctx, norm)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	if len(list) == 0 {
+		return [32]byte{}, fmt.Errorf("relay: pairing code %s: %w", norm, ErrNoPendingPairing)
+	}
+	var match *PendingPairing
+	for i := range list {
+		got := crypto.PairingCode(list[i].PublicKey)
+		if got != norm {
+			return [32]byte{}, fmt.Errorf("relay: the relay answered code %s with a key whose code is %s; nothing approved: %w", norm, got, ErrFingerprint)
+		}
+		if match != nil && match.PublicKey != list[i].PublicKey {
+			return [32]byte{}, fmt.Errorf("relay: pairing code %s names %d different open requests; approve with the full link instead: %w", norm, len(list), ErrFingerprint)
+		}
+		match = &list[i]
+	}
+	if err := ApproveTerminal(ctx, api, creds, match.PublicKey, legacy || !match.SupportsV2); err != nil {
+		return [32]byte{}, err
+	}
+	return match.PublicKey, nil
+}
+
+// ParseTerminalKey reads the terminal's public key from what `happy auth
+// login` shows besides the code: the link happy://terminal?<base64url>, the
+// web link …/terminal/connect#key=<base64url>, or the bare key in base64url
+// or standard base64. Errors wrap crypto.ErrBadEncoding or
+// crypto.ErrBadLength.
+func ParseTerminalKey(s string) ([32]byte, error) {
+	s = strings.TrimSpace(s)
+	key := s
+	switch {
+	case strings.HasPrefix(s, "happy://terminal?"):
+		key = strings.TrimPrefix(s, "happy://terminal?")
+	case strings.Contains(s, "#key="):
+		_, key, _ = strings.Cut(s, "#key=")
+		key, _, _ = strings.Cut(key, "&")
+	}
+	raw, err := crypto.DecodeBase64URL(key)
+	if err != nil {
+		raw, err = crypto.DecodeBase64(key)
+	}
+	if err != nil {
+		return [32]byte{}, fmt.Errorf("relay: terminal key: %w", err)
+	}
+	if len(raw) != 32 {
+		return [32]byte{}, fmt.Errorf("relay: terminal key of %d bytes, want 32: %w", len(raw), crypto.ErrBadLength)
+	}
+	return [32]byte(raw), nil
+}
+
+// Revocation is the answer of POST /v1/auth/revoke.
+type Revocation struct {
+	// Generation is the account's new token generation.
+	Generation int64 `json:"generation"`
+	// Disconnected is how many of the account's sockets the relay closed.
+	Disconnected int `json:"disconnected"`
+}
+
+// RevokeTokens is POST /v1/auth/revoke (with the token): every token of
+// the account stops working, this one included. ErrRouteUnsupported on a
+// relay without the route (the reference relay cannot revoke tokens).
+func (a *API) RevokeTokens(ctx context.Context) (Revocation, error) {
+	var out struct {
+		Success bool `json:"success"`
+		Revocation
+	}
+	err := a.do(ctx, http.MethodPost, "/v1/auth/revoke", nil, map[string]any{}, &out)
+	if routeMissing(err) {
+		return Revocation{}, fmt.Errorf("relay: %s cannot revoke tokens (POST /v1/auth/revoke: %v): %w", a.base, err, ErrRouteUnsupported)
+	}
+	if err != nil {
+		return Revocation{}, err
+	}
+	if !out.Success || out.Generation < 1 {
+		return Revocation{}, fmt.Errorf("relay: POST /v1/auth/revoke: success %v, generation %d: %w", out.Success, out.Generation, ErrProtocol)
+	}
+	return out.Revocation, nil
+}

@@ -1,0 +1,12 @@
+-- Token revocation (POST /v1/auth/revoke): a token is valid only while it
+-- carries its account's current generation; revoking moves the generation
+-- on. An account without a row is at generation 0. Times are Unix
+-- milliseconds.
+
+CREATE TABLE token_revocations (
+    account_id  TEXT PRIMARY KEY REFERENCES accounts(id),
+    generation  INTEGER NOT NULL,
+    revoked_at  INTEGER NOT NULL
+);
+
+CREATE INDEX terminal_auth_requests_created ON terminal_auth_requests (created_at);
