@@ -184,6 +184,9 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 		wctx, wcancel := context.WithTimeout(ctx, opts.WaitCreated)
 		id, err := sess.WaitCreated(wctx)
 		wcancel()
+		if err == nil {
+			reportSpawned(id)
+		}
 		if err == nil && opts.OnCreated != nil {
 			opts.OnCreated(id)
 			created = true
@@ -234,6 +237,7 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	registerControl(runCtx, sess, runner)
+	registerKill(sess, cancel, env)
 	go receivePrompts(runCtx, env, sess, runner)
 	if opts.Local != nil {
 		go localPrompts(runCtx, env, opts.Local, runner)
@@ -241,6 +245,9 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 	if !created {
 		go func() {
 			id, err := sess.WaitCreated(runCtx)
+			if err == nil {
+				reportSpawned(id)
+			}
 			if err == nil && opts.OnCreated != nil {
 				opts.OnCreated(id)
 			}
@@ -393,6 +400,20 @@ func registerControl(ctx context.Context, sess *relay.Session, runner *session.R
 	})
 	sess.RegisterRPC(session.MethodAbort, func(_ context.Context, _ json.RawMessage) (any, error) {
 		return call(func(r chan<- error) session.Control { return session.ControlAbort{Reply: r} })
+	})
+}
+
+// MethodKillSession is the session RPC that ends a running session (the
+// reference app's killSession): the reply {success, message} is sent, then
+// the run ends as a signal would end it.
+const MethodKillSession = "killSession"
+
+// registerKill registers killSession: it replies, then cancels the run.
+func registerKill(sess *relay.Session, cancel context.CancelFunc, env Env) {
+	sess.RegisterRPC(MethodKillSession, func(context.Context, json.RawMessage) (any, error) {
+		env.Log.Info().Msg("killSession: the session is asked to end")
+		go cancel()
+		return map[string]any{"success": true, "message": "the session is ending"}, nil
 	})
 }
 
