@@ -1,0 +1,308 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/happy-dev/happy/app"
+	"github.com/happy-dev/happy/crypto"
+	"github.com/happy-dev/happy/daemon"
+	"github.com/happy-dev/happy/internal/home"
+	"github.com/happy-dev/happy/mapper"
+)
+
+// daemonHomes returns the environment of a daemon's home (with the fake
+// Codex) against a fresh relay, and of a second home of the same account.
+func daemonHomes(t *testing.T, fc *fakeCodex) (envA, envB map[string]string) {
+	t.Helper()
+	envA = codexTestEnv(t, fc)
+	envB = map[string]string{"HAPPY_SERVER_URL": envA["HAPPY_SERVER_URL"], "HAPPY_HOME_DIR": t.TempDir()}
+	creds, err := os.ReadFile(filepath.Join(envA["HAPPY_HOME_DIR"], crypto.CredentialsFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(envB["HAPPY_HOME_DIR"], crypto.CredentialsFileName), creds, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return envA, envB
+}
+
+// interactiveCodex is a fake Codex whose capture has no exit at the end: the
+// session stays open after its turn.
+func interactiveCodex(t *testing.T) *fakeCodex {
+	t.Helper()
+	fc := newFakeCodex(t, "codex-cli 0.171.0\n", "codex-app", "")
+	log, err := os.ReadFile(filepath.Join(fc.dir, "app-server.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, _, ok := strings.Cut(string(log), `{"t":1795964187836,"dir":"exit"`)
+	if !ok {
+		t.Fatal("the capture does not end with Codex's exit")
+	}
+	if err := os.WriteFile(filepath.Join(fc.dir, "app-server.jsonl"), []byte(head), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return fc
+}
+
+// startDaemon runs happy daemon start on env's home; the daemon and every
+// session it started are killed when the test ends.
+func startDaemon(t *testing.T, env map[string]string) daemon.State {
+	t.Helper()
+	old := selfExec
+	selfExec = testSelfExec(env)
+	defer func() { selfExec = old }()
+	code, stdout, stderr := runHappy(t, env, "daemon", "start")
+	if code != exitOK || !strings.HasPrefix(stdout, "happy: daemon started (pid ") {
+		t.Fatalf("happy daemon start = %d %q %q", code, stdout, stderr)
+	}
+	h := testHome(t, env)
+	st, err := daemon.ReadState(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if s, err := daemon.ReadState(h); err == nil {
+			for _, c := range s.Sessions {
+				_ = syscall.Kill(-c.PID, syscall.SIGKILL)
+			}
+		}
+		_ = syscall.Kill(-st.PID, syscall.SIGKILL)
+	})
+	return st
+}
+
+func testHome(t *testing.T, env map[string]string) home.Dir {
+	t.Helper()
+	h, err := home.New(env["HAPPY_HOME_DIR"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// machines is happy machines --json.
+func machines(t *testing.T, env map[string]string) []daemon.Machine {
+	t.Helper()
+	code, stdout, stderr := runHappy(t, env, "machines", "--json")
+	if code != exitOK {
+		t.Fatalf("happy machines: %d %s", code, stderr)
+	}
+	var ms []daemon.Machine
+	if err := json.Unmarshal([]byte(stdout), &ms); err != nil {
+		t.Fatalf("happy machines --json: %v\n%s", err, stdout)
+	}
+	return ms
+}
+
+// waitFor polls cond (it reads other processes' writes: nothing to wait
+// on) until it holds, failing after 30 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// groupGone reports whether process group pgid has no process left. The
+// test process may be a child subreaper (agent commands run in-process
+// make it one), so a leader re-parented to it is reaped here first.
+func groupGone(pgid int) bool {
+	var ws syscall.WaitStatus
+	_, _ = syscall.Wait4(pgid, &ws, syscall.WNOHANG, nil)
+	return errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH)
+}
+
+// spawnPID is the pid in happy spawn's notice.
+func spawnPID(t *testing.T, stderr string) int {
+	t.Helper()
+	_, rest, ok := strings.Cut(stderr, "(pid ")
+	n := 0
+	for _, r := range rest {
+		if r < '0' || r > '9' {
+			break
+		}
+		n = n*10 + int(r-'0')
+	}
+	if !ok || n == 0 {
+		t.Fatalf("no pid in %q", stderr)
+	}
+	return n
+}
+
+// A daemon on one home serves another home of the account: it is listed
+// as an online machine with its agents, refuses a missing folder until the
+// creation is approved, starts a Codex session that reports its id and is
+// marked startedBy daemon, the session takes a prompt and an approval
+// from the second home, and happy stop ends it through the daemon with
+// its process group gone. happy daemon stop ends the daemon and what it
+// still runs.
+func TestDaemonSpawnPromptApproveStop(t *testing.T) {
+	fc := interactiveCodex(t)
+	envA, envB := daemonHomes(t, fc)
+	st := startDaemon(t, envA)
+
+	// One daemon per home.
+	old := selfExec
+	selfExec = testSelfExec(envA)
+	code, _, stderr := runHappy(t, envA, "daemon", "start")
+	selfExec = old
+	if code != exitFailed || !strings.Contains(stderr, "a daemon already runs on this home (pid "+itoa(st.PID)+", since ") {
+		t.Fatalf("second daemon start = %d %q", code, stderr)
+	}
+	code, stdout, _ := runHappy(t, envA, "daemon", "status", "--json")
+	var s daemon.Status
+	if err := json.Unmarshal([]byte(stdout), &s); code != exitOK || err != nil || !s.Running || s.State == nil || s.State.Status != daemon.StatusRunning || s.State.PID != st.PID {
+		t.Fatalf("daemon status = %d %s", code, stdout)
+	}
+
+	// The machine is online with its agents.
+	var m daemon.Machine
+	waitFor(t, "the machine with its agents", func() bool {
+		ms := machines(t, envB)
+		if len(ms) != 1 || len(ms[0].Agents) == 0 {
+			return false
+		}
+		m = ms[0]
+		return true
+	})
+	host, _ := os.Hostname()
+	if m.ID != st.MachineID || !m.Online || m.Host != host || m.HomeDir != envA["HAPPY_HOME_DIR"] || m.Version != "dev" {
+		t.Fatalf("machine %+v", m)
+	}
+	var codexAgent app.InstalledAgent
+	for _, a := range m.Agents {
+		if a.Name == "codex" {
+			codexAgent = a
+		}
+	}
+	if !codexAgent.Installed || codexAgent.Path != fc.path || codexAgent.Version != "codex-cli 0.171.0" {
+		t.Fatalf("codex in the machine's agents: %+v", codexAgent)
+	}
+
+	// A missing folder needs an explicit approval; an unknown agent is refused.
+	dir := filepath.Join(t.TempDir(), "new", "project")
+	code, stdout, stderr = runHappy(t, envB, "spawn", "--machine", host, "--dir", dir, "--agent", "codex")
+	if code != exitFailed || stdout != "" || !strings.Contains(stderr, "the folder "+dir+" does not exist on "+host+"; add --create-dir to create it") {
+		t.Fatalf("spawn in a missing folder = %d %q %q", code, stdout, stderr)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("the folder was created without approval: %v", err)
+	}
+	code, _, stderr = runHappy(t, envB, "spawn", "--machine", host, "--dir", dir, "--agent", "sh")
+	if code != exitFailed || !strings.Contains(stderr, `unknown agent "sh" (this daemon starts claude, codex, gemini, opencode)`) {
+		t.Fatalf("spawn of an unknown agent = %d %q", code, stderr)
+	}
+
+	code, stdout, stderr = runHappy(t, envB, "spawn", "--machine", m.ID[:8], "--dir", dir, "--agent", "codex", "--create-dir")
+	if code != exitOK {
+		t.Fatalf("spawn = %d %q %q", code, stdout, stderr)
+	}
+	sid := strings.TrimSpace(stdout)
+	pid := spawnPID(t, stderr)
+	o, _ := readSession(t, envB, sid)
+	if o.Metadata.StartedBy != "daemon" || o.Metadata.Flavor != "codex" || o.Metadata.Path != dir || o.Metadata.MachineID != st.MachineID || o.Metadata.HostPid != pid {
+		t.Fatalf("spawned session metadata %+v (pid %d)", o.Metadata, pid)
+	}
+	code, stdout, _ = runHappy(t, envA, "daemon", "status")
+	if code != exitOK || !strings.Contains(stdout, "  session "+sid+"  codex  "+dir+"  pid "+itoa(pid)+"\n") {
+		t.Fatalf("daemon status with the session = %d %q", code, stdout)
+	}
+
+	// A prompt and an approval from the second home.
+	if code, _, stderr := runHappy(t, envB, "send", sid, "Run `echo hi > hi.txt` in the shell and tell me what happened"); code != exitOK {
+		t.Fatalf("happy send: %d %s", code, stderr)
+	}
+	var callID string
+	waitFor(t, "a blocked tool", func() bool {
+		_, tr := readSession(t, envB, sid)
+		for _, tp := range toolsOf(tr) {
+			if tp.State.Status == mapper.StatusBlocked {
+				callID = tp.CallID
+				return true
+			}
+		}
+		return false
+	})
+	if code, stdout, stderr := runHappy(t, envB, "approve", sid, callID); code != exitOK {
+		t.Fatalf("happy approve: %d %s %s", code, stdout, stderr)
+	}
+	waitFor(t, "the answer", func() bool {
+		_, tr := readSession(t, envB, sid)
+		n := len(tr.Messages)
+		return n > 0 && fmtParts(tr.Messages[n-1].Parts) == "Done: the command printed hi."
+	})
+	if m := fc.mismatch(t); m != "" {
+		t.Fatalf("happy's traffic differs from the script:\n%s", m)
+	}
+
+	// happy stop goes through the daemon; the process group is gone.
+	code, stdout, stderr = runHappy(t, envB, "stop", sid)
+	if code != exitOK || !strings.HasPrefix(stdout, "happy: session "+sid+": stopped by the daemon of machine "+st.MachineID+": session "+sid+" stopped (pid "+itoa(pid)+")") {
+		t.Fatalf("happy stop = %d %q %q", code, stdout, stderr)
+	}
+	waitFor(t, "the session's process group to go", func() bool { return groupGone(pid) })
+	waitFor(t, "the session to end", func() bool {
+		o, _ := readSession(t, envB, sid)
+		return o.Metadata.LifecycleState == app.LifecycleEnded
+	})
+	code, stdout, _ = runHappy(t, envB, "stop", sid)
+	if code != exitFailed {
+		t.Fatalf("happy stop of an ended session = %d %q", code, stdout)
+	}
+
+	// happy daemon stop stops the daemon and the sessions it runs.
+	dir2 := t.TempDir()
+	code, stdout, stderr = runHappy(t, envB, "spawn", "--machine", m.ID, "--dir", dir2, "--agent", "codex")
+	if code != exitOK {
+		t.Fatalf("second spawn = %d %q %q", code, stdout, stderr)
+	}
+	sid2, pid2 := strings.TrimSpace(stdout), spawnPID(t, stderr)
+	code, stdout, stderr = runHappy(t, envA, "daemon", "stop")
+	if code != exitOK || stdout != "happy: daemon stopped (pid "+itoa(st.PID)+", 1 session(s) stopped with it)\n" {
+		t.Fatalf("daemon stop = %d %q %q", code, stdout, stderr)
+	}
+	if !groupGone(pid2) {
+		t.Fatalf("the session %d outlived its daemon's stop", pid2)
+	}
+	if o, _ := readSession(t, envB, sid2); o.Metadata.LifecycleState != app.LifecycleEnded {
+		t.Fatalf("the second session after daemon stop: %+v", o.Metadata)
+	}
+	if code, stdout, _ := runHappy(t, envA, "daemon", "status"); code != exitFailed || !strings.HasPrefix(stdout, "not running") {
+		t.Fatalf("status after stop = %d %q", code, stdout)
+	}
+	waitFor(t, "the machine's daemon state shutting-down", func() bool {
+		ms := machines(t, envB)
+		if len(ms) != 1 || ms[0].Daemon == nil {
+			return false
+		}
+		var ds struct {
+			Status string `json:"status"`
+		}
+		return json.Unmarshal(*ms[0].Daemon, &ds) == nil && ds.Status == daemon.StatusShuttingDown
+	})
+	b, err := os.ReadFile(daemon.LogPath(testHome(t, envA)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"message":"spawn: the directory does not exist; asking for approval"`, `"message":"spawn refused"`,
+		`"message":"spawn: session reported its id"`, `"message":"stop-session: stopping"`, `"message":"daemon stopped"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the daemon log lacks %s", want)
+		}
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
