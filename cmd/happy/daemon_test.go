@@ -306,3 +306,70 @@ func TestDaemonSpawnPromptApproveStop(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// A daemon killed with kill -9 leaves its session running; the next daemon
+// on the home kills the session's process group and the orphan settlement
+// ends the session: the tool that waited errors with wrapper-exited.
+func TestKilledDaemonIsSettledByTheNextOne(t *testing.T) {
+	fc := interactiveCodex(t)
+	envA, envB := daemonHomes(t, fc)
+	h := testHome(t, envA)
+	st := startDaemon(t, envA)
+	waitFor(t, "the machine", func() bool { return len(machines(t, envB)) == 1 })
+	code, stdout, stderr := runHappy(t, envB, "spawn", "--machine", st.MachineID, "--dir", t.TempDir(), "--agent", "codex",
+		"Run `echo hi > hi.txt` in the shell and tell me what happened")
+	if code != exitOK {
+		t.Fatalf("spawn = %d %q %q", code, stdout, stderr)
+	}
+	sid, pid := strings.TrimSpace(stdout), spawnPID(t, stderr)
+	// The first prompt came with the spawn; its tool waits for a person.
+	waitFor(t, "a blocked tool", func() bool {
+		_, tr := readSession(t, envB, sid)
+		for _, tp := range toolsOf(tr) {
+			if tp.State.Status == mapper.StatusBlocked {
+				return true
+			}
+		}
+		return false
+	})
+
+	if err := syscall.Kill(st.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the killed daemon's lock to be free", func() bool { return !daemon.Running(h) })
+	if groupGone(pid) {
+		t.Fatal("the session died with its daemon; the test proves nothing")
+	}
+	st2 := startDaemon(t, envA)
+	if st2.PID == st.PID {
+		t.Fatal("the same daemon")
+	}
+	waitFor(t, "the old session's process group to go", func() bool { return groupGone(pid) })
+	waitFor(t, "the orphan to be settled", func() bool {
+		o, _ := readSession(t, envB, sid)
+		return o.Metadata.LifecycleState == app.LifecycleEnded
+	})
+	_, tr := readSession(t, envB, sid)
+	tools := toolsOf(tr)
+	if len(tools) != 1 || tools[0].State.Status != mapper.StatusError || tools[0].State.Error != "wrapper-exited" {
+		t.Fatalf("settled tools %+v", tools)
+	}
+	if n := openAssistants(tr); n != 0 {
+		t.Fatalf("%d assistant messages still open", n)
+	}
+	if s, err := daemon.ReadState(h); err != nil || len(s.Sessions) != 0 || s.PID != st2.PID {
+		t.Fatalf("the new daemon's state %+v %v", s, err)
+	}
+	b, _ := os.ReadFile(daemon.LogPath(h))
+	named := false
+	for _, l := range strings.Split(string(b), "\n") {
+		named = named || strings.Contains(l, `"pid":`+itoa(pid)+`,"session":"`+sid+`"`) &&
+			strings.Contains(l, `"message":"a session of the previous daemon still runs; killing its process group"`)
+	}
+	if !named {
+		t.Errorf("the daemon log does not name the killed session:\n%s", b)
+	}
+	if code, _, stderr := runHappy(t, envA, "daemon", "stop"); code != exitOK {
+		t.Fatalf("daemon stop: %d %s", code, stderr)
+	}
+}
