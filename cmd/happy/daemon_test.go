@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"os"
+	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -11,11 +14,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/happy-dev/happy/app"
 	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/daemon"
 	"github.com/happy-dev/happy/internal/home"
 	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/relay"
+	"github.com/happy-dev/happy/server"
 )
 
 // daemonHomes returns the environment of a daemon's home (with the fake
@@ -368,6 +375,102 @@ func TestKilledDaemonIsSettledByTheNextOne(t *testing.T) {
 	}
 	if !named {
 		t.Errorf("the daemon log does not name the killed session:\n%s", b)
+	}
+	if code, _, stderr := runHappy(t, envA, "daemon", "stop"); code != exitOK {
+		t.Fatalf("daemon stop: %d %s", code, stderr)
+	}
+}
+
+// restartableRelay is an in-process relay on a fixed loopback address that
+// restart stops and starts again on the same data.
+type restartableRelay struct {
+	t      *testing.T
+	addr   string
+	dir    string
+	srv    *server.Server
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func startRestartableRelay(t *testing.T) *restartableRelay {
+	t.Helper()
+	r := &restartableRelay{t: t, addr: "127.0.0.1:0", dir: t.TempDir()}
+	r.start()
+	t.Cleanup(r.stop)
+	return r
+}
+
+func (r *restartableRelay) url() string { return "http://" + r.addr }
+
+func (r *restartableRelay) start() {
+	r.t.Helper()
+	srv, err := server.New(server.Config{DataDir: r.dir, Logger: zerolog.Nop()})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var l net.Listener
+	for i := 0; ; i++ {
+		if l, err = net.Listen("tcp", r.addr); err == nil {
+			break
+		}
+		if i == 100 {
+			r.t.Fatalf("listen again on %s: %v", r.addr, err)
+		}
+		time.Sleep(50 * time.Millisecond) // the old listener's port is being released
+	}
+	r.addr = l.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	r.srv, r.cancel, r.done = srv, cancel, make(chan error, 1)
+	go func() { r.done <- srv.Serve(ctx, l) }()
+}
+
+func (r *restartableRelay) stop() {
+	if r.srv == nil {
+		return
+	}
+	r.cancel()
+	_ = r.srv.Close()
+	<-r.done
+	r.srv = nil
+}
+
+// A relay restart while the daemon runs: the machine comes back online
+// (a heartbeat after the restart) and its RPCs answer again.
+func TestDaemonSurvivesRelayRestart(t *testing.T) {
+	fc := interactiveCodex(t)
+	rr := startRestartableRelay(t)
+	var secret [32]byte
+	if _, err := rand.Read(secret[:]); err != nil {
+		t.Fatal(err)
+	}
+	api, err := relay.NewAPI(relay.HTTPConfig{BaseURL: rr.url()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds, err := relay.CreateAccount(context.Background(), api, secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	envA := map[string]string{"HAPPY_SERVER_URL": rr.url(), "HAPPY_HOME_DIR": t.TempDir(), "HAPPY_CODEX_PATH": fc.path}
+	envB := map[string]string{"HAPPY_SERVER_URL": rr.url(), "HAPPY_HOME_DIR": t.TempDir()}
+	for _, e := range []map[string]string{envA, envB} {
+		if err := creds.Save(filepath.Join(e["HAPPY_HOME_DIR"], crypto.CredentialsFileName)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := startDaemon(t, envA)
+	waitFor(t, "the machine online", func() bool { ms := machines(t, envB); return len(ms) == 1 && ms[0].Online })
+
+	rr.stop()
+	restarted := time.Now()
+	rr.start()
+	waitFor(t, "the machine online after the restart", func() bool {
+		ms := machines(t, envB)
+		return len(ms) == 1 && ms[0].Online && ms[0].LastSeen >= restarted.UnixMilli()-1000
+	})
+	code, stdout, stderr := runHappy(t, envB, "spawn", "--machine", st.MachineID, "--dir", t.TempDir(), "--agent", "codex")
+	if code != exitOK {
+		t.Fatalf("spawn after the restart = %d %q %q", code, stdout, stderr)
 	}
 	if code, _, stderr := runHappy(t, envA, "daemon", "stop"); code != exitOK {
 		t.Fatalf("daemon stop: %d %s", code, stderr)
