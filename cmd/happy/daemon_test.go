@@ -5,8 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
-	"os"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -173,6 +173,10 @@ func TestDaemonSpawnPromptApproveStop(t *testing.T) {
 	var s daemon.Status
 	if err := json.Unmarshal([]byte(stdout), &s); code != exitOK || err != nil || !s.Running || s.State == nil || s.State.Status != daemon.StatusRunning || s.State.PID != st.PID {
 		t.Fatalf("daemon status = %d %s", code, stdout)
+	}
+
+	if code, stdout, _ := runHappy(t, envA, "daemon", "logs"); code != exitOK || !strings.Contains(stdout, `"message":"daemon running: machine registered"`) {
+		t.Fatalf("daemon logs = %d %q", code, stdout)
 	}
 
 	// The machine is online with its agents.
@@ -475,4 +479,54 @@ func TestDaemonSurvivesRelayRestart(t *testing.T) {
 	if code, _, stderr := runHappy(t, envA, "daemon", "stop"); code != exitOK {
 		t.Fatalf("daemon stop: %d %s", code, stderr)
 	}
+}
+
+// happy daemon install --dry-run prints the unit and changes nothing;
+// uninstall --dry-run says what it would remove; commands on a home without
+// a daemon say so.
+func TestDaemonCommandsWithoutDaemon(t *testing.T) {
+	env := map[string]string{"HAPPY_HOME_DIR": t.TempDir(), "XDG_CONFIG_HOME": t.TempDir(), "PATH": "/usr/bin"}
+	code, stdout, stderr := runHappy(t, env, "daemon", "install", "--dry-run")
+	h := testHome(t, env)
+	u, err := daemon.NewUnit(daemon.UnitOptions{Home: h, Executable: mustExe(t), Getenv: func(k string) string { return env[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "# " + u.Path + "\n" + u.Text + "# then: systemctl --user daemon-reload && systemctl --user enable --now " + u.Name + "\n"
+	if code != exitOK || stdout != want || stderr != "" {
+		t.Fatalf("install --dry-run = %d\n%s\nwant\n%s\n%s", code, stdout, want, stderr)
+	}
+	if _, err := os.Stat(u.Path); !os.IsNotExist(err) {
+		t.Fatalf("a dry run wrote the unit: %v", err)
+	}
+	code, stdout, _ = runHappy(t, env, "daemon", "uninstall", "--dry-run")
+	if code != exitOK || stdout != "would run: systemctl --user disable --now "+u.Name+"\nwould remove: "+u.Path+"\nwould run: systemctl --user daemon-reload\n" {
+		t.Fatalf("uninstall --dry-run = %d %q", code, stdout)
+	}
+	for _, tc := range []struct {
+		args   []string
+		code   int
+		stdout string
+	}{
+		{[]string{"daemon", "status"}, exitFailed, "not running (start it with: happy daemon start; log: " + daemon.LogPath(h) + ")\n"},
+		{[]string{"daemon", "status", "--json"}, exitFailed, "{\n  \"running\": false,\n  \"log\": \"" + daemon.LogPath(h) + "\"\n}\n"},
+		{[]string{"daemon", "stop"}, exitOK, "happy: no daemon runs on this home\n"},
+		{[]string{"daemon", "logs"}, exitFailed, ""},
+		{[]string{"spawn", "--dir", "/x"}, exitUsage, ""},
+		{[]string{"stop"}, exitUsage, ""},
+	} {
+		code, stdout, stderr := runHappy(t, env, tc.args...)
+		if code != tc.code || stdout != tc.stdout {
+			t.Errorf("happy %q = %d %q %q; want %d %q", tc.args, code, stdout, stderr, tc.code, tc.stdout)
+		}
+	}
+}
+
+func mustExe(t *testing.T) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exe
 }
