@@ -219,11 +219,23 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 			opts.OnTranscript(red.Transcript())
 		}
 	}
+	note := newNotifier(env, opts)
+	defer note.wait()
+	onWaiting := func(callID string) {
+		note.waiting(callID)
+		if opts.OnWaiting != nil {
+			opts.OnWaiting(callID)
+		}
+	}
+	onActivity := func(thinking bool) {
+		sess.SetThinking(thinking)
+		note.activity(thinking)
+	}
 	runner := session.NewRunner(session.Options{
 		Agent: ag, Reducer: red, Sink: sink, Rules: opts.Rules,
 		PermissionTimeout: opts.PermissionTimeout, OneShot: opts.OneShot,
-		Log: env.Log, OnBus: onBus, Now: env.Now, OnActivity: sess.SetThinking,
-		OnEvent: providerSessionWatcher(opts.Flavor, lc.meta), OnWaiting: opts.OnWaiting,
+		Log: env.Log, OnBus: onBus, Now: env.Now, OnActivity: onActivity,
+		OnEvent: providerSessionWatcher(opts.Flavor, lc.meta), OnWaiting: onWaiting,
 	})
 
 	if opts.Resume == nil {
