@@ -156,12 +156,12 @@ func Run(ctx context.Context, opts Options) error {
 	go func() { defer d.wg.Done(); d.stateWriter(runCtx) }()
 	go d.refreshMetadata(runCtx, conn)
 
+	// Logged first: daemon start returns once the state file says running.
+	env.Log.Info().Str("relay", conn.URL).Msg("daemon running: machine registered")
 	d.mu.Lock()
 	d.state.Status = StatusRunning
-	d.saveLocked()
 	d.mu.Unlock()
 	d.changed()
-	env.Log.Info().Str("relay", conn.URL).Msg("daemon running: machine registered")
 
 	<-runCtx.Done()
 	return d.finish(ctx, nil)
