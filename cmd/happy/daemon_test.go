@@ -530,3 +530,22 @@ func mustExe(t *testing.T) string {
 	}
 	return exe
 }
+
+// happy stop of a session no daemon runs uses the session's own
+// killSession: it ends on the relay and its happy exits 0.
+func TestStopWithoutDaemon(t *testing.T) {
+	fc := interactiveCodex(t)
+	env := codexTestEnv(t, fc)
+	c := startChild(t, env, "codex", "--codex-protocol", "app-server")
+	sid := c.sessionID(t)
+	code, stdout, stderr := runHappy(t, env, "stop", sid)
+	if code != exitOK || stdout != "happy: session "+sid+": the session ended itself: the session is ending\n" {
+		t.Fatalf("happy stop = %d %q %q", code, stdout, stderr)
+	}
+	if code := c.wait(t); code != exitOK {
+		t.Fatalf("the stopped happy exited %d: %s", code, c.errText())
+	}
+	if o, _ := readSession(t, env, sid); o.Metadata.LifecycleState != app.LifecycleEnded || o.Metadata.StartedBy != "terminal" {
+		t.Fatalf("metadata after stop %+v", o.Metadata)
+	}
+}
