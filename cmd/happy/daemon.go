@@ -43,6 +43,7 @@ version, installed agents), keeps it online, and starts and stops sessions when
 another device asks (happy spawn, happy stop, the mobile app). One daemon runs
 per happy home; it logs to <home>/logs/daemon.out.`,
 		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newDaemonStartCmd(f), newDaemonRunCmd(f), newDaemonStopCmd(f), newDaemonStatusCmd(f),
 		newDaemonLogsCmd(f), newDaemonInstallCmd(f, true), newDaemonInstallCmd(f, false))

@@ -193,6 +193,11 @@ func TestDaemonSpawnPromptApproveStop(t *testing.T) {
 	if m.ID != st.MachineID || !m.Online || m.Host != host || m.HomeDir != envA["HAPPY_HOME_DIR"] || m.Version != "dev" {
 		t.Fatalf("machine %+v", m)
 	}
+	code, stdout, _ = runHappy(t, envB, "machines")
+	if lines := strings.Split(stdout, "\n"); code != exitOK || len(lines) != 3 || !strings.HasPrefix(lines[0], "MACHINE ") ||
+		!strings.HasPrefix(lines[1], m.ID+"  "+host+" ") || !strings.Contains(lines[1], " online ") || !strings.Contains(lines[1], " codex ") || !strings.HasSuffix(lines[1], " 0") {
+		t.Fatalf("happy machines = %d\n%s", code, stdout)
+	}
 	var codexAgent app.InstalledAgent
 	for _, a := range m.Agents {
 		if a.Name == "codex" {
@@ -514,6 +519,7 @@ func TestDaemonCommandsWithoutDaemon(t *testing.T) {
 		{[]string{"daemon", "logs"}, exitFailed, ""},
 		{[]string{"spawn", "--dir", "/x"}, exitUsage, ""},
 		{[]string{"stop"}, exitUsage, ""},
+		{[]string{"daemon", "frob"}, exitUsage, ""},
 	} {
 		code, stdout, stderr := runHappy(t, env, tc.args...)
 		if code != tc.code || stdout != tc.stdout {
