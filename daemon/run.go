@@ -422,8 +422,9 @@ func machineMetadata(_ context.Context, env app.Env, agents []app.InstalledAgent
 
 // reapLeftovers ends the sessions a daemon that died without stopping
 // them (kill -9, a crash) left running: every recorded session whose
-// process is still the one recorded (same start time) has its process
-// group killed (SIGKILL), and the wait for the group to go is bounded. Their
+// process is still the one recorded (same start time; where the start
+// time is unknown nothing is killed) has its process group killed
+// (SIGKILL), and the wait for the group to go is bounded. Their
 // sessions are then orphans, which the relay connection settles
 // (app.SettleOrphans).
 func reapLeftovers(env app.Env, prev State) {
@@ -431,12 +432,16 @@ func reapLeftovers(env app.Env, prev State) {
 		if c.PID <= 1 {
 			continue
 		}
-		ticks, ok := proc.StartTicks(c.PID)
-		if c.StartTicks != 0 && (!ok || ticks != c.StartTicks) {
-			continue // the pid is gone or belongs to another process now
-		}
-		if c.StartTicks == 0 && syscall.Kill(c.PID, 0) != nil {
+		if c.StartTicks == 0 {
+			// Without the start time (not Linux) a live pid may be
+			// another process's now: it is not killed.
+			if syscall.Kill(c.PID, 0) == nil {
+				env.Log.Warn().Int("pid", c.PID).Str("session", c.SessionID).Msg("a session of the previous daemon may still run; not killed (its start time is unknown)")
+			}
 			continue
+		}
+		if ticks, ok := proc.StartTicks(c.PID); !ok || ticks != c.StartTicks {
+			continue // the pid is gone or belongs to another process now
 		}
 		env.Log.Warn().Int("pid", c.PID).Str("session", c.SessionID).Msg("a session of the previous daemon still runs; killing its process group")
 		_ = syscall.Kill(-c.PID, syscall.SIGKILL)

@@ -7,6 +7,8 @@
 //	logs/           zerolog files, one per process start
 //	server/         data of the embedded relay (happy server)
 //	outbox/         durable outbox of the relay client
+//	daemon.lock     held by the running daemon (flock)
+//	daemon.json     the daemon's state: pid, start, status, its sessions
 package home
 
 import (
