@@ -46,7 +46,11 @@ func TestSpawnArgs(t *testing.T) {
 		{"bad mode", SpawnRequest{Agent: "codex", PermissionMode: "--yolo"}, nil, `permission mode "--yolo" is not one of codex's (default, read-only, safe-yolo, yolo)`},
 		{"mode of another agent", SpawnRequest{Agent: "claude", PermissionMode: "yolo"}, nil, `permission mode "yolo" is not one of claude's (default, acceptEdits, plan, bypassPermissions)`},
 		{"NUL in prompt", SpawnRequest{Agent: "codex", Prompt: "a\x00b"}, nil, "the first prompt is over 65536 bytes or holds a NUL byte"},
-		{"resume", SpawnRequest{Agent: "claude", ResumeSessionID: "s1"}, nil, "resuming a session through the daemon is not supported yet; use happy resume on the machine"},
+		{"resume", SpawnRequest{Agent: "claude", ResumeSessionID: "cmx1_a-B", Prompt: "go on"}, []string{"resume", "cmx1_a-B", "--remote", "--started-by", "daemon", "--initial-prompt=go on"}, ""},
+		{"resume with a mode", SpawnRequest{Agent: "claude", ResumeSessionID: "s1", PermissionMode: "plan"}, nil, `permission mode "plan": a resumed session keeps its own`},
+		{"resume of codex", SpawnRequest{Agent: "codex", ResumeSessionID: "s1"}, nil, "resuming a codex session through the daemon is not supported (Claude sessions only)"},
+		{"resume id as a flag", SpawnRequest{Agent: "claude", ResumeSessionID: "--yolo"}, nil, `session id "--yolo" is not a session id`},
+		{"resume id with a space", SpawnRequest{Agent: "claude", ResumeSessionID: "a b"}, nil, `session id "a b" is not a session id`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -179,7 +183,8 @@ func TestUnit(t *testing.T) {
 // one --flag=value argument.
 func FuzzSpawnRequest(f *testing.F) {
 	for _, s := range []string{`{"agent":"claude","directory":"/w"}`, `{"agent":"codex","permissionMode":"yolo","prompt":"hi"}`,
-		`{"agent":"sh"}`, `{"agent":"codex","prompt":"--codex-path=/bin/sh"}`, `[]`, `{"agent":1}`} {
+		`{"agent":"sh"}`, `{"agent":"codex","prompt":"--codex-path=/bin/sh"}`, `[]`, `{"agent":1}`,
+		`{"agent":"claude","resumeSessionId":"-p"}`, `{"agent":"claude","resumeSessionId":"abc","prompt":"x"}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -192,11 +197,17 @@ func FuzzSpawnRequest(f *testing.F) {
 			return
 		}
 		base := agentArgs[req.Agent]
+		if req.ResumeSessionID != "" {
+			base = []string{"resume", req.ResumeSessionID, "--remote"}
+			if req.Agent != "claude" || !validID(req.ResumeSessionID) {
+				t.Fatalf("resume of %q %q accepted", req.Agent, req.ResumeSessionID)
+			}
+		}
 		if base == nil || !reflect.DeepEqual(args[:len(base)], base) {
 			t.Fatalf("args %q for agent %q", args, req.Agent)
 		}
 		for _, a := range args[len(base):] {
-			if a != "--started-by" && a != "daemon" && !strings.HasPrefix(a, "--permission-mode=") && !strings.HasPrefix(a, "--initial-prompt=") {
+			if a != "--started-by" && a != "daemon" && !(strings.HasPrefix(a, "--permission-mode=") && req.ResumeSessionID == "") && !strings.HasPrefix(a, "--initial-prompt=") {
 				t.Fatalf("argument %q", a)
 			}
 		}

@@ -32,8 +32,9 @@ type SpawnRequest struct {
 	Agent                        string `json:"agent"`
 	PermissionMode               string `json:"permissionMode,omitempty"`
 	Prompt                       string `json:"prompt,omitempty"`
-	// ResumeSessionID asks to continue a session; not supported by this
-	// daemon yet (the reply is an error).
+	// ResumeSessionID continues an ended Claude session of this machine's
+	// home in place (happy resume ID --remote, in the session's own
+	// folder); Directory is then not used.
 	ResumeSessionID string `json:"resumeSessionId,omitempty"`
 }
 
@@ -104,11 +105,20 @@ func spawnArgs(req SpawnRequest) ([]string, error) {
 	if !ok {
 		return nil, fmt.Errorf("unknown agent %q (this daemon starts %s)", req.Agent, strings.Join(Agents(), ", "))
 	}
-	if req.ResumeSessionID != "" {
-		return nil, errors.New("resuming a session through the daemon is not supported yet; use happy resume on the machine")
-	}
 	args := append(slices.Clone(base), "--started-by", "daemon")
-	if m := req.PermissionMode; m != "" {
+	if id := req.ResumeSessionID; id != "" {
+		if req.Agent != "claude" {
+			return nil, fmt.Errorf("resuming a %s session through the daemon is not supported (Claude sessions only)", req.Agent)
+		}
+		if !validID(id) {
+			return nil, fmt.Errorf("session id %q is not a session id", id)
+		}
+		if m := req.PermissionMode; m != "" && m != "default" {
+			return nil, fmt.Errorf("permission mode %q: a resumed session keeps its own", m)
+		}
+		args = []string{"resume", id, "--remote", "--started-by", "daemon"}
+	}
+	if m := req.PermissionMode; m != "" && req.ResumeSessionID == "" {
 		if !slices.Contains(permissionModes[req.Agent], m) {
 			if m != "default" {
 				return nil, fmt.Errorf("permission mode %q is not one of %s's (%s)", m, req.Agent, strings.Join(permissionModes[req.Agent], ", "))
@@ -124,6 +134,20 @@ func spawnArgs(req SpawnRequest) ([]string, error) {
 		args = append(args, "--initial-prompt="+req.Prompt)
 	}
 	return args, nil
+}
+
+// validID reports whether id can be a relay session id (letters, digits,
+// '-' and '_', not starting with '-', at most 100 bytes).
+func validID(id string) bool {
+	if id == "" || len(id) > 100 || id[0] == '-' {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // resolveDir makes a request's directory absolute ("~" and "~/…" are the
@@ -163,6 +187,11 @@ func (d *daemon) spawn(ctx context.Context, params json.RawMessage) SpawnReply {
 	args, err := spawnArgs(req)
 	if err != nil {
 		return fail("%v", err)
+	}
+	if req.ResumeSessionID != "" && req.Directory == "" {
+		// happy resume goes to the session's own folder; it starts in
+		// the user's home folder.
+		req.Directory = "~"
 	}
 	dir, err := resolveDir(req.Directory)
 	if err != nil {

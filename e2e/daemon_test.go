@@ -16,7 +16,8 @@ import (
 // The daemon with the real Claude Code: a session spawned from another
 // home runs Claude in remote mode in the folder, takes its first prompt from
 // the spawn, waits for the approval given from the other home, finishes,
-// and happy stop ends it through the daemon.
+// and happy stop ends it through the daemon; a spawn with --resume
+// continues it in place with Claude's own resume.
 func TestE2EDaemonSpawnsClaude(t *testing.T) {
 	claudeBin := agentBinary(t, "CLAUDE")
 	relay := startRelay(t)
@@ -80,5 +81,34 @@ func TestE2EDaemonSpawnsClaude(t *testing.T) {
 	}
 	if code, out, errOut := happyRun(t, envB, work, "stop", sid); code != 0 || !strings.Contains(out, "stopped by the daemon") {
 		t.Fatalf("stop: %d %s %s", code, out, errOut)
+	}
+	waitFor(t, 30*time.Second, "the session to end", func() bool {
+		_, out, _ := happyRun(t, envB, work, "sessions", "--json")
+		return strings.Contains(out, `"state": "ended"`)
+	})
+
+	// The daemon resumes the ended session in place with a new prompt.
+	code, out, errOut = happyRun(t, envB, work, "spawn", "--machine", st.State.MachineID, "--resume", sid, "--agent", "claude", "Create hi.txt again")
+	if code != 0 || strings.TrimSpace(out) != sid {
+		t.Fatalf("spawn --resume: %d %q %s", code, out, errOut)
+	}
+	waitFor(t, 60*time.Second, "a blocked tool in the resumed session", func() bool {
+		_, doc, _ := happyRun(t, envB, work, "log", sid, "--json")
+		c := blockedCall(doc)
+		if c != "" && c != callID {
+			callID = c
+			return true
+		}
+		return false
+	})
+	if code, out, errOut := happyRun(t, envB, work, "approve", sid, callID); code != 0 {
+		t.Fatalf("approve in the resumed session: %d %s %s", code, out, errOut)
+	}
+	waitFor(t, 60*time.Second, "the second answer", func() bool {
+		_, text, _ := happyRun(t, envB, work, "log", sid)
+		return strings.Count(text, "Created hi.txt.") == 2 && strings.Contains(text, "Create hi.txt again")
+	})
+	if code, out, errOut := happyRun(t, envB, work, "stop", sid); code != 0 || !strings.Contains(out, "stopped by the daemon") {
+		t.Fatalf("stop of the resumed session: %d %s %s", code, out, errOut)
 	}
 }

@@ -376,12 +376,13 @@ func newSpawnCmd(f *factory) *cobra.Command {
 happy machines) in folder D there, through the machine's daemon. The agent is
 one happy knows (` + strings.Join(daemon.Agents(), ", ") + `). The optional argument is the
 session's first prompt. A folder that does not exist is created only with
---create-dir. The session id is printed on stdout; follow the session with
+--create-dir. --resume SESSION continues an ended Claude session the machine
+ran, in place (happy resume there). The session id is printed on stdout; follow the session with
 happy log ID --follow, and end it with happy stop ID.`,
 		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if machine == "" || req.Directory == "" {
-				return &usageError{err: errors.New("spawn needs --machine and --dir")}
+			if machine == "" || req.Directory == "" && req.ResumeSessionID == "" {
+				return &usageError{err: errors.New("spawn needs --machine and --dir (or --resume)")}
 			}
 			if len(args) == 1 {
 				req.Prompt = args[0]
@@ -421,6 +422,7 @@ happy log ID --follow, and end it with happy stop ID.`,
 	cmd.Flags().StringVar(&req.Agent, "agent", "claude", "the agent: "+strings.Join(daemon.Agents(), ", "))
 	cmd.Flags().StringVar(&req.PermissionMode, "permission-mode", "", "the agent's permission mode (see happy claude --help, happy codex --help)")
 	cmd.Flags().BoolVar(&req.ApprovedNewDirectoryCreation, "create-dir", false, "create the folder when it does not exist")
+	cmd.Flags().StringVar(&req.ResumeSessionID, "resume", "", "continue this ended Claude `SESSION` of the machine in place (in its own folder; --dir is not needed)")
 	return cmd
 }
 
