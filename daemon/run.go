@@ -154,7 +154,8 @@ func Run(ctx context.Context, opts Options) error {
 	d.registerRPCs(runCtx)
 	d.wg.Add(1)
 	go func() { defer d.wg.Done(); d.stateWriter(runCtx) }()
-	go d.refreshMetadata(runCtx, conn)
+	d.wg.Add(1)
+	go func() { defer d.wg.Done(); d.refreshMetadata(runCtx, conn) }()
 
 	// Logged first: daemon start returns once the state file says running.
 	env.Log.Info().Str("relay", conn.URL).Msg("daemon running: machine registered")
