@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -553,5 +554,46 @@ func TestStopWithoutDaemon(t *testing.T) {
 	}
 	if o, _ := readSession(t, env, sid); o.Metadata.LifecycleState != app.LifecycleEnded || o.Metadata.StartedBy != "terminal" {
 		t.Fatalf("metadata after stop %+v", o.Metadata)
+	}
+}
+
+// happy daemon logs -f prints the log and what is appended to it, until
+// interrupted (exit 0).
+func TestDaemonLogsFollow(t *testing.T) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt)
+	defer signal.Stop(sig)
+	env := map[string]string{"HAPPY_HOME_DIR": t.TempDir()}
+	h := testHome(t, env)
+	if err := os.MkdirAll(h.Logs(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(daemon.LogPath(h), []byte("first line\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	f := newFactory(strings.NewReader(""), stdout, stderr, func(k string) string { return env[k] })
+	done := make(chan int, 1)
+	go func() { done <- run([]string{"daemon", "logs", "-f"}, f) }()
+	waitOutput(t, "stdout", stdout, "first line\n", done)
+	lf, err := os.OpenFile(daemon.LogPath(h), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lf.WriteString("second line\n"); err != nil {
+		t.Fatal(err)
+	}
+	lf.Close()
+	waitOutput(t, "stdout", stdout, "first line\nsecond line\n", done)
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		if code != exitOK || stdout.String() != "first line\nsecond line\n" {
+			t.Fatalf("logs -f = %d %q %q", code, stdout.String(), stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("logs -f did not end on SIGINT")
 	}
 }
