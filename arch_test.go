@@ -18,7 +18,7 @@ const module = "github.com/happy-dev/happy"
 
 // domain lists the packages (and their sub-packages) that know what happy
 // is about; no package under internal/ may import them.
-var domain = []string{"agent", "adapters", "mapper", "session", "relay", "server", "crypto", "export", "cmd", "app", "localapi"}
+var domain = []string{"agent", "adapters", "mapper", "session", "relay", "server", "crypto", "export", "cmd", "app", "localapi", "daemon"}
 
 // imports returns, per package folder (relative to the module root), the
 // module-local imports of its non-test Go files.
@@ -80,15 +80,19 @@ func TestImportsRunOneWay(t *testing.T) {
 				t.Errorf("%s imports %s: the model and the runner do not know the adapters or the commands", pkg, dep)
 			case under(pkg, "localapi") && !under(dep, "localapi") && dep != "mapper" && dep != "agent" && !under(dep, "internal"):
 				t.Errorf("%s imports %s: the local event API serves the model's changes and knows only mapper, agent and internal pieces", pkg, dep)
-			case dep == "app" && !under(pkg, "cmd"):
-				t.Errorf("%s imports app: only the commands use the wiring", pkg)
+			case dep == "app" && !under(pkg, "cmd") && !under(pkg, "daemon"):
+				t.Errorf("%s imports app: only the commands (and the daemon, wiring on top of it) use the wiring", pkg)
+			case under(dep, "daemon") && !under(pkg, "cmd") && !under(pkg, "daemon"):
+				t.Errorf("%s imports %s: only the commands use the daemon", pkg, dep)
+			case under(pkg, "daemon") && (under(dep, "adapters") || under(dep, "cmd") || under(dep, "server")):
+				t.Errorf("%s imports %s: the daemon starts happy itself, never an agent or the relay", pkg, dep)
 			case under(pkg, "crypto") && dep != "crypto" && !under(dep, "crypto"):
 				t.Errorf("crypto imports %s: crypto is a leaf", dep)
 			}
 		}
 	}
 	// The rules above only mean something if the packages they name exist.
-	for _, p := range []string{"agent", "mapper", "session", "adapters/claude", "app", "internal/queue", "localapi"} {
+	for _, p := range []string{"agent", "mapper", "session", "adapters/claude", "app", "internal/queue", "localapi", "daemon"} {
 		if _, ok := graph[p]; !ok {
 			t.Errorf("package %s not found", path.Clean(p))
 		}

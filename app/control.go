@@ -26,6 +26,14 @@ var ErrRPC = errors.New("control call failed")
 // returns the decrypted result. The relay's errors ("RPC method not
 // available", timeouts) and the callee's {"error": …} wrap ErrRPC.
 func CallRPC(ctx context.Context, conn *Conn, o Opened, method string, params any, timeout time.Duration) (json.RawMessage, error) {
+	return CallScopedRPC(ctx, conn, o.Info.ID, o.Cipher, method, params, timeout)
+}
+
+// CallScopedRPC is CallRPC for any scope: it calls "<scopeID>:<method>"
+// with params and result encrypted with cipher (a session's key, or the
+// account's machine key for a machine RPC, docs/ARCHITECTURE.md, section
+// "The daemon"). timeout 0 is 40 s.
+func CallScopedRPC(ctx context.Context, conn *Conn, scopeID string, cipher crypto.Cipher, method string, params any, timeout time.Duration) (json.RawMessage, error) {
 	if timeout <= 0 {
 		timeout = 40 * time.Second
 	}
@@ -35,7 +43,7 @@ func CallRPC(ctx context.Context, conn *Conn, o Opened, method string, params an
 	if err != nil {
 		return nil, err
 	}
-	sealed, err := o.Cipher.Seal(plain)
+	sealed, err := cipher.Seal(plain)
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +53,7 @@ func CallRPC(ctx context.Context, conn *Conn, o Opened, method string, params an
 		return nil, fmt.Errorf("%w: connect to the relay: %w", ErrRelay, err)
 	}
 	defer sock.Close()
-	reply, err := sock.Call(ctx, "rpc-call", map[string]any{"method": o.Info.ID + ":" + method, "params": crypto.EncodeBase64(sealed)})
+	reply, err := sock.Call(ctx, "rpc-call", map[string]any{"method": scopeID + ":" + method, "params": crypto.EncodeBase64(sealed)})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrRPC, method, err)
 	}
@@ -68,7 +76,7 @@ func CallRPC(ctx context.Context, conn *Conn, o Opened, method string, params an
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: result: %w", ErrRPC, method, err)
 	}
-	out, err := o.Cipher.Open(raw)
+	out, err := cipher.Open(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: result: %w", ErrRPC, method, err)
 	}

@@ -188,6 +188,9 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 		wctx, wcancel := context.WithTimeout(ctx, opts.WaitCreated)
 		id, err := sess.WaitCreated(wctx)
 		wcancel()
+		if err == nil {
+			reportSpawned(id)
+		}
 		if err == nil && opts.OnCreated != nil {
 			opts.OnCreated(id)
 			created = true
@@ -223,11 +226,23 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 			opts.OnTranscript(red.Transcript())
 		}
 	}
+	note := newNotifier(env, opts)
+	defer note.wait()
+	onWaiting := func(callID string) {
+		note.waiting(callID)
+		if opts.OnWaiting != nil {
+			opts.OnWaiting(callID)
+		}
+	}
+	onActivity := func(thinking bool) {
+		sess.SetThinking(thinking)
+		note.activity(thinking)
+	}
 	runner := session.NewRunner(session.Options{
 		Agent: ag, Reducer: red, Sink: sink, Rules: opts.Rules,
 		PermissionTimeout: opts.PermissionTimeout, OneShot: opts.OneShot,
-		Log: env.Log, OnBus: onBus, Now: env.Now, OnActivity: sess.SetThinking,
-		OnEvent: providerSessionWatcher(opts.Flavor, lc.meta), OnWaiting: opts.OnWaiting,
+		Log: env.Log, OnBus: onBus, Now: env.Now, OnActivity: onActivity,
+		OnEvent: providerSessionWatcher(opts.Flavor, lc.meta), OnWaiting: onWaiting,
 	})
 
 	if opts.Resume == nil {
@@ -241,6 +256,7 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	registerControl(runCtx, sess, runner)
+	registerKill(sess, cancel, env)
 	go receivePrompts(runCtx, env, sess, runner)
 	if opts.Local != nil {
 		go localPrompts(runCtx, env, opts.Local, runner)
@@ -248,6 +264,9 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 	if !created {
 		go func() {
 			id, err := sess.WaitCreated(runCtx)
+			if err == nil {
+				reportSpawned(id)
+			}
 			if err == nil && opts.OnCreated != nil {
 				opts.OnCreated(id)
 			}
@@ -400,6 +419,20 @@ func registerControl(ctx context.Context, sess *relay.Session, runner *session.R
 	})
 	sess.RegisterRPC(session.MethodAbort, func(_ context.Context, _ json.RawMessage) (any, error) {
 		return call(func(r chan<- error) session.Control { return session.ControlAbort{Reply: r} })
+	})
+}
+
+// MethodKillSession is the session RPC that ends a running session (the
+// reference app's killSession): the reply {success, message} is sent, then
+// the run ends as a signal would end it.
+const MethodKillSession = "killSession"
+
+// registerKill registers killSession: it replies, then cancels the run.
+func registerKill(sess *relay.Session, cancel context.CancelFunc, env Env) {
+	sess.RegisterRPC(MethodKillSession, func(context.Context, json.RawMessage) (any, error) {
+		env.Log.Info().Msg("killSession: the session is asked to end")
+		go cancel()
+		return map[string]any{"success": true, "message": "the session is ending"}, nil
 	})
 }
 

@@ -474,3 +474,13 @@ func (a *API) SendMessages(ctx context.Context, sessionID string, msgs []Outgoin
 	}
 	return out.Messages, nil
 }
+
+// ListMachines is GET /v1/machines: the account's machines (a bare array on
+// the wire), metadata and daemon state as base64 ciphertext.
+func (a *API) ListMachines(ctx context.Context) ([]MachineInfo, error) {
+	var out []MachineInfo
+	if err := a.do(ctx, http.MethodGet, "/v1/machines", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

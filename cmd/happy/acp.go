@@ -206,7 +206,7 @@ func runACP(parent context.Context, f *factory, o *agentOptions, ao *acpOptions,
 	out := newRunOutput(f, o.output)
 	so := app.SessionOptions{
 		Flavor: p.flavor, Dir: dir, Prompt: o.prompt, OneShot: oneShot, ProviderID: p.providerID,
-		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: "terminal",
+		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: o.startedByValue(),
 		FlushTimeout: o.flushTimeout, Yolo: o.yolo, Events: events(es),
 		OnBus: prog.onBus, OnWaiting: prog.waiting,
 		OnCreated: func(id string) {
@@ -216,6 +216,9 @@ func runACP(parent context.Context, f *factory, o *agentOptions, ao *acpOptions,
 				prog.created(id, fmt.Sprintf("happy: session %s — send prompts with: happy send %s \"…\" (Ctrl-C ends it)", id, id))
 			}
 		},
+	}
+	if !oneShot {
+		so.Prompt = o.initialPrompt
 	}
 	out.wire(&so)
 	res, err := app.RunSession(ctx, env, conn, agent, so)

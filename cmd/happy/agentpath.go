@@ -7,16 +7,16 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 
+	"github.com/happy-dev/happy/app"
 	"github.com/happy-dev/happy/internal/proc"
 )
 
-// agentExe names where an agent command looks for its executable: a flag
-// (flagName; "" for happy acp, whose flag value is the command after --), then the environment variable
-// env, then the name def on PATH.
+// agentExe names where an agent command looks for its executable
+// (app.AgentCommand: a flag, then an environment variable, then a name on
+// PATH).
 type agentExe struct {
 	title    string // what the user installs: "Claude Code", "Codex", …
 	flagName string // e.g. "claude-path"
@@ -24,45 +24,21 @@ type agentExe struct {
 	def      string // e.g. "claude"
 }
 
+func fromCommand(a app.AgentCommand) agentExe {
+	return agentExe{title: a.Title, flagName: a.FlagName, env: a.Env, def: a.Def}
+}
+
 // find checks that the executable the command would start exists and is
 // executable, before any session is opened, and returns it as given
 // (flagValue, else $env, else def). Its error is one line saying what was
 // looked for, where, and how to fix it (exit status 1).
 func (a agentExe) find(f *factory, flagValue string) (string, error) {
-	val, from := flagValue, "--"+a.flagName
-	if val == "" {
-		val, from = f.getenv(a.env), a.env
+	c := app.AgentCommand{Title: a.title, FlagName: a.flagName, Env: a.env, Def: a.def}
+	path, err := c.Find(f.getenv, flagValue)
+	if err != nil {
+		return "", &exitError{code: exitFailed, err: err}
 	}
-	if val == "" {
-		val, from = a.def, ""
-	}
-	_, err := exec.LookPath(val)
-	if err == nil {
-		return val, nil
-	}
-	why := "does not exist"
-	switch {
-	case errors.Is(err, fs.ErrPermission), errors.Is(err, exec.ErrNotFound) && strings.Contains(val, "/") && exists(val):
-		why = "is not an executable file"
-	}
-	var msg string
-	switch {
-	case from == "":
-		msg = fmt.Sprintf("%s not found: no %q on PATH (%s); install it, or set %s to its executable", a.title, val, os.Getenv("PATH"), a.env)
-	case from == "--":
-		if !strings.Contains(val, "/") {
-			why = "is not on PATH (" + os.Getenv("PATH") + ")"
-		}
-		msg = fmt.Sprintf("%s not found: the command after -- is %q, which %s; install the agent, or give its full path after --", a.title, val, why)
-	case strings.HasPrefix(from, "--"):
-		msg = fmt.Sprintf("%s not found: %s %q %s; point it at the %s executable", a.title, from, val, why, a.def)
-	default:
-		if !strings.Contains(val, "/") {
-			why = "is not on PATH (" + os.Getenv("PATH") + ")"
-		}
-		msg = fmt.Sprintf("%s not found: %s is %q, which %s; point it at the %s executable, or unset it to look for %q on PATH", a.title, a.env, val, why, a.def, a.def)
-	}
-	return "", &exitError{code: exitFailed, err: errors.New(msg)}
+	return path, nil
 }
 
 // cannotStart turns an error of starting the agent at path into one line
@@ -125,8 +101,8 @@ func exists(path string) bool {
 
 // The agents happy starts by name.
 var (
-	claudeExe   = agentExe{title: "Claude Code", flagName: "claude-path", env: "HAPPY_CLAUDE_PATH", def: "claude"}
-	codexExe    = agentExe{title: "Codex", flagName: "codex-path", env: "HAPPY_CODEX_PATH", def: "codex"}
-	geminiExe   = agentExe{title: "Gemini CLI", flagName: "gemini-path", env: "HAPPY_GEMINI_PATH", def: "gemini"}
-	opencodeExe = agentExe{title: "OpenCode", flagName: "opencode-path", env: "HAPPY_OPENCODE_PATH", def: "opencode"}
+	claudeExe   = fromCommand(app.ClaudeCommand)
+	codexExe    = fromCommand(app.CodexCommand)
+	geminiExe   = fromCommand(app.GeminiCommand)
+	opencodeExe = fromCommand(app.OpencodeCommand)
 )

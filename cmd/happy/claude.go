@@ -41,6 +41,12 @@ type agentOptions struct {
 	// eventsListen is --events-listen: the loopback address of the local
 	// event API ("" serves none).
 	eventsListen string
+	// startedBy is "terminal", or "daemon" for a session the daemon
+	// started (hidden --started-by; written to the session's metadata).
+	startedBy string
+	// initialPrompt is the first prompt of a session that goes on after
+	// it (hidden --initial-prompt; the daemon passes a spawn's prompt).
+	initialPrompt string
 	// resume, when set, continues an ended session in place (happy
 	// resume): the agent resumes its own session and the transcript goes
 	// on in the same relay session.
@@ -74,6 +80,18 @@ func (o *agentOptions) bind(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&o.output, "output", outputText, "with -p: text (the final answer), json (one result object at the end), stream-json (the flat events as JSON lines while the turn runs)")
 	cmd.Flags().StringVar(&o.eventsListen, "events-listen", "", "serve the session's live events (SSE GET /event) and documents (GET /session) on this loopback `ADDR`, e.g. 127.0.0.1:4096; the bearer token is in the happy home's events.token")
 	cmd.Flags().BoolVar(&o.yolo, "yolo", false, "allow every tool call without asking (the rule *:* allow; your own deny and ask rules still win); recorded in the session")
+	cmd.Flags().StringVar(&o.startedBy, "started-by", "terminal", "who started the session: terminal or daemon (recorded in the session)")
+	cmd.Flags().StringVar(&o.initialPrompt, "initial-prompt", "", "first prompt of a session that goes on taking prompts (without -p)")
+	_ = cmd.Flags().MarkHidden("started-by")
+	_ = cmd.Flags().MarkHidden("initial-prompt")
+}
+
+// startedByValue is the metadata's startedBy: "daemon" or "terminal".
+func (o *agentOptions) startedByValue() string {
+	if o.startedBy == "daemon" {
+		return "daemon"
+	}
+	return "terminal"
 }
 
 // checkFlags refuses, as usage errors, what the agent flags can tell
@@ -91,6 +109,9 @@ func (o *agentOptions) checkFlags(cmd *cobra.Command) error {
 	if err := o.checkEventsFlag(); err != nil {
 		return err
 	}
+	if err := o.checkStartFlags(); err != nil {
+		return err
+	}
 	return o.checkRuleFlags()
 }
 
@@ -102,6 +123,18 @@ func (o *agentOptions) checkEventsFlag() error {
 	}
 	if err := localapi.CheckLoopback(o.eventsListen); err != nil {
 		return &usageError{err: fmt.Errorf("--events-listen: %w", err)}
+	}
+	return nil
+}
+
+// checkStartFlags refuses a --started-by other than terminal or daemon,
+// and --initial-prompt together with -p.
+func (o *agentOptions) checkStartFlags() error {
+	if o.startedBy != "terminal" && o.startedBy != "daemon" && o.startedBy != "" {
+		return &usageError{err: fmt.Errorf("--started-by must be terminal or daemon, got %q", o.startedBy)}
+	}
+	if o.initialPrompt != "" && o.prompt != "" {
+		return &usageError{err: errors.New("--initial-prompt is for a session without -p")}
 	}
 	return nil
 }
@@ -217,6 +250,7 @@ func prepareAgentRun(f *factory, o *agentOptions, name string) (*agentRun, error
 func newClaudeCmd(f *factory) *cobra.Command {
 	var o agentOptions
 	var claudePath, permissionMode string
+	var remoteMode bool
 	cmd := &cobra.Command{
 		Use:   "claude [flags] [-- claude args…]",
 		Short: "Run Claude Code under happy (interactive, or one turn with -p)",
@@ -228,7 +262,11 @@ send the next prompt (happy send).
 With -p, one turn runs in remote mode: the final answer is printed and the exit
 status tells the outcome (0 completed, 1 failed or a permission was rejected,
 2 usage, 3 relay or login unusable, 130 interrupted). Arguments after -- go to
-claude unchanged.`,
+claude unchanged.
+
+With --remote (and no -p), Claude runs without its terminal UI and takes one
+prompt after another from the relay (happy send, another device); a signal
+ends the session. This is how the daemon starts Claude sessions.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.agentArgs = args
@@ -240,6 +278,12 @@ claude unchanged.`,
 				return err
 			}
 			claudePath = path
+			if remoteMode && o.prompt == "" {
+				if !cmd.Flags().Changed("permission-timeout") {
+					o.permissionTimeout = 0 // a served session waits for its person
+				}
+				return runClaudeRemote(cmd.Context(), f, &o, claudePath, permissionMode)
+			}
 			if o.prompt == "" {
 				if err := f.needTerminal("happy claude without -p"); err != nil {
 					return err
@@ -252,7 +296,60 @@ claude unchanged.`,
 	o.bind(cmd)
 	cmd.Flags().StringVar(&claudePath, "claude-path", "", "the claude executable (default $HAPPY_CLAUDE_PATH, else claude on PATH)")
 	cmd.Flags().StringVar(&permissionMode, "permission-mode", "", "Claude's permission mode: default, acceptEdits, plan, bypassPermissions")
+	cmd.Flags().BoolVar(&remoteMode, "remote", false, "without -p: run Claude without its terminal UI, taking prompts from the relay")
 	return cmd
+}
+
+// runClaudeRemote runs Claude in remote mode (stream-json, no terminal UI)
+// for as long as prompts come from the relay: the first one is
+// --initial-prompt when given; SIGINT, SIGTERM, SIGHUP or the session's
+// killSession end it.
+func runClaudeRemote(parent context.Context, f *factory, o *agentOptions, claudePath, permissionMode string) error {
+	ctx, interrupted, stop := signalContextOf(parent, []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}, nil)
+	defer stop()
+	run, err := prepareAgentRun(f, o, "claude")
+	if err != nil {
+		return err
+	}
+	env, dir, rules, log := run.env, run.dir, run.rules, run.env.Log
+	conn, err := app.Connect(ctx, env, app.ConnectOptions{AllowCreate: true})
+	if err != nil {
+		return &exitError{code: exitRelay, err: err}
+	}
+	defer conn.Close()
+	args := o.agentArgs
+	if id := o.resumeID(); id != "" {
+		args = append([]string{"--resume", id}, args...)
+	}
+	so := sdk.Options{Binary: claudePath, Args: args, Dir: dir,
+		StderrLine: func(l string) { log.Debug().Str("claude_stderr", l).Msg("") }}
+	ag, err := remote.Start(context.WithoutCancel(ctx), remote.Options{SDK: so, PermissionMode: permissionMode})
+	if err != nil {
+		return err
+	}
+	defer ag.Close()
+	res, err := app.RunSession(ctx, env, conn, ag, app.SessionOptions{
+		Flavor: "claude", Dir: dir, Prompt: o.initialPrompt, ProviderID: "anthropic",
+		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: o.startedByValue(), Resume: o.resumeOpts(),
+		FlushTimeout: o.flushTimeout, Yolo: o.yolo,
+		OnCreated: func(id string) {
+			fmt.Fprintf(f.stderr, "happy: session %s — send prompts with: happy send %s \"…\" (Ctrl-C ends it)\n", id, id)
+		},
+	})
+	if id := res.SessionID; id != "" {
+		fmt.Fprintf(f.stderr, "happy: session %s ended; read it with: happy log %s\n", id, id)
+	}
+	switch {
+	case interrupted():
+		return &exitError{code: exitInterrupted}
+	case err != nil && app.IsRelayError(err):
+		return &exitError{code: exitRelay, err: err}
+	case err != nil && !errors.Is(err, context.Canceled):
+		return err
+	case res.AgentExited:
+		return &exitError{code: exitFailed, err: errors.New("claude exited")}
+	}
+	return nil
 }
 
 // signalContext is cancelled on SIGINT or SIGTERM; interrupted reports
@@ -345,7 +442,7 @@ func runClaudePrint(parent context.Context, f *factory, o *agentOptions, claudeP
 	out := newRunOutput(f, o.output)
 	sopts := app.SessionOptions{
 		Flavor: "claude", Dir: dir, Prompt: o.prompt, OneShot: true, ProviderID: "anthropic",
-		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: "terminal", Resume: o.resumeOpts(),
+		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: o.startedByValue(), Resume: o.resumeOpts(),
 		FlushTimeout: o.flushTimeout, Yolo: o.yolo, Events: events(es),
 		OnBus: prog.onBus, OnWaiting: prog.waiting,
 		OnCreated: func(id string) {
@@ -394,7 +491,7 @@ func runClaudeInteractive(parent context.Context, f *factory, o *agentOptions, c
 	}
 	var sid string
 	res, err := app.RunSessionWith(ctx, env, conn, app.SessionOptions{
-		Flavor: "claude", Dir: dir, ProviderID: "anthropic", Rules: rules, StartedBy: "terminal",
+		Flavor: "claude", Dir: dir, ProviderID: "anthropic", Rules: rules, StartedBy: o.startedByValue(),
 		WaitCreated: 3 * time.Second, Resume: o.resumeOpts(),
 		FlushTimeout: o.flushTimeout, Yolo: o.yolo, Events: events(es),
 		OnCreated: func(id string) {

@@ -98,6 +98,9 @@ func runCodex(parent context.Context, f *factory, o *codexOptions) error {
 	if o.output != outputText && o.prompt == "" {
 		return &usageError{err: fmt.Errorf("--output %s needs -p: it describes one turn", o.output)}
 	}
+	if err := o.checkStartFlags(); err != nil {
+		return err
+	}
 	if err := o.checkRuleFlags(); err != nil {
 		return err
 	}
@@ -186,7 +189,7 @@ func runCodexSession(parent context.Context, f *factory, o *codexOptions, proto 
 	defer prog.close()
 	so := app.SessionOptions{
 		Flavor: "codex", Dir: dir, Prompt: o.prompt, OneShot: oneShot, ProviderID: "openai",
-		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: "terminal", Resume: o.resumeOpts(),
+		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: o.startedByValue(), Resume: o.resumeOpts(),
 		FlushTimeout: o.flushTimeout, Yolo: o.yolo, Events: events(es),
 		OnBus: prog.onBus, OnWaiting: prog.waiting,
 		OnCreated: func(id string) {
@@ -201,6 +204,7 @@ func runCodexSession(parent context.Context, f *factory, o *codexOptions, proto 
 		return out.finish(res, turnExit("codex", res, err, interrupted()))
 	}
 
+	so.Prompt = o.initialPrompt
 	var line *app.PromptLine
 	if f.isTerminal(f.stdin) {
 		line = &app.PromptLine{In: f.stdin, Out: f.stdout, Err: f.stderr, Agent: "codex", Marker: "codex> "}

@@ -42,7 +42,29 @@ func TestHappyChildProcess(t *testing.T) {
 		fmt.Fprintln(os.Stderr, "child happy:", err)
 		os.Exit(2)
 	}
+	// A daemon in a child process starts its sessions as child happy
+	// processes too.
+	selfExec = testSelfExec(nil)
 	os.Exit(run(args, newFactory(os.Stdin, os.Stdout, os.Stderr, os.Getenv)))
+}
+
+// testSelfExec is selfExec for tests: the test binary re-executed as a
+// child happy process (TestHappyChildProcess) with env added to this
+// process's environment.
+func testSelfExec(env map[string]string) func(args []string) *exec.Cmd {
+	return func(args []string) *exec.Cmd {
+		exe, err := os.Executable()
+		if err != nil {
+			exe = os.Args[0]
+		}
+		a, _ := json.Marshal(args)
+		cmd := exec.Command(exe, "-test.run=^TestHappyChildProcess$")
+		cmd.Env = append(os.Environ(), childArgsEnv+"="+string(a))
+		for k, v := range env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		return cmd
+	}
 }
 
 // child is a happy process started by startChild.

@@ -63,6 +63,8 @@ func main() {
 
 // run executes the command line args and returns the exit code.
 func run(args []string, f *factory) int {
+	// A session the daemon started reports its id on an inherited pipe.
+	app.TakeSpawnReport()
 	root := newRootCmd(f)
 	root.SetArgs(args)
 	err := root.Execute()

@@ -42,8 +42,8 @@ func newOwner(t *testing.T, url string) (map[string]string, *crypto.Credentials)
 	return env, creds
 }
 
-// waitFor polls out until re matches and returns the submatches.
-func waitFor(t *testing.T, out, errb *syncBuffer, re *regexp.Regexp) []string {
+// waitForOutput polls out until re matches and returns the submatches.
+func waitForOutput(t *testing.T, out, errb *syncBuffer, re *regexp.Regexp) []string {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -89,8 +89,8 @@ func TestAuthApproveByCode(t *testing.T) {
 			owner, ownerCreds := newOwner(t, url)
 			paired := authEnv(t, url)
 			out, errb, done := startLogin(t, paired)
-			code := waitFor(t, out, errb, approveRe)[1]
-			link := waitFor(t, out, errb, regexp.MustCompile(`happy://terminal\?[A-Za-z0-9_-]+`))[0]
+			code := waitForOutput(t, out, errb, approveRe)[1]
+			link := waitForOutput(t, out, errb, regexp.MustCompile(`happy://terminal\?[A-Za-z0-9_-]+`))[0]
 			key, err := relay.ParseTerminalKey(link)
 			if err != nil || crypto.PairingCode(key) != code {
 				t.Fatalf("the code %s is not the fingerprint of the link's key (%v)", code, err)
@@ -197,7 +197,7 @@ func TestAuthApproveRefusals(t *testing.T) {
 	// A machine without the account secret cannot approve.
 	paired := authEnv(t, url)
 	out, errb, done := startLogin(t, paired)
-	pc := waitFor(t, out, errb, approveRe)[1]
+	pc := waitForOutput(t, out, errb, approveRe)[1]
 	if c, _, stderr := runHappy(t, owner, "auth", "approve", pc); c != exitOK {
 		t.Fatalf("approve: %s", stderr)
 	}
@@ -321,8 +321,8 @@ func TestWebServesTheAppForAnotherRelay(t *testing.T) {
 	done := make(chan error, 1)
 	files := fstest.MapFS{"index.html": {Data: []byte("tiny app")}}
 	go func() { done <- runWeb(ctx, f, webOptions{relay: proxy.URL, listen: "127.0.0.1:0"}, files) }()
-	m := waitFor(t, &out, &errb, regexp.MustCompile(`(?m)^    (http://127\.0\.0\.1:\d+)/#pair=\S+&relay=(\S+)$`))
-	waitFor(t, &out, &errb, regexp.MustCompile(`Serving the web app at `))
+	m := waitForOutput(t, &out, &errb, regexp.MustCompile(`(?m)^    (http://127\.0\.0\.1:\d+)/#pair=\S+&relay=(\S+)$`))
+	waitForOutput(t, &out, &errb, regexp.MustCompile(`Serving the web app at `))
 	if rel, _ := neturl.QueryUnescape(m[2]); rel != proxy.URL {
 		t.Fatalf("relay in the link %q, want %q", rel, proxy.URL)
 	}
@@ -452,7 +452,7 @@ func TestServerTLS(t *testing.T) {
 	go func() {
 		done <- runServer(ctx, f, serverOptions{listen: "127.0.0.1:0", dataDir: filepath.Join(dir, "data"), synchronous: "NORMAL", tlsCert: certFile, tlsKey: keyFile})
 	}()
-	m := waitFor(t, &out, &errb, regexp.MustCompile(`(?m)^web app: (https://127\.0\.0\.1:\d+/)$`))
+	m := waitForOutput(t, &out, &errb, regexp.MustCompile(`(?m)^web app: (https://127\.0\.0\.1:\d+/)$`))
 	if !strings.HasPrefix(out.String(), "happy relay listening on https://127.0.0.1:") || errb.String() != "" {
 		t.Fatalf("output:\n%s\nstderr %q", out.String(), errb.String())
 	}

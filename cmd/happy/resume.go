@@ -16,6 +16,7 @@ import (
 func newResumeCmd(f *factory) *cobra.Command {
 	var o agentOptions
 	var claudePath, codexPath, codexProtocol string
+	var remoteMode bool
 	cmd := &cobra.Command{
 		Use:               "resume SESSION [-p PROMPT] [flags] [-- agent args…]",
 		ValidArgsFunction: completeSessions(f, false, false),
@@ -25,7 +26,8 @@ agent resumes its own session (Claude with --resume, Codex with thread/resume)
 in the session's folder, and the transcript goes on where it stopped, under
 the same id and title. The session must have been run from this happy home.
 
-Claude resumes interactively, or runs one turn with -p. Codex needs -p (one
+Claude resumes interactively, or runs one turn with -p, or with --remote takes
+prompts from the relay without its terminal UI (how the daemon resumes one). Codex needs -p (one
 turn; an interactive resume of Codex is not supported yet).
 Sessions of ACP agents (happy acp, gemini, opencode) cannot be resumed yet:
 session/load replays the whole conversation, which would enter the transcript
@@ -43,6 +45,12 @@ a second time. The exit status is that of the agent command (0, 1, 2, 3, 130).`,
 				claudePath, err := claudeExe.find(f, claudePath)
 				if err != nil {
 					return err
+				}
+				if o.prompt == "" && remoteMode {
+					if !cmd.Flags().Changed("permission-timeout") {
+						o.permissionTimeout = 0 // a served session waits for its person
+					}
+					return runClaudeRemote(cmd.Context(), f, &o, claudePath, "")
 				}
 				if o.prompt == "" {
 					if err := f.needTerminal("happy resume of a Claude session without -p"); err != nil {
@@ -66,6 +74,7 @@ a second time. The exit status is that of the agent command (0, 1, 2, 3, 130).`,
 	cmd.Flags().StringVar(&claudePath, "claude-path", "", "the claude executable (default $HAPPY_CLAUDE_PATH, else claude on PATH)")
 	cmd.Flags().StringVar(&codexPath, "codex-path", "", "the codex executable (default $HAPPY_CODEX_PATH, else codex on PATH)")
 	cmd.Flags().StringVar(&codexProtocol, "codex-protocol", "auto", "how to speak to Codex: app-server, mcp or auto")
+	cmd.Flags().BoolVar(&remoteMode, "remote", false, "a Claude session without -p: resume it without Claude's terminal UI, taking prompts from the relay")
 	return cmd
 }
 

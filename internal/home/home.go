@@ -8,6 +8,8 @@
 //	server/         data of the embedded relay (happy server)
 //	outbox/         durable outbox of the relay client
 //	events.token    bearer token of the local event API (mode 0600)
+//	daemon.lock     held by the running daemon (flock)
+//	daemon.json     the daemon's state: pid, start, status, its sessions
 package home
 
 import (

@@ -274,3 +274,10 @@ func NormalizeServerURL(raw string) (string, error) {
 	u.RawPath = ""
 	return u.String(), nil
 }
+
+// Raw returns the JSON value of a key this package does not interpret
+// (e.g. "notifications"), and whether the file has it.
+func (s Settings) Raw(key string) (json.RawMessage, bool) {
+	v, ok := s.other[key]
+	return v, ok
+}

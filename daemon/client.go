@@ -1,0 +1,294 @@
+//go:build unix
+
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/happy-dev/happy/app"
+	"github.com/happy-dev/happy/crypto"
+	"github.com/happy-dev/happy/internal/home"
+)
+
+// StartOptions configure Start.
+type StartOptions struct {
+	Home home.Dir
+	// Command builds the command that runs happy with args.
+	Command func(args []string) *exec.Cmd
+	// Wait bounds the wait for the daemon to be running (15 s when zero).
+	Wait time.Duration
+}
+
+// Start starts `happy daemon run` in the background: a session and process
+// group of its own (setsid; it survives the terminal closing), stdin
+// /dev/null, stdout and stderr appended to LogPath. It returns the daemon's
+// state once its state file says running, or an error with the end of the
+// log when it exits or does not get there within Wait. A daemon already
+// running is ErrRunning, with its pid and start time.
+func Start(opts StartOptions) (State, error) {
+	h := opts.Home
+	if Running(h) {
+		st, _ := ReadState(h)
+		return st, fmt.Errorf("%w (pid %d, since %s; log %s)", ErrRunning, st.PID, time.UnixMilli(st.StartedAt).Format(time.RFC3339), LogPath(h))
+	}
+	if opts.Wait <= 0 {
+		opts.Wait = 15 * time.Second
+	}
+	if err := os.MkdirAll(h.Logs(), 0o700); err != nil {
+		return State{}, err
+	}
+	rotate(LogPath(h))
+	out, err := os.OpenFile(LogPath(h), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return State{}, err
+	}
+	defer out.Close()
+	cmd := opts.Command([]string{"daemon", "run"})
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return State{}, fmt.Errorf("start the daemon: %w", err)
+	}
+	pid := cmd.Process.Pid
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	deadline := time.Now().Add(opts.Wait)
+	for {
+		if st, err := ReadState(h); err == nil && st.PID == pid && st.Status == StatusRunning {
+			return st, nil
+		}
+		select {
+		case <-exited:
+			return State{}, fmt.Errorf("the daemon exited at start: %s", tailLines(LogPath(h), 5))
+		case <-time.After(50 * time.Millisecond): // another process's file: nothing to wait on
+		}
+		if time.Now().After(deadline) {
+			st, _ := ReadState(h)
+			return st, fmt.Errorf("the daemon (pid %d) is not running after %s (status %q); see %s", pid, opts.Wait, st.Status, LogPath(h))
+		}
+	}
+}
+
+// maxLog is the size past which Start moves the log aside (to .1).
+const maxLog = 10 << 20
+
+func rotate(path string) {
+	if st, err := os.Stat(path); err == nil && st.Size() > maxLog {
+		_ = os.Rename(path, path+".1")
+	}
+}
+
+// ErrNotRunning says no daemon runs on the home.
+var ErrNotRunning = errors.New("no daemon runs on this home")
+
+// Stop asks the home's daemon to stop (SIGTERM) and waits up to wait for
+// it to release its lock (it stops its sessions first). It returns the
+// state the daemon had; ErrNotRunning when none runs; an error saying so
+// when it is still running after wait.
+func Stop(h home.Dir, wait time.Duration) (State, error) {
+	st, err := ReadState(h)
+	if !Running(h) {
+		return st, ErrNotRunning
+	}
+	if err != nil {
+		return st, fmt.Errorf("a daemon holds the lock but its state cannot be read: %w", err)
+	}
+	if err := syscall.Kill(st.PID, syscall.SIGTERM); err != nil {
+		return st, fmt.Errorf("signal the daemon (pid %d): %w", st.PID, err)
+	}
+	deadline := time.Now().Add(wait)
+	for Running(h) {
+		if time.Now().After(deadline) {
+			return st, fmt.Errorf("the daemon (pid %d) still runs after %s; see %s", st.PID, wait, LogPath(h))
+		}
+		time.Sleep(50 * time.Millisecond) // another process's lock: nothing to wait on
+	}
+	return st, nil
+}
+
+// tailLines is the last n lines of a file, joined by " | ".
+func tailLines(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	ls := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(ls) > n {
+		ls = ls[len(ls)-n:]
+	}
+	return strings.Join(ls, " | ")
+}
+
+// Machine is one of the account's machines as happy machines shows it.
+// Times are Unix ms.
+type Machine struct {
+	ID       string               `json:"id"`
+	Host     string               `json:"host,omitempty"`
+	Platform string               `json:"platform,omitempty"`
+	Online   bool                 `json:"online"`
+	LastSeen int64                `json:"lastSeen"`
+	Version  string               `json:"version,omitempty"`
+	HomeDir  string               `json:"happyHomeDir,omitempty"`
+	Agents   []app.InstalledAgent `json:"agents,omitempty"`
+	// Daemon is the daemon state ({status, pid, startedAt, sessions}) as
+	// the machine last wrote it (absent when never written).
+	Daemon *json.RawMessage `json:"daemon,omitempty"`
+	// Error says why metadata or state could not be read.
+	Error string `json:"error,omitempty"`
+}
+
+// OnlineWithin is how recent a machine's activeAt must be for it to be
+// online (the heartbeat comes every 20 s).
+const OnlineWithin = 90 * time.Second
+
+// Machines lists the account's machines, newest activity first, with the
+// metadata and daemon state decrypted with the account's machine key.
+func Machines(ctx context.Context, conn *app.Conn, now time.Time) ([]Machine, error) {
+	list, err := conn.API.ListMachines(ctx)
+	if err != nil {
+		return nil, err
+	}
+	enc, err := conn.Creds.MachineEncryption()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Machine, 0, len(list))
+	for _, mi := range list {
+		m := Machine{ID: mi.ID, LastSeen: mi.ActiveAt}
+		m.Online = mi.Active && now.UnixMilli()-mi.ActiveAt <= OnlineWithin.Milliseconds()
+		var md MachineMetadata
+		if plain, err := open(enc.Cipher, mi.Metadata); err != nil {
+			m.Error = "metadata: " + err.Error()
+		} else if err := json.Unmarshal(plain, &md); err != nil {
+			m.Error = "metadata: " + err.Error()
+		}
+		m.Host, m.Platform, m.Version, m.HomeDir, m.Agents = md.Host, md.Platform, md.HappyCliVersion, md.HappyHomeDir, md.Agents
+		if mi.DaemonState != nil {
+			if plain, err := open(enc.Cipher, *mi.DaemonState); err == nil && json.Valid(plain) {
+				raw := json.RawMessage(plain)
+				m.Daemon = &raw
+			} else if err != nil && m.Error == "" {
+				m.Error = "daemon state: " + err.Error()
+			}
+		}
+		out = append(out, m)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].LastSeen > out[j].LastSeen })
+	return out, nil
+}
+
+func open(c crypto.Cipher, b64 string) ([]byte, error) {
+	raw, err := crypto.DecodeBase64(b64)
+	if err != nil {
+		return nil, err
+	}
+	return c.Open(raw)
+}
+
+// ErrNoMachine says no machine of the account matches a reference.
+var ErrNoMachine = errors.New("no such machine")
+
+// FindMachine returns the machine ref names: its id, a unique id prefix,
+// or its host name (when one machine has it).
+func FindMachine(ms []Machine, ref string) (Machine, error) {
+	var byPrefix, byHost []Machine
+	for _, m := range ms {
+		if m.ID == ref {
+			return m, nil
+		}
+		if strings.HasPrefix(m.ID, ref) {
+			byPrefix = append(byPrefix, m)
+		}
+		if strings.EqualFold(m.Host, ref) {
+			byHost = append(byHost, m)
+		}
+	}
+	for _, c := range [][]Machine{byPrefix, byHost} {
+		switch len(c) {
+		case 1:
+			return c[0], nil
+		case 0:
+		default:
+			return Machine{}, fmt.Errorf("%w: %q names %d machines; give the machine id (happy machines)", ErrNoMachine, ref, len(c))
+		}
+	}
+	return Machine{}, fmt.Errorf("%w: %q (happy machines lists them)", ErrNoMachine, ref)
+}
+
+// Call calls the machine RPC "<machineID>:<method>" with the account's
+// machine key and decodes the result into out.
+func Call(ctx context.Context, conn *app.Conn, machineID, method string, params, out any, timeout time.Duration) error {
+	enc, err := conn.Creds.MachineEncryption()
+	if err != nil {
+		return err
+	}
+	res, err := app.CallScopedRPC(ctx, conn, machineID, enc.Cipher, method, params, timeout)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(res, out); err != nil {
+		return fmt.Errorf("%w: %s: reply: %w", app.ErrRPC, method, err)
+	}
+	return nil
+}
+
+// SpawnOn asks machine machineID's daemon to start a session (its reply
+// bounded by 40 s: the daemon answers within its spawn timeout).
+func SpawnOn(ctx context.Context, conn *app.Conn, machineID string, req SpawnRequest) (SpawnReply, error) {
+	if req.Type == "" {
+		req.Type = "spawn-in-directory"
+	}
+	if req.Directory != "" && !filepath.IsAbs(req.Directory) && !strings.HasPrefix(req.Directory, "~") {
+		return SpawnReply{}, fmt.Errorf("directory %q: give an absolute path (it is a folder on the machine)", req.Directory)
+	}
+	var rep SpawnReply
+	err := Call(ctx, conn, machineID, MethodSpawn, req, &rep, 40*time.Second)
+	return rep, err
+}
+
+// StopSession ends a running session: through the daemon that started it
+// (stop-session on the machine in its metadata, when startedBy is daemon),
+// else, or when that daemon does not run it, with the session's own
+// killSession RPC. It returns what was done, in one line.
+func StopSession(ctx context.Context, conn *app.Conn, o app.Opened) (string, error) {
+	md := o.Metadata
+	if md.StartedBy == "daemon" && md.MachineID != "" {
+		var rep StopReply
+		err := Call(ctx, conn, md.MachineID, MethodStopSession, map[string]string{"sessionId": o.Info.ID}, &rep, 40*time.Second)
+		if err == nil && rep.Success {
+			return "stopped by the daemon of machine " + md.MachineID + ": " + rep.Message, nil
+		}
+		if err == nil {
+			err = errors.New(rep.Message)
+		}
+		// Fall through: the session may run on after its daemon died.
+		res, kerr := app.CallRPC(ctx, conn, o, app.MethodKillSession, map[string]any{}, 20*time.Second)
+		if kerr != nil {
+			return "", fmt.Errorf("the daemon: %v; killSession: %w", err, kerr)
+		}
+		return "the daemon did not stop it (" + err.Error() + "); the session ended itself: " + killMessage(res), nil
+	}
+	res, err := app.CallRPC(ctx, conn, o, app.MethodKillSession, map[string]any{}, 20*time.Second)
+	if err != nil {
+		return "", err
+	}
+	return "the session ended itself: " + killMessage(res), nil
+}
+
+func killMessage(res json.RawMessage) string {
+	var r StopReply
+	if json.Unmarshal(res, &r) == nil && r.Message != "" {
+		return r.Message
+	}
+	return string(res)
+}

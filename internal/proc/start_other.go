@@ -1,0 +1,6 @@
+//go:build unix && !linux
+
+package proc
+
+// StartTicks is not known outside Linux: 0, false.
+func StartTicks(pid int) (uint64, bool) { return 0, false }
