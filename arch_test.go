@@ -80,13 +80,15 @@ func TestImportsRunOneWay(t *testing.T) {
 				t.Errorf("%s imports %s: the model and the runner do not know the adapters or the commands", pkg, dep)
 			case dep == "app" && !under(pkg, "cmd"):
 				t.Errorf("%s imports app: only the commands use the wiring", pkg)
+			case pkg == "webapp":
+				t.Errorf("webapp imports %s: the web app's package only embeds its files", dep)
 			case under(pkg, "crypto") && dep != "crypto" && !under(dep, "crypto"):
 				t.Errorf("crypto imports %s: crypto is a leaf", dep)
 			}
 		}
 	}
 	// The rules above only mean something if the packages they name exist.
-	for _, p := range []string{"agent", "mapper", "session", "adapters/claude", "app", "internal/queue"} {
+	for _, p := range []string{"agent", "mapper", "session", "adapters/claude", "app", "internal/queue", "webapp"} {
 		if _, ok := graph[p]; !ok {
 			t.Errorf("package %s not found", path.Clean(p))
 		}

@@ -204,6 +204,10 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("DELETE /v1/push-tokens/{token}", s.authed(s.deletePushToken))
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.App != nil && !isAPIPath(r.URL.Path) {
+			s.serveApp(w, r)
+			return
+		}
 		writeErr(w, http.StatusNotFound, fmt.Sprintf("Route %s %s not found", r.Method, r.URL.Path))
 	})
 	return mux

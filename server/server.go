@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -125,6 +126,15 @@ type Config struct {
 	// to take a write before it drops the connection
 	// (DefaultStreamWriteTimeout when zero).
 	StreamWriteTimeout time.Duration
+
+	// App is the web app's files (webapp.Files), served at / for every GET
+	// or HEAD whose path is not one of the relay's routes (/v1…, /v2…, /v3…,
+	// /socket.io, /health); nil serves no app. See serveApp.
+	App fs.FS
+	// AppConnectSrc lists further relay base URLs ("https://relay.example")
+	// the app may connect to, added to its Content-Security-Policy
+	// connect-src next to the app's own origin.
+	AppConnectSrc []string
 }
 
 func (c *Config) defaults() {
@@ -171,6 +181,7 @@ type Server struct {
 
 	io      *socket.Server
 	handler http.Handler
+	csp     string // the app's Content-Security-Policy
 	rpc     *rpcRegistry
 	pres    *presence
 
@@ -249,6 +260,7 @@ func New(cfg Config) (*Server, error) {
 	s.rpc = newRPCRegistry()
 	s.pres = newPresence(cfg.StoppedTTL)
 	s.io = s.newSocketServer()
+	s.csp = appCSP(cfg.AppConnectSrc)
 	s.handler = s.routes()
 	s.wg.Add(1)
 	go s.sweepLoop()
