@@ -17,14 +17,18 @@ export function safeHref(url) {
   return /^(https?:\/\/|mailto:)/i.test(u) && !/[\s<>"]/.test(u) ? u : "";
 }
 
-function link(text, url) {
+// link returns an <a> to url showing text (inline Markdown, or plain text
+// for a bare URL, whose text must not be read as a link again), or null for
+// an unsafe URL.
+function link(text, url, plain = false) {
   const href = safeHref(url);
   if (!href) return null;
   const a = el("a");
   a.href = href;
   a.rel = "noopener noreferrer nofollow";
   a.target = "_blank";
-  a.append(...inline(text));
+  if (plain) a.append(text);
+  else a.append(...inline(text));
   return a;
 }
 
@@ -43,7 +47,7 @@ export function inline(text) {
     else if (m[5] !== undefined) out.push(el("del", ...inline(m[5])));
     else if (m[6] !== undefined || m[7] !== undefined) out.push(el("em", ...inline(m[6] ?? m[7])));
     else if (m[8] !== undefined) out.push(link(m[8], m[9]) ?? document.createTextNode(m[0]));
-    else if (m[10] !== undefined) out.push(link(m[10], m[10]) ?? document.createTextNode(m[0]));
+    else if (m[10] !== undefined) out.push(link(m[10], m[10], true) ?? document.createTextNode(m[0]));
     s = s.slice(m.index + m[0].length);
   }
   return out;

@@ -66,6 +66,8 @@ export function diffView(input) {
   }));
 }
 
+const SHOWN_IN_INPUT = new Set(["bash", "read", "write", "edit"]);
+
 const DECISION_LABELS = { once: "allowed once", always: "allowed always", reject: "denied" };
 
 function resolvedBlock(b) {
@@ -138,7 +140,8 @@ function toolInput(part) {
 export function renderTool(part, ctx = {}) {
   const st = part.state;
   const status = st.status;
-  const subject = st.title || toolSubject(part.tool, st.input);
+  // The header names what the input below does not show already.
+  const subject = st.title || (SHOWN_IN_INPUT.has(part.tool) ? "" : toolSubject(part.tool, st.input));
   const node = h("div", { class: `part tool ${status}`, dataset: { part: "tool", tool: part.tool, status, callId: part.callID } },
     h("div", { class: "tool-head" },
       h("span", { class: `badge ${status}` }, status),
