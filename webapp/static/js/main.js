@@ -308,7 +308,7 @@ function renderList() {
   const el = $("#list");
   if (!el) return;
   const rows = [...app.sessions.values()].sort((a, b) => Math.max(b.info.updatedAt ?? 0, b.info.activeAt ?? 0) - Math.max(a.info.updatedAt ?? 0, a.info.activeAt ?? 0));
-  el.replaceChildren(h("h2", {}, "Sessions"), rows.length === 0 ? h("p", { class: "empty" }, "No sessions yet. Start one with ", h("code", {}, "happy claude"), ".") : null,
+  el.replaceChildren(h("h2", {}, "Sessions"), rows.length === 0 ? h("p", { class: "empty" }, "No sessions yet. Start one with ", h("code", {}, "happy claude"), ".") : "",
     h("ul", {}, rows.map((s) => {
       const st = stateOf(s);
       const md = s.md || {};

@@ -142,7 +142,7 @@ export function renderTool(part, ctx = {}) {
   const status = st.status;
   // The header names what the input below does not show already.
   const subject = st.title || (SHOWN_IN_INPUT.has(part.tool) ? "" : toolSubject(part.tool, st.input));
-  const node = h("div", { class: `part tool ${status}`, dataset: { part: "tool", tool: part.tool, status, callId: part.callID } },
+  const node = h("div", { class: `part tool st-${status}`, dataset: { part: "tool", tool: part.tool, status, callId: part.callID } },
     h("div", { class: "tool-head" },
       h("span", { class: `badge ${status}` }, status),
       h("span", { class: "tool-name" }, part.tool),
@@ -203,7 +203,10 @@ export function renderPart(part, ctx = {}) {
     case "step-start":
       return null;
     case "step-finish":
-      return h("div", { class: "part step-finish", dataset: { part: "step-finish", reason: part.reason } }, `step ${part.reason}`, part.tokens || part.cost !== undefined ? " · " + usageLine(part.tokens, part.cost) : "");
+      // A step that ended normally says nothing (its usage is in the
+      // message's); one cut short says how.
+      if (part.reason === "stop" || part.reason === "tool-calls") return null;
+      return h("div", { class: "part step-finish", dataset: { part: "step-finish", reason: part.reason } }, `step ended: ${part.reason}`, part.tokens || part.cost !== undefined ? " · " + usageLine(part.tokens, part.cost) : "");
     case "subtask":
       return h("div", { class: "part subtask", dataset: { part: "subtask" } }, `subtask (${part.agent}): ${part.description}`);
     case "agent":
