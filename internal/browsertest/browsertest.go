@@ -1,3 +1,5 @@
+//go:build unix
+
 // Package browsertest starts a headless Chromium for tests and drives it
 // through the DevTools protocol (chromedp). The browser runs with a fresh
 // profile, no sandbox, no GPU, and nothing that reaches the network on its
@@ -69,7 +71,7 @@ func Start(t testing.TB) context.Context {
 				cmd.SysProcAttr = &syscall.SysProcAttr{}
 			}
 			cmd.SysProcAttr.Setpgid = true
-			cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+			dieWithParent(cmd.SysProcAttr)
 			cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 			cmd.Cancel = func() error {
 				// Kill the whole group, not only the leader.
