@@ -86,7 +86,7 @@ func collapse(s string) string { return strings.Join(strings.Fields(s), " ") }
 // pairingLink opens a pairing request for a fresh browser key, approves it
 // with the account secret of home (the legacy variant, which shares the
 // secret), and returns the app's link carrying the browser's secret key.
-func pairingLink(t *testing.T, relayURL, home string) string {
+func pairingLink(t *testing.T, relayURL, home string) (string, *crypto.Credentials) {
 	t.Helper()
 	creds, err := crypto.LoadCredentials(filepath.Join(home, crypto.CredentialsFileName))
 	if err != nil {
@@ -109,7 +109,7 @@ func pairingLink(t *testing.T, relayURL, home string) string {
 	if err := relay.ApproveTerminal(ctx, api, creds, pub, true); err != nil {
 		t.Fatalf("approve: %v", err)
 	}
-	return relayURL + "/#pair=" + crypto.EncodeBase64URL(secret[:])
+	return relayURL + "/#pair=" + crypto.EncodeBase64URL(secret[:]), creds
 }
 
 // The web app against a live `happy claude` (interactive, in a PTY) and the
@@ -170,7 +170,7 @@ func TestE2EWebApp(t *testing.T) {
 		_, out, ok := r.doc()
 		return ok && json.Unmarshal([]byte(out), &d) == nil && strings.HasPrefix(d.Session.ID, "ses_")
 	})
-	link := pairingLink(t, envValue(r.envB, "HAPPY_SERVER_URL"), r.homeA)
+	link, creds := pairingLink(t, envValue(r.envB, "HAPPY_SERVER_URL"), r.homeA)
 
 	ctx := browsertest.Start(t)
 	ctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
@@ -302,6 +302,13 @@ func TestE2EWebApp(t *testing.T) {
 	r.finish()
 	// The ended session shows as ended, without controls.
 	waitJS("the session ended in the page", fmt.Sprintf(`document.querySelector(%q)?.dataset.state === 'ended'`, row))
+	waitJS("no prompt box for an ended session", `document.querySelector('#prompt').classList.contains('hidden')`)
+
+	// Sign out forgets the account; the backup key brings it back.
+	do("sign out", chromedp.Click("header button.ghost"))
+	waitJS("the sign-in page", `!!document.querySelector('.signin') && localStorage.getItem('happy.account') === null`)
+	do("restore with the backup key", chromedp.SendKeys("#backup-key", strings.ToLower(crypto.FormatBackupKey(*creds.AccountSecret))), chromedp.Click(".signin button[type=submit]"))
+	waitJS("the session listed again", fmt.Sprintf(`document.querySelector(%q)?.dataset.state === 'ended'`, row))
 }
 
 // envValue returns the value of name in env.

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -62,10 +64,12 @@ func appCSP(relays []string) string {
 }
 
 // serveApp answers GET and HEAD for a path of the web app: "/" is
-// index.html; a file of Config.App with its content type, an ETag (SHA-256
-// of its bytes) and Cache-Control: no-cache, except files under vendor/
-// (their folder names carry the library version), which are immutable for a
-// year. A missing file is a plain-text 404; other methods get 405.
+// index.html; a file of Config.App with its content type, an ETag (the
+// first 16 bytes of its SHA-256 in hex, "-gz" added for the gzipped form,
+// which text files get when the browser accepts gzip) and Cache-Control:
+// no-cache, except files under vendor/ (their folder names carry the library
+// version), which are immutable for a year. A missing file is a plain-text
+// 404; other methods get 405.
 func (s *Server) serveApp(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", s.csp)
@@ -96,6 +100,11 @@ func (s *Server) serveApp(w http.ResponseWriter, r *http.Request) {
 	}
 	sum := sha256.Sum256(data)
 	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+	gz := acceptsGzip(r.Header.Get("Accept-Encoding")) && compressible(ct)
+	if gz {
+		// Each encoding is its own representation, with its own ETag.
+		etag = etag[:len(etag)-1] + `-gz"`
+	}
 	h.Set("Content-Type", ct)
 	h.Set("ETag", etag)
 	if strings.HasPrefix(name, "vendor/") {
@@ -103,13 +112,51 @@ func (s *Server) serveApp(w http.ResponseWriter, r *http.Request) {
 	} else {
 		h.Set("Cache-Control", "no-cache")
 	}
+	h.Set("Vary", "Accept-Encoding")
 	if r.Header.Get("If-None-Match") == etag {
 		w.WriteHeader(http.StatusNotModified)
 		return
+	}
+	if gz {
+		data = s.gzipped(name, etag, data)
+		h.Set("Content-Encoding", "gzip")
 	}
 	h.Set("Content-Length", fmt.Sprint(len(data)))
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodGet {
 		_, _ = w.Write(data)
 	}
+}
+
+// acceptsGzip reads an Accept-Encoding header: gzip listed without q=0.
+func acceptsGzip(header string) bool {
+	for _, part := range strings.Split(header, ",") {
+		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(name), "gzip") {
+			q := strings.ReplaceAll(params, " ", "")
+			return q != "q=0" && q != "q=0.0" && q != "q=0.00" && q != "q=0.000"
+		}
+	}
+	return false
+}
+
+// compressible tells the text types worth gzipping from images.
+func compressible(contentType string) bool {
+	return strings.HasPrefix(contentType, "text/") || strings.Contains(contentType, "json") || strings.HasPrefix(contentType, "image/svg")
+}
+
+// gzipped returns data gzipped, computed once per file version (keyed by
+// name and ETag) and kept for the life of the server: the app is a few
+// dozen small files.
+func (s *Server) gzipped(name, etag string, data []byte) []byte {
+	key := name + " " + etag
+	if v, ok := s.appGzip.Load(key); ok {
+		return v.([]byte)
+	}
+	var b bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
+	_, _ = zw.Write(data)
+	_ = zw.Close()
+	v, _ := s.appGzip.LoadOrStore(key, b.Bytes())
+	return v.([]byte)
 }

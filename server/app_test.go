@@ -1,8 +1,11 @@
 package server_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -85,8 +88,9 @@ func TestAppServing(t *testing.T) {
 	}
 	resp.Body.Close()
 	etag := resp.Header.Get("ETag")
-	if len(etag) != 34 {
-		t.Fatalf("ETag %q, want 32 hex digits quoted", etag)
+	// (The client asked for gzip, as Go's transport does by itself.)
+	if !regexp.MustCompile(`^"[0-9a-f]{32}-gz"$`).MatchString(etag) {
+		t.Fatalf("ETag %q, want 32 hex digits and -gz, quoted", etag)
 	}
 	req, _ := http.NewRequest("GET", r.URL+"/app.css", nil)
 	req.Header.Set("If-None-Match", etag)
@@ -97,6 +101,49 @@ func TestAppServing(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotModified {
 		t.Errorf("revalidation: status %d, want 304", resp.StatusCode)
+	}
+}
+
+func TestAppGzip(t *testing.T) {
+	body := strings.Repeat("export const x = 1;\n", 200)
+	r := servertest.StartConfig(t, server.Config{App: fstest.MapFS{"js/a.js": {Data: []byte(body)}, "i.png": {Data: []byte("PNG")}}})
+	tests := []struct {
+		path, accept string
+		gzipped      bool
+	}{
+		{"/js/a.js", "gzip, deflate, br", true},
+		{"/js/a.js", "br;q=1, gzip;q=0.5", true},
+		{"/js/a.js", "gzip;q=0", false},
+		{"/js/a.js", "", false},
+		{"/i.png", "gzip", false},
+	}
+	for _, tc := range tests {
+		req, _ := http.NewRequest("GET", r.URL+tc.path, nil)
+		req.Header.Set("Accept-Encoding", tc.accept) // set by hand: the transport then does not decode
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if got := resp.Header.Get("Content-Encoding") == "gzip"; got != tc.gzipped {
+			t.Errorf("%s with %q: gzipped %v, want %v", tc.path, tc.accept, got, tc.gzipped)
+			continue
+		}
+		if resp.Header.Get("Vary") != "Accept-Encoding" {
+			t.Errorf("%s: Vary %q", tc.path, resp.Header.Get("Vary"))
+		}
+		if !tc.gzipped {
+			continue
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, _ := io.ReadAll(zr)
+		if string(plain) != body || len(raw) >= len(body) {
+			t.Errorf("%s: gunzipped %d bytes from %d (want the %d-byte file, smaller)", tc.path, len(plain), len(raw), len(body))
+		}
 	}
 }
 

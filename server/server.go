@@ -181,7 +181,8 @@ type Server struct {
 
 	io      *socket.Server
 	handler http.Handler
-	csp     string // the app's Content-Security-Policy
+	csp     string   // the app's Content-Security-Policy
+	appGzip sync.Map // "name etag" → gzipped app file
 	rpc     *rpcRegistry
 	pres    *presence
 

@@ -1,6 +1,8 @@
 package webapp_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -193,4 +195,36 @@ func TestJS(t *testing.T) {
 		t.Errorf("ran %d of %d JS tests (%d passed); want at least 20", res.Passed+len(res.Failures), res.Total, res.Passed)
 	}
 	t.Logf("%d/%d JS tests passed", res.Passed, res.Total)
+}
+
+// maxBundleGzip is the app's size budget: every file it ships, each
+// gzipped on its own (as the server sends them), at most 300 KB together.
+const maxBundleGzip = 300 << 10
+
+func TestBundleSize(t *testing.T) {
+	app := webapp.Files()
+	total, files := 0, 0
+	err := fs.WalkDir(app, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(app, p)
+		if err != nil {
+			return err
+		}
+		var buf bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+		zw.Write(b)
+		zw.Close()
+		total += buf.Len()
+		files++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total > maxBundleGzip {
+		t.Errorf("the app is %d bytes gzipped (%d files), over the budget of %d", total, files, maxBundleGzip)
+	}
+	t.Logf("the app is %d bytes gzipped in %d files", total, files)
 }

@@ -222,6 +222,7 @@ test("markdown escapes everything and links only safe URLs", async () => {
     ["# Title\n\n- a\n- b <c>\n\n1. one\n2. two", '<div class="md"><h3>Title</h3><ul><li>a</li><li>b &lt;c&gt;</li></ul><ol><li>one</li><li>two</li></ol></div>'],
     ["> quoted\n\n---\nline1\nline2", '<div class="md"><blockquote><p>quoted</p></blockquote><hr><p>line1<br>line2</p></div>'],
     ["see https://x.example/a.", '<div class="md"><p>see <a href="https://x.example/a" rel="noopener noreferrer nofollow" target="_blank">https://x.example/a</a>.</p></div>'],
+    ["[https://a.example **b**](https://c.example)", '<div class="md"><p><a href="https://c.example" rel="noopener noreferrer nofollow" target="_blank">https://a.example <strong>b</strong></a></p></div>'],
     ["Done. Created `hello.txt` with \"hello world\".", '<div class="md"><p>Done. Created <code>hello.txt</code> with "hello world".</p></div>'],
   ];
   for (const [src, want] of cases) eq(html(renderMarkdown(src)), want, JSON.stringify(src));
@@ -353,6 +354,33 @@ test("usage line and assistant message usage", async () => {
   eq(r.usageLine(undefined, undefined), "", "no usage");
   const m = r.renderMessage({ info: { id: "m", role: "assistant", sessionID: "s", cost: 0.5, tokens: { input: 1, output: 2, cache: {} } }, parts: [] });
   eq(m.querySelector(".usage").textContent, "in 1 · out 2 · $0.5000", "message usage");
+});
+
+test("random and mangled rows never throw in reduction or rendering", async () => {
+  // A deterministic generator, so a failure repeats.
+  let seed = 42;
+  const rnd = (n) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n; };
+  const good = [
+    ses("ses_root", 1), ses("ses_kid", 1, { parentID: "ses_root" }),
+    msg("msg_a", 1, [textPart("p", "**hi** <b>"), toolPart("t", "blocked", { state: { block: { type: "question", id: "q", questions: [{ question: "?", options: [{ label: "a" }] }] } } })]),
+    msg("msg_b", 2, [toolPart("u", "completed", { tool: "task", state: { output: "x", metadata: { sessionId: "ses_kid" } } }), { type: "reasoning", text: "r" }]),
+    JSON.stringify({ kind: "todos", version: 1, sessionID: "ses_root", todos: [{ content: "c", status: "pending", priority: "low" }] }),
+  ];
+  const junk = ["null", "true", "1", '"s"', "{}", '{"kind":null}', '{"kind":"message","version":1,"info":null,"parts":null}',
+    '{"kind":"message","version":1,"info":{"id":"m","role":"assistant","sessionID":"ses_root"},"parts":[{"type":"tool","state":{"status":"blocked","block":{"type":"permission"}}}]}',
+    '{"kind":"message","version":1,"info":{"id":"m2","role":"user","sessionID":"ses_root"},"parts":[{"type":"text"},{"type":"file"},{"type":"retry"},{"type":"step-finish","tokens":{}}]}',
+    '{"kind":"session","version":1,"session":{"id":"ses_loop","parentID":"ses_loop"}}'];
+  for (let round = 0; round < 200; round++) {
+    const rd = new Reducer();
+    for (let i = 0; i < 12; i++) {
+      let row = rnd(3) === 0 ? junk[rnd(junk.length)] : good[rnd(good.length)];
+      if (rnd(4) === 0) { const at = rnd(row.length); row = row.slice(0, at) + row.slice(at + 1 + rnd(5)); }
+      rd.add(i + 1, row);
+    }
+    const t = rd.transcript();
+    r.renderTranscript(t, { canControl: true });
+    blockedTools(t);
+  }
 });
 
 // ---- wire helpers ----

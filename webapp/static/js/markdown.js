@@ -28,14 +28,15 @@ function link(text, url, plain = false) {
   a.rel = "noopener noreferrer nofollow";
   a.target = "_blank";
   if (plain) a.append(text);
-  else a.append(...inline(text));
+  else a.append(...inline(text, true));
   return a;
 }
 
 const INLINE = /(`+)([\s\S]*?[^`])\1(?!`)|\*\*([\s\S]+?)\*\*|__([\s\S]+?)__|~~([\s\S]+?)~~|\*([^*\s](?:[\s\S]*?[^*\s])?)\*|(?<![A-Za-z0-9])_([^_\s](?:[\s\S]*?[^_\s])?)_(?![A-Za-z0-9])|\[([^\]\n]+)\]\(([^)\s]+)\)|(https?:\/\/[^\s<>()]+[^\s<>().,;:!?'"])/;
 
-/** inline renders one run of inline Markdown to an array of nodes. */
-export function inline(text) {
+/** inline renders one run of inline Markdown to an array of nodes (inside a
+ * link's text, noLinks keeps links from nesting). */
+export function inline(text, noLinks = false) {
   const out = [];
   let s = String(text);
   while (s.length > 0) {
@@ -43,9 +44,10 @@ export function inline(text) {
     if (!m) { out.push(document.createTextNode(s)); break; }
     if (m.index > 0) out.push(document.createTextNode(s.slice(0, m.index)));
     if (m[1] !== undefined) out.push(el("code", m[2].replace(/^ (.*) $/s, "$1")));
-    else if (m[3] !== undefined || m[4] !== undefined) out.push(el("strong", ...inline(m[3] ?? m[4])));
-    else if (m[5] !== undefined) out.push(el("del", ...inline(m[5])));
-    else if (m[6] !== undefined || m[7] !== undefined) out.push(el("em", ...inline(m[6] ?? m[7])));
+    else if (m[3] !== undefined || m[4] !== undefined) out.push(el("strong", ...inline(m[3] ?? m[4], noLinks)));
+    else if (m[5] !== undefined) out.push(el("del", ...inline(m[5], noLinks)));
+    else if (m[6] !== undefined || m[7] !== undefined) out.push(el("em", ...inline(m[6] ?? m[7], noLinks)));
+    else if (noLinks && (m[8] !== undefined || m[10] !== undefined)) out.push(document.createTextNode(m[0]));
     else if (m[8] !== undefined) out.push(link(m[8], m[9]) ?? document.createTextNode(m[0]));
     else if (m[10] !== undefined) out.push(link(m[10], m[10], true) ?? document.createTextNode(m[0]));
     s = s.slice(m.index + m[0].length);
