@@ -131,6 +131,13 @@ func TestE2EWebApp(t *testing.T) {
 			return fakemodel.Reply{Text: "Wrote one.txt for you."}
 		case q.ToolDone && phase.Load() == 2:
 			return fakemodel.Reply{Text: "Understood, two.txt stays unwritten."}
+		case q.ToolDone && phase.Load() == 4:
+			return fakemodel.Reply{Text: "SQLite it is."}
+		case strings.Contains(q.LastText, "Ask me"):
+			return fakemodel.Reply{ToolName: "AskUserQuestion", ToolInput: map[string]any{"questions": []any{map[string]any{
+				"question": "Which database?", "header": "DB", "multiSelect": false,
+				"options": []any{map[string]any{"label": "PostgreSQL", "description": "a server"}, map[string]any{"label": "SQLite", "description": "a file"}},
+			}}}}
 		case strings.Contains(q.LastText, "Write one"):
 			return fakemodel.Reply{ToolName: "Bash", ToolInput: map[string]any{"command": "echo one > one.txt", "description": "Write one.txt"}}
 		case strings.Contains(q.LastText, "Write two"):
@@ -254,8 +261,21 @@ func TestE2EWebApp(t *testing.T) {
 		t.Fatal("two.txt was written although the tool was denied")
 	}
 
-	// 3. A slow turn, aborted from the page; the session goes on.
-	phase.Store(3)
+	// 3. A question, answered from the page; then a stale answer (to the
+	// first tool, answered long ago) shows as a notice on that tool.
+	phase.Store(4)
+	send("Ask me")
+	waitJS("the question blocked", fmt.Sprintf(`!!document.querySelector(%q)`, blocked+`[data-tool="question"] input[value="SQLite"]`))
+	do("answer the question", chromedp.Click(blocked+` input[value="SQLite"]`), chromedp.Click(blocked+` button.allow`))
+	waitJS("the question answered", `[...document.querySelectorAll('#transcript [data-tool="question"][data-status="completed"] .resolved')].some(e => e.textContent === 'answered: SQLite')`)
+	waitJS("the answer's reply", `document.querySelector('#transcript').textContent.includes('SQLite it is.')`)
+	var first string
+	eval(`document.querySelector('#transcript [data-part="tool"][data-status="completed"]').dataset.callId`, &first)
+	eval(fmt.Sprintf(`(window.happyApp.decide(%q, "once"), true)`, first), new(bool))
+	waitJS("the stale notice", fmt.Sprintf(`document.querySelector('#transcript [data-call-id=%q] .notice')?.textContent.startsWith('Already answered elsewhere')`, first))
+
+	// 4. A slow turn, aborted from the page; the session goes on.
+	phase.Store(5)
 	send("Take your time")
 	select {
 	case <-arrived:
@@ -293,8 +313,8 @@ func TestE2EWebApp(t *testing.T) {
 			tools = append(tools, p.Tool+":"+p.Status)
 		}
 	}
-	if strings.Join(tools, " ") != "bash:completed bash:error" {
-		t.Errorf("tools %v, want bash:completed bash:error", tools)
+	if strings.Join(tools, " ") != "bash:completed bash:error question:completed" {
+		t.Errorf("tools %v, want bash:completed bash:error question:completed", tools)
 	}
 	t.Logf("page and happy log agree on %d parts", len(want))
 	shoot(t, ctx, "web-desktop.png", 1280, 800)

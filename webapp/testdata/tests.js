@@ -280,6 +280,7 @@ test("tool states render with status, input, output, error and resolved decision
     [toolPart("g", "completed", { state: { output: "", title: "", block: { type: "permission", decision: "always", reason: "rule", rule: { permission: "bash", pattern: "ls*", action: "allow" } } } }), "completed", "completedbash$ lsallowed always (rule) by rule bash:ls*"],
     [toolPart("h", "completed", { tool: "question", input: { questions: [{ question: "Which DB?" }] }, state: { output: "PostgreSQL", title: "", block: { type: "question", answers: [["PostgreSQL"]] } } }), "completed", "completedquestionWhich DB?answered: PostgreSQLPostgreSQL"],
     [toolPart("j", "running", { state: { title: "List files" } }), "running", "runningbashList files$ ls"],
+    [toolPart("m", "running", { tool: "question", input: { questions: [{ question: "Q1" }, { question: "Q2" }] }, state: { title: "question" } }), "running", "runningquestionQ1Q2"],
     [toolPart("k", "running", { tool: "grep", input: { pattern: "TODO" } }), "running", 'runninggrepTODO{\n  "pattern": "TODO"\n}'],
     [toolPart("i", "running", { tool: "read", input: { path: "a.go", offset: 10, limit: 5 } }), "running", "runningreada.go from line 10 (5 lines)"],
   ];

@@ -412,6 +412,11 @@ async function boot() {
 }
 
 // Test hook: what the page shows, as data (e2e tests compare it with `happy log --json`).
-window.happyApp = { summary: () => (app.open?.transcript ? partsSummary(app.open.transcript) : null) };
+// decide answers a call of the open session as the buttons do (also one
+// that no longer waits, which is how a test makes a stale answer).
+window.happyApp = {
+  summary: () => (app.open?.transcript ? partsSummary(app.open.transcript) : null),
+  decide: (callID, decision) => control(callID, "permission", { callID, decision }),
+};
 
 boot();

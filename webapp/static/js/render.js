@@ -66,7 +66,7 @@ export function diffView(input) {
   }));
 }
 
-const SHOWN_IN_INPUT = new Set(["bash", "read", "write", "edit"]);
+const SHOWN_IN_INPUT = new Set(["bash", "read", "write", "edit", "question"]);
 
 const DECISION_LABELS = { once: "allowed once", always: "allowed always", reject: "denied" };
 
@@ -126,7 +126,11 @@ function toolInput(part) {
     case "read": return h("div", { class: "file" }, i.path ?? "", i.offset ? ` from line ${i.offset}` : "", i.limit ? ` (${i.limit} lines)` : "");
     case "task": return i.prompt ? folded(i.prompt, "prompt") : null;
     case "plan": return i.plan ? renderMarkdown(i.plan) : null;
-    case "question": case "todo": return null;
+    case "question":
+      // While blocked, the controls show the questions.
+      if (part.state.status === "blocked" || !Array.isArray(i.questions)) return null;
+      return h("div", { class: "questions" }, i.questions.map((q) => h("div", { class: "q" }, q?.question ?? "")));
+    case "todo": return null;
     default: {
       const s = JSON.stringify(i, null, 2);
       return s && s !== "{}" ? folded(s, "json") : null;
@@ -141,7 +145,8 @@ export function renderTool(part, ctx = {}) {
   const st = part.state;
   const status = st.status;
   // The header names what the input below does not show already.
-  const subject = st.title || (SHOWN_IN_INPUT.has(part.tool) ? "" : toolSubject(part.tool, st.input));
+  const title = st.title && st.title !== part.tool ? st.title : "";
+  const subject = title || (SHOWN_IN_INPUT.has(part.tool) ? "" : toolSubject(part.tool, st.input));
   const node = h("div", { class: `part tool st-${status}`, dataset: { part: "tool", tool: part.tool, status, callId: part.callID } },
     h("div", { class: "tool-head" },
       h("span", { class: `badge ${status}` }, status),
