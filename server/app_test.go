@@ -159,3 +159,37 @@ func TestNoAppIsJSON404(t *testing.T) {
 		t.Errorf("got %d %s, want the JSON 404", resp.StatusCode, body)
 	}
 }
+
+// FuzzAppPath serves any path and method: the app handler answers 200, 304,
+// 404 or 405 (the relay's routes keep their own answers) and never panics.
+func FuzzAppPath(f *testing.F) {
+	for _, s := range []string{"/", "/index.html", "/../../etc/passwd", "/js/%2e%2e/x", "//x", "/vendor/", "/v1", "/v1x", "/socket.iox", "/%00", "/a?b#c"} {
+		f.Add("GET", s)
+	}
+	f.Add("HEAD", "/")
+	f.Add("DELETE", "/app.css")
+	r := servertest.StartConfig(f, server.Config{App: fstest.MapFS{"index.html": {Data: []byte("i")}, "app.css": {Data: []byte("c")}}})
+	f.Fuzz(func(t *testing.T, method, path string) {
+		if method != "GET" && method != "HEAD" && method != "POST" && method != "DELETE" {
+			method = "GET"
+		}
+		req, err := http.NewRequest(method, r.URL+"/", nil)
+		if err != nil {
+			t.Skip()
+		}
+		req.URL.Path, req.URL.RawPath = path, ""
+		if !strings.HasPrefix(path, "/") || strings.ContainsAny(path, " \r\n\t") {
+			t.Skip()
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Skip() // the client refused to send it
+		}
+		resp.Body.Close()
+		switch resp.StatusCode {
+		case 200, 301, 304, 400, 404, 405:
+		default:
+			t.Fatalf("%s %q: status %d", method, path, resp.StatusCode)
+		}
+	})
+}
