@@ -350,6 +350,26 @@ test("a task tool expands its child session in place", async () => {
   eq(r.partsSummary(t), [{ role: "assistant", type: "tool", tool: "task", status: "completed" }], "summary");
 });
 
+test("a re-render keeps typed text, picked options, focus and open sections", async () => {
+  const reasoning = { id: "r1", type: "reasoning", text: "hmm" };
+  const perm = toolPart("p", "blocked", { state: { block: { type: "permission", permission: "bash", patterns: ["ls"] } } });
+  const q = toolPart("q", "blocked", { tool: "question", input: {}, state: { block: { type: "question", questions: [{ question: "Pick", options: [{ label: "a" }, { label: "b" }] }] } } });
+  const t = (extra = []) => ({ session: { id: "s" }, messages: [{ info: { id: "m1", role: "assistant", sessionID: "s" }, parts: [reasoning, perm, q] }, ...extra], children: [], todos: [], dropped: [] });
+  const box = document.createElement("div");
+  document.body.append(box);
+  box.append(r.renderTranscript(t(), { canControl: true }));
+  box.querySelector("details.reasoning").open = true;
+  box.querySelector("input.reason").value = "because";
+  box.querySelector('input[value="b"]').checked = true;
+  box.querySelector("input.custom").focus();
+  const kept = r.snapshotUI(box);
+  box.replaceChildren(r.renderTranscript(t([{ info: { id: "m2", role: "assistant", sessionID: "s" }, parts: [{ type: "text", text: "more" }] }]), { canControl: true }));
+  r.restoreUI(box, kept);
+  eq([box.querySelector("details.reasoning").open, box.querySelector("input.reason").value, box.querySelector('input[value="b"]').checked, box.querySelector('input[value="a"]').checked, document.activeElement === box.querySelector("input.custom")],
+    [true, "because", true, false, true], "kept");
+  box.remove();
+});
+
 test("usage line and assistant message usage", async () => {
   eq(r.usageLine({ input: 4200, output: 340, reasoning: 12, cache: { read: 3800, write: 400 } }, 0.0087), "in 4,200 · out 340 · reasoning 12 · cache 3,800/400 · $0.0087", "usage");
   eq(r.usageLine(undefined, undefined), "", "no usage");

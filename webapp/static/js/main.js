@@ -5,7 +5,7 @@
 import * as c from "./crypto.js";
 import { Relay, RpcError, callRPC, parsePairLink, promptEnvelope } from "./api.js";
 import { Reducer, blockedTools, sessionState, STATE_LABELS } from "./reduce.js";
-import { h, renderTranscript, partsSummary } from "./render.js";
+import { h, renderTranscript, partsSummary, snapshotUI, restoreUI } from "./render.js";
 
 const STORE_KEY = "happy.account";
 const $ = (sel) => document.querySelector(sel);
@@ -372,12 +372,14 @@ function renderTranscriptView() {
   const atBottom = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
   if (!app.sessions.has(o.sid)) { el.replaceChildren(h("p", { class: "empty" }, app.sessions.size ? "No such session." : "Loading…")); return; }
   if (!o.transcript) { el.replaceChildren(h("p", { class: "empty" }, o.error || "Loading…")); return; }
+  const kept = snapshotUI(el);
   const view = renderTranscript(o.transcript, openCtx());
   view.addEventListener("toggle", (e) => {
     const id = e.target.dataset?.child;
     if (id) e.target.open ? o.openChildren.add(id) : o.openChildren.delete(id);
   }, true);
   el.replaceChildren(view, o.error ? h("p", { class: "error" }, o.error) : "");
+  restoreUI(el, kept);
   if (atBottom) el.scrollTop = el.scrollHeight;
   renderHeader();
 }

@@ -274,6 +274,41 @@ export function renderTranscript(t, ctx = {}) {
   return root;
 }
 
+// A re-render keeps what the person was doing: text typed into a tool's
+// controls, options picked, the field that had focus, and which folded
+// sections were open (keyed by message and position in it). snapshotUI
+// reads it from a rendered transcript, restoreUI puts it on the next one.
+function uiKeys(el) {
+  const out = [];
+  for (const article of el.querySelectorAll("article[data-message]")) {
+    article.querySelectorAll("details, input, textarea").forEach((n, i) => out.push([`${article.dataset.message}:${i}:${n.tagName}`, n]));
+  }
+  return out;
+}
+
+export function snapshotUI(el) {
+  const state = new Map();
+  for (const [key, n] of uiKeys(el)) {
+    if (n.tagName === "DETAILS") state.set(key, { open: n.open });
+    else state.set(key, { value: n.value, checked: n.checked, focus: document.activeElement === n });
+  }
+  return state;
+}
+
+export function restoreUI(el, state) {
+  for (const [key, n] of uiKeys(el)) {
+    const v = state.get(key);
+    if (!v) continue;
+    if (n.tagName === "DETAILS") {
+      if (v.open && !n.open) n.open = true;
+      continue;
+    }
+    if (n.type === "checkbox" || n.type === "radio") n.checked = v.checked;
+    else if (v.value) n.value = v.value;
+    if (v.focus) n.focus();
+  }
+}
+
 /** partsSummary lists what a transcript shows, in order: for comparison with
  * `happy log --json` ({type, text} or {type:"tool", tool, status}). */
 export function partsSummary(t) {
