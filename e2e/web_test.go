@@ -327,8 +327,10 @@ func TestE2EWebApp(t *testing.T) {
 	// Sign out forgets the account; the backup key brings it back.
 	do("sign out", chromedp.Click("header button.ghost"))
 	waitJS("the sign-in page", `!!document.querySelector('.signin') && localStorage.getItem('happy.account') === null`)
+	shoot(t, ctx, "web-phone-signin.png", 390, 844)
 	do("restore with the backup key", chromedp.SendKeys("#backup-key", strings.ToLower(crypto.FormatBackupKey(*creds.AccountSecret))), chromedp.Click(".signin button[type=submit]"))
 	waitJS("the session listed again", fmt.Sprintf(`document.querySelector(%q)?.dataset.state === 'ended'`, row))
+	shoot(t, ctx, "web-phone-list.png", 390, 844)
 }
 
 // envValue returns the value of name in env.
