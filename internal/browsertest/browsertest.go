@@ -96,8 +96,3 @@ func Start(t testing.TB) context.Context {
 	}
 	return ctx
 }
-
-// Logf is a chromedp log function that writes to t.
-func Logf(t testing.TB) func(string, ...any) {
-	return func(format string, args ...any) { t.Logf("chromedp: "+format, args...) }
-}
