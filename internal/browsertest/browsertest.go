@@ -32,9 +32,13 @@ var Flags = []string{
 	"--disable-dev-shm-usage", "--no-default-browser-check",
 }
 
-// Path returns the Chromium binary to run, or "" when there is none.
+// Path returns the Chromium binary to run, or "" when there is none. A
+// HAPPY_CHROMIUM that names no file means none (nothing else is tried).
 func Path() string {
 	if p := os.Getenv("HAPPY_CHROMIUM"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return ""
+		}
 		return p
 	}
 	if _, err := os.Stat(DefaultPath); err == nil {
