@@ -361,5 +361,6 @@ func shoot(t *testing.T, ctx context.Context, name string, width, height int64) 
 	if err := os.WriteFile(path, png, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("screenshot %dx%d: %s", width, height, path)
+	// Printed, not logged: the paths show without -v too.
+	fmt.Printf("e2e: screenshot %dx%d: %s\n", width, height, path)
 }
