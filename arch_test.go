@@ -18,7 +18,7 @@ const module = "github.com/happy-dev/happy"
 
 // domain lists the packages (and their sub-packages) that know what happy
 // is about; no package under internal/ may import them.
-var domain = []string{"agent", "adapters", "mapper", "session", "relay", "server", "crypto", "export", "cmd", "app", "localapi", "daemon"}
+var domain = []string{"agent", "adapters", "mapper", "session", "relay", "server", "crypto", "export", "cmd", "app", "localapi", "daemon", "webapp"}
 
 // imports returns, per package folder (relative to the module root), the
 // module-local imports of its non-test Go files.
@@ -86,13 +86,15 @@ func TestImportsRunOneWay(t *testing.T) {
 				t.Errorf("%s imports %s: only the commands use the daemon", pkg, dep)
 			case under(pkg, "daemon") && (under(dep, "adapters") || under(dep, "cmd") || under(dep, "server")):
 				t.Errorf("%s imports %s: the daemon starts happy itself, never an agent or the relay", pkg, dep)
+			case pkg == "webapp":
+				t.Errorf("webapp imports %s: the web app's package only embeds its files", dep)
 			case under(pkg, "crypto") && dep != "crypto" && !under(dep, "crypto"):
 				t.Errorf("crypto imports %s: crypto is a leaf", dep)
 			}
 		}
 	}
 	// The rules above only mean something if the packages they name exist.
-	for _, p := range []string{"agent", "mapper", "session", "adapters/claude", "app", "internal/queue", "localapi", "daemon"} {
+	for _, p := range []string{"agent", "mapper", "session", "adapters/claude", "app", "internal/queue", "localapi", "daemon", "webapp"} {
 		if _, ok := graph[p]; !ok {
 			t.Errorf("package %s not found", path.Clean(p))
 		}

@@ -210,6 +210,10 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("DELETE /v1/push-tokens/{token}", s.authed(s.deletePushToken))
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if s.app != nil && !isAPIPath(r.URL.Path) {
+			s.app.ServeHTTP(w, r)
+			return
+		}
 		writeErr(w, http.StatusNotFound, fmt.Sprintf("Route %s %s not found", r.Method, r.URL.Path))
 	})
 	return s.proxied(s.cors(mux))

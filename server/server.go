@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log"
 	"net"
 	"net/http"
@@ -35,6 +36,7 @@ import (
 
 	"github.com/happy-dev/happy/server/store"
 	"github.com/happy-dev/happy/server/store/backend"
+	"github.com/happy-dev/happy/webapp"
 )
 
 // Defaults of Config (the reference relay's values where it has one).
@@ -147,6 +149,15 @@ type Config struct {
 	// to take a write before it drops the connection
 	// (DefaultStreamWriteTimeout when zero).
 	StreamWriteTimeout time.Duration
+
+	// App is the web app's files (webapp.Files), served at / for every GET
+	// or HEAD whose path is not one of the relay's routes (/v1…, /v2…, /v3…,
+	// /socket.io, /health) by webapp.Handler; nil serves no app.
+	App fs.FS
+	// AppConnectSrc lists further relay base URLs ("https://relay.example")
+	// the app may connect to, added to its Content-Security-Policy
+	// connect-src next to the app's own origin.
+	AppConnectSrc []string
 }
 
 func (c *Config) defaults() {
@@ -195,6 +206,7 @@ type Server struct {
 
 	io      *socket.Server
 	handler http.Handler
+	app     http.Handler // webapp.Handler of Config.App; nil without an app
 	rpc     *rpcRegistry
 	pres    *presence
 
@@ -275,6 +287,9 @@ func New(cfg Config) (*Server, error) {
 	s.rpc = newRPCRegistry()
 	s.pres = newPresence(cfg.StoppedTTL)
 	s.io = s.newSocketServer()
+	if cfg.App != nil {
+		s.app = webapp.Handler(cfg.App, cfg.AppConnectSrc)
+	}
 	s.handler = s.routes()
 	s.wg.Add(1)
 	go s.sweepLoop()

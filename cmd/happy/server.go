@@ -19,6 +19,7 @@ import (
 
 	"github.com/happy-dev/happy/server"
 	"github.com/happy-dev/happy/server/store/backend"
+	"github.com/happy-dev/happy/webapp"
 )
 
 // serverOptions are the flags of `happy server`.
@@ -129,7 +130,7 @@ func runServer(ctx context.Context, f *factory, opts serverOptions) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	srv, err := server.New(server.Config{DataDir: data, Database: opts.db, Logger: lg.Logger, Synchronous: opts.synchronous,
-		CORSOrigins: origins, TrustProxy: opts.trustProxy, PairingTTL: opts.pairingTTL})
+		CORSOrigins: origins, TrustProxy: opts.trustProxy, PairingTTL: opts.pairingTTL, App: webapp.Files()})
 	if err != nil {
 		return err
 	}

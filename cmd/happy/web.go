@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"embed"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -20,21 +19,12 @@ import (
 	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/internal/settings"
 	"github.com/happy-dev/happy/relay"
+	"github.com/happy-dev/happy/webapp"
 )
 
-//go:embed webplaceholder
-var placeholderFiles embed.FS
-
 // webAppFiles are the web app's static files that happy web serves when
-// the relay it pairs with does not serve them (--relay). This build has
-// only a placeholder page; the web app package plugs its files in here.
-var webAppFiles = func() fs.FS {
-	sub, err := fs.Sub(placeholderFiles, "webplaceholder")
-	if err != nil {
-		panic(err) // the embedded folder is part of the build
-	}
-	return sub
-}()
+// the relay it pairs with does not serve them (--relay); tests swap them.
+var webAppFiles = webapp.Files()
 
 type webOptions struct {
 	relay  string
@@ -152,7 +142,7 @@ func runWeb(ctx context.Context, f *factory, o webOptions, files fs.FS) error {
 		return nil
 	}
 	fmt.Fprintf(w, "Serving the web app at %s/ for the relay %s; stop with Ctrl-C.\n", webBase, url)
-	if err := app.ServeWebApp(ctx, l, files); err != nil {
+	if err := app.ServeWebApp(ctx, l, files, []string{url}); err != nil {
 		return &exitError{code: exitFailed, err: err}
 	}
 	return nil

@@ -1,0 +1,132 @@
+// The relay's wire, as the CLI's relay package speaks it: HTTP JSON routes
+// with a bearer token, Socket.IO v4 at /v1/updates (user-scoped), session
+// RPCs "<sessionId>:<method>" with encrypted params and results, prompts as
+// canonical user messages. docs/ARCHITECTURE.md, "The control plane".
+
+import * as c from "./crypto.js";
+
+export class RelayError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.name = "RelayError";
+    this.status = status;
+  }
+}
+
+/** RpcError is a refusal of a session RPC; stale is true when the call no
+ * longer waits (someone else answered first). */
+export class RpcError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = "RpcError";
+    this.stale = /waits for|not waiting|stale answer/i.test(message);
+  }
+}
+
+export class Relay {
+  /** base is the relay's base URL without a trailing slash; token may be "". */
+  constructor(base, token = "") {
+    this.base = base.replace(/\/+$/, "");
+    this.token = token;
+  }
+
+  async call(method, path, body) {
+    const headers = { Accept: "application/json" };
+    if (this.token) headers.Authorization = "Bearer " + this.token;
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    let resp;
+    try {
+      resp = await fetch(this.base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: "omit", cache: "no-store" });
+    } catch (e) {
+      throw new RelayError(0, `cannot reach the relay at ${this.base}: ${e.message}`);
+    }
+    let data = null;
+    try { data = await resp.json(); } catch { /* not JSON */ }
+    if (!resp.ok) throw new RelayError(resp.status, data?.error ? String(data.error) : `${method} ${path}: HTTP ${resp.status}`);
+    return data;
+  }
+
+  /** pair answers an approved pairing request: POST /v1/auth/request until authorized. */
+  async pair(publicKey, { tries = 30, wait = 1000 } = {}) {
+    for (let i = 0; ; i++) {
+      const r = await this.call("POST", "/v1/auth/request", { publicKey: c.b64encode(publicKey), supportsV2: true });
+      if (r?.state === "authorized") return r;
+      if (i + 1 >= tries) throw new RelayError(0, "the pairing request was not approved; run `happy web` again");
+      await new Promise((res) => setTimeout(res, wait));
+    }
+  }
+
+  /** signIn signs the challenge with the account key (POST /v1/auth) and returns the token. */
+  async signIn(accountSecret) {
+    const r = await this.call("POST", "/v1/auth", c.authRequest(accountSecret));
+    if (!r?.token) throw new RelayError(0, "the relay gave no token");
+    return r.token;
+  }
+
+  async sessions() {
+    return (await this.call("GET", "/v1/sessions"))?.sessions ?? [];
+  }
+
+  /** messages returns every row after afterSeq, oldest first: [{seq, content:{c}}]. */
+  async messages(sid, afterSeq = 0) {
+    const out = [];
+    for (;;) {
+      const r = await this.call("GET", `/v3/sessions/${encodeURIComponent(sid)}/messages?after_seq=${afterSeq}&limit=500`);
+      const page = r?.messages ?? [];
+      out.push(...page);
+      if (page.length) afterSeq = page[page.length - 1].seq;
+      if (!r?.hasMore || !page.length) return out;
+    }
+  }
+
+  async sendMessages(sid, messages) {
+    return this.call("POST", `/v3/sessions/${encodeURIComponent(sid)}/messages`, { messages });
+  }
+
+  /** socket opens the user-scoped Socket.IO connection (receives every update of the account). */
+  socket() {
+    const io = globalThis.io;
+    if (!io) throw new Error("socket.io-client is not loaded");
+    return io(this.base, { path: "/v1/updates", transports: ["websocket"], auth: { token: this.token, clientType: "user-scoped" }, reconnectionDelayMax: 5000 });
+  }
+}
+
+/** callRPC calls "<sid>:<method>" with params sealed by the session cipher and returns the opened result. */
+export async function callRPC(sock, cipher, sid, method, params, timeoutMs = 40000) {
+  const sealed = await c.sealJSON(cipher, params);
+  let ack;
+  try {
+    ack = await sock.timeout(timeoutMs).emitWithAck("rpc-call", { method: `${sid}:${method}`, params: sealed });
+  } catch {
+    throw new RpcError(`${method}: no answer from the session within ${timeoutMs / 1000} s`);
+  }
+  if (!ack?.ok) throw new RpcError(`${method}: ${ack?.error ?? "refused"}`);
+  if (typeof ack.result !== "string" || !ack.result) throw new RpcError(`${method}: the session sent no result`);
+  const out = await c.openJSON(cipher, ack.result);
+  if (out && typeof out === "object" && typeof out.error === "string" && out.error) throw new RpcError(out.error);
+  return out;
+}
+
+/** promptEnvelope builds the user message a prompt is written as (version 1), filed under rootSessionID. */
+export function promptEnvelope(rootSessionID, text, now = Date.now(), rnd = c.randomBytes(6)) {
+  const id = "msg_" + String(now).padStart(13, "0") + c.hex(rnd);
+  return {
+    id,
+    env: {
+      kind: "message", version: 1,
+      info: { id, sessionID: rootSessionID, role: "user", time: { created: now }, agent: "build", model: { providerID: "", modelID: "" } },
+      parts: [{ id: "prt_" + id.slice(4), sessionID: rootSessionID, messageID: id, type: "text", text }],
+    },
+  };
+}
+
+/** parsePairLink reads "#pair=<b64url secret>[&relay=<url>]" from a location hash. */
+export function parsePairLink(hash, origin) {
+  if (!hash.startsWith("#pair=")) return null;
+  const params = new URLSearchParams(hash.slice(1));
+  const secret = c.b64decode(params.get("pair") ?? "");
+  if (secret.length !== 32) throw new c.CryptoError("bad_length", `pairing key of ${secret.length} bytes, want 32`);
+  const relay = params.get("relay") || origin;
+  if (!/^https?:\/\//i.test(relay)) throw new c.CryptoError("bad_encoding", "the relay of the link is not an http(s) URL");
+  return { secret, relay: relay.replace(/\/+$/, "") };
+}

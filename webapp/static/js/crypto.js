@@ -1,0 +1,258 @@
+// Content encryption, byte-compatible with the CLI's crypto package
+// (docs/ARCHITECTURE.md, section "The web app"): legacy NaCl secretbox under
+// the account secret, dataKey AES-256-GCM under a per-session key wrapped for
+// the account's content key pair, the HMAC-SHA512 key tree, the pairing
+// response, the backup key and the sign-in challenge. NaCl comes from the
+// vendored tweetnacl (globalThis.nacl); AES-GCM, HMAC and SHA from WebCrypto.
+
+const nacl = () => {
+  const n = globalThis.nacl;
+  if (!n) throw new Error("tweetnacl is not loaded");
+  return n;
+};
+const subtle = () => globalThis.crypto.subtle;
+const utf8 = new TextEncoder();
+const fromUtf8 = new TextDecoder();
+
+/** CryptoError is every refusal of this module; reason is one of
+ * "truncated", "auth_failed", "unsupported_version", "bad_length", "bad_encoding". */
+export class CryptoError extends Error {
+  constructor(reason, message) {
+    super(message);
+    this.name = "CryptoError";
+    this.reason = reason;
+  }
+}
+
+// ---- encodings ----
+
+/** b64decode reads standard or URL-safe base64, padded or not. */
+export function b64decode(s) {
+  if (typeof s !== "string") throw new CryptoError("bad_encoding", "base64: not a string");
+  let t = s.replace(/-/g, "+").replace(/_/g, "/").replace(/=+$/, "");
+  if (!/^[A-Za-z0-9+/]*$/.test(t) || t.length % 4 === 1) throw new CryptoError("bad_encoding", "base64: invalid characters or length");
+  t += "===".slice((t.length + 3) % 4);
+  const bin = atob(t);
+  const out = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+  return out;
+}
+
+/** b64encode writes standard padded base64 (what the relay and the CLI write). */
+export function b64encode(bytes) {
+  let bin = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) bin += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
+  return btoa(bin);
+}
+
+/** b64url writes RFC 4648 base64url without padding (the pairing link's key). */
+export function b64url(bytes) {
+  return b64encode(bytes).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+export function hex(bytes) {
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+export function concat(...parts) {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let o = 0;
+  for (const p of parts) { out.set(p, o); o += p.length; }
+  return out;
+}
+
+export const encodeUtf8 = (s) => utf8.encode(s);
+export const decodeUtf8 = (b) => fromUtf8.decode(b);
+
+export function randomBytes(n) {
+  const b = new Uint8Array(n);
+  globalThis.crypto.getRandomValues(b);
+  return b;
+}
+
+// ---- backup key: RFC 4648 base32, groups of 5 joined by '-' ----
+
+const B32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+const SEPARATORS = new Set([" ", "\t", "\n", "\r", "\v", "\f", "\u00a0", "-", "\u2010", "\u2011", "\u2013", "\u2014", ".", "_", "/", '"', "'", "`", "="]);
+
+/** parseBackupKey reads a backup key as `happy auth backup` prints it, with the
+ * CLI's tolerance (case, separators, look-alike digits 0 1 8 9) and its
+ * refusals (any other character, not exactly 52 base32 characters). */
+export function parseBackupKey(s) {
+  let clean = "";
+  let i = 0;
+  for (const ch of String(s)) {
+    let c = ch;
+    if (c >= "a" && c <= "z") c = c.toUpperCase();
+    else if (c === "0") c = "O";
+    else if (c === "1") c = "I";
+    else if (c === "8") c = "B";
+    else if (c === "9") c = "G";
+    if ((c >= "A" && c <= "Z") || (c >= "2" && c <= "7")) clean += c;
+    else if (!SEPARATORS.has(ch)) throw new CryptoError("bad_encoding", `backup key: unexpected character at position ${i}`);
+    i++;
+  }
+  if (clean.length !== 52) throw new CryptoError("bad_length", `backup key: ${clean.length} base32 characters, want 52`);
+  const out = new Uint8Array(32);
+  let bits = 0, acc = 0, o = 0;
+  for (const c of clean) {
+    acc = (acc << 5) | B32.indexOf(c);
+    bits += 5;
+    if (bits >= 8 && o < 32) {
+      bits -= 8;
+      out[o++] = (acc >> bits) & 0xff;
+    }
+    acc &= (1 << bits) - 1;
+  }
+  return out;
+}
+
+/** formatBackupKey is the inverse of parseBackupKey (canonical form). */
+export function formatBackupKey(secret) {
+  let s = "", bits = 0, acc = 0;
+  for (const b of secret) {
+    acc = (acc << 8) | b;
+    bits += 8;
+    while (bits >= 5) { bits -= 5; s += B32[(acc >> bits) & 31]; }
+    acc &= (1 << bits) - 1;
+  }
+  if (bits > 0) s += B32[(acc << (5 - bits)) & 31];
+  return s.match(/.{1,5}/g).join("-");
+}
+
+// ---- key tree ----
+
+async function hmacSha512(key, data) {
+  const k = await subtle().importKey("raw", key, { name: "HMAC", hash: "SHA-512" }, false, ["sign"]);
+  return new Uint8Array(await subtle().sign("HMAC", k, data));
+}
+
+/** deriveKey walks the HMAC-SHA512 key tree: I = HMAC(usage+" Master Seed",
+ * master), then I = HMAC(I[32:], 0x00 || elem) per path element; returns I[:32]. */
+export async function deriveKey(master, usage, path) {
+  let state = await hmacSha512(utf8.encode(usage + " Master Seed"), master);
+  for (const elem of path) state = await hmacSha512(state.slice(32), concat(new Uint8Array([0]), utf8.encode(elem)));
+  return state.slice(0, 32);
+}
+
+/** boxPublicKey is X25519(secret, base point), as nacl.box.keyPair.fromSecretKey. */
+export const boxPublicKey = (secret) => nacl().box.keyPair.fromSecretKey(secret).publicKey;
+
+/** boxKeyPairFromSeed is libsodium's crypto_box_seed_keypair: sk = SHA-512(seed)[:32]. */
+export function boxKeyPairFromSeed(seed) {
+  const secretKey = nacl().hash(seed).slice(0, 32);
+  return { publicKey: boxPublicKey(secretKey), secretKey };
+}
+
+/** contentKeyPair is the account's content box key pair (it unwraps dataKey session keys). */
+export async function contentKeyPair(accountSecret) {
+  return boxKeyPairFromSeed(await deriveKey(accountSecret, "Happy EnCoder", ["content"]));
+}
+
+function openBox(bundle, recipientSecret, what) {
+  if (bundle.length < 32 + 24 + 16) throw new CryptoError("truncated", `${what}: ${bundle.length} bytes`);
+  const out = nacl().box.open(bundle.subarray(56), bundle.subarray(32, 56), bundle.subarray(0, 32), recipientSecret);
+  if (!out) throw new CryptoError("auth_failed", `${what}: authentication failed`);
+  return out;
+}
+
+/** unwrapDataKey opens 0x00 | ephemeralPublicKey(32) | nonce(24) | box(key32), 105 bytes. */
+export function unwrapDataKey(bundle, contentSecretKey) {
+  if (bundle.length === 0) throw new CryptoError("truncated", "wrapped data key: empty");
+  if (bundle[0] !== 0) throw new CryptoError("unsupported_version", `wrapped data key: version byte ${bundle[0]}`);
+  if (bundle.length < 105) throw new CryptoError("truncated", `wrapped data key of ${bundle.length} bytes (want 105)`);
+  if (bundle.length > 105) throw new CryptoError("bad_length", `wrapped data key of ${bundle.length} bytes (want 105)`);
+  return openBox(bundle.subarray(1), contentSecretKey, "wrapped data key");
+}
+
+/** openPairingResponse opens the approving device's bundle with the terminal
+ * (here: browser) secret: {variant:"legacy", secret} or {variant:"dataKey", contentPublicKey}. */
+export function openPairingResponse(bundle, terminalSecret) {
+  if (bundle.length > 105) throw new CryptoError("bad_length", `pairing response of ${bundle.length} bytes (at most 105)`);
+  const plain = openBox(bundle, terminalSecret, "pairing response");
+  if (plain.length === 32) return { variant: "legacy", secret: plain };
+  if (plain.length === 33 && plain[0] === 0) return { variant: "dataKey", contentPublicKey: plain.slice(1) };
+  if (plain.length === 33) throw new CryptoError("unsupported_version", `pairing response: payload tag ${plain[0]}`);
+  throw new CryptoError("bad_length", `pairing response: payload of ${plain.length} bytes, want 32 or 33`);
+}
+
+/** signChallenge signs with the account's Ed25519 key (seed = account secret). */
+export function authKeyPair(accountSecret) {
+  return nacl().sign.keyPair.fromSeed(accountSecret);
+}
+
+/** authRequest builds the body of POST /v1/auth: {publicKey, challenge, signature}. */
+export function authRequest(accountSecret, challenge = randomBytes(32)) {
+  const kp = authKeyPair(accountSecret);
+  return {
+    publicKey: b64encode(kp.publicKey),
+    challenge: b64encode(challenge),
+    signature: b64encode(nacl().sign.detached(challenge, kp.secretKey)),
+  };
+}
+
+// ---- ciphers ----
+
+/** legacyCipher: nonce(24) | secretbox(plaintext) under a 32-byte key. */
+export function legacyCipher(key) {
+  return {
+    variant: "legacy",
+    async seal(plain) {
+      const nonce = randomBytes(24);
+      return concat(nonce, nacl().secretbox(plain, nonce, key));
+    },
+    async open(bundle) {
+      if (bundle.length < 40) throw new CryptoError("truncated", `legacy bundle of ${bundle.length} bytes (need at least 40)`);
+      const out = nacl().secretbox.open(bundle.subarray(24), bundle.subarray(0, 24), key);
+      if (!out) throw new CryptoError("auth_failed", "legacy bundle: authentication failed");
+      return out;
+    },
+  };
+}
+
+/** dataKeyCipher: 0x00 | nonce(12) | AES-256-GCM ciphertext | tag(16). */
+export function dataKeyCipher(key) {
+  let k;
+  const imported = () => (k ??= subtle().importKey("raw", key, "AES-GCM", false, ["encrypt", "decrypt"]));
+  return {
+    variant: "dataKey",
+    async seal(plain) {
+      const nonce = randomBytes(12);
+      const ct = new Uint8Array(await subtle().encrypt({ name: "AES-GCM", iv: nonce }, await imported(), plain));
+      return concat(new Uint8Array([0]), nonce, ct);
+    },
+    async open(bundle) {
+      if (bundle.length === 0) throw new CryptoError("truncated", "dataKey bundle: empty");
+      if (bundle[0] !== 0) throw new CryptoError("unsupported_version", `dataKey bundle: version byte ${bundle[0]}`);
+      if (bundle.length < 29) throw new CryptoError("truncated", `dataKey bundle of ${bundle.length} bytes (need at least 29)`);
+      try {
+        return new Uint8Array(await subtle().decrypt({ name: "AES-GCM", iv: bundle.subarray(1, 13) }, await imported(), bundle.subarray(13)));
+      } catch {
+        throw new CryptoError("auth_failed", "dataKey bundle: authentication failed");
+      }
+    },
+  };
+}
+
+/** sessionCipher is the cipher of one relay session from its dataEncryptionKey
+ * (base64, or null/"" for a legacy session sealed under the account secret). */
+export async function sessionCipher(accountSecret, dataEncryptionKey) {
+  if (!dataEncryptionKey) return legacyCipher(accountSecret);
+  const { secretKey } = await contentKeyPair(accountSecret);
+  return dataKeyCipher(unwrapDataKey(b64decode(dataEncryptionKey), secretKey));
+}
+
+/** openJSON decrypts a base64 bundle and parses its JSON. */
+export async function openJSON(cipher, b64) {
+  const plain = await cipher.open(b64decode(b64));
+  try {
+    return JSON.parse(decodeUtf8(plain));
+  } catch {
+    throw new CryptoError("bad_encoding", "decrypted payload is not JSON");
+  }
+}
+
+/** sealJSON encrypts a JSON value and returns the base64 bundle. */
+export async function sealJSON(cipher, value) {
+  return b64encode(await cipher.seal(encodeUtf8(JSON.stringify(value))));
+}

@@ -1,0 +1,424 @@
+// The app: sign-in (pairing link or backup key), the live session list, one
+// session's live transcript with its controls. State lives in this module;
+// every change re-renders the part of the page it touches.
+
+import * as c from "./crypto.js";
+import { Relay, RpcError, callRPC, parsePairLink, promptEnvelope } from "./api.js";
+import { Reducer, blockedTools, sessionState, STATE_LABELS } from "./reduce.js";
+import { h, renderTranscript, partsSummary, snapshotUI, restoreUI } from "./render.js";
+
+const STORE_KEY = "happy.account";
+const $ = (sel) => document.querySelector(sel);
+
+const app = {
+  account: null, // {relay, token, secret: Uint8Array}
+  relay: null,
+  sock: null,
+  sessions: new Map(), // sid → {info, md, cipher, thinking, waiting, error}
+  open: null, // {sid, reducer, transcript, notices, openChildren, loading}
+  error: "",
+};
+
+// ---- account ----
+
+function loadAccount() {
+  try {
+    const a = JSON.parse(localStorage.getItem(STORE_KEY) || "null");
+    if (a && a.relay && a.token && a.secret) return { relay: a.relay, token: a.token, secret: c.b64decode(a.secret) };
+  } catch { /* a broken entry is a signed-out browser */ }
+  return null;
+}
+
+function saveAccount(a) {
+  localStorage.setItem(STORE_KEY, JSON.stringify({ relay: a.relay, token: a.token, secret: c.b64encode(a.secret) }));
+}
+
+function signOut() {
+  localStorage.removeItem(STORE_KEY);
+  app.sock?.close();
+  Object.assign(app, { account: null, relay: null, sock: null, sessions: new Map(), open: null, error: "" });
+  location.hash = "";
+  render();
+}
+
+async function pairFromLink(link) {
+  const relay = new Relay(link.relay);
+  const pub = c.boxPublicKey(link.secret);
+  const r = await relay.pair(pub);
+  const resp = c.openPairingResponse(c.b64decode(r.response), link.secret);
+  if (resp.variant !== "legacy") throw new Error("this pairing gave the browser only the account's public key, which cannot read sessions; pair with `happy web`, which shares the account secret");
+  return { relay: link.relay, token: r.token, secret: resp.secret };
+}
+
+async function restoreFromBackup(text, relayURL) {
+  const secret = c.parseBackupKey(text);
+  const relay = new Relay(relayURL);
+  return { relay: relay.base, token: await relay.signIn(secret), secret };
+}
+
+async function start(account) {
+  app.account = account;
+  app.relay = new Relay(account.relay, account.token);
+  connectSocket();
+  await refreshSessions();
+  route();
+}
+
+// ---- live data ----
+
+function connectSocket() {
+  const sock = app.relay.socket();
+  app.sock = sock;
+  sock.on("connect", () => { app.error = ""; refreshSessions(); if (app.open) fetchOpen(); });
+  sock.on("connect_error", (e) => { app.error = `live updates unavailable: ${e.message}`; renderStatus(); });
+  sock.on("update", (u) => onUpdate(u?.body ?? {}));
+  sock.on("ephemeral", (e) => {
+    if (e?.type !== "activity") return;
+    const s = app.sessions.get(e.id);
+    if (!s) return;
+    s.info.activeAt = e.activeAt ?? s.info.activeAt;
+    s.info.active = e.active;
+    s.thinking = !!e.thinking;
+    renderList();
+    if (app.open?.sid === e.id) renderHeader();
+  });
+}
+
+function onUpdate(body) {
+  switch (body.t) {
+    case "new-message": {
+      const s = app.sessions.get(body.sid);
+      if (s) { s.info.updatedAt = body.message?.createdAt ?? Date.now(); renderList(); }
+      if (app.open?.sid === body.sid) fetchOpen();
+      else if (s && s.watch) watchSession(s);
+      return;
+    }
+    case "update-session": {
+      const s = app.sessions.get(body.id);
+      if (!s || !body.metadata) return;
+      c.openJSON(s.cipher, body.metadata.value).then((md) => {
+        s.md = md;
+        s.info.metadataVersion = body.metadata.version;
+        renderList();
+        if (app.open?.sid === body.id) renderHeader();
+      }, () => {});
+      return;
+    }
+    case "new-session":
+    case "delete-session":
+      refreshSessions();
+  }
+}
+
+async function openSessionInfo(info) {
+  const s = { info, md: null, cipher: null, thinking: false, waiting: false, error: "" };
+  try {
+    s.cipher = await c.sessionCipher(app.account.secret, info.dataEncryptionKey);
+    if (info.metadata) s.md = await c.openJSON(s.cipher, info.metadata);
+  } catch (e) {
+    s.error = `cannot decrypt: ${e.message}`;
+  }
+  return s;
+}
+
+async function refreshSessions() {
+  if (!app.relay) return;
+  try {
+    const list = await app.relay.sessions();
+    const next = new Map();
+    for (const info of list) {
+      const old = app.sessions.get(info.id);
+      const s = old && old.info.metadataVersion === info.metadataVersion && old.cipher ? Object.assign(old, { info: { ...info } }) : await openSessionInfo(info);
+      if (old) { s.thinking = old.thinking; s.waiting = old.waiting; }
+      next.set(info.id, s);
+    }
+    app.sessions = next;
+    app.error = "";
+    for (const s of next.values()) if (s.cipher && sessionState(s.info, s.md, Date.now()) !== "stale" && !["ended", "archived"].includes(s.md?.lifecycleState)) { s.watch = true; watchSession(s); }
+  } catch (e) {
+    if (e.status === 401) { app.error = "the relay refused this browser's token; sign in again"; signOut(); return; }
+    app.error = e.message;
+  }
+  renderList();
+}
+
+// watchSession keeps a running session's "waiting for you" up to date
+// without opening it: its rows are reduced in the background.
+async function watchSession(s) {
+  if (s.busy) { s.again = true; return; }
+  s.busy = true;
+  try {
+    s.reducer ??= new Reducer();
+    await addRows(s.reducer, s.cipher, await app.relay.messages(s.info.id, s.reducer.lastSeq));
+    s.waiting = blockedTools(s.reducer.transcript()).length > 0;
+    renderList();
+  } catch { /* the next update tries again */ }
+  s.busy = false;
+  if (s.again) { s.again = false; watchSession(s); }
+}
+
+async function addRows(reducer, cipher, rows) {
+  for (const row of rows) {
+    const ct = row.content?.c;
+    if (typeof ct !== "string") { reducer.addFailure(row.seq, "invalid_field", "row has no encrypted content"); continue; }
+    try {
+      reducer.add(row.seq, c.decodeUtf8(await cipher.open(c.b64decode(ct))));
+    } catch (e) {
+      reducer.addFailure(row.seq, "decrypt_failed", e.message);
+    }
+  }
+  return rows.length;
+}
+
+async function fetchOpen() {
+  const o = app.open;
+  if (!o) return;
+  if (o.busy) { o.again = true; return; }
+  o.busy = true;
+  try {
+    const s = app.sessions.get(o.sid);
+    const n = await addRows(o.reducer, s.cipher, await app.relay.messages(o.sid, o.reducer.lastSeq));
+    if (n > 0 || !o.transcript) {
+      o.transcript = o.reducer.transcript();
+      s.waiting = blockedTools(o.transcript).length > 0;
+      renderTranscriptView();
+      renderList();
+    }
+  } catch (e) {
+    o.error = e.message;
+    renderTranscriptView();
+  }
+  o.busy = false;
+  if (o.again) { o.again = false; fetchOpen(); }
+}
+
+// ---- controls ----
+
+function openCtx() {
+  const o = app.open;
+  const s = app.sessions.get(o.sid);
+  const live = s && ["running", "waiting", "thinking"].includes(stateOf(s));
+  return {
+    canControl: live,
+    notices: o.notices,
+    openChildren: o.openChildren,
+    onDecide: (part, decision, reason) => control(part.callID, "permission", { callID: part.callID, decision, ...(reason ? { reason } : {}) }),
+    onAnswer: (part, answers) => control(part.callID, "answer", { callID: part.callID, answers }),
+  };
+}
+
+async function control(callID, method, params) {
+  const o = app.open;
+  const s = app.sessions.get(o.sid);
+  o.notices.delete(callID);
+  try {
+    await callRPC(app.sock, s.cipher, o.sid, method, params);
+  } catch (e) {
+    o.notices.set(callID, e instanceof RpcError && e.stale ? "Already answered elsewhere: " + e.message : "Not sent: " + e.message);
+    renderTranscriptView();
+  }
+}
+
+async function sendPrompt(text) {
+  const o = app.open;
+  const s = app.sessions.get(o.sid);
+  const root = o.transcript?.session?.id;
+  if (!root || !root.startsWith("ses_")) throw new Error("this session has no transcript yet");
+  const { id, env } = promptEnvelope(root, text);
+  await app.relay.sendMessages(o.sid, [{ content: await c.sealJSON(s.cipher, env), localId: id + ".1" }]);
+}
+
+async function abortTurn() {
+  const o = app.open;
+  await callRPC(app.sock, app.sessions.get(o.sid).cipher, o.sid, "abort", {});
+}
+
+// ---- views ----
+
+const stateOf = (s) => sessionState(s.info, s.md, Date.now(), { waiting: s.waiting, thinking: s.thinking });
+
+function ago(ms) {
+  if (!ms) return "";
+  const d = Math.max(0, Date.now() - ms) / 1000;
+  if (d < 60) return `${Math.floor(d)} s ago`;
+  if (d < 3600) return `${Math.floor(d / 60)} min ago`;
+  if (d < 86400) return `${Math.floor(d / 3600)} h ago`;
+  return new Date(ms).toLocaleDateString();
+}
+
+function route() {
+  const m = /^#\/s\/([^/]+)$/.exec(location.hash);
+  const sid = m ? decodeURIComponent(m[1]) : null;
+  if (sid !== (app.open?.sid ?? null)) {
+    app.open = sid ? { sid, reducer: new Reducer(), transcript: null, notices: new Map(), openChildren: new Set() } : null;
+    if (sid) fetchOpen();
+  }
+  render();
+}
+
+function render() {
+  const root = $("#app");
+  root.replaceChildren();
+  document.body.classList.toggle("has-open", !!app.open);
+  if (!app.account) { root.append(signInView()); return; }
+  root.append(
+    h("header", { class: "top" },
+      h("a", { href: "#", class: "brand" }, "happy"),
+      h("span", { id: "status", class: "status" }),
+      h("button", { type: "button", class: "ghost", onclick: signOut }, "Sign out")),
+    h("main", { class: "layout" },
+      h("section", { id: "list", class: "list", "aria-label": "sessions" }),
+      h("section", { id: "session", class: "session", "aria-label": "session" })));
+  renderStatus();
+  renderList();
+  renderSession();
+}
+
+function renderStatus() {
+  const el = $("#status");
+  if (el) el.textContent = app.error;
+}
+
+function signInView() {
+  const key = h("textarea", { id: "backup-key", rows: 2, placeholder: "XXXXX-XXXXX-…", autocomplete: "off", spellcheck: "false", "aria-label": "backup key" });
+  const relay = h("input", { id: "relay-url", type: "url", value: location.origin, "aria-label": "relay URL" });
+  const msg = h("p", { class: "error", role: "alert" }, app.error);
+  return h("div", { class: "signin" },
+    h("h1", {}, "happy"),
+    h("p", {}, "Open the link that ", h("code", {}, "happy web"), " prints on your computer to sign in this browser."),
+    h("form", { onsubmit: async (e) => {
+      e.preventDefault();
+      msg.textContent = "signing in…";
+      try {
+        const a = await restoreFromBackup(key.value, relay.value);
+        saveAccount(a);
+        app.error = "";
+        await start(a);
+      } catch (err) { msg.textContent = err.message; }
+    } },
+      h("label", { for: "backup-key" }, "Or restore with your backup key (", h("code", {}, "happy auth backup"), " prints it)"),
+      key,
+      h("label", { for: "relay-url" }, "Relay"),
+      relay,
+      h("button", { type: "submit" }, "Restore")),
+    msg);
+}
+
+function renderList() {
+  const el = $("#list");
+  if (!el) return;
+  const rows = [...app.sessions.values()].sort((a, b) => Math.max(b.info.updatedAt ?? 0, b.info.activeAt ?? 0) - Math.max(a.info.updatedAt ?? 0, a.info.activeAt ?? 0));
+  el.replaceChildren(h("h2", {}, "Sessions"), rows.length === 0 ? h("p", { class: "empty" }, "No sessions yet. Start one with ", h("code", {}, "happy claude"), ".") : "",
+    h("ul", {}, rows.map((s) => {
+      const st = stateOf(s);
+      const md = s.md || {};
+      return h("li", { class: "row" + (app.open?.sid === s.info.id ? " current" : ""), dataset: { sid: s.info.id, state: st } },
+        h("a", { href: "#/s/" + encodeURIComponent(s.info.id) },
+          h("span", { class: "title" }, md.summary?.text || s.error || "(untitled)"),
+          h("span", { class: `state ${st}` }, STATE_LABELS[st]),
+          h("span", { class: "meta" }, [md.flavor, md.host, md.path].filter(Boolean).join(" · ")),
+          h("span", { class: "when" }, ago(Math.max(s.info.updatedAt ?? 0, s.info.activeAt ?? 0)))));
+    })));
+}
+
+function renderHeader() {
+  const el = $("#session-head");
+  const o = app.open;
+  const s = o && app.sessions.get(o.sid);
+  if (!el || !s) return;
+  const st = stateOf(s);
+  const md = s.md || {};
+  el.replaceChildren(
+    h("a", { href: "#", class: "back", "aria-label": "back to sessions" }, "‹"),
+    h("div", { class: "head-text" },
+      h("h2", {}, md.summary?.text || "(untitled)"),
+      h("div", { class: "meta" }, [md.flavor, md.host, md.path].filter(Boolean).join(" · "))),
+    h("span", { class: `state ${st}`, id: "session-state" }, STATE_LABELS[st]));
+  const live = ["running", "waiting", "thinking"].includes(st);
+  $("#prompt")?.classList.toggle("hidden", !live);
+}
+
+function renderSession() {
+  const el = $("#session");
+  if (!el) return;
+  const o = app.open;
+  if (!o) { el.replaceChildren(h("p", { class: "empty" }, "Pick a session.")); return; }
+  const text = h("textarea", { id: "prompt-text", rows: 2, placeholder: "Send the next prompt…", "aria-label": "prompt" });
+  const note = h("span", { class: "prompt-note", role: "status" });
+  const form = h("form", { id: "prompt", class: "prompt", onsubmit: async (e) => {
+    e.preventDefault();
+    const t = text.value.trim();
+    if (!t) return;
+    note.textContent = "sending…";
+    try { await sendPrompt(t); text.value = ""; note.textContent = ""; } catch (err) { note.textContent = err.message; }
+  } },
+    text,
+    h("div", { class: "prompt-actions" },
+      h("button", { type: "submit", id: "send" }, "Send"),
+      h("button", { type: "button", id: "abort", class: "deny", onclick: async () => {
+        note.textContent = "aborting…";
+        try { await abortTurn(); note.textContent = "aborted"; } catch (err) { note.textContent = err.message; }
+      } }, "Abort"),
+      note));
+  el.replaceChildren(h("div", { id: "session-head", class: "session-head" }), h("div", { id: "transcript", class: "scroll" }), form);
+  renderHeader();
+  renderTranscriptView();
+}
+
+function renderTranscriptView() {
+  const el = $("#transcript");
+  const o = app.open;
+  if (!el || !o) return;
+  const atBottom = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
+  if (!app.sessions.has(o.sid)) { el.replaceChildren(h("p", { class: "empty" }, app.sessions.size ? "No such session." : "Loading…")); return; }
+  if (!o.transcript) { el.replaceChildren(h("p", { class: "empty" }, o.error || "Loading…")); return; }
+  const kept = snapshotUI(el);
+  const view = renderTranscript(o.transcript, openCtx());
+  view.addEventListener("toggle", (e) => {
+    const id = e.target.dataset?.child;
+    if (id) e.target.open ? o.openChildren.add(id) : o.openChildren.delete(id);
+  }, true);
+  el.replaceChildren(view, o.error ? h("p", { class: "error" }, o.error) : "");
+  restoreUI(el, kept);
+  if (atBottom) el.scrollTop = el.scrollHeight;
+  renderHeader();
+}
+
+// ---- boot ----
+
+async function boot() {
+  window.addEventListener("hashchange", () => { if (app.account) route(); });
+  setInterval(() => { if (app.account) { renderList(); renderHeader(); } }, 5000);
+  let link = null;
+  try {
+    link = parsePairLink(location.hash, location.origin);
+  } catch (e) {
+    app.error = "this pairing link is broken: " + e.message;
+  }
+  if (location.hash.startsWith("#pair=")) history.replaceState(null, "", location.pathname + location.search);
+  if (link) {
+    render();
+    try {
+      const a = await pairFromLink(link);
+      saveAccount(a);
+      await start(a);
+    } catch (e) {
+      app.error = "pairing failed: " + e.message;
+      const saved = loadAccount();
+      if (saved) await start(saved); else render();
+    }
+    return;
+  }
+  const saved = loadAccount();
+  if (saved) await start(saved); else render();
+}
+
+// Test hook: what the page shows, as data (e2e tests compare it with `happy log --json`).
+// decide answers a call of the open session as the buttons do (also one
+// that no longer waits, which is how a test makes a stale answer).
+window.happyApp = {
+  summary: () => (app.open?.transcript ? partsSummary(app.open.transcript) : null),
+  decide: (callID, decision) => control(callID, "permission", { callID, decision }),
+};
+
+boot();

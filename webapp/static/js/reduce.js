@@ -1,0 +1,218 @@
+// Record reduction: the decrypted rows of one relay session folded into a
+// transcript {session, messages, children, todos, dropped}, as the CLI's
+// session.Readback does (docs/ARCHITECTURE.md, "Relay envelope and versions").
+// Each row is {kind, version, …}; the highest version of a record wins, a
+// message is ordered by the seq of its first version, and anything unreadable
+// becomes a Dropped entry with a reason instead of disappearing.
+
+const KINDS = new Set(["message", "session", "todos", "dropped"]);
+const TODO_STATUS = new Set(["pending", "in_progress", "completed", "cancelled"]);
+const TODO_PRIORITY = new Set(["high", "medium", "low"]);
+
+const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
+
+/** Reducer holds the records of one relay session. */
+export class Reducer {
+  constructor() {
+    this.sessions = new Map(); // id → {version, seq, value}
+    this.messages = new Map(); // message id → {version, seq, value:{info, parts}}
+    this.todos = new Map(); // session id → {version, seq, value}
+    this.refused = new Map(); // session id → {version, seq, value}
+    this.first = new Map(); // message id → seq of its first version
+    this.dropped = []; // refusals of this reader
+    this.legacy = 0; // reference-app prompts without an envelope
+    this.lastSeq = 0;
+  }
+
+  refuse(seq, kind, reason, detail, raw) {
+    let r = typeof raw === "string" ? raw : "";
+    if (r.length > 512) r = r.slice(0, 512);
+    this.dropped.push({ source: "relay", line: seq, kind, reason, detail, raw: r });
+  }
+
+  /** addRaw adds a row whose decryption failed or whose text is not JSON. */
+  addFailure(seq, reason, detail) {
+    this.lastSeq = Math.max(this.lastSeq, seq);
+    this.refuse(seq, "", reason, detail, "");
+  }
+
+  /** add folds one decrypted row (its plaintext string) at seq. */
+  add(seq, text) {
+    this.lastSeq = Math.max(this.lastSeq, seq);
+    let env;
+    try {
+      env = JSON.parse(text);
+    } catch {
+      this.refuse(seq, "", "unparseable_json", "not valid JSON", text);
+      return;
+    }
+    if (!isObject(env)) {
+      this.refuse(seq, "", "not_an_object", "a relay record must be a JSON object", text);
+      return;
+    }
+    if (env.kind === undefined) {
+      if (env.role === "user") { this.legacy++; return; }
+      this.refuse(seq, typeof env.role === "string" ? env.role : "", "unknown_type", "no envelope kind", text);
+      return;
+    }
+    const kind = String(env.kind);
+    const version = env.version;
+    if (!Number.isInteger(version) || version < 1) {
+      this.refuse(seq, kind, "invalid_field", "version must be an integer >= 1", text);
+      return;
+    }
+    if (!KINDS.has(kind)) {
+      this.refuse(seq, kind, "unknown_type", "unknown envelope kind", text);
+      return;
+    }
+    const keep = (map, key, value) => {
+      const cur = map.get(key);
+      if (!cur || version > cur.version) map.set(key, { version, seq, value });
+    };
+    switch (kind) {
+      case "message": {
+        const err = checkMessage(env.info, env.parts);
+        if (err) { this.refuse(seq, kind, "invalid_field", err, text); return; }
+        const id = env.info.id;
+        const f = this.first.get(id);
+        if (f === undefined || seq < f) this.first.set(id, seq);
+        keep(this.messages, id, { info: env.info, parts: env.parts });
+        return;
+      }
+      case "session":
+        if (!isObject(env.session) || typeof env.session.id !== "string" || env.session.id === "") {
+          this.refuse(seq, kind, "invalid_field", "session record needs a session with an id", text);
+          return;
+        }
+        keep(this.sessions, env.session.id, env.session);
+        return;
+      case "todos": {
+        if (typeof env.sessionID !== "string" || env.sessionID === "" || !Array.isArray(env.todos)) {
+          this.refuse(seq, kind, "invalid_field", "todos record needs sessionID and a todos array", text);
+          return;
+        }
+        for (let i = 0; i < env.todos.length; i++) {
+          const t = env.todos[i];
+          if (!isObject(t) || (t.status !== undefined && !TODO_STATUS.has(t.status)) || (t.priority !== undefined && !TODO_PRIORITY.has(t.priority))) {
+            this.refuse(seq, kind, "invalid_field", `todos[${i}]: unknown status or priority`, text);
+            return;
+          }
+        }
+        keep(this.todos, env.sessionID, env.todos);
+        return;
+      }
+      case "dropped":
+        if (typeof env.sessionID !== "string" || env.sessionID === "" || !Array.isArray(env.dropped)) {
+          this.refuse(seq, kind, "invalid_field", "dropped record needs sessionID and a dropped array", text);
+          return;
+        }
+        keep(this.refused, env.sessionID, env.dropped);
+    }
+  }
+
+  /** transcript builds the document: the root session (the first session
+   * record without a parentID), its messages in order, child sessions
+   * nested under their parent, todos, and every dropped entry. */
+  transcript() {
+    const bySession = new Map();
+    for (const { value } of this.messages.values()) {
+      const sid = value.info.sessionID;
+      if (!bySession.has(sid)) bySession.set(sid, []);
+      bySession.get(sid).push(value);
+    }
+    const children = new Map();
+    let rootID = "", rootSeq = 0;
+    for (const [id, s] of this.sessions) {
+      if (!s.value.parentID) {
+        if (rootID === "" || s.seq < rootSeq || (s.seq === rootSeq && id < rootID)) { rootID = id; rootSeq = s.seq; }
+        continue;
+      }
+      if (!children.has(s.value.parentID)) children.set(s.value.parentID, []);
+      children.get(s.value.parentID).push(id);
+    }
+    const used = new Set();
+    const build = (id) => {
+      used.add(id);
+      const msgs = (bySession.get(id) || []).slice();
+      msgs.sort((a, b) => {
+        const fa = this.first.get(a.info.id), fb = this.first.get(b.info.id);
+        if (fa !== fb) return fa - fb;
+        return a.info.id < b.info.id ? -1 : a.info.id > b.info.id ? 1 : 0;
+      });
+      const t = {
+        session: this.sessions.get(id)?.value ?? { id },
+        messages: msgs,
+        children: [],
+        todos: this.todos.get(id)?.value ?? [],
+        dropped: (this.refused.get(id)?.value ?? []).slice(),
+      };
+      for (const k of (children.get(id) || []).sort()) if (!used.has(k)) t.children.push(build(k));
+      return t;
+    };
+    const doc = rootID ? build(rootID) : { session: { id: "" }, messages: [], children: [], todos: [], dropped: [] };
+    doc.dropped.push(...this.dropped);
+    const orphans = [...bySession.keys()].filter((s) => !used.has(s)).sort();
+    for (const sid of orphans) {
+      for (const m of bySession.get(sid)) {
+        doc.dropped.push({ source: "relay", line: this.messages.get(m.info.id).seq, kind: "message", reason: "orphan",
+          detail: `message ${m.info.id} belongs to session ${sid}, which has no session record` });
+      }
+    }
+    return doc;
+  }
+}
+
+function checkMessage(info, parts) {
+  if (!isObject(info) || !Array.isArray(parts)) return "message record needs info and parts";
+  if (typeof info.id !== "string" || info.id === "") return "info.id: missing";
+  if (info.role !== "user" && info.role !== "assistant") return `info.role: unknown role ${JSON.stringify(info.role)}`;
+  if (typeof info.sessionID !== "string" || info.sessionID === "") return "info.sessionID: missing";
+  for (let i = 0; i < parts.length; i++) {
+    const p = parts[i];
+    if (!isObject(p) || typeof p.type !== "string") return `parts[${i}]: not a part`;
+    if (p.type === "tool" && (!isObject(p.state) || typeof p.state.status !== "string")) return `parts[${i}].state: missing status`;
+  }
+  return "";
+}
+
+/** findChild returns the child transcript with session id sid, searching the whole tree. */
+export function findChild(t, sid) {
+  for (const c of t.children) {
+    if (c.session.id === sid) return c;
+    const d = findChild(c, sid);
+    if (d) return d;
+  }
+  return null;
+}
+
+/** blockedTools lists the tool parts of a transcript (children included) that wait for a person. */
+export function blockedTools(t) {
+  const out = [];
+  const walk = (tr) => {
+    for (const m of tr.messages) for (const p of m.parts) if (p.type === "tool" && p.state.status === "blocked") out.push(p);
+    tr.children.forEach(walk);
+  };
+  walk(t);
+  return out;
+}
+
+export const STALE_AFTER_MS = 90_000;
+
+/** sessionState is what the list shows: "ended" or "archived" from the
+ * metadata; "stale" when a running session's last sign of life (activeAt,
+ * lifecycleStateSince, createdAt, whichever is later) is over 90 s old, as
+ * `happy sessions` computes it; else "waiting" when a tool waits for a
+ * person, "thinking" when the heartbeat says a turn runs, or "running". */
+export function sessionState(info, md, now, { waiting = false, thinking = false } = {}) {
+  const lc = md?.lifecycleState;
+  if (lc === "ended" || lc === "archived") return lc;
+  const last = Math.max(info.activeAt || 0, md?.lifecycleStateSince || 0, info.createdAt || 0);
+  if (now - last > STALE_AFTER_MS) return "stale";
+  if (waiting) return "waiting";
+  if (thinking) return "thinking";
+  return "running";
+}
+
+export const STATE_LABELS = {
+  running: "running", waiting: "waiting for you", thinking: "thinking", ended: "ended", archived: "archived", stale: "stale",
+};

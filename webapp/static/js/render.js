@@ -1,0 +1,321 @@
+// Rendering of a transcript (reduce.js) into DOM nodes: messages, parts,
+// tools with their state, blocks with their controls, child sessions in
+// place, the todo dock, usage and dropped records. Text only ever enters the
+// page as text nodes (markdown.js builds nodes, never HTML).
+
+import { renderMarkdown } from "./markdown.js";
+import { findChild } from "./reduce.js";
+
+/** h builds an element: h("div", {class: "x", dataset: {a: 1}, onclick}, ...children). */
+export function h(tag, attrs, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "class") e.className = v;
+    else if (k === "dataset") Object.assign(e.dataset, v);
+    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else if (k in e && typeof v !== "string") e[k] = v;
+    else e.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const k of kids.flat()) if (k !== null && k !== undefined && k !== false) e.append(k);
+  return e;
+}
+
+export const FOLD_LINES = 20;
+export const FOLD_CHARS = 2000;
+
+/** folded shows long text in a <details> with the first lines as summary. */
+export function folded(text, cls) {
+  const s = String(text ?? "");
+  const lines = s.split("\n");
+  if (lines.length <= FOLD_LINES && s.length <= FOLD_CHARS) return h("pre", { class: cls }, s);
+  const head = lines.slice(0, 5).join("\n").slice(0, 400);
+  return h("details", { class: "fold " + (cls || "") },
+    h("summary", {}, h("pre", {}, head), h("span", { class: "more" }, `show all ${lines.length} lines (${s.length} characters)`)),
+    h("pre", {}, s));
+}
+
+/** toolSubject is the telling member of a tool's input (what `happy log` shows after the name). */
+export function toolSubject(tool, input) {
+  const i = input || {};
+  switch (tool) {
+    case "bash": return i.command;
+    case "read": case "write": case "edit": return i.path;
+    case "glob": case "grep": return i.pattern;
+    case "fetch": return i.url;
+    case "search": return i.query;
+    case "task": return i.description;
+    case "plan": return "";
+    case "question": return i.questions?.[0]?.question;
+    default: return "";
+  }
+}
+
+/** diffLines renders an edit: the unified diff when given, else its two sides. */
+export function diffView(input) {
+  const lines = [];
+  if (typeof input.diff === "string" && input.diff !== "") {
+    for (const l of input.diff.split("\n")) lines.push(l);
+  } else {
+    for (const l of String(input.oldString ?? "").split("\n")) lines.push("-" + l);
+    for (const l of String(input.newString ?? "").split("\n")) lines.push("+" + l);
+  }
+  return h("pre", { class: "diff" }, lines.map((l) => {
+    const c = l.startsWith("+") && !l.startsWith("+++") ? "add" : l.startsWith("-") && !l.startsWith("---") ? "del" : l.startsWith("@@") ? "hunk" : "ctx";
+    return h("span", { class: c }, l + "\n");
+  }));
+}
+
+const SHOWN_IN_INPUT = new Set(["bash", "read", "write", "edit", "question"]);
+
+const DECISION_LABELS = { once: "allowed once", always: "allowed always", reject: "denied" };
+
+function resolvedBlock(b) {
+  if (!b) return null;
+  if (b.type === "question") {
+    const answers = (b.answers || []).map((a) => (a || []).join(", ")).join("; ");
+    return h("div", { class: "resolved", dataset: { decision: "answered" } }, "answered: ", answers || "(no answer)");
+  }
+  let text = DECISION_LABELS[b.decision] || String(b.decision);
+  if (b.reason) text += ` (${b.reason})`;
+  if (b.rule) text += ` by rule ${b.rule.permission}:${b.rule.pattern}`;
+  return h("div", { class: "resolved", dataset: { decision: b.decision } }, text);
+}
+
+function permissionControls(part, ctx) {
+  const b = part.state.block;
+  const reason = h("input", { type: "text", class: "reason", placeholder: "reason (optional)", "aria-label": "reason for denying" });
+  const btn = (label, decision, cls) => h("button", { type: "button", class: cls, dataset: { decision },
+    onclick: (e) => { e.currentTarget.disabled = true; ctx.onDecide?.(part, decision, decision === "reject" ? reason.value.trim() : ""); } }, label);
+  return h("div", { class: "block permission" },
+    h("div", { class: "ask" }, `wants permission: ${b.permission || part.tool}`, (b.patterns || []).length ? h("code", {}, b.patterns.join(" ")) : null),
+    ctx.canControl ? h("div", { class: "actions" },
+      btn("Allow once", "once", "allow"), btn("Always", "always", "always"), reason, btn("Deny", "reject", "deny")) : null);
+}
+
+function questionControls(part, ctx) {
+  const qs = part.state.block.questions || [];
+  const pickers = qs.map((q, qi) => {
+    const multiple = q.multiple === true;
+    const name = `q-${part.callID}-${qi}`;
+    const options = (q.options || []).map((o) => h("label", { class: "option" },
+      h("input", { type: multiple ? "checkbox" : "radio", name, value: o.label }),
+      h("span", { class: "label" }, o.label), o.description ? h("span", { class: "desc" }, o.description) : null));
+    const custom = q.custom === false ? null : h("input", { type: "text", class: "custom", placeholder: "your own answer", "aria-label": "your own answer" });
+    return { q, el: h("fieldset", { class: "question" }, h("legend", {}, q.header ? `${q.header}: ` : "", q.question), options, custom), custom, name };
+  });
+  const send = h("button", { type: "button", class: "allow", onclick: (e) => {
+    const answers = pickers.map((p) => {
+      const picked = [...p.el.querySelectorAll(`input[name="${CSS.escape(p.name)}"]:checked`)].map((i) => i.value);
+      const own = p.custom?.value.trim();
+      if (own) picked.push(own);
+      return picked;
+    });
+    e.currentTarget.disabled = true;
+    ctx.onAnswer?.(part, answers);
+  } }, "Answer");
+  return h("div", { class: "block question-block" }, pickers.map((p) => p.el), ctx.canControl ? h("div", { class: "actions" }, send) : null);
+}
+
+function toolInput(part) {
+  const i = part.state.input || {};
+  switch (part.tool) {
+    case "bash": return h("pre", { class: "command" }, "$ " + (i.command ?? ""));
+    case "edit": return h("div", {}, h("div", { class: "file" }, i.path ?? ""), diffView(i));
+    case "write": return h("div", {}, h("div", { class: "file" }, i.path ?? ""), folded(i.content ?? "", "content"));
+    case "read": return h("div", { class: "file" }, i.path ?? "", i.offset ? ` from line ${i.offset}` : "", i.limit ? ` (${i.limit} lines)` : "");
+    case "task": return i.prompt ? folded(i.prompt, "prompt") : null;
+    case "plan": return i.plan ? renderMarkdown(i.plan) : null;
+    case "question":
+      // While blocked, the controls show the questions.
+      if (part.state.status === "blocked" || !Array.isArray(i.questions)) return null;
+      return h("div", { class: "questions" }, i.questions.map((q) => h("div", { class: "q" }, q?.question ?? "")));
+    case "todo": return null;
+    default: {
+      const s = JSON.stringify(i, null, 2);
+      return s && s !== "{}" ? folded(s, "json") : null;
+    }
+  }
+}
+
+/** renderTool renders a tool part: status, name, subject, input, output or
+ * error, its block (controls while blocked, the decision once resolved) and,
+ * for a task, its child session expandable in place. */
+export function renderTool(part, ctx = {}) {
+  const st = part.state;
+  const status = st.status;
+  // The header names what the input below does not show already.
+  const title = st.title && st.title !== part.tool ? st.title : "";
+  const subject = title || (SHOWN_IN_INPUT.has(part.tool) ? "" : toolSubject(part.tool, st.input));
+  const node = h("div", { class: `part tool st-${status}`, dataset: { part: "tool", tool: part.tool, status, callId: part.callID } },
+    h("div", { class: "tool-head" },
+      h("span", { class: `badge ${status}` }, status),
+      h("span", { class: "tool-name" }, part.tool),
+      subject ? h("span", { class: "subject" }, subject) : null),
+    toolInput(part));
+  if (status === "blocked" && st.block) node.append(st.block.type === "question" ? questionControls(part, ctx) : permissionControls(part, ctx));
+  if (status !== "blocked" && st.block) node.append(resolvedBlock(st.block));
+  const notice = ctx.notices?.get(part.callID);
+  if (notice) node.append(h("div", { class: "notice" }, notice));
+  if (status === "completed" && st.output !== undefined && st.output !== "") node.append(folded(st.output, "output"));
+  if (status === "error") node.append(h("pre", { class: "error" }, st.error ?? "error"));
+  if (part.tool === "task" && ctx.transcript) {
+    const sid = st.metadata?.sessionId || part.metadata?.sessionId;
+    const child = sid ? findChild(ctx.transcript, sid) : null;
+    if (child) {
+      const d = h("details", { class: "child", dataset: { child: child.session.id } },
+        h("summary", {}, child.session.title || "subagent", ` · ${child.messages.length} messages`));
+      let built = false;
+      d.addEventListener("toggle", () => {
+        if (d.open && !built) { built = true; d.append(renderMessages(child, { ...ctx, transcript: ctx.transcript })); }
+      });
+      if (ctx.openChildren?.has(child.session.id)) { d.open = true; built = true; d.append(renderMessages(child, ctx)); }
+      node.append(d);
+    }
+  }
+  if (part.tool === "todo" && Array.isArray(st.input?.todos)) node.append(renderTodos(st.input.todos, "todo-input"));
+  return node;
+}
+
+const num = (n) => (typeof n === "number" ? n.toLocaleString("en-US") : "0");
+
+/** usageLine is "in 4,200 · out 340 · cache 3,800/400 · $0.0087". */
+export function usageLine(tokens, cost) {
+  const bits = [];
+  if (tokens) {
+    bits.push(`in ${num(tokens.input)}`, `out ${num(tokens.output)}`);
+    if (tokens.reasoning) bits.push(`reasoning ${num(tokens.reasoning)}`);
+    if (tokens.cache && (tokens.cache.read || tokens.cache.write)) bits.push(`cache ${num(tokens.cache.read)}/${num(tokens.cache.write)}`);
+  }
+  if (typeof cost === "number") bits.push("$" + cost.toFixed(4));
+  return bits.join(" · ");
+}
+
+/** renderPart renders any part; unknown types show as a note, never vanish. */
+export function renderPart(part, ctx = {}) {
+  switch (part.type) {
+    case "text": {
+      const n = h("div", { class: "part text" + (part.synthetic ? " synthetic" : ""), dataset: { part: "text" } });
+      n.append(renderMarkdown(part.text));
+      return n;
+    }
+    case "reasoning":
+      return h("details", { class: "part reasoning", dataset: { part: "reasoning" } }, h("summary", {}, "reasoning"), renderMarkdown(part.text));
+    case "tool":
+      return renderTool(part, ctx);
+    case "file":
+      return h("div", { class: "part file", dataset: { part: "file" } }, "📎 ", part.filename || part.mime || "file");
+    case "step-start":
+      return null;
+    case "step-finish":
+      // A step that ended normally says nothing (its usage is in the
+      // message's); one cut short says how.
+      if (part.reason === "stop" || part.reason === "tool-calls") return null;
+      return h("div", { class: "part step-finish", dataset: { part: "step-finish", reason: part.reason } }, `step ended: ${part.reason}`, part.tokens || part.cost !== undefined ? " · " + usageLine(part.tokens, part.cost) : "");
+    case "subtask":
+      return h("div", { class: "part subtask", dataset: { part: "subtask" } }, `subtask (${part.agent}): ${part.description}`);
+    case "agent":
+      return h("div", { class: "part agent", dataset: { part: "agent" } }, `agent ${part.name}`);
+    case "snapshot":
+      return h("div", { class: "part meta", dataset: { part: "snapshot" } }, `snapshot ${part.snapshot}`);
+    case "patch":
+      return h("div", { class: "part meta", dataset: { part: "patch" } }, `patch ${part.hash}: ${(part.files || []).join(", ")}`);
+    case "compaction":
+      return h("div", { class: "part meta", dataset: { part: "compaction" } }, part.auto ? "context compacted automatically" : "context compacted");
+    case "retry":
+      return h("div", { class: "part retry", dataset: { part: "retry" } }, `retry ${part.attempt}: ${part.error?.message ?? ""}`);
+    default:
+      return h("div", { class: "part unknown", dataset: { part: "unknown" } }, `unknown part type ${JSON.stringify(part.type)}`);
+  }
+}
+
+/** renderMessage renders one message with its parts; an assistant message adds its usage and error. */
+export function renderMessage(m, ctx = {}) {
+  const info = m.info;
+  const node = h("article", { class: `msg ${info.role}`, dataset: { message: info.id, role: info.role } });
+  for (const p of m.parts) {
+    const n = renderPart(p, ctx);
+    if (n) node.append(n);
+  }
+  if (info.role === "assistant") {
+    if (info.error) node.append(h("div", { class: "msg-error" }, `${info.error.name ?? "error"}: ${info.error.message ?? info.error.data?.message ?? ""}`));
+    const usage = usageLine(info.tokens, info.cost);
+    if (usage) node.append(h("div", { class: "usage" }, usage));
+  }
+  return node;
+}
+
+/** renderDropped is the warning row of one dropped record. */
+export function renderDropped(d) {
+  return h("div", { class: "dropped", role: "alert", dataset: { part: "dropped", reason: d.reason } },
+    `⚠ a record was dropped (${d.reason}${d.kind ? ", " + d.kind : ""}${d.line ? ", record " + d.line : ""}): ${d.detail ?? ""}`);
+}
+
+export function renderMessages(t, ctx) {
+  const box = h("div", { class: "messages" });
+  for (const m of t.messages) box.append(renderMessage(m, { ...ctx, transcript: ctx.transcript || t }));
+  for (const d of t.dropped) box.append(renderDropped(d));
+  return box;
+}
+
+const TODO_MARK = { pending: "○", in_progress: "◐", completed: "●", cancelled: "⊘" };
+
+export function renderTodos(todos, cls = "todos") {
+  return h("ul", { class: cls }, todos.map((t) => h("li", { class: `todo ${t.status ?? "pending"}`, dataset: { status: t.status ?? "pending" } },
+    h("span", { class: "mark" }, TODO_MARK[t.status] ?? "○"), " ", t.content ?? "")));
+}
+
+/** renderTranscript renders the whole session: messages (children in
+ * place under their task tools), dropped warnings and the todo dock. */
+export function renderTranscript(t, ctx = {}) {
+  const c = { ...ctx, transcript: t };
+  const root = h("div", { class: "transcript" }, renderMessages(t, c));
+  if (t.todos.length) root.append(h("aside", { class: "todo-dock" }, h("h3", {}, "Todos"), renderTodos(t.todos)));
+  return root;
+}
+
+// A re-render keeps what the person was doing: text typed into a tool's
+// controls, options picked, the field that had focus, and which folded
+// sections were open (keyed by message and position in it). snapshotUI
+// reads it from a rendered transcript, restoreUI puts it on the next one.
+function uiKeys(el) {
+  const out = [];
+  for (const article of el.querySelectorAll("article[data-message]")) {
+    article.querySelectorAll("details, input, textarea").forEach((n, i) => out.push([`${article.dataset.message}:${i}:${n.tagName}`, n]));
+  }
+  return out;
+}
+
+export function snapshotUI(el) {
+  const state = new Map();
+  for (const [key, n] of uiKeys(el)) {
+    if (n.tagName === "DETAILS") state.set(key, { open: n.open });
+    else state.set(key, { value: n.value, checked: n.checked, focus: document.activeElement === n });
+  }
+  return state;
+}
+
+export function restoreUI(el, state) {
+  for (const [key, n] of uiKeys(el)) {
+    const v = state.get(key);
+    if (!v) continue;
+    if (n.tagName === "DETAILS") {
+      if (v.open && !n.open) n.open = true;
+      continue;
+    }
+    if (n.type === "checkbox" || n.type === "radio") n.checked = v.checked;
+    else if (v.value) n.value = v.value;
+    if (v.focus) n.focus();
+  }
+}
+
+/** partsSummary lists what a transcript shows, in order: for comparison with
+ * `happy log --json` ({type, text} or {type:"tool", tool, status}). */
+export function partsSummary(t) {
+  const out = [];
+  for (const m of t.messages) for (const p of m.parts) {
+    if (p.type === "text" || p.type === "reasoning") out.push({ role: m.info.role, type: p.type, text: p.text });
+    else if (p.type === "tool") out.push({ role: m.info.role, type: "tool", tool: p.tool, status: p.state.status });
+  }
+  return out;
+}

@@ -1,0 +1,440 @@
+// Unit tests of the web app's own logic, run in a real browser by
+// webapp_test.go. Results go to window.__results = {done, passed, failures:[{name, message}]}.
+
+import * as c from "/app/js/crypto.js";
+import { Reducer, blockedTools, sessionState, findChild } from "/app/js/reduce.js";
+import { renderMarkdown, safeHref } from "/app/js/markdown.js";
+import * as r from "/app/js/render.js";
+import { parsePairLink, promptEnvelope, RpcError } from "/app/js/api.js";
+
+const tests = [];
+const test = (name, fn) => tests.push({ name, fn });
+
+class Fail extends Error {}
+function eq(got, want, what = "value") {
+  const g = JSON.stringify(got), w = JSON.stringify(want);
+  if (g !== w) throw new Fail(`${what}: got ${g}, want ${w}`);
+}
+function ok(cond, what) {
+  if (!cond) throw new Fail(what);
+}
+async function rejects(p, reason, what) {
+  try {
+    await p;
+  } catch (e) {
+    if (e.reason !== reason) throw new Fail(`${what}: refused with ${e.reason} (${e.message}), want ${reason}`);
+    return;
+  }
+  throw new Fail(`${what}: accepted, want a refusal (${reason})`);
+}
+const html = (node) => node.outerHTML;
+
+const vectors = await (await fetch("/vectors.json")).json();
+const fx = await (await fetch("/fixtures.json")).json();
+const b64 = c.b64decode;
+
+// ---- crypto: the CLI's vectors ----
+
+test("secretbox vectors open to their plaintext", async () => {
+  ok(vectors.secretbox.length >= 5, "secretbox vectors present");
+  for (const [i, v] of vectors.secretbox.entries()) {
+    const plain = await c.legacyCipher(b64(v.keyB64)).open(b64(v.bundleB64));
+    eq(c.decodeUtf8(plain), v.plaintextJSON, `secretbox[${i}]`);
+  }
+});
+
+test("aesgcm vectors open to their plaintext", async () => {
+  ok(vectors.aesgcm.length >= 5, "aesgcm vectors present");
+  for (const [i, v] of vectors.aesgcm.entries()) {
+    const plain = await c.dataKeyCipher(b64(v.keyB64)).open(b64(v.bundleB64));
+    eq(c.decodeUtf8(plain), v.plaintextJSON, `aesgcm[${i}]`);
+  }
+});
+
+test("wrapped data key vectors: content key pair and unwrap", async () => {
+  for (const [i, v] of vectors.boxBundle.entries()) {
+    const secret = b64(v.accountSecretB64);
+    eq(c.b64encode(await c.deriveKey(secret, "Happy EnCoder", ["content"])), v.contentKeySeedB64, `boxBundle[${i}] content seed`);
+    const kp = await c.contentKeyPair(secret);
+    eq(c.b64encode(kp.secretKey), v.recipientSecretKeyB64, `boxBundle[${i}] content secret key`);
+    eq(c.b64encode(kp.publicKey), v.recipientPublicKeyB64, `boxBundle[${i}] content public key`);
+    eq(c.b64encode(c.unwrapDataKey(b64(v.dataEncryptionKeyB64), kp.secretKey)), v.dataKeyB64, `boxBundle[${i}] data key`);
+    const sc = await c.sessionCipher(secret, v.dataEncryptionKeyB64);
+    eq(sc.variant, "dataKey", `boxBundle[${i}] session cipher variant`);
+  }
+});
+
+test("deriveKey, libsodium seed key pair, signature, base64url and backup key vectors", async () => {
+  for (const [i, v] of vectors.deriveKey.entries()) eq(c.hex(await c.deriveKey(c.encodeUtf8(v.seedUTF8), v.usage, v.path)), v.keyHex, `deriveKey[${i}]`);
+  for (const [i, v] of vectors.libsodiumPublicKey.entries()) {
+    const kp = c.boxKeyPairFromSeed(b64(v.seedB64));
+    eq([c.b64encode(kp.secretKey), c.b64encode(kp.publicKey)], [v.boxSecretKeyB64, v.publicKeyB64], `libsodiumPublicKey[${i}]`);
+  }
+  for (const [i, v] of vectors.sign.entries()) {
+    const req = c.authRequest(b64(v.seedB64), b64(v.challengeB64));
+    eq([req.publicKey, req.challenge, req.signature], [v.publicKeyB64, v.challengeB64, v.signatureB64], `sign[${i}]`);
+  }
+  for (const [i, v] of vectors.base64url.entries()) {
+    const bytes = new Uint8Array((v.hex.match(/../g) || []).map((x) => parseInt(x, 16)));
+    eq([c.b64encode(bytes), c.b64url(bytes), c.hex(b64(v.base64url)), c.hex(b64(v.base64))], [v.base64, v.base64url, v.hex, v.hex], `base64url[${i}]`);
+  }
+  for (const [i, v] of vectors.backupKey.entries()) {
+    eq(c.b64encode(c.parseBackupKey(v.backupKey)), v.secretB64, `backupKey[${i}] parse`);
+    eq(c.formatBackupKey(b64(v.secretB64)), v.backupKey, `backupKey[${i}] format`);
+    eq(c.b64encode(c.parseBackupKey(v.backupKey.toLowerCase().replace(/-/g, " "))), v.secretB64, `backupKey[${i}] tolerant parse`);
+  }
+});
+
+test("backup key refusals", async () => {
+  await rejects(Promise.resolve().then(() => c.parseBackupKey("AAAA")), "bad_length", "short key");
+  await rejects(Promise.resolve().then(() => c.parseBackupKey("RVUWY-NMN2H-CFNDJ-PMSEN-4QPJT-B27UV-LOCFT-23ESL-ZG622-DUHTI-A!")), "bad_encoding", "bad character");
+});
+
+test("ciphers refuse tampered, truncated and unknown-version bundles", async () => {
+  const key = c.randomBytes(32);
+  for (const cipher of [c.legacyCipher(key), c.dataKeyCipher(key)]) {
+    const sealed = await cipher.seal(c.encodeUtf8('{"a":1}'));
+    eq(c.decodeUtf8(await cipher.open(sealed)), '{"a":1}', `${cipher.variant} round trip`);
+    const bad = sealed.slice();
+    bad[bad.length - 1] ^= 1;
+    await rejects(cipher.open(bad), "auth_failed", `${cipher.variant} tampered`);
+    await rejects(cipher.open(sealed.slice(0, 10)), "truncated", `${cipher.variant} truncated`);
+  }
+  const sealed = await c.dataKeyCipher(key).seal(c.encodeUtf8("{}"));
+  sealed[0] = 1;
+  await rejects(c.dataKeyCipher(key).open(sealed), "unsupported_version", "dataKey version byte");
+  await rejects(Promise.resolve().then(() => c.unwrapDataKey(new Uint8Array(104), key)), "truncated", "short wrapped key");
+  await rejects(Promise.resolve().then(() => c.unwrapDataKey(new Uint8Array([1, ...new Uint8Array(104)]), key)), "unsupported_version", "wrapped key version");
+});
+
+// ---- crypto: what Go's crypto package writes now ----
+
+test("pairing responses sealed by Go open as crypto.OpenPairingResponse does", async () => {
+  const secret = b64(fx.terminalSecret);
+  eq(c.b64encode(c.boxPublicKey(secret)), fx.terminalPublic, "terminal public key");
+  const legacy = c.openPairingResponse(b64(fx.pairingLegacy), secret);
+  eq([legacy.variant, c.b64encode(legacy.secret)], ["legacy", fx.accountSecret], "legacy pairing");
+  const dk = c.openPairingResponse(b64(fx.pairingDataKey), secret);
+  eq([dk.variant, c.b64encode(dk.contentPublicKey)], ["dataKey", fx.contentPublic], "dataKey pairing");
+  await rejects(Promise.resolve().then(() => c.openPairingResponse(b64(fx.pairingLegacy), c.randomBytes(32))), "auth_failed", "wrong terminal secret");
+});
+
+test("session rows sealed by Go decrypt (legacy and dataKey) and the browser's seal opens back", async () => {
+  const secret = b64(fx.accountSecret);
+  for (const row of fx.rows) {
+    const cipher = await c.sessionCipher(secret, row.dataEncryptionKey);
+    eq(cipher.variant, row.variant, "variant");
+    eq(await c.openJSON(cipher, row.content), JSON.parse(row.plaintext), `${row.variant} row`);
+    const again = await c.sealJSON(cipher, { x: "é" });
+    eq(await c.openJSON(cipher, again), { x: "é" }, `${row.variant} seal/open`);
+  }
+  eq(c.b64encode(c.parseBackupKey(fx.backupKey)), fx.accountSecret, "backup key from Go");
+});
+
+// ---- reduction ----
+
+const msg = (id, version, parts, extra = {}) => JSON.stringify({ kind: "message", version, info: { id, sessionID: extra.sid ?? "ses_root", role: extra.role ?? "assistant", time: { created: 1 } }, parts });
+const ses = (id, version, extra = {}) => JSON.stringify({ kind: "session", version, session: { id, title: extra.title ?? id, ...extra } });
+const textPart = (id, text) => ({ id, type: "text", text });
+const toolPart = (id, status, extra = {}) => ({ id, type: "tool", callID: "call_" + id, tool: extra.tool ?? "bash", state: { status, input: extra.input ?? { command: "ls" }, ...extra.state } });
+
+test("the highest version of a record wins, whatever the arrival order", async () => {
+  const rd = new Reducer();
+  rd.add(1, ses("ses_root", 1));
+  rd.add(2, msg("msg_a", 3, [textPart("p1", "three")]));
+  rd.add(3, msg("msg_a", 1, [textPart("p1", "one")]));
+  rd.add(4, msg("msg_a", 2, [textPart("p1", "two")]));
+  rd.add(5, ses("ses_root", 2, { title: "named" }));
+  rd.add(6, ses("ses_root", 1, { title: "old" }));
+  const t = rd.transcript();
+  eq(t.messages.map((m) => m.parts[0].text), ["three"], "message text");
+  eq(t.session.title, "named", "session title");
+  eq(rd.lastSeq, 6, "lastSeq");
+});
+
+test("messages are ordered by the seq of their first version; children nest; todos and dropped are per session", async () => {
+  const rd = new Reducer();
+  rd.add(1, ses("ses_root", 1));
+  rd.add(2, msg("msg_b", 1, [textPart("p", "b")], { role: "user" }));
+  rd.add(3, msg("msg_a", 1, [textPart("p", "a")]));
+  rd.add(4, msg("msg_b", 2, [textPart("p", "b2")], { role: "user" }));
+  rd.add(5, ses("ses_child", 1, { parentID: "ses_root" }));
+  rd.add(6, msg("msg_c", 1, [textPart("p", "child")], { sid: "ses_child" }));
+  rd.add(7, JSON.stringify({ kind: "todos", version: 1, sessionID: "ses_root", todos: [{ content: "x", status: "pending", priority: "high" }] }));
+  rd.add(8, JSON.stringify({ kind: "todos", version: 2, sessionID: "ses_root", todos: [{ content: "x", status: "completed", priority: "high" }] }));
+  rd.add(9, JSON.stringify({ kind: "dropped", version: 1, sessionID: "ses_child", dropped: [{ source: "claude-jsonl", reason: "unknown_type" }] }));
+  const t = rd.transcript();
+  eq(t.messages.map((m) => m.info.id), ["msg_b", "msg_a"], "order");
+  eq(t.messages[0].parts[0].text, "b2", "patched in place");
+  eq(t.children.map((ch) => ch.session.id), ["ses_child"], "children");
+  eq(t.children[0].messages[0].parts[0].text, "child", "child message");
+  eq(t.children[0].dropped, [{ source: "claude-jsonl", reason: "unknown_type" }], "child dropped");
+  eq(t.todos, [{ content: "x", status: "completed", priority: "high" }], "todos");
+  eq(findChild(t, "ses_child").session.id, "ses_child", "findChild");
+});
+
+test("unreadable rows become dropped entries with reasons", async () => {
+  const rd = new Reducer();
+  rd.add(1, ses("ses_root", 1));
+  rd.add(2, "{not json");
+  rd.add(3, "[1]");
+  rd.add(4, '{"role":"user","content":{"type":"text","text":"hi"}}');
+  rd.add(5, '{"role":"agent"}');
+  rd.add(6, '{"kind":"message","version":0}');
+  rd.add(7, '{"kind":"weird","version":1}');
+  rd.add(8, '{"kind":"message","version":1,"info":{"id":"","role":"user","sessionID":"ses_root"},"parts":[]}');
+  rd.add(9, '{"kind":"todos","version":1,"sessionID":"ses_root","todos":[{"status":"done"}]}');
+  rd.add(10, msg("msg_o", 1, [], { sid: "ses_nobody" }));
+  rd.addFailure(11, "decrypt_failed", "authentication failed");
+  const t = rd.transcript();
+  eq(t.dropped.map((d) => [d.line, d.reason]), [[2, "unparseable_json"], [3, "not_an_object"], [5, "unknown_type"], [6, "invalid_field"], [7, "unknown_type"], [8, "invalid_field"], [9, "invalid_field"], [11, "decrypt_failed"], [10, "orphan"]], "dropped");
+  eq(rd.legacy, 1, "legacy prompts counted");
+});
+
+test("blocked tools and session states", async () => {
+  const rd = new Reducer();
+  rd.add(1, ses("ses_root", 1));
+  rd.add(2, msg("msg_a", 1, [toolPart("t1", "blocked", { state: { block: { type: "permission", id: "b", permission: "bash", patterns: ["ls"] } } }), toolPart("t2", "running")]));
+  eq(blockedTools(rd.transcript()).map((p) => p.callID), ["call_t1"], "blocked");
+  const now = 1_000_000;
+  const info = { activeAt: now - 1000, createdAt: 0 };
+  eq(sessionState(info, { lifecycleState: "running" }, now), "running", "running");
+  eq(sessionState(info, { lifecycleState: "running" }, now, { waiting: true, thinking: true }), "waiting", "waiting wins over thinking");
+  eq(sessionState(info, {}, now, { thinking: true }), "thinking", "thinking");
+  eq(sessionState(info, { lifecycleState: "ended" }, now, { waiting: true }), "ended", "ended");
+  eq(sessionState(info, { lifecycleState: "archived" }, now), "archived", "archived");
+  eq(sessionState({ activeAt: now - 90_001, createdAt: 0 }, { lifecycleState: "running" }, now), "stale", "stale after 90 s");
+  eq(sessionState({ activeAt: now - 90_001, createdAt: 0 }, { lifecycleState: "running", lifecycleStateSince: now - 5 }, now), "running", "lifecycleStateSince counts");
+});
+
+// ---- Markdown ----
+
+test("markdown escapes everything and links only safe URLs", async () => {
+  const cases = [
+    ["<script>alert(1)</script>", '<div class="md"><p>&lt;script&gt;alert(1)&lt;/script&gt;</p></div>'],
+    ['<img src=x onerror="alert(1)">', '<div class="md"><p>&lt;img src=x onerror="alert(1)"&gt;</p></div>'],
+    ["[x](javascript:alert(1))", '<div class="md"><p>[x](javascript:alert(1))</p></div>'],
+    ["[x](https://a.example/?q=<b>)", '<div class="md"><p>[x](https://a.example/?q=&lt;b&gt;)</p></div>'],
+    ["[docs](https://a.example/d)", '<div class="md"><p><a href="https://a.example/d" rel="noopener noreferrer nofollow" target="_blank">docs</a></p></div>'],
+    ["```html\n<b>&amp;</b>\n```", '<div class="md"><pre><code data-lang="html">&lt;b&gt;&amp;amp;&lt;/b&gt;</code></pre></div>'],
+    ["`<i>`", '<div class="md"><p><code>&lt;i&gt;</code></p></div>'],
+    ["**bold** and *it* and _it2_ and ~~no~~ and snake_case_name", '<div class="md"><p><strong>bold</strong> and <em>it</em> and <em>it2</em> and <del>no</del> and snake_case_name</p></div>'],
+    ["# Title\n\n- a\n- b <c>\n\n1. one\n2. two", '<div class="md"><h3>Title</h3><ul><li>a</li><li>b &lt;c&gt;</li></ul><ol><li>one</li><li>two</li></ol></div>'],
+    ["> quoted\n\n---\nline1\nline2", '<div class="md"><blockquote><p>quoted</p></blockquote><hr><p>line1<br>line2</p></div>'],
+    ["see https://x.example/a.", '<div class="md"><p>see <a href="https://x.example/a" rel="noopener noreferrer nofollow" target="_blank">https://x.example/a</a>.</p></div>'],
+    ["[https://a.example **b**](https://c.example)", '<div class="md"><p><a href="https://c.example" rel="noopener noreferrer nofollow" target="_blank">https://a.example <strong>b</strong></a></p></div>'],
+    ["Done. Created `hello.txt` with \"hello world\".", '<div class="md"><p>Done. Created <code>hello.txt</code> with "hello world".</p></div>'],
+  ];
+  for (const [src, want] of cases) eq(html(renderMarkdown(src)), want, JSON.stringify(src));
+  eq([safeHref("https://a"), safeHref("mailto:a@b"), safeHref("javascript:x"), safeHref("data:text/html,x"), safeHref("//evil")], ["https://a", "mailto:a@b", "", "", ""], "safeHref");
+  const div = renderMarkdown("<b onclick=x>hi</b>");
+  eq(div.querySelectorAll("b").length, 0, "no element from input");
+});
+
+// ---- rendering ----
+
+test("each part type renders, unknown ones visibly", async () => {
+  const parts = [
+    { type: "text", text: "hello *you*" },
+    { type: "reasoning", text: "thinking hard", time: { start: 1 } },
+    { type: "file", mime: "image/png", filename: "a.png", url: "data:," },
+    { type: "step-start" },
+    { type: "step-finish", reason: "stop", cost: 0.0023, tokens: { input: 4600, output: 45, reasoning: 0, cache: { read: 4200, write: 400 } } },
+    { type: "step-finish", reason: "length", cost: 0.0023, tokens: { input: 4600, output: 45, reasoning: 0, cache: { read: 4200, write: 400 } } },
+    { type: "subtask", prompt: "p", description: "find things", agent: "explore" },
+    { type: "agent", name: "build" },
+    { type: "snapshot", snapshot: "abc" },
+    { type: "patch", hash: "h1", files: ["a.go", "b.go"] },
+    { type: "compaction", auto: true },
+    { type: "retry", attempt: 2, error: { message: "overloaded" }, time: { created: 1 } },
+    { type: "future-thing" },
+  ];
+  const got = parts.map((p) => { const n = r.renderPart(p); return n ? [n.dataset.part, n.textContent] : null; });
+  eq(got, [
+    ["text", "hello you"],
+    ["reasoning", "reasoningthinking hard"],
+    ["file", "📎 a.png"],
+    null,
+    null,
+    ["step-finish", "step ended: length · in 4,600 · out 45 · cache 4,200/400 · $0.0023"],
+    ["subtask", "subtask (explore): find things"],
+    ["agent", "agent build"],
+    ["snapshot", "snapshot abc"],
+    ["patch", "patch h1: a.go, b.go"],
+    ["compaction", "context compacted automatically"],
+    ["retry", "retry 2: overloaded"],
+    ["unknown", 'unknown part type "future-thing"'],
+  ], "parts");
+  const reasoning = r.renderPart(parts[1]);
+  eq([reasoning.tagName, reasoning.open], ["DETAILS", false], "reasoning is collapsed");
+});
+
+test("tool states render with status, input, output, error and resolved decisions", async () => {
+  const cases = [
+    [toolPart("a", "pending", { state: { raw: "" } }), "pending", "pendingbash$ ls"],
+    [toolPart("b", "running", { state: { time: { start: 1 } } }), "running", "runningbash$ ls"],
+    [toolPart("c", "completed", { state: { output: "file1\nfile2", title: "", time: { start: 1, end: 2 } } }), "completed", "completedbash$ lsfile1\nfile2"],
+    [toolPart("d", "error", { state: { error: "exit 1", time: { start: 1, end: 2 } } }), "error", "errorbash$ lsexit 1"],
+    [toolPart("e", "completed", { state: { output: "ok", title: "", block: { type: "permission", decision: "once", decidedAt: 1 } } }), "completed", "completedbash$ lsallowed onceok"],
+    [toolPart("f", "error", { state: { error: "rejected", block: { type: "permission", decision: "reject", reason: "timeout" } } }), "error", "errorbash$ lsdenied (timeout)rejected"],
+    [toolPart("g", "completed", { state: { output: "", title: "", block: { type: "permission", decision: "always", reason: "rule", rule: { permission: "bash", pattern: "ls*", action: "allow" } } } }), "completed", "completedbash$ lsallowed always (rule) by rule bash:ls*"],
+    [toolPart("h", "completed", { tool: "question", input: { questions: [{ question: "Which DB?" }] }, state: { output: "PostgreSQL", title: "", block: { type: "question", answers: [["PostgreSQL"]] } } }), "completed", "completedquestionWhich DB?answered: PostgreSQLPostgreSQL"],
+    [toolPart("j", "running", { state: { title: "List files" } }), "running", "runningbashList files$ ls"],
+    [toolPart("m", "running", { tool: "question", input: { questions: [{ question: "Q1" }, { question: "Q2" }] }, state: { title: "question" } }), "running", "runningquestionQ1Q2"],
+    [toolPart("k", "running", { tool: "grep", input: { pattern: "TODO" } }), "running", 'runninggrepTODO{\n  "pattern": "TODO"\n}'],
+    [toolPart("i", "running", { tool: "read", input: { path: "a.go", offset: 10, limit: 5 } }), "running", "runningreada.go from line 10 (5 lines)"],
+  ];
+  for (const [part, status, text] of cases) {
+    const n = r.renderTool(part);
+    eq([n.dataset.status, n.textContent], [status, text], part.id);
+  }
+});
+
+test("edit shows a diff, long output folds, todo dock and dropped rows show", async () => {
+  const edit = r.renderTool(toolPart("e", "running", { tool: "edit", input: { path: "a.txt", oldString: "old", newString: "new" } }));
+  eq([...edit.querySelectorAll(".diff span")].map((s) => [s.className, s.textContent]), [["del", "-old\n"], ["add", "+new\n"]], "two-sided diff");
+  const udiff = r.renderTool(toolPart("u", "running", { tool: "edit", input: { path: "a.txt", oldString: "", newString: "", diff: "@@ -1 +1 @@\n-a\n+b" } }));
+  eq([...udiff.querySelectorAll(".diff span")].map((s) => s.className), ["hunk", "del", "add"], "unified diff");
+  const long = Array.from({ length: 50 }, (_, i) => "line " + i).join("\n");
+  const out = r.renderTool(toolPart("l", "completed", { state: { output: long, title: "" } }));
+  const fold = out.querySelector("details.fold");
+  ok(fold && !fold.open, "long output folded");
+  eq(fold.querySelector(".more").textContent, "show all 50 lines (389 characters)", "fold label");
+  const t = { session: { id: "ses_root" }, messages: [], children: [], todos: [{ content: "write tests", status: "in_progress", priority: "high" }, { content: "ship", status: "pending", priority: "low" }], dropped: [{ source: "relay", line: 4, kind: "message", reason: "decrypt_failed", detail: "authentication failed" }] };
+  const view = r.renderTranscript(t);
+  eq([...view.querySelectorAll(".todo-dock li")].map((li) => [li.dataset.status, li.textContent]), [["in_progress", "◐ write tests"], ["pending", "○ ship"]], "todo dock");
+  eq(view.querySelector(".dropped").textContent, "⚠ a record was dropped (decrypt_failed, message, record 4): authentication failed", "dropped row");
+});
+
+test("a blocked permission offers Allow once / Always / Deny with a reason", async () => {
+  const part = toolPart("p", "blocked", { state: { block: { type: "permission", id: "b1", permission: "bash", patterns: ["rm -rf build"] } } });
+  const calls = [];
+  const n = r.renderTool(part, { canControl: true, onDecide: (p, d, reason) => calls.push([p.callID, d, reason]) });
+  eq([...n.querySelectorAll("button")].map((b) => [b.dataset.decision, b.textContent]), [["once", "Allow once"], ["always", "Always"], ["reject", "Deny"]], "buttons");
+  n.querySelector("input.reason").value = " not now ";
+  n.querySelector('button[data-decision="reject"]').click();
+  n.querySelector('button[data-decision="once"]').click();
+  eq(calls, [["call_p", "reject", "not now"], ["call_p", "once", ""]], "decisions");
+  const readOnly = r.renderTool(part, { canControl: false });
+  eq(readOnly.querySelectorAll("button").length, 0, "no buttons when the session cannot be controlled");
+  const withNotice = r.renderTool(part, { canControl: true, notices: new Map([["call_p", "Already answered elsewhere"]]) });
+  eq(withNotice.querySelector(".notice").textContent, "Already answered elsewhere", "stale notice");
+});
+
+test("a blocked question offers its options, multiple choice and a custom answer", async () => {
+  const part = toolPart("q", "blocked", { tool: "question", input: {}, state: { block: { type: "question", id: "q1", questions: [
+    { question: "Which database?", header: "DB", options: [{ label: "PostgreSQL", description: "big" }, { label: "SQLite", description: "small" }] },
+    { question: "Which extras?", header: "Extras", multiple: true, custom: false, options: [{ label: "cache", description: "" }, { label: "queue", description: "" }] },
+  ] } } });
+  const calls = [];
+  const n = r.renderTool(part, { canControl: true, onAnswer: (p, answers) => calls.push([p.callID, answers]) });
+  const inputs = [...n.querySelectorAll("fieldset")].map((f) => [...f.querySelectorAll("input")].map((i) => i.type));
+  eq(inputs, [["radio", "radio", "text"], ["checkbox", "checkbox"]], "inputs");
+  n.querySelectorAll("fieldset")[0].querySelector('input[value="SQLite"]').click();
+  n.querySelectorAll("fieldset")[0].querySelector("input.custom").value = "DuckDB";
+  for (const cb of n.querySelectorAll("fieldset")[1].querySelectorAll("input")) cb.click();
+  n.querySelector("button.allow").click();
+  eq(calls, [["call_q", [["SQLite", "DuckDB"], ["cache", "queue"]]]], "answers");
+});
+
+test("a task tool expands its child session in place", async () => {
+  const child = { session: { id: "ses_kid", parentID: "ses_root", title: "Find endpoints" }, messages: [{ info: { id: "msg_k", role: "assistant", sessionID: "ses_kid" }, parts: [{ type: "text", text: "found 3" }] }], children: [], todos: [], dropped: [] };
+  const task = toolPart("t", "completed", { tool: "task", input: { description: "Find endpoints", prompt: "look" }, state: { output: "done", title: "", metadata: { sessionId: "ses_kid" } } });
+  const t = { session: { id: "ses_root" }, messages: [{ info: { id: "msg_1", role: "assistant", sessionID: "ses_root" }, parts: [task] }], children: [child], todos: [], dropped: [] };
+  const view = r.renderTranscript(t);
+  const d = view.querySelector("details.child");
+  eq([d.dataset.child, d.open, d.querySelector("summary").textContent], ["ses_kid", false, "Find endpoints · 1 messages"], "collapsed child");
+  d.open = true;
+  await new Promise((res) => setTimeout(res, 0));
+  eq(d.querySelector('[data-message="msg_k"]')?.textContent, "found 3", "child transcript shown in place");
+  eq(r.partsSummary(t), [{ role: "assistant", type: "tool", tool: "task", status: "completed" }], "summary");
+});
+
+test("a re-render keeps typed text, picked options, focus and open sections", async () => {
+  const reasoning = { id: "r1", type: "reasoning", text: "hmm" };
+  const perm = toolPart("p", "blocked", { state: { block: { type: "permission", permission: "bash", patterns: ["ls"] } } });
+  const q = toolPart("q", "blocked", { tool: "question", input: {}, state: { block: { type: "question", questions: [{ question: "Pick", options: [{ label: "a" }, { label: "b" }] }] } } });
+  const t = (extra = []) => ({ session: { id: "s" }, messages: [{ info: { id: "m1", role: "assistant", sessionID: "s" }, parts: [reasoning, perm, q] }, ...extra], children: [], todos: [], dropped: [] });
+  const box = document.createElement("div");
+  document.body.append(box);
+  box.append(r.renderTranscript(t(), { canControl: true }));
+  box.querySelector("details.reasoning").open = true;
+  box.querySelector("input.reason").value = "because";
+  box.querySelector('input[value="b"]').checked = true;
+  box.querySelector("input.custom").focus();
+  const kept = r.snapshotUI(box);
+  box.replaceChildren(r.renderTranscript(t([{ info: { id: "m2", role: "assistant", sessionID: "s" }, parts: [{ type: "text", text: "more" }] }]), { canControl: true }));
+  r.restoreUI(box, kept);
+  eq([box.querySelector("details.reasoning").open, box.querySelector("input.reason").value, box.querySelector('input[value="b"]').checked, box.querySelector('input[value="a"]').checked, document.activeElement === box.querySelector("input.custom")],
+    [true, "because", true, false, true], "kept");
+  box.remove();
+});
+
+test("usage line and assistant message usage", async () => {
+  eq(r.usageLine({ input: 4200, output: 340, reasoning: 12, cache: { read: 3800, write: 400 } }, 0.0087), "in 4,200 · out 340 · reasoning 12 · cache 3,800/400 · $0.0087", "usage");
+  eq(r.usageLine(undefined, undefined), "", "no usage");
+  const m = r.renderMessage({ info: { id: "m", role: "assistant", sessionID: "s", cost: 0.5, tokens: { input: 1, output: 2, cache: {} } }, parts: [] });
+  eq(m.querySelector(".usage").textContent, "in 1 · out 2 · $0.5000", "message usage");
+});
+
+test("random and mangled rows never throw in reduction or rendering", async () => {
+  // A deterministic generator, so a failure repeats.
+  let seed = 42;
+  const rnd = (n) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n; };
+  const good = [
+    ses("ses_root", 1), ses("ses_kid", 1, { parentID: "ses_root" }),
+    msg("msg_a", 1, [textPart("p", "**hi** <b>"), toolPart("t", "blocked", { state: { block: { type: "question", id: "q", questions: [{ question: "?", options: [{ label: "a" }] }] } } })]),
+    msg("msg_b", 2, [toolPart("u", "completed", { tool: "task", state: { output: "x", metadata: { sessionId: "ses_kid" } } }), { type: "reasoning", text: "r" }]),
+    JSON.stringify({ kind: "todos", version: 1, sessionID: "ses_root", todos: [{ content: "c", status: "pending", priority: "low" }] }),
+  ];
+  const junk = ["null", "true", "1", '"s"', "{}", '{"kind":null}', '{"kind":"message","version":1,"info":null,"parts":null}',
+    '{"kind":"message","version":1,"info":{"id":"m","role":"assistant","sessionID":"ses_root"},"parts":[{"type":"tool","state":{"status":"blocked","block":{"type":"permission"}}}]}',
+    '{"kind":"message","version":1,"info":{"id":"m2","role":"user","sessionID":"ses_root"},"parts":[{"type":"text"},{"type":"file"},{"type":"retry"},{"type":"step-finish","tokens":{}}]}',
+    '{"kind":"session","version":1,"session":{"id":"ses_loop","parentID":"ses_loop"}}'];
+  for (let round = 0; round < 200; round++) {
+    const rd = new Reducer();
+    for (let i = 0; i < 12; i++) {
+      let row = rnd(3) === 0 ? junk[rnd(junk.length)] : good[rnd(good.length)];
+      if (rnd(4) === 0) { const at = rnd(row.length); row = row.slice(0, at) + row.slice(at + 1 + rnd(5)); }
+      rd.add(i + 1, row);
+    }
+    const t = rd.transcript();
+    r.renderTranscript(t, { canControl: true });
+    blockedTools(t);
+  }
+});
+
+// ---- wire helpers ----
+
+test("pairing link, prompt envelope and stale RPC errors", async () => {
+  const secret = new Uint8Array(32).fill(7);
+  const link = parsePairLink("#pair=" + c.b64url(secret) + "&relay=" + encodeURIComponent("http://127.0.0.1:9/"), "http://origin.example");
+  eq([c.hex(link.secret), link.relay], [c.hex(secret), "http://127.0.0.1:9"], "with relay");
+  eq(parsePairLink("#pair=" + c.b64url(secret), "http://origin.example").relay, "http://origin.example", "relay defaults to the origin");
+  eq(parsePairLink("#/s/x", "http://o"), null, "not a pairing link");
+  let refused = "";
+  try { parsePairLink("#pair=AAAA", "http://o"); } catch (e) { refused = e.reason; }
+  eq(refused, "bad_length", "short key refused");
+  try { parsePairLink("#pair=" + c.b64url(secret) + "&relay=javascript:x", "http://o"); refused = ""; } catch (e) { refused = e.reason; }
+  eq(refused, "bad_encoding", "non-http relay refused");
+  const { id, env } = promptEnvelope("ses_root", "hi", 1753120000000, new Uint8Array([1, 2, 3, 4, 5, 6]));
+  eq(id, "msg_1753120000000010203040506", "id");
+  eq(env, { kind: "message", version: 1, info: { id, sessionID: "ses_root", role: "user", time: { created: 1753120000000 }, agent: "build", model: { providerID: "", modelID: "" } },
+    parts: [{ id: "prt_1753120000000010203040506", sessionID: "ses_root", messageID: id, type: "text", text: "hi" }] }, "envelope");
+  eq([new RpcError('no tool call "x" waits for permission; nothing in this session waits for permission now').stale, new RpcError("RPC method not available").stale], [true, false], "stale");
+});
+
+// ---- run ----
+
+const failures = [];
+let passed = 0;
+for (const t of tests) {
+  try {
+    await t.fn();
+    passed++;
+  } catch (e) {
+    failures.push({ name: t.name, message: e instanceof Fail ? e.message : `${e.name}: ${e.message}\n${e.stack ?? ""}` });
+  }
+}
+window.__results = { done: true, passed, total: tests.length, failures };
+document.body.textContent = failures.length ? `FAIL ${failures.length}/${tests.length}` : `PASS ${passed}/${tests.length}`;

@@ -1,0 +1,230 @@
+package webapp_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"go.uber.org/goleak"
+
+	"github.com/happy-dev/happy/crypto"
+	"github.com/happy-dev/happy/internal/browsertest"
+	"github.com/happy-dev/happy/webapp"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// The embedded app holds what index.html loads, and each vendored library
+// has its license beside it.
+func TestFiles(t *testing.T) {
+	app := webapp.Files()
+	index, err := fs.ReadFile(app, "index.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range []string{"app.css", "vendor/tweetnacl-1.0.3/nacl-fast.min.js", "vendor/socket.io-4.8.1/socket.io.min.js", "js/main.js"} {
+		if !strings.Contains(string(index), `"`+ref+`"`) {
+			t.Errorf("index.html does not load %s", ref)
+		}
+		if _, err := fs.Stat(app, ref); err != nil {
+			t.Errorf("%s: %v", ref, err)
+		}
+	}
+	for _, lib := range []string{"vendor/tweetnacl-1.0.3", "vendor/socket.io-4.8.1"} {
+		if _, err := fs.Stat(app, lib+"/LICENSE"); err != nil {
+			t.Errorf("%s has no LICENSE: %v", lib, err)
+		}
+	}
+	// No file of the app names another origin to load from.
+	err = fs.WalkDir(app, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || strings.HasPrefix(p, "vendor/") {
+			return err
+		}
+		b, _ := fs.ReadFile(app, p)
+		for _, bad := range []string{"<script src=\"http", "@import url(http", "fonts.googleapis", "cdn."} {
+			if strings.Contains(string(b), bad) {
+				t.Errorf("%s refers to an external resource (%q)", p, bad)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fixtures are values Go's crypto package writes now, for the page to open.
+func fixtures(t *testing.T) []byte {
+	t.Helper()
+	var acct, terminal, sessKey [32]byte
+	for _, k := range []*[32]byte{&acct, &terminal, &sessKey} {
+		if _, err := rand.Read(k[:]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	terminalPub := crypto.BoxPublicKey(terminal)
+	contentPub, _ := crypto.ContentKeyPair(acct)
+	legacy, err := crypto.SealPairingResponse(crypto.PairingResponse{Variant: crypto.VariantLegacy, Secret: acct}, terminalPub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dk, err := crypto.SealPairingResponse(crypto.PairingResponse{Variant: crypto.VariantDataKey, ContentPublicKey: contentPub}, terminalPub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrapped, err := crypto.WrapDataKey(sessKey, contentPub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := `{"kind":"message","version":2,"info":{"id":"msg_1","sessionID":"ses_1","role":"user","time":{"created":1}},"parts":[{"id":"prt_1","type":"text","text":"héllo 🌍"}]}`
+	seal := func(c crypto.Cipher) string {
+		b, err := c.Seal([]byte(plain))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return crypto.EncodeBase64(b)
+	}
+	rows := []map[string]any{
+		{"variant": "legacy", "dataEncryptionKey": nil, "plaintext": plain, "content": seal(crypto.NewLegacyCipher(acct))},
+		{"variant": "dataKey", "dataEncryptionKey": crypto.EncodeBase64(wrapped), "plaintext": plain, "content": seal(crypto.NewDataKeyCipher(sessKey))},
+	}
+	b, err := json.Marshal(map[string]any{
+		"accountSecret":  crypto.EncodeBase64(acct[:]),
+		"terminalSecret": crypto.EncodeBase64(terminal[:]),
+		"terminalPublic": crypto.EncodeBase64(terminalPub[:]),
+		"contentPublic":  crypto.EncodeBase64(contentPub[:]),
+		"pairingLegacy":  crypto.EncodeBase64(legacy),
+		"pairingDataKey": crypto.EncodeBase64(dk),
+		"backupKey":      crypto.FormatBackupKey(acct),
+		"rows":           rows,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// jsCSP is the policy the test page runs under: the app's own (scripts and
+// styles from the origin only, no inline code, no eval).
+const jsCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'"
+
+// TestJS runs webapp/testdata/tests.js (the app's logic: crypto against the
+// CLI's vectors and Go's own output, record reduction, Markdown, rendering
+// of every part type and tool state, controls) in headless Chromium.
+func TestJS(t *testing.T) {
+	vectors, err := os.ReadFile("../crypto/testdata/vectors.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx := fixtures(t)
+	mux := http.NewServeMux()
+	mux.Handle("/app/", http.StripPrefix("/app/", http.FileServerFS(webapp.Files())))
+	mux.Handle("/test/", http.StripPrefix("/test/", http.FileServerFS(os.DirFS("testdata"))))
+	mux.HandleFunc("/vectors.json", func(w http.ResponseWriter, _ *http.Request) { w.Write(vectors) })
+	mux.HandleFunc("/fixtures.json", func(w http.ResponseWriter, _ *http.Request) { w.Write(fx) })
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", jsCSP)
+		w.Header().Set("Cache-Control", "no-store")
+		mux.ServeHTTP(w, r)
+	})}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close(); <-done })
+
+	ctx := browsertest.Start(t)
+	ctx, cancel := context.WithTimeout(ctx, 45*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	var problems []string
+	consoleDone := make(chan struct{})
+	go func() {
+		defer close(consoleDone)
+		for ev, err := range chromedp.Console(ctx) {
+			if err != nil {
+				return
+			}
+			if ev.Type == chromedp.ConsoleError {
+				mu.Lock()
+				problems = append(problems, "console error: "+ev.Text)
+				mu.Unlock()
+			}
+		}
+	}()
+	defer func() { cancel(); <-consoleDone }()
+	if err := chromedp.Do(ctx, chromedp.Navigate("http://"+l.Addr().String()+"/test/index.html")); err != nil {
+		t.Fatal(err)
+	}
+	type failure struct{ Name, Message string }
+	var res struct {
+		Done          bool
+		Passed, Total int
+		Failures      []failure
+	}
+	raw, err := chromedp.Run(ctx, chromedp.Poll[json.RawMessage]("window.__results", chromedp.WithPollingTimeout(40*time.Second)))
+	if err != nil {
+		var boot string
+		if b, e := chromedp.Run(ctx, chromedp.Evaluate[string]("document.body.innerText")); e == nil {
+			boot = b
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("the test page did not finish: %v (page: %q, %s)", err, boot, strings.Join(problems, "; "))
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatalf("results %s: %v", raw, err)
+	}
+	for _, f := range res.Failures {
+		t.Errorf("%s: %s", f.Name, f.Message)
+	}
+	if res.Total < 20 || res.Passed+len(res.Failures) != res.Total {
+		t.Errorf("ran %d of %d JS tests (%d passed); want at least 20", res.Passed+len(res.Failures), res.Total, res.Passed)
+	}
+	t.Logf("%d/%d JS tests passed", res.Passed, res.Total)
+}
+
+// maxBundleGzip is the app's size budget: every file it ships, each
+// gzipped on its own (as the server sends them), at most 300 KB together.
+const maxBundleGzip = 300 << 10
+
+func TestBundleSize(t *testing.T) {
+	app := webapp.Files()
+	total, files := 0, 0
+	err := fs.WalkDir(app, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(app, p)
+		if err != nil {
+			return err
+		}
+		var buf bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+		zw.Write(b)
+		zw.Close()
+		total += buf.Len()
+		files++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total > maxBundleGzip {
+		t.Errorf("the app is %d bytes gzipped (%d files), over the budget of %d", total, files, maxBundleGzip)
+	}
+	t.Logf("the app is %d bytes gzipped in %d files", total, files)
+}
