@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -21,7 +20,6 @@ import (
 	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/internal/browsertest"
 	"github.com/happy-dev/happy/internal/fakemodel"
-	"github.com/happy-dev/happy/relay"
 )
 
 // webPart is one entry of what a transcript shows, as the web page and
@@ -83,33 +81,33 @@ func renderedText(md string) string { return strings.NewReplacer("**", "", "`", 
 
 func collapse(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// pairingLink opens a pairing request for a fresh browser key, approves it
-// with the account secret of home (the legacy variant, which shares the
-// secret), and returns the app's link carrying the browser's secret key.
-func pairingLink(t *testing.T, relayURL, home string) (string, *crypto.Credentials) {
+// pairingLink runs `happy web` on home (which holds the account secret),
+// as a person pairing a browser does, and returns the link it prints (the
+// same link its QR code carries) with home's credentials.
+func pairingLink(t *testing.T, env []string, home string) (string, *crypto.Credentials) {
 	t.Helper()
 	creds, err := crypto.LoadCredentials(filepath.Join(home, crypto.CredentialsFileName))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var secret [32]byte
-	if _, err := rand.Read(secret[:]); err != nil {
-		t.Fatal(err)
+	var webEnv []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "HAPPY_HOME_DIR=") {
+			webEnv = append(webEnv, kv)
+		}
 	}
-	pub := crypto.BoxPublicKey(secret)
-	api, err := relay.NewAPI(relay.HTTPConfig{BaseURL: relayURL})
-	if err != nil {
-		t.Fatal(err)
+	webEnv = append(webEnv, "HAPPY_HOME_DIR="+home)
+	code, out, errb := happyRun(t, webEnv, home, "web")
+	if code != 0 {
+		t.Fatalf("happy web: exit %d\n%s\n%s", code, out, errb)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	if st, err := api.AuthRequest(ctx, pub[:]); err != nil || st.State != "requested" {
-		t.Fatalf("open the pairing request: %+v, %v", st, err)
+	for _, line := range strings.Split(out, "\n") {
+		if l := strings.TrimSpace(line); strings.HasPrefix(l, "http") && strings.Contains(l, "/#pair=") {
+			return l, creds
+		}
 	}
-	if err := relay.ApproveTerminal(ctx, api, creds, pub, true); err != nil {
-		t.Fatalf("approve: %v", err)
-	}
-	return relayURL + "/#pair=" + crypto.EncodeBase64URL(secret[:]), creds
+	t.Fatalf("no pairing link in the output of happy web:\n%s", out)
+	return "", nil
 }
 
 // The web app against a live `happy claude` (interactive, in a PTY) and the
@@ -177,7 +175,7 @@ func TestE2EWebApp(t *testing.T) {
 		_, out, ok := r.doc()
 		return ok && json.Unmarshal([]byte(out), &d) == nil && strings.HasPrefix(d.Session.ID, "ses_")
 	})
-	link, creds := pairingLink(t, envValue(r.envB, "HAPPY_SERVER_URL"), r.homeA)
+	link, creds := pairingLink(t, r.envB, r.homeA)
 
 	ctx := browsertest.Start(t)
 	ctx, cancel := context.WithTimeout(ctx, 4*time.Minute)

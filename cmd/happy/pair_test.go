@@ -326,7 +326,7 @@ func TestWebServesTheAppForAnotherRelay(t *testing.T) {
 	if rel, _ := neturl.QueryUnescape(m[2]); rel != proxy.URL {
 		t.Fatalf("relay in the link %q, want %q", rel, proxy.URL)
 	}
-	resp, err := http.Get(m[1] + "/sessions")
+	resp, err := http.Get(m[1] + "/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,6 +334,10 @@ func TestWebServesTheAppForAnotherRelay(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || string(b) != "tiny app" {
 		t.Fatalf("the served app: %d %q", resp.StatusCode, b)
+	}
+	// The page may connect to the relay in its link.
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "connect-src 'self' "+proxy.URL+" ws://"+strings.TrimPrefix(proxy.URL, "http://")+";") {
+		t.Fatalf("the served app's CSP %q does not allow its relay %s", csp, proxy.URL)
 	}
 	got, err := browser(t, strings.TrimPrefix(m[0], "    "), "")
 	if err != nil || *got.AccountSecret != *creds.AccountSecret {
