@@ -241,6 +241,8 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	registerControl(runCtx, sess, runner)
+	release := registerAppControl(runCtx, env, sess, runner, ag, opts.Dir, cancel)
+	defer release()
 	go receivePrompts(runCtx, env, sess, runner)
 	if opts.Local != nil {
 		go localPrompts(runCtx, env, opts.Local, runner)
