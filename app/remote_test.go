@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/happy-dev/happy/adapters/claude/dual"
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/app/remotefs"
 	"github.com/happy-dev/happy/crypto"
@@ -360,3 +361,6 @@ func TestSwitch(t *testing.T) {
 }
 
 var execLookPath = func(name string) (string, error) { return exec.LookPath(name) }
+
+// Claude's dual agent is the one with two modes.
+var _ ModeSwitcher = (*dual.Agent)(nil)
