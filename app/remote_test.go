@@ -65,17 +65,15 @@ func rawRPC(t *testing.T, conn *Conn, o Opened, method string, params any) any {
 
 // runIn runs a session of ag in dir on device A and returns device B's
 // view of it, the session's end and a stop.
-func runIn(t *testing.T, ag agent.Agent, dir string, shell bool, prompt string) (Opened, *Conn, <-chan error) {
+func runIn(t *testing.T, ag agent.Agent, dir string, vars map[string]string, prompt string) (Opened, *Conn, <-chan error) {
 	t.Helper()
 	envA, connA, connB := twoDevices(t)
-	if shell {
-		get := envA.Getenv
-		envA.Getenv = func(k string) string {
-			if k == "HAPPY_REMOTE_SHELL" {
-				return "1"
-			}
-			return get(k)
+	get := envA.Getenv
+	envA.Getenv = func(k string) string {
+		if v, ok := vars[k]; ok {
+			return v
 		}
+		return get(k)
 	}
 	ids := make(chan string, 1)
 	done := make(chan error, 1)
@@ -130,7 +128,7 @@ func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) 
 func TestRemoteFileAndShellRPCs(t *testing.T) {
 	dir := remoteDir(t)
 	ag := newScriptedAgent()
-	o, b, done := runIn(t, ag, dir, true, "")
+	o, b, done := runIn(t, ag, dir, map[string]string{"HAPPY_REMOTE_SHELL": "1"}, "")
 	helloHash := confine.Hash([]byte("hello\n"))
 	newHash := confine.Hash([]byte("new\n"))
 	for _, c := range []struct {
@@ -218,7 +216,7 @@ func TestRemoteFileAndShellRPCs(t *testing.T) {
 
 func TestRemoteShellOffByDefault(t *testing.T) {
 	dir := remoteDir(t)
-	o, b, _ := runIn(t, newScriptedAgent(), dir, false, "")
+	o, b, _ := runIn(t, newScriptedAgent(), dir, nil, "")
 	off := remotefs.ErrShellOff.Error()
 	for _, c := range []struct {
 		method string
@@ -300,7 +298,7 @@ func TestCommunicationAnswersAQuestion(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ag := &questionAgent{scriptedAgent: newScriptedAgent()}
-			o, b, _ := runIn(t, ag, t.TempDir(), false, "ask")
+			o, b, _ := runIn(t, ag, t.TempDir(), nil, "ask")
 			_, call := blocked(t, b, func() string { return o.Info.ID })
 			if call != "q-1" {
 				t.Fatalf("blocked %q", call)
@@ -354,7 +352,7 @@ func TestSwitch(t *testing.T) {
 		}
 	}
 	// Through the relay: the fake agent has one mode.
-	o, b, _ := runIn(t, newScriptedAgent(), t.TempDir(), false, "")
+	o, b, _ := runIn(t, newScriptedAgent(), t.TempDir(), nil, "")
 	if got := rawRPC(t, b, o, session.MethodSwitch, map[string]any{"to": "remote"}); got != false {
 		t.Fatalf("switch through the relay = %v", got)
 	}

@@ -207,11 +207,14 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 	}
 	red := mapper.NewReducer(rcfg)
 	sink := session.NewSink(sess, red)
+	push := startPusher(env, conn.API, sess, opts.Dir)
+	defer push.stop()
 	titles := &titleWatcher{rootID: red.RootID(), w: lc.meta, now: env.now}
 	if opts.Resume != nil {
 		titles.last = opts.Resume.Title
 	}
 	onBus := func(evs []mapper.BusEvent) {
+		push.observe(evs)
 		titles.observe(evs)
 		if opts.Events != nil {
 			opts.Events.Publish(evs)
@@ -223,11 +226,25 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 			opts.OnTranscript(red.Transcript())
 		}
 	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	onActivity := func(thinking bool) {
+		sess.SetThinking(thinking)
+		if !thinking && runCtx.Err() == nil {
+			push.push(relay.PushDone) // the turn ended and nothing is queued
+		}
+	}
+	onWaiting := func(callID string) {
+		push.waiting(callID)
+		if opts.OnWaiting != nil {
+			opts.OnWaiting(callID)
+		}
+	}
 	runner := session.NewRunner(session.Options{
 		Agent: ag, Reducer: red, Sink: sink, Rules: opts.Rules,
 		PermissionTimeout: opts.PermissionTimeout, OneShot: opts.OneShot,
-		Log: env.Log, OnBus: onBus, Now: env.Now, OnActivity: sess.SetThinking,
-		OnEvent: providerSessionWatcher(opts.Flavor, lc.meta), OnWaiting: opts.OnWaiting,
+		Log: env.Log, OnBus: onBus, Now: env.Now, OnActivity: onActivity,
+		OnEvent: providerSessionWatcher(opts.Flavor, lc.meta), OnWaiting: onWaiting,
 	})
 
 	if opts.Resume == nil {
@@ -238,8 +255,6 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 		sink.Observe(evs)
 		onBus(evs)
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	registerControl(runCtx, sess, runner)
 	release := registerAppControl(runCtx, env, sess, runner, ag, opts.Dir, cancel)
 	defer release()
