@@ -619,7 +619,7 @@ func TestSwitchMode(t *testing.T) {
 	r.key("one\r")
 	r.turnEnded()
 	ctx := context.Background()
-	for _, c := range []struct {
+	for i, c := range []struct {
 		to   string
 		want bool
 		mode Mode
@@ -635,6 +635,16 @@ func TestSwitchMode(t *testing.T) {
 			t.Fatalf("SwitchMode(%s) = %v, %v; want %v", c.to, ok, err, c.want)
 		}
 		r.waitMode(c.mode)
+		if c.to == "remote" && c.want {
+			// Remote mode runs a turn (so its Claude has started) before
+			// the next switch.
+			if err := r.prompt("in remote " + fmt.Sprint(i)); err != nil {
+				t.Fatal(err)
+			}
+			if e := r.turnEnded(); e.Reason != agent.TurnCompleted {
+				t.Fatalf("remote turn %+v", e)
+			}
+		}
 	}
 	r.expectOutput("FAKE TUI READY "+firstID, 2)
 	if err := r.agent.Close(); err != nil {
