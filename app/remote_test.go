@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 
 	"github.com/happy-dev/happy/adapters/claude/dual"
 	"github.com/happy-dev/happy/agent"
@@ -67,6 +70,7 @@ func rawRPC(t *testing.T, conn *Conn, o Opened, method string, params any) any {
 // view of it, the session's end and a stop.
 func runIn(t *testing.T, ag agent.Agent, dir string, vars map[string]string, prompt string) (Opened, *Conn, <-chan error) {
 	t.Helper()
+	noLeaks(t)
 	envA, connA, connB := twoDevices(t)
 	get := envA.Getenv
 	envA.Getenv = func(k string) string {
@@ -77,9 +81,11 @@ func runIn(t *testing.T, ag agent.Agent, dir string, vars map[string]string, pro
 	}
 	ids := make(chan string, 1)
 	done := make(chan error, 1)
+	finished := make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
+	t.Cleanup(func() { cancel(); <-finished })
 	go func() {
+		defer close(finished)
 		_, err := RunSession(ctx, envA, connA, ag, SessionOptions{Flavor: "fake", Dir: dir, Prompt: prompt, ProviderID: "test",
 			OnCreated: func(id string) { ids <- id }})
 		done <- err
@@ -106,6 +112,16 @@ func runIn(t *testing.T, ag agent.Agent, dir string, vars map[string]string, pro
 		time.Sleep(20 * time.Millisecond)
 	}
 	return o, connB, done
+}
+
+// noLeaks checks, once the test and its cleanups are done, that no
+// goroutine it started is left.
+func noLeaks(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() {
+		http.DefaultClient.CloseIdleConnections()
+		goleak.VerifyNone(t, ignore)
+	})
 }
 
 func remoteDir(t *testing.T) string {
