@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // Errors of a confined operation. Every error a Root returns wraps one of
@@ -195,7 +196,7 @@ func (r *Root) ReadFile(p string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := r.root.Open(rel)
+	f, err := r.open(rel)
 	if err != nil {
 		return nil, rootErr(p, err)
 	}
@@ -293,6 +294,12 @@ func (r *Root) WriteFile(p string, data []byte, expected *string) (string, error
 	return Hash(data), nil
 }
 
+// open opens rel for reading without blocking: a FIFO (or a device) named
+// by the caller is refused after the open instead of holding the call.
+func (r *Root) open(rel string) (*os.File, error) {
+	return r.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+}
+
 // rootErr names the refusals os.Root gives for an escape as ErrOutside.
 func rootErr(p string, err error) error {
 	if err != nil && strings.Contains(err.Error(), "path escapes from parent") {
@@ -341,7 +348,7 @@ func (r *Root) List(p string) (entries []Entry, truncated bool, err error) {
 
 // readDir reads folder rel, sorted folders first then by name.
 func (r *Root) readDir(p, rel string) ([]fs.DirEntry, error) {
-	d, err := r.root.Open(rel)
+	d, err := r.open(rel)
 	if err != nil {
 		return nil, rootErr(p, err)
 	}

@@ -46,6 +46,9 @@ func fixture(t *testing.T) (*Root, string, string) {
 			t.Fatal(err)
 		}
 	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	r, err := Open(dir, Limits{MaxReadBytes: 100})
 	if err != nil {
 		t.Fatal(err)
@@ -75,6 +78,7 @@ func TestReadFileConfinement(t *testing.T) {
 		{"non-existent", "nope.txt", "", fs.ErrNotExist},
 		{"too big", "big.txt", "", ErrTooBig},
 		{"a folder", "sub", "", ErrNotRegular},
+		{"a FIFO (no writer: never blocks)", "fifo", "", ErrNotRegular},
 		{"empty", "", "", ErrBadPath},
 		{"NUL", "a\x00b", "", ErrBadPath},
 	} {
@@ -154,7 +158,7 @@ func TestListAndTree(t *testing.T) {
 	for _, e := range entries {
 		got = append(got, e.Name+":"+e.Type)
 	}
-	want := "sub:directory,a.txt:file,big.txt:file,bin.dat:file,in:other,inabs:other,out:other,outrel:other"
+	want := "sub:directory,a.txt:file,big.txt:file,bin.dat:file,fifo:other,in:other,inabs:other,out:other,outrel:other"
 	if strings.Join(got, ",") != want {
 		t.Fatalf("list %s", strings.Join(got, ","))
 	}
