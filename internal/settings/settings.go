@@ -6,6 +6,11 @@
 //	serverUrl  string  the relay base URL (http or https, no path)
 //	machineId  string  this machine's id on the relay (a UUID, created once)
 //
+// and reads two more, which only the person edits (Bool, RemoteShell):
+//
+//	remoteShell  bool  other devices may run commands and write files in a session's folder (default false)
+//	pushEvents   bool  sessions send push events to the relay (default true)
+//
 // Every other key (the reference CLI keeps e.g. onboardingCompleted there) is
 // kept byte-for-byte when the file is rewritten. Writes are atomic: a temporary
 // file in the same folder is written, fsync'd, renamed over settings.json, and
