@@ -314,7 +314,8 @@ func (h *handlers) ripgrep(ctx context.Context, raw json.RawMessage, c *call) an
 }
 
 // BashParams are bash's params {command, cwd?, timeout?}; Timeout comes in
-// milliseconds and is clamped by confine.ClampTimeout.
+// milliseconds and is clamped by confine.ClampTimeout. The handler's ctx
+// bounds it too: a session's RPC handler gets 25 s (relay.RPCHandler).
 type BashParams struct {
 	Command string
 	Cwd     string
