@@ -210,11 +210,14 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 	}
 	red := mapper.NewReducer(rcfg)
 	sink := session.NewSink(sess, red)
+	push := startPusher(env, conn.API, sess, opts.Dir)
+	defer push.stop()
 	titles := &titleWatcher{rootID: red.RootID(), w: lc.meta, now: env.now}
 	if opts.Resume != nil {
 		titles.last = opts.Resume.Title
 	}
 	onBus := func(evs []mapper.BusEvent) {
+		push.observe(evs)
 		titles.observe(evs)
 		if opts.Events != nil {
 			opts.Events.Publish(evs)
@@ -228,15 +231,21 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 	}
 	note := newNotifier(env, opts)
 	defer note.wait()
-	onWaiting := func(callID string) {
-		note.waiting(callID)
-		if opts.OnWaiting != nil {
-			opts.OnWaiting(callID)
-		}
-	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	onActivity := func(thinking bool) {
 		sess.SetThinking(thinking)
 		note.activity(thinking)
+		if !thinking && runCtx.Err() == nil {
+			push.push(relay.PushDone) // the turn ended and nothing is queued
+		}
+	}
+	onWaiting := func(callID string) {
+		note.waiting(callID)
+		push.waiting(callID)
+		if opts.OnWaiting != nil {
+			opts.OnWaiting(callID)
+		}
 	}
 	runner := session.NewRunner(session.Options{
 		Agent: ag, Reducer: red, Sink: sink, Rules: opts.Rules,
@@ -253,10 +262,9 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 		sink.Observe(evs)
 		onBus(evs)
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	registerControl(runCtx, sess, runner)
-	registerKill(sess, cancel, env)
+	release := registerAppControl(runCtx, env, sess, runner, ag, opts.Dir, cancel)
+	defer release()
 	go receivePrompts(runCtx, env, sess, runner)
 	if opts.Local != nil {
 		go localPrompts(runCtx, env, opts.Local, runner)
@@ -419,20 +427,6 @@ func registerControl(ctx context.Context, sess *relay.Session, runner *session.R
 	})
 	sess.RegisterRPC(session.MethodAbort, func(_ context.Context, _ json.RawMessage) (any, error) {
 		return call(func(r chan<- error) session.Control { return session.ControlAbort{Reply: r} })
-	})
-}
-
-// MethodKillSession is the session RPC that ends a running session (the
-// reference app's killSession): the reply {success, message} is sent, then
-// the run ends as a signal would end it.
-const MethodKillSession = "killSession"
-
-// registerKill registers killSession: it replies, then cancels the run.
-func registerKill(sess *relay.Session, cancel context.CancelFunc, env Env) {
-	sess.RegisterRPC(MethodKillSession, func(context.Context, json.RawMessage) (any, error) {
-		env.Log.Info().Msg("killSession: the session is asked to end")
-		go cancel()
-		return map[string]any{"success": true, "message": "the session is ending"}, nil
 	})
 }
 

@@ -137,6 +137,9 @@ type pending struct {
 	always   []string
 	deadline time.Time // zero: no timeout
 	order    int       // arrival order, so settling is the same in every run
+	// questions are a question block's questions (for the reference
+	// app's answers, which name them).
+	questions []agent.QuestionInfo
 }
 
 // defaultAnswerTimeout bounds one answer written to the agent outside a
@@ -458,7 +461,11 @@ func (r *Runner) agentEvent(ctx context.Context, ev agent.Event) {
 			return
 		}
 		r.apply(e)
-		r.addPending(e.CallID, &pending{question: true, deadline: r.deadline()})
+		var qs []agent.QuestionInfo
+		if e.Question != nil {
+			qs = e.Question.Questions
+		}
+		r.addPending(e.CallID, &pending{question: true, deadline: r.deadline(), questions: qs})
 		return
 	case *agent.ToolResolved:
 		// Answered inside the agent (typed in its own terminal): the first
@@ -594,6 +601,8 @@ func (r *Runner) controlInput(ctx context.Context, c Control) {
 		err := r.opts.Agent.AnswerQuestion(ctx, c.Answer.CallID, c.Answer.Answers)
 		r.apply(&agent.ToolResolved{CallID: c.Answer.CallID, Answers: c.Answer.Answers})
 		reply(c.Reply, err)
+	case ControlCommunication:
+		reply(c.Reply, r.communicate(c.Communication))
 	case ControlAbort:
 		reply(c.Reply, r.abortTurn(ctx, agent.ReasonCancelled))
 	case ControlEnd:

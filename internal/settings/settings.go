@@ -6,6 +6,11 @@
 //	serverUrl  string  the relay base URL (http or https, no path)
 //	machineId  string  this machine's id on the relay (a UUID, created once)
 //
+// and reads two more, which only the person edits (Bool, RemoteShell):
+//
+//	remoteShell  bool  other devices may run commands and write files in a session's folder (default false)
+//	pushEvents   bool  sessions send push events to the relay (default true)
+//
 // Every other key (the reference CLI keeps e.g. onboardingCompleted there) is
 // kept byte-for-byte when the file is rewritten. Writes are atomic: a temporary
 // file in the same folder is written, fsync'd, renamed over settings.json, and
@@ -280,4 +285,43 @@ func NormalizeServerURL(raw string) (string, error) {
 func (s Settings) Raw(key string) (json.RawMessage, bool) {
 	v, ok := s.other[key]
 	return v, ok
+}
+
+// Bool reads the boolean key (one this package does not otherwise
+// interpret, e.g. "remoteShell"): set is false when the key is absent or
+// null. A value that is not a JSON boolean is an error wrapping
+// ErrMalformed.
+func (s Settings) Bool(key string) (v, set bool, err error) {
+	raw, ok := s.other[key]
+	if !ok || string(bytes.TrimSpace(raw)) == "null" {
+		return false, false, nil
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return false, false, fmt.Errorf("%w: %s is not a boolean", ErrMalformed, key)
+	}
+	return v, true, nil
+}
+
+// EnvRemoteShell names the environment variable that overrides the
+// remoteShell setting: 1/true/yes/on or 0/false/no/off.
+const EnvRemoteShell = "HAPPY_REMOTE_SHELL"
+
+// RemoteShell resolves whether other devices may run commands and write
+// files in a session's folder (the session RPCs bash, writeFile and
+// ripgrep): HAPPY_REMOTE_SHELL from getenv, then "remoteShell" in s, then
+// off (docs/ARCHITECTURE.md, "Remote file and shell access"). A value that
+// is not a boolean is an error wrapping ErrMalformed, and the caller keeps
+// it off.
+func RemoteShell(getenv func(string) string, s Settings) (bool, error) {
+	if v := strings.TrimSpace(getenv(EnvRemoteShell)); v != "" {
+		switch strings.ToLower(v) {
+		case "1", "true", "yes", "on":
+			return true, nil
+		case "0", "false", "no", "off":
+			return false, nil
+		}
+		return false, fmt.Errorf("%w: %s=%q is not a boolean", ErrMalformed, EnvRemoteShell, v)
+	}
+	v, _, err := s.Bool("remoteShell")
+	return v, err
 }

@@ -189,3 +189,34 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestRemoteShell(t *testing.T) {
+	for _, c := range []struct {
+		name, env, file string
+		want            bool
+		err             bool
+	}{
+		{"default off", "", `{}`, false, false},
+		{"setting on", "", `{"remoteShell": true}`, true, false},
+		{"setting off", "", `{"remoteShell": false}`, false, false},
+		{"setting null", "", `{"remoteShell": null}`, false, false},
+		{"env wins", "0", `{"remoteShell": true}`, false, false},
+		{"env on", "yes", `{}`, true, false},
+		{"bad env", "maybe", `{"remoteShell": true}`, false, true},
+		{"bad setting", "", `{"remoteShell": "yes"}`, false, true},
+	} {
+		s, err := Parse([]byte(c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := RemoteShell(func(k string) string {
+			if k == EnvRemoteShell {
+				return c.env
+			}
+			return ""
+		}, s)
+		if got != c.want || (err != nil) != c.err || (err != nil && !errors.Is(err, ErrMalformed)) {
+			t.Errorf("%s: %v, %v", c.name, got, err)
+		}
+	}
+}

@@ -124,6 +124,9 @@ type Agent struct {
 	stop chan struct{} // Close asked
 	done chan struct{} // the controller returned and Events is closing
 
+	// switches are mode switches asked by another device (SwitchMode).
+	switches chan switchReq
+
 	closeOnce sync.Once
 	closeErr  error
 
@@ -145,6 +148,13 @@ type promptReq struct {
 	ctx   context.Context
 	p     agent.Prompt
 	reply chan error
+}
+
+// switchReq is a mode switch handed to the controller.
+type switchReq struct {
+	ctx   context.Context
+	to    Mode
+	reply chan bool
 }
 
 // instance is one run of one mode and the goroutine forwarding its events.
@@ -178,7 +188,7 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 	}
 	a := &Agent{
 		opts: opts, ctx: ctx, log: opts.Log, notice: notice,
-		reqs: make(chan promptReq), stop: make(chan struct{}), done: make(chan struct{}),
+		reqs: make(chan promptReq), switches: make(chan switchReq), stop: make(chan struct{}), done: make(chan struct{}),
 		changed: make(chan struct{}),
 	}
 	loc, err := local.Start(ctx, opts.Local)
@@ -301,6 +311,51 @@ func (a *Agent) modeWatch() (Mode, <-chan struct{}) {
 	return a.mode, a.changed
 }
 
+// SwitchMode moves the session to mode to ("local" or "remote"), as a
+// prompt from another device (to remote) or a key press (to local) would,
+// for the reference app's switch RPC. It reports whether the session is in
+// that mode afterwards: false for another mode name, a failed switch (local
+// mode before Claude reported its session id cannot be handed over), or an
+// ended session.
+func (a *Agent) SwitchMode(ctx context.Context, to string) (bool, error) {
+	m := Mode(to)
+	if m != ModeLocal && m != ModeRemote {
+		return false, nil
+	}
+	r := switchReq{ctx: ctx, to: m, reply: make(chan bool, 1)}
+	select {
+	case a.switches <- r:
+	case <-a.done:
+		return false, ErrEnded
+	case <-ctx.Done():
+		return false, fmt.Errorf("claude switch: %w", ctx.Err())
+	}
+	return <-r.reply, nil
+}
+
+// switchTo handles a SwitchMode on the controller; false when the session
+// ended.
+func (a *Agent) switchTo(r switchReq) (alive bool) {
+	cur := a.cur
+	switch {
+	case cur.mode == r.to:
+		r.reply <- true
+	case r.to == ModeRemote:
+		err := a.toRemote(r.ctx)
+		if err != nil {
+			a.log.Warn().Err(err).Msg("switch to remote mode from another device failed")
+		}
+		r.reply <- err == nil
+		return !errors.Is(err, ErrEnded)
+	default:
+		a.log.Info().Msg("switch from another device: claude goes back to local mode")
+		ok := a.toLocal("switch from another device")
+		r.reply <- ok
+		return ok
+	}
+	return true
+}
+
 // control is the one goroutine that switches modes: prompts, key presses,
 // a mode ending by itself and Close are handled one at a time.
 func (a *Agent) control() {
@@ -318,6 +373,10 @@ func (a *Agent) control() {
 			err := a.prompt(r)
 			r.reply <- err
 			if errors.Is(err, ErrEnded) {
+				return
+			}
+		case r := <-a.switches:
+			if !a.switchTo(r) {
 				return
 			}
 		case k := <-keys:

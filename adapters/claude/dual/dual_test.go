@@ -608,3 +608,57 @@ func TestPromptBeforeSessionStart(t *testing.T) {
 		t.Fatalf("claude starts %s", got)
 	}
 }
+
+// TestSwitchMode: another device moves the session to remote mode and back
+// (the reference app's switch RPC); an unknown mode and the current mode
+// change nothing.
+func TestSwitchMode(t *testing.T) {
+	r := newRun(t)
+	r.start(nil)
+	r.expectOutput("FAKE TUI READY "+firstID, 1)
+	r.key("one\r")
+	r.turnEnded()
+	ctx := context.Background()
+	for i, c := range []struct {
+		to   string
+		want bool
+		mode Mode
+	}{
+		{"sideways", false, ModeLocal},
+		{"local", true, ModeLocal},
+		{"remote", true, ModeRemote},
+		{"remote", true, ModeRemote},
+		{"local", true, ModeLocal},
+	} {
+		ok, err := r.agent.SwitchMode(ctx, c.to)
+		if err != nil || ok != c.want {
+			t.Fatalf("SwitchMode(%s) = %v, %v; want %v", c.to, ok, err, c.want)
+		}
+		r.waitMode(c.mode)
+		if c.to == "remote" && c.want {
+			// Remote mode runs a turn (so its Claude has started) before
+			// the next switch.
+			if err := r.prompt("in remote " + fmt.Sprint(i)); err != nil {
+				t.Fatal(err)
+			}
+			if e := r.turnEnded(); e.Reason != agent.TurnCompleted {
+				t.Fatalf("remote turn %+v", e)
+			}
+		}
+	}
+	r.expectOutput("FAKE TUI READY "+firstID, 2)
+	if err := r.agent.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	if ok, err := r.agent.SwitchMode(ctx, "remote"); ok || !errors.Is(err, ErrEnded) {
+		t.Fatalf("switch after the end: %v %v", ok, err)
+	}
+	wantStarts := []string{"tui --session-id " + firstID, "sdk --resume " + firstID, "tui --resume " + firstID}
+	if got := r.starts(); strings.Join(got, "\n") != strings.Join(wantStarts, "\n") {
+		t.Fatalf("claude starts\n got %q\nwant %q", got, wantStarts)
+	}
+	if !strings.Contains(r.logBuf.String(), `"why":"switch from another device"`) {
+		t.Errorf("log lacks the switch:\n%s", r.logBuf)
+	}
+}
