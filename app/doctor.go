@@ -215,7 +215,13 @@ func checkRelay(ctx context.Context, env Env, url, source string, opts DoctorOpt
 	}
 	mid := before.Add(after.Sub(before) / 2)
 	skew := time.UnixMilli(h.Timestamp).Sub(mid).Round(time.Millisecond)
-	clock.Detail = fmt.Sprintf("this machine is %s %s the relay (measured within %s)", absDuration(skew), aheadBehind(skew), after.Sub(before).Round(time.Millisecond))
+	// The relay's time has millisecond resolution and the round trip blurs
+	// it further: a skew of a second or more is shown to a tenth of a second.
+	shown := absDuration(skew)
+	if shown >= time.Second {
+		shown = shown.Round(100 * time.Millisecond)
+	}
+	clock.Detail = fmt.Sprintf("this machine is %s %s the relay (measured within %s)", shown, aheadBehind(skew), after.Sub(before).Round(time.Millisecond))
 	if skew == 0 {
 		clock.Detail = fmt.Sprintf("the same as the relay's (measured within %s)", after.Sub(before).Round(time.Millisecond))
 	}
