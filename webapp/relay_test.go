@@ -369,3 +369,151 @@ func TestSignOutEverywhere(t *testing.T) {
 	}
 	p.noPolicyViolations()
 }
+
+// fakeMachine is a machine of the account as a daemon registers it
+// (relay.Client.OpenMachine: metadata and daemon state sealed with the
+// machine key), whose spawn-happy-session answers like the daemon's:
+// "/new…" folders need approvedNewDirectoryCreation, "/fail" is an error,
+// anything else opens a relay session and returns its id.
+type fakeMachine struct {
+	client *relay.Client
+	m      *relay.Machine
+	mu     sync.Mutex
+	calls  []map[string]any
+	opened []string
+}
+
+func startMachine(t *testing.T, base string, creds *crypto.Credentials) *fakeMachine {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := relay.New(context.Background(), relay.Config{BaseURL: base, Credentials: creds, OutboxDir: t.TempDir(), ClientName: "cli/test",
+		AckTimeout: 5 * time.Second, RequestTimeout: 5 * time.Second, Backoff: relay.Backoff{Min: 20 * time.Millisecond, Max: 400 * time.Millisecond},
+		Dialer: relay.SIODialer(time.Second), NoResume: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	fm := &fakeMachine{client: c}
+	md := json.RawMessage(`{"host":"buildbox","platform":"linux","happyCliVersion":"9.9.9","homeDir":"/home/u","arch":"amd64",` +
+		`"agents":[{"name":"claude","installed":true,"path":"/usr/bin/claude"},{"name":"codex","installed":false,"error":"not found"},{"name":"gemini","installed":true}]}`)
+	ds := json.RawMessage(`{"status":"running","pid":4242,"startedAt":1,"sessions":[]}`)
+	m, err := c.OpenMachine(ctx, relay.MachineOptions{ID: "machine-0001", Metadata: md, DaemonState: ds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	fm.m = m
+	m.RegisterRPC("spawn-happy-session", func(ctx context.Context, params json.RawMessage) (any, error) {
+		var p map[string]any
+		if err := json.Unmarshal(params, &p); err != nil {
+			return map[string]any{"type": "error", "errorMessage": "bad params: " + err.Error()}, nil
+		}
+		fm.mu.Lock()
+		fm.calls = append(fm.calls, p)
+		fm.mu.Unlock()
+		dir, _ := p["directory"].(string)
+		approved, _ := p["approvedNewDirectoryCreation"].(bool)
+		switch {
+		case dir == "/fail":
+			return map[string]any{"type": "error", "errorMessage": "folder /fail: permission denied"}, nil
+		case strings.HasPrefix(dir, "/new") && !approved:
+			return map[string]any{"type": "requestToApproveDirectoryCreation", "directory": dir}, nil
+		}
+		s, err := c.OpenSession(ctx, relay.SessionOptions{Tag: fmt.Sprintf("spawn-%d", time.Now().UnixNano()),
+			Metadata: json.RawMessage(fmt.Sprintf(`{"path":%q,"host":"buildbox","flavor":%q,"startedBy":"daemon","machineId":"machine-0001"}`, dir, p["agent"]))})
+		if err != nil {
+			return map[string]any{"type": "error", "errorMessage": err.Error()}, nil
+		}
+		fm.mu.Lock()
+		fm.opened = append(fm.opened, s.ID())
+		fm.mu.Unlock()
+		t.Cleanup(func() { _ = s.Close() })
+		return map[string]any{"type": "success", "sessionId": s.ID(), "pid": 777}, nil
+	})
+	return fm
+}
+
+func (fm *fakeMachine) snapshot() ([]map[string]any, []string) {
+	fm.mu.Lock()
+	defer fm.mu.Unlock()
+	return append([]map[string]any(nil), fm.calls...), append([]string(nil), fm.opened...)
+}
+
+// The machines page lists the account's machine with what its metadata
+// and daemon state say, and its New session form calls the machine's
+// spawn-happy-session: an error reply shows as an error, a folder to
+// create as a question, and success opens the new session.
+func TestMachinesAndNewSession(t *testing.T) {
+	r, creds := startRelay(t)
+	fm := startMachine(t, r.URL, creds)
+	p := openApp(t, r.URL, creds)
+	p.do("open the machines page", chromedp.Click("#nav-machines"))
+	row := `.machine[data-machine="machine-0001"]`
+	p.wait("the machine", `!!document.querySelector('`+row+`')`)
+	p.wait("the machine online", `document.querySelector('`+row+`').dataset.online === "true" || (document.querySelector("#machines-refresh").click(), false)`)
+	text := p.text(row)
+	for _, want := range []string{"buildbox", "online", "linux", "happy 9.9.9", "agents: claude, gemini", "daemon running, pid 4242, 0 sessions"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("machine row %q lacks %q", text, want)
+		}
+	}
+	var agents []string
+	if err := json.Unmarshal(p.eval(`[...document.querySelectorAll("#spawn-agent option")].map(o => o.value)`), &agents); err != nil || strings.Join(agents, ",") != "claude,gemini" {
+		t.Errorf("agent choices %v (%v), want the installed ones: claude, gemini", agents, err)
+	}
+	p.touchTargets("machines page")
+
+	// An error reply.
+	p.do("spawn in /fail", chromedp.SendKeys("#spawn-dir", "/fail"), chromedp.Click("#spawn-submit"))
+	p.wait("the error", `document.querySelector("#spawn-result").className === "error"`)
+	if msg := p.text("#spawn-result"); msg != "Not started: folder /fail: permission denied" {
+		t.Errorf("error reply shows %q", msg)
+	}
+	// A relative folder is refused before anything is sent.
+	p.eval(`document.querySelector("#spawn-dir").value = ""`)
+	p.do("spawn in a relative folder", chromedp.SendKeys("#spawn-dir", "rel/dir"), chromedp.Click("#spawn-submit"))
+	p.wait("the refusal", `document.querySelector("#spawn-result").textContent.includes("give an absolute path")`)
+
+	// A folder to create: the page asks, then sends the approval.
+	p.eval(`document.querySelector("#spawn-dir").value = ""; document.querySelector("#spawn-agent").value = "gemini"`)
+	p.do("spawn in /new/project", chromedp.SendKeys("#spawn-dir", "/new/project"), chromedp.SendKeys("#spawn-prompt", "write the tests"), chromedp.Click("#spawn-submit"))
+	p.wait("the question", `!document.querySelector("#spawn-ask").classList.contains("hidden")`)
+	if q := p.text("#spawn-ask-text"); q != "The folder /new/project does not exist on buildbox. Create it?" {
+		t.Errorf("question %q", q)
+	}
+	p.touchTargets("folder question")
+	p.do("create it", chromedp.Click("#spawn-ask-yes"))
+	p.wait("the new session", `location.hash.startsWith("#/s/")`)
+	calls, opened := fm.snapshot()
+	if len(opened) != 1 {
+		t.Fatalf("sessions opened %v, want 1", opened)
+	}
+	var hash string
+	_ = json.Unmarshal(p.eval(`decodeURIComponent(location.hash)`), &hash)
+	if hash != "#/s/"+opened[0] {
+		t.Errorf("page at %q, want the new session %s", hash, opened[0])
+	}
+	p.wait("the session's header", `(document.querySelector("#session-head .meta")?.textContent ?? "").includes("/new/project")`)
+	want := []map[string]any{
+		{"type": "spawn-in-directory", "directory": "/fail", "agent": "claude"},
+		{"type": "spawn-in-directory", "directory": "/new/project", "agent": "gemini", "prompt": "write the tests"},
+		{"type": "spawn-in-directory", "directory": "/new/project", "agent": "gemini", "prompt": "write the tests", "approvedNewDirectoryCreation": true},
+	}
+	gotJSON, _ := json.Marshal(calls)
+	wantJSON, _ := json.Marshal(want)
+	if string(gotJSON) != string(wantJSON) {
+		t.Errorf("spawn params\n got %s\nwant %s", gotJSON, wantJSON)
+	}
+
+	// The checkbox approves the folder up front: one call, straight to the session.
+	p.do("back to machines", chromedp.Click("#nav-machines"))
+	p.wait("the form", `!!document.querySelector("#spawn-dir")`)
+	p.do("spawn in /new/other with the checkbox", chromedp.SendKeys("#spawn-dir", "/new/other"), chromedp.Click(`label[for="spawn-create"]`), chromedp.Click("#spawn-submit"))
+	p.wait("the second session", `location.hash.startsWith("#/s/")`)
+	calls, opened = fm.snapshot()
+	if len(calls) != 4 || calls[3]["approvedNewDirectoryCreation"] != true || len(opened) != 2 {
+		t.Errorf("with the checkbox: calls %v, sessions %v", calls, opened)
+	}
+	p.noPolicyViolations()
+}
