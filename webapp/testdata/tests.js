@@ -552,6 +552,26 @@ test("spawn params and replies as daemon.SpawnOn and the daemon write them", asy
   eq(readSpawnReply(null).kind, "error", "null");
 });
 
+test("random input never throws anything but the refusals in codes, keys, machines and spawn replies", async () => {
+  let seed = 7;
+  const rnd = (n) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n; };
+  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcz234567018-_ +/=#?&:!é";
+  const str = (n) => Array.from({ length: rnd(n) }, () => alphabet[rnd(alphabet.length)]).join("");
+  const secret = b64(fx.accountSecret);
+  const values = [null, undefined, 0, 1, "", "x", [], {}, true, { type: "success" }, { type: "error", errorMessage: 5 }, { type: "requestToApproveDirectoryCreation" }];
+  for (let i = 0; i < 300; i++) {
+    for (const fn of [() => c.parsePairingCode(str(16)), () => c.parseTerminalKey(["happy://terminal?", "x#key=", ""][rnd(3)] + str(50))]) {
+      try { fn(); } catch (e) { ok(e instanceof c.CryptoError, `unexpected ${e.name}: ${e.message}`); }
+    }
+    const r = readSpawnReply(values[rnd(values.length)]);
+    ok(["success", "ask", "error"].includes(r.kind), "spawn reply kind");
+    const info = { id: values[rnd(values.length)], metadata: [str(60), fx.machines[0].info.metadata.slice(0, rnd(80)), values[rnd(values.length)]][rnd(3)],
+      dataEncryptionKey: [null, str(40), fx.machines[0].info.dataEncryptionKey][rnd(3)], daemonState: [undefined, str(30)][rnd(2)], active: values[rnd(values.length)], activeAt: values[rnd(values.length)] };
+    const m = await openMachine(info, secret, 1);
+    ok(typeof m.id === "string" && Array.isArray(m.agents) && typeof m.error === "string", "machine shape");
+  }
+});
+
 // ---- run ----
 
 const failures = [];
