@@ -187,7 +187,11 @@ func openPairing(t *testing.T, api *relay.API) (*relay.PairingRequest, <-chan *c
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c, err := req.WaitApproved(ctx, api, 20*time.Millisecond)
+		// The CLI's own poll interval. (The relay reads a request back
+		// after answering it; a poll that takes the answer in between
+		// makes POST /v1/auth/response say 404 although the terminal got
+		// it. Fast polls make that likely.)
+		c, err := req.WaitApproved(ctx, api, relay.DefaultPairPoll)
 		if err != nil {
 			failed <- err
 			return
