@@ -3,15 +3,20 @@
 package e2e
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -329,7 +334,92 @@ func TestE2EWebApp(t *testing.T) {
 	do("restore with the backup key", chromedp.SendKeys("#backup-key", strings.ToLower(crypto.FormatBackupKey(*creds.AccountSecret))), chromedp.Click(".signin button[type=submit]"))
 	waitJS("the session listed again", fmt.Sprintf(`document.querySelector(%q)?.dataset.state === 'ended'`, row))
 	shoot(t, ctx, "web-phone-list.png", 390, 844)
+
+	// A fresh home runs happy auth login; the page approves it by the code
+	// it prints, and the terminal is logged in to the account (dataKey: the
+	// account's content key, not its secret).
+	fresh := t.TempDir()
+	var freshEnv []string
+	for _, kv := range r.envB {
+		if !strings.HasPrefix(kv, "HAPPY_HOME_DIR=") {
+			freshEnv = append(freshEnv, kv)
+		}
+	}
+	freshEnv = append(freshEnv, "HAPPY_HOME_DIR="+fresh)
+	code, login := loginCode(t, freshEnv, r.work)
+	do("the devices page", chromedp.Click("#nav-devices"))
+	do("approve "+code, chromedp.SendKeys("#approve-code", code), chromedp.Click("#approve-submit"))
+	waitJS("the approval", `document.querySelector('#approve-result').className === 'ok'`)
+	shoot(t, ctx, "web-phone-approved.png", 390, 844)
+	select {
+	case err := <-login:
+		if err != nil {
+			t.Fatalf("happy auth login: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("happy auth login did not finish within 30 s of the approval")
+	}
+	got, err := crypto.LoadCredentials(filepath.Join(fresh, crypto.CredentialsFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	contentPub, _ := crypto.ContentKeyPair(*creds.AccountSecret)
+	if got.Variant != crypto.VariantDataKey || got.DataKey == nil || got.DataKey.ContentPublicKey != contentPub {
+		t.Errorf("the approved terminal holds %v credentials, want dataKey with the account's content key", got.Variant)
+	}
+	if c, out, errb := happyRun(t, freshEnv, r.work, "sessions", "--json"); c != 0 || !strings.Contains(out, r.sid) {
+		t.Errorf("happy sessions on the approved terminal: exit %d, %s %s (want session %s listed)", c, out, errb, r.sid)
+	}
 }
+
+// loginCode starts `happy auth login` on env's home and returns the pairing
+// code it prints, and a channel that receives its result when it exits
+// (nil for exit 0).
+func loginCode(t *testing.T, env []string, dir string) (string, <-chan error) {
+	t.Helper()
+	cmd := exec.Command(happyBin, "auth", "login", "--timeout", "90s")
+	cmd.Env, cmd.Dir = env, dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	codes := make(chan string, 1)
+	var printed strings.Builder
+	done := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			printed.WriteString(sc.Text() + "\n")
+			if m := approveLine.FindStringSubmatch(sc.Text()); m != nil {
+				codes <- m[1]
+			}
+		}
+		err := cmd.Wait()
+		if err != nil {
+			err = fmt.Errorf("%w: %s", err, errb.String())
+		}
+		done <- err
+	}()
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	select {
+	case code := <-codes:
+		return code, done
+	case err := <-done:
+		t.Fatalf("happy auth login exited before printing a code: %v\n%s", err, printed.String())
+	case <-time.After(30 * time.Second):
+		t.Fatal("happy auth login printed no pairing code within 30 s")
+	}
+	return "", nil
+}
+
+// approveLine is the line of `happy auth login` that shows the pairing code.
+var approveLine = regexp.MustCompile(`happy auth approve ([A-Z2-7]{5}-[A-Z2-7]{5})`)
 
 // envValue returns the value of name in env.
 func envValue(env []string, name string) string {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"net"
 	"net/http"
@@ -23,7 +24,15 @@ import (
 	"github.com/happy-dev/happy/webapp"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain checks that no test leaves a goroutine behind. IgnoreCurrent:
+// the Socket.IO engine client (linked in by the relay tests) starts a
+// network monitor at package init that never stops; the library's own
+// timers (ping timeouts, reconnect delays) end when they fire or are
+// cleared and may outlive the last test by seconds.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreCurrent(),
+		goleak.IgnoreTopFunction("github.com/zishang520/socket.io/v3/pkg/utils.SetTimeout.func1"))
+}
 
 // The embedded app holds what index.html loads, and each vendored library
 // has its license beside it.
@@ -100,6 +109,11 @@ func fixtures(t *testing.T) []byte {
 		{"variant": "dataKey", "dataEncryptionKey": crypto.EncodeBase64(wrapped), "plaintext": plain, "content": seal(crypto.NewDataKeyCipher(sessKey))},
 	}
 	b, err := json.Marshal(map[string]any{
+		"pairingCodes":   pairingCodeFixtures(t, terminalPub),
+		"parseCodes":     parseCodeFixtures(),
+		"sealFixed":      sealFixedFixtures(t, acct, contentPub, terminalPub),
+		"machines":       machineFixtures(t, acct),
+		"terminalCode":   crypto.PairingCode(terminalPub),
 		"accountSecret":  crypto.EncodeBase64(acct[:]),
 		"terminalSecret": crypto.EncodeBase64(terminal[:]),
 		"terminalPublic": crypto.EncodeBase64(terminalPub[:]),
@@ -113,6 +127,113 @@ func fixtures(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// pairingCodeFixtures are keys with their crypto.PairingCode: fixed ones
+// (all zero, all 0xff, 0..31) and random ones.
+func pairingCodeFixtures(t *testing.T, more ...[32]byte) []map[string]string {
+	t.Helper()
+	var keys [][32]byte
+	var zero, ff, seq [32]byte
+	for i := range ff {
+		ff[i], seq[i] = 0xff, byte(i)
+	}
+	keys = append(keys, zero, ff, seq)
+	keys = append(keys, more...)
+	for range 5 {
+		var k [32]byte
+		if _, err := rand.Read(k[:]); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k)
+	}
+	out := make([]map[string]string, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, map[string]string{"publicKey": crypto.EncodeBase64(k[:]), "code": crypto.PairingCode(k)})
+	}
+	return out
+}
+
+// parseCodeFixtures are typed codes with what crypto.ParsePairingCode makes
+// of them: the normal form, or the reason of its refusal.
+func parseCodeFixtures() []map[string]string {
+	var out []map[string]string
+	for _, in := range []string{"ABCDE-FGHIJ", "abcde fghij", " aB cD-eF gH iJ ", "0I8AA-22222", "abcdefghij", "ABCDE-FGHI", "ABCDE-FGHIJK", "ABCDE-FGH!J", "ABCDE-FGH9J", "", "-----"} {
+		got, err := crypto.ParsePairingCode(in)
+		row := map[string]string{"in": in, "out": got}
+		switch {
+		case errors.Is(err, crypto.ErrBadLength):
+			row["reason"] = "bad_length"
+		case errors.Is(err, crypto.ErrBadEncoding):
+			row["reason"] = "bad_encoding"
+		case err != nil:
+			row["reason"] = err.Error()
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+// sealFixedFixtures are pairing responses crypto.SealPairingResponse seals
+// with a pinned ephemeral key and nonce, for the page to reproduce byte for
+// byte.
+func sealFixedFixtures(t *testing.T, acct, contentPub, terminalPub [32]byte) map[string]string {
+	t.Helper()
+	rnd := make([]byte, 56)
+	if _, err := rand.Read(rnd); err != nil {
+		t.Fatal(err)
+	}
+	seal := func(r crypto.PairingResponse) string {
+		b, err := crypto.SealPairingResponse(r, terminalPub, crypto.WithRandom(bytes.NewReader(rnd)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return crypto.EncodeBase64(b)
+	}
+	return map[string]string{
+		"ephemeralSecret": crypto.EncodeBase64(rnd[:32]),
+		"nonce":           crypto.EncodeBase64(rnd[32:]),
+		"legacy":          seal(crypto.PairingResponse{Variant: crypto.VariantLegacy, Secret: acct}),
+		"dataKey":         seal(crypto.PairingResponse{Variant: crypto.VariantDataKey, ContentPublicKey: contentPub}),
+	}
+}
+
+// machineFixtures are GET /v1/machines entries as a daemon writes them:
+// metadata and daemon state sealed with a dataKey machine key (wrapped for
+// the account's content key), with the account secret (legacy), and one
+// that does not decrypt; want is what the page must read from each.
+func machineFixtures(t *testing.T, acct [32]byte) []map[string]any {
+	t.Helper()
+	creds, err := crypto.NewAccountCredentials("token", acct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := creds.MachineEncryption()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seal := func(c crypto.Cipher, v string) string {
+		b, err := c.Seal([]byte(v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return crypto.EncodeBase64(b)
+	}
+	md := `{"host":"box","platform":"linux","happyCliVersion":"1.2.3","homeDir":"/home/u","agents":[{"name":"claude","installed":true,"path":"/bin/claude"},{"name":"codex","installed":false,"error":"not found"},{"name":"gemini","installed":true}]}`
+	ds := `{"status":"running","pid":42,"startedAt":1000,"sessions":[{"sessionId":"s1"}]}`
+	legacy := crypto.NewLegacyCipher(acct)
+	other := crypto.NewLegacyCipher([32]byte{1})
+	return []map[string]any{
+		{"info": map[string]any{"id": "m-dk", "metadata": seal(enc.Cipher, md), "daemonState": seal(enc.Cipher, ds), "dataEncryptionKey": *enc.DataEncryptionKeyBase64(), "active": true, "activeAt": 1_000_000},
+			"now":  1_030_000,
+			"want": map[string]any{"id": "m-dk", "host": "box", "platform": "linux", "version": "1.2.3", "online": true, "agents": []string{"claude", "gemini"}, "daemonStatus": "running", "error": ""}},
+		{"info": map[string]any{"id": "m-legacy", "metadata": seal(legacy, `{"host":"old","platform":"darwin","cliAvailability":{"claude":true,"codex":false,"detectedAt":5}}`), "daemonState": nil, "dataEncryptionKey": nil, "active": true, "activeAt": 1_000_000},
+			"now":  1_100_000,
+			"want": map[string]any{"id": "m-legacy", "host": "old", "platform": "darwin", "version": "", "online": false, "agents": []string{"claude"}, "daemonStatus": nil, "error": ""}},
+		{"info": map[string]any{"id": "m-other", "metadata": seal(other, md), "dataEncryptionKey": nil, "active": false, "activeAt": 5},
+			"now":  10,
+			"want": map[string]any{"id": "m-other", "host": "", "platform": "", "version": "", "online": false, "agents": []string{}, "daemonStatus": nil, "error": "metadata: legacy bundle: authentication failed"}},
+	}
 }
 
 // jsCSP is the policy the test page runs under: the app's own (scripts and

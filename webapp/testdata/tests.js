@@ -5,7 +5,8 @@ import * as c from "/app/js/crypto.js";
 import { Reducer, blockedTools, sessionState, findChild } from "/app/js/reduce.js";
 import { renderMarkdown, safeHref } from "/app/js/markdown.js";
 import * as r from "/app/js/render.js";
-import { parsePairLink, promptEnvelope, RpcError } from "/app/js/api.js";
+import { parsePairLink, promptEnvelope, RpcError, RelayError } from "/app/js/api.js";
+import { approveTerminal, ApproveError, revokeEverywhere, openMachine, spawnParams, readSpawnReply } from "/app/js/devices.js";
 
 const tests = [];
 const test = (name, fn) => tests.push({ name, fn });
@@ -422,6 +423,153 @@ test("pairing link, prompt envelope and stale RPC errors", async () => {
   eq(env, { kind: "message", version: 1, info: { id, sessionID: "ses_root", role: "user", time: { created: 1753120000000 }, agent: "build", model: { providerID: "", modelID: "" } },
     parts: [{ id: "prt_1753120000000010203040506", sessionID: "ses_root", messageID: id, type: "text", text: "hi" }] }, "envelope");
   eq([new RpcError('no tool call "x" waits for permission; nothing in this session waits for permission now').stale, new RpcError("RPC method not available").stale], [true, false], "stale");
+});
+
+// ---- devices: pairing code, approval, revocation, machines ----
+
+async function refusal(p) {
+  try { await p; } catch (e) { return e; }
+  return null;
+}
+
+test("pairing codes equal crypto.PairingCode and typed codes parse as crypto.ParsePairingCode does", async () => {
+  ok(fx.pairingCodes.length >= 8, "code fixtures present");
+  for (const [i, v] of fx.pairingCodes.entries()) eq(await c.pairingCode(b64(v.publicKey)), v.code, `pairingCode[${i}]`);
+  eq(await c.pairingCode(b64(fx.terminalPublic)), fx.terminalCode, "terminal code");
+  for (const v of fx.parseCodes) {
+    let got = "", reason = "";
+    try { got = c.parsePairingCode(v.in); } catch (e) { reason = e.reason; }
+    eq([got, reason], [v.out, v.reason ?? ""], `parsePairingCode(${JSON.stringify(v.in)})`);
+  }
+});
+
+test("pairing responses sealed by the page equal crypto.SealPairingResponse's bytes and open", async () => {
+  const f = fx.sealFixed, term = b64(fx.terminalPublic), eph = b64(f.ephemeralSecret), nonce = b64(f.nonce);
+  eq(c.b64encode(c.sealPairingResponse({ variant: "legacy", secret: b64(fx.accountSecret) }, term, eph, nonce)), f.legacy, "legacy bytes");
+  eq(c.b64encode(c.sealPairingResponse({ variant: "dataKey", contentPublicKey: b64(fx.contentPublic) }, term, eph, nonce)), f.dataKey, "dataKey bytes");
+  const fresh = c.openPairingResponse(c.sealPairingResponse({ variant: "dataKey", contentPublicKey: b64(fx.contentPublic) }, term), b64(fx.terminalSecret));
+  eq([fresh.variant, c.b64encode(fresh.contentPublicKey)], ["dataKey", fx.contentPublic], "fresh seal opens");
+  await rejects(Promise.resolve().then(() => c.sealPairingResponse({ variant: "dataKey" }, term)), "unsupported_version", "no content key");
+  await rejects(Promise.resolve().then(() => c.sealPairingResponse({ variant: "legacy", secret: new Uint8Array(32) }, new Uint8Array(31))), "bad_length", "short terminal key");
+});
+
+test("terminal keys read from the app link, the web link and the bare key", async () => {
+  const key = b64(fx.terminalPublic), u = c.b64url(key);
+  for (const s of ["happy://terminal?" + u, "https://app.example/terminal/connect#key=" + u + "&x=1", "  " + u + "\n", fx.terminalPublic]) eq(c.hex(c.parseTerminalKey(s)), c.hex(key), `parseTerminalKey(${s.slice(0, 30)}…)`);
+  await rejects(Promise.resolve().then(() => c.parseTerminalKey("happy://terminal?AAAA")), "bad_length", "short key");
+  await rejects(Promise.resolve().then(() => c.parseTerminalKey("not a key!")), "bad_encoding", "garbage");
+});
+
+// fakeRelay answers the approval routes from a script and records what was posted.
+function fakeRelay({ lookup = [], status = null, lookupError = null, revoke = null } = {}) {
+  const f = { posted: [], lookups: [] };
+  f.lookupPairing = async (code) => { f.lookups.push(code); if (lookupError) throw lookupError; return lookup; };
+  f.pairingStatus = async () => status;
+  f.authResponse = async (key, bundle) => { f.posted.push({ key, bundle }); };
+  f.revoke = async () => { if (revoke instanceof Error) throw revoke; return revoke; };
+  return f;
+}
+
+test("approveTerminal checks every key's code and seals as relay.ApproveTerminal does", async () => {
+  const secret = b64(fx.accountSecret), key = b64(fx.terminalPublic), term = b64(fx.terminalSecret);
+  const typed = fx.terminalCode.toLowerCase().replace("-", " ");
+  // dataKey by default
+  let f = fakeRelay({ lookup: [{ publicKey: key, supportsV2: true }] });
+  let r = await approveTerminal(f, secret, typed);
+  eq([r.code, r.variant, f.lookups, f.posted.length], [fx.terminalCode, "dataKey", [fx.terminalCode], 1], "dataKey approval");
+  let opened = c.openPairingResponse(f.posted[0].bundle, term);
+  eq([c.hex(f.posted[0].key), opened.variant, c.b64encode(opened.contentPublicKey)], [c.hex(key), "dataKey", fx.contentPublic], "dataKey bundle");
+  // the checkbox, and a terminal without v2, share the secret
+  for (const [opts, v2, what] of [[{ legacy: true }, true, "legacy asked"], [{}, false, "no v2"]]) {
+    f = fakeRelay({ lookup: [{ publicKey: key, supportsV2: v2 }] });
+    r = await approveTerminal(f, secret, fx.terminalCode, opts);
+    opened = c.openPairingResponse(f.posted[0].bundle, term);
+    eq([r.variant, opened.variant, c.b64encode(opened.secret)], ["legacy", "legacy", fx.accountSecret], what);
+  }
+  // a key whose code is not the typed one is refused; nothing is posted
+  const other = b64(fx.pairingCodes[0].publicKey);
+  for (const [lookup, reason] of [[[{ publicKey: other, supportsV2: true }], "fingerprint"], [[{ publicKey: key, supportsV2: true }, { publicKey: other, supportsV2: true }], "fingerprint"], [[], "not_found"]]) {
+    f = fakeRelay({ lookup });
+    const e = await refusal(approveTerminal(f, secret, fx.terminalCode));
+    eq([e instanceof ApproveError, e?.reason, f.posted.length], [true, reason, 0], `refusal ${reason}`);
+    if (reason === "fingerprint") ok(e.message.includes(fx.terminalCode) && e.message.includes("nothing was sent"), "the message names the code and says nothing was sent: " + e.message);
+  }
+  f = fakeRelay({ lookup: [{ publicKey: key, supportsV2: true }, { publicKey: key, supportsV2: true }] });
+  eq((await approveTerminal(f, secret, fx.terminalCode)).variant, "dataKey", "the same key twice is one request");
+  // a relay without the lookup route
+  for (const status of [404, 405, 501]) {
+    f = fakeRelay({ lookupError: new RelayError(status, "Not found") });
+    const e = await refusal(approveTerminal(f, secret, fx.terminalCode));
+    eq([e?.reason, f.posted.length], ["unsupported", 0], `lookup ${status}`);
+  }
+  f = fakeRelay({ lookupError: new RelayError(500, "boom") });
+  eq((await refusal(approveTerminal(f, secret, fx.terminalCode)))?.status, 500, "other relay errors pass through");
+  // a pasted link asks the status route instead
+  f = fakeRelay({ status: { status: "pending", supportsV2: true } });
+  r = await approveTerminal(f, secret, "happy://terminal?" + c.b64url(key));
+  eq([r.code, r.variant, f.lookups.length, f.posted.length], [fx.terminalCode, "dataKey", 0, 1], "link approval");
+  f = fakeRelay({ status: { status: "not_found", supportsV2: false } });
+  eq((await refusal(approveTerminal(f, secret, c.b64url(key))))?.reason, "not_found", "link of no open request");
+  eq((await refusal(approveTerminal(fakeRelay(), secret, "hello")))?.reason, "input", "neither code nor key");
+});
+
+test("revokeEverywhere: revoked, or not supported by the relay (local sign-out only)", async () => {
+  eq(await revokeEverywhere(fakeRelay({ revoke: { generation: 2, disconnected: 3 } })), { revoked: true, generation: 2, disconnected: 3 }, "revoked");
+  for (const status of [404, 405, 501]) {
+    const r = await revokeEverywhere(fakeRelay({ revoke: new RelayError(status, "Not found") }));
+    eq([r.revoked, /does not support revoking/.test(r.message)], [false, true], `status ${status}`);
+  }
+  eq((await revokeEverywhere(fakeRelay({ revoke: new RelayError(401, "Invalid token") }))).revoked, false, "401");
+  eq((await refusal(revokeEverywhere(fakeRelay({ revoke: new RelayError(0, "cannot reach the relay") }))))?.status, 0, "unreachable relay throws");
+});
+
+test("machines sealed by Go decrypt as daemon.Machines reads them", async () => {
+  const secret = b64(fx.accountSecret);
+  for (const v of fx.machines) {
+    const m = await openMachine(v.info, secret, v.now);
+    const got = { id: m.id, host: m.host, platform: m.platform, version: m.version, online: m.online, agents: m.agents, daemonStatus: m.daemon?.status ?? null, error: m.error };
+    const sorted = (o) => Object.fromEntries(Object.entries(o).sort(([a], [b]) => (a < b ? -1 : 1)));
+    eq(sorted(got), sorted(v.want), `machine ${v.info.id}`);
+  }
+  const m = await openMachine({ id: "x", metadata: "!!", active: true, activeAt: 0 }, secret, 0);
+  eq([m.id, m.error.startsWith("metadata: "), m.cipher !== null], ["x", true, true], "bad base64");
+  eq((await openMachine(null, secret, 0)).error.startsWith("metadata"), true, "null entry");
+});
+
+test("spawn params and replies as daemon.SpawnOn and the daemon write them", async () => {
+  eq(spawnParams({ directory: " /tmp/p ", agent: "claude", prompt: "hi", createFolder: true }),
+    { type: "spawn-in-directory", directory: "/tmp/p", agent: "claude", approvedNewDirectoryCreation: true, prompt: "hi" }, "full");
+  eq(spawnParams({ directory: "~/p", agent: "codex", prompt: "  " }), { type: "spawn-in-directory", directory: "~/p", agent: "codex" }, "minimal");
+  for (const bad of [{ directory: "rel/p", agent: "claude" }, { directory: "/p", agent: "" }]) {
+    let msg = "";
+    try { spawnParams(bad); } catch (e) { msg = e.message; }
+    ok(msg !== "", "refused: " + JSON.stringify(bad));
+  }
+  eq(readSpawnReply({ type: "success", sessionId: "s1", pid: 9 }), { kind: "success", sessionId: "s1" }, "success");
+  eq(readSpawnReply({ type: "requestToApproveDirectoryCreation", directory: "/new" }), { kind: "ask", directory: "/new" }, "ask");
+  eq(readSpawnReply({ type: "error", errorMessage: "unknown agent" }), { kind: "error", message: "unknown agent" }, "error");
+  eq(readSpawnReply({ type: "success" }).kind, "error", "success without id");
+  eq(readSpawnReply(null).kind, "error", "null");
+});
+
+test("random input never throws anything but the refusals in codes, keys, machines and spawn replies", async () => {
+  let seed = 7;
+  const rnd = (n) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n; };
+  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcz234567018-_ +/=#?&:!é";
+  const str = (n) => Array.from({ length: rnd(n) }, () => alphabet[rnd(alphabet.length)]).join("");
+  const secret = b64(fx.accountSecret);
+  const values = [null, undefined, 0, 1, "", "x", [], {}, true, { type: "success" }, { type: "error", errorMessage: 5 }, { type: "requestToApproveDirectoryCreation" }];
+  for (let i = 0; i < 300; i++) {
+    for (const fn of [() => c.parsePairingCode(str(16)), () => c.parseTerminalKey(["happy://terminal?", "x#key=", ""][rnd(3)] + str(50))]) {
+      try { fn(); } catch (e) { ok(e instanceof c.CryptoError, `unexpected ${e.name}: ${e.message}`); }
+    }
+    const r = readSpawnReply(values[rnd(values.length)]);
+    ok(["success", "ask", "error"].includes(r.kind), "spawn reply kind");
+    const info = { id: values[rnd(values.length)], metadata: [str(60), fx.machines[0].info.metadata.slice(0, rnd(80)), values[rnd(values.length)]][rnd(3)],
+      dataEncryptionKey: [null, str(40), fx.machines[0].info.dataEncryptionKey][rnd(3)], daemonState: [undefined, str(30)][rnd(2)], active: values[rnd(values.length)], activeAt: values[rnd(values.length)] };
+    const m = await openMachine(info, secret, 1);
+    ok(typeof m.id === "string" && Array.isArray(m.agents) && typeof m.error === "string", "machine shape");
+  }
 });
 
 // ---- run ----

@@ -13,6 +13,9 @@ export class RelayError extends Error {
   }
 }
 
+/** routeMissing tells a relay without a route (404, 405 or 501) from other refusals. */
+export const routeMissing = (e) => e instanceof RelayError && [404, 405, 501].includes(e.status);
+
 /** RpcError is a refusal of a session RPC; stale is true when the call no
  * longer waits (someone else answered first). */
 export class RpcError extends Error {
@@ -83,6 +86,45 @@ export class Relay {
     return this.call("POST", `/v3/sessions/${encodeURIComponent(sid)}/messages`, { messages });
   }
 
+  /** lookupPairing is GET /v1/auth/request/lookup?code= (happy's relay only):
+   * [{publicKey: Uint8Array(32), supportsV2, createdAt, expiresAt}] as the
+   * relay claims them (the caller checks each key's code). */
+  async lookupPairing(code) {
+    const r = await this.call("GET", "/v1/auth/request/lookup?code=" + encodeURIComponent(code));
+    if (!Array.isArray(r?.requests)) throw new RelayError(0, "GET /v1/auth/request/lookup: the answer has no requests list");
+    return r.requests.map((q, i) => {
+      let key;
+      try { key = c.b64decode(q?.publicKey ?? ""); } catch { key = null; }
+      if (!key || key.length !== 32) throw new RelayError(0, `GET /v1/auth/request/lookup: requests[${i}].publicKey is not a 32-byte key`);
+      return { publicKey: key, supportsV2: q.supportsV2 === true, createdAt: q.createdAt ?? 0, expiresAt: q.expiresAt ?? 0 };
+    });
+  }
+
+  /** pairingStatus is GET /v1/auth/request/status?publicKey=: {status:"not_found"|"pending"|"authorized", supportsV2}. */
+  async pairingStatus(publicKey) {
+    return this.call("GET", "/v1/auth/request/status?publicKey=" + encodeURIComponent(c.b64encode(publicKey)));
+  }
+
+  /** authResponse is POST /v1/auth/response {publicKey, response} (standard base64 of both). */
+  async authResponse(publicKey, bundle) {
+    const r = await this.call("POST", "/v1/auth/response", { publicKey: c.b64encode(publicKey), response: c.b64encode(bundle) });
+    if (r?.success !== true) throw new RelayError(0, "POST /v1/auth/response: the relay did not say success");
+  }
+
+  /** revoke is POST /v1/auth/revoke (happy's relay only): every token of the account stops working. */
+  async revoke() {
+    const r = await this.call("POST", "/v1/auth/revoke", {});
+    if (r?.success !== true) throw new RelayError(0, "POST /v1/auth/revoke: the relay did not say success");
+    return { generation: r.generation, disconnected: r.disconnected };
+  }
+
+  /** machines is GET /v1/machines: [{id, metadata, metadataVersion, daemonState, daemonStateVersion, dataEncryptionKey, active, activeAt, …}]. */
+  async machines() {
+    const r = await this.call("GET", "/v1/machines");
+    if (!Array.isArray(r)) throw new RelayError(0, "GET /v1/machines: the answer is not a list");
+    return r;
+  }
+
   /** socket opens the user-scoped Socket.IO connection (receives every update of the account). */
   socket() {
     const io = globalThis.io;
@@ -91,7 +133,8 @@ export class Relay {
   }
 }
 
-/** callRPC calls "<sid>:<method>" with params sealed by the session cipher and returns the opened result. */
+/** callRPC calls "<sid>:<method>" (a session's, or a machine's with its id and cipher)
+ * with params sealed by the cipher and returns the opened result. */
 export async function callRPC(sock, cipher, sid, method, params, timeoutMs = 40000) {
   const sealed = await c.sealJSON(cipher, params);
   let ack;

@@ -256,3 +256,64 @@ export async function openJSON(cipher, b64) {
 export async function sealJSON(cipher, value) {
   return b64encode(await cipher.seal(encodeUtf8(JSON.stringify(value))));
 }
+
+// ---- terminal pairing: code, key, response (crypto.PairingCode, relay.ParseTerminalKey, crypto.SealPairingResponse) ----
+
+/** pairingCode is the terminal key's fingerprint as `happy auth login`
+ * shows it: the first 10 RFC 4648 base32 characters of SHA-256(publicKey),
+ * "XXXXX-XXXXX" (WebCrypto SHA-256). */
+export async function pairingCode(publicKey) {
+  const sum = new Uint8Array(await subtle().digest("SHA-256", publicKey));
+  let s = "", bits = 0, acc = 0;
+  for (const b of sum.subarray(0, 7)) {
+    acc = (acc << 8) | b;
+    bits += 8;
+    while (bits >= 5) { bits -= 5; s += B32[(acc >> bits) & 31]; }
+    acc &= (1 << bits) - 1;
+  }
+  return s.slice(0, 5) + "-" + s.slice(5, 10);
+}
+
+/** parsePairingCode normalises a typed code as crypto.ParsePairingCode does:
+ * case ignored, spaces, tabs and dashes dropped, 0/1/8 read as O/I/B; any
+ * other character is bad_encoding, another length than 10 bad_length. */
+export function parsePairingCode(s) {
+  let out = "";
+  for (const ch of String(s)) {
+    if (ch === " " || ch === "-" || ch === "\t") continue;
+    let c = ch >= "a" && ch <= "z" ? ch.toUpperCase() : ch;
+    c = { 0: "O", 1: "I", 8: "B" }[c] ?? c;
+    if (!((c >= "A" && c <= "Z") || (c >= "2" && c <= "7"))) throw new CryptoError("bad_encoding", `pairing code: ${JSON.stringify(ch)} is not a base32 character`);
+    if (out.length === 10) throw new CryptoError("bad_length", "pairing code: more than 10 characters");
+    out += c;
+  }
+  if (out.length !== 10) throw new CryptoError("bad_length", `pairing code: ${out.length} characters, want 10`);
+  return out.slice(0, 5) + "-" + out.slice(5);
+}
+
+/** parseTerminalKey reads the terminal's public key from what `happy auth
+ * login` shows besides the code: happy://terminal?<base64url>, a web link
+ * …#key=<base64url>, or the bare key (base64url or standard base64). */
+export function parseTerminalKey(s) {
+  let key = String(s).trim();
+  if (key.startsWith("happy://terminal?")) key = key.slice("happy://terminal?".length);
+  else if (key.includes("#key=")) key = key.split("#key=")[1].split("&")[0];
+  const raw = b64decode(key);
+  if (raw.length !== 32) throw new CryptoError("bad_length", `terminal key of ${raw.length} bytes, want 32`);
+  return raw;
+}
+
+/** sealPairingResponse seals the approval for a terminal's public key as
+ * crypto.SealPairingResponse does: ephemeralPublicKey(32) | nonce(24) |
+ * box(payload), payload the account secret (legacy, 32 bytes) or 0x00 |
+ * content public key (dataKey, 33 bytes). ephemeralSecret and nonce are
+ * drawn fresh unless given (tests pin them). */
+export function sealPairingResponse(resp, terminalPublicKey, ephemeralSecret = randomBytes(32), nonce = randomBytes(24)) {
+  let payload;
+  if (resp.variant === "legacy" && resp.secret?.length === 32) payload = resp.secret;
+  else if (resp.variant === "dataKey" && resp.contentPublicKey?.length === 32) payload = concat(new Uint8Array([0]), resp.contentPublicKey);
+  else throw new CryptoError("unsupported_version", `pairing response: variant ${resp.variant} without its 32-byte key`);
+  if (terminalPublicKey?.length !== 32) throw new CryptoError("bad_length", "pairing response: terminal key is not 32 bytes");
+  const box = nacl().box(payload, nonce, terminalPublicKey, ephemeralSecret);
+  return concat(boxPublicKey(ephemeralSecret), nonce, box);
+}

@@ -1,10 +1,13 @@
 // The app: sign-in (pairing link or backup key), the live session list, one
-// session's live transcript with its controls. State lives in this module;
-// every change re-renders the part of the page it touches.
+// session's live transcript with its controls, the account's machines with
+// a "New session" form, and the devices page (approve a terminal, sign out
+// everywhere). State lives in this module; every change re-renders the part
+// of the page it touches.
 
 import * as c from "./crypto.js";
 import { Relay, RpcError, callRPC, parsePairLink, promptEnvelope } from "./api.js";
 import { Reducer, blockedTools, sessionState, STATE_LABELS } from "./reduce.js";
+import { approveTerminal, revokeEverywhere, openMachine, spawnParams, spawnSession } from "./devices.js";
 import { h, renderTranscript, partsSummary, snapshotUI, restoreUI } from "./render.js";
 
 const STORE_KEY = "happy.account";
@@ -16,6 +19,10 @@ const app = {
   sock: null,
   sessions: new Map(), // sid → {info, md, cipher, thinking, waiting, error}
   open: null, // {sid, reducer, transcript, notices, openChildren, loading}
+  view: null, // "machines" | "devices" | null (a session or nothing)
+  machines: [], // openMachine's results, newest activity first
+  machinesError: "",
+  spawn: null, // {state: "asking"|"sending", params, machine} while a spawn waits
   error: "",
 };
 
@@ -33,10 +40,10 @@ function saveAccount(a) {
   localStorage.setItem(STORE_KEY, JSON.stringify({ relay: a.relay, token: a.token, secret: c.b64encode(a.secret) }));
 }
 
-function signOut() {
+function signOut(message = "") {
   localStorage.removeItem(STORE_KEY);
   app.sock?.close();
-  Object.assign(app, { account: null, relay: null, sock: null, sessions: new Map(), open: null, error: "" });
+  Object.assign(app, { account: null, relay: null, sock: null, sessions: new Map(), open: null, view: null, machines: [], spawn: null, error: typeof message === "string" ? message : "" });
   location.hash = "";
   render();
 }
@@ -107,6 +114,10 @@ function onUpdate(body) {
     case "new-session":
     case "delete-session":
       refreshSessions();
+      return;
+    case "update-machine":
+    case "new-machine":
+      if (app.view === "machines") refreshMachines();
   }
 }
 
@@ -136,7 +147,7 @@ async function refreshSessions() {
     app.error = "";
     for (const s of next.values()) if (s.cipher && sessionState(s.info, s.md, Date.now()) !== "stale" && !["ended", "archived"].includes(s.md?.lifecycleState)) { s.watch = true; watchSession(s); }
   } catch (e) {
-    if (e.status === 401) { app.error = "the relay refused this browser's token; sign in again"; signOut(); return; }
+    if (e.status === 401) { signOut("the relay refused this browser's token; sign in again"); return; }
     app.error = e.message;
   }
   renderList();
@@ -249,6 +260,11 @@ function ago(ms) {
 function route() {
   const m = /^#\/s\/([^/]+)$/.exec(location.hash);
   const sid = m ? decodeURIComponent(m[1]) : null;
+  const view = { "#/machines": "machines", "#/devices": "devices" }[location.hash] ?? null;
+  if (view !== app.view) {
+    app.view = view;
+    if (view === "machines") refreshMachines();
+  }
   if (sid !== (app.open?.sid ?? null)) {
     app.open = sid ? { sid, reducer: new Reducer(), transcript: null, notices: new Map(), openChildren: new Set() } : null;
     if (sid) fetchOpen();
@@ -259,13 +275,16 @@ function route() {
 function render() {
   const root = $("#app");
   root.replaceChildren();
-  document.body.classList.toggle("has-open", !!app.open);
+  document.body.classList.toggle("has-open", !!app.open || !!app.view);
   if (!app.account) { root.append(signInView()); return; }
   root.append(
     h("header", { class: "top" },
       h("a", { href: "#", class: "brand" }, "happy"),
       h("span", { id: "status", class: "status" }),
-      h("button", { type: "button", class: "ghost", onclick: signOut }, "Sign out")),
+      h("nav", { class: "nav" },
+        h("a", { href: "#/machines", id: "nav-machines" }, "Machines"),
+        h("a", { href: "#/devices", id: "nav-devices" }, "Devices")),
+      h("button", { type: "button", class: "ghost", onclick: () => signOut() }, "Sign out")),
     h("main", { class: "layout" },
       h("section", { id: "list", class: "list", "aria-label": "sessions" }),
       h("section", { id: "session", class: "session", "aria-label": "session" })));
@@ -282,7 +301,7 @@ function renderStatus() {
 function signInView() {
   const key = h("textarea", { id: "backup-key", rows: 2, placeholder: "XXXXX-XXXXX-…", autocomplete: "off", spellcheck: "false", "aria-label": "backup key" });
   const relay = h("input", { id: "relay-url", type: "url", value: location.origin, "aria-label": "relay URL" });
-  const msg = h("p", { class: "error", role: "alert" }, app.error);
+  const msg = h("p", { class: "error", role: "alert", id: "signin-message" }, app.error);
   return h("div", { class: "signin" },
     h("h1", {}, "happy"),
     h("p", {}, "Open the link that ", h("code", {}, "happy web"), " prints on your computer to sign in this browser."),
@@ -341,6 +360,8 @@ function renderHeader() {
 function renderSession() {
   const el = $("#session");
   if (!el) return;
+  if (app.view === "machines") { el.replaceChildren(machinesView()); return; }
+  if (app.view === "devices") { el.replaceChildren(devicesView()); return; }
   const o = app.open;
   if (!o) { el.replaceChildren(h("p", { class: "empty" }, "Pick a session.")); return; }
   const text = h("textarea", { id: "prompt-text", rows: 2, placeholder: "Send the next prompt…", "aria-label": "prompt" });
@@ -384,11 +405,198 @@ function renderTranscriptView() {
   renderHeader();
 }
 
+// ---- devices: approve a terminal, sign out everywhere ----
+
+function devicesView() {
+  const code = h("input", { id: "approve-code", type: "text", autocomplete: "off", autocapitalize: "characters", spellcheck: "false", placeholder: "XXXXX-XXXXX, or the link", "aria-label": "pairing code or link" });
+  const legacy = h("input", { id: "approve-legacy", type: "checkbox" });
+  const result = h("p", { id: "approve-result", role: "status" });
+  const form = h("form", { id: "approve", class: "card", onsubmit: async (e) => {
+    e.preventDefault();
+    result.className = "";
+    result.textContent = "approving…";
+    try {
+      const r = await approveTerminal(app.relay, app.account.secret, code.value, { legacy: legacy.checked });
+      result.textContent = `Approved the terminal with code ${r.code} (${r.variant === "legacy" ? "account secret shared" : "content key only"}). It signs in within a few seconds.`;
+      result.className = "ok";
+      code.value = "";
+    } catch (err) {
+      result.textContent = "Not approved: " + err.message;
+      result.className = "error";
+    }
+  } },
+    h("h2", {}, "Approve a terminal"),
+    h("p", {}, "Run ", h("code", {}, "happy auth login"), " on the computer, then type the code it shows or paste its link."),
+    code,
+    h("label", { class: "check", for: "approve-legacy" }, legacy,
+      h("span", {}, "Share the account secret (the terminal can then read every session; needed by terminals that do not take the content key)")),
+    h("button", { type: "submit", id: "approve-submit" }, "Approve"),
+    result);
+  const note = h("p", { id: "revoke-result", role: "status" });
+  const confirm = h("div", { class: "actions hidden", id: "revoke-confirm-row" },
+    h("button", { type: "button", class: "deny", id: "revoke-confirm", onclick: async () => {
+      note.textContent = "revoking…";
+      try {
+        const r = await revokeEverywhere(app.relay);
+        signOut(r.revoked ? `Signed out everywhere: every token of the account is revoked (${r.disconnected ?? 0} live connections closed). Pair your devices again.` : r.message);
+      } catch (err) {
+        note.textContent = "Not revoked: " + err.message;
+        note.className = "error";
+      }
+    } }, "Yes, sign out every device"),
+    h("button", { type: "button", class: "ghost", onclick: () => confirm.classList.add("hidden") }, "Cancel"));
+  return h("div", { class: "page", id: "devices" },
+    h("div", { class: "page-head" }, h("a", { href: "#", class: "back", "aria-label": "back to sessions" }, "‹"), h("h2", {}, "Devices")),
+    h("div", { class: "scroll" },
+      form,
+      h("div", { class: "card" },
+        h("h2", {}, "Sign out everywhere"),
+        h("p", {}, "Revokes every token of the account: every terminal, daemon and browser must pair again. Then this browser forgets its keys."),
+        h("button", { type: "button", class: "deny", id: "revoke", onclick: () => confirm.classList.remove("hidden") }, "Sign out everywhere"),
+        confirm, note)));
+}
+
+// ---- machines and new sessions ----
+
+async function refreshMachines() {
+  if (!app.relay) return;
+  try {
+    const list = await app.relay.machines();
+    const now = Date.now();
+    const ms = await Promise.all(list.map((info) => openMachine(info, app.account.secret, now)));
+    ms.sort((a, b) => b.lastSeen - a.lastSeen);
+    app.machines = ms;
+    app.machinesError = "";
+  } catch (e) {
+    app.machinesError = e.message;
+  }
+  renderMachines();
+}
+
+function renderMachines() {
+  const el = $("#machine-list");
+  if (!el) return;
+  const now = Date.now();
+  el.replaceChildren(app.machinesError ? h("p", { class: "error" }, app.machinesError) : "",
+    app.machines.length === 0 ? h("p", { class: "empty" }, "No machines yet. Run ", h("code", {}, "happy daemon start"), " on a computer.") : "",
+    h("ul", {}, app.machines.map((m) => {
+      const online = m.online && now - m.lastSeen <= 90_000;
+      const d = m.daemon && typeof m.daemon === "object" ? m.daemon : null;
+      return h("li", { class: "machine", dataset: { machine: m.id, online: String(online) } },
+        h("div", { class: "machine-head" },
+          h("span", { class: "title" }, m.host || m.id),
+          h("span", { class: "state " + (online ? "running" : "ended") }, online ? "online" : "offline")),
+        h("div", { class: "meta" }, [m.platform, m.version && "happy " + m.version, online ? "" : m.lastSeen ? "last seen " + ago(m.lastSeen) : "never seen"].filter(Boolean).join(" · ")),
+        h("div", { class: "meta" }, "agents: " + (m.agents.length ? m.agents.join(", ") : "none found")),
+        d ? h("div", { class: "meta daemon" }, `daemon ${d.status ?? "?"}${d.pid ? ", pid " + d.pid : ""}, ${Array.isArray(d.sessions) ? d.sessions.length : 0} sessions`) : "",
+        m.error ? h("div", { class: "error" }, m.error) : "",
+        m.cipher && m.agents.length ? h("button", { type: "button", class: "ghost", onclick: () => pickMachine(m.id) }, "New session here") : "");
+    })));
+  renderSpawnMachines();
+}
+
+function pickMachine(id) {
+  const sel = $("#spawn-machine");
+  if (!sel) return;
+  sel.value = id;
+  renderSpawnAgents();
+  $("#spawn-dir")?.focus();
+}
+
+function renderSpawnMachines() {
+  const sel = $("#spawn-machine");
+  if (!sel) return;
+  const keep = sel.value;
+  const usable = app.machines.filter((m) => m.cipher && m.agents.length);
+  sel.replaceChildren(...usable.map((m) => h("option", { value: m.id }, `${m.host || m.id}${m.online ? "" : " (offline)"}`)));
+  if (usable.some((m) => m.id === keep)) sel.value = keep;
+  renderSpawnAgents();
+}
+
+function renderSpawnAgents() {
+  const sel = $("#spawn-agent");
+  if (!sel) return;
+  const m = app.machines.find((x) => x.id === $("#spawn-machine")?.value);
+  const keep = sel.value;
+  sel.replaceChildren(...(m?.agents ?? []).map((a) => h("option", { value: a }, a)));
+  if (m?.agents.includes(keep)) sel.value = keep;
+}
+
+async function runSpawn(params, machine) {
+  const note = $("#spawn-result");
+  const ask = $("#spawn-ask");
+  const say = (text, cls = "") => { if (note) { note.textContent = text; note.className = cls; } };
+  ask?.classList.add("hidden");
+  app.spawn = { state: "sending", params, machine };
+  say(`starting ${params.agent} on ${machine.host || machine.id}…`);
+  try {
+    const r = await spawnSession(app.sock, machine, params);
+    if (r.kind === "success") {
+      app.spawn = null;
+      say("started");
+      await refreshSessions();
+      location.hash = "#/s/" + encodeURIComponent(r.sessionId);
+      return;
+    }
+    if (r.kind === "ask") {
+      app.spawn = { state: "asking", params, machine };
+      say("");
+      $("#spawn-ask-text").textContent = `The folder ${r.directory || params.directory} does not exist on ${machine.host || machine.id}. Create it?`;
+      ask?.classList.remove("hidden");
+      $("#spawn-ask-yes")?.focus();
+      return;
+    }
+    app.spawn = null;
+    say("Not started: " + r.message, "error");
+  } catch (e) {
+    app.spawn = null;
+    say("Not started: " + e.message, "error");
+  }
+}
+
+function machinesView() {
+  const machine = h("select", { id: "spawn-machine", "aria-label": "machine", onchange: renderSpawnAgents });
+  const dir = h("input", { id: "spawn-dir", type: "text", autocomplete: "off", spellcheck: "false", placeholder: "/home/you/project", "aria-label": "folder" });
+  const agent = h("select", { id: "spawn-agent", "aria-label": "agent" });
+  const prompt = h("textarea", { id: "spawn-prompt", rows: 3, placeholder: "First prompt (optional)", "aria-label": "first prompt" });
+  const create = h("input", { id: "spawn-create", type: "checkbox" });
+  const form = h("form", { id: "spawn", class: "card", onsubmit: (e) => {
+    e.preventDefault();
+    const m = app.machines.find((x) => x.id === machine.value);
+    const note = $("#spawn-result");
+    if (!m) { note.textContent = "Pick a machine."; note.className = "error"; return; }
+    let params;
+    try {
+      params = spawnParams({ directory: dir.value, agent: agent.value, prompt: prompt.value, createFolder: create.checked });
+    } catch (err) { note.textContent = err.message; note.className = "error"; return; }
+    runSpawn(params, m);
+  } },
+    h("h2", {}, "New session"),
+    h("label", { for: "spawn-machine" }, "Machine"), machine,
+    h("label", { for: "spawn-dir" }, "Folder"), dir,
+    h("label", { for: "spawn-agent" }, "Agent"), agent,
+    h("label", { for: "spawn-prompt" }, "First prompt"), prompt,
+    h("label", { class: "check", for: "spawn-create" }, create, h("span", {}, "Create the folder if it does not exist")),
+    h("button", { type: "submit", id: "spawn-submit" }, "Start"),
+    h("div", { id: "spawn-ask", class: "notice hidden", role: "alertdialog" },
+      h("p", { id: "spawn-ask-text" }),
+      h("div", { class: "actions" },
+        h("button", { type: "button", class: "allow", id: "spawn-ask-yes", onclick: () => { const s = app.spawn; if (s?.state === "asking") runSpawn({ ...s.params, approvedNewDirectoryCreation: true }, s.machine); } }, "Create it"),
+        h("button", { type: "button", class: "ghost", id: "spawn-ask-no", onclick: () => { app.spawn = null; $("#spawn-ask")?.classList.add("hidden"); } }, "Cancel"))),
+    h("p", { id: "spawn-result", role: "status" }));
+  const page = h("div", { class: "page", id: "machines" },
+    h("div", { class: "page-head" }, h("a", { href: "#", class: "back", "aria-label": "back to sessions" }, "‹"), h("h2", {}, "Machines"),
+      h("button", { type: "button", class: "ghost", id: "machines-refresh", onclick: refreshMachines }, "Refresh")),
+    h("div", { class: "scroll" }, h("div", { id: "machine-list", class: "card" }), form));
+  queueMicrotask(renderMachines);
+  return page;
+}
+
 // ---- boot ----
 
 async function boot() {
   window.addEventListener("hashchange", () => { if (app.account) route(); });
-  setInterval(() => { if (app.account) { renderList(); renderHeader(); } }, 5000);
+  setInterval(() => { if (app.account) { renderList(); renderHeader(); if (app.view === "machines") renderMachines(); } }, 5000);
   let link = null;
   try {
     link = parsePairLink(location.hash, location.origin);
