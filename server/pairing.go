@@ -174,20 +174,17 @@ func (s *Server) postAuthResponse(w http.ResponseWriter, r *http.Request, acct s
 		writeErr(w, http.StatusConflict, errRequestAnswered)
 		return
 	}
-	if err := s.st.AnswerAuthRequest(r.Context(), pk, *req.Response, acct); err != nil {
-		s.fail(w, r, err, "Request not found")
-		return
-	}
-	// AnswerAuthRequest keeps the first answer; read back whose it is (a
-	// poll may have renewed the request of this key meanwhile: the answer
-	// then went to the new request, which is the same terminal's).
-	after, err := s.st.AuthRequest(r.Context(), pk)
-	if err != nil {
-		s.fail(w, r, err, "Request not found")
-		return
-	}
-	if after.Response == nil || *after.Response != *req.Response || after.ResponseAccountID == nil || *after.ResponseAccountID != acct {
+	// The store keeps the first answer and says whether this one was it,
+	// in the same statement: a terminal that collects the answer at once
+	// (deleting the request) cannot turn a success into "not found". A
+	// poll that renewed the request of this key meanwhile gets the answer
+	// on the new request, which is the same terminal's.
+	switch err := s.st.AnswerAuthRequest(r.Context(), pk, *req.Response, acct); {
+	case errors.Is(err, store.ErrAnswered):
 		writeErr(w, http.StatusConflict, errRequestAnswered)
+		return
+	case err != nil:
+		s.fail(w, r, err, "Request not found")
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"success": true})

@@ -27,6 +27,10 @@ var ErrNotFound = errors.New("store: not found")
 // idempotent, and the same request may succeed when tried again.
 var ErrUnavailable = errors.New("store: database unavailable")
 
+// ErrAnswered is AnswerAuthRequest's answer for a request that already has
+// an answer (the first one stays).
+var ErrAnswered = errors.New("store: auth request already answered")
+
 // Account is one user, keyed by an Ed25519 public key (lowercase hex).
 type Account struct {
 	ID        string
@@ -186,8 +190,8 @@ type Store interface {
 	// AuthRequest returns the request of publicKey or ErrNotFound.
 	AuthRequest(ctx context.Context, publicKey string) (AuthRequest, error)
 	// AnswerAuthRequest stores response and accountID on the request of
-	// publicKey unless it was already answered (then nothing changes).
-	// ErrNotFound when there is no request.
+	// publicKey unless it was already answered (then nothing changes and
+	// the error is ErrAnswered). ErrNotFound when there is no request.
 	AnswerAuthRequest(ctx context.Context, publicKey, response, accountID string) error
 	// DeleteAuthRequest removes the request with this id (not public key:
 	// a newer request of the same key is left alone) and returns what it

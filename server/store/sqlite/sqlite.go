@@ -419,7 +419,7 @@ func (s *Store) AnswerAuthRequest(ctx context.Context, publicKey, response, acco
 	if _, err := s.AuthRequest(ctx, publicKey); err != nil {
 		return err
 	}
-	return nil
+	return store.ErrAnswered
 }
 
 // DeleteAuthRequest implements store.Store.

@@ -199,7 +199,9 @@ func testAuthRequests(t *testing.T, s store.Store) {
 	got, err = s.AuthRequest(ctx, "box")
 	noErr(t, "read", err)
 	eq(t, "answered", got, want)
-	noErr(t, "answer twice", s.AnswerAuthRequest(ctx, "box", "resp2", b.ID))
+	if err := s.AnswerAuthRequest(ctx, "box", "resp2", b.ID); !errors.Is(err, store.ErrAnswered) {
+		t.Fatalf("answer twice: %v, want ErrAnswered", err)
+	}
 	got, err = s.AuthRequest(ctx, "box")
 	noErr(t, "read", err)
 	eq(t, "the first answer stays", got, want)
