@@ -17,7 +17,12 @@ import (
 func TestRejectedMessageIsKept(t *testing.T) {
 	url := servertest.Start(t).URL
 	creds := newAccount(t, url)
-	c := newTestClient(t, testConfig(t, url, creds, t.TempDir()))
+	cfg := testConfig(t, url, creds, t.TempDir())
+	// The refused version is 9 MiB (12 MiB once sealed and encoded): under
+	// -race on a loaded machine one attempt at it can take longer than the
+	// other tests' 5 s.
+	cfg.RequestTimeout = 30 * time.Second
+	c := newTestClient(t, cfg)
 	s := openTestSession(t, c, SessionOptions{Tag: newTag(t)})
 	ctx := context.Background()
 	huge := `{"kind":"message","version":1,"info":{"id":"msg_big"},"parts":[{"text":"` + strings.Repeat("x", 9<<20) + `"}]}`
@@ -31,7 +36,7 @@ func TestRejectedMessageIsKept(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	fctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	if err := s.Flush(fctx); err != nil {
 		t.Fatal(err)
