@@ -50,8 +50,11 @@ type Options struct {
 	Cwd string
 	// MCPServers are passed to session/new (or load/resume).
 	MCPServers []MCPServer
-	// LoadSessionID continues an existing session (session/load, else
-	// session/resume) instead of starting one.
+	// LoadSessionID continues an existing session instead of starting
+	// one: session/resume when the agent advertises it (nothing is
+	// replayed), else session/load, whose replay of the conversation is
+	// left out of Events (the transcript holds it already); counted and
+	// logged. An agent that offers neither gives ErrUnsupported.
 	LoadSessionID string
 	// Mode, when set, is selected with session/set_mode once the session
 	// is open (it must be one of the modes the agent lists).
@@ -240,8 +243,8 @@ func (c *Client) Abandon(n int, reason string) {
 }
 
 // restart replaces the agent process and continues the session in the new
-// one (session/load or session/resume; a new session when the agent can
-// do neither). Queued prompts are sent once it is ready.
+// one (session/resume or session/load, whose replay is left out; a new
+// session when the agent can do neither). Queued prompts are sent once it is ready.
 func (c *Client) restart() {
 	c.s.Note(happyNote{Happy: noteRestart, Reason: "the agent did not end a cancelled turn"})
 	c.mu.Lock()

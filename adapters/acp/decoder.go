@@ -27,6 +27,11 @@ type Decoder struct {
 	turn    *turn // the prompt turn in flight, nil between turns
 	turns   int
 	loading bool // a session/load replays history
+	// skipNext: a history-known note armed the next session/load to leave
+	// its replay out; skipping: the running load does; skipped counts the
+	// updates left out since SkippedHistory last reported them.
+	skipNext, skipping bool
+	skipped            int
 
 	tools     map[string]*tool // by ACP toolCallId, in the current turn's scope
 	toolSeq   int
@@ -586,6 +591,8 @@ func (d *Decoder) fromHappy(f jsonrpc.Frame) {
 				d.sessions[r.sessionID] = true
 			}
 			d.loading = m.Method == "session/load"
+			d.skipping = d.loading && d.skipNext
+			d.skipNext = false
 		case "session/set_mode":
 			r.modeID, _ = str(p["modeId"])
 		case "session/prompt":
@@ -758,6 +765,8 @@ func (d *Decoder) note(f jsonrpc.Frame) {
 		}
 	case noteRestart:
 		d.restarting = true
+	case noteHistoryKnown:
+		d.skipNext = true
 	}
 }
 

@@ -166,9 +166,11 @@ func (c *Client) initialize(ctx context.Context) (AgentInfo, error) {
 	return info, nil
 }
 
-// openSession opens the session: session/new, or session/load (else
-// session/resume) for sessionID, authenticating once when the agent asks
-// for it, then selects Options.Mode. Errors: ErrUnsupported,
+// openSession opens the session: session/new, or for sessionID
+// session/resume (no replay) when the agent advertises it, else
+// session/load (the replayed conversation is left out of the events),
+// authenticating once when the agent asks for it, then selects
+// Options.Mode. Errors: ErrUnsupported,
 // ErrAuthRequired, or the requests' errors.
 func (c *Client) openSession(ctx context.Context, info AgentInfo, sessionID string) error {
 	servers := []map[string]any{}
@@ -189,22 +191,38 @@ func (c *Client) openSession(ctx context.Context, info AgentInfo, sessionID stri
 	sp := map[string]any{"cwd": c.opts.Cwd, "mcpServers": servers}
 	if sessionID != "" {
 		switch {
+		case info.Resume:
+			// Continues without replaying the conversation.
+			method = "session/resume"
 		case info.LoadSession:
 			method = "session/load"
-		case info.Resume:
-			method = "session/resume"
 		default:
-			return fmt.Errorf("%w: continuing session %s (the agent offers neither session/load nor session/resume)", ErrUnsupported, sessionID)
+			return fmt.Errorf("%w: %s cannot continue session %s: it advertises neither loadSession (session/load) nor sessionCapabilities.resume (session/resume)",
+				ErrUnsupported, c.agentName(info), sessionID)
 		}
 		sp["sessionId"] = sessionID
 	}
-	err := c.s.Call(ctx, method, sp, &sres)
+	call := func() error {
+		if method == "session/load" {
+			// The conversation the agent replays is in the transcript
+			// already (happy resume, a restart): the decoder leaves it out.
+			c.s.Note(happyNote{Happy: noteHistoryKnown})
+		}
+		return c.s.Call(ctx, method, sp, &sres)
+	}
+	err := call()
 	var re *jsonrpc.RPCError
 	if errors.As(err, &re) && re.Code == codeAuthRequired {
 		if err := c.authenticate(ctx, info.AuthMethods); err != nil {
 			return err
 		}
-		err = c.s.Call(ctx, method, sp, &sres)
+		err = call()
+	}
+	if method == "session/load" {
+		var n int
+		c.s.WithDecoder(func() { n = c.dec.SkippedHistory() })
+		c.s.Logger().Info().Str("session", sessionID).Int("replayed_updates", n).
+			Msg("session/load replayed the conversation; its updates were left out of the transcript, which holds them already")
 	}
 	if err != nil {
 		return fmt.Errorf("acp: %s: %w", method, err)
@@ -227,6 +245,15 @@ func (c *Client) openSession(ctx context.Context, info AgentInfo, sessionID stri
 		}
 	}
 	return nil
+}
+
+// agentName names the agent in errors: its agentInfo name, else its
+// command.
+func (c *Client) agentName(info AgentInfo) string {
+	if info.Name != "" {
+		return info.Name
+	}
+	return c.opts.Command[0]
 }
 
 // authenticate runs the configured authentication method.

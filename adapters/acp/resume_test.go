@@ -1,0 +1,149 @@
+package acp
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/happy-dev/happy/agent"
+)
+
+// continueSession starts the fake agent continuing session "old-sess",
+// runs one prompt as a runner's Agent and returns the events, the traffic
+// and the log.
+func continueSession(t *testing.T, env ...string) (evs []agent.Event, traffic, logText string) {
+	t.Helper()
+	rec, logs := &syncBuffer{}, &syncBuffer{}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	o := fakeOptions(t, rec, env...)
+	o.LoadSessionID = "old-sess"
+	o.Logger = zerolog.New(logs)
+	started, err := Start(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := started.SessionID(); got != "old-sess" {
+		t.Errorf("session id %q, want old-sess", got)
+	}
+	c := NewAgent(started).Client
+	if err := c.Prompt(ctx, Prompt{Text: "next"}); err != nil {
+		t.Fatal(err)
+	}
+	evs = untilTurns(t, c, 1, nil)
+	evs = append(evs, closeAndDrain(t, c)...)
+	return evs, string(rec.Bytes()), string(logs.Bytes())
+}
+
+// A session continued with session/load: the conversation the agent
+// replays before it answers (a prompt, a thought, a tool call, an answer)
+// is left out of the events and counted in the log; the mode it reports
+// during the load is kept, and the next turn is recorded. The recorded
+// traffic replays to the same events (the history-known note).
+func TestLiveLoadLeavesOutReplayedHistory(t *testing.T) {
+	evs, traffic, logText := continueSession(t)
+	want := `{"type":"SessionInfo","agent":"plan"}
+{"type":"SessionInfo","providerSessionID":"old-sess","agent":"default"}
+{"type":"TurnStarted","turnID":"turn-1"}
+{"type":"TextDelta","delta":"echo: next"}
+{"type":"TurnEnded","turnID":"turn-1","reason":"completed"}`
+	if got := liveLines(t, evs); got != want {
+		t.Errorf("events differ:\n%s", firstDiff(want, got))
+	}
+	if !strings.Contains(traffic, `"method":"session/load"`) || !strings.Contains(traffic, `{"happy":"history-known"}`) {
+		t.Errorf("no session/load after a history-known note:\n%s", traffic)
+	}
+	if !strings.Contains(logText, `"replayed_updates":4`) || !strings.Contains(logText, `"session":"old-sess"`) {
+		t.Errorf("the log does not count the 4 replayed updates:\n%s", logText)
+	}
+	again, err := Replay(bytes.NewReader([]byte(traffic)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The replay also has the prompt happy sent (the runner records it
+	// live).
+	wantReplay := strings.Replace(want, `{"type":"TurnStarted","turnID":"turn-1"}`,
+		`{"type":"TurnStarted","turnID":"turn-1"}`+"\n"+`{"type":"UserPrompt","promptID":"prompt-1","text":"next"}`, 1)
+	if got := liveLines(t, again); got != wantReplay {
+		t.Errorf("replay of the recorded traffic differs:\n%s", firstDiff(wantReplay, got))
+	}
+	checkSent(t, []byte(traffic))
+}
+
+// An agent that advertises sessionCapabilities.resume is continued with
+// session/resume, even when it can load too: nothing is replayed.
+func TestLiveResumePreferredOverLoad(t *testing.T) {
+	evs, traffic, _ := continueSession(t, "ACP_FAKE_RESUME=1")
+	want := `{"type":"SessionInfo","providerSessionID":"old-sess","agent":"default"}
+{"type":"TurnStarted","turnID":"turn-1"}
+{"type":"TextDelta","delta":"echo: next"}
+{"type":"TurnEnded","turnID":"turn-1","reason":"completed"}`
+	if got := liveLines(t, evs); got != want {
+		t.Errorf("events differ:\n%s", firstDiff(want, got))
+	}
+	if !strings.Contains(traffic, `"method":"session/resume"`) || strings.Contains(traffic, `"method":"session/load"`) ||
+		strings.Contains(traffic, "history-known") {
+		t.Errorf("not continued with session/resume alone:\n%s", traffic)
+	}
+	checkSent(t, []byte(traffic))
+}
+
+// An agent that can neither load nor resume: Start fails with
+// ErrUnsupported, naming the agent and what it lacks.
+func TestLiveContinueUnsupported(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	o := fakeOptions(t, nil, "ACP_FAKE_NO_LOAD=1")
+	o.LoadSessionID = "old-sess"
+	c, err := Start(ctx, o)
+	if err == nil {
+		_ = c.Close()
+		t.Fatal("Start continued a session the agent cannot continue")
+	}
+	want := "acp: not supported by the agent: fake cannot continue session old-sess: it advertises neither loadSession (session/load) nor sessionCapabilities.resume (session/resume)"
+	if !errors.Is(err, ErrUnsupported) || err.Error() != want {
+		t.Errorf("error %q\nwant  %q", err, want)
+	}
+}
+
+// The decoder leaves out only the load that follows a history-known note,
+// and only the history: a second load without the note replays as before.
+func TestDecoderHistoryKnown(t *testing.T) {
+	frames := script(
+		`> {"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"s","cwd":"/w","mcpServers":[]}}`,
+		`< {"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"kept"}}}}`,
+		`< {"jsonrpc":"2.0","id":1,"result":{}}`,
+		`# {"happy":"history-known"}`,
+		`> {"jsonrpc":"2.0","id":2,"method":"session/load","params":{"sessionId":"s","cwd":"/w","mcpServers":[]}}`,
+		`< {"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"left out"}}}}`,
+		`< {"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[]}}}`,
+		`< {"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"session_info_update","title":"T"}}}`,
+		`< {"jsonrpc":"2.0","id":2,"result":{}}`,
+		`< {"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"stray"}}}}`,
+	)
+	d := NewDecoder()
+	var evs []agent.Event
+	for _, f := range frames {
+		evs = append(evs, d.Decode(f)...)
+	}
+	got := eventLines(t, evs)
+	want := `{"type":"UserPrompt","promptID":"load-1","text":"kept"}
+{"type":"SessionInfo","providerSessionID":"s","cwd":"/w"}
+{"type":"SessionInfo","title":"T"}
+{"type":"SessionInfo","providerSessionID":"s","cwd":"/w"}
+{"type":"DroppedInput","dropped":{"source":"acp-rpc","kind":"session/update:user_message_chunk","reason":"orphan","detail":"user message outside a prompt turn or a session load","raw":"{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"sessionId\":\"s\",\"update\":{\"sessionUpdate\":\"user_message_chunk\",\"content\":{\"type\":\"text\",\"text\":\"stray\"}}}}"}}`
+	if got != want {
+		t.Errorf("events differ:\n%s", firstDiff(want, got))
+	}
+	if n := d.SkippedHistory(); n != 2 {
+		t.Errorf("SkippedHistory %d, want 2", n)
+	}
+	if n := d.SkippedHistory(); n != 0 {
+		t.Errorf("SkippedHistory after reporting %d, want 0", n)
+	}
+}
