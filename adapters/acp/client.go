@@ -188,6 +188,12 @@ func (c *Client) StartTurn(_ context.Context, n int, p Prompt) error {
 	if err != nil {
 		return fmt.Errorf("acp: session/prompt: %w", err)
 	}
+	var skipped int
+	c.s.WithDecoder(func() { skipped = c.dec.SkippedHistory() })
+	if skipped > 0 {
+		c.s.Logger().Info().Str("session", sid).Int("replayed_updates", skipped).
+			Msg("session/load replayed the conversation: its updates were left out of the transcript, which holds them already")
+	}
 	go func() {
 		// The turn lasts as long as the agent works: no timeout here.
 		if err := pend.Wait(context.Background(), time.Duration(math.MaxInt64), nil); err != nil {

@@ -396,8 +396,8 @@ func TestLiveCancelGraceRestart(t *testing.T) {
 {"type":"TurnStarted","turnID":"turn-1"}
 {"type":"TextDelta","delta":"working"}
 {"type":"TurnEnded","turnID":"turn-1","reason":"interrupted","error":"the agent did not end the turn within 400ms of session/cancel"}
-{"type":"SessionInfo","agent":"plan"}
 {"type":"SessionInfo","providerSessionID":"sess-1","agent":"default"}
+{"type":"SessionInfo","agent":"plan"}
 {"type":"TurnStarted","turnID":"turn-2"}
 {"type":"TextDelta","delta":"echo: after-restart"}
 {"type":"TurnEnded","turnID":"turn-2","reason":"completed"}`

@@ -28,8 +28,9 @@ type Decoder struct {
 	turns   int
 	loading bool // a session/load replays history
 	// skipNext: a history-known note armed the next session/load to leave
-	// its replay out; skipping: the running load does; skipped counts the
-	// updates left out since SkippedHistory last reported them.
+	// its replay out; skipping: history updates are left out now (from
+	// that load until the next prompt); skipped counts the updates left
+	// out since SkippedHistory last reported them.
 	skipNext, skipping bool
 	skipped            int
 
@@ -361,7 +362,13 @@ func (d *Decoder) agentResponse(m jsonrpc.Message) {
 		d.sessionState(info, res)
 		d.emit(info)
 	case "session/load", "session/resume":
+		// A load whose history is known goes on leaving the history out
+		// until the next prompt: agents stream the replay without waiting
+		// for it to end before they answer (Gemini CLI sends most of it
+		// after the response).
+		skip := d.skipping
 		d.endLoad()
+		d.skipping = skip
 		info := &agent.SessionInfo{ProviderSessionID: r.sessionID, Cwd: r.cwd}
 		d.sessionState(info, res)
 		d.emit(info)

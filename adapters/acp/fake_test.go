@@ -107,8 +107,8 @@ func (stdio) Close() error                { return os.Stdin.Close() }
 // JSON protocolVersion, default 1), ACP_FAKE_AUTH=1 (session/new needs
 // authenticate first), ACP_FAKE_NO_LOAD=1 (no loadSession),
 // ACP_FAKE_RESUME=1 (sessionCapabilities.resume). session/load replays a
-// short history (a prompt, a thought, a tool call, an answer) and a mode
-// update before it answers; session/resume replays nothing.
+// short history (a prompt, a thought, a tool call, then after its answer
+// the agent's reply) and a mode update; session/resume replays nothing.
 type fakeAgent struct {
 	conn *jsonrpc.Conn
 
@@ -199,9 +199,10 @@ func (a *fakeAgent) Handle(ctx context.Context, in *jsonrpc.Incoming) {
 			a.notify(`{"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"earlier prompt"}}`)
 			a.notify(`{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"thinking it over"}}`)
 			a.notify(`{"sessionUpdate":"tool_call","toolCallId":"old-1","title":"ls","kind":"execute","status":"completed"}`)
+			_ = in.Reply(ctx, json.RawMessage(`{"modes":`+modes+`}`))
+			// The rest of the replay after the answer (as Gemini CLI does).
 			a.say("earlier answer")
 			a.notify(`{"sessionUpdate":"current_mode_update","currentModeId":"plan"}`)
-			_ = in.Reply(ctx, json.RawMessage(`{"modes":`+modes+`}`))
 			return
 		case "session/resume":
 			_ = in.Reply(ctx, json.RawMessage(`{"modes":`+modes+`}`))

@@ -205,7 +205,8 @@ func (c *Client) openSession(ctx context.Context, info AgentInfo, sessionID stri
 	call := func() error {
 		if method == "session/load" {
 			// The conversation the agent replays is in the transcript
-			// already (happy resume, a restart): the decoder leaves it out.
+			// already (happy resume, a restart): the decoder leaves it out
+			// until the next prompt, which logs the count (StartTurn).
 			c.s.Note(happyNote{Happy: noteHistoryKnown})
 		}
 		return c.s.Call(ctx, method, sp, &sres)
@@ -217,12 +218,6 @@ func (c *Client) openSession(ctx context.Context, info AgentInfo, sessionID stri
 			return err
 		}
 		err = call()
-	}
-	if method == "session/load" {
-		var n int
-		c.s.WithDecoder(func() { n = c.dec.SkippedHistory() })
-		c.s.Logger().Info().Str("session", sessionID).Int("replayed_updates", n).
-			Msg("session/load replayed the conversation; its updates were left out of the transcript, which holds them already")
 	}
 	if err != nil {
 		return fmt.Errorf("acp: %s: %w", method, err)

@@ -41,14 +41,15 @@ func continueSession(t *testing.T, env ...string) (evs []agent.Event, traffic, l
 }
 
 // A session continued with session/load: the conversation the agent
-// replays before it answers (a prompt, a thought, a tool call, an answer)
-// is left out of the events and counted in the log; the mode it reports
-// during the load is kept, and the next turn is recorded. The recorded
+// replays (a prompt, a thought, a tool call before it answers the load, an
+// answer after) is left out of the events and counted in the log when the
+// next prompt goes out; the mode it reports is kept, and the next turn is
+// recorded. The recorded
 // traffic replays to the same events (the history-known note).
 func TestLiveLoadLeavesOutReplayedHistory(t *testing.T) {
 	evs, traffic, logText := continueSession(t)
-	want := `{"type":"SessionInfo","agent":"plan"}
-{"type":"SessionInfo","providerSessionID":"old-sess","agent":"default"}
+	want := `{"type":"SessionInfo","providerSessionID":"old-sess","agent":"default"}
+{"type":"SessionInfo","agent":"plan"}
 {"type":"TurnStarted","turnID":"turn-1"}
 {"type":"TextDelta","delta":"echo: next"}
 {"type":"TurnEnded","turnID":"turn-1","reason":"completed"}`
@@ -111,8 +112,9 @@ func TestLiveContinueUnsupported(t *testing.T) {
 	}
 }
 
-// The decoder leaves out only the load that follows a history-known note,
-// and only the history: a second load without the note replays as before.
+// The decoder leaves out the history only of a load that follows a
+// history-known note (a load without it replays as before), and only until
+// the next prompt; the session's state (a title) is read meanwhile.
 func TestDecoderHistoryKnown(t *testing.T) {
 	frames := script(
 		`> {"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"s","cwd":"/w","mcpServers":[]}}`,
@@ -124,7 +126,9 @@ func TestDecoderHistoryKnown(t *testing.T) {
 		`< {"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[]}}}`,
 		`< {"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"session_info_update","title":"T"}}}`,
 		`< {"jsonrpc":"2.0","id":2,"result":{}}`,
-		`< {"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"stray"}}}}`,
+		`< {"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"replayed after the answer"}}}}`,
+		`> {"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"next"}]}}`,
+		`< {"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"new"}}}}`,
 	)
 	d := NewDecoder()
 	var evs []agent.Event
@@ -136,12 +140,14 @@ func TestDecoderHistoryKnown(t *testing.T) {
 {"type":"SessionInfo","providerSessionID":"s","cwd":"/w"}
 {"type":"SessionInfo","title":"T"}
 {"type":"SessionInfo","providerSessionID":"s","cwd":"/w"}
-{"type":"DroppedInput","dropped":{"source":"acp-rpc","kind":"session/update:user_message_chunk","reason":"orphan","detail":"user message outside a prompt turn or a session load","raw":"{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"sessionId\":\"s\",\"update\":{\"sessionUpdate\":\"user_message_chunk\",\"content\":{\"type\":\"text\",\"text\":\"stray\"}}}}"}}`
+{"type":"TurnStarted","turnID":"turn-1"}
+{"type":"UserPrompt","promptID":"prompt-1","text":"next"}
+{"type":"TextDelta","delta":"new"}`
 	if got != want {
 		t.Errorf("events differ:\n%s", firstDiff(want, got))
 	}
-	if n := d.SkippedHistory(); n != 2 {
-		t.Errorf("SkippedHistory %d, want 2", n)
+	if n := d.SkippedHistory(); n != 3 {
+		t.Errorf("SkippedHistory %d, want 3", n)
 	}
 	if n := d.SkippedHistory(); n != 0 {
 		t.Errorf("SkippedHistory after reporting %d, want 0", n)

@@ -96,8 +96,11 @@ var historyKinds = map[string]bool{"user_message_chunk": true, "agent_message_ch
 	"tool_call": true, "tool_call_update": true, "plan": true, "usage_update": true}
 
 // SkippedHistory reports how many replayed updates were left out since it
-// was last called (a session/load after a history-known note; see
-// docs/ARCHITECTURE.md, resume) and starts the count again.
+// was last called and starts the count again. They are the history
+// updates (chunks, tool calls, plans, usage) from a session/load that
+// follows a history-known note until the next session/prompt: the
+// conversation the transcript holds already (see docs/ARCHITECTURE.md,
+// resume).
 func (d *Decoder) SkippedHistory() int {
 	n := d.skipped
 	d.skipped = 0
