@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/happy-dev/happy/adapters/jsonrpc"
@@ -88,6 +89,10 @@ type Client struct {
 	dir     *folder
 	term    *terminals
 	dirOnce sync.Once
+
+	// lastUpdate is when the last session/update arrived (Unix ns, wall
+	// clock): settleReplay waits for a load's replay to end.
+	lastUpdate atomic.Int64
 
 	mu        sync.Mutex
 	info      AgentInfo
@@ -321,8 +326,11 @@ func (c *Client) answer(ctx context.Context, p *rpcagent.Permission[[]Permission
 // already turned the frame into events).
 func (c *Client) Handle(ctx context.Context, in *jsonrpc.Incoming) {
 	if in.Notif {
-		if in.Method == "$/cancel_request" {
+		switch in.Method {
+		case "$/cancel_request":
 			c.withdraw(ctx, in)
+		case "session/update":
+			c.lastUpdate.Store(time.Now().UnixNano())
 		}
 		return
 	}

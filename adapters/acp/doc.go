@@ -39,7 +39,8 @@
 // session/resume when the agent advertises sessionCapabilities.resume
 // (nothing is replayed), else session/load when it advertises loadSession
 // (after a history-known note: the history the agent replays, until the
-// next prompt, is left out and counted; the transcript has it already), else
+// next prompt, is left out and counted; the transcript has it already; the
+// first prompt waits until the replay has been quiet for 150 ms), else
 // ErrUnsupported naming the agent and what it lacks. When session/new answers
 // "authentication required" (-32000), happy authenticates with the
 // configured method and tries once more; without one the error lists the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/happy-dev/happy/adapters/jsonrpc"
 )
@@ -220,7 +221,10 @@ func (c *Client) openSession(ctx context.Context, info AgentInfo, sessionID stri
 		err = call()
 	}
 	if err != nil {
-		return fmt.Errorf("acp: %s: %w", method, err)
+		return fmt.Errorf("acp: %s: %w%s", method, err, rpcDetails(err))
+	}
+	if method == "session/load" {
+		c.settleReplay(ctx)
 	}
 	if sessionID == "" {
 		if sres.SessionID == "" {
@@ -240,6 +244,55 @@ func (c *Client) openSession(ctx context.Context, info AgentInfo, sessionID stri
 		}
 	}
 	return nil
+}
+
+// Bounds of settleReplay.
+const (
+	replayQuiet = 150 * time.Millisecond
+	replayMax   = 30 * time.Second
+)
+
+// settleReplay returns once the agent has sent no session/update for
+// replayQuiet (at most replayMax after the load's answer, or when ctx
+// ends): agents go on streaming the replayed conversation after they
+// answered session/load (Gemini CLI sends most of it then), and a prompt
+// sent meanwhile would take the rest of the replay for its turn's output.
+func (c *Client) settleReplay(ctx context.Context) {
+	start := time.Now()
+	c.lastUpdate.Store(start.UnixNano())
+	for {
+		wait := time.Until(time.Unix(0, c.lastUpdate.Load()).Add(replayQuiet))
+		if wait <= 0 {
+			return
+		}
+		if time.Since(start)+wait > replayMax {
+			c.s.Logger().Warn().Dur("waited", time.Since(start)).Msg("session/load: the agent still replays the conversation; the next prompt goes out anyway")
+			return
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// rpcDetails is ": <data.details>" of an agent's error response when it
+// says more than the message (the TypeScript SDK puts the cause there:
+// Gemini CLI's "No previous sessions found for this project." under
+// "Internal error"), else "".
+func rpcDetails(err error) string {
+	var re *jsonrpc.RPCError
+	if !errors.As(err, &re) {
+		return ""
+	}
+	text := errorText(&jsonrpc.ErrorObject{Code: re.Code, Message: re.Message, Data: re.Data})
+	if rest, ok := strings.CutPrefix(text, re.Message+": "); ok && re.Message != "" {
+		return ": " + rest
+	}
+	return ""
 }
 
 // agentName names the agent in errors: its agentInfo name, else its

@@ -3,6 +3,7 @@ package acp
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/happy-dev/happy/adapters/jsonrpc"
 	"github.com/happy-dev/happy/agent"
 )
 
@@ -151,5 +153,26 @@ func TestDecoderHistoryKnown(t *testing.T) {
 	}
 	if n := d.SkippedHistory(); n != 0 {
 		t.Errorf("SkippedHistory after reporting %d, want 0", n)
+	}
+}
+
+// The cause an agent gives in data.details is added to the error of a
+// handshake request; without one (or without a message) nothing is.
+func TestRPCDetails(t *testing.T) {
+	cases := []struct {
+		err  error
+		want string
+	}{
+		{&jsonrpc.RPCError{Code: -32603, Message: "Internal error", Data: json.RawMessage(`{"details":"No previous sessions found for this project."}`)},
+			": No previous sessions found for this project."},
+		{&jsonrpc.RPCError{Code: -32603, Message: "Internal error", Data: json.RawMessage(`{"details":"Internal error"}`)}, ""},
+		{&jsonrpc.RPCError{Code: -32603, Message: "Internal error"}, ""},
+		{&jsonrpc.RPCError{Code: -32603, Data: json.RawMessage(`{"details":"x"}`)}, ""},
+		{errors.New("write: broken pipe"), ""},
+	}
+	for _, tc := range cases {
+		if got := rpcDetails(tc.err); got != tc.want {
+			t.Errorf("rpcDetails(%v) = %q, want %q", tc.err, got, tc.want)
+		}
 	}
 }
