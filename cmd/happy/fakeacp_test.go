@@ -12,7 +12,8 @@ import (
 
 // The fake ACP agent: the test binary run with fakeACPEnv naming its state
 // folder (calls: the methods it got, one a line; history.json: the turns
-// of its one session, which session/load replays) and fakeACPCapsEnv
+// of its one session, which session/load replays, mostly after its
+// answer) and fakeACPCapsEnv
 // saying how it continues a session: load, resume (both advertised) or
 // none.
 const (
@@ -97,13 +98,22 @@ func runFakeACP(dir, caps string) int {
 				fail(m.ID, -32002, "no session "+m.Params.SessionID)
 				continue
 			}
-			if m.Method == "session/load" {
-				for _, t := range history {
-					chunk("user_message_chunk", t.Prompt)
-					chunk("agent_message_chunk", t.Answer)
-				}
+			if m.Method != "session/load" {
+				reply(m.ID, map[string]any{})
+				continue
 			}
-			reply(m.ID, map[string]any{})
+			// Like Gemini CLI: the answer comes after the replay's first
+			// update, the rest of the replay after the answer.
+			for i, t := range history {
+				chunk("user_message_chunk", t.Prompt)
+				if i == 0 {
+					reply(m.ID, map[string]any{})
+				}
+				chunk("agent_message_chunk", t.Answer)
+			}
+			if len(history) == 0 {
+				reply(m.ID, map[string]any{})
+			}
 		case "session/prompt":
 			var text []string
 			for _, b := range m.Params.Prompt {
