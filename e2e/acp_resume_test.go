@@ -3,8 +3,11 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -13,6 +16,26 @@ import (
 
 	"github.com/happy-dev/happy/internal/fakemodel"
 )
+
+// happyRunSlow is happyRun for an agent that may take minutes to start on
+// a busy machine (OpenCode): it waits 4 minutes instead of one.
+func happyRunSlow(t *testing.T, env []string, dir string, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, happyBin, args...)
+	cmd.Env, cmd.Dir = env, dir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("happy %v: %v", args, err)
+	}
+	return code, out.String(), errb.String()
+}
 
 // resumeModel answers "first prompt" and "second prompt" (matched at the
 // end of the last user text: Gemini CLI puts context of its own before
@@ -50,7 +73,7 @@ func resumeModel(t *testing.T) *fakemodel.Server {
 // again.
 func checkACPResume(t *testing.T, r *acpRun, model *fakemodel.Server, sub, method string, between func()) {
 	t.Helper()
-	code, out, errOut := happyRun(t, r.envA, r.work, sub, "-p", "first prompt", "--record", r.record)
+	code, out, errOut := happyRunSlow(t, r.envA, r.work, sub, "-p", "first prompt", "--record", r.record)
 	if code != 0 || out != "First answer.\n" {
 		t.Fatalf("turn 1: exit %d stdout %q\nstderr: %s", code, out, errOut)
 	}
@@ -61,7 +84,7 @@ func checkACPResume(t *testing.T, r *acpRun, model *fakemodel.Server, sub, metho
 
 	// The resume runs from another folder: it goes back to the session's.
 	record2 := filepath.Join(t.TempDir(), "resume.jsonl")
-	code, out, errOut = happyRun(t, r.envA, t.TempDir(), "resume", sid, "-p", "second prompt", "--record", record2)
+	code, out, errOut = happyRunSlow(t, r.envA, t.TempDir(), "resume", sid, "-p", "second prompt", "--record", record2)
 	traffic, _ := os.ReadFile(record2)
 	if code != 0 || out != "Second answer.\n" || !strings.HasPrefix(errOut, "happy: session "+sid+" ") {
 		t.Fatalf("resume: exit %d stdout %q\nstderr: %s\ntraffic:\n%s", code, out, errOut, traffic)

@@ -53,10 +53,15 @@ type Options struct {
 	MCPServers []MCPServer
 	// LoadSessionID continues an existing session instead of starting
 	// one: session/resume when the agent advertises it (nothing is
-	// replayed), else session/load, whose replay of the conversation is
-	// left out of Events (the transcript holds it already); counted and
-	// logged. An agent that offers neither gives ErrUnsupported.
+	// replayed), else session/load, which replays the conversation. An
+	// agent that offers neither gives ErrUnsupported.
 	LoadSessionID string
+	// HistoryKnown says the transcript holds LoadSessionID's conversation
+	// already (happy resume continues the same relay session): what
+	// session/load replays is left out of Events, counted and logged.
+	// Without it the replay is decoded into the transcript (a new relay
+	// session that starts from the agent's session).
+	HistoryKnown bool
 	// Mode, when set, is selected with session/set_mode once the session
 	// is open (it must be one of the modes the agent lists).
 	Mode string
@@ -128,7 +133,7 @@ func Start(ctx context.Context, opts Options) (*Client, error) {
 		_ = c.s.Close()
 		return nil, fmt.Errorf("acp: start %s: %w", opts.Command[0], err)
 	}
-	if err := c.handshake(ctx, opts.LoadSessionID); err != nil {
+	if err := c.handshake(ctx, opts.LoadSessionID, opts.HistoryKnown); err != nil {
 		_ = c.Close()
 		return nil, err
 	}
@@ -269,7 +274,9 @@ func (c *Client) restart() {
 			c.s.Logger().Warn().Msg("the agent can neither load nor resume a session: the restarted agent starts a new one")
 			sid = ""
 		}
-		err = c.handshake(ctx, sid)
+		// The conversation is in the transcript: the load's replay is
+		// left out.
+		err = c.handshake(ctx, sid, true)
 	}
 	if err != nil {
 		c.s.Logger().Error().Err(err).Msg("restart the agent")

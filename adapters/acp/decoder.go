@@ -26,7 +26,7 @@ type Decoder struct {
 
 	turn    *turn // the prompt turn in flight, nil between turns
 	turns   int
-	loading bool // a session/load replays history
+	loading bool // a session/load replays history (until the next prompt)
 	// skipNext: a history-known note armed the next session/load to leave
 	// its replay out; skipping: history updates are left out now (from
 	// that load until the next prompt); skipped counts the updates left
@@ -362,13 +362,9 @@ func (d *Decoder) agentResponse(m jsonrpc.Message) {
 		d.sessionState(info, res)
 		d.emit(info)
 	case "session/load", "session/resume":
-		// A load whose history is known goes on leaving the history out
-		// until the next prompt: agents stream the replay without waiting
-		// for it to end before they answer (Gemini CLI sends most of it
-		// after the response).
-		skip := d.skipping
-		d.endLoad()
-		d.skipping = skip
+		// The replay of a load goes on until the next prompt (startTurn
+		// ends it): agents stream it without waiting for it to end before
+		// they answer (Gemini CLI sends most of it after the response).
 		info := &agent.SessionInfo{ProviderSessionID: r.sessionID, Cwd: r.cwd}
 		d.sessionState(info, res)
 		d.emit(info)

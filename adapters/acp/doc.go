@@ -38,9 +38,11 @@
 // configured MCP servers), or when asked to continue a session
 // session/resume when the agent advertises sessionCapabilities.resume
 // (nothing is replayed), else session/load when it advertises loadSession
-// (after a history-known note: the history the agent replays, until the
-// next prompt, is left out and counted; the transcript has it already; the
-// first prompt waits until the replay has been quiet for 150 ms), else
+// (with Options.HistoryKnown, after a history-known note: the history the
+// agent replays, until the next prompt, is left out and counted, the
+// transcript having it already; without, it is decoded as the session's
+// history; either way the first prompt waits until the replay has been
+// quiet for 150 ms), else
 // ErrUnsupported naming the agent and what it lacks. When session/new answers
 // "authentication required" (-32000), happy authenticates with the
 // configured method and tries once more; without one the error lists the
@@ -101,7 +103,8 @@
 //
 // Mapped:
 //
-//	user_message_chunk       during session/load: UserPrompt (consecutive chunks are one
+//	user_message_chunk       during a session/load's replay (until the next prompt, since
+//	                         agents go on after the answer): UserPrompt (consecutive chunks are one
 //	                         prompt; images and resources become files); during a prompt
 //	                         turn: the echo of happy's prompt, already recorded: ignored.
 //	                         Every history kind (user, agent and thought chunks, tool

@@ -108,8 +108,8 @@ func (c *Client) capabilities() map[string]any {
 }
 
 // handshake initializes and opens the session (continuing sessionID when
-// set).
-func (c *Client) handshake(ctx context.Context, sessionID string) error {
+// set; known: the transcript holds its conversation).
+func (c *Client) handshake(ctx context.Context, sessionID string, known bool) error {
 	info, err := c.initialize(ctx)
 	if err != nil {
 		return err
@@ -117,7 +117,7 @@ func (c *Client) handshake(ctx context.Context, sessionID string) error {
 	c.mu.Lock()
 	c.info = info
 	c.mu.Unlock()
-	return c.openSession(ctx, info, sessionID)
+	return c.openSession(ctx, info, sessionID, known)
 }
 
 // initialize runs initialize and reads what the agent says about itself.
@@ -169,11 +169,11 @@ func (c *Client) initialize(ctx context.Context) (AgentInfo, error) {
 
 // openSession opens the session: session/new, or for sessionID
 // session/resume (no replay) when the agent advertises it, else
-// session/load (the replayed conversation is left out of the events),
-// authenticating once when the agent asks for it, then selects
+// session/load (the replayed conversation is left out of the events when
+// known, the transcript holding it already), authenticating once when the agent asks for it, then selects
 // Options.Mode. Errors: ErrUnsupported,
 // ErrAuthRequired, or the requests' errors.
-func (c *Client) openSession(ctx context.Context, info AgentInfo, sessionID string) error {
+func (c *Client) openSession(ctx context.Context, info AgentInfo, sessionID string, known bool) error {
 	servers := []map[string]any{}
 	for _, s := range c.opts.MCPServers {
 		if (s.Type == "http" && !info.MCPHTTP) || (s.Type == "sse" && !info.MCPSSE) {
@@ -204,7 +204,7 @@ func (c *Client) openSession(ctx context.Context, info AgentInfo, sessionID stri
 		sp["sessionId"] = sessionID
 	}
 	call := func() error {
-		if method == "session/load" {
+		if method == "session/load" && known {
 			// The conversation the agent replays is in the transcript
 			// already (happy resume, a restart): the decoder leaves it out
 			// until the next prompt, which logs the count (StartTurn).

@@ -15,16 +15,16 @@ import (
 	"github.com/happy-dev/happy/agent"
 )
 
-// continueSession starts the fake agent continuing session "old-sess",
-// runs one prompt as a runner's Agent and returns the events, the traffic
-// and the log.
-func continueSession(t *testing.T, env ...string) (evs []agent.Event, traffic, logText string) {
+// continueSession starts the fake agent continuing session "old-sess"
+// (known: the transcript holds its history), runs one prompt as a runner's
+// Agent and returns the events, the traffic and the log.
+func continueSession(t *testing.T, known bool, env ...string) (evs []agent.Event, traffic, logText string) {
 	t.Helper()
 	rec, logs := &syncBuffer{}, &syncBuffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	o := fakeOptions(t, rec, env...)
-	o.LoadSessionID = "old-sess"
+	o.LoadSessionID, o.HistoryKnown = "old-sess", known
 	o.Logger = zerolog.New(logs)
 	started, err := Start(ctx, o)
 	if err != nil {
@@ -49,7 +49,7 @@ func continueSession(t *testing.T, env ...string) (evs []agent.Event, traffic, l
 // recorded. The recorded
 // traffic replays to the same events (the history-known note).
 func TestLiveLoadLeavesOutReplayedHistory(t *testing.T) {
-	evs, traffic, logText := continueSession(t)
+	evs, traffic, logText := continueSession(t, true)
 	want := `{"type":"SessionInfo","providerSessionID":"old-sess","agent":"default"}
 {"type":"SessionInfo","agent":"plan"}
 {"type":"TurnStarted","turnID":"turn-1"}
@@ -78,10 +78,33 @@ func TestLiveLoadLeavesOutReplayedHistory(t *testing.T) {
 	checkSent(t, []byte(traffic))
 }
 
+// A load whose history the transcript does not hold (happy acp --resume
+// starts a new relay session): the replay, before and after the answer,
+// is the new transcript's history; the turn after it is the prompt's.
+func TestLiveLoadUnknownHistoryReplays(t *testing.T) {
+	evs, traffic, logText := continueSession(t, false)
+	want := `{"type":"UserPrompt","promptID":"load-1","text":"earlier prompt"}
+{"type":"ReasoningDelta","delta":"thinking it over"}
+{"type":"ToolCall","callID":"old-1","tool":"bash","title":"ls","input":{"command":"ls"},"metadata":{"providerTool":"execute"}}
+{"type":"ToolCompleted","callID":"old-1"}
+{"type":"SessionInfo","providerSessionID":"old-sess","agent":"default"}
+{"type":"TextDelta","delta":"earlier answer"}
+{"type":"SessionInfo","agent":"plan"}
+{"type":"TurnStarted","turnID":"turn-1"}
+{"type":"TextDelta","delta":"echo: next"}
+{"type":"TurnEnded","turnID":"turn-1","reason":"completed"}`
+	if got := liveLines(t, evs); got != want {
+		t.Errorf("events differ:\n%s", firstDiff(want, got))
+	}
+	if strings.Contains(traffic, "history-known") || strings.Contains(logText, "replayed_updates") {
+		t.Errorf("history left out of a load whose history is not known:\n%s\n%s", traffic, logText)
+	}
+}
+
 // An agent that advertises sessionCapabilities.resume is continued with
 // session/resume, even when it can load too: nothing is replayed.
 func TestLiveResumePreferredOverLoad(t *testing.T) {
-	evs, traffic, _ := continueSession(t, "ACP_FAKE_RESUME=1")
+	evs, traffic, _ := continueSession(t, true, "ACP_FAKE_RESUME=1")
 	want := `{"type":"SessionInfo","providerSessionID":"old-sess","agent":"default"}
 {"type":"TurnStarted","turnID":"turn-1"}
 {"type":"TextDelta","delta":"echo: next"}

@@ -175,12 +175,15 @@ func runACP(parent context.Context, f *factory, o *agentOptions, ao *acpOptions,
 		return err
 	}
 	env, dir, rules := run.env, run.dir, run.rules
+	// --resume starts a new relay session from the agent's session: the
+	// conversation session/load replays enters its transcript. happy
+	// resume continues the relay session that holds it already.
 	loadID := ao.resume
 	if id := o.resumeID(); id != "" {
 		loadID = id
 	}
 	opts := acp.Options{
-		Command: p.command, Cwd: dir, Mode: ao.mode, AuthMethod: ao.authMethod, LoadSessionID: loadID,
+		Command: p.command, Cwd: dir, Mode: ao.mode, AuthMethod: ao.authMethod, LoadSessionID: loadID, HistoryKnown: o.resume != nil,
 		CancelGrace: ao.cancelGrace, Settings: rpcagent.Settings{ClientName: "happy", Logger: env.Log, Now: f.now},
 	}
 	if opts.AuthMethod == "" {
