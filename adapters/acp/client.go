@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/happy-dev/happy/adapters/jsonrpc"
@@ -50,9 +51,17 @@ type Options struct {
 	Cwd string
 	// MCPServers are passed to session/new (or load/resume).
 	MCPServers []MCPServer
-	// LoadSessionID continues an existing session (session/load, else
-	// session/resume) instead of starting one.
+	// LoadSessionID continues an existing session instead of starting
+	// one: session/resume when the agent advertises it (nothing is
+	// replayed), else session/load, which replays the conversation. An
+	// agent that offers neither gives ErrUnsupported.
 	LoadSessionID string
+	// HistoryKnown says the transcript holds LoadSessionID's conversation
+	// already (happy resume continues the same relay session): what
+	// session/load replays is left out of Events, counted and logged.
+	// Without it the replay is decoded into the transcript (a new relay
+	// session that starts from the agent's session).
+	HistoryKnown bool
 	// Mode, when set, is selected with session/set_mode once the session
 	// is open (it must be one of the modes the agent lists).
 	Mode string
@@ -85,6 +94,10 @@ type Client struct {
 	dir     *folder
 	term    *terminals
 	dirOnce sync.Once
+
+	// lastUpdate is when the last session/update arrived (Unix ns, wall
+	// clock): settleReplay waits for a load's replay to end.
+	lastUpdate atomic.Int64
 
 	mu        sync.Mutex
 	info      AgentInfo
@@ -120,7 +133,7 @@ func Start(ctx context.Context, opts Options) (*Client, error) {
 		_ = c.s.Close()
 		return nil, fmt.Errorf("acp: start %s: %w", opts.Command[0], err)
 	}
-	if err := c.handshake(ctx, opts.LoadSessionID); err != nil {
+	if err := c.handshake(ctx, opts.LoadSessionID, opts.HistoryKnown); err != nil {
 		_ = c.Close()
 		return nil, err
 	}
@@ -185,6 +198,12 @@ func (c *Client) StartTurn(_ context.Context, n int, p Prompt) error {
 	if err != nil {
 		return fmt.Errorf("acp: session/prompt: %w", err)
 	}
+	var skipped int
+	c.s.WithDecoder(func() { skipped = c.dec.SkippedHistory() })
+	if skipped > 0 {
+		c.s.Logger().Info().Str("session", sid).Int("replayed_updates", skipped).
+			Msg("session/load replayed the conversation: its updates were left out of the transcript, which holds them already")
+	}
 	go func() {
 		// The turn lasts as long as the agent works: no timeout here.
 		if err := pend.Wait(context.Background(), time.Duration(math.MaxInt64), nil); err != nil {
@@ -240,8 +259,8 @@ func (c *Client) Abandon(n int, reason string) {
 }
 
 // restart replaces the agent process and continues the session in the new
-// one (session/load or session/resume; a new session when the agent can
-// do neither). Queued prompts are sent once it is ready.
+// one (session/resume or session/load, whose replay is left out; a new
+// session when the agent can do neither). Queued prompts are sent once it is ready.
 func (c *Client) restart() {
 	c.s.Note(happyNote{Happy: noteRestart, Reason: "the agent did not end a cancelled turn"})
 	c.mu.Lock()
@@ -255,7 +274,9 @@ func (c *Client) restart() {
 			c.s.Logger().Warn().Msg("the agent can neither load nor resume a session: the restarted agent starts a new one")
 			sid = ""
 		}
-		err = c.handshake(ctx, sid)
+		// The conversation is in the transcript: the load's replay is
+		// left out.
+		err = c.handshake(ctx, sid, true)
 	}
 	if err != nil {
 		c.s.Logger().Error().Err(err).Msg("restart the agent")
@@ -312,8 +333,11 @@ func (c *Client) answer(ctx context.Context, p *rpcagent.Permission[[]Permission
 // already turned the frame into events).
 func (c *Client) Handle(ctx context.Context, in *jsonrpc.Incoming) {
 	if in.Notif {
-		if in.Method == "$/cancel_request" {
+		switch in.Method {
+		case "$/cancel_request":
 			c.withdraw(ctx, in)
+		case "session/update":
+			c.lastUpdate.Store(time.Now().UnixNano())
 		}
 		return
 	}

@@ -364,8 +364,9 @@ func TestLivePermissions(t *testing.T) {
 // A turn the agent never ends after session/cancel is given up after the
 // grace period; the agent is restarted, its session loaded, and the next
 // prompt is answered by the new process. The client runs as a runner's
-// Agent: the echo of happy's own prompts is left out of its events (a
-// prompt the loaded session replays is the agent's and stays).
+// Agent: the echo of happy's own prompts is left out of its events, and so
+// is the conversation the loaded session replays (the transcript has it);
+// the mode the load reports stays.
 func TestLiveCancelGraceRestart(t *testing.T) {
 	rec := &syncBuffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -395,9 +396,8 @@ func TestLiveCancelGraceRestart(t *testing.T) {
 {"type":"TurnStarted","turnID":"turn-1"}
 {"type":"TextDelta","delta":"working"}
 {"type":"TurnEnded","turnID":"turn-1","reason":"interrupted","error":"the agent did not end the turn within 400ms of session/cancel"}
-{"type":"UserPrompt","promptID":"load-1","text":"earlier prompt"}
-{"type":"TextDelta","delta":"earlier answer"}
 {"type":"SessionInfo","providerSessionID":"sess-1","agent":"default"}
+{"type":"SessionInfo","agent":"plan"}
 {"type":"TurnStarted","turnID":"turn-2"}
 {"type":"TextDelta","delta":"echo: after-restart"}
 {"type":"TurnEnded","turnID":"turn-2","reason":"completed"}`

@@ -26,7 +26,13 @@ type Decoder struct {
 
 	turn    *turn // the prompt turn in flight, nil between turns
 	turns   int
-	loading bool // a session/load replays history
+	loading bool // a session/load replays history (until the next prompt)
+	// skipNext: a history-known note armed the next session/load to leave
+	// its replay out; skipping: history updates are left out now (from
+	// that load until the next prompt); skipped counts the updates left
+	// out since SkippedHistory last reported them.
+	skipNext, skipping bool
+	skipped            int
 
 	tools     map[string]*tool // by ACP toolCallId, in the current turn's scope
 	toolSeq   int
@@ -356,7 +362,9 @@ func (d *Decoder) agentResponse(m jsonrpc.Message) {
 		d.sessionState(info, res)
 		d.emit(info)
 	case "session/load", "session/resume":
-		d.endLoad()
+		// The replay of a load goes on until the next prompt (startTurn
+		// ends it): agents stream it without waiting for it to end before
+		// they answer (Gemini CLI sends most of it after the response).
 		info := &agent.SessionInfo{ProviderSessionID: r.sessionID, Cwd: r.cwd}
 		d.sessionState(info, res)
 		d.emit(info)
@@ -586,6 +594,8 @@ func (d *Decoder) fromHappy(f jsonrpc.Frame) {
 				d.sessions[r.sessionID] = true
 			}
 			d.loading = m.Method == "session/load"
+			d.skipping = d.loading && d.skipNext
+			d.skipNext = false
 		case "session/set_mode":
 			r.modeID, _ = str(p["modeId"])
 		case "session/prompt":
@@ -758,6 +768,8 @@ func (d *Decoder) note(f jsonrpc.Frame) {
 		}
 	case noteRestart:
 		d.restarting = true
+	case noteHistoryKnown:
+		d.skipNext = true
 	}
 }
 

@@ -292,6 +292,10 @@ func TestDecoderSessionLoad(t *testing.T) {
 		upd(`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"answer"}}`),
 		upd(`{"sessionUpdate":"user_message_chunk","content":{"type":"image","data":"AA","mimeType":"image/png"}}`),
 		`< {"jsonrpc":"2.0","id":1,"result":{"modes":null}}`,
+		// The replay goes on after the answer, until the next prompt.
+		upd(`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"late answer"}}`),
+		`> {"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"next"}]}}`,
+		`< {"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}`,
 		upd(`{"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"stray"}}`),
 	))
 	want := `{"type":"UserPrompt","promptID":"load-1","text":"first "}
@@ -299,6 +303,10 @@ func TestDecoderSessionLoad(t *testing.T) {
 {"type":"TextDelta","delta":"answer"}
 {"type":"UserPrompt","promptID":"load-2","files":[{"mime":"image/png","url":"data:image/png;base64,AA"}]}
 {"type":"SessionInfo","providerSessionID":"s","cwd":"/w"}
+{"type":"TextDelta","delta":"late answer"}
+{"type":"TurnStarted","turnID":"turn-1"}
+{"type":"UserPrompt","promptID":"prompt-1","text":"next"}
+{"type":"TurnEnded","turnID":"turn-1","reason":"completed"}
 {"type":"DroppedInput","dropped":{"source":"acp-rpc","kind":"session/update:user_message_chunk","reason":"orphan","detail":"user message outside a prompt turn or a session load","raw":"{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"sessionId\":\"s\",\"update\":{\"sessionUpdate\":\"user_message_chunk\",\"content\":{\"type\":\"text\",\"text\":\"stray\"}}}}"}}`
 	if got := eventLines(t, evs); got != want {
 		t.Errorf("events differ:\n%s", firstDiff(want, got))

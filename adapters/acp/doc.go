@@ -35,9 +35,15 @@
 // An agent that answers with another protocol version is refused with a
 // *VersionError naming the version happy speaks and the one the agent
 // stated (nil, never 0, when it stated none). Then session/new (with the
-// configured MCP servers), or session/load when asked to continue a session
-// and the agent advertises loadSession, else session/resume when it
-// advertises sessionCapabilities.resume. When session/new answers
+// configured MCP servers), or when asked to continue a session
+// session/resume when the agent advertises sessionCapabilities.resume
+// (nothing is replayed), else session/load when it advertises loadSession
+// (with Options.HistoryKnown, after a history-known note: the history the
+// agent replays, until the next prompt, is left out and counted, the
+// transcript having it already; without, it is decoded as the session's
+// history; either way the first prompt waits until the replay has been
+// quiet for 150 ms), else
+// ErrUnsupported naming the agent and what it lacks. When session/new answers
 // "authentication required" (-32000), happy authenticates with the
 // configured method and tries once more; without one the error lists the
 // methods the agent offers. session/set_mode selects a mode the agent
@@ -97,9 +103,13 @@
 //
 // Mapped:
 //
-//	user_message_chunk       during session/load: UserPrompt (consecutive chunks are one
+//	user_message_chunk       during a session/load's replay (until the next prompt, since
+//	                         agents go on after the answer): UserPrompt (consecutive chunks are one
 //	                         prompt; images and resources become files); during a prompt
-//	                         turn: the echo of happy's prompt, already recorded: ignored
+//	                         turn: the echo of happy's prompt, already recorded: ignored.
+//	                         Every history kind (user, agent and thought chunks, tool
+//	                         calls and updates, plan, usage) is left out, counted, after a
+//	                         history-known note from the load until the next prompt
 //	agent_message_chunk      TextDelta (block = messageId when given); an empty chunk
 //	                         carries nothing; images, audio and resources are rendered
 //	                         as Markdown (the transcript has no assistant file part)

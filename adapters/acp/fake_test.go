@@ -105,7 +105,10 @@ func (stdio) Close() error                { return os.Stdin.Close() }
 
 // fakeAgent is a scripted ACP agent. Environment: ACP_FAKE_VERSION (raw
 // JSON protocolVersion, default 1), ACP_FAKE_AUTH=1 (session/new needs
-// authenticate first), ACP_FAKE_NO_LOAD=1 (no loadSession).
+// authenticate first), ACP_FAKE_NO_LOAD=1 (no loadSession),
+// ACP_FAKE_RESUME=1 (sessionCapabilities.resume). session/load replays a
+// short history (a prompt, a thought, a tool call, then after its answer
+// the agent's reply) and a mode update; session/resume replays nothing.
 type fakeAgent struct {
 	conn *jsonrpc.Conn
 
@@ -161,14 +164,18 @@ func (a *fakeAgent) Handle(ctx context.Context, in *jsonrpc.Incoming) {
 			v = "1"
 		}
 		load := os.Getenv("ACP_FAKE_NO_LOAD") == ""
+		resume := ""
+		if os.Getenv("ACP_FAKE_RESUME") != "" {
+			resume = `,"sessionCapabilities":{"resume":{}}`
+		}
 		_ = in.Reply(ctx, json.RawMessage(`{"protocolVersion":`+v+`,"agentCapabilities":{"loadSession":`+fmt.Sprint(load)+
-			`,"promptCapabilities":{"image":true,"embeddedContext":true}},"authMethods":[{"id":"key","name":"API key"}],"agentInfo":{"name":"fake","version":"1.0"}}`))
+			`,"promptCapabilities":{"image":true,"embeddedContext":true}`+resume+`},"authMethods":[{"id":"key","name":"API key"}],"agentInfo":{"name":"fake","version":"1.0"}}`))
 	case "authenticate":
 		a.mu.Lock()
 		a.authed = true
 		a.mu.Unlock()
 		_ = in.Reply(ctx, struct{}{})
-	case "session/new", "session/load":
+	case "session/new", "session/load", "session/resume":
 		var p struct {
 			Cwd       string `json:"cwd"`
 			SessionID string `json:"sessionId"`
@@ -182,11 +189,22 @@ func (a *fakeAgent) Handle(ctx context.Context, in *jsonrpc.Incoming) {
 		}
 		a.cwd = p.Cwd
 		a.sid = "sess-1"
+		if p.SessionID != "" {
+			a.sid = p.SessionID
+		}
 		a.mu.Unlock()
 		modes := `{"currentModeId":"default","availableModes":[{"id":"default","name":"Default"},{"id":"plan","name":"Plan"}]}`
-		if in.Method == "session/load" {
+		switch in.Method {
+		case "session/load":
 			a.notify(`{"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"earlier prompt"}}`)
+			a.notify(`{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"thinking it over"}}`)
+			a.notify(`{"sessionUpdate":"tool_call","toolCallId":"old-1","title":"ls","kind":"execute","status":"completed"}`)
+			_ = in.Reply(ctx, json.RawMessage(`{"modes":`+modes+`}`))
+			// The rest of the replay after the answer (as Gemini CLI does).
 			a.say("earlier answer")
+			a.notify(`{"sessionUpdate":"current_mode_update","currentModeId":"plan"}`)
+			return
+		case "session/resume":
 			_ = in.Reply(ctx, json.RawMessage(`{"modes":`+modes+`}`))
 			return
 		}

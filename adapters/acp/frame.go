@@ -32,6 +32,12 @@ const (
 	// noteRestart says the client is restarting the agent process; the
 	// exit that follows is expected: {"happy":"restart","reason":…}.
 	noteRestart = "restart"
+	// noteHistoryKnown precedes a session/load of a session whose
+	// conversation the transcript already holds (happy resume, the restart
+	// of a given-up turn): the history the agent replays before it answers
+	// the load is left out, counted, instead of entering the transcript a
+	// second time: {"happy":"history-known"}.
+	noteHistoryKnown = "history-known"
 )
 
 // happyNote is a note frame written by the live client.

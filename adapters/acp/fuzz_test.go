@@ -42,6 +42,15 @@ func FuzzDecoder(f *testing.F) {
 		"\n> " + `{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"selected","optionId":"r"}}}` +
 		"\n< " + `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"t","status":"failed","rawInput":{"command":"ls","cwd":"/w","x":1},"rawOutput":{"error":"no"}}}}` +
 		"\n< " + `{"jsonrpc":"2.0","id":2,"result":{"stopReason":"cancelled"}}`))
+	// A known-history load after the turn: its replay, before and after
+	// the answer, is left out until the next prompt.
+	f.Add([]byte("< " + `{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}` +
+		"\n# " + `{"happy":"history-known"}` +
+		"\n> " + `{"jsonrpc":"2.0","id":3,"method":"session/load","params":{"sessionId":"s","cwd":"/w","mcpServers":[]}}` +
+		"\n< " + `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"hi"}}}}` +
+		"\n< " + `{"jsonrpc":"2.0","id":3,"result":{}}` +
+		"\n< " + `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"t","status":"completed"}}}` +
+		"\n> " + `{"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"next"}]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		frames := script(opened...)
 		for i, line := range bytes.Split(data, []byte("\n")) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/happy-dev/happy/adapters/jsonrpc"
 )
@@ -107,8 +108,8 @@ func (c *Client) capabilities() map[string]any {
 }
 
 // handshake initializes and opens the session (continuing sessionID when
-// set).
-func (c *Client) handshake(ctx context.Context, sessionID string) error {
+// set; known: the transcript holds its conversation).
+func (c *Client) handshake(ctx context.Context, sessionID string, known bool) error {
 	info, err := c.initialize(ctx)
 	if err != nil {
 		return err
@@ -116,7 +117,7 @@ func (c *Client) handshake(ctx context.Context, sessionID string) error {
 	c.mu.Lock()
 	c.info = info
 	c.mu.Unlock()
-	return c.openSession(ctx, info, sessionID)
+	return c.openSession(ctx, info, sessionID, known)
 }
 
 // initialize runs initialize and reads what the agent says about itself.
@@ -166,11 +167,13 @@ func (c *Client) initialize(ctx context.Context) (AgentInfo, error) {
 	return info, nil
 }
 
-// openSession opens the session: session/new, or session/load (else
-// session/resume) for sessionID, authenticating once when the agent asks
-// for it, then selects Options.Mode. Errors: ErrUnsupported,
+// openSession opens the session: session/new, or for sessionID
+// session/resume (no replay) when the agent advertises it, else
+// session/load (the replayed conversation is left out of the events when
+// known, the transcript holding it already), authenticating once when the agent asks for it, then selects
+// Options.Mode. Errors: ErrUnsupported,
 // ErrAuthRequired, or the requests' errors.
-func (c *Client) openSession(ctx context.Context, info AgentInfo, sessionID string) error {
+func (c *Client) openSession(ctx context.Context, info AgentInfo, sessionID string, known bool) error {
 	servers := []map[string]any{}
 	for _, s := range c.opts.MCPServers {
 		if (s.Type == "http" && !info.MCPHTTP) || (s.Type == "sse" && !info.MCPSSE) {
@@ -189,25 +192,39 @@ func (c *Client) openSession(ctx context.Context, info AgentInfo, sessionID stri
 	sp := map[string]any{"cwd": c.opts.Cwd, "mcpServers": servers}
 	if sessionID != "" {
 		switch {
+		case info.Resume:
+			// Continues without replaying the conversation.
+			method = "session/resume"
 		case info.LoadSession:
 			method = "session/load"
-		case info.Resume:
-			method = "session/resume"
 		default:
-			return fmt.Errorf("%w: continuing session %s (the agent offers neither session/load nor session/resume)", ErrUnsupported, sessionID)
+			return fmt.Errorf("%w: %s cannot continue session %s: it advertises neither loadSession (session/load) nor sessionCapabilities.resume (session/resume)",
+				ErrUnsupported, c.agentName(info), sessionID)
 		}
 		sp["sessionId"] = sessionID
 	}
-	err := c.s.Call(ctx, method, sp, &sres)
+	call := func() error {
+		if method == "session/load" && known {
+			// The conversation the agent replays is in the transcript
+			// already (happy resume, a restart): the decoder leaves it out
+			// until the next prompt, which logs the count (StartTurn).
+			c.s.Note(happyNote{Happy: noteHistoryKnown})
+		}
+		return c.s.Call(ctx, method, sp, &sres)
+	}
+	err := call()
 	var re *jsonrpc.RPCError
 	if errors.As(err, &re) && re.Code == codeAuthRequired {
 		if err := c.authenticate(ctx, info.AuthMethods); err != nil {
 			return err
 		}
-		err = c.s.Call(ctx, method, sp, &sres)
+		err = call()
 	}
 	if err != nil {
-		return fmt.Errorf("acp: %s: %w", method, err)
+		return fmt.Errorf("acp: %s: %w%s", method, err, rpcDetails(err))
+	}
+	if method == "session/load" {
+		c.settleReplay(ctx)
 	}
 	if sessionID == "" {
 		if sres.SessionID == "" {
@@ -227,6 +244,64 @@ func (c *Client) openSession(ctx context.Context, info AgentInfo, sessionID stri
 		}
 	}
 	return nil
+}
+
+// Bounds of settleReplay.
+const (
+	replayQuiet = 150 * time.Millisecond
+	replayMax   = 30 * time.Second
+)
+
+// settleReplay returns once the agent has sent no session/update for
+// replayQuiet (at most replayMax after the load's answer, or when ctx
+// ends): agents go on streaming the replayed conversation after they
+// answered session/load (Gemini CLI sends most of it then), and a prompt
+// sent meanwhile would take the rest of the replay for its turn's output.
+func (c *Client) settleReplay(ctx context.Context) {
+	start := time.Now()
+	c.lastUpdate.Store(start.UnixNano())
+	for {
+		wait := time.Until(time.Unix(0, c.lastUpdate.Load()).Add(replayQuiet))
+		if wait <= 0 {
+			return
+		}
+		if time.Since(start)+wait > replayMax {
+			c.s.Logger().Warn().Dur("waited", time.Since(start)).Msg("session/load: the agent still replays the conversation; the next prompt goes out anyway")
+			return
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// rpcDetails is ": <data.details>" of an agent's error response when it
+// says more than the message (the TypeScript SDK puts the cause there:
+// Gemini CLI's "No previous sessions found for this project." under
+// "Internal error"), else "".
+func rpcDetails(err error) string {
+	var re *jsonrpc.RPCError
+	if !errors.As(err, &re) {
+		return ""
+	}
+	text := errorText(&jsonrpc.ErrorObject{Code: re.Code, Message: re.Message, Data: re.Data})
+	if rest, ok := strings.CutPrefix(text, re.Message+": "); ok && re.Message != "" {
+		return ": " + rest
+	}
+	return ""
+}
+
+// agentName names the agent in errors: its agentInfo name, else its
+// command.
+func (c *Client) agentName(info AgentInfo) string {
+	if info.Name != "" {
+		return info.Name
+	}
+	return c.opts.Command[0]
 }
 
 // authenticate runs the configured authentication method.

@@ -39,6 +39,11 @@ func (d *Decoder) sessionUpdate(m jsonrpc.Message) {
 		return
 	}
 	k := "session/update:" + kind
+	if d.skipping && historyKinds[kind] {
+		// The conversation a load replays is in the transcript already.
+		d.skipped++
+		return
+	}
 	prev := d.lastKind
 	d.lastKind = kind
 	switch kind {
@@ -82,6 +87,24 @@ func (d *Decoder) sessionUpdate(m jsonrpc.Message) {
 	default:
 		d.drop(k, agent.DropUnknownType, "unknown session update kind", m.Raw)
 	}
+}
+
+// historyKinds are the updates a session/load replays the conversation
+// with; the session's state (modes, commands, config, title) is not history
+// and is read during a load too.
+var historyKinds = map[string]bool{"user_message_chunk": true, "agent_message_chunk": true, "agent_thought_chunk": true,
+	"tool_call": true, "tool_call_update": true, "plan": true, "usage_update": true}
+
+// SkippedHistory reports how many replayed updates were left out since it
+// was last called and starts the count again. They are the history
+// updates (chunks, tool calls, plans, usage) from a session/load that
+// follows a history-known note until the next session/prompt: the
+// conversation the transcript holds already (see docs/ARCHITECTURE.md,
+// resume).
+func (d *Decoder) SkippedHistory() int {
+	n := d.skipped
+	d.skipped = 0
+	return n
 }
 
 // inTurnOrLoad reports whether turn-scoped output is expected now; when it
@@ -727,6 +750,6 @@ func (d *Decoder) usage(kind string, u map[string]json.RawMessage, raw []byte) {
 
 // endLoad ends a session/load's history replay.
 func (d *Decoder) endLoad() {
-	d.loading = false
+	d.loading, d.skipping = false, false
 	d.userKey = ""
 }

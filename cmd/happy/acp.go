@@ -15,7 +15,6 @@ import (
 	"github.com/happy-dev/happy/adapters/acp"
 	"github.com/happy-dev/happy/adapters/rpcagent"
 	"github.com/happy-dev/happy/app"
-	"github.com/happy-dev/happy/internal/proc"
 )
 
 // acpOptions are the flags of the ACP commands, beside agentOptions.
@@ -28,9 +27,15 @@ type acpOptions struct {
 }
 
 func (o *acpOptions) bind(cmd *cobra.Command) {
+	o.bindSession(cmd)
+	cmd.Flags().StringVar(&o.resume, "resume", "", "continue the agent's session `ID` (session/resume, else session/load)")
+}
+
+// bindSession binds the flags that shape the agent's session (also those
+// of happy resume).
+func (o *acpOptions) bindSession(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&o.mode, "mode", "", "session mode to select (one the agent lists, e.g. default, plan)")
 	cmd.Flags().StringVar(&o.authMethod, "auth-method", "", "authentication method to use when the agent asks for one")
-	cmd.Flags().StringVar(&o.resume, "resume", "", "continue the agent's session `ID` (session/load or session/resume)")
 	cmd.Flags().StringVar(&o.mcpServers, "mcp-servers", "", "JSON `FILE` with the MCP servers to give the agent: [{name, command, args, env} | {type: http|sse, name, url, headers}]")
 	cmd.Flags().DurationVar(&o.cancelGrace, "cancel-grace", acp.DefaultCancelGrace, "how long the agent gets to end a cancelled turn before happy restarts it")
 }
@@ -86,17 +91,49 @@ terminals (each command in its own process group).`,
 	return cmd
 }
 
+// acpAgent is an ACP agent with a command of its own (happy gemini, happy
+// opencode): its executable, model provider and ACP-mode arguments.
+type acpAgent struct {
+	exe      agentExe
+	provider string
+	acpArgs  []string
+}
+
+// acpAgents are the ACP agents by session flavor.
+var acpAgents = map[string]acpAgent{
+	"gemini":   {exe: geminiExe, provider: "google", acpArgs: []string{"--acp"}},
+	"opencode": {exe: opencodeExe, acpArgs: []string{"acp"}},
+}
+
+// preset is the run of agent a (flavor name) with executable bin (from a
+// --…-path flag, "" for the default) and the arguments after --. Errors:
+// the executable is not found (agentExe.find).
+func (a acpAgent) preset(f *factory, name, bin string, args []string) (acpPreset, error) {
+	bin, err := a.exe.find(f, bin)
+	if err != nil {
+		return acpPreset{}, err
+	}
+	p := acpPreset{flavor: name, providerID: a.provider,
+		command: append(append([]string{bin}, a.acpArgs...), args...)}
+	if name == "gemini" && f.getenv("GEMINI_API_KEY") != "" {
+		p.authMethod = "gemini-api-key"
+	}
+	return p, nil
+}
+
 // newGeminiCmd builds `happy gemini`: Gemini CLI's ACP mode (gemini --acp).
 func newGeminiCmd(f *factory) *cobra.Command {
-	return newACPPresetCmd(f, "gemini", geminiExe, "google", []string{"--acp"})
+	return newACPPresetCmd(f, "gemini")
 }
 
 // newOpencodeCmd builds `happy opencode`: OpenCode's ACP mode (opencode acp).
 func newOpencodeCmd(f *factory) *cobra.Command {
-	return newACPPresetCmd(f, "opencode", opencodeExe, "", []string{"acp"})
+	return newACPPresetCmd(f, "opencode")
 }
 
-func newACPPresetCmd(f *factory, name string, exe agentExe, provider string, acpArgs []string) *cobra.Command {
+func newACPPresetCmd(f *factory, name string) *cobra.Command {
+	a := acpAgents[name]
+	exe, acpArgs := a.exe, a.acpArgs
 	title, pathEnv, binary := exe.title, exe.env, exe.def
 	var o agentOptions
 	var ao acpOptions
@@ -112,14 +149,9 @@ See happy acp --help.`,
 			if err := o.checkFlags(cmd); err != nil {
 				return err
 			}
-			bin, err := exe.find(f, bin)
+			p, err := a.preset(f, name, bin, args)
 			if err != nil {
 				return err
-			}
-			p := acpPreset{flavor: name, providerID: provider,
-				command: append(append([]string{bin}, acpArgs...), args...)}
-			if name == "gemini" && f.getenv("GEMINI_API_KEY") != "" {
-				p.authMethod = "gemini-api-key"
 			}
 			return runACP(cmd.Context(), f, &o, &ao, p)
 		},
@@ -136,25 +168,23 @@ See happy acp --help.`,
 func runACP(parent context.Context, f *factory, o *agentOptions, ao *acpOptions, p acpPreset) error {
 	// Orphans of the agent's tools come to us, not to a PID 1 that may not
 	// reap them; the process groups we end are reaped (internal/proc).
-	_ = proc.EnableSubreaper()
 	ctx, interrupted, stop := signalContext(parent)
 	defer stop()
-	log, _ := f.log(p.flavor)
-	h, err := f.home()
-	if err != nil {
-		return &exitError{code: exitRelay, err: err}
-	}
-	dir, err := os.Getwd()
+	run, err := prepareAgentRun(f, o, p.flavor)
 	if err != nil {
 		return err
 	}
-	rules, err := o.rules(f, dir)
-	if err != nil {
-		return err
+	env, dir, rules := run.env, run.dir, run.rules
+	// --resume starts a new relay session from the agent's session: the
+	// conversation session/load replays enters its transcript. happy
+	// resume continues the relay session that holds it already.
+	loadID := ao.resume
+	if id := o.resumeID(); id != "" {
+		loadID = id
 	}
 	opts := acp.Options{
-		Command: p.command, Cwd: dir, Mode: ao.mode, AuthMethod: ao.authMethod, LoadSessionID: ao.resume,
-		CancelGrace: ao.cancelGrace, Settings: rpcagent.Settings{ClientName: "happy", Logger: log.Logger, Now: f.now},
+		Command: p.command, Cwd: dir, Mode: ao.mode, AuthMethod: ao.authMethod, LoadSessionID: loadID, HistoryKnown: o.resume != nil,
+		CancelGrace: ao.cancelGrace, Settings: rpcagent.Settings{ClientName: "happy", Logger: env.Log, Now: f.now},
 	}
 	if opts.AuthMethod == "" {
 		opts.AuthMethod = p.authMethod
@@ -168,7 +198,6 @@ func runACP(parent context.Context, f *factory, o *agentOptions, ao *acpOptions,
 			return &usageError{err: fmt.Errorf("--mcp-servers %s: %w", ao.mcpServers, err)}
 		}
 	}
-	env := app.Env{Home: h, Getenv: f.getenv, Log: log.Logger, Stderr: f.stderr, Now: f.now}
 	conn, err := app.Connect(ctx, env, app.ConnectOptions{AllowCreate: true})
 	if err != nil {
 		return &exitError{code: exitRelay, err: err}
@@ -206,7 +235,7 @@ func runACP(parent context.Context, f *factory, o *agentOptions, ao *acpOptions,
 	out := newRunOutput(f, o.output)
 	so := app.SessionOptions{
 		Flavor: p.flavor, Dir: dir, Prompt: o.prompt, OneShot: oneShot, ProviderID: p.providerID,
-		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: o.startedByValue(),
+		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: o.startedByValue(), Resume: o.resumeOpts(),
 		FlushTimeout: o.flushTimeout, Yolo: o.yolo, Events: events(es),
 		OnBus: prog.onBus, OnWaiting: prog.waiting,
 		OnCreated: func(id string) {

@@ -42,6 +42,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) >= 2 && os.Args[1] == "hook" {
 		os.Exit(run(os.Args[1:], newFactory(os.Stdin, os.Stdout, os.Stderr, os.Getenv)))
 	}
+	if dir := os.Getenv(fakeACPEnv); dir != "" {
+		os.Exit(runFakeACP(dir, os.Getenv(fakeACPCapsEnv)))
+	}
 	if dir := os.Getenv(fakeClaudeEnv); dir != "" {
 		os.Exit(runFakeClaude(dir, os.Args[1:]))
 	}

@@ -15,23 +15,30 @@ import (
 // newResumeCmd builds `happy resume SESSION`.
 func newResumeCmd(f *factory) *cobra.Command {
 	var o agentOptions
-	var claudePath, codexPath, codexProtocol string
+	var ao acpOptions
+	var claudePath, codexPath, codexProtocol, geminiPath, opencodePath string
 	var remoteMode bool
 	cmd := &cobra.Command{
 		Use:               "resume SESSION [-p PROMPT] [flags] [-- agent args…]",
 		ValidArgsFunction: completeSessions(f, false, false),
 		Short:             "Continue an ended session in place, with the agent's own resume",
 		Long: `Continue SESSION (ended, archived or stale) in the same relay session: the
-agent resumes its own session (Claude with --resume, Codex with thread/resume)
-in the session's folder, and the transcript goes on where it stopped, under
-the same id and title. The session must have been run from this happy home.
+agent resumes its own session (Claude with --resume, Codex with thread/resume,
+ACP agents with session/resume or session/load) in the session's folder, and
+the transcript goes on where it stopped, under the same id and title. The
+session must have been run from this happy home.
 
 Claude resumes interactively, or runs one turn with -p, or with --remote takes
 prompts from the relay without its terminal UI (how the daemon resumes one). Codex needs -p (one
 turn; an interactive resume of Codex is not supported yet).
-Sessions of ACP agents (happy acp, gemini, opencode) cannot be resumed yet:
-session/load replays the whole conversation, which would enter the transcript
-a second time. The exit status is that of the agent command (0, 1, 2, 3, 130).`,
+Sessions of ACP agents (happy gemini, happy opencode, happy acp) run one turn
+with -p, or without it serve prompts from the relay until interrupted. happy
+uses session/resume when the agent offers it, else session/load: the
+conversation the agent replays then is left out of the transcript, which has
+it already. An agent that offers neither cannot be resumed (exit 1). A happy
+acp session needs the agent's command again after --, e.g.
+  happy resume SESSION -p "go on" -- claude-code-acp
+The exit status is that of the agent command (0, 1, 2, 3, 130).`,
 		Args: usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.agentArgs = args[1:]
@@ -66,11 +73,13 @@ a second time. The exit status is that of the agent command (0, 1, 2, 3, 130).`,
 				co := codexOptions{agentOptions: o, codexPath: codexPath, protocol: codexProtocol, permissionMode: "default"}
 				return runCodex(cmd.Context(), f, &co)
 			}
-			return &exitError{code: exitFailed, err: fmt.Errorf("%s: %w: resuming %s sessions is not supported (ACP session/load replays the conversation into the transcript again)",
-				target.Opened.Info.ID, app.ErrNotResumable, target.Flavor)}
+			return resumeACP(cmd, f, &o, &ao, target, map[string]string{"gemini": geminiPath, "opencode": opencodePath})
 		},
 	}
 	o.bind(cmd)
+	ao.bindSession(cmd)
+	cmd.Flags().StringVar(&geminiPath, "gemini-path", "", "the gemini executable (default $HAPPY_GEMINI_PATH, else gemini on PATH)")
+	cmd.Flags().StringVar(&opencodePath, "opencode-path", "", "the opencode executable (default $HAPPY_OPENCODE_PATH, else opencode on PATH)")
 	cmd.Flags().StringVar(&claudePath, "claude-path", "", "the claude executable (default $HAPPY_CLAUDE_PATH, else claude on PATH)")
 	cmd.Flags().StringVar(&codexPath, "codex-path", "", "the codex executable (default $HAPPY_CODEX_PATH, else codex on PATH)")
 	cmd.Flags().StringVar(&codexProtocol, "codex-protocol", "auto", "how to speak to Codex: app-server, mcp or auto")
@@ -97,4 +106,35 @@ func prepareResume(ctx context.Context, f *factory, ref string) (app.ResumeTarge
 		return t, &exitError{code: exitFailed, err: err}
 	}
 	return t, sessionErr(err)
+}
+
+// resumeACP continues a session of an ACP agent: a preset's own command
+// (bins holds its --…-path flag by flavor), or for a happy acp session the
+// command after -- (o.agentArgs). The agent continues its session with
+// session/resume or session/load (adapters/acp); one that offers neither
+// fails to start with an error naming it (exit 1, like any refusal).
+func resumeACP(cmd *cobra.Command, f *factory, o *agentOptions, ao *acpOptions, target app.ResumeTarget, bins map[string]string) error {
+	if err := o.checkFlags(cmd); err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	if a, ok := acpAgents[target.Flavor]; ok {
+		p, err := a.preset(f, target.Flavor, bins[target.Flavor], o.agentArgs)
+		if err != nil {
+			return err
+		}
+		return runACP(ctx, f, o, ao, p)
+	}
+	if target.Flavor != "acp" {
+		return &exitError{code: exitFailed, err: fmt.Errorf("%s: %w: happy does not know how to run a %q agent",
+			target.Opened.Info.ID, app.ErrNotResumable, target.Flavor)}
+	}
+	if len(o.agentArgs) == 0 {
+		return &usageError{err: fmt.Errorf("%s is a happy acp session: give the agent's command after --, e.g. happy resume %s -p PROMPT -- claude-code-acp",
+			target.Opened.Info.ID, target.Opened.Info.ID)}
+	}
+	if _, err := (agentExe{title: "ACP agent", def: o.agentArgs[0]}).find(f, o.agentArgs[0]); err != nil {
+		return err
+	}
+	return runACP(ctx, f, o, ao, acpPreset{flavor: "acp", command: o.agentArgs})
 }

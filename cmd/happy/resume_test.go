@@ -191,3 +191,88 @@ func TestResumeClaudeSession(t *testing.T) {
 		t.Fatalf("happy sessions after resume %+v", s)
 	}
 }
+
+// happy resume of an ACP session continues the agent's own session
+// (metadata acpSessionId) with session/resume when the agent offers it,
+// else with session/load, whose replay of the first turn stays out of the
+// transcript: each prompt and answer is there once, in order, with ids of
+// their own, and the session ends again under its first title. An agent
+// that can do neither is refused with exit 1, naming what it lacks; a
+// happy acp session needs the agent's command again after --.
+func TestResumeACPSession(t *testing.T) {
+	cases := []struct {
+		name, caps, flavor string
+		wantMethod         string // how the resume continued the session
+		wantCode           int
+		wantErr            string
+	}{
+		{name: "load replays", caps: "load", flavor: "opencode", wantMethod: "session/load"},
+		{name: "resume preferred", caps: "resume", flavor: "opencode", wantMethod: "session/resume"},
+		{name: "happy acp session", caps: "load", flavor: "acp", wantMethod: "session/load"},
+		{name: "neither", caps: "none", flavor: "opencode", wantCode: exitFailed,
+			wantErr: "fake-acp cannot continue session acp-sess-1: it advertises neither loadSession (session/load) nor sessionCapabilities.resume (session/resume)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			env := codexTestEnv(t, nil)
+			bin, dir := fakeACP(t, tc.caps)
+			env["HAPPY_OPENCODE_PATH"] = bin
+			first := []string{"opencode", "-p", "first task"}
+			if tc.flavor == "acp" {
+				first = []string{"acp", "-p", "first task", "--", bin}
+			}
+			code, stdout, stderr := runHappy(t, env, first...)
+			if code != exitOK || stdout != "Answer to first task\n" {
+				t.Fatalf("turn 1 = %d %q %q", code, stdout, stderr)
+			}
+			sid := strings.Fields(strings.TrimPrefix(stderr, "happy: session "))[0]
+			o, _ := readSession(t, env, sid)
+			if o.Metadata.Flavor != tc.flavor || !strings.Contains(string(o.RawMetadata), `"acpSessionId":"acp-sess-1"`) {
+				t.Fatalf("metadata %s", o.RawMetadata)
+			}
+			resume := []string{"resume", sid, "-p", "second task"}
+			if tc.flavor == "acp" {
+				if code, _, stderr := runHappy(t, env, resume...); code != exitUsage || !strings.Contains(stderr, "give the agent's command after --") {
+					t.Fatalf("resume of a happy acp session without its command = %d %q", code, stderr)
+				}
+				resume = append(resume, "--", bin)
+			}
+			code, stdout, stderr = runHappy(t, env, resume...)
+			if tc.wantErr != "" {
+				if code != tc.wantCode || !strings.Contains(stderr, tc.wantErr) {
+					t.Fatalf("resume = %d %q, want %d and %q", code, stderr, tc.wantCode, tc.wantErr)
+				}
+				if _, tr := readSession(t, env, sid); len(textsOf(tr)) != 2 {
+					t.Fatalf("a refused resume changed the transcript: %q", textsOf(tr))
+				}
+				return
+			}
+			if code != exitOK || stdout != "Answer to second task\n" || !strings.HasPrefix(stderr, "happy: session "+sid+" ") {
+				t.Fatalf("resume = %d %q %q", code, stdout, stderr)
+			}
+			calls, err := os.ReadFile(filepath.Join(dir, "calls"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantCalls := "initialize\nsession/new\nsession/prompt\ninitialize\n" + tc.wantMethod + "\nsession/prompt\n"
+			if string(calls) != wantCalls {
+				t.Fatalf("the agent got %q, want %q", calls, wantCalls)
+			}
+			o, tr := readSession(t, env, sid)
+			want := []string{"user: first task", "assistant: Answer to first task", "user: second task", "assistant: Answer to second task"}
+			if got := textsOf(tr); strings.Join(got, "|") != strings.Join(want, "|") || len(tr.Dropped) != 0 {
+				t.Fatalf("transcript %q dropped %v, want %q", got, tr.Dropped, want)
+			}
+			ids := map[string]bool{}
+			for _, m := range tr.Messages {
+				if ids[m.Info.MessageID()] {
+					t.Fatalf("message id %s twice", m.Info.MessageID())
+				}
+				ids[m.Info.MessageID()] = true
+			}
+			if o.Metadata.LifecycleState != app.LifecycleEnded || tr.Session.Title != "first task" {
+				t.Fatalf("after resume: state %q title %q", o.Metadata.LifecycleState, tr.Session.Title)
+			}
+		})
+	}
+}
