@@ -96,7 +96,7 @@ func DecodeChange(event string, data []byte) (Change, error) {
 		}
 	case mapper.EvSessionStatus:
 		var v struct {
-			SessionID string                   `json:"sessionID"`
+			SessionID string                    `json:"sessionID"`
 			Status    *mapper.SessionStatusInfo `json:"status"`
 		}
 		if err = strictJSON(p, &v); err != nil || v.Status == nil {
