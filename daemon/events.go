@@ -177,9 +177,10 @@ func (f *follower) run() followResult {
 		if f.ended() || ctx.Err() != nil {
 			break
 		}
-		f.reconnects++
+		// A process that ends closes its stream before the daemon has
+		// reaped it: only a session still running after the back-off is
+		// followed again (and counted).
 		wait := bo.Next()
-		log.Warn().AnErr("error", err).Dur("retryIn", wait).Msg("the session's event stream ended while it runs; following it again")
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
@@ -189,6 +190,8 @@ func (f *follower) run() followResult {
 		if f.ended() {
 			break
 		}
+		f.reconnects++
+		log.Warn().AnErr("error", err).Dur("after", wait).Msg("the session's event stream ended while it runs; following it again")
 	}
 	for _, id := range f.order {
 		f.d.hub.Forget(id)
