@@ -28,12 +28,12 @@ const fakeTokenEnv = "HAPPY_DAEMON_TEST_TOKEN"
 
 // The fake session's documents and frames.
 const (
-	fakeSessionDoc   = `{"id":"ses_f","projectID":"/p","directory":"/p","title":"","time":{"created":1,"updated":1}}`
-	fakeMessage   = `{"id":"msg_1","sessionID":"ses_f","role":"user","time":{"created":1},"agent":"build","model":{"providerID":"test","modelID":""}}`
-	fakePartFirst = `{"id":"prt_1","sessionID":"ses_f","messageID":"msg_1","type":"text","text":"seeded"}`
-	fakePartAfter = `{"id":"prt_1","sessionID":"ses_f","messageID":"msg_1","type":"text","text":"seeded!?"}`
-	fakeDelta     = `{"type":"message.part.delta","properties":{"sessionID":"ses_f","messageID":"msg_1","partID":"prt_1","field":"text","delta":"?"}}`
-	fakeUpdated   = `{"type":"session.updated","properties":{"info":{"id":"ses_f","projectID":"/p","directory":"/p","title":"again","time":{"created":1,"updated":2}}}}`
+	fakeSessionDoc = `{"id":"ses_f","projectID":"/p","directory":"/p","title":"","time":{"created":1,"updated":1}}`
+	fakeMessage    = `{"id":"msg_1","sessionID":"ses_f","role":"user","time":{"created":1},"agent":"build","model":{"providerID":"test","modelID":""}}`
+	fakePartFirst  = `{"id":"prt_1","sessionID":"ses_f","messageID":"msg_1","type":"text","text":"seeded"}`
+	fakePartAfter  = `{"id":"prt_1","sessionID":"ses_f","messageID":"msg_1","type":"text","text":"seeded!?"}`
+	fakeDelta      = `{"type":"message.part.delta","properties":{"sessionID":"ses_f","messageID":"msg_1","partID":"prt_1","field":"text","delta":"?"}}`
+	fakeUpdated    = `{"type":"session.updated","properties":{"info":{"id":"ses_f","projectID":"/p","directory":"/p","title":"again","time":{"created":1,"updated":2}}}}`
 )
 
 // fakeEventsSession is a session whose event API is scripted: its first

@@ -225,13 +225,19 @@ func (h *Hub) PublishEncoded(event string, data []byte) (Change, error) {
 	if err != nil {
 		return c, err
 	}
+	h.PublishChange(c)
+	return c, nil
+}
+
+// PublishChange publishes a decoded change: Publish for a reducer change,
+// RemoveMessage or RemovePart for a removal. A zero Change is ignored.
+func (h *Hub) PublishChange(c Change) {
 	switch {
 	case c.Removed != nil && c.Removed.PartID != "":
 		h.RemovePart(c.Removed.SessionID, c.Removed.MessageID, c.Removed.PartID)
 	case c.Removed != nil:
 		h.RemoveMessage(c.Removed.SessionID, c.Removed.MessageID)
-	default:
+	case c.Event != nil:
 		h.Publish([]mapper.BusEvent{c.Event})
 	}
-	return c, nil
 }
