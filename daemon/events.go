@@ -138,6 +138,9 @@ type follower struct {
 	order    []string         // the same, in order of first appearance
 	skip     map[partKey]bool // parts read from a document: their deltas wait for the next update
 
+	// frames counts the data frames read, refused what was not a
+	// change, skipped the deltas of document parts not republished,
+	// reconnects the streams followed again while the session ran.
 	frames, refused, skipped, reconnects int64
 }
 
@@ -172,8 +175,8 @@ func (f *follower) run() followResult {
 	}()
 	log := f.d.env.Log.With().Str("session", f.sid).Int("pid", f.pid).Str("events", f.addr).Logger()
 	bo := relay.Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second}
-	for {
-		err := f.follow(ctx)
+	for again := false; ; again = true {
+		err := f.follow(ctx, again)
 		if f.ended() || ctx.Err() != nil {
 			break
 		}
@@ -190,7 +193,6 @@ func (f *follower) run() followResult {
 		if f.ended() {
 			break
 		}
-		f.reconnects++
 		log.Warn().AnErr("error", err).Dur("after", wait).Msg("the session's event stream ended while it runs; following it again")
 	}
 	for _, id := range f.order {
@@ -254,13 +256,16 @@ func (f *follower) document(ctx context.Context, path string) ([]json.RawMessage
 }
 
 // follow is one connection: subscribe, read the documents, then the
-// stream until it ends.
-func (f *follower) follow(ctx context.Context) error {
+// stream until it ends. again counts a reconnection once it is made.
+func (f *follower) follow(ctx context.Context, again bool) error {
 	resp, err := f.get(ctx, "/event")
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
+	if again {
+		f.reconnects++
+	}
 	// The response's headers come after the subscription: from here on
 	// nothing is missed, and the documents hold everything before.
 	if err := f.seed(ctx); err != nil {
