@@ -41,6 +41,7 @@ const (
 // already holds, an update and a delta, then ends; later streams send
 // session.updated and stay open. It exits on SIGTERM.
 func fakeEventsSession(sig <-chan os.Signal) int {
+	fmt.Fprintf(os.Stderr, "fake session args: %q\n", os.Args[1:])
 	tok, err := localapi.LoadOrCreateToken(os.Getenv(fakeTokenEnv))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fake session:", err)
@@ -262,6 +263,31 @@ func TestDaemonFollowsSessionEvents(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Log(log)
+	}
+}
+
+// With the event API off, the daemon serves none, passes no
+// --events-listen to its sessions and follows none.
+func TestDaemonEventsOff(t *testing.T) {
+	conn, h, finish := runDaemon(t, "events", 10*time.Second, func(o *Options) { o.EventsListen = EventsOff })
+	rep, err := SpawnOn(context.Background(), conn, machineID(t, h), SpawnRequest{Agent: "codex", Directory: t.TempDir()})
+	if err != nil || rep.Type != SpawnSuccess {
+		t.Fatalf("spawn = %+v, %v", rep, err)
+	}
+	st, err := ReadState(h)
+	if err != nil || st.Events != "" || len(st.Sessions) != 1 {
+		t.Fatalf("state %+v %v", st, err)
+	}
+	if err := finish(); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := os.ReadFile(st.Sessions[0].Log)
+	if want := `fake session args: ["codex" "--started-by" "daemon"]`; !strings.Contains(string(out), want) {
+		t.Fatalf("the session's output %q lacks %s", out, want)
+	}
+	log, _ := os.ReadFile(testLog(h))
+	if strings.Contains(string(log), "local event API") || strings.Contains(string(log), "followed") {
+		t.Fatalf("the daemon log speaks of an event API:\n%s", log)
 	}
 }
 

@@ -56,7 +56,7 @@ func fakeSession(mode string) int {
 // runDaemon runs Run in-process on a new home against a fresh relay, its
 // sessions fake ones in mode; it returns a connection of the account and
 // a function that stops the daemon and returns Run's error.
-func runDaemon(t *testing.T, mode string, spawnTimeout time.Duration) (*app.Conn, home.Dir, func() error) {
+func runDaemon(t *testing.T, mode string, spawnTimeout time.Duration, with ...func(*Options)) (*app.Conn, home.Dir, func() error) {
 	t.Helper()
 	r := servertest.Start(t)
 	var secret [32]byte
@@ -90,14 +90,16 @@ func runDaemon(t *testing.T, mode string, spawnTimeout time.Duration) (*app.Conn
 	}
 	stop := make(chan struct{})
 	done := make(chan error, 1)
-	go func() {
-		done <- Run(context.Background(), Options{Env: env, SpawnTimeout: spawnTimeout, StopGrace: 2 * time.Second, Stop: stop,
-			Command: func(args []string) *exec.Cmd {
-				cmd := exec.Command(exe, args...)
-				cmd.Env = append(os.Environ(), fakeSessionEnv+"="+mode, fakeTokenEnv+"="+h.EventsToken())
-				return cmd
-			}})
-	}()
+	opts := Options{Env: env, SpawnTimeout: spawnTimeout, StopGrace: 2 * time.Second, Stop: stop,
+		Command: func(args []string) *exec.Cmd {
+			cmd := exec.Command(exe, args...)
+			cmd.Env = append(os.Environ(), fakeSessionEnv+"="+mode, fakeTokenEnv+"="+h.EventsToken())
+			return cmd
+		}}
+	for _, w := range with {
+		w(&opts)
+	}
+	go func() { done <- Run(context.Background(), opts) }()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if st, err := ReadState(h); err == nil && st.Status == StatusRunning {
