@@ -24,7 +24,8 @@ type EventServer struct {
 // loopback host; port 0 picks one), with the home's token
 // (home.Dir.EventsToken, made on first use). Errors: a non-loopback
 // address (wrapping localapi.ErrNotLoopback), an unusable token file, an
-// address in use.
+// address in use. The address goes into the spawn report of a session the
+// daemon started (SpawnReport.Events).
 func StartEvents(env Env, addr string) (*EventServer, error) {
 	if err := localapi.CheckLoopback(addr); err != nil {
 		return nil, err
@@ -40,6 +41,7 @@ func StartEvents(env Env, addr string) (*EventServer, error) {
 		return nil, fmt.Errorf("local event API: %w", err)
 	}
 	env.Log.Info().Str("addr", srv.Addr()).Str("token", path).Msg("local event API listening")
+	reportEvents(srv.Addr()) // a session the daemon started tells it where (SpawnReport.Events)
 	return &EventServer{Hub: hub, Server: srv, TokenPath: path, env: env}, nil
 }
 

@@ -16,15 +16,26 @@ import (
 const SpawnReportEnv = "HAPPY_DAEMON_REPORT_FD"
 
 // SpawnReport is the line a session started by the daemon writes to the
-// descriptor of SpawnReportEnv: its relay session id and its process id.
+// descriptor of SpawnReportEnv: its relay session id, its process id, and
+// the address of its local event API ("127.0.0.1:PORT", when it serves
+// one: the daemon passes --events-listen and follows it).
 type SpawnReport struct {
 	SessionID string `json:"sessionId"`
 	PID       int    `json:"pid"`
+	Events    string `json:"events,omitempty"`
 }
 
 var spawnReport struct {
-	mu sync.Mutex
-	f  *os.File
+	mu     sync.Mutex
+	f      *os.File
+	events string // the local event API's address (StartEvents)
+}
+
+// reportEvents records the local event API's address for the spawn report.
+func reportEvents(addr string) {
+	spawnReport.mu.Lock()
+	spawnReport.events = addr
+	spawnReport.mu.Unlock()
 }
 
 // TakeSpawnReport takes the descriptor SpawnReportEnv names, if any: it is
@@ -50,13 +61,13 @@ func TakeSpawnReport() {
 // reportSpawned writes the session id to the daemon's descriptor, once.
 func reportSpawned(id string) {
 	spawnReport.mu.Lock()
-	f := spawnReport.f
+	f, events := spawnReport.f, spawnReport.events
 	spawnReport.f = nil
 	spawnReport.mu.Unlock()
 	if f == nil {
 		return
 	}
-	b, _ := json.Marshal(SpawnReport{SessionID: id, PID: os.Getpid()})
+	b, _ := json.Marshal(SpawnReport{SessionID: id, PID: os.Getpid(), Events: events})
 	_, _ = f.Write(append(b, '\n'))
 	_ = f.Close()
 }

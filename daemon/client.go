@@ -27,6 +27,9 @@ type StartOptions struct {
 	Command func(args []string) *exec.Cmd
 	// Wait bounds the wait for the daemon to be running (15 s when zero).
 	Wait time.Duration
+	// EventsListen, when not "", is passed on as daemon run's
+	// --events-listen (Options.EventsListen).
+	EventsListen string
 }
 
 // Start starts `happy daemon run` in the background: a session and process
@@ -53,7 +56,11 @@ func Start(opts StartOptions) (State, error) {
 		return State{}, err
 	}
 	defer out.Close()
-	cmd := opts.Command([]string{"daemon", "run"})
+	args := []string{"daemon", "run"}
+	if opts.EventsListen != "" {
+		args = append(args, "--events-listen="+opts.EventsListen)
+	}
+	cmd := opts.Command(args)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/user"
@@ -19,6 +20,7 @@ import (
 	"github.com/happy-dev/happy/internal/buildinfo"
 	"github.com/happy-dev/happy/internal/proc"
 	"github.com/happy-dev/happy/internal/settings"
+	"github.com/happy-dev/happy/localapi"
 	"github.com/happy-dev/happy/relay"
 )
 
@@ -36,6 +38,10 @@ type Options struct {
 	StopGrace time.Duration
 	// Stop, when not nil, ends the daemon when it is closed (besides ctx).
 	Stop <-chan struct{}
+	// EventsListen is the loopback address of the daemon's local event
+	// API, or EventsOff; "" takes the settings.json key EventsSetting,
+	// else DefaultEventsListen (EventsAddr).
+	EventsListen string
 }
 
 // Defaults of Options.
@@ -67,6 +73,13 @@ type daemon struct {
 	stopOnce sync.Once
 	stopped  chan struct{} // closed when a stop is asked for
 	wg       sync.WaitGroup
+
+	// The local event API (nil when off): the hub every session's
+	// events are republished into (events.go).
+	hub    *localapi.Hub
+	events *localapi.Server
+	token  string
+	http   *http.Client
 }
 
 // child is a session the daemon started and still runs.
@@ -114,6 +127,19 @@ func Run(ctx context.Context, opts Options) error {
 		d.state.MachineID = id
 	} else {
 		return fmt.Errorf("daemon: machine id: %w", err)
+	}
+	st, err := settings.Load(h.Settings())
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	addr, err := EventsAddr(opts.EventsListen, st)
+	if err != nil {
+		return fmt.Errorf("daemon: local event API: %w", err)
+	}
+	if addr != EventsOff {
+		if err := d.startEvents(addr); err != nil {
+			return fmt.Errorf("daemon: %w", err)
+		}
 	}
 	d.saveLocked()
 	defer os.Remove(StatePath(h))
@@ -186,6 +212,7 @@ func (d *daemon) finish(parent context.Context, cause error) error {
 	}
 	d.stopAll()
 	d.wg.Wait()
+	d.closeEvents()
 	d.env.Log.Info().Msg("daemon stopped")
 	if cause != nil && parent.Err() == nil && !asked {
 		return cause

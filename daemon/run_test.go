@@ -29,7 +29,8 @@ import (
 
 // fakeSessionEnv makes the test binary a fake session started by the
 // daemon: "report" writes the spawn report and runs until SIGTERM, "fail"
-// exits 3 at once, "silent" never reports.
+// exits 3 at once, "silent" never reports, "events" serves a scripted
+// event API (fakeEventsSession).
 const fakeSessionEnv = "HAPPY_DAEMON_TEST_FAKE_SESSION"
 
 func fakeSession(mode string) int {
@@ -39,6 +40,8 @@ func fakeSession(mode string) int {
 	case "fail":
 		fmt.Fprintln(os.Stderr, "fake session: cannot start the agent")
 		return 3
+	case "events":
+		return fakeEventsSession(sig)
 	case "report":
 		fd, _ := strconv.Atoi(os.Getenv(app.SpawnReportEnv))
 		f := os.NewFile(uintptr(fd), "report")
@@ -53,7 +56,7 @@ func fakeSession(mode string) int {
 // runDaemon runs Run in-process on a new home against a fresh relay, its
 // sessions fake ones in mode; it returns a connection of the account and
 // a function that stops the daemon and returns Run's error.
-func runDaemon(t *testing.T, mode string, spawnTimeout time.Duration) (*app.Conn, home.Dir, func() error) {
+func runDaemon(t *testing.T, mode string, spawnTimeout time.Duration, with ...func(*Options)) (*app.Conn, home.Dir, func() error) {
 	t.Helper()
 	r := servertest.Start(t)
 	var secret [32]byte
@@ -74,21 +77,29 @@ func runDaemon(t *testing.T, mode string, spawnTimeout time.Duration) (*app.Conn
 		t.Fatal(err)
 	}
 	vars := map[string]string{"HAPPY_SERVER_URL": r.URL, "PATH": ""}
-	env := app.Env{Home: h, Getenv: func(k string) string { return vars[k] }, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)}
+	lf, err := os.Create(testLog(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lf.Close() })
+	env := app.Env{Home: h, Getenv: func(k string) string { return vars[k] },
+		Log: zerolog.New(zerolog.MultiLevelWriter(zerolog.NewTestWriter(t), lf)).Level(zerolog.InfoLevel)}
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	stop := make(chan struct{})
 	done := make(chan error, 1)
-	go func() {
-		done <- Run(context.Background(), Options{Env: env, SpawnTimeout: spawnTimeout, StopGrace: 2 * time.Second, Stop: stop,
-			Command: func(args []string) *exec.Cmd {
-				cmd := exec.Command(exe, args...)
-				cmd.Env = append(os.Environ(), fakeSessionEnv+"="+mode)
-				return cmd
-			}})
-	}()
+	opts := Options{Env: env, SpawnTimeout: spawnTimeout, StopGrace: 2 * time.Second, Stop: stop,
+		Command: func(args []string) *exec.Cmd {
+			cmd := exec.Command(exe, args...)
+			cmd.Env = append(os.Environ(), fakeSessionEnv+"="+mode, fakeTokenEnv+"="+h.EventsToken())
+			return cmd
+		}}
+	for _, w := range with {
+		w(&opts)
+	}
+	go func() { done <- Run(context.Background(), opts) }()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if st, err := ReadState(h); err == nil && st.Status == StatusRunning {
@@ -121,6 +132,9 @@ func runDaemon(t *testing.T, mode string, spawnTimeout time.Duration) (*app.Conn
 	t.Cleanup(func() { _ = finish() })
 	return conn, h, finish
 }
+
+// testLog is the file runDaemon's daemon logs to (besides the test's log).
+func testLog(h home.Dir) string { return h.Join("test-daemon.log") }
 
 // machineID is the home's machine id (the daemon wrote it).
 func machineID(t *testing.T, h home.Dir) string {

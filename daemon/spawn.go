@@ -188,6 +188,11 @@ func (d *daemon) spawn(ctx context.Context, params json.RawMessage) SpawnReply {
 	if err != nil {
 		return fail("%v", err)
 	}
+	if d.events != nil {
+		// The session serves its own event API; the daemon follows it
+		// into its own (events.go).
+		args = append(args, "--events-listen="+sessionEventsListen)
+	}
 	if req.ResumeSessionID != "" && req.Directory == "" {
 		// happy resume goes to the session's own folder; it starts in
 		// the user's home folder.
@@ -305,9 +310,13 @@ func (d *daemon) start(ctx context.Context, agentName, dir string, args []string
 	}
 	d.mu.Lock()
 	c.info.SessionID = rep.SessionID
+	c.info.Events = rep.Events
 	d.mu.Unlock()
 	d.changed()
-	d.env.Log.Info().Int("pid", c.info.PID).Str("session", rep.SessionID).Msg("spawn: session reported its id")
+	d.env.Log.Info().Int("pid", c.info.PID).Str("session", rep.SessionID).Str("events", rep.Events).Msg("spawn: session reported its id")
+	if d.events != nil && rep.Events != "" {
+		d.follow(c, rep.Events)
+	}
 	return SpawnReply{Type: SpawnSuccess, SessionID: rep.SessionID, PID: c.info.PID}
 }
 

@@ -52,6 +52,11 @@ type State struct {
 	MachineID string `json:"machineId,omitempty"`
 	Relay     string `json:"relay,omitempty"`
 	Log       string `json:"log"`
+	// Events is the address of the daemon's local event API
+	// ("127.0.0.1:PORT"; absent when it is off): GET /event there follows
+	// every session the daemon runs, with the bearer token of the home's
+	// events.token.
+	Events string `json:"events,omitempty"`
 	// Sessions are the sessions the daemon started and that still run.
 	Sessions []Child `json:"sessions"`
 	// ShutdownRequestedAt and ShutdownSource say when and how a stop was
@@ -73,6 +78,9 @@ type Child struct {
 	Directory  string `json:"directory"`
 	StartedAt  int64  `json:"startedAt"`
 	Log        string `json:"log,omitempty"`
+	// Events is the address of the session's own event API, which the
+	// daemon follows (absent when the daemon's API is off).
+	Events string `json:"events,omitempty"`
 }
 
 // ReadState reads <home>/daemon.json. A missing file is os.ErrNotExist; a

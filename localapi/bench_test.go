@@ -33,3 +33,33 @@ func BenchmarkHubPublish(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPublishEncoded measures republishing another hub's frames (the
+// daemon following a session): every line of the reducer's goldens
+// decoded and published to one subscriber that takes its frames.
+func BenchmarkPublishEncoded(b *testing.B) {
+	lines := busLines(b)
+	names := make([]string, len(lines))
+	for i, l := range lines {
+		names[i] = typeOf(b, l)
+	}
+	h := NewHub(HubOptions{})
+	sub := h.Subscribe()
+	defer sub.Close()
+	var buf []byte
+	bytes := 0
+	for _, l := range lines {
+		bytes += len(l)
+	}
+	b.SetBytes(int64(bytes))
+	b.ReportAllocs()
+	for b.Loop() {
+		for i, l := range lines {
+			if _, err := h.PublishEncoded(names[i], []byte(l)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		buf, _ = sub.Take(buf[:0])
+	}
+	b.ReportMetric(float64(len(lines)), "frames/op")
+}

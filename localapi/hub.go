@@ -74,6 +74,8 @@ type HubStats struct {
 	// Unencodable counts changes that could not be encoded (logged, not
 	// sent; the documents still take them).
 	Unencodable int64
+	// Forgotten counts the sessions Forget dropped.
+	Forgotten int64
 }
 
 // Hub is the one place live changes of every session of this process go:
@@ -473,4 +475,54 @@ func removedFrame(event, sessionID, messageID, partID string) []byte {
 	// JSON of strings holds no raw line break: unreachable, but never
 	// silent.
 	return sse.AppendComment(nil, "unencodable "+event+": "+err.Error())
+}
+
+// SessionEnded is the status type of the session.status the hub publishes
+// when it forgets a session (Forget): {"type": "ended"}, beside seed 001's
+// idle, busy and retry. Nothing follows it for that session.
+const SessionEnded mapper.SessionStatusType = "ended"
+
+// Forget drops a session's documents (its messages, parts and todos) and
+// publishes session.status {sessionID, status: {type: "ended"}}, so a hub
+// fed by sessions that come and go (the daemon's) keeps only the live
+// ones. It returns false, publishing nothing, when the hub knows no such
+// session. A later change naming the session makes it known again.
+func (h *Hub) Forget(sessionID string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.sessions[sessionID]; !ok {
+		return false
+	}
+	delete(h.sessions, sessionID)
+	h.order = slices.DeleteFunc(h.order, func(id string) bool { return id == sessionID })
+	h.stats.Published++
+	h.stats.Forgotten++
+	ev := &mapper.SessionStatus{SessionID: sessionID, Status: mapper.SessionStatusInfo{Type: SessionEnded}}
+	data, err := mapper.EncodeChange(ev)
+	var frame []byte
+	if err == nil {
+		frame, err = sse.AppendFrame(nil, ev.EventType(), "", string(data))
+	}
+	if err != nil {
+		h.unencodable(ev.EventType(), err)
+		return true
+	}
+	for s := range h.subs {
+		for k := range s.stale {
+			if k.session == sessionID {
+				delete(s.stale, k)
+			}
+		}
+		h.offerState(s, frame)
+	}
+	return true
+}
+
+// Known reports whether the hub has a document of the session (it was
+// named by a change and not forgotten since).
+func (h *Hub) Known(sessionID string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.sessions[sessionID]
+	return ok
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/happy-dev/happy/internal/linereader"
 	"github.com/happy-dev/happy/internal/logging"
 	"github.com/happy-dev/happy/internal/tail"
+	"github.com/happy-dev/happy/localapi"
 )
 
 // selfExec builds the command that runs this happy binary with args (the
@@ -50,18 +51,37 @@ per happy home; it logs to <home>/logs/daemon.out.`,
 	return cmd
 }
 
+// eventsListenUsage is the help of daemon start's and run's --events-listen.
+const eventsListenUsage = "serve the local event API of every session the daemon runs on this loopback `ADDR` (\"off\": none); default: the settings.json key daemonEventsListen, else 127.0.0.1:0 (the address is in daemon status)"
+
+// checkDaemonEvents refuses, as a usage error, an --events-listen that is
+// neither off nor a loopback address.
+func checkDaemonEvents(addr string) error {
+	if addr == "" || addr == daemon.EventsOff {
+		return nil
+	}
+	if err := localapi.CheckLoopback(addr); err != nil {
+		return &usageError{err: fmt.Errorf("--events-listen: %w", err)}
+	}
+	return nil
+}
+
 func newDaemonStartCmd(f *factory) *cobra.Command {
 	var wait time.Duration
+	var eventsListen string
 	cmd := &cobra.Command{
 		Use:   "start",
 		Short: "Start the daemon in the background",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkDaemonEvents(eventsListen); err != nil {
+				return err
+			}
 			h, err := f.home()
 			if err != nil {
 				return &exitError{code: exitFailed, err: err}
 			}
-			st, err := daemon.Start(daemon.StartOptions{Home: h, Command: selfExec, Wait: wait})
+			st, err := daemon.Start(daemon.StartOptions{Home: h, Command: selfExec, Wait: wait, EventsListen: eventsListen})
 			if errors.Is(err, daemon.ErrRunning) {
 				return &exitError{code: exitFailed, err: fmt.Errorf("%w; stop it with: happy daemon stop", err)}
 			}
@@ -73,15 +93,20 @@ func newDaemonStartCmd(f *factory) *cobra.Command {
 		},
 	}
 	cmd.Flags().DurationVar(&wait, "wait", 15*time.Second, "how long to wait for the daemon to be running")
+	cmd.Flags().StringVar(&eventsListen, "events-listen", "", eventsListenUsage)
 	return cmd
 }
 
 func newDaemonRunCmd(f *factory) *cobra.Command {
-	return &cobra.Command{
+	var eventsListen string
+	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run the daemon in the foreground (what daemon start and the systemd unit run)",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkDaemonEvents(eventsListen); err != nil {
+				return err
+			}
 			h, err := f.home()
 			if err != nil {
 				return &exitError{code: exitFailed, err: err}
@@ -105,7 +130,7 @@ func newDaemonRunCmd(f *factory) *cobra.Command {
 			go func() { <-ctx.Done(); close(stop) }()
 			err = daemon.Run(cmd.Context(), daemon.Options{
 				Env:     app.Env{Home: h, Getenv: f.getenv, Log: log, Now: f.now},
-				Command: selfExec, Stop: stop,
+				Command: selfExec, Stop: stop, EventsListen: eventsListen,
 			})
 			if err != nil {
 				log.Error().Err(err).Msg("daemon ended")
@@ -118,6 +143,8 @@ func newDaemonRunCmd(f *factory) *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&eventsListen, "events-listen", "", eventsListenUsage)
+	return cmd
 }
 
 func newDaemonStopCmd(f *factory) *cobra.Command {
@@ -155,7 +182,9 @@ func newDaemonStatusCmd(f *factory) *cobra.Command {
 		Long: `Say whether the daemon runs (pid, since, relay, machine id) and the sessions
 it runs. --json prints {running, state?, stateError?, log}; state is the
 daemon's state file ({pid, startedAt (Unix ms), status, version, machineId,
-relay, log, sessions: [{sessionId, pid, agent, directory, startedAt}]}).
+relay, log, events?, sessions: [{sessionId, pid, agent, directory, startedAt,
+events?}]}); events is the address of the daemon's local event API (and of
+each session's own, which the daemon follows).
 The exit status is 0 when it runs, 1 when not.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -177,6 +206,9 @@ The exit status is 0 when it runs, 1 when not.`,
 					time.UnixMilli(st.StartedAt).Format(time.RFC3339), st.Relay, st.MachineID)
 				for _, c := range st.Sessions {
 					fmt.Fprintf(f.stdout, "  session %s  %s  %s  pid %d\n", orDash(c.SessionID), c.Agent, c.Directory, c.PID)
+				}
+				if st.Events != "" {
+					fmt.Fprintf(f.stdout, "events: http://%s/event (bearer token in %s)\n", st.Events, h.EventsToken())
 				}
 				fmt.Fprintf(f.stdout, "log: %s\n", st.Log)
 			}

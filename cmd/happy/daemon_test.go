@@ -521,6 +521,8 @@ func TestDaemonCommandsWithoutDaemon(t *testing.T) {
 		{[]string{"spawn", "--dir", "/x"}, exitUsage, ""},
 		{[]string{"stop"}, exitUsage, ""},
 		{[]string{"daemon", "frob"}, exitUsage, ""},
+		{[]string{"daemon", "start", "--events-listen", "0.0.0.0:4097"}, exitUsage, ""},
+		{[]string{"daemon", "run", "--events-listen", ":4097"}, exitUsage, ""},
 	} {
 		code, stdout, stderr := runHappy(t, env, tc.args...)
 		if code != tc.code || stdout != tc.stdout {
