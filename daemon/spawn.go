@@ -404,7 +404,11 @@ func (d *daemon) registerRPCs(ctx context.Context) {
 	d.machine.RegisterRPC(MethodListSessions, func(context.Context, json.RawMessage) (any, error) {
 		d.mu.Lock()
 		defer d.mu.Unlock()
-		return SessionsReply{Sessions: d.sessionsLocked()}, nil
+		list := d.sessionsLocked()
+		for i := range list {
+			list[i].Events = "" // a loopback port of this machine: nothing for other devices
+		}
+		return SessionsReply{Sessions: list}, nil
 	})
 	d.machine.RegisterRPC(MethodStopDaemon, func(context.Context, json.RawMessage) (any, error) {
 		d.env.Log.Info().Msg("stop-daemon: asked over the relay")
