@@ -247,13 +247,13 @@ func (w *Writer) part(p mapper.Part) {
 			return
 		}
 		turn := w.ensureTurn(pt.MessageID)
-		w.session(pt.ID, *pt.Time.End, "agent", turn, map[string]any{"t": "text", "text": pt.Text})
+		w.session(pt.ID, w.at(*pt.Time.End), "agent", turn, map[string]any{"t": "text", "text": pt.Text})
 	case *mapper.ReasoningPart:
 		if pt.Time.End == nil || strings.TrimSpace(pt.Text) == "" || w.emitted[pt.ID] {
 			return
 		}
 		turn := w.ensureTurn(pt.MessageID)
-		w.session(pt.ID, *pt.Time.End, "agent", turn, map[string]any{"t": "text", "text": pt.Text, "thinking": true})
+		w.session(pt.ID, w.at(*pt.Time.End), "agent", turn, map[string]any{"t": "text", "text": pt.Text, "thinking": true})
 	case *mapper.ToolPart:
 		w.tool(pt)
 	}
@@ -269,17 +269,13 @@ func (w *Writer) tool(tp *mapper.ToolPart) {
 	if !w.started[tp.ID] {
 		w.started[tp.ID] = true
 		turn := w.ensureTurn(tp.MessageID)
-		name, args := NativeTool(tp)
+		name, args := NativeTool(tp, w.opts.Flavor)
 		title := st.Title
 		if title == "" {
 			title = name
 		}
 		desc, _ := tp.State.Input["description"].(string)
-		at := st.Time.Start
-		if at == 0 {
-			at = w.opts.Now().UnixMilli()
-		}
-		w.session(tp.ID, at, "agent", turn, map[string]any{"t": "tool-call-start", "call": tp.CallID, "name": name,
+		w.session(tp.ID, w.at(st.Time.Start), "agent", turn, map[string]any{"t": "tool-call-start", "call": tp.CallID, "name": name,
 			"title": title, "description": desc, "args": args})
 	}
 	if st.Status.Open() || w.ended[tp.ID] {
@@ -297,22 +293,69 @@ func (w *Writer) tool(tp *mapper.ToolPart) {
 }
 
 // NativeTool is the tool name and arguments the reference app's renderers
-// know: the agent's own name (metadata.providerTool: Claude's "Bash",
-// "Edit", …) and input (metadata.providerInput when the canonical input is
-// not the agent's), else the canonical ones. Arguments are always an object.
-func NativeTool(tp *mapper.ToolPart) (string, map[string]any) {
+// know, which are Claude's (Bash, Read, Edit, …): for a Claude agent its own
+// name (metadata.providerTool) and input (metadata.providerInput when the
+// canonical input is not Claude's); for every other agent the Claude tool of
+// the canonical name, with the canonical input spelled as Claude's
+// (claudeTools); an MCP tool as mcp__<server>__<tool>; anything else under
+// the agent's own name and input. Arguments are always an object.
+func NativeTool(tp *mapper.ToolPart, flavor string) (string, map[string]any) {
+	in := map[string]any(tp.State.Input)
+	if in == nil {
+		in = map[string]any{}
+	}
+	ptool, _ := tp.Metadata[agent.MetaProviderTool].(string)
+	pin, _ := tp.Metadata[agent.MetaProviderInput].(agent.Object)
+	if Provider(flavor) == "claude" && ptool != "" {
+		if pin != nil {
+			return ptool, pin
+		}
+		return ptool, in
+	}
+	if ct, ok := claudeTools[tp.Tool]; ok {
+		out := map[string]any{}
+		for k, v := range in {
+			if ck, ok := ct.keys[k]; ok {
+				k = ck
+			}
+			out[k] = v
+		}
+		return ct.name, out
+	}
+	if server, tool, ok := strings.Cut(strings.TrimPrefix(tp.Tool, "mcp:"), "/"); ok && strings.HasPrefix(tp.Tool, "mcp:") {
+		return "mcp__" + server + "__" + tool, in
+	}
 	name := tp.Tool
-	if s, ok := tp.Metadata[agent.MetaProviderTool].(string); ok && s != "" {
-		name = s
+	if ptool != "" {
+		name = ptool
 	}
-	if in, ok := tp.Metadata[agent.MetaProviderInput].(agent.Object); ok {
-		return name, in
+	if pin != nil {
+		return name, pin
 	}
-	args := map[string]any(tp.State.Input)
-	if args == nil {
-		args = map[string]any{}
-	}
-	return name, args
+	return name, in
+}
+
+// claudeTool is the Claude name of a canonical tool and its input keys
+// spelled as Claude spells them.
+type claudeTool struct {
+	name string
+	keys map[string]string
+}
+
+var claudeTools = map[string]claudeTool{
+	agent.ToolBash:  {"Bash", nil},
+	agent.ToolRead:  {"Read", map[string]string{"path": "file_path"}},
+	agent.ToolWrite: {"Write", map[string]string{"path": "file_path"}},
+	agent.ToolEdit: {"Edit", map[string]string{"path": "file_path", "oldString": "old_string", "newString": "new_string",
+		"replaceAll": "replace_all"}},
+	agent.ToolGlob:     {"Glob", nil},
+	agent.ToolGrep:     {"Grep", nil},
+	agent.ToolFetch:    {"WebFetch", nil},
+	agent.ToolSearch:   {"WebSearch", nil},
+	agent.ToolTask:     {"Task", map[string]string{"agent": "subagent_type"}},
+	agent.ToolTodo:     {"TodoWrite", nil},
+	agent.ToolQuestion: {"AskUserQuestion", nil},
+	agent.ToolPlan:     {"ExitPlanMode", nil},
 }
 
 // ensureTurn opens a turn when none is open and returns its id: the prompt
@@ -354,7 +397,15 @@ func (w *Writer) flushUser() {
 		w.emitted[tp.ID] = true
 		return
 	}
-	w.session(tp.ID, w.users[tp.MessageID], "user", "", map[string]any{"t": "text", "text": tp.Text})
+	w.session(tp.ID, w.at(w.users[tp.MessageID]), "user", "", map[string]any{"t": "text", "text": tp.Text})
+}
+
+// at is t (Unix ms), or now when the agent gave no time.
+func (w *Writer) at(t int64) int64 {
+	if t > 0 {
+		return t
+	}
+	return w.opts.Now().UnixMilli()
 }
 
 // session queues a session-protocol envelope:

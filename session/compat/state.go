@@ -15,8 +15,9 @@ import (
 
 // Request is a pending permission in agentState.requests, keyed by the
 // tool's call id: {tool, arguments, createdAt (Unix ms), toolUseId}. Tool
-// and arguments are the app's names (NativeTool); toolUseId is the call id,
-// which the app's tool-call-start carries as "call".
+// and arguments are the app's names (NativeTool, the same as the legacy
+// tool-call-start's); toolUseId is the call id, which the tool-call-start
+// carries as "call".
 type Request struct {
 	Tool      string         `json:"tool"`
 	Arguments map[string]any `json:"arguments"`
@@ -113,7 +114,7 @@ func (s State) clone() State {
 // adds a request or a communication; a resolved block (or a tool that left
 // blocked without one) moves it to the completed ones. It reports whether s
 // changed.
-func (s State) Apply(tp *mapper.ToolPart, now int64) bool {
+func (s State) Apply(tp *mapper.ToolPart, flavor string, now int64) bool {
 	st := tp.State
 	b := st.Block
 	id := tp.CallID
@@ -126,7 +127,7 @@ func (s State) Apply(tp *mapper.ToolPart, now int64) bool {
 			if _, done := s.CompletedRequests[id]; done {
 				return false
 			}
-			name, args := NativeTool(tp)
+			name, args := NativeTool(tp, flavor)
 			s.Requests[id] = Request{Tool: name, Arguments: args, CreatedAt: now, ToolUseID: id}
 			return true
 		case mapper.BlockQuestion:
@@ -327,7 +328,7 @@ func (s *stateWriter) observe(events []mapper.BusEvent, now time.Time) {
 	s.mu.Lock()
 	for _, ev := range events {
 		if pu, ok := ev.(*mapper.MessagePartUpdated); ok {
-			if tp, ok := pu.Part.(*mapper.ToolPart); ok && s.state.Apply(tp, now.UnixMilli()) {
+			if tp, ok := pu.Part.(*mapper.ToolPart); ok && s.state.Apply(tp, s.opts.Flavor, now.UnixMilli()) {
 				changed = true
 			}
 		}
