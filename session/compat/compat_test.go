@@ -408,3 +408,41 @@ func TestProvider(t *testing.T) {
 		}
 	}
 }
+
+func TestValidateMetadata(t *testing.T) {
+	for _, c := range []struct{ in, err string }{
+		{`{"path":"/w","host":"h"}`, ""},
+		{`{"path":"/w","host":"h","flavor":null,"summary":{"text":"t","updatedAt":1},"startedBy":"daemon","hostPid":3,"oneShot":true,"acpSessionId":"x"}`, ""},
+		{`{"host":"h"}`, "path: required"},
+		{`{"path":"/w","host":"h","startedBy":"ci"}`, `startedBy: must be "daemon" or "terminal"`},
+		{`{"path":"/w","host":"h","machineId":null,"summary":{"text":"t"}}`, "machineId: must be a string, summary: must be {text: string, updatedAt: number}"},
+		{`{"path":"/w","host":"h","tools":["a",1],"hostPid":"1","startedFromDaemon":1}`, "hostPid: must be a number, startedFromDaemon: must be a boolean, tools: must be an array of strings"},
+		{`[]`, "not a JSON object"},
+	} {
+		err := ValidateMetadata([]byte(c.in))
+		if c.err == "" {
+			if err != nil {
+				t.Errorf("%s: %v", c.in, err)
+			}
+			continue
+		}
+		if err == nil || !errors.Is(err, ErrMetadata) || !strings.HasSuffix(err.Error(), ": "+c.err) {
+			t.Errorf("%s: %v, want …%s", c.in, err, c.err)
+		}
+	}
+}
+
+// TestMergeKeepsForeignFields: completed entries of other writers and
+// other keys survive; requests are ours alone.
+func TestMergeKeepsForeignFields(t *testing.T) {
+	st := newState()
+	st.CompletedRequests["mine"] = CompletedRequest{Request: Request{Tool: "Bash", Arguments: map[string]any{}}, Status: "approved", Decision: "approved"}
+	out, err := Merge(json.RawMessage(`{"controlledByUser":false,"requests":{"stale":{"tool":"X","arguments":{}}},"completedRequests":{"old":{"tool":"Y","arguments":{},"status":"denied"}}}`), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"communications":{},"completedCommunications":{},"completedRequests":{"mine":{"tool":"Bash","arguments":{},"createdAt":0,"completedAt":0,"status":"approved","decision":"approved"},"old":{"tool":"Y","arguments":{},"status":"denied"}},"controlledByUser":false,"requests":{}}`
+	if string(out) != want {
+		t.Fatalf("got  %s\nwant %s", out, want)
+	}
+}
