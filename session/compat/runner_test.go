@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/golden"
@@ -164,3 +165,87 @@ func TestRunnerClaudeSession(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// gatedRelay holds each agentState write until the test releases it, and
+// fails the first one when told to.
+type gatedRelay struct {
+	relayState
+	gate     chan struct{}
+	failNext bool
+	calls    int
+}
+
+func (g *gatedRelay) update(ctx context.Context, fn Updater) error {
+	g.calls++
+	<-g.gate
+	if g.failNext {
+		g.failNext = false
+		return context.DeadlineExceeded
+	}
+	return g.relayState.update(ctx, fn)
+}
+
+func blockedPart(call string, status mapper.ToolStatus) *mapper.MessagePartUpdated {
+	tp := &mapper.ToolPart{PartBase: mapper.PartBase{ID: "prt_" + call, SessionID: "ses_root", MessageID: "msg_1"}, CallID: call, Tool: "bash",
+		State: mapper.ToolState{Status: status, Input: agent.Object{"command": "ls"}}}
+	if status == mapper.StatusBlocked {
+		tp.State.Block = &mapper.Block{Type: mapper.BlockPermission, ID: "per_" + call, Permission: "bash", Patterns: []string{"ls"}}
+	}
+	return &mapper.MessagePartUpdated{Part: tp}
+}
+
+// TestStateWritesCoalesceAndRetry: changes made while a write is in flight
+// are one next write; a failed write is retried after RetryAfter; Observe
+// never waits for the relay.
+func TestStateWritesCoalesceAndRetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := &gatedRelay{gate: make(chan struct{})}
+		w := New(Options{Store: newMemStore(), RootID: "ses_root", UpdateState: g.update, RetryAfter: time.Second})
+		fail := func(format string, args ...any) {
+			t.Helper()
+			close(g.gate)
+			_ = w.Close(context.Background())
+			t.Fatalf(format, args...)
+		}
+		release := func() { g.gate <- struct{}{}; synctest.Wait() }
+		w.Observe([]mapper.BusEvent{blockedPart("c1", mapper.StatusBlocked)})
+		synctest.Wait() // the first write waits at the gate
+		for _, c := range []string{"c2", "c3", "c4"} {
+			w.Observe([]mapper.BusEvent{blockedPart(c, mapper.StatusBlocked)}) // does not wait
+		}
+		release() // c1 written; the three changes since are the next write
+		if g.calls != 2 || g.writes != 1 {
+			fail("calls %d writes %d", g.calls, g.writes)
+		}
+		g.failNext = true
+		release() // that write fails: retried after RetryAfter
+		if g.calls != 2 {
+			fail("retried at once: calls %d", g.calls)
+		}
+		time.Sleep(time.Second) // fake clock: the retry is due
+		synctest.Wait()
+		release()
+		if g.calls != 3 || g.writes != 2 {
+			fail("calls %d writes %d: not coalesced or not retried", g.calls, g.writes)
+		}
+		var st struct{ Requests map[string]Request }
+		if err := json.Unmarshal(g.value, &st); err != nil || len(st.Requests) != 4 {
+			fail("state %s %v", g.value, err)
+		}
+		w.Observe([]mapper.BusEvent{blockedPart("c1", mapper.StatusError)})
+		synctest.Wait()
+		release()
+		close(g.gate)
+		if err := w.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		var done struct {
+			Requests          map[string]Request
+			CompletedRequests map[string]CompletedRequest `json:"completedRequests"`
+		}
+		_ = json.Unmarshal(g.value, &done)
+		if len(done.Requests) != 3 || done.CompletedRequests["c1"].Status != "canceled" || g.writes != 3 {
+			t.Fatalf("after settle %s (writes %d)", g.value, g.writes)
+		}
+	})
+}
