@@ -446,3 +446,31 @@ func TestMergeKeepsForeignFields(t *testing.T) {
 		t.Fatalf("got  %s\nwant %s", out, want)
 	}
 }
+
+func TestSettle(t *testing.T) {
+	for _, c := range []struct{ in, out string }{
+		{`{"controlledByUser":false,"requests":{"c1":{"tool":"Bash","arguments":{"command":"ls"},"createdAt":5}},"completedRequests":{"c0":{"tool":"Read","arguments":{},"status":"approved"}},"communications":{"q1":{"kind":"form","form":{"questions":[]}}}}`,
+			`{"communications":{},"completedCommunications":{"q1":{"completedAt":9,"form":{"questions":[]},"kind":"form","status":"cancelled"}},"completedRequests":{"c0":{"tool":"Read","arguments":{},"status":"approved"},"c1":{"arguments":{"command":"ls"},"completedAt":9,"createdAt":5,"decision":"abort","reason":"wrapper-exited","status":"canceled","tool":"Bash"}},"controlledByUser":false,"requests":{}}`},
+		{`{"requests":{},"completedRequests":{"c0":{}}}`, ""},
+		{`null`, ""},
+		{`[1]`, ""},
+		{`{"requests":"x"}`, ""},
+	} {
+		out, changed, err := Settle(json.RawMessage(c.in), agent.ReasonWrapperExited, 9)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.out == "" {
+			if changed || string(out) != c.in {
+				t.Errorf("%s: changed to %s", c.in, out)
+			}
+			continue
+		}
+		if !changed || string(out) != c.out {
+			t.Errorf("%s:\ngot  %s\nwant %s", c.in, out, c.out)
+		}
+		if err := validateAgentState(out); err != nil {
+			t.Errorf("%s: %v", out, err)
+		}
+	}
+}

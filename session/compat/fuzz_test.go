@@ -55,3 +55,24 @@ func FuzzMerge(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSettle: whatever the relay holds, settling leaves nothing waiting and
+// is idempotent.
+func FuzzSettle(f *testing.F) {
+	for _, s := range []string{`{"requests":{"c":{"tool":"Bash","arguments":{}}}}`, `{"communications":{"q":null}}`, `null`, `[]`, `{"requests":{"c":1}}`, `{`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		out, changed, err := Settle(data, "wrapper-exited", 1)
+		if err != nil {
+			return
+		}
+		if !changed {
+			return
+		}
+		again, changed2, err := Settle(out, "wrapper-exited", 1)
+		if err != nil || changed2 || string(again) != string(out) {
+			t.Fatalf("settle of %s not idempotent: %s → %s (%v)", data, out, again, err)
+		}
+	})
+}

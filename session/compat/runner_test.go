@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"reflect"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -170,19 +171,36 @@ func ptr[T any](v T) *T { return &v }
 // fails the first one when told to.
 type gatedRelay struct {
 	relayState
-	gate     chan struct{}
+	gate chan struct{}
+
+	gmu      sync.Mutex
 	failNext bool
 	calls    int
 }
 
 func (g *gatedRelay) update(ctx context.Context, fn Updater) error {
+	g.gmu.Lock()
 	g.calls++
+	g.gmu.Unlock()
 	<-g.gate
-	if g.failNext {
-		g.failNext = false
+	g.gmu.Lock()
+	fail := g.failNext
+	g.failNext = false
+	g.gmu.Unlock()
+	if fail {
 		return context.DeadlineExceeded
 	}
 	return g.relayState.update(ctx, fn)
+}
+
+// seen returns the calls so far, the writes that succeeded and the value.
+func (g *gatedRelay) seen() (calls, writes int, value json.RawMessage) {
+	g.gmu.Lock()
+	calls = g.calls
+	g.gmu.Unlock()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return calls, g.writes, g.value
 }
 
 func blockedPart(call string, status mapper.ToolStatus) *mapper.MessagePartUpdated {
@@ -214,23 +232,26 @@ func TestStateWritesCoalesceAndRetry(t *testing.T) {
 			w.Observe([]mapper.BusEvent{blockedPart(c, mapper.StatusBlocked)}) // does not wait
 		}
 		release() // c1 written; the three changes since are the next write
-		if g.calls != 2 || g.writes != 1 {
-			fail("calls %d writes %d", g.calls, g.writes)
+		if calls, writes, _ := g.seen(); calls != 2 || writes != 1 {
+			fail("calls %d writes %d", calls, writes)
 		}
+		g.gmu.Lock()
 		g.failNext = true
+		g.gmu.Unlock()
 		release() // that write fails: retried after RetryAfter
-		if g.calls != 2 {
-			fail("retried at once: calls %d", g.calls)
+		if calls, _, _ := g.seen(); calls != 2 {
+			fail("retried at once: calls %d", calls)
 		}
 		time.Sleep(time.Second) // fake clock: the retry is due
 		synctest.Wait()
 		release()
-		if g.calls != 3 || g.writes != 2 {
-			fail("calls %d writes %d: not coalesced or not retried", g.calls, g.writes)
+		calls, writes, value := g.seen()
+		if calls != 3 || writes != 2 {
+			fail("calls %d writes %d: not coalesced or not retried", calls, writes)
 		}
 		var st struct{ Requests map[string]Request }
-		if err := json.Unmarshal(g.value, &st); err != nil || len(st.Requests) != 4 {
-			fail("state %s %v", g.value, err)
+		if err := json.Unmarshal(value, &st); err != nil || len(st.Requests) != 4 {
+			fail("state %s %v", value, err)
 		}
 		w.Observe([]mapper.BusEvent{blockedPart("c1", mapper.StatusError)})
 		synctest.Wait()
@@ -243,9 +264,10 @@ func TestStateWritesCoalesceAndRetry(t *testing.T) {
 			Requests          map[string]Request
 			CompletedRequests map[string]CompletedRequest `json:"completedRequests"`
 		}
-		_ = json.Unmarshal(g.value, &done)
-		if len(done.Requests) != 3 || done.CompletedRequests["c1"].Status != "canceled" || g.writes != 3 {
-			t.Fatalf("after settle %s (writes %d)", g.value, g.writes)
+		_, writes, value = g.seen()
+		_ = json.Unmarshal(value, &done)
+		if len(done.Requests) != 3 || done.CompletedRequests["c1"].Status != "canceled" || writes != 3 {
+			t.Fatalf("after settle %s (writes %d)", value, writes)
 		}
 	})
 }

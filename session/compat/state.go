@@ -3,6 +3,7 @@ package compat
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"slices"
 	"strconv"
@@ -400,4 +401,62 @@ func (w *Writer) Snapshot() State {
 	w.state.mu.Lock()
 	defer w.state.mu.Unlock()
 	return w.state.state.clone()
+}
+
+// Settle is the agentState of a session whose happy died, as the happy that
+// settles it writes it (docs/ARCHITECTURE.md, "A session's life"): every
+// request still in requests moves to completedRequests as canceled/abort
+// with reason and completedAt (Unix ms), every communication to
+// completedCommunications as cancelled; all else of cur is kept. changed is
+// false when nothing waited (cur is then returned as it is). A cur that is
+// not a JSON object, or whose waiting maps are not objects, waits for
+// nothing.
+func Settle(cur json.RawMessage, reason string, now int64) (out json.RawMessage, changed bool, err error) {
+	var m map[string]json.RawMessage
+	if len(cur) == 0 || json.Unmarshal(cur, &m) != nil || m == nil {
+		return cur, false, nil
+	}
+	move := func(from, to string, fields map[string]any) error {
+		var waiting map[string]map[string]json.RawMessage
+		if json.Unmarshal(m[from], &waiting) != nil || len(waiting) == 0 {
+			return nil
+		}
+		var done map[string]json.RawMessage
+		if json.Unmarshal(m[to], &done) != nil || done == nil {
+			done = map[string]json.RawMessage{}
+		}
+		for id, entry := range waiting {
+			if entry == nil {
+				entry = map[string]json.RawMessage{}
+			}
+			for k, v := range fields {
+				b, err := json.Marshal(v)
+				if err != nil {
+					return err
+				}
+				entry[k] = b
+			}
+			b, err := json.Marshal(entry)
+			if err != nil {
+				return err
+			}
+			done[id] = b
+		}
+		var err1, err2 error
+		m[to], err1 = json.Marshal(done)
+		m[from], err2 = json.Marshal(map[string]any{})
+		changed = true
+		return errors.Join(err1, err2)
+	}
+	if err := move("requests", "completedRequests", map[string]any{"status": "canceled", "decision": "abort", "reason": reason, "completedAt": now}); err != nil {
+		return nil, false, err
+	}
+	if err := move("communications", "completedCommunications", map[string]any{"status": "cancelled", "completedAt": now}); err != nil {
+		return nil, false, err
+	}
+	if !changed {
+		return cur, false, nil
+	}
+	out, err = json.Marshal(m)
+	return out, true, err
 }
