@@ -290,3 +290,33 @@ func TestRunSessionWritesWhatTheReferenceAppReads(t *testing.T) {
 		t.Fatalf("users %q", users)
 	}
 }
+
+func TestLegacyPrompt(t *testing.T) {
+	for in, want := range map[string]bool{
+		`{"role":"user","content":{"type":"text","text":"hi"}}`:                            true,
+		`{"kind":"message","version":1,"info":{"role":"user"},"parts":[]}`:                 false,
+		`{"role":"session","content":{"id":"p","time":1,"role":"user","ev":{"t":"text"}}}`: false,
+		`[]`: false, `null`: false, `{`: false,
+	} {
+		if got := legacyPrompt(json.RawMessage(in)); got != want {
+			t.Errorf("legacyPrompt(%s) = %v", in, got)
+		}
+	}
+}
+
+func FuzzLegacyPrompt(f *testing.F) {
+	for _, s := range []string{`{"role":"user","content":{"type":"text","text":"hi"}}`, `{"kind":null,"role":"user"}`, `[]`, `{`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if legacyPrompt(data) {
+			var head map[string]any
+			if json.Unmarshal(data, &head) != nil || head["role"] != "user" {
+				t.Fatalf("legacy prompt %s", data)
+			}
+			if _, hasKind := head["kind"]; hasKind && head["kind"] != nil {
+				t.Fatalf("legacy prompt with a kind: %s", data)
+			}
+		}
+	})
+}

@@ -155,6 +155,8 @@ func FuzzReadbackAdd(f *testing.F) {
 	f.Add([]byte(`{"kind":"message","version":1,"info":{"id":"m","sessionID":"s","role":"user","time":{"created":1},"agent":"a","model":{"providerID":"p","modelID":"m"}},"parts":[{"id":"p","sessionID":"s","messageID":"m","type":"text","text":"x"}]}`))
 	f.Add([]byte(`{"kind":"session","version":3,"session":{"id":"s","projectID":"","directory":"","title":"","time":{"created":1,"updated":1}}}`))
 	f.Add([]byte(`{"kind":"todos","version":1,"sessionID":"s","todos":[]}`))
+	f.Add([]byte(`{"role":"session","content":{"id":"p","time":1,"role":"agent","turn":"m","ev":{"t":"turn-start"}}}`))
+	f.Add([]byte(`{"role":"agent","content":{"type":"acp","provider":"codex","data":{"type":"tool-result"}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rb := NewReadback(mapper.Session{ID: "ses_fallback"})
 		rb.Add(1, data)
