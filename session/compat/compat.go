@@ -188,6 +188,9 @@ func (w *Writer) Observe(events []mapper.BusEvent) {
 					w.ensureTurn("")
 				}
 			case mapper.SessionIdle:
+				if w.busy && w.turn == "" {
+					w.ensureTurn("") // a turn with nothing to show still starts and ends
+				}
 				w.busy = false
 				w.flushUser()
 				if w.turn != "" {
@@ -306,7 +309,7 @@ func NativeTool(tp *mapper.ToolPart, flavor string) (string, map[string]any) {
 	}
 	ptool, _ := tp.Metadata[agent.MetaProviderTool].(string)
 	pin, _ := tp.Metadata[agent.MetaProviderInput].(agent.Object)
-	if Provider(flavor) == "claude" && ptool != "" {
+	if strings.Contains(strings.ToLower(flavor), "claude") && ptool != "" {
 		if pin != nil {
 			return ptool, pin
 		}

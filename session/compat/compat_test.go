@@ -474,3 +474,27 @@ func TestSettle(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyTurnStartsAndEnds: a turn with nothing to show still has its
+// start and end (the app's thinking flag and ready marker), after the prompt.
+func TestEmptyTurnStartsAndEnds(t *testing.T) {
+	rp := replay(t, "codex", []agent.Event{&agent.UserPrompt{PromptID: "p1", Text: "hello"}, &agent.TurnStarted{TurnID: "t"},
+		&agent.TurnEnded{TurnID: "t", Reason: agent.TurnCompleted}}, true)
+	var got []string
+	for _, r := range rp.store.legacy() {
+		if err := validateRecord(r); err != nil {
+			t.Errorf("%s: %v", r, err)
+		}
+		var m struct {
+			Content struct {
+				Role string
+				Ev   struct{ T, Text string }
+			}
+		}
+		_ = json.Unmarshal(r, &m)
+		got = append(got, m.Content.Role+" "+m.Content.Ev.T+" "+m.Content.Ev.Text)
+	}
+	if want := "user text hello|agent turn-start |agent turn-end "; strings.Join(got, "|") != want {
+		t.Fatalf("got %q, want %q", strings.Join(got, "|"), want)
+	}
+}
