@@ -15,6 +15,7 @@ import (
 
 	"github.com/happy-dev/happy/app"
 	"github.com/happy-dev/happy/crypto"
+	"github.com/happy-dev/happy/internal/fakemodel"
 	"github.com/happy-dev/happy/internal/home"
 	"github.com/happy-dev/happy/session/compat"
 )
@@ -27,10 +28,10 @@ type appView struct {
 	sid  string
 }
 
-func newAppView(t *testing.T, r *claudeRun) *appView {
+func newAppView(t *testing.T, homeB, relayURL, sid string) *appView {
 	t.Helper()
 	dir := t.TempDir()
-	key, err := os.ReadFile(filepath.Join(r.homeB, crypto.CredentialsFileName))
+	key, err := os.ReadFile(filepath.Join(homeB, crypto.CredentialsFileName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +44,7 @@ func newAppView(t *testing.T, r *claudeRun) *appView {
 	}
 	env := app.Env{Home: h, Log: zerolog.Nop(), Getenv: func(k string) string {
 		if k == "HAPPY_SERVER_URL" {
-			return r.relay.URL
+			return relayURL
 		}
 		return ""
 	}}
@@ -52,7 +53,7 @@ func newAppView(t *testing.T, r *claudeRun) *appView {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return &appView{conn: conn, sid: r.sid}
+	return &appView{conn: conn, sid: sid}
 }
 
 func (v *appView) opened(t *testing.T) app.Opened {
@@ -142,6 +143,46 @@ func (v *appView) legacy(t *testing.T) []string {
 	return out
 }
 
+// checkAppView checks what the app reads once a one-turn session that
+// approved callID (a shell command writing hi.txt) ended.
+func (v *appView) check(t *testing.T, callID, flavor, final string) {
+	t.Helper()
+	st := v.agentState(t)
+	cr := st["completedRequests"][callID]
+	if len(st["requests"]) != 0 || cr["status"] != "approved" || cr["decision"] != "approved" || cr["tool"] != "Bash" {
+		t.Fatalf("agentState after approval %v", st)
+	}
+	got := v.legacy(t)
+	want := []string{"user text Create hi.txt", "turn-start", "start " + callID + " Bash", "result " + callID + " ok",
+		"agent text " + final, "turn-end completed"}
+	// The agent may say or think something before its tool call; the rest
+	// is exact.
+	var filtered []string
+	for _, g := range got {
+		if strings.HasPrefix(g, "agent text ") && g != "agent text "+final {
+			continue
+		}
+		filtered = append(filtered, g)
+	}
+	if strings.Join(filtered, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("legacy records:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if o := v.opened(t); compat.ValidateMetadata(o.RawMetadata) != nil || o.Metadata.Flavor != flavor || o.Metadata.LifecycleState != app.LifecycleEnded {
+		t.Fatalf("metadata %s: %v", o.RawMetadata, compat.ValidateMetadata(o.RawMetadata))
+	}
+}
+
+// waitRequest waits until agentState.requests holds callID and returns it.
+func (v *appView) waitRequest(t *testing.T, callID string) map[string]any {
+	t.Helper()
+	var req map[string]any
+	waitFor(t, 30*time.Second, "the request in agentState", func() bool {
+		req = v.agentState(t)["requests"][callID]
+		return req != nil
+	})
+	return req
+}
+
 // TestE2EClaudeReferenceAppView: real Claude against the fake model; the
 // relay holds what the reference app reads: the blocked Bash call in
 // agentState.requests, answered (happy approve from another machine) in
@@ -150,12 +191,8 @@ func (v *appView) legacy(t *testing.T) []string {
 func TestE2EClaudeReferenceAppView(t *testing.T) {
 	r := startClaudeRun(t)
 	r.waitBlocked(t)
-	v := newAppView(t, r)
-	var req map[string]any
-	waitFor(t, 30*time.Second, "the request in agentState", func() bool {
-		req = v.agentState(t)["requests"][r.callID]
-		return req != nil
-	})
+	v := newAppView(t, r.homeB, r.relay.URL, r.sid)
+	req := v.waitRequest(t, r.callID)
 	if req["tool"] != "Bash" || req["toolUseId"] != r.callID || req["arguments"].(map[string]any)["command"] != "echo hi > hi.txt" {
 		t.Fatalf("request %v", req)
 	}
@@ -165,26 +202,36 @@ func TestE2EClaudeReferenceAppView(t *testing.T) {
 	if code := r.proc.wait(t, 90*time.Second); code != 0 {
 		t.Fatalf("happy claude -p exit %d\nstderr: %s", code, r.proc.errb.String())
 	}
-	st := v.agentState(t)
-	cr := st["completedRequests"][r.callID]
-	if len(st["requests"]) != 0 || cr["status"] != "approved" || cr["decision"] != "approved" || cr["tool"] != "Bash" {
-		t.Fatalf("agentState after approval %v", st)
+	v.check(t, r.callID, "claude", "Created hi.txt.")
+}
+
+// TestE2EACPGeminiReferenceAppView: the same through Gemini CLI (ACP): its
+// shell tool reaches the app as Bash.
+func TestE2EACPGeminiReferenceAppView(t *testing.T) {
+	gemini := agentBinary(t, "GEMINI")
+	model, err := fakemodel.New(fakemodel.Script{
+		ToolName:  "run_shell_command",
+		ToolInput: map[string]any{"command": "echo hi > hi.txt", "description": "Write hi.txt"},
+		FinalText: "Created hi.txt.",
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	got := v.legacy(t)
-	want := []string{"user text Create hi.txt", "turn-start", "start " + r.callID + " Bash", "result " + r.callID + " ok",
-		"agent text Created hi.txt.", "turn-end completed"}
-	// Claude may say something before its tool call; the rest is exact.
-	var filtered []string
-	for _, g := range got {
-		if strings.HasPrefix(g, "agent text ") && g != "agent text Created hi.txt." {
-			continue
+	t.Cleanup(func() { model.Close() })
+	r := newACPRun(t, []string{"HOME=" + geminiHome(t), "HAPPY_GEMINI_PATH=" + gemini,
+		"GEMINI_API_KEY=e2e-dummy-key", "GOOGLE_GEMINI_BASE_URL=" + model.URL})
+	r.start(t, "gemini")
+	r.waitBlocked(t)
+	homeB := ""
+	for _, kv := range r.envB {
+		if h, ok := strings.CutPrefix(kv, "HAPPY_HOME_DIR="); ok {
+			homeB = h
 		}
-		filtered = append(filtered, g)
 	}
-	if strings.Join(filtered, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("legacy records:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	v := newAppView(t, homeB, r.relay.URL, r.sid)
+	if req := v.waitRequest(t, r.callID); req["tool"] != "Bash" || req["arguments"].(map[string]any)["command"] != "echo hi > hi.txt" {
+		t.Fatalf("request %v", req)
 	}
-	if o := v.opened(t); compat.ValidateMetadata(o.RawMetadata) != nil || o.Metadata.Flavor != "claude" || o.Metadata.LifecycleState != app.LifecycleEnded {
-		t.Fatalf("metadata %s: %v", o.RawMetadata, compat.ValidateMetadata(o.RawMetadata))
-	}
+	r.approveAndFinish(t, "Created hi.txt.")
+	v.check(t, r.callID, "gemini", "Created hi.txt.")
 }
