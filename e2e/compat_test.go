@@ -235,3 +235,21 @@ func TestE2EACPGeminiReferenceAppView(t *testing.T) {
 	r.approveAndFinish(t, "Created hi.txt.")
 	v.check(t, r.callID, "gemini", "Created hi.txt.")
 }
+
+// TestE2ECodexReferenceAppView: the same through Codex's app-server: its
+// command execution reaches the app as Bash with the command unwrapped.
+func TestE2ECodexReferenceAppView(t *testing.T) {
+	r := startCodexRun(t, "CODEX", "app-server")
+	r.waitBlocked(t)
+	v := newAppView(t, r.homeB, r.relay.URL, r.sid)
+	if req := v.waitRequest(t, r.callID); req["tool"] != "Bash" || req["arguments"].(map[string]any)["command"] != "echo hi > hi.txt" {
+		t.Fatalf("request %v", req)
+	}
+	if code, _, errOut := happyRun(t, r.envB, r.work, "approve", r.sid, r.callID); code != 0 {
+		t.Fatalf("happy approve: exit %d: %s", code, errOut)
+	}
+	if code := r.proc.wait(t, 90*time.Second); code != 0 {
+		t.Fatalf("happy codex -p exit %d\nstderr: %s", code, r.proc.errb.String())
+	}
+	v.check(t, r.callID, "codex", strings.TrimSpace(r.proc.out.String()))
+}
