@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/happy-dev/happy/relay"
 	"github.com/happy-dev/happy/relay/outbox"
 	"github.com/happy-dev/happy/session"
+	"github.com/happy-dev/happy/session/compat"
 )
 
 // Settled is an orphaned session that SettleOrphans ended.
@@ -124,6 +126,18 @@ func settleOrphan(parent context.Context, env Env, conn *Conn, o relay.Orphan) (
 	}
 	if err := sess.UpdateMetadata(ctx, mergeFields(lifecycleFields(LifecycleEnded, now))); err != nil {
 		return res, false, err
+	}
+	// The reference app's agentState: nothing waits for an answer anymore.
+	if cur, _ := sess.AgentState(); cur != nil {
+		if _, waiting, _ := compat.Settle(cur, agent.ReasonWrapperExited, now.UnixMilli()); waiting {
+			err := sess.UpdateAgentState(ctx, func(cur json.RawMessage) (json.RawMessage, error) {
+				out, _, err := compat.Settle(cur, agent.ReasonWrapperExited, now.UnixMilli())
+				return out, err
+			})
+			if err != nil {
+				env.Log.Warn().Err(err).Str("tag", o.Tag).Msg("agentState of an orphan not settled")
+			}
+		}
 	}
 	if err := sess.End(ctx); err != nil {
 		env.Log.Warn().Err(err).Str("tag", o.Tag).Msg("session-end of an orphan not sent")

@@ -76,7 +76,7 @@ type SessionOptions struct {
 	OneShot           bool   // end after the first turn
 	PermissionTimeout time.Duration
 	Rules             []mapper.PermissionRule
-	StartedBy         string // "terminal" | "daemon" | "ci"
+	StartedBy         string // "terminal" | "daemon" (anything else is written as terminal)
 	ProviderID        string // "anthropic", "openai", …
 	// OnCreated is called once the relay session exists, with its id.
 	OnCreated func(id string)
@@ -210,6 +210,7 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 	}
 	red := mapper.NewReducer(rcfg)
 	sink := session.NewSink(sess, red)
+	cw := startCompat(env, sess, sink, red.RootID(), opts.Flavor)
 	push := startPusher(env, conn.API, sess, opts.Dir)
 	defer push.stop()
 	titles := &titleWatcher{rootID: red.RootID(), w: lc.meta, now: env.now}
@@ -265,7 +266,11 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 	registerControl(runCtx, sess, runner)
 	release := registerAppControl(runCtx, env, sess, runner, ag, opts.Dir, cancel)
 	defer release()
-	go receivePrompts(runCtx, env, sess, runner)
+	var echo func(string)
+	if cw != nil {
+		echo = cw.ExpectEcho
+	}
+	go receivePrompts(runCtx, env, sess, runner, echo)
 	if opts.Local != nil {
 		go localPrompts(runCtx, env, opts.Local, runner)
 	}
@@ -287,6 +292,14 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 		}
 	}
 	rr, runErr := runner.Run(runCtx)
+	if cw != nil {
+		cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), compatCloseTimeout)
+		closeCompat(cctx, env, cw)
+		if err := cw.Flush(cctx); err != nil {
+			env.Log.Warn().Err(err).Msg("last legacy records not queued")
+		}
+		ccancel()
+	}
 	res.Result = rr
 	res.Transcript = red.Transcript()
 	res.FinalText = finalText(res.Transcript)
@@ -382,8 +395,10 @@ func buildMetadata(env Env, opts SessionOptions) Metadata {
 	host, _ := os.Hostname()
 	uh, _ := os.UserHomeDir()
 	machineID, _ := settings.EnsureMachineID(env.Home.Settings())
+	// The reference app's schema takes daemon or terminal only (one
+	// other value makes it discard the whole metadata).
 	startedBy := opts.StartedBy
-	if startedBy == "" {
+	if startedBy != "daemon" {
 		startedBy = "terminal"
 	}
 	return Metadata{
@@ -430,9 +445,13 @@ func registerControl(ctx context.Context, sess *relay.Session, runner *session.R
 	})
 }
 
+// compatCloseTimeout bounds the last agentState write at the end of a run.
+const compatCloseTimeout = 5 * time.Second
+
 // receivePrompts hands prompts other devices wrote to the relay to the
-// runner; everything else on the stream is for readers.
-func receivePrompts(ctx context.Context, env Env, sess *relay.Session, runner *session.Runner) {
+// runner; everything else on the stream is for readers. echo, when set, is
+// told the text of each of the reference app's own prompts.
+func receivePrompts(ctx context.Context, env Env, sess *relay.Session, runner *session.Runner, echo func(string)) {
 	for inc := range sess.Receive() {
 		if inc.Err != nil {
 			env.Log.Warn().Err(inc.Err).Int64("seq", inc.Seq).Msg("relay message could not be decrypted")
@@ -445,6 +464,9 @@ func receivePrompts(ctx context.Context, env Env, sess *relay.Session, runner *s
 		}
 		if !ok {
 			continue
+		}
+		if echo != nil && legacyPrompt(inc.Plaintext) {
+			echo(p.Text)
 		}
 		reply := make(chan error, 1)
 		if err := runner.Control(ctx, session.ControlPrompt{Prompt: p, Key: "relay:" + inc.ID, Reply: reply}); err != nil {

@@ -20,9 +20,11 @@ const DroppedSourceRelay = "relay"
 // highest version wins, whatever order the versions arrive in; a version
 // seen twice changes nothing. Messages that cannot be used become Dropped
 // records (with the relay seq as Line) instead of vanishing. The reference
-// app's legacy prompts ({role:"user", content:{type:"text",…}}) are counted
-// in Legacy and otherwise skipped: the runner that consumed them wrote the
-// canonical user message.
+// app's legacy records are counted in Legacy and otherwise skipped: its
+// prompts ({role:"user", content:{type:"text",…}}), whose canonical user
+// message the runner that consumed them wrote, and the legacy envelopes
+// happy writes for the app next to the canonical records ({role:"session"|
+// "agent", content:…}, package session/compat).
 //
 // The zero value is not usable; call NewReadback.
 type Readback struct {
@@ -33,7 +35,7 @@ type Readback struct {
 	refused  map[string]versioned[[]agent.Dropped] // the writer's dropped records, by session
 	first    map[string]int64                      // message id → seq of its first version seen
 	dropped  []agent.Dropped
-	// Legacy counts legacy prompts seen.
+	// Legacy counts legacy records seen (prompts and envelopes).
 	Legacy int
 	// Unknown counts parts of types this version does not know (kept).
 	Unknown int
@@ -81,6 +83,7 @@ func (r *Readback) Add(seq int64, plaintext []byte) {
 		Todos     json.RawMessage `json:"todos"`
 		Dropped   json.RawMessage `json:"dropped"`
 		Role      string          `json:"role"`
+		Content   json.RawMessage `json:"content"`
 	}
 	if !json.Valid(plaintext) {
 		r.refuse(seq, "", agent.DropUnparseableJSON, "not valid JSON", plaintext)
@@ -91,7 +94,7 @@ func (r *Readback) Add(seq int64, plaintext []byte) {
 		return
 	}
 	if env.Kind == nil {
-		if env.Role == "user" {
+		if env.Role == "user" || isLegacyEnvelope(env.Role, env.Content) {
 			r.Legacy++
 			return
 		}
@@ -272,4 +275,24 @@ func sessionOf(m mapper.Message) string {
 		return v.SessionID
 	}
 	return ""
+}
+
+// isLegacyEnvelope reports whether a record without a kind is one of the
+// reference app's legacy envelopes: role "session" with a content carrying
+// an event (ev), or role "agent" with a typed content (acp, output, …).
+func isLegacyEnvelope(role string, content json.RawMessage) bool {
+	var c struct {
+		Type string          `json:"type"`
+		Ev   json.RawMessage `json:"ev"`
+	}
+	if len(content) == 0 || content[0] != '{' || json.Unmarshal(content, &c) != nil {
+		return false
+	}
+	switch role {
+	case "session":
+		return len(c.Ev) > 0 || c.Type == "session"
+	case "agent":
+		return c.Type != ""
+	}
+	return false
 }

@@ -121,6 +121,9 @@ func TestReadbackRefusesBadRecordsWithReasons(t *testing.T) {
 		rb.Add(int64(1000+i), []byte(b.in))
 	}
 	rb.Add(2000, []byte(`{"role":"user","content":{"type":"text","text":"legacy"}}`))
+	// The envelopes happy writes for the reference app (session/compat).
+	rb.Add(2001, []byte(`{"role":"session","content":{"id":"prt_1","time":1,"role":"agent","turn":"msg_1","ev":{"t":"turn-start"}}}`))
+	rb.Add(2002, []byte(`{"role":"agent","content":{"type":"acp","provider":"claude","data":{"type":"tool-result","callId":"c","output":"","id":"x","isError":false}}}`))
 	tr := rb.Transcript()
 	if got := len(tr.Dropped) - base; got != len(bad) {
 		t.Fatalf("%d dropped, want %d: %+v", got, len(bad), tr.Dropped)
@@ -131,8 +134,8 @@ func TestReadbackRefusesBadRecordsWithReasons(t *testing.T) {
 			t.Errorf("%s: dropped %+v, want reason %s", b.in, d, b.reason)
 		}
 	}
-	if rb.Legacy != 1 {
-		t.Fatalf("legacy %d", rb.Legacy)
+	if rb.Legacy != 3 {
+		t.Fatalf("legacy %d, want 3", rb.Legacy)
 	}
 }
 
@@ -152,6 +155,8 @@ func FuzzReadbackAdd(f *testing.F) {
 	f.Add([]byte(`{"kind":"message","version":1,"info":{"id":"m","sessionID":"s","role":"user","time":{"created":1},"agent":"a","model":{"providerID":"p","modelID":"m"}},"parts":[{"id":"p","sessionID":"s","messageID":"m","type":"text","text":"x"}]}`))
 	f.Add([]byte(`{"kind":"session","version":3,"session":{"id":"s","projectID":"","directory":"","title":"","time":{"created":1,"updated":1}}}`))
 	f.Add([]byte(`{"kind":"todos","version":1,"sessionID":"s","todos":[]}`))
+	f.Add([]byte(`{"role":"session","content":{"id":"p","time":1,"role":"agent","turn":"m","ev":{"t":"turn-start"}}}`))
+	f.Add([]byte(`{"role":"agent","content":{"type":"acp","provider":"codex","data":{"type":"tool-result"}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rb := NewReadback(mapper.Session{ID: "ses_fallback"})
 		rb.Add(1, data)

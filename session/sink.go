@@ -84,7 +84,23 @@ type Sink struct {
 	dirty    map[string]*dirtyRecord
 	order    []string // dirty records in order of first change
 	lastSent map[string]time.Time
+
+	companion Companion
 }
+
+// Companion writes records of its own next to the sink's, from the same
+// bus events and on the same goroutine: the reference app's legacy records
+// (package session/compat). Observe sees every event after the sink marked
+// it; Flush runs after the sink's own versions, whenever Pending reports
+// something waiting (always due at once).
+type Companion interface {
+	Observe(events []mapper.BusEvent)
+	Pending() bool
+	Flush(ctx context.Context) error
+}
+
+// SetCompanion adds c (nil removes it). Call it before the runner starts.
+func (s *Sink) SetCompanion(c Companion) { s.companion = c }
 
 // NewSink returns a sink writing to store, reading state from snap.
 func NewSink(store RecordStore, snap Snapshotter) *Sink {
@@ -121,6 +137,9 @@ func (s *Sink) Observe(events []mapper.BusEvent) {
 			s.mark(KindTodos, TodosRecord(e.SessionID), e.SessionID, true)
 		}
 	}
+	if s.companion != nil {
+		s.companion.Observe(events)
+	}
 }
 
 func (s *Sink) mark(kind, record, id string, urgent bool) {
@@ -134,12 +153,17 @@ func (s *Sink) mark(kind, record, id string, urgent bool) {
 }
 
 // Pending reports whether any record waits to be written.
-func (s *Sink) Pending() bool { return len(s.order) > 0 }
+func (s *Sink) Pending() bool {
+	return len(s.order) > 0 || (s.companion != nil && s.companion.Pending())
+}
 
 // NextDue returns when Flush has something to write: now when an urgent
 // change waits, the earliest stream deadline otherwise, and ok=false when
 // nothing is dirty.
 func (s *Sink) NextDue(now time.Time) (due time.Time, ok bool) {
+	if s.companion != nil && s.companion.Pending() {
+		return now, true
+	}
 	for _, rec := range s.order {
 		d := s.dirty[rec]
 		at := now
@@ -186,6 +210,9 @@ func (s *Sink) Flush(ctx context.Context, now time.Time, force bool) error {
 		delete(s.dirty, rec)
 	}
 	s.order = keep
+	if s.companion != nil && s.companion.Pending() {
+		return s.companion.Flush(ctx)
+	}
 	return nil
 }
 

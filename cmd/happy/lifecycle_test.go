@@ -21,6 +21,7 @@ import (
 
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/app"
+	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/internal/home"
 	"github.com/happy-dev/happy/mapper"
 	"github.com/happy-dev/happy/session"
@@ -162,6 +163,27 @@ func runHappyAt(t *testing.T, env map[string]string, now time.Time, args ...stri
 }
 
 // readSession reads a session back as a reader on the same home does.
+// agentStateOf decrypts the session's agentState (nil when none).
+func agentStateOf(t *testing.T, o app.Opened) map[string]map[string]map[string]any {
+	t.Helper()
+	if o.Info.AgentState == nil {
+		return nil
+	}
+	raw, err := crypto.DecodeBase64(*o.Info.AgentState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := o.Cipher.Open(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st map[string]map[string]map[string]any
+	if err := json.Unmarshal(plain, &st); err != nil {
+		t.Fatalf("agentState %s: %v", plain, err)
+	}
+	return st
+}
+
 func readSession(t *testing.T, env map[string]string, sid string) (app.Opened, mapper.Transcript) {
 	t.Helper()
 	ctx := context.Background()
@@ -268,6 +290,22 @@ func TestKilledHappyIsStaleThenSettledByTheNextHappy(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond) // polls a child process's relay writes; no signal to wait on
 	}
+	// The reference app's agentState shows the request (written in the
+	// background too).
+	var blockedCall string
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		o, _ := readSession(t, env, sid)
+		if st := agentStateOf(t, o); len(st["requests"]) == 1 {
+			for id := range st["requests"] {
+				blockedCall = id
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the request never reached the agentState")
+		}
+		time.Sleep(20 * time.Millisecond) // polls a child process's relay writes; no signal to wait on
+	}
 	if err := syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -336,6 +374,10 @@ func TestKilledHappyIsStaleThenSettledByTheNextHappy(t *testing.T) {
 	o, tr := readSession(t, env, sid)
 	if o.Metadata.LifecycleState != app.LifecycleEnded || o.Metadata.LifecycleStateSince < now.UnixMilli() || o.Info.Active {
 		t.Fatalf("settled metadata %+v, active %v", o.Metadata, o.Info.Active)
+	}
+	if st := agentStateOf(t, o); len(st["requests"]) != 0 || st["completedRequests"][blockedCall]["status"] != "canceled" ||
+		st["completedRequests"][blockedCall]["reason"] != agent.ReasonWrapperExited {
+		t.Fatalf("settled agentState %v", st)
 	}
 	tools := toolsOf(tr)
 	if len(tools) != 1 {

@@ -180,6 +180,7 @@ test("unreadable rows become dropped entries with reasons", async () => {
   rd.add(2, "{not json");
   rd.add(3, "[1]");
   rd.add(4, '{"role":"user","content":{"type":"text","text":"hi"}}');
+  rd.add(12, '{"role":"session","content":{"id":"p","time":1,"role":"agent","turn":"m","ev":{"t":"turn-start"}}}');
   rd.add(5, '{"role":"agent"}');
   rd.add(6, '{"kind":"message","version":0}');
   rd.add(7, '{"kind":"weird","version":1}');
@@ -189,7 +190,7 @@ test("unreadable rows become dropped entries with reasons", async () => {
   rd.addFailure(11, "decrypt_failed", "authentication failed");
   const t = rd.transcript();
   eq(t.dropped.map((d) => [d.line, d.reason]), [[2, "unparseable_json"], [3, "not_an_object"], [5, "unknown_type"], [6, "invalid_field"], [7, "unknown_type"], [8, "invalid_field"], [9, "invalid_field"], [11, "decrypt_failed"], [10, "orphan"]], "dropped");
-  eq(rd.legacy, 1, "legacy prompts counted");
+  eq(rd.legacy, 2, "legacy prompts and envelopes counted");
 });
 
 test("blocked tools and session states", async () => {

@@ -51,7 +51,12 @@ export class Reducer {
       return;
     }
     if (env.kind === undefined) {
-      if (env.role === "user") { this.legacy++; return; }
+      // The reference app's legacy records: its prompts, and the envelopes
+      // happy writes for it next to the canonical records.
+      const c = env.content;
+      const envelope = isObject(c) && ((env.role === "session" && (c.ev !== undefined || c.type === "session")) ||
+        (env.role === "agent" && typeof c.type === "string" && c.type !== ""));
+      if (env.role === "user" || envelope) { this.legacy++; return; }
       this.refuse(seq, typeof env.role === "string" ? env.role : "", "unknown_type", "no envelope kind", text);
       return;
     }

@@ -1,0 +1,80 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/happy-dev/happy/internal/settings"
+	"github.com/happy-dev/happy/relay"
+	"github.com/happy-dev/happy/session"
+	"github.com/happy-dev/happy/session/compat"
+)
+
+// EnvAppCompat names the environment variable that overrides the appCompat
+// setting (1/true/yes/on, 0/false/no/off).
+const EnvAppCompat = "HAPPY_APP_COMPAT"
+
+// appCompatEnabled resolves the appCompat setting: HAPPY_APP_COMPAT, then
+// "appCompat" in settings.json, then on. Off suits a relay no reference app
+// reads: nothing but the canonical records and the metadata is written.
+func appCompatEnabled(env Env) bool {
+	get := env.Getenv
+	if get == nil {
+		get = func(string) string { return "" }
+	}
+	switch strings.ToLower(strings.TrimSpace(get(EnvAppCompat))) {
+	case "0", "false", "no", "off":
+		return false
+	case "1", "true", "yes", "on":
+		return true
+	}
+	st, err := settings.Load(env.Home.Settings())
+	if err != nil {
+		return true
+	}
+	v, set, err := st.Bool("appCompat")
+	if err != nil || !set {
+		return true
+	}
+	return v
+}
+
+// startCompat returns the writer of the reference app's legacy records and
+// agentState for sess (docs/ARCHITECTURE.md, "The reference app"), added to
+// the sink, or nil when the appCompat setting is off.
+func startCompat(env Env, sess *relay.Session, sink *session.Sink, rootID, flavor string) *compat.Writer {
+	if !appCompatEnabled(env) {
+		return nil
+	}
+	w := compat.New(compat.Options{
+		Store: sess, RootID: rootID, Flavor: flavor, Now: env.Now, Log: env.Log,
+		UpdateState: func(ctx context.Context, fn compat.Updater) error {
+			return sess.UpdateAgentState(ctx, relay.Updater(fn))
+		},
+	})
+	sink.SetCompanion(w)
+	return w
+}
+
+// closeCompat writes the writer's last agentState, bounded by ctx (nil w:
+// nothing).
+func closeCompat(ctx context.Context, env Env, w *compat.Writer) {
+	if w == nil {
+		return
+	}
+	if err := w.Close(ctx); err != nil {
+		env.Log.Warn().Err(err).Msg("last agentState not written")
+	}
+}
+
+// legacyPrompt reports whether a relay record is the reference app's own
+// prompt ({role:"user", content:{type:"text"}}, no kind), which the app
+// shows already and compat must not echo.
+func legacyPrompt(plain json.RawMessage) bool {
+	var head struct {
+		Kind *string `json:"kind"`
+		Role string  `json:"role"`
+	}
+	return json.Unmarshal(plain, &head) == nil && head.Kind == nil && head.Role == "user"
+}
