@@ -156,3 +156,15 @@ func notFound(ref string, err error) error {
 	}
 	return err
 }
+
+// IsAttachmentRef reports whether a file part's URL is a relay blob
+// reference ("sessions/<sid>/attachments/<file>"), not an inline data: URL
+// or a link.
+func IsAttachmentRef(u string) bool {
+	rest, ok := strings.CutPrefix(u, "sessions/")
+	if !ok {
+		return false
+	}
+	sid, file, ok := strings.Cut(rest, "/attachments/")
+	return ok && sid != "" && file != "" && !strings.Contains(sid, "/") && !strings.Contains(file, "/")
+}
