@@ -42,8 +42,9 @@ const MaxPixels = 50_000_000
 
 // Info is what Inspect found.
 type Info struct {
-	// Mime is the type of the bytes ("image/png", "text/plain;
-	// charset=utf-8", "application/pdf", "application/octet-stream", …).
+	// Mime is the type of the bytes, without parameters ("image/png",
+	// "text/plain" (valid UTF-8), "application/pdf",
+	// "application/octet-stream", …).
 	Mime string
 	// Width and Height are the image's size in pixels (0 for other files).
 	Width, Height int
@@ -92,7 +93,6 @@ func Inspect(data []byte, claimed string) (Info, error) {
 		return Info{}, fmt.Errorf("%w: claimed %s, the bytes are %s", ErrMismatch, claimed, sniffed)
 	}
 	if sniffed == "text/plain" {
-		info.Mime = "text/plain; charset=utf-8"
 		if !utf8.Valid(data) {
 			info.Mime = "application/octet-stream"
 		} else if claimed != "" && IsText(claimed) {

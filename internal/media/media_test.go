@@ -64,7 +64,7 @@ func TestInspect(t *testing.T) {
 		{"truncated jpeg", fx["jpeg"][:len(fx["jpeg"])/2], "", "", 0, 0, ErrBadImage},
 		{"png header only", fx["png"][:30], "", "", 0, 0, ErrBadImage},
 		{"truncated webp", fx["webp"][:24], "", "", 0, 0, ErrBadImage},
-		{"text", []byte("hello\n"), "", "text/plain; charset=utf-8", 0, 0, nil},
+		{"text", []byte("hello\n"), "", "text/plain", 0, 0, nil},
 		{"markdown", []byte("# hi\n"), "text/markdown", "text/markdown", 0, 0, nil},
 		{"not utf-8", []byte("caf\xe9 \x01\x02"), "text/plain", "application/octet-stream", 0, 0, nil},
 		{"pdf", []byte("%PDF-1.4\n..."), "application/pdf", "application/pdf", 0, 0, nil},
