@@ -222,3 +222,34 @@ func TestUploadFileRefuses(t *testing.T) {
 		t.Errorf("GetAttachment(bad ref) = %v", err)
 	}
 }
+
+func TestDecodeDataURL(t *testing.T) {
+	for _, c := range []struct {
+		in, mime, data string
+		ok             bool
+	}{
+		{"data:image/png;base64,iVBO", "image/png", "\x89PNG"[:3], true},
+		{"data:text/plain,a%20b%0A", "text/plain", "a b\n", true},
+		{"data:text/plain;charset=utf-8,hi", "text/plain", "hi", true},
+		{"data:image/png;base64,!!", "", "", false},
+		{"data:nocomma", "", "", false},
+		{"https://x/y.png", "", "", false},
+	} {
+		mime, data, err := decodeDataURL(c.in)
+		if (err == nil) != c.ok || mime != c.mime || string(data) != c.data {
+			t.Errorf("decodeDataURL(%q) = %q, %q, %v", c.in, mime, data, err)
+		}
+	}
+}
+
+func FuzzDecodeDataURL(f *testing.F) {
+	f.Add("data:image/png;base64,iVBO")
+	f.Add("data:text/plain,a%20b")
+	f.Add("data:,")
+	f.Fuzz(func(t *testing.T, s string) {
+		mime, data, err := decodeDataURL(s)
+		if err != nil && (mime != "" || data != nil) {
+			t.Fatalf("error %v with values %q %q", err, mime, data)
+		}
+	})
+}

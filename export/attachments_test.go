@@ -1,9 +1,12 @@
 package export
 
 import (
+	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -32,5 +35,44 @@ func TestFileEventAndLabel(t *testing.T) {
 		if got := FileLabel(c.f); got != c.label {
 			t.Errorf("%s label %q, want %q", c.f.ID, got, c.label)
 		}
+	}
+}
+
+// A tool's attachments are photo or file events just before its
+// tool-call-end, and happy log lists them under the tool.
+func TestToolAttachments(t *testing.T) {
+	red := mapper.NewReducer(mapper.Config{SessionID: "relay-att", Directory: "/w"})
+	in := json.RawMessage(`{"path":"/w/shot.png"}`)
+	src := json.RawMessage(`{"type":"blob","size":81,"width":6,"height":4,"thumbhash":"TH"}`)
+	for _, ev := range []agent.Event{
+		&agent.UserPrompt{PromptID: "p", Text: "Look"},
+		&agent.TurnStarted{TurnID: "t"},
+		&agent.ToolCall{Message: "m", CallID: "c1", Tool: "read", Input: in},
+		&agent.ToolCompleted{CallID: "c1", Files: []agent.PromptFile{{Mime: "image/png", Filename: "shot.png", URL: "sessions/s/attachments/a.enc", Source: src}}},
+		&agent.TurnEnded{TurnID: "t", Reason: agent.TurnCompleted},
+	} {
+		red.Apply(ev)
+	}
+	tr := red.Transcript()
+	var types []string
+	var photo FlatEvent
+	for _, e := range Flat(tr) {
+		types = append(types, e.Type)
+		if e.Type == TypePhoto {
+			photo = e
+		}
+	}
+	if got := strings.Join(types, ","); !strings.Contains(got, "tool-call-start,photo,tool-call-end") {
+		t.Fatalf("flat types %s", got)
+	}
+	if photo.Ref != "sessions/s/attachments/a.enc" || photo.Width != 6 || photo.Height != 4 || photo.Size != 81 || photo.Thumbhash != "TH" || photo.Role != "agent" {
+		t.Fatalf("photo %+v", photo)
+	}
+	var buf bytes.Buffer
+	if err := Text(&buf, tr, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "[file shot.png, image/png, 81 B, 6x4] sessions/s/attachments/a.enc"; !strings.Contains(buf.String(), want) {
+		t.Fatalf("happy log:\n%s\nwant a line %q", buf.String(), want)
 	}
 }
