@@ -38,18 +38,16 @@ import (
 
 // Request is what the fake server saw of one model request, for assertions.
 type Request struct {
-	API      string // "anthropic", "openai" or "gemini"
-	Path     string // URL path
-	Model    string // the request's "model" (Gemini: from the path)
-	Stream   bool   // the answer is streamed (Gemini: :streamGenerateContent)
-	HasTools bool   // the request offered tools
-	ToolDone bool   // the last user input carries a tool result
-	JSON     bool   // Gemini: generationConfig.responseMimeType is application/json
-	LastText string // text of the last user message (tool results excluded)
-	// Images are the image blocks of the last user message (Anthropic:
-	// {"type":"image","source":{"type":"base64",…}}), tool results excluded.
-	Images []Image
-	Body   json.RawMessage // the whole request body
+	API      string          // "anthropic", "openai" or "gemini"
+	Path     string          // URL path
+	Model    string          // the request's "model" (Gemini: from the path)
+	Stream   bool            // the answer is streamed (Gemini: :streamGenerateContent)
+	HasTools bool            // the request offered tools
+	ToolDone bool            // the last user input carries a tool result
+	JSON     bool            // Gemini: generationConfig.responseMimeType is application/json
+	LastText string          // text of the last user message (tool results excluded)
+	Images   []Image         // image blocks of the last user message (Anthropic base64 sources; tool results excluded)
+	Body     json.RawMessage // the whole request body
 }
 
 // Image is one image a request carried: its media type and decoded bytes
