@@ -27,6 +27,11 @@ type Attachments interface {
 	Store(ctx context.Context, f agent.PromptFile) (agent.PromptFile, error)
 }
 
+// ErrAttachmentUnavailable is returned (wrapped, naming the file and the
+// cause) for a prompt whose blob could not be fetched or checked; the
+// prompt is recorded with the refusal, as for agent.ErrUnsupportedInput.
+var ErrAttachmentUnavailable = errors.New("cannot hand the attachment to the agent")
+
 // AttachmentTimeout bounds one Fetch or Store call of the runner.
 const AttachmentTimeout = 30 * time.Second
 
@@ -42,7 +47,7 @@ func (r *Runner) fetchFiles(ctx context.Context, files []agent.PromptFile) ([]ag
 		got, err := r.opts.Attachments.Fetch(cctx, f)
 		cancel()
 		if err != nil {
-			return nil, fmt.Errorf("%w: attachment %s: %w", agent.ErrUnsupportedInput, fileName(f), err)
+			return nil, fmt.Errorf("%w: attachment %s: %w", ErrAttachmentUnavailable, fileName(f), err)
 		}
 		out = append(out, got)
 	}

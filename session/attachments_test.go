@@ -98,10 +98,11 @@ func TestRunnerPromptRefused(t *testing.T) {
 		name      string
 		agentErr  error
 		url       string
+		wantErr   error
 		wantError string
 	}{
-		{"missing blob", nil, "sessions/relay1/attachments/missing.enc", "the agent does not take this input: attachment \"x.png\": blob sessions/relay1/attachments/missing.enc: not found"},
-		{"agent refuses", fmt.Errorf("%w: no images here", agent.ErrUnsupportedInput), "sessions/relay1/attachments/a.enc", "the agent does not take this input: no images here"},
+		{"missing blob", nil, "sessions/relay1/attachments/missing.enc", ErrAttachmentUnavailable, "cannot hand the attachment to the agent: attachment \"x.png\": blob sessions/relay1/attachments/missing.enc: not found"},
+		{"agent refuses", fmt.Errorf("%w: no images here", agent.ErrUnsupportedInput), "sessions/relay1/attachments/a.enc", agent.ErrUnsupportedInput, "the agent does not take this input: no images here"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -110,8 +111,8 @@ func TestRunnerPromptRefused(t *testing.T) {
 					return &inputRefuser{fakeAgent: fa, err: c.agentErr}
 				})
 				err := h.control(ControlPrompt{Prompt: agent.Prompt{Text: "look", Files: []agent.PromptFile{{Mime: "image/png", Filename: "x.png", URL: c.url}}}})
-				if !errors.Is(err, agent.ErrUnsupportedInput) {
-					t.Fatalf("prompt: %v, want ErrUnsupportedInput", err)
+				if !errors.Is(err, c.wantErr) {
+					t.Fatalf("prompt: %v, want %v", err, c.wantErr)
 				}
 				synctest.Wait()
 				tr := h.red.Transcript()
