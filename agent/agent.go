@@ -40,6 +40,12 @@ type Verdict struct {
 // already: the first answer wins).
 var ErrStale = errors.New("stale answer: the tool call is not waiting for one")
 
+// ErrUnsupportedInput is returned (wrapped, naming what) by Prompt for an
+// attachment the agent does not take (an image for an agent without image
+// input, a file type it cannot read): the runner records the prompt and the
+// refusal in the transcript, and the agent goes on.
+var ErrUnsupportedInput = errors.New("the agent does not take this input")
+
 // Prompt is a user prompt for the agent: typed in another happy, sent from
 // the web or reference app over the relay, or given with -p.
 type Prompt struct {

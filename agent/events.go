@@ -93,11 +93,19 @@ type UserPrompt struct {
 	MessageID string `json:"messageID,omitempty"`
 }
 
-// PromptFile is an attachment of a prompt (image or resource).
+// PromptFile is an attachment of a prompt or of a tool result (an image or
+// another file): a seed-001 file part. URL is an inline data: URL, a
+// file:// or http(s) URL, or a relay blob reference
+// ("sessions/<sid>/attachments/<file>.enc", docs/ARCHITECTURE.md, section
+// "Attachments"). An agent's Prompt only ever gets data:, file:// and
+// http(s) URLs: the runner downloads blob references first.
 type PromptFile struct {
 	Mime     string `json:"mime,omitempty"`
 	Filename string `json:"filename,omitempty"`
-	URL      string `json:"url,omitempty"` // data: URL or blob reference
+	URL      string `json:"url,omitempty"`
+	// Source is the file part's source (seed 001 FilePartSource), opaque
+	// here; for a blob {"type":"blob","size":N,"width"?,"height"?,"thumbhash"?}.
+	Source json.RawMessage `json:"source,omitempty"`
 }
 
 // MessageStarted announces an assistant message (a model step) before its

@@ -116,6 +116,13 @@ func Abort(ctx context.Context, conn *Conn, o Opened) error {
 // envelope, version 1) filed under the transcript's root session, which
 // the session's runner picks up and adopts. It returns the message id.
 func Send(ctx context.Context, conn *Conn, o Opened, text string, now time.Time) (string, error) {
+	return SendFiles(ctx, conn, o, text, nil, now)
+}
+
+// SendFiles is Send with attachments: each file (from UploadFile, already
+// stored as a blob) becomes a seed-001 file part after the text part (no
+// text part when text is empty and there are files).
+func SendFiles(ctx context.Context, conn *Conn, o Opened, text string, files []Blob, now time.Time) (string, error) {
 	// The prompt is filed under the transcript's root session, whose record
 	// the running session writes first; a session started a moment ago may
 	// not have written it yet, so wait a little for it.
@@ -148,8 +155,23 @@ func Send(ctx context.Context, conn *Conn, o Opened, text string, now time.Time)
 		"kind": session.KindMessage, "version": 1,
 		"info": map[string]any{"id": id, "sessionID": sid, "role": "user", "time": map[string]any{"created": now.UnixMilli()},
 			"agent": "build", "model": map[string]any{"providerID": "", "modelID": ""}},
-		"parts": []any{map[string]any{"id": "prt_" + id[4:], "sessionID": sid, "messageID": id, "type": "text", "text": text}},
 	}
+	var parts []any
+	if text != "" || len(files) == 0 {
+		parts = append(parts, map[string]any{"id": "prt_" + id[4:], "sessionID": sid, "messageID": id, "type": "text", "text": text})
+	}
+	for i, f := range files {
+		part := map[string]any{"id": fmt.Sprintf("prt_%s%02d", id[4:], i+1), "sessionID": sid, "messageID": id,
+			"type": "file", "mime": f.Mime, "url": f.URL}
+		if f.Filename != "" {
+			part["filename"] = f.Filename
+		}
+		if len(f.Source) > 0 {
+			part["source"] = f.Source
+		}
+		parts = append(parts, part)
+	}
+	env["parts"] = parts
 	plain, err := json.Marshal(env)
 	if err != nil {
 		return "", err

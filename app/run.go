@@ -253,6 +253,7 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 		PermissionTimeout: opts.PermissionTimeout, OneShot: opts.OneShot,
 		Log: env.Log, OnBus: onBus, Now: env.Now, OnActivity: onActivity,
 		OnEvent: providerSessionWatcher(opts.Flavor, lc.meta), OnWaiting: onWaiting,
+		Attachments: newBlobStore(conn.API, sess),
 	})
 
 	if opts.Resume == nil {

@@ -8,6 +8,7 @@ package export
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
@@ -23,6 +24,7 @@ const (
 	TypePermissionRequest  = "permission-request"
 	TypePermissionResponse = "permission-response"
 	TypeFile               = "file"
+	TypePhoto              = "photo"
 	TypeService            = "service"
 )
 
@@ -63,9 +65,28 @@ type FlatEvent struct {
 	OptionID   string         `json:"optionId,omitempty"`
 	Error      string         `json:"error,omitempty"`
 	Status     string         `json:"status,omitempty"` // turn-end: completed | failed | cancelled
-	Ref        string         `json:"ref,omitempty"`    // file: URL or blob reference
+	Ref        string         `json:"ref,omitempty"`    // file, photo: URL or blob reference
 	Name       string         `json:"name,omitempty"`   // file: display name
 	MimeType   string         `json:"mimeType,omitempty"`
+	Size       int64          `json:"size,omitempty"`      // file, photo: bytes, when known
+	Width      int            `json:"width,omitempty"`     // photo: pixels
+	Height     int            `json:"height,omitempty"`    // photo: pixels
+	Thumbhash  string         `json:"thumbhash,omitempty"` // photo: base64 ThumbHash
+}
+
+// fileEvent fills ev (its id, time, role and turn set) for a file part: a
+// photo (ref, width, height, thumbhash, size, mimeType) for an image whose
+// blob source gives its size in pixels, else a file (ref, name, size,
+// mimeType). Seed 000 "photo" and "file".
+func fileEvent(ev FlatEvent, f *mapper.FilePart) FlatEvent {
+	ev.Type, ev.Ref, ev.Name, ev.MimeType = TypeFile, f.URL, f.Filename, f.Mime
+	if src, ok := mapper.ParseBlobSource(f.Source); ok {
+		ev.Size = src.Size
+		if strings.HasPrefix(f.Mime, "image/") && src.Width > 0 && src.Height > 0 {
+			ev.Type, ev.Width, ev.Height, ev.Thumbhash = TypePhoto, src.Width, src.Height, src.Thumbhash
+		}
+	}
+	return ev
 }
 
 // permissionOptions are the four choices every permission-request offers.
@@ -197,7 +218,7 @@ func (p *projector) userMessage(m *mapper.UserMessage, parts []mapper.Part) {
 		case *mapper.TextPart:
 			p.out = append(p.out, FlatEvent{ID: pt.ID, Time: m.Time.Created, Role: "user", Type: TypeText, Text: pt.Text})
 		case *mapper.FilePart:
-			p.out = append(p.out, FlatEvent{ID: pt.ID, Time: m.Time.Created, Role: "user", Type: TypeFile, Ref: pt.URL, Name: pt.Filename, MimeType: pt.Mime})
+			p.out = append(p.out, fileEvent(FlatEvent{ID: pt.ID, Time: m.Time.Created, Role: "user"}, pt))
 		}
 	}
 }
@@ -223,9 +244,7 @@ func (p *projector) assistantMessage(m *mapper.AssistantMessage, parts []mapper.
 				p.unsettled()
 			}
 		case *mapper.FilePart:
-			ev := base(pt.ID, m.Time.Created, TypeFile)
-			ev.Ref, ev.Name, ev.MimeType = pt.URL, pt.Filename, pt.Mime
-			p.out = append(p.out, ev)
+			p.out = append(p.out, fileEvent(base(pt.ID, m.Time.Created, TypeFile), pt))
 		case *mapper.CompactionPart:
 			ev := base(pt.ID, m.Time.Created, TypeService)
 			ev.Text = "Context compacted"
@@ -284,6 +303,10 @@ func (p *projector) tool(m *mapper.AssistantMessage, pt *mapper.ToolPart, base f
 	}
 	if child != nil {
 		p.session(child, ev.Turn, pt.CallID, child.Session.ID)
+	}
+	for i := range st.Attachments {
+		a := &st.Attachments[i]
+		p.out = append(p.out, fileEvent(base(a.ID, st.Time.End, TypeFile), a))
 	}
 	switch st.Status {
 	case mapper.StatusCompleted, mapper.StatusError:

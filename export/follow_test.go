@@ -119,7 +119,7 @@ func TestFollowerRendersPromptsAsLog(t *testing.T) {
 	want := "session s1 — Fix the failing test\n  in /w\n" +
 		"> Fix the failing test\n  in parser.go\nFixed.\n" +
 		"(synthetic) <bash-input>git status</bash-input>\n" +
-		"> What is this?\n> [file image/png shot.png]\nA screenshot.\n" +
+		"> What is this?\n> [file shot.png, image/png, inline]\nA screenshot.\n" +
 		"> And now?\n"
 	if logged.String() != want {
 		t.Fatalf("happy log:\n%q\nwant\n%q", logged.String(), want)

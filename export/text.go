@@ -153,7 +153,7 @@ func (tw *textWriter) userParts(parts []mapper.Part, indent int) {
 			}
 			tw.block(indent, "> ", pt.Text)
 		case *mapper.FilePart:
-			tw.line(indent, "> [file %s %s]", pt.Mime, pt.Filename)
+			tw.line(indent, "> %s", FileLabel(pt))
 		}
 	}
 }
@@ -184,7 +184,7 @@ func (tw *textWriter) part(p mapper.Part, indent int) {
 		case *mapper.RetryPart:
 			tw.line(indent, "(retry %d: %s)", pt.Attempt, pt.Error.Data.Message)
 		case *mapper.FilePart:
-			tw.line(indent, "[file %s %s]", pt.Mime, pt.Filename)
+			tw.line(indent, "%s", FileLabel(pt))
 		case *mapper.PatchPart:
 			tw.line(indent, "(changed %s)", strings.Join(pt.Files, ", "))
 		case *mapper.UnknownPart:
@@ -241,12 +241,52 @@ func (tw *textWriter) tool(pt *mapper.ToolPart, indent int) {
 			tw.session(c, indent+2)
 		}
 	}
+	for i := range st.Attachments {
+		tw.line(indent+1, "%s", FileLabel(&st.Attachments[i]))
+	}
 	switch st.Status {
 	case mapper.StatusCompleted:
 		tw.output(indent+1, st.Output)
 	case mapper.StatusError:
 		tw.line(indent+1, "error: %s", oneLine(st.Error, 200))
 	}
+}
+
+// FileLabel is how happy log shows a file part: name, type, size (and
+// pixels for an image) from its blob source, and the blob reference that
+// happy attachment get takes; an inline file shows its size instead of its
+// data: URL. E.g. "[file shot.png, image/png, 1.2 KiB, 800x600]
+// sessions/s1/attachments/u.enc".
+func FileLabel(f *mapper.FilePart) string {
+	name := f.Filename
+	if name == "" {
+		name = "(unnamed)"
+	}
+	fields := []string{name, f.Mime}
+	if src, ok := mapper.ParseBlobSource(f.Source); ok {
+		fields = append(fields, byteSize(src.Size))
+		if src.Width > 0 {
+			fields = append(fields, fmt.Sprintf("%dx%d", src.Width, src.Height))
+		}
+	} else if strings.HasPrefix(f.URL, "data:") {
+		fields = append(fields, "inline")
+	}
+	label := "[file " + strings.Join(fields, ", ") + "]"
+	if f.URL != "" && !strings.HasPrefix(f.URL, "data:") {
+		label += " " + f.URL
+	}
+	return label
+}
+
+// byteSize is n bytes in B, KiB or MiB with one decimal.
+func byteSize(n int64) string {
+	switch {
+	case n < 1024:
+		return fmt.Sprintf("%d B", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(n)/1024)
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
 func (tw *textWriter) output(indent int, out string) {

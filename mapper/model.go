@@ -493,3 +493,26 @@ type Transcript struct {
 	Todos    []agent.Todo       `json:"todos"`
 	Dropped  []agent.Dropped    `json:"dropped"`
 }
+
+// BlobSource is the source of a file part whose URL is a relay blob
+// reference (docs/ARCHITECTURE.md, section "Attachments"):
+// {"type":"blob","size":N,"width"?,"height"?,"thumbhash"?}. Size is the
+// plaintext's length in bytes; width and height are pixels and thumbhash
+// the base64 ThumbHash, for images only.
+type BlobSource struct {
+	Type      string `json:"type"` // always "blob"
+	Size      int64  `json:"size"`
+	Width     int    `json:"width,omitempty"`
+	Height    int    `json:"height,omitempty"`
+	Thumbhash string `json:"thumbhash,omitempty"`
+}
+
+// ParseBlobSource reads a file part's source as a BlobSource; ok is false
+// for any other source (absent, another type, not an object).
+func ParseBlobSource(raw json.RawMessage) (BlobSource, bool) {
+	var b BlobSource
+	if len(raw) == 0 || json.Unmarshal(raw, &b) != nil || b.Type != "blob" {
+		return BlobSource{}, false
+	}
+	return b, true
+}

@@ -508,7 +508,7 @@ func (r *Reducer) userPrompt(s *redSession, e *agent.UserPrompt, t int64) {
 		r.emitPart(tp)
 	}
 	for _, f := range e.Files {
-		fp := &FilePart{PartBase: r.partBase(m, "file"), Mime: f.Mime, Filename: f.Filename, URL: f.URL}
+		fp := &FilePart{PartBase: r.partBase(m, "file"), Mime: f.Mime, Filename: f.Filename, URL: f.URL, Source: f.Source}
 		m.parts = append(m.parts, fp)
 		r.emitPart(fp)
 	}

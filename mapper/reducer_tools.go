@@ -584,7 +584,7 @@ func (r *Reducer) attachments(tl *redTool, e *agent.ToolCompleted) []FilePart {
 		}
 		out = append(out, FilePart{
 			PartBase: PartBase{ID: r.ids.Next(PrefixPart, "attachment\x00"+e.CallID), SessionID: tl.part.SessionID, MessageID: tl.part.MessageID},
-			Mime:     mime, Filename: f.Filename, URL: f.URL,
+			Mime:     mime, Filename: f.Filename, URL: f.URL, Source: f.Source,
 		})
 	}
 	return out

@@ -202,11 +202,12 @@ func DecodePrompt(raw []byte) (p agent.Prompt, ok bool, err error) {
 			return agent.Prompt{}, false, refuse("user message without id")
 		}
 		var parts []struct {
-			Type     string `json:"type"`
-			Text     string `json:"text"`
-			Mime     string `json:"mime"`
-			Filename string `json:"filename"`
-			URL      string `json:"url"`
+			Type     string          `json:"type"`
+			Text     string          `json:"text"`
+			Mime     string          `json:"mime"`
+			Filename string          `json:"filename"`
+			URL      string          `json:"url"`
+			Source   json.RawMessage `json:"source"`
 		}
 		if err := json.Unmarshal(head.Parts, &parts); err != nil {
 			return agent.Prompt{}, false, refuse("user message parts are not an array")
@@ -218,7 +219,7 @@ func DecodePrompt(raw []byte) (p agent.Prompt, ok bool, err error) {
 			case string(mapper.PartText):
 				texts = append(texts, part.Text)
 			case string(mapper.PartFile):
-				p.Files = append(p.Files, agent.PromptFile{Mime: part.Mime, Filename: part.Filename, URL: part.URL})
+				p.Files = append(p.Files, agent.PromptFile{Mime: part.Mime, Filename: part.Filename, URL: part.URL, Source: part.Source})
 			}
 		}
 		p.Text = strings.Join(texts, "\n")

@@ -113,6 +113,11 @@ type Options struct {
 	// the runner goroutine; it must not block), e.g. to record the agent's
 	// own session id for a later resume.
 	OnEvent func(agent.Event)
+	// Attachments, when set, downloads the blobs a prompt references for
+	// the agent and stores the inline files of tool results and of prompts
+	// typed in the agent's terminal as blobs, so no record holds their
+	// bytes. Nil hands files on as they are.
+	Attachments Attachments
 }
 
 // Result is how a run ended.
@@ -454,6 +459,7 @@ func (r *Runner) answerAgentFromState(tp *mapper.ToolPart, p *pending) {
 
 // agentEvent handles one event from the agent.
 func (r *Runner) agentEvent(ctx context.Context, ev agent.Event) {
+	ev = r.storedEvent(ctx, ev)
 	switch e := ev.(type) {
 	case *agent.ToolBlocked:
 		if e.Permission != nil {
@@ -645,7 +651,20 @@ func (r *Runner) prompt(ctx context.Context, c ControlPrompt) error {
 
 // sendPrompt hands a prompt to the agent and records it.
 func (r *Runner) sendPrompt(ctx context.Context, c ControlPrompt) error {
-	if err := r.opts.Agent.Prompt(ctx, c.Prompt); err != nil {
+	p := c.Prompt
+	if r.opts.Attachments != nil && len(p.Files) > 0 {
+		files, err := r.fetchFiles(ctx, p.Files)
+		if err != nil {
+			r.refusePrompt(c, err)
+			return err
+		}
+		p.Files = files
+	}
+	if err := r.opts.Agent.Prompt(ctx, p); err != nil {
+		if errors.Is(err, agent.ErrUnsupportedInput) {
+			r.refusePrompt(c, err)
+			return err
+		}
 		// Kept for the agent's exit, which records it as unanswered;
 		// an agent that is still there gets the next prompt as usual.
 		r.lost = append(r.lost, c)

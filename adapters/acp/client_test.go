@@ -675,12 +675,14 @@ func TestPromptBlocks(t *testing.T) {
 		{"binary blob", Prompt{Files: []agent.PromptFile{bin}}, AgentInfo{EmbeddedContext: true}, `[{"resource":{"blob":"UEsD","mimeType":"application/zip","uri":"attachment:///a.zip"},"type":"resource"}]`, nil},
 		{"link", Prompt{Text: "see", Files: []agent.PromptFile{{URL: "https://example.org/doc.md", Mime: "text/markdown"}}}, AgentInfo{}, `[{"text":"see","type":"text"},{"mimeType":"text/markdown","name":"doc.md","type":"resource_link","uri":"https://example.org/doc.md"}]`, nil},
 		{"not base64 data URL", Prompt{Files: []agent.PromptFile{{URL: "data:text/plain,hi"}}}, AgentInfo{EmbeddedContext: true}, "", ErrUnsupported},
+		{"text file as embedded text", Prompt{Text: "read", Files: []agent.PromptFile{{Mime: "text/plain", Filename: "notes.txt", URL: "data:text/plain;base64,aGkK"}}}, AgentInfo{EmbeddedContext: true}, `[{"text":"read","type":"text"},{"resource":{"mimeType":"text/plain","text":"hi\n","uri":"attachment:///notes.txt"},"type":"resource"}]`, nil},
+		{"text file without embedded context", Prompt{Files: []agent.PromptFile{{Mime: "text/plain", Filename: "notes.txt", URL: "data:text/plain;base64,aGkK"}}}, AgentInfo{Image: true}, "", ErrUnsupported},
 	}
 	for _, tc := range cases {
 		b, err := promptBlocks(tc.p, tc.info)
 		if tc.err != nil {
-			if !errors.Is(err, tc.err) {
-				t.Errorf("%s: err %v", tc.name, err)
+			if !errors.Is(err, tc.err) || !errors.Is(err, agent.ErrUnsupportedInput) {
+				t.Errorf("%s: err %v, want %v and agent.ErrUnsupportedInput", tc.name, err, tc.err)
 			}
 			continue
 		}

@@ -49,13 +49,13 @@ func promptBlocks(p Prompt, info AgentInfo) ([]map[string]any, error) {
 				}
 				blocks = append(blocks, map[string]any{"type": "resource", "resource": res})
 			default:
-				return nil, fmt.Errorf("%w: attachment %q (%s) as inline content", ErrUnsupported, f.Filename, mime)
+				return nil, fmt.Errorf("%w: %w: attachment %q (%s): the agent's promptCapabilities allow no %s content", ErrUnsupported, agent.ErrUnsupportedInput, f.Filename, mime, kindOf(mime))
 			}
 			continue
 		}
 		u, err := url.Parse(f.URL)
 		if err != nil || (u.Scheme != "file" && u.Scheme != "http" && u.Scheme != "https") {
-			return nil, fmt.Errorf("%w: attachment URL %q", ErrUnsupported, f.URL)
+			return nil, fmt.Errorf("%w: %w: attachment URL %q", ErrUnsupported, agent.ErrUnsupportedInput, f.URL)
 		}
 		name := f.Filename
 		if name == "" {
@@ -68,6 +68,17 @@ func promptBlocks(p Prompt, info AgentInfo) ([]map[string]any, error) {
 		blocks = append(blocks, link)
 	}
 	return blocks, nil
+}
+
+// kindOf names the prompt capability a type needs.
+func kindOf(mime string) string {
+	switch {
+	case strings.HasPrefix(mime, "image/"):
+		return "image (or embedded resource)"
+	case strings.HasPrefix(mime, "audio/"):
+		return "audio (or embedded resource)"
+	}
+	return "embedded resource"
 }
 
 // isText reports whether an attachment can travel as a text resource.

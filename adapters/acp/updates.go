@@ -451,7 +451,8 @@ func (d *Decoder) output(tl *tool) string {
 }
 
 // resultMeta is the state metadata of a finished tool: its raw output,
-// diffs, terminal exit statuses; images of its content become attachments.
+// diffs, terminal exit statuses; images and binary (blob) resources of its
+// content become attachments (text resources are in its output).
 func (d *Decoder) resultMeta(tl *tool) (agent.Object, []agent.PromptFile) {
 	m := map[string]any{}
 	if !isNull(tl.rawOutput) {
@@ -481,7 +482,7 @@ func (d *Decoder) resultMeta(tl *tool) (agent.Object, []agent.PromptFile) {
 	}
 	var files []agent.PromptFile
 	for _, c := range tl.content {
-		if c.Type == "content" && c.Block.Type == "image" {
+		if c.Type == "content" && (c.Block.Type == "image" || c.Block.Type == "resource" && c.Block.Blob) {
 			if f, ok := c.Block.promptFile(); ok {
 				files = append(files, f)
 			}

@@ -1,12 +1,14 @@
 package codex
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 
@@ -158,25 +160,56 @@ type Image struct {
 type Prompt struct {
 	Text   string
 	Images []Image
+	// Texts are text attachments, each "<filename>:\n<content>", sent as
+	// text inputs after Text (Codex has no file input).
+	Texts []string
 }
 
-// PromptOf is the prompt a runner's agent.Prompt becomes: the text, and
-// image files as image inputs (a data: or http(s) URL as is, a file:// URL
-// as a local path); other attachments are not sent (Codex takes images
-// only) and are logged to log.
-func PromptOf(p agent.Prompt, log *zerolog.Logger) Prompt {
+// PromptOf is the prompt a runner's agent.Prompt becomes: the text, image
+// files as image inputs (a data: or http(s) URL as is, a file:// URL as a
+// local path), and text files (inline data: URLs of a text type) as text
+// inputs. Any other attachment is refused with agent.ErrUnsupportedInput:
+// Codex takes images and text only.
+func PromptOf(p agent.Prompt, log *zerolog.Logger) (Prompt, error) {
 	cp := Prompt{Text: p.Text}
 	for _, f := range p.Files {
 		switch {
-		case !strings.HasPrefix(f.Mime, "image/"):
-			log.Warn().Str("mime", f.Mime).Str("file", f.Filename).Msg("codex takes images only; attachment not sent")
-		case strings.HasPrefix(f.URL, "file://"):
+		case strings.HasPrefix(f.Mime, "image/") && strings.HasPrefix(f.URL, "file://"):
 			cp.Images = append(cp.Images, Image{Path: strings.TrimPrefix(f.URL, "file://")})
-		default:
+		case strings.HasPrefix(f.Mime, "image/"):
 			cp.Images = append(cp.Images, Image{URL: f.URL})
+		default:
+			text, ok := inlineText(f)
+			if !ok {
+				log.Warn().Str("mime", f.Mime).Str("file", f.Filename).Msg("codex takes images and text only; attachment refused")
+				return Prompt{}, fmt.Errorf("%w: codex takes images and text files only, not %q (%s)", agent.ErrUnsupportedInput, f.Filename, f.Mime)
+			}
+			name := f.Filename
+			if name == "" {
+				name = "attachment"
+			}
+			cp.Texts = append(cp.Texts, name+":\n"+text)
 		}
 	}
-	return cp
+	return cp, nil
+}
+
+// inlineText is the text of a base64 data: URL of a text type.
+func inlineText(f agent.PromptFile) (string, bool) {
+	rest, ok := strings.CutPrefix(f.URL, "data:")
+	if !ok {
+		return "", false
+	}
+	head, data, ok := strings.Cut(rest, ",")
+	mime, isB64 := strings.CutSuffix(head, ";base64")
+	if !ok || !isB64 || !(strings.HasPrefix(mime, "text/") || mime == "application/json") {
+		return "", false
+	}
+	b, err := base64.StdEncoding.DecodeString(data)
+	if err != nil || !utf8.Valid(b) {
+		return "", false
+	}
+	return string(b), true
 }
 
 // Echo reports the events a session runner records itself: every user

@@ -72,20 +72,38 @@ func withSession(cmd *cobra.Command, f *factory, name, ref string, fn func(conn 
 }
 
 func newSendCmd(f *factory) *cobra.Command {
-	return &cobra.Command{
-		Use:               "send SESSION TEXT",
-		Short:             "Send the next prompt to a running session",
-		Args:              usageArgs(cobra.ExactArgs(2)),
+	var files []string
+	cmd := &cobra.Command{
+		Use:   "send SESSION [TEXT]",
+		Short: "Send the next prompt to a running session",
+		Long: `Send TEXT as the next prompt of SESSION. Each --file is checked (its type is
+read from its bytes; an image must decode whole), encrypted with the session's
+key and uploaded to the relay first; the prompt references the uploads, and the
+running session downloads them and hands them to its agent. A file may be at
+most 10 MiB less 40 bytes. TEXT may be left out when there are files.`,
+		Args:              usageArgs(cobra.RangeArgs(1, 2)),
 		ValidArgsFunction: completeSessions(f, true, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if strings.TrimSpace(args[1]) == "" {
+			text := ""
+			if len(args) == 2 {
+				text = args[1]
+			}
+			if strings.TrimSpace(text) == "" && len(files) == 0 {
 				return &usageError{err: errors.New("the prompt is empty")}
 			}
 			return withLiveSession(cmd, f, "send", args[0], func(conn *app.Conn, o app.Opened) error {
 				if o.Metadata.OneShot {
 					return &exitError{code: exitFailed, err: fmt.Errorf("%s runs one prompt only (it was started with -p): start a session without -p, or continue this one with happy resume %s -p PROMPT once it has ended", o.Info.ID, o.Info.ID)}
 				}
-				id, err := app.Send(cmd.Context(), conn, o, args[1], f.now())
+				var blobs []app.Blob
+				for _, path := range files {
+					b, err := app.UploadFile(cmd.Context(), conn, o, path)
+					if err != nil {
+						return &exitError{code: exitFailed, err: fmt.Errorf("attach %s: %w", path, err)}
+					}
+					blobs = append(blobs, b)
+				}
+				id, err := app.SendFiles(cmd.Context(), conn, o, text, blobs, f.now())
 				if err == nil {
 					fmt.Fprintf(f.stdout, "sent %s\n", id)
 				}
@@ -93,6 +111,8 @@ func newSendCmd(f *factory) *cobra.Command {
 			})
 		},
 	}
+	cmd.Flags().StringArrayVar(&files, "file", nil, "attach a file (repeatable): uploaded encrypted, then referenced by the prompt")
+	return cmd
 }
 
 func newApproveCmd(f *factory) *cobra.Command {

@@ -53,7 +53,7 @@ next prompt.`,
 	root.AddCommand(newACPCmd(f), newGeminiCmd(f), newOpencodeCmd(f))
 	root.AddCommand(newCodexCmd(f))
 	root.AddCommand(newSessionsCmd(f), newLogCmd(f), newArchiveCmd(f), newDeleteCmd(f), newResumeCmd(f))
-	root.AddCommand(newSendCmd(f), newApproveCmd(f), newDenyCmd(f), newAnswerCmd(f), newAbortCmd(f))
+	root.AddCommand(newSendCmd(f), newAttachmentCmd(f), newApproveCmd(f), newDenyCmd(f), newAnswerCmd(f), newAbortCmd(f))
 	root.AddCommand(newDoctorCmd(f))
 	root.AddCommand(newDaemonCmd(f), newMachinesCmd(f), newSpawnCmd(f), newStopCmd(f))
 	root.AddCommand(newHookCmd(f))

@@ -25,6 +25,7 @@ package fakemodel
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -45,7 +46,15 @@ type Request struct {
 	ToolDone bool            // the last user input carries a tool result
 	JSON     bool            // Gemini: generationConfig.responseMimeType is application/json
 	LastText string          // text of the last user message (tool results excluded)
+	Images   []Image         // image blocks of the last user message (Anthropic base64 sources; tool results excluded)
 	Body     json.RawMessage // the whole request body
+}
+
+// Image is one image a request carried: its media type and decoded bytes
+// (nil when the base64 did not decode).
+type Image struct {
+	MediaType string
+	Data      []byte
 }
 
 // ToolCall is one tool call of a Reply: the tool's name and its input
@@ -185,6 +194,11 @@ type anthropicBlock struct {
 	Type    string          `json:"type"`
 	Text    string          `json:"text"`
 	Content json.RawMessage `json:"content"`
+	Source  *struct {
+		Type      string `json:"type"`
+		MediaType string `json:"media_type"`
+		Data      string `json:"data"`
+	} `json:"source"`
 }
 
 type anthropicMessage struct {
@@ -226,6 +240,11 @@ func parseAnthropic(body []byte) (anthropicRequest, Request, error) {
 			case "text":
 				if !strings.HasPrefix(b.Text, "<system-reminder>") {
 					texts = append(texts, b.Text)
+				}
+			case "image":
+				if b.Source != nil && b.Source.Type == "base64" {
+					data, _ := base64.StdEncoding.DecodeString(b.Source.Data)
+					r.Images = append(r.Images, Image{MediaType: b.Source.MediaType, Data: data})
 				}
 			}
 		}

@@ -12,11 +12,13 @@ package remote
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/happy-dev/happy/adapters/claude"
 	"github.com/happy-dev/happy/adapters/claude/sdk"
@@ -149,28 +151,55 @@ func (a *Agent) noteEvents(evs []agent.Event) {
 // Events implements agent.Agent.
 func (a *Agent) Events() <-chan agent.Event { return a.events }
 
-// Prompt implements agent.Agent: a text prompt, with image files as
-// base64 image blocks when given as data: URLs.
+// Prompt implements agent.Agent: a text prompt, with its files (inline
+// data: URLs; the runner downloads blobs first) as content blocks of the
+// user message: images (PNG, JPEG, GIF, WebP) as base64 image blocks, PDF
+// as a base64 document block, text files as text blocks
+// "<filename>:\n<content>", in the order given, then the prompt's text.
+// Any other file is refused with agent.ErrUnsupportedInput.
 func (a *Agent) Prompt(ctx context.Context, p agent.Prompt) error {
 	if len(p.Files) == 0 {
 		return a.client.SendUser(ctx, p.Text)
 	}
-	blocks := []map[string]any{}
-	for _, f := range p.Files {
-		mime, data, ok := parseDataURL(f.URL)
-		if !ok || !strings.HasPrefix(mime, "image/") {
-			return fmt.Errorf("claude: attachment %q: only data: image URLs are supported", f.Filename)
-		}
-		blocks = append(blocks, map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": mime, "data": data}})
-	}
-	if p.Text != "" {
-		blocks = append(blocks, map[string]any{"type": "text", "text": p.Text})
-	}
-	content, err := json.Marshal(blocks)
+	content, err := PromptContent(p)
 	if err != nil {
 		return err
 	}
 	return a.client.SendUserContent(ctx, content)
+}
+
+// PromptContent is the content array of the stream-json user message for
+// a prompt with files (see Prompt).
+func PromptContent(p agent.Prompt) (json.RawMessage, error) {
+	blocks := []map[string]any{}
+	for _, f := range p.Files {
+		mime, data, ok := parseDataURL(f.URL)
+		if !ok {
+			return nil, fmt.Errorf("%w: claude: attachment %q: only inline data: URLs are sent", agent.ErrUnsupportedInput, f.Filename)
+		}
+		switch {
+		case mime == "image/png" || mime == "image/jpeg" || mime == "image/gif" || mime == "image/webp":
+			blocks = append(blocks, map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": mime, "data": data}})
+		case mime == "application/pdf":
+			blocks = append(blocks, map[string]any{"type": "document", "source": map[string]any{"type": "base64", "media_type": mime, "data": data}})
+		case strings.HasPrefix(mime, "text/") || mime == "application/json":
+			b, err := base64.StdEncoding.DecodeString(data)
+			if err != nil || !utf8.Valid(b) {
+				return nil, fmt.Errorf("%w: claude: attachment %q is not UTF-8 text", agent.ErrUnsupportedInput, f.Filename)
+			}
+			name := f.Filename
+			if name == "" {
+				name = "attachment"
+			}
+			blocks = append(blocks, map[string]any{"type": "text", "text": name + ":\n" + string(b)})
+		default:
+			return nil, fmt.Errorf("%w: claude takes images, PDF and text files, not %q (%s)", agent.ErrUnsupportedInput, f.Filename, mime)
+		}
+	}
+	if p.Text != "" {
+		blocks = append(blocks, map[string]any{"type": "text", "text": p.Text})
+	}
+	return json.Marshal(blocks)
 }
 
 // parseDataURL splits data:<mime>;base64,<data>.

@@ -129,6 +129,9 @@ func (c *Client) StartTurn(ctx context.Context, n int, p codex.Prompt) error {
 			input = append(input, map[string]any{"type": "image", "url": im.URL})
 		}
 	}
+	for _, t := range p.Texts {
+		input = append(input, map[string]any{"type": "text", "text": t})
+	}
 	var res struct {
 		Turn struct {
 			ID string `json:"id"`

@@ -498,7 +498,7 @@ func TestDuplicateApprovalsAllAnswered(t *testing.T) {
 }
 
 // TestAgent drives the agent.Agent face: image attachments become image
-// inputs, decisions go out in Codex's form (an abort's rejection as
+// inputs, a text file a text input, decisions go out in Codex's form (an abort's rejection as
 // cancel), stale answers give agent.ErrStale, and the echo of what the
 // runner records itself (prompts, its answers) is not published.
 func TestAgent(t *testing.T) {
@@ -510,7 +510,7 @@ func TestAgent(t *testing.T) {
 			defer close(script)
 			f.AppServerHandshake()
 			m := f.Expect("turn/start")
-			if want := `{"input":[{"text":"look","type":"text"},{"type":"image","url":"data:image/png;base64,AAAA"},{"path":"/w/shot.png","type":"localImage"}],"threadId":"th1"}`; string(m["params"]) != want {
+			if want := `{"input":[{"text":"look","type":"text"},{"type":"image","url":"data:image/png;base64,AAAA"},{"path":"/w/shot.png","type":"localImage"},{"text":"notes.txt:\nhi","type":"text"}],"threadId":"th1"}`; string(m["params"]) != want {
 				t.Errorf("turn/start params %s", m["params"])
 			}
 			f.Send(`{"id":3,"result":{"turn":{"id":"tu1","items":[],"status":"inProgress"}}}`)

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -135,6 +136,9 @@ func (c *Client) handshake(ctx context.Context) error {
 func (c *Client) StartTurn(ctx context.Context, n int, p codex.Prompt) error {
 	if len(p.Images) > 0 {
 		c.S.Logger().Warn().Int("images", len(p.Images)).Msg("codex mcp-server takes text prompts only; images not sent")
+	}
+	if len(p.Texts) > 0 {
+		p.Text = strings.Join(append([]string{p.Text}, p.Texts...), "\n\n")
 	}
 	c.mu.Lock()
 	first := c.firstCall

@@ -209,10 +209,15 @@ func (c *Core) Agent() *Agent {
 	return &Agent{Core: c}
 }
 
-// Prompt implements agent.Agent: the text, and image files as image inputs
-// (see codex.PromptOf).
+// Prompt implements agent.Agent: the text, image files as image inputs and
+// text files as text inputs (see codex.PromptOf; other files are refused
+// with agent.ErrUnsupportedInput).
 func (a *Agent) Prompt(ctx context.Context, p agent.Prompt) error {
-	return a.Core.Prompt(ctx, codex.PromptOf(p, a.S.Logger()))
+	cp, err := codex.PromptOf(p, a.S.Logger())
+	if err != nil {
+		return err
+	}
+	return a.Core.Prompt(ctx, cp)
 }
 
 // AnswerQuestion implements agent.Agent; a call that waits for no answer
