@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"encoding/json"
-	"strings"
 
 	"github.com/happy-dev/happy/internal/settings"
 	"github.com/happy-dev/happy/relay"
@@ -19,25 +18,22 @@ const EnvAppCompat = "HAPPY_APP_COMPAT"
 // "appCompat" in settings.json, then on. Off suits a relay no reference app
 // reads: nothing but the canonical records and the metadata is written.
 func appCompatEnabled(env Env) bool {
-	get := env.Getenv
-	if get == nil {
-		get = func(string) string { return "" }
-	}
-	switch strings.ToLower(strings.TrimSpace(get(EnvAppCompat))) {
-	case "0", "false", "no", "off":
-		return false
-	case "1", "true", "yes", "on":
-		return true
-	}
+	return switchOn(env, EnvAppCompat, "appCompat", true)
+}
+
+// switchOn resolves an on/off setting of env's home (settings.Switch:
+// the environment variable, then the key in settings.json, then def); an
+// unreadable file or value is logged and def is used.
+func switchOn(env Env, envName, key string, def bool) bool {
 	st, err := settings.Load(env.Home.Settings())
-	if err != nil {
-		return true
+	if err == nil {
+		var on bool
+		if on, err = st.Switch(env.Getenv, envName, key, def); err == nil {
+			return on
+		}
 	}
-	v, set, err := st.Bool("appCompat")
-	if err != nil || !set {
-		return true
-	}
-	return v
+	env.Log.Warn().Err(err).Str("setting", key).Bool("default", def).Msg("setting unreadable: its default applies")
+	return def
 }
 
 // startCompat returns the writer of the reference app's legacy records and

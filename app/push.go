@@ -3,10 +3,8 @@ package app
 import (
 	"context"
 	"path/filepath"
-	"strings"
 	"time"
 
-	"github.com/happy-dev/happy/internal/settings"
 	"github.com/happy-dev/happy/mapper"
 	"github.com/happy-dev/happy/relay"
 )
@@ -46,25 +44,7 @@ type pusher struct {
 // pushEnabled resolves the pushEvents setting: HAPPY_PUSH_EVENTS, then
 // "pushEvents" in settings.json, then on.
 func pushEnabled(env Env) bool {
-	get := env.Getenv
-	if get == nil {
-		get = func(string) string { return "" }
-	}
-	switch strings.ToLower(strings.TrimSpace(get(EnvPushEvents))) {
-	case "0", "false", "no", "off":
-		return false
-	case "1", "true", "yes", "on":
-		return true
-	}
-	st, err := settings.Load(env.Home.Settings())
-	if err != nil {
-		return true
-	}
-	v, set, err := st.Bool("pushEvents")
-	if err != nil || !set {
-		return true
-	}
-	return v
+	return switchOn(env, EnvPushEvents, "pushEvents", true)
 }
 
 // startPusher starts the sender of sess's push events, or returns nil when

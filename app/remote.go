@@ -80,19 +80,7 @@ func registerAppControl(ctx context.Context, env Env, sess *relay.Session, runne
 		}
 		return func() {}
 	}
-	st, err := settings.Load(env.Home.Settings())
-	shell := false
-	if err == nil {
-		getenv := env.Getenv
-		if getenv == nil {
-			getenv = func(string) string { return "" }
-		}
-		shell, err = settings.RemoteShell(getenv, st)
-	}
-	if err != nil {
-		env.Log.Warn().Err(err).Msg("remoteShell setting unreadable: remote shell access stays off")
-		shell = false
-	}
+	shell := switchOn(env, settings.EnvRemoteShell, "remoteShell", false)
 	for name, h := range remotefs.Handlers(remotefs.Options{Root: root, Shell: shell, Log: env.Log}) {
 		sess.RegisterRPC(name, func(ctx context.Context, params json.RawMessage) (any, error) {
 			return h(ctx, params), nil

@@ -313,15 +313,28 @@ const EnvRemoteShell = "HAPPY_REMOTE_SHELL"
 // is not a boolean is an error wrapping ErrMalformed, and the caller keeps
 // it off.
 func RemoteShell(getenv func(string) string, s Settings) (bool, error) {
-	if v := strings.TrimSpace(getenv(EnvRemoteShell)); v != "" {
-		switch strings.ToLower(v) {
-		case "1", "true", "yes", "on":
-			return true, nil
-		case "0", "false", "no", "off":
-			return false, nil
+	return s.Switch(getenv, EnvRemoteShell, "remoteShell", false)
+}
+
+// Switch resolves an on/off setting: the environment variable envName
+// from getenv when set (1/true/yes/on or 0/false/no/off, any case), else
+// the boolean key in s, else def. A value that is neither is an error
+// wrapping ErrMalformed, returned with def. getenv may be nil.
+func (s Settings) Switch(getenv func(string) string, envName, key string, def bool) (bool, error) {
+	if getenv != nil {
+		if v := strings.TrimSpace(getenv(envName)); v != "" {
+			switch strings.ToLower(v) {
+			case "1", "true", "yes", "on":
+				return true, nil
+			case "0", "false", "no", "off":
+				return false, nil
+			}
+			return def, fmt.Errorf("%w: %s=%q is not a boolean", ErrMalformed, envName, v)
 		}
-		return false, fmt.Errorf("%w: %s=%q is not a boolean", ErrMalformed, EnvRemoteShell, v)
 	}
-	v, _, err := s.Bool("remoteShell")
-	return v, err
+	v, set, err := s.Bool(key)
+	if err != nil || !set {
+		return def, err
+	}
+	return v, nil
 }
