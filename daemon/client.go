@@ -18,6 +18,7 @@ import (
 	"github.com/happy-dev/happy/app"
 	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/internal/home"
+	"github.com/happy-dev/happy/relay"
 )
 
 // StartOptions configure Start.
@@ -165,23 +166,25 @@ func Machines(ctx context.Context, conn *app.Conn, now time.Time) ([]Machine, er
 	if err != nil {
 		return nil, err
 	}
-	enc, err := conn.Creds.MachineEncryption()
-	if err != nil {
-		return nil, err
-	}
 	out := make([]Machine, 0, len(list))
 	for _, mi := range list {
 		m := Machine{ID: mi.ID, LastSeen: mi.ActiveAt}
 		m.Online = mi.Active && now.UnixMilli()-mi.ActiveAt <= OnlineWithin.Milliseconds()
-		var md MachineMetadata
-		if plain, err := open(enc.Cipher, mi.Metadata); err != nil {
+		c, err := machineCipher(conn.Creds, mi)
+		if err != nil {
 			m.Error = "metadata: " + err.Error()
+			out = append(out, m)
+			continue
+		}
+		var md MachineMetadata
+		if plain, err := open(c, mi.Metadata); err != nil {
+			m.Error = "metadata: " + readHint(conn.Creds, err)
 		} else if err := json.Unmarshal(plain, &md); err != nil {
 			m.Error = "metadata: " + err.Error()
 		}
 		m.Host, m.Platform, m.Version, m.HomeDir, m.Agents = md.Host, md.Platform, md.HappyCliVersion, md.HappyHomeDir, md.Agents
 		if mi.DaemonState != nil {
-			if plain, err := open(enc.Cipher, *mi.DaemonState); err == nil && json.Valid(plain) {
+			if plain, err := open(c, *mi.DaemonState); err == nil && json.Valid(plain) {
 				raw := json.RawMessage(plain)
 				m.Daemon = &raw
 			} else if err != nil && m.Error == "" {
@@ -192,6 +195,36 @@ func Machines(ctx context.Context, conn *app.Conn, now time.Time) ([]Machine, er
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].LastSeen > out[j].LastSeen })
 	return out, nil
+}
+
+// machineCipher is the cipher of machine mi's metadata, daemon state and
+// RPCs, as the daemon that registered it chose (relay.Client.OpenMachine):
+// with the account secret, the machine's own data key unwrapped from its
+// dataEncryptionKey (a legacy machine, with none, is sealed under the
+// secret); without it (a terminal paired with the dataKey variant) only
+// this home's machine key, which opens this machine alone.
+func machineCipher(creds *crypto.Credentials, mi relay.MachineInfo) (crypto.Cipher, error) {
+	if creds.AccountSecret != nil {
+		dek := ""
+		if mi.DataEncryptionKey != nil {
+			dek = *mi.DataEncryptionKey
+		}
+		return creds.OpenSession(dek)
+	}
+	enc, err := creds.MachineEncryption()
+	if err != nil {
+		return nil, err
+	}
+	return enc.Cipher, nil
+}
+
+// readHint explains a machine that cannot be opened on a home without the
+// account secret.
+func readHint(creds *crypto.Credentials, err error) string {
+	if creds.AccountSecret == nil {
+		return err.Error() + " (this machine was paired without the account secret and reads only its own machine: pair it with happy auth approve --legacy, or log in with the backup key)"
+	}
+	return err.Error()
 }
 
 func open(c crypto.Cipher, b64 string) ([]byte, error) {
@@ -232,14 +265,26 @@ func FindMachine(ms []Machine, ref string) (Machine, error) {
 	return Machine{}, fmt.Errorf("%w: %q (happy machines lists them)", ErrNoMachine, ref)
 }
 
-// Call calls the machine RPC "<machineID>:<method>" with the account's
-// machine key and decodes the result into out.
+// Call calls the machine RPC "<machineID>:<method>", sealed with that
+// machine's key (machineCipher: it needs the account secret unless the
+// machine is this home's own), and decodes the result into out.
 func Call(ctx context.Context, conn *app.Conn, machineID, method string, params, out any, timeout time.Duration) error {
-	enc, err := conn.Creds.MachineEncryption()
+	list, err := conn.API.ListMachines(ctx)
 	if err != nil {
 		return err
 	}
-	res, err := app.CallScopedRPC(ctx, conn, machineID, enc.Cipher, method, params, timeout)
+	var c crypto.Cipher
+	for _, mi := range list {
+		if mi.ID == machineID {
+			if c, err = machineCipher(conn.Creds, mi); err != nil {
+				return fmt.Errorf("machine %s: %s", machineID, readHint(conn.Creds, err))
+			}
+		}
+	}
+	if c == nil {
+		return fmt.Errorf("%w: %q (happy machines lists them)", ErrNoMachine, machineID)
+	}
+	res, err := app.CallScopedRPC(ctx, conn, machineID, c, method, params, timeout)
 	if err != nil {
 		return err
 	}

@@ -32,11 +32,19 @@ func daemonHomes(t *testing.T, fc *fakeCodex) (envA, envB map[string]string) {
 	t.Helper()
 	envA = codexTestEnv(t, fc)
 	envB = map[string]string{"HAPPY_SERVER_URL": envA["HAPPY_SERVER_URL"], "HAPPY_HOME_DIR": t.TempDir()}
-	creds, err := os.ReadFile(filepath.Join(envA["HAPPY_HOME_DIR"], crypto.CredentialsFileName))
+	creds, err := crypto.LoadCredentials(filepath.Join(envA["HAPPY_HOME_DIR"], crypto.CredentialsFileName))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(envB["HAPPY_HOME_DIR"], crypto.CredentialsFileName), creds, 0o600); err != nil {
+	// Another device of the account has a machine key of its own (as one
+	// logged in with the backup key has): it reaches the daemon's machine
+	// through that machine's wrapped key, never its own.
+	if creds.DataKey != nil {
+		if _, err := rand.Read(creds.DataKey.MachineKey[:]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := creds.Save(filepath.Join(envB["HAPPY_HOME_DIR"], crypto.CredentialsFileName)); err != nil {
 		t.Fatal(err)
 	}
 	return envA, envB
