@@ -317,6 +317,11 @@ func runClaudeRemote(parent context.Context, f *factory, o *agentOptions, claude
 		return &exitError{code: exitRelay, err: err}
 	}
 	defer conn.Close()
+	es, err := o.startEvents(f, env)
+	if err != nil {
+		return err
+	}
+	defer es.Close()
 	args := o.agentArgs
 	if id := o.resumeID(); id != "" {
 		args = append([]string{"--resume", id}, args...)
@@ -331,7 +336,7 @@ func runClaudeRemote(parent context.Context, f *factory, o *agentOptions, claude
 	res, err := app.RunSession(ctx, env, conn, ag, app.SessionOptions{
 		Flavor: "claude", Dir: dir, Prompt: o.initialPrompt, ProviderID: "anthropic",
 		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: o.startedByValue(), Resume: o.resumeOpts(),
-		FlushTimeout: o.flushTimeout, Yolo: o.yolo,
+		FlushTimeout: o.flushTimeout, Yolo: o.yolo, Events: events(es),
 		OnCreated: func(id string) {
 			fmt.Fprintf(f.stderr, "happy: session %s — send prompts with: happy send %s \"…\" (Ctrl-C ends it)\n", id, id)
 		},

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -274,5 +277,38 @@ func TestResumeACPSession(t *testing.T) {
 				t.Fatalf("after resume: state %q title %q", o.Metadata.LifecycleState, tr.Session.Title)
 			}
 		})
+	}
+}
+
+// happy claude --remote (what the daemon starts) serves the local event API
+// when asked: the daemon follows every session it runs through it.
+func TestClaudeRemoteServesEvents(t *testing.T) {
+	env := codexTestEnv(t, nil)
+	claude, _ := fakeClaude(t)
+	env["HAPPY_CLAUDE_PATH"] = claude
+	c := startChild(t, env, "claude", "--remote", "--initial-prompt=first task", "--events-listen=127.0.0.1:0")
+	sid := c.sessionID(t)
+	re := regexp.MustCompile(`happy: live events on (http://127\.0\.0\.1:\d+)/event \(bearer token in (\S+)\)`)
+	var m []string
+	waitFor(t, "the live events line", func() bool { m = re.FindStringSubmatch(c.errText()); return m != nil })
+	tok, err := os.ReadFile(m[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sessions []struct {
+		ID string `json:"id"`
+	}
+	waitFor(t, "the session in GET /session", func() bool {
+		req, _ := http.NewRequest("GET", m[1]+"/session", nil)
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode == 200 && json.NewDecoder(resp.Body).Decode(&sessions) == nil && len(sessions) > 0
+	})
+	if len(sessions) != 1 || !strings.HasPrefix(sessions[0].ID, "ses_") {
+		t.Fatalf("GET /session = %+v, want the one session of %s", sessions, sid)
 	}
 }
