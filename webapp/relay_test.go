@@ -521,3 +521,35 @@ func TestMachinesAndNewSession(t *testing.T) {
 	}
 	p.noPolicyViolations()
 }
+
+// A pairing link opened a second time (or after it expired) fails at once
+// with a message that says so, instead of polling the relay.
+func TestUsedPairingLink(t *testing.T) {
+	r, creds := startRelay(t)
+	api := newAPI(t, r.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := relay.PairBrowser(ctx, api.WithToken(creds.Token), creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link, err := relay.BrowserLink(r.URL, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := relay.CollectBrowserPairing(ctx, api, p); err != nil {
+		t.Fatalf("first use: %v", err)
+	}
+	bctx, bcancel := context.WithTimeout(browsertest.Start(t), 30*time.Second)
+	defer bcancel()
+	page := &appPage{t: t, ctx: bctx, base: r.URL, creds: creds, api: api}
+	page.do("open the used link", chromedp.EmulateViewport(390, 844), chromedp.Navigate(link))
+	// (wait gives up after 20 s; the page used to poll for 30 s before it said anything)
+	page.wait("the refusal", `(document.querySelector("#signin-message")?.textContent ?? "").includes("pairing failed")`)
+	if msg := page.text("#signin-message"); msg != "pairing failed: this pairing link was used already or has expired (a link works once, within 5 minutes); run `happy web` again" {
+		t.Errorf("sign-in message %q", msg)
+	}
+	if got := string(page.eval(`localStorage.getItem("happy.account")`)); got != "null" {
+		t.Errorf("a refused link left an account in the browser: %s", got)
+	}
+}

@@ -49,14 +49,16 @@ export class Relay {
     return data;
   }
 
-  /** pair answers an approved pairing request: POST /v1/auth/request until authorized. */
-  async pair(publicKey, { tries = 30, wait = 1000 } = {}) {
-    for (let i = 0; ; i++) {
-      const r = await this.call("POST", "/v1/auth/request", { publicKey: c.b64encode(publicKey), supportsV2: true });
-      if (r?.state === "authorized") return r;
-      if (i + 1 >= tries) throw new RelayError(0, "the pairing request was not approved; run `happy web` again");
-      await new Promise((res) => setTimeout(res, wait));
-    }
+  /**
+   * pair collects the answer of a pairing request that happy web approved
+   * before it printed the link: one POST /v1/auth/request, which must say
+   * authorized. Anything else means the link was used already or expired
+   * (our relay answers a request once, within minutes), so it fails at once.
+   */
+  async pair(publicKey) {
+    const r = await this.call("POST", "/v1/auth/request", { publicKey: c.b64encode(publicKey), supportsV2: true });
+    if (r?.state === "authorized") return r;
+    throw new RelayError(0, "this pairing link was used already or has expired (a link works once, within 5 minutes); run `happy web` again");
   }
 
   /** signIn signs the challenge with the account key (POST /v1/auth) and returns the token. */

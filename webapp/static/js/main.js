@@ -23,6 +23,7 @@ const app = {
   machines: [], // openMachine's results, newest activity first
   machinesError: "",
   spawn: null, // {state: "asking"|"sending", params, machine} while a spawn waits
+  pairing: false, // a pairing link is being used
   error: "",
 };
 
@@ -301,7 +302,7 @@ function renderStatus() {
 function signInView() {
   const key = h("textarea", { id: "backup-key", rows: 2, placeholder: "XXXXX-XXXXX-…", autocomplete: "off", spellcheck: "false", "aria-label": "backup key" });
   const relay = h("input", { id: "relay-url", type: "url", value: location.origin, "aria-label": "relay URL" });
-  const msg = h("p", { class: "error", role: "alert", id: "signin-message" }, app.error);
+  const msg = h("p", { class: "error", role: "alert", id: "signin-message" }, app.pairing ? "pairing this browser…" : app.error);
   return h("div", { class: "signin" },
     h("h1", {}, "happy"),
     h("p", {}, "Open the link that ", h("code", {}, "happy web"), " prints on your computer to sign in this browser."),
@@ -605,12 +606,15 @@ async function boot() {
   }
   if (location.hash.startsWith("#pair=")) history.replaceState(null, "", location.pathname + location.search);
   if (link) {
+    app.pairing = true;
     render();
     try {
       const a = await pairFromLink(link);
+      app.pairing = false;
       saveAccount(a);
       await start(a);
     } catch (e) {
+      app.pairing = false;
       app.error = "pairing failed: " + e.message;
       const saved = loadAccount();
       if (saved) await start(saved); else render();
