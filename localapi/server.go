@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -293,6 +294,9 @@ func CheckLoopback(addr string) error {
 	}
 	if port == "" {
 		return fmt.Errorf("%w: %q has no port (e.g. 127.0.0.1:4096, or port 0 for any)", ErrNotLoopback, addr)
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || strconv.FormatUint(n, 10) != port {
+		return fmt.Errorf("%w: %q: the port must be a number from 0 to 65535", ErrNotLoopback, addr)
 	}
 	if strings.EqualFold(host, "localhost") {
 		return nil

@@ -111,6 +111,9 @@ func TestLoopbackOnly(t *testing.T) {
 		{"example.com:4096", `would listen on example.com`},
 		{"127.0.0.1", `"127.0.0.1" is not host:port`},
 		{"127.0.0.1:", `"127.0.0.1:" has no port`},
+		{"127.0.0.1:99999", `"127.0.0.1:99999": the port must be a number from 0 to 65535`},
+		{"127.0.0.1:http", `the port must be a number`},
+		{"127.0.0.1:04096", `the port must be a number`},
 	} {
 		err := CheckLoopback(tc.addr)
 		switch {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -415,6 +416,9 @@ happy log ID --follow, and end it with happy stop ID.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if machine == "" || req.Directory == "" && req.ResumeSessionID == "" {
 				return &usageError{err: errors.New("spawn needs --machine and --dir (or --resume)")}
+			}
+			if d := req.Directory; d != "" && !filepath.IsAbs(d) && !strings.HasPrefix(d, "~") {
+				return &usageError{err: fmt.Errorf("--dir %q: give an absolute path (or ~/…): it names a folder on the other machine", d)}
 			}
 			if len(args) == 1 {
 				req.Prompt = args[0]
