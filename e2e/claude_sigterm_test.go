@@ -3,8 +3,10 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -177,10 +179,13 @@ func TestE2EClaudeInteractiveSIGTERM(t *testing.T) {
 			t.Fatalf("process group %d after the exit: kill(-pgid, 0) = %v, want ESRCH", pid, err)
 		}
 	}
+	// A tool's process may sit in a group of its own (Claude starts some
+	// detached) and end a moment after happy: it must be gone within
+	// seconds, not run on (the tool was a two-minute sleep).
 	for _, pid := range tree {
-		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-			t.Fatalf("process %d (under happy) still there after the exit: kill = %v", pid, err)
-		}
+		waitFor(t, 10*time.Second, fmt.Sprintf("process %d (under happy) to end after the exit", pid), func() bool {
+			return gone(pid)
+		})
 	}
 
 	code, out, _ := happyRun(t, envB, work, "sessions", "--json")
@@ -215,4 +220,21 @@ func TestE2EClaudeInteractiveSIGTERM(t *testing.T) {
 	if a := doc.Messages[last].Info; a.Time.Completed == nil || a.Finish == "" {
 		t.Fatalf("last assistant message open: %+v\n%s", a, out)
 	}
+}
+
+// gone reports whether process pid has ended: no such process, or a zombie
+// waiting for a parent that is not this test.
+func gone(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	// The state follows the command name in parentheses: "pid (comm) S …".
+	if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) {
+		return b[i+2] == 'Z'
+	}
+	return false
 }

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/happy-dev/happy/internal/home"
+	"github.com/happy-dev/happy/internal/proc"
 )
 
 // PIDFile is the name of the pid file inside <home>/server.
@@ -132,6 +133,7 @@ func Ensure(ctx context.Context, opts Options) (started bool, err error) {
 		return false, fmt.Errorf("embedded relay: start %s server: %w", exe, err)
 	}
 	pid := cmd.Process.Pid
+	proc.Own(pid) // ours, though not started through proc.Start: an agent's end never touches it
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	if err := os.WriteFile(filepath.Join(dataDir, PIDFile), []byte(strconv.Itoa(pid)+"\n"), 0o600); err != nil {

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -137,3 +139,88 @@ func parseStat(b []byte) (procStat, bool) {
 // Limits lists the guarantees of this package that this platform cannot
 // give: none on Linux.
 func Limits() []string { return nil }
+
+// ownPids are the children this process started through Start (and those
+// handed to Own): when an agent's group ends, a direct child of ours that is
+// not one of them was adopted (we are its subreaper) from a descendant that
+// left the group, such as a tool shell the agent started detached.
+var ownPids sync.Map // pid → struct{}
+
+// Own marks pid, a child this process started without Start (the
+// background relay), as one of ours: the end of an agent's group never
+// touches it.
+func Own(pid int) { ownPids.Store(pid, struct{}{}) }
+
+func ownStarted(pid int) { ownPids.Store(pid, struct{}{}) }
+func ownEnded(pid int)   { ownPids.Delete(pid) }
+
+// endAdopted ends the processes this process adopted as subreaper that
+// started after the leader (start time in clock ticks, 0 when unknown: then
+// nothing is ended) and are not children it started itself: descendants of
+// the leader that had left its group (a setsid or setpgid of their own) and
+// were orphaned when it died. Each gets SIGTERM to its own group (or to
+// itself when it leads none), SIGKILL after grace, and is reaped.
+func endAdopted(leaderStart uint64, grace time.Duration) {
+	if leaderStart == 0 {
+		return
+	}
+	adopted := adoptedSince(leaderStart)
+	if len(adopted) == 0 {
+		return
+	}
+	signalEach := func(sig syscall.Signal) {
+		for _, pid := range adopted {
+			if st, ok := readStat(pid); ok && st.pgrp == pid {
+				_ = syscall.Kill(-pid, sig)
+			} else {
+				_ = syscall.Kill(pid, sig)
+			}
+		}
+	}
+	signalEach(syscall.SIGTERM)
+	deadline := time.Now().Add(grace)
+	for len(adoptedSince(leaderStart)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(adoptedSince(leaderStart)) > 0 {
+		signalEach(syscall.SIGKILL)
+		for end := time.Now().Add(killTeardown); len(adoptedSince(leaderStart)) > 0 && time.Now().Before(end); {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// adoptedSince lists the live adopted children (see endAdopted) that
+// started at or after tick since; zombies among them are reaped on the way.
+func adoptedSince(since uint64) []int {
+	startMu.Lock()
+	defer startMu.Unlock()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	self := os.Getpid()
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, ok := readStat(pid)
+		if !ok || st.ppid != self {
+			continue
+		}
+		if _, mine := ownPids.Load(pid); mine {
+			continue
+		}
+		if t, ok := StartTicks(pid); !ok || t < since {
+			continue
+		}
+		if st.state == 'Z' || st.state == 'X' {
+			reapZombie(pid)
+			continue
+		}
+		out = append(out, pid)
+	}
+	return out
+}

@@ -2,7 +2,10 @@
 
 package proc
 
-import "syscall"
+import (
+	"syscall"
+	"time"
+)
 
 // EnableSubreaper does nothing where the platform has no subreaper.
 func EnableSubreaper() error { return nil }
@@ -28,3 +31,10 @@ func Limits() []string {
 		"no child subreaper: orphaned descendants of the agent's tools go to PID 1 (launchd), not to happy",
 	}
 }
+
+// Own does nothing where the platform has no subreaper (see the Linux one).
+func Own(int) {}
+
+func ownStarted(int)                   {}
+func ownEnded(int)                     {}
+func endAdopted(uint64, time.Duration) {}

@@ -27,6 +27,9 @@ import (
 	"time"
 )
 
+// startMu orders starting a child against looking for adopted ones.
+var startMu sync.Mutex
+
 // DefaultGrace is the time between SIGTERM and SIGKILL when Options.Grace is
 // zero.
 const DefaultGrace = 3 * time.Second
@@ -55,6 +58,7 @@ type Process struct {
 	cmd   *exec.Cmd
 	pid   int
 	grace time.Duration
+	start uint64 // the leader's start time in clock ticks since boot (0: unknown)
 
 	done chan struct{} // closed when the leader is reaped and the group is ended
 
@@ -98,10 +102,18 @@ func Start(ctx context.Context, cmd *exec.Cmd, opts Options) (*Process, error) {
 	if cmd.WaitDelay == 0 {
 		cmd.WaitDelay = grace
 	}
+	// A child is marked as ours before anyone can look for adopted
+	// processes (endAdopted takes the same lock), so a new agent is never
+	// taken for an orphan of an old one.
+	startMu.Lock()
 	if err := cmd.Start(); err != nil {
+		startMu.Unlock()
 		return nil, fmt.Errorf("%w: start %s: %w", ErrNotStarted, cmd.Path, err)
 	}
 	p := &Process{cmd: cmd, pid: cmd.Process.Pid, grace: grace, done: make(chan struct{})}
+	ownStarted(p.pid)
+	startMu.Unlock()
+	p.start, _ = StartTicks(p.pid)
 	go p.reap()
 	if ctx.Done() != nil {
 		go func() {
@@ -217,11 +229,13 @@ func (p *Process) reap() {
 	if canWaitWithoutReaping {
 		waitLeaderExit(p.pid) // returns when the leader has exited, without reaping it
 		leftover = p.endGroup()
+		endAdopted(p.start, p.grace)
 		err = p.cmd.Wait()
 	} else {
 		err = p.cmd.Wait()
 		leftover = p.endGroup()
 	}
+	ownEnded(p.pid)
 	p.mu.Lock()
 	p.reaped = true
 	p.state = p.cmd.ProcessState

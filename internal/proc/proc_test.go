@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -50,6 +51,24 @@ func runHelper(mode string) int {
 	case strings.HasPrefix(mode, "exit-"):
 		n, _ := strconv.Atoi(strings.TrimPrefix(mode, "exit-"))
 		return n
+	case mode == "spawn-detached-then-exit":
+		// Leader whose grandchild leaves the group (a session of its own,
+		// as Node's detached children do), then the leader exits.
+		gc := exec.Command(os.Args[0])
+		gc.Env = append(os.Environ(), helperEnv+"=sleep")
+		gc.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		out, err := gc.StdoutPipe()
+		if err != nil {
+			return 10
+		}
+		if err := gc.Start(); err != nil {
+			return 11
+		}
+		if line, _ := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
+			return 12
+		}
+		fmt.Printf("grandchild %d\n", gc.Process.Pid)
+		return 0
 	case mode == "spawn-stubborn", mode == "spawn-stubborn-then-exit":
 		// Leader with a grandchild that ignores SIGTERM, in the same group.
 		gc := exec.Command(os.Args[0])
@@ -271,6 +290,37 @@ func TestGroupEndedWhenLeaderExits(t *testing.T) {
 	}
 	if exists(gc) {
 		t.Fatalf("grandchild %d outlived its exited leader", gc)
+	}
+	if z := ourZombies(t); len(z) > 0 {
+		t.Fatalf("zombies left: %v", z)
+	}
+}
+
+// A descendant that left the leader's group (setsid) is adopted by this
+// process, the subreaper, when the leader dies, and ended with the group;
+// a child this process started itself, started after that leader, is not
+// touched.
+func TestDetachedDescendantEndedWithItsLeader(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("only Linux has a child subreaper")
+	}
+	bystander, _ := startHelper(t, context.Background(), "sleep", Options{})
+	p, r := startHelper(t, context.Background(), "spawn-detached-then-exit", Options{Grace: 200 * time.Millisecond})
+	gc := grandchildPid(t, r)
+	late, _ := startHelper(t, context.Background(), "sleep", Options{})
+	st, err := waitTimeout(t, p, 20*time.Second)
+	if err != nil || st.ExitCode() != 0 {
+		t.Fatalf("leader exit %v, err %v", st, err)
+	}
+	if exists(gc) {
+		t.Fatalf("detached grandchild %d outlived its exited leader", gc)
+	}
+	for _, q := range []*Process{bystander, late} {
+		select {
+		case <-q.Done():
+			t.Fatalf("our own child %d was ended with another's group", q.Pid())
+		default:
+		}
 	}
 	if z := ourZombies(t); len(z) > 0 {
 		t.Fatalf("zombies left: %v", z)
