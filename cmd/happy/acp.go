@@ -198,15 +198,11 @@ func runACP(parent context.Context, f *factory, o *agentOptions, ao *acpOptions,
 			return &usageError{err: fmt.Errorf("--mcp-servers %s: %w", ao.mcpServers, err)}
 		}
 	}
-	conn, err := app.Connect(ctx, env, app.ConnectOptions{AllowCreate: true})
-	if err != nil {
-		return &exitError{code: exitRelay, err: err}
-	}
-	defer conn.Close()
-	es, err := o.startEvents(f, env)
+	conn, es, err := o.connectRun(ctx, f, env)
 	if err != nil {
 		return err
 	}
+	defer conn.Close()
 	defer es.Close()
 
 	if o.record != "" {

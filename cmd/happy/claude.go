@@ -139,6 +139,23 @@ func (o *agentOptions) checkStartFlags() error {
 	return nil
 }
 
+// connectRun connects an agent command to the relay (creating the local
+// account and relay when there is none; its error is exit status 3) and
+// starts the local event API when --events-listen is set. Close both
+// (es.Close is nil-safe).
+func (o *agentOptions) connectRun(ctx context.Context, f *factory, env app.Env) (*app.Conn, *app.EventServer, error) {
+	conn, err := app.Connect(ctx, env, app.ConnectOptions{AllowCreate: true})
+	if err != nil {
+		return nil, nil, &exitError{code: exitRelay, err: err}
+	}
+	es, err := o.startEvents(f, env)
+	if err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	return conn, es, nil
+}
+
 // startEvents starts the local event API when --events-listen is set and
 // says on stderr where it listens and where its token is. It runs before
 // the agent takes the terminal, so the line never lands inside the
@@ -312,15 +329,11 @@ func runClaudeRemote(parent context.Context, f *factory, o *agentOptions, claude
 		return err
 	}
 	env, dir, rules, log := run.env, run.dir, run.rules, run.env.Log
-	conn, err := app.Connect(ctx, env, app.ConnectOptions{AllowCreate: true})
-	if err != nil {
-		return &exitError{code: exitRelay, err: err}
-	}
-	defer conn.Close()
-	es, err := o.startEvents(f, env)
+	conn, es, err := o.connectRun(ctx, f, env)
 	if err != nil {
 		return err
 	}
+	defer conn.Close()
 	defer es.Close()
 	args := o.agentArgs
 	if id := o.resumeID(); id != "" {
@@ -408,15 +421,11 @@ func runClaudePrint(parent context.Context, f *factory, o *agentOptions, claudeP
 		return err
 	}
 	env, dir, rules, log := run.env, run.dir, run.rules, run.env.Log
-	conn, err := app.Connect(ctx, env, app.ConnectOptions{AllowCreate: true})
-	if err != nil {
-		return &exitError{code: exitRelay, err: err}
-	}
-	defer conn.Close()
-	es, err := o.startEvents(f, env)
+	conn, es, err := o.connectRun(ctx, f, env)
 	if err != nil {
 		return err
 	}
+	defer conn.Close()
 	defer es.Close()
 
 	var record *os.File
@@ -480,15 +489,11 @@ func runClaudeInteractive(parent context.Context, f *factory, o *agentOptions, c
 	if err != nil {
 		return fmt.Errorf("find the happy binary for the hooks: %w", err)
 	}
-	conn, err := app.Connect(ctx, env, app.ConnectOptions{AllowCreate: true})
-	if err != nil {
-		return &exitError{code: exitRelay, err: err}
-	}
-	defer conn.Close()
-	es, err := o.startEvents(f, env)
+	conn, es, err := o.connectRun(ctx, f, env)
 	if err != nil {
 		return err
 	}
+	defer conn.Close()
 	defer es.Close()
 	in, _ := f.stdin.(*os.File)
 	if in == nil {

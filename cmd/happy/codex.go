@@ -142,15 +142,11 @@ func runCodexSession(parent context.Context, f *factory, o *codexOptions, proto 
 		log.Info().Str("codex_version", version).Str("protocol", string(p)).Msg("codex protocol chosen")
 		proto = p
 	}
-	conn, err := app.Connect(ctx, env, app.ConnectOptions{AllowCreate: true})
-	if err != nil {
-		return &exitError{code: exitRelay, err: err}
-	}
-	defer conn.Close()
-	es, err := o.startEvents(f, env)
+	conn, es, err := o.connectRun(ctx, f, env)
 	if err != nil {
 		return err
 	}
+	defer conn.Close()
 	defer es.Close()
 
 	co := codex.Options{
