@@ -128,8 +128,11 @@ func (o *agentOptions) checkEventsFlag() error {
 }
 
 // checkStartFlags refuses a --started-by other than terminal or daemon,
-// and --initial-prompt together with -p.
+// --initial-prompt together with -p, and a negative --permission-timeout.
 func (o *agentOptions) checkStartFlags() error {
+	if o.permissionTimeout < 0 {
+		return &usageError{err: fmt.Errorf("--permission-timeout %s: want a duration ≥ 0 (0 waits forever)", o.permissionTimeout)}
+	}
 	if o.startedBy != "terminal" && o.startedBy != "daemon" && o.startedBy != "" {
 		return &usageError{err: fmt.Errorf("--started-by must be terminal or daemon, got %q", o.startedBy)}
 	}

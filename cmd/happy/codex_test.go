@@ -283,6 +283,7 @@ func TestCodexCommandUsage(t *testing.T) {
 		{"unknown flag", []string{"codex", "-p", "x", "--model", "o3"}, "happy: unknown flag: --model\n"},
 		{"bad rule", []string{"codex", "-p", "x", "--allow", "nocolon"}, ""},
 		{"bad timeout", []string{"codex", "-p", "x", "--permission-timeout", "soon"}, `happy: invalid argument "soon" for "--permission-timeout" flag: time: invalid duration "soon"` + "\n"},
+		{"negative timeout", []string{"codex", "-p", "x", "--permission-timeout", "-5s"}, "happy: --permission-timeout -5s: want a duration ≥ 0 (0 waits forever)\n"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
