@@ -110,7 +110,8 @@ func newBlobStore(api *relay.API, sess blobSession) *blobStore {
 	return &blobStore{api: api, sess: sess, done: map[[32]byte]Blob{}}
 }
 
-// Fetch implements session.Attachments.
+// Fetch implements session.Attachments. A blob whose source says
+// mapper.BlobKeyReference opens with the session's blob key.
 func (b *blobStore) Fetch(ctx context.Context, f agent.PromptFile) (agent.PromptFile, error) {
 	if !relay.IsAttachmentRef(f.URL) {
 		return f, nil
@@ -119,9 +120,19 @@ func (b *blobStore) Fetch(ctx context.Context, f agent.PromptFile) (agent.Prompt
 	if err != nil {
 		return f, err
 	}
-	data, err := b.api.DownloadAttachment(ctx, b.sess.Cipher(), sid, f.URL)
+	cipher := b.sess.Cipher()
+	if src, ok := mapper.ParseBlobSource(f.Source); ok && src.Key == mapper.BlobKeyReference {
+		// Sealed by the reference app, under the session's blob key.
+		if cipher, err = crypto.BlobCipherOf(cipher); err != nil {
+			return f, err
+		}
+	}
+	data, err := b.api.DownloadAttachment(ctx, cipher, sid, f.URL)
 	if err != nil {
 		return f, err
+	}
+	if len(data) > MaxAttachmentSize {
+		return f, fmt.Errorf("%d bytes: %w", len(data), ErrAttachmentTooLarge)
 	}
 	claimed := f.Mime
 	if claimed == "" {
