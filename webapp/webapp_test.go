@@ -238,7 +238,7 @@ func machineFixtures(t *testing.T, acct [32]byte) []map[string]any {
 
 // jsCSP is the policy the test page runs under: the app's own (scripts and
 // styles from the origin only, no inline code, no eval).
-const jsCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'"
+const jsCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'"
 
 // TestJS runs webapp/testdata/tests.js (the app's logic: crypto against the
 // CLI's vectors and Go's own output, record reduction, Markdown, rendering
