@@ -82,12 +82,22 @@ func UploadFile(ctx context.Context, conn *Conn, o Opened, path string) (Blob, e
 	return UploadBlob(ctx, conn.API, o.Cipher, o.Info.ID, filepath.Base(path), "", data)
 }
 
-// GetAttachment downloads and decrypts the blob ref of a session.
+// GetAttachment downloads and decrypts the blob ref of a session: with the
+// session's record cipher (happy's own blobs), or, when that does not open
+// it, with the session's blob key (the reference app's).
 func GetAttachment(ctx context.Context, conn *Conn, o Opened, ref string) ([]byte, error) {
 	if !relay.IsAttachmentRef(ref) {
 		return nil, fmt.Errorf("%q is not an attachment reference (sessions/<id>/attachments/<file>)", ref)
 	}
-	return conn.API.DownloadAttachment(ctx, o.Cipher, o.Info.ID, ref)
+	b, err := conn.API.DownloadAttachment(ctx, o.Cipher, o.Info.ID, ref)
+	if err != nil && (errors.Is(err, crypto.ErrAuthFailed) || errors.Is(err, crypto.ErrUnsupportedVersion) || errors.Is(err, crypto.ErrTruncated)) {
+		if bc, berr := crypto.BlobCipherOf(o.Cipher); berr == nil {
+			if b2, err2 := conn.API.DownloadAttachment(ctx, bc, o.Info.ID, ref); err2 == nil {
+				return b2, nil
+			}
+		}
+	}
+	return b, err
 }
 
 // blobSession is what blobStore needs of a running relay session.

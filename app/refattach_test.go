@@ -206,6 +206,9 @@ func TestReferenceAppAttachments(t *testing.T) {
 				if _, err := connB.API.DownloadAttachment(context.Background(), o.Cipher, o.Info.ID, f.URL); err == nil {
 					t.Error("the reference app's blob opened with the record cipher")
 				}
+				if b, err := GetAttachment(context.Background(), connB, o, f.URL); err != nil || !bytes.Equal(b, img) {
+					t.Errorf("GetAttachment of the reference app's blob: %d bytes, %v", len(b), err)
+				}
 				bc, _ := crypto.BlobCipherOf(o.Cipher)
 				if b, err := connB.API.DownloadAttachment(context.Background(), bc, o.Info.ID, f.URL); err != nil || !bytes.Equal(b, img) {
 					t.Errorf("blob under the blob key: %d bytes, %v", len(b), err)

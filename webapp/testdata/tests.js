@@ -699,6 +699,25 @@ test("blobs sealed by Go open with the session's key, or its blob key for the re
   }
 });
 
+test("random hashes, bytes and file parts never throw anything but ThumbHashError", async () => {
+  let seed = 7;
+  const rnd = () => ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 8) & 255;
+  const good = b64(fx.thumbhash[3].hash);
+  for (let i = 0; i < 400; i++) {
+    const b = i % 2 ? new Uint8Array(rnd() % 40).map(rnd) : good.map((x, j) => (j === i % good.length ? rnd() : x));
+    try {
+      const d = th.decode(b);
+      ok(d.w >= 1 && d.w <= 32 && d.h >= 1 && d.h <= 32 && d.rgba.length === d.w * d.h * 4, `decoded ${d.w}x${d.h}`);
+    } catch (e) {
+      ok(e instanceof th.ThumbHashError, `decode threw ${e}`);
+    }
+    sniff(b, "x.txt");
+    const source = [undefined, null, 5, {}, { thumbhash: c.b64encode(b) }, { width: -1, height: "x", size: "big" }][i % 6];
+    const mime = ["image/png", "text/plain", undefined, 7][i % 4];
+    r.renderPart({ type: "file", mime, filename: i % 3 ? "f" : undefined, url: i % 5 ? "sessions/s/attachments/f" : { x: 1 }, source });
+  }
+});
+
 test("file parts render: placeholder then picture, download link, unavailable in place", async () => {
   const canvas = new OffscreenCanvas(4, 2);
   const g = canvas.getContext("2d");
