@@ -87,7 +87,7 @@ func TestReferenceAppAttachments(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		_, err := RunSession(ctx, envA, connA, ag, SessionOptions{Flavor: "fake", Dir: "/work", Prompt: "hello", ProviderID: "test",
+		_, err := RunSession(ctx, envA, connA, ag, SessionOptions{Flavor: "fake", Dir: "/home/u/project", Prompt: "hello", ProviderID: "test",
 			OnCreated: func(id string) { sidc <- id }})
 		done <- err
 	}()

@@ -132,7 +132,7 @@ func TestAttachFromTheBrowser(t *testing.T) {
 	defer cancel()
 	sidc, done := make(chan string, 1), make(chan error, 1)
 	go func() {
-		_, err := app.RunSession(ctx, env, conn, ag, app.SessionOptions{Flavor: "claude", Dir: "/work", Prompt: "hello", ProviderID: "test",
+		_, err := app.RunSession(ctx, env, conn, ag, app.SessionOptions{Flavor: "claude", Dir: "/home/u/project", Prompt: "hello", ProviderID: "test",
 			OnCreated: func(id string) { sidc <- id }})
 		done <- err
 	}()
