@@ -82,12 +82,22 @@ func UploadFile(ctx context.Context, conn *Conn, o Opened, path string) (Blob, e
 	return UploadBlob(ctx, conn.API, o.Cipher, o.Info.ID, filepath.Base(path), "", data)
 }
 
-// GetAttachment downloads and decrypts the blob ref of a session.
+// GetAttachment downloads and decrypts the blob ref of a session: with the
+// session's record cipher (happy's own blobs), or, when that does not open
+// it, with the session's blob key (the reference app's).
 func GetAttachment(ctx context.Context, conn *Conn, o Opened, ref string) ([]byte, error) {
 	if !relay.IsAttachmentRef(ref) {
 		return nil, fmt.Errorf("%q is not an attachment reference (sessions/<id>/attachments/<file>)", ref)
 	}
-	return conn.API.DownloadAttachment(ctx, o.Cipher, o.Info.ID, ref)
+	b, err := conn.API.DownloadAttachment(ctx, o.Cipher, o.Info.ID, ref)
+	if err != nil && (errors.Is(err, crypto.ErrAuthFailed) || errors.Is(err, crypto.ErrUnsupportedVersion) || errors.Is(err, crypto.ErrTruncated)) {
+		if bc, berr := crypto.BlobCipherOf(o.Cipher); berr == nil {
+			if b2, err2 := conn.API.DownloadAttachment(ctx, bc, o.Info.ID, ref); err2 == nil {
+				return b2, nil
+			}
+		}
+	}
+	return b, err
 }
 
 // blobSession is what blobStore needs of a running relay session.
@@ -110,7 +120,8 @@ func newBlobStore(api *relay.API, sess blobSession) *blobStore {
 	return &blobStore{api: api, sess: sess, done: map[[32]byte]Blob{}}
 }
 
-// Fetch implements session.Attachments.
+// Fetch implements session.Attachments. A blob whose source says
+// mapper.BlobKeyReference opens with the session's blob key.
 func (b *blobStore) Fetch(ctx context.Context, f agent.PromptFile) (agent.PromptFile, error) {
 	if !relay.IsAttachmentRef(f.URL) {
 		return f, nil
@@ -119,9 +130,19 @@ func (b *blobStore) Fetch(ctx context.Context, f agent.PromptFile) (agent.Prompt
 	if err != nil {
 		return f, err
 	}
-	data, err := b.api.DownloadAttachment(ctx, b.sess.Cipher(), sid, f.URL)
+	cipher := b.sess.Cipher()
+	if src, ok := mapper.ParseBlobSource(f.Source); ok && src.Key == mapper.BlobKeyReference {
+		// Sealed by the reference app, under the session's blob key.
+		if cipher, err = crypto.BlobCipherOf(cipher); err != nil {
+			return f, err
+		}
+	}
+	data, err := b.api.DownloadAttachment(ctx, cipher, sid, f.URL)
 	if err != nil {
 		return f, err
+	}
+	if len(data) > MaxAttachmentSize {
+		return f, fmt.Errorf("%d bytes: %w", len(data), ErrAttachmentTooLarge)
 	}
 	claimed := f.Mime
 	if claimed == "" {

@@ -452,13 +452,17 @@ const compatCloseTimeout = 5 * time.Second
 // receivePrompts hands prompts other devices wrote to the relay to the
 // runner; everything else on the stream is for readers. echo, when set, is
 // told the text of each of the reference app's own prompts.
+//
+// The reference app's file events wait for its next text and go with it
+// (session.PromptReader).
 func receivePrompts(ctx context.Context, env Env, sess *relay.Session, runner *session.Runner, echo func(string)) {
+	pr := session.PromptReader{MaxSize: MaxAttachmentSize}
 	for inc := range sess.Receive() {
 		if inc.Err != nil {
 			env.Log.Warn().Err(inc.Err).Int64("seq", inc.Seq).Msg("relay message could not be decrypted")
 			continue
 		}
-		p, ok, err := session.DecodePrompt(inc.Plaintext)
+		c, ok, err := pr.Read(inc.Plaintext)
 		if err != nil {
 			env.Log.Warn().Err(err).Int64("seq", inc.Seq).Msg("relay message refused")
 			continue
@@ -467,10 +471,11 @@ func receivePrompts(ctx context.Context, env Env, sess *relay.Session, runner *s
 			continue
 		}
 		if echo != nil && legacyPrompt(inc.Plaintext) {
-			echo(p.Text)
+			echo(c.Prompt.Text)
 		}
 		reply := make(chan error, 1)
-		if err := runner.Control(ctx, session.ControlPrompt{Prompt: p, Key: "relay:" + inc.ID, Reply: reply}); err != nil {
+		c.Key, c.Reply = "relay:"+inc.ID, reply
+		if err := runner.Control(ctx, c); err != nil {
 			return
 		}
 		select {

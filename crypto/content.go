@@ -176,7 +176,7 @@ func SealLegacyWithNonce(key [32]byte, nonce [24]byte, plaintext []byte) []byte 
 func NewDataKeyCipher(key [32]byte, opts ...Option) Cipher {
 	o := applyOptions(opts)
 	aead, err := newGCM(&key)
-	return &dataKeyCipher{aead: aead, err: err, random: o.random}
+	return &dataKeyCipher{aead: aead, err: err, random: o.random, key: key}
 }
 
 func newGCM(key *[32]byte) (cipher.AEAD, error) {
@@ -195,6 +195,7 @@ type dataKeyCipher struct {
 	aead   cipher.AEAD // nil when err is set
 	err    error
 	random io.Reader
+	key    [32]byte // for BlobCipherOf
 }
 
 func (c *dataKeyCipher) Variant() Variant { return VariantDataKey }
@@ -265,4 +266,20 @@ func SealDataKeyWithNonce(key [32]byte, nonce [12]byte, plaintext []byte) ([]byt
 // SessionBlobKey or AccountBlobKey, whatever the session's own variant.
 func NewBlobCipher(blobKey [32]byte, opts ...Option) Cipher {
 	return NewLegacyCipher(blobKey, opts...)
+}
+
+// BlobCipherOf returns the blob Cipher (NewBlobCipher) of the session whose
+// record cipher is c: SessionBlobKey of a dataKey session's key, or
+// AccountBlobKey of the account secret a legacy cipher holds. It is how the
+// reference clients' attachments of a session are opened. Errors:
+// ErrUnsupportedVersion for a Cipher this package did not make.
+func BlobCipherOf(c Cipher, opts ...Option) (Cipher, error) {
+	switch c := c.(type) {
+	case *dataKeyCipher:
+		return NewBlobCipher(SessionBlobKey(c.key), opts...), nil
+	case *legacyCipher:
+		return NewBlobCipher(AccountBlobKey(c.key), opts...), nil
+	default:
+		return nil, fmt.Errorf("crypto: no blob key for a %T cipher: %w", c, ErrUnsupportedVersion)
+	}
 }

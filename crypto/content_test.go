@@ -280,6 +280,42 @@ func TestBlobCipherAndKeys(t *testing.T) {
 	}
 }
 
+// BlobCipherOf finds the blob key of a session from its record cipher:
+// SessionBlobKey of a dataKey session's key, AccountBlobKey of the legacy
+// account secret; the bundles it seals open as secretbox under that key.
+func TestBlobCipherOf(t *testing.T) {
+	sessionKey, secret := testKey("session"), testKey("account")
+	for _, tc := range []struct {
+		name   string
+		record Cipher
+		want   [32]byte
+	}{
+		{"dataKey", NewDataKeyCipher(sessionKey), SessionBlobKey(sessionKey)},
+		{"legacy", NewLegacyCipher(secret), AccountBlobKey(secret)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bc, err := BlobCipherOf(tc.record)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw := []byte("\x89PNG blob")
+			b, err := bc.Seal(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := NewLegacyCipher(tc.want).Open(b); err != nil || !bytes.Equal(got, raw) {
+				t.Errorf("opened under the expected blob key: %q, %v", got, err)
+			}
+			if _, err := tc.record.Open(b); err == nil {
+				t.Error("the record cipher opens a blob bundle")
+			}
+		})
+	}
+	if _, err := BlobCipherOf(nil); !errors.Is(err, ErrUnsupportedVersion) {
+		t.Errorf("BlobCipherOf(nil): %v, want ErrUnsupportedVersion", err)
+	}
+}
+
 // TestLegacyBundleOpenedAsDataKey pins what a dataKey Cipher says about a legacy bundle
 // (the caller chose the wrong variant): the bundle starts with the random secretbox
 // nonce, so for 255 of 256 first bytes the answer is ErrUnsupportedVersion, and for a

@@ -8,6 +8,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -145,6 +148,8 @@ func TestE2EWebApp(t *testing.T) {
 			return fakemodel.Reply{ToolName: "Bash", ToolInput: map[string]any{"command": "echo one > one.txt", "description": "Write one.txt"}}
 		case strings.Contains(q.LastText, "Write two"):
 			return fakemodel.Reply{ToolName: "Bash", ToolInput: map[string]any{"command": "echo two > two.txt", "description": "Write two.txt"}}
+		case strings.Contains(q.LastText, "Describe the picture") && len(q.Images) > 0:
+			return fakemodel.Reply{Text: "I see a picture."}
 		case strings.Contains(q.LastText, "Say done"):
 			// (After an abort Claude may send the aborted prompt again
 			// together with this one.)
@@ -290,6 +295,37 @@ func TestE2EWebApp(t *testing.T) {
 	send("Say done")
 	waitJS("the last answer", `document.querySelector('#transcript').textContent.includes('All done here.')`)
 	waitJS("the last answer's markdown", `[...document.querySelectorAll('#transcript strong')].some(e => e.textContent === 'done')`)
+
+	// 5. A picture attached through the page reaches Claude as an image
+	// block with the file's bytes, and the page shows it decrypted.
+	pic := image.NewNRGBA(image.Rect(0, 0, 12, 8))
+	for y := range 8 {
+		for x := range 12 {
+			pic.Set(x, y, color.NRGBA{uint8(20 * x), uint8(30 * y), 90, 255})
+		}
+	}
+	var picPNG bytes.Buffer
+	if err := png.Encode(&picPNG, pic); err != nil {
+		t.Fatal(err)
+	}
+	picFile := filepath.Join(t.TempDir(), "picture.png")
+	if err := os.WriteFile(picFile, picPNG.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	do("attach a picture", chromedp.SetUploadFiles("#attach-input", []string{picFile}, chromedp.NodeReady))
+	waitJS("the picture attached", `document.querySelectorAll('#attached .chip').length === 1`)
+	send("Describe the picture")
+	waitJS("the picture's answer", `document.querySelector('#transcript').textContent.includes('I see a picture.')`)
+	waitJS("the picture shown", `[...document.querySelectorAll('#transcript .msg.user .attachment img')].some(i => i.dataset.loaded === 'true' && i.naturalWidth === 12)`)
+	var seen *fakemodel.Image
+	for _, q := range r.model.Requests() {
+		if strings.Contains(q.LastText, "Describe the picture") && len(q.Images) > 0 {
+			seen = &q.Images[0]
+		}
+	}
+	if seen == nil || seen.MediaType != "image/png" || !bytes.Equal(seen.Data, picPNG.Bytes()) {
+		t.Fatalf("the model did not see the attached PNG (seen %+v)", seen)
+	}
 
 	// What the page shows is what the relay holds.
 	var want []webPart

@@ -496,16 +496,24 @@ type Transcript struct {
 
 // BlobSource is the source of a file part whose URL is a relay blob
 // reference (docs/ARCHITECTURE.md, section "Attachments"):
-// {"type":"blob","size":N,"width"?,"height"?,"thumbhash"?}. Size is the
-// plaintext's length in bytes; width and height are pixels and thumbhash
-// the base64 ThumbHash, for images only.
+// {"type":"blob","size":N,"width"?,"height"?,"thumbhash"?,"key"?}. Size is
+// the plaintext's length in bytes; width and height are pixels and
+// thumbhash the base64 ThumbHash, for images only. Key says which key
+// sealed the blob: "" the session's record cipher (happy's own blobs),
+// BlobKeyReference the session's blob key (crypto.BlobCipherOf), as the
+// reference app seals the files it sends.
 type BlobSource struct {
 	Type      string `json:"type"` // always "blob"
 	Size      int64  `json:"size"`
 	Width     int    `json:"width,omitempty"`
 	Height    int    `json:"height,omitempty"`
 	Thumbhash string `json:"thumbhash,omitempty"`
+	Key       string `json:"key,omitempty"`
 }
+
+// BlobKeyReference is BlobSource.Key of a blob sealed with the session's
+// blob key (secretbox), the reference app's way.
+const BlobKeyReference = "blob"
 
 // ParseBlobSource reads a file part's source as a BlobSource; ok is false
 // for any other source (absent, another type, not an object).

@@ -24,7 +24,7 @@ func TestAppServing(t *testing.T) {
 		"vendor/lib-1.0.0/unknown.bin": {Data: []byte{1, 2}},
 	}
 	r := servertest.StartConfig(t, server.Config{App: app, AppConnectSrc: []string{"https://relay.example:8443", "::bad"}})
-	const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; " +
 		"connect-src 'self' https://relay.example:8443 wss://relay.example:8443; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 	tests := []struct {
 		method, path string

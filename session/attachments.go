@@ -39,19 +39,28 @@ const AttachmentTimeout = 30 * time.Second
 // not store as a blob (it is left out of the record; never kept inline).
 const DroppedSourceAttachment = "attachment"
 
-// fetchFiles resolves a prompt's files for the agent.
-func (r *Runner) fetchFiles(ctx context.Context, files []agent.PromptFile) ([]agent.PromptFile, error) {
+// fetchFiles resolves a prompt's files for the agent. A file of happy's
+// own that cannot be fetched refuses the prompt (the sender is told); one
+// the reference app sent is left out and returned as Dropped instead (its
+// app shows no refusal, so the prompt goes with a note).
+func (r *Runner) fetchFiles(ctx context.Context, files []agent.PromptFile) ([]agent.PromptFile, []agent.Dropped, error) {
 	out := make([]agent.PromptFile, 0, len(files))
+	var dropped []agent.Dropped
 	for _, f := range files {
 		cctx, cancel := context.WithTimeout(ctx, AttachmentTimeout)
 		got, err := r.opts.Attachments.Fetch(cctx, f)
 		cancel()
 		if err != nil {
-			return nil, fmt.Errorf("%w: attachment %s: %w", ErrAttachmentUnavailable, fileName(f), err)
+			if referenceFile(f) {
+				dropped = append(dropped, agent.Dropped{Source: DroppedSourceReferenceFile, Kind: "file", Reason: dropReason(err),
+					Detail: agent.CutUTF8(fmt.Sprintf("%s (%s): %v", fileName(f), f.URL, err), agent.DroppedRawMax)})
+				continue
+			}
+			return nil, nil, fmt.Errorf("%w: attachment %s: %w", ErrAttachmentUnavailable, fileName(f), err)
 		}
 		out = append(out, got)
 	}
-	return out, nil
+	return out, dropped, nil
 }
 
 // storeFiles replaces the inline files of an agent's event (a tool result,

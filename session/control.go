@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/happy-dev/happy/agent"
+	"github.com/happy-dev/happy/internal/media"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -219,7 +220,17 @@ func DecodePrompt(raw []byte) (p agent.Prompt, ok bool, err error) {
 			case string(mapper.PartText):
 				texts = append(texts, part.Text)
 			case string(mapper.PartFile):
-				p.Files = append(p.Files, agent.PromptFile{Mime: part.Mime, Filename: part.Filename, URL: part.URL, Source: part.Source})
+				// A file part needs a type to be recorded (seed 001); one
+				// without is given its name's, else octet-stream, a claim
+				// the download checks.
+				mime := part.Mime
+				if mime == "" {
+					mime = media.TypeByName(part.Filename)
+				}
+				if mime == "" {
+					mime = "application/octet-stream"
+				}
+				p.Files = append(p.Files, agent.PromptFile{Mime: mime, Filename: part.Filename, URL: part.URL, Source: part.Source})
 			}
 		}
 		p.Text = strings.Join(texts, "\n")

@@ -40,6 +40,10 @@ type ControlPrompt struct {
 	// prompt delivered twice starts one turn; "" means always new.
 	Key   string
 	Reply chan<- error
+	// Dropped are files that came with the prompt but cannot be given to
+	// the agent (PromptReader): each is recorded, and the agent reads a
+	// note for it after the prompt's text.
+	Dropped []agent.Dropped
 }
 
 // ControlAnswer answers a blocked permission.
@@ -652,13 +656,28 @@ func (r *Runner) prompt(ctx context.Context, c ControlPrompt) error {
 // sendPrompt hands a prompt to the agent and records it.
 func (r *Runner) sendPrompt(ctx context.Context, c ControlPrompt) error {
 	p := c.Prompt
+	dropped := c.Dropped
 	if r.opts.Attachments != nil && len(p.Files) > 0 {
-		files, err := r.fetchFiles(ctx, p.Files)
+		files, more, err := r.fetchFiles(ctx, p.Files)
 		if err != nil {
 			r.refusePrompt(c, err)
 			return err
 		}
 		p.Files = files
+		dropped = append(dropped, more...)
+	}
+	if len(dropped) > 0 {
+		now := agent.EventBase{Time: r.opts.Now().UnixMilli()}
+		notes := make([]string, 0, len(dropped)+1)
+		if p.Text != "" {
+			notes = append(notes, p.Text)
+		}
+		for _, d := range dropped {
+			r.opts.Log.Warn().Str("reason", string(d.Reason)).Str("detail", d.Detail).Msg("attachment left out of the prompt")
+			r.apply(&agent.DroppedInput{EventBase: now, Dropped: d})
+			notes = append(notes, fileNote(d))
+		}
+		p.Text = strings.Join(notes, "\n\n")
 	}
 	if err := r.opts.Agent.Prompt(ctx, p); err != nil {
 		if errors.Is(err, agent.ErrUnsupportedInput) {

@@ -51,7 +51,8 @@ var appContentTypes = map[string]string{
 }
 
 // appCSP is the Content-Security-Policy of every app response: scripts,
-// styles and images from the app's own origin only, network connections to
+// styles and images from the app's own origin only (images also as data:
+// and blob: URLs, the decrypted attachments), network connections to
 // the origin and to the configured relays (with their ws/wss form), no
 // frames, no plugins, no base or form targets.
 func appCSP(relays []string) string {
@@ -70,7 +71,7 @@ func appCSP(relays []string) string {
 			connect = append(connect, "wss://"+u.Host)
 		}
 	}
-	return "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	return "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; " +
 		"connect-src " + strings.Join(connect, " ") + "; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 }
 

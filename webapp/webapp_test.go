@@ -21,6 +21,7 @@ import (
 
 	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/internal/browsertest"
+	"github.com/happy-dev/happy/internal/thumbhash"
 	"github.com/happy-dev/happy/webapp"
 )
 
@@ -122,6 +123,8 @@ func fixtures(t *testing.T) []byte {
 		"pairingDataKey": crypto.EncodeBase64(dk),
 		"backupKey":      crypto.FormatBackupKey(acct),
 		"rows":           rows,
+		"thumbhash":      thumbhashFixtures(t),
+		"blobs":          blobFixtures(t, acct, sessKey, wrapped),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -236,9 +239,82 @@ func machineFixtures(t *testing.T, acct [32]byte) []map[string]any {
 	}
 }
 
+// thumbhashFixtures are images hashed by internal/thumbhash (Encode) and
+// their hashes rendered back (Decode), for the page's thumbhash.js to
+// reproduce: each case's RGBA input, hash and decoded pixels.
+func thumbhashFixtures(t *testing.T) []map[string]any {
+	t.Helper()
+	pattern := func(kind string, w, h int) []byte {
+		out := make([]byte, w*h*4)
+		for y := range h {
+			for x := range w {
+				i := (y*w + x) * 4
+				switch kind {
+				case "solid":
+					copy(out[i:], []byte{200, 30, 90, 255})
+				case "gradient":
+					copy(out[i:], []byte{byte(x * 255 / max(1, w-1)), byte(y * 255 / max(1, h-1)), 128, 255})
+				case "alpha":
+					copy(out[i:], []byte{byte(x * 7), byte(y * 13), byte(x + y), byte((x * y) % 256)})
+				}
+			}
+		}
+		return out
+	}
+	var out []map[string]any
+	for _, c := range []struct {
+		kind string
+		w, h int
+	}{{"solid", 1, 1}, {"gradient", 100, 75}, {"gradient", 30, 100}, {"alpha", 50, 80}, {"alpha", 100, 100}} {
+		rgba := pattern(c.kind, c.w, c.h)
+		hash, err := thumbhash.Encode(c.w, c.h, rgba)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dw, dh, dec, err := thumbhash.Decode(hash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ratio, _ := thumbhash.AspectRatio(hash)
+		out = append(out, map[string]any{"kind": c.kind, "w": c.w, "h": c.h, "rgba": crypto.EncodeBase64(rgba), "hash": crypto.EncodeBase64(hash),
+			"ratio": ratio, "decoded": map[string]any{"w": dw, "h": dh, "rgba": crypto.EncodeBase64(dec)}})
+	}
+	return out
+}
+
+// blobFixtures are attachment bytes sealed by Go: with the session's
+// record cipher (happy's own blobs) and with crypto.BlobCipherOf (the
+// reference app's), for a dataKey and a legacy session.
+func blobFixtures(t *testing.T, acct, sessKey [32]byte, wrapped []byte) []map[string]any {
+	t.Helper()
+	plain := []byte("\x89PNG\r\n\x1a\n not really")
+	var out []map[string]any
+	for _, c := range []struct {
+		variant string
+		dek     any
+		record  crypto.Cipher
+	}{{"dataKey", crypto.EncodeBase64(wrapped), crypto.NewDataKeyCipher(sessKey)}, {"legacy", nil, crypto.NewLegacyCipher(acct)}} {
+		bc, err := crypto.BlobCipherOf(c.record)
+		if err != nil {
+			t.Fatal(err)
+		}
+		own, err := c.record.Seal(plain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, err := bc.Seal(plain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, map[string]any{"variant": c.variant, "dataEncryptionKey": c.dek, "plain": crypto.EncodeBase64(plain),
+			"own": crypto.EncodeBase64(own), "reference": crypto.EncodeBase64(ref)})
+	}
+	return out
+}
+
 // jsCSP is the policy the test page runs under: the app's own (scripts and
 // styles from the origin only, no inline code, no eval).
-const jsCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'"
+const jsCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'"
 
 // TestJS runs webapp/testdata/tests.js (the app's logic: crypto against the
 // CLI's vectors and Go's own output, record reduction, Markdown, rendering
@@ -252,7 +328,12 @@ func TestJS(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.Handle("/app/", http.StripPrefix("/app/", http.FileServerFS(webapp.Files())))
 	mux.Handle("/test/", http.StripPrefix("/test/", http.FileServerFS(os.DirFS("testdata"))))
+	thVectors, err := os.ReadFile("../internal/thumbhash/testdata/vectors.json")
+	if err != nil {
+		t.Fatal(err)
+	}
 	mux.HandleFunc("/vectors.json", func(w http.ResponseWriter, _ *http.Request) { w.Write(vectors) })
+	mux.HandleFunc("/thumbhash-vectors.json", func(w http.ResponseWriter, _ *http.Request) { w.Write(thVectors) })
 	mux.HandleFunc("/fixtures.json", func(w http.ResponseWriter, _ *http.Request) { w.Write(fx) })
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

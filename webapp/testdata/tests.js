@@ -7,6 +7,8 @@ import { renderMarkdown, safeHref } from "/app/js/markdown.js";
 import * as r from "/app/js/render.js";
 import { parsePairLink, promptEnvelope, RpcError, RelayError } from "/app/js/api.js";
 import { approveTerminal, ApproveError, revokeEverywhere, openMachine, spawnParams, readSpawnReply } from "/app/js/devices.js";
+import * as th from "/app/js/thumbhash.js";
+import { sniff, inspectFile, uploadFile, Blobs, blobSource, isBlobRef, MAX_ATTACHMENT, AttachError } from "/app/js/attach.js";
 
 const tests = [];
 const test = (name, fn) => tests.push({ name, fn });
@@ -572,6 +574,187 @@ test("random input never throws anything but the refusals in codes, keys, machin
     ok(typeof m.id === "string" && Array.isArray(m.agents) && typeof m.error === "string", "machine shape");
   }
 });
+// ---- attachments ----
+
+// Pixels that differ by at most one step (Go's and V8's cosines may differ
+// in the last bit, which can move a value across a rounding edge).
+function near(got, want, what, slack = 1) {
+  eq(got.length, want.length, `${what} length`);
+  let worst = 0;
+  for (let i = 0; i < got.length; i++) worst = Math.max(worst, Math.abs(got[i] - want[i]));
+  ok(worst <= slack, `${what}: differs by ${worst} (at most ${slack})`);
+}
+// Hash bytes whose nibbles differ by at most one quantisation step.
+function nearHash(got, want, what) {
+  eq(got.length, want.length, `${what} length`);
+  for (let i = 0; i < got.length; i++) {
+    ok(Math.abs((got[i] & 15) - (want[i] & 15)) <= 1 && Math.abs((got[i] >> 4) - (want[i] >> 4)) <= 1, `${what}: byte ${i} is ${got[i]}, Go wrote ${want[i]}`);
+  }
+}
+
+test("thumbhash decodes and encodes as internal/thumbhash does", async () => {
+  ok(fx.thumbhash.length >= 5, "Go's thumbhash fixtures present");
+  for (const v of fx.thumbhash) {
+    const what = `${v.kind} ${v.w}x${v.h}`;
+    const hash = b64(v.hash);
+    nearHash(th.encode(v.w, v.h, b64(v.rgba)), hash, `${what} encode`);
+    const d = th.decode(hash);
+    eq([d.w, d.h], [v.decoded.w, v.decoded.h], `${what} decoded size`);
+    near(d.rgba, b64(v.decoded.rgba), `${what} decoded pixels`);
+    ok(Math.abs(th.aspectRatio(hash) - v.ratio) < 1e-12, `${what} ratio`);
+  }
+  // The reference implementation's vectors (those internal/thumbhash checks against).
+  const ref = await (await fetch("/thumbhash-vectors.json")).json();
+  for (const v of ref) {
+    const d = th.decode(b64(v.hash));
+    eq([d.w, d.h], [v.decoded.w, v.decoded.h], `reference ${v.kind} size`);
+    near(d.rgba, b64(v.decoded.rgba), `reference ${v.kind} pixels`);
+  }
+  for (const bad of [new Uint8Array(0), new Uint8Array(4), b64(fx.thumbhash[0].hash).subarray(0, 6)]) {
+    let threw = null;
+    try { th.decode(bad); } catch (e) { threw = e; }
+    ok(threw instanceof th.ThumbHashError, `decode of ${bad.length} bytes throws ThumbHashError (${threw})`);
+  }
+  let threw = null;
+  try { th.encode(101, 1, new Uint8Array(404)); } catch (e) { threw = e; }
+  ok(threw instanceof th.ThumbHashError, "encode refuses more than 100 pixels a side");
+});
+
+test("attachments are typed by their bytes, never by the name or the browser's claim", async () => {
+  const bytes = (...xs) => new Uint8Array(xs.flat().map((x) => (typeof x === "string" ? [...x].map((ch) => ch.charCodeAt(0)) : x)).flat());
+  const cases = [
+    [bytes([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0]), "photo.jpg", "image/png"],
+    [bytes([0xff, 0xd8, 0xff, 0xe0]), "x.png", "image/jpeg"],
+    [bytes("GIF89a", [1, 0]), "", "image/gif"],
+    [bytes("RIFF", [0, 0, 0, 0], "WEBPVP8 "), "a", "image/webp"],
+    [c.encodeUtf8("# Title\nhéllo 🌍\n"), "notes.md", "text/markdown"],
+    [c.encodeUtf8("{\"a\":1}"), "x.json", "application/json"],
+    [c.encodeUtf8("plain\ttext\r\n"), "x.png", "text/plain"],
+    [new Uint8Array(0), "empty.txt", "text/plain"],
+    [bytes([0x7f, 0x45, 0x4c, 0x46, 2, 1, 1, 0]), "a.txt", ""],
+    [bytes([0x68, 0x69, 0xff, 0xfe]), "bad-utf8.txt", ""],
+    [bytes("PK", [3, 4]), "x.zip", ""],
+  ];
+  eq(cases.map(([b, name]) => sniff(b, name)), cases.map((x) => x[2]), "sniffed types");
+  // inspectFile refuses what is neither, and a file over the limit before reading it.
+  const lying = new File([c.encodeUtf8("not an image")], "shot.png", { type: "image/png" });
+  eq((await inspectFile(lying)).mime, "text/plain", "a text file named .png is text");
+  for (const [file, reason, text] of [
+    [new File([bytes([0, 1, 2, 3])], "blob.bin", { type: "image/png" }), "unsupported", "blob.bin: only images (PNG, JPEG, GIF, WebP) and text files can be attached"],
+    [new File([bytes([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13])], "cut.png"), "bad_image", "cut.png: the image/png image does not decode"],
+    [{ name: "huge.png", size: MAX_ATTACHMENT + 1, arrayBuffer: () => { throw new Error("read a file over the limit"); } }, "too_large", `huge.png is 10,485,721 bytes; an attachment is at most 10,485,720 bytes`],
+  ]) {
+    let err = null;
+    try { await inspectFile(file); } catch (e) { err = e; }
+    ok(err instanceof AttachError && err.reason === reason && err.message.startsWith(text), `${file.name}: ${err?.reason} ${err?.message}, want ${reason} "${text}"`);
+  }
+  eq(MAX_ATTACHMENT, 10 * 1024 * 1024 - 40, "the limit is app.MaxAttachmentSize");
+  eq([isBlobRef("sessions/s1/attachments/a.enc"), isBlobRef("sessions/s1/attachments/a/b"), isBlobRef("data:,x"), isBlobRef(null)], [true, false, false, false], "blob refs");
+});
+
+test("a picked image is measured, hashed, sealed with the session's key and referenced as happy send --file does", async () => {
+  // A 6x4 PNG drawn by the browser.
+  const canvas = new OffscreenCanvas(6, 4);
+  const g = canvas.getContext("2d");
+  g.fillStyle = "#c81e5a";
+  g.fillRect(0, 0, 6, 4);
+  const png = new Uint8Array(await (await canvas.convertToBlob({ type: "image/png" })).arrayBuffer());
+  const f = await inspectFile(new File([png], "shot.png", { type: "application/octet-stream" }));
+  eq([f.mime, f.width, f.height, f.bytes.length], ["image/png", 6, 4, png.length], "inspected");
+  ok(th.decode(b64(f.thumbhash)).w === 32, "a landscape thumbhash");
+  const cipher = c.dataKeyCipher(c.randomBytes(32));
+  const calls = [];
+  const relay = { uploadBlob: async (sid, name, sealed) => { calls.push({ sid, name, sealed }); return `sessions/${sid}/attachments/u1.enc`; } };
+  const part = await uploadFile(relay, cipher, "s1", f);
+  eq(calls.map((x) => [x.sid, x.name, x.sealed.length]), [["s1", "shot.png", png.length + 29]], "one upload of the ciphertext");
+  eq(await cipher.open(calls[0].sealed), png, "the upload opens to the file");
+  eq(part, { mime: "image/png", filename: "shot.png", url: "sessions/s1/attachments/u1.enc", source: { type: "blob", size: png.length, width: 6, height: 4, thumbhash: f.thumbhash } }, "file part");
+  const { id, env } = promptEnvelope("ses_root", "what is this?", 1700000000000, new Uint8Array([1, 2, 3, 4, 5, 6]), [part, { mime: "text/plain", filename: "n.txt", url: "sessions/s1/attachments/u2.enc", source: blobSource({ bytes: new Uint8Array(3) }) }]);
+  eq(env.parts, [
+    { id: "prt_1700000000000010203040506", sessionID: "ses_root", messageID: id, type: "text", text: "what is this?" },
+    { id: "prt_170000000000001020304050601", sessionID: "ses_root", messageID: id, type: "file", mime: "image/png", url: part.url, filename: "shot.png", source: part.source },
+    { id: "prt_170000000000001020304050602", sessionID: "ses_root", messageID: id, type: "file", mime: "text/plain", url: "sessions/s1/attachments/u2.enc", filename: "n.txt", source: { type: "blob", size: 3 } },
+  ], "prompt parts");
+  eq(promptEnvelope("ses_root", "", 1, new Uint8Array(6), [part]).env.parts.map((p) => p.type), ["file"], "no empty text part beside files");
+});
+
+test("blobs sealed by Go open with the session's key, or its blob key for the reference app's", async () => {
+  const secret = b64(fx.accountSecret);
+  for (const v of fx.blobs) {
+    const cipher = await c.sessionCipher(secret, v.dataEncryptionKey);
+    const relay = { downloadBlob: async (sid, ref) => b64(ref.endsWith("own.enc") ? v.own : ref.endsWith("ref.enc") ? v.reference : (() => { const e = new Error("Attachment not found"); e.status = 404; throw e; })()) };
+    const blobs = new Blobs(relay, cipher, "s1");
+    const own = await blobs.get({ url: "sessions/s1/attachments/own.enc", filename: "a.png" });
+    eq([own.bytes, own.mime], [b64(v.plain), "image/png"], `${v.variant} own blob`);
+    const ref = await blobs.get({ url: "sessions/s1/attachments/ref.enc", source: { type: "blob", size: 1, key: "blob" } });
+    eq(ref.bytes, b64(v.plain), `${v.variant} reference app's blob`);
+    ok(own.url.startsWith("blob:") && blobs.state({ url: "sessions/s1/attachments/own.enc" }).url === own.url, "kept as an object URL");
+    let err = null;
+    try { await blobs.get({ url: "sessions/s1/attachments/ref.enc.x", source: {} }); } catch (e) { err = e; }
+    eq([err?.reason, err?.message], ["unavailable", "the relay does not have it"], `${v.variant} missing blob`);
+    err = null;
+    try { await new Blobs(relay, cipher, "s1").get({ url: "sessions/s1/attachments/ref.enc" }); } catch (e) { err = e; }
+    ok(err?.reason === "unavailable" && err.message.startsWith("it does not decrypt with this session's key"), `${v.variant}: the reference blob under the record key: ${err?.message}`);
+    blobs.close();
+  }
+});
+
+test("random hashes, bytes and file parts never throw anything but ThumbHashError", async () => {
+  let seed = 7;
+  const rnd = () => ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 8) & 255;
+  const good = b64(fx.thumbhash[3].hash);
+  for (let i = 0; i < 400; i++) {
+    const b = i % 2 ? new Uint8Array(rnd() % 40).map(rnd) : good.map((x, j) => (j === i % good.length ? rnd() : x));
+    try {
+      const d = th.decode(b);
+      ok(d.w >= 1 && d.w <= 32 && d.h >= 1 && d.h <= 32 && d.rgba.length === d.w * d.h * 4, `decoded ${d.w}x${d.h}`);
+    } catch (e) {
+      ok(e instanceof th.ThumbHashError, `decode threw ${e}`);
+    }
+    sniff(b, "x.txt");
+    const source = [undefined, null, 5, {}, { thumbhash: c.b64encode(b) }, { width: -1, height: "x", size: "big" }][i % 6];
+    const mime = ["image/png", "text/plain", undefined, 7][i % 4];
+    r.renderPart({ type: "file", mime, filename: i % 3 ? "f" : undefined, url: i % 5 ? "sessions/s/attachments/f" : { x: 1 }, source });
+  }
+});
+
+test("file parts render: placeholder then picture, download link, unavailable in place", async () => {
+  const canvas = new OffscreenCanvas(4, 2);
+  const g = canvas.getContext("2d");
+  g.fillStyle = "#1e90ff";
+  g.fillRect(0, 0, 4, 2);
+  const png = new Uint8Array(await (await canvas.convertToBlob({ type: "image/png" })).arrayBuffer());
+  const cipher = c.dataKeyCipher(c.randomBytes(32));
+  const store = new Map([["sessions/s1/attachments/img.enc", await cipher.seal(png)], ["sessions/s1/attachments/t.enc", await cipher.seal(c.encodeUtf8("hello"))]]);
+  let release;
+  const gate = new Promise((res) => { release = res; });
+  const relay = { downloadBlob: async (sid, ref) => { await gate; if (!store.has(ref)) { const e = new Error("gone"); e.status = 404; throw e; } return store.get(ref); } };
+  const blobs = new Blobs(relay, cipher, "s1");
+  const hash = fx.thumbhash[1].hash;
+  const img = r.renderPart({ type: "file", mime: "image/png", filename: "shot.png", url: "sessions/s1/attachments/img.enc", source: { type: "blob", size: png.length, width: 4, height: 2, thumbhash: hash } }, { blobs });
+  document.body.append(img);
+  ok(img.querySelector("canvas.placeholder") && img.querySelector("img").classList.contains("hidden"), "the placeholder shows first, the picture waits");
+  eq(img.querySelector("figcaption").textContent, `shot.png · image/png · ${png.length} B · 4×2`, "caption");
+  const file = r.renderPart({ type: "file", mime: "text/plain", filename: "notes.txt", url: "sessions/s1/attachments/t.enc", source: { type: "blob", size: 5 } }, { blobs });
+  eq([file.querySelector("a.download")?.textContent, file.textContent], ["⬇ notes.txt", "⬇ notes.txt text/plain · 5 B"], "a download link");
+  const gone = r.renderPart({ type: "file", mime: "image/png", filename: "gone.png", url: "sessions/s1/attachments/gone.enc", source: { type: "blob", size: 9, width: 1, height: 1 } }, { blobs });
+  release();
+  const pic = img.querySelector("img");
+  for (let i = 0; i < 100 && pic.dataset.loaded !== "true"; i++) await new Promise((res) => setTimeout(res, 20));
+  ok(pic.naturalWidth === 4 && !img.querySelector("canvas.placeholder") && !pic.classList.contains("hidden"), `the decrypted picture replaces the placeholder (naturalWidth ${pic.naturalWidth})`);
+  for (let i = 0; i < 50 && !gone.querySelector("[data-unavailable]"); i++) await new Promise((res) => setTimeout(res, 10));
+  eq(gone.textContent, "⚠ attachment unavailable: gone.png (the relay does not have it)", "a missing blob");
+  // A re-render shows what is known at once: the picture, or the refusal.
+  const again = r.renderPart({ type: "file", mime: "image/png", filename: "shot.png", url: "sessions/s1/attachments/img.enc", source: { type: "blob", size: 1, thumbhash: hash } }, { blobs });
+  ok(!again.querySelector("canvas") && again.querySelector("img").src.startsWith("blob:"), "cached picture, no placeholder");
+  eq(r.renderPart({ type: "file", mime: "image/png", filename: "gone.png", url: "sessions/s1/attachments/gone.enc" }, { blobs }).textContent, "⚠ attachment unavailable: gone.png (the relay does not have it)", "cached refusal");
+  // Tool results show their attachments; a broken thumbhash is no placeholder, never an error.
+  const tool = r.renderTool({ type: "tool", tool: "read", callID: "c1", state: { status: "completed", input: { path: "/w/a.png" }, output: "", attachments: [{ mime: "image/png", url: "sessions/s1/attachments/img.enc", source: { type: "blob", size: 1, thumbhash: "!!" } }] } }, { blobs });
+  eq(tool.querySelectorAll(".part.file img").length, 1, "tool attachment");
+  img.remove();
+  blobs.close();
+});
+
 
 // ---- run ----
 

@@ -84,6 +84,47 @@ export class Relay {
     }
   }
 
+  /** raw sends bytes to (or reads bytes from) a URL, which must be on this
+   * relay: the bearer token goes nowhere else. Returns the answer's bytes. */
+  async raw(method, url, body) {
+    if (!String(url).startsWith(this.base + "/")) throw new RelayError(0, `attachment URL ${String(url).slice(0, 80)} is not on the relay ${this.base}`);
+    const headers = {};
+    if (this.token) headers.Authorization = "Bearer " + this.token;
+    if (body) headers["Content-Type"] = "application/octet-stream";
+    let resp;
+    try {
+      resp = await fetch(url, { method, headers, body, credentials: "omit", cache: "no-store" });
+    } catch (e) {
+      throw new RelayError(0, `cannot reach the relay at ${this.base}: ${e.message}`);
+    }
+    const bytes = new Uint8Array(await resp.arrayBuffer());
+    if (!resp.ok) {
+      let msg = `${method} ${url.slice(this.base.length)}: HTTP ${resp.status}`;
+      try { msg = JSON.parse(new TextDecoder().decode(bytes)).error || msg; } catch { /* not JSON */ }
+      throw new RelayError(resp.status, msg);
+    }
+    return bytes;
+  }
+
+  /** uploadBlob stores sealed bytes as a blob of the session
+   * (request-upload {filename, size} → {ref, uploadUrl, method}, then the
+   * PUT) and returns its ref, "sessions/<sid>/attachments/<file>". */
+  async uploadBlob(sid, filename, sealed) {
+    const path = `/v1/sessions/${encodeURIComponent(sid)}/attachments/request-upload`;
+    const up = await this.call("POST", path, { filename, size: sealed.length });
+    if (typeof up?.ref !== "string" || typeof up?.uploadUrl !== "string") throw new RelayError(0, `POST ${path}: the answer has no ref or uploadUrl`);
+    await this.raw(up.method || "PUT", up.uploadUrl, sealed);
+    return up.ref;
+  }
+
+  /** downloadBlob fetches a blob's sealed bytes (request-download {ref} → {downloadUrl}, then a GET). */
+  async downloadBlob(sid, ref) {
+    const path = `/v1/sessions/${encodeURIComponent(sid)}/attachments/request-download`;
+    const down = await this.call("POST", path, { ref });
+    if (typeof down?.downloadUrl !== "string") throw new RelayError(0, `POST ${path}: the answer has no downloadUrl`);
+    return this.raw("GET", down.downloadUrl);
+  }
+
   async sendMessages(sid, messages) {
     return this.call("POST", `/v3/sessions/${encodeURIComponent(sid)}/messages`, { messages });
   }
@@ -152,15 +193,26 @@ export async function callRPC(sock, cipher, sid, method, params, timeoutMs = 400
   return out;
 }
 
-/** promptEnvelope builds the user message a prompt is written as (version 1), filed under rootSessionID. */
-export function promptEnvelope(rootSessionID, text, now = Date.now(), rnd = c.randomBytes(6)) {
+/** promptEnvelope builds the user message a prompt is written as (version 1),
+ * filed under rootSessionID, as app.SendFiles writes it: the text part (left
+ * out when there is no text but files), then one file part per uploaded file
+ * ({mime, filename, url, source}, uploadFile's result) after it. */
+export function promptEnvelope(rootSessionID, text, now = Date.now(), rnd = c.randomBytes(6), files = []) {
   const id = "msg_" + String(now).padStart(13, "0") + c.hex(rnd);
+  const parts = [];
+  if (text !== "" || files.length === 0) parts.push({ id: "prt_" + id.slice(4), sessionID: rootSessionID, messageID: id, type: "text", text });
+  files.forEach((f, i) => {
+    const part = { id: "prt_" + id.slice(4) + String(i + 1).padStart(2, "0"), sessionID: rootSessionID, messageID: id, type: "file", mime: f.mime, url: f.url };
+    if (f.filename) part.filename = f.filename;
+    if (f.source) part.source = f.source;
+    parts.push(part);
+  });
   return {
     id,
     env: {
       kind: "message", version: 1,
       info: { id, sessionID: rootSessionID, role: "user", time: { created: now }, agent: "build", model: { providerID: "", modelID: "" } },
-      parts: [{ id: "prt_" + id.slice(4), sessionID: rootSessionID, messageID: id, type: "text", text }],
+      parts,
     },
   };
 }

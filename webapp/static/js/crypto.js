@@ -193,10 +193,15 @@ export function authRequest(accountSecret, challenge = randomBytes(32)) {
 
 // ---- ciphers ----
 
-/** legacyCipher: nonce(24) | secretbox(plaintext) under a 32-byte key. */
+/** legacyCipher: nonce(24) | secretbox(plaintext) under a 32-byte key.
+ * blobCipher() is the cipher of the reference clients' attachments of a
+ * legacy session: secretbox under deriveKey(secret, "Happy Blobs", ["master"])
+ * (crypto.AccountBlobKey). */
 export function legacyCipher(key) {
+  let blob;
   return {
     variant: "legacy",
+    blobCipher: async () => (blob ??= legacyCipher(await deriveKey(key, "Happy Blobs", ["master"]))),
     async seal(plain) {
       const nonce = randomBytes(24);
       return concat(nonce, nacl().secretbox(plain, nonce, key));
@@ -210,12 +215,15 @@ export function legacyCipher(key) {
   };
 }
 
-/** dataKeyCipher: 0x00 | nonce(12) | AES-256-GCM ciphertext | tag(16). */
+/** dataKeyCipher: 0x00 | nonce(12) | AES-256-GCM ciphertext | tag(16).
+ * blobCipher() is secretbox under deriveKey(key, "Happy Blobs", ["session"])
+ * (crypto.SessionBlobKey), the reference clients' attachment cipher. */
 export function dataKeyCipher(key) {
-  let k;
+  let k, blob;
   const imported = () => (k ??= subtle().importKey("raw", key, "AES-GCM", false, ["encrypt", "decrypt"]));
   return {
     variant: "dataKey",
+    blobCipher: async () => (blob ??= legacyCipher(await deriveKey(key, "Happy Blobs", ["session"]))),
     async seal(plain) {
       const nonce = randomBytes(12);
       const ct = new Uint8Array(await subtle().encrypt({ name: "AES-GCM", iv: nonce }, await imported(), plain));

@@ -9,6 +9,7 @@ import { Relay, RpcError, callRPC, parsePairLink, promptEnvelope } from "./api.j
 import { Reducer, blockedTools, sessionState, STATE_LABELS } from "./reduce.js";
 import { approveTerminal, revokeEverywhere, openMachine, spawnParams, spawnSession } from "./devices.js";
 import { h, renderTranscript, partsSummary, snapshotUI, restoreUI } from "./render.js";
+import { Blobs, inspectFile, uploadFile, IMAGE_TYPES } from "./attach.js";
 
 const STORE_KEY = "happy.account";
 const $ = (sel) => document.querySelector(sel);
@@ -18,7 +19,7 @@ const app = {
   relay: null,
   sock: null,
   sessions: new Map(), // sid → {info, md, cipher, thinking, waiting, error}
-  open: null, // {sid, reducer, transcript, notices, openChildren, loading}
+  open: null, // {sid, reducer, transcript, notices, openChildren, loading, blobs, files}
   view: null, // "machines" | "devices" | null (a session or nothing)
   machines: [], // openMachine's results, newest activity first
   machinesError: "",
@@ -210,8 +211,10 @@ function openCtx() {
   const o = app.open;
   const s = app.sessions.get(o.sid);
   const live = s && ["running", "waiting", "thinking"].includes(stateOf(s));
+  if (!o.blobs && s?.cipher) o.blobs = new Blobs(app.relay, s.cipher, o.sid);
   return {
     canControl: live,
+    blobs: o.blobs,
     notices: o.notices,
     openChildren: o.openChildren,
     onDecide: (part, decision, reason) => control(part.callID, "permission", { callID: part.callID, decision, ...(reason ? { reason } : {}) }),
@@ -231,12 +234,20 @@ async function control(callID, method, params) {
   }
 }
 
-async function sendPrompt(text) {
+// sendPrompt uploads the attached files first (each sealed with the
+// session's cipher), then writes the prompt that references them.
+async function sendPrompt(text, files = [], progress = () => {}) {
   const o = app.open;
   const s = app.sessions.get(o.sid);
   const root = o.transcript?.session?.id;
   if (!root || !root.startsWith("ses_")) throw new Error("this session has no transcript yet");
-  const { id, env } = promptEnvelope(root, text);
+  const parts = [];
+  for (const [i, f] of files.entries()) {
+    progress(`uploading ${f.name} (${i + 1} of ${files.length})…`);
+    parts.push(await uploadFile(app.relay, s.cipher, o.sid, f));
+  }
+  progress("sending…");
+  const { id, env } = promptEnvelope(root, text, Date.now(), c.randomBytes(6), parts);
   await app.relay.sendMessages(o.sid, [{ content: await c.sealJSON(s.cipher, env), localId: id + ".1" }]);
 }
 
@@ -267,7 +278,8 @@ function route() {
     if (view === "machines") refreshMachines();
   }
   if (sid !== (app.open?.sid ?? null)) {
-    app.open = sid ? { sid, reducer: new Reducer(), transcript: null, notices: new Map(), openChildren: new Set() } : null;
+    app.open?.blobs?.close();
+    app.open = sid ? { sid, reducer: new Reducer(), transcript: null, notices: new Map(), openChildren: new Set(), blobs: null, files: [] } : null;
     if (sid) fetchOpen();
   }
   render();
@@ -366,16 +378,44 @@ function renderSession() {
   const o = app.open;
   if (!o) { el.replaceChildren(h("p", { class: "empty" }, "Pick a session.")); return; }
   const text = h("textarea", { id: "prompt-text", rows: 2, placeholder: "Send the next prompt…", "aria-label": "prompt" });
-  const note = h("span", { class: "prompt-note", role: "status" });
+  const note = h("span", { class: "prompt-note", role: "status", id: "prompt-note" });
+  const chips = h("ul", { class: "attached", id: "attached", "aria-label": "attached files" });
+  const say = (msg, cls = "") => { note.textContent = msg; note.className = "prompt-note" + (cls ? " " + cls : ""); };
+  const showFiles = () => chips.replaceChildren(...o.files.map((f, i) => h("li", { class: "chip", dataset: { name: f.name } },
+    h("span", {}, `${IMAGE_TYPES.includes(f.mime) ? "🖼" : "📄"} ${f.name} · ${f.bytes.length.toLocaleString("en-US")} bytes`),
+    h("button", { type: "button", class: "ghost", "aria-label": `remove ${f.name}`, onclick: () => { o.files.splice(i, 1); showFiles(); } }, "✕"))));
+  // Files are picked here and checked by their bytes at once; nothing
+  // leaves the browser before Send.
+  const picker = h("input", { type: "file", id: "attach-input", class: "hidden", multiple: true,
+    accept: "image/png,image/jpeg,image/gif,image/webp,text/*,.md,.txt,.json,.yaml,.yml,.csv,.log,.xml,.toml",
+    onchange: async () => {
+      const picked = [...picker.files];
+      picker.value = "";
+      const errors = [];
+      for (const file of picked) {
+        try { o.files.push(await inspectFile(file)); } catch (err) { errors.push(err.message); }
+      }
+      showFiles();
+      say(errors.join("; "), errors.length ? "error" : "");
+    } });
+  showFiles();
   const form = h("form", { id: "prompt", class: "prompt", onsubmit: async (e) => {
     e.preventDefault();
     const t = text.value.trim();
-    if (!t) return;
-    note.textContent = "sending…";
-    try { await sendPrompt(t); text.value = ""; note.textContent = ""; } catch (err) { note.textContent = err.message; }
+    if (!t && o.files.length === 0) return;
+    try {
+      await sendPrompt(t, o.files, say);
+      text.value = "";
+      o.files = [];
+      showFiles();
+      say("");
+    } catch (err) { say(err.message, "error"); }
   } },
+    chips,
     text,
     h("div", { class: "prompt-actions" },
+      picker,
+      h("button", { type: "button", id: "attach", class: "ghost", "aria-label": "attach files", onclick: () => picker.click() }, "📎 Attach"),
       h("button", { type: "submit", id: "send" }, "Send"),
       h("button", { type: "button", id: "abort", class: "deny", onclick: async () => {
         note.textContent = "aborting…";

@@ -5,6 +5,7 @@
 
 import { renderMarkdown } from "./markdown.js";
 import { findChild } from "./reduce.js";
+import { IMAGE_TYPES, isBlobRef, placeholder } from "./attach.js";
 
 /** h builds an element: h("div", {class: "x", dataset: {a: 1}, onclick}, ...children). */
 export function h(tag, attrs, ...kids) {
@@ -174,6 +175,74 @@ export function renderTool(part, ctx = {}) {
     }
   }
   if (part.tool === "todo" && Array.isArray(st.input?.todos)) node.append(renderTodos(st.input.todos, "todo-input"));
+  if (Array.isArray(st.attachments)) {
+    for (const a of st.attachments) if (a && typeof a === "object") node.append(renderFile({ ...a, type: "file" }, ctx));
+  }
+  return node;
+}
+
+const sizeText = (n) => (typeof n !== "number" ? "" : n < 1024 ? `${n} B` : n < 1 << 20 ? `${(n / 1024).toFixed(1)} KB` : `${(n / (1 << 20)).toFixed(1)} MB`);
+
+function unavailable(name, why) {
+  return h("div", { class: "unavailable", role: "note", dataset: { unavailable: "true" } }, `⚠ attachment unavailable: ${name}${why ? ` (${why})` : ""}`);
+}
+
+/**
+ * renderFile renders a file part (a user message's, or a tool state's
+ * attachment). A blob reference shows, for an image, its ThumbHash
+ * placeholder and then the decrypted picture (ctx.blobs, attach.js
+ * Blobs); for any other file a link that downloads and decrypts it on
+ * click. A blob that cannot be fetched or opened says "attachment
+ * unavailable" in place. Other URLs show the name only.
+ */
+export function renderFile(part, ctx = {}) {
+  const src = part.source && typeof part.source === "object" ? part.source : {};
+  const name = String(part.filename || part.mime || "file");
+  const node = h("div", { class: "part file", dataset: { part: "file" } });
+  if (!isBlobRef(part.url)) {
+    node.append("📎 ", name);
+    return node;
+  }
+  node.dataset.ref = part.url;
+  const info = [part.mime, sizeText(src.size), src.width && src.height ? `${src.width}×${src.height}` : ""].filter(Boolean).join(" · ");
+  const blobs = ctx.blobs;
+  const state = blobs?.state(part);
+  if (state?.error) {
+    node.append(unavailable(name, state.error));
+    return node;
+  }
+  const fail = (err) => node.replaceChildren(unavailable(name, err?.message ?? String(err)));
+  if (IMAGE_TYPES.includes(part.mime)) {
+    const fig = h("figure", { class: "attachment image" });
+    const ph = state?.url ? null : placeholder(src.thumbhash);
+    if (ph) {
+      ph.className = "placeholder";
+      if (src.width > 0 && src.height > 0) ph.style.aspectRatio = `${src.width} / ${src.height}`;
+      fig.append(ph);
+    }
+    const img = h("img", { alt: name, class: ph ? "hidden" : "", dataset: { loaded: "false" } });
+    img.addEventListener("load", () => { img.dataset.loaded = "true"; img.classList.remove("hidden"); ph?.remove(); });
+    img.addEventListener("error", () => fail(new Error("the image does not display")));
+    fig.append(img, h("figcaption", {}, name, info ? ` · ${info}` : ""));
+    node.append(fig);
+    if (state?.url) img.src = state.url;
+    else if (blobs) blobs.get(part).then((v) => { img.src = v.url; }, fail);
+    else node.append(unavailable(name, "not loaded here"));
+    return node;
+  }
+  const link = h("a", { href: "#", class: "download", onclick: (e) => {
+    e.preventDefault();
+    if (!blobs) return fail(new Error("not loaded here"));
+    link.textContent = `⬇ ${name} (decrypting…)`;
+    blobs.get(part).then((v) => {
+      link.textContent = `⬇ ${name}`;
+      const a = h("a", { href: v.url, download: name, class: "hidden" });
+      document.body.append(a);
+      a.click();
+      a.remove();
+    }, fail);
+  } }, `⬇ ${name}`);
+  node.append(link, info ? h("span", { class: "file-info" }, ` ${info}`) : "");
   return node;
 }
 
@@ -204,7 +273,7 @@ export function renderPart(part, ctx = {}) {
     case "tool":
       return renderTool(part, ctx);
     case "file":
-      return h("div", { class: "part file", dataset: { part: "file" } }, "📎 ", part.filename || part.mime || "file");
+      return renderFile(part, ctx);
     case "step-start":
       return null;
     case "step-finish":
