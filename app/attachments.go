@@ -58,7 +58,7 @@ func UploadBlob(ctx context.Context, api *relay.API, cipher crypto.Cipher, sessi
 		}
 		return Blob{}, err
 	}
-	src, _ := json.Marshal(mapper.BlobSource{Type: "blob", Size: int64(len(data)), Width: info.Width, Height: info.Height, Thumbhash: info.Thumbhash})
+	src, _ := json.Marshal(mapper.BlobSource{Type: "blob", Size: int64(len(data)), SHA256: mapper.BlobDigest(data), Width: info.Width, Height: info.Height, Thumbhash: info.Thumbhash})
 	return Blob{Mime: info.Mime, Filename: name, URL: ref, Source: src}, nil
 }
 
@@ -82,22 +82,79 @@ func UploadFile(ctx context.Context, conn *Conn, o Opened, path string) (Blob, e
 	return UploadBlob(ctx, conn.API, o.Cipher, o.Info.ID, filepath.Base(path), "", data)
 }
 
-// GetAttachment downloads and decrypts the blob ref of a session: with the
-// session's record cipher (happy's own blobs), or, when that does not open
-// it, with the session's blob key (the reference app's).
-func GetAttachment(ctx context.Context, conn *Conn, o Opened, ref string) ([]byte, error) {
+// GetAttachment downloads and decrypts the blob ref of a session and
+// checks it against the file part that references it (a prompt's file part
+// or a tool's attachment, found by reading the transcript): its SHA-256, or
+// its size for the reference app's files, opened with the key the part
+// names. A blob no message references yet (a reference app file waiting
+// for its text) is opened with the session's record cipher, else its blob
+// key, and returned with checked false. Errors: not a reference, the
+// relay's, crypto's, mapper.ErrBlobMismatch.
+func GetAttachment(ctx context.Context, conn *Conn, o Opened, ref string) (data []byte, checked bool, err error) {
 	if !relay.IsAttachmentRef(ref) {
-		return nil, fmt.Errorf("%q is not an attachment reference (sessions/<id>/attachments/<file>)", ref)
+		return nil, false, fmt.Errorf("%q is not an attachment reference (sessions/<id>/attachments/<file>)", ref)
 	}
-	b, err := conn.API.DownloadAttachment(ctx, o.Cipher, o.Info.ID, ref)
-	if err != nil && (errors.Is(err, crypto.ErrAuthFailed) || errors.Is(err, crypto.ErrUnsupportedVersion) || errors.Is(err, crypto.ErrTruncated)) {
-		if bc, berr := crypto.BlobCipherOf(o.Cipher); berr == nil {
-			if b2, err2 := conn.API.DownloadAttachment(ctx, bc, o.Info.ID, ref); err2 == nil {
-				return b2, nil
+	rb, _, err := ReadTranscript(ctx, conn, o, ReadOptions{})
+	if err != nil {
+		return nil, false, err
+	}
+	part, ok := FindBlobPart(rb.Transcript(), ref)
+	src, isBlob := mapper.ParseBlobSource(part.Source)
+	if !ok || !isBlob {
+		b, err := conn.API.DownloadAttachment(ctx, o.Cipher, o.Info.ID, ref)
+		if err != nil && (errors.Is(err, crypto.ErrAuthFailed) || errors.Is(err, crypto.ErrUnsupportedVersion) || errors.Is(err, crypto.ErrTruncated)) {
+			if bc, berr := crypto.BlobCipherOf(o.Cipher); berr == nil {
+				if b2, err2 := conn.API.DownloadAttachment(ctx, bc, o.Info.ID, ref); err2 == nil {
+					return b2, false, nil
+				}
+			}
+		}
+		return b, false, err
+	}
+	cipher := o.Cipher
+	if src.Key == mapper.BlobKeyReference {
+		if cipher, err = crypto.BlobCipherOf(cipher); err != nil {
+			return nil, false, err
+		}
+	}
+	b, err := conn.API.DownloadAttachment(ctx, cipher, o.Info.ID, ref)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := src.Verify(b); err != nil {
+		return nil, false, fmt.Errorf("%s (%s): %w", ref, part.Filename, err)
+	}
+	return b, true, nil
+}
+
+// FindBlobPart returns the file part of t that references the blob ref: a
+// message's file part or a completed tool's attachment, in t's messages or
+// its children's; the last one wins when several do.
+func FindBlobPart(t mapper.Transcript, ref string) (mapper.FilePart, bool) {
+	var found mapper.FilePart
+	ok := false
+	for _, m := range t.Messages {
+		for _, p := range m.Parts {
+			switch p := p.(type) {
+			case *mapper.FilePart:
+				if p.URL == ref {
+					found, ok = *p, true
+				}
+			case *mapper.ToolPart:
+				for _, a := range p.State.Attachments {
+					if a.URL == ref {
+						found, ok = a, true
+					}
+				}
 			}
 		}
 	}
-	return b, err
+	for _, c := range t.Children {
+		if f, cok := FindBlobPart(c, ref); cok {
+			found, ok = f, true
+		}
+	}
+	return found, ok
 }
 
 // blobSession is what blobStore needs of a running relay session.
@@ -143,6 +200,11 @@ func (b *blobStore) Fetch(ctx context.Context, f agent.PromptFile) (agent.Prompt
 	}
 	if len(data) > MaxAttachmentSize {
 		return f, fmt.Errorf("%d bytes: %w", len(data), ErrAttachmentTooLarge)
+	}
+	if src, ok := mapper.ParseBlobSource(f.Source); ok {
+		if err := src.Verify(data); err != nil {
+			return f, err
+		}
 	}
 	claimed := f.Mime
 	if claimed == "" {

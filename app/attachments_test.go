@@ -113,7 +113,7 @@ func TestAttachmentsThroughTheRelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	info, _ := media.Inspect(sent, "")
-	wantSource := fmt.Sprintf(`{"type":"blob","size":%d,"width":6,"height":4,"thumbhash":"%s"}`, len(sent), info.Thumbhash)
+	wantSource := fmt.Sprintf(`{"type":"blob","size":%d,"sha256":"%s","width":6,"height":4,"thumbhash":"%s"}`, len(sent), mapper.BlobDigest(sent), info.Thumbhash)
 	if blob.Mime != "image/png" || blob.Filename != "shot.png" || !relay.IsAttachmentRef(blob.URL) || string(blob.Source) != wantSource {
 		t.Fatalf("blob %+v, want source %s", blob, wantSource)
 	}
@@ -162,13 +162,39 @@ func TestAttachmentsThroughTheRelay(t *testing.T) {
 		t.Errorf("tool attachment source %s", toolFiles[0].Source)
 	}
 	for ref, want := range map[string][]byte{blob.URL: sent, toolFiles[0].URL: ag.toolPNG} {
-		b, err := GetAttachment(context.Background(), connB, o, ref)
-		if err != nil || !bytes.Equal(b, want) {
-			t.Errorf("GetAttachment(%s) = %d bytes, %v; want the %d sent", ref, len(b), err, len(want))
+		b, checked, err := GetAttachment(context.Background(), connB, o, ref)
+		if err != nil || !checked || !bytes.Equal(b, want) {
+			t.Errorf("GetAttachment(%s) = %d bytes, checked %v, %v; want the %d sent, checked", ref, len(b), checked, err, len(want))
 		}
 	}
 	if len(tr.Dropped) != 0 {
 		t.Errorf("dropped %+v", tr.Dropped)
+	}
+
+	// A message whose file part describes other bytes than the blob holds
+	// (what a relay that put another blob of the session under this
+	// reference causes) is refused, by GetAttachment and by the delivery to
+	// the agent, with mapper.ErrBlobMismatch.
+	other := pngOf(t, 6, 4, color.NRGBA{10, 30, 90, 255})
+	swapped, err := UploadBlob(context.Background(), connB.API, o.Cipher, o.Info.ID, "shot.png", "", other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, _ := mapper.ParseBlobSource(swapped.Source)
+	src.SHA256 = mapper.BlobDigest(sent)
+	swapped.Source, _ = json.Marshal(src)
+	if _, err := SendFiles(context.Background(), connB, o, "look", []Blob{swapped}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := GetAttachment(context.Background(), connB, o, swapped.URL); !errors.Is(err, mapper.ErrBlobMismatch) || !strings.Contains(err.Error(), "shot.png") {
+		t.Errorf("GetAttachment of a swapped blob = %v, want ErrBlobMismatch naming shot.png", err)
+	}
+	bs := newBlobStore(connB.API, fixedSession{id: o.Info.ID, cipher: o.Cipher})
+	if _, err := bs.Fetch(context.Background(), swapped); !errors.Is(err, mapper.ErrBlobMismatch) {
+		t.Errorf("Fetch of a swapped blob = %v, want ErrBlobMismatch", err)
+	}
+	if got, err := bs.Fetch(context.Background(), blob); err != nil || got.Mime != "image/png" {
+		t.Errorf("Fetch of the true blob = %+v, %v", got.Mime, err)
 	}
 }
 
@@ -215,10 +241,10 @@ func TestUploadFileRefuses(t *testing.T) {
 		}
 	}
 	missing := "sessions/" + s.ID + "/attachments/00000000-0000-0000-0000-000000000000.enc"
-	if _, err := GetAttachment(context.Background(), connA, o, missing); !errors.Is(err, relay.ErrAttachmentNotFound) {
+	if _, _, err := GetAttachment(context.Background(), connA, o, missing); !errors.Is(err, relay.ErrAttachmentNotFound) {
 		t.Errorf("GetAttachment(missing) = %v, want ErrAttachmentNotFound", err)
 	}
-	if _, err := GetAttachment(context.Background(), connA, o, "../../etc/passwd"); err == nil || !strings.Contains(err.Error(), "not an attachment reference") {
+	if _, _, err := GetAttachment(context.Background(), connA, o, "../../etc/passwd"); err == nil || !strings.Contains(err.Error(), "not an attachment reference") {
 		t.Errorf("GetAttachment(bad ref) = %v", err)
 	}
 }
@@ -253,3 +279,12 @@ func FuzzDecodeDataURL(f *testing.F) {
 		}
 	})
 }
+
+// fixedSession is a blobSession of an existing relay session.
+type fixedSession struct {
+	id     string
+	cipher crypto.Cipher
+}
+
+func (f fixedSession) WaitCreated(context.Context) (string, error) { return f.id, nil }
+func (f fixedSession) Cipher() crypto.Cipher                       { return f.cipher }

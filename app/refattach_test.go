@@ -206,8 +206,8 @@ func TestReferenceAppAttachments(t *testing.T) {
 				if _, err := connB.API.DownloadAttachment(context.Background(), o.Cipher, o.Info.ID, f.URL); err == nil {
 					t.Error("the reference app's blob opened with the record cipher")
 				}
-				if b, err := GetAttachment(context.Background(), connB, o, f.URL); err != nil || !bytes.Equal(b, img) {
-					t.Errorf("GetAttachment of the reference app's blob: %d bytes, %v", len(b), err)
+				if b, checked, err := GetAttachment(context.Background(), connB, o, f.URL); err != nil || !checked || !bytes.Equal(b, img) {
+					t.Errorf("GetAttachment of the reference app's blob: %d bytes, checked %v, %v", len(b), checked, err)
 				}
 				bc, _ := crypto.BlobCipherOf(o.Cipher)
 				if b, err := connB.API.DownloadAttachment(context.Background(), bc, o.Info.ID, f.URL); err != nil || !bytes.Equal(b, img) {

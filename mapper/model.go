@@ -29,7 +29,11 @@
 package mapper
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
 
 	"github.com/happy-dev/happy/agent"
 )
@@ -496,8 +500,11 @@ type Transcript struct {
 
 // BlobSource is the source of a file part whose URL is a relay blob
 // reference (docs/ARCHITECTURE.md, section "Attachments"):
-// {"type":"blob","size":N,"width"?,"height"?,"thumbhash"?,"key"?}. Size is
-// the plaintext's length in bytes; width and height are pixels and
+// {"type":"blob","size":N,"sha256"?,"width"?,"height"?,"thumbhash"?,"key"?}.
+// Size is the plaintext's length in bytes; sha256 the standard base64 of
+// the plaintext's SHA-256, which binds the blob to the (authenticated)
+// record that references it, so a blob replaced on the relay by another of
+// the same session is noticed (VerifyBlob); width and height are pixels and
 // thumbhash the base64 ThumbHash, for images only. Key says which key
 // sealed the blob: "" the session's record cipher (happy's own blobs),
 // BlobKeyReference the session's blob key (crypto.BlobCipherOf), as the
@@ -505,6 +512,7 @@ type Transcript struct {
 type BlobSource struct {
 	Type      string `json:"type"` // always "blob"
 	Size      int64  `json:"size"`
+	SHA256    string `json:"sha256,omitempty"`
 	Width     int    `json:"width,omitempty"`
 	Height    int    `json:"height,omitempty"`
 	Thumbhash string `json:"thumbhash,omitempty"`
@@ -514,6 +522,33 @@ type BlobSource struct {
 // BlobKeyReference is BlobSource.Key of a blob sealed with the session's
 // blob key (secretbox), the reference app's way.
 const BlobKeyReference = "blob"
+
+// ErrBlobMismatch is returned (wrapped) by BlobSource.Verify when a blob's
+// plaintext is not the one its file part describes.
+var ErrBlobMismatch = errors.New("the attachment's bytes are not the ones its message references (replaced or damaged on the relay)")
+
+// BlobDigest is the BlobSource.SHA256 of plaintext: standard base64 of its
+// SHA-256.
+func BlobDigest(plaintext []byte) string {
+	sum := sha256.Sum256(plaintext)
+	return base64.StdEncoding.EncodeToString(sum[:])
+}
+
+// Verify checks a blob's plaintext against the source: its SHA-256 when
+// the source has one (happy's own blobs), else its size (the reference
+// app's file events announce only that). Errors wrap ErrBlobMismatch.
+func (b BlobSource) Verify(plaintext []byte) error {
+	if b.SHA256 != "" {
+		if got := BlobDigest(plaintext); got != b.SHA256 {
+			return fmt.Errorf("%w: SHA-256 %s, the message says %s", ErrBlobMismatch, got, b.SHA256)
+		}
+		return nil
+	}
+	if int64(len(plaintext)) != b.Size {
+		return fmt.Errorf("%w: %d bytes, the message says %d", ErrBlobMismatch, len(plaintext), b.Size)
+	}
+	return nil
+}
 
 // ParseBlobSource reads a file part's source as a BlobSource; ok is false
 // for any other source (absent, another type, not an object).

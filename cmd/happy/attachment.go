@@ -22,8 +22,10 @@ func newAttachmentCmd(f *factory) *cobra.Command {
 		Use:   "get SESSION REF -o FILE",
 		Short: "Download and decrypt one attachment (REF as happy log shows it)",
 		Long: `Download the attachment REF of SESSION (sessions/<id>/attachments/<file>, as
-happy log shows it), decrypt it with the session's key and write it to FILE
-("-" for standard output). An existing FILE is not overwritten.`,
+happy log shows it), decrypt it with the session's key, check it against the
+message that references it (its SHA-256, so a blob replaced on the relay is
+refused) and write it to FILE ("-" for standard output). An existing FILE is
+not overwritten.`,
 		Args:              usageArgs(cobra.ExactArgs(2)),
 		ValidArgsFunction: completeSessions(f, false, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -31,9 +33,12 @@ happy log shows it), decrypt it with the session's key and write it to FILE
 				return &usageError{err: errors.New("-o FILE is required (- for standard output)")}
 			}
 			return withSession(cmd, f, "attachment", args[0], func(conn *app.Conn, o app.Opened) error {
-				data, err := app.GetAttachment(cmd.Context(), conn, o, args[1])
+				data, checked, err := app.GetAttachment(cmd.Context(), conn, o, args[1])
 				if err != nil {
 					return &exitError{code: exitFailed, err: err}
+				}
+				if !checked {
+					fmt.Fprintf(f.stderr, "warning: no message of the session references %s yet, so its bytes are not checked\n", args[1])
 				}
 				if out == "-" {
 					_, err = f.stdout.Write(data)

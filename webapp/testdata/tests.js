@@ -8,7 +8,7 @@ import * as r from "/app/js/render.js";
 import { parsePairLink, promptEnvelope, RpcError, RelayError } from "/app/js/api.js";
 import { approveTerminal, ApproveError, revokeEverywhere, openMachine, spawnParams, readSpawnReply } from "/app/js/devices.js";
 import * as th from "/app/js/thumbhash.js";
-import { sniff, inspectFile, uploadFile, Blobs, blobSource, isBlobRef, MAX_ATTACHMENT, AttachError } from "/app/js/attach.js";
+import { sniff, inspectFile, uploadFile, Blobs, blobSource, isBlobRef, MAX_ATTACHMENT, AttachError, digest } from "/app/js/attach.js";
 
 const tests = [];
 const test = (name, fn) => tests.push({ name, fn });
@@ -668,7 +668,8 @@ test("a picked image is measured, hashed, sealed with the session's key and refe
   const part = await uploadFile(relay, cipher, "s1", f);
   eq(calls.map((x) => [x.sid, x.name, x.sealed.length]), [["s1", "shot.png", png.length + 29]], "one upload of the ciphertext");
   eq(await cipher.open(calls[0].sealed), png, "the upload opens to the file");
-  eq(part, { mime: "image/png", filename: "shot.png", url: "sessions/s1/attachments/u1.enc", source: { type: "blob", size: png.length, width: 6, height: 4, thumbhash: f.thumbhash } }, "file part");
+  eq(part, { mime: "image/png", filename: "shot.png", url: "sessions/s1/attachments/u1.enc", source: { type: "blob", size: png.length, sha256: await digest(png), width: 6, height: 4, thumbhash: f.thumbhash } }, "file part");
+  eq(await digest(c.encodeUtf8("abc")), "ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0=", "digest is mapper.BlobDigest");
   const { id, env } = promptEnvelope("ses_root", "what is this?", 1700000000000, new Uint8Array([1, 2, 3, 4, 5, 6]), [part, { mime: "text/plain", filename: "n.txt", url: "sessions/s1/attachments/u2.enc", source: blobSource({ bytes: new Uint8Array(3) }) }]);
   eq(env.parts, [
     { id: "prt_1700000000000010203040506", sessionID: "ses_root", messageID: id, type: "text", text: "what is this?" },
@@ -686,8 +687,20 @@ test("blobs sealed by Go open with the session's key, or its blob key for the re
     const blobs = new Blobs(relay, cipher, "s1");
     const own = await blobs.get({ url: "sessions/s1/attachments/own.enc", filename: "a.png" });
     eq([own.bytes, own.mime], [b64(v.plain), "image/png"], `${v.variant} own blob`);
-    const ref = await blobs.get({ url: "sessions/s1/attachments/ref.enc", source: { type: "blob", size: 1, key: "blob" } });
+    const ref = await blobs.get({ url: "sessions/s1/attachments/ref.enc", source: { type: "blob", size: b64(v.plain).length, key: "blob" } });
     eq(ref.bytes, b64(v.plain), `${v.variant} reference app's blob`);
+    // A blob that is not the one its message describes (another blob of the
+    // session put under this reference) is refused: by its SHA-256, or by
+    // its size when the source has no digest.
+    for (const [src, want] of [
+      [{ type: "blob", size: b64(v.plain).length, sha256: await digest(c.encodeUtf8("other")) }, "its bytes are not the ones the message references (replaced or damaged on the relay)"],
+      [{ type: "blob", size: b64(v.plain).length + 1 }, `it is ${b64(v.plain).length} bytes and the message says ${b64(v.plain).length + 1} (replaced or damaged on the relay)`],
+    ]) {
+      let swapErr = null;
+      try { await new Blobs(relay, cipher, "s1").get({ url: "sessions/s1/attachments/own.enc", source: src }); } catch (e) { swapErr = e; }
+      eq([swapErr?.reason, swapErr?.message], ["unavailable", want], `${v.variant} swapped blob`);
+    }
+    eq((await new Blobs(relay, cipher, "s1").get({ url: "sessions/s1/attachments/own.enc", source: { type: "blob", size: b64(v.plain).length, sha256: await digest(b64(v.plain)) } })).bytes, b64(v.plain), `${v.variant} blob with its digest`);
     ok(own.url.startsWith("blob:") && blobs.state({ url: "sessions/s1/attachments/own.enc" }).url === own.url, "kept as an object URL");
     let err = null;
     try { await blobs.get({ url: "sessions/s1/attachments/ref.enc.x", source: {} }); } catch (e) { err = e; }

@@ -70,7 +70,7 @@ export async function inspectFile(file) {
   if (bytes.length > MAX_ATTACHMENT) throw new AttachError("too_large", `${name} is ${fmtBytes(bytes.length)} bytes; an attachment is at most ${fmtBytes(MAX_ATTACHMENT)} bytes`);
   const mime = sniff(bytes, name);
   if (!mime) throw new AttachError("unsupported", `${name}: only images (PNG, JPEG, GIF, WebP) and text files can be attached, and its bytes are neither`);
-  const out = { name, mime, bytes };
+  const out = { name, mime, bytes, sha256: await digest(bytes) };
   if (IMAGE_TYPES.includes(mime)) Object.assign(out, await imageInfo(bytes, mime, name));
   return out;
 }
@@ -96,9 +96,31 @@ async function imageInfo(bytes, mime, name) {
   return info;
 }
 
+/** digest is mapper.BlobDigest: standard base64 of the bytes' SHA-256. */
+export async function digest(bytes) {
+  return c.b64encode(new Uint8Array(await globalThis.crypto.subtle.digest("SHA-256", bytes)));
+}
+
+/**
+ * blobMismatch checks a blob's plaintext against its part's source, as
+ * mapper.BlobSource.Verify: its SHA-256 when the source has one (happy's
+ * own blobs), else its size. Returns null when it matches, else why not.
+ */
+export async function blobMismatch(src, bytes) {
+  if (typeof src?.sha256 === "string" && src.sha256 !== "") {
+    if ((await digest(bytes)) === src.sha256) return null;
+    return "its bytes are not the ones the message references (replaced or damaged on the relay)";
+  }
+  if (typeof src?.size === "number" && src.size !== bytes.length) {
+    return `it is ${fmtBytes(bytes.length)} bytes and the message says ${fmtBytes(src.size)} (replaced or damaged on the relay)`;
+  }
+  return null;
+}
+
 /** blobSource is the file part's source (mapper.BlobSource, same key order). */
 export function blobSource(f) {
   const s = { type: "blob", size: f.bytes.length };
+  if (f.sha256) s.sha256 = f.sha256;
   if (f.width && f.height) { s.width = f.width; s.height = f.height; }
   if (f.thumbhash) s.thumbhash = f.thumbhash;
   return s;
@@ -170,6 +192,10 @@ export class Blobs {
       bytes = await (await blobCipher(this.cipher, part)).open(sealed);
     } catch (e) {
       throw new AttachError("unavailable", `it does not decrypt with this session's key (${e.message})`);
+    }
+    if (part?.source?.type === "blob") {
+      const why = await blobMismatch(part.source, bytes);
+      if (why) throw new AttachError("unavailable", why);
     }
     const mime = sniff(bytes, part.filename) || "application/octet-stream";
     return { url: URL.createObjectURL(new Blob([bytes], { type: mime })), bytes, mime };
