@@ -75,6 +75,9 @@ type Options struct {
 	After func(time.Duration) <-chan time.Time
 	// Dialer dials the WebSocket (websocket.DefaultDialer by default).
 	Dialer *websocket.Dialer
+
+	// newKey makes a prompt's idempotency key (random; tests fix it).
+	newKey func() string
 }
 
 func (o *Options) defaults() {
@@ -95,6 +98,9 @@ func (o *Options) defaults() {
 	}
 	if o.After == nil {
 		o.After = time.After
+	}
+	if o.newKey == nil {
+		o.newKey = func() string { return "happy-" + randomHex(8) }
 	}
 	if o.Dialer == nil {
 		o.Dialer = websocket.DefaultDialer
@@ -203,7 +209,7 @@ func (c *Client) handshake(ctx context.Context, conn *websocket.Conn) (tick, ret
 		"client": map[string]any{"id": "gateway-client", "displayName": "happy", "version": c.opts.Version,
 			"platform": runtime.GOOS, "mode": "backend"},
 		"role": "operator", "scopes": []string{"operator.read", "operator.write", "operator.approvals"},
-		"caps": []string{}, "userAgent": "happy/" + c.opts.Version, "locale": "en-US",
+		"caps": []string{"tool-events"}, "userAgent": "happy/" + c.opts.Version, "locale": "en-US",
 	}
 	logged := params
 	if c.opts.Token != "" {
@@ -520,7 +526,7 @@ func (c *Client) startTurn(_ context.Context, p agent.Prompt) error {
 	c.dmu.Lock()
 	c.running = true
 	c.dmu.Unlock()
-	params := map[string]any{"message": p.Text, "sessionKey": c.opts.SessionKey, "idempotencyKey": "happy-" + randomHex(8), "deliver": false}
+	params := map[string]any{"message": p.Text, "sessionKey": c.opts.SessionKey, "idempotencyKey": c.opts.newKey(), "deliver": false}
 	if c.opts.AgentID != "" {
 		params["agentId"] = c.opts.AgentID
 	}
