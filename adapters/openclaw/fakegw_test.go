@@ -154,7 +154,7 @@ func (c *gwConn) handshake(token string) bool {
 	}
 	c.res(f.ID, map[string]any{"type": "hello-ok", "protocol": 4, "server": map[string]any{"version": "2026.9.6", "connId": "c"},
 		"features": map[string]any{"methods": []string{"agent"}, "events": []string{"agent"}}, "snapshot": map[string]any{},
-		"auth": map[string]any{"role": "operator", "scopes": p.Scopes},
+		"auth":   map[string]any{"role": "operator", "scopes": p.Scopes},
 		"policy": map[string]any{"maxPayload": 26214400, "maxBufferedBytes": 52428800, "tickIntervalMs": 15000}})
 	return true
 }
