@@ -209,7 +209,7 @@ func (c *Client) handshake(ctx context.Context, conn *websocket.Conn) (tick, ret
 		"client": map[string]any{"id": "gateway-client", "displayName": "happy", "version": c.opts.Version,
 			"platform": runtime.GOOS, "mode": "backend"},
 		"role": "operator", "scopes": []string{"operator.read", "operator.write", "operator.approvals"},
-		"caps": []string{"tool-events"}, "userAgent": "happy/" + c.opts.Version, "locale": "en-US",
+		"caps": []string{"tool-events", "exec-approvals"}, "userAgent": "happy/" + c.opts.Version, "locale": "en-US",
 	}
 	logged := params
 	if c.opts.Token != "" {
