@@ -208,7 +208,7 @@ func (c *Client) handshake(ctx context.Context, conn *websocket.Conn) (tick, ret
 		"minProtocol": MinProtocol, "maxProtocol": MaxProtocol,
 		"client": map[string]any{"id": "gateway-client", "displayName": "happy", "version": c.opts.Version,
 			"platform": runtime.GOOS, "mode": "backend"},
-		"role": "operator", "scopes": []string{"operator.read", "operator.write", "operator.approvals"},
+		"role": "operator", "scopes": []string{"operator.read", "operator.write", "operator.approvals", "operator.admin"},
 		"caps": []string{"tool-events", "exec-approvals"}, "userAgent": "happy/" + c.opts.Version, "locale": "en-US",
 	}
 	logged := params
