@@ -18,7 +18,8 @@ type Decoder struct {
 	reqs       map[string]request // our requests by frame id
 	turn       *turn
 	turns      int
-	runSeq     map[string]int64 // last agent-event seq seen per run
+	runSeq     map[string]int64        // last agent-event seq seen per run
+	usage      map[string]agent.Tokens // usage totals per run so far
 	ourRuns    map[string]bool
 	tools      map[string]*tool
 	approvals  map[string]*approval // by approval id
@@ -52,7 +53,7 @@ type approval struct {
 // NewDecoder returns a decoder with no session yet.
 func NewDecoder() *Decoder {
 	return &Decoder{
-		reqs: map[string]request{}, runSeq: map[string]int64{}, ourRuns: map[string]bool{},
+		reqs: map[string]request{}, runSeq: map[string]int64{}, usage: map[string]agent.Tokens{}, ourRuns: map[string]bool{},
 		tools: map[string]*tool{}, approvals: map[string]*approval{}, byCall: map[string]string{},
 	}
 }
@@ -543,6 +544,7 @@ func (d *Decoder) agentEvent(f Frame, emit emitFn, drop dropFn) {
 	case "usage":
 		if u := usageOf(p.Data); u != nil {
 			u.EventBase = base
+			d.stepUsage(p.RunID, u)
 			emit(u)
 		}
 	case "error":
@@ -630,8 +632,9 @@ func (d *Decoder) toolEvent(p agentEventPayload, base agent.EventBase, emit emit
 	}
 }
 
-// lifecycle decodes the lifecycle stream: {phase: start|end|error,
-// aborted?, stopReason?, error?}.
+// lifecycle decodes the lifecycle stream: {phase: start | model
+// {provider, model} | waiting-approval | approval-resolved | fallback |
+// finishing | end {aborted?, stopReason?} | error {error}}.
 func (d *Decoder) lifecycle(p agentEventPayload, base agent.EventBase, emit emitFn, drop dropFn) {
 	var l struct {
 		Phase      string  `json:"phase"`
@@ -650,15 +653,19 @@ func (d *Decoder) lifecycle(p agentEventPayload, base agent.EventBase, emit emit
 		return // a run whose turn ended already
 	}
 	switch l.Phase {
-	case "start":
+	case "start", "waiting-approval", "approval-resolved", "finishing", "fallback":
+		// Progress of the run: the approval itself comes as its own event,
+		// and the turn ends with "end" or "error".
 	case "model":
 		// The model the run uses (null until the gateway resolved it).
+		// A model call starts: one assistant message (step) each.
 		if l.Model != nil && *l.Model != "" {
 			info := &agent.SessionInfo{EventBase: base, ModelID: *l.Model}
+			step := &agent.MessageStarted{EventBase: base, ModelID: *l.Model}
 			if l.Provider != nil {
-				info.ProviderID = *l.Provider
+				info.ProviderID, step.ProviderID = *l.Provider, *l.Provider
 			}
-			emit(info)
+			emit(info, step)
 		}
 	case "end":
 		key := d.turn.key
@@ -751,6 +758,28 @@ func usageOf(data map[string]json.RawMessage) *agent.Usage {
 		}
 	}
 	return u
+}
+
+// stepUsage turns the run's running totals (the usage stream counts from
+// the start of the run: 20, 40, 60 output tokens after three model calls)
+// into the current step's figures, which is what a Usage event holds.
+func (d *Decoder) stepUsage(runID string, u *agent.Usage) {
+	total := *u.Tokens
+	prev, seen := d.usage[runID]
+	d.usage[runID] = total
+	if !seen {
+		return
+	}
+	sub := func(cur, before *int64) *int64 {
+		if cur == nil || before == nil || *cur < *before {
+			return cur
+		}
+		v := *cur - *before
+		return &v
+	}
+	u.Tokens = &agent.Tokens{Input: sub(total.Input, prev.Input), Output: sub(total.Output, prev.Output),
+		Reasoning: sub(total.Reasoning, prev.Reasoning),
+		Cache:     agent.CacheTokens{Read: sub(total.Cache.Read, prev.Cache.Read), Write: sub(total.Cache.Write, prev.Cache.Write)}}
 }
 
 // note decodes a note of happy's client.

@@ -33,6 +33,7 @@ func TestDecoderTable(t *testing.T) {
 {"type":"TurnStarted","time":7,"turnID":"k1"}
 {"type":"UserPrompt","time":7,"promptID":"k1","text":"hi"}
 {"type":"SessionInfo","time":100,"providerID":"fake","modelID":"fake-model"}
+{"type":"MessageStarted","time":100,"providerID":"fake","modelID":"fake-model"}
 {"type":"AgentError","time":101,"kind":"internal","text":"No route-compatible authentication source is configured for openai."}
 {"type":"TurnEnded","time":101,"turnID":"k1","reason":"failed","error":"No route-compatible authentication source is configured for openai."}`},
 		{"text, thinking, usage, end", []Record{rec(C2A, prompt), rec(A2C, accepted),
@@ -103,6 +104,16 @@ func TestDecoderTable(t *testing.T) {
 {"type":"DroppedInput","time":7,"dropped":{"source":"openclaw-ws","kind":"event agent/tool","reason":"missing_id","detail":"a tool event without toolCallId","raw":"{\"type\":\"event\",\"event\":\"agent\",\"payload\":{\"runId\":\"k1\",\"stream\":\"tool\",\"data\":{\"phase\":\"start\",\"name\":\"exec\"},\"seq\":3}}"}}
 {"type":"DroppedInput","time":7,"dropped":{"source":"openclaw-ws","kind":"event agent/tool","reason":"orphan","detail":"a tool result for unknown call never","raw":"{\"type\":\"event\",\"event\":\"agent\",\"payload\":{\"runId\":\"k1\",\"stream\":\"tool\",\"data\":{\"phase\":\"result\",\"toolCallId\":\"never\"},\"seq\":4}}"}}
 {"type":"DroppedInput","time":7,"dropped":{"source":"openclaw-ws","kind":"event agent/lifecycle","reason":"invalid_field","detail":"lifecycle phase \"teleport\"","raw":"{\"type\":\"event\",\"event\":\"agent\",\"payload\":{\"runId\":\"k1\",\"stream\":\"lifecycle\",\"data\":{\"phase\":\"teleport\"},\"seq\":5}}"}}`},
+		{"usage totals of the run become step figures (real)", []Record{rec(C2A, prompt), rec(A2C, accepted),
+			rec(A2C, `{"type":"event","event":"agent","payload":{"runId":"k1","stream":"usage","data":{"outputTokens":20},"seq":1,"ts":1}}`),
+			rec(A2C, `{"type":"event","event":"agent","payload":{"runId":"k1","stream":"usage","data":{"outputTokens":40,"inputTokens":9},"seq":2,"ts":2}}`),
+			rec(A2C, `{"type":"event","event":"agent","payload":{"runId":"k1","stream":"usage","data":{"outputTokens":65,"inputTokens":10},"seq":3,"ts":3}}`)},
+			`{"type":"SessionInfo","time":7,"providerSessionID":"S"}
+{"type":"TurnStarted","time":7,"turnID":"k1"}
+{"type":"UserPrompt","time":7,"promptID":"k1","text":"hi"}
+{"type":"Usage","time":1,"tokens":{"output":20,"cache":{}}}
+{"type":"Usage","time":2,"tokens":{"input":9,"output":20,"cache":{}}}
+{"type":"Usage","time":3,"tokens":{"input":1,"output":25,"cache":{}}}`},
 		{"refused prompt", []Record{rec(C2A, prompt),
 			rec(A2C, `{"type":"res","id":"happy-2","ok":false,"error":{"code":"INVALID_REQUEST","message":"invalid agent params"}}`)},
 			`{"type":"SessionInfo","time":7,"providerSessionID":"S"}
