@@ -182,6 +182,7 @@ var matrixAgents = []matrixAgent{
 			return fakemodel.ToolCall{Name: "bash", Input: map[string]any{"command": command, "description": "Write " + file}}
 		},
 		setup: opencodeSetup},
+	{name: "openclaw", binEnv: "OPENCLAW", shell: openclawShell, setup: openclawSetup},
 }
 
 // codexSetup writes CODEX_HOME/config.toml (the fake model as the only
@@ -556,7 +557,8 @@ func (c *matrixCell) read(t *testing.T) (matrixDoc, bool) {
 // waitSession waits until home B sees the session and its root record.
 func (c *matrixCell) waitSession(t *testing.T, exited func() bool) {
 	t.Helper()
-	waitFor(t, 90*time.Second, "the session on the relay", func() bool {
+	// OpenClaw's gateway loads its plugins before happy opens the session.
+	waitFor(t, 180*time.Second, "the session on the relay", func() bool {
 		if c.sid == "" {
 			code, out, _ := happyRun(t, c.envB, c.work, "sessions", "--json")
 			var list []struct{ ID string }
