@@ -106,6 +106,9 @@ var matrixOverrides = map[string]func(*cellSpec){
 	// from home B hand it to remote mode); Ctrl-C ends Claude and happy
 	// with it, which is a normal end (exit 0).
 	"claude/two-turns": func(c *cellSpec) { c.exit = 0 },
+	// OpenClaw's shell call is a copy, not echo (see openclawShell): the
+	// rule allows that command.
+	"openclaw/allowed": func(c *cellSpec) { c.allow = []string{"bash:cp .hi *"} },
 }
 
 // matrixAgent is one row of the matrix: how to run the agent under happy

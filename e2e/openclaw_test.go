@@ -17,10 +17,19 @@ import (
 // only model provider is the fake model (anthropic-messages) and whose exec
 // tool asks an operator for every command: happy is that operator.
 
-// openclawShell is the model's call of OpenClaw's exec tool.
-func openclawShell(command, _ string) fakemodel.ToolCall {
-	return fakemodel.ToolCall{Name: "exec", Input: map[string]any{"command": command}}
+// openclawShell is the model's call of OpenClaw's exec tool. OpenClaw does
+// not let an operator approve a command it cannot bind to concrete
+// executables and files: a shell redirection (the matrix's echo hi > FILE)
+// is refused before anyone is asked ("SYSTEM_RUN_DENIED: approval cannot
+// safely bind this command"). The call copies a file holding "hi\n" that
+// the setup leaves in the working folder instead: the same file content,
+// with nothing but an executable and its operands.
+func openclawShell(_, file string) fakemodel.ToolCall {
+	return fakemodel.ToolCall{Name: "exec", Input: map[string]any{"command": "cp " + openclawHi + " " + file}}
 }
+
+// openclawHi is the file openclawShell copies, in the cell's folder.
+const openclawHi = ".hi"
 
 // openclawSetup writes HOME/.openclaw/openclaw.json for a cell.
 func openclawSetup(t *testing.T, c *matrixCell) agentSetup {
@@ -31,6 +40,9 @@ func openclawSetup(t *testing.T, c *matrixCell) agentSetup {
 	}
 	node, err := filepath.EvalSymlinks(node)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(c.work, openclawHi), []byte("hi\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	h := t.TempDir()
