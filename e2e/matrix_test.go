@@ -561,7 +561,7 @@ func (c *matrixCell) read(t *testing.T) (matrixDoc, bool) {
 func (c *matrixCell) waitSession(t *testing.T, exited func() bool) {
 	t.Helper()
 	// OpenClaw's gateway loads its plugins before happy opens the session.
-	waitFor(t, 180*time.Second, "the session on the relay", func() bool {
+	waitFor(t, 240*time.Second, "the session on the relay", func() bool {
 		if c.sid == "" {
 			code, out, _ := happyRun(t, c.envB, c.work, "sessions", "--json")
 			var list []struct{ ID string }

@@ -30,7 +30,7 @@ type GatewayOptions struct {
 	// Log receives the gateway's stdout and stderr (nil: discarded).
 	Log *os.File
 	// Ready bounds the wait for the gateway to accept connections
-	// (default 90s: it loads its plugins first).
+	// (default three minutes: it loads its plugins first, and a busy machine slows that down).
 	Ready time.Duration
 }
 
@@ -74,7 +74,7 @@ func StartGateway(ctx context.Context, o GatewayOptions) (*Gateway, error) {
 	g := &Gateway{URL: "ws://127.0.0.1:" + strconv.Itoa(port), p: p}
 	ready := o.Ready
 	if ready <= 0 {
-		ready = 90 * time.Second
+		ready = 3 * time.Minute
 	}
 	deadline := time.Now().Add(ready)
 	addr := "127.0.0.1:" + strconv.Itoa(port)
