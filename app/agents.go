@@ -25,17 +25,21 @@ type AgentCommand struct {
 	Def      string // e.g. "claude"
 }
 
-// The agents happy starts by name (happy claude, codex, gemini, opencode).
+// The agents happy starts by name (happy claude, codex, gemini, opencode,
+// openclaw).
 var (
 	ClaudeCommand   = AgentCommand{Name: "claude", Title: "Claude Code", FlagName: "claude-path", Env: "HAPPY_CLAUDE_PATH", Def: "claude"}
 	CodexCommand    = AgentCommand{Name: "codex", Title: "Codex", FlagName: "codex-path", Env: "HAPPY_CODEX_PATH", Def: "codex"}
 	GeminiCommand   = AgentCommand{Name: "gemini", Title: "Gemini CLI", FlagName: "gemini-path", Env: "HAPPY_GEMINI_PATH", Def: "gemini"}
 	OpencodeCommand = AgentCommand{Name: "opencode", Title: "OpenCode", FlagName: "opencode-path", Env: "HAPPY_OPENCODE_PATH", Def: "opencode"}
+	// OpenclawCommand is the openclaw CLI: happy openclaw talks to a running
+	// gateway, and starts one with it only for --start-gateway.
+	OpenclawCommand = AgentCommand{Name: "openclaw", Title: "OpenClaw", FlagName: "openclaw-path", Env: "HAPPY_OPENCLAW_PATH", Def: "openclaw"}
 )
 
 // KnownAgents are the agents happy starts by name, in the order they are
 // listed (machine metadata, happy machines).
-var KnownAgents = []AgentCommand{ClaudeCommand, CodexCommand, GeminiCommand, OpencodeCommand}
+var KnownAgents = []AgentCommand{ClaudeCommand, CodexCommand, GeminiCommand, OpencodeCommand, OpenclawCommand}
 
 // AgentByName returns the known agent called name.
 func AgentByName(name string) (AgentCommand, bool) {

@@ -76,6 +76,7 @@ var agentArgs = map[string][]string{
 	"codex":    {"codex"},
 	"gemini":   {"gemini"},
 	"opencode": {"opencode"},
+	"openclaw": {"openclaw"},
 }
 
 // permissionModes are the --permission-mode values each agent command

@@ -106,6 +106,9 @@ var matrixOverrides = map[string]func(*cellSpec){
 	// from home B hand it to remote mode); Ctrl-C ends Claude and happy
 	// with it, which is a normal end (exit 0).
 	"claude/two-turns": func(c *cellSpec) { c.exit = 0 },
+	// OpenClaw's shell call is a copy, not echo (see openclawShell): the
+	// rule allows that command.
+	"openclaw/allowed": func(c *cellSpec) { c.allow = []string{"bash:cp .hi *"} },
 }
 
 // matrixAgent is one row of the matrix: how to run the agent under happy
@@ -182,6 +185,7 @@ var matrixAgents = []matrixAgent{
 			return fakemodel.ToolCall{Name: "bash", Input: map[string]any{"command": command, "description": "Write " + file}}
 		},
 		setup: opencodeSetup},
+	{name: "openclaw", binEnv: "OPENCLAW", shell: openclawShell, setup: openclawSetup},
 }
 
 // codexSetup writes CODEX_HOME/config.toml (the fake model as the only
@@ -556,7 +560,8 @@ func (c *matrixCell) read(t *testing.T) (matrixDoc, bool) {
 // waitSession waits until home B sees the session and its root record.
 func (c *matrixCell) waitSession(t *testing.T, exited func() bool) {
 	t.Helper()
-	waitFor(t, 90*time.Second, "the session on the relay", func() bool {
+	// OpenClaw's gateway loads its plugins before happy opens the session.
+	waitFor(t, 240*time.Second, "the session on the relay", func() bool {
 		if c.sid == "" {
 			code, out, _ := happyRun(t, c.envB, c.work, "sessions", "--json")
 			var list []struct{ ID string }

@@ -227,7 +227,7 @@ func TestDaemonSpawnPromptApproveStop(t *testing.T) {
 		t.Fatalf("the folder was created without approval: %v", err)
 	}
 	code, _, stderr = runHappy(t, envB, "spawn", "--machine", host, "--dir", dir, "--agent", "sh")
-	if code != exitFailed || !strings.Contains(stderr, `unknown agent "sh" (this daemon starts claude, codex, gemini, opencode)`) {
+	if code != exitFailed || !strings.Contains(stderr, `unknown agent "sh" (this daemon starts claude, codex, gemini, openclaw, opencode)`) {
 		t.Fatalf("spawn of an unknown agent = %d %q", code, stderr)
 	}
 

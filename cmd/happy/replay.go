@@ -18,6 +18,7 @@ import (
 	"github.com/happy-dev/happy/adapters/acp"
 	"github.com/happy-dev/happy/adapters/claude"
 	"github.com/happy-dev/happy/adapters/codex"
+	"github.com/happy-dev/happy/adapters/openclaw"
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/export"
 	"github.com/happy-dev/happy/mapper"
@@ -45,6 +46,9 @@ For --agent codex, FILE is a traffic log written by happy codex --record, or the
 rollout Codex keeps of a session, CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl
 (detected from the first line; a rollout carries no approvals).
 
+For --agent openclaw, FILE is a traffic log written by happy openclaw --record
+(both directions of the gateway WebSocket).
+
 For --agent claude, FILE is one of (the form is detected):
   - Claude Code's session transcript, ~/.claude/projects/<folder>/<session>.jsonl
     (its subagent transcripts in <session>/subagents/ are read too)
@@ -67,7 +71,7 @@ warning: the transcript is then incomplete.`,
 			return runReplay(cmd, f, opts, args[0])
 		},
 	}
-	cmd.Flags().StringVar(&opts.agent, "agent", "claude", "agent that recorded FILE: claude, codex or acp")
+	cmd.Flags().StringVar(&opts.agent, "agent", "claude", "agent that recorded FILE: claude, codex, acp or openclaw")
 	cmd.Flags().StringVar(&opts.format, "format", "text", "output: text or json")
 	cmd.Flags().StringVar(&opts.sessionID, "session", "", "relay session id the canonical ids derive from (default: from the file name)")
 	cmd.Flags().IntVar(&opts.maxLine, "max-line", 0, "largest line read, in bytes (0: no limit); longer lines are dropped")
@@ -75,8 +79,8 @@ warning: the transcript is then incomplete.`,
 }
 
 func runReplay(cmd *cobra.Command, f *factory, opts replayOptions, path string) error {
-	if opts.agent != "claude" && opts.agent != "codex" && opts.agent != "acp" {
-		return &usageError{err: fmt.Errorf("replay: agent %q is not supported (want claude, codex or acp)", opts.agent)}
+	if opts.agent != "claude" && opts.agent != "codex" && opts.agent != "acp" && opts.agent != "openclaw" {
+		return &usageError{err: fmt.Errorf("replay: agent %q is not supported (want claude, codex, acp or openclaw)", opts.agent)}
 	}
 	if opts.format != "text" && opts.format != "json" {
 		return &usageError{err: fmt.Errorf("replay: format %q is not text or json", opts.format)}
@@ -104,6 +108,18 @@ func runReplay(cmd *cobra.Command, f *factory, opts replayOptions, path string) 
 		}
 		tr = reduceEvents(mapper.Config{SessionID: sid, Source: "acp"}, evs)
 		header = fmt.Sprintf("replay of %s (ACP traffic log)\n", path)
+	case "openclaw":
+		file, err := os.Open(path)
+		if err != nil {
+			return &usageError{err: fmt.Errorf("replay: %w", err)}
+		}
+		defer file.Close()
+		evs, err := openclaw.Replay(file)
+		if err != nil {
+			return fmt.Errorf("replay: %w", err)
+		}
+		tr = reduceEvents(mapper.Config{SessionID: sid, Source: "openclaw"}, evs)
+		header = fmt.Sprintf("replay of %s (OpenClaw traffic log)\n", path)
 	case "codex":
 		file, err := os.Open(path)
 		if err != nil {

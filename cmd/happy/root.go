@@ -52,6 +52,7 @@ next prompt.`,
 	root.AddCommand(claudeCmd)
 	root.AddCommand(newACPCmd(f), newGeminiCmd(f), newOpencodeCmd(f))
 	root.AddCommand(newCodexCmd(f))
+	root.AddCommand(newOpenclawCmd(f))
 	root.AddCommand(newSessionsCmd(f), newLogCmd(f), newArchiveCmd(f), newDeleteCmd(f), newResumeCmd(f))
 	root.AddCommand(newSendCmd(f), newAttachmentCmd(f), newApproveCmd(f), newDenyCmd(f), newAnswerCmd(f), newAbortCmd(f))
 	root.AddCommand(newDoctorCmd(f))

@@ -3,8 +3,10 @@
 // offline against 127.0.0.1:
 //
 //   - the Anthropic Messages API, POST /v1/messages (streaming SSE and plain
-//     JSON) and /v1/messages/count_tokens: Claude Code, claude-code-acp and
-//     OpenCode's anthropic provider;
+//     JSON) and /v1/messages/count_tokens: Claude Code, claude-code-acp,
+//     OpenCode's anthropic provider and an OpenClaw gateway's
+//     anthropic-messages provider (its internal-context user messages are
+//     skipped when reading the last user turn);
 //   - the OpenAI Responses API, POST /v1/responses (streaming SSE): Codex and
 //     codex-acp (wire_api = "responses");
 //   - the Gemini API, POST /v1beta/models/<model>:generateContent and
@@ -213,6 +215,24 @@ type anthropicRequest struct {
 	Messages []anthropicMessage `json:"messages"`
 }
 
+// openclawContext starts the user message OpenClaw appends after each user
+// turn (and after tool results): runtime context, not what the user said.
+const openclawContext = "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>"
+
+// contextOnly reports whether a user message is nothing but OpenClaw's
+// internal context blocks.
+func contextOnly(blocks []anthropicBlock) bool {
+	if len(blocks) == 0 {
+		return false
+	}
+	for _, b := range blocks {
+		if b.Type != "text" || !strings.HasPrefix(b.Text, openclawContext) {
+			return false
+		}
+	}
+	return true
+}
+
 // parseAnthropic reads the parts of a Messages request the script needs.
 func parseAnthropic(body []byte) (anthropicRequest, Request, error) {
 	var ar anthropicRequest
@@ -227,11 +247,17 @@ func parseAnthropic(body []byte) (anthropicRequest, Request, error) {
 		}
 		var s string
 		if json.Unmarshal(m.Content, &s) == nil {
+			if strings.HasPrefix(s, openclawContext) {
+				continue
+			}
 			r.LastText = s
 			break
 		}
 		var blocks []anthropicBlock
 		_ = json.Unmarshal(m.Content, &blocks)
+		if contextOnly(blocks) {
+			continue // OpenClaw's internal context after the real user turn
+		}
 		var texts []string
 		for _, b := range blocks {
 			switch b.Type {

@@ -1,0 +1,607 @@
+package openclaw
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/happy-dev/happy/agent"
+	"github.com/happy-dev/happy/internal/queue"
+)
+
+// DefaultURL is where a local gateway listens unless configured otherwise.
+const DefaultURL = "ws://127.0.0.1:18789"
+
+// Protocol versions this client speaks: 3 is the version the gateway
+// protocol was published with, 4 the one the pinned gateway (openclaw
+// 2026.9.6) requires of operator clients; the frames happy uses are the
+// same in both.
+const (
+	MinProtocol = 3
+	MaxProtocol = 4
+)
+
+// Errors of the client.
+var (
+	// ErrClosed: the client was closed, or the gateway is gone.
+	ErrClosed = errors.New("openclaw: the gateway connection is closed")
+	// ErrHandshake wraps a connect request the gateway refused.
+	ErrHandshake = errors.New("openclaw: the gateway refused the connection")
+)
+
+// Options configure a Client.
+type Options struct {
+	// URL is the gateway's WebSocket address (DefaultURL when empty).
+	URL string
+	// Token is the gateway's shared token (connect.params.auth.token); ""
+	// sends none.
+	Token string
+	// AgentID is the OpenClaw agent to run ("" for the gateway's default).
+	AgentID string
+	// SessionKey is the session to open or continue; "" makes a new one,
+	// agent:<agent>:happy-<random>.
+	SessionKey string
+	// Record, when not nil, receives the traffic log (see traffic.go).
+	Record io.Writer
+	// Version is happy's version, sent as client.version.
+	Version string
+	// ReconnectAttempts is how often a lost connection is dialled again
+	// before the gateway counts as gone (default 5; negative: never).
+	ReconnectAttempts int
+	// ReconnectDelay is the wait before the first attempt, doubled for
+	// each next one (default 250ms).
+	ReconnectDelay time.Duration
+	// SilenceLimit is how long the gateway may send nothing (it sends a
+	// tick every hello-ok policy.tickIntervalMs) before the connection
+	// counts as lost; 0 takes three tick intervals.
+	SilenceLimit time.Duration
+	// StartupWait bounds how long a gateway that says it is still starting
+	// (a retryable UNAVAILABLE answer to connect) is waited for (default
+	// two minutes).
+	StartupWait time.Duration
+	// Now and After are the clock (time.Now and time.After by default);
+	// tests inject theirs.
+	Now   func() time.Time
+	After func(time.Duration) <-chan time.Time
+	// Dialer dials the WebSocket (websocket.DefaultDialer by default).
+	Dialer *websocket.Dialer
+
+	// newKey makes a prompt's idempotency key (random; tests fix it).
+	newKey func() string
+}
+
+func (o *Options) defaults() {
+	if o.URL == "" {
+		o.URL = DefaultURL
+	}
+	if o.ReconnectAttempts == 0 {
+		o.ReconnectAttempts = 5
+	}
+	if o.ReconnectDelay <= 0 {
+		o.ReconnectDelay = 250 * time.Millisecond
+	}
+	if o.StartupWait <= 0 {
+		o.StartupWait = 2 * time.Minute
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.After == nil {
+		o.After = time.After
+	}
+	if o.newKey == nil {
+		o.newKey = func() string { return "happy-" + randomHex(8) }
+	}
+	if o.Dialer == nil {
+		o.Dialer = websocket.DefaultDialer
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	if o.SessionKey == "" {
+		a := o.AgentID
+		if a == "" {
+			a = "main"
+		}
+		o.SessionKey = "agent:" + a + ":happy-" + randomHex(6)
+	}
+}
+
+// Client is a connection to an OpenClaw gateway as an operator client
+// driving one session: it implements agent.Agent. Build one with Start.
+type Client struct {
+	opts Options
+	rec  *recorder
+	q    *queue.Unbounded[agent.Event]
+
+	wmu  sync.Mutex // writes, and the swap of conn
+	conn *websocket.Conn
+
+	dmu      sync.Mutex // the decoder, the prompt queue and the waiters
+	dec      *Decoder
+	running  bool
+	queued   []agent.Prompt
+	waiters  map[string]chan Frame
+	tick     time.Duration
+	frames   atomic.Int64
+	ids      atomic.Int64
+	closing  atomic.Bool
+	done     chan struct{} // closed when the reader has ended
+	stopOnce sync.Once
+	stop     chan struct{}
+	wg       sync.WaitGroup
+}
+
+// Start connects to the gateway and completes the connect handshake.
+// Errors: the dial error, or ErrHandshake wrapping the gateway's error
+// (a wrong token: code AUTH_…/UNAUTHORIZED; a client that needs pairing:
+// NOT_PAIRED).
+func Start(ctx context.Context, opts Options) (*Client, error) {
+	opts.defaults()
+	c := &Client{opts: opts, rec: newRecorder(opts.Record), q: queue.New[agent.Event](), dec: NewDecoder(),
+		waiters: map[string]chan Frame{}, done: make(chan struct{}), stop: make(chan struct{})}
+	conn, tick, err := c.dial(ctx)
+	if err != nil {
+		c.q.Close()
+		return nil, err
+	}
+	c.conn, c.tick = conn, tick
+	c.dec.sessionKey = opts.SessionKey // announced here; a replay learns it from the first prompt
+	c.q.Push(&agent.SessionInfo{EventBase: agent.EventBase{Time: c.now()}, ProviderSessionID: opts.SessionKey, Agent: opts.AgentID})
+	c.wg.Add(2)
+	go c.read()
+	go c.watch()
+	return c, nil
+}
+
+// SessionKey is the gateway session the client drives.
+func (c *Client) SessionKey() string { return c.opts.SessionKey }
+
+func (c *Client) now() int64 { return c.opts.Now().UnixMilli() }
+
+func (c *Client) nextID() string { return fmt.Sprintf("happy-%d", c.ids.Add(1)) }
+
+// dial opens a connection and runs the handshake on it: connect goes
+// first (no device identity is signed, so the challenge's nonce is not
+// needed), then frames are read until its response. A retryable refusal
+// (UNAVAILABLE while the gateway starts its sidecars) is tried again after
+// its retryAfterMs, for at most StartupWait.
+func (c *Client) dial(ctx context.Context) (*websocket.Conn, time.Duration, error) {
+	start := c.opts.Now()
+	for {
+		conn, _, err := c.opts.Dialer.DialContext(ctx, c.opts.URL, nil)
+		if err != nil {
+			return nil, 0, fmt.Errorf("openclaw: dial %s: %w", c.opts.URL, err)
+		}
+		conn.SetReadLimit(64 << 20)
+		tick, retry, err := c.handshake(ctx, conn)
+		if err == nil {
+			return conn, tick, nil
+		}
+		_ = conn.Close()
+		if retry <= 0 || c.opts.Now().Sub(start) > c.opts.StartupWait {
+			return nil, 0, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, 0, ctx.Err()
+		case <-c.opts.After(retry):
+		}
+	}
+}
+
+// handshake sends connect on conn and waits for hello-ok. retry > 0 when
+// the refusal says to try again after that long.
+func (c *Client) handshake(ctx context.Context, conn *websocket.Conn) (tick, retry time.Duration, err error) {
+	id := c.nextID()
+	params := map[string]any{
+		"minProtocol": MinProtocol, "maxProtocol": MaxProtocol,
+		"client": map[string]any{"id": "gateway-client", "displayName": "happy", "version": c.opts.Version,
+			"platform": runtime.GOOS, "mode": "backend"},
+		"role": "operator", "scopes": []string{"operator.read", "operator.write", "operator.approvals", "operator.admin"},
+		"caps": []string{"tool-events", "exec-approvals"}, "userAgent": "happy/" + c.opts.Version, "locale": "en-US",
+	}
+	logged := params
+	if c.opts.Token != "" {
+		params = cloneMap(params)
+		params["auth"] = map[string]any{"token": c.opts.Token}
+		logged = cloneMap(logged)
+		logged["auth"] = map[string]any{"token": "[redacted]"}
+	}
+	data, _ := json.Marshal(map[string]any{"type": TypeReq, "id": id, "method": "connect", "params": params})
+	shown, _ := json.Marshal(map[string]any{"type": TypeReq, "id": id, "method": "connect", "params": logged})
+	c.record(C2A, shown)
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
+	defer stop()
+	if err := conn.WriteMessage(websocket.TextMessage, data); err != nil {
+		return 0, 0, fmt.Errorf("openclaw: send connect: %w", err)
+	}
+	for {
+		_, msg, err := conn.ReadMessage()
+		if err != nil {
+			if ctx.Err() != nil {
+				return 0, 0, ctx.Err()
+			}
+			return 0, 0, fmt.Errorf("openclaw: connect: %w", err)
+		}
+		c.record(A2C, msg)
+		f, err := DecodeFrame(msg)
+		if err != nil || f.Type != TypeRes || f.ID != id {
+			continue // the challenge, or anything before the answer
+		}
+		if !f.Succeeded() {
+			if f.Error != nil && f.Error.Retryable {
+				retry = time.Duration(max(f.Error.RetryAfterMs, 100)) * time.Millisecond
+			}
+			return 0, retry, fmt.Errorf("%w: %s", ErrHandshake, errorText(f.Error))
+		}
+		var hello struct {
+			Protocol int `json:"protocol"`
+			Policy   struct {
+				TickIntervalMs int64 `json:"tickIntervalMs"`
+			} `json:"policy"`
+		}
+		_ = json.Unmarshal(f.Payload, &hello)
+		tick = 15 * time.Second
+		if hello.Policy.TickIntervalMs > 0 {
+			tick = time.Duration(hello.Policy.TickIntervalMs) * time.Millisecond
+		}
+		return tick, 0, nil
+	}
+}
+
+func cloneMap(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// record writes a record to the traffic log.
+func (c *Client) record(dir Dir, msg []byte) {
+	c.rec.write(Record{T: c.now(), Dir: dir, Msg: msg})
+}
+
+// handle records and decodes one record and delivers its events.
+func (c *Client) handle(rec Record) {
+	c.rec.write(rec)
+	c.dmu.Lock()
+	out := c.dec.decode(rec)
+	var next *agent.Prompt
+	if out.ended {
+		c.running = false
+		if len(c.queued) > 0 {
+			p := c.queued[0]
+			c.queued = c.queued[1:]
+			next = &p
+		}
+	}
+	if rec.Dir == A2C {
+		if f, err := DecodeFrame(rec.Msg); err == nil && f.Type == TypeRes {
+			if ch, ok := c.waiters[f.ID]; ok {
+				delete(c.waiters, f.ID)
+				ch <- f // buffered: never blocks
+			}
+		}
+	}
+	c.dmu.Unlock()
+	for _, e := range out.events {
+		if rec.Dir == C2A && echo(e) {
+			continue
+		}
+		c.q.Push(e)
+	}
+	if next != nil {
+		if err := c.startTurn(context.Background(), *next); err != nil {
+			c.q.Push(&agent.AgentError{EventBase: agent.EventBase{Time: c.now()}, Kind: agent.ErrorTransport, Text: err.Error()})
+		}
+	}
+}
+
+// echo reports the events the session runner records itself: the prompt
+// and the decisions, read back from happy's own frames.
+func echo(e agent.Event) bool {
+	switch e.(type) {
+	case *agent.UserPrompt, *agent.ToolResolved:
+		return true
+	}
+	return false
+}
+
+// send writes a request and returns its id. The frame is decoded (and
+// recorded) before it is written, so its response always comes after.
+// wait, when not nil, receives the response.
+func (c *Client) send(method string, params any, wait chan Frame) (string, error) {
+	if c.closing.Load() {
+		return "", ErrClosed
+	}
+	id := c.nextID()
+	data, err := json.Marshal(map[string]any{"type": TypeReq, "id": id, "method": method, "params": params})
+	if err != nil {
+		return "", fmt.Errorf("openclaw: encode %s: %w", method, err)
+	}
+	if wait != nil {
+		c.dmu.Lock()
+		c.waiters[id] = wait
+		c.dmu.Unlock()
+	}
+	c.handle(Record{T: c.now(), Dir: C2A, Msg: data})
+	c.wmu.Lock()
+	conn := c.conn
+	err = conn.WriteMessage(websocket.TextMessage, data)
+	c.wmu.Unlock()
+	if err != nil {
+		c.dmu.Lock()
+		delete(c.waiters, id)
+		c.dmu.Unlock()
+		return "", fmt.Errorf("openclaw: send %s: %w", method, err)
+	}
+	return id, nil
+}
+
+// call sends a request and waits for its response.
+func (c *Client) call(ctx context.Context, method string, params any) (Frame, error) {
+	ch := make(chan Frame, 1)
+	id, err := c.send(method, params, ch)
+	if err != nil {
+		return Frame{}, err
+	}
+	select {
+	case f, ok := <-ch:
+		if !ok {
+			return Frame{}, ErrClosed
+		}
+		if !f.Succeeded() {
+			return f, fmt.Errorf("openclaw: %s: %s", method, errorText(f.Error))
+		}
+		return f, nil
+	case <-ctx.Done():
+		c.dmu.Lock()
+		delete(c.waiters, id)
+		c.dmu.Unlock()
+		return Frame{}, ctx.Err()
+	case <-c.done:
+		return Frame{}, ErrClosed
+	}
+}
+
+// read is the reader goroutine: frames from the gateway until the
+// connection ends, then reconnects, or reports the gateway gone.
+func (c *Client) read() {
+	defer c.wg.Done()
+	defer close(c.done)
+	for {
+		c.wmu.Lock()
+		conn := c.conn
+		c.wmu.Unlock()
+		for {
+			_, msg, err := conn.ReadMessage()
+			if err != nil {
+				break
+			}
+			c.frames.Add(1)
+			c.handle(Record{T: c.now(), Dir: A2C, Msg: msg})
+		}
+		if c.closing.Load() {
+			c.finish()
+			return
+		}
+		if err := c.reconnect(); err != nil {
+			if c.closing.Load() {
+				c.finish()
+				return
+			}
+			msg, _ := json.Marshal(note{Happy: noteGone, Error: err.Error()})
+			c.handle(Record{T: c.now(), Dir: Note, Msg: msg})
+			c.closing.Store(true)
+			c.finish()
+			return
+		}
+	}
+}
+
+// reconnect dials the gateway again, ReconnectAttempts times with growing
+// delays, and on success asks whether the open turn's run ended meanwhile
+// (agent.wait with no wait: its answer ends the turn when it did).
+func (c *Client) reconnect() error {
+	delay := c.opts.ReconnectDelay
+	var last error = errors.New("the connection closed")
+	for i := 0; i < c.opts.ReconnectAttempts; i++ {
+		select {
+		case <-c.stop:
+			return ErrClosed
+		case <-c.opts.After(delay):
+		}
+		delay *= 2
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			select {
+			case <-c.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		conn, tick, err := c.dial(ctx)
+		cancel()
+		if err != nil {
+			last = err
+			continue
+		}
+		msg, _ := json.Marshal(note{Happy: noteReconnect})
+		c.handle(Record{T: c.now(), Dir: Note, Msg: msg})
+		c.wmu.Lock()
+		old := c.conn
+		c.conn = conn
+		c.tick = tick
+		c.wmu.Unlock()
+		_ = old.Close()
+		c.dmu.Lock()
+		runID, open := c.dec.turnOpen()
+		c.dmu.Unlock()
+		if open && runID != "" {
+			_, _ = c.send("agent.wait", map[string]any{"runId": runID, "timeoutMs": 0}, nil)
+		}
+		return nil
+	}
+	return last
+}
+
+// watch closes a connection that stayed silent for the silence limit, so
+// that the reader reconnects (or reports the gateway gone).
+func (c *Client) watch() {
+	defer c.wg.Done()
+	seen := c.frames.Load()
+	for {
+		c.wmu.Lock()
+		limit := c.opts.SilenceLimit
+		if limit <= 0 {
+			limit = 3 * c.tick
+		}
+		c.wmu.Unlock()
+		select {
+		case <-c.done:
+			return
+		case <-c.opts.After(limit):
+		}
+		now := c.frames.Load()
+		if now == seen {
+			c.wmu.Lock()
+			_ = c.conn.Close()
+			c.wmu.Unlock()
+		}
+		seen = now
+	}
+}
+
+// finish ends what is left once the connection is over for good.
+func (c *Client) finish() {
+	c.dmu.Lock()
+	for id, ch := range c.waiters {
+		delete(c.waiters, id)
+		close(ch)
+	}
+	_, open := c.dec.turnOpen()
+	c.dmu.Unlock()
+	if open {
+		c.q.Push(&agent.TurnEnded{EventBase: agent.EventBase{Time: c.now()}, Reason: agent.TurnAgentExited,
+			Error: "happy closed the gateway connection"})
+	}
+	c.q.Close()
+}
+
+// Events delivers the session's agent events in order; it is closed when
+// the connection is over (Close, or the gateway gone).
+func (c *Client) Events() <-chan agent.Event { return c.q.Out() }
+
+// Prompt starts a turn with the prompt, or queues it behind the running
+// one. Errors: agent.ErrUnsupportedInput for attachments, ErrClosed, or
+// the write error.
+func (c *Client) Prompt(ctx context.Context, p agent.Prompt) error {
+	if len(p.Files) > 0 {
+		return fmt.Errorf("%w: attachments (happy sends OpenClaw text prompts only)", agent.ErrUnsupportedInput)
+	}
+	c.dmu.Lock()
+	if c.running {
+		c.queued = append(c.queued, p)
+		c.dmu.Unlock()
+		return nil
+	}
+	c.dmu.Unlock()
+	return c.startTurn(ctx, p)
+}
+
+// startTurn sends the agent request of a prompt.
+func (c *Client) startTurn(_ context.Context, p agent.Prompt) error {
+	c.dmu.Lock()
+	c.running = true
+	c.dmu.Unlock()
+	params := map[string]any{"message": p.Text, "sessionKey": c.opts.SessionKey, "idempotencyKey": c.opts.newKey(), "deliver": false}
+	if c.opts.AgentID != "" {
+		params["agentId"] = c.opts.AgentID
+	}
+	if _, err := c.send("agent", params, nil); err != nil {
+		c.dmu.Lock()
+		c.running = false
+		c.dmu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// Decide answers the exec approval pending for tool call callID with
+// exec.approval.resolve (once → allow-once, always → allow-always, reject
+// → deny) and waits for the gateway's answer. Errors: agent.ErrStale when
+// no approval waits for callID, the gateway's refusal, ErrClosed.
+func (c *Client) Decide(ctx context.Context, callID string, v agent.Verdict) error {
+	c.dmu.Lock()
+	a, ok := c.dec.pendingApproval(callID)
+	var id string
+	var noAlways bool
+	if ok {
+		id, noAlways = a.id, a.noAlways
+	}
+	c.dmu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: %s", agent.ErrStale, callID)
+	}
+	wire, ok := wireDecision(v.Decision, noAlways)
+	if !ok {
+		return fmt.Errorf("openclaw: %w", &agent.EnumError{Kind: "decision", Value: string(v.Decision), Allowed: []string{"once", "always", "reject"}})
+	}
+	_, err := c.call(ctx, "exec.approval.resolve", map[string]any{"id": id, "decision": wire})
+	return err
+}
+
+// AnswerQuestion implements agent.Agent: the gateway asks operators no
+// questions through this client, so no call waits for an answer.
+func (c *Client) AnswerQuestion(_ context.Context, callID string, _ [][]string) error {
+	return fmt.Errorf("%w: %s: OpenClaw asks no questions here", agent.ErrStale, callID)
+}
+
+// Interrupt aborts the running turn (chat.abort of the session's run); the
+// gateway ends it with an aborted lifecycle event. Errors: the write error.
+func (c *Client) Interrupt(ctx context.Context) error {
+	c.dmu.Lock()
+	runID, open := c.dec.turnOpen()
+	c.queued = nil
+	c.dmu.Unlock()
+	if !open {
+		return nil
+	}
+	params := map[string]any{"sessionKey": c.opts.SessionKey}
+	if runID != "" {
+		params["runId"] = runID
+	}
+	_, err := c.call(ctx, "chat.abort", params)
+	return err
+}
+
+// Close ends the connection; Events closes after the queued events (an
+// open turn ends agent-exited). It waits for the client's goroutines.
+func (c *Client) Close() error {
+	c.closing.Store(true)
+	c.stopOnce.Do(func() { close(c.stop) })
+	c.wmu.Lock()
+	_ = c.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+	_ = c.conn.Close()
+	c.wmu.Unlock()
+	c.wg.Wait()
+	return nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,194 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/happy-dev/happy/adapters/openclaw"
+	"github.com/happy-dev/happy/app"
+	"github.com/happy-dev/happy/internal/buildinfo"
+)
+
+// openclawOptions are the flags of `happy openclaw` beside agentOptions.
+type openclawOptions struct {
+	gateway      string
+	token        string
+	agentID      string
+	session      string
+	startGateway bool
+	openclawPath string
+	gatewayLog   string
+}
+
+// openclawExe is where --start-gateway looks for the openclaw CLI.
+var openclawExe = fromCommand(app.OpenclawCommand)
+
+// newOpenclawCmd builds `happy openclaw`.
+func newOpenclawCmd(f *factory) *cobra.Command {
+	var o agentOptions
+	var oo openclawOptions
+	cmd := &cobra.Command{
+		Use:   "openclaw [-p PROMPT] [--gateway URL] [--token T] [--agent ID] [flags]",
+		Short: "Drive an OpenClaw gateway's agent under happy",
+		Long: `Connect to an OpenClaw gateway (its WebSocket protocol, as an operator client),
+open a session (or continue --session KEY) and run prompts on one of its agents.
+Everything the agent does is mapped to the canonical transcript, encrypted and
+sent to the relay, where another device can follow it (happy log), answer the
+command approvals the gateway asks for (happy approve / deny) and send the next
+prompt (happy send).
+
+The gateway is --gateway (default $OPENCLAW_GATEWAY_URL, else ws://127.0.0.1:18789)
+with the shared token --token (default $OPENCLAW_GATEWAY_TOKEN). With
+--start-gateway, happy runs openclaw gateway itself on a free loopback port, in
+its own process group, and stops the whole group at the end.
+
+With -p, one turn runs: the final answer is printed and the exit status tells
+the outcome (0 completed, 1 failed or a permission was rejected, 2 usage, 3 relay
+or login unusable, 130 interrupted). Without -p, the session waits for prompts
+sent from other devices until interrupted. A gateway that goes away (and cannot
+be reached again) ends the turn as a transport error.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.checkFlags(cmd); err != nil {
+				return err
+			}
+			if oo.gateway == "" {
+				oo.gateway = f.getenv("OPENCLAW_GATEWAY_URL")
+			}
+			if oo.token == "" {
+				oo.token = f.getenv("OPENCLAW_GATEWAY_TOKEN")
+			}
+			if oo.startGateway && cmd.Flags().Changed("gateway") {
+				return &usageError{err: errors.New("--start-gateway runs its own gateway: it does not take --gateway")}
+			}
+			if oo.startGateway {
+				path, err := openclawExe.find(f, oo.openclawPath)
+				if err != nil {
+					return err
+				}
+				oo.openclawPath = path
+			}
+			return runOpenclaw(cmd.Context(), f, &o, &oo)
+		},
+	}
+	o.bind(cmd)
+	cmd.Flags().StringVar(&oo.gateway, "gateway", "", "the gateway's WebSocket `URL` (default $OPENCLAW_GATEWAY_URL, else "+openclaw.DefaultURL+")")
+	cmd.Flags().StringVar(&oo.token, "token", "", "the gateway's shared token (default $OPENCLAW_GATEWAY_TOKEN)")
+	cmd.Flags().StringVar(&oo.agentID, "agent", "", "the OpenClaw agent `ID` to run (default: the gateway's default agent)")
+	cmd.Flags().StringVar(&oo.session, "session", "", "continue the gateway session `KEY` (default: a new one, agent:<agent>:happy-<random>)")
+	cmd.Flags().BoolVar(&oo.startGateway, "start-gateway", false, "run openclaw gateway on a free loopback port for this session and stop it at the end")
+	cmd.Flags().StringVar(&oo.openclawPath, "openclaw-path", "", "the openclaw executable for --start-gateway (default $HAPPY_OPENCLAW_PATH, else openclaw on PATH)")
+	cmd.Flags().StringVar(&oo.gatewayLog, "gateway-log", "", "with --start-gateway, write the gateway's output to `FILE`")
+	return cmd
+}
+
+// runOpenclaw runs one gateway session: -p runs one turn and exits with its
+// outcome; without it the session serves prompts from the relay until
+// interrupted.
+func runOpenclaw(parent context.Context, f *factory, o *agentOptions, oo *openclawOptions) error {
+	ctx, interrupted, stop := signalContext(parent)
+	defer stop()
+	run, err := prepareAgentRun(f, o, "openclaw")
+	if err != nil {
+		return err
+	}
+	env, dir, rules := run.env, run.dir, run.rules
+	opts := openclaw.Options{URL: oo.gateway, Token: oo.token, AgentID: oo.agentID, SessionKey: oo.session, Version: buildinfo.Version}
+	if id := o.resumeID(); id != "" {
+		opts.SessionKey = id
+	}
+	if oo.startGateway {
+		if opts.Token == "" {
+			b := make([]byte, 16)
+			_, _ = rand.Read(b)
+			opts.Token = hex.EncodeToString(b)
+		}
+		gopts := openclaw.GatewayOptions{Command: []string{oo.openclawPath}, Token: opts.Token, Dir: dir}
+		if oo.gatewayLog != "" {
+			lf, err := os.Create(oo.gatewayLog)
+			if err != nil {
+				return &usageError{err: fmt.Errorf("--gateway-log: %w", err)}
+			}
+			defer lf.Close()
+			gopts.Log = lf
+		}
+		g, err := openclaw.StartGateway(ctx, gopts)
+		if err != nil {
+			if interrupted() {
+				return &exitError{code: exitInterrupted}
+			}
+			if startFailed(err) {
+				return openclawExe.cannotStart(oo.openclawPath, err)
+			}
+			return &exitError{code: exitFailed, err: err}
+		}
+		defer g.Stop()
+		opts.URL = g.URL
+	}
+	conn, es, err := o.connectRun(ctx, f, env)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	defer es.Close()
+	if o.record != "" {
+		record, err := os.Create(o.record)
+		if err != nil {
+			return &usageError{err: err}
+		}
+		defer record.Close()
+		opts.Record = record
+	}
+	client, err := openclaw.Start(ctx, opts)
+	if err != nil {
+		if interrupted() {
+			return &exitError{code: exitInterrupted}
+		}
+		return &exitError{code: exitFailed, err: fmt.Errorf("connect to the OpenClaw gateway: %w", err)}
+	}
+	defer client.Close()
+
+	oneShot := o.prompt != ""
+	prog := newProgress(f.stderr, oneShot && f.isTerminal(f.stderr), f.now)
+	defer prog.close()
+	out := newRunOutput(f, o.output)
+	so := app.SessionOptions{
+		Flavor: "openclaw", Dir: dir, Prompt: o.prompt, OneShot: oneShot,
+		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: o.startedByValue(), Resume: o.resumeOpts(),
+		FlushTimeout: o.flushTimeout, Yolo: o.yolo, Events: events(es),
+		OnBus: prog.onBus, OnWaiting: prog.waiting,
+		OnCreated: func(id string) {
+			if oneShot {
+				prog.created(id, fmt.Sprintf("happy: session %s — follow it with: happy log %s --follow", id, id))
+			} else {
+				prog.created(id, fmt.Sprintf("happy: session %s — send prompts with: happy send %s \"…\" (Ctrl-C ends it)", id, id))
+			}
+		},
+	}
+	if !oneShot {
+		so.Prompt = o.initialPrompt
+	}
+	out.wire(&so)
+	res, err := app.RunSession(ctx, env, conn, client, so)
+	prog.close()
+	if !oneShot {
+		switch {
+		case interrupted():
+			return &exitError{code: exitInterrupted}
+		case err != nil && app.IsRelayError(err):
+			return &exitError{code: exitRelay, err: err}
+		case err != nil && !errors.Is(err, context.Canceled):
+			return err
+		}
+		return nil
+	}
+	return out.finish(res, turnExit("openclaw", res, err, interrupted()))
+}
