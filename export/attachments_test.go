@@ -76,3 +76,41 @@ func TestToolAttachments(t *testing.T) {
 		t.Fatalf("happy log:\n%s\nwant a line %q", buf.String(), want)
 	}
 }
+
+// Names, prompts and outputs come from other devices and agents: nothing in
+// them reaches the reader's terminal as a control sequence, and a line
+// break inside a name cannot forge a transcript line of its own.
+func TestTextIsTerminalSafe(t *testing.T) {
+	red := mapper.NewReducer(mapper.Config{SessionID: "relay-esc", Directory: "/w"})
+	for _, ev := range []agent.Event{
+		&agent.UserPrompt{PromptID: "p", Text: "look \x1b[31mred\x1b[0m\x07 here", Files: []agent.PromptFile{
+			{Mime: "image/png", Filename: "x\x1b[31mred.png", URL: "sessions/s/attachments/a.enc", Source: json.RawMessage(`{"type":"blob","size":5}`)},
+			{Mime: "text/markdown", Filename: "évil\n> forged line.md", URL: "sessions/s/attachments/b.enc", Source: json.RawMessage(`{"type":"blob","size":5}`)},
+			{Mime: "text/plain", Filename: "c1\u009b31m.txt", URL: "sessions/s/attachments/c.enc", Source: json.RawMessage(`{"type":"blob","size":5}`)},
+		}},
+		&agent.TurnStarted{TurnID: "t"},
+		&agent.TurnEnded{TurnID: "t", Reason: agent.TurnCompleted},
+	} {
+		red.Apply(ev)
+	}
+	var buf bytes.Buffer
+	if err := Text(&buf, red.Transcript(), TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got := buf.String()
+	for _, bad := range []string{"\x1b", "\x07", "\u009b", "\n> forged"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("happy log holds %q:\n%s", bad, got)
+		}
+	}
+	for _, want := range []string{
+		"> look red here\n",
+		"> [file xred.png, image/png, 5 B] sessions/s/attachments/a.enc\n",
+		"> [file évil ⏎ > forged line.md, text/markdown, 5 B] sessions/s/attachments/b.enc\n",
+		"> [file c131m.txt, text/plain, 5 B] sessions/s/attachments/c.enc\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("happy log:\n%s\nwant the line %q", got, want)
+		}
+	}
+}

@@ -110,7 +110,32 @@ func (tw *textWriter) line(indent int, format string, a ...any) {
 	if tw.err != nil {
 		return
 	}
-	_, tw.err = fmt.Fprintf(tw.w, "%s%s\n", strings.Repeat("  ", indent), fmt.Sprintf(format, a...))
+	_, tw.err = fmt.Fprintf(tw.w, "%s%s\n", strings.Repeat("  ", indent), terminalSafe(fmt.Sprintf(format, a...)))
+}
+
+// terminalSafe makes one output line safe to print on a terminal whatever
+// the transcript holds (names, prompts and outputs come from other devices
+// and agents): terminal control sequences are removed, a line break inside
+// the line is shown as " ⏎ " (so data cannot forge a line of its own), and
+// other C0 and C1 control characters but tab are removed.
+func terminalSafe(s string) string {
+	if strings.IndexFunc(s, isControl) < 0 {
+		return s
+	}
+	s = ansiCSI.ReplaceAllString(s, "")
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	s = strings.ReplaceAll(s, "\n", " ⏎ ")
+	return strings.Map(func(r rune) rune {
+		if isControl(r) {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// isControl reports a C0 or C1 control character other than tab, or DEL.
+func isControl(r rune) bool {
+	return (r < 0x20 && r != '\t') || (r >= 0x7f && r < 0xa0)
 }
 
 func (tw *textWriter) session(t *mapper.Transcript, indent int) {
