@@ -205,10 +205,10 @@ not json
 	want := `{"type":"SessionInfo","time":1,"providerSessionID":"S"}
 {"type":"TurnStarted","time":1,"turnID":"k1"}
 {"type":"UserPrompt","time":1,"promptID":"k1","text":"hi"}
-{"type":"DroppedInput","dropped":{"source":"traffic-log","line":2,"reason":"unparseable_json","detail":"not JSON","raw":"not json"}}
-{"type":"DroppedInput","dropped":{"source":"traffic-log","line":4,"reason":"invalid_field","detail":"unknown dir \"sideways\"","raw":"{\"t\":2,\"dir\":\"sideways\",\"msg\":{}}"}}
-{"type":"DroppedInput","dropped":{"source":"traffic-log","line":5,"reason":"invalid_field","detail":"json: invalid number literal, trying to unmarshal \"\\\"x\\\"\" into Number","raw":"{\"t\":\"x\",\"dir\":\"a2c\",\"msg\":{}}"}}
-{"type":"DroppedInput","dropped":{"source":"traffic-log","line":6,"reason":"not_an_object","detail":"a record is a JSON object","raw":"[\"array\"]"}}
+{"type":"DroppedInput","dropped":{"source":"traffic-log","line":2,"reason":"unparseable_json","detail":"trafficlog: not valid JSON","raw":"not json"}}
+{"type":"DroppedInput","dropped":{"source":"traffic-log","line":4,"reason":"unknown_type","detail":"trafficlog: unknown dir \"sideways\"","raw":"{\"t\":2,\"dir\":\"sideways\",\"msg\":{}}"}}
+{"type":"DroppedInput","dropped":{"source":"traffic-log","line":5,"reason":"invalid_field","detail":"trafficlog: field has the wrong type: t is \"x\"","raw":"{\"t\":\"x\",\"dir\":\"a2c\",\"msg\":{}}"}}
+{"type":"DroppedInput","dropped":{"source":"traffic-log","line":6,"reason":"not_an_object","detail":"trafficlog: record is not a JSON object","raw":"[\"array\"]"}}
 {"type":"DroppedInput","time":3,"dropped":{"source":"openclaw-ws","line":7,"reason":"not_an_object","detail":"a JSON value that is not an object","raw":"\"<html>\""}}
 {"type":"TurnEnded","turnID":"k1","reason":"truncated","error":"the traffic log ends inside the turn"}`
 	if got != want {

@@ -1,14 +1,14 @@
 package openclaw
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
+	"github.com/happy-dev/happy/adapters/trafficlog"
 	"github.com/happy-dev/happy/agent"
 )
 
@@ -25,23 +25,24 @@ import (
 // (the gateway went away and could not be reached again). The token of the
 // connect request is never written: the recorder replaces it.
 
-// Dir is the direction (or kind) of a traffic record.
-type Dir string
+// Dir is the direction (or kind) of a traffic record: the traffic log's.
+type Dir = trafficlog.Dir
 
 // Directions of a traffic record.
 const (
-	C2A  Dir = "c2a"  // happy to the gateway
-	A2C  Dir = "a2c"  // the gateway to happy
-	Note Dir = "note" // a remark of happy's client
+	C2A  = trafficlog.C2A  // happy to the gateway
+	A2C  = trafficlog.A2C  // the gateway to happy
+	Note = trafficlog.Note // a remark of happy's client
 )
 
 // Record is one unit of traffic: T in Unix ms, the direction and the
-// message (a frame's JSON, or a note object).
+// message (a frame's JSON, or a note object), and for a log read back its
+// 1-based line (0 live).
 type Record struct {
-	T    int64           `json:"t"`
-	Dir  Dir             `json:"dir"`
-	Msg  json.RawMessage `json:"msg"`
-	Line int64           `json:"-"` // 1-based line of a log read back; 0 live
+	T    int64
+	Dir  Dir
+	Msg  json.RawMessage
+	Line int64
 }
 
 // Note kinds.
@@ -56,11 +57,12 @@ type note struct {
 	Error string `json:"error,omitempty"`
 }
 
-// recorder writes traffic records; its methods are safe for concurrent use
-// and a nil recorder writes nothing.
+// recorder writes traffic records with the traffic log's writer; its
+// methods are safe for concurrent use and a nil recorder writes nothing.
 type recorder struct {
 	mu  sync.Mutex
-	w   io.Writer
+	w   *trafficlog.Writer
+	t   int64 // the time of the record being written, for the writer's clock
 	err error
 }
 
@@ -68,7 +70,9 @@ func newRecorder(w io.Writer) *recorder {
 	if w == nil {
 		return nil
 	}
-	return &recorder{w: w}
+	r := &recorder{}
+	r.w = trafficlog.NewWriter(w, func() time.Time { return time.UnixMilli(r.t) })
+	return r
 }
 
 // write appends one record. A message that is not valid JSON is kept as a
@@ -78,20 +82,17 @@ func (r *recorder) write(rec Record) {
 	if r == nil {
 		return
 	}
-	if !json.Valid(rec.Msg) {
-		s, _ := json.Marshal(string(rec.Msg))
-		rec.Msg = s
-	}
-	line, err := json.Marshal(rec)
-	if err != nil {
-		return
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.err != nil {
 		return
 	}
-	_, r.err = r.w.Write(append(line, '\n'))
+	r.t = rec.T
+	if json.Valid(rec.Msg) {
+		r.err = r.w.Message(rec.Dir, rec.Msg)
+	} else {
+		r.err = r.w.Text(rec.Dir, string(rec.Msg))
+	}
 }
 
 // TrafficSource is the Dropped.Source of a traffic log line that is not a
@@ -101,98 +102,26 @@ const (
 	DecoderSource = "openclaw-ws"
 )
 
-// maxLine bounds one line of a traffic log read back, in bytes: longer
-// lines are dropped (oversize), not read whole.
-const maxLine = 64 << 20
-
-// ReadTraffic reads a traffic log: every line that is a record, in order,
-// and a Dropped record (source traffic-log, with its line) for every other
-// non-blank line, at its place in the order (dropped[i] precede recs[i]).
-// Errors: a read error of r only.
+// ReadTraffic reads a traffic log (trafficlog.Scan): every line that is a
+// record, in order, and a Dropped record (source traffic-log, with its
+// line and trafficlog.DropReason) for every other non-blank line, at its
+// place in the order (dropped[i] precede recs[i]). Stderr and exit records
+// (the other adapters' child processes; a gateway is not happy's child) are
+// kept and left to the decoder. Errors: a read error of r only.
 func ReadTraffic(r io.Reader) (recs []Record, dropped map[int][]agent.Dropped, err error) {
 	dropped = map[int][]agent.Dropped{}
-	br := bufio.NewReader(r)
-	var line int64
-	for {
-		data, rerr := readLine(br)
-		if len(data) > 0 || rerr == nil {
-			line++
+	err = trafficlog.Scan(r, func(line int64, rec trafficlog.Record, derr error, data []byte) {
+		if derr != nil {
+			dropped[len(recs)] = append(dropped[len(recs)], agent.Dropped{Source: TrafficSource, Line: line,
+				Reason: trafficlog.DropReason(derr), Detail: derr.Error(), Raw: agent.CutUTF8(string(bytes.TrimSpace(data)), agent.DroppedRawMax)})
+			return
 		}
-		if t := bytes.TrimSpace(data); len(t) > 0 {
-			rec, why := decodeRecord(t, len(data) > maxLine)
-			if why != nil {
-				dropped[len(recs)] = append(dropped[len(recs)], agent.Dropped{Source: TrafficSource, Line: line,
-					Reason: why.Reason, Detail: why.Detail, Raw: agent.CutUTF8(string(t), agent.DroppedRawMax)})
-			} else {
-				rec.Line = line
-				recs = append(recs, rec)
-			}
-		}
-		if errors.Is(rerr, io.EOF) {
-			return recs, dropped, nil
-		}
-		if rerr != nil {
-			return recs, dropped, fmt.Errorf("openclaw: read traffic log: %w", rerr)
-		}
+		recs = append(recs, Record{T: rec.T, Dir: rec.Dir, Msg: rec.Msg, Line: line})
+	})
+	if err != nil {
+		return recs, dropped, fmt.Errorf("openclaw: read traffic log: %w", err)
 	}
-}
-
-// readLine reads one line (without its newline), keeping at most
-// maxLine+1 bytes of it so that an endless line cannot exhaust memory.
-func readLine(br *bufio.Reader) ([]byte, error) {
-	var out []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if len(out) <= maxLine {
-			out = append(out, chunk...)
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		return bytes.TrimSuffix(out, []byte("\n")), err
-	}
-}
-
-// decodeRecord parses one non-blank line.
-func decodeRecord(t []byte, oversize bool) (Record, *FrameError) {
-	if oversize {
-		return Record{}, &FrameError{Reason: agent.DropOversize, Detail: fmt.Sprintf("line longer than %d bytes", maxLine)}
-	}
-	if !json.Valid(t) {
-		return Record{}, &FrameError{Reason: agent.DropUnparseableJSON, Detail: "not JSON"}
-	}
-	if t[0] != '{' {
-		return Record{}, &FrameError{Reason: agent.DropNotAnObject, Detail: "a record is a JSON object"}
-	}
-	var raw struct {
-		T   *json.Number    `json:"t"`
-		Dir *string         `json:"dir"`
-		Msg json.RawMessage `json:"msg"`
-	}
-	if err := json.Unmarshal(t, &raw); err != nil {
-		return Record{}, &FrameError{Reason: agent.DropInvalidField, Detail: err.Error()}
-	}
-	if raw.Dir == nil || raw.Msg == nil {
-		return Record{}, &FrameError{Reason: agent.DropInvalidField, Detail: "record without dir or msg"}
-	}
-	var ms int64
-	if raw.T != nil {
-		v, err := raw.T.Int64()
-		if err != nil {
-			return Record{}, &FrameError{Reason: agent.DropInvalidField, Detail: "t is not an integer"}
-		}
-		ms = v
-	}
-	switch d := Dir(*raw.Dir); d {
-	case C2A, A2C, Note:
-		return Record{T: ms, Dir: d, Msg: raw.Msg}, nil
-	case "stderr", "exit":
-		// The other adapters' child-process records: a gateway is not our
-		// child, so a log of ours holds none, but one is no error.
-		return Record{T: ms, Dir: d, Msg: raw.Msg}, nil
-	default:
-		return Record{}, &FrameError{Reason: agent.DropInvalidField, Detail: fmt.Sprintf("unknown dir %q", d)}
-	}
+	return recs, dropped, nil
 }
 
 // Replay decodes a recorded traffic log (as written by --record) into
