@@ -26,6 +26,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -618,4 +619,105 @@ func digits(s string, i int) int {
 		i++
 	}
 	return i
+}
+
+// Field returns the raw value of the member of the valid object raw that a
+// Go struct field tagged name receives from encoding/json: the last member
+// whose name is name, or equal to it under Unicode case folding, wins.
+// ok is false when raw is not an object or has no such member. raw must be
+// a value json.Valid accepted (a member of a validated document is): the
+// lookup checks structure only, so on anything else it may report a value
+// encoding/json would refuse, but it never panics. The value is a
+// sub-slice of raw, not a copy.
+func Field(raw []byte, name string) (val []byte, ok bool) {
+	_ = Members(raw, func(k, v []byte) bool {
+		if keyMatches(k, name) {
+			val, ok = v, true
+		}
+		return true
+	})
+	return val, ok
+}
+
+// Fields is Field for several names at once, in one pass: vals[i] is the
+// value of names[i], nil when absent.
+func Fields(raw []byte, vals [][]byte, names ...string) {
+	_ = Members(raw, func(k, v []byte) bool {
+		for i, n := range names {
+			if keyMatches(k, n) {
+				vals[i] = v
+			}
+		}
+		return true
+	})
+}
+
+// keyMatches tells whether the raw member name k (quotes included) names
+// the struct field name as encoding/json matches them.
+func keyMatches(k []byte, name string) bool {
+	if len(k) < 2 {
+		return false
+	}
+	body := k[1 : len(k)-1]
+	if bytes.IndexByte(body, '\\') < 0 {
+		return string(body) == name || bytes.EqualFold(body, []byte(name))
+	}
+	s, err := Unquote(k)
+	return err == nil && (s == name || strings.EqualFold(s, name))
+}
+
+// StringOf decodes the raw value as a string when it is one (surrounding
+// whitespace allowed); ok is false for any other kind, null included, as
+// for a string field encoding/json leaves alone. raw must be valid JSON
+// (see Field).
+func StringOf(raw []byte) (s string, ok bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", false
+	}
+	s, err := Unquote(raw)
+	return s, err == nil
+}
+
+// ObjectMap splits the valid object raw into a map from member name to raw
+// value, as json.Unmarshal into map[string]json.RawMessage does (exact
+// names, the last of a repeated name wins), without copying the values:
+// each is a sub-slice of raw. Errors: as SplitObject.
+func ObjectMap(raw []byte) (map[string]json.RawMessage, error) {
+	m := make(map[string]json.RawMessage, 8)
+	var kerr error
+	err := Members(raw, func(key, val []byte) bool {
+		k, err := Unquote(key)
+		if err != nil {
+			kerr = err
+			return false
+		}
+		m[k] = val
+		return true
+	})
+	if err == nil {
+		err = kerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// StringFields fills the string fields of a struct from the valid object
+// raw in one pass, as encoding/json would: dst[i] receives the last string
+// value of a member matching names[i] (see Field); a member of another
+// kind, null included, leaves it alone. A raw that is not an object
+// changes nothing.
+func StringFields(raw []byte, dst []*string, names ...string) {
+	_ = Members(raw, func(k, v []byte) bool {
+		for i, n := range names {
+			if keyMatches(k, n) {
+				if s, ok := StringOf(v); ok {
+					*dst[i] = s
+				}
+			}
+		}
+		return true
+	})
 }
