@@ -540,6 +540,30 @@ func (s *Session) SetActivity(thinking bool, mode string) {
 	s.stateMu.Unlock()
 }
 
+// SendTextDelta seals plain (the JSON of a live text delta,
+// docs/ARCHITECTURE.md section "Live text") with the session's content
+// cipher and emits it as text-delta {sid, message} on the session's socket,
+// without waiting and without an acknowledgement. It never blocks the
+// caller: while the socket is not connected, or the session not yet created
+// on the relay, the delta is dropped (readers get the stored version). A
+// relay that does not know the event ignores it. It reports whether the
+// delta was handed to the socket.
+func (s *Session) SendTextDelta(plain []byte) bool {
+	sid := s.ID()
+	if sid == "" || s.ctx.Err() != nil {
+		return false
+	}
+	sock, _ := s.conn.current()
+	if sock == nil || !sock.Connected() {
+		return false
+	}
+	sealed, err := s.cipher.Seal(plain)
+	if err != nil {
+		return false
+	}
+	return sock.Emit("text-delta", map[string]any{"sid": sid, "message": b64(sealed)}) == nil
+}
+
 // End tells the relay the session ended (session-end) when connected, and
 // waits (at most the ack timeout) until the relay has taken it. It does not
 // close the session.
