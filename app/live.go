@@ -14,8 +14,8 @@ import (
 // goroutine seals and emits them. A full queue drops deltas (readers then
 // wait for the stored version), so the runner never waits for the network.
 type liveSender struct {
-	em   *session.LiveEmitter
-	ch   chan []byte
+	em *session.LiveEmitter
+	ch chan []byte
 	wg sync.WaitGroup
 
 	mu     sync.Mutex
