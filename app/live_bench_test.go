@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,134 +15,200 @@ import (
 	"github.com/happy-dev/happy/session"
 )
 
-// BenchmarkLiveTextToReader measures how long a streamed piece of text
-// takes from the agent (a TextDelta event handed to the runner) to a reader
-// on another device that follows the session (FollowSessionLive over the
-// in-process relay's message stream), which applies it to its in-memory
-// text of the part (session.LiveText). One delta is in flight at a time.
-// Reported: p50-ms and p99-ms of that latency, and stored-per-s, the
-// versions of the streaming message the relay stored per second meanwhile,
-// which stay coalesced (at most about one per session.StreamInterval).
-func BenchmarkLiveTextToReader(b *testing.B) {
-	envA, connA, connB := twoDevices(b)
-	ag := &pushAgent{events: make(chan agent.Event, 16)}
+// liveRig is a session streaming one text part through the runner (live
+// deltas on, as app.Run wires them) to the in-process relay, and a reader on
+// another device following it (FollowSessionLive): stored versions set its
+// in-memory text of the part, live deltas extend it (session.LiveText).
+type liveRig struct {
+	ag      *pushAgent
+	applied chan int64 // the reader's part length (UTF-16 units) after each change
+	length  int64      // the part's length at the agent
+
+	mu     sync.Mutex
+	text   *session.LiveText
+	stored int // versions of the part the reader received
+}
+
+// newLiveRig starts the session with the text "start" and the reader, and
+// returns once a delta reached the reader live.
+func newLiveRig(tb testing.TB) *liveRig {
+	envA, connA, connB := twoDevices(tb)
+	r := &liveRig{ag: &pushAgent{events: make(chan agent.Event, 16)}, applied: make(chan int64, 1024), text: session.NewLiveText()}
 	tag, _ := NewTag()
 	sess, err := connA.Client.OpenSession(context.Background(), relay.SessionOptions{Tag: tag, Metadata: json.RawMessage(`{}`)})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	defer sess.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	live := startLive(sess)
-	defer live.stop()
 	red := mapper.NewReducer(mapper.Config{SessionID: tag, Directory: "/w"})
-	runner := session.NewRunner(session.Options{Agent: ag, Reducer: red, Sink: session.NewSink(sess, red), Log: envA.Log, OnBus: live.observe})
-	go func() { _, _ = runner.Run(ctx) }()
-	ag.events <- &agent.TurnStarted{TurnID: "t"}
-	ag.events <- &agent.MessageStarted{Message: "m"}
-	ag.events <- &agent.TextDelta{Message: "m", Block: "b", Delta: "start"}
+	runner := session.NewRunner(session.Options{Agent: r.ag, Reducer: red, Sink: session.NewSink(sess, red), Log: envA.Log, OnBus: live.observe})
+	done := make(chan struct{}, 3)
+	go func() { _, _ = runner.Run(ctx); done <- struct{}{} }()
+	tb.Cleanup(func() {
+		cancel()
+		<-done
+		<-done
+		<-done
+		live.stop()
+		_ = sess.Close()
+	})
+	r.ag.events <- &agent.TurnStarted{TurnID: "t"}
+	r.ag.events <- &agent.MessageStarted{Message: "m"}
+	r.push("start")
 	sid, err := sess.WaitCreated(ctx)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	o, err := FindSession(ctx, connB, sid)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-
-	// The reader: stored versions set the part, live deltas extend it.
-	var mu sync.Mutex
-	text := session.NewLiveText()
-	applied := make(chan int64, 1024) // UTF-16 length of the part after each change
-	var stored int
 	rows := make(chan RowEvent, 64)
 	go func() {
-		for ev := range rows {
-			var env struct {
-				Kind  string `json:"kind"`
-				Parts []struct {
-					ID        string `json:"id"`
-					MessageID string `json:"messageID"`
-					Type      string `json:"type"`
-					Text      string `json:"text"`
-				} `json:"parts"`
+		defer func() { done <- struct{}{} }()
+		for {
+			select {
+			case ev := <-rows:
+				r.row(ev)
+			case <-ctx.Done():
+				return
 			}
-			if ev.Plain == nil || json.Unmarshal(ev.Plain, &env) != nil || env.Kind != "message" {
-				continue
-			}
-			mu.Lock()
-			for _, p := range env.Parts {
-				if p.Type == "text" {
-					stored++
-					t := text.Stored(p.MessageID, p.ID, p.Text)
-					select {
-					case applied <- utf16Len(t):
-					default:
-					}
-				}
-			}
-			mu.Unlock()
 		}
 	}()
 	go func() {
+		defer func() { done <- struct{}{} }()
 		_ = FollowSessionLive(ctx, connB, o, 0, rows, func(d session.LiveDelta, err error) {
 			if err != nil {
 				return
 			}
-			mu.Lock()
-			out, t := text.Apply(d)
-			mu.Unlock()
+			r.mu.Lock()
+			out, t := r.text.Apply(d)
+			r.mu.Unlock()
 			if out == session.LiveApplied {
-				select {
-				case applied <- utf16Len(t):
-				default:
-				}
+				r.note(t)
 			}
 		})
 	}()
-	// Wait until the reader follows: deltas until one arrives live.
-	length := int64(len("start"))
-	waitLen := func(want int64, d time.Duration) bool {
-		deadline := time.After(d)
-		for {
-			select {
-			case n := <-applied:
-				if n >= want {
-					return true
-				}
-			case <-deadline:
-				return false
+	for !r.wait(r.push("w"), 50*time.Millisecond) {
+		r.wait(r.length, 1500*time.Millisecond) // the next stored version brings the reader level
+	}
+	return r
+}
+
+// row applies a stored version of the streaming message.
+func (r *liveRig) row(ev RowEvent) {
+	var env struct {
+		Kind  string `json:"kind"`
+		Parts []struct {
+			ID        string `json:"id"`
+			MessageID string `json:"messageID"`
+			Type      string `json:"type"`
+			Text      string `json:"text"`
+		} `json:"parts"`
+	}
+	if ev.Plain == nil || json.Unmarshal(ev.Plain, &env) != nil || env.Kind != "message" {
+		return
+	}
+	for _, p := range env.Parts {
+		if p.Type == "text" {
+			r.mu.Lock()
+			r.stored++
+			t := r.text.Stored(p.MessageID, p.ID, p.Text)
+			r.mu.Unlock()
+			r.note(t)
+		}
+	}
+}
+
+func (r *liveRig) note(text string) {
+	select {
+	case r.applied <- utf16Len(text):
+	default:
+	}
+}
+
+// push streams delta and returns the length the reader must reach.
+func (r *liveRig) push(delta string) int64 {
+	r.ag.events <- &agent.TextDelta{Message: "m", Block: "b", Delta: delta}
+	r.length += utf16Len(delta)
+	return r.length
+}
+
+// wait waits until the reader's part is at least want long, at most d.
+func (r *liveRig) wait(want int64, d time.Duration) bool {
+	deadline := time.After(d)
+	for {
+		select {
+		case n := <-r.applied:
+			if n >= want {
+				return true
 			}
+		case <-deadline:
+			return false
 		}
 	}
-	for synced := false; !synced; {
-		ag.events <- &agent.TextDelta{Message: "m", Block: "b", Delta: "w"}
-		length++
-		synced = waitLen(length, 50*time.Millisecond)
-		if !synced {
-			// Drain: the next stored version brings the reader level.
-			waitLen(length, 1500*time.Millisecond)
+}
+
+// storedVersions is how many versions of the part the reader received.
+func (r *liveRig) storedVersions() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stored
+}
+
+// TestLiveTextReachesReader: deltas reach a following reader live, in
+// order, before any stored version of them (the sink's interval is a
+// second, and the reader sees each delta before the next is sent).
+func TestLiveTextReachesReader(t *testing.T) {
+	r := newLiveRig(t)
+	stored := r.storedVersions()
+	for _, d := range []string{"a", "é", "😀", "z"} {
+		if !r.wait(r.push(d), 10*time.Second) {
+			t.Fatalf("delta %q never reached the reader", d)
 		}
 	}
-	mu.Lock()
-	stored0 := stored
-	mu.Unlock()
+	r.mu.Lock()
+	text, _ := r.text.Text(firstPart(r.text))
+	r.mu.Unlock()
+	if !strings.HasPrefix(text, "startw") || !strings.HasSuffix(text, "aé😀z") {
+		t.Fatalf("reader text %q", text)
+	}
+	if got := r.storedVersions(); got > stored+1 {
+		t.Fatalf("%d stored versions during 4 deltas, want coalesced (at most 1)", got-stored)
+	}
+}
+
+// firstPart returns the key of the one part l knows.
+func firstPart(l *session.LiveText) (string, string) {
+	for _, k := range l.Keys() {
+		return k[0], k[1]
+	}
+	return "", ""
+}
+
+// BenchmarkLiveTextToReader measures how long a streamed piece of text
+// takes from the agent (a TextDelta handed to the runner) to a reader on
+// another device that follows the session over the in-process relay's
+// message stream and applies it to its text of the part. One delta is in
+// flight at a time. Reported: p50-ms and p99-ms of that latency, and
+// stored-per-s, the versions of the streaming message the relay stored per
+// second meanwhile, which stay coalesced (about one per
+// session.StreamInterval; run with -benchtime of a few seconds to see it).
+func BenchmarkLiveTextToReader(b *testing.B) {
+	r := newLiveRig(b)
+	stored0 := r.storedVersions()
 	var lat []time.Duration
 	start := time.Now()
 	for b.Loop() {
 		t0 := time.Now()
-		ag.events <- &agent.TextDelta{Message: "m", Block: "b", Delta: "x"}
-		length++
-		if !waitLen(length, 10*time.Second) {
+		if !r.wait(r.push("x"), 10*time.Second) {
 			b.Fatal("the reader never saw the delta")
 		}
 		lat = append(lat, time.Since(t0))
 	}
 	elapsed := time.Since(start)
-	mu.Lock()
-	versions := stored - stored0
-	mu.Unlock()
+	versions := r.storedVersions() - stored0
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	if len(lat) > 0 {
 		b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")

@@ -289,3 +289,12 @@ func (l *LiveText) Apply(d LiveDelta) (LiveOutcome, string) {
 	p.units += utf16Len(tail)
 	return LiveApplied, p.text
 }
+
+// Keys returns the [messageID, partID] of every part l holds, in no order.
+func (l *LiveText) Keys() [][2]string {
+	out := make([][2]string, 0, len(l.parts))
+	for k := range l.parts {
+		out = append(out, k)
+	}
+	return out
+}
