@@ -354,7 +354,9 @@ func Unquote(raw []byte) (string, error) {
 
 // unescape decodes the body of a JSON string (between the quotes).
 func unescape(body []byte) (string, error) {
-	out := make([]byte, 0, len(body))
+	// Built in a strings.Builder: the result is its buffer, not a copy.
+	var out strings.Builder
+	out.Grow(len(body))
 	for i := 0; i < len(body); {
 		c := body[i]
 		switch {
@@ -367,7 +369,7 @@ func unescape(body []byte) (string, error) {
 				if !ok {
 					return "", fmt.Errorf("%w: invalid escape \\%c in string", ErrSyntax, e)
 				}
-				out = append(out, r)
+				out.WriteByte(r)
 				i += 2
 				continue
 			}
@@ -375,22 +377,22 @@ func unescape(body []byte) (string, error) {
 			if !ok {
 				return "", fmt.Errorf("%w: invalid \\u escape in string", ErrSyntax)
 			}
-			out = utf8.AppendRune(out, r)
+			out.WriteRune(r)
 			i += n
 		case c < utf8.RuneSelf:
-			out = append(out, c)
+			out.WriteByte(c)
 			i++
 		default:
 			r, size := utf8.DecodeRune(body[i:])
 			if r == utf8.RuneError && size == 1 {
-				out = utf8.AppendRune(out, utf8.RuneError)
+				out.WriteRune(utf8.RuneError)
 			} else {
-				out = append(out, body[i:i+size]...)
+				out.Write(body[i : i+size])
 			}
 			i += size
 		}
 	}
-	return string(out), nil
+	return out.String(), nil
 }
 
 // simpleEscape maps the byte after a backslash (all but 'u') to what it
@@ -684,7 +686,9 @@ func StringOf(raw []byte) (s string, ok bool) {
 // names, the last of a repeated name wins), without copying the values:
 // each is a sub-slice of raw. Errors: as SplitObject.
 func ObjectMap(raw []byte) (map[string]json.RawMessage, error) {
-	m := make(map[string]json.RawMessage, 8)
+	n := 0
+	_ = Members(raw, func(_, _ []byte) bool { n++; return true })
+	m := make(map[string]json.RawMessage, n)
 	var kerr error
 	err := Members(raw, func(key, val []byte) bool {
 		k, err := Unquote(key)
