@@ -1,0 +1,89 @@
+package jsonlex
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+func TestFieldLookups(t *testing.T) {
+	cases := []struct {
+		raw, name string
+		val       string
+		ok        bool
+	}{
+		{`{"a":1,"b":"x"}`, "b", `"x"`, true},
+		{`{"a":1,"A":2}`, "a", `2`, true}, // case-folded match, the last wins
+		{`{"threadId":"t","THREADID":null}`, "threadId", `null`, true},
+		{`{"\u0061":"esc"}`, "a", `"esc"`, true}, // an escaped name
+		{`{"a":{"b":1}}`, "b", ``, false},        // members only, not nested ones
+		{`[1]`, "a", ``, false},
+		{` { "a" : [1, {"x":"}"}] } `, "a", `[1, {"x":"}"}]`, true},
+	}
+	for _, c := range cases {
+		v, ok := Field([]byte(c.raw), c.name)
+		if ok != c.ok || string(v) != c.val {
+			t.Errorf("Field(%s, %q) = %q, %v; want %q, %v", c.raw, c.name, v, ok, c.val, c.ok)
+		}
+	}
+	vals := make([][]byte, 2)
+	Fields([]byte(`{"x":1,"y":"z","x":3}`), vals, "x", "y")
+	if string(vals[0]) != "3" || string(vals[1]) != `"z"` {
+		t.Errorf("Fields = %q", vals)
+	}
+	s, ok := StringOf([]byte(` "a\nb" `))
+	if !ok || s != "a\nb" {
+		t.Errorf("StringOf = %q, %v", s, ok)
+	}
+	if _, ok := StringOf([]byte(`null`)); ok {
+		t.Error("StringOf(null) ok")
+	}
+	m, err := ObjectMap([]byte(`{"a":1,"b":[2],"a":"last"}`))
+	if err != nil || !reflect.DeepEqual(m, map[string]json.RawMessage{"a": json.RawMessage(`"last"`), "b": json.RawMessage(`[2]`)}) {
+		t.Errorf("ObjectMap = %v, %v", m, err)
+	}
+	if _, err := ObjectMap([]byte(`[]`)); err == nil {
+		t.Error("ObjectMap of an array: no error")
+	}
+}
+
+// FuzzFieldsMatchEncodingJSON: on any valid object, StringFields and Field
+// read what json.Unmarshal puts into string and json.RawMessage fields, and
+// ObjectMap what it puts into a map[string]json.RawMessage.
+func FuzzFieldsMatchEncodingJSON(f *testing.F) {
+	for _, s := range []string{`{"threadId":"t","itemId":"i","delta":"d"}`, `{"ThreadID":"a","threadid":5,"itemId":null}`,
+		`{"\u0074hreadId":"\ud83d\ude00","delta":{"x":[1,"]"]}}`, `{"delta":"\xff"}`, `{}`, `{"K":1,"\u212a":2}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !json.Valid(b) || KindOf(b) != KindObject {
+			return
+		}
+		var want struct {
+			ThreadID string          `json:"threadId"`
+			ItemID   string          `json:"itemId"`
+			Delta    json.RawMessage `json:"delta"`
+		}
+		_ = json.Unmarshal(b, &want)
+		var th, it string
+		StringFields(b, []*string{&th, &it}, "threadId", "itemId")
+		if th != want.ThreadID || it != want.ItemID {
+			t.Fatalf("StringFields(%s) = %q, %q; json: %q, %q", b, th, it, want.ThreadID, want.ItemID)
+		}
+		if d, _ := Field(b, "delta"); string(d) != string(want.Delta) {
+			t.Fatalf("Field(%s, delta) = %q; json: %q", b, d, want.Delta)
+		}
+		var wm map[string]json.RawMessage
+		if json.Unmarshal(b, &wm) == nil {
+			m, err := ObjectMap(b)
+			if err != nil || len(m) != len(wm) {
+				t.Fatalf("ObjectMap(%s) = %v, %v; json: %v", b, m, err, wm)
+			}
+			for k, v := range wm {
+				if string(m[k]) != string(v) {
+					t.Fatalf("ObjectMap(%s)[%q] = %q; json: %q", b, k, m[k], v)
+				}
+			}
+		}
+	})
+}
