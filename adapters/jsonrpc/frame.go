@@ -131,14 +131,14 @@ func DecodeFrame(data []byte) (Message, error) {
 		return Message{}, frameErr(agent.DropUnparseableJSON, "", "empty frame")
 	}
 	if data[0] != '{' {
-		if json.Valid(data) {
+		if jsonlex.Valid(data) {
 			return Message{}, frameErr(agent.DropNotAnObject, "", "frame is JSON but not an object")
 		}
 		return Message{}, frameErr(agent.DropUnparseableJSON, "", "frame is not JSON")
 	}
 	// One validating scan, then a structural split: the members are
 	// sub-slices of data, which the message keeps anyway (Raw).
-	if !json.Valid(data) {
+	if !jsonlex.Valid(data) {
 		var members map[string]json.RawMessage
 		err := json.Unmarshal(data, &members) // for its message
 		return Message{}, frameErr(agent.DropUnparseableJSON, "", "%v", err)

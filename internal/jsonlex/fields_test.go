@@ -3,6 +3,7 @@ package jsonlex
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -86,4 +87,46 @@ func FuzzFieldsMatchEncodingJSON(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzValid: Valid agrees with json.Valid on every input.
+func FuzzValid(f *testing.F) {
+	for _, s := range []string{`{"a":[1,-0.5e+3,true,false,null,"\u00e9\n"]}`, `01`, `-`, `1.`, `1e`, `"\x01"`, `"\q"`,
+		`{"a":1,}`, `[1 2]`, ` {} `, `{"a" 1}`, `"\ud800"`, "\"\xff\"", `[]]`, `{]`, `nul`, `truex`, `""`, ``, `[` + string(make([]byte, 3)) + `]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := Valid(b), json.Valid(b); got != want {
+			t.Fatalf("Valid(%q) = %v, json.Valid = %v", b, got, want)
+		}
+	})
+}
+
+func TestValidDepth(t *testing.T) {
+	for _, n := range []int{maxDepth, maxDepth + 1} {
+		b := []byte(strings.Repeat("[", n) + strings.Repeat("]", n))
+		if got, want := Valid(b), json.Valid(b); got != want {
+			t.Errorf("depth %d: Valid %v, json.Valid %v", n, got, want)
+		}
+	}
+}
+
+// BenchmarkValid compares Valid with json.Valid on a Codex notification
+// with a long string, the common frame.
+func BenchmarkValid(b *testing.B) {
+	data := []byte(`{"method":"item/completed","params":{"threadId":"019a","turnId":"1","item":{"type":"commandExecution","id":"call_x","command":"/bin/bash -lc 'ls -la'","aggregatedOutput":"` +
+		strings.Repeat(`total 48\ndrwxr-xr-x  5 user user 4096 Jan  1 00:00 .\n`, 40) + `","exitCode":0,"durationMs":12,"status":"completed"}}}`)
+	for _, c := range []struct {
+		name string
+		fn   func([]byte) bool
+	}{{"jsonlex", Valid}, {"encoding-json", json.Valid}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if !c.fn(data) {
+					b.Fatal("invalid")
+				}
+			}
+		})
+	}
 }
