@@ -74,6 +74,19 @@ func FuzzFieldsMatchEncodingJSON(f *testing.F) {
 		if d, _ := Field(b, "delta"); string(d) != string(want.Delta) {
 			t.Fatalf("Field(%s, delta) = %q; json: %q", b, d, want.Delta)
 		}
+		if rest, val, ok := CutField(b, "delta"); ok != (want.Delta != nil) || string(val) != string(want.Delta) {
+			t.Fatalf("CutField(%s, delta) = %q, %v; json: %q", b, val, ok, want.Delta)
+		} else if ok {
+			var got struct {
+				ThreadID string          `json:"threadId"`
+				ItemID   string          `json:"itemId"`
+				Delta    json.RawMessage `json:"delta"`
+			}
+			if !Valid(rest) || json.Unmarshal(rest, &got) != nil && json.Unmarshal(b, &want) == nil || got.Delta != nil ||
+				got.ThreadID != want.ThreadID || got.ItemID != want.ItemID {
+				t.Fatalf("CutField(%s, delta) rest %s decodes to %+v; json of the whole: %+v", b, rest, got, want)
+			}
+		}
 		var wm map[string]json.RawMessage
 		if json.Unmarshal(b, &wm) == nil {
 			m, err := ObjectMap(b)

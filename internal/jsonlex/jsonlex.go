@@ -927,3 +927,37 @@ func validNumber(data []byte, i int) int {
 	}
 	return i
 }
+
+// CutField splits the valid object raw into the value of the member a Go
+// struct field tagged name receives (see Field; a copy) and the object
+// without every member matching name (a new buffer: the other members in
+// order, compactly joined). ok is false, and nothing is allocated, when raw
+// has no such member or is not an object. It lets a decoder keep a large
+// pass-through member raw without encoding/json scanning it twice.
+func CutField(raw []byte, name string) (rest, val []byte, ok bool) {
+	n := 0
+	_ = Members(raw, func(k, v []byte) bool {
+		if keyMatches(k, name) {
+			val, ok = v, true
+			n += len(k) + len(v) + 2
+		}
+		return true
+	})
+	if !ok {
+		return nil, nil, false
+	}
+	rest = make([]byte, 0, len(raw)-n+2)
+	rest = append(rest, '{')
+	_ = Members(raw, func(k, v []byte) bool {
+		if keyMatches(k, name) {
+			return true
+		}
+		if len(rest) > 1 {
+			rest = append(rest, ',')
+		}
+		rest = append(append(append(rest, k...), ':'), v...)
+		return true
+	})
+	rest = append(rest, '}')
+	return rest, append([]byte(nil), val...), true
+}
