@@ -8,7 +8,9 @@ import (
 )
 
 func TestLiveTextApply(t *testing.T) {
-	d := func(off int64, s string) LiveDelta { return LiveDelta{MessageID: "m", PartID: "p", Offset: off, Delta: s} }
+	d := func(off int64, s string) LiveDelta {
+		return LiveDelta{MessageID: "m", PartID: "p", Offset: off, Delta: s}
+	}
 	cases := []struct {
 		name   string
 		stored *string // a stored version first
