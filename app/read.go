@@ -237,6 +237,16 @@ type RowEvent struct {
 // (the reference relay: callers poll with ReadTranscript instead), or the
 // error that stopped it (ctx.Err() when ctx ended).
 func FollowSession(ctx context.Context, conn *Conn, o Opened, after int64, out chan<- RowEvent) error {
+	return FollowSessionLive(ctx, conn, o, after, out, nil)
+}
+
+// FollowSessionLive is FollowSession that also hands each live text delta
+// the stream carries (docs/ARCHITECTURE.md, section "Live text") to onLive,
+// decrypted and decoded, on the stream's goroutine (it must not block); a
+// delta that does not decrypt or decode comes with its error instead (it
+// is not part of the transcript: the stored versions carry the text). A
+// nil onLive skips them, as does a relay that does not send them.
+func FollowSessionLive(ctx context.Context, conn *Conn, o Opened, after int64, out chan<- RowEvent, onLive func(session.LiveDelta, error)) error {
 	send := func(ev RowEvent) error {
 		select {
 		case out <- ev:
@@ -249,6 +259,16 @@ func FollowSession(ctx context.Context, conn *Conn, o Opened, after int64, out c
 		_ = send(RowEvent{Seq: d.Seq, Dropped: &agent.Dropped{Source: session.DroppedSourceRelay, Line: d.Seq,
 			Reason: agent.DropInvalidField, Kind: d.Reason, Detail: d.Detail}})
 	}}
+	if onLive != nil {
+		opts.OnTextDelta = func(sealed string) {
+			plain, err := decrypt(o.Cipher, sealed)
+			if err != nil {
+				onLive(session.LiveDelta{}, fmt.Errorf("live text delta: %w", err))
+				return
+			}
+			onLive(session.DecodeLiveDelta(plain))
+		}
+	}
 	_, err := conn.API.FollowMessages(ctx, o.Info.ID, opts, func(m relay.StoredMessage) error {
 		plain, err := decrypt(o.Cipher, m.Content.C)
 		if err != nil {

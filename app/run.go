@@ -217,7 +217,10 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 	if opts.Resume != nil {
 		titles.last = opts.Resume.Title
 	}
+	live := startLive(sess)
+	defer live.stop()
 	onBus := func(evs []mapper.BusEvent) {
+		live.observe(evs)
 		push.observe(evs)
 		titles.observe(evs)
 		if opts.Events != nil {

@@ -46,6 +46,11 @@ type FollowDrop struct {
 // FollowOptions configure FollowMessages. The zero value follows from the
 // first row.
 type FollowOptions struct {
+	// OnTextDelta, when set, receives the ciphertext (base64, sealed with
+	// the session's content cipher) of each live text delta the stream
+	// carries (docs/ARCHITECTURE.md, section "Live text"); it runs on the
+	// follower's goroutine and must not block. Without it they are skipped.
+	OnTextDelta func(sealed string)
 	// AfterSeq is the seq to follow after (0: from the first row).
 	AfterSeq int64
 	// Backoff spaces the reconnections (250 ms .. 30 s when zero); it is
@@ -252,6 +257,17 @@ func (f *follower) consume(rd *sse.Reader) error {
 		case "message":
 			if err := f.row(fr); err != nil {
 				return err
+			}
+		case "text-delta":
+			var td struct {
+				Message string `json:"message"`
+			}
+			if json.Unmarshal([]byte(fr.Data), &td) != nil || td.Message == "" {
+				f.drop(FollowDrop{Reason: DropRowUnparseable, Detail: "text-delta without a message"})
+				continue
+			}
+			if f.opts.OnTextDelta != nil {
+				f.opts.OnTextDelta(td.Message)
 			}
 		case "end":
 			var end struct {

@@ -410,34 +410,54 @@ func (s *Session) LastVersion(recordID string) int64 {
 // and share one fsync. An error from build is returned as is and uses no
 // version; after a failed commit the version is not reused.
 func (s *Session) Enqueue(ctx context.Context, recordID string, build func(version int64) ([]byte, error)) (int64, error) {
+	v, wait, err := s.EnqueueAsync(ctx, recordID, build)
+	if err != nil {
+		return 0, err
+	}
+	if err := wait(); err != nil {
+		return 0, err
+	}
+	return v, nil
+}
+
+// EnqueueAsync is Enqueue without the wait for the commit: it returns once
+// the version has its place in the outbox's queue, with the function that
+// waits until it is durably stored (and then hands it to the sender).
+// Versions queued by successive calls commit in that order and share one
+// fsync, so a writer with several records to write pays one disk sync, not
+// one per record. Errors before queueing are returned directly; the wait
+// returns Enqueue's commit error.
+func (s *Session) EnqueueAsync(ctx context.Context, recordID string, build func(version int64) ([]byte, error)) (int64, func() error, error) {
 	if s.ctx.Err() != nil {
-		return 0, ErrClosed
+		return 0, nil, ErrClosed
 	}
 	s.mu.Lock()
 	v := s.versions[recordID] + 1
 	plain, err := build(v)
 	if err != nil {
 		s.mu.Unlock()
-		return 0, err
+		return 0, nil, err
 	}
 	sealed, err := s.cipher.Seal(plain)
 	if err != nil {
 		s.mu.Unlock()
-		return 0, fmt.Errorf("relay: seal %s: %w", outbox.LocalID(recordID, v), err)
+		return 0, nil, fmt.Errorf("relay: seal %s: %w", outbox.LocalID(recordID, v), err)
 	}
 	wait, err := s.c.store.AppendAsync(ctx, outbox.Entry{Session: s.tag, Record: recordID, Version: v, Content: b64(sealed)})
 	if err != nil {
 		s.mu.Unlock()
-		return 0, fmt.Errorf("relay: enqueue %s: %w", outbox.LocalID(recordID, v), err)
+		return 0, nil, fmt.Errorf("relay: enqueue %s: %w", outbox.LocalID(recordID, v), err)
 	}
 	s.versions[recordID] = v
 	s.mu.Unlock()
-	if err := wait(); err != nil {
-		return 0, fmt.Errorf("relay: enqueue %s: %w", outbox.LocalID(recordID, v), err)
-	}
-	s.enqueued.Add(1)
-	s.snd.wake()
-	return v, nil
+	return v, func() error {
+		if err := wait(); err != nil {
+			return fmt.Errorf("relay: enqueue %s: %w", outbox.LocalID(recordID, v), err)
+		}
+		s.enqueued.Add(1)
+		s.snd.wake()
+		return nil
+	}, nil
 }
 
 // isOwn reports whether localID names a version this client enqueued for
@@ -518,6 +538,30 @@ func (s *Session) SetActivity(thinking bool, mode string) {
 	s.stateMu.Lock()
 	s.thinking, s.mode = thinking, mode
 	s.stateMu.Unlock()
+}
+
+// SendTextDelta seals plain (the JSON of a live text delta,
+// docs/ARCHITECTURE.md section "Live text") with the session's content
+// cipher and emits it as text-delta {sid, message} on the session's socket,
+// without waiting and without an acknowledgement. It never blocks the
+// caller: while the socket is not connected, or the session not yet created
+// on the relay, the delta is dropped (readers get the stored version). A
+// relay that does not know the event ignores it. It reports whether the
+// delta was handed to the socket.
+func (s *Session) SendTextDelta(plain []byte) bool {
+	sid := s.ID()
+	if sid == "" || s.ctx.Err() != nil {
+		return false
+	}
+	sock, _ := s.conn.current()
+	if sock == nil || !sock.Connected() {
+		return false
+	}
+	sealed, err := s.cipher.Seal(plain)
+	if err != nil {
+		return false
+	}
+	return sock.Emit("text-delta", map[string]any{"sid": sid, "message": b64(sealed)}) == nil
 }
 
 // End tells the relay the session ended (session-end) when connected, and

@@ -77,6 +77,7 @@ func (s *Server) bindEvents(c *conn) {
 	}
 	on("session-alive", func(m map[string]any, ack socket.Ack) { s.onSessionAlive(c, m, ack) })
 	on("session-end", func(m map[string]any, ack socket.Ack) { s.onSessionEnd(c, m, ack) })
+	on("text-delta", func(m map[string]any, ack socket.Ack) { s.onTextDelta(c, m, ack) })
 	on("machine-alive", func(m map[string]any, ack socket.Ack) { s.onMachineAlive(c, m, ack) })
 	on("usage-report", func(m map[string]any, ack socket.Ack) { s.onUsageReport(c, m, ack) })
 	on("rpc-register", func(m map[string]any, _ socket.Ack) { s.onRPCRegister(c, m) })
@@ -301,6 +302,26 @@ func (s *Server) onSessionAlive(c *conn, m map[string]any, ack socket.Ack) {
 	}
 	s.emitEphemeral(c.acct, ephActivity{Type: "activity", ID: sid, Active: true, ActiveAt: at, Thinking: thinking}, roomUserScoped(c.acct))
 	reply(ack, map[string]any{"result": "success", "activeAt": at})
+}
+
+// MaxTextDelta bounds the ciphertext (base64) of one text-delta.
+const MaxTextDelta = 64 << 10
+
+// onTextDelta: text-delta {sid, message} (volatile, never stored): the
+// encrypted live text of a streaming part (docs/ARCHITECTURE.md, section
+// "Live text"), forwarded as ephemeral {type: "text-delta", id: sid,
+// message} to the session's sockets, the account's apps and the session's
+// message streams. The relay neither reads nor checks the ciphertext; an
+// ack, when asked for, gets success or error.
+func (s *Server) onTextDelta(c *conn, m map[string]any, ack socket.Ack) {
+	sid, ok1 := getStr(m, "sid")
+	msg, ok2 := getStr(m, "message")
+	if !ok1 || sid == "" || !ok2 || msg == "" || len(msg) > MaxTextDelta {
+		reply(ack, map[string]any{"result": "error", "message": "Invalid parameters"})
+		return
+	}
+	s.emitEphemeral(c.acct, ephTextDelta{Type: "text-delta", ID: sid, Message: msg}, roomSession(c.acct, sid), roomUserScoped(c.acct))
+	reply(ack, map[string]any{"result": "success"})
 }
 
 // onSessionEnd: session-end {sid, time}. Marks the session inactive, ignores

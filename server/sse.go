@@ -73,6 +73,9 @@ type stream struct {
 	// when state is set.
 	wake  chan struct{}
 	state atomic.Bool
+	// live holds the session's text deltas not yet written (a full buffer
+	// drops them: the reader waits for the next stored version).
+	live chan string
 	// stop is closed when the request's server shuts down.
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -81,7 +84,7 @@ type stream struct {
 func streamKey(acct, sid string) string { return acct + "\x00" + sid }
 
 func (h *streamHub) add(acct, sid string, hs *http.Server) *stream {
-	st := &stream{key: streamKey(acct, sid), hs: hs, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	st := &stream{key: streamKey(acct, sid), hs: hs, wake: make(chan struct{}, 1), live: make(chan string, 64), stop: make(chan struct{})}
 	h.mu.Lock()
 	if h.subs == nil {
 		h.subs = map[string]map[*stream]struct{}{}
@@ -137,6 +140,15 @@ func (h *streamHub) observe(acct string, v any) {
 		}
 	case bodyDeleteSession:
 		h.notify(acct, x.SID, true)
+	case ephTextDelta:
+		h.mu.Lock()
+		for st := range h.subs[streamKey(acct, x.ID)] {
+			select {
+			case st.live <- x.Message:
+			default:
+			}
+		}
+		h.mu.Unlock()
 	}
 }
 
@@ -198,6 +210,7 @@ var errStreamStopped = errors.New("stream stopped")
 //	retry: <StreamRetry ms>                      once, first
 //	event: message / id: <seq> / data: <row>     each row with seq > N, in seq order
 //	: heartbeat                                  every StreamHeartbeat
+//	event: text-delta / data: {"message"}       a live text delta of the session (no id, never stored; may be dropped)
 //	event: end / data: {"reason","lastSeq"}      once the session is inactive or deleted; lastSeq is the session's last seq
 //
 // A row is the JSON of a GET /v3/sessions/:id/messages row. Rows are read
@@ -294,6 +307,12 @@ func (s *Server) serveStream(ctx context.Context, sw *streamWriter, st *stream, 
 				default:
 					ended, known = !sess.Active, sess.Seq
 				}
+			}
+		case msg := <-st.live:
+			data, _ := json.Marshal(map[string]string{"message": msg}) // a map of strings always encodes
+			sw.buf, _ = sse.AppendFrame(sw.buf, "text-delta", "", string(data))
+			if err := sw.flush(); err != nil {
+				return err
 			}
 		case <-hb.C:
 			sw.buf = sse.AppendComment(sw.buf, "heartbeat")

@@ -160,6 +160,13 @@ type ephMachineActivity struct {
 	ActiveAt int64  `json:"activeAt"`
 }
 
+// ephTextDelta is a live text delta of a session, forwarded as it came.
+type ephTextDelta struct {
+	Type    string `json:"type"`
+	ID      string `json:"id"`
+	Message string `json:"message"`
+}
+
 type ephUsage struct {
 	Type      string `json:"type"`
 	ID        string `json:"id"`

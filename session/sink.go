@@ -42,6 +42,15 @@ type RecordStore interface {
 	Enqueue(ctx context.Context, record string, build func(version int64) ([]byte, error)) (int64, error)
 }
 
+// AsyncRecordStore is a RecordStore that can queue several versions before
+// waiting for them to be durable (*relay.Session does: one fsync for all of
+// them). EnqueueAsync is Enqueue returning once the version is queued, with
+// the function that waits for its commit.
+type AsyncRecordStore interface {
+	RecordStore
+	EnqueueAsync(ctx context.Context, record string, build func(version int64) ([]byte, error)) (int64, func() error, error)
+}
+
 // Snapshotter gives the current state of records; *mapper.Reducer
 // implements it.
 type Snapshotter interface {
@@ -185,7 +194,31 @@ func (s *Sink) NextDue(now time.Time) (due time.Time, ok bool) {
 // forgotten.
 func (s *Sink) Flush(ctx context.Context, now time.Time, force bool) error {
 	var keep []string
-	for i, rec := range s.order {
+	// With an async store every due record is queued first and the commits
+	// are awaited together: one fsync for the flush, not one per record.
+	async, _ := s.store.(AsyncRecordStore)
+	type queued struct {
+		rec  string
+		wait func() error
+	}
+	var waits []queued
+	settle := func() error {
+		for k, q := range waits {
+			if err := q.wait(); err != nil {
+				// This record and every later one stay dirty.
+				for _, r := range waits[k:] {
+					delete(s.lastSent, r.rec)
+				}
+				s.keepDirty()
+				waits = nil
+				return fmt.Errorf("session sink: write %s: %w", q.rec, err)
+			}
+			delete(s.dirty, q.rec)
+		}
+		waits = nil
+		return nil
+	}
+	for _, rec := range s.order {
 		d := s.dirty[rec]
 		if !force && !d.urgent {
 			if last, seen := s.lastSent[rec]; seen && last.Add(s.interval).After(now) {
@@ -194,26 +227,54 @@ func (s *Sink) Flush(ctx context.Context, now time.Time, force bool) error {
 			}
 		}
 		gone := false
-		_, err := s.store.Enqueue(ctx, rec, func(version int64) ([]byte, error) {
+		build := func(version int64) ([]byte, error) {
 			body, ok, err := s.envelope(d, version)
 			if err == nil && !ok {
 				gone = true
 				return nil, errRecordGone
 			}
 			return body, err
-		})
+		}
+		var err error
+		var wait func() error
+		if async != nil {
+			_, wait, err = async.EnqueueAsync(ctx, rec, build)
+		} else {
+			_, err = s.store.Enqueue(ctx, rec, build)
+		}
 		if err != nil && !(gone && errors.Is(err, errRecordGone)) {
-			s.order = append(keep, s.order[i:]...)
+			if serr := settle(); serr != nil {
+				return serr
+			}
+			s.keepDirty()
 			return fmt.Errorf("session sink: write %s: %w", rec, err)
 		}
 		s.lastSent[rec] = now
+		if wait != nil && err == nil {
+			waits = append(waits, queued{rec: rec, wait: wait})
+			continue
+		}
 		delete(s.dirty, rec)
+	}
+	if err := settle(); err != nil {
+		return err
 	}
 	s.order = keep
 	if s.companion != nil && s.companion.Pending() {
 		return s.companion.Flush(ctx)
 	}
 	return nil
+}
+
+// keepDirty leaves in the write order the records still dirty, in order.
+func (s *Sink) keepDirty() {
+	order := s.order[:0]
+	for _, rec := range s.order {
+		if _, ok := s.dirty[rec]; ok {
+			order = append(order, rec)
+		}
+	}
+	s.order = order
 }
 
 // errRecordGone tells Enqueue not to store anything: the record no longer

@@ -236,3 +236,56 @@ func flushed(store *memStore, sink *Sink, ctx context.Context, now time.Time, fo
 	defer store.endPut()
 	return sink.Flush(ctx, now, force)
 }
+
+// asyncStore is a memStore whose versions commit when waited for; the
+// commit of failRec fails once.
+type asyncStore struct {
+	*memStore
+	failRec string
+	waited  []string
+}
+
+func (a *asyncStore) EnqueueAsync(ctx context.Context, rec string, build func(int64) ([]byte, error)) (int64, func() error, error) {
+	v, err := a.Enqueue(ctx, rec, build)
+	if err != nil {
+		return 0, nil, err
+	}
+	return v, func() error {
+		a.waited = append(a.waited, rec)
+		if rec == a.failRec {
+			a.failRec = ""
+			return errors.New("fsync failed")
+		}
+		return nil
+	}, nil
+}
+
+// TestSinkAsyncStoreFailureKeepsLaterRecordsDirty: with an async store the
+// sink queues every due record and then waits; a failed commit keeps that
+// record and every later one dirty, in their order, and the records before
+// it are done.
+func TestSinkAsyncStoreFailureKeepsLaterRecordsDirty(t *testing.T) {
+	ctx := context.Background()
+	red := mapper.NewReducer(mapper.Config{SessionID: "relay1"})
+	mem := &memStore{last: map[string]int64{}}
+	sink := NewSink(mem, red)
+	sink.Observe(red.Apply(&agent.UserPrompt{PromptID: "p1", Text: "x"}))
+	order := append([]string(nil), sink.order...)
+	if len(order) != 2 {
+		t.Fatalf("dirty records %v, want the session and the prompt", order)
+	}
+	store := &asyncStore{memStore: mem, failRec: order[1]}
+	sink.store = store
+	if err := sink.Flush(ctx, time.UnixMilli(0), true); err == nil || !strings.Contains(err.Error(), "fsync failed") {
+		t.Fatalf("Flush err %v", err)
+	}
+	if got := sink.order; len(got) != 1 || got[0] != order[1] {
+		t.Fatalf("still dirty %v, want [%s]", got, order[1])
+	}
+	if len(store.waited) != 2 {
+		t.Fatalf("waited for %v, want both queued before waiting", store.waited)
+	}
+	if err := sink.Flush(ctx, time.UnixMilli(0), true); err != nil || sink.Pending() {
+		t.Fatalf("second Flush: %v, pending %v", err, sink.Pending())
+	}
+}

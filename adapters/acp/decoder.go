@@ -10,6 +10,7 @@ import (
 	"github.com/happy-dev/happy/adapters/jsonrpc"
 	"github.com/happy-dev/happy/adapters/trafficlog"
 	"github.com/happy-dev/happy/agent"
+	"github.com/happy-dev/happy/internal/jsonlex"
 )
 
 // Decoder turns ACP traffic (both directions, as in a traffic log) into
@@ -230,22 +231,22 @@ func isObject(raw json.RawMessage) bool {
 }
 
 // str reads a JSON string; ok is false for anything else (absent included).
+// Every raw value the decoder reads is a member of a frame jsonrpc already
+// validated, so it is split and unquoted by structure (jsonlex) instead of
+// being decoded again.
 func str(raw json.RawMessage) (string, bool) {
-	var s string
-	if len(raw) == 0 || bytes.TrimSpace(raw)[0] != '"' || json.Unmarshal(raw, &s) != nil {
-		return "", false
-	}
-	return s, true
+	return jsonlex.StringOf(raw)
 }
 
-// members splits an object into its members; ok is false when raw is not
-// an object.
+// members splits an object into its members, as json.Unmarshal into a
+// map[string]json.RawMessage does (the values are sub-slices of raw); ok
+// is false when raw is not an object.
 func members(raw json.RawMessage) (map[string]json.RawMessage, bool) {
 	if !isObject(raw) {
 		return nil, false
 	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
+	m, err := jsonlex.ObjectMap(bytes.TrimSpace(raw))
+	if err != nil {
 		return nil, false
 	}
 	return m, true

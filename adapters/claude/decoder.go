@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/happy-dev/happy/agent"
+	"github.com/happy-dev/happy/internal/jsonlex"
 	"github.com/happy-dev/happy/internal/linereader"
 )
 
@@ -402,18 +403,34 @@ func (d *Decoder) decodeRecord(line []byte, dir string) {
 	}
 	r, fast := d.rec, d.fast
 	*fast = fastRecord{}
+	// A tool result's structured copy (toolUseResult, often the bulk of
+	// the line) is only passed on: it is cut out of a valid line by
+	// structure, so encoding/json neither validates nor skips it.
+	body, tur, cut := line, []byte(nil), false
+	if bytes.Contains(line, toolUseResultKey) && jsonlex.Valid(line) {
+		body, tur, cut = jsonlex.CutField(line, "toolUseResult")
+		if !cut {
+			body = line
+		}
+	}
 	var typeErr *json.UnmarshalTypeError
-	switch err := json.Unmarshal(line, fast); {
+	switch err := json.Unmarshal(body, fast); {
 	case err == nil:
+		if cut {
+			fast.ToolUseResult = tur
+		}
 		*r = fast.general()
 	case errors.As(err, &typeErr):
 		// Another shape (string content, block arrays in a tool result,
 		// a field of an unexpected type): the general path.
 		typeErr = nil
 		*r = record{}
-		if err := json.Unmarshal(line, r); err != nil && !errors.As(err, &typeErr) {
+		if err := json.Unmarshal(body, r); err != nil && !errors.As(err, &typeErr) {
 			d.drop(sniffKind(line), agent.DropUnparseableJSON, "record is not valid JSON: "+err.Error())
 			return
+		}
+		if cut {
+			r.ToolUseResult = tur
 		}
 	default:
 		d.drop(sniffKind(line), agent.DropUnparseableJSON, "record is not valid JSON: "+err.Error())
@@ -443,6 +460,9 @@ func (d *Decoder) decodeRecord(line []byte, dir string) {
 	}
 	d.dispatch(r, dir, typeErr)
 }
+
+// toolUseResultKey is the member name decodeRecord cuts out before decoding.
+var toolUseResultKey = []byte(`"toolUseResult"`)
 
 // fieldError describes a field whose JSON type was wrong, for Dropped.
 func fieldError(typeErr *json.UnmarshalTypeError, what string) string {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/happy-dev/happy/agent"
+	"github.com/happy-dev/happy/internal/jsonlex"
 )
 
 // user maps a user record: a prompt, tool results, or an interruption
@@ -365,23 +366,28 @@ func urlEscapeData(s string) string {
 // long output in a file and shows the model a ~2 KB preview) by the stdout
 // Claude kept in the structured result, and notes where it came from.
 func preferFullOutput(output string, structured json.RawMessage, meta agent.Object) string {
-	var members map[string]json.RawMessage
-	if !isObject(structured) || json.Unmarshal(structured, &members) != nil {
+	// structured is a member of a record json.Unmarshal accepted: split it
+	// by structure rather than decoding it (and its long stdout) again.
+	if !isObject(structured) {
 		return output
 	}
-	var stdout, stderr, path string
+	members, err := jsonlex.ObjectMap(bytes.TrimSpace(structured))
+	if err != nil {
+		return output
+	}
+	var path string
 	var size json.Number
-	_ = json.Unmarshal(members["stdout"], &stdout)
+	stdout, _ := jsonlex.StringOf(members["stdout"])
 	if stdout == "" {
 		return output
 	}
-	_ = json.Unmarshal(members["stderr"], &stderr)
+	stderr, _ := jsonlex.StringOf(members["stderr"])
 	full := stdout
 	if stderr != "" {
 		full += "\n" + stderr
 	}
 	meta["outputSource"] = "toolUseResult.stdout"
-	if json.Unmarshal(members["persistedOutputPath"], &path) == nil && path != "" {
+	if path, _ = jsonlex.StringOf(members["persistedOutputPath"]); path != "" {
 		meta["persistedOutputPath"] = path
 	}
 	dec := json.NewDecoder(bytes.NewReader(members["persistedOutputSize"]))

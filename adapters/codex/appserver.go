@@ -8,6 +8,7 @@ import (
 	"github.com/happy-dev/happy/adapters/jsonrpc"
 	"github.com/happy-dev/happy/adapters/trafficlog"
 	"github.com/happy-dev/happy/agent"
+	"github.com/happy-dev/happy/internal/jsonlex"
 )
 
 // AppServerDecoder maps `codex app-server` (protocol v2) traffic to agent
@@ -389,7 +390,9 @@ func (d *AppServerDecoder) notification(o *out, m jsonrpc.Message) {
 	}
 	var sc scoped
 	if len(m.Params) > 0 && m.Params[0] == '{' {
-		_ = json.Unmarshal(m.Params, &sc)
+		// The frame was validated when it was parsed: a structural pass
+		// finds the three ids without decoding the params again.
+		jsonlex.StringFields(m.Params, []*string{&sc.ThreadID, &sc.TurnID, &sc.ItemID}, "threadId", "turnId", "itemId")
 	}
 	th := d.threadOf(sc.ThreadID)
 	if th == nil {
@@ -440,21 +443,17 @@ func (d *AppServerDecoder) turnCompleted(n notice) {
 }
 
 func (d *AppServerDecoder) itemNotice(n notice) {
-	var p struct {
-		Item json.RawMessage `json:"item"`
-	}
-	if json.Unmarshal(n.m.Params, &p) != nil || len(p.Item) == 0 || p.Item[0] != '{' {
+	item, _ := jsonlex.Field(n.m.Params, "item") // params of a validated frame
+	if len(item) == 0 || item[0] != '{' {
 		d.dropNotice(n, agent.DropInvalidField, "item is not an object")
 		return
 	}
-	d.item(n.o, n.th, p.Item, n.m.Method == "item/completed", n.m.Raw)
+	d.item(n.o, n.th, item, n.m.Method == "item/completed", n.m.Raw)
 }
 
 func (d *AppServerDecoder) textDelta(n notice) {
-	var p struct {
-		Delta string `json:"delta"`
-	}
-	_ = json.Unmarshal(n.m.Params, &p)
+	var p struct{ Delta string }
+	jsonlex.StringFields(n.m.Params, []*string{&p.Delta}, "delta")
 	if n.sc.ItemID == "" {
 		d.dropNotice(n, agent.DropMissingID, "delta without itemId")
 		return
@@ -487,21 +486,16 @@ func (d *AppServerDecoder) summaryDelta(n notice) {
 }
 
 func (d *AppServerDecoder) reasoningDelta(n notice) {
-	var p struct {
-		Delta string `json:"delta"`
-	}
-	_ = json.Unmarshal(n.m.Params, &p)
+	var p struct{ Delta string }
+	jsonlex.StringFields(n.m.Params, []*string{&p.Delta}, "delta")
 	if n.sc.ItemID != "" && p.Delta != "" && !n.th.items[n.sc.ItemID] {
 		n.o.add(&agent.ReasoningDelta{EventBase: n.base, Block: n.sc.ItemID + "/raw", Delta: p.Delta})
 	}
 }
 
 func (d *AppServerDecoder) outputDelta(n notice) {
-	var p struct {
-		Delta json.RawMessage `json:"delta"`
-	}
-	_ = json.Unmarshal(n.m.Params, &p)
-	b, err := decodeChunk(p.Delta, false)
+	delta, _ := jsonlex.Field(n.m.Params, "delta")
+	b, err := decodeChunk(delta, false)
 	if err != nil {
 		d.dropNotice(n, agent.DropInvalidField, err.Error())
 		return

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/happy-dev/happy/agent"
+	"github.com/happy-dev/happy/internal/jsonlex"
 )
 
 // Kind says what a JSON-RPC message is.
@@ -130,13 +131,20 @@ func DecodeFrame(data []byte) (Message, error) {
 		return Message{}, frameErr(agent.DropUnparseableJSON, "", "empty frame")
 	}
 	if data[0] != '{' {
-		if json.Valid(data) {
+		if jsonlex.Valid(data) {
 			return Message{}, frameErr(agent.DropNotAnObject, "", "frame is JSON but not an object")
 		}
 		return Message{}, frameErr(agent.DropUnparseableJSON, "", "frame is not JSON")
 	}
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(data, &members); err != nil {
+	// One validating scan, then a structural split: the members are
+	// sub-slices of data, which the message keeps anyway (Raw).
+	if !jsonlex.Valid(data) {
+		var members map[string]json.RawMessage
+		err := json.Unmarshal(data, &members) // for its message
+		return Message{}, frameErr(agent.DropUnparseableJSON, "", "%v", err)
+	}
+	members, err := jsonlex.ObjectMap(data)
+	if err != nil {
 		return Message{}, frameErr(agent.DropUnparseableJSON, "", "%v", err)
 	}
 	version, method, rawID := members["jsonrpc"], members["method"], members["id"]

@@ -1,12 +1,12 @@
 package jsonrpc
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 
 	"github.com/happy-dev/happy/adapters/trafficlog"
 	"github.com/happy-dev/happy/agent"
+	"github.com/happy-dev/happy/internal/jsonlex"
 )
 
 // Frame is one unit of traffic in the traffic log's terms, as a live
@@ -54,7 +54,7 @@ func NewFrame(t int64, dir trafficlog.Dir, data []byte) Frame {
 		}
 		f.Err = err
 	}
-	f.JSON = json.Valid(data)
+	f.JSON = jsonlex.Valid(data)
 	return f
 }
 

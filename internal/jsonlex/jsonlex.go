@@ -9,9 +9,9 @@
 //   - Members, Skip and SkipString check structure only: every object,
 //     array and string is closed and members are separated as JSON wants.
 //     They do not check escapes, numbers or UTF-8, so a caller that needs a
-//     value passes the document through json.Valid (or Root) first. They
-//     are what lets a decoder look at one member of a large record without
-//     decoding the rest.
+//     value passes the document through Valid (json.Valid's verdict, in one
+//     fast pass) or Root first. They are what lets a decoder look at one
+//     member of a large record without decoding the rest.
 //   - SplitObject, SplitArray, Unquote and ParseAny expect a document that
 //     json.Valid accepted; on anything else they return an error wrapping
 //     ErrSyntax, never panic.
@@ -26,6 +26,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -105,7 +106,7 @@ func (e *KindError) Error() string { return "want " + e.Want.String() + ", got "
 // when it is valid but not an object.
 func Root(data []byte) ([]byte, error) {
 	raw := bytes.TrimSpace(data)
-	if !json.Valid(raw) {
+	if !Valid(raw) {
 		return nil, ErrSyntax
 	}
 	if k := KindOf(raw); k != KindObject {
@@ -353,7 +354,9 @@ func Unquote(raw []byte) (string, error) {
 
 // unescape decodes the body of a JSON string (between the quotes).
 func unescape(body []byte) (string, error) {
-	out := make([]byte, 0, len(body))
+	// Built in a strings.Builder: the result is its buffer, not a copy.
+	var out strings.Builder
+	out.Grow(len(body))
 	for i := 0; i < len(body); {
 		c := body[i]
 		switch {
@@ -366,7 +369,7 @@ func unescape(body []byte) (string, error) {
 				if !ok {
 					return "", fmt.Errorf("%w: invalid escape \\%c in string", ErrSyntax, e)
 				}
-				out = append(out, r)
+				out.WriteByte(r)
 				i += 2
 				continue
 			}
@@ -374,22 +377,22 @@ func unescape(body []byte) (string, error) {
 			if !ok {
 				return "", fmt.Errorf("%w: invalid \\u escape in string", ErrSyntax)
 			}
-			out = utf8.AppendRune(out, r)
+			out.WriteRune(r)
 			i += n
 		case c < utf8.RuneSelf:
-			out = append(out, c)
+			out.WriteByte(c)
 			i++
 		default:
 			r, size := utf8.DecodeRune(body[i:])
 			if r == utf8.RuneError && size == 1 {
-				out = utf8.AppendRune(out, utf8.RuneError)
+				out.WriteRune(utf8.RuneError)
 			} else {
-				out = append(out, body[i:i+size]...)
+				out.Write(body[i : i+size])
 			}
 			i += size
 		}
 	}
-	return string(out), nil
+	return out.String(), nil
 }
 
 // simpleEscape maps the byte after a backslash (all but 'u') to what it
@@ -618,4 +621,343 @@ func digits(s string, i int) int {
 		i++
 	}
 	return i
+}
+
+// Field returns the raw value of the member of the valid object raw that a
+// Go struct field tagged name receives from encoding/json: the last member
+// whose name is name, or equal to it under Unicode case folding, wins.
+// ok is false when raw is not an object or has no such member. raw must be
+// a value json.Valid accepted (a member of a validated document is): the
+// lookup checks structure only, so on anything else it may report a value
+// encoding/json would refuse, but it never panics. The value is a
+// sub-slice of raw, not a copy.
+func Field(raw []byte, name string) (val []byte, ok bool) {
+	_ = Members(raw, func(k, v []byte) bool {
+		if keyMatches(k, name) {
+			val, ok = v, true
+		}
+		return true
+	})
+	return val, ok
+}
+
+// Fields is Field for several names at once, in one pass: vals[i] is the
+// value of names[i], nil when absent.
+func Fields(raw []byte, vals [][]byte, names ...string) {
+	_ = Members(raw, func(k, v []byte) bool {
+		for i, n := range names {
+			if keyMatches(k, n) {
+				vals[i] = v
+			}
+		}
+		return true
+	})
+}
+
+// keyMatches tells whether the raw member name k (quotes included) names
+// the struct field name as encoding/json matches them.
+func keyMatches(k []byte, name string) bool {
+	if len(k) < 2 {
+		return false
+	}
+	body := k[1 : len(k)-1]
+	if bytes.IndexByte(body, '\\') < 0 {
+		return string(body) == name || bytes.EqualFold(body, []byte(name))
+	}
+	s, err := Unquote(k)
+	return err == nil && (s == name || strings.EqualFold(s, name))
+}
+
+// StringOf decodes the raw value as a string when it is one (surrounding
+// whitespace allowed); ok is false for any other kind, null included, as
+// for a string field encoding/json leaves alone. raw must be valid JSON
+// (see Field).
+func StringOf(raw []byte) (s string, ok bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", false
+	}
+	s, err := Unquote(raw)
+	return s, err == nil
+}
+
+// ObjectMap splits the valid object raw into a map from member name to raw
+// value, as json.Unmarshal into map[string]json.RawMessage does (exact
+// names, the last of a repeated name wins), without copying the values:
+// each is a sub-slice of raw. Errors: as SplitObject.
+func ObjectMap(raw []byte) (map[string]json.RawMessage, error) {
+	n := 0
+	_ = Members(raw, func(_, _ []byte) bool { n++; return true })
+	m := make(map[string]json.RawMessage, n)
+	var kerr error
+	err := Members(raw, func(key, val []byte) bool {
+		k, err := Unquote(key)
+		if err != nil {
+			kerr = err
+			return false
+		}
+		m[k] = val
+		return true
+	})
+	if err == nil {
+		err = kerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// StringFields fills the string fields of a struct from the valid object
+// raw in one pass, as encoding/json would: dst[i] receives the last string
+// value of a member matching names[i] (see Field); a member of another
+// kind, null included, leaves it alone. A raw that is not an object
+// changes nothing.
+func StringFields(raw []byte, dst []*string, names ...string) {
+	_ = Members(raw, func(k, v []byte) bool {
+		for i, n := range names {
+			if keyMatches(k, n) {
+				if s, ok := StringOf(v); ok {
+					*dst[i] = s
+				}
+			}
+		}
+		return true
+	})
+}
+
+// maxDepth is encoding/json's limit of nested objects and arrays.
+const maxDepth = 10000
+
+// strSafe marks the bytes a JSON string may hold as they are: not the
+// quote, not the backslash, not a control character.
+var strSafe = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// Valid reports whether data is one JSON value with only whitespace around
+// it, exactly as json.Valid decides (the same grammar, strings may hold any
+// byte but a control character, at most 10000 nested containers), in one
+// pass without the state machine. It is what a decoder calls before
+// reading a document by structure (Members, Field, ObjectMap).
+func Valid(data []byte) bool {
+	var stack []byte // '{' or '[' per open container
+	i := SkipSpace(data, 0)
+	const (
+		wantValue = iota
+		wantKey
+		afterValue
+	)
+	state := wantValue
+	for {
+		switch state {
+		case wantValue:
+			if i >= len(data) {
+				return false
+			}
+			switch c := data[i]; {
+			case c == '{' || c == '[':
+				if stack = append(stack, c); len(stack) > maxDepth {
+					return false
+				}
+				i = SkipSpace(data, i+1)
+				if i < len(data) && data[i] == c+2 { // '}' or ']'
+					stack = stack[:len(stack)-1]
+					i++
+					state = afterValue
+				} else if c == '{' {
+					state = wantKey
+				}
+				continue
+			case c == '"':
+				if i = validString(data, i); i < 0 {
+					return false
+				}
+			case c == 't':
+				if !hasLiteral(data, i, "true") {
+					return false
+				}
+				i += 4
+			case c == 'f':
+				if !hasLiteral(data, i, "false") {
+					return false
+				}
+				i += 5
+			case c == 'n':
+				if !hasLiteral(data, i, "null") {
+					return false
+				}
+				i += 4
+			default:
+				if i = validNumber(data, i); i < 0 {
+					return false
+				}
+			}
+			state = afterValue
+		case wantKey:
+			if i >= len(data) || data[i] != '"' {
+				return false
+			}
+			if i = validString(data, i); i < 0 {
+				return false
+			}
+			i = SkipSpace(data, i)
+			if i >= len(data) || data[i] != ':' {
+				return false
+			}
+			i = SkipSpace(data, i+1)
+			state = wantValue
+		case afterValue:
+			i = SkipSpace(data, i)
+			if len(stack) == 0 {
+				return i == len(data)
+			}
+			if i >= len(data) {
+				return false
+			}
+			top := stack[len(stack)-1]
+			switch data[i] {
+			case ',':
+				i = SkipSpace(data, i+1)
+				if top == '{' {
+					state = wantKey
+				} else {
+					state = wantValue
+				}
+			case top + 2: // the container's own close
+				stack = stack[:len(stack)-1]
+				i++
+			default:
+				return false
+			}
+		}
+	}
+}
+
+func hasLiteral(data []byte, i int, lit string) bool {
+	return len(data)-i >= len(lit) && string(data[i:i+len(lit)]) == lit
+}
+
+// validString returns the index past the valid string starting at data[i]
+// (a '"'), or -1.
+func validString(data []byte, i int) int {
+	i++
+	for {
+		for i < len(data) && strSafe[data[i]] {
+			i++
+		}
+		if i >= len(data) {
+			return -1
+		}
+		switch data[i] {
+		case '"':
+			return i + 1
+		case '\\':
+			if i+1 >= len(data) {
+				return -1
+			}
+			switch data[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if len(data)-i < 6 {
+					return -1
+				}
+				for _, h := range data[i+2 : i+6] {
+					if !isHex(h) {
+						return -1
+					}
+				}
+				i += 6
+			default:
+				return -1
+			}
+		default: // a control character
+			return -1
+		}
+	}
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// validNumber returns the index past the number starting at data[i], or -1.
+func validNumber(data []byte, i int) int {
+	if i < len(data) && data[i] == '-' {
+		i++
+	}
+	switch {
+	case i >= len(data):
+		return -1
+	case data[i] == '0':
+		i++
+	case '1' <= data[i] && data[i] <= '9':
+		for i < len(data) && '0' <= data[i] && data[i] <= '9' {
+			i++
+		}
+	default:
+		return -1
+	}
+	if i < len(data) && data[i] == '.' {
+		i++
+		j := i
+		for i < len(data) && '0' <= data[i] && data[i] <= '9' {
+			i++
+		}
+		if i == j {
+			return -1
+		}
+	}
+	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
+		i++
+		if i < len(data) && (data[i] == '+' || data[i] == '-') {
+			i++
+		}
+		j := i
+		for i < len(data) && '0' <= data[i] && data[i] <= '9' {
+			i++
+		}
+		if i == j {
+			return -1
+		}
+	}
+	return i
+}
+
+// CutField splits the valid object raw into the value of the member a Go
+// struct field tagged name receives (see Field; a copy) and the object
+// without every member matching name (a new buffer: the other members in
+// order, compactly joined). ok is false, and nothing is allocated, when raw
+// has no such member or is not an object. It lets a decoder keep a large
+// pass-through member raw without encoding/json scanning it twice.
+func CutField(raw []byte, name string) (rest, val []byte, ok bool) {
+	n := 0
+	_ = Members(raw, func(k, v []byte) bool {
+		if keyMatches(k, name) {
+			val, ok = v, true
+			n += len(k) + len(v) + 2
+		}
+		return true
+	})
+	if !ok {
+		return nil, nil, false
+	}
+	rest = make([]byte, 0, len(raw)-n+2)
+	rest = append(rest, '{')
+	_ = Members(raw, func(k, v []byte) bool {
+		if keyMatches(k, name) {
+			return true
+		}
+		if len(rest) > 1 {
+			rest = append(rest, ',')
+		}
+		rest = append(append(append(rest, k...), ':'), v...)
+		return true
+	})
+	rest = append(rest, '}')
+	return rest, append([]byte(nil), val...), true
 }

@@ -337,3 +337,36 @@ func FuzzAppendRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+// TestRemovalSkipsOnlyItsOwnSync: a group of removals commits at
+// synchronous=NORMAL and the writer is back at FULL for the next append
+// (read on the writer connection itself: 2 is FULL, 1 NORMAL).
+func TestRemovalSkipsOnlyItsOwnSync(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	level := func() int {
+		var n int
+		if err := s.w.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if err := s.Append(ctx, Entry{Session: "a", Record: "r", Version: 1, Content: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := level(); got != 2 {
+		t.Fatalf("after an append: synchronous %d, want 2 (FULL)", got)
+	}
+	if n, err := s.Remove(ctx, "a", []string{"r.1"}); err != nil || n != 1 {
+		t.Fatalf("Remove = %d, %v", n, err)
+	}
+	if got := level(); got != 1 || !s.relaxed {
+		t.Fatalf("after a removal: synchronous %d (relaxed %v), want 1 (NORMAL)", got, s.relaxed)
+	}
+	if err := s.Append(ctx, Entry{Session: "a", Record: "r", Version: 2, Content: "c2"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := level(); got != 2 || s.relaxed {
+		t.Fatalf("after the next append: synchronous %d (relaxed %v), want 2 (FULL)", got, s.relaxed)
+	}
+}

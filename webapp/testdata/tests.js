@@ -155,6 +155,26 @@ test("the highest version of a record wins, whatever the arrival order", async (
   eq(rd.lastSeq, 6, "lastSeq");
 });
 
+test("live text deltas extend the stored part; gaps wait for the stored version", () => {
+  const rd = new Reducer();
+  rd.add(1, ses("ses_root", 1));
+  rd.add(2, msg("msg_a", 1, [textPart("p1", "he")]));
+  const d = (offset, delta) => ({ messageId: "msg_a", partId: "p1", offset, delta });
+  eq(rd.applyDelta(d(2, "llo")), "applied", "in order");
+  eq(rd.applyDelta(d(2, "llo")), "duplicate", "repeated");
+  eq(rd.applyDelta(d(9, "x")), "gap", "past the end");
+  eq(rd.applyDelta(d(4, "o 😀")), "applied", "overlap adds its tail");
+  eq(rd.applyDelta(d(8, "!")), "applied", "offsets in UTF-16 units");
+  eq(rd.applyDelta(d(1, "zz")), "conflict", "other text");
+  eq(rd.applyDelta({ messageId: "msg_b", partId: "p1", offset: 0, delta: "x" }), "gap", "message not stored yet");
+  eq(rd.applyDelta({ messageId: "msg_a", partId: "p1", offset: -1, delta: "x" }), "invalid", "bad offset");
+  eq(rd.transcript().messages[0].parts[0].text, "hello 😀!", "live text");
+  rd.add(3, msg("msg_a", 2, [textPart("p1", "hello")]));
+  eq(rd.transcript().messages[0].parts[0].text, "hello 😀!", "an older stored version keeps the live text");
+  rd.add(4, msg("msg_a", 3, [textPart("p1", "rewritten")]));
+  eq(rd.transcript().messages[0].parts[0].text, "rewritten", "a differing stored version wins");
+});
+
 test("messages are ordered by the seq of their first version; children nest; todos and dropped are per session", async () => {
   const rd = new Reducer();
   rd.add(1, ses("ses_root", 1));

@@ -82,6 +82,7 @@ function connectSocket() {
   sock.on("connect_error", (e) => { app.error = `live updates unavailable: ${e.message}`; renderStatus(); });
   sock.on("update", (u) => onUpdate(u?.body ?? {}));
   sock.on("ephemeral", (e) => {
+    if (e?.type === "text-delta") { onTextDelta(e); return; }
     if (e?.type !== "activity") return;
     const s = app.sessions.get(e.id);
     if (!s) return;
@@ -91,6 +92,26 @@ function connectSocket() {
     renderList();
     if (app.open?.sid === e.id) renderHeader();
   });
+}
+
+// onTextDelta applies a live text delta of the open session to its part in
+// memory (docs/ARCHITECTURE.md, "Live text"); one render per frame however
+// many deltas arrive. A delta that does not fit (missed, or not stored
+// yet) is skipped: the next stored version brings the text.
+function onTextDelta(e) {
+  const o = app.open;
+  const s = app.sessions.get(e.id);
+  if (!o || o.sid !== e.id || !s?.cipher || typeof e.message !== "string") return;
+  c.openJSON(s.cipher, e.message).then((d) => {
+    if (app.open !== o || o.reducer.applyDelta(d) !== "applied") return;
+    if (o.liveFrame) return;
+    o.liveFrame = requestAnimationFrame(() => {
+      o.liveFrame = 0;
+      if (app.open !== o) return;
+      o.transcript = o.reducer.transcript();
+      renderTranscriptView();
+    });
+  }, () => {});
 }
 
 function onUpdate(body) {

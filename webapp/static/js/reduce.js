@@ -81,6 +81,8 @@ export class Reducer {
         const id = env.info.id;
         const f = this.first.get(id);
         if (f === undefined || seq < f) this.first.set(id, seq);
+        const cur = this.messages.get(id);
+        if (cur && version > cur.version) keepLive(cur.value.parts, env.parts);
         keep(this.messages, id, { info: env.info, parts: env.parts });
         return;
       }
@@ -113,6 +115,27 @@ export class Reducer {
         }
         keep(this.refused, env.sessionID, env.dropped);
     }
+  }
+
+  /** applyDelta folds one live text delta {messageId, partId, offset,
+   * delta} (docs/ARCHITECTURE.md, "Live text"; offsets in UTF-16 units, a
+   * JavaScript string's length) into the stored part it extends. It returns
+   * "applied", "duplicate", "gap" (the delta starts past the part's end, or
+   * the part is not stored yet: the next stored version brings the text),
+   * "conflict" (it overlaps with other text) or "invalid". */
+  applyDelta(d) {
+    if (!isObject(d) || typeof d.messageId !== "string" || typeof d.partId !== "string" ||
+      !Number.isInteger(d.offset) || d.offset < 0 || typeof d.delta !== "string" || d.delta === "") return "invalid";
+    const m = this.messages.get(d.messageId);
+    const p = m?.value.parts.find((x) => isObject(x) && x.id === d.partId && (x.type === "text" || x.type === "reasoning"));
+    if (!p) return "gap";
+    const text = typeof p.text === "string" ? p.text : "";
+    if (d.offset > text.length) return "gap";
+    const have = text.slice(d.offset);
+    if (have.length >= d.delta.length) return have.startsWith(d.delta) ? "duplicate" : "conflict";
+    if (!d.delta.startsWith(have)) return "conflict";
+    p.text = text + d.delta.slice(have.length);
+    return "applied";
   }
 
   /** transcript builds the document: the root session (the first session
@@ -164,6 +187,18 @@ export class Reducer {
       }
     }
     return doc;
+  }
+}
+
+// keepLive keeps, in a new stored version's parts, the live text a reader
+// already has past it: a stored version older than the deltas applied since
+// (its text a prefix of the live text) must not take the text back.
+function keepLive(oldParts, newParts) {
+  if (!Array.isArray(oldParts) || !Array.isArray(newParts)) return;
+  for (const np of newParts) {
+    if (!isObject(np) || typeof np.text !== "string" || (np.type !== "text" && np.type !== "reasoning")) continue;
+    const op = oldParts.find((x) => isObject(x) && x.id === np.id && x.type === np.type);
+    if (op && typeof op.text === "string" && op.text.length > np.text.length && op.text.startsWith(np.text)) np.text = op.text;
   }
 }
 
