@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/happy-dev/happy/server"
 	"github.com/happy-dev/happy/server/servertest"
 	"github.com/happy-dev/happy/server/store"
 	"github.com/happy-dev/happy/server/store/backend"
@@ -198,5 +199,45 @@ func TestServerWithPostgres(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(data, "happy.db")); !os.IsNotExist(err) {
 		t.Fatalf("a SQLite file was created beside a PostgreSQL relay: %v", err)
+	}
+}
+
+// happy server migrate refuses a SQLite data folder that a running relay
+// holds (its data folder lock), naming the relay's pid; once the relay
+// stopped the same migration runs.
+func TestServerMigrateRefusesRunningRelay(t *testing.T) {
+	data := t.TempDir()
+	srv, err := server.New(server.Config{DataDir: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	u := pgtest.URL(t)
+	held := "server: data folder in use by another relay: " + data + " (pid " + strconv.Itoa(os.Getpid()) + "): stop the relay first"
+	for _, args := range [][]string{
+		{"server", "migrate", "--from", "sqlite:" + data, "--to", u},
+		{"server", "migrate", "--data", data},
+		{"server", "migrate", "--db", "sqlite:" + filepath.Join(data, "happy.db")},
+		{"server", "migrate", "--from", u, "--to", "sqlite:" + data, "--replace"},
+	} {
+		code, stdout, stderr := runHappy(t, nil, args...)
+		if code != exitFailed || stdout != "" || !strings.Contains(stderr, held) {
+			t.Fatalf("%v with a running relay = (%d, %q, %q), want exit %d and %q", args, code, stdout, stderr, exitFailed, held)
+		}
+	}
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runHappy(t, nil, "server", "migrate", "--from", "sqlite:"+data, "--to", u, "--replace")
+	if code != exitOK || !strings.HasSuffix(stdout, "verified: every table holds the same rows in both\n") {
+		t.Fatalf("migrate after the relay stopped = (%d, %q, %q)", code, stdout, stderr)
+	}
+	// The migration released the lock: a relay starts on the folder again.
+	again, err := server.New(server.Config{DataDir: data})
+	if err != nil {
+		t.Fatalf("relay after migrate: %v", err)
+	}
+	if err := again.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
