@@ -28,8 +28,8 @@ func (m *Memory) Join() Bus {
 }
 
 type memberBus struct {
-	hub  *Memory
-	q    *queue.Unbounded[[]byte]
+	hub     *Memory
+	q       *queue.Unbounded[[]byte]
 	once    sync.Once
 	started atomic.Bool
 }
