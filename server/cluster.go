@@ -137,11 +137,11 @@ func (cl *cluster) update(acct string, u update, rooms []socket.Room, wake strin
 	}
 	names := roomNames(rooms)
 	cl.publish(busMsg{Kind: busUpdate, Acct: acct, Rooms: names, Seq: u.Seq, Wake: wake, State: state, Body: raw})
-	cl.deliverUpdate(acct, u.Seq, names, wake, state, raw)
+	cl.deliverUpdate(acct, u.Seq, true, names, wake, state, raw)
 }
 
-func (cl *cluster) deliverUpdate(acct string, seq int64, rooms []string, wake string, state bool, raw json.RawMessage) {
-	cl.seqr.deliver(acct, seq, func() {
+func (cl *cluster) deliverUpdate(acct string, seq int64, local bool, rooms []string, wake string, state bool, raw json.RawMessage) {
+	cl.seqr.deliver(acct, seq, local, func() {
 		if wake != "" {
 			cl.s.streams.notify(acct, wake, state)
 		}
@@ -181,7 +181,7 @@ func (cl *cluster) receive(b []byte) {
 		if !ownRooms(m.Acct, m.Rooms) || m.Seq <= 0 {
 			return
 		}
-		cl.deliverUpdate(m.Acct, m.Seq, m.Rooms, m.Wake, m.State, m.Body)
+		cl.deliverUpdate(m.Acct, m.Seq, false, m.Rooms, m.Wake, m.State, m.Body)
 	case busEphemeral:
 		if !ownRooms(m.Acct, m.Rooms) {
 			return
@@ -405,8 +405,10 @@ func (cl *cluster) serve(m busMsg) {
 // predecessor has not arrived is held until it does, or for at most the
 // reorder wait (the predecessor's instance died before publishing, or its
 // publish failed); then the held ones go out in order. An account first
-// seen holds its first update for the wait too, so that a lower seq still
-// on its way is not overtaken.
+// seen through another instance's update holds it for the wait too, so
+// that a lower seq still on its way is not overtaken; first seen through
+// an update allocated here, it starts there at once (a lower seq of
+// another instance still on its way then goes out late, counted).
 type sequencer struct {
 	wait time.Duration
 	now  func() time.Time
@@ -428,7 +430,7 @@ func newSequencer(wait time.Duration, now func() time.Time) *sequencer {
 	return &sequencer{wait: wait, now: now, accts: map[string]*acctSeq{}}
 }
 
-func (q *sequencer) deliver(acct string, seq int64, emit func()) {
+func (q *sequencer) deliver(acct string, seq int64, local bool, emit func()) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	a := q.accts[acct]
@@ -437,6 +439,9 @@ func (q *sequencer) deliver(acct string, seq int64, emit func()) {
 		q.accts[acct] = a
 	}
 	a.seen = q.now()
+	if a.next == 0 && local && len(a.held) == 0 {
+		a.next = seq
+	}
 	switch {
 	case a.next != 0 && seq == a.next:
 		emit()
