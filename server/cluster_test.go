@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -367,5 +368,43 @@ func TestClusterReadyAndMetrics(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
+	}
+}
+
+// When Serve's context ends the relay drains: its sockets lose their
+// connection without a Socket.IO disconnect (reason "transport close", so
+// that clients reconnect on their own, elsewhere), Serve returns, and the
+// listener takes no new connection.
+func TestDrain(t *testing.T) {
+	srv, err := server.New(server.Config{DataDir: t.TempDir(), DrainTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + l.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, l) }()
+	acct := servertest.NewAccount(t, base)
+	c := userSocket(t, base, acct.Token)
+	reason := make(chan string, 1)
+	c.OnDisconnect(func(r string) { reason <- r })
+	eq(t, "ready", api{t: t, base: base}.must(200, "GET", "/ready", nil), map[string]any{"status": "ready"})
+	cancel()
+	select {
+	case r := <-reason:
+		eq(t, "disconnect reason", r, "transport close")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the socket was not told to go")
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("Serve = %v", err)
+	}
+	if _, err := http.Get(base + "/health"); err == nil {
+		t.Fatal("the drained relay still accepts connections")
 	}
 }
