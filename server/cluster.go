@@ -29,6 +29,7 @@ const DefaultReorderWait = 200 * time.Millisecond
 // Kinds of bus messages.
 const (
 	busUpdate    = "u"      // an update {seq, body} for rooms of an account
+	busUpdates   = "us"     // several updates for the same rooms (a message batch): Items
 	busEphemeral = "e"      // an ephemeral for rooms of an account
 	busStop      = "stop"   // presence: a session ended (keep-alives ignored for a while)
 	busResume    = "resume" // presence: the session was asked for again
@@ -55,6 +56,14 @@ type busMsg struct {
 	ID     string          `json:"id,omitempty"`
 	Method string          `json:"m,omitempty"`
 	Body   json.RawMessage `json:"b,omitempty"`
+	// Items are the updates of a busUpdates message, in seq order.
+	Items []busItem `json:"i,omitempty"`
+}
+
+// busItem is one update of a busUpdates message.
+type busItem struct {
+	Seq  int64           `json:"s"`
+	Body json.RawMessage `json:"b"`
 }
 
 // cluster is a relay's part in a group of relays.
@@ -151,6 +160,27 @@ func (cl *cluster) deliverUpdate(acct string, seq int64, local bool, rooms []str
 	})
 }
 
+// messages publishes the new-message updates of one stored batch as one
+// bus message (one row and one notification with the PostgreSQL bus,
+// however many rows the batch created) and sends them to this instance's
+// sockets in seq order.
+func (cl *cluster) messages(acct, sid string, us []update, rooms []socket.Room) {
+	names := roomNames(rooms)
+	items := make([]busItem, 0, len(us))
+	for _, u := range us {
+		raw, err := json.Marshal(u)
+		if err != nil {
+			cl.s.log.Error().Err(err).Msg("encode update")
+			return
+		}
+		items = append(items, busItem{Seq: u.Seq, Body: raw})
+	}
+	cl.publish(busMsg{Kind: busUpdates, Acct: acct, Rooms: names, Wake: sid, Items: items})
+	for _, it := range items {
+		cl.deliverUpdate(acct, it.Seq, true, names, sid, false, it.Body)
+	}
+}
+
 // ephemeral publishes an ephemeral (this instance's sockets already got it).
 func (cl *cluster) ephemeral(acct string, payload any, rooms []socket.Room) {
 	raw, err := json.Marshal(payload)
@@ -182,6 +212,15 @@ func (cl *cluster) receive(b []byte) {
 			return
 		}
 		cl.deliverUpdate(m.Acct, m.Seq, false, m.Rooms, m.Wake, m.State, m.Body)
+	case busUpdates:
+		if !ownRooms(m.Acct, m.Rooms) {
+			return
+		}
+		for _, it := range m.Items {
+			if it.Seq > 0 {
+				cl.deliverUpdate(m.Acct, it.Seq, false, m.Rooms, m.Wake, false, it.Body)
+			}
+		}
 	case busEphemeral:
 		if !ownRooms(m.Acct, m.Rooms) {
 			return

@@ -286,6 +286,16 @@ func (s *Server) fanoutMessages(acct, sid string, res store.AppendResult) {
 	if s.cl == nil && !s.anyone(rooms...) {
 		return
 	}
+	if s.cl != nil {
+		us := make([]update, len(res.Created))
+		for i, m := range res.Created {
+			us[i] = update{ID: store.NewID()[1:13], Seq: res.FirstUpdateSeq + int64(i), CreatedAt: s.nowMs(),
+				Body: bodyNewMessage{T: "new-message", SID: sid, Message: toWireMessage(m)}}
+		}
+		s.metrics.updates.Add(float64(len(us)))
+		s.cl.messages(acct, sid, us, rooms)
+		return
+	}
 	for i, m := range res.Created {
 		s.sendUpdate(acct, res.FirstUpdateSeq+int64(i), bodyNewMessage{T: "new-message", SID: sid, Message: toWireMessage(m)}, rooms...)
 	}
