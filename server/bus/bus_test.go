@@ -27,8 +27,8 @@ func TestMain(m *testing.M) {
 }
 
 // engines opens two instances' buses on each engine.
-func engines(t *testing.T) map[string]func(t *testing.T) (bus.Bus, bus.Bus) {
-	open := func(t *testing.T, url string) bus.Bus {
+func engines(*testing.T) map[string]func(t testing.TB) (bus.Bus, bus.Bus) {
+	open := func(t testing.TB, url string) bus.Bus {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		b, err := bus.Open(ctx, url)
@@ -38,18 +38,18 @@ func engines(t *testing.T) map[string]func(t *testing.T) (bus.Bus, bus.Bus) {
 		t.Cleanup(func() { _ = b.Close() })
 		return b
 	}
-	return map[string]func(t *testing.T) (bus.Bus, bus.Bus){
-		"memory": func(t *testing.T) (bus.Bus, bus.Bus) {
+	return map[string]func(t testing.TB) (bus.Bus, bus.Bus){
+		"memory": func(t testing.TB) (bus.Bus, bus.Bus) {
 			var m bus.Memory
 			a, b := m.Join(), m.Join()
 			t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
 			return a, b
 		},
-		"nats": func(t *testing.T) (bus.Bus, bus.Bus) {
+		"nats": func(t testing.TB) (bus.Bus, bus.Bus) {
 			u := natstest.Start(t)
 			return open(t, u), open(t, u)
 		},
-		"postgres": func(t *testing.T) (bus.Bus, bus.Bus) {
+		"postgres": func(t testing.TB) (bus.Bus, bus.Bus) {
 			u := pgtest.URL(t)
 			return open(t, u), open(t, u)
 		},
@@ -110,15 +110,8 @@ func TestBusEngines(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx := context.Background()
-			for _, x := range []bus.Bus{a, b} {
-				deadline := time.Now().Add(10 * time.Second)
-				for x.Ready(ctx) != nil {
-					if time.Now().After(deadline) {
-						t.Fatalf("not ready: %v", x.Ready(ctx))
-					}
-					time.Sleep(10 * time.Millisecond)
-				}
-			}
+			waitBusReady(t, a)
+			waitBusReady(t, b)
 			const n = 300
 			var want [][]byte
 			for i := range n {
@@ -157,5 +150,17 @@ func TestOpenUnknown(t *testing.T) {
 	_, err := bus.Open(context.Background(), "redis://u:secret@h:1")
 	if err == nil || strings.Contains(err.Error(), "secret") || !strings.Contains(err.Error(), "u:xxxxx@h:1") {
 		t.Fatalf("Open(redis://…) = %v", err)
+	}
+}
+
+// waitBusReady polls x.Ready for up to 10 s.
+func waitBusReady(t testing.TB, x bus.Bus) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for x.Ready(context.Background()) != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready: %v", x.Ready(context.Background()))
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
