@@ -108,7 +108,10 @@ func runServer(ctx context.Context, f *factory, opts serverOptions) error {
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
-	if opts.drain <= 0 || opts.drain > 10*time.Minute {
+	if opts.drain == 0 {
+		opts.drain = server.DefaultDrainTimeout
+	}
+	if opts.drain < 0 || opts.drain > 10*time.Minute {
 		return &exitError{code: exitUsage, err: fmt.Errorf("--drain-timeout must be between 1ms and 10m, got %s", opts.drain)}
 	}
 	if opts.pairingTTL == 0 {

@@ -170,7 +170,8 @@ func TestServerWithPostgres(t *testing.T) {
 	}
 	go func() { _, _ = io.Copy(io.Discard, pr) }()
 	addr, rest, ok := strings.Cut(strings.TrimPrefix(line, "happy relay listening on "), " ")
-	if !ok || rest != "(data "+data+", database "+u+")\n" {
+	// The default bus of a PostgreSQL relay: LISTEN/NOTIFY on its database.
+	if !ok || rest != "(data "+data+", database "+u+", bus "+busName(u)+")\n" || !strings.HasPrefix(busName(u), "postgres LISTEN/NOTIFY on 127.0.0.1:") {
 		cancel()
 		t.Fatalf("listening line %q", line)
 	}
@@ -239,5 +240,40 @@ func TestServerMigrateRefusesRunningRelay(t *testing.T) {
 	}
 	if err := again.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// --bus: none, the default (LISTEN/NOTIFY on a PostgreSQL --db, nothing
+// with SQLite), or a NATS or PostgreSQL URL; anything else, or a bus
+// without a PostgreSQL --db, is a usage error.
+func TestServerBusFlag(t *testing.T) {
+	pg := "postgres://u@h/db"
+	for _, c := range []struct {
+		flag, db, want, err string
+	}{
+		{"", pg, pg, ""},
+		{"none", pg, "", ""},
+		{"", "", "", ""},
+		{"nats://n:4222", pg, "nats://n:4222", ""},
+		{"postgres://other/db", pg, "postgres://other/db", ""},
+		{"nats://n:4222", "", "", "--bus joins relays that share a PostgreSQL database: it needs --db postgres://…"},
+		{"redis://r", pg, "", `--bus "redis://r": want nats://host:port, postgres://…, or none`},
+	} {
+		got, err := busFor(c.flag, c.db)
+		msg := ""
+		if err != nil {
+			msg = err.Error()
+		}
+		if got != c.want || msg != c.err {
+			t.Errorf("busFor(%q, %q) = (%q, %q), want (%q, %q)", c.flag, c.db, got, msg, c.want, c.err)
+		}
+	}
+	home := t.TempDir()
+	code, stdout, stderr := runHappy(t, map[string]string{"HAPPY_HOME_DIR": home}, "server", "--bus", "nats://n:4222")
+	if code != exitUsage || stdout != "" || stderr != "happy: --bus joins relays that share a PostgreSQL database: it needs --db postgres://…\n" {
+		t.Fatalf("happy server --bus without --db = (%d, %q, %q)", code, stdout, stderr)
+	}
+	if busName("postgres://u:pw@db.example:5432/happy") != "postgres LISTEN/NOTIFY on db.example:5432/happy" || busName("nats://u:pw@n:4222") != "nats://n:4222" {
+		t.Fatalf("busName shows %q, %q", busName("postgres://u:pw@db.example:5432/happy"), busName("nats://u:pw@n:4222"))
 	}
 }
