@@ -3,6 +3,7 @@
 #
 #   eval "$(scripts/postgres.sh start)"   # initdb into a new temporary folder, start on 127.0.0.1
 #   scripts/postgres.sh stop "$HAPPY_TEST_POSTGRES_DIR"
+#   scripts/postgres.sh pause DIR; scripts/postgres.sh resume DIR   # stop the server, start it again (same port)
 #
 # start prints two export lines: HAPPY_TEST_POSTGRES (a URL of the server's
 # "postgres" database; the tests create a fresh database per test beside it)
@@ -69,6 +70,7 @@ start() {
     port=$((20000 + RANDOM % 40000))
     if (cd "$dir" && as "$bin/pg_ctl" -D "$dir/data" -l "$log" -w -t 60 -o "$opts -p $port" start >/dev/null 2>&1); then
       ok=1
+      echo "$opts -p $port" >"$dir/options"
       break
     fi
   done
@@ -93,11 +95,27 @@ stop() {
   rm -rf "$dir"
 }
 
+# pause stops the server of DIR (fast: open connections are ended) and
+# keeps its folder; resume starts it again with the same options and port.
+pause() {
+  local dir=$1 bin
+  bin=$(find_bin)
+  (cd "$dir" && as "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null)
+}
+
+resume() {
+  local dir=$1 bin
+  bin=$(find_bin)
+  (cd "$dir" && as "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 -o "$(cat "$dir/options")" start >/dev/null)
+}
+
 case "${1:-start}" in
 start) start ;;
 stop) stop "${2:-}" ;;
+pause) pause "${2:?pause needs DIR}" ;;
+resume) resume "${2:?resume needs DIR}" ;;
 *)
-  echo "usage: $0 start | stop DIR" >&2
+  echo "usage: $0 start | stop DIR | pause DIR | resume DIR" >&2
   exit 2
   ;;
 esac

@@ -46,3 +46,20 @@ func lockDataDir(dir string) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// LockDataDir takes the data folder lock a running relay holds (the same
+// one New takes), for tools that must not work on a folder a relay is
+// using: `happy server migrate` on a relay's SQLite file. It returns the
+// release function, or an error wrapping ErrDataDirInUse (naming the
+// holder's pid) while a relay runs there. A folder that does not exist
+// is not locked and not created: release is then a no-op.
+func LockDataDir(dir string) (release func(), err error) {
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return func() {}, nil
+	}
+	f, err := lockDataDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	return func() { _ = f.Close() }, nil
+}

@@ -341,7 +341,7 @@ func (s *Server) onSessionEnd(c *conn, m map[string]any, ack socket.Ack) {
 		s.storeErrReply(ack, "session-end", err, "Session not found")
 		return
 	}
-	s.pres.stop(c.acct, sid, s.cfg.Now())
+	s.stopPresence(c.acct, sid)
 	s.emitEphemeral(c.acct, ephActivity{Type: "activity", ID: sid, Active: false, ActiveAt: at}, roomUserScoped(c.acct))
 	reply(ack, map[string]any{"result": "success", "activeAt": at})
 }
@@ -526,6 +526,15 @@ func (s *Server) onRPCCall(c *conn, m map[string]any, ack socket.Ack) {
 		return
 	}
 	params := m["params"]
+	if s.cl != nil {
+		// Elsewhere too: a socket of another instance may hold the method.
+		if e := s.rpc.peek(c.acct, method); e != nil {
+			s.callLocal(c, e, method, params, ack)
+			return
+		}
+		s.cl.call(c, method, params, ack)
+		return
+	}
 	// The waits end with the caller's socket: nobody is left to answer.
 	gctx, cancel := context.WithTimeout(c.ctx, s.cfg.RPCGrace)
 	target := s.rpc.wait(gctx, c.acct, method)
@@ -534,10 +543,26 @@ func (s *Server) onRPCCall(c *conn, m map[string]any, ack socket.Ack) {
 		reply(ack, map[string]any{"ok": false, "error": errRPCNotAvailable})
 		return
 	}
+	s.callLocal(c, target, method, params, ack)
+}
+
+// callLocal forwards c's call to target, a socket of this instance, and
+// acks the answer.
+func (s *Server) callLocal(c *conn, target *rpcEntry, method string, params any, ack socket.Ack) {
 	if target.c == c {
 		reply(ack, map[string]any{"ok": false, "error": errRPCSameSocket})
 		return
 	}
+	if res := s.forward(c.ctx, target, method, params); res != nil {
+		reply(ack, res)
+	}
+}
+
+// forward sends rpc-request {method, params} with ack to target and
+// returns the caller's answer: {ok:true, result} with the callee's ack
+// value, or {ok:false, error} with the reference's texts; nil when ctx
+// ended while the server runs (the caller is gone: no one to answer).
+func (s *Server) forward(ctx context.Context, target *rpcEntry, method string, params any) map[string]any {
 	type result struct {
 		args []any
 		err  error
@@ -551,20 +576,19 @@ func (s *Server) onRPCCall(c *conn, m map[string]any, ack socket.Ack) {
 	select {
 	case r := <-done:
 		if r.err != nil {
-			reply(ack, map[string]any{"ok": false, "error": errRPCTimeout})
-			return
+			return map[string]any{"ok": false, "error": errRPCTimeout}
 		}
 		var v any
 		if len(r.args) > 0 {
 			v = r.args[0]
 		}
-		reply(ack, map[string]any{"ok": true, "result": v})
+		return map[string]any{"ok": true, "result": v}
 	case <-target.gone:
-		reply(ack, map[string]any{"ok": false, "error": errRPCDisconnected})
-	case <-c.ctx.Done():
+		return map[string]any{"ok": false, "error": errRPCDisconnected}
+	case <-ctx.Done():
 		if s.ctx.Err() != nil {
-			reply(ack, map[string]any{"ok": false, "error": "Server shutting down"})
+			return map[string]any{"ok": false, "error": "Server shutting down"}
 		}
-		// Otherwise the caller is gone: there is no one to answer.
+		return nil
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/happy-dev/happy/internal/buildinfo"
@@ -67,12 +68,14 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error, notFoun
 		// The database is away (restarting, unreachable): a retry
 		// succeeds once it is back (message batches are idempotent by
 		// localId, so a write whose answer was lost is not doubled).
+		s.metrics.storeErrors.WithLabelValues("unavailable").Inc()
 		s.log.Warn().Err(err).Str("method", r.Method).Str("path", r.URL.Path).Msg("store unavailable")
 		w.Header().Set("Retry-After", "1")
 		writeErr(w, http.StatusServiceUnavailable, "Storage unavailable, retry")
 	case errors.Is(err, context.Canceled):
 		writeErr(w, 499, "Request cancelled")
 	default:
+		s.metrics.storeErrors.WithLabelValues("internal").Inc()
 		s.log.Error().Err(err).Str("method", r.Method).Str("path", r.URL.Path).Msg("request failed")
 		writeErr(w, http.StatusInternalServerError, "Internal error")
 	}
@@ -178,6 +181,8 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("/v1/updates", sio)
 
 	mux.HandleFunc("GET /health", s.health)
+	mux.HandleFunc("GET /ready", s.ready)
+	mux.Handle("GET /metrics", s.metrics.handler())
 	mux.HandleFunc("POST /v1/auth", s.postAuth)
 	mux.HandleFunc("POST /v1/auth/request", s.postAuthRequest)
 	mux.HandleFunc("GET /v1/auth/request/status", s.getAuthRequestStatus)
@@ -216,13 +221,47 @@ func (s *Server) routes() http.Handler {
 		}
 		writeErr(w, http.StatusNotFound, fmt.Sprintf("Route %s %s not found", r.Method, r.URL.Path))
 	})
-	return s.proxied(s.cors(mux))
+	return s.proxied(s.cors(s.metrics.instrument(mux)))
 }
 
 // health: GET /health → {status:"ok", timestamp (Unix ms, the relay's
 // clock: happy doctor measures clock skew from it), service, version}.
 func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "timestamp": s.nowMs(), "service": "happy-server", "version": buildinfo.Version})
+}
+
+// ready: GET /ready → 200 {status:"ready"} when the store and the bus
+// (with one) answer within 2 s; 503 {status:"unavailable"|"draining",
+// error} otherwise, so that a load balancer sends no new clients to a
+// relay that cannot serve them or is shutting down.
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	if s.draining.Load() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "draining", "error": "the relay is shutting down"})
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.storeReady(ctx); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "error": "database: " + err.Error()})
+		return
+	}
+	if s.cl != nil {
+		if err := s.cl.bus.Ready(ctx); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "error": err.Error()})
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ready"})
+}
+
+// storeReady asks the store something cheap: a PostgreSQL ping, or a
+// token generation read.
+func (s *Server) storeReady(ctx context.Context) error {
+	if p, ok := s.st.(pooler); ok {
+		return p.Pool().Ping(ctx)
+	}
+	_, err := s.st.TokenGeneration(ctx, "")
+	return err
 }
 
 // ---- auth ----
@@ -308,7 +347,7 @@ func (s *Server) postSession(w http.ResponseWriter, r *http.Request, acct string
 		s.fail(w, r, err, "")
 		return
 	}
-	s.pres.resume(acct, sess.ID)
+	s.resumePresence(acct, sess.ID)
 	if created {
 		s.emitUpdate(r.Context(), acct, bodyNewSession{T: "new-session", wireSessionBase: toWireSessionBase(sess)}, roomUserScoped(acct))
 	}
@@ -377,7 +416,7 @@ func (s *Server) postArchive(w http.ResponseWriter, r *http.Request, acct string
 		s.fail(w, r, err, errSessionNotFound)
 		return
 	}
-	s.pres.stop(acct, id, s.cfg.Now())
+	s.stopPresence(acct, id)
 	s.emitEphemeral(acct, ephActivity{Type: "activity", ID: id, Active: false, ActiveAt: now}, roomUserScoped(acct))
 	writeJSON(w, http.StatusOK, map[string]any{"success": true})
 }
@@ -390,7 +429,7 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request, acct stri
 		s.fail(w, r, err, "Session not found or not owned by user")
 		return
 	}
-	s.pres.stop(acct, id, s.cfg.Now())
+	s.stopPresence(acct, id)
 	s.emitUpdate(r.Context(), acct, bodyDeleteSession{T: "delete-session", SID: id}, roomUserScoped(acct))
 	writeJSON(w, http.StatusOK, map[string]any{"success": true})
 }

@@ -167,7 +167,9 @@ func (s *Server) setupConn(c *conn) {
 	}
 	sock.Use(s.payloadLimit(c))
 	s.bindEvents(c)
+	s.metrics.sockets.Add(1)
 	_ = sock.On("disconnect", func(a ...any) {
+		s.metrics.sockets.Add(-1)
 		c.cancel()
 		s.log.Debug().Str("scope", c.scope).Str("socket", string(sock.Id())).Interface("reason", a).Msg("socket disconnected")
 		s.rpc.dropConn(c)
@@ -227,18 +229,37 @@ func (s *Server) emitUpdateLocked(ctx context.Context, acct string, body any, ro
 	s.sendUpdate(acct, seq, body, rooms...)
 }
 
+// sendUpdate sends {id, seq, body, createdAt} as `update` to rooms: at
+// once on a single relay; with a bus, also to the other instances, and to
+// this instance's sockets in the account's seq order (cluster.go).
 func (s *Server) sendUpdate(acct string, seq int64, body any, rooms ...socket.Room) {
 	u := update{ID: store.NewID()[1:13], Seq: seq, Body: body, CreatedAt: s.nowMs()}
+	s.metrics.updates.Inc()
+	if s.cl != nil {
+		wake, state := "", false
+		switch x := body.(type) {
+		case bodyNewMessage:
+			wake = x.SID
+		case bodyDeleteSession:
+			wake, state = x.SID, true
+		}
+		s.cl.update(acct, u, rooms, wake, state)
+		return
+	}
 	if err := s.io.To(rooms...).Emit("update", u); err != nil {
 		s.log.Error().Err(err).Str("account", acct).Msg("emit update")
 	}
 }
 
-// emitEphemeral sends payload as `ephemeral` to rooms (no seq, not stored).
+// emitEphemeral sends payload as `ephemeral` to rooms (no seq, not stored),
+// and to the other instances' sockets with a bus.
 func (s *Server) emitEphemeral(acct string, payload any, rooms ...socket.Room) {
 	s.streams.observe(acct, payload)
 	if err := s.io.To(rooms...).Emit("ephemeral", payload); err != nil {
 		s.log.Error().Err(err).Str("account", acct).Msg("emit ephemeral")
+	}
+	if s.cl != nil {
+		s.cl.ephemeral(acct, payload, rooms)
 	}
 }
 
@@ -261,7 +282,18 @@ func (s *Server) anyone(rooms ...socket.Room) bool {
 func (s *Server) fanoutMessages(acct, sid string, res store.AppendResult) {
 	s.streams.notify(acct, sid, false)
 	rooms := []socket.Room{roomSession(acct, sid), roomUserScoped(acct)}
-	if !s.anyone(rooms...) {
+	// With a bus, sockets of other instances may listen: always send.
+	if s.cl == nil && !s.anyone(rooms...) {
+		return
+	}
+	if s.cl != nil {
+		us := make([]update, len(res.Created))
+		for i, m := range res.Created {
+			us[i] = update{ID: store.NewID()[1:13], Seq: res.FirstUpdateSeq + int64(i), CreatedAt: s.nowMs(),
+				Body: bodyNewMessage{T: "new-message", SID: sid, Message: toWireMessage(m)}}
+		}
+		s.metrics.updates.Add(float64(len(us)))
+		s.cl.messages(acct, sid, us, rooms)
 		return
 	}
 	for i, m := range res.Created {

@@ -52,9 +52,12 @@ func TestMain(m *testing.M) {
 }
 
 // childRelay serves a relay on a loopback port from HAPPY_SERVER_TEST_DIR
-// and prints "LISTEN <addr>"; it runs until killed or stdin closes.
+// (with HAPPY_SERVER_TEST_DB and HAPPY_SERVER_TEST_BUS: on that database
+// and bus) and prints "LISTEN <addr>"; it runs until killed or stdin
+// closes.
 func childRelay() int {
-	srv, err := New(Config{DataDir: os.Getenv("HAPPY_SERVER_TEST_DIR"), Synchronous: os.Getenv("HAPPY_SERVER_TEST_SYNC"), Logger: zerolog.Nop()})
+	srv, err := New(Config{DataDir: os.Getenv("HAPPY_SERVER_TEST_DIR"), Synchronous: os.Getenv("HAPPY_SERVER_TEST_SYNC"), Logger: zerolog.Nop(),
+		Database: os.Getenv("HAPPY_SERVER_TEST_DB"), BusURL: os.Getenv("HAPPY_SERVER_TEST_BUS")})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -101,6 +101,9 @@ func (s *Server) sweepLoop() {
 
 func (s *Server) sweep(ctx context.Context) {
 	s.sweepAuthRequests(ctx)
+	if s.cl != nil {
+		s.cl.seqr.forget(10 * time.Minute)
+	}
 	cutoff := s.cfg.Now().Add(-s.cfg.IdleTimeout).UnixMilli()
 	sessions, err := s.st.ExpireSessions(ctx, cutoff)
 	if err != nil {
@@ -117,5 +120,22 @@ func (s *Server) sweep(ctx context.Context) {
 	for _, p := range machines {
 		s.pres.forget(presKey("m", p.AccountID, p.ID))
 		s.emitEphemeral(p.AccountID, ephMachineActivity{Type: "machine-activity", ID: p.ID, Active: false, ActiveAt: p.ActiveAt}, roomUserScoped(p.AccountID))
+	}
+}
+
+// stopPresence ignores the session's keep-alives for the TTL here and,
+// with a bus, on the other instances.
+func (s *Server) stopPresence(acct, sid string) {
+	s.pres.stop(acct, sid, s.cfg.Now())
+	if s.cl != nil {
+		s.cl.publish(busMsg{Kind: busStop, Acct: acct, ID: sid})
+	}
+}
+
+// resumePresence lifts a stop here and on the other instances.
+func (s *Server) resumePresence(acct, sid string) {
+	s.pres.resume(acct, sid)
+	if s.cl != nil {
+		s.cl.publish(busMsg{Kind: busResume, Acct: acct, ID: sid})
 	}
 }

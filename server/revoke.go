@@ -92,8 +92,9 @@ func (s *Server) issueToken(ctx context.Context, acct, session string) (string, 
 // routes answer 401 "Invalid token", socket handshakes are refused with
 // "Invalid authentication token", and the account's sockets connected to
 // this relay are disconnected (`disconnected` counts them). Another relay
-// on the same database refuses the tokens within Config.RevocationRefresh;
-// sockets it holds stay until they reconnect. The reference relay has no
+// on the same database refuses the tokens at once when the relays share a
+// bus (it disconnects the account's sockets it holds too), else within
+// Config.RevocationRefresh, its sockets staying until they reconnect. The reference relay has no
 // such route (its tokens cannot be revoked).
 func (s *Server) postAuthRevoke(w http.ResponseWriter, r *http.Request, acct string) {
 	gen, err := s.st.RevokeTokens(r.Context(), acct, s.nowMs())
@@ -112,6 +113,11 @@ func (s *Server) postAuthRevoke(w http.ResponseWriter, r *http.Request, acct str
 		}
 	})
 	s.io.In(room).DisconnectSockets(true)
+	if s.cl != nil {
+		// The other instances refuse the tokens at once and drop the
+		// account's sockets they hold.
+		s.cl.publish(busMsg{Kind: busRevoke, Acct: acct, Seq: gen})
+	}
 	s.log.Info().Str("account", acct).Int64("generation", gen).Int("sockets", n).Msg("tokens revoked")
 	writeJSON(w, http.StatusOK, map[string]any{"success": true, "generation": gen, "disconnected": n})
 }

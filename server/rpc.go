@@ -127,3 +127,14 @@ func (r *rpcRegistry) wait(ctx context.Context, acct, method string) *rpcEntry {
 		}
 	}
 }
+
+// peek returns the socket that registered method last, or nil, without
+// waiting.
+func (r *rpcRegistry) peek(acct, method string) *rpcEntry {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if list := r.byKey[rpcKey(acct, method)]; len(list) > 0 {
+		return list[len(list)-1]
+	}
+	return nil
+}

@@ -34,6 +34,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/zishang520/socket.io/servers/socket/v3"
 
+	"github.com/happy-dev/happy/server/bus"
 	"github.com/happy-dev/happy/server/store"
 	"github.com/happy-dev/happy/server/store/backend"
 	"github.com/happy-dev/happy/webapp"
@@ -55,6 +56,7 @@ const (
 	DefaultPingTimeout      = 45 * time.Second
 	DefaultStoppedTTL       = time.Minute
 	DefaultActiveWindow     = 15 * time.Minute
+	DefaultDrainTimeout     = 10 * time.Second
 	// PresenceWriteThreshold is how far a keep-alive must move the last
 	// activity time before it is written to the store.
 	PresenceWriteThreshold = 30 * time.Second
@@ -154,6 +156,24 @@ type Config struct {
 	// or HEAD whose path is not one of the relay's routes (/v1…, /v2…, /v3…,
 	// /socket.io, /health) by webapp.Handler; nil serves no app.
 	App fs.FS
+	// Bus connects this relay to the other instances on the same database
+	// (bus.Memory in tests); the caller closes it after Close. BusURL
+	// (nats://…, postgres://…) makes New open one and Close close it. With
+	// neither the relay is alone (docs/ARCHITECTURE.md, "Several relays").
+	Bus    bus.Bus
+	BusURL string
+	// ReorderWait is how long an update from another instance waits for
+	// its predecessors (DefaultReorderWait when zero).
+	ReorderWait time.Duration
+	// SecretFile names the token signing secret shared by relays on one
+	// database (secret.go); empty: the database's, or the data folder's.
+	SecretFile string
+	// DrainTimeout bounds the drain when Serve's context ends: the
+	// listener closes, sockets are told to reconnect (elsewhere), and
+	// requests in flight get this long to finish (DefaultDrainTimeout when
+	// zero).
+	DrainTimeout time.Duration
+
 	// AppConnectSrc lists further relay base URLs ("https://relay.example")
 	// the app may connect to, added to its Content-Security-Policy
 	// connect-src next to the app's own origin.
@@ -176,6 +196,8 @@ func (c *Config) defaults() {
 	set(&c.PingTimeout, DefaultPingTimeout)
 	set(&c.PairingTTL, DefaultPairingTTL)
 	set(&c.RevocationRefresh, DefaultRevocationRefresh)
+	set(&c.ReorderWait, DefaultReorderWait)
+	set(&c.DrainTimeout, DefaultDrainTimeout)
 	seti := func(d *int64, v int64) {
 		if *d <= 0 {
 			*d = v
@@ -235,6 +257,12 @@ type Server struct {
 	streams streamHub
 	// gens caches the accounts' token generations (revoke.go).
 	gens generations
+	// cl is the relay's part among several (cluster.go); nil alone.
+	cl      *cluster
+	ownBus  bool
+	metrics *metrics
+	// draining is set once Serve's context ended: /ready answers 503.
+	draining atomic.Bool
 }
 
 // afterWrite runs the testWrite hook, if any.
@@ -262,27 +290,46 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	key, created, err := loadOrCreateSecret(filepath.Join(cfg.DataDir, secretFile))
-	if err != nil {
+	s := &Server{cfg: cfg, log: cfg.Logger, lock: lock}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	fail := func(err error) (*Server, error) {
+		if s.ownStore {
+			_ = s.st.Close()
+		}
+		s.cancel()
 		_ = lock.Close()
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, tok: newTokens(key), lock: lock}
-	if created {
-		s.log.Info().Str("path", filepath.Join(cfg.DataDir, secretFile)).Msg("created signing secret")
-	}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if cfg.Store != nil {
 		s.st = cfg.Store
 	} else {
 		st, err := openStore(s.ctx, cfg)
 		if err != nil {
-			s.cancel()
-			_ = lock.Close()
-			return nil, err
+			return fail(err)
 		}
 		s.st = st
 		s.ownStore = true
+	}
+	key, from, created, err := s.signingKey(s.ctx, filepath.Join(cfg.DataDir, secretFile))
+	if err != nil {
+		return fail(err)
+	}
+	s.tok = newTokens(key)
+	if created {
+		s.log.Info().Str("where", from).Msg("created signing secret")
+	}
+	b := cfg.Bus
+	if b == nil && cfg.BusURL != "" {
+		octx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
+		b, err = bus.Open(octx, cfg.BusURL)
+		cancel()
+		if err != nil {
+			return fail(fmt.Errorf("server: %w", err))
+		}
+		s.ownBus = true
+	}
+	if b != nil {
+		s.cl = newCluster(s, b)
 	}
 	s.rpc = newRPCRegistry()
 	s.pres = newPresence(cfg.StoppedTTL)
@@ -290,7 +337,17 @@ func New(cfg Config) (*Server, error) {
 	if cfg.App != nil {
 		s.app = webapp.Handler(cfg.App, cfg.AppConnectSrc)
 	}
+	s.metrics = newMetrics(s)
 	s.handler = s.routes()
+	if s.cl != nil {
+		if err := s.cl.start(); err != nil {
+			if s.ownBus {
+				_ = b.Close()
+			}
+			s.io.Close(nil)
+			return fail(fmt.Errorf("server: %w", err))
+		}
+	}
 	s.wg.Add(1)
 	go s.sweepLoop()
 	return s, nil
@@ -335,17 +392,65 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	s.mu.Unlock()
 	hs.RegisterOnShutdown(func() { s.streams.shutdown(hs) })
 	s.log.Info().Str("listen", l.Addr().String()).Str("data", s.cfg.DataDir).Msg("relay listening")
+	cl := &closeSignal{Listener: l, closed: make(chan struct{})}
+	drained := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = hs.Shutdown(sctx)
+		defer close(drained)
+		s.drain(hs, cl)
 	})
-	defer stop()
-	err := hs.Serve(l)
+	defer func() {
+		if !stop() {
+			<-drained
+		}
+	}()
+	err := hs.Serve(cl)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
 	return fmt.Errorf("server: serve %s: %w", l.Addr(), err)
+}
+
+// closeSignal is a listener that says when it was closed.
+type closeSignal struct {
+	net.Listener
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (l *closeSignal) Close() error {
+	err := l.Listener.Close()
+	l.once.Do(func() { close(l.closed) })
+	return err
+}
+
+// drain stops hs gracefully, within DrainTimeout: /ready answers 503, the
+// listener closes (no new connections), every socket's connection is
+// closed without a Socket.IO disconnect, so that its client reconnects on
+// its own, through the load balancer, to another instance (after a
+// server-side disconnect Socket.IO clients do not reconnect), message
+// streams end (their clients resume elsewhere), and the requests in
+// flight finish.
+func (s *Server) drain(hs *http.Server, l *closeSignal) {
+	s.draining.Store(true)
+	s.log.Info().Dur("timeout", s.cfg.DrainTimeout).Msg("draining")
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.DrainTimeout)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- hs.Shutdown(sctx) }()
+	select {
+	case <-l.closed:
+	case <-sctx.Done():
+	}
+	n := 0
+	s.io.Sockets().Sockets().Range(func(_ socket.SocketId, sock *socket.Socket) bool {
+		n++
+		sock.Conn().Close(false)
+		return true
+	})
+	if err := <-done; err != nil {
+		s.log.Warn().Err(err).Msg("drain: requests still running at the timeout")
+	}
+	s.log.Info().Int("sockets", n).Msg("drained")
 }
 
 // Close disconnects every socket, stops serving, stops the sweeper and closes
@@ -376,6 +481,14 @@ func (s *Server) Close() error {
 			cancel()
 		}
 		s.wg.Wait()
+		if s.cl != nil {
+			s.cl.seqr.stop()
+			if s.ownBus {
+				if err := s.cl.bus.Close(); err != nil {
+					errs = append(errs, fmt.Errorf("server: close bus: %w", err))
+				}
+			}
+		}
 		if s.ownStore {
 			if err := s.st.Close(); err != nil {
 				errs = append(errs, fmt.Errorf("server: close store: %w", err))

@@ -33,6 +33,9 @@ type serverOptions struct {
 	corsOrigins []string
 	trustProxy  bool
 	pairingTTL  time.Duration
+	bus         string
+	secretFile  string
+	drain       time.Duration
 }
 
 // newServerCmd builds `happy server`: the relay, in the foreground.
@@ -66,6 +69,9 @@ any origin may call it unless --cors-origin names the ones allowed.`,
 	cmd.Flags().StringVar(&opts.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	cmd.Flags().StringSliceVar(&opts.corsOrigins, "cors-origin", nil, "origin (scheme://host[:port]) whose web pages may call the relay; repeat or comma-separate; default any origin")
 	cmd.Flags().BoolVar(&opts.trustProxy, "trust-proxy", false, "believe X-Forwarded-Proto, X-Forwarded-Host and X-Forwarded-For (only behind a reverse proxy that sets them)")
+	cmd.Flags().StringVar(&opts.bus, "bus", "", "bus between relays sharing one --db: nats://host:port, postgres://… (LISTEN/NOTIFY), or none; default with a postgres --db: LISTEN/NOTIFY on that database")
+	cmd.Flags().StringVar(&opts.secretFile, "secret-file", "", "token signing secret shared by relays (created when missing); default: the PostgreSQL database's, else the data folder's secret.key")
+	cmd.Flags().DurationVar(&opts.drain, "drain-timeout", server.DefaultDrainTimeout, "on SIGTERM: how long requests in flight get to finish after the sockets were told to reconnect")
 	cmd.Flags().DurationVar(&opts.pairingTTL, "pairing-ttl", server.DefaultPairingTTL, "how long a pairing request (happy auth login, happy web) stays usable, 10s to 1h")
 	cmd.AddCommand(newServerMigrateCmd(f))
 	return cmd
@@ -97,6 +103,16 @@ func runServer(ctx context.Context, f *factory, opts serverOptions) error {
 		if _, err := backend.Parse(opts.db); err != nil {
 			return &exitError{code: exitUsage, err: fmt.Errorf("--db: %w", err)}
 		}
+	}
+	busURL, err := busFor(opts.bus, opts.db)
+	if err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
+	if opts.drain == 0 {
+		opts.drain = server.DefaultDrainTimeout
+	}
+	if opts.drain < 0 || opts.drain > 10*time.Minute {
+		return &exitError{code: exitUsage, err: fmt.Errorf("--drain-timeout must be between 1ms and 10m, got %s", opts.drain)}
 	}
 	if opts.pairingTTL == 0 {
 		opts.pairingTTL = server.DefaultPairingTTL
@@ -130,7 +146,8 @@ func runServer(ctx context.Context, f *factory, opts serverOptions) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	srv, err := server.New(server.Config{DataDir: data, Database: opts.db, Logger: lg.Logger, Synchronous: opts.synchronous,
-		CORSOrigins: origins, TrustProxy: opts.trustProxy, PairingTTL: opts.pairingTTL, App: webapp.Files()})
+		CORSOrigins: origins, TrustProxy: opts.trustProxy, PairingTTL: opts.pairingTTL, App: webapp.Files(),
+		BusURL: busURL, SecretFile: opts.secretFile, DrainTimeout: opts.drain})
 	if err != nil {
 		return err
 	}
@@ -153,6 +170,9 @@ func runServer(ctx context.Context, f *factory, opts serverOptions) error {
 	if spec, err := backend.Parse(opts.db); err == nil {
 		where += ", database " + spec.String()
 	}
+	if busURL != "" {
+		where += ", bus " + busName(busURL)
+	}
 	fmt.Fprintf(f.stdout, "happy relay listening on %s://%s (%s)\n", scheme, l.Addr(), where)
 	fmt.Fprintf(f.stdout, "web app: %s\n", webAppURL(scheme, l.Addr()))
 	serverWarnings(f.stderr, l.Addr(), scheme == "https", opts.trustProxy)
@@ -162,6 +182,39 @@ func runServer(ctx context.Context, f *factory, opts serverOptions) error {
 		return serveErr
 	}
 	return closeErr
+}
+
+// busFor resolves --bus: "none" is no bus; empty is LISTEN/NOTIFY on a
+// PostgreSQL --db (docs/ARCHITECTURE.md, "Several relays": the default
+// needs nothing more than the database) and no bus with SQLite, where one
+// relay owns the data folder; a nats:// or postgres:// URL is that bus.
+func busFor(flag, db string) (string, error) {
+	pg := strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
+	switch {
+	case flag == "none":
+		return "", nil
+	case flag == "" && pg:
+		return db, nil
+	case flag == "":
+		return "", nil
+	case !pg:
+		return "", errors.New("--bus joins relays that share a PostgreSQL database: it needs --db postgres://…")
+	case strings.HasPrefix(flag, "nats://"), strings.HasPrefix(flag, "tls://"), strings.HasPrefix(flag, "postgres://"), strings.HasPrefix(flag, "postgresql://"):
+		return flag, nil
+	}
+	return "", fmt.Errorf("--bus %q: want nats://host:port, postgres://…, or none", flag)
+}
+
+// busName is a bus URL for the console: its scheme and host, no credentials.
+func busName(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "(unreadable URL)"
+	}
+	if p.Scheme == "postgres" || p.Scheme == "postgresql" {
+		return "postgres LISTEN/NOTIFY on " + p.Host + p.Path
+	}
+	return p.Scheme + "://" + p.Host
 }
 
 // webAppURL is the address of the web app the relay serves at "/": the

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/happy-dev/happy/server"
 	"github.com/happy-dev/happy/server/store"
 	"github.com/happy-dev/happy/server/store/backend"
 )
@@ -107,6 +108,11 @@ func runServerMigrate(ctx context.Context, f *factory, opts migrateOptions) erro
 	if err != nil {
 		return usage("--db: %w", err)
 	}
+	release, err := lockSQLite(spec)
+	if err != nil {
+		return err
+	}
+	defer release()
 	st, err := backend.Open(ctx, spec, backend.Options{})
 	if err != nil {
 		return &exitError{code: exitFailed, err: fmt.Errorf("server migrate: %w", err)}
@@ -131,6 +137,13 @@ func runServerMigrate(ctx context.Context, f *factory, opts migrateOptions) erro
 func copyStore(ctx context.Context, f *factory, src, dst backend.Spec, replace bool) error {
 	fail := func(err error) error {
 		return &exitError{code: exitFailed, err: fmt.Errorf("server migrate: %w", err)}
+	}
+	for _, spec := range []backend.Spec{src, dst} {
+		release, err := lockSQLite(spec)
+		if err != nil {
+			return err
+		}
+		defer release()
 	}
 	if src.Kind == backend.SQLite {
 		// Opening would create an empty source; a missing file is a mistake.
@@ -161,4 +174,24 @@ func copyStore(ctx context.Context, f *factory, src, dst backend.Spec, replace b
 	}
 	fmt.Fprintln(f.stdout, "verified: every table holds the same rows in both")
 	return nil
+}
+
+// lockSQLite takes the data folder lock of a SQLite database (the folder
+// holding the file) for the time of the migration, so that a running relay
+// and a migration never work on the same file: a relay started meanwhile
+// refuses to start, and a migration refuses while a relay runs. A
+// PostgreSQL database takes no lock (several relays share it; stop them
+// before copying out of it).
+func lockSQLite(spec backend.Spec) (func(), error) {
+	if spec.Kind != backend.SQLite {
+		return func() {}, nil
+	}
+	release, err := server.LockDataDir(filepath.Dir(spec.Target))
+	if errors.Is(err, server.ErrDataDirInUse) {
+		return nil, &exitError{code: exitFailed, err: fmt.Errorf("server migrate: %w: stop the relay first", err)}
+	}
+	if err != nil {
+		return nil, &exitError{code: exitFailed, err: fmt.Errorf("server migrate: %w", err)}
+	}
+	return release, nil
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/happy-dev/happy/server"
 	"github.com/happy-dev/happy/server/servertest"
 	"github.com/happy-dev/happy/server/store"
 	"github.com/happy-dev/happy/server/store/backend"
@@ -169,7 +170,8 @@ func TestServerWithPostgres(t *testing.T) {
 	}
 	go func() { _, _ = io.Copy(io.Discard, pr) }()
 	addr, rest, ok := strings.Cut(strings.TrimPrefix(line, "happy relay listening on "), " ")
-	if !ok || rest != "(data "+data+", database "+u+")\n" {
+	// The default bus of a PostgreSQL relay: LISTEN/NOTIFY on its database.
+	if !ok || rest != "(data "+data+", database "+u+", bus "+busName(u)+")\n" || !strings.HasPrefix(busName(u), "postgres LISTEN/NOTIFY on 127.0.0.1:") {
 		cancel()
 		t.Fatalf("listening line %q", line)
 	}
@@ -198,5 +200,80 @@ func TestServerWithPostgres(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(data, "happy.db")); !os.IsNotExist(err) {
 		t.Fatalf("a SQLite file was created beside a PostgreSQL relay: %v", err)
+	}
+}
+
+// happy server migrate refuses a SQLite data folder that a running relay
+// holds (its data folder lock), naming the relay's pid; once the relay
+// stopped the same migration runs.
+func TestServerMigrateRefusesRunningRelay(t *testing.T) {
+	data := t.TempDir()
+	srv, err := server.New(server.Config{DataDir: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	u := pgtest.URL(t)
+	held := "server: data folder in use by another relay: " + data + " (pid " + strconv.Itoa(os.Getpid()) + "): stop the relay first"
+	for _, args := range [][]string{
+		{"server", "migrate", "--from", "sqlite:" + data, "--to", u},
+		{"server", "migrate", "--data", data},
+		{"server", "migrate", "--db", "sqlite:" + filepath.Join(data, "happy.db")},
+		{"server", "migrate", "--from", u, "--to", "sqlite:" + data, "--replace"},
+	} {
+		code, stdout, stderr := runHappy(t, nil, args...)
+		if code != exitFailed || stdout != "" || !strings.Contains(stderr, held) {
+			t.Fatalf("%v with a running relay = (%d, %q, %q), want exit %d and %q", args, code, stdout, stderr, exitFailed, held)
+		}
+	}
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runHappy(t, nil, "server", "migrate", "--from", "sqlite:"+data, "--to", u, "--replace")
+	if code != exitOK || !strings.HasSuffix(stdout, "verified: every table holds the same rows in both\n") {
+		t.Fatalf("migrate after the relay stopped = (%d, %q, %q)", code, stdout, stderr)
+	}
+	// The migration released the lock: a relay starts on the folder again.
+	again, err := server.New(server.Config{DataDir: data})
+	if err != nil {
+		t.Fatalf("relay after migrate: %v", err)
+	}
+	if err := again.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// --bus: none, the default (LISTEN/NOTIFY on a PostgreSQL --db, nothing
+// with SQLite), or a NATS or PostgreSQL URL; anything else, or a bus
+// without a PostgreSQL --db, is a usage error.
+func TestServerBusFlag(t *testing.T) {
+	pg := "postgres://u@h/db"
+	for _, c := range []struct {
+		flag, db, want, err string
+	}{
+		{"", pg, pg, ""},
+		{"none", pg, "", ""},
+		{"", "", "", ""},
+		{"nats://n:4222", pg, "nats://n:4222", ""},
+		{"postgres://other/db", pg, "postgres://other/db", ""},
+		{"nats://n:4222", "", "", "--bus joins relays that share a PostgreSQL database: it needs --db postgres://…"},
+		{"redis://r", pg, "", `--bus "redis://r": want nats://host:port, postgres://…, or none`},
+	} {
+		got, err := busFor(c.flag, c.db)
+		msg := ""
+		if err != nil {
+			msg = err.Error()
+		}
+		if got != c.want || msg != c.err {
+			t.Errorf("busFor(%q, %q) = (%q, %q), want (%q, %q)", c.flag, c.db, got, msg, c.want, c.err)
+		}
+	}
+	home := t.TempDir()
+	code, stdout, stderr := runHappy(t, map[string]string{"HAPPY_HOME_DIR": home}, "server", "--bus", "nats://n:4222")
+	if code != exitUsage || stdout != "" || stderr != "happy: --bus joins relays that share a PostgreSQL database: it needs --db postgres://…\n" {
+		t.Fatalf("happy server --bus without --db = (%d, %q, %q)", code, stdout, stderr)
+	}
+	if busName("postgres://u:pw@db.example:5432/happy") != "postgres LISTEN/NOTIFY on db.example:5432/happy" || busName("nats://u:pw@n:4222") != "nats://n:4222" {
+		t.Fatalf("busName shows %q, %q", busName("postgres://u:pw@db.example:5432/happy"), busName("nats://u:pw@n:4222"))
 	}
 }

@@ -1,0 +1,575 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zishang520/socket.io/servers/socket/v3"
+
+	"github.com/happy-dev/happy/server/bus"
+	"github.com/happy-dev/happy/server/store"
+)
+
+// Several relays on one database (docs/ARCHITECTURE.md, section "Several
+// relays"). With Config.Bus set, everything this relay sends its sockets
+// because of a write (updates, ephemerals, message stream wake-ups) is also
+// published on the bus, and every other instance sends it to its own
+// sockets; an rpc-call whose method no local socket registered is routed to
+// the instance whose socket did; presence stops and token revocations are
+// told to the others. Without a bus nothing here runs.
+
+// DefaultReorderWait is how long an instance holds an account's update
+// whose predecessors have not arrived (Config.ReorderWait).
+const DefaultReorderWait = 200 * time.Millisecond
+
+// Kinds of bus messages.
+const (
+	busUpdate    = "u"      // an update {seq, body} for rooms of an account
+	busUpdates   = "us"     // several updates for the same rooms (a message batch): Items
+	busEphemeral = "e"      // an ephemeral for rooms of an account
+	busStop      = "stop"   // presence: a session ended (keep-alives ignored for a while)
+	busResume    = "resume" // presence: the session was asked for again
+	busRevoke    = "revoke" // the account's tokens were revoked (Seq: the generation)
+	busCall      = "call"   // an rpc-call looking for the method's instance
+	busAccept    = "accept" // an instance holds the method's socket (To: the caller's instance)
+	busGo        = "go"     // the caller chose that instance (To: it)
+	busCancel    = "cancel" // the caller no longer needs the call
+	busResult    = "result" // the callee's answer {ok, result|error} (To: the caller's instance)
+)
+
+// busMsg is one message between instances (JSON).
+type busMsg struct {
+	Kind  string   `json:"k"`
+	From  string   `json:"f"`
+	To    string   `json:"t,omitempty"`
+	Acct  string   `json:"a,omitempty"`
+	Rooms []string `json:"r,omitempty"`
+	Seq   int64    `json:"s,omitempty"`
+	// Wake names the session whose message streams to wake; State tells
+	// them to look at the session itself (streamHub.notify).
+	Wake   string          `json:"w,omitempty"`
+	State  bool            `json:"st,omitempty"`
+	ID     string          `json:"id,omitempty"`
+	Method string          `json:"m,omitempty"`
+	Body   json.RawMessage `json:"b,omitempty"`
+	// Items are the updates of a busUpdates message, in seq order.
+	Items []busItem `json:"i,omitempty"`
+}
+
+// busItem is one update of a busUpdates message.
+type busItem struct {
+	Seq  int64           `json:"s"`
+	Body json.RawMessage `json:"b"`
+}
+
+// cluster is a relay's part in a group of relays.
+type cluster struct {
+	s    *Server
+	bus  bus.Bus
+	self string
+	seqr *sequencer
+
+	mu      sync.Mutex
+	calls   map[string]*outCall // this instance's calls routed elsewhere, by id
+	serving map[string]*inCall  // calls this instance holds the method for, by From+id
+
+	publishErrors atomic.Int64
+	received      atomic.Int64
+}
+
+func newCluster(s *Server, b bus.Bus) *cluster {
+	cl := &cluster{s: s, bus: b, self: store.NewID(), calls: map[string]*outCall{}, serving: map[string]*inCall{}}
+	cl.seqr = newSequencer(s.cfg.ReorderWait, s.cfg.Now)
+	return cl
+}
+
+func (cl *cluster) start() error { return cl.bus.Start(cl.receive) }
+
+// publish sends m to the other instances; a failure is logged and
+// counted (the others' sockets miss it; their clients catch up over HTTP).
+func (cl *cluster) publish(m busMsg) {
+	m.From = cl.self
+	b, err := json.Marshal(m)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(cl.s.ctx, 5*time.Second)
+		err = cl.bus.Publish(ctx, b)
+		cancel()
+	}
+	if err != nil {
+		cl.publishErrors.Add(1)
+		cl.s.metrics.busPublishErrors.Inc()
+		cl.s.log.Warn().Err(err).Str("kind", m.Kind).Msg("bus publish")
+	}
+}
+
+func roomNames(rooms []socket.Room) []string {
+	out := make([]string, len(rooms))
+	for i, r := range rooms {
+		out[i] = string(r)
+	}
+	return out
+}
+
+func socketRooms(names []string) []socket.Room {
+	out := make([]socket.Room, len(names))
+	for i, r := range names {
+		out[i] = socket.Room(r)
+	}
+	return out
+}
+
+// ownRooms reports whether every room belongs to acct (room names start
+// with "user:<acct>:"): a message naming another account's rooms is dropped.
+func ownRooms(acct string, rooms []string) bool {
+	if acct == "" {
+		return false
+	}
+	for _, r := range rooms {
+		if r != "user:"+acct && !(len(r) > len(acct)+6 && r[:len(acct)+6] == "user:"+acct+":") {
+			return false
+		}
+	}
+	return true
+}
+
+// update publishes an update and sends it to this instance's sockets in
+// the account's seq order.
+func (cl *cluster) update(acct string, u update, rooms []socket.Room, wake string, state bool) {
+	raw, err := json.Marshal(u)
+	if err != nil {
+		cl.s.log.Error().Err(err).Msg("encode update")
+		return
+	}
+	names := roomNames(rooms)
+	cl.publish(busMsg{Kind: busUpdate, Acct: acct, Rooms: names, Seq: u.Seq, Wake: wake, State: state, Body: raw})
+	cl.deliverUpdate(acct, u.Seq, true, names, wake, state, raw)
+}
+
+func (cl *cluster) deliverUpdate(acct string, seq int64, local bool, rooms []string, wake string, state bool, raw json.RawMessage) {
+	cl.seqr.deliver(acct, seq, local, func() {
+		if wake != "" {
+			cl.s.streams.notify(acct, wake, state)
+		}
+		if err := cl.s.io.To(socketRooms(rooms)...).Emit("update", raw); err != nil {
+			cl.s.log.Error().Err(err).Str("account", acct).Msg("emit update")
+		}
+	})
+}
+
+// messages publishes the new-message updates of one stored batch as one
+// bus message (one row and one notification with the PostgreSQL bus,
+// however many rows the batch created) and sends them to this instance's
+// sockets in seq order.
+func (cl *cluster) messages(acct, sid string, us []update, rooms []socket.Room) {
+	names := roomNames(rooms)
+	items := make([]busItem, 0, len(us))
+	for _, u := range us {
+		raw, err := json.Marshal(u)
+		if err != nil {
+			cl.s.log.Error().Err(err).Msg("encode update")
+			return
+		}
+		items = append(items, busItem{Seq: u.Seq, Body: raw})
+	}
+	cl.publish(busMsg{Kind: busUpdates, Acct: acct, Rooms: names, Wake: sid, Items: items})
+	for _, it := range items {
+		cl.deliverUpdate(acct, it.Seq, true, names, sid, false, it.Body)
+	}
+}
+
+// ephemeral publishes an ephemeral (this instance's sockets already got it).
+func (cl *cluster) ephemeral(acct string, payload any, rooms []socket.Room) {
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return
+	}
+	m := busMsg{Kind: busEphemeral, Acct: acct, Rooms: roomNames(rooms), Body: raw}
+	if x, ok := payload.(ephActivity); ok && !x.Active {
+		m.Wake, m.State = x.ID, true
+	}
+	cl.publish(m)
+}
+
+// receive handles one message of another instance (on the bus's goroutine).
+func (cl *cluster) receive(b []byte) {
+	var m busMsg
+	if err := json.Unmarshal(b, &m); err != nil {
+		cl.s.log.Warn().Err(err).Int("bytes", len(b)).Msg("bus: dropped a message that is not JSON")
+		return
+	}
+	if m.From == cl.self || (m.To != "" && m.To != cl.self) {
+		return
+	}
+	cl.received.Add(1)
+	s := cl.s
+	switch m.Kind {
+	case busUpdate:
+		if !ownRooms(m.Acct, m.Rooms) || m.Seq <= 0 {
+			return
+		}
+		cl.deliverUpdate(m.Acct, m.Seq, false, m.Rooms, m.Wake, m.State, m.Body)
+	case busUpdates:
+		if !ownRooms(m.Acct, m.Rooms) {
+			return
+		}
+		for _, it := range m.Items {
+			if it.Seq > 0 {
+				cl.deliverUpdate(m.Acct, it.Seq, false, m.Rooms, m.Wake, false, it.Body)
+			}
+		}
+	case busEphemeral:
+		if !ownRooms(m.Acct, m.Rooms) {
+			return
+		}
+		if m.Wake != "" {
+			s.streams.notify(m.Acct, m.Wake, m.State)
+		}
+		if err := s.io.To(socketRooms(m.Rooms)...).Emit("ephemeral", m.Body); err != nil {
+			s.log.Error().Err(err).Str("account", m.Acct).Msg("emit ephemeral")
+		}
+	case busStop:
+		s.pres.stop(m.Acct, m.ID, s.cfg.Now())
+	case busResume:
+		s.pres.resume(m.Acct, m.ID)
+	case busRevoke:
+		s.setGeneration(m.Acct, m.Seq, s.cfg.Now())
+		s.tok.forget(m.Acct)
+		s.io.In(socket.Room("user:" + m.Acct)).DisconnectSockets(true)
+	case busCall:
+		cl.serve(m)
+	case busAccept:
+		cl.accepted(m)
+	case busGo, busCancel:
+		cl.mu.Lock()
+		in := cl.serving[m.From+"\x00"+m.ID]
+		cl.mu.Unlock()
+		if in != nil {
+			in.decide(m.Kind == busGo)
+		}
+	case busResult:
+		cl.mu.Lock()
+		out := cl.calls[m.ID]
+		cl.mu.Unlock()
+		if out != nil {
+			select {
+			case out.result <- m.Body:
+			default:
+			}
+		}
+	default:
+		s.log.Debug().Str("kind", m.Kind).Msg("bus: unknown message kind")
+	}
+}
+
+// ---- RPC across instances ----
+
+// outCall is an rpc-call of a local socket whose method is looked for on
+// the other instances too.
+type outCall struct {
+	mu     sync.Mutex
+	chosen string // "" until the local registry or an instance wins
+	accept chan string
+	result chan json.RawMessage
+}
+
+// claim makes who the call's target unless one was chosen already.
+func (o *outCall) claim(who string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.chosen != "" {
+		return false
+	}
+	o.chosen = who
+	return true
+}
+
+// inCall is a call of another instance that this instance holds the
+// method for, waiting for the caller's go or cancel.
+type inCall struct {
+	once      sync.Once
+	goAhead   chan struct{}
+	cancelled chan struct{}
+}
+
+func (in *inCall) decide(goAhead bool) {
+	in.once.Do(func() {
+		if goAhead {
+			close(in.goAhead)
+		} else {
+			close(in.cancelled)
+		}
+	})
+}
+
+// call routes c's rpc-call of method (registered on no local socket when
+// the call came in) to whichever instance first has a socket that
+// registered it within RPCGrace: this one (a registration arriving here)
+// or another (which answers accept; the caller then says go to the first
+// and cancel to any later one, so the method runs once).
+func (cl *cluster) call(c *conn, method string, params any, ack socket.Ack) {
+	s := cl.s
+	rawParams, err := json.Marshal(params)
+	if err != nil {
+		reply(ack, map[string]any{"ok": false, "error": "Invalid parameters"})
+		return
+	}
+	id := store.NewID()
+	out := &outCall{accept: make(chan string, 1), result: make(chan json.RawMessage, 1)}
+	cl.mu.Lock()
+	cl.calls[id] = out
+	cl.mu.Unlock()
+	defer func() {
+		cl.mu.Lock()
+		delete(cl.calls, id)
+		cl.mu.Unlock()
+	}()
+	cl.publish(busMsg{Kind: busCall, Acct: c.acct, ID: id, Method: method, Body: rawParams})
+	gctx, cancel := context.WithTimeout(c.ctx, s.cfg.RPCGrace)
+	defer cancel()
+	local := make(chan *rpcEntry, 1)
+	go func() { local <- s.rpc.wait(gctx, c.acct, method) }()
+	select {
+	case e := <-local:
+		if e != nil && out.claim(cl.self) {
+			cl.publish(busMsg{Kind: busCancel, ID: id})
+			s.callLocal(c, e, method, params, ack)
+			return
+		}
+		if e == nil && out.claim(cl.self) {
+			cl.publish(busMsg{Kind: busCancel, ID: id})
+			if c.ctx.Err() == nil {
+				reply(ack, map[string]any{"ok": false, "error": errRPCNotAvailable})
+			}
+			return
+		}
+		// An instance won meanwhile: its accept is in out.accept.
+		<-out.accept
+	case <-out.accept:
+		cancel()
+		go func() { <-local }()
+	}
+	timer := time.NewTimer(s.cfg.RPCCallTimeout + 5*time.Second)
+	defer timer.Stop()
+	select {
+	case body := <-out.result:
+		var v any
+		if err := json.Unmarshal(body, &v); err != nil {
+			v = map[string]any{"ok": false, "error": "Internal error"}
+		}
+		reply(ack, v)
+	case <-timer.C:
+		// The instance holding the callee went away mid-call.
+		reply(ack, map[string]any{"ok": false, "error": errRPCTimeout})
+	case <-c.ctx.Done():
+		if s.ctx.Err() != nil {
+			reply(ack, map[string]any{"ok": false, "error": "Server shutting down"})
+		}
+	}
+}
+
+// accepted handles an instance's accept of one of our calls.
+func (cl *cluster) accepted(m busMsg) {
+	cl.mu.Lock()
+	out := cl.calls[m.ID]
+	cl.mu.Unlock()
+	if out == nil || !out.claim(m.From) {
+		cl.publish(busMsg{Kind: busCancel, To: m.From, ID: m.ID})
+		return
+	}
+	cl.publish(busMsg{Kind: busGo, To: m.From, ID: m.ID})
+	out.accept <- m.From
+}
+
+// serve looks, for RPCGrace, for a local socket that registered the
+// method of another instance's call; when one is there it offers to take
+// the call and, told to go, forwards it and publishes the answer.
+func (cl *cluster) serve(m busMsg) {
+	s := cl.s
+	key := m.From + "\x00" + m.ID
+	in := &inCall{goAhead: make(chan struct{}), cancelled: make(chan struct{})}
+	cl.mu.Lock()
+	cl.serving[key] = in
+	cl.mu.Unlock()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer func() {
+			cl.mu.Lock()
+			delete(cl.serving, key)
+			cl.mu.Unlock()
+		}()
+		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.RPCGrace)
+		defer cancel()
+		// A cancel before the method shows up here ends the wait.
+		go func() {
+			select {
+			case <-in.cancelled:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		e := s.rpc.wait(ctx, m.Acct, m.Method)
+		if e == nil {
+			return
+		}
+		cl.publish(busMsg{Kind: busAccept, To: m.From, ID: m.ID})
+		select {
+		case <-ctx.Done():
+			return
+		case <-in.cancelled:
+			return
+		case <-in.goAhead:
+		}
+		var params any
+		if len(m.Body) > 0 {
+			params = m.Body
+		}
+		res := s.forward(s.ctx, e, m.Method, params)
+		if res == nil {
+			res = map[string]any{"ok": false, "error": "Server shutting down"}
+		}
+		body, _ := json.Marshal(res)
+		cl.publish(busMsg{Kind: busResult, To: m.From, ID: m.ID, Body: body})
+	}()
+}
+
+// ---- ordering ----
+
+// sequencer sends each account's updates to this instance's sockets in
+// seq order, whichever instance allocated them: an update whose
+// predecessor has not arrived is held until it does, or for at most the
+// reorder wait (the predecessor's instance died before publishing, or its
+// publish failed); then the held ones go out in order. An account first
+// seen through another instance's update holds it for the wait too, so
+// that a lower seq still on its way is not overtaken; first seen through
+// an update allocated here, it starts there at once (a lower seq of
+// another instance still on its way then goes out late, counted).
+type sequencer struct {
+	wait time.Duration
+	now  func() time.Time
+
+	mu    sync.Mutex
+	accts map[string]*acctSeq
+
+	held, gaps, late atomic.Int64
+}
+
+type acctSeq struct {
+	next  int64 // the seq expected next; 0 before the first
+	held  map[int64]func()
+	timer *time.Timer
+	seen  time.Time
+}
+
+func newSequencer(wait time.Duration, now func() time.Time) *sequencer {
+	return &sequencer{wait: wait, now: now, accts: map[string]*acctSeq{}}
+}
+
+func (q *sequencer) deliver(acct string, seq int64, local bool, emit func()) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	a := q.accts[acct]
+	if a == nil {
+		a = &acctSeq{held: map[int64]func(){}}
+		q.accts[acct] = a
+	}
+	a.seen = q.now()
+	if a.next == 0 && local && len(a.held) == 0 {
+		a.next = seq
+	}
+	switch {
+	case a.next != 0 && seq == a.next:
+		emit()
+		a.next++
+		q.drain(a)
+	case a.next != 0 && seq < a.next:
+		// Given up on (the wait ended) or a repeat: late beats never.
+		q.late.Add(1)
+		emit()
+	default:
+		if _, dup := a.held[seq]; dup {
+			return
+		}
+		a.held[seq] = emit
+		q.held.Add(1)
+		if a.timer == nil {
+			a.timer = time.AfterFunc(q.wait, func() { q.flush(acct, a) })
+		}
+	}
+}
+
+// drain sends the held updates that follow on.
+func (q *sequencer) drain(a *acctSeq) {
+	for {
+		f, ok := a.held[a.next]
+		if !ok {
+			break
+		}
+		delete(a.held, a.next)
+		q.held.Add(-1)
+		f()
+		a.next++
+	}
+	if len(a.held) == 0 && a.timer != nil {
+		a.timer.Stop()
+		a.timer = nil
+	}
+}
+
+// flush gives up waiting: the held updates go out in seq order.
+func (q *sequencer) flush(acct string, a *acctSeq) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.accts[acct] != a {
+		return
+	}
+	a.timer = nil
+	if len(a.held) == 0 {
+		return
+	}
+	seqs := make([]int64, 0, len(a.held))
+	for s := range a.held {
+		seqs = append(seqs, s)
+	}
+	slices.Sort(seqs)
+	if a.next != 0 && seqs[0] != a.next {
+		q.gaps.Add(1)
+	}
+	a.next = seqs[0]
+	q.drain(a)
+	if len(a.held) > 0 {
+		// A gap further on: wait for it in turn.
+		a.timer = time.AfterFunc(q.wait, func() { q.flush(acct, a) })
+	}
+}
+
+// forget drops the state of accounts without an update for idle.
+func (q *sequencer) forget(idle time.Duration) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	cut := q.now().Add(-idle)
+	for acct, a := range q.accts {
+		if len(a.held) == 0 && a.seen.Before(cut) {
+			delete(q.accts, acct)
+		}
+	}
+}
+
+// depth is the number of updates held now.
+func (q *sequencer) depth() int64 { return q.held.Load() }
+
+// stop stops the timers (the server is closing).
+func (q *sequencer) stop() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, a := range q.accts {
+		if a.timer != nil {
+			a.timer.Stop()
+			a.timer = nil
+		}
+	}
+}
