@@ -120,6 +120,16 @@ type AppendResult struct {
 	FirstUpdateSeq int64
 }
 
+// AppendStarter is implemented by a store that commits concurrent appends
+// together (the SQLite store's group commit). StartAppend queues the same
+// append as AppendMessages and returns at once with the function that
+// waits for its outcome; that wait returns only after the append's rows
+// were committed (or with the error of the commit that failed). Appends
+// get their session and account seqs in the order StartAppend was called.
+type AppendStarter interface {
+	StartAppend(ctx context.Context, accountID, sessionID string, msgs []NewMessage, now int64) func() (AppendResult, error)
+}
+
 // Page selects messages: with Before > 0, seq < Before in descending order;
 // otherwise seq > After in ascending order. Limit is the page size (≥ 1).
 type Page struct {
