@@ -154,6 +154,12 @@ type Config struct {
 	// or HEAD whose path is not one of the relay's routes (/v1…, /v2…, /v3…,
 	// /socket.io, /health) by webapp.Handler; nil serves no app.
 	App fs.FS
+	// MaxOpenFiles is the open-file limit the relay keeps headroom under:
+	// a connection accepted with fewer than a few descriptors to spare is
+	// answered 503 and closed at once (fdguard.go). Zero is the process's
+	// soft RLIMIT_NOFILE; where that is unknown, no check is made.
+	MaxOpenFiles int
+
 	// AppConnectSrc lists further relay base URLs ("https://relay.example")
 	// the app may connect to, added to its Content-Security-Policy
 	// connect-src next to the app's own origin.
@@ -334,6 +340,11 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	s.httpSrvs = append(s.httpSrvs, hs)
 	s.mu.Unlock()
 	hs.RegisterOnShutdown(func() { s.streams.shutdown(hs) })
+	if tl, ok := l.(*tlsListener); ok {
+		tl.inner = s.guardListener(tl.inner)
+	} else {
+		l = s.guardListener(l)
+	}
 	s.log.Info().Str("listen", l.Addr().String()).Str("data", s.cfg.DataDir).Msg("relay listening")
 	stop := context.AfterFunc(ctx, func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
