@@ -62,9 +62,8 @@ type committer struct {
 	// beforeCommit, when set (tests), runs before each COMMIT; an error
 	// fails the commit as a database error would.
 	beforeCommit func() error
-	// groups counts committed groups and grouped counts the requests
-	// that shared a commit with another (tests and benchmarks).
-	groups, grouped int64
+	// commits counts committed groups, appends the appends they held.
+	commits, appends int64
 }
 
 func newCommitter() *committer {
@@ -106,6 +105,14 @@ func (s *Store) StartAppend(ctx context.Context, accountID, sessionID string, ms
 		<-r.done
 		return r.res, r.err
 	}
+}
+
+// CommitStats returns how many group commits of appends were made and how
+// many appends they held (appends/commits is the mean group size).
+func (s *Store) CommitStats() (commits, appends int64) {
+	s.commit.mu.Lock()
+	defer s.commit.mu.Unlock()
+	return s.commit.commits, s.commit.appends
 }
 
 // AppendMessages implements store.Store (through the group committer).
@@ -252,10 +259,8 @@ func (s *Store) commitGroup(group []*appendReq) {
 		return
 	}
 	s.commit.mu.Lock()
-	s.commit.groups++
-	if len(live) > 1 {
-		s.commit.grouped += int64(len(live))
-	}
+	s.commit.commits++
+	s.commit.appends += int64(len(live))
 	s.commit.mu.Unlock()
 	for _, r := range live {
 		if r.err == nil {
@@ -363,7 +368,7 @@ func appendTx(ctx context.Context, tx *sql.Tx, prep map[string]*sql.Stmt, r *app
 			continue
 		}
 		lid := m.LocalID
-		row := store.Message{ID: store.NewID(), SessionID: sessionID, Seq: seq, LocalID: &lid, Content: m.Content, CreatedAt: now, UpdatedAt: now}
+		row := store.Message{ID: store.NewMessageID(now), SessionID: sessionID, Seq: seq, LocalID: &lid, Content: m.Content, CreatedAt: now, UpdatedAt: now}
 		args = append(args, row.ID, sessionID, row.Seq, lid, m.Content, now, now)
 		res.Created = append(res.Created, row)
 		seq++
