@@ -128,6 +128,9 @@ type FanoutOptions struct {
 	Gap      time.Duration
 	Account  bool
 	Wait     time.Duration
+	// Posting, when set, is called once, when every socket is connected
+	// and the first message is about to be posted.
+	Posting func()
 }
 
 // Fanout measures the delivery of new-message updates: Ops is updates
@@ -203,6 +206,9 @@ func Fanout(ctx context.Context, t Target, o FanoutOptions) (Result, error) {
 	url := strings.TrimSuffix(t.URL, "/") + "/v3/sessions/" + sid + "/messages"
 	body := content(o.Size)
 	var postErrs int64
+	if o.Posting != nil {
+		o.Posting()
+	}
 	start := time.Now()
 	for i := range o.Messages {
 		if ctx.Err() != nil {

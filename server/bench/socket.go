@@ -46,11 +46,40 @@ type sock struct {
 // generator holds thousands of idle sockets).
 var dialer = &ws.Dialer{HandshakeTimeout: 10 * time.Second, ReadBufferSize: 2048, WriteBufferSize: 2048}
 
+// verifyTimeout bounds the ping round trip that checks a new connection.
+const verifyTimeout = 3 * time.Second
+
 // dialSocket connects to base (http[s]://host[:port]) with the handshake
-// auth object and returns once the server accepted the Socket.IO connect.
-// onEvent (may be nil) is set before the first frame is read. A refused
-// handshake is an error carrying the server's message.
+// auth object and returns once the server accepted the Socket.IO connect
+// and answered a `ping` with an ack. onEvent (may be nil) is set before
+// the first frame is read. A refused handshake is an error carrying the
+// server's message. A connection that does not answer the ping (the
+// Socket.IO server library now and then loses a connection's first
+// events) is closed and dialled again, up to three times.
 func dialSocket(ctx context.Context, base string, auth map[string]any, onEvent func([]byte)) (*sock, error) {
+	var last error
+	for range 3 {
+		s, err := dialOnce(ctx, base, auth, onEvent)
+		if err != nil {
+			return nil, err
+		}
+		vctx, cancel := context.WithTimeout(ctx, verifyTimeout)
+		_, err = s.call(vctx, "ping")
+		cancel()
+		if err == nil {
+			return s, nil
+		}
+		s.close()
+		last = fmt.Errorf("bench: socket connected but did not answer ping: %w", err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, last
+}
+
+// dialOnce is one connection attempt of dialSocket.
+func dialOnce(ctx context.Context, base string, auth map[string]any, onEvent func([]byte)) (*sock, error) {
 	u, err := url.Parse(base)
 	if err != nil {
 		return nil, fmt.Errorf("bench: relay url: %w", err)
