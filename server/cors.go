@@ -141,5 +141,29 @@ func TLSListener(l net.Listener, certFile, keyFile string) (net.Listener, error)
 	if err != nil {
 		return nil, fmt.Errorf("server: TLS certificate %s, key %s: %w", certFile, keyFile, err)
 	}
-	return tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}), nil
+	return &tlsListener{inner: l, cfg: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}}, nil
 }
+
+// tlsListener is tls.NewListener's listener, with its inner listener
+// reachable so that Serve can put the open-file guard (fdguard.go) under
+// the TLS layer: net/http recognises TLS connections by their type.
+type tlsListener struct {
+	inner net.Listener
+	cfg   *tls.Config
+}
+
+// Accept implements net.Listener: the next connection, as a server-side
+// TLS connection (its handshake runs on first use).
+func (l *tlsListener) Accept() (net.Conn, error) {
+	c, err := l.inner.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return tls.Server(c, l.cfg), nil
+}
+
+// Close implements net.Listener.
+func (l *tlsListener) Close() error { return l.inner.Close() }
+
+// Addr implements net.Listener.
+func (l *tlsListener) Addr() net.Addr { return l.inner.Addr() }

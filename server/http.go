@@ -481,16 +481,12 @@ func (s *Server) postMessages(w http.ResponseWriter, r *http.Request, acct strin
 	}
 	sid := r.PathValue("id")
 	// Appending (which allocates the message and update seqs) and the
-	// fan-out are one step for the account, so updates go out in seq order.
-	unlock := s.lockAccount(acct)
-	res, err := s.st.AppendMessages(r.Context(), acct, sid, in, s.nowMs())
+	// fan-out keep the account's seq order (order.go).
+	res, err := s.appendOrdered(r.Context(), acct, sid, in)
 	if err != nil {
-		unlock()
 		s.fail(w, r, err, errSessionNotFound)
 		return
 	}
-	s.fanoutMessages(acct, sid, res)
-	unlock()
 	out := make([]wireMessageRef, len(res.Rows))
 	for i, m := range res.Rows {
 		out[i] = wireMessageRef{ID: m.ID, Seq: m.Seq, LocalID: m.LocalID, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}

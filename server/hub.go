@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"sync"
 	"sync/atomic"
 
@@ -192,21 +191,6 @@ func (s *Server) onConnection(sock *socket.Socket) {
 	if s.testConn != nil {
 		s.testConn(sock)
 	}
-}
-
-// accountLocks serialise, per account, each allocation of update seqs
-// with the sends that use them, so that every socket receives an
-// account's updates in seq order (and a session's messages in seq order).
-// Accounts share 64 stripes.
-type accountLocks [64]sync.Mutex
-
-// lockAccount locks acct's stripe and returns the unlock.
-func (s *Server) lockAccount(acct string) func() {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(acct))
-	mu := &s.acctMu[h.Sum32()%uint32(len(s.acctMu))]
-	mu.Lock()
-	return mu.Unlock
 }
 
 // emitUpdate allocates the account's next update seq and sends

@@ -38,6 +38,8 @@ func TestMain(m *testing.M) {
 		os.Exit(childRelay())
 	case "clients":
 		os.Exit(childClients())
+	case "fanout":
+		os.Exit(childFanout())
 	}
 	// IgnoreCurrent: goroutines alive before any test ran were started by
 	// package init, not by a test; the Socket.IO engine client starts its

@@ -173,6 +173,11 @@ type Config struct {
 	// requests in flight get this long to finish (DefaultDrainTimeout when
 	// zero).
 	DrainTimeout time.Duration
+	// MaxOpenFiles is the open-file limit the relay keeps headroom under:
+	// a connection accepted with fewer than a few descriptors to spare is
+	// answered 503 and closed at once (fdguard.go). Zero is the process's
+	// soft RLIMIT_NOFILE; where that is unknown, no check is made.
+	MaxOpenFiles int
 
 	// AppConnectSrc lists further relay base URLs ("https://relay.example")
 	// the app may connect to, added to its Content-Security-Policy
@@ -391,6 +396,11 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	s.httpSrvs = append(s.httpSrvs, hs)
 	s.mu.Unlock()
 	hs.RegisterOnShutdown(func() { s.streams.shutdown(hs) })
+	if tl, ok := l.(*tlsListener); ok {
+		tl.inner = s.guardListener(tl.inner)
+	} else {
+		l = s.guardListener(l)
+	}
 	s.log.Info().Str("listen", l.Addr().String()).Str("data", s.cfg.DataDir).Msg("relay listening")
 	cl := &closeSignal{Listener: l, closed: make(chan struct{})}
 	drained := make(chan struct{})

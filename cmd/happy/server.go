@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/happy-dev/happy/internal/fdlimit"
 	"github.com/happy-dev/happy/server"
 	"github.com/happy-dev/happy/server/store/backend"
 	"github.com/happy-dev/happy/webapp"
@@ -73,7 +74,7 @@ any origin may call it unless --cors-origin names the ones allowed.`,
 	cmd.Flags().StringVar(&opts.secretFile, "secret-file", "", "token signing secret shared by relays (created when missing); default: the PostgreSQL database's, else the data folder's secret.key")
 	cmd.Flags().DurationVar(&opts.drain, "drain-timeout", server.DefaultDrainTimeout, "on SIGTERM: how long requests in flight get to finish after the sockets were told to reconnect")
 	cmd.Flags().DurationVar(&opts.pairingTTL, "pairing-ttl", server.DefaultPairingTTL, "how long a pairing request (happy auth login, happy web) stays usable, 10s to 1h")
-	cmd.AddCommand(newServerMigrateCmd(f))
+	cmd.AddCommand(newServerMigrateCmd(f), newServerBenchCmd(f))
 	return cmd
 }
 
@@ -175,6 +176,13 @@ func runServer(ctx context.Context, f *factory, opts serverOptions) error {
 	}
 	fmt.Fprintf(f.stdout, "happy relay listening on %s://%s (%s)\n", scheme, l.Addr(), where)
 	fmt.Fprintf(f.stdout, "web app: %s\n", webAppURL(scheme, l.Addr()))
+	if soft, hard, err := fdlimit.Raise(); err != nil {
+		fmt.Fprintf(f.stderr, "happy: open-file limit not raised: %v\n", err)
+	} else if soft > 0 {
+		// Each socket is one open file: past the limit, less a small
+		// reserve, new connections are answered 503.
+		fmt.Fprintf(f.stdout, "open files: limit %d (hard %d)\n", soft, hard)
+	}
 	serverWarnings(f.stderr, l.Addr(), scheme == "https", opts.trustProxy)
 	serveErr := srv.Serve(ctx, l)
 	closeErr := srv.Close()

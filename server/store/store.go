@@ -120,6 +120,16 @@ type AppendResult struct {
 	FirstUpdateSeq int64
 }
 
+// AppendStarter is implemented by a store that commits concurrent appends
+// together (the SQLite store's group commit). StartAppend queues the same
+// append as AppendMessages and returns at once with the function that
+// waits for its outcome; that wait returns only after the append's rows
+// were committed (or with the error of the commit that failed). Appends
+// get their session and account seqs in the order StartAppend was called.
+type AppendStarter interface {
+	StartAppend(ctx context.Context, accountID, sessionID string, msgs []NewMessage, now int64) func() (AppendResult, error)
+}
+
 // Page selects messages: with Before > 0, seq < Before in descending order;
 // otherwise seq > After in ascending order. Limit is the page size (≥ 1).
 type Page struct {
@@ -304,6 +314,29 @@ func ValidAttachmentName(name string) bool {
 }
 
 const idAlphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+// NewMessageID returns a 25-character message id shaped like NewID's ("c"
+// and 24 characters of [0-9a-z]) whose first 9 characters after the "c"
+// are the time in Unix milliseconds in base 36, zero-padded, and the rest
+// random. Ids made later sort after earlier ones (to the millisecond), so
+// the store's primary-key index grows at its end instead of touching a
+// random page for every new message, which made ingest slow down as the
+// table grew.
+func NewMessageID(nowMs int64) string {
+	var b [15]byte
+	_, _ = rand.Read(b[:])
+	out := make([]byte, 25)
+	out[0] = 'c'
+	t := uint64(max(nowMs, 0))
+	for i := 9; i >= 1; i-- {
+		out[i] = idAlphabet[t%36]
+		t /= 36
+	}
+	for i, v := range b {
+		out[i+10] = idAlphabet[int(v)%len(idAlphabet)]
+	}
+	return string(out)
+}
 
 // NewID returns a random 25-character id shaped like the reference server's
 // cuids: "c" followed by 24 characters of [0-9a-z].

@@ -673,7 +673,7 @@ func (s *Store) AppendMessages(ctx context.Context, accountID, sessionID string,
 				continue
 			}
 			lid := m.LocalID
-			row := store.Message{ID: store.NewID(), SessionID: sessionID, Seq: next, LocalID: &lid, Content: m.Content, CreatedAt: now, UpdatedAt: now}
+			row := store.Message{ID: store.NewMessageID(now), SessionID: sessionID, Seq: next, LocalID: &lid, Content: m.Content, CreatedAt: now, UpdatedAt: now}
 			res.Created = append(res.Created, row)
 			ids, seqs = append(ids, row.ID), append(seqs, next)
 			newLids, contents = append(newLids, lids[i]), append(contents, bs(m.Content))

@@ -87,6 +87,8 @@ type Store struct {
 	attMu  sync.Mutex
 	// migrated lists the migrations Open applied.
 	migrated []string
+	// commit is the group committer of message appends (commit.go).
+	commit *committer
 }
 
 // MigratedAtOpen lists the migrations that Open applied (none when the
@@ -180,7 +182,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return "file:" + path + "?" + q.Encode()
 	}
 	dsn := func(extra ...string) string { return dsnLock("immediate", extra...) }
-	w, err := sql.Open("sqlite", dsn("journal_mode(WAL)", "wal_autocheckpoint(0)"))
+	// Statement journals (each multi-row insert and each savepoint of a
+	// group commit keeps one) stay in memory: in temporary files their
+	// writes were an eighth of the writer's time.
+	w, err := sql.Open("sqlite", dsn("journal_mode(WAL)", "wal_autocheckpoint(0)", "temp_store(MEMORY)"))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
@@ -222,8 +227,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if attDir == "" {
 		attDir = filepath.Join(filepath.Dir(path), "attachments")
 	}
-	s := &Store{w: w, r: r, ck: ck, stop: make(chan struct{}), ckDone: make(chan struct{}), dsn: dsnLock, attDir: attDir, migrated: applied}
+	s := &Store{w: w, r: r, ck: ck, stop: make(chan struct{}), ckDone: make(chan struct{}), dsn: dsnLock, attDir: attDir, migrated: applied, commit: newCommitter()}
 	go s.checkpointLoop(interval)
+	go s.commitLoop()
 	return s, nil
 }
 
@@ -231,6 +237,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 // to close copies the WAL back into the database file).
 func (s *Store) Close() error {
 	s.stopOnce.Do(func() {
+		s.closeCommitter()
 		close(s.stop)
 		<-s.ckDone
 		_ = s.ck.Close()
@@ -699,137 +706,6 @@ func (s *Store) ExpireSessions(ctx context.Context, cutoff int64) ([]store.Prese
 }
 
 // ---- messages ----
-
-// Queries of AppendMessages.
-const (
-	qFindSession  = `SELECT 1 FROM sessions WHERE id = ? AND account_id = ?`
-	qAllocSeqs    = `UPDATE sessions SET seq = seq + ?, updated_at = ? WHERE id = ? RETURNING seq`
-	qAllocUpdates = `UPDATE accounts SET seq = seq + ? WHERE id = ? RETURNING seq`
-)
-
-const insertMsgPrefix = `INSERT INTO session_messages (id, session_id, seq, local_id, content, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`
-
-// AppendMessages implements store.Store.
-func (s *Store) AppendMessages(ctx context.Context, accountID, sessionID string, msgs []store.NewMessage, now int64) (store.AppendResult, error) {
-	// First occurrence of a localId wins.
-	seen := make(map[string]int, len(msgs))
-	uniq := make([]store.NewMessage, 0, len(msgs))
-	for _, m := range msgs {
-		if _, ok := seen[m.LocalID]; ok {
-			continue
-		}
-		seen[m.LocalID] = len(uniq)
-		uniq = append(uniq, m)
-	}
-	var res store.AppendResult
-	qIn, qInsert := "", ""
-	if len(uniq) > 0 {
-		qIn = `SELECT id, seq, local_id, created_at, updated_at FROM session_messages WHERE session_id = ? AND local_id IN (?` + strings.Repeat(",?", len(uniq)-1) + `)`
-		qInsert = insertMsgPrefix + strings.Repeat(",(?, ?, ?, ?, ?, ?, ?)", len(uniq)-1)
-	}
-	// Statements are prepared before the transaction takes the writer.
-	prep := map[string]*sql.Stmt{}
-	for _, q := range []string{qFindSession, qAllocSeqs, qAllocUpdates, qIn, qInsert} {
-		if q == "" || (len(uniq) > maxPreparedBatch && (q == qIn || q == qInsert)) {
-			continue
-		}
-		st, err := s.stmt(ctx, q)
-		if err != nil {
-			return res, fmt.Errorf("sqlite: append messages: prepare: %w", err)
-		}
-		prep[q] = st
-	}
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return res, fmt.Errorf("sqlite: append messages: %w", err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	var one int
-	if err := txQueryRow(ctx, tx, prep, qFindSession, sessionID, accountID).Scan(&one); err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
-			return res, store.ErrNotFound
-		}
-		return res, fmt.Errorf("sqlite: append messages: find session: %w", err)
-	}
-	existing := make(map[string]bool, len(uniq))
-	if len(uniq) > 0 {
-		args := make([]any, 0, len(uniq)+1)
-		args = append(args, sessionID)
-		for _, m := range uniq {
-			args = append(args, m.LocalID)
-		}
-		var rows *sql.Rows
-		if st := prep[qIn]; st != nil {
-			rows, err = tx.StmtContext(ctx, st).QueryContext(ctx, args...)
-		} else {
-			rows, err = tx.QueryContext(ctx, qIn, args...)
-		}
-		if err != nil {
-			return res, fmt.Errorf("sqlite: append messages: find local ids: %w", err)
-		}
-		for rows.Next() {
-			var m store.Message
-			var lid string
-			if err := rows.Scan(&m.ID, &m.Seq, &lid, &m.CreatedAt, &m.UpdatedAt); err != nil {
-				rows.Close()
-				return res, fmt.Errorf("sqlite: append messages: scan: %w", err)
-			}
-			m.SessionID = sessionID
-			m.LocalID = &lid
-			existing[lid] = true
-			res.Rows = append(res.Rows, m)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return res, fmt.Errorf("sqlite: append messages: find local ids: %w", err)
-		}
-	}
-	n := len(uniq) - len(existing)
-	if n > 0 {
-		var last int64
-		if err := txQueryRow(ctx, tx, prep, qAllocSeqs, n, now, sessionID).Scan(&last); err != nil {
-			return res, fmt.Errorf("sqlite: append messages: allocate seqs: %w", err)
-		}
-		seq := last - int64(n) + 1
-		res.Created = make([]store.Message, 0, n)
-		args := make([]any, 0, 7*n)
-		for _, m := range uniq {
-			if existing[m.LocalID] {
-				continue
-			}
-			lid := m.LocalID
-			row := store.Message{ID: store.NewID(), SessionID: sessionID, Seq: seq, LocalID: &lid, Content: m.Content, CreatedAt: now, UpdatedAt: now}
-			args = append(args, row.ID, sessionID, row.Seq, lid, m.Content, now, now)
-			res.Created = append(res.Created, row)
-			seq++
-		}
-		// One multi-row INSERT: far cheaper than n statements.
-		q := insertMsgPrefix + strings.Repeat(",(?, ?, ?, ?, ?, ?, ?)", n-1)
-		var err error
-		if st := prep[q]; st != nil {
-			_, err = tx.StmtContext(ctx, st).ExecContext(ctx, args...)
-		} else {
-			_, err = tx.ExecContext(ctx, q, args...)
-		}
-		if err != nil {
-			return res, fmt.Errorf("sqlite: append messages: insert %d rows from seq %d: %w", n, res.Created[0].Seq, err)
-		}
-		var lastUpd int64
-		if err := txQueryRow(ctx, tx, prep, qAllocUpdates, n, accountID).Scan(&lastUpd); err != nil {
-			return res, fmt.Errorf("sqlite: append messages: allocate update seqs: %w", err)
-		}
-		res.FirstUpdateSeq = lastUpd - int64(n) + 1
-	}
-	if err := tx.Commit(); err != nil {
-		return res, fmt.Errorf("sqlite: append messages: commit: %w", err)
-	}
-	for _, c := range res.Created {
-		c.Content = ""
-		res.Rows = append(res.Rows, c)
-	}
-	sort.Slice(res.Rows, func(i, j int) bool { return res.Rows[i].Seq < res.Rows[j].Seq })
-	return res, nil
-}
 
 func scanMessages(rows *sql.Rows, sessionID string) ([]store.Message, error) {
 	defer rows.Close()

@@ -1,0 +1,468 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// IngestOptions shape an ingest run: Clients concurrent writers, each on
+// its own session of the account, POSTing batches of Batch messages of
+// Size bytes to /v3/sessions/:id/messages, one at a time, for Duration.
+type IngestOptions struct {
+	Clients  int
+	Batch    int
+	Size     int
+	Duration time.Duration
+}
+
+// Ingest measures POST /v3/sessions/:id/messages: Ops is messages
+// acknowledged, latency is per POST.
+func Ingest(ctx context.Context, t Target, o IngestOptions) (Result, error) {
+	o.Clients, o.Batch, o.Size = max(o.Clients, 1), max(o.Batch, 1), max(o.Size, 1)
+	if o.Duration <= 0 {
+		o.Duration = 10 * time.Second
+	}
+	res := Result{Kind: "ingest", Unit: "msg/s", Params: map[string]any{"clients": o.Clients, "batch": o.Batch, "size": o.Size, "duration": o.Duration.String()}}
+	token, err := t.token(ctx)
+	if err != nil {
+		return res, err
+	}
+	run := runID()
+	sids := make([]string, o.Clients)
+	for i := range sids {
+		if sids[i], err = NewSession(ctx, t, token, fmt.Sprintf("bench-ingest-%s-%d", run, i)); err != nil {
+			return res, err
+		}
+	}
+	body := content(o.Size)
+	w, err := startWatch(t.Pid)
+	if err != nil {
+		return res, err
+	}
+	var ops, errs atomic.Int64
+	lat := make([][]time.Duration, o.Clients)
+	start := time.Now()
+	deadline := start.Add(o.Duration)
+	var wg sync.WaitGroup
+	for c := range o.Clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			url := strings.TrimSuffix(t.URL, "/") + "/v3/sessions/" + sids[c] + "/messages"
+			var buf bytes.Buffer
+			for b := 0; time.Now().Before(deadline) && ctx.Err() == nil; b++ {
+				buf.Reset()
+				buf.WriteString(`{"messages":[`)
+				for k := range o.Batch {
+					if k > 0 {
+						buf.WriteByte(',')
+					}
+					fmt.Fprintf(&buf, `{"localId":"%s-%d-%d-%d","content":"`, run, c, b, k)
+					buf.WriteString(body)
+					buf.WriteString(`"}`)
+				}
+				buf.WriteString(`]}`)
+				t0 := time.Now()
+				if err := post(ctx, t.client(), url, token, buf.Bytes()); err != nil {
+					errs.Add(1)
+					if ctx.Err() != nil {
+						return
+					}
+					continue
+				}
+				lat[c] = append(lat[c], time.Since(t0))
+				ops.Add(int64(o.Batch))
+			}
+		}()
+	}
+	wg.Wait()
+	el := time.Since(start)
+	var all []time.Duration
+	for _, l := range lat {
+		all = append(all, l...)
+	}
+	res.Ops, res.Errors, res.Seconds = ops.Load(), errs.Load(), el.Seconds()
+	res.Throughput = float64(res.Ops) / el.Seconds()
+	res.Latency = percentiles(all)
+	return res, w.end(&res)
+}
+
+// post sends one raw JSON body and wants a 200.
+func post(ctx context.Context, cl *http.Client, url, token string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := cl.Do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	return nil
+}
+
+// FanoutOptions shape a fan-out run: Sockets connected sockets receive
+// Messages messages of Size bytes, POSTed one per request to one session
+// with Gap between posts. Sockets are session-scoped on that session, or
+// with Account user-scoped (an app's socket: every session of the
+// account). Wait bounds the wait for the last deliveries (5 s when zero).
+type FanoutOptions struct {
+	Sockets  int
+	Messages int
+	Size     int
+	Gap      time.Duration
+	Account  bool
+	Wait     time.Duration
+	// Posting, when set, is called once, when every socket is connected
+	// and the first message is about to be posted.
+	Posting func()
+}
+
+// Fanout measures the delivery of new-message updates: Ops is updates
+// delivered, latency is from a message's POST to its delivery on the
+// last socket, Errors counts deliveries missing at the end, failed posts
+// and sockets lost during the run.
+func Fanout(ctx context.Context, t Target, o FanoutOptions) (Result, error) {
+	o.Sockets, o.Messages, o.Size = max(o.Sockets, 1), max(o.Messages, 1), max(o.Size, 1)
+	if o.Wait <= 0 {
+		o.Wait = 5 * time.Second
+	}
+	res := Result{Kind: "fanout", Unit: "deliveries/s", Params: map[string]any{"sockets": o.Sockets, "messages": o.Messages, "size": o.Size, "gap": o.Gap.String(), "account": o.Account}}
+	token, err := t.token(ctx)
+	if err != nil {
+		return res, err
+	}
+	run := runID()
+	sid, err := NewSession(ctx, t, token, "bench-fanout-"+run)
+	if err != nil {
+		return res, err
+	}
+	sent := make([]int64, o.Messages)  // unix ns of each POST
+	count := make([]int32, o.Messages) // sockets that got it
+	last := make([]int64, o.Messages)  // unix ns of its last delivery
+	var delivered atomic.Int64
+	var allDone = make(chan struct{})
+	var remaining atomic.Int64
+	remaining.Store(int64(o.Sockets) * int64(o.Messages))
+	marker := []byte(`"localId":"` + run + "-")
+	onEvent := func(text []byte) {
+		now := time.Now().UnixNano()
+		i := bytes.Index(text, marker)
+		if i < 0 {
+			return
+		}
+		rest := text[i+len(marker):]
+		j := bytes.IndexByte(rest, '"')
+		if j < 0 {
+			return
+		}
+		n, err := strconv.Atoi(string(rest[:j]))
+		if err != nil || n < 0 || n >= o.Messages {
+			return
+		}
+		atomic.AddInt32(&count[n], 1)
+		for {
+			l := atomic.LoadInt64(&last[n])
+			if now <= l || atomic.CompareAndSwapInt64(&last[n], l, now) {
+				break
+			}
+		}
+		delivered.Add(1)
+		if remaining.Add(-1) == 0 {
+			close(allDone)
+		}
+	}
+	auth := map[string]any{"token": token, "clientType": "session-scoped", "sessionId": sid}
+	if o.Account {
+		auth = map[string]any{"token": token, "clientType": "user-scoped"}
+	}
+	socks, dialErrs, _ := dialMany(ctx, t.URL, o.Sockets, auth, onEvent)
+	defer closeAll(socks)
+	if len(socks) == 0 {
+		return res, fmt.Errorf("bench: no socket connected (%d refused)", dialErrs)
+	}
+	if len(socks) < o.Sockets {
+		remaining.Add(-int64(o.Sockets-len(socks)) * int64(o.Messages))
+	}
+	w, err := startWatch(t.Pid)
+	if err != nil {
+		return res, err
+	}
+	url := strings.TrimSuffix(t.URL, "/") + "/v3/sessions/" + sid + "/messages"
+	body := content(o.Size)
+	var postErrs int64
+	if o.Posting != nil {
+		o.Posting()
+	}
+	start := time.Now()
+	for i := range o.Messages {
+		if ctx.Err() != nil {
+			break
+		}
+		p := []byte(`{"messages":[{"localId":"` + run + "-" + strconv.Itoa(i) + `","content":"` + body + `"}]}`)
+		atomic.StoreInt64(&sent[i], time.Now().UnixNano())
+		if err := post(ctx, t.client(), url, token, p); err != nil {
+			postErrs++
+		}
+		if o.Gap > 0 {
+			time.Sleep(o.Gap)
+		}
+	}
+	select {
+	case <-allDone:
+	case <-time.After(o.Wait):
+	case <-ctx.Done():
+	}
+	var end int64
+	var lat []time.Duration
+	for i := range o.Messages {
+		l := atomic.LoadInt64(&last[i])
+		if l == 0 {
+			continue
+		}
+		end = max(end, l)
+		if int(atomic.LoadInt32(&count[i])) == len(socks) {
+			lat = append(lat, time.Duration(l-sent[i]))
+		}
+	}
+	el := time.Duration(end - start.UnixNano())
+	if end == 0 {
+		el = time.Since(start)
+	}
+	lost := 0
+	for _, s := range socks {
+		select {
+		case <-s.done:
+			lost++
+		default:
+		}
+	}
+	res.Ops = delivered.Load()
+	res.Errors = int64(o.Sockets)*int64(o.Messages) - res.Ops + postErrs + int64(lost)
+	res.Seconds = el.Seconds()
+	res.Throughput = float64(res.Ops) / el.Seconds()
+	res.Latency = percentiles(lat)
+	return res, w.end(&res)
+}
+
+// dialMany connects n sockets, 32 at a time, and returns those that
+// connected, the count refused and each connect's duration.
+func dialMany(ctx context.Context, base string, n int, auth map[string]any, onEvent func([]byte)) ([]*sock, int, []time.Duration) {
+	var mu sync.Mutex
+	var out []*sock
+	var lat []time.Duration
+	var refused int
+	sem := make(chan struct{}, 32)
+	var wg sync.WaitGroup
+	for range n {
+		if ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+			defer cancel()
+			t0 := time.Now()
+			s, err := dialSocket(dctx, base, auth, onEvent)
+			d := time.Since(t0)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				refused++
+				return
+			}
+			out = append(out, s)
+			lat = append(lat, d)
+		}()
+	}
+	wg.Wait()
+	return out, refused, lat
+}
+
+func closeAll(socks []*sock) {
+	var wg sync.WaitGroup
+	for _, s := range socks {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.close() }()
+	}
+	wg.Wait()
+}
+
+// SocketsOptions shape a sockets run: ramp to Sockets idle session-scoped
+// sockets on one session, hold them for Hold (1 s when zero) and read the
+// relay's memory.
+type SocketsOptions struct {
+	Sockets int
+	Hold    time.Duration
+}
+
+// Sockets measures idle connections: Ops is sockets connected, latency
+// per connect, Throughput connects per second; with Target.Pid,
+// Relay.KiBPerSocket is the relay's resident memory growth per socket.
+func Sockets(ctx context.Context, t Target, o SocketsOptions) (Result, error) {
+	o.Sockets = max(o.Sockets, 1)
+	if o.Hold <= 0 {
+		o.Hold = time.Second
+	}
+	res := Result{Kind: "sockets", Unit: "connects/s", Params: map[string]any{"sockets": o.Sockets, "hold": o.Hold.String()}}
+	token, err := t.token(ctx)
+	if err != nil {
+		return res, err
+	}
+	sid, err := NewSession(ctx, t, token, "bench-sockets-"+runID())
+	if err != nil {
+		return res, err
+	}
+	w, err := startWatch(t.Pid)
+	if err != nil {
+		return res, err
+	}
+	start := time.Now()
+	socks, refused, lat := dialMany(ctx, t.URL, o.Sockets, map[string]any{"token": token, "clientType": "session-scoped", "sessionId": sid}, nil)
+	el := time.Since(start)
+	defer closeAll(socks)
+	select {
+	case <-time.After(o.Hold):
+	case <-ctx.Done():
+	}
+	lost := 0
+	for _, s := range socks {
+		select {
+		case <-s.done:
+			lost++
+		default:
+		}
+	}
+	res.Ops, res.Errors, res.Seconds = int64(len(socks)-lost), int64(refused+lost), el.Seconds()
+	res.Throughput = float64(len(socks)) / el.Seconds()
+	res.Latency = percentiles(lat)
+	if err := w.end(&res); err != nil {
+		return res, err
+	}
+	if res.Relay != nil && res.Ops > 0 {
+		res.Relay.KiBPerSocket = float64(res.Relay.RSSKiB-res.Relay.RSSBeforeKiB) / float64(res.Ops)
+	}
+	return res, nil
+}
+
+// RPCOptions shape an rpc run: Calls round trips, Concurrency at a time.
+type RPCOptions struct {
+	Calls       int
+	Concurrency int
+}
+
+// RPC measures round trips through the relay: one user-scoped socket
+// registers a method (rpc-register), another calls it (rpc-call with an
+// ack); the relay forwards rpc-request to the first, whose ack comes back
+// as {ok:true, result}. Ops is calls answered ok, latency per call.
+func RPC(ctx context.Context, t Target, o RPCOptions) (Result, error) {
+	o.Calls, o.Concurrency = max(o.Calls, 1), max(o.Concurrency, 1)
+	res := Result{Kind: "rpc", Unit: "calls/s", Params: map[string]any{"calls": o.Calls, "concurrency": o.Concurrency}}
+	token, err := t.token(ctx)
+	if err != nil {
+		return res, err
+	}
+	// The reference contract wants methods named <sessionId>:<name>.
+	sid, err := NewSession(ctx, t, token, "bench-rpc-"+runID())
+	if err != nil {
+		return res, err
+	}
+	method := sid + ":bench"
+	auth := map[string]any{"token": token, "clientType": "user-scoped"}
+	registered := make(chan struct{})
+	var once sync.Once
+	var regErr atomic.Value
+	var callee *sock
+	ready := make(chan struct{})
+	onEvent := func(text []byte) {
+		<-ready
+		// text is 2[...] or 2<id>[...]
+		id, rest := ackID(text[1:])
+		switch {
+		case bytes.HasPrefix(rest, []byte(`["rpc-registered"`)):
+			once.Do(func() { close(registered) })
+		case bytes.HasPrefix(rest, []byte(`["rpc-error"`)):
+			regErr.Store(string(rest))
+			once.Do(func() { close(registered) })
+		case id >= 0 && bytes.HasPrefix(rest, []byte(`["rpc-request"`)):
+			_ = callee.ack(id, "pong")
+		}
+	}
+	callee, err = dialSocket(ctx, t.URL, auth, onEvent)
+	close(ready)
+	if err != nil {
+		return res, err
+	}
+	defer callee.close()
+	caller, err := dialSocket(ctx, t.URL, auth, nil)
+	if err != nil {
+		return res, err
+	}
+	defer caller.close()
+	if err := callee.emit("rpc-register", map[string]any{"method": method}); err != nil {
+		return res, err
+	}
+	select {
+	case <-registered:
+	case <-time.After(10 * time.Second):
+		return res, errors.New("bench: rpc-register: no rpc-registered within 10 s")
+	}
+	if e, ok := regErr.Load().(string); ok {
+		return res, fmt.Errorf("bench: rpc-register refused: %s", e)
+	}
+	w, err := startWatch(t.Pid)
+	if err != nil {
+		return res, err
+	}
+	var ok, failed atomic.Int64
+	lat := make([][]time.Duration, o.Concurrency)
+	var next atomic.Int64
+	start := time.Now()
+	var wg sync.WaitGroup
+	for g := range o.Concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(o.Calls) && ctx.Err() == nil {
+				cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				t0 := time.Now()
+				r, err := caller.call(cctx, "rpc-call", map[string]any{"method": method, "params": "ping"})
+				cancel()
+				if err != nil || !bytes.Contains(r, []byte(`"ok":true`)) {
+					failed.Add(1)
+					continue
+				}
+				lat[g] = append(lat[g], time.Since(t0))
+				ok.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	el := time.Since(start)
+	var all []time.Duration
+	for _, l := range lat {
+		all = append(all, l...)
+	}
+	res.Ops, res.Errors, res.Seconds = ok.Load(), failed.Load(), el.Seconds()
+	res.Throughput = float64(res.Ops) / el.Seconds()
+	res.Latency = percentiles(all)
+	return res, w.end(&res)
+}
