@@ -226,6 +226,7 @@ this machine (which must hold the account secret):
 
   happy auth approve XXXXX-XXXXX              the short code it shows
   happy auth approve 'happy://terminal?…'     or its link, or its bare key
+  happy auth approve -- -KEY…                 (a bare key may start with -)
 
 With a code, happy asks the relay for the open request whose key has that
 code and checks the key's code itself before answering, so a relay cannot

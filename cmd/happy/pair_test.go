@@ -111,7 +111,9 @@ func TestAuthApproveByCode(t *testing.T) {
 			case "link":
 				args[2] = link
 			case "key":
-				args[2] = crypto.EncodeBase64URL(key[:])
+				// A base64url key may start with "-": after "--" it is
+				// an argument, not a flag (as the help says).
+				args = []string{"auth", "approve", "--", crypto.EncodeBase64URL(key[:])}
 			case "legacy":
 				args = append(args, "--legacy")
 				variant, reads = crypto.VariantLegacy, "legacy: it holds the account secret and reads every session"
