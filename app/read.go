@@ -106,19 +106,28 @@ func listOpened(ctx context.Context, conn *Conn) ([]Opened, []error, error) {
 	out := make([]Opened, len(infos))
 	errs := make([]error, len(infos))
 	for i, info := range infos {
-		out[i], errs[i] = open(conn, info)
+		out[i], errs[i] = open(ctx, conn, info)
 	}
 	return out, errs, nil
 }
 
-// open opens a session's cipher and decrypts its metadata.
-func open(conn *Conn, info relay.SessionInfo) (Opened, error) {
+// open opens a session's cipher and decrypts its metadata. Without the
+// account secret (a dataKey device) a session this machine created opens
+// with the key its outbox kept (relay.Client.LocalSessionCipher).
+func open(ctx context.Context, conn *Conn, info relay.SessionInfo) (Opened, error) {
 	o := Opened{Info: info}
 	dek := ""
 	if info.DataEncryptionKey != nil {
 		dek = *info.DataEncryptionKey
 	}
 	c, err := conn.Creds.OpenSession(dek)
+	if errors.Is(err, crypto.ErrNoAccountSecret) && conn.Client != nil {
+		if lc, ok, lerr := conn.Client.LocalSessionCipher(ctx, info.ID); lerr != nil {
+			err = fmt.Errorf("%w (and this machine's copy of the key: %w)", err, lerr)
+		} else if ok {
+			c, err = lc, nil
+		}
+	}
 	if err != nil {
 		return o, fmt.Errorf("open session key: %w", err)
 	}
@@ -164,7 +173,7 @@ func FindSession(ctx context.Context, conn *Conn, ref string) (Opened, error) {
 	case 0:
 		return Opened{}, fmt.Errorf("%w: %s (happy sessions lists them)", ErrNoSession, ref)
 	case 1:
-		return open(conn, match[0])
+		return open(ctx, conn, match[0])
 	}
 	ids := make([]string, len(match))
 	for i, m := range match {

@@ -319,6 +319,37 @@ func (c *Client) adoptSession(info SessionInfo, st sessionState) (sessionState, 
 }
 
 // sessionCipher restores the cipher of a session from its stored state.
+// LocalSessionCipher returns the cipher of the relay session relayID from
+// this machine's outbox, where a session this machine created keeps its
+// key sealed with the machine's local key: how a dataKey device, which
+// does not hold the account secret, reads the sessions it wrote. ok is
+// false when the outbox does not know the session (another machine's).
+// Errors: the outbox's, a stored key that does not open
+// (ErrDecrypt), a legacy session without the account secret
+// (crypto.ErrNoAccountSecret).
+func (c *Client) LocalSessionCipher(ctx context.Context, relayID string) (ci crypto.Cipher, ok bool, err error) {
+	tag, ok, err := c.store.SessionByRelayID(ctx, relayID)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	_, raw, ok, err := c.store.Session(ctx, tag)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	st, err := decodeSessionState(raw)
+	if err != nil {
+		return nil, false, err
+	}
+	if st.Account != c.account || st.Relay != c.api.BaseURL() {
+		return nil, false, nil
+	}
+	ci, err = c.sessionCipher(st)
+	if err != nil {
+		return nil, false, err
+	}
+	return ci, true, nil
+}
+
 func (c *Client) sessionCipher(st sessionState) (crypto.Cipher, error) {
 	if st.SealedKey == "" {
 		if c.creds.AccountSecret == nil {
