@@ -233,7 +233,9 @@ func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
 // ready: GET /ready → 200 {status:"ready"} when the store and the bus
 // (with one) answer within 2 s; 503 {status:"unavailable"|"draining",
 // error} otherwise, so that a load balancer sends no new clients to a
-// relay that cannot serve them or is shutting down.
+// relay that cannot serve them or is shutting down. The error names only
+// what is away ("database unavailable", "bus unavailable"): the route is
+// public, so the cause (addresses, user names) goes to the debug log.
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	if s.draining.Load() {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "draining", "error": "the relay is shutting down"})
@@ -242,12 +244,14 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := s.storeReady(ctx); err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "error": "database: " + err.Error()})
+		s.log.Debug().Err(err).Msg("ready: database unavailable")
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "error": "database unavailable"})
 		return
 	}
 	if s.cl != nil {
 		if err := s.cl.bus.Ready(ctx); err != nil {
-			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "error": err.Error()})
+			s.log.Debug().Err(err).Msg("ready: bus unavailable")
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "error": "bus unavailable"})
 			return
 		}
 	}
