@@ -77,6 +77,7 @@ func (s *Server) signingKey(ctx context.Context, localPath string) (key ed25519.
 		return key, localPath, created, err
 	}
 	candidate := make([]byte, ed25519.SeedSize)
+	where := "database"
 	b, rerr := os.ReadFile(localPath)
 	switch {
 	case rerr == nil:
@@ -85,11 +86,12 @@ func (s *Server) signingKey(ctx context.Context, localPath string) (key ed25519.
 			return nil, "", false, fmt.Errorf("server: signing secret %s: %w", localPath, perr)
 		}
 		copy(candidate, local.Seed())
+		where = "database, from " + localPath // when stored now: imported, its tokens stay valid
 	case errors.Is(rerr, os.ErrNotExist):
 		_, _ = rand.Read(candidate)
 	default:
 		return nil, "", false, fmt.Errorf("server: read signing secret: %w", rerr)
 	}
 	key, created, err = sharedSecret(ctx, p.Pool(), candidate)
-	return key, "database", created, err
+	return key, where, created, err
 }

@@ -321,7 +321,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.tok = newTokens(key)
 	if created {
-		s.log.Info().Str("where", from).Msg("created signing secret")
+		s.log.Info().Str("where", from).Msg("stored the signing secret")
 	}
 	b := cfg.Bus
 	if b == nil && cfg.BusURL != "" {
