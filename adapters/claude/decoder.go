@@ -83,6 +83,7 @@ type Decoder struct {
 	rec         *record     // reused by decodeRecord
 	fast        *fastRecord // reused by decodeRecord
 	customTitle bool
+	noLex       bool // tests: every record through encoding/json
 }
 
 // session is the decoder's view of the root session ("") or of a
@@ -406,8 +407,17 @@ func (d *Decoder) decodeRecord(line []byte, dir string) {
 	// A tool result's structured copy (toolUseResult, often the bulk of
 	// the line) is only passed on: it is cut out of a valid line by
 	// structure, so encoding/json neither validates nor skips it.
+	// A valid line of the usual shapes is decoded in one pass by structure
+	// (lexRecord); any other goes through encoding/json below.
+	valid := jsonlex.Valid(line)
+	if valid && !d.noLex && lexRecord(line, fast) {
+		*r = fast.general()
+		d.decoded(r, line, dir, nil)
+		return
+	}
+	*fast = fastRecord{}
 	body, tur, cut := line, []byte(nil), false
-	if bytes.Contains(line, toolUseResultKey) && jsonlex.Valid(line) {
+	if valid && bytes.Contains(line, toolUseResultKey) {
 		body, tur, cut = jsonlex.CutField(line, "toolUseResult")
 		if !cut {
 			body = line
@@ -436,6 +446,12 @@ func (d *Decoder) decodeRecord(line []byte, dir string) {
 		d.drop(sniffKind(line), agent.DropUnparseableJSON, "record is not valid JSON: "+err.Error())
 		return
 	}
+	d.decoded(r, line, dir, typeErr)
+}
+
+// decoded goes on with a record decodeRecord decoded from line: its time,
+// duplicates, then its kind.
+func (d *Decoder) decoded(r *record, line []byte, dir string, typeErr *json.UnmarshalTypeError) {
 	if r.Type == "" {
 		d.drop("", agent.DropMissingID, "record has no type")
 		return
