@@ -410,12 +410,14 @@ func (d *Decoder) decodeRecord(line []byte, dir string) {
 	// A valid line of the usual shapes is decoded in one pass by structure
 	// (lexRecord); any other goes through encoding/json below.
 	valid := jsonlex.Valid(line)
-	if valid && !d.noLex && lexRecord(line, fast) {
-		*r = fast.general()
-		d.decoded(r, line, dir, nil)
-		return
+	if valid && !d.noLex {
+		*r = record{}
+		if lexRecord(line, r) {
+			d.decoded(r, line, dir, nil)
+			r.ToolUseResult = nil // aliases line
+			return
+		}
 	}
-	*fast = fastRecord{}
 	body, tur, cut := line, []byte(nil), false
 	if valid && bytes.Contains(line, toolUseResultKey) {
 		body, tur, cut = jsonlex.CutField(line, "toolUseResult")

@@ -9,22 +9,23 @@ import (
 	"github.com/happy-dev/happy/internal/jsonlex"
 )
 
-// lexRecord fills f from line, a JSON object jsonlex.Valid accepted, in one
-// pass over its bytes (jsonlex.Members), exactly as json.Unmarshal(line, f)
-// would, for the shapes most records have: members of the types the struct
+// lexRecord fills r from line, a JSON object jsonlex.Valid accepted, in one
+// pass over its bytes (jsonlex.Members), exactly as json.Unmarshal into a
+// fastRecord and fastRecord.general would, for the shapes most records have: members of the types the struct
 // declares, message content an array of blocks whose tool_result content
 // is a plain string. Strings are copied out of the line (unquoted only when
 // they hold an escape or bytes that are not UTF-8), raw values are copied.
-// ok is false, and f must then be decoded by encoding/json, for anything
+// ok is false, and line must then be decoded by encoding/json, for anything
 // else: a member of another type, a null where json.Unmarshal would store
 // one, a member name with an escape, non-ASCII bytes or another case, a
 // repeated object member, or a member the fast shape does not decode
 // (stream events, control requests and responses, attachments, compaction
 // metadata, errors lists, media sources). toolUseResult is kept raw
-// whatever it holds, as decodeRecord keeps it after cutting it out.
-func lexRecord(line []byte, f *fastRecord) (ok bool) {
+// whatever it holds, as decodeRecord keeps it after cutting it out, and is
+// not copied: it aliases line (the one value a record may hold that is
+// large and usually dropped: toolResult copies what it keeps).
+func lexRecord(line []byte, r *record) (ok bool) {
 	ok = true
-	r := &f.record
 	seenMsg := false
 	err := jsonlex.Members(line, func(k, v []byte) bool {
 		key := k[1 : len(k)-1]
@@ -58,8 +59,8 @@ func lexRecord(line []byte, f *fastRecord) (ok bool) {
 				return fail(&ok)
 			}
 			seenMsg = true
-			f.Message = new(fastMessage)
-			ok = lexMessage(v, f.Message)
+			r.Message = &apiMessage{parsedOK: true}
+			ok = lexMessage(v, r.Message)
 		case "isMeta":
 			ok = lexBool(v, &r.IsMeta)
 		case "isCompactSummary":
@@ -77,7 +78,7 @@ func lexRecord(line []byte, f *fastRecord) (ok bool) {
 		case "error":
 			ok = lexRaw(v, &r.Error)
 		case "toolUseResult":
-			r.ToolUseResult = append([]byte(nil), v...)
+			r.ToolUseResult = v // not a copy: see decodeRecord
 		case "tool_use_result":
 			ok = lexRaw(v, &r.ToolUseResultSnake)
 		case "model":
@@ -164,7 +165,7 @@ func fail(ok *bool) bool {
 }
 
 // lexMessage fills m from the object v (see lexRecord).
-func lexMessage(v []byte, m *fastMessage) (ok bool) {
+func lexMessage(v []byte, m *apiMessage) (ok bool) {
 	ok = true
 	seenContent, seenUsage := false, false
 	err := jsonlex.Members(v, func(k, v []byte) bool {
@@ -197,7 +198,7 @@ func lexMessage(v []byte, m *fastMessage) (ok bool) {
 				return fail(&ok)
 			}
 			seenContent = true
-			ok = lexBlocks(v, &m.Content)
+			ok = lexBlocks(v, &m.parsed)
 		default:
 			ok = unknownKey(key, messageKeys)
 		}
@@ -229,7 +230,7 @@ func lexUsage(v []byte, u *usage) (ok bool) {
 }
 
 // lexBlocks fills *dst from the array v of content blocks.
-func lexBlocks(v []byte, dst *[]fastBlock) bool {
+func lexBlocks(v []byte, dst *[]contentBlock) bool {
 	n := 0
 	for i := jsonlex.SkipSpace(v, 1); i < len(v) && v[i] != ']'; {
 		j := jsonlex.Skip(v, i)
@@ -242,7 +243,7 @@ func lexBlocks(v []byte, dst *[]fastBlock) bool {
 			i = jsonlex.SkipSpace(v, i+1)
 		}
 	}
-	blocks := make([]fastBlock, n)
+	blocks := make([]contentBlock, n)
 	n = 0
 	for i := jsonlex.SkipSpace(v, 1); i < len(v) && v[i] != ']'; {
 		j := jsonlex.Skip(v, i)
@@ -260,7 +261,7 @@ func lexBlocks(v []byte, dst *[]fastBlock) bool {
 }
 
 // lexBlock fills b from the object v.
-func lexBlock(v []byte, b *fastBlock) (ok bool) {
+func lexBlock(v []byte, b *contentBlock) (ok bool) {
 	ok = true
 	err := jsonlex.Members(v, func(k, v []byte) bool {
 		key := k[1 : len(k)-1]
@@ -284,7 +285,7 @@ func lexBlock(v []byte, b *fastBlock) (ok bool) {
 		case "tool_use_id":
 			ok = lexString(v, &b.ToolUseID)
 		case "content":
-			ok = lexStringPtr(v, &b.Content)
+			ok = lexStringPtr(v, &b.resultText)
 		case "is_error":
 			ok = lexBoolPtr(v, &b.IsError)
 		case "title":
