@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/happy-dev/happy/internal/jsonlex"
@@ -123,9 +124,10 @@ func lexRecord(line []byte, r *record) (ok bool) {
 	return ok && err == nil
 }
 
-// recordKeys are the member names of record: another member that equals
-// one of them but for case is decoded by encoding/json into it.
-var recordKeys = []string{
+// recordKeys are the member names of record, in lower case: another
+// member that equals one of them but for case is decoded by encoding/json
+// into it.
+var recordKeys = lowerSet(
 	"type", "subtype", "uuid", "parentUuid", "sessionId", "session_id", "timestamp", "isSidechain",
 	"agentId", "parent_tool_use_id", "promptId", "cwd", "message", "isMeta", "isCompactSummary",
 	"isVisibleInTranscriptOnly", "isReplay", "isSynthetic", "isApiErrorMessage", "apiErrorStatus",
@@ -133,30 +135,43 @@ var recordKeys = []string{
 	"attempt", "retryAttempt", "error_status", "task_id", "tool_use_id", "status", "is_error",
 	"result", "stop_reason", "total_cost_usd", "api_error_status", "errors", "terminal_reason",
 	"event", "request_id", "request", "response", "attachment", "summary", "customTitle", "aiTitle",
-}
+)
 
 var (
-	messageKeys = []string{"id", "role", "model", "content", "stop_reason", "usage"}
-	usageKeys   = []string{"input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"}
-	blockKeys   = []string{"type", "text", "thinking", "signature", "data", "id", "name", "input",
-		"tool_use_id", "content", "is_error", "source", "title"}
+	messageKeys = lowerSet("id", "role", "model", "content", "stop_reason", "usage")
+	usageKeys   = lowerSet("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+	blockKeys   = lowerSet("type", "text", "thinking", "signature", "data", "id", "name", "input",
+		"tool_use_id", "content", "is_error", "source", "title")
 )
+
+// maxKey is longer than any field name (ASCII case folding keeps lengths).
+const maxKey = 64
+
+func lowerSet(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[strings.ToLower(n)] = true
+	}
+	return m
+}
 
 // unknownKey reports whether a member name that matched no field exactly
 // may be ignored: plain ASCII without an escape and no field's name under
 // case folding (those encoding/json would decode: left to it).
-func unknownKey(key []byte, names []string) bool {
-	for _, c := range key {
+func unknownKey(key []byte, names map[string]bool) bool {
+	var buf [maxKey]byte
+	for i, c := range key {
 		if c == '\\' || c >= utf8.RuneSelf {
 			return false
 		}
-	}
-	for _, n := range names {
-		if bytes.EqualFold(key, []byte(n)) {
-			return false
+		if i < maxKey {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			buf[i] = c
 		}
 	}
-	return true
+	return len(key) >= maxKey || !names[string(buf[:len(key)])]
 }
 
 func fail(ok *bool) bool {
