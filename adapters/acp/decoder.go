@@ -846,15 +846,17 @@ func (d *Decoder) String() string {
 const RecentCallIDs = 1024
 
 // recentIDs remembers the last n ids added (a bounded set: a ring of
-// them and their index).
+// them and their index, both grown as ids come, so a short session holds
+// only its own).
 type recentIDs struct {
 	set  map[string]struct{}
 	ring []string
+	max  int
 	next int
 }
 
 func newRecentIDs(n int) *recentIDs {
-	return &recentIDs{set: make(map[string]struct{}, n), ring: make([]string, n)}
+	return &recentIDs{set: map[string]struct{}{}, max: n}
 }
 
 // has reports whether id is among the last ids added.
@@ -866,12 +868,14 @@ func (r *recentIDs) has(id string) bool {
 // add inserts id (one not already present), forgetting the oldest when the
 // ring is full.
 func (r *recentIDs) add(id string) {
-	if old := r.ring[r.next]; old != "" {
-		delete(r.set, old)
+	r.set[id] = struct{}{}
+	if len(r.ring) < r.max {
+		r.ring = append(r.ring, id)
+		return
 	}
+	delete(r.set, r.ring[r.next])
 	r.ring[r.next] = id
 	r.next = (r.next + 1) % len(r.ring)
-	r.set[id] = struct{}{}
 }
 
 // len is how many ids are remembered.
