@@ -404,9 +404,6 @@ func (d *Decoder) decodeRecord(line []byte, dir string) {
 	}
 	r, fast := d.rec, d.fast
 	*fast = fastRecord{}
-	// A tool result's structured copy (toolUseResult, often the bulk of
-	// the line) is only passed on: it is cut out of a valid line by
-	// structure, so encoding/json neither validates nor skips it.
 	// A valid line of the usual shapes is decoded in one pass by structure
 	// (lexRecord); any other goes through encoding/json below.
 	valid := jsonlex.Valid(line)
@@ -418,6 +415,9 @@ func (d *Decoder) decodeRecord(line []byte, dir string) {
 			return
 		}
 	}
+	// A tool result's structured copy (toolUseResult, often the bulk of
+	// the line) is only passed on: it is cut out of a valid line by
+	// structure, so encoding/json neither validates nor skips it.
 	body, tur, cut := line, []byte(nil), false
 	if valid && bytes.Contains(line, toolUseResultKey) {
 		body, tur, cut = jsonlex.CutField(line, "toolUseResult")
