@@ -37,7 +37,7 @@ type Decoder struct {
 
 	tools     map[string]*tool // by ACP toolCallId, in the current turn's scope
 	toolSeq   int
-	callIDs   map[string]bool // canonical call ids used so far
+	callIDs   *recentIDs // canonical call ids used lately (see toolFor)
 	terminals map[string]*terminalInfo
 
 	decisions  map[string]happyNote // decision notes by request id key
@@ -143,7 +143,7 @@ func NewDecoder() *Decoder {
 		theirs:    map[string]*agentRequest{},
 		sessions:  map[string]bool{},
 		tools:     map[string]*tool{},
-		callIDs:   map[string]bool{},
+		callIDs:   newRecentIDs(RecentCallIDs),
 		terminals: map[string]*terminalInfo{},
 		decisions: map[string]happyNote{},
 		writes:    map[string]happyNote{},
@@ -836,3 +836,47 @@ func (d *Decoder) flushUsage(turnEnd bool) {
 func (d *Decoder) String() string {
 	return fmt.Sprintf("acp decoder: turn=%v tools=%d pending=%d/%d", d.turn != nil, len(d.tools), len(d.ours), len(d.theirs))
 }
+
+// RecentCallIDs is how many canonical tool call ids a Decoder remembers to
+// keep the id of a call unique when the agent reuses its ACP id in a later
+// turn (toolFor). The memory stays bounded whatever the length of the
+// session: a reuse further apart than this many calls gets the ACP id
+// itself again, which the reducer then treats as a re-announcement of the
+// old, settled part.
+const RecentCallIDs = 1024
+
+// recentIDs remembers the last n ids added (a bounded set: a ring of
+// them and their index, both grown as ids come, so a short session holds
+// only its own).
+type recentIDs struct {
+	set  map[string]struct{}
+	ring []string
+	max  int
+	next int
+}
+
+func newRecentIDs(n int) *recentIDs {
+	return &recentIDs{set: map[string]struct{}{}, max: n}
+}
+
+// has reports whether id is among the last ids added.
+func (r *recentIDs) has(id string) bool {
+	_, ok := r.set[id]
+	return ok
+}
+
+// add inserts id (one not already present), forgetting the oldest when the
+// ring is full.
+func (r *recentIDs) add(id string) {
+	r.set[id] = struct{}{}
+	if len(r.ring) < r.max {
+		r.ring = append(r.ring, id)
+		return
+	}
+	delete(r.set, r.ring[r.next])
+	r.ring[r.next] = id
+	r.next = (r.next + 1) % len(r.ring)
+}
+
+// len is how many ids are remembered.
+func (r *recentIDs) len() int { return len(r.set) }

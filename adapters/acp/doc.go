@@ -91,7 +91,9 @@
 // "optionId":…}}; Decide answers every request pending for the call, each
 // exactly once. A call id that
 // the agent reuses in a later turn is given a new canonical call id
-// (<id>#2, …), so unrelated calls are never merged. Before answering, the
+// (<id>#2, …), so unrelated calls are not merged; the decoder remembers
+// the last RecentCallIDs canonical ids for this, so its memory stays
+// bounded in a long session. Before answering, the
 // live client writes a note {"happy":"decision",…} into the traffic so a
 // replay resolves the tool with the reason the runner saw (timeout, …).
 // The answer on the wire wins: a note that contradicts it is recorded as

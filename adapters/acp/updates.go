@@ -280,10 +280,10 @@ func (d *Decoder) toolFor(acpID string) (*tool, bool) {
 		return tl, false
 	}
 	callID := acpID
-	for n := 2; d.callIDs[callID]; n++ {
+	for n := 2; d.callIDs.has(callID); n++ {
 		callID = acpID + "#" + strconv.Itoa(n)
 	}
-	d.callIDs[callID] = true
+	d.callIDs.add(callID)
 	d.toolSeq++
 	tl := &tool{acpID: acpID, callID: callID, seq: d.toolSeq}
 	d.tools[acpID] = tl

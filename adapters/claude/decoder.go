@@ -83,6 +83,7 @@ type Decoder struct {
 	rec         *record     // reused by decodeRecord
 	fast        *fastRecord // reused by decodeRecord
 	customTitle bool
+	noLex       bool // tests: every record through encoding/json
 }
 
 // session is the decoder's view of the root session ("") or of a
@@ -403,11 +404,22 @@ func (d *Decoder) decodeRecord(line []byte, dir string) {
 	}
 	r, fast := d.rec, d.fast
 	*fast = fastRecord{}
+	// A valid line of the usual shapes is decoded in one pass by structure
+	// (lexRecord); any other goes through encoding/json below.
+	valid := jsonlex.Valid(line)
+	if valid && !d.noLex {
+		*r = record{}
+		if lexRecord(line, r) {
+			d.decoded(r, line, dir, nil)
+			r.ToolUseResult = nil // aliases line
+			return
+		}
+	}
 	// A tool result's structured copy (toolUseResult, often the bulk of
 	// the line) is only passed on: it is cut out of a valid line by
 	// structure, so encoding/json neither validates nor skips it.
 	body, tur, cut := line, []byte(nil), false
-	if bytes.Contains(line, toolUseResultKey) && jsonlex.Valid(line) {
+	if valid && bytes.Contains(line, toolUseResultKey) {
 		body, tur, cut = jsonlex.CutField(line, "toolUseResult")
 		if !cut {
 			body = line
@@ -436,6 +448,12 @@ func (d *Decoder) decodeRecord(line []byte, dir string) {
 		d.drop(sniffKind(line), agent.DropUnparseableJSON, "record is not valid JSON: "+err.Error())
 		return
 	}
+	d.decoded(r, line, dir, typeErr)
+}
+
+// decoded goes on with a record decodeRecord decoded from line: its time,
+// duplicates, then its kind.
+func (d *Decoder) decoded(r *record, line []byte, dir string, typeErr *json.UnmarshalTypeError) {
 	if r.Type == "" {
 		d.drop("", agent.DropMissingID, "record has no type")
 		return

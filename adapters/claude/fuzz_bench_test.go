@@ -32,7 +32,7 @@ func checkEvents(t *testing.T, red *mapper.Reducer, evs []agent.Event) {
 }
 
 // fuzzSeeds adds the first lines of a few captures as seeds.
-func fuzzSeeds(f *testing.F, add func(line []byte)) {
+func fuzzSeeds(f testing.TB, add func(line []byte)) {
 	for _, p := range []string{
 		"claude-partial/stdout.jsonl",
 		"claude-sdk-stdio-deny/sdk-traffic.jsonl",

@@ -222,9 +222,13 @@ func (d *Decoder) toolResult(s *session, b *contentBlock, structured json.RawMes
 		// Kept as raw JSON (the transcript encoder writes it canonically):
 		// decoding every result into maps would cost more than the rest of
 		// the decoding. Only a persisted-output preview needs its fields.
-		meta["toolUseResult"] = structured
+		// structured may alias the line being decoded: what is kept is
+		// copied.
 		if strings.HasPrefix(output, "<persisted-output>") {
 			output = preferFullOutput(output, structured, meta)
+		}
+		if _, trimmed := meta["toolUseResult"]; !trimmed {
+			meta["toolUseResult"] = json.RawMessage(bytes.Clone(structured))
 		}
 	}
 	if len(meta) == 0 {
@@ -402,7 +406,7 @@ func preferFullOutput(output string, structured json.RawMessage, meta agent.Obje
 	trimmed := make(agent.Object, len(members))
 	for k, v := range members {
 		if k != "stdout" {
-			trimmed[k] = v
+			trimmed[k] = json.RawMessage(bytes.Clone(v)) // v aliases the line
 		}
 	}
 	meta["toolUseResult"] = trimmed

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/jsonlex"
@@ -143,22 +144,25 @@ func DecodeFrame(data []byte) (Message, error) {
 		err := json.Unmarshal(data, &members) // for its message
 		return Message{}, frameErr(agent.DropUnparseableJSON, "", "%v", err)
 	}
-	members, err := jsonlex.ObjectMap(data)
-	if err != nil {
-		return Message{}, frameErr(agent.DropUnparseableJSON, "", "%v", err)
-	}
-	version, method, rawID := members["jsonrpc"], members["method"], members["id"]
-	params, result, rawErr := members["params"], members["result"], members["error"]
-	for _, k := range [...]string{"jsonrpc", "method", "id", "params", "result", "error"} {
-		delete(members, k)
+	version, method, rawID, params, result, rawErr, members, split := splitFrame(data)
+	if !split || noSplit {
+		// A member name with an escape: names decoded the long way.
+		var err error
+		if members, err = jsonlex.ObjectMap(data); err != nil {
+			return Message{}, frameErr(agent.DropUnparseableJSON, "", "%v", err)
+		}
+		version, method, rawID = members["jsonrpc"], members["method"], members["id"]
+		params, result, rawErr = members["params"], members["result"], members["error"]
+		for _, k := range [...]string{"jsonrpc", "method", "id", "params", "result", "error"} {
+			delete(members, k)
+		}
 	}
 	m := Message{Raw: json.RawMessage(data)}
 	if len(members) > 0 {
 		m.Extra = members
 	}
 	if version != nil {
-		var v string
-		if json.Unmarshal(version, &v) != nil || v != "2.0" {
+		if v, ok := jsonlex.StringOf(version); !ok || v != "2.0" {
 			return Message{}, frameErr(agent.DropInvalidField, "", "jsonrpc member is %s, want \"2.0\"", cut(version))
 		}
 		m.Version = true
@@ -177,9 +181,50 @@ func DecodeFrame(data []byte) (Message, error) {
 	return m.response(result, rawErr, hasID)
 }
 
+// noSplit sends every frame through jsonlex.ObjectMap (tests compare).
+var noSplit bool
+
+// splitFrame reads the members of a valid frame object in one pass, as
+// jsonlex.ObjectMap would (exact names, the last of a repeated name wins):
+// the six JSON-RPC members, and the others in extra (nil when there are
+// none). ok is false when a member name has an escape or is not UTF-8
+// (left to ObjectMap, which decodes names).
+func splitFrame(data []byte) (version, method, id, params, result, rawErr json.RawMessage, extra map[string]json.RawMessage, ok bool) {
+	escaped := false
+	_ = jsonlex.Members(data, func(k, v []byte) bool {
+		name := k[1 : len(k)-1]
+		if bytes.IndexByte(name, '\\') >= 0 || !utf8.Valid(name) {
+			escaped = true
+			return false
+		}
+		switch string(name) {
+		case "jsonrpc":
+			version = v
+		case "method":
+			method = v
+		case "id":
+			id = v
+		case "params":
+			params = v
+		case "result":
+			result = v
+		case "error":
+			rawErr = v
+		default:
+			if extra == nil {
+				extra = map[string]json.RawMessage{}
+			}
+			extra[string(name)] = v
+		}
+		return true
+	})
+	return version, method, id, params, result, rawErr, extra, !escaped
+}
+
 // request completes a frame with a method: a request or a notification.
 func (m Message) request(method, params, result, rawErr json.RawMessage, hasID bool) (Message, error) {
-	if err := json.Unmarshal(method, &m.Method); err != nil || m.Method == "" {
+	var ok bool
+	if m.Method, ok = jsonlex.StringOf(method); !ok || m.Method == "" {
 		return Message{}, frameErr(agent.DropInvalidField, "", "method is %s, want a non-empty string", cut(method))
 	}
 	if result != nil || rawErr != nil {
@@ -246,9 +291,9 @@ func ParseID(raw json.RawMessage) (id ID, ok bool) {
 func decodeID(raw json.RawMessage) (ID, error) {
 	switch raw[0] {
 	case '"':
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return ID{}, fmt.Errorf("id is %s: %w", cut(raw), err)
+		s, err := jsonlex.Unquote(raw)
+		if err != nil || !jsonlex.Valid(raw) {
+			return ID{}, fmt.Errorf("id is %s: not a valid string", cut(raw))
 		}
 		return ID{Str: s, IsString: true}, nil
 	default:

@@ -3,6 +3,8 @@ package jsonrpc
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/happy-dev/happy/agent"
@@ -136,4 +138,26 @@ func BenchmarkDecodeFrame(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// FuzzDecodeFrameSplit checks the one-pass member split against the
+// ObjectMap path: the same message, or the same error.
+func FuzzDecodeFrameSplit(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":"a\u0062","method":"x","params":{},"emittedAtMs":3,"emittedAtMs":4}`,
+		`{"id":3,"result":{"turn":{}},"m\u0065thod":"x"}`,
+		`{"jsonrpc":"1.0","method":"m"}`, `{"method":null}`, `{"id":"\ud800","result":1}`,
+		`{"id":1,"id":2,"error":{"code":1,"message":"m"}}`, `{}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m1, err1 := DecodeFrame(data)
+		noSplit = true
+		m2, err2 := DecodeFrame(data)
+		noSplit = false
+		if fmt.Sprint(err1) != fmt.Sprint(err2) || !reflect.DeepEqual(m1, m2) {
+			t.Fatalf("split %+v, %v\nObjectMap %+v, %v", m1, err1, m2, err2)
+		}
+	})
 }

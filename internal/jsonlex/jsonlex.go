@@ -380,8 +380,13 @@ func unescape(body []byte) (string, error) {
 			out.WriteRune(r)
 			i += n
 		case c < utf8.RuneSelf:
-			out.WriteByte(c)
-			i++
+			// A run of plain ASCII is copied at once.
+			j := i + 1
+			for j < len(body) && body[j] != '\\' && body[j] < utf8.RuneSelf {
+				j++
+			}
+			out.Write(body[i:j])
+			i = j
 		default:
 			r, size := utf8.DecodeRune(body[i:])
 			if r == utf8.RuneError && size == 1 {

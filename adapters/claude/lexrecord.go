@@ -1,0 +1,438 @@
+package claude
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/happy-dev/happy/internal/jsonlex"
+)
+
+// lexRecord fills r from line, a JSON object jsonlex.Valid accepted, in one
+// pass over its bytes (jsonlex.Members), exactly as json.Unmarshal into a
+// fastRecord and fastRecord.general would, for the shapes most records have: members of the types the struct
+// declares, message content an array of blocks whose tool_result content
+// is a plain string. Strings are copied out of the line (unquoted only when
+// they hold an escape or bytes that are not UTF-8), raw values are copied.
+// ok is false, and line must then be decoded by encoding/json, for anything
+// else: a member of another type, a null where json.Unmarshal would store
+// one, a member name with an escape, non-ASCII bytes or another case, a
+// repeated object member, or a member the fast shape does not decode
+// (stream events, control requests and responses, attachments, compaction
+// metadata, errors lists, media sources). toolUseResult is kept raw
+// whatever it holds, as decodeRecord keeps it after cutting it out, and is
+// not copied: it aliases line (the one value a record may hold that is
+// large and usually dropped: toolResult copies what it keeps).
+func lexRecord(line []byte, r *record) (ok bool) {
+	ok = true
+	seenMsg := false
+	err := jsonlex.Members(line, func(k, v []byte) bool {
+		key := k[1 : len(k)-1]
+		switch string(key) {
+		case "type":
+			ok = lexString(v, &r.Type)
+		case "subtype":
+			ok = lexString(v, &r.Subtype)
+		case "uuid":
+			ok = lexString(v, &r.UUID)
+		case "parentUuid":
+			ok = lexStringPtr(v, &r.ParentUUID)
+		case "sessionId":
+			ok = lexString(v, &r.SessionID)
+		case "session_id":
+			ok = lexString(v, &r.SessionIDSnake)
+		case "timestamp":
+			ok = lexString(v, &r.Timestamp)
+		case "isSidechain":
+			ok = lexBool(v, &r.IsSidechain)
+		case "agentId":
+			ok = lexString(v, &r.AgentID)
+		case "parent_tool_use_id":
+			ok = lexStringPtr(v, &r.ParentToolUseID)
+		case "promptId":
+			ok = lexString(v, &r.PromptID)
+		case "cwd":
+			ok = lexString(v, &r.Cwd)
+		case "message":
+			if seenMsg || v[0] != '{' {
+				return fail(&ok)
+			}
+			seenMsg = true
+			r.Message = &apiMessage{parsedOK: true}
+			ok = lexMessage(v, r.Message)
+		case "isMeta":
+			ok = lexBool(v, &r.IsMeta)
+		case "isCompactSummary":
+			ok = lexBool(v, &r.IsCompactSummary)
+		case "isVisibleInTranscriptOnly":
+			ok = lexBool(v, &r.IsVisibleInTranscriptOnly)
+		case "isReplay":
+			ok = lexBool(v, &r.IsReplay)
+		case "isSynthetic":
+			ok = lexBool(v, &r.IsSynthetic)
+		case "isApiErrorMessage":
+			ok = lexBool(v, &r.IsAPIErrorMessage)
+		case "apiErrorStatus":
+			ok = lexIntPtr(v, &r.APIErrorStatus)
+		case "error":
+			ok = lexRaw(v, &r.Error)
+		case "toolUseResult":
+			r.ToolUseResult = v // not a copy: see decodeRecord
+		case "tool_use_result":
+			ok = lexRaw(v, &r.ToolUseResultSnake)
+		case "model":
+			ok = lexString(v, &r.Model)
+		case "attempt":
+			ok = lexIntPtr(v, &r.Attempt)
+		case "retryAttempt":
+			ok = lexIntPtr(v, &r.RetryAttempt)
+		case "error_status":
+			ok = lexIntPtr(v, &r.ErrorStatus)
+		case "task_id":
+			ok = lexString(v, &r.TaskID)
+		case "tool_use_id":
+			ok = lexString(v, &r.ToolUseID)
+		case "status":
+			ok = lexString(v, &r.Status)
+		case "is_error":
+			ok = lexBoolPtr(v, &r.IsError)
+		case "result":
+			ok = lexStringPtr(v, &r.Result)
+		case "stop_reason":
+			ok = lexStringPtr(v, &r.StopReason)
+		case "total_cost_usd":
+			ok = lexFloatPtr(v, &r.TotalCostUSD)
+		case "api_error_status":
+			ok = lexIntPtr(v, &r.ResultStatus)
+		case "terminal_reason":
+			ok = lexString(v, &r.TerminalReason)
+		case "request_id":
+			ok = lexString(v, &r.RequestID)
+		case "summary":
+			ok = lexString(v, &r.Summary)
+		case "customTitle":
+			ok = lexString(v, &r.CustomTitle)
+		case "aiTitle":
+			ok = lexString(v, &r.AITitle)
+		default:
+			ok = unknownKey(key, recordKeys)
+		}
+		return ok
+	})
+	return ok && err == nil
+}
+
+// recordKeys are the member names of record, in lower case: another
+// member that equals one of them but for case is decoded by encoding/json
+// into it.
+var recordKeys = lowerSet(
+	"type", "subtype", "uuid", "parentUuid", "sessionId", "session_id", "timestamp", "isSidechain",
+	"agentId", "parent_tool_use_id", "promptId", "cwd", "message", "isMeta", "isCompactSummary",
+	"isVisibleInTranscriptOnly", "isReplay", "isSynthetic", "isApiErrorMessage", "apiErrorStatus",
+	"error", "toolUseResult", "tool_use_result", "model", "compactMetadata", "compact_metadata",
+	"attempt", "retryAttempt", "error_status", "task_id", "tool_use_id", "status", "is_error",
+	"result", "stop_reason", "total_cost_usd", "api_error_status", "errors", "terminal_reason",
+	"event", "request_id", "request", "response", "attachment", "summary", "customTitle", "aiTitle",
+)
+
+var (
+	messageKeys = lowerSet("id", "role", "model", "content", "stop_reason", "usage")
+	usageKeys   = lowerSet("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+	blockKeys   = lowerSet("type", "text", "thinking", "signature", "data", "id", "name", "input",
+		"tool_use_id", "content", "is_error", "source", "title")
+)
+
+// maxKey is longer than any field name (ASCII case folding keeps lengths).
+const maxKey = 64
+
+func lowerSet(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[strings.ToLower(n)] = true
+	}
+	return m
+}
+
+// unknownKey reports whether a member name that matched no field exactly
+// may be ignored: plain ASCII without an escape and no field's name under
+// case folding (those encoding/json would decode: left to it).
+func unknownKey(key []byte, names map[string]bool) bool {
+	var buf [maxKey]byte
+	for i, c := range key {
+		if c == '\\' || c >= utf8.RuneSelf {
+			return false
+		}
+		if i < maxKey {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			buf[i] = c
+		}
+	}
+	return len(key) >= maxKey || !names[string(buf[:len(key)])]
+}
+
+func fail(ok *bool) bool {
+	*ok = false
+	return false
+}
+
+// lexMessage fills m from the object v (see lexRecord).
+func lexMessage(v []byte, m *apiMessage) (ok bool) {
+	ok = true
+	seenContent, seenUsage := false, false
+	err := jsonlex.Members(v, func(k, v []byte) bool {
+		key := k[1 : len(k)-1]
+		switch string(key) {
+		case "id":
+			ok = lexString(v, &m.ID)
+		case "role":
+			ok = lexString(v, &m.Role)
+		case "model":
+			ok = lexString(v, &m.Model)
+		case "stop_reason":
+			ok = lexStringPtr(v, &m.StopReason)
+		case "usage":
+			if seenUsage {
+				return fail(&ok)
+			}
+			seenUsage = true
+			switch v[0] {
+			case 'n':
+				m.Usage = nil
+			case '{':
+				m.Usage = new(usage)
+				ok = lexUsage(v, m.Usage)
+			default:
+				ok = false
+			}
+		case "content":
+			if seenContent || v[0] != '[' {
+				return fail(&ok)
+			}
+			seenContent = true
+			ok = lexBlocks(v, &m.parsed)
+		default:
+			ok = unknownKey(key, messageKeys)
+		}
+		return ok
+	})
+	return ok && err == nil
+}
+
+// lexUsage fills u from the object v.
+func lexUsage(v []byte, u *usage) (ok bool) {
+	ok = true
+	err := jsonlex.Members(v, func(k, v []byte) bool {
+		key := k[1 : len(k)-1]
+		switch string(key) {
+		case "input_tokens":
+			ok = lexInt64Ptr(v, &u.InputTokens)
+		case "output_tokens":
+			ok = lexInt64Ptr(v, &u.OutputTokens)
+		case "cache_read_input_tokens":
+			ok = lexInt64Ptr(v, &u.CacheRead)
+		case "cache_creation_input_tokens":
+			ok = lexInt64Ptr(v, &u.CacheCreation)
+		default:
+			ok = unknownKey(key, usageKeys)
+		}
+		return ok
+	})
+	return ok && err == nil
+}
+
+// lexBlocks fills *dst from the array v of content blocks.
+func lexBlocks(v []byte, dst *[]contentBlock) bool {
+	n := 0
+	for i := jsonlex.SkipSpace(v, 1); i < len(v) && v[i] != ']'; {
+		j := jsonlex.Skip(v, i)
+		if j < 0 {
+			return false
+		}
+		n++
+		i = jsonlex.SkipSpace(v, j)
+		if i < len(v) && v[i] == ',' {
+			i = jsonlex.SkipSpace(v, i+1)
+		}
+	}
+	blocks := make([]contentBlock, n)
+	n = 0
+	for i := jsonlex.SkipSpace(v, 1); i < len(v) && v[i] != ']'; {
+		j := jsonlex.Skip(v, i)
+		if v[i] != '{' || !lexBlock(v[i:j], &blocks[n]) {
+			return false
+		}
+		n++
+		i = jsonlex.SkipSpace(v, j)
+		if i < len(v) && v[i] == ',' {
+			i = jsonlex.SkipSpace(v, i+1)
+		}
+	}
+	*dst = blocks
+	return true
+}
+
+// lexBlock fills b from the object v.
+func lexBlock(v []byte, b *contentBlock) (ok bool) {
+	ok = true
+	err := jsonlex.Members(v, func(k, v []byte) bool {
+		key := k[1 : len(k)-1]
+		switch string(key) {
+		case "type":
+			ok = lexString(v, &b.Type)
+		case "text":
+			ok = lexStringPtr(v, &b.Text)
+		case "thinking":
+			ok = lexStringPtr(v, &b.Thinking)
+		case "signature":
+			ok = lexString(v, &b.Signature)
+		case "data":
+			ok = lexString(v, &b.Data)
+		case "id":
+			ok = lexString(v, &b.ID)
+		case "name":
+			ok = lexString(v, &b.Name)
+		case "input":
+			ok = lexRaw(v, &b.Input)
+		case "tool_use_id":
+			ok = lexString(v, &b.ToolUseID)
+		case "content":
+			ok = lexStringPtr(v, &b.resultText)
+		case "is_error":
+			ok = lexBoolPtr(v, &b.IsError)
+		case "title":
+			ok = lexString(v, &b.Title)
+		default:
+			// source (a media block) is left to encoding/json.
+			ok = unknownKey(key, blockKeys)
+		}
+		return ok
+	})
+	return ok && err == nil
+}
+
+// lexStr decodes the valid raw string v: a copy of its body when it has no
+// escape and is UTF-8, else unquoted as encoding/json does.
+func lexStr(v []byte) (string, bool) {
+	body := v[1 : len(v)-1]
+	if bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+		return string(body), true
+	}
+	s, err := jsonlex.Unquote(v)
+	return s, err == nil
+}
+
+// lexString decodes a string member; null leaves it alone.
+func lexString(v []byte, dst *string) bool {
+	switch v[0] {
+	case '"':
+		s, ok := lexStr(v)
+		*dst = s
+		return ok
+	case 'n':
+		return true
+	}
+	return false
+}
+
+// lexStringPtr decodes a *string member; null sets it to nil.
+func lexStringPtr(v []byte, dst **string) bool {
+	switch v[0] {
+	case '"':
+		s, ok := lexStr(v)
+		*dst = &s
+		return ok
+	case 'n':
+		*dst = nil
+		return true
+	}
+	return false
+}
+
+// lexBool decodes a bool member; null leaves it alone.
+func lexBool(v []byte, dst *bool) bool {
+	switch v[0] {
+	case 't':
+		*dst = true
+	case 'f':
+		*dst = false
+	case 'n':
+	default:
+		return false
+	}
+	return true
+}
+
+// lexBoolPtr decodes a *bool member; null sets it to nil.
+func lexBoolPtr(v []byte, dst **bool) bool {
+	switch v[0] {
+	case 't', 'f':
+		b := v[0] == 't'
+		*dst = &b
+	case 'n':
+		*dst = nil
+	default:
+		return false
+	}
+	return true
+}
+
+// lexInt64Ptr decodes a *int64 member (an integer literal in range); null
+// sets it to nil.
+func lexInt64Ptr(v []byte, dst **int64) bool {
+	if v[0] == 'n' {
+		*dst = nil
+		return true
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil {
+		return false
+	}
+	*dst = &n
+	return true
+}
+
+// lexIntPtr decodes a *int member as lexInt64Ptr does.
+func lexIntPtr(v []byte, dst **int) bool {
+	if v[0] == 'n' {
+		*dst = nil
+		return true
+	}
+	n, err := strconv.ParseInt(string(v), 10, strconv.IntSize)
+	if err != nil {
+		return false
+	}
+	i := int(n)
+	*dst = &i
+	return true
+}
+
+// lexFloatPtr decodes a *float64 member (a number in range); null sets it
+// to nil.
+func lexFloatPtr(v []byte, dst **float64) bool {
+	if v[0] == 'n' {
+		*dst = nil
+		return true
+	}
+	if v[0] != '-' && (v[0] < '0' || v[0] > '9') {
+		return false
+	}
+	x, err := strconv.ParseFloat(string(v), 64)
+	if err != nil {
+		return false
+	}
+	*dst = &x
+	return true
+}
+
+// lexRaw keeps a raw member (a copy); null is left to encoding/json.
+func lexRaw(v []byte, dst *json.RawMessage) bool {
+	if v[0] == 'n' {
+		return false
+	}
+	*dst = append([]byte(nil), v...)
+	return true
+}

@@ -1,0 +1,150 @@
+package claude
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/happy-dev/happy/agent"
+	"github.com/happy-dev/happy/internal/jsonlex"
+	"github.com/happy-dev/happy/internal/linereader"
+)
+
+// unmarshalFast decodes line into a fastRecord as decodeRecord's
+// encoding/json path does (toolUseResult cut out and kept raw).
+func unmarshalFast(line []byte) (fastRecord, error) {
+	var f fastRecord
+	body, tur, cut := line, []byte(nil), false
+	if bytes.Contains(line, toolUseResultKey) {
+		if body, tur, cut = jsonlex.CutField(line, "toolUseResult"); !cut {
+			body = line
+		}
+	}
+	err := json.Unmarshal(body, &f)
+	if cut {
+		f.ToolUseResult = tur
+	}
+	return f, err
+}
+
+func TestLexRecord(t *testing.T) {
+	tests := []struct {
+		line string
+		ok   bool
+	}{
+		{`{"type":"assistant","uuid":"u","parentUuid":null,"message":{"id":"m","role":"assistant","content":[{"type":"text","text":"a\nb"},{"type":"tool_use","id":"t","name":"Bash","input":{"command":"ls"}}],"stop_reason":null,"usage":{"input_tokens":3,"output_tokens":4}}}`, true},
+		{`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"out","is_error":false}]},"toolUseResult":{"stdout":"out"}}`, true},
+		{`{"type":"summary","summary":"s \u00e9","leafUuid":"x"}`, true},
+		{`{"type":"system","subtype":"api_error","retryAttempt":2,"error":{"status":529},"total_cost_usd":0.5,"isMeta":null}`, true},
+		{`{"type":"user","message":{"content":"plain prompt"}}`, false},                        // string content
+		{`{"type":"user","message":{"content":[{"type":"tool_result","content":[]}]}}`, false}, // block content
+		{`{"Type":"user"}`, false},                                          // another case
+		{`{"ty\u0070e":"user"}`, false},                                     // escaped name
+		{`{"type":"system","retryAttempt":1.5}`, false},                     // not an int
+		{`{"type":"system","error":null}`, false},                           // null raw value
+		{`{"type":"x","message":{"id":"a"},"message":{"role":"b"}}`, false}, // repeated object
+		{`{"type":"x","message":{"content":[{"type":"image","source":{"type":"base64"}}]}}`, false},
+		{`{"type":"result","is_error":"yes"}`, false},
+	}
+	for _, tt := range tests {
+		var f record
+		ok := lexRecord([]byte(tt.line), &f)
+		if ok != tt.ok {
+			t.Errorf("lexRecord(%s) ok = %v, want %v", tt.line, ok, tt.ok)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		fr, err := unmarshalFast([]byte(tt.line))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.line, err)
+		}
+		if want := fr.general(); !reflect.DeepEqual(f, want) {
+			t.Errorf("lexRecord(%s) =\n%+v\nwant\n%+v", tt.line, f, want)
+		}
+	}
+}
+
+// FuzzLexRecord checks the one-pass record decoder against encoding/json:
+// whenever it accepts a valid line, json.Unmarshal accepts it too and
+// fills the same struct.
+func FuzzLexRecord(f *testing.F) {
+	fuzzSeeds(f, func(l []byte) { f.Add(l) })
+	f.Add([]byte(`{"type":"assistant","message":{"id":"m","content":[{"type":"thinking","thinking":"\ud83d\ude00 \u0000","signature":"s"}],"usage":{"input_tokens":-0}}}`))
+	f.Add([]byte(`{"type":"user","isSidechain":true,"message":{"content":[{"type":"tool_result","tool_use_id":"t","content":null,"is_error":true}]},"toolUseResult":null}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		if !jsonlex.Valid(line) || bytes.TrimSpace(line)[0] != '{' {
+			return
+		}
+		var got record
+		if !lexRecord(line, &got) {
+			return
+		}
+		fr, err := unmarshalFast(line)
+		if err != nil {
+			t.Fatalf("lexRecord accepted a line json.Unmarshal refuses (%v): %s", err, line)
+		}
+		if want := fr.general(); !reflect.DeepEqual(got, want) {
+			t.Fatalf("lexRecord(%s) =\n%+v\nencoding/json\n%+v", line, got, want)
+		}
+	})
+}
+
+// FuzzLexDecode feeds the same lines to a decoder that decodes records in
+// one pass and to one that decodes every record with encoding/json: they
+// emit the same events (compared at the end, after the line reader reused
+// its buffer: no event aliases a line).
+func FuzzLexDecode(f *testing.F) {
+	var seed [][]byte
+	fuzzSeeds(f, func(l []byte) {
+		if len(l) < 4096 {
+			seed = append(seed, l)
+		}
+	})
+	for i := 0; i+3 <= len(seed); i += 3 {
+		f.Add(bytes.Join(seed[i:i+3], []byte("\n")))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, form := range []Form{FormSessionJSONL, FormStreamJSON, FormTrafficLog} {
+			fast, _ := NewDecoder(form, Options{Recent: 16})
+			slow, _ := NewDecoder(form, Options{Recent: 16})
+			slow.noLex = true
+			lr, _ := linereader.New(bytes.NewReader(data), linereader.Options{ReadSize: 16})
+			var a, b []agent.Event
+			for {
+				l, err := lr.Next()
+				if err != nil {
+					break
+				}
+				a = append(a, fast.DecodeLine(l)...)
+				b = append(b, slow.DecodeLine(l)...)
+			}
+			a = append(a, fast.Finish(EndOfStream{})...)
+			b = append(b, slow.Finish(EndOfStream{})...)
+			if !reflect.DeepEqual(a, b) {
+				t.Fatalf("one pass\n%s\nencoding/json\n%s", dumpEvents(a), dumpEvents(b))
+			}
+		}
+	})
+}
+
+// TestLexDecodeCaptures decodes every capture both ways: the same events.
+func TestLexDecodeCaptures(t *testing.T) {
+	n, lexed := 0, 0
+	fuzzSeeds(t, func(l []byte) {
+		n++
+		if jsonlex.Valid(l) && lexRecord(l, new(record)) {
+			lexed++
+		}
+	})
+	if n == 0 || lexed*2 < n {
+		t.Fatalf("%d of %d capture lines decoded in one pass, want most", lexed, n)
+	}
+}
+
+func dumpEvents(evs any) string {
+	b, _ := json.MarshalIndent(evs, "", " ")
+	return string(b)
+}
