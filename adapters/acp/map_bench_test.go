@@ -1,116 +1,16 @@
 package acp
 
 import (
-	"bytes"
-	"fmt"
-	"os"
 	"path/filepath"
-	"runtime"
-	"syscall"
 	"testing"
-	"time"
 
-	"github.com/happy-dev/happy/adapters/jsonrpc"
-	"github.com/happy-dev/happy/adapters/trafficlog"
-	"github.com/happy-dev/happy/internal/linereader"
+	"github.com/happy-dev/happy/adapters/jsonrpc/jsonrpctest"
 )
 
-// BenchmarkMapTraffic measures the live mapping path over every capture
-// in testdata/captures (all the ACP agents): each frame parsed once (jsonrpc.NewFrame, as the connection
-// does) and decoded into agent events, one decoder per capture as one per
-// session. x1 is the captures once; x10 is each capture fed ten times to
-// the same decoder, so the input grows tenfold while the open state does
-// not. Reported besides MB/s (message bytes, wall time): cpu-MB/s (the
-// process's CPU time, garbage collection included, which other work on
-// the machine does not distort), B/byte (allocated per input byte) and
-// retained-KB (what the decoders of one more pass hold at its end, after a GC).
+// BenchmarkMapTraffic measures the live mapping path (frame parse and
+// decode) over every capture in testdata/captures (all the ACP agents);
+// see jsonrpctest.MapTraffic for what it reports.
 func BenchmarkMapTraffic(b *testing.B) {
-	caps := loadCaptures(b)
-	for _, rep := range []int{1, 10} {
-		b.Run(fmt.Sprintf("x%d", rep), func(b *testing.B) {
-			var size int64
-			for _, c := range caps {
-				for _, r := range c {
-					size += int64(len(r.Msg))
-				}
-			}
-			size *= int64(rep)
-			b.SetBytes(size)
-			b.ReportAllocs()
-			decodeAll := func() []any {
-				decs := make([]any, 0, len(caps))
-				for _, c := range caps {
-					dec := NewDecoder()
-					for range rep {
-						for _, r := range c {
-							dec.Decode(jsonrpc.FrameOf(r))
-						}
-					}
-					decs = append(decs, dec)
-				}
-				return decs
-			}
-			var ms0, ms1 runtime.MemStats
-			runtime.ReadMemStats(&ms0)
-			c0 := benchCPU()
-			for b.Loop() {
-				decodeAll()
-			}
-			cpu := benchCPU() - c0
-			runtime.ReadMemStats(&ms1)
-			// Retained: one more pass, its decoders kept, after a GC.
-			runtime.GC()
-			var before, after runtime.MemStats
-			runtime.ReadMemStats(&before)
-			decs := decodeAll()
-			runtime.GC()
-			runtime.ReadMemStats(&after)
-			runtime.KeepAlive(decs)
-			if after.HeapAlloc > before.HeapAlloc {
-				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/1024, "retained-KB")
-			}
-			b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/float64(size)/float64(b.N), "B/byte")
-			if cpu > 0 {
-				b.ReportMetric(float64(size)*float64(b.N)/(1<<20)/cpu.Seconds(), "cpu-MB/s")
-			}
-		})
-	}
-}
-
-// loadCaptures reads the traffic records of every capture in testdata/captures.
-func loadCaptures(b *testing.B) [][]trafficlog.Record {
-	paths, err := filepath.Glob(filepath.Join("testdata", "captures", "*", "rpc-traffic.jsonl"))
-	if err != nil || len(paths) == 0 {
-		b.Fatalf("no captures: %v", err)
-	}
-	var caps [][]trafficlog.Record
-	for _, p := range paths {
-		raw, err := os.ReadFile(p)
-		if err != nil {
-			b.Fatal(err)
-		}
-		r, err := trafficlog.NewReader(bytes.NewReader(raw), linereader.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		var recs []trafficlog.Record
-		for {
-			rec, _, err := r.Next()
-			if err != nil {
-				break
-			}
-			recs = append(recs, rec)
-		}
-		caps = append(caps, recs)
-	}
-	return caps
-}
-
-// benchCPU is the CPU time the process used so far (user + system).
-func benchCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	jsonrpctest.MapTraffic(b, filepath.Join("testdata", "captures", "*", "rpc-traffic.jsonl"),
+		func() jsonrpctest.Decoder { return NewDecoder() })
 }
