@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -37,7 +38,19 @@ var (
 	ErrClosed = errors.New("openclaw: the gateway connection is closed")
 	// ErrHandshake wraps a connect request the gateway refused.
 	ErrHandshake = errors.New("openclaw: the gateway refused the connection")
+	// ErrNotAnswering: the address took no WebSocket connection, or took
+	// one but never answered connect (or answered with frames that are not
+	// the gateway protocol) within Options.ConnectTimeout.
+	ErrNotAnswering = errors.New("not an OpenClaw gateway, or not answering")
 )
+
+// DefaultConnectTimeout bounds the dial and the connect handshake of one
+// connection attempt unless Options.ConnectTimeout says otherwise.
+const DefaultConnectTimeout = 15 * time.Second
+
+// maxHandshakeJunk is how many frames that are not the gateway protocol the
+// handshake takes (each a Dropped record) before it gives up.
+const maxHandshakeJunk = 16
 
 // Options configure a Client.
 type Options struct {
@@ -56,8 +69,14 @@ type Options struct {
 	// Version is happy's version, sent as client.version.
 	Version string
 	// ReconnectAttempts is how often a lost connection is dialled again
-	// before the gateway counts as gone (default 5; negative: never).
+	// before the gateway counts as gone (default 5; negative: never). The
+	// count goes on across reconnects that bring nothing new: it starts
+	// again only when the gateway delivers a new event, so a gateway that
+	// answers connect and then stays silent is gone after this many.
 	ReconnectAttempts int
+	// ConnectTimeout bounds the dial and the connect handshake of each
+	// connection attempt (default DefaultConnectTimeout).
+	ConnectTimeout time.Duration
 	// ReconnectDelay is the wait before the first attempt, doubled for
 	// each next one (default 250ms).
 	ReconnectDelay time.Duration
@@ -86,6 +105,9 @@ func (o *Options) defaults() {
 	}
 	if o.ReconnectAttempts == 0 {
 		o.ReconnectAttempts = 5
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
 	}
 	if o.ReconnectDelay <= 0 {
 		o.ReconnectDelay = 250 * time.Millisecond
@@ -134,6 +156,9 @@ type Client struct {
 	waiters  map[string]chan Frame
 	tick     time.Duration
 	frames   atomic.Int64
+	lost     atomic.Int64 // reconnect attempts since the last new event
+	goneMu   sync.Mutex
+	gone     error // why the gateway counts as gone (nil: not gone, or closed by happy)
 	ids      atomic.Int64
 	closing  atomic.Bool
 	done     chan struct{} // closed when the reader has ended
@@ -175,20 +200,15 @@ func (c *Client) nextID() string { return fmt.Sprintf("happy-%d", c.ids.Add(1)) 
 // first (no device identity is signed, so the challenge's nonce is not
 // needed), then frames are read until its response. A retryable refusal
 // (UNAVAILABLE while the gateway starts its sidecars) is tried again after
-// its retryAfterMs, for at most StartupWait.
+// its retryAfterMs, for at most StartupWait. Each attempt is bounded by
+// ConnectTimeout (ErrNotAnswering).
 func (c *Client) dial(ctx context.Context) (*websocket.Conn, time.Duration, error) {
 	start := c.opts.Now()
 	for {
-		conn, _, err := c.opts.Dialer.DialContext(ctx, c.opts.URL, nil)
-		if err != nil {
-			return nil, 0, fmt.Errorf("openclaw: dial %s: %w", c.opts.URL, err)
-		}
-		conn.SetReadLimit(64 << 20)
-		tick, retry, err := c.handshake(ctx, conn)
+		conn, tick, retry, err := c.attempt(ctx)
 		if err == nil {
 			return conn, tick, nil
 		}
-		_ = conn.Close()
 		if retry <= 0 || c.opts.Now().Sub(start) > c.opts.StartupWait {
 			return nil, 0, err
 		}
@@ -198,6 +218,67 @@ func (c *Client) dial(ctx context.Context) (*websocket.Conn, time.Duration, erro
 		case <-c.opts.After(retry):
 		}
 	}
+}
+
+// attempt is one dial and handshake, given up after ConnectTimeout.
+func (c *Client) attempt(ctx context.Context) (*websocket.Conn, time.Duration, time.Duration, error) {
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var late atomic.Bool
+	timer := c.opts.After(c.opts.ConnectTimeout)
+	go func() {
+		select {
+		case <-timer:
+			late.Store(true)
+			cancel()
+		case <-actx.Done():
+		}
+	}()
+	// The dialer watches the context only until the TCP connection is up:
+	// closing that connection ends a WebSocket upgrade that never comes.
+	d := *c.opts.Dialer
+	inner := d.NetDialContext
+	if inner == nil && d.NetDial != nil {
+		inner = func(_ context.Context, network, addr string) (net.Conn, error) { return d.NetDial(network, addr) }
+	} else if inner == nil {
+		inner = (&net.Dialer{}).DialContext
+	}
+	var unwatch func() bool
+	d.NetDialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		nc, err := inner(ctx, network, addr)
+		if err == nil {
+			unwatch = context.AfterFunc(actx, func() { _ = nc.Close() })
+		}
+		return nc, err
+	}
+	conn, _, err := d.DialContext(actx, c.opts.URL, nil)
+	if unwatch != nil {
+		unwatch()
+	}
+	if err != nil {
+		switch {
+		case ctx.Err() != nil:
+			return nil, 0, 0, ctx.Err()
+		case late.Load():
+			return nil, 0, 0, c.notAnswering(fmt.Sprintf("no WebSocket connection within %s", c.opts.ConnectTimeout))
+		}
+		return nil, 0, 0, fmt.Errorf("openclaw: dial %s: %w", c.opts.URL, err)
+	}
+	conn.SetReadLimit(64 << 20)
+	tick, retry, err := c.handshake(actx, conn)
+	if err != nil {
+		_ = conn.Close()
+		if ctx.Err() == nil && late.Load() {
+			err = c.notAnswering(fmt.Sprintf("no answer to connect within %s", c.opts.ConnectTimeout))
+		}
+		return nil, 0, retry, err
+	}
+	return conn, tick, 0, nil
+}
+
+// notAnswering is ErrNotAnswering for the gateway's URL and why.
+func (c *Client) notAnswering(why string) error {
+	return fmt.Errorf("openclaw: %s: %w: %s", c.opts.URL, ErrNotAnswering, why)
 }
 
 // handshake sends connect on conn and waits for hello-ok. retry > 0 when
@@ -226,19 +307,31 @@ func (c *Client) handshake(ctx context.Context, conn *websocket.Conn) (tick, ret
 	if err := conn.WriteMessage(websocket.TextMessage, data); err != nil {
 		return 0, 0, fmt.Errorf("openclaw: send connect: %w", err)
 	}
+	junk, firstJunk := 0, ""
 	for {
 		_, msg, err := conn.ReadMessage()
 		if err != nil {
 			if ctx.Err() != nil {
 				return 0, 0, ctx.Err()
 			}
-			return 0, 0, fmt.Errorf("openclaw: connect: %w", err)
+			return 0, 0, fmt.Errorf("openclaw: connect to %s: %w", c.opts.URL, err)
 		}
-		c.record(A2C, msg)
 		f, err := DecodeFrame(msg)
 		if err != nil || f.Type != TypeRes || f.ID != id {
-			continue // the challenge, or anything before the answer
+			// The challenge, or anything before the answer: decoded as
+			// a replay decodes it, so that junk is a Dropped record.
+			if c.handle(Record{T: c.now(), Dir: A2C, Msg: msg}) {
+				if junk++; junk >= maxHandshakeJunk {
+					return 0, 0, c.notAnswering(fmt.Sprintf("%d frames that are not the gateway protocol, the first %q",
+						junk, agent.CutUTF8(firstJunk, 120)))
+				}
+				if firstJunk == "" {
+					firstJunk = string(msg)
+				}
+			}
+			continue
 		}
+		c.record(A2C, msg)
 		if !f.Succeeded() {
 			if f.Error != nil && f.Error.Retryable {
 				retry = time.Duration(max(f.Error.RetryAfterMs, 100)) * time.Millisecond
@@ -273,8 +366,11 @@ func (c *Client) record(dir Dir, msg []byte) {
 	c.rec.write(Record{T: c.now(), Dir: dir, Msg: msg})
 }
 
-// handle records and decodes one record and delivers its events.
-func (c *Client) handle(rec Record) {
+// handle records and decodes one record and delivers its events. It
+// reports whether the record was dropped (a DroppedInput). A new turn, or
+// a new event of the gateway's (anything but a drop), starts the reconnect
+// budget again.
+func (c *Client) handle(rec Record) (dropped bool) {
 	c.rec.write(rec)
 	c.dmu.Lock()
 	out := c.dec.decode(rec)
@@ -297,6 +393,16 @@ func (c *Client) handle(rec Record) {
 	}
 	c.dmu.Unlock()
 	for _, e := range out.events {
+		switch e.(type) {
+		case *agent.DroppedInput:
+			dropped = true
+		case *agent.TurnStarted:
+			c.lost.Store(0) // the count is per turn
+		default:
+			if rec.Dir == A2C {
+				c.lost.Store(0)
+			}
+		}
 		if rec.Dir == C2A && echo(e) {
 			continue
 		}
@@ -307,6 +413,7 @@ func (c *Client) handle(rec Record) {
 			c.q.Push(&agent.AgentError{EventBase: agent.EventBase{Time: c.now()}, Kind: agent.ErrorTransport, Text: err.Error()})
 		}
 	}
+	return dropped
 }
 
 // echo reports the events the session runner records itself: the prompt
@@ -402,6 +509,9 @@ func (c *Client) read() {
 				c.finish()
 				return
 			}
+			c.goneMu.Lock()
+			c.gone = err
+			c.goneMu.Unlock()
 			msg, _ := json.Marshal(note{Happy: noteGone, Error: err.Error()})
 			c.handle(Record{T: c.now(), Dir: Note, Msg: msg})
 			c.closing.Store(true)
@@ -411,19 +521,24 @@ func (c *Client) read() {
 	}
 }
 
-// reconnect dials the gateway again, ReconnectAttempts times with growing
-// delays, and on success asks whether the open turn's run ended meanwhile
-// (agent.wait with no wait: its answer ends the turn when it did).
+// reconnect dials the gateway again with growing delays, and on success
+// asks whether the open turn's run ended meanwhile (agent.wait with no
+// wait: its answer ends the turn when it did). The attempts count since
+// the last new event (ReconnectAttempts in all), so connections that open
+// and then bring nothing do not go on for ever.
 func (c *Client) reconnect() error {
-	delay := c.opts.ReconnectDelay
 	var last error = errors.New("the connection closed")
-	for i := 0; i < c.opts.ReconnectAttempts; i++ {
+	if n := c.lost.Load(); n > 0 {
+		last = fmt.Errorf("the connection broke again after %d reconnects with no new event", n)
+	}
+	for c.lost.Load() < int64(c.opts.ReconnectAttempts) {
+		n := c.lost.Add(1)
+		delay := c.opts.ReconnectDelay << min(n-1, 6)
 		select {
 		case <-c.stop:
 			return ErrClosed
 		case <-c.opts.After(delay):
 		}
-		delay *= 2
 		ctx, cancel := context.WithCancel(context.Background())
 		go func() {
 			select {
@@ -498,6 +613,15 @@ func (c *Client) finish() {
 			Error: "happy closed the gateway connection"})
 	}
 	c.q.Close()
+}
+
+// Gone is why the gateway counts as gone once Events has closed on its own
+// (every reconnect failed, or brought nothing new): nil while the
+// connection lives, and when Close ended it.
+func (c *Client) Gone() error {
+	c.goneMu.Lock()
+	defer c.goneMu.Unlock()
+	return c.gone
 }
 
 // Events delivers the session's agent events in order; it is closed when

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,7 +22,7 @@ func startClient(t *testing.T, g *fakeGateway, clock *fakeClock, record *bytes.B
 	t.Helper()
 	n := 0
 	opts := Options{URL: g.url(), Token: "tok", SessionKey: testSession, Now: clock.now, After: clock.after,
-		SilenceLimit: time.Hour, ReconnectAttempts: 2, Version: "test",
+		SilenceLimit: time.Hour, ReconnectAttempts: 2, Version: "test", ConnectTimeout: testConnectTimeout,
 		newKey: func() string { n++; return fmt.Sprintf("key-%d", n) }}
 	if record != nil {
 		opts.Record = record
@@ -393,7 +395,8 @@ func TestClientSilentGateway(t *testing.T) {
 // TestClientHandshakeRefused: a wrong token is the gateway's error.
 func TestClientHandshakeRefused(t *testing.T) {
 	g := newFakeGateway(t, func(c *gwConn) { c.handshake("other") })
-	_, err := Start(context.Background(), Options{URL: g.url(), Token: "tok", Now: newFakeClock().now, After: newFakeClock().after})
+	clock := newFakeClock()
+	_, err := Start(context.Background(), Options{URL: g.url(), Token: "tok", Now: clock.now, After: clock.after, ConnectTimeout: testConnectTimeout})
 	if !errors.Is(err, ErrHandshake) || !strings.Contains(err.Error(), "AUTH_TOKEN_MISMATCH") {
 		t.Fatalf("Start: %v", err)
 	}
@@ -438,5 +441,250 @@ func TestClientInterrupt(t *testing.T) {
 	}
 	if err := c.Prompt(ctx, agent.Prompt{Text: "x", Files: []agent.PromptFile{{Mime: "image/png"}}}); !errors.Is(err, agent.ErrUnsupportedInput) {
 		t.Errorf("attachment: %v", err)
+	}
+}
+
+// TestClientConnectTimeout: an address that takes the TCP connection but
+// no WebSocket, a server that takes the WebSocket but never answers
+// connect, and one that answers only with junk all end Start with
+// ErrNotAnswering naming the URL, instead of waiting for ever. The connect
+// timeout is the fake clock's: the test fires it.
+func TestClientConnectTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// script gets the connect request, then says so on reached; nil:
+		// a TCP listener that never speaks HTTP.
+		script func(c *gwConn, reached chan<- struct{})
+		fire   bool
+		want   string
+	}{
+		{"no websocket", nil, true, "no WebSocket connection within 2h0m0s"},
+		{"silent after the upgrade", func(c *gwConn, reached chan<- struct{}) {
+			c.read()
+			reached <- struct{}{}
+			c.read()
+		}, true, "no answer to connect within 2h0m0s"},
+		{"challenge, then nothing", func(c *gwConn, reached chan<- struct{}) {
+			c.send(map[string]any{"type": "event", "event": "connect.challenge", "payload": map[string]any{"nonce": "n-1", "ts": 1}})
+			c.read()
+			reached <- struct{}{}
+			c.read()
+		}, true, "no answer to connect within 2h0m0s"},
+		{"junk frames", func(c *gwConn, reached chan<- struct{}) {
+			for i := 0; i < 40; i++ {
+				c.sendRaw("<html>hello</html>")
+			}
+			c.read()
+			reached <- struct{}{}
+			c.read()
+		}, false, `16 frames that are not the gateway protocol, the first "<html>hello</html>"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var url string
+			reached := make(chan struct{}, 1)
+			if tc.script == nil {
+				url = silentListener(t, reached)
+			} else {
+				url = newFakeGateway(t, func(c *gwConn) { tc.script(c, reached) }).url()
+			}
+			clock := newFakeClock()
+			errc := make(chan error, 1)
+			go func() {
+				c, err := Start(context.Background(), Options{URL: url, Now: clock.now, After: clock.after, ConnectTimeout: testConnectTimeout})
+				if c != nil {
+					_ = c.Close()
+					drain(c)
+				}
+				errc <- err
+			}()
+			if tc.fire {
+				<-reached
+				clock.channel(testConnectTimeout) <- time.Time{}
+			}
+			err := <-errc
+			if !errors.Is(err, ErrNotAnswering) || !strings.Contains(err.Error(), url+": not an OpenClaw gateway, or not answering: "+tc.want) {
+				t.Fatalf("Start: %v", err)
+			}
+		})
+	}
+}
+
+// silentListener is a TCP listener on 127.0.0.1 that takes connections and
+// never answers (saying so on reached); it returns its ws:// address.
+func silentListener(t *testing.T, reached chan<- struct{}) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			select {
+			case reached <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		wg.Wait()
+		mu.Lock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		mu.Unlock()
+	})
+	return "ws://" + ln.Addr().String()
+}
+
+// TestClientReconnectJunk: after a break, the address answers the new
+// connection with junk and then nothing: each junk frame is a Dropped
+// record, the connect timeout ends the attempt, and with no attempt left
+// the turn ends as a transport error naming the URL.
+func TestClientReconnectJunk(t *testing.T) {
+	g := newFakeGateway(t, func(c *gwConn) {
+		switch c.n {
+		case 0:
+			if !c.handshake("tok") {
+				return
+			}
+			f, ok := c.expect("agent")
+			if !ok {
+				return
+			}
+			c.res(f.ID, map[string]any{"runId": "run-1", "status": "accepted"})
+			c.agentEvent("run-1", 1, "assistant", map[string]any{"delta": "a"})
+		default:
+			c.sendRaw("not json")
+			c.sendRaw(`{"type":"evt"}`)
+			for {
+				if _, ok := c.read(); !ok {
+					return
+				}
+			}
+		}
+	})
+	clock := newFakeClock()
+	c, err := Start(context.Background(), Options{URL: g.url(), Token: "tok", SessionKey: testSession, Now: clock.now, After: clock.after,
+		SilenceLimit: time.Hour, ReconnectAttempts: 1, ConnectTimeout: testConnectTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(); drain(c) })
+	if err := c.Prompt(context.Background(), agent.Prompt{Text: "go"}); err != nil {
+		t.Fatal(err)
+	}
+	drops := 0
+	evs := collect(t, c, func(e agent.Event) bool {
+		if _, ok := e.(*agent.DroppedInput); ok {
+			drops++
+		}
+		return drops == 2
+	}, nil)
+	var reasons []string
+	for _, e := range evs {
+		if d, ok := e.(*agent.DroppedInput); ok {
+			reasons = append(reasons, string(d.Dropped.Reason)+" "+d.Dropped.Raw)
+		}
+	}
+	if got, want := strings.Join(reasons, "|"), `unparseable_json not json|unknown_type {"type":"evt"}`; got != want {
+		t.Errorf("dropped %q, want %q", got, want)
+	}
+	clock.channel(testConnectTimeout) <- time.Time{}
+	evs = collect(t, c, nil, nil)
+	assertGone(t, evs)
+	if te := evs[len(evs)-1].(*agent.TurnEnded); !strings.Contains(te.Error, g.url()+": not an OpenClaw gateway, or not answering: no answer to connect") {
+		t.Errorf("turn error %q", te.Error)
+	}
+	if err := c.Gone(); !errors.Is(err, ErrNotAnswering) {
+		t.Errorf("Gone: %v", err)
+	}
+}
+
+// TestClientSilentAfterHello: a gateway that answers every connect and then
+// says nothing is not reconnected for ever: the attempts count across the
+// reconnects that bring no new event, and the turn ends as a transport
+// error.
+func TestClientSilentAfterHello(t *testing.T) {
+	up := make(chan struct{}, 64) // a connection is the client's current one
+	g := newFakeGateway(t, func(c *gwConn) {
+		if !c.handshake("tok") {
+			return
+		}
+		method := "agent.wait" // sent once the new connection is in place
+		if c.n == 0 {
+			method = "agent"
+		}
+		f, ok := c.expect(method)
+		if !ok {
+			return
+		}
+		if c.n == 0 {
+			c.res(f.ID, map[string]any{"runId": "run-1", "status": "accepted"})
+			c.agentEvent("run-1", 1, "assistant", map[string]any{"delta": "a"}) // the test waits for it
+		} else {
+			up <- struct{}{}
+		}
+		for {
+			if _, ok := c.read(); !ok {
+				return
+			}
+		}
+	})
+	clock := newFakeClock()
+	c := startClient(t, g, clock, nil)
+	if err := c.Prompt(context.Background(), agent.Prompt{Text: "go"}); err != nil {
+		t.Fatal(err)
+	}
+	var evs []agent.Event
+	conns, pending := 0, 0
+	guard := time.NewTimer(20 * time.Second)
+	defer guard.Stop()
+loop:
+	for {
+		// Each connection in place gets two silence periods: the
+		// first may see the frames of its start.
+		var fire chan time.Time
+		if pending > 0 {
+			fire = clock.fire
+		}
+		select {
+		case <-up:
+			if conns++; conns > 10 {
+				t.Fatalf("still reconnecting after %d connections", conns)
+			}
+			pending = 2
+		case fire <- time.Time{}:
+			pending--
+		case e, ok := <-c.Events():
+			if !ok {
+				break loop
+			}
+			evs = append(evs, e)
+			if _, ok := e.(*agent.TextDelta); ok {
+				conns, pending = 1, 2 // the first connection is in place
+			}
+		case <-guard.C:
+			t.Fatal("no end")
+		}
+	}
+	assertGone(t, evs)
+	if te := evs[len(evs)-1].(*agent.TurnEnded); !strings.Contains(te.Error, "reconnects with no new event") {
+		t.Errorf("turn error %q", te.Error)
+	}
+	if err := c.Gone(); err == nil {
+		t.Error("Gone is nil after the gateway went away")
 	}
 }

@@ -18,13 +18,44 @@ type Decoder struct {
 	reqs       map[string]request // our requests by frame id
 	turn       *turn
 	turns      int
-	runSeq     map[string]int64        // last agent-event seq seen per run
+	runSeq     map[string]*seqSet      // agent-event seqs seen per run
 	usage      map[string]agent.Tokens // usage totals per run so far
 	ourRuns    map[string]bool
 	tools      map[string]*tool
 	approvals  map[string]*approval // by approval id
 	byCall     map[string]string    // call id → pending approval id
-	frameSeq   int64                // last event-frame seq of the current connection
+	frameSeq   *seqSet              // event-frame seqs seen on the current connection
+}
+
+// seqRecent is how many seqs a seqSet remembers (per run, per connection):
+// a reconnect delivers again at most the recent part of a stream.
+const seqRecent = 4096
+
+// seqSet holds the seqs seen of one stream: the most recent seqRecent, by
+// order of arrival. A seq counts as seen only when it arrived itself, so one
+// frame with an out-of-range seq does not hide the frames after it.
+type seqSet struct {
+	seen  map[int64]struct{}
+	order []int64 // ring of the remembered seqs, oldest at next
+	next  int
+}
+
+func newSeqSet() *seqSet { return &seqSet{seen: map[int64]struct{}{}} }
+
+// add records seq and reports whether it was new.
+func (s *seqSet) add(seq int64) bool {
+	if _, dup := s.seen[seq]; dup {
+		return false
+	}
+	if len(s.order) < seqRecent {
+		s.order = append(s.order, seq)
+	} else {
+		delete(s.seen, s.order[s.next])
+		s.order[s.next] = seq
+		s.next = (s.next + 1) % seqRecent
+	}
+	s.seen[seq] = struct{}{}
+	return true
 }
 
 type request struct {
@@ -53,7 +84,7 @@ type approval struct {
 // NewDecoder returns a decoder with no session yet.
 func NewDecoder() *Decoder {
 	return &Decoder{
-		reqs: map[string]request{}, runSeq: map[string]int64{}, usage: map[string]agent.Tokens{}, ourRuns: map[string]bool{},
+		reqs: map[string]request{}, runSeq: map[string]*seqSet{}, frameSeq: newSeqSet(), usage: map[string]agent.Tokens{}, ourRuns: map[string]bool{},
 		tools: map[string]*tool{}, approvals: map[string]*approval{}, byCall: map[string]string{},
 	}
 }
@@ -107,11 +138,8 @@ func (d *Decoder) decode(rec Record) decoded {
 	case TypeRes:
 		d.response(f, emit, drop)
 	case TypeEvent:
-		if f.Seq != nil {
-			if *f.Seq <= d.frameSeq && d.frameSeq > 0 {
-				return out // the same frame delivered twice on one connection
-			}
-			d.frameSeq = *f.Seq
+		if f.Seq != nil && !d.frameSeq.add(*f.Seq) {
+			return out // the same frame delivered twice on one connection
 		}
 		d.event(f, emit, drop)
 	default:
@@ -508,10 +536,14 @@ func (d *Decoder) agentEvent(f Frame, emit emitFn, drop dropFn) {
 			return // a run of another client
 		}
 	}
-	if last, seen := d.runSeq[p.RunID]; seen && *p.Seq <= last {
+	seqs := d.runSeq[p.RunID]
+	if seqs == nil {
+		seqs = newSeqSet()
+		d.runSeq[p.RunID] = seqs
+	}
+	if !seqs.add(*p.Seq) {
 		return // delivered again after a reconnect: already decoded
 	}
-	d.runSeq[p.RunID] = *p.Seq
 	base := agent.EventBase{Time: p.TS}
 	str := func(k string) (string, bool) {
 		var s string
@@ -790,7 +822,7 @@ func (d *Decoder) note(rec Record, emit emitFn) {
 	}
 	switch n.Happy {
 	case noteReconnect:
-		d.frameSeq = 0 // a new connection numbers its events from the start
+		d.frameSeq = newSeqSet() // a new connection numbers its events from the start
 	case noteGone:
 		if d.turn == nil {
 			return

@@ -88,6 +88,22 @@ func TestDecoderTable(t *testing.T) {
 {"type":"UserPrompt","time":7,"promptID":"k1","text":"hi"}
 {"type":"TextDelta","time":1,"delta":"a"}
 {"type":"TextDelta","time":2,"delta":"b"}`},
+		{"a bad frame with a high seq hides no later event", []Record{rec(C2A, prompt), rec(A2C, accepted),
+			rec(A2C, `{"type":"event","event":"agent","payload":{"runId":"k1","stream":"assistant","data":{"delta":"a"},"seq":2,"ts":1},"seq":2}`),
+			rec(A2C, `{"type":"event","event":"agent","payload":{"runId":"k1","stream":"lifecycle","data":{"phase":"bogus"},"seq":99,"ts":2},"seq":99}`),
+			rec(A2C, `{"type":"event","event":"agent","payload":{"runId":"k1","stream":"assistant","data":{"delta":"b"},"seq":3,"ts":3},"seq":3}`),
+			rec(A2C, `{"type":"event","event":"agent","payload":{"runId":"k1","stream":"assistant","data":{"delta":"c"},"seq":4,"ts":4},"seq":4}`),
+			rec(A2C, `{"type":"event","event":"agent","payload":{"runId":"k1","stream":"assistant","data":{"delta":"c"},"seq":4,"ts":4},"seq":5}`),
+			rec(A2C, `{"type":"event","event":"agent","payload":{"runId":"k1","stream":"lifecycle","data":{"phase":"end"},"seq":5,"ts":5},"seq":6}`)},
+			`{"type":"SessionInfo","time":7,"providerSessionID":"S"}
+{"type":"TurnStarted","time":7,"turnID":"k1"}
+{"type":"UserPrompt","time":7,"promptID":"k1","text":"hi"}
+{"type":"TextDelta","time":1,"delta":"a"}
+{"type":"DroppedInput","time":7,"dropped":{"source":"openclaw-ws","kind":"event agent/lifecycle","reason":"invalid_field","detail":"lifecycle phase \"bogus\"","raw":"{\"type\":\"event\",\"event\":\"agent\",\"payload\":{\"runId\":\"k1\",\"stream\":\"lifecycle\",\"data\":{\"phase\":\"bogus\"},\"seq\":99,\"ts\":2},\"seq\":99}"}}
+{"type":"TextDelta","time":3,"delta":"b"}
+{"type":"TextDelta","time":4,"delta":"c"}
+{"type":"StepFinished","time":5,"finish":"stop"}
+{"type":"TurnEnded","time":5,"turnID":"k1","reason":"completed"}`},
 		{"malformed agent events", []Record{rec(C2A, prompt), rec(A2C, accepted),
 			rec(A2C, `{"type":"event","event":"agent","payload":{"stream":"assistant","seq":1}}`),
 			rec(A2C, `{"type":"event","event":"agent","payload":{"runId":"k1","stream":"assistant"}}`),

@@ -38,7 +38,9 @@
 //	unknown event/stream/phase/type  DroppedInput with a reason; known broadcasts are ignored
 //
 // Each agent event is decoded once per (runId, seq), so what a gateway
-// delivers again after a reconnect adds nothing. The Client (client.go)
+// delivers again after a reconnect adds nothing. Each connection attempt
+// (dial and handshake) is bounded by Options.ConnectTimeout, and the
+// reconnect attempts count until the gateway brings a new event. The Client (client.go)
 // implements agent.Agent; Replay reads a traffic log written with
 // Options.Record; StartGateway runs `openclaw gateway` for a session.
 package openclaw

@@ -169,18 +169,42 @@ const testSession = "agent:main:happy-test"
 
 // fakeClock is the injected clock of the client tests: Now is fixed, a
 // short wait (a reconnect delay) is over at once, and a long one (the
-// silence watchdog) lasts until the test fires it.
+// silence watchdog, the connect timeout) lasts until the test fires it:
+// each long duration has its own channel, fire the one of SilenceLimit
+// (an hour).
 type fakeClock struct {
+	mu   sync.Mutex
+	long map[time.Duration]chan time.Time
 	fire chan time.Time
 }
 
-func newFakeClock() *fakeClock { return &fakeClock{fire: make(chan time.Time)} }
+// testConnectTimeout is the clients' ConnectTimeout in the tests: a long
+// wait of its own on the fake clock.
+const testConnectTimeout = 2 * time.Hour
+
+func newFakeClock() *fakeClock {
+	c := &fakeClock{long: map[time.Duration]chan time.Time{}}
+	c.fire = c.channel(time.Hour)
+	return c
+}
+
+// channel is the channel of the long wait d.
+func (c *fakeClock) channel(d time.Duration) chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch, ok := c.long[d]
+	if !ok {
+		ch = make(chan time.Time)
+		c.long[d] = ch
+	}
+	return ch
+}
 
 func (c *fakeClock) now() time.Time { return time.UnixMilli(1_800_000_000_000) }
 
 func (c *fakeClock) after(d time.Duration) <-chan time.Time {
 	if d >= time.Minute {
-		return c.fire
+		return c.channel(d)
 	}
 	ch := make(chan time.Time, 1)
 	ch <- time.Time{}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/happy-dev/happy/internal/proc"
@@ -20,8 +21,12 @@ type GatewayOptions struct {
 	// Command is the openclaw executable and any arguments before
 	// "gateway" (e.g. a node runtime and the CLI script).
 	Command []string
-	// Token is the shared token the gateway requires (--token); "" runs it
-	// with --auth none.
+	// Token is the shared token the gateway requires; "" runs it with
+	// --auth none. It goes to the gateway in its environment
+	// (OPENCLAW_GATEWAY_TOKEN, which `openclaw gateway` reads when no
+	// --token is given), not on its command line, where any local user
+	// could read it. A gateway.auth.token of the user's openclaw config
+	// takes precedence over it (the gateway's config-first rule).
 	Token string
 	// Dir is the gateway's working folder; Env is added to its
 	// environment.
@@ -43,10 +48,11 @@ type Gateway struct {
 }
 
 // StartGateway runs `<Command> gateway --port P --bind loopback
-// --allow-unconfigured --auth token --token T` on a free loopback port P
-// in its own process group, and returns once the port accepts
-// connections. Errors: proc.ErrNotStarted (wrapped), the gateway exiting
-// before it listens, or the Ready deadline.
+// --allow-unconfigured --auth token` (token in OPENCLAW_GATEWAY_TOKEN) on a
+// free loopback port P in its own process group, and returns once the port
+// accepts connections. Errors: proc.ErrNotStarted (wrapped), the gateway
+// exiting before it listens ("the gateway exited (status N) before
+// listening"), or the Ready deadline.
 func StartGateway(ctx context.Context, o GatewayOptions) (*Gateway, error) {
 	if len(o.Command) == 0 {
 		return nil, errors.New("openclaw: no gateway command")
@@ -56,14 +62,16 @@ func StartGateway(ctx context.Context, o GatewayOptions) (*Gateway, error) {
 		return nil, err
 	}
 	args := append(append([]string(nil), o.Command[1:]...), "gateway", "--port", strconv.Itoa(port), "--bind", "loopback", "--allow-unconfigured")
+	env := append(os.Environ(), o.Env...)
 	if o.Token != "" {
-		args = append(args, "--auth", "token", "--token", o.Token)
+		args = append(args, "--auth", "token")
+		env = append(env, "OPENCLAW_GATEWAY_TOKEN="+o.Token) // the last value of a name wins
 	} else {
 		args = append(args, "--auth", "none")
 	}
 	cmd := exec.Command(o.Command[0], args...)
 	cmd.Dir = o.Dir
-	cmd.Env = append(os.Environ(), o.Env...)
+	cmd.Env = env
 	if o.Log != nil {
 		cmd.Stdout, cmd.Stderr = o.Log, o.Log
 	}
@@ -86,8 +94,16 @@ func StartGateway(ctx context.Context, o GatewayOptions) (*Gateway, error) {
 		}
 		select {
 		case <-p.Done():
+			st, _ := p.Wait()
 			_ = g.Stop()
-			return nil, fmt.Errorf("openclaw: the gateway exited before listening on %s", addr)
+			status := "unknown status"
+			if st != nil {
+				status = "status " + strconv.Itoa(st.ExitCode())
+				if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+					status = "signal " + ws.Signal().String()
+				}
+			}
+			return nil, fmt.Errorf("openclaw: the gateway exited (%s) before listening on %s", status, addr)
 		case <-ctx.Done():
 			_ = g.Stop()
 			return nil, ctx.Err()

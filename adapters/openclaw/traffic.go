@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"sync"
 	"time"
 
@@ -22,8 +23,12 @@ import (
 // the frame's JSON (a message that is not JSON is kept as a JSON string).
 // note is a remark of happy's client, an object {"happy": <kind>, …}:
 // "reconnect" (a new connection to the gateway follows), "gone" {error}
-// (the gateway went away and could not be reached again). The token of the
-// connect request is never written: the recorder replaces it.
+// (the gateway went away and could not be reached again). No secret is
+// written: the token of the connect request, the string value of any key
+// ending in token, secret, password or apiKey (either case of its first
+// letter: deviceToken, clientSecret), and the secret path
+// segment of a capability URL (…/__openclaw__/cap/<secret>, e.g. hello-ok's
+// pluginSurfaceUrls) become "[redacted]" (redact).
 
 // Dir is the direction (or kind) of a traffic record: the traffic log's.
 type Dir = trafficlog.Dir
@@ -88,11 +93,37 @@ func (r *recorder) write(rec Record) {
 		return
 	}
 	r.t = rec.T
-	if json.Valid(rec.Msg) {
-		r.err = r.w.Message(rec.Dir, rec.Msg)
+	msg := redact(rec.Msg)
+	if json.Valid(msg) {
+		r.err = r.w.Message(rec.Dir, msg)
 	} else {
-		r.err = r.w.Text(rec.Dir, string(rec.Msg))
+		r.err = r.w.Text(rec.Dir, string(msg))
 	}
+}
+
+// Redacted is what a secret becomes in the traffic log.
+const Redacted = "[redacted]"
+
+var (
+	// capURL matches the secret segment of a gateway capability URL.
+	capURL = regexp.MustCompile(`(/__openclaw__/cap/)[^"\\/?#\s]+`)
+	// secretField matches a JSON member whose key names a secret and whose
+	// value is a string.
+	secretField = regexp.MustCompile(`("[A-Za-z_]*(?:[Tt]oken|[Ss]ecret|[Pp]assword|[Aa]pi[Kk]ey|api_key)"\s*:\s*)"(?:[^"\\]|\\.)*"`)
+)
+
+// redact replaces the secrets of a message (see the log format above) in
+// its bytes, so that the rest stays as the gateway sent it; a message with
+// none is returned as is.
+func redact(msg []byte) []byte {
+	if bytes.Contains(msg, []byte("/__openclaw__/cap/")) {
+		msg = capURL.ReplaceAll(msg, []byte("${1}"+Redacted))
+	}
+	if bytes.Contains(msg, []byte("oken\"")) || bytes.Contains(msg, []byte("ecret\"")) || bytes.Contains(msg, []byte("assword\"")) ||
+		bytes.Contains(msg, []byte("pi_key\"")) || bytes.Contains(msg, []byte("piKey\"")) {
+		msg = secretField.ReplaceAll(msg, []byte(`${1}"`+Redacted+`"`))
+	}
+	return msg
 }
 
 // TrafficSource is the Dropped.Source of a traffic log line that is not a

@@ -8,7 +8,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -27,6 +29,10 @@ type openclawOptions struct {
 	openclawPath string
 	gatewayLog   string
 }
+
+// openclawTune, when set (by tests), adjusts the client's options just
+// before it connects.
+var openclawTune func(*openclaw.Options)
 
 // openclawExe is where --start-gateway looks for the openclaw CLI.
 var openclawExe = fromCommand(app.OpenclawCommand)
@@ -54,20 +60,28 @@ With -p, one turn runs: the final answer is printed and the exit status tells
 the outcome (0 completed, 1 failed or a permission was rejected, 2 usage, 3 relay
 or login unusable, 130 interrupted). Without -p, the session waits for prompts
 sent from other devices until interrupted. A gateway that goes away (and cannot
-be reached again) ends the turn as a transport error.`,
+be reached again) ends the turn as a transport error; a session serving prompts
+then ends with exit 1, saying so on stderr.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.checkFlags(cmd); err != nil {
 				return err
 			}
+			gatewayFrom := "--gateway"
 			if oo.gateway == "" {
 				oo.gateway = f.getenv("OPENCLAW_GATEWAY_URL")
+				gatewayFrom = "$OPENCLAW_GATEWAY_URL"
 			}
 			if oo.token == "" {
 				oo.token = f.getenv("OPENCLAW_GATEWAY_TOKEN")
 			}
 			if oo.startGateway && cmd.Flags().Changed("gateway") {
 				return &usageError{err: errors.New("--start-gateway runs its own gateway: it does not take --gateway")}
+			}
+			if !oo.startGateway && oo.gateway != "" {
+				if err := checkGatewayURL(oo.gateway); err != nil {
+					return &usageError{err: fmt.Errorf("%s %q: %w", gatewayFrom, oo.gateway, err)}
+				}
 			}
 			if oo.startGateway {
 				path, err := openclawExe.find(f, oo.openclawPath)
@@ -128,6 +142,11 @@ func runOpenclaw(parent context.Context, f *factory, o *agentOptions, oo *opencl
 			if startFailed(err) {
 				return openclawExe.cannotStart(oo.openclawPath, err)
 			}
+			if oo.gatewayLog != "" {
+				err = fmt.Errorf("%w; see %s", err, oo.gatewayLog)
+			} else {
+				err = fmt.Errorf("%w; --gateway-log FILE keeps its output", err)
+			}
 			return &exitError{code: exitFailed, err: err}
 		}
 		defer g.Stop()
@@ -147,10 +166,16 @@ func runOpenclaw(parent context.Context, f *factory, o *agentOptions, oo *opencl
 		defer record.Close()
 		opts.Record = record
 	}
+	if openclawTune != nil {
+		openclawTune(&opts)
+	}
 	client, err := openclaw.Start(ctx, opts)
 	if err != nil {
 		if interrupted() {
 			return &exitError{code: exitInterrupted}
+		}
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			err = fmt.Errorf("%w (nothing listens there: start it with openclaw gateway, or let happy run one with --start-gateway)", err)
 		}
 		return &exitError{code: exitFailed, err: fmt.Errorf("connect to the OpenClaw gateway: %w", err)}
 	}
@@ -187,8 +212,31 @@ func runOpenclaw(parent context.Context, f *factory, o *agentOptions, oo *opencl
 			return &exitError{code: exitRelay, err: err}
 		case err != nil && !errors.Is(err, context.Canceled):
 			return err
+		case res.AgentExited:
+			return &exitError{code: exitFailed, err: gatewayGone(opts.URL, client.Gone())}
 		}
 		return nil
 	}
 	return out.finish(res, turnExit("openclaw", res, err, interrupted()))
+}
+
+// gatewayGone is the error of a served session whose gateway went away
+// (why: the client's Gone, nil when it is not known).
+func gatewayGone(url string, why error) error {
+	if url == "" {
+		url = openclaw.DefaultURL
+	}
+	if why == nil {
+		return fmt.Errorf("the OpenClaw gateway went away (%s)", url)
+	}
+	return fmt.Errorf("the OpenClaw gateway went away (%s): %w", url, why)
+}
+
+// checkGatewayURL accepts a ws:// or wss:// URL with a host.
+func checkGatewayURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
+		return errors.New("a ws:// or wss:// URL is needed (the gateway's WebSocket address, e.g. " + openclaw.DefaultURL + ")")
+	}
+	return nil
 }

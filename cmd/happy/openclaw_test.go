@@ -2,15 +2,18 @@ package main
 
 import (
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gorilla/websocket"
 
+	"github.com/happy-dev/happy/adapters/openclaw"
 	"github.com/happy-dev/happy/internal/golden"
 	"github.com/happy-dev/happy/mapper"
 )
@@ -193,4 +196,106 @@ func TestOpenclawUsage(t *testing.T) {
 	if code != exitFailed || !strings.Contains(stderr, "openclaw") {
 		t.Fatalf("missing openclaw: exit %d %q", code, stderr)
 	}
+}
+
+// happy openclaw without -p serves prompts; when its gateway goes away and
+// cannot be reached again it says so on stderr and exits 1, like a served
+// session whose agent exits.
+func TestOpenclawServedGatewayGone(t *testing.T) {
+	var mu sync.Mutex
+	conns := 0
+	var wg sync.WaitGroup
+	up := websocket.Upgrader{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n := conns
+		conns++
+		mu.Unlock()
+		if n > 0 {
+			http.Error(w, "gone", http.StatusServiceUnavailable)
+			return
+		}
+		wg.Add(1)
+		defer wg.Done()
+		ws, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer ws.Close()
+		_, msg, err := ws.ReadMessage()
+		if err != nil {
+			return
+		}
+		var f struct{ ID string }
+		_ = json.Unmarshal(msg, &f)
+		b, _ := json.Marshal(map[string]any{"type": "res", "id": f.ID, "ok": true, "payload": map[string]any{"type": "hello-ok", "protocol": 4}})
+		_ = ws.WriteMessage(websocket.TextMessage, b)
+		// The gateway goes away: the connection closes, and every later one
+		// is refused.
+	}))
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+		wg.Wait()
+	})
+	openclawTune = func(o *openclaw.Options) { o.ReconnectAttempts, o.ReconnectDelay = 1, time.Millisecond }
+	t.Cleanup(func() { openclawTune = nil })
+	env := codexTestEnv(t, nil)
+	url := "ws" + strings.TrimPrefix(srv.URL, "http")
+	env["OPENCLAW_GATEWAY_URL"] = url
+	code, _, stderr := runHappy(t, env, "openclaw")
+	if code != exitFailed || !strings.Contains(stderr, "happy: the OpenClaw gateway went away ("+url+"): ") {
+		t.Fatalf("exit %d stderr %q", code, stderr)
+	}
+}
+
+// happy openclaw's errors about the gateway: a URL that is not ws:// or
+// wss:// is a usage error; nothing listening suggests how to start one; a
+// gateway that exits at once names its exit status and the gateway log.
+func TestOpenclawGatewayErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		code int
+		want []string
+	}{
+		{"http url", nil, []string{"--gateway", "http://127.0.0.1:18789", "-p", "x"}, exitUsage,
+			[]string{`happy: --gateway "http://127.0.0.1:18789": a ws:// or wss:// URL is needed`}},
+		{"other scheme", nil, []string{"--gateway", "foo://x", "-p", "x"}, exitUsage, []string{"a ws:// or wss:// URL is needed"}},
+		{"env url", map[string]string{"OPENCLAW_GATEWAY_URL": "127.0.0.1:18789"}, []string{"-p", "x"}, exitUsage,
+			[]string{`happy: $OPENCLAW_GATEWAY_URL "127.0.0.1:18789": a ws:// or wss:// URL is needed`}},
+		{"nothing listens", map[string]string{"OPENCLAW_GATEWAY_URL": closedPortURL(t)}, []string{"-p", "x"}, exitFailed,
+			[]string{"connection refused", "start it with openclaw gateway, or let happy run one with --start-gateway"}},
+		{"gateway exits at once", nil, []string{"--start-gateway", "--openclaw-path", "/bin/false", "-p", "x"}, exitFailed,
+			[]string{"the gateway exited (status 1) before listening on 127.0.0.1:", "--gateway-log FILE keeps its output"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := codexTestEnv(t, nil)
+			for k, v := range tc.env {
+				env[k] = v
+			}
+			code, _, stderr := runHappy(t, env, append([]string{"openclaw"}, tc.args...)...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr %q", code, tc.code, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr %q lacks %q", stderr, w)
+				}
+			}
+		})
+	}
+}
+
+// closedPortURL is a ws:// address on 127.0.0.1 where nothing listens.
+func closedPortURL(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	return "ws://" + addr
 }
