@@ -28,7 +28,8 @@ func TestRecordRedacts(t *testing.T) {
 			}
 		})
 	}
-	// A capture of the real gateway: its hello-ok canvas URL loses its secret.
+	// A capture of the real gateway (stored redacted; the secret the
+	// gateway sent is put back here): its hello-ok canvas URL loses it.
 	raw, err := os.ReadFile(filepath.Join("testdata", "traffic", "real-approval-once.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -36,6 +37,10 @@ func TestRecordRedacts(t *testing.T) {
 	for _, line := range bytes.Split(raw, []byte("\n")) {
 		if !bytes.Contains(line, []byte("hello-ok")) {
 			continue
+		}
+		line = bytes.ReplaceAll(line, []byte("/__openclaw__/cap/[redacted]"), []byte("/__openclaw__/cap/RM_RaQgybcPItVTSyA46AQVi"))
+		if !bytes.Contains(line, []byte("RM_RaQgybcPItVTSyA46AQVi")) {
+			t.Fatal("the capture's hello-ok has no canvas URL")
 		}
 		got := redact(line)
 		if bytes.Contains(got, []byte("RM_RaQgybcPItVTSyA46AQVi")) || !bytes.Contains(got, []byte(`"canvas":"http://127.0.0.1:39799/__openclaw__/cap/[redacted]"`)) {
