@@ -181,43 +181,9 @@ func runOpenclaw(parent context.Context, f *factory, o *agentOptions, oo *opencl
 	}
 	defer client.Close()
 
-	oneShot := o.prompt != ""
-	prog := newProgress(f.stderr, oneShot && f.isTerminal(f.stderr), f.now)
-	defer prog.close()
-	out := newRunOutput(f, o.output)
-	so := app.SessionOptions{
-		Flavor: "openclaw", Dir: dir, Prompt: o.prompt, OneShot: oneShot,
-		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: o.startedByValue(), Resume: o.resumeOpts(),
-		FlushTimeout: o.flushTimeout, Yolo: o.yolo, Events: events(es),
-		OnBus: prog.onBus, OnWaiting: prog.waiting,
-		OnCreated: func(id string) {
-			if oneShot {
-				prog.created(id, fmt.Sprintf("happy: session %s — follow it with: happy log %s --follow", id, id))
-			} else {
-				prog.created(id, fmt.Sprintf("happy: session %s — send prompts with: happy send %s \"…\" (Ctrl-C ends it)", id, id))
-			}
-		},
-	}
-	if !oneShot {
-		so.Prompt = o.initialPrompt
-	}
-	out.wire(&so)
-	res, err := app.RunSession(ctx, env, conn, client, so)
-	prog.close()
-	if !oneShot {
-		switch {
-		case interrupted():
-			return &exitError{code: exitInterrupted}
-		case err != nil && app.IsRelayError(err):
-			return &exitError{code: exitRelay, err: err}
-		case err != nil && !errors.Is(err, context.Canceled):
-			return err
-		case res.AgentExited:
-			return &exitError{code: exitFailed, err: gatewayGone(opts.URL, client.Gone())}
-		}
-		return nil
-	}
-	return out.finish(res, turnExit("openclaw", res, err, interrupted()))
+	so := app.SessionOptions{Flavor: "openclaw", Dir: dir, Rules: rules}
+	return runAgentSession(ctx, f, env, conn, es, client, o, so, "openclaw", interrupted,
+		func() error { return gatewayGone(opts.URL, client.Gone()) })
 }
 
 // gatewayGone is the error of a served session whose gateway went away
