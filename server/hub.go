@@ -184,6 +184,11 @@ func (s *Server) onConnection(sock *socket.Socket) {
 		sock.Disconnect(true)
 		return
 	}
+	// The library has registered the socket with its client: its CONNECT
+	// answer may go out now (wstransport.go, gated).
+	if wt, ok := sock.Conn().Transport().(*wsTransport); ok {
+		wt.openGate()
+	}
 	s.log.Debug().Str("account", c.acct).Str("scope", c.scope).Str("socket", string(sock.Id())).Msg("socket connected")
 	if c.scope == scopeMachine {
 		s.emitEphemeral(c.acct, ephMachineActivity{Type: "machine-activity", ID: c.mid, Active: true, ActiveAt: s.nowMs()}, roomUserScoped(c.acct))

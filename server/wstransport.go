@@ -164,6 +164,13 @@ type wsTransport struct {
 	busy    bool // a goroutine is writing to the connection
 	running bool // a writer goroutine (writeLoop) exists
 	stopped bool
+	// gated holds every write from the Socket.IO CONNECT answer on until
+	// openGate: the library sends that answer before it registers the
+	// socket with its client, so a client that emits at once (as every
+	// Socket.IO client does with what it buffered) could otherwise have its
+	// first events dropped as meant for an unknown namespace. gateUsed says
+	// the answer was seen (only the first one is held).
+	gated, gateUsed bool
 
 	done     chan struct{} // closed once stopped with nothing left to write
 	doneOnce sync.Once
@@ -206,10 +213,56 @@ func textFrame(text []byte) []byte {
 // broadcast frames keep their order with everything else.
 func (t *wsTransport) Send(packets []*packet.Packet) {
 	size := 0
+	connect := false
 	for _, p := range packets {
 		size += packetSize(p)
+		connect = connect || isConnectAnswer(p)
+	}
+	if connect {
+		t.mu.Lock()
+		if !t.gateUsed && !t.stopped {
+			t.gated, t.gateUsed = true, true
+			// The relay opens the gate on "connection"; should that never
+			// come, the answer still goes out.
+			time.AfterFunc(gateMax, t.openGate)
+		}
+		t.mu.Unlock()
 	}
 	t.push(wsItem{packets: packets, size: size})
+}
+
+// gateMax bounds how long the CONNECT answer waits for openGate.
+const gateMax = 2 * time.Second
+
+// isConnectAnswer reports whether p is the Socket.IO CONNECT packet of the
+// main namespace (an Engine.IO message whose Socket.IO text starts "0").
+func isConnectAnswer(p *packet.Packet) bool {
+	if p == nil || p.Type != packet.MESSAGE || p.Data == nil {
+		return false
+	}
+	d, ok := p.Data.(interface{ Bytes() []byte })
+	if !ok {
+		return false
+	}
+	b := d.Bytes()
+	return len(b) > 0 && b[0] == '0'
+}
+
+// openGate lets the held CONNECT answer and what followed it be written:
+// the relay calls it once the library has registered the socket (its
+// "connection" event).
+func (t *wsTransport) openGate() {
+	t.mu.Lock()
+	if !t.gated {
+		t.mu.Unlock()
+		return
+	}
+	t.gated = false
+	end := t.settleLocked()
+	t.mu.Unlock()
+	if end {
+		t.ended()
+	}
 }
 
 // packetSize is the number of bytes p will take on the wire, as far as
@@ -333,7 +386,7 @@ func (t *wsTransport) push(it wsItem) bool {
 // nobody is writing, and reports whether the transport is finished:
 // stopped, nothing queued, nobody writing (the caller then calls ended).
 func (t *wsTransport) settleLocked() bool {
-	if t.running || t.busy {
+	if t.running || t.busy || t.gated {
 		return false
 	}
 	if len(t.queue) > 0 {
@@ -349,6 +402,7 @@ func (t *wsTransport) settleLocked() bool {
 func (t *wsTransport) stop() {
 	t.mu.Lock()
 	t.stopped = true
+	t.gated = false
 	end := t.settleLocked()
 	t.mu.Unlock()
 	if end {

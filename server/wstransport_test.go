@@ -498,3 +498,25 @@ func TestRPCWaitsEndWithTheCaller(t *testing.T) {
 	waitUntil(t, 30*time.Second, "no call waiting after their caller left", func() bool { n = waiting(); return n == 0 })
 	_ = n
 }
+
+// TestFirstEventAfterConnectIsNotLost: a client emits the moment it reads
+// the CONNECT answer (as Socket.IO clients send what they buffered). The
+// library writes that answer before it registers the socket with its
+// client, so without the transport's gate an event arriving in between was
+// dropped as meant for an unknown namespace; every ping must be answered.
+func TestFirstEventAfterConnectIsNotLost(t *testing.T) {
+	_, base := benchRelay(t, Config{Logger: zerolog.Nop()}, nil)
+	token := newTestAccount(t, base)
+	sid := newTestSession(t, base, token, "first-event")
+	for i := 0; i < 100; i++ {
+		r := dialRaw(t, base, token, sid, 0)
+		if err := r.c.WriteMessage(ws.TextMessage, []byte(`421["ping"]`)); err != nil {
+			t.Fatal(err)
+		}
+		p, err := r.read()
+		if err != nil || p != `431[{}]` {
+			t.Fatalf("socket %d: the first event's answer = %q, %v; want 431[{}]", i, p, err)
+		}
+		_ = r.c.Close()
+	}
+}
