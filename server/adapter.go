@@ -76,13 +76,28 @@ func (a *roomAdapter) Broadcast(pkt *parser.Packet, opts *socket.BroadcastOption
 				if wsFrame == nil {
 					wsFrame = textFrame(text.Bytes())
 				}
-				t.sendFrame(wsFrame)
+				t.sendFrames([][]byte{wsFrame})
 				continue
 			}
 			if volatile && !conn.Transport().Writable() {
 				continue
 			}
 			conn.Write(strings.NewReader(frame), &packet.Options{Compress: compress}, nil)
+		}
+	})
+}
+
+// each calls fn once for every connected socket in one of rooms
+// (fanout.go); no rooms is nobody (the library's "no rooms" is everyone).
+func (a *roomAdapter) each(rooms []socket.Room, fn func(*socket.Socket)) {
+	if len(rooms) == 0 {
+		return
+	}
+	a.FetchSockets(&socket.BroadcastOptions{Rooms: types.NewSet(rooms...)})(func(sockets []socket.SocketDetails, _ error) {
+		for _, sd := range sockets {
+			if s, ok := sd.(*socket.Socket); ok {
+				fn(s)
+			}
 		}
 	})
 }

@@ -154,9 +154,7 @@ func (cl *cluster) deliverUpdate(acct string, seq int64, local bool, rooms []str
 		if wake != "" {
 			cl.s.streams.notify(acct, wake, state)
 		}
-		if err := cl.s.io.To(socketRooms(rooms)...).Emit("update", raw); err != nil {
-			cl.s.log.Error().Err(err).Str("account", acct).Msg("emit update")
-		}
+		cl.s.out.emit(acct, "update", raw, socketRooms(rooms))
 	})
 }
 
@@ -228,9 +226,7 @@ func (cl *cluster) receive(b []byte) {
 		if m.Wake != "" {
 			s.streams.notify(m.Acct, m.Wake, m.State)
 		}
-		if err := s.io.To(socketRooms(m.Rooms)...).Emit("ephemeral", m.Body); err != nil {
-			s.log.Error().Err(err).Str("account", m.Acct).Msg("emit ephemeral")
-		}
+		s.out.emit(m.Acct, "ephemeral", m.Body, socketRooms(m.Rooms))
 	case busStop:
 		s.pres.stop(m.Acct, m.ID, s.cfg.Now())
 	case busResume:

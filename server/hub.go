@@ -70,6 +70,7 @@ func (s *Server) newSocketServer() *socket.Server {
 	opts := socket.DefaultServerOptions()
 	opts.SetPath("/v1/updates")
 	opts.SetServeClient(false)
+	s.out = newFanout(s)
 	s.ws = &wsTransportCtor{backlog: int(s.cfg.MaxSocketBacklog), log: s.log, afterWrite: s.afterWrite}
 	opts.SetTransports(types.NewSet[transports.TransportCtor](s.ws))
 	opts.SetMaxHttpBufferSize(s.cfg.SocketHardLimit)
@@ -235,18 +236,14 @@ func (s *Server) sendUpdate(acct string, seq int64, body any, rooms ...socket.Ro
 		s.cl.update(acct, u, rooms, wake, state)
 		return
 	}
-	if err := s.io.To(rooms...).Emit("update", u); err != nil {
-		s.log.Error().Err(err).Str("account", acct).Msg("emit update")
-	}
+	s.out.emit(acct, "update", u, rooms)
 }
 
 // emitEphemeral sends payload as `ephemeral` to rooms (no seq, not stored),
 // and to the other instances' sockets with a bus.
 func (s *Server) emitEphemeral(acct string, payload any, rooms ...socket.Room) {
 	s.streams.observe(acct, payload)
-	if err := s.io.To(rooms...).Emit("ephemeral", payload); err != nil {
-		s.log.Error().Err(err).Str("account", acct).Msg("emit ephemeral")
-	}
+	s.out.emit(acct, "ephemeral", payload, rooms)
 	if s.cl != nil {
 		s.cl.ephemeral(acct, payload, rooms)
 	}

@@ -52,16 +52,18 @@ func (s *Server) lockAccount(acct string) func() {
 
 // appendOrdered stores a batch and fans its new rows out, in the
 // account's seq order (see accountLocks). It returns the store's result
-// once the rows are committed and their updates sent.
+// once the rows are committed and their updates queued for the sockets
+// (fanout.go), after waiting for room in the account's queue.
 func (s *Server) appendOrdered(ctx context.Context, acct, sid string, msgs []store.NewMessage) (store.AppendResult, error) {
 	starter, ok := s.st.(store.AppendStarter)
 	if !ok {
 		unlock := s.lockAccount(acct)
-		defer unlock()
 		res, err := s.st.AppendMessages(ctx, acct, sid, msgs, s.nowMs())
 		if err == nil {
 			s.fanoutMessages(acct, sid, res)
 		}
+		unlock()
+		s.out.waitRoom(ctx, acct)
 		return res, err
 	}
 	st := s.stripe(acct)
@@ -88,5 +90,7 @@ func (s *Server) appendOrdered(ctx context.Context, acct, sid string, msgs []sto
 		delete(st.tails, acct)
 	}
 	st.mu.Unlock()
+	// A poster whose account's sockets are behind waits for them (fanout.go).
+	s.out.waitRoom(ctx, acct)
 	return res, err
 }

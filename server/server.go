@@ -255,6 +255,9 @@ type Server struct {
 	lock *os.File
 	// ws is the websocket transport factory (and its counters).
 	ws *wsTransportCtor
+	// out queues and writes every account's updates and ephemerals
+	// (fanout.go).
+	out *fanout
 	// testWrite, when set (the fan-out benchmark), runs after each
 	// websocket frame is handed to the kernel.
 	testWrite atomic.Pointer[func()]
@@ -451,6 +454,8 @@ func (s *Server) drain(hs *http.Server, l *closeSignal) {
 	case <-l.closed:
 	case <-sctx.Done():
 	}
+	// What is queued for the sockets goes out before they close.
+	s.out.flush()
 	n := 0
 	s.io.Sockets().Sockets().Range(func(_ socket.SocketId, sock *socket.Socket) bool {
 		n++
@@ -472,6 +477,7 @@ func (s *Server) Close() error {
 		srvs := s.httpSrvs
 		s.mu.Unlock()
 		s.cancel()
+		s.out.flush()
 		s.io.DisconnectSockets(true)
 		// Let the DISCONNECT packets reach the sockets before the engine
 		// closes the connections under them.

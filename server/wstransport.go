@@ -11,6 +11,7 @@ import (
 
 	ws "github.com/gorilla/websocket"
 	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
 	"github.com/zishang520/socket.io/parsers/engine/v3/packet"
 	"github.com/zishang520/socket.io/servers/engine/v3/transports"
 	"github.com/zishang520/socket.io/v3/pkg/types"
@@ -277,12 +278,15 @@ func packetSize(p *packet.Packet) int {
 	return 1
 }
 
-// sendFrame writes frame (from textFrame; shared, never modified) to this
-// socket: at once with a non-blocking write when nothing else is queued
-// or being written, otherwise, or for what the kernel did not take, through
-// the writer. It reports false when the transport is closed or its queue
-// is over the backlog (then the connection is closed).
-func (t *wsTransport) sendFrame(frame []byte) bool {
+// sendFrames writes frames (from textFrame; shared, never modified) to
+// this socket, in order: at once with one non-blocking writev when nothing
+// else is queued or being written, otherwise, or for what the kernel did
+// not take, through the writer. It reports false when the transport is
+// closed or its queue is over the backlog (then the connection is closed).
+func (t *wsTransport) sendFrames(frames [][]byte) bool {
+	if len(frames) == 0 {
+		return true
+	}
 	t.mu.Lock()
 	if t.stopped {
 		t.mu.Unlock()
@@ -290,14 +294,27 @@ func (t *wsTransport) sendFrame(frame []byte) bool {
 	}
 	if t.raw == nil || t.busy || len(t.queue) > 0 {
 		t.mu.Unlock()
-		t.ctor.queued.Add(1)
-		return t.push(wsItem{data: frame, size: len(frame)})
+		t.ctor.queued.Add(int64(len(frames)))
+		for _, f := range frames {
+			if !t.push(wsItem{data: f, size: len(f)}) {
+				return false
+			}
+		}
+		return true
 	}
 	t.busy = true
 	t.mu.Unlock()
 
-	n, err := t.tryWrite(frame)
+	n, err := t.tryWritev(frames)
 
+	// Frames written whole, then what is left: the tail of a frame the
+	// kernel took in part, and the frames after it.
+	whole, left := 0, frames
+	for len(left) > 0 && n >= len(left[0]) {
+		n -= len(left[0])
+		left = left[1:]
+		whole++
+	}
 	t.mu.Lock()
 	t.busy = false
 	if err != nil {
@@ -305,25 +322,84 @@ func (t *wsTransport) sendFrame(frame []byte) bool {
 		t.fail(err)
 		return false
 	}
-	if n < len(frame) {
-		t.ctor.queued.Add(1)
-		// The tail goes first: nothing else can have been written since.
-		rest := frame[n:]
-		t.queue = append(t.queue, wsItem{})
-		copy(t.queue[1:], t.queue)
-		t.queue[0] = wsItem{data: rest, size: len(rest)}
-		t.pending += len(rest) + itemOverhead
+	if len(left) > 0 {
+		// What is left goes first: nothing else can have been written
+		// since.
+		t.ctor.queued.Add(int64(len(left)))
+		rest := make([]wsItem, 0, len(left)+len(t.queue))
+		for i, f := range left {
+			if i == 0 {
+				f = f[n:]
+			}
+			rest = append(rest, wsItem{data: f, size: len(f)})
+			t.pending += len(f) + itemOverhead
+		}
+		t.queue = append(rest, t.queue...)
 	}
-	end := t.settleLocked()
-	t.mu.Unlock()
-	if end {
-		t.ended()
+	ok := true
+	if t.pending > t.ctor.backlog {
+		t.overBacklogLocked()
+		ok = false
+	} else {
+		end := t.settleLocked()
+		t.mu.Unlock()
+		if end {
+			t.ended()
+		}
 	}
-	if n == len(frame) {
-		t.ctor.direct.Add(1)
+	t.ctor.direct.Add(int64(whole))
+	for range whole {
 		t.wrote()
 	}
-	return true
+	return ok
+}
+
+// tryWritev writes as much of frames as the socket takes without
+// blocking, in one writev when it takes them all, and returns how many
+// bytes that was; a full socket buffer is not an error.
+func (t *wsTransport) tryWritev(frames [][]byte) (int, error) {
+	if len(frames) == 1 {
+		return t.tryWrite(frames[0])
+	}
+	total := 0
+	for _, f := range frames {
+		total += len(f)
+	}
+	var n int
+	var werr error
+	err := t.raw.Write(func(fd uintptr) bool {
+		iov := frames
+		skip := 0 // bytes of iov[0] already written
+		for n < total {
+			bufs := iov
+			if skip > 0 {
+				bufs = append([][]byte{iov[0][skip:]}, iov[1:]...)
+			}
+			m, e := unix.Writev(int(fd), bufs)
+			if e == unix.EINTR {
+				continue
+			}
+			if e == unix.EAGAIN {
+				return true
+			}
+			if e != nil {
+				werr = e
+				return true
+			}
+			n += m
+			m += skip
+			for len(iov) > 0 && m >= len(iov[0]) {
+				m -= len(iov[0])
+				iov = iov[1:]
+			}
+			skip = m
+		}
+		return true
+	})
+	if werr == nil {
+		werr = err
+	}
+	return n, werr
 }
 
 // tryWrite writes as much of b as the socket takes without blocking and
@@ -362,24 +438,30 @@ func (t *wsTransport) push(it wsItem) bool {
 	}
 	t.pending += it.size + itemOverhead
 	if t.pending > t.ctor.backlog {
-		pending := t.pending
-		t.stopped = true
-		end := t.settleLocked()
-		t.mu.Unlock()
-		if end {
-			t.ended()
-		}
-		t.ctor.slowClosed.Add(1)
-		t.ctor.log.Warn().Err(errBacklog).Int("pending", pending).Int("limit", t.ctor.backlog).Str("transport", t.Sid()).Msg("closing a socket that does not read its updates")
-		// Closing the connection first ends a write stuck on it, so the
-		// transport's close (which waits for the writer) does not wait.
-		_ = t.conn.Close()
+		t.overBacklogLocked()
 		return false
 	}
 	t.queue = append(t.queue, it)
 	t.settleLocked()
 	t.mu.Unlock()
 	return true
+}
+
+// overBacklogLocked (t.mu held, released on return) closes a socket
+// whose queue went over the backlog.
+func (t *wsTransport) overBacklogLocked() {
+	pending := t.pending
+	t.stopped = true
+	end := t.settleLocked()
+	t.mu.Unlock()
+	if end {
+		t.ended()
+	}
+	t.ctor.slowClosed.Add(1)
+	t.ctor.log.Warn().Err(errBacklog).Int("pending", pending).Int("limit", t.ctor.backlog).Str("transport", t.Sid()).Msg("closing a socket that does not read its updates")
+	// Closing the connection first ends a write stuck on it, so the
+	// transport's close (which waits for the writer) does not wait.
+	_ = t.conn.Close()
 }
 
 // settleLocked (t.mu held) starts a writer when something is queued and

@@ -36,7 +36,8 @@ type sock struct {
 	acks map[int]chan []byte
 
 	// onEvent sees every event frame's Socket.IO text ("2[...]" with an
-	// optional ack id after the 2), on the reading goroutine.
+	// optional ack id after the 2), on the reading goroutine; the bytes
+	// are valid only during the call (the read buffer is reused).
 	onEvent func(text []byte)
 	done    chan struct{}
 	err     error
@@ -144,8 +145,9 @@ func dialOnce(ctx context.Context, base string, auth map[string]any, onEvent fun
 
 func (s *sock) readLoop() {
 	defer close(s.done)
+	var buf bytes.Buffer
 	for {
-		_, m, err := s.c.ReadMessage()
+		m, err := s.readFrame(&buf)
 		if err != nil {
 			s.err = err
 			s.amu.Lock()
@@ -178,11 +180,26 @@ func (s *sock) readLoop() {
 				delete(s.acks, id)
 				s.amu.Unlock()
 				if ch != nil {
-					ch <- rest
+					ch <- bytes.Clone(rest)
 				}
 			}
 		}
 	}
+}
+
+// readFrame reads the next message into buf (reused: thousands of sockets
+// each reading thousands of frames would otherwise be the generator's
+// main cost) and returns its bytes.
+func (s *sock) readFrame(buf *bytes.Buffer) ([]byte, error) {
+	_, r, err := s.c.NextReader()
+	if err != nil {
+		return nil, err
+	}
+	buf.Reset()
+	if _, err := buf.ReadFrom(r); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // ackID splits "<digits>rest" into the number and rest (-1 without digits).

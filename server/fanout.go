@@ -1,0 +1,253 @@
+package server
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	"github.com/zishang520/socket.io/parsers/engine/v3/packet"
+	"github.com/zishang520/socket.io/parsers/socket/v3/parser"
+	"github.com/zishang520/socket.io/servers/socket/v3"
+	"github.com/zishang520/socket.io/v3/pkg/types"
+)
+
+// Fan-out (docs/ARCHITECTURE.md "Fan-out"): every `update` and
+// `ephemeral` the relay sends to an account's sockets goes through that
+// account's queue, in the order it was queued, and is written by the
+// account's own worker goroutine (started when something is queued, gone
+// when the queue is empty). So
+//   - a request that stores a message returns once its updates are queued,
+//     not once they are written to every socket;
+//   - the worker writes what queued up meanwhile together: each socket
+//     gets all the frames of a round in one writev system call instead of
+//     one write per frame (with 1,000 sockets of an account and messages
+//     arriving faster than one round, that is most of the cost);
+//   - one account's fan-out runs on one goroutine at a time, so it cannot
+//     take every core from the other accounts; and a poster whose account
+//     has fanoutQueue items waiting is held until its worker takes them
+//     (waitRoom): the account making the load is the one slowed by it.
+const (
+	// fanoutRound is the most queued items one round writes together
+	// (it bounds the iovecs of one writev to fanoutRound).
+	fanoutRound = 64
+	// fanoutQueue is how many items may wait for an account's worker
+	// before a new message's request waits for room.
+	fanoutQueue = 512
+)
+
+// outItem is one queued emit: event name ("update", "ephemeral"), its
+// single argument (JSON-encoded by the Socket.IO encoder) and the rooms
+// whose sockets get it (each socket once).
+type outItem struct {
+	event   string
+	payload any
+	rooms   []socket.Room
+}
+
+// fanout holds the accounts' queues.
+type fanout struct {
+	s *Server
+
+	mu    sync.Mutex
+	accts map[string]*acctOut
+	idle  *sync.Cond // signalled when a worker ends (flush)
+	busy  int        // running workers
+}
+
+// acctOut is one account's queue.
+type acctOut struct {
+	items   []outItem
+	running bool
+	// room, when not nil, is closed when the worker next takes items
+	// (waitRoom's wake-up).
+	room chan struct{}
+}
+
+func newFanout(s *Server) *fanout {
+	f := &fanout{s: s, accts: map[string]*acctOut{}}
+	f.idle = sync.NewCond(&f.mu)
+	return f
+}
+
+// emit queues one item for acct's sockets and starts the account's worker
+// when none runs.
+func (f *fanout) emit(acct, event string, payload any, rooms []socket.Room) {
+	f.mu.Lock()
+	q := f.accts[acct]
+	if q == nil {
+		q = &acctOut{}
+		f.accts[acct] = q
+	}
+	q.items = append(q.items, outItem{event: event, payload: payload, rooms: rooms})
+	if !q.running {
+		q.running = true
+		f.busy++
+		go f.run(acct, q)
+	}
+	f.mu.Unlock()
+}
+
+// waitRoom returns once acct has fewer than fanoutQueue items waiting, or
+// when ctx ends.
+func (f *fanout) waitRoom(ctx context.Context, acct string) {
+	for {
+		f.mu.Lock()
+		q := f.accts[acct]
+		if q == nil || len(q.items) < fanoutQueue {
+			f.mu.Unlock()
+			return
+		}
+		if q.room == nil {
+			q.room = make(chan struct{})
+		}
+		ch := q.room
+		f.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// flush waits until no worker runs (every queued item has been handed
+// to its sockets' transports).
+func (f *fanout) flush() {
+	f.mu.Lock()
+	for f.busy > 0 {
+		f.idle.Wait()
+	}
+	f.mu.Unlock()
+}
+
+// run is acct's worker: rounds of up to fanoutRound items until the
+// queue is empty.
+func (f *fanout) run(acct string, q *acctOut) {
+	var round []outItem
+	var w roundWriter
+	for {
+		f.mu.Lock()
+		if len(q.items) == 0 {
+			q.running = false
+			if f.accts[acct] == q {
+				delete(f.accts, acct)
+			}
+			if q.room != nil {
+				close(q.room)
+			}
+			f.busy--
+			f.idle.Broadcast()
+			f.mu.Unlock()
+			return
+		}
+		n := min(len(q.items), fanoutRound)
+		round = append(round[:0], q.items[:n]...)
+		rest := copy(q.items, q.items[n:])
+		clear(q.items[rest:])
+		q.items = q.items[:rest]
+		if q.room != nil {
+			close(q.room)
+			q.room = nil
+		}
+		f.mu.Unlock()
+
+		w.write(f.s, round)
+		clear(round)
+	}
+}
+
+// roundWriter writes one round: each item's Socket.IO packet encoded once,
+// then, per websocket transport, all the round's frames meant for it in
+// one sendFrames. Its buffers are reused from round to round.
+type roundWriter struct {
+	index  map[*wsTransport]int // transport -> entry
+	socks  []*wsTransport       // entries
+	counts []int                // frames per entry
+	pairs  []roundPair          // (entry, frame) in queue order
+	frames [][]byte             // the round's websocket frames
+	flat   [][]byte             // pairs grouped by entry
+}
+
+type roundPair struct{ entry, frame int }
+
+func (w *roundWriter) write(s *Server, round []outItem) {
+	a, ok := s.io.Sockets().Adapter().(*roomAdapter)
+	if !ok {
+		for _, it := range round {
+			if err := s.io.To(it.rooms...).Emit(it.event, it.payload); err != nil {
+				s.log.Error().Err(err).Str("event", it.event).Msg("emit")
+			}
+		}
+		return
+	}
+	if w.index == nil {
+		w.index = map[*wsTransport]int{}
+	}
+	for _, it := range round {
+		pkt := &parser.Packet{Type: parser.EVENT, Nsp: a.Nsp().Name(), Data: []any{it.event, it.payload}}
+		encoded := a.Nsp().Server().Encoder().Encode(pkt)
+		text, ok := encoded[0].(*types.StringBuffer)
+		if len(encoded) != 1 || !ok {
+			// Binary attachments: the library's own broadcast.
+			a.Adapter.Broadcast(pkt, &socket.BroadcastOptions{Rooms: types.NewSet(it.rooms...)})
+			continue
+		}
+		fi := -1
+		a.each(it.rooms, func(sk *socket.Socket) {
+			if notify := sk.NotifyOutgoingListeners(); notify != nil {
+				notify(pkt)
+			}
+			c := sk.Conn()
+			t, ok := c.Transport().(*wsTransport)
+			if !ok {
+				c.Write(strings.NewReader(text.String()), &packet.Options{}, nil)
+				return
+			}
+			if fi < 0 {
+				w.frames = append(w.frames, textFrame(text.Bytes()))
+				fi = len(w.frames) - 1
+			}
+			e, seen := w.index[t]
+			if !seen {
+				e = len(w.socks)
+				w.index[t] = e
+				w.socks = append(w.socks, t)
+				w.counts = append(w.counts, 0)
+			}
+			w.counts[e]++
+			w.pairs = append(w.pairs, roundPair{entry: e, frame: fi})
+		})
+	}
+	if len(w.socks) > 0 {
+		w.flush()
+	}
+}
+
+// flush groups the round's pairs by transport and sends each its frames.
+func (w *roundWriter) flush() {
+	if cap(w.flat) < len(w.pairs) {
+		w.flat = make([][]byte, len(w.pairs))
+	}
+	w.flat = w.flat[:len(w.pairs)]
+	// counts become each entry's end offset, then (while filling) its
+	// start moves up to it.
+	start := make([]int, len(w.socks))
+	off := 0
+	for e, n := range w.counts {
+		start[e] = off
+		off += n
+	}
+	next := append([]int(nil), start...)
+	for _, p := range w.pairs {
+		w.flat[next[p.entry]] = w.frames[p.frame]
+		next[p.entry]++
+	}
+	for e, t := range w.socks {
+		t.sendFrames(w.flat[start[e]:next[e]])
+	}
+	clear(w.index)
+	clear(w.socks)
+	clear(w.frames)
+	clear(w.flat)
+	w.socks, w.counts, w.pairs, w.frames = w.socks[:0], w.counts[:0], w.pairs[:0], w.frames[:0]
+}
