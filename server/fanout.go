@@ -52,6 +52,9 @@ type fanout struct {
 	accts map[string]*acctOut
 	idle  *sync.Cond // signalled when a worker ends (flush)
 	busy  int        // running workers
+
+	// write, when set, replaces the round writer (tests).
+	write func(round []outItem)
 }
 
 // acctOut is one account's queue.
@@ -151,7 +154,11 @@ func (f *fanout) run(acct string, q *acctOut) {
 		}
 		f.mu.Unlock()
 
-		w.write(f.s, round)
+		if f.write != nil {
+			f.write(round)
+		} else {
+			w.write(f.s, round)
+		}
 		clear(round)
 	}
 }

@@ -1,0 +1,135 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+)
+
+// recorder is a fanout round writer that records rounds and, while hold
+// is set, blocks each round until release is sent to.
+type recorder struct {
+	mu      sync.Mutex
+	rounds  [][]string
+	release chan struct{}
+}
+
+func (r *recorder) write(round []outItem) {
+	got := make([]string, len(round))
+	for i, it := range round {
+		got[i] = it.payload.(string)
+	}
+	r.mu.Lock()
+	r.rounds = append(r.rounds, got)
+	r.mu.Unlock()
+	if r.release != nil {
+		<-r.release
+	}
+}
+
+// What is queued while a round is being written goes out in queue order,
+// in rounds of at most fanoutRound; an account whose queue empties leaves
+// nothing behind.
+func TestFanoutKeepsOrderInRounds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{release: make(chan struct{})}
+		f := newFanout(nil)
+		f.write = rec.write
+		f.emit("a", "update", "0", nil) // the worker takes it and holds
+		synctest.Wait()
+		const n = 150
+		for i := 1; i <= n; i++ {
+			f.emit("a", "update", fmt.Sprint(i), nil)
+		}
+		go func() {
+			for range 4 {
+				rec.release <- struct{}{}
+			}
+		}()
+		f.flush()
+		want := [][]int{{0}, {1, 64}, {65, 128}, {129, 150}}
+		if len(rec.rounds) != len(want) {
+			t.Fatalf("rounds %v", rec.rounds)
+		}
+		for i, r := range rec.rounds {
+			if len(r) != want[i][len(want[i])-1]-want[i][0]+1 || r[0] != fmt.Sprint(want[i][0]) || r[len(r)-1] != fmt.Sprint(want[i][len(want[i])-1]) {
+				t.Fatalf("round %d: %v, want %d…%d", i, r, want[i][0], want[i][len(want[i])-1])
+			}
+			for k := 1; k < len(r); k++ {
+				if r[k] != fmt.Sprint(want[i][0]+k) {
+					t.Fatalf("round %d out of order: %v", i, r)
+				}
+			}
+		}
+		if len(f.accts) != 0 || f.busy != 0 {
+			t.Fatalf("after flush: %d accounts, %d workers", len(f.accts), f.busy)
+		}
+	})
+}
+
+// A poster waits while its account has fanoutQueue items waiting, and
+// goes on once the worker takes a round; another account's poster never
+// waits; a cancelled context ends the wait.
+func TestFanoutWaitRoom(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{release: make(chan struct{})}
+		f := newFanout(nil)
+		f.write = rec.write
+		f.emit("a", "update", "first", nil)
+		synctest.Wait()
+		for i := range fanoutQueue {
+			f.emit("a", "update", fmt.Sprint(i), nil)
+		}
+		var mu sync.Mutex
+		done := map[string]bool{}
+		wait := func(ctx context.Context, name, acct string) {
+			f.waitRoom(ctx, acct)
+			mu.Lock()
+			done[name] = true
+			mu.Unlock()
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		go wait(t.Context(), "a", "a")
+		go wait(ctx, "a-cancelled", "a")
+		go wait(t.Context(), "b", "b")
+		synctest.Wait()
+		mu.Lock()
+		if done["a"] || done["a-cancelled"] || !done["b"] {
+			t.Fatalf("with a full queue: %v", done)
+		}
+		mu.Unlock()
+		cancel()
+		synctest.Wait()
+		mu.Lock()
+		if done["a"] || !done["a-cancelled"] {
+			t.Fatalf("after cancel: %v", done)
+		}
+		mu.Unlock()
+		rec.release <- struct{}{} // the worker takes the next round
+		synctest.Wait()
+		mu.Lock()
+		if !done["a"] {
+			t.Fatalf("after a round was taken: %v", done)
+		}
+		mu.Unlock()
+		go func() {
+			for {
+				select {
+				case rec.release <- struct{}{}:
+				case <-t.Context().Done():
+					return
+				}
+			}
+		}()
+		f.flush()
+		total := 0
+		for _, r := range rec.rounds {
+			total += len(r)
+		}
+		if total != fanoutQueue+1 {
+			t.Fatalf("%d items written, want %d", total, fanoutQueue+1)
+		}
+	})
+}
