@@ -11,10 +11,10 @@ import (
 
 	ws "github.com/gorilla/websocket"
 	"github.com/rs/zerolog"
-	"golang.org/x/sys/unix"
 	"github.com/zishang520/socket.io/parsers/engine/v3/packet"
 	"github.com/zishang520/socket.io/servers/engine/v3/transports"
 	"github.com/zishang520/socket.io/v3/pkg/types"
+	"golang.org/x/sys/unix"
 )
 
 // closeWait bounds how long closing a transport waits for queued frames
