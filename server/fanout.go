@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -152,12 +153,15 @@ func (f *fanout) run(acct string, q *acctOut) {
 			close(q.room)
 			q.room = nil
 		}
+		// Nothing else waiting: latency matters more than the cores this
+		// round takes.
+		spread := len(q.items) == 0
 		f.mu.Unlock()
 
 		if f.write != nil {
 			f.write(round)
 		} else {
-			w.write(f.s, round)
+			w.write(f.s, round, spread)
 		}
 		clear(round)
 	}
@@ -177,7 +181,11 @@ type roundWriter struct {
 
 type roundPair struct{ entry, frame int }
 
-func (w *roundWriter) write(s *Server, round []outItem) {
+// write writes one round. With spread, a round for many sockets is
+// written by up to GOMAXPROCS goroutines, each taking its own sockets (a
+// socket's frames stay with one goroutine, and rounds do not overlap, so
+// every socket still gets its frames in order).
+func (w *roundWriter) write(s *Server, round []outItem, spread bool) {
 	a, ok := s.io.Sockets().Adapter().(*roomAdapter)
 	if !ok {
 		for _, it := range round {
@@ -226,12 +234,20 @@ func (w *roundWriter) write(s *Server, round []outItem) {
 		})
 	}
 	if len(w.socks) > 0 {
-		w.flush()
+		parts := 1
+		if spread {
+			parts = max(1, min(runtime.GOMAXPROCS(0), len(w.socks)/spreadMin))
+		}
+		w.flush(parts)
 	}
 }
 
-// flush groups the round's pairs by transport and sends each its frames.
-func (w *roundWriter) flush() {
+// spreadMin is the fewest sockets a goroutine of a spread round writes to.
+const spreadMin = 32
+
+// flush groups the round's pairs by transport and sends each its frames,
+// from parts goroutines (this one among them).
+func (w *roundWriter) flush(parts int) {
 	if cap(w.flat) < len(w.pairs) {
 		w.flat = make([][]byte, len(w.pairs))
 	}
@@ -249,8 +265,21 @@ func (w *roundWriter) flush() {
 		w.flat[next[p.entry]] = w.frames[p.frame]
 		next[p.entry]++
 	}
-	for e, t := range w.socks {
-		t.sendFrames(w.flat[start[e]:next[e]])
+	send := func(from, to int) {
+		for e := from; e < to; e++ {
+			w.socks[e].sendFrames(w.flat[start[e]:next[e]])
+		}
+	}
+	if parts <= 1 {
+		send(0, len(w.socks))
+	} else {
+		var wg sync.WaitGroup
+		per := (len(w.socks) + parts - 1) / parts
+		for from := per; from < len(w.socks); from += per {
+			wg.Go(func() { send(from, min(from+per, len(w.socks))) })
+		}
+		send(0, min(per, len(w.socks)))
+		wg.Wait()
 	}
 	clear(w.index)
 	clear(w.socks)
