@@ -176,7 +176,7 @@ func childFanout() int {
 	n, _ := strconv.Atoi(os.Getenv("HAPPY_SERVER_TEST_N"))
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { _, _ = io.Copy(io.Discard, os.Stdin); cancel() }()
-	r, err := bench.Fanout(ctx, bench.Target{URL: os.Getenv("HAPPY_SERVER_TEST_URL")}, bench.FanoutOptions{Sockets: n, Messages: 1 << 30, Size: 1024, Account: true,
+	r, err := bench.Fanout(ctx, bench.Target{URL: os.Getenv("HAPPY_SERVER_TEST_URL")}, bench.FanoutOptions{Sockets: n, Messages: 1 << 20, Size: 1024, Account: true,
 		Wait: time.Millisecond, Posting: func() { fmt.Println("POSTING") }})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fanout:", err)

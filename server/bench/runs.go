@@ -121,6 +121,11 @@ func post(ctx context.Context, cl *http.Client, url, token string, body []byte) 
 // with Gap between posts. Sockets are session-scoped on that session, or
 // with Account user-scoped (an app's socket: every session of the
 // account). Wait bounds the wait for the last deliveries (5 s when zero).
+// The run keeps 20 bytes per message it may post (an upper bound such as
+// 1<<20 for a run ended by its context is fine). Without Gap the posts
+// follow each other as fast as the relay answers them, so the latency is
+// that of a relay kept busy, its queue included; with Gap it is that of
+// a relay at that rate.
 type FanoutOptions struct {
 	Sockets  int
 	Messages int
