@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/zishang520/socket.io/parsers/engine/v3/packet"
 	"github.com/zishang520/socket.io/parsers/socket/v3/parser"
@@ -24,8 +25,11 @@ import (
 //     one write per frame (with 1,000 sockets of an account and messages
 //     arriving faster than one round, that is most of the cost);
 //   - one account's fan-out runs on one goroutine at a time, so it cannot
-//     take every core from the other accounts; and a poster whose account
-//     has fanoutQueue items waiting is held until its worker takes them
+//     take every core from the other accounts; while another account has
+//     messages being stored, a worker rests after each round as long as
+//     the round took (at most half the time of a core for fan-out that
+//     competes with others' posts); and a poster whose account has
+//     fanoutQueue items waiting is held until its worker takes them
 //     (waitRoom): the account making the load is the one slowed by it.
 const (
 	// fanoutRound is the most queued items one round writes together
@@ -53,6 +57,13 @@ type fanout struct {
 	accts map[string]*acctOut
 	idle  *sync.Cond // signalled when a worker ends (flush)
 	busy  int        // running workers
+	// posting counts, per account and in all, the message appends in
+	// flight (working/worked).
+	posting    map[string]int
+	postingAll int
+	// now and sleep are the clock (tests use a synctest bubble's).
+	now   func() time.Time
+	sleep func(time.Duration)
 
 	// write, when set, replaces the round writer (tests).
 	write func(round []outItem)
@@ -68,7 +79,7 @@ type acctOut struct {
 }
 
 func newFanout(s *Server) *fanout {
-	f := &fanout{s: s, accts: map[string]*acctOut{}}
+	f := &fanout{s: s, accts: map[string]*acctOut{}, posting: map[string]int{}, now: time.Now, sleep: time.Sleep}
 	f.idle = sync.NewCond(&f.mu)
 	return f
 }
@@ -89,6 +100,32 @@ func (f *fanout) emit(acct, event string, payload any, rooms []socket.Room) {
 		go f.run(acct, q)
 	}
 	f.mu.Unlock()
+}
+
+// working notes that one of acct's message appends is in flight; worked
+// that it ended.
+func (f *fanout) working(acct string) {
+	f.mu.Lock()
+	f.posting[acct]++
+	f.postingAll++
+	f.mu.Unlock()
+}
+
+func (f *fanout) worked(acct string) {
+	f.mu.Lock()
+	if f.posting[acct]--; f.posting[acct] <= 0 {
+		delete(f.posting, acct)
+	}
+	f.postingAll--
+	f.mu.Unlock()
+}
+
+// othersPosting reports whether an account other than acct has a message
+// append in flight.
+func (f *fanout) othersPosting(acct string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.postingAll-f.posting[acct] > 0
 }
 
 // waitRoom returns once acct has fewer than fanoutQueue items waiting, or
@@ -158,12 +195,16 @@ func (f *fanout) run(acct string, q *acctOut) {
 		spread := len(q.items) == 0
 		f.mu.Unlock()
 
+		began := f.now()
 		if f.write != nil {
 			f.write(round)
 		} else {
 			w.write(f.s, round, spread)
 		}
 		clear(round)
+		if f.othersPosting(acct) {
+			f.sleep(f.now().Sub(began))
+		}
 	}
 }
 

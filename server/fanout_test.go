@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 )
 
 // recorder is a fanout round writer that records rounds and, while hold
@@ -132,4 +133,42 @@ func TestFanoutWaitRoom(t *testing.T) {
 			t.Fatalf("%d items written, want %d", total, fanoutQueue+1)
 		}
 	})
+}
+
+// While another account has a message append in flight, a worker rests
+// after each round as long as the round took; alone it does not.
+func TestFanoutRestsWhileOthersPost(t *testing.T) {
+	for _, others := range []bool{false, true} {
+		t.Run(fmt.Sprint("others=", others), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var starts []time.Duration
+				t0 := time.Now()
+				f := newFanout(nil)
+				f.write = func(round []outItem) {
+					starts = append(starts, time.Since(t0))
+					time.Sleep(10 * time.Millisecond) // the round's writes
+				}
+				if others {
+					f.working("b")
+				}
+				for i := range fanoutRound + 1 { // two rounds
+					f.emit("a", "update", fmt.Sprint(i), nil)
+				}
+				f.flush()
+				gap := 10 * time.Millisecond
+				if others {
+					gap = 20 * time.Millisecond
+				}
+				if len(starts) != 2 || starts[1]-starts[0] != gap {
+					t.Fatalf("rounds began at %v, want %v apart", starts, gap)
+				}
+				if others {
+					f.worked("b")
+				}
+				if len(f.posting) != 0 || f.postingAll != 0 {
+					t.Fatalf("posting left: %v %d", f.posting, f.postingAll)
+				}
+			})
+		})
+	}
 }

@@ -55,6 +55,9 @@ func (s *Server) lockAccount(acct string) func() {
 // once the rows are committed and their updates queued for the sockets
 // (fanout.go), after waiting for room in the account's queue.
 func (s *Server) appendOrdered(ctx context.Context, acct, sid string, msgs []store.NewMessage) (store.AppendResult, error) {
+	// In flight until its updates are queued (fanout.go: other accounts'
+	// fan-out rests meanwhile); not while it waits for room.
+	s.out.working(acct)
 	starter, ok := s.st.(store.AppendStarter)
 	if !ok {
 		unlock := s.lockAccount(acct)
@@ -63,6 +66,7 @@ func (s *Server) appendOrdered(ctx context.Context, acct, sid string, msgs []sto
 			s.fanoutMessages(acct, sid, res)
 		}
 		unlock()
+		s.out.worked(acct)
 		s.out.waitRoom(ctx, acct)
 		return res, err
 	}
@@ -90,6 +94,7 @@ func (s *Server) appendOrdered(ctx context.Context, acct, sid string, msgs []sto
 		delete(st.tails, acct)
 	}
 	st.mu.Unlock()
+	s.out.worked(acct)
 	// A poster whose account's sockets are behind waits for them (fanout.go).
 	s.out.waitRoom(ctx, acct)
 	return res, err
