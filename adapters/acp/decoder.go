@@ -58,6 +58,12 @@ type Decoder struct {
 	lastCost   *float64
 	stepCost   float64
 	heldUsage  *agent.Usage
+
+	// general: every frame takes the general path (encoding/json, values
+	// marshalled to compare them) instead of the one-pass forms of the
+	// shapes most traffic has (fastmeta.go, lex.go); the tests compare
+	// the two.
+	general bool
 }
 
 type ourRequest struct {
@@ -119,8 +125,7 @@ type tool struct {
 	// transcript's tool waits for a decision.
 	asking        int
 	writes        []agent.FileDiff
-	announced     string // the last ToolCall emitted, to skip repeats
-	announcedHead string // its name, title and input
+	ann           announcement // the last ToolCall emitted, to skip repeats
 	// What the traffic says of the agent's own tool (tools.go): Claude's
 	// tool name in _meta (claude-code-acp), the title of the first
 	// announcement (OpenCode's tool name), a command's folder and

@@ -132,7 +132,7 @@ func (d *Decoder) canonical(tl *tool) (string, json.RawMessage, agent.Object) {
 	if tl.rawInput != nil {
 		raw = objectOr(tl.rawInput)
 	}
-	meta := agent.ToolMetadata(provider, raw, input)
+	meta := d.toolMetadata(provider, raw, input)
 	if _, ok := meta[agent.MetaProviderInput]; ok {
 		tl.providerInput = true
 	} else if tl.providerInput && raw != nil {

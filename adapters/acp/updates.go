@@ -329,7 +329,7 @@ func (d *Decoder) toolUpdate(kind string, announce bool, u map[string]json.RawMe
 // partMeta is the metadata kept on the tool part: where it works, what it
 // showed while pending, the diffs it proposed and the files happy wrote
 // for it.
-func (tl *tool) partMeta() agent.Object {
+func (d *Decoder) partMeta(tl *tool) agent.Object {
 	m := map[string]any{}
 	if len(tl.locations) > 0 {
 		m["locations"] = tl.locations
@@ -346,7 +346,7 @@ func (tl *tool) partMeta() agent.Object {
 	if len(m) == 0 {
 		return nil
 	}
-	return toObject(m)
+	return d.object(m)
 }
 
 // text renders the tool's content blocks (text, images as Markdown).
@@ -391,16 +391,14 @@ func (d *Decoder) announce(tl *tool, finishing bool) {
 		return
 	}
 	name, input, meta := d.canonical(tl)
-	for k, v := range tl.partMeta() {
+	for k, v := range d.partMeta(tl) {
 		meta[k] = v
 	}
 	ev := &agent.ToolCall{CallID: tl.callID, Tool: name, Title: tl.title, Input: input, Metadata: meta}
-	sig, _ := json.Marshal(agent.ToolCall{Tool: ev.Tool, Title: ev.Title, Input: ev.Input})
-	full, _ := json.Marshal(ev)
-	if string(full) == tl.announced || (finishing && string(sig) == tl.announcedHead) {
+	if d.repeats(&tl.ann, ev, false) || (finishing && d.repeats(&tl.ann, ev, true)) {
 		return
 	}
-	tl.announced, tl.announcedHead = string(full), string(sig)
+	d.remember(&tl.ann, ev)
 	d.emit(ev)
 }
 
@@ -491,7 +489,7 @@ func (d *Decoder) resultMeta(tl *tool) (agent.Object, []agent.PromptFile) {
 	if len(m) == 0 {
 		return nil, files
 	}
-	return toObject(m), files
+	return d.object(m), files
 }
 
 // permission decodes session/request_permission: the tool part is created
@@ -590,7 +588,7 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 	}
 	d.emit(&agent.ToolBlocked{CallID: tl.callID, Tool: name, Input: input,
 		Permission: &agent.PermissionRequest{ID: permID, Permission: name,
-			Patterns: patterns, Always: slices.Clone(patterns), Metadata: toObject(meta)}})
+			Patterns: patterns, Always: slices.Clone(patterns), Metadata: d.object(meta)}})
 	d.theirs[key] = &agentRequest{method: kind, callID: tl.callID, options: opts}
 	tl.asking++
 }
