@@ -1,7 +1,6 @@
 package acp
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -19,7 +18,7 @@ func (d *Decoder) sessionUpdate(m jsonrpc.Message) {
 		d.drop(m.Method, agent.DropInvalidField, "params is not a SessionNotification object", m.Raw)
 		return
 	}
-	sid, ok := str(p["sessionId"])
+	sid, ok := str(p.get("sessionId"))
 	if !ok || sid == "" {
 		d.drop(m.Method, agent.DropMissingID, "session/update without sessionId", m.Raw)
 		return
@@ -28,12 +27,12 @@ func (d *Decoder) sessionUpdate(m jsonrpc.Message) {
 		d.drop(m.Method, agent.DropOrphan, "session "+strconv.Quote(sid)+" was never opened", m.Raw)
 		return
 	}
-	u, ok := members(p["update"])
+	u, ok := members(p.get("update"))
 	if !ok {
 		d.drop(m.Method, agent.DropInvalidField, "update is not an object", m.Raw)
 		return
 	}
-	kind, ok := str(u["sessionUpdate"])
+	kind, ok := str(u.get("sessionUpdate"))
 	if !ok {
 		d.drop(m.Method, agent.DropInvalidField, "update without a sessionUpdate string", m.Raw)
 		return
@@ -48,21 +47,21 @@ func (d *Decoder) sessionUpdate(m jsonrpc.Message) {
 	d.lastKind = kind
 	switch kind {
 	case "user_message_chunk":
-		d.userChunk(k, u, prev, m.Raw)
+		d.userChunk(k, &u, prev, m.Raw)
 	case "agent_message_chunk", "agent_thought_chunk":
-		d.agentChunk(k, kind == "agent_thought_chunk", u, m.Raw)
+		d.agentChunk(k, kind == "agent_thought_chunk", &u, m.Raw)
 	case "tool_call", "tool_call_update":
-		d.toolUpdate(k, kind == "tool_call", u, m.Raw)
+		d.toolUpdate(k, kind == "tool_call", &u, m.Raw)
 	case "plan":
-		d.plan(k, u, m.Raw)
+		d.plan(k, &u, m.Raw)
 	case "available_commands_update":
 		// The agent's slash commands: nothing in the transcript shows them.
 		var cmds []json.RawMessage
-		if json.Unmarshal(u["availableCommands"], &cmds) != nil {
+		if json.Unmarshal(u.get("availableCommands"), &cmds) != nil {
 			d.drop(k, agent.DropInvalidField, "availableCommands is not an array", m.Raw)
 		}
 	case "current_mode_update":
-		id, ok := str(u["currentModeId"])
+		id, ok := str(u.get("currentModeId"))
 		if !ok {
 			d.drop(k, agent.DropInvalidField, "currentModeId is not a string", m.Raw)
 			return
@@ -70,7 +69,7 @@ func (d *Decoder) sessionUpdate(m jsonrpc.Message) {
 		d.emit(&agent.SessionInfo{Agent: id})
 	case "config_option_update":
 		info := &agent.SessionInfo{}
-		if u["configOptions"] == nil || !d.configOptions(info, u["configOptions"]) {
+		if u.get("configOptions") == nil || !d.configOptions(info, u.get("configOptions")) {
 			d.drop(k, agent.DropInvalidField, "configOptions is not an array", m.Raw)
 			return
 		}
@@ -79,11 +78,11 @@ func (d *Decoder) sessionUpdate(m jsonrpc.Message) {
 		}
 	case "session_info_update":
 		// A null title would clear it; the transcript keeps the last one.
-		if title, ok := str(u["title"]); ok && title != "" {
+		if title, ok := str(u.get("title")); ok && title != "" {
 			d.emit(&agent.SessionInfo{Title: title})
 		}
 	case "usage_update":
-		d.usage(k, u, m.Raw)
+		d.usage(k, &u, m.Raw)
 	default:
 		d.drop(k, agent.DropUnknownType, "unknown session update kind", m.Raw)
 	}
@@ -118,12 +117,12 @@ func (d *Decoder) inTurnOrLoad(kind string, raw []byte) bool {
 	return false
 }
 
-func (d *Decoder) chunkBlock(kind string, u map[string]json.RawMessage, raw []byte) (contentBlock, string, bool) {
-	if u["content"] == nil {
+func (d *Decoder) chunkBlock(kind string, u *obj, raw []byte) (contentBlock, string, bool) {
+	if u.get("content") == nil {
 		d.drop(kind, agent.DropInvalidField, "chunk without content", raw)
 		return contentBlock{}, "", false
 	}
-	b, err := decodeBlock(u["content"])
+	b, err := decodeBlock(u.get("content"))
 	if err != nil {
 		reason := agent.DropInvalidField
 		if errors.Is(err, errUnknownContent) {
@@ -132,14 +131,14 @@ func (d *Decoder) chunkBlock(kind string, u map[string]json.RawMessage, raw []by
 		d.drop(kind, reason, err.Error(), raw)
 		return contentBlock{}, "", false
 	}
-	msgID, _ := str(u["messageId"]) // default on error: absent
+	msgID, _ := str(u.get("messageId")) // default on error: absent
 	return b, msgID, true
 }
 
 // userChunk: during a prompt turn the agent echoes the prompt happy sent
 // (already recorded); during session/load it replays the history, and
 // consecutive user chunks make one prompt.
-func (d *Decoder) userChunk(kind string, u map[string]json.RawMessage, prev string, raw []byte) {
+func (d *Decoder) userChunk(kind string, u *obj, prev string, raw []byte) {
 	b, _, ok := d.chunkBlock(kind, u, raw)
 	if !ok {
 		return
@@ -166,7 +165,7 @@ func (d *Decoder) userChunk(kind string, u map[string]json.RawMessage, prev stri
 	d.emit(&agent.UserPrompt{PromptID: d.userKey, Text: d.userText.String(), Files: slices.Clone(d.userFiles)})
 }
 
-func (d *Decoder) agentChunk(kind string, thought bool, u map[string]json.RawMessage, raw []byte) {
+func (d *Decoder) agentChunk(kind string, thought bool, u *obj, raw []byte) {
 	b, msgID, ok := d.chunkBlock(kind, u, raw)
 	if !ok || !d.inTurnOrLoad(kind, raw) {
 		return
@@ -194,34 +193,34 @@ var validStatus = map[string]bool{"pending": true, "in_progress": true, "complet
 // Fields the schema lets a reader default on error (kind, status, content
 // and location items) are defaulted or skipped; each skipped item is
 // recorded as a Dropped.
-func (d *Decoder) mergeTool(kind string, tl *tool, u map[string]json.RawMessage) {
-	if s, ok := str(u["title"]); ok {
+func (d *Decoder) mergeTool(kind string, tl *tool, u *obj) {
+	if s, ok := str(u.get("title")); ok {
 		tl.title = s
 		if !tl.merged {
 			tl.firstTitle = s
 		}
 	}
 	tl.merged = true
-	if meta, ok := members(u["_meta"]); ok {
-		if cc, ok := members(meta["claudeCode"]); ok {
-			if name, ok := str(cc["toolName"]); ok && name != "" {
+	if meta, ok := members(u.get("_meta")); ok {
+		if cc, ok := members(meta.get("claudeCode")); ok {
+			if name, ok := str(cc.get("toolName")); ok && name != "" {
 				tl.metaTool = name
 			}
 		}
 	}
-	if s, ok := str(u["kind"]); ok && validKinds[s] {
+	if s, ok := str(u.get("kind")); ok && validKinds[s] {
 		tl.kind = s
 	}
-	if s, ok := str(u["status"]); ok && validStatus[s] {
+	if s, ok := str(u.get("status")); ok && validStatus[s] {
 		tl.status = s
 	}
-	if raw := u["rawInput"]; !isNull(raw) {
+	if raw := u.get("rawInput"); !isNull(raw) {
 		tl.rawInput = raw
 	}
-	if raw := u["rawOutput"]; !isNull(raw) {
+	if raw := u.get("rawOutput"); !isNull(raw) {
 		tl.rawOutput = raw
 	}
-	if raw := u["content"]; !isNull(raw) {
+	if raw := u.get("content"); !isNull(raw) {
 		var items []json.RawMessage
 		if json.Unmarshal(raw, &items) != nil {
 			d.drop(kind, agent.DropInvalidField, "tool content is not an array", raw)
@@ -229,7 +228,7 @@ func (d *Decoder) mergeTool(kind string, tl *tool, u map[string]json.RawMessage)
 			tl.content = tl.content[:0:0]
 			// Content that comes with (or after) the tool's start is its
 			// output; before that, agents put a description there.
-			st, _ := str(u["status"])
+			st, _ := str(u.get("status"))
 			tl.outContent = tl.running || st == "in_progress" || st == "completed" || st == "failed"
 			for _, it := range items {
 				c, err := decodeToolContent(it)
@@ -246,7 +245,7 @@ func (d *Decoder) mergeTool(kind string, tl *tool, u map[string]json.RawMessage)
 			tl.noteHints()
 		}
 	}
-	if raw := u["locations"]; !isNull(raw) {
+	if raw := u.get("locations"); !isNull(raw) {
 		var items []json.RawMessage
 		if json.Unmarshal(raw, &items) != nil {
 			d.drop(kind, agent.DropInvalidField, "locations is not an array", raw)
@@ -255,14 +254,14 @@ func (d *Decoder) mergeTool(kind string, tl *tool, u map[string]json.RawMessage)
 			for _, it := range items {
 				var l location
 				m, ok := members(it)
-				p, okp := str(m["path"])
+				p, okp := str(m.get("path"))
 				if !ok || !okp {
 					d.drop(kind+":location", agent.DropInvalidField, "location needs a path", it)
 					continue
 				}
 				l.Path = p
 				var line int64
-				if json.Unmarshal(m["line"], &line) == nil && !isNull(m["line"]) && line >= 0 {
+				if json.Unmarshal(m.get("line"), &line) == nil && !isNull(m.get("line")) && line >= 0 {
 					l.Line = &line
 				}
 				tl.locations = append(tl.locations, l)
@@ -299,8 +298,8 @@ func (d *Decoder) sortedTools() []*tool {
 	return out
 }
 
-func (d *Decoder) toolUpdate(kind string, announce bool, u map[string]json.RawMessage, raw []byte) {
-	id, ok := str(u["toolCallId"])
+func (d *Decoder) toolUpdate(kind string, announce bool, u *obj, raw []byte) {
+	id, ok := str(u.get("toolCallId"))
 	if !ok || id == "" {
 		d.drop(kind, agent.DropMissingID, "tool call without toolCallId", raw)
 		return
@@ -502,32 +501,32 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 		d.drop(kind, agent.DropInvalidField, "params is not an object", m.Raw)
 		return
 	}
-	sid, ok := str(p["sessionId"])
+	sid, ok := str(p.get("sessionId"))
 	if !ok || !d.sessions[sid] {
 		d.drop(kind, agent.DropOrphan, "permission for a session never opened", m.Raw)
 		return
 	}
-	tc, ok := members(p["toolCall"])
+	tc, ok := members(p.get("toolCall"))
 	if !ok {
 		d.drop(kind, agent.DropInvalidField, "toolCall is not an object", m.Raw)
 		return
 	}
-	id, ok := str(tc["toolCallId"])
+	id, ok := str(tc.get("toolCallId"))
 	if !ok || id == "" {
 		d.drop(kind, agent.DropMissingID, "toolCall without toolCallId", m.Raw)
 		return
 	}
 	var rawOpts []json.RawMessage
-	if json.Unmarshal(p["options"], &rawOpts) != nil {
+	if json.Unmarshal(p.get("options"), &rawOpts) != nil {
 		d.drop(kind, agent.DropInvalidField, "options is not an array", m.Raw)
 		return
 	}
 	opts := []PermissionOption{}
 	for _, ro := range rawOpts {
 		om, ok := members(ro)
-		oid, ok1 := str(om["optionId"])
-		name, ok2 := str(om["name"])
-		k, ok3 := str(om["kind"])
+		oid, ok1 := str(om.get("optionId"))
+		name, ok2 := str(om.get("name"))
+		k, ok3 := str(om.get("kind"))
 		if !ok || !ok1 || !ok2 || !ok3 {
 			d.drop(kind, agent.DropInvalidField, "option needs optionId, name and kind strings", m.Raw)
 			return
@@ -541,7 +540,7 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 		d.beginOutput()
 	}
 	status, input, locs := tl.status, tl.rawInput, tl.locations
-	d.mergeTool(kind, tl, tc)
+	d.mergeTool(kind, tl, &tc)
 	// The request describes the call it asks about; it neither moves the
 	// tool (its status) nor takes back what the agent announced: input
 	// members and locations it leaves out stay (OpenCode asks with only
@@ -550,7 +549,7 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 	// (OpenCode sends a diff there), kept in the block's metadata.
 	tl.status = status
 	var permInput json.RawMessage
-	if m, ok := members(input); ok && len(m) > 0 && string(tl.rawInput) != string(input) {
+	if m, ok := members(input); ok && m.n > 0 && string(tl.rawInput) != string(input) {
 		permInput, tl.rawInput = tl.rawInput, input
 	}
 	if len(tl.locations) == 0 {
@@ -593,57 +592,12 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 	tl.asking++
 }
 
-// addMembers returns over with the members of base it lacks, when both are
-// JSON objects; otherwise over as it is. When that says no more and no
-// less than base, base is returned (its bytes, member order included), so
-// that an unchanged input is not announced again.
-func addMembers(base, over json.RawMessage) json.RawMessage {
-	b, okb := members(base)
-	o, oko := members(over)
-	if !okb || !oko {
-		return over
-	}
-	same := len(o) <= len(b)
-	for k, v := range o {
-		if bv, ok := b[k]; !ok || !sameJSON(bv, v) {
-			same = false
-		}
-	}
-	if same {
-		return base
-	}
-	added := false
-	for k, v := range b {
-		if _, ok := o[k]; !ok {
-			o[k] = v
-			added = true
-		}
-	}
-	if !added {
-		return over
-	}
-	var out bytes.Buffer
-	enc := json.NewEncoder(&out)
-	enc.SetEscapeHTML(false)
-	if enc.Encode(o) != nil {
-		return over
-	}
-	return bytes.TrimSpace(out.Bytes())
-}
-
-// sameJSON reports whether two JSON values are written the same, spacing
-// aside.
-func sameJSON(a, b json.RawMessage) bool {
-	var ca, cb bytes.Buffer
-	return json.Compact(&ca, a) == nil && json.Compact(&cb, b) == nil && bytes.Equal(ca.Bytes(), cb.Bytes())
-}
-
 // patterns is what a permission for the tool covers, for rules to match:
 // the command of an execute tool, the paths of a file tool, else the title.
 func (tl *tool) patterns() []string {
 	in, _ := members(tl.rawInput)
 	if tl.kind == "execute" {
-		if c, ok := str(in["command"]); ok && c != "" {
+		if c, ok := str(in.get("command")); ok && c != "" {
 			return []string{c}
 		}
 	}
@@ -653,7 +607,7 @@ func (tl *tool) patterns() []string {
 	}
 	if len(out) == 0 {
 		for _, k := range []string{"path", "file_path", "filePath", "abs_path"} {
-			if s, ok := str(in[k]); ok && s != "" {
+			if s, ok := str(in.get(k)); ok && s != "" {
 				out = append(out, s)
 				break
 			}
@@ -669,18 +623,18 @@ func (tl *tool) patterns() []string {
 }
 
 // plan maps the agent's plan to the todo list.
-func (d *Decoder) plan(kind string, u map[string]json.RawMessage, raw []byte) {
+func (d *Decoder) plan(kind string, u *obj, raw []byte) {
 	var entries []json.RawMessage
-	if json.Unmarshal(u["entries"], &entries) != nil {
+	if json.Unmarshal(u.get("entries"), &entries) != nil {
 		d.drop(kind, agent.DropInvalidField, "entries is not an array", raw)
 		return
 	}
 	todos := make([]agent.Todo, 0, len(entries))
 	for _, e := range entries {
 		m, ok := members(e)
-		content, ok1 := str(m["content"])
-		status, ok2 := str(m["status"])
-		prio, ok3 := str(m["priority"])
+		content, ok1 := str(m.get("content"))
+		status, ok2 := str(m.get("status"))
+		prio, ok3 := str(m.get("priority"))
 		if !ok || !ok1 || !ok2 || !ok3 {
 			d.drop(kind, agent.DropInvalidField, "plan entry needs content, status and priority strings", raw)
 			return
@@ -719,17 +673,17 @@ func (d *Decoder) plan(kind string, u map[string]json.RawMessage, raw []byte) {
 // transcript's cost has no currency). size has no place in the transcript.
 // A report that comes before the turn has assistant output is held until
 // it has.
-func (d *Decoder) usage(kind string, u map[string]json.RawMessage, raw []byte) {
+func (d *Decoder) usage(kind string, u *obj, raw []byte) {
 	var used int64
-	if json.Unmarshal(u["used"], &used) != nil || used < 0 || isNull(u["used"]) || isNull(u["size"]) {
+	if json.Unmarshal(u.get("used"), &used) != nil || used < 0 || isNull(u.get("used")) || isNull(u.get("size")) {
 		d.drop(kind, agent.DropInvalidField, "usage_update needs used and size token counts", raw)
 		return
 	}
 	ev := &agent.Usage{Tokens: &agent.Tokens{Input: &used}}
-	if c, ok := members(u["cost"]); ok {
+	if c, ok := members(u.get("cost")); ok {
 		var amount float64
-		cur, _ := str(c["currency"])
-		if json.Unmarshal(c["amount"], &amount) == nil && !isNull(c["amount"]) && cur == "USD" {
+		cur, _ := str(c.get("currency"))
+		if json.Unmarshal(c.get("amount"), &amount) == nil && !isNull(c.get("amount")) && cur == "USD" {
 			base := d.stepCost
 			if amount < base {
 				base = 0 // the agent restarted its count
