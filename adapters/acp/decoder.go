@@ -400,8 +400,8 @@ func (d *Decoder) configOptions(info *agent.SessionInfo, raw json.RawMessage) bo
 	if isNull(raw) {
 		return true
 	}
-	var opts []json.RawMessage
-	if json.Unmarshal(raw, &opts) != nil {
+	opts, ok := d.array(raw)
+	if !ok {
 		return false
 	}
 	for _, o := range opts {
@@ -486,12 +486,11 @@ func (d *Decoder) startTurn(m jsonrpc.Message, p *obj) *turn {
 	d.tools = map[string]*tool{}
 	d.turnStep, d.stepResult = false, false
 	d.emit(&agent.TurnStarted{TurnID: t.id})
-	var blocks []json.RawMessage
-	_ = json.Unmarshal(p.get("prompt"), &blocks)
+	blocks, _ := d.array(p.get("prompt"))
 	var texts []string
 	var files []agent.PromptFile
 	for _, raw := range blocks {
-		b, err := decodeBlock(raw)
+		b, err := d.block(raw)
 		if err != nil {
 			d.drop("session/prompt", agent.DropInvalidField, "prompt content: "+err.Error(), raw)
 			continue

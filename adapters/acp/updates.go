@@ -56,8 +56,7 @@ func (d *Decoder) sessionUpdate(m jsonrpc.Message) {
 		d.plan(k, &u, m.Raw)
 	case "available_commands_update":
 		// The agent's slash commands: nothing in the transcript shows them.
-		var cmds []json.RawMessage
-		if json.Unmarshal(u.get("availableCommands"), &cmds) != nil {
+		if _, ok := d.array(u.get("availableCommands")); !ok {
 			d.drop(k, agent.DropInvalidField, "availableCommands is not an array", m.Raw)
 		}
 	case "current_mode_update":
@@ -122,7 +121,7 @@ func (d *Decoder) chunkBlock(kind string, u *obj, raw []byte) (contentBlock, str
 		d.drop(kind, agent.DropInvalidField, "chunk without content", raw)
 		return contentBlock{}, "", false
 	}
-	b, err := decodeBlock(u.get("content"))
+	b, err := d.block(u.get("content"))
 	if err != nil {
 		reason := agent.DropInvalidField
 		if errors.Is(err, errUnknownContent) {
@@ -221,8 +220,7 @@ func (d *Decoder) mergeTool(kind string, tl *tool, u *obj) {
 		tl.rawOutput = raw
 	}
 	if raw := u.get("content"); !isNull(raw) {
-		var items []json.RawMessage
-		if json.Unmarshal(raw, &items) != nil {
+		if items, ok := d.array(raw); !ok {
 			d.drop(kind, agent.DropInvalidField, "tool content is not an array", raw)
 		} else {
 			tl.content = tl.content[:0:0]
@@ -231,7 +229,7 @@ func (d *Decoder) mergeTool(kind string, tl *tool, u *obj) {
 			st, _ := str(u.get("status"))
 			tl.outContent = tl.running || st == "in_progress" || st == "completed" || st == "failed"
 			for _, it := range items {
-				c, err := decodeToolContent(it)
+				c, err := d.toolContent(it)
 				if err != nil {
 					reason := agent.DropInvalidField
 					if errors.Is(err, errUnknownContent) {
@@ -246,8 +244,7 @@ func (d *Decoder) mergeTool(kind string, tl *tool, u *obj) {
 		}
 	}
 	if raw := u.get("locations"); !isNull(raw) {
-		var items []json.RawMessage
-		if json.Unmarshal(raw, &items) != nil {
+		if items, ok := d.array(raw); !ok {
 			d.drop(kind, agent.DropInvalidField, "locations is not an array", raw)
 		} else {
 			tl.locations = tl.locations[:0:0]
@@ -516,8 +513,8 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 		d.drop(kind, agent.DropMissingID, "toolCall without toolCallId", m.Raw)
 		return
 	}
-	var rawOpts []json.RawMessage
-	if json.Unmarshal(p.get("options"), &rawOpts) != nil {
+	rawOpts, ok := d.array(p.get("options"))
+	if !ok {
 		d.drop(kind, agent.DropInvalidField, "options is not an array", m.Raw)
 		return
 	}
@@ -624,8 +621,8 @@ func (tl *tool) patterns() []string {
 
 // plan maps the agent's plan to the todo list.
 func (d *Decoder) plan(kind string, u *obj, raw []byte) {
-	var entries []json.RawMessage
-	if json.Unmarshal(u.get("entries"), &entries) != nil {
+	entries, ok := d.array(u.get("entries"))
+	if !ok {
 		d.drop(kind, agent.DropInvalidField, "entries is not an array", raw)
 		return
 	}
