@@ -4,13 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/happy-dev/happy/internal/jsonlex"
 )
 
 // member is one member of an object: its name (unquoted, without the
 // quotes) and its raw value, both sub-slices of the frame but for a name
-// written with an escape.
+// written with an escape or bytes that are not UTF-8 (decoded as
+// encoding/json decodes it).
 type member struct{ k, v []byte }
 
 // inlineMembers is how many members an obj holds without allocating: more
@@ -53,7 +55,7 @@ func members(raw json.RawMessage) (o obj, ok bool) {
 	bad := false
 	err := jsonlex.Members(bytes.TrimSpace(raw), func(k, v []byte) bool {
 		name := k[1 : len(k)-1]
-		if bytes.IndexByte(name, '\\') >= 0 {
+		if bytes.IndexByte(name, '\\') >= 0 || !utf8.Valid(name) {
 			s, err := jsonlex.Unquote(k)
 			if err != nil {
 				bad = true

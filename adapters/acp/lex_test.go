@@ -12,6 +12,7 @@ import (
 	"github.com/happy-dev/happy/adapters/jsonrpc"
 	"github.com/happy-dev/happy/adapters/trafficlog"
 	"github.com/happy-dev/happy/agent"
+	"github.com/happy-dev/happy/internal/jsonlex"
 )
 
 // bothWays decodes frames with a decoder taking the one-pass forms and
@@ -111,5 +112,45 @@ func FuzzOnePass(f *testing.F) {
 			frames = append(frames, frame(int64(10+i), dir, string(bytes.TrimSpace(line[1:]))))
 		}
 		bothWays(t, "fuzz", frames)
+	})
+}
+
+// FuzzMembers checks obj against jsonlex.ObjectMap (what json.Unmarshal
+// into a map[string]json.RawMessage gives): for every valid object, the
+// same verdict and the same value for each name.
+func FuzzMembers(f *testing.F) {
+	for _, s := range []string{`{"a":1,"b":"x","a":[2]}`, `{"se\u0073sionId":"s","sessionId":"t"}`, `{}`, ` {"k" : null } `, `[1]`,
+		`{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"j":10,"k":11,"l":12,"m":13,"n":14,"o":15,"p":16,"q":17,"a":18}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !jsonlex.Valid(data) {
+			return
+		}
+		o, ok := members(data)
+		var m map[string]json.RawMessage
+		var err error
+		if isObject(data) {
+			m, err = jsonlex.ObjectMap(bytes.TrimSpace(data))
+		}
+		if ok != (isObject(data) && err == nil) {
+			t.Fatalf("members ok = %v, ObjectMap error %v", ok, err)
+		}
+		if !ok {
+			return
+		}
+		n := 0
+		for k, v := range m {
+			if got := o.get(k); !bytes.Equal(got, v) {
+				t.Fatalf("get(%q) = %s, want %s", k, got, v)
+			}
+			n++
+		}
+		if (o.n == 0) != (n == 0) {
+			t.Fatalf("%d members, map has %d", o.n, n)
+		}
+		if o.get("\x00absent") != nil {
+			t.Fatal("a name the object lacks has a value")
+		}
 	})
 }
