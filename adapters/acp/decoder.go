@@ -134,6 +134,15 @@ type tool struct {
 	merged               bool
 	hintCwd, hintDesc    string
 	providerInput        bool // the part's metadata has the agent's input
+	// gemini is the tool's name in a Gemini CLI call id, once geminiDone.
+	gemini     string
+	geminiDone bool
+	// same: whether the agent's input raw and the canonical input are the
+	// same value, as last found (toolMetadata).
+	same struct {
+		raw, input []byte
+		ok, known  bool
+	}
 }
 
 type location struct {

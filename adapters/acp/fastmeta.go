@@ -154,7 +154,7 @@ func tooDeep(raw []byte) bool {
 
 // toolMetadata is agent.ToolMetadata: the agent's name of the tool, and
 // its input when that is not the canonical input.
-func (d *Decoder) toolMetadata(provider string, raw, input json.RawMessage) agent.Object {
+func (d *Decoder) toolMetadata(tl *tool, provider string, raw, input json.RawMessage) agent.Object {
 	if d.general || tooDeep(raw) || tooDeep(input) {
 		return agent.ToolMetadata(provider, raw, input)
 	}
@@ -168,16 +168,26 @@ func (d *Decoder) toolMetadata(provider string, raw, input json.RawMessage) agen
 	if bytes.Equal(bytes.TrimSpace(raw), bytes.TrimSpace(input)) {
 		return m // the same text: the same value
 	}
+	c := &tl.same
+	if c.known && c.ok && bytes.Equal(c.raw, raw) && bytes.Equal(c.input, input) {
+		return m // found the same value for the same texts before
+	}
 	rv, err := jsonlex.ParseAny(raw)
 	if err != nil {
 		return agent.ToolMetadata(provider, raw, input)
+	}
+	if c.known && !c.ok && bytes.Equal(c.raw, raw) && bytes.Equal(c.input, input) {
+		m[agent.MetaProviderInput] = rv
+		return m
 	}
 	if len(bytes.TrimSpace(input)) > 0 {
 		cv, err := jsonlex.ParseAny(input)
 		if err != nil {
 			return agent.ToolMetadata(provider, raw, input)
 		}
-		if reflect.DeepEqual(rv, cv) {
+		same := reflect.DeepEqual(rv, cv)
+		c.raw, c.input, c.ok, c.known = raw, input, same, true
+		if same {
 			return m
 		}
 	}

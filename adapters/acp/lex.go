@@ -281,3 +281,33 @@ func lexBlockWire(raw json.RawMessage) (blockWire, bool) {
 	}
 	return w, true
 }
+
+// stringsOf reads a JSON array of strings as json.Unmarshal into a
+// []string does: null gives none; ok is false when json.Unmarshal fails.
+// An array of plain strings is read in one pass.
+func stringsOf(raw json.RawMessage) ([]string, bool) {
+	if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '[' {
+		if els, err := jsonlex.SplitArray(t); err == nil {
+			out := make([]string, len(els))
+			plain := true
+			for i, e := range els {
+				if e[0] != '"' {
+					plain = false
+					break
+				}
+				s, err := jsonlex.Unquote(e)
+				if err != nil {
+					plain = false
+					break
+				}
+				out[i] = s
+			}
+			if plain {
+				return out, true
+			}
+		}
+	}
+	var argv []string
+	err := json.Unmarshal(raw, &argv)
+	return argv, err == nil
+}

@@ -154,3 +154,21 @@ func FuzzMembers(f *testing.F) {
 		}
 	})
 }
+
+// FuzzStrings checks stringsOf against json.Unmarshal into a []string.
+func FuzzStrings(f *testing.F) {
+	for _, s := range []string{`["bash","-lc","ls \u00e9"]`, `null`, `[]`, `["a",null]`, `["a",1]`, `{"a":1}`, ` [ "x" ] `, `"\xff"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !jsonlex.Valid(data) {
+			return
+		}
+		got, ok := stringsOf(data)
+		var want []string
+		err := json.Unmarshal(data, &want)
+		if ok != (err == nil) || (ok && (len(got) != len(want) || !reflect.DeepEqual(append([]string{}, got...), append([]string{}, want...)))) {
+			t.Fatalf("stringsOf(%s) = %q, %v; json.Unmarshal %q, %v", data, got, ok, want, err)
+		}
+	})
+}

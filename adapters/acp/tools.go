@@ -82,8 +82,15 @@ func (d *Decoder) agentTool(tl *tool) (name, table string) {
 	if tl.metaTool != "" {
 		return strings.TrimPrefix(tl.metaTool, "mcp__acp__"), "claude"
 	}
-	if m := geminiID.FindStringSubmatch(tl.acpID); m != nil && m[1] == m[2] {
-		return m[1], "gemini"
+	if !tl.geminiDone {
+		// The call id does not change: matched once.
+		if m := geminiID.FindStringSubmatch(tl.acpID); m != nil && m[1] == m[2] {
+			tl.gemini = m[1]
+		}
+		tl.geminiDone = true
+	}
+	if tl.gemini != "" {
+		return tl.gemini, "gemini"
 	}
 	if strings.EqualFold(d.agentName, "opencode") && tl.firstTitle != "" {
 		return tl.firstTitle, "opencode"
@@ -132,7 +139,7 @@ func (d *Decoder) canonical(tl *tool) (string, json.RawMessage, agent.Object) {
 	if tl.rawInput != nil {
 		raw = objectOr(tl.rawInput)
 	}
-	meta := d.toolMetadata(provider, raw, input)
+	meta := d.toolMetadata(tl, provider, raw, input)
 	if _, ok := meta[agent.MetaProviderInput]; ok {
 		tl.providerInput = true
 	} else if tl.providerInput && raw != nil {
@@ -242,8 +249,8 @@ func commandOf(in *obj) string {
 	if s := first(in, "command", "cmd"); s != "" {
 		return s
 	}
-	var argv []string
-	if json.Unmarshal(in.get("command"), &argv) != nil || len(argv) == 0 {
+	argv, ok := stringsOf(in.get("command"))
+	if !ok || len(argv) == 0 {
 		return ""
 	}
 	if len(argv) == 3 && (argv[1] == "-c" || argv[1] == "-lc") {

@@ -383,8 +383,14 @@ func (tl *tool) terminalIDs() []string {
 // with this update (finishing), only its name, title and input count: its
 // metadata goes with the result.
 func (d *Decoder) announce(tl *tool, finishing bool) {
+	d.announceTool(tl, finishing)
+}
+
+// announceTool is announce; it returns the tool's canonical name and
+// input when it computed them (ok: the tool is not settled).
+func (d *Decoder) announceTool(tl *tool, finishing bool) (name string, input json.RawMessage, ok bool) {
 	if tl.settled {
-		return
+		return "", nil, false
 	}
 	name, input, meta := d.canonical(tl)
 	for k, v := range d.partMeta(tl) {
@@ -392,10 +398,11 @@ func (d *Decoder) announce(tl *tool, finishing bool) {
 	}
 	ev := &agent.ToolCall{CallID: tl.callID, Tool: name, Title: tl.title, Input: input, Metadata: meta}
 	if d.repeats(&tl.ann, ev, false) || (finishing && d.repeats(&tl.ann, ev, true)) {
-		return
+		return name, input, true
 	}
 	d.remember(&tl.ann, ev)
 	d.emit(ev)
+	return name, input, true
 }
 
 // advance moves the tool along its status.
@@ -552,7 +559,9 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 	if len(tl.locations) == 0 {
 		tl.locations = locs
 	}
-	d.announce(tl, false)
+	// What the announcement computed is what canonical gives below: the
+	// tool does not change in between.
+	name, input, known := d.announceTool(tl, false)
 	tl.perms++
 	permID := ""
 	if tl.perms > 1 {
@@ -569,7 +578,9 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 	if permInput != nil {
 		meta["rawInput"] = permInput
 	}
-	name, input, _ := d.canonical(tl)
+	if !known {
+		name, input, _ = d.canonical(tl)
+	}
 	if p, ok := agent.ToolPatterns(name, input); ok {
 		patterns = p
 		if name == agent.ToolRead || name == agent.ToolWrite || name == agent.ToolEdit {
