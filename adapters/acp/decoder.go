@@ -143,6 +143,19 @@ type tool struct {
 		raw, input []byte
 		ok, known  bool
 	}
+	// parsed: the agent's input raw, parsed (toolMetadata); meta: the
+	// part metadata last built and what it was built from (partMeta).
+	// Both are shared by the events that carry them, which nothing
+	// changes.
+	parsed struct {
+		raw []byte
+		v   any
+	}
+	meta struct {
+		key metaKey
+		obj agent.Object
+		ok  bool
+	}
 }
 
 type location struct {

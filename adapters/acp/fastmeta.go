@@ -172,9 +172,15 @@ func (d *Decoder) toolMetadata(tl *tool, provider string, raw, input json.RawMes
 	if c.known && c.ok && bytes.Equal(c.raw, raw) && bytes.Equal(c.input, input) {
 		return m // found the same value for the same texts before
 	}
-	rv, err := jsonlex.ParseAny(raw)
-	if err != nil {
-		return agent.ToolMetadata(provider, raw, input)
+	var rv any
+	if p := &tl.parsed; p.raw != nil && bytes.Equal(p.raw, raw) {
+		rv = p.v
+	} else {
+		var err error
+		if rv, err = jsonlex.ParseAny(raw); err != nil {
+			return agent.ToolMetadata(provider, raw, input)
+		}
+		p.raw, p.v = raw, rv
 	}
 	if c.known && !c.ok && bytes.Equal(c.raw, raw) && bytes.Equal(c.input, input) {
 		m[agent.MetaProviderInput] = rv
@@ -259,4 +265,26 @@ func sameMeta(a, b agent.Object) bool {
 		return len(a) == len(b)
 	}
 	return reflect.DeepEqual(a, b)
+}
+
+// metaKey is what a tool's part metadata is built from (partMeta): its
+// content, locations and writes, which are only ever replaced or
+// appended to, never changed in place, so the same slices hold the same
+// values.
+type metaKey struct {
+	content    []toolContent
+	locations  []location
+	writes     []agent.FileDiff
+	outContent bool
+}
+
+func (k metaKey) same(o metaKey) bool {
+	return sameSlice(k.content, o.content) && sameSlice(k.locations, o.locations) &&
+		sameSlice(k.writes, o.writes) && k.outContent == o.outContent
+}
+
+// sameSlice reports whether a and b are the same elements of the same
+// array.
+func sameSlice[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }

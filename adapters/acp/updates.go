@@ -326,6 +326,19 @@ func (d *Decoder) toolUpdate(kind string, announce bool, u *obj, raw []byte) {
 // showed while pending, the diffs it proposed and the files happy wrote
 // for it.
 func (d *Decoder) partMeta(tl *tool) agent.Object {
+	key := metaKey{tl.content, tl.locations, tl.writes, tl.outContent}
+	if c := &tl.meta; !d.general && c.ok && c.key.same(key) {
+		return c.obj
+	}
+	obj := d.buildPartMeta(tl)
+	if !d.general {
+		tl.meta.key, tl.meta.obj, tl.meta.ok = key, obj, true
+	}
+	return obj
+}
+
+// buildPartMeta is partMeta, built.
+func (d *Decoder) buildPartMeta(tl *tool) agent.Object {
 	m := map[string]any{}
 	if len(tl.locations) > 0 {
 		m["locations"] = tl.locations
