@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"bytes"
 	"encoding/json"
 	"path"
 	"regexp"
@@ -440,7 +441,9 @@ func rawOutputText(raw json.RawMessage) string {
 		return s
 	}
 	var blocks []map[string]json.RawMessage
-	if json.Unmarshal(raw, &blocks) == nil {
+	// Only an array (or null) can be a list of blocks: anything else is
+	// not worth a second scan by encoding/json.
+	if t := bytes.TrimSpace(raw); len(t) > 0 && (t[0] == '[' || t[0] == 'n') && json.Unmarshal(raw, &blocks) == nil {
 		var parts []string
 		for _, m := range blocks {
 			b := objOf(m)
