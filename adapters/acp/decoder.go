@@ -268,9 +268,12 @@ func str(raw json.RawMessage) (string, bool) {
 // ---- frames from the agent ----
 
 func (d *Decoder) fromAgent(f jsonrpc.Frame) {
-	if s, ok := f.Text(); ok {
-		d.drop("", agent.DropUnparseableJSON, "the agent wrote a line that is not JSON", []byte(s))
-		return
+	// Only a line that is not JSON, or a JSON string, is text (Frame.Text).
+	if !f.JSON || len(f.Data) > 0 && f.Data[0] == '"' {
+		if s, ok := f.Text(); ok {
+			d.drop("", agent.DropUnparseableJSON, "the agent wrote a line that is not JSON", []byte(s))
+			return
+		}
 	}
 	if f.Msg == nil {
 		kind, reason, detail := jsonrpc.DropOf(f.Err)

@@ -37,7 +37,10 @@ func (d *Decoder) sessionUpdate(m jsonrpc.Message) {
 		d.drop(m.Method, agent.DropInvalidField, "update without a sessionUpdate string", m.Raw)
 		return
 	}
-	k := "session/update:" + kind
+	k, known := updateKinds[kind]
+	if !known {
+		k = "session/update:" + kind
+	}
 	if d.skipping && historyKinds[kind] {
 		// The conversation a load replays is in the transcript already.
 		d.skipped++
@@ -86,6 +89,17 @@ func (d *Decoder) sessionUpdate(m jsonrpc.Message) {
 		d.drop(k, agent.DropUnknownType, "unknown session update kind", m.Raw)
 	}
 }
+
+// updateKinds are the drop kinds of the known session updates
+// ("session/update:<kind>"), made once.
+var updateKinds = func() map[string]string {
+	m := map[string]string{}
+	for _, k := range []string{"user_message_chunk", "agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update",
+		"plan", "available_commands_update", "current_mode_update", "config_option_update", "session_info_update", "usage_update"} {
+		m[k] = "session/update:" + k
+	}
+	return m
+}()
 
 // historyKinds are the updates a session/load replays the conversation
 // with; the session's state (modes, commands, config, title) is not history
