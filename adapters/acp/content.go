@@ -41,6 +41,19 @@ type contentBlock struct {
 	Blob     bool   // resource: blob contents (Text is empty)
 }
 
+// blockWire is a ContentBlock's members as json.Unmarshal reads them.
+type blockWire struct {
+	Type     *string           `json:"type"`
+	Text     *string           `json:"text"`
+	Data     *string           `json:"data"`
+	MimeType *string           `json:"mimeType"`
+	URI      *string           `json:"uri"`
+	Name     *string           `json:"name"`
+	Title    *string           `json:"title"`
+	Size     *int64            `json:"size"`
+	Resource *resourceContents `json:"resource"`
+}
+
 // decodeBlock reads a ContentBlock, checking the members its type
 // requires. Errors wrap errUnknownContent for a type the schema does not
 // know; anything else is an invalid block.
@@ -49,20 +62,15 @@ func decodeBlock(raw json.RawMessage) (contentBlock, error) {
 	if len(raw) == 0 || raw[0] != '{' {
 		return contentBlock{}, errors.New("content block is not an object")
 	}
-	var w struct {
-		Type     *string           `json:"type"`
-		Text     *string           `json:"text"`
-		Data     *string           `json:"data"`
-		MimeType *string           `json:"mimeType"`
-		URI      *string           `json:"uri"`
-		Name     *string           `json:"name"`
-		Title    *string           `json:"title"`
-		Size     *int64            `json:"size"`
-		Resource *resourceContents `json:"resource"`
-	}
+	var w blockWire
 	if err := json.Unmarshal(raw, &w); err != nil {
 		return contentBlock{}, fmt.Errorf("content block: %w", err)
 	}
+	return blockOf(&w)
+}
+
+// blockOf checks a block's members (see decodeBlock).
+func blockOf(w *blockWire) (contentBlock, error) {
 	if w.Type == nil {
 		return contentBlock{}, errors.New("content block without type")
 	}
@@ -185,6 +193,17 @@ type toolContent struct {
 	TerminalID string
 }
 
+// toolWire is a ToolCallContent item's members as json.Unmarshal reads
+// them.
+type toolWire struct {
+	Type       *string         `json:"type"`
+	Content    json.RawMessage `json:"content"`
+	Path       *string         `json:"path"`
+	OldText    *string         `json:"oldText"`
+	NewText    *string         `json:"newText"`
+	TerminalID *string         `json:"terminalId"`
+}
+
 // decodeToolContent reads a ToolCallContent item. Errors wrap
 // errUnknownContent for an unknown type.
 func decodeToolContent(raw json.RawMessage) (toolContent, error) {
@@ -192,24 +211,23 @@ func decodeToolContent(raw json.RawMessage) (toolContent, error) {
 	if len(raw) == 0 || raw[0] != '{' {
 		return toolContent{}, errors.New("tool content is not an object")
 	}
-	var w struct {
-		Type       *string         `json:"type"`
-		Content    json.RawMessage `json:"content"`
-		Path       *string         `json:"path"`
-		OldText    *string         `json:"oldText"`
-		NewText    *string         `json:"newText"`
-		TerminalID *string         `json:"terminalId"`
-	}
+	var w toolWire
 	if err := json.Unmarshal(raw, &w); err != nil {
 		return toolContent{}, fmt.Errorf("tool content: %w", err)
 	}
+	return toolContentOf(&w, decodeBlock)
+}
+
+// toolContentOf checks an item's members (see decodeToolContent), its
+// block read with block.
+func toolContentOf(w *toolWire, block func(json.RawMessage) (contentBlock, error)) (toolContent, error) {
 	if w.Type == nil {
 		return toolContent{}, errors.New("tool content without type")
 	}
 	c := toolContent{Type: *w.Type}
 	switch c.Type {
 	case "content":
-		b, err := decodeBlock(w.Content)
+		b, err := block(w.Content)
 		if err != nil {
 			return c, err
 		}

@@ -58,6 +58,12 @@ type Decoder struct {
 	lastCost   *float64
 	stepCost   float64
 	heldUsage  *agent.Usage
+
+	// general: every frame takes the general path (encoding/json, values
+	// marshalled to compare them) instead of the one-pass forms of the
+	// shapes most traffic has (fastmeta.go, lex.go); the tests compare
+	// the two.
+	general bool
 }
 
 type ourRequest struct {
@@ -117,10 +123,9 @@ type tool struct {
 	// happy has not answered yet: meanwhile an in_progress status is not
 	// the tool running (OpenCode reports it before the answer), since the
 	// transcript's tool waits for a decision.
-	asking        int
-	writes        []agent.FileDiff
-	announced     string // the last ToolCall emitted, to skip repeats
-	announcedHead string // its name, title and input
+	asking int
+	writes []agent.FileDiff
+	ann    announcement // the last ToolCall emitted, to skip repeats
 	// What the traffic says of the agent's own tool (tools.go): Claude's
 	// tool name in _meta (claude-code-acp), the title of the first
 	// announcement (OpenCode's tool name), a command's folder and
@@ -129,6 +134,28 @@ type tool struct {
 	merged               bool
 	hintCwd, hintDesc    string
 	providerInput        bool // the part's metadata has the agent's input
+	// gemini is the tool's name in a Gemini CLI call id, once geminiDone.
+	gemini     string
+	geminiDone bool
+	// same: whether the agent's input raw and the canonical input are the
+	// same value, as last found (toolMetadata).
+	same struct {
+		raw, input []byte
+		ok, known  bool
+	}
+	// parsed: the agent's input raw, parsed (toolMetadata); meta: the
+	// part metadata last built and what it was built from (partMeta).
+	// Both are shared by the events that carry them, which nothing
+	// changes.
+	parsed struct {
+		raw []byte
+		v   any
+	}
+	meta struct {
+		key metaKey
+		obj agent.Object
+		ok  bool
+	}
 }
 
 type location struct {
@@ -238,26 +265,15 @@ func str(raw json.RawMessage) (string, bool) {
 	return jsonlex.StringOf(raw)
 }
 
-// members splits an object into its members, as json.Unmarshal into a
-// map[string]json.RawMessage does (the values are sub-slices of raw); ok
-// is false when raw is not an object.
-func members(raw json.RawMessage) (map[string]json.RawMessage, bool) {
-	if !isObject(raw) {
-		return nil, false
-	}
-	m, err := jsonlex.ObjectMap(bytes.TrimSpace(raw))
-	if err != nil {
-		return nil, false
-	}
-	return m, true
-}
-
 // ---- frames from the agent ----
 
 func (d *Decoder) fromAgent(f jsonrpc.Frame) {
-	if s, ok := f.Text(); ok {
-		d.drop("", agent.DropUnparseableJSON, "the agent wrote a line that is not JSON", []byte(s))
-		return
+	// Only a line that is not JSON, or a JSON string, is text (Frame.Text).
+	if !f.JSON || len(f.Data) > 0 && f.Data[0] == '"' {
+		if s, ok := f.Text(); ok {
+			d.drop("", agent.DropUnparseableJSON, "the agent wrote a line that is not JSON", []byte(s))
+			return
+		}
 	}
 	if f.Msg == nil {
 		kind, reason, detail := jsonrpc.DropOf(f.Err)
@@ -281,11 +297,11 @@ func (d *Decoder) agentNotification(m jsonrpc.Message) {
 		d.sessionUpdate(m)
 	case m.Method == "$/cancel_request":
 		p, ok := members(m.Params)
-		if !ok || p["requestId"] == nil {
+		if !ok || p.get("requestId") == nil {
 			d.drop(m.Method, agent.DropInvalidField, "params need requestId", m.Raw)
 			return
 		}
-		key := rawIDKey(p["requestId"])
+		key := rawIDKey(p.get("requestId"))
 		r := d.theirs[key]
 		if r == nil {
 			return // a request already answered: nothing is waiting
@@ -313,13 +329,13 @@ func (d *Decoder) agentRequest(m jsonrpc.Message) {
 	case "fs/read_text_file":
 		d.theirs[key] = &agentRequest{method: m.Method}
 	case "fs/write_text_file":
-		path, _ := str(p["path"])
-		content, _ := str(p["content"])
+		path, _ := str(p.get("path"))
+		content, _ := str(p.get("content"))
 		d.theirs[key] = &agentRequest{method: m.Method, path: path, content: content}
 	case "terminal/create":
 		d.theirs[key] = &agentRequest{method: m.Method}
 	case "terminal/output", "terminal/wait_for_exit", "terminal/kill", "terminal/release":
-		id, _ := str(p["terminalId"])
+		id, _ := str(p.get("terminalId"))
 		d.theirs[key] = &agentRequest{method: m.Method, terminalID: id}
 	case "elicitation/create":
 		// Not advertised: the client refuses it with method-not-found.
@@ -346,28 +362,28 @@ func (d *Decoder) agentResponse(m jsonrpc.Message) {
 	res, _ := members(m.Result)
 	switch r.method {
 	case "initialize":
-		if _, err := CheckVersion(res["protocolVersion"]); err != nil {
+		if _, err := CheckVersion(res.get("protocolVersion")); err != nil {
 			d.emit(&agent.AgentError{Kind: agent.ErrorProtocol, Text: err.Error()})
 		}
-		if info, ok := members(res["agentInfo"]); ok {
-			d.agentName, _ = str(info["name"])
+		if info, ok := members(res.get("agentInfo")); ok {
+			d.agentName, _ = str(info.get("name"))
 		}
 	case "session/new":
-		id, ok := str(res["sessionId"])
+		id, ok := str(res.get("sessionId"))
 		if !ok || id == "" {
 			d.drop(r.method, agent.DropMissingID, "session/new response without sessionId", m.Raw)
 			return
 		}
 		d.sessions[id] = true
 		info := &agent.SessionInfo{ProviderSessionID: id, Cwd: r.cwd}
-		d.sessionState(info, res)
+		d.sessionState(info, &res)
 		d.emit(info)
 	case "session/load", "session/resume":
 		// The replay of a load goes on until the next prompt (startTurn
 		// ends it): agents stream it without waiting for it to end before
 		// they answer (Gemini CLI sends most of it after the response).
 		info := &agent.SessionInfo{ProviderSessionID: r.sessionID, Cwd: r.cwd}
-		d.sessionState(info, res)
+		d.sessionState(info, &res)
 		d.emit(info)
 	case "session/set_mode":
 		if r.modeID != "" {
@@ -375,7 +391,7 @@ func (d *Decoder) agentResponse(m jsonrpc.Message) {
 		}
 	case "session/set_config_option":
 		info := &agent.SessionInfo{}
-		d.sessionState(info, res)
+		d.sessionState(info, &res)
 		if info.Agent != "" || info.ModelID != "" {
 			d.emit(info)
 		}
@@ -386,20 +402,20 @@ func (d *Decoder) agentResponse(m jsonrpc.Message) {
 
 // sessionState reads the modes, models and config options a session
 // response (or config update) carries into info.
-func (d *Decoder) sessionState(info *agent.SessionInfo, res map[string]json.RawMessage) {
-	if modes, ok := members(res["modes"]); ok {
-		if id, ok := str(modes["currentModeId"]); ok {
+func (d *Decoder) sessionState(info *agent.SessionInfo, res *obj) {
+	if modes, ok := members(res.get("modes")); ok {
+		if id, ok := str(modes.get("currentModeId")); ok {
 			info.Agent = id
 		}
 	}
 	// "models" is an unstable extension some agents send (Gemini CLI,
 	// claude-code-acp): the model the session starts with.
-	if models, ok := members(res["models"]); ok {
-		if id, ok := str(models["currentModelId"]); ok {
+	if models, ok := members(res.get("models")); ok {
+		if id, ok := str(models.get("currentModelId")); ok {
 			info.ModelID = id
 		}
 	}
-	d.configOptions(info, res["configOptions"])
+	d.configOptions(info, res.get("configOptions"))
 }
 
 // configOptions applies the options of category mode (the agent mode) and
@@ -409,8 +425,8 @@ func (d *Decoder) configOptions(info *agent.SessionInfo, raw json.RawMessage) bo
 	if isNull(raw) {
 		return true
 	}
-	var opts []json.RawMessage
-	if json.Unmarshal(raw, &opts) != nil {
+	opts, ok := d.array(raw)
+	if !ok {
 		return false
 	}
 	for _, o := range opts {
@@ -418,8 +434,8 @@ func (d *Decoder) configOptions(info *agent.SessionInfo, raw json.RawMessage) bo
 		if !ok {
 			continue
 		}
-		cat, _ := str(m["category"])
-		val, ok := str(m["currentValue"])
+		cat, _ := str(m.get("category"))
+		val, ok := str(m.get("currentValue"))
 		if !ok {
 			continue
 		}
@@ -470,7 +486,7 @@ func errorKind(code int64) agent.ErrorKind {
 func errorText(e *jsonrpc.ErrorObject) string {
 	msg := e.Message
 	if dm, ok := members(e.Data); ok {
-		if det, ok := str(dm["details"]); ok && det != "" && det != msg {
+		if det, ok := str(dm.get("details")); ok && det != "" && det != msg {
 			msg += ": " + det
 		}
 	}
@@ -482,7 +498,7 @@ func errorText(e *jsonrpc.ErrorObject) string {
 
 // ---- turns ----
 
-func (d *Decoder) startTurn(m jsonrpc.Message, p map[string]json.RawMessage) *turn {
+func (d *Decoder) startTurn(m jsonrpc.Message, p *obj) *turn {
 	if d.turn != nil {
 		// A second prompt while one runs breaks the protocol; the first
 		// turn can no longer be told apart from the second.
@@ -495,12 +511,11 @@ func (d *Decoder) startTurn(m jsonrpc.Message, p map[string]json.RawMessage) *tu
 	d.tools = map[string]*tool{}
 	d.turnStep, d.stepResult = false, false
 	d.emit(&agent.TurnStarted{TurnID: t.id})
-	var blocks []json.RawMessage
-	_ = json.Unmarshal(p["prompt"], &blocks)
+	blocks, _ := d.array(p.get("prompt"))
 	var texts []string
 	var files []agent.PromptFile
 	for _, raw := range blocks {
-		b, err := decodeBlock(raw)
+		b, err := d.block(raw)
 		if err != nil {
 			d.drop("session/prompt", agent.DropInvalidField, "prompt content: "+err.Error(), raw)
 			continue
@@ -533,7 +548,7 @@ func (d *Decoder) endTurn(t *turn, m jsonrpc.Message) {
 		end.Reason, end.Error = agent.TurnFailed, text
 	default:
 		res, _ := members(m.Result)
-		reason, ok := str(res["stopReason"])
+		reason, ok := str(res.get("stopReason"))
 		switch {
 		case !ok:
 			d.drop("session/prompt", agent.DropInvalidField, "prompt response without a stopReason string", m.Raw)
@@ -585,12 +600,12 @@ func (d *Decoder) fromHappy(f jsonrpc.Frame) {
 	switch m.Kind {
 	case jsonrpc.KindRequest:
 		r := &ourRequest{method: m.Method}
-		r.sessionID, _ = str(p["sessionId"])
+		r.sessionID, _ = str(p.get("sessionId"))
 		switch m.Method {
 		case "session/new":
-			r.cwd, _ = str(p["cwd"])
+			r.cwd, _ = str(p.get("cwd"))
 		case "session/load", "session/resume":
-			r.cwd, _ = str(p["cwd"])
+			r.cwd, _ = str(p.get("cwd"))
 			if r.sessionID != "" {
 				d.sessions[r.sessionID] = true
 			}
@@ -598,12 +613,12 @@ func (d *Decoder) fromHappy(f jsonrpc.Frame) {
 			d.skipping = d.loading && d.skipNext
 			d.skipNext = false
 		case "session/set_mode":
-			r.modeID, _ = str(p["modeId"])
+			r.modeID, _ = str(p.get("modeId"))
 		case "session/prompt":
 			if r.sessionID != "" {
 				d.sessions[r.sessionID] = true
 			}
-			r.turn = d.startTurn(m, p)
+			r.turn = d.startTurn(m, &p)
 		}
 		d.ours[idKey(m.ID)] = r
 	case jsonrpc.KindNotification:
@@ -677,31 +692,31 @@ func (d *Decoder) answered(m jsonrpc.Message) {
 		}
 		d.recordWrite(r.path, before, r.content, status)
 	case "terminal/create":
-		if id, ok := str(res["terminalId"]); ok {
+		if id, ok := str(res.get("terminalId")); ok {
 			d.terminals[id] = &terminalInfo{}
 		}
 	case "terminal/output":
 		if ti := d.terminals[r.terminalID]; ti != nil {
-			ti.output, _ = str(res["output"])
-			ti.truncated = string(res["truncated"]) == "true"
+			ti.output, _ = str(res.get("output"))
+			ti.truncated = string(res.get("truncated")) == "true"
 			ti.known = true
-			if es, ok := members(res["exitStatus"]); ok {
-				ti.setExit(es)
+			if es, ok := members(res.get("exitStatus")); ok {
+				ti.setExit(&es)
 			}
 		}
 	case "terminal/wait_for_exit":
 		if ti := d.terminals[r.terminalID]; ti != nil {
-			ti.setExit(res)
+			ti.setExit(&res)
 		}
 	}
 }
 
-func (ti *terminalInfo) setExit(m map[string]json.RawMessage) {
+func (ti *terminalInfo) setExit(m *obj) {
 	var code int64
-	if json.Unmarshal(m["exitCode"], &code) == nil && !isNull(m["exitCode"]) {
+	if json.Unmarshal(m.get("exitCode"), &code) == nil && !isNull(m.get("exitCode")) {
 		ti.exitCode = &code
 	}
-	if s, ok := str(m["signal"]); ok {
+	if s, ok := str(m.get("signal")); ok {
 		ti.signal = &s
 	}
 	ti.known = true

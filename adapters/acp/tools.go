@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"bytes"
 	"encoding/json"
 	"path"
 	"regexp"
@@ -82,8 +83,15 @@ func (d *Decoder) agentTool(tl *tool) (name, table string) {
 	if tl.metaTool != "" {
 		return strings.TrimPrefix(tl.metaTool, "mcp__acp__"), "claude"
 	}
-	if m := geminiID.FindStringSubmatch(tl.acpID); m != nil && m[1] == m[2] {
-		return m[1], "gemini"
+	if !tl.geminiDone {
+		// The call id does not change: matched once.
+		if m := geminiID.FindStringSubmatch(tl.acpID); m != nil && m[1] == m[2] {
+			tl.gemini = m[1]
+		}
+		tl.geminiDone = true
+	}
+	if tl.gemini != "" {
+		return tl.gemini, "gemini"
 	}
 	if strings.EqualFold(d.agentName, "opencode") && tl.firstTitle != "" {
 		return tl.firstTitle, "opencode"
@@ -108,16 +116,16 @@ func (d *Decoder) canonical(tl *tool) (string, json.RawMessage, agent.Object) {
 		}
 	case own != "":
 		name = agent.ToolOther
-	case commandOf(in) != "":
+	case commandOf(&in) != "":
 		name = agent.ToolBash
-	case tl.kind == "edit" && strPtr(in, "content") != nil && strPtr(in, "old_string", "oldString", "new_string", "newString") == nil:
+	case tl.kind == "edit" && strPtr(&in, "content") != nil && strPtr(&in, "old_string", "oldString", "new_string", "newString") == nil:
 		name = agent.ToolWrite // the whole file's content
 	case kindTools[tl.kind] != "":
 		name = kindTools[tl.kind]
 	default:
 		name = agent.ToolOther
 	}
-	input := toolInput(name, tl, in)
+	input := toolInput(name, tl, &in)
 	if tl.rawInput == nil && string(input) == "{}" {
 		input = nil // nothing known: the part keeps its input
 	}
@@ -132,7 +140,7 @@ func (d *Decoder) canonical(tl *tool) (string, json.RawMessage, agent.Object) {
 	if tl.rawInput != nil {
 		raw = objectOr(tl.rawInput)
 	}
-	meta := agent.ToolMetadata(provider, raw, input)
+	meta := d.toolMetadata(tl, provider, raw, input)
 	if _, ok := meta[agent.MetaProviderInput]; ok {
 		tl.providerInput = true
 	} else if tl.providerInput && raw != nil {
@@ -146,9 +154,9 @@ func (d *Decoder) canonical(tl *tool) (string, json.RawMessage, agent.Object) {
 // toolInput builds the canonical input of the tool from its rawInput
 // members in (nil when the agent sent none), then its title, locations
 // and content.
-func toolInput(name string, tl *tool, in map[string]json.RawMessage) json.RawMessage {
+func toolInput(name string, tl *tool, in *obj) json.RawMessage {
 	noInput := tl.rawInput == nil // Gemini: the title and content are all there is
-	if isObject(tl.rawInput) && len(in) == 0 {
+	if isObject(tl.rawInput) && in.n == 0 {
 		return json.RawMessage(`{}`) // an announcement before the input (OpenCode, claude-code-acp)
 	}
 	p := pathOf(in, tl)
@@ -221,9 +229,9 @@ func toolInput(name string, tl *tool, in map[string]json.RawMessage) json.RawMes
 		v = agent.TaskInput{Description: first(in, "description"), Prompt: first(in, "prompt"),
 			Agent: first(in, "subagent_type", "subagentType", "agent")}
 	case agent.ToolTodo:
-		v = agent.TodoInput{Todos: todoItems(in["todos"])}
+		v = agent.TodoInput{Todos: todoItems(in.get("todos"))}
 	case agent.ToolQuestion:
-		v = agent.QuestionInput{Questions: questionInfos(in["questions"])}
+		v = agent.QuestionInput{Questions: questionInfos(in.get("questions"))}
 	case agent.ToolPlan:
 		v = agent.PlanInput{Plan: first(in, "plan")}
 	default:
@@ -238,12 +246,12 @@ func toolInput(name string, tl *tool, in map[string]json.RawMessage) json.RawMes
 // commandOf reads a shell command from rawInput: command as a string, or
 // as an argv list (codex-acp), a shell running one script given as that
 // script.
-func commandOf(in map[string]json.RawMessage) string {
+func commandOf(in *obj) string {
 	if s := first(in, "command", "cmd"); s != "" {
 		return s
 	}
-	var argv []string
-	if json.Unmarshal(in["command"], &argv) != nil || len(argv) == 0 {
+	argv, ok := stringsOf(in.get("command"))
+	if !ok || len(argv) == 0 {
 		return ""
 	}
 	if len(argv) == 3 && (argv[1] == "-c" || argv[1] == "-lc") {
@@ -272,7 +280,7 @@ func shellQuote(a string) string {
 
 // pathOf is the file the tool works on: a path member of rawInput, else
 // its first location.
-func pathOf(in map[string]json.RawMessage, tl *tool) string {
+func pathOf(in *obj, tl *tool) string {
 	if p := first(in, "file_path", "filePath", "filepath", "path", "absolute_path", "abs_path", "notebook_path", "dir_path"); p != "" {
 		return p
 	}
@@ -283,9 +291,9 @@ func pathOf(in map[string]json.RawMessage, tl *tool) string {
 }
 
 // first returns the first of the members that is a non-empty string.
-func first(in map[string]json.RawMessage, keys ...string) string {
+func first(in *obj, keys ...string) string {
 	for _, k := range keys {
-		if s, ok := str(in[k]); ok && s != "" {
+		if s, ok := str(in.get(k)); ok && s != "" {
 			return s
 		}
 	}
@@ -294,9 +302,9 @@ func first(in map[string]json.RawMessage, keys ...string) string {
 
 // strPtr returns the first of the members that is a string (empty
 // included), nil when none is.
-func strPtr(in map[string]json.RawMessage, keys ...string) *string {
+func strPtr(in *obj, keys ...string) *string {
 	for _, k := range keys {
-		if s, ok := str(in[k]); ok {
+		if s, ok := str(in.get(k)); ok {
 			return &s
 		}
 	}
@@ -304,10 +312,10 @@ func strPtr(in map[string]json.RawMessage, keys ...string) *string {
 }
 
 // boolPtr returns the first of the members that is a boolean.
-func boolPtr(in map[string]json.RawMessage, keys ...string) *bool {
+func boolPtr(in *obj, keys ...string) *bool {
 	for _, k := range keys {
 		var b bool
-		if !isNull(in[k]) && json.Unmarshal(in[k], &b) == nil {
+		if !isNull(in.get(k)) && json.Unmarshal(in.get(k), &b) == nil {
 			return &b
 		}
 	}
@@ -315,10 +323,10 @@ func boolPtr(in map[string]json.RawMessage, keys ...string) *bool {
 }
 
 // number returns the first of the members that is an integer.
-func number(in map[string]json.RawMessage, keys ...string) *int64 {
+func number(in *obj, keys ...string) *int64 {
 	for _, k := range keys {
 		var n int64
-		if !isNull(in[k]) && json.Unmarshal(in[k], &n) == nil {
+		if !isNull(in.get(k)) && json.Unmarshal(in.get(k), &n) == nil {
 			return &n
 		}
 	}
@@ -395,7 +403,8 @@ func todoItems(raw json.RawMessage) []agent.TodoItem {
 	var items []map[string]json.RawMessage
 	_ = json.Unmarshal(raw, &items)
 	out := make([]agent.TodoItem, 0, len(items))
-	for _, it := range items {
+	for _, m := range items {
+		it := objOf(m)
 		out = append(out, agent.TodoItem{ID: first(it, "id"), Content: first(it, "content", "description"),
 			Status: agent.TodoStatus(first(it, "status")), Priority: agent.TodoPriority(first(it, "priority"))})
 	}
@@ -408,12 +417,14 @@ func questionInfos(raw json.RawMessage) []agent.QuestionInfo {
 	var qs []map[string]json.RawMessage
 	_ = json.Unmarshal(raw, &qs)
 	out := make([]agent.QuestionInfo, 0, len(qs))
-	for _, q := range qs {
+	for _, m := range qs {
+		q := objOf(m)
 		info := agent.QuestionInfo{Question: first(q, "question"), Header: first(q, "header"), Options: []agent.QuestionOption{},
 			Multiple: boolPtr(q, "multiSelect", "multiple")}
 		var opts []map[string]json.RawMessage
-		_ = json.Unmarshal(q["options"], &opts)
-		for _, o := range opts {
+		_ = json.Unmarshal(q.get("options"), &opts)
+		for _, m := range opts {
+			o := objOf(m)
 			info.Options = append(info.Options, agent.QuestionOption{Label: first(o, "label"), Description: first(o, "description")})
 		}
 		out = append(out, info)
@@ -430,10 +441,13 @@ func rawOutputText(raw json.RawMessage) string {
 		return s
 	}
 	var blocks []map[string]json.RawMessage
-	if json.Unmarshal(raw, &blocks) == nil {
+	// Only an array (or null) can be a list of blocks: anything else is
+	// not worth a second scan by encoding/json.
+	if t := bytes.TrimSpace(raw); len(t) > 0 && (t[0] == '[' || t[0] == 'n') && json.Unmarshal(raw, &blocks) == nil {
 		var parts []string
-		for _, b := range blocks {
-			if t, _ := str(b["type"]); t == "text" {
+		for _, m := range blocks {
+			b := objOf(m)
+			if t, _ := str(b.get("type")); t == "text" {
 				parts = append(parts, first(b, "text"))
 			}
 		}
@@ -443,11 +457,11 @@ func rawOutputText(raw json.RawMessage) string {
 	if !ok {
 		return ""
 	}
-	if s := first(o, "output", "aggregated_output", "formatted_output"); s != "" {
+	if s := first(&o, "output", "aggregated_output", "formatted_output"); s != "" {
 		return s
 	}
-	if s := first(o, "stdout") + first(o, "stderr"); s != "" {
+	if s := first(&o, "stdout") + first(&o, "stderr"); s != "" {
 		return s
 	}
-	return first(o, "content", "error")
+	return first(&o, "content", "error")
 }

@@ -1,7 +1,6 @@
 package acp
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -19,7 +18,7 @@ func (d *Decoder) sessionUpdate(m jsonrpc.Message) {
 		d.drop(m.Method, agent.DropInvalidField, "params is not a SessionNotification object", m.Raw)
 		return
 	}
-	sid, ok := str(p["sessionId"])
+	sid, ok := str(p.get("sessionId"))
 	if !ok || sid == "" {
 		d.drop(m.Method, agent.DropMissingID, "session/update without sessionId", m.Raw)
 		return
@@ -28,17 +27,20 @@ func (d *Decoder) sessionUpdate(m jsonrpc.Message) {
 		d.drop(m.Method, agent.DropOrphan, "session "+strconv.Quote(sid)+" was never opened", m.Raw)
 		return
 	}
-	u, ok := members(p["update"])
+	u, ok := members(p.get("update"))
 	if !ok {
 		d.drop(m.Method, agent.DropInvalidField, "update is not an object", m.Raw)
 		return
 	}
-	kind, ok := str(u["sessionUpdate"])
+	kind, ok := str(u.get("sessionUpdate"))
 	if !ok {
 		d.drop(m.Method, agent.DropInvalidField, "update without a sessionUpdate string", m.Raw)
 		return
 	}
-	k := "session/update:" + kind
+	k, known := updateKinds[kind]
+	if !known {
+		k = "session/update:" + kind
+	}
 	if d.skipping && historyKinds[kind] {
 		// The conversation a load replays is in the transcript already.
 		d.skipped++
@@ -48,21 +50,20 @@ func (d *Decoder) sessionUpdate(m jsonrpc.Message) {
 	d.lastKind = kind
 	switch kind {
 	case "user_message_chunk":
-		d.userChunk(k, u, prev, m.Raw)
+		d.userChunk(k, &u, prev, m.Raw)
 	case "agent_message_chunk", "agent_thought_chunk":
-		d.agentChunk(k, kind == "agent_thought_chunk", u, m.Raw)
+		d.agentChunk(k, kind == "agent_thought_chunk", &u, m.Raw)
 	case "tool_call", "tool_call_update":
-		d.toolUpdate(k, kind == "tool_call", u, m.Raw)
+		d.toolUpdate(k, kind == "tool_call", &u, m.Raw)
 	case "plan":
-		d.plan(k, u, m.Raw)
+		d.plan(k, &u, m.Raw)
 	case "available_commands_update":
 		// The agent's slash commands: nothing in the transcript shows them.
-		var cmds []json.RawMessage
-		if json.Unmarshal(u["availableCommands"], &cmds) != nil {
+		if _, ok := d.array(u.get("availableCommands")); !ok {
 			d.drop(k, agent.DropInvalidField, "availableCommands is not an array", m.Raw)
 		}
 	case "current_mode_update":
-		id, ok := str(u["currentModeId"])
+		id, ok := str(u.get("currentModeId"))
 		if !ok {
 			d.drop(k, agent.DropInvalidField, "currentModeId is not a string", m.Raw)
 			return
@@ -70,7 +71,7 @@ func (d *Decoder) sessionUpdate(m jsonrpc.Message) {
 		d.emit(&agent.SessionInfo{Agent: id})
 	case "config_option_update":
 		info := &agent.SessionInfo{}
-		if u["configOptions"] == nil || !d.configOptions(info, u["configOptions"]) {
+		if u.get("configOptions") == nil || !d.configOptions(info, u.get("configOptions")) {
 			d.drop(k, agent.DropInvalidField, "configOptions is not an array", m.Raw)
 			return
 		}
@@ -79,15 +80,26 @@ func (d *Decoder) sessionUpdate(m jsonrpc.Message) {
 		}
 	case "session_info_update":
 		// A null title would clear it; the transcript keeps the last one.
-		if title, ok := str(u["title"]); ok && title != "" {
+		if title, ok := str(u.get("title")); ok && title != "" {
 			d.emit(&agent.SessionInfo{Title: title})
 		}
 	case "usage_update":
-		d.usage(k, u, m.Raw)
+		d.usage(k, &u, m.Raw)
 	default:
 		d.drop(k, agent.DropUnknownType, "unknown session update kind", m.Raw)
 	}
 }
+
+// updateKinds are the drop kinds of the known session updates
+// ("session/update:<kind>"), made once.
+var updateKinds = func() map[string]string {
+	m := map[string]string{}
+	for _, k := range []string{"user_message_chunk", "agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update",
+		"plan", "available_commands_update", "current_mode_update", "config_option_update", "session_info_update", "usage_update"} {
+		m[k] = "session/update:" + k
+	}
+	return m
+}()
 
 // historyKinds are the updates a session/load replays the conversation
 // with; the session's state (modes, commands, config, title) is not history
@@ -118,12 +130,12 @@ func (d *Decoder) inTurnOrLoad(kind string, raw []byte) bool {
 	return false
 }
 
-func (d *Decoder) chunkBlock(kind string, u map[string]json.RawMessage, raw []byte) (contentBlock, string, bool) {
-	if u["content"] == nil {
+func (d *Decoder) chunkBlock(kind string, u *obj, raw []byte) (contentBlock, string, bool) {
+	if u.get("content") == nil {
 		d.drop(kind, agent.DropInvalidField, "chunk without content", raw)
 		return contentBlock{}, "", false
 	}
-	b, err := decodeBlock(u["content"])
+	b, err := d.block(u.get("content"))
 	if err != nil {
 		reason := agent.DropInvalidField
 		if errors.Is(err, errUnknownContent) {
@@ -132,14 +144,14 @@ func (d *Decoder) chunkBlock(kind string, u map[string]json.RawMessage, raw []by
 		d.drop(kind, reason, err.Error(), raw)
 		return contentBlock{}, "", false
 	}
-	msgID, _ := str(u["messageId"]) // default on error: absent
+	msgID, _ := str(u.get("messageId")) // default on error: absent
 	return b, msgID, true
 }
 
 // userChunk: during a prompt turn the agent echoes the prompt happy sent
 // (already recorded); during session/load it replays the history, and
 // consecutive user chunks make one prompt.
-func (d *Decoder) userChunk(kind string, u map[string]json.RawMessage, prev string, raw []byte) {
+func (d *Decoder) userChunk(kind string, u *obj, prev string, raw []byte) {
 	b, _, ok := d.chunkBlock(kind, u, raw)
 	if !ok {
 		return
@@ -166,7 +178,7 @@ func (d *Decoder) userChunk(kind string, u map[string]json.RawMessage, prev stri
 	d.emit(&agent.UserPrompt{PromptID: d.userKey, Text: d.userText.String(), Files: slices.Clone(d.userFiles)})
 }
 
-func (d *Decoder) agentChunk(kind string, thought bool, u map[string]json.RawMessage, raw []byte) {
+func (d *Decoder) agentChunk(kind string, thought bool, u *obj, raw []byte) {
 	b, msgID, ok := d.chunkBlock(kind, u, raw)
 	if !ok || !d.inTurnOrLoad(kind, raw) {
 		return
@@ -194,45 +206,44 @@ var validStatus = map[string]bool{"pending": true, "in_progress": true, "complet
 // Fields the schema lets a reader default on error (kind, status, content
 // and location items) are defaulted or skipped; each skipped item is
 // recorded as a Dropped.
-func (d *Decoder) mergeTool(kind string, tl *tool, u map[string]json.RawMessage) {
-	if s, ok := str(u["title"]); ok {
+func (d *Decoder) mergeTool(kind string, tl *tool, u *obj) {
+	if s, ok := str(u.get("title")); ok {
 		tl.title = s
 		if !tl.merged {
 			tl.firstTitle = s
 		}
 	}
 	tl.merged = true
-	if meta, ok := members(u["_meta"]); ok {
-		if cc, ok := members(meta["claudeCode"]); ok {
-			if name, ok := str(cc["toolName"]); ok && name != "" {
+	if meta, ok := members(u.get("_meta")); ok {
+		if cc, ok := members(meta.get("claudeCode")); ok {
+			if name, ok := str(cc.get("toolName")); ok && name != "" {
 				tl.metaTool = name
 			}
 		}
 	}
-	if s, ok := str(u["kind"]); ok && validKinds[s] {
+	if s, ok := str(u.get("kind")); ok && validKinds[s] {
 		tl.kind = s
 	}
-	if s, ok := str(u["status"]); ok && validStatus[s] {
+	if s, ok := str(u.get("status")); ok && validStatus[s] {
 		tl.status = s
 	}
-	if raw := u["rawInput"]; !isNull(raw) {
+	if raw := u.get("rawInput"); !isNull(raw) {
 		tl.rawInput = raw
 	}
-	if raw := u["rawOutput"]; !isNull(raw) {
+	if raw := u.get("rawOutput"); !isNull(raw) {
 		tl.rawOutput = raw
 	}
-	if raw := u["content"]; !isNull(raw) {
-		var items []json.RawMessage
-		if json.Unmarshal(raw, &items) != nil {
+	if raw := u.get("content"); !isNull(raw) {
+		if items, ok := d.array(raw); !ok {
 			d.drop(kind, agent.DropInvalidField, "tool content is not an array", raw)
 		} else {
 			tl.content = tl.content[:0:0]
 			// Content that comes with (or after) the tool's start is its
 			// output; before that, agents put a description there.
-			st, _ := str(u["status"])
+			st, _ := str(u.get("status"))
 			tl.outContent = tl.running || st == "in_progress" || st == "completed" || st == "failed"
 			for _, it := range items {
-				c, err := decodeToolContent(it)
+				c, err := d.toolContent(it)
 				if err != nil {
 					reason := agent.DropInvalidField
 					if errors.Is(err, errUnknownContent) {
@@ -246,23 +257,22 @@ func (d *Decoder) mergeTool(kind string, tl *tool, u map[string]json.RawMessage)
 			tl.noteHints()
 		}
 	}
-	if raw := u["locations"]; !isNull(raw) {
-		var items []json.RawMessage
-		if json.Unmarshal(raw, &items) != nil {
+	if raw := u.get("locations"); !isNull(raw) {
+		if items, ok := d.array(raw); !ok {
 			d.drop(kind, agent.DropInvalidField, "locations is not an array", raw)
 		} else {
 			tl.locations = tl.locations[:0:0]
 			for _, it := range items {
 				var l location
 				m, ok := members(it)
-				p, okp := str(m["path"])
+				p, okp := str(m.get("path"))
 				if !ok || !okp {
 					d.drop(kind+":location", agent.DropInvalidField, "location needs a path", it)
 					continue
 				}
 				l.Path = p
 				var line int64
-				if json.Unmarshal(m["line"], &line) == nil && !isNull(m["line"]) && line >= 0 {
+				if json.Unmarshal(m.get("line"), &line) == nil && !isNull(m.get("line")) && line >= 0 {
 					l.Line = &line
 				}
 				tl.locations = append(tl.locations, l)
@@ -299,8 +309,8 @@ func (d *Decoder) sortedTools() []*tool {
 	return out
 }
 
-func (d *Decoder) toolUpdate(kind string, announce bool, u map[string]json.RawMessage, raw []byte) {
-	id, ok := str(u["toolCallId"])
+func (d *Decoder) toolUpdate(kind string, announce bool, u *obj, raw []byte) {
+	id, ok := str(u.get("toolCallId"))
 	if !ok || id == "" {
 		d.drop(kind, agent.DropMissingID, "tool call without toolCallId", raw)
 		return
@@ -329,7 +339,20 @@ func (d *Decoder) toolUpdate(kind string, announce bool, u map[string]json.RawMe
 // partMeta is the metadata kept on the tool part: where it works, what it
 // showed while pending, the diffs it proposed and the files happy wrote
 // for it.
-func (tl *tool) partMeta() agent.Object {
+func (d *Decoder) partMeta(tl *tool) agent.Object {
+	key := metaKey{tl.content, tl.locations, tl.writes, tl.outContent}
+	if c := &tl.meta; !d.general && c.ok && c.key.same(key) {
+		return c.obj
+	}
+	obj := d.buildPartMeta(tl)
+	if !d.general {
+		tl.meta.key, tl.meta.obj, tl.meta.ok = key, obj, true
+	}
+	return obj
+}
+
+// buildPartMeta is partMeta, built.
+func (d *Decoder) buildPartMeta(tl *tool) agent.Object {
 	m := map[string]any{}
 	if len(tl.locations) > 0 {
 		m["locations"] = tl.locations
@@ -346,7 +369,7 @@ func (tl *tool) partMeta() agent.Object {
 	if len(m) == 0 {
 		return nil
 	}
-	return toObject(m)
+	return d.object(m)
 }
 
 // text renders the tool's content blocks (text, images as Markdown).
@@ -387,21 +410,26 @@ func (tl *tool) terminalIDs() []string {
 // with this update (finishing), only its name, title and input count: its
 // metadata goes with the result.
 func (d *Decoder) announce(tl *tool, finishing bool) {
+	d.announceTool(tl, finishing)
+}
+
+// announceTool is announce; it returns the tool's canonical name and
+// input when it computed them (ok: the tool is not settled).
+func (d *Decoder) announceTool(tl *tool, finishing bool) (name string, input json.RawMessage, ok bool) {
 	if tl.settled {
-		return
+		return "", nil, false
 	}
 	name, input, meta := d.canonical(tl)
-	for k, v := range tl.partMeta() {
+	for k, v := range d.partMeta(tl) {
 		meta[k] = v
 	}
 	ev := &agent.ToolCall{CallID: tl.callID, Tool: name, Title: tl.title, Input: input, Metadata: meta}
-	sig, _ := json.Marshal(agent.ToolCall{Tool: ev.Tool, Title: ev.Title, Input: ev.Input})
-	full, _ := json.Marshal(ev)
-	if string(full) == tl.announced || (finishing && string(sig) == tl.announcedHead) {
-		return
+	if d.repeats(&tl.ann, ev, false) || (finishing && d.repeats(&tl.ann, ev, true)) {
+		return name, input, true
 	}
-	tl.announced, tl.announcedHead = string(full), string(sig)
+	d.remember(&tl.ann, ev)
 	d.emit(ev)
+	return name, input, true
 }
 
 // advance moves the tool along its status.
@@ -491,7 +519,7 @@ func (d *Decoder) resultMeta(tl *tool) (agent.Object, []agent.PromptFile) {
 	if len(m) == 0 {
 		return nil, files
 	}
-	return toObject(m), files
+	return d.object(m), files
 }
 
 // permission decodes session/request_permission: the tool part is created
@@ -504,32 +532,32 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 		d.drop(kind, agent.DropInvalidField, "params is not an object", m.Raw)
 		return
 	}
-	sid, ok := str(p["sessionId"])
+	sid, ok := str(p.get("sessionId"))
 	if !ok || !d.sessions[sid] {
 		d.drop(kind, agent.DropOrphan, "permission for a session never opened", m.Raw)
 		return
 	}
-	tc, ok := members(p["toolCall"])
+	tc, ok := members(p.get("toolCall"))
 	if !ok {
 		d.drop(kind, agent.DropInvalidField, "toolCall is not an object", m.Raw)
 		return
 	}
-	id, ok := str(tc["toolCallId"])
+	id, ok := str(tc.get("toolCallId"))
 	if !ok || id == "" {
 		d.drop(kind, agent.DropMissingID, "toolCall without toolCallId", m.Raw)
 		return
 	}
-	var rawOpts []json.RawMessage
-	if json.Unmarshal(p["options"], &rawOpts) != nil {
+	rawOpts, ok := d.array(p.get("options"))
+	if !ok {
 		d.drop(kind, agent.DropInvalidField, "options is not an array", m.Raw)
 		return
 	}
 	opts := []PermissionOption{}
 	for _, ro := range rawOpts {
 		om, ok := members(ro)
-		oid, ok1 := str(om["optionId"])
-		name, ok2 := str(om["name"])
-		k, ok3 := str(om["kind"])
+		oid, ok1 := str(om.get("optionId"))
+		name, ok2 := str(om.get("name"))
+		k, ok3 := str(om.get("kind"))
 		if !ok || !ok1 || !ok2 || !ok3 {
 			d.drop(kind, agent.DropInvalidField, "option needs optionId, name and kind strings", m.Raw)
 			return
@@ -543,7 +571,7 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 		d.beginOutput()
 	}
 	status, input, locs := tl.status, tl.rawInput, tl.locations
-	d.mergeTool(kind, tl, tc)
+	d.mergeTool(kind, tl, &tc)
 	// The request describes the call it asks about; it neither moves the
 	// tool (its status) nor takes back what the agent announced: input
 	// members and locations it leaves out stay (OpenCode asks with only
@@ -552,13 +580,15 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 	// (OpenCode sends a diff there), kept in the block's metadata.
 	tl.status = status
 	var permInput json.RawMessage
-	if m, ok := members(input); ok && len(m) > 0 && string(tl.rawInput) != string(input) {
+	if m, ok := members(input); ok && m.n > 0 && string(tl.rawInput) != string(input) {
 		permInput, tl.rawInput = tl.rawInput, input
 	}
 	if len(tl.locations) == 0 {
 		tl.locations = locs
 	}
-	d.announce(tl, false)
+	// What the announcement computed is what canonical gives below: the
+	// tool does not change in between.
+	name, input, known := d.announceTool(tl, false)
 	tl.perms++
 	permID := ""
 	if tl.perms > 1 {
@@ -575,7 +605,9 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 	if permInput != nil {
 		meta["rawInput"] = permInput
 	}
-	name, input, _ := d.canonical(tl)
+	if !known {
+		name, input, _ = d.canonical(tl)
+	}
 	if p, ok := agent.ToolPatterns(name, input); ok {
 		patterns = p
 		if name == agent.ToolRead || name == agent.ToolWrite || name == agent.ToolEdit {
@@ -590,54 +622,9 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 	}
 	d.emit(&agent.ToolBlocked{CallID: tl.callID, Tool: name, Input: input,
 		Permission: &agent.PermissionRequest{ID: permID, Permission: name,
-			Patterns: patterns, Always: slices.Clone(patterns), Metadata: toObject(meta)}})
+			Patterns: patterns, Always: slices.Clone(patterns), Metadata: d.object(meta)}})
 	d.theirs[key] = &agentRequest{method: kind, callID: tl.callID, options: opts}
 	tl.asking++
-}
-
-// addMembers returns over with the members of base it lacks, when both are
-// JSON objects; otherwise over as it is. When that says no more and no
-// less than base, base is returned (its bytes, member order included), so
-// that an unchanged input is not announced again.
-func addMembers(base, over json.RawMessage) json.RawMessage {
-	b, okb := members(base)
-	o, oko := members(over)
-	if !okb || !oko {
-		return over
-	}
-	same := len(o) <= len(b)
-	for k, v := range o {
-		if bv, ok := b[k]; !ok || !sameJSON(bv, v) {
-			same = false
-		}
-	}
-	if same {
-		return base
-	}
-	added := false
-	for k, v := range b {
-		if _, ok := o[k]; !ok {
-			o[k] = v
-			added = true
-		}
-	}
-	if !added {
-		return over
-	}
-	var out bytes.Buffer
-	enc := json.NewEncoder(&out)
-	enc.SetEscapeHTML(false)
-	if enc.Encode(o) != nil {
-		return over
-	}
-	return bytes.TrimSpace(out.Bytes())
-}
-
-// sameJSON reports whether two JSON values are written the same, spacing
-// aside.
-func sameJSON(a, b json.RawMessage) bool {
-	var ca, cb bytes.Buffer
-	return json.Compact(&ca, a) == nil && json.Compact(&cb, b) == nil && bytes.Equal(ca.Bytes(), cb.Bytes())
 }
 
 // patterns is what a permission for the tool covers, for rules to match:
@@ -645,7 +632,7 @@ func sameJSON(a, b json.RawMessage) bool {
 func (tl *tool) patterns() []string {
 	in, _ := members(tl.rawInput)
 	if tl.kind == "execute" {
-		if c, ok := str(in["command"]); ok && c != "" {
+		if c, ok := str(in.get("command")); ok && c != "" {
 			return []string{c}
 		}
 	}
@@ -655,7 +642,7 @@ func (tl *tool) patterns() []string {
 	}
 	if len(out) == 0 {
 		for _, k := range []string{"path", "file_path", "filePath", "abs_path"} {
-			if s, ok := str(in[k]); ok && s != "" {
+			if s, ok := str(in.get(k)); ok && s != "" {
 				out = append(out, s)
 				break
 			}
@@ -671,18 +658,18 @@ func (tl *tool) patterns() []string {
 }
 
 // plan maps the agent's plan to the todo list.
-func (d *Decoder) plan(kind string, u map[string]json.RawMessage, raw []byte) {
-	var entries []json.RawMessage
-	if json.Unmarshal(u["entries"], &entries) != nil {
+func (d *Decoder) plan(kind string, u *obj, raw []byte) {
+	entries, ok := d.array(u.get("entries"))
+	if !ok {
 		d.drop(kind, agent.DropInvalidField, "entries is not an array", raw)
 		return
 	}
 	todos := make([]agent.Todo, 0, len(entries))
 	for _, e := range entries {
 		m, ok := members(e)
-		content, ok1 := str(m["content"])
-		status, ok2 := str(m["status"])
-		prio, ok3 := str(m["priority"])
+		content, ok1 := str(m.get("content"))
+		status, ok2 := str(m.get("status"))
+		prio, ok3 := str(m.get("priority"))
 		if !ok || !ok1 || !ok2 || !ok3 {
 			d.drop(kind, agent.DropInvalidField, "plan entry needs content, status and priority strings", raw)
 			return
@@ -721,17 +708,17 @@ func (d *Decoder) plan(kind string, u map[string]json.RawMessage, raw []byte) {
 // transcript's cost has no currency). size has no place in the transcript.
 // A report that comes before the turn has assistant output is held until
 // it has.
-func (d *Decoder) usage(kind string, u map[string]json.RawMessage, raw []byte) {
+func (d *Decoder) usage(kind string, u *obj, raw []byte) {
 	var used int64
-	if json.Unmarshal(u["used"], &used) != nil || used < 0 || isNull(u["used"]) || isNull(u["size"]) {
+	if json.Unmarshal(u.get("used"), &used) != nil || used < 0 || isNull(u.get("used")) || isNull(u.get("size")) {
 		d.drop(kind, agent.DropInvalidField, "usage_update needs used and size token counts", raw)
 		return
 	}
 	ev := &agent.Usage{Tokens: &agent.Tokens{Input: &used}}
-	if c, ok := members(u["cost"]); ok {
+	if c, ok := members(u.get("cost")); ok {
 		var amount float64
-		cur, _ := str(c["currency"])
-		if json.Unmarshal(c["amount"], &amount) == nil && !isNull(c["amount"]) && cur == "USD" {
+		cur, _ := str(c.get("currency"))
+		if json.Unmarshal(c.get("amount"), &amount) == nil && !isNull(c.get("amount")) && cur == "USD" {
 			base := d.stepCost
 			if amount < base {
 				base = 0 // the agent restarted its count

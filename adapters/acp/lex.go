@@ -1,0 +1,313 @@
+package acp
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/happy-dev/happy/internal/jsonlex"
+)
+
+// member is one member of an object: its name (unquoted, without the
+// quotes) and its raw value, both sub-slices of the frame but for a name
+// written with an escape or bytes that are not UTF-8 (decoded as
+// encoding/json decodes it).
+type member struct{ k, v []byte }
+
+// inlineMembers is how many members an obj holds without allocating: more
+// than the objects of ACP traffic have.
+const inlineMembers = 16
+
+// obj is a JSON object split into its members once, read as
+// json.Unmarshal into a map[string]json.RawMessage reads it (exact names,
+// escapes resolved, the last of a repeated name wins), without building
+// the map: the members are looked up in order, in place.
+type obj struct {
+	n    int
+	kv   [inlineMembers]member
+	more []member
+}
+
+// get returns the raw value of the last member named name, nil when
+// there is none.
+func (o *obj) get(name string) json.RawMessage {
+	for i := len(o.more) - 1; i >= 0; i-- {
+		if string(o.more[i].k) == name {
+			return o.more[i].v
+		}
+	}
+	for i := min(o.n, inlineMembers) - 1; i >= 0; i-- {
+		if string(o.kv[i].k) == name {
+			return o.kv[i].v
+		}
+	}
+	return nil
+}
+
+// members splits an object into its members (see obj); ok is false when
+// raw is not an object. Every raw value the decoder reads is a member of a
+// frame jsonrpc already validated, so it is split by structure (jsonlex).
+func members(raw json.RawMessage) (o obj, ok bool) {
+	if !isObject(raw) {
+		return obj{}, false
+	}
+	bad := false
+	err := jsonlex.Members(bytes.TrimSpace(raw), func(k, v []byte) bool {
+		name := k[1 : len(k)-1]
+		if bytes.IndexByte(name, '\\') >= 0 || !utf8.Valid(name) {
+			s, err := jsonlex.Unquote(k)
+			if err != nil {
+				bad = true
+				return false
+			}
+			name = []byte(s)
+		}
+		if o.n < inlineMembers {
+			o.kv[o.n] = member{name, v}
+		} else {
+			o.more = append(o.more, member{name, v})
+		}
+		o.n++
+		return true
+	})
+	if err != nil || bad {
+		return obj{}, false
+	}
+	return o, true
+}
+
+// objOf returns the members of a map json.Unmarshal filled (a nil map
+// has none).
+func objOf(m map[string]json.RawMessage) *obj {
+	o := &obj{}
+	for k, v := range m {
+		if o.n < inlineMembers {
+			o.kv[o.n] = member{[]byte(k), v}
+		} else {
+			o.more = append(o.more, member{[]byte(k), v})
+		}
+		o.n++
+	}
+	return o
+}
+
+// array splits a JSON array into its raw elements as json.Unmarshal into
+// a []json.RawMessage does: null gives none; ok is false for anything but
+// an array or null (absent included).
+func (d *Decoder) array(raw json.RawMessage) ([]json.RawMessage, bool) {
+	if d.general {
+		var items []json.RawMessage
+		err := json.Unmarshal(raw, &items)
+		return items, err == nil
+	}
+	raw = bytes.TrimSpace(raw)
+	if string(raw) == "null" {
+		return nil, true
+	}
+	if len(raw) == 0 || raw[0] != '[' {
+		return nil, false
+	}
+	els, err := jsonlex.SplitArray(raw)
+	if err != nil {
+		var items []json.RawMessage
+		err := json.Unmarshal(raw, &items)
+		return items, err == nil
+	}
+	items := make([]json.RawMessage, len(els))
+	for i, e := range els {
+		items[i] = e
+	}
+	return items, true
+}
+
+// blockFields are the members of a content block or tool content item the
+// one-pass decoder reads (lexBlock), in lower case: another member that
+// equals one of them but for case is decoded by encoding/json into its
+// field, so such a block is left to it.
+var blockFields = map[string]bool{"type": true, "text": true, "data": true, "mimetype": true, "uri": true,
+	"name": true, "title": true, "size": true, "resource": true, "blob": true, "content": true, "path": true,
+	"oldtext": true, "newtext": true, "terminalid": true}
+
+// lexKey reports whether the raw member name k (quotes included) is name
+// exactly; ok is false when it is not but encoding/json might match it
+// to one of the fields (an escape, bytes that are not ASCII, another case
+// of a field's name).
+func lexKey(k []byte) (name string, ok bool) {
+	body := k[1 : len(k)-1]
+	var buf [16]byte
+	if len(body) > len(buf) {
+		for _, c := range body {
+			if c == '\\' || c >= 0x80 {
+				return "", false
+			}
+		}
+		return "", true // longer than any field name
+	}
+	for i, c := range body {
+		if c == '\\' || c >= 0x80 {
+			return "", false
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	lower := string(buf[:len(body)])
+	if !blockFields[lower] {
+		return "", true
+	}
+	return string(body), true
+}
+
+// lexStrings fills the *string fields named by names from the object
+// raw, as json.Unmarshal into a struct with those fields would (the exact
+// names given, in the case written); raws gets the raw values of the
+// names in rawNames. ok is false, and raw must be decoded by
+// encoding/json, for a member of another type (null included), a name
+// written twice or matching a field but for case, or an escape.
+func lexFields(raw []byte, strs []*string, names []string, raws [][]byte, rawNames []string) bool {
+	ok := true
+	var seen uint32
+	err := jsonlex.Members(raw, func(k, v []byte) bool {
+		name, good := lexKey(k)
+		if !good {
+			ok = false
+			return false
+		}
+		if name == "" {
+			return true // not a field
+		}
+		for i, n := range names {
+			if n == name {
+				if seen&(1<<i) != 0 || v[0] != '"' {
+					ok = false
+					return false
+				}
+				seen |= 1 << i
+				s, err := jsonlex.Unquote(v)
+				if err != nil {
+					ok = false
+					return false
+				}
+				strs[i] = &s
+				return true
+			}
+		}
+		for i, n := range rawNames {
+			if n == name {
+				bit := uint32(1) << (len(names) + i)
+				if seen&bit != 0 {
+					ok = false
+					return false
+				}
+				seen |= bit
+				raws[i] = v
+				return true
+			}
+		}
+		ok = false // a field of the other shape, or another case
+		return false
+	})
+	return ok && err == nil
+}
+
+var (
+	blockNames    = []string{"type", "text", "data", "mimeType", "uri", "name", "title"}
+	blockRaws     = []string{"size", "resource"}
+	resourceNames = []string{"uri", "text", "blob", "mimeType"}
+	toolNames     = []string{"type", "path", "oldText", "newText", "terminalId"}
+	toolRaws      = []string{"content"}
+)
+
+// block reads a ContentBlock as decodeBlock does, in one pass for the
+// usual shapes.
+func (d *Decoder) block(raw json.RawMessage) (contentBlock, error) {
+	if !d.general {
+		if w, ok := lexBlockWire(raw); ok {
+			return blockOf(&w)
+		}
+	}
+	return decodeBlock(raw)
+}
+
+// toolContent reads a ToolCallContent item as decodeToolContent does, in
+// one pass for the usual shapes.
+func (d *Decoder) toolContent(raw json.RawMessage) (toolContent, error) {
+	if !d.general {
+		raw := bytes.TrimSpace(raw)
+		if len(raw) > 0 && raw[0] == '{' {
+			var s [5]*string
+			var r [1][]byte
+			if lexFields(raw, s[:], toolNames, r[:], toolRaws) {
+				w := toolWire{Type: s[0], Path: s[1], OldText: s[2], NewText: s[3], TerminalID: s[4], Content: r[0]}
+				return toolContentOf(&w, d.block)
+			}
+		}
+	}
+	return decodeToolContent(raw)
+}
+
+// lexBlockWire fills a blockWire from raw in one pass; ok is false for
+// anything lexFields leaves to encoding/json, a size that is not an
+// integer or a resource that is not an object of strings.
+func lexBlockWire(raw json.RawMessage) (blockWire, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' {
+		return blockWire{}, false
+	}
+	var s [7]*string
+	var r [2][]byte
+	if !lexFields(raw, s[:], blockNames, r[:], blockRaws) {
+		return blockWire{}, false
+	}
+	w := blockWire{Type: s[0], Text: s[1], Data: s[2], MimeType: s[3], URI: s[4], Name: s[5], Title: s[6]}
+	if r[0] != nil {
+		n, err := strconv.ParseInt(string(r[0]), 10, 64)
+		if err != nil {
+			return blockWire{}, false
+		}
+		w.Size = &n
+	}
+	if r[1] != nil {
+		if r[1][0] != '{' {
+			return blockWire{}, false
+		}
+		var rs [4]*string
+		if !lexFields(r[1], rs[:], resourceNames, nil, nil) {
+			return blockWire{}, false
+		}
+		w.Resource = &resourceContents{URI: rs[0], Text: rs[1], Blob: rs[2], MimeType: rs[3]}
+	}
+	return w, true
+}
+
+// stringsOf reads a JSON array of strings as json.Unmarshal into a
+// []string does: null gives none; ok is false when json.Unmarshal fails.
+// An array of plain strings is read in one pass.
+func stringsOf(raw json.RawMessage) ([]string, bool) {
+	if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '[' {
+		if els, err := jsonlex.SplitArray(t); err == nil {
+			out := make([]string, len(els))
+			plain := true
+			for i, e := range els {
+				if e[0] != '"' {
+					plain = false
+					break
+				}
+				s, err := jsonlex.Unquote(e)
+				if err != nil {
+					plain = false
+					break
+				}
+				out[i] = s
+			}
+			if plain {
+				return out, true
+			}
+		}
+	}
+	var argv []string
+	err := json.Unmarshal(raw, &argv)
+	return argv, err == nil
+}

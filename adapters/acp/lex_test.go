@@ -1,0 +1,174 @@
+package acp
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"testing"
+
+	"github.com/happy-dev/happy/adapters/jsonrpc"
+	"github.com/happy-dev/happy/adapters/trafficlog"
+	"github.com/happy-dev/happy/agent"
+	"github.com/happy-dev/happy/internal/jsonlex"
+)
+
+// bothWays decodes frames with a decoder taking the one-pass forms and
+// with one taking the general path throughout, Finish included, and
+// fails when their events differ in any field.
+func bothWays(t *testing.T, name string, frames []jsonrpc.Frame) int {
+	t.Helper()
+	fast, slow := NewDecoder(), NewDecoder()
+	slow.general = true
+	var a, b []agent.Event
+	for _, f := range frames {
+		a = append(a, fast.Decode(f)...)
+		b = append(b, slow.Decode(f)...)
+	}
+	a = append(a, fast.Finish()...)
+	b = append(b, slow.Finish()...)
+	if !reflect.DeepEqual(a, b) {
+		for i := range min(len(a), len(b)) {
+			if !reflect.DeepEqual(a[i], b[i]) {
+				t.Fatalf("%s: event %d differs:\none pass %s\ngeneral  %s", name, i, dumpEvent(a[i]), dumpEvent(b[i]))
+			}
+		}
+		t.Fatalf("%s: %d events one pass, %d general", name, len(a), len(b))
+	}
+	return len(a)
+}
+
+var sessionRE = regexp.MustCompile(`"sessionId":"[^"]*"`)
+
+func dumpEvent(e agent.Event) string {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
+}
+
+// TestOnePassCaptures decodes every real capture and regression scenario
+// both ways: the same events, exactly.
+func TestOnePassCaptures(t *testing.T) {
+	for _, name := range captures {
+		frames, _, err := readFrames(bytes.NewReader(readCapture(t, name)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := bothWays(t, name, frames); n == 0 {
+			t.Fatalf("%s: no events", name)
+		}
+	}
+	for name, frames := range regressionCases(t) {
+		bothWays(t, name, frames)
+	}
+}
+
+// FuzzOnePass feeds arbitrary frames (as FuzzDecoder does: '<' agent,
+// '>' happy, '#' note, '!' exit, after a preamble that opens session "s"
+// with a prompt in flight) to both paths: the same events.
+func FuzzOnePass(f *testing.F) {
+	for _, name := range captures {
+		raw, err := os.ReadFile(filepath.Join("testdata", "captures", name, "rpc-traffic.jsonl"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		frames, _, err := readFrames(bytes.NewReader(raw))
+		if err != nil {
+			f.Fatal(err)
+		}
+		// The agent's frames of each capture, a few at a time (after the
+		// preamble their session is not open, so the session id is
+		// rewritten to "s").
+		var seed [][]byte
+		for _, fr := range frames {
+			if fr.Dir != trafficlog.A2C || fr.Msg == nil || len(fr.Data) > 4096 {
+				continue
+			}
+			seed = append(seed, []byte("< "+sessionRE.ReplaceAllString(string(fr.Data), `"sessionId":"s"`)))
+		}
+		for i := 0; i+4 <= len(seed); i += 4 {
+			f.Add(bytes.Join(seed[i:i+4], []byte("\n")))
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		frames := script(opened...)
+		for i, line := range bytes.Split(data, []byte("\n")) {
+			if len(line) == 0 {
+				continue
+			}
+			dir := trafficlog.A2C
+			switch line[0] {
+			case '>':
+				dir = trafficlog.C2A
+			case '#':
+				dir = trafficlog.Note
+			case '!':
+				dir = trafficlog.Exit
+			}
+			frames = append(frames, frame(int64(10+i), dir, string(bytes.TrimSpace(line[1:]))))
+		}
+		bothWays(t, "fuzz", frames)
+	})
+}
+
+// FuzzMembers checks obj against jsonlex.ObjectMap (what json.Unmarshal
+// into a map[string]json.RawMessage gives): for every valid object, the
+// same verdict and the same value for each name.
+func FuzzMembers(f *testing.F) {
+	for _, s := range []string{`{"a":1,"b":"x","a":[2]}`, `{"se\u0073sionId":"s","sessionId":"t"}`, `{}`, ` {"k" : null } `, `[1]`,
+		`{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"j":10,"k":11,"l":12,"m":13,"n":14,"o":15,"p":16,"q":17,"a":18}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !jsonlex.Valid(data) {
+			return
+		}
+		o, ok := members(data)
+		var m map[string]json.RawMessage
+		var err error
+		if isObject(data) {
+			m, err = jsonlex.ObjectMap(bytes.TrimSpace(data))
+		}
+		if ok != (isObject(data) && err == nil) {
+			t.Fatalf("members ok = %v, ObjectMap error %v", ok, err)
+		}
+		if !ok {
+			return
+		}
+		n := 0
+		for k, v := range m {
+			if got := o.get(k); !bytes.Equal(got, v) {
+				t.Fatalf("get(%q) = %s, want %s", k, got, v)
+			}
+			n++
+		}
+		if (o.n == 0) != (n == 0) {
+			t.Fatalf("%d members, map has %d", o.n, n)
+		}
+		if o.get("\x00absent") != nil {
+			t.Fatal("a name the object lacks has a value")
+		}
+	})
+}
+
+// FuzzStrings checks stringsOf against json.Unmarshal into a []string.
+func FuzzStrings(f *testing.F) {
+	for _, s := range []string{`["bash","-lc","ls \u00e9"]`, `null`, `[]`, `["a",null]`, `["a",1]`, `{"a":1}`, ` [ "x" ] `, `"\xff"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !jsonlex.Valid(data) {
+			return
+		}
+		got, ok := stringsOf(data)
+		var want []string
+		err := json.Unmarshal(data, &want)
+		if ok != (err == nil) || (ok && (len(got) != len(want) || !reflect.DeepEqual(append([]string{}, got...), append([]string{}, want...)))) {
+			t.Fatalf("stringsOf(%s) = %q, %v; json.Unmarshal %q, %v", data, got, ok, want, err)
+		}
+	})
+}
