@@ -83,6 +83,7 @@ func (s *Server) newSocketServer() *socket.Server {
 	}
 	opts.SetCors(&types.Cors{Origin: origin, Credentials: true})
 	opts.SetAdapter(roomAdapterBuilder{})
+	s.events = s.eventHandlers()
 	io := socket.NewServer(nil, opts)
 	io.Use(s.handshake)
 	_ = io.On("connection", func(a ...any) {
