@@ -65,26 +65,33 @@ func getVersion(m map[string]any) (int64, bool) {
 	return int64(v), true
 }
 
-func (s *Server) bindEvents(c *conn) {
-	on := func(ev string, h func(m map[string]any, ack socket.Ack)) {
-		_ = c.sock.On(ev, func(a ...any) {
+// eventHandler handles one client event; a holds its arguments, the ack
+// callback last when the client asked for one.
+type eventHandler func(c *conn, a []any)
+
+// eventHandlers is the table of the client events the relay handles, one
+// for all sockets (built once by newSocketServer).
+func (s *Server) eventHandlers() map[string]eventHandler {
+	hs := map[string]eventHandler{}
+	on := func(ev string, h func(c *conn, m map[string]any, ack socket.Ack)) {
+		hs[ev] = func(c *conn, a []any) {
 			m, ack := splitArgs(a)
-			h(m, ack)
-		})
+			h(c, m, ack)
+		}
 	}
 	for _, e := range casEvents {
-		on(e.name, func(m map[string]any, ack socket.Ack) { s.onCAS(c, e, m, ack) })
+		on(e.name, func(c *conn, m map[string]any, ack socket.Ack) { s.onCAS(c, e, m, ack) })
 	}
-	on("session-alive", func(m map[string]any, ack socket.Ack) { s.onSessionAlive(c, m, ack) })
-	on("session-end", func(m map[string]any, ack socket.Ack) { s.onSessionEnd(c, m, ack) })
-	on("text-delta", func(m map[string]any, ack socket.Ack) { s.onTextDelta(c, m, ack) })
-	on("machine-alive", func(m map[string]any, ack socket.Ack) { s.onMachineAlive(c, m, ack) })
-	on("usage-report", func(m map[string]any, ack socket.Ack) { s.onUsageReport(c, m, ack) })
-	on("rpc-register", func(m map[string]any, _ socket.Ack) { s.onRPCRegister(c, m) })
-	on("rpc-unregister", func(m map[string]any, _ socket.Ack) { s.onRPCUnregister(c, m) })
+	on("session-alive", s.onSessionAlive)
+	on("session-end", s.onSessionEnd)
+	on("text-delta", s.onTextDelta)
+	on("machine-alive", s.onMachineAlive)
+	on("usage-report", s.onUsageReport)
+	on("rpc-register", func(c *conn, m map[string]any, _ socket.Ack) { s.onRPCRegister(c, m) })
+	on("rpc-unregister", func(c *conn, m map[string]any, _ socket.Ack) { s.onRPCUnregister(c, m) })
 	// rpc-call waits for another socket: it runs on its own goroutine so the
 	// caller's other events are not held up.
-	on("rpc-call", func(m map[string]any, ack socket.Ack) {
+	on("rpc-call", func(c *conn, m map[string]any, ack socket.Ack) {
 		if c.rpcCalls.Add(1) > maxRPCInFlight {
 			c.rpcCalls.Add(-1)
 			reply(ack, map[string]any{"ok": false, "error": errRPCTooMany})
@@ -95,9 +102,33 @@ func (s *Server) bindEvents(c *conn) {
 			s.onRPCCall(c, m, ack)
 		}()
 	})
-	_ = c.sock.On("ping", func(a ...any) {
-		_, ack := splitArgs(a)
-		reply(ack, map[string]any{})
+	on("ping", func(_ *conn, _ map[string]any, ack socket.Ack) { reply(ack, map[string]any{}) })
+	return hs
+}
+
+// bindEvents routes c's events to s.events. It is one middleware rather
+// than a listener per event (each of which costs every socket a map entry
+// and a closure in the library's emitter): a known event runs on the
+// socket's task queue, as the library runs listeners, and only while the
+// socket is connected; any other event goes on to the library, which has
+// no listener for it.
+func (s *Server) bindEvents(c *conn) {
+	sock := c.sock
+	sock.Use(func(event []any, next func(error)) {
+		var h eventHandler
+		if len(event) > 0 {
+			name, _ := event[0].(string)
+			h = s.events[name]
+		}
+		if h == nil {
+			next(nil)
+			return
+		}
+		sock.Enqueue(func() {
+			if sock.Connected() {
+				h(c, event[1:])
+			}
+		})
 	})
 }
 

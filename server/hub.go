@@ -84,6 +84,7 @@ func (s *Server) newSocketServer() *socket.Server {
 	}
 	opts.SetCors(&types.Cors{Origin: origin, Credentials: true})
 	opts.SetAdapter(roomAdapterBuilder{})
+	s.events = s.eventHandlers()
 	io := socket.NewServer(nil, opts)
 	io.Use(s.handshake)
 	_ = io.On("connection", func(a ...any) {
@@ -105,7 +106,12 @@ func authString(auth map[string]any, key string) string {
 // {token, clientType, sessionId | machineId} and refuses it with the
 // reference relay's messages.
 func (s *Server) handshake(sock *socket.Socket, next func(*socket.ExtendedError)) {
-	auth := sock.Handshake().Auth
+	hs := sock.Handshake()
+	auth := hs.Auth
+	// The relay reads nothing else of the handshake: the library's copies
+	// of the request's headers and query need not live as long as the
+	// socket.
+	hs.Headers, hs.Query = nil, nil
 	token := authString(auth, "token")
 	if token == "" {
 		next(socket.NewExtendedError(errSockMissingToken, nil))

@@ -232,6 +232,7 @@ type Server struct {
 	tok      *tokens
 
 	io      *socket.Server
+	events  map[string]eventHandler // the client events' handlers (events.go)
 	handler http.Handler
 	app     http.Handler // webapp.Handler of Config.App; nil without an app
 	rpc     *rpcRegistry

@@ -48,7 +48,7 @@ var errBacklog = errors.New("too many bytes waiting to be written to a slow sock
 //     not take at once is queued for the writer, so a slow socket never
 //     holds the broadcast up.
 //
-// Reading, heartbeats and closing stay the library's. All writes to the
+// Reading and closing stay the library's (heartbeats: heartbeat.go). All writes to the
 // connection go through this type (pongs and close replies included), so
 // the direct writes never interleave with a frame written elsewhere.
 type wsTransportCtor struct {

@@ -1,0 +1,210 @@
+package server
+
+import (
+	"bufio"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	ws "github.com/gorilla/websocket"
+	"github.com/rs/zerolog"
+)
+
+// hijackable is a recorder whose connection can be hijacked (once).
+type hijackable struct {
+	*httptest.ResponseRecorder
+	conn     net.Conn
+	hijacked bool
+}
+
+func (h *hijackable) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if h.hijacked {
+		return nil, nil, http.ErrHijacked
+	}
+	h.hijacked = true
+	return h.conn, bufio.NewReadWriter(bufio.NewReader(h.conn), bufio.NewWriter(h.conn)), nil
+}
+
+func TestReleasingWriterForgetsTheHijackedWriter(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	inner := &hijackable{ResponseRecorder: httptest.NewRecorder(), conn: a}
+	rw := &releasingWriter{w: inner}
+
+	// Before the hijack it is the wrapped writer.
+	rw.Header().Set("X-Test", "1")
+	if got := inner.Header().Get("X-Test"); got != "1" {
+		t.Fatalf("header before hijack: %q", got)
+	}
+	c, brw, err := rw.Hijack()
+	if err != nil || c != a || brw == nil {
+		t.Fatalf("hijack: %v %v %v", c, brw, err)
+	}
+	if rw.w != nil {
+		t.Fatal("the wrapped writer is still held after the hijack")
+	}
+	// After it, it answers as a hijacked writer.
+	if n, err := rw.Write([]byte("x")); n != 0 || !errors.Is(err, http.ErrHijacked) {
+		t.Fatalf("write after hijack: %d %v", n, err)
+	}
+	rw.WriteHeader(http.StatusTeapot)
+	rw.Flush()
+	if h := rw.Header(); h == nil || len(h) != 0 {
+		t.Fatalf("header after hijack: %v", h)
+	}
+	if _, _, err := rw.Hijack(); !errors.Is(err, http.ErrHijacked) {
+		t.Fatalf("second hijack: %v", err)
+	}
+	if inner.Code != http.StatusOK || inner.Body.Len() != 0 {
+		t.Fatalf("the wrapped writer was written after the hijack: %d %q", inner.Code, inner.Body.String())
+	}
+}
+
+func TestReleasingWriterKeepsTheWriterWhenHijackFails(t *testing.T) {
+	inner := httptest.NewRecorder() // cannot be hijacked
+	rw := &releasingWriter{w: inner}
+	if _, _, err := rw.Hijack(); err == nil {
+		t.Fatal("hijack of a recorder succeeded")
+	}
+	if n, err := rw.Write([]byte("body")); n != 4 || err != nil {
+		t.Fatalf("write: %d %v", n, err)
+	}
+	rw.Flush()
+	if inner.Body.String() != "body" || !inner.Flushed {
+		t.Fatalf("recorder: %q flushed=%v", inner.Body.String(), inner.Flushed)
+	}
+}
+
+// The relay keeps the Engine.IO v4 heartbeat itself (heartbeat.go): the
+// open packet announces the configured interval and timeout, a ping ("2")
+// comes PingInterval after the open and after each pong, and a socket
+// that stops answering is closed no sooner than PingTimeout after the
+// unanswered ping.
+func TestHeartbeatPingsAndTimesOut(t *testing.T) {
+	const interval, timeout = 150 * time.Millisecond, 300 * time.Millisecond
+	_, base := benchRelay(t, Config{Logger: zerolog.Nop(), PingInterval: interval, PingTimeout: timeout}, nil)
+	token := newTestAccount(t, base)
+	sid := newTestSession(t, base, token, "heartbeat")
+	c, _, err := ws.DefaultDialer.Dial("ws"+strings.TrimPrefix(base, "http")+"/v1/updates/?EIO=4&transport=websocket", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	read := func() (string, error) {
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		mt, b, err := c.ReadMessage()
+		if err == nil && mt != ws.TextMessage {
+			t.Fatalf("frame type %d", mt)
+		}
+		return string(b), err
+	}
+	open, err := read()
+	if err != nil || !strings.HasPrefix(open, "0{") || !strings.Contains(open, `"pingInterval":150,"pingTimeout":300`) {
+		t.Fatalf("open packet %q, %v", open, err)
+	}
+	since := time.Now()
+	if err := c.WriteMessage(ws.TextMessage, []byte(`40{"token":"`+token+`","clientType":"session-scoped","sessionId":"`+sid+`"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := read(); err != nil || !strings.HasPrefix(ok, "40{") {
+		t.Fatalf("connect answer %q, %v", ok, err)
+	}
+	for i := range 3 {
+		p, err := read()
+		if err != nil || p != "2" {
+			t.Fatalf("ping %d: %q, %v", i, p, err)
+		}
+		if d := time.Since(since); d < interval {
+			t.Fatalf("ping %d came %v after the open or the last pong, before the interval", i, d)
+		}
+		since = time.Now()
+		if err := c.WriteMessage(ws.TextMessage, []byte("3")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// No pong for the next ping: the relay closes the connection.
+	if p, err := read(); err != nil || p != "2" {
+		t.Fatalf("last ping: %q, %v", p, err)
+	}
+	unanswered := time.Now()
+	p, err := read()
+	if err == nil {
+		t.Fatalf("the socket stayed open without pongs and got %q", p)
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("the relay did not close a socket that sent no pong: %v", err)
+	}
+	if d := time.Since(unanswered); d < timeout {
+		t.Fatalf("closed %v after the unanswered ping, before the timeout %v", d, timeout)
+	}
+}
+
+// Events are routed by one middleware (events.go, bindEvents): an event
+// whose name is not a string or that no handler knows is ignored, acked or
+// not, and the socket goes on answering the ones it knows. (An event with
+// no name at all is a parse error of the library's decoder, which closes
+// the connection before any middleware runs.)
+func TestOddEventsAreIgnored(t *testing.T) {
+	_, base := benchRelay(t, Config{Logger: zerolog.Nop()}, nil)
+	token := newTestAccount(t, base)
+	sid := newTestSession(t, base, token, "odd-events")
+	for _, p := range []string{`42[7]`, `4211[7,{}]`, `42["no-such-event",{}]`, `4210["no-such-event"]`} {
+		r := dialRaw(t, base, token, sid, 0)
+		if err := r.c.WriteMessage(ws.TextMessage, []byte(p)); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.c.WriteMessage(ws.TextMessage, []byte(`421["ping"]`)); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := r.read(); got != `431[{}]` {
+			t.Errorf("after %s: answer to the ping event: %q, %v", p, got, err)
+		}
+	}
+}
+
+// timerGoroutines counts the goroutines waiting in the Socket.IO library's
+// timers.
+func timerGoroutines() int {
+	buf := make([]byte, 1<<22)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "socket.io/v3/pkg/utils.SetTimeout") {
+			n++
+		}
+	}
+	return n
+}
+
+// An idle socket waits for its next ping on a runtime timer, not on a
+// goroutine of the library's (heartbeat.go).
+func TestIdleSocketsHaveNoTimerGoroutines(t *testing.T) {
+	_, base := benchRelay(t, Config{Logger: zerolog.Nop()}, nil)
+	token := newTestAccount(t, base)
+	sid := newTestSession(t, base, token, "idle")
+	before := timerGoroutines()
+	const sockets = 20
+	for range sockets {
+		dialRaw(t, base, token, sid, 0)
+	}
+	// Timers the library clears (the connect timeout) end on their own
+	// goroutines, a moment later.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n := timerGoroutines() - before
+		if n <= 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d timer goroutines for %d idle sockets", n, sockets)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
