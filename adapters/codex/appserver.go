@@ -25,6 +25,11 @@ type AppServerDecoder struct {
 	calls    map[string]*call   // by session + "\x00" + call id
 	sent     map[string]sentReq // our requests by id
 	received map[string]*srvReq // Codex's requests by id
+
+	// general sends every frame through encoding/json, past the one-pass
+	// readers of appserver_lex.go (tests compare the two ways).
+	general bool
+	itemBuf itemHead // the item being mapped (reused: see item)
 }
 
 type thread struct {
@@ -135,7 +140,13 @@ func (d *AppServerDecoder) a2c(o *out, f jsonrpc.Frame) {
 	}
 	m := *f.Msg
 	var emitted int64
-	if json.Unmarshal(m.Extra["emittedAtMs"], &emitted) == nil && emitted > 0 {
+	raw := m.Extra["emittedAtMs"]
+	if n, ok := lexEmitted(raw); ok && !d.general {
+		emitted = n
+	} else if json.Unmarshal(raw, &emitted) != nil {
+		emitted = 0
+	}
+	if emitted > 0 {
 		o.t = emitted
 	}
 	switch m.Kind {
@@ -343,6 +354,7 @@ type notice struct {
 	base agent.EventBase // the thread's session
 	sc   scoped
 	m    jsonrpc.Message
+	lx   *noteParams // the params read in one pass; nil: read them with encoding/json
 }
 
 // appServerNotifications maps every notification the decoder maps (see the
@@ -372,11 +384,24 @@ func (d *AppServerDecoder) notification(o *out, m jsonrpc.Message) {
 	if _, ok := ignoredNotification(m.Method); ok {
 		return
 	}
+	var lx *noteParams
+	if !d.general && len(m.Params) > 0 && m.Params[0] == '{' {
+		lx = new(noteParams)
+		if !lx.scan(m.Params) {
+			lx = nil
+		}
+	}
 	if m.Method == "thread/started" {
 		var p struct {
 			Thread threadInfo `json:"thread"`
 		}
-		if json.Unmarshal(m.Params, &p) != nil || p.Thread.ID == "" {
+		if lx == nil || !lexThread(lx.thread, &p.Thread) {
+			p.Thread = threadInfo{}
+			if json.Unmarshal(m.Params, &p) != nil {
+				p.Thread.ID = ""
+			}
+		}
+		if p.Thread.ID == "" {
 			d.drop(o, m.Method, agent.DropMissingID, "thread/started without thread.id", m.Raw)
 			return
 		}
@@ -389,7 +414,9 @@ func (d *AppServerDecoder) notification(o *out, m jsonrpc.Message) {
 		return
 	}
 	var sc scoped
-	if len(m.Params) > 0 && m.Params[0] == '{' {
+	if lx != nil {
+		sc = scoped{ThreadID: stringOf(lx.threadID), TurnID: stringOf(lx.turnID), ItemID: stringOf(lx.itemID)}
+	} else if len(m.Params) > 0 && m.Params[0] == '{' {
 		// The frame was validated when it was parsed: a structural pass
 		// finds the three ids without decoding the params again.
 		jsonlex.StringFields(m.Params, []*string{&sc.ThreadID, &sc.TurnID, &sc.ItemID}, "threadId", "turnId", "itemId")
@@ -403,7 +430,7 @@ func (d *AppServerDecoder) notification(o *out, m jsonrpc.Message) {
 		}
 		return
 	}
-	handle(d, notice{o: o, th: th, base: agent.EventBase{Session: th.session}, sc: sc, m: m})
+	handle(d, notice{o: o, th: th, base: agent.EventBase{Session: th.session}, sc: sc, m: m, lx: lx})
 }
 
 func (d *AppServerDecoder) dropNotice(n notice, reason agent.DropReason, detail string) {
@@ -424,7 +451,7 @@ func (d *AppServerDecoder) turnStarted(n notice) {
 	var p struct {
 		Turn turn `json:"turn"`
 	}
-	if json.Unmarshal(n.m.Params, &p) != nil || p.Turn.ID == "" {
+	if !n.lexTurn(&p.Turn) && json.Unmarshal(n.m.Params, &p) != nil || p.Turn.ID == "" {
 		d.dropNotice(n, agent.DropMissingID, "turn/started without turn.id")
 		return
 	}
@@ -435,15 +462,30 @@ func (d *AppServerDecoder) turnCompleted(n notice) {
 	var p struct {
 		Turn turn `json:"turn"`
 	}
-	if json.Unmarshal(n.m.Params, &p) != nil || p.Turn.ID == "" {
+	if !n.lexTurn(&p.Turn) && json.Unmarshal(n.m.Params, &p) != nil || p.Turn.ID == "" {
 		d.dropNotice(n, agent.DropMissingID, "turn/completed without turn.id")
 		return
 	}
 	d.settleTurn(n.o, n.th, p.Turn, n.m.Raw)
 }
 
+// lexTurn reads the turn member of a notification in one pass; false
+// when encoding/json must (into a zero t).
+func (n notice) lexTurn(t *turn) bool {
+	if n.lx != nil && lexTurn(n.lx.turn, t) {
+		return true
+	}
+	*t = turn{}
+	return false
+}
+
 func (d *AppServerDecoder) itemNotice(n notice) {
-	item, _ := jsonlex.Field(n.m.Params, "item") // params of a validated frame
+	var item []byte
+	if n.lx != nil {
+		item = n.lx.item
+	} else {
+		item, _ = jsonlex.Field(n.m.Params, "item") // params of a validated frame
+	}
 	if len(item) == 0 || item[0] != '{' {
 		d.dropNotice(n, agent.DropInvalidField, "item is not an object")
 		return
@@ -453,7 +495,11 @@ func (d *AppServerDecoder) itemNotice(n notice) {
 
 func (d *AppServerDecoder) textDelta(n notice) {
 	var p struct{ Delta string }
-	jsonlex.StringFields(n.m.Params, []*string{&p.Delta}, "delta")
+	if n.lx != nil {
+		p.Delta = stringOf(n.lx.delta)
+	} else {
+		jsonlex.StringFields(n.m.Params, []*string{&p.Delta}, "delta")
+	}
 	if n.sc.ItemID == "" {
 		d.dropNotice(n, agent.DropMissingID, "delta without itemId")
 		return
@@ -487,14 +533,23 @@ func (d *AppServerDecoder) summaryDelta(n notice) {
 
 func (d *AppServerDecoder) reasoningDelta(n notice) {
 	var p struct{ Delta string }
-	jsonlex.StringFields(n.m.Params, []*string{&p.Delta}, "delta")
+	if n.lx != nil {
+		p.Delta = stringOf(n.lx.delta)
+	} else {
+		jsonlex.StringFields(n.m.Params, []*string{&p.Delta}, "delta")
+	}
 	if n.sc.ItemID != "" && p.Delta != "" && !n.th.items[n.sc.ItemID] {
 		n.o.add(&agent.ReasoningDelta{EventBase: n.base, Block: n.sc.ItemID + "/raw", Delta: p.Delta})
 	}
 }
 
 func (d *AppServerDecoder) outputDelta(n notice) {
-	delta, _ := jsonlex.Field(n.m.Params, "delta")
+	var delta []byte
+	if n.lx != nil {
+		delta = n.lx.delta
+	} else {
+		delta, _ = jsonlex.Field(n.m.Params, "delta")
+	}
 	b, err := decodeChunk(delta, false)
 	if err != nil {
 		d.dropNotice(n, agent.DropInvalidField, err.Error())
@@ -548,7 +603,13 @@ func (d *AppServerDecoder) tokenUsage(n notice) {
 			Last *tokenBreakdown `json:"last"`
 		} `json:"tokenUsage"`
 	}
-	if json.Unmarshal(n.m.Params, &p) != nil || p.Usage.Last == nil {
+	ok := false
+	if n.lx != nil {
+		if p.Usage.Last, ok = lexTokenUsage(n.lx.tokenUsage); !ok {
+			p.Usage.Last = nil
+		}
+	}
+	if !ok && json.Unmarshal(n.m.Params, &p) != nil || p.Usage.Last == nil {
 		d.dropNotice(n, agent.DropInvalidField, "tokenUsage.last missing")
 		return
 	}
@@ -592,8 +653,15 @@ func (d *AppServerDecoder) requestResolved(n notice) {
 	var p struct {
 		ID json.RawMessage `json:"requestId"`
 	}
-	_ = json.Unmarshal(n.m.Params, &p)
-	r := d.received[idString(p.ID)]
+	key, ok := "", false
+	if n.lx != nil {
+		key, ok = rawIDKey(n.lx.requestID)
+	}
+	if !ok {
+		_ = json.Unmarshal(n.m.Params, &p)
+		key = idString(p.ID)
+	}
+	r := d.received[key]
 	if r == nil || r.answered {
 		return
 	}
@@ -644,7 +712,14 @@ func (d *AppServerDecoder) settleTurn(o *out, th *thread, t turn, raw []byte) {
 		var head struct {
 			ID string `json:"id"`
 		}
-		if json.Unmarshal(it, &head) == nil && head.ID != "" && !th.items[head.ID] {
+		id, ok := "", false
+		if !d.general {
+			id, ok = lexItemID(it)
+		}
+		if !ok && json.Unmarshal(it, &head) == nil {
+			id, ok = head.ID, true
+		}
+		if ok && id != "" && !th.items[id] {
 			d.item(o, th, it, true, raw)
 		}
 	}

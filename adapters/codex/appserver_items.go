@@ -94,10 +94,16 @@ func ignoredItem(kind string) (string, bool) {
 // item maps one ThreadItem, seen in item/started (completed false) or
 // item/completed / a turn's final item list (completed true).
 func (d *AppServerDecoder) item(o *out, th *thread, raw json.RawMessage, completed bool, frame []byte) {
-	var it itemHead
-	if err := json.Unmarshal(raw, &it); err != nil {
-		d.drop(o, "item", agent.DropInvalidField, err.Error(), frame)
-		return
+	// Decoded into the decoder's own itemHead: a local one would be
+	// allocated for every item (it escapes to encoding/json).
+	it := &d.itemBuf
+	defer func() { *it = itemHead{} }()
+	if d.general || !lexItem(raw, it) {
+		*it = itemHead{}
+		if err := json.Unmarshal(raw, it); err != nil {
+			d.drop(o, "item", agent.DropInvalidField, err.Error(), frame)
+			return
+		}
 	}
 	if it.ID == "" {
 		d.drop(o, "item:"+it.Type, agent.DropMissingID, "item without id", frame)
@@ -119,7 +125,7 @@ func (d *AppServerDecoder) item(o *out, th *thread, raw json.RawMessage, complet
 		}
 		return
 	}
-	handle(d, itemEvent{o: o, th: th, it: it, base: base, completed: completed, seen: seen, frame: frame})
+	handle(d, itemEvent{o: o, th: th, it: *it, base: base, completed: completed, seen: seen, frame: frame})
 }
 
 // itemEvent is one ThreadItem seen, for its handler: the thread, the item,
@@ -664,9 +670,9 @@ type serverRequest struct {
 }
 
 func (d *AppServerDecoder) request(o *out, m jsonrpc.Message) {
-	key := idString(mustObject(m.ID))
+	key := d.idKey(m.ID)
 	var p requestParams
-	if len(m.Params) == 0 || m.Params[0] != '{' || json.Unmarshal(m.Params, &p) != nil {
+	if len(m.Params) == 0 || m.Params[0] != '{' || !d.lexRequest(m.Params, &p) && json.Unmarshal(m.Params, &p) != nil {
 		d.drop(o, m.Method, agent.DropInvalidField, "request params are not an object of the expected shape", m.Raw)
 		return
 	}
@@ -883,10 +889,17 @@ func (d *AppServerDecoder) c2a(o *out, f jsonrpc.Frame) {
 		var p struct {
 			ThreadID string `json:"threadId"`
 		}
-		_ = json.Unmarshal(m.Params, &p)
-		d.sent[idString(mustObject(m.ID))] = sentReq{method: m.Method, thread: p.ThreadID}
+		ok := false
+		if !d.general {
+			p.ThreadID, ok = lexStringMember(m.Params, threadIDKeys)
+		}
+		if !ok {
+			p.ThreadID = ""
+			_ = json.Unmarshal(m.Params, &p)
+		}
+		d.sent[d.idKey(m.ID)] = sentReq{method: m.Method, thread: p.ThreadID}
 	case jsonrpc.KindResponse:
-		key := idString(mustObject(m.ID))
+		key := d.idKey(m.ID)
 		r := d.received[key]
 		if r == nil || r.answered {
 			return
@@ -924,7 +937,14 @@ func (d *AppServerDecoder) c2a(o *out, f jsonrpc.Frame) {
 		var res struct {
 			Decision json.RawMessage `json:"decision"`
 		}
-		_ = json.Unmarshal(m.Result, &res)
+		ok := false
+		if !d.general {
+			res.Decision, ok = lexDecision(m.Result)
+		}
+		if !ok {
+			res.Decision = nil
+			_ = json.Unmarshal(m.Result, &res)
+		}
 		dec, reason, ok := decision(res.Decision)
 		if !ok {
 			r.answered = false
@@ -941,7 +961,7 @@ func (d *AppServerDecoder) c2a(o *out, f jsonrpc.Frame) {
 
 // response maps Codex's responses to happy's requests.
 func (d *AppServerDecoder) response(o *out, m jsonrpc.Message) {
-	key := idString(mustObject(m.ID))
+	key := d.idKey(m.ID)
 	s, ok := d.sent[key]
 	if !ok {
 		return // a request this decoder did not see (the log started later)
@@ -956,13 +976,8 @@ func (d *AppServerDecoder) response(o *out, m jsonrpc.Message) {
 	}
 	switch s.method {
 	case "thread/start", "thread/resume", "thread/fork":
-		var r struct {
-			Thread        threadInfo `json:"thread"`
-			Model         string     `json:"model"`
-			ModelProvider string     `json:"modelProvider"`
-			Cwd           string     `json:"cwd"`
-		}
-		if json.Unmarshal(m.Result, &r) != nil || r.Thread.ID == "" {
+		var r threadResult
+		if !d.lexThreadResult(m.Result, &r) && json.Unmarshal(m.Result, &r) != nil || r.Thread.ID == "" {
 			d.drop(o, s.method, agent.DropMissingID, "response without thread.id", m.Raw)
 			return
 		}
@@ -985,7 +1000,7 @@ func (d *AppServerDecoder) response(o *out, m jsonrpc.Message) {
 		var r struct {
 			Turn turn `json:"turn"`
 		}
-		if json.Unmarshal(m.Result, &r) == nil && r.Turn.ID != "" {
+		if (d.lexTurnResult(m.Result, &r.Turn) || json.Unmarshal(m.Result, &r) == nil) && r.Turn.ID != "" {
 			if th := d.threadOf(s.thread); th != nil && (!th.open || th.turn != r.Turn.ID) && !(th.turn == r.Turn.ID) {
 				d.startTurn(o, th, r.Turn.ID)
 			}
