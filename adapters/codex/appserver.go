@@ -29,7 +29,8 @@ type AppServerDecoder struct {
 	// general sends every frame through encoding/json, past the one-pass
 	// readers of appserver_lex.go (tests compare the two ways).
 	general bool
-	itemBuf itemHead // the item being mapped (reused: see item)
+	itemBuf itemHead   // the item being mapped (reused: see item)
+	params  noteParams // the notification being mapped (reused)
 }
 
 type thread struct {
@@ -386,7 +387,8 @@ func (d *AppServerDecoder) notification(o *out, m jsonrpc.Message) {
 	}
 	var lx *noteParams
 	if !d.general && len(m.Params) > 0 && m.Params[0] == '{' {
-		lx = new(noteParams)
+		d.params = noteParams{}
+		lx = &d.params
 		if !lx.scan(m.Params) {
 			lx = nil
 		}

@@ -220,18 +220,18 @@ func TestLexItem(t *testing.T) {
 		{`{"type":"mcpToolCall","id":"x","server":"s","tool":"t","arguments":null,"result":{"content":[]},"error":null,"success":true}`, true},
 		{`{"type":"collabAgentToolCall","id":"x","receiverThreadIds":["a"],"agentsStates":null,"prompt":null}`, true},
 		{`{"type":"x","id":"a","text":"\ud800"}`, true},
-		{`{"type":"x","id":"a","Text":"b"}`, false},                        // another case
-		{`{"type":"x","i\u0064":"a"}`, false},                              // escaped name
-		{`{"type":"x","id":"a","id":"b"}`, false},                          // repeated
-		{`{"type":"x","exitCode":1.5}`, false},                             // not an int
-		{`{"type":"x","exitCode":99999999999999999999}`, false},            // out of range
-		{`{"type":7}`, false},                                              // another type
-		{`{"type":"collabAgentToolCall","agentsStates":{"a":{}}}`, false},  // a map
-		{`{"type":"reasoning","summary":[1]}`, false},                      // not strings
-		{`{"type":"x","ſtatus":"a"}`, false},                               // non-ASCII name
-		{`{"type":"x","changes":[{"path":"a","PATH":"b"}]}`, false},        // nested case
-		{`{"type":"x","success":"yes"}`, false},                            // not a bool
-		{`{"type":"x","whatever":{"id":[1,{"x":"}"}]},"id":"i"}`, true},    // unknown member
+		{`{"type":"x","id":"a","Text":"b"}`, false},             // another case
+		{`{"type":"x","i\u0064":"a"}`, false},                   // escaped name
+		{`{"type":"x","id":"a","id":"b"}`, false},               // repeated
+		{`{"type":"x","exitCode":1.5}`, false},                  // not an int
+		{`{"type":"x","exitCode":99999999999999999999}`, false}, // out of range
+		{`{"type":7}`, false}, // another type
+		{`{"type":"collabAgentToolCall","agentsStates":{"a":{}}}`, false}, // a map
+		{`{"type":"reasoning","summary":[1]}`, false},                     // not strings
+		{`{"type":"x","ſtatus":"a"}`, false},                              // non-ASCII name
+		{`{"type":"x","changes":[{"path":"a","PATH":"b"}]}`, false},       // nested case
+		{`{"type":"x","success":"yes"}`, false},                           // not a bool
+		{`{"type":"x","whatever":{"id":[1,{"x":"}"}]},"id":"i"}`, true},   // unknown member
 		{`{"type":"x","averyveryveryveryveryveryveryveryveryverylongmembernamethatisunknown":1}`, true},
 	}, lexItem)
 }
@@ -413,4 +413,28 @@ func dumpEvents(evs []agent.Event) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// FuzzShellCallMeta checks shellCall's metadata, made without encoding,
+// against agent.ToolMetadata of the two inputs encoded.
+func FuzzShellCallMeta(f *testing.F) {
+	f.Add("commandExecution", "echo hi", "/bin/bash -lc 'echo hi'", "/w")
+	f.Add("exec_command", "ls", "", "")
+	f.Add("", "", "", "")
+	f.Add("x", "a\u2028<b>&\"\\", "a\u2028<b>&\"\\", "\t")
+	f.Add("x", "\xff", "", "")
+	f.Fuzz(func(t *testing.T, tool, cmd, wrapped, cwd string) {
+		in, meta := shellCall(tool, cmd, wrapped, cwd)
+		given := cmd
+		if wrapped != "" {
+			given = wrapped
+		}
+		want := shellMeta(tool, given, cwd, in)
+		if wrapped != "" {
+			want["rawCommand"] = wrapped
+		}
+		if !reflect.DeepEqual(meta, want) {
+			t.Fatalf("shellCall(%q, %q, %q, %q) metadata %#v, agent.ToolMetadata %#v", tool, cmd, wrapped, cwd, meta, want)
+		}
+	})
 }
