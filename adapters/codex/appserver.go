@@ -31,6 +31,7 @@ type AppServerDecoder struct {
 	general bool
 	itemBuf itemHead   // the item being mapped (reused: see item)
 	params  noteParams // the notification being mapped (reused)
+	out     out        // the events of the frame being mapped
 }
 
 type thread struct {
@@ -102,7 +103,11 @@ func (o *out) add(e agent.Event) {
 // Decode implements Decoder.
 func (d *AppServerDecoder) Decode(f jsonrpc.Frame) []agent.Event {
 	d.n++
-	o := &out{t: f.T}
+	// The decoder's own out: one allocated per frame would be garbage at
+	// once (the events slice is the caller's).
+	d.out = out{t: f.T}
+	o := &d.out
+	defer func() { d.out = out{} }()
 	switch f.Dir {
 	case trafficlog.A2C:
 		d.a2c(o, f)
@@ -353,7 +358,7 @@ type notice struct {
 	o    *out
 	th   *thread
 	base agent.EventBase // the thread's session
-	sc   scoped
+	sc   scoped // ThreadID and TurnID are empty when lx is set: see turnID
 	m    jsonrpc.Message
 	lx   *noteParams // the params read in one pass; nil: read them with encoding/json
 }
@@ -416,14 +421,26 @@ func (d *AppServerDecoder) notification(o *out, m jsonrpc.Message) {
 		return
 	}
 	var sc scoped
+	var th *thread
 	if lx != nil {
-		sc = scoped{ThreadID: stringOf(lx.threadID), TurnID: stringOf(lx.turnID), ItemID: stringOf(lx.itemID)}
+		// The turn id is read by the few handlers that use it
+		// (notice.turnID); a known thread is found without a copy of its
+		// id.
+		sc.ItemID = stringOf(lx.itemID)
+		if body, ok := plainString(lx.threadID); ok && len(body) > 0 {
+			th = d.threads[string(body)]
+		}
+		if th == nil {
+			sc.ThreadID = stringOf(lx.threadID)
+		}
 	} else if len(m.Params) > 0 && m.Params[0] == '{' {
 		// The frame was validated when it was parsed: a structural pass
 		// finds the three ids without decoding the params again.
 		jsonlex.StringFields(m.Params, []*string{&sc.ThreadID, &sc.TurnID, &sc.ItemID}, "threadId", "turnId", "itemId")
 	}
-	th := d.threadOf(sc.ThreadID)
+	if th == nil {
+		th = d.threadOf(sc.ThreadID)
+	}
 	if th == nil {
 		if sc.ThreadID == "" {
 			d.drop(o, m.Method, agent.DropMissingID, "notification without threadId", m.Raw)
@@ -469,6 +486,14 @@ func (d *AppServerDecoder) turnCompleted(n notice) {
 		return
 	}
 	d.settleTurn(n.o, n.th, p.Turn, n.m.Raw)
+}
+
+// turnID is the notification's turnId (see notification).
+func (n notice) turnID() string {
+	if n.lx != nil {
+		return stringOf(n.lx.turnID)
+	}
+	return n.sc.TurnID
 }
 
 // lexTurn reads the turn member of a notification in one pass; false
@@ -640,13 +665,13 @@ func (d *AppServerDecoder) errorNotice(n notice) {
 		}})
 		return
 	}
-	n.th.errored = n.sc.TurnID
+	n.th.errored = n.turnID()
 	n.o.add(&agent.AgentError{EventBase: n.base, Kind: kind, Text: p.Error.Message, StatusCode: status})
 }
 
 func (d *AppServerDecoder) compacted(n notice) {
 	if n.th.compacts == 0 {
-		n.o.add(&agent.Compaction{EventBase: n.base, ID: "compacted:" + n.sc.TurnID, Auto: true})
+		n.o.add(&agent.Compaction{EventBase: n.base, ID: "compacted:" + n.turnID(), Auto: true})
 	}
 }
 

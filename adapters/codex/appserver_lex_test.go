@@ -88,6 +88,41 @@ func TestLexTrafficSameEvents(t *testing.T) {
 	}
 }
 
+// TestLexDecodeCases decodes short scripts both ways (one frame a line,
+// as FuzzLexDecode reads its input): the same events.
+func TestLexDecodeCases(t *testing.T) {
+	start := `c{"id":1,"method":"thread/start","params":{}}
+a{"id":1,"result":{"thread":{"id":"th"}}}
+a{"method":"turn/started","params":{"threadId":"th","turn":{"id":"tu"}}}
+`
+	for _, script := range []string{
+		// A child thread with an empty id: a notification without
+		// threadId is still refused.
+		start + `a{"method":"item/started","params":{"threadId":"th","item":{"type":"collabAgentToolCall","id":"c","tool":"spawn","receiverThreadIds":[""]}}}
+a{"method":"item/agentMessage/delta","params":{"threadId":"","itemId":"m","delta":"x"}}`,
+		// Ids in other cases, escapes, repeats and types.
+		start + `a{"method":"item/agentMessage/delta","params":{"threadId":"th","ItemId":"m","delta":"x"}}
+a{"method":"item/agentMessage/delta","params":{"threadId":"t\u0068","itemId":"m","delta":"y","delta":5}}
+a{"method":"item/agentMessage/delta","params":{"threadId":"th","itemId":"m","delta":"z"},"emittedAtMs":1.5}
+a{"method":"thread/tokenUsage/updated","params":{"threadId":"th","tokenUsage":{"last":{"inputTokens":3},"Last":null}}}
+a{"method":"thread/tokenUsage/updated","params":{"threadId":"th","tokenUsage":{"last":{"inputTokens":3.0}}}}
+a{"method":"error","params":{"threadId":"th","turnId":"tu","error":{"message":"m"},"willRetry":false}}
+a{"method":"thread/compacted","params":{"threadId":"th","turnId":"tu"}}
+a{"method":"turn/completed","params":{"threadId":"th","turn":{"id":"tu","status":"failed","items":[{"id":"i","type":"agentMessage","text":"t"}],"error":{"message":"e"}}}}
+x{}`,
+	} {
+		var frames []jsonrpc.Frame
+		for i, line := range bytes.Split([]byte(script), []byte("\n")) {
+			dir := map[byte]trafficlog.Dir{'a': trafficlog.A2C, 'c': trafficlog.C2A, 'x': trafficlog.Exit}[line[0]]
+			frames = append(frames, jsonrpc.NewFrame(int64(i+1), dir, line[1:]))
+		}
+		fast, general := decodeBothWays(frames, 1)
+		if len(general) < 3 || !reflect.DeepEqual(fast, general) {
+			t.Errorf("one pass:\n%s\nencoding/json:\n%s", dumpEvents(fast), dumpEvents(general))
+		}
+	}
+}
+
 // TestLexCoversCaptures checks the one-pass readers take the shapes real
 // app-server traffic has: every notification's params, item, turn and
 // thread of the captures, every request and response read in one pass.

@@ -26,6 +26,7 @@ import (
 type lexKeys struct {
 	index map[string]int  // exact name → field number (< 64)
 	lower map[string]bool // every name in lower case
+	lens  uint64          // bit n set: a name is n bytes long (n < 64)
 }
 
 func newKeys(names ...string) *lexKeys {
@@ -33,9 +34,33 @@ func newKeys(names ...string) *lexKeys {
 	for i, n := range names {
 		k.index[n] = i
 		k.lower[strings.ToLower(n)] = true
+		k.lens |= 1 << len(n)
 	}
 	return k
 }
+
+// plainString returns the body of the raw string v when it has no escape
+// and is UTF-8 (what it decodes to, byte for byte).
+func plainString(v []byte) ([]byte, bool) {
+	if len(v) < 2 || v[0] != '"' {
+		return nil, false
+	}
+	body := v[1 : len(v)-1]
+	return body, bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body)
+}
+
+// common are values many members share (item types and statuses):
+// decoded to these strings, they are not allocated again.
+var common = func() map[string]string {
+	m := map[string]string{}
+	for _, s := range []string{"userMessage", "agentMessage", "plan", "reasoning", "commandExecution", "fileChange",
+		"mcpToolCall", "dynamicToolCall", "collabAgentToolCall", "subAgentActivity", "webSearch", "imageView",
+		"contextCompaction", "inProgress", "completed", "failed", "declined", "interrupted", "agent", "userShell",
+		"text", "started", ""} {
+		m[s] = s
+	}
+	return m
+}()
 
 // maxKey is longer than any field name (ASCII case folding keeps lengths).
 const maxKey = 64
@@ -81,6 +106,12 @@ func lexMembers(v []byte, k *lexKeys, fn func(i int, val []byte) bool) bool {
 	var seen uint64
 	err := jsonlex.Members(v, func(key, val []byte) bool {
 		name := key[1 : len(key)-1]
+		if len(name) < 64 && k.lens&(1<<len(name)) == 0 {
+			// No field has this length, nor does an ASCII name that
+			// folds to one.
+			ok = bytes.IndexByte(name, '\\') < 0 && !hasNonASCII(name)
+			return ok
+		}
 		if i, found := k.index[string(name)]; found {
 			if seen&(1<<i) != 0 {
 				ok = false
@@ -131,6 +162,11 @@ func lexElems(v []byte, fn func(e []byte) bool) bool {
 func lexStr(v []byte) (string, bool) {
 	body := v[1 : len(v)-1]
 	if bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+		if len(body) <= 20 {
+			if s, ok := common[string(body)]; ok {
+				return s, true
+			}
+		}
 		return string(body), true
 	}
 	s, err := jsonlex.Unquote(v)
