@@ -358,7 +358,7 @@ type notice struct {
 	o    *out
 	th   *thread
 	base agent.EventBase // the thread's session
-	sc   scoped // ThreadID and TurnID are empty when lx is set: see turnID
+	sc   scoped          // ThreadID and TurnID are empty when lx is set: see turnID
 	m    jsonrpc.Message
 	lx   *noteParams // the params read in one pass; nil: read them with encoding/json
 }
