@@ -135,7 +135,9 @@ func (d *AppServerDecoder) drop(o *out, kind string, reason agent.DropReason, de
 }
 
 func (d *AppServerDecoder) a2c(o *out, f jsonrpc.Frame) {
-	if s, ok := f.Text(); ok {
+	// A decoded frame is an object, never text: only the others are asked
+	// (Text allocates).
+	if s, ok := f.Text(); f.Msg == nil && ok {
 		d.drop(o, "", agent.DropUnparseableJSON, "agent wrote a line that is not JSON", []byte(s))
 		return
 	}
@@ -467,10 +469,14 @@ func (d *AppServerDecoder) threadName(n notice) {
 }
 
 func (d *AppServerDecoder) turnStarted(n notice) {
-	var p struct {
-		Turn turn `json:"turn"`
+	var p turnParams
+	ok := n.lexTurn(&p.Turn)
+	if !ok {
+		var err error
+		p, err = unmarshalAs[turnParams](n.m.Params)
+		ok = err == nil
 	}
-	if !n.lexTurn(&p.Turn) && json.Unmarshal(n.m.Params, &p) != nil || p.Turn.ID == "" {
+	if !ok || p.Turn.ID == "" {
 		d.dropNotice(n, agent.DropMissingID, "turn/started without turn.id")
 		return
 	}
@@ -478,10 +484,14 @@ func (d *AppServerDecoder) turnStarted(n notice) {
 }
 
 func (d *AppServerDecoder) turnCompleted(n notice) {
-	var p struct {
-		Turn turn `json:"turn"`
+	var p turnParams
+	ok := n.lexTurn(&p.Turn)
+	if !ok {
+		var err error
+		p, err = unmarshalAs[turnParams](n.m.Params)
+		ok = err == nil
 	}
-	if !n.lexTurn(&p.Turn) && json.Unmarshal(n.m.Params, &p) != nil || p.Turn.ID == "" {
+	if !ok || p.Turn.ID == "" {
 		d.dropNotice(n, agent.DropMissingID, "turn/completed without turn.id")
 		return
 	}
@@ -625,18 +635,17 @@ func (d *AppServerDecoder) planUpdated(n notice) {
 }
 
 func (d *AppServerDecoder) tokenUsage(n notice) {
-	var p struct {
-		Usage struct {
-			Last *tokenBreakdown `json:"last"`
-		} `json:"tokenUsage"`
-	}
+	var p usageParams
 	ok := false
 	if n.lx != nil {
-		if p.Usage.Last, ok = lexTokenUsage(n.lx.tokenUsage); !ok {
-			p.Usage.Last = nil
-		}
+		p.Usage.Last, ok = lexTokenUsage(n.lx.tokenUsage)
 	}
-	if !ok && json.Unmarshal(n.m.Params, &p) != nil || p.Usage.Last == nil {
+	if !ok {
+		var err error
+		p, err = unmarshalAs[usageParams](n.m.Params)
+		ok = err == nil
+	}
+	if !ok || p.Usage.Last == nil {
 		d.dropNotice(n, agent.DropInvalidField, "tokenUsage.last missing")
 		return
 	}
@@ -677,15 +686,14 @@ func (d *AppServerDecoder) compacted(n notice) {
 
 // requestResolved: a request Codex resolved without happy's answer.
 func (d *AppServerDecoder) requestResolved(n notice) {
-	var p struct {
-		ID json.RawMessage `json:"requestId"`
-	}
 	key, ok := "", false
 	if n.lx != nil {
 		key, ok = rawIDKey(n.lx.requestID)
 	}
 	if !ok {
-		_ = json.Unmarshal(n.m.Params, &p)
+		p, _ := unmarshalAs[struct {
+			ID json.RawMessage `json:"requestId"`
+		}](n.m.Params)
 		key = idString(p.ID)
 	}
 	r := d.received[key]

@@ -672,7 +672,13 @@ type serverRequest struct {
 func (d *AppServerDecoder) request(o *out, m jsonrpc.Message) {
 	key := d.idKey(m.ID)
 	var p requestParams
-	if len(m.Params) == 0 || m.Params[0] != '{' || !d.lexRequest(m.Params, &p) && json.Unmarshal(m.Params, &p) != nil {
+	ok := len(m.Params) > 0 && m.Params[0] == '{'
+	if ok && !d.lexRequest(m.Params, &p) {
+		var err error
+		p, err = unmarshalAs[requestParams](m.Params)
+		ok = err == nil
+	}
+	if !ok {
 		d.drop(o, m.Method, agent.DropInvalidField, "request params are not an object of the expected shape", m.Raw)
 		return
 	}
@@ -886,18 +892,17 @@ func (d *AppServerDecoder) c2a(o *out, f jsonrpc.Frame) {
 	m := *f.Msg
 	switch m.Kind {
 	case jsonrpc.KindRequest:
-		var p struct {
-			ThreadID string `json:"threadId"`
-		}
-		ok := false
+		thread, ok := "", false
 		if !d.general {
-			p.ThreadID, ok = lexStringMember(m.Params, threadIDKeys)
+			thread, ok = lexStringMember(m.Params, threadIDKeys)
 		}
 		if !ok {
-			p.ThreadID = ""
-			_ = json.Unmarshal(m.Params, &p)
+			p, _ := unmarshalAs[struct {
+				ThreadID string `json:"threadId"`
+			}](m.Params)
+			thread = p.ThreadID
 		}
-		d.sent[d.idKey(m.ID)] = sentReq{method: m.Method, thread: p.ThreadID}
+		d.sent[d.idKey(m.ID)] = sentReq{method: m.Method, thread: thread}
 	case jsonrpc.KindResponse:
 		key := d.idKey(m.ID)
 		r := d.received[key]
@@ -934,21 +939,21 @@ func (d *AppServerDecoder) c2a(o *out, f jsonrpc.Frame) {
 			o.add(&agent.ToolResolved{EventBase: base, CallID: r.callID, Answers: answers})
 			return
 		}
-		var res struct {
-			Decision json.RawMessage `json:"decision"`
-		}
+		var answer json.RawMessage
 		ok := false
 		if !d.general {
-			res.Decision, ok = lexDecision(m.Result)
+			answer, ok = lexDecision(m.Result)
 		}
 		if !ok {
-			res.Decision = nil
-			_ = json.Unmarshal(m.Result, &res)
+			res, _ := unmarshalAs[struct {
+				Decision json.RawMessage `json:"decision"`
+			}](m.Result)
+			answer = res.Decision
 		}
-		dec, reason, ok := decision(res.Decision)
+		dec, reason, ok := decision(answer)
 		if !ok {
 			r.answered = false
-			d.drop(o, "decision", agent.DropUnknownDecision, "answer "+string(res.Decision)+" is not a known decision", f.Data)
+			d.drop(o, "decision", agent.DropUnknownDecision, "answer "+string(answer)+" is not a known decision", f.Data)
 			return
 		}
 		if c != nil {
@@ -977,7 +982,13 @@ func (d *AppServerDecoder) response(o *out, m jsonrpc.Message) {
 	switch s.method {
 	case "thread/start", "thread/resume", "thread/fork":
 		var r threadResult
-		if !d.lexThreadResult(m.Result, &r) && json.Unmarshal(m.Result, &r) != nil || r.Thread.ID == "" {
+		ok := d.lexThreadResult(m.Result, &r)
+		if !ok {
+			var err error
+			r, err = unmarshalAs[threadResult](m.Result)
+			ok = err == nil
+		}
+		if !ok || r.Thread.ID == "" {
 			d.drop(o, s.method, agent.DropMissingID, "response without thread.id", m.Raw)
 			return
 		}
@@ -997,10 +1008,14 @@ func (d *AppServerDecoder) response(o *out, m jsonrpc.Message) {
 		}
 		d.threadStarted(o, r.Thread)
 	case "turn/start":
-		var r struct {
-			Turn turn `json:"turn"`
+		var r turnParams
+		ok := d.lexTurnResult(m.Result, &r.Turn)
+		if !ok {
+			var err error
+			r, err = unmarshalAs[turnParams](m.Result)
+			ok = err == nil
 		}
-		if (d.lexTurnResult(m.Result, &r.Turn) || json.Unmarshal(m.Result, &r) == nil) && r.Turn.ID != "" {
+		if ok && r.Turn.ID != "" {
 			if th := d.threadOf(s.thread); th != nil && (!th.open || th.turn != r.Turn.ID) && !(th.turn == r.Turn.ID) {
 				d.startTurn(o, th, r.Turn.ID)
 			}

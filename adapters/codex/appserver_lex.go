@@ -495,3 +495,26 @@ func (d *AppServerDecoder) lexTurnResult(v []byte, t *turn) bool {
 	*t = turn{}
 	return false
 }
+
+// turnParams are the params of turn/started and turn/completed, and the
+// result of turn/start.
+type turnParams struct {
+	Turn turn `json:"turn"`
+}
+
+// usageParams are the params of thread/tokenUsage/updated the decoder
+// reads.
+type usageParams struct {
+	Usage struct {
+		Last *tokenBreakdown `json:"last"`
+	} `json:"tokenUsage"`
+}
+
+// unmarshalAs is json.Unmarshal into a new T. A value decoded in place
+// would be allocated on every call of its function, one-pass read or not
+// (its address escapes to encoding/json); here it is only when this runs.
+func unmarshalAs[T any](raw []byte) (T, error) {
+	var v T
+	err := json.Unmarshal(raw, &v)
+	return v, err
+}
