@@ -396,6 +396,7 @@ func (d *AppServerDecoder) notification(o *out, m jsonrpc.Message) {
 	if !d.general && len(m.Params) > 0 && m.Params[0] == '{' {
 		d.params = noteParams{}
 		lx = &d.params
+		defer func() { d.params = noteParams{} }() // it holds slices of the frame
 		if !lx.scan(m.Params) {
 			lx = nil
 		}
