@@ -25,6 +25,13 @@ type AppServerDecoder struct {
 	calls    map[string]*call   // by session + "\x00" + call id
 	sent     map[string]sentReq // our requests by id
 	received map[string]*srvReq // Codex's requests by id
+
+	// general sends every frame through encoding/json, past the one-pass
+	// readers of appserver_lex.go (tests compare the two ways).
+	general bool
+	itemBuf itemHead   // the item being mapped (reused: see item)
+	params  noteParams // the notification being mapped (reused)
+	out     out        // the events of the frame being mapped
 }
 
 type thread struct {
@@ -96,7 +103,11 @@ func (o *out) add(e agent.Event) {
 // Decode implements Decoder.
 func (d *AppServerDecoder) Decode(f jsonrpc.Frame) []agent.Event {
 	d.n++
-	o := &out{t: f.T}
+	// The decoder's own out: one allocated per frame would be garbage at
+	// once (the events slice is the caller's).
+	d.out = out{t: f.T}
+	o := &d.out
+	defer func() { d.out = out{} }()
 	switch f.Dir {
 	case trafficlog.A2C:
 		d.a2c(o, f)
@@ -124,7 +135,9 @@ func (d *AppServerDecoder) drop(o *out, kind string, reason agent.DropReason, de
 }
 
 func (d *AppServerDecoder) a2c(o *out, f jsonrpc.Frame) {
-	if s, ok := f.Text(); ok {
+	// A decoded frame is an object, never text: only the others are asked
+	// (Text allocates).
+	if s, ok := f.Text(); f.Msg == nil && ok {
 		d.drop(o, "", agent.DropUnparseableJSON, "agent wrote a line that is not JSON", []byte(s))
 		return
 	}
@@ -135,7 +148,13 @@ func (d *AppServerDecoder) a2c(o *out, f jsonrpc.Frame) {
 	}
 	m := *f.Msg
 	var emitted int64
-	if json.Unmarshal(m.Extra["emittedAtMs"], &emitted) == nil && emitted > 0 {
+	raw := m.Extra["emittedAtMs"]
+	if n, ok := lexEmitted(raw); ok && !d.general {
+		emitted = n
+	} else if json.Unmarshal(raw, &emitted) != nil {
+		emitted = 0
+	}
+	if emitted > 0 {
 		o.t = emitted
 	}
 	switch m.Kind {
@@ -341,8 +360,9 @@ type notice struct {
 	o    *out
 	th   *thread
 	base agent.EventBase // the thread's session
-	sc   scoped
+	sc   scoped          // ThreadID and TurnID are empty when lx is set: see turnID
 	m    jsonrpc.Message
+	lx   *noteParams // the params read in one pass; nil: read them with encoding/json
 }
 
 // appServerNotifications maps every notification the decoder maps (see the
@@ -372,11 +392,26 @@ func (d *AppServerDecoder) notification(o *out, m jsonrpc.Message) {
 	if _, ok := ignoredNotification(m.Method); ok {
 		return
 	}
+	var lx *noteParams
+	if !d.general && len(m.Params) > 0 && m.Params[0] == '{' {
+		d.params = noteParams{}
+		lx = &d.params
+		defer func() { d.params = noteParams{} }() // it holds slices of the frame
+		if !lx.scan(m.Params) {
+			lx = nil
+		}
+	}
 	if m.Method == "thread/started" {
 		var p struct {
 			Thread threadInfo `json:"thread"`
 		}
-		if json.Unmarshal(m.Params, &p) != nil || p.Thread.ID == "" {
+		if lx == nil || !lexThread(lx.thread, &p.Thread) {
+			p.Thread = threadInfo{}
+			if json.Unmarshal(m.Params, &p) != nil {
+				p.Thread.ID = ""
+			}
+		}
+		if p.Thread.ID == "" {
 			d.drop(o, m.Method, agent.DropMissingID, "thread/started without thread.id", m.Raw)
 			return
 		}
@@ -389,12 +424,26 @@ func (d *AppServerDecoder) notification(o *out, m jsonrpc.Message) {
 		return
 	}
 	var sc scoped
-	if len(m.Params) > 0 && m.Params[0] == '{' {
+	var th *thread
+	if lx != nil {
+		// The turn id is read by the few handlers that use it
+		// (notice.turnID); a known thread is found without a copy of its
+		// id.
+		sc.ItemID = stringOf(lx.itemID)
+		if body, ok := plainString(lx.threadID); ok && len(body) > 0 {
+			th = d.threads[string(body)]
+		}
+		if th == nil {
+			sc.ThreadID = stringOf(lx.threadID)
+		}
+	} else if len(m.Params) > 0 && m.Params[0] == '{' {
 		// The frame was validated when it was parsed: a structural pass
 		// finds the three ids without decoding the params again.
 		jsonlex.StringFields(m.Params, []*string{&sc.ThreadID, &sc.TurnID, &sc.ItemID}, "threadId", "turnId", "itemId")
 	}
-	th := d.threadOf(sc.ThreadID)
+	if th == nil {
+		th = d.threadOf(sc.ThreadID)
+	}
 	if th == nil {
 		if sc.ThreadID == "" {
 			d.drop(o, m.Method, agent.DropMissingID, "notification without threadId", m.Raw)
@@ -403,7 +452,7 @@ func (d *AppServerDecoder) notification(o *out, m jsonrpc.Message) {
 		}
 		return
 	}
-	handle(d, notice{o: o, th: th, base: agent.EventBase{Session: th.session}, sc: sc, m: m})
+	handle(d, notice{o: o, th: th, base: agent.EventBase{Session: th.session}, sc: sc, m: m, lx: lx})
 }
 
 func (d *AppServerDecoder) dropNotice(n notice, reason agent.DropReason, detail string) {
@@ -421,10 +470,14 @@ func (d *AppServerDecoder) threadName(n notice) {
 }
 
 func (d *AppServerDecoder) turnStarted(n notice) {
-	var p struct {
-		Turn turn `json:"turn"`
+	var p turnParams
+	ok := n.lexTurn(&p.Turn)
+	if !ok {
+		var err error
+		p, err = unmarshalAs[turnParams](n.m.Params)
+		ok = err == nil
 	}
-	if json.Unmarshal(n.m.Params, &p) != nil || p.Turn.ID == "" {
+	if !ok || p.Turn.ID == "" {
 		d.dropNotice(n, agent.DropMissingID, "turn/started without turn.id")
 		return
 	}
@@ -432,18 +485,45 @@ func (d *AppServerDecoder) turnStarted(n notice) {
 }
 
 func (d *AppServerDecoder) turnCompleted(n notice) {
-	var p struct {
-		Turn turn `json:"turn"`
+	var p turnParams
+	ok := n.lexTurn(&p.Turn)
+	if !ok {
+		var err error
+		p, err = unmarshalAs[turnParams](n.m.Params)
+		ok = err == nil
 	}
-	if json.Unmarshal(n.m.Params, &p) != nil || p.Turn.ID == "" {
+	if !ok || p.Turn.ID == "" {
 		d.dropNotice(n, agent.DropMissingID, "turn/completed without turn.id")
 		return
 	}
 	d.settleTurn(n.o, n.th, p.Turn, n.m.Raw)
 }
 
+// turnID is the notification's turnId (see notification).
+func (n notice) turnID() string {
+	if n.lx != nil {
+		return stringOf(n.lx.turnID)
+	}
+	return n.sc.TurnID
+}
+
+// lexTurn reads the turn member of a notification in one pass; false
+// when encoding/json must (into a zero t).
+func (n notice) lexTurn(t *turn) bool {
+	if n.lx != nil && lexTurn(n.lx.turn, t) {
+		return true
+	}
+	*t = turn{}
+	return false
+}
+
 func (d *AppServerDecoder) itemNotice(n notice) {
-	item, _ := jsonlex.Field(n.m.Params, "item") // params of a validated frame
+	var item []byte
+	if n.lx != nil {
+		item = n.lx.item
+	} else {
+		item, _ = jsonlex.Field(n.m.Params, "item") // params of a validated frame
+	}
 	if len(item) == 0 || item[0] != '{' {
 		d.dropNotice(n, agent.DropInvalidField, "item is not an object")
 		return
@@ -453,7 +533,11 @@ func (d *AppServerDecoder) itemNotice(n notice) {
 
 func (d *AppServerDecoder) textDelta(n notice) {
 	var p struct{ Delta string }
-	jsonlex.StringFields(n.m.Params, []*string{&p.Delta}, "delta")
+	if n.lx != nil {
+		p.Delta = stringOf(n.lx.delta)
+	} else {
+		jsonlex.StringFields(n.m.Params, []*string{&p.Delta}, "delta")
+	}
 	if n.sc.ItemID == "" {
 		d.dropNotice(n, agent.DropMissingID, "delta without itemId")
 		return
@@ -487,14 +571,23 @@ func (d *AppServerDecoder) summaryDelta(n notice) {
 
 func (d *AppServerDecoder) reasoningDelta(n notice) {
 	var p struct{ Delta string }
-	jsonlex.StringFields(n.m.Params, []*string{&p.Delta}, "delta")
+	if n.lx != nil {
+		p.Delta = stringOf(n.lx.delta)
+	} else {
+		jsonlex.StringFields(n.m.Params, []*string{&p.Delta}, "delta")
+	}
 	if n.sc.ItemID != "" && p.Delta != "" && !n.th.items[n.sc.ItemID] {
 		n.o.add(&agent.ReasoningDelta{EventBase: n.base, Block: n.sc.ItemID + "/raw", Delta: p.Delta})
 	}
 }
 
 func (d *AppServerDecoder) outputDelta(n notice) {
-	delta, _ := jsonlex.Field(n.m.Params, "delta")
+	var delta []byte
+	if n.lx != nil {
+		delta = n.lx.delta
+	} else {
+		delta, _ = jsonlex.Field(n.m.Params, "delta")
+	}
 	b, err := decodeChunk(delta, false)
 	if err != nil {
 		d.dropNotice(n, agent.DropInvalidField, err.Error())
@@ -543,12 +636,17 @@ func (d *AppServerDecoder) planUpdated(n notice) {
 }
 
 func (d *AppServerDecoder) tokenUsage(n notice) {
-	var p struct {
-		Usage struct {
-			Last *tokenBreakdown `json:"last"`
-		} `json:"tokenUsage"`
+	var p usageParams
+	ok := false
+	if n.lx != nil {
+		p.Usage.Last, ok = lexTokenUsage(n.lx.tokenUsage)
 	}
-	if json.Unmarshal(n.m.Params, &p) != nil || p.Usage.Last == nil {
+	if !ok {
+		var err error
+		p, err = unmarshalAs[usageParams](n.m.Params)
+		ok = err == nil
+	}
+	if !ok || p.Usage.Last == nil {
 		d.dropNotice(n, agent.DropInvalidField, "tokenUsage.last missing")
 		return
 	}
@@ -577,23 +675,29 @@ func (d *AppServerDecoder) errorNotice(n notice) {
 		}})
 		return
 	}
-	n.th.errored = n.sc.TurnID
+	n.th.errored = n.turnID()
 	n.o.add(&agent.AgentError{EventBase: n.base, Kind: kind, Text: p.Error.Message, StatusCode: status})
 }
 
 func (d *AppServerDecoder) compacted(n notice) {
 	if n.th.compacts == 0 {
-		n.o.add(&agent.Compaction{EventBase: n.base, ID: "compacted:" + n.sc.TurnID, Auto: true})
+		n.o.add(&agent.Compaction{EventBase: n.base, ID: "compacted:" + n.turnID(), Auto: true})
 	}
 }
 
 // requestResolved: a request Codex resolved without happy's answer.
 func (d *AppServerDecoder) requestResolved(n notice) {
-	var p struct {
-		ID json.RawMessage `json:"requestId"`
+	key, ok := "", false
+	if n.lx != nil {
+		key, ok = rawIDKey(n.lx.requestID)
 	}
-	_ = json.Unmarshal(n.m.Params, &p)
-	r := d.received[idString(p.ID)]
+	if !ok {
+		p, _ := unmarshalAs[struct {
+			ID json.RawMessage `json:"requestId"`
+		}](n.m.Params)
+		key = idString(p.ID)
+	}
+	r := d.received[key]
 	if r == nil || r.answered {
 		return
 	}
@@ -644,7 +748,14 @@ func (d *AppServerDecoder) settleTurn(o *out, th *thread, t turn, raw []byte) {
 		var head struct {
 			ID string `json:"id"`
 		}
-		if json.Unmarshal(it, &head) == nil && head.ID != "" && !th.items[head.ID] {
+		id, ok := "", false
+		if !d.general {
+			id, ok = lexItemID(it)
+		}
+		if !ok && json.Unmarshal(it, &head) == nil {
+			id, ok = head.ID, true
+		}
+		if ok && id != "" && !th.items[id] {
 			d.item(o, th, it, true, raw)
 		}
 	}

@@ -94,10 +94,16 @@ func ignoredItem(kind string) (string, bool) {
 // item maps one ThreadItem, seen in item/started (completed false) or
 // item/completed / a turn's final item list (completed true).
 func (d *AppServerDecoder) item(o *out, th *thread, raw json.RawMessage, completed bool, frame []byte) {
-	var it itemHead
-	if err := json.Unmarshal(raw, &it); err != nil {
-		d.drop(o, "item", agent.DropInvalidField, err.Error(), frame)
-		return
+	// Decoded into the decoder's own itemHead: a local one would be
+	// allocated for every item (it escapes to encoding/json).
+	it := &d.itemBuf
+	defer func() { *it = itemHead{} }()
+	if d.general || !lexItem(raw, it) {
+		*it = itemHead{}
+		if err := json.Unmarshal(raw, it); err != nil {
+			d.drop(o, "item", agent.DropInvalidField, err.Error(), frame)
+			return
+		}
 	}
 	if it.ID == "" {
 		d.drop(o, "item:"+it.Type, agent.DropMissingID, "item without id", frame)
@@ -119,7 +125,7 @@ func (d *AppServerDecoder) item(o *out, th *thread, raw json.RawMessage, complet
 		}
 		return
 	}
-	handle(d, itemEvent{o: o, th: th, it: it, base: base, completed: completed, seen: seen, frame: frame})
+	handle(d, itemEvent{o: o, th: th, it: *it, base: base, completed: completed, seen: seen, frame: frame})
 }
 
 // itemEvent is one ThreadItem seen, for its handler: the thread, the item,
@@ -664,9 +670,15 @@ type serverRequest struct {
 }
 
 func (d *AppServerDecoder) request(o *out, m jsonrpc.Message) {
-	key := idString(mustObject(m.ID))
+	key := d.idKey(m.ID)
 	var p requestParams
-	if len(m.Params) == 0 || m.Params[0] != '{' || json.Unmarshal(m.Params, &p) != nil {
+	ok := len(m.Params) > 0 && m.Params[0] == '{'
+	if ok && !d.lexRequest(m.Params, &p) {
+		var err error
+		p, err = unmarshalAs[requestParams](m.Params)
+		ok = err == nil
+	}
+	if !ok {
 		d.drop(o, m.Method, agent.DropInvalidField, "request params are not an object of the expected shape", m.Raw)
 		return
 	}
@@ -880,13 +892,19 @@ func (d *AppServerDecoder) c2a(o *out, f jsonrpc.Frame) {
 	m := *f.Msg
 	switch m.Kind {
 	case jsonrpc.KindRequest:
-		var p struct {
-			ThreadID string `json:"threadId"`
+		thread, ok := "", false
+		if !d.general {
+			thread, ok = lexStringMember(m.Params, threadIDKeys)
 		}
-		_ = json.Unmarshal(m.Params, &p)
-		d.sent[idString(mustObject(m.ID))] = sentReq{method: m.Method, thread: p.ThreadID}
+		if !ok {
+			p, _ := unmarshalAs[struct {
+				ThreadID string `json:"threadId"`
+			}](m.Params)
+			thread = p.ThreadID
+		}
+		d.sent[d.idKey(m.ID)] = sentReq{method: m.Method, thread: thread}
 	case jsonrpc.KindResponse:
-		key := idString(mustObject(m.ID))
+		key := d.idKey(m.ID)
 		r := d.received[key]
 		if r == nil || r.answered {
 			return
@@ -921,14 +939,21 @@ func (d *AppServerDecoder) c2a(o *out, f jsonrpc.Frame) {
 			o.add(&agent.ToolResolved{EventBase: base, CallID: r.callID, Answers: answers})
 			return
 		}
-		var res struct {
-			Decision json.RawMessage `json:"decision"`
+		var answer json.RawMessage
+		ok := false
+		if !d.general {
+			answer, ok = lexDecision(m.Result)
 		}
-		_ = json.Unmarshal(m.Result, &res)
-		dec, reason, ok := decision(res.Decision)
+		if !ok {
+			res, _ := unmarshalAs[struct {
+				Decision json.RawMessage `json:"decision"`
+			}](m.Result)
+			answer = res.Decision
+		}
+		dec, reason, ok := decision(answer)
 		if !ok {
 			r.answered = false
-			d.drop(o, "decision", agent.DropUnknownDecision, "answer "+string(res.Decision)+" is not a known decision", f.Data)
+			d.drop(o, "decision", agent.DropUnknownDecision, "answer "+string(answer)+" is not a known decision", f.Data)
 			return
 		}
 		if c != nil {
@@ -941,7 +966,7 @@ func (d *AppServerDecoder) c2a(o *out, f jsonrpc.Frame) {
 
 // response maps Codex's responses to happy's requests.
 func (d *AppServerDecoder) response(o *out, m jsonrpc.Message) {
-	key := idString(mustObject(m.ID))
+	key := d.idKey(m.ID)
 	s, ok := d.sent[key]
 	if !ok {
 		return // a request this decoder did not see (the log started later)
@@ -956,13 +981,14 @@ func (d *AppServerDecoder) response(o *out, m jsonrpc.Message) {
 	}
 	switch s.method {
 	case "thread/start", "thread/resume", "thread/fork":
-		var r struct {
-			Thread        threadInfo `json:"thread"`
-			Model         string     `json:"model"`
-			ModelProvider string     `json:"modelProvider"`
-			Cwd           string     `json:"cwd"`
+		var r threadResult
+		ok := d.lexThreadResult(m.Result, &r)
+		if !ok {
+			var err error
+			r, err = unmarshalAs[threadResult](m.Result)
+			ok = err == nil
 		}
-		if json.Unmarshal(m.Result, &r) != nil || r.Thread.ID == "" {
+		if !ok || r.Thread.ID == "" {
 			d.drop(o, s.method, agent.DropMissingID, "response without thread.id", m.Raw)
 			return
 		}
@@ -982,10 +1008,14 @@ func (d *AppServerDecoder) response(o *out, m jsonrpc.Message) {
 		}
 		d.threadStarted(o, r.Thread)
 	case "turn/start":
-		var r struct {
-			Turn turn `json:"turn"`
+		var r turnParams
+		ok := d.lexTurnResult(m.Result, &r.Turn)
+		if !ok {
+			var err error
+			r, err = unmarshalAs[turnParams](m.Result)
+			ok = err == nil
 		}
-		if json.Unmarshal(m.Result, &r) == nil && r.Turn.ID != "" {
+		if ok && r.Turn.ID != "" {
 			if th := d.threadOf(s.thread); th != nil && (!th.open || th.turn != r.Turn.ID) && !(th.turn == r.Turn.ID) {
 				d.startTurn(o, th, r.Turn.ID)
 			}

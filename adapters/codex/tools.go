@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/happy-dev/happy/agent"
 )
@@ -48,16 +49,40 @@ func shellCall(providerTool, cmd, wrapped, cwd string) (json.RawMessage, agent.O
 	if wrapped != "" {
 		given = wrapped
 	}
-	raw := map[string]any{"command": given}
-	if cwd != "" {
-		raw["cwd"] = cwd
-	}
 	input := agent.EncodeInput(agent.BashInput{Command: cmd, Cwd: cwd})
-	meta := agent.ToolMetadata(providerTool, agent.EncodeInput(raw), input)
+	var meta agent.Object
+	if utf8.ValidString(given) && utf8.ValidString(cmd) && utf8.ValidString(cwd) {
+		// What agent.ToolMetadata makes of the two inputs, without
+		// encoding and decoding them: UTF-8 strings come back as they
+		// were, so they are the same value when the commands are.
+		meta = agent.Object{}
+		if providerTool != "" {
+			meta[agent.MetaProviderTool] = providerTool
+		}
+		if cmd == "" || given != cmd {
+			raw := map[string]any{"command": given}
+			if cwd != "" {
+				raw["cwd"] = cwd
+			}
+			meta[agent.MetaProviderInput] = raw
+		}
+	} else {
+		meta = shellMeta(providerTool, given, cwd, input)
+	}
 	if wrapped != "" {
 		meta["rawCommand"] = wrapped
 	}
 	return input, meta
+}
+
+// shellMeta is agent.ToolMetadata of a shell call whose input Codex gave
+// as {command: given, cwd?}.
+func shellMeta(providerTool, given, cwd string, input json.RawMessage) agent.Object {
+	raw := map[string]any{"command": given}
+	if cwd != "" {
+		raw["cwd"] = cwd
+	}
+	return agent.ToolMetadata(providerTool, agent.EncodeInput(raw), input)
 }
 
 // patchTool maps the file changes of a patch (one fileChange item, one
