@@ -1,6 +1,7 @@
 package export
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"regexp"
@@ -35,7 +36,10 @@ func Text(w io.Writer, t mapper.Transcript, opts TextOptions) error {
 	if opts.OutputLines == 0 {
 		opts.OutputLines = 3
 	}
-	tw := &textWriter{w: w, opts: opts, children: map[string]*mapper.Transcript{}, shown: map[string]bool{}}
+	// Lines are gathered in a buffer and reach w in large writes, not one
+	// write (a system call on a terminal or file) per line.
+	bw := bufio.NewWriterSize(w, 64<<10)
+	tw := &textWriter{w: bw, opts: opts, children: map[string]*mapper.Transcript{}, shown: map[string]bool{}}
 	tw.index(&t)
 	tw.header(t.Session)
 	tw.session(&t, 0)
@@ -58,6 +62,9 @@ func Text(w io.Writer, t mapper.Transcript, opts TextOptions) error {
 			}
 			tw.line(1, "- %s: %s %s", where, d.Reason, oneLine(d.Detail, 120))
 		}
+	}
+	if tw.err == nil {
+		tw.err = bw.Flush()
 	}
 	return tw.err
 }

@@ -85,11 +85,13 @@ func (r *Readback) Add(seq int64, plaintext []byte) {
 		Role      string          `json:"role"`
 		Content   json.RawMessage `json:"content"`
 	}
-	if !json.Valid(plaintext) {
-		r.refuse(seq, "", agent.DropUnparseableJSON, "not valid JSON", plaintext)
-		return
-	}
+	// Unmarshal checks the syntax itself; only a record it refuses is
+	// scanned again, to tell broken JSON from JSON of the wrong shape.
 	if err := json.Unmarshal(plaintext, &env); err != nil {
+		if !json.Valid(plaintext) {
+			r.refuse(seq, "", agent.DropUnparseableJSON, "not valid JSON", plaintext)
+			return
+		}
 		r.refuse(seq, "", agent.DropNotAnObject, "a relay record must be a JSON object", plaintext)
 		return
 	}
@@ -113,10 +115,11 @@ func (r *Readback) Add(seq int64, plaintext []byte) {
 			r.refuse(seq, kind, agent.DropInvalidField, "message record needs info and parts", plaintext)
 			return
 		}
-		body, _ := json.Marshal(struct {
-			Info  json.RawMessage `json:"info"`
-			Parts json.RawMessage `json:"parts"`
-		}{env.Info, env.Parts})
+		// {"info":…,"parts":…} from the two values as they came (Unmarshal
+		// checked both), without encoding them again.
+		body := make([]byte, 0, len(env.Info)+len(env.Parts)+19)
+		body = append(append(append(append(body, `{"info":`...), env.Info...), `,"parts":`...), env.Parts...)
+		body = append(body, '}')
 		m, rep, err := mapper.DecodeMessageWithParts(body)
 		if err != nil {
 			r.refuse(seq, kind, reasonOf(err), err.Error(), plaintext)
@@ -196,10 +199,32 @@ func reasonOf(err error) agent.DropReason {
 // todos, and every dropped record (kept on the root). Messages whose session
 // is unknown are kept on the root's dropped list as orphans.
 func (r *Readback) Transcript() mapper.Transcript {
-	bySession := map[string][]mapper.MessageWithParts{}
-	for _, m := range r.messages {
+	// Each session's messages in the order of their first versions (then
+	// by id), sorted once on keys taken before sorting: the comparison
+	// then costs no map lookups.
+	type keyed struct {
+		first int64
+		id    string
+		m     mapper.MessageWithParts
+	}
+	keyedBySession := map[string][]keyed{}
+	for id, m := range r.messages {
 		sid := sessionOf(m.value.Info)
-		bySession[sid] = append(bySession[sid], m.value)
+		keyedBySession[sid] = append(keyedBySession[sid], keyed{r.first[id], id, m.value})
+	}
+	bySession := make(map[string][]mapper.MessageWithParts, len(keyedBySession))
+	for sid, ks := range keyedBySession {
+		sort.Slice(ks, func(i, j int) bool {
+			if ks[i].first != ks[j].first {
+				return ks[i].first < ks[j].first
+			}
+			return ks[i].id < ks[j].id
+		})
+		ms := make([]mapper.MessageWithParts, len(ks))
+		for i := range ks {
+			ms[i] = ks[i].m
+		}
+		bySession[sid] = ms
 	}
 	children := map[string][]string{}
 	var rootID string
@@ -221,13 +246,6 @@ func (r *Readback) Transcript() mapper.Transcript {
 		if t.Messages == nil {
 			t.Messages = []mapper.MessageWithParts{}
 		}
-		sort.Slice(t.Messages, func(i, j int) bool {
-			a, b := t.Messages[i].Info.MessageID(), t.Messages[j].Info.MessageID()
-			if r.first[a] != r.first[b] {
-				return r.first[a] < r.first[b]
-			}
-			return a < b
-		})
 		if td, ok := r.todos[id]; ok {
 			t.Todos = td.value
 		}

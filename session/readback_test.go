@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -108,6 +109,8 @@ func TestReadbackRefusesBadRecordsWithReasons(t *testing.T) {
 	}{
 		{`{"kind":"message"`, agent.DropUnparseableJSON},
 		{`[1,2]`, agent.DropNotAnObject},
+		{`{"kind":"message","sessionID":5}`, agent.DropNotAnObject},
+		{`{"kind":"message"} {}`, agent.DropUnparseableJSON},
 		{`{"kind":"message","version":0,"info":{},"parts":[]}`, agent.DropInvalidField},
 		{`{"kind":"message","version":1.5,"info":{},"parts":[]}`, agent.DropInvalidField},
 		{`{"kind":"message","version":2,"info":{"id":"","role":"user"},"parts":[]}`, agent.DropMissingID},
@@ -136,6 +139,26 @@ func TestReadbackRefusesBadRecordsWithReasons(t *testing.T) {
 	}
 	if rb.Legacy != 3 {
 		t.Fatalf("legacy %d, want 3", rb.Legacy)
+	}
+}
+
+// A record written with spaces and escapes rebuilds the same message as
+// the compact one happy's sink writes.
+func TestReadbackSpacedRecordIsTheSameMessage(t *testing.T) {
+	const compact = `{"kind":"message","version":1,"info":{"id":"msg_1","sessionID":"ses_1","role":"user","time":{"created":1},"agent":"a","model":{"providerID":"p","modelID":"m"}},"parts":[{"id":"prt_1","sessionID":"ses_1","messageID":"msg_1","type":"text","text":"a<b"}]}`
+	const spaced = "{ \"kind\" : \"message\", \"version\": 1,\n \"info\" : { \"id\": \"msg_1\", \"sessionID\": \"ses_1\", \"role\": \"user\", \"time\": {\"created\": 1}, \"agent\": \"a\", \"model\": {\"providerID\": \"p\", \"modelID\": \"m\"} } ,\n \"parts\" : [ {\"id\": \"prt_1\", \"sessionID\": \"ses_1\", \"messageID\": \"msg_1\", \"type\": \"text\", \"text\": \"a\\u003cb\"} ] }"
+	var got []string
+	for _, rec := range []string{compact, spaced} {
+		rb := NewReadback(mapper.Session{ID: "ses_1"})
+		rb.Add(1, []byte(rec))
+		tr := rb.Transcript()
+		if len(tr.Dropped) != 1 || tr.Dropped[0].Reason != agent.DropOrphan {
+			t.Fatalf("%s: dropped %+v, want the one orphan", rec, tr.Dropped)
+		}
+		got = append(got, mustJSON(t, rb.messages["msg_1"].value))
+	}
+	if got[0] != got[1] || !strings.Contains(got[0], `"text":"a\u003cb"`) {
+		t.Fatalf("compact %s\nspaced  %s", got[0], got[1])
 	}
 }
 
