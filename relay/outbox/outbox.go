@@ -38,6 +38,17 @@
 // and then answers every caller. Append returns only once its rows are on
 // disk.
 //
+// Where the system has fsync (unix), the writer commits at
+// synchronous=NORMAL and a second goroutine, the syncer, makes the commits
+// durable: it fsyncs the WAL file once for every commit written since its
+// last sync and only then answers their callers. A committed group is
+// readable, and survives a crash of the process (its pages are in the
+// kernel), before that fsync: AppendStaged tells the caller at that point,
+// so the relay client sends a version while it is being synced instead of
+// after. Meanwhile the writer commits the next group (a removal, typically),
+// so a sync never holds up the queue. What an Append returns is unchanged:
+// on disk, as with synchronous=FULL.
+//
 // # Ownership across processes
 //
 // Lock takes an advisory file lock (flock) per session under <dir>/locks, so
@@ -128,6 +139,10 @@ type Options struct {
 	// Synchronous is the SQLite synchronous level: "FULL" (the default and
 	// the durable choice) or "NORMAL" (for benchmarks comparing the cost).
 	Synchronous string
+
+	// serialSync turns the syncer off: each commit syncs itself, as on
+	// systems without fsync (tests of that path).
+	serialSync bool
 }
 
 // Store is an open outbox. Its methods are safe for concurrent use.
@@ -139,6 +154,12 @@ type Store struct {
 	// full is synchronous=FULL; relaxed is set (by the writer only) while
 	// the writer connection may still be at NORMAL after a removal group.
 	full, relaxed bool
+	// pipelined: the writer connection runs at NORMAL and the syncer
+	// fsyncs the WAL (full, on systems with fsync; see "Group commit").
+	pipelined bool
+	syncs     chan []*op // committed groups waiting for the syncer
+	synced    chan struct{}
+	syncFile  func(db string) error // syncWAL; tests replace it
 
 	ops    chan *op
 	quit   chan struct{}
@@ -146,9 +167,10 @@ type Store struct {
 	mu     sync.Mutex
 	closed bool
 
-	statMu  sync.Mutex
-	commits int64
-	grouped int64
+	statMu    sync.Mutex
+	commits   int64
+	grouped   int64
+	syncCount int64
 
 	//lint:ignore U1000 used by Lock on systems without flock (lock_other.go)
 	locks lockState
@@ -175,6 +197,8 @@ type op struct {
 	state   []byte
 	pid     int
 	removed int
+	staged  func() // AppendStaged's notification (nil otherwise)
+	result  error  // the operation's own result, kept until the sync
 	err     chan error
 }
 
@@ -192,10 +216,16 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("outbox: synchronous %q (want FULL or NORMAL)", opts.Synchronous)
 	}
 	path := filepath.Join(dir, FileName)
+	pipelined := sync == "FULL" && canSyncWAL && !opts.serialSync
 	dsn := func(extra ...string) string {
 		q := url.Values{}
 		q.Add("_pragma", "busy_timeout(10000)")
-		q.Add("_pragma", "synchronous("+sync+")")
+		if pipelined {
+			// Commits are made durable by the syncer's fsync of the WAL.
+			q.Add("_pragma", "synchronous(NORMAL)")
+		} else {
+			q.Add("_pragma", "synchronous("+sync+")")
+		}
 		q.Add("_txlock", "immediate")
 		for _, e := range extra {
 			q.Add("_pragma", e)
@@ -229,7 +259,12 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
-	s := &Store{dir: dir, w: w, r: r, now: now, full: sync == "FULL", ops: make(chan *op, MaxGroup), quit: make(chan struct{}), done: make(chan struct{})}
+	s := &Store{dir: dir, w: w, r: r, now: now, full: sync == "FULL" && !pipelined, pipelined: pipelined,
+		ops: make(chan *op, MaxGroup), quit: make(chan struct{}), done: make(chan struct{}), syncFile: syncWAL}
+	if pipelined {
+		s.syncs, s.synced = make(chan []*op, MaxGroup), make(chan struct{})
+		go s.syncer()
+	}
 	go s.writer()
 	// Lock files of processes that died are removed (best effort: a
 	// left-over file is harmless, only clutter).
@@ -382,6 +417,28 @@ func (s *Store) AppendAsync(ctx context.Context, entries ...Entry) (wait func() 
 		}
 	}
 	return s.enqueue(ctx, &op{kind: opAppend, entries: entries})
+}
+
+// AppendStaged is AppendAsync with a second notification: staged runs once
+// the entries are committed, so they are readable (Pending lists them) and
+// survive a crash of the process, possibly before the fsync that makes them
+// survive a power loss, which wait still waits for. staged runs on the
+// writer goroutine and must not block; it does not run when the commit
+// fails. Where commits are not pipelined (see "Group commit") it runs when
+// the entries are on disk, just before wait returns.
+func (s *Store) AppendStaged(ctx context.Context, staged func(), entries ...Entry) (wait func() error, err error) {
+	if len(entries) == 0 {
+		if staged != nil {
+			staged()
+		}
+		return func() error { return nil }, nil
+	}
+	for _, e := range entries {
+		if err := validate(e); err != nil {
+			return nil, err
+		}
+	}
+	return s.enqueue(ctx, &op{kind: opAppend, entries: entries, staged: staged})
 }
 
 // Remove deletes the pending rows of session with the given localIds (after
@@ -606,8 +663,12 @@ func (s *Store) RejectedItems(ctx context.Context, session string) ([]Rejected, 
 
 // Stats are counters of the writer since Open.
 type Stats struct {
-	Commits    int64 // transactions committed (one fsync each with synchronous=FULL)
+	Commits    int64 // transactions committed
 	Operations int64 // operations committed (appends, removals, …) across them
+	// Syncs is the number of fsyncs of the WAL the syncer made, each for
+	// every commit written since the one before (0 where commits sync
+	// themselves: synchronous=FULL without the syncer, or NORMAL).
+	Syncs int64
 }
 
 // Stats returns the writer's counters; Operations/Commits is the average
@@ -615,13 +676,16 @@ type Stats struct {
 func (s *Store) Stats() Stats {
 	s.statMu.Lock()
 	defer s.statMu.Unlock()
-	return Stats{Commits: s.commits, Operations: s.grouped}
+	return Stats{Commits: s.commits, Operations: s.grouped, Syncs: s.syncCount}
 }
 
 // writer is the single goroutine that writes: it takes every queued
 // operation (up to MaxGroup), applies them in one transaction and answers.
 func (s *Store) writer() {
 	defer close(s.done)
+	if s.pipelined {
+		defer func() { close(s.syncs); <-s.synced }()
+	}
 	batch := make([]*op, 0, MaxGroup)
 	for {
 		batch = batch[:0]
@@ -709,12 +773,72 @@ func (s *Store) commit(batch []*op) {
 		s.grouped += int64(len(batch))
 		s.statMu.Unlock()
 	}
+	if err == nil && s.pipelined && !onlyRemovals(batch) {
+		// Readable now; durable once the syncer's fsync returns. A removal
+		// needs no sync of its own (see above).
+		group := make([]*op, len(batch))
+		for i, o := range batch {
+			o.result = results[i]
+			if o.staged != nil && o.result == nil {
+				o.staged()
+			}
+			group[i] = o
+		}
+		s.syncs <- group
+		return
+	}
 	for i, o := range batch {
 		if err != nil {
 			o.err <- err
 		} else {
+			if o.staged != nil && results[i] == nil {
+				o.staged()
+			}
 			o.err <- results[i]
 		}
+	}
+}
+
+// syncer makes the writer's commits durable: it takes every group committed
+// since its last sync, fsyncs the WAL once for all of them and answers their
+// callers. A failed sync fails every operation of those groups (their rows
+// may still be sent: a caller told about them by AppendStaged may have, and
+// the relay keeps one copy per localId).
+func (s *Store) syncer() {
+	defer close(s.synced)
+	var groups []*op
+	for {
+		g, ok := <-s.syncs
+		if !ok {
+			return
+		}
+		groups = append(groups[:0], g...)
+	more:
+		for {
+			select {
+			case g, ok := <-s.syncs:
+				if !ok {
+					break more
+				}
+				groups = append(groups, g...)
+			default:
+				break more
+			}
+		}
+		err := s.syncFile(filepath.Join(s.dir, FileName))
+		if err == nil {
+			s.statMu.Lock()
+			s.syncCount++
+			s.statMu.Unlock()
+		}
+		for _, o := range groups {
+			if err != nil {
+				o.err <- err
+			} else {
+				o.err <- o.result
+			}
+		}
+		clear(groups)
 	}
 }
 
