@@ -7,8 +7,9 @@
 //
 // # Store
 //
-// One SQLite file, <dir>/outbox.db (modernc.org/sqlite, no cgo), in WAL mode
-// with synchronous=FULL: a commit returns only after the WAL is fsync'd.
+// One SQLite file, <dir>/outbox.db (modernc.org/sqlite, no cgo), in WAL mode,
+// as durable as synchronous=FULL: an append returns only after the WAL is
+// fsync'd (see "Group commit").
 // SQLite was chosen over an append-only log because several happy processes
 // share one home folder and the store needs, atomically and across processes:
 // append, delete-on-ack from the middle, the per-record last version (which
