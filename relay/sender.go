@@ -25,7 +25,8 @@ type sender struct {
 	relayID string
 	// onCreated runs once the relay id is known (nil for orphan drains).
 	onCreated func(SessionInfo)
-	// onSent runs after every acknowledged batch (nil when not needed).
+	// onSent runs after every acknowledged batch, before its rows are
+	// removed from the outbox (nil when not needed).
 	onSent func(items []outbox.Item, receipts []SentMessage)
 
 	kick     chan struct{}
@@ -190,6 +191,11 @@ func (s *sender) send(ctx context.Context, sid string, items []outbox.Item) erro
 	if err != nil {
 		return err
 	}
+	// The relay stored them: that is told at once, before the removal's
+	// commit.
+	if s.onSent != nil {
+		s.onSent(items, receipts)
+	}
 	ids := make([]string, len(items))
 	for i, it := range items {
 		ids[i] = it.LocalID
@@ -201,9 +207,6 @@ func (s *sender) send(ctx context.Context, sid string, items []outbox.Item) erro
 	}
 	s.sent.Add(int64(len(items)))
 	s.batches.Add(1)
-	if s.onSent != nil {
-		s.onSent(items, receipts)
-	}
 	s.signal()
 	return nil
 }

@@ -26,7 +26,8 @@ type SessionOptions struct {
 	// delivers every message of the session not written by this client,
 	// FromNow only those stored after the session was opened on the relay.
 	ReceiveAfter int64
-	// OnSent, when set, is called after each batch the relay acknowledged,
+	// OnSent, when set, is called after each batch the relay acknowledged
+	// (as soon as its answer arrived, before the rows leave the outbox),
 	// with the localIds and the seqs it assigned, in seq order.
 	OnSent func(acks []Ack)
 	// OnStateUpdate, when set, is called when another device changed the
@@ -437,7 +438,7 @@ func (s *Session) LastVersion(recordID string) int64 {
 // enqueued, across restarts), calls build with it for the plaintext JSON
 // (the envelope of docs/ARCHITECTURE.md, which carries the version), encrypts it, and
 // returns once the version is durably in the outbox; the sender delivers it
-// afterwards. Concurrent calls are ordered (versions and outbox order agree)
+// (from the moment it is committed, see EnqueueAsync). Concurrent calls are ordered (versions and outbox order agree)
 // and share one fsync. An error from build is returned as is and uses no
 // version; after a failed commit the version is not reused.
 func (s *Session) Enqueue(ctx context.Context, recordID string, build func(version int64) ([]byte, error)) (int64, error) {
@@ -453,10 +454,12 @@ func (s *Session) Enqueue(ctx context.Context, recordID string, build func(versi
 
 // EnqueueAsync is Enqueue without the wait for the commit: it returns once
 // the version has its place in the outbox's queue, with the function that
-// waits until it is durably stored (and then hands it to the sender).
-// Versions queued by successive calls commit in that order and share one
-// fsync, so a writer with several records to write pays one disk sync, not
-// one per record. Errors before queueing are returned directly; the wait
+// waits until it is durably stored. The sender may send the version before
+// that, once it is committed (outbox.Store.AppendStaged): it then survives a
+// crash of the process, and the fsync runs alongside the send. Versions
+// queued by successive calls commit in that order and share one fsync, so
+// a writer with several records to write pays one disk sync, not one per
+// record. Errors before queueing are returned directly; the wait
 // returns Enqueue's commit error.
 func (s *Session) EnqueueAsync(ctx context.Context, recordID string, build func(version int64) ([]byte, error)) (int64, func() error, error) {
 	if s.ctx.Err() != nil {
@@ -474,7 +477,9 @@ func (s *Session) EnqueueAsync(ctx context.Context, recordID string, build func(
 		s.mu.Unlock()
 		return 0, nil, fmt.Errorf("relay: seal %s: %w", outbox.LocalID(recordID, v), err)
 	}
-	wait, err := s.c.store.AppendAsync(ctx, outbox.Entry{Session: s.tag, Record: recordID, Version: v, Content: b64(sealed)})
+	// The sender is woken as soon as the row is committed and readable,
+	// so it sends while the outbox syncs the row to disk.
+	wait, err := s.c.store.AppendStaged(ctx, s.snd.wake, outbox.Entry{Session: s.tag, Record: recordID, Version: v, Content: b64(sealed)})
 	if err != nil {
 		s.mu.Unlock()
 		return 0, nil, fmt.Errorf("relay: enqueue %s: %w", outbox.LocalID(recordID, v), err)
@@ -486,7 +491,6 @@ func (s *Session) EnqueueAsync(ctx context.Context, recordID string, build func(
 			return fmt.Errorf("relay: enqueue %s: %w", outbox.LocalID(recordID, v), err)
 		}
 		s.enqueued.Add(1)
-		s.snd.wake()
 		return nil
 	}, nil
 }

@@ -236,6 +236,12 @@ func (r *Runner) Run(ctx context.Context) (Result, error) {
 			continue
 		default:
 		}
+		// No event waits: what is due now (a state change) is written now,
+		// not at the timer's next tick (at least a millisecond away); events
+		// that arrived together share one flush.
+		if err := r.flush(ctx, false); err != nil {
+			r.opts.Log.Warn().Err(err).Msg("relay sink flush failed; will retry")
+		}
 		r.armTimer(timer)
 		select {
 		case ev, ok := <-events:
@@ -258,9 +264,6 @@ func (r *Runner) Run(ctx context.Context) (Result, error) {
 				r.apply(&agent.TurnEnded{Reason: agent.TurnInterrupted})
 			}
 			return r.finish(context.WithoutCancel(ctx))
-		}
-		if err := r.flush(ctx, false); err != nil {
-			r.opts.Log.Warn().Err(err).Msg("relay sink flush failed; will retry")
 		}
 	}
 }

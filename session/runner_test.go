@@ -726,3 +726,81 @@ func TestRunnerAgentExitsWithoutAnswering(t *testing.T) {
 		})
 	}
 }
+
+// gateStore is a RecordStore that notes when each version was written and,
+// while gated, holds every Enqueue until released.
+type gateStore struct {
+	mu     sync.Mutex
+	last   map[string]int64
+	writes []gateWrite
+	gate   chan struct{} // nil: not gated
+}
+
+type gateWrite struct {
+	at   time.Time
+	body string
+}
+
+func (g *gateStore) Enqueue(_ context.Context, rec string, build func(int64) ([]byte, error)) (int64, error) {
+	g.mu.Lock()
+	gate := g.gate
+	g.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	v := g.last[rec] + 1
+	body, err := build(v)
+	if err != nil {
+		return 0, err
+	}
+	g.last[rec] = v
+	g.writes = append(g.writes, gateWrite{at: time.Now(), body: string(body)})
+	return v, nil
+}
+
+// TestRunnerFlushesAtOnceAfterABusyFlush: a state change that arrived while
+// the runner was writing (so it is taken without waiting) is written as
+// soon as nothing else waits, not a timer tick later (the fake clock of the
+// synctest bubble does not move).
+func TestRunnerFlushesAtOnceAfterABusyFlush(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ag := newFakeAgent()
+		red := mapper.NewReducer(mapper.Config{SessionID: "relay1", Directory: "/w"})
+		store := &gateStore{last: map[string]int64{}}
+		r := NewRunner(Options{Agent: ag, Reducer: red, Sink: NewSink(store, red)})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); _, _ = r.Run(ctx) }()
+		defer func() { cancel(); <-done }()
+		in, _ := json.Marshal(map[string]string{"command": "ls"})
+		ag.emit(&agent.TurnStarted{TurnID: "t1"}, &agent.MessageStarted{Message: "m1"},
+			&agent.ToolCall{Message: "m1", CallID: "c1", Tool: "bash", Input: in}, &agent.ToolRunning{CallID: "c1"})
+		synctest.Wait()
+
+		gate := make(chan struct{})
+		store.mu.Lock()
+		store.gate = gate
+		store.mu.Unlock()
+		ag.emit(&agent.ToolCompleted{CallID: "c1", Output: "ok", Title: "ls"})
+		synctest.Wait() // the runner is writing the completion, held by the gate
+		ag.emit(&agent.ToolCall{Message: "m1", CallID: "c2", Tool: "bash", Input: in}, &agent.ToolRunning{CallID: "c2"})
+		store.mu.Lock()
+		store.gate = nil
+		store.mu.Unlock()
+		released := time.Now()
+		close(gate)
+		synctest.Wait()
+
+		store.mu.Lock()
+		w := store.writes[len(store.writes)-1]
+		store.mu.Unlock()
+		if !strings.Contains(w.body, `"callID":"c2"`) || !strings.Contains(w.body, `"status":"running"`) {
+			t.Fatalf("last version written does not show c2 running: %s", w.body)
+		}
+		if d := w.at.Sub(released); d != 0 {
+			t.Fatalf("c2 running written %v after the busy flush ended, want at once", d)
+		}
+	})
+}

@@ -7,8 +7,9 @@
 //
 // # Store
 //
-// One SQLite file, <dir>/outbox.db (modernc.org/sqlite, no cgo), in WAL mode
-// with synchronous=FULL: a commit returns only after the WAL is fsync'd.
+// One SQLite file, <dir>/outbox.db (modernc.org/sqlite, no cgo), in WAL mode,
+// as durable as synchronous=FULL: an append returns only after the WAL is
+// fsync'd (see "Group commit").
 // SQLite was chosen over an append-only log because several happy processes
 // share one home folder and the store needs, atomically and across processes:
 // append, delete-on-ack from the middle, the per-record last version (which
@@ -37,6 +38,17 @@
 // which commits everything queued so far in a single transaction (one fsync)
 // and then answers every caller. Append returns only once its rows are on
 // disk.
+//
+// Where the system has fsync (unix), the writer commits at
+// synchronous=NORMAL and a second goroutine, the syncer, makes the commits
+// durable: it fsyncs the WAL file once for every commit written since its
+// last sync and only then answers their callers. A committed group is
+// readable, and survives a crash of the process (its pages are in the
+// kernel), before that fsync: AppendStaged tells the caller at that point,
+// so the relay client sends a version while it is being synced instead of
+// after. Meanwhile the writer commits the next group (a removal, typically),
+// so a sync never holds up the queue. What an Append returns is unchanged:
+// on disk, as with synchronous=FULL.
 //
 // # Ownership across processes
 //
@@ -128,6 +140,10 @@ type Options struct {
 	// Synchronous is the SQLite synchronous level: "FULL" (the default and
 	// the durable choice) or "NORMAL" (for benchmarks comparing the cost).
 	Synchronous string
+
+	// serialSync turns the syncer off: each commit syncs itself, as on
+	// systems without fsync (tests of that path).
+	serialSync bool
 }
 
 // Store is an open outbox. Its methods are safe for concurrent use.
@@ -139,6 +155,18 @@ type Store struct {
 	// full is synchronous=FULL; relaxed is set (by the writer only) while
 	// the writer connection may still be at NORMAL after a removal group.
 	full, relaxed bool
+	// pipelined: the writer connection runs at NORMAL and the syncer
+	// fsyncs the WAL (full, on systems with fsync; see "Group commit").
+	pipelined bool
+	syncs     chan []*op // committed groups waiting for the syncer
+	synced    chan struct{}
+	syncFile  func(db string) error // syncWAL; tests replace it
+
+	// Statements of the hot path, prepared once (parsing them again at
+	// every call was a quarter of an append's CPU): the writer's by
+	// writerStmt index, the readers' Pending query.
+	wstmts  [len(writerSQL)]*sql.Stmt
+	pending *sql.Stmt
 
 	ops    chan *op
 	quit   chan struct{}
@@ -146,9 +174,10 @@ type Store struct {
 	mu     sync.Mutex
 	closed bool
 
-	statMu  sync.Mutex
-	commits int64
-	grouped int64
+	statMu    sync.Mutex
+	commits   int64
+	grouped   int64
+	syncCount int64
 
 	//lint:ignore U1000 used by Lock on systems without flock (lock_other.go)
 	locks lockState
@@ -175,6 +204,8 @@ type op struct {
 	state   []byte
 	pid     int
 	removed int
+	staged  func() // AppendStaged's notification (nil otherwise)
+	result  error  // the operation's own result, kept until the sync
 	err     chan error
 }
 
@@ -192,10 +223,16 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("outbox: synchronous %q (want FULL or NORMAL)", opts.Synchronous)
 	}
 	path := filepath.Join(dir, FileName)
+	pipelined := sync == "FULL" && canSyncWAL && !opts.serialSync
 	dsn := func(extra ...string) string {
 		q := url.Values{}
 		q.Add("_pragma", "busy_timeout(10000)")
-		q.Add("_pragma", "synchronous("+sync+")")
+		if pipelined {
+			// Commits are made durable by the syncer's fsync of the WAL.
+			q.Add("_pragma", "synchronous(NORMAL)")
+		} else {
+			q.Add("_pragma", "synchronous("+sync+")")
+		}
 		q.Add("_txlock", "immediate")
 		for _, e := range extra {
 			q.Add("_pragma", e)
@@ -229,7 +266,28 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
-	s := &Store{dir: dir, w: w, r: r, now: now, full: sync == "FULL", ops: make(chan *op, MaxGroup), quit: make(chan struct{}), done: make(chan struct{})}
+	var wstmts [len(writerSQL)]*sql.Stmt
+	for i, q := range writerSQL {
+		if wstmts[i], err = w.PrepareContext(ctx, q); err != nil {
+			_ = r.Close()
+			_ = w.Close()
+			return nil, fmt.Errorf("outbox: prepare %q: %w", q, err)
+		}
+	}
+	pending, err := r.PrepareContext(ctx, `SELECT id, session, local_id, record, version, content, enqueued_at
+		FROM pending WHERE session = ? ORDER BY id LIMIT ?`)
+	if err != nil {
+		_ = r.Close()
+		_ = w.Close()
+		return nil, fmt.Errorf("outbox: prepare the pending query: %w", err)
+	}
+	s := &Store{dir: dir, w: w, r: r, now: now, full: sync == "FULL" && !pipelined, pipelined: pipelined,
+		ops: make(chan *op, MaxGroup), quit: make(chan struct{}), done: make(chan struct{}), syncFile: syncWAL,
+		wstmts: wstmts, pending: pending}
+	if pipelined {
+		s.syncs, s.synced = make(chan []*op, MaxGroup), make(chan struct{})
+		go s.syncer()
+	}
 	go s.writer()
 	// Lock files of processes that died are removed (best effort: a
 	// left-over file is harmless, only clutter).
@@ -278,6 +336,28 @@ CREATE TABLE IF NOT EXISTS live (
 ) WITHOUT ROWID;
 `
 
+// The writer's prepared statements (Store.wstmts), by index.
+const (
+	stmtVersion = iota
+	stmtInsertPending
+	stmtPutVersion
+	stmtDeletePending
+)
+
+var writerSQL = [...]string{
+	stmtVersion:       `SELECT version FROM versions WHERE session = ? AND record = ?`,
+	stmtInsertPending: `INSERT INTO pending (session, local_id, record, version, content, enqueued_at) VALUES (?, ?, ?, ?, ?, ?)`,
+	stmtPutVersion: `INSERT INTO versions (session, record, version) VALUES (?, ?, ?)
+		ON CONFLICT (session, record) DO UPDATE SET version = excluded.version`,
+	stmtDeletePending: `DELETE FROM pending WHERE session = ? AND local_id = ?`,
+}
+
+// stmt is the writer's prepared statement i inside tx (database/sql reuses
+// the connection's prepared statement: the writer has one connection).
+func (s *Store) stmt(ctx context.Context, tx *sql.Tx, i int) *sql.Stmt {
+	return tx.StmtContext(ctx, s.wstmts[i])
+}
+
 // Dir is the outbox folder.
 func (s *Store) Dir() string { return s.dir }
 
@@ -293,7 +373,11 @@ func (s *Store) Close() error {
 	close(s.quit)
 	s.mu.Unlock()
 	<-s.done
-	return errors.Join(s.r.Close(), s.w.Close())
+	errs := []error{s.pending.Close()}
+	for _, st := range s.wstmts {
+		errs = append(errs, st.Close())
+	}
+	return errors.Join(append(errs, s.r.Close(), s.w.Close())...)
 }
 
 func (s *Store) submit(ctx context.Context, o *op) error {
@@ -382,6 +466,28 @@ func (s *Store) AppendAsync(ctx context.Context, entries ...Entry) (wait func() 
 		}
 	}
 	return s.enqueue(ctx, &op{kind: opAppend, entries: entries})
+}
+
+// AppendStaged is AppendAsync with a second notification: staged runs once
+// the entries are committed, so they are readable (Pending lists them) and
+// survive a crash of the process, possibly before the fsync that makes them
+// survive a power loss, which wait still waits for. staged runs on the
+// writer goroutine and must not block; it does not run when the commit
+// fails. Where commits are not pipelined (see "Group commit") it runs when
+// the entries are on disk, just before wait returns.
+func (s *Store) AppendStaged(ctx context.Context, staged func(), entries ...Entry) (wait func() error, err error) {
+	if len(entries) == 0 {
+		if staged != nil {
+			staged()
+		}
+		return func() error { return nil }, nil
+	}
+	for _, e := range entries {
+		if err := validate(e); err != nil {
+			return nil, err
+		}
+	}
+	return s.enqueue(ctx, &op{kind: opAppend, entries: entries, staged: staged})
 }
 
 // Remove deletes the pending rows of session with the given localIds (after
@@ -498,8 +604,7 @@ func (s *Store) SessionByRelayID(ctx context.Context, relayID string) (session s
 
 // Pending returns up to limit pending rows of session, oldest first.
 func (s *Store) Pending(ctx context.Context, session string, limit int) ([]Item, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, session, local_id, record, version, content, enqueued_at
-		FROM pending WHERE session = ? ORDER BY id LIMIT ?`, session, limit)
+	rows, err := s.pending.QueryContext(ctx, session, limit)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: list pending of %q: %w", session, err)
 	}
@@ -606,8 +711,12 @@ func (s *Store) RejectedItems(ctx context.Context, session string) ([]Rejected, 
 
 // Stats are counters of the writer since Open.
 type Stats struct {
-	Commits    int64 // transactions committed (one fsync each with synchronous=FULL)
+	Commits    int64 // transactions committed
 	Operations int64 // operations committed (appends, removals, …) across them
+	// Syncs is the number of fsyncs of the WAL the syncer made, each for
+	// every commit written since the one before (0 where commits sync
+	// themselves: synchronous=FULL without the syncer, or NORMAL).
+	Syncs int64
 }
 
 // Stats returns the writer's counters; Operations/Commits is the average
@@ -615,13 +724,16 @@ type Stats struct {
 func (s *Store) Stats() Stats {
 	s.statMu.Lock()
 	defer s.statMu.Unlock()
-	return Stats{Commits: s.commits, Operations: s.grouped}
+	return Stats{Commits: s.commits, Operations: s.grouped, Syncs: s.syncCount}
 }
 
 // writer is the single goroutine that writes: it takes every queued
 // operation (up to MaxGroup), applies them in one transaction and answers.
 func (s *Store) writer() {
 	defer close(s.done)
+	if s.pipelined {
+		defer func() { close(s.syncs); <-s.synced }()
+	}
 	batch := make([]*op, 0, MaxGroup)
 	for {
 		batch = batch[:0]
@@ -709,12 +821,72 @@ func (s *Store) commit(batch []*op) {
 		s.grouped += int64(len(batch))
 		s.statMu.Unlock()
 	}
+	if err == nil && s.pipelined && !onlyRemovals(batch) {
+		// Readable now; durable once the syncer's fsync returns. A removal
+		// needs no sync of its own (see above).
+		group := make([]*op, len(batch))
+		for i, o := range batch {
+			o.result = results[i]
+			if o.staged != nil && o.result == nil {
+				o.staged()
+			}
+			group[i] = o
+		}
+		s.syncs <- group
+		return
+	}
 	for i, o := range batch {
 		if err != nil {
 			o.err <- err
 		} else {
+			if o.staged != nil && results[i] == nil {
+				o.staged()
+			}
 			o.err <- results[i]
 		}
+	}
+}
+
+// syncer makes the writer's commits durable: it takes every group committed
+// since its last sync, fsyncs the WAL once for all of them and answers their
+// callers. A failed sync fails every operation of those groups (their rows
+// may still be sent: a caller told about them by AppendStaged may have, and
+// the relay keeps one copy per localId).
+func (s *Store) syncer() {
+	defer close(s.synced)
+	var groups []*op
+	for {
+		g, ok := <-s.syncs
+		if !ok {
+			return
+		}
+		groups = append(groups[:0], g...)
+	more:
+		for {
+			select {
+			case g, ok := <-s.syncs:
+				if !ok {
+					break more
+				}
+				groups = append(groups, g...)
+			default:
+				break more
+			}
+		}
+		err := s.syncFile(filepath.Join(s.dir, FileName))
+		if err == nil {
+			s.statMu.Lock()
+			s.syncCount++
+			s.statMu.Unlock()
+		}
+		for _, o := range groups {
+			if err != nil {
+				o.err <- err
+			} else {
+				o.err <- o.result
+			}
+		}
+		clear(groups)
 	}
 }
 
@@ -739,7 +911,7 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, o *op, now int64, result 
 			k := [2]string{e.Session, e.Record}
 			v, seen := last[k]
 			if !seen {
-				err := tx.QueryRowContext(ctx, `SELECT version FROM versions WHERE session = ? AND record = ?`, e.Session, e.Record).Scan(&v)
+				err := s.stmt(ctx, tx, stmtVersion).QueryRowContext(ctx, e.Session, e.Record).Scan(&v)
 				if err != nil && !errors.Is(err, sql.ErrNoRows) {
 					return fmt.Errorf("outbox: read version: %w", err)
 				}
@@ -751,20 +923,19 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, o *op, now int64, result 
 			last[k] = e.Version
 		}
 		for _, e := range o.entries {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO pending (session, local_id, record, version, content, enqueued_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			if _, err := s.stmt(ctx, tx, stmtInsertPending).ExecContext(ctx,
 				e.Session, LocalID(e.Record, e.Version), e.Record, e.Version, e.Content, now); err != nil {
 				return fmt.Errorf("outbox: append %s: %w", LocalID(e.Record, e.Version), err)
 			}
 		}
 		for k, v := range last {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO versions (session, record, version) VALUES (?, ?, ?)
-				ON CONFLICT (session, record) DO UPDATE SET version = excluded.version`, k[0], k[1], v); err != nil {
+			if _, err := s.stmt(ctx, tx, stmtPutVersion).ExecContext(ctx, k[0], k[1], v); err != nil {
 				return fmt.Errorf("outbox: store version: %w", err)
 			}
 		}
 	case opRemove:
 		for _, id := range o.ids {
-			res, err := tx.ExecContext(ctx, `DELETE FROM pending WHERE session = ? AND local_id = ?`, o.session, id)
+			res, err := s.stmt(ctx, tx, stmtDeletePending).ExecContext(ctx, o.session, id)
 			if err != nil {
 				return fmt.Errorf("outbox: remove %s: %w", id, err)
 			}

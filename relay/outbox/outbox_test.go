@@ -338,12 +338,16 @@ func FuzzAppendRoundTrip(f *testing.F) {
 	})
 }
 
-// TestRemovalSkipsOnlyItsOwnSync: a group of removals commits at
-// synchronous=NORMAL and the writer is back at FULL for the next append
-// (read on the writer connection itself: 2 is FULL, 1 NORMAL).
+// TestRemovalSkipsOnlyItsOwnSync: without the syncer, a group of removals
+// commits at synchronous=NORMAL and the writer is back at FULL for the next
+// append (read on the writer connection itself: 2 is FULL, 1 NORMAL).
 func TestRemovalSkipsOnlyItsOwnSync(t *testing.T) {
 	ctx := context.Background()
-	s := openTest(t, t.TempDir())
+	s, err := Open(ctx, t.TempDir(), Options{serialSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
 	level := func() int {
 		var n int
 		if err := s.w.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&n); err != nil {
@@ -368,5 +372,77 @@ func TestRemovalSkipsOnlyItsOwnSync(t *testing.T) {
 	}
 	if got := level(); got != 2 || s.relaxed {
 		t.Fatalf("after the next append: synchronous %d (relaxed %v), want 2 (FULL)", got, s.relaxed)
+	}
+}
+
+// TestStagedBeforeSync: with the syncer, an appended row is readable and
+// AppendStaged's notification has run while the fsync is still under way;
+// wait returns only after it, a removal queued meanwhile commits without
+// waiting for it, and a failed sync fails the append.
+func TestStagedBeforeSync(t *testing.T) {
+	if !canSyncWAL {
+		t.Skip("no syncer on this system")
+	}
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	release := make(chan error)
+	syncing := make(chan struct{}, 4)
+	// The syncer first reads syncFile after the first commit, which the
+	// queueing below orders after this write.
+	s.syncFile = func(db string) error {
+		syncing <- struct{}{}
+		if err := <-release; err != nil {
+			return err
+		}
+		return syncWAL(db)
+	}
+	var level int
+	if err := s.w.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&level); err != nil || level != 1 {
+		t.Fatalf("writer synchronous %d (%v), want 1 (NORMAL: the syncer syncs)", level, err)
+	}
+
+	staged := make(chan struct{})
+	wait, err := s.AppendStaged(ctx, func() { close(staged) }, Entry{Session: "a", Record: "r", Version: 1, Content: "c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-staged
+	<-syncing
+	p, err := s.Pending(ctx, "a", 10)
+	if err != nil || len(p) != 1 || p[0].LocalID != "r.1" {
+		t.Fatalf("pending while syncing: %+v %v", p, err)
+	}
+	if n, err := s.Remove(ctx, "a", []string{"r.1"}); err != nil || n != 1 {
+		t.Fatalf("Remove while syncing = %d, %v", n, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- wait() }()
+	select {
+	case err := <-done:
+		t.Fatalf("wait returned %v before the sync", err)
+	default:
+	}
+	release <- nil
+	if err := <-done; err != nil {
+		t.Fatalf("wait = %v", err)
+	}
+	if st := s.Stats(); st.Syncs != 1 || st.Commits != 2 {
+		t.Fatalf("stats %+v, want 2 commits, 1 sync", st)
+	}
+
+	boom := errors.New("disk gone")
+	wait, err = s.AppendStaged(ctx, nil, Entry{Session: "a", Record: "r", Version: 2, Content: "c2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-syncing
+	release <- boom
+	if err := wait(); !errors.Is(err, boom) {
+		t.Fatalf("wait after a failed sync = %v", err)
+	}
+	// A stale version is refused through the syncer too, after the sync.
+	go func() { <-syncing; release <- nil }()
+	if err := s.Append(ctx, Entry{Session: "a", Record: "r", Version: 1, Content: "old"}); !errors.Is(err, ErrStaleVersion) {
+		t.Fatalf("stale append = %v", err)
 	}
 }
