@@ -113,6 +113,7 @@ func settleOrphan(parent context.Context, env Env, conn *Conn, o relay.Orphan) (
 	}
 	now := env.now()
 	for _, m := range rb.Settle(agent.ReasonWrapperExited, now.UnixMilli()) {
+		sess.RaiseVersion(m.Record, m.ReadVersion)
 		_, err := sess.Enqueue(ctx, m.Record, func(v int64) ([]byte, error) {
 			if v <= m.ReadVersion {
 				return nil, fmt.Errorf("record %s: next version %d is not above the relay's %d", m.Record, v, m.ReadVersion)

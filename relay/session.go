@@ -434,6 +434,20 @@ func (s *Session) LastVersion(recordID string) int64 {
 	return s.versions[recordID]
 }
 
+// RaiseVersion makes recordID's next version at least v+1: a caller that
+// read version v back from the relay (which may hold a version this
+// outbox lost to a power cut: versions are posted while they are being
+// synced) writes above it, never under a version number the relay
+// already holds (it would keep its first copy). Lower v change nothing;
+// the raised version is persisted by the next Enqueue.
+func (s *Session) RaiseVersion(recordID string, v int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.versions[recordID] < v {
+		s.versions[recordID] = v
+	}
+}
+
 // Enqueue assigns the next version of recordID (1 + the last one ever
 // enqueued, across restarts), calls build with it for the plaintext JSON
 // (the envelope of docs/ARCHITECTURE.md, which carries the version), encrypts it, and

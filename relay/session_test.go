@@ -73,6 +73,15 @@ func testSessionSendsEveryVersionInOrder(t *testing.T, url string) {
 	if s.LastVersion("msg_a") != 3 {
 		t.Fatalf("last version %d", s.LastVersion("msg_a"))
 	}
+	// A version read back from the relay above the outbox's is written
+	// above; a lower one changes nothing.
+	s.RaiseVersion("msg_a", 7)
+	s.RaiseVersion("msg_b", 1)
+	for rec, want := range map[string]int64{"msg_a": 8, "msg_b": 3} {
+		if v, err := s.Enqueue(ctx, rec, func(v int64) ([]byte, error) { return envelope(rec, v), nil }); err != nil || v != want {
+			t.Fatalf("%s after RaiseVersion: version %d (%v), want %d", rec, v, err, want)
+		}
+	}
 }
 
 func testVersionsSurviveReopen(t *testing.T, url string) {
