@@ -29,6 +29,7 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // ErrSyntax is wrapped by every error about input that is not JSON (or not
@@ -354,9 +355,10 @@ func Unquote(raw []byte) (string, error) {
 
 // unescape decodes the body of a JSON string (between the quotes).
 func unescape(body []byte) (string, error) {
-	// Built in a strings.Builder: the result is its buffer, not a copy.
-	var out strings.Builder
-	out.Grow(len(body))
+	// Built in a buffer of the body's size (the result is never longer)
+	// that becomes the string without a copy: nothing writes to it after.
+	buf := make([]byte, len(body))
+	n := 0
 	for i := 0; i < len(body); {
 		c := body[i]
 		switch {
@@ -369,35 +371,53 @@ func unescape(body []byte) (string, error) {
 				if !ok {
 					return "", fmt.Errorf("%w: invalid escape \\%c in string", ErrSyntax, e)
 				}
-				out.WriteByte(r)
+				buf[n] = r
+				n++
 				i += 2
 				continue
 			}
-			r, n, ok := unicodeEscape(body[i:])
+			r, size, ok := unicodeEscape(body[i:])
 			if !ok {
 				return "", fmt.Errorf("%w: invalid \\u escape in string", ErrSyntax)
 			}
-			out.WriteRune(r)
-			i += n
+			// A rune takes at most 4 bytes, its escape at least 6.
+			n += utf8.EncodeRune(buf[n:], r)
+			i += size
 		case c < utf8.RuneSelf:
 			// A run of plain ASCII is copied at once.
 			j := i + 1
 			for j < len(body) && body[j] != '\\' && body[j] < utf8.RuneSelf {
 				j++
 			}
-			out.Write(body[i:j])
+			n += copy(buf[n:], body[i:j])
 			i = j
 		default:
 			r, size := utf8.DecodeRune(body[i:])
 			if r == utf8.RuneError && size == 1 {
-				out.WriteRune(utf8.RuneError)
+				// U+FFFD takes 3 bytes where the invalid byte took 1:
+				// the buffer grows (rare: invalid UTF-8).
+				buf = growTo(buf, n+utf8.RuneLen(utf8.RuneError)+len(body)-i-1)
+				n += utf8.EncodeRune(buf[n:], utf8.RuneError)
 			} else {
-				out.Write(body[i : i+size])
+				n += copy(buf[n:], body[i:i+size])
 			}
 			i += size
 		}
 	}
-	return out.String(), nil
+	if n == 0 {
+		return "", nil
+	}
+	return unsafe.String(&buf[0], n), nil
+}
+
+// growTo returns buf with a length of at least n, its contents kept.
+func growTo(buf []byte, n int) []byte {
+	if n <= len(buf) {
+		return buf
+	}
+	nb := make([]byte, max(n, 2*len(buf)))
+	copy(nb, buf)
+	return nb
 }
 
 // simpleEscape maps the byte after a backslash (all but 'u') to what it
