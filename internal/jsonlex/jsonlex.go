@@ -384,13 +384,20 @@ func unescape(body []byte) (string, error) {
 			n += utf8.EncodeRune(buf[n:], r)
 			i += size
 		case c < utf8.RuneSelf:
-			// A run of plain ASCII is copied at once.
-			j := i + 1
-			for j < len(body) && body[j] != '\\' && body[j] < utf8.RuneSelf {
-				j++
+			// A run of plain ASCII, copied as it is scanned (runs between
+			// escapes are often a few bytes: a copy call each costs more).
+			buf[n] = c
+			n++
+			i++
+			for i < len(body) && n < len(buf) {
+				c = body[i]
+				if c == '\\' || c >= utf8.RuneSelf {
+					break
+				}
+				buf[n] = c
+				n++
+				i++
 			}
-			n += copy(buf[n:], body[i:j])
-			i = j
 		default:
 			r, size := utf8.DecodeRune(body[i:])
 			if r == utf8.RuneError && size == 1 {
