@@ -393,7 +393,7 @@ func unescape(body []byte) (string, error) {
 			i++
 			for len(body)-i >= 8 && len(buf)-n >= 8 {
 				w := binary.LittleEndian.Uint64(body[i:])
-				if w&highs != 0 || hasZero(w^(ones*'\\')) != 0 {
+				if b := w ^ (ones * '\\'); (w|(b-ones)&^b)&highs != 0 {
 					break
 				}
 				binary.LittleEndian.PutUint64(buf[n:], w)
@@ -934,14 +934,12 @@ func validString(data []byte, i int) int {
 // tests for a zero byte and for a byte less than n, on every byte at once.
 // A byte of 0x80 or more is never reported by itself.
 func needsLook(w uint64) bool {
-	return (hasZero(w^(ones*'"')) | hasZero(w^(ones*'\\')) | ((w - ones*0x20) & ^w & highs)) != 0
+	q, b := w^(ones*'"'), w^(ones*'\\')
+	return ((q-ones)&^q|(b-ones)&^b|(w-ones*0x20)&^w)&highs != 0
 }
 
-// ones and highs are the byte masks of needsLook and hasZero.
+// ones and highs are the byte masks of the eight-byte tests.
 const ones, highs = 0x0101010101010101, 0x8080808080808080
-
-// hasZero is not zero when one of the eight bytes of x is zero.
-func hasZero(x uint64) uint64 { return (x - ones) & ^x & highs }
 
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
