@@ -210,8 +210,9 @@ func (d *Decoder) toolUse(s *session, msg *message, b *contentBlock, final bool)
 
 // toolCall builds the announcement of t.
 func (d *Decoder) toolCall(t *tool) *agent.ToolCall {
+	in := canonicalInput(t.name, t.input) // toolMeta's, decoded once
 	ev := &agent.ToolCall{EventBase: d.base(t.session), Message: t.msg, CallID: t.callID, Tool: canonicalTool(t.name),
-		Input: canonicalInput(t.name, t.input), Metadata: toolMeta(t.name, t.input)}
+		Input: in, Metadata: agent.ToolMetadata(t.name, t.input, in)}
 	if t.input != nil {
 		ev.Title = toolTitle(t.name, parseInput(t.input))
 	}

@@ -209,11 +209,20 @@ func lexMessage(v []byte, m *apiMessage) (ok bool) {
 				ok = false
 			}
 		case "content":
-			if seenContent || v[0] != '[' {
+			if seenContent {
 				return fail(&ok)
 			}
 			seenContent = true
-			ok = lexBlocks(v, &m.parsed)
+			switch v[0] {
+			case '[':
+				ok = lexBlocks(v, &m.parsed)
+			case '"':
+				// A plain prompt: one text block, as contentBlocks makes it.
+				s, sok := lexStr(v)
+				m.parsed, ok = []contentBlock{{Type: "text", Text: &s}}, sok
+			default:
+				ok = false
+			}
 		default:
 			ok = unknownKey(key, messageKeys)
 		}
@@ -244,34 +253,30 @@ func lexUsage(v []byte, u *usage) (ok bool) {
 	return ok && err == nil
 }
 
-// lexBlocks fills *dst from the array v of content blocks.
+// lexBlocks fills *dst from the array v of content blocks, in one pass:
+// the blocks are decoded into a small array on the stack, then into a
+// slice of their exact number.
 func lexBlocks(v []byte, dst *[]contentBlock) bool {
-	n := 0
+	var first [8]contentBlock
+	blocks := first[:0]
 	for i := jsonlex.SkipSpace(v, 1); i < len(v) && v[i] != ']'; {
 		j := jsonlex.Skip(v, i)
-		if j < 0 {
+		if j < 0 || v[i] != '{' {
 			return false
 		}
-		n++
+		blocks = append(blocks, contentBlock{})
+		if !lexBlock(v[i:j], &blocks[len(blocks)-1]) {
+			return false
+		}
 		i = jsonlex.SkipSpace(v, j)
 		if i < len(v) && v[i] == ',' {
 			i = jsonlex.SkipSpace(v, i+1)
 		}
 	}
-	blocks := make([]contentBlock, n)
-	n = 0
-	for i := jsonlex.SkipSpace(v, 1); i < len(v) && v[i] != ']'; {
-		j := jsonlex.Skip(v, i)
-		if v[i] != '{' || !lexBlock(v[i:j], &blocks[n]) {
-			return false
-		}
-		n++
-		i = jsonlex.SkipSpace(v, j)
-		if i < len(v) && v[i] == ',' {
-			i = jsonlex.SkipSpace(v, i+1)
-		}
+	*dst = append([]contentBlock(nil), blocks...)
+	if len(blocks) == 0 {
+		*dst = []contentBlock{}
 	}
-	*dst = blocks
 	return true
 }
 
@@ -300,7 +305,17 @@ func lexBlock(v []byte, b *contentBlock) (ok bool) {
 		case "tool_use_id":
 			ok = lexString(v, &b.ToolUseID)
 		case "content":
-			ok = lexStringPtr(v, &b.resultText)
+			// A tool_result's content: a string, or blocks kept raw as
+			// encoding/json keeps them (resultContent decodes them); the
+			// last member wins.
+			switch v[0] {
+			case '"', 'n':
+				b.Content = nil
+				ok = lexStringPtr(v, &b.resultText)
+			default:
+				b.resultText = nil
+				b.Content = append([]byte(nil), v...)
+			}
 		case "is_error":
 			ok = lexBoolPtr(v, &b.IsError)
 		case "title":

@@ -381,6 +381,7 @@ func preferFullOutput(output string, structured json.RawMessage, meta agent.Obje
 	}
 	var path string
 	var size json.Number
+	var ok bool
 	stdout, _ := jsonlex.StringOf(members["stdout"])
 	if stdout == "" {
 		return output
@@ -394,9 +395,7 @@ func preferFullOutput(output string, structured json.RawMessage, meta agent.Obje
 	if path, _ = jsonlex.StringOf(members["persistedOutputPath"]); path != "" {
 		meta["persistedOutputPath"] = path
 	}
-	dec := json.NewDecoder(bytes.NewReader(members["persistedOutputSize"]))
-	dec.UseNumber()
-	if dec.Decode(&size) == nil {
+	if size, ok = numberOf(members["persistedOutputSize"]); ok {
 		meta["persistedOutputSize"] = size
 		if n, err := size.Int64(); err == nil && n > int64(len(stdout)) {
 			meta["truncated"] = true
@@ -411,6 +410,24 @@ func preferFullOutput(output string, structured json.RawMessage, meta agent.Obje
 	}
 	meta["toolUseResult"] = trimmed
 	return full
+}
+
+// numberOf decodes the raw member value v (of a valid object) into a
+// json.Number as encoding/json does: a number keeps its text, a string
+// holding a valid number its content, null gives "" (and ok); anything
+// else, an absent member included, is not ok.
+func numberOf(v []byte) (json.Number, bool) {
+	switch jsonlex.KindOf(v) {
+	case jsonlex.KindNumber:
+		return json.Number(v), true
+	case jsonlex.KindNull:
+		return "", true
+	case jsonlex.KindString:
+		if s, err := jsonlex.Unquote(v); err == nil && jsonlex.IsNumber(s) {
+			return json.Number(s), true
+		}
+	}
+	return "", false
 }
 
 // todos maps the todo tools: TodoWrite replaces the list; TaskCreate and

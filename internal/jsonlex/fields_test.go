@@ -1,6 +1,7 @@
 package jsonlex
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -141,5 +142,37 @@ func BenchmarkValid(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestNeedsLook checks the eight-byte test of Valid's string scan against
+// the byte table, for every byte value at every position, and on words
+// mixing several bytes.
+func TestNeedsLook(t *testing.T) {
+	check := func(b [8]byte) {
+		want := false
+		for _, c := range b {
+			want = want || !strSafe[c]
+		}
+		if got := needsLook(binary.LittleEndian.Uint64(b[:])); got != want {
+			t.Fatalf("needsLook(%q) = %v, want %v", b[:], got, want)
+		}
+	}
+	for pos := range 8 {
+		for c := range 256 {
+			b := [8]byte{'a', 'b', 0x80, 0xff, 'z', ' ', '~', 0x21}
+			b[pos] = byte(c)
+			check(b)
+		}
+	}
+	x := uint64(0x9e3779b97f4a7c15)
+	for range 200000 {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], x|0x2020202020202020) // mostly printable
+		b[x%8] = byte(x >> 56)
+		check(b)
 	}
 }

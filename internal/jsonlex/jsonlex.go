@@ -23,12 +23,14 @@ package jsonlex
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // ErrSyntax is wrapped by every error about input that is not JSON (or not
@@ -354,9 +356,10 @@ func Unquote(raw []byte) (string, error) {
 
 // unescape decodes the body of a JSON string (between the quotes).
 func unescape(body []byte) (string, error) {
-	// Built in a strings.Builder: the result is its buffer, not a copy.
-	var out strings.Builder
-	out.Grow(len(body))
+	// Built in a buffer of the body's size (the result is never longer)
+	// that becomes the string without a copy: nothing writes to it after.
+	buf := make([]byte, len(body))
+	n := 0
 	for i := 0; i < len(body); {
 		c := body[i]
 		switch {
@@ -369,35 +372,70 @@ func unescape(body []byte) (string, error) {
 				if !ok {
 					return "", fmt.Errorf("%w: invalid escape \\%c in string", ErrSyntax, e)
 				}
-				out.WriteByte(r)
+				buf[n] = r
+				n++
 				i += 2
 				continue
 			}
-			r, n, ok := unicodeEscape(body[i:])
+			r, size, ok := unicodeEscape(body[i:])
 			if !ok {
 				return "", fmt.Errorf("%w: invalid \\u escape in string", ErrSyntax)
 			}
-			out.WriteRune(r)
-			i += n
+			// A rune takes at most 4 bytes, its escape at least 6.
+			n += utf8.EncodeRune(buf[n:], r)
+			i += size
 		case c < utf8.RuneSelf:
-			// A run of plain ASCII is copied at once.
-			j := i + 1
-			for j < len(body) && body[j] != '\\' && body[j] < utf8.RuneSelf {
-				j++
+			// A run of plain ASCII, copied as it is scanned, eight bytes at
+			// a time while it lasts (runs between escapes are often a few
+			// bytes: a copy call each would cost more).
+			buf[n] = c
+			n++
+			i++
+			for len(body)-i >= 8 && len(buf)-n >= 8 {
+				w := binary.LittleEndian.Uint64(body[i:])
+				if b := w ^ (ones * '\\'); (w|(b-ones)&^b)&highs != 0 {
+					break
+				}
+				binary.LittleEndian.PutUint64(buf[n:], w)
+				n += 8
+				i += 8
 			}
-			out.Write(body[i:j])
-			i = j
+			for i < len(body) && n < len(buf) {
+				c = body[i]
+				if c == '\\' || c >= utf8.RuneSelf {
+					break
+				}
+				buf[n] = c
+				n++
+				i++
+			}
 		default:
 			r, size := utf8.DecodeRune(body[i:])
 			if r == utf8.RuneError && size == 1 {
-				out.WriteRune(utf8.RuneError)
+				// U+FFFD takes 3 bytes where the invalid byte took 1:
+				// the buffer grows (rare: invalid UTF-8).
+				buf = growTo(buf, n+utf8.RuneLen(utf8.RuneError)+len(body)-i-1)
+				n += utf8.EncodeRune(buf[n:], utf8.RuneError)
 			} else {
-				out.Write(body[i : i+size])
+				n += copy(buf[n:], body[i:i+size])
 			}
 			i += size
 		}
 	}
-	return out.String(), nil
+	if n == 0 {
+		return "", nil
+	}
+	return unsafe.String(&buf[0], n), nil
+}
+
+// growTo returns buf with a length of at least n, its contents kept.
+func growTo(buf []byte, n int) []byte {
+	if n <= len(buf) {
+		return buf
+	}
+	nb := make([]byte, max(n, 2*len(buf)))
+	copy(nb, buf)
+	return nb
 }
 
 // simpleEscape maps the byte after a backslash (all but 'u') to what it
@@ -851,6 +889,11 @@ func hasLiteral(data []byte, i int, lit string) bool {
 func validString(data []byte, i int) int {
 	i++
 	for {
+		// Eight bytes at a time while none of them needs a look (long
+		// texts), then byte by byte up to the one that does.
+		for len(data)-i >= 8 && !needsLook(binary.LittleEndian.Uint64(data[i:])) {
+			i += 8
+		}
 		for i < len(data) && strSafe[data[i]] {
 			i++
 		}
@@ -885,6 +928,18 @@ func validString(data []byte, i int) int {
 		}
 	}
 }
+
+// needsLook reports whether one of the eight bytes of w is a quote, a
+// backslash or a control character (a byte below 0x20): the classic
+// tests for a zero byte and for a byte less than n, on every byte at once.
+// A byte of 0x80 or more is never reported by itself.
+func needsLook(w uint64) bool {
+	q, b := w^(ones*'"'), w^(ones*'\\')
+	return ((q-ones)&^q|(b-ones)&^b|(w-ones*0x20)&^w)&highs != 0
+}
+
+// ones and highs are the byte masks of the eight-byte tests.
+const ones, highs = 0x0101010101010101, 0x8080808080808080
 
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'

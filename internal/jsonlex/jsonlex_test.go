@@ -185,6 +185,7 @@ func TestUnquote(t *testing.T) {
 		{`"\ud83d\ude00"`, "😀", ""},
 		{`"\ud83dx"`, "\uFFFDx", ""},
 		{"\"ok\xc3\"", "ok\uFFFD", ""},
+		{"\"\xff\xfe\xff\xff\xc3\xff\\n\"", strings.Repeat("\uFFFD", 6) + "\n", ""}, // longer than the body
 		{`"\q"`, "", `not valid JSON: invalid escape \q in string`},
 		{`"\u12"`, "", `not valid JSON: invalid \u escape in string`},
 		{`"a\"`, "", `not valid JSON: truncated escape in string`},
