@@ -1,7 +1,6 @@
 package claude
 
 import (
-	"bytes"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -32,29 +31,29 @@ func lexRecord(line []byte, r *record) (ok bool) {
 		key := k[1 : len(k)-1]
 		switch string(key) {
 		case "type":
-			ok = lexString(v, &r.Type)
+			ok = jsonlex.SetString(v, &r.Type)
 		case "subtype":
-			ok = lexString(v, &r.Subtype)
+			ok = jsonlex.SetString(v, &r.Subtype)
 		case "uuid":
-			ok = lexString(v, &r.UUID)
+			ok = jsonlex.SetString(v, &r.UUID)
 		case "parentUuid":
-			ok = lexStringPtr(v, &r.ParentUUID)
+			ok = jsonlex.SetStringPtr(v, &r.ParentUUID)
 		case "sessionId":
-			ok = lexString(v, &r.SessionID)
+			ok = jsonlex.SetString(v, &r.SessionID)
 		case "session_id":
-			ok = lexString(v, &r.SessionIDSnake)
+			ok = jsonlex.SetString(v, &r.SessionIDSnake)
 		case "timestamp":
-			ok = lexString(v, &r.Timestamp)
+			ok = jsonlex.SetString(v, &r.Timestamp)
 		case "isSidechain":
-			ok = lexBool(v, &r.IsSidechain)
+			ok = jsonlex.SetBool(v, &r.IsSidechain)
 		case "agentId":
-			ok = lexString(v, &r.AgentID)
+			ok = jsonlex.SetString(v, &r.AgentID)
 		case "parent_tool_use_id":
-			ok = lexStringPtr(v, &r.ParentToolUseID)
+			ok = jsonlex.SetStringPtr(v, &r.ParentToolUseID)
 		case "promptId":
-			ok = lexString(v, &r.PromptID)
+			ok = jsonlex.SetString(v, &r.PromptID)
 		case "cwd":
-			ok = lexString(v, &r.Cwd)
+			ok = jsonlex.SetString(v, &r.Cwd)
 		case "message":
 			if seenMsg || v[0] != '{' {
 				return fail(&ok)
@@ -63,17 +62,17 @@ func lexRecord(line []byte, r *record) (ok bool) {
 			r.Message = &apiMessage{parsedOK: true}
 			ok = lexMessage(v, r.Message)
 		case "isMeta":
-			ok = lexBool(v, &r.IsMeta)
+			ok = jsonlex.SetBool(v, &r.IsMeta)
 		case "isCompactSummary":
-			ok = lexBool(v, &r.IsCompactSummary)
+			ok = jsonlex.SetBool(v, &r.IsCompactSummary)
 		case "isVisibleInTranscriptOnly":
-			ok = lexBool(v, &r.IsVisibleInTranscriptOnly)
+			ok = jsonlex.SetBool(v, &r.IsVisibleInTranscriptOnly)
 		case "isReplay":
-			ok = lexBool(v, &r.IsReplay)
+			ok = jsonlex.SetBool(v, &r.IsReplay)
 		case "isSynthetic":
-			ok = lexBool(v, &r.IsSynthetic)
+			ok = jsonlex.SetBool(v, &r.IsSynthetic)
 		case "isApiErrorMessage":
-			ok = lexBool(v, &r.IsAPIErrorMessage)
+			ok = jsonlex.SetBool(v, &r.IsAPIErrorMessage)
 		case "apiErrorStatus":
 			ok = lexIntPtr(v, &r.APIErrorStatus)
 		case "error":
@@ -83,7 +82,7 @@ func lexRecord(line []byte, r *record) (ok bool) {
 		case "tool_use_result":
 			ok = lexRaw(v, &r.ToolUseResultSnake)
 		case "model":
-			ok = lexString(v, &r.Model)
+			ok = jsonlex.SetString(v, &r.Model)
 		case "attempt":
 			ok = lexIntPtr(v, &r.Attempt)
 		case "retryAttempt":
@@ -91,31 +90,31 @@ func lexRecord(line []byte, r *record) (ok bool) {
 		case "error_status":
 			ok = lexIntPtr(v, &r.ErrorStatus)
 		case "task_id":
-			ok = lexString(v, &r.TaskID)
+			ok = jsonlex.SetString(v, &r.TaskID)
 		case "tool_use_id":
-			ok = lexString(v, &r.ToolUseID)
+			ok = jsonlex.SetString(v, &r.ToolUseID)
 		case "status":
-			ok = lexString(v, &r.Status)
+			ok = jsonlex.SetString(v, &r.Status)
 		case "is_error":
-			ok = lexBoolPtr(v, &r.IsError)
+			ok = jsonlex.SetBoolPtr(v, &r.IsError)
 		case "result":
-			ok = lexStringPtr(v, &r.Result)
+			ok = jsonlex.SetStringPtr(v, &r.Result)
 		case "stop_reason":
-			ok = lexStringPtr(v, &r.StopReason)
+			ok = jsonlex.SetStringPtr(v, &r.StopReason)
 		case "total_cost_usd":
 			ok = lexFloatPtr(v, &r.TotalCostUSD)
 		case "api_error_status":
 			ok = lexIntPtr(v, &r.ResultStatus)
 		case "terminal_reason":
-			ok = lexString(v, &r.TerminalReason)
+			ok = jsonlex.SetString(v, &r.TerminalReason)
 		case "request_id":
-			ok = lexString(v, &r.RequestID)
+			ok = jsonlex.SetString(v, &r.RequestID)
 		case "summary":
-			ok = lexString(v, &r.Summary)
+			ok = jsonlex.SetString(v, &r.Summary)
 		case "customTitle":
-			ok = lexString(v, &r.CustomTitle)
+			ok = jsonlex.SetString(v, &r.CustomTitle)
 		case "aiTitle":
-			ok = lexString(v, &r.AITitle)
+			ok = jsonlex.SetString(v, &r.AITitle)
 		default:
 			ok = unknownKey(key, recordKeys)
 		}
@@ -187,13 +186,13 @@ func lexMessage(v []byte, m *apiMessage) (ok bool) {
 		key := k[1 : len(k)-1]
 		switch string(key) {
 		case "id":
-			ok = lexString(v, &m.ID)
+			ok = jsonlex.SetString(v, &m.ID)
 		case "role":
-			ok = lexString(v, &m.Role)
+			ok = jsonlex.SetString(v, &m.Role)
 		case "model":
-			ok = lexString(v, &m.Model)
+			ok = jsonlex.SetString(v, &m.Model)
 		case "stop_reason":
-			ok = lexStringPtr(v, &m.StopReason)
+			ok = jsonlex.SetStringPtr(v, &m.StopReason)
 		case "usage":
 			if seenUsage {
 				return fail(&ok)
@@ -218,7 +217,7 @@ func lexMessage(v []byte, m *apiMessage) (ok bool) {
 				ok = lexBlocks(v, &m.parsed)
 			case '"':
 				// A plain prompt: one text block, as contentBlocks makes it.
-				s, sok := lexStr(v)
+				s, sok := jsonlex.Str(v)
 				m.parsed, ok = []contentBlock{{Type: "text", Text: &s}}, sok
 			default:
 				ok = false
@@ -287,23 +286,23 @@ func lexBlock(v []byte, b *contentBlock) (ok bool) {
 		key := k[1 : len(k)-1]
 		switch string(key) {
 		case "type":
-			ok = lexString(v, &b.Type)
+			ok = jsonlex.SetString(v, &b.Type)
 		case "text":
-			ok = lexStringPtr(v, &b.Text)
+			ok = jsonlex.SetStringPtr(v, &b.Text)
 		case "thinking":
-			ok = lexStringPtr(v, &b.Thinking)
+			ok = jsonlex.SetStringPtr(v, &b.Thinking)
 		case "signature":
-			ok = lexString(v, &b.Signature)
+			ok = jsonlex.SetString(v, &b.Signature)
 		case "data":
-			ok = lexString(v, &b.Data)
+			ok = jsonlex.SetString(v, &b.Data)
 		case "id":
-			ok = lexString(v, &b.ID)
+			ok = jsonlex.SetString(v, &b.ID)
 		case "name":
-			ok = lexString(v, &b.Name)
+			ok = jsonlex.SetString(v, &b.Name)
 		case "input":
 			ok = lexRaw(v, &b.Input)
 		case "tool_use_id":
-			ok = lexString(v, &b.ToolUseID)
+			ok = jsonlex.SetString(v, &b.ToolUseID)
 		case "content":
 			// A tool_result's content: a string, or blocks kept raw as
 			// encoding/json keeps them (resultContent decodes them); the
@@ -311,15 +310,15 @@ func lexBlock(v []byte, b *contentBlock) (ok bool) {
 			switch v[0] {
 			case '"', 'n':
 				b.Content = nil
-				ok = lexStringPtr(v, &b.resultText)
+				ok = jsonlex.SetStringPtr(v, &b.resultText)
 			default:
 				b.resultText = nil
 				b.Content = append([]byte(nil), v...)
 			}
 		case "is_error":
-			ok = lexBoolPtr(v, &b.IsError)
+			ok = jsonlex.SetBoolPtr(v, &b.IsError)
 		case "title":
-			ok = lexString(v, &b.Title)
+			ok = jsonlex.SetString(v, &b.Title)
 		default:
 			// source (a media block) is left to encoding/json.
 			ok = unknownKey(key, blockKeys)
@@ -327,72 +326,6 @@ func lexBlock(v []byte, b *contentBlock) (ok bool) {
 		return ok
 	})
 	return ok && err == nil
-}
-
-// lexStr decodes the valid raw string v: a copy of its body when it has no
-// escape and is UTF-8, else unquoted as encoding/json does.
-func lexStr(v []byte) (string, bool) {
-	body := v[1 : len(v)-1]
-	if bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
-		return string(body), true
-	}
-	s, err := jsonlex.Unquote(v)
-	return s, err == nil
-}
-
-// lexString decodes a string member; null leaves it alone.
-func lexString(v []byte, dst *string) bool {
-	switch v[0] {
-	case '"':
-		s, ok := lexStr(v)
-		*dst = s
-		return ok
-	case 'n':
-		return true
-	}
-	return false
-}
-
-// lexStringPtr decodes a *string member; null sets it to nil.
-func lexStringPtr(v []byte, dst **string) bool {
-	switch v[0] {
-	case '"':
-		s, ok := lexStr(v)
-		*dst = &s
-		return ok
-	case 'n':
-		*dst = nil
-		return true
-	}
-	return false
-}
-
-// lexBool decodes a bool member; null leaves it alone.
-func lexBool(v []byte, dst *bool) bool {
-	switch v[0] {
-	case 't':
-		*dst = true
-	case 'f':
-		*dst = false
-	case 'n':
-	default:
-		return false
-	}
-	return true
-}
-
-// lexBoolPtr decodes a *bool member; null sets it to nil.
-func lexBoolPtr(v []byte, dst **bool) bool {
-	switch v[0] {
-	case 't', 'f':
-		b := v[0] == 't'
-		*dst = &b
-	case 'n':
-		*dst = nil
-	default:
-		return false
-	}
-	return true
 }
 
 // lexInt64Ptr decodes a *int64 member (an integer literal in range); null

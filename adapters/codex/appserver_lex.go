@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/happy-dev/happy/adapters/jsonrpc"
+	"github.com/happy-dev/happy/internal/jsonlex"
 )
 
 // The app-server decoder's one-pass readers (see lex.go for the rules
@@ -332,7 +333,7 @@ func lexItem(v []byte, it *itemHead) bool {
 		case 20:
 			return setRaw(v, &it.ContentItems)
 		case 21:
-			return setBoolPtr(v, &it.Success)
+			return jsonlex.SetBoolPtr(v, &it.Success)
 		case 22:
 			return setStringPtr(v, &it.Prompt)
 		case 23:

@@ -169,8 +169,7 @@ func lexStr(v []byte) (string, bool) {
 		}
 		return string(body), true
 	}
-	s, err := jsonlex.Unquote(v)
-	return s, err == nil
+	return jsonlex.Str(v)
 }
 
 // setString decodes a string field; null leaves it alone.
@@ -225,34 +224,6 @@ func setInt64Ptr(v []byte, dst **int64) bool {
 		*dst = &n
 	}
 	return ok
-}
-
-// setBool decodes a bool field; null leaves it alone.
-func setBool(v []byte, dst *bool) bool {
-	switch v[0] {
-	case 't':
-		*dst = true
-	case 'f':
-		*dst = false
-	case 'n':
-	default:
-		return false
-	}
-	return true
-}
-
-// setBoolPtr decodes a *bool field; null sets it to nil.
-func setBoolPtr(v []byte, dst **bool) bool {
-	switch v[0] {
-	case 't', 'f':
-		b := v[0] == 't'
-		*dst = &b
-	case 'n':
-		*dst = nil
-	default:
-		return false
-	}
-	return true
 }
 
 // setRaw keeps a json.RawMessage field: a copy of any value, null
