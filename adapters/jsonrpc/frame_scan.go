@@ -1,6 +1,7 @@
 package jsonrpc
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"unicode/utf8"
 )
@@ -210,6 +211,15 @@ var strSafe = func() (t [256]bool) {
 func validString(data []byte, i int) int {
 	i++
 	for {
+		// Eight bytes at a time while none is a quote, a backslash or a
+		// control character (a false alarm only ends the fast loop).
+		for len(data)-i >= 8 {
+			w := binary.LittleEndian.Uint64(data[i:])
+			if (w-lows*0x20)&^w&highs|hasZero(w^(lows*'"'))|hasZero(w^(lows*'\\')) != 0 {
+				break
+			}
+			i += 8
+		}
 		for i < len(data) && strSafe[data[i]] {
 			i++
 		}
@@ -244,6 +254,14 @@ func validString(data []byte, i int) int {
 		}
 	}
 }
+
+const (
+	lows  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// hasZero is non-zero when a byte of w is zero.
+func hasZero(w uint64) uint64 { return (w - lows) &^ w & highs }
 
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
