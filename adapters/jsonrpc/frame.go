@@ -230,7 +230,7 @@ var noSplit bool
 // request completes a frame with a method: a request or a notification.
 func (m Message) request(method, params, result, rawErr json.RawMessage, hasID bool) (Message, error) {
 	var ok bool
-	if m.Method, ok = jsonlex.StringOf(method); !ok || m.Method == "" {
+	if m.Method, ok = methodName(method); !ok || m.Method == "" {
 		return Message{}, frameErr(agent.DropInvalidField, "", "method is %s, want a non-empty string", cut(method))
 	}
 	if result != nil || rawErr != nil {

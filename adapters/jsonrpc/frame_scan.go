@@ -3,7 +3,11 @@ package jsonrpc
 import (
 	"encoding/binary"
 	"encoding/json"
+	"hash/maphash"
+	"sync/atomic"
 	"unicode/utf8"
+
+	"github.com/happy-dev/happy/internal/jsonlex"
 )
 
 // frameMembers are the top-level members of one frame object as raw JSON
@@ -168,6 +172,38 @@ func (fm *frameMembers) set(name, val []byte, split *bool) {
 		}
 		fm.extra[string(name)] = val
 	}
+}
+
+// methodCache holds recently seen method names, so that a frame whose
+// method was seen before does not allocate it again (a peer uses a few
+// dozen names). Each slot is replaced whole by whoever misses on it: safe
+// for concurrent connections, and bounded (methodCacheSize names of at
+// most methodCacheMax bytes).
+var (
+	methodCache     [methodCacheSize]atomic.Pointer[string]
+	methodCacheSeed = maphash.MakeSeed()
+)
+
+const (
+	methodCacheSize = 256
+	methodCacheMax  = 96
+)
+
+// methodName reads the method member of a valid frame as jsonlex.StringOf
+// does (ok false when it is not a string), the name shared with earlier
+// frames when it has no escape.
+func methodName(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' || len(raw)-2 > methodCacheMax || !plainName(raw[1:len(raw)-1]) {
+		return jsonlex.StringOf(raw)
+	}
+	body := raw[1 : len(raw)-1]
+	slot := &methodCache[maphash.Bytes(methodCacheSeed, body)%methodCacheSize]
+	if p := slot.Load(); p != nil && *p == string(body) {
+		return *p, true
+	}
+	s := string(body)
+	slot.Store(&s)
+	return s, true
 }
 
 // plainName reports whether a member name reads as it is written: no

@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/happy-dev/happy/adapters/trafficlog"
 	"github.com/happy-dev/happy/internal/linereader"
@@ -155,4 +157,26 @@ func FuzzDecodeFrameReference(f *testing.F) {
 			t.Fatal("raw not valid JSON")
 		}
 	})
+}
+
+// TestMethodNameShared: a method seen before is not allocated again; an
+// escaped or non-string method reads as jsonlex.StringOf reads it.
+func TestMethodNameShared(t *testing.T) {
+	a, _ := DecodeFrame([]byte(`{"method":"item/agentMessage/delta","params":{}}`))
+	b, _ := DecodeFrame([]byte(`{"method":"item/agentMessage/delta","emittedAtMs":1}`))
+	if a.Method != "item/agentMessage/delta" || unsafe.StringData(a.Method) != unsafe.StringData(b.Method) {
+		t.Errorf("methods %q and %q are not one string", a.Method, b.Method)
+	}
+	for _, tc := range []struct {
+		raw  string
+		want string
+		ok   bool
+	}{
+		{`"a\u0062"`, "ab", true}, {`"x"`, "x", true}, {`""`, "", true}, {"\"\xff\"", "\ufffd", true},
+		{`7`, "", false}, {`null`, "", false}, {`"` + strings.Repeat("m", 200) + `"`, strings.Repeat("m", 200), true},
+	} {
+		if got, ok := methodName([]byte(tc.raw)); got != tc.want || ok != tc.ok {
+			t.Errorf("methodName(%s) = %q, %v; want %q, %v", tc.raw, got, ok, tc.want, tc.ok)
+		}
+	}
 }
