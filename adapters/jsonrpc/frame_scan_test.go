@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/happy-dev/happy/adapters/trafficlog"
+	"github.com/happy-dev/happy/internal/jsonlex"
 	"github.com/happy-dev/happy/internal/linereader"
 )
 
@@ -179,4 +180,19 @@ func TestMethodNameShared(t *testing.T) {
 			t.Errorf("methodName(%s) = %q, %v; want %q, %v", tc.raw, got, ok, tc.want, tc.ok)
 		}
 	}
+}
+
+// FuzzNewFrameJSON: a frame's JSON flag is jsonlex.Valid's verdict, for
+// text records too (the string fast path).
+func FuzzNewFrameJSON(f *testing.F) {
+	for _, s := range []string{`"line"`, `"a\"b"`, `"\u00e9 and a long enough line"`, `"x" `, `"x`, `"\x01"`, `"a"b"`, `12`, `line`, ``} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, dir := range []trafficlog.Dir{trafficlog.Stderr, trafficlog.A2C} {
+			if got, want := NewFrame(0, dir, data).JSON, jsonlex.Valid(data); got != want {
+				t.Fatalf("%s %q: JSON %v, jsonlex.Valid %v", dir, data, got, want)
+			}
+		}
+	})
 }
