@@ -148,7 +148,7 @@ func (d *AppServerDecoder) a2c(o *out, f jsonrpc.Frame) {
 	}
 	m := *f.Msg
 	var emitted int64
-	raw := m.Extra["emittedAtMs"]
+	raw := m.EmittedAtMs()
 	if n, ok := lexEmitted(raw); ok && !d.general {
 		emitted = n
 	} else if json.Unmarshal(raw, &emitted) != nil {

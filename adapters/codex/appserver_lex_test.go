@@ -136,7 +136,7 @@ func TestLexCoversCaptures(t *testing.T) {
 				continue
 			}
 			fail := func(what string) { t.Errorf("%s: %s %s not read in one pass: %s", path, m.Method, what, m.Raw) }
-			if raw, ok := m.Extra["emittedAtMs"]; ok {
+			if raw := m.EmittedAtMs(); raw != nil {
 				if _, ok := lexEmitted(raw); !ok {
 					fail("emittedAtMs")
 				}

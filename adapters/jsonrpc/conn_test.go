@@ -489,8 +489,8 @@ func TestParsedOnce(t *testing.T) {
 	if &n.Params[0] != &in.Params[0] || &n.Raw[0] != &in.Raw[0] || &n.Raw[0] != &tapped[0].Data[0] {
 		t.Error("the handler got another decoding of the frame than the tap")
 	}
-	if string(n.Extra["emittedAtMs"]) != "3" {
-		t.Errorf("extra members %v", n.Extra)
+	if string(n.EmittedAtMs()) != "3" || n.Extra != nil {
+		t.Errorf("emittedAtMs %s, extra members %v", n.EmittedAtMs(), n.Extra)
 	}
 	out := tapped[1].Msg
 	if out.Kind != KindRequest || out.Method != "m" || string(out.Params) != `{"a":1}` || &out.Raw[0] != &tapped[1].Data[0] {

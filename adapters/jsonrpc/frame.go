@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/jsonlex"
@@ -79,10 +79,48 @@ type Message struct {
 	Result  json.RawMessage // responses without error; "null" is kept as null
 	Error   *ErrorObject    // error responses
 	Version bool            // the frame carried "jsonrpc":"2.0"
-	// Extra holds the top-level members JSON-RPC does not define (Codex
-	// stamps notifications with "emittedAtMs"); nil when there are none.
+	// emitted is where the value of the top-level "emittedAtMs" member
+	// lies in Raw: [start, end) byte offsets, {0, 0} when absent (see
+	// EmittedAtMs; offsets rather than a slice keep Message in a smaller
+	// allocation class).
+	emitted [2]uint32
+	// Extra holds the top-level members JSON-RPC does not define other
+	// than emittedAtMs; nil when there are none (the usual case: no map is
+	// built per frame).
 	Extra map[string]json.RawMessage
 	Raw   json.RawMessage
+}
+
+// EmittedAtMs returns the raw value of the frame's top-level "emittedAtMs"
+// member, which Codex stamps its notifications with (Unix ms as the peer
+// wrote it, unchecked: any JSON value), or nil when the frame has none. It
+// is a sub-slice of Raw.
+func (m *Message) EmittedAtMs() json.RawMessage {
+	if m.emitted[1] == 0 {
+		if m.Extra != nil {
+			return m.Extra["emittedAtMs"] // a frame of 4 GiB or more
+		}
+		return nil
+	}
+	return m.Raw[m.emitted[0]:m.emitted[1]:m.emitted[1]]
+}
+
+// setEmitted records emitted (a sub-slice of m.Raw) as the emittedAtMs
+// member.
+func (m *Message) setEmitted(emitted json.RawMessage) {
+	if emitted == nil {
+		return
+	}
+	start := cap(m.Raw) - cap(emitted)
+	end := start + len(emitted)
+	if start < 0 || end > len(m.Raw) || uint64(end) > math.MaxUint32 {
+		if m.Extra == nil {
+			m.Extra = map[string]json.RawMessage{}
+		}
+		m.Extra["emittedAtMs"] = emitted
+		return
+	}
+	m.emitted = [2]uint32{uint32(start), uint32(end)}
 }
 
 // ErrBadFrame is wrapped by every *FrameError.
@@ -126,6 +164,11 @@ func frameErr(reason agent.DropReason, kind, format string, args ...any) *FrameE
 // type, both result and error, a bad id) or missing_id (a response whose
 // id is absent or null, which can never be matched to a call). DecodeFrame
 // never panics, whatever the input.
+//
+// A valid frame costs one scan (scanFrame: validation and the member split
+// together) and no allocation beyond the method name, a string id and an
+// error object; Extra is built only for a frame with a member JSON-RPC
+// does not define other than emittedAtMs.
 func DecodeFrame(data []byte) (Message, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 {
@@ -137,94 +180,57 @@ func DecodeFrame(data []byte) (Message, error) {
 		}
 		return Message{}, frameErr(agent.DropUnparseableJSON, "", "frame is not JSON")
 	}
-	// One validating scan, then a structural split: the members are
-	// sub-slices of data, which the message keeps anyway (Raw).
-	if !jsonlex.Valid(data) {
+	var fm frameMembers
+	valid, split := scanFrame(data, &fm)
+	if !valid {
 		var members map[string]json.RawMessage
 		err := json.Unmarshal(data, &members) // for its message
 		return Message{}, frameErr(agent.DropUnparseableJSON, "", "%v", err)
 	}
-	version, method, rawID, params, result, rawErr, members, split := splitFrame(data)
 	if !split || noSplit {
 		// A member name with an escape: names decoded the long way.
-		var err error
-		if members, err = jsonlex.ObjectMap(data); err != nil {
+		members, err := jsonlex.ObjectMap(data)
+		if err != nil {
 			return Message{}, frameErr(agent.DropUnparseableJSON, "", "%v", err)
 		}
-		version, method, rawID = members["jsonrpc"], members["method"], members["id"]
-		params, result, rawErr = members["params"], members["result"], members["error"]
-		for _, k := range [...]string{"jsonrpc", "method", "id", "params", "result", "error"} {
+		fm = frameMembers{version: members["jsonrpc"], method: members["method"], id: members["id"],
+			params: members["params"], result: members["result"], rawErr: members["error"], emitted: members["emittedAtMs"]}
+		for _, k := range [...]string{"jsonrpc", "method", "id", "params", "result", "error", "emittedAtMs"} {
 			delete(members, k)
 		}
+		if len(members) > 0 {
+			fm.extra = members
+		}
 	}
-	m := Message{Raw: json.RawMessage(data)}
-	if len(members) > 0 {
-		m.Extra = members
-	}
-	if version != nil {
-		if v, ok := jsonlex.StringOf(version); !ok || v != "2.0" {
-			return Message{}, frameErr(agent.DropInvalidField, "", "jsonrpc member is %s, want \"2.0\"", cut(version))
+	m := Message{Raw: json.RawMessage(data), Extra: fm.extra}
+	m.setEmitted(fm.emitted)
+	if fm.version != nil {
+		if v, ok := jsonlex.StringOf(fm.version); !ok || v != "2.0" {
+			return Message{}, frameErr(agent.DropInvalidField, "", "jsonrpc member is %s, want \"2.0\"", cut(fm.version))
 		}
 		m.Version = true
 	}
-	hasID := rawID != nil && string(rawID) != "null"
+	hasID := fm.id != nil && string(fm.id) != "null"
 	if hasID {
-		id, err := decodeID(rawID)
+		id, err := decodeID(fm.id)
 		if err != nil {
-			return Message{}, frameErr(agent.DropInvalidField, methodOf(method), "%v", err)
+			return Message{}, frameErr(agent.DropInvalidField, methodOf(fm.method), "%v", err)
 		}
 		m.ID = id
 	}
-	if method != nil {
-		return m.request(method, params, result, rawErr, hasID)
+	if fm.method != nil {
+		return m.request(fm.method, fm.params, fm.result, fm.rawErr, hasID)
 	}
-	return m.response(result, rawErr, hasID)
+	return m.response(fm.result, fm.rawErr, hasID)
 }
 
 // noSplit sends every frame through jsonlex.ObjectMap (tests compare).
 var noSplit bool
 
-// splitFrame reads the members of a valid frame object in one pass, as
-// jsonlex.ObjectMap would (exact names, the last of a repeated name wins):
-// the six JSON-RPC members, and the others in extra (nil when there are
-// none). ok is false when a member name has an escape or is not UTF-8
-// (left to ObjectMap, which decodes names).
-func splitFrame(data []byte) (version, method, id, params, result, rawErr json.RawMessage, extra map[string]json.RawMessage, ok bool) {
-	escaped := false
-	_ = jsonlex.Members(data, func(k, v []byte) bool {
-		name := k[1 : len(k)-1]
-		if bytes.IndexByte(name, '\\') >= 0 || !utf8.Valid(name) {
-			escaped = true
-			return false
-		}
-		switch string(name) {
-		case "jsonrpc":
-			version = v
-		case "method":
-			method = v
-		case "id":
-			id = v
-		case "params":
-			params = v
-		case "result":
-			result = v
-		case "error":
-			rawErr = v
-		default:
-			if extra == nil {
-				extra = map[string]json.RawMessage{}
-			}
-			extra[string(name)] = v
-		}
-		return true
-	})
-	return version, method, id, params, result, rawErr, extra, !escaped
-}
-
 // request completes a frame with a method: a request or a notification.
 func (m Message) request(method, params, result, rawErr json.RawMessage, hasID bool) (Message, error) {
 	var ok bool
-	if m.Method, ok = jsonlex.StringOf(method); !ok || m.Method == "" {
+	if m.Method, ok = methodName(method); !ok || m.Method == "" {
 		return Message{}, frameErr(agent.DropInvalidField, "", "method is %s, want a non-empty string", cut(method))
 	}
 	if result != nil || rawErr != nil {

@@ -77,8 +77,12 @@ func TestEncode(t *testing.T) {
 // TestDecodeFrameExtra: members JSON-RPC does not define are kept, once.
 func TestDecodeFrameExtra(t *testing.T) {
 	m, err := DecodeFrame([]byte(`{"method":"n","params":{},"emittedAtMs":17}`))
-	if err != nil || len(m.Extra) != 1 || string(m.Extra["emittedAtMs"]) != "17" {
-		t.Fatalf("extra = %v, %v", m.Extra, err)
+	if err != nil || m.Extra != nil || string(m.EmittedAtMs()) != "17" {
+		t.Fatalf("emittedAtMs = %s, extra = %v, %v", m.EmittedAtMs(), m.Extra, err)
+	}
+	m, err = DecodeFrame([]byte(`{"method":"n","emittedAtMs":1,"x":[],"emittedAtMs":2,"x":{}}`))
+	if err != nil || len(m.Extra) != 1 || string(m.Extra["x"]) != "{}" || string(m.EmittedAtMs()) != "2" {
+		t.Fatalf("emittedAtMs = %s, extra = %v, %v", m.EmittedAtMs(), m.Extra, err)
 	}
 	if m, _ := DecodeFrame([]byte(`{"method":"n"}`)); m.Extra != nil {
 		t.Fatalf("extra of a plain frame = %v", m.Extra)

@@ -1,0 +1,347 @@
+package jsonrpc
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"hash/maphash"
+	"sync/atomic"
+	"unicode/utf8"
+
+	"github.com/happy-dev/happy/internal/jsonlex"
+)
+
+// frameMembers are the top-level members of one frame object as raw JSON
+// (sub-slices of the frame), nil when absent; a repeated name keeps its
+// last value, as jsonlex.ObjectMap does.
+type frameMembers struct {
+	version, method, id, params, result, rawErr json.RawMessage
+	emitted                                     json.RawMessage
+	extra                                       map[string]json.RawMessage
+}
+
+// maxDepth is the deepest nesting of objects and arrays a frame may have,
+// jsonlex.Valid's limit.
+const maxDepth = 10000
+
+// scanFrame validates data (an object: data[0] is '{', no whitespace
+// around it) and splits its top-level members into fm, in one pass. valid
+// is jsonlex.Valid's verdict (json.Valid's: RFC 8259 syntax, nesting up to
+// maxDepth, UTF-8 not checked). split is false when a member name has an
+// escape or is not UTF-8: those names must be decoded, which the caller
+// leaves to jsonlex.ObjectMap; fm is then incomplete.
+func scanFrame(data []byte, fm *frameMembers) (valid, split bool) {
+	// stack holds '{' or '[' per open container; most frames nest less
+	// than its inline capacity.
+	var inline [32]byte
+	stack := inline[:0]
+	split = true
+	var key []byte // the current top-level member name, quotes excluded
+	valStart := 0
+	i := 0
+	const (
+		wantValue = iota
+		wantKey
+		afterValue
+	)
+	state := wantValue
+	for {
+		switch state {
+		case wantValue:
+			if i >= len(data) {
+				return false, split
+			}
+			if len(stack) == 1 {
+				valStart = i
+			}
+			switch c := data[i]; {
+			case c == '{' || c == '[':
+				if stack = append(stack, c); len(stack) > maxDepth {
+					return false, split
+				}
+				i = skipSpace(data, i+1)
+				if i < len(data) && data[i] == c+2 { // '}' or ']'
+					stack = stack[:len(stack)-1]
+					i++
+					state = afterValue
+					if len(stack) == 1 {
+						fm.set(key, data[valStart:i], &split)
+					}
+				} else if c == '{' {
+					state = wantKey
+				}
+				continue
+			case c == '"':
+				if i = validString(data, i); i < 0 {
+					return false, split
+				}
+			case c == 't':
+				if !hasLiteral(data, i, "true") {
+					return false, split
+				}
+				i += 4
+			case c == 'f':
+				if !hasLiteral(data, i, "false") {
+					return false, split
+				}
+				i += 5
+			case c == 'n':
+				if !hasLiteral(data, i, "null") {
+					return false, split
+				}
+				i += 4
+			default:
+				if i = validNumber(data, i); i < 0 {
+					return false, split
+				}
+			}
+			state = afterValue
+			if len(stack) == 1 {
+				fm.set(key, data[valStart:i], &split)
+			}
+		case wantKey:
+			if i >= len(data) || data[i] != '"' {
+				return false, split
+			}
+			k := i
+			if i = validString(data, i); i < 0 {
+				return false, split
+			}
+			if len(stack) == 1 {
+				key = data[k+1 : i-1]
+			}
+			i = skipSpace(data, i)
+			if i >= len(data) || data[i] != ':' {
+				return false, split
+			}
+			i = skipSpace(data, i+1)
+			state = wantValue
+		case afterValue:
+			i = skipSpace(data, i)
+			if len(stack) == 0 {
+				return i == len(data), split
+			}
+			if i >= len(data) {
+				return false, split
+			}
+			top := stack[len(stack)-1]
+			switch data[i] {
+			case ',':
+				i = skipSpace(data, i+1)
+				if top == '{' {
+					state = wantKey
+				} else {
+					state = wantValue
+				}
+			case top + 2: // the container's own close
+				stack = stack[:len(stack)-1]
+				i++
+				if len(stack) == 1 {
+					fm.set(key, data[valStart:i], &split)
+				}
+			default:
+				return false, split
+			}
+		}
+	}
+}
+
+// set records the top-level member name (raw, quotes excluded) = val.
+func (fm *frameMembers) set(name, val []byte, split *bool) {
+	switch string(name) {
+	case "jsonrpc":
+		fm.version = val
+	case "method":
+		fm.method = val
+	case "id":
+		fm.id = val
+	case "params":
+		fm.params = val
+	case "result":
+		fm.result = val
+	case "error":
+		fm.rawErr = val
+	case "emittedAtMs":
+		fm.emitted = val
+	default:
+		if !*split || !plainName(name) {
+			*split = false
+			return
+		}
+		if fm.extra == nil {
+			fm.extra = map[string]json.RawMessage{}
+		}
+		fm.extra[string(name)] = val
+	}
+}
+
+// methodCache holds recently seen method names, so that a frame whose
+// method was seen before does not allocate it again (a peer uses a few
+// dozen names). Each slot is replaced whole by whoever misses on it: safe
+// for concurrent connections, and bounded (methodCacheSize names of at
+// most methodCacheMax bytes).
+var (
+	methodCache     [methodCacheSize]atomic.Pointer[string]
+	methodCacheSeed = maphash.MakeSeed()
+)
+
+const (
+	methodCacheSize = 256
+	methodCacheMax  = 96
+)
+
+// methodName reads the method member of a valid frame as jsonlex.StringOf
+// does (ok false when it is not a string), the name shared with earlier
+// frames when it has no escape.
+func methodName(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' || len(raw)-2 > methodCacheMax || !plainName(raw[1:len(raw)-1]) {
+		return jsonlex.StringOf(raw)
+	}
+	body := raw[1 : len(raw)-1]
+	slot := &methodCache[maphash.Bytes(methodCacheSeed, body)%methodCacheSize]
+	if p := slot.Load(); p != nil && *p == string(body) {
+		return *p, true
+	}
+	s := string(body)
+	slot.Store(&s)
+	return s, true
+}
+
+// plainName reports whether a member name reads as it is written: no
+// escape, valid UTF-8.
+func plainName(name []byte) bool {
+	for _, c := range name {
+		if c == '\\' {
+			return false
+		}
+		if c >= utf8.RuneSelf {
+			return utf8.Valid(name)
+		}
+	}
+	return true
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && isSpace(data[i]) {
+		i++
+	}
+	return i
+}
+
+func hasLiteral(data []byte, i int, lit string) bool {
+	return len(data)-i >= len(lit) && string(data[i:i+len(lit)]) == lit
+}
+
+// strSafe marks the bytes a JSON string may hold as they are: not the
+// quote, not the backslash, not a control character.
+var strSafe = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// validString returns the index past the valid string starting at data[i]
+// (a '"'), or -1.
+func validString(data []byte, i int) int {
+	i++
+	for {
+		// Eight bytes at a time while none is a quote, a backslash or a
+		// control character (a false alarm only ends the fast loop).
+		for len(data)-i >= 8 {
+			w := binary.LittleEndian.Uint64(data[i:])
+			if (w-lows*0x20)&^w&highs|hasZero(w^(lows*'"'))|hasZero(w^(lows*'\\')) != 0 {
+				break
+			}
+			i += 8
+		}
+		for i < len(data) && strSafe[data[i]] {
+			i++
+		}
+		if i >= len(data) {
+			return -1
+		}
+		switch data[i] {
+		case '"':
+			return i + 1
+		case '\\':
+			if i+1 >= len(data) {
+				return -1
+			}
+			switch data[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if len(data)-i < 6 {
+					return -1
+				}
+				for _, h := range data[i+2 : i+6] {
+					if !isHex(h) {
+						return -1
+					}
+				}
+				i += 6
+			default:
+				return -1
+			}
+		default: // a control character
+			return -1
+		}
+	}
+}
+
+const (
+	lows  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// hasZero is non-zero when a byte of w is zero.
+func hasZero(w uint64) uint64 { return (w - lows) &^ w & highs }
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// validNumber returns the index past the number starting at data[i], or -1.
+func validNumber(data []byte, i int) int {
+	if i < len(data) && data[i] == '-' {
+		i++
+	}
+	switch {
+	case i >= len(data):
+		return -1
+	case data[i] == '0':
+		i++
+	case '1' <= data[i] && data[i] <= '9':
+		for i < len(data) && '0' <= data[i] && data[i] <= '9' {
+			i++
+		}
+	default:
+		return -1
+	}
+	if i < len(data) && data[i] == '.' {
+		i++
+		j := i
+		for i < len(data) && '0' <= data[i] && data[i] <= '9' {
+			i++
+		}
+		if i == j {
+			return -1
+		}
+	}
+	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
+		i++
+		if i < len(data) && (data[i] == '+' || data[i] == '-') {
+			i++
+		}
+		j := i
+		for i < len(data) && '0' <= data[i] && data[i] <= '9' {
+			i++
+		}
+		if i == j {
+			return -1
+		}
+	}
+	return i
+}
