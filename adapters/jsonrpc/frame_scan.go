@@ -1,7 +1,6 @@
 package jsonrpc
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"hash/maphash"
 	"sync/atomic"
@@ -71,7 +70,7 @@ func scanFrame(data []byte, fm *frameMembers) (valid, split bool) {
 				}
 				continue
 			case c == '"':
-				if i = validString(data, i); i < 0 {
+				if i = jsonlex.StringEnd(data, i); i < 0 {
 					return false, split
 				}
 			case c == 't':
@@ -90,7 +89,7 @@ func scanFrame(data []byte, fm *frameMembers) (valid, split bool) {
 				}
 				i += 4
 			default:
-				if i = validNumber(data, i); i < 0 {
+				if i = jsonlex.NumberEnd(data, i); i < 0 {
 					return false, split
 				}
 			}
@@ -103,7 +102,7 @@ func scanFrame(data []byte, fm *frameMembers) (valid, split bool) {
 				return false, split
 			}
 			k := i
-			if i = validString(data, i); i < 0 {
+			if i = jsonlex.StringEnd(data, i); i < 0 {
 				return false, split
 			}
 			if len(stack) == 1 {
@@ -231,117 +230,4 @@ func skipSpace(data []byte, i int) int {
 
 func hasLiteral(data []byte, i int, lit string) bool {
 	return len(data)-i >= len(lit) && string(data[i:i+len(lit)]) == lit
-}
-
-// strSafe marks the bytes a JSON string may hold as they are: not the
-// quote, not the backslash, not a control character.
-var strSafe = func() (t [256]bool) {
-	for c := 0x20; c < 256; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-// validString returns the index past the valid string starting at data[i]
-// (a '"'), or -1.
-func validString(data []byte, i int) int {
-	i++
-	for {
-		// Eight bytes at a time while none is a quote, a backslash or a
-		// control character (a false alarm only ends the fast loop).
-		for len(data)-i >= 8 {
-			w := binary.LittleEndian.Uint64(data[i:])
-			if (w-lows*0x20)&^w&highs|hasZero(w^(lows*'"'))|hasZero(w^(lows*'\\')) != 0 {
-				break
-			}
-			i += 8
-		}
-		for i < len(data) && strSafe[data[i]] {
-			i++
-		}
-		if i >= len(data) {
-			return -1
-		}
-		switch data[i] {
-		case '"':
-			return i + 1
-		case '\\':
-			if i+1 >= len(data) {
-				return -1
-			}
-			switch data[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				if len(data)-i < 6 {
-					return -1
-				}
-				for _, h := range data[i+2 : i+6] {
-					if !isHex(h) {
-						return -1
-					}
-				}
-				i += 6
-			default:
-				return -1
-			}
-		default: // a control character
-			return -1
-		}
-	}
-}
-
-const (
-	lows  = 0x0101010101010101
-	highs = 0x8080808080808080
-)
-
-// hasZero is non-zero when a byte of w is zero.
-func hasZero(w uint64) uint64 { return (w - lows) &^ w & highs }
-
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-// validNumber returns the index past the number starting at data[i], or -1.
-func validNumber(data []byte, i int) int {
-	if i < len(data) && data[i] == '-' {
-		i++
-	}
-	switch {
-	case i >= len(data):
-		return -1
-	case data[i] == '0':
-		i++
-	case '1' <= data[i] && data[i] <= '9':
-		for i < len(data) && '0' <= data[i] && data[i] <= '9' {
-			i++
-		}
-	default:
-		return -1
-	}
-	if i < len(data) && data[i] == '.' {
-		i++
-		j := i
-		for i < len(data) && '0' <= data[i] && data[i] <= '9' {
-			i++
-		}
-		if i == j {
-			return -1
-		}
-	}
-	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
-		i++
-		if i < len(data) && (data[i] == '+' || data[i] == '-') {
-			i++
-		}
-		j := i
-		for i < len(data) && '0' <= data[i] && data[i] <= '9' {
-			i++
-		}
-		if i == j {
-			return -1
-		}
-	}
-	return i
 }

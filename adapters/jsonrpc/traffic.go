@@ -56,7 +56,7 @@ func NewFrame(t int64, dir trafficlog.Dir, data []byte) Frame {
 	}
 	// A log gives text back as a JSON string: checked by the frame
 	// scanner's fast string reader, anything else by jsonlex.Valid.
-	f.JSON = len(data) > 0 && data[0] == '"' && validString(data, 0) == len(data) || jsonlex.Valid(data)
+	f.JSON = len(data) > 0 && data[0] == '"' && jsonlex.StringEnd(data, 0) == len(data) || jsonlex.Valid(data)
 	return f
 }
 
