@@ -106,14 +106,43 @@ func (s *Server) eventHandlers() map[string]eventHandler {
 	return hs
 }
 
+// maxEventsInFlight bounds a socket's messages queued for or in their
+// handling; past it the socket's reader waits, so a client sending faster
+// than the relay handles its events is slowed by TCP instead of growing
+// the relay's memory.
+const maxEventsInFlight = 64
+
+// boundReads makes c's reader wait while maxEventsInFlight of its
+// messages are queued: the Socket.IO library decodes each message on the
+// reader and queues its handling on the socket's task queue, which
+// otherwise grows without bound. A token is taken on the reader (the
+// engine's "message" event, emitted there after the packet was queued)
+// and given back by a task queued after the packet's.
+func boundReads(c *conn) {
+	c.events = make(chan struct{}, maxEventsInFlight)
+	_ = c.sock.Conn().On("message", func(...any) {
+		select {
+		case c.events <- struct{}{}:
+		case <-c.ctx.Done():
+			return
+		}
+		c.sock.Enqueue(func() { <-c.events })
+	})
+}
+
 // bindEvents routes c's events to s.events. It is one middleware rather
 // than a listener per event (each of which costs every socket a map entry
 // and a closure in the library's emitter): a known event runs on the
 // socket's task queue, as the library runs listeners, and only while the
 // socket is connected; any other event goes on to the library, which has
-// no listener for it.
+// no listener for it. The middleware itself runs on that queue, so the
+// handler runs in it directly; it ends only once its account's fan-out
+// queue has room (fanout.go), and with boundReads a socket flooding its
+// account's other sockets with ephemerals or updates is held to the pace
+// they are written at.
 func (s *Server) bindEvents(c *conn) {
 	sock := c.sock
+	boundReads(c)
 	sock.Use(func(event []any, next func(error)) {
 		var h eventHandler
 		if len(event) > 0 {
@@ -124,11 +153,10 @@ func (s *Server) bindEvents(c *conn) {
 			next(nil)
 			return
 		}
-		sock.Enqueue(func() {
-			if sock.Connected() {
-				h(c, event[1:])
-			}
-		})
+		if sock.Connected() {
+			h(c, event[1:])
+			s.out.waitRoom(c.ctx, c.acct)
+		}
 	})
 }
 

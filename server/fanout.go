@@ -151,14 +151,28 @@ func (f *fanout) waitRoom(ctx context.Context, acct string) {
 	}
 }
 
-// flush waits until no worker runs (every queued item has been handed
-// to its sockets' transports).
-func (f *fanout) flush() {
-	f.mu.Lock()
-	for f.busy > 0 {
-		f.idle.Wait()
+// flush waits, at most d, until no worker runs (every queued item has
+// been handed to its sockets' transports), and reports whether that was
+// so. Sockets that keep sending events keep workers busy: the bound lets
+// a shutdown go on regardless.
+func (f *fanout) flush(d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		f.mu.Lock()
+		for f.busy > 0 {
+			f.idle.Wait()
+		}
+		f.mu.Unlock()
+		close(done)
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
 	}
-	f.mu.Unlock()
 }
 
 // run is acct's worker: rounds of up to fanoutRound items until the

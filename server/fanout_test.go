@@ -3,10 +3,16 @@ package server
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	ws "github.com/gorilla/websocket"
+	"github.com/rs/zerolog"
+	"github.com/zishang520/socket.io/servers/socket/v3"
 )
 
 // recorder is a fanout round writer that records rounds and, while hold
@@ -49,7 +55,7 @@ func TestFanoutKeepsOrderInRounds(t *testing.T) {
 				rec.release <- struct{}{}
 			}
 		}()
-		f.flush()
+		f.flush(time.Minute)
 		want := [][]int{{0}, {1, 64}, {65, 128}, {129, 150}}
 		if len(rec.rounds) != len(want) {
 			t.Fatalf("rounds %v", rec.rounds)
@@ -124,7 +130,7 @@ func TestFanoutWaitRoom(t *testing.T) {
 				}
 			}
 		}()
-		f.flush()
+		f.flush(time.Minute)
 		total := 0
 		for _, r := range rec.rounds {
 			total += len(r)
@@ -154,7 +160,7 @@ func TestFanoutRestsWhileOthersPost(t *testing.T) {
 				for i := range fanoutRound + 1 { // two rounds
 					f.emit("a", "update", fmt.Sprint(i), nil)
 				}
-				f.flush()
+				f.flush(time.Minute)
 				gap := 10 * time.Millisecond
 				if others {
 					gap = 20 * time.Millisecond
@@ -170,5 +176,62 @@ func TestFanoutRestsWhileOthersPost(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// A socket sending ephemerals faster than its account's fan-out writes
+// them is held at the pace of the writes: the account's queue stops at
+// fanoutQueue (plus the one item of the handler that waits for room), the
+// socket's reader stops once maxEventsInFlight of its messages wait, and
+// everything sent arrives once the writes go on.
+func TestFloodingSocketIsHeldByItsFanout(t *testing.T) {
+	srv, base := benchRelay(t, Config{Logger: zerolog.Nop()}, nil)
+	token := newTestAccount(t, base)
+	sid := newTestSession(t, base, token, "flood")
+	release := make(chan struct{})
+	var written atomic.Int64
+	srv.out.write = func(round []outItem) {
+		<-release
+		written.Add(int64(len(round)))
+	}
+	flooder := dialRaw(t, base, token, sid, 0)
+	const n = fanoutQueue + maxEventsInFlight + 200
+	go func() {
+		for i := range n {
+			ev := fmt.Sprintf(`42["text-delta",{"sid":%q,"message":"delta %d"}]`, sid, i)
+			if err := flooder.c.WriteMessage(ws.TextMessage, []byte(ev)); err != nil {
+				return
+			}
+		}
+	}()
+	var c *conn
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if c == nil {
+			srv.io.Sockets().Sockets().Range(func(_ socket.SocketId, sk *socket.Socket) bool {
+				c = connOf(sk)
+				return false
+			})
+		}
+		if c != nil && len(c.events) == maxEventsInFlight {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the flooding socket's reader never stopped")
+		}
+		runtime.Gosched()
+	}
+	srv.out.mu.Lock()
+	queued := len(srv.out.accts[c.acct].items)
+	srv.out.mu.Unlock()
+	if queued > fanoutQueue+1 {
+		t.Fatalf("%d items queued for the account, want at most %d", queued, fanoutQueue+1)
+	}
+	close(release)
+	for written.Load() < n && time.Now().Before(deadline) {
+		runtime.Gosched()
+	}
+	if got := written.Load(); got != n {
+		t.Fatalf("%d of %d ephemerals written", got, n)
 	}
 }

@@ -56,6 +56,9 @@ type conn struct {
 	// rpcCalls counts this socket's rpc-calls waiting for an answer (at
 	// most maxRPCInFlight).
 	rpcCalls atomic.Int32
+	// events holds a token per event of this socket waiting for or in
+	// its handler (bindEvents): at most maxEventsInFlight.
+	events chan struct{}
 	// ctx ends when the socket disconnects (or the server closes): work
 	// done for this socket (an rpc-call's waits) ends with it.
 	ctx    context.Context

@@ -455,8 +455,11 @@ func (s *Server) drain(hs *http.Server, l *closeSignal) {
 	case <-l.closed:
 	case <-sctx.Done():
 	}
-	// What is queued for the sockets goes out before they close.
-	s.out.flush()
+	// What is queued for the sockets goes out before they close, within
+	// what is left of the drain timeout.
+	if rest := time.Until(deadlineOf(sctx)); !s.out.flush(max(rest, 0)) {
+		s.log.Warn().Msg("drain: updates still queued at the timeout")
+	}
 	n := 0
 	s.io.Sockets().Sockets().Range(func(_ socket.SocketId, sock *socket.Socket) bool {
 		n++
@@ -478,7 +481,7 @@ func (s *Server) Close() error {
 		srvs := s.httpSrvs
 		s.mu.Unlock()
 		s.cancel()
-		s.out.flush()
+		s.out.flush(closeWait)
 		s.io.DisconnectSockets(true)
 		// Let the DISCONNECT packets reach the sockets before the engine
 		// closes the connections under them.
@@ -525,4 +528,12 @@ type httpErrorLog struct{ log zerolog.Logger }
 func (h httpErrorLog) Write(p []byte) (int, error) {
 	h.log.Debug().Str("component", "http").Msg(strings.TrimSpace(string(p)))
 	return len(p), nil
+}
+
+// deadlineOf is ctx's deadline, or now when it has none.
+func deadlineOf(ctx context.Context) time.Time {
+	if d, ok := ctx.Deadline(); ok {
+		return d
+	}
+	return time.Now()
 }
