@@ -64,6 +64,8 @@ type Decoder struct {
 	// shapes most traffic has (fastmeta.go, lex.go); the tests compare
 	// the two.
 	general bool
+	// gen numbers what the per-tool caches compute (toolcache.go).
+	gen uint64
 }
 
 type ourRequest struct {
@@ -155,7 +157,15 @@ type tool struct {
 		key metaKey
 		obj agent.Object
 		ok  bool
+		gen uint64
 	}
+	// canon: the canonical name, input and metadata last computed and
+	// what they were computed from (canonicalOf); annGens: the
+	// generations of canon and meta the last announcement was built from.
+	canon   canonCache
+	annGens [2]uint64
+	// pats: agent.ToolPatterns of a name and input, as last computed.
+	pats patternCache
 }
 
 type location struct {

@@ -172,3 +172,23 @@ func FuzzStrings(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPatterns checks patternsOf against agent.ToolPatterns for every
+// canonical tool name (and an MCP tool and an unknown one).
+func FuzzPatterns(f *testing.F) {
+	for _, s := range []string{`{"command":"ls -la"}`, `{"path":"/a/b","command":1}`, `{"pattern":"*.go","pattern":"x"}`,
+		`{"url":null}`, `{"query":""}`, `{"agent":"\u00e9\ud800"}`, `{"p\u0061th":"y"}`, `[1]`, `null`, ``, ` {"command" : "x" } `} {
+		f.Add([]byte(s))
+	}
+	names := []string{agent.ToolBash, agent.ToolRead, agent.ToolWrite, agent.ToolEdit, agent.ToolGlob, agent.ToolGrep,
+		agent.ToolFetch, agent.ToolSearch, agent.ToolTask, agent.ToolTodo, agent.ToolOther, agent.MCPTool("srv", "t"), "mcp__x"}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, name := range names {
+			got, ok := patternsOf(name, data)
+			want, wok := agent.ToolPatterns(name, data)
+			if ok != wok || !reflect.DeepEqual(got, want) {
+				t.Fatalf("patternsOf(%q, %s) = %q, %v; agent.ToolPatterns %q, %v", name, data, got, ok, want, wok)
+			}
+		}
+	})
+}

@@ -3,6 +3,7 @@ package acp
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"path"
 	"regexp"
 	"strings"
@@ -103,6 +104,12 @@ func (d *Decoder) agentTool(tl *tool) (name, table string) {
 // part metadata that goes with them (the agent's name of the tool, else
 // its kind; rawInput when it is not the canonical input).
 func (d *Decoder) canonical(tl *tool) (string, json.RawMessage, agent.Object) {
+	name, input, meta, _ := d.canonicalOf(tl)
+	return name, input, maps.Clone(meta)
+}
+
+// buildCanonical is canonical, computed.
+func (d *Decoder) buildCanonical(tl *tool) (string, json.RawMessage, agent.Object) {
 	own, table := d.agentTool(tl)
 	in, _ := members(tl.rawInput)
 	var name string
