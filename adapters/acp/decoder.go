@@ -774,14 +774,27 @@ func (d *Decoder) recordWrite(path string, before *string, after, status string)
 
 func (d *Decoder) note(f jsonrpc.Frame) {
 	var n happyNote
-	if !isObject(f.Data) || json.Unmarshal(f.Data, &n) != nil || n.Happy == "" {
+	if !isObject(f.Data) {
 		return // a remark of whoever recorded the traffic
+	}
+	ok := false
+	if d.general || !f.JSON {
+		ok = json.Unmarshal(f.Data, &n) == nil
+	} else {
+		n, ok = noteOf(f.Data)
+	}
+	if !ok || n.Happy == "" {
+		return
+	}
+	key := rawIDKey
+	if !d.general {
+		key = idKeyOf
 	}
 	switch n.Happy {
 	case noteDecision:
-		d.decisions[rawIDKey(n.Request)] = n
+		d.decisions[key(n.Request)] = n
 	case noteFSWrite:
-		d.writes[rawIDKey(n.Request)] = n
+		d.writes[key(n.Request)] = n
 	case noteAbandoned:
 		if d.turn != nil {
 			reason := n.Reason

@@ -192,3 +192,30 @@ func FuzzPatterns(f *testing.F) {
 		}
 	})
 }
+
+// FuzzNote checks noteOf against json.Unmarshal into a happyNote, and
+// idKeyOf against rawIDKey, for every valid JSON value.
+func FuzzNote(f *testing.F) {
+	for _, s := range []string{`{"happy":"decision","request":"a-1","decision":"once"}`, `{"happy":"fs-write","request":7,"path":"/a","existed":true,"before":"x\u00e9","beforeOmitted":12}`,
+		`{"happy":"x","happy":null}`, `{"Happy":"x"}`, `{"happy":1}`, `{"existed":null,"beforeOmitted":1.5}`, `{"request":null}`, `{"requeſt":1}`,
+		`{"beforeOmitted":-0,"existed":"true"}`, `[1]`, `"s"`, `-1.5e3`, `null`, `true`, `{"reason":"\ud800"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !jsonlex.Valid(data) {
+			return
+		}
+		if got, want := idKeyOf(data), rawIDKey(data); got != want {
+			t.Fatalf("idKeyOf(%s) = %q, rawIDKey %q", data, got, want)
+		}
+		if !isObject(data) {
+			return
+		}
+		got, ok := noteOf(data)
+		var want happyNote
+		err := json.Unmarshal(data, &want)
+		if ok != (err == nil) || ok && !reflect.DeepEqual(got, want) {
+			t.Fatalf("noteOf(%s) = %+v, %v; json.Unmarshal %+v, %v", data, got, ok, want, err)
+		}
+	})
+}
