@@ -133,3 +133,89 @@ func idKeyOf(raw json.RawMessage) string {
 	}
 	return rawIDKey(raw)
 }
+
+// outcomeFast is outcomeGeneral read in one pass (FuzzOutcome compares
+// them); known is false for what it leaves to encoding/json: a name it
+// would fold to "outcome" or "optionId", or a result that is not valid
+// JSON.
+func outcomeFast(result json.RawMessage) (o Outcome, ok, known bool) {
+	result = bytes.TrimSpace(result)
+	if len(result) == 0 || result[0] != '{' {
+		return Outcome{}, false, true
+	}
+	if !jsonlex.Valid(result) {
+		return Outcome{}, false, false
+	}
+	r, ok := members(result)
+	if !ok {
+		return Outcome{}, false, false
+	}
+	// The decoded *struct{Outcome string; OptionID *string}: a repeated
+	// "outcome" object decodes into the same struct; null drops it.
+	var (
+		have    bool
+		outcome string
+		option  *string
+	)
+	for i := range r.n {
+		m := r.at(i)
+		switch k := string(m.k); {
+		case k == "outcome":
+		case strings.EqualFold(k, "outcome") || !ascii(k):
+			return Outcome{}, false, false
+		default:
+			continue
+		}
+		v := bytes.TrimSpace(m.v)
+		if string(v) == "null" {
+			have, outcome, option = false, "", nil
+			continue
+		}
+		in, ok := members(v)
+		if !ok {
+			return Outcome{}, false, true // not an object: a type error
+		}
+		if !have {
+			have, outcome, option = true, "", nil
+		}
+		for j := range in.n {
+			im := in.at(j)
+			iv := bytes.TrimSpace(im.v)
+			switch k := string(im.k); {
+			case k == "outcome":
+				if string(iv) == "null" {
+					continue
+				}
+				s, ok := str(iv)
+				if !ok {
+					return Outcome{}, false, true
+				}
+				outcome = s
+			case k == "optionId":
+				if string(iv) == "null" {
+					option = nil
+					continue
+				}
+				s, ok := str(iv)
+				if !ok {
+					return Outcome{}, false, true
+				}
+				option = &s
+			case strings.EqualFold(k, "outcome") || strings.EqualFold(k, "optionId") || !ascii(k):
+				return Outcome{}, false, false
+			}
+		}
+	}
+	if !have {
+		return Outcome{}, false, true
+	}
+	switch outcome {
+	case "cancelled":
+		return Outcome{Cancelled: true}, true, true
+	case "selected":
+		if option != nil {
+			return Outcome{OptionID: *option}, true, true
+		}
+	}
+	return Outcome{}, false, true
+}

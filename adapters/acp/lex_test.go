@@ -219,3 +219,21 @@ func FuzzNote(f *testing.F) {
 		}
 	})
 }
+
+// FuzzOutcome checks outcomeOf (one pass where it can) against
+// outcomeGeneral (json.Unmarshal).
+func FuzzOutcome(f *testing.F) {
+	for _, s := range []string{`{"outcome":{"outcome":"selected","optionId":"allow"}}`, `{"outcome":{"outcome":"cancelled"}}`,
+		`{"outcome":{"outcome":"selected","optionId":"a"},"outcome":{"outcome":"selected"}}`, `{"outcome":{"optionId":"a"},"outcome":null}`,
+		`{"Outcome":{"outcome":"cancelled"}}`, `{"outcome":{"OptionId":"x","outcome":"selected"}}`, `{"outcome":"selected"}`,
+		`{"outcome":{"outcome":1}}`, `{"outcome":{"outcome":"selected","optionId":null}}`, `[]`, `null`, `{"x":1}`, `{"outcome":{"outcome":"\u0063ancelled"}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, ok := outcomeOf(data)
+		want, wok := outcomeGeneral(data)
+		if ok != wok || got != want {
+			t.Fatalf("outcomeOf(%s) = %+v, %v; outcomeGeneral %+v, %v", data, got, ok, want, wok)
+		}
+	})
+}
