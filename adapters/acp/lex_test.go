@@ -237,3 +237,37 @@ func FuzzOutcome(f *testing.F) {
 		}
 	})
 }
+
+// FuzzEncodeInput checks encodeInput against agent.EncodeInput for each
+// canonical input, its strings and numbers taken from the fuzzer.
+func FuzzEncodeInput(f *testing.F) {
+	f.Add("ls -la", "list <files> & \"more\"", int64(5000), true)
+	f.Add("", "", int64(0), false)
+	f.Add("a\x00b\x1f\b\f\n\r\t\\\u2028\u2029\xff\xc3", "\u00e9\U0001F600", int64(-1), true)
+	f.Fuzz(func(t *testing.T, a, b string, n int64, yes bool) {
+		pa, pb, pn, py := &a, &b, &n, &yes
+		if n%2 == 0 {
+			pb, py = nil, nil
+		}
+		for _, v := range []any{
+			agent.BashInput{Command: a, Description: b, Cwd: a + b, Timeout: pn},
+			agent.BashInput{Command: a},
+			agent.ReadInput{Path: a, Offset: pn, Limit: pn},
+			agent.ReadInput{},
+			agent.WriteInput{Path: a, Content: pb},
+			agent.EditInput{Path: b, OldString: pa, NewString: pb, ReplaceAll: py, Diff: a},
+			agent.EditInput{},
+			agent.GlobInput{Pattern: a, Path: b},
+			agent.GrepInput{Pattern: a, Path: b, Glob: a},
+			agent.FetchInput{URL: a, Prompt: b},
+			agent.SearchInput{Query: a},
+			agent.TaskInput{Description: a, Prompt: b, Agent: a},
+			agent.PlanInput{Plan: b},
+			agent.TodoInput{Todos: []agent.TodoItem{{Content: a}}},
+		} {
+			if got, want := encodeInput(v), agent.EncodeInput(v); !bytes.Equal(got, want) {
+				t.Fatalf("encodeInput(%#v) = %s, agent.EncodeInput %s", v, got, want)
+			}
+		}
+	})
+}
