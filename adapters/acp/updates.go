@@ -60,7 +60,7 @@ func (d *Decoder) sessionUpdate(m jsonrpc.Message) {
 		d.plan(k, &u, m.Raw)
 	case "available_commands_update":
 		// The agent's slash commands: nothing in the transcript shows them.
-		if _, ok := d.array(u.get("availableCommands")); !ok {
+		if !d.isArray(u.get("availableCommands")) {
 			d.drop(k, agent.DropInvalidField, "availableCommands is not an array", m.Raw)
 		}
 	case "current_mode_update":
