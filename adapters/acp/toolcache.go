@@ -3,6 +3,7 @@ package acp
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"slices"
 
 	"github.com/happy-dev/happy/agent"
@@ -140,4 +141,46 @@ func patternsOf(name string, input json.RawMessage) ([]string, bool) {
 		return nil, false
 	}
 	return []string{s}, true
+}
+
+// repeatsParts is the one-pass repeats of the announcement whose metadata
+// is meta with part over it, without building that metadata: whether it
+// says what the last one said (all of it, or only its name, title and
+// input when finishing).
+func repeatsParts(a *announcement, name, title string, input json.RawMessage, meta, part agent.Object, finishing bool) bool {
+	if !a.done || a.tool != name || a.title != title || !sameInput(a.input, input) {
+		return false
+	}
+	return finishing || sameMerged(a.meta, meta, part)
+}
+
+// sameMerged is sameMeta(a, b) for b the union of meta and part (part's
+// values over meta's).
+func sameMerged(a, meta, part agent.Object) bool {
+	n := len(part)
+	for k := range meta {
+		if _, over := part[k]; !over {
+			n++
+		}
+	}
+	if len(a) == 0 || n == 0 {
+		return len(a) == n
+	}
+	if len(a) != n {
+		return false
+	}
+	for k, v := range part {
+		if av, ok := a[k]; !ok || !reflect.DeepEqual(av, v) {
+			return false
+		}
+	}
+	for k, v := range meta {
+		if _, over := part[k]; over {
+			continue
+		}
+		if av, ok := a[k]; !ok || !reflect.DeepEqual(av, v) {
+			return false
+		}
+	}
+	return true
 }

@@ -438,11 +438,14 @@ func (d *Decoder) announceTool(tl *tool, finishing bool) (name string, input jso
 		// repeats it.
 		return name, input, true
 	}
+	if !d.general && repeatsParts(&tl.ann, name, tl.title, input, cmeta, pm, finishing) {
+		return name, input, true
+	}
 	meta := make(agent.Object, len(cmeta)+len(pm))
 	maps.Copy(meta, cmeta)
 	maps.Copy(meta, pm)
 	ev := &agent.ToolCall{CallID: tl.callID, Tool: name, Title: tl.title, Input: input, Metadata: meta}
-	if d.repeats(&tl.ann, ev, false) || (finishing && d.repeats(&tl.ann, ev, true)) {
+	if d.general && (d.repeats(&tl.ann, ev, false) || (finishing && d.repeats(&tl.ann, ev, true))) {
 		return name, input, true
 	}
 	d.remember(&tl.ann, ev)
