@@ -3,6 +3,7 @@ package acp
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -270,4 +271,30 @@ func FuzzEncodeInput(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSameMerged checks sameMerged against sameMeta of the union it
+// stands for.
+func TestSameMerged(t *testing.T) {
+	one := json.Number("1")
+	objs := []agent.Object{nil, {}, {"a": "x"}, {"a": "y"}, {"b": one}, {"a": "x", "b": one}, {"a": nil}, {"a": []any(nil)}, {"a": []any{}}}
+	n := 0
+	for _, a := range objs {
+		for _, meta := range objs {
+			for _, part := range objs {
+				union := agent.Object{}
+				maps.Copy(union, meta)
+				maps.Copy(union, part)
+				if got, want := sameMerged(a, meta, part), sameMeta(a, union); got != want {
+					t.Errorf("sameMerged(%v, %v, %v) = %v, sameMeta %v", a, meta, part, got, want)
+				}
+				if sameMeta(a, union) {
+					n++
+				}
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no case is the same")
+	}
 }
