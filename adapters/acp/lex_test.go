@@ -298,3 +298,30 @@ func TestSameMerged(t *testing.T) {
 		t.Fatal("no case is the same")
 	}
 }
+
+// TestOnePassToolCache changes one field at a time of a tool whose other
+// fields stay, so a cached canonical input, metadata or announcement that
+// missed the change would differ from the general path.
+func TestOnePassToolCache(t *testing.T) {
+	lines := append(append([]string{}, opened...),
+		upd(`{"sessionUpdate":"tool_call","toolCallId":"r","kind":"read","title":"Read","status":"pending"}`),
+		upd(`{"sessionUpdate":"tool_call_update","toolCallId":"r","locations":[{"path":"/w/a"}]}`),
+		upd(`{"sessionUpdate":"tool_call_update","toolCallId":"r","locations":[{"path":"/w/b","line":3}]}`),
+		upd(`{"sessionUpdate":"tool_call_update","toolCallId":"r","title":"Read b"}`),
+		upd(`{"sessionUpdate":"tool_call_update","toolCallId":"r","kind":"edit","content":[{"type":"diff","path":"/w/b","oldText":"x","newText":"y"}]}`),
+		upd(`{"sessionUpdate":"tool_call_update","toolCallId":"r","content":[{"type":"diff","path":"/w/b","oldText":"x","newText":"z"}]}`),
+		upd(`{"sessionUpdate":"tool_call_update","toolCallId":"r","content":[{"type":"diff","path":"/w/b","newText":"z"}]}`),
+		upd(`{"sessionUpdate":"tool_call_update","toolCallId":"r","rawInput":{"path":"/w/c"}}`),
+		upd(`{"sessionUpdate":"tool_call_update","toolCallId":"r","rawInput":{"path":"/w/c"},"status":"in_progress"}`),
+		upd(`{"sessionUpdate":"tool_call_update","toolCallId":"r","rawInput":{"path":"/w/d"}}`),
+		upd(`{"sessionUpdate":"tool_call_update","toolCallId":"r","_meta":{"claudeCode":{"toolName":"Write"}}}`),
+		upd(`{"sessionUpdate":"tool_call","toolCallId":"x","kind":"execute","title":"ls","status":"pending"}`),
+		upd(`{"sessionUpdate":"tool_call_update","toolCallId":"x","content":[{"type":"content","content":{"type":"text","text":"[current working directory /w] (list)"}}]}`),
+		upd(`{"sessionUpdate":"tool_call_update","toolCallId":"x","content":[{"type":"content","content":{"type":"text","text":"[current working directory /v] (list)"}}]}`),
+		upd(`{"sessionUpdate":"tool_call_update","toolCallId":"x","status":"completed","rawOutput":{"output":"a"}}`),
+		upd(`{"sessionUpdate":"tool_call_update","toolCallId":"x","status":"completed","rawOutput":{"output":"b"}}`),
+	)
+	if n := bothWays(t, "tool cache", script(lines...)); n < 10 {
+		t.Fatalf("%d events", n)
+	}
+}

@@ -19,11 +19,13 @@ import (
 // computes everything each time; the tests compare the two.
 
 // canonKey is everything buildCanonical reads: the tool's fields, the
-// agent's name, and of the content only its one diff (tl.diff: whether
-// there is one, its old and new text).
+// agent's name, of the content only its one diff (tl.diff: whether there
+// is one, its old and new text), of the locations only the first one's
+// path (pathOf).
 type canonKey struct {
 	rawInput                                 []byte
-	hasDiff                                  bool
+	hasLoc, hasDiff                          bool
+	locPath                                  string
 	diffOld                                  *string
 	diffNew                                  string
 	kind, title, metaTool, firstTitle, agent string
@@ -33,6 +35,7 @@ type canonKey struct {
 
 func (k *canonKey) same(o *canonKey) bool {
 	return (k.rawInput == nil) == (o.rawInput == nil) && bytes.Equal(k.rawInput, o.rawInput) &&
+		k.hasLoc == o.hasLoc && k.locPath == o.locPath &&
 		k.hasDiff == o.hasDiff && k.diffNew == o.diffNew && sameText(k.diffOld, o.diffOld) && k.kind == o.kind && k.title == o.title &&
 		k.metaTool == o.metaTool && k.firstTitle == o.firstTitle && k.agent == o.agent &&
 		k.hintCwd == o.hintCwd && k.hintDesc == o.hintDesc && k.providerInput == o.providerInput
@@ -61,6 +64,9 @@ func (d *Decoder) canonicalOf(tl *tool) (string, json.RawMessage, agent.Object, 
 	key := canonKey{rawInput: tl.rawInput, kind: tl.kind, title: tl.title,
 		metaTool: tl.metaTool, firstTitle: tl.firstTitle, agent: d.agentName,
 		hintCwd: tl.hintCwd, hintDesc: tl.hintDesc, providerInput: tl.providerInput}
+	if len(tl.locations) > 0 {
+		key.hasLoc, key.locPath = true, tl.locations[0].Path
+	}
 	if df := tl.diff(); df != nil {
 		key.hasDiff, key.diffOld, key.diffNew = true, df.OldText, df.NewText
 	}
