@@ -64,6 +64,8 @@ type Decoder struct {
 	// shapes most traffic has (fastmeta.go, lex.go); the tests compare
 	// the two.
 	general bool
+	// gen numbers what the per-tool caches compute (toolcache.go).
+	gen uint64
 }
 
 type ourRequest struct {
@@ -155,7 +157,15 @@ type tool struct {
 		key metaKey
 		obj agent.Object
 		ok  bool
+		gen uint64
 	}
+	// canon: the canonical name, input and metadata last computed and
+	// what they were computed from (canonicalOf); annGens: the
+	// generations of canon and meta the last announcement was built from.
+	canon   canonCache
+	annGens [2]uint64
+	// pats: agent.ToolPatterns of a name and input, as last computed.
+	pats patternCache
 }
 
 type location struct {
@@ -764,14 +774,27 @@ func (d *Decoder) recordWrite(path string, before *string, after, status string)
 
 func (d *Decoder) note(f jsonrpc.Frame) {
 	var n happyNote
-	if !isObject(f.Data) || json.Unmarshal(f.Data, &n) != nil || n.Happy == "" {
+	if !isObject(f.Data) {
 		return // a remark of whoever recorded the traffic
+	}
+	ok := false
+	if d.general || !f.JSON {
+		ok = json.Unmarshal(f.Data, &n) == nil
+	} else {
+		n, ok = noteOf(f.Data)
+	}
+	if !ok || n.Happy == "" {
+		return
+	}
+	key := rawIDKey
+	if !d.general {
+		key = idKeyOf
 	}
 	switch n.Happy {
 	case noteDecision:
-		d.decisions[rawIDKey(n.Request)] = n
+		d.decisions[key(n.Request)] = n
 	case noteFSWrite:
-		d.writes[rawIDKey(n.Request)] = n
+		d.writes[key(n.Request)] = n
 	case noteAbandoned:
 		if d.turn != nil {
 			reason := n.Reason

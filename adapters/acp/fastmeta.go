@@ -32,11 +32,12 @@ func (d *Decoder) object(m map[string]any) agent.Object {
 	return toObject(m)
 }
 
-// normalize converts the values the metadata builders use; ok is false
-// for anything else (or a string json.Marshal would alter: not UTF-8),
-// left to toObject.
+// normalize converts the values the metadata builders use, in place (m
+// and its maps are the builder's own); ok is false for anything else (or a
+// string json.Marshal would alter: not UTF-8), left to toObject, which
+// gives the same for a value converted as for the value it was.
 func normalize(m map[string]any) (agent.Object, bool) {
-	out := make(agent.Object, len(m))
+	out := agent.Object(m)
 	for k, v := range m {
 		if !utf8.ValidString(k) {
 			return nil, false

@@ -311,3 +311,15 @@ func stringsOf(raw json.RawMessage) ([]string, bool) {
 	err := json.Unmarshal(raw, &argv)
 	return argv, err == nil
 }
+
+// isArray reports whether d.array would read raw (an array or null),
+// without splitting it: raw is a member of a validated frame, so its first
+// byte says.
+func (d *Decoder) isArray(raw json.RawMessage) bool {
+	if d.general {
+		_, ok := d.array(raw)
+		return ok
+	}
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '[' || string(raw) == "null"
+}

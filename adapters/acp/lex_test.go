@@ -3,6 +3,7 @@ package acp
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -171,4 +172,156 @@ func FuzzStrings(f *testing.F) {
 			t.Fatalf("stringsOf(%s) = %q, %v; json.Unmarshal %q, %v", data, got, ok, want, err)
 		}
 	})
+}
+
+// FuzzPatterns checks patternsOf against agent.ToolPatterns for every
+// canonical tool name (and an MCP tool and an unknown one).
+func FuzzPatterns(f *testing.F) {
+	for _, s := range []string{`{"command":"ls -la"}`, `{"path":"/a/b","command":1}`, `{"pattern":"*.go","pattern":"x"}`,
+		`{"url":null}`, `{"query":""}`, `{"agent":"\u00e9\ud800"}`, `{"p\u0061th":"y"}`, `[1]`, `null`, ``, ` {"command" : "x" } `} {
+		f.Add([]byte(s))
+	}
+	names := []string{agent.ToolBash, agent.ToolRead, agent.ToolWrite, agent.ToolEdit, agent.ToolGlob, agent.ToolGrep,
+		agent.ToolFetch, agent.ToolSearch, agent.ToolTask, agent.ToolTodo, agent.ToolOther, agent.MCPTool("srv", "t"), "mcp__x"}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, name := range names {
+			got, ok := patternsOf(name, data)
+			want, wok := agent.ToolPatterns(name, data)
+			if ok != wok || !reflect.DeepEqual(got, want) {
+				t.Fatalf("patternsOf(%q, %s) = %q, %v; agent.ToolPatterns %q, %v", name, data, got, ok, want, wok)
+			}
+		}
+	})
+}
+
+// FuzzNote checks noteOf against json.Unmarshal into a happyNote, and
+// idKeyOf against rawIDKey, for every valid JSON value.
+func FuzzNote(f *testing.F) {
+	for _, s := range []string{`{"happy":"decision","request":"a-1","decision":"once"}`, `{"happy":"fs-write","request":7,"path":"/a","existed":true,"before":"x\u00e9","beforeOmitted":12}`,
+		`{"happy":"x","happy":null}`, `{"Happy":"x"}`, `{"happy":1}`, `{"existed":null,"beforeOmitted":1.5}`, `{"request":null}`, `{"requeſt":1}`,
+		`{"beforeOmitted":-0,"existed":"true"}`, `[1]`, `"s"`, `-1.5e3`, `null`, `true`, `{"reason":"\ud800"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !jsonlex.Valid(data) {
+			return
+		}
+		if got, want := idKeyOf(data), rawIDKey(data); got != want {
+			t.Fatalf("idKeyOf(%s) = %q, rawIDKey %q", data, got, want)
+		}
+		if !isObject(data) {
+			return
+		}
+		got, ok := noteOf(data)
+		var want happyNote
+		err := json.Unmarshal(data, &want)
+		if ok != (err == nil) || ok && !reflect.DeepEqual(got, want) {
+			t.Fatalf("noteOf(%s) = %+v, %v; json.Unmarshal %+v, %v", data, got, ok, want, err)
+		}
+	})
+}
+
+// FuzzOutcome checks outcomeOf (one pass where it can) against
+// outcomeGeneral (json.Unmarshal).
+func FuzzOutcome(f *testing.F) {
+	for _, s := range []string{`{"outcome":{"outcome":"selected","optionId":"allow"}}`, `{"outcome":{"outcome":"cancelled"}}`,
+		`{"outcome":{"outcome":"selected","optionId":"a"},"outcome":{"outcome":"selected"}}`, `{"outcome":{"optionId":"a"},"outcome":null}`,
+		`{"Outcome":{"outcome":"cancelled"}}`, `{"outcome":{"OptionId":"x","outcome":"selected"}}`, `{"outcome":"selected"}`,
+		`{"outcome":{"outcome":1}}`, `{"outcome":{"outcome":"selected","optionId":null}}`, `[]`, `null`, `{"x":1}`, `{"outcome":{"outcome":"\u0063ancelled"}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, ok := outcomeOf(data)
+		want, wok := outcomeGeneral(data)
+		if ok != wok || got != want {
+			t.Fatalf("outcomeOf(%s) = %+v, %v; outcomeGeneral %+v, %v", data, got, ok, want, wok)
+		}
+	})
+}
+
+// FuzzEncodeInput checks encodeInput against agent.EncodeInput for each
+// canonical input, its strings and numbers taken from the fuzzer.
+func FuzzEncodeInput(f *testing.F) {
+	f.Add("ls -la", "list <files> & \"more\"", int64(5000), true)
+	f.Add("", "", int64(0), false)
+	f.Add("a\x00b\x1f\b\f\n\r\t\\\u2028\u2029\xff\xc3", "\u00e9\U0001F600", int64(-1), true)
+	f.Fuzz(func(t *testing.T, a, b string, n int64, yes bool) {
+		pa, pb, pn, py := &a, &b, &n, &yes
+		if n%2 == 0 {
+			pb, py = nil, nil
+		}
+		for _, v := range []any{
+			agent.BashInput{Command: a, Description: b, Cwd: a + b, Timeout: pn},
+			agent.BashInput{Command: a},
+			agent.ReadInput{Path: a, Offset: pn, Limit: pn},
+			agent.ReadInput{},
+			agent.WriteInput{Path: a, Content: pb},
+			agent.EditInput{Path: b, OldString: pa, NewString: pb, ReplaceAll: py, Diff: a},
+			agent.EditInput{},
+			agent.GlobInput{Pattern: a, Path: b},
+			agent.GrepInput{Pattern: a, Path: b, Glob: a},
+			agent.FetchInput{URL: a, Prompt: b},
+			agent.SearchInput{Query: a},
+			agent.TaskInput{Description: a, Prompt: b, Agent: a},
+			agent.PlanInput{Plan: b},
+			agent.TodoInput{Todos: []agent.TodoItem{{Content: a}}},
+		} {
+			if got, want := encodeInput(v), agent.EncodeInput(v); !bytes.Equal(got, want) {
+				t.Fatalf("encodeInput(%#v) = %s, agent.EncodeInput %s", v, got, want)
+			}
+		}
+	})
+}
+
+// TestSameMerged checks sameMerged against sameMeta of the union it
+// stands for.
+func TestSameMerged(t *testing.T) {
+	one := json.Number("1")
+	objs := []agent.Object{nil, {}, {"a": "x"}, {"a": "y"}, {"b": one}, {"a": "x", "b": one}, {"a": nil}, {"a": []any(nil)}, {"a": []any{}}}
+	n := 0
+	for _, a := range objs {
+		for _, meta := range objs {
+			for _, part := range objs {
+				union := agent.Object{}
+				maps.Copy(union, meta)
+				maps.Copy(union, part)
+				if got, want := sameMerged(a, meta, part), sameMeta(a, union); got != want {
+					t.Errorf("sameMerged(%v, %v, %v) = %v, sameMeta %v", a, meta, part, got, want)
+				}
+				if sameMeta(a, union) {
+					n++
+				}
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no case is the same")
+	}
+}
+
+// TestOnePassToolCache changes one field at a time of a tool whose other
+// fields stay, so a cached canonical input, metadata or announcement that
+// missed the change would differ from the general path.
+func TestOnePassToolCache(t *testing.T) {
+	lines := append(append([]string{}, opened...),
+		upd(`{"sessionUpdate":"tool_call","toolCallId":"r","kind":"read","title":"Read","status":"pending"}`),
+		upd(`{"sessionUpdate":"tool_call_update","toolCallId":"r","locations":[{"path":"/w/a"}]}`),
+		upd(`{"sessionUpdate":"tool_call_update","toolCallId":"r","locations":[{"path":"/w/b","line":3}]}`),
+		upd(`{"sessionUpdate":"tool_call_update","toolCallId":"r","title":"Read b"}`),
+		upd(`{"sessionUpdate":"tool_call_update","toolCallId":"r","kind":"edit","content":[{"type":"diff","path":"/w/b","oldText":"x","newText":"y"}]}`),
+		upd(`{"sessionUpdate":"tool_call_update","toolCallId":"r","content":[{"type":"diff","path":"/w/b","oldText":"x","newText":"z"}]}`),
+		upd(`{"sessionUpdate":"tool_call_update","toolCallId":"r","content":[{"type":"diff","path":"/w/b","newText":"z"}]}`),
+		upd(`{"sessionUpdate":"tool_call_update","toolCallId":"r","rawInput":{"path":"/w/c"}}`),
+		upd(`{"sessionUpdate":"tool_call_update","toolCallId":"r","rawInput":{"path":"/w/c"},"status":"in_progress"}`),
+		upd(`{"sessionUpdate":"tool_call_update","toolCallId":"r","rawInput":{"path":"/w/d"}}`),
+		upd(`{"sessionUpdate":"tool_call_update","toolCallId":"r","_meta":{"claudeCode":{"toolName":"Write"}}}`),
+		upd(`{"sessionUpdate":"tool_call","toolCallId":"x","kind":"execute","title":"ls","status":"pending"}`),
+		upd(`{"sessionUpdate":"tool_call_update","toolCallId":"x","content":[{"type":"content","content":{"type":"text","text":"[current working directory /w] (list)"}}]}`),
+		upd(`{"sessionUpdate":"tool_call_update","toolCallId":"x","content":[{"type":"content","content":{"type":"text","text":"[current working directory /v] (list)"}}]}`),
+		upd(`{"sessionUpdate":"tool_call_update","toolCallId":"x","status":"completed","rawOutput":{"output":"a"}}`),
+		upd(`{"sessionUpdate":"tool_call_update","toolCallId":"x","status":"completed","rawOutput":{"output":"b"}}`),
+	)
+	if n := bothWays(t, "tool cache", script(lines...)); n < 10 {
+		t.Fatalf("%d events", n)
+	}
 }

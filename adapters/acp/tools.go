@@ -3,6 +3,7 @@ package acp
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"path"
 	"regexp"
 	"strings"
@@ -103,6 +104,12 @@ func (d *Decoder) agentTool(tl *tool) (name, table string) {
 // part metadata that goes with them (the agent's name of the tool, else
 // its kind; rawInput when it is not the canonical input).
 func (d *Decoder) canonical(tl *tool) (string, json.RawMessage, agent.Object) {
+	name, input, meta, _ := d.canonicalOf(tl)
+	return name, input, maps.Clone(meta)
+}
+
+// buildCanonical is canonical, computed.
+func (d *Decoder) buildCanonical(tl *tool) (string, json.RawMessage, agent.Object) {
 	own, table := d.agentTool(tl)
 	in, _ := members(tl.rawInput)
 	var name string
@@ -125,7 +132,11 @@ func (d *Decoder) canonical(tl *tool) (string, json.RawMessage, agent.Object) {
 	default:
 		name = agent.ToolOther
 	}
-	input := toolInput(name, tl, &in)
+	encode := encodeInput
+	if d.general {
+		encode = agent.EncodeInput
+	}
+	input := toolInput(name, tl, &in, encode)
 	if tl.rawInput == nil && string(input) == "{}" {
 		input = nil // nothing known: the part keeps its input
 	}
@@ -153,8 +164,8 @@ func (d *Decoder) canonical(tl *tool) (string, json.RawMessage, agent.Object) {
 
 // toolInput builds the canonical input of the tool from its rawInput
 // members in (nil when the agent sent none), then its title, locations
-// and content.
-func toolInput(name string, tl *tool, in *obj) json.RawMessage {
+// and content, encoded by encode (agent.EncodeInput or its one-pass form).
+func toolInput(name string, tl *tool, in *obj, encode func(any) json.RawMessage) json.RawMessage {
 	noInput := tl.rawInput == nil // Gemini: the title and content are all there is
 	if isObject(tl.rawInput) && in.n == 0 {
 		return json.RawMessage(`{}`) // an announcement before the input (OpenCode, claude-code-acp)
@@ -240,7 +251,7 @@ func toolInput(name string, tl *tool, in *obj) json.RawMessage {
 		}
 		return json.RawMessage(`{}`)
 	}
-	return agent.EncodeInput(v)
+	return encode(v)
 }
 
 // commandOf reads a shell command from rawInput: command as a string, or

@@ -3,6 +3,7 @@ package acp
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,7 +60,7 @@ func (d *Decoder) sessionUpdate(m jsonrpc.Message) {
 		d.plan(k, &u, m.Raw)
 	case "available_commands_update":
 		// The agent's slash commands: nothing in the transcript shows them.
-		if _, ok := d.array(u.get("availableCommands")); !ok {
+		if !d.isArray(u.get("availableCommands")) {
 			d.drop(k, agent.DropInvalidField, "availableCommands is not an array", m.Raw)
 		}
 	case "current_mode_update":
@@ -340,15 +341,25 @@ func (d *Decoder) toolUpdate(kind string, announce bool, u *obj, raw []byte) {
 // showed while pending, the diffs it proposed and the files happy wrote
 // for it.
 func (d *Decoder) partMeta(tl *tool) agent.Object {
+	obj, _ := d.partMetaGen(tl)
+	return obj
+}
+
+// partMetaGen is partMeta and the generation of the object it returns: the
+// same generation, the same object (0 for the general form, which keeps
+// none).
+func (d *Decoder) partMetaGen(tl *tool) (agent.Object, uint64) {
 	key := metaKey{tl.content, tl.locations, tl.writes, tl.outContent}
 	if c := &tl.meta; !d.general && c.ok && c.key.same(key) {
-		return c.obj
+		return c.obj, c.gen
 	}
 	obj := d.buildPartMeta(tl)
-	if !d.general {
-		tl.meta.key, tl.meta.obj, tl.meta.ok = key, obj, true
+	if d.general {
+		return obj, 0
 	}
-	return obj
+	d.gen++
+	tl.meta.key, tl.meta.obj, tl.meta.ok, tl.meta.gen = key, obj, true, d.gen
+	return obj, d.gen
 }
 
 // buildPartMeta is partMeta, built.
@@ -419,15 +430,26 @@ func (d *Decoder) announceTool(tl *tool, finishing bool) (name string, input jso
 	if tl.settled {
 		return "", nil, false
 	}
-	name, input, meta := d.canonical(tl)
-	for k, v := range d.partMeta(tl) {
-		meta[k] = v
+	name, input, cmeta, cgen := d.canonicalOf(tl)
+	pm, pgen := d.partMetaGen(tl)
+	gens := [2]uint64{cgen, pgen}
+	if !d.general && cgen != 0 && pgen != 0 && tl.annGens == gens {
+		// Built from what the last announcement was built from: it
+		// repeats it.
+		return name, input, true
 	}
+	if !d.general && repeatsParts(&tl.ann, name, tl.title, input, cmeta, pm, finishing) {
+		return name, input, true
+	}
+	meta := make(agent.Object, len(cmeta)+len(pm))
+	maps.Copy(meta, cmeta)
+	maps.Copy(meta, pm)
 	ev := &agent.ToolCall{CallID: tl.callID, Tool: name, Title: tl.title, Input: input, Metadata: meta}
-	if d.repeats(&tl.ann, ev, false) || (finishing && d.repeats(&tl.ann, ev, true)) {
+	if d.general && (d.repeats(&tl.ann, ev, false) || (finishing && d.repeats(&tl.ann, ev, true))) {
 		return name, input, true
 	}
 	d.remember(&tl.ann, ev)
+	tl.annGens = gens
 	d.emit(ev)
 	return name, input, true
 }
@@ -608,7 +630,7 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 	if !known {
 		name, input, _ = d.canonical(tl)
 	}
-	if p, ok := agent.ToolPatterns(name, input); ok {
+	if p, ok := d.toolPatterns(tl, name, input); ok {
 		patterns = p
 		if name == agent.ToolRead || name == agent.ToolWrite || name == agent.ToolEdit {
 			// Every file the tool touches (a move has two): a deny rule

@@ -1,0 +1,192 @@
+package acp
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"slices"
+
+	"github.com/happy-dev/happy/agent"
+	"github.com/happy-dev/happy/internal/jsonlex"
+)
+
+// This file keeps what a tool update would otherwise compute again from the
+// whole tool: the canonical name, input and metadata (canonical) until
+// what they are computed from changes, and the permission patterns of a
+// canonical input. An update that changes nothing they depend on (a status,
+// an output) costs a comparison of the fields, not a rebuild of the input
+// through encoding/json. The general form (Decoder.general) keeps none and
+// computes everything each time; the tests compare the two.
+
+// canonKey is everything buildCanonical reads: the tool's fields, the
+// agent's name, of the content only its one diff (tl.diff: whether there
+// is one, its old and new text), of the locations only the first one's
+// path (pathOf).
+type canonKey struct {
+	rawInput                                 []byte
+	hasLoc, hasDiff                          bool
+	locPath                                  string
+	diffOld                                  *string
+	diffNew                                  string
+	kind, title, metaTool, firstTitle, agent string
+	hintCwd, hintDesc                        string
+	providerInput                            bool
+}
+
+func (k *canonKey) same(o *canonKey) bool {
+	return (k.rawInput == nil) == (o.rawInput == nil) && bytes.Equal(k.rawInput, o.rawInput) &&
+		k.hasLoc == o.hasLoc && k.locPath == o.locPath &&
+		k.hasDiff == o.hasDiff && k.diffNew == o.diffNew && sameText(k.diffOld, o.diffOld) && k.kind == o.kind && k.title == o.title &&
+		k.metaTool == o.metaTool && k.firstTitle == o.firstTitle && k.agent == o.agent &&
+		k.hintCwd == o.hintCwd && k.hintDesc == o.hintDesc && k.providerInput == o.providerInput
+}
+
+// canonCache is a tool's canonical name, input and metadata as last
+// computed, with what they were computed from and their generation.
+type canonCache struct {
+	key   canonKey
+	ok    bool
+	gen   uint64
+	name  string
+	input json.RawMessage
+	meta  agent.Object
+}
+
+// canonicalOf is canonical without the copy: the metadata it returns is
+// the cached one, which the caller must not change, and its generation (0
+// for the general form). The same generation is the same name, input and
+// metadata.
+func (d *Decoder) canonicalOf(tl *tool) (string, json.RawMessage, agent.Object, uint64) {
+	if d.general {
+		name, input, meta := d.buildCanonical(tl)
+		return name, input, meta, 0
+	}
+	key := canonKey{rawInput: tl.rawInput, kind: tl.kind, title: tl.title,
+		metaTool: tl.metaTool, firstTitle: tl.firstTitle, agent: d.agentName,
+		hintCwd: tl.hintCwd, hintDesc: tl.hintDesc, providerInput: tl.providerInput}
+	if len(tl.locations) > 0 {
+		key.hasLoc, key.locPath = true, tl.locations[0].Path
+	}
+	if df := tl.diff(); df != nil {
+		key.hasDiff, key.diffOld, key.diffNew = true, df.OldText, df.NewText
+	}
+	if c := &tl.canon; c.ok && c.key.same(&key) {
+		return c.name, c.input, c.meta, c.gen
+	}
+	name, input, meta := d.buildCanonical(tl)
+	// Once computed, providerInput is what it stays for the same fields:
+	// a metadata with the agent's input set it.
+	key.providerInput = tl.providerInput
+	d.gen++
+	tl.canon = canonCache{key: key, ok: true, gen: d.gen, name: name, input: input, meta: meta}
+	return name, input, meta, d.gen
+}
+
+// patternCache is agent.ToolPatterns of a name and input, as last
+// computed.
+type patternCache struct {
+	done     bool
+	name     string
+	input    []byte
+	patterns []string
+	ok       bool
+}
+
+// toolPatterns is agent.ToolPatterns(name, input), kept per tool while
+// the name and input stay the same; the patterns are the caller's own.
+func (d *Decoder) toolPatterns(tl *tool, name string, input json.RawMessage) ([]string, bool) {
+	if d.general {
+		return agent.ToolPatterns(name, input)
+	}
+	c := &tl.pats
+	if !c.done || c.name != name || (c.input == nil) != (input == nil) || !bytes.Equal(c.input, input) {
+		p, ok := patternsOf(name, input)
+		*c = patternCache{done: true, name: name, input: input, patterns: p, ok: ok}
+	}
+	return slices.Clone(c.patterns), c.ok
+}
+
+// sameText reports whether a and b are both nil or the same text.
+func sameText(a, b *string) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// patternsOf is agent.ToolPatterns read in one pass: the input's members
+// split in place (members) instead of decoded into a map. An input that
+// is not an object goes to agent.ToolPatterns.
+func patternsOf(name string, input json.RawMessage) ([]string, bool) {
+	if _, _, mcp := agent.ParseMCPTool(name); mcp {
+		return []string{"*"}, true
+	}
+	key := ""
+	switch name {
+	case agent.ToolBash:
+		key = "command"
+	case agent.ToolRead, agent.ToolWrite, agent.ToolEdit:
+		key = "path"
+	case agent.ToolGlob, agent.ToolGrep:
+		key = "pattern"
+	case agent.ToolFetch:
+		key = "url"
+	case agent.ToolSearch:
+		key = "query"
+	case agent.ToolTask:
+		key = "agent"
+	default:
+		return nil, false
+	}
+	in, ok := members(input)
+	if !ok || !jsonlex.Valid(input) {
+		return agent.ToolPatterns(name, input)
+	}
+	s, ok := str(in.get(key))
+	if !ok || s == "" {
+		return nil, false
+	}
+	return []string{s}, true
+}
+
+// repeatsParts is the one-pass repeats of the announcement whose metadata
+// is meta with part over it, without building that metadata: whether it
+// says what the last one said (all of it, or only its name, title and
+// input when finishing).
+func repeatsParts(a *announcement, name, title string, input json.RawMessage, meta, part agent.Object, finishing bool) bool {
+	if !a.done || a.tool != name || a.title != title || !sameInput(a.input, input) {
+		return false
+	}
+	return finishing || sameMerged(a.meta, meta, part)
+}
+
+// sameMerged is sameMeta(a, b) for b the union of meta and part (part's
+// values over meta's).
+func sameMerged(a, meta, part agent.Object) bool {
+	n := len(part)
+	for k := range meta {
+		if _, over := part[k]; !over {
+			n++
+		}
+	}
+	if len(a) == 0 || n == 0 {
+		return len(a) == n
+	}
+	if len(a) != n {
+		return false
+	}
+	for k, v := range part {
+		if av, ok := a[k]; !ok || !reflect.DeepEqual(av, v) {
+			return false
+		}
+	}
+	for k, v := range meta {
+		if _, over := part[k]; over {
+			continue
+		}
+		if av, ok := a[k]; !ok || !reflect.DeepEqual(av, v) {
+			return false
+		}
+	}
+	return true
+}
