@@ -93,6 +93,20 @@ func BenchmarkGenFanout(b *testing.B) {
 	}
 }
 
+// BenchmarkGenFanoutPaced: `happy server bench fanout --sockets 100
+// --messages 400 --gap 5ms`: the same delivery at 200 posts a second
+// (20,000 deliveries a second), below what the relay can do, so that the
+// latency is that of one message rather than of a queue.
+func BenchmarkGenFanoutPaced(b *testing.B) {
+	_, t := genTarget(b, Config{})
+	for range b.N {
+		r := checkGen(b)(bench.Fanout(context.Background(), t, bench.FanoutOptions{Sockets: 100, Messages: 400, Size: 1024, Gap: 5 * time.Millisecond}))
+		b.ReportMetric(r.Latency.P50, "p50-ms")
+		b.ReportMetric(r.Latency.P99, "p99-ms")
+		b.ReportMetric(r.Throughput, "deliveries/s")
+	}
+}
+
 // BenchmarkGenAccountFanout: `happy server bench fanout --account
 // --sockets 1000 --messages 500`: deliveries per second to 1,000
 // user-scoped sockets of one account.
