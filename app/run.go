@@ -278,9 +278,18 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 	if opts.Local != nil {
 		go localPrompts(runCtx, env, opts.Local, runner)
 	}
-	if !created {
+	// The notice of the relay session may come after the agent is gone
+	// (an agent that exits at once): it is waited for until the end has
+	// flushed, which creates the session, so it is never lost.
+	notified := make(chan struct{})
+	notifyCtx, notifyCancel := context.WithCancel(context.WithoutCancel(runCtx))
+	defer notifyCancel()
+	if created {
+		close(notified)
+	} else {
 		go func() {
-			id, err := sess.WaitCreated(runCtx)
+			defer close(notified)
+			id, err := sess.WaitCreated(notifyCtx)
 			if err == nil {
 				reportSpawned(id)
 			}
@@ -309,6 +318,8 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 	res.FinalText = finalText(res.Transcript)
 	cancel()
 	end()
+	notifyCancel()
+	<-notified
 	logUsage(env)
 	return res, runErr
 }

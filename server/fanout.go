@@ -65,7 +65,7 @@ type fanout struct {
 	now   func() time.Time
 	sleep func(time.Duration)
 
-	// write, when set, replaces the round writer (tests).
+	// write, when set, replaces the round writer (tests; set under mu).
 	write func(round []outItem)
 }
 
@@ -207,11 +207,12 @@ func (f *fanout) run(acct string, q *acctOut) {
 		// Nothing else waiting: latency matters more than the cores this
 		// round takes.
 		spread := len(q.items) == 0
+		hook := f.write
 		f.mu.Unlock()
 
 		began := f.now()
-		if f.write != nil {
-			f.write(round)
+		if hook != nil {
+			hook(round)
 		} else {
 			w.write(f.s, round, spread)
 		}

@@ -190,10 +190,12 @@ func TestFloodingSocketIsHeldByItsFanout(t *testing.T) {
 	sid := newTestSession(t, base, token, "flood")
 	release := make(chan struct{})
 	var written atomic.Int64
+	srv.out.mu.Lock()
 	srv.out.write = func(round []outItem) {
 		<-release
 		written.Add(int64(len(round)))
 	}
+	srv.out.mu.Unlock()
 	flooder := dialRaw(t, base, token, sid, 0)
 	const n = fanoutQueue + maxEventsInFlight + 200
 	go func() {
@@ -214,7 +216,15 @@ func TestFloodingSocketIsHeldByItsFanout(t *testing.T) {
 			})
 		}
 		if c != nil && len(c.events) == maxEventsInFlight {
-			break
+			// The reader is stuck: on the account's full queue, or (on a
+			// loaded machine) for a moment on the socket's task queue.
+			srv.out.mu.Lock()
+			q := srv.out.accts[c.acct]
+			full := q != nil && len(q.items) >= fanoutQueue
+			srv.out.mu.Unlock()
+			if full {
+				break
+			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the flooding socket's reader never stopped")
