@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zishang520/socket.io/parsers/engine/v3/packet"
@@ -47,6 +48,10 @@ type outItem struct {
 	event   string
 	payload any
 	rooms   []socket.Room
+	// seq orders the item among all emits and socket joins (fanout.tick):
+	// a socket that joined after the item was emitted does not get it, as
+	// with an emit written at once.
+	seq int64
 }
 
 // fanout holds the accounts' queues.
@@ -64,6 +69,9 @@ type fanout struct {
 	// now and sleep are the clock (tests use a synctest bubble's).
 	now   func() time.Time
 	sleep func(time.Duration)
+
+	// tick numbers emits and socket joins (outItem.seq, conn.joined).
+	tick atomic.Int64
 
 	// write, when set, replaces the round writer (tests; set under mu).
 	write func(round []outItem)
@@ -93,7 +101,7 @@ func (f *fanout) emit(acct, event string, payload any, rooms []socket.Room) {
 		q = &acctOut{}
 		f.accts[acct] = q
 	}
-	q.items = append(q.items, outItem{event: event, payload: payload, rooms: rooms})
+	q.items = append(q.items, outItem{event: event, payload: payload, rooms: rooms, seq: f.tick.Add(1)})
 	if !q.running {
 		q.running = true
 		f.busy++
@@ -265,6 +273,9 @@ func (w *roundWriter) write(s *Server, round []outItem, spread bool) {
 		}
 		fi := -1
 		a.each(it.rooms, func(sk *socket.Socket) {
+			if c := connOf(sk); c != nil && c.joined > it.seq {
+				return // joined after the emit
+			}
 			if notify := sk.NotifyOutgoingListeners(); notify != nil {
 				notify(pkt)
 			}

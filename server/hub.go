@@ -59,6 +59,9 @@ type conn struct {
 	// events holds a token per event of this socket waiting for or in
 	// its handler (bindEvents): at most maxEventsInFlight.
 	events chan struct{}
+	// joined is the fan-out's tick when the socket joined its rooms: it
+	// gets only what was emitted after (fanout.go).
+	joined int64
 	// ctx ends when the socket disconnects (or the server closes): work
 	// done for this socket (an rpc-call's waits) ends with it.
 	ctx    context.Context
@@ -165,6 +168,7 @@ func connOf(sock *socket.Socket) *conn {
 
 func (s *Server) setupConn(c *conn) {
 	sock := c.sock
+	c.joined = s.out.tick.Add(1)
 	sock.Join(socket.Room("user:" + c.acct))
 	switch c.scope {
 	case scopeSession:
