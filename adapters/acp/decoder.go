@@ -66,6 +66,12 @@ type Decoder struct {
 	general bool
 	// gen numbers what the per-tool caches compute (toolcache.go).
 	gen uint64
+	// permOpts is the metadata form of the permission options last
+	// converted, shared by the events that carry it (permission).
+	permOpts struct {
+		opts []PermissionOption
+		v    []any
+	}
 }
 
 type ourRequest struct {
@@ -166,6 +172,12 @@ type tool struct {
 	annGens [2]uint64
 	// pats: agent.ToolPatterns of a name and input, as last computed.
 	pats patternCache
+	// locs: the locations' metadata form and the slice it was made from
+	// (locationsValue).
+	locs struct {
+		src []location
+		v   any
+	}
 }
 
 type location struct {
@@ -518,7 +530,7 @@ func (d *Decoder) startTurn(m jsonrpc.Message, p *obj) *turn {
 	d.turns++
 	t := &turn{id: "turn-" + strconv.Itoa(d.turns)}
 	d.turn = t
-	d.tools = map[string]*tool{}
+	d.resetTools()
 	d.turnStep, d.stepResult = false, false
 	d.emit(&agent.TurnStarted{TurnID: t.id})
 	blocks, _ := d.array(p.get("prompt"))
@@ -593,7 +605,7 @@ func (d *Decoder) endTurn(t *turn, m jsonrpc.Message) {
 
 func (d *Decoder) closeTurn() {
 	d.turn = nil
-	d.tools = map[string]*tool{}
+	d.resetTools()
 	d.turnStep, d.stepResult = false, false
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -123,8 +124,72 @@ func normalValue(v any) (any, bool) {
 		}
 		o, ok := normalize(v)
 		return map[string]any(o), ok
+	case normalized:
+		return v.v, true
 	}
 	return nil, false
+}
+
+// normalized is a metadata value already in the JSON representation
+// (what normalValue gives), shared by the events that carry it, which
+// nothing changes. It marshals as its value, so toObject (which a
+// metadata object takes when another of its values is not converted)
+// gives the same for it.
+type normalized struct{ v any }
+
+// MarshalJSON marshals the value.
+func (n normalized) MarshalJSON() ([]byte, error) { return json.Marshal(n.v) }
+
+// optionsValue is a permission's options as its metadata holds them: the
+// options themselves for the general form (converted with the rest of
+// the metadata), else their JSON representation, converted once for the
+// same options (agents offer the same few choices on every request).
+func (d *Decoder) optionsValue(opts []PermissionOption) any {
+	if d.general {
+		return opts
+	}
+	c := &d.permOpts
+	if c.v == nil || !slices.Equal(c.opts, opts) {
+		v, ok := normalValue(opts)
+		if !ok {
+			return opts
+		}
+		c.opts, c.v = opts, v.([]any)
+	}
+	return normalized{c.v}
+}
+
+// opaque returns an opaque JSON value of the agent's (a tool's rawOutput,
+// a permission's rawInput) as the metadata keeps it: its text, a member
+// of a frame jsonrpc validated, as a json.RawMessage instead of a tree
+// parsed from it. The transcript's encoder (mapper, codec_json.go)
+// validates such a value and writes it in canonical form (sorted keys,
+// numbers as given), the bytes the parsed tree gives; agent.EncodeEvent
+// writes it compacted, keys in the agent's order. ok is false for a text
+// a parse would not keep as it is (not UTF-8: json.Marshal replaces what
+// is not; nested deeper than encoding/json decodes), which takes the
+// tree as before. Both forms take it (it is not a one-pass form: the
+// representation of the events, docs/ARCHITECTURE.md "Mapping and
+// delivery figures").
+func opaque(raw json.RawMessage) (json.RawMessage, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || !utf8.Valid(raw) || tooDeep(raw) {
+		return nil, false
+	}
+	return raw, true
+}
+
+// withOpaque is o with the member k set to the opaque value v (o made
+// when nil), o alone when v is nil.
+func withOpaque(o agent.Object, k string, v json.RawMessage) agent.Object {
+	if v == nil {
+		return o
+	}
+	if o == nil {
+		o = agent.Object{}
+	}
+	o[k] = v
+	return o
 }
 
 // tooDeep reports whether raw may nest deeper than encoding/json decodes
@@ -188,11 +253,14 @@ func (d *Decoder) toolMetadata(tl *tool, provider string, raw, input json.RawMes
 		return m
 	}
 	if len(bytes.TrimSpace(input)) > 0 {
-		cv, err := jsonlex.ParseAny(input)
-		if err != nil {
-			return agent.ToolMetadata(provider, raw, input)
+		same, known := sameValue(rv, input)
+		if !known {
+			cv, err := jsonlex.ParseAny(input)
+			if err != nil {
+				return agent.ToolMetadata(provider, raw, input)
+			}
+			same = reflect.DeepEqual(rv, cv)
 		}
-		same := reflect.DeepEqual(rv, cv)
 		c.raw, c.input, c.ok, c.known = raw, input, same, true
 		if same {
 			return m
@@ -288,4 +356,138 @@ func (k metaKey) same(o metaKey) bool {
 // array.
 func sameSlice[T any](a, b []T) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// sameValue reports whether the JSON text raw parses to v, a tree
+// jsonlex.ParseAny gave: reflect.DeepEqual(v, ParseAny(raw)), read in
+// place instead of parsed. ok is false when it cannot tell so (raw not
+// structurally complete, a member name or string with an escape or not
+// in UTF-8, an object of more than inlineMembers members, whose repeated
+// names it does not look for), which the caller leaves to the parse.
+func sameValue(v any, raw []byte) (same, ok bool) {
+	i := jsonlex.SkipSpace(raw, 0)
+	end := jsonlex.Skip(raw, i)
+	if end < 0 || jsonlex.SkipSpace(raw, end) != len(raw) {
+		return false, false
+	}
+	return sameAt(v, raw[i:end])
+}
+
+// sameAt is sameValue for raw exactly one value.
+func sameAt(v any, raw []byte) (same, ok bool) {
+	switch raw[0] {
+	case '{':
+		m, isMap := v.(map[string]any)
+		var names [inlineMembers][]byte
+		n := 0
+		same, ok = true, true
+		err := jsonlex.Members(raw, func(k, val []byte) bool {
+			name := k[1 : len(k)-1]
+			if n == inlineMembers || bytes.IndexByte(name, '\\') >= 0 || !utf8.Valid(name) {
+				ok = false
+				return false
+			}
+			for _, o := range names[:n] {
+				if bytes.Equal(o, name) {
+					ok = false // a repeated name: the last one counts
+					return false
+				}
+			}
+			names[n] = name
+			n++
+			if !isMap {
+				return true
+			}
+			mv, has := m[string(name)]
+			if !has {
+				same = false
+				return true
+			}
+			s, known := sameValue(mv, val)
+			if !known {
+				ok = false
+				return false
+			}
+			same = same && s
+			return true
+		})
+		if err != nil || !ok {
+			return false, false
+		}
+		return isMap && same && n == len(m), true
+	case '[':
+		a, isArr := v.([]any)
+		same = isArr
+		k := 0
+		i := jsonlex.SkipSpace(raw, 1)
+		if i < len(raw) && raw[i] == ']' {
+			return isArr && len(a) == 0, true
+		}
+		for {
+			end := jsonlex.Skip(raw, i)
+			if end < 0 {
+				return false, false
+			}
+			if same && k < len(a) {
+				s, known := sameAt(a[k], raw[i:end])
+				if !known {
+					return false, false
+				}
+				same = s
+			}
+			k++
+			i = jsonlex.SkipSpace(raw, end)
+			if i >= len(raw) {
+				return false, false
+			}
+			if raw[i] == ']' {
+				return same && k == len(a), true
+			}
+			if raw[i] != ',' {
+				return false, false
+			}
+			i = jsonlex.SkipSpace(raw, i+1)
+		}
+	case '"':
+		if len(raw) < 2 {
+			return false, false
+		}
+		b := raw[1 : len(raw)-1]
+		if bytes.IndexByte(b, '\\') >= 0 || !utf8.Valid(b) {
+			return false, false
+		}
+		s, isStr := v.(string)
+		return isStr && s == string(b), true
+	}
+	switch lit := string(raw); {
+	case lit == "true", lit == "false":
+		b, isBool := v.(bool)
+		return isBool && b == (lit == "true"), true
+	case lit == "null":
+		return v == nil, true
+	case jsonlex.IsNumber(lit):
+		n, isNum := v.(json.Number)
+		return isNum && string(n) == lit, true
+	}
+	return false, false
+}
+
+// locationsValue is the tool's locations as its part metadata holds them:
+// the locations themselves for the general form, else their JSON
+// representation, converted once for the same locations (a tool's
+// locations are replaced, never changed in place: the same slice holds
+// the same values).
+func (d *Decoder) locationsValue(tl *tool) any {
+	if d.general {
+		return tl.locations
+	}
+	c := &tl.locs
+	if c.v == nil || !sameSlice(c.src, tl.locations) {
+		v, ok := normalValue(tl.locations)
+		if !ok {
+			return tl.locations
+		}
+		c.src, c.v = tl.locations, v
+	}
+	return normalized{c.v}
 }

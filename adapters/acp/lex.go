@@ -323,3 +323,40 @@ func (d *Decoder) isArray(raw json.RawMessage) bool {
 	raw = bytes.TrimSpace(raw)
 	return len(raw) > 0 && raw[0] == '[' || string(raw) == "null"
 }
+
+// plainStr returns the text of a JSON string written without escapes, in
+// UTF-8: the bytes between its quotes, a sub-slice of raw, for a lookup
+// or comparison that need not make a string (what str would give is
+// those bytes). ok is false for anything else (an escape, bytes that are
+// not UTF-8, which str replaces; not a string), and always for the
+// general form, which reads every string with str.
+func (d *Decoder) plainStr(raw json.RawMessage) ([]byte, bool) {
+	if d.general {
+		return nil, false
+	}
+	raw = bytes.TrimSpace(raw)
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return nil, false
+	}
+	b := raw[1 : len(raw)-1]
+	if bytes.IndexByte(b, '\\') >= 0 || !utf8.Valid(b) {
+		return nil, false
+	}
+	return b, true
+}
+
+// enum reads a string that must be one of the keys of set (each mapped
+// to itself), giving set's string: none is made per frame. ok is false
+// for a string not in set, or anything else.
+func (d *Decoder) enum(raw json.RawMessage, set map[string]string) (string, bool) {
+	if b, plain := d.plainStr(raw); plain {
+		s, ok := set[string(b)]
+		return s, ok
+	}
+	s, ok := str(raw)
+	if !ok {
+		return "", false
+	}
+	s, ok = set[s]
+	return s, ok
+}

@@ -190,3 +190,15 @@ func sameMerged(a, meta, part agent.Object) bool {
 	}
 	return true
 }
+
+// resetTools empties the turn's tool scope for the next turn: a map of a
+// few tools is cleared and kept (the space a map of up to eight entries
+// takes; emptied, it holds nothing), a larger one is let go, so what a
+// decoder holds between turns does not grow with the largest turn.
+func (d *Decoder) resetTools() {
+	if len(d.tools) > 8 {
+		d.tools = map[string]*tool{}
+		return
+	}
+	clear(d.tools)
+}

@@ -19,28 +19,41 @@ func (d *Decoder) sessionUpdate(m jsonrpc.Message) {
 		d.drop(m.Method, agent.DropInvalidField, "params is not a SessionNotification object", m.Raw)
 		return
 	}
-	sid, ok := str(p.get("sessionId"))
-	if !ok || sid == "" {
-		d.drop(m.Method, agent.DropMissingID, "session/update without sessionId", m.Raw)
-		return
-	}
-	if !d.sessions[sid] {
-		d.drop(m.Method, agent.DropOrphan, "session "+strconv.Quote(sid)+" was never opened", m.Raw)
-		return
+	// A session id or kind written plainly is looked up as it lies in
+	// the frame (plainStr): no string is made for it.
+	if b, plain := d.plainStr(p.get("sessionId")); !plain || len(b) == 0 || !d.sessions[string(b)] {
+		sid, ok := str(p.get("sessionId"))
+		if !ok || sid == "" {
+			d.drop(m.Method, agent.DropMissingID, "session/update without sessionId", m.Raw)
+			return
+		}
+		if !d.sessions[sid] {
+			d.drop(m.Method, agent.DropOrphan, "session "+strconv.Quote(sid)+" was never opened", m.Raw)
+			return
+		}
 	}
 	u, ok := members(p.get("update"))
 	if !ok {
 		d.drop(m.Method, agent.DropInvalidField, "update is not an object", m.Raw)
 		return
 	}
-	kind, ok := str(u.get("sessionUpdate"))
-	if !ok {
-		d.drop(m.Method, agent.DropInvalidField, "update without a sessionUpdate string", m.Raw)
-		return
+	var kind, k string
+	if b, plain := d.plainStr(u.get("sessionUpdate")); plain {
+		if e, known := updateKinds[string(b)]; known {
+			kind, k = e[0], e[1]
+		}
 	}
-	k, known := updateKinds[kind]
-	if !known {
-		k = "session/update:" + kind
+	if kind == "" {
+		kind, ok = str(u.get("sessionUpdate"))
+		if !ok {
+			d.drop(m.Method, agent.DropInvalidField, "update without a sessionUpdate string", m.Raw)
+			return
+		}
+		e, known := updateKinds[kind]
+		k = e[1]
+		if !known {
+			k = "session/update:" + kind
+		}
 	}
 	if d.skipping && historyKinds[kind] {
 		// The conversation a load replays is in the transcript already.
@@ -93,11 +106,12 @@ func (d *Decoder) sessionUpdate(m jsonrpc.Message) {
 
 // updateKinds are the drop kinds of the known session updates
 // ("session/update:<kind>"), made once.
-var updateKinds = func() map[string]string {
-	m := map[string]string{}
+// by kind: the kind itself and its drop kind.
+var updateKinds = func() map[string][2]string {
+	m := map[string][2]string{}
 	for _, k := range []string{"user_message_chunk", "agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update",
 		"plan", "available_commands_update", "current_mode_update", "config_option_update", "session_info_update", "usage_update"} {
-		m[k] = "session/update:" + k
+		m[k] = [2]string{k, "session/update:" + k}
 	}
 	return m
 }()
@@ -198,17 +212,33 @@ func (d *Decoder) agentChunk(kind string, thought bool, u *obj, raw []byte) {
 }
 
 // validKinds are the ToolKind values of the schema.
-var validKinds = map[string]bool{"read": true, "edit": true, "delete": true, "move": true, "search": true,
-	"execute": true, "think": true, "fetch": true, "switch_mode": true, "other": true}
+// Each maps to itself, the string kept (see enum).
+var validKinds = selfMap("read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other")
 
-var validStatus = map[string]bool{"pending": true, "in_progress": true, "completed": true, "failed": true}
+// validStatus are the ToolCallStatus values of the schema, each mapped to
+// itself.
+var validStatus = selfMap("pending", "in_progress", "completed", "failed")
+
+// selfMap maps each of keys to itself.
+func selfMap(keys ...string) map[string]string {
+	m := make(map[string]string, len(keys))
+	for _, k := range keys {
+		m[k] = k
+	}
+	return m
+}
 
 // mergeTool applies the fields of a ToolCall or ToolCallUpdate to tl.
 // Fields the schema lets a reader default on error (kind, status, content
 // and location items) are defaulted or skipped; each skipped item is
 // recorded as a Dropped.
 func (d *Decoder) mergeTool(kind string, tl *tool, u *obj) {
-	if s, ok := str(u.get("title")); ok {
+	if b, plain := d.plainStr(u.get("title")); plain && string(b) == tl.title {
+		// The same title again: the string the tool has is kept.
+		if !tl.merged {
+			tl.firstTitle = tl.title
+		}
+	} else if s, ok := str(u.get("title")); ok {
 		tl.title = s
 		if !tl.merged {
 			tl.firstTitle = s
@@ -222,10 +252,10 @@ func (d *Decoder) mergeTool(kind string, tl *tool, u *obj) {
 			}
 		}
 	}
-	if s, ok := str(u.get("kind")); ok && validKinds[s] {
+	if s, ok := d.enum(u.get("kind"), validKinds); ok {
 		tl.kind = s
 	}
-	if s, ok := str(u.get("status")); ok && validStatus[s] {
+	if s, ok := d.enum(u.get("status"), validStatus); ok {
 		tl.status = s
 	}
 	if raw := u.get("rawInput"); !isNull(raw) {
@@ -311,10 +341,18 @@ func (d *Decoder) sortedTools() []*tool {
 }
 
 func (d *Decoder) toolUpdate(kind string, announce bool, u *obj, raw []byte) {
-	id, ok := str(u.get("toolCallId"))
-	if !ok || id == "" {
-		d.drop(kind, agent.DropMissingID, "tool call without toolCallId", raw)
-		return
+	var id string
+	if b, plain := d.plainStr(u.get("toolCallId")); plain && len(b) > 0 {
+		if tl := d.tools[string(b)]; tl != nil {
+			id = tl.acpID // a tool of the turn's: its id string is kept
+		}
+	}
+	if id == "" {
+		var ok bool
+		if id, ok = str(u.get("toolCallId")); !ok || id == "" {
+			d.drop(kind, agent.DropMissingID, "tool call without toolCallId", raw)
+			return
+		}
 	}
 	if !d.inTurnOrLoad(kind, raw) {
 		return
@@ -366,7 +404,7 @@ func (d *Decoder) partMetaGen(tl *tool) (agent.Object, uint64) {
 func (d *Decoder) buildPartMeta(tl *tool) agent.Object {
 	m := map[string]any{}
 	if len(tl.locations) > 0 {
-		m["locations"] = tl.locations
+		m["locations"] = d.locationsValue(tl)
 	}
 	if desc := tl.text(); desc != "" && !tl.outContent {
 		m["description"] = desc
@@ -441,9 +479,19 @@ func (d *Decoder) announceTool(tl *tool, finishing bool) (name string, input jso
 	if !d.general && repeatsParts(&tl.ann, name, tl.title, input, cmeta, pm, finishing) {
 		return name, input, true
 	}
-	meta := make(agent.Object, len(cmeta)+len(pm))
-	maps.Copy(meta, cmeta)
-	maps.Copy(meta, pm)
+	var meta agent.Object
+	switch {
+	case !d.general && len(pm) == 0 && len(cmeta) > 0:
+		// One of the two has members: the event shares the cached object
+		// (which nothing changes) instead of a merged copy.
+		meta = cmeta
+	case !d.general && len(cmeta) == 0 && len(pm) > 0:
+		meta = pm
+	default:
+		meta = make(agent.Object, len(cmeta)+len(pm))
+		maps.Copy(meta, cmeta)
+		maps.Copy(meta, pm)
+	}
 	ev := &agent.ToolCall{CallID: tl.callID, Tool: name, Title: tl.title, Input: input, Metadata: meta}
 	if d.general && (d.repeats(&tl.ann, ev, false) || (finishing && d.repeats(&tl.ann, ev, true))) {
 		return name, input, true
@@ -505,8 +553,13 @@ func (d *Decoder) output(tl *tool) string {
 // content become attachments (text resources are in its output).
 func (d *Decoder) resultMeta(tl *tool) (agent.Object, []agent.PromptFile) {
 	m := map[string]any{}
+	var rawOut json.RawMessage
 	if !isNull(tl.rawOutput) {
-		m["rawOutput"] = tl.rawOutput
+		if rv, ok := opaque(tl.rawOutput); ok {
+			rawOut = rv
+		} else {
+			m["rawOutput"] = tl.rawOutput
+		}
 	}
 	if ds := tl.diffs(); len(ds) > 0 {
 		m["diffs"] = diffObjects(ds)
@@ -538,10 +591,10 @@ func (d *Decoder) resultMeta(tl *tool) (agent.Object, []agent.PromptFile) {
 			}
 		}
 	}
-	if len(m) == 0 {
+	if len(m) == 0 && rawOut == nil {
 		return nil, files
 	}
-	return d.object(m), files
+	return withOpaque(d.object(m), "rawOutput", rawOut), files
 }
 
 // permission decodes session/request_permission: the tool part is created
@@ -617,15 +670,20 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 		permID = tl.callID + "#permission-" + strconv.Itoa(tl.perms)
 	}
 	patterns := tl.patterns()
-	meta := map[string]any{"options": opts}
+	meta := map[string]any{"options": d.optionsValue(opts)}
 	if tl.title != "" {
 		meta["title"] = tl.title
 	}
 	if desc := tl.text(); desc != "" {
 		meta["description"] = desc
 	}
+	var rawIn json.RawMessage
 	if permInput != nil {
-		meta["rawInput"] = permInput
+		if rv, ok := opaque(permInput); ok {
+			rawIn = rv
+		} else {
+			meta["rawInput"] = permInput
+		}
 	}
 	if !known {
 		name, input, _ = d.canonical(tl)
@@ -644,7 +702,7 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 	}
 	d.emit(&agent.ToolBlocked{CallID: tl.callID, Tool: name, Input: input,
 		Permission: &agent.PermissionRequest{ID: permID, Permission: name,
-			Patterns: patterns, Always: slices.Clone(patterns), Metadata: d.object(meta)}})
+			Patterns: patterns, Always: slices.Clone(patterns), Metadata: withOpaque(d.object(meta), "rawInput", rawIn)}})
 	d.theirs[key] = &agentRequest{method: kind, callID: tl.callID, options: opts}
 	tl.asking++
 }
