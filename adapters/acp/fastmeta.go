@@ -154,9 +154,37 @@ func (d *Decoder) optionsValue(opts []PermissionOption) any {
 		if !ok {
 			return opts
 		}
-		c.opts, c.v = opts, v.([]any)
+		c.opts, c.v = slices.Clip(opts), v.([]any)
 	}
 	return normalized{c.v}
+}
+
+// sameOptions returns the options optionsValue converted last, when the
+// raw options of a request are the same ones written plainly (plainStr):
+// the same optionId, name and kind strings in the same order. Those are
+// shared by the requests that offer them (read only: clipped, so an
+// append copies them). Otherwise it returns a new empty list for the
+// caller to fill, and false (always for the general form).
+func (d *Decoder) sameOptions(raw []json.RawMessage) ([]PermissionOption, bool) {
+	c := &d.permOpts
+	if d.general || c.v == nil || len(raw) != len(c.opts) {
+		return []PermissionOption{}, false
+	}
+	for i, ro := range raw {
+		om, ok := members(ro)
+		if !ok {
+			return []PermissionOption{}, false
+		}
+		o := &c.opts[i]
+		for _, f := range [...]struct {
+			name, want string
+		}{{"optionId", o.OptionID}, {"name", o.Name}, {"kind", o.Kind}} {
+			if b, plain := d.plainStr(om.get(f.name)); !plain || string(b) != f.want {
+				return []PermissionOption{}, false
+			}
+		}
+	}
+	return c.opts, true
 }
 
 // opaque returns an opaque JSON value of the agent's (a tool's rawOutput,
@@ -224,19 +252,19 @@ func (d *Decoder) toolMetadata(tl *tool, provider string, raw, input json.RawMes
 	if d.general || tooDeep(raw) || tooDeep(input) {
 		return agent.ToolMetadata(provider, raw, input)
 	}
-	m := agent.Object{}
-	if provider != "" {
-		m[agent.MetaProviderTool] = provider
-	}
 	if isNull(raw) {
-		return m
+		return providerOnly(provider)
 	}
 	if bytes.Equal(bytes.TrimSpace(raw), bytes.TrimSpace(input)) {
-		return m // the same text: the same value
+		return providerOnly(provider) // the same text: the same value
 	}
 	c := &tl.same
 	if c.known && c.ok && bytes.Equal(c.raw, raw) && bytes.Equal(c.input, input) {
-		return m // found the same value for the same texts before
+		return providerOnly(provider) // found the same value for the same texts before
+	}
+	m := agent.Object{}
+	if provider != "" {
+		m[agent.MetaProviderTool] = provider
 	}
 	var rv any
 	if p := &tl.parsed; p.raw != nil && bytes.Equal(p.raw, raw) {
@@ -269,6 +297,38 @@ func (d *Decoder) toolMetadata(tl *tool, provider string, raw, input json.RawMes
 	m[agent.MetaProviderInput] = rv
 	return m
 }
+
+// providerOnly is the metadata {"providerTool": provider} ({} for no
+// provider). For the names of the table below it is one object shared
+// by every event and decoder: nothing changes an event's metadata, and a
+// caller that adds to the metadata (buildCanonical) copies it first.
+func providerOnly(provider string) agent.Object {
+	if o, ok := providerMetas[provider]; ok {
+		return o
+	}
+	m := agent.Object{}
+	if provider != "" {
+		m[agent.MetaProviderTool] = provider
+	}
+	return m
+}
+
+// providerMetas holds the metadata of providerOnly for the ACP tool kinds
+// and the agents' own tool names the mapping knows (agentTools), made
+// once.
+var providerMetas = func() map[string]agent.Object {
+	m := map[string]agent.Object{}
+	add := func(name string) { m[name] = agent.Object{agent.MetaProviderTool: name} }
+	for k := range validKinds {
+		add(k)
+	}
+	for _, table := range agentTools {
+		for name := range table {
+			add(name)
+		}
+	}
+	return m
+}()
 
 // announcement is what a tool's last ToolCall said, to skip repeats.
 type announcement struct {

@@ -111,3 +111,30 @@ func TestOpaqueEncodesAsTree(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedMetadataUnchanged: the metadata objects every decoder shares
+// (providerOnly) are the same after all the captures went through a
+// decoder and the reducer, which keep and merge event metadata.
+func TestSharedMetadataUnchanged(t *testing.T) {
+	for _, name := range captures {
+		frames, _, err := readFrames(bytes.NewReader(readCapture(t, name)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := NewDecoder()
+		red := mapper.NewReducer(mapper.Config{SessionID: "s", Directory: "/w"})
+		for _, f := range frames {
+			for _, e := range d.Decode(f) {
+				red.Apply(e)
+			}
+		}
+		if _, err := mapper.EncodeTranscript(red.Transcript()); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	for name, o := range providerMetas {
+		if len(o) != 1 || o[agent.MetaProviderTool] != name {
+			t.Fatalf("providerMetas[%q] = %v", name, o)
+		}
+	}
+}

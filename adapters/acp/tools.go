@@ -156,7 +156,9 @@ func (d *Decoder) buildCanonical(tl *tool) (string, json.RawMessage, agent.Objec
 		tl.providerInput = true
 	} else if tl.providerInput && raw != nil {
 		// The part's metadata merges: once the agent's input was kept, it
-		// is kept up to date, or an earlier one would stay.
+		// is kept up to date, or an earlier one would stay. The metadata
+		// may be shared (providerOnly): added to in a copy.
+		meta = maps.Clone(meta)
 		meta[agent.MetaProviderInput], _ = jsonlex.ParseAny(raw)
 	}
 	return name, input, meta

@@ -247,7 +247,9 @@ func (d *Decoder) mergeTool(kind string, tl *tool, u *obj) {
 	tl.merged = true
 	if meta, ok := members(u.get("_meta")); ok {
 		if cc, ok := members(meta.get("claudeCode")); ok {
-			if name, ok := str(cc.get("toolName")); ok && name != "" {
+			if b, plain := d.plainStr(cc.get("toolName")); plain && len(b) > 0 && string(b) == tl.metaTool {
+				// The same name again: kept.
+			} else if name, ok := str(cc.get("toolName")); ok && name != "" {
 				tl.metaTool = name
 			}
 		}
@@ -627,8 +629,11 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 		d.drop(kind, agent.DropInvalidField, "options is not an array", m.Raw)
 		return
 	}
-	opts := []PermissionOption{}
+	opts, same := d.sameOptions(rawOpts)
 	for _, ro := range rawOpts {
+		if same {
+			break // the options converted last time
+		}
 		om, ok := members(ro)
 		oid, ok1 := str(om.get("optionId"))
 		name, ok2 := str(om.get("name"))
