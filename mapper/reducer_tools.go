@@ -1,7 +1,9 @@
 package mapper
 
 import (
+	"bytes"
 	"cmp"
+	"encoding/json"
 	"reflect"
 	"slices"
 	"strings"
@@ -46,7 +48,43 @@ func redObjectsEqual(a, b agent.Object) bool {
 	if len(a) == 0 && len(b) == 0 {
 		return true
 	}
-	return reflect.DeepEqual(a, b)
+	if reflect.DeepEqual(a, b) {
+		return true
+	}
+	if !redHasText(a) && !redHasText(b) {
+		return false
+	}
+	ea, erra := EncodeObject(a)
+	eb, errb := EncodeObject(b)
+	return erra == nil && errb == nil && bytes.Equal(ea, eb)
+}
+
+// redValuesEqual compares two free-form values as redObjectsEqual does.
+func redValuesEqual(a, b any) bool {
+	if reflect.DeepEqual(a, b) {
+		return true
+	}
+	_, ra := a.(json.RawMessage)
+	_, rb := b.(json.RawMessage)
+	if !ra && !rb {
+		return false
+	}
+	return redObjectsEqual(agent.Object{"v": a}, agent.Object{"v": b})
+}
+
+// redHasText reports whether a member of o is a value kept as its JSON
+// text (json.RawMessage: adapters keep opaque values so, the ACP decoder
+// a tool's raw output and the agent's input). Such a value is the same as
+// another when their canonical encodings are (the encoder writes a text
+// as the value it holds), not only when the bytes are: the same value
+// may come as a text and, read back from a transcript, as a tree.
+func redHasText(o agent.Object) bool {
+	for _, v := range o {
+		if _, ok := v.(json.RawMessage); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // redMerge returns a new object with the members of base, then of over.
@@ -71,7 +109,7 @@ func redAdd(base, over agent.Object) (agent.Object, bool) {
 	var out agent.Object
 	for k, v := range over {
 		if w, had := base[k]; had {
-			if !reflect.DeepEqual(v, w) {
+			if !redValuesEqual(v, w) {
 				return base, false
 			}
 			continue

@@ -247,10 +247,11 @@ func tooDeep(raw []byte) bool {
 }
 
 // toolMetadata is agent.ToolMetadata: the agent's name of the tool, and
-// its input when that is not the canonical input.
+// its input when that is not the canonical input, kept as its text
+// (opaque, below) when it can be.
 func (d *Decoder) toolMetadata(tl *tool, provider string, raw, input json.RawMessage) agent.Object {
 	if d.general || tooDeep(raw) || tooDeep(input) {
-		return agent.ToolMetadata(provider, raw, input)
+		return providerInputText(agent.ToolMetadata(provider, raw, input), raw)
 	}
 	if isNull(raw) {
 		return providerOnly(provider)
@@ -259,43 +260,190 @@ func (d *Decoder) toolMetadata(tl *tool, provider string, raw, input json.RawMes
 		return providerOnly(provider) // the same text: the same value
 	}
 	c := &tl.same
-	if c.known && c.ok && bytes.Equal(c.raw, raw) && bytes.Equal(c.input, input) {
-		return providerOnly(provider) // found the same value for the same texts before
+	if c.known && bytes.Equal(c.raw, raw) && bytes.Equal(c.input, input) {
+		if c.ok {
+			return providerOnly(provider) // found the same value for the same texts before
+		}
+		return d.withProviderInput(tl, provider, raw)
 	}
+	same, known := sameRaw(raw, input)
+	if !known {
+		// Left to the parse of both.
+		rv, err := jsonlex.ParseAny(raw)
+		if err != nil {
+			return providerInputText(agent.ToolMetadata(provider, raw, input), raw)
+		}
+		same = len(bytes.TrimSpace(input)) == 0
+		if !same {
+			cv, err := jsonlex.ParseAny(input)
+			if err != nil {
+				return providerInputText(agent.ToolMetadata(provider, raw, input), raw)
+			}
+			same = reflect.DeepEqual(rv, cv)
+		} else {
+			same = false // no canonical input: the agent's is kept
+		}
+	}
+	if len(bytes.TrimSpace(input)) > 0 {
+		c.raw, c.input, c.ok, c.known = raw, input, same, true
+	}
+	if same && len(bytes.TrimSpace(input)) > 0 {
+		return providerOnly(provider)
+	}
+	return d.withProviderInput(tl, provider, raw)
+}
+
+// withProviderInput is the metadata {"providerTool": provider,
+// "providerInput": raw} (no providerTool for no provider), the input as
+// its text when opaque keeps it, else parsed (kept per tool: tl.parsed).
+func (d *Decoder) withProviderInput(tl *tool, provider string, raw json.RawMessage) agent.Object {
 	m := agent.Object{}
 	if provider != "" {
 		m[agent.MetaProviderTool] = provider
 	}
-	var rv any
-	if p := &tl.parsed; p.raw != nil && bytes.Equal(p.raw, raw) {
-		rv = p.v
-	} else {
-		var err error
-		if rv, err = jsonlex.ParseAny(raw); err != nil {
-			return agent.ToolMetadata(provider, raw, input)
-		}
-		p.raw, p.v = raw, rv
-	}
-	if c.known && !c.ok && bytes.Equal(c.raw, raw) && bytes.Equal(c.input, input) {
+	if rv, ok := opaque(raw); ok {
 		m[agent.MetaProviderInput] = rv
 		return m
 	}
-	if len(bytes.TrimSpace(input)) > 0 {
-		same, known := sameValue(rv, input)
-		if !known {
-			cv, err := jsonlex.ParseAny(input)
-			if err != nil {
-				return agent.ToolMetadata(provider, raw, input)
-			}
-			same = reflect.DeepEqual(rv, cv)
+	p := &tl.parsed
+	if p.raw == nil || !bytes.Equal(p.raw, raw) {
+		v, err := jsonlex.ParseAny(raw)
+		if err != nil {
+			return agent.ToolMetadata(provider, raw, nil)
 		}
-		c.raw, c.input, c.ok, c.known = raw, input, same, true
-		if same {
-			return m
+		p.raw, p.v = raw, v
+	}
+	m[agent.MetaProviderInput] = p.v
+	return m
+}
+
+// providerInputText is m (agent.ToolMetadata's) with its providerInput,
+// the value of raw, as raw's text when opaque keeps it.
+func providerInputText(m agent.Object, raw json.RawMessage) agent.Object {
+	if _, ok := m[agent.MetaProviderInput]; ok {
+		if rv, ok := opaque(raw); ok {
+			m[agent.MetaProviderInput] = rv
 		}
 	}
-	m[agent.MetaProviderInput] = rv
 	return m
+}
+
+// sameRaw reports whether the JSON texts a and b are the same value
+// (reflect.DeepEqual of their jsonlex.ParseAny trees: numbers as
+// written), read in place. ok is false when it cannot tell so (see
+// sameValue), or when either is empty.
+func sameRaw(a, b []byte) (same, ok bool) {
+	a, b = bytes.TrimSpace(a), bytes.TrimSpace(b)
+	if len(a) == 0 || len(b) == 0 {
+		return false, false
+	}
+	if ea, eb := jsonlex.Skip(a, 0), jsonlex.Skip(b, 0); ea != len(a) || eb != len(b) {
+		return false, false
+	}
+	return sameRawAt(a, b)
+}
+
+// sameRawAt is sameRaw for a and b exactly one value each.
+func sameRawAt(a, b []byte) (same, ok bool) {
+	switch {
+	case a[0] == '{' && b[0] == '{':
+		var ma, mb [inlineMembers]member
+		na, oka := plainMembers(a, &ma)
+		nb, okb := plainMembers(b, &mb)
+		if !oka || !okb {
+			return false, false
+		}
+		if na != nb {
+			return false, true
+		}
+		same = true
+		for _, x := range ma[:na] {
+			var y *member
+			for k := range mb[:nb] {
+				if bytes.Equal(mb[k].k, x.k) {
+					y = &mb[k]
+					break
+				}
+			}
+			if y == nil {
+				same = false
+				continue
+			}
+			s, known := sameRawAt(x.v, y.v)
+			if !known {
+				return false, false
+			}
+			same = same && s
+		}
+		return same, true
+	case a[0] == '[' && b[0] == '[':
+		i, j := jsonlex.SkipSpace(a, 1), jsonlex.SkipSpace(b, 1)
+		same = true
+		for {
+			endA, endB := i < len(a) && a[i] == ']', j < len(b) && b[j] == ']'
+			if endA || endB {
+				return same && endA == endB, true
+			}
+			ei, ej := jsonlex.Skip(a, i), jsonlex.Skip(b, j)
+			if ei < 0 || ej < 0 {
+				return false, false
+			}
+			s, known := sameRawAt(a[i:ei], b[j:ej])
+			if !known {
+				return false, false
+			}
+			same = same && s
+			i, j = jsonlex.SkipSpace(a, ei), jsonlex.SkipSpace(b, ej)
+			if i < len(a) && a[i] == ',' {
+				i = jsonlex.SkipSpace(a, i+1)
+			}
+			if j < len(b) && b[j] == ',' {
+				j = jsonlex.SkipSpace(b, j+1)
+			}
+			if i >= len(a) || j >= len(b) {
+				return false, false
+			}
+		}
+	case a[0] == '"' && b[0] == '"':
+		if len(a) < 2 || len(b) < 2 {
+			return false, false
+		}
+		sa, sb := a[1:len(a)-1], b[1:len(b)-1]
+		if bytes.IndexByte(sa, '\\') >= 0 || bytes.IndexByte(sb, '\\') >= 0 || !utf8.Valid(sa) || !utf8.Valid(sb) {
+			return false, false
+		}
+		return bytes.Equal(sa, sb), true
+	case a[0] == '{' || a[0] == '[' || a[0] == '"' || b[0] == '{' || b[0] == '[' || b[0] == '"':
+		return false, true // values of different kinds
+	}
+	// Literals (numbers as written, true, false, null), valid JSON.
+	if !jsonlex.IsNumber(string(a)) && string(a) != "true" && string(a) != "false" && string(a) != "null" {
+		return false, false
+	}
+	return bytes.Equal(a, b), true
+}
+
+// plainMembers splits the object raw into ms: names written plainly,
+// none repeated, at most inlineMembers of them; ok is false otherwise.
+func plainMembers(raw []byte, ms *[inlineMembers]member) (n int, ok bool) {
+	ok = true
+	err := jsonlex.Members(raw, func(k, v []byte) bool {
+		name := k[1 : len(k)-1]
+		if n == inlineMembers || bytes.IndexByte(name, '\\') >= 0 || !utf8.Valid(name) {
+			ok = false
+			return false
+		}
+		for _, o := range ms[:n] {
+			if bytes.Equal(o.k, name) {
+				ok = false
+				return false
+			}
+		}
+		ms[n] = member{name, v}
+		n++
+		return true
+	})
+	return n, ok && err == nil
 }
 
 // providerOnly is the metadata {"providerTool": provider} ({} for no

@@ -21,8 +21,13 @@ func checkSameValue(t *testing.T, a, b []byte) (same, known bool) {
 		return false, false
 	}
 	same, known = sameValue(va, b)
-	if want := reflect.DeepEqual(va, vb); known && same != want {
+	want := reflect.DeepEqual(va, vb)
+	if known && same != want {
 		t.Fatalf("sameValue(%s, %s) = %v, the parses compare %v", a, b, same, want)
+	}
+	// sameRaw, the two texts read in place, tells the same when it tells.
+	if s, k := sameRaw(a, b); k && s != want {
+		t.Fatalf("sameRaw(%s, %s) = %v, the parses compare %v", a, b, s, want)
 	}
 	return same, known
 }
@@ -57,6 +62,9 @@ func TestSameValue(t *testing.T) {
 		same, known := checkSameValue(t, []byte(c.a), []byte(c.b))
 		if same != c.same || known != c.known {
 			t.Errorf("sameValue(%s, %s) = %v, %v; want %v, %v", c.a, c.b, same, known, c.same, c.known)
+		}
+		if same, known := sameRaw([]byte(c.a), []byte(c.b)); same != c.same || known != c.known {
+			t.Errorf("sameRaw(%s, %s) = %v, %v; want %v, %v", c.a, c.b, same, known, c.same, c.known)
 		}
 	}
 }

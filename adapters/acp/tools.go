@@ -159,7 +159,11 @@ func (d *Decoder) buildCanonical(tl *tool) (string, json.RawMessage, agent.Objec
 		// is kept up to date, or an earlier one would stay. The metadata
 		// may be shared (providerOnly): added to in a copy.
 		meta = maps.Clone(meta)
-		meta[agent.MetaProviderInput], _ = jsonlex.ParseAny(raw)
+		if rv, ok := opaque(raw); ok {
+			meta[agent.MetaProviderInput] = rv
+		} else {
+			meta[agent.MetaProviderInput], _ = jsonlex.ParseAny(raw)
+		}
 	}
 	return name, input, meta
 }

@@ -103,7 +103,9 @@ func TestCanonicalACPTools(t *testing.T) {
 				t.Errorf("canonical = %s %s, want %s %s", name, input, c.want, c.input)
 			}
 			if c.meta != "" {
-				if got, _ := json.Marshal(meta); string(got) != c.meta {
+				// In canonical form (the transcript's): the agent's input is
+				// kept as its text, in its own key order.
+				if got, _ := mapper.EncodeObject(meta); string(got) != c.meta {
 					t.Errorf("metadata %s, want %s", got, c.meta)
 				}
 			}

@@ -25,6 +25,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/happy-dev/happy/agent"
+	"github.com/happy-dev/happy/internal/jsonlex"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -309,6 +310,12 @@ func NativeTool(tp *mapper.ToolPart, flavor string) (string, map[string]any) {
 	}
 	ptool, _ := tp.Metadata[agent.MetaProviderTool].(string)
 	pin, _ := tp.Metadata[agent.MetaProviderInput].(agent.Object)
+	if raw, ok := tp.Metadata[agent.MetaProviderInput].(json.RawMessage); ok {
+		// An adapter may keep the agent's input as its JSON text (the ACP
+		// decoder does: docs/ARCHITECTURE.md, "Mapping and delivery
+		// figures"); the transcript encodes it the same either way.
+		pin, _ = jsonlex.DecodeObject(raw)
+	}
 	if strings.Contains(strings.ToLower(flavor), "claude") && ptool != "" {
 		if pin != nil {
 			return ptool, pin

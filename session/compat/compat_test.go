@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -496,5 +497,22 @@ func TestEmptyTurnStartsAndEnds(t *testing.T) {
 	}
 	if want := "user text hello|agent turn-start |agent turn-end "; strings.Join(got, "|") != want {
 		t.Fatalf("got %q, want %q", strings.Join(got, "|"), want)
+	}
+}
+
+// TestNativeToolRawProviderInput: the agent's input kept as its JSON
+// text (as the ACP decoder keeps it) gives the same native tool as the
+// parsed one.
+func TestNativeToolRawProviderInput(t *testing.T) {
+	for _, pin := range []any{
+		json.RawMessage(`{"file_path":"/w/a","old_string":"x","n":1}`),
+		agent.Object{"file_path": "/w/a", "old_string": "x", "n": json.Number("1")},
+	} {
+		tp := &mapper.ToolPart{Tool: agent.ToolEdit, Metadata: agent.Object{agent.MetaProviderTool: "Edit", agent.MetaProviderInput: pin}}
+		name, args := NativeTool(tp, "claude")
+		want := map[string]any{"file_path": "/w/a", "old_string": "x", "n": json.Number("1")}
+		if name != "Edit" || !reflect.DeepEqual(args, want) {
+			t.Fatalf("NativeTool with providerInput %T = %s %v, want Edit %v", pin, name, args, want)
+		}
 	}
 }
