@@ -60,7 +60,10 @@ const (
 	// "commandExecution", "run_shell_command", an ACP kind, …).
 	MetaProviderTool = "providerTool"
 	// MetaProviderInput is the input exactly as the agent gave it, kept
-	// when the canonical input differs from it.
+	// when the canonical input differs from it: a decoded value, or its
+	// JSON text as a json.RawMessage (the ACP decoder keeps it so; encoded
+	// in a transcript, both give the same bytes: docs/ARCHITECTURE.md,
+	// "Mapping and delivery figures").
 	MetaProviderInput = "providerInput"
 )
 
