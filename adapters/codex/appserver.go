@@ -62,6 +62,31 @@ type call struct {
 	done    bool
 	synth   bool // mcp-server: a call happy named for an approval that named none it knows
 	out     outBuf
+	cmd     commandFrom // what the last commandExecution item announced was built from
+}
+
+// commandFrom is what itemCommandExecution built a call's input and
+// metadata from, and what it built: an item with the same command, cwd
+// and commandActions builds them again equal (shellCall is a function of
+// these), so while the call still shows that input and those members
+// announce has nothing to emit and the build is skipped (a command is
+// reported two or three times: approval, started, completed).
+type commandFrom struct {
+	command, cwd string
+	actions      json.RawMessage
+	input        json.RawMessage
+	meta         agent.Object
+	set          bool
+}
+
+// sameCommand reports whether announcing the commandExecution item it
+// would emit nothing: the call is shown with the input and metadata
+// members built last from the same fields (see commandFrom).
+func (c *call) sameCommand(command, cwd string, actions json.RawMessage) bool {
+	k := &c.cmd
+	return k.set && c.shown && k.command == command && k.cwd == cwd &&
+		string(k.actions) == string(actions) && string(k.input) == string(c.input) &&
+		!newMembers(c.meta, k.meta)
 }
 
 type sentReq struct {
@@ -130,6 +155,17 @@ func (d *AppServerDecoder) Decode(f jsonrpc.Frame) []agent.Event {
 	return o.ev
 }
 
+// unmarshalEmitted is emittedAtMs decoded by encoding/json (0 when it is
+// no int64). A function of its own: the value json.Unmarshal fills escapes
+// to the heap, and a2c would otherwise allocate it for every frame.
+func unmarshalEmitted(raw []byte) int64 {
+	var emitted int64
+	if json.Unmarshal(raw, &emitted) != nil {
+		return 0
+	}
+	return emitted
+}
+
 func (d *AppServerDecoder) drop(o *out, kind string, reason agent.DropReason, detail string, raw []byte) {
 	o.add(dropped(SourceAppServer, d.n, o.t, kind, reason, detail, raw))
 }
@@ -147,12 +183,10 @@ func (d *AppServerDecoder) a2c(o *out, f jsonrpc.Frame) {
 		return
 	}
 	m := *f.Msg
-	var emitted int64
 	raw := m.EmittedAtMs()
-	if n, ok := lexEmitted(raw); ok && !d.general {
-		emitted = n
-	} else if json.Unmarshal(raw, &emitted) != nil {
-		emitted = 0
+	emitted, ok := lexEmitted(raw)
+	if !ok || d.general {
+		emitted = unmarshalEmitted(raw)
 	}
 	if emitted > 0 {
 		o.t = emitted

@@ -7,6 +7,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/happy-dev/happy/adapters/jsonrpc"
 	"github.com/happy-dev/happy/agent"
@@ -206,12 +207,15 @@ func (d *AppServerDecoder) itemContextCompaction(e itemEvent) {
 func (d *AppServerDecoder) itemCommandExecution(e itemEvent) {
 	c := d.callFor(e.th, e.it.ID)
 	c.tool = agent.ToolBash
-	cmd, wrapped := appServerCommand(mustObject(e.it.Command), e.it.CommandActions)
-	input, meta := shellCall("commandExecution", cmd, wrapped, e.it.Cwd)
-	if len(e.it.CommandActions) > 0 && string(e.it.CommandActions) != "null" {
-		meta["commandActions"] = e.it.CommandActions
+	if d.general || !c.sameCommand(e.it.Command, e.it.Cwd, e.it.CommandActions) {
+		cmd, wrapped := appServerCommandString(e.it.Command, e.it.CommandActions, d.general)
+		input, meta := shellCall("commandExecution", cmd, wrapped, e.it.Cwd)
+		if len(e.it.CommandActions) > 0 && string(e.it.CommandActions) != "null" {
+			meta["commandActions"] = e.it.CommandActions
+		}
+		d.announce(e.o, c, e.base, cmd, input, meta)
+		c.cmd = commandFrom{command: e.it.Command, cwd: e.it.Cwd, actions: e.it.CommandActions, input: input, meta: meta, set: true}
 	}
-	d.announce(e.o, c, e.base, cmd, input, meta)
 	if !e.completed {
 		d.run(e.o, c, e.base)
 		return
@@ -852,6 +856,27 @@ func appServerCommand(command, actions json.RawMessage) (cmd, wrapped string) {
 	if cmd, wrapped = UserCommand(command); cmd != "" {
 		return cmd, wrapped
 	}
+	return actionsCommand(actions), ""
+}
+
+// appServerCommandString is appServerCommand(mustObject(command), actions)
+// without encoding and decoding the command again: a UTF-8 string comes
+// back from json.Marshal and json.Unmarshal as it was (general, or a
+// command that is not UTF-8, takes that way; encoding/json replaces its
+// invalid bytes).
+func appServerCommandString(command string, actions json.RawMessage, general bool) (cmd, wrapped string) {
+	if general || !utf8.ValidString(command) {
+		return appServerCommand(mustObject(command), actions)
+	}
+	if cmd, wrapped = userCommandString(command); cmd != "" {
+		return cmd, wrapped
+	}
+	return actionsCommand(actions), ""
+}
+
+// actionsCommand is the commands of Codex's parsed commandActions joined
+// with " && " ("" when there are none).
+func actionsCommand(actions json.RawMessage) string {
 	var acts []struct {
 		Command string `json:"command"`
 	}
@@ -862,7 +887,7 @@ func appServerCommand(command, actions json.RawMessage) (cmd, wrapped string) {
 			parts = append(parts, a.Command)
 		}
 	}
-	return strings.Join(parts, " && "), ""
+	return strings.Join(parts, " && ")
 }
 
 // shellJoin quotes argv the way a POSIX shell would read it back.
