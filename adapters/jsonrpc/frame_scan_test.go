@@ -31,7 +31,7 @@ func sameAsReference(data []byte) string {
 	if emitted != nil && &emitted[0] != &wantEmitted[0] {
 		return "emittedAtMs is not the frame's own bytes"
 	}
-	got.emitted = [2]uint32{}
+	got.emittedAt, got.emittedLen = 0, 0
 	delete(want.Extra, "emittedAtMs")
 	if len(want.Extra) == 0 {
 		want.Extra = nil
