@@ -29,9 +29,10 @@ type AppServerDecoder struct {
 	// general sends every frame through encoding/json, past the one-pass
 	// readers of appserver_lex.go (tests compare the two ways).
 	general bool
-	itemBuf itemHead   // the item being mapped (reused: see item)
-	params  noteParams // the notification being mapped (reused)
-	out     out        // the events of the frame being mapped
+	itemBuf itemHead      // the item being mapped (reused: see item)
+	params  noteParams    // the notification being mapped (reused)
+	out     out           // the events of the frame being mapped
+	evs     []agent.Event // out's buffer between frames (empty)
 }
 
 type thread struct {
@@ -129,10 +130,25 @@ func (o *out) add(e agent.Event) {
 func (d *AppServerDecoder) Decode(f jsonrpc.Frame) []agent.Event {
 	d.n++
 	// The decoder's own out: one allocated per frame would be garbage at
-	// once (the events slice is the caller's).
-	d.out = out{t: f.T}
+	// once. Its events are collected in the decoder's buffer and handed
+	// over in a slice of their exact number (the caller's): growing the
+	// caller's slice by appending left two or three smaller ones behind.
+	d.out = out{t: f.T, ev: d.evs[:0]}
 	o := &d.out
-	defer func() { d.out = out{} }()
+	defer func() {
+		clear(d.out.ev) // the caller's events are not held
+		d.evs = d.out.ev[:0]
+		d.out = out{}
+	}()
+	d.decode(o, f)
+	if len(o.ev) == 0 {
+		return nil
+	}
+	return append(make([]agent.Event, 0, len(o.ev)), o.ev...)
+}
+
+// decode maps frame f into o.
+func (d *AppServerDecoder) decode(o *out, f jsonrpc.Frame) {
 	switch f.Dir {
 	case trafficlog.A2C:
 		d.a2c(o, f)
@@ -152,7 +168,6 @@ func (d *AppServerDecoder) Decode(f jsonrpc.Frame) []agent.Event {
 	default:
 		o.add(dropped(SourceAppServer, d.n, f.T, string(f.Dir), agent.DropUnknownType, "unknown traffic direction", f.Data))
 	}
-	return o.ev
 }
 
 // unmarshalEmitted is emittedAtMs decoded by encoding/json (0 when it is

@@ -167,7 +167,7 @@ func (d *AppServerDecoder) itemUserMessage(e itemEvent) {
 	if e.seen {
 		return
 	}
-	text, files := userContent(e.it.Content)
+	text, files := userContentOf(e.it.Content, d.general)
 	e.o.add(&agent.UserPrompt{EventBase: e.base, PromptID: e.it.ID, Text: text, Files: files})
 }
 
@@ -487,7 +487,13 @@ func (d *AppServerDecoder) announce(o *out, c *call, base agent.EventBase, title
 	if input != nil {
 		c.input = input
 	}
-	c.meta = mergeMeta(c.meta, meta)
+	if len(c.meta) == 0 && len(meta) > 0 {
+		// mergeMeta would copy meta: neither map is written after this
+		// (the call's metadata is only replaced, never changed in place).
+		c.meta = meta
+	} else {
+		c.meta = mergeMeta(c.meta, meta)
+	}
 	if len(meta) == 0 {
 		meta = nil
 	}
@@ -575,14 +581,67 @@ func fileChangeDetail(changes []fileUpdate) (json.RawMessage, agent.Object, []st
 // userContent flattens a userMessage's UserInput list: text parts joined
 // by blank lines, images as files.
 func userContent(raw json.RawMessage) (string, []agent.PromptFile) {
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-		URL  string `json:"url"`
-		Path string `json:"path"`
-		Name string `json:"name"`
-	}
+	var parts []userPart
 	_ = json.Unmarshal(raw, &parts)
+	return userParts(parts)
+}
+
+// userPart is one element of a userMessage item's content.
+type userPart struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+	URL  string `json:"url"`
+	Path string `json:"path"`
+	Name string `json:"name"`
+}
+
+var userPartKeys = newKeys("type", "text", "url", "path", "name")
+
+// lexUserParts reads a userMessage item's content in one pass, as
+// json.Unmarshal into []userPart does; ok false (encoding/json's way) for
+// anything else than null or an array of objects and nulls whose members
+// lexMembers reads and whose values are strings or null.
+func lexUserParts(raw []byte) (parts []userPart, ok bool) {
+	if len(raw) == 0 {
+		return nil, false
+	}
+	if raw[0] == 'n' {
+		return nil, true
+	}
+	parts = []userPart{}
+	ok = lexElems(raw, func(e []byte) bool {
+		var p userPart
+		if e[0] == 'n' {
+			parts = append(parts, p)
+			return true
+		}
+		if !lexMembers(e, userPartKeys, func(i int, val []byte) bool {
+			if val[0] != '"' && val[0] != 'n' {
+				return false
+			}
+			return setString(val, [...]*string{&p.Type, &p.Text, &p.URL, &p.Path, &p.Name}[i])
+		}) {
+			return false
+		}
+		parts = append(parts, p)
+		return true
+	})
+	return parts, ok
+}
+
+// userContentOf is userContent, reading the content in one pass
+// (lexUserParts) unless general is set or it must go encoding/json's way.
+func userContentOf(raw json.RawMessage, general bool) (string, []agent.PromptFile) {
+	if !general {
+		if parts, ok := lexUserParts(raw); ok {
+			return userParts(parts)
+		}
+	}
+	return userContent(raw)
+}
+
+// userParts is the prompt text and files of a userMessage's content parts.
+func userParts(parts []userPart) (string, []agent.PromptFile) {
 	var texts []string
 	var files []agent.PromptFile
 	for _, p := range parts {
@@ -732,7 +791,13 @@ func (d *AppServerDecoder) commandApproval(r serverRequest) {
 	if r.m.Method == "execCommandApproval" {
 		callID = r.p.CallID
 	}
-	cmd, wrapped := appServerCommand(r.p.Command, r.p.Actions)
+	var cmd, wrapped string
+	if body, ok := plainString(r.p.Command); ok && !d.general {
+		// What json.Unmarshal decodes the string to, byte for byte.
+		cmd, wrapped = appServerCommandString(string(body), r.p.Actions, false)
+	} else {
+		cmd, wrapped = appServerCommand(r.p.Command, r.p.Actions)
+	}
 	if callID == "" {
 		d.drop(r.o, r.m.Method, agent.DropMissingID, "approval request without item/call id", r.m.Raw)
 		return
