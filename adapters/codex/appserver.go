@@ -23,16 +23,15 @@ type AppServerDecoder struct {
 
 	threads  map[string]*thread // by thread id (main and children)
 	calls    map[string]*call   // by session + "\x00" + call id
-	sent     map[string]sentReq // our requests by id
-	received map[string]*srvReq // Codex's requests by id
+	sent     sentReqs           // our requests by id
+	received map[string]*srvReq // Codex's requests by id (nil until the first: see receive)
 
 	// general sends every frame through encoding/json, past the one-pass
 	// readers of appserver_lex.go (tests compare the two ways).
 	general bool
-	itemBuf itemHead      // the item being mapped (reused: see item)
-	params  noteParams    // the notification being mapped (reused)
-	out     out           // the events of the frame being mapped
-	evs     []agent.Event // out's buffer between frames (empty)
+	itemBuf itemHead   // the item being mapped (reused: see item)
+	params  noteParams // the notification being mapped (reused)
+	out     out        // the events of the frame being mapped
 }
 
 type thread struct {
@@ -90,9 +89,75 @@ func (c *call) sameCommand(command, cwd string, actions json.RawMessage) bool {
 		!newMembers(c.meta, k.meta)
 }
 
+// receive records Codex's request r under key (the map is made at the
+// first: a session may never get one).
+func (d *AppServerDecoder) receive(key string, r *srvReq) {
+	if d.received == nil {
+		d.received = map[string]*srvReq{}
+	}
+	d.received[key] = r
+}
+
 type sentReq struct {
 	method string
 	thread string
+}
+
+// sentReqs is a map of happy's requests by id key, as a short list while
+// few are unanswered (the usual case: a map's first 8 slots are a 416-byte
+// allocation per decoder), a map past sentFew. Same operations as the map
+// it replaces: put sets or replaces, take reads and deletes.
+type sentReqs struct {
+	few  []sentEntry
+	many map[string]sentReq // once past sentFew, all of them (few nil)
+}
+
+type sentEntry struct {
+	key string
+	req sentReq
+}
+
+const sentFew = 8
+
+func (s *sentReqs) put(k string, r sentReq) {
+	if s.many != nil {
+		s.many[k] = r
+		return
+	}
+	for i := range s.few {
+		if s.few[i].key == k {
+			s.few[i].req = r
+			return
+		}
+	}
+	if len(s.few) < sentFew {
+		s.few = append(s.few, sentEntry{k, r})
+		return
+	}
+	s.many = make(map[string]sentReq, len(s.few)+1)
+	for _, e := range s.few {
+		s.many[e.key] = e.req
+	}
+	s.many[k] = r
+	s.few = nil
+}
+
+func (s *sentReqs) take(k string) (sentReq, bool) {
+	if s.many != nil {
+		r, ok := s.many[k]
+		delete(s.many, k)
+		return r, ok
+	}
+	for i, e := range s.few {
+		if e.key == k {
+			last := len(s.few) - 1
+			s.few[i] = s.few[last]
+			s.few[last] = sentEntry{}
+			s.few = s.few[:last]
+			return e.req, true
+		}
+	}
+	return sentReq{}, false
 }
 
 type srvReq struct {
@@ -106,10 +171,8 @@ type srvReq struct {
 // NewAppServerDecoder returns a decoder with no state.
 func NewAppServerDecoder() *AppServerDecoder {
 	return &AppServerDecoder{
-		threads:  map[string]*thread{},
-		calls:    map[string]*call{},
-		sent:     map[string]sentReq{},
-		received: map[string]*srvReq{},
+		threads: map[string]*thread{},
+		calls:   map[string]*call{},
 	}
 }
 
@@ -133,12 +196,11 @@ func (d *AppServerDecoder) Decode(f jsonrpc.Frame) []agent.Event {
 	// once. Its events are collected in the decoder's buffer and handed
 	// over in a slice of their exact number (the caller's): growing the
 	// caller's slice by appending left two or three smaller ones behind.
-	d.out = out{t: f.T, ev: d.evs[:0]}
+	d.out = out{t: f.T, ev: d.out.ev[:0]}
 	o := &d.out
 	defer func() {
 		clear(d.out.ev) // the caller's events are not held
-		d.evs = d.out.ev[:0]
-		d.out = out{}
+		d.out = out{ev: d.out.ev[:0]}
 	}()
 	d.decode(o, f)
 	if len(o.ev) == 0 {
@@ -235,7 +297,7 @@ func (d *AppServerDecoder) threadOf(id string) *thread {
 }
 
 func newThread(session string) *thread {
-	return &thread{session: session, items: map[string]bool{}, reason: map[string]int{}}
+	return &thread{session: session, items: map[string]bool{}}
 }
 
 // child registers a sub-agent thread and announces it once.
@@ -611,6 +673,9 @@ func (d *AppServerDecoder) summaryDelta(n notice) {
 	delta := p.Delta
 	if seen && p.Index != last {
 		delta = "\n\n" + delta
+	}
+	if n.th.reason == nil {
+		n.th.reason = map[string]int{} // made at the first reasoning summary
 	}
 	n.th.reason[id] = p.Index
 	if delta != "" {

@@ -779,7 +779,7 @@ func (d *AppServerDecoder) request(o *out, m jsonrpc.Message) {
 	case "mcpServer/elicitation/request", "item/permissions/requestApproval", "item/tool/call",
 		"account/chatgptAuthTokens/refresh", "attestation/generate":
 		// Known, and refused by the live client with a JSON-RPC error.
-		d.received[key] = &srvReq{method: m.Method, session: th.session}
+		d.receive(key, &srvReq{method: m.Method, session: th.session})
 	default:
 		d.drop(o, m.Method, agent.DropUnknownType, "server request unknown to this version", m.Raw)
 	}
@@ -891,7 +891,7 @@ func (d *AppServerDecoder) question(r serverRequest) {
 		q.Questions = append(q.Questions, info)
 		qids = append(qids, x.ID)
 	}
-	d.received[r.key] = &srvReq{method: r.m.Method, session: r.th.session, callID: r.p.ItemID, qids: qids}
+	d.receive(r.key, &srvReq{method: r.m.Method, session: r.th.session, callID: r.p.ItemID, qids: qids})
 	c.blocked = true
 	var input json.RawMessage
 	if !c.shown {
@@ -901,7 +901,7 @@ func (d *AppServerDecoder) question(r serverRequest) {
 }
 
 func (d *AppServerDecoder) block(o *out, c *call, base agent.EventBase, key, method string, input json.RawMessage, perm *agent.PermissionRequest) {
-	d.received[key] = &srvReq{method: method, session: c.session, callID: c.id}
+	d.receive(key, &srvReq{method: method, session: c.session, callID: c.id})
 	if c.done {
 		return
 	}
@@ -992,7 +992,7 @@ func (d *AppServerDecoder) c2a(o *out, f jsonrpc.Frame) {
 			}](m.Params)
 			thread = p.ThreadID
 		}
-		d.sent[d.idKey(m.ID)] = sentReq{method: m.Method, thread: thread}
+		d.sent.put(d.idKey(m.ID), sentReq{method: m.Method, thread: thread})
 	case jsonrpc.KindResponse:
 		key := d.idKey(m.ID)
 		r := d.received[key]
@@ -1040,7 +1040,7 @@ func (d *AppServerDecoder) c2a(o *out, f jsonrpc.Frame) {
 			}](m.Result)
 			answer = res.Decision
 		}
-		dec, reason, ok := decision(answer)
+		dec, reason, ok := decisionOf(answer, d.general)
 		if !ok {
 			r.answered = false
 			d.drop(o, "decision", agent.DropUnknownDecision, "answer "+string(answer)+" is not a known decision", f.Data)
@@ -1057,11 +1057,10 @@ func (d *AppServerDecoder) c2a(o *out, f jsonrpc.Frame) {
 // response maps Codex's responses to happy's requests.
 func (d *AppServerDecoder) response(o *out, m jsonrpc.Message) {
 	key := d.idKey(m.ID)
-	s, ok := d.sent[key]
+	s, ok := d.sent.take(key)
 	if !ok {
 		return // a request this decoder did not see (the log started later)
 	}
-	delete(d.sent, key)
 	if m.Error != nil {
 		switch s.method {
 		case "turn/start", "thread/start", "thread/resume":

@@ -152,7 +152,7 @@ func lexTurn(v []byte, t *turn) bool {
 		case 1:
 			return setString(v, &t.Status)
 		case 2:
-			return setRaws(v, &t.Items)
+			return setRawsShared(v, &t.Items) // read by settleTurn, not kept
 		default:
 			switch v[0] {
 			case 'n':
@@ -295,7 +295,7 @@ func lexItem(v []byte, it *itemHead) bool {
 		case 1:
 			return setString(v, &it.ID)
 		case 2:
-			return setRaw(v, &it.Content)
+			return setRawShared(v, &it.Content) // read by the item's handler, not kept
 		case 3:
 			return setStringPtr(v, &it.Text)
 		case 4:
@@ -418,7 +418,7 @@ func lexRequest(v []byte, p *requestParams) bool {
 		case 3:
 			return setString(v, &p.CallID)
 		case 4:
-			return setRaw(v, &p.Command)
+			return setRawShared(v, &p.Command) // read by commandApproval, not kept
 		case 5:
 			return setString(v, &p.Cwd)
 		case 6:

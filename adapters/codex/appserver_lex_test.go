@@ -374,6 +374,11 @@ func FuzzLexItem(f *testing.F) {
 				Last *tokenBreakdown `json:"last"`
 			}{last})
 		}
+		if d, r, ok := decisionOf(raw, false); true {
+			if wd, wr, wok := decision(raw); d != wd || r != wr || ok != wok {
+				t.Fatalf("decisionOf(%s) = %q %q %v, decision %q %q %v", raw, d, r, ok, wd, wr, wok)
+			}
+		}
 		if parts, ok := lexUserParts(raw); ok {
 			compareJSON(t, "lexUserParts", raw, parts)
 		}
