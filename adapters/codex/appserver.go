@@ -751,9 +751,10 @@ func (d *AppServerDecoder) planUpdated(n notice) {
 
 func (d *AppServerDecoder) tokenUsage(n notice) {
 	var p usageParams
+	var buf tokenBreakdown // read and dropped here: kept off the heap
 	ok := false
 	if n.lx != nil {
-		p.Usage.Last, ok = lexTokenUsage(n.lx.tokenUsage)
+		p.Usage.Last, ok = lexTokenUsageInto(n.lx.tokenUsage, &buf)
 	}
 	if !ok {
 		var err error

@@ -111,7 +111,11 @@ var tokenUsageKeys = newKeys("last")
 
 // lexTokenUsage reads tokenUsage.last of a thread/tokenUsage/updated
 // (v is the tokenUsage member, nil when absent).
-func lexTokenUsage(v []byte) (last *tokenBreakdown, ok bool) {
+func lexTokenUsage(v []byte) (last *tokenBreakdown, ok bool) { return lexTokenUsageInto(v, nil) }
+
+// lexTokenUsageInto is lexTokenUsage decoding last into buf (nil: a new
+// one), which the caller may keep on its stack.
+func lexTokenUsageInto(v []byte, buf *tokenBreakdown) (last *tokenBreakdown, ok bool) {
 	if v == nil || v[0] == 'n' {
 		return nil, true
 	}
@@ -121,7 +125,11 @@ func lexTokenUsage(v []byte) (last *tokenBreakdown, ok bool) {
 			last = nil
 			return true
 		case '{':
-			last = &tokenBreakdown{}
+			if buf == nil {
+				buf = &tokenBreakdown{}
+			}
+			*buf = tokenBreakdown{}
+			last = buf
 			return lexTokens(v, last)
 		}
 		return false
