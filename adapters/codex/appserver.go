@@ -70,7 +70,8 @@ type call struct {
 // and commandActions builds them again equal (shellCall is a function of
 // these), so while the call still shows that input and those members
 // announce has nothing to emit and the build is skipped (a command is
-// reported two or three times: approval, started, completed).
+// reported two or three times: approval, started, completed; see
+// docs/ARCHITECTURE.md, section "Mapping and delivery figures").
 type commandFrom struct {
 	command, cwd string
 	actions      json.RawMessage
