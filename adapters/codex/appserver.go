@@ -23,8 +23,8 @@ type AppServerDecoder struct {
 
 	threads  map[string]*thread // by thread id (main and children)
 	calls    map[string]*call   // by session + "\x00" + call id
-	sent     map[string]sentReq // our requests by id
-	received map[string]*srvReq // Codex's requests by id
+	sent     sentReqs           // our requests by id
+	received map[string]*srvReq // Codex's requests by id (nil until the first: see receive)
 
 	// general sends every frame through encoding/json, past the one-pass
 	// readers of appserver_lex.go (tests compare the two ways).
@@ -62,11 +62,103 @@ type call struct {
 	done    bool
 	synth   bool // mcp-server: a call happy named for an approval that named none it knows
 	out     outBuf
+	cmd     commandFrom // what the last commandExecution item announced was built from
+}
+
+// commandFrom is what itemCommandExecution built a call's input and
+// metadata from, and what it built: an item with the same command, cwd
+// and commandActions builds them again equal (shellCall is a function of
+// these), so while the call still shows that input and those members
+// announce has nothing to emit and the build is skipped (a command is
+// reported two or three times: approval, started, completed; see
+// docs/ARCHITECTURE.md, section "Mapping and delivery figures").
+type commandFrom struct {
+	command, cwd string
+	actions      json.RawMessage
+	input        json.RawMessage
+	meta         agent.Object
+	set          bool
+}
+
+// sameCommand reports whether announcing the commandExecution item it
+// would emit nothing: the call is shown with the input and metadata
+// members built last from the same fields (see commandFrom).
+func (c *call) sameCommand(command, cwd string, actions json.RawMessage) bool {
+	k := &c.cmd
+	return k.set && c.shown && k.command == command && k.cwd == cwd &&
+		string(k.actions) == string(actions) && string(k.input) == string(c.input) &&
+		!newMembers(c.meta, k.meta)
+}
+
+// receive records Codex's request r under key (the map is made at the
+// first: a session may never get one).
+func (d *AppServerDecoder) receive(key string, r *srvReq) {
+	if d.received == nil {
+		d.received = map[string]*srvReq{}
+	}
+	d.received[key] = r
 }
 
 type sentReq struct {
 	method string
 	thread string
+}
+
+// sentReqs is a map of happy's requests by id key, as a short list while
+// few are unanswered (the usual case: a map's first 8 slots are a 416-byte
+// allocation per decoder), a map past sentFew. Same operations as the map
+// it replaces: put sets or replaces, take reads and deletes.
+type sentReqs struct {
+	few  []sentEntry
+	many map[string]sentReq // once past sentFew, all of them (few nil)
+}
+
+type sentEntry struct {
+	key string
+	req sentReq
+}
+
+const sentFew = 8
+
+func (s *sentReqs) put(k string, r sentReq) {
+	if s.many != nil {
+		s.many[k] = r
+		return
+	}
+	for i := range s.few {
+		if s.few[i].key == k {
+			s.few[i].req = r
+			return
+		}
+	}
+	if len(s.few) < sentFew {
+		s.few = append(s.few, sentEntry{k, r})
+		return
+	}
+	s.many = make(map[string]sentReq, len(s.few)+1)
+	for _, e := range s.few {
+		s.many[e.key] = e.req
+	}
+	s.many[k] = r
+	s.few = nil
+}
+
+func (s *sentReqs) take(k string) (sentReq, bool) {
+	if s.many != nil {
+		r, ok := s.many[k]
+		delete(s.many, k)
+		return r, ok
+	}
+	for i, e := range s.few {
+		if e.key == k {
+			last := len(s.few) - 1
+			s.few[i] = s.few[last]
+			s.few[last] = sentEntry{}
+			s.few = s.few[:last]
+			return e.req, true
+		}
+	}
+	return sentReq{}, false
 }
 
 type srvReq struct {
@@ -80,10 +172,8 @@ type srvReq struct {
 // NewAppServerDecoder returns a decoder with no state.
 func NewAppServerDecoder() *AppServerDecoder {
 	return &AppServerDecoder{
-		threads:  map[string]*thread{},
-		calls:    map[string]*call{},
-		sent:     map[string]sentReq{},
-		received: map[string]*srvReq{},
+		threads: map[string]*thread{},
+		calls:   map[string]*call{},
 	}
 }
 
@@ -104,10 +194,24 @@ func (o *out) add(e agent.Event) {
 func (d *AppServerDecoder) Decode(f jsonrpc.Frame) []agent.Event {
 	d.n++
 	// The decoder's own out: one allocated per frame would be garbage at
-	// once (the events slice is the caller's).
-	d.out = out{t: f.T}
+	// once. Its events are collected in the decoder's buffer and handed
+	// over in a slice of their exact number (the caller's): growing the
+	// caller's slice by appending left two or three smaller ones behind.
+	d.out = out{t: f.T, ev: d.out.ev[:0]}
 	o := &d.out
-	defer func() { d.out = out{} }()
+	defer func() {
+		clear(d.out.ev) // the caller's events are not held
+		d.out = out{ev: d.out.ev[:0]}
+	}()
+	d.decode(o, f)
+	if len(o.ev) == 0 {
+		return nil
+	}
+	return append(make([]agent.Event, 0, len(o.ev)), o.ev...)
+}
+
+// decode maps frame f into o.
+func (d *AppServerDecoder) decode(o *out, f jsonrpc.Frame) {
 	switch f.Dir {
 	case trafficlog.A2C:
 		d.a2c(o, f)
@@ -127,7 +231,17 @@ func (d *AppServerDecoder) Decode(f jsonrpc.Frame) []agent.Event {
 	default:
 		o.add(dropped(SourceAppServer, d.n, f.T, string(f.Dir), agent.DropUnknownType, "unknown traffic direction", f.Data))
 	}
-	return o.ev
+}
+
+// unmarshalEmitted is emittedAtMs decoded by encoding/json (0 when it is
+// no int64). A function of its own: the value json.Unmarshal fills escapes
+// to the heap, and a2c would otherwise allocate it for every frame.
+func unmarshalEmitted(raw []byte) int64 {
+	var emitted int64
+	if json.Unmarshal(raw, &emitted) != nil {
+		return 0
+	}
+	return emitted
 }
 
 func (d *AppServerDecoder) drop(o *out, kind string, reason agent.DropReason, detail string, raw []byte) {
@@ -147,12 +261,10 @@ func (d *AppServerDecoder) a2c(o *out, f jsonrpc.Frame) {
 		return
 	}
 	m := *f.Msg
-	var emitted int64
 	raw := m.EmittedAtMs()
-	if n, ok := lexEmitted(raw); ok && !d.general {
-		emitted = n
-	} else if json.Unmarshal(raw, &emitted) != nil {
-		emitted = 0
+	emitted, ok := lexEmitted(raw)
+	if !ok || d.general {
+		emitted = unmarshalEmitted(raw)
 	}
 	if emitted > 0 {
 		o.t = emitted
@@ -186,7 +298,7 @@ func (d *AppServerDecoder) threadOf(id string) *thread {
 }
 
 func newThread(session string) *thread {
-	return &thread{session: session, items: map[string]bool{}, reason: map[string]int{}}
+	return &thread{session: session, items: map[string]bool{}}
 }
 
 // child registers a sub-agent thread and announces it once.
@@ -563,6 +675,9 @@ func (d *AppServerDecoder) summaryDelta(n notice) {
 	if seen && p.Index != last {
 		delta = "\n\n" + delta
 	}
+	if n.th.reason == nil {
+		n.th.reason = map[string]int{} // made at the first reasoning summary
+	}
 	n.th.reason[id] = p.Index
 	if delta != "" {
 		n.o.add(&agent.ReasoningDelta{EventBase: n.base, Block: id, Delta: delta})
@@ -637,9 +752,10 @@ func (d *AppServerDecoder) planUpdated(n notice) {
 
 func (d *AppServerDecoder) tokenUsage(n notice) {
 	var p usageParams
+	var buf tokenBreakdown // read and dropped here: kept off the heap
 	ok := false
 	if n.lx != nil {
-		p.Usage.Last, ok = lexTokenUsage(n.lx.tokenUsage)
+		p.Usage.Last, ok = lexTokenUsageInto(n.lx.tokenUsage, &buf)
 	}
 	if !ok {
 		var err error

@@ -7,6 +7,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/happy-dev/happy/adapters/jsonrpc"
 	"github.com/happy-dev/happy/agent"
@@ -166,7 +167,7 @@ func (d *AppServerDecoder) itemUserMessage(e itemEvent) {
 	if e.seen {
 		return
 	}
-	text, files := userContent(e.it.Content)
+	text, files := userContentOf(e.it.Content, d.general)
 	e.o.add(&agent.UserPrompt{EventBase: e.base, PromptID: e.it.ID, Text: text, Files: files})
 }
 
@@ -206,12 +207,15 @@ func (d *AppServerDecoder) itemContextCompaction(e itemEvent) {
 func (d *AppServerDecoder) itemCommandExecution(e itemEvent) {
 	c := d.callFor(e.th, e.it.ID)
 	c.tool = agent.ToolBash
-	cmd, wrapped := appServerCommand(mustObject(e.it.Command), e.it.CommandActions)
-	input, meta := shellCall("commandExecution", cmd, wrapped, e.it.Cwd)
-	if len(e.it.CommandActions) > 0 && string(e.it.CommandActions) != "null" {
-		meta["commandActions"] = e.it.CommandActions
+	if d.general || !c.sameCommand(e.it.Command, e.it.Cwd, e.it.CommandActions) {
+		cmd, wrapped := appServerCommandString(e.it.Command, e.it.CommandActions, d.general)
+		input, meta := shellCall("commandExecution", cmd, wrapped, e.it.Cwd)
+		if len(e.it.CommandActions) > 0 && string(e.it.CommandActions) != "null" {
+			meta["commandActions"] = e.it.CommandActions
+		}
+		d.announce(e.o, c, e.base, cmd, input, meta)
+		c.cmd = commandFrom{command: e.it.Command, cwd: e.it.Cwd, actions: e.it.CommandActions, input: input, meta: meta, set: true}
 	}
-	d.announce(e.o, c, e.base, cmd, input, meta)
 	if !e.completed {
 		d.run(e.o, c, e.base)
 		return
@@ -483,7 +487,13 @@ func (d *AppServerDecoder) announce(o *out, c *call, base agent.EventBase, title
 	if input != nil {
 		c.input = input
 	}
-	c.meta = mergeMeta(c.meta, meta)
+	if len(c.meta) == 0 && len(meta) > 0 {
+		// mergeMeta would copy meta: neither map is written after this
+		// (the call's metadata is only replaced, never changed in place).
+		c.meta = meta
+	} else {
+		c.meta = mergeMeta(c.meta, meta)
+	}
 	if len(meta) == 0 {
 		meta = nil
 	}
@@ -571,14 +581,67 @@ func fileChangeDetail(changes []fileUpdate) (json.RawMessage, agent.Object, []st
 // userContent flattens a userMessage's UserInput list: text parts joined
 // by blank lines, images as files.
 func userContent(raw json.RawMessage) (string, []agent.PromptFile) {
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-		URL  string `json:"url"`
-		Path string `json:"path"`
-		Name string `json:"name"`
-	}
+	var parts []userPart
 	_ = json.Unmarshal(raw, &parts)
+	return userParts(parts)
+}
+
+// userPart is one element of a userMessage item's content.
+type userPart struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+	URL  string `json:"url"`
+	Path string `json:"path"`
+	Name string `json:"name"`
+}
+
+var userPartKeys = newKeys("type", "text", "url", "path", "name")
+
+// lexUserParts reads a userMessage item's content in one pass, as
+// json.Unmarshal into []userPart does; ok false (encoding/json's way) for
+// anything else than null or an array of objects and nulls whose members
+// lexMembers reads and whose values are strings or null.
+func lexUserParts(raw []byte) (parts []userPart, ok bool) {
+	if len(raw) == 0 {
+		return nil, false
+	}
+	if raw[0] == 'n' {
+		return nil, true
+	}
+	parts = []userPart{}
+	ok = lexElems(raw, func(e []byte) bool {
+		var p userPart
+		if e[0] == 'n' {
+			parts = append(parts, p)
+			return true
+		}
+		if !lexMembers(e, userPartKeys, func(i int, val []byte) bool {
+			if val[0] != '"' && val[0] != 'n' {
+				return false
+			}
+			return setString(val, [...]*string{&p.Type, &p.Text, &p.URL, &p.Path, &p.Name}[i])
+		}) {
+			return false
+		}
+		parts = append(parts, p)
+		return true
+	})
+	return parts, ok
+}
+
+// userContentOf is userContent, reading the content in one pass
+// (lexUserParts) unless general is set or it must go encoding/json's way.
+func userContentOf(raw json.RawMessage, general bool) (string, []agent.PromptFile) {
+	if !general {
+		if parts, ok := lexUserParts(raw); ok {
+			return userParts(parts)
+		}
+	}
+	return userContent(raw)
+}
+
+// userParts is the prompt text and files of a userMessage's content parts.
+func userParts(parts []userPart) (string, []agent.PromptFile) {
 	var texts []string
 	var files []agent.PromptFile
 	for _, p := range parts {
@@ -716,7 +779,7 @@ func (d *AppServerDecoder) request(o *out, m jsonrpc.Message) {
 	case "mcpServer/elicitation/request", "item/permissions/requestApproval", "item/tool/call",
 		"account/chatgptAuthTokens/refresh", "attestation/generate":
 		// Known, and refused by the live client with a JSON-RPC error.
-		d.received[key] = &srvReq{method: m.Method, session: th.session}
+		d.receive(key, &srvReq{method: m.Method, session: th.session})
 	default:
 		d.drop(o, m.Method, agent.DropUnknownType, "server request unknown to this version", m.Raw)
 	}
@@ -728,7 +791,13 @@ func (d *AppServerDecoder) commandApproval(r serverRequest) {
 	if r.m.Method == "execCommandApproval" {
 		callID = r.p.CallID
 	}
-	cmd, wrapped := appServerCommand(r.p.Command, r.p.Actions)
+	var cmd, wrapped string
+	if body, ok := plainString(r.p.Command); ok && !d.general {
+		// What json.Unmarshal decodes the string to, byte for byte.
+		cmd, wrapped = appServerCommandString(string(body), r.p.Actions, false)
+	} else {
+		cmd, wrapped = appServerCommand(r.p.Command, r.p.Actions)
+	}
 	if callID == "" {
 		d.drop(r.o, r.m.Method, agent.DropMissingID, "approval request without item/call id", r.m.Raw)
 		return
@@ -822,7 +891,7 @@ func (d *AppServerDecoder) question(r serverRequest) {
 		q.Questions = append(q.Questions, info)
 		qids = append(qids, x.ID)
 	}
-	d.received[r.key] = &srvReq{method: r.m.Method, session: r.th.session, callID: r.p.ItemID, qids: qids}
+	d.receive(r.key, &srvReq{method: r.m.Method, session: r.th.session, callID: r.p.ItemID, qids: qids})
 	c.blocked = true
 	var input json.RawMessage
 	if !c.shown {
@@ -832,7 +901,7 @@ func (d *AppServerDecoder) question(r serverRequest) {
 }
 
 func (d *AppServerDecoder) block(o *out, c *call, base agent.EventBase, key, method string, input json.RawMessage, perm *agent.PermissionRequest) {
-	d.received[key] = &srvReq{method: method, session: c.session, callID: c.id}
+	d.receive(key, &srvReq{method: method, session: c.session, callID: c.id})
 	if c.done {
 		return
 	}
@@ -852,6 +921,27 @@ func appServerCommand(command, actions json.RawMessage) (cmd, wrapped string) {
 	if cmd, wrapped = UserCommand(command); cmd != "" {
 		return cmd, wrapped
 	}
+	return actionsCommand(actions), ""
+}
+
+// appServerCommandString is appServerCommand(mustObject(command), actions)
+// without encoding and decoding the command again: a UTF-8 string comes
+// back from json.Marshal and json.Unmarshal as it was (general, or a
+// command that is not UTF-8, takes that way; encoding/json replaces its
+// invalid bytes).
+func appServerCommandString(command string, actions json.RawMessage, general bool) (cmd, wrapped string) {
+	if general || !utf8.ValidString(command) {
+		return appServerCommand(mustObject(command), actions)
+	}
+	if cmd, wrapped = userCommandString(command); cmd != "" {
+		return cmd, wrapped
+	}
+	return actionsCommand(actions), ""
+}
+
+// actionsCommand is the commands of Codex's parsed commandActions joined
+// with " && " ("" when there are none).
+func actionsCommand(actions json.RawMessage) string {
 	var acts []struct {
 		Command string `json:"command"`
 	}
@@ -862,7 +952,7 @@ func appServerCommand(command, actions json.RawMessage) (cmd, wrapped string) {
 			parts = append(parts, a.Command)
 		}
 	}
-	return strings.Join(parts, " && "), ""
+	return strings.Join(parts, " && ")
 }
 
 // shellJoin quotes argv the way a POSIX shell would read it back.
@@ -902,7 +992,7 @@ func (d *AppServerDecoder) c2a(o *out, f jsonrpc.Frame) {
 			}](m.Params)
 			thread = p.ThreadID
 		}
-		d.sent[d.idKey(m.ID)] = sentReq{method: m.Method, thread: thread}
+		d.sent.put(d.idKey(m.ID), sentReq{method: m.Method, thread: thread})
 	case jsonrpc.KindResponse:
 		key := d.idKey(m.ID)
 		r := d.received[key]
@@ -950,7 +1040,7 @@ func (d *AppServerDecoder) c2a(o *out, f jsonrpc.Frame) {
 			}](m.Result)
 			answer = res.Decision
 		}
-		dec, reason, ok := decision(answer)
+		dec, reason, ok := decisionOf(answer, d.general)
 		if !ok {
 			r.answered = false
 			d.drop(o, "decision", agent.DropUnknownDecision, "answer "+string(answer)+" is not a known decision", f.Data)
@@ -967,11 +1057,10 @@ func (d *AppServerDecoder) c2a(o *out, f jsonrpc.Frame) {
 // response maps Codex's responses to happy's requests.
 func (d *AppServerDecoder) response(o *out, m jsonrpc.Message) {
 	key := d.idKey(m.ID)
-	s, ok := d.sent[key]
+	s, ok := d.sent.take(key)
 	if !ok {
 		return // a request this decoder did not see (the log started later)
 	}
-	delete(d.sent, key)
 	if m.Error != nil {
 		switch s.method {
 		case "turn/start", "thread/start", "thread/resume":

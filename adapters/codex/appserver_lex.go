@@ -111,7 +111,11 @@ var tokenUsageKeys = newKeys("last")
 
 // lexTokenUsage reads tokenUsage.last of a thread/tokenUsage/updated
 // (v is the tokenUsage member, nil when absent).
-func lexTokenUsage(v []byte) (last *tokenBreakdown, ok bool) {
+func lexTokenUsage(v []byte) (last *tokenBreakdown, ok bool) { return lexTokenUsageInto(v, nil) }
+
+// lexTokenUsageInto is lexTokenUsage decoding last into buf (nil: a new
+// one), which the caller may keep on its stack.
+func lexTokenUsageInto(v []byte, buf *tokenBreakdown) (last *tokenBreakdown, ok bool) {
 	if v == nil || v[0] == 'n' {
 		return nil, true
 	}
@@ -121,7 +125,11 @@ func lexTokenUsage(v []byte) (last *tokenBreakdown, ok bool) {
 			last = nil
 			return true
 		case '{':
-			last = &tokenBreakdown{}
+			if buf == nil {
+				buf = &tokenBreakdown{}
+			}
+			*buf = tokenBreakdown{}
+			last = buf
 			return lexTokens(v, last)
 		}
 		return false
@@ -152,7 +160,7 @@ func lexTurn(v []byte, t *turn) bool {
 		case 1:
 			return setString(v, &t.Status)
 		case 2:
-			return setRaws(v, &t.Items)
+			return setRawsShared(v, &t.Items) // read by settleTurn, not kept
 		default:
 			switch v[0] {
 			case 'n':
@@ -295,7 +303,7 @@ func lexItem(v []byte, it *itemHead) bool {
 		case 1:
 			return setString(v, &it.ID)
 		case 2:
-			return setRaw(v, &it.Content)
+			return setRawShared(v, &it.Content) // read by the item's handler, not kept
 		case 3:
 			return setStringPtr(v, &it.Text)
 		case 4:
@@ -418,7 +426,7 @@ func lexRequest(v []byte, p *requestParams) bool {
 		case 3:
 			return setString(v, &p.CallID)
 		case 4:
-			return setRaw(v, &p.Command)
+			return setRawShared(v, &p.Command) // read by commandApproval, not kept
 		case 5:
 			return setString(v, &p.Cwd)
 		case 6:

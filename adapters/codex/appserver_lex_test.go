@@ -374,6 +374,14 @@ func FuzzLexItem(f *testing.F) {
 				Last *tokenBreakdown `json:"last"`
 			}{last})
 		}
+		if d, r, ok := decisionOf(raw, false); true {
+			if wd, wr, wok := decision(raw); d != wd || r != wr || ok != wok {
+				t.Fatalf("decisionOf(%s) = %q %q %v, decision %q %q %v", raw, d, r, ok, wd, wr, wok)
+			}
+		}
+		if parts, ok := lexUserParts(raw); ok {
+			compareJSON(t, "lexUserParts", raw, parts)
+		}
 		if id, ok := lexItemID(raw); ok {
 			compareJSON(t, "lexItemID", raw, struct {
 				ID string `json:"id"`
@@ -471,5 +479,26 @@ func FuzzShellCallMeta(f *testing.F) {
 		if !reflect.DeepEqual(meta, want) {
 			t.Fatalf("shellCall(%q, %q, %q, %q) metadata %#v, agent.ToolMetadata %#v", tool, cmd, wrapped, cwd, meta, want)
 		}
+	})
+}
+
+func TestLexUserParts(t *testing.T) {
+	checkLex(t, "lexUserParts", []lexCase{
+		{`[{"type":"text","text":"hi","text_elements":[]}]`, true},
+		{`[{"type":"image","url":"data:image/png;base64,AA"},null,{"type":"localImage","path":"/a/b.png"}]`, true},
+		{`[{"type":"mention","name":"n","path":"p","text":null}]`, true},
+		{`[]`, true},
+		{`null`, true},
+		{`[{"type":"text","text":"a\u00e9"}]`, true},
+		{`[{"type":"text","Text":"b"}]`, false},      // another case
+		{`[{"type":"text","text":1}]`, false},        // another type
+		{`[{"type":"text"},"x"]`, false},             // an element of another type
+		{`[{"type":"a","type":"b"}]`, false},         // repeated
+		{`{"type":"text"}`, false},                   // not an array
+		{`[{"t\u0079pe":"text","text":"c"}]`, false}, // escaped name
+	}, func(raw []byte, p *[]userPart) bool {
+		parts, ok := lexUserParts(raw)
+		*p = parts
+		return ok
 	})
 }

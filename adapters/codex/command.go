@@ -27,12 +27,7 @@ import (
 func UserCommand(raw json.RawMessage) (command, wrapped string) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		if words, ok := shellWords(s); ok {
-			if script, ok := UnwrapShell(words); ok {
-				return script, s
-			}
-		}
-		return s, ""
+		return userCommandString(s)
 	}
 	var argv []string
 	if json.Unmarshal(raw, &argv) == nil {
@@ -43,6 +38,17 @@ func UserCommand(raw json.RawMessage) (command, wrapped string) {
 		return joined, ""
 	}
 	return "", ""
+}
+
+// userCommandString is UserCommand of a command Codex gave as the JSON
+// string s (decoded).
+func userCommandString(s string) (command, wrapped string) {
+	if words, ok := shellWords(s); ok {
+		if script, ok := UnwrapShell(words); ok {
+			return script, s
+		}
+	}
+	return s, ""
 }
 
 // UnwrapShell returns the script of a shell wrapper argv ([sh|bash|zsh|

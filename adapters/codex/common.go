@@ -160,19 +160,7 @@ func decodeChunk(raw json.RawMessage, b64 bool) ([]byte, error) {
 func decision(raw json.RawMessage) (d agent.Decision, reason string, ok bool) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		switch s {
-		case "accept", "approved":
-			return agent.DecisionOnce, "", true
-		case "acceptForSession", "approved_for_session", "approved_mcp_policy_amendment":
-			return agent.DecisionAlways, "", true
-		case "decline", "denied":
-			return agent.DecisionReject, "", true
-		case "cancel", "abort":
-			return agent.DecisionReject, agent.ReasonCancelled, true
-		case "timed_out":
-			return agent.DecisionReject, agent.ReasonTimeout, true
-		}
-		return "", "", false
+		return decisionString(s)
 	}
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(raw, &obj) != nil || len(obj) != 1 {
@@ -203,6 +191,33 @@ func decision(raw json.RawMessage) (d agent.Decision, reason string, ok bool) {
 		}
 	}
 	return "", "", false
+}
+
+// decisionString is decision of a decision Codex gave as the JSON string s
+// (decoded).
+func decisionString(s string) (d agent.Decision, reason string, ok bool) {
+	switch s {
+	case "accept", "approved":
+		return agent.DecisionOnce, "", true
+	case "acceptForSession", "approved_for_session", "approved_mcp_policy_amendment":
+		return agent.DecisionAlways, "", true
+	case "decline", "denied":
+		return agent.DecisionReject, "", true
+	case "cancel", "abort":
+		return agent.DecisionReject, agent.ReasonCancelled, true
+	case "timed_out":
+		return agent.DecisionReject, agent.ReasonTimeout, true
+	}
+	return "", "", false
+}
+
+// decisionOf is decision, reading a string without escapes in place
+// (general: always decision).
+func decisionOf(raw json.RawMessage, general bool) (d agent.Decision, reason string, ok bool) {
+	if body, plain := plainString(raw); plain && !general {
+		return decisionString(string(body))
+	}
+	return decision(raw)
 }
 
 // tokenBreakdown is a Codex token count, in either naming (app-server

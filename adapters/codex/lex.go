@@ -255,6 +255,32 @@ func setStrings(v []byte, dst *[]string) bool {
 	return ok
 }
 
+// setRawShared keeps a json.RawMessage field as setRaw does, but as a
+// sub-slice of v (capacity clipped) instead of a copy: for a field that is
+// read while its frame is decoded and never kept (see the fields' notes).
+func setRawShared(v []byte, dst *json.RawMessage) bool {
+	*dst = v[:len(v):len(v)]
+	return true
+}
+
+// setRawsShared is setRaws with each element a sub-slice of v (see
+// setRawShared).
+func setRawsShared(v []byte, dst *[]json.RawMessage) bool {
+	if v[0] == 'n' {
+		*dst = nil
+		return true
+	}
+	out := []json.RawMessage{}
+	ok := lexElems(v, func(e []byte) bool {
+		out = append(out, e[:len(e):len(e)])
+		return true
+	})
+	if ok {
+		*dst = out
+	}
+	return ok
+}
+
 // setRaws decodes a []json.RawMessage field (each element a copy).
 func setRaws(v []byte, dst *[]json.RawMessage) bool {
 	if v[0] == 'n' {

@@ -13,7 +13,7 @@ import (
 )
 
 // Kind says what a JSON-RPC message is.
-type Kind int
+type Kind uint8
 
 // Message kinds. A request carries a method and an id, a notification a
 // method and no id (or a null id), a response an id and exactly one of
@@ -73,17 +73,20 @@ type ErrorObject struct {
 // fields and never parse Raw again.
 type Message struct {
 	Kind    Kind
-	Method  string          // requests and notifications
-	ID      ID              // requests and responses
-	Params  json.RawMessage // nil when absent
-	Result  json.RawMessage // responses without error; "null" is kept as null
-	Error   *ErrorObject    // error responses
-	Version bool            // the frame carried "jsonrpc":"2.0"
-	// emitted is where the value of the top-level "emittedAtMs" member
-	// lies in Raw: [start, end) byte offsets, {0, 0} when absent (see
-	// EmittedAtMs; offsets rather than a slice keep Message in a smaller
-	// allocation class).
-	emitted [2]uint32
+	Version bool // the frame carried "jsonrpc":"2.0"
+	// emittedLen and emittedAt are where the value of the top-level
+	// "emittedAtMs" member lies in Raw: its length and start offset,
+	// length 0 when absent (see EmittedAtMs). Offsets rather than a slice,
+	// and packed with Kind and Version into one word, keep Message in the
+	// 144-byte allocation class: it is allocated for every frame
+	// (docs/ARCHITECTURE.md, section "Mapping and delivery figures").
+	emittedLen uint16
+	emittedAt  uint32
+	Method     string          // requests and notifications
+	ID         ID              // requests and responses
+	Params     json.RawMessage // nil when absent
+	Result     json.RawMessage // responses without error; "null" is kept as null
+	Error      *ErrorObject    // error responses
 	// Extra holds the top-level members JSON-RPC does not define other
 	// than emittedAtMs; nil when there are none (the usual case: no map is
 	// built per frame).
@@ -96,13 +99,14 @@ type Message struct {
 // wrote it, unchecked: any JSON value), or nil when the frame has none. It
 // is a sub-slice of Raw.
 func (m *Message) EmittedAtMs() json.RawMessage {
-	if m.emitted[1] == 0 {
+	if m.emittedLen == 0 {
 		if m.Extra != nil {
-			return m.Extra["emittedAtMs"] // a frame of 4 GiB or more
+			return m.Extra["emittedAtMs"] // at 4 GiB into a frame or later, or 64 KiB long or more
 		}
 		return nil
 	}
-	return m.Raw[m.emitted[0]:m.emitted[1]:m.emitted[1]]
+	end := int(m.emittedAt) + int(m.emittedLen)
+	return m.Raw[m.emittedAt:end:end]
 }
 
 // setEmitted records emitted (a sub-slice of m.Raw) as the emittedAtMs
@@ -113,14 +117,14 @@ func (m *Message) setEmitted(emitted json.RawMessage) {
 	}
 	start := cap(m.Raw) - cap(emitted)
 	end := start + len(emitted)
-	if start < 0 || end > len(m.Raw) || uint64(end) > math.MaxUint32 {
+	if start < 0 || end > len(m.Raw) || uint64(start) > math.MaxUint32 || len(emitted) == 0 || len(emitted) > math.MaxUint16 {
 		if m.Extra == nil {
 			m.Extra = map[string]json.RawMessage{}
 		}
 		m.Extra["emittedAtMs"] = emitted
 		return
 	}
-	m.emitted = [2]uint32{uint32(start), uint32(end)}
+	m.emittedAt, m.emittedLen = uint32(start), uint16(len(emitted))
 }
 
 // ErrBadFrame is wrapped by every *FrameError.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"unsafe"
@@ -31,7 +32,7 @@ func sameAsReference(data []byte) string {
 	if emitted != nil && &emitted[0] != &wantEmitted[0] {
 		return "emittedAtMs is not the frame's own bytes"
 	}
-	got.emitted = [2]uint32{}
+	got.emittedAt, got.emittedLen = 0, 0
 	delete(want.Extra, "emittedAtMs")
 	if len(want.Extra) == 0 {
 		want.Extra = nil
@@ -195,4 +196,42 @@ func FuzzNewFrameJSON(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestMethodCacheSets: as many names as a set has ways, all hashing to one
+// set, are all kept (one slot per name lost one of two colliding names on
+// every frame); a name more still reads right.
+func TestMethodCacheSets(t *testing.T) {
+	bySet := map[int][]string{}
+	var names []string
+	for i := 0; names == nil; i++ {
+		n := "test/set/" + strconv.Itoa(i)
+		first, _ := methodSet([]byte(n))
+		bySet[first] = append(bySet[first], n)
+		if len(bySet[first]) == methodCacheWays+1 {
+			names = bySet[first]
+		}
+	}
+	set, _ := methodSet([]byte(names[0]))
+	for i := set; i < set+methodCacheWays; i++ {
+		methodCache[i].Store(nil) // what earlier runs of this test left there
+	}
+	kept := names[:methodCacheWays]
+	first := map[string]*byte{}
+	for _, n := range kept {
+		s, _ := methodName([]byte(`"` + n + `"`))
+		first[n] = unsafe.StringData(s)
+	}
+	for _, n := range kept {
+		if s, ok := methodName([]byte(`"` + n + `"`)); !ok || s != n || unsafe.StringData(s) != first[n] {
+			t.Errorf("%s: %q, %v, shared %v", n, s, ok, unsafe.StringData(s) == first[n])
+		}
+	}
+	extra := names[methodCacheWays]
+	if s, ok := methodName([]byte(`"` + extra + `"`)); !ok || s != extra {
+		t.Errorf("%s: %q, %v", extra, s, ok)
+	}
+	if s, ok := methodName([]byte(`"` + extra + `"`)); !ok || s != extra {
+		t.Errorf("%s again: %q, %v", extra, s, ok)
+	}
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/happy-dev/happy/agent"
 )
@@ -83,6 +85,13 @@ func TestDecodeFrameExtra(t *testing.T) {
 	m, err = DecodeFrame([]byte(`{"method":"n","emittedAtMs":1,"x":[],"emittedAtMs":2,"x":{}}`))
 	if err != nil || len(m.Extra) != 1 || string(m.Extra["x"]) != "{}" || string(m.EmittedAtMs()) != "2" {
 		t.Fatalf("emittedAtMs = %s, extra = %v, %v", m.EmittedAtMs(), m.Extra, err)
+	}
+	// An emittedAtMs value of 64 KiB or more is kept in Extra, and still
+	// given by EmittedAtMs.
+	long := `"` + strings.Repeat("x", 1<<16) + `"`
+	m, err = DecodeFrame([]byte(`{"method":"n","emittedAtMs":` + long + `}`))
+	if err != nil || string(m.EmittedAtMs()) != long || string(m.Extra["emittedAtMs"]) != long || m.emittedLen != 0 {
+		t.Fatalf("long emittedAtMs: %d bytes, extra %d members, %v", len(m.EmittedAtMs()), len(m.Extra), err)
 	}
 	if m, _ := DecodeFrame([]byte(`{"method":"n"}`)); m.Extra != nil {
 		t.Fatalf("extra of a plain frame = %v", m.Extra)
@@ -164,4 +173,12 @@ func FuzzDecodeFrameSplit(f *testing.F) {
 			t.Fatalf("split %+v, %v\nObjectMap %+v, %v", m1, err1, m2, err2)
 		}
 	})
+}
+
+// TestMessageSize: a Message is allocated for every frame; it stays in the
+// 144-byte size class (see Message's emittedAt).
+func TestMessageSize(t *testing.T) {
+	if n := unsafe.Sizeof(Message{}); n != 144 {
+		t.Fatalf("Message is %d bytes, want 144", n)
+	}
 }
