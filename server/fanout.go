@@ -187,7 +187,8 @@ func (f *fanout) flush(d time.Duration) bool {
 // queue is empty.
 func (f *fanout) run(acct string, q *acctOut) {
 	var round []outItem
-	var w roundWriter
+	w := roundWriters.Get().(*roundWriter)
+	defer roundWriters.Put(w)
 	for {
 		f.mu.Lock()
 		if len(q.items) == 0 {
@@ -233,15 +234,25 @@ func (f *fanout) run(acct string, q *acctOut) {
 
 // roundWriter writes one round: each item's Socket.IO packet encoded once,
 // then, per websocket transport, all the round's frames meant for it in
-// one sendFrames. Its buffers are reused from round to round.
+// one sendFrames. Its buffers are reused from round to round, and from
+// worker to worker (roundWriters): a worker often lives for one round
+// only, and rebuilding the index and slices for every round was a good
+// part of the fan-out's garbage.
 type roundWriter struct {
-	index  map[*wsTransport]int // transport -> entry
-	socks  []*wsTransport       // entries
-	counts []int                // frames per entry
-	pairs  []roundPair          // (entry, frame) in queue order
-	frames [][]byte             // the round's websocket frames
-	flat   [][]byte             // pairs grouped by entry
+	index  map[*wsTransport]int        // transport -> entry
+	socks  []*wsTransport              // entries
+	counts []int                       // frames per entry
+	last   []int                       // per entry, 1 + the round item it last got
+	seen   map[*socket.Socket]struct{} // an item's sockets on other transports
+	pairs  []roundPair                 // (entry, frame) in queue order
+	frames [][]byte                    // the round's websocket frames
+	flat   [][]byte                    // pairs grouped by entry
+	start  []int                       // per entry, its first index in flat
+	next   []int                       // per entry, its next index in flat
 }
+
+// roundWriters holds idle roundWriters.
+var roundWriters = sync.Pool{New: func() any { return &roundWriter{index: map[*wsTransport]int{}, seen: map[*socket.Socket]struct{}{}} }}
 
 type roundPair struct{ entry, frame int }
 
@@ -259,10 +270,7 @@ func (w *roundWriter) write(s *Server, round []outItem, spread bool) {
 		}
 		return
 	}
-	if w.index == nil {
-		w.index = map[*wsTransport]int{}
-	}
-	for _, it := range round {
+	for i, it := range round {
 		pkt := &parser.Packet{Type: parser.EVENT, Nsp: a.Nsp().Name(), Data: []any{it.event, it.payload}}
 		encoded := a.Nsp().Server().Encoder().Encode(pkt)
 		text, ok := encoded[0].(*types.StringBuffer)
@@ -272,33 +280,49 @@ func (w *roundWriter) write(s *Server, round []outItem, spread bool) {
 			continue
 		}
 		fi := -1
+		multi := len(it.rooms) > 1
 		a.each(it.rooms, func(sk *socket.Socket) {
 			if c := connOf(sk); c != nil && c.joined > it.seq {
 				return // joined after the emit
 			}
-			if notify := sk.NotifyOutgoingListeners(); notify != nil {
-				notify(pkt)
-			}
 			c := sk.Conn()
 			t, ok := c.Transport().(*wsTransport)
 			if !ok {
+				if multi {
+					if _, dup := w.seen[sk]; dup {
+						return // in two of the item's rooms: once is enough
+					}
+					w.seen[sk] = struct{}{}
+				}
+				if notify := sk.NotifyOutgoingListeners(); notify != nil {
+					notify(pkt)
+				}
 				c.Write(strings.NewReader(text.String()), &packet.Options{}, nil)
 				return
+			}
+			e, seen := w.index[t]
+			if seen && w.last[e] == i+1 {
+				return // in two of the item's rooms: once is enough
+			}
+			if notify := sk.NotifyOutgoingListeners(); notify != nil {
+				notify(pkt)
 			}
 			if fi < 0 {
 				w.frames = append(w.frames, textFrame(text.Bytes()))
 				fi = len(w.frames) - 1
 			}
-			e, seen := w.index[t]
 			if !seen {
 				e = len(w.socks)
 				w.index[t] = e
 				w.socks = append(w.socks, t)
 				w.counts = append(w.counts, 0)
+				w.last = append(w.last, 0)
 			}
+			w.last[e] = i + 1
 			w.counts[e]++
 			w.pairs = append(w.pairs, roundPair{entry: e, frame: fi})
 		})
+		clear(w.seen)
 	}
 	if len(w.socks) > 0 {
 		parts := 1
@@ -321,13 +345,14 @@ func (w *roundWriter) flush(parts int) {
 	w.flat = w.flat[:len(w.pairs)]
 	// counts become each entry's end offset, then (while filling) its
 	// start moves up to it.
-	start := make([]int, len(w.socks))
+	start := append(w.start[:0], w.counts...)
 	off := 0
 	for e, n := range w.counts {
 		start[e] = off
 		off += n
 	}
-	next := append([]int(nil), start...)
+	next := append(w.next[:0], start...)
+	w.start, w.next = start, next
 	for _, p := range w.pairs {
 		w.flat[next[p.entry]] = w.frames[p.frame]
 		next[p.entry]++
@@ -352,5 +377,5 @@ func (w *roundWriter) flush(parts int) {
 	clear(w.socks)
 	clear(w.frames)
 	clear(w.flat)
-	w.socks, w.counts, w.pairs, w.frames = w.socks[:0], w.counts[:0], w.pairs[:0], w.frames[:0]
+	w.socks, w.counts, w.last, w.pairs, w.frames = w.socks[:0], w.counts[:0], w.last[:0], w.pairs[:0], w.frames[:0]
 }
