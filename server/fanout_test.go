@@ -362,3 +362,31 @@ func TestFanoutFloodCannotStarveOthers(t *testing.T) {
 		})
 	}
 }
+
+// A socket in several of an item's rooms gets the item once, and the
+// sockets of the item's other rooms get it too.
+func TestFanoutSocketInTwoRoomsGetsItOnce(t *testing.T) {
+	srv, base := benchRelay(t, Config{Logger: zerolog.Nop()}, nil)
+	token := newTestAccount(t, base)
+	sid := newTestSession(t, base, token, "two rooms")
+	both := dialRaw(t, base, token, sid, 0)
+	var acct string
+	srv.io.Sockets().Sockets().Range(func(_ socket.SocketId, sk *socket.Socket) bool {
+		acct = connOf(sk).acct
+		sk.Join(roomUserScoped(acct)) // now in its session's room and the account's
+		return true
+	})
+	other := dialRaw(t, base, token, sid, 0)
+	srv.out.emit(acct, "ephemeral", "to both rooms", []socket.Room{roomSession(acct, sid), roomUserScoped(acct)})
+	srv.out.emit(acct, "ephemeral", "then", []socket.Room{roomSession(acct, sid)})
+	for name, r := range map[string]*rawSocket{"in both rooms": both, "in one": other} {
+		var got []string
+		for len(got) == 0 || got[len(got)-1] != `42["ephemeral","then"]` {
+			got = append(got, r.next())
+		}
+		want := []string{`42["ephemeral","to both rooms"]`, `42["ephemeral","then"]`}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("socket %s got %q, want %q", name, got, want)
+		}
+	}
+}
