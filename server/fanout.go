@@ -30,7 +30,7 @@ import (
 //     messages being stored, a worker neither spreads a round over the
 //     cores nor runs more than its share (Config.FanoutShare) of the
 //     time: after a round of d it rests d×(1−share)/share; and a poster
-//     whose account has fanoutQueue items waiting is held until its
+//     whose account has Config.FanoutQueue (4) items waiting is held until its
 //     worker takes them (waitRoom): the account making the load is the
 //     one slowed by it, and a small queue keeps a message's wait behind
 //     earlier ones short.
@@ -39,7 +39,8 @@ const (
 	// (it bounds the iovecs of one writev to fanoutRound).
 	fanoutRound = 64
 	// fanoutQueue is how many items may wait for an account's worker
-	// before a new message's request waits for room. A message waits
+	// before a new message's request waits for room, unless
+	// Config.FanoutQueue says otherwise. A message waits
 	// behind at most that many others (and the round being written): 512
 	// made a p99 of 40 ms when a hiccup let the queue fill.
 	fanoutQueue = 4
@@ -76,6 +77,9 @@ type fanout struct {
 	// share is the part of the time (0 < share <= 1) an account's worker
 	// may write while other accounts post (Config.FanoutShare).
 	share float64
+	// queue is how many items may wait before a poster waits for room
+	// (Config.FanoutQueue).
+	queue int
 
 	// tick numbers emits and socket joins (outItem.seq, conn.joined).
 	tick atomic.Int64
@@ -94,7 +98,10 @@ type acctOut struct {
 }
 
 func newFanout(s *Server) *fanout {
-	f := &fanout{s: s, accts: map[string]*acctOut{}, posting: map[string]int{}, now: time.Now, sleep: time.Sleep, share: DefaultFanoutShare}
+	f := &fanout{s: s, accts: map[string]*acctOut{}, posting: map[string]int{}, now: time.Now, sleep: time.Sleep, share: DefaultFanoutShare, queue: fanoutQueue}
+	if s != nil && s.cfg.FanoutQueue > 0 {
+		f.queue = s.cfg.FanoutQueue
+	}
 	if s != nil && s.cfg.FanoutShare > 0 {
 		f.share = min(s.cfg.FanoutShare, 1)
 	}
@@ -146,13 +153,13 @@ func (f *fanout) othersPosting(acct string) bool {
 	return f.postingAll-f.posting[acct] > 0
 }
 
-// waitRoom returns once acct has fewer than fanoutQueue items waiting, or
+// waitRoom returns once acct has fewer than f.queue items waiting, or
 // when ctx ends.
 func (f *fanout) waitRoom(ctx context.Context, acct string) {
 	for {
 		f.mu.Lock()
 		q := f.accts[acct]
-		if q == nil || len(q.items) < fanoutQueue {
+		if q == nil || len(q.items) < f.queue {
 			f.mu.Unlock()
 			return
 		}

@@ -76,19 +76,29 @@ func TestFanoutKeepsOrderInRounds(t *testing.T) {
 	})
 }
 
-// A poster waits while its account has fanoutQueue items waiting, and
+// A poster waits while its account has f.queue items waiting, and
 // goes on once the worker takes a round; another account's poster never
 // waits; a cancelled context ends the wait.
 func TestFanoutWaitRoom(t *testing.T) {
+	for _, size := range []int{fanoutQueue, 16} { // the default, Config.FanoutQueue
+		t.Run(fmt.Sprint("queue=", size), func(t *testing.T) { testFanoutWaitRoom(t, size) })
+	}
+}
+
+func testFanoutWaitRoom(t *testing.T, size int) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &recorder{release: make(chan struct{})}
 		f := newFanout(nil)
+		f.queue = size
 		f.write = rec.write
 		f.emit("a", "update", "first", nil)
 		synctest.Wait()
-		for i := range fanoutQueue {
+		for i := range size - 1 {
 			f.emit("a", "update", fmt.Sprint(i), nil)
 		}
+		// One short of the bound, nobody waits.
+		f.waitRoom(t.Context(), "a")
+		f.emit("a", "update", fmt.Sprint(size-1), nil)
 		var mu sync.Mutex
 		done := map[string]bool{}
 		wait := func(ctx context.Context, name, acct string) {
@@ -135,8 +145,8 @@ func TestFanoutWaitRoom(t *testing.T) {
 		for _, r := range rec.rounds {
 			total += len(r)
 		}
-		if total != fanoutQueue+1 {
-			t.Fatalf("%d items written, want %d", total, fanoutQueue+1)
+		if total != size+1 {
+			t.Fatalf("%d items written, want %d", total, size+1)
 		}
 	})
 }

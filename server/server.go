@@ -126,6 +126,12 @@ type Config struct {
 	// rests d×(1−share)/share before the next; 1 never rests.
 	// DefaultFanoutShare when zero or negative.
 	FanoutShare float64
+	// FanoutQueue is how many updates may wait for an account's fan-out
+	// before a request that sends more waits (4 when zero or negative): a
+	// larger queue lets one poster feeding many sockets fill larger rounds
+	// (more deliveries a second) at the price of a longer wait per message
+	// (docs/ARCHITECTURE.md "Fan-out").
+	FanoutQueue int
 	// PingInterval and PingTimeout are Engine.IO's heartbeat settings.
 	PingInterval time.Duration
 	PingTimeout  time.Duration
