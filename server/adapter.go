@@ -87,17 +87,25 @@ func (a *roomAdapter) Broadcast(pkt *parser.Packet, opts *socket.BroadcastOption
 	})
 }
 
-// each calls fn once for every connected socket in one of rooms
-// (fanout.go); no rooms is nobody (the library's "no rooms" is everyone).
+// each calls fn for every connected socket in one of rooms (fanout.go);
+// no rooms is nobody (the library's "no rooms" is everyone). A socket in
+// several of rooms is passed once per room: the caller drops repeats (the
+// round writer does, per transport). Unlike the library's FetchSockets it
+// builds no set of the sockets seen nor a slice of them, only the ids of
+// each room (one slice per room): that garbage was a quarter of what the
+// fan-out of a message allocated.
 func (a *roomAdapter) each(rooms []socket.Room, fn func(*socket.Socket)) {
-	if len(rooms) == 0 {
-		return
-	}
-	a.FetchSockets(&socket.BroadcastOptions{Rooms: types.NewSet(rooms...)})(func(sockets []socket.SocketDetails, _ error) {
-		for _, sd := range sockets {
-			if s, ok := sd.(*socket.Socket); ok {
+	all := a.Rooms()
+	sockets := a.Nsp().Sockets()
+	for _, r := range rooms {
+		ids, ok := all.Load(r)
+		if !ok {
+			continue
+		}
+		for _, id := range ids.Keys() {
+			if s, ok := sockets.Load(id); ok && s.Connected() {
 				fn(s)
 			}
 		}
-	})
+	}
 }

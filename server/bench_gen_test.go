@@ -150,10 +150,12 @@ func BenchmarkGenRPC(b *testing.B) {
 // sockets as fast as it can post them, against a relay child process (so
 // that A's 1,000 client sockets do not share the relay's scheduler).
 // Reported: B's msg/s alone and under A's load, their ratio, and A's
-// deliveries/s.
+// deliveries/s; and where the two cores went while A loaded the relay:
+// the relay's CPU (alone and loaded), A's client process's and this
+// process's (B's client), in % of one core.
 func BenchmarkGenFairness(b *testing.B) {
-	_, base := startRelayChild(b, b.TempDir(), "NORMAL")
-	t := bench.Target{URL: base}
+	relay, base := startRelayChild(b, b.TempDir(), "NORMAL")
+	t := bench.Target{URL: base, Pid: relay.cmd.Process.Pid}
 	other := t
 	tok, err := bench.NewAccount(context.Background(), t)
 	if err != nil {
@@ -169,7 +171,9 @@ func BenchmarkGenFairness(b *testing.B) {
 		if l := heavy.line(b); l != "POSTING" {
 			b.Fatalf("fan-out child said %q", l)
 		}
+		aBefore, selfBefore, t0 := procCPU(b, heavy.cmd.Process.Pid), procCPU(b, os.Getpid()), time.Now()
 		loaded := checkGen(b)(bench.Ingest(context.Background(), other, bench.IngestOptions{Clients: 1, Batch: 50, Size: 1024, Duration: d}))
+		aCPU, selfCPU, wall := procCPU(b, heavy.cmd.Process.Pid)-aBefore, procCPU(b, os.Getpid())-selfBefore, time.Since(t0)
 		_ = heavy.stdin.Close()
 		var deliveries, secs float64
 		if _, err := fmt.Sscanf(heavy.line(b), "DONE %g %g", &deliveries, &secs); err != nil || secs <= 0 {
@@ -179,7 +183,30 @@ func BenchmarkGenFairness(b *testing.B) {
 		b.ReportMetric(loaded.Throughput, "B-loaded-msg/s")
 		b.ReportMetric(loaded.Throughput/alone.Throughput, "B-ratio")
 		b.ReportMetric(deliveries/secs, "A-deliveries/s")
+		if alone.Relay != nil && loaded.Relay != nil {
+			b.ReportMetric(alone.Relay.CPUPercent, "relay-cpu%-alone")
+			b.ReportMetric(loaded.Relay.CPUPercent, "relay-cpu%-loaded")
+		}
+		b.ReportMetric(100*aCPU.Seconds()/wall.Seconds(), "A-clients-cpu%")
+		b.ReportMetric(100*selfCPU.Seconds()/wall.Seconds(), "B-client-cpu%")
 	}
+}
+
+// procCPU is pid's user+system CPU time so far (/proc/<pid>/stat fields
+// 14 and 15, in USER_HZ ticks of 1/100 s).
+func procCPU(b *testing.B, pid int) time.Duration {
+	b.Helper()
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		b.Fatalf("/proc/%d/stat: %q %q", pid, f[11], f[12])
+	}
+	return time.Duration(ut+st) * time.Second / 100
 }
 
 // childFanout is account A of BenchmarkGenFairness: a new account's

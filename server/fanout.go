@@ -27,18 +27,23 @@ import (
 //     arriving faster than one round, that is most of the cost);
 //   - one account's fan-out runs on one goroutine at a time, so it cannot
 //     take every core from the other accounts; while another account has
-//     messages being stored, a worker rests after each round as long as
-//     the round took (at most half the time of a core for fan-out that
-//     competes with others' posts); and a poster whose account has
-//     fanoutQueue items waiting is held until its worker takes them
-//     (waitRoom): the account making the load is the one slowed by it.
+//     messages being stored, a worker neither spreads a round over the
+//     cores nor runs more than its share (Config.FanoutShare) of the
+//     time: after a round of d it rests d×(1−share)/share; and a poster
+//     whose account has Config.FanoutQueue (4) items waiting is held until its
+//     worker takes them (waitRoom): the account making the load is the
+//     one slowed by it, and a small queue keeps a message's wait behind
+//     earlier ones short.
 const (
 	// fanoutRound is the most queued items one round writes together
 	// (it bounds the iovecs of one writev to fanoutRound).
 	fanoutRound = 64
 	// fanoutQueue is how many items may wait for an account's worker
-	// before a new message's request waits for room.
-	fanoutQueue = 512
+	// before a new message's request waits for room, unless
+	// Config.FanoutQueue says otherwise. A message waits
+	// behind at most that many others (and the round being written): 512
+	// made a p99 of 40 ms when a hiccup let the queue fill.
+	fanoutQueue = 4
 )
 
 // outItem is one queued emit: event name ("update", "ephemeral"), its
@@ -69,6 +74,12 @@ type fanout struct {
 	// now and sleep are the clock (tests use a synctest bubble's).
 	now   func() time.Time
 	sleep func(time.Duration)
+	// share is the part of the time (0 < share <= 1) an account's worker
+	// may write while other accounts post (Config.FanoutShare).
+	share float64
+	// queue is how many items may wait before a poster waits for room
+	// (Config.FanoutQueue).
+	queue int
 
 	// tick numbers emits and socket joins (outItem.seq, conn.joined).
 	tick atomic.Int64
@@ -87,7 +98,13 @@ type acctOut struct {
 }
 
 func newFanout(s *Server) *fanout {
-	f := &fanout{s: s, accts: map[string]*acctOut{}, posting: map[string]int{}, now: time.Now, sleep: time.Sleep}
+	f := &fanout{s: s, accts: map[string]*acctOut{}, posting: map[string]int{}, now: time.Now, sleep: time.Sleep, share: DefaultFanoutShare, queue: fanoutQueue}
+	if s != nil && s.cfg.FanoutQueue > 0 {
+		f.queue = s.cfg.FanoutQueue
+	}
+	if s != nil && s.cfg.FanoutShare > 0 {
+		f.share = min(s.cfg.FanoutShare, 1)
+	}
 	f.idle = sync.NewCond(&f.mu)
 	return f
 }
@@ -136,13 +153,13 @@ func (f *fanout) othersPosting(acct string) bool {
 	return f.postingAll-f.posting[acct] > 0
 }
 
-// waitRoom returns once acct has fewer than fanoutQueue items waiting, or
+// waitRoom returns once acct has fewer than f.queue items waiting, or
 // when ctx ends.
 func (f *fanout) waitRoom(ctx context.Context, acct string) {
 	for {
 		f.mu.Lock()
 		q := f.accts[acct]
-		if q == nil || len(q.items) < fanoutQueue {
+		if q == nil || len(q.items) < f.queue {
 			f.mu.Unlock()
 			return
 		}
@@ -187,7 +204,8 @@ func (f *fanout) flush(d time.Duration) bool {
 // queue is empty.
 func (f *fanout) run(acct string, q *acctOut) {
 	var round []outItem
-	var w roundWriter
+	w := roundWriters.Get().(*roundWriter)
+	defer roundWriters.Put(w)
 	for {
 		f.mu.Lock()
 		if len(q.items) == 0 {
@@ -212,9 +230,9 @@ func (f *fanout) run(acct string, q *acctOut) {
 			close(q.room)
 			q.room = nil
 		}
-		// Nothing else waiting: latency matters more than the cores this
-		// round takes.
-		spread := len(q.items) == 0
+		// Nothing else waiting, in the account or in others: latency
+		// matters more than the cores this round takes.
+		spread := len(q.items) == 0 && f.postingAll-f.posting[acct] == 0
 		hook := f.write
 		f.mu.Unlock()
 
@@ -225,23 +243,39 @@ func (f *fanout) run(acct string, q *acctOut) {
 			w.write(f.s, round, spread)
 		}
 		clear(round)
-		if f.othersPosting(acct) {
-			f.sleep(f.now().Sub(began))
+		if f.share < 1 && f.othersPosting(acct) {
+			f.sleep(restAfter(f.now().Sub(began), f.share))
 		}
 	}
 }
 
+// restAfter is how long a worker rests after a round of d so that its
+// rounds take share of the time.
+func restAfter(d time.Duration, share float64) time.Duration {
+	return time.Duration(float64(d) * (1 - share) / share)
+}
+
 // roundWriter writes one round: each item's Socket.IO packet encoded once,
 // then, per websocket transport, all the round's frames meant for it in
-// one sendFrames. Its buffers are reused from round to round.
+// one sendFrames. Its buffers are reused from round to round, and from
+// worker to worker (roundWriters): a worker often lives for one round
+// only, and rebuilding the index and slices for every round was a good
+// part of the fan-out's garbage.
 type roundWriter struct {
-	index  map[*wsTransport]int // transport -> entry
-	socks  []*wsTransport       // entries
-	counts []int                // frames per entry
-	pairs  []roundPair          // (entry, frame) in queue order
-	frames [][]byte             // the round's websocket frames
-	flat   [][]byte             // pairs grouped by entry
+	index  map[*wsTransport]int        // transport -> entry
+	socks  []*wsTransport              // entries
+	counts []int                       // frames per entry
+	last   []int                       // per entry, 1 + the round item it last got
+	seen   map[*socket.Socket]struct{} // an item's sockets on other transports
+	pairs  []roundPair                 // (entry, frame) in queue order
+	frames [][]byte                    // the round's websocket frames
+	flat   [][]byte                    // pairs grouped by entry
+	start  []int                       // per entry, its first index in flat
+	next   []int                       // per entry, its next index in flat
 }
+
+// roundWriters holds idle roundWriters.
+var roundWriters = sync.Pool{New: func() any { return &roundWriter{index: map[*wsTransport]int{}, seen: map[*socket.Socket]struct{}{}} }}
 
 type roundPair struct{ entry, frame int }
 
@@ -259,10 +293,7 @@ func (w *roundWriter) write(s *Server, round []outItem, spread bool) {
 		}
 		return
 	}
-	if w.index == nil {
-		w.index = map[*wsTransport]int{}
-	}
-	for _, it := range round {
+	for i, it := range round {
 		pkt := &parser.Packet{Type: parser.EVENT, Nsp: a.Nsp().Name(), Data: []any{it.event, it.payload}}
 		encoded := a.Nsp().Server().Encoder().Encode(pkt)
 		text, ok := encoded[0].(*types.StringBuffer)
@@ -272,33 +303,49 @@ func (w *roundWriter) write(s *Server, round []outItem, spread bool) {
 			continue
 		}
 		fi := -1
+		multi := len(it.rooms) > 1
 		a.each(it.rooms, func(sk *socket.Socket) {
 			if c := connOf(sk); c != nil && c.joined > it.seq {
 				return // joined after the emit
 			}
-			if notify := sk.NotifyOutgoingListeners(); notify != nil {
-				notify(pkt)
-			}
 			c := sk.Conn()
 			t, ok := c.Transport().(*wsTransport)
 			if !ok {
+				if multi {
+					if _, dup := w.seen[sk]; dup {
+						return // in two of the item's rooms: once is enough
+					}
+					w.seen[sk] = struct{}{}
+				}
+				if notify := sk.NotifyOutgoingListeners(); notify != nil {
+					notify(pkt)
+				}
 				c.Write(strings.NewReader(text.String()), &packet.Options{}, nil)
 				return
+			}
+			e, seen := w.index[t]
+			if seen && w.last[e] == i+1 {
+				return // in two of the item's rooms: once is enough
+			}
+			if notify := sk.NotifyOutgoingListeners(); notify != nil {
+				notify(pkt)
 			}
 			if fi < 0 {
 				w.frames = append(w.frames, textFrame(text.Bytes()))
 				fi = len(w.frames) - 1
 			}
-			e, seen := w.index[t]
 			if !seen {
 				e = len(w.socks)
 				w.index[t] = e
 				w.socks = append(w.socks, t)
 				w.counts = append(w.counts, 0)
+				w.last = append(w.last, 0)
 			}
+			w.last[e] = i + 1
 			w.counts[e]++
 			w.pairs = append(w.pairs, roundPair{entry: e, frame: fi})
 		})
+		clear(w.seen)
 	}
 	if len(w.socks) > 0 {
 		parts := 1
@@ -321,13 +368,14 @@ func (w *roundWriter) flush(parts int) {
 	w.flat = w.flat[:len(w.pairs)]
 	// counts become each entry's end offset, then (while filling) its
 	// start moves up to it.
-	start := make([]int, len(w.socks))
+	start := append(w.start[:0], w.counts...)
 	off := 0
 	for e, n := range w.counts {
 		start[e] = off
 		off += n
 	}
-	next := append([]int(nil), start...)
+	next := append(w.next[:0], start...)
+	w.start, w.next = start, next
 	for _, p := range w.pairs {
 		w.flat[next[p.entry]] = w.frames[p.frame]
 		next[p.entry]++
@@ -352,5 +400,5 @@ func (w *roundWriter) flush(parts int) {
 	clear(w.socks)
 	clear(w.frames)
 	clear(w.flat)
-	w.socks, w.counts, w.pairs, w.frames = w.socks[:0], w.counts[:0], w.pairs[:0], w.frames[:0]
+	w.socks, w.counts, w.last, w.pairs, w.frames = w.socks[:0], w.counts[:0], w.last[:0], w.pairs[:0], w.frames[:0]
 }

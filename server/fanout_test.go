@@ -76,19 +76,29 @@ func TestFanoutKeepsOrderInRounds(t *testing.T) {
 	})
 }
 
-// A poster waits while its account has fanoutQueue items waiting, and
+// A poster waits while its account has f.queue items waiting, and
 // goes on once the worker takes a round; another account's poster never
 // waits; a cancelled context ends the wait.
 func TestFanoutWaitRoom(t *testing.T) {
+	for _, size := range []int{fanoutQueue, 16} { // the default, Config.FanoutQueue
+		t.Run(fmt.Sprint("queue=", size), func(t *testing.T) { testFanoutWaitRoom(t, size) })
+	}
+}
+
+func testFanoutWaitRoom(t *testing.T, size int) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &recorder{release: make(chan struct{})}
 		f := newFanout(nil)
+		f.queue = size
 		f.write = rec.write
 		f.emit("a", "update", "first", nil)
 		synctest.Wait()
-		for i := range fanoutQueue {
+		for i := range size - 1 {
 			f.emit("a", "update", fmt.Sprint(i), nil)
 		}
+		// One short of the bound, nobody waits.
+		f.waitRoom(t.Context(), "a")
+		f.emit("a", "update", fmt.Sprint(size-1), nil)
 		var mu sync.Mutex
 		done := map[string]bool{}
 		wait := func(ctx context.Context, name, acct string) {
@@ -135,14 +145,15 @@ func TestFanoutWaitRoom(t *testing.T) {
 		for _, r := range rec.rounds {
 			total += len(r)
 		}
-		if total != fanoutQueue+1 {
-			t.Fatalf("%d items written, want %d", total, fanoutQueue+1)
+		if total != size+1 {
+			t.Fatalf("%d items written, want %d", total, size+1)
 		}
 	})
 }
 
 // While another account has a message append in flight, a worker rests
-// after each round as long as the round took; alone it does not.
+// after each round of d for d×(1−share)/share (the default share: 3 d);
+// alone it does not.
 func TestFanoutRestsWhileOthersPost(t *testing.T) {
 	for _, others := range []bool{false, true} {
 		t.Run(fmt.Sprint("others=", others), func(t *testing.T) {
@@ -163,7 +174,7 @@ func TestFanoutRestsWhileOthersPost(t *testing.T) {
 				f.flush(time.Minute)
 				gap := 10 * time.Millisecond
 				if others {
-					gap = 20 * time.Millisecond
+					gap = 40 * time.Millisecond
 				}
 				if len(starts) != 2 || starts[1]-starts[0] != gap {
 					t.Fatalf("rounds began at %v, want %v apart", starts, gap)
@@ -193,11 +204,10 @@ func TestFloodingSocketIsHeldByItsFanout(t *testing.T) {
 	srv.out.mu.Lock()
 	srv.out.write = func(round []outItem) {
 		<-release
-		// Only the flood's text-deltas: the socket's connect also emits
-		// for the account (its presence), which a loaded machine may see
-		// in any round.
+		// Only the flood's: the session's creation (its update) and the
+		// socket's connect may reach a round after the hook was set.
 		for _, it := range round {
-			if d, ok := it.payload.(ephTextDelta); ok && d.Type == "text-delta" {
+			if _, ok := it.payload.(ephTextDelta); ok {
 				written.Add(1)
 			}
 		}
@@ -250,5 +260,143 @@ func TestFloodingSocketIsHeldByItsFanout(t *testing.T) {
 	}
 	if got := written.Load(); got != n {
 		t.Fatalf("%d of %d ephemerals written", got, n)
+	}
+}
+
+// An account flooding its sockets cannot starve another account's posts:
+// with one core (a semaphore both take), account A's rounds of 10 ms
+// queued back to back, and account B's 100 posts of 1 ms of that core
+// each, B's posts take 100 ms alone and, under A's flood, 100 ms plus the
+// rounds A may write meanwhile at its share of the time (±10 ms, one
+// round, where a tie of A's rest and B's post goes either way): A's worker rests
+// 10 ms × (1−share)/share after each round while B posts. Once B is done
+// A's rounds follow each other at once again, in queue order.
+func TestFanoutFloodCannotStarveOthers(t *testing.T) {
+	for _, tc := range []struct {
+		share float64
+		// bTook is how long B's 100 posts take under A's flood; aRounds
+		// how many rounds A wrote meanwhile.
+		bTook   time.Duration
+		aRounds int
+	}{
+		// Never resting, A takes the core for 10 ms between any two of
+		// B's posts (the first round began before B's first post).
+		{share: 1, bTook: 1099 * time.Millisecond, aRounds: 100},
+		{share: 0.5, bTook: 199 * time.Millisecond, aRounds: 9},
+		{share: 0.25, bTook: 139 * time.Millisecond, aRounds: 3},
+		{share: 0.1, bTook: 119 * time.Millisecond, aRounds: 1},
+	} {
+		t.Run(fmt.Sprint("share=", tc.share), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				core := make(chan struct{}, 1)
+				use := func(d time.Duration) {
+					core <- struct{}{}
+					time.Sleep(d)
+					<-core
+				}
+				f := newFanout(nil)
+				f.share = tc.share
+				var mu sync.Mutex
+				var got []string
+				var roundsAt []time.Duration
+				t0 := time.Now()
+				f.write = func(round []outItem) {
+					mu.Lock()
+					roundsAt = append(roundsAt, time.Since(t0))
+					for _, it := range round {
+						got = append(got, it.payload.(string))
+					}
+					mu.Unlock()
+					use(10 * time.Millisecond)
+				}
+				// A floods: one item at a time, as fast as its queue takes
+				// them, until stopped.
+				stop := make(chan struct{})
+				flooded := make(chan int)
+				go func() {
+					n := 0
+					for {
+						select {
+						case <-stop:
+							flooded <- n
+							return
+						default:
+						}
+						f.emit("a", "update", fmt.Sprint(n), nil)
+						n++
+						f.waitRoom(t.Context(), "a")
+					}
+				}()
+				time.Sleep(time.Millisecond) // A's first round is under way
+				bStart := time.Now()
+				for range 100 {
+					f.working("b")
+					use(time.Millisecond)
+					f.worked("b")
+				}
+				bTook := time.Since(bStart)
+				mu.Lock()
+				during := 0
+				for _, at := range roundsAt {
+					if at >= bStart.Sub(t0) && at < bStart.Sub(t0)+bTook {
+						during++
+					}
+				}
+				mu.Unlock()
+				// When A's rest ends as B's post does, either may take the
+				// core first: one round of A more or less.
+				if d := bTook - tc.bTook; d < -10*time.Millisecond || d > 10*time.Millisecond || during < tc.aRounds-1 || during > tc.aRounds+1 {
+					t.Errorf("B's 100 posts took %v with %d rounds of A meanwhile, want %v and %d (± one round)", bTook, during, tc.bTook, tc.aRounds)
+				}
+				// Alone again (after a rest of at most 90 ms), A's rounds
+				// follow each other at once.
+				time.Sleep(200 * time.Millisecond)
+				close(stop)
+				n := <-flooded
+				f.flush(time.Minute)
+				mu.Lock()
+				defer mu.Unlock()
+				if len(got) != n {
+					t.Fatalf("%d of A's %d items written", len(got), n)
+				}
+				for i, p := range got {
+					if p != fmt.Sprint(i) {
+						t.Fatalf("item %d is %q: out of order", i, p)
+					}
+				}
+				last := roundsAt[len(roundsAt)-3:]
+				if last[1]-last[0] != 10*time.Millisecond || last[2]-last[1] != 10*time.Millisecond {
+					t.Errorf("A's last rounds began at %v, want 10 ms apart", last)
+				}
+			})
+		})
+	}
+}
+
+// A socket in several of an item's rooms gets the item once, and the
+// sockets of the item's other rooms get it too.
+func TestFanoutSocketInTwoRoomsGetsItOnce(t *testing.T) {
+	srv, base := benchRelay(t, Config{Logger: zerolog.Nop()}, nil)
+	token := newTestAccount(t, base)
+	sid := newTestSession(t, base, token, "two rooms")
+	both := dialRaw(t, base, token, sid, 0)
+	var acct string
+	srv.io.Sockets().Sockets().Range(func(_ socket.SocketId, sk *socket.Socket) bool {
+		acct = connOf(sk).acct
+		sk.Join(roomUserScoped(acct)) // now in its session's room and the account's
+		return true
+	})
+	other := dialRaw(t, base, token, sid, 0)
+	srv.out.emit(acct, "ephemeral", "to both rooms", []socket.Room{roomSession(acct, sid), roomUserScoped(acct)})
+	srv.out.emit(acct, "ephemeral", "then", []socket.Room{roomSession(acct, sid)})
+	for name, r := range map[string]*rawSocket{"in both rooms": both, "in one": other} {
+		var got []string
+		for len(got) == 0 || got[len(got)-1] != `42["ephemeral","then"]` {
+			got = append(got, r.next())
+		}
+		want := []string{`42["ephemeral","to both rooms"]`, `42["ephemeral","then"]`}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("socket %s got %q, want %q", name, got, want)
+		}
 	}
 }

@@ -59,6 +59,15 @@ func TestMain(m *testing.M) {
 // and bus) and prints "LISTEN <addr>"; it runs until killed or stdin
 // closes.
 func childRelay() int {
+	if path := os.Getenv("HAPPY_SERVER_TEST_RELAY_CPUPROFILE"); path != "" {
+		// Profiling the relay of a benchmark: the profile covers the run
+		// until stdin closes.
+		if f, err := os.Create(path); err == nil {
+			if pprof.StartCPUProfile(f) == nil {
+				defer pprof.StopCPUProfile()
+			}
+		}
+	}
 	srv, err := New(Config{DataDir: os.Getenv("HAPPY_SERVER_TEST_DIR"), Synchronous: os.Getenv("HAPPY_SERVER_TEST_SYNC"), Logger: zerolog.Nop(),
 		Database: os.Getenv("HAPPY_SERVER_TEST_DB"), BusURL: os.Getenv("HAPPY_SERVER_TEST_BUS")})
 	if err != nil {

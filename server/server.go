@@ -62,6 +62,9 @@ const (
 	PresenceWriteThreshold = 30 * time.Second
 )
 
+// DefaultFanoutShare is Config.FanoutShare's default.
+const DefaultFanoutShare = 0.25
+
 // Config configures New. Only DataDir is required; zero values take the
 // defaults above.
 type Config struct {
@@ -117,6 +120,18 @@ type Config struct {
 	// for one socket that does not read them; beyond it the socket is
 	// closed (its client reconnects and catches up over HTTP).
 	MaxSocketBacklog int64
+	// FanoutShare is the most of the time (0 < share <= 1) one account's
+	// fan-out takes while other accounts have messages being stored
+	// (docs/ARCHITECTURE.md "Fan-out"): after a round of d its worker
+	// rests d×(1−share)/share before the next; 1 never rests.
+	// DefaultFanoutShare when zero or negative.
+	FanoutShare float64
+	// FanoutQueue is how many updates may wait for an account's fan-out
+	// before a request that sends more waits (4 when zero or negative): a
+	// larger queue lets one poster feeding many sockets fill larger rounds
+	// (more deliveries a second) at the price of a longer wait per message
+	// (docs/ARCHITECTURE.md "Fan-out").
+	FanoutQueue int
 	// PingInterval and PingTimeout are Engine.IO's heartbeat settings.
 	PingInterval time.Duration
 	PingTimeout  time.Duration

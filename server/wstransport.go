@@ -358,58 +358,43 @@ func (t *wsTransport) sendFrames(frames [][]byte) bool {
 // blocking, in one writev when it takes them all, and returns how many
 // bytes that was; a full socket buffer is not an error.
 func (t *wsTransport) tryWritev(frames [][]byte) (int, error) {
-	if len(frames) == 1 {
-		return t.tryWrite(frames[0])
-	}
-	total := 0
-	for _, f := range frames {
-		total += len(f)
-	}
-	var n int
-	var werr error
-	err := t.raw.Write(func(fd uintptr) bool {
-		iov := frames
-		skip := 0 // bytes of iov[0] already written
-		for n < total {
-			bufs := iov
-			if skip > 0 {
-				bufs = append([][]byte{iov[0][skip:]}, iov[1:]...)
-			}
-			m, e := unix.Writev(int(fd), bufs)
-			if e == unix.EINTR {
-				continue
-			}
-			if e == unix.EAGAIN {
-				return true
-			}
-			if e != nil {
-				werr = e
-				return true
-			}
-			n += m
-			m += skip
-			for len(iov) > 0 && m >= len(iov[0]) {
-				m -= len(iov[0])
-				iov = iov[1:]
-			}
-			skip = m
-		}
-		return true
-	})
+	w := rawWriters.Get().(*rawWriter)
+	w.frames = frames
+	err := t.raw.Write(w.fn)
+	n, werr := w.n, w.err
+	clear(w.iov)
+	*w = rawWriter{fn: w.fn, iov: w.iov[:0]}
+	rawWriters.Put(w)
 	if werr == nil {
 		werr = err
 	}
 	return n, werr
 }
 
-// tryWrite writes as much of b as the socket takes without blocking and
-// returns how much that was; a full socket buffer is not an error.
-func (t *wsTransport) tryWrite(b []byte) (int, error) {
-	var n int
-	var werr error
-	err := t.raw.Write(func(fd uintptr) bool {
-		for n < len(b) {
-			m, e := syscall.Write(int(fd), b[n:])
+// rawWriter is one non-blocking write of frames to a file descriptor
+// (syscall.RawConn.Write's callback, fn, bound once): pooled, so that a
+// write allocates no closure (one per socket and round, the fan-out's
+// commonest garbage before).
+type rawWriter struct {
+	frames [][]byte
+	n      int   // bytes written
+	err    error // the write's error (a full buffer is none)
+	fn     func(fd uintptr) bool
+	iov    [][]byte // scratch for a frame written in part
+}
+
+var rawWriters = sync.Pool{New: func() any {
+	w := &rawWriter{}
+	w.fn = w.write
+	return w
+}}
+
+// write writes w.frames to fd until done or the kernel takes no more.
+func (w *rawWriter) write(fd uintptr) bool {
+	if len(w.frames) == 1 {
+		b := w.frames[0]
+		for w.n < len(b) {
+			m, e := syscall.Write(int(fd), b[w.n:])
 			if e == syscall.EINTR {
 				continue
 			}
@@ -417,17 +402,45 @@ func (t *wsTransport) tryWrite(b []byte) (int, error) {
 				return true
 			}
 			if e != nil {
-				werr = e
+				w.err = e
 				return true
 			}
-			n += m
+			w.n += m
 		}
 		return true
-	})
-	if werr == nil {
-		werr = err
 	}
-	return n, werr
+	total := 0
+	for _, f := range w.frames {
+		total += len(f)
+	}
+	iov := w.frames
+	skip := 0 // bytes of iov[0] already written
+	for w.n < total {
+		bufs := iov
+		if skip > 0 {
+			w.iov = append(append(w.iov[:0], iov[0][skip:]), iov[1:]...)
+			bufs = w.iov
+		}
+		m, e := unix.Writev(int(fd), bufs)
+		if e == unix.EINTR {
+			continue
+		}
+		if e == unix.EAGAIN {
+			return true
+		}
+		if e != nil {
+			w.err = e
+			return true
+		}
+		w.n += m
+		m += skip
+		for len(iov) > 0 && m >= len(iov[0]) {
+			m -= len(iov[0])
+			iov = iov[1:]
+		}
+		skip = m
+	}
+	return true
 }
 
 func (t *wsTransport) push(it wsItem) bool {
