@@ -43,7 +43,7 @@ const (
 	// Config.FanoutQueue says otherwise. A message waits
 	// behind at most that many others (and the round being written): 512
 	// made a p99 of 40 ms when a hiccup let the queue fill.
-	fanoutQueue = 4
+	fanoutQueue = DefaultFanoutQueue
 )
 
 // outItem is one queued emit: event name ("update", "ephemeral"), its

@@ -65,6 +65,9 @@ const (
 // DefaultFanoutShare is Config.FanoutShare's default.
 const DefaultFanoutShare = 0.25
 
+// DefaultFanoutQueue is Config.FanoutQueue's default.
+const DefaultFanoutQueue = 4
+
 // Config configures New. Only DataDir is required; zero values take the
 // defaults above.
 type Config struct {
