@@ -2,10 +2,13 @@ package acp
 
 import (
 	"bytes"
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/happy-dev/happy/agent"
+	"github.com/happy-dev/happy/internal/jsonlex"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -161,4 +164,60 @@ func TestBadOpaqueValues(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRepeatedInputOtherText: an agent repeating a tool's input as the
+// same value written otherwise (spacing, member order) repeats the
+// announcement, which is not sent again, in the one-pass form as in the
+// general one (the agent's input kept as its text is compared by value).
+func TestRepeatedInputOtherText(t *testing.T) {
+	for _, again := range []string{
+		`{"command":"ls","x":{"a":1,"b":[1,2]}}`,
+		`{ "command" : "ls", "x" : { "a" : 1, "b" : [ 1 , 2 ] } }`,
+		`{"x":{"b":[1,2],"a":1},"command":"ls"}`,
+		`{"x":{"b":[1,2],"\u0061":1},"command":"l\u0073"}`,
+	} {
+		frames := script(append(append([]string{}, opened[:2]...),
+			`> {"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"hi"}]}}`,
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"t1","title":"Run","kind":"execute","status":"pending","rawInput":{"command":"ls","x":{"a":1,"b":[1,2]}}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"t1","status":"in_progress","rawInput":`+again+`}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"t1","status":"completed","rawOutput":"ok"}`),
+			`< {"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}`)...)
+		bothWays(t, again, frames)
+		calls := 0
+		for _, e := range decodeAll(frames) {
+			if _, ok := e.(*agent.ToolCall); ok {
+				calls++
+			}
+		}
+		if calls != 1 {
+			t.Errorf("input again as %s: %d ToolCall events, want 1", again, calls)
+		}
+	}
+}
+
+// FuzzSameMetaValue compares sameMetaValue, for two texts and for a text
+// and a tree, with reflect.DeepEqual of the parses of both.
+func FuzzSameMetaValue(f *testing.F) {
+	f.Add([]byte(`{"a":1,"b":[true,null,"x"]}`), []byte(`{ "b" : [true,null,"x"], "a" : 1 }`))
+	f.Add([]byte(`{"a":1,"a":2}`), []byte(`{"a":2}`))
+	f.Add([]byte(`{"\u0061":"\ud800"}`), []byte(`{"a":"\udfff"}`))
+	f.Add([]byte(`[1e400,-0]`), []byte(`[1e400,0]`))
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		va, erra := jsonlex.ParseAny(a)
+		vb, errb := jsonlex.ParseAny(b)
+		if erra != nil || errb != nil || !json.Valid(a) || !json.Valid(b) {
+			return
+		}
+		want := reflect.DeepEqual(va, vb)
+		if got := sameMetaValue(json.RawMessage(a), json.RawMessage(b)); got != want {
+			t.Fatalf("sameMetaValue(text %s, text %s) = %v, the parses compare %v", a, b, got, want)
+		}
+		if got := sameMetaValue(json.RawMessage(a), vb); got != want {
+			t.Fatalf("sameMetaValue(text %s, tree of %s) = %v, the parses compare %v", a, b, got, want)
+		}
+		if got := sameMetaValue(va, json.RawMessage(b)); got != want {
+			t.Fatalf("sameMetaValue(tree of %s, text %s) = %v, the parses compare %v", a, b, got, want)
+		}
+	})
 }
