@@ -3,6 +3,7 @@ package acp
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -495,8 +496,7 @@ type announcement struct {
 func (d *Decoder) repeats(a *announcement, ev *agent.ToolCall, head bool) bool {
 	if d.general {
 		if !head {
-			full, _ := json.Marshal(ev)
-			return string(full) == a.full
+			return announcementJSON(ev) == a.full
 		}
 		sig, _ := json.Marshal(agent.ToolCall{Tool: ev.Tool, Title: ev.Title, Input: ev.Input})
 		return string(sig) == a.head
@@ -510,9 +510,8 @@ func (d *Decoder) repeats(a *announcement, ev *agent.ToolCall, head bool) bool {
 // remember records ev as the tool's last announcement.
 func (d *Decoder) remember(a *announcement, ev *agent.ToolCall) {
 	if d.general {
-		full, _ := json.Marshal(ev)
 		sig, _ := json.Marshal(agent.ToolCall{Tool: ev.Tool, Title: ev.Title, Input: ev.Input})
-		a.full, a.head = string(full), string(sig)
+		a.full, a.head = announcementJSON(ev), string(sig)
 		return
 	}
 	*a = announcement{done: true, tool: ev.Tool, title: ev.Title, input: ev.Input, meta: ev.Metadata}
@@ -533,15 +532,96 @@ func sameInput(a, b json.RawMessage) bool {
 	return erra == nil && errb == nil && bytes.Equal(ma, mb)
 }
 
-// sameMeta reports whether two metadata objects marshal the same: their
-// values are in the JSON representation (strings that are UTF-8, json.Number,
-// bool, nil, []any, map[string]any), where that is equality of values; an
-// empty object is left out as nil is.
+// sameMeta reports whether two metadata objects hold the same values:
+// their values are in the JSON representation (strings that are UTF-8,
+// json.Number, bool, nil, []any, map[string]any), where that is equality
+// of values, or an opaque value kept as its text (opaque), the same as
+// another when the trees they parse to are (sameMetaValue); an empty
+// object is left out as nil is.
 func sameMeta(a, b agent.Object) bool {
 	if len(a) == 0 || len(b) == 0 {
 		return len(a) == len(b)
 	}
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || !sameMetaValue(v, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameMetaValue reports whether two metadata values are the same value:
+// reflect.DeepEqual of their trees, a value kept as its JSON text
+// (json.RawMessage) taken as the tree jsonlex.ParseAny gives for it. The
+// same value may come as two texts (other spacing, another member order:
+// an agent repeating a tool's input) and must not read as a change
+// (docs/ARCHITECTURE.md, "Mapping and delivery figures").
+func sameMetaValue(a, b any) bool {
+	ra, textA := a.(json.RawMessage)
+	rb, textB := b.(json.RawMessage)
+	switch {
+	case textA && textB:
+		if bytes.Equal(ra, rb) {
+			return true
+		}
+		if same, ok := sameRaw(ra, rb); ok {
+			return same
+		}
+		va, erra := jsonlex.ParseAny(ra)
+		vb, errb := jsonlex.ParseAny(rb)
+		return erra == nil && errb == nil && reflect.DeepEqual(va, vb)
+	case textA:
+		return sameTextTree(ra, b)
+	case textB:
+		return sameTextTree(rb, a)
+	}
 	return reflect.DeepEqual(a, b)
+}
+
+// sameTextTree reports whether the JSON text raw parses to the tree v.
+func sameTextTree(raw json.RawMessage, v any) bool {
+	if same, ok := sameValue(v, raw); ok {
+		return same
+	}
+	p, err := jsonlex.ParseAny(raw)
+	return err == nil && reflect.DeepEqual(p, v)
+}
+
+// treeMeta is m with every value kept as its JSON text replaced by the
+// tree it parses to (m itself when it holds none): the general form
+// compares announcements by their JSON, which writes a text as it is.
+func treeMeta(m agent.Object) agent.Object {
+	var out agent.Object
+	for k, v := range m {
+		raw, ok := v.(json.RawMessage)
+		if !ok {
+			continue
+		}
+		p, err := jsonlex.ParseAny(raw)
+		if err != nil {
+			continue
+		}
+		if out == nil {
+			out = maps.Clone(m)
+		}
+		out[k] = p
+	}
+	if out == nil {
+		return m
+	}
+	return out
+}
+
+// announcementJSON is the JSON of ev the general form compares: its
+// metadata's texts as the trees they parse to.
+func announcementJSON(ev *agent.ToolCall) string {
+	c := *ev
+	c.Metadata = treeMeta(ev.Metadata)
+	full, _ := json.Marshal(&c)
+	return string(full)
 }
 
 // metaKey is what a tool's part metadata is built from (partMeta): its

@@ -95,6 +95,9 @@ func FuzzOnePass(f *testing.F) {
 			f.Add(bytes.Join(seed[i:i+4], []byte("\n")))
 		}
 	}
+	// The same input again, written otherwise (TestRepeatedInputOtherText).
+	f.Add([]byte("< " + `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"t","kind":"execute","status":"pending","rawInput":{"command":"ls","x":1}}}}` +
+		"\n< " + `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"t","status":"in_progress","rawInput":{ "x" : 1, "command" : "ls" }}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		frames := script(opened...)
 		for i, line := range bytes.Split(data, []byte("\n")) {

@@ -3,7 +3,6 @@ package acp
 import (
 	"bytes"
 	"encoding/json"
-	"reflect"
 	"slices"
 
 	"github.com/happy-dev/happy/agent"
@@ -176,7 +175,7 @@ func sameMerged(a, meta, part agent.Object) bool {
 		return false
 	}
 	for k, v := range part {
-		if av, ok := a[k]; !ok || !reflect.DeepEqual(av, v) {
+		if av, ok := a[k]; !ok || !sameMetaValue(av, v) {
 			return false
 		}
 	}
@@ -184,7 +183,7 @@ func sameMerged(a, meta, part agent.Object) bool {
 		if _, over := part[k]; over {
 			continue
 		}
-		if av, ok := a[k]; !ok || !reflect.DeepEqual(av, v) {
+		if av, ok := a[k]; !ok || !sameMetaValue(av, v) {
 			return false
 		}
 	}
