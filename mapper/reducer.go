@@ -508,7 +508,14 @@ func (r *Reducer) userPrompt(s *redSession, e *agent.UserPrompt, t int64) {
 		r.emitPart(tp)
 	}
 	for _, f := range e.Files {
-		fp := &FilePart{PartBase: r.partBase(m, "file"), Mime: f.Mime, Filename: f.Filename, URL: f.URL, Source: f.Source}
+		// A file part needs a mime type (seed 001); a prompt's file of an
+		// unknown type (an ACP resource_link without mimeType, say) is
+		// bytes, as a tool result's file of an unknown type is.
+		mime := f.Mime
+		if mime == "" {
+			mime = "application/octet-stream"
+		}
+		fp := &FilePart{PartBase: r.partBase(m, "file"), Mime: mime, Filename: f.Filename, URL: f.URL, Source: f.Source}
 		m.parts = append(m.parts, fp)
 		r.emitPart(fp)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -427,5 +428,38 @@ func TestDecodeEventRefusals(t *testing.T) {
 	nan = nan / nan
 	if _, err := agent.EncodeEvent(&agent.Usage{Cost: &nan}); !errors.Is(err, agent.ErrBadEvent) {
 		t.Fatalf("EncodeEvent(NaN cost) = %v", err)
+	}
+}
+
+// A prompt's file without a mime type becomes a file part of
+// application/octet-stream: the transcript stays encodable (a file part
+// without a mime type is refused by the codec, and with it the whole
+// transcript).
+func TestReducerPromptFileWithoutMime(t *testing.T) {
+	r := newTestReducer("r")
+	applyAll(r, &agent.UserPrompt{EventBase: agent.EventBase{Time: 1}, PromptID: "u", Text: "look",
+		Files: []agent.PromptFile{{Filename: "notes", URL: "file:///w/notes"}, {Mime: "image/png", Filename: "a.png", URL: "file:///w/a.png"}}})
+	tr := r.Transcript()
+	if len(tr.Dropped) != 0 {
+		t.Fatalf("dropped = %+v", tr.Dropped)
+	}
+	var mimes []string
+	for _, m := range tr.Messages {
+		for _, p := range m.Parts {
+			if fp, ok := p.(*FilePart); ok {
+				mimes = append(mimes, fp.Mime)
+			}
+		}
+	}
+	if want := []string{"application/octet-stream", "image/png"}; !slices.Equal(mimes, want) {
+		t.Fatalf("file part mimes = %q, want %q", mimes, want)
+	}
+	b, err := EncodeTranscript(tr)
+	if err != nil {
+		t.Fatalf("EncodeTranscript: %v", err)
+	}
+	back, rep, err := DecodeTranscript(b)
+	if err != nil || len(back.Dropped) != 0 || len(back.Messages) != 1 || len(back.Messages[0].Parts) != 3 {
+		t.Fatalf("DecodeTranscript: %v, %+v, %+v", err, rep, back)
 	}
 }
