@@ -77,7 +77,7 @@ func (s *Server) newSocketServer() *socket.Server {
 	opts.SetPath("/v1/updates")
 	opts.SetServeClient(false)
 	s.out = newFanout(s)
-	s.ws = &wsTransportCtor{backlog: int(s.cfg.MaxSocketBacklog), log: s.log, afterWrite: s.afterWrite}
+	s.ws = &wsTransportCtor{backlog: int(s.cfg.MaxSocketBacklog), readLimit: s.cfg.SocketHardLimit, log: s.log, afterWrite: s.afterWrite}
 	opts.SetTransports(types.NewSet[transports.TransportCtor](s.ws))
 	opts.SetMaxHttpBufferSize(s.cfg.SocketHardLimit)
 	opts.SetPingInterval(s.cfg.PingInterval)

@@ -38,6 +38,9 @@ const childEnv = "HAPPY_SERVER_TEST_CHILD"
 func TestMain(m *testing.M) {
 	switch os.Getenv(childEnv) {
 	case "relay":
+		if os.Getenv("HAPPY_SERVER_TEST_HEAPPROFILE") != "" {
+			runtime.MemProfileRate = 1 // every allocation, for an exact profile
+		}
 		os.Exit(childRelay())
 	case "clients":
 		os.Exit(childClients())
@@ -92,12 +95,24 @@ func childRelay() int {
 
 // memLine forces a GC and returns "MEM <heap live bytes> <heap objects>
 // <goroutines> <goroutine stack bytes>" (runtime/metrics) for the relay
-// child's memory breakdown (BenchmarkGenIdleSockets).
+// child's memory breakdown (BenchmarkGenIdleSockets); with
+// HAPPY_SERVER_TEST_HEAPPROFILE it also writes a heap profile there
+// and the goroutines' stacks next to it (".goroutines").
 func memLine() string {
 	runtime.GC()
 	s := []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/heap/objects:objects"},
 		{Name: "/sched/goroutines:goroutines"}, {Name: "/memory/classes/heap/stacks:bytes"}}
 	rtmetrics.Read(s)
+	if path := os.Getenv("HAPPY_SERVER_TEST_HEAPPROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil {
+			_ = pprof.Lookup("heap").WriteTo(f, 0)
+			_ = f.Close()
+		}
+		if f, err := os.Create(path + ".goroutines"); err == nil {
+			_ = pprof.Lookup("goroutine").WriteTo(f, 1)
+			_ = f.Close()
+		}
+	}
 	return fmt.Sprintf("MEM %d %d %d %d", s[0].Value.Uint64(), s[1].Value.Uint64(), s[2].Value.Uint64(), s[3].Value.Uint64())
 }
 
