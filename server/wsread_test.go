@@ -78,7 +78,7 @@ func readFrames(data []byte, limit int64, chunk int) ([]readMsg, error) {
 
 func TestFrameReader(t *testing.T) {
 	big := bytes.Repeat([]byte("0123456789abcdef"), 5000) // 80,000 bytes: 64-bit length, past a read buffer
-	mid := bytes.Repeat([]byte("x"), 300)                  // 16-bit length
+	mid := bytes.Repeat([]byte("x"), 300)                 // 16-bit length
 	closeP := func(code int, reason string) []byte {
 		return append(binary.BigEndian.AppendUint16(nil, uint16(code)), reason...)
 	}
