@@ -361,11 +361,12 @@ func closeCode(p []byte) int {
 }
 
 // validCloseCode reports whether a peer may send code in a close frame
-// (RFC 6455 §7.4.1 and the IANA registry: 1000-1003, 1007-1014, and
-// 3000-4999 for libraries and applications).
+// (RFC 6455 §7.4.1 and the IANA registry as gorilla/websocket accepts
+// them: 1000-1003, 1007-1013, and 3000-4999 for libraries and
+// applications).
 func validCloseCode(code int) bool {
 	switch {
-	case code >= 1000 && code <= 1003, code >= 1007 && code <= 1014:
+	case code >= 1000 && code <= 1003, code >= 1007 && code <= 1013:
 		return true
 	case code >= 3000 && code <= 4999:
 		return true

@@ -1,12 +1,21 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
 	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
+	"slices"
 	"testing"
+	"time"
+	"unicode/utf8"
+
+	ws "github.com/gorilla/websocket"
 )
 
 // byteSource is a wsSource over fixed bytes, handing out at most chunk
@@ -137,6 +146,7 @@ func TestFrameReader(t *testing.T) {
 		{name: "ends inside a fragmented message", data: clientFrame(0x01, []byte("a"), false), err: io.ErrUnexpectedEOF},
 	}
 	for _, tc := range tests {
+		compareGorilla(t, tc.data, tc.limit)
 		for _, chunk := range []int{0, 1, 7} {
 			got, err := readFrames(tc.data, tc.limit, chunk)
 			if !reflect.DeepEqual(got, tc.want) {
@@ -191,7 +201,8 @@ func TestUnmask(t *testing.T) {
 
 // FuzzFrameReader: any bytes, read in any chunks, give messages no longer
 // than the limit and end in an error (never a panic); a refused frame's
-// close code is one the relay sends.
+// close code is one the relay sends; gorilla's reader (the reference)
+// reads the same messages (compareGorilla).
 func FuzzFrameReader(f *testing.F) {
 	f.Add(clientFrame(0x81, []byte("40{}"), false), uint8(0), uint16(0))
 	f.Add(cat(clientFrame(0x01, []byte("a"), false), clientFrame(0x89, nil, false), clientFrame(0x80, []byte("b"), false)), uint8(3), uint16(10))
@@ -226,10 +237,104 @@ func FuzzFrameReader(f *testing.F) {
 		if errors.As(err, &ce) && ce.Code != closeProtocolError && ce.Code != closeInvalidPayload && ce.Code != closeMessageTooBig {
 			t.Fatalf("close code %d", ce.Code)
 		}
+		compareGorilla(t, data, int64(limit))
 		// The same bytes in other chunks read the same.
 		again, err2 := readFrames(data, int64(limit), 0)
 		if !reflect.DeepEqual(again, got) || (err2 == nil) != (err == nil) || err2.Error() != err.Error() {
 			t.Fatalf("reads of %d: %q %v; whole: %q %v", chunk, got, err, again, err2)
 		}
 	})
+}
+
+// memConn is a net.Conn reading fixed bytes and discarding writes.
+type memConn struct{ r *bytes.Reader }
+
+func (c memConn) Read(p []byte) (int, error)     { return c.r.Read(p) }
+func (memConn) Write(p []byte) (int, error)      { return len(p), nil }
+func (memConn) Close() error                     { return nil }
+func (memConn) LocalAddr() net.Addr              { return &net.TCPAddr{} }
+func (memConn) RemoteAddr() net.Addr             { return &net.TCPAddr{} }
+func (memConn) SetDeadline(time.Time) error      { return nil }
+func (memConn) SetReadDeadline(time.Time) error  { return nil }
+func (memConn) SetWriteDeadline(time.Time) error { return nil }
+
+// hijackWriter hands gorilla's Upgrader a memConn.
+type hijackWriter struct {
+	httptest.ResponseRecorder
+	conn net.Conn
+}
+
+func (w *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return w.conn, bufio.NewReadWriter(bufio.NewReader(w.conn), bufio.NewWriter(w.conn)), nil
+}
+
+// gorillaFrames reads data with gorilla's server reader (the reader the
+// relay used before its own, the reference): the messages and control
+// frames in order, up to the first close frame, and whether it ended in
+// an error before that.
+func gorillaFrames(t testing.TB, data []byte, limit int64) []readMsg {
+	u := ws.Upgrader{ReadBufferSize: 1024, WriteBufferSize: 1024}
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.Header.Set("Connection", "Upgrade")
+	r.Header.Set("Upgrade", "websocket")
+	r.Header.Set("Sec-Websocket-Version", "13")
+	r.Header.Set("Sec-Websocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
+	c, err := u.Upgrade(&hijackWriter{conn: memConn{bytes.NewReader(data)}}, r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadLimit(limit)
+	var got []readMsg
+	c.SetPingHandler(func(s string) error { got = append(got, readMsg{opPing, s}); return nil })
+	c.SetPongHandler(func(s string) error { got = append(got, readMsg{opPong, s}); return nil })
+	c.SetCloseHandler(func(code int, text string) error {
+		p := ""
+		if code != ws.CloseNoStatusReceived {
+			p = string(binary.BigEndian.AppendUint16(nil, uint16(code))) + text
+		}
+		got = append(got, readMsg{opClose, p})
+		return nil
+	})
+	for {
+		mt, rd, err := c.NextReader()
+		if err != nil {
+			return got
+		}
+		b, err := io.ReadAll(rd)
+		if err != nil {
+			return got
+		}
+		got = append(got, readMsg{byte(mt), string(b)})
+	}
+}
+
+// compareGorilla checks the relay's reader against gorilla's on data:
+// the same messages and control frames, in order, up to the first close
+// frame; where the relay's stops sooner, it is for a rule gorilla does
+// not check (a text message that is not UTF-8, a close payload of one
+// byte).
+func compareGorilla(t *testing.T, data []byte, limit int64) {
+	t.Helper()
+	ours, err := readFrames(data, limit, 0)
+	for i, m := range ours {
+		if m.Op == opClose {
+			ours, err = ours[:i+1], nil
+			break
+		}
+	}
+	ref := gorillaFrames(t, data, limit)
+	if len(ours) > len(ref) || !slices.Equal(ours, ref[:len(ours)]) {
+		t.Fatalf("relay's reader %q (%v), gorilla's %q", ours, err, ref)
+	}
+	if len(ours) == len(ref) {
+		return
+	}
+	var ce *wsCloseError
+	next := ref[len(ours)]
+	switch {
+	case errors.As(err, &ce) && ce.Code == closeInvalidPayload && next.Op == opText && !utf8.ValidString(next.Payload):
+	case errors.As(err, &ce) && ce.Code == closeProtocolError && next.Op == opClose && next.Payload == "":
+	default:
+		t.Fatalf("relay's reader stopped with %v after %q; gorilla read on: %q", err, ours, ref)
+	}
 }
