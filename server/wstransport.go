@@ -567,6 +567,7 @@ func (*wsTransport) HandlesUpgrades() bool { return true }
 // takes over and the one that handled it ends: an idle socket's reader
 // parks on the smallest stack.
 func (t *wsTransport) readLoop() {
+	t.readDeadline()
 	if err := t.fr.await(); err != nil {
 		t.readEnd(err)
 		return
@@ -578,9 +579,6 @@ func (t *wsTransport) readLoop() {
 // readLoop).
 func (t *wsTransport) readMessages() {
 	for {
-		if t.idle > 0 {
-			_ = t.conn.SetReadDeadline(time.Now().Add(t.idle))
-		}
 		op, p, err := t.fr.next()
 		if err != nil {
 			t.readEnd(err)
@@ -607,6 +605,15 @@ func (t *wsTransport) readMessages() {
 			go t.readLoop()
 			return
 		}
+		t.readDeadline()
+	}
+}
+
+// readDeadline gives the client the library's idle timeout for its next
+// message, as the library's reader does before each one.
+func (t *wsTransport) readDeadline() {
+	if t.idle > 0 {
+		_ = t.conn.SetReadDeadline(time.Now().Add(t.idle))
 	}
 }
 
