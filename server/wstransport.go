@@ -657,15 +657,30 @@ func (t *wsTransport) sendClose(code int, reason string) {
 
 // connSource is the wsSource of a connection: wait parks on the
 // runtime's poller until the socket is readable (no buffer, a shallow
-// stack), read is the connection's own (and its deadline).
+// stack), read is the connection's own (and its deadline). A connection
+// without a descriptor of its own (TLS: its records are decrypted by the
+// tls.Conn) is waited for by reading one byte, kept for the next read.
 type connSource struct {
-	conn net.Conn
-	raw  syscall.RawConn // nil: wait returns at once, read blocks
+	conn    net.Conn
+	raw     syscall.RawConn // nil: wait reads one byte
+	first   [1]byte
+	pending bool // first holds a byte read by wait
 }
 
 func (s *connSource) wait() error {
 	if s.raw == nil {
-		return nil
+		if s.pending {
+			return nil
+		}
+		n, err := s.conn.Read(s.first[:])
+		if n == 1 {
+			s.pending = true
+			return nil
+		}
+		if err == nil {
+			err = io.ErrNoProgress
+		}
+		return err
 	}
 	return s.raw.Read(func(fd uintptr) bool {
 		var b [1]byte
@@ -681,7 +696,13 @@ func (s *connSource) wait() error {
 	})
 }
 
-func (s *connSource) read(p []byte) (int, error) { return s.conn.Read(p) }
+func (s *connSource) read(p []byte) (int, error) {
+	if s.pending && len(p) > 0 {
+		p[0], s.pending = s.first[0], false
+		return 1, nil
+	}
+	return s.conn.Read(p)
+}
 
 func (t *wsTransport) ended() {
 	t.doneOnce.Do(func() {
