@@ -122,14 +122,25 @@ func BenchmarkGenAccountFanout(b *testing.B) {
 
 // BenchmarkGenIdleSockets: `happy server bench sockets --sockets 2000
 // --pid RELAY` against a relay child process: its resident memory growth
-// per idle socket.
+// per idle socket, and what it is made of: the relay's live heap, heap
+// objects, goroutines and goroutine stacks per socket, read after a GC
+// while the sockets are held.
 func BenchmarkGenIdleSockets(b *testing.B) {
 	c, base := startRelayChild(b, b.TempDir(), "NORMAL")
 	t := bench.Target{URL: base, Pid: c.cmd.Process.Pid}
+	const n = 2000
 	for range b.N {
-		r := checkGen(b)(bench.Sockets(context.Background(), t, bench.SocketsOptions{Sockets: 2000, Hold: 2 * time.Second}))
+		live0, obj0, gor0, stk0 := c.mem(b)
+		var live, obj, gor, stk float64
+		r := checkGen(b)(bench.Sockets(context.Background(), t, bench.SocketsOptions{Sockets: n, Hold: 2 * time.Second,
+			Held: func() { live, obj, gor, stk = c.mem(b) }}))
 		b.ReportMetric(r.Relay.KiBPerSocket, "KiB/socket")
 		b.ReportMetric(r.Latency.P99, "connect-p99-ms")
+		// The breakdown, from the relay's runtime after a GC.
+		b.ReportMetric((live-live0)/n/1024, "heap-KiB/socket")
+		b.ReportMetric((obj-obj0)/n, "objects/socket")
+		b.ReportMetric((gor-gor0)/n, "goroutines/socket")
+		b.ReportMetric((stk-stk0)/n/1024, "stack-KiB/socket")
 	}
 }
 

@@ -205,6 +205,14 @@ func TestTLS(t *testing.T) {
 	if _, msg, err := c.ReadMessage(); err != nil || !strings.HasPrefix(string(msg), `40{"sid"`) {
 		t.Fatalf("socket.io connect over WSS: %q, %v", msg, err)
 	}
+	// A second message (the relay's reader waits on a TLS connection by
+	// reading its first byte): an acked ping event.
+	if err := c.WriteMessage(websocket.TextMessage, []byte(`421["ping"]`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, msg, err := c.ReadMessage(); err != nil || string(msg) != "431[{}]" {
+		t.Fatalf("ping ack over WSS: %q, %v", msg, err)
+	}
 	plain, err := http.Get("http://" + l.Addr().String() + "/health")
 	if err == nil {
 		_ = plain.Body.Close()

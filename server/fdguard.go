@@ -1,10 +1,12 @@
 package server
 
 import (
+	"errors"
 	"io"
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/happy-dev/happy/internal/fdlimit"
@@ -133,6 +135,17 @@ type guardedConn struct {
 	net.Conn
 	g    *fdGuard
 	once sync.Once
+}
+
+// SyscallConn implements syscall.Conn with the wrapped connection's raw
+// access (errors.ErrUnsupported when it has none): the websocket
+// transport writes frames without blocking and waits for readability
+// through it (wstransport.go).
+func (c *guardedConn) SyscallConn() (syscall.RawConn, error) {
+	if sc, ok := c.Conn.(syscall.Conn); ok {
+		return sc.SyscallConn()
+	}
+	return nil, errors.ErrUnsupported
 }
 
 // Close implements net.Conn.

@@ -77,7 +77,7 @@ func (s *Server) newSocketServer() *socket.Server {
 	opts.SetPath("/v1/updates")
 	opts.SetServeClient(false)
 	s.out = newFanout(s)
-	s.ws = &wsTransportCtor{backlog: int(s.cfg.MaxSocketBacklog), log: s.log, afterWrite: s.afterWrite}
+	s.ws = &wsTransportCtor{backlog: int(s.cfg.MaxSocketBacklog), readLimit: s.cfg.SocketHardLimit, log: s.log, afterWrite: s.afterWrite}
 	opts.SetTransports(types.NewSet[transports.TransportCtor](s.ws))
 	opts.SetMaxHttpBufferSize(s.cfg.SocketHardLimit)
 	opts.SetPingInterval(s.cfg.PingInterval)
@@ -114,10 +114,11 @@ func authString(auth map[string]any, key string) string {
 func (s *Server) handshake(sock *socket.Socket, next func(*socket.ExtendedError)) {
 	hs := sock.Handshake()
 	auth := hs.Auth
-	// The relay reads nothing else of the handshake: the library's copies
-	// of the request's headers and query need not live as long as the
-	// socket.
-	hs.Headers, hs.Query = nil, nil
+	// The relay reads nothing else of the handshake, and the auth object
+	// only here: the library's copies of the request's headers and query
+	// and the decoded auth need not live as long as the socket
+	// (docs/ARCHITECTURE.md, "Idle sockets").
+	hs.Headers, hs.Query, hs.Auth = nil, nil, nil
 	token := authString(auth, "token")
 	if token == "" {
 		next(socket.NewExtendedError(errSockMissingToken, nil))

@@ -14,6 +14,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime"
+	rtmetrics "runtime/metrics"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -36,6 +38,9 @@ const childEnv = "HAPPY_SERVER_TEST_CHILD"
 func TestMain(m *testing.M) {
 	switch os.Getenv(childEnv) {
 	case "relay":
+		if os.Getenv("HAPPY_SERVER_TEST_HEAPPROFILE") != "" {
+			runtime.MemProfileRate = 1 // every allocation, for an exact profile
+		}
 		os.Exit(childRelay())
 	case "clients":
 		os.Exit(childClients())
@@ -81,10 +86,55 @@ func childRelay() int {
 	}
 	fmt.Printf("LISTEN %s\n", l.Addr())
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { _, _ = io.Copy(io.Discard, os.Stdin); cancel() }()
+	go func() {
+		// Each "MEM" line is answered with the heap after a GC (memLine);
+		// anything else is ignored until stdin closes.
+		in := bufio.NewScanner(os.Stdin)
+		for in.Scan() {
+			if in.Text() == "MEM" {
+				fmt.Println(memLine())
+			}
+		}
+		cancel()
+	}()
 	_ = srv.Serve(ctx, l)
 	_ = srv.Close()
 	return 0
+}
+
+// memLine forces a GC and returns "MEM <heap live bytes> <heap objects>
+// <goroutines> <goroutine stack bytes>" (runtime/metrics) for the relay
+// child's memory breakdown (BenchmarkGenIdleSockets); with
+// HAPPY_SERVER_TEST_HEAPPROFILE it also writes a heap profile there
+// and the goroutines' stacks next to it (".goroutines").
+func memLine() string {
+	runtime.GC()
+	s := []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/heap/objects:objects"},
+		{Name: "/sched/goroutines:goroutines"}, {Name: "/memory/classes/heap/stacks:bytes"}}
+	rtmetrics.Read(s)
+	if path := os.Getenv("HAPPY_SERVER_TEST_HEAPPROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil {
+			_ = pprof.Lookup("heap").WriteTo(f, 0)
+			_ = f.Close()
+		}
+		if f, err := os.Create(path + ".goroutines"); err == nil {
+			_ = pprof.Lookup("goroutine").WriteTo(f, 1)
+			_ = f.Close()
+		}
+	}
+	return fmt.Sprintf("MEM %d %d %d %d", s[0].Value.Uint64(), s[1].Value.Uint64(), s[2].Value.Uint64(), s[3].Value.Uint64())
+}
+
+// mem asks a relay child for its memLine and returns its four figures.
+func (c *child) mem(tb testing.TB) (live, objects, goroutines, stacks float64) {
+	tb.Helper()
+	if _, err := io.WriteString(c.stdin, "MEM\n"); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := fmt.Sscanf(c.line(tb), "MEM %g %g %g %g", &live, &objects, &goroutines, &stacks); err != nil {
+		tb.Fatalf("relay child's memory line: %v", err)
+	}
+	return
 }
 
 // childClients connects HAPPY_SERVER_TEST_N session-scoped sockets and, for

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/binary"
 	"errors"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -48,14 +49,25 @@ var errBacklog = errors.New("too many bytes waiting to be written to a slow sock
 //     not take at once is queued for the writer, so a slow socket never
 //     holds the broadcast up.
 //
-// Reading and closing stay the library's (heartbeats: heartbeat.go). All writes to the
-// connection go through this type (pongs and close replies included), so
-// the direct writes never interleave with a frame written elsewhere.
+// The read side is the relay's too (wsread.go, docs/ARCHITECTURE.md "Idle
+// sockets"): the library's reader goroutine parked deep inside gorilla's
+// reader with an 8 KiB stack and gorilla's read buffer; this transport's
+// reader waits for the connection to be readable with a shallow stack
+// and takes a read buffer from a pool only while a frame arrives. The
+// packets it reads reach the library as its own transport hands them on
+// (OnData). Closing stays the library's (heartbeats: heartbeat.go). All
+// writes to the connection go through this type (pongs and close replies
+// included), so the direct writes never interleave with a frame written
+// elsewhere.
 type wsTransportCtor struct {
 	// backlog is how many bytes of frames may wait for one slow socket
 	// before the relay closes it (Config.MaxSocketBacklog).
 	backlog int
-	log     zerolog.Logger
+	// readLimit is the longest message a client may send, in bytes
+	// (Config.SocketHardLimit; 0: no limit); a longer one closes the
+	// connection with 1009.
+	readLimit int64
+	log       zerolog.Logger
 	// afterWrite, when set, runs after each frame is handed to the kernel
 	// (the fan-out benchmark's clock).
 	afterWrite func()
@@ -71,43 +83,42 @@ type wsTransportCtor struct {
 
 // New implements transports.TransportCtor.
 func (c *wsTransportCtor) New(ctx *types.HttpContext) transports.Transport {
-	t := &wsTransport{Websocket: transports.MakeWebSocket(), conn: ctx.Websocket, ctor: c}
+	t := &wsTransport{Transport: transports.MakeTransport(), conn: ctx.Websocket, ctor: c, idle: ctx.IdleTimeout}
 	t.done = make(chan struct{})
-	if sc, ok := t.conn.UnderlyingConn().(syscall.Conn); ok {
+	t.src.conn = t.conn.UnderlyingConn()
+	if sc, ok := t.src.conn.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
 			t.raw = raw
 		}
 	}
-	// Control frames the peer asks for are answered through the queue.
-	t.conn.SetPingHandler(func(data string) error {
-		f := controlFrame(ws.PongMessage, []byte(data))
-		t.push(wsItem{data: f, size: len(f)})
-		return nil
-	})
-	t.conn.SetCloseHandler(func(code int, text string) error {
-		// The library closes the connection as soon as this returns: wait
-		// (briefly) for the echo to be written first.
-		if code == ws.CloseNoStatusReceived {
-			code = ws.CloseNormalClosure
-		}
-		written := make(chan struct{})
-		f := controlFrame(ws.CloseMessage, ws.FormatCloseMessage(code, ""))
-		if t.push(wsItem{data: f, size: len(f), written: written}) {
-			select {
-			case <-written:
-			case <-t.done:
-			case <-time.After(closeWait):
-			}
-		}
-		return nil
-	})
-	// Calls the library makes through the transport's prototype (DoClose)
-	// must reach this type.
+	t.src.raw = t.raw
+	t.fr = wsFrameReader{src: &t.src, limit: c.readLimit}
+	// Calls the library makes through the transport's prototype (DoClose,
+	// OnClose) must reach this type.
 	t.Prototype(t)
-	t.Construct(ctx)
+	// What the library's websocket transport sets up (its Construct),
+	// with this type's reader.
+	t.Transport.Construct(ctx)
+	_ = t.conn.On("error", func(errs ...any) {
+		err, _ := firstError(errs)
+		t.OnError("websocket error", err)
+	})
+	_ = t.conn.Once("close", func(...any) { t.OnClose() })
+	t.SetWritable(true)
+	t.SetPerMessageDeflate(nil)
 	_ = t.conn.Once("close", func(...any) { t.stop() })
 	c.live.Store(t, struct{}{})
+	transports.StartReader(t, ctx.TransportReadPermission(), t.readLoop)
 	return t
+}
+
+// firstError returns the first of an event's arguments as an error.
+func firstError(args []any) (error, bool) {
+	if len(args) == 0 {
+		return nil, false
+	}
+	err, ok := args[0].(error)
+	return err, ok
 }
 
 // drain waits, at most d, until no live transport has anything queued or
@@ -153,11 +164,18 @@ type wsItem struct {
 
 // wsTransport is the websocket transport built by wsTransportCtor.
 type wsTransport struct {
-	transports.Websocket
+	transports.Transport
 
 	conn *types.WebSocketConn
 	raw  syscall.RawConn // nil when the connection has no file descriptor
 	ctor *wsTransportCtor
+
+	// The read side, used by the reader goroutine only (readLoop). idle
+	// is the library's idle timeout: a connection that sends nothing for
+	// that long is closed (0: never).
+	idle time.Duration
+	src  connSource
+	fr   wsFrameReader
 
 	mu      sync.Mutex
 	queue   []wsItem
@@ -513,16 +531,190 @@ func (t *wsTransport) DoClose(fn types.Callable) {
 	t.stop()
 	select {
 	case <-t.done:
-		t.Websocket.DoClose(fn)
+		t.closeConn(fn)
 	default:
 		go func() {
 			select {
 			case <-t.done:
 			case <-time.After(closeWait):
 			}
-			t.Websocket.DoClose(fn)
+			t.closeConn(fn)
 		}()
 	}
+}
+
+// closeConn calls fn, then closes the connection (as the library's
+// websocket transport closes).
+func (t *wsTransport) closeConn(fn types.Callable) {
+	defer func() { _ = t.conn.Close() }()
+	if fn != nil {
+		fn()
+	}
+}
+
+// OnClose marks the transport closed and closes the connection, on every
+// path that closes it (transports.Transport).
+func (t *wsTransport) OnClose() {
+	t.Transport.OnClose()
+	_ = t.conn.Close()
+}
+
+// Name implements transports.Transport.
+func (*wsTransport) Name() string { return transports.WEBSOCKET }
+
+// HandlesUpgrades implements transports.Transport.
+func (*wsTransport) HandlesUpgrades() bool { return true }
+
+// readLoop reads the client's messages until the connection ends (the
+// library's websocket reader, with wsFrameReader): a text or binary
+// message goes to the library (OnData, which parses it into an Engine.IO
+// packet), a ping is answered with a pong, a close frame is echoed; a
+// frame the client should not have sent is answered with a close frame
+// of its code. The connection's "close" event ends it.
+//
+// Handing a message on runs deep into the library and grows the
+// goroutine's stack (to 8 KiB), which the runtime gives back only one
+// halving per GC, and only when little of it is used. So the waiting
+// happens at the top of a goroutine of its own (readLoop, a few frames
+// deep), and once nothing is left buffered after a message, a new one
+// takes over and the one that handled it ends: an idle socket's reader
+// parks on the smallest stack.
+func (t *wsTransport) readLoop() {
+	t.readDeadline()
+	if err := t.fr.await(); err != nil {
+		t.readEnd(err)
+		return
+	}
+	t.readMessages()
+}
+
+// readMessages handles messages while their bytes are buffered (see
+// readLoop).
+func (t *wsTransport) readMessages() {
+	for {
+		op, p, err := t.fr.next()
+		if err != nil {
+			t.readEnd(err)
+			return
+		}
+		switch op {
+		case opText:
+			t.OnData(types.NewStringBuffer(p))
+		case opBinary:
+			t.OnData(types.NewBytesBuffer(p))
+		case opPing:
+			f := controlFrame(ws.PongMessage, p)
+			t.push(wsItem{data: f, size: len(f)})
+		case opClose:
+			code := closeCode(p)
+			if code == closeNoStatusPresent {
+				code = closeNormal
+			}
+			t.sendClose(code, "")
+			t.conn.Emit("close")
+			return
+		}
+		if !t.fr.buffered() {
+			go t.readLoop()
+			return
+		}
+		t.readDeadline()
+	}
+}
+
+// readDeadline gives the client the library's idle timeout for its next
+// message, as the library's reader does before each one.
+func (t *wsTransport) readDeadline() {
+	if t.idle > 0 {
+		_ = t.conn.SetReadDeadline(time.Now().Add(t.idle))
+	}
+}
+
+// readEnd ends reading after err (readFailed) and closes.
+func (t *wsTransport) readEnd(err error) {
+	t.readFailed(err)
+	t.conn.Emit("close")
+}
+
+// readFailed ends reading after err: a refused frame is answered with
+// its close code; the end of the stream or a closed connection only
+// closes; any other error (an idle timeout) is reported as the library's
+// reader reports it.
+func (t *wsTransport) readFailed(err error) {
+	var ce *wsCloseError
+	switch {
+	case errors.As(err, &ce):
+		t.ctor.log.Debug().Err(err).Str("transport", t.Sid()).Msg("closing a websocket that sent a bad frame")
+		t.sendClose(ce.Code, ce.Reason)
+		t.conn.Emit("error", err)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
+	default:
+		t.conn.Emit("error", err)
+	}
+}
+
+// sendClose writes a close frame with code and reason through the queue
+// and waits, at most closeWait, for it to be written (the connection is
+// closed next).
+func (t *wsTransport) sendClose(code int, reason string) {
+	written := make(chan struct{})
+	f := controlFrame(ws.CloseMessage, ws.FormatCloseMessage(code, reason))
+	if t.push(wsItem{data: f, size: len(f), written: written}) {
+		select {
+		case <-written:
+		case <-t.done:
+		case <-time.After(closeWait):
+		}
+	}
+}
+
+// connSource is the wsSource of a connection: wait parks on the
+// runtime's poller until the socket is readable (no buffer, a shallow
+// stack), read is the connection's own (and its deadline). A connection
+// without a descriptor of its own (TLS: its records are decrypted by the
+// tls.Conn) is waited for by reading one byte, kept for the next read.
+type connSource struct {
+	conn    net.Conn
+	raw     syscall.RawConn // nil: wait reads one byte
+	first   [1]byte
+	pending bool // first holds a byte read by wait
+}
+
+func (s *connSource) wait() error {
+	if s.raw == nil {
+		if s.pending {
+			return nil
+		}
+		n, err := s.conn.Read(s.first[:])
+		if n == 1 {
+			s.pending = true
+			return nil
+		}
+		if err == nil {
+			err = io.ErrNoProgress
+		}
+		return err
+	}
+	return s.raw.Read(func(fd uintptr) bool {
+		var b [1]byte
+		for {
+			// A byte peeked, the end of the stream or an error: the
+			// next read will tell.
+			_, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+			if err == unix.EINTR {
+				continue
+			}
+			return err != unix.EAGAIN
+		}
+	})
+}
+
+func (s *connSource) read(p []byte) (int, error) {
+	if s.pending && len(p) > 0 {
+		p[0], s.pending = s.first[0], false
+		return 1, nil
+	}
+	return s.conn.Read(p)
 }
 
 func (t *wsTransport) ended() {

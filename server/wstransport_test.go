@@ -520,3 +520,56 @@ func TestFirstEventAfterConnectIsNotLost(t *testing.T) {
 		_ = r.c.Close()
 	}
 }
+
+// A frame the client should not send closes its socket with the close
+// code for it (the relay's reader, wsread.go), whatever it is.
+func TestBadFramesCloseTheSocket(t *testing.T) {
+	_, base := benchRelay(t, Config{Logger: zerolog.Nop(), MaxSocketPayload: 1000, SocketHardLimit: 70000}, nil)
+	token := newTestAccount(t, base)
+	sid := newTestSession(t, base, token, "bad frames")
+	tests := []struct {
+		name  string
+		frame []byte
+		code  int
+	}{
+		{"unmasked", clientFrame(0x81, []byte("42[\"x\"]"), true), ws.CloseProtocolError},
+		{"unknown opcode", clientFrame(0x83, nil, false), ws.CloseProtocolError},
+		{"fragmented ping", clientFrame(0x09, nil, false), ws.CloseProtocolError},
+		{"text not UTF-8", clientFrame(0x81, []byte("4\xff"), false), ws.CloseInvalidFramePayloadData},
+		{"over SocketHardLimit", clientFrame(0x82, make([]byte, 70001), false), ws.CloseMessageTooBig},
+	}
+	for _, tc := range tests {
+		r := dialRaw(t, base, token, sid, 0)
+		if _, err := r.c.UnderlyingConn().Write(tc.frame); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		_ = r.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		for {
+			_, _, err := r.c.ReadMessage()
+			if err == nil {
+				continue
+			}
+			var ce *ws.CloseError
+			if !errors.As(err, &ce) || ce.Code != tc.code {
+				t.Errorf("%s: read after the frame: %v, want close %d", tc.name, err, tc.code)
+			}
+			break
+		}
+	}
+}
+
+// A client message in fragments (continuation frames, a ping between
+// them) reaches its handler whole: an acked ping event.
+func TestFragmentedEventIsHandled(t *testing.T) {
+	_, base := benchRelay(t, Config{Logger: zerolog.Nop()}, nil)
+	token := newTestAccount(t, base)
+	sid := newTestSession(t, base, token, "fragments")
+	r := dialRaw(t, base, token, sid, 0)
+	frames := cat(clientFrame(0x01, []byte(`421["pi`), false), clientFrame(0x89, []byte("x"), false), clientFrame(0x80, []byte(`ng"]`), false))
+	if _, err := r.c.UnderlyingConn().Write(frames); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.next(); got != "431[{}]" {
+		t.Fatalf("ack %q, want 431[{}]", got)
+	}
+}

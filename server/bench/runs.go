@@ -317,6 +317,10 @@ func closeAll(socks []*sock) {
 type SocketsOptions struct {
 	Sockets int
 	Hold    time.Duration
+	// Held, when set, runs at the end of the hold, after the relay's
+	// memory is read and before the sockets close (a caller's own
+	// measurement of the relay).
+	Held func()
 }
 
 // Sockets measures idle connections: Ops is sockets connected, latency
@@ -361,6 +365,9 @@ func Sockets(ctx context.Context, t Target, o SocketsOptions) (Result, error) {
 	res.Latency = percentiles(lat)
 	if err := w.end(&res); err != nil {
 		return res, err
+	}
+	if o.Held != nil {
+		o.Held()
 	}
 	if res.Relay != nil && res.Ops > 0 {
 		res.Relay.KiBPerSocket = float64(res.Relay.RSSKiB-res.Relay.RSSBeforeKiB) / float64(res.Ops)
