@@ -37,6 +37,8 @@ type Decoder struct {
 
 	tools     map[string]*tool // by ACP toolCallId, in the current turn's scope
 	toolSeq   int
+	spare     *tool // zeroed tools for the next turn's, linked by next (resetTools)
+	nspare    int
 	callIDs   *recentIDs // canonical call ids used lately (see toolFor)
 	terminals map[string]*terminalInfo
 
@@ -113,7 +115,8 @@ type terminalInfo struct {
 type tool struct {
 	acpID    string
 	callID   string
-	seq      int // order of first appearance
+	next     *tool // the next spare tool while this one is spare (resetTools)
+	seq      int   // order of first appearance
 	kind     string
 	title    string
 	rawInput json.RawMessage

@@ -190,14 +190,44 @@ func sameMerged(a, meta, part agent.Object) bool {
 	return true
 }
 
+// spareTools is how many emptied tool structs a decoder keeps between
+// turns for the next turn's tools (toolFor).
+const spareTools = 4
+
 // resetTools empties the turn's tool scope for the next turn: a map of a
 // few tools is cleared and kept (the space a map of up to eight entries
 // takes; emptied, it holds nothing), a larger one is let go, so what a
-// decoder holds between turns does not grow with the largest turn.
+// decoder holds between turns does not grow with the largest turn. Up to
+// spareTools of the turn's tool structs are zeroed (holding nothing) and
+// kept for the next turn's tools: nothing keeps a *tool past its turn
+// (events hold copies of its fields), so a struct of about 1 KB is not
+// allocated again per call (docs/ARCHITECTURE.md "Mapping and delivery
+// figures"). The general form allocates every tool anew.
 func (d *Decoder) resetTools() {
+	if !d.general {
+		for _, tl := range d.tools {
+			if d.nspare == spareTools {
+				break
+			}
+			*tl = tool{next: d.spare}
+			d.spare = tl
+			d.nspare++
+		}
+	}
 	if len(d.tools) > 8 {
 		d.tools = map[string]*tool{}
 		return
 	}
 	clear(d.tools)
+}
+
+// newTool returns a zero tool: a spare one kept by resetTools, or a new
+// one.
+func (d *Decoder) newTool() *tool {
+	if tl := d.spare; tl != nil {
+		d.spare, tl.next = tl.next, nil
+		d.nspare--
+		return tl
+	}
+	return &tool{}
 }

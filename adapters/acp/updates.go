@@ -328,7 +328,8 @@ func (d *Decoder) toolFor(acpID string) (*tool, bool) {
 	}
 	d.callIDs.add(callID)
 	d.toolSeq++
-	tl := &tool{acpID: acpID, callID: callID, seq: d.toolSeq}
+	tl := d.newTool()
+	tl.acpID, tl.callID, tl.seq = acpID, callID, d.toolSeq
 	d.tools[acpID] = tl
 	return tl, true
 }
