@@ -764,13 +764,14 @@ func sameAt(v any, raw []byte) (same, ok bool) {
 // the locations themselves for the general form, else their JSON
 // representation, converted once for the same locations (a tool's
 // locations are replaced, never changed in place: the same slice holds
-// the same values).
+// the same values; an update that repeats them in a new slice has the
+// same values, sameLocations, and shares the converted form).
 func (d *Decoder) locationsValue(tl *tool) any {
 	if d.general {
 		return tl.locations
 	}
 	c := &tl.locs
-	if c.v == nil || !sameSlice(c.src, tl.locations) {
+	if c.v == nil || !sameLocations(c.src, tl.locations) {
 		v, ok := normalValue(tl.locations)
 		if !ok {
 			return tl.locations
@@ -778,4 +779,23 @@ func (d *Decoder) locationsValue(tl *tool) any {
 		c.src, c.v = tl.locations, v
 	}
 	return normalized{c.v}
+}
+
+// sameLocations reports whether a and b hold the same paths and lines in
+// the same order (both nil or both non-nil: a nil list converts to
+// nothing).
+func sameLocations(a, b []location) bool {
+	if (a == nil) != (b == nil) || len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 || &a[0] == &b[0] {
+		return true
+	}
+	for i := range a {
+		if a[i].Path != b[i].Path || (a[i].Line == nil) != (b[i].Line == nil) ||
+			(a[i].Line != nil && *a[i].Line != *b[i].Line) {
+			return false
+		}
+	}
+	return true
 }
