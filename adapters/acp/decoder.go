@@ -148,20 +148,12 @@ type tool struct {
 	// gemini is the tool's name in a Gemini CLI call id, once geminiDone.
 	gemini     string
 	geminiDone bool
-	// same: whether the agent's input raw and the canonical input are the
-	// same value, as last found (toolMetadata).
-	same struct {
-		raw, input []byte
-		ok, known  bool
-	}
-	// parsed: the agent's input raw, parsed (toolMetadata); meta: the
-	// part metadata last built and what it was built from (partMeta).
-	// Both are shared by the events that carry them, which nothing
+	// side: the caches only some tools use, allocated by the first use
+	// (sideOf) so a tool without them is smaller (toolSide).
+	side *toolSide
+	// meta: the part metadata last built and what it was built from
+	// (partMeta), shared by the events that carry it, which nothing
 	// changes.
-	parsed struct {
-		raw []byte
-		v   any
-	}
 	meta struct {
 		key metaKey
 		obj agent.Object
@@ -173,6 +165,25 @@ type tool struct {
 	// generations of canon and meta the last announcement was built from.
 	canon   canonCache
 	annGens [2]uint64
+}
+
+// toolSide holds a tool's caches that only some tools use (in the
+// captures, fewer than half of the tools use any of them): apart from
+// the tool, so that the tool struct of a call that needs none is a size
+// class smaller (docs/ARCHITECTURE.md "Mapping and delivery figures").
+type toolSide struct {
+	// same: whether the agent's input raw and the canonical input are the
+	// same value, as last found (toolMetadata).
+	same struct {
+		raw, input []byte
+		ok, known  bool
+	}
+	// parsed: the agent's input raw, parsed (toolMetadata), shared by the
+	// events that carry it, which nothing changes.
+	parsed struct {
+		raw []byte
+		v   any
+	}
 	// pats: agent.ToolPatterns of a name and input, as last computed.
 	pats patternCache
 	// locs: the locations' metadata form and the slice it was made from
@@ -181,6 +192,14 @@ type tool struct {
 		src []location
 		v   any
 	}
+}
+
+// sideOf returns the tool's side caches, allocated at the first use.
+func (tl *tool) sideOf() *toolSide {
+	if tl.side == nil {
+		tl.side = &toolSide{}
+	}
+	return tl.side
 }
 
 type location struct {

@@ -260,7 +260,7 @@ func (d *Decoder) toolMetadata(tl *tool, provider string, raw, input json.RawMes
 	if bytes.Equal(bytes.TrimSpace(raw), bytes.TrimSpace(input)) {
 		return providerOnly(provider) // the same text: the same value
 	}
-	c := &tl.same
+	c := &tl.sideOf().same
 	if c.known && bytes.Equal(c.raw, raw) && bytes.Equal(c.input, input) {
 		if c.ok {
 			return providerOnly(provider) // found the same value for the same texts before
@@ -296,7 +296,7 @@ func (d *Decoder) toolMetadata(tl *tool, provider string, raw, input json.RawMes
 
 // withProviderInput is the metadata {"providerTool": provider,
 // "providerInput": raw} (no providerTool for no provider), the input as
-// its text when opaque keeps it, else parsed (kept per tool: tl.parsed).
+// its text when opaque keeps it, else parsed (kept per tool: toolSide.parsed).
 func (d *Decoder) withProviderInput(tl *tool, provider string, raw json.RawMessage) agent.Object {
 	m := agent.Object{}
 	if provider != "" {
@@ -306,7 +306,7 @@ func (d *Decoder) withProviderInput(tl *tool, provider string, raw json.RawMessa
 		m[agent.MetaProviderInput] = rv
 		return m
 	}
-	p := &tl.parsed
+	p := &tl.sideOf().parsed
 	if p.raw == nil || !bytes.Equal(p.raw, raw) {
 		v, err := jsonlex.ParseAny(raw)
 		if err != nil {
@@ -770,7 +770,7 @@ func (d *Decoder) locationsValue(tl *tool) any {
 	if d.general {
 		return tl.locations
 	}
-	c := &tl.locs
+	c := &tl.sideOf().locs
 	if c.v == nil || !sameLocations(c.src, tl.locations) {
 		v, ok := normalValue(tl.locations)
 		if !ok {

@@ -97,7 +97,7 @@ func (d *Decoder) toolPatterns(tl *tool, name string, input json.RawMessage) ([]
 	if d.general {
 		return agent.ToolPatterns(name, input)
 	}
-	c := &tl.pats
+	c := &tl.sideOf().pats
 	if !c.done || c.name != name || (c.input == nil) != (input == nil) || !bytes.Equal(c.input, input) {
 		p, ok := patternsOf(name, input)
 		*c = patternCache{done: true, name: name, input: input, patterns: p, ok: ok}
@@ -209,7 +209,11 @@ func (d *Decoder) resetTools() {
 			if d.nspare == spareTools {
 				break
 			}
-			*tl = tool{next: d.spare}
+			side := tl.side // kept, emptied, for the next tool's caches
+			if side != nil {
+				*side = toolSide{}
+			}
+			*tl = tool{next: d.spare, side: side}
 			d.spare = tl
 			d.nspare++
 		}
