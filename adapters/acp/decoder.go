@@ -192,6 +192,12 @@ type toolSide struct {
 		src []location
 		v   any
 	}
+	// diffs: the diffs' metadata form and the diffs it was made from
+	// (diffsValue).
+	diffs struct {
+		src []agent.FileDiff
+		v   any
+	}
 }
 
 // sideOf returns the tool's side caches, allocated at the first use.

@@ -799,3 +799,23 @@ func sameLocations(a, b []location) bool {
 	}
 	return true
 }
+
+// diffsValue is the tool's diffs ds as its metadata holds them: the
+// metadata values diffObjects makes for the general form (converted with
+// the rest of the metadata), else their JSON representation, converted
+// once for the same diffs (a tool's announcement and its result carry
+// the same ones), shared by the events that carry it.
+func (d *Decoder) diffsValue(tl *tool, ds []agent.FileDiff) any {
+	if d.general {
+		return diffObjects(ds)
+	}
+	c := &tl.sideOf().diffs
+	if c.v == nil || !slices.Equal(c.src, ds) {
+		v, ok := normalValue(diffObjects(ds))
+		if !ok {
+			return diffObjects(ds)
+		}
+		c.src, c.v = ds, v
+	}
+	return normalized{c.v}
+}

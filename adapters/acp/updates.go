@@ -413,7 +413,7 @@ func (d *Decoder) buildPartMeta(tl *tool) agent.Object {
 		m["description"] = desc
 	}
 	if ds := tl.diffs(); len(ds) > 0 {
-		m["diffs"] = diffObjects(ds)
+		m["diffs"] = d.diffsValue(tl, ds)
 	}
 	if ids := tl.terminalIDs(); len(ids) > 0 {
 		m["terminals"] = ids
@@ -565,7 +565,7 @@ func (d *Decoder) resultMeta(tl *tool) (agent.Object, []agent.PromptFile) {
 		}
 	}
 	if ds := tl.diffs(); len(ds) > 0 {
-		m["diffs"] = diffObjects(ds)
+		m["diffs"] = d.diffsValue(tl, ds)
 	}
 	var terms []any
 	for _, id := range tl.terminalIDs() {
