@@ -192,11 +192,13 @@ type toolSide struct {
 		src []location
 		v   any
 	}
-	// diffs: the diffs' metadata form and the diffs it was made from
-	// (diffsValue).
+	// diffs: the diffs' metadata form, the diffs it was made from and
+	// the content and writes those were made from (diffsValue).
 	diffs struct {
-		src []agent.FileDiff
-		v   any
+		content []toolContent
+		writes  []agent.FileDiff
+		src     []agent.FileDiff
+		v       any
 	}
 }
 

@@ -800,22 +800,48 @@ func sameLocations(a, b []location) bool {
 	return true
 }
 
-// diffsValue is the tool's diffs ds as its metadata holds them: the
-// metadata values diffObjects makes for the general form (converted with
-// the rest of the metadata), else their JSON representation, converted
-// once for the same diffs (a tool's announcement and its result carry
-// the same ones), shared by the events that carry it.
-func (d *Decoder) diffsValue(tl *tool, ds []agent.FileDiff) any {
+// diffsValue is the tool's diffs (tl.diffs) as its metadata holds them,
+// and whether it has any: the metadata values diffObjects makes for the
+// general form (converted with the rest of the metadata), else their JSON
+// representation, converted once for the same diffs (a tool's
+// announcement and its result carry the same ones) and shared by the
+// events that carry it. The diffs are made again only when the tool's
+// content or writes were replaced (they are never changed in place, as
+// metaKey has it).
+func (d *Decoder) diffsValue(tl *tool) (any, bool) {
 	if d.general {
-		return diffObjects(ds)
+		ds := tl.diffs()
+		return diffObjects(ds), len(ds) > 0
+	}
+	if !tl.hasDiffs() {
+		return nil, false
 	}
 	c := &tl.sideOf().diffs
+	if c.v != nil && sameSlice(c.content, tl.content) && sameSlice(c.writes, tl.writes) {
+		return normalized{c.v}, true
+	}
+	ds := tl.diffs()
 	if c.v == nil || !slices.Equal(c.src, ds) {
 		v, ok := normalValue(diffObjects(ds))
 		if !ok {
-			return diffObjects(ds)
+			c.v = nil
+			return diffObjects(ds), true
 		}
 		c.src, c.v = ds, v
 	}
-	return normalized{c.v}
+	c.content, c.writes = tl.content, tl.writes
+	return normalized{c.v}, true
+}
+
+// hasDiffs reports whether tl.diffs has any.
+func (tl *tool) hasDiffs() bool {
+	if len(tl.writes) > 0 {
+		return true
+	}
+	for _, c := range tl.content {
+		if c.Type == "diff" {
+			return true
+		}
+	}
+	return false
 }

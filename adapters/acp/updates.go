@@ -412,8 +412,8 @@ func (d *Decoder) buildPartMeta(tl *tool) agent.Object {
 	if desc := tl.text(); desc != "" && !tl.outContent {
 		m["description"] = desc
 	}
-	if ds := tl.diffs(); len(ds) > 0 {
-		m["diffs"] = d.diffsValue(tl, ds)
+	if v, ok := d.diffsValue(tl); ok {
+		m["diffs"] = v
 	}
 	if ids := tl.terminalIDs(); len(ids) > 0 {
 		m["terminals"] = ids
@@ -564,8 +564,8 @@ func (d *Decoder) resultMeta(tl *tool) (agent.Object, []agent.PromptFile) {
 			m["rawOutput"] = tl.rawOutput
 		}
 	}
-	if ds := tl.diffs(); len(ds) > 0 {
-		m["diffs"] = d.diffsValue(tl, ds)
+	if v, ok := d.diffsValue(tl); ok {
+		m["diffs"] = v
 	}
 	var terms []any
 	for _, id := range tl.terminalIDs() {
