@@ -37,7 +37,7 @@ type Decoder struct {
 
 	tools     map[string]*tool // by ACP toolCallId, in the current turn's scope
 	toolSeq   int
-	spare     *tool // zeroed tools for the next turn's, linked by next (resetTools)
+	spare     [spareTools]*tool // zeroed tools for the next turn's (resetTools)
 	nspare    int
 	callIDs   *recentIDs // canonical call ids used lately (see toolFor)
 	terminals map[string]*terminalInfo
@@ -113,28 +113,22 @@ type terminalInfo struct {
 
 // tool is the merged state of one ACP tool call.
 type tool struct {
-	acpID    string
-	callID   string
-	next     *tool // the next spare tool while this one is spare (resetTools)
-	seq      int   // order of first appearance
-	kind     string
-	title    string
-	rawInput json.RawMessage
-	content  []toolContent
-	// outContent: the content came with the tool's start or end, so it is
-	// output rather than a description.
-	outContent bool
-	locations  []location
-	rawOutput  json.RawMessage
-	status     string
-	running    bool
-	settled    bool
-	perms      int
+	acpID     string
+	callID    string
+	seq       int // order of first appearance
+	kind      string
+	title     string
+	rawInput  json.RawMessage
+	content   []toolContent
+	locations []location
+	rawOutput json.RawMessage
+	status    string
+	perms     int32
 	// asking counts the agent's permission requests for the tool that
 	// happy has not answered yet: meanwhile an in_progress status is not
 	// the tool running (OpenCode reports it before the answer), since the
 	// transcript's tool waits for a decision.
-	asking int
+	asking int32
 	writes []agent.FileDiff
 	ann    announcement // the last ToolCall emitted, to skip repeats
 	// What the traffic says of the agent's own tool (tools.go): Claude's
@@ -142,12 +136,9 @@ type tool struct {
 	// announcement (OpenCode's tool name), a command's folder and
 	// description from its content (Gemini CLI).
 	metaTool, firstTitle string
-	merged               bool
 	hintCwd, hintDesc    string
-	providerInput        bool // the part's metadata has the agent's input
 	// gemini is the tool's name in a Gemini CLI call id, once geminiDone.
-	gemini     string
-	geminiDone bool
+	gemini string
 	// side: the caches only some tools use, allocated by the first use
 	// (sideOf) so a tool without them is smaller (toolSide).
 	side *toolSide
@@ -165,6 +156,14 @@ type tool struct {
 	// generations of canon and meta the last announcement was built from.
 	canon   canonCache
 	annGens [2]uint64
+
+	// The flags, together (the struct stays a size class smaller):
+	// outContent: the content came with the tool's start or end, so it is
+	// output rather than a description; providerInput: the part's
+	// metadata has the agent's input; merged, geminiDone: see above.
+	outContent, running, settled bool
+	merged, providerInput        bool
+	geminiDone                   bool
 }
 
 // toolSide holds a tool's caches that only some tools use (in the

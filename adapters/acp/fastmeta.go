@@ -482,8 +482,8 @@ var providerMetas = func() map[string]agent.Object {
 // announcement is what a tool's last ToolCall said, to skip repeats.
 type announcement struct {
 	// The general form: the event and its head (name, title and input)
-	// as JSON.
-	full, head string
+	// as JSON (apart, so the one-pass form's tool is smaller).
+	general *[2]string
 	// The one-pass form: the event's fields.
 	done        bool
 	tool, title string
@@ -496,10 +496,10 @@ type announcement struct {
 func (d *Decoder) repeats(a *announcement, ev *agent.ToolCall, head bool) bool {
 	if d.general {
 		if !head {
-			return announcementJSON(ev) == a.full
+			return a.general != nil && announcementJSON(ev) == a.general[0]
 		}
 		sig, _ := json.Marshal(agent.ToolCall{Tool: ev.Tool, Title: ev.Title, Input: ev.Input})
-		return string(sig) == a.head
+		return a.general != nil && string(sig) == a.general[1]
 	}
 	if !a.done || a.tool != ev.Tool || a.title != ev.Title || !sameInput(a.input, ev.Input) {
 		return false
@@ -511,7 +511,7 @@ func (d *Decoder) repeats(a *announcement, ev *agent.ToolCall, head bool) bool {
 func (d *Decoder) remember(a *announcement, ev *agent.ToolCall) {
 	if d.general {
 		sig, _ := json.Marshal(agent.ToolCall{Tool: ev.Tool, Title: ev.Title, Input: ev.Input})
-		a.full, a.head = announcementJSON(ev), string(sig)
+		a.general = &[2]string{announcementJSON(ev), string(sig)}
 		return
 	}
 	*a = announcement{done: true, tool: ev.Tool, title: ev.Title, input: ev.Input, meta: ev.Metadata}

@@ -23,13 +23,12 @@ import (
 // path (pathOf).
 type canonKey struct {
 	rawInput                                 []byte
-	hasLoc, hasDiff                          bool
 	locPath                                  string
 	diffOld                                  *string
 	diffNew                                  string
 	kind, title, metaTool, firstTitle, agent string
 	hintCwd, hintDesc                        string
-	providerInput                            bool
+	hasLoc, hasDiff, providerInput           bool
 }
 
 func (k *canonKey) same(o *canonKey) bool {
@@ -213,8 +212,8 @@ func (d *Decoder) resetTools() {
 			if side != nil {
 				*side = toolSide{}
 			}
-			*tl = tool{next: d.spare, side: side}
-			d.spare = tl
+			*tl = tool{side: side}
+			d.spare[d.nspare] = tl
 			d.nspare++
 		}
 	}
@@ -228,9 +227,10 @@ func (d *Decoder) resetTools() {
 // newTool returns a zero tool: a spare one kept by resetTools, or a new
 // one.
 func (d *Decoder) newTool() *tool {
-	if tl := d.spare; tl != nil {
-		d.spare, tl.next = tl.next, nil
+	if d.nspare > 0 {
 		d.nspare--
+		tl := d.spare[d.nspare]
+		d.spare[d.nspare] = nil
 		return tl
 	}
 	return &tool{}

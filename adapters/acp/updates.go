@@ -673,7 +673,7 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 	tl.perms++
 	permID := ""
 	if tl.perms > 1 {
-		permID = tl.callID + "#permission-" + strconv.Itoa(tl.perms)
+		permID = tl.callID + "#permission-" + strconv.Itoa(int(tl.perms))
 	}
 	patterns := tl.patterns()
 	meta := map[string]any{"options": d.optionsValue(opts)}
