@@ -167,7 +167,7 @@ type tool struct {
 }
 
 // toolSide holds a tool's caches that only some tools use (in the
-// captures, fewer than half of the tools use any of them): apart from
+// captures, each by fewer than half of the tools): apart from
 // the tool, so that the tool struct of a call that needs none is a size
 // class smaller (docs/ARCHITECTURE.md "Mapping and delivery figures").
 type toolSide struct {

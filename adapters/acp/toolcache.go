@@ -199,7 +199,7 @@ const spareTools = 4
 // decoder holds between turns does not grow with the largest turn. Up to
 // spareTools of the turn's tool structs are zeroed (holding nothing) and
 // kept for the next turn's tools: nothing keeps a *tool past its turn
-// (events hold copies of its fields), so a struct of about 1 KB is not
+// (events hold copies of its fields), so a struct of 760 bytes is not
 // allocated again per call (docs/ARCHITECTURE.md "Mapping and delivery
 // figures"). The general form allocates every tool anew.
 func (d *Decoder) resetTools() {
