@@ -37,6 +37,8 @@ type Decoder struct {
 
 	tools     map[string]*tool // by ACP toolCallId, in the current turn's scope
 	toolSeq   int
+	spare     [spareTools]*tool // zeroed tools for the next turn's (resetTools)
+	nspare    int
 	callIDs   *recentIDs // canonical call ids used lately (see toolFor)
 	terminals map[string]*terminalInfo
 
@@ -111,27 +113,22 @@ type terminalInfo struct {
 
 // tool is the merged state of one ACP tool call.
 type tool struct {
-	acpID    string
-	callID   string
-	seq      int // order of first appearance
-	kind     string
-	title    string
-	rawInput json.RawMessage
-	content  []toolContent
-	// outContent: the content came with the tool's start or end, so it is
-	// output rather than a description.
-	outContent bool
-	locations  []location
-	rawOutput  json.RawMessage
-	status     string
-	running    bool
-	settled    bool
-	perms      int
+	acpID     string
+	callID    string
+	seq       int // order of first appearance
+	kind      string
+	title     string
+	rawInput  json.RawMessage
+	content   []toolContent
+	locations []location
+	rawOutput json.RawMessage
+	status    string
+	perms     int32
 	// asking counts the agent's permission requests for the tool that
 	// happy has not answered yet: meanwhile an in_progress status is not
 	// the tool running (OpenCode reports it before the answer), since the
 	// transcript's tool waits for a decision.
-	asking int
+	asking int32
 	writes []agent.FileDiff
 	ann    announcement // the last ToolCall emitted, to skip repeats
 	// What the traffic says of the agent's own tool (tools.go): Claude's
@@ -139,26 +136,15 @@ type tool struct {
 	// announcement (OpenCode's tool name), a command's folder and
 	// description from its content (Gemini CLI).
 	metaTool, firstTitle string
-	merged               bool
 	hintCwd, hintDesc    string
-	providerInput        bool // the part's metadata has the agent's input
 	// gemini is the tool's name in a Gemini CLI call id, once geminiDone.
-	gemini     string
-	geminiDone bool
-	// same: whether the agent's input raw and the canonical input are the
-	// same value, as last found (toolMetadata).
-	same struct {
-		raw, input []byte
-		ok, known  bool
-	}
-	// parsed: the agent's input raw, parsed (toolMetadata); meta: the
-	// part metadata last built and what it was built from (partMeta).
-	// Both are shared by the events that carry them, which nothing
+	gemini string
+	// side: the caches only some tools use, allocated by the first use
+	// (sideOf) so a tool without them is smaller (toolSide).
+	side *toolSide
+	// meta: the part metadata last built and what it was built from
+	// (partMeta), shared by the events that carry it, which nothing
 	// changes.
-	parsed struct {
-		raw []byte
-		v   any
-	}
 	meta struct {
 		key metaKey
 		obj agent.Object
@@ -170,6 +156,33 @@ type tool struct {
 	// generations of canon and meta the last announcement was built from.
 	canon   canonCache
 	annGens [2]uint64
+
+	// The flags, together (the struct stays a size class smaller):
+	// outContent: the content came with the tool's start or end, so it is
+	// output rather than a description; providerInput: the part's
+	// metadata has the agent's input; merged, geminiDone: see above.
+	outContent, running, settled bool
+	merged, providerInput        bool
+	geminiDone                   bool
+}
+
+// toolSide holds a tool's caches that only some tools use (in the
+// captures, each by fewer than half of the tools): apart from
+// the tool, so that the tool struct of a call that needs none is a size
+// class smaller (docs/ARCHITECTURE.md "Mapping and delivery figures").
+type toolSide struct {
+	// same: whether the agent's input raw and the canonical input are the
+	// same value, as last found (toolMetadata).
+	same struct {
+		raw, input []byte
+		ok, known  bool
+	}
+	// parsed: the agent's input raw, parsed (toolMetadata), shared by the
+	// events that carry it, which nothing changes.
+	parsed struct {
+		raw []byte
+		v   any
+	}
 	// pats: agent.ToolPatterns of a name and input, as last computed.
 	pats patternCache
 	// locs: the locations' metadata form and the slice it was made from
@@ -178,6 +191,22 @@ type tool struct {
 		src []location
 		v   any
 	}
+	// diffs: the diffs' metadata form, the diffs it was made from and
+	// the content and writes those were made from (diffsValue).
+	diffs struct {
+		content []toolContent
+		writes  []agent.FileDiff
+		src     []agent.FileDiff
+		v       any
+	}
+}
+
+// sideOf returns the tool's side caches, allocated at the first use.
+func (tl *tool) sideOf() *toolSide {
+	if tl.side == nil {
+		tl.side = &toolSide{}
+	}
+	return tl.side
 }
 
 type location struct {

@@ -260,7 +260,7 @@ func (d *Decoder) toolMetadata(tl *tool, provider string, raw, input json.RawMes
 	if bytes.Equal(bytes.TrimSpace(raw), bytes.TrimSpace(input)) {
 		return providerOnly(provider) // the same text: the same value
 	}
-	c := &tl.same
+	c := &tl.sideOf().same
 	if c.known && bytes.Equal(c.raw, raw) && bytes.Equal(c.input, input) {
 		if c.ok {
 			return providerOnly(provider) // found the same value for the same texts before
@@ -296,7 +296,7 @@ func (d *Decoder) toolMetadata(tl *tool, provider string, raw, input json.RawMes
 
 // withProviderInput is the metadata {"providerTool": provider,
 // "providerInput": raw} (no providerTool for no provider), the input as
-// its text when opaque keeps it, else parsed (kept per tool: tl.parsed).
+// its text when opaque keeps it, else parsed (kept per tool: toolSide.parsed).
 func (d *Decoder) withProviderInput(tl *tool, provider string, raw json.RawMessage) agent.Object {
 	m := agent.Object{}
 	if provider != "" {
@@ -306,7 +306,7 @@ func (d *Decoder) withProviderInput(tl *tool, provider string, raw json.RawMessa
 		m[agent.MetaProviderInput] = rv
 		return m
 	}
-	p := &tl.parsed
+	p := &tl.sideOf().parsed
 	if p.raw == nil || !bytes.Equal(p.raw, raw) {
 		v, err := jsonlex.ParseAny(raw)
 		if err != nil {
@@ -482,8 +482,8 @@ var providerMetas = func() map[string]agent.Object {
 // announcement is what a tool's last ToolCall said, to skip repeats.
 type announcement struct {
 	// The general form: the event and its head (name, title and input)
-	// as JSON.
-	full, head string
+	// as JSON (apart, so the one-pass form's tool is smaller).
+	general *[2]string
 	// The one-pass form: the event's fields.
 	done        bool
 	tool, title string
@@ -496,10 +496,10 @@ type announcement struct {
 func (d *Decoder) repeats(a *announcement, ev *agent.ToolCall, head bool) bool {
 	if d.general {
 		if !head {
-			return announcementJSON(ev) == a.full
+			return a.general != nil && announcementJSON(ev) == a.general[0]
 		}
 		sig, _ := json.Marshal(agent.ToolCall{Tool: ev.Tool, Title: ev.Title, Input: ev.Input})
-		return string(sig) == a.head
+		return a.general != nil && string(sig) == a.general[1]
 	}
 	if !a.done || a.tool != ev.Tool || a.title != ev.Title || !sameInput(a.input, ev.Input) {
 		return false
@@ -511,7 +511,7 @@ func (d *Decoder) repeats(a *announcement, ev *agent.ToolCall, head bool) bool {
 func (d *Decoder) remember(a *announcement, ev *agent.ToolCall) {
 	if d.general {
 		sig, _ := json.Marshal(agent.ToolCall{Tool: ev.Tool, Title: ev.Title, Input: ev.Input})
-		a.full, a.head = announcementJSON(ev), string(sig)
+		a.general = &[2]string{announcementJSON(ev), string(sig)}
 		return
 	}
 	*a = announcement{done: true, tool: ev.Tool, title: ev.Title, input: ev.Input, meta: ev.Metadata}
@@ -764,13 +764,14 @@ func sameAt(v any, raw []byte) (same, ok bool) {
 // the locations themselves for the general form, else their JSON
 // representation, converted once for the same locations (a tool's
 // locations are replaced, never changed in place: the same slice holds
-// the same values).
+// the same values; an update that repeats them in a new slice has the
+// same values, sameLocations, and shares the converted form).
 func (d *Decoder) locationsValue(tl *tool) any {
 	if d.general {
 		return tl.locations
 	}
-	c := &tl.locs
-	if c.v == nil || !sameSlice(c.src, tl.locations) {
+	c := &tl.sideOf().locs
+	if c.v == nil || !sameLocations(c.src, tl.locations) {
 		v, ok := normalValue(tl.locations)
 		if !ok {
 			return tl.locations
@@ -778,4 +779,69 @@ func (d *Decoder) locationsValue(tl *tool) any {
 		c.src, c.v = tl.locations, v
 	}
 	return normalized{c.v}
+}
+
+// sameLocations reports whether a and b hold the same paths and lines in
+// the same order (both nil or both non-nil: a nil list converts to
+// nothing).
+func sameLocations(a, b []location) bool {
+	if (a == nil) != (b == nil) || len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 || &a[0] == &b[0] {
+		return true
+	}
+	for i := range a {
+		if a[i].Path != b[i].Path || (a[i].Line == nil) != (b[i].Line == nil) ||
+			(a[i].Line != nil && *a[i].Line != *b[i].Line) {
+			return false
+		}
+	}
+	return true
+}
+
+// diffsValue is the tool's diffs (tl.diffs) as its metadata holds them,
+// and whether it has any: the metadata values diffObjects makes for the
+// general form (converted with the rest of the metadata), else their JSON
+// representation, converted once for the same diffs (a tool's
+// announcement and its result carry the same ones) and shared by the
+// events that carry it. The diffs are made again only when the tool's
+// content or writes were replaced (they are never changed in place, as
+// metaKey has it).
+func (d *Decoder) diffsValue(tl *tool) (any, bool) {
+	if d.general {
+		ds := tl.diffs()
+		return diffObjects(ds), len(ds) > 0
+	}
+	if !tl.hasDiffs() {
+		return nil, false
+	}
+	c := &tl.sideOf().diffs
+	if c.v != nil && sameSlice(c.content, tl.content) && sameSlice(c.writes, tl.writes) {
+		return normalized{c.v}, true
+	}
+	ds := tl.diffs()
+	if c.v == nil || !slices.Equal(c.src, ds) {
+		v, ok := normalValue(diffObjects(ds))
+		if !ok {
+			c.v = nil
+			return diffObjects(ds), true
+		}
+		c.src, c.v = ds, v
+	}
+	c.content, c.writes = tl.content, tl.writes
+	return normalized{c.v}, true
+}
+
+// hasDiffs reports whether tl.diffs has any.
+func (tl *tool) hasDiffs() bool {
+	if len(tl.writes) > 0 {
+		return true
+	}
+	for _, c := range tl.content {
+		if c.Type == "diff" {
+			return true
+		}
+	}
+	return false
 }

@@ -23,13 +23,12 @@ import (
 // path (pathOf).
 type canonKey struct {
 	rawInput                                 []byte
-	hasLoc, hasDiff                          bool
 	locPath                                  string
 	diffOld                                  *string
 	diffNew                                  string
 	kind, title, metaTool, firstTitle, agent string
 	hintCwd, hintDesc                        string
-	providerInput                            bool
+	hasLoc, hasDiff, providerInput           bool
 }
 
 func (k *canonKey) same(o *canonKey) bool {
@@ -97,7 +96,7 @@ func (d *Decoder) toolPatterns(tl *tool, name string, input json.RawMessage) ([]
 	if d.general {
 		return agent.ToolPatterns(name, input)
 	}
-	c := &tl.pats
+	c := &tl.sideOf().pats
 	if !c.done || c.name != name || (c.input == nil) != (input == nil) || !bytes.Equal(c.input, input) {
 		p, ok := patternsOf(name, input)
 		*c = patternCache{done: true, name: name, input: input, patterns: p, ok: ok}
@@ -190,14 +189,49 @@ func sameMerged(a, meta, part agent.Object) bool {
 	return true
 }
 
+// spareTools is how many emptied tool structs a decoder keeps between
+// turns for the next turn's tools (toolFor).
+const spareTools = 4
+
 // resetTools empties the turn's tool scope for the next turn: a map of a
 // few tools is cleared and kept (the space a map of up to eight entries
 // takes; emptied, it holds nothing), a larger one is let go, so what a
-// decoder holds between turns does not grow with the largest turn.
+// decoder holds between turns does not grow with the largest turn. Up to
+// spareTools of the turn's tool structs are zeroed (holding nothing) and
+// kept for the next turn's tools: nothing keeps a *tool past its turn
+// (events hold copies of its fields), so a struct of 760 bytes is not
+// allocated again per call (docs/ARCHITECTURE.md "Mapping and delivery
+// figures"). The general form allocates every tool anew.
 func (d *Decoder) resetTools() {
+	if !d.general {
+		for _, tl := range d.tools {
+			if d.nspare == spareTools {
+				break
+			}
+			side := tl.side // kept, emptied, for the next tool's caches
+			if side != nil {
+				*side = toolSide{}
+			}
+			*tl = tool{side: side}
+			d.spare[d.nspare] = tl
+			d.nspare++
+		}
+	}
 	if len(d.tools) > 8 {
 		d.tools = map[string]*tool{}
 		return
 	}
 	clear(d.tools)
+}
+
+// newTool returns a zero tool: a spare one kept by resetTools, or a new
+// one.
+func (d *Decoder) newTool() *tool {
+	if d.nspare > 0 {
+		d.nspare--
+		tl := d.spare[d.nspare]
+		d.spare[d.nspare] = nil
+		return tl
+	}
+	return &tool{}
 }

@@ -328,7 +328,8 @@ func (d *Decoder) toolFor(acpID string) (*tool, bool) {
 	}
 	d.callIDs.add(callID)
 	d.toolSeq++
-	tl := &tool{acpID: acpID, callID: callID, seq: d.toolSeq}
+	tl := d.newTool()
+	tl.acpID, tl.callID, tl.seq = acpID, callID, d.toolSeq
 	d.tools[acpID] = tl
 	return tl, true
 }
@@ -411,8 +412,8 @@ func (d *Decoder) buildPartMeta(tl *tool) agent.Object {
 	if desc := tl.text(); desc != "" && !tl.outContent {
 		m["description"] = desc
 	}
-	if ds := tl.diffs(); len(ds) > 0 {
-		m["diffs"] = diffObjects(ds)
+	if v, ok := d.diffsValue(tl); ok {
+		m["diffs"] = v
 	}
 	if ids := tl.terminalIDs(); len(ids) > 0 {
 		m["terminals"] = ids
@@ -563,8 +564,8 @@ func (d *Decoder) resultMeta(tl *tool) (agent.Object, []agent.PromptFile) {
 			m["rawOutput"] = tl.rawOutput
 		}
 	}
-	if ds := tl.diffs(); len(ds) > 0 {
-		m["diffs"] = diffObjects(ds)
+	if v, ok := d.diffsValue(tl); ok {
+		m["diffs"] = v
 	}
 	var terms []any
 	for _, id := range tl.terminalIDs() {
@@ -672,7 +673,7 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 	tl.perms++
 	permID := ""
 	if tl.perms > 1 {
-		permID = tl.callID + "#permission-" + strconv.Itoa(tl.perms)
+		permID = tl.callID + "#permission-" + strconv.Itoa(int(tl.perms))
 	}
 	patterns := tl.patterns()
 	meta := map[string]any{"options": d.optionsValue(opts)}
