@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"math"
 	"runtime"
 	"strings"
 	"sync"
@@ -250,9 +251,16 @@ func (f *fanout) run(acct string, q *acctOut) {
 }
 
 // restAfter is how long a worker rests after a round of d so that its
-// rounds take share of the time.
+// rounds take share of the time. A tiny share (--fanout-share accepts
+// anything above 0) makes a rest past what a Duration holds: it is the
+// longest Duration, not the wrapped (negative, so no rest at all) value
+// the conversion would give.
 func restAfter(d time.Duration, share float64) time.Duration {
-	return time.Duration(float64(d) * (1 - share) / share)
+	r := float64(d) * (1 - share) / share
+	if r >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(r)
 }
 
 // roundWriter writes one round: each item's Socket.IO packet encoded once,

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -397,6 +398,29 @@ func TestFanoutSocketInTwoRoomsGetsItOnce(t *testing.T) {
 		want := []string{`42["ephemeral","to both rooms"]`, `42["ephemeral","then"]`}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("socket %s got %q, want %q", name, got, want)
+		}
+	}
+}
+
+// restAfter rests (1-share)/share of the round; a share so small that the
+// rest overflows a Duration rests the longest Duration instead of
+// wrapping to a negative one (which rested not at all: the opposite of
+// what the share asks).
+func TestRestAfter(t *testing.T) {
+	for _, tc := range []struct {
+		d     time.Duration
+		share float64
+		want  time.Duration
+	}{
+		{time.Millisecond, 1, 0},
+		{time.Millisecond, 0.25, 3 * time.Millisecond},
+		{time.Millisecond, 0.5, time.Millisecond},
+		{0, 1e-300, 0},
+		{time.Millisecond, 1e-300, time.Duration(math.MaxInt64)},
+		{time.Second, 1e-12, time.Duration(math.MaxInt64)},
+	} {
+		if got := restAfter(tc.d, tc.share); got != tc.want {
+			t.Errorf("restAfter(%v, %g) = %v, want %v", tc.d, tc.share, got, tc.want)
 		}
 	}
 }

@@ -178,7 +178,9 @@ func (fr *wsFrameReader) next() (byte, []byte, error) {
 			return op, p, nil
 		}
 
-		if fr.limit > 0 && int64(len(fr.msg))+n > fr.limit {
+		// n may be close to 2^63: compared against what is left of the
+		// limit so that the sum cannot overflow.
+		if fr.limit > 0 && n > fr.limit-int64(len(fr.msg)) {
 			return 0, nil, &wsCloseError{Code: closeMessageTooBig, Reason: "message too big"}
 		}
 		if !fr.inMsg {

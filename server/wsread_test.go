@@ -136,6 +136,11 @@ func TestFrameReader(t *testing.T) {
 		{name: "binary need not be UTF-8", data: clientFrame(0x82, []byte("4\xc3"), false), want: []readMsg{{opBinary, "4\xc3"}}, err: io.EOF},
 		{name: "64-bit length with the top bit", data: []byte{0x82, 0xff, 0x80, 0, 0, 0, 0, 0, 0, 1, 1, 2, 3, 4}, code: closeProtocolError},
 		{name: "huge length against the limit", data: []byte{0x82, 0xff, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1, 2, 3, 4}, limit: 1 << 20, code: closeMessageTooBig},
+		// The continuation's length plus what the message holds overflows
+		// an int64: it must still be refused, not let through unbounded.
+		{name: "huge continuation after a fragment", data: cat(clientFrame(0x02, []byte("a"), false),
+			[]byte{0x80, 0xff, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1, 2, 3, 4}, bytes.Repeat([]byte("y"), 1000)),
+			limit: 1 << 20, code: closeMessageTooBig},
 
 		{name: "nothing", data: nil, err: io.EOF},
 		{name: "truncated header", data: clientFrame(0x81, []byte("40"), false)[:1], err: io.ErrUnexpectedEOF},

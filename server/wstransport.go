@@ -160,6 +160,8 @@ type wsItem struct {
 	size int
 	// written, when set, is closed once the item is written.
 	written chan struct{}
+	// pong says data is a pong (queuePong).
+	pong bool
 }
 
 // wsTransport is the websocket transport built by wsTransportCtor.
@@ -179,7 +181,10 @@ type wsTransport struct {
 
 	mu      sync.Mutex
 	queue   []wsItem
-	pending int  // bytes of queued items (wsItem.size)
+	pending int // bytes of queued items (wsItem.size)
+	// pongAt is 1 + the index in queue of a pong the writer has not taken
+	// yet (0: none); the next ping's pong replaces it (queuePong).
+	pongAt  int
 	busy    bool // a goroutine is writing to the connection
 	running bool // a writer goroutine (writeLoop) exists
 	stopped bool
@@ -353,6 +358,9 @@ func (t *wsTransport) sendFrames(frames [][]byte) bool {
 			t.pending += len(f) + itemOverhead
 		}
 		t.queue = append(rest, t.queue...)
+		if t.pongAt > 0 {
+			t.pongAt += len(rest)
+		}
 	}
 	ok := true
 	if t.pending > t.ctor.backlog {
@@ -473,9 +481,31 @@ func (t *wsTransport) push(it wsItem) bool {
 		return false
 	}
 	t.queue = append(t.queue, it)
+	if it.pong {
+		t.pongAt = len(t.queue)
+	}
 	t.settleLocked()
 	t.mu.Unlock()
 	return true
+}
+
+// queuePong queues the pong answering a ping with payload p. A pong
+// still waiting in the queue is replaced instead (RFC 6455 §5.5.3: an
+// endpoint may answer only the most recent of the pings it has not yet
+// answered), so a client that floods pings without reading holds one
+// pong in the relay, not one per ping (docs/ARCHITECTURE.md "Idle
+// sockets").
+func (t *wsTransport) queuePong(p []byte) {
+	f := controlFrame(ws.PongMessage, p)
+	t.mu.Lock()
+	if i := t.pongAt - 1; i >= 0 && !t.stopped {
+		t.pending += len(f) - t.queue[i].size
+		t.queue[i].data, t.queue[i].size = f, len(f)
+		t.mu.Unlock()
+		return
+	}
+	t.mu.Unlock()
+	t.push(wsItem{data: f, size: len(f), pong: true})
 }
 
 // overBacklogLocked (t.mu held, released on return) closes a socket
@@ -603,8 +633,7 @@ func (t *wsTransport) readMessages() {
 		case opBinary:
 			t.OnData(types.NewBytesBuffer(p))
 		case opPing:
-			f := controlFrame(ws.PongMessage, p)
-			t.push(wsItem{data: f, size: len(f)})
+			t.queuePong(p)
 		case opClose:
 			code := closeCode(p)
 			if code == closeNoStatusPresent {
@@ -742,6 +771,7 @@ func (t *wsTransport) writeLoop() {
 		}
 		t.busy = true
 		batch, t.queue = t.queue, batch[:0]
+		t.pongAt = 0
 		t.mu.Unlock()
 
 		var err error
@@ -798,6 +828,7 @@ func (t *wsTransport) fail(err error) {
 	t.stopped = true
 	clear(t.queue)
 	t.queue = t.queue[:0]
+	t.pongAt = 0
 	t.pending = 0
 	t.mu.Unlock()
 	// Closing the transport from the listeners below must not wait for

@@ -573,3 +573,63 @@ func TestFragmentedEventIsHandled(t *testing.T) {
 		t.Fatalf("ack %q, want 431[{}]", got)
 	}
 }
+
+// A client that floods pings and reads nothing costs the relay one queued
+// pong, not one per ping: a pong not yet taken by the writer is replaced
+// by the next one (RFC 6455 §5.5.3 lets an endpoint answer only the most
+// recent ping), so the flood never grows the queue to the backlog (it
+// used to close the socket for a backlog of pongs, after holding up to
+// MaxSocketBacklog of them), and the socket goes on working.
+func TestPingFloodHoldsOnePong(t *testing.T) {
+	const backlog = 256 << 10
+	srv, base := benchRelay(t, Config{Logger: zerolog.Nop(), MaxSocketBacklog: backlog}, nil)
+	token := newTestAccount(t, base)
+	sid := newTestSession(t, base, token, "pings")
+	r := dialRaw(t, base, token, sid, 0)
+	ping := []byte(strings.Repeat("p", 125))
+	// 100,000 pongs of 127 bytes: 12 MiB, far more than the kernel's
+	// socket buffers and the backlog hold.
+	var werr error
+	for i := 0; i < 100_000 && werr == nil; i++ {
+		werr = r.c.WriteControl(ws.PingMessage, ping, time.Now().Add(10*time.Second))
+	}
+	if n := srv.ws.slowClosed.Load(); n != 0 || werr != nil {
+		t.Fatalf("%d sockets closed for their backlog (write: %v), want 0", n, werr)
+	}
+	pongs := make(chan int, 1)
+	n := 0
+	// The last ping's pong comes after every pong queued before it: a
+	// ping with its own payload marks the end.
+	r.c.SetPongHandler(func(d string) error {
+		n++
+		if d == "end" {
+			pongs <- n
+		}
+		return nil
+	})
+	if err := r.c.WriteControl(ws.PingMessage, []byte("end"), time.Now().Add(10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	postBatch(t, base, token, sid, 0, 1, 10)
+	seq, _, err := r.update()
+	if err != nil || seq != 1 {
+		t.Fatalf("update after the flood: seq %d, %v", seq, err)
+	}
+	if len(pongs) == 0 {
+		// The end pong may come after the update: read on until it has
+		// (the read then times out, which ends the connection).
+		_ = r.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, _, _ = r.c.ReadMessage()
+	}
+	select {
+	case got := <-pongs:
+		if got < 1 || got > 100_001 {
+			t.Fatalf("%d pongs", got)
+		}
+	default:
+		t.Fatal("no pong for the last ping")
+	}
+	if n := srv.ws.slowClosed.Load(); n != 0 {
+		t.Fatalf("%d sockets closed for their backlog, want 0", n)
+	}
+}
