@@ -75,7 +75,7 @@ any origin may call it unless --cors-origin names the ones allowed.`,
 	cmd.Flags().StringVar(&opts.bus, "bus", "", "bus between relays sharing one --db: nats://host:port, postgres://… (LISTEN/NOTIFY), or none; default with a postgres --db: LISTEN/NOTIFY on that database")
 	cmd.Flags().StringVar(&opts.secretFile, "secret-file", "", "token signing secret shared by relays (created when missing); default: the PostgreSQL database's, else the data folder's secret.key")
 	cmd.Flags().DurationVar(&opts.drain, "drain-timeout", server.DefaultDrainTimeout, "on SIGTERM: how long requests in flight get to finish after the sockets were told to reconnect")
-	cmd.Flags().Float64Var(&opts.fanoutShare, "fanout-share", server.DefaultFanoutShare, "the most of the relay's time (above 0, at most 1; 0 is the default) one account's fan-out takes while other accounts' messages are being stored")
+	cmd.Flags().Float64Var(&opts.fanoutShare, "fanout-share", server.DefaultFanoutShare, "the most of the relay's time (0.01 to 1; 0 is the default; at 0.01 a fan-out rests 99 times as long as it wrote) one account's fan-out takes while other accounts' messages are being stored")
 	cmd.Flags().IntVar(&opts.fanoutQueue, "fanout-queue", server.DefaultFanoutQueue, "updates that may wait for an account's fan-out before its next request waits (1 to 4096; 0 is the default): larger gives a poster feeding many sockets more deliveries a second, and each message a longer wait")
 	cmd.Flags().DurationVar(&opts.pairingTTL, "pairing-ttl", server.DefaultPairingTTL, "how long a pairing request (happy auth login, happy web) stays usable, 10s to 1h")
 	cmd.AddCommand(newServerMigrateCmd(f), newServerBenchCmd(f))
@@ -131,8 +131,8 @@ func runServer(ctx context.Context, f *factory, opts serverOptions) error {
 	if opts.fanoutQueue == 0 {
 		opts.fanoutQueue = server.DefaultFanoutQueue
 	}
-	if !(opts.fanoutShare > 0 && opts.fanoutShare <= 1) {
-		return &exitError{code: exitUsage, err: fmt.Errorf("--fanout-share must be above 0 and at most 1, got %g", opts.fanoutShare)}
+	if !(opts.fanoutShare >= 0.01 && opts.fanoutShare <= 1) {
+		return &exitError{code: exitUsage, err: fmt.Errorf("--fanout-share must be between 0.01 and 1, got %g", opts.fanoutShare)}
 	}
 	if opts.fanoutQueue < 1 || opts.fanoutQueue > 4096 {
 		return &exitError{code: exitUsage, err: fmt.Errorf("--fanout-queue must be between 1 and 4096, got %d", opts.fanoutQueue)}
