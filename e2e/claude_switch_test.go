@@ -194,16 +194,28 @@ func (r *switchRun) send(text string) {
 
 // finish ends Claude with Ctrl-C twice and checks that happy ended with it,
 // gave the terminal back as it found it and left no process behind.
+//
+// After a prompt from another device Claude runs in remote mode, where any
+// key, Ctrl-C too, takes control back: the first Ctrl-C then starts local
+// Claude, and whether the second reaches it before it reads keys (a SIGINT
+// from the terminal: it exits) or after (a first press: "Press Ctrl-C again
+// to exit") depends on the machine's speed. So the pair is sent again, with
+// a pause longer than Claude's double-press window, until happy exits.
 func (r *switchRun) finish() {
 	r.t.Helper()
-	for i := 0; i < 2; i++ {
+	deadline := time.After(20 * time.Second)
+	exited := false
+	for !exited {
 		_, _ = r.master.Write([]byte{0x03})
-		time.Sleep(500 * time.Millisecond)
-	}
-	select {
-	case <-r.exited:
-	case <-time.After(20 * time.Second):
-		r.t.Fatalf("happy claude did not exit after Ctrl-C; screen:\n%s", r.scr.String())
+		time.Sleep(300 * time.Millisecond)
+		_, _ = r.master.Write([]byte{0x03})
+		select {
+		case <-r.exited:
+			exited = true
+		case <-time.After(2 * time.Second):
+		case <-deadline:
+			r.t.Fatalf("happy claude did not exit after Ctrl-C; screen:\n%s", r.scr.String())
+		}
 	}
 	after, err := unix.IoctlGetTermios(int(r.tty.Fd()), unix.TCGETS)
 	if err != nil {
