@@ -21,7 +21,8 @@
 // answers with that many tool calls in one model response.
 //
 // Ids in responses come from a per-server counter (msg_fake_0001,
-// toolu_fake_0001, …), so the same conversation yields the same ids; the
+// toolu_fake_0001, …; side calls, without tools, from 9001 on a counter of
+// their own), so the same conversation yields the same ids; the
 // second and later calls of one response add _2, _3, … (toolu_fake_0001_2).
 package fakemodel
 
@@ -117,6 +118,7 @@ type Server struct {
 	mu       sync.Mutex
 	requests []Request
 	counter  int
+	side     int // side calls seen (record)
 }
 
 // New starts a fake model server on 127.0.0.1 with an OS-chosen port.
@@ -166,13 +168,25 @@ func (s *Server) Requests() []Request {
 	return append([]Request(nil), s.requests...)
 }
 
+// record keeps r and returns the number of its response. A side call (a
+// request without tools: a title, a summary) numbers from sideBase on its
+// own counter, so that whether an agent sends it before or after its main
+// request (OpenCode's title call races it) does not move the ids of the
+// conversation's messages and tool calls.
 func (s *Server) record(r Request) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests = append(s.requests, r)
+	if !r.HasTools {
+		s.side++
+		return sideBase + s.side
+	}
 	s.counter++
 	return s.counter
 }
+
+// sideBase is where side calls' response numbers start (msg_fake_9001, …).
+const sideBase = 9000
 
 func (s *Server) decide(r Request) Reply {
 	if s.script.Decide != nil {
