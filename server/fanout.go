@@ -72,6 +72,11 @@ type fanout struct {
 	// flight (working/worked).
 	posting    map[string]int
 	postingAll int
+	// recent holds the two accounts whose appends were last in flight
+	// (recent[0] the latest, recent[1] the latest other than it) and
+	// when: othersActive asks whether an account other than one worker's
+	// posted within activeWindow.
+	recent [2]recentPost
 	// now and sleep are the clock (tests use a synctest bubble's).
 	now   func() time.Time
 	sleep func(time.Duration)
@@ -88,6 +93,22 @@ type fanout struct {
 	// write, when set, replaces the round writer (tests; set under mu).
 	write func(round []outItem)
 }
+
+// recentPost is an account whose message append was in flight at at.
+type recentPost struct {
+	acct string
+	at   time.Time
+}
+
+// activeWindow is how long after its last append an account still counts
+// as posting for another account's fan-out (whether that worker rests and
+// spreads its rounds). A client posting one batch after another leaves the
+// relay idle for its round trip between them; without the window a round
+// that started in such a gap took every core and ran without resting, and
+// the next post waited for it. A few milliseconds cover the clients that
+// can load a relay with back-to-back posts; one farther away posts so
+// seldom that a round in its gaps costs it nothing noticeable.
+const activeWindow = 5 * time.Millisecond
 
 // acctOut is one account's queue.
 type acctOut struct {
@@ -131,27 +152,55 @@ func (f *fanout) emit(acct, event string, payload any, rooms []socket.Room) {
 // working notes that one of acct's message appends is in flight; worked
 // that it ended.
 func (f *fanout) working(acct string) {
+	now := f.now()
 	f.mu.Lock()
 	f.posting[acct]++
 	f.postingAll++
+	f.noteRecent(acct, now)
 	f.mu.Unlock()
 }
 
 func (f *fanout) worked(acct string) {
+	now := f.now()
 	f.mu.Lock()
 	if f.posting[acct]--; f.posting[acct] <= 0 {
 		delete(f.posting, acct)
 	}
 	f.postingAll--
+	f.noteRecent(acct, now)
 	f.mu.Unlock()
 }
 
-// othersPosting reports whether an account other than acct has a message
-// append in flight.
+// noteRecent records that acct's append was in flight at now (f.mu held).
+func (f *fanout) noteRecent(acct string, now time.Time) {
+	if f.recent[0].acct != acct {
+		f.recent[1] = f.recent[0]
+	}
+	f.recent[0] = recentPost{acct: acct, at: now}
+}
+
+// othersActive reports whether an account other than acct has a message
+// append in flight, or had one less than activeWindow before now (f.mu
+// held). recent[1] is the latest account other than recent[0], so the
+// latest append of any account but acct is one of the two.
+func (f *fanout) othersActive(acct string, now time.Time) bool {
+	if f.postingAll-f.posting[acct] > 0 {
+		return true
+	}
+	for _, r := range f.recent {
+		if r.acct != "" && r.acct != acct && now.Sub(r.at) < activeWindow {
+			return true
+		}
+	}
+	return false
+}
+
+// othersPosting is othersActive at the fan-out's clock's now.
 func (f *fanout) othersPosting(acct string) bool {
+	now := f.now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.postingAll-f.posting[acct] > 0
+	return f.othersActive(acct, now)
 }
 
 // waitRoom returns once acct has fewer than f.queue items waiting, or
@@ -208,6 +257,7 @@ func (f *fanout) run(acct string, q *acctOut) {
 	w := roundWriters.Get().(*roundWriter)
 	defer roundWriters.Put(w)
 	for {
+		began := f.now()
 		f.mu.Lock()
 		if len(q.items) == 0 {
 			q.running = false
@@ -233,11 +283,10 @@ func (f *fanout) run(acct string, q *acctOut) {
 		}
 		// Nothing else waiting, in the account or in others: latency
 		// matters more than the cores this round takes.
-		spread := len(q.items) == 0 && f.postingAll-f.posting[acct] == 0
+		spread := len(q.items) == 0 && !f.othersActive(acct, began)
 		hook := f.write
 		f.mu.Unlock()
 
-		began := f.now()
 		if hook != nil {
 			hook(round)
 		} else {

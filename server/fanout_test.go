@@ -191,6 +191,57 @@ func TestFanoutRestsWhileOthersPost(t *testing.T) {
 	}
 }
 
+// An account counts as posting for activeWindow after its last append
+// ended: a worker whose round ends within that window of another
+// account's append rests (and would not spread its next round) although
+// no append is in flight at that moment; one whose round ends later does
+// not.
+func TestFanoutRestsWithinActiveWindow(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// postAt is when B's append (1 ms) begins after A's first round
+		// began; the round takes 10 ms.
+		postAt time.Duration
+		gap    time.Duration // between A's two rounds
+	}{
+		{name: "ended 2ms before the round", postAt: 7 * time.Millisecond, gap: 40 * time.Millisecond},
+		{name: "ended 4ms before the round", postAt: 5 * time.Millisecond, gap: 40 * time.Millisecond},
+		{name: "ended 6ms before the round", postAt: 3 * time.Millisecond, gap: 10 * time.Millisecond},
+		{name: "B's own earlier post only", postAt: -1, gap: 10 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var starts []time.Duration
+				t0 := time.Now()
+				f := newFanout(nil)
+				f.write = func(round []outItem) {
+					starts = append(starts, time.Since(t0))
+					time.Sleep(10 * time.Millisecond)
+				}
+				if tc.postAt < 0 {
+					f.working("a")
+					f.worked("a")
+				} else {
+					go func() {
+						time.Sleep(tc.postAt)
+						f.working("b")
+						time.Sleep(time.Millisecond)
+						f.worked("b")
+					}()
+				}
+				for i := range fanoutRound + 1 { // two rounds
+					f.emit("a", "update", fmt.Sprint(i), nil)
+				}
+				f.flush(time.Minute)
+				synctest.Wait()
+				if len(starts) != 2 || starts[1]-starts[0] != tc.gap {
+					t.Fatalf("rounds began at %v, want %v apart", starts, tc.gap)
+				}
+			})
+		})
+	}
+}
+
 // A socket sending ephemerals faster than its account's fan-out writes
 // them is held at the pace of the writes: the account's queue stops at
 // fanoutQueue (plus the one item of the handler that waits for room), the
