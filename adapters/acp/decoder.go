@@ -476,7 +476,8 @@ func (d *Decoder) configOptions(info *agent.SessionInfo, raw json.RawMessage) bo
 	if isNull(raw) {
 		return true
 	}
-	opts, ok := d.array(raw)
+	var buf [8]json.RawMessage
+	opts, ok := d.array(buf[:0], raw)
 	if !ok {
 		return false
 	}
@@ -562,7 +563,8 @@ func (d *Decoder) startTurn(m jsonrpc.Message, p *obj) *turn {
 	d.resetTools()
 	d.turnStep, d.stepResult = false, false
 	d.emit(&agent.TurnStarted{TurnID: t.id})
-	blocks, _ := d.array(p.get("prompt"))
+	var buf [8]json.RawMessage
+	blocks, _ := d.array(buf[:0], p.get("prompt"))
 	var texts []string
 	var files []agent.PromptFile
 	for _, raw := range blocks {

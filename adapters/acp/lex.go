@@ -94,8 +94,11 @@ func objOf(m map[string]json.RawMessage) *obj {
 
 // array splits a JSON array into its raw elements as json.Unmarshal into
 // a []json.RawMessage does: null gives none; ok is false for anything but
-// an array or null (absent included).
-func (d *Decoder) array(raw json.RawMessage) ([]json.RawMessage, bool) {
+// an array or null (absent included). The elements are appended to
+// dst[:0], so a caller that passes a buffer of its own (on its stack)
+// reads a short array without an allocation; the result is only read
+// while the frame is decoded, never kept.
+func (d *Decoder) array(dst []json.RawMessage, raw json.RawMessage) ([]json.RawMessage, bool) {
 	if d.general {
 		var items []json.RawMessage
 		err := json.Unmarshal(raw, &items)
@@ -108,17 +111,42 @@ func (d *Decoder) array(raw json.RawMessage) ([]json.RawMessage, bool) {
 	if len(raw) == 0 || raw[0] != '[' {
 		return nil, false
 	}
-	els, err := jsonlex.SplitArray(raw)
-	if err != nil {
-		var items []json.RawMessage
-		err := json.Unmarshal(raw, &items)
-		return items, err == nil
+	if items, ok := splitArray(dst[:0], raw); ok {
+		return items, true
 	}
-	items := make([]json.RawMessage, len(els))
-	for i, e := range els {
-		items[i] = e
+	var items []json.RawMessage
+	err := json.Unmarshal(raw, &items)
+	return items, err == nil
+}
+
+// splitArray appends the raw elements of raw, an array that starts at
+// raw[0] and ends at its last byte, to dst, as jsonlex.SplitArray splits
+// them (by structure: raw is a member of a validated frame); ok is false
+// when it is not structurally complete.
+func splitArray(dst []json.RawMessage, raw []byte) ([]json.RawMessage, bool) {
+	i := jsonlex.SkipSpace(raw, 1)
+	if i < len(raw) && raw[i] == ']' {
+		return dst, jsonlex.SkipSpace(raw, i+1) == len(raw)
 	}
-	return items, true
+	for {
+		end := jsonlex.Skip(raw, i)
+		if end < 0 {
+			return nil, false
+		}
+		dst = append(dst, raw[i:end])
+		i = jsonlex.SkipSpace(raw, end)
+		if i >= len(raw) {
+			return nil, false
+		}
+		switch raw[i] {
+		case ',':
+			i = jsonlex.SkipSpace(raw, i+1)
+		case ']':
+			return dst, jsonlex.SkipSpace(raw, i+1) == len(raw)
+		default:
+			return nil, false
+		}
+	}
 }
 
 // blockFields are the members of a content block or tool content item the
@@ -287,7 +315,8 @@ func lexBlockWire(raw json.RawMessage) (blockWire, bool) {
 // An array of plain strings is read in one pass.
 func stringsOf(raw json.RawMessage) ([]string, bool) {
 	if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '[' {
-		if els, err := jsonlex.SplitArray(t); err == nil {
+		var buf [8]json.RawMessage
+		if els, ok := splitArray(buf[:0], t); ok {
 			out := make([]string, len(els))
 			plain := true
 			for i, e := range els {
@@ -317,7 +346,7 @@ func stringsOf(raw json.RawMessage) ([]string, bool) {
 // byte says.
 func (d *Decoder) isArray(raw json.RawMessage) bool {
 	if d.general {
-		_, ok := d.array(raw)
+		_, ok := d.array(nil, raw)
 		return ok
 	}
 	raw = bytes.TrimSpace(raw)
@@ -359,4 +388,47 @@ func (d *Decoder) enum(raw json.RawMessage, set map[string]string) (string, bool
 	}
 	s, ok = set[s]
 	return s, ok
+}
+
+// int64Of reads an integer member as json.Unmarshal into an int64 does,
+// null and absent counting as no value: ok is false for null, absent,
+// anything but a number, and a number json.Unmarshal refuses (a fraction,
+// an exponent, out of range). A plain integer of up to 18 digits is read
+// in place (json.Unmarshal allocates for each); anything else, and every
+// value for the general form, goes to json.Unmarshal.
+func (d *Decoder) int64Of(raw json.RawMessage) (int64, bool) {
+	if !d.general {
+		if n, ok := plainInt(bytes.TrimSpace(raw)); ok {
+			return n, true
+		}
+	}
+	var n int64
+	if json.Unmarshal(raw, &n) != nil || isNull(raw) {
+		return 0, false
+	}
+	return n, true
+}
+
+// plainInt reads b when it is an integer written plainly: an optional
+// minus and 1 to 18 digits, no leading zero (so it cannot overflow and is
+// valid JSON); ok is false for anything else.
+func plainInt(b []byte) (int64, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 18 || (b[0] == '0' && len(b) > 1) {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }

@@ -336,3 +336,71 @@ func TestOnePassToolCache(t *testing.T) {
 		t.Fatalf("%d events", n)
 	}
 }
+
+// FuzzArray checks the one-pass array split (into a caller's buffer)
+// against json.Unmarshal into a []json.RawMessage: the same verdict and
+// the same elements, for every valid JSON value.
+func FuzzArray(f *testing.F) {
+	for _, s := range []string{`[]`, ` [ ] `, `null`, `[1,"a",{"b":[2]},null]`, `["x\"]",[[]]]`, `{"a":1}`, `"s"`, `[1,2,3,4,5,6,7,8,9,10]`} {
+		f.Add([]byte(s))
+	}
+	d := NewDecoder()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !jsonlex.Valid(data) {
+			return
+		}
+		var buf [4]json.RawMessage
+		got, ok := d.array(buf[:0], data)
+		var want []json.RawMessage
+		err := json.Unmarshal(data, &want)
+		if ok != (err == nil) || len(got) != len(want) {
+			t.Fatalf("array(%s) = %q, %v; json.Unmarshal %q, %v", data, got, ok, want, err)
+		}
+		for i := range got {
+			if !bytes.Equal(got[i], want[i]) {
+				t.Fatalf("array(%s)[%d] = %s, want %s", data, i, got[i], want[i])
+			}
+		}
+	})
+}
+
+// FuzzInt checks int64Of's one-pass form against json.Unmarshal into an
+// int64 (null counting as no value).
+func FuzzInt(f *testing.F) {
+	for _, s := range []string{`0`, `-0`, `7`, ` 42 `, `-12`, `123456789012345678`, `1234567890123456789`, `9223372036854775808`,
+		`1.5`, `1e3`, `null`, `"5"`, `[1]`, ``, `01`} {
+		f.Add([]byte(s))
+	}
+	fast, slow := NewDecoder(), NewDecoder()
+	slow.general = true
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !jsonlex.Valid(data) {
+			return
+		}
+		got, ok := fast.int64Of(data)
+		var want int64
+		err := json.Unmarshal(data, &want)
+		wok := err == nil && !isNull(data)
+		if ok != wok || (ok && got != want) {
+			t.Fatalf("int64Of(%q) = %d, %v; json.Unmarshal %d, %v", data, got, ok, want, err)
+		}
+		if g, gok := slow.int64Of(data); gok != ok || g != got {
+			t.Fatalf("general int64Of(%q) = %d, %v; one pass %d, %v", data, g, gok, got, ok)
+		}
+	})
+}
+
+// TestPlainInt pins the integers read in place and those left to
+// json.Unmarshal.
+func TestPlainInt(t *testing.T) {
+	for _, c := range []struct {
+		in string
+		n  int64
+		ok bool
+	}{{"0", 0, true}, {"-0", 0, true}, {"17", 17, true}, {"-3", -3, true}, {"999999999999999999", 999999999999999999, true},
+		{"1000000000000000000", 0, false}, {"01", 0, false}, {"-", 0, false}, {"", 0, false}, {"1.0", 0, false}, {"1e2", 0, false}} {
+		if n, ok := plainInt([]byte(c.in)); n != c.n || ok != c.ok {
+			t.Errorf("plainInt(%q) = %d, %v; want %d, %v", c.in, n, ok, c.n, c.ok)
+		}
+	}
+}

@@ -266,14 +266,18 @@ func (d *Decoder) mergeTool(kind string, tl *tool, u *obj) {
 	if raw := u.get("rawOutput"); !isNull(raw) {
 		tl.rawOutput = raw
 	}
+	var buf [8]json.RawMessage
 	if raw := u.get("content"); !isNull(raw) {
-		if items, ok := d.array(raw); !ok {
+		if items, ok := d.array(buf[:0], raw); !ok {
 			d.drop(kind, agent.DropInvalidField, "tool content is not an array", raw)
 		} else {
 			tl.content = tl.content[:0:0]
+			if len(items) > 0 {
+				tl.content = make([]toolContent, 0, len(items))
+			}
 			// Content that comes with (or after) the tool's start is its
 			// output; before that, agents put a description there.
-			st, _ := str(u.get("status"))
+			st, _ := d.enum(u.get("status"), validStatus) // only the schema's statuses count below
 			tl.outContent = tl.running || st == "in_progress" || st == "completed" || st == "failed"
 			for _, it := range items {
 				c, err := d.toolContent(it)
@@ -291,10 +295,13 @@ func (d *Decoder) mergeTool(kind string, tl *tool, u *obj) {
 		}
 	}
 	if raw := u.get("locations"); !isNull(raw) {
-		if items, ok := d.array(raw); !ok {
+		if items, ok := d.array(buf[:0], raw); !ok {
 			d.drop(kind, agent.DropInvalidField, "locations is not an array", raw)
 		} else {
 			tl.locations = tl.locations[:0:0]
+			if len(items) > 0 {
+				tl.locations = make([]location, 0, len(items))
+			}
 			for _, it := range items {
 				var l location
 				m, ok := members(it)
@@ -304,8 +311,7 @@ func (d *Decoder) mergeTool(kind string, tl *tool, u *obj) {
 					continue
 				}
 				l.Path = p
-				var line int64
-				if json.Unmarshal(m.get("line"), &line) == nil && !isNull(m.get("line")) && line >= 0 {
+				if line, ok := d.int64Of(m.get("line")); ok && line >= 0 {
 					l.Line = &line
 				}
 				tl.locations = append(tl.locations, l)
@@ -625,7 +631,8 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 		d.drop(kind, agent.DropMissingID, "toolCall without toolCallId", m.Raw)
 		return
 	}
-	rawOpts, ok := d.array(p.get("options"))
+	var buf [8]json.RawMessage
+	rawOpts, ok := d.array(buf[:0], p.get("options"))
 	if !ok {
 		d.drop(kind, agent.DropInvalidField, "options is not an array", m.Raw)
 		return
@@ -745,7 +752,8 @@ func (tl *tool) patterns() []string {
 
 // plan maps the agent's plan to the todo list.
 func (d *Decoder) plan(kind string, u *obj, raw []byte) {
-	entries, ok := d.array(u.get("entries"))
+	var buf [16]json.RawMessage
+	entries, ok := d.array(buf[:0], u.get("entries"))
 	if !ok {
 		d.drop(kind, agent.DropInvalidField, "entries is not an array", raw)
 		return
@@ -795,8 +803,8 @@ func (d *Decoder) plan(kind string, u *obj, raw []byte) {
 // A report that comes before the turn has assistant output is held until
 // it has.
 func (d *Decoder) usage(kind string, u *obj, raw []byte) {
-	var used int64
-	if json.Unmarshal(u.get("used"), &used) != nil || used < 0 || isNull(u.get("used")) || isNull(u.get("size")) {
+	used, ok := d.int64Of(u.get("used"))
+	if !ok || used < 0 || isNull(u.get("size")) {
 		d.drop(kind, agent.DropInvalidField, "usage_update needs used and size token counts", raw)
 		return
 	}
