@@ -432,3 +432,81 @@ func plainInt(b []byte) (int64, bool) {
 	}
 	return n, true
 }
+
+// membersLast is members(raw), and the members of its member named last
+// when that is the object's last member (u, uok): such a member is not
+// skipped to find where it ends, since it ends where raw's object does, a
+// scan of it saved (a session/update's "update" holds most of its frame).
+// What it gives is what members(raw) and then members of o.get(last) give
+// (FuzzMembersLast); uok is false when last is not the last member or
+// not an object, and the caller reads it from o as usual.
+func membersLast(raw json.RawMessage, last string) (o, u obj, ok, uok bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) < 2 || raw[0] != '{' || raw[len(raw)-1] != '}' {
+		o, ok = members(raw)
+		return o, obj{}, ok, false
+	}
+	closing := len(raw) - 1
+	i := jsonlex.SkipSpace(raw, 1)
+	if i == closing {
+		return obj{}, obj{}, true, false
+	}
+	for {
+		if i >= closing || raw[i] != '"' {
+			break
+		}
+		kEnd := jsonlex.SkipString(raw, i)
+		if kEnd < 0 || kEnd > closing {
+			break
+		}
+		k := raw[i:kEnd]
+		name := k[1 : len(k)-1]
+		if bytes.IndexByte(name, '\\') >= 0 || !utf8.Valid(name) {
+			s, err := jsonlex.Unquote(k)
+			if err != nil {
+				break
+			}
+			name = []byte(s)
+		}
+		i = jsonlex.SkipSpace(raw, kEnd)
+		if i >= closing || raw[i] != ':' {
+			break
+		}
+		i = jsonlex.SkipSpace(raw, i+1)
+		if i < closing && raw[i] == '{' && string(name) == last {
+			// The rest up to raw's closing brace, when it is one object
+			// alone, is the value.
+			v := bytes.TrimRight(raw[i:closing], " \t\r\n")
+			if mu, okU := members(v); okU {
+				o.add(member{name, v})
+				return o, mu, true, true
+			}
+		}
+		vEnd := jsonlex.Skip(raw, i)
+		if vEnd < 0 || vEnd > closing {
+			break
+		}
+		o.add(member{name, raw[i:vEnd]})
+		i = jsonlex.SkipSpace(raw, vEnd)
+		if i == closing {
+			return o, obj{}, true, false
+		}
+		if i > closing || raw[i] != ',' {
+			break
+		}
+		i = jsonlex.SkipSpace(raw, i+1)
+	}
+	// Anything else is read the usual way, for its verdict.
+	o, ok = members(raw)
+	return o, obj{}, ok, false
+}
+
+// add appends a member.
+func (o *obj) add(m member) {
+	if o.n < inlineMembers {
+		o.kv[o.n] = m
+	} else {
+		o.more = append(o.more, m)
+	}
+	o.n++
+}

@@ -404,3 +404,50 @@ func TestPlainInt(t *testing.T) {
 		}
 	}
 }
+
+// FuzzMembersLast checks membersLast against members: the same members
+// of the object, and, when it splits the last member too, the same
+// members as members of that member's value.
+func FuzzMembersLast(f *testing.F) {
+	for _, s := range []string{`{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[]}}`, `{"update":{"a":1},"sessionId":"s"}`,
+		`{"update":{"a":1}} `, ` { "a" : 1 , "update" : { "b" : "}" } } `, `{"upd\u0061te":{"x":[1]}}`, `{"update":{"a":1},"update":{"b":2}}`,
+		`{"update":[1]}`, `{"update":1}`, `{}`, `[1]`, `{"update":{}}`, `{"update":{"a":{"b":{}}}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !jsonlex.Valid(data) {
+			return
+		}
+		o, u, ok, uok := membersLast(data, "update")
+		want, wok := members(data)
+		if ok != wok || !sameMembers(&o, &want) {
+			t.Fatalf("membersLast(%s) = %v, %v; members %v, %v", data, ok, o, wok, want)
+		}
+		if !uok {
+			return
+		}
+		wu, wuok := members(want.get("update"))
+		if !wuok || !sameMembers(&u, &wu) {
+			t.Fatalf("membersLast(%s) update = %v; members %v, %v", data, u, wu, wuok)
+		}
+	})
+}
+
+// sameMembers reports whether a and b hold the same members in the same
+// order.
+func sameMembers(a, b *obj) bool {
+	if a.n != b.n || len(a.more) != len(b.more) {
+		return false
+	}
+	for i := range min(a.n, inlineMembers) {
+		if !bytes.Equal(a.kv[i].k, b.kv[i].k) || !bytes.Equal(a.kv[i].v, b.kv[i].v) {
+			return false
+		}
+	}
+	for i := range a.more {
+		if !bytes.Equal(a.more[i].k, b.more[i].k) || !bytes.Equal(a.more[i].v, b.more[i].v) {
+			return false
+		}
+	}
+	return true
+}

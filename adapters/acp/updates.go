@@ -14,7 +14,15 @@ import (
 
 // sessionUpdate decodes a session/update notification.
 func (d *Decoder) sessionUpdate(m jsonrpc.Message) {
-	p, ok := members(m.Params)
+	var p, u obj
+	var ok, split bool
+	if d.general {
+		p, ok = members(m.Params)
+	} else {
+		// The update, the last member as agents write it, split with the
+		// params in one scan.
+		p, u, ok, split = membersLast(m.Params, "update")
+	}
 	if !ok {
 		d.drop(m.Method, agent.DropInvalidField, "params is not a SessionNotification object", m.Raw)
 		return
@@ -32,7 +40,9 @@ func (d *Decoder) sessionUpdate(m jsonrpc.Message) {
 			return
 		}
 	}
-	u, ok := members(p.get("update"))
+	if !split {
+		u, ok = members(p.get("update"))
+	}
 	if !ok {
 		d.drop(m.Method, agent.DropInvalidField, "update is not an object", m.Raw)
 		return
