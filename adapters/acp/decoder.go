@@ -42,8 +42,11 @@ type Decoder struct {
 	callIDs   *recentIDs // canonical call ids used lately (see toolFor)
 	terminals map[string]*terminalInfo
 
-	decisions  map[string]happyNote // decision notes by request id key
-	writes     map[string]happyNote // fs-write notes by request id key
+	// decisions and writes are the decision and fs-write notes by request
+	// id key, each note apart (a map's first slots would hold eight
+	// notes of 120 bytes in place).
+	decisions  map[string]*happyNote
+	writes     map[string]*happyNote
 	restarting bool
 
 	// History replayed by session/load: consecutive user chunks make one
@@ -223,8 +226,8 @@ func NewDecoder() *Decoder {
 		tools:     map[string]*tool{},
 		callIDs:   newRecentIDs(RecentCallIDs),
 		terminals: map[string]*terminalInfo{},
-		decisions: map[string]happyNote{},
-		writes:    map[string]happyNote{},
+		decisions: map[string]*happyNote{},
+		writes:    map[string]*happyNote{},
 	}
 }
 
@@ -687,10 +690,17 @@ func (d *Decoder) fromHappy(f jsonrpc.Frame) {
 func (d *Decoder) answered(m jsonrpc.Message) {
 	key := idKey(m.ID)
 	r := d.theirs[key]
-	note, hasNote := d.decisions[key]
-	delete(d.decisions, key)
-	wnote, hasWrite := d.writes[key]
-	delete(d.writes, key)
+	var note, wnote happyNote
+	pn, hasNote := d.decisions[key]
+	if hasNote {
+		note = *pn
+		delete(d.decisions, key)
+	}
+	pw, hasWrite := d.writes[key]
+	if hasWrite {
+		wnote = *pw
+		delete(d.writes, key)
+	}
 	if r == nil {
 		return // answered after the agent withdrew it, or a request happy refused
 	}
@@ -816,13 +826,13 @@ func (d *Decoder) recordWrite(path string, before *string, after, status string)
 // ---- notes and exit ----
 
 func (d *Decoder) note(f jsonrpc.Frame) {
-	var n happyNote
 	if !isObject(f.Data) {
 		return // a remark of whoever recorded the traffic
 	}
+	var n happyNote
 	ok := false
 	if d.general || !f.JSON {
-		ok = json.Unmarshal(f.Data, &n) == nil
+		n, ok = noteGeneral(f.Data)
 	} else {
 		n, ok = noteOf(f.Data)
 	}
@@ -835,9 +845,11 @@ func (d *Decoder) note(f jsonrpc.Frame) {
 	}
 	switch n.Happy {
 	case noteDecision:
-		d.decisions[key(n.Request)] = n
+		kept := n // only a kept note is allocated
+		d.decisions[key(n.Request)] = &kept
 	case noteFSWrite:
-		d.writes[key(n.Request)] = n
+		kept := n
+		d.writes[key(n.Request)] = &kept
 	case noteAbandoned:
 		if d.turn != nil {
 			reason := n.Reason

@@ -17,6 +17,14 @@ import (
 // noteFields are the JSON names of happyNote's fields.
 var noteFields = [...]string{"happy", "request", "decision", "reason", "path", "existed", "before", "beforeOmitted"}
 
+// noteGeneral reads a note with json.Unmarshal (apart, so that noteOf's
+// own note stays on its stack).
+func noteGeneral(data []byte) (happyNote, bool) {
+	var n happyNote
+	err := json.Unmarshal(data, &n)
+	return n, err == nil
+}
+
 // noteOf reads a note as json.Unmarshal into a happyNote does; ok is
 // false where it fails. data is a valid JSON object (a frame jsonrpc
 // validated).
@@ -24,7 +32,7 @@ func noteOf(data []byte) (happyNote, bool) {
 	var n happyNote
 	o, ok := members(data)
 	if !ok {
-		return n, json.Unmarshal(data, &n) == nil
+		return noteGeneral(data)
 	}
 	for i := range o.n {
 		m := o.at(i)
@@ -37,7 +45,7 @@ func noteOf(data []byte) (happyNote, bool) {
 			}
 			if strings.EqualFold(k, f) || !ascii(k) {
 				// encoding/json would match this name to a field too.
-				return n, json.Unmarshal(data, &n) == nil
+				return noteGeneral(data)
 			}
 		}
 		if field < 0 {

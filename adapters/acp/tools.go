@@ -85,9 +85,13 @@ func (d *Decoder) agentTool(tl *tool) (name, table string) {
 		return strings.TrimPrefix(tl.metaTool, "mcp__acp__"), "claude"
 	}
 	if !tl.geminiDone {
-		// The call id does not change: matched once.
-		if m := geminiID.FindStringSubmatch(tl.acpID); m != nil && m[1] == m[2] {
-			tl.gemini = m[1]
+		// The call id does not change: matched once. An id without "__"
+		// cannot match: the other agents' ids are not run through the
+		// expression.
+		if strings.Contains(tl.acpID, "__") {
+			if m := geminiID.FindStringSubmatch(tl.acpID); m != nil && m[1] == m[2] {
+				tl.gemini = m[1]
+			}
 		}
 		tl.geminiDone = true
 	}
@@ -400,6 +404,9 @@ var urlRE = regexp.MustCompile(`https?://[^\s"'<>]+`)
 // "[current working directory <cwd>] (<description>)".
 var geminiContent = regexp.MustCompile(`^\[current working directory ([^\]]*)\](?: \((.*)\))?$`)
 
+// geminiContentPrefix is how every text geminiContent matches begins.
+const geminiContentPrefix = "[current working directory "
+
 // noteHints keeps what the tool's content says about its input: a shell
 // command's working folder and description, as Gemini CLI writes them.
 // Hints stay once seen (the content is replaced by the output later).
@@ -408,7 +415,13 @@ func (tl *tool) noteHints() {
 		if c.Type != "content" || c.Block.Type != "text" {
 			continue
 		}
-		if m := geminiContent.FindStringSubmatch(strings.TrimSpace(c.Block.Text)); m != nil {
+		// Only a text that starts as the hint does can match: other texts
+		// are not run through the expression.
+		text := strings.TrimSpace(c.Block.Text)
+		if !strings.HasPrefix(text, geminiContentPrefix) {
+			continue
+		}
+		if m := geminiContent.FindStringSubmatch(text); m != nil {
 			tl.hintCwd, tl.hintDesc = m[1], m[2]
 		}
 	}

@@ -303,3 +303,21 @@ func TestInProgressWhileAskingIsNotRunning(t *testing.T) {
 		t.Errorf("dropped: %+v", tr.Dropped)
 	}
 }
+
+// TestGeminiPrechecks: what the cheap checks before Gemini's expressions
+// let through is all they can match (an id with "__", a text with the
+// hint's beginning).
+func TestGeminiPrechecks(t *testing.T) {
+	for _, id := range []string{"run_shell_command__run_shell_command_1700000000000_0", "read_file__read_file_1_2", "toolu_01abc",
+		"call_x", "a__b_1_2", "__", ""} {
+		if geminiID.MatchString(id) && !strings.Contains(id, "__") {
+			t.Errorf("geminiID matches %q without __", id)
+		}
+	}
+	for _, text := range []string{"[current working directory /tmp] (list files)", "[current working directory /a]",
+		"[current working directory] x", "output", "", "[current working directory /x] (y) z"} {
+		if geminiContent.MatchString(text) && !strings.HasPrefix(text, geminiContentPrefix) {
+			t.Errorf("geminiContent matches %q without its prefix", text)
+		}
+	}
+}

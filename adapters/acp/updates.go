@@ -626,20 +626,30 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 		d.drop(kind, agent.DropInvalidField, "params is not an object", m.Raw)
 		return
 	}
-	sid, ok := str(p.get("sessionId"))
-	if !ok || !d.sessions[sid] {
-		d.drop(kind, agent.DropOrphan, "permission for a session never opened", m.Raw)
-		return
+	// A session id written plainly is looked up as it lies in the frame.
+	if b, plain := d.plainStr(p.get("sessionId")); !plain || !d.sessions[string(b)] {
+		sid, ok := str(p.get("sessionId"))
+		if !ok || !d.sessions[sid] {
+			d.drop(kind, agent.DropOrphan, "permission for a session never opened", m.Raw)
+			return
+		}
 	}
 	tc, ok := members(p.get("toolCall"))
 	if !ok {
 		d.drop(kind, agent.DropInvalidField, "toolCall is not an object", m.Raw)
 		return
 	}
-	id, ok := str(tc.get("toolCallId"))
-	if !ok || id == "" {
-		d.drop(kind, agent.DropMissingID, "toolCall without toolCallId", m.Raw)
-		return
+	var id string
+	if b, plain := d.plainStr(tc.get("toolCallId")); plain && len(b) > 0 {
+		if tl := d.tools[string(b)]; tl != nil {
+			id = tl.acpID // a tool of the turn's: its id string is kept
+		}
+	}
+	if id == "" {
+		if id, ok = str(tc.get("toolCallId")); !ok || id == "" {
+			d.drop(kind, agent.DropMissingID, "toolCall without toolCallId", m.Raw)
+			return
+		}
 	}
 	var buf [8]json.RawMessage
 	rawOpts, ok := d.array(buf[:0], p.get("options"))
