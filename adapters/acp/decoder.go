@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -20,10 +21,10 @@ type Decoder struct {
 	t   int64
 	out []agent.Event
 
-	ours      map[string]*ourRequest   // happy's requests awaiting a response
-	theirs    map[string]*agentRequest // the agent's requests awaiting happy's answer
-	sessions  map[string]bool          // ACP session ids opened
-	agentName string                   // initialize's agentInfo.name ("gemini-cli", "OpenCode", …)
+	ours      pending[*ourRequest]   // happy's requests awaiting a response
+	theirs    pending[*agentRequest] // the agent's requests awaiting happy's answer
+	sessions  map[string]bool        // ACP session ids opened
+	agentName string                 // initialize's agentInfo.name ("gemini-cli", "OpenCode", …)
 
 	turn    *turn // the prompt turn in flight, nil between turns
 	turns   int
@@ -220,8 +221,6 @@ type location struct {
 // NewDecoder returns a decoder for one ACP connection.
 func NewDecoder() *Decoder {
 	return &Decoder{
-		ours:      map[string]*ourRequest{},
-		theirs:    map[string]*agentRequest{},
 		sessions:  map[string]bool{},
 		tools:     map[string]*tool{},
 		callIDs:   newRecentIDs(RecentCallIDs),
@@ -268,7 +267,7 @@ func (d *Decoder) toolByCall(callID string) *tool {
 // permission request id is about and which options it offers; ok is false
 // when the request was refused (malformed) or is not a permission request.
 func (d *Decoder) PermissionCall(id jsonrpc.ID) (callID string, opts []PermissionOption, ok bool) {
-	r := d.theirs[idKey(id)]
+	r := d.theirs.get(idKey(id))
 	if r == nil || r.method != "session/request_permission" || r.callID == "" {
 		return "", nil, false
 	}
@@ -356,11 +355,11 @@ func (d *Decoder) agentNotification(m jsonrpc.Message) {
 			return
 		}
 		key := rawIDKey(p.get("requestId"))
-		r := d.theirs[key]
+		r := d.theirs.get(key)
 		if r == nil {
 			return // a request already answered: nothing is waiting
 		}
-		delete(d.theirs, key)
+		d.theirs.remove(key)
 		if r.method == "session/request_permission" {
 			d.emit(&agent.ToolResolved{CallID: r.callID, Decision: agent.DecisionReject, Reason: agent.ReasonCancelled})
 		}
@@ -381,16 +380,16 @@ func (d *Decoder) agentRequest(m jsonrpc.Message) {
 	case "session/request_permission":
 		d.permission(m, key)
 	case "fs/read_text_file":
-		d.theirs[key] = &agentRequest{method: m.Method}
+		d.theirs.put(key, &agentRequest{method: m.Method})
 	case "fs/write_text_file":
 		path, _ := str(p.get("path"))
 		content, _ := str(p.get("content"))
-		d.theirs[key] = &agentRequest{method: m.Method, path: path, content: content}
+		d.theirs.put(key, &agentRequest{method: m.Method, path: path, content: content})
 	case "terminal/create":
-		d.theirs[key] = &agentRequest{method: m.Method}
+		d.theirs.put(key, &agentRequest{method: m.Method})
 	case "terminal/output", "terminal/wait_for_exit", "terminal/kill", "terminal/release":
 		id, _ := str(p.get("terminalId"))
-		d.theirs[key] = &agentRequest{method: m.Method, terminalID: id}
+		d.theirs.put(key, &agentRequest{method: m.Method, terminalID: id})
 	case "elicitation/create":
 		// Not advertised: the client refuses it with method-not-found.
 	default:
@@ -403,12 +402,12 @@ func (d *Decoder) agentRequest(m jsonrpc.Message) {
 
 func (d *Decoder) agentResponse(m jsonrpc.Message) {
 	key := idKey(m.ID)
-	r := d.ours[key]
+	r := d.ours.get(key)
 	if r == nil {
 		d.drop("response", agent.DropOrphan, "response to request id "+key+" that happy never sent", m.Raw)
 		return
 	}
-	delete(d.ours, key)
+	d.ours.remove(key)
 	if m.Error != nil {
 		d.failedCall(r, m)
 		return
@@ -676,7 +675,7 @@ func (d *Decoder) fromHappy(f jsonrpc.Frame) {
 			}
 			r.turn = d.startTurn(m, &p)
 		}
-		d.ours[idKey(m.ID)] = r
+		d.ours.put(idKey(m.ID), r)
 	case jsonrpc.KindNotification:
 		if m.Method == "session/cancel" && d.turn != nil {
 			d.turn.cancelled = true
@@ -689,7 +688,7 @@ func (d *Decoder) fromHappy(f jsonrpc.Frame) {
 // answered handles happy's response to one of the agent's requests.
 func (d *Decoder) answered(m jsonrpc.Message) {
 	key := idKey(m.ID)
-	r := d.theirs[key]
+	r := d.theirs.get(key)
 	var note, wnote happyNote
 	pn, hasNote := d.decisions[key]
 	if hasNote {
@@ -704,7 +703,7 @@ func (d *Decoder) answered(m jsonrpc.Message) {
 	if r == nil {
 		return // answered after the agent withdrew it, or a request happy refused
 	}
-	delete(d.theirs, key)
+	d.theirs.remove(key)
 	if r.method == "session/request_permission" {
 		if tl := d.toolByCall(r.callID); tl != nil && tl.asking > 0 {
 			tl.asking--
@@ -874,8 +873,8 @@ func (d *Decoder) exit(f jsonrpc.Frame) {
 		return
 	}
 	// Requests the agent can no longer answer.
-	d.ours = map[string]*ourRequest{}
-	d.theirs = map[string]*agentRequest{}
+	d.ours.reset()
+	d.theirs.reset()
 	if d.turn == nil {
 		return
 	}
@@ -927,7 +926,7 @@ func (d *Decoder) flushUsage(turnEnd bool) {
 
 // String summarises the decoder's state (for diagnostics).
 func (d *Decoder) String() string {
-	return fmt.Sprintf("acp decoder: turn=%v tools=%d pending=%d/%d", d.turn != nil, len(d.tools), len(d.ours), len(d.theirs))
+	return fmt.Sprintf("acp decoder: turn=%v tools=%d pending=%d/%d", d.turn != nil, len(d.tools), d.ours.len(), d.theirs.len())
 }
 
 // RecentCallIDs is how many canonical tool call ids a Decoder remembers to
@@ -939,21 +938,29 @@ func (d *Decoder) String() string {
 const RecentCallIDs = 1024
 
 // recentIDs remembers the last n ids added (a bounded set: a ring of
-// them and their index, both grown as ids come, so a short session holds
-// only its own).
+// them, grown as ids come, so a short session holds only its own). The
+// ring alone answers while it holds at most recentScan ids (most
+// sessions: no map is made); past that, an index of them too.
 type recentIDs struct {
-	set  map[string]struct{}
+	set  map[string]struct{} // nil while the ring holds recentScan ids or fewer
 	ring []string
 	max  int
 	next int
 }
 
+// recentScan is how many ids recentIDs looks through one by one before it
+// keeps an index.
+const recentScan = 32
+
 func newRecentIDs(n int) *recentIDs {
-	return &recentIDs{set: map[string]struct{}{}, max: n}
+	return &recentIDs{max: n}
 }
 
 // has reports whether id is among the last ids added.
 func (r *recentIDs) has(id string) bool {
+	if r.set == nil {
+		return slices.Contains(r.ring, id)
+	}
 	_, ok := r.set[id]
 	return ok
 }
@@ -961,15 +968,30 @@ func (r *recentIDs) has(id string) bool {
 // add inserts id (one not already present), forgetting the oldest when the
 // ring is full.
 func (r *recentIDs) add(id string) {
-	r.set[id] = struct{}{}
+	if r.set == nil && len(r.ring) >= recentScan {
+		r.set = make(map[string]struct{}, 2*len(r.ring))
+		for _, old := range r.ring {
+			r.set[old] = struct{}{}
+		}
+	}
+	if r.set != nil {
+		r.set[id] = struct{}{}
+	}
 	if len(r.ring) < r.max {
 		r.ring = append(r.ring, id)
 		return
 	}
-	delete(r.set, r.ring[r.next])
+	if r.set != nil {
+		delete(r.set, r.ring[r.next])
+	}
 	r.ring[r.next] = id
 	r.next = (r.next + 1) % len(r.ring)
 }
 
 // len is how many ids are remembered.
-func (r *recentIDs) len() int { return len(r.set) }
+func (r *recentIDs) len() int {
+	if r.set == nil {
+		return len(r.ring)
+	}
+	return len(r.set)
+}

@@ -1,0 +1,87 @@
+package acp
+
+// pending is a table of requests in flight by id key: a short list looked
+// through in order while it holds at most pendingScan entries (requests
+// are answered quickly, so a session rarely has more than a few open at
+// once, and no map is made for them), an index past that (a peer that
+// leaves many unanswered costs no more than a map would). It behaves as a
+// map[string]V whose absent keys read as the zero V.
+type pending[V any] struct {
+	list []pendingEntry[V]
+	set  map[string]V // the entries, once there were more than pendingScan
+}
+
+type pendingEntry[V any] struct {
+	key string
+	v   V
+}
+
+// pendingScan is how many entries pending looks through one by one
+// before it keeps an index.
+const pendingScan = 16
+
+// get returns the value of key, the zero V when there is none.
+func (p *pending[V]) get(key string) V {
+	if p.set != nil {
+		return p.set[key]
+	}
+	for i := range p.list {
+		if p.list[i].key == key {
+			return p.list[i].v
+		}
+	}
+	var zero V
+	return zero
+}
+
+// put sets the value of key.
+func (p *pending[V]) put(key string, v V) {
+	if p.set != nil {
+		p.set[key] = v
+		return
+	}
+	for i := range p.list {
+		if p.list[i].key == key {
+			p.list[i].v = v
+			return
+		}
+	}
+	if len(p.list) < pendingScan {
+		p.list = append(p.list, pendingEntry[V]{key, v})
+		return
+	}
+	p.set = make(map[string]V, 2*pendingScan)
+	for _, e := range p.list {
+		p.set[e.key] = e.v
+	}
+	p.set[key] = v
+	p.list = nil
+}
+
+// remove deletes key.
+func (p *pending[V]) remove(key string) {
+	if p.set != nil {
+		delete(p.set, key)
+		return
+	}
+	for i := range p.list {
+		if p.list[i].key == key {
+			last := len(p.list) - 1
+			p.list[i] = p.list[last]
+			p.list[last] = pendingEntry[V]{}
+			p.list = p.list[:last]
+			return
+		}
+	}
+}
+
+// len is how many entries there are.
+func (p *pending[V]) len() int {
+	if p.set != nil {
+		return len(p.set)
+	}
+	return len(p.list)
+}
+
+// reset forgets every entry.
+func (p *pending[V]) reset() { *p = pending[V]{} }
