@@ -23,7 +23,7 @@ type Decoder struct {
 
 	ours      pending[*ourRequest]   // happy's requests awaiting a response
 	theirs    pending[*agentRequest] // the agent's requests awaiting happy's answer
-	sessions  map[string]bool        // ACP session ids opened
+	sessions  pending[bool]          // ACP session ids opened
 	agentName string                 // initialize's agentInfo.name ("gemini-cli", "OpenCode", …)
 
 	turn    *turn // the prompt turn in flight, nil between turns
@@ -41,13 +41,13 @@ type Decoder struct {
 	spare     [spareTools]*tool // zeroed tools for the next turn's (resetTools)
 	nspare    int
 	callIDs   *recentIDs // canonical call ids used lately (see toolFor)
-	terminals map[string]*terminalInfo
+	terminals pending[*terminalInfo]
 
 	// decisions and writes are the decision and fs-write notes by request
-	// id key, each note apart (a map's first slots would hold eight
-	// notes of 120 bytes in place).
-	decisions  map[string]*happyNote
-	writes     map[string]*happyNote
+	// id key, each note apart (a table's slots would hold the notes'
+	// 120 bytes in place).
+	decisions  pending[*happyNote]
+	writes     pending[*happyNote]
 	restarting bool
 
 	// History replayed by session/load: consecutive user chunks make one
@@ -221,12 +221,8 @@ type location struct {
 // NewDecoder returns a decoder for one ACP connection.
 func NewDecoder() *Decoder {
 	return &Decoder{
-		sessions:  map[string]bool{},
-		tools:     map[string]*tool{},
-		callIDs:   newRecentIDs(RecentCallIDs),
-		terminals: map[string]*terminalInfo{},
-		decisions: map[string]*happyNote{},
-		writes:    map[string]*happyNote{},
+		tools:   map[string]*tool{},
+		callIDs: newRecentIDs(RecentCallIDs),
 	}
 }
 
@@ -427,7 +423,7 @@ func (d *Decoder) agentResponse(m jsonrpc.Message) {
 			d.drop(r.method, agent.DropMissingID, "session/new response without sessionId", m.Raw)
 			return
 		}
-		d.sessions[id] = true
+		d.sessions.put(id, true)
 		info := &agent.SessionInfo{ProviderSessionID: id, Cwd: r.cwd}
 		d.sessionState(info, &res)
 		d.emit(info)
@@ -662,7 +658,7 @@ func (d *Decoder) fromHappy(f jsonrpc.Frame) {
 		case "session/load", "session/resume":
 			r.cwd, _ = str(p.get("cwd"))
 			if r.sessionID != "" {
-				d.sessions[r.sessionID] = true
+				d.sessions.put(r.sessionID, true)
 			}
 			d.loading = m.Method == "session/load"
 			d.skipping = d.loading && d.skipNext
@@ -671,7 +667,7 @@ func (d *Decoder) fromHappy(f jsonrpc.Frame) {
 			r.modeID, _ = str(p.get("modeId"))
 		case "session/prompt":
 			if r.sessionID != "" {
-				d.sessions[r.sessionID] = true
+				d.sessions.put(r.sessionID, true)
 			}
 			r.turn = d.startTurn(m, &p)
 		}
@@ -690,15 +686,15 @@ func (d *Decoder) answered(m jsonrpc.Message) {
 	key := idKey(m.ID)
 	r := d.theirs.get(key)
 	var note, wnote happyNote
-	pn, hasNote := d.decisions[key]
+	pn, pw := d.decisions.get(key), d.writes.get(key)
+	hasNote, hasWrite := pn != nil, pw != nil
 	if hasNote {
 		note = *pn
-		delete(d.decisions, key)
+		d.decisions.remove(key)
 	}
-	pw, hasWrite := d.writes[key]
 	if hasWrite {
 		wnote = *pw
-		delete(d.writes, key)
+		d.writes.remove(key)
 	}
 	if r == nil {
 		return // answered after the agent withdrew it, or a request happy refused
@@ -755,10 +751,10 @@ func (d *Decoder) answered(m jsonrpc.Message) {
 		d.recordWrite(r.path, before, r.content, status)
 	case "terminal/create":
 		if id, ok := str(res.get("terminalId")); ok {
-			d.terminals[id] = &terminalInfo{}
+			d.terminals.put(id, &terminalInfo{})
 		}
 	case "terminal/output":
-		if ti := d.terminals[r.terminalID]; ti != nil {
+		if ti := d.terminals.get(r.terminalID); ti != nil {
 			ti.output, _ = str(res.get("output"))
 			ti.truncated = string(res.get("truncated")) == "true"
 			ti.known = true
@@ -767,7 +763,7 @@ func (d *Decoder) answered(m jsonrpc.Message) {
 			}
 		}
 	case "terminal/wait_for_exit":
-		if ti := d.terminals[r.terminalID]; ti != nil {
+		if ti := d.terminals.get(r.terminalID); ti != nil {
 			ti.setExit(&res)
 		}
 	}
@@ -845,10 +841,10 @@ func (d *Decoder) note(f jsonrpc.Frame) {
 	switch n.Happy {
 	case noteDecision:
 		kept := n // only a kept note is allocated
-		d.decisions[key(n.Request)] = &kept
+		d.decisions.put(key(n.Request), &kept)
 	case noteFSWrite:
 		kept := n
-		d.writes[key(n.Request)] = &kept
+		d.writes.put(key(n.Request), &kept)
 	case noteAbandoned:
 		if d.turn != nil {
 			reason := n.Reason

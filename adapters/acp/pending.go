@@ -34,6 +34,21 @@ func (p *pending[V]) get(key string) V {
 	return zero
 }
 
+// getBytes is get of the key written in b (a sub-slice of a frame),
+// without making a string of it.
+func (p *pending[V]) getBytes(b []byte) V {
+	if p.set != nil {
+		return p.set[string(b)]
+	}
+	for i := range p.list {
+		if p.list[i].key == string(b) {
+			return p.list[i].v
+		}
+	}
+	var zero V
+	return zero
+}
+
 // put sets the value of key.
 func (p *pending[V]) put(key string, v V) {
 	if p.set != nil {

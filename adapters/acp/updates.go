@@ -29,13 +29,13 @@ func (d *Decoder) sessionUpdate(m jsonrpc.Message) {
 	}
 	// A session id or kind written plainly is looked up as it lies in
 	// the frame (plainStr): no string is made for it.
-	if b, plain := d.plainStr(p.get("sessionId")); !plain || len(b) == 0 || !d.sessions[string(b)] {
+	if b, plain := d.plainStr(p.get("sessionId")); !plain || len(b) == 0 || !d.sessions.getBytes(b) {
 		sid, ok := str(p.get("sessionId"))
 		if !ok || sid == "" {
 			d.drop(m.Method, agent.DropMissingID, "session/update without sessionId", m.Raw)
 			return
 		}
-		if !d.sessions[sid] {
+		if !d.sessions.get(sid) {
 			d.drop(m.Method, agent.DropOrphan, "session "+strconv.Quote(sid)+" was never opened", m.Raw)
 			return
 		}
@@ -557,7 +557,7 @@ func (d *Decoder) output(tl *tool) string {
 		parts = append(parts, s)
 	}
 	for _, id := range tl.terminalIDs() {
-		if ti := d.terminals[id]; ti != nil && ti.output != "" {
+		if ti := d.terminals.get(id); ti != nil && ti.output != "" {
 			parts = append(parts, ti.output)
 		}
 	}
@@ -586,7 +586,7 @@ func (d *Decoder) resultMeta(tl *tool) (agent.Object, []agent.PromptFile) {
 	var terms []any
 	for _, id := range tl.terminalIDs() {
 		t := map[string]any{"terminalId": id}
-		if ti := d.terminals[id]; ti != nil && ti.known {
+		if ti := d.terminals.get(id); ti != nil && ti.known {
 			if ti.exitCode != nil {
 				t["exitCode"] = *ti.exitCode
 			}
@@ -627,9 +627,9 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 		return
 	}
 	// A session id written plainly is looked up as it lies in the frame.
-	if b, plain := d.plainStr(p.get("sessionId")); !plain || !d.sessions[string(b)] {
+	if b, plain := d.plainStr(p.get("sessionId")); !plain || !d.sessions.getBytes(b) {
 		sid, ok := str(p.get("sessionId"))
-		if !ok || !d.sessions[sid] {
+		if !ok || !d.sessions.get(sid) {
 			d.drop(kind, agent.DropOrphan, "permission for a session never opened", m.Raw)
 			return
 		}
