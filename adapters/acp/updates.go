@@ -407,32 +407,114 @@ func (d *Decoder) partMeta(tl *tool) agent.Object {
 // none).
 func (d *Decoder) partMetaGen(tl *tool) (agent.Object, uint64) {
 	key := metaKey{tl.content, tl.locations, tl.writes, tl.outContent}
-	if c := &tl.meta; !d.general && c.ok && c.key.same(key) {
+	c := &tl.meta
+	if !d.general && c.ok && c.key.same(key) {
 		return c.obj, c.gen
 	}
-	obj := d.buildPartMeta(tl)
+	pm := d.partMetaParts(tl)
+	if !d.general && c.ok && pm.same(c.obj) {
+		// Built from other content, locations or writes, but the same
+		// members (an update that brings output content leaves the part's
+		// metadata as it was): the object and its generation are kept.
+		c.key = key
+		return c.obj, c.gen
+	}
+	obj := d.buildPartMeta(pm)
 	if d.general {
 		return obj, 0
 	}
 	d.gen++
-	tl.meta.key, tl.meta.obj, tl.meta.ok, tl.meta.gen = key, obj, true, d.gen
+	c.key, c.obj, c.ok, c.gen = key, obj, true, d.gen
 	return obj, d.gen
 }
 
-// buildPartMeta is partMeta, built.
-func (d *Decoder) buildPartMeta(tl *tool) agent.Object {
-	m := map[string]any{}
+// partMetaMembers are the members of a tool's part metadata, before they
+// make an object: each present or not.
+type partMetaMembers struct {
+	locations, diffs any
+	desc             string
+	terminals        []string
+	hasLoc, hasDiffs bool
+}
+
+// partMetaParts computes the members of the tool's part metadata.
+func (d *Decoder) partMetaParts(tl *tool) partMetaMembers {
+	var pm partMetaMembers
 	if len(tl.locations) > 0 {
-		m["locations"] = d.locationsValue(tl)
+		pm.locations, pm.hasLoc = d.locationsValue(tl), true
 	}
-	if desc := tl.text(); desc != "" && !tl.outContent {
-		m["description"] = desc
+	if !tl.outContent {
+		pm.desc = tl.text()
 	}
-	if v, ok := d.diffsValue(tl); ok {
-		m["diffs"] = v
+	pm.diffs, pm.hasDiffs = d.diffsValue(tl)
+	pm.terminals = tl.terminalIDs()
+	return pm
+}
+
+// same reports whether the object these members make is o, an object
+// partMetaGen built (one-pass form): the same members, the converted
+// values of locations and diffs the very ones (the per-tool caches of
+// locationsValue and diffsValue), the description and terminal ids equal.
+// It is false whenever it cannot tell, and the object is built again.
+func (pm *partMetaMembers) same(o agent.Object) bool {
+	n := 0
+	if pm.hasLoc {
+		loc, ok := pm.locations.(normalized)
+		if !ok || !sameShared(o["locations"], loc.v) {
+			return false
+		}
+		n++
 	}
-	if ids := tl.terminalIDs(); len(ids) > 0 {
-		m["terminals"] = ids
+	if pm.desc != "" {
+		if s, ok := o["description"].(string); !ok || s != pm.desc {
+			return false
+		}
+		n++
+	}
+	if pm.hasDiffs {
+		df, ok := pm.diffs.(normalized)
+		if !ok || !sameShared(o["diffs"], df.v) {
+			return false
+		}
+		n++
+	}
+	if len(pm.terminals) > 0 {
+		ids, ok := o["terminals"].([]any)
+		if !ok || len(ids) != len(pm.terminals) {
+			return false
+		}
+		for i, id := range pm.terminals {
+			if s, ok := ids[i].(string); !ok || s != id {
+				return false
+			}
+		}
+		n++
+	}
+	return len(o) == n
+}
+
+// sameShared reports whether a metadata value is v, a converted list a
+// per-tool cache shares: the same elements of the same array.
+func sameShared(a, v any) bool {
+	x, ok1 := a.([]any)
+	y, ok2 := v.([]any)
+	return ok1 && ok2 && len(x) > 0 && sameSlice(x, y)
+}
+
+// buildPartMeta is partMeta, built from its members.
+func (d *Decoder) buildPartMeta(pm partMetaMembers) agent.Object {
+	m := map[string]any{}
+	if pm.hasLoc {
+		m["locations"] = pm.locations
+	}
+	if pm.desc != "" {
+		m["description"] = pm.desc
+	}
+	if pm.hasDiffs {
+		m["diffs"] = pm.diffs
+	}
+	if len(pm.terminals) > 0 {
+		m["terminals"] = pm.terminals
 	}
 	if len(m) == 0 {
 		return nil
