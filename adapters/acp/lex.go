@@ -188,14 +188,18 @@ func lexKey(k []byte) (name string, ok bool) {
 	return string(body), true
 }
 
-// lexStrings fills the *string fields named by names from the object
-// raw, as json.Unmarshal into a struct with those fields would (the exact
-// names given, in the case written); raws gets the raw values of the
-// names in rawNames. ok is false, and raw must be decoded by
-// encoding/json, for a member of another type (null included), a name
-// written twice or matching a field but for case, or an escape.
-func lexFields(raw []byte, strs []*string, names []string, raws [][]byte, rawNames []string) bool {
-	ok := true
+// lexFields reads the string fields named by names from the object raw
+// into vals (mask has bit i set for each present, vals[i] its value), as
+// json.Unmarshal into a struct with *string fields of those names would
+// (the exact names given, in the case written); raws gets the raw values
+// of the names in rawNames. The caller points its struct's fields into
+// vals, which may stay on its stack. ok is false, and raw must be decoded
+// by encoding/json, for a member of another type (null included), a name
+// written twice or matching a field but for case, or an escape. A "type"
+// written plainly that is one of the schema's types is the table's
+// string (contentTypes): no string is made for it.
+func lexFields(raw []byte, vals []string, names []string, raws [][]byte, rawNames []string) (mask uint32, ok bool) {
+	ok = true
 	var seen uint32
 	err := jsonlex.Members(raw, func(k, v []byte) bool {
 		name, good := lexKey(k)
@@ -213,12 +217,16 @@ func lexFields(raw []byte, strs []*string, names []string, raws [][]byte, rawNam
 					return false
 				}
 				seen |= 1 << i
+				if t, known := contentTypes[string(v)]; known && n == "type" {
+					vals[i] = t
+					return true
+				}
 				s, err := jsonlex.Unquote(v)
 				if err != nil {
 					ok = false
 					return false
 				}
-				strs[i] = &s
+				vals[i] = s
 				return true
 			}
 		}
@@ -237,7 +245,25 @@ func lexFields(raw []byte, strs []*string, names []string, raws [][]byte, rawNam
 		ok = false // a field of the other shape, or another case
 		return false
 	})
-	return ok && err == nil
+	return seen, ok && err == nil
+}
+
+// contentTypes are the types of content blocks and tool content items,
+// by their JSON text (quoted), each its name.
+var contentTypes = func() map[string]string {
+	m := map[string]string{}
+	for _, t := range []string{"text", "image", "audio", "resource_link", "resource", "content", "diff", "terminal"} {
+		m[strconv.Quote(t)] = t
+	}
+	return m
+}()
+
+// field is the i-th of vals when mask says it is present, else nil.
+func field(vals []string, mask uint32, i int) *string {
+	if mask&(1<<i) == 0 {
+		return nil
+	}
+	return &vals[i]
 }
 
 var (
@@ -252,7 +278,8 @@ var (
 // usual shapes.
 func (d *Decoder) block(raw json.RawMessage) (contentBlock, error) {
 	if !d.general {
-		if w, ok := lexBlockWire(raw); ok {
+		var vals [7]string
+		if w, ok := lexBlockWire(raw, &vals); ok {
 			return blockOf(&w)
 		}
 	}
@@ -265,11 +292,12 @@ func (d *Decoder) toolContent(raw json.RawMessage) (toolContent, error) {
 	if !d.general {
 		raw := bytes.TrimSpace(raw)
 		if len(raw) > 0 && raw[0] == '{' {
-			var s [5]*string
+			var s [5]string
 			var r [1][]byte
-			if lexFields(raw, s[:], toolNames, r[:], toolRaws) {
-				w := toolWire{Type: s[0], Path: s[1], OldText: s[2], NewText: s[3], TerminalID: s[4], Content: r[0]}
-				return toolContentOf(&w, d.block)
+			if m, ok := lexFields(raw, s[:], toolNames, r[:], toolRaws); ok {
+				w := toolWire{Type: field(s[:], m, 0), Path: field(s[:], m, 1), OldText: field(s[:], m, 2),
+					NewText: field(s[:], m, 3), TerminalID: field(s[:], m, 4), Content: r[0]}
+				return toolContentOf(&w, r[0], d.block)
 			}
 		}
 	}
@@ -278,18 +306,21 @@ func (d *Decoder) toolContent(raw json.RawMessage) (toolContent, error) {
 
 // lexBlockWire fills a blockWire from raw in one pass; ok is false for
 // anything lexFields leaves to encoding/json, a size that is not an
-// integer or a resource that is not an object of strings.
-func lexBlockWire(raw json.RawMessage) (blockWire, bool) {
+// integer or a resource that is not an object of strings. The block's
+// strings are read into *s, which its fields point to (the caller's, so
+// that they may stay on its stack).
+func lexBlockWire(raw json.RawMessage, s *[7]string) (blockWire, bool) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '{' {
 		return blockWire{}, false
 	}
-	var s [7]*string
 	var r [2][]byte
-	if !lexFields(raw, s[:], blockNames, r[:], blockRaws) {
+	m, ok := lexFields(raw, s[:], blockNames, r[:], blockRaws)
+	if !ok {
 		return blockWire{}, false
 	}
-	w := blockWire{Type: s[0], Text: s[1], Data: s[2], MimeType: s[3], URI: s[4], Name: s[5], Title: s[6]}
+	w := blockWire{Type: field(s[:], m, 0), Text: field(s[:], m, 1), Data: field(s[:], m, 2), MimeType: field(s[:], m, 3),
+		URI: field(s[:], m, 4), Name: field(s[:], m, 5), Title: field(s[:], m, 6)}
 	if r[0] != nil {
 		n, err := strconv.ParseInt(string(r[0]), 10, 64)
 		if err != nil {
@@ -301,11 +332,12 @@ func lexBlockWire(raw json.RawMessage) (blockWire, bool) {
 		if r[1][0] != '{' {
 			return blockWire{}, false
 		}
-		var rs [4]*string
-		if !lexFields(r[1], rs[:], resourceNames, nil, nil) {
+		rs := new([4]string) // a resource's strings are kept apart (rare)
+		rm, ok := lexFields(r[1], rs[:], resourceNames, nil, nil)
+		if !ok {
 			return blockWire{}, false
 		}
-		w.Resource = &resourceContents{URI: rs[0], Text: rs[1], Blob: rs[2], MimeType: rs[3]}
+		w.Resource = &resourceContents{URI: field(rs[:], rm, 0), Text: field(rs[:], rm, 1), Blob: field(rs[:], rm, 2), MimeType: field(rs[:], rm, 3)}
 	}
 	return w, true
 }
