@@ -55,7 +55,7 @@ func members(raw json.RawMessage) (o obj, ok bool) {
 	bad := false
 	err := jsonlex.Members(bytes.TrimSpace(raw), func(k, v []byte) bool {
 		name := k[1 : len(k)-1]
-		if bytes.IndexByte(name, '\\') >= 0 || !utf8.Valid(name) {
+		if !plainName(name) {
 			s, err := jsonlex.Unquote(k)
 			if err != nil {
 				bad = true
@@ -75,6 +75,19 @@ func members(raw json.RawMessage) (o obj, ok bool) {
 		return obj{}, false
 	}
 	return o, true
+}
+
+// plainName reports whether a member name (between its quotes) is
+// read as it is: no escape and valid UTF-8. An ASCII name without a
+// backslash (every name of ACP traffic) is told in one loop; anything
+// else is looked at in full.
+func plainName(name []byte) bool {
+	for _, c := range name {
+		if c == '\\' || c >= utf8.RuneSelf {
+			return bytes.IndexByte(name, '\\') < 0 && utf8.Valid(name)
+		}
+	}
+	return true
 }
 
 // objOf returns the members of a map json.Unmarshal filled (a nil map
@@ -493,7 +506,7 @@ func membersLast(raw json.RawMessage, last string) (o, u obj, ok, uok bool) {
 		}
 		k := raw[i:kEnd]
 		name := k[1 : len(k)-1]
-		if bytes.IndexByte(name, '\\') >= 0 || !utf8.Valid(name) {
+		if !plainName(name) {
 			s, err := jsonlex.Unquote(k)
 			if err != nil {
 				break
