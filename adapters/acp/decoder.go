@@ -21,10 +21,13 @@ type Decoder struct {
 	t   int64
 	out []agent.Event
 
-	ours      pending[*ourRequest]   // happy's requests awaiting a response
-	theirs    pending[*agentRequest] // the agent's requests awaiting happy's answer
-	sessions  pending[bool]          // ACP session ids opened
-	agentName string                 // initialize's agentInfo.name ("gemini-cli", "OpenCode", …)
+	// ours and theirs are the requests awaiting an answer: happy's, and
+	// the agent's awaiting happy's. Held in place, so a request costs no
+	// allocation once the table has room.
+	ours      pending[ourRequest]
+	theirs    pending[agentRequest]
+	sessions  pending[bool] // ACP session ids opened
+	agentName string        // initialize's agentInfo.name ("gemini-cli", "OpenCode", …)
 
 	turn    *turn // the prompt turn in flight, nil between turns
 	turns   int
@@ -263,8 +266,8 @@ func (d *Decoder) toolByCall(callID string) *tool {
 // permission request id is about and which options it offers; ok is false
 // when the request was refused (malformed) or is not a permission request.
 func (d *Decoder) PermissionCall(id jsonrpc.ID) (callID string, opts []PermissionOption, ok bool) {
-	r := d.theirs.get(idKey(id))
-	if r == nil || r.method != "session/request_permission" || r.callID == "" {
+	r, ok := d.theirs.lookup(idKey(id))
+	if !ok || r.method != "session/request_permission" || r.callID == "" {
 		return "", nil, false
 	}
 	return r.callID, r.options, true
@@ -351,8 +354,8 @@ func (d *Decoder) agentNotification(m jsonrpc.Message) {
 			return
 		}
 		key := rawIDKey(p.get("requestId"))
-		r := d.theirs.get(key)
-		if r == nil {
+		r, ok := d.theirs.lookup(key)
+		if !ok {
 			return // a request already answered: nothing is waiting
 		}
 		d.theirs.remove(key)
@@ -376,16 +379,16 @@ func (d *Decoder) agentRequest(m jsonrpc.Message) {
 	case "session/request_permission":
 		d.permission(m, key)
 	case "fs/read_text_file":
-		d.theirs.put(key, &agentRequest{method: m.Method})
+		d.theirs.put(key, agentRequest{method: m.Method})
 	case "fs/write_text_file":
 		path, _ := str(p.get("path"))
 		content, _ := str(p.get("content"))
-		d.theirs.put(key, &agentRequest{method: m.Method, path: path, content: content})
+		d.theirs.put(key, agentRequest{method: m.Method, path: path, content: content})
 	case "terminal/create":
-		d.theirs.put(key, &agentRequest{method: m.Method})
+		d.theirs.put(key, agentRequest{method: m.Method})
 	case "terminal/output", "terminal/wait_for_exit", "terminal/kill", "terminal/release":
 		id, _ := str(p.get("terminalId"))
-		d.theirs.put(key, &agentRequest{method: m.Method, terminalID: id})
+		d.theirs.put(key, agentRequest{method: m.Method, terminalID: id})
 	case "elicitation/create":
 		// Not advertised: the client refuses it with method-not-found.
 	default:
@@ -398,12 +401,13 @@ func (d *Decoder) agentRequest(m jsonrpc.Message) {
 
 func (d *Decoder) agentResponse(m jsonrpc.Message) {
 	key := idKey(m.ID)
-	r := d.ours.get(key)
-	if r == nil {
+	req, ok := d.ours.lookup(key)
+	if !ok {
 		d.drop("response", agent.DropOrphan, "response to request id "+key+" that happy never sent", m.Raw)
 		return
 	}
 	d.ours.remove(key)
+	r := &req
 	if m.Error != nil {
 		d.failedCall(r, m)
 		return
@@ -650,7 +654,7 @@ func (d *Decoder) fromHappy(f jsonrpc.Frame) {
 	p, _ := members(m.Params)
 	switch m.Kind {
 	case jsonrpc.KindRequest:
-		r := &ourRequest{method: m.Method}
+		r := ourRequest{method: m.Method}
 		r.sessionID, _ = str(p.get("sessionId"))
 		switch m.Method {
 		case "session/new":
@@ -684,7 +688,7 @@ func (d *Decoder) fromHappy(f jsonrpc.Frame) {
 // answered handles happy's response to one of the agent's requests.
 func (d *Decoder) answered(m jsonrpc.Message) {
 	key := idKey(m.ID)
-	r := d.theirs.get(key)
+	r, isTheirs := d.theirs.lookup(key)
 	var note, wnote happyNote
 	pn, pw := d.decisions.get(key), d.writes.get(key)
 	hasNote, hasWrite := pn != nil, pw != nil
@@ -696,7 +700,7 @@ func (d *Decoder) answered(m jsonrpc.Message) {
 		wnote = *pw
 		d.writes.remove(key)
 	}
-	if r == nil {
+	if !isTheirs {
 		return // answered after the agent withdrew it, or a request happy refused
 	}
 	d.theirs.remove(key)

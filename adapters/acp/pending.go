@@ -34,6 +34,22 @@ func (p *pending[V]) get(key string) V {
 	return zero
 }
 
+// lookup returns a copy of the value of key, and whether there is one
+// (a copy: a removal moves the table's entries).
+func (p *pending[V]) lookup(key string) (V, bool) {
+	if p.set != nil {
+		v, ok := p.set[key]
+		return v, ok
+	}
+	for i := range p.list {
+		if p.list[i].key == key {
+			return p.list[i].v, true
+		}
+	}
+	var zero V
+	return zero, false
+}
+
 // getBytes is get of the key written in b (a sub-slice of a frame),
 // without making a string of it.
 func (p *pending[V]) getBytes(b []byte) V {

@@ -28,6 +28,13 @@ func TestPendingAsMap(t *testing.T) {
 			if got := p.get(kk); got != ref[kk] {
 				t.Fatalf("step %d: get(%q) = %d, want %d", i, kk, got, ref[kk])
 			}
+			want, wok := ref[kk]
+			if got, ok := p.lookup(kk); got != want || ok != wok {
+				t.Fatalf("step %d: lookup(%q) = %d, %v; want %d, %v", i, kk, got, ok, want, wok)
+			}
+			if got := p.getBytes([]byte(kk)); got != want {
+				t.Fatalf("step %d: getBytes(%q) = %d, want %d", i, kk, got, want)
+			}
 		}
 		if i == 1000 {
 			p.reset()

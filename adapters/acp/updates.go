@@ -818,7 +818,7 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 	d.emit(&agent.ToolBlocked{CallID: tl.callID, Tool: name, Input: input,
 		Permission: &agent.PermissionRequest{ID: permID, Permission: name,
 			Patterns: patterns, Always: slices.Clone(patterns), Metadata: withOpaque(d.object(meta), "rawInput", rawIn)}})
-	d.theirs.put(key, &agentRequest{method: kind, callID: tl.callID, options: opts})
+	d.theirs.put(key, agentRequest{method: kind, callID: tl.callID, options: opts})
 	tl.asking++
 }
 
