@@ -47,10 +47,9 @@ type Decoder struct {
 	terminals pending[*terminalInfo]
 
 	// decisions and writes are the decision and fs-write notes by request
-	// id key, each note apart (a table's slots would hold the notes'
-	// 120 bytes in place).
-	decisions  pending[*happyNote]
-	writes     pending[*happyNote]
+	// id key, held in place.
+	decisions  pending[happyNote]
+	writes     pending[happyNote]
 	restarting bool
 
 	// History replayed by session/load: consecutive user chunks make one
@@ -689,15 +688,12 @@ func (d *Decoder) fromHappy(f jsonrpc.Frame) {
 func (d *Decoder) answered(m jsonrpc.Message) {
 	key := idKey(m.ID)
 	r, isTheirs := d.theirs.lookup(key)
-	var note, wnote happyNote
-	pn, pw := d.decisions.get(key), d.writes.get(key)
-	hasNote, hasWrite := pn != nil, pw != nil
+	note, hasNote := d.decisions.lookup(key)
 	if hasNote {
-		note = *pn
 		d.decisions.remove(key)
 	}
+	wnote, hasWrite := d.writes.lookup(key)
 	if hasWrite {
-		wnote = *pw
 		d.writes.remove(key)
 	}
 	if !isTheirs {
@@ -844,11 +840,9 @@ func (d *Decoder) note(f jsonrpc.Frame) {
 	}
 	switch n.Happy {
 	case noteDecision:
-		kept := n // only a kept note is allocated
-		d.decisions.put(key(n.Request), &kept)
+		d.decisions.put(key(n.Request), n)
 	case noteFSWrite:
-		kept := n
-		d.writes.put(key(n.Request), &kept)
+		d.writes.put(key(n.Request), n)
 	case noteAbandoned:
 		if d.turn != nil {
 			reason := n.Reason
