@@ -39,7 +39,7 @@ type Decoder struct {
 	skipNext, skipping bool
 	skipped            int
 
-	tools     map[string]*tool // by ACP toolCallId, in the current turn's scope
+	tools     pending[*tool] // by ACP toolCallId, in the current turn's scope
 	toolSeq   int
 	spare     [spareTools]*tool // zeroed tools for the next turn's (resetTools)
 	nspare    int
@@ -223,7 +223,6 @@ type location struct {
 // NewDecoder returns a decoder for one ACP connection.
 func NewDecoder() *Decoder {
 	return &Decoder{
-		tools:   map[string]*tool{},
 		callIDs: newRecentIDs(RecentCallIDs),
 	}
 }
@@ -253,7 +252,7 @@ func (d *Decoder) Decode(f jsonrpc.Frame) []agent.Event {
 
 // toolByCall returns the tool whose call id is callID, or nil.
 func (d *Decoder) toolByCall(callID string) *tool {
-	for _, tl := range d.tools {
+	for tl := range d.tools.values() {
 		if tl.callID == callID {
 			return tl
 		}
@@ -920,7 +919,7 @@ func (d *Decoder) flushUsage(turnEnd bool) {
 
 // String summarises the decoder's state (for diagnostics).
 func (d *Decoder) String() string {
-	return fmt.Sprintf("acp decoder: turn=%v tools=%d pending=%d/%d", d.turn != nil, len(d.tools), d.ours.len(), d.theirs.len())
+	return fmt.Sprintf("acp decoder: turn=%v tools=%d pending=%d/%d", d.turn != nil, d.tools.len(), d.ours.len(), d.theirs.len())
 }
 
 // RecentCallIDs is how many canonical tool call ids a Decoder remembers to

@@ -1,5 +1,7 @@
 package acp
 
+import "iter"
+
 // pending is a table of requests in flight by id key: a short list looked
 // through in order while it holds at most pendingScan entries (requests
 // are answered quickly, so a session rarely has more than a few open at
@@ -116,3 +118,34 @@ func (p *pending[V]) len() int {
 
 // reset forgets every entry.
 func (p *pending[V]) reset() { *p = pending[V]{} }
+
+// clear forgets every entry, keeping the list's room (at most
+// pendingScan entries, zeroed: nothing is held) for the next ones; an
+// index is dropped.
+func (p *pending[V]) clear() {
+	if p.set != nil {
+		p.reset()
+		return
+	}
+	clear(p.list)
+	p.list = p.list[:0]
+}
+
+// values yields every value, in no particular order.
+func (p *pending[V]) values() iter.Seq[V] {
+	return func(yield func(V) bool) {
+		if p.set != nil {
+			for _, v := range p.set {
+				if !yield(v) {
+					return
+				}
+			}
+			return
+		}
+		for _, e := range p.list {
+			if !yield(e.v) {
+				return
+			}
+		}
+	}
+}

@@ -335,7 +335,7 @@ func (d *Decoder) mergeTool(kind string, tl *tool, u *obj) {
 // new canonical call id (B18: parts are scoped per turn, so unrelated
 // calls are not merged).
 func (d *Decoder) toolFor(acpID string) (*tool, bool) {
-	if tl := d.tools[acpID]; tl != nil {
+	if tl := d.tools.get(acpID); tl != nil {
 		return tl, false
 	}
 	callID := acpID
@@ -346,13 +346,13 @@ func (d *Decoder) toolFor(acpID string) (*tool, bool) {
 	d.toolSeq++
 	tl := d.newTool()
 	tl.acpID, tl.callID, tl.seq = acpID, callID, d.toolSeq
-	d.tools[acpID] = tl
+	d.tools.put(acpID, tl)
 	return tl, true
 }
 
 func (d *Decoder) sortedTools() []*tool {
-	out := make([]*tool, 0, len(d.tools))
-	for _, tl := range d.tools {
+	out := make([]*tool, 0, d.tools.len())
+	for tl := range d.tools.values() {
 		out = append(out, tl)
 	}
 	slices.SortFunc(out, func(a, b *tool) int { return a.seq - b.seq })
@@ -362,7 +362,7 @@ func (d *Decoder) sortedTools() []*tool {
 func (d *Decoder) toolUpdate(kind string, announce bool, u *obj, raw []byte) {
 	var id string
 	if b, plain := d.plainStr(u.get("toolCallId")); plain && len(b) > 0 {
-		if tl := d.tools[string(b)]; tl != nil {
+		if tl := d.tools.getBytes(b); tl != nil {
 			id = tl.acpID // a tool of the turn's: its id string is kept
 		}
 	}
@@ -723,7 +723,7 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 	}
 	var id string
 	if b, plain := d.plainStr(tc.get("toolCallId")); plain && len(b) > 0 {
-		if tl := d.tools[string(b)]; tl != nil {
+		if tl := d.tools.getBytes(b); tl != nil {
 			id = tl.acpID // a tool of the turn's: its id string is kept
 		}
 	}
