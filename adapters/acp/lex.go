@@ -443,8 +443,12 @@ func (d *Decoder) enum(raw json.RawMessage, set map[string]string) (string, bool
 // value for the general form, goes to json.Unmarshal.
 func (d *Decoder) int64Of(raw json.RawMessage) (int64, bool) {
 	if !d.general {
-		if n, ok := plainInt(bytes.TrimSpace(raw)); ok {
+		t := bytes.TrimSpace(raw)
+		if n, ok := plainInt(t); ok {
 			return n, true
+		}
+		if len(t) == 0 || string(t) == "null" {
+			return 0, false // absent (json.Unmarshal fails) or null
 		}
 	}
 	var n int64

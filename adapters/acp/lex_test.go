@@ -403,6 +403,19 @@ func TestPlainInt(t *testing.T) {
 			t.Errorf("plainInt(%q) = %d, %v; want %d, %v", c.in, n, ok, c.n, c.ok)
 		}
 	}
+	// Absent and null are no value, both ways.
+	fast, slow := NewDecoder(), NewDecoder()
+	slow.general = true
+	for _, raw := range []string{"", " ", "null", " null "} {
+		for _, d := range []*Decoder{fast, slow} {
+			if n, ok := d.int64Of([]byte(raw)); ok || n != 0 {
+				t.Errorf("int64Of(%q) = %d, %v (general %v)", raw, n, ok, d.general)
+			}
+		}
+	}
+	if n, ok := fast.int64Of(nil); ok || n != 0 {
+		t.Errorf("int64Of(nil) = %d, %v", n, ok)
+	}
 }
 
 // FuzzMembersLast checks membersLast against members: the same members
