@@ -359,7 +359,13 @@ func lexBlockWire(raw json.RawMessage, s *[7]string) (blockWire, bool) {
 // []string does: null gives none; ok is false when json.Unmarshal fails.
 // An array of plain strings is read in one pass.
 func stringsOf(raw json.RawMessage) ([]string, bool) {
-	if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '[' {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || t[0] != '[' && string(t) != "null" {
+		// Absent, or another value than an array (a command given as a
+		// string): json.Unmarshal fails on every such input.
+		return nil, false
+	}
+	if t[0] == '[' {
 		var buf [8]json.RawMessage
 		if els, ok := splitArray(buf[:0], t); ok {
 			out := make([]string, len(els))
