@@ -601,7 +601,10 @@ func (d *Decoder) endTurn(t *turn, m jsonrpc.Message) {
 		end.Reason, end.Error = agent.TurnFailed, text
 	default:
 		res, _ := members(m.Result)
-		reason, ok := str(res.get("stopReason"))
+		reason, ok := d.enum(res.get("stopReason"), stopReasons) // no string made for the schema's
+		if !ok {
+			reason, ok = str(res.get("stopReason"))
+		}
 		switch {
 		case !ok:
 			d.drop("session/prompt", agent.DropInvalidField, "prompt response without a stopReason string", m.Raw)
@@ -640,6 +643,10 @@ func (d *Decoder) closeTurn() {
 	d.turnStep, d.stepResult = false, false
 }
 
+// stopReasons are the StopReason values of the schema, each mapped to
+// itself.
+var stopReasons = selfMap("end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled")
+
 // ---- frames from happy ----
 
 func (d *Decoder) fromHappy(f jsonrpc.Frame) {
@@ -653,7 +660,14 @@ func (d *Decoder) fromHappy(f jsonrpc.Frame) {
 	switch m.Kind {
 	case jsonrpc.KindRequest:
 		r := ourRequest{method: m.Method}
-		r.sessionID, _ = str(p.get("sessionId"))
+		if b, plain := d.plainStr(p.get("sessionId")); plain {
+			r.sessionID, plain = d.sessions.keyOf(b) // an open session's id: its string kept
+			if !plain {
+				r.sessionID, _ = str(p.get("sessionId"))
+			}
+		} else {
+			r.sessionID, _ = str(p.get("sessionId"))
+		}
 		switch m.Method {
 		case "session/new":
 			r.cwd, _ = str(p.get("cwd"))

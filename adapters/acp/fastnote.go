@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/jsonlex"
 )
 
@@ -79,9 +80,11 @@ func noteOf(data []byte) (happyNote, bool) {
 			if null {
 				continue
 			}
-			s, ok := str(v)
-			if !ok {
-				return happyNote{}, false
+			s, ok := noteWords[string(v)] // a known word written plainly: no string made
+			if !ok || field > 3 {
+				if s, ok = str(v); !ok {
+					return happyNote{}, false
+				}
 			}
 			switch field {
 			case 0:
@@ -99,6 +102,19 @@ func noteOf(data []byte) (happyNote, bool) {
 	}
 	return n, true
 }
+
+// noteWords are the words of the happy, decision and reason members of
+// happy's notes, by their JSON text (quoted), each its string.
+var noteWords = func() map[string]string {
+	m := map[string]string{}
+	for _, w := range []string{noteDecision, noteFSWrite, noteAbandoned, noteRestart, noteHistoryKnown,
+		string(agent.DecisionOnce), string(agent.DecisionAlways), string(agent.DecisionReject),
+		agent.ReasonCancelled, agent.ReasonAgentExited, agent.ReasonTimeout, agent.ReasonAnsweredInAgent,
+		agent.ReasonWrapperExited, agent.ReasonRule} {
+		m[strconv.Quote(w)] = w
+	}
+	return m
+}()
 
 // at returns the i-th member of o, in order.
 func (o *obj) at(i int) member {

@@ -67,6 +67,22 @@ func (p *pending[V]) getBytes(b []byte) V {
 	return zero
 }
 
+// keyOf returns the key written in b as the table holds it, when it has
+// one in its list: a string already made, for a caller to keep instead of
+// a new one (an indexed table answers false: a map does not give its keys
+// back).
+func (p *pending[V]) keyOf(b []byte) (string, bool) {
+	if p.set != nil {
+		return "", false
+	}
+	for i := range p.list {
+		if p.list[i].key == string(b) {
+			return p.list[i].key, true
+		}
+	}
+	return "", false
+}
+
 // put sets the value of key.
 func (p *pending[V]) put(key string, v V) {
 	if p.set != nil {

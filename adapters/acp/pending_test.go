@@ -35,6 +35,11 @@ func TestPendingAsMap(t *testing.T) {
 			if got := p.getBytes([]byte(kk)); got != want {
 				t.Fatalf("step %d: getBytes(%q) = %d, want %d", i, kk, got, want)
 			}
+			if k, ok := p.keyOf([]byte(kk)); ok && (k != kk || !wok) {
+				t.Fatalf("step %d: keyOf(%q) = %q, %v", i, kk, k, ok)
+			} else if !ok && wok && p.set == nil {
+				t.Fatalf("step %d: keyOf(%q) finds no key in the list", i, kk)
+			}
 		}
 		if i == 1000 {
 			p.reset()

@@ -308,6 +308,7 @@ func (d *Decoder) mergeTool(kind string, tl *tool, u *obj) {
 		if items, ok := d.array(buf[:0], raw); !ok {
 			d.drop(kind, agent.DropInvalidField, "locations is not an array", raw)
 		} else {
+			old := tl.locations
 			tl.locations = tl.locations[:0:0]
 			if len(items) > 0 {
 				tl.locations = make([]location, 0, len(items))
@@ -315,14 +316,32 @@ func (d *Decoder) mergeTool(kind string, tl *tool, u *obj) {
 			for _, it := range items {
 				var l location
 				m, ok := members(it)
-				p, okp := str(m.get("path"))
+				// The location at the same place before, when it has the
+				// same path written plainly: its strings and line are
+				// shared (a location is never changed in place).
+				var prev *location
+				if j := len(tl.locations); j < len(old) {
+					if b, plain := d.plainStr(m.get("path")); plain && ok && string(b) == old[j].Path {
+						prev = &old[j]
+					}
+				}
+				okp := prev != nil
+				if okp {
+					l.Path = prev.Path
+				} else {
+					l.Path, okp = str(m.get("path"))
+				}
 				if !ok || !okp {
 					d.drop(kind+":location", agent.DropInvalidField, "location needs a path", it)
 					continue
 				}
-				l.Path = p
 				if line, ok := d.int64Of(m.get("line")); ok && line >= 0 {
-					l.Line = &line
+					if prev != nil && prev.Line != nil && *prev.Line == line {
+						l.Line = prev.Line
+					} else {
+						n := line
+						l.Line = &n
+					}
 				}
 				tl.locations = append(tl.locations, l)
 			}
