@@ -3,6 +3,8 @@ package acp
 import (
 	"fmt"
 	"runtime"
+	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/happy-dev/happy/adapters/jsonrpc"
@@ -92,5 +94,33 @@ func TestCallIDsFlatHeap(t *testing.T) {
 	t.Logf("held after %d turns: %d KB; after %d: %d KB", 2*window, one/1024, 20*window, ten/1024)
 	if ten > one+one/4+16<<10 {
 		t.Fatalf("held %d bytes after 10x the turns, %d after 1x: the decoder's memory grows with the session", ten, one)
+	}
+}
+
+// TestRecentIDsScanAndIndex: recentIDs answers as a plain bounded set
+// (the last max ids added) whether it scans its ring or keeps an index,
+// for bounds below, at and above recentScan.
+func TestRecentIDsScanAndIndex(t *testing.T) {
+	for _, max := range []int{1, 3, recentScan - 1, recentScan, recentScan + 1, 100} {
+		r := newRecentIDs(max)
+		var last []string // the reference: the last max ids added
+		for i := range 300 {
+			id := "id" + strconv.Itoa(i*7%151) // ids come back
+			want := slices.Contains(last, id)
+			if got := r.has(id); got != want {
+				t.Fatalf("max %d, step %d: has(%q) = %v, want %v", max, i, id, got, want)
+			}
+			if want {
+				continue
+			}
+			r.add(id)
+			last = append(last, id)
+			if len(last) > max {
+				last = last[1:]
+			}
+			if r.len() != len(last) {
+				t.Fatalf("max %d, step %d: len %d, want %d", max, i, r.len(), len(last))
+			}
+		}
 	}
 }

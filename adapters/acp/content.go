@@ -96,7 +96,13 @@ func blockOf(w *blockWire) (contentBlock, error) {
 		if w.URI == nil || w.Name == nil {
 			return b, errors.New("resource_link block needs uri and name")
 		}
-		b.URI, b.Name, b.Title, b.MimeType, b.Size = *w.URI, *w.Name, str(w.Title), str(w.MimeType), w.Size
+		b.URI, b.Name, b.Title, b.MimeType = *w.URI, *w.Name, str(w.Title), str(w.MimeType)
+		if w.Size != nil {
+			// A pointer of the block's own: w's values may be its
+			// reader's (on its stack).
+			n := *w.Size
+			b.Size = &n
+		}
 	case "resource":
 		r := w.Resource
 		if r == nil || r.URI == nil || (r.Text == nil) == (r.Blob == nil) {
@@ -215,19 +221,19 @@ func decodeToolContent(raw json.RawMessage) (toolContent, error) {
 	if err := json.Unmarshal(raw, &w); err != nil {
 		return toolContent{}, fmt.Errorf("tool content: %w", err)
 	}
-	return toolContentOf(&w, decodeBlock)
+	return toolContentOf(&w, w.Content, decodeBlock)
 }
 
 // toolContentOf checks an item's members (see decodeToolContent), its
 // block read with block.
-func toolContentOf(w *toolWire, block func(json.RawMessage) (contentBlock, error)) (toolContent, error) {
+func toolContentOf(w *toolWire, content json.RawMessage, block func(json.RawMessage) (contentBlock, error)) (toolContent, error) {
 	if w.Type == nil {
 		return toolContent{}, errors.New("tool content without type")
 	}
 	c := toolContent{Type: *w.Type}
 	switch c.Type {
 	case "content":
-		b, err := block(w.Content)
+		b, err := block(content) // w.Content, apart: w's values do not go to block
 		if err != nil {
 			return c, err
 		}
@@ -236,7 +242,13 @@ func toolContentOf(w *toolWire, block func(json.RawMessage) (contentBlock, error
 		if w.Path == nil || w.NewText == nil {
 			return c, errors.New("diff needs path and newText")
 		}
-		c.Path, c.OldText, c.NewText = *w.Path, w.OldText, *w.NewText
+		c.Path, c.NewText = *w.Path, *w.NewText
+		if w.OldText != nil {
+			// A pointer of the item's own: w's strings may be its
+			// reader's (on its stack).
+			old := *w.OldText
+			c.OldText = &old
+		}
 	case "terminal":
 		if w.TerminalID == nil {
 			return c, errors.New("terminal content needs terminalId")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -20,10 +21,13 @@ type Decoder struct {
 	t   int64
 	out []agent.Event
 
-	ours      map[string]*ourRequest   // happy's requests awaiting a response
-	theirs    map[string]*agentRequest // the agent's requests awaiting happy's answer
-	sessions  map[string]bool          // ACP session ids opened
-	agentName string                   // initialize's agentInfo.name ("gemini-cli", "OpenCode", …)
+	// ours and theirs are the requests awaiting an answer: happy's, and
+	// the agent's awaiting happy's. Held in place, so a request costs no
+	// allocation once the table has room.
+	ours      pending[ourRequest]
+	theirs    pending[agentRequest]
+	sessions  pending[bool] // ACP session ids opened
+	agentName string        // initialize's agentInfo.name ("gemini-cli", "OpenCode", …)
 
 	turn    *turn // the prompt turn in flight, nil between turns
 	turns   int
@@ -35,15 +39,17 @@ type Decoder struct {
 	skipNext, skipping bool
 	skipped            int
 
-	tools     map[string]*tool // by ACP toolCallId, in the current turn's scope
+	tools     pending[*tool] // by ACP toolCallId, in the current turn's scope
 	toolSeq   int
 	spare     [spareTools]*tool // zeroed tools for the next turn's (resetTools)
 	nspare    int
 	callIDs   *recentIDs // canonical call ids used lately (see toolFor)
-	terminals map[string]*terminalInfo
+	terminals pending[*terminalInfo]
 
-	decisions  map[string]happyNote // decision notes by request id key
-	writes     map[string]happyNote // fs-write notes by request id key
+	// decisions and writes are the decision and fs-write notes by request
+	// id key, held in place.
+	decisions  pending[happyNote]
+	writes     pending[happyNote]
 	restarting bool
 
 	// History replayed by session/load: consecutive user chunks make one
@@ -217,14 +223,7 @@ type location struct {
 // NewDecoder returns a decoder for one ACP connection.
 func NewDecoder() *Decoder {
 	return &Decoder{
-		ours:      map[string]*ourRequest{},
-		theirs:    map[string]*agentRequest{},
-		sessions:  map[string]bool{},
-		tools:     map[string]*tool{},
-		callIDs:   newRecentIDs(RecentCallIDs),
-		terminals: map[string]*terminalInfo{},
-		decisions: map[string]happyNote{},
-		writes:    map[string]happyNote{},
+		callIDs: newRecentIDs(RecentCallIDs),
 	}
 }
 
@@ -253,7 +252,7 @@ func (d *Decoder) Decode(f jsonrpc.Frame) []agent.Event {
 
 // toolByCall returns the tool whose call id is callID, or nil.
 func (d *Decoder) toolByCall(callID string) *tool {
-	for _, tl := range d.tools {
+	for tl := range d.tools.values() {
 		if tl.callID == callID {
 			return tl
 		}
@@ -265,8 +264,8 @@ func (d *Decoder) toolByCall(callID string) *tool {
 // permission request id is about and which options it offers; ok is false
 // when the request was refused (malformed) or is not a permission request.
 func (d *Decoder) PermissionCall(id jsonrpc.ID) (callID string, opts []PermissionOption, ok bool) {
-	r := d.theirs[idKey(id)]
-	if r == nil || r.method != "session/request_permission" || r.callID == "" {
+	r, ok := d.theirs.lookup(idKey(id))
+	if !ok || r.method != "session/request_permission" || r.callID == "" {
 		return "", nil, false
 	}
 	return r.callID, r.options, true
@@ -353,11 +352,11 @@ func (d *Decoder) agentNotification(m jsonrpc.Message) {
 			return
 		}
 		key := rawIDKey(p.get("requestId"))
-		r := d.theirs[key]
-		if r == nil {
+		r, ok := d.theirs.lookup(key)
+		if !ok {
 			return // a request already answered: nothing is waiting
 		}
-		delete(d.theirs, key)
+		d.theirs.remove(key)
 		if r.method == "session/request_permission" {
 			d.emit(&agent.ToolResolved{CallID: r.callID, Decision: agent.DecisionReject, Reason: agent.ReasonCancelled})
 		}
@@ -378,16 +377,16 @@ func (d *Decoder) agentRequest(m jsonrpc.Message) {
 	case "session/request_permission":
 		d.permission(m, key)
 	case "fs/read_text_file":
-		d.theirs[key] = &agentRequest{method: m.Method}
+		d.theirs.put(key, agentRequest{method: m.Method})
 	case "fs/write_text_file":
 		path, _ := str(p.get("path"))
 		content, _ := str(p.get("content"))
-		d.theirs[key] = &agentRequest{method: m.Method, path: path, content: content}
+		d.theirs.put(key, agentRequest{method: m.Method, path: path, content: content})
 	case "terminal/create":
-		d.theirs[key] = &agentRequest{method: m.Method}
+		d.theirs.put(key, agentRequest{method: m.Method})
 	case "terminal/output", "terminal/wait_for_exit", "terminal/kill", "terminal/release":
 		id, _ := str(p.get("terminalId"))
-		d.theirs[key] = &agentRequest{method: m.Method, terminalID: id}
+		d.theirs.put(key, agentRequest{method: m.Method, terminalID: id})
 	case "elicitation/create":
 		// Not advertised: the client refuses it with method-not-found.
 	default:
@@ -400,12 +399,13 @@ func (d *Decoder) agentRequest(m jsonrpc.Message) {
 
 func (d *Decoder) agentResponse(m jsonrpc.Message) {
 	key := idKey(m.ID)
-	r := d.ours[key]
-	if r == nil {
+	req, ok := d.ours.lookup(key)
+	if !ok {
 		d.drop("response", agent.DropOrphan, "response to request id "+key+" that happy never sent", m.Raw)
 		return
 	}
-	delete(d.ours, key)
+	d.ours.remove(key)
+	r := &req
 	if m.Error != nil {
 		d.failedCall(r, m)
 		return
@@ -425,7 +425,7 @@ func (d *Decoder) agentResponse(m jsonrpc.Message) {
 			d.drop(r.method, agent.DropMissingID, "session/new response without sessionId", m.Raw)
 			return
 		}
-		d.sessions[id] = true
+		d.sessions.put(id, true)
 		info := &agent.SessionInfo{ProviderSessionID: id, Cwd: r.cwd}
 		d.sessionState(info, &res)
 		d.emit(info)
@@ -476,7 +476,8 @@ func (d *Decoder) configOptions(info *agent.SessionInfo, raw json.RawMessage) bo
 	if isNull(raw) {
 		return true
 	}
-	opts, ok := d.array(raw)
+	var buf [8]json.RawMessage
+	opts, ok := d.array(buf[:0], raw)
 	if !ok {
 		return false
 	}
@@ -562,7 +563,8 @@ func (d *Decoder) startTurn(m jsonrpc.Message, p *obj) *turn {
 	d.resetTools()
 	d.turnStep, d.stepResult = false, false
 	d.emit(&agent.TurnStarted{TurnID: t.id})
-	blocks, _ := d.array(p.get("prompt"))
+	var buf [8]json.RawMessage
+	blocks, _ := d.array(buf[:0], p.get("prompt"))
 	var texts []string
 	var files []agent.PromptFile
 	for _, raw := range blocks {
@@ -599,7 +601,10 @@ func (d *Decoder) endTurn(t *turn, m jsonrpc.Message) {
 		end.Reason, end.Error = agent.TurnFailed, text
 	default:
 		res, _ := members(m.Result)
-		reason, ok := str(res.get("stopReason"))
+		reason, ok := d.enum(res.get("stopReason"), stopReasons) // no string made for the schema's
+		if !ok {
+			reason, ok = str(res.get("stopReason"))
+		}
 		switch {
 		case !ok:
 			d.drop("session/prompt", agent.DropInvalidField, "prompt response without a stopReason string", m.Raw)
@@ -638,6 +643,10 @@ func (d *Decoder) closeTurn() {
 	d.turnStep, d.stepResult = false, false
 }
 
+// stopReasons are the StopReason values of the schema, each mapped to
+// itself.
+var stopReasons = selfMap("end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled")
+
 // ---- frames from happy ----
 
 func (d *Decoder) fromHappy(f jsonrpc.Frame) {
@@ -650,15 +659,22 @@ func (d *Decoder) fromHappy(f jsonrpc.Frame) {
 	p, _ := members(m.Params)
 	switch m.Kind {
 	case jsonrpc.KindRequest:
-		r := &ourRequest{method: m.Method}
-		r.sessionID, _ = str(p.get("sessionId"))
+		r := ourRequest{method: m.Method}
+		if b, plain := d.plainStr(p.get("sessionId")); plain {
+			r.sessionID, plain = d.sessions.keyOf(b) // an open session's id: its string kept
+			if !plain {
+				r.sessionID, _ = str(p.get("sessionId"))
+			}
+		} else {
+			r.sessionID, _ = str(p.get("sessionId"))
+		}
 		switch m.Method {
 		case "session/new":
 			r.cwd, _ = str(p.get("cwd"))
 		case "session/load", "session/resume":
 			r.cwd, _ = str(p.get("cwd"))
 			if r.sessionID != "" {
-				d.sessions[r.sessionID] = true
+				d.sessions.put(r.sessionID, true)
 			}
 			d.loading = m.Method == "session/load"
 			d.skipping = d.loading && d.skipNext
@@ -667,11 +683,11 @@ func (d *Decoder) fromHappy(f jsonrpc.Frame) {
 			r.modeID, _ = str(p.get("modeId"))
 		case "session/prompt":
 			if r.sessionID != "" {
-				d.sessions[r.sessionID] = true
+				d.sessions.put(r.sessionID, true)
 			}
 			r.turn = d.startTurn(m, &p)
 		}
-		d.ours[idKey(m.ID)] = r
+		d.ours.put(idKey(m.ID), r)
 	case jsonrpc.KindNotification:
 		if m.Method == "session/cancel" && d.turn != nil {
 			d.turn.cancelled = true
@@ -684,15 +700,19 @@ func (d *Decoder) fromHappy(f jsonrpc.Frame) {
 // answered handles happy's response to one of the agent's requests.
 func (d *Decoder) answered(m jsonrpc.Message) {
 	key := idKey(m.ID)
-	r := d.theirs[key]
-	note, hasNote := d.decisions[key]
-	delete(d.decisions, key)
-	wnote, hasWrite := d.writes[key]
-	delete(d.writes, key)
-	if r == nil {
+	r, isTheirs := d.theirs.lookup(key)
+	note, hasNote := d.decisions.lookup(key)
+	if hasNote {
+		d.decisions.remove(key)
+	}
+	wnote, hasWrite := d.writes.lookup(key)
+	if hasWrite {
+		d.writes.remove(key)
+	}
+	if !isTheirs {
 		return // answered after the agent withdrew it, or a request happy refused
 	}
-	delete(d.theirs, key)
+	d.theirs.remove(key)
 	if r.method == "session/request_permission" {
 		if tl := d.toolByCall(r.callID); tl != nil && tl.asking > 0 {
 			tl.asking--
@@ -744,10 +764,10 @@ func (d *Decoder) answered(m jsonrpc.Message) {
 		d.recordWrite(r.path, before, r.content, status)
 	case "terminal/create":
 		if id, ok := str(res.get("terminalId")); ok {
-			d.terminals[id] = &terminalInfo{}
+			d.terminals.put(id, &terminalInfo{})
 		}
 	case "terminal/output":
-		if ti := d.terminals[r.terminalID]; ti != nil {
+		if ti := d.terminals.get(r.terminalID); ti != nil {
 			ti.output, _ = str(res.get("output"))
 			ti.truncated = string(res.get("truncated")) == "true"
 			ti.known = true
@@ -756,7 +776,7 @@ func (d *Decoder) answered(m jsonrpc.Message) {
 			}
 		}
 	case "terminal/wait_for_exit":
-		if ti := d.terminals[r.terminalID]; ti != nil {
+		if ti := d.terminals.get(r.terminalID); ti != nil {
 			ti.setExit(&res)
 		}
 	}
@@ -814,13 +834,13 @@ func (d *Decoder) recordWrite(path string, before *string, after, status string)
 // ---- notes and exit ----
 
 func (d *Decoder) note(f jsonrpc.Frame) {
-	var n happyNote
 	if !isObject(f.Data) {
 		return // a remark of whoever recorded the traffic
 	}
+	var n happyNote
 	ok := false
 	if d.general || !f.JSON {
-		ok = json.Unmarshal(f.Data, &n) == nil
+		n, ok = noteGeneral(f.Data)
 	} else {
 		n, ok = noteOf(f.Data)
 	}
@@ -833,9 +853,9 @@ func (d *Decoder) note(f jsonrpc.Frame) {
 	}
 	switch n.Happy {
 	case noteDecision:
-		d.decisions[key(n.Request)] = n
+		d.decisions.put(key(n.Request), n)
 	case noteFSWrite:
-		d.writes[key(n.Request)] = n
+		d.writes.put(key(n.Request), n)
 	case noteAbandoned:
 		if d.turn != nil {
 			reason := n.Reason
@@ -860,8 +880,8 @@ func (d *Decoder) exit(f jsonrpc.Frame) {
 		return
 	}
 	// Requests the agent can no longer answer.
-	d.ours = map[string]*ourRequest{}
-	d.theirs = map[string]*agentRequest{}
+	d.ours.reset()
+	d.theirs.reset()
 	if d.turn == nil {
 		return
 	}
@@ -913,7 +933,7 @@ func (d *Decoder) flushUsage(turnEnd bool) {
 
 // String summarises the decoder's state (for diagnostics).
 func (d *Decoder) String() string {
-	return fmt.Sprintf("acp decoder: turn=%v tools=%d pending=%d/%d", d.turn != nil, len(d.tools), len(d.ours), len(d.theirs))
+	return fmt.Sprintf("acp decoder: turn=%v tools=%d pending=%d/%d", d.turn != nil, d.tools.len(), d.ours.len(), d.theirs.len())
 }
 
 // RecentCallIDs is how many canonical tool call ids a Decoder remembers to
@@ -925,21 +945,29 @@ func (d *Decoder) String() string {
 const RecentCallIDs = 1024
 
 // recentIDs remembers the last n ids added (a bounded set: a ring of
-// them and their index, both grown as ids come, so a short session holds
-// only its own).
+// them, grown as ids come, so a short session holds only its own). The
+// ring alone answers while it holds at most recentScan ids (most
+// sessions: no map is made); past that, an index of them too.
 type recentIDs struct {
-	set  map[string]struct{}
+	set  map[string]struct{} // nil while the ring holds recentScan ids or fewer
 	ring []string
 	max  int
 	next int
 }
 
+// recentScan is how many ids recentIDs looks through one by one before it
+// keeps an index.
+const recentScan = 32
+
 func newRecentIDs(n int) *recentIDs {
-	return &recentIDs{set: map[string]struct{}{}, max: n}
+	return &recentIDs{max: n}
 }
 
 // has reports whether id is among the last ids added.
 func (r *recentIDs) has(id string) bool {
+	if r.set == nil {
+		return slices.Contains(r.ring, id)
+	}
 	_, ok := r.set[id]
 	return ok
 }
@@ -947,15 +975,30 @@ func (r *recentIDs) has(id string) bool {
 // add inserts id (one not already present), forgetting the oldest when the
 // ring is full.
 func (r *recentIDs) add(id string) {
-	r.set[id] = struct{}{}
+	if r.set == nil && len(r.ring) >= recentScan {
+		r.set = make(map[string]struct{}, 2*len(r.ring))
+		for _, old := range r.ring {
+			r.set[old] = struct{}{}
+		}
+	}
+	if r.set != nil {
+		r.set[id] = struct{}{}
+	}
 	if len(r.ring) < r.max {
 		r.ring = append(r.ring, id)
 		return
 	}
-	delete(r.set, r.ring[r.next])
+	if r.set != nil {
+		delete(r.set, r.ring[r.next])
+	}
 	r.ring[r.next] = id
 	r.next = (r.next + 1) % len(r.ring)
 }
 
 // len is how many ids are remembered.
-func (r *recentIDs) len() int { return len(r.set) }
+func (r *recentIDs) len() int {
+	if r.set == nil {
+		return len(r.ring)
+	}
+	return len(r.set)
+}

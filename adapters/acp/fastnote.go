@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/jsonlex"
 )
 
@@ -17,6 +18,14 @@ import (
 // noteFields are the JSON names of happyNote's fields.
 var noteFields = [...]string{"happy", "request", "decision", "reason", "path", "existed", "before", "beforeOmitted"}
 
+// noteGeneral reads a note with json.Unmarshal (apart, so that noteOf's
+// own note stays on its stack).
+func noteGeneral(data []byte) (happyNote, bool) {
+	var n happyNote
+	err := json.Unmarshal(data, &n)
+	return n, err == nil
+}
+
 // noteOf reads a note as json.Unmarshal into a happyNote does; ok is
 // false where it fails. data is a valid JSON object (a frame jsonrpc
 // validated).
@@ -24,7 +33,7 @@ func noteOf(data []byte) (happyNote, bool) {
 	var n happyNote
 	o, ok := members(data)
 	if !ok {
-		return n, json.Unmarshal(data, &n) == nil
+		return noteGeneral(data)
 	}
 	for i := range o.n {
 		m := o.at(i)
@@ -37,7 +46,7 @@ func noteOf(data []byte) (happyNote, bool) {
 			}
 			if strings.EqualFold(k, f) || !ascii(k) {
 				// encoding/json would match this name to a field too.
-				return n, json.Unmarshal(data, &n) == nil
+				return noteGeneral(data)
 			}
 		}
 		if field < 0 {
@@ -71,9 +80,11 @@ func noteOf(data []byte) (happyNote, bool) {
 			if null {
 				continue
 			}
-			s, ok := str(v)
-			if !ok {
-				return happyNote{}, false
+			s, ok := noteWords[string(v)] // a known word written plainly: no string made
+			if !ok || field > 3 {
+				if s, ok = str(v); !ok {
+					return happyNote{}, false
+				}
 			}
 			switch field {
 			case 0:
@@ -91,6 +102,19 @@ func noteOf(data []byte) (happyNote, bool) {
 	}
 	return n, true
 }
+
+// noteWords are the words of the happy, decision and reason members of
+// happy's notes, by their JSON text (quoted), each its string.
+var noteWords = func() map[string]string {
+	m := map[string]string{}
+	for _, w := range []string{noteDecision, noteFSWrite, noteAbandoned, noteRestart, noteHistoryKnown,
+		string(agent.DecisionOnce), string(agent.DecisionAlways), string(agent.DecisionReject),
+		agent.ReasonCancelled, agent.ReasonAgentExited, agent.ReasonTimeout, agent.ReasonAnsweredInAgent,
+		agent.ReasonWrapperExited, agent.ReasonRule} {
+		m[strconv.Quote(w)] = w
+	}
+	return m
+}()
 
 // at returns the i-th member of o, in order.
 func (o *obj) at(i int) member {

@@ -55,7 +55,7 @@ func members(raw json.RawMessage) (o obj, ok bool) {
 	bad := false
 	err := jsonlex.Members(bytes.TrimSpace(raw), func(k, v []byte) bool {
 		name := k[1 : len(k)-1]
-		if bytes.IndexByte(name, '\\') >= 0 || !utf8.Valid(name) {
+		if !plainName(name) {
 			s, err := jsonlex.Unquote(k)
 			if err != nil {
 				bad = true
@@ -77,6 +77,19 @@ func members(raw json.RawMessage) (o obj, ok bool) {
 	return o, true
 }
 
+// plainName reports whether a member name (between its quotes) is
+// read as it is: no escape and valid UTF-8. An ASCII name without a
+// backslash (every name of ACP traffic) is told in one loop; anything
+// else is looked at in full.
+func plainName(name []byte) bool {
+	for _, c := range name {
+		if c == '\\' || c >= utf8.RuneSelf {
+			return bytes.IndexByte(name, '\\') < 0 && utf8.Valid(name)
+		}
+	}
+	return true
+}
+
 // objOf returns the members of a map json.Unmarshal filled (a nil map
 // has none).
 func objOf(m map[string]json.RawMessage) *obj {
@@ -94,8 +107,11 @@ func objOf(m map[string]json.RawMessage) *obj {
 
 // array splits a JSON array into its raw elements as json.Unmarshal into
 // a []json.RawMessage does: null gives none; ok is false for anything but
-// an array or null (absent included).
-func (d *Decoder) array(raw json.RawMessage) ([]json.RawMessage, bool) {
+// an array or null (absent included). The elements are appended to
+// dst[:0], so a caller that passes a buffer of its own (on its stack)
+// reads a short array without an allocation; the result is only read
+// while the frame is decoded, never kept.
+func (d *Decoder) array(dst []json.RawMessage, raw json.RawMessage) ([]json.RawMessage, bool) {
 	if d.general {
 		var items []json.RawMessage
 		err := json.Unmarshal(raw, &items)
@@ -108,17 +124,42 @@ func (d *Decoder) array(raw json.RawMessage) ([]json.RawMessage, bool) {
 	if len(raw) == 0 || raw[0] != '[' {
 		return nil, false
 	}
-	els, err := jsonlex.SplitArray(raw)
-	if err != nil {
-		var items []json.RawMessage
-		err := json.Unmarshal(raw, &items)
-		return items, err == nil
+	if items, ok := splitArray(dst[:0], raw); ok {
+		return items, true
 	}
-	items := make([]json.RawMessage, len(els))
-	for i, e := range els {
-		items[i] = e
+	var items []json.RawMessage
+	err := json.Unmarshal(raw, &items)
+	return items, err == nil
+}
+
+// splitArray appends the raw elements of raw, an array that starts at
+// raw[0] and ends at its last byte, to dst, as jsonlex.SplitArray splits
+// them (by structure: raw is a member of a validated frame); ok is false
+// when it is not structurally complete.
+func splitArray(dst []json.RawMessage, raw []byte) ([]json.RawMessage, bool) {
+	i := jsonlex.SkipSpace(raw, 1)
+	if i < len(raw) && raw[i] == ']' {
+		return dst, jsonlex.SkipSpace(raw, i+1) == len(raw)
 	}
-	return items, true
+	for {
+		end := jsonlex.Skip(raw, i)
+		if end < 0 {
+			return nil, false
+		}
+		dst = append(dst, raw[i:end])
+		i = jsonlex.SkipSpace(raw, end)
+		if i >= len(raw) {
+			return nil, false
+		}
+		switch raw[i] {
+		case ',':
+			i = jsonlex.SkipSpace(raw, i+1)
+		case ']':
+			return dst, jsonlex.SkipSpace(raw, i+1) == len(raw)
+		default:
+			return nil, false
+		}
+	}
 }
 
 // blockFields are the members of a content block or tool content item the
@@ -160,14 +201,18 @@ func lexKey(k []byte) (name string, ok bool) {
 	return string(body), true
 }
 
-// lexStrings fills the *string fields named by names from the object
-// raw, as json.Unmarshal into a struct with those fields would (the exact
-// names given, in the case written); raws gets the raw values of the
-// names in rawNames. ok is false, and raw must be decoded by
-// encoding/json, for a member of another type (null included), a name
-// written twice or matching a field but for case, or an escape.
-func lexFields(raw []byte, strs []*string, names []string, raws [][]byte, rawNames []string) bool {
-	ok := true
+// lexFields reads the string fields named by names from the object raw
+// into vals (mask has bit i set for each present, vals[i] its value), as
+// json.Unmarshal into a struct with *string fields of those names would
+// (the exact names given, in the case written); raws gets the raw values
+// of the names in rawNames. The caller points its struct's fields into
+// vals, which may stay on its stack. ok is false, and raw must be decoded
+// by encoding/json, for a member of another type (null included), a name
+// written twice or matching a field but for case, or an escape. A "type"
+// written plainly that is one of the schema's types is the table's
+// string (contentTypes): no string is made for it.
+func lexFields(raw []byte, vals []string, names []string, raws [][]byte, rawNames []string) (mask uint32, ok bool) {
+	ok = true
 	var seen uint32
 	err := jsonlex.Members(raw, func(k, v []byte) bool {
 		name, good := lexKey(k)
@@ -185,12 +230,16 @@ func lexFields(raw []byte, strs []*string, names []string, raws [][]byte, rawNam
 					return false
 				}
 				seen |= 1 << i
+				if t, known := contentTypes[string(v)]; known && n == "type" {
+					vals[i] = t
+					return true
+				}
 				s, err := jsonlex.Unquote(v)
 				if err != nil {
 					ok = false
 					return false
 				}
-				strs[i] = &s
+				vals[i] = s
 				return true
 			}
 		}
@@ -209,7 +258,25 @@ func lexFields(raw []byte, strs []*string, names []string, raws [][]byte, rawNam
 		ok = false // a field of the other shape, or another case
 		return false
 	})
-	return ok && err == nil
+	return seen, ok && err == nil
+}
+
+// contentTypes are the types of content blocks and tool content items,
+// by their JSON text (quoted), each its name.
+var contentTypes = func() map[string]string {
+	m := map[string]string{}
+	for _, t := range []string{"text", "image", "audio", "resource_link", "resource", "content", "diff", "terminal"} {
+		m[strconv.Quote(t)] = t
+	}
+	return m
+}()
+
+// field is the i-th of vals when mask says it is present, else nil.
+func field(vals []string, mask uint32, i int) *string {
+	if mask&(1<<i) == 0 {
+		return nil
+	}
+	return &vals[i]
 }
 
 var (
@@ -224,7 +291,8 @@ var (
 // usual shapes.
 func (d *Decoder) block(raw json.RawMessage) (contentBlock, error) {
 	if !d.general {
-		if w, ok := lexBlockWire(raw); ok {
+		var vals [7]string
+		if w, ok := lexBlockWire(raw, &vals); ok {
 			return blockOf(&w)
 		}
 	}
@@ -237,11 +305,12 @@ func (d *Decoder) toolContent(raw json.RawMessage) (toolContent, error) {
 	if !d.general {
 		raw := bytes.TrimSpace(raw)
 		if len(raw) > 0 && raw[0] == '{' {
-			var s [5]*string
+			var s [5]string
 			var r [1][]byte
-			if lexFields(raw, s[:], toolNames, r[:], toolRaws) {
-				w := toolWire{Type: s[0], Path: s[1], OldText: s[2], NewText: s[3], TerminalID: s[4], Content: r[0]}
-				return toolContentOf(&w, d.block)
+			if m, ok := lexFields(raw, s[:], toolNames, r[:], toolRaws); ok {
+				w := toolWire{Type: field(s[:], m, 0), Path: field(s[:], m, 1), OldText: field(s[:], m, 2),
+					NewText: field(s[:], m, 3), TerminalID: field(s[:], m, 4), Content: r[0]}
+				return toolContentOf(&w, r[0], d.block)
 			}
 		}
 	}
@@ -250,18 +319,21 @@ func (d *Decoder) toolContent(raw json.RawMessage) (toolContent, error) {
 
 // lexBlockWire fills a blockWire from raw in one pass; ok is false for
 // anything lexFields leaves to encoding/json, a size that is not an
-// integer or a resource that is not an object of strings.
-func lexBlockWire(raw json.RawMessage) (blockWire, bool) {
+// integer or a resource that is not an object of strings. The block's
+// strings are read into *s, which its fields point to (the caller's, so
+// that they may stay on its stack).
+func lexBlockWire(raw json.RawMessage, s *[7]string) (blockWire, bool) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '{' {
 		return blockWire{}, false
 	}
-	var s [7]*string
 	var r [2][]byte
-	if !lexFields(raw, s[:], blockNames, r[:], blockRaws) {
+	m, ok := lexFields(raw, s[:], blockNames, r[:], blockRaws)
+	if !ok {
 		return blockWire{}, false
 	}
-	w := blockWire{Type: s[0], Text: s[1], Data: s[2], MimeType: s[3], URI: s[4], Name: s[5], Title: s[6]}
+	w := blockWire{Type: field(s[:], m, 0), Text: field(s[:], m, 1), Data: field(s[:], m, 2), MimeType: field(s[:], m, 3),
+		URI: field(s[:], m, 4), Name: field(s[:], m, 5), Title: field(s[:], m, 6)}
 	if r[0] != nil {
 		n, err := strconv.ParseInt(string(r[0]), 10, 64)
 		if err != nil {
@@ -273,11 +345,12 @@ func lexBlockWire(raw json.RawMessage) (blockWire, bool) {
 		if r[1][0] != '{' {
 			return blockWire{}, false
 		}
-		var rs [4]*string
-		if !lexFields(r[1], rs[:], resourceNames, nil, nil) {
+		rs := new([4]string) // a resource's strings are kept apart (rare)
+		rm, ok := lexFields(r[1], rs[:], resourceNames, nil, nil)
+		if !ok {
 			return blockWire{}, false
 		}
-		w.Resource = &resourceContents{URI: rs[0], Text: rs[1], Blob: rs[2], MimeType: rs[3]}
+		w.Resource = &resourceContents{URI: field(rs[:], rm, 0), Text: field(rs[:], rm, 1), Blob: field(rs[:], rm, 2), MimeType: field(rs[:], rm, 3)}
 	}
 	return w, true
 }
@@ -286,8 +359,15 @@ func lexBlockWire(raw json.RawMessage) (blockWire, bool) {
 // []string does: null gives none; ok is false when json.Unmarshal fails.
 // An array of plain strings is read in one pass.
 func stringsOf(raw json.RawMessage) ([]string, bool) {
-	if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '[' {
-		if els, err := jsonlex.SplitArray(t); err == nil {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || t[0] != '[' && string(t) != "null" {
+		// Absent, or another value than an array (a command given as a
+		// string): json.Unmarshal fails on every such input.
+		return nil, false
+	}
+	if t[0] == '[' {
+		var buf [8]json.RawMessage
+		if els, ok := splitArray(buf[:0], t); ok {
 			out := make([]string, len(els))
 			plain := true
 			for i, e := range els {
@@ -317,7 +397,7 @@ func stringsOf(raw json.RawMessage) ([]string, bool) {
 // byte says.
 func (d *Decoder) isArray(raw json.RawMessage) bool {
 	if d.general {
-		_, ok := d.array(raw)
+		_, ok := d.array(nil, raw)
 		return ok
 	}
 	raw = bytes.TrimSpace(raw)
@@ -359,4 +439,129 @@ func (d *Decoder) enum(raw json.RawMessage, set map[string]string) (string, bool
 	}
 	s, ok = set[s]
 	return s, ok
+}
+
+// int64Of reads an integer member as json.Unmarshal into an int64 does,
+// null and absent counting as no value: ok is false for null, absent,
+// anything but a number, and a number json.Unmarshal refuses (a fraction,
+// an exponent, out of range). A plain integer of up to 18 digits is read
+// in place (json.Unmarshal allocates for each); anything else, and every
+// value for the general form, goes to json.Unmarshal.
+func (d *Decoder) int64Of(raw json.RawMessage) (int64, bool) {
+	if !d.general {
+		t := bytes.TrimSpace(raw)
+		if n, ok := plainInt(t); ok {
+			return n, true
+		}
+		if len(t) == 0 || string(t) == "null" {
+			return 0, false // absent (json.Unmarshal fails) or null
+		}
+	}
+	var n int64
+	if json.Unmarshal(raw, &n) != nil || isNull(raw) {
+		return 0, false
+	}
+	return n, true
+}
+
+// plainInt reads b when it is an integer written plainly: an optional
+// minus and 1 to 18 digits, no leading zero (so it cannot overflow and is
+// valid JSON); ok is false for anything else.
+func plainInt(b []byte) (int64, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 18 || (b[0] == '0' && len(b) > 1) {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+// membersLast is members(raw), and the members of its member named last
+// when that is the object's last member (u, uok): such a member is not
+// skipped to find where it ends, since it ends where raw's object does, a
+// scan of it saved (a session/update's "update" holds most of its frame).
+// What it gives is what members(raw) and then members of o.get(last) give
+// (FuzzMembersLast); uok is false when last is not the last member or
+// not an object, and the caller reads it from o as usual.
+func membersLast(raw json.RawMessage, last string) (o, u obj, ok, uok bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) < 2 || raw[0] != '{' || raw[len(raw)-1] != '}' {
+		o, ok = members(raw)
+		return o, obj{}, ok, false
+	}
+	closing := len(raw) - 1
+	i := jsonlex.SkipSpace(raw, 1)
+	if i == closing {
+		return obj{}, obj{}, true, false
+	}
+	for {
+		if i >= closing || raw[i] != '"' {
+			break
+		}
+		kEnd := jsonlex.SkipString(raw, i)
+		if kEnd < 0 || kEnd > closing {
+			break
+		}
+		k := raw[i:kEnd]
+		name := k[1 : len(k)-1]
+		if !plainName(name) {
+			s, err := jsonlex.Unquote(k)
+			if err != nil {
+				break
+			}
+			name = []byte(s)
+		}
+		i = jsonlex.SkipSpace(raw, kEnd)
+		if i >= closing || raw[i] != ':' {
+			break
+		}
+		i = jsonlex.SkipSpace(raw, i+1)
+		if i < closing && raw[i] == '{' && string(name) == last {
+			// The rest up to raw's closing brace, when it is one object
+			// alone, is the value.
+			v := bytes.TrimRight(raw[i:closing], " \t\r\n")
+			if mu, okU := members(v); okU {
+				o.add(member{name, v})
+				return o, mu, true, true
+			}
+		}
+		vEnd := jsonlex.Skip(raw, i)
+		if vEnd < 0 || vEnd > closing {
+			break
+		}
+		o.add(member{name, raw[i:vEnd]})
+		i = jsonlex.SkipSpace(raw, vEnd)
+		if i == closing {
+			return o, obj{}, true, false
+		}
+		if i > closing || raw[i] != ',' {
+			break
+		}
+		i = jsonlex.SkipSpace(raw, i+1)
+	}
+	// Anything else is read the usual way, for its verdict.
+	o, ok = members(raw)
+	return o, obj{}, ok, false
+}
+
+// add appends a member.
+func (o *obj) add(m member) {
+	if o.n < inlineMembers {
+		o.kv[o.n] = m
+	} else {
+		o.more = append(o.more, m)
+	}
+	o.n++
 }

@@ -336,3 +336,131 @@ func TestOnePassToolCache(t *testing.T) {
 		t.Fatalf("%d events", n)
 	}
 }
+
+// FuzzArray checks the one-pass array split (into a caller's buffer)
+// against json.Unmarshal into a []json.RawMessage: the same verdict and
+// the same elements, for every valid JSON value.
+func FuzzArray(f *testing.F) {
+	for _, s := range []string{`[]`, ` [ ] `, `null`, `[1,"a",{"b":[2]},null]`, `["x\"]",[[]]]`, `{"a":1}`, `"s"`, `[1,2,3,4,5,6,7,8,9,10]`} {
+		f.Add([]byte(s))
+	}
+	d := NewDecoder()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !jsonlex.Valid(data) {
+			return
+		}
+		var buf [4]json.RawMessage
+		got, ok := d.array(buf[:0], data)
+		var want []json.RawMessage
+		err := json.Unmarshal(data, &want)
+		if ok != (err == nil) || len(got) != len(want) {
+			t.Fatalf("array(%s) = %q, %v; json.Unmarshal %q, %v", data, got, ok, want, err)
+		}
+		for i := range got {
+			if !bytes.Equal(got[i], want[i]) {
+				t.Fatalf("array(%s)[%d] = %s, want %s", data, i, got[i], want[i])
+			}
+		}
+	})
+}
+
+// FuzzInt checks int64Of's one-pass form against json.Unmarshal into an
+// int64 (null counting as no value).
+func FuzzInt(f *testing.F) {
+	for _, s := range []string{`0`, `-0`, `7`, ` 42 `, `-12`, `123456789012345678`, `1234567890123456789`, `9223372036854775808`,
+		`1.5`, `1e3`, `null`, `"5"`, `[1]`, ``, `01`} {
+		f.Add([]byte(s))
+	}
+	fast, slow := NewDecoder(), NewDecoder()
+	slow.general = true
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !jsonlex.Valid(data) {
+			return
+		}
+		got, ok := fast.int64Of(data)
+		var want int64
+		err := json.Unmarshal(data, &want)
+		wok := err == nil && !isNull(data)
+		if ok != wok || (ok && got != want) {
+			t.Fatalf("int64Of(%q) = %d, %v; json.Unmarshal %d, %v", data, got, ok, want, err)
+		}
+		if g, gok := slow.int64Of(data); gok != ok || g != got {
+			t.Fatalf("general int64Of(%q) = %d, %v; one pass %d, %v", data, g, gok, got, ok)
+		}
+	})
+}
+
+// TestPlainInt pins the integers read in place and those left to
+// json.Unmarshal.
+func TestPlainInt(t *testing.T) {
+	for _, c := range []struct {
+		in string
+		n  int64
+		ok bool
+	}{{"0", 0, true}, {"-0", 0, true}, {"17", 17, true}, {"-3", -3, true}, {"999999999999999999", 999999999999999999, true},
+		{"1000000000000000000", 0, false}, {"01", 0, false}, {"-", 0, false}, {"", 0, false}, {"1.0", 0, false}, {"1e2", 0, false}} {
+		if n, ok := plainInt([]byte(c.in)); n != c.n || ok != c.ok {
+			t.Errorf("plainInt(%q) = %d, %v; want %d, %v", c.in, n, ok, c.n, c.ok)
+		}
+	}
+	// Absent and null are no value, both ways.
+	fast, slow := NewDecoder(), NewDecoder()
+	slow.general = true
+	for _, raw := range []string{"", " ", "null", " null "} {
+		for _, d := range []*Decoder{fast, slow} {
+			if n, ok := d.int64Of([]byte(raw)); ok || n != 0 {
+				t.Errorf("int64Of(%q) = %d, %v (general %v)", raw, n, ok, d.general)
+			}
+		}
+	}
+	if n, ok := fast.int64Of(nil); ok || n != 0 {
+		t.Errorf("int64Of(nil) = %d, %v", n, ok)
+	}
+}
+
+// FuzzMembersLast checks membersLast against members: the same members
+// of the object, and, when it splits the last member too, the same
+// members as members of that member's value.
+func FuzzMembersLast(f *testing.F) {
+	for _, s := range []string{`{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[]}}`, `{"update":{"a":1},"sessionId":"s"}`,
+		`{"update":{"a":1}} `, ` { "a" : 1 , "update" : { "b" : "}" } } `, `{"upd\u0061te":{"x":[1]}}`, `{"update":{"a":1},"update":{"b":2}}`,
+		`{"update":[1]}`, `{"update":1}`, `{}`, `[1]`, `{"update":{}}`, `{"update":{"a":{"b":{}}}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !jsonlex.Valid(data) {
+			return
+		}
+		o, u, ok, uok := membersLast(data, "update")
+		want, wok := members(data)
+		if ok != wok || !sameMembers(&o, &want) {
+			t.Fatalf("membersLast(%s) = %v, %v; members %v, %v", data, ok, o, wok, want)
+		}
+		if !uok {
+			return
+		}
+		wu, wuok := members(want.get("update"))
+		if !wuok || !sameMembers(&u, &wu) {
+			t.Fatalf("membersLast(%s) update = %v; members %v, %v", data, u, wu, wuok)
+		}
+	})
+}
+
+// sameMembers reports whether a and b hold the same members in the same
+// order.
+func sameMembers(a, b *obj) bool {
+	if a.n != b.n || len(a.more) != len(b.more) {
+		return false
+	}
+	for i := range min(a.n, inlineMembers) {
+		if !bytes.Equal(a.kv[i].k, b.kv[i].k) || !bytes.Equal(a.kv[i].v, b.kv[i].v) {
+			return false
+		}
+	}
+	for i := range a.more {
+		if !bytes.Equal(a.more[i].k, b.more[i].k) || !bytes.Equal(a.more[i].v, b.more[i].v) {
+			return false
+		}
+	}
+	return true
+}

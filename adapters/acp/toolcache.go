@@ -204,7 +204,7 @@ const spareTools = 4
 // figures"). The general form allocates every tool anew.
 func (d *Decoder) resetTools() {
 	if !d.general {
-		for _, tl := range d.tools {
+		for tl := range d.tools.values() {
 			if d.nspare == spareTools {
 				break
 			}
@@ -217,11 +217,7 @@ func (d *Decoder) resetTools() {
 			d.nspare++
 		}
 	}
-	if len(d.tools) > 8 {
-		d.tools = map[string]*tool{}
-		return
-	}
-	clear(d.tools)
+	d.tools.clear()
 }
 
 // newTool returns a zero tool: a spare one kept by resetTools, or a new

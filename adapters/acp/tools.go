@@ -77,6 +77,50 @@ var kindTools = map[string]string{
 // geminiID matches Gemini CLI's call ids: <tool>__<tool>_<ms>_<n>.
 var geminiID = regexp.MustCompile(`^([a-z][a-z0-9_]*)__([a-z][a-z0-9_]*)_[0-9]+_[0-9]+$`)
 
+// geminiParts is geminiID's FindStringSubmatch (the two tool names, ok
+// when it matches) without the expression (it was a few percent of the
+// mapping's time): the id ends with "_<digits>_<digits>" after its
+// second-to-last underscore, and the rest is two names of [a-z][a-z0-9_]*
+// split at the last "__" that leaves both names well formed, the split
+// the expression's greedy first group takes (FuzzGeminiParts).
+func geminiParts(id string) (t1, t2 string, ok bool) {
+	last := strings.LastIndexByte(id, '_')
+	if last < 0 || !allDigits(id[last+1:]) {
+		return "", "", false
+	}
+	tail := strings.LastIndexByte(id[:last], '_')
+	if tail < 0 || !allDigits(id[tail+1:last]) {
+		return "", "", false
+	}
+	p := id[:tail]
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_') {
+			return "", "", false
+		}
+	}
+	for k := len(p) - 3; k >= 1; k-- {
+		if p[k] == '_' && p[k+1] == '_' && isLower(p[k+2]) && isLower(p[0]) {
+			return p[:k], p[k+2:], true
+		}
+	}
+	return "", "", false
+}
+
+// allDigits reports whether s is one or more ASCII digits.
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func isLower(c byte) bool { return 'a' <= c && c <= 'z' }
+
 // agentTool returns the agent's own name of the tool and the table it is
 // read with ("claude", "gemini", "opencode"), or "" when the traffic does
 // not say it.
@@ -86,8 +130,8 @@ func (d *Decoder) agentTool(tl *tool) (name, table string) {
 	}
 	if !tl.geminiDone {
 		// The call id does not change: matched once.
-		if m := geminiID.FindStringSubmatch(tl.acpID); m != nil && m[1] == m[2] {
-			tl.gemini = m[1]
+		if t1, t2, ok := geminiParts(tl.acpID); ok && t1 == t2 {
+			tl.gemini = t1
 		}
 		tl.geminiDone = true
 	}
@@ -400,6 +444,9 @@ var urlRE = regexp.MustCompile(`https?://[^\s"'<>]+`)
 // "[current working directory <cwd>] (<description>)".
 var geminiContent = regexp.MustCompile(`^\[current working directory ([^\]]*)\](?: \((.*)\))?$`)
 
+// geminiContentPrefix is how every text geminiContent matches begins.
+const geminiContentPrefix = "[current working directory "
+
 // noteHints keeps what the tool's content says about its input: a shell
 // command's working folder and description, as Gemini CLI writes them.
 // Hints stay once seen (the content is replaced by the output later).
@@ -408,7 +455,13 @@ func (tl *tool) noteHints() {
 		if c.Type != "content" || c.Block.Type != "text" {
 			continue
 		}
-		if m := geminiContent.FindStringSubmatch(strings.TrimSpace(c.Block.Text)); m != nil {
+		// Only a text that starts as the hint does can match: other texts
+		// are not run through the expression.
+		text := strings.TrimSpace(c.Block.Text)
+		if !strings.HasPrefix(text, geminiContentPrefix) {
+			continue
+		}
+		if m := geminiContent.FindStringSubmatch(text); m != nil {
 			tl.hintCwd, tl.hintDesc = m[1], m[2]
 		}
 	}

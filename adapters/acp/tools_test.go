@@ -303,3 +303,31 @@ func TestInProgressWhileAskingIsNotRunning(t *testing.T) {
 		t.Errorf("dropped: %+v", tr.Dropped)
 	}
 }
+
+// TestGeminiPrechecks: what the cheap check before Gemini's content
+// expression lets through (a text with the hint's beginning) is all it
+// can match.
+func TestGeminiPrechecks(t *testing.T) {
+	for _, text := range []string{"[current working directory /tmp] (list files)", "[current working directory /a]",
+		"[current working directory] x", "output", "", "[current working directory /x] (y) z"} {
+		if geminiContent.MatchString(text) && !strings.HasPrefix(text, geminiContentPrefix) {
+			t.Errorf("geminiContent matches %q without its prefix", text)
+		}
+	}
+}
+
+// FuzzGeminiParts checks geminiParts against the expression it stands
+// for.
+func FuzzGeminiParts(f *testing.F) {
+	for _, s := range []string{"run_shell_command__run_shell_command_1700000000000_0", "read_file__read_file_1_2", "toolu_01abc",
+		"a___b_1_2", "a__b__c_1_2", "a__b_1_2_3", "a__1_2_3", "_a__b_1_2", "a__b_x_2", "A__b_1_2", "a__b_1_", "a__b__1_2", "ab__cd_12_34"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, id string) {
+		t1, t2, ok := geminiParts(id)
+		m := geminiID.FindStringSubmatch(id)
+		if ok != (m != nil) || ok && (t1 != m[1] || t2 != m[2]) {
+			t.Fatalf("geminiParts(%q) = %q, %q, %v; expression %q", id, t1, t2, ok, m)
+		}
+	})
+}

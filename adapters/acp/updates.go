@@ -14,25 +14,35 @@ import (
 
 // sessionUpdate decodes a session/update notification.
 func (d *Decoder) sessionUpdate(m jsonrpc.Message) {
-	p, ok := members(m.Params)
+	var p, u obj
+	var ok, split bool
+	if d.general {
+		p, ok = members(m.Params)
+	} else {
+		// The update, the last member as agents write it, split with the
+		// params in one scan.
+		p, u, ok, split = membersLast(m.Params, "update")
+	}
 	if !ok {
 		d.drop(m.Method, agent.DropInvalidField, "params is not a SessionNotification object", m.Raw)
 		return
 	}
 	// A session id or kind written plainly is looked up as it lies in
 	// the frame (plainStr): no string is made for it.
-	if b, plain := d.plainStr(p.get("sessionId")); !plain || len(b) == 0 || !d.sessions[string(b)] {
+	if b, plain := d.plainStr(p.get("sessionId")); !plain || len(b) == 0 || !d.sessions.getBytes(b) {
 		sid, ok := str(p.get("sessionId"))
 		if !ok || sid == "" {
 			d.drop(m.Method, agent.DropMissingID, "session/update without sessionId", m.Raw)
 			return
 		}
-		if !d.sessions[sid] {
+		if !d.sessions.get(sid) {
 			d.drop(m.Method, agent.DropOrphan, "session "+strconv.Quote(sid)+" was never opened", m.Raw)
 			return
 		}
 	}
-	u, ok := members(p.get("update"))
+	if !split {
+		u, ok = members(p.get("update"))
+	}
 	if !ok {
 		d.drop(m.Method, agent.DropInvalidField, "update is not an object", m.Raw)
 		return
@@ -266,14 +276,18 @@ func (d *Decoder) mergeTool(kind string, tl *tool, u *obj) {
 	if raw := u.get("rawOutput"); !isNull(raw) {
 		tl.rawOutput = raw
 	}
+	var buf [8]json.RawMessage
 	if raw := u.get("content"); !isNull(raw) {
-		if items, ok := d.array(raw); !ok {
+		if items, ok := d.array(buf[:0], raw); !ok {
 			d.drop(kind, agent.DropInvalidField, "tool content is not an array", raw)
 		} else {
 			tl.content = tl.content[:0:0]
+			if len(items) > 0 {
+				tl.content = make([]toolContent, 0, len(items))
+			}
 			// Content that comes with (or after) the tool's start is its
 			// output; before that, agents put a description there.
-			st, _ := str(u.get("status"))
+			st, _ := d.enum(u.get("status"), validStatus) // only the schema's statuses count below
 			tl.outContent = tl.running || st == "in_progress" || st == "completed" || st == "failed"
 			for _, it := range items {
 				c, err := d.toolContent(it)
@@ -291,22 +305,43 @@ func (d *Decoder) mergeTool(kind string, tl *tool, u *obj) {
 		}
 	}
 	if raw := u.get("locations"); !isNull(raw) {
-		if items, ok := d.array(raw); !ok {
+		if items, ok := d.array(buf[:0], raw); !ok {
 			d.drop(kind, agent.DropInvalidField, "locations is not an array", raw)
 		} else {
+			old := tl.locations
 			tl.locations = tl.locations[:0:0]
+			if len(items) > 0 {
+				tl.locations = make([]location, 0, len(items))
+			}
 			for _, it := range items {
 				var l location
 				m, ok := members(it)
-				p, okp := str(m.get("path"))
+				// The location at the same place before, when it has the
+				// same path written plainly: its strings and line are
+				// shared (a location is never changed in place).
+				var prev *location
+				if j := len(tl.locations); j < len(old) {
+					if b, plain := d.plainStr(m.get("path")); plain && ok && string(b) == old[j].Path {
+						prev = &old[j]
+					}
+				}
+				okp := prev != nil
+				if okp {
+					l.Path = prev.Path
+				} else {
+					l.Path, okp = str(m.get("path"))
+				}
 				if !ok || !okp {
 					d.drop(kind+":location", agent.DropInvalidField, "location needs a path", it)
 					continue
 				}
-				l.Path = p
-				var line int64
-				if json.Unmarshal(m.get("line"), &line) == nil && !isNull(m.get("line")) && line >= 0 {
-					l.Line = &line
+				if line, ok := d.int64Of(m.get("line")); ok && line >= 0 {
+					if prev != nil && prev.Line != nil && *prev.Line == line {
+						l.Line = prev.Line
+					} else {
+						n := line
+						l.Line = &n
+					}
 				}
 				tl.locations = append(tl.locations, l)
 			}
@@ -319,7 +354,7 @@ func (d *Decoder) mergeTool(kind string, tl *tool, u *obj) {
 // new canonical call id (B18: parts are scoped per turn, so unrelated
 // calls are not merged).
 func (d *Decoder) toolFor(acpID string) (*tool, bool) {
-	if tl := d.tools[acpID]; tl != nil {
+	if tl := d.tools.get(acpID); tl != nil {
 		return tl, false
 	}
 	callID := acpID
@@ -330,13 +365,13 @@ func (d *Decoder) toolFor(acpID string) (*tool, bool) {
 	d.toolSeq++
 	tl := d.newTool()
 	tl.acpID, tl.callID, tl.seq = acpID, callID, d.toolSeq
-	d.tools[acpID] = tl
+	d.tools.put(acpID, tl)
 	return tl, true
 }
 
 func (d *Decoder) sortedTools() []*tool {
-	out := make([]*tool, 0, len(d.tools))
-	for _, tl := range d.tools {
+	out := make([]*tool, 0, d.tools.len())
+	for tl := range d.tools.values() {
 		out = append(out, tl)
 	}
 	slices.SortFunc(out, func(a, b *tool) int { return a.seq - b.seq })
@@ -346,7 +381,7 @@ func (d *Decoder) sortedTools() []*tool {
 func (d *Decoder) toolUpdate(kind string, announce bool, u *obj, raw []byte) {
 	var id string
 	if b, plain := d.plainStr(u.get("toolCallId")); plain && len(b) > 0 {
-		if tl := d.tools[string(b)]; tl != nil {
+		if tl := d.tools.getBytes(b); tl != nil {
 			id = tl.acpID // a tool of the turn's: its id string is kept
 		}
 	}
@@ -391,32 +426,114 @@ func (d *Decoder) partMeta(tl *tool) agent.Object {
 // none).
 func (d *Decoder) partMetaGen(tl *tool) (agent.Object, uint64) {
 	key := metaKey{tl.content, tl.locations, tl.writes, tl.outContent}
-	if c := &tl.meta; !d.general && c.ok && c.key.same(key) {
+	c := &tl.meta
+	if !d.general && c.ok && c.key.same(key) {
 		return c.obj, c.gen
 	}
-	obj := d.buildPartMeta(tl)
+	pm := d.partMetaParts(tl)
+	if !d.general && c.ok && pm.same(c.obj) {
+		// Built from other content, locations or writes, but the same
+		// members (an update that brings output content leaves the part's
+		// metadata as it was): the object and its generation are kept.
+		c.key = key
+		return c.obj, c.gen
+	}
+	obj := d.buildPartMeta(pm)
 	if d.general {
 		return obj, 0
 	}
 	d.gen++
-	tl.meta.key, tl.meta.obj, tl.meta.ok, tl.meta.gen = key, obj, true, d.gen
+	c.key, c.obj, c.ok, c.gen = key, obj, true, d.gen
 	return obj, d.gen
 }
 
-// buildPartMeta is partMeta, built.
-func (d *Decoder) buildPartMeta(tl *tool) agent.Object {
-	m := map[string]any{}
+// partMetaMembers are the members of a tool's part metadata, before they
+// make an object: each present or not.
+type partMetaMembers struct {
+	locations, diffs any
+	desc             string
+	terminals        []string
+	hasLoc, hasDiffs bool
+}
+
+// partMetaParts computes the members of the tool's part metadata.
+func (d *Decoder) partMetaParts(tl *tool) partMetaMembers {
+	var pm partMetaMembers
 	if len(tl.locations) > 0 {
-		m["locations"] = d.locationsValue(tl)
+		pm.locations, pm.hasLoc = d.locationsValue(tl), true
 	}
-	if desc := tl.text(); desc != "" && !tl.outContent {
-		m["description"] = desc
+	if !tl.outContent {
+		pm.desc = tl.text()
 	}
-	if v, ok := d.diffsValue(tl); ok {
-		m["diffs"] = v
+	pm.diffs, pm.hasDiffs = d.diffsValue(tl)
+	pm.terminals = tl.terminalIDs()
+	return pm
+}
+
+// same reports whether the object these members make is o, an object
+// partMetaGen built (one-pass form): the same members, the converted
+// values of locations and diffs the very ones (the per-tool caches of
+// locationsValue and diffsValue), the description and terminal ids equal.
+// It is false whenever it cannot tell, and the object is built again.
+func (pm *partMetaMembers) same(o agent.Object) bool {
+	n := 0
+	if pm.hasLoc {
+		loc, ok := pm.locations.(normalized)
+		if !ok || !sameShared(o["locations"], loc.v) {
+			return false
+		}
+		n++
 	}
-	if ids := tl.terminalIDs(); len(ids) > 0 {
-		m["terminals"] = ids
+	if pm.desc != "" {
+		if s, ok := o["description"].(string); !ok || s != pm.desc {
+			return false
+		}
+		n++
+	}
+	if pm.hasDiffs {
+		df, ok := pm.diffs.(normalized)
+		if !ok || !sameShared(o["diffs"], df.v) {
+			return false
+		}
+		n++
+	}
+	if len(pm.terminals) > 0 {
+		ids, ok := o["terminals"].([]any)
+		if !ok || len(ids) != len(pm.terminals) {
+			return false
+		}
+		for i, id := range pm.terminals {
+			if s, ok := ids[i].(string); !ok || s != id {
+				return false
+			}
+		}
+		n++
+	}
+	return len(o) == n
+}
+
+// sameShared reports whether a metadata value is v, a converted list a
+// per-tool cache shares: the same elements of the same array.
+func sameShared(a, v any) bool {
+	x, ok1 := a.([]any)
+	y, ok2 := v.([]any)
+	return ok1 && ok2 && len(x) > 0 && sameSlice(x, y)
+}
+
+// buildPartMeta is partMeta, built from its members.
+func (d *Decoder) buildPartMeta(pm partMetaMembers) agent.Object {
+	m := map[string]any{}
+	if pm.hasLoc {
+		m["locations"] = pm.locations
+	}
+	if pm.desc != "" {
+		m["description"] = pm.desc
+	}
+	if pm.hasDiffs {
+		m["diffs"] = pm.diffs
+	}
+	if len(pm.terminals) > 0 {
+		m["terminals"] = pm.terminals
 	}
 	if len(m) == 0 {
 		return nil
@@ -541,7 +658,7 @@ func (d *Decoder) output(tl *tool) string {
 		parts = append(parts, s)
 	}
 	for _, id := range tl.terminalIDs() {
-		if ti := d.terminals[id]; ti != nil && ti.output != "" {
+		if ti := d.terminals.get(id); ti != nil && ti.output != "" {
 			parts = append(parts, ti.output)
 		}
 	}
@@ -570,7 +687,7 @@ func (d *Decoder) resultMeta(tl *tool) (agent.Object, []agent.PromptFile) {
 	var terms []any
 	for _, id := range tl.terminalIDs() {
 		t := map[string]any{"terminalId": id}
-		if ti := d.terminals[id]; ti != nil && ti.known {
+		if ti := d.terminals.get(id); ti != nil && ti.known {
 			if ti.exitCode != nil {
 				t["exitCode"] = *ti.exitCode
 			}
@@ -610,22 +727,33 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 		d.drop(kind, agent.DropInvalidField, "params is not an object", m.Raw)
 		return
 	}
-	sid, ok := str(p.get("sessionId"))
-	if !ok || !d.sessions[sid] {
-		d.drop(kind, agent.DropOrphan, "permission for a session never opened", m.Raw)
-		return
+	// A session id written plainly is looked up as it lies in the frame.
+	if b, plain := d.plainStr(p.get("sessionId")); !plain || !d.sessions.getBytes(b) {
+		sid, ok := str(p.get("sessionId"))
+		if !ok || !d.sessions.get(sid) {
+			d.drop(kind, agent.DropOrphan, "permission for a session never opened", m.Raw)
+			return
+		}
 	}
 	tc, ok := members(p.get("toolCall"))
 	if !ok {
 		d.drop(kind, agent.DropInvalidField, "toolCall is not an object", m.Raw)
 		return
 	}
-	id, ok := str(tc.get("toolCallId"))
-	if !ok || id == "" {
-		d.drop(kind, agent.DropMissingID, "toolCall without toolCallId", m.Raw)
-		return
+	var id string
+	if b, plain := d.plainStr(tc.get("toolCallId")); plain && len(b) > 0 {
+		if tl := d.tools.getBytes(b); tl != nil {
+			id = tl.acpID // a tool of the turn's: its id string is kept
+		}
 	}
-	rawOpts, ok := d.array(p.get("options"))
+	if id == "" {
+		if id, ok = str(tc.get("toolCallId")); !ok || id == "" {
+			d.drop(kind, agent.DropMissingID, "toolCall without toolCallId", m.Raw)
+			return
+		}
+	}
+	var buf [8]json.RawMessage
+	rawOpts, ok := d.array(buf[:0], p.get("options"))
 	if !ok {
 		d.drop(kind, agent.DropInvalidField, "options is not an array", m.Raw)
 		return
@@ -709,7 +837,7 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 	d.emit(&agent.ToolBlocked{CallID: tl.callID, Tool: name, Input: input,
 		Permission: &agent.PermissionRequest{ID: permID, Permission: name,
 			Patterns: patterns, Always: slices.Clone(patterns), Metadata: withOpaque(d.object(meta), "rawInput", rawIn)}})
-	d.theirs[key] = &agentRequest{method: kind, callID: tl.callID, options: opts}
+	d.theirs.put(key, agentRequest{method: kind, callID: tl.callID, options: opts})
 	tl.asking++
 }
 
@@ -745,7 +873,8 @@ func (tl *tool) patterns() []string {
 
 // plan maps the agent's plan to the todo list.
 func (d *Decoder) plan(kind string, u *obj, raw []byte) {
-	entries, ok := d.array(u.get("entries"))
+	var buf [16]json.RawMessage
+	entries, ok := d.array(buf[:0], u.get("entries"))
 	if !ok {
 		d.drop(kind, agent.DropInvalidField, "entries is not an array", raw)
 		return
@@ -795,8 +924,8 @@ func (d *Decoder) plan(kind string, u *obj, raw []byte) {
 // A report that comes before the turn has assistant output is held until
 // it has.
 func (d *Decoder) usage(kind string, u *obj, raw []byte) {
-	var used int64
-	if json.Unmarshal(u.get("used"), &used) != nil || used < 0 || isNull(u.get("used")) || isNull(u.get("size")) {
+	used, ok := d.int64Of(u.get("used"))
+	if !ok || used < 0 || isNull(u.get("size")) {
 		d.drop(kind, agent.DropInvalidField, "usage_update needs used and size token counts", raw)
 		return
 	}
