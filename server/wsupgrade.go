@@ -361,13 +361,16 @@ func (s *Server) handshakeWS(eng engine.BaseServer, ctx *types.HttpContext, w ht
 	}
 	nc, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
+		// Not hijackable (HTTP/2): refused as any failed upgrade.
 		s.refuseUpgrade(eng, ctx, "websocket: "+err.Error())
 		return
 	}
 	if brw.Reader.Buffered() > 0 {
-		// A client may not send frames before it has the answer.
+		// A client may not send frames before it has the answer. The
+		// connection is hijacked: it is closed unanswered.
 		_ = nc.Close()
-		s.refuseUpgrade(eng, ctx, "websocket: client sent data before handshake is complete")
+		s.log.Debug().Msg("refusing a websocket upgrade: client sent data before handshake is complete")
+		eng.Emit("connection_error", &types.ErrorMessage{CodeMessage: engine.BAD_REQUEST, Req: ctx, Context: map[string]any{"name": "UPGRADE_FAILURE"}})
 		return
 	}
 	// net/http's read and write deadlines are for requests, not for the
