@@ -183,6 +183,14 @@ type wsTransport struct {
 	ctor *wsTransportCtor
 	// closed says the connection's end was handled (connClosed).
 	closed atomic.Bool
+	// hb is the relay's heartbeat of the socket (keepHeartbeats), told of
+	// each pong the reader hands on and stopped when the connection ends;
+	// reads is the socket whose reads are bounded (boundReads), told of
+	// each message the reader hands on. Each is one pointer where a
+	// listener on the engine socket cost every socket a map entry, a
+	// slice and a closure in the library's emitter.
+	hb    atomic.Pointer[heartbeat]
+	reads atomic.Pointer[conn]
 
 	// The read side, used by the reader goroutine only (readLoop). idle
 	// is the library's idle timeout: a connection that sends nothing for
@@ -608,6 +616,27 @@ func (t *wsTransport) OnClose() {
 	_ = t.closeNet()
 }
 
+// On implements types.EventEmitter. The library's handshake listens on
+// every new transport for "headers", which only its polling transport
+// emits (with the headers of each polling answer); a websocket transport
+// never does, so that listener is not kept (it cost every socket a map
+// entry, a slice and a closure). Any other listener is the library's
+// transport's.
+func (t *wsTransport) On(ev types.EventName, listeners ...types.EventListener) error {
+	if ev == "headers" {
+		return nil
+	}
+	return t.Transport.On(ev, listeners...)
+}
+
+// messageIn tells the socket whose reads are bounded, if any, of a
+// message handed to the library (boundReads).
+func (t *wsTransport) messageIn() {
+	if c := t.reads.Load(); c != nil {
+		c.messageIn()
+	}
+}
+
 // closeNet closes the connection and handles its end (connClosed).
 func (t *wsTransport) closeNet() error {
 	err := t.conn.Close()
@@ -621,6 +650,9 @@ func (t *wsTransport) connClosed() {
 	if t.closed.CompareAndSwap(false, true) {
 		t.OnClose()
 		t.stop()
+		if h := t.hb.Load(); h != nil {
+			h.stop()
+		}
 	}
 }
 
@@ -671,8 +703,20 @@ func (t *wsTransport) readMessages() {
 		switch op {
 		case opText:
 			t.OnData(types.NewStringBuffer(p))
+			// An Engine.IO text packet starts with its type: '3' a pong,
+			// '4' a message.
+			if len(p) > 0 && p[0] == '3' {
+				if h := t.hb.Load(); h != nil {
+					h.pong()
+				}
+			}
+			if len(p) > 0 && p[0] == '4' {
+				t.messageIn()
+			}
 		case opBinary:
+			// A binary frame is always a message (Engine.IO v4).
 			t.OnData(types.NewBytesBuffer(p))
+			t.messageIn()
 		case opPing:
 			t.queuePong(p)
 		case opClose:
