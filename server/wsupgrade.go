@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"crypto/sha1"
 	"encoding/base64"
 	"encoding/json"
@@ -222,11 +221,11 @@ func (hijackedWriter) WriteHeader(int) {}
 // strippedRequest returns what the library reads of an upgrade request
 // once the socket is open (the Socket.IO handshake it builds: the query,
 // the request URI, the Origin header, whether TLS carried it, the remote
-// address) in a request of its own, on a background context: the
-// original holds every header and net/http's per-connection context for
-// as long as the library keeps it. The relay reads nothing of the
-// request after the upgrade but the auth object of the Socket.IO
-// CONNECT packet.
+// address) in a request of its own, without a context (its Context is
+// then context.Background()): the original holds every header and
+// net/http's per-connection context for as long as the library keeps
+// it. The relay reads nothing of the request after the upgrade but the
+// auth object of the Socket.IO CONNECT packet.
 func strippedRequest(r *http.Request) *http.Request {
 	s := &http.Request{
 		Method:     r.Method,
@@ -243,7 +242,7 @@ func strippedRequest(r *http.Request) *http.Request {
 	if o, ok := r.Header["Origin"]; ok {
 		s.Header["Origin"] = o
 	}
-	return s.WithContext(context.Background())
+	return s
 }
 
 // wsUpgrades serves websocket upgrade requests of the Socket.IO path

@@ -2,10 +2,13 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -331,4 +334,28 @@ func TestUpgradeAnswers(t *testing.T) {
 			}
 		}
 	})
+}
+
+// The request the library keeps holds what it reads later and nothing of
+// net/http's per-connection state.
+func TestStrippedRequest(t *testing.T) {
+	r := httptest.NewRequest(http.MethodGet, "/v1/updates/?EIO=4&transport=websocket", nil)
+	r.Header.Set("Origin", "https://app.example")
+	r.Header.Set("Cookie", "a=b")
+	r.Header.Set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
+	r.RemoteAddr = "192.0.2.1:1234"
+	r = r.WithContext(context.WithValue(r.Context(), schemeKey{}, "https"))
+	s := strippedRequest(r)
+	if s.Context() != context.Background() {
+		t.Fatal("the stripped request keeps the request's context")
+	}
+	got := []any{s.Method, s.URL.String(), s.Header, s.Host, s.RemoteAddr, s.RequestURI, s.TLS == nil}
+	want := []any{"GET", "/v1/updates/?EIO=4&transport=websocket", http.Header{"Origin": {"https://app.example"}},
+		"example.com", "192.0.2.1:1234", "/v1/updates/?EIO=4&transport=websocket", true}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	if s.URL.Query().Get("EIO") != "4" {
+		t.Fatalf("query %q", s.URL.RawQuery)
+	}
 }
