@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -357,5 +358,50 @@ func TestStrippedRequest(t *testing.T) {
 	}
 	if s.URL.Query().Get("EIO") != "4" {
 		t.Fatalf("query %q", s.URL.RawQuery)
+	}
+}
+
+// A websocket with the sid of an open socket is an Engine.IO upgrade of
+// that socket's transport, as the library's upgrade made it: the probe
+// is answered on the new connection.
+func TestUpgradeWithSidProbes(t *testing.T) {
+	_, base := benchRelay(t, Config{Logger: zerolog.Nop()}, nil)
+	url := "ws" + strings.TrimPrefix(base, "http") + "/v1/updates/?EIO=4&transport=websocket"
+	first, _, err := ws.DefaultDialer.Dial(url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	_, open, err := first.ReadMessage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hs struct {
+		Sid string `json:"sid"`
+	}
+	if len(open) < 2 || json.Unmarshal(open[1:], &hs) != nil || hs.Sid == "" {
+		t.Fatalf("open packet %q", open)
+	}
+	second, _, err := ws.DefaultDialer.Dial(url+"&sid="+hs.Sid, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	_ = second.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if err := second.WriteMessage(ws.TextMessage, []byte("2probe")); err != nil {
+		t.Fatal(err)
+	}
+	if _, p, err := second.ReadMessage(); err != nil || string(p) != "3probe" {
+		t.Fatalf("probe answer %q, %v", p, err)
+	}
+	// A third connection for the same socket while it upgrades is closed.
+	third, _, err := ws.DefaultDialer.Dial(url+"&sid="+hs.Sid, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer third.Close()
+	_ = third.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, p, err := third.ReadMessage(); err == nil {
+		t.Fatalf("the third connection got %q", p)
 	}
 }
