@@ -231,7 +231,10 @@ func rawHandshake(t *testing.T, base, path string, extra []string, early []byte)
 	return resp, br, c
 }
 
-var wsHeaders = []string{"Connection: Upgrade", "Upgrade: websocket", "Sec-WebSocket-Version: 13", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=="}
+// wsHeaders returns the header lines of a valid websocket handshake.
+func wsHeaders() []string {
+	return []string{"Connection: Upgrade", "Upgrade: websocket", "Sec-WebSocket-Version: 13", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=="}
+}
 
 // What a client sees of the relay's upgrade: the answers the library's
 // upgrade gave, request by request.
@@ -240,7 +243,7 @@ func TestUpgradeAnswers(t *testing.T) {
 	const path = "/v1/updates/?EIO=4&transport=websocket"
 
 	t.Run("accepted", func(t *testing.T) {
-		resp, br, _ := rawHandshake(t, base, path, append([]string{"Origin: https://app.example"}, wsHeaders...), nil)
+		resp, br, _ := rawHandshake(t, base, path, append([]string{"Origin: https://app.example"}, wsHeaders()...), nil)
 		if resp == nil || resp.StatusCode != http.StatusSwitchingProtocols {
 			t.Fatalf("answer %+v", resp)
 		}
@@ -274,7 +277,7 @@ func TestUpgradeAnswers(t *testing.T) {
 	})
 
 	t.Run("bad key", func(t *testing.T) {
-		h := append([]string(nil), wsHeaders[:3]...)
+		h := wsHeaders()[:3]
 		resp, _, _ := rawHandshake(t, base, path, append(h, "Sec-WebSocket-Key: short"), nil)
 		if resp == nil || resp.StatusCode != http.StatusBadRequest {
 			t.Fatalf("answer %+v", resp)
@@ -286,7 +289,7 @@ func TestUpgradeAnswers(t *testing.T) {
 	})
 
 	t.Run("unknown transport", func(t *testing.T) {
-		resp, _, _ := rawHandshake(t, base, "/v1/updates/?EIO=4&transport=polling", wsHeaders, nil)
+		resp, _, _ := rawHandshake(t, base, "/v1/updates/?EIO=4&transport=polling", wsHeaders(), nil)
 		if resp == nil || resp.StatusCode != http.StatusBadRequest {
 			t.Fatalf("answer %+v", resp)
 		}
@@ -296,7 +299,7 @@ func TestUpgradeAnswers(t *testing.T) {
 	})
 
 	t.Run("unknown sid", func(t *testing.T) {
-		resp, _, _ := rawHandshake(t, base, path+"&sid=AAAAAAAAAAAAAAAAAAAA", wsHeaders, nil)
+		resp, _, _ := rawHandshake(t, base, path+"&sid=AAAAAAAAAAAAAAAAAAAA", wsHeaders(), nil)
 		if resp == nil || resp.StatusCode != http.StatusBadRequest {
 			t.Fatalf("answer %+v", resp)
 		}
@@ -308,7 +311,7 @@ func TestUpgradeAnswers(t *testing.T) {
 	t.Run("Engine.IO 3", func(t *testing.T) {
 		// Refused after the websocket handshake: a close frame (1000 and
 		// the message), then the end of the connection.
-		resp, br, _ := rawHandshake(t, base, "/v1/updates/?EIO=3&transport=websocket", wsHeaders, nil)
+		resp, br, _ := rawHandshake(t, base, "/v1/updates/?EIO=3&transport=websocket", wsHeaders(), nil)
 		if resp == nil || resp.StatusCode != http.StatusSwitchingProtocols {
 			t.Fatalf("answer %+v", resp)
 		}
@@ -324,7 +327,7 @@ func TestUpgradeAnswers(t *testing.T) {
 
 	t.Run("early data", func(t *testing.T) {
 		// Bytes sent before the answer: the connection is closed unanswered.
-		resp, br, _ := rawHandshake(t, base, path, wsHeaders, clientFrame(0x81, []byte("2"), false))
+		resp, br, _ := rawHandshake(t, base, path, wsHeaders(), clientFrame(0x81, []byte("2"), false))
 		if resp != nil {
 			t.Fatalf("answer %+v", resp)
 		}
