@@ -616,14 +616,16 @@ func (t *wsTransport) OnClose() {
 	_ = t.closeNet()
 }
 
-// On implements types.EventEmitter. The library's handshake listens on
-// every new transport for "headers", which only its polling transport
-// emits (with the headers of each polling answer); a websocket transport
-// never does, so that listener is not kept (it cost every socket a map
-// entry, a slice and a closure). Any other listener is the library's
+// On implements types.EventEmitter. The library listens on every new
+// transport for two events this one never emits, so those listeners are
+// not kept (each cost every socket a map entry and a slice in the
+// library's emitter): "headers", which only its polling transport emits
+// (with the headers of each polling answer), and "ready", which its own
+// transports emit when they are writable again after a send (this one
+// stays writable: Send only queues). Any other listener is the library's
 // transport's.
 func (t *wsTransport) On(ev types.EventName, listeners ...types.EventListener) error {
-	if ev == "headers" {
+	if ev == "headers" || ev == "ready" {
 		return nil
 	}
 	return t.Transport.On(ev, listeners...)
