@@ -115,19 +115,26 @@ const maxEventsInFlight = 64
 // boundReads makes c's reader wait while maxEventsInFlight of its
 // messages are queued: the Socket.IO library decodes each message on the
 // reader and queues its handling on the socket's task queue, which
-// otherwise grows without bound. A token is taken on the reader (the
-// engine's "message" event, emitted there after the packet was queued)
-// and given back by a task queued after the packet's.
+// otherwise grows without bound. A token is taken on the reader (by the
+// relay's transport once it has handed a message to the library, which
+// queued the packet's handling by then: messageIn) and given back by a
+// task queued after the packet's.
 func boundReads(c *conn) {
 	c.events = make(chan struct{}, maxEventsInFlight)
-	_ = c.sock.Conn().On("message", func(...any) {
-		select {
-		case c.events <- struct{}{}:
-		case <-c.ctx.Done():
-			return
-		}
-		c.sock.Enqueue(func() { <-c.events })
-	})
+	if t, ok := c.sock.Conn().Transport().(*wsTransport); ok {
+		t.reads.Store(c)
+	}
+}
+
+// messageIn takes a token for a message the reader handed to the library
+// (boundReads), waiting while none is left, and queues its return.
+func (c *conn) messageIn() {
+	select {
+	case c.events <- struct{}{}:
+	case <-c.ctx.Done():
+		return
+	}
+	c.sock.Enqueue(func() { <-c.events })
 }
 
 // bindEvents routes c's events to s.events. It is one middleware rather

@@ -53,9 +53,11 @@ func (s *Server) keepHeartbeats(io *socket.Server) {
 			// without a setup step): leave it be.
 			return
 		}
+		// The transport tells the heartbeat of each pong and of the end of
+		// the connection (one pointer; listeners on the engine socket's
+		// "heartbeat" and "close" cost every socket two map entries).
 		h := &heartbeat{sock: es, tr: tr, interval: s.cfg.PingInterval, timeout: s.cfg.PingTimeout}
-		_ = es.On("heartbeat", h.pong)
-		_ = es.Once("close", h.stop)
+		tr.hb.Store(h)
 		ctx.SetTransportReady(h.start)
 	})
 }
@@ -92,20 +94,22 @@ func (h *heartbeat) fire() {
 	h.tr.push(wsItem{data: pingFrame, size: len(pingFrame)})
 }
 
-// pong (the engine socket's "heartbeat" event) arms the next ping
-// PingInterval from now, as the library does for any pong.
-func (h *heartbeat) pong(...any) {
+// pong (a pong packet the transport handed to the library) arms the
+// next ping PingInterval from now, as the library does for any pong an
+// open socket receives.
+func (h *heartbeat) pong() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.done || h.timer == nil {
+	if h.done || h.timer == nil || h.sock.ReadyState() != "open" {
 		return
 	}
 	h.waiting = false
 	h.timer.Reset(h.interval)
 }
 
-// stop (the engine socket's "close" event) ends the heartbeat.
-func (h *heartbeat) stop(...any) {
+// stop (the end of the transport's connection, which the socket's close
+// brings) ends the heartbeat.
+func (h *heartbeat) stop() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.done = true

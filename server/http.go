@@ -176,7 +176,7 @@ func (s *Server) authed(h func(w http.ResponseWriter, r *http.Request, acct stri
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	sio := hijackReleaser(s.io.ServeHandler(nil))
+	sio := s.wsUpgrades(s.io.ServeHandler(nil))
 	// The engine exists once the handler does.
 	s.keepHeartbeats(s.io)
 	mux.Handle("/v1/updates/", sio)

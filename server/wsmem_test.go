@@ -1,11 +1,8 @@
 package server
 
 import (
-	"bufio"
 	"errors"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"runtime"
 	"strings"
 	"testing"
@@ -14,72 +11,6 @@ import (
 	ws "github.com/gorilla/websocket"
 	"github.com/rs/zerolog"
 )
-
-// hijackable is a recorder whose connection can be hijacked (once).
-type hijackable struct {
-	*httptest.ResponseRecorder
-	conn     net.Conn
-	hijacked bool
-}
-
-func (h *hijackable) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	if h.hijacked {
-		return nil, nil, http.ErrHijacked
-	}
-	h.hijacked = true
-	return h.conn, bufio.NewReadWriter(bufio.NewReader(h.conn), bufio.NewWriter(h.conn)), nil
-}
-
-func TestReleasingWriterForgetsTheHijackedWriter(t *testing.T) {
-	a, b := net.Pipe()
-	defer a.Close()
-	defer b.Close()
-	inner := &hijackable{ResponseRecorder: httptest.NewRecorder(), conn: a}
-	rw := &releasingWriter{w: inner}
-
-	// Before the hijack it is the wrapped writer.
-	rw.Header().Set("X-Test", "1")
-	if got := inner.Header().Get("X-Test"); got != "1" {
-		t.Fatalf("header before hijack: %q", got)
-	}
-	c, brw, err := rw.Hijack()
-	if err != nil || c != a || brw == nil {
-		t.Fatalf("hijack: %v %v %v", c, brw, err)
-	}
-	if rw.w != nil {
-		t.Fatal("the wrapped writer is still held after the hijack")
-	}
-	// After it, it answers as a hijacked writer.
-	if n, err := rw.Write([]byte("x")); n != 0 || !errors.Is(err, http.ErrHijacked) {
-		t.Fatalf("write after hijack: %d %v", n, err)
-	}
-	rw.WriteHeader(http.StatusTeapot)
-	rw.Flush()
-	if h := rw.Header(); h == nil || len(h) != 0 {
-		t.Fatalf("header after hijack: %v", h)
-	}
-	if _, _, err := rw.Hijack(); !errors.Is(err, http.ErrHijacked) {
-		t.Fatalf("second hijack: %v", err)
-	}
-	if inner.Code != http.StatusOK || inner.Body.Len() != 0 {
-		t.Fatalf("the wrapped writer was written after the hijack: %d %q", inner.Code, inner.Body.String())
-	}
-}
-
-func TestReleasingWriterKeepsTheWriterWhenHijackFails(t *testing.T) {
-	inner := httptest.NewRecorder() // cannot be hijacked
-	rw := &releasingWriter{w: inner}
-	if _, _, err := rw.Hijack(); err == nil {
-		t.Fatal("hijack of a recorder succeeded")
-	}
-	if n, err := rw.Write([]byte("body")); n != 4 || err != nil {
-		t.Fatalf("write: %d %v", n, err)
-	}
-	rw.Flush()
-	if inner.Body.String() != "body" || !inner.Flushed {
-		t.Fatalf("recorder: %q flushed=%v", inner.Body.String(), inner.Flushed)
-	}
-}
 
 // The relay keeps the Engine.IO v4 heartbeat itself (heartbeat.go): the
 // open packet announces the configured interval and timeout, a ping ("2")

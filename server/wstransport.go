@@ -74,6 +74,9 @@ type wsTransportCtor struct {
 
 	// live holds the transports whose writer runs (for drain).
 	live sync.Map // *wsTransport -> struct{}
+	// pending holds the connections the relay upgraded until the library
+	// builds their transport (New): *types.HttpContext -> net.Conn.
+	pending sync.Map
 
 	// Counters over all connections: broadcast frames written whole by
 	// the broadcasting goroutine, broadcast frames (or their tails) left
@@ -81,12 +84,25 @@ type wsTransportCtor struct {
 	direct, queued, slowClosed atomic.Int64
 }
 
-// New implements transports.TransportCtor.
+// New implements transports.TransportCtor. The connection is the one
+// the relay upgraded for ctx (wsupgrade.go); the transport reads once
+// the Engine.IO handshake is done (startReading).
 func (c *wsTransportCtor) New(ctx *types.HttpContext) transports.Transport {
-	t := &wsTransport{Transport: transports.MakeTransport(), conn: ctx.Websocket, ctor: c, idle: ctx.IdleTimeout}
+	nc, ok := c.pending.Load(ctx)
+	conn, _ := nc.(net.Conn)
+	if !ok || conn == nil {
+		// Not a connection the relay upgraded (never so: every upgrade
+		// is the relay's): a transport on a closed pipe, which closes on
+		// its first write or read.
+		a, b := net.Pipe()
+		_ = a.Close()
+		_ = b.Close()
+		conn = a
+	}
+	t := &wsTransport{Transport: transports.MakeTransport(), conn: conn, ctor: c, idle: ctx.IdleTimeout}
 	t.done = make(chan struct{})
-	t.src.conn = t.conn.UnderlyingConn()
-	if sc, ok := t.src.conn.(syscall.Conn); ok {
+	t.src.conn = conn
+	if sc, ok := conn.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
 			t.raw = raw
 		}
@@ -99,26 +115,20 @@ func (c *wsTransportCtor) New(ctx *types.HttpContext) transports.Transport {
 	// What the library's websocket transport sets up (its Construct),
 	// with this type's reader.
 	t.Transport.Construct(ctx)
-	_ = t.conn.On("error", func(errs ...any) {
-		err, _ := firstError(errs)
-		t.OnError("websocket error", err)
-	})
-	_ = t.conn.Once("close", func(...any) { t.OnClose() })
 	t.SetWritable(true)
 	t.SetPerMessageDeflate(nil)
-	_ = t.conn.Once("close", func(...any) { t.stop() })
 	c.live.Store(t, struct{}{})
-	transports.StartReader(t, ctx.TransportReadPermission(), t.readLoop)
 	return t
 }
 
-// firstError returns the first of an event's arguments as an error.
-func firstError(args []any) (error, bool) {
-	if len(args) == 0 {
-		return nil, false
+// startReading starts the reader, unless the transport is closing or
+// closed (then it closes the connection).
+func (t *wsTransport) startReading() {
+	if st := t.ReadyState(); st == "closing" || st == "closed" {
+		_ = t.closeNet()
+		return
 	}
-	err, ok := args[0].(error)
-	return err, ok
+	go t.readLoop()
 }
 
 // drain waits, at most d, until no live transport has anything queued or
@@ -168,9 +178,19 @@ type wsItem struct {
 type wsTransport struct {
 	transports.Transport
 
-	conn *types.WebSocketConn
+	conn net.Conn
 	raw  syscall.RawConn // nil when the connection has no file descriptor
 	ctor *wsTransportCtor
+	// closed says the connection's end was handled (connClosed).
+	closed atomic.Bool
+	// hb is the relay's heartbeat of the socket (keepHeartbeats), told of
+	// each pong the reader hands on and stopped when the connection ends;
+	// reads is the socket whose reads are bounded (boundReads), told of
+	// each message the reader hands on. Each is one pointer where a
+	// listener on the engine socket cost every socket a map entry, a
+	// slice and a closure in the library's emitter.
+	hb    atomic.Pointer[heartbeat]
+	reads atomic.Pointer[conn]
 
 	// The read side, used by the reader goroutine only (readLoop). idle
 	// is the library's idle timeout: a connection that sends nothing for
@@ -213,23 +233,30 @@ func controlFrame(op int, payload []byte) []byte {
 // the Socket.IO packet text: an unmasked, final text frame (RFC 6455
 // §5.2), the same bytes for every server-to-client connection.
 func textFrame(text []byte) []byte {
-	n := 1 + len(text)
-	var hdr []byte
-	switch {
-	case n < 126:
-		hdr = []byte{0x81, byte(n)}
-	case n <= 0xffff:
-		hdr = []byte{0x81, 126, 0, 0}
-		binary.BigEndian.PutUint16(hdr[2:], uint16(n))
-	default:
-		hdr = make([]byte, 10)
-		hdr[0], hdr[1] = 0x81, 127
-		binary.BigEndian.PutUint64(hdr[2:], uint64(n))
-	}
-	f := make([]byte, 0, len(hdr)+n)
-	f = append(f, hdr...)
+	f := appendFrameHeader(make([]byte, 0, 10+1+len(text)), opText, 1+len(text))
 	f = append(f, '4')
 	return append(f, text...)
+}
+
+// dataFrame returns an unmasked, final frame of opcode op (opText or
+// opBinary) carrying payload: a whole message in one frame.
+func dataFrame(op byte, payload []byte) []byte {
+	f := appendFrameHeader(make([]byte, 0, 10+len(payload)), op, len(payload))
+	return append(f, payload...)
+}
+
+// appendFrameHeader appends the header of an unmasked, final frame of
+// opcode op with an n-byte payload (RFC 6455 §5.2: the length in 7 bits,
+// or 126 and 16 bits, or 127 and 64 bits).
+func appendFrameHeader(b []byte, op byte, n int) []byte {
+	switch {
+	case n < 126:
+		return append(b, 0x80|op, byte(n))
+	case n <= 0xffff:
+		return binary.BigEndian.AppendUint16(append(b, 0x80|op, 126), uint16(n))
+	default:
+		return binary.BigEndian.AppendUint64(append(b, 0x80|op, 127), uint64(n))
+	}
 }
 
 // Send queues packets for the writer (transports.Transport). The transport
@@ -522,7 +549,7 @@ func (t *wsTransport) overBacklogLocked() {
 	t.ctor.log.Warn().Err(errBacklog).Int("pending", pending).Int("limit", t.ctor.backlog).Str("transport", t.Sid()).Msg("closing a socket that does not read its updates")
 	// Closing the connection first ends a write stuck on it, so the
 	// transport's close (which waits for the writer) does not wait.
-	_ = t.conn.Close()
+	_ = t.closeNet()
 }
 
 // settleLocked (t.mu held) starts a writer when something is queued and
@@ -576,7 +603,7 @@ func (t *wsTransport) DoClose(fn types.Callable) {
 // closeConn calls fn, then closes the connection (as the library's
 // websocket transport closes).
 func (t *wsTransport) closeConn(fn types.Callable) {
-	defer func() { _ = t.conn.Close() }()
+	defer func() { _ = t.closeNet() }()
 	if fn != nil {
 		fn()
 	}
@@ -586,7 +613,55 @@ func (t *wsTransport) closeConn(fn types.Callable) {
 // path that closes it (transports.Transport).
 func (t *wsTransport) OnClose() {
 	t.Transport.OnClose()
-	_ = t.conn.Close()
+	_ = t.closeNet()
+}
+
+// On implements types.EventEmitter. The library listens on every new
+// transport for two events this one never emits, so those listeners are
+// not kept (each cost every socket a map entry and a slice in the
+// library's emitter): "headers", which only its polling transport emits
+// (with the headers of each polling answer), and "ready", which its own
+// transports emit when they are writable again after a send (this one
+// stays writable: Send only queues). Any other listener is the library's
+// transport's.
+func (t *wsTransport) On(ev types.EventName, listeners ...types.EventListener) error {
+	if ev == "headers" || ev == "ready" {
+		return nil
+	}
+	return t.Transport.On(ev, listeners...)
+}
+
+// messageIn tells the socket whose reads are bounded, if any, of a
+// message handed to the library (boundReads).
+func (t *wsTransport) messageIn() {
+	if c := t.reads.Load(); c != nil {
+		c.messageIn()
+	}
+}
+
+// closeNet closes the connection and handles its end (connClosed).
+func (t *wsTransport) closeNet() error {
+	err := t.conn.Close()
+	t.connClosed()
+	return err
+}
+
+// connClosed handles the end of the connection, once: the transport
+// closes (OnClose) and takes no more writes (stop).
+func (t *wsTransport) connClosed() {
+	if t.closed.CompareAndSwap(false, true) {
+		t.OnClose()
+		t.stop()
+		if h := t.hb.Load(); h != nil {
+			h.stop()
+		}
+	}
+}
+
+// connError reports an error of the connection to the library, which
+// closes the socket.
+func (t *wsTransport) connError(err error) {
+	t.OnError("websocket error", err)
 }
 
 // Name implements transports.Transport.
@@ -630,8 +705,20 @@ func (t *wsTransport) readMessages() {
 		switch op {
 		case opText:
 			t.OnData(types.NewStringBuffer(p))
+			// An Engine.IO text packet starts with its type: '3' a pong,
+			// '4' a message.
+			if len(p) > 0 && p[0] == '3' {
+				if h := t.hb.Load(); h != nil {
+					h.pong()
+				}
+			}
+			if len(p) > 0 && p[0] == '4' {
+				t.messageIn()
+			}
 		case opBinary:
+			// A binary frame is always a message (Engine.IO v4).
 			t.OnData(types.NewBytesBuffer(p))
+			t.messageIn()
 		case opPing:
 			t.queuePong(p)
 		case opClose:
@@ -640,7 +727,7 @@ func (t *wsTransport) readMessages() {
 				code = closeNormal
 			}
 			t.sendClose(code, "")
-			t.conn.Emit("close")
+			t.connClosed()
 			return
 		}
 		if !t.fr.buffered() {
@@ -662,7 +749,7 @@ func (t *wsTransport) readDeadline() {
 // readEnd ends reading after err (readFailed) and closes.
 func (t *wsTransport) readEnd(err error) {
 	t.readFailed(err)
-	t.conn.Emit("close")
+	t.connClosed()
 }
 
 // readFailed ends reading after err: a refused frame is answered with
@@ -675,10 +762,10 @@ func (t *wsTransport) readFailed(err error) {
 	case errors.As(err, &ce):
 		t.ctor.log.Debug().Err(err).Str("transport", t.Sid()).Msg("closing a websocket that sent a bad frame")
 		t.sendClose(ce.Code, ce.Reason)
-		t.conn.Emit("error", err)
+		t.connError(err)
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
 	default:
-		t.conn.Emit("error", err)
+		t.connError(err)
 	}
 }
 
@@ -811,7 +898,7 @@ func (t *wsTransport) write(it wsItem) error {
 		t.Emit("drain")
 		return nil
 	default:
-		_, err := t.conn.UnderlyingConn().Write(it.data)
+		_, err := t.conn.Write(it.data)
 		if err == nil {
 			t.wrote()
 		}
@@ -834,15 +921,17 @@ func (t *wsTransport) fail(err error) {
 	// Closing the transport from the listeners below must not wait for
 	// the writer.
 	t.ended()
-	if ws.IsUnexpectedCloseError(err) || errors.Is(err, net.ErrClosed) {
-		t.conn.Emit("close")
+	if errors.Is(err, net.ErrClosed) {
+		t.connClosed()
 	} else {
-		t.conn.Emit("error", err)
+		t.connError(err)
 	}
 }
 
 // writePackets writes each Engine.IO packet as one frame, text or binary
-// as the library's encoder makes it.
+// as the library's encoder makes it. (gorilla's writer, which the library
+// used, cut a message longer than its 1 KiB buffer into continuation
+// frames; one frame carries the same message.)
 func (t *wsTransport) writePackets(packets []*packet.Packet) error {
 	for _, p := range packets {
 		data := types.BufferInterface(nil)
@@ -854,18 +943,11 @@ func (t *wsTransport) writePackets(packets []*packet.Packet) error {
 				return err
 			}
 		}
-		mt := ws.BinaryMessage
+		op := byte(opBinary)
 		if _, ok := data.(*types.StringBuffer); ok {
-			mt = ws.TextMessage
+			op = opText
 		}
-		w, err := t.conn.NextWriter(mt)
-		if err != nil {
-			return err
-		}
-		if _, err := w.Write(data.Bytes()); err != nil {
-			return err
-		}
-		if err := w.Close(); err != nil {
+		if _, err := t.conn.Write(dataFrame(op, data.Bytes())); err != nil {
 			return err
 		}
 		t.wrote()

@@ -633,3 +633,25 @@ func TestPingFloodHoldsOnePong(t *testing.T) {
 		t.Fatalf("%d sockets closed for their backlog, want 0", n)
 	}
 }
+
+// A packet the transport writes is one unmasked, final frame with the
+// shortest length encoding (RFC 6455 §5.2).
+func TestDataFrameHeader(t *testing.T) {
+	for _, c := range []struct {
+		op   byte
+		n    int
+		want []byte
+	}{
+		{opText, 0, []byte{0x81, 0}},
+		{opBinary, 125, []byte{0x82, 125}},
+		{opText, 126, []byte{0x81, 126, 0, 126}},
+		{opBinary, 65535, []byte{0x82, 126, 0xff, 0xff}},
+		{opText, 65536, []byte{0x81, 127, 0, 0, 0, 0, 0, 1, 0, 0}},
+	} {
+		payload := make([]byte, c.n)
+		f := dataFrame(c.op, payload)
+		if got := f[:len(f)-c.n]; string(got) != string(c.want) || len(f) != len(c.want)+c.n {
+			t.Errorf("op %d, %d bytes: header % x (frame %d bytes), want % x", c.op, c.n, got, len(f), c.want)
+		}
+	}
+}
