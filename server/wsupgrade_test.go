@@ -364,17 +364,24 @@ func TestStrippedRequest(t *testing.T) {
 	}
 }
 
-// A websocket with the sid of an open socket is an Engine.IO upgrade of
-// that socket's transport, as the library's upgrade made it: the probe
-// is answered on the new connection.
-func TestUpgradeWithSidProbes(t *testing.T) {
+// A websocket with the sid of an open socket is refused before the
+// websocket handshake. The relay's sockets all start on the websocket
+// (there is no polling transport), so no client has a transport to
+// upgrade; the library's upgrade would hand the socket, authenticated as
+// its owner, to whoever held the sid, and the new transport would carry
+// neither the relay's heartbeat nor its bound on events in flight. The
+// socket goes on as before.
+func TestUpgradeWithSidIsRefused(t *testing.T) {
 	_, base := benchRelay(t, Config{Logger: zerolog.Nop()}, nil)
+	token := newTestAccount(t, base)
+	sess := newTestSession(t, base, token, "sid-upgrade")
 	url := "ws" + strings.TrimPrefix(base, "http") + "/v1/updates/?EIO=4&transport=websocket"
 	first, _, err := ws.DefaultDialer.Dial(url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer first.Close()
+	_ = first.SetReadDeadline(time.Now().Add(10 * time.Second))
 	_, open, err := first.ReadMessage()
 	if err != nil {
 		t.Fatal(err)
@@ -385,26 +392,51 @@ func TestUpgradeWithSidProbes(t *testing.T) {
 	if len(open) < 2 || json.Unmarshal(open[1:], &hs) != nil || hs.Sid == "" {
 		t.Fatalf("open packet %q", open)
 	}
-	second, _, err := ws.DefaultDialer.Dial(url+"&sid="+hs.Sid, nil)
-	if err != nil {
+	auth, _ := json.Marshal(map[string]any{"token": token, "clientType": "session-scoped", "sessionId": sess})
+	if err := first.WriteMessage(ws.TextMessage, append([]byte("40"), auth...)); err != nil {
 		t.Fatal(err)
 	}
-	defer second.Close()
-	_ = second.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if err := second.WriteMessage(ws.TextMessage, []byte("2probe")); err != nil {
+	if _, p, err := first.ReadMessage(); err != nil || !strings.HasPrefix(string(p), "40{") {
+		t.Fatalf("connect answer %q, %v", p, err)
+	}
+
+	path := "/v1/updates/?EIO=4&transport=websocket&sid=" + hs.Sid
+	for _, tc := range []struct {
+		name   string
+		extra  []string
+		status int
+		body   string
+	}{
+		{"websocket", wsHeaders(), http.StatusBadRequest, `{"code":3,"message":"Bad request"}`},
+		{"websocket with an allowed origin", append([]string{"Origin: https://app.example"}, wsHeaders()...), http.StatusBadRequest, `{"code":3,"message":"Bad request"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, _, _ := rawHandshake(t, base, path, tc.extra, nil)
+			if resp == nil {
+				t.Fatal("no answer")
+			}
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tc.status || string(b) != tc.body {
+				t.Fatalf("answer %d %q, want %d %q", resp.StatusCode, b, tc.status, tc.body)
+			}
+		})
+	}
+
+	// The socket is still its owner's: an event is answered on it.
+	if err := first.WriteMessage(ws.TextMessage, []byte(`421["ping",{}]`)); err != nil {
 		t.Fatal(err)
 	}
-	if _, p, err := second.ReadMessage(); err != nil || string(p) != "3probe" {
-		t.Fatalf("probe answer %q, %v", p, err)
-	}
-	// A third connection for the same socket while it upgrades is closed.
-	third, _, err := ws.DefaultDialer.Dial(url+"&sid="+hs.Sid, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer third.Close()
-	_ = third.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if _, p, err := third.ReadMessage(); err == nil {
-		t.Fatalf("the third connection got %q", p)
+	for {
+		_, p, err := first.ReadMessage()
+		if err != nil {
+			t.Fatalf("the socket ended: %v", err)
+		}
+		if string(p) == "2" {
+			continue
+		}
+		if string(p) != `431[{}]` {
+			t.Fatalf("ack %q", p)
+		}
+		break
 	}
 }
