@@ -56,6 +56,8 @@ type conn struct {
 	// rpcCalls counts this socket's rpc-calls waiting for an answer (at
 	// most maxRPCInFlight).
 	rpcCalls atomic.Int32
+	// released says what setupConn took was given back (releaseConn).
+	released atomic.Bool
 	// events holds a token per event of this socket waiting for or in
 	// its handler (bindEvents): at most maxEventsInFlight.
 	events chan struct{}
@@ -160,6 +162,29 @@ func (s *Server) handshake(sock *socket.Socket, next func(*socket.ExtendedError)
 	// handlers bound there could miss the client's first events.
 	s.setupConn(c)
 	next(nil)
+	// The library connects the socket in a task it has just queued on the
+	// socket, unless the client went away meanwhile: then the socket
+	// never connects, and never disconnects either. This task runs after
+	// that one.
+	sock.Enqueue(func() {
+		if !sock.Connected() {
+			s.releaseConn(c)
+			s.log.Debug().Str("scope", c.scope).Str("socket", string(sock.Id())).Msg("socket closed before it connected")
+		}
+	})
+}
+
+// releaseConn gives back, once, what setupConn took for c: its place in
+// the socket count, its context (a child of the relay's until cancelled)
+// and its RPC methods. It runs when the socket disconnects, or when it
+// never connected (handshake).
+func (s *Server) releaseConn(c *conn) {
+	if !c.released.CompareAndSwap(false, true) {
+		return
+	}
+	s.metrics.sockets.Add(-1)
+	c.cancel()
+	s.rpc.dropConn(c)
 }
 
 func connOf(sock *socket.Socket) *conn {
@@ -183,10 +208,8 @@ func (s *Server) setupConn(c *conn) {
 	s.bindEvents(c)
 	s.metrics.sockets.Add(1)
 	_ = sock.On("disconnect", func(a ...any) {
-		s.metrics.sockets.Add(-1)
-		c.cancel()
+		s.releaseConn(c)
 		s.log.Debug().Str("scope", c.scope).Str("socket", string(sock.Id())).Interface("reason", a).Msg("socket disconnected")
-		s.rpc.dropConn(c)
 		if c.scope == scopeMachine {
 			s.emitEphemeral(c.acct, ephMachineActivity{Type: "machine-activity", ID: c.mid, Active: false, ActiveAt: s.nowMs()}, roomUserScoped(c.acct))
 		}

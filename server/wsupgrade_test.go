@@ -440,3 +440,49 @@ func TestUpgradeWithSidIsRefused(t *testing.T) {
 		break
 	}
 }
+
+// A socket whose client goes away while its CONNECT is being
+// authenticated never connects, so the library never reports its
+// disconnection either: what the relay set up for it (the socket count,
+// its context) is given back all the same. A client that sends many
+// CONNECTs at once has several authenticated before the library closes it
+// for the second CONNECT it sees, each such socket left unconnected.
+func TestUnconnectedSocketsAreReleased(t *testing.T) {
+	srv, base := benchRelay(t, Config{Logger: zerolog.Nop()}, nil)
+	token := newTestAccount(t, base)
+	sess := newTestSession(t, base, token, "unconnected")
+	auth, _ := json.Marshal(map[string]any{"token": token, "clientType": "session-scoped", "sessionId": sess})
+	connect := append([]byte("40"), auth...)
+	for _, tc := range []struct {
+		name     string
+		connects int
+	}{
+		{"one CONNECT, then gone", 1},
+		{"a burst of CONNECTs", 500},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, br, c := rawHandshake(t, base, "/v1/updates/?EIO=4&transport=websocket", wsHeaders(), nil)
+			if resp == nil || resp.StatusCode != http.StatusSwitchingProtocols {
+				t.Fatalf("answer %+v", resp)
+			}
+			if _, err := br.Peek(1); err != nil { // the open packet
+				t.Fatal(err)
+			}
+			var out []byte
+			for range tc.connects {
+				out = append(out, clientFrame(0x81, connect, false)...)
+			}
+			if _, err := c.Write(out); err != nil {
+				t.Fatal(err)
+			}
+			_ = c.Close()
+			deadline := time.Now().Add(10 * time.Second)
+			for srv.metrics.sockets.Load() != 0 || srv.io.Engine().ClientsCount() != 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d sockets counted, %d Engine.IO clients, want 0 and 0", srv.metrics.sockets.Load(), srv.io.Engine().ClientsCount())
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
+}
