@@ -164,12 +164,18 @@ func (s *Server) handshake(sock *socket.Socket, next func(*socket.ExtendedError)
 	next(nil)
 	// The library connects the socket in a task it has just queued on the
 	// socket, unless the client went away meanwhile: then the socket
-	// never connects, and never disconnects either. This task runs after
-	// that one.
+	// never connects, and never disconnects either. Its check races the
+	// client's close: a socket connected just after the close began (the
+	// connection closing or closed) may not be among the sockets the
+	// close disconnects, and would stay in its namespace and rooms for
+	// good. This task runs after the library's.
 	sock.Enqueue(func() {
-		if !sock.Connected() {
+		switch {
+		case !sock.Connected():
 			s.releaseConn(c)
 			s.log.Debug().Str("scope", c.scope).Str("socket", string(sock.Id())).Msg("socket closed before it connected")
+		case sock.Conn().ReadyState() != "open":
+			sock.Disconnect(false)
 		}
 	})
 }
@@ -177,14 +183,17 @@ func (s *Server) handshake(sock *socket.Socket, next func(*socket.ExtendedError)
 // releaseConn gives back, once, what setupConn took for c: its place in
 // the socket count, its context (a child of the relay's until cancelled)
 // and its RPC methods. It runs when the socket disconnects, or when it
-// never connected (handshake).
-func (s *Server) releaseConn(c *conn) {
+// never connected (handshake). It reports whether this call released c
+// (the library may report a disconnection twice when the client's close
+// and the handshake's task both disconnect the socket).
+func (s *Server) releaseConn(c *conn) bool {
 	if !c.released.CompareAndSwap(false, true) {
-		return
+		return false
 	}
 	s.metrics.sockets.Add(-1)
 	c.cancel()
 	s.rpc.dropConn(c)
+	return true
 }
 
 func connOf(sock *socket.Socket) *conn {
@@ -208,7 +217,9 @@ func (s *Server) setupConn(c *conn) {
 	s.bindEvents(c)
 	s.metrics.sockets.Add(1)
 	_ = sock.On("disconnect", func(a ...any) {
-		s.releaseConn(c)
+		if !s.releaseConn(c) {
+			return
+		}
 		s.log.Debug().Str("scope", c.scope).Str("socket", string(sock.Id())).Interface("reason", a).Msg("socket disconnected")
 		if c.scope == scopeMachine {
 			s.emitEphemeral(c.acct, ephMachineActivity{Type: "machine-activity", ID: c.mid, Active: false, ActiveAt: s.nowMs()}, roomUserScoped(c.acct))

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -484,5 +485,58 @@ func TestUnconnectedSocketsAreReleased(t *testing.T) {
 				time.Sleep(10 * time.Millisecond)
 			}
 		})
+	}
+}
+
+// Clients that close right after their CONNECT leave no socket behind:
+// the library may connect a socket just after its client closed, too late
+// for the client's close to reach it, and such a socket stayed in its
+// namespace and rooms (and in the relay's socket count) for good.
+func TestSocketsOfClosedClientsAreReleased(t *testing.T) {
+	srv, base := benchRelay(t, Config{Logger: zerolog.Nop()}, nil)
+	token := newTestAccount(t, base)
+	sess := newTestSession(t, base, token, "closed clients")
+	auth, _ := json.Marshal(map[string]any{"token": token, "clientType": "session-scoped", "sessionId": sess})
+	connect := clientFrame(0x81, append([]byte("40"), auth...), false)
+	req := "GET /v1/updates/?EIO=4&transport=websocket HTTP/1.1\r\nHost: relay.example\r\n" + strings.Join(wsHeaders(), "\r\n") + "\r\n\r\n"
+	done := make(chan error)
+	const clients = 300
+	for range clients {
+		go func() {
+			c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+			if err != nil {
+				done <- err
+				return
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+			if _, err := c.Write([]byte(req)); err != nil {
+				done <- err
+				return
+			}
+			// The answer and the open packet, then the CONNECT and the end.
+			if _, err := c.Read(make([]byte, 512)); err != nil {
+				done <- err
+				return
+			}
+			_, err = c.Write(connect)
+			done <- err
+		}()
+	}
+	for range clients {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := []int64{srv.metrics.sockets.Load(), int64(srv.io.Sockets().Sockets().Len()), int64(srv.io.Engine().ClientsCount())}
+		if slices.Equal(got, []int64{0, 0, 0}) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sockets counted, in the namespace, Engine.IO clients: %v, want [0 0 0]", got)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
