@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -167,4 +168,45 @@ func TestFDGuard503(t *testing.T) {
 		st, _ := healthOn(t, c, bufio.NewReader(c))
 		return st == 200
 	})
+}
+
+// The relay's HTTP server closes a keep-alive connection left idle for
+// httpIdleTimeout. Without an idle timeout net/http waits for a
+// connection's next request forever (ReadHeaderTimeout starts only with
+// the request's first bytes), so a client that sent one request and kept
+// its connections open would hold the relay's descriptors until the
+// open-file guard refused everyone.
+func TestServeTimesOutIdleConnections(t *testing.T) {
+	srv, err := New(Config{DataDir: t.TempDir(), Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, l) }()
+	defer func() {
+		cancel()
+		<-done
+		_ = srv.Close()
+	}()
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// Answered: the server is registered.
+	if st, _ := healthOn(t, c, bufio.NewReader(c)); st != 200 {
+		t.Fatalf("health: %d", st)
+	}
+	srv.mu.Lock()
+	hs := srv.httpSrvs[0]
+	got := []time.Duration{hs.ReadHeaderTimeout, hs.IdleTimeout}
+	srv.mu.Unlock()
+	if want := []time.Duration{30 * time.Second, 2 * time.Minute}; !slices.Equal(got, want) {
+		t.Fatalf("read header and idle timeouts %v, want %v", got, want)
+	}
 }

@@ -56,6 +56,8 @@ type conn struct {
 	// rpcCalls counts this socket's rpc-calls waiting for an answer (at
 	// most maxRPCInFlight).
 	rpcCalls atomic.Int32
+	// released says what setupConn took was given back (releaseConn).
+	released atomic.Bool
 	// events holds a token per event of this socket waiting for or in
 	// its handler (bindEvents): at most maxEventsInFlight.
 	events chan struct{}
@@ -160,6 +162,38 @@ func (s *Server) handshake(sock *socket.Socket, next func(*socket.ExtendedError)
 	// handlers bound there could miss the client's first events.
 	s.setupConn(c)
 	next(nil)
+	// The library connects the socket in a task it has just queued on the
+	// socket, unless the client went away meanwhile: then the socket
+	// never connects, and never disconnects either. Its check races the
+	// client's close: a socket connected just after the close began (the
+	// connection closing or closed) may not be among the sockets the
+	// close disconnects, and would stay in its namespace and rooms for
+	// good. This task runs after the library's.
+	sock.Enqueue(func() {
+		switch {
+		case !sock.Connected():
+			s.releaseConn(c)
+			s.log.Debug().Str("scope", c.scope).Str("socket", string(sock.Id())).Msg("socket closed before it connected")
+		case sock.Conn().ReadyState() != "open":
+			sock.Disconnect(false)
+		}
+	})
+}
+
+// releaseConn gives back, once, what setupConn took for c: its place in
+// the socket count, its context (a child of the relay's until cancelled)
+// and its RPC methods. It runs when the socket disconnects, or when it
+// never connected (handshake). It reports whether this call released c
+// (the library may report a disconnection twice when the client's close
+// and the handshake's task both disconnect the socket).
+func (s *Server) releaseConn(c *conn) bool {
+	if !c.released.CompareAndSwap(false, true) {
+		return false
+	}
+	s.metrics.sockets.Add(-1)
+	c.cancel()
+	s.rpc.dropConn(c)
+	return true
 }
 
 func connOf(sock *socket.Socket) *conn {
@@ -183,10 +217,10 @@ func (s *Server) setupConn(c *conn) {
 	s.bindEvents(c)
 	s.metrics.sockets.Add(1)
 	_ = sock.On("disconnect", func(a ...any) {
-		s.metrics.sockets.Add(-1)
-		c.cancel()
+		if !s.releaseConn(c) {
+			return
+		}
 		s.log.Debug().Str("scope", c.scope).Str("socket", string(sock.Id())).Interface("reason", a).Msg("socket disconnected")
-		s.rpc.dropConn(c)
 		if c.scope == scopeMachine {
 			s.emitEphemeral(c.acct, ephMachineActivity{Type: "machine-activity", ID: c.mid, Active: false, ActiveAt: s.nowMs()}, roomUserScoped(c.acct))
 		}

@@ -402,13 +402,22 @@ func openStore(ctx context.Context, cfg Config) (store.Store, error) {
 // Socket.IO endpoint at /v1/updates.
 func (s *Server) Handler() http.Handler { return s.handler }
 
+// httpIdleTimeout is how long the relay keeps a keep-alive connection
+// with no request in progress. Without one, net/http waits for the next
+// request forever (ReadHeaderTimeout starts with its first bytes), so idle
+// connections would hold descriptors until the open-file guard (fdguard.go)
+// refused every new client. It is longer than the 90 s after which Go's
+// default HTTP transport drops its own idle connections, so that such
+// clients close them first and no request races the relay's close.
+const httpIdleTimeout = 2 * time.Minute
+
 // Serve accepts connections on l until ctx ends or Close is called. It
 // returns nil after a clean stop, ErrClosed when the server was already
 // closed, or the listener's error.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	// The HTTP server's own complaints (a failed TLS handshake from a
 	// scanner, a client that hung up) go to the debug log, not to stderr.
-	hs := &http.Server{Handler: s.handler, ReadHeaderTimeout: 30 * time.Second, ErrorLog: log.New(httpErrorLog{s.log}, "", 0)}
+	hs := &http.Server{Handler: s.handler, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: httpIdleTimeout, ErrorLog: log.New(httpErrorLog{s.log}, "", 0)}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

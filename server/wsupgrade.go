@@ -263,7 +263,9 @@ func (s *Server) wsUpgrades(next http.Handler) http.Handler {
 // Engine.IO handshake. A refused request is answered as the library
 // answers it: 400 with the Engine.IO error's message before the
 // handshake, 400 {"code":3,"message":"Bad request"} for a malformed
-// websocket handshake, a close frame (1000, the message) after it.
+// websocket handshake (and, where the library upgraded, for a request
+// with the sid of an open socket), a close frame (1000, the message)
+// after it.
 func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
 	eng := s.io.Engine()
 	ctx := types.NewHttpContext(w, r)
@@ -280,6 +282,16 @@ func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
 		}
 		if cm, ectx := eng.Proto().Verify(ctx, true); cm != nil {
 			s.abortBeforeUpgrade(eng, ctx, cm, ectx)
+			return
+		}
+		if ctx.Query().Peek("sid") != "" {
+			// An Engine.IO upgrade of an open socket's transport. Every
+			// socket of the relay starts on the websocket (there is no
+			// polling transport), so no client has one to upgrade; the
+			// library's upgrade would give the socket, authenticated as
+			// its owner, to whoever sent its sid, on a transport without
+			// the relay's heartbeat or bound on events in flight.
+			s.refuseUpgrade(eng, ctx, "websocket: upgrade of an open socket's transport (sid): every socket starts on the websocket")
 			return
 		}
 		s.handshakeWS(eng, ctx, w, r)
@@ -383,9 +395,9 @@ func (s *Server) handshakeWS(eng engine.BaseServer, ctx *types.HttpContext, w ht
 }
 
 // openEngine runs the Engine.IO side of an upgraded connection nc (what
-// the library does once its upgrade succeeded): a new client's handshake,
-// or, with a sid, the upgrade of an existing client's transport; then the
-// transport starts reading.
+// the library does once its upgrade succeeded): a new client's handshake
+// (a request with a sid was refused before: upgrade), then the transport
+// starts reading.
 func (s *Server) openEngine(eng engine.BaseServer, r *http.Request, nc net.Conn) {
 	ctx := types.NewHttpContext(hijackedWriter{}, r)
 	name := ctx.Query().Peek("transport")
@@ -404,34 +416,12 @@ func (s *Server) openEngine(eng engine.BaseServer, r *http.Request, nc net.Conn)
 	ctx.SetTransportReadPermission(make(chan bool))
 	defer ctx.SetTransportReadPermission(nil)
 
-	id := ctx.Query().Peek("sid")
-	if id == "" {
-		cm, tr := eng.Proto().Handshake(name, ctx)
-		if tr == nil {
-			writeCloseFrame(nc, ws.CloseNormalClosure, errorMessage(cm, nil))
-			_ = nc.Close()
-			return
-		}
-		startReading(tr)
-		return
-	}
-	client, ok := eng.Clients().Load(id)
-	if !ok || client.Upgrading() || client.Upgraded() {
+	cm, tr := eng.Proto().Handshake(name, ctx)
+	if tr == nil {
+		writeCloseFrame(nc, ws.CloseNormalClosure, errorMessage(cm, nil))
 		_ = nc.Close()
 		return
 	}
-	ctx.IdleTimeout = eng.Opts().IdleTimeout()
-	tr, err := eng.Proto().CreateTransport(name, ctx)
-	if err != nil {
-		_ = nc.Close()
-		return
-	}
-	if st := tr.ReadyState(); st == "closing" || st == "closed" {
-		tr.Close()
-		return
-	}
-	tr.SetPerMessageDeflate(eng.Opts().PerMessageDeflate())
-	client.MaybeUpgrade(tr)
 	startReading(tr)
 }
 

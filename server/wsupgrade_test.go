@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -364,17 +365,24 @@ func TestStrippedRequest(t *testing.T) {
 	}
 }
 
-// A websocket with the sid of an open socket is an Engine.IO upgrade of
-// that socket's transport, as the library's upgrade made it: the probe
-// is answered on the new connection.
-func TestUpgradeWithSidProbes(t *testing.T) {
+// A websocket with the sid of an open socket is refused before the
+// websocket handshake. The relay's sockets all start on the websocket
+// (there is no polling transport), so no client has a transport to
+// upgrade; the library's upgrade would hand the socket, authenticated as
+// its owner, to whoever held the sid, and the new transport would carry
+// neither the relay's heartbeat nor its bound on events in flight. The
+// socket goes on as before.
+func TestUpgradeWithSidIsRefused(t *testing.T) {
 	_, base := benchRelay(t, Config{Logger: zerolog.Nop()}, nil)
+	token := newTestAccount(t, base)
+	sess := newTestSession(t, base, token, "sid-upgrade")
 	url := "ws" + strings.TrimPrefix(base, "http") + "/v1/updates/?EIO=4&transport=websocket"
 	first, _, err := ws.DefaultDialer.Dial(url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer first.Close()
+	_ = first.SetReadDeadline(time.Now().Add(10 * time.Second))
 	_, open, err := first.ReadMessage()
 	if err != nil {
 		t.Fatal(err)
@@ -385,26 +393,150 @@ func TestUpgradeWithSidProbes(t *testing.T) {
 	if len(open) < 2 || json.Unmarshal(open[1:], &hs) != nil || hs.Sid == "" {
 		t.Fatalf("open packet %q", open)
 	}
-	second, _, err := ws.DefaultDialer.Dial(url+"&sid="+hs.Sid, nil)
-	if err != nil {
+	auth, _ := json.Marshal(map[string]any{"token": token, "clientType": "session-scoped", "sessionId": sess})
+	if err := first.WriteMessage(ws.TextMessage, append([]byte("40"), auth...)); err != nil {
 		t.Fatal(err)
 	}
-	defer second.Close()
-	_ = second.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if err := second.WriteMessage(ws.TextMessage, []byte("2probe")); err != nil {
+	if _, p, err := first.ReadMessage(); err != nil || !strings.HasPrefix(string(p), "40{") {
+		t.Fatalf("connect answer %q, %v", p, err)
+	}
+
+	path := "/v1/updates/?EIO=4&transport=websocket&sid=" + hs.Sid
+	for _, tc := range []struct {
+		name   string
+		extra  []string
+		status int
+		body   string
+	}{
+		{"websocket", wsHeaders(), http.StatusBadRequest, `{"code":3,"message":"Bad request"}`},
+		{"websocket with an allowed origin", append([]string{"Origin: https://app.example"}, wsHeaders()...), http.StatusBadRequest, `{"code":3,"message":"Bad request"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, _, _ := rawHandshake(t, base, path, tc.extra, nil)
+			if resp == nil {
+				t.Fatal("no answer")
+			}
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tc.status || string(b) != tc.body {
+				t.Fatalf("answer %d %q, want %d %q", resp.StatusCode, b, tc.status, tc.body)
+			}
+		})
+	}
+
+	// The socket is still its owner's: an event is answered on it.
+	if err := first.WriteMessage(ws.TextMessage, []byte(`421["ping",{}]`)); err != nil {
 		t.Fatal(err)
 	}
-	if _, p, err := second.ReadMessage(); err != nil || string(p) != "3probe" {
-		t.Fatalf("probe answer %q, %v", p, err)
+	for {
+		_, p, err := first.ReadMessage()
+		if err != nil {
+			t.Fatalf("the socket ended: %v", err)
+		}
+		if string(p) == "2" {
+			continue
+		}
+		if string(p) != `431[{}]` {
+			t.Fatalf("ack %q", p)
+		}
+		break
 	}
-	// A third connection for the same socket while it upgrades is closed.
-	third, _, err := ws.DefaultDialer.Dial(url+"&sid="+hs.Sid, nil)
-	if err != nil {
-		t.Fatal(err)
+}
+
+// A socket whose client goes away while its CONNECT is being
+// authenticated never connects, so the library never reports its
+// disconnection either: what the relay set up for it (the socket count,
+// its context) is given back all the same. A client that sends many
+// CONNECTs at once has several authenticated before the library closes it
+// for the second CONNECT it sees, each such socket left unconnected.
+func TestUnconnectedSocketsAreReleased(t *testing.T) {
+	srv, base := benchRelay(t, Config{Logger: zerolog.Nop()}, nil)
+	token := newTestAccount(t, base)
+	sess := newTestSession(t, base, token, "unconnected")
+	auth, _ := json.Marshal(map[string]any{"token": token, "clientType": "session-scoped", "sessionId": sess})
+	connect := append([]byte("40"), auth...)
+	for _, tc := range []struct {
+		name     string
+		connects int
+	}{
+		{"one CONNECT, then gone", 1},
+		{"a burst of CONNECTs", 500},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, br, c := rawHandshake(t, base, "/v1/updates/?EIO=4&transport=websocket", wsHeaders(), nil)
+			if resp == nil || resp.StatusCode != http.StatusSwitchingProtocols {
+				t.Fatalf("answer %+v", resp)
+			}
+			if _, err := br.Peek(1); err != nil { // the open packet
+				t.Fatal(err)
+			}
+			var out []byte
+			for range tc.connects {
+				out = append(out, clientFrame(0x81, connect, false)...)
+			}
+			if _, err := c.Write(out); err != nil {
+				t.Fatal(err)
+			}
+			_ = c.Close()
+			deadline := time.Now().Add(10 * time.Second)
+			for srv.metrics.sockets.Load() != 0 || srv.io.Engine().ClientsCount() != 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d sockets counted, %d Engine.IO clients, want 0 and 0", srv.metrics.sockets.Load(), srv.io.Engine().ClientsCount())
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
 	}
-	defer third.Close()
-	_ = third.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if _, p, err := third.ReadMessage(); err == nil {
-		t.Fatalf("the third connection got %q", p)
+}
+
+// Clients that close right after their CONNECT leave no socket behind:
+// the library may connect a socket just after its client closed, too late
+// for the client's close to reach it, and such a socket stayed in its
+// namespace and rooms (and in the relay's socket count) for good.
+func TestSocketsOfClosedClientsAreReleased(t *testing.T) {
+	srv, base := benchRelay(t, Config{Logger: zerolog.Nop()}, nil)
+	token := newTestAccount(t, base)
+	sess := newTestSession(t, base, token, "closed clients")
+	auth, _ := json.Marshal(map[string]any{"token": token, "clientType": "session-scoped", "sessionId": sess})
+	connect := clientFrame(0x81, append([]byte("40"), auth...), false)
+	req := "GET /v1/updates/?EIO=4&transport=websocket HTTP/1.1\r\nHost: relay.example\r\n" + strings.Join(wsHeaders(), "\r\n") + "\r\n\r\n"
+	done := make(chan error)
+	const clients = 300
+	for range clients {
+		go func() {
+			c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+			if err != nil {
+				done <- err
+				return
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+			if _, err := c.Write([]byte(req)); err != nil {
+				done <- err
+				return
+			}
+			// The answer and the open packet, then the CONNECT and the end.
+			if _, err := c.Read(make([]byte, 512)); err != nil {
+				done <- err
+				return
+			}
+			_, err = c.Write(connect)
+			done <- err
+		}()
+	}
+	for range clients {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := []int64{srv.metrics.sockets.Load(), int64(srv.io.Sockets().Sockets().Len()), int64(srv.io.Engine().ClientsCount())}
+		if slices.Equal(got, []int64{0, 0, 0}) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sockets counted, in the namespace, Engine.IO clients: %v, want [0 0 0]", got)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
