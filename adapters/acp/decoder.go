@@ -18,7 +18,11 @@ import (
 // agent events. It is deterministic and never panics: a frame it cannot use
 // becomes a agent.DroppedInput with a reason. Not safe for concurrent use.
 type Decoder struct {
-	t   int64
+	t int64
+	// out collects the events of the frame being decoded: the decoder's
+	// own buffer, kept from one frame to the next, which Decode returns
+	// (valid until the next call; see Decode), so a frame's events cost no
+	// allocation of their slice once the buffer has room.
 	out []agent.Event
 
 	// ours and theirs are the requests awaiting an answer: happy's, and
@@ -228,9 +232,13 @@ func NewDecoder() *Decoder {
 }
 
 // Decode consumes the next frame, in traffic order, and returns the events
-// it yields (possibly none).
+// it yields (possibly none). The slice is the decoder's buffer: it is valid
+// until the next call of Decode or Finish, so a caller that keeps the
+// events past that copies them (the events themselves are its to keep).
 func (d *Decoder) Decode(f jsonrpc.Frame) []agent.Event {
-	d.t, d.out = f.T, nil
+	// The last frame's events leave the buffer: their caller has them.
+	clear(d.out)
+	d.t, d.out = f.T, d.out[:0]
 	switch f.Dir {
 	case trafficlog.A2C:
 		d.fromAgent(f)
@@ -245,9 +253,10 @@ func (d *Decoder) Decode(f jsonrpc.Frame) []agent.Event {
 	default:
 		d.drop(string(f.Dir), agent.DropUnknownType, "unknown traffic direction", f.Data)
 	}
-	out := d.out
-	d.out = nil
-	return out
+	if len(d.out) == 0 {
+		return nil
+	}
+	return d.out
 }
 
 // toolByCall returns the tool whose call id is callID, or nil.
@@ -275,16 +284,22 @@ func (d *Decoder) PermissionCall(id jsonrpc.ID) (callID string, opts []Permissio
 // before the agent answered session/prompt) ends as truncated, which
 // settles its open tools and closes its assistant message. It returns the
 // events that yields (none when no turn is open) and may be called more
-// than once.
+// than once. The slice is the caller's (a copy, not the buffer Decode
+// returns), as Finish ends the stream.
 func (d *Decoder) Finish() []agent.Event {
-	d.out = nil
+	clear(d.out)
+	d.out = d.out[:0]
 	if d.turn != nil {
 		d.flushUsage(true)
 		d.emit(&agent.TurnEnded{TurnID: d.turn.id, Reason: agent.TurnTruncated, Error: "the log ends before the turn ended"})
 		d.closeTurn()
 	}
-	out := d.out
-	d.out = nil
+	if len(d.out) == 0 {
+		return nil
+	}
+	out := slices.Clone(d.out)
+	clear(d.out)
+	d.out = d.out[:0]
 	return out
 }
 

@@ -67,7 +67,10 @@ func FrameOf(rec trafficlog.Record) Frame { return NewFrame(rec.T, rec.Dir, rec.
 // connection, both directions, in traffic order, and returns the events
 // each yields (possibly none). The decoders of the JSON-RPC adapters are
 // deterministic, so a recorded log replays to the events the live
-// connection produced.
+// connection produced. The slice Decode returns may be the decoder's own
+// buffer, valid only until its next call: a caller that keeps the events
+// past that (rpcagent.Link holding a frame's events across frames) copies
+// them; the events themselves are the caller's.
 type Decoder interface {
 	Decode(f Frame) []agent.Event
 }
