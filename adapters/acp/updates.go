@@ -522,7 +522,18 @@ func sameShared(a, v any) bool {
 
 // buildPartMeta is partMeta, built from its members.
 func (d *Decoder) buildPartMeta(pm partMetaMembers) agent.Object {
-	m := map[string]any{}
+	// Most tools' parts have no metadata before their locations or
+	// content come: no map is made for nothing.
+	n := 0
+	for _, has := range [...]bool{pm.hasLoc, pm.desc != "", pm.hasDiffs, len(pm.terminals) > 0} {
+		if has {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	m := make(map[string]any, n)
 	if pm.hasLoc {
 		m["locations"] = pm.locations
 	}
@@ -534,9 +545,6 @@ func (d *Decoder) buildPartMeta(pm partMetaMembers) agent.Object {
 	}
 	if len(pm.terminals) > 0 {
 		m["terminals"] = pm.terminals
-	}
-	if len(m) == 0 {
-		return nil
 	}
 	return d.object(m)
 }
@@ -672,16 +680,21 @@ func (d *Decoder) output(tl *tool) string {
 // diffs, terminal exit statuses; images and binary (blob) resources of its
 // content become attachments (text resources are in its output).
 func (d *Decoder) resultMeta(tl *tool) (agent.Object, []agent.PromptFile) {
-	m := map[string]any{}
+	// m is made at its first member: a result with none but its raw
+	// output (most) makes the one map withOpaque makes.
+	var m map[string]any
 	var rawOut json.RawMessage
 	if !isNull(tl.rawOutput) {
 		if rv, ok := opaque(tl.rawOutput); ok {
 			rawOut = rv
 		} else {
-			m["rawOutput"] = tl.rawOutput
+			m = map[string]any{"rawOutput": tl.rawOutput}
 		}
 	}
 	if v, ok := d.diffsValue(tl); ok {
+		if m == nil {
+			m = map[string]any{}
+		}
 		m["diffs"] = v
 	}
 	var terms []any
@@ -701,6 +714,9 @@ func (d *Decoder) resultMeta(tl *tool) (agent.Object, []agent.PromptFile) {
 		terms = append(terms, t)
 	}
 	if len(terms) > 0 {
+		if m == nil {
+			m = map[string]any{}
+		}
 		m["terminals"] = terms
 	}
 	var files []agent.PromptFile
@@ -711,8 +727,8 @@ func (d *Decoder) resultMeta(tl *tool) (agent.Object, []agent.PromptFile) {
 			}
 		}
 	}
-	if len(m) == 0 && rawOut == nil {
-		return nil, files
+	if len(m) == 0 {
+		return withOpaque(nil, "rawOutput", rawOut), files
 	}
 	return withOpaque(d.object(m), "rawOutput", rawOut), files
 }
