@@ -152,14 +152,15 @@ type tool struct {
 	// side: the caches only some tools use, allocated by the first use
 	// (sideOf) so a tool without them is smaller (toolSide).
 	side *toolSide
-	// meta: the part metadata last built and what it was built from
-	// (partMeta), shared by the events that carry it, which nothing
-	// changes.
+	// meta: the announcement's metadata last made (announcedMeta): the
+	// part metadata over the canonical metadata of generation baseGen,
+	// what the part's was made from, and its generation (0: none made
+	// yet). Shared by the events that carry it, which nothing changes.
 	meta struct {
-		key metaKey
-		obj agent.Object
-		ok  bool
-		gen uint64
+		key     metaKey
+		obj     agent.Object
+		baseGen uint64
+		gen     uint64
 	}
 	// canon: the canonical name, input and metadata last computed and
 	// what they were computed from (canonicalOf); annGens: the
