@@ -899,7 +899,7 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 		}
 	}
 	if !known {
-		name, input, _ = d.canonical(tl)
+		name, input, _, _ = d.canonicalOf(tl) // the metadata is not used: not copied
 	}
 	if p, ok := d.toolPatterns(tl, name, input); ok {
 		patterns = p
