@@ -232,12 +232,21 @@ func NewDecoder() *Decoder {
 	}
 }
 
+// keptEvents is the most events the decoder's buffer (Decoder.out) keeps
+// room for from one frame to the next: 1 KiB of interface values.
+const keptEvents = 64
+
 // Decode consumes the next frame, in traffic order, and returns the events
 // it yields (possibly none). The slice is the decoder's buffer: it is valid
 // until the next call of Decode or Finish, so a caller that keeps the
 // events past that copies them (the events themselves are its to keep).
 func (d *Decoder) Decode(f jsonrpc.Frame) []agent.Event {
-	// The last frame's events leave the buffer: their caller has them.
+	// The last frame's events leave the buffer: their caller has them. A
+	// buffer a large frame grew is let go rather than kept (held memory
+	// stays the open state).
+	if cap(d.out) > keptEvents {
+		d.out = nil
+	}
 	clear(d.out)
 	d.t, d.out = f.T, d.out[:0]
 	switch f.Dir {

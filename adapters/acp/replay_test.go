@@ -170,3 +170,21 @@ func TestDecodeBufferContract(t *testing.T) {
 		t.Error("Decode after Finish changed the slice Finish returned")
 	}
 }
+
+// TestDecodeBufferBounded: a buffer that grew past keptEvents (a frame of
+// many events) is not kept for the frames after it.
+func TestDecodeBufferBounded(t *testing.T) {
+	tr, err := jsonrpc.ReadTraffic(strings.NewReader(replayHead))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := NewDecoder()
+	d.out = make([]agent.Event, keptEvents+1)
+	for i := range d.out {
+		d.out[i] = &agent.TextDelta{}
+	}
+	d.Decode(tr.Frames[0])
+	if cap(d.out) > keptEvents {
+		t.Errorf("the buffer keeps room for %d events, want at most %d", cap(d.out), keptEvents)
+	}
+}

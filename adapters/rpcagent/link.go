@@ -229,7 +229,13 @@ func (l *Link) pushHeld() {
 	l.q.Push(l.held...)
 	clear(l.held)
 	l.heldBuf, l.held = l.held[:0], nil
+	if cap(l.heldBuf) > keptHeld {
+		l.heldBuf = nil // a large frame's: let go, as the decoders do
+	}
 }
+
+// keptHeld is the most events heldBuf keeps room for once published.
+const keptHeld = 64
 
 // publishHeld publishes the events held for the frame just handled.
 func (l *Link) publishHeld() {
