@@ -350,12 +350,12 @@ func (d *Decoder) fromAgent(f jsonrpc.Frame) {
 			return
 		}
 	}
-	if f.Msg == nil {
+	if !f.HasMsg() {
 		kind, reason, detail := jsonrpc.DropOf(f.Err)
 		d.drop(kind, reason, detail, f.Data)
 		return
 	}
-	m := *f.Msg
+	m := f.Msg
 	switch m.Kind {
 	case jsonrpc.KindRequest:
 		d.agentRequest(m)
@@ -675,12 +675,12 @@ var stopReasons = selfMap("end_turn", "max_tokens", "max_turn_requests", "refusa
 // ---- frames from happy ----
 
 func (d *Decoder) fromHappy(f jsonrpc.Frame) {
-	if f.Msg == nil {
+	if !f.HasMsg() {
 		kind, reason, detail := jsonrpc.DropOf(f.Err)
 		d.drop(kind, reason, "happy's own frame: "+detail, f.Data)
 		return
 	}
-	m := *f.Msg
+	m := f.Msg
 	p, _ := members(m.Params)
 	switch m.Kind {
 	case jsonrpc.KindRequest:

@@ -209,7 +209,7 @@ func (l *Link) tap(f jsonrpc.Frame) {
 	// each after the Handler returned for the one before: what is still
 	// held belongs to a frame that never reached the Handler.
 	l.pushHeld()
-	if f.Msg != nil && f.Msg.Kind != jsonrpc.KindResponse {
+	if f.HasMsg() && f.Msg.Kind != jsonrpc.KindResponse {
 		// Held, even with no events of its own (non-nil).
 		l.held = append(l.heldBuf[:0], evs...)
 		if l.held == nil {

@@ -145,7 +145,7 @@ func (d *frameDecoder) Decode(f jsonrpc.Frame) []agent.Event {
 	case f.Dir == trafficlog.Exit:
 		d.exits++
 		d.buf = append(d.buf, &agent.TurnEnded{Reason: agent.TurnAgentExited})
-	case f.Msg == nil:
+	case !f.HasMsg():
 		return nil
 	case f.Dir == trafficlog.C2A:
 		d.buf = append(d.buf, &agent.UserPrompt{Text: f.Msg.Method})
