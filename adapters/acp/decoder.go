@@ -18,7 +18,11 @@ import (
 // agent events. It is deterministic and never panics: a frame it cannot use
 // becomes a agent.DroppedInput with a reason. Not safe for concurrent use.
 type Decoder struct {
-	t   int64
+	t int64
+	// out collects the events of the frame being decoded: the decoder's
+	// own buffer, kept from one frame to the next, which Decode returns
+	// (valid until the next call; see Decode), so a frame's events cost no
+	// allocation of their slice once the buffer has room.
 	out []agent.Event
 
 	// ours and theirs are the requests awaiting an answer: happy's, and
@@ -148,14 +152,15 @@ type tool struct {
 	// side: the caches only some tools use, allocated by the first use
 	// (sideOf) so a tool without them is smaller (toolSide).
 	side *toolSide
-	// meta: the part metadata last built and what it was built from
-	// (partMeta), shared by the events that carry it, which nothing
-	// changes.
+	// meta: the announcement's metadata last made (announcedMeta): the
+	// part metadata over the canonical metadata of generation baseGen,
+	// what the part's was made from, and its generation (0: none made
+	// yet). Shared by the events that carry it, which nothing changes.
 	meta struct {
-		key metaKey
-		obj agent.Object
-		ok  bool
-		gen uint64
+		key     metaKey
+		obj     agent.Object
+		baseGen uint64
+		gen     uint64
 	}
 	// canon: the canonical name, input and metadata last computed and
 	// what they were computed from (canonicalOf); annGens: the
@@ -227,10 +232,23 @@ func NewDecoder() *Decoder {
 	}
 }
 
+// keptEvents is the most events the decoder's buffer (Decoder.out) keeps
+// room for from one frame to the next: 1 KiB of interface values.
+const keptEvents = 64
+
 // Decode consumes the next frame, in traffic order, and returns the events
-// it yields (possibly none).
+// it yields (possibly none). The slice is the decoder's buffer: it is valid
+// until the next call of Decode or Finish, so a caller that keeps the
+// events past that copies them (the events themselves are its to keep).
 func (d *Decoder) Decode(f jsonrpc.Frame) []agent.Event {
-	d.t, d.out = f.T, nil
+	// The last frame's events leave the buffer: their caller has them. A
+	// buffer a large frame grew is let go rather than kept (held memory
+	// stays the open state).
+	if cap(d.out) > keptEvents {
+		d.out = nil
+	}
+	clear(d.out)
+	d.t, d.out = f.T, d.out[:0]
 	switch f.Dir {
 	case trafficlog.A2C:
 		d.fromAgent(f)
@@ -245,9 +263,10 @@ func (d *Decoder) Decode(f jsonrpc.Frame) []agent.Event {
 	default:
 		d.drop(string(f.Dir), agent.DropUnknownType, "unknown traffic direction", f.Data)
 	}
-	out := d.out
-	d.out = nil
-	return out
+	if len(d.out) == 0 {
+		return nil
+	}
+	return d.out
 }
 
 // toolByCall returns the tool whose call id is callID, or nil.
@@ -275,16 +294,22 @@ func (d *Decoder) PermissionCall(id jsonrpc.ID) (callID string, opts []Permissio
 // before the agent answered session/prompt) ends as truncated, which
 // settles its open tools and closes its assistant message. It returns the
 // events that yields (none when no turn is open) and may be called more
-// than once.
+// than once. The slice is the caller's (a copy, not the buffer Decode
+// returns), as Finish ends the stream.
 func (d *Decoder) Finish() []agent.Event {
-	d.out = nil
+	clear(d.out)
+	d.out = d.out[:0]
 	if d.turn != nil {
 		d.flushUsage(true)
 		d.emit(&agent.TurnEnded{TurnID: d.turn.id, Reason: agent.TurnTruncated, Error: "the log ends before the turn ended"})
 		d.closeTurn()
 	}
-	out := d.out
-	d.out = nil
+	if len(d.out) == 0 {
+		return nil
+	}
+	out := slices.Clone(d.out)
+	clear(d.out)
+	d.out = d.out[:0]
 	return out
 }
 
@@ -325,12 +350,12 @@ func (d *Decoder) fromAgent(f jsonrpc.Frame) {
 			return
 		}
 	}
-	if f.Msg == nil {
+	if !f.HasMsg() {
 		kind, reason, detail := jsonrpc.DropOf(f.Err)
 		d.drop(kind, reason, detail, f.Data)
 		return
 	}
-	m := *f.Msg
+	m := f.Msg
 	switch m.Kind {
 	case jsonrpc.KindRequest:
 		d.agentRequest(m)
@@ -650,12 +675,12 @@ var stopReasons = selfMap("end_turn", "max_tokens", "max_turn_requests", "refusa
 // ---- frames from happy ----
 
 func (d *Decoder) fromHappy(f jsonrpc.Frame) {
-	if f.Msg == nil {
+	if !f.HasMsg() {
 		kind, reason, detail := jsonrpc.DropOf(f.Err)
 		d.drop(kind, reason, "happy's own frame: "+detail, f.Data)
 		return
 	}
-	m := *f.Msg
+	m := f.Msg
 	p, _ := members(m.Params)
 	switch m.Kind {
 	case jsonrpc.KindRequest:

@@ -94,7 +94,7 @@ func FuzzOnePass(f *testing.F) {
 		// rewritten to "s").
 		var seed [][]byte
 		for _, fr := range frames {
-			if fr.Dir != trafficlog.A2C || fr.Msg == nil || len(fr.Data) > 4096 {
+			if fr.Dir != trafficlog.A2C || !fr.HasMsg() || len(fr.Data) > 4096 {
 				continue
 			}
 			seed = append(seed, []byte("< "+sessionRE.ReplaceAllString(string(fr.Data), `"sessionId":"s"`)))

@@ -2,9 +2,12 @@ package acp
 
 import (
 	"bytes"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/happy-dev/happy/adapters/jsonrpc"
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
 )
@@ -113,5 +116,75 @@ func TestReplayDecisionNoteVersusWire(t *testing.T) {
 				t.Errorf("dropped %+v", drops[0])
 			}
 		})
+	}
+}
+
+// TestDecodeBufferContract: Decode returns the decoder's buffer, which the
+// next frame reuses (its slots cleared: no event of a past frame is held
+// there), nil for a frame without events; Finish returns a slice of its
+// own, which a later Decode does not touch.
+func TestDecodeBufferContract(t *testing.T) {
+	tr, err := jsonrpc.ReadTraffic(strings.NewReader(replayHead))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := NewDecoder()
+	var prev []agent.Event
+	var kept []agent.Event // copies, as a caller that keeps them makes
+	for i, f := range tr.Frames {
+		evs := d.Decode(f)
+		if evs != nil && len(evs) == 0 {
+			t.Fatalf("frame %d: an empty non-nil slice, want nil", i)
+		}
+		if len(prev) > 0 && len(evs) > 0 && &prev[0] != &evs[0] && cap(prev) >= len(evs) {
+			t.Errorf("frame %d: a new slice although the buffer had room", i)
+		}
+		if slices.ContainsFunc(evs[len(evs):cap(evs)], func(e agent.Event) bool { return e != nil }) {
+			t.Errorf("frame %d: the buffer still holds a past frame's events", i)
+		}
+		kept = append(kept, evs...)
+		if len(evs) > 0 {
+			prev = evs
+		}
+	}
+	want, err := Replay(strings.NewReader(replayHead))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fin := d.Finish()
+	if len(fin) != 1 {
+		t.Fatalf("Finish: %d events, want the truncated turn's end", len(fin))
+	}
+	kept = append(kept, fin...)
+	if len(kept) != len(want) {
+		t.Fatalf("%d events, Replay gives %d", len(kept), len(want))
+	}
+	for i := range kept {
+		if !reflect.DeepEqual(kept[i], want[i]) {
+			t.Errorf("event %d: %+v, Replay gives %+v", i, kept[i], want[i])
+		}
+	}
+	end := fin[0]
+	d.Decode(tr.Frames[len(tr.Frames)-1]) // refused (a repeated request id) or not: it must not touch fin
+	if fin[0] != end {
+		t.Error("Decode after Finish changed the slice Finish returned")
+	}
+}
+
+// TestDecodeBufferBounded: a buffer that grew past keptEvents (a frame of
+// many events) is not kept for the frames after it.
+func TestDecodeBufferBounded(t *testing.T) {
+	tr, err := jsonrpc.ReadTraffic(strings.NewReader(replayHead))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := NewDecoder()
+	d.out = make([]agent.Event, keptEvents+1)
+	for i := range d.out {
+		d.out[i] = &agent.TextDelta{}
+	}
+	d.Decode(tr.Frames[0])
+	if cap(d.out) > keptEvents {
+		t.Errorf("the buffer keeps room for %d events, want at most %d", cap(d.out), keptEvents)
 	}
 }

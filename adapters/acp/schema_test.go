@@ -117,11 +117,11 @@ func (v *validator) check(where string, f jsonrpc.Frame) bool {
 		t.Errorf("%s: %s message does not match the ACP schema: %v\n%s", where, f.Dir, err, f.Data)
 		ok = false
 	}
-	if f.Msg == nil {
+	if !f.HasMsg() {
 		t.Errorf("%s: %v", where, f.Err)
 		return false
 	}
-	m := *f.Msg
+	m := f.Msg
 	other := trafficlog.C2A
 	if f.Dir == trafficlog.C2A {
 		other = trafficlog.A2C

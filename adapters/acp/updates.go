@@ -413,38 +413,59 @@ func (d *Decoder) toolUpdate(kind string, announce bool, u *obj, raw []byte) {
 	}
 }
 
-// partMeta is the metadata kept on the tool part: where it works, what it
-// showed while pending, the diffs it proposed and the files happy wrote
-// for it.
-func (d *Decoder) partMeta(tl *tool) agent.Object {
-	obj, _ := d.partMetaGen(tl)
-	return obj
-}
-
-// partMetaGen is partMeta and the generation of the object it returns: the
-// same generation, the same object (0 for the general form, which keeps
-// none).
-func (d *Decoder) partMetaGen(tl *tool) (agent.Object, uint64) {
+// announcedMeta is the metadata of the tool's announcement (one-pass
+// form): the part metadata (where the tool works, what it showed while
+// pending, the diffs it proposed and the files happy wrote for it) over
+// base, the canonical metadata of generation baseGen (canonicalOf), in
+// one object, and the generation of that object: the same generation, the
+// same object, which the events that carry it share and nothing changes.
+// The part's members are put straight into a copy of base, not into an
+// object of their own that is then merged (one map an announcement, not
+// two).
+func (d *Decoder) announcedMeta(tl *tool, base agent.Object, baseGen uint64) (agent.Object, uint64) {
 	key := metaKey{tl.content, tl.locations, tl.writes, tl.outContent}
 	c := &tl.meta
-	if !d.general && c.ok && c.key.same(key) {
+	if c.gen != 0 && c.baseGen == baseGen && c.key.same(key) {
 		return c.obj, c.gen
 	}
 	pm := d.partMetaParts(tl)
-	if !d.general && c.ok && pm.same(c.obj) {
+	if c.gen != 0 && c.baseGen == baseGen && pm.sameOver(c.obj, base) {
 		// Built from other content, locations or writes, but the same
 		// members (an update that brings output content leaves the part's
 		// metadata as it was): the object and its generation are kept.
 		c.key = key
 		return c.obj, c.gen
 	}
-	obj := d.buildPartMeta(pm)
-	if d.general {
-		return obj, 0
-	}
+	obj := d.partMetaOver(&pm, base)
 	d.gen++
-	c.key, c.obj, c.ok, c.gen = key, obj, true, d.gen
+	c.key, c.obj, c.baseGen, c.gen = key, obj, baseGen, d.gen
 	return obj, d.gen
+}
+
+// partMetaOver is base with the part metadata's members over its own, as
+// the general form merges the two objects (base shared when the part has
+// none, an empty object rather than nil when neither has members).
+func (d *Decoder) partMetaOver(pm *partMetaMembers, base agent.Object) agent.Object {
+	if pm.count() > 0 && len(base) > 0 {
+		m := make(agent.Object, len(base)+pm.count())
+		maps.Copy(m, base)
+		if pm.putNormal(m) {
+			return m
+		}
+		// A member the one-pass conversion leaves to toObject: the part's
+		// object is made apart, as the general form makes it.
+	}
+	part := d.buildPartMeta(*pm)
+	switch {
+	case len(part) == 0 && len(base) > 0:
+		return base
+	case len(base) == 0 && len(part) > 0:
+		return part
+	}
+	m := make(agent.Object, len(base)+len(part))
+	maps.Copy(m, base)
+	maps.Copy(m, part)
+	return m
 }
 
 // partMetaMembers are the members of a tool's part metadata, before they
@@ -470,12 +491,55 @@ func (d *Decoder) partMetaParts(tl *tool) partMetaMembers {
 	return pm
 }
 
-// same reports whether the object these members make is o, an object
-// partMetaGen built (one-pass form): the same members, the converted
-// values of locations and diffs the very ones (the per-tool caches of
-// locationsValue and diffsValue), the description and terminal ids equal.
-// It is false whenever it cannot tell, and the object is built again.
-func (pm *partMetaMembers) same(o agent.Object) bool {
+// count is how many members the part metadata has.
+func (pm *partMetaMembers) count() int {
+	n := 0
+	for _, has := range [...]bool{pm.hasLoc, pm.desc != "", pm.hasDiffs, len(pm.terminals) > 0} {
+		if has {
+			n++
+		}
+	}
+	return n
+}
+
+// has reports whether k is one of the part metadata's members.
+func (pm *partMetaMembers) has(k string) bool {
+	switch k {
+	case "locations":
+		return pm.hasLoc
+	case "description":
+		return pm.desc != ""
+	case "diffs":
+		return pm.hasDiffs
+	case "terminals":
+		return len(pm.terminals) > 0
+	}
+	return false
+}
+
+// putNormal sets the members in m, converted as normalize converts them;
+// false when one is not (m is then partly set, for the caller to drop).
+func (pm *partMetaMembers) putNormal(m agent.Object) bool {
+	put := func(k string, v any) bool {
+		n, ok := normalValue(v)
+		if ok {
+			m[k] = n
+		}
+		return ok
+	}
+	return (!pm.hasLoc || put("locations", pm.locations)) &&
+		(pm.desc == "" || put("description", pm.desc)) &&
+		(!pm.hasDiffs || put("diffs", pm.diffs)) &&
+		(len(pm.terminals) == 0 || put("terminals", pm.terminals))
+}
+
+// sameOver reports whether o, an object announcedMeta made over base,
+// is the one these members make over base: the same members, the
+// converted values of locations and diffs the very ones (the per-tool
+// caches of locationsValue and diffsValue), the description and terminal
+// ids equal, and base's other members. It is false whenever it cannot
+// tell, and the object is made again.
+func (pm *partMetaMembers) sameOver(o, base agent.Object) bool {
 	n := 0
 	if pm.hasLoc {
 		loc, ok := pm.locations.(normalized)
@@ -509,6 +573,11 @@ func (pm *partMetaMembers) same(o agent.Object) bool {
 		}
 		n++
 	}
+	for k := range base {
+		if !pm.has(k) {
+			n++
+		}
+	}
 	return len(o) == n
 }
 
@@ -522,7 +591,13 @@ func sameShared(a, v any) bool {
 
 // buildPartMeta is partMeta, built from its members.
 func (d *Decoder) buildPartMeta(pm partMetaMembers) agent.Object {
-	m := map[string]any{}
+	// Most tools' parts have no metadata before their locations or
+	// content come: no map is made for nothing.
+	n := pm.count()
+	if n == 0 {
+		return nil
+	}
+	m := make(map[string]any, n)
 	if pm.hasLoc {
 		m["locations"] = pm.locations
 	}
@@ -534,9 +609,6 @@ func (d *Decoder) buildPartMeta(pm partMetaMembers) agent.Object {
 	}
 	if len(pm.terminals) > 0 {
 		m["terminals"] = pm.terminals
-	}
-	if len(m) == 0 {
-		return nil
 	}
 	return d.object(m)
 }
@@ -589,33 +661,32 @@ func (d *Decoder) announceTool(tl *tool, finishing bool) (name string, input jso
 		return "", nil, false
 	}
 	name, input, cmeta, cgen := d.canonicalOf(tl)
-	pm, pgen := d.partMetaGen(tl)
+	if d.general {
+		// The reference: the part's object made, merged with the
+		// canonical metadata, and compared as JSON with the last.
+		pm := d.buildPartMeta(d.partMetaParts(tl))
+		meta := make(agent.Object, len(cmeta)+len(pm))
+		maps.Copy(meta, cmeta)
+		maps.Copy(meta, pm)
+		ev := &agent.ToolCall{CallID: tl.callID, Tool: name, Title: tl.title, Input: input, Metadata: meta}
+		if d.repeats(&tl.ann, ev, false) || (finishing && d.repeats(&tl.ann, ev, true)) {
+			return name, input, true
+		}
+		d.remember(&tl.ann, ev)
+		d.emit(ev)
+		return name, input, true
+	}
+	meta, pgen := d.announcedMeta(tl, cmeta, cgen)
 	gens := [2]uint64{cgen, pgen}
-	if !d.general && cgen != 0 && pgen != 0 && tl.annGens == gens {
+	if cgen != 0 && tl.annGens == gens {
 		// Built from what the last announcement was built from: it
 		// repeats it.
 		return name, input, true
 	}
-	if !d.general && repeatsParts(&tl.ann, name, tl.title, input, cmeta, pm, finishing) {
+	if repeatsParts(&tl.ann, name, tl.title, input, nil, meta, finishing) {
 		return name, input, true
-	}
-	var meta agent.Object
-	switch {
-	case !d.general && len(pm) == 0 && len(cmeta) > 0:
-		// One of the two has members: the event shares the cached object
-		// (which nothing changes) instead of a merged copy.
-		meta = cmeta
-	case !d.general && len(cmeta) == 0 && len(pm) > 0:
-		meta = pm
-	default:
-		meta = make(agent.Object, len(cmeta)+len(pm))
-		maps.Copy(meta, cmeta)
-		maps.Copy(meta, pm)
 	}
 	ev := &agent.ToolCall{CallID: tl.callID, Tool: name, Title: tl.title, Input: input, Metadata: meta}
-	if d.general && (d.repeats(&tl.ann, ev, false) || (finishing && d.repeats(&tl.ann, ev, true))) {
-		return name, input, true
-	}
 	d.remember(&tl.ann, ev)
 	tl.annGens = gens
 	d.emit(ev)
@@ -672,16 +743,21 @@ func (d *Decoder) output(tl *tool) string {
 // diffs, terminal exit statuses; images and binary (blob) resources of its
 // content become attachments (text resources are in its output).
 func (d *Decoder) resultMeta(tl *tool) (agent.Object, []agent.PromptFile) {
-	m := map[string]any{}
+	// m is made at its first member: a result with none but its raw
+	// output (most) makes the one map withOpaque makes.
+	var m map[string]any
 	var rawOut json.RawMessage
 	if !isNull(tl.rawOutput) {
 		if rv, ok := opaque(tl.rawOutput); ok {
 			rawOut = rv
 		} else {
-			m["rawOutput"] = tl.rawOutput
+			m = map[string]any{"rawOutput": tl.rawOutput}
 		}
 	}
 	if v, ok := d.diffsValue(tl); ok {
+		if m == nil {
+			m = map[string]any{}
+		}
 		m["diffs"] = v
 	}
 	var terms []any
@@ -701,6 +777,9 @@ func (d *Decoder) resultMeta(tl *tool) (agent.Object, []agent.PromptFile) {
 		terms = append(terms, t)
 	}
 	if len(terms) > 0 {
+		if m == nil {
+			m = map[string]any{}
+		}
 		m["terminals"] = terms
 	}
 	var files []agent.PromptFile
@@ -711,8 +790,8 @@ func (d *Decoder) resultMeta(tl *tool) (agent.Object, []agent.PromptFile) {
 			}
 		}
 	}
-	if len(m) == 0 && rawOut == nil {
-		return nil, files
+	if len(m) == 0 {
+		return withOpaque(nil, "rawOutput", rawOut), files
 	}
 	return withOpaque(d.object(m), "rawOutput", rawOut), files
 }
@@ -820,7 +899,7 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 		}
 	}
 	if !known {
-		name, input, _ = d.canonical(tl)
+		name, input, _, _ = d.canonicalOf(tl) // the metadata is not used: not copied
 	}
 	if p, ok := d.toolPatterns(tl, name, input); ok {
 		patterns = p

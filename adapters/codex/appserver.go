@@ -251,16 +251,16 @@ func (d *AppServerDecoder) drop(o *out, kind string, reason agent.DropReason, de
 func (d *AppServerDecoder) a2c(o *out, f jsonrpc.Frame) {
 	// A decoded frame is an object, never text: only the others are asked
 	// (Text allocates).
-	if s, ok := f.Text(); f.Msg == nil && ok {
+	if s, ok := f.Text(); !f.HasMsg() && ok {
 		d.drop(o, "", agent.DropUnparseableJSON, "agent wrote a line that is not JSON", []byte(s))
 		return
 	}
-	if f.Msg == nil {
+	if !f.HasMsg() {
 		kind, reason, detail := jsonrpc.DropOf(f.Err)
 		d.drop(o, kind, reason, detail, f.Data)
 		return
 	}
-	m := *f.Msg
+	m := f.Msg
 	raw := m.EmittedAtMs()
 	emitted, ok := lexEmitted(raw)
 	if !ok || d.general {

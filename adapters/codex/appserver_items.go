@@ -974,12 +974,12 @@ func shellJoin(argv []string) string {
 // c2a maps happy's own frames: the requests it sent (remembered, to read
 // their responses) and its answers to Codex's requests.
 func (d *AppServerDecoder) c2a(o *out, f jsonrpc.Frame) {
-	if f.Msg == nil {
+	if !f.HasMsg() {
 		kind, reason, detail := jsonrpc.DropOf(f.Err)
 		d.drop(o, kind, reason, "own frame: "+detail, f.Data)
 		return
 	}
-	m := *f.Msg
+	m := f.Msg
 	switch m.Kind {
 	case jsonrpc.KindRequest:
 		thread, ok := "", false

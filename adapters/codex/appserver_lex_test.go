@@ -131,10 +131,10 @@ func TestLexCoversCaptures(t *testing.T) {
 	paths, _ := filepath.Glob("testdata/captures/codex-app*/rpc-traffic.jsonl")
 	for _, path := range paths {
 		for _, f := range trafficFrames(t, path) {
-			m := f.Msg
-			if m == nil {
+			if !f.HasMsg() {
 				continue
 			}
+			m := &f.Msg
 			fail := func(what string) { t.Errorf("%s: %s %s not read in one pass: %s", path, m.Method, what, m.Raw) }
 			if raw := m.EmittedAtMs(); raw != nil {
 				if _, ok := lexEmitted(raw); !ok {
@@ -334,7 +334,7 @@ func utf8Valid(s string) bool { return bytes.Equal([]byte(s), bytes.ToValidUTF8(
 func FuzzLexItem(f *testing.F) {
 	for _, path := range trafficFiles(f) {
 		for _, fr := range trafficFrames(f, path) {
-			if fr.Msg == nil {
+			if !fr.HasMsg() {
 				continue
 			}
 			f.Add(append([]byte(nil), fr.Msg.Params...))

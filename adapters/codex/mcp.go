@@ -68,12 +68,12 @@ func (d *MCPDecoder) Decode(f jsonrpc.Frame) []agent.Event {
 			d.drop(o, "", agent.DropUnparseableJSON, "agent wrote a line that is not JSON", []byte(s))
 			break
 		}
-		if f.Msg == nil {
+		if !f.HasMsg() {
 			kind, reason, detail := jsonrpc.DropOf(f.Err)
 			d.drop(o, kind, reason, detail, f.Data)
 			break
 		}
-		m := *f.Msg
+		m := f.Msg
 		switch m.Kind {
 		case jsonrpc.KindNotification:
 			d.notification(o, m)
@@ -922,12 +922,12 @@ func (d *MCPDecoder) response(o *out, m jsonrpc.Message) {
 }
 
 func (d *MCPDecoder) c2a(o *out, f jsonrpc.Frame) {
-	if f.Msg == nil {
+	if !f.HasMsg() {
 		kind, reason, detail := jsonrpc.DropOf(f.Err)
 		d.drop(o, kind, reason, "own frame: "+detail, f.Data)
 		return
 	}
-	m := *f.Msg
+	m := f.Msg
 	key := idString(mustObject(m.ID))
 	switch m.Kind {
 	case jsonrpc.KindRequest:

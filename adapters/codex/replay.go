@@ -48,7 +48,7 @@ func NewDecoder(p Protocol) Decoder {
 // app-server.
 func DetectProtocol(frames []jsonrpc.Frame) Protocol {
 	for _, f := range frames {
-		if f.Msg == nil {
+		if !f.HasMsg() {
 			continue
 		}
 		if m := f.Msg.Method; m == "codex/event" || m == "tools/call" || m == "elicitation/create" {

@@ -415,7 +415,7 @@ func (c *Conn) write(m *Message) error {
 	if closed {
 		return ErrClosed
 	}
-	c.tap(Frame{Dir: trafficlog.C2A, Data: m.Raw, JSON: true, Msg: m})
+	c.tap(Frame{Dir: trafficlog.C2A, Data: m.Raw, JSON: true, Msg: *m})
 	buf := make([]byte, 0, len(m.Raw)+1)
 	if _, err := c.rwc.Write(append(append(buf, m.Raw...), '\n')); err != nil {
 		return fmt.Errorf("write frame: %w", err)
@@ -500,13 +500,13 @@ func (c *Conn) next() ([]byte, int64, error) {
 func (c *Conn) receive(data []byte, n int64) {
 	f := NewFrame(0, trafficlog.A2C, data)
 	c.tap(f)
-	if f.Msg == nil {
+	if !f.HasMsg() {
 		kind, reason, detail := DropOf(f.Err)
 		c.drop(agent.Dropped{Source: c.opts.Source, Line: n, Kind: kind, Reason: reason,
 			Detail: detail, Raw: agent.CutUTF8(string(data), agent.DroppedRawMax)})
 		return
 	}
-	m := *f.Msg
+	m := f.Msg
 	if m.Kind == KindResponse {
 		c.deliver(m, n)
 		return

@@ -482,7 +482,7 @@ func TestParsedOnce(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(tapped) != 3 || tapped[0].Msg == nil || tapped[1].Msg == nil || tapped[2].Msg == nil {
+	if len(tapped) != 3 || !tapped[0].HasMsg() || !tapped[1].HasMsg() || !tapped[2].HasMsg() {
 		t.Fatalf("tapped %+v", tapped)
 	}
 	n := tapped[0].Msg

@@ -77,9 +77,9 @@ type Message struct {
 	// emittedLen and emittedAt are where the value of the top-level
 	// "emittedAtMs" member lies in Raw: its length and start offset,
 	// length 0 when absent (see EmittedAtMs). Offsets rather than a slice,
-	// and packed with Kind and Version into one word, keep Message in the
-	// 144-byte allocation class: it is allocated for every frame
-	// (docs/ARCHITECTURE.md, section "Mapping and delivery figures").
+	// and packed with Kind and Version into one word, keep Message at 144
+	// bytes: every Frame holds one, copied with it (docs/ARCHITECTURE.md,
+	// section "Mapping and delivery figures").
 	emittedLen uint16
 	emittedAt  uint32
 	Method     string          // requests and notifications

@@ -22,15 +22,23 @@ import (
 //     or the first 512 bytes of an oversize one); a log keeps such text as
 //     a JSON string, so decoders read it with Text.
 //   - For a2c and c2a, Msg is the frame decoded (once: see DecodeFrame), or
-//     nil with Err saying why it is not a frame (a *FrameError).
+//     the zero Message (Kind 0: HasMsg is false) with Err saying why it is
+//     not a frame (a *FrameError). Msg is held in the Frame rather than
+//     pointed to, so a frame costs no allocation of its message (the one
+//     allocation DecodeFrame left per frame; docs/ARCHITECTURE.md, section
+//     "Mapping and delivery figures").
 type Frame struct {
 	T    int64
 	Dir  trafficlog.Dir
 	Data []byte
 	JSON bool
-	Msg  *Message
+	Msg  Message
 	Err  error
 }
+
+// HasMsg reports whether the frame is a decoded JSON-RPC message (Msg; a
+// decoded message always has a Kind).
+func (f *Frame) HasMsg() bool { return f.Msg.Kind != 0 }
 
 // Text returns the text of a frame that carries no JSON message: Data when
 // it is not JSON, or the string when it is a JSON string (the form a
@@ -49,7 +57,7 @@ func NewFrame(t int64, dir trafficlog.Dir, data []byte) Frame {
 	if dir == trafficlog.A2C || dir == trafficlog.C2A {
 		m, err := DecodeFrame(data)
 		if err == nil {
-			f.Msg, f.JSON = &m, true
+			f.Msg, f.JSON = m, true
 			return f
 		}
 		f.Err = err
@@ -67,7 +75,10 @@ func FrameOf(rec trafficlog.Record) Frame { return NewFrame(rec.T, rec.Dir, rec.
 // connection, both directions, in traffic order, and returns the events
 // each yields (possibly none). The decoders of the JSON-RPC adapters are
 // deterministic, so a recorded log replays to the events the live
-// connection produced.
+// connection produced. The slice Decode returns may be the decoder's own
+// buffer, valid only until its next call: a caller that keeps the events
+// past that (rpcagent.Link holding a frame's events across frames) copies
+// them; the events themselves are the caller's.
 type Decoder interface {
 	Decode(f Frame) []agent.Event
 }

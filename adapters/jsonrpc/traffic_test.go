@@ -28,7 +28,7 @@ not a record
 	for i, f := range tr.Frames {
 		text, isText := f.Text()
 		kind := "-"
-		if f.Msg != nil {
+		if f.HasMsg() {
 			kind = f.Msg.Kind.String()
 		}
 		got = append(got, fmt.Sprintf("%d:%s@%d %s text=%v %q", i, f.Dir, f.T, kind, isText, text))
@@ -83,7 +83,7 @@ func FuzzReadTraffic(f *testing.F) {
 			t.Fatal(err)
 		}
 		for _, fr := range tr.Frames {
-			if (fr.Dir == trafficlog.A2C || fr.Dir == trafficlog.C2A) && (fr.Msg == nil) == (fr.Err == nil) {
+			if (fr.Dir == trafficlog.A2C || fr.Dir == trafficlog.C2A) && !fr.HasMsg() == (fr.Err == nil) {
 				t.Fatalf("frame %+v has neither or both of Msg and Err", fr)
 			}
 		}

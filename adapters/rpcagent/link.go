@@ -49,7 +49,13 @@ type Link struct {
 	runnerRecords atomic.Bool
 
 	decMu sync.Mutex // decoding and publishing, frame by frame
-	held  []agent.Event
+	// held are the events of the agent's frame the Handler is still
+	// doing its bookkeeping for (nil: none held). They are copied out of
+	// the slice Decode returned, which is only valid until the decoder's
+	// next frame, into heldBuf, reused once they are published (Push
+	// copies them into the queue).
+	held    []agent.Event
+	heldBuf []agent.Event
 
 	mu        sync.Mutex
 	conn      *jsonrpc.Conn
@@ -202,24 +208,40 @@ func (l *Link) tap(f jsonrpc.Frame) {
 	// The agent's frames come one at a time from the reading goroutine,
 	// each after the Handler returned for the one before: what is still
 	// held belongs to a frame that never reached the Handler.
-	l.q.Push(l.held...)
-	l.held = nil
-	if f.Msg != nil && f.Msg.Kind != jsonrpc.KindResponse {
-		l.held = evs
+	l.pushHeld()
+	if f.HasMsg() && f.Msg.Kind != jsonrpc.KindResponse {
+		// Held, even with no events of its own (non-nil).
+		l.held = append(l.heldBuf[:0], evs...)
 		if l.held == nil {
-			l.held = []agent.Event{} // held, even with no events of its own
+			l.held = []agent.Event{}
 		}
 		return
 	}
 	l.q.Push(evs...)
 }
 
+// pushHeld publishes the held events, if any, and keeps their buffer,
+// cleared, for the next frame's. Called with decMu held.
+func (l *Link) pushHeld() {
+	if l.held == nil {
+		return
+	}
+	l.q.Push(l.held...)
+	clear(l.held)
+	l.heldBuf, l.held = l.held[:0], nil
+	if cap(l.heldBuf) > keptHeld {
+		l.heldBuf = nil // a large frame's: let go, as the decoders do
+	}
+}
+
+// keptHeld is the most events heldBuf keeps room for once published.
+const keptHeld = 64
+
 // publishHeld publishes the events held for the frame just handled.
 func (l *Link) publishHeld() {
 	l.decMu.Lock()
 	defer l.decMu.Unlock()
-	l.q.Push(l.held...)
-	l.held = nil
+	l.pushHeld()
 }
 
 // WithDecoder runs fn while no frame is being decoded, for a Handler that

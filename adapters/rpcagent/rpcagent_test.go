@@ -130,20 +130,29 @@ func TestPermissions(t *testing.T) {
 }
 
 // frameDecoder turns every a2c frame into a TextDelta of its method, every
-// c2a frame into a UserPrompt, and counts exits.
-type frameDecoder struct{ exits int }
+// c2a frame into a UserPrompt, and counts exits. Like the ACP decoder, it
+// returns its own buffer, overwritten by the next frame: the Link must
+// copy what it holds across frames (TestLinkKeepsHeldEventsFirst).
+type frameDecoder struct {
+	exits int
+	buf   []agent.Event
+}
 
 func (d *frameDecoder) Decode(f jsonrpc.Frame) []agent.Event {
+	clear(d.buf)
+	d.buf = d.buf[:0]
 	switch {
 	case f.Dir == trafficlog.Exit:
 		d.exits++
-		return []agent.Event{&agent.TurnEnded{Reason: agent.TurnAgentExited}}
-	case f.Msg == nil:
+		d.buf = append(d.buf, &agent.TurnEnded{Reason: agent.TurnAgentExited})
+	case !f.HasMsg():
 		return nil
 	case f.Dir == trafficlog.C2A:
-		return []agent.Event{&agent.UserPrompt{Text: f.Msg.Method}}
+		d.buf = append(d.buf, &agent.UserPrompt{Text: f.Msg.Method})
+	default:
+		d.buf = append(d.buf, &agent.TextDelta{Delta: f.Msg.Method})
 	}
-	return []agent.Event{&agent.TextDelta{Delta: f.Msg.Method}}
+	return d.buf
 }
 
 // pipes connects a Link to an in-process peer.

@@ -1,0 +1,87 @@
+package acp
+
+import (
+	"encoding/json"
+	"maps"
+	"reflect"
+	"testing"
+
+	"github.com/happy-dev/happy/agent"
+)
+
+// TestPartMetaOver: the part's members put into a copy of the canonical
+// metadata give exactly what the general form's merge of the two objects
+// gives (buildPartMeta, then maps.Copy of each): the values below, the
+// part's members over base's, base itself when the part has none, an
+// empty object (not nil) when neither has members, and the part's own
+// object made apart when a member is left to toObject (a description not
+// in UTF-8).
+func TestPartMetaOver(t *testing.T) {
+	locs := []any{map[string]any{"path": "/a"}}
+	base := agent.Object{"providerTool": "Bash", "description": "from the canonical form"}
+	cases := []struct {
+		name string
+		pm   partMetaMembers
+		base agent.Object
+		want agent.Object
+		same bool // the result is base itself
+	}{
+		{"neither", partMetaMembers{}, nil, agent.Object{}, false},
+		{"base only", partMetaMembers{}, base, base, true},
+		{"part only", partMetaMembers{locations: normalized{locs}, hasLoc: true}, nil,
+			agent.Object{"locations": locs}, false},
+		{"both", partMetaMembers{locations: normalized{locs}, hasLoc: true, terminals: []string{"t1"}}, base,
+			agent.Object{"providerTool": "Bash", "description": "from the canonical form", "locations": locs, "terminals": []any{"t1"}}, false},
+		{"the part's description over base's", partMetaMembers{desc: "pending text"}, base,
+			agent.Object{"providerTool": "Bash", "description": "pending text"}, false},
+		{"a description toObject converts", partMetaMembers{desc: "bad \xff"}, base,
+			agent.Object{"providerTool": "Bash", "description": "bad \ufffd"}, false},
+	}
+	d := NewDecoder()
+	ref := NewDecoder()
+	ref.general = true
+	for _, c := range cases {
+		got := d.partMetaOver(&c.pm, c.base)
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: %#v, want %#v", c.name, got, c.want)
+		}
+		if got == nil {
+			t.Errorf("%s: nil, want an object", c.name)
+		}
+		if c.same && !sameMap(got, c.base) {
+			t.Errorf("%s: a copy, want base shared", c.name)
+		}
+		// The reference: the part's object made (general form: its
+		// values converted through JSON) and merged.
+		pm := ref.buildPartMeta(c.pm)
+		merged := make(agent.Object, len(c.base)+len(pm))
+		maps.Copy(merged, c.base)
+		maps.Copy(merged, pm)
+		a, _ := json.Marshal(got)
+		b, _ := json.Marshal(merged)
+		if string(a) != string(b) {
+			t.Errorf("%s: %s, the general form gives %s", c.name, a, b)
+		}
+		if c.pm.desc != "bad \xff" && !c.pm.sameOver(got, c.base) {
+			t.Errorf("%s: sameOver does not recognise the object it was made from", c.name)
+		}
+	}
+	// sameOver counts base's other members: a member more or less is not
+	// the same object.
+	pm := partMetaMembers{desc: "x"}
+	o := d.partMetaOver(&pm, base)
+	if !pm.sameOver(o, base) {
+		t.Error("sameOver: the object made over base is not recognised")
+	}
+	if pm.sameOver(o, agent.Object{"providerTool": "Bash", "other": true}) {
+		t.Error("sameOver: the object made over another base is taken for the same")
+	}
+	if (&partMetaMembers{desc: "y"}).sameOver(o, base) {
+		t.Error("sameOver: another description is taken for the same")
+	}
+}
+
+// sameMap reports whether a and b are the same map (not merely equal).
+func sameMap(a, b agent.Object) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
