@@ -153,7 +153,7 @@ func testFanoutWaitRoom(t *testing.T, size int) {
 }
 
 // While another account has a message append in flight, a worker rests
-// after each round of d for d×(1−share)/share (the default share: 3 d);
+// after each round of d for d×(1−share)/share (the default share: 9 d);
 // alone it does not.
 func TestFanoutRestsWhileOthersPost(t *testing.T) {
 	for _, others := range []bool{false, true} {
@@ -175,7 +175,7 @@ func TestFanoutRestsWhileOthersPost(t *testing.T) {
 				f.flush(time.Minute)
 				gap := 10 * time.Millisecond
 				if others {
-					gap = 40 * time.Millisecond
+					gap = 100 * time.Millisecond
 				}
 				if len(starts) != 2 || starts[1]-starts[0] != gap {
 					t.Fatalf("rounds began at %v, want %v apart", starts, gap)
@@ -204,8 +204,8 @@ func TestFanoutRestsWithinActiveWindow(t *testing.T) {
 		postAt time.Duration
 		gap    time.Duration // between A's two rounds
 	}{
-		{name: "ended 2ms before the round", postAt: 7 * time.Millisecond, gap: 40 * time.Millisecond},
-		{name: "ended 4ms before the round", postAt: 5 * time.Millisecond, gap: 40 * time.Millisecond},
+		{name: "ended 2ms before the round", postAt: 7 * time.Millisecond, gap: 100 * time.Millisecond},
+		{name: "ended 4ms before the round", postAt: 5 * time.Millisecond, gap: 100 * time.Millisecond},
 		{name: "ended 6ms before the round", postAt: 3 * time.Millisecond, gap: 10 * time.Millisecond},
 		{name: "B's own earlier post only", postAt: -1, gap: 10 * time.Millisecond},
 	} {
