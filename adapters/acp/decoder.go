@@ -12,6 +12,7 @@ import (
 	"github.com/happy-dev/happy/adapters/trafficlog"
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/jsonlex"
+	"github.com/happy-dev/happy/internal/shortmap"
 )
 
 // Decoder turns ACP traffic (both directions, as in a traffic log) into
@@ -28,10 +29,10 @@ type Decoder struct {
 	// ours and theirs are the requests awaiting an answer: happy's, and
 	// the agent's awaiting happy's. Held in place, so a request costs no
 	// allocation once the table has room.
-	ours      pending[ourRequest]
-	theirs    pending[agentRequest]
-	sessions  pending[bool] // ACP session ids opened
-	agentName string        // initialize's agentInfo.name ("gemini-cli", "OpenCode", …)
+	ours      shortmap.Map[ourRequest]
+	theirs    shortmap.Map[agentRequest]
+	sessions  shortmap.Map[bool] // ACP session ids opened
+	agentName string             // initialize's agentInfo.name ("gemini-cli", "OpenCode", …)
 
 	turn    *turn // the prompt turn in flight, nil between turns
 	turns   int
@@ -43,17 +44,17 @@ type Decoder struct {
 	skipNext, skipping bool
 	skipped            int
 
-	tools     pending[*tool] // by ACP toolCallId, in the current turn's scope
+	tools     shortmap.Map[*tool] // by ACP toolCallId, in the current turn's scope
 	toolSeq   int
 	spare     [spareTools]*tool // zeroed tools for the next turn's (resetTools)
 	nspare    int
 	callIDs   *recentIDs // canonical call ids used lately (see toolFor)
-	terminals pending[*terminalInfo]
+	terminals shortmap.Map[*terminalInfo]
 
 	// decisions and writes are the decision and fs-write notes by request
 	// id key, held in place.
-	decisions  pending[happyNote]
-	writes     pending[happyNote]
+	decisions  shortmap.Map[happyNote]
+	writes     shortmap.Map[happyNote]
 	restarting bool
 
 	// History replayed by session/load: consecutive user chunks make one
@@ -271,7 +272,7 @@ func (d *Decoder) Decode(f jsonrpc.Frame) []agent.Event {
 
 // toolByCall returns the tool whose call id is callID, or nil.
 func (d *Decoder) toolByCall(callID string) *tool {
-	for tl := range d.tools.values() {
+	for tl := range d.tools.Values() {
 		if tl.callID == callID {
 			return tl
 		}
@@ -283,7 +284,7 @@ func (d *Decoder) toolByCall(callID string) *tool {
 // permission request id is about and which options it offers; ok is false
 // when the request was refused (malformed) or is not a permission request.
 func (d *Decoder) PermissionCall(id jsonrpc.ID) (callID string, opts []PermissionOption, ok bool) {
-	r, ok := d.theirs.lookup(idKey(id))
+	r, ok := d.theirs.Lookup(idKey(id))
 	if !ok || r.method != "session/request_permission" || r.callID == "" {
 		return "", nil, false
 	}
@@ -377,11 +378,11 @@ func (d *Decoder) agentNotification(m jsonrpc.Message) {
 			return
 		}
 		key := rawIDKey(p.get("requestId"))
-		r, ok := d.theirs.lookup(key)
+		r, ok := d.theirs.Lookup(key)
 		if !ok {
 			return // a request already answered: nothing is waiting
 		}
-		d.theirs.remove(key)
+		d.theirs.Remove(key)
 		if r.method == "session/request_permission" {
 			d.emit(&agent.ToolResolved{CallID: r.callID, Decision: agent.DecisionReject, Reason: agent.ReasonCancelled})
 		}
@@ -402,16 +403,16 @@ func (d *Decoder) agentRequest(m jsonrpc.Message) {
 	case "session/request_permission":
 		d.permission(m, key)
 	case "fs/read_text_file":
-		d.theirs.put(key, agentRequest{method: m.Method})
+		d.theirs.Put(key, agentRequest{method: m.Method})
 	case "fs/write_text_file":
 		path, _ := str(p.get("path"))
 		content, _ := str(p.get("content"))
-		d.theirs.put(key, agentRequest{method: m.Method, path: path, content: content})
+		d.theirs.Put(key, agentRequest{method: m.Method, path: path, content: content})
 	case "terminal/create":
-		d.theirs.put(key, agentRequest{method: m.Method})
+		d.theirs.Put(key, agentRequest{method: m.Method})
 	case "terminal/output", "terminal/wait_for_exit", "terminal/kill", "terminal/release":
 		id, _ := str(p.get("terminalId"))
-		d.theirs.put(key, agentRequest{method: m.Method, terminalID: id})
+		d.theirs.Put(key, agentRequest{method: m.Method, terminalID: id})
 	case "elicitation/create":
 		// Not advertised: the client refuses it with method-not-found.
 	default:
@@ -424,12 +425,12 @@ func (d *Decoder) agentRequest(m jsonrpc.Message) {
 
 func (d *Decoder) agentResponse(m jsonrpc.Message) {
 	key := idKey(m.ID)
-	req, ok := d.ours.lookup(key)
+	req, ok := d.ours.Lookup(key)
 	if !ok {
 		d.drop("response", agent.DropOrphan, "response to request id "+key+" that happy never sent", m.Raw)
 		return
 	}
-	d.ours.remove(key)
+	d.ours.Remove(key)
 	r := &req
 	if m.Error != nil {
 		d.failedCall(r, m)
@@ -450,7 +451,7 @@ func (d *Decoder) agentResponse(m jsonrpc.Message) {
 			d.drop(r.method, agent.DropMissingID, "session/new response without sessionId", m.Raw)
 			return
 		}
-		d.sessions.put(id, true)
+		d.sessions.Put(id, true)
 		info := &agent.SessionInfo{ProviderSessionID: id, Cwd: r.cwd}
 		d.sessionState(info, &res)
 		d.emit(info)
@@ -686,7 +687,7 @@ func (d *Decoder) fromHappy(f jsonrpc.Frame) {
 	case jsonrpc.KindRequest:
 		r := ourRequest{method: m.Method}
 		if b, plain := d.plainStr(p.get("sessionId")); plain {
-			r.sessionID, plain = d.sessions.keyOf(b) // an open session's id: its string kept
+			r.sessionID, plain = d.sessions.KeyOf(b) // an open session's id: its string kept
 			if !plain {
 				r.sessionID, _ = str(p.get("sessionId"))
 			}
@@ -699,7 +700,7 @@ func (d *Decoder) fromHappy(f jsonrpc.Frame) {
 		case "session/load", "session/resume":
 			r.cwd, _ = str(p.get("cwd"))
 			if r.sessionID != "" {
-				d.sessions.put(r.sessionID, true)
+				d.sessions.Put(r.sessionID, true)
 			}
 			d.loading = m.Method == "session/load"
 			d.skipping = d.loading && d.skipNext
@@ -708,11 +709,11 @@ func (d *Decoder) fromHappy(f jsonrpc.Frame) {
 			r.modeID, _ = str(p.get("modeId"))
 		case "session/prompt":
 			if r.sessionID != "" {
-				d.sessions.put(r.sessionID, true)
+				d.sessions.Put(r.sessionID, true)
 			}
 			r.turn = d.startTurn(m, &p)
 		}
-		d.ours.put(idKey(m.ID), r)
+		d.ours.Put(idKey(m.ID), r)
 	case jsonrpc.KindNotification:
 		if m.Method == "session/cancel" && d.turn != nil {
 			d.turn.cancelled = true
@@ -725,19 +726,19 @@ func (d *Decoder) fromHappy(f jsonrpc.Frame) {
 // answered handles happy's response to one of the agent's requests.
 func (d *Decoder) answered(m jsonrpc.Message) {
 	key := idKey(m.ID)
-	r, isTheirs := d.theirs.lookup(key)
-	note, hasNote := d.decisions.lookup(key)
+	r, isTheirs := d.theirs.Lookup(key)
+	note, hasNote := d.decisions.Lookup(key)
 	if hasNote {
-		d.decisions.remove(key)
+		d.decisions.Remove(key)
 	}
-	wnote, hasWrite := d.writes.lookup(key)
+	wnote, hasWrite := d.writes.Lookup(key)
 	if hasWrite {
-		d.writes.remove(key)
+		d.writes.Remove(key)
 	}
 	if !isTheirs {
 		return // answered after the agent withdrew it, or a request happy refused
 	}
-	d.theirs.remove(key)
+	d.theirs.Remove(key)
 	if r.method == "session/request_permission" {
 		if tl := d.toolByCall(r.callID); tl != nil && tl.asking > 0 {
 			tl.asking--
@@ -789,10 +790,10 @@ func (d *Decoder) answered(m jsonrpc.Message) {
 		d.recordWrite(r.path, before, r.content, status)
 	case "terminal/create":
 		if id, ok := str(res.get("terminalId")); ok {
-			d.terminals.put(id, &terminalInfo{})
+			d.terminals.Put(id, &terminalInfo{})
 		}
 	case "terminal/output":
-		if ti := d.terminals.get(r.terminalID); ti != nil {
+		if ti := d.terminals.Get(r.terminalID); ti != nil {
 			ti.output, _ = str(res.get("output"))
 			ti.truncated = string(res.get("truncated")) == "true"
 			ti.known = true
@@ -801,7 +802,7 @@ func (d *Decoder) answered(m jsonrpc.Message) {
 			}
 		}
 	case "terminal/wait_for_exit":
-		if ti := d.terminals.get(r.terminalID); ti != nil {
+		if ti := d.terminals.Get(r.terminalID); ti != nil {
 			ti.setExit(&res)
 		}
 	}
@@ -878,9 +879,9 @@ func (d *Decoder) note(f jsonrpc.Frame) {
 	}
 	switch n.Happy {
 	case noteDecision:
-		d.decisions.put(key(n.Request), n)
+		d.decisions.Put(key(n.Request), n)
 	case noteFSWrite:
-		d.writes.put(key(n.Request), n)
+		d.writes.Put(key(n.Request), n)
 	case noteAbandoned:
 		if d.turn != nil {
 			reason := n.Reason
@@ -905,8 +906,8 @@ func (d *Decoder) exit(f jsonrpc.Frame) {
 		return
 	}
 	// Requests the agent can no longer answer.
-	d.ours.reset()
-	d.theirs.reset()
+	d.ours.Reset()
+	d.theirs.Reset()
 	if d.turn == nil {
 		return
 	}
@@ -958,7 +959,7 @@ func (d *Decoder) flushUsage(turnEnd bool) {
 
 // String summarises the decoder's state (for diagnostics).
 func (d *Decoder) String() string {
-	return fmt.Sprintf("acp decoder: turn=%v tools=%d pending=%d/%d", d.turn != nil, d.tools.len(), d.ours.len(), d.theirs.len())
+	return fmt.Sprintf("acp decoder: turn=%v tools=%d pending=%d/%d", d.turn != nil, d.tools.Len(), d.ours.Len(), d.theirs.Len())
 }
 
 // RecentCallIDs is how many canonical tool call ids a Decoder remembers to

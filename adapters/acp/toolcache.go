@@ -204,7 +204,7 @@ const spareTools = 4
 // figures"). The general form allocates every tool anew.
 func (d *Decoder) resetTools() {
 	if !d.general {
-		for tl := range d.tools.values() {
+		for tl := range d.tools.Values() {
 			if d.nspare == spareTools {
 				break
 			}
@@ -217,7 +217,7 @@ func (d *Decoder) resetTools() {
 			d.nspare++
 		}
 	}
-	d.tools.clear()
+	d.tools.Clear()
 }
 
 // newTool returns a zero tool: a spare one kept by resetTools, or a new

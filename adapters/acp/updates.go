@@ -29,13 +29,13 @@ func (d *Decoder) sessionUpdate(m jsonrpc.Message) {
 	}
 	// A session id or kind written plainly is looked up as it lies in
 	// the frame (plainStr): no string is made for it.
-	if b, plain := d.plainStr(p.get("sessionId")); !plain || len(b) == 0 || !d.sessions.getBytes(b) {
+	if b, plain := d.plainStr(p.get("sessionId")); !plain || len(b) == 0 || !d.sessions.GetBytes(b) {
 		sid, ok := str(p.get("sessionId"))
 		if !ok || sid == "" {
 			d.drop(m.Method, agent.DropMissingID, "session/update without sessionId", m.Raw)
 			return
 		}
-		if !d.sessions.get(sid) {
+		if !d.sessions.Get(sid) {
 			d.drop(m.Method, agent.DropOrphan, "session "+strconv.Quote(sid)+" was never opened", m.Raw)
 			return
 		}
@@ -354,7 +354,7 @@ func (d *Decoder) mergeTool(kind string, tl *tool, u *obj) {
 // new canonical call id (B18: parts are scoped per turn, so unrelated
 // calls are not merged).
 func (d *Decoder) toolFor(acpID string) (*tool, bool) {
-	if tl := d.tools.get(acpID); tl != nil {
+	if tl := d.tools.Get(acpID); tl != nil {
 		return tl, false
 	}
 	callID := acpID
@@ -365,13 +365,13 @@ func (d *Decoder) toolFor(acpID string) (*tool, bool) {
 	d.toolSeq++
 	tl := d.newTool()
 	tl.acpID, tl.callID, tl.seq = acpID, callID, d.toolSeq
-	d.tools.put(acpID, tl)
+	d.tools.Put(acpID, tl)
 	return tl, true
 }
 
 func (d *Decoder) sortedTools() []*tool {
-	out := make([]*tool, 0, d.tools.len())
-	for tl := range d.tools.values() {
+	out := make([]*tool, 0, d.tools.Len())
+	for tl := range d.tools.Values() {
 		out = append(out, tl)
 	}
 	slices.SortFunc(out, func(a, b *tool) int { return a.seq - b.seq })
@@ -381,7 +381,7 @@ func (d *Decoder) sortedTools() []*tool {
 func (d *Decoder) toolUpdate(kind string, announce bool, u *obj, raw []byte) {
 	var id string
 	if b, plain := d.plainStr(u.get("toolCallId")); plain && len(b) > 0 {
-		if tl := d.tools.getBytes(b); tl != nil {
+		if tl := d.tools.GetBytes(b); tl != nil {
 			id = tl.acpID // a tool of the turn's: its id string is kept
 		}
 	}
@@ -729,7 +729,7 @@ func (d *Decoder) output(tl *tool) string {
 		parts = append(parts, s)
 	}
 	for _, id := range tl.terminalIDs() {
-		if ti := d.terminals.get(id); ti != nil && ti.output != "" {
+		if ti := d.terminals.Get(id); ti != nil && ti.output != "" {
 			parts = append(parts, ti.output)
 		}
 	}
@@ -763,7 +763,7 @@ func (d *Decoder) resultMeta(tl *tool) (agent.Object, []agent.PromptFile) {
 	var terms []any
 	for _, id := range tl.terminalIDs() {
 		t := map[string]any{"terminalId": id}
-		if ti := d.terminals.get(id); ti != nil && ti.known {
+		if ti := d.terminals.Get(id); ti != nil && ti.known {
 			if ti.exitCode != nil {
 				t["exitCode"] = *ti.exitCode
 			}
@@ -807,9 +807,9 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 		return
 	}
 	// A session id written plainly is looked up as it lies in the frame.
-	if b, plain := d.plainStr(p.get("sessionId")); !plain || !d.sessions.getBytes(b) {
+	if b, plain := d.plainStr(p.get("sessionId")); !plain || !d.sessions.GetBytes(b) {
 		sid, ok := str(p.get("sessionId"))
-		if !ok || !d.sessions.get(sid) {
+		if !ok || !d.sessions.Get(sid) {
 			d.drop(kind, agent.DropOrphan, "permission for a session never opened", m.Raw)
 			return
 		}
@@ -821,7 +821,7 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 	}
 	var id string
 	if b, plain := d.plainStr(tc.get("toolCallId")); plain && len(b) > 0 {
-		if tl := d.tools.getBytes(b); tl != nil {
+		if tl := d.tools.GetBytes(b); tl != nil {
 			id = tl.acpID // a tool of the turn's: its id string is kept
 		}
 	}
@@ -916,7 +916,7 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 	d.emit(&agent.ToolBlocked{CallID: tl.callID, Tool: name, Input: input,
 		Permission: &agent.PermissionRequest{ID: permID, Permission: name,
 			Patterns: patterns, Always: slices.Clone(patterns), Metadata: withOpaque(d.object(meta), "rawInput", rawIn)}})
-	d.theirs.put(key, agentRequest{method: kind, callID: tl.callID, options: opts})
+	d.theirs.Put(key, agentRequest{method: kind, callID: tl.callID, options: opts})
 	tl.asking++
 }
 

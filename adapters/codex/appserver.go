@@ -9,6 +9,7 @@ import (
 	"github.com/happy-dev/happy/adapters/trafficlog"
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/jsonlex"
+	"github.com/happy-dev/happy/internal/shortmap"
 )
 
 // AppServerDecoder maps `codex app-server` (protocol v2) traffic to agent
@@ -21,10 +22,10 @@ type AppServerDecoder struct {
 	n    int64 // frames seen (1-based line of the current one)
 	main string
 
-	threads  map[string]*thread // by thread id (main and children)
-	calls    map[string]*call   // by session + "\x00" + call id
-	sent     sentReqs           // our requests by id
-	received map[string]*srvReq // Codex's requests by id (nil until the first: see receive)
+	threads  map[string]*thread    // by thread id (main and children)
+	calls    map[string]*call      // by session + "\x00" + call id
+	sent     shortmap.Map[sentReq] // our requests by id
+	received map[string]*srvReq    // Codex's requests by id (nil until the first: see receive)
 
 	// general sends every frame through encoding/json, past the one-pass
 	// readers of appserver_lex.go (tests compare the two ways).
@@ -102,63 +103,6 @@ func (d *AppServerDecoder) receive(key string, r *srvReq) {
 type sentReq struct {
 	method string
 	thread string
-}
-
-// sentReqs is a map of happy's requests by id key, as a short list while
-// few are unanswered (the usual case: a map's first 8 slots are a 416-byte
-// allocation per decoder), a map past sentFew. Same operations as the map
-// it replaces: put sets or replaces, take reads and deletes.
-type sentReqs struct {
-	few  []sentEntry
-	many map[string]sentReq // once past sentFew, all of them (few nil)
-}
-
-type sentEntry struct {
-	key string
-	req sentReq
-}
-
-const sentFew = 8
-
-func (s *sentReqs) put(k string, r sentReq) {
-	if s.many != nil {
-		s.many[k] = r
-		return
-	}
-	for i := range s.few {
-		if s.few[i].key == k {
-			s.few[i].req = r
-			return
-		}
-	}
-	if len(s.few) < sentFew {
-		s.few = append(s.few, sentEntry{k, r})
-		return
-	}
-	s.many = make(map[string]sentReq, len(s.few)+1)
-	for _, e := range s.few {
-		s.many[e.key] = e.req
-	}
-	s.many[k] = r
-	s.few = nil
-}
-
-func (s *sentReqs) take(k string) (sentReq, bool) {
-	if s.many != nil {
-		r, ok := s.many[k]
-		delete(s.many, k)
-		return r, ok
-	}
-	for i, e := range s.few {
-		if e.key == k {
-			last := len(s.few) - 1
-			s.few[i] = s.few[last]
-			s.few[last] = sentEntry{}
-			s.few = s.few[:last]
-			return e.req, true
-		}
-	}
-	return sentReq{}, false
 }
 
 type srvReq struct {

@@ -992,7 +992,7 @@ func (d *AppServerDecoder) c2a(o *out, f jsonrpc.Frame) {
 			}](m.Params)
 			thread = p.ThreadID
 		}
-		d.sent.put(d.idKey(m.ID), sentReq{method: m.Method, thread: thread})
+		d.sent.Put(d.idKey(m.ID), sentReq{method: m.Method, thread: thread})
 	case jsonrpc.KindResponse:
 		key := d.idKey(m.ID)
 		r := d.received[key]
@@ -1057,7 +1057,7 @@ func (d *AppServerDecoder) c2a(o *out, f jsonrpc.Frame) {
 // response maps Codex's responses to happy's requests.
 func (d *AppServerDecoder) response(o *out, m jsonrpc.Message) {
 	key := d.idKey(m.ID)
-	s, ok := d.sent.take(key)
+	s, ok := d.sent.Take(key)
 	if !ok {
 		return // a request this decoder did not see (the log started later)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -399,32 +398,5 @@ func TestDuplicatePendingRequestID(t *testing.T) {
 				t.Errorf("blocked %v resolved %v", blocked, resolved)
 			}
 		})
-	}
-}
-
-// TestSentReqs: sentReqs does what the map it replaces does, below and
-// past sentFew, in a fixed pseudo-random sequence of puts and takes.
-func TestSentReqs(t *testing.T) {
-	var s sentReqs
-	ref := map[string]sentReq{}
-	x := uint32(1)
-	for i := range 5000 {
-		x = x*1664525 + 1013904223
-		k := strconv.Itoa(int(x>>24) % (3 + i/500)) // more keys as it goes: crosses sentFew
-		if x&(1<<20) != 0 {
-			r := sentReq{method: "m" + strconv.Itoa(i), thread: k}
-			s.put(k, r)
-			ref[k] = r
-			continue
-		}
-		got, ok := s.take(k)
-		want, wok := ref[k]
-		delete(ref, k)
-		if got != want || ok != wok {
-			t.Fatalf("step %d: take(%s) = %v %v, map %v %v", i, k, got, ok, want, wok)
-		}
-	}
-	if s.many == nil {
-		t.Fatal("never went past sentFew")
 	}
 }
