@@ -78,14 +78,7 @@ func TestFDGuard503(t *testing.T) {
 	// Room for a few connections (each costs this process two
 	// descriptors: the client's end and the relay's) above the reserve.
 	srv.cfg.MaxOpenFiles = n + fdReserve(n) + 6
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, l) }()
-	defer func() {
-		cancel()
-		<-done
-		_ = srv.Close()
-	}()
+	defer serveOn(srv, l)()
 
 	var open []net.Conn
 	closeAll := func() {
@@ -185,14 +178,7 @@ func TestServeTimesOutIdleConnections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, l) }()
-	defer func() {
-		cancel()
-		<-done
-		_ = srv.Close()
-	}()
+	defer serveOn(srv, l)()
 	c, err := net.Dial("tcp", l.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -208,5 +194,18 @@ func TestServeTimesOutIdleConnections(t *testing.T) {
 	srv.mu.Unlock()
 	if want := []time.Duration{30 * time.Second, 2 * time.Minute}; !slices.Equal(got, want) {
 		t.Fatalf("read header and idle timeouts %v, want %v", got, want)
+	}
+}
+
+// serveOn serves srv on l until the returned stop is called, which ends
+// the serving, waits for it and closes srv.
+func serveOn(srv *Server, l net.Listener) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, l) }()
+	return func() {
+		cancel()
+		<-done
+		_ = srv.Close()
 	}
 }
