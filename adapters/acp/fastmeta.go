@@ -627,17 +627,38 @@ func announcementJSON(ev *agent.ToolCall) string {
 // metaKey is what a tool's part metadata is built from (partMeta): its
 // content, locations and writes, which are only ever replaced or
 // appended to, never changed in place, so the same slices hold the same
-// values.
+// values. Each slice is kept as its first element and its length, which
+// is what sameSlice compares, rather than as the slice: the key is part
+// of every tool, and 40 bytes instead of 80 keep the tool struct a size
+// class smaller (docs/ARCHITECTURE.md "Mapping and delivery figures").
+// The first element keeps the array alive as the slice did.
 type metaKey struct {
-	content    []toolContent
-	locations  []location
-	writes     []agent.FileDiff
-	outContent bool
+	content               *toolContent
+	locations             *location
+	writes                *agent.FileDiff
+	nContent, nLoc, nWrit int32
+	outContent            bool
+}
+
+// metaKeyOf is the metaKey of the tool's current content, locations and
+// writes.
+func metaKeyOf(tl *tool) metaKey {
+	return metaKey{content: firstOf(tl.content), locations: firstOf(tl.locations), writes: firstOf(tl.writes),
+		nContent: int32(len(tl.content)), nLoc: int32(len(tl.locations)), nWrit: int32(len(tl.writes)),
+		outContent: tl.outContent}
+}
+
+// firstOf is the address of s's first element, nil for an empty s (two
+// empty slices are the same elements, as sameSlice has them).
+func firstOf[T any](s []T) *T {
+	if len(s) == 0 {
+		return nil
+	}
+	return &s[0]
 }
 
 func (k metaKey) same(o metaKey) bool {
-	return sameSlice(k.content, o.content) && sameSlice(k.locations, o.locations) &&
-		sameSlice(k.writes, o.writes) && k.outContent == o.outContent
+	return k == o
 }
 
 // sameSlice reports whether a and b are the same elements of the same
