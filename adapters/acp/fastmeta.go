@@ -838,7 +838,8 @@ func (d *Decoder) diffsValue(tl *tool) (any, bool) {
 		return nil, false
 	}
 	c := &tl.sideOf().diffs
-	if c.v != nil && sameSlice(c.content, tl.content) && sameSlice(c.writes, tl.writes) {
+	if c.v != nil && c.content == firstOf(tl.content) && c.nContent == int32(len(tl.content)) &&
+		c.writes == firstOf(tl.writes) && c.nWrites == int32(len(tl.writes)) {
 		return normalized{c.v}, true
 	}
 	ds := tl.diffs()
@@ -850,7 +851,8 @@ func (d *Decoder) diffsValue(tl *tool) (any, bool) {
 		}
 		c.src, c.v = ds, v
 	}
-	c.content, c.writes = tl.content, tl.writes
+	c.content, c.nContent = firstOf(tl.content), int32(len(tl.content))
+	c.writes, c.nWrites = firstOf(tl.writes), int32(len(tl.writes))
 	return normalized{c.v}, true
 }
 
