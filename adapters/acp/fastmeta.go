@@ -166,22 +166,25 @@ func (d *Decoder) optionsValue(opts []PermissionOption) any {
 // shared by the requests that offer them (read only: clipped, so an
 // append copies them). Otherwise it returns a new empty list for the
 // caller to fill, and false (always for the general form).
+//
+// The new list has room for every option of raw (one allocation, not one
+// per doubling as the caller appends).
 func (d *Decoder) sameOptions(raw []json.RawMessage) ([]PermissionOption, bool) {
 	c := &d.permOpts
 	if d.general || c.v == nil || len(raw) != len(c.opts) {
-		return []PermissionOption{}, false
+		return make([]PermissionOption, 0, len(raw)), false
 	}
 	for i, ro := range raw {
 		om, ok := members(ro)
 		if !ok {
-			return []PermissionOption{}, false
+			return make([]PermissionOption, 0, len(raw)), false
 		}
 		o := &c.opts[i]
 		for _, f := range [...]struct {
 			name, want string
 		}{{"optionId", o.OptionID}, {"name", o.Name}, {"kind", o.Kind}} {
 			if b, plain := d.plainStr(om.get(f.name)); !plain || string(b) != f.want {
-				return []PermissionOption{}, false
+				return make([]PermissionOption, 0, len(raw)), false
 			}
 		}
 	}
