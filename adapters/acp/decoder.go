@@ -204,12 +204,15 @@ type toolSide struct {
 		v   any
 	}
 	// diffs: the diffs' metadata form, the diffs it was made from and
-	// the content and writes those were made from (diffsValue).
+	// the content and writes those were made from (diffsValue), these as
+	// their first elements and lengths, as metaKey keeps them (the side
+	// struct stays a size class smaller).
 	diffs struct {
-		content []toolContent
-		writes  []agent.FileDiff
-		src     []agent.FileDiff
-		v       any
+		content           *toolContent
+		writes            *agent.FileDiff
+		nContent, nWrites int32
+		src               []agent.FileDiff
+		v                 any
 	}
 }
 

@@ -166,22 +166,25 @@ func (d *Decoder) optionsValue(opts []PermissionOption) any {
 // shared by the requests that offer them (read only: clipped, so an
 // append copies them). Otherwise it returns a new empty list for the
 // caller to fill, and false (always for the general form).
+//
+// The new list has room for every option of raw (one allocation, not one
+// per doubling as the caller appends).
 func (d *Decoder) sameOptions(raw []json.RawMessage) ([]PermissionOption, bool) {
 	c := &d.permOpts
 	if d.general || c.v == nil || len(raw) != len(c.opts) {
-		return []PermissionOption{}, false
+		return make([]PermissionOption, 0, len(raw)), false
 	}
 	for i, ro := range raw {
 		om, ok := members(ro)
 		if !ok {
-			return []PermissionOption{}, false
+			return make([]PermissionOption, 0, len(raw)), false
 		}
 		o := &c.opts[i]
 		for _, f := range [...]struct {
 			name, want string
 		}{{"optionId", o.OptionID}, {"name", o.Name}, {"kind", o.Kind}} {
 			if b, plain := d.plainStr(om.get(f.name)); !plain || string(b) != f.want {
-				return []PermissionOption{}, false
+				return make([]PermissionOption, 0, len(raw)), false
 			}
 		}
 	}
@@ -627,17 +630,38 @@ func announcementJSON(ev *agent.ToolCall) string {
 // metaKey is what a tool's part metadata is built from (partMeta): its
 // content, locations and writes, which are only ever replaced or
 // appended to, never changed in place, so the same slices hold the same
-// values.
+// values. Each slice is kept as its first element and its length, which
+// is what sameSlice compares, rather than as the slice: the key is part
+// of every tool, and 40 bytes instead of 80 keep the tool struct a size
+// class smaller (docs/ARCHITECTURE.md "Mapping and delivery figures").
+// The first element keeps the array alive as the slice did.
 type metaKey struct {
-	content    []toolContent
-	locations  []location
-	writes     []agent.FileDiff
-	outContent bool
+	content               *toolContent
+	locations             *location
+	writes                *agent.FileDiff
+	nContent, nLoc, nWrit int32
+	outContent            bool
+}
+
+// metaKeyOf is the metaKey of the tool's current content, locations and
+// writes.
+func metaKeyOf(tl *tool) metaKey {
+	return metaKey{content: firstOf(tl.content), locations: firstOf(tl.locations), writes: firstOf(tl.writes),
+		nContent: int32(len(tl.content)), nLoc: int32(len(tl.locations)), nWrit: int32(len(tl.writes)),
+		outContent: tl.outContent}
+}
+
+// firstOf is the address of s's first element, nil for an empty s (two
+// empty slices are the same elements, as sameSlice has them).
+func firstOf[T any](s []T) *T {
+	if len(s) == 0 {
+		return nil
+	}
+	return &s[0]
 }
 
 func (k metaKey) same(o metaKey) bool {
-	return sameSlice(k.content, o.content) && sameSlice(k.locations, o.locations) &&
-		sameSlice(k.writes, o.writes) && k.outContent == o.outContent
+	return k == o
 }
 
 // sameSlice reports whether a and b are the same elements of the same
@@ -817,7 +841,8 @@ func (d *Decoder) diffsValue(tl *tool) (any, bool) {
 		return nil, false
 	}
 	c := &tl.sideOf().diffs
-	if c.v != nil && sameSlice(c.content, tl.content) && sameSlice(c.writes, tl.writes) {
+	if c.v != nil && c.content == firstOf(tl.content) && c.nContent == int32(len(tl.content)) &&
+		c.writes == firstOf(tl.writes) && c.nWrites == int32(len(tl.writes)) {
 		return normalized{c.v}, true
 	}
 	ds := tl.diffs()
@@ -829,7 +854,8 @@ func (d *Decoder) diffsValue(tl *tool) (any, bool) {
 		}
 		c.src, c.v = ds, v
 	}
-	c.content, c.writes = tl.content, tl.writes
+	c.content, c.nContent = firstOf(tl.content), int32(len(tl.content))
+	c.writes, c.nWrites = firstOf(tl.writes), int32(len(tl.writes))
 	return normalized{c.v}, true
 }
 

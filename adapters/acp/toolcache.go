@@ -17,8 +17,8 @@ import (
 // through encoding/json. The general form (Decoder.general) keeps none and
 // computes everything each time; the tests compare the two.
 
-// canonKey is everything buildCanonical reads: the tool's fields, the
-// agent's name, of the content only its one diff (tl.diff: whether there
+// canonKey is everything buildCanonical reads: the tool's fields, whether
+// the agent is OpenCode (isOpenCode), of the content only its one diff (tl.diff: whether there
 // is one, its old and new text), of the locations only the first one's
 // path (pathOf).
 type canonKey struct {
@@ -26,24 +26,26 @@ type canonKey struct {
 	locPath                                  string
 	diffOld                                  *string
 	diffNew                                  string
-	kind, title, metaTool, firstTitle, agent string
+	kind, title, metaTool, firstTitle        string
 	hintCwd, hintDesc                        string
-	hasLoc, hasDiff, providerInput           bool
+	hasLoc, hasDiff, providerInput, opencode bool
 }
 
 func (k *canonKey) same(o *canonKey) bool {
 	return (k.rawInput == nil) == (o.rawInput == nil) && bytes.Equal(k.rawInput, o.rawInput) &&
 		k.hasLoc == o.hasLoc && k.locPath == o.locPath &&
 		k.hasDiff == o.hasDiff && k.diffNew == o.diffNew && sameText(k.diffOld, o.diffOld) && k.kind == o.kind && k.title == o.title &&
-		k.metaTool == o.metaTool && k.firstTitle == o.firstTitle && k.agent == o.agent &&
+		k.metaTool == o.metaTool && k.firstTitle == o.firstTitle && k.opencode == o.opencode &&
 		k.hintCwd == o.hintCwd && k.hintDesc == o.hintDesc && k.providerInput == o.providerInput
 }
 
 // canonCache is a tool's canonical name, input and metadata as last
 // computed, with what they were computed from and their generation.
+//
+// gen is never 0 once computed (Decoder.gen counts from 1): 0 is none yet,
+// without a flag of its own, which would take a word of every tool.
 type canonCache struct {
 	key   canonKey
-	ok    bool
 	gen   uint64
 	name  string
 	input json.RawMessage
@@ -60,7 +62,7 @@ func (d *Decoder) canonicalOf(tl *tool) (string, json.RawMessage, agent.Object, 
 		return name, input, meta, 0
 	}
 	key := canonKey{rawInput: tl.rawInput, kind: tl.kind, title: tl.title,
-		metaTool: tl.metaTool, firstTitle: tl.firstTitle, agent: d.agentName,
+		metaTool: tl.metaTool, firstTitle: tl.firstTitle, opencode: d.isOpenCode(),
 		hintCwd: tl.hintCwd, hintDesc: tl.hintDesc, providerInput: tl.providerInput}
 	if len(tl.locations) > 0 {
 		key.hasLoc, key.locPath = true, tl.locations[0].Path
@@ -68,7 +70,7 @@ func (d *Decoder) canonicalOf(tl *tool) (string, json.RawMessage, agent.Object, 
 	if df := tl.diff(); df != nil {
 		key.hasDiff, key.diffOld, key.diffNew = true, df.OldText, df.NewText
 	}
-	if c := &tl.canon; c.ok && c.key.same(&key) {
+	if c := &tl.canon; c.gen != 0 && c.key.same(&key) {
 		return c.name, c.input, c.meta, c.gen
 	}
 	name, input, meta := d.buildCanonical(tl)
@@ -76,7 +78,7 @@ func (d *Decoder) canonicalOf(tl *tool) (string, json.RawMessage, agent.Object, 
 	// a metadata with the agent's input set it.
 	key.providerInput = tl.providerInput
 	d.gen++
-	tl.canon = canonCache{key: key, ok: true, gen: d.gen, name: name, input: input, meta: meta}
+	tl.canon = canonCache{key: key, gen: d.gen, name: name, input: input, meta: meta}
 	return name, input, meta, d.gen
 }
 

@@ -138,7 +138,7 @@ func (d *Decoder) agentTool(tl *tool) (name, table string) {
 	if tl.gemini != "" {
 		return tl.gemini, "gemini"
 	}
-	if strings.EqualFold(d.agentName, "opencode") && tl.firstTitle != "" {
+	if d.isOpenCode() && tl.firstTitle != "" {
 		return tl.firstTitle, "opencode"
 	}
 	return "", ""
@@ -534,4 +534,12 @@ func rawOutputText(raw json.RawMessage) string {
 		return s
 	}
 	return first(&o, "content", "error")
+}
+
+// isOpenCode reports whether the agent is OpenCode (its agentInfo name),
+// whose first title is its tool's name: all the canonical form reads of
+// the agent's name, so the canonical cache keys on it (canonKey) rather
+// than on the name.
+func (d *Decoder) isOpenCode() bool {
+	return strings.EqualFold(d.agentName, "opencode")
 }

@@ -423,7 +423,7 @@ func (d *Decoder) toolUpdate(kind string, announce bool, u *obj, raw []byte) {
 // object of their own that is then merged (one map an announcement, not
 // two).
 func (d *Decoder) announcedMeta(tl *tool, base agent.Object, baseGen uint64) (agent.Object, uint64) {
-	key := metaKey{tl.content, tl.locations, tl.writes, tl.outContent}
+	key := metaKeyOf(tl)
 	c := &tl.meta
 	if c.gen != 0 && c.baseGen == baseGen && c.key.same(key) {
 		return c.obj, c.gen

@@ -27,6 +27,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -890,8 +891,14 @@ func validString(data []byte, i int) int {
 	i++
 	for {
 		// Eight bytes at a time while none of them needs a look (long
-		// texts), then byte by byte up to the one that does.
-		for len(data)-i >= 8 && !needsLook(binary.LittleEndian.Uint64(data[i:])) {
+		// texts), then straight to the first that does: the lowest byte
+		// lookMask flags is exact (a borrow only carries upwards), so the
+		// loop byte by byte is left for the last few bytes of data.
+		for len(data)-i >= 8 {
+			if m := lookMask(binary.LittleEndian.Uint64(data[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
 			i += 8
 		}
 		for i < len(data) && strSafe[data[i]] {
@@ -929,13 +936,16 @@ func validString(data []byte, i int) int {
 	}
 }
 
-// needsLook reports whether one of the eight bytes of w is a quote, a
-// backslash or a control character (a byte below 0x20): the classic
-// tests for a zero byte and for a byte less than n, on every byte at once.
-// A byte of 0x80 or more is never reported by itself.
-func needsLook(w uint64) bool {
+// lookMask flags (the high bit of the byte) the bytes of w that need a
+// look: a quote, a backslash or a control character (a byte below 0x20),
+// by the classic tests for a zero byte and for a byte less than n, on
+// every byte at once. A byte of 0x80 or more is never flagged by itself.
+// A flag above a flagged byte may be false (the subtractions borrow
+// upwards), but the lowest flag is always a byte that needs a look and no
+// byte below it does.
+func lookMask(w uint64) uint64 {
 	q, b := w^(ones*'"'), w^(ones*'\\')
-	return ((q-ones)&^q|(b-ones)&^b|(w-ones*0x20)&^w)&highs != 0
+	return ((q-ones)&^q | (b-ones)&^b | (w-ones*0x20)&^w) & highs
 }
 
 // ones and highs are the byte masks of the eight-byte tests.

@@ -302,3 +302,58 @@ func FuzzMembers(f *testing.F) {
 		}
 	})
 }
+
+// stringEndBytewise is StringEnd read one byte at a time: the reference
+// for the eight-byte steps of validString.
+func stringEndBytewise(data []byte, i int) int {
+	for i++; i < len(data); i++ {
+		switch c := data[i]; {
+		case c == '"':
+			return i + 1
+		case c < 0x20:
+			return -1
+		case c == '\\':
+			if i+1 >= len(data) {
+				return -1
+			}
+			switch data[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i++
+			case 'u':
+				if len(data)-i < 6 {
+					return -1
+				}
+				for _, h := range data[i+2 : i+6] {
+					if !isHex(h) {
+						return -1
+					}
+				}
+				i += 5
+			default:
+				return -1
+			}
+		}
+	}
+	return -1
+}
+
+// FuzzStringEnd: StringEnd ends every string where the byte-by-byte
+// reading ends it, from any opening position.
+func FuzzStringEnd(f *testing.F) {
+	for _, s := range []string{`"abc"`, `"abcdefghijklmnop"`, `"abcdefgh\"ijk"`, "\"abcdefg\x01hij\"", `"\u00e9 long text é ü — 12345678"`,
+		`"12345678\\"`, `"1234567\u12"`, `"no end at all here`, "\"\xff\xfe\x80\x80\x80\x80\x80\x80\x80\x22"} {
+		f.Add([]byte(s), 0)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, i int) {
+		if len(data) == 0 {
+			return
+		}
+		i = ((i % len(data)) + len(data)) % len(data)
+		if got, want := StringEnd(data, i), stringEndBytewise(data, i); got != want {
+			t.Fatalf("StringEnd(%q, %d) = %d, byte by byte %d", data, i, got, want)
+		}
+		if got, want := Valid(data), json.Valid(data); got != want {
+			t.Fatalf("Valid(%q) = %v, json.Valid %v", data, got, want)
+		}
+	})
+}
