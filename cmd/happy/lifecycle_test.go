@@ -271,6 +271,19 @@ func waitBlocked(t *testing.T, env map[string]string, c *child, sid string) {
 	t.Fatal("no tool became blocked")
 }
 
+// waitTitle waits until the relay holds title for session sid: the
+// title is written by compare-and-set in the background, after the first
+// prompt's messages.
+func waitTitle(t *testing.T, env map[string]string, sid, title string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); sessionState(t, env, sid, time.Now()).Title != title; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the title %q never reached the relay", title)
+		}
+		time.Sleep(20 * time.Millisecond) // polls a child process's relay writes; no signal to wait on
+	}
+}
+
 // A happy killed with kill -9 mid-turn leaves its session running for a
 // moment, stale once its heartbeat is older than the limit, and the next
 // happy on the same home settles it: the blocked tool errors with
@@ -284,12 +297,7 @@ func TestKilledHappyIsStaleThenSettledByTheNextHappy(t *testing.T) {
 	waitBlocked(t, env, c, sid)
 	// The title is written by compare-and-set in the background; kill once
 	// the relay has it, so what follows is about the kill, not that race.
-	for deadline := time.Now().Add(10 * time.Second); sessionState(t, env, sid, time.Now()).Title != "Run `echo hi > hi.txt`"; {
-		if time.Now().After(deadline) {
-			t.Fatal("the title never reached the relay")
-		}
-		time.Sleep(20 * time.Millisecond) // polls a child process's relay writes; no signal to wait on
-	}
+	waitTitle(t, env, sid, "Run `echo hi > hi.txt`")
 	// The reference app's agentState shows the request (written in the
 	// background too).
 	var blockedCall string

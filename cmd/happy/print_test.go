@@ -79,8 +79,9 @@ func TestControlCommandsSayWhatTheyDid(t *testing.T) {
 	if want := "happy: bash echo hi > hi.txt waits for permission — answer with: happy approve " + sid + " " + callID + "  (or: happy deny " + sid + " " + callID + ")\n"; !strings.Contains(c.errText(), want) {
 		t.Errorf("no waiting line %q on the -p run's stderr:\n%s", want, c.errText())
 	}
-	// Shell completion offers the running session (with its title) and
-	// the call waiting in it.
+	// Shell completion offers the running session (with its title, once
+	// the relay has it) and the call waiting in it.
+	waitTitle(t, env, sid, "Run `echo hi > hi.txt`")
 	compl := []struct {
 		args []string
 		want string
