@@ -429,7 +429,14 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	}
 	s.httpSrvs = append(s.httpSrvs, hs)
 	s.mu.Unlock()
-	hs.RegisterOnShutdown(func() { s.streams.shutdown(hs) })
+	unused := &unusedConns{}
+	hs.ConnState = unused.track
+	hs.RegisterOnShutdown(func() {
+		s.streams.shutdown(hs)
+		if n := unused.closeAll(); n > 0 {
+			s.log.Debug().Int("connections", n).Msg("shutdown: closed connections that had not sent a request")
+		}
+	})
 	if tl, ok := l.(*tlsListener); ok {
 		tl.inner = s.guardListener(tl.inner)
 	} else {
@@ -526,6 +533,8 @@ func (s *Server) Close() error {
 		for _, hs := range srvs {
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			if err := hs.Shutdown(sctx); err != nil {
+				// Requests still running at the timeout are cut.
+				_ = hs.Close()
 				errs = append(errs, fmt.Errorf("server: shutdown http: %w", err))
 			}
 			cancel()
