@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"testing"
 	"time"
-
-	"github.com/rs/zerolog"
 )
 
 // TestCloseDoesNotWaitForUnusedConnections: a connection that never sent a
@@ -20,14 +18,7 @@ import (
 func TestCloseDoesNotWaitForUnusedConnections(t *testing.T) {
 	for _, name := range []string{"silent", "half a request line"} {
 		t.Run(name, func(t *testing.T) {
-			srv, err := New(Config{DataDir: t.TempDir(), Logger: zerolog.Nop()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
+			srv, l := newLocal(t)
 			served := make(chan error, 1)
 			go func() { served <- srv.Serve(context.Background(), l) }()
 			unused, err := net.Dial("tcp", l.Addr().String())

@@ -170,14 +170,7 @@ func TestFDGuard503(t *testing.T) {
 // its connections open would hold the relay's descriptors until the
 // open-file guard refused everyone.
 func TestServeTimesOutIdleConnections(t *testing.T) {
-	srv, err := New(Config{DataDir: t.TempDir(), Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, l := newLocal(t)
 	defer serveOn(srv, l)()
 	c, err := net.Dial("tcp", l.Addr().String())
 	if err != nil {
@@ -195,6 +188,22 @@ func TestServeTimesOutIdleConnections(t *testing.T) {
 	if want := []time.Duration{30 * time.Second, 2 * time.Minute}; !slices.Equal(got, want) {
 		t.Fatalf("read header and idle timeouts %v, want %v", got, want)
 	}
+}
+
+// newLocal is a relay with a fresh data folder that logs nothing, and a
+// listener for it on a free loopback port.
+func newLocal(t *testing.T) (*Server, net.Listener) {
+	t.Helper()
+	srv, err := New(Config{DataDir: t.TempDir(), Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		_ = srv.Close()
+		t.Fatal(err)
+	}
+	return srv, l
 }
 
 // serveOn serves srv on l until the returned stop is called, which ends
