@@ -80,10 +80,11 @@ type Decoder struct {
 	// gen numbers what the per-tool caches compute (toolcache.go).
 	gen uint64
 	// permOpts is the metadata form of the permission options last
-	// converted, shared by the events that carry it (permission).
+	// converted (their JSON text, optionsText), shared by the events that
+	// carry it (permission).
 	permOpts struct {
 		opts []PermissionOption
-		v    []any
+		v    json.RawMessage
 	}
 }
 
@@ -197,11 +198,11 @@ type toolSide struct {
 	}
 	// pats: agent.ToolPatterns of a name and input, as last computed.
 	pats patternCache
-	// locs: the locations' metadata form and the slice it was made from
-	// (locationsValue).
+	// locs: the locations' metadata form (their JSON text,
+	// locationsText) and the slice it was made from (locationsValue).
 	locs struct {
 		src []location
-		v   any
+		v   json.RawMessage
 	}
 	// diffs: the diffs' metadata form, the diffs it was made from and
 	// the content and writes those were made from (diffsValue), these as

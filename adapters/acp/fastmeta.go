@@ -78,34 +78,6 @@ func normalValue(v any) (any, bool) {
 			out[i] = s
 		}
 		return out, v != nil
-	case []location:
-		if v == nil {
-			return nil, false
-		}
-		out := make([]any, len(v))
-		for i, l := range v {
-			if !utf8.ValidString(l.Path) {
-				return nil, false
-			}
-			o := map[string]any{"path": l.Path}
-			if l.Line != nil {
-				o["line"] = json.Number(strconv.FormatInt(*l.Line, 10))
-			}
-			out[i] = o
-		}
-		return out, true
-	case []PermissionOption:
-		if v == nil {
-			return nil, false
-		}
-		out := make([]any, len(v))
-		for i, o := range v {
-			if !utf8.ValidString(o.OptionID) || !utf8.ValidString(o.Name) || !utf8.ValidString(o.Kind) {
-				return nil, false
-			}
-			out[i] = map[string]any{"optionId": o.OptionID, "name": o.Name, "kind": o.Kind}
-		}
-		return out, true
 	case []any:
 		if v == nil {
 			return nil, false
@@ -141,23 +113,109 @@ type normalized struct{ v any }
 // MarshalJSON marshals the value.
 func (n normalized) MarshalJSON() ([]byte, error) { return json.Marshal(n.v) }
 
-// optionsValue is a permission's options as its metadata holds them: the
-// options themselves for the general form (converted with the rest of
-// the metadata), else their JSON representation, converted once for the
-// same options (agents offer the same few choices on every request).
-func (d *Decoder) optionsValue(opts []PermissionOption) any {
+// optionsValue is a permission's options as its metadata holds them:
+// their JSON text (optionsText) for both forms, made once for the same
+// options by the one-pass form (agents offer the same few choices on
+// every request) and shared by the events that carry it, which nothing
+// changes.
+func (d *Decoder) optionsValue(opts []PermissionOption) json.RawMessage {
 	if d.general {
-		return opts
+		return optionsText(opts)
 	}
 	c := &d.permOpts
 	if c.v == nil || !slices.Equal(c.opts, opts) {
-		v, ok := normalValue(opts)
-		if !ok {
-			return opts
-		}
-		c.opts, c.v = slices.Clip(opts), v.([]any)
+		c.opts, c.v = slices.Clip(opts), optionsText(opts)
 	}
-	return normalized{c.v}
+	return c.v
+}
+
+// optionsText is the JSON text of a permission's options as the metadata
+// keeps it: an array of {"kind","name","optionId"} objects, the bytes
+// agent.EncodeEvent writes for the tree json.Marshal and a parse made of
+// them before (keys sorted; strings as encoding/json writes them without
+// HTML escaping, what is not UTF-8 as U+FFFD), so a transcript and an
+// event read the same as when the metadata held the tree ("null" for
+// nil). A list of objects per request cost a map per option; the text
+// is one allocation (docs/ARCHITECTURE.md "Mapping and delivery
+// figures").
+func optionsText(opts []PermissionOption) json.RawMessage {
+	if opts == nil {
+		return json.RawMessage("null")
+	}
+	n := 2
+	for _, o := range opts {
+		n += len(`{"kind":"","name":"","optionId":""},`) + len(o.Kind) + len(o.Name) + len(o.OptionID)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '[')
+	for i, o := range opts {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"kind":`...)
+		b = appendText(b, o.Kind)
+		b = append(b, `,"name":`...)
+		b = appendText(b, o.Name)
+		b = append(b, `,"optionId":`...)
+		b = appendText(b, o.OptionID)
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}
+
+// locationsText is the JSON text of a tool's locations as the metadata
+// keeps it: an array of {"line","path"} objects (no line for a location
+// without one), written as optionsText writes its objects ("null" for
+// nil).
+func locationsText(locs []location) json.RawMessage {
+	if locs == nil {
+		return json.RawMessage("null")
+	}
+	n := 2
+	for _, l := range locs {
+		n += len(`{"line":,"path":""},`) + len(l.Path)
+		if l.Line != nil {
+			n += 20
+		}
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '[')
+	for i, l := range locs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '{')
+		if l.Line != nil {
+			b = append(b, `"line":`...)
+			b = strconv.AppendInt(b, *l.Line, 10)
+			b = append(b, ',')
+		}
+		b = append(b, `"path":`...)
+		b = appendText(b, l.Path)
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}
+
+// appendText appends s as a JSON string as agent.EncodeEvent writes the
+// string a json.Marshal and a parse made of it: appendString's escapes,
+// but each byte that is not UTF-8 as the character U+FFFD itself (the
+// parse turns json.Marshal's \ufffd into it), not as an escape.
+func appendText(dst []byte, s string) []byte {
+	if utf8.ValidString(s) {
+		return appendString(dst, s)
+	}
+	v := make([]byte, 0, len(s)+8)
+	for i := 0; i < len(s); {
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 {
+			v = utf8.AppendRune(v, utf8.RuneError)
+		} else {
+			v = append(v, s[i:i+size]...)
+		}
+		i += size
+	}
+	return appendString(dst, string(v))
 }
 
 // sameOptions returns the options optionsValue converted last, when the
@@ -785,24 +843,21 @@ func sameAt(v any, raw []byte) (same, ok bool) {
 }
 
 // locationsValue is the tool's locations as its part metadata holds them:
-// the locations themselves for the general form, else their JSON
-// representation, converted once for the same locations (a tool's
-// locations are replaced, never changed in place: the same slice holds
-// the same values; an update that repeats them in a new slice has the
-// same values, sameLocations, and shares the converted form).
-func (d *Decoder) locationsValue(tl *tool) any {
+// their JSON text (locationsText) for both forms, made once by the
+// one-pass form for the same locations (a tool's locations are replaced,
+// never changed in place: the same slice holds the same values; an
+// update that repeats them in a new slice has the same values,
+// sameLocations, and shares the text) and shared by the events that
+// carry it, which nothing changes.
+func (d *Decoder) locationsValue(tl *tool) json.RawMessage {
 	if d.general {
-		return tl.locations
+		return locationsText(tl.locations)
 	}
 	c := &tl.sideOf().locs
 	if c.v == nil || !sameLocations(c.src, tl.locations) {
-		v, ok := normalValue(tl.locations)
-		if !ok {
-			return tl.locations
-		}
-		c.src, c.v = tl.locations, v
+		c.src, c.v = tl.locations, locationsText(tl.locations)
 	}
-	return normalized{c.v}
+	return c.v
 }
 
 // sameLocations reports whether a and b hold the same paths and lines in

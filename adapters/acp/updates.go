@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"maps"
@@ -471,7 +472,8 @@ func (d *Decoder) partMetaOver(pm *partMetaMembers, base agent.Object) agent.Obj
 // partMetaMembers are the members of a tool's part metadata, before they
 // make an object: each present or not.
 type partMetaMembers struct {
-	locations, diffs any
+	locations        json.RawMessage // locationsValue: their JSON text
+	diffs            any
 	desc             string
 	terminals        []string
 	hasLoc, hasDiffs bool
@@ -517,8 +519,9 @@ func (pm *partMetaMembers) has(k string) bool {
 	return false
 }
 
-// putNormal sets the members in m, converted as normalize converts them;
-// false when one is not (m is then partly set, for the caller to drop).
+// putNormal sets the members in m, converted as normalize converts them
+// (the locations are their text, set as they are); false when one is not
+// (m is then partly set, for the caller to drop).
 func (pm *partMetaMembers) putNormal(m agent.Object) bool {
 	put := func(k string, v any) bool {
 		n, ok := normalValue(v)
@@ -527,23 +530,25 @@ func (pm *partMetaMembers) putNormal(m agent.Object) bool {
 		}
 		return ok
 	}
-	return (!pm.hasLoc || put("locations", pm.locations)) &&
-		(pm.desc == "" || put("description", pm.desc)) &&
+	if pm.hasLoc {
+		m["locations"] = pm.locations
+	}
+	return (pm.desc == "" || put("description", pm.desc)) &&
 		(!pm.hasDiffs || put("diffs", pm.diffs)) &&
 		(len(pm.terminals) == 0 || put("terminals", pm.terminals))
 }
 
 // sameOver reports whether o, an object announcedMeta made over base,
-// is the one these members make over base: the same members, the
-// converted values of locations and diffs the very ones (the per-tool
-// caches of locationsValue and diffsValue), the description and terminal
-// ids equal, and base's other members. It is false whenever it cannot
-// tell, and the object is made again.
+// is the one these members make over base: the same members, the text
+// of the locations the same, the converted diffs the very ones (the
+// per-tool cache of diffsValue), the description and terminal ids equal,
+// and base's other members. It is false whenever it cannot tell, and the
+// object is made again.
 func (pm *partMetaMembers) sameOver(o, base agent.Object) bool {
 	n := 0
 	if pm.hasLoc {
-		loc, ok := pm.locations.(normalized)
-		if !ok || !sameShared(o["locations"], loc.v) {
+		loc, ok := o["locations"].(json.RawMessage)
+		if !ok || !bytes.Equal(loc, pm.locations) {
 			return false
 		}
 		n++
@@ -597,10 +602,9 @@ func (d *Decoder) buildPartMeta(pm partMetaMembers) agent.Object {
 	if n == 0 {
 		return nil
 	}
+	// The locations are their JSON text, set once the rest is made (a
+	// conversion, normalize or toObject, would parse them).
 	m := make(map[string]any, n)
-	if pm.hasLoc {
-		m["locations"] = pm.locations
-	}
 	if pm.desc != "" {
 		m["description"] = pm.desc
 	}
@@ -610,7 +614,10 @@ func (d *Decoder) buildPartMeta(pm partMetaMembers) agent.Object {
 	if len(pm.terminals) > 0 {
 		m["terminals"] = pm.terminals
 	}
-	return d.object(m)
+	if !pm.hasLoc {
+		return d.object(m)
+	}
+	return withOpaque(d.object(m), "locations", pm.locations)
 }
 
 // text renders the tool's content blocks (text, images as Markdown).
@@ -883,7 +890,7 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 		permID = tl.callID + "#permission-" + strconv.Itoa(int(tl.perms))
 	}
 	patterns := tl.patterns()
-	meta := map[string]any{"options": d.optionsValue(opts)}
+	meta := map[string]any{}
 	if tl.title != "" {
 		meta["title"] = tl.title
 	}
@@ -915,7 +922,7 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 	}
 	d.emit(&agent.ToolBlocked{CallID: tl.callID, Tool: name, Input: input,
 		Permission: &agent.PermissionRequest{ID: permID, Permission: name,
-			Patterns: patterns, Always: slices.Clone(patterns), Metadata: withOpaque(d.object(meta), "rawInput", rawIn)}})
+			Patterns: patterns, Always: slices.Clone(patterns), Metadata: withOpaque(withOpaque(d.object(meta), "rawInput", rawIn), "options", d.optionsValue(opts))}})
 	d.theirs.Put(key, agentRequest{method: kind, callID: tl.callID, options: opts})
 	tl.asking++
 }
