@@ -180,12 +180,14 @@ type tool struct {
 }
 
 // toolSide holds a tool's caches that only some tools use (in the
-// captures, each by fewer than half of the tools): apart from
-// the tool, so that the tool struct of a call that needs none is a size
-// class smaller (docs/ARCHITECTURE.md "Mapping and delivery figures").
+// captures, about one tool in eight: an edit's diffs, an input that takes
+// a parse to compare): apart from the
+// tool, so that the tool struct of a call that needs none is a size
+// class smaller, and allocated only by a tool that needs one
+// (docs/ARCHITECTURE.md "Mapping and delivery figures").
 type toolSide struct {
 	// same: whether the agent's input raw and the canonical input are the
-	// same value, as last found (toolMetadata).
+	// same value, as last found by a parse (toolMetadata).
 	same struct {
 		raw, input []byte
 		ok, known  bool
@@ -195,14 +197,6 @@ type toolSide struct {
 	parsed struct {
 		raw []byte
 		v   any
-	}
-	// pats: agent.ToolPatterns of a name and input, as last computed.
-	pats patternCache
-	// locs: the locations' metadata form (their JSON text,
-	// locationsText) and the slice it was made from (locationsValue).
-	locs struct {
-		src []location
-		v   json.RawMessage
 	}
 	// diffs: the diffs' metadata form, the diffs it was made from and
 	// the content and writes those were made from (diffsValue), these as

@@ -168,33 +168,37 @@ func optionsText(opts []PermissionOption) json.RawMessage {
 // without one), written as optionsText writes its objects ("null" for
 // nil).
 func locationsText(locs []location) json.RawMessage {
-	if locs == nil {
-		return json.RawMessage("null")
-	}
-	n := 2
+	n := 4
 	for _, l := range locs {
 		n += len(`{"line":,"path":""},`) + len(l.Path)
 		if l.Line != nil {
 			n += 20
 		}
 	}
-	b := make([]byte, 0, n)
-	b = append(b, '[')
+	return appendLocations(make([]byte, 0, n), locs)
+}
+
+// appendLocations appends locationsText(locs) to dst.
+func appendLocations(dst []byte, locs []location) []byte {
+	if locs == nil {
+		return append(dst, "null"...)
+	}
+	dst = append(dst, '[')
 	for i, l := range locs {
 		if i > 0 {
-			b = append(b, ',')
+			dst = append(dst, ',')
 		}
-		b = append(b, '{')
+		dst = append(dst, '{')
 		if l.Line != nil {
-			b = append(b, `"line":`...)
-			b = strconv.AppendInt(b, *l.Line, 10)
-			b = append(b, ',')
+			dst = append(dst, `"line":`...)
+			dst = strconv.AppendInt(dst, *l.Line, 10)
+			dst = append(dst, ',')
 		}
-		b = append(b, `"path":`...)
-		b = appendText(b, l.Path)
-		b = append(b, '}')
+		dst = append(dst, `"path":`...)
+		dst = appendText(dst, l.Path)
+		dst = append(dst, '}')
 	}
-	return append(b, ']')
+	return append(dst, ']')
 }
 
 // appendText appends s as a JSON string as agent.EncodeEvent writes the
@@ -311,6 +315,11 @@ func tooDeep(raw []byte) bool {
 // toolMetadata is agent.ToolMetadata: the agent's name of the tool, and
 // its input when that is not the canonical input, kept as its text
 // (opaque, below) when it can be.
+//
+// Whether the two texts are the same value is kept per tool
+// (toolSide.same) only when it took a parse to tell: sameRaw reads most
+// texts in place without allocating, which costs less than the side
+// caches of a tool that needs them for nothing else.
 func (d *Decoder) toolMetadata(tl *tool, provider string, raw, input json.RawMessage) agent.Object {
 	if d.general || tooDeep(raw) || tooDeep(input) {
 		return providerInputText(agent.ToolMetadata(provider, raw, input), raw)
@@ -321,12 +330,14 @@ func (d *Decoder) toolMetadata(tl *tool, provider string, raw, input json.RawMes
 	if bytes.Equal(bytes.TrimSpace(raw), bytes.TrimSpace(input)) {
 		return providerOnly(provider) // the same text: the same value
 	}
-	c := &tl.sideOf().same
-	if c.known && bytes.Equal(c.raw, raw) && bytes.Equal(c.input, input) {
-		if c.ok {
-			return providerOnly(provider) // found the same value for the same texts before
+	if tl.side != nil {
+		c := &tl.side.same
+		if c.known && bytes.Equal(c.raw, raw) && bytes.Equal(c.input, input) {
+			if c.ok {
+				return providerOnly(provider) // found the same value for the same texts before
+			}
+			return d.withProviderInput(tl, provider, raw)
 		}
-		return d.withProviderInput(tl, provider, raw)
 	}
 	same, known := sameRaw(raw, input)
 	if !known {
@@ -345,9 +356,10 @@ func (d *Decoder) toolMetadata(tl *tool, provider string, raw, input json.RawMes
 		} else {
 			same = false // no canonical input: the agent's is kept
 		}
-	}
-	if len(bytes.TrimSpace(input)) > 0 {
-		c.raw, c.input, c.ok, c.known = raw, input, same, true
+		if len(bytes.TrimSpace(input)) > 0 {
+			c := &tl.sideOf().same
+			c.raw, c.input, c.ok, c.known = raw, input, same, true
+		}
 	}
 	if same && len(bytes.TrimSpace(input)) > 0 {
 		return providerOnly(provider)
@@ -843,40 +855,22 @@ func sameAt(v any, raw []byte) (same, ok bool) {
 }
 
 // locationsValue is the tool's locations as its part metadata holds them:
-// their JSON text (locationsText) for both forms, made once by the
-// one-pass form for the same locations (a tool's locations are replaced,
-// never changed in place: the same slice holds the same values; an
-// update that repeats them in a new slice has the same values,
-// sameLocations, and shares the text) and shared by the events that
-// carry it, which nothing changes.
+// their JSON text (locationsText) for both forms. The one-pass form
+// writes it into a buffer of its own first and shares the text of the
+// tool's last announcement (tl.meta.obj) when it is the same (an update
+// that repeats or keeps the locations): no allocation, and no cache of
+// the tool's side (toolSide) for it. The text is shared by the events
+// that carry it, which nothing changes.
 func (d *Decoder) locationsValue(tl *tool) json.RawMessage {
 	if d.general {
 		return locationsText(tl.locations)
 	}
-	c := &tl.sideOf().locs
-	if c.v == nil || !sameLocations(c.src, tl.locations) {
-		c.src, c.v = tl.locations, locationsText(tl.locations)
+	var buf [256]byte
+	b := appendLocations(buf[:0], tl.locations)
+	if last, ok := tl.meta.obj["locations"].(json.RawMessage); ok && bytes.Equal(last, b) {
+		return last
 	}
-	return c.v
-}
-
-// sameLocations reports whether a and b hold the same paths and lines in
-// the same order (both nil or both non-nil: a nil list converts to
-// nothing).
-func sameLocations(a, b []location) bool {
-	if (a == nil) != (b == nil) || len(a) != len(b) {
-		return false
-	}
-	if len(a) == 0 || &a[0] == &b[0] {
-		return true
-	}
-	for i := range a {
-		if a[i].Path != b[i].Path || (a[i].Line == nil) != (b[i].Line == nil) ||
-			(a[i].Line != nil && *a[i].Line != *b[i].Line) {
-			return false
-		}
-	}
-	return true
+	return bytes.Clone(b)
 }
 
 // diffsValue is the tool's diffs (tl.diffs) as its metadata holds them,

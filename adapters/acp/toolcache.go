@@ -3,7 +3,6 @@ package acp
 import (
 	"bytes"
 	"encoding/json"
-	"slices"
 
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/jsonlex"
@@ -82,28 +81,17 @@ func (d *Decoder) canonicalOf(tl *tool) (string, json.RawMessage, agent.Object, 
 	return name, input, meta, d.gen
 }
 
-// patternCache is agent.ToolPatterns of a name and input, as last
-// computed.
-type patternCache struct {
-	done     bool
-	name     string
-	input    []byte
-	patterns []string
-	ok       bool
-}
-
-// toolPatterns is agent.ToolPatterns(name, input), kept per tool while
-// the name and input stay the same; the patterns are the caller's own.
-func (d *Decoder) toolPatterns(tl *tool, name string, input json.RawMessage) ([]string, bool) {
+// toolPatterns is agent.ToolPatterns(name, input), read in one pass by
+// the one-pass form (patternsOf); the patterns are the caller's own. It
+// is not kept per tool: a tool is asked about once or twice, and the
+// patterns cost a slice either way (kept, they were copied for each
+// caller), while a cache of them took the tool's side caches (toolSide)
+// for a tool that needs them for nothing else.
+func (d *Decoder) toolPatterns(name string, input json.RawMessage) ([]string, bool) {
 	if d.general {
 		return agent.ToolPatterns(name, input)
 	}
-	c := &tl.sideOf().pats
-	if !c.done || c.name != name || (c.input == nil) != (input == nil) || !bytes.Equal(c.input, input) {
-		p, ok := patternsOf(name, input)
-		*c = patternCache{done: true, name: name, input: input, patterns: p, ok: ok}
-	}
-	return slices.Clone(c.patterns), c.ok
+	return patternsOf(name, input)
 }
 
 // sameText reports whether a and b are both nil or the same text.

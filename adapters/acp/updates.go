@@ -908,7 +908,7 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 	if !known {
 		name, input, _, _ = d.canonicalOf(tl) // the metadata is not used: not copied
 	}
-	if p, ok := d.toolPatterns(tl, name, input); ok {
+	if p, ok := d.toolPatterns(name, input); ok {
 		patterns = p
 		if name == agent.ToolRead || name == agent.ToolWrite || name == agent.ToolEdit {
 			// Every file the tool touches (a move has two): a deny rule
