@@ -282,10 +282,15 @@ func (d *Decoder) mergeTool(kind string, tl *tool, u *obj) {
 		if items, ok := d.array(buf[:0], raw); !ok {
 			d.drop(kind, agent.DropInvalidField, "tool content is not an array", raw)
 		} else {
-			tl.content = tl.content[:0:0]
-			if len(items) > 0 {
-				tl.content = make([]toolContent, 0, len(items))
-			}
+			// The items are decoded into a buffer of the call's own first:
+			// content the same as the tool's (an update that repeats it)
+			// keeps the tool's slice, which the caches keyed on it
+			// (metaKey, diffsValue) then find unchanged, and is not
+			// allocated again. Otherwise the tool gets a new slice of
+			// exactly the items (a tool's content is replaced, never
+			// changed in place).
+			var cbuf [4]toolContent
+			fresh := cbuf[:0]
 			// Content that comes with (or after) the tool's start is its
 			// output; before that, agents put a description there.
 			st, _ := d.enum(u.get("status"), validStatus) // only the schema's statuses count below
@@ -300,7 +305,16 @@ func (d *Decoder) mergeTool(kind string, tl *tool, u *obj) {
 					d.drop(kind+":content", reason, err.Error(), it)
 					continue
 				}
-				tl.content = append(tl.content, c)
+				fresh = append(fresh, c)
+			}
+			switch {
+			case len(items) == 0:
+				tl.content = tl.content[:0:0]
+			case len(fresh) > 0 && sameContent(fresh, tl.content):
+				// The same content: the tool's slice kept.
+			default:
+				tl.content = make([]toolContent, len(fresh))
+				copy(tl.content, fresh)
 			}
 			tl.noteHints()
 		}
