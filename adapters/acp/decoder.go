@@ -45,7 +45,7 @@ type Decoder struct {
 	skipped            int
 
 	tools     shortmap.Map[*tool] // by ACP toolCallId, in the current turn's scope
-	toolSeq   int
+	toolSeq   int32
 	spare     [spareTools]*tool // zeroed tools for the next turn's (resetTools)
 	nspare    int
 	callIDs   *recentIDs // canonical call ids used lately (see toolFor)
@@ -127,7 +127,6 @@ type terminalInfo struct {
 type tool struct {
 	acpID     string
 	callID    string
-	seq       int // order of first appearance
 	kind      string
 	title     string
 	rawInput  json.RawMessage
@@ -136,11 +135,17 @@ type tool struct {
 	rawOutput json.RawMessage
 	status    string
 	perms     int32
+	// rev counts the changes of what the canonical form is computed from
+	// (changedSince), which canon was computed at.
+	rev uint32
 	// asking counts the agent's permission requests for the tool that
 	// happy has not answered yet: meanwhile an in_progress status is not
 	// the tool running (OpenCode reports it before the answer), since the
 	// transcript's tool waits for a decision.
 	asking int32
+	// seq: the order of first appearance (an int32 with the counts above,
+	// the struct stays a size class smaller).
+	seq    int32
 	writes []agent.FileDiff
 	ann    announcement // the last ToolCall emitted, to skip repeats
 	// What the traffic says of the agent's own tool (tools.go): Claude's
@@ -149,8 +154,6 @@ type tool struct {
 	// description from its content (Gemini CLI).
 	metaTool, firstTitle string
 	hintCwd, hintDesc    string
-	// gemini is the tool's name in a Gemini CLI call id, once geminiDone.
-	gemini string
 	// side: the caches only some tools use, allocated by the first use
 	// (sideOf) so a tool without them is smaller (toolSide).
 	side *toolSide
@@ -173,10 +176,10 @@ type tool struct {
 	// The flags, together (the struct stays a size class smaller):
 	// outContent: the content came with the tool's start or end, so it is
 	// output rather than a description; providerInput: the part's
-	// metadata has the agent's input; merged, geminiDone: see above.
+	// metadata has the agent's input; merged: an update was merged
+	// (mergeTool: the title of the first is firstTitle).
 	outContent, running, settled bool
 	merged, providerInput        bool
-	geminiDone                   bool
 }
 
 // toolSide holds a tool's caches that only some tools use (in the

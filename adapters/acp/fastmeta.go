@@ -552,12 +552,13 @@ var providerMetas = func() map[string]agent.Object {
 	return m
 }()
 
-// announcement is what a tool's last ToolCall said, to skip repeats.
+// announcement is what a tool's last ToolCall said, to skip repeats: the
+// event's fields (done: there was one). The general form keeps the event
+// and its head (name, title and input) as JSON in tool and title instead,
+// and nothing else: no field of its own for them, so the tool struct stays
+// a size class smaller (docs/ARCHITECTURE.md "Mapping and delivery
+// figures").
 type announcement struct {
-	// The general form: the event and its head (name, title and input)
-	// as JSON (apart, so the one-pass form's tool is smaller).
-	general *[2]string
-	// The one-pass form: the event's fields.
 	done        bool
 	tool, title string
 	input       json.RawMessage
@@ -569,10 +570,10 @@ type announcement struct {
 func (d *Decoder) repeats(a *announcement, ev *agent.ToolCall, head bool) bool {
 	if d.general {
 		if !head {
-			return a.general != nil && announcementJSON(ev) == a.general[0]
+			return a.done && announcementJSON(ev) == a.tool
 		}
 		sig, _ := json.Marshal(agent.ToolCall{Tool: ev.Tool, Title: ev.Title, Input: ev.Input})
-		return a.general != nil && string(sig) == a.general[1]
+		return a.done && string(sig) == a.title
 	}
 	if !a.done || a.tool != ev.Tool || a.title != ev.Title || !sameInput(a.input, ev.Input) {
 		return false
@@ -584,7 +585,7 @@ func (d *Decoder) repeats(a *announcement, ev *agent.ToolCall, head bool) bool {
 func (d *Decoder) remember(a *announcement, ev *agent.ToolCall) {
 	if d.general {
 		sig, _ := json.Marshal(agent.ToolCall{Tool: ev.Tool, Title: ev.Title, Input: ev.Input})
-		a.general = &[2]string{announcementJSON(ev), string(sig)}
+		*a = announcement{done: true, tool: announcementJSON(ev), title: string(sig)}
 		return
 	}
 	*a = announcement{done: true, tool: ev.Tool, title: ev.Title, input: ev.Input, meta: ev.Metadata}

@@ -16,39 +16,70 @@ import (
 // through encoding/json. The general form (Decoder.general) keeps none and
 // computes everything each time; the tests compare the two.
 
-// canonKey is everything buildCanonical reads: the tool's fields, whether
-// the agent is OpenCode (isOpenCode), of the content only its one diff (tl.diff: whether there
-// is one, its old and new text), of the locations only the first one's
-// path (pathOf).
+// canonKey is everything of the tool buildCanonical reads: its fields, of
+// the content only its one diff (tl.diff: whether there is one, its old
+// and new text), of the locations only the first one's path (pathOf).
+// It is taken on the stack around what changes those fields (fieldsOf,
+// mergeTool), which counts a change in the tool's revision (tool.rev):
+// the cache holds the revision, not the key, so that the tool struct is
+// smaller by the key's 160 bytes (docs/ARCHITECTURE.md "Mapping and
+// delivery figures").
 type canonKey struct {
-	rawInput                                 []byte
-	locPath                                  string
-	diffOld                                  *string
-	diffNew                                  string
-	kind, title, metaTool, firstTitle        string
-	hintCwd, hintDesc                        string
-	hasLoc, hasDiff, providerInput, opencode bool
+	rawInput                          []byte
+	locPath                           string
+	diffOld                           *string
+	diffNew                           string
+	kind, title, metaTool, firstTitle string
+	hintCwd, hintDesc                 string
+	hasLoc, hasDiff                   bool
+}
+
+// fieldsOf is the canonKey of the tool's fields as they are.
+func fieldsOf(tl *tool) canonKey {
+	key := canonKey{rawInput: tl.rawInput, kind: tl.kind, title: tl.title,
+		metaTool: tl.metaTool, firstTitle: tl.firstTitle,
+		hintCwd: tl.hintCwd, hintDesc: tl.hintDesc}
+	if len(tl.locations) > 0 {
+		key.hasLoc, key.locPath = true, tl.locations[0].Path
+	}
+	if df := tl.diff(); df != nil {
+		key.hasDiff, key.diffOld, key.diffNew = true, df.OldText, df.NewText
+	}
+	return key
 }
 
 func (k *canonKey) same(o *canonKey) bool {
 	return (k.rawInput == nil) == (o.rawInput == nil) && bytes.Equal(k.rawInput, o.rawInput) &&
 		k.hasLoc == o.hasLoc && k.locPath == o.locPath &&
 		k.hasDiff == o.hasDiff && k.diffNew == o.diffNew && sameText(k.diffOld, o.diffOld) && k.kind == o.kind && k.title == o.title &&
-		k.metaTool == o.metaTool && k.firstTitle == o.firstTitle && k.opencode == o.opencode &&
-		k.hintCwd == o.hintCwd && k.hintDesc == o.hintDesc && k.providerInput == o.providerInput
+		k.metaTool == o.metaTool && k.firstTitle == o.firstTitle &&
+		k.hintCwd == o.hintCwd && k.hintDesc == o.hintDesc
+}
+
+// changedSince counts a change of the fields buildCanonical reads in the
+// tool's revision: before is their key before the change (fieldsOf).
+// Every change of those fields after the tool's first canonical form is
+// made through mergeTool or followed by this (permission).
+func (tl *tool) changedSince(before *canonKey) {
+	if after := fieldsOf(tl); !after.same(before) {
+		tl.rev++
+	}
 }
 
 // canonCache is a tool's canonical name, input and metadata as last
-// computed, with what they were computed from and their generation.
+// computed, with what they were computed from (the tool's revision,
+// whether the agent is OpenCode, isOpenCode, and whether the metadata
+// has the agent's input) and their generation.
 //
 // gen is never 0 once computed (Decoder.gen counts from 1): 0 is none yet,
 // without a flag of its own, which would take a word of every tool.
 type canonCache struct {
-	key   canonKey
-	gen   uint64
-	name  string
-	input json.RawMessage
-	meta  agent.Object
+	gen                     uint64
+	rev                     uint32
+	opencode, providerInput bool
+	name                    string
+	input                   json.RawMessage
+	meta                    agent.Object
 }
 
 // canonicalOf is canonical without the copy: the metadata it returns is
@@ -60,24 +91,16 @@ func (d *Decoder) canonicalOf(tl *tool) (string, json.RawMessage, agent.Object, 
 		name, input, meta := d.buildCanonical(tl)
 		return name, input, meta, 0
 	}
-	key := canonKey{rawInput: tl.rawInput, kind: tl.kind, title: tl.title,
-		metaTool: tl.metaTool, firstTitle: tl.firstTitle, opencode: d.isOpenCode(),
-		hintCwd: tl.hintCwd, hintDesc: tl.hintDesc, providerInput: tl.providerInput}
-	if len(tl.locations) > 0 {
-		key.hasLoc, key.locPath = true, tl.locations[0].Path
-	}
-	if df := tl.diff(); df != nil {
-		key.hasDiff, key.diffOld, key.diffNew = true, df.OldText, df.NewText
-	}
-	if c := &tl.canon; c.gen != 0 && c.key.same(&key) {
+	opencode := d.isOpenCode()
+	if c := &tl.canon; c.gen != 0 && c.rev == tl.rev && c.opencode == opencode && c.providerInput == tl.providerInput {
 		return c.name, c.input, c.meta, c.gen
 	}
 	name, input, meta := d.buildCanonical(tl)
 	// Once computed, providerInput is what it stays for the same fields:
 	// a metadata with the agent's input set it.
-	key.providerInput = tl.providerInput
 	d.gen++
-	tl.canon = canonCache{key: key, gen: d.gen, name: name, input: input, meta: meta}
+	tl.canon = canonCache{gen: d.gen, rev: tl.rev, opencode: opencode, providerInput: tl.providerInput,
+		name: name, input: input, meta: meta}
 	return name, input, meta, d.gen
 }
 
@@ -189,7 +212,7 @@ const spareTools = 4
 // decoder holds between turns does not grow with the largest turn. Up to
 // spareTools of the turn's tool structs are zeroed (holding nothing) and
 // kept for the next turn's tools: nothing keeps a *tool past its turn
-// (events hold copies of its fields), so a struct of 760 bytes is not
+// (events hold copies of its fields), so a struct of 512 bytes is not
 // allocated again per call (docs/ARCHITECTURE.md "Mapping and delivery
 // figures"). The general form allocates every tool anew.
 func (d *Decoder) resetTools() {

@@ -2,6 +2,7 @@ package acp
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"maps"
@@ -242,8 +243,16 @@ func selfMap(keys ...string) map[string]string {
 // mergeTool applies the fields of a ToolCall or ToolCallUpdate to tl.
 // Fields the schema lets a reader default on error (kind, status, content
 // and location items) are defaulted or skipped; each skipped item is
-// recorded as a Dropped.
+// recorded as a Dropped. A change of what the canonical form is computed
+// from counts in the tool's revision (changedSince).
 func (d *Decoder) mergeTool(kind string, tl *tool, u *obj) {
+	before := fieldsOf(tl)
+	d.mergeFields(kind, tl, u)
+	tl.changedSince(&before)
+}
+
+// mergeFields is mergeTool, the fields applied.
+func (d *Decoder) mergeFields(kind string, tl *tool, u *obj) {
 	if b, plain := d.plainStr(u.get("title")); plain && string(b) == tl.title {
 		// The same title again: the string the tool has is kept.
 		if !tl.merged {
@@ -389,7 +398,7 @@ func (d *Decoder) sortedTools() []*tool {
 	for tl := range d.tools.Values() {
 		out = append(out, tl)
 	}
-	slices.SortFunc(out, func(a, b *tool) int { return a.seq - b.seq })
+	slices.SortFunc(out, func(a, b *tool) int { return cmp.Compare(a.seq, b.seq) })
 	return out
 }
 
@@ -880,7 +889,9 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 		d.beginOutput()
 	}
 	status, input, locs := tl.status, tl.rawInput, tl.locations
-	d.mergeTool(kind, tl, &tc)
+	before := fieldsOf(tl)
+	d.mergeFields(kind, tl, &tc) // the change counted below, once restored
+
 	// The request describes the call it asks about; it neither moves the
 	// tool (its status) nor takes back what the agent announced: input
 	// members and locations it leaves out stay (OpenCode asks with only
@@ -895,6 +906,7 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 	if len(tl.locations) == 0 {
 		tl.locations = locs
 	}
+	tl.changedSince(&before)
 	// What the announcement computed is what canonical gives below: the
 	// tool does not change in between.
 	name, input, known := d.announceTool(tl, false)
