@@ -42,20 +42,30 @@ type Decoder struct {
 	// that load until the next prompt); skipped counts the updates left
 	// out since SkippedHistory last reported them.
 	skipNext, skipping bool
-	skipped            int
+	// restarting: a restart note (noteRestart) came, the exit that follows
+	// is the restart's; anyStep: an assistant message exists in
+	// the session; turnStep: the current turn has an assistant step;
+	// stepResult: a tool of the current step reported its result. (The
+	// flags together: the decoder struct stays a size class smaller.)
+	restarting, anyStep, turnStep, stepResult bool
+	// general: every frame takes the general path (encoding/json, values
+	// marshalled to compare them) instead of the one-pass forms of the
+	// shapes most traffic has (fastmeta.go, lex.go); the tests compare
+	// the two.
+	general bool
+	skipped int
 
 	tools     shortmap.Map[*tool] // by ACP toolCallId, in the current turn's scope
 	toolSeq   int32
+	nspare    int32
 	spare     [spareTools]*tool // zeroed tools for the next turn's (resetTools)
-	nspare    int
-	callIDs   *recentIDs // canonical call ids used lately (see toolFor)
+	callIDs   *recentIDs        // canonical call ids used lately (see toolFor)
 	terminals shortmap.Map[*terminalInfo]
 
 	// decisions and writes are the decision and fs-write notes by request
 	// id key, held in place.
-	decisions  shortmap.Map[happyNote]
-	writes     shortmap.Map[happyNote]
-	restarting bool
+	decisions shortmap.Map[happyNote]
+	writes    shortmap.Map[happyNote]
 
 	// History replayed by session/load: consecutive user chunks make one
 	// prompt.
@@ -65,18 +75,10 @@ type Decoder struct {
 	userText  strings.Builder
 	userFiles []agent.PromptFile
 
-	anyStep    bool // an assistant message exists in the session
-	turnStep   bool // the current turn has an assistant step
-	stepResult bool // a tool of the current step reported its result
-	lastCost   *float64
-	stepCost   float64
-	heldUsage  *agent.Usage
+	lastCost  *float64
+	stepCost  float64
+	heldUsage *agent.Usage
 
-	// general: every frame takes the general path (encoding/json, values
-	// marshalled to compare them) instead of the one-pass forms of the
-	// shapes most traffic has (fastmeta.go, lex.go); the tests compare
-	// the two.
-	general bool
 	// gen numbers what the per-tool caches compute (toolcache.go).
 	gen uint64
 	// permOpts is the metadata form of the permission options last

@@ -203,8 +203,10 @@ func sameMerged(a, meta, part agent.Object) bool {
 }
 
 // spareTools is how many emptied tool structs a decoder keeps between
-// turns for the next turn's tools (toolFor).
-const spareTools = 4
+// turns for the next turn's tools (toolFor): eight of 512 bytes (and the
+// side caches some keep) hold at most a few KB per decoder, and a turn of
+// up to eight calls allocates none.
+const spareTools = 8
 
 // resetTools empties the turn's tool scope for the next turn: a map of a
 // few tools is cleared and kept (the space a map of up to eight entries
