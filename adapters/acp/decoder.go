@@ -147,9 +147,13 @@ type tool struct {
 	asking int32
 	// seq: the order of first appearance (an int32 with the counts above,
 	// the struct stays a size class smaller).
-	seq    int32
-	writes []agent.FileDiff
-	ann    announcement // the last ToolCall emitted, to skip repeats
+	seq int32
+	// contentGen counts the replacements of content (mergeFields), which
+	// may write the new items over the old ones in the tool's array: the
+	// caches keyed on the content (metaKey, diffsValue) know it by this.
+	contentGen uint32
+	writes     []agent.FileDiff
+	ann        announcement // the last ToolCall emitted, to skip repeats
 	// What the traffic says of the agent's own tool (tools.go): Claude's
 	// tool name in _meta (claude-code-acp), the title of the first
 	// announcement (OpenCode's tool name), a command's folder and
@@ -204,15 +208,15 @@ type toolSide struct {
 		v   any
 	}
 	// diffs: the diffs' metadata form, the diffs it was made from and
-	// the content and writes those were made from (diffsValue), these as
-	// their first elements and lengths, as metaKey keeps them (the side
-	// struct stays a size class smaller).
+	// the content and writes those were made from (diffsValue), as
+	// metaKey knows them (the content's generation, the writes' first
+	// element and length: the side struct stays a size class smaller).
 	diffs struct {
-		content           *toolContent
-		writes            *agent.FileDiff
-		nContent, nWrites int32
-		src               []agent.FileDiff
-		v                 any
+		writes     *agent.FileDiff
+		contentGen uint32
+		nWrites    int32
+		src        []agent.FileDiff
+		v          any
 	}
 }
 

@@ -699,27 +699,29 @@ func announcementJSON(ev *agent.ToolCall) string {
 }
 
 // metaKey is what a tool's part metadata is built from (partMeta): its
-// content, locations and writes, which are only ever replaced or
-// appended to, never changed in place, so the same slices hold the same
-// values. Each slice is kept as its first element and its length, which
-// is what sameSlice compares, rather than as the slice: the key is part
-// of every tool, and 40 bytes instead of 80 keep the tool struct a size
-// class smaller (docs/ARCHITECTURE.md "Mapping and delivery figures").
-// The first element keeps the array alive as the slice did.
+// content, locations and writes. The content is known by its generation
+// (tool.contentGen, counted at every replacement: an update may write new
+// content over the tool's own array, mergeFields); the locations and
+// writes are only ever replaced or appended to, never changed in place,
+// so the same slices hold the same values, and each is kept as its first
+// element and its length, which is what sameSlice compares, rather than
+// as the slice: the key is part of every tool, and 32 bytes instead of 80
+// keep the tool struct a size class smaller (docs/ARCHITECTURE.md
+// "Mapping and delivery figures"). The first element keeps the array
+// alive as the slice did.
 type metaKey struct {
-	content               *toolContent
-	locations             *location
-	writes                *agent.FileDiff
-	nContent, nLoc, nWrit int32
-	outContent            bool
+	locations   *location
+	writes      *agent.FileDiff
+	contentGen  uint32
+	nLoc, nWrit int32
+	outContent  bool
 }
 
 // metaKeyOf is the metaKey of the tool's current content, locations and
 // writes.
 func metaKeyOf(tl *tool) metaKey {
-	return metaKey{content: firstOf(tl.content), locations: firstOf(tl.locations), writes: firstOf(tl.writes),
-		nContent: int32(len(tl.content)), nLoc: int32(len(tl.locations)), nWrit: int32(len(tl.writes)),
-		outContent: tl.outContent}
+	return metaKey{locations: firstOf(tl.locations), writes: firstOf(tl.writes), contentGen: tl.contentGen,
+		nLoc: int32(len(tl.locations)), nWrit: int32(len(tl.writes)), outContent: tl.outContent}
 }
 
 // firstOf is the address of s's first element, nil for an empty s (two
@@ -880,8 +882,8 @@ func (d *Decoder) locationsValue(tl *tool) json.RawMessage {
 // representation, converted once for the same diffs (a tool's
 // announcement and its result carry the same ones) and shared by the
 // events that carry it. The diffs are made again only when the tool's
-// content or writes were replaced (they are never changed in place, as
-// metaKey has it).
+// content or writes were replaced (as metaKey tells them: the content's
+// generation, the writes' first element and length).
 func (d *Decoder) diffsValue(tl *tool) (any, bool) {
 	if d.general {
 		ds := tl.diffs()
@@ -891,7 +893,7 @@ func (d *Decoder) diffsValue(tl *tool) (any, bool) {
 		return nil, false
 	}
 	c := &tl.sideOf().diffs
-	if c.v != nil && c.content == firstOf(tl.content) && c.nContent == int32(len(tl.content)) &&
+	if c.v != nil && c.contentGen == tl.contentGen &&
 		c.writes == firstOf(tl.writes) && c.nWrites == int32(len(tl.writes)) {
 		return normalized{c.v}, true
 	}
@@ -904,7 +906,7 @@ func (d *Decoder) diffsValue(tl *tool) (any, bool) {
 		}
 		c.src, c.v = ds, v
 	}
-	c.content, c.nContent = firstOf(tl.content), int32(len(tl.content))
+	c.contentGen = tl.contentGen
 	c.writes, c.nWrites = firstOf(tl.writes), int32(len(tl.writes))
 	return normalized{c.v}, true
 }

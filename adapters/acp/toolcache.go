@@ -208,12 +208,18 @@ func sameMerged(a, meta, part agent.Object) bool {
 // up to eight calls allocates none.
 const spareTools = 8
 
+// spareContent is the most content items a spare tool keeps room for: a
+// larger array is let go, so what a decoder holds between turns stays a
+// few KB.
+const spareContent = 4
+
 // resetTools empties the turn's tool scope for the next turn: a map of a
 // few tools is cleared and kept (the space a map of up to eight entries
 // takes; emptied, it holds nothing), a larger one is let go, so what a
 // decoder holds between turns does not grow with the largest turn. Up to
-// spareTools of the turn's tool structs are zeroed (holding nothing) and
-// kept for the next turn's tools: nothing keeps a *tool past its turn
+// spareTools of the turn's tool structs are zeroed (holding nothing; a
+// content array of up to spareContent items is kept, zeroed) and kept for
+// the next turn's tools: nothing keeps a *tool past its turn
 // (events hold copies of its fields), so a struct of 512 bytes is not
 // allocated again per call (docs/ARCHITECTURE.md "Mapping and delivery
 // figures"). The general form allocates every tool anew.
@@ -227,7 +233,14 @@ func (d *Decoder) resetTools() {
 			if side != nil {
 				*side = toolSide{}
 			}
-			*tl = tool{side: side}
+			// The content's array too when it is small, its items zeroed
+			// (mergeFields writes a next tool's first content into it).
+			var content []toolContent
+			if cap(tl.content) <= spareContent {
+				content = tl.content[:cap(tl.content)]
+				clear(content)
+			}
+			*tl = tool{side: side, content: content[:0]}
 			d.spare[d.nspare] = tl
 			d.nspare++
 		}

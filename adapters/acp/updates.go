@@ -294,10 +294,11 @@ func (d *Decoder) mergeFields(kind string, tl *tool, u *obj) {
 			// The items are decoded into a buffer of the call's own first:
 			// content the same as the tool's (an update that repeats it)
 			// keeps the tool's slice, which the caches keyed on it
-			// (metaKey, diffsValue) then find unchanged, and is not
-			// allocated again. Otherwise the tool gets a new slice of
-			// exactly the items (a tool's content is replaced, never
-			// changed in place).
+			// (metaKey, diffsValue) then find unchanged. Other content is
+			// written over the tool's own array when it has room (nothing
+			// else holds the array: events copy what they take of it), else
+			// into a new array of exactly the items, and counted
+			// (contentGen) for those caches.
 			var cbuf [4]toolContent
 			fresh := cbuf[:0]
 			// Content that comes with (or after) the tool's start is its
@@ -319,11 +320,17 @@ func (d *Decoder) mergeFields(kind string, tl *tool, u *obj) {
 			switch {
 			case len(items) == 0:
 				tl.content = tl.content[:0:0]
+				tl.contentGen++
 			case len(fresh) > 0 && sameContent(fresh, tl.content):
 				// The same content: the tool's slice kept.
 			default:
-				tl.content = make([]toolContent, len(fresh))
+				if cap(tl.content) >= len(fresh) && len(fresh) > 0 {
+					tl.content = tl.content[:len(fresh)]
+				} else {
+					tl.content = make([]toolContent, len(fresh))
+				}
 				copy(tl.content, fresh)
+				tl.contentGen++
 			}
 			tl.noteHints()
 		}
