@@ -35,8 +35,7 @@ type Decoder struct {
 	agentName string             // initialize's agentInfo.name ("gemini-cli", "OpenCode", …)
 
 	turn    *turn // the prompt turn in flight, nil between turns
-	turns   int
-	loading bool // a session/load replays history (until the next prompt)
+	loading bool  // a session/load replays history (until the next prompt)
 	// skipNext: a history-known note armed the next session/load to leave
 	// its replay out; skipping: history updates are left out now (from
 	// that load until the next prompt); skipped counts the updates left
@@ -53,7 +52,9 @@ type Decoder struct {
 	// shapes most traffic has (fastmeta.go, lex.go); the tests compare
 	// the two.
 	general bool
-	skipped int
+	// turns counts the prompt turns (their ids); skipped: see above.
+	// (int32s together, as the flags.)
+	turns, skipped int32
 
 	tools     shortmap.Map[*tool] // by ACP toolCallId, in the current turn's scope
 	toolSeq   int32
@@ -68,12 +69,11 @@ type Decoder struct {
 	writes    shortmap.Map[happyNote]
 
 	// History replayed by session/load: consecutive user chunks make one
-	// prompt.
-	loadSeq   int
-	lastKind  string
-	userKey   string
-	userText  strings.Builder
-	userFiles []agent.PromptFile
+	// prompt (lastKind: the last update's kind; replay: the prompt being
+	// gathered, made by the first user chunk of a load, so a decoder that
+	// loads nothing is a size class smaller).
+	lastKind string
+	replay   *loadReplay
 
 	lastCost  *float64
 	stepCost  float64
@@ -88,6 +88,17 @@ type Decoder struct {
 		opts []PermissionOption
 		v    json.RawMessage
 	}
+}
+
+// loadReplay is the user prompt a session/load's history replay is
+// gathering from consecutive user chunks: its prompt id ("" for none since
+// the load began or the last other update), text and files, and the count
+// the ids are numbered by.
+type loadReplay struct {
+	seq   int
+	key   string
+	text  strings.Builder
+	files []agent.PromptFile
 }
 
 type ourRequest struct {
@@ -591,7 +602,7 @@ func (d *Decoder) startTurn(m jsonrpc.Message, p *obj) *turn {
 	}
 	d.endLoad()
 	d.turns++
-	t := &turn{id: "turn-" + strconv.Itoa(d.turns)}
+	t := &turn{id: "turn-" + strconv.Itoa(int(d.turns))}
 	d.turn = t
 	d.resetTools()
 	d.turnStep, d.stepResult = false, false
@@ -612,7 +623,7 @@ func (d *Decoder) startTurn(m jsonrpc.Message, p *obj) *turn {
 			files = append(files, f)
 		}
 	}
-	d.emit(&agent.UserPrompt{PromptID: "prompt-" + strconv.Itoa(d.turns), Text: strings.Join(texts, "\n"), Files: files})
+	d.emit(&agent.UserPrompt{PromptID: "prompt-" + strconv.Itoa(int(d.turns)), Text: strings.Join(texts, "\n"), Files: files})
 	return t
 }
 

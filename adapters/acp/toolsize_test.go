@@ -18,4 +18,9 @@ func TestToolStructSizes(t *testing.T) {
 	if n := unsafe.Sizeof(toolSide{}); n > 160 {
 		t.Errorf("toolSide is %d bytes, more than 160", n)
 	}
+	// The decoder struct of each session, 480 bytes, its size class
+	// exactly too (the next is 512).
+	if n := unsafe.Sizeof(Decoder{}); n > 480 {
+		t.Errorf("Decoder is %d bytes, more than 480", n)
+	}
 }

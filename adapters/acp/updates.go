@@ -143,7 +143,7 @@ var historyKinds = map[string]bool{"user_message_chunk": true, "agent_message_ch
 func (d *Decoder) SkippedHistory() int {
 	n := d.skipped
 	d.skipped = 0
-	return n
+	return int(n)
 }
 
 // inTurnOrLoad reports whether turn-scoped output is expected now; when it
@@ -190,19 +190,23 @@ func (d *Decoder) userChunk(kind string, u *obj, prev string, raw []byte) {
 		d.drop(kind, agent.DropOrphan, "user message outside a prompt turn or a session load", raw)
 		return
 	}
-	if prev != "user_message_chunk" || d.userKey == "" {
-		d.loadSeq++
-		d.userKey = "load-" + strconv.Itoa(d.loadSeq)
-		d.userText.Reset()
-		d.userFiles = nil
+	if d.replay == nil {
+		d.replay = &loadReplay{}
+	}
+	r := d.replay
+	if prev != "user_message_chunk" || r.key == "" {
+		r.seq++
+		r.key = "load-" + strconv.Itoa(r.seq)
+		r.text.Reset()
+		r.files = nil
 	}
 	if b.Type == "text" {
-		d.userText.WriteString(b.Text)
+		r.text.WriteString(b.Text)
 	} else if f, ok := b.promptFile(); ok {
-		d.userFiles = append(d.userFiles, f)
+		r.files = append(r.files, f)
 	}
 	d.turnStep, d.stepResult = false, false
-	d.emit(&agent.UserPrompt{PromptID: d.userKey, Text: d.userText.String(), Files: slices.Clone(d.userFiles)})
+	d.emit(&agent.UserPrompt{PromptID: r.key, Text: r.text.String(), Files: slices.Clone(r.files)})
 }
 
 func (d *Decoder) agentChunk(kind string, thought bool, u *obj, raw []byte) {
@@ -1073,5 +1077,7 @@ func (d *Decoder) usage(kind string, u *obj, raw []byte) {
 // endLoad ends a session/load's history replay.
 func (d *Decoder) endLoad() {
 	d.loading, d.skipping = false, false
-	d.userKey = ""
+	if d.replay != nil {
+		d.replay.key = ""
+	}
 }
