@@ -10,11 +10,13 @@ import (
 
 // This file keeps what a tool update would otherwise compute again from the
 // whole tool: the canonical name, input and metadata (canonical) until
-// what they are computed from changes, and the permission patterns of a
-// canonical input. An update that changes nothing they depend on (a status,
-// an output) costs a comparison of the fields, not a rebuild of the input
-// through encoding/json. The general form (Decoder.general) keeps none and
-// computes everything each time; the tests compare the two.
+// what they are computed from changes, which the tool counts in its
+// revision (changedSince). An update that changes nothing they depend on
+// (a status, an output) costs a comparison of the fields, not a rebuild of
+// the input through encoding/json. The permission patterns of a canonical
+// input are read in one pass (patternsOf), not kept. The general form
+// (Decoder.general) keeps none and computes everything each time; the
+// tests compare the two.
 
 // canonKey is everything of the tool buildCanonical reads: its fields, of
 // the content only its one diff (tl.diff: whether there is one, its old
