@@ -17,7 +17,7 @@ import (
 // object made apart when a member is left to toObject (a description not
 // in UTF-8).
 func TestPartMetaOver(t *testing.T) {
-	locs := []any{map[string]any{"path": "/a"}}
+	locs := json.RawMessage(`[{"path":"/a"}]`)
 	base := agent.Object{"providerTool": "Bash", "description": "from the canonical form"}
 	cases := []struct {
 		name string
@@ -28,9 +28,9 @@ func TestPartMetaOver(t *testing.T) {
 	}{
 		{"neither", partMetaMembers{}, nil, agent.Object{}, false},
 		{"base only", partMetaMembers{}, base, base, true},
-		{"part only", partMetaMembers{locations: normalized{locs}, hasLoc: true}, nil,
+		{"part only", partMetaMembers{locations: locs, hasLoc: true}, nil,
 			agent.Object{"locations": locs}, false},
-		{"both", partMetaMembers{locations: normalized{locs}, hasLoc: true, terminals: []string{"t1"}}, base,
+		{"both", partMetaMembers{locations: locs, hasLoc: true, terminals: []string{"t1"}}, base,
 			agent.Object{"providerTool": "Bash", "description": "from the canonical form", "locations": locs, "terminals": []any{"t1"}}, false},
 		{"the part's description over base's", partMetaMembers{desc: "pending text"}, base,
 			agent.Object{"providerTool": "Bash", "description": "pending text"}, false},

@@ -35,56 +35,70 @@ type Decoder struct {
 	agentName string             // initialize's agentInfo.name ("gemini-cli", "OpenCode", …)
 
 	turn    *turn // the prompt turn in flight, nil between turns
-	turns   int
-	loading bool // a session/load replays history (until the next prompt)
+	loading bool  // a session/load replays history (until the next prompt)
 	// skipNext: a history-known note armed the next session/load to leave
 	// its replay out; skipping: history updates are left out now (from
 	// that load until the next prompt); skipped counts the updates left
 	// out since SkippedHistory last reported them.
 	skipNext, skipping bool
-	skipped            int
-
-	tools     shortmap.Map[*tool] // by ACP toolCallId, in the current turn's scope
-	toolSeq   int
-	spare     [spareTools]*tool // zeroed tools for the next turn's (resetTools)
-	nspare    int
-	callIDs   *recentIDs // canonical call ids used lately (see toolFor)
-	terminals shortmap.Map[*terminalInfo]
-
-	// decisions and writes are the decision and fs-write notes by request
-	// id key, held in place.
-	decisions  shortmap.Map[happyNote]
-	writes     shortmap.Map[happyNote]
-	restarting bool
-
-	// History replayed by session/load: consecutive user chunks make one
-	// prompt.
-	loadSeq   int
-	lastKind  string
-	userKey   string
-	userText  strings.Builder
-	userFiles []agent.PromptFile
-
-	anyStep    bool // an assistant message exists in the session
-	turnStep   bool // the current turn has an assistant step
-	stepResult bool // a tool of the current step reported its result
-	lastCost   *float64
-	stepCost   float64
-	heldUsage  *agent.Usage
-
+	// restarting: a restart note (noteRestart) came, the exit that follows
+	// is the restart's; anyStep: an assistant message exists in
+	// the session; turnStep: the current turn has an assistant step;
+	// stepResult: a tool of the current step reported its result. (The
+	// flags together: the decoder struct stays a size class smaller.)
+	restarting, anyStep, turnStep, stepResult bool
 	// general: every frame takes the general path (encoding/json, values
 	// marshalled to compare them) instead of the one-pass forms of the
 	// shapes most traffic has (fastmeta.go, lex.go); the tests compare
 	// the two.
 	general bool
+	// turns counts the prompt turns (their ids); skipped: see above.
+	// (int32s together, as the flags.)
+	turns, skipped int32
+
+	tools     shortmap.Map[*tool] // by ACP toolCallId, in the current turn's scope
+	toolSeq   int32
+	nspare    int32
+	spare     [spareTools]*tool // zeroed tools for the next turn's (resetTools)
+	callIDs   *recentIDs        // canonical call ids used lately (see toolFor)
+	terminals shortmap.Map[*terminalInfo]
+
+	// decisions and writes are the decision and fs-write notes by request
+	// id key, held in place.
+	decisions shortmap.Map[happyNote]
+	writes    shortmap.Map[happyNote]
+
+	// History replayed by session/load: consecutive user chunks make one
+	// prompt (lastKind: the last update's kind; replay: the prompt being
+	// gathered, made by the first user chunk of a load, so a decoder that
+	// loads nothing is a size class smaller).
+	lastKind string
+	replay   *loadReplay
+
+	lastCost  *float64
+	stepCost  float64
+	heldUsage *agent.Usage
+
 	// gen numbers what the per-tool caches compute (toolcache.go).
 	gen uint64
 	// permOpts is the metadata form of the permission options last
-	// converted, shared by the events that carry it (permission).
+	// converted (their JSON text, optionsText), shared by the events that
+	// carry it (permission).
 	permOpts struct {
 		opts []PermissionOption
-		v    []any
+		v    json.RawMessage
 	}
+}
+
+// loadReplay is the user prompt a session/load's history replay is
+// gathering from consecutive user chunks: its prompt id ("" for none since
+// the load began or the last other update), text and files, and the count
+// the ids are numbered by.
+type loadReplay struct {
+	seq   int
+	key   string
+	text  strings.Builder
+	files []agent.PromptFile
 }
 
 type ourRequest struct {
@@ -126,7 +140,6 @@ type terminalInfo struct {
 type tool struct {
 	acpID     string
 	callID    string
-	seq       int // order of first appearance
 	kind      string
 	title     string
 	rawInput  json.RawMessage
@@ -135,21 +148,29 @@ type tool struct {
 	rawOutput json.RawMessage
 	status    string
 	perms     int32
+	// rev counts the changes of what the canonical form is computed from
+	// (changedSince), which canon was computed at.
+	rev uint32
 	// asking counts the agent's permission requests for the tool that
 	// happy has not answered yet: meanwhile an in_progress status is not
 	// the tool running (OpenCode reports it before the answer), since the
 	// transcript's tool waits for a decision.
 	asking int32
-	writes []agent.FileDiff
-	ann    announcement // the last ToolCall emitted, to skip repeats
+	// seq: the order of first appearance (an int32 with the counts above,
+	// the struct stays a size class smaller).
+	seq int32
+	// contentGen counts the replacements of content (mergeFields), which
+	// may write the new items over the old ones in the tool's array: the
+	// caches keyed on the content (metaKey, diffsValue) know it by this.
+	contentGen uint32
+	writes     []agent.FileDiff
+	ann        announcement // the last ToolCall emitted, to skip repeats
 	// What the traffic says of the agent's own tool (tools.go): Claude's
 	// tool name in _meta (claude-code-acp), the title of the first
 	// announcement (OpenCode's tool name), a command's folder and
 	// description from its content (Gemini CLI).
 	metaTool, firstTitle string
 	hintCwd, hintDesc    string
-	// gemini is the tool's name in a Gemini CLI call id, once geminiDone.
-	gemini string
 	// side: the caches only some tools use, allocated by the first use
 	// (sideOf) so a tool without them is smaller (toolSide).
 	side *toolSide
@@ -172,19 +193,21 @@ type tool struct {
 	// The flags, together (the struct stays a size class smaller):
 	// outContent: the content came with the tool's start or end, so it is
 	// output rather than a description; providerInput: the part's
-	// metadata has the agent's input; merged, geminiDone: see above.
+	// metadata has the agent's input; merged: an update was merged
+	// (mergeTool: the title of the first is firstTitle).
 	outContent, running, settled bool
 	merged, providerInput        bool
-	geminiDone                   bool
 }
 
 // toolSide holds a tool's caches that only some tools use (in the
-// captures, each by fewer than half of the tools): apart from
-// the tool, so that the tool struct of a call that needs none is a size
-// class smaller (docs/ARCHITECTURE.md "Mapping and delivery figures").
+// captures, about one tool in eight: an edit's diffs, an input that takes
+// a parse to compare): apart from the
+// tool, so that the tool struct of a call that needs none is a size
+// class smaller, and allocated only by a tool that needs one
+// (docs/ARCHITECTURE.md "Mapping and delivery figures").
 type toolSide struct {
 	// same: whether the agent's input raw and the canonical input are the
-	// same value, as last found (toolMetadata).
+	// same value, as last found by a parse (toolMetadata).
 	same struct {
 		raw, input []byte
 		ok, known  bool
@@ -195,24 +218,16 @@ type toolSide struct {
 		raw []byte
 		v   any
 	}
-	// pats: agent.ToolPatterns of a name and input, as last computed.
-	pats patternCache
-	// locs: the locations' metadata form and the slice it was made from
-	// (locationsValue).
-	locs struct {
-		src []location
-		v   any
-	}
 	// diffs: the diffs' metadata form, the diffs it was made from and
-	// the content and writes those were made from (diffsValue), these as
-	// their first elements and lengths, as metaKey keeps them (the side
-	// struct stays a size class smaller).
+	// the content and writes those were made from (diffsValue), as
+	// metaKey knows them (the content's generation, the writes' first
+	// element and length: the side struct stays a size class smaller).
 	diffs struct {
-		content           *toolContent
-		writes            *agent.FileDiff
-		nContent, nWrites int32
-		src               []agent.FileDiff
-		v                 any
+		writes     *agent.FileDiff
+		contentGen uint32
+		nWrites    int32
+		src        []agent.FileDiff
+		v          any
 	}
 }
 
@@ -587,7 +602,7 @@ func (d *Decoder) startTurn(m jsonrpc.Message, p *obj) *turn {
 	}
 	d.endLoad()
 	d.turns++
-	t := &turn{id: "turn-" + strconv.Itoa(d.turns)}
+	t := &turn{id: "turn-" + strconv.Itoa(int(d.turns))}
 	d.turn = t
 	d.resetTools()
 	d.turnStep, d.stepResult = false, false
@@ -608,7 +623,7 @@ func (d *Decoder) startTurn(m jsonrpc.Message, p *obj) *turn {
 			files = append(files, f)
 		}
 	}
-	d.emit(&agent.UserPrompt{PromptID: "prompt-" + strconv.Itoa(d.turns), Text: strings.Join(texts, "\n"), Files: files})
+	d.emit(&agent.UserPrompt{PromptID: "prompt-" + strconv.Itoa(int(d.turns)), Text: strings.Join(texts, "\n"), Files: files})
 	return t
 }
 

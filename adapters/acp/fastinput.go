@@ -13,7 +13,7 @@ import (
 // compares the two); the others (todos, questions) go to
 // agent.EncodeInput.
 func encodeInput(v any) json.RawMessage {
-	w := inputWriter{b: make([]byte, 0, 64)}
+	w := inputWriter{b: make([]byte, 0, inputSize(v))}
 	w.b = append(w.b, '{')
 	switch v := v.(type) {
 	case agent.BashInput:
@@ -59,6 +59,45 @@ func encodeInput(v any) json.RawMessage {
 		return agent.EncodeInput(v)
 	}
 	return append(w.b, '}')
+}
+
+// inputSize is room enough for encodeInput's JSON of v when its strings
+// need no escapes: their lengths and 56 bytes for the names, quotes and
+// numbers (an escape grows the slice as append does), so the input is
+// one allocation of about its size, not a slice grown by doubling.
+func inputSize(v any) int {
+	n := 56
+	add := func(p *string) {
+		if p != nil {
+			n += len(*p)
+		}
+	}
+	switch v := v.(type) {
+	case agent.BashInput:
+		n += len(v.Command) + len(v.Description) + len(v.Cwd)
+	case agent.ReadInput:
+		n += len(v.Path)
+	case agent.WriteInput:
+		n += len(v.Path)
+		add(v.Content)
+	case agent.EditInput:
+		n += len(v.Path) + len(v.Diff)
+		add(v.OldString)
+		add(v.NewString)
+	case agent.GlobInput:
+		n += len(v.Pattern) + len(v.Path)
+	case agent.GrepInput:
+		n += len(v.Pattern) + len(v.Path) + len(v.Glob)
+	case agent.FetchInput:
+		n += len(v.URL) + len(v.Prompt)
+	case agent.SearchInput:
+		n += len(v.Query)
+	case agent.TaskInput:
+		n += len(v.Description) + len(v.Prompt) + len(v.Agent)
+	case agent.PlanInput:
+		n += len(v.Plan)
+	}
+	return n
 }
 
 // inputWriter writes the members of a JSON object as encoding/json writes

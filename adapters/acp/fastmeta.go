@@ -78,34 +78,6 @@ func normalValue(v any) (any, bool) {
 			out[i] = s
 		}
 		return out, v != nil
-	case []location:
-		if v == nil {
-			return nil, false
-		}
-		out := make([]any, len(v))
-		for i, l := range v {
-			if !utf8.ValidString(l.Path) {
-				return nil, false
-			}
-			o := map[string]any{"path": l.Path}
-			if l.Line != nil {
-				o["line"] = json.Number(strconv.FormatInt(*l.Line, 10))
-			}
-			out[i] = o
-		}
-		return out, true
-	case []PermissionOption:
-		if v == nil {
-			return nil, false
-		}
-		out := make([]any, len(v))
-		for i, o := range v {
-			if !utf8.ValidString(o.OptionID) || !utf8.ValidString(o.Name) || !utf8.ValidString(o.Kind) {
-				return nil, false
-			}
-			out[i] = map[string]any{"optionId": o.OptionID, "name": o.Name, "kind": o.Kind}
-		}
-		return out, true
 	case []any:
 		if v == nil {
 			return nil, false
@@ -141,23 +113,113 @@ type normalized struct{ v any }
 // MarshalJSON marshals the value.
 func (n normalized) MarshalJSON() ([]byte, error) { return json.Marshal(n.v) }
 
-// optionsValue is a permission's options as its metadata holds them: the
-// options themselves for the general form (converted with the rest of
-// the metadata), else their JSON representation, converted once for the
-// same options (agents offer the same few choices on every request).
-func (d *Decoder) optionsValue(opts []PermissionOption) any {
+// optionsValue is a permission's options as its metadata holds them:
+// their JSON text (optionsText) for both forms, made once for the same
+// options by the one-pass form (agents offer the same few choices on
+// every request) and shared by the events that carry it, which nothing
+// changes.
+func (d *Decoder) optionsValue(opts []PermissionOption) json.RawMessage {
 	if d.general {
-		return opts
+		return optionsText(opts)
 	}
 	c := &d.permOpts
 	if c.v == nil || !slices.Equal(c.opts, opts) {
-		v, ok := normalValue(opts)
-		if !ok {
-			return opts
-		}
-		c.opts, c.v = slices.Clip(opts), v.([]any)
+		c.opts, c.v = slices.Clip(opts), optionsText(opts)
 	}
-	return normalized{c.v}
+	return c.v
+}
+
+// optionsText is the JSON text of a permission's options as the metadata
+// keeps it: an array of {"kind","name","optionId"} objects, the bytes
+// agent.EncodeEvent writes for the tree json.Marshal and a parse made of
+// them before (keys sorted; strings as encoding/json writes them without
+// HTML escaping, what is not UTF-8 as U+FFFD), so a transcript and an
+// event read the same as when the metadata held the tree ("null" for
+// nil). A list of objects per request cost a map per option; the text
+// is one allocation (docs/ARCHITECTURE.md "Mapping and delivery
+// figures").
+func optionsText(opts []PermissionOption) json.RawMessage {
+	if opts == nil {
+		return json.RawMessage("null")
+	}
+	n := 2
+	for _, o := range opts {
+		n += len(`{"kind":"","name":"","optionId":""},`) + len(o.Kind) + len(o.Name) + len(o.OptionID)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '[')
+	for i, o := range opts {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"kind":`...)
+		b = appendText(b, o.Kind)
+		b = append(b, `,"name":`...)
+		b = appendText(b, o.Name)
+		b = append(b, `,"optionId":`...)
+		b = appendText(b, o.OptionID)
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}
+
+// locationsText is the JSON text of a tool's locations as the metadata
+// keeps it: an array of {"line","path"} objects (no line for a location
+// without one), written as optionsText writes its objects ("null" for
+// nil).
+func locationsText(locs []location) json.RawMessage {
+	n := 4
+	for _, l := range locs {
+		n += len(`{"line":,"path":""},`) + len(l.Path)
+		if l.Line != nil {
+			n += 20
+		}
+	}
+	return appendLocations(make([]byte, 0, n), locs)
+}
+
+// appendLocations appends locationsText(locs) to dst.
+func appendLocations(dst []byte, locs []location) []byte {
+	if locs == nil {
+		return append(dst, "null"...)
+	}
+	dst = append(dst, '[')
+	for i, l := range locs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, '{')
+		if l.Line != nil {
+			dst = append(dst, `"line":`...)
+			dst = strconv.AppendInt(dst, *l.Line, 10)
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `"path":`...)
+		dst = appendText(dst, l.Path)
+		dst = append(dst, '}')
+	}
+	return append(dst, ']')
+}
+
+// appendText appends s as a JSON string as agent.EncodeEvent writes the
+// string a json.Marshal and a parse made of it: appendString's escapes,
+// but each byte that is not UTF-8 as the character U+FFFD itself (the
+// parse turns json.Marshal's \ufffd into it), not as an escape.
+func appendText(dst []byte, s string) []byte {
+	if utf8.ValidString(s) {
+		return appendString(dst, s)
+	}
+	v := make([]byte, 0, len(s)+8)
+	for i := 0; i < len(s); {
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 {
+			v = utf8.AppendRune(v, utf8.RuneError)
+		} else {
+			v = append(v, s[i:i+size]...)
+		}
+		i += size
+	}
+	return appendString(dst, string(v))
 }
 
 // sameOptions returns the options optionsValue converted last, when the
@@ -253,6 +315,11 @@ func tooDeep(raw []byte) bool {
 // toolMetadata is agent.ToolMetadata: the agent's name of the tool, and
 // its input when that is not the canonical input, kept as its text
 // (opaque, below) when it can be.
+//
+// Whether the two texts are the same value is kept per tool
+// (toolSide.same) only when it took a parse to tell: sameRaw reads most
+// texts in place without allocating, which costs less than the side
+// caches of a tool that needs them for nothing else.
 func (d *Decoder) toolMetadata(tl *tool, provider string, raw, input json.RawMessage) agent.Object {
 	if d.general || tooDeep(raw) || tooDeep(input) {
 		return providerInputText(agent.ToolMetadata(provider, raw, input), raw)
@@ -263,12 +330,14 @@ func (d *Decoder) toolMetadata(tl *tool, provider string, raw, input json.RawMes
 	if bytes.Equal(bytes.TrimSpace(raw), bytes.TrimSpace(input)) {
 		return providerOnly(provider) // the same text: the same value
 	}
-	c := &tl.sideOf().same
-	if c.known && bytes.Equal(c.raw, raw) && bytes.Equal(c.input, input) {
-		if c.ok {
-			return providerOnly(provider) // found the same value for the same texts before
+	if tl.side != nil {
+		c := &tl.side.same
+		if c.known && bytes.Equal(c.raw, raw) && bytes.Equal(c.input, input) {
+			if c.ok {
+				return providerOnly(provider) // found the same value for the same texts before
+			}
+			return d.withProviderInput(tl, provider, raw)
 		}
-		return d.withProviderInput(tl, provider, raw)
 	}
 	same, known := sameRaw(raw, input)
 	if !known {
@@ -287,9 +356,10 @@ func (d *Decoder) toolMetadata(tl *tool, provider string, raw, input json.RawMes
 		} else {
 			same = false // no canonical input: the agent's is kept
 		}
-	}
-	if len(bytes.TrimSpace(input)) > 0 {
-		c.raw, c.input, c.ok, c.known = raw, input, same, true
+		if len(bytes.TrimSpace(input)) > 0 {
+			c := &tl.sideOf().same
+			c.raw, c.input, c.ok, c.known = raw, input, same, true
+		}
 	}
 	if same && len(bytes.TrimSpace(input)) > 0 {
 		return providerOnly(provider)
@@ -482,12 +552,13 @@ var providerMetas = func() map[string]agent.Object {
 	return m
 }()
 
-// announcement is what a tool's last ToolCall said, to skip repeats.
+// announcement is what a tool's last ToolCall said, to skip repeats: the
+// event's fields (done: there was one). The general form keeps the event
+// and its head (name, title and input) as JSON in tool and title instead,
+// and nothing else: no field of its own for them, so the tool struct stays
+// a size class smaller (docs/ARCHITECTURE.md "Mapping and delivery
+// figures").
 type announcement struct {
-	// The general form: the event and its head (name, title and input)
-	// as JSON (apart, so the one-pass form's tool is smaller).
-	general *[2]string
-	// The one-pass form: the event's fields.
 	done        bool
 	tool, title string
 	input       json.RawMessage
@@ -499,10 +570,10 @@ type announcement struct {
 func (d *Decoder) repeats(a *announcement, ev *agent.ToolCall, head bool) bool {
 	if d.general {
 		if !head {
-			return a.general != nil && announcementJSON(ev) == a.general[0]
+			return a.done && announcementJSON(ev) == a.tool
 		}
 		sig, _ := json.Marshal(agent.ToolCall{Tool: ev.Tool, Title: ev.Title, Input: ev.Input})
-		return a.general != nil && string(sig) == a.general[1]
+		return a.done && string(sig) == a.title
 	}
 	if !a.done || a.tool != ev.Tool || a.title != ev.Title || !sameInput(a.input, ev.Input) {
 		return false
@@ -514,7 +585,7 @@ func (d *Decoder) repeats(a *announcement, ev *agent.ToolCall, head bool) bool {
 func (d *Decoder) remember(a *announcement, ev *agent.ToolCall) {
 	if d.general {
 		sig, _ := json.Marshal(agent.ToolCall{Tool: ev.Tool, Title: ev.Title, Input: ev.Input})
-		a.general = &[2]string{announcementJSON(ev), string(sig)}
+		*a = announcement{done: true, tool: announcementJSON(ev), title: string(sig)}
 		return
 	}
 	*a = announcement{done: true, tool: ev.Tool, title: ev.Title, input: ev.Input, meta: ev.Metadata}
@@ -628,27 +699,29 @@ func announcementJSON(ev *agent.ToolCall) string {
 }
 
 // metaKey is what a tool's part metadata is built from (partMeta): its
-// content, locations and writes, which are only ever replaced or
-// appended to, never changed in place, so the same slices hold the same
-// values. Each slice is kept as its first element and its length, which
-// is what sameSlice compares, rather than as the slice: the key is part
-// of every tool, and 40 bytes instead of 80 keep the tool struct a size
-// class smaller (docs/ARCHITECTURE.md "Mapping and delivery figures").
-// The first element keeps the array alive as the slice did.
+// content, locations and writes. The content is known by its generation
+// (tool.contentGen, counted at every replacement: an update may write new
+// content over the tool's own array, mergeFields); the locations and
+// writes are only ever replaced or appended to, never changed in place,
+// so the same slices hold the same values, and each is kept as its first
+// element and its length, which is what sameSlice compares, rather than
+// as the slice: the key is part of every tool, and 32 bytes instead of 80
+// keep the tool struct a size class smaller (docs/ARCHITECTURE.md
+// "Mapping and delivery figures"). The first element keeps the array
+// alive as the slice did.
 type metaKey struct {
-	content               *toolContent
-	locations             *location
-	writes                *agent.FileDiff
-	nContent, nLoc, nWrit int32
-	outContent            bool
+	locations   *location
+	writes      *agent.FileDiff
+	contentGen  uint32
+	nLoc, nWrit int32
+	outContent  bool
 }
 
 // metaKeyOf is the metaKey of the tool's current content, locations and
 // writes.
 func metaKeyOf(tl *tool) metaKey {
-	return metaKey{content: firstOf(tl.content), locations: firstOf(tl.locations), writes: firstOf(tl.writes),
-		nContent: int32(len(tl.content)), nLoc: int32(len(tl.locations)), nWrit: int32(len(tl.writes)),
-		outContent: tl.outContent}
+	return metaKey{locations: firstOf(tl.locations), writes: firstOf(tl.writes), contentGen: tl.contentGen,
+		nLoc: int32(len(tl.locations)), nWrit: int32(len(tl.writes)), outContent: tl.outContent}
 }
 
 // firstOf is the address of s's first element, nil for an empty s (two
@@ -785,43 +858,22 @@ func sameAt(v any, raw []byte) (same, ok bool) {
 }
 
 // locationsValue is the tool's locations as its part metadata holds them:
-// the locations themselves for the general form, else their JSON
-// representation, converted once for the same locations (a tool's
-// locations are replaced, never changed in place: the same slice holds
-// the same values; an update that repeats them in a new slice has the
-// same values, sameLocations, and shares the converted form).
-func (d *Decoder) locationsValue(tl *tool) any {
+// their JSON text (locationsText) for both forms. The one-pass form
+// writes it into a buffer of its own first and shares the text of the
+// tool's last announcement (tl.meta.obj) when it is the same (an update
+// that repeats or keeps the locations): no allocation, and no cache of
+// the tool's side (toolSide) for it. The text is shared by the events
+// that carry it, which nothing changes.
+func (d *Decoder) locationsValue(tl *tool) json.RawMessage {
 	if d.general {
-		return tl.locations
+		return locationsText(tl.locations)
 	}
-	c := &tl.sideOf().locs
-	if c.v == nil || !sameLocations(c.src, tl.locations) {
-		v, ok := normalValue(tl.locations)
-		if !ok {
-			return tl.locations
-		}
-		c.src, c.v = tl.locations, v
+	var buf [256]byte
+	b := appendLocations(buf[:0], tl.locations)
+	if last, ok := tl.meta.obj["locations"].(json.RawMessage); ok && bytes.Equal(last, b) {
+		return last
 	}
-	return normalized{c.v}
-}
-
-// sameLocations reports whether a and b hold the same paths and lines in
-// the same order (both nil or both non-nil: a nil list converts to
-// nothing).
-func sameLocations(a, b []location) bool {
-	if (a == nil) != (b == nil) || len(a) != len(b) {
-		return false
-	}
-	if len(a) == 0 || &a[0] == &b[0] {
-		return true
-	}
-	for i := range a {
-		if a[i].Path != b[i].Path || (a[i].Line == nil) != (b[i].Line == nil) ||
-			(a[i].Line != nil && *a[i].Line != *b[i].Line) {
-			return false
-		}
-	}
-	return true
+	return bytes.Clone(b)
 }
 
 // diffsValue is the tool's diffs (tl.diffs) as its metadata holds them,
@@ -830,8 +882,8 @@ func sameLocations(a, b []location) bool {
 // representation, converted once for the same diffs (a tool's
 // announcement and its result carry the same ones) and shared by the
 // events that carry it. The diffs are made again only when the tool's
-// content or writes were replaced (they are never changed in place, as
-// metaKey has it).
+// content or writes were replaced (as metaKey tells them: the content's
+// generation, the writes' first element and length).
 func (d *Decoder) diffsValue(tl *tool) (any, bool) {
 	if d.general {
 		ds := tl.diffs()
@@ -841,7 +893,7 @@ func (d *Decoder) diffsValue(tl *tool) (any, bool) {
 		return nil, false
 	}
 	c := &tl.sideOf().diffs
-	if c.v != nil && c.content == firstOf(tl.content) && c.nContent == int32(len(tl.content)) &&
+	if c.v != nil && c.contentGen == tl.contentGen &&
 		c.writes == firstOf(tl.writes) && c.nWrites == int32(len(tl.writes)) {
 		return normalized{c.v}, true
 	}
@@ -854,7 +906,7 @@ func (d *Decoder) diffsValue(tl *tool) (any, bool) {
 		}
 		c.src, c.v = ds, v
 	}
-	c.content, c.nContent = firstOf(tl.content), int32(len(tl.content))
+	c.contentGen = tl.contentGen
 	c.writes, c.nWrites = firstOf(tl.writes), int32(len(tl.writes))
 	return normalized{c.v}, true
 }

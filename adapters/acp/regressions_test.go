@@ -41,9 +41,10 @@ func TestB18PermissionBeforeToolCall(t *testing.T) {
 	if b := tp.State.Block; b == nil || b.Decision != agent.DecisionReject || b.Reason != "" {
 		t.Errorf("rejected block: %+v", tp.State.Block)
 	}
-	var opts []any
+	var opts []any // the options are kept as their JSON text (optionsText)
 	if tp.State.Block != nil {
-		opts, _ = tp.State.Block.Metadata["options"].([]any)
+		raw, _ := tp.State.Block.Metadata["options"].(json.RawMessage)
+		_ = json.Unmarshal(raw, &opts)
 	}
 	if len(opts) != 3 {
 		t.Errorf("the prompt shows %d options, want 3", len(opts))

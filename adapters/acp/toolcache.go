@@ -3,7 +3,6 @@ package acp
 import (
 	"bytes"
 	"encoding/json"
-	"slices"
 
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/jsonlex"
@@ -11,45 +10,78 @@ import (
 
 // This file keeps what a tool update would otherwise compute again from the
 // whole tool: the canonical name, input and metadata (canonical) until
-// what they are computed from changes, and the permission patterns of a
-// canonical input. An update that changes nothing they depend on (a status,
-// an output) costs a comparison of the fields, not a rebuild of the input
-// through encoding/json. The general form (Decoder.general) keeps none and
-// computes everything each time; the tests compare the two.
+// what they are computed from changes, which the tool counts in its
+// revision (changedSince). An update that changes nothing they depend on
+// (a status, an output) costs a comparison of the fields, not a rebuild of
+// the input through encoding/json. The permission patterns of a canonical
+// input are read in one pass (patternsOf), not kept. The general form
+// (Decoder.general) keeps none and computes everything each time; the
+// tests compare the two.
 
-// canonKey is everything buildCanonical reads: the tool's fields, whether
-// the agent is OpenCode (isOpenCode), of the content only its one diff (tl.diff: whether there
-// is one, its old and new text), of the locations only the first one's
-// path (pathOf).
+// canonKey is everything of the tool buildCanonical reads: its fields, of
+// the content only its one diff (tl.diff: whether there is one, its old
+// and new text), of the locations only the first one's path (pathOf).
+// It is taken on the stack around what changes those fields (fieldsOf,
+// mergeTool), which counts a change in the tool's revision (tool.rev):
+// the cache holds the revision, not the key, so that the tool struct is
+// smaller by the key's 160 bytes (docs/ARCHITECTURE.md "Mapping and
+// delivery figures").
 type canonKey struct {
-	rawInput                                 []byte
-	locPath                                  string
-	diffOld                                  *string
-	diffNew                                  string
-	kind, title, metaTool, firstTitle        string
-	hintCwd, hintDesc                        string
-	hasLoc, hasDiff, providerInput, opencode bool
+	rawInput                          []byte
+	locPath                           string
+	diffOld                           *string
+	diffNew                           string
+	kind, title, metaTool, firstTitle string
+	hintCwd, hintDesc                 string
+	hasLoc, hasDiff                   bool
+}
+
+// fieldsOf is the canonKey of the tool's fields as they are.
+func fieldsOf(tl *tool) canonKey {
+	key := canonKey{rawInput: tl.rawInput, kind: tl.kind, title: tl.title,
+		metaTool: tl.metaTool, firstTitle: tl.firstTitle,
+		hintCwd: tl.hintCwd, hintDesc: tl.hintDesc}
+	if len(tl.locations) > 0 {
+		key.hasLoc, key.locPath = true, tl.locations[0].Path
+	}
+	if df := tl.diff(); df != nil {
+		key.hasDiff, key.diffOld, key.diffNew = true, df.OldText, df.NewText
+	}
+	return key
 }
 
 func (k *canonKey) same(o *canonKey) bool {
 	return (k.rawInput == nil) == (o.rawInput == nil) && bytes.Equal(k.rawInput, o.rawInput) &&
 		k.hasLoc == o.hasLoc && k.locPath == o.locPath &&
 		k.hasDiff == o.hasDiff && k.diffNew == o.diffNew && sameText(k.diffOld, o.diffOld) && k.kind == o.kind && k.title == o.title &&
-		k.metaTool == o.metaTool && k.firstTitle == o.firstTitle && k.opencode == o.opencode &&
-		k.hintCwd == o.hintCwd && k.hintDesc == o.hintDesc && k.providerInput == o.providerInput
+		k.metaTool == o.metaTool && k.firstTitle == o.firstTitle &&
+		k.hintCwd == o.hintCwd && k.hintDesc == o.hintDesc
+}
+
+// changedSince counts a change of the fields buildCanonical reads in the
+// tool's revision: before is their key before the change (fieldsOf).
+// Every change of those fields after the tool's first canonical form is
+// made through mergeTool or followed by this (permission).
+func (tl *tool) changedSince(before *canonKey) {
+	if after := fieldsOf(tl); !after.same(before) {
+		tl.rev++
+	}
 }
 
 // canonCache is a tool's canonical name, input and metadata as last
-// computed, with what they were computed from and their generation.
+// computed, with what they were computed from (the tool's revision,
+// whether the agent is OpenCode, isOpenCode, and whether the metadata
+// has the agent's input) and their generation.
 //
 // gen is never 0 once computed (Decoder.gen counts from 1): 0 is none yet,
 // without a flag of its own, which would take a word of every tool.
 type canonCache struct {
-	key   canonKey
-	gen   uint64
-	name  string
-	input json.RawMessage
-	meta  agent.Object
+	gen                     uint64
+	rev                     uint32
+	opencode, providerInput bool
+	name                    string
+	input                   json.RawMessage
+	meta                    agent.Object
 }
 
 // canonicalOf is canonical without the copy: the metadata it returns is
@@ -61,49 +93,30 @@ func (d *Decoder) canonicalOf(tl *tool) (string, json.RawMessage, agent.Object, 
 		name, input, meta := d.buildCanonical(tl)
 		return name, input, meta, 0
 	}
-	key := canonKey{rawInput: tl.rawInput, kind: tl.kind, title: tl.title,
-		metaTool: tl.metaTool, firstTitle: tl.firstTitle, opencode: d.isOpenCode(),
-		hintCwd: tl.hintCwd, hintDesc: tl.hintDesc, providerInput: tl.providerInput}
-	if len(tl.locations) > 0 {
-		key.hasLoc, key.locPath = true, tl.locations[0].Path
-	}
-	if df := tl.diff(); df != nil {
-		key.hasDiff, key.diffOld, key.diffNew = true, df.OldText, df.NewText
-	}
-	if c := &tl.canon; c.gen != 0 && c.key.same(&key) {
+	opencode := d.isOpenCode()
+	if c := &tl.canon; c.gen != 0 && c.rev == tl.rev && c.opencode == opencode && c.providerInput == tl.providerInput {
 		return c.name, c.input, c.meta, c.gen
 	}
 	name, input, meta := d.buildCanonical(tl)
 	// Once computed, providerInput is what it stays for the same fields:
 	// a metadata with the agent's input set it.
-	key.providerInput = tl.providerInput
 	d.gen++
-	tl.canon = canonCache{key: key, gen: d.gen, name: name, input: input, meta: meta}
+	tl.canon = canonCache{gen: d.gen, rev: tl.rev, opencode: opencode, providerInput: tl.providerInput,
+		name: name, input: input, meta: meta}
 	return name, input, meta, d.gen
 }
 
-// patternCache is agent.ToolPatterns of a name and input, as last
-// computed.
-type patternCache struct {
-	done     bool
-	name     string
-	input    []byte
-	patterns []string
-	ok       bool
-}
-
-// toolPatterns is agent.ToolPatterns(name, input), kept per tool while
-// the name and input stay the same; the patterns are the caller's own.
-func (d *Decoder) toolPatterns(tl *tool, name string, input json.RawMessage) ([]string, bool) {
+// toolPatterns is agent.ToolPatterns(name, input), read in one pass by
+// the one-pass form (patternsOf); the patterns are the caller's own. It
+// is not kept per tool: a tool is asked about once or twice, and the
+// patterns cost a slice either way (kept, they were copied for each
+// caller), while a cache of them took the tool's side caches (toolSide)
+// for a tool that needs them for nothing else.
+func (d *Decoder) toolPatterns(name string, input json.RawMessage) ([]string, bool) {
 	if d.general {
 		return agent.ToolPatterns(name, input)
 	}
-	c := &tl.sideOf().pats
-	if !c.done || c.name != name || (c.input == nil) != (input == nil) || !bytes.Equal(c.input, input) {
-		p, ok := patternsOf(name, input)
-		*c = patternCache{done: true, name: name, input: input, patterns: p, ok: ok}
-	}
-	return slices.Clone(c.patterns), c.ok
+	return patternsOf(name, input)
 }
 
 // sameText reports whether a and b are both nil or the same text.
@@ -192,16 +205,24 @@ func sameMerged(a, meta, part agent.Object) bool {
 }
 
 // spareTools is how many emptied tool structs a decoder keeps between
-// turns for the next turn's tools (toolFor).
-const spareTools = 4
+// turns for the next turn's tools (toolFor): eight of 512 bytes (and the
+// side caches some keep) hold at most a few KB per decoder, and a turn of
+// up to eight calls allocates none.
+const spareTools = 8
+
+// spareContent is the most content items a spare tool keeps room for: a
+// larger array is let go, so what a decoder holds between turns stays a
+// few KB.
+const spareContent = 4
 
 // resetTools empties the turn's tool scope for the next turn: a map of a
 // few tools is cleared and kept (the space a map of up to eight entries
 // takes; emptied, it holds nothing), a larger one is let go, so what a
 // decoder holds between turns does not grow with the largest turn. Up to
-// spareTools of the turn's tool structs are zeroed (holding nothing) and
-// kept for the next turn's tools: nothing keeps a *tool past its turn
-// (events hold copies of its fields), so a struct of 760 bytes is not
+// spareTools of the turn's tool structs are zeroed (holding nothing; a
+// content array of up to spareContent items is kept, zeroed) and kept for
+// the next turn's tools: nothing keeps a *tool past its turn
+// (events hold copies of its fields), so a struct of 512 bytes is not
 // allocated again per call (docs/ARCHITECTURE.md "Mapping and delivery
 // figures"). The general form allocates every tool anew.
 func (d *Decoder) resetTools() {
@@ -214,7 +235,14 @@ func (d *Decoder) resetTools() {
 			if side != nil {
 				*side = toolSide{}
 			}
-			*tl = tool{side: side}
+			// The content's array too when it is small, its items zeroed
+			// (mergeFields writes a next tool's first content into it).
+			var content []toolContent
+			if cap(tl.content) <= spareContent {
+				content = tl.content[:cap(tl.content)]
+				clear(content)
+			}
+			*tl = tool{side: side, content: content[:0]}
 			d.spare[d.nspare] = tl
 			d.nspare++
 		}

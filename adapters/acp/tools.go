@@ -128,15 +128,11 @@ func (d *Decoder) agentTool(tl *tool) (name, table string) {
 	if tl.metaTool != "" {
 		return strings.TrimPrefix(tl.metaTool, "mcp__acp__"), "claude"
 	}
-	if !tl.geminiDone {
-		// The call id does not change: matched once.
-		if t1, t2, ok := geminiParts(tl.acpID); ok && t1 == t2 {
-			tl.gemini = t1
-		}
-		tl.geminiDone = true
-	}
-	if tl.gemini != "" {
-		return tl.gemini, "gemini"
+	// Read from the call id each time (without allocating): the canonical
+	// form is computed again only when the tool changed (canonicalOf), and
+	// a field for it would take 16 bytes of every tool.
+	if t1, t2, ok := geminiParts(tl.acpID); ok && t1 == t2 {
+		return t1, "gemini"
 	}
 	if d.isOpenCode() && tl.firstTitle != "" {
 		return tl.firstTitle, "opencode"

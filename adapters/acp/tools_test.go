@@ -120,7 +120,9 @@ func TestProviderInputStaysCurrent(t *testing.T) {
 	d := NewDecoder()
 	tl := &tool{acpID: "t", kind: "read", rawInput: json.RawMessage(`{"file_path":"/a"}`)}
 	_, _, m1 := d.canonical(tl)
+	before := fieldsOf(tl)
 	tl.rawInput = json.RawMessage(`{"path":"/b"}`)
+	tl.changedSince(&before) // as mergeTool counts a change
 	_, in, m2 := d.canonical(tl)
 	if m1[agent.MetaProviderInput] == nil || string(in) != `{"path":"/b"}` {
 		t.Fatalf("first %v, then %s", m1, in)

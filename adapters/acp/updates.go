@@ -1,6 +1,8 @@
 package acp
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"maps"
@@ -141,7 +143,7 @@ var historyKinds = map[string]bool{"user_message_chunk": true, "agent_message_ch
 func (d *Decoder) SkippedHistory() int {
 	n := d.skipped
 	d.skipped = 0
-	return n
+	return int(n)
 }
 
 // inTurnOrLoad reports whether turn-scoped output is expected now; when it
@@ -188,19 +190,23 @@ func (d *Decoder) userChunk(kind string, u *obj, prev string, raw []byte) {
 		d.drop(kind, agent.DropOrphan, "user message outside a prompt turn or a session load", raw)
 		return
 	}
-	if prev != "user_message_chunk" || d.userKey == "" {
-		d.loadSeq++
-		d.userKey = "load-" + strconv.Itoa(d.loadSeq)
-		d.userText.Reset()
-		d.userFiles = nil
+	if d.replay == nil {
+		d.replay = &loadReplay{}
+	}
+	r := d.replay
+	if prev != "user_message_chunk" || r.key == "" {
+		r.seq++
+		r.key = "load-" + strconv.Itoa(r.seq)
+		r.text.Reset()
+		r.files = nil
 	}
 	if b.Type == "text" {
-		d.userText.WriteString(b.Text)
+		r.text.WriteString(b.Text)
 	} else if f, ok := b.promptFile(); ok {
-		d.userFiles = append(d.userFiles, f)
+		r.files = append(r.files, f)
 	}
 	d.turnStep, d.stepResult = false, false
-	d.emit(&agent.UserPrompt{PromptID: d.userKey, Text: d.userText.String(), Files: slices.Clone(d.userFiles)})
+	d.emit(&agent.UserPrompt{PromptID: r.key, Text: r.text.String(), Files: slices.Clone(r.files)})
 }
 
 func (d *Decoder) agentChunk(kind string, thought bool, u *obj, raw []byte) {
@@ -241,8 +247,16 @@ func selfMap(keys ...string) map[string]string {
 // mergeTool applies the fields of a ToolCall or ToolCallUpdate to tl.
 // Fields the schema lets a reader default on error (kind, status, content
 // and location items) are defaulted or skipped; each skipped item is
-// recorded as a Dropped.
+// recorded as a Dropped. A change of what the canonical form is computed
+// from counts in the tool's revision (changedSince).
 func (d *Decoder) mergeTool(kind string, tl *tool, u *obj) {
+	before := fieldsOf(tl)
+	d.mergeFields(kind, tl, u)
+	tl.changedSince(&before)
+}
+
+// mergeFields is mergeTool, the fields applied.
+func (d *Decoder) mergeFields(kind string, tl *tool, u *obj) {
 	if b, plain := d.plainStr(u.get("title")); plain && string(b) == tl.title {
 		// The same title again: the string the tool has is kept.
 		if !tl.merged {
@@ -281,10 +295,16 @@ func (d *Decoder) mergeTool(kind string, tl *tool, u *obj) {
 		if items, ok := d.array(buf[:0], raw); !ok {
 			d.drop(kind, agent.DropInvalidField, "tool content is not an array", raw)
 		} else {
-			tl.content = tl.content[:0:0]
-			if len(items) > 0 {
-				tl.content = make([]toolContent, 0, len(items))
-			}
+			// The items are decoded into a buffer of the call's own first:
+			// content the same as the tool's (an update that repeats it)
+			// keeps the tool's slice, which the caches keyed on it
+			// (metaKey, diffsValue) then find unchanged. Other content is
+			// written over the tool's own array when it has room (nothing
+			// else holds the array: events copy what they take of it), else
+			// into a new array of exactly the items, and counted
+			// (contentGen) for those caches.
+			var cbuf [4]toolContent
+			fresh := cbuf[:0]
 			// Content that comes with (or after) the tool's start is its
 			// output; before that, agents put a description there.
 			st, _ := d.enum(u.get("status"), validStatus) // only the schema's statuses count below
@@ -299,7 +319,22 @@ func (d *Decoder) mergeTool(kind string, tl *tool, u *obj) {
 					d.drop(kind+":content", reason, err.Error(), it)
 					continue
 				}
-				tl.content = append(tl.content, c)
+				fresh = append(fresh, c)
+			}
+			switch {
+			case len(items) == 0:
+				tl.content = tl.content[:0:0]
+				tl.contentGen++
+			case len(fresh) > 0 && sameContent(fresh, tl.content):
+				// The same content: the tool's slice kept.
+			default:
+				if cap(tl.content) >= len(fresh) && len(fresh) > 0 {
+					tl.content = tl.content[:len(fresh)]
+				} else {
+					tl.content = make([]toolContent, len(fresh))
+				}
+				copy(tl.content, fresh)
+				tl.contentGen++
 			}
 			tl.noteHints()
 		}
@@ -374,7 +409,7 @@ func (d *Decoder) sortedTools() []*tool {
 	for tl := range d.tools.Values() {
 		out = append(out, tl)
 	}
-	slices.SortFunc(out, func(a, b *tool) int { return a.seq - b.seq })
+	slices.SortFunc(out, func(a, b *tool) int { return cmp.Compare(a.seq, b.seq) })
 	return out
 }
 
@@ -471,7 +506,8 @@ func (d *Decoder) partMetaOver(pm *partMetaMembers, base agent.Object) agent.Obj
 // partMetaMembers are the members of a tool's part metadata, before they
 // make an object: each present or not.
 type partMetaMembers struct {
-	locations, diffs any
+	locations        json.RawMessage // locationsValue: their JSON text
+	diffs            any
 	desc             string
 	terminals        []string
 	hasLoc, hasDiffs bool
@@ -517,8 +553,9 @@ func (pm *partMetaMembers) has(k string) bool {
 	return false
 }
 
-// putNormal sets the members in m, converted as normalize converts them;
-// false when one is not (m is then partly set, for the caller to drop).
+// putNormal sets the members in m, converted as normalize converts them
+// (the locations are their text, set as they are); false when one is not
+// (m is then partly set, for the caller to drop).
 func (pm *partMetaMembers) putNormal(m agent.Object) bool {
 	put := func(k string, v any) bool {
 		n, ok := normalValue(v)
@@ -527,23 +564,25 @@ func (pm *partMetaMembers) putNormal(m agent.Object) bool {
 		}
 		return ok
 	}
-	return (!pm.hasLoc || put("locations", pm.locations)) &&
-		(pm.desc == "" || put("description", pm.desc)) &&
+	if pm.hasLoc {
+		m["locations"] = pm.locations
+	}
+	return (pm.desc == "" || put("description", pm.desc)) &&
 		(!pm.hasDiffs || put("diffs", pm.diffs)) &&
 		(len(pm.terminals) == 0 || put("terminals", pm.terminals))
 }
 
 // sameOver reports whether o, an object announcedMeta made over base,
-// is the one these members make over base: the same members, the
-// converted values of locations and diffs the very ones (the per-tool
-// caches of locationsValue and diffsValue), the description and terminal
-// ids equal, and base's other members. It is false whenever it cannot
-// tell, and the object is made again.
+// is the one these members make over base: the same members, the text
+// of the locations the same, the converted diffs the very ones (the
+// per-tool cache of diffsValue), the description and terminal ids equal,
+// and base's other members. It is false whenever it cannot tell, and the
+// object is made again.
 func (pm *partMetaMembers) sameOver(o, base agent.Object) bool {
 	n := 0
 	if pm.hasLoc {
-		loc, ok := pm.locations.(normalized)
-		if !ok || !sameShared(o["locations"], loc.v) {
+		loc, ok := o["locations"].(json.RawMessage)
+		if !ok || !bytes.Equal(loc, pm.locations) {
 			return false
 		}
 		n++
@@ -597,10 +636,9 @@ func (d *Decoder) buildPartMeta(pm partMetaMembers) agent.Object {
 	if n == 0 {
 		return nil
 	}
+	// The locations are their JSON text, set once the rest is made (a
+	// conversion, normalize or toObject, would parse them).
 	m := make(map[string]any, n)
-	if pm.hasLoc {
-		m["locations"] = pm.locations
-	}
 	if pm.desc != "" {
 		m["description"] = pm.desc
 	}
@@ -610,7 +648,10 @@ func (d *Decoder) buildPartMeta(pm partMetaMembers) agent.Object {
 	if len(pm.terminals) > 0 {
 		m["terminals"] = pm.terminals
 	}
-	return d.object(m)
+	if !pm.hasLoc {
+		return d.object(m)
+	}
+	return withOpaque(d.object(m), "locations", pm.locations)
 }
 
 // text renders the tool's content blocks (text, images as Markdown).
@@ -859,7 +900,9 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 		d.beginOutput()
 	}
 	status, input, locs := tl.status, tl.rawInput, tl.locations
-	d.mergeTool(kind, tl, &tc)
+	before := fieldsOf(tl)
+	d.mergeFields(kind, tl, &tc) // the change counted below, once restored
+
 	// The request describes the call it asks about; it neither moves the
 	// tool (its status) nor takes back what the agent announced: input
 	// members and locations it leaves out stay (OpenCode asks with only
@@ -874,6 +917,7 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 	if len(tl.locations) == 0 {
 		tl.locations = locs
 	}
+	tl.changedSince(&before)
 	// What the announcement computed is what canonical gives below: the
 	// tool does not change in between.
 	name, input, known := d.announceTool(tl, false)
@@ -883,7 +927,7 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 		permID = tl.callID + "#permission-" + strconv.Itoa(int(tl.perms))
 	}
 	patterns := tl.patterns()
-	meta := map[string]any{"options": d.optionsValue(opts)}
+	meta := map[string]any{}
 	if tl.title != "" {
 		meta["title"] = tl.title
 	}
@@ -901,7 +945,7 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 	if !known {
 		name, input, _, _ = d.canonicalOf(tl) // the metadata is not used: not copied
 	}
-	if p, ok := d.toolPatterns(tl, name, input); ok {
+	if p, ok := d.toolPatterns(name, input); ok {
 		patterns = p
 		if name == agent.ToolRead || name == agent.ToolWrite || name == agent.ToolEdit {
 			// Every file the tool touches (a move has two): a deny rule
@@ -915,7 +959,7 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 	}
 	d.emit(&agent.ToolBlocked{CallID: tl.callID, Tool: name, Input: input,
 		Permission: &agent.PermissionRequest{ID: permID, Permission: name,
-			Patterns: patterns, Always: slices.Clone(patterns), Metadata: withOpaque(d.object(meta), "rawInput", rawIn)}})
+			Patterns: patterns, Always: slices.Clone(patterns), Metadata: withOpaque(withOpaque(d.object(meta), "rawInput", rawIn), "options", d.optionsValue(opts))}})
 	d.theirs.Put(key, agentRequest{method: kind, callID: tl.callID, options: opts})
 	tl.asking++
 }
@@ -1033,5 +1077,7 @@ func (d *Decoder) usage(kind string, u *obj, raw []byte) {
 // endLoad ends a session/load's history replay.
 func (d *Decoder) endLoad() {
 	d.loading, d.skipping = false, false
-	d.userKey = ""
+	if d.replay != nil {
+		d.replay.key = ""
+	}
 }
