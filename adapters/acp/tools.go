@@ -466,15 +466,30 @@ func (tl *tool) noteHints() {
 // todoItems reads a todo list given as rawInput (Claude's, OpenCode's and
 // Gemini's todo tools: {content|description, status, priority?, id?}).
 func todoItems(raw json.RawMessage) []agent.TodoItem {
+	var buf [16]json.RawMessage
+	if items, ok := objectList(buf[:0], raw); ok {
+		out := make([]agent.TodoItem, 0, len(items))
+		for _, el := range items {
+			it, _ := members(el) // null: no members
+			out = append(out, todoItem(&it))
+		}
+		return out
+	}
+	// Not a list of objects (an element of another type is an empty
+	// item): read by encoding/json.
 	var items []map[string]json.RawMessage
 	_ = json.Unmarshal(raw, &items)
 	out := make([]agent.TodoItem, 0, len(items))
 	for _, m := range items {
-		it := objOf(m)
-		out = append(out, agent.TodoItem{ID: first(it, "id"), Content: first(it, "content", "description"),
-			Status: agent.TodoStatus(first(it, "status")), Priority: agent.TodoPriority(first(it, "priority"))})
+		out = append(out, todoItem(objOf(m)))
 	}
 	return out
+}
+
+// todoItem is one item of a todo list.
+func todoItem(it *obj) agent.TodoItem {
+	return agent.TodoItem{ID: first(it, "id"), Content: first(it, "content", "description"),
+		Status: agent.TodoStatus(first(it, "status")), Priority: agent.TodoPriority(first(it, "priority"))}
 }
 
 // questionInfos reads questions given as rawInput ({question, header,
@@ -506,19 +521,30 @@ func rawOutputText(raw json.RawMessage) string {
 	if s, ok := str(raw); ok {
 		return s
 	}
-	var blocks []map[string]json.RawMessage
-	// Only an array (or null) can be a list of blocks: anything else is
-	// not worth a second scan by encoding/json.
-	if t := bytes.TrimSpace(raw); len(t) > 0 && (t[0] == '[' || t[0] == 'n') && json.Unmarshal(raw, &blocks) == nil {
-		var parts []string
-		for _, m := range blocks {
-			b := objOf(m)
-			if t, _ := str(b.get("type")); t == "text" {
-				parts = append(parts, first(b, "text"))
+	// Only an array (or null) can be a list of blocks.
+	if t := bytes.TrimSpace(raw); len(t) > 0 && (t[0] == '[' || t[0] == 'n') {
+		var buf [16]json.RawMessage
+		if blocks, ok := objectList(buf[:0], t); ok {
+			var pbuf [4]string
+			parts := pbuf[:0]
+			for _, el := range blocks {
+				b, _ := members(el) // null: no members
+				if isTextType(b.get("type")) {
+					parts = append(parts, first(&b, "text"))
+				}
 			}
+			return strings.Join(parts, "\n")
 		}
-		return strings.Join(parts, "\n")
+		// Not a list of blocks: what objectList does not read,
+		// json.Unmarshal into []map[string]json.RawMessage (what this
+		// read before) fails on too.
 	}
+	return objectOutput(raw)
+}
+
+// objectOutput is the output an object rawOutput holds (see
+// rawOutputText), "" for anything else.
+func objectOutput(raw json.RawMessage) string {
 	o, ok := members(raw)
 	if !ok {
 		return ""
@@ -530,6 +556,45 @@ func rawOutputText(raw json.RawMessage) string {
 		return s
 	}
 	return first(&o, "content", "error")
+}
+
+// isTextType reports whether raw is the JSON string "text" (written plainly,
+// looked at in place, or with escapes).
+func isTextType(raw json.RawMessage) bool {
+	if string(raw) == `"text"` {
+		return true
+	}
+	s, _ := str(raw)
+	return s == "text"
+}
+
+// objectList splits raw, a JSON array of objects, into its elements as
+// json.Unmarshal into a []map[string]json.RawMessage reads it: each
+// element an object or null (which has no members), appended to dst[:0]
+// (a buffer on the caller's stack), read in place (raw is a member of a
+// frame jsonrpc validated). ok is false where that Unmarshal fails (raw is
+// neither an array nor null, or an element is neither an object nor
+// null), and where raw is not read in place (not structurally complete,
+// nested deeper than encoding/json reads): the caller takes the
+// encoding/json way then. Null gives no elements.
+func objectList(dst []json.RawMessage, raw []byte) ([]json.RawMessage, bool) {
+	raw = bytes.TrimSpace(raw)
+	if string(raw) == "null" {
+		return dst[:0], true
+	}
+	if len(raw) == 0 || raw[0] != '[' || tooDeep(raw) {
+		return nil, false
+	}
+	items, ok := splitArray(dst[:0], raw)
+	if !ok {
+		return nil, false
+	}
+	for _, el := range items {
+		if el[0] != '{' && string(el) != "null" {
+			return nil, false
+		}
+	}
+	return items, true
 }
 
 // isOpenCode reports whether the agent is OpenCode (its agentInfo name),
