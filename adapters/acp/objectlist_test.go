@@ -6,14 +6,12 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/happy-dev/happy/agent"
 )
 
-// rawOutputTextJSON and todoItemsJSON are rawOutputText's list of blocks
-// and todoItems as they read their lists before objectList: by
-// json.Unmarshal into a []map[string]json.RawMessage. ok is false where
-// rawOutputTextJSON took no list (the Unmarshal failed).
+// rawOutputTextJSON is rawOutputText's list of blocks as it was read
+// before objectList: by json.Unmarshal into a []map[string]json.RawMessage
+// (todoItemsJSON is todoItems' reading). ok is false where it took no list
+// (the Unmarshal failed).
 func rawOutputTextJSON(raw json.RawMessage) (string, bool) {
 	var blocks []map[string]json.RawMessage
 	if t := bytes.TrimSpace(raw); len(t) == 0 || (t[0] != '[' && t[0] != 'n') || json.Unmarshal(raw, &blocks) != nil {
@@ -36,16 +34,6 @@ func rawOutputTextRest(raw json.RawMessage) string {
 		return s
 	}
 	return objectOutput(raw)
-}
-
-func todoItemsJSON(raw json.RawMessage) []agent.TodoItem {
-	var items []map[string]json.RawMessage
-	_ = json.Unmarshal(raw, &items)
-	out := make([]agent.TodoItem, 0, len(items))
-	for _, m := range items {
-		out = append(out, todoItem(objOf(m)))
-	}
-	return out
 }
 
 var objectListSeeds = []string{

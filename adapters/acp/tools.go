@@ -477,6 +477,14 @@ func todoItems(raw json.RawMessage) []agent.TodoItem {
 	}
 	// Not a list of objects (an element of another type is an empty
 	// item): read by encoding/json.
+	return todoItemsJSON(raw)
+}
+
+// todoItemsJSON is todoItems read by json.Unmarshal into a
+// []map[string]json.RawMessage, as every list was before objectList
+// (FuzzObjectList compares the two): an element of another type is an
+// empty item, anything but an array no items.
+func todoItemsJSON(raw json.RawMessage) []agent.TodoItem {
 	var items []map[string]json.RawMessage
 	_ = json.Unmarshal(raw, &items)
 	out := make([]agent.TodoItem, 0, len(items))
