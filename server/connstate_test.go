@@ -11,10 +11,10 @@ import (
 )
 
 // TestCloseDoesNotWaitForUnusedConnections: a connection that never sent a
-// request (a browser's preconnect) does not hold Close up: it is closed
-// once newConnGrace old. net/http counts such a connection as busy for its
-// first five seconds, as long as Close's own shutdown timeout, so before,
-// Close failed with "context deadline exceeded" and left it open.
+// request (a browser's preconnect) does not hold Close up: it is closed at
+// shutdown. net/http counts such a connection as busy for its first five
+// seconds, as long as Close's own shutdown timeout, so before, Close
+// failed with "context deadline exceeded" and left it open.
 func TestCloseDoesNotWaitForUnusedConnections(t *testing.T) {
 	for _, name := range []string{"silent", "half a request line"} {
 		t.Run(name, func(t *testing.T) {
