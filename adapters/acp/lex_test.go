@@ -24,12 +24,25 @@ func bothWays(t *testing.T, name string, frames []jsonrpc.Frame) int {
 	fast, slow := NewDecoder(), NewDecoder()
 	slow.general = true
 	var a, b []agent.Event
+	var seen []string // each one-pass event encoded as it came out
 	for _, f := range frames {
-		a = append(a, fast.Decode(f)...)
+		evs := fast.Decode(f)
+		for _, e := range evs {
+			seen = append(seen, dumpEvent(e))
+		}
+		a = append(a, evs...)
 		b = append(b, slow.Decode(f)...)
 	}
 	a = append(a, fast.Finish()...)
 	b = append(b, slow.Finish()...)
+	// The one pass shares values between events and keeps arrays a later
+	// update writes over (spare tools, content written in place): an
+	// event must read at the end as it did when it came out.
+	for i := range seen {
+		if now := dumpEvent(a[i]); now != seen[i] {
+			t.Fatalf("%s: event %d changed after it came out:\nthen %s\nnow  %s", name, i, seen[i], now)
+		}
+	}
 	if !reflect.DeepEqual(a, b) {
 		for i := range min(len(a), len(b)) {
 			if !reflect.DeepEqual(a[i], b[i]) {
