@@ -191,12 +191,21 @@ func TestDaemonEventAPIFollowsASpawnedSession(t *testing.T) {
 			break
 		}
 	}
-	// The daemon's documents are the session's own.
+	// The daemon's documents are the session's own, once the daemon has
+	// the events the session sent after the idle status (its session
+	// document's update comes next: the golden stream below has it).
 	for _, path := range []string{"/session", "/session/" + eventIDHash.FindString(seed) + "/message"} {
-		dc, db := apiGet(t, api, token, path)
-		cc, cb := apiGet(t, child, token, path)
-		if dc != 200 || cc != 200 || db != cb || len(db) < 10 {
-			t.Fatalf("GET %s: daemon %d %s\nsession %d %s", path, dc, db, cc, cb)
+		var dc, cc int
+		var db, cb string
+		same := func() bool {
+			dc, db = apiGet(t, api, token, path)
+			cc, cb = apiGet(t, child, token, path)
+			return dc == 200 && cc == 200 && db == cb && len(db) >= 10
+		}
+		for deadline := time.Now().Add(30 * time.Second); !same(); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("GET %s: daemon %d %s\nsession %d %s", path, dc, db, cc, cb)
+			}
 		}
 	}
 	if m := fc.mismatch(t); m != "" {
