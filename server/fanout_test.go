@@ -159,13 +159,7 @@ func TestFanoutRestsWhileOthersPost(t *testing.T) {
 	for _, others := range []bool{false, true} {
 		t.Run(fmt.Sprint("others=", others), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				var starts []time.Duration
-				t0 := time.Now()
-				f := newFanout(nil)
-				f.write = func(round []outItem) {
-					starts = append(starts, time.Since(t0))
-					time.Sleep(10 * time.Millisecond) // the round's writes
-				}
+				f, startsp := timedFanout()
 				if others {
 					f.working("b")
 				}
@@ -177,6 +171,7 @@ func TestFanoutRestsWhileOthersPost(t *testing.T) {
 				if others {
 					gap = 100 * time.Millisecond
 				}
+				starts := *startsp
 				if len(starts) != 2 || starts[1]-starts[0] != gap {
 					t.Fatalf("rounds began at %v, want %v apart", starts, gap)
 				}
@@ -211,13 +206,7 @@ func TestFanoutRestsWithinActiveWindow(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				var starts []time.Duration
-				t0 := time.Now()
-				f := newFanout(nil)
-				f.write = func(round []outItem) {
-					starts = append(starts, time.Since(t0))
-					time.Sleep(10 * time.Millisecond)
-				}
+				f, startsp := timedFanout()
 				if tc.postAt < 0 {
 					f.working("a")
 					f.worked("a")
@@ -234,6 +223,7 @@ func TestFanoutRestsWithinActiveWindow(t *testing.T) {
 				}
 				f.flush(time.Minute)
 				synctest.Wait()
+				starts := *startsp
 				if len(starts) != 2 || starts[1]-starts[0] != tc.gap {
 					t.Fatalf("rounds began at %v, want %v apart", starts, tc.gap)
 				}
@@ -474,4 +464,18 @@ func TestRestAfter(t *testing.T) {
 			t.Errorf("restAfter(%v, %g) = %v, want %v", tc.d, tc.share, got, tc.want)
 		}
 	}
+}
+
+// timedFanout is a fanout whose rounds each take 10 ms of (synctest)
+// time, and the start of every round since the call, read after the
+// rounds ran.
+func timedFanout() (*fanout, *[]time.Duration) {
+	var starts []time.Duration
+	t0 := time.Now()
+	f := newFanout(nil)
+	f.write = func(round []outItem) {
+		starts = append(starts, time.Since(t0))
+		time.Sleep(10 * time.Millisecond) // the round's writes
+	}
+	return f, &starts
 }
