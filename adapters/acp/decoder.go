@@ -58,9 +58,7 @@ type Decoder struct {
 
 	tools     shortmap.Map[*tool] // by ACP toolCallId, in the current turn's scope
 	toolSeq   int32
-	nspare    int32
-	spare     [spareTools]*tool // zeroed tools for the next turn's (resetTools)
-	callIDs   *recentIDs        // canonical call ids used lately (see toolFor)
+	callIDs   *recentIDs // canonical call ids used lately (see toolFor)
 	terminals shortmap.Map[*terminalInfo]
 
 	// decisions and writes are the decision and fs-write notes by request

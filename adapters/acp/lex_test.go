@@ -3,11 +3,14 @@ package acp
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/happy-dev/happy/adapters/jsonrpc"
@@ -36,7 +39,7 @@ func bothWays(t *testing.T, name string, frames []jsonrpc.Frame) int {
 	a = append(a, fast.Finish()...)
 	b = append(b, slow.Finish()...)
 	// The one pass shares values between events and keeps arrays a later
-	// update writes over (spare tools, content written in place): an
+	// update writes over (pooled tools, content written in place): an
 	// event must read at the end as it did when it came out.
 	for i := range seen {
 		if now := dumpEvent(a[i]); now != seen[i] {
@@ -76,8 +79,8 @@ func TestOnePassCaptures(t *testing.T) {
 			t.Fatalf("%s: no events", name)
 		}
 		// Three times to one decoder, as MapTraffic's x10 feeds it: the
-		// tools of later turns reuse the spare tool structs of earlier
-		// ones (resetTools), which must hold nothing of them.
+		// tools of later turns reuse the tool structs earlier ones gave
+		// back (resetTools, toolPool), which must hold nothing of them.
 		var thrice []jsonrpc.Frame
 		for range 3 {
 			thrice = append(thrice, frames...)
@@ -86,6 +89,61 @@ func TestOnePassCaptures(t *testing.T) {
 	}
 	for name, frames := range regressionCases(t) {
 		bothWays(t, name, frames)
+	}
+}
+
+// TestDecodersShareToolPool decodes every capture in several goroutines
+// at once, a decoder each, as a daemon runs sessions: the tool structs
+// one decoder gives back at a turn's end (toolPool) are taken by the
+// others. Each run's events, encoded once the run is over, must be those
+// of the same capture decoded alone; a *tool kept past its turn would
+// show here as a changed event, and under -race as a data race.
+func TestDecodersShareToolPool(t *testing.T) {
+	type capture struct {
+		name   string
+		frames []jsonrpc.Frame
+		want   []string
+	}
+	var caps []capture
+	decodeAll := func(frames []jsonrpc.Frame) []string {
+		dec := NewDecoder()
+		var evs []agent.Event
+		for _, f := range frames {
+			evs = append(evs, dec.Decode(f)...)
+		}
+		evs = append(evs, dec.Finish()...)
+		out := make([]string, len(evs))
+		for i, e := range evs {
+			out[i] = dumpEvent(e)
+		}
+		return out
+	}
+	for _, name := range captures {
+		frames, _, err := readFrames(bytes.NewReader(readCapture(t, name)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		caps = append(caps, capture{name, frames, decodeAll(frames)})
+	}
+	const workers, rounds = 4, 5
+	errs := make(chan string, workers*rounds*len(caps))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for r := range rounds {
+				for i := range caps {
+					c := caps[(i+w)%len(caps)]
+					if got := decodeAll(c.frames); !slices.Equal(got, c.want) {
+						errs <- fmt.Sprintf("worker %d round %d: %s: events differ from the capture decoded alone", w, r, c.name)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
 

@@ -3,6 +3,7 @@ package acp
 import (
 	"bytes"
 	"encoding/json"
+	"sync"
 
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/jsonlex"
@@ -204,33 +205,31 @@ func sameMerged(a, meta, part agent.Object) bool {
 	return true
 }
 
-// spareTools is how many emptied tool structs a decoder keeps between
-// turns for the next turn's tools (toolFor): eight of 512 bytes (and the
-// side caches some keep) hold at most a few KB per decoder, and a turn of
-// up to eight calls allocates none.
-const spareTools = 8
-
-// spareContent is the most content items a spare tool keeps room for: a
-// larger array is let go, so what a decoder holds between turns stays a
-// few KB.
+// spareContent is the most content items an emptied tool keeps room for:
+// a larger array is let go, so what the pool of emptied tools holds stays
+// a few KB per tool.
 const spareContent = 4
+
+// toolPool holds emptied tool structs (*tool) for any decoder's next
+// tools: a turn's tools go back at its end (resetTools), so a decoder's
+// tools after its first turn, and a new session's first tools once
+// another session ended a turn, cost no allocation of their 512 bytes.
+// sync.Pool lets the GC empty it: an idle process keeps none.
+var toolPool = sync.Pool{New: func() any { return new(tool) }}
 
 // resetTools empties the turn's tool scope for the next turn: a map of a
 // few tools is cleared and kept (the space a map of up to eight entries
 // takes; emptied, it holds nothing), a larger one is let go, so what a
-// decoder holds between turns does not grow with the largest turn. Up to
-// spareTools of the turn's tool structs are zeroed (holding nothing; a
-// content array of up to spareContent items is kept, zeroed) and kept for
-// the next turn's tools: nothing keeps a *tool past its turn
-// (events hold copies of its fields), so a struct of 512 bytes is not
-// allocated again per call (docs/ARCHITECTURE.md "Mapping and delivery
-// figures"). The general form allocates every tool anew.
+// decoder holds between turns does not grow with the largest turn. The
+// turn's tool structs are zeroed (holding nothing; a content array of up
+// to spareContent items is kept, zeroed) and put in toolPool for the next
+// tools of any decoder: nothing keeps a *tool past its turn (events hold
+// copies of its fields), so a struct of 512 bytes is not allocated again
+// per call (docs/ARCHITECTURE.md "Mapping and delivery figures"). The
+// general form allocates every tool anew and gives none back.
 func (d *Decoder) resetTools() {
 	if !d.general {
 		for tl := range d.tools.Values() {
-			if d.nspare == spareTools {
-				break
-			}
 			side := tl.side // kept, emptied, for the next tool's caches
 			if side != nil {
 				*side = toolSide{}
@@ -243,21 +242,17 @@ func (d *Decoder) resetTools() {
 				clear(content)
 			}
 			*tl = tool{side: side, content: content[:0]}
-			d.spare[d.nspare] = tl
-			d.nspare++
+			toolPool.Put(tl)
 		}
 	}
 	d.tools.Clear()
 }
 
-// newTool returns a zero tool: a spare one kept by resetTools, or a new
-// one.
+// newTool returns a zero tool: an emptied one from toolPool, or a new
+// one (always new in the general form).
 func (d *Decoder) newTool() *tool {
-	if d.nspare > 0 {
-		d.nspare--
-		tl := d.spare[d.nspare]
-		d.spare[d.nspare] = nil
-		return tl
+	if d.general {
+		return &tool{}
 	}
-	return &tool{}
+	return toolPool.Get().(*tool)
 }
