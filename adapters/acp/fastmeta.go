@@ -320,23 +320,23 @@ func tooDeep(raw []byte) bool {
 // (toolSide.same) only when it took a parse to tell: sameRaw reads most
 // texts in place without allocating, which costs less than the side
 // caches of a tool that needs them for nothing else.
-func (d *Decoder) toolMetadata(tl *tool, provider string, raw, input json.RawMessage) agent.Object {
+func (d *Decoder) toolMetadata(tl *tool, provider string, raw, input json.RawMessage) (meta agent.Object, deferred bool) {
 	if d.general || tooDeep(raw) || tooDeep(input) {
-		return providerInputText(agent.ToolMetadata(provider, raw, input), raw)
+		return providerInputText(agent.ToolMetadata(provider, raw, input), raw), false
 	}
 	if isNull(raw) {
-		return providerOnly(provider)
+		return providerOnly(provider), false
 	}
 	if bytes.Equal(bytes.TrimSpace(raw), bytes.TrimSpace(input)) {
-		return providerOnly(provider) // the same text: the same value
+		return providerOnly(provider), false // the same text: the same value
 	}
 	if tl.side != nil {
 		c := &tl.side.same
 		if c.known && bytes.Equal(c.raw, raw) && bytes.Equal(c.input, input) {
 			if c.ok {
-				return providerOnly(provider) // found the same value for the same texts before
+				return providerOnly(provider), false // found the same value for the same texts before
 			}
-			return d.withProviderInput(tl, provider, raw)
+			return d.deferProviderInput(tl, provider, raw)
 		}
 	}
 	same, known := sameRaw(raw, input)
@@ -344,13 +344,13 @@ func (d *Decoder) toolMetadata(tl *tool, provider string, raw, input json.RawMes
 		// Left to the parse of both.
 		rv, err := jsonlex.ParseAny(raw)
 		if err != nil {
-			return providerInputText(agent.ToolMetadata(provider, raw, input), raw)
+			return providerInputText(agent.ToolMetadata(provider, raw, input), raw), false
 		}
 		same = len(bytes.TrimSpace(input)) == 0
 		if !same {
 			cv, err := jsonlex.ParseAny(input)
 			if err != nil {
-				return providerInputText(agent.ToolMetadata(provider, raw, input), raw)
+				return providerInputText(agent.ToolMetadata(provider, raw, input), raw), false
 			}
 			same = reflect.DeepEqual(rv, cv)
 		} else {
@@ -362,9 +362,55 @@ func (d *Decoder) toolMetadata(tl *tool, provider string, raw, input json.RawMes
 		}
 	}
 	if same && len(bytes.TrimSpace(input)) > 0 {
-		return providerOnly(provider)
+		return providerOnly(provider), false
 	}
-	return d.withProviderInput(tl, provider, raw)
+	return d.deferProviderInput(tl, provider, raw)
+}
+
+// deferProviderInput is withProviderInput left to be made (deferred:
+// canonCache.deferred) when it can be made later from the tool's fields
+// alone: the input kept as its text, or parsed now into the tool's cache.
+// An input the parse refuses makes its metadata now (not deferred).
+func (d *Decoder) deferProviderInput(tl *tool, provider string, raw json.RawMessage) (agent.Object, bool) {
+	if _, ok := opaque(raw); ok {
+		return nil, true
+	}
+	if _, ok := d.parsedInput(tl, raw); ok {
+		return nil, true
+	}
+	return d.withProviderInput(tl, provider, raw), false
+}
+
+// parsedInput is raw parsed (jsonlex.ParseAny), kept per tool
+// (toolSide.parsed) for the same text; ok is false when the parse fails.
+func (d *Decoder) parsedInput(tl *tool, raw json.RawMessage) (any, bool) {
+	p := &tl.sideOf().parsed
+	if p.raw == nil || !bytes.Equal(p.raw, raw) {
+		v, err := jsonlex.ParseAny(raw)
+		if err != nil {
+			return nil, false
+		}
+		p.raw, p.v = raw, v
+	}
+	return p.v, true
+}
+
+// putProviderInput sets withProviderInput's members in m; false when the
+// input's parse fails (m then unchanged).
+func (d *Decoder) putProviderInput(m agent.Object, tl *tool, provider string, raw json.RawMessage) bool {
+	var v any
+	if rv, ok := opaque(raw); ok {
+		v = rv
+	} else if pv, ok := d.parsedInput(tl, raw); ok {
+		v = pv
+	} else {
+		return false
+	}
+	if provider != "" {
+		m[agent.MetaProviderTool] = provider
+	}
+	m[agent.MetaProviderInput] = v
+	return true
 }
 
 // withProviderInput is the metadata {"providerTool": provider,
@@ -372,22 +418,9 @@ func (d *Decoder) toolMetadata(tl *tool, provider string, raw, input json.RawMes
 // its text when opaque keeps it, else parsed (kept per tool: toolSide.parsed).
 func (d *Decoder) withProviderInput(tl *tool, provider string, raw json.RawMessage) agent.Object {
 	m := agent.Object{}
-	if provider != "" {
-		m[agent.MetaProviderTool] = provider
+	if !d.putProviderInput(m, tl, provider, raw) {
+		return agent.ToolMetadata(provider, raw, nil)
 	}
-	if rv, ok := opaque(raw); ok {
-		m[agent.MetaProviderInput] = rv
-		return m
-	}
-	p := &tl.sideOf().parsed
-	if p.raw == nil || !bytes.Equal(p.raw, raw) {
-		v, err := jsonlex.ParseAny(raw)
-		if err != nil {
-			return agent.ToolMetadata(provider, raw, nil)
-		}
-		p.raw, p.v = raw, v
-	}
-	m[agent.MetaProviderInput] = p.v
 	return m
 }
 

@@ -76,13 +76,19 @@ func (tl *tool) changedSince(before *canonKey) {
 //
 // gen is never 0 once computed (Decoder.gen counts from 1): 0 is none yet,
 // without a flag of its own, which would take a word of every tool.
+//
+// deferred: meta is nil and stands for the metadata withProviderInput
+// makes of the tool's fields ({"providerTool": provider, "providerInput":
+// the agent's input}), not made yet: an announcement that merges it with
+// the part's members puts its two members straight into the one object
+// it makes (partMetaOver), and canonMeta makes it when it is wanted alone.
 type canonCache struct {
-	gen                     uint64
-	rev                     uint32
-	opencode, providerInput bool
-	name                    string
-	input                   json.RawMessage
-	meta                    agent.Object
+	gen                               uint64
+	rev                               uint32
+	opencode, providerInput, deferred bool
+	name                              string
+	input                             json.RawMessage
+	meta                              agent.Object
 }
 
 // canonicalOf is canonical without the copy: the metadata it returns is
@@ -91,20 +97,40 @@ type canonCache struct {
 // metadata.
 func (d *Decoder) canonicalOf(tl *tool) (string, json.RawMessage, agent.Object, uint64) {
 	if d.general {
-		name, input, meta := d.buildCanonical(tl)
+		name, input, meta, _ := d.buildCanonical(tl)
 		return name, input, meta, 0
 	}
+	name, input, gen := d.canonicalDeferred(tl)
+	return name, input, d.canonMeta(tl, gen), gen
+}
+
+// canonicalDeferred is canonicalOf (one-pass form) without the metadata,
+// which may not be made yet (canonCache.deferred): canonMeta makes it,
+// partMetaOver merges it.
+func (d *Decoder) canonicalDeferred(tl *tool) (string, json.RawMessage, uint64) {
 	opencode := d.isOpenCode()
 	if c := &tl.canon; c.gen != 0 && c.rev == tl.rev && c.opencode == opencode && c.providerInput == tl.providerInput {
-		return c.name, c.input, c.meta, c.gen
+		return c.name, c.input, c.gen
 	}
-	name, input, meta := d.buildCanonical(tl)
+	name, input, meta, deferred := d.buildCanonical(tl)
 	// Once computed, providerInput is what it stays for the same fields:
 	// a metadata with the agent's input set it.
 	d.gen++
 	tl.canon = canonCache{gen: d.gen, rev: tl.rev, opencode: opencode, providerInput: tl.providerInput,
-		name: name, input: input, meta: meta}
-	return name, input, meta, d.gen
+		deferred: deferred, name: name, input: input, meta: meta}
+	return name, input, d.gen
+}
+
+// canonMeta returns the canonical metadata of the tool's cache, of
+// generation gen (what canonicalDeferred returned), made now and kept when
+// it was deferred.
+func (d *Decoder) canonMeta(tl *tool, gen uint64) agent.Object {
+	c := &tl.canon
+	if c.deferred && c.gen == gen {
+		provider, raw := d.providerOf(tl)
+		c.meta, c.deferred = d.withProviderInput(tl, provider, raw), false
+	}
+	return c.meta
 }
 
 // toolPatterns is agent.ToolPatterns(name, input), read in one pass by

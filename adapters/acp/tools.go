@@ -148,8 +148,24 @@ func (d *Decoder) canonical(tl *tool) (string, json.RawMessage, agent.Object) {
 	return name, input, maps.Clone(meta)
 }
 
-// buildCanonical is canonical, computed.
-func (d *Decoder) buildCanonical(tl *tool) (string, json.RawMessage, agent.Object) {
+// providerOf is what buildCanonical reads the tool's metadata from: the
+// agent's name of the tool, else its kind, and its raw input as an object
+// (nil for none).
+func (d *Decoder) providerOf(tl *tool) (provider string, raw json.RawMessage) {
+	provider, _ = d.agentTool(tl)
+	if provider == "" {
+		provider = tl.kind
+	}
+	if tl.rawInput != nil {
+		raw = objectOr(tl.rawInput)
+	}
+	return provider, raw
+}
+
+// buildCanonical is canonical, computed. In the one-pass form, the
+// metadata withProviderInput would make is left to be made (deferred; nil
+// meta), for canonMeta or partMetaOver.
+func (d *Decoder) buildCanonical(tl *tool) (string, json.RawMessage, agent.Object, bool) {
 	own, table := d.agentTool(tl)
 	in, _ := members(tl.rawInput)
 	var name string
@@ -183,15 +199,12 @@ func (d *Decoder) buildCanonical(tl *tool) (string, json.RawMessage, agent.Objec
 	if name == "list" {
 		name = agent.ToolGlob
 	}
-	provider := own
-	if provider == "" {
-		provider = tl.kind
+	provider, raw := d.providerOf(tl)
+	meta, deferred := d.toolMetadata(tl, provider, raw, input)
+	if deferred {
+		tl.providerInput = true
+		return name, input, nil, true
 	}
-	var raw json.RawMessage
-	if tl.rawInput != nil {
-		raw = objectOr(tl.rawInput)
-	}
-	meta := d.toolMetadata(tl, provider, raw, input)
 	if _, ok := meta[agent.MetaProviderInput]; ok {
 		tl.providerInput = true
 	} else if tl.providerInput && raw != nil {
@@ -205,7 +218,7 @@ func (d *Decoder) buildCanonical(tl *tool) (string, json.RawMessage, agent.Objec
 			meta[agent.MetaProviderInput], _ = jsonlex.ParseAny(raw)
 		}
 	}
-	return name, input, meta
+	return name, input, meta, false
 }
 
 // toolInput builds the canonical input of the tool from its rawInput

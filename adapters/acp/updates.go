@@ -457,30 +457,61 @@ func (d *Decoder) toolUpdate(kind string, announce bool, u *obj, raw []byte) {
 // The part's members are put straight into a copy of base, not into an
 // object of their own that is then merged (one map an announcement, not
 // two).
-func (d *Decoder) announcedMeta(tl *tool, base agent.Object, baseGen uint64) (agent.Object, uint64) {
+func (d *Decoder) announcedMeta(tl *tool, baseGen uint64) (agent.Object, uint64) {
 	key := metaKeyOf(tl)
 	c := &tl.meta
 	if c.gen != 0 && c.baseGen == baseGen && c.key.same(key) {
 		return c.obj, c.gen
 	}
 	pm := d.partMetaParts(tl)
-	if c.gen != 0 && c.baseGen == baseGen && pm.sameOver(c.obj, base) {
+	if c.gen != 0 && c.baseGen == baseGen && pm.sameOver(c.obj, d.baseKeys(tl, &pm)) {
 		// Built from other content, locations or writes, but the same
 		// members (an update that brings output content leaves the part's
 		// metadata as it was): the object and its generation are kept.
 		c.key = key
 		return c.obj, c.gen
 	}
-	obj := d.partMetaOver(&pm, base)
+	obj := d.partMetaOver(&pm, tl, baseGen)
 	d.gen++
 	c.key, c.obj, c.baseGen, c.gen = key, obj, baseGen, d.gen
 	return obj, d.gen
 }
 
-// partMetaOver is base with the part metadata's members over its own, as
-// the general form merges the two objects (base shared when the part has
-// none, an empty object rather than nil when neither has members).
-func (d *Decoder) partMetaOver(pm *partMetaMembers, base agent.Object) agent.Object {
+// baseKeys is how many members of the tool's canonical metadata (its
+// cache, canonCache) are not the part's: those an object announcedMeta
+// makes has besides the part's members.
+func (d *Decoder) baseKeys(tl *tool, pm *partMetaMembers) int {
+	if tl.canon.deferred {
+		// providerTool (none for no provider) and providerInput.
+		if provider, _ := d.providerOf(tl); provider != "" {
+			return 2
+		}
+		return 1
+	}
+	n := 0
+	for k := range tl.canon.meta {
+		if !pm.has(k) {
+			n++
+		}
+	}
+	return n
+}
+
+// partMetaOver is base, the tool's canonical metadata of generation
+// baseGen (canonicalDeferred), with the part metadata's members over its
+// own, as the general form merges the two objects (base shared when the
+// part has none, an empty object rather than nil when neither has
+// members). A deferred base (canonCache.deferred) under part members is
+// not made: its members go straight into the one object made here.
+func (d *Decoder) partMetaOver(pm *partMetaMembers, tl *tool, baseGen uint64) agent.Object {
+	if pm.count() > 0 && tl.canon.deferred {
+		m := make(agent.Object, 2+pm.count())
+		provider, raw := d.providerOf(tl)
+		if d.putProviderInput(m, tl, provider, raw) && pm.putNormal(m) {
+			return m
+		}
+	}
+	base := d.canonMeta(tl, baseGen)
 	if pm.count() > 0 && len(base) > 0 {
 		m := make(agent.Object, len(base)+pm.count())
 		maps.Copy(m, base)
@@ -578,7 +609,7 @@ func (pm *partMetaMembers) putNormal(m agent.Object) bool {
 // per-tool cache of diffsValue), the description and terminal ids equal,
 // and base's other members. It is false whenever it cannot tell, and the
 // object is made again.
-func (pm *partMetaMembers) sameOver(o, base agent.Object) bool {
+func (pm *partMetaMembers) sameOver(o agent.Object, baseKeys int) bool {
 	n := 0
 	if pm.hasLoc {
 		loc, ok := o["locations"].(json.RawMessage)
@@ -612,12 +643,7 @@ func (pm *partMetaMembers) sameOver(o, base agent.Object) bool {
 		}
 		n++
 	}
-	for k := range base {
-		if !pm.has(k) {
-			n++
-		}
-	}
-	return len(o) == n
+	return len(o) == n+baseKeys
 }
 
 // sameShared reports whether a metadata value is v, a converted list a
@@ -701,8 +727,8 @@ func (d *Decoder) announceTool(tl *tool, finishing bool) (name string, input jso
 	if tl.settled {
 		return "", nil, false
 	}
-	name, input, cmeta, cgen := d.canonicalOf(tl)
 	if d.general {
+		name, input, cmeta, _ := d.canonicalOf(tl)
 		// The reference: the part's object made, merged with the
 		// canonical metadata, and compared as JSON with the last.
 		pm := d.buildPartMeta(d.partMetaParts(tl))
@@ -717,7 +743,8 @@ func (d *Decoder) announceTool(tl *tool, finishing bool) (name string, input jso
 		d.emit(ev)
 		return name, input, true
 	}
-	meta, pgen := d.announcedMeta(tl, cmeta, cgen)
+	name, input, cgen := d.canonicalDeferred(tl)
+	meta, pgen := d.announcedMeta(tl, cgen)
 	gens := [2]uint64{cgen, pgen}
 	if cgen != 0 && tl.annGens == gens {
 		// Built from what the last announcement was built from: it
