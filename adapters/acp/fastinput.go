@@ -13,6 +13,29 @@ import (
 // compares the two); the others (todos, questions) go to
 // agent.EncodeInput.
 func encodeInput(v any) json.RawMessage {
+	if b, ok := encodeKnown(v); ok {
+		return b
+	}
+	return agent.EncodeInput(v)
+}
+
+// encodeAs is the canonical input v encoded: by agent.EncodeInput in the
+// general form (general), else by encodeInput. Generic so that the value
+// is put in an interface apart for each: encodeKnown keeps none of it, so
+// that one needs no allocation of its own (v of the one-pass form is not
+// copied to the heap to be encoded).
+func encodeAs[T any](general bool, v T) json.RawMessage {
+	if !general {
+		if b, ok := encodeKnown(v); ok {
+			return b
+		}
+	}
+	return agent.EncodeInput(v)
+}
+
+// encodeKnown is encodeInput for the inputs it writes itself; ok is false
+// for the others (left to agent.EncodeInput). It keeps nothing of v.
+func encodeKnown(v any) (json.RawMessage, bool) {
 	w := inputWriter{b: make([]byte, 0, inputSize(v))}
 	w.b = append(w.b, '{')
 	switch v := v.(type) {
@@ -56,9 +79,9 @@ func encodeInput(v any) json.RawMessage {
 	case agent.PlanInput:
 		w.str("plan", v.Plan)
 	default:
-		return agent.EncodeInput(v)
+		return nil, false
 	}
-	return append(w.b, '}')
+	return append(w.b, '}'), true
 }
 
 // inputSize is room enough for encodeInput's JSON of v when its strings

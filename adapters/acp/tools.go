@@ -188,11 +188,7 @@ func (d *Decoder) buildCanonical(tl *tool) (string, json.RawMessage, agent.Objec
 	default:
 		name = agent.ToolOther
 	}
-	encode := encodeInput
-	if d.general {
-		encode = agent.EncodeInput
-	}
-	input := toolInput(name, tl, &in, encode)
+	input := toolInput(name, tl, &in, d.general)
 	if tl.rawInput == nil && string(input) == "{}" {
 		input = nil // nothing known: the part keeps its input
 	}
@@ -223,14 +219,14 @@ func (d *Decoder) buildCanonical(tl *tool) (string, json.RawMessage, agent.Objec
 
 // toolInput builds the canonical input of the tool from its rawInput
 // members in (nil when the agent sent none), then its title, locations
-// and content, encoded by encode (agent.EncodeInput or its one-pass form).
-func toolInput(name string, tl *tool, in *obj, encode func(any) json.RawMessage) json.RawMessage {
+// and content, encoded by encodeAs (agent.EncodeInput in the general
+// form, else its one-pass form).
+func toolInput(name string, tl *tool, in *obj, general bool) json.RawMessage {
 	noInput := tl.rawInput == nil // Gemini: the title and content are all there is
 	if isObject(tl.rawInput) && in.n == 0 {
 		return json.RawMessage(`{}`) // an announcement before the input (OpenCode, claude-code-acp)
 	}
 	p := pathOf(in, tl)
-	var v any
 	switch name {
 	case agent.ToolBash:
 		b := agent.BashInput{Command: commandOf(in), Description: first(in, "description"),
@@ -244,16 +240,16 @@ func toolInput(name string, tl *tool, in *obj, encode func(any) json.RawMessage)
 		if b.Cwd == "" {
 			b.Cwd = tl.hintCwd
 		}
-		v = b
+		return encodeAs(general, b)
 	case agent.ToolRead:
-		v = agent.ReadInput{Path: p, Offset: number(in, "offset"), Limit: number(in, "limit")}
+		return encodeAs(general, agent.ReadInput{Path: p, Offset: number(in, "offset"), Limit: number(in, "limit")})
 	case agent.ToolWrite:
 		w := agent.WriteInput{Path: p, Content: strPtr(in, "content")}
 		if d := tl.diff(); w.Content == nil && d != nil && d.OldText == nil {
 			c := d.NewText
 			w.Content = &c
 		}
-		v = w
+		return encodeAs(general, w)
 	case agent.ToolEdit:
 		e := agent.EditInput{Path: p, OldString: strPtr(in, "old_string", "oldString", "old_str"),
 			NewString: strPtr(in, "new_string", "newString", "new_str"), ReplaceAll: boolPtr(in, "replace_all", "replaceAll"),
@@ -265,7 +261,7 @@ func toolInput(name string, tl *tool, in *obj, encode func(any) json.RawMessage)
 			}
 			e.OldString, e.NewString = &old, &nw
 		}
-		v = e
+		return encodeAs(general, e)
 	case agent.ToolGlob, "list":
 		g := agent.GlobInput{Pattern: first(in, "pattern"), Path: first(in, "path", "dir_path", "directory")}
 		if name == "list" {
@@ -273,13 +269,13 @@ func toolInput(name string, tl *tool, in *obj, encode func(any) json.RawMessage)
 		} else if g.Pattern == "" && noInput {
 			g.Pattern = unquote(tl.title)
 		}
-		v = g
+		return encodeAs(general, g)
 	case agent.ToolGrep:
 		g := agent.GrepInput{Pattern: first(in, "pattern", "regex"), Path: first(in, "path", "dir_path"), Glob: first(in, "glob", "include")}
 		if g.Pattern == "" && noInput {
 			g.Pattern = unquote(tl.title)
 		}
-		v = g
+		return encodeAs(general, g)
 	case agent.ToolFetch:
 		f := agent.FetchInput{URL: first(in, "url"), Prompt: first(in, "prompt")}
 		if f.Prompt == "" && noInput {
@@ -288,29 +284,28 @@ func toolInput(name string, tl *tool, in *obj, encode func(any) json.RawMessage)
 		if f.URL == "" {
 			f.URL = urlRE.FindString(f.Prompt + " " + tl.title)
 		}
-		v = f
+		return encodeAs(general, f)
 	case agent.ToolSearch:
 		s := agent.SearchInput{Query: first(in, "query")}
 		if s.Query == "" && noInput {
 			s.Query = quoted(tl.title)
 		}
-		v = s
+		return encodeAs(general, s)
 	case agent.ToolTask:
-		v = agent.TaskInput{Description: first(in, "description"), Prompt: first(in, "prompt"),
-			Agent: first(in, "subagent_type", "subagentType", "agent")}
+		return encodeAs(general, agent.TaskInput{Description: first(in, "description"), Prompt: first(in, "prompt"),
+			Agent: first(in, "subagent_type", "subagentType", "agent")})
 	case agent.ToolTodo:
-		v = agent.TodoInput{Todos: todoItems(in.get("todos"))}
+		return encodeAs(general, agent.TodoInput{Todos: todoItems(in.get("todos"))})
 	case agent.ToolQuestion:
-		v = agent.QuestionInput{Questions: questionInfos(in.get("questions"))}
+		return encodeAs(general, agent.QuestionInput{Questions: questionInfos(in.get("questions"))})
 	case agent.ToolPlan:
-		v = agent.PlanInput{Plan: first(in, "plan")}
+		return encodeAs(general, agent.PlanInput{Plan: first(in, "plan")})
 	default:
 		if o := objectOr(tl.rawInput); o != nil {
 			return o
 		}
 		return json.RawMessage(`{}`)
 	}
-	return encode(v)
 }
 
 // commandOf reads a shell command from rawInput: command as a string, or
