@@ -177,6 +177,21 @@ func FuzzOnePass(f *testing.F) {
 	// The same input again, written otherwise (TestRepeatedInputOtherText).
 	f.Add([]byte("< " + `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"t","kind":"execute","status":"pending","rawInput":{"command":"ls","x":1}}}}` +
 		"\n< " + `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"t","status":"in_progress","rawInput":{ "x" : 1, "command" : "ls" }}}}`))
+	// States the captures' agent frames alone do not reach: an OpenCode
+	// agent (tools named by their first title), an input the parse must
+	// read (not UTF-8) under part members, a file write happy answered,
+	// and a second turn.
+	f.Add([]byte("> " + `{"jsonrpc":"2.0","id":90,"method":"initialize","params":{"protocolVersion":1}}` +
+		"\n< " + `{"jsonrpc":"2.0","id":90,"result":{"protocolVersion":1,"agentInfo":{"name":"OpenCode","version":"1"}}}` +
+		"\n< " + `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"o1","title":"bash","kind":"execute","status":"pending","rawInput":{"command":"ls"}}}}` +
+		"\n< " + `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"o1","title":"ls -la","status":"completed","rawOutput":{"output":"a"}}}}`))
+	f.Add([]byte("< " + "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"sessionId\":\"s\",\"update\":{\"sessionUpdate\":\"tool_call\",\"toolCallId\":\"u\",\"kind\":\"read\",\"status\":\"pending\",\"rawInput\":{\"path\":\"/w/a\xff\",\"extra\":1}}}}" +
+		"\n< " + `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"u","locations":[{"path":"/w/a"}]}}}` +
+		"\n< " + `{"jsonrpc":"2.0","id":91,"method":"fs/write_text_file","params":{"sessionId":"s","path":"/w/b.txt","content":"x"}}` +
+		"\n> " + `{"jsonrpc":"2.0","id":91,"result":null}` +
+		"\n< " + `{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}` +
+		"\n> " + `{"jsonrpc":"2.0","id":92,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"again"}]}}` +
+		"\n< " + `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"u","kind":"edit","status":"pending","rawInput":{"path":"/w/b.txt"}}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		frames := script(opened...)
 		for i, line := range bytes.Split(data, []byte("\n")) {

@@ -970,7 +970,7 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 		}
 	}
 	if !known {
-		name, input, _, _ = d.canonicalOf(tl) // the metadata is not used: not copied
+		name, input, _ = d.canonicalDeferred(tl) // the metadata is not used: not made
 	}
 	if p, ok := d.toolPatterns(name, input); ok {
 		patterns = p
