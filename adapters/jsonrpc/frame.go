@@ -209,8 +209,12 @@ func DecodeFrame(data []byte) (Message, error) {
 	m := Message{Raw: json.RawMessage(data), Extra: fm.extra}
 	m.setEmitted(fm.emitted)
 	if fm.version != nil {
-		if v, ok := jsonlex.StringOf(fm.version); !ok || v != "2.0" {
-			return Message{}, frameErr(agent.DropInvalidField, "", "jsonrpc member is %s, want \"2.0\"", cut(fm.version))
+		// "2.0" written plainly is the usual case, read without making a
+		// string; any other spelling (an escape) is unquoted.
+		if string(fm.version) != `"2.0"` {
+			if v, ok := jsonlex.StringOf(fm.version); !ok || v != "2.0" {
+				return Message{}, frameErr(agent.DropInvalidField, "", "jsonrpc member is %s, want \"2.0\"", cut(fm.version))
+			}
 		}
 		m.Version = true
 	}
