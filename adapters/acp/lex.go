@@ -2,8 +2,10 @@ package acp
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/happy-dev/happy/internal/jsonlex"
@@ -248,17 +250,27 @@ func splitArray(dst []json.RawMessage, raw []byte) ([]json.RawMessage, bool) {
 }
 
 // blockFields are the members of a content block or tool content item the
-// one-pass decoder reads (lexBlock), in lower case: another member that
-// equals one of them but for case is decoded by encoding/json into its
-// field, so such a block is left to it.
-var blockFields = map[string]bool{"type": true, "text": true, "data": true, "mimetype": true, "uri": true,
-	"name": true, "title": true, "size": true, "resource": true, "blob": true, "content": true, "path": true,
-	"oldtext": true, "newtext": true, "terminalid": true}
+// one-pass decoder reads (lexBlock), by their name in lower case: another
+// member that equals one of them but for case is decoded by encoding/json
+// into its field, so such a block is left to it.
+var blockFields = func() map[string]string {
+	m := map[string]string{}
+	for _, n := range []string{"type", "text", "data", "mimeType", "uri", "name", "title", "size", "resource", "blob",
+		"content", "path", "oldText", "newText", "terminalId"} {
+		m[strings.ToLower(n)] = n
+	}
+	return m
+}()
+
+// otherCase is what lexKey names a member that matches a field but for
+// case: no field's name.
+const otherCase = "\x00"
 
 // lexKey reports whether the raw member name k (quotes included) is name
 // exactly; ok is false when it is not but encoding/json might match it
-// to one of the fields (an escape, bytes that are not ASCII, another case
-// of a field's name).
+// to one of the fields (an escape, bytes that are not ASCII). name is
+// empty for a member that is no field, otherCase for one that is a field
+// but for case, else the field's name (blockFields' string: none is made).
 func lexKey(k []byte) (name string, ok bool) {
 	body := k[1 : len(k)-1]
 	var buf [16]byte
@@ -279,11 +291,14 @@ func lexKey(k []byte) (name string, ok bool) {
 		}
 		buf[i] = c
 	}
-	lower := string(buf[:len(body)])
-	if !blockFields[lower] {
+	field, ok := blockFields[string(buf[:len(body)])]
+	switch {
+	case !ok:
 		return "", true
+	case field == string(body):
+		return field, true
 	}
-	return string(body), true
+	return otherCase, true
 }
 
 // lexFields reads the string fields named by names from the object raw
@@ -504,10 +519,26 @@ func (d *Decoder) plainStr(raw json.RawMessage) ([]byte, bool) {
 		return nil, false
 	}
 	b := raw[1 : len(raw)-1]
-	if bytes.IndexByte(b, '\\') >= 0 || !utf8.Valid(b) {
+	if !plainText(b) {
 		return nil, false
 	}
 	return b, true
+}
+
+// plainText is plainName for a text of any length: eight bytes at a time
+// while they are ASCII without a backslash (a flag of the test for a zero
+// byte is false only above one that is zero, so some flag is set exactly
+// when some byte is a backslash or not ASCII); from the first word that is
+// not, bytes.IndexByte and utf8.Valid decide.
+func plainText(b []byte) bool {
+	for i := 0; len(b)-i >= 8; i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		x := w ^ 0x5c5c5c5c5c5c5c5c // '\\' in every byte
+		if (w|(x-0x0101010101010101)&^x)&0x8080808080808080 != 0 {
+			return bytes.IndexByte(b[i:], '\\') < 0 && utf8.Valid(b[i:])
+		}
+	}
+	return plainName(b[len(b)&^7:])
 }
 
 // enum reads a string that must be one of the keys of set (each mapped

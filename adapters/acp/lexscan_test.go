@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/happy-dev/happy/internal/jsonlex"
 )
@@ -135,6 +136,68 @@ func FuzzObjScan(f *testing.F) {
 		wo, wok := membersByCallback(data)
 		if ok != wok || !sameMembers(&o, &wo) {
 			t.Fatalf("members(%q) = %v %v; by callback %v %v", data, o, ok, wo, wok)
+		}
+	})
+}
+
+func TestLexKey(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		name string
+		ok   bool
+	}{
+		{`"type"`, "type", true},
+		{`"mimeType"`, "mimeType", true},
+		{`"terminalId"`, "terminalId", true},
+		{`"MimeType"`, otherCase, true},
+		{`"mimetype"`, otherCase, true},
+		{`"TYPE"`, otherCase, true},
+		{`"sessionUpdate"`, "", true},
+		{`""`, "", true},
+		{`"a name longer than any field"`, "", true},
+		{`"a name longer than any field\u0041"`, "", false},
+		{`"typ\u0065"`, "", false},
+		{"\"t\xc3\xbfpe\"", "", false},
+	} {
+		if name, ok := lexKey([]byte(c.in)); name != c.name || ok != c.ok {
+			t.Errorf("lexKey(%s) = %q, %v; want %q, %v", c.in, name, ok, c.name, c.ok)
+		}
+	}
+}
+
+func TestPlainText(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want bool
+	}{
+		{"", true},
+		{"abc", true},
+		{"abcdefgh", true},
+		{"abcdefghijklmnopq", true},
+		{"abcdefgh\\", false},
+		{"abcdefghijklmno\\", false},
+		{"\\bcdefghijklmnop", false},
+		{"abcdefgh\u00e9ijklmnop", true},
+		{"abcdefgh\xffijklmnop", false},
+		{"abcdefghijklmnop\xc3", false},
+		{"abcdefg\xc3\xa9", true},
+		{"abcdefg\xc3", false},
+		{"\u00e9\\", false},
+	} {
+		if got := plainText([]byte(c.in)); got != c.want {
+			t.Errorf("plainText(%q) = %v, want %v", c.in, got, c.want)
+		}
+	}
+}
+
+// FuzzPlainText: plainText says what bytes.IndexByte and utf8.Valid say.
+func FuzzPlainText(f *testing.F) {
+	for _, s := range []string{"abcdefghijklmnop", "abcdefgh\\ijk", "abcdefg\xc3\xa9hij", "\xff", ""} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := plainText(b), bytes.IndexByte(b, '\\') < 0 && utf8.Valid(b); got != want {
+			t.Fatalf("plainText(%q) = %v, want %v", b, got, want)
 		}
 	})
 }
