@@ -174,7 +174,9 @@ func frameErr(reason agent.DropReason, kind, format string, args ...any) *FrameE
 // error object; Extra is built only for a frame with a member JSON-RPC
 // does not define other than emittedAtMs.
 func DecodeFrame(data []byte) (Message, error) {
-	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '{' || data[len(data)-1] != '}' {
+		data = bytes.TrimSpace(data) // a frame is "{...}" without a call
+	}
 	if len(data) == 0 {
 		return Message{}, frameErr(agent.DropUnparseableJSON, "", "empty frame")
 	}
