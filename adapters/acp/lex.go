@@ -2,8 +2,10 @@ package acp
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/happy-dev/happy/internal/jsonlex"
@@ -47,35 +49,120 @@ func (o *obj) get(name string) json.RawMessage {
 
 // members splits an object into its members (see obj); ok is false when
 // raw is not an object. Every raw value the decoder reads is a member of a
-// frame jsonrpc already validated, so it is split by structure (jsonlex).
+// frame jsonrpc already validated, so it is split by structure, as
+// jsonlex.Members splits it (objScan).
 func members(raw json.RawMessage) (o obj, ok bool) {
-	if !isObject(raw) {
+	raw = trimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' {
 		return obj{}, false
 	}
-	bad := false
-	err := jsonlex.Members(bytes.TrimSpace(raw), func(k, v []byte) bool {
+	sc := scanObject(raw)
+	for !sc.done {
+		k, v, good := sc.next()
+		if !good {
+			return obj{}, false
+		}
 		name := k[1 : len(k)-1]
 		if !plainName(name) {
 			s, err := jsonlex.Unquote(k)
 			if err != nil {
-				bad = true
-				return false
+				return obj{}, false
 			}
 			name = []byte(s)
 		}
-		if o.n < inlineMembers {
-			o.kv[o.n] = member{name, v}
-		} else {
-			o.more = append(o.more, member{name, v})
-		}
-		o.n++
-		return true
-	})
-	if err != nil || bad {
+		o.add(member{name, v})
+	}
+	if !sc.end() {
 		return obj{}, false
 	}
 	return o, true
 }
+
+// objScan reads the members of an object one at a time by structure, as
+// jsonlex.Members does (the same verdict on any input: FuzzObjScan), in a
+// loop of the caller's without a callback per member.
+type objScan struct {
+	raw  []byte
+	i    int  // where the next member starts; past the object once done
+	done bool // no member left: the object is closed, or is not one
+	bad  bool // a structural fault
+}
+
+// scanObject starts reading raw, an object (whitespace around it allowed).
+func scanObject(raw []byte) objScan {
+	i := jsonlex.SkipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return objScan{raw: raw, done: true, bad: true}
+	}
+	i = jsonlex.SkipSpace(raw, i+1)
+	if i < len(raw) && raw[i] == '}' {
+		return objScan{raw: raw, i: i + 1, done: true}
+	}
+	return objScan{raw: raw, i: i}
+}
+
+// next returns the next member: its name as raw JSON (quotes included,
+// escapes unresolved) and its raw value; ok is false, and the scan done,
+// on a structural fault. Called only while the scan is not done.
+func (s *objScan) next() (k, v []byte, ok bool) {
+	raw, i := s.raw, s.i
+	if i >= len(raw) || raw[i] != '"' {
+		return s.fail()
+	}
+	kEnd := jsonlex.SkipString(raw, i)
+	if kEnd < 0 {
+		return s.fail()
+	}
+	k = raw[i:kEnd]
+	i = jsonlex.SkipSpace(raw, kEnd)
+	if i >= len(raw) || raw[i] != ':' {
+		return s.fail()
+	}
+	i = jsonlex.SkipSpace(raw, i+1)
+	vEnd := jsonlex.Skip(raw, i)
+	if vEnd < 0 {
+		return s.fail()
+	}
+	v = raw[i:vEnd]
+	i = jsonlex.SkipSpace(raw, vEnd)
+	if i >= len(raw) {
+		return s.fail()
+	}
+	switch raw[i] {
+	case ',':
+		s.i = jsonlex.SkipSpace(raw, i+1)
+	case '}':
+		s.i, s.done = i+1, true
+	default:
+		return s.fail()
+	}
+	return k, v, true
+}
+
+func (s *objScan) fail() (k, v []byte, ok bool) {
+	s.done, s.bad = true, true
+	return nil, nil, false
+}
+
+// end reports whether the scan, done, read a whole object with nothing but
+// whitespace after it: what jsonlex.Members returns no error for.
+func (s *objScan) end() bool {
+	return !s.bad && jsonlex.SkipSpace(s.raw, s.i) == len(s.raw)
+}
+
+// trimSpace is bytes.TrimSpace, without a call when raw starts and ends
+// with printable ASCII, which it never trims (a member the decoder reads
+// always does).
+func trimSpace(raw []byte) []byte {
+	if len(raw) > 0 && plainEdge(raw[0]) && plainEdge(raw[len(raw)-1]) {
+		return raw
+	}
+	return bytes.TrimSpace(raw)
+}
+
+// plainEdge reports whether c is printable ASCII, not a space: a byte
+// bytes.TrimSpace keeps at either end.
+func plainEdge(c byte) bool { return ' ' < c && c < utf8.RuneSelf }
 
 // plainName reports whether a member name (between its quotes) is
 // read as it is: no escape and valid UTF-8. An ASCII name without a
@@ -117,7 +204,7 @@ func (d *Decoder) array(dst []json.RawMessage, raw json.RawMessage) ([]json.RawM
 		err := json.Unmarshal(raw, &items)
 		return items, err == nil
 	}
-	raw = bytes.TrimSpace(raw)
+	raw = trimSpace(raw)
 	if string(raw) == "null" {
 		return nil, true
 	}
@@ -163,17 +250,27 @@ func splitArray(dst []json.RawMessage, raw []byte) ([]json.RawMessage, bool) {
 }
 
 // blockFields are the members of a content block or tool content item the
-// one-pass decoder reads (lexBlock), in lower case: another member that
-// equals one of them but for case is decoded by encoding/json into its
-// field, so such a block is left to it.
-var blockFields = map[string]bool{"type": true, "text": true, "data": true, "mimetype": true, "uri": true,
-	"name": true, "title": true, "size": true, "resource": true, "blob": true, "content": true, "path": true,
-	"oldtext": true, "newtext": true, "terminalid": true}
+// one-pass decoder reads (lexBlock), by their name in lower case: another
+// member that equals one of them but for case is decoded by encoding/json
+// into its field, so such a block is left to it.
+var blockFields = func() map[string]string {
+	m := map[string]string{}
+	for _, n := range []string{"type", "text", "data", "mimeType", "uri", "name", "title", "size", "resource", "blob",
+		"content", "path", "oldText", "newText", "terminalId"} {
+		m[strings.ToLower(n)] = n
+	}
+	return m
+}()
+
+// otherCase is what lexKey names a member that matches a field but for
+// case: no field's name.
+const otherCase = "\x00"
 
 // lexKey reports whether the raw member name k (quotes included) is name
 // exactly; ok is false when it is not but encoding/json might match it
-// to one of the fields (an escape, bytes that are not ASCII, another case
-// of a field's name).
+// to one of the fields (an escape, bytes that are not ASCII). name is
+// empty for a member that is no field, otherCase for one that is a field
+// but for case, else the field's name (blockFields' string: none is made).
 func lexKey(k []byte) (name string, ok bool) {
 	body := k[1 : len(k)-1]
 	var buf [16]byte
@@ -194,11 +291,14 @@ func lexKey(k []byte) (name string, ok bool) {
 		}
 		buf[i] = c
 	}
-	lower := string(buf[:len(body)])
-	if !blockFields[lower] {
+	field, ok := blockFields[string(buf[:len(body)])]
+	switch {
+	case !ok:
 		return "", true
+	case field == string(body):
+		return field, true
 	}
-	return string(body), true
+	return otherCase, true
 }
 
 // lexFields reads the string fields named by names from the object raw
@@ -212,53 +312,53 @@ func lexKey(k []byte) (name string, ok bool) {
 // written plainly that is one of the schema's types is the table's
 // string (contentTypes): no string is made for it.
 func lexFields(raw []byte, vals []string, names []string, raws [][]byte, rawNames []string) (mask uint32, ok bool) {
-	ok = true
 	var seen uint32
-	err := jsonlex.Members(raw, func(k, v []byte) bool {
+	sc := scanObject(raw)
+members:
+	for !sc.done {
+		k, v, good := sc.next()
+		if !good {
+			return 0, false
+		}
 		name, good := lexKey(k)
 		if !good {
-			ok = false
-			return false
+			return 0, false
 		}
 		if name == "" {
-			return true // not a field
+			continue // not a field
 		}
 		for i, n := range names {
 			if n == name {
 				if seen&(1<<i) != 0 || v[0] != '"' {
-					ok = false
-					return false
+					return 0, false
 				}
 				seen |= 1 << i
 				if t, known := contentTypes[string(v)]; known && n == "type" {
 					vals[i] = t
-					return true
+					continue members
 				}
 				s, err := jsonlex.Unquote(v)
 				if err != nil {
-					ok = false
-					return false
+					return 0, false
 				}
 				vals[i] = s
-				return true
+				continue members
 			}
 		}
 		for i, n := range rawNames {
 			if n == name {
 				bit := uint32(1) << (len(names) + i)
 				if seen&bit != 0 {
-					ok = false
-					return false
+					return 0, false
 				}
 				seen |= bit
 				raws[i] = v
-				return true
+				continue members
 			}
 		}
-		ok = false // a field of the other shape, or another case
-		return false
-	})
-	return seen, ok && err == nil
+		return 0, false // a field of the other shape, or another case
+	}
+	return seen, sc.end()
 }
 
 // contentTypes are the types of content blocks and tool content items,
@@ -303,7 +403,7 @@ func (d *Decoder) block(raw json.RawMessage) (contentBlock, error) {
 // one pass for the usual shapes.
 func (d *Decoder) toolContent(raw json.RawMessage) (toolContent, error) {
 	if !d.general {
-		raw := bytes.TrimSpace(raw)
+		raw := trimSpace(raw)
 		if len(raw) > 0 && raw[0] == '{' {
 			var s [5]string
 			var r [1][]byte
@@ -323,7 +423,7 @@ func (d *Decoder) toolContent(raw json.RawMessage) (toolContent, error) {
 // strings are read into *s, which its fields point to (the caller's, so
 // that they may stay on its stack).
 func lexBlockWire(raw json.RawMessage, s *[7]string) (blockWire, bool) {
-	raw = bytes.TrimSpace(raw)
+	raw = trimSpace(raw)
 	if len(raw) == 0 || raw[0] != '{' {
 		return blockWire{}, false
 	}
@@ -359,7 +459,7 @@ func lexBlockWire(raw json.RawMessage, s *[7]string) (blockWire, bool) {
 // []string does: null gives none; ok is false when json.Unmarshal fails.
 // An array of plain strings is read in one pass.
 func stringsOf(raw json.RawMessage) ([]string, bool) {
-	t := bytes.TrimSpace(raw)
+	t := trimSpace(raw)
 	if len(t) == 0 || t[0] != '[' && string(t) != "null" {
 		// Absent, or another value than an array (a command given as a
 		// string): json.Unmarshal fails on every such input.
@@ -400,7 +500,7 @@ func (d *Decoder) isArray(raw json.RawMessage) bool {
 		_, ok := d.array(nil, raw)
 		return ok
 	}
-	raw = bytes.TrimSpace(raw)
+	raw = trimSpace(raw)
 	return len(raw) > 0 && raw[0] == '[' || string(raw) == "null"
 }
 
@@ -414,15 +514,31 @@ func (d *Decoder) plainStr(raw json.RawMessage) ([]byte, bool) {
 	if d.general {
 		return nil, false
 	}
-	raw = bytes.TrimSpace(raw)
+	raw = trimSpace(raw)
 	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
 		return nil, false
 	}
 	b := raw[1 : len(raw)-1]
-	if bytes.IndexByte(b, '\\') >= 0 || !utf8.Valid(b) {
+	if !plainText(b) {
 		return nil, false
 	}
 	return b, true
+}
+
+// plainText is plainName for a text of any length: eight bytes at a time
+// while they are ASCII without a backslash (a flag of the test for a zero
+// byte is false only above one that is zero, so some flag is set exactly
+// when some byte is a backslash or not ASCII); from the first word that is
+// not, bytes.IndexByte and utf8.Valid decide.
+func plainText(b []byte) bool {
+	for i := 0; len(b)-i >= 8; i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		x := w ^ 0x5c5c5c5c5c5c5c5c // '\\' in every byte
+		if (w|(x-0x0101010101010101)&^x)&0x8080808080808080 != 0 {
+			return bytes.IndexByte(b[i:], '\\') < 0 && utf8.Valid(b[i:])
+		}
+	}
+	return plainName(b[len(b)&^7:])
 }
 
 // enum reads a string that must be one of the keys of set (each mapped
@@ -449,7 +565,7 @@ func (d *Decoder) enum(raw json.RawMessage, set map[string]string) (string, bool
 // value for the general form, goes to json.Unmarshal.
 func (d *Decoder) int64Of(raw json.RawMessage) (int64, bool) {
 	if !d.general {
-		t := bytes.TrimSpace(raw)
+		t := trimSpace(raw)
 		if n, ok := plainInt(t); ok {
 			return n, true
 		}
@@ -496,7 +612,7 @@ func plainInt(b []byte) (int64, bool) {
 // (FuzzMembersLast); uok is false when last is not the last member or
 // not an object, and the caller reads it from o as usual.
 func membersLast(raw json.RawMessage, last string) (o, u obj, ok, uok bool) {
-	raw = bytes.TrimSpace(raw)
+	raw = trimSpace(raw)
 	if len(raw) < 2 || raw[0] != '{' || raw[len(raw)-1] != '}' {
 		o, ok = members(raw)
 		return o, obj{}, ok, false

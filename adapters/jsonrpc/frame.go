@@ -174,7 +174,9 @@ func frameErr(reason agent.DropReason, kind, format string, args ...any) *FrameE
 // error object; Extra is built only for a frame with a member JSON-RPC
 // does not define other than emittedAtMs.
 func DecodeFrame(data []byte) (Message, error) {
-	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '{' || data[len(data)-1] != '}' {
+		data = bytes.TrimSpace(data) // a frame is "{...}" without a call
+	}
 	if len(data) == 0 {
 		return Message{}, frameErr(agent.DropUnparseableJSON, "", "empty frame")
 	}
@@ -209,8 +211,12 @@ func DecodeFrame(data []byte) (Message, error) {
 	m := Message{Raw: json.RawMessage(data), Extra: fm.extra}
 	m.setEmitted(fm.emitted)
 	if fm.version != nil {
-		if v, ok := jsonlex.StringOf(fm.version); !ok || v != "2.0" {
-			return Message{}, frameErr(agent.DropInvalidField, "", "jsonrpc member is %s, want \"2.0\"", cut(fm.version))
+		// "2.0" written plainly is the usual case, read without making a
+		// string; any other spelling (an escape) is unquoted.
+		if string(fm.version) != `"2.0"` {
+			if v, ok := jsonlex.StringOf(fm.version); !ok || v != "2.0" {
+				return Message{}, frameErr(agent.DropInvalidField, "", "jsonrpc member is %s, want \"2.0\"", cut(fm.version))
+			}
 		}
 		m.Version = true
 	}

@@ -29,6 +29,8 @@ func TestDecodeFrame(t *testing.T) {
 		{`{"id":4,"error":{"code":-32601,"message":"nope"}}`, KindResponse, "", "4", false},
 		{`{"id":5,"result":1,"error":null}`, KindResponse, "", "5", false},
 		{"  {\"method\":\"x\"}\r\n", KindNotification, "x", "0", false},
+		{`{"jsonrpc":"2\u002e0","method":"x"}`, KindNotification, "x", "0", true},
+		{`{"jsonrpc" : "2.0" ,"method":"x"}`, KindNotification, "x", "0", true},
 	}
 	for _, tt := range tests {
 		m, err := DecodeFrame([]byte(tt.in))
