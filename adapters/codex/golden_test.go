@@ -23,8 +23,6 @@ func golden(t *testing.T, name string, got []byte) {
 	gold.Check(t, filepath.Join("testdata", "golden", name), got)
 }
 
-func firstDiff(want, got string) string { return gold.Diff([]byte(want), []byte(got)) }
-
 func encodeEvents(t *testing.T, evs []agent.Event) []byte {
 	t.Helper()
 	var b bytes.Buffer

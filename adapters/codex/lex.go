@@ -263,7 +263,7 @@ func setRawShared(v []byte, dst *json.RawMessage) bool {
 	return true
 }
 
-// setRawsShared is setRaws with each element a sub-slice of v (see
+// setRawsShared decodes a []json.RawMessage field, each element a sub-slice of v (see
 // setRawShared).
 func setRawsShared(v []byte, dst *[]json.RawMessage) bool {
 	if v[0] == 'n' {
@@ -273,23 +273,6 @@ func setRawsShared(v []byte, dst *[]json.RawMessage) bool {
 	out := []json.RawMessage{}
 	ok := lexElems(v, func(e []byte) bool {
 		out = append(out, e[:len(e):len(e)])
-		return true
-	})
-	if ok {
-		*dst = out
-	}
-	return ok
-}
-
-// setRaws decodes a []json.RawMessage field (each element a copy).
-func setRaws(v []byte, dst *[]json.RawMessage) bool {
-	if v[0] == 'n' {
-		*dst = nil
-		return true
-	}
-	out := []json.RawMessage{}
-	ok := lexElems(v, func(e []byte) bool {
-		out = append(out, append(json.RawMessage(nil), e...))
 		return true
 	})
 	if ok {

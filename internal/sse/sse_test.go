@@ -29,7 +29,7 @@ type chunks struct {
 }
 
 func (c *chunks) Read(p []byte) (int, error) {
-	for len(c.parts) > 0 {
+	if len(c.parts) > 0 {
 		part := c.parts[0]
 		n := copy(p, part)
 		if n < len(part) {
