@@ -4,6 +4,8 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strconv"
 	"strings"
@@ -48,5 +50,54 @@ func TestServerBenchCommand(t *testing.T) {
 	code, _, errb = runHappy(t, nil, "server", "bench", "fanout", "--url", url, "--token", "bogus", "--sockets", "1", "--messages", "1")
 	if code != exitFailed || !strings.Contains(errb, "HTTP 401") {
 		t.Fatalf("bad token: exit %d, stderr %q", code, errb)
+	}
+}
+
+// A flag out of its range is refused before anything is sent (exit 2,
+// the range in the message), as an unknown subcommand is.
+func TestServerBenchRefusesOutOfRange(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ingest", "--batch", "101"}, "happy: --batch is 101, want 1 to 100\n"},
+		{[]string{"ingest", "--clients", "-5"}, "happy: --clients is -5, want 1 to 10000\n"},
+		{[]string{"ingest", "--size", "9000000000000"}, "happy: --size is 9000000000000, want 1 to 1048576\n"},
+		{[]string{"ingest", "--duration", "0s"}, "happy: --duration is 0s, want 1ms to 24h0m0s\n"},
+		{[]string{"fanout", "--messages", "9000000000000000000"}, "happy: --messages is 9000000000000000000, want 1 to 1000000\n"},
+		{[]string{"fanout", "--gap", "-1s"}, "happy: --gap is -1s, want 0s to 24h0m0s\n"},
+		{[]string{"sockets", "--hold", "0s"}, "happy: --hold is 0s, want 1ms to 24h0m0s\n"},
+		{[]string{"sockets", "--sockets", "0"}, "happy: --sockets is 0, want 1 to 100000\n"},
+		{[]string{"rpc", "--concurrency", "100"}, "happy: --concurrency is 100, want 1 to 64\n"},
+		{[]string{"rpc", "--pid", "-5"}, "happy: --pid is -5, want a process id\n"},
+	} {
+		args := append([]string{"server", "bench"}, c.args...)
+		args = append(args, "--url", "http://127.0.0.1:1")
+		code, out, errb := runHappy(t, nil, args...)
+		if code != exitUsage || errb != c.want || out != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit %d and %q", c.args, code, out, errb, exitUsage, c.want)
+		}
+	}
+	if code, _, errb := runHappy(t, nil, "server", "bench", "nonsense"); code == exitOK || !strings.Contains(errb, `unknown command "nonsense"`) {
+		t.Errorf("bench nonsense: exit %d, stderr %q; want a failure naming it", code, errb)
+	}
+}
+
+// A run whose every post fails (a server that answers 200 but is not a
+// relay) prints what it measured, stops early and exits 1 with the first
+// error.
+func TestServerBenchFailsOnErrors(t *testing.T) {
+	stub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/sessions" {
+			_, _ = w.Write([]byte(`{"session":{"id":"s1"}}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"ok":true}`))
+	}))
+	defer stub.Close()
+	code, out, errb := runHappy(t, nil, "server", "bench", "ingest", "--url", stub.URL, "--token", "t", "--clients", "1", "--duration", "1m")
+	if code != exitFailed || !strings.HasPrefix(out, "ingest: 0 ops in ") || !strings.Contains(out, "stopped early: relay unreachable (50 failures in a row)") ||
+		errb != "happy: bench: stopped early: relay unreachable (50 failures in a row); first error: not a relay's answer (want 50 stored messages): {\"ok\":true}\n" {
+		t.Fatalf("exit %d\nstdout %q\nstderr %q", code, out, errb)
 	}
 }

@@ -22,6 +22,8 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -58,7 +60,9 @@ type Relay struct {
 	// at its start.
 	RSSKiB       int64 `json:"rss_kib"`
 	RSSBeforeKiB int64 `json:"rss_before_kib"`
-	// KiBPerSocket is (RSSKiB - RSSBeforeKiB) / sockets (Sockets only).
+	// KiBPerSocket is (RSSKiB - RSSBeforeKiB) / sockets (Sockets only);
+	// 0 when the resident memory did not grow (memory the process gave
+	// back during the run hides the sockets': no figure).
 	KiBPerSocket float64 `json:"kib_per_socket,omitempty"`
 }
 
@@ -81,6 +85,13 @@ type Result struct {
 	// Latency: per POST (ingest), from a message's POST to its delivery
 	// on the last socket (fanout), per connect (sockets), per call (rpc).
 	Latency Latency `json:"latency_ms"`
+	// FirstError is the text of the run's first error ("" for none).
+	FirstError string `json:"first_error,omitempty"`
+	// Stopped says why the run ended early: "interrupted" (its context
+	// was cancelled: SIGINT, SIGTERM) or "relay unreachable"
+	// (maxInARow failures in a row); "" when it ran its course. Work
+	// cut short by an interruption is not counted as errors.
+	Stopped string `json:"stopped,omitempty"`
 	// Relay is set when Target.Pid was given.
 	Relay *Relay `json:"relay,omitempty"`
 	// Params echoes the run's options.
@@ -91,11 +102,19 @@ type Result struct {
 func (r Result) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %d ops in %.2fs = %.0f %s, %d errors\n", r.Kind, r.Ops, r.Seconds, r.Throughput, r.Unit, r.Errors)
+	if r.Stopped != "" {
+		fmt.Fprintf(&b, "  stopped early: %s\n", r.Stopped)
+	}
+	if r.FirstError != "" {
+		fmt.Fprintf(&b, "  first error: %s\n", r.FirstError)
+	}
 	fmt.Fprintf(&b, "  latency ms (%d samples): p50 %.3f  p90 %.3f  p99 %.3f  max %.3f\n", r.Latency.Samples, r.Latency.P50, r.Latency.P90, r.Latency.P99, r.Latency.Max)
 	if r.Relay != nil {
-		fmt.Fprintf(&b, "  relay: cpu %.0f%%  rss %d KiB (before %d KiB)", r.Relay.CPUPercent, r.Relay.RSSKiB, r.Relay.RSSBeforeKiB)
+		fmt.Fprintf(&b, "  relay: cpu %.0f%% of one core  rss %d KiB (before %d KiB)", r.Relay.CPUPercent, r.Relay.RSSKiB, r.Relay.RSSBeforeKiB)
 		if r.Relay.KiBPerSocket != 0 {
 			fmt.Fprintf(&b, "  %.1f KiB per socket", r.Relay.KiBPerSocket)
+		} else if r.Kind == "sockets" {
+			b.WriteString("  (no per-socket figure: the resident memory did not grow)")
 		}
 		b.WriteByte('\n')
 	}
@@ -150,7 +169,7 @@ func (t Target) postJSON(ctx context.Context, path, token string, body, out any)
 		return err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("POST %s: HTTP %d: %s", path, resp.StatusCode, strings.TrimSpace(string(data)))
+		return fmt.Errorf("POST %s: HTTP %d: %s", path, resp.StatusCode, cut(data))
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
@@ -223,4 +242,66 @@ func content(n int) string {
 	_, _ = rand.Read(raw)
 	s := base64.StdEncoding.EncodeToString(raw)
 	return s[:n]
+}
+
+// maxInARow is how many operations may fail in a row before a run stops
+// as "relay unreachable" (a relay killed or cut off mid-run), instead of
+// looping on refused connections until its end.
+const maxInARow = 50
+
+// failures counts a run's failed operations and keeps the first error. A
+// failure after the run's context ended (an interruption, or the stop
+// below) is not counted: it is work cut short, not an error of the relay.
+// maxInARow failures in a row cancel the run (cancel, with errUnreachable).
+type failures struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	n      atomic.Int64
+	inARow atomic.Int64
+	mu     sync.Mutex
+	first  string
+}
+
+// errUnreachable is the cause a run is cancelled with by failures.
+var errUnreachable = errors.New("relay unreachable")
+
+// newFailures returns the run's context (cancelled by maxInARow failures
+// in a row) and its failure count.
+func newFailures(ctx context.Context) (context.Context, *failures) {
+	f := &failures{}
+	f.ctx, f.cancel = context.WithCancelCause(ctx)
+	return f.ctx, f
+}
+
+// fail records a failed operation.
+func (f *failures) fail(err error) {
+	if f.ctx.Err() != nil {
+		return
+	}
+	if f.n.Add(1) == 1 {
+		f.mu.Lock()
+		f.first = err.Error()
+		f.mu.Unlock()
+	}
+	if f.inARow.Add(1) >= maxInARow {
+		f.cancel(errUnreachable)
+	}
+}
+
+// ok records a successful operation.
+func (f *failures) ok() { f.inARow.Store(0) }
+
+// done ends the run's context and fills res's FirstError and Stopped
+// (parent is the context the run was called with).
+func (f *failures) done(parent context.Context, res *Result) {
+	f.mu.Lock()
+	res.FirstError = f.first
+	f.mu.Unlock()
+	switch {
+	case parent.Err() != nil:
+		res.Stopped = "interrupted"
+	case errors.Is(context.Cause(f.ctx), errUnreachable):
+		res.Stopped = fmt.Sprintf("relay unreachable (%d failures in a row)", maxInARow)
+	}
+	f.cancel(nil)
 }

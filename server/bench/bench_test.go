@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -154,5 +156,112 @@ func TestRefusedToken(t *testing.T) {
 	tg.Token = "not-a-token"
 	if _, err := bench.Fanout(context.Background(), tg, bench.FanoutOptions{Sockets: 1, Messages: 1}); err == nil {
 		t.Fatal("a bad token ran")
+	}
+}
+
+// notARelay serves 200 {"ok":true} to every request, as a stub or a
+// proxy's page might: a run against it must not report it as a relay.
+func notARelay(t *testing.T) bench.Target {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/v1/sessions" {
+			_, _ = w.Write([]byte(`{"session":{"id":"s1"}}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"ok":true}`))
+	})}
+	go func() { _ = hs.Serve(l) }()
+	cl := &http.Client{Transport: &http.Transport{}}
+	t.Cleanup(func() { cl.CloseIdleConnections(); _ = hs.Close() })
+	return bench.Target{URL: "http://" + l.Addr().String(), Token: "t", HTTP: cl}
+}
+
+// TestAnswersAreChecked: a server that answers 200 to every post but is
+// not a relay gives no ops; every post is an error with the answer in
+// its text, and the run stops once 50 failed in a row.
+func TestAnswersAreChecked(t *testing.T) {
+	tg := notARelay(t)
+	r, err := bench.Ingest(context.Background(), tg, bench.IngestOptions{Clients: 2, Batch: 3, Size: 10, Duration: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Ops != 0 || r.Errors < 50 {
+		t.Errorf("ops %d errors %d, want 0 and at least 50", r.Ops, r.Errors)
+	}
+	if want := `not a relay's answer (want 3 stored messages): {"ok":true}`; r.FirstError != want {
+		t.Errorf("first error %q, want %q", r.FirstError, want)
+	}
+	if r.Stopped != "relay unreachable (50 failures in a row)" {
+		t.Errorf("stopped %q, want the relay unreachable", r.Stopped)
+	}
+	if r.Seconds > 30 {
+		t.Errorf("ran %.1fs, want it stopped long before its minute", r.Seconds)
+	}
+	if !strings.Contains(r.String(), "  stopped early: relay unreachable (50 failures in a row)\n  first error: not a relay's answer") {
+		t.Errorf("text form does not say why:\n%s", r)
+	}
+}
+
+// TestRelayGoneMidRun: a relay that stops answering part way through an
+// rpc run ends the run early, as unreachable, instead of counting
+// failures until the last call.
+func TestRelayGoneMidRun(t *testing.T) {
+	srv, err := server.New(server.Config{DataDir: t.TempDir(), Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = srv.Serve(ctx, l); close(done) }()
+	var once sync.Once
+	stopRelay := func() {
+		once.Do(func() {
+			cancel()
+			<-done
+			_ = srv.Close()
+		})
+	}
+	t.Cleanup(stopRelay)
+	cl := &http.Client{Transport: &http.Transport{}}
+	t.Cleanup(cl.CloseIdleConnections)
+	tg := bench.Target{URL: "http://" + l.Addr().String(), HTTP: cl}
+	// The relay goes once a few calls were answered (the fan-out's
+	// Posting hook would do for fanout; for rpc, a timer).
+	time.AfterFunc(300*time.Millisecond, stopRelay)
+	r, err := bench.RPC(context.Background(), tg, bench.RPCOptions{Calls: 100_000_000, Concurrency: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Stopped != "relay unreachable (50 failures in a row)" || r.FirstError == "" {
+		t.Errorf("stopped %q first error %q, want the relay unreachable with its first error", r.Stopped, r.FirstError)
+	}
+	if r.Ops == 0 || r.Ops >= 100_000_000 {
+		t.Errorf("ops %d, want the calls answered before the relay went", r.Ops)
+	}
+}
+
+// TestInterruptedCountsNoCutWork: a fan-out interrupted part way (its
+// context cancelled, as SIGINT does) says so and counts none of the
+// messages it did not post, nor their deliveries, as errors.
+func TestInterruptedCountsNoCutWork(t *testing.T) {
+	tg := relay(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r, err := bench.Fanout(ctx, tg, bench.FanoutOptions{Sockets: 3, Messages: 1_000_000, Size: 16, Gap: time.Millisecond,
+		Posting: func() { time.AfterFunc(200*time.Millisecond, cancel) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Stopped != "interrupted" || r.Errors != 0 || r.Ops == 0 {
+		t.Errorf("stopped %q errors %d ops %d, want interrupted, 0 errors and some deliveries", r.Stopped, r.Errors, r.Ops)
 	}
 }

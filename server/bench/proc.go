@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -25,6 +27,9 @@ type procSample struct {
 func readProc(pid int) (procSample, error) {
 	s := procSample{at: time.Now()}
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if errors.Is(err, fs.ErrNotExist) {
+		return s, fmt.Errorf("bench: relay process %d not found (not running, or it ended during the run)", pid)
+	}
 	if err != nil {
 		return s, fmt.Errorf("bench: relay process %d: %w", pid, err)
 	}
@@ -53,7 +58,7 @@ func readProc(pid int) (procSample, error) {
 			return s, nil
 		}
 	}
-	return s, fmt.Errorf("bench: /proc/%d/status: no VmRSS", pid)
+	return s, fmt.Errorf("bench: relay process %d has ended (its /proc/%d/status has no VmRSS)", pid, pid)
 }
 
 // relayBetween turns two samples into a Relay.

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -32,6 +33,9 @@ func Ingest(ctx context.Context, t Target, o IngestOptions) (Result, error) {
 		o.Duration = 10 * time.Second
 	}
 	res := Result{Kind: "ingest", Unit: "msg/s", Params: map[string]any{"clients": o.Clients, "batch": o.Batch, "size": o.Size, "duration": o.Duration.String()}}
+	parent := ctx
+	ctx, fl := newFailures(ctx)
+	defer fl.cancel(nil)
 	token, err := t.token(ctx)
 	if err != nil {
 		return res, err
@@ -48,7 +52,7 @@ func Ingest(ctx context.Context, t Target, o IngestOptions) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	var ops, errs atomic.Int64
+	var ops atomic.Int64
 	lat := make([][]time.Duration, o.Clients)
 	start := time.Now()
 	deadline := start.Add(o.Duration)
@@ -72,13 +76,14 @@ func Ingest(ctx context.Context, t Target, o IngestOptions) (Result, error) {
 				}
 				buf.WriteString(`]}`)
 				t0 := time.Now()
-				if err := post(ctx, t.client(), url, token, buf.Bytes()); err != nil {
-					errs.Add(1)
+				if err := post(ctx, t.client(), url, token, buf.Bytes(), o.Batch); err != nil {
+					fl.fail(err)
 					if ctx.Err() != nil {
 						return
 					}
 					continue
 				}
+				fl.ok()
 				lat[c] = append(lat[c], time.Since(t0))
 				ops.Add(int64(o.Batch))
 			}
@@ -90,14 +95,16 @@ func Ingest(ctx context.Context, t Target, o IngestOptions) (Result, error) {
 	for _, l := range lat {
 		all = append(all, l...)
 	}
-	res.Ops, res.Errors, res.Seconds = ops.Load(), errs.Load(), el.Seconds()
+	res.Ops, res.Errors, res.Seconds = ops.Load(), fl.n.Load(), el.Seconds()
 	res.Throughput = float64(res.Ops) / el.Seconds()
 	res.Latency = percentiles(all)
+	fl.done(parent, &res)
 	return res, w.end(&res)
 }
 
-// post sends one raw JSON body and wants a 200.
-func post(ctx context.Context, cl *http.Client, url, token string, body []byte) error {
+// post sends one raw JSON body and wants a 200 with the relay's answer:
+// {"messages":[…]} holding want stored messages.
+func post(ctx context.Context, cl *http.Client, url, token string, body []byte, want int) error {
 	req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(body))
 	if err != nil {
 		return err
@@ -108,10 +115,19 @@ func post(ctx context.Context, cl *http.Client, url, token string, body []byte) 
 	if err != nil {
 		return err
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	_ = resp.Body.Close()
+	if err != nil {
+		return err
+	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("HTTP %d", resp.StatusCode)
+		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, cut(data))
+	}
+	var out struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(data, &out); err != nil || len(out.Messages) != want {
+		return fmt.Errorf("not a relay's answer (want %d stored messages): %s", want, cut(data))
 	}
 	return nil
 }
@@ -148,6 +164,9 @@ func Fanout(ctx context.Context, t Target, o FanoutOptions) (Result, error) {
 		o.Wait = 5 * time.Second
 	}
 	res := Result{Kind: "fanout", Unit: "deliveries/s", Params: map[string]any{"sockets": o.Sockets, "messages": o.Messages, "size": o.Size, "gap": o.Gap.String(), "account": o.Account}}
+	parent := ctx
+	ctx, fl := newFailures(ctx)
+	defer fl.cancel(nil)
 	token, err := t.token(ctx)
 	if err != nil {
 		return res, err
@@ -196,7 +215,7 @@ func Fanout(ctx context.Context, t Target, o FanoutOptions) (Result, error) {
 	if o.Account {
 		auth = map[string]any{"token": token, "clientType": "user-scoped"}
 	}
-	socks, dialErrs, _ := dialMany(ctx, t.URL, o.Sockets, auth, onEvent)
+	socks, dialErrs, _ := dialMany(ctx, t.URL, o.Sockets, auth, onEvent, fl)
 	defer closeAll(socks)
 	if len(socks) == 0 {
 		return res, fmt.Errorf("bench: no socket connected (%d refused)", dialErrs)
@@ -210,7 +229,7 @@ func Fanout(ctx context.Context, t Target, o FanoutOptions) (Result, error) {
 	}
 	url := strings.TrimSuffix(t.URL, "/") + "/v3/sessions/" + sid + "/messages"
 	body := content(o.Size)
-	var postErrs int64
+	var posted int64 // messages the relay stored
 	if o.Posting != nil {
 		o.Posting()
 	}
@@ -221,11 +240,17 @@ func Fanout(ctx context.Context, t Target, o FanoutOptions) (Result, error) {
 		}
 		p := []byte(`{"messages":[{"localId":"` + run + "-" + strconv.Itoa(i) + `","content":"` + body + `"}]}`)
 		atomic.StoreInt64(&sent[i], time.Now().UnixNano())
-		if err := post(ctx, t.client(), url, token, p); err != nil {
-			postErrs++
+		if err := post(ctx, t.client(), url, token, p, 1); err != nil {
+			fl.fail(err)
+		} else {
+			fl.ok()
+			posted++
 		}
 		if o.Gap > 0 {
-			time.Sleep(o.Gap)
+			select {
+			case <-time.After(o.Gap):
+			case <-ctx.Done():
+			}
 		}
 	}
 	select {
@@ -258,16 +283,25 @@ func Fanout(ctx context.Context, t Target, o FanoutOptions) (Result, error) {
 		}
 	}
 	res.Ops = delivered.Load()
-	res.Errors = int64(o.Sockets)*int64(o.Messages) - res.Ops + postErrs + int64(lost)
+	// Errors: failed posts (fl), sockets refused or lost, and the
+	// deliveries of stored messages that never came, unless the run was
+	// cut short (its waits cut too).
+	res.Errors = fl.n.Load() + int64(dialErrs) + int64(lost)
+	if parent.Err() == nil {
+		res.Errors += max(int64(len(socks))*posted-res.Ops, 0)
+	}
 	res.Seconds = el.Seconds()
 	res.Throughput = float64(res.Ops) / el.Seconds()
 	res.Latency = percentiles(lat)
+	fl.done(parent, &res)
 	return res, w.end(&res)
 }
 
 // dialMany connects n sockets, 32 at a time, and returns those that
 // connected, the count refused and each connect's duration.
-func dialMany(ctx context.Context, base string, n int, auth map[string]any, onEvent func([]byte)) ([]*sock, int, []time.Duration) {
+// A connect that fails is recorded in fl (whose run stops once the relay
+// refuses maxInARow in a row).
+func dialMany(ctx context.Context, base string, n int, auth map[string]any, onEvent func([]byte), fl *failures) ([]*sock, int, []time.Duration) {
 	var mu sync.Mutex
 	var out []*sock
 	var lat []time.Duration
@@ -278,7 +312,13 @@ func dialMany(ctx context.Context, base string, n int, auth map[string]any, onEv
 		if ctx.Err() != nil {
 			break
 		}
-		sem <- struct{}{}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -291,9 +331,13 @@ func dialMany(ctx context.Context, base string, n int, auth map[string]any, onEv
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				refused++
+				if ctx.Err() == nil {
+					refused++
+				}
+				fl.fail(err)
 				return
 			}
+			fl.ok()
 			out = append(out, s)
 			lat = append(lat, d)
 		}()
@@ -332,6 +376,9 @@ func Sockets(ctx context.Context, t Target, o SocketsOptions) (Result, error) {
 		o.Hold = time.Second
 	}
 	res := Result{Kind: "sockets", Unit: "connects/s", Params: map[string]any{"sockets": o.Sockets, "hold": o.Hold.String()}}
+	parent := ctx
+	ctx, fl := newFailures(ctx)
+	defer fl.cancel(nil)
 	token, err := t.token(ctx)
 	if err != nil {
 		return res, err
@@ -345,7 +392,7 @@ func Sockets(ctx context.Context, t Target, o SocketsOptions) (Result, error) {
 		return res, err
 	}
 	start := time.Now()
-	socks, refused, lat := dialMany(ctx, t.URL, o.Sockets, map[string]any{"token": token, "clientType": "session-scoped", "sessionId": sid}, nil)
+	socks, refused, lat := dialMany(ctx, t.URL, o.Sockets, map[string]any{"token": token, "clientType": "session-scoped", "sessionId": sid}, nil, fl)
 	el := time.Since(start)
 	defer closeAll(socks)
 	select {
@@ -361,15 +408,16 @@ func Sockets(ctx context.Context, t Target, o SocketsOptions) (Result, error) {
 		}
 	}
 	res.Ops, res.Errors, res.Seconds = int64(len(socks)-lost), int64(refused+lost), el.Seconds()
-	res.Throughput = float64(len(socks)) / el.Seconds()
+	res.Throughput = float64(res.Ops) / el.Seconds()
 	res.Latency = percentiles(lat)
+	fl.done(parent, &res)
 	if err := w.end(&res); err != nil {
 		return res, err
 	}
 	if o.Held != nil {
 		o.Held()
 	}
-	if res.Relay != nil && res.Ops > 0 {
+	if res.Relay != nil && res.Ops > 0 && res.Relay.RSSKiB > res.Relay.RSSBeforeKiB {
 		res.Relay.KiBPerSocket = float64(res.Relay.RSSKiB-res.Relay.RSSBeforeKiB) / float64(res.Ops)
 	}
 	return res, nil
@@ -388,6 +436,9 @@ type RPCOptions struct {
 func RPC(ctx context.Context, t Target, o RPCOptions) (Result, error) {
 	o.Calls, o.Concurrency = max(o.Calls, 1), max(o.Concurrency, 1)
 	res := Result{Kind: "rpc", Unit: "calls/s", Params: map[string]any{"calls": o.Calls, "concurrency": o.Concurrency}}
+	parent := ctx
+	ctx, fl := newFailures(ctx)
+	defer fl.cancel(nil)
 	token, err := t.token(ctx)
 	if err != nil {
 		return res, err
@@ -444,7 +495,7 @@ func RPC(ctx context.Context, t Target, o RPCOptions) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	var ok, failed atomic.Int64
+	var ok atomic.Int64
 	lat := make([][]time.Duration, o.Concurrency)
 	var next atomic.Int64
 	start := time.Now()
@@ -458,10 +509,14 @@ func RPC(ctx context.Context, t Target, o RPCOptions) (Result, error) {
 				t0 := time.Now()
 				r, err := caller.call(cctx, "rpc-call", map[string]any{"method": method, "params": "ping"})
 				cancel()
-				if err != nil || !bytes.Contains(r, []byte(`"ok":true`)) {
-					failed.Add(1)
+				if err == nil && !bytes.Contains(r, []byte(`"ok":true`)) {
+					err = fmt.Errorf("rpc-call answered %s", cut(r))
+				}
+				if err != nil {
+					fl.fail(err)
 					continue
 				}
+				fl.ok()
 				lat[g] = append(lat[g], time.Since(t0))
 				ok.Add(1)
 			}
@@ -473,8 +528,19 @@ func RPC(ctx context.Context, t Target, o RPCOptions) (Result, error) {
 	for _, l := range lat {
 		all = append(all, l...)
 	}
-	res.Ops, res.Errors, res.Seconds = ok.Load(), failed.Load(), el.Seconds()
+	res.Ops, res.Errors, res.Seconds = ok.Load(), fl.n.Load(), el.Seconds()
 	res.Throughput = float64(res.Ops) / el.Seconds()
 	res.Latency = percentiles(all)
+	fl.done(parent, &res)
 	return res, w.end(&res)
+}
+
+// cut is an answer's text for an error message: its first 200 bytes, one
+// line.
+func cut(data []byte) string {
+	s := strings.Join(strings.Fields(string(data)), " ")
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
 }
