@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/signal"
 	"syscall"
@@ -43,8 +44,9 @@ process on this machine also the relay's CPU use and resident memory (from
 for scripts.
 
 The exit status is 0 for a run without errors, 1 when any operation
-failed (the first error is printed) or the relay stopped answering (the
-run stops after 50 failures in a row), 2 for a flag out of its range, and
+failed (the first error is printed; 50 failures in a row stop the run, and a
+post unanswered 5 s after the run's end is cut off), 2 for a flag out of
+its range (a post is at most 8 MiB, what the relay takes), and
 130 when interrupted (the partial result is printed).
 
 An account is created with a fresh key through the auth routes unless
@@ -64,7 +66,8 @@ An account is created with a fresh key through the auth routes unless
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkRanges(
 				intIn("--clients", ing.Clients, 1, maxClients), intIn("--batch", ing.Batch, 1, 100),
-				intIn("--size", ing.Size, 1, maxSize), durationIn("--duration", ing.Duration, time.Millisecond, maxDuration)); err != nil {
+				intIn("--size", ing.Size, 1, maxSize), durationIn("--duration", ing.Duration, time.Millisecond, maxDuration),
+				postSize(ing.Batch, ing.Size)); err != nil {
 				return err
 			}
 			return runBench(cmd.Context(), f, opts, func(ctx context.Context, t bench.Target) (bench.Result, error) {
@@ -166,6 +169,33 @@ func durationIn(name string, d, lo, hi time.Duration) string {
 	return ""
 }
 
+// maxPost is the largest body the relay takes (its 8 MiB limit), and
+// postOverhead the bytes a message adds to its content in a post (its
+// JSON and localId).
+const maxPost, postOverhead = 8 << 20, 96
+
+// postSize refuses a batch whose post the relay would refuse as too large.
+func postSize(batch, size int) string {
+	if n := int64(batch) * int64(size+postOverhead); n > maxPost {
+		return fmt.Sprintf("--batch %d × --size %d make posts of about %d bytes; the relay takes at most %d", batch, size, n, maxPost)
+	}
+	return ""
+}
+
+// checkURL refuses a relay URL the generator cannot use: an http or
+// https URL with a host, without query or fragment (a path is kept: a
+// relay behind a prefix).
+func checkURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err == nil && (u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "") {
+		err = errors.New("want http://host:port or https://host[:port], without query or fragment")
+	}
+	if err != nil {
+		return &usageError{err: fmt.Errorf("--url %q: %v", raw, err)}
+	}
+	return nil
+}
+
 // checkRanges returns a usage error (exit status 2) for the first
 // complaint of intIn or durationIn, nil when there is none.
 func checkRanges(complaints ...string) error {
@@ -188,6 +218,9 @@ func runBench(ctx context.Context, f *factory, opts *benchOptions, run func(cont
 	if opts.pid < 0 {
 		return &usageError{err: fmt.Errorf("--pid is %d, want a process id", opts.pid)}
 	}
+	if err := checkURL(opts.url); err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// Thousands of sockets need as many descriptors on this side too.
@@ -199,6 +232,8 @@ func runBench(ctx context.Context, f *factory, opts *benchOptions, run func(cont
 		}
 	}
 	switch {
+	case res.Seconds == 0 && ctx.Err() != nil:
+		return &exitError{code: exitInterrupted, err: errors.New("bench: interrupted before the run began")}
 	case res.Stopped == "interrupted" || ctx.Err() != nil:
 		return &exitError{code: exitInterrupted}
 	case err != nil:

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -70,9 +71,16 @@ func TestServerBenchRefusesOutOfRange(t *testing.T) {
 		{[]string{"sockets", "--sockets", "0"}, "happy: --sockets is 0, want 1 to 100000\n"},
 		{[]string{"rpc", "--concurrency", "100"}, "happy: --concurrency is 100, want 1 to 64\n"},
 		{[]string{"rpc", "--pid", "-5"}, "happy: --pid is -5, want a process id\n"},
+		{[]string{"ingest", "--batch", "100", "--size", "1048576"}, "happy: --batch 100 × --size 1048576 make posts of about 104867200 bytes; the relay takes at most 8388608\n"},
+		{[]string{"rpc", "--url", "127.0.0.1:3005"}, "happy: --url \"127.0.0.1:3005\": parse \"127.0.0.1:3005\": first path segment in URL cannot contain colon\n"},
+		{[]string{"rpc", "--url", "http://127.0.0.1:3005?x=1"}, "happy: --url \"http://127.0.0.1:3005?x=1\": want http://host:port or https://host[:port], without query or fragment\n"},
+		{[]string{"rpc", "--url", ""}, "happy: --url \"\": want http://host:port or https://host[:port], without query or fragment\n"},
+		{[]string{"rpc", "--url", "ftp://h/"}, "happy: --url \"ftp://h/\": want http://host:port or https://host[:port], without query or fragment\n"},
 	} {
 		args := append([]string{"server", "bench"}, c.args...)
-		args = append(args, "--url", "http://127.0.0.1:1")
+		if !slices.Contains(c.args, "--url") {
+			args = append(args, "--url", "http://127.0.0.1:1")
+		}
 		code, out, errb := runHappy(t, nil, args...)
 		if code != exitUsage || errb != c.want || out != "" {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit %d and %q", c.args, code, out, errb, exitUsage, c.want)
@@ -96,8 +104,8 @@ func TestServerBenchFailsOnErrors(t *testing.T) {
 	}))
 	defer stub.Close()
 	code, out, errb := runHappy(t, nil, "server", "bench", "ingest", "--url", stub.URL, "--token", "t", "--clients", "1", "--duration", "1m")
-	if code != exitFailed || !strings.HasPrefix(out, "ingest: 0 ops in ") || !strings.Contains(out, "stopped early: relay unreachable (50 failures in a row)") ||
-		errb != "happy: bench: stopped early: relay unreachable (50 failures in a row); first error: not a relay's answer (want 50 stored messages): {\"ok\":true}\n" {
+	if code != exitFailed || !strings.HasPrefix(out, "ingest: 0 ops in ") || !strings.Contains(out, "stopped early: 50 failures in a row") ||
+		errb != "happy: bench: stopped early: 50 failures in a row; first error: not a relay's answer (want 50 stored messages): {\"ok\":true}\n" {
 		t.Fatalf("exit %d\nstdout %q\nstderr %q", code, out, errb)
 	}
 }

@@ -88,8 +88,9 @@ type Result struct {
 	// FirstError is the text of the run's first error ("" for none).
 	FirstError string `json:"first_error,omitempty"`
 	// Stopped says why the run ended early: "interrupted" (its context
-	// was cancelled: SIGINT, SIGTERM) or "relay unreachable"
-	// (maxInARow failures in a row); "" when it ran its course. Work
+	// was cancelled: SIGINT, SIGTERM) or "50 failures in a row"
+	// (maxInARow; FirstError says what failed); "" when it ran its
+	// course. Work
 	// cut short by an interruption is not counted as errors.
 	Stopped string `json:"stopped,omitempty"`
 	// Relay is set when Target.Pid was given.
@@ -164,9 +165,9 @@ func (t Target) postJSON(ctx context.Context, path, token string, body, out any)
 		return err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
+	data, err := readAnswer(resp.Body)
 	if err != nil {
-		return err
+		return fmt.Errorf("POST %s: %w", path, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("POST %s: HTTP %d: %s", path, resp.StatusCode, cut(data))
@@ -244,15 +245,34 @@ func content(n int) string {
 	return s[:n]
 }
 
+// maxAnswer is the most of an answer the generator reads: more than any
+// relay answer it asks for (a batch's stored messages are a few KiB).
+const maxAnswer = 4 << 20
+
+// readAnswer reads an HTTP answer's body, refusing one longer than
+// maxAnswer (a server that streams without end must not take the
+// generator's memory).
+func readAnswer(body io.Reader) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(body, maxAnswer+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxAnswer {
+		return nil, fmt.Errorf("answer longer than %d bytes: not a relay's", maxAnswer)
+	}
+	return data, nil
+}
+
 // maxInARow is how many operations may fail in a row before a run stops
-// as "relay unreachable" (a relay killed or cut off mid-run), instead of
-// looping on refused connections until its end.
+// (a relay killed or cut off mid-run, or one at its limits), instead of
+// looping on refused connections until its end; the first error says
+// which.
 const maxInARow = 50
 
 // failures counts a run's failed operations and keeps the first error. A
 // failure after the run's context ended (an interruption, or the stop
 // below) is not counted: it is work cut short, not an error of the relay.
-// maxInARow failures in a row cancel the run (cancel, with errUnreachable).
+// maxInARow failures in a row cancel the run (cancel, with errInARow).
 type failures struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -262,8 +282,8 @@ type failures struct {
 	first  string
 }
 
-// errUnreachable is the cause a run is cancelled with by failures.
-var errUnreachable = errors.New("relay unreachable")
+// errInARow is the cause a run is cancelled with by failures.
+var errInARow = errors.New("too many failures in a row")
 
 // newFailures returns the run's context (cancelled by maxInARow failures
 // in a row) and its failure count.
@@ -284,7 +304,7 @@ func (f *failures) fail(err error) {
 		f.mu.Unlock()
 	}
 	if f.inARow.Add(1) >= maxInARow {
-		f.cancel(errUnreachable)
+		f.cancel(errInARow)
 	}
 }
 
@@ -300,8 +320,8 @@ func (f *failures) done(parent context.Context, res *Result) {
 	switch {
 	case parent.Err() != nil:
 		res.Stopped = "interrupted"
-	case errors.Is(context.Cause(f.ctx), errUnreachable):
-		res.Stopped = fmt.Sprintf("relay unreachable (%d failures in a row)", maxInARow)
+	case errors.Is(context.Cause(f.ctx), errInARow):
+		res.Stopped = fmt.Sprintf("%d failures in a row", maxInARow)
 	}
 	f.cancel(nil)
 }

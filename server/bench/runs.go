@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -56,6 +55,10 @@ func Ingest(ctx context.Context, t Target, o IngestOptions) (Result, error) {
 	lat := make([][]time.Duration, o.Clients)
 	start := time.Now()
 	deadline := start.Add(o.Duration)
+	// A post still unanswered endGrace after the run's end is cut off and
+	// counted as failed: a slow relay does not stretch the run.
+	postCtx, cancelPosts := context.WithDeadline(ctx, deadline.Add(endGrace))
+	defer cancelPosts()
 	var wg sync.WaitGroup
 	for c := range o.Clients {
 		wg.Add(1)
@@ -76,7 +79,10 @@ func Ingest(ctx context.Context, t Target, o IngestOptions) (Result, error) {
 				}
 				buf.WriteString(`]}`)
 				t0 := time.Now()
-				if err := post(ctx, t.client(), url, token, buf.Bytes(), o.Batch); err != nil {
+				if err := post(postCtx, t.client(), url, token, buf.Bytes(), o.Batch); err != nil {
+					if ctx.Err() == nil && postCtx.Err() != nil {
+						err = fmt.Errorf("a post still unanswered %s after the run's end", endGrace)
+					}
 					fl.fail(err)
 					if ctx.Err() != nil {
 						return
@@ -102,6 +108,10 @@ func Ingest(ctx context.Context, t Target, o IngestOptions) (Result, error) {
 	return res, w.end(&res)
 }
 
+// endGrace is how long a run waits, past its end, for what is in flight
+// (a variable for the tests).
+var endGrace = 5 * time.Second
+
 // post sends one raw JSON body and wants a 200 with the relay's answer:
 // {"messages":[…]} holding want stored messages.
 func post(ctx context.Context, cl *http.Client, url, token string, body []byte, want int) error {
@@ -115,7 +125,7 @@ func post(ctx context.Context, cl *http.Client, url, token string, body []byte, 
 	if err != nil {
 		return err
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	data, err := readAnswer(resp.Body)
 	_ = resp.Body.Close()
 	if err != nil {
 		return err
@@ -395,19 +405,31 @@ func Sockets(ctx context.Context, t Target, o SocketsOptions) (Result, error) {
 	socks, refused, lat := dialMany(ctx, t.URL, o.Sockets, map[string]any{"token": token, "clientType": "session-scoped", "sessionId": sid}, nil, fl)
 	el := time.Since(start)
 	defer closeAll(socks)
-	select {
-	case <-time.After(o.Hold):
-	case <-ctx.Done():
-	}
+	holdEnd := time.After(o.Hold)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
 	lost := 0
-	for _, s := range socks {
+hold:
+	for {
 		select {
-		case <-s.done:
-			lost++
-		default:
+		case <-holdEnd:
+			break hold
+		case <-ctx.Done():
+			break hold
+		case <-tick.C:
+			// Every socket gone (the relay ended): no point holding.
+			if lost = countLost(socks); lost == len(socks) && lost > 0 {
+				break hold
+			}
 		}
 	}
-	res.Ops, res.Errors, res.Seconds = int64(len(socks)-lost), int64(refused+lost), el.Seconds()
+	lost = countLost(socks)
+	if lost > 0 && parent.Err() == nil {
+		fl.fail(fmt.Errorf("the relay closed %d of the %d sockets while they were held", lost, len(socks)))
+	}
+	// Ops: sockets connected (the rate is theirs); Errors: refused, and
+	// lost during the hold.
+	res.Ops, res.Errors, res.Seconds = int64(len(socks)), int64(refused+lost), el.Seconds()
 	res.Throughput = float64(res.Ops) / el.Seconds()
 	res.Latency = percentiles(lat)
 	fl.done(parent, &res)
@@ -417,8 +439,8 @@ func Sockets(ctx context.Context, t Target, o SocketsOptions) (Result, error) {
 	if o.Held != nil {
 		o.Held()
 	}
-	if res.Relay != nil && res.Ops > 0 && res.Relay.RSSKiB > res.Relay.RSSBeforeKiB {
-		res.Relay.KiBPerSocket = float64(res.Relay.RSSKiB-res.Relay.RSSBeforeKiB) / float64(res.Ops)
+	if held := res.Ops - int64(lost); res.Relay != nil && held > 0 && res.Relay.RSSKiB > res.Relay.RSSBeforeKiB {
+		res.Relay.KiBPerSocket = float64(res.Relay.RSSKiB-res.Relay.RSSBeforeKiB) / float64(held)
 	}
 	return res, nil
 }
@@ -543,4 +565,17 @@ func cut(data []byte) string {
 		s = s[:200] + "…"
 	}
 	return s
+}
+
+// countLost counts the sockets that have closed.
+func countLost(socks []*sock) int {
+	n := 0
+	for _, s := range socks {
+		select {
+		case <-s.done:
+			n++
+		default:
+		}
+	}
+	return n
 }
