@@ -280,8 +280,10 @@ func Fanout(ctx context.Context, t Target, o FanoutOptions) (Result, error) {
 			lat = append(lat, time.Duration(l-sent[i]))
 		}
 	}
+	// The run lasts until its last delivery; an interrupted one, or one
+	// with none, until now.
 	el := time.Duration(end - start.UnixNano())
-	if end == 0 {
+	if end == 0 || parent.Err() != nil {
 		el = time.Since(start)
 	}
 	lost := 0
