@@ -26,6 +26,17 @@ func TestMain(m *testing.M) {
 // relay serves an in-process relay on a loopback port.
 func relay(t *testing.T) bench.Target {
 	t.Helper()
+	tg, _ := stoppableRelay(t)
+	// This process is the relay: its /proc entry is the relay's.
+	tg.Pid = os.Getpid()
+	return tg
+}
+
+// stoppableRelay is relay without a pid, and a function that stops it
+// (at most once; the test's cleanup stops it otherwise), for the tests of
+// a relay that goes mid-run.
+func stoppableRelay(t *testing.T) (bench.Target, func()) {
+	t.Helper()
 	srv, err := server.New(server.Config{DataDir: t.TempDir(), Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
@@ -38,14 +49,17 @@ func relay(t *testing.T) bench.Target {
 	done := make(chan struct{})
 	go func() { _ = srv.Serve(ctx, l); close(done) }()
 	cl := &http.Client{Transport: &http.Transport{}}
-	t.Cleanup(func() {
-		cl.CloseIdleConnections()
-		cancel()
-		<-done
-		_ = srv.Close()
-	})
-	// This process is the relay: its /proc entry is the relay's.
-	return bench.Target{URL: "http://" + l.Addr().String(), Pid: os.Getpid(), HTTP: cl}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cl.CloseIdleConnections()
+			cancel()
+			<-done
+			_ = srv.Close()
+		})
+	}
+	t.Cleanup(stop)
+	return bench.Target{URL: "http://" + l.Addr().String(), HTTP: cl}, stop
 }
 
 // roundTrip checks that r survives the --json encoding with its fields.
@@ -211,29 +225,7 @@ func TestAnswersAreChecked(t *testing.T) {
 // rpc run ends the run early (50 failures in a row), instead of counting
 // failures until the last call.
 func TestRelayGoneMidRun(t *testing.T) {
-	srv, err := server.New(server.Config{DataDir: t.TempDir(), Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = srv.Serve(ctx, l); close(done) }()
-	var once sync.Once
-	stopRelay := func() {
-		once.Do(func() {
-			cancel()
-			<-done
-			_ = srv.Close()
-		})
-	}
-	t.Cleanup(stopRelay)
-	cl := &http.Client{Transport: &http.Transport{}}
-	t.Cleanup(cl.CloseIdleConnections)
-	tg := bench.Target{URL: "http://" + l.Addr().String(), HTTP: cl}
+	tg, stopRelay := stoppableRelay(t)
 	// The relay goes once a few calls were answered (the fan-out's
 	// Posting hook would do for fanout; for rpc, a timer).
 	time.AfterFunc(300*time.Millisecond, stopRelay)
@@ -333,23 +325,7 @@ func TestEndlessAnswerRefused(t *testing.T) {
 // held are errors with a first error that says so, and the hold ends
 // once every socket is gone; the connects are still counted as ops.
 func TestSocketsLostDuringTheHold(t *testing.T) {
-	srv, err := server.New(server.Config{DataDir: t.TempDir(), Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = srv.Serve(ctx, l); close(done) }()
-	var once sync.Once
-	stopRelay := func() { once.Do(func() { cancel(); <-done; _ = srv.Close() }) }
-	defer stopRelay()
-	cl := &http.Client{Transport: &http.Transport{}}
-	defer cl.CloseIdleConnections()
-	tg := bench.Target{URL: "http://" + l.Addr().String(), HTTP: cl}
+	tg, stopRelay := stoppableRelay(t)
 	// The relay goes once the sockets are held (ten connect in a few ms).
 	time.AfterFunc(500*time.Millisecond, stopRelay)
 	start := time.Now()

@@ -286,14 +286,7 @@ func Fanout(ctx context.Context, t Target, o FanoutOptions) (Result, error) {
 	if end == 0 || parent.Err() != nil {
 		el = time.Since(start)
 	}
-	lost := 0
-	for _, s := range socks {
-		select {
-		case <-s.done:
-			lost++
-		default:
-		}
-	}
+	lost := countLost(socks)
 	res.Ops = delivered.Load()
 	// Errors: failed posts (fl), sockets refused or lost, and the
 	// deliveries of stored messages that never came, unless the run was
