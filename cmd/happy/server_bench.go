@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/happy-dev/happy/internal/fdlimit"
+	"github.com/happy-dev/happy/server"
 	"github.com/happy-dev/happy/server/bench"
 )
 
@@ -169,10 +170,10 @@ func durationIn(name string, d, lo, hi time.Duration) string {
 	return ""
 }
 
-// maxPost is the largest body the relay takes (its 8 MiB limit), and
-// postOverhead the bytes a message adds to its content in a post (its
-// JSON and localId).
-const maxPost, postOverhead = 8 << 20, 96
+// maxPost is the largest body happy's relay takes by default (a relay
+// set otherwise answers 413, counted as failed posts), and postOverhead the bytes a message adds
+// to its content in a post (its JSON and localId).
+const maxPost, postOverhead = server.DefaultMaxBodyBytes, 96
 
 // postSize refuses a batch whose post the relay would refuse as too large.
 func postSize(batch, size int) string {
