@@ -18,7 +18,7 @@ const module = "github.com/happy-dev/happy"
 
 // domain lists the packages (and their sub-packages) that know what happy
 // is about; no package under internal/ may import them.
-var domain = []string{"agent", "adapters", "mapper", "session", "relay", "server", "crypto", "export", "cmd", "app", "localapi", "daemon", "webapp"}
+var domain = []string{"agent", "control", "adapters", "mapper", "session", "relay", "server", "crypto", "export", "cmd", "app", "localapi", "daemon", "webapp"}
 
 // imports returns, per package folder (relative to the module root), the
 // module-local imports of its non-test Go files.

@@ -53,6 +53,15 @@ const (
 	DropOrphan            DropReason = "orphan"             // refers to something never announced and cannot stand alone
 	DropDecryptFailed     DropReason = "decrypt_failed"     // ciphertext that does not open with our key
 	DropUnknownDecision   DropReason = "unknown_decision"   // a permission answer that is not once/always/reject
+
+	// Control inputs (prompts, decisions, machine requests) refused by
+	// their receiver (docs/ARCHITECTURE.md, "Trust"); the values are the
+	// control package's reasons.
+	DropReplayed    DropReason = "replayed"     // consumed before: a replay
+	DropWrongTarget DropReason = "wrong_target" // sealed for another session, machine or method
+	DropStale       DropReason = "stale"        // issued outside the accepted window
+	DropUnsealed    DropReason = "unsealed"     // no sealed envelope where one is required
+	DropMalformed   DropReason = "malformed"    // an envelope that is not a valid one
 )
 
 // Dropped records one refused input: where it came from, why, and a prefix

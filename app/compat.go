@@ -14,10 +14,13 @@ import (
 // setting (1/true/yes/on, 0/false/no/off).
 const EnvAppCompat = "HAPPY_APP_COMPAT"
 
-// appCompatEnabled resolves the appCompat setting: HAPPY_APP_COMPAT, then
-// "appCompat" in settings.json, then on. Off suits a relay no reference app
-// reads: nothing but the canonical records and the metadata is written.
-func appCompatEnabled(env Env) bool {
+// AppCompatEnabled resolves the appCompat setting: HAPPY_APP_COMPAT, then
+// "appCompat" in settings.json, then on. On, happy also writes what the
+// reference app reads and accepts its dialect of control inputs
+// (docs/ARCHITECTURE.md, "The reference app" and "Trust"); off suits a
+// relay no reference app reads: nothing but the canonical records and the
+// metadata is written, and only sealed control envelopes are accepted.
+func AppCompatEnabled(env Env) bool {
 	return switchOn(env, EnvAppCompat, "appCompat", true)
 }
 
@@ -40,7 +43,7 @@ func switchOn(env Env, envName, key string, def bool) bool {
 // agentState for sess (docs/ARCHITECTURE.md, "The reference app"), added to
 // the sink, or nil when the appCompat setting is off.
 func startCompat(env Env, sess *relay.Session, sink *session.Sink, rootID, flavor string) *compat.Writer {
-	if !appCompatEnabled(env) {
+	if !AppCompatEnabled(env) {
 		return nil
 	}
 	w := compat.New(compat.Options{

@@ -88,7 +88,7 @@ func TestAppCompatSetting(t *testing.T) {
 			}
 			return ""
 		}}
-		if got := appCompatEnabled(env); got != c.want {
+		if got := AppCompatEnabled(env); got != c.want {
 			t.Errorf("env %q file %s: %v, want %v", c.env, c.file, got, c.want)
 		}
 	}

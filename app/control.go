@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/happy-dev/happy/agent"
+	"github.com/happy-dev/happy/control"
 	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/relay"
 	"github.com/happy-dev/happy/session"
@@ -30,16 +31,24 @@ func CallRPC(ctx context.Context, conn *Conn, o Opened, method string, params an
 }
 
 // CallScopedRPC is CallRPC for any scope: it calls "<scopeID>:<method>"
-// with params and result encrypted with cipher (a session's key, or the
-// account's machine key for a machine RPC, docs/ARCHITECTURE.md, section
-// "The daemon"). timeout 0 is 40 s.
+// with params sealed in a control envelope (control.Envelope: bound to the
+// scope and method, single use, with its issue time) with cipher (a
+// session's key, or the account's machine key for a machine RPC,
+// docs/ARCHITECTURE.md, sections "Trust" and "The daemon"), and accepts only
+// an answer sealed with the same key and bound to that envelope's id: an
+// answer the relay replayed or made up is an error wrapping ErrRPC and
+// ErrUnboundAnswer, never a success. timeout 0 is 40 s.
 func CallScopedRPC(ctx context.Context, conn *Conn, scopeID string, cipher crypto.Cipher, method string, params any, timeout time.Duration) (json.RawMessage, error) {
 	if timeout <= 0 {
 		timeout = 40 * time.Second
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	plain, err := json.Marshal(params)
+	env, err := control.New(scopeID, method, params, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	plain, err := json.Marshal(env)
 	if err != nil {
 		return nil, err
 	}
@@ -78,16 +87,33 @@ func CallScopedRPC(ctx context.Context, conn *Conn, scopeID string, cipher crypt
 	}
 	out, err := cipher.Open(raw)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: result: %w", ErrRPC, method, err)
+		return nil, fmt.Errorf("%w: %s: the answer does not open with the key: %w", ErrRPC, method, err)
 	}
+	res, err := control.OpenAnswer(out, env.ID)
+	var callee *control.CalleeError
+	switch {
+	case err == nil:
+		return res, nil
+	case errors.As(err, &callee):
+		return nil, fmt.Errorf("%w: %s: %w", ErrRPC, method, err)
+	}
+	// An error the callee sent before it could read the envelope (an
+	// unknown method, params it could not open) is not bound: say what it
+	// said, but never take it for an answer.
 	var e struct {
 		Error string `json:"error"`
 	}
 	if json.Unmarshal(out, &e) == nil && e.Error != "" {
 		return nil, fmt.Errorf("%w: %s: %s", ErrRPC, method, e.Error)
 	}
-	return out, nil
+	return nil, fmt.Errorf("%w: %s: %w: %w", ErrRPC, method, ErrUnboundAnswer, err)
 }
+
+// ErrUnboundAnswer is wrapped by a control call's error when the answer
+// opened but was not bound to the call (replayed or forged by the relay, or
+// the callee is a happy older than sealed control): the call may or may not
+// have been acted on, and the person is told so.
+var ErrUnboundAnswer = errors.New("the answer is not bound to this call (replayed or forged by the relay, or an older happy)")
 
 // Approve answers a blocked permission of a running session (decision once
 // or always, or reject).
@@ -121,7 +147,9 @@ func Send(ctx context.Context, conn *Conn, o Opened, text string, now time.Time)
 
 // SendFiles is Send with attachments: each file (from UploadFile, already
 // stored as a blob) becomes a seed-001 file part after the text part (no
-// text part when text is empty and there are files).
+// text part when text is empty and there are files). The row carries a
+// sealed control envelope ("control", control.MethodPrompt) bound to the
+// relay session; the running session refuses it a second time.
 func SendFiles(ctx context.Context, conn *Conn, o Opened, text string, files []Blob, now time.Time) (string, error) {
 	// The prompt is filed under the transcript's root session, whose record
 	// the running session writes first; a session started a moment ago may
@@ -172,6 +200,14 @@ func SendFiles(ctx context.Context, conn *Conn, o Opened, text string, files []B
 		parts = append(parts, part)
 	}
 	env["parts"] = parts
+	// The prompt is a control input: sealed with its target, a unique id
+	// and its issue time, so the relay can neither replay it nor move it to
+	// another session (docs/ARCHITECTURE.md, "Trust").
+	ctl, err := control.New(o.Info.ID, control.MethodPrompt, nil, now)
+	if err != nil {
+		return "", err
+	}
+	env["control"] = ctl
 	plain, err := json.Marshal(env)
 	if err != nil {
 		return "", err

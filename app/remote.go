@@ -38,8 +38,15 @@ type KillReply struct {
 // file and shell methods of package remotefs (confined to dir; bash,
 // writeFile and ripgrep only when the remoteShell setting allows).
 // kill ends the run. The returned function releases the folder.
-func registerAppControl(ctx context.Context, env Env, sess *relay.Session, runner *session.Runner, ag agent.Agent, dir string, kill func()) func() {
-	sess.RegisterRPC(session.MethodCommunication, func(_ context.Context, params json.RawMessage) (any, error) {
+//
+// With dialect (the appCompat setting) they also accept the reference app's
+// dialect (relay.Session.RegisterDialectRPC).
+func registerAppControl(ctx context.Context, env Env, sess *relay.Session, runner *session.Runner, ag agent.Agent, dir string, kill func(), dialect bool) func() {
+	reg := sess.RegisterRPC
+	if dialect {
+		reg = sess.RegisterDialectRPC
+	}
+	reg(session.MethodCommunication, func(_ context.Context, params json.RawMessage) (any, error) {
 		c, err := session.DecodeCommunication(params)
 		if err != nil {
 			return nil, err
@@ -58,10 +65,10 @@ func registerAppControl(ctx context.Context, env Env, sess *relay.Session, runne
 			return nil, session.ErrNotRunning
 		}
 	})
-	sess.RegisterRPC(session.MethodSwitch, func(rctx context.Context, params json.RawMessage) (any, error) {
+	reg(session.MethodSwitch, func(rctx context.Context, params json.RawMessage) (any, error) {
 		return switchMode(rctx, env, ag, params), nil
 	})
-	sess.RegisterRPC(MethodKillSession, func(context.Context, json.RawMessage) (any, error) {
+	reg(MethodKillSession, func(context.Context, json.RawMessage) (any, error) {
 		env.Log.Info().Msg("killSession from another device: ending the session")
 		// The reply goes out before the session's socket closes: the end
 		// writes the lifecycle, session-end and flushes first.
@@ -74,7 +81,7 @@ func registerAppControl(ctx context.Context, env Env, sess *relay.Session, runne
 		env.Log.Warn().Err(err).Str("dir", dir).Msg("remote file access unavailable: the session folder cannot be opened")
 		for _, m := range remotefs.Methods {
 			msg := "the session folder cannot be opened: " + err.Error()
-			sess.RegisterRPC(m, func(context.Context, json.RawMessage) (any, error) {
+			reg(m, func(context.Context, json.RawMessage) (any, error) {
 				return remotefs.Reply{Error: msg}, nil
 			})
 		}
@@ -82,7 +89,7 @@ func registerAppControl(ctx context.Context, env Env, sess *relay.Session, runne
 	}
 	shell := switchOn(env, settings.EnvRemoteShell, "remoteShell", false)
 	for name, h := range remotefs.Handlers(remotefs.Options{Root: root, Shell: shell, Log: env.Log}) {
-		sess.RegisterRPC(name, func(ctx context.Context, params json.RawMessage) (any, error) {
+		reg(name, func(ctx context.Context, params json.RawMessage) (any, error) {
 			return h(ctx, params), nil
 		})
 	}

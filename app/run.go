@@ -267,14 +267,20 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 		sink.Observe(evs)
 		onBus(evs)
 	}
-	registerControl(runCtx, sess, runner)
-	release := registerAppControl(runCtx, env, sess, runner, ag, opts.Dir, cancel)
+	dialect := AppCompatEnabled(env)
+	sess.OnRefused(func(r relay.Refused) {
+		go func() {
+			_ = runner.Control(runCtx, session.ControlRefused{Dropped: refusedDropped(r)})
+		}()
+	})
+	registerControl(runCtx, sess, runner, dialect)
+	release := registerAppControl(runCtx, env, sess, runner, ag, opts.Dir, cancel, dialect)
 	defer release()
 	var echo func(string)
 	if cw != nil {
 		echo = cw.ExpectEcho
 	}
-	go receivePrompts(runCtx, env, sess, runner, echo)
+	go receivePrompts(runCtx, env, sess, runner, echo, dialect)
 	if opts.Local != nil {
 		go localPrompts(runCtx, env, opts.Local, runner)
 	}
@@ -424,8 +430,23 @@ func buildMetadata(env Env, opts SessionOptions) Metadata {
 	}
 }
 
-// registerControl registers the session RPCs that reach the runner.
-func registerControl(ctx context.Context, sess *relay.Session, runner *session.Runner) {
+// refusedDropped is the Dropped record of a refused control input.
+func refusedDropped(r relay.Refused) agent.Dropped {
+	return agent.Dropped{Source: DroppedSourceControl, Kind: r.Method, Reason: agent.DropReason(r.Reason), Detail: agent.CutUTF8(r.Detail, agent.DroppedRawMax)}
+}
+
+// DroppedSourceControl is the Dropped source of a control input the
+// session refused (docs/ARCHITECTURE.md, "Trust").
+const DroppedSourceControl = "control"
+
+// registerControl registers the session RPCs that reach the runner;
+// permission and abort also in the reference app's dialect when dialect is
+// set (the appCompat setting).
+func registerControl(ctx context.Context, sess *relay.Session, runner *session.Runner, dialect bool) {
+	reg := sess.RegisterRPC
+	if dialect {
+		reg = sess.RegisterDialectRPC
+	}
 	call := func(c func(reply chan<- error) session.Control) (any, error) {
 		reply := make(chan error, 1)
 		if err := runner.Control(ctx, c(reply)); err != nil {
@@ -441,7 +462,7 @@ func registerControl(ctx context.Context, sess *relay.Session, runner *session.R
 			return nil, session.ErrNotRunning
 		}
 	}
-	sess.RegisterRPC(session.MethodPermission, func(_ context.Context, params json.RawMessage) (any, error) {
+	reg(session.MethodPermission, func(_ context.Context, params json.RawMessage) (any, error) {
 		a, err := session.DecodePermission(params)
 		if err != nil {
 			return nil, err
@@ -455,7 +476,7 @@ func registerControl(ctx context.Context, sess *relay.Session, runner *session.R
 		}
 		return call(func(r chan<- error) session.Control { return session.ControlQuestion{Answer: q, Reply: r} })
 	})
-	sess.RegisterRPC(session.MethodAbort, func(_ context.Context, _ json.RawMessage) (any, error) {
+	reg(session.MethodAbort, func(_ context.Context, _ json.RawMessage) (any, error) {
 		return call(func(r chan<- error) session.Control { return session.ControlAbort{Reply: r} })
 	})
 }
@@ -464,17 +485,27 @@ func registerControl(ctx context.Context, sess *relay.Session, runner *session.R
 const compatCloseTimeout = 5 * time.Second
 
 // receivePrompts hands prompts other devices wrote to the relay to the
-// runner; everything else on the stream is for readers. echo, when set, is
-// told the text of each of the reference app's own prompts.
+// runner; everything else on the stream is for readers. Every prompt row is
+// a control input: it is checked (relay.Session.AcceptPrompt: sealed for
+// this session, recent, never used before; the reference app's rows, when
+// dialect is set, once per ciphertext) before the runner sees it, and a
+// refused one is recorded as Dropped. echo, when set, is told the text of
+// each of the reference app's own prompts.
 //
 // The reference app's file events wait for its next text and go with it
 // (session.PromptReader).
-func receivePrompts(ctx context.Context, env Env, sess *relay.Session, runner *session.Runner, echo func(string)) {
+func receivePrompts(ctx context.Context, env Env, sess *relay.Session, runner *session.Runner, echo func(string), dialect bool) {
 	pr := session.PromptReader{MaxSize: MaxAttachmentSize}
 	for inc := range sess.Receive() {
 		if inc.Err != nil {
 			env.Log.Warn().Err(inc.Err).Int64("seq", inc.Seq).Msg("relay message could not be decrypted")
 			continue
+		}
+		if ctl, isControl, isDialect := promptControl(inc.Plaintext); isControl {
+			if err := sess.AcceptPrompt(inc, ctl, dialect && isDialect); err != nil {
+				env.Log.Warn().Err(err).Int64("seq", inc.Seq).Msg("prompt refused")
+				continue
+			}
 		}
 		c, ok, err := pr.Read(inc.Plaintext)
 		if err != nil {
@@ -501,6 +532,34 @@ func receivePrompts(ctx context.Context, env Env, sess *relay.Session, runner *s
 			return
 		}
 	}
+}
+
+// promptControl tells whether a decrypted row is a control input (a user
+// message to the runner) and returns its "control" member: our canonical
+// user message ({"kind":"message","info":{"role":"user"},…,"control":…}), or
+// a row of the reference app's dialect (isDialect: a legacy user text, or
+// one of its file events) which carries none. Rows for readers (assistant
+// messages, sessions, todos, legacy agent records) are not control inputs.
+func promptControl(plain []byte) (ctl json.RawMessage, isControl, isDialect bool) {
+	var head struct {
+		Kind    *string               `json:"kind"`
+		Role    string                `json:"role"`
+		Info    struct{ Role string } `json:"info"`
+		Control json.RawMessage       `json:"control"`
+	}
+	if json.Unmarshal(plain, &head) != nil {
+		return nil, false, false
+	}
+	switch {
+	case head.Kind != nil && *head.Kind == session.KindMessage && head.Info.Role == string(mapper.RoleUser):
+		return head.Control, true, false
+	case head.Kind == nil && head.Role == "user":
+		return nil, true, true
+	}
+	if _, isFile, _ := session.DecodeReferenceFile(plain); isFile {
+		return nil, true, true
+	}
+	return nil, false, false
 }
 
 // localPrompts hands the prompts typed at this terminal to the runner, and

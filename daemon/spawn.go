@@ -19,6 +19,7 @@ import (
 
 	"github.com/happy-dev/happy/app"
 	"github.com/happy-dev/happy/internal/proc"
+	"github.com/happy-dev/happy/relay"
 )
 
 // SpawnRequest is the params of spawn-happy-session (the reference app's
@@ -394,12 +395,22 @@ func (d *daemon) stopAll() {
 	}
 }
 
-// registerRPCs registers the machine RPCs.
+// registerRPCs registers the machine RPCs: sealed control envelopes only,
+// and with the appCompat setting also the reference app's dialect for the
+// ones it calls (spawn, stop-session, stop-daemon). A refused call is
+// logged.
 func (d *daemon) registerRPCs(ctx context.Context) {
-	d.machine.RegisterRPC(MethodSpawn, func(cctx context.Context, p json.RawMessage) (any, error) {
+	reg := d.machine.RegisterRPC
+	if app.AppCompatEnabled(d.env) {
+		reg = d.machine.RegisterDialectRPC
+	}
+	d.machine.OnRefused(func(r relay.Refused) {
+		d.env.Log.Warn().Str("method", r.Method).Str("reason", string(r.Reason)).Str("detail", r.Detail).Msg("machine rpc refused")
+	})
+	reg(MethodSpawn, func(cctx context.Context, p json.RawMessage) (any, error) {
 		return d.spawn(cctx, p), nil
 	})
-	d.machine.RegisterRPC(MethodStopSession, func(cctx context.Context, p json.RawMessage) (any, error) {
+	reg(MethodStopSession, func(cctx context.Context, p json.RawMessage) (any, error) {
 		return d.stopSession(cctx, p), nil
 	})
 	d.machine.RegisterRPC(MethodListSessions, func(context.Context, json.RawMessage) (any, error) {
@@ -411,7 +422,7 @@ func (d *daemon) registerRPCs(ctx context.Context) {
 		}
 		return SessionsReply{Sessions: list}, nil
 	})
-	d.machine.RegisterRPC(MethodStopDaemon, func(context.Context, json.RawMessage) (any, error) {
+	reg(MethodStopDaemon, func(context.Context, json.RawMessage) (any, error) {
 		d.env.Log.Info().Msg("stop-daemon: asked over the relay")
 		// The reply goes out before the shutdown closes the socket.
 		time.AfterFunc(200*time.Millisecond, func() { d.requestStop("rpc") })

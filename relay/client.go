@@ -24,6 +24,10 @@ type Config struct {
 	Credentials *crypto.Credentials
 	// OutboxDir is the durable outbox folder (home.Dir.Outbox()). Required.
 	OutboxDir string
+	// ControlDir is the folder of the ledgers of consumed control inputs
+	// (control.Ledger, one file per session or machine; home.Dir.Control()).
+	// Empty: "control" beside OutboxDir.
+	ControlDir string
 	// ClientName is sent as X-Happy-Client (e.g. "cli/0.1.0").
 	ClientName string
 	// Logger receives the client's log lines (nothing when nil).

@@ -35,7 +35,7 @@ type Machine struct {
 	metaVer     int64
 	daemonState json.RawMessage
 	daemonVer   int64
-	rpc         map[string]RPCHandler
+	rpc         *rpcTable
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -75,7 +75,7 @@ func (c *Client) OpenMachine(ctx context.Context, opts MachineOptions) (*Machine
 	if err != nil {
 		return nil, fmt.Errorf("relay: open machine: %w", err)
 	}
-	m := &Machine{c: c, id: opts.ID, cipher: enc.Cipher, rpc: map[string]RPCHandler{}}
+	m := &Machine{c: c, id: opts.ID, cipher: enc.Cipher}
 	if v, err := openPayload(enc.Cipher, "machine metadata", 0, info.Metadata); err == nil {
 		m.metadata = v
 	} else {
@@ -89,6 +89,8 @@ func (c *Client) OpenMachine(ctx context.Context, opts MachineOptions) (*Machine
 	}
 	m.daemonVer = info.DaemonStateVersion
 	m.ctx, m.cancel = context.WithCancel(c.ctx)
+	m.rpc = newRPCTable(m.ctx, m.ID, enc.Cipher, c.controlDir(), c.now,
+		func(err error) { c.log.Warn().Err(err).Msg("machine rpc decrypt failure") })
 	m.conn = m.newConn()
 	m.wg.Add(1)
 	go func() { defer m.wg.Done(); m.conn.run(m.ctx) }()
@@ -132,12 +134,18 @@ func (m *Machine) UpdateDaemonState(ctx context.Context, fn Updater) error {
 	}, fn)
 }
 
-// RegisterRPC makes name callable as "<machineId>:<name>"; see
-// Session.RegisterRPC.
-func (m *Machine) RegisterRPC(name string, h RPCHandler) {
-	m.mu.Lock()
-	m.rpc[name] = h
-	m.mu.Unlock()
+// RegisterRPC makes name callable as "<machineId>:<name>", with sealed
+// control envelopes only; see Session.RegisterRPC.
+func (m *Machine) RegisterRPC(name string, h RPCHandler) { m.register(name, rpcEntry{h: h}) }
+
+// RegisterDialectRPC is RegisterRPC for a method the reference app calls
+// (spawn, stop); see Session.RegisterDialectRPC.
+func (m *Machine) RegisterDialectRPC(name string, h RPCHandler) {
+	m.register(name, rpcEntry{h: h, dialect: true})
+}
+
+func (m *Machine) register(name string, e rpcEntry) {
+	m.rpc.set(name, e)
 	if sock, _ := m.conn.current(); sock != nil {
 		if err := registerAll(sock, m.id+":", []string{name}); err != nil {
 			m.c.log.Warn().Err(err).Msg("machine rpc not registered now; it is registered on the next connection")
@@ -145,12 +153,9 @@ func (m *Machine) RegisterRPC(name string, h RPCHandler) {
 	}
 }
 
-func (m *Machine) handler(name string) (RPCHandler, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	h, ok := m.rpc[name]
-	return h, ok
-}
+// OnRefused sets fn to be told of every machine RPC call refused (replayed,
+// wrong target, unsealed, stale); fn must not block.
+func (m *Machine) OnRefused(fn func(Refused)) { m.rpc.setRefused(fn) }
 
 // Connected reports whether the machine's socket is up.
 func (m *Machine) Connected() bool {
@@ -163,6 +168,7 @@ func (m *Machine) Close() error {
 	m.once.Do(func() {
 		m.cancel()
 		m.wg.Wait()
+		m.rpc.close()
 	})
 	return nil
 }
@@ -189,8 +195,6 @@ func (m *Machine) handleUpdate(args []any, _ func(...any)) {
 }
 
 func (m *Machine) newConn() *conn {
-	rpc := rpcSet{prefix: func() string { return m.id + ":" }, cipher: m.cipher, get: m.handler,
-		count: func(err error) { m.c.log.Warn().Err(err).Msg("machine rpc decrypt failure") }, ctx: m.ctx}
 	cn := &conn{
 		dial:    m.c.dial,
 		baseURL: m.c.api.BaseURL(),
@@ -199,16 +203,10 @@ func (m *Machine) newConn() *conn {
 		},
 		handlers: map[string]func([]any, func(...any)){
 			"update":      m.handleUpdate,
-			"rpc-request": rpc.handleRequest,
+			"rpc-request": m.rpc.handleRequest,
 		},
 		onConnect: func(ctx context.Context, sock Socket) {
-			m.mu.Lock()
-			names := make([]string, 0, len(m.rpc))
-			for n := range m.rpc {
-				names = append(names, n)
-			}
-			m.mu.Unlock()
-			if err := registerAll(sock, m.id+":", names); err != nil {
+			if err := registerAll(sock, m.id+":", m.rpc.names()); err != nil {
 				m.c.log.Warn().Err(err).Msg("machine rpc registration failed")
 			}
 		},

@@ -212,7 +212,7 @@ func (r *receiver) apply(ctx context.Context, m StoredMessage) bool {
 		r.echoes.Add(1)
 		return true
 	}
-	in := Incoming{Seq: m.Seq, ID: m.ID, LocalID: m.LocalID, CreatedAt: time.UnixMilli(m.CreatedAt)}
+	in := Incoming{Seq: m.Seq, ID: m.ID, LocalID: m.LocalID, CreatedAt: time.UnixMilli(m.CreatedAt), Sealed: m.Content.C}
 	if m.Content.T != "encrypted" {
 		in.Err = &DecryptError{What: "message", Seq: m.Seq, Reason: errContentKind(m.Content.T)}
 	} else if plain, err := r.s.open("message", m.Seq, m.Content.C); err != nil {

@@ -3,31 +3,145 @@ package relay
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"path/filepath"
+	"sort"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/happy-dev/happy/control"
 	"github.com/happy-dev/happy/crypto"
 )
 
 // RPCHandler answers one RPC call. params is the decrypted JSON the caller
-// sent (null when it sent nothing). The result is marshalled to JSON,
-// encrypted and returned to the caller; an error is returned to the caller
-// as {"error": err.Error()} (encrypted too). ctx ends before the relay's own
-// 30 s call timeout.
+// sent: the envelope's params for a sealed control input ({} when it had
+// none), or the whole plaintext of the reference app's dialect (RegisterDialectRPC).
+// The result is marshalled to JSON, sealed and returned to the caller; an
+// error is returned to the caller as an error answer (sealed too). ctx ends
+// before the relay's own 30 s call timeout.
 type RPCHandler func(ctx context.Context, params json.RawMessage) (any, error)
+
+// Refused describes a control input this client refused (a replay, a wrong
+// target, an unsealed or stale input) so the owner can record it where the
+// person sees it.
+type Refused struct {
+	Method string         // the RPC's method without its scope, or control.MethodPrompt
+	Reason control.Reason // why
+	Detail string         // what was wrong
+}
 
 // rpcTimeout bounds a handler: the relay gives up on a call after 30 s.
 const rpcTimeout = 25 * time.Second
 
-// rpcSet is the RPC side of a socket owner (session or machine): methods are
-// registered as "<scope id>:<name>" after every connection.
-type rpcSet struct {
-	prefix func() string // "<sid>:" or "<machineId>:"
-	cipher crypto.Cipher
-	get    func(name string) (RPCHandler, bool)
-	count  func(error)
-	ctx    context.Context
+// rpcEntry is one registered method.
+type rpcEntry struct {
+	h       RPCHandler
+	dialect bool // also accepts the reference app's unsealed-envelope dialect
+}
+
+// rpcTable is the RPC side of a socket owner (session or machine): its
+// methods, registered as "<scope id>:<name>" after every connection, and
+// the guard that checks every call against the scope's ledger of consumed
+// inputs (docs/ARCHITECTURE.md, "Trust").
+type rpcTable struct {
+	scope   func() string // the session's relay id, or the machine id
+	cipher  crypto.Cipher
+	dir     string // the ledgers' folder
+	count   func(error)
+	ctx     context.Context
+	now     func() time.Time
+	refused func(Refused) // may be nil
+
+	mu      sync.Mutex
+	methods map[string]rpcEntry
+	guard   *control.Guard
+	onRef   func(Refused)
+}
+
+func newRPCTable(ctx context.Context, scope func() string, cipher crypto.Cipher, dir string, now func() time.Time, count func(error)) *rpcTable {
+	return &rpcTable{scope: scope, cipher: cipher, dir: dir, count: count, ctx: ctx, now: now, methods: map[string]rpcEntry{}}
+}
+
+// set registers name; it reports the names to register with the relay.
+func (t *rpcTable) set(name string, e rpcEntry) {
+	t.mu.Lock()
+	t.methods[name] = e
+	t.mu.Unlock()
+}
+
+func (t *rpcTable) names() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	names := make([]string, 0, len(t.methods))
+	for n := range t.methods {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (t *rpcTable) entry(name string) (rpcEntry, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.methods[name]
+	return e, ok
+}
+
+// setRefused sets the callback told of every refused input.
+func (t *rpcTable) setRefused(fn func(Refused)) {
+	t.mu.Lock()
+	t.onRef = fn
+	t.mu.Unlock()
+}
+
+func (t *rpcTable) tellRefused(r Refused) {
+	t.mu.Lock()
+	fn := t.onRef
+	t.mu.Unlock()
+	if fn != nil {
+		fn(r)
+	}
+}
+
+// getGuard opens the scope's ledger on first use (the session's relay id
+// is known only once it is created).
+func (t *rpcTable) getGuard() (*control.Guard, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.guard != nil {
+		return t.guard, nil
+	}
+	scope := t.scope()
+	if scope == "" {
+		return nil, errors.New("relay: control input before the session exists on the relay")
+	}
+	l, err := control.OpenLedger(t.dir, scope, t.now())
+	if err != nil {
+		return nil, err
+	}
+	t.guard = &control.Guard{Target: scope, Ledger: l, Now: t.now}
+	return t.guard, nil
+}
+
+// close closes the ledger.
+func (t *rpcTable) close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.guard != nil {
+		_ = t.guard.Ledger.Close()
+		t.guard = nil
+	}
+}
+
+// controlDir is the folder of the ledgers of consumed control inputs:
+// Config.ControlDir, else "control" beside the outbox.
+func (c *Client) controlDir() string {
+	if c.cfg.ControlDir != "" {
+		return c.cfg.ControlDir
+	}
+	return filepath.Join(filepath.Dir(filepath.Clean(c.cfg.OutboxDir)), "control")
 }
 
 // registerAll emits rpc-register for every name and reports the first
@@ -43,18 +157,22 @@ func registerAll(s Socket, prefix string, names []string) error {
 }
 
 // handleRequest serves one rpc-request {method, params:<b64 ciphertext>}
-// and acknowledges with b64(encrypt(result)) or b64(encrypt({error})). The
+// and acknowledges with b64(seal(answer)). A sealed control envelope is
+// checked (target, method, time, single use) before its handler runs and
+// answered with a control.Answer bound to its id; the reference app's
+// dialect, where the method allows it, is accepted once per ciphertext and
+// answered in its own shape. Absent, null or clear params are refused. The
 // handler runs on its own goroutine so the socket keeps reading.
-func (r rpcSet) handleRequest(args []any, ack func(reply ...any)) {
+func (t *rpcTable) handleRequest(args []any, ack func(reply ...any)) {
 	if ack == nil {
 		return
 	}
-	reply := func(v any) {
+	seal := func(v any) {
 		b, err := json.Marshal(v)
 		if err != nil {
 			b, _ = json.Marshal(map[string]string{"error": "encode result: " + err.Error()})
 		}
-		sealed, err := r.cipher.Seal(b)
+		sealed, err := t.cipher.Seal(b)
 		if err != nil {
 			ack(nil)
 			return
@@ -70,37 +188,113 @@ func (r rpcSet) handleRequest(args []any, ack func(reply ...any)) {
 			_ = json.Unmarshal(b, &req)
 		}
 	}
-	name, ok := strings.CutPrefix(req.Method, r.prefix())
-	h, known := r.get(name)
+	name, ok := strings.CutPrefix(req.Method, t.scope()+":")
+	e, known := t.entry(name)
 	if !ok || !known {
-		reply(map[string]string{"error": fmt.Sprintf("unknown method %q", req.Method)})
+		seal(map[string]string{"error": fmt.Sprintf("unknown method %q", req.Method)})
 		return
 	}
-	params := json.RawMessage("null")
-	if p, isString := req.Params.(string); isString {
-		plain, err := openPayload(r.cipher, "rpc params", 0, p)
-		if err != nil {
-			r.count(err)
-			reply(map[string]string{"error": err.Error()})
+	refuse := func(re string, reason control.Reason, detail string) {
+		t.tellRefused(Refused{Method: name, Reason: reason, Detail: detail})
+		if re != "" {
+			seal(control.Answer{Re: re, Error: detail, Reason: reason})
+			return
+		}
+		seal(map[string]string{"error": (&control.Refusal{Reason: reason, Detail: detail}).Error()})
+	}
+	p, isString := req.Params.(string)
+	if !isString || p == "" {
+		refuse("", control.ReasonUnsealed, "the call carries no sealed params")
+		return
+	}
+	raw, err := unb64(p)
+	if err != nil {
+		err := &DecryptError{What: "rpc params", Reason: fmt.Errorf("%w: %v", crypto.ErrBadEncoding, err)}
+		t.count(err)
+		seal(map[string]string{"error": err.Error()})
+		return
+	}
+	plain, err := t.cipher.Open(raw)
+	if err != nil || !json.Valid(plain) {
+		if err == nil {
+			err = fmt.Errorf("%w: decrypted payload is not JSON", ErrProtocol)
+		}
+		derr := &DecryptError{What: "rpc params", Reason: err}
+		t.count(derr)
+		seal(map[string]string{"error": derr.Error()})
+		return
+	}
+	guard, err := t.getGuard()
+	if err != nil {
+		seal(map[string]string{"error": "the control ledger cannot be used: " + err.Error()})
+		return
+	}
+	env, err := control.Parse(plain)
+	var params json.RawMessage
+	re := ""
+	switch {
+	case errors.Is(err, control.ErrNotEnvelope):
+		if !e.dialect {
+			refuse("", control.ReasonUnsealed, "params are not a sealed control envelope")
+			return
+		}
+		if err := guard.CheckDialect(raw); err != nil {
+			t.refusal("", err, refuse, seal)
 			return
 		}
 		params = plain
-	} else if req.Params != nil {
-		err := &DecryptError{What: "rpc params", Reason: fmt.Errorf("%w: params are not an encrypted string", ErrProtocol)}
-		r.count(err)
-		reply(map[string]string{"error": err.Error()})
+	case err != nil:
+		t.refusal("", err, refuse, seal)
 		return
-	}
-	go func() {
-		ctx, cancel := context.WithTimeout(r.ctx, rpcTimeout)
-		defer cancel()
-		res, err := safeCall(ctx, h, params)
-		if err != nil {
-			reply(map[string]string{"error": err.Error()})
+	default:
+		if err := guard.Check(env, name); err != nil {
+			t.refusal(env.ID, err, refuse, seal)
 			return
 		}
-		reply(res)
+		re, params = env.ID, env.Params
+		if len(params) == 0 {
+			params = json.RawMessage("{}")
+		}
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(t.ctx, rpcTimeout)
+		defer cancel()
+		res, err := safeCall(ctx, e.h, params)
+		switch {
+		case re == "" && err != nil:
+			seal(map[string]string{"error": err.Error()})
+		case re == "":
+			seal(res)
+		case err != nil:
+			a := control.Answer{Re: re, Error: err.Error()}
+			if r, ok := control.ReasonOf(err); ok {
+				a.Reason = r
+			}
+			seal(a)
+		default:
+			b, merr := json.Marshal(res)
+			if merr != nil {
+				seal(control.Answer{Re: re, Error: "encode result: " + merr.Error()})
+				return
+			}
+			seal(control.Answer{Re: re, Result: b})
+		}
 	}()
+}
+
+// refusal answers a refused input: a *control.Refusal with its reason, any
+// other error (the ledger's disk) as it is.
+func (t *rpcTable) refusal(re string, err error, refuse func(string, control.Reason, string), seal func(any)) {
+	var r *control.Refusal
+	if errors.As(err, &r) {
+		refuse(re, r.Reason, r.Detail)
+		return
+	}
+	if re != "" {
+		seal(control.Answer{Re: re, Error: err.Error()})
+		return
+	}
+	seal(map[string]string{"error": err.Error()})
 }
 
 // safeCall runs h and turns a panic into an error, so one bad handler does
@@ -115,13 +309,22 @@ func safeCall(ctx context.Context, h RPCHandler, params json.RawMessage) (res an
 }
 
 // RegisterRPC makes name callable by other devices as "<sessionId>:<name>"
-// (e.g. "permission", "abort"). It is registered with the relay now when
-// connected and again after every reconnection. Registering a name again
-// replaces its handler.
-func (s *Session) RegisterRPC(name string, h RPCHandler) {
-	s.stateMu.Lock()
-	s.rpc[name] = h
-	s.stateMu.Unlock()
+// (e.g. "permission", "abort"), with sealed control envelopes only
+// (control.Envelope: bound to this session and name, single use, recent).
+// It is registered with the relay now when connected and again after every
+// reconnection. Registering a name again replaces its handler.
+func (s *Session) RegisterRPC(name string, h RPCHandler) { s.register(name, rpcEntry{h: h}) }
+
+// RegisterDialectRPC is RegisterRPC for a method the reference app calls:
+// besides sealed envelopes it accepts the app's plain sealed params, each
+// ciphertext once (docs/ARCHITECTURE.md, "Trust": what that dialect cannot
+// carry).
+func (s *Session) RegisterDialectRPC(name string, h RPCHandler) {
+	s.register(name, rpcEntry{h: h, dialect: true})
+}
+
+func (s *Session) register(name string, e rpcEntry) {
+	s.rpc.set(name, e)
 	if sock, _ := s.conn.current(); sock != nil {
 		if err := registerAll(sock, s.ID()+":", []string{name}); err != nil {
 			s.c.log.Warn().Err(err).Str("tag", s.tag).Msg("rpc not registered now; it is registered on the next connection")
@@ -129,28 +332,15 @@ func (s *Session) RegisterRPC(name string, h RPCHandler) {
 	}
 }
 
-func (s *Session) rpcNames() []string {
-	s.stateMu.Lock()
-	defer s.stateMu.Unlock()
-	names := make([]string, 0, len(s.rpc))
-	for n := range s.rpc {
-		names = append(names, n)
-	}
-	return names
-}
-
-func (s *Session) rpcHandler(name string) (RPCHandler, bool) {
-	s.stateMu.Lock()
-	defer s.stateMu.Unlock()
-	h, ok := s.rpc[name]
-	return h, ok
-}
+// OnRefused sets fn to be told of every control input the session refused
+// (an RPC call or, through CheckPrompt, a prompt row), after the caller was
+// answered; the runner records it on the transcript. fn must not block.
+func (s *Session) OnRefused(fn func(Refused)) { s.rpc.setRefused(fn) }
 
 // newConn builds the session-scoped socket: `update` events feed the
 // receive path and the state cache, rpc-request calls the handlers, and
 // every connection re-registers the RPC methods and re-fetches messages.
 func (s *Session) newConn() *conn {
-	rpc := rpcSet{prefix: func() string { return s.ID() + ":" }, cipher: s.cipher, get: s.rpcHandler, count: s.countDecrypt, ctx: s.ctx}
 	cn := &conn{
 		dial:    s.c.dial,
 		baseURL: s.c.api.BaseURL(),
@@ -163,13 +353,13 @@ func (s *Session) newConn() *conn {
 		},
 		handlers: map[string]func([]any, func(...any)){
 			"update":      s.handleUpdate,
-			"rpc-request": rpc.handleRequest,
+			"rpc-request": s.rpc.handleRequest,
 			"rpc-error": func(args []any, _ func(...any)) {
 				s.c.log.Warn().Interface("error", args).Str("tag", s.tag).Msg("rpc error from relay")
 			},
 		},
 		onConnect: func(ctx context.Context, sock Socket) {
-			if err := registerAll(sock, s.ID()+":", s.rpcNames()); err != nil {
+			if err := registerAll(sock, s.ID()+":", s.rpc.names()); err != nil {
 				s.c.log.Warn().Err(err).Str("tag", s.tag).Msg("rpc registration failed")
 			}
 			s.rcv.kick()
@@ -190,4 +380,41 @@ func (s *Session) newConn() *conn {
 	}
 	cn.init()
 	return cn
+}
+
+// AcceptPrompt checks a prompt row of the session's stream before the
+// runner acts on it: ctl is the row's "control" member (a sealed
+// control.Envelope for this session and control.MethodPrompt), or empty
+// for a row of the reference app's dialect, accepted only when dialect is
+// true and then once per ciphertext (in.Sealed). It returns nil when the
+// prompt may run; a *control.Refusal (replayed, wrong_target, stale,
+// unsealed, malformed), which the OnRefused callback was also told of; or
+// the ledger's error (the prompt must not run either).
+func (s *Session) AcceptPrompt(in Incoming, ctl json.RawMessage, dialect bool) error {
+	guard, err := s.rpc.getGuard()
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(ctl) > 0:
+		var env control.Envelope
+		if env, err = control.Parse(ctl); errors.Is(err, control.ErrNotEnvelope) {
+			err = &control.Refusal{Reason: control.ReasonMalformed, Detail: "the prompt's control member is not an envelope"}
+		} else if err == nil {
+			err = guard.Check(env, control.MethodPrompt)
+		}
+	case dialect:
+		raw, derr := unb64(in.Sealed)
+		if derr != nil {
+			return &DecryptError{What: "message", Seq: in.Seq, Reason: fmt.Errorf("%w: %v", crypto.ErrBadEncoding, derr)}
+		}
+		err = guard.CheckDialect(raw)
+	default:
+		err = &control.Refusal{Reason: control.ReasonUnsealed, Detail: "the prompt carries no control envelope"}
+	}
+	var r *control.Refusal
+	if errors.As(err, &r) {
+		s.rpc.tellRefused(Refused{Method: control.MethodPrompt, Reason: r.Reason, Detail: r.Detail})
+	}
+	return err
 }

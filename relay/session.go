@@ -57,6 +57,9 @@ type Incoming struct {
 	CreatedAt time.Time
 	// Plaintext is the decrypted JSON (nil when Err is set).
 	Plaintext json.RawMessage
+	// Sealed is the message's ciphertext as stored (base64), for
+	// Session.CheckPrompt.
+	Sealed string
 	// Err is a *DecryptError when the message could not be decrypted (wrong
 	// key or variant, bad base64, not an encrypted envelope). Such a message
 	// is still delivered, in order, so it is seen and counted, never skipped.
@@ -115,7 +118,7 @@ type Session struct {
 	agentVer   int64
 	thinking   bool
 	mode       string
-	rpc        map[string]RPCHandler
+	rpc        *rpcTable
 
 	enqueued        atomic.Int64
 	decryptFailures atomic.Int64
@@ -239,10 +242,11 @@ func (c *Client) openSession(ctx context.Context, opts SessionOptions, unlock fu
 		opts.ReceiveBuffer = 64
 	}
 	s := &Session{c: c, tag: opts.Tag, cipher: ci, opts: opts, st: st, unlock: unlock,
-		created: make(chan struct{}), versions: versions, rpc: map[string]RPCHandler{}}
+		created: make(chan struct{}), versions: versions}
 	s.createdSeq.Store(-1)
 	s.mode = "remote"
 	s.ctx, s.cancel = context.WithCancel(c.ctx)
+	s.rpc = newRPCTable(s.ctx, s.ID, ci, c.controlDir(), c.now, s.countDecrypt)
 	s.snd = newSender(c, opts.Tag, relayID, st, s.onCreated)
 	s.snd.onSent = func(items []outbox.Item, receipts []SentMessage) {
 		for _, r := range receipts {
@@ -650,6 +654,7 @@ func (s *Session) Close() error {
 		if sock, _ := s.conn.current(); sock != nil {
 			_ = sock.Close()
 		}
+		s.rpc.close()
 		s.unlock()
 	})
 	return nil

@@ -71,11 +71,20 @@ type ControlEnd struct {
 	Reply chan<- error
 }
 
+// ControlRefused records a control input the session refused (a replayed,
+// wrong-target, stale or unsealed prompt or RPC, docs/ARCHITECTURE.md
+// "Trust") as a Dropped record on the transcript, where every reader
+// counts it. It has no reply: the sender was answered already.
+type ControlRefused struct {
+	Dropped agent.Dropped
+}
+
 func (ControlPrompt) isControl()   {}
 func (ControlAnswer) isControl()   {}
 func (ControlQuestion) isControl() {}
 func (ControlAbort) isControl()    {}
 func (ControlEnd) isControl()      {}
+func (ControlRefused) isControl()  {}
 
 // Options configure a Runner.
 type Options struct {
@@ -621,6 +630,9 @@ func (r *Runner) controlInput(ctx context.Context, c Control) {
 	case ControlEnd:
 		r.ending = true
 		reply(c.Reply, nil)
+	case ControlRefused:
+		r.opts.Log.Warn().Str("reason", string(c.Dropped.Reason)).Str("kind", c.Dropped.Kind).Str("detail", c.Dropped.Detail).Msg("control input refused")
+		r.apply(&agent.DroppedInput{EventBase: agent.EventBase{Time: r.opts.Now().UnixMilli()}, Dropped: c.Dropped})
 	}
 }
 

@@ -176,10 +176,38 @@ export class Relay {
   }
 }
 
+/** controlEnvelope seals nothing itself: it is the plaintext of a control
+ * input (docs/ARCHITECTURE.md, "Trust"), bound to its target (a relay
+ * session id or a machine id) and method ("prompt" for a prompt row), with a
+ * unique id (16 random bytes as 32 hex digits) and its issue time (Unix ms):
+ * {happyControl: 1, id, target, method, iat, params?}. The receiver refuses
+ * it a second time, for another target or method, or when it is old. */
+export function controlEnvelope(target, method, params, now = Date.now(), rnd = c.randomBytes(16)) {
+  const env = { happyControl: 1, id: c.hex(rnd), target, method, iat: now };
+  if (params !== undefined) env.params = params;
+  return env;
+}
+
+/** openAnswer returns the result of a sealed control answer
+ * {happyControl: 1, re, result?, error?, reason?} bound to the request id;
+ * it throws RpcError for the callee's error, and for an answer that is not
+ * bound to this request (replayed or made up by the relay, or an older
+ * happy) — never taking it for success. */
+export function openAnswer(method, out, id) {
+  if (out && typeof out === "object" && out.happyControl === 1 && out.re === id) {
+    if (typeof out.error === "string" && out.error) throw new RpcError(out.reason ? `${out.error} (${out.reason})` : out.error);
+    return out.result ?? null;
+  }
+  if (out && typeof out === "object" && typeof out.error === "string" && out.error) throw new RpcError(`${method}: ${out.error}`);
+  throw new RpcError(`${method}: the answer is not bound to this call (replayed or forged by the relay, or an older happy): it may or may not have been acted on`);
+}
+
 /** callRPC calls "<sid>:<method>" (a session's, or a machine's with its id and cipher)
- * with params sealed by the cipher and returns the opened result. */
+ * with params sealed in a control envelope by the cipher, and returns the
+ * result of the session's answer bound to it (openAnswer). */
 export async function callRPC(sock, cipher, sid, method, params, timeoutMs = 40000) {
-  const sealed = await c.sealJSON(cipher, params);
+  const env = controlEnvelope(sid, method, params ?? {});
+  const sealed = await c.sealJSON(cipher, env);
   let ack;
   try {
     ack = await sock.timeout(timeoutMs).emitWithAck("rpc-call", { method: `${sid}:${method}`, params: sealed });
@@ -188,9 +216,7 @@ export async function callRPC(sock, cipher, sid, method, params, timeoutMs = 400
   }
   if (!ack?.ok) throw new RpcError(`${method}: ${ack?.error ?? "refused"}`);
   if (typeof ack.result !== "string" || !ack.result) throw new RpcError(`${method}: the session sent no result`);
-  const out = await c.openJSON(cipher, ack.result);
-  if (out && typeof out === "object" && typeof out.error === "string" && out.error) throw new RpcError(out.error);
-  return out;
+  return openAnswer(method, await c.openJSON(cipher, ack.result), env.id);
 }
 
 /** promptEnvelope builds the user message a prompt is written as (version 1),

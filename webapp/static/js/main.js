@@ -5,7 +5,7 @@
 // of the page it touches.
 
 import * as c from "./crypto.js";
-import { Relay, RpcError, callRPC, parsePairLink, promptEnvelope } from "./api.js";
+import { Relay, RpcError, callRPC, controlEnvelope, parsePairLink, promptEnvelope } from "./api.js";
 import { Reducer, blockedTools, sessionState, STATE_LABELS } from "./reduce.js";
 import { approveTerminal, revokeEverywhere, openMachine, spawnParams, spawnSession } from "./devices.js";
 import { h, renderTranscript, partsSummary, snapshotUI, restoreUI } from "./render.js";
@@ -269,6 +269,7 @@ async function sendPrompt(text, files = [], progress = () => {}) {
   }
   progress("sending…");
   const { id, env } = promptEnvelope(root, text, Date.now(), c.randomBytes(6), parts);
+  env.control = controlEnvelope(o.sid, "prompt");
   await app.relay.sendMessages(o.sid, [{ content: await c.sealJSON(s.cipher, env), localId: id + ".1" }]);
 }
 
