@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/happy-dev/happy/control"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -184,13 +185,17 @@ func testNetworkCutLosesNothing(t *testing.T, url string) {
 		t.Fatal(err)
 	}
 	defer app.Close()
-	sealed, _ := s.Cipher().Seal([]byte(`"hi"`))
-	res, err := app.Call(ctx, "rpc-call", map[string]any{"method": s.ID() + ":ping", "params": b64(sealed)})
+	env := envelopeFor(t, s.ID(), "ping", "hi", time.Now())
+	res, err := app.Call(ctx, "rpc-call", map[string]any{"method": s.ID() + ":ping", "params": seal(t, s.Cipher(), env)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	m, _ := res[0].(map[string]any)
-	out, err := openPayload(s.Cipher(), "result", 0, fmt.Sprint(m["result"]))
+	plain, err := openPayload(s.Cipher(), "result", 0, fmt.Sprint(m["result"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := control.OpenAnswer(plain, env.ID)
 	if m["ok"] != true || err != nil || string(out) != `{"pong":"\"hi\""}` {
 		t.Fatalf("rpc after reconnect: %v %s %v (handler ran %d times)", m, out, err, pings.Load())
 	}

@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"encoding/json"
+	"github.com/happy-dev/happy/control"
 	"testing"
 	"time"
 
@@ -57,14 +58,18 @@ func testMachineStateAndRPC(t *testing.T, url string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sealed, _ := enc.Cipher.Seal([]byte(`{"dir":"/w"}`))
-	res, err := app.Call(ctx, "rpc-call", map[string]any{"method": id + ":spawn", "params": b64(sealed)})
+	env := envelopeFor(t, id, "spawn", map[string]any{"dir": "/w"}, time.Now())
+	res, err := app.Call(ctx, "rpc-call", map[string]any{"method": id + ":spawn", "params": seal(t, enc.Cipher, env)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r, _ := res[0].(map[string]any)
 	s, _ := r["result"].(string)
-	out, err := openPayload(m.cipher, "result", 0, s)
+	plain, err := openPayload(m.cipher, "result", 0, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := control.OpenAnswer(plain, env.ID)
 	if r["ok"] != true || err != nil || string(out) != `{"spawned":{"dir":"/w"}}` {
 		t.Fatalf("rpc %v %s %v", r, out, err)
 	}

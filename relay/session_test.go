@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/happy-dev/happy/control"
 	"os"
 	"runtime"
 	"sync"
@@ -449,11 +450,11 @@ func testRPCRoundTrip(t *testing.T, url string) {
 		t.Fatal(err)
 	}
 	defer app.Close()
-	call := func(params string) map[string]any {
-		sealed, _ := s.Cipher().Seal([]byte(params))
+	call := func(params map[string]any) (string, error) {
+		e := envelopeFor(t, s.ID(), "permission", params, time.Now())
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		res, err := app.Call(ctx, "rpc-call", map[string]any{"method": s.ID() + ":permission", "params": b64(sealed)})
+		res, err := app.Call(ctx, "rpc-call", map[string]any{"method": s.ID() + ":permission", "params": seal(t, s.Cipher(), e)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -465,15 +466,14 @@ func testRPCRoundTrip(t *testing.T, url string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var out map[string]any
-		_ = json.Unmarshal(plain, &out)
-		return out
+		out, err := control.OpenAnswer(plain, e.ID)
+		return string(out), err
 	}
-	if got := call(`{"callID":"toolu_1","decision":"once"}`); fmt.Sprint(got) != "map[callID:toolu_1 ok:true]" {
-		t.Fatalf("result %v", got)
+	if got, err := call(map[string]any{"callID": "toolu_1", "decision": "once"}); err != nil || got != `{"callID":"toolu_1","ok":true}` {
+		t.Fatalf("result %s %v", got, err)
 	}
-	if got := call(`{"callID":"toolu_2","decision":"bogus"}`); fmt.Sprint(got) != "map[error:unknown decision]" {
-		t.Fatalf("error result %v", got)
+	if _, err := call(map[string]any{"callID": "toolu_2", "decision": "bogus"}); err == nil || err.Error() != "unknown decision" {
+		t.Fatalf("error result %v", err)
 	}
 }
 
