@@ -89,7 +89,13 @@ func CallScopedRPC(ctx context.Context, conn *Conn, scopeID string, cipher crypt
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: the answer does not open with the key: %w", ErrRPC, method, err)
 	}
-	res, err := control.OpenAnswer(out, env.ID)
+	return openAnswer(method, out, env.ID)
+}
+
+// openAnswer reads the opened answer out to the request id: its result, the
+// callee's error (with its refusal reason, if any), or ErrUnboundAnswer.
+func openAnswer(method string, out []byte, id string) (json.RawMessage, error) {
+	res, err := control.OpenAnswer(out, id)
 	var callee *control.CalleeError
 	switch {
 	case err == nil:

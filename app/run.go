@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/happy-dev/happy/internal/queue"
 	"os"
 	"runtime"
 	"strings"
@@ -268,11 +269,18 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 		onBus(evs)
 	}
 	dialect := AppCompatEnabled(env)
-	sess.OnRefused(func(r relay.Refused) {
-		go func() {
-			_ = runner.Control(runCtx, session.ControlRefused{Dropped: refusedDropped(r)})
-		}()
-	})
+	// Refusals reach the runner in the order they happened, and the
+	// socket that reported one never waits for the runner.
+	refusals := queue.New[relay.Refused]()
+	defer refusals.Close()
+	sess.OnRefused(func(r relay.Refused) { refusals.Push(r) })
+	go func() {
+		for r := range refusals.Out() {
+			if runner.Control(runCtx, session.ControlRefused{Dropped: refusedDropped(r)}) != nil {
+				return
+			}
+		}
+	}()
 	registerControl(runCtx, sess, runner, dialect)
 	release := registerAppControl(runCtx, env, sess, runner, ag, opts.Dir, cancel, dialect)
 	defer release()
