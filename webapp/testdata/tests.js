@@ -5,7 +5,7 @@ import * as c from "/app/js/crypto.js";
 import { Reducer, blockedTools, sessionState, findChild } from "/app/js/reduce.js";
 import { renderMarkdown, safeHref } from "/app/js/markdown.js";
 import * as r from "/app/js/render.js";
-import { parsePairLink, promptEnvelope, RpcError, RelayError } from "/app/js/api.js";
+import { controlEnvelope, openAnswer, parsePairLink, promptEnvelope, RpcError, RelayError } from "/app/js/api.js";
 import { approveTerminal, ApproveError, revokeEverywhere, openMachine, spawnParams, readSpawnReply } from "/app/js/devices.js";
 import * as th from "/app/js/thumbhash.js";
 import { sniff, inspectFile, uploadFile, Blobs, blobSource, isBlobRef, MAX_ATTACHMENT, AttachError, digest } from "/app/js/attach.js";
@@ -446,6 +446,20 @@ test("pairing link, prompt envelope and stale RPC errors", async () => {
   eq(env, { kind: "message", version: 1, info: { id, sessionID: "ses_root", role: "user", time: { created: 1753120000000 }, agent: "build", model: { providerID: "", modelID: "" } },
     parts: [{ id: "prt_1753120000000010203040506", sessionID: "ses_root", messageID: id, type: "text", text: "hi" }] }, "envelope");
   eq([new RpcError('no tool call "x" waits for permission; nothing in this session waits for permission now').stale, new RpcError("RPC method not available").stale], [true, false], "stale");
+});
+
+test("control inputs are sealed envelopes and answers must be bound to them", () => {
+  const rnd = new Uint8Array(16).fill(0xab);
+  const env = controlEnvelope("sess1", "permission", { callID: "c1", decision: "once" }, 1800000000000, rnd);
+  eq(env, { happyControl: 1, id: "ab".repeat(16), target: "sess1", method: "permission", iat: 1800000000000, params: { callID: "c1", decision: "once" } }, "envelope");
+  eq(Object.keys(controlEnvelope("sess1", "prompt", undefined, 1, rnd)).includes("params"), false, "a prompt's envelope has no params");
+  const id = env.id;
+  eq(openAnswer("permission", { happyControl: 1, re: id, result: { ok: true } }, id), { ok: true }, "a bound answer");
+  const refusal = (out) => { try { openAnswer("permission", out, id); return "accepted"; } catch (e) { return e.message; } };
+  eq(refusal({ happyControl: 1, re: "cd".repeat(16), result: { ok: true } }).includes("not bound to this call"), true, "an answer to another call");
+  eq(refusal({ ok: true }).includes("not bound to this call"), true, "an old plain ok");
+  eq(refusal({ happyControl: 1, re: id, error: "id x was used before", reason: "replayed" }), "id x was used before (replayed)", "the session's refusal");
+  eq(new RpcError(refusal({ happyControl: 1, re: id, error: 'no tool call "x" waits for permission' })).stale, true, "a stale answer stays stale");
 });
 
 // ---- devices: pairing code, approval, revocation, machines ----
