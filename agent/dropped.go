@@ -64,6 +64,13 @@ const (
 	DropMalformed   DropReason = "malformed"    // an envelope that is not a valid one
 )
 
+// SourceControl is the Dropped source of a control input (a prompt row, an
+// RPC) that a session refused as replayed, wrong-target, stale, unsealed or
+// malformed (docs/ARCHITECTURE.md, "Trust"). Such a record says what was
+// not acted on; unlike the other sources it does not make the transcript
+// incomplete.
+const SourceControl = "control"
+
 // Dropped records one refused input: where it came from, why, and a prefix
 // of the raw bytes for diagnosis. It is kept in the transcript document so
 // a reader can tell the transcript is incomplete.

@@ -67,7 +67,7 @@ func droppedReasons(t *testing.T, conn *Conn, o Opened) []string {
 	}
 	var out []string
 	for _, d := range rb.Transcript().Dropped {
-		if d.Source == DroppedSourceControl {
+		if d.Source == agent.SourceControl {
 			out = append(out, d.Kind+":"+string(d.Reason))
 		}
 	}

@@ -440,12 +440,8 @@ func buildMetadata(env Env, opts SessionOptions) Metadata {
 
 // refusedDropped is the Dropped record of a refused control input.
 func refusedDropped(r relay.Refused) agent.Dropped {
-	return agent.Dropped{Source: DroppedSourceControl, Kind: r.Method, Reason: agent.DropReason(r.Reason), Detail: agent.CutUTF8(r.Detail, agent.DroppedRawMax)}
+	return agent.Dropped{Source: agent.SourceControl, Kind: r.Method, Reason: agent.DropReason(r.Reason), Detail: agent.CutUTF8(r.Detail, agent.DroppedRawMax)}
 }
-
-// DroppedSourceControl is the Dropped source of a control input the
-// session refused (docs/ARCHITECTURE.md, "Trust").
-const DroppedSourceControl = "control"
 
 // registerControl registers the session RPCs that reach the runner;
 // permission and abort also in the reference app's dialect when dialect is

@@ -154,7 +154,8 @@ func TestFlatAbortedTurnIsCancelled(t *testing.T) {
 func TestTextGolden(t *testing.T) {
 	tr := exchange()
 	tr.Todos = []agent.Todo{{Content: "write the spec", Status: agent.TodoCompleted, Priority: agent.PriorityHigh}, {Content: "run the tests", Status: agent.TodoPending, Priority: agent.PriorityLow}}
-	tr.Dropped = []agent.Dropped{{Source: "claude-jsonl", Line: 12, Kind: "mystery", Reason: agent.DropUnknownType, Detail: "record type not known"}}
+	tr.Dropped = []agent.Dropped{{Source: "claude-jsonl", Line: 12, Kind: "mystery", Reason: agent.DropUnknownType, Detail: "record type not known"},
+		{Source: agent.SourceControl, Kind: "prompt", Reason: agent.DropReplayed, Detail: "id 0123 was used before"}}
 	var buf bytes.Buffer
 	if err := Text(&buf, tr, TextOptions{}); err != nil {
 		t.Fatal(err)

@@ -49,19 +49,21 @@ func Text(w io.Writer, t mapper.Transcript, opts TextOptions) error {
 			tw.line(1, "%s %s", todoMark(td.Status), td.Content)
 		}
 	}
-	dropped := collectDropped(&t)
+	var dropped, refused []agent.Dropped
+	for _, d := range collectDropped(&t) {
+		if d.Source == agent.SourceControl {
+			refused = append(refused, d)
+		} else {
+			dropped = append(dropped, d)
+		}
+	}
 	if len(dropped) > 0 {
 		tw.line(0, "warning: %d input(s) were dropped; this transcript is incomplete:", len(dropped))
-		for _, d := range dropped {
-			where := d.Source
-			if d.Line > 0 {
-				where += fmt.Sprintf(" line %d", d.Line)
-			}
-			if d.Kind != "" {
-				where += " (" + d.Kind + ")"
-			}
-			tw.line(1, "- %s: %s %s", where, d.Reason, oneLine(d.Detail, 120))
-		}
+		tw.dropped(dropped)
+	}
+	if len(refused) > 0 {
+		tw.line(0, "warning: %d control input(s) were refused and not acted on (replayed, for another target, too old or unsealed):", len(refused))
+		tw.dropped(refused)
 	}
 	if tw.err == nil {
 		tw.err = bw.Flush()
@@ -458,6 +460,20 @@ func todoMark(s agent.TodoStatus) string {
 		return "[-]"
 	}
 	return "[ ]"
+}
+
+// dropped lists refused inputs, one line each: where, why, the detail.
+func (tw *textWriter) dropped(ds []agent.Dropped) {
+	for _, d := range ds {
+		where := d.Source
+		if d.Line > 0 {
+			where += fmt.Sprintf(" line %d", d.Line)
+		}
+		if d.Kind != "" {
+			where += " (" + d.Kind + ")"
+		}
+		tw.line(1, "- %s: %s %s", where, d.Reason, oneLine(d.Detail, 120))
+	}
 }
 
 func collectDropped(t *mapper.Transcript) []agent.Dropped {

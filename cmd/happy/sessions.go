@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/app"
 	"github.com/happy-dev/happy/export"
 	"github.com/happy-dev/happy/mapper"
@@ -197,9 +198,9 @@ func followLog(ctx context.Context, f *factory, conn *app.Conn, o app.Opened, rb
 	// session is over), or the log's new lines.
 	emit := func(final bool) error {
 		tr := rb.Transcript()
-		if n := countDropped(tr); n > warned {
-			fmt.Fprintf(f.stderr, "happy: warning: %d input(s) were dropped; this transcript is incomplete (happy log --json lists them)\n", n)
-			warned = n
+		if n, r := countDropped(tr); n+r > warned {
+			printDropped(f, n, r)
+			warned = n + r
 		}
 		if !asJSON {
 			return follower.Update(f.stdout, tr, final)
@@ -307,20 +308,38 @@ func followEnd(f *factory, o app.Opened, state string) error {
 
 // warnDropped tells, on stderr, that a transcript is incomplete: the flat
 // event stream has no place for dropped inputs, so they would vanish there.
+// Control inputs the session refused (replays and the like) are said
+// apart: they were not acted on, and the transcript is whole.
 func warnDropped(f *factory, t mapper.Transcript) int {
-	n := countDropped(t)
-	if n > 0 {
-		fmt.Fprintf(f.stderr, "happy: warning: %d input(s) were dropped; this transcript is incomplete (happy log --json lists them)\n", n)
-	}
+	n, r := countDropped(t)
+	printDropped(f, n, r)
 	return n
 }
 
-func countDropped(t mapper.Transcript) int {
-	n := len(t.Dropped)
-	for _, c := range t.Children {
-		n += countDropped(c)
+func printDropped(f *factory, dropped, refused int) {
+	if dropped > 0 {
+		fmt.Fprintf(f.stderr, "happy: warning: %d input(s) were dropped; this transcript is incomplete (happy log --json lists them)\n", dropped)
 	}
-	return n
+	if refused > 0 {
+		fmt.Fprintf(f.stderr, "happy: warning: %d control input(s) were refused and not acted on: replayed, for another target, too old or unsealed (happy log lists them)\n", refused)
+	}
+}
+
+// countDropped counts the transcript's dropped inputs and, apart, the
+// control inputs it refused (source agent.SourceControl).
+func countDropped(t mapper.Transcript) (dropped, refused int) {
+	for _, d := range t.Dropped {
+		if d.Source == agent.SourceControl {
+			refused++
+		} else {
+			dropped++
+		}
+	}
+	for _, c := range t.Children {
+		d, r := countDropped(c)
+		dropped, refused = dropped+d, refused+r
+	}
+	return dropped, refused
 }
 
 func sessionErr(err error) error {

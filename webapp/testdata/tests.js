@@ -330,6 +330,15 @@ test("edit shows a diff, long output folds, todo dock and dropped rows show", as
   eq(view.querySelector(".dropped").textContent, "⚠ a record was dropped (decrypt_failed, message, record 4): authentication failed", "dropped row");
 });
 
+test("a refused control input reads as refused, a dropped record as dropped", () => {
+  const refused = r.renderDropped({ source: "control", kind: "prompt", reason: "replayed", detail: "id ab was used before" });
+  eq([refused.dataset.part, refused.dataset.reason, refused.textContent], ["refused", "replayed", "⚠ a prompt was refused and not acted on (replayed): id ab was used before"], "prompt");
+  const call = r.renderDropped({ source: "control", kind: "permission", reason: "wrong_target", detail: "sealed for x" });
+  eq(call.textContent, "⚠ a permission call was refused and not acted on (wrong_target): sealed for x", "rpc");
+  const dropped = r.renderDropped({ source: "relay", kind: "message", reason: "decrypt_failed", line: 4, detail: "bad" });
+  eq([dropped.dataset.part, dropped.textContent], ["dropped", "⚠ a record was dropped (decrypt_failed, message, record 4): bad"], "other");
+});
+
 test("a blocked permission offers Allow once / Always / Deny with a reason", async () => {
   const part = toolPart("p", "blocked", { state: { block: { type: "permission", id: "b1", permission: "bash", patterns: ["rm -rf build"] } } });
   const calls = [];

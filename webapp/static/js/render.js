@@ -316,6 +316,11 @@ export function renderMessage(m, ctx = {}) {
 
 /** renderDropped is the warning row of one dropped record. */
 export function renderDropped(d) {
+  if (d.source === "control") {
+    // A control input the session refused (docs/ARCHITECTURE.md, "Trust").
+    return h("div", { class: "dropped", role: "alert", dataset: { part: "refused", reason: d.reason } },
+      `⚠ a ${d.kind === "prompt" ? "prompt" : (d.kind || "control") + " call"} was refused and not acted on (${d.reason}): ${d.detail ?? ""}`);
+  }
   return h("div", { class: "dropped", role: "alert", dataset: { part: "dropped", reason: d.reason } },
     `⚠ a record was dropped (${d.reason}${d.kind ? ", " + d.kind : ""}${d.line ? ", record " + d.line : ""}): ${d.detail ?? ""}`);
 }
