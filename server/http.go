@@ -190,6 +190,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/auth/request/status", s.getAuthRequestStatus)
 	mux.HandleFunc("POST /v1/auth/response", s.authed(s.postAuthResponse))
 	mux.HandleFunc("GET /v1/auth/request/lookup", s.authed(s.getAuthRequestLookup))
+	mux.HandleFunc("POST /v1/auth/request/collected", s.authed(s.postAuthRequestCollected))
 	mux.HandleFunc("POST /v1/auth/revoke", s.authed(s.postAuthRevoke))
 
 	mux.HandleFunc("POST /v1/sessions", s.authed(s.postSession))

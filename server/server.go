@@ -153,6 +153,13 @@ type Config struct {
 	// be answered or looked up, its answer is never delivered, and the next
 	// POST /v1/auth/request of its key starts a new request (pairing.go).
 	PairingTTL time.Duration
+	// PairingPlainToken makes POST /v1/auth/request hand the token of an
+	// answered request out in plain (field token, beside sealedToken), once,
+	// to whoever polls with the request's public key, as the reference
+	// relay does: only for reference CLIs that cannot open a sealed token
+	// (happy server --pairing-plain-token). Off, the token is only sent
+	// sealed for the request's key (pairing.go).
+	PairingPlainToken bool
 	// RevocationRefresh is how long a cached token generation of an
 	// account is trusted before the store is asked again
 	// (DefaultRevocationRefresh when zero): how late a revocation made by
@@ -247,6 +254,7 @@ func (c *Config) defaults() {
 // Handler), stop it with Close.
 type Server struct {
 	cfg      Config
+	lookups  lookupLimiter // GET /v1/auth/request/lookup's allowance per account (pairing.go)
 	log      zerolog.Logger
 	st       store.Store
 	ownStore bool
