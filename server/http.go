@@ -184,6 +184,7 @@ func (s *Server) routes() http.Handler {
 
 	mux.HandleFunc("GET /health", s.health)
 	mux.HandleFunc("GET /ready", s.ready)
+	mux.HandleFunc("GET /v1/happy/identity", s.getIdentity)
 	mux.Handle("GET /metrics", s.metrics.handler())
 	mux.HandleFunc("POST /v1/auth", s.postAuth)
 	mux.HandleFunc("POST /v1/auth/request", s.postAuthRequest)

@@ -34,6 +34,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/zishang520/socket.io/servers/socket/v3"
 
+	"github.com/happy-dev/happy/internal/relayid"
 	"github.com/happy-dev/happy/server/bus"
 	"github.com/happy-dev/happy/server/store"
 	"github.com/happy-dev/happy/server/store/backend"
@@ -74,8 +75,9 @@ const DefaultFanoutQueue = 4
 // Config configures New. Only DataDir is required; zero values take the
 // defaults above.
 type Config struct {
-	// DataDir holds the signing secret (secret.key, 0600) and, with the
-	// embedded store, the SQLite file (happy.db) and attachments/. It is
+	// DataDir holds the signing secret (secret.key, 0600), the identity
+	// key (identity.key, 0600: internal/relayid) and, with the embedded
+	// store, the SQLite file (happy.db) and attachments/. It is
 	// created (0700) when missing.
 	DataDir string
 	// Database names the store (backend.Parse): "" is the embedded SQLite
@@ -255,6 +257,7 @@ func (c *Config) defaults() {
 type Server struct {
 	cfg      Config
 	lookups  lookupLimiter // GET /v1/auth/request/lookup's allowance per account (pairing.go)
+	identity []byte        // the data folder's relayid key (identity.go)
 	log      zerolog.Logger
 	st       store.Store
 	ownStore bool
@@ -347,6 +350,9 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.st = st
 		s.ownStore = true
+	}
+	if s.identity, err = relayid.LoadOrCreate(cfg.DataDir); err != nil {
+		return fail(fmt.Errorf("server: %w", err))
 	}
 	key, from, created, err := s.signingKey(s.ctx, filepath.Join(cfg.DataDir, secretFile))
 	if err != nil {

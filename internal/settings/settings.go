@@ -37,6 +37,11 @@ const EnvServerURL = "HAPPY_SERVER_URL"
 // default").
 const DefaultServerURL = "http://127.0.0.1:3005"
 
+// EnvEmbeddedURL names the environment variable that moves the embedded
+// relay off DefaultServerURL (a loopback http URL), e.g. when something
+// else uses port 3005.
+const EnvEmbeddedURL = "HAPPY_EMBEDDED_URL"
+
 // ErrMalformed is wrapped by errors about a settings.json that is not a JSON
 // object or holds a known key with the wrong type.
 var ErrMalformed = errors.New("malformed settings")
@@ -240,12 +245,16 @@ const (
 )
 
 // ServerURL resolves the relay base URL: HAPPY_SERVER_URL from getenv, then
-// s.ServerURL, then DefaultServerURL. The chosen value is validated (absolute
+// s.ServerURL, then the embedded relay's (HAPPY_EMBEDDED_URL, else
+// DefaultServerURL; SourceDefault). The chosen value is validated (absolute
 // http or https URL with a host; a trailing slash is removed); an invalid
 // value is an error wrapping ErrBadServerURL and is never replaced by the
 // next source (fail closed).
 func ServerURL(getenv func(string) string, s Settings) (string, Source, error) {
 	raw, src := DefaultServerURL, SourceDefault
+	if v := getenv(EnvEmbeddedURL); v != "" {
+		raw = v
+	}
 	if v := getenv(EnvServerURL); v != "" {
 		raw, src = v, SourceEnv
 	} else if s.ServerURL != "" {
