@@ -101,6 +101,12 @@ func TestEmbeddedRelayMustProveItIsOurs(t *testing.T) {
 		t.Fatalf("login on our relay = %d %q %q", code, stdout, stderr)
 	}
 
+	// This home's relay serves the web app the link goes to.
+	code, stdout, stderr = runHappy(t, env, "web")
+	if code != exitOK || !strings.Contains(stdout, "    "+ours+"/#pair=") || strings.Contains(stdout, "&relay=") {
+		t.Fatalf("happy web on our relay = %d %q %q", code, stdout, stderr)
+	}
+
 	// Logged in, a squatter gets neither the token nor a pairing link.
 	env["HAPPY_EMBEDDED_URL"] = sq.URL
 	before := len(seen())

@@ -6,10 +6,12 @@
 //	serverUrl  string  the relay base URL (http or https, no path)
 //	machineId  string  this machine's id on the relay (a UUID, created once)
 //
-// and reads two more, which only the person edits (Bool, RemoteShell):
+// and reads three more, which only the person edits (Bool, RemoteShell,
+// TrustedWebRelay):
 //
-//	remoteShell  bool  other devices may run commands and write files in a session's folder (default false)
-//	pushEvents   bool  sessions send push events to the relay (default true)
+//	remoteShell      bool    other devices may run commands and write files in a session's folder (default false)
+//	pushEvents       bool    sessions send push events to the relay (default true)
+//	trustedWebRelay  string  a relay URL whose own web app happy web may hand the pairing link to
 //
 // Every other key (the reference CLI keeps e.g. onboardingCompleted there) is
 // kept byte-for-byte when the file is rewritten. Writes are atomic: a temporary
@@ -309,6 +311,32 @@ func (s Settings) Bool(key string) (v, set bool, err error) {
 		return false, false, fmt.Errorf("%w: %s is not a boolean", ErrMalformed, key)
 	}
 	return v, true, nil
+}
+
+// KeyTrustedWebRelay is the settings key naming a relay the person runs
+// (or trusts as much as this machine): happy web hands the pairing link,
+// which carries the account secret, to the web app that relay serves
+// (docs/ARCHITECTURE.md, "The web app").
+const KeyTrustedWebRelay = "trustedWebRelay"
+
+// TrustedWebRelay returns the trustedWebRelay key, normalized as
+// NormalizeServerURL does, or "" when it is absent or null. A value that is
+// not a string is an error wrapping ErrMalformed; one that is not an
+// absolute http(s) URL wraps ErrBadServerURL.
+func (s Settings) TrustedWebRelay() (string, error) {
+	raw, ok := s.other[KeyTrustedWebRelay]
+	if !ok || string(bytes.TrimSpace(raw)) == "null" {
+		return "", nil
+	}
+	var v string
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "", fmt.Errorf("%w: %s is not a string", ErrMalformed, KeyTrustedWebRelay)
+	}
+	u, err := NormalizeServerURL(v)
+	if err != nil {
+		return "", fmt.Errorf("settings: %s: %w", KeyTrustedWebRelay, err)
+	}
+	return u, nil
 }
 
 // EnvRemoteShell names the environment variable that overrides the

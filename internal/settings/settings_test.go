@@ -181,6 +181,28 @@ func TestEmbeddedURL(t *testing.T) {
 	}
 }
 
+func TestTrustedWebRelay(t *testing.T) {
+	for _, tc := range []struct {
+		file, want string
+		err        error
+	}{
+		{`{}`, "", nil},
+		{`{"trustedWebRelay":null}`, "", nil},
+		{`{"trustedWebRelay":"https://relay.example/"}`, "https://relay.example", nil},
+		{`{"trustedWebRelay":true}`, "", ErrMalformed},
+		{`{"trustedWebRelay":"relay.example"}`, "", ErrBadServerURL},
+	} {
+		s, err := Parse([]byte(tc.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.TrustedWebRelay()
+		if got != tc.want || !errors.Is(err, tc.err) || (tc.err == nil && err != nil) {
+			t.Errorf("%s: %q, %v; want %q, %v", tc.file, got, err, tc.want, tc.err)
+		}
+	}
+}
+
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"serverUrl":"http://a","machineId":"b","x":[1]}`))
 	f.Add([]byte(`null`))
