@@ -148,7 +148,10 @@ func LookupURL(env Env) (string, settings.Source, error) {
 
 // ResolveURL returns the relay URL (HAPPY_SERVER_URL, then serverUrl in
 // settings.json, then the embedded default) and where it came from. The
-// embedded relay is started when it is the one chosen and not running.
+// embedded relay is started when it is the one chosen and not running, and
+// whatever answers there must prove it is this home's (embedded.Verify)
+// before the URL is returned: otherwise the error wraps ErrRelay and
+// embedded.ErrNotOurs.
 func ResolveURL(ctx context.Context, env Env) (string, settings.Source, error) {
 	st, err := settings.Load(env.Home.Settings())
 	if err != nil {
@@ -168,6 +171,12 @@ func ResolveURL(ctx context.Context, env Env) (string, settings.Source, error) {
 			if env.Stderr != nil {
 				fmt.Fprintf(env.Stderr, "happy: started a local relay at %s (data in %s; stop it with: happy server stop)\n", url, env.Home.Server())
 			}
+		}
+		// Anything may listen on the loopback port (another user's
+		// program, another home's relay): it gets nothing, not even a
+		// token, until it proves it is this home's.
+		if err := embedded.Verify(ctx, env.Home, url); err != nil {
+			return "", "", fmt.Errorf("%w: %w", ErrRelay, err)
 		}
 	}
 	return url, src, nil

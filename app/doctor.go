@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/happy-dev/happy/crypto"
+	"github.com/happy-dev/happy/internal/embedded"
 	"github.com/happy-dev/happy/internal/proc"
 	"github.com/happy-dev/happy/internal/settings"
 	"github.com/happy-dev/happy/relay"
@@ -93,7 +94,17 @@ func Doctor(ctx context.Context, env Env, opts DoctorOptions) []Check {
 	} else {
 		checks := checkRelay(ctx, env, url, string(src), opts)
 		relayUp = checks[0].Status == CheckOK
-		if !relayUp && src == settings.SourceDefault {
+		squatted := false
+		if relayUp && src == settings.SourceDefault {
+			// Nothing (the token included) goes to a program on the
+			// built-in relay's address that is not this home's relay.
+			if err := embedded.Verify(ctx, env.Home, url); err != nil {
+				relayUp, squatted = false, true
+				checks[0].Status, checks[0].Detail = CheckFail, err.Error()
+				checks[0].Fix = "stop the program on " + url + " (or happy server stop, for a relay an older happy started), or set " + settings.EnvServerURL + " to a relay you run"
+			}
+		}
+		if !relayUp && !squatted && src == settings.SourceDefault {
 			// The built-in relay is started by the first command that
 			// needs it; a check does not start it.
 			checks[0].Status = CheckWarn

@@ -2,12 +2,17 @@ package app
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/internal/home"
 	"github.com/happy-dev/happy/relay/outbox"
 	"github.com/rs/zerolog"
@@ -144,5 +149,51 @@ func TestDoctorHomeAndBuiltInRelay(t *testing.T) {
 		if _, err := os.Stat(h2.Server()); err == nil {
 			t.Error("the check started the built-in relay")
 		}
+	}
+}
+
+// A program on the built-in relay's address that cannot prove it is this
+// home's relay fails the relay check, and the account is not checked with
+// it (its token is not sent).
+func TestDoctorRefusesASquatter(t *testing.T) {
+	var paths []string
+	var mu sync.Mutex
+	sq := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.URL.Path)
+		mu.Unlock()
+		if r.URL.Path == "/health" {
+			fmt.Fprint(w, `{"status":"ok","timestamp":1}`)
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	defer sq.Close()
+	h, _ := home.New(t.TempDir())
+	if err := h.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	creds, err := crypto.NewAccountCredentials("token", [32]byte{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := creds.Save(h.AccessKey()); err != nil {
+		t.Fatal(err)
+	}
+	env := Env{Home: h, Getenv: func(k string) string { return map[string]string{"HAPPY_EMBEDDED_URL": sq.URL}[k] }, Log: zerolog.Nop()}
+	got := map[string]Check{}
+	for _, c := range Doctor(context.Background(), env, DoctorOptions{Timeout: 5 * time.Second}) {
+		got[c.Name] = c
+	}
+	if c := got["relay"]; c.Status != CheckFail || !strings.Contains(c.Detail, "cannot prove it is this home's relay") || !strings.HasPrefix(c.Fix, "stop the program on "+sq.URL) {
+		t.Errorf("relay check %+v", c)
+	}
+	if c := got["account"]; c.Status != CheckWarn || !strings.Contains(c.Detail, "not checked with the relay") {
+		t.Errorf("account check %+v", c)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(paths, ",") != "/health" {
+		t.Errorf("the squatter got %v", paths)
 	}
 }

@@ -69,3 +69,64 @@ func cut(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// MaxSealedToken is the most bytes of token SealToken seals and
+// OpenSealedToken accepts (a relay token is a few hundred bytes).
+const MaxSealedToken = 4096
+
+// SealToken is the relay's side of delivering a pairing answer
+// (docs/ARCHITECTURE.md, section "Pairing"): it seals the bearer token of
+// the account for the pairing request's box public key as
+// ephemeralPublicKey(32) | nonce(24) | box(token), the layout of the pairing
+// response, with a fresh ephemeral key pair and nonce (crypto/rand, or
+// WithRandom). Only the holder of the request's secret key opens it
+// (OpenSealedToken), so a caller who knows only the public key gets nothing
+// usable. Errors: ErrBadEncoding for a token that is empty or not printable
+// ASCII (it must fit an Authorization header), ErrBadLength beyond
+// MaxSealedToken bytes, or the random source's failure.
+func SealToken(token string, publicKey [32]byte, opts ...Option) ([]byte, error) {
+	if err := checkToken(token); err != nil {
+		return nil, fmt.Errorf("crypto: seal token: %w", err)
+	}
+	ephemeralSecret, nonce, err := randomEphemeral(opts, "sealed token")
+	if err != nil {
+		return nil, err
+	}
+	return sealBox(nil, []byte(token), &publicKey, &ephemeralSecret, &nonce), nil
+}
+
+// OpenSealedToken opens a bundle of SealToken with the pairing request's box
+// secret key and returns the token. Errors wrap ErrTruncated (shorter than
+// the 72-byte header and tag), ErrBadLength (a token longer than
+// MaxSealedToken), ErrAuthFailed (another key, or an altered bundle) or
+// ErrBadEncoding (a token that is empty or not printable ASCII).
+func OpenSealedToken(bundle []byte, secret [32]byte) (string, error) {
+	if len(bundle) > boxMinBundle+MaxSealedToken {
+		return "", fmt.Errorf("crypto: open sealed token of %d bytes (at most %d): %w", len(bundle), boxMinBundle+MaxSealedToken, ErrBadLength)
+	}
+	plain, err := openBox(bundle, &secret, "sealed token")
+	if err != nil {
+		return "", fmt.Errorf("crypto: %w", err)
+	}
+	if err := checkToken(string(plain)); err != nil {
+		return "", fmt.Errorf("crypto: open sealed token: %w", err)
+	}
+	return string(plain), nil
+}
+
+// checkToken accepts 1 to MaxSealedToken bytes of printable ASCII (0x21 to
+// 0x7e).
+func checkToken(token string) error {
+	if len(token) == 0 {
+		return fmt.Errorf("empty token: %w", ErrBadEncoding)
+	}
+	if len(token) > MaxSealedToken {
+		return fmt.Errorf("token of %d bytes (at most %d): %w", len(token), MaxSealedToken, ErrBadLength)
+	}
+	for i := 0; i < len(token); i++ {
+		if c := token[i]; c < 0x21 || c > 0x7e {
+			return fmt.Errorf("token byte %d is 0x%02x, not printable ASCII: %w", i+1, c, ErrBadEncoding)
+		}
+	}
+	return nil
+}

@@ -2,6 +2,7 @@ package crypto
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -62,4 +63,50 @@ func FuzzParsePairingCode(f *testing.F) {
 			t.Fatalf("normal form %q does not parse to itself: %q, %v", got, again, err)
 		}
 	})
+}
+
+func TestSealedToken(t *testing.T) {
+	pub, sec, err := NewBoxKeyPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const token = "eyJhbGciOiJFZERTQSJ9.eyJzdWIiOiJhIn0.c2ln"
+	bundle, err := SealToken(token, pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bundle) != 72+len(token) {
+		t.Fatalf("bundle of %d bytes, want %d", len(bundle), 72+len(token))
+	}
+	if got, err := OpenSealedToken(bundle, sec); err != nil || got != token {
+		t.Fatalf("OpenSealedToken = %q, %v", got, err)
+	}
+	// Whoever knows only the public key (or holds another key) gets nothing.
+	_, other, _ := NewBoxKeyPair()
+	if _, err := OpenSealedToken(bundle, other); !errors.Is(err, ErrAuthFailed) {
+		t.Fatalf("another key: %v", err)
+	}
+	bundle[len(bundle)-1] ^= 1
+	if _, err := OpenSealedToken(bundle, sec); !errors.Is(err, ErrAuthFailed) {
+		t.Fatalf("altered bundle: %v", err)
+	}
+	if _, err := OpenSealedToken(bundle[:71], sec); !errors.Is(err, ErrTruncated) {
+		t.Fatalf("truncated bundle: %v", err)
+	}
+	if _, err := OpenSealedToken(make([]byte, 72+MaxSealedToken+1), sec); !errors.Is(err, ErrBadLength) {
+		t.Fatalf("oversized bundle: %v", err)
+	}
+	for _, bad := range []string{"", "a b", "tok\n", "é"} {
+		if _, err := SealToken(bad, pub); !errors.Is(err, ErrBadEncoding) {
+			t.Errorf("SealToken(%q): %v", bad, err)
+		}
+	}
+	// A bundle that opens to something that is not a token is refused.
+	sealed, _ := SealPairingResponse(PairingResponse{Variant: VariantLegacy, Secret: [32]byte{1}}, pub)
+	if _, err := OpenSealedToken(sealed, sec); !errors.Is(err, ErrBadEncoding) {
+		t.Fatalf("a pairing response opened as a token: %v", err)
+	}
+	if _, err := SealToken(strings.Repeat("a", MaxSealedToken+1), pub); !errors.Is(err, ErrBadLength) {
+		t.Fatalf("oversized token: %v", err)
+	}
 }

@@ -99,12 +99,19 @@ func pairingLink(t *testing.T, env []string, home string) (string, *crypto.Crede
 		t.Fatal(err)
 	}
 	var webEnv []string
+	relayURL := ""
 	for _, kv := range env {
 		if !strings.HasPrefix(kv, "HAPPY_HOME_DIR=") {
 			webEnv = append(webEnv, kv)
 		}
+		if v, ok := strings.CutPrefix(kv, "HAPPY_SERVER_URL="); ok {
+			relayURL = v
+		}
 	}
 	webEnv = append(webEnv, "HAPPY_HOME_DIR="+home)
+	// The test's relay is the tester's own: happy web may link to the app
+	// it serves (otherwise it serves the app itself, until interrupted).
+	trustWebRelay(t, home, relayURL)
 	code, out, errb := happyRun(t, webEnv, home, "web")
 	if code != 0 {
 		t.Fatalf("happy web: exit %d\n%s\n%s", code, out, errb)
@@ -116,6 +123,24 @@ func pairingLink(t *testing.T, env []string, home string) (string, *crypto.Crede
 	}
 	t.Fatalf("no pairing link in the output of happy web:\n%s", out)
 	return "", nil
+}
+
+// trustWebRelay sets trustedWebRelay to url in home's settings.json,
+// keeping the other keys.
+func trustWebRelay(t *testing.T, home, url string) {
+	t.Helper()
+	path := filepath.Join(home, "settings.json")
+	st := map[string]any{}
+	if b, err := os.ReadFile(path); err == nil {
+		if err := json.Unmarshal(b, &st); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+	}
+	st["trustedWebRelay"] = url
+	b, _ := json.Marshal(st)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // The web app against a live `happy claude` (interactive, in a PTY) and the

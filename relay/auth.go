@@ -57,10 +57,11 @@ const DefaultPairPoll = time.Second
 
 // WaitApproved opens the pairing request on the relay (POST
 // /v1/auth/request) and polls it every poll (DefaultPairPoll when zero)
-// until another device approved it, then opens the sealed response and
-// returns the credentials (legacy or dataKey, as the approving device chose;
-// see crypto.CredentialsFromPairing). Transient relay errors are retried;
-// it returns when ctx ends (the caller's timeout).
+// until another device approved it, then opens the sealed token and
+// response (collect) and returns the credentials (legacy or dataKey, as the
+// approving device chose; see crypto.CredentialsFromPairing). Transient
+// relay errors are retried; it returns when ctx ends (the caller's
+// timeout).
 func (p *PairingRequest) WaitApproved(ctx context.Context, api *API, poll time.Duration) (*crypto.Credentials, error) {
 	if poll <= 0 {
 		poll = DefaultPairPoll
@@ -69,15 +70,7 @@ func (p *PairingRequest) WaitApproved(ctx context.Context, api *API, poll time.D
 		st, err := api.AuthRequest(ctx, p.PublicKey[:])
 		switch {
 		case err == nil && st.State == "authorized":
-			bundle, err := crypto.DecodeBase64(st.Response)
-			if err != nil {
-				return nil, fmt.Errorf("relay: pairing response: %w", err)
-			}
-			resp, err := crypto.OpenPairingResponse(bundle, p.secret)
-			if err != nil {
-				return nil, fmt.Errorf("relay: pairing response: %w", err)
-			}
-			return crypto.CredentialsFromPairing(st.Token, resp)
+			return collect(ctx, api, st, p.PublicKey, p.secret)
 		case err != nil && !errors.Is(err, ErrUnavailable):
 			return nil, fmt.Errorf("relay: pairing: %w", err)
 		}
@@ -107,4 +100,33 @@ func ApproveTerminal(ctx context.Context, api *API, creds *crypto.Credentials, t
 		return fmt.Errorf("relay: approve terminal: %w", err)
 	}
 	return api.WithToken(creds.Token).AuthResponse(ctx, terminalPublicKey[:], bundle)
+}
+
+// collect opens an authorized answer of the request of publicKey with its
+// secret key: the token (AuthRequestState.OpenToken: sealed on happy's
+// relay, plain on the reference relay) and the sealed response. When the
+// token was sealed it tells the relay the answer was collected
+// (API.PairingCollected), so it is not sent again; that call's failure
+// changes nothing for the caller (the request expires anyway).
+func collect(ctx context.Context, api *API, st AuthRequestState, publicKey, secret [32]byte) (*crypto.Credentials, error) {
+	token, err := st.OpenToken(secret)
+	if err != nil {
+		return nil, err
+	}
+	bundle, err := crypto.DecodeBase64(st.Response)
+	if err != nil {
+		return nil, fmt.Errorf("relay: pairing response: %w", err)
+	}
+	resp, err := crypto.OpenPairingResponse(bundle, secret)
+	if err != nil {
+		return nil, fmt.Errorf("relay: pairing response: %w", err)
+	}
+	creds, err := crypto.CredentialsFromPairing(token, resp)
+	if err != nil {
+		return nil, err
+	}
+	if st.SealedToken != "" {
+		_ = api.WithToken(token).PairingCollected(ctx, publicKey[:])
+	}
+	return creds, nil
 }

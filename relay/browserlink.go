@@ -168,8 +168,9 @@ func PairBrowser(ctx context.Context, api *API, creds *crypto.Credentials) (Brow
 
 // CollectBrowserPairing is what the browser does with a link's secret
 // (Go, for tests and tools): one POST /v1/auth/request with the secret's
-// public key; an authorized answer is opened with the secret and returned
-// as credentials. A request the relay does not hold as answered (expired,
+// public key; an authorized answer is opened with the secret (token and
+// response, then the relay is told it was collected, which spends the
+// link) and returned as credentials. A request the relay does not hold as answered (expired,
 // already collected, never approved) is ErrNoPendingPairing.
 func CollectBrowserPairing(ctx context.Context, api *API, p BrowserPairing) (*crypto.Credentials, error) {
 	pub := crypto.BoxPublicKey(p.Secret)
@@ -180,13 +181,9 @@ func CollectBrowserPairing(ctx context.Context, api *API, p BrowserPairing) (*cr
 	if st.State != "authorized" {
 		return nil, fmt.Errorf("relay: browser pairing: the link was used already or expired: %w", ErrNoPendingPairing)
 	}
-	bundle, err := crypto.DecodeBase64(st.Response)
+	creds, err := collect(ctx, api, st, pub, p.Secret)
 	if err != nil {
-		return nil, fmt.Errorf("relay: browser pairing response: %w", err)
+		return nil, fmt.Errorf("relay: browser pairing: %w", err)
 	}
-	resp, err := crypto.OpenPairingResponse(bundle, p.Secret)
-	if err != nil {
-		return nil, fmt.Errorf("relay: browser pairing response: %w", err)
-	}
-	return crypto.CredentialsFromPairing(st.Token, resp)
+	return creds, nil
 }

@@ -204,15 +204,47 @@ type AuthRequestState struct {
 	// State is "requested" while the other device has not answered, then
 	// "authorized".
 	State string `json:"state"`
-	// Token is the account's bearer token (only when authorized).
+	// Token is the account's bearer token in plain (only when authorized,
+	// and only from the reference relay or happy's relay with
+	// --pairing-plain-token).
 	Token string `json:"token,omitempty"`
+	// SealedToken is the base64 token sealed for the request's public key
+	// (happy's relay, when authorized), to be opened with
+	// crypto.OpenSealedToken and the request's secret key.
+	SealedToken string `json:"sealedToken,omitempty"`
 	// Response is the base64 sealed pairing bundle (only when authorized), to
 	// be opened with crypto.OpenPairingResponse.
 	Response string `json:"response,omitempty"`
 }
 
+// OpenToken returns the token of an authorized answer: SealedToken opened
+// with secret, the request's box secret key, when the relay sealed it, else
+// the plain Token (the reference relay). A relay that hands the token in
+// plain harms nobody but the relay's own users: what matters is that
+// happy's relay never does by default. Errors: crypto's (ErrAuthFailed for
+// a token sealed for another key), ErrProtocol without any token.
+func (st AuthRequestState) OpenToken(secret [32]byte) (string, error) {
+	if st.SealedToken != "" {
+		bundle, err := crypto.DecodeBase64(st.SealedToken)
+		if err != nil {
+			return "", fmt.Errorf("relay: pairing: sealed token: %w", err)
+		}
+		tok, err := crypto.OpenSealedToken(bundle, secret)
+		if err != nil {
+			return "", fmt.Errorf("relay: pairing: sealed token: %w", err)
+		}
+		return tok, nil
+	}
+	if st.Token == "" {
+		return "", fmt.Errorf("relay: pairing: the answer has no token: %w", ErrProtocol)
+	}
+	return st.Token, nil
+}
+
 // AuthRequest is POST /v1/auth/request {publicKey, supportsV2:true}: it opens
 // (or polls) a terminal pairing request for the terminal's box public key.
+// An authorized answer without a response, or without any token (plain or
+// sealed), is ErrProtocol.
 func (a *API) AuthRequest(ctx context.Context, publicKey []byte) (AuthRequestState, error) {
 	in := map[string]any{"publicKey": b64(publicKey), "supportsV2": true}
 	var out AuthRequestState
@@ -222,13 +254,32 @@ func (a *API) AuthRequest(ctx context.Context, publicKey []byte) (AuthRequestSta
 	switch out.State {
 	case "requested":
 	case "authorized":
-		if out.Token == "" || out.Response == "" {
+		if (out.Token == "" && out.SealedToken == "") || out.Response == "" {
 			return AuthRequestState{}, fmt.Errorf("relay: POST /v1/auth/request: authorized without token or response: %w", ErrProtocol)
 		}
 	default:
 		return AuthRequestState{}, fmt.Errorf("relay: POST /v1/auth/request: unknown state %q: %w", out.State, ErrProtocol)
 	}
 	return out, nil
+}
+
+// PairingCollected is POST /v1/auth/request/collected {publicKey} with the
+// token the request's answer carried (happy's relay only): the relay then
+// removes the request, so its answer is not sent again. Errors are
+// StatusError's: ErrNotFound both when the relay holds no answer of the key
+// for this account (it removed it already) and from a relay without the
+// route (the reference relay, which removes nothing).
+func (a *API) PairingCollected(ctx context.Context, publicKey []byte) error {
+	var out struct {
+		Success bool `json:"success"`
+	}
+	if err := a.do(ctx, http.MethodPost, "/v1/auth/request/collected", nil, map[string]string{"publicKey": b64(publicKey)}, &out); err != nil {
+		return err
+	}
+	if !out.Success {
+		return fmt.Errorf("relay: POST /v1/auth/request/collected: success false: %w", ErrRejected)
+	}
+	return nil
 }
 
 // AuthRequestStatus is GET /v1/auth/request/status: "pending", "not_found"

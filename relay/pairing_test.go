@@ -383,3 +383,123 @@ func FuzzDecodeLookup(f *testing.F) {
 		}
 	})
 }
+
+// pollRaw is POST /v1/auth/request {publicKey, supportsV2} as any caller
+// sends it, returning the answer's fields.
+func pollRaw(t *testing.T, url string, publicKey [32]byte) map[string]any {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"publicKey": crypto.EncodeBase64(publicKey[:]), "supportsV2": true})
+	resp, err := http.Post(url+"/v1/auth/request", "application/json", strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("poll: %s, %v", resp.Status, err)
+	}
+	return out
+}
+
+// TestPairingRaceAttackerGetsNoToken is the pairing race: another account
+// that saw the terminal's code turns it into the public key with the
+// lookup, and polls with that key as soon as the owner approved. It gets
+// nothing it can use (no plain token; what it gets is sealed for the
+// terminal's secret key), and the terminal still gets its token.
+func TestPairingRaceAttackerGetsNoToken(t *testing.T) {
+	url := servertest.Start(t).URL
+	api := testAPI(t, url)
+	owner := newAccount(t, url)
+	attacker := newAccount(t, url)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := NewPairingRequest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.AuthRequest(ctx, req.PublicKey[:]); err != nil {
+		t.Fatal(err)
+	}
+	found, err := api.WithToken(attacker.Token).LookupPairing(ctx, req.Code())
+	if err != nil || len(found) != 1 || found[0].PublicKey != req.PublicKey {
+		t.Fatalf("the attacker's lookup = %+v, %v", found, err)
+	}
+	if _, err := ApproveByCode(ctx, api, owner, req.Code(), false); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		got := pollRaw(t, url, found[0].PublicKey)
+		if _, ok := got["token"]; ok || got["state"] != "authorized" {
+			t.Fatalf("the attacker's poll got %v, want an authorized answer without a token", got)
+		}
+		sealed, err := crypto.DecodeBase64(fmt.Sprint(got["sealedToken"]))
+		if err != nil {
+			t.Fatalf("sealedToken %v: %v", got["sealedToken"], err)
+		}
+		_, guess, _ := crypto.NewBoxKeyPair()
+		if _, err := crypto.OpenSealedToken(sealed, guess); !errors.Is(err, crypto.ErrAuthFailed) {
+			t.Fatalf("the sealed token opened without the terminal's key: %v", err)
+		}
+	}
+	creds, err := req.WaitApproved(ctx, api, 10*time.Millisecond)
+	if err != nil {
+		t.Fatalf("the terminal after the attacker's polls: %v", err)
+	}
+	if AccountID(creds) != AccountID(owner) || creds.Variant != crypto.VariantDataKey {
+		t.Fatalf("the terminal paired with %s (%s), want %s", AccountID(creds), creds.Variant, AccountID(owner))
+	}
+	if _, err := api.WithToken(creds.Token).ListSessions(ctx); err != nil {
+		t.Fatalf("the terminal's token: %v", err)
+	}
+	// Collected: the answer is not handed out again.
+	if got := pollRaw(t, url, req.PublicKey); got["state"] != "requested" {
+		t.Fatalf("a poll after the terminal collected its answer: %v", got)
+	}
+}
+
+// TestWaitApprovedOnTheReferenceRelay: the reference relay answers with a
+// plain token; the terminal takes it (a relay that gives its own users'
+// tokens away harms only them), and tells nobody it collected anything.
+func TestWaitApprovedOnTheReferenceRelay(t *testing.T) {
+	req, err := NewPairingRequest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := [32]byte{9}
+	bundle, err := crypto.SealPairingResponse(crypto.PairingResponse{Variant: crypto.VariantLegacy, Secret: secret}, req.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var paths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.URL.Path)
+		mu.Unlock()
+		if r.URL.Path != "/v1/auth/request" {
+			w.WriteHeader(404)
+			fmt.Fprintf(w, `{"error":"Route %s %s not found"}`, r.Method, r.URL.Path)
+			return
+		}
+		fmt.Fprintf(w, `{"state":"authorized","token":"plain.token.sig","response":%q}`, crypto.EncodeBase64(bundle))
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	creds, err := req.WaitApproved(ctx, testAPI(t, srv.URL), 10*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if creds.Token != "plain.token.sig" || creds.AccountSecret == nil || *creds.AccountSecret != secret {
+		t.Fatalf("credentials %q, secret %v", creds.Token, creds.AccountSecret)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(paths) != 1 {
+		t.Fatalf("requests %v, want one poll", paths)
+	}
+	// An authorized answer with no token at all is a protocol error.
+	if _, err := (AuthRequestState{State: "authorized", Response: "x"}).OpenToken(secret); !errors.Is(err, ErrProtocol) {
+		t.Fatalf("no token: %v", err)
+	}
+}

@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/internal/sio"
 	"github.com/happy-dev/happy/server"
 	"github.com/happy-dev/happy/server/bus"
@@ -265,8 +265,7 @@ func TestClusterRPC(t *testing.T) {
 func TestClusterPairing(t *testing.T) {
 	rs := startCluster(t, "nats", 3, server.Config{})
 	phone := newAPI(t, rs[1])
-	var pk [32]byte
-	_, _ = rand.Read(pk[:])
+	pk, sec, _ := crypto.NewBoxKeyPair()
 	key := base64.StdEncoding.EncodeToString(pk[:])
 	term := api{t: t, base: rs[0].URL}
 	eq(t, "request", term.must(200, "POST", "/v1/auth/request", map[string]any{"publicKey": key, "supportsV2": true}), map[string]any{"state": "requested"})
@@ -274,9 +273,10 @@ func TestClusterPairing(t *testing.T) {
 	got := term.on(rs[2]).must(200, "POST", "/v1/auth/request", map[string]any{"publicKey": key, "supportsV2": true})
 	eq(t, "state", got["state"], "authorized")
 	eq(t, "response", got["response"], "sealed")
-	tok := got["token"].(string)
+	tok := openToken(t, got, sec)
 	api{t: t, base: rs[0].URL, token: tok}.must(200, "GET", "/v1/sessions", nil)
-	// Delivered once: a fourth poll, on any instance, starts afresh.
+	// Collected: a fourth poll, on any instance, starts afresh.
+	api{t: t, base: rs[1].URL, token: tok}.must(200, "POST", "/v1/auth/request/collected", map[string]any{"publicKey": key})
 	eq(t, "after delivery", term.on(rs[1]).must(200, "POST", "/v1/auth/request", map[string]any{"publicKey": key, "supportsV2": true}), map[string]any{"state": "requested"})
 }
 

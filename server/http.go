@@ -184,12 +184,14 @@ func (s *Server) routes() http.Handler {
 
 	mux.HandleFunc("GET /health", s.health)
 	mux.HandleFunc("GET /ready", s.ready)
+	mux.HandleFunc("GET /v1/happy/identity", s.getIdentity)
 	mux.Handle("GET /metrics", s.metrics.handler())
 	mux.HandleFunc("POST /v1/auth", s.postAuth)
 	mux.HandleFunc("POST /v1/auth/request", s.postAuthRequest)
 	mux.HandleFunc("GET /v1/auth/request/status", s.getAuthRequestStatus)
 	mux.HandleFunc("POST /v1/auth/response", s.authed(s.postAuthResponse))
 	mux.HandleFunc("GET /v1/auth/request/lookup", s.authed(s.getAuthRequestLookup))
+	mux.HandleFunc("POST /v1/auth/request/collected", s.authed(s.postAuthRequestCollected))
 	mux.HandleFunc("POST /v1/auth/revoke", s.authed(s.postAuthRevoke))
 
 	mux.HandleFunc("POST /v1/sessions", s.authed(s.postSession))

@@ -117,8 +117,8 @@ func TestTerminalPairing(t *testing.T) {
 	r := servertest.Start(t)
 	app := newAPI(t, r)
 	cli := api{t: t, base: r.URL}
-	pk := base64.StdEncoding.EncodeToString([]byte("terminal-box-public-key-32-bytes"))
-	q := "/v1/auth/request/status?publicKey=" + strings.ReplaceAll(pk, "+", "%2B")
+	sec, pk := boxPair(t)
+	q := statusPath(pk)
 
 	eq(t, "status before", cli.must(200, "GET", q, nil), map[string]any{"status": "not_found", "supportsV2": false})
 	eq(t, "request", cli.must(200, "POST", "/v1/auth/request", map[string]any{"publicKey": pk, "supportsV2": true}), map[string]any{"state": "requested"})
@@ -137,7 +137,7 @@ func TestTerminalPairing(t *testing.T) {
 	eq(t, "response", m["response"], "bundle-1")
 	// The terminal's token belongs to the app's account.
 	app.createSession("from-app", "m")
-	term := api{t: t, base: r.URL, token: m["token"].(string)}
+	term := api{t: t, base: r.URL, token: openToken(t, m, sec)}
 	eq(t, "terminal sees app sessions", len(arr(t, term.must(200, "GET", "/v1/sessions", nil)["sessions"])), 1)
 }
 

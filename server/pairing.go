@@ -4,8 +4,13 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
+	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/server/store"
@@ -13,6 +18,53 @@ import (
 
 // DefaultPairingTTL is how long a terminal pairing request lives.
 const DefaultPairingTTL = 5 * time.Minute
+
+// The lookup by code is limited per account: LookupBurst lookups at once,
+// then one every LookupEvery (a token bucket; lookupLimiter).
+const (
+	LookupBurst = 10
+	LookupEvery = 6 * time.Second
+)
+
+// maxLookupAccounts is how many accounts' lookup allowances are kept before
+// those that are full again are forgotten.
+const maxLookupAccounts = 10_000
+
+// lookupLimiter holds each account's lookup allowance; the zero value is
+// ready to use.
+type lookupLimiter struct {
+	mu sync.Mutex
+	m  map[string]*rate.Limiter
+}
+
+// take counts one lookup of acct at now and returns 0, or, when acct has
+// used its allowance, how long until it may look up again (and counts
+// nothing).
+func (l *lookupLimiter) take(acct string, now time.Time) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil {
+		l.m = map[string]*rate.Limiter{}
+	}
+	lim := l.m[acct]
+	if lim == nil {
+		if len(l.m) >= maxLookupAccounts {
+			for k, v := range l.m {
+				if v.TokensAt(now) >= LookupBurst {
+					delete(l.m, k)
+				}
+			}
+		}
+		lim = rate.NewLimiter(rate.Every(LookupEvery), LookupBurst)
+		l.m[acct] = lim
+	}
+	res := lim.ReserveN(now, 1)
+	if d := res.DelayFrom(now); d > 0 {
+		res.CancelAt(now)
+		return d
+	}
+	return 0
+}
 
 // maxLookup bounds how many live requests GET /v1/auth/request/lookup reads
 // to find the ones matching a code.
@@ -28,10 +80,22 @@ const maxLookup = 10_000
 //   - a request is answered once: a second POST /v1/auth/response is
 //     refused with 409 "Request already answered" (the reference keeps the
 //     first answer and says success to both);
-//   - the answer (token and sealed response) is delivered once: the POST
-//     /v1/auth/request that receives it removes the request, so the next
-//     POST of the same key starts a new request and gets
-//     {state:"requested"}, as for a key never seen.
+//   - the token of the answer goes only to the holder of the request's
+//     secret key: it is sealed for the request's public key
+//     (crypto.SealToken) and sent as sealedToken, never as a plain token,
+//     so a caller who learnt the public key (from the lookup by code, or
+//     the QR code) gets nothing usable. Every poll of the key gets the
+//     answer until the request expires or the terminal says it collected
+//     it (POST /v1/auth/request/collected with the new token), so an
+//     earlier poll by someone else does not take it from the terminal;
+//   - with Config.PairingPlainToken (for the reference CLI, which reads a
+//     plain token) the answer also carries the plain token, and is
+//     delivered once: the POST that receives it removes the request, so
+//     the next POST of the same key starts a new request and gets
+//     {state:"requested"}, as for a key never seen. Whoever posts the
+//     key first then collects the token.
+//
+// The lookup by code is rate limited per account (lookupLimiter).
 
 // errRequestAnswered is the 409 text of a second answer.
 const errRequestAnswered = "Request already answered"
@@ -58,8 +122,11 @@ func (s *Server) liveAuthRequest(ctx context.Context, pk string) (store.AuthRequ
 }
 
 // postAuthRequest: POST /v1/auth/request {publicKey, supportsV2?} →
-// {state:"requested"} or, once, {state:"authorized", token, response}.
-// The caller that receives the answer removes the request (see above).
+// {state:"requested"} or {state:"authorized", sealedToken, response}, the
+// token sealed for publicKey (crypto.SealToken), for every poll until the
+// request expires or is collected. With Config.PairingPlainToken the
+// answer also holds the plain token and the caller that receives it
+// removes the request (see above).
 func (s *Server) postAuthRequest(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		PublicKey  *string `json:"publicKey"`
@@ -95,23 +162,81 @@ func (s *Server) postAuthRequest(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"state": "requested"})
 		return
 	}
-	taken, err := s.st.DeleteAuthRequest(ctx, ar.ID)
-	if errors.Is(err, store.ErrNotFound) {
-		// Another caller took the answer between our read and our delete.
-		writeJSON(w, http.StatusOK, map[string]any{"state": "requested"})
-		return
+	if s.cfg.PairingPlainToken {
+		taken, err := s.st.DeleteAuthRequest(ctx, ar.ID)
+		if errors.Is(err, store.ErrNotFound) {
+			// Another caller took the answer between our read and our delete.
+			writeJSON(w, http.StatusOK, map[string]any{"state": "requested"})
+			return
+		}
+		if err != nil {
+			s.fail(w, r, err, "")
+			return
+		}
+		ar = taken
 	}
+	token, err := s.issueToken(ctx, *ar.ResponseAccountID, ar.ID)
 	if err != nil {
 		s.fail(w, r, err, "")
 		return
 	}
-	token, err := s.issueToken(ctx, *taken.ResponseAccountID, taken.ID)
+	raw, err := hex.DecodeString(pk)
+	if err != nil || len(raw) != 32 {
+		s.fail(w, r, fmt.Errorf("server: pairing request key %q is not 32 bytes of hex", pk), "")
+		return
+	}
+	sealed, err := crypto.SealToken(token, [32]byte(raw))
 	if err != nil {
+		s.fail(w, r, fmt.Errorf("server: seal the pairing token: %w", err), "")
+		return
+	}
+	out := map[string]any{"state": "authorized", "sealedToken": crypto.EncodeBase64(sealed), "response": *ar.Response}
+	if s.cfg.PairingPlainToken {
+		out["token"] = token
+		s.log.Info().Str("account", *ar.ResponseAccountID).Str("request", ar.ID).Msg("pairing answer delivered with a plain token")
+	} else {
+		s.log.Debug().Str("account", *ar.ResponseAccountID).Str("request", ar.ID).Msg("pairing answer sent, token sealed")
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// postAuthRequestCollected: POST /v1/auth/request/collected {publicKey}
+// (Bearer; this relay only) → {success:true}: the terminal (or browser)
+// that opened the sealed token of its answered request says so with that
+// token, and the request is removed, so its answer is not sent again. 404
+// "Request not found" when the key has no live request answered for the
+// caller's account (never answered, answered for another account, expired,
+// or collected already).
+func (s *Server) postAuthRequestCollected(w http.ResponseWriter, r *http.Request, acct string) {
+	var req struct {
+		PublicKey *string `json:"publicKey"`
+	}
+	if err := readJSON(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
 		s.fail(w, r, err, "")
 		return
 	}
-	s.log.Info().Str("account", *taken.ResponseAccountID).Str("request", taken.ID).Msg("pairing answer delivered")
-	writeJSON(w, http.StatusOK, map[string]any{"state": "authorized", "token": token, "response": *taken.Response})
+	if req.PublicKey == nil {
+		writeErr(w, http.StatusBadRequest, "publicKey is required")
+		return
+	}
+	pk, ok := boxKeyHex(*req.PublicKey)
+	if !ok {
+		writeErr(w, http.StatusUnauthorized, "Invalid public key")
+		return
+	}
+	ar, err := s.liveAuthRequest(r.Context(), pk)
+	if err == nil && (ar.Response == nil || ar.ResponseAccountID == nil || *ar.ResponseAccountID != acct) {
+		err = store.ErrNotFound
+	}
+	if err == nil {
+		_, err = s.st.DeleteAuthRequest(r.Context(), ar.ID)
+	}
+	if err != nil {
+		s.fail(w, r, err, "Request not found")
+		return
+	}
+	s.log.Info().Str("account", acct).Str("request", ar.ID).Msg("pairing answer collected")
+	writeJSON(w, http.StatusOK, map[string]any{"success": true})
 }
 
 // getAuthRequestStatus: GET /v1/auth/request/status?publicKey= →
@@ -209,10 +334,21 @@ type lookupEntry struct {
 // already logged in may turn a code it was shown into a key. The approving
 // client must check the code of every key itself (the relay could answer
 // any key).
-func (s *Server) getAuthRequestLookup(w http.ResponseWriter, r *http.Request, _ string) {
+//
+// Each account may look up LookupBurst codes at once and one more every
+// LookupEvery after that; beyond, 429 with Retry-After (whole seconds) and
+// {error:"Too many pairing code lookups, retry in N s"}. A code that does
+// not parse is refused before it counts.
+func (s *Server) getAuthRequestLookup(w http.ResponseWriter, r *http.Request, acct string) {
 	code, err := crypto.ParsePairingCode(r.URL.Query().Get("code"))
 	if err != nil {
 		writeErr(w, http.StatusBadRequest, "code must be a pairing code of 10 base32 characters (XXXXX-XXXXX)")
+		return
+	}
+	if wait := s.lookups.take(acct, s.cfg.Now()); wait > 0 {
+		secs := int64((wait + time.Second - 1) / time.Second)
+		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+		writeErr(w, http.StatusTooManyRequests, fmt.Sprintf("Too many pairing code lookups, retry in %d s", secs))
 		return
 	}
 	now := s.nowMs()

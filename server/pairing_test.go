@@ -3,7 +3,9 @@ package server_test
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -59,23 +61,89 @@ func boxKey(t *testing.T) ([32]byte, string) {
 	return pub, base64.StdEncoding.EncodeToString(pub[:])
 }
 
+// boxPair is boxKey with the secret key.
+func boxPair(t *testing.T) (secret [32]byte, pk string) {
+	t.Helper()
+	pub, sec, err := crypto.NewBoxKeyPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sec, base64.StdEncoding.EncodeToString(pub[:])
+}
+
+// openToken opens the sealedToken of an authorized answer with secret.
+func openToken(t *testing.T, m map[string]any, secret [32]byte) string {
+	t.Helper()
+	s, _ := m["sealedToken"].(string)
+	bundle, err := crypto.DecodeBase64(s)
+	if err != nil {
+		t.Fatalf("sealedToken of %v: %v", m, err)
+	}
+	tok, err := crypto.OpenSealedToken(bundle, secret)
+	if err != nil {
+		t.Fatalf("open the sealed token: %v", err)
+	}
+	return tok
+}
+
 func statusPath(pk string) string {
 	return "/v1/auth/request/status?publicKey=" + url.QueryEscape(pk)
 }
 
-func TestPairingDeliveredOnce(t *testing.T) {
+// TestPairingTokenSealed: the answer's token is sealed for the request's
+// key and never sent in plain; every poll gets the answer until the holder
+// of the key says it collected it with the token it opened.
+func TestPairingTokenSealed(t *testing.T) {
 	r := servertest.Start(t)
-	app := newAPI(t, r)
+	app, other := newAPI(t, r), newAPI(t, r)
 	cli := api{t: t, base: r.URL}
-	_, pk := boxKey(t)
+	sec, pk := boxPair(t)
 	req := map[string]any{"publicKey": pk, "supportsV2": true}
 	eq(t, "request", cli.must(200, "POST", "/v1/auth/request", req), map[string]any{"state": "requested"})
 	eq(t, "answer", app.must(200, "POST", "/v1/auth/response", map[string]any{"publicKey": pk, "response": "bundle-1"}), map[string]any{"success": true})
 	m := cli.must(200, "POST", "/v1/auth/request", req)
+	eq(t, "fields of the answer", keys(m), []string{"response", "sealedToken", "state"})
 	eq(t, "delivered", []any{m["state"], m["response"]}, []any{"authorized", "bundle-1"})
-	if tok, _ := m["token"].(string); tok == "" {
-		t.Fatalf("no token in %v", m)
+	first := openToken(t, m, sec)
+	api{t: t, base: r.URL, token: first}.must(200, "GET", "/v1/sessions", nil)
+
+	// Not collected yet: the next poll gets the answer again, with a token
+	// sealed afresh.
+	m2 := cli.must(200, "POST", "/v1/auth/request", req)
+	eq(t, "second poll", []any{m2["state"], m2["response"]}, []any{"authorized", "bundle-1"})
+	if m2["sealedToken"] == m["sealedToken"] {
+		t.Fatal("the same sealed bytes twice")
 	}
+	term := api{t: t, base: r.URL, token: openToken(t, m2, sec)}
+	eq(t, "status before collection", cli.must(200, "GET", statusPath(pk), nil), map[string]any{"status": "authorized", "supportsV2": false})
+
+	eq(t, "collected without a token", cli.must(401, "POST", "/v1/auth/request/collected", map[string]any{"publicKey": pk}), map[string]any{"error": "Missing authorization header"})
+	eq(t, "collected by another account", other.must(404, "POST", "/v1/auth/request/collected", map[string]any{"publicKey": pk}), map[string]any{"error": "Request not found"})
+	eq(t, "collected", term.must(200, "POST", "/v1/auth/request/collected", map[string]any{"publicKey": pk}), map[string]any{"success": true})
+	eq(t, "collected twice", term.must(404, "POST", "/v1/auth/request/collected", map[string]any{"publicKey": pk}), map[string]any{"error": "Request not found"})
+	eq(t, "collected with a bad key", term.must(401, "POST", "/v1/auth/request/collected", map[string]any{"publicKey": "AAAA"}), map[string]any{"error": "Invalid public key"})
+	eq(t, "status after collection", cli.must(200, "GET", statusPath(pk), nil), map[string]any{"status": "not_found", "supportsV2": false})
+	eq(t, "poll after collection", cli.must(200, "POST", "/v1/auth/request", req), map[string]any{"state": "requested"})
+	eq(t, "status of the new request", cli.must(200, "GET", statusPath(pk), nil), map[string]any{"status": "pending", "supportsV2": true})
+}
+
+// TestPairingPlainTokenDeliveredOnce: with PairingPlainToken (the
+// reference CLI's migration) the answer carries the plain token too and is
+// delivered once.
+func TestPairingPlainTokenDeliveredOnce(t *testing.T) {
+	r := servertest.StartConfig(t, server.Config{PairingPlainToken: true})
+	app := newAPI(t, r)
+	cli := api{t: t, base: r.URL}
+	sec, pk := boxPair(t)
+	req := map[string]any{"publicKey": pk, "supportsV2": true}
+	eq(t, "request", cli.must(200, "POST", "/v1/auth/request", req), map[string]any{"state": "requested"})
+	eq(t, "answer", app.must(200, "POST", "/v1/auth/response", map[string]any{"publicKey": pk, "response": "bundle-1"}), map[string]any{"success": true})
+	m := cli.must(200, "POST", "/v1/auth/request", req)
+	eq(t, "fields of the answer", keys(m), []string{"response", "sealedToken", "state", "token"})
+	eq(t, "delivered", []any{m["state"], m["response"]}, []any{"authorized", "bundle-1"})
+	tok, _ := m["token"].(string)
+	api{t: t, base: r.URL, token: tok}.must(200, "GET", "/v1/sessions", nil)
+	api{t: t, base: r.URL, token: openToken(t, m, sec)}.must(200, "GET", "/v1/sessions", nil)
 	// Delivered: the request is gone, the same key starts a new one.
 	eq(t, "status after delivery", cli.must(200, "GET", statusPath(pk), nil), map[string]any{"status": "not_found", "supportsV2": false})
 	eq(t, "second poll gets no token", cli.must(200, "POST", "/v1/auth/request", req), map[string]any{"state": "requested"})
@@ -83,8 +151,8 @@ func TestPairingDeliveredOnce(t *testing.T) {
 	eq(t, "third poll", cli.must(200, "POST", "/v1/auth/request", req), map[string]any{"state": "requested"})
 }
 
-func TestPairingDeliveredOnceUnderRace(t *testing.T) {
-	r := servertest.Start(t)
+func TestPairingPlainTokenDeliveredOnceUnderRace(t *testing.T) {
+	r := servertest.StartConfig(t, server.Config{PairingPlainToken: true})
 	app := newAPI(t, r)
 	_, pk := boxKey(t)
 	req := map[string]any{"publicKey": pk}
@@ -125,7 +193,9 @@ func TestPairingAnsweredOnce(t *testing.T) {
 	eq(t, "another account", other.must(409, "POST", "/v1/auth/response", map[string]any{"publicKey": pk, "response": "theirs"}), map[string]any{"error": "Request already answered"})
 	m := cli.must(200, "POST", "/v1/auth/request", map[string]any{"publicKey": pk})
 	eq(t, "the first answer is delivered", m["response"], "mine")
-	eq(t, "answer after delivery", app.must(404, "POST", "/v1/auth/response", map[string]any{"publicKey": pk, "response": "late"}), map[string]any{"error": "Request not found"})
+	eq(t, "answer after delivery", app.must(409, "POST", "/v1/auth/response", map[string]any{"publicKey": pk, "response": "late"}), map[string]any{"error": "Request already answered"})
+	app.must(200, "POST", "/v1/auth/request/collected", map[string]any{"publicKey": pk})
+	eq(t, "answer after collection", app.must(404, "POST", "/v1/auth/response", map[string]any{"publicKey": pk, "response": "late"}), map[string]any{"error": "Request not found"})
 }
 
 func TestPairingExpires(t *testing.T) {
@@ -181,6 +251,46 @@ func TestPairingLookup(t *testing.T) {
 	eq(t, "answered requests are not listed", app.must(200, "GET", path, nil), map[string]any{"requests": []any{}})
 }
 
+// TestPairingLookupRateLimited: an account may look up LookupBurst codes at
+// once, then one every LookupEvery; another account keeps its own
+// allowance.
+func TestPairingLookupRateLimited(t *testing.T) {
+	r, clk := startClocked(t, 5*time.Minute)
+	app, other := newAPI(t, r), newAPI(t, r)
+	path := "/v1/auth/request/lookup?code=ABCDE-FGHIJ"
+	for i := range server.LookupBurst {
+		eq(t, fmt.Sprintf("lookup %d", i+1), app.must(200, "GET", path, nil), map[string]any{"requests": []any{}})
+	}
+	eq(t, "a bad code does not count", app.must(400, "GET", "/v1/auth/request/lookup?code=ABC", nil), map[string]any{"error": "code must be a pairing code of 10 base32 characters (XXXXX-XXXXX)"})
+	code, v, hdr := getHeader(t, app, path)
+	eq(t, "over the limit", []any{code, v, hdr.Get("Retry-After")}, []any{429, map[string]any{"error": "Too many pairing code lookups, retry in 6 s"}, "6"})
+	eq(t, "another account", other.must(200, "GET", path, nil), map[string]any{"requests": []any{}})
+	clk.add(server.LookupEvery - time.Second)
+	code, v, hdr = getHeader(t, app, path)
+	eq(t, "a second before", []any{code, v, hdr.Get("Retry-After")}, []any{429, map[string]any{"error": "Too many pairing code lookups, retry in 1 s"}, "1"})
+	clk.add(time.Second)
+	eq(t, "after LookupEvery", app.must(200, "GET", path, nil), map[string]any{"requests": []any{}})
+	app.must(429, "GET", path, nil)
+}
+
+// getHeader is a GET with a's token that returns the status, the JSON
+// answer and the headers.
+func getHeader(t *testing.T, a api, path string) (int, any, http.Header) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", a.base+path, nil)
+	req.Header.Set("Authorization", "Bearer "+a.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v any
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	return resp.StatusCode, v, resp.Header
+}
+
 func toLower(s string) string {
 	b := []byte(s)
 	for i, c := range b {
@@ -197,10 +307,10 @@ func TestRevokeTokens(t *testing.T) {
 	a := api{t: t, base: r.URL, token: acct.Token}
 	// A second token of the same account (a paired terminal).
 	cli := api{t: t, base: r.URL}
-	_, pk := boxKey(t)
+	sec, pk := boxPair(t)
 	cli.must(200, "POST", "/v1/auth/request", map[string]any{"publicKey": pk})
 	a.must(200, "POST", "/v1/auth/response", map[string]any{"publicKey": pk, "response": "x"})
-	paired := api{t: t, base: r.URL, token: cli.must(200, "POST", "/v1/auth/request", map[string]any{"publicKey": pk})["token"].(string)}
+	paired := api{t: t, base: r.URL, token: openToken(t, cli.must(200, "POST", "/v1/auth/request", map[string]any{"publicKey": pk}), sec)}
 	paired.must(200, "GET", "/v1/sessions", nil)
 	other := newAPI(t, r)
 

@@ -34,6 +34,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/zishang520/socket.io/servers/socket/v3"
 
+	"github.com/happy-dev/happy/internal/relayid"
 	"github.com/happy-dev/happy/server/bus"
 	"github.com/happy-dev/happy/server/store"
 	"github.com/happy-dev/happy/server/store/backend"
@@ -74,8 +75,9 @@ const DefaultFanoutQueue = 4
 // Config configures New. Only DataDir is required; zero values take the
 // defaults above.
 type Config struct {
-	// DataDir holds the signing secret (secret.key, 0600) and, with the
-	// embedded store, the SQLite file (happy.db) and attachments/. It is
+	// DataDir holds the signing secret (secret.key, 0600), the identity
+	// key (identity.key, 0600: internal/relayid) and, with the embedded
+	// store, the SQLite file (happy.db) and attachments/. It is
 	// created (0700) when missing.
 	DataDir string
 	// Database names the store (backend.Parse): "" is the embedded SQLite
@@ -153,6 +155,13 @@ type Config struct {
 	// be answered or looked up, its answer is never delivered, and the next
 	// POST /v1/auth/request of its key starts a new request (pairing.go).
 	PairingTTL time.Duration
+	// PairingPlainToken makes POST /v1/auth/request hand the token of an
+	// answered request out in plain (field token, beside sealedToken), once,
+	// to whoever polls with the request's public key, as the reference
+	// relay does: only for reference CLIs that cannot open a sealed token
+	// (happy server --pairing-plain-token). Off, the token is only sent
+	// sealed for the request's key (pairing.go).
+	PairingPlainToken bool
 	// RevocationRefresh is how long a cached token generation of an
 	// account is trusted before the store is asked again
 	// (DefaultRevocationRefresh when zero): how late a revocation made by
@@ -247,6 +256,8 @@ func (c *Config) defaults() {
 // Handler), stop it with Close.
 type Server struct {
 	cfg      Config
+	lookups  lookupLimiter // GET /v1/auth/request/lookup's allowance per account (pairing.go)
+	identity []byte        // the data folder's relayid key (identity.go)
 	log      zerolog.Logger
 	st       store.Store
 	ownStore bool
@@ -339,6 +350,9 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.st = st
 		s.ownStore = true
+	}
+	if s.identity, err = relayid.LoadOrCreate(cfg.DataDir); err != nil {
+		return fail(fmt.Errorf("server: %w", err))
 	}
 	key, from, created, err := s.signingKey(s.ctx, filepath.Join(cfg.DataDir, secretFile))
 	if err != nil {

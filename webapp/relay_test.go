@@ -553,3 +553,110 @@ func TestUsedPairingLink(t *testing.T) {
 		t.Errorf("a refused link left an account in the browser: %s", got)
 	}
 }
+
+// storedToken is the token of the account the page keeps in localStorage.
+func (p *appPage) storedToken() string {
+	p.t.Helper()
+	var s string
+	if err := json.Unmarshal(p.eval(`JSON.parse(localStorage.getItem("happy.account") || "{}").token ?? ""`), &s); err != nil {
+		p.t.Fatal(err)
+	}
+	return s
+}
+
+// Any page may send the browser to a pairing link of another account. A
+// signed-in page asks first: the confirmation shows, the old login stays
+// (in localStorage and on screen) and the link's request is not collected
+// until the person says yes; "Keep" drops the link; "Sign in with the
+// link" replaces the login. Both ways in are covered: a fragment change in
+// the open page and a fresh load of the link.
+func TestPairingLinkAsksBeforeReplacingALogin(t *testing.T) {
+	r, creds := startRelay(t)
+	intruder := newAccountOn(t, r.URL)
+	p := openApp(t, r.URL, creds)
+	ctx := context.Background()
+	newLink := func() (string, relay.BrowserPairing) {
+		t.Helper()
+		bp, err := relay.PairBrowser(ctx, p.api, intruder)
+		if err != nil {
+			t.Fatal(err)
+		}
+		link, err := relay.BrowserLink(r.URL, bp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return link, bp
+	}
+	status := func(bp relay.BrowserPairing) string {
+		t.Helper()
+		pub := crypto.BoxPublicKey(bp.Secret)
+		st, err := p.api.AuthRequestStatus(ctx, pub[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	for _, how := range []string{"fragment change", "fresh load"} {
+		link, bp := newLink()
+		switch how {
+		case "fragment change":
+			p.eval(fmt.Sprintf(`location.href = %q, true`, link))
+		case "fresh load":
+			p.do("load the link", chromedp.Navigate("about:blank"), chromedp.Navigate(link))
+		}
+		p.wait(how+": the confirmation", `!!document.querySelector("#pair-confirm-yes")`)
+		if href := string(p.eval(`location.href`)); strings.Contains(href, "pair=") {
+			t.Errorf("%s: the pairing key stays in the address bar: %s", how, href)
+		}
+		if got := p.storedToken(); got != creds.Token {
+			t.Fatalf("%s: the stored login changed before any confirmation", how)
+		}
+		if !strings.Contains(p.text("#pair-confirm-text"), "replaces the current login") {
+			t.Errorf("%s: confirmation text %q", how, p.text("#pair-confirm-text"))
+		}
+		if string(p.eval(`!!document.querySelector("#nav-machines")`)) != "true" {
+			t.Errorf("%s: the signed-in page is gone while the confirmation waits", how)
+		}
+		if st := status(bp); st != "authorized" {
+			t.Errorf("%s: the link's request is %q before any confirmation, want it untouched (authorized)", how, st)
+		}
+		p.touchTargets(how + ": confirmation")
+		p.do(how+": keep", chromedp.Click("#pair-confirm-no"))
+		p.wait(how+": the confirmation gone", `!document.querySelector("#pair-confirm")`)
+		if got := p.storedToken(); got != creds.Token {
+			t.Fatalf("%s: keeping the login changed it", how)
+		}
+	}
+
+	link, bp := newLink()
+	p.eval(fmt.Sprintf(`location.href = %q, true`, link))
+	p.wait("the confirmation", `!!document.querySelector("#pair-confirm-yes")`)
+	p.do("confirm", chromedp.Click("#pair-confirm-yes"))
+	p.wait("the new login", `!document.querySelector("#pair-confirm") && !!document.querySelector("#nav-machines") && JSON.parse(localStorage.getItem("happy.account") || "{}").token !== `+fmt.Sprintf("%q", creds.Token))
+	tok := p.storedToken()
+	if _, err := p.api.WithToken(tok).ListSessions(ctx); err != nil {
+		t.Fatalf("the new login's token: %v", err)
+	}
+	var secret string
+	if err := json.Unmarshal(p.eval(`JSON.parse(localStorage.getItem("happy.account")).secret`), &secret); err != nil || secret != crypto.EncodeBase64(intruder.AccountSecret[:]) {
+		t.Errorf("the new login holds secret %q, want the link's account's (%v)", secret, err)
+	}
+	if st := status(bp); st != "not_found" {
+		t.Errorf("the used link's request is %q, want not_found (collected)", st)
+	}
+	p.noPolicyViolations()
+}
+
+// newAccountOn makes another account on the relay at url.
+func newAccountOn(t *testing.T, url string) *crypto.Credentials {
+	t.Helper()
+	var secret [32]byte
+	if _, err := rand.Read(secret[:]); err != nil {
+		t.Fatal(err)
+	}
+	creds, err := relay.CreateAccount(context.Background(), newAPI(t, url), secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return creds
+}

@@ -93,6 +93,10 @@ func fixtures(t *testing.T) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sealedToken, err := crypto.SealToken("eyJhbGciOiJFZERTQSJ9.e30.c2ln", terminalPub)
+	if err != nil {
+		t.Fatal(err)
+	}
 	wrapped, err := crypto.WrapDataKey(sessKey, contentPub)
 	if err != nil {
 		t.Fatal(err)
@@ -121,6 +125,7 @@ func fixtures(t *testing.T) []byte {
 		"contentPublic":  crypto.EncodeBase64(contentPub[:]),
 		"pairingLegacy":  crypto.EncodeBase64(legacy),
 		"pairingDataKey": crypto.EncodeBase64(dk),
+		"sealedToken":    crypto.EncodeBase64(sealedToken),
 		"backupKey":      crypto.FormatBackupKey(acct),
 		"rows":           rows,
 		"thumbhash":      thumbhashFixtures(t),

@@ -19,6 +19,7 @@ import (
 
 	"github.com/happy-dev/happy/app"
 	"github.com/happy-dev/happy/crypto"
+	"github.com/happy-dev/happy/internal/embedded"
 	"github.com/happy-dev/happy/internal/home"
 	"github.com/happy-dev/happy/internal/settings"
 	"github.com/happy-dev/happy/relay"
@@ -400,6 +401,17 @@ func runAuthStatus(ctx context.Context, f *factory, offline bool) error {
 	fmt.Fprintf(w, "Keys:     %s\n", keys)
 	if offline {
 		return nil
+	}
+	if src == settings.SourceDefault {
+		// The token goes only to this home's own relay.
+		switch err := embedded.Verify(ctx, h, url); {
+		case errors.Is(err, embedded.ErrNotOurs):
+			fmt.Fprintln(w, "Token:    not sent: the program at the embedded relay's address is not this home's relay")
+			return &exitError{code: exitRelay, err: err}
+		case err != nil:
+			fmt.Fprintf(w, "Token:    not checked, the relay did not answer (%v)\n", err)
+			return nil
+		}
 	}
 	api, err := relay.NewAPI(relay.HTTPConfig{BaseURL: url, Token: creds.Token, ClientName: app.ClientName(), RequestTimeout: 5 * time.Second})
 	if err != nil {

@@ -284,11 +284,22 @@ func browser(t *testing.T, link, relayURL string) (*crypto.Credentials, error) {
 	return relay.CollectBrowserPairing(context.Background(), api, p)
 }
 
+// trustRelay declares the relay at url the home's own (trustedWebRelay in
+// its settings.json): happy web may then hand the link to that relay's app.
+func trustRelay(t *testing.T, env map[string]string, url string) {
+	t.Helper()
+	b, _ := json.Marshal(map[string]string{"trustedWebRelay": url})
+	if err := os.WriteFile(filepath.Join(env["HAPPY_HOME_DIR"], "settings.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestWebPairsABrowser(t *testing.T) {
 	for _, cmd := range [][]string{{"web"}, {"auth", "pair-browser"}} {
 		t.Run(strings.Join(cmd, " "), func(t *testing.T) {
 			url := servertest.Start(t).URL
 			owner, creds := newOwner(t, url)
+			trustRelay(t, owner, url+"/")
 			c, stdout, stderr := runHappy(t, owner, cmd...)
 			if c != exitOK || stderr != "" {
 				t.Fatalf("happy %v = %d %q", cmd, c, stderr)
@@ -354,10 +365,57 @@ func TestWebServesTheAppForAnotherRelay(t *testing.T) {
 	}
 	f.close()
 
-	// --relay naming the configured relay is the plain case.
+	// --relay naming a relay declared the home's own is the plain case.
+	trustRelay(t, owner, url)
 	c, stdout, _ := runHappy(t, owner, "web", "--relay", url+"/")
 	if c != exitOK || !strings.Contains(stdout, "    "+url+"/#pair=") || strings.Contains(stdout, "&relay=") {
 		t.Fatalf("--relay of the configured relay: %d\n%s", c, stdout)
+	}
+}
+
+// TestWebServesTheAppForAnUntrustedRelay: the configured relay is neither
+// this home's relay nor declared its own, so the link does not go to its
+// web app: happy web serves the app itself, the link names the relay, and
+// the output says why and how to declare the relay. A malformed
+// declaration is refused.
+func TestWebServesTheAppForAnUntrustedRelay(t *testing.T) {
+	url := servertest.Start(t).URL
+	owner, creds := newOwner(t, url)
+	var out, errb syncBuffer
+	f := newFactory(strings.NewReader(""), &out, &errb, func(k string) string { return owner[k] })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	files := fstest.MapFS{"index.html": {Data: []byte("tiny app")}}
+	go func() { done <- runWeb(ctx, f, webOptions{listen: "127.0.0.1:0"}, files) }()
+	m := waitForOutput(t, &out, &errb, regexp.MustCompile(`(?m)^    (http://127\.0\.0\.1:\d+)/#pair=\S+&relay=(\S+)$`))
+	waitForOutput(t, &out, &errb, regexp.MustCompile(`Serving the web app at `))
+	if rel, _ := neturl.QueryUnescape(m[2]); rel != url {
+		t.Fatalf("relay in the link %q, want %q", rel, url)
+	}
+	settingsPath := filepath.Join(owner["HAPPY_HOME_DIR"], "settings.json")
+	why := "The web app comes from happy web itself, not from " + url + ": a relay's web app runs with the account's keys, so it must be trusted like this CLI. " +
+		"To use that relay's own app, declare it yours: set \"trustedWebRelay\" to \"" + url + "\" in " + settingsPath + ".\n" +
+		"Serving the web app at " + m[1] + "/ for the relay " + url + "; stop with Ctrl-C.\n"
+	if !strings.HasSuffix(out.String(), why) {
+		t.Errorf("output does not end with the reason:\n%s", out.String())
+	}
+	got, err := browser(t, strings.TrimPrefix(m[0], "    "), "")
+	if err != nil || *got.AccountSecret != *creds.AccountSecret {
+		t.Fatalf("browser through the local app: %v", err)
+	}
+	http.DefaultClient.CloseIdleConnections()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	f.close()
+
+	if err := os.WriteFile(settingsPath, []byte(`{"trustedWebRelay":"relay.example"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, _, stderr := runHappy(t, owner, "web")
+	if c != exitFailed || !strings.HasPrefix(stderr, "happy: settings: trustedWebRelay: bad relay URL: \"relay.example\": scheme must be http or https (in "+settingsPath+")") {
+		t.Fatalf("a malformed trustedWebRelay: %d %q", c, stderr)
 	}
 }
 
@@ -390,6 +448,7 @@ func TestWebRefusals(t *testing.T) {
 	}))
 	defer reference.Close()
 	ref := map[string]string{"HAPPY_HOME_DIR": owner["HAPPY_HOME_DIR"], "HAPPY_SERVER_URL": reference.URL}
+	trustRelay(t, ref, reference.URL)
 	c, stdout, stderr := runHappy(t, ref, "web")
 	if c != exitOK || !strings.Contains(stdout, "    "+reference.URL+"/#pair=") ||
 		stderr != "happy: warning: "+reference.URL+" does not look like happy's own relay: the reference relay never expires a pairing request and hands its answer to every caller, so this link stays usable, more than once, until the browser has used it\n" {

@@ -34,6 +34,7 @@ type serverOptions struct {
 	corsOrigins []string
 	trustProxy  bool
 	pairingTTL  time.Duration
+	plainToken  bool
 	bus         string
 	secretFile  string
 	drain       time.Duration
@@ -78,6 +79,7 @@ any origin may call it unless --cors-origin names the ones allowed.`,
 	cmd.Flags().Float64Var(&opts.fanoutShare, "fanout-share", server.DefaultFanoutShare, "the most of the relay's time (0.01 to 1; 0 is the default; at 0.01 a fan-out rests 99 times as long as it wrote) one account's fan-out takes while other accounts' messages are being stored")
 	cmd.Flags().IntVar(&opts.fanoutQueue, "fanout-queue", server.DefaultFanoutQueue, "updates that may wait for an account's fan-out before its next request waits (1 to 4096; 0 is the default): larger gives a poster feeding many sockets more deliveries a second, and each message a longer wait")
 	cmd.Flags().DurationVar(&opts.pairingTTL, "pairing-ttl", server.DefaultPairingTTL, "how long a pairing request (happy auth login, happy web) stays usable, 10s to 1h")
+	cmd.Flags().BoolVar(&opts.plainToken, "pairing-plain-token", false, "also hand an approved pairing request's token out in plain, once, to whoever polls with its public key, as the reference relay does (only while reference CLIs still pair with this relay: anyone who learns a waiting terminal's key can then take its token)")
 	cmd.AddCommand(newServerMigrateCmd(f), newServerBenchCmd(f))
 	return cmd
 }
@@ -163,7 +165,7 @@ func runServer(ctx context.Context, f *factory, opts serverOptions) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	srv, err := server.New(server.Config{DataDir: data, Database: opts.db, Logger: lg.Logger, Synchronous: opts.synchronous,
-		CORSOrigins: origins, TrustProxy: opts.trustProxy, PairingTTL: opts.pairingTTL, App: webapp.Files(),
+		CORSOrigins: origins, TrustProxy: opts.trustProxy, PairingTTL: opts.pairingTTL, PairingPlainToken: opts.plainToken, App: webapp.Files(),
 		BusURL: busURL, SecretFile: opts.secretFile, DrainTimeout: opts.drain,
 		FanoutShare: opts.fanoutShare, FanoutQueue: opts.fanoutQueue})
 	if err != nil {
@@ -201,6 +203,9 @@ func runServer(ctx context.Context, f *factory, opts serverOptions) error {
 		fmt.Fprintf(f.stdout, "open files: limit %d (hard %d)\n", soft, hard)
 	}
 	serverWarnings(f.stderr, l.Addr(), scheme == "https", opts.trustProxy)
+	if opts.plainToken {
+		fmt.Fprintln(f.stderr, "happy: warning: --pairing-plain-token: an approved pairing request's token goes, in plain, to whoever polls with its public key first (the reference CLI's way); happy's own clients do not need it")
+	}
 	serveErr := srv.Serve(ctx, l)
 	closeErr := srv.Close()
 	if serveErr != nil {

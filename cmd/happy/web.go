@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	neturl "net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -17,6 +18,8 @@ import (
 
 	"github.com/happy-dev/happy/app"
 	"github.com/happy-dev/happy/crypto"
+	"github.com/happy-dev/happy/internal/embedded"
+	"github.com/happy-dev/happy/internal/home"
 	"github.com/happy-dev/happy/internal/settings"
 	"github.com/happy-dev/happy/relay"
 	"github.com/happy-dev/happy/webapp"
@@ -51,10 +54,16 @@ and can then read every session of the account. The part after '#' never
 leaves the browser. The link works once, and only for a few minutes (5 on
 happy's own relay); keep it private until then.
 
-The web app is served by happy's own relay at its root. With --relay URL
-(a relay that does not serve the app, or serves it elsewhere), happy web
-serves the app itself on a loopback port until interrupted, and the link
-names the relay: …/#pair=…&relay=<URL>.`,
+The page that opens the link receives the account secret, so the link
+goes to the web app a relay serves (at its root) only when that relay is
+one this machine runs, trusted like this CLI: the built-in relay of this
+home (which proves it is), or the relay you declared yours in settings.json:
+
+  "trustedWebRelay": "https://relay.example"
+
+For any other relay (or another one named with --relay URL), happy web
+serves the app itself on a loopback port (--listen) until interrupted, and
+the link names the relay: http://127.0.0.1:PORT/#pair=…&relay=<URL>.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -62,51 +71,67 @@ names the relay: …/#pair=…&relay=<URL>.`,
 			return runWeb(ctx, f, o, webAppFiles)
 		},
 	}
-	cmd.Flags().StringVar(&o.relay, "relay", "", "the relay the browser talks to, when it is not the one serving the web app (happy web then serves the app itself)")
-	cmd.Flags().StringVar(&o.listen, "listen", "127.0.0.1:0", "with --relay: where happy web serves the web app (host:port)")
+	cmd.Flags().StringVar(&o.relay, "relay", "", "the relay the browser talks to (default: this machine's); unless it is trusted, happy web serves the app itself")
+	cmd.Flags().StringVar(&o.listen, "listen", "127.0.0.1:0", "where happy web serves the web app when it does (host:port)")
 	return cmd
-}
-
-// configuredURL is the relay URL of the settings, without starting the
-// embedded relay.
-func configuredURL(f *factory) string {
-	h, err := f.home()
-	if err != nil {
-		return ""
-	}
-	st, err := settings.Load(h.Settings())
-	if err != nil {
-		return ""
-	}
-	u, _, err := settings.ServerURL(f.getenv, st)
-	if err != nil {
-		return ""
-	}
-	return u
 }
 
 func sameURL(a, b string) bool {
 	return strings.EqualFold(strings.TrimSuffix(a, "/"), strings.TrimSuffix(b, "/"))
 }
 
-func runWeb(ctx context.Context, f *factory, o webOptions, files fs.FS) error {
-	other := o.relay
-	if other != "" && sameURL(other, configuredURL(f)) {
-		other = "" // the relay this machine uses serves the app
+// webRelayTrusted says whether happy web may hand the pairing link to the
+// web app the relay at url serves (docs/ARCHITECTURE.md, "The web app"):
+// JavaScript from that relay receives the account secret, so it must come
+// from a process this person runs: the relay of this home on loopback
+// (proved as embedded.Verify proves it), or the relay named by
+// trustedWebRelay in settings.json. Any other relay only gets the app that
+// happy web serves itself. A malformed trustedWebRelay is an error.
+func webRelayTrusted(ctx context.Context, h home.Dir, url string) (bool, error) {
+	st, err := settings.Load(h.Settings())
+	if err != nil {
+		return false, err
 	}
-	if other != "" {
+	own, err := st.TrustedWebRelay()
+	if err != nil {
+		return false, fmt.Errorf("%w (in %s)", err, h.Settings())
+	}
+	if own != "" && sameURL(own, url) {
+		return true, nil
+	}
+	u, err := neturl.Parse(url)
+	if err != nil || u.Scheme != "http" {
+		return false, nil
+	}
+	host := u.Hostname()
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return false, nil
+	}
+	return embedded.Verify(ctx, h, url) == nil, nil
+}
+
+func runWeb(ctx context.Context, f *factory, o webOptions, files fs.FS) error {
+	if o.relay != "" {
 		// Refuse a relay URL the link cannot carry before anything is approved.
-		if _, err := relay.BrowserLink("http://127.0.0.1", relay.BrowserPairing{Relay: other}); err != nil {
+		if _, err := relay.BrowserLink("http://127.0.0.1", relay.BrowserPairing{Relay: o.relay}); err != nil {
 			return &usageError{err: fmt.Errorf("--relay: %w", err)}
 		}
 	}
-	creds, api, url, err := accountAPI(ctx, f, other, "pairing a browser")
+	h, err := f.home()
+	if err != nil {
+		return &exitError{code: exitFailed, err: err}
+	}
+	creds, api, url, err := accountAPI(ctx, f, o.relay, "pairing a browser")
 	if err != nil {
 		return err
 	}
 	defer api.CloseIdleConnections()
+	trusted, err := webRelayTrusted(ctx, h, url)
+	if err != nil {
+		return &exitError{code: exitFailed, err: err}
+	}
 	var l net.Listener
-	if other != "" {
+	if !trusted {
 		if l, err = net.Listen("tcp", o.listen); err != nil {
 			return &exitError{code: exitFailed, err: fmt.Errorf("web app: listen on %s: %w", o.listen, err)}
 		}
@@ -114,13 +139,13 @@ func runWeb(ctx context.Context, f *factory, o webOptions, files fs.FS) error {
 	}
 	p, err := relay.PairBrowser(ctx, api, creds)
 	switch {
-	case errors.Is(err, relay.ErrUnauthorized) && other != "":
+	case errors.Is(err, relay.ErrUnauthorized) && o.relay != "":
 		return &exitError{code: exitRelay, err: fmt.Errorf("the relay %s refuses this machine's token: happy web pairs a browser with the account this machine is logged in to, on its relay (%w)", url, err)}
 	case err != nil:
 		return &exitError{code: exitRelay, err: err}
 	}
 	webBase := url
-	if other != "" {
+	if !trusted {
 		webBase = "http://" + l.Addr().String()
 		p.Relay = url
 	}
@@ -138,8 +163,12 @@ func runWeb(ctx context.Context, f *factory, o webOptions, files fs.FS) error {
 	if _, err := api.LookupPairing(ctx, crypto.PairingCode(pub)); errors.Is(err, relay.ErrRouteUnsupported) {
 		fmt.Fprintf(f.stderr, "happy: warning: %s does not look like happy's own relay: the reference relay never expires a pairing request and hands its answer to every caller, so this link stays usable, more than once, until the browser has used it\n", url)
 	}
-	if other == "" {
+	if trusted {
 		return nil
+	}
+	if o.relay == "" {
+		fmt.Fprintf(w, "The web app comes from happy web itself, not from %s: a relay's web app runs with the account's keys, so it must be trusted like this CLI. "+
+			"To use that relay's own app, declare it yours: set %q to %q in %s.\n", url, settings.KeyTrustedWebRelay, url, h.Settings())
 	}
 	fmt.Fprintf(w, "Serving the web app at %s/ for the relay %s; stop with Ctrl-C.\n", webBase, url)
 	if err := app.ServeWebApp(ctx, l, files, []string{url}); err != nil {

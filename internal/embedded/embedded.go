@@ -1,6 +1,8 @@
 // Package embedded starts and stops the local relay that happy uses when no
 // relay is configured (docs/ARCHITECTURE.md "Relay default"): `happy server` on
-// loopback, in the background, with its data under the home folder.
+// loopback, in the background, with its data under the home folder. Verify
+// proves that what answers on that address is this home's relay and not
+// another program (or user) that took the port.
 //
 // The server runs detached in its own session (it outlives the command that
 // started it) and its pid is kept in <home>/server/embedded.pid. Its output
@@ -25,6 +27,8 @@ import (
 
 	"github.com/happy-dev/happy/internal/home"
 	"github.com/happy-dev/happy/internal/proc"
+	"github.com/happy-dev/happy/internal/relayid"
+	"github.com/happy-dev/happy/internal/settings"
 )
 
 // PIDFile is the name of the pid file inside <home>/server.
@@ -70,6 +74,42 @@ func Healthy(ctx context.Context, baseURL string) (bool, error) {
 		return false, fmt.Errorf("%w (%s answered /health with HTTP %d)", ErrPortTaken, baseURL, resp.StatusCode)
 	}
 	return true, nil
+}
+
+// ErrNotOurs: the program answering at the embedded relay's address cannot
+// prove that it is this home's relay (relayid.ErrNotOurs).
+var ErrNotOurs = relayid.ErrNotOurs
+
+// Verify proves that the relay answering at baseURL is the one of home h
+// before anything else is sent to it (docs/ARCHITECTURE.md, "Relay
+// default"): it checks the relay's answer to a fresh nonce against the
+// identity key in h's server folder (relayid.Verify), within 5 seconds. A
+// relay that cannot prove it (a squatter on the port, another user's
+// relay, an older happy's relay, or no key in this home yet) is an error
+// wrapping ErrNotOurs that names the program's address and the ways out;
+// nothing answering is the connection's error.
+func Verify(ctx context.Context, h home.Dir, baseURL string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	key, err := relayid.Load(h.Server())
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		err = fmt.Errorf("this home has no relay identity key yet (%s), so no relay it started is running: %w", filepath.Join(h.Server(), relayid.File), ErrNotOurs)
+	case err != nil:
+		return fmt.Errorf("embedded relay: %w", err)
+	default:
+		err = relayid.Verify(ctx, nil, baseURL, key)
+	}
+	if errors.Is(err, ErrNotOurs) {
+		return fmt.Errorf("embedded relay: the program answering at %s cannot prove it is this home's relay (%w); nothing was sent to it. "+
+			"If it is a relay an older happy started for this home, stop it with happy server stop and run again; otherwise stop that program, "+
+			"set %s to another loopback address for the built-in relay, or set %s (or serverUrl in %s) to a relay you run",
+			baseURL, err, settings.EnvEmbeddedURL, settings.EnvServerURL, h.Settings())
+	}
+	if err != nil {
+		return fmt.Errorf("embedded relay: %w", err)
+	}
+	return nil
 }
 
 // listenAddr checks that u is a loopback http URL and returns host:port.

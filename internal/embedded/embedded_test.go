@@ -49,6 +49,13 @@ func TestEnsureStartsReusesAndStops(t *testing.T) {
 	if ok, err := Healthy(ctx, url); !ok || err != nil {
 		t.Fatalf("Healthy after start = %v, %v", ok, err)
 	}
+	if err := Verify(ctx, h, url); err != nil {
+		t.Fatalf("the relay Ensure started does not prove it is the home's: %v", err)
+	}
+	other, _ := home.New(t.TempDir())
+	if err := Verify(ctx, other, url); !errors.Is(err, ErrNotOurs) {
+		t.Fatalf("another home accepts it: %v", err)
+	}
 	if _, err := os.Stat(filepath.Join(h.Server(), PIDFile)); err != nil {
 		t.Fatalf("pid file: %v", err)
 	}
@@ -80,6 +87,27 @@ func TestEnsureRefusesForeignProgramAndRemoteURL(t *testing.T) {
 		if _, err := Ensure(context.Background(), Options{Home: h, URL: u, Exe: "/nonexistent"}); err == nil {
 			t.Errorf("Ensure(%q) succeeded", u)
 		}
+	}
+}
+
+// A program that answers /health like a relay is not started over, and
+// Verify refuses it: it is not this home's relay.
+func TestVerifyRefusesASquatter(t *testing.T) {
+	sq := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/health" {
+			_, _ = w.Write([]byte(`{"status":"ok"}`))
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	defer sq.Close()
+	h, _ := home.New(t.TempDir())
+	ctx := context.Background()
+	if started, err := Ensure(ctx, Options{Home: h, URL: sq.URL, Exe: "/nonexistent"}); started || err != nil {
+		t.Fatalf("Ensure = %v, %v", started, err)
+	}
+	if err := Verify(ctx, h, sq.URL); !errors.Is(err, ErrNotOurs) || !strings.Contains(err.Error(), "cannot prove it is this home's relay") {
+		t.Fatalf("Verify of a squatter: %v", err)
 	}
 }
 

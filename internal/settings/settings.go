@@ -6,10 +6,12 @@
 //	serverUrl  string  the relay base URL (http or https, no path)
 //	machineId  string  this machine's id on the relay (a UUID, created once)
 //
-// and reads two more, which only the person edits (Bool, RemoteShell):
+// and reads three more, which only the person edits (Bool, RemoteShell,
+// TrustedWebRelay):
 //
-//	remoteShell  bool  other devices may run commands and write files in a session's folder (default false)
-//	pushEvents   bool  sessions send push events to the relay (default true)
+//	remoteShell      bool    other devices may run commands and write files in a session's folder (default false)
+//	pushEvents       bool    sessions send push events to the relay (default true)
+//	trustedWebRelay  string  a relay URL whose own web app happy web may hand the pairing link to
 //
 // Every other key (the reference CLI keeps e.g. onboardingCompleted there) is
 // kept byte-for-byte when the file is rewritten. Writes are atomic: a temporary
@@ -36,6 +38,11 @@ const EnvServerURL = "HAPPY_SERVER_URL"
 // serverUrl is set: the embedded local relay on loopback (docs/ARCHITECTURE.md, "Relay
 // default").
 const DefaultServerURL = "http://127.0.0.1:3005"
+
+// EnvEmbeddedURL names the environment variable that moves the embedded
+// relay off DefaultServerURL (a loopback http URL), e.g. when something
+// else uses port 3005.
+const EnvEmbeddedURL = "HAPPY_EMBEDDED_URL"
 
 // ErrMalformed is wrapped by errors about a settings.json that is not a JSON
 // object or holds a known key with the wrong type.
@@ -240,12 +247,16 @@ const (
 )
 
 // ServerURL resolves the relay base URL: HAPPY_SERVER_URL from getenv, then
-// s.ServerURL, then DefaultServerURL. The chosen value is validated (absolute
+// s.ServerURL, then the embedded relay's (HAPPY_EMBEDDED_URL, else
+// DefaultServerURL; SourceDefault). The chosen value is validated (absolute
 // http or https URL with a host; a trailing slash is removed); an invalid
 // value is an error wrapping ErrBadServerURL and is never replaced by the
 // next source (fail closed).
 func ServerURL(getenv func(string) string, s Settings) (string, Source, error) {
 	raw, src := DefaultServerURL, SourceDefault
+	if v := getenv(EnvEmbeddedURL); v != "" {
+		raw = v
+	}
 	if v := getenv(EnvServerURL); v != "" {
 		raw, src = v, SourceEnv
 	} else if s.ServerURL != "" {
@@ -300,6 +311,32 @@ func (s Settings) Bool(key string) (v, set bool, err error) {
 		return false, false, fmt.Errorf("%w: %s is not a boolean", ErrMalformed, key)
 	}
 	return v, true, nil
+}
+
+// KeyTrustedWebRelay is the settings key naming a relay the person runs
+// (or trusts as much as this machine): happy web hands the pairing link,
+// which carries the account secret, to the web app that relay serves
+// (docs/ARCHITECTURE.md, "The web app").
+const KeyTrustedWebRelay = "trustedWebRelay"
+
+// TrustedWebRelay returns the trustedWebRelay key, normalized as
+// NormalizeServerURL does, or "" when it is absent or null. A value that is
+// not a string is an error wrapping ErrMalformed; one that is not an
+// absolute http(s) URL wraps ErrBadServerURL.
+func (s Settings) TrustedWebRelay() (string, error) {
+	raw, ok := s.other[KeyTrustedWebRelay]
+	if !ok || string(bytes.TrimSpace(raw)) == "null" {
+		return "", nil
+	}
+	var v string
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "", fmt.Errorf("%w: %s is not a string", ErrMalformed, KeyTrustedWebRelay)
+	}
+	u, err := NormalizeServerURL(v)
+	if err != nil {
+		return "", fmt.Errorf("settings: %s: %w", KeyTrustedWebRelay, err)
+	}
+	return u, nil
 }
 
 // EnvRemoteShell names the environment variable that overrides the

@@ -167,6 +167,42 @@ func TestServerURLPrecedence(t *testing.T) {
 	}
 }
 
+// HAPPY_EMBEDDED_URL moves the embedded relay; it is still the default
+// source, and a configured relay wins over it.
+func TestEmbeddedURL(t *testing.T) {
+	env := map[string]string{EnvEmbeddedURL: "http://127.0.0.1:4005/"}
+	got, src, err := ServerURL(func(k string) string { return env[k] }, Settings{})
+	if err != nil || got != "http://127.0.0.1:4005" || src != SourceDefault {
+		t.Fatalf("embedded URL: %q %q %v", got, src, err)
+	}
+	got, src, err = ServerURL(func(k string) string { return env[k] }, Settings{ServerURL: "https://relay.test"})
+	if err != nil || got != "https://relay.test" || src != SourceSettings {
+		t.Fatalf("with a setting: %q %q %v", got, src, err)
+	}
+}
+
+func TestTrustedWebRelay(t *testing.T) {
+	for _, tc := range []struct {
+		file, want string
+		err        error
+	}{
+		{`{}`, "", nil},
+		{`{"trustedWebRelay":null}`, "", nil},
+		{`{"trustedWebRelay":"https://relay.example/"}`, "https://relay.example", nil},
+		{`{"trustedWebRelay":true}`, "", ErrMalformed},
+		{`{"trustedWebRelay":"relay.example"}`, "", ErrBadServerURL},
+	} {
+		s, err := Parse([]byte(tc.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.TrustedWebRelay()
+		if got != tc.want || !errors.Is(err, tc.err) || (tc.err == nil && err != nil) {
+			t.Errorf("%s: %q, %v; want %q, %v", tc.file, got, err, tc.want, tc.err)
+		}
+	}
+}
+
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"serverUrl":"http://a","machineId":"b","x":[1]}`))
 	f.Add([]byte(`null`))

@@ -122,6 +122,15 @@ test("pairing responses sealed by Go open as crypto.OpenPairingResponse does", a
   await rejects(Promise.resolve().then(() => c.openPairingResponse(b64(fx.pairingLegacy), c.randomBytes(32))), "auth_failed", "wrong terminal secret");
 });
 
+test("a token sealed by Go opens as crypto.OpenSealedToken does", async () => {
+  const secret = b64(fx.terminalSecret);
+  eq(c.openSealedToken(b64(fx.sealedToken), secret), "eyJhbGciOiJFZERTQSJ9.e30.c2ln", "sealed token");
+  await rejects(Promise.resolve().then(() => c.openSealedToken(b64(fx.sealedToken), c.randomBytes(32))), "auth_failed", "another key");
+  await rejects(Promise.resolve().then(() => c.openSealedToken(b64(fx.sealedToken).slice(0, 71), secret)), "truncated", "truncated");
+  await rejects(Promise.resolve().then(() => c.openSealedToken(b64(fx.pairingLegacy), secret)), "bad_encoding", "a pairing response is not a token");
+  await rejects(Promise.resolve().then(() => c.openSealedToken(new Uint8Array(72 + 4097), secret)), "bad_length", "oversized");
+});
+
 test("session rows sealed by Go decrypt (legacy and dataKey) and the browser's seal opens back", async () => {
   const secret = b64(fx.accountSecret);
   for (const row of fx.rows) {

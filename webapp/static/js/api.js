@@ -52,13 +52,24 @@ export class Relay {
   /**
    * pair collects the answer of a pairing request that happy web approved
    * before it printed the link: one POST /v1/auth/request, which must say
-   * authorized. Anything else means the link was used already or expired
-   * (our relay answers a request once, within minutes), so it fails at once.
+   * authorized, with the token sealed for the request's key (sealedToken,
+   * happy's relay) or in plain (token, the reference relay), and the sealed
+   * response. Anything else means the link was used already or expired
+   * (our relay answers a request until it is collected, within minutes), so
+   * it fails at once.
    */
   async pair(publicKey) {
     const r = await this.call("POST", "/v1/auth/request", { publicKey: c.b64encode(publicKey), supportsV2: true });
-    if (r?.state === "authorized") return r;
+    if (r?.state === "authorized" && typeof r.response === "string" && (typeof r.sealedToken === "string" || typeof r.token === "string")) return r;
+    if (r?.state === "authorized") throw new RelayError(0, "POST /v1/auth/request: authorized without token or response");
     throw new RelayError(0, "this pairing link was used already or has expired (a link works once, within 5 minutes); run `happy web` again");
+  }
+
+  /** collected is POST /v1/auth/request/collected {publicKey} with the token
+   * the answer carried (happy's relay only): the relay forgets the answered
+   * request, which spends the link. */
+  async collected(publicKey) {
+    await this.call("POST", "/v1/auth/request/collected", { publicKey: c.b64encode(publicKey) });
   }
 
   /** signIn signs the challenge with the account key (POST /v1/auth) and returns the token. */

@@ -176,6 +176,16 @@ export function openPairingResponse(bundle, terminalSecret) {
   throw new CryptoError("bad_length", `pairing response: payload of ${plain.length} bytes, want 32 or 33`);
 }
 
+/** openSealedToken opens the relay's sealedToken (ephemeralPublicKey(32) |
+ * nonce(24) | box(token)) with the pairing request's secret key, as
+ * crypto.OpenSealedToken: the token is 1 to 4096 bytes of printable ASCII. */
+export function openSealedToken(bundle, secret) {
+  if (bundle.length > 72 + 4096) throw new CryptoError("bad_length", `sealed token of ${bundle.length} bytes (at most ${72 + 4096})`);
+  const plain = openBox(bundle, secret, "sealed token");
+  if (plain.length === 0 || plain.some((b) => b < 0x21 || b > 0x7e)) throw new CryptoError("bad_encoding", "sealed token: not printable ASCII");
+  return String.fromCharCode(...plain);
+}
+
 /** signChallenge signs with the account's Ed25519 key (seed = account secret). */
 export function authKeyPair(accountSecret) {
   return nacl().sign.keyPair.fromSeed(accountSecret);

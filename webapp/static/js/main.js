@@ -25,6 +25,7 @@ const app = {
   machinesError: "",
   spawn: null, // {state: "asking"|"sending", params, machine} while a spawn waits
   pairing: false, // a pairing link is being used
+  pendingLink: null, // a pairing link opened while signed in, waiting for the person's yes
   error: "",
 };
 
@@ -50,13 +51,83 @@ function signOut(message = "") {
   render();
 }
 
+// pairFromLink collects the answer of the link's pairing request: the token
+// (sealed for the link's key on happy's relay, plain on the reference relay)
+// and the account secret sealed for the same key. On happy's relay it then
+// says it collected the answer, so the relay does not send it again.
 async function pairFromLink(link) {
   const relay = new Relay(link.relay);
   const pub = c.boxPublicKey(link.secret);
   const r = await relay.pair(pub);
+  const token = typeof r.sealedToken === "string" ? c.openSealedToken(c.b64decode(r.sealedToken), link.secret) : r.token;
   const resp = c.openPairingResponse(c.b64decode(r.response), link.secret);
   if (resp.variant !== "legacy") throw new Error("this pairing gave the browser only the account's public key, which cannot read sessions; pair with `happy web`, which shares the account secret");
-  return { relay: link.relay, token: r.token, secret: resp.secret };
+  if (typeof r.sealedToken === "string") await new Relay(link.relay, token).collected(pub).catch(() => {}); // it expires anyway
+  return { relay: link.relay, token, secret: resp.secret };
+}
+
+// takeLink reads a pairing link from the address bar (null when there is
+// none, or it is broken: app.error says why) and removes it from there at
+// once.
+function takeLink() {
+  let link = null;
+  try {
+    link = parsePairLink(location.hash, location.origin);
+  } catch (e) {
+    app.error = "this pairing link is broken: " + e.message;
+  }
+  if (location.hash.startsWith("#pair=")) history.replaceState(null, "", location.pathname + location.search);
+  return link;
+}
+
+// usePairLink signs this browser in with a pairing link. A login already
+// here is replaced only once the new one works; on failure it stays.
+async function usePairLink(link) {
+  app.pendingLink = null;
+  app.pairing = true;
+  render();
+  try {
+    const a = await pairFromLink(link);
+    app.pairing = false;
+    if (app.account) {
+      app.sock?.close();
+      app.open?.blobs?.close();
+      Object.assign(app, { account: null, relay: null, sock: null, sessions: new Map(), open: null, view: null, machines: [], spawn: null, error: "" });
+    }
+    saveAccount(a);
+    await start(a);
+  } catch (e) {
+    app.pairing = false;
+    app.error = "pairing failed: " + e.message;
+    if (app.account) { render(); return; }
+    const saved = loadAccount();
+    if (saved) await start(saved); else render();
+  }
+}
+
+// onPairLink handles a pairing link opened in this page (at load, or by a
+// navigation that changes only the fragment). Any page may send a browser
+// to a pairing link, one of its own account too: when this browser is
+// signed in already, the link waits for the person's confirmation
+// (pairConfirmView) and the current login stays until then.
+async function onPairLink(link) {
+  if (!link) { render(); return; }
+  if (app.account) { app.pendingLink = link; render(); return; }
+  await usePairLink(link);
+}
+
+function pairConfirmView() {
+  if (app.pairing) return h("div", { id: "pair-confirm", class: "notice confirm", role: "status" }, "pairing this browser…");
+  const link = app.pendingLink;
+  return h("div", { id: "pair-confirm", class: "notice confirm", role: "alertdialog", "aria-labelledby": "pair-confirm-text" },
+    h("p", { id: "pair-confirm-text" },
+      "A pairing link was opened in this browser. Signing in with it replaces the current login (relay ", h("code", {}, app.account.relay),
+      ") with the account of the link" + (link.relay !== app.account.relay ? " on " + link.relay : "") +
+      ", which may be someone else's: the sessions you would then see, and the prompts you would send, are theirs. Continue only if you just ran ",
+      h("code", {}, "happy web"), " yourself."),
+    h("div", { class: "actions" },
+      h("button", { type: "button", class: "allow", id: "pair-confirm-yes", onclick: () => usePairLink(link) }, "Sign in with the link"),
+      h("button", { type: "button", class: "ghost", id: "pair-confirm-no", onclick: () => { app.pendingLink = null; render(); } }, "Keep the current login")));
 }
 
 async function restoreFromBackup(text, relayURL) {
@@ -320,6 +391,7 @@ function render() {
         h("a", { href: "#/machines", id: "nav-machines" }, "Machines"),
         h("a", { href: "#/devices", id: "nav-devices" }, "Devices")),
       h("button", { type: "button", class: "ghost", onclick: () => signOut() }, "Sign out")),
+    app.pendingLink || app.pairing ? pairConfirmView() : "",
     h("main", { class: "layout" },
       h("section", { id: "list", class: "list", "aria-label": "sessions" }),
       h("section", { id: "session", class: "session", "aria-label": "session" })));
@@ -658,33 +730,21 @@ function machinesView() {
 // ---- boot ----
 
 async function boot() {
-  window.addEventListener("hashchange", () => { if (app.account) route(); });
+  window.addEventListener("hashchange", () => {
+    if (location.hash.startsWith("#pair=")) { onPairLink(takeLink()); return; }
+    if (app.account) route();
+  });
   setInterval(() => { if (app.account) { renderList(); renderHeader(); if (app.view === "machines") renderMachines(); } }, 5000);
-  let link = null;
-  try {
-    link = parsePairLink(location.hash, location.origin);
-  } catch (e) {
-    app.error = "this pairing link is broken: " + e.message;
-  }
-  if (location.hash.startsWith("#pair=")) history.replaceState(null, "", location.pathname + location.search);
-  if (link) {
-    app.pairing = true;
-    render();
-    try {
-      const a = await pairFromLink(link);
-      app.pairing = false;
-      saveAccount(a);
-      await start(a);
-    } catch (e) {
-      app.pairing = false;
-      app.error = "pairing failed: " + e.message;
-      const saved = loadAccount();
-      if (saved) await start(saved); else render();
-    }
-    return;
-  }
+  const link = takeLink();
   const saved = loadAccount();
-  if (saved) await start(saved); else render();
+  if (saved) {
+    app.pendingLink = link;
+    await start(saved);
+  } else if (link) {
+    await usePairLink(link);
+  } else {
+    render();
+  }
 }
 
 // Test hook: what the page shows, as data (e2e tests compare it with `happy log --json`).
