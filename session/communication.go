@@ -137,7 +137,7 @@ func (r *Runner) communicate(c Communication) error {
 		if err := r.opts.Agent.Decide(ctx, c.CallID, agent.Verdict{Decision: agent.DecisionReject, Reason: agent.ReasonCancelled}); err != nil {
 			r.opts.Log.Warn().Err(err).Str("callID", c.CallID).Msg("cancel question")
 		}
-		r.apply(&agent.ToolResolved{EventBase: agent.EventBase{Time: r.opts.Now().UnixMilli()}, CallID: c.CallID, Decision: agent.DecisionReject, Reason: agent.ReasonCancelled})
+		r.apply(&agent.ToolResolved{EventBase: r.at(p.session), CallID: c.CallID, Decision: agent.DecisionReject, Reason: agent.ReasonCancelled})
 		return nil
 	}
 	answers, err := orderAnswers(p.questions, c.Answers)
@@ -148,6 +148,6 @@ func (r *Runner) communicate(c Communication) error {
 	ctx, cancel := r.answerCtx()
 	defer cancel()
 	err = r.opts.Agent.AnswerQuestion(ctx, c.CallID, answers)
-	r.apply(&agent.ToolResolved{CallID: c.CallID, Answers: answers})
+	r.apply(&agent.ToolResolved{EventBase: agent.EventBase{Session: p.session}, CallID: c.CallID, Answers: answers})
 	return err
 }

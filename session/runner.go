@@ -151,6 +151,10 @@ type Result struct {
 
 // pending is a tool waiting for a person.
 type pending struct {
+	// session is the key of the session the tool belongs to ("" the
+	// root, else a subagent's child session): its resolution is applied
+	// there, and its turn's end settles it.
+	session  string
 	question bool
 	always   []string
 	deadline time.Time // zero: no timeout
@@ -195,6 +199,9 @@ type Runner struct {
 	// lost holds prompts the agent refused since its last turn started;
 	// recorded as unanswered if it exits before starting another.
 	lost []ControlPrompt
+	// childTurns are the subagents' (child sessions') turns running now:
+	// their start and end are theirs, never the session's turn.
+	childTurns map[string]bool
 }
 
 // NewRunner returns a runner; call Run to start it.
@@ -205,7 +212,7 @@ func NewRunner(opts Options) *Runner {
 	if opts.AnswerTimeout <= 0 {
 		opts.AnswerTimeout = defaultAnswerTimeout
 	}
-	return &Runner{base: context.Background(), opts: opts, control: make(chan Control, 64), pending: map[string]*pending{}, prompts: map[string]bool{}}
+	return &Runner{base: context.Background(), opts: opts, control: make(chan Control, 64), pending: map[string]*pending{}, prompts: map[string]bool{}, childTurns: map[string]bool{}}
 }
 
 // Control hands a control input to the running runner. It blocks while the
@@ -487,8 +494,11 @@ func (r *Runner) agentEvent(ctx context.Context, ev agent.Event) {
 		if e.Question != nil {
 			qs = e.Question.Questions
 		}
-		r.addPending(e.CallID, &pending{question: true, deadline: r.deadline(), questions: qs})
+		r.addPending(e.CallID, &pending{session: e.Session, question: true, deadline: r.deadline(), questions: qs})
 		return
+	case *agent.SubagentEnded:
+		delete(r.childTurns, e.Child)
+		r.settlePending(e.Child, agent.ReasonCancelled)
 	case *agent.ToolResolved:
 		// Answered inside the agent (typed in its own terminal): the first
 		// answer wins, so nothing more is sent to the agent.
@@ -501,9 +511,22 @@ func (r *Runner) agentEvent(ctx context.Context, ev agent.Event) {
 		}
 		return
 	case *agent.TurnStarted:
+		if e.Session != "" {
+			r.childTurns[e.Session] = true
+			break
+		}
 		r.inTurn, r.starting = true, false
 		r.lost = nil // the agent is there: their senders were told
 	case *agent.TurnEnded:
+		if e.Session != "" {
+			// A subagent's turn: it settles what that subagent waits on,
+			// nothing of the session's own turn or of other subagents.
+			delete(r.childTurns, e.Session)
+			r.settlePending(e.Session, agent.ReasonCancelled)
+			r.apply(ev)
+			return
+		}
+		clear(r.childTurns)
 		r.inTurn, r.starting = false, false
 		r.result.TurnReason, r.result.TurnError = e.Reason, e.Error
 		r.settleAllPending(agent.ReasonCancelled, false)
@@ -544,18 +567,18 @@ func (r *Runner) permissionAsked(ctx context.Context, e *agent.ToolBlocked) {
 		r.apply(e)
 		err := r.opts.Agent.Decide(ctx, e.CallID, agent.Verdict{Decision: agent.DecisionOnce, Reason: agent.ReasonRule})
 		if err == nil {
-			r.apply(&agent.ToolResolved{EventBase: agent.EventBase{Time: r.opts.Now().UnixMilli()}, CallID: e.CallID,
+			r.apply(&agent.ToolResolved{EventBase: r.at(e.Session), CallID: e.CallID,
 				Decision: agent.DecisionOnce, Reason: agent.ReasonRule, Rule: rule.Matched()})
 			return
 		}
 		// The agent did not take the rule's answer: ask a person instead
 		// (and let the permission timeout apply), never leave it waiting.
 		r.opts.Log.Warn().Err(err).Str("callID", e.CallID).Msg("allow by rule failed; asking")
-		r.addPending(e.CallID, &pending{always: e.Permission.Always, deadline: r.deadline()})
+		r.addPending(e.CallID, &pending{session: e.Session, always: e.Permission.Always, deadline: r.deadline()})
 		return
 	case mapper.ActionDeny:
 		r.apply(e)
-		r.apply(&agent.ToolResolved{EventBase: agent.EventBase{Time: r.opts.Now().UnixMilli()}, CallID: e.CallID,
+		r.apply(&agent.ToolResolved{EventBase: r.at(e.Session), CallID: e.CallID,
 			Decision: agent.DecisionReject, Reason: agent.ReasonRule, Rule: rule.Matched()})
 		r.result.Rejected++
 		if err := r.opts.Agent.Decide(ctx, e.CallID, agent.Verdict{Decision: agent.DecisionReject, Reason: "denied by rule " + rule.String()}); err != nil {
@@ -564,7 +587,13 @@ func (r *Runner) permissionAsked(ctx context.Context, e *agent.ToolBlocked) {
 		return
 	}
 	r.apply(e)
-	r.addPending(e.CallID, &pending{always: e.Permission.Always, deadline: r.deadline()})
+	r.addPending(e.CallID, &pending{session: e.Session, always: e.Permission.Always, deadline: r.deadline()})
+}
+
+// at is the base of an event the runner makes for session (a child's key,
+// or "" the root), stamped now.
+func (r *Runner) at(session string) agent.EventBase {
+	return agent.EventBase{Session: session, Time: r.opts.Now().UnixMilli()}
 }
 
 // addPending records a tool waiting for a person.
@@ -621,7 +650,7 @@ func (r *Runner) controlInput(ctx context.Context, c Control) {
 		}
 		delete(r.pending, c.Answer.CallID)
 		err := r.opts.Agent.AnswerQuestion(ctx, c.Answer.CallID, c.Answer.Answers)
-		r.apply(&agent.ToolResolved{CallID: c.Answer.CallID, Answers: c.Answer.Answers})
+		r.apply(&agent.ToolResolved{EventBase: agent.EventBase{Session: p.session}, CallID: c.Answer.CallID, Answers: c.Answer.Answers})
 		reply(c.Reply, err)
 	case ControlCommunication:
 		reply(c.Reply, r.communicate(c.Communication))
@@ -765,7 +794,7 @@ func (r *Runner) answer(ctx context.Context, a Answer) error {
 		r.result.Rejected++
 	}
 	err := r.opts.Agent.Decide(ctx, a.CallID, d)
-	r.apply(&agent.ToolResolved{EventBase: agent.EventBase{Time: r.opts.Now().UnixMilli()}, CallID: a.CallID, Decision: a.Decision, Reason: a.Reason})
+	r.apply(&agent.ToolResolved{EventBase: r.at(p.session), CallID: a.CallID, Decision: a.Decision, Reason: a.Reason})
 	return err
 }
 
@@ -779,12 +808,26 @@ func (r *Runner) abortTurn(ctx context.Context, reason string) error {
 	return r.opts.Agent.Interrupt(ctx)
 }
 
-// settleAllPending answers every waiting tool with a reject for reason. The
-// transcript side is settled by the reducer at TurnEnded; when tellAgent is
-// set the agent is answered too (it is still waiting).
+// settleAllPending answers every waiting tool, of every session, with a
+// reject for reason. The transcript side is settled by the reducer at
+// TurnEnded; when tellAgent is set the agent is answered too (it is still
+// waiting).
 func (r *Runner) settleAllPending(reason string, tellAgent bool) {
+	r.settle(func(*pending) bool { return true }, reason, tellAgent)
+}
+
+// settlePending settles the tools one session waits on (its turn ended:
+// the agent no longer waits for them).
+func (r *Runner) settlePending(session, reason string) {
+	r.settle(func(p *pending) bool { return p.session == session }, reason, false)
+}
+
+func (r *Runner) settle(which func(*pending) bool, reason string, tellAgent bool) {
 	for _, id := range r.pendingInOrder() {
 		p := r.pending[id]
+		if !which(p) {
+			continue
+		}
 		delete(r.pending, id)
 		if tellAgent && !p.question {
 			r.result.Rejected++
@@ -794,7 +837,7 @@ func (r *Runner) settleAllPending(reason string, tellAgent bool) {
 			}
 			cancel()
 		}
-		r.apply(&agent.ToolResolved{EventBase: agent.EventBase{Time: r.opts.Now().UnixMilli()}, CallID: id, Decision: agent.DecisionReject, Reason: reason})
+		r.apply(&agent.ToolResolved{EventBase: r.at(p.session), CallID: id, Decision: agent.DecisionReject, Reason: reason})
 	}
 }
 
@@ -815,6 +858,6 @@ func (r *Runner) expirePending() {
 			}
 			cancel()
 		}
-		r.apply(&agent.ToolResolved{EventBase: agent.EventBase{Time: now.UnixMilli()}, CallID: id, Decision: agent.DecisionReject, Reason: agent.ReasonTimeout})
+		r.apply(&agent.ToolResolved{EventBase: agent.EventBase{Session: p.session, Time: now.UnixMilli()}, CallID: id, Decision: agent.DecisionReject, Reason: agent.ReasonTimeout})
 	}
 }
