@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -28,14 +27,12 @@ func freePort(t *testing.T) int {
 }
 
 func TestEnsureStartsReusesAndStops(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the happy binary")
+	// The test binary is the relay (TestMain, envServe): no build.
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
 	}
-	exe := filepath.Join(t.TempDir(), "happy")
-	build := exec.Command("go", "build", "-o", exe, "../../cmd/happy")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build happy: %v\n%s", err, out)
-	}
+	t.Setenv(envServe, "1")
 	h, _ := home.New(t.TempDir())
 	url := "http://127.0.0.1:" + strconv.Itoa(freePort(t))
 	ctx := context.Background()
