@@ -265,11 +265,31 @@ func codexTestEnv(t *testing.T, fc *fakeCodex) map[string]string {
 	if err := creds.Save(filepath.Join(h, crypto.CredentialsFileName)); err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{"HAPPY_SERVER_URL": r.URL, "HAPPY_HOME_DIR": h}
+	env := map[string]string{"HAPPY_SERVER_URL": r.URL, "HAPPY_HOME_DIR": h, "PATH": agentFreePath()}
 	if fc != nil {
 		env["HAPPY_CODEX_PATH"] = fc.path
 	}
 	return env
+}
+
+// agentFreePath is this process's PATH without the folders that hold a real
+// agent (claude, codex, gemini, opencode, openclaw): the agents a test
+// gives are absolute paths, and one installed on the developer's machine
+// is never found instead, while the shell's tools stay.
+func agentFreePath() string {
+	var keep []string
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		has := false
+		for _, a := range app.KnownAgents {
+			if st, err := os.Stat(filepath.Join(dir, a.Def)); err == nil && !st.IsDir() {
+				has = true
+			}
+		}
+		if !has {
+			keep = append(keep, dir)
+		}
+	}
+	return strings.Join(keep, string(filepath.ListSeparator))
 }
 
 func TestCodexCommandUsage(t *testing.T) {
