@@ -26,6 +26,16 @@ type Agent interface {
 	Close() error
 }
 
+// ExitExplainer is an Agent that can say why its process ended when it
+// ended with a failure: its exit status and the last words it wrote on
+// stderr (e.g. "claude exit status 1: error: option … is invalid"), "" for
+// a clean exit or while it runs. The runner adds it to the answer of a
+// prompt the agent exited without answering, so the person reads the
+// agent's own reason.
+type ExitExplainer interface {
+	ExitDetail() string
+}
+
 // Verdict is what the runner tells an agent about a permission: the
 // canonical decision, the patterns an "always" covers (from the block), and
 // why (for rejections nobody typed: a rule, a timeout, a cancelled turn).

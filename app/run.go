@@ -138,6 +138,14 @@ type callerCloses struct{ agent.Agent }
 
 func (callerCloses) Close() error { return nil }
 
+// ExitDetail forwards agent.ExitExplainer to the wrapped agent.
+func (c callerCloses) ExitDetail() string {
+	if ex, ok := c.Agent.(agent.ExitExplainer); ok {
+		return ex.ExitDetail()
+	}
+	return ""
+}
+
 // StartFunc starts the agent of a session; tag is the session's tag (the
 // relay session's stable name, usable for per-session state folders).
 type StartFunc func(ctx context.Context, tag string) (agent.Agent, error)

@@ -355,10 +355,16 @@ func (r *Runner) unanswered(ctx context.Context) {
 		return
 	}
 	r.result.Unanswered = n
-	r.result.TurnError = NoAnswer
+	why := NoAnswer
+	if ex, ok := r.opts.Agent.(agent.ExitExplainer); ok {
+		if d := ex.ExitDetail(); d != "" {
+			why += ": " + d
+		}
+	}
+	r.result.TurnError = why
 	now := agent.EventBase{Time: r.opts.Now().UnixMilli()}
-	r.apply(&agent.AgentError{EventBase: now, Text: NoAnswer, Kind: agent.ErrorInternal})
-	r.apply(&agent.TurnEnded{EventBase: now, Reason: agent.TurnAgentExited, Error: NoAnswer})
+	r.apply(&agent.AgentError{EventBase: now, Text: why, Kind: agent.ErrorInternal})
+	r.apply(&agent.TurnEnded{EventBase: now, Reason: agent.TurnAgentExited, Error: why})
 }
 
 // noteActivity tells OnActivity when the session started or stopped working.
@@ -517,6 +523,7 @@ func (r *Runner) agentEvent(ctx context.Context, ev agent.Event) {
 		}
 		r.inTurn, r.starting = true, false
 		r.lost = nil // the agent is there: their senders were told
+
 	case *agent.TurnEnded:
 		if e.Session != "" {
 			// A subagent's turn: it settles what that subagent waits on,

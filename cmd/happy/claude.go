@@ -343,7 +343,7 @@ func runClaudeRemote(parent context.Context, f *factory, o *agentOptions, claude
 		args = append([]string{"--resume", id}, args...)
 	}
 	so := sdk.Options{Binary: claudePath, Args: args, Dir: dir,
-		StderrLine: func(l string) { log.Debug().Str("claude_stderr", l).Msg("") }}
+		StderrLine: func(l string) { log.Info().Str("claude_stderr", l).Msg("") }}
 	ag, err := remote.Start(context.WithoutCancel(ctx), remote.Options{SDK: so, PermissionMode: permissionMode})
 	if err != nil {
 		return err
@@ -437,7 +437,7 @@ func runClaudePrint(parent context.Context, f *factory, o *agentOptions, claudeP
 		args = append([]string{"--resume", id}, args...)
 	}
 	so := sdk.Options{Binary: claudePath, Args: args, Dir: dir,
-		StderrLine: func(l string) { log.Debug().Str("claude_stderr", l).Msg("") }}
+		StderrLine: func(l string) { log.Info().Str("claude_stderr", l).Msg("") }}
 	if o.record != "" {
 		if record, err = os.Create(o.record); err != nil {
 			return &usageError{err: err}
@@ -521,7 +521,7 @@ func runClaudeInteractive(parent context.Context, f *factory, o *agentOptions, c
 				In: in, Out: f.stdout, Resume: o.resumeID(),
 			},
 			Remote: remote.Options{SDK: sdk.Options{Binary: claudePath, Args: o.agentArgs, Dir: dir,
-				StderrLine: func(l string) { log.Debug().Str("claude_stderr", l).Msg("") }}},
+				StderrLine: func(l string) { log.Info().Str("claude_stderr", l).Msg("") }}},
 			Notice: f.stderr,
 			Log:    log,
 		})

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -18,6 +19,7 @@ import (
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/app"
 	"github.com/happy-dev/happy/internal/buildinfo"
+	"github.com/happy-dev/happy/session"
 )
 
 // codexOptions are the flags of `happy codex` beyond the shared ones.
@@ -270,7 +272,11 @@ func turnExit(flavor string, res app.SessionResult, err error, interrupted bool)
 	case res.Rejected > 0:
 		return &exitError{code: exitFailed, err: fmt.Errorf("%d permission request(s) were rejected", res.Rejected)}
 	case res.AgentExited && res.Unanswered > 0:
-		return &exitError{code: exitFailed, err: fmt.Errorf("%s exited without answering the prompt", flavor)}
+		msg := fmt.Sprintf("%s exited without answering the prompt", flavor)
+		if detail, ok := strings.CutPrefix(res.TurnError, session.NoAnswer+": "); ok {
+			msg += "; " + detail
+		}
+		return &exitError{code: exitFailed, err: errors.New(msg)}
 	case res.AgentExited && res.TurnReason == "":
 		return &exitError{code: exitFailed, err: fmt.Errorf("%s exited before the turn ended", flavor)}
 	default:

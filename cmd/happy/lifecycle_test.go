@@ -731,3 +731,30 @@ func TestSignalledInteractiveHappyEndsItsSession(t *testing.T) {
 	}
 	t.Logf("tool %s (%s, block %s/%s); last answer finish %q", ts[0].State.Status, ts[0].State.Error, ts[0].State.Block.Decision, ts[0].State.Block.Reason, last.Finish)
 }
+
+// A Claude that refuses its arguments (it writes why on stderr and exits
+// 1): happy -p shows Claude's own words, not only that it exited, and the
+// transcript's answer carries them too.
+func TestAgentThatRefusesItsArgumentsSaysWhy(t *testing.T) {
+	env := codexTestEnv(t, nil)
+	script := filepath.Join(t.TempDir(), "claude")
+	const why = "error: option '--permission-mode <mode>' argument 'bogus' is invalid. Allowed choices are acceptEdits, bypassPermissions, default, plan."
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho \""+why+"\" >&2\nexit 1\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env["HAPPY_CLAUDE_PATH"] = script
+	code, stdout, stderr := runHappy(t, env, "claude", "-p", "hi")
+	if code != exitFailed || stdout != "" || !strings.HasSuffix(stderr, "\nhappy: claude exited without answering the prompt; claude exit status 1: "+why+"\n") {
+		t.Fatalf("exit %d stdout %q stderr %q", code, stdout, stderr)
+	}
+	sid := strings.Fields(strings.TrimPrefix(stderr, "happy: session "))[0]
+	_, tr := readSession(t, env, sid)
+	last := tr.Messages[len(tr.Messages)-1]
+	am, ok := last.Info.(*mapper.AssistantMessage)
+	if !ok || am.Error == nil || am.Error.Data.Message != session.NoAnswer+": claude exit status 1: "+why {
+		t.Fatalf("answer %+v (%d messages)", last.Info, len(tr.Messages))
+	}
+	if len(tr.Messages) != 2 {
+		t.Fatalf("%d messages, want the prompt and one answer", len(tr.Messages))
+	}
+}

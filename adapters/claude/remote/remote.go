@@ -52,6 +52,8 @@ type Agent struct {
 	requests map[string]string          // call id → can_use_tool request id
 	inputs   map[string]json.RawMessage // call id → tool input (for question answers)
 	done     chan struct{}
+	// exitDetail is how the CLI ended, when it failed (ExitDetail).
+	exitDetail string
 }
 
 var _ agent.Agent = (*Agent)(nil)
@@ -112,11 +114,46 @@ func (a *Agent) pump() {
 			a.mu.Lock()
 			out = a.dec.Finish(end)
 			a.mu.Unlock()
+			a.mu.Lock()
+			a.exitDetail = exitDetail(e)
+			a.mu.Unlock()
 		}
 		for _, o := range out {
 			a.events <- o
 		}
 	}
+}
+
+// ExitDetail implements agent.ExitExplainer: once the CLI exited with a
+// failure, its exit status and what it said last on stderr.
+func (a *Agent) ExitDetail() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.exitDetail
+}
+
+// exitDetail says how a CLI that exited with a failure (a non-zero status
+// or a signal) ended and what it said last on stderr, so the person reads
+// Claude's own reason (an argument it refused, a login it needs) on the
+// terminal, in the log and in the transcript. A clean exit gives "".
+func exitDetail(e *sdk.Exited) string {
+	if e.State == nil || e.State.Success() {
+		return ""
+	}
+	how := e.State.String() // "exit status 1", "signal: killed"
+	text := "claude " + how
+	var tail []string
+	for _, l := range e.Stderr {
+		if l = strings.TrimSpace(l); l != "" {
+			tail = append(tail, l)
+		}
+	}
+	if len(tail) > 0 {
+		text += ": " + strings.Join(tail, "\n")
+	} else {
+		text += " (it wrote nothing on stderr)"
+	}
+	return text
 }
 
 // noteEvents remembers what later answers need: the request id of each

@@ -37,6 +37,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/adapters/claude/perm"
 	"github.com/happy-dev/happy/adapters/trafficlog"
 	"github.com/happy-dev/happy/internal/linereader"
@@ -169,11 +170,17 @@ type Refused struct {
 }
 
 // Exited is the last event: the CLI ended. State is its exit state; Err is
-// what waiting for it reported (nil for a clean exit code 0).
+// what waiting for it reported (nil for a clean exit code 0). Stderr is
+// the last lines the CLI wrote on stderr (at most StderrTail lines, each
+// cut to 512 bytes): what it said when it refused its arguments or failed.
 type Exited struct {
-	State *os.ProcessState
-	Err   error
+	State  *os.ProcessState
+	Err    error
+	Stderr []string
 }
+
+// StderrTail is how many of the CLI's last stderr lines Exited keeps.
+const StderrTail = 20
 
 func (*Output) isEvent()              {}
 func (*PermissionRequest) isEvent()   {}
@@ -225,6 +232,7 @@ type Client struct {
 	done    chan struct{}    // the CLI exited and everything was read
 	state   *os.ProcessState
 	waitErr error
+	stderr  []string // the last StderrTail lines
 
 	closeOnce sync.Once
 }
@@ -797,6 +805,12 @@ func (c *Client) readStderr(r *os.File) {
 }
 
 func (c *Client) stderrLine(s string) {
+	c.mu.Lock()
+	if len(c.stderr) == StderrTail {
+		c.stderr = append(c.stderr[:0], c.stderr[1:]...)
+	}
+	c.stderr = append(c.stderr, agent.CutUTF8(s, 512))
+	c.mu.Unlock()
 	if c.rec != nil {
 		_ = c.rec.Text(trafficlog.Stderr, s)
 	}
@@ -836,6 +850,7 @@ func (c *Client) finish(readers *sync.WaitGroup, out, errOut *os.File) {
 	c.mu.Lock()
 	c.exited = true
 	c.state, c.waitErr = st, err
+	tail := append([]string(nil), c.stderr...)
 	waiters := c.waiters
 	c.waiters = map[string]waiter{}
 	c.perms = map[string]pendingPerm{}
@@ -853,7 +868,7 @@ func (c *Client) finish(readers *sync.WaitGroup, out, errOut *os.File) {
 	c.wmu.Lock()
 	_ = c.stdin.Close()
 	c.wmu.Unlock()
-	c.push(&Exited{State: st, Err: err})
+	c.push(&Exited{State: st, Err: err, Stderr: tail})
 	c.q.Close()
 	close(c.done)
 }
