@@ -269,7 +269,7 @@ func prepareAgentRun(f *factory, o *agentOptions, name string) (*agentRun, error
 // newClaudeCmd builds `happy claude`.
 func newClaudeCmd(f *factory) *cobra.Command {
 	var o agentOptions
-	var claudePath, permissionMode string
+	var claudePath, permissionMode, model string
 	var remoteMode bool
 	cmd := &cobra.Command{
 		Use:   "claude [flags] [-- claude args…]",
@@ -290,6 +290,9 @@ ends the session. This is how the daemon starts Claude sessions.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.agentArgs = args
+			if model != "" {
+				o.agentArgs = append([]string{"--model", model}, args...)
+			}
 			if err := o.checkFlags(cmd); err != nil {
 				return err
 			}
@@ -317,6 +320,7 @@ ends the session. This is how the daemon starts Claude sessions.`,
 	cmd.Flags().StringVar(&claudePath, "claude-path", "", "the claude executable (default $HAPPY_CLAUDE_PATH, else claude on PATH)")
 	cmd.Flags().StringVar(&permissionMode, "permission-mode", "", "Claude's permission mode: default, acceptEdits, plan, bypassPermissions")
 	cmd.Flags().BoolVar(&remoteMode, "remote", false, "without -p: run Claude without its terminal UI, taking prompts from the relay")
+	cmd.Flags().StringVar(&model, "model", "", "Claude's model for the session (passed to claude as --model), e.g. sonnet, opus or a full model name")
 	return cmd
 }
 

@@ -312,3 +312,23 @@ func TestClaudeRemoteServesEvents(t *testing.T) {
 		t.Fatalf("GET /session = %+v, want the one session of %s", sessions, sid)
 	}
 }
+
+// Claude's common flags before --: --model reaches claude as --model; an
+// unknown flag names where Claude's own flags go.
+func TestClaudeModelFlagAndForeignFlags(t *testing.T) {
+	env := codexTestEnv(t, nil)
+	claude, dir := fakeClaude(t)
+	env["HAPPY_CLAUDE_PATH"] = claude
+	code, stdout, stderr := runHappy(t, env, "claude", "-p", "hi", "--model", "opus", "--", "--verbose")
+	if code != exitOK || stdout != "Answer to hi\n" {
+		t.Fatalf("happy claude --model = %d %q %q", code, stdout, stderr)
+	}
+	calls := readLinesOf(filepath.Join(dir, "calls"))
+	if len(calls) != 1 || !strings.Contains(calls[0], " --model opus --verbose") {
+		t.Fatalf("claude command line: %q", calls)
+	}
+	code, _, stderr = runHappy(t, env, "claude", "-p", "hi", "--max-turns", "3")
+	if code != exitUsage || stderr != "happy: unknown flag: --max-turns (flags of claude itself go after --: happy claude -- --max-turns …)\n" {
+		t.Fatalf("foreign flag = %d %q", code, stderr)
+	}
+}

@@ -4,9 +4,11 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/happy-dev/happy/app"
 	"github.com/happy-dev/happy/internal/buildinfo"
 )
 
@@ -29,7 +31,17 @@ next prompt.`,
 	root.SetOut(f.stdout)
 	root.SetErr(f.stderr)
 	root.SetVersionTemplate("happy {{.Version}}\n")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		// An agent command's unknown flag is most often one of the
+		// agent's own: say where those go.
+		if strings.HasPrefix(err.Error(), "unknown flag: ") || strings.HasPrefix(err.Error(), "unknown shorthand flag: ") {
+			if _, agentCmd := app.AgentByName(c.Name()); agentCmd || c.Name() == "acp" {
+				flag := strings.Fields(err.Error())[len(strings.Fields(err.Error()))-1]
+				err = fmt.Errorf("%w (flags of %s itself go after --: happy %s -- %s …)", err, c.Name(), c.Name(), flag)
+			}
+		}
+		return &usageError{err: err}
+	})
 	// happy completion bash|zsh|fish|powershell prints the shell's script;
 	// session ids and waiting call ids complete from the relay.
 	root.CompletionOptions.HiddenDefaultCmd = false
