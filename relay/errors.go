@@ -50,6 +50,12 @@ var (
 	// reference relay answers 404.
 	ErrRouteUnsupported = errors.New("relay does not offer this route")
 
+	// ErrForeignSession: the relay answered a session's creation with a
+	// session this client did not create, or without (or with another)
+	// session key than the one it created it with (see
+	// docs/ARCHITECTURE.md, "A session's life"). The session is not used.
+	ErrForeignSession = errors.New("relay answered with a session this client did not create")
+
 	// ErrFingerprint: a key the relay returned for a pairing code does not
 	// have that code (a relay trying to substitute its own key).
 	ErrFingerprint = errors.New("pairing code does not match the key")

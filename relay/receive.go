@@ -160,9 +160,13 @@ func (r *receiver) resolveStart(ctx context.Context) bool {
 	for {
 		info, err := r.s.c.api.CreateSession(ctx, SessionCreate{Tag: r.s.tag, Metadata: r.s.st.Metadata, DataEncryptionKey: r.s.st.DataEncryptionKey})
 		if err == nil {
+			err = checkCreated(info, r.s.ID(), r.s.st)
+		}
+		if err == nil {
 			r.start = info.Seq
 			return true
 		}
+		r.s.c.log.Warn().Err(err).Str("tag", r.s.tag).Msg("session position for FromNow")
 		if !sleep(ctx, b.Next()) {
 			return false
 		}

@@ -88,6 +88,9 @@ func (s *sender) ensureCreated(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("create session %s: %w", s.tag, err)
 	}
+	if err := checkCreated(info, "", s.st); err != nil {
+		return "", fmt.Errorf("create session %s: %w", s.tag, err)
+	}
 	raw, err := s.st.encode()
 	if err != nil {
 		return "", err
@@ -119,7 +122,7 @@ func (s *sender) run(ctx context.Context, untilEmpty bool) {
 			}
 			s.fail(err)
 			d := b.Next()
-			if errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrNotFound) {
+			if errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrForeignSession) {
 				_, hi := b.bounds()
 				d = hi
 			}

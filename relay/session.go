@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -205,17 +206,8 @@ func (c *Client) openSession(ctx context.Context, opts SessionOptions, unlock fu
 	info, err := c.api.CreateSession(ctx, SessionCreate{Tag: opts.Tag, Metadata: st.Metadata, DataEncryptionKey: st.DataEncryptionKey})
 	switch {
 	case err == nil:
-		if relayID != "" && info.ID != relayID {
-			return nil, fmt.Errorf("relay: session %q: relay returned id %s, outbox has %s: %w", opts.Tag, info.ID, relayID, ErrProtocol)
-		}
-		if !sameKey(info.DataEncryptionKey, st.DataEncryptionKey) {
-			// The session existed before this machine's outbox knew it
-			// (opened on another machine, or the outbox was lost): use
-			// its key, which needs the account secret.
-			st, ci, err = c.adoptSession(info, st)
-			if err != nil {
-				return nil, fmt.Errorf("relay: session %q: %w", opts.Tag, err)
-			}
+		if err := checkCreated(info, relayID, st); err != nil {
+			return nil, fmt.Errorf("relay: open session %q: %w", opts.Tag, err)
 		}
 		raw, err := st.encode()
 		if err != nil {
@@ -290,33 +282,59 @@ func sameKey(a, b *string) bool {
 	return *a == *b
 }
 
-// adoptSession switches st to an existing relay session's key and
-// metadata: the wrapped data key is opened with the content secret key
-// derived from the account secret (legacy sessions use the secret itself).
-func (c *Client) adoptSession(info SessionInfo, st sessionState) (sessionState, crypto.Cipher, error) {
-	if c.creds.AccountSecret == nil {
-		return st, nil, fmt.Errorf("the session exists with a key only the account secret opens: %w", crypto.ErrNoAccountSecret)
+// checkCreated checks the relay's answer to a session's creation (POST
+// /v1/sessions, idempotent by tag) against what this client knows of the
+// session, so it never writes into a session it did not create nor seals
+// with another key than its own (docs/ARCHITECTURE.md, "A session's
+// life"). relayID tells the two cases apart:
+//
+//   - relayID known: the outbox holds the session from its creation by
+//     this home (a resume, an orphan's settling, a restart): the answer must
+//     be that session (same id) with the wrapped key it was created with;
+//     its metadata and messages have moved on since.
+//   - relayID empty: this client is creating the session (now, or later
+//     through the sender when the relay did not answer at first): the
+//     answer must be a fresh session, holding exactly the wrapped key and
+//     the metadata ciphertext this client sent, no message (seq 0), no
+//     agent state, its metadata never updated (version 0, or 1 for a
+//     relay that starts there).
+//
+// A relay cannot make either up: the wrapped key is random per session,
+// and the metadata ciphertext exists only because this client just sent
+// it. Errors wrap ErrForeignSession.
+func checkCreated(info SessionInfo, relayID string, st sessionState) error {
+	if st.DataEncryptionKey != nil && (info.DataEncryptionKey == nil || *info.DataEncryptionKey == "") {
+		return fmt.Errorf("the relay answered with session %s without the session key this client sent (taking it would seal the session with the account secret instead): %w", info.ID, ErrForeignSession)
 	}
-	st.Metadata, st.DataEncryptionKey, st.SealedKey = info.Metadata, info.DataEncryptionKey, ""
-	if info.DataEncryptionKey == nil || *info.DataEncryptionKey == "" {
-		st.Variant = crypto.VariantLegacy.String()
-		return st, crypto.NewLegacyCipher(*c.creds.AccountSecret), nil
+	if relayID != "" {
+		if info.ID != relayID {
+			return fmt.Errorf("the relay answered with session %s, but this session is %s: %w", info.ID, relayID, ErrForeignSession)
+		}
+		if !sameKey(info.DataEncryptionKey, st.DataEncryptionKey) {
+			return fmt.Errorf("the relay answered with another session key than the one this client created session %s with: %w", info.ID, ErrForeignSession)
+		}
+		return nil
 	}
-	wrapped, err := crypto.DecodeBase64(*info.DataEncryptionKey)
-	if err != nil {
-		return st, nil, fmt.Errorf("session key: %w", errors.Join(ErrDecrypt, err))
+	var why []string
+	if !sameKey(info.DataEncryptionKey, st.DataEncryptionKey) {
+		why = append(why, "another session key")
 	}
-	_, contentSecret := crypto.ContentKeyPair(*c.creds.AccountSecret)
-	key, err := crypto.UnwrapDataKey(wrapped, contentSecret)
-	if err != nil {
-		return st, nil, fmt.Errorf("session key: %w", errors.Join(ErrDecrypt, err))
+	if info.Metadata != st.Metadata {
+		why = append(why, "other metadata")
 	}
-	sk, err := c.local.Seal(key[:])
-	if err != nil {
-		return st, nil, fmt.Errorf("seal session key: %w", err)
+	if info.MetadataVersion > 1 {
+		why = append(why, fmt.Sprintf("metadata version %d", info.MetadataVersion))
 	}
-	st.Variant, st.SealedKey = crypto.VariantDataKey.String(), b64(sk)
-	return st, crypto.NewDataKeyCipher(key), nil
+	if info.Seq != 0 {
+		why = append(why, fmt.Sprintf("%d message(s)", info.Seq))
+	}
+	if info.AgentState != nil || info.AgentStateVersion != 0 {
+		why = append(why, "an agent state")
+	}
+	if len(why) > 0 {
+		return fmt.Errorf("the relay answered with session %s, which is not the new session this client created (it has %s): %w", info.ID, strings.Join(why, ", "), ErrForeignSession)
+	}
+	return nil
 }
 
 // sessionCipher restores the cipher of a session from its stored state.

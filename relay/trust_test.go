@@ -1,0 +1,136 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/happy-dev/happy/internal/evilrelay"
+	"github.com/happy-dev/happy/server/servertest"
+)
+
+// evilSetup is a real relay behind a malicious proxy, and a client of a
+// fresh account (holding the account secret) that talks to the proxy.
+func evilSetup(t *testing.T, rules ...evilrelay.Rule) (*evilrelay.Proxy, *Client) {
+	t.Helper()
+	r := servertest.Start(t)
+	p := evilrelay.Start(t, r.URL, rules...)
+	creds := newAccount(t, p.URL)
+	return p, newTestClient(t, testConfig(t, p.URL, creds, t.TempDir()))
+}
+
+// oldSession opens a session on c, writes one version to it and closes it:
+// the session a malicious relay hands out later.
+func oldSession(t *testing.T, c *Client) (tag, id string) {
+	t.Helper()
+	tag = newTag(t)
+	s := openTestSession(t, c, SessionOptions{Tag: tag, Metadata: json.RawMessage(`{"path":"/old"}`)})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := s.Enqueue(ctx, "msg_old", func(v int64) ([]byte, error) { return envelope("msg_old", v), nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	id = s.ID()
+	_ = s.Close()
+	return tag, id
+}
+
+func openCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// A relay that answers the creation of a new session with an old one of
+// the account is refused: the client never writes into a session it did
+// not create.
+func TestNewSessionRefusesAnOldSession(t *testing.T) {
+	p, c := evilSetup(t)
+	_, oldID := oldSession(t, c)
+	p.Use(evilrelay.SubstituteSession(oldID))
+	s, err := c.OpenSession(openCtx(t), SessionOptions{Tag: newTag(t), Metadata: json.RawMessage(`{"path":"/new"}`)})
+	if err == nil {
+		_ = s.Close()
+		t.Fatalf("opened session %s: the relay's old session was taken for a new one", s.ID())
+	}
+	if !errors.Is(err, ErrForeignSession) || !strings.Contains(err.Error(), "not the new session this client created") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// A relay that strips the session key from the creation's answer is
+// refused: the client never falls back to sealing with the account secret.
+func TestStrippedSessionKeyIsRefused(t *testing.T) {
+	_, c := evilSetup(t, evilrelay.StripSessionKey())
+	s, err := c.OpenSession(openCtx(t), SessionOptions{Tag: newTag(t), Metadata: json.RawMessage(`{}`)})
+	if err == nil {
+		_ = s.Close()
+		t.Fatalf("opened with variant %s", s.Cipher().Variant())
+	}
+	if !errors.Is(err, ErrForeignSession) || !strings.Contains(err.Error(), "without the session key") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// Reopening a session this client created (resume, orphan settling) still
+// works, and a relay that then answers with another key for it is refused.
+func TestReattachChecksTheKey(t *testing.T) {
+	p, c := evilSetup(t)
+	tag, id := oldSession(t, c)
+	s := openTestSession(t, c, SessionOptions{Tag: tag})
+	if s.ID() != id {
+		t.Fatalf("reopened %s, want %s", s.ID(), id)
+	}
+	_ = s.Close()
+	p.Use(evilrelay.StripSessionKey())
+	s2, err := c.OpenSession(openCtx(t), SessionOptions{Tag: tag})
+	if err == nil {
+		_ = s2.Close()
+		t.Fatal("reopened a session whose key the relay stripped")
+	}
+	if !errors.Is(err, ErrForeignSession) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// A session created by the sender later (the relay did not answer at open)
+// is checked the same way: the old session the relay hands out then is
+// refused, the error is the sender's last, and nothing is written to it.
+func TestDeferredCreationRefusesAnOldSession(t *testing.T) {
+	p, c := evilSetup(t)
+	_, oldID := oldSession(t, c)
+	p.Use(evilrelay.On(http.MethodPost, "/v1/sessions", func(*evilrelay.Request, evilrelay.Next) (*evilrelay.Response, error) {
+		return evilrelay.JSON(http.StatusServiceUnavailable, map[string]string{"error": "down"}), nil
+	}))
+	s := openTestSession(t, c, SessionOptions{Tag: newTag(t), Metadata: json.RawMessage(`{}`)})
+	if s.ID() != "" {
+		t.Fatalf("created %s while the relay was down", s.ID())
+	}
+	p.Reset()
+	p.Use(evilrelay.SubstituteSession(oldID))
+	ctx := openCtx(t)
+	if _, err := s.Enqueue(ctx, "msg_new", func(v int64) ([]byte, error) { return envelope("msg_new", v), nil }); err != nil {
+		t.Fatal(err)
+	}
+	for !strings.Contains(s.Stats().LastError, "not the new session this client created") {
+		select {
+		case <-s.snd.changed():
+		case <-ctx.Done():
+			t.Fatalf("no refusal; stats %+v", s.Stats())
+		}
+	}
+	if s.ID() != "" {
+		t.Fatalf("took the relay's session %s", s.ID())
+	}
+	rows, err := p.Messages(ctx, oldID, 0)
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("the old session holds %d rows (%v), want its own 1", len(rows), err)
+	}
+}
