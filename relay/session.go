@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -73,9 +74,10 @@ type StateUpdate struct {
 // SessionStats are a session's counters since it was opened.
 type SessionStats struct {
 	Enqueued        int64  // versions committed to the outbox
-	Sent            int64  // versions the relay acknowledged
+	Sent            int64  // versions the relay acknowledged as this client's
 	Pending         int    // rows still in the outbox
 	Rejected        int64  // rows the relay refused permanently (kept in the outbox's rejected table)
+	Conflicts       int64  // versions whose localId held someone else's row (noted in the outbox; written again unless superseded)
 	SendFailures    int64  // failed send attempts (each retried)
 	Delivered       int64  // messages delivered on Receive (including decrypt failures)
 	Echoes          int64  // own messages seen in the stream and skipped
@@ -236,6 +238,7 @@ func (c *Client) openSession(ctx context.Context, opts SessionOptions, unlock fu
 	s.mode = "remote"
 	s.ctx, s.cancel = context.WithCancel(c.ctx)
 	s.snd = newSender(c, opts.Tag, relayID, st, s.onCreated)
+	s.snd.rewrite = s.rewrite
 	s.snd.onSent = func(items []outbox.Item, receipts []SentMessage) {
 		for _, r := range receipts {
 			s.rcv.noteSeq(r.Seq)
@@ -527,6 +530,62 @@ func (s *Session) EnqueueAsync(ctx context.Context, recordID string, build func(
 	}, nil
 }
 
+// rewrite writes the content of it, a version whose localId the relay
+// holds a foreign row under, again under the record's next version (its
+// plaintext's version set to it), and returns the new localId; "" when a
+// later version of the record was enqueued since (it carries the record).
+func (s *Session) rewrite(ctx context.Context, it outbox.Item) (string, error) {
+	s.mu.Lock()
+	last := s.versions[it.Record]
+	if last > it.Version {
+		s.mu.Unlock()
+		return "", nil
+	}
+	v := last + 1
+	content, err := reseal(s.cipher, it, v)
+	if err != nil {
+		s.mu.Unlock()
+		return "", err
+	}
+	wait, err := s.c.store.AppendStaged(ctx, s.snd.wake, outbox.Entry{Session: s.tag, Record: it.Record, Version: v, Content: content})
+	if err != nil {
+		s.mu.Unlock()
+		return "", err
+	}
+	s.versions[it.Record] = v
+	s.mu.Unlock()
+	if err := wait(); err != nil {
+		return "", err
+	}
+	return outbox.LocalID(it.Record, v), nil
+}
+
+// reseal returns the ciphertext of it's plaintext as version v: its
+// top-level "version" (the envelope's, docs/ARCHITECTURE.md "Relay
+// envelope and versions") set to v, so a reader finds the version its
+// localId names; a plaintext without one (a legacy record) is sealed again
+// as it is. Errors: it does not open with ci, or does not seal.
+func reseal(ci crypto.Cipher, it outbox.Item, v int64) (string, error) {
+	plain, err := openPayload(ci, "outbox row", 0, it.Content)
+	if err != nil {
+		return "", fmt.Errorf("reopen %s: %w", it.LocalID, err)
+	}
+	var env map[string]json.RawMessage
+	if json.Unmarshal(plain, &env) == nil && env != nil {
+		if _, ok := env["version"]; ok {
+			env["version"] = json.RawMessage(strconv.FormatInt(v, 10))
+			if plain, err = json.Marshal(env); err != nil {
+				return "", fmt.Errorf("re-encode %s: %w", it.LocalID, err)
+			}
+		}
+	}
+	sealed, err := ci.Seal(plain)
+	if err != nil {
+		return "", fmt.Errorf("seal %s: %w", outbox.LocalID(it.Record, v), err)
+	}
+	return b64(sealed), nil
+}
+
 // isOwn reports whether localID names a version this client enqueued for
 // the session (in this process or an earlier one): "<record>.<version>"
 // with version <= the record's last version in the outbox.
@@ -582,6 +641,7 @@ func (s *Session) Stats() SessionStats {
 		Sent:            s.snd.sent.Load(),
 		Pending:         n,
 		Rejected:        s.snd.rejected.Load(),
+		Conflicts:       s.snd.conflicts.Load(),
 		SendFailures:    s.snd.failures.Load(),
 		Delivered:       s.rcv.delivered.Load(),
 		Echoes:          s.rcv.echoes.Load(),

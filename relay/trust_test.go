@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -132,5 +133,113 @@ func TestDeferredCreationRefusesAnOldSession(t *testing.T) {
 	rows, err := p.Messages(ctx, oldID, 0)
 	if err != nil || len(rows) != 1 {
 		t.Fatalf("the old session holds %d rows (%v), want its own 1", len(rows), err)
+	}
+}
+
+// note is a message envelope carrying a text, so a reader can tell whose
+// content a version holds.
+func note(record string, version int64, text string) []byte {
+	b, _ := json.Marshal(map[string]any{"kind": "message", "version": version, "info": map[string]any{"id": record}, "parts": []any{}, "text": text})
+	return b
+}
+
+// readNotes reads every row of the session and returns, per localId, the
+// record, version and text its plaintext claims ("" fields for a row that
+// does not decrypt).
+func readNotes(t *testing.T, p *evilrelay.Proxy, s *Session) map[string]string {
+	t.Helper()
+	rows, err := p.Messages(context.Background(), s.ID(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, m := range rows {
+		var env struct {
+			Version int64
+			Info    struct{ ID string }
+			Text    string
+		}
+		if plain, err := openPayload(s.Cipher(), "message", m.Seq, m.Content.C); err == nil {
+			_ = json.Unmarshal(plain, &env)
+		}
+		out[*m.LocalID] = fmt.Sprintf("%s.%d %s", env.Info.ID, env.Version, env.Text)
+	}
+	return out
+}
+
+// A relay that stores rows of its own under the next localIds of a record
+// (here: replays of the record's first version) before the client's posts
+// reach it: each post is answered "already stored"; the client fetches the
+// rows back, sees they are not its own, counts and records the conflicts,
+// and writes the content again under the next version, until it lands.
+// Nothing it wrote is lost, and the outbox never takes a foreign row for
+// its own.
+func TestPreClaimedLocalIDsAreWrittenAgain(t *testing.T) {
+	p, c := evilSetup(t)
+	s := openTestSession(t, c, SessionOptions{Tag: newTag(t), Metadata: json.RawMessage(`{}`)})
+	ctx := openCtx(t)
+	if _, err := s.Enqueue(ctx, "msg_a", func(v int64) ([]byte, error) { return note("msg_a", v, "first"), nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first, err := p.Messages(ctx, s.ID(), 0)
+	if err != nil || len(first) != 1 {
+		t.Fatalf("rows %v %v", first, err)
+	}
+	p.Use(evilrelay.PreClaim(func(_, localID string) (string, bool) {
+		return first[0].Content.C, localID == "msg_a.2" || localID == "msg_a.3"
+	}))
+	if _, err := s.Enqueue(ctx, "msg_a", func(v int64) ([]byte, error) { return note("msg_a", v, "second"), nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := readNotes(t, p, s)
+	want := map[string]string{"msg_a.1": "msg_a.1 first", "msg_a.2": "msg_a.1 first", "msg_a.3": "msg_a.1 first", "msg_a.4": "msg_a.4 second"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("relay holds %v\nwant %v", got, want)
+	}
+	st := s.Stats()
+	if st.Conflicts != 2 || st.Sent != 2 || st.Pending != 0 || s.LastVersion("msg_a") != 4 {
+		t.Fatalf("stats %+v, last version %d", st, s.LastVersion("msg_a"))
+	}
+	cs, err := c.Outbox().Conflicts(ctx, s.Tag())
+	if err != nil || len(cs) != 2 || cs[0].LocalID != "msg_a.2" || cs[1].LocalID != "msg_a.3" || cs[0].Seq != 2 || cs[1].Seq != 3 {
+		t.Fatalf("conflicts %+v %v", cs, err)
+	}
+}
+
+// A version whose localId was taken but that a later version of the same
+// record supersedes is not written again: the conflict is counted, and the
+// later version carries the record.
+func TestPreClaimedSupersededVersion(t *testing.T) {
+	p, c := evilSetup(t)
+	// The session is created only once both versions wait, so they go in
+	// one post.
+	p.Use(evilrelay.On(http.MethodPost, "/v1/sessions", func(*evilrelay.Request, evilrelay.Next) (*evilrelay.Response, error) {
+		return evilrelay.JSON(http.StatusServiceUnavailable, map[string]string{"error": "down"}), nil
+	}))
+	s := openTestSession(t, c, SessionOptions{Tag: newTag(t), Metadata: json.RawMessage(`{}`)})
+	ctx := openCtx(t)
+	for _, text := range []string{"one", "two"} {
+		if _, err := s.Enqueue(ctx, "msg_b", func(v int64) ([]byte, error) { return note("msg_b", v, text), nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Reset()
+	p.Use(evilrelay.PreClaim(func(_, localID string) (string, bool) { return "Z2FyYmFnZQ==", localID == "msg_b.1" }))
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := readNotes(t, p, s)
+	want := map[string]string{"msg_b.1": ".0 ", "msg_b.2": "msg_b.2 two"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("relay holds %v\nwant %v", got, want)
+	}
+	if st := s.Stats(); st.Conflicts != 1 || st.Sent != 1 || s.LastVersion("msg_b") != 2 {
+		t.Fatalf("stats %+v", st)
 	}
 }
