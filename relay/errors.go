@@ -111,3 +111,19 @@ func (e *DecryptError) Error() string {
 // Unwrap returns ErrDecrypt and the reason, so both errors.Is(err, ErrDecrypt)
 // and errors.Is(err, crypto.ErrAuthFailed) hold.
 func (e *DecryptError) Unwrap() []error { return []error{ErrDecrypt, e.Reason} }
+
+// RecordError is a message of a session's stream that
+// SessionOptions.CheckRecord refused: it decrypted, but is not the record
+// version its localId names (a replay of another row's ciphertext).
+type RecordError struct {
+	Seq     int64  // its seq in the session
+	LocalID string // the localId it was stored under
+	Reason  error  // CheckRecord's error
+}
+
+func (e *RecordError) Error() string {
+	return fmt.Sprintf("relay message seq %d (localId %q) refused: %v", e.Seq, e.LocalID, e.Reason)
+}
+
+// Unwrap returns the check's error.
+func (e *RecordError) Unwrap() error { return e.Reason }

@@ -27,6 +27,7 @@ type receiver struct {
 	last       atomic.Int64
 	hint       atomic.Int64 // highest seq known to exist (from our own sends)
 	delivered  atomic.Int64
+	refused    atomic.Int64
 	echoes     atomic.Int64
 	duplicates atomic.Int64
 	gapFetches atomic.Int64
@@ -221,10 +222,18 @@ func (r *receiver) apply(ctx context.Context, m StoredMessage) bool {
 		in.Err = &DecryptError{What: "message", Seq: m.Seq, Reason: errContentKind(m.Content.T)}
 	} else if plain, err := r.s.open("message", m.Seq, m.Content.C); err != nil {
 		in.Err = err
+	} else if check := r.s.opts.CheckRecord; check != nil {
+		if err := check(m.LocalID, plain); err != nil {
+			in.Err = &RecordError{Seq: m.Seq, LocalID: m.LocalID, Reason: err}
+			r.refused.Add(1)
+			r.s.c.log.Warn().Err(in.Err).Str("tag", r.s.tag).Msg("relay message refused")
+		} else {
+			in.Plaintext = plain
+		}
 	} else {
 		in.Plaintext = plain
 	}
-	if in.Err != nil {
+	if _, bad := in.Err.(*DecryptError); bad {
 		r.s.countDecrypt(in.Err)
 	}
 	// Counted before the hand-over, so a consumer that reads the message

@@ -37,6 +37,14 @@ type SessionOptions struct {
 	OnStateUpdate func(u StateUpdate)
 	// ReceiveBuffer is the capacity of the Receive channel (64 when zero).
 	ReceiveBuffer int
+	// CheckRecord, when set, checks every decrypted message of the stream
+	// against the localId it was stored under (happy sets
+	// session.CheckRecord: the plaintext must be the record version
+	// "<recordId>.<version>" names). A message it refuses is delivered
+	// with Err a *RecordError and no plaintext, and counted in
+	// SessionStats.Refused: a relay can replay a row's ciphertext under
+	// another localId, never make one up.
+	CheckRecord func(localID string, plaintext []byte) error
 }
 
 // FromNow as SessionOptions.ReceiveAfter starts receiving after the
@@ -60,8 +68,10 @@ type Incoming struct {
 	// Plaintext is the decrypted JSON (nil when Err is set).
 	Plaintext json.RawMessage
 	// Err is a *DecryptError when the message could not be decrypted (wrong
-	// key or variant, bad base64, not an encrypted envelope). Such a message
-	// is still delivered, in order, so it is seen and counted, never skipped.
+	// key or variant, bad base64, not an encrypted envelope), or a
+	// *RecordError when SessionOptions.CheckRecord refused it. Such a
+	// message is still delivered, in order, so it is seen and counted,
+	// never skipped.
 	Err error
 }
 
@@ -79,7 +89,8 @@ type SessionStats struct {
 	Rejected        int64  // rows the relay refused permanently (kept in the outbox's rejected table)
 	Conflicts       int64  // versions whose localId held someone else's row (noted in the outbox; written again unless superseded)
 	SendFailures    int64  // failed send attempts (each retried)
-	Delivered       int64  // messages delivered on Receive (including decrypt failures)
+	Delivered       int64  // messages delivered on Receive (including decrypt failures and refusals)
+	Refused         int64  // messages SessionOptions.CheckRecord refused (delivered with a *RecordError)
 	Echoes          int64  // own messages seen in the stream and skipped
 	DuplicateEvents int64  // live events for a seq already processed
 	GapFetches      int64  // fetches started because a live event skipped seqs
@@ -644,6 +655,7 @@ func (s *Session) Stats() SessionStats {
 		Conflicts:       s.snd.conflicts.Load(),
 		SendFailures:    s.snd.failures.Load(),
 		Delivered:       s.rcv.delivered.Load(),
+		Refused:         s.rcv.refused.Load(),
 		Echoes:          s.rcv.echoes.Load(),
 		DuplicateEvents: s.rcv.duplicates.Load(),
 		GapFetches:      s.rcv.gapFetches.Load(),

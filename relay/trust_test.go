@@ -12,6 +12,7 @@ import (
 
 	"github.com/happy-dev/happy/internal/evilrelay"
 	"github.com/happy-dev/happy/server/servertest"
+	"github.com/happy-dev/happy/session"
 )
 
 // evilSetup is a real relay behind a malicious proxy, and a client of a
@@ -240,6 +241,37 @@ func TestPreClaimedSupersededVersion(t *testing.T) {
 		t.Fatalf("relay holds %v\nwant %v", got, want)
 	}
 	if st := s.Stats(); st.Conflicts != 1 || st.Sent != 1 || s.LastVersion("msg_b") != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// The receive path refuses, with SessionOptions.CheckRecord (what happy
+// sets: session.CheckRecord), a row replayed under another localId: it is
+// delivered in order with an error wrapping the check's, counted, and
+// never handed over as a plaintext.
+func TestReceiveRefusesAReplayedRow(t *testing.T) {
+	p, c := evilSetup(t)
+	s := openTestSession(t, c, SessionOptions{Tag: newTag(t), Metadata: json.RawMessage(`{}`), CheckRecord: session.CheckRecord})
+	ctx := openCtx(t)
+	sealed, err := s.Cipher().Seal(note("msg_p", 1, "a prompt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Post(ctx, s.ID(), evilrelay.Outgoing{Content: b64(sealed), LocalID: "msg_p.1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Replay(ctx, s.ID(), 1, "msg_q.1"); err != nil {
+		t.Fatal(err)
+	}
+	got := receiveN(t, s, 2)
+	if got[0].Err != nil || got[0].LocalID != "msg_p.1" || !strings.Contains(string(got[0].Plaintext), "a prompt") {
+		t.Fatalf("first row %+v", got[0])
+	}
+	var re *RecordError
+	if !errors.As(got[1].Err, &re) || !errors.Is(got[1].Err, session.ErrWrongLocalID) || got[1].Plaintext != nil || re.Seq != 2 || re.LocalID != "msg_q.1" {
+		t.Fatalf("replayed row %+v", got[1])
+	}
+	if st := s.Stats(); st.Refused != 1 || st.Delivered != 2 || st.DecryptFailures != 0 {
 		t.Fatalf("stats %+v", st)
 	}
 }
