@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/happy-dev/happy/app"
+	"github.com/happy-dev/happy/internal/private"
 	"github.com/happy-dev/happy/internal/proc"
 )
 
@@ -209,7 +210,7 @@ func (d *daemon) spawn(ctx context.Context, params json.RawMessage) SpawnReply {
 		d.env.Log.Info().Str("directory", dir).Msg("spawn: the directory does not exist; asking for approval")
 		return SpawnReply{Type: SpawnApproveDirectory, Directory: dir}
 	case errors.Is(err, os.ErrNotExist):
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := private.MkdirAll(dir); err != nil {
 			return fail("create directory: %v", err)
 		}
 		d.env.Log.Info().Str("directory", dir).Msg("spawn: created the directory (approved in the request)")
@@ -246,12 +247,12 @@ func (d *daemon) start(ctx context.Context, agentName, dir string, args []string
 		d.env.Log.Warn().Str("agent", agentName).Str("directory", dir).Str("error", msg).Msg("spawn failed")
 		return SpawnReply{Type: SpawnError, ErrorMessage: msg}
 	}
-	if err := os.MkdirAll(d.env.Home.Logs(), 0o700); err != nil {
+	if err := private.Dir(d.env.Home.Logs()); err != nil {
 		return fail("logs: %v", err)
 	}
 	started := now(d.env)
 	logPath := filepath.Join(d.env.Home.Logs(), fmt.Sprintf("%s-daemon-%s.out", started.UTC().Format("20060102T150405.000Z"), agentName))
-	out, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	out, err := private.OpenAppend(logPath)
 	if err != nil {
 		return fail("session log: %v", err)
 	}

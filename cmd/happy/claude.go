@@ -23,6 +23,7 @@ import (
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/app"
 
+	"github.com/happy-dev/happy/internal/private"
 	"github.com/happy-dev/happy/internal/proc"
 	"github.com/happy-dev/happy/localapi"
 	"github.com/happy-dev/happy/mapper"
@@ -439,7 +440,7 @@ func runClaudePrint(parent context.Context, f *factory, o *agentOptions, claudeP
 	so := sdk.Options{Binary: claudePath, Args: args, Dir: dir,
 		StderrLine: func(l string) { log.Debug().Str("claude_stderr", l).Msg("") }}
 	if o.record != "" {
-		if record, err = os.Create(o.record); err != nil {
+		if record, err = private.Create(o.record); err != nil {
 			return &usageError{err: err}
 		}
 		defer record.Close()

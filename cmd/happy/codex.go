@@ -18,6 +18,7 @@ import (
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/app"
 	"github.com/happy-dev/happy/internal/buildinfo"
+	"github.com/happy-dev/happy/internal/private"
 )
 
 // codexOptions are the flags of `happy codex` beyond the shared ones.
@@ -155,7 +156,7 @@ func runCodexSession(parent context.Context, f *factory, o *codexOptions, proto 
 		Settings:       rpcagent.Settings{ClientName: "happy", ClientVersion: buildinfo.Version, Logger: log},
 	}
 	if o.record != "" {
-		record, err := os.Create(o.record)
+		record, err := private.Create(o.record)
 		if err != nil {
 			return &usageError{err: err}
 		}

@@ -73,6 +73,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/happy-dev/happy/internal/private"
 )
 
 // FileName is the database file inside the outbox folder.
@@ -215,8 +217,8 @@ type op struct {
 // Open opens (creating when missing) the outbox in dir (mode 0700) and starts
 // its writer.
 func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("outbox: create %s: %w", dir, err)
+	if err := private.Dir(dir); err != nil {
+		return nil, fmt.Errorf("outbox: %w", err)
 	}
 	sync := strings.ToUpper(opts.Synchronous)
 	if sync == "" {
@@ -226,6 +228,13 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("outbox: synchronous %q (want FULL or NORMAL)", opts.Synchronous)
 	}
 	path := filepath.Join(dir, FileName)
+	// The file exists 0600 before SQLite opens it (SQLite creates its
+	// -wal and -shm files with the database's mode).
+	f, err := private.OpenFile(path, os.O_CREATE|os.O_RDWR)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: create %s: %w", path, err)
+	}
+	_ = f.Close()
 	pipelined := sync == "FULL" && canSyncWAL && !opts.serialSync
 	dsn := func(extra ...string) string {
 		q := url.Values{}
@@ -253,7 +262,12 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		_ = w.Close()
 		return nil, fmt.Errorf("outbox: open %s: %w", path, err)
 	}
-	_ = os.Chmod(path, 0o600)
+	for _, p := range []string{path + "-wal", path + "-shm"} {
+		if err := private.Restrict(p); err != nil {
+			_ = w.Close()
+			return nil, fmt.Errorf("outbox: %w", err)
+		}
+	}
 	if _, err := w.ExecContext(ctx, schema); err != nil {
 		_ = w.Close()
 		return nil, fmt.Errorf("outbox: create schema in %s: %w", path, err)
