@@ -13,8 +13,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-
-	"github.com/happy-dev/happy/internal/private"
 )
 
 // CredentialsFileName is the name of the credential file in the happy home folder, the
@@ -421,8 +419,8 @@ func (c *Credentials) Save(path string) error {
 		return err
 	}
 	dir := filepath.Dir(path)
-	if err := private.MkdirAll(dir); err != nil {
-		return fmt.Errorf("crypto: save credentials: %w", err)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("crypto: save credentials: create folder: %w", err)
 	}
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
