@@ -71,3 +71,34 @@ func TestWhatARunWritesIsPrivate(t *testing.T) {
 		t.Fatalf("only %d files under the home", n)
 	}
 }
+
+// --initial-prompt-fd reads the first prompt from the descriptor (the
+// daemon's pipe) to its end, and is refused with
+// --initial-prompt or a descriptor that is not an inherited one.
+func TestInitialPromptFromDescriptor(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	fd, err := syscall.Dup(int(r.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteString("fix the build"); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	o := &agentOptions{initialPromptFD: fd, startedBy: "daemon"}
+	if err := o.checkStartFlags(); err != nil || o.initialPrompt != "fix the build" {
+		t.Fatalf("prompt %q, %v", o.initialPrompt, err)
+	}
+	both := &agentOptions{initialPromptFD: 9, initialPrompt: "x"}
+	if err := both.checkStartFlags(); err == nil || err.Error() != "--initial-prompt and --initial-prompt-fd are two ways of giving one prompt; give one" {
+		t.Errorf("both: %v", err)
+	}
+	stderr := &agentOptions{initialPromptFD: 2}
+	if err := stderr.checkStartFlags(); err == nil || err.Error() != "--initial-prompt-fd: initial prompt: descriptor 2 is not an inherited pipe (want 3 or more)" {
+		t.Errorf("fd 2: %v", err)
+	}
+}
