@@ -185,6 +185,13 @@ func TestPreClaimedLocalIDsAreWrittenAgain(t *testing.T) {
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// A post the relay answers "new" is not read back: the only reads are
+	// the receive path's pages (limit 500).
+	for _, ex := range p.Seen() {
+		if ex.Method == http.MethodGet && strings.HasSuffix(ex.Path, "/messages") && ex.Query.Get("limit") != "500" {
+			t.Fatalf("read back a row the relay stored new: %+v", ex)
+		}
+	}
 	first, err := p.Messages(ctx, s.ID(), 0)
 	if err != nil || len(first) != 1 {
 		t.Fatalf("rows %v %v", first, err)
