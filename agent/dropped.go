@@ -52,6 +52,7 @@ const (
 	DropIllegalTransition DropReason = "illegal_transition" // a tool state change the state machine refuses
 	DropOrphan            DropReason = "orphan"             // refers to something never announced and cannot stand alone
 	DropDecryptFailed     DropReason = "decrypt_failed"     // ciphertext that does not open with our key
+	DropWrongLocalID      DropReason = "wrong_localid"      // a relay row whose record and version are not the ones its localId names (a replay)
 	DropUnknownDecision   DropReason = "unknown_decision"   // a permission answer that is not once/always/reject
 
 	// Control inputs (prompts, decisions, machine requests) refused by

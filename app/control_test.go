@@ -119,14 +119,17 @@ func TestPromptRowAttacks(t *testing.T) {
 	}
 	waitTurns(t, connB, o, 2)
 
-	// The stored prompt, re-posted under other localIds.
+	// The stored prompt, re-posted under other localIds: not the record
+	// version those name, so every reader refuses it before it could act.
 	row := storedRow(t, connB, o, id+".1")
 	postRow(t, connB, o, row, "replayed-1")
 	postRow(t, connB, o, row, id+".7")
 	// A canonical prompt with no envelope, and one sealed for another
 	// session (under this session's key: what a copied row would carry).
+	seq := 0
 	prompt := func(text string, ctl any) map[string]any {
-		pid := fmt.Sprintf("msg_%013d%s", time.Now().UnixMilli(), "abcdef012345")
+		seq++
+		pid := fmt.Sprintf("msg_%013d%012d", time.Now().UnixMilli(), seq)
 		m := map[string]any{"kind": "message", "version": 1,
 			"info":  map[string]any{"id": pid, "sessionID": "ses_x", "role": "user", "time": map[string]any{"created": time.Now().UnixMilli()}},
 			"parts": []any{map[string]any{"id": "prt_1", "sessionID": "ses_x", "messageID": pid, "type": "text", "text": text}}}
@@ -135,25 +138,45 @@ func TestPromptRowAttacks(t *testing.T) {
 		}
 		return m
 	}
-	postRow(t, connB, o, sealRow(t, o, prompt("unsealed", nil)), "u-1")
+	// (each under the localId its record names, so only the envelope
+	// check stands between it and the agent).
+	post := func(m map[string]any) {
+		postRow(t, connB, o, sealRow(t, o, m), m["info"].(map[string]any)["id"].(string)+".1")
+	}
+	post(prompt("unsealed", nil))
 	other, _ := control.New("another-session", control.MethodPrompt, nil, time.Now())
-	postRow(t, connB, o, sealRow(t, o, prompt("wrong target", other)), "w-1")
+	post(prompt("wrong target", other))
 	old, _ := control.New(o.Info.ID, control.MethodPrompt, nil, time.Now().Add(-control.Window-time.Minute))
-	postRow(t, connB, o, sealRow(t, o, prompt("stale", old)), "s-1")
+	post(prompt("stale", old))
 	// The reference app's prompt: accepted once, refused re-posted.
 	ref := sealRow(t, o, map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": "from the app"}})
 	postRow(t, connB, o, ref, "ref-1")
 	waitCond(t, "the app's prompt blocked", func() bool { _, c := blocked(t, connB, getSID); return c == "call-3" })
 	postRow(t, connB, o, ref, "ref-2")
 
-	want := "prompt:replayed prompt:replayed prompt:unsealed prompt:wrong_target prompt:stale prompt:replayed"
+	want := "prompt:unsealed prompt:wrong_target prompt:stale prompt:replayed"
 	var got []string
-	waitCond(t, "six refusals on the transcript", func() bool {
+	waitCond(t, "four refusals on the transcript", func() bool {
 		got = droppedReasons(t, connB, o)
-		return len(got) >= 6
+		return len(got) >= 4
 	})
 	if strings.Join(got, " ") != want {
 		t.Fatalf("refusals %q\nwant %q", strings.Join(got, " "), want)
+	}
+	// The two re-posted rows: every reader refuses them as not what their
+	// localId names.
+	rb, _, err := ReadTranscript(context.Background(), connB, o, ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong := 0
+	for _, d := range rb.Transcript().Dropped {
+		if d.Reason == agent.DropWrongLocalID {
+			wrong++
+		}
+	}
+	if wrong != 2 {
+		t.Fatalf("%d rows refused as wrong_localid, want 2: %+v", wrong, rb.Transcript().Dropped)
 	}
 	ag.mu.Lock()
 	calls := strings.Join(ag.calls, ",")

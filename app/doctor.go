@@ -331,7 +331,10 @@ func checkOutboxOnly(ctx context.Context, env Env) Check {
 	return outboxCheck(ctx, st)
 }
 
-// outboxCheck counts the versions waiting for the relay, per session.
+// outboxCheck counts the versions waiting for the relay, per session, and
+// the localId conflicts the relay client noted (rows the relay held under
+// this outbox's localIds that were not its own: docs/ARCHITECTURE.md,
+// "Relay envelope and versions").
 func outboxCheck(ctx context.Context, st outboxReader) Check {
 	c := Check{Name: "outbox"}
 	sessions, err := st.Sessions(ctx)
@@ -348,13 +351,28 @@ func outboxCheck(ctx context.Context, st outboxReader) Check {
 		}
 		total += n
 	}
-	if total == 0 {
+	conflicts, err := st.Conflicts(ctx, "")
+	if err != nil {
+		c.Status, c.Detail = CheckFail, err.Error()
+		return c
+	}
+	if total == 0 && len(conflicts) == 0 {
 		c.Status, c.Detail = CheckOK, "nothing waits for the relay"
 		return c
 	}
 	c.Status = CheckWarn
-	c.Detail = fmt.Sprintf("%d version(s) of %d session(s) wait for the relay", total, len(sessions))
-	c.Fix = "they are sent by the next happy that runs on this home while the relay answers; check the relay line above"
+	var details, fixes []string
+	if total > 0 {
+		details = append(details, fmt.Sprintf("%d version(s) of %d session(s) wait for the relay", total, len(sessions)))
+		fixes = append(fixes, "they are sent by the next happy that runs on this home while the relay answers; check the relay line above")
+	}
+	if n := len(conflicts); n > 0 {
+		last := conflicts[n-1]
+		details = append(details, fmt.Sprintf("%d localId conflict(s) since %s: the relay held rows under this machine's record ids that were not its own (last: %s of session %s, %s); the versions were written again",
+			n, conflicts[0].At.UTC().Format(time.RFC3339), last.LocalID, last.Session, last.Detail))
+		fixes = append(fixes, "someone holding the account's token, or the relay, wrote them: run happy auth logout --revoke on a device you trust, then log the others in again")
+	}
+	c.Detail, c.Fix = strings.Join(details, "; "), strings.Join(fixes, "; ")
 	return c
 }
 
@@ -404,6 +422,7 @@ func humanBytes(n int64) string {
 type outboxReader interface {
 	Sessions(ctx context.Context) ([]string, error)
 	Count(ctx context.Context, session string) (int, error)
+	Conflicts(ctx context.Context, session string) ([]outbox.Conflict, error)
 }
 
 // openOutbox opens the outbox of a home for reading.

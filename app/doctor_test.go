@@ -38,6 +38,10 @@ func TestDoctor(t *testing.T) {
 	if err := conn.Client.Outbox().Append(context.Background(), outbox.Entry{Session: "s1", Record: "r1", Version: 1, Content: "x"}); err != nil {
 		t.Fatal(err)
 	}
+	// The relay once held another row under one of this outbox's localIds.
+	if err := conn.Client.Outbox().NoteConflict(context.Background(), "s0", "r0.2", 7, "the row at seq 7 holds another ciphertext"); err != nil {
+		t.Fatal(err)
+	}
 	// This machine's clock runs a minute fast.
 	env.Now = func() time.Time { return time.Now().Add(time.Minute) }
 	checks := Doctor(context.Background(), env, DoctorOptions{Timeout: 500 * time.Millisecond, Agents: []AgentProbe{
@@ -65,7 +69,7 @@ func TestDoctor(t *testing.T) {
 		{"relay", CheckOK, "(from env): happy-server", ""},
 		{"clock", CheckWarn, "ahead of the relay", "sync the clock"},
 		{"account", CheckOK, "0 session(s)", ""},
-		{"outbox", CheckWarn, "1 version(s) of 1 session(s) wait for the relay", "next happy"},
+		{"outbox", CheckWarn, "1 version(s) of 1 session(s) wait for the relay; 1 localId conflict(s) since ", "happy auth logout --revoke"},
 		{"orphans", CheckOK, "no session left running", ""},
 		{"platform", CheckOK, "", ""},
 	}

@@ -219,7 +219,7 @@ func TestLogSessionScriptIsOrdered(t *testing.T) {
 	}
 	rb := session.NewReadback(mapper.Session{ID: "ses_fallback"})
 	for i, p := range vl.plain {
-		rb.Add(int64(i+1), p)
+		rb.Add(int64(i+1), vl.local[i], p)
 	}
 	tr := rb.Transcript()
 	if len(tr.Dropped) != 0 || tr.Session.ID == "ses_fallback" || len(tr.Messages) < 6 {

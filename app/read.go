@@ -197,8 +197,7 @@ type ReadOptions struct {
 func ReadTranscript(ctx context.Context, conn *Conn, o Opened, opts ReadOptions) (*session.Readback, int64, error) {
 	rb := opts.Into
 	if rb == nil {
-		rb = session.NewReadback(mapper.Session{ID: o.Info.ID, Directory: o.Metadata.Path,
-			Time: mapper.SessionTime{Created: o.Info.CreatedAt, Updated: o.Info.UpdatedAt}})
+		rb = readbackOf(o)
 	}
 	after := opts.AfterSeq
 	for {
@@ -213,12 +212,19 @@ func ReadTranscript(ctx context.Context, conn *Conn, o Opened, opts ReadOptions)
 				rb.Drop(agent.Dropped{Source: session.DroppedSourceRelay, Line: m.Seq, Reason: agent.DropDecryptFailed, Detail: err.Error()})
 				continue
 			}
-			rb.Add(m.Seq, plain)
+			rb.Add(m.Seq, m.LocalID, plain)
 		}
 		if !page.HasMore || len(page.Messages) == 0 {
 			return rb, after, nil
 		}
 	}
+}
+
+// readbackOf is an empty Readback of o's session (its fallback root the
+// session as the relay lists it).
+func readbackOf(o Opened) *session.Readback {
+	return session.NewReadback(mapper.Session{ID: o.Info.ID, Directory: o.Metadata.Path,
+		Time: mapper.SessionTime{Created: o.Info.CreatedAt, Updated: o.Info.UpdatedAt}})
 }
 
 func decrypt(c crypto.Cipher, content string) ([]byte, error) {
@@ -229,11 +235,13 @@ func decrypt(c crypto.Cipher, content string) ([]byte, error) {
 	return c.Open(raw)
 }
 
-// RowEvent is one row read by FollowSession: its seq and decrypted
-// plaintext, or (Dropped set) the record that stands for a row that did not
-// decrypt or a frame the stream reader refused.
+// RowEvent is one row read by FollowSession: its seq, the localId it was
+// stored under and its decrypted plaintext (for session.Readback.Add), or
+// (Dropped set) the record that stands for a row that did not decrypt or a
+// frame the stream reader refused.
 type RowEvent struct {
 	Seq     int64
+	LocalID string
 	Plain   []byte
 	Dropped *agent.Dropped
 }
@@ -284,7 +292,7 @@ func FollowSessionLive(ctx context.Context, conn *Conn, o Opened, after int64, o
 			return send(RowEvent{Seq: m.Seq, Dropped: &agent.Dropped{Source: session.DroppedSourceRelay, Line: m.Seq,
 				Reason: agent.DropDecryptFailed, Detail: err.Error()}})
 		}
-		return send(RowEvent{Seq: m.Seq, Plain: plain})
+		return send(RowEvent{Seq: m.Seq, LocalID: m.LocalID, Plain: plain})
 	})
 	return err
 }

@@ -174,7 +174,9 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 	if err != nil {
 		return res, err
 	}
-	sess, err := conn.Client.OpenSession(ctx, relay.SessionOptions{Tag: tag, Metadata: meta})
+	// CheckRecord: a row replayed under another localId never reaches the
+	// runner as a prompt (docs/ARCHITECTURE.md, "Relay envelope and versions").
+	sess, err := conn.Client.OpenSession(ctx, relay.SessionOptions{Tag: tag, Metadata: meta, CheckRecord: session.CheckRecord})
 	if err != nil {
 		return res, fmt.Errorf("%w: open relay session: %w", ErrRelay, err)
 	}
@@ -510,7 +512,7 @@ func receivePrompts(ctx context.Context, env Env, sess *relay.Session, runner *s
 	pr := session.PromptReader{MaxSize: MaxAttachmentSize}
 	for inc := range sess.Receive() {
 		if inc.Err != nil {
-			env.Log.Warn().Err(inc.Err).Int64("seq", inc.Seq).Msg("relay message could not be decrypted")
+			env.Log.Warn().Err(inc.Err).Int64("seq", inc.Seq).Msg("relay message not read (it does not decrypt, or is not the record its localId names)")
 			continue
 		}
 		if ctl, isControl, isDialect := promptControl(inc.Plaintext); isControl {

@@ -2,6 +2,8 @@ package app
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"sync"
@@ -70,4 +72,32 @@ func reportSpawned(id string) {
 	b, _ := json.Marshal(SpawnReport{SessionID: id, PID: os.Getpid(), Events: events})
 	_, _ = f.Write(append(b, '\n'))
 	_ = f.Close()
+}
+
+// MaxInitialPrompt bounds the first prompt a session started by the daemon
+// reads from its descriptor (ReadInitialPrompt), in bytes.
+const MaxInitialPrompt = 64 << 10
+
+// ReadInitialPrompt reads the first prompt of a session the daemon started
+// from the inherited file descriptor fd (the read end of a pipe the daemon
+// writes the prompt to and closes; `--initial-prompt-fd`), up to its end,
+// and closes it. The prompt never travels on the command line, which every
+// local user can read (docs/ARCHITECTURE.md, "The daemon"). Errors: fd is
+// not a descriptor above 2, reading it fails, or the prompt is over
+// MaxInitialPrompt bytes.
+func ReadInitialPrompt(fd int) (string, error) {
+	if fd <= 2 {
+		return "", fmt.Errorf("initial prompt: descriptor %d is not an inherited pipe (want 3 or more)", fd)
+	}
+	syscall.CloseOnExec(fd)
+	f := os.NewFile(uintptr(fd), "initial-prompt")
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxInitialPrompt+1))
+	if err != nil {
+		return "", fmt.Errorf("initial prompt: read descriptor %d: %w", fd, err)
+	}
+	if len(b) > MaxInitialPrompt {
+		return "", fmt.Errorf("initial prompt: over %d bytes", MaxInitialPrompt)
+	}
+	return string(b), nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/happy-dev/happy/app"
 	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/internal/home"
+	"github.com/happy-dev/happy/internal/private"
 	"github.com/happy-dev/happy/relay"
 )
 
@@ -48,11 +49,11 @@ func Start(opts StartOptions) (State, error) {
 	if opts.Wait <= 0 {
 		opts.Wait = 15 * time.Second
 	}
-	if err := os.MkdirAll(h.Logs(), 0o700); err != nil {
+	if err := private.Dir(h.Logs()); err != nil {
 		return State{}, err
 	}
 	rotate(LogPath(h))
-	out, err := os.OpenFile(LogPath(h), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	out, err := private.OpenAppend(LogPath(h))
 	if err != nil {
 		return State{}, err
 	}

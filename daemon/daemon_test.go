@@ -36,8 +36,9 @@ func TestSpawnArgs(t *testing.T) {
 		wantErr string
 	}{
 		{"claude", SpawnRequest{Agent: "claude"}, []string{"claude", "--remote", "--started-by", "daemon"}, ""},
+		// The prompt is never an argument (start hands it over on a pipe).
 		{"codex with mode and prompt", SpawnRequest{Agent: "codex", PermissionMode: "read-only", Prompt: "-p rm -rf /"},
-			[]string{"codex", "--started-by", "daemon", "--permission-mode=read-only", "--initial-prompt=-p rm -rf /"}, ""},
+			[]string{"codex", "--started-by", "daemon", "--permission-mode=read-only"}, ""},
 		{"default mode of an agent without modes", SpawnRequest{Agent: "gemini", PermissionMode: "default"}, []string{"gemini", "--started-by", "daemon"}, ""},
 		{"claude mode", SpawnRequest{Agent: "claude", PermissionMode: "plan"}, []string{"claude", "--remote", "--started-by", "daemon", "--permission-mode=plan"}, ""},
 		{"unknown agent", SpawnRequest{Agent: "bash"}, nil, `unknown agent "bash" (this daemon starts claude, codex, gemini, openclaw, opencode)`},
@@ -46,7 +47,7 @@ func TestSpawnArgs(t *testing.T) {
 		{"bad mode", SpawnRequest{Agent: "codex", PermissionMode: "--yolo"}, nil, `permission mode "--yolo" is not one of codex's (default, read-only, safe-yolo, yolo)`},
 		{"mode of another agent", SpawnRequest{Agent: "claude", PermissionMode: "yolo"}, nil, `permission mode "yolo" is not one of claude's (default, acceptEdits, plan, bypassPermissions)`},
 		{"NUL in prompt", SpawnRequest{Agent: "codex", Prompt: "a\x00b"}, nil, "the first prompt is over 65536 bytes or holds a NUL byte"},
-		{"resume", SpawnRequest{Agent: "claude", ResumeSessionID: "cmx1_a-B", Prompt: "go on"}, []string{"resume", "cmx1_a-B", "--remote", "--started-by", "daemon", "--initial-prompt=go on"}, ""},
+		{"resume", SpawnRequest{Agent: "claude", ResumeSessionID: "cmx1_a-B", Prompt: "go on"}, []string{"resume", "cmx1_a-B", "--remote", "--started-by", "daemon"}, ""},
 		{"resume with a mode", SpawnRequest{Agent: "claude", ResumeSessionID: "s1", PermissionMode: "plan"}, nil, `permission mode "plan": a resumed session keeps its own`},
 		{"resume of codex", SpawnRequest{Agent: "codex", ResumeSessionID: "s1"}, nil, "resuming a codex session through the daemon is not supported (Claude sessions only)"},
 		{"resume id as a flag", SpawnRequest{Agent: "claude", ResumeSessionID: "--yolo"}, nil, `session id "--yolo" is not a session id`},

@@ -30,7 +30,8 @@ import (
 // fakeSessionEnv makes the test binary a fake session started by the
 // daemon: "report" writes the spawn report and runs until SIGTERM, "fail"
 // exits 3 at once, "silent" never reports, "events" serves a scripted
-// event API (fakeEventsSession).
+// event API (fakeEventsSession), "prompt" reads its first prompt from the
+// descriptor --initial-prompt-fd names (fakePromptSession), then reports.
 const fakeSessionEnv = "HAPPY_DAEMON_TEST_FAKE_SESSION"
 
 func fakeSession(mode string) int {
@@ -42,6 +43,12 @@ func fakeSession(mode string) int {
 		return 3
 	case "events":
 		return fakeEventsSession(sig)
+	case "prompt":
+		if err := fakePromptSession(); err != nil {
+			fmt.Fprintln(os.Stderr, "fake session:", err)
+			return 3
+		}
+		fallthrough
 	case "report":
 		fd, _ := strconv.Atoi(os.Getenv(app.SpawnReportEnv))
 		f := os.NewFile(uintptr(fd), "report")

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/happy-dev/happy/app"
+	"github.com/happy-dev/happy/internal/private"
 	"github.com/happy-dev/happy/internal/proc"
 	"github.com/happy-dev/happy/relay"
 )
@@ -97,11 +99,13 @@ func Agents() []string {
 	return out
 }
 
-// maxPrompt bounds a spawn's first prompt (it travels on a command line).
-const maxPrompt = 64 << 10
+// maxPrompt bounds a spawn's first prompt.
+const maxPrompt = app.MaxInitialPrompt
 
 // spawnArgs checks a request and returns the happy arguments for it, or
-// the reason it is refused.
+// the reason it is refused. The first prompt is not among them: start
+// hands it over on a pipe (--initial-prompt-fd), never on the command
+// line, which every local user can read.
 func spawnArgs(req SpawnRequest) ([]string, error) {
 	base, ok := agentArgs[req.Agent]
 	if !ok {
@@ -133,7 +137,6 @@ func spawnArgs(req SpawnRequest) ([]string, error) {
 		if len(req.Prompt) > maxPrompt || strings.ContainsRune(req.Prompt, 0) {
 			return nil, fmt.Errorf("the first prompt is over %d bytes or holds a NUL byte", maxPrompt)
 		}
-		args = append(args, "--initial-prompt="+req.Prompt)
 	}
 	return args, nil
 }
@@ -210,7 +213,7 @@ func (d *daemon) spawn(ctx context.Context, params json.RawMessage) SpawnReply {
 		d.env.Log.Info().Str("directory", dir).Msg("spawn: the directory does not exist; asking for approval")
 		return SpawnReply{Type: SpawnApproveDirectory, Directory: dir}
 	case errors.Is(err, os.ErrNotExist):
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := private.MkdirAll(dir); err != nil {
 			return fail("create directory: %v", err)
 		}
 		d.env.Log.Info().Str("directory", dir).Msg("spawn: created the directory (approved in the request)")
@@ -219,7 +222,7 @@ func (d *daemon) spawn(ctx context.Context, params json.RawMessage) SpawnReply {
 	case !st.IsDir():
 		return fail("%s is not a directory", dir)
 	}
-	return d.start(ctx, req.Agent, dir, args)
+	return d.start(ctx, req.Agent, dir, args, req.Prompt)
 }
 
 // redactPrompt returns the request with its prompt replaced by its length,
@@ -237,22 +240,29 @@ func redactPrompt(params json.RawMessage) json.RawMessage {
 	return b
 }
 
+// promptFD is the descriptor a spawned session reads its first prompt
+// from (after the report pipe, 3).
+const promptFD = 4
+
 // start runs `happy <args>` in dir as a session of its own (new session
 // and process group, stdin /dev/null, stdout and stderr to a log file under
 // the home's logs) and waits up to SpawnTimeout for the line it writes to
-// the report pipe (app.SpawnReportEnv) once its relay session exists.
-func (d *daemon) start(ctx context.Context, agentName, dir string, args []string) SpawnReply {
+// the report pipe (app.SpawnReportEnv) once its relay session exists. A
+// first prompt goes to the session on a second pipe, descriptor 4, named
+// by --initial-prompt-fd (app.ReadInitialPrompt), so that it is not on the
+// command line.
+func (d *daemon) start(ctx context.Context, agentName, dir string, args []string, prompt string) SpawnReply {
 	fail := func(format string, a ...any) SpawnReply {
 		msg := fmt.Sprintf(format, a...)
 		d.env.Log.Warn().Str("agent", agentName).Str("directory", dir).Str("error", msg).Msg("spawn failed")
 		return SpawnReply{Type: SpawnError, ErrorMessage: msg}
 	}
-	if err := os.MkdirAll(d.env.Home.Logs(), 0o700); err != nil {
+	if err := private.Dir(d.env.Home.Logs()); err != nil {
 		return fail("logs: %v", err)
 	}
 	started := now(d.env)
 	logPath := filepath.Join(d.env.Home.Logs(), fmt.Sprintf("%s-daemon-%s.out", started.UTC().Format("20060102T150405.000Z"), agentName))
-	out, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	out, err := private.OpenAppend(logPath)
 	if err != nil {
 		return fail("session log: %v", err)
 	}
@@ -262,10 +272,27 @@ func (d *daemon) start(ctx context.Context, agentName, dir string, args []string
 		return fail("report pipe: %v", err)
 	}
 	defer pr.Close()
+	var promptR, promptW *os.File
+	if prompt != "" {
+		if promptR, promptW, err = os.Pipe(); err != nil {
+			pw.Close()
+			return fail("prompt pipe: %v", err)
+		}
+		// Closed here on every path that does not hand it to the writer.
+		defer func() {
+			if promptW != nil {
+				promptW.Close()
+			}
+		}()
+		args = append(slices.Clone(args), "--initial-prompt-fd="+strconv.Itoa(promptFD))
+	}
 	cmd := d.opts.Command(args)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.ExtraFiles = []*os.File{pw}
+	if promptR != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, promptR)
+	}
 	if cmd.Env == nil {
 		cmd.Env = os.Environ()
 	}
@@ -275,8 +302,24 @@ func (d *daemon) start(ctx context.Context, agentName, dir string, args []string
 	// kill -9 leaves it running, and the next daemon ends it (Run).
 	p, err := proc.Start(context.Background(), cmd, proc.Options{Grace: d.opts.StopGrace, NoParentDeathSignal: true})
 	pw.Close()
+	if promptR != nil {
+		promptR.Close()
+	}
 	if err != nil {
 		return fail("start happy %s: %v", agentName, err)
+	}
+	if promptW != nil {
+		// Written alongside the wait for the report: a prompt larger than
+		// the pipe's buffer is read as the session starts. A session that
+		// exits first makes the write fail (its end is closed).
+		w := promptW
+		promptW = nil
+		go func() {
+			if _, err := io.WriteString(w, prompt); err != nil {
+				d.env.Log.Warn().Err(err).Str("agent", agentName).Msg("spawn: the session did not take its first prompt")
+			}
+			_ = w.Close()
+		}()
 	}
 	ticks, _ := proc.StartTicks(p.Pid())
 	c := &child{p: p, info: Child{PID: p.Pid(), StartTicks: ticks, Agent: agentName, Directory: dir, StartedAt: started.UnixMilli(), Log: logPath}}

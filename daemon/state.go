@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/happy-dev/happy/internal/home"
+	"github.com/happy-dev/happy/internal/private"
 	"github.com/happy-dev/happy/internal/settings"
 )
 
@@ -118,7 +119,7 @@ func tryLock(h home.Dir) (*lock, error) {
 	if err := h.Ensure(); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(h.Join(lockName), os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := private.OpenFile(h.Join(lockName), os.O_CREATE|os.O_RDWR)
 	if err != nil {
 		return nil, fmt.Errorf("daemon lock: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/happy-dev/happy/internal/home"
+	"github.com/happy-dev/happy/internal/private"
 )
 
 // Unit describes the systemd user unit that runs a home's daemon.
@@ -100,10 +101,10 @@ func systemctl(args ...string) Step {
 // Install writes the unit, reloads systemd's user manager and enables and
 // starts the unit; it stops at the first failed step.
 func Install(u Unit) []Step {
-	if err := os.MkdirAll(filepath.Dir(u.Path), 0o755); err != nil {
+	if err := private.MkdirAll(filepath.Dir(u.Path)); err != nil {
 		return []Step{{What: "create " + filepath.Dir(u.Path), Err: err}}
 	}
-	if err := os.WriteFile(u.Path, []byte(u.Text), 0o644); err != nil {
+	if err := private.WriteFile(u.Path, []byte(u.Text)); err != nil {
 		return []Step{{What: "write " + u.Path, Err: err}}
 	}
 	steps := []Step{{What: "wrote " + u.Path}}

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/happy-dev/happy/internal/private"
 )
 
 // TokenLen is the length of a token: 32 random bytes in lowercase hex.
@@ -48,7 +50,7 @@ func LoadOrCreateToken(path string) (string, error) {
 		return tok, err
 	}
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := private.MkdirAll(dir); err != nil {
 		return "", fmt.Errorf("localapi: token folder: %w", err)
 	}
 	var raw [32]byte

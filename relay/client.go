@@ -249,6 +249,7 @@ func (c *Client) ResumeOrphans(ctx context.Context) int {
 		started++
 		c.log.Info().Str("tag", tag).Str("session", relayID).Msg("resuming outbox of a session without owner")
 		snd := newSender(c, tag, relayID, st, nil)
+		snd.rewrite = c.drainRewriter(tag, st)
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
@@ -264,6 +265,38 @@ func (c *Client) ResumeOrphans(ctx context.Context) int {
 		}()
 	}
 	return started
+}
+
+// drainRewriter is an orphan drain's sender.rewrite: it writes a
+// conflicted version again from the outbox alone (the session's key is in
+// its state, its last versions in the versions table; the drain holds the
+// session's lock, so nobody else appends). Nil when the key does not open
+// here (a legacy session without the account secret): the conflict is
+// then only noted.
+func (c *Client) drainRewriter(tag string, st sessionState) func(context.Context, outbox.Item) (string, error) {
+	ci, err := c.sessionCipher(st)
+	if err != nil {
+		c.log.Warn().Err(err).Str("tag", tag).Msg("orphan drain without the session key: conflicts are noted, not written again")
+		return nil
+	}
+	return func(ctx context.Context, it outbox.Item) (string, error) {
+		last, err := c.store.LastVersions(ctx, tag)
+		if err != nil {
+			return "", err
+		}
+		if last[it.Record] > it.Version {
+			return "", nil
+		}
+		v := last[it.Record] + 1
+		content, err := reseal(ci, it, v)
+		if err != nil {
+			return "", err
+		}
+		if err := c.store.Append(ctx, outbox.Entry{Session: tag, Record: it.Record, Version: v, Content: content}); err != nil {
+			return "", err
+		}
+		return outbox.LocalID(it.Record, v), nil
+	}
 }
 
 // WaitOrphans waits until every orphan drain started so far has finished

@@ -32,7 +32,16 @@
 // "<recordId>.<version>", removes rows only after the relay returned their
 // seq, and backs off exponentially with jitter on failure; a batch the relay
 // refuses as such is split until the refused version is alone, which is then
-// moved to the outbox's rejected rows (kept and counted, never dropped).
+// moved to the outbox's rejected rows (kept and counted, never dropped). A
+// row the relay answers as stored before the post (no "new" in its receipt)
+// is read back and compared byte for byte; a row under our localId that is
+// not ours is a conflict (logged, counted, noted in the outbox's conflicts
+// table) and the version is written again under the record's next version.
+//
+// The relay's answer to a session's creation is checked (checkCreated): a
+// new session must be the fresh one this client sent (its wrapped key and
+// metadata, no message), a reopened one keep its id and key; anything else
+// is ErrForeignSession, never a session adopted with the account secret.
 //
 // A relay that is down at start-up is not fatal: OpenSession succeeds, the
 // session is created on the relay (idempotently, by tag) once it answers,
@@ -46,7 +55,8 @@
 // Messages whose localId names a version this client enqueued (its echo)
 // advance the position without being delivered. A message that does not
 // decrypt is delivered with a *DecryptError (wrong key, wrong variant, bad
-// base64) and counted in Stats.
+// base64) and counted in Stats; one SessionOptions.CheckRecord refuses (not
+// the record version its localId names) with a *RecordError.
 //
 // Metadata and agent state are compare-and-set: on version-mismatch the
 // relay's value is adopted and the updater runs again (MaxCASAttempts). Every

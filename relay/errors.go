@@ -50,6 +50,12 @@ var (
 	// reference relay answers 404.
 	ErrRouteUnsupported = errors.New("relay does not offer this route")
 
+	// ErrForeignSession: the relay answered a session's creation with a
+	// session this client did not create, or without (or with another)
+	// session key than the one it created it with (see
+	// docs/ARCHITECTURE.md, "A session's life"). The session is not used.
+	ErrForeignSession = errors.New("relay answered with a session this client did not create")
+
 	// ErrFingerprint: a key the relay returned for a pairing code does not
 	// have that code (a relay trying to substitute its own key).
 	ErrFingerprint = errors.New("pairing code does not match the key")
@@ -105,3 +111,19 @@ func (e *DecryptError) Error() string {
 // Unwrap returns ErrDecrypt and the reason, so both errors.Is(err, ErrDecrypt)
 // and errors.Is(err, crypto.ErrAuthFailed) hold.
 func (e *DecryptError) Unwrap() []error { return []error{ErrDecrypt, e.Reason} }
+
+// RecordError is a message of a session's stream that
+// SessionOptions.CheckRecord refused: it decrypted, but is not the record
+// version its localId names (a replay of another row's ciphertext).
+type RecordError struct {
+	Seq     int64  // its seq in the session
+	LocalID string // the localId it was stored under
+	Reason  error  // CheckRecord's error
+}
+
+func (e *RecordError) Error() string {
+	return fmt.Sprintf("relay message seq %d (localId %q) refused: %v", e.Seq, e.LocalID, e.Reason)
+}
+
+// Unwrap returns the check's error.
+func (e *RecordError) Unwrap() error { return e.Reason }

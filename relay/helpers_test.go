@@ -159,3 +159,22 @@ func checkExactlyOnce(t testing.TB, msgs []relayMessage, want map[string]int64) 
 		t.Fatalf("relay has %d messages over %d records, want %d over %d", len(msgs), len(seen), total, len(want))
 	}
 }
+
+// sharedClient is a second client of the account (its own outbox) whose
+// outbox holds session s as s's own client's does: a second device on the
+// same session. (happy itself never opens a session another home created:
+// a relay's answer to a creation is checked, docs/ARCHITECTURE.md "A
+// session's life".)
+func sharedClient(t testing.TB, url string, creds *crypto.Credentials, s *Session) *Client {
+	t.Helper()
+	c := newTestClient(t, testConfig(t, url, creds, t.TempDir()))
+	ctx := context.Background()
+	relayID, raw, ok, err := s.c.store.Session(ctx, s.tag)
+	if err != nil || !ok {
+		t.Fatalf("session state of %s: %v %v", s.tag, ok, err)
+	}
+	if err := c.store.PutSession(ctx, s.tag, relayID, raw); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

@@ -486,11 +486,15 @@ type OutgoingMessage struct {
 
 // SentMessage is the relay's receipt for one message of a batch.
 type SentMessage struct {
-	ID        string `json:"id"`
-	Seq       int64  `json:"seq"`
-	LocalID   string `json:"localId"`
-	CreatedAt int64  `json:"createdAt"`
-	UpdatedAt int64  `json:"updatedAt"`
+	ID      string `json:"id"`
+	Seq     int64  `json:"seq"`
+	LocalID string `json:"localId"`
+	// New is true when this post stored the row (happy's relay says so);
+	// false when the localId was already taken, so the row may be someone
+	// else's, or from a relay that does not say (the reference relay).
+	New       bool  `json:"new"`
+	CreatedAt int64 `json:"createdAt"`
+	UpdatedAt int64 `json:"updatedAt"`
 }
 
 // MaxBatch is the largest number of messages the relay accepts in one POST.
@@ -498,8 +502,9 @@ const MaxBatch = 100
 
 // SendMessages is POST /v3/sessions/:id/messages with 1..MaxBatch messages.
 // The relay stores each localId once: resending a batch returns the original
-// rows (same seq). The receipts come back sorted by seq; every localId sent
-// must be present in them, or the error wraps ErrProtocol.
+// rows (same seq), and a localId someone else took first returns their row
+// (SentMessage.New tells). The receipts come back sorted by seq; every
+// localId sent must be present in them, or the error wraps ErrProtocol.
 func (a *API) SendMessages(ctx context.Context, sessionID string, msgs []OutgoingMessage) ([]SentMessage, error) {
 	if len(msgs) == 0 || len(msgs) > MaxBatch {
 		return nil, fmt.Errorf("relay: send messages: batch of %d (want 1..%d): %w", len(msgs), MaxBatch, ErrRejected)

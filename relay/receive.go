@@ -27,6 +27,7 @@ type receiver struct {
 	last       atomic.Int64
 	hint       atomic.Int64 // highest seq known to exist (from our own sends)
 	delivered  atomic.Int64
+	refused    atomic.Int64
 	echoes     atomic.Int64
 	duplicates atomic.Int64
 	gapFetches atomic.Int64
@@ -160,9 +161,13 @@ func (r *receiver) resolveStart(ctx context.Context) bool {
 	for {
 		info, err := r.s.c.api.CreateSession(ctx, SessionCreate{Tag: r.s.tag, Metadata: r.s.st.Metadata, DataEncryptionKey: r.s.st.DataEncryptionKey})
 		if err == nil {
+			err = checkCreated(info, r.s.ID(), r.s.st)
+		}
+		if err == nil {
 			r.start = info.Seq
 			return true
 		}
+		r.s.c.log.Warn().Err(err).Str("tag", r.s.tag).Msg("session position for FromNow")
 		if !sleep(ctx, b.Next()) {
 			return false
 		}
@@ -217,10 +222,18 @@ func (r *receiver) apply(ctx context.Context, m StoredMessage) bool {
 		in.Err = &DecryptError{What: "message", Seq: m.Seq, Reason: errContentKind(m.Content.T)}
 	} else if plain, err := r.s.open("message", m.Seq, m.Content.C); err != nil {
 		in.Err = err
+	} else if check := r.s.opts.CheckRecord; check != nil {
+		if err := check(m.LocalID, plain); err != nil {
+			in.Err = &RecordError{Seq: m.Seq, LocalID: m.LocalID, Reason: err}
+			r.refused.Add(1)
+			r.s.c.log.Warn().Err(in.Err).Str("tag", r.s.tag).Msg("relay message refused")
+		} else {
+			in.Plaintext = plain
+		}
 	} else {
 		in.Plaintext = plain
 	}
-	if in.Err != nil {
+	if _, bad := in.Err.(*DecryptError); bad {
 		r.s.countDecrypt(in.Err)
 	}
 	// Counted before the hand-over, so a consumer that reads the message

@@ -1,9 +1,11 @@
 package relay
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,8 +28,16 @@ type sender struct {
 	// onCreated runs once the relay id is known (nil for orphan drains).
 	onCreated func(SessionInfo)
 	// onSent runs after every acknowledged batch, before its rows are
-	// removed from the outbox (nil when not needed).
+	// removed from the outbox (nil when not needed), with the rows the
+	// relay holds as this client's (a conflict's row is left out).
 	onSent func(items []outbox.Item, receipts []SentMessage)
+	// rewrite writes the content of a version whose localId the relay
+	// holds a foreign row under again, under the record's next version,
+	// and returns that version's localId ("" when a later version of the
+	// record supersedes it, or when it cannot: nil rewrite).
+	rewrite func(ctx context.Context, it outbox.Item) (string, error)
+	// strikes counts, per record, the conflicts in a row (owned by run).
+	strikes map[string]int
 
 	kick     chan struct{}
 	progress chan struct{} // closed and replaced after every batch or state change
@@ -36,12 +46,18 @@ type sender struct {
 	batches   atomic.Int64
 	failures  atomic.Int64
 	rejected  atomic.Int64
+	conflicts atomic.Int64
 	lastError atomic.Pointer[string]
 }
 
+// maxStrikes bounds how many times in a row one record is written again
+// after conflicts: a relay that takes every next localId of a record is
+// not followed forever (the conflicts stay noted, and the log says so).
+const maxStrikes = 16
+
 func newSender(c *Client, tag, relayID string, st sessionState, onCreated func(SessionInfo)) *sender {
 	return &sender{c: c, tag: tag, st: st, relayID: relayID, onCreated: onCreated,
-		kick: make(chan struct{}, 1), progress: make(chan struct{})}
+		kick: make(chan struct{}, 1), progress: make(chan struct{}), strikes: map[string]int{}}
 }
 
 // wake asks the sender to look at the outbox now.
@@ -88,6 +104,9 @@ func (s *sender) ensureCreated(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("create session %s: %w", s.tag, err)
 	}
+	if err := checkCreated(info, "", s.st); err != nil {
+		return "", fmt.Errorf("create session %s: %w", s.tag, err)
+	}
 	raw, err := s.st.encode()
 	if err != nil {
 		return "", err
@@ -119,7 +138,7 @@ func (s *sender) run(ctx context.Context, untilEmpty bool) {
 			}
 			s.fail(err)
 			d := b.Next()
-			if errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrNotFound) {
+			if errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrForeignSession) {
 				_, hi := b.bounds()
 				d = hi
 			}
@@ -191,10 +210,42 @@ func (s *sender) send(ctx context.Context, sid string, items []outbox.Item) erro
 	if err != nil {
 		return err
 	}
+	// A row the relay did not store with this post (its localId was taken)
+	// is read back: it must be this client's, byte for byte.
+	foreign, err := s.verify(ctx, sid, items, receipts)
+	if err != nil {
+		return err
+	}
+	ownItems, ownReceipts := items, receipts
+	if len(foreign) > 0 {
+		ownItems, ownReceipts = nil, nil
+		bad := map[string]bool{}
+		for _, f := range foreign {
+			bad[f.item.LocalID] = true
+		}
+		for _, it := range items {
+			if !bad[it.LocalID] {
+				ownItems = append(ownItems, it)
+			}
+		}
+		for _, r := range receipts {
+			if !bad[r.LocalID] {
+				ownReceipts = append(ownReceipts, r)
+			}
+		}
+		for _, f := range foreign {
+			if err := s.conflict(ctx, f); err != nil {
+				return err
+			}
+		}
+	}
+	for _, it := range ownItems {
+		delete(s.strikes, it.Record)
+	}
 	// The relay stored them: that is told at once, before the removal's
 	// commit.
-	if s.onSent != nil {
-		s.onSent(items, receipts)
+	if s.onSent != nil && len(ownItems) > 0 {
+		s.onSent(ownItems, ownReceipts)
 	}
 	ids := make([]string, len(items))
 	for i, it := range items {
@@ -205,9 +256,120 @@ func (s *sender) send(ctx context.Context, sid string, items []outbox.Item) erro
 	if _, err := s.c.store.Remove(ctx, s.tag, ids); err != nil {
 		return err
 	}
-	s.sent.Add(int64(len(items)))
+	s.sent.Add(int64(len(ownItems)))
 	s.batches.Add(1)
 	s.signal()
+	return nil
+}
+
+// foreignRow is a version whose localId the relay holds a row under that
+// is not this client's.
+type foreignRow struct {
+	item   outbox.Item
+	seq    int64
+	detail string
+}
+
+// verify reads back the rows of items the relay answered without "new"
+// (stored before this post: a resend of ours, or someone else's row under
+// our localId) and returns those that are not this client's: a row is
+// ours when the relay shows, at the seq it answered, that localId with
+// exactly the outbox's ciphertext. Against a relay that never says "new"
+// (the reference relay) every batch is read back. Errors are the fetch's.
+func (s *sender) verify(ctx context.Context, sid string, items []outbox.Item, receipts []SentMessage) ([]foreignRow, error) {
+	byID := make(map[string]SentMessage, len(receipts))
+	var seqs []int64
+	for _, r := range receipts {
+		if _, dup := byID[r.LocalID]; dup {
+			continue
+		}
+		byID[r.LocalID] = r
+		if !r.New {
+			seqs = append(seqs, r.Seq)
+		}
+	}
+	if len(seqs) == 0 {
+		return nil, nil
+	}
+	slices.Sort(seqs)
+	seqs = slices.Compact(seqs)
+	rows := make(map[int64]StoredMessage, len(seqs))
+	looked := make(map[int64]bool, len(seqs))
+	last := seqs[len(seqs)-1]
+	for _, seq := range seqs {
+		if looked[seq] {
+			continue
+		}
+		page, err := s.c.api.FetchMessages(ctx, sid, seq-1, int(min(int64(MaxFetchLimit), last-seq+1)))
+		if err != nil {
+			return nil, fmt.Errorf("read back the rows of localIds already taken: %w", err)
+		}
+		looked[seq] = true
+		for _, m := range page.Messages {
+			if _, want := slices.BinarySearch(seqs, m.Seq); want {
+				rows[m.Seq], looked[m.Seq] = m, true
+			}
+		}
+	}
+	var out []foreignRow
+	for _, it := range items {
+		r := byID[it.LocalID]
+		if r.New {
+			continue
+		}
+		m, ok := rows[r.Seq]
+		switch {
+		case !ok:
+			out = append(out, foreignRow{it, r.Seq, fmt.Sprintf("the relay answered seq %d but shows no row there", r.Seq)})
+		case m.LocalID != it.LocalID:
+			out = append(out, foreignRow{it, r.Seq, fmt.Sprintf("the row at seq %d has localId %q", r.Seq, m.LocalID)})
+		case m.Content.T != "encrypted" || !sameCiphertext(m.Content.C, it.Content):
+			out = append(out, foreignRow{it, r.Seq, fmt.Sprintf("the row at seq %d holds another ciphertext", r.Seq)})
+		}
+	}
+	return out, nil
+}
+
+// sameCiphertext compares two base64 ciphertexts byte for byte (padding
+// aside).
+func sameCiphertext(a, b string) bool {
+	if a == b {
+		return true
+	}
+	x, err1 := unb64(a)
+	y, err2 := unb64(b)
+	return err1 == nil && err2 == nil && bytes.Equal(x, y)
+}
+
+// conflict reports a version whose localId the relay holds a foreign row
+// under (log, counter, the outbox's conflicts table) and writes its
+// content again under the record's next version, unless a later version
+// supersedes it or the record already conflicted maxStrikes times in a
+// row. Errors are the outbox's (the version then stays and is retried).
+func (s *sender) conflict(ctx context.Context, f foreignRow) error {
+	s.conflicts.Add(1)
+	if err := s.c.store.NoteConflict(ctx, s.tag, f.item.LocalID, f.seq, f.detail); err != nil {
+		return err
+	}
+	ev := s.c.log.Error().Str("tag", s.tag).Str("localId", f.item.LocalID).Int64("seq", f.seq).Str("detail", f.detail)
+	if s.rewrite == nil {
+		ev.Msg("the relay holds a row that is not this client's under one of its localIds; this version is not on the relay")
+		return nil
+	}
+	s.strikes[f.item.Record]++
+	if n := s.strikes[f.item.Record]; n > maxStrikes {
+		ev.Int("conflicts_in_a_row", n).Msg("the relay holds a row that is not this client's under one of its localIds; the record conflicted too often to write it again")
+		return nil
+	}
+	next, err := s.rewrite(ctx, f.item)
+	if err != nil {
+		return fmt.Errorf("write %s again after a conflict: %w", f.item.LocalID, err)
+	}
+	if next == "" {
+		ev.Msg("the relay holds a row that is not this client's under one of its localIds; a later version of the record carries it")
+		return nil
+	}
+	ev.Str("written_as", next).Msg("the relay holds a row that is not this client's under one of its localIds; the version is written again")
 	return nil
 }
 

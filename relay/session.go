@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,6 +37,14 @@ type SessionOptions struct {
 	OnStateUpdate func(u StateUpdate)
 	// ReceiveBuffer is the capacity of the Receive channel (64 when zero).
 	ReceiveBuffer int
+	// CheckRecord, when set, checks every decrypted message of the stream
+	// against the localId it was stored under (happy sets
+	// session.CheckRecord: the plaintext must be the record version
+	// "<recordId>.<version>" names). A message it refuses is delivered
+	// with Err a *RecordError and no plaintext, and counted in
+	// SessionStats.Refused: a relay can replay a row's ciphertext under
+	// another localId, never make one up.
+	CheckRecord func(localID string, plaintext []byte) error
 }
 
 // FromNow as SessionOptions.ReceiveAfter starts receiving after the
@@ -61,8 +71,10 @@ type Incoming struct {
 	// Session.CheckPrompt.
 	Sealed string
 	// Err is a *DecryptError when the message could not be decrypted (wrong
-	// key or variant, bad base64, not an encrypted envelope). Such a message
-	// is still delivered, in order, so it is seen and counted, never skipped.
+	// key or variant, bad base64, not an encrypted envelope), or a
+	// *RecordError when SessionOptions.CheckRecord refused it. Such a
+	// message is still delivered, in order, so it is seen and counted,
+	// never skipped.
 	Err error
 }
 
@@ -75,11 +87,13 @@ type StateUpdate struct {
 // SessionStats are a session's counters since it was opened.
 type SessionStats struct {
 	Enqueued        int64  // versions committed to the outbox
-	Sent            int64  // versions the relay acknowledged
+	Sent            int64  // versions the relay acknowledged as this client's
 	Pending         int    // rows still in the outbox
 	Rejected        int64  // rows the relay refused permanently (kept in the outbox's rejected table)
+	Conflicts       int64  // versions whose localId held someone else's row (noted in the outbox; written again unless superseded)
 	SendFailures    int64  // failed send attempts (each retried)
-	Delivered       int64  // messages delivered on Receive (including decrypt failures)
+	Delivered       int64  // messages delivered on Receive (including decrypt failures and refusals)
+	Refused         int64  // messages SessionOptions.CheckRecord refused (delivered with a *RecordError)
 	Echoes          int64  // own messages seen in the stream and skipped
 	DuplicateEvents int64  // live events for a seq already processed
 	GapFetches      int64  // fetches started because a live event skipped seqs
@@ -208,17 +222,8 @@ func (c *Client) openSession(ctx context.Context, opts SessionOptions, unlock fu
 	info, err := c.api.CreateSession(ctx, SessionCreate{Tag: opts.Tag, Metadata: st.Metadata, DataEncryptionKey: st.DataEncryptionKey})
 	switch {
 	case err == nil:
-		if relayID != "" && info.ID != relayID {
-			return nil, fmt.Errorf("relay: session %q: relay returned id %s, outbox has %s: %w", opts.Tag, info.ID, relayID, ErrProtocol)
-		}
-		if !sameKey(info.DataEncryptionKey, st.DataEncryptionKey) {
-			// The session existed before this machine's outbox knew it
-			// (opened on another machine, or the outbox was lost): use
-			// its key, which needs the account secret.
-			st, ci, err = c.adoptSession(info, st)
-			if err != nil {
-				return nil, fmt.Errorf("relay: session %q: %w", opts.Tag, err)
-			}
+		if err := checkCreated(info, relayID, st); err != nil {
+			return nil, fmt.Errorf("relay: open session %q: %w", opts.Tag, err)
 		}
 		raw, err := st.encode()
 		if err != nil {
@@ -248,6 +253,7 @@ func (c *Client) openSession(ctx context.Context, opts SessionOptions, unlock fu
 	s.ctx, s.cancel = context.WithCancel(c.ctx)
 	s.rpc = newRPCTable(s.ctx, s.ID, ci, c.controlDir(), c.now, s.countDecrypt)
 	s.snd = newSender(c, opts.Tag, relayID, st, s.onCreated)
+	s.snd.rewrite = s.rewrite
 	s.snd.onSent = func(items []outbox.Item, receipts []SentMessage) {
 		for _, r := range receipts {
 			s.rcv.noteSeq(r.Seq)
@@ -294,33 +300,59 @@ func sameKey(a, b *string) bool {
 	return *a == *b
 }
 
-// adoptSession switches st to an existing relay session's key and
-// metadata: the wrapped data key is opened with the content secret key
-// derived from the account secret (legacy sessions use the secret itself).
-func (c *Client) adoptSession(info SessionInfo, st sessionState) (sessionState, crypto.Cipher, error) {
-	if c.creds.AccountSecret == nil {
-		return st, nil, fmt.Errorf("the session exists with a key only the account secret opens: %w", crypto.ErrNoAccountSecret)
+// checkCreated checks the relay's answer to a session's creation (POST
+// /v1/sessions, idempotent by tag) against what this client knows of the
+// session, so it never writes into a session it did not create nor seals
+// with another key than its own (docs/ARCHITECTURE.md, "A session's
+// life"). relayID tells the two cases apart:
+//
+//   - relayID known: the outbox holds the session from its creation by
+//     this home (a resume, an orphan's settling, a restart): the answer must
+//     be that session (same id) with the wrapped key it was created with;
+//     its metadata and messages have moved on since.
+//   - relayID empty: this client is creating the session (now, or later
+//     through the sender when the relay did not answer at first): the
+//     answer must be a fresh session, holding exactly the wrapped key and
+//     the metadata ciphertext this client sent, no message (seq 0), no
+//     agent state, its metadata never updated (version 0, or 1 for a
+//     relay that starts there).
+//
+// A relay cannot make either up: the wrapped key is random per session,
+// and the metadata ciphertext exists only because this client just sent
+// it. Errors wrap ErrForeignSession.
+func checkCreated(info SessionInfo, relayID string, st sessionState) error {
+	if st.DataEncryptionKey != nil && (info.DataEncryptionKey == nil || *info.DataEncryptionKey == "") {
+		return fmt.Errorf("the relay answered with session %s without the session key this client sent (taking it would seal the session with the account secret instead): %w", info.ID, ErrForeignSession)
 	}
-	st.Metadata, st.DataEncryptionKey, st.SealedKey = info.Metadata, info.DataEncryptionKey, ""
-	if info.DataEncryptionKey == nil || *info.DataEncryptionKey == "" {
-		st.Variant = crypto.VariantLegacy.String()
-		return st, crypto.NewLegacyCipher(*c.creds.AccountSecret), nil
+	if relayID != "" {
+		if info.ID != relayID {
+			return fmt.Errorf("the relay answered with session %s, but this session is %s: %w", info.ID, relayID, ErrForeignSession)
+		}
+		if !sameKey(info.DataEncryptionKey, st.DataEncryptionKey) {
+			return fmt.Errorf("the relay answered with another session key than the one this client created session %s with: %w", info.ID, ErrForeignSession)
+		}
+		return nil
 	}
-	wrapped, err := crypto.DecodeBase64(*info.DataEncryptionKey)
-	if err != nil {
-		return st, nil, fmt.Errorf("session key: %w", errors.Join(ErrDecrypt, err))
+	var why []string
+	if !sameKey(info.DataEncryptionKey, st.DataEncryptionKey) {
+		why = append(why, "another session key")
 	}
-	_, contentSecret := crypto.ContentKeyPair(*c.creds.AccountSecret)
-	key, err := crypto.UnwrapDataKey(wrapped, contentSecret)
-	if err != nil {
-		return st, nil, fmt.Errorf("session key: %w", errors.Join(ErrDecrypt, err))
+	if info.Metadata != st.Metadata {
+		why = append(why, "other metadata")
 	}
-	sk, err := c.local.Seal(key[:])
-	if err != nil {
-		return st, nil, fmt.Errorf("seal session key: %w", err)
+	if info.MetadataVersion > 1 {
+		why = append(why, fmt.Sprintf("metadata version %d", info.MetadataVersion))
 	}
-	st.Variant, st.SealedKey = crypto.VariantDataKey.String(), b64(sk)
-	return st, crypto.NewDataKeyCipher(key), nil
+	if info.Seq != 0 {
+		why = append(why, fmt.Sprintf("%d message(s)", info.Seq))
+	}
+	if info.AgentState != nil || info.AgentStateVersion != 0 {
+		why = append(why, "an agent state")
+	}
+	if len(why) > 0 {
+		return fmt.Errorf("the relay answered with session %s, which is not the new session this client created (it has %s): %w", info.ID, strings.Join(why, ", "), ErrForeignSession)
+	}
+	return nil
 }
 
 // sessionCipher restores the cipher of a session from its stored state.
@@ -513,6 +545,62 @@ func (s *Session) EnqueueAsync(ctx context.Context, recordID string, build func(
 	}, nil
 }
 
+// rewrite writes the content of it, a version whose localId the relay
+// holds a foreign row under, again under the record's next version (its
+// plaintext's version set to it), and returns the new localId; "" when a
+// later version of the record was enqueued since (it carries the record).
+func (s *Session) rewrite(ctx context.Context, it outbox.Item) (string, error) {
+	s.mu.Lock()
+	last := s.versions[it.Record]
+	if last > it.Version {
+		s.mu.Unlock()
+		return "", nil
+	}
+	v := last + 1
+	content, err := reseal(s.cipher, it, v)
+	if err != nil {
+		s.mu.Unlock()
+		return "", err
+	}
+	wait, err := s.c.store.AppendStaged(ctx, s.snd.wake, outbox.Entry{Session: s.tag, Record: it.Record, Version: v, Content: content})
+	if err != nil {
+		s.mu.Unlock()
+		return "", err
+	}
+	s.versions[it.Record] = v
+	s.mu.Unlock()
+	if err := wait(); err != nil {
+		return "", err
+	}
+	return outbox.LocalID(it.Record, v), nil
+}
+
+// reseal returns the ciphertext of it's plaintext as version v: its
+// top-level "version" (the envelope's, docs/ARCHITECTURE.md "Relay
+// envelope and versions") set to v, so a reader finds the version its
+// localId names; a plaintext without one (a legacy record) is sealed again
+// as it is. Errors: it does not open with ci, or does not seal.
+func reseal(ci crypto.Cipher, it outbox.Item, v int64) (string, error) {
+	plain, err := openPayload(ci, "outbox row", 0, it.Content)
+	if err != nil {
+		return "", fmt.Errorf("reopen %s: %w", it.LocalID, err)
+	}
+	var env map[string]json.RawMessage
+	if json.Unmarshal(plain, &env) == nil && env != nil {
+		if _, ok := env["version"]; ok {
+			env["version"] = json.RawMessage(strconv.FormatInt(v, 10))
+			if plain, err = json.Marshal(env); err != nil {
+				return "", fmt.Errorf("re-encode %s: %w", it.LocalID, err)
+			}
+		}
+	}
+	sealed, err := ci.Seal(plain)
+	if err != nil {
+		return "", fmt.Errorf("seal %s: %w", outbox.LocalID(it.Record, v), err)
+	}
+	return b64(sealed), nil
+}
+
 // isOwn reports whether localID names a version this client enqueued for
 // the session (in this process or an earlier one): "<record>.<version>"
 // with version <= the record's last version in the outbox.
@@ -568,8 +656,10 @@ func (s *Session) Stats() SessionStats {
 		Sent:            s.snd.sent.Load(),
 		Pending:         n,
 		Rejected:        s.snd.rejected.Load(),
+		Conflicts:       s.snd.conflicts.Load(),
 		SendFailures:    s.snd.failures.Load(),
 		Delivered:       s.rcv.delivered.Load(),
+		Refused:         s.rcv.refused.Load(),
 		Echoes:          s.rcv.echoes.Load(),
 		DuplicateEvents: s.rcv.duplicates.Load(),
 		GapFetches:      s.rcv.gapFetches.Load(),

@@ -335,9 +335,9 @@ func testMetadataCompareAndSetAcrossDevices(t *testing.T, url string) {
 	creds := newAccount(t, url)
 	tag := newTag(t)
 	a := openTestSession(t, newTestClient(t, testConfig(t, url, creds, t.TempDir())), SessionOptions{Tag: tag, Metadata: json.RawMessage(`{"n":0}`)})
-	// Device B: another machine of the same account (own outbox) opening the
-	// same session; it adopts the session's key with the account secret.
-	b := openTestSession(t, newTestClient(t, testConfig(t, url, creds, t.TempDir())), SessionOptions{Tag: tag})
+	// Device B: another client of the same account (own outbox) on the
+	// same session, its outbox given the session as A's holds it.
+	b := openTestSession(t, sharedClient(t, url, creds, a), SessionOptions{Tag: tag})
 	if a.ID() != b.ID() {
 		t.Fatalf("ids %s %s", a.ID(), b.ID())
 	}
@@ -396,7 +396,7 @@ func testAgentStateNullAndUpdateEvents(t *testing.T, url string) {
 	var updates []StateUpdate
 	a := openTestSession(t, newTestClient(t, testConfig(t, url, creds, t.TempDir())), SessionOptions{Tag: tag,
 		OnStateUpdate: func(u StateUpdate) { mu.Lock(); updates = append(updates, u); mu.Unlock() }})
-	b := openTestSession(t, newTestClient(t, testConfig(t, url, creds, t.TempDir())), SessionOptions{Tag: tag})
+	b := openTestSession(t, sharedClient(t, url, creds, a), SessionOptions{Tag: tag})
 	ctx := context.Background()
 	if as, v := a.AgentState(); as != nil || v != 0 {
 		t.Fatalf("initial agent state %s v%d", as, v)

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/happy-dev/happy/internal/private"
 )
 
 // ErrDataDirInUse is returned by New when another relay (in this or
@@ -24,7 +26,7 @@ const lockFile = "relay.lock"
 // ending, however it ends).
 func lockDataDir(dir string) (*os.File, error) {
 	path := filepath.Join(dir, lockFile)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := private.OpenFile(path, os.O_RDWR|os.O_CREATE)
 	if err != nil {
 		return nil, fmt.Errorf("server: open data folder lock: %w", err)
 	}

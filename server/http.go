@@ -457,8 +457,10 @@ func (s *Server) getLegacyMessages(w http.ResponseWriter, r *http.Request, acct 
 }
 
 // postMessages: POST /v3/sessions/:id/messages {messages:[{content, localId}]}
-// (1–100) → {messages:[{id, seq, localId, createdAt, updatedAt}]} sorted by
-// seq. New rows fan out as new-message updates.
+// (1–100) → {messages:[{id, seq, localId, new?, createdAt, updatedAt}]}
+// sorted by seq; new is true on the rows this post stored (a localId
+// already taken answers with the row stored then). New rows fan out as
+// new-message updates.
 func (s *Server) postMessages(w http.ResponseWriter, r *http.Request, acct string) {
 	var req struct {
 		Messages *[]struct {
@@ -495,9 +497,13 @@ func (s *Server) postMessages(w http.ResponseWriter, r *http.Request, acct strin
 		s.fail(w, r, err, errSessionNotFound)
 		return
 	}
+	created := make(map[string]bool, len(res.Created))
+	for _, m := range res.Created {
+		created[m.ID] = true
+	}
 	out := make([]wireMessageRef, len(res.Rows))
 	for i, m := range res.Rows {
-		out[i] = wireMessageRef{ID: m.ID, Seq: m.Seq, LocalID: m.LocalID, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
+		out[i] = wireMessageRef{ID: m.ID, Seq: m.Seq, LocalID: m.LocalID, New: created[m.ID], CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"messages": out})
 }

@@ -202,21 +202,24 @@ func TestMessagesV3(t *testing.T) {
 	rows := a.postMessages(sid, [2]string{"a", "A"}, [2]string{"b", odd}, [2]string{"c", "C"})
 	for i, lid := range []string{"a", "b", "c"} {
 		row := obj(t, rows[i])
-		eq(t, "row keys", keys(row), []string{"createdAt", "id", "localId", "seq", "updatedAt"})
+		eq(t, "row keys", keys(row), []string{"createdAt", "id", "localId", "new", "seq", "updatedAt"})
 		eq(t, "localId", row["localId"], lid)
+		eq(t, "stored by this post", row["new"], true)
 		eq(t, "seq", row["seq"], float64(i+1))
 	}
 	first := obj(t, rows[0])
 
 	// Retry with an overlap, an in-batch duplicate and new ids: old rows keep
-	// their seq and content, duplicates collapse (first wins), new rows follow.
+	// their seq and content, duplicates collapse (first wins), new rows follow;
+	// only the rows this post stored say "new".
 	rows2 := a.postMessages(sid, [2]string{"d", "D"}, [2]string{"a", "A-changed"}, [2]string{"d", "D-dup"}, [2]string{"e", "E"})
 	var got []string
 	for _, x := range rows2 {
 		o := obj(t, x)
-		got = append(got, fmt.Sprintf("%s=%v", o["localId"], o["seq"]))
+		got = append(got, fmt.Sprintf("%s=%v %v", o["localId"], o["seq"], o["new"]))
 	}
-	eq(t, "retry rows (sorted by seq)", got, []string{"a=1", "d=4", "e=5"})
+	eq(t, "retry rows (sorted by seq)", got, []string{"a=1 <nil>", "d=4 true", "e=5 true"})
+	delete(first, "new")
 	eq(t, "original row returned", obj(t, rows2[0]), first)
 
 	page := a.must(200, "GET", path, nil)

@@ -34,6 +34,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/zishang520/socket.io/servers/socket/v3"
 
+	"github.com/happy-dev/happy/internal/private"
 	"github.com/happy-dev/happy/internal/relayid"
 	"github.com/happy-dev/happy/server/bus"
 	"github.com/happy-dev/happy/server/store"
@@ -324,8 +325,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("server: DataDir is required")
 	}
 	cfg.defaults()
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("server: create data folder: %w", err)
+	if err := private.Dir(cfg.DataDir); err != nil {
+		return nil, fmt.Errorf("server: data folder: %w", err)
 	}
 	lock, err := lockDataDir(cfg.DataDir)
 	if err != nil {

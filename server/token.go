@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/happy-dev/happy/internal/private"
 )
 
 // ErrInvalidToken is returned by token verification for anything that is not
@@ -39,7 +41,7 @@ func loadOrCreateSecret(path string) (ed25519.PrivateKey, bool, error) {
 	if _, err := rand.Read(seed); err != nil {
 		return nil, false, fmt.Errorf("server: create signing secret: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	f, err := private.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY)
 	if err != nil {
 		return nil, false, fmt.Errorf("server: create signing secret: %w", err)
 	}

@@ -23,10 +23,16 @@ func toWireMessage(m store.Message) wireMessage {
 	return wireMessage{ID: m.ID, Seq: m.Seq, Content: wireContent{T: "encrypted", C: m.Content}, LocalID: m.LocalID, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
 }
 
+// wireMessageRef is a post's receipt for one row. New (happy's relay
+// only) is true when this post stored the row; a row whose localId was
+// already taken comes back as stored then, without it, so a writer can
+// tell its own rows from a row someone else stored first under its
+// localId (docs/ARCHITECTURE.md, "Relay envelope and versions").
 type wireMessageRef struct {
 	ID        string  `json:"id"`
 	Seq       int64   `json:"seq"`
 	LocalID   *string `json:"localId"`
+	New       bool    `json:"new,omitempty"`
 	CreatedAt int64   `json:"createdAt"`
 	UpdatedAt int64   `json:"updatedAt"`
 }

@@ -19,7 +19,9 @@ const DroppedSourceRelay = "relay"
 // decrypted messages: for every record (message, session, todo list) the
 // highest version wins, whatever order the versions arrive in; a version
 // seen twice changes nothing. Messages that cannot be used become Dropped
-// records (with the relay seq as Line) instead of vanishing. The reference
+// records (with the relay seq as Line) instead of vanishing, and so does a
+// row that is not the record version its localId names (reason
+// wrong_localid: a replay of another row's ciphertext). The reference
 // app's legacy records are counted in Legacy and otherwise skipped: its
 // prompts ({role:"user", content:{type:"text",…}}), whose canonical user
 // message the runner that consumed them wrote, and the legacy envelopes
@@ -71,8 +73,9 @@ func (r *Readback) refuse(seq int64, kind string, reason agent.DropReason, detai
 	r.dropped = append(r.dropped, agent.Dropped{Source: DroppedSourceRelay, Line: seq, Kind: kind, Reason: reason, Detail: detail, Raw: string(raw)})
 }
 
-// Add takes one decrypted relay message (seq is its relay seq).
-func (r *Readback) Add(seq int64, plaintext []byte) {
+// Add takes one decrypted relay message: seq is its relay seq, localID the
+// localId it was stored under ("<record id>.<version>", CheckRecord).
+func (r *Readback) Add(seq int64, localID string, plaintext []byte) {
 	var env struct {
 		Kind      *string         `json:"kind"`
 		Version   json.RawMessage `json:"version"`
@@ -97,6 +100,10 @@ func (r *Readback) Add(seq int64, plaintext []byte) {
 	}
 	if env.Kind == nil {
 		if env.Role == "user" || isLegacyEnvelope(env.Role, env.Content) {
+			if err := checkLegacyLocalID(localID, env.Role, env.Content); err != nil {
+				r.refuse(seq, env.Role, agent.DropWrongLocalID, err.Error(), plaintext)
+				return
+			}
 			r.Legacy++
 			return
 		}
@@ -125,12 +132,15 @@ func (r *Readback) Add(seq int64, plaintext []byte) {
 			r.refuse(seq, kind, reasonOf(err), err.Error(), plaintext)
 			return
 		}
+		id := m.Info.MessageID()
+		if !r.owns(seq, kind, localID, id, version, plaintext) {
+			return
+		}
 		r.Unknown += rep.UnknownParts
 		for _, d := range rep.Refused {
 			d.Source, d.Line = DroppedSourceRelay, seq
 			r.dropped = append(r.dropped, d)
 		}
-		id := m.Info.MessageID()
 		if f, ok := r.first[id]; !ok || seq < f {
 			r.first[id] = seq
 		}
@@ -141,6 +151,9 @@ func (r *Readback) Add(seq int64, plaintext []byte) {
 		var s mapper.Session
 		if err := json.Unmarshal(env.Session, &s); err != nil || s.ID == "" {
 			r.refuse(seq, kind, agent.DropInvalidField, "session record needs a session with an id", plaintext)
+			return
+		}
+		if !r.owns(seq, kind, localID, s.ID, version, plaintext) {
 			return
 		}
 		if cur, ok := r.sessions[s.ID]; !ok || version > cur.version {
@@ -162,6 +175,9 @@ func (r *Readback) Add(seq int64, plaintext []byte) {
 				return
 			}
 		}
+		if !r.owns(seq, kind, localID, TodosRecord(env.SessionID), version, plaintext) {
+			return
+		}
 		if todos == nil {
 			todos = []agent.Todo{}
 		}
@@ -174,12 +190,25 @@ func (r *Readback) Add(seq int64, plaintext []byte) {
 			r.refuse(seq, kind, agent.DropInvalidField, "dropped record needs sessionID and a dropped array", plaintext)
 			return
 		}
+		if !r.owns(seq, kind, localID, DroppedRecord(env.SessionID), version, plaintext) {
+			return
+		}
 		if cur, ok := r.refused[env.SessionID]; !ok || version > cur.version {
 			r.refused[env.SessionID] = versioned[[]agent.Dropped]{version, seq, ds}
 		}
 	default:
 		r.refuse(seq, kind, agent.DropUnknownType, "unknown envelope kind", plaintext)
 	}
+}
+
+// owns reports whether the row at seq is record version `version` its
+// localId names; a row that is not is refused (wrong_localid).
+func (r *Readback) owns(seq int64, kind, localID, record string, version int64, plaintext []byte) bool {
+	if err := checkLocalID(localID, record, version); err != nil {
+		r.refuse(seq, kind, agent.DropWrongLocalID, err.Error(), plaintext)
+		return false
+	}
+	return true
 }
 
 // reasonOf extracts the drop reason of a mapper decode error.

@@ -3,7 +3,9 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -82,9 +84,9 @@ func TestReadbackRebuildsTheReducerTranscriptInAnyOrder(t *testing.T) {
 		// The relay numbers versions in write order (seq = k+1); a reader
 		// may see them in any order, and some twice.
 		for i, k := range order {
-			rb.Add(int64(k+1), versions[k].Plaintext)
+			rb.Add(int64(k+1), versions[k].LocalID(), versions[k].Plaintext)
 			if i%3 == 0 { // duplicates change nothing
-				rb.Add(int64(k+1), versions[k].Plaintext)
+				rb.Add(int64(k+1), versions[k].LocalID(), versions[k].Plaintext)
 			}
 		}
 		got := mustJSON(t, rb.Transcript())
@@ -101,7 +103,7 @@ func TestReadbackRefusesBadRecordsWithReasons(t *testing.T) {
 	_, versions := scriptedSession(t)
 	rb := NewReadback(mapper.Session{ID: "ses_fallback"})
 	for i, v := range versions {
-		rb.Add(int64(i+1), v.Plaintext)
+		rb.Add(int64(i+1), v.LocalID(), v.Plaintext)
 	}
 	bad := []struct {
 		in     string
@@ -121,12 +123,12 @@ func TestReadbackRefusesBadRecordsWithReasons(t *testing.T) {
 	}
 	base := len(rb.Transcript().Dropped)
 	for i, b := range bad {
-		rb.Add(int64(1000+i), []byte(b.in))
+		rb.Add(int64(1000+i), "", []byte(b.in))
 	}
-	rb.Add(2000, []byte(`{"role":"user","content":{"type":"text","text":"legacy"}}`))
+	rb.Add(2000, "7d5c1f3e-reference-app-uuid", []byte(`{"role":"user","content":{"type":"text","text":"legacy"}}`))
 	// The envelopes happy writes for the reference app (session/compat).
-	rb.Add(2001, []byte(`{"role":"session","content":{"id":"prt_1","time":1,"role":"agent","turn":"msg_1","ev":{"t":"turn-start"}}}`))
-	rb.Add(2002, []byte(`{"role":"agent","content":{"type":"acp","provider":"claude","data":{"type":"tool-result","callId":"c","output":"","id":"x","isError":false}}}`))
+	rb.Add(2001, "legacy:prt_1.1", []byte(`{"role":"session","content":{"id":"prt_1","time":1,"role":"agent","turn":"msg_1","ev":{"t":"turn-start"}}}`))
+	rb.Add(2002, "legacy:x.1", []byte(`{"role":"agent","content":{"type":"acp","provider":"claude","data":{"type":"tool-result","callId":"c","output":"","id":"x","isError":false}}}`))
 	tr := rb.Transcript()
 	if got := len(tr.Dropped) - base; got != len(bad) {
 		t.Fatalf("%d dropped, want %d: %+v", got, len(bad), tr.Dropped)
@@ -150,7 +152,7 @@ func TestReadbackSpacedRecordIsTheSameMessage(t *testing.T) {
 	var got []string
 	for _, rec := range []string{compact, spaced} {
 		rb := NewReadback(mapper.Session{ID: "ses_1"})
-		rb.Add(1, []byte(rec))
+		rb.Add(1, "msg_1.1", []byte(rec))
 		tr := rb.Transcript()
 		if len(tr.Dropped) != 1 || tr.Dropped[0].Reason != agent.DropOrphan {
 			t.Fatalf("%s: dropped %+v, want the one orphan", rec, tr.Dropped)
@@ -164,7 +166,7 @@ func TestReadbackSpacedRecordIsTheSameMessage(t *testing.T) {
 
 func TestReadbackOrphanMessages(t *testing.T) {
 	rb := NewReadback(mapper.Session{ID: "ses_fallback"})
-	rb.Add(1, []byte(`{"kind":"message","version":1,"info":{"id":"msg_1","sessionID":"ses_gone","role":"user","time":{"created":1},"agent":"","model":{"providerID":"","modelID":""}},"parts":[]}`))
+	rb.Add(1, "msg_1.1", []byte(`{"kind":"message","version":1,"info":{"id":"msg_1","sessionID":"ses_gone","role":"user","time":{"created":1},"agent":"","model":{"providerID":"","modelID":""}},"parts":[]}`))
 	tr := rb.Transcript()
 	if len(tr.Dropped) != 1 || tr.Dropped[0].Reason != agent.DropOrphan {
 		t.Fatalf("dropped %+v", tr.Dropped)
@@ -175,18 +177,91 @@ func TestReadbackOrphanMessages(t *testing.T) {
 }
 
 func FuzzReadbackAdd(f *testing.F) {
-	f.Add([]byte(`{"kind":"message","version":1,"info":{"id":"m","sessionID":"s","role":"user","time":{"created":1},"agent":"a","model":{"providerID":"p","modelID":"m"}},"parts":[{"id":"p","sessionID":"s","messageID":"m","type":"text","text":"x"}]}`))
-	f.Add([]byte(`{"kind":"session","version":3,"session":{"id":"s","projectID":"","directory":"","title":"","time":{"created":1,"updated":1}}}`))
-	f.Add([]byte(`{"kind":"todos","version":1,"sessionID":"s","todos":[]}`))
-	f.Add([]byte(`{"role":"session","content":{"id":"p","time":1,"role":"agent","turn":"m","ev":{"t":"turn-start"}}}`))
-	f.Add([]byte(`{"role":"agent","content":{"type":"acp","provider":"codex","data":{"type":"tool-result"}}}`))
-	f.Fuzz(func(t *testing.T, data []byte) {
+	f.Add("m.1", []byte(`{"kind":"message","version":1,"info":{"id":"m","sessionID":"s","role":"user","time":{"created":1},"agent":"a","model":{"providerID":"p","modelID":"m"}},"parts":[{"id":"p","sessionID":"s","messageID":"m","type":"text","text":"x"}]}`))
+	f.Add("s.3", []byte(`{"kind":"session","version":3,"session":{"id":"s","projectID":"","directory":"","title":"","time":{"created":1,"updated":1}}}`))
+	f.Add("todos:s.1", []byte(`{"kind":"todos","version":1,"sessionID":"s","todos":[]}`))
+	f.Add("legacy:p.1", []byte(`{"role":"session","content":{"id":"p","time":1,"role":"agent","turn":"m","ev":{"t":"turn-start"}}}`))
+	f.Add("legacy:.1", []byte(`{"role":"agent","content":{"type":"acp","provider":"codex","data":{"type":"tool-result"}}}`))
+	f.Fuzz(func(t *testing.T, localID string, data []byte) {
 		rb := NewReadback(mapper.Session{ID: "ses_fallback"})
-		rb.Add(1, data)
-		rb.Add(2, data)
+		rb.Add(1, localID, data)
+		rb.Add(2, localID, data)
 		tr := rb.Transcript()
 		if _, err := json.Marshal(tr); err != nil {
 			t.Fatalf("transcript does not encode: %v", err)
 		}
+		// The reader and the relay client's check agree on whose a row is.
+		wrong := false
+		for _, d := range tr.Dropped {
+			wrong = wrong || d.Reason == agent.DropWrongLocalID
+		}
+		if wrong && CheckRecord(localID, data) == nil {
+			t.Fatalf("readback refused %q under %q as wrong_localid; CheckRecord took it", data, localID)
+		}
 	})
+}
+
+// A relay that stores a row's ciphertext again under another localId (a
+// replay, here of an early version of a message under a higher version of
+// the same record, so that it would win) gets the copy refused as
+// wrong_localid: the transcript is the one without it, and the relay
+// client's check (CheckRecord) refuses the same rows.
+func TestReadbackRefusesRowsUnderAnotherLocalID(t *testing.T) {
+	red, versions := scriptedSession(t)
+	want := mustJSON(t, red.Transcript())
+	var first RecordVersion
+	for _, v := range versions {
+		if v.Version == 1 && strings.HasPrefix(v.Record, "msg_") {
+			first = v
+			break
+		}
+	}
+	todos := versions[0]
+	for _, v := range versions {
+		if strings.HasPrefix(v.Record, "todos:") {
+			todos = v
+		}
+	}
+	legacy := []byte(`{"role":"session","content":{"id":"prt_1","time":1,"role":"agent","turn":"msg_1","ev":{"t":"turn-start"}}}`)
+	replays := []struct {
+		localID string
+		plain   []byte
+		detail  string
+	}{
+		{first.Record + ".99", first.Plaintext, `stored under localId "` + first.Record + `.99", but it is ` + first.Record + ` version 1`},
+		{"msg_zzz.1", first.Plaintext, `stored under localId "msg_zzz.1", but it is ` + first.Record + ` version 1`},
+		{"", first.Plaintext, `stored under localId "", but it is ` + first.Record + ` version 1`},
+		{"todos:ses_other.7", todos.Plaintext, `stored under localId "todos:ses_other.7", but it is ` + todos.Record + ` version ` + strconv.FormatInt(todos.Version, 10)},
+		{"legacy:prt_2.1", legacy, `stored under localId "legacy:prt_2.1", but it is the legacy envelope "prt_1"`},
+	}
+	rb := NewReadback(mapper.Session{ID: "ses_fallback"})
+	for i, v := range versions {
+		rb.Add(int64(i+1), v.LocalID(), v.Plaintext)
+	}
+	for i, r := range replays {
+		rb.Add(int64(1000+i), r.localID, r.plain)
+		if err := CheckRecord(r.localID, r.plain); !errors.Is(err, ErrWrongLocalID) {
+			t.Errorf("CheckRecord(%q) = %v, want ErrWrongLocalID", r.localID, err)
+		}
+	}
+	tr := rb.Transcript()
+	dropped := tr.Dropped[len(tr.Dropped)-len(replays):]
+	tr.Dropped = tr.Dropped[:len(tr.Dropped)-len(replays)]
+	if got := mustJSON(t, tr); got != want {
+		t.Fatalf("a replay changed the transcript\n got %s\nwant %s", got, want)
+	}
+	for i, r := range replays {
+		d := dropped[i]
+		if d.Reason != agent.DropWrongLocalID || d.Line != int64(1000+i) || d.Detail != ErrWrongLocalID.Error()+": "+r.detail {
+			t.Errorf("replay %d: dropped %+v", i, d)
+		}
+	}
+	for _, v := range versions {
+		if err := CheckRecord(v.LocalID(), v.Plaintext); err != nil {
+			t.Fatalf("CheckRecord of the writer's own %s: %v", v.LocalID(), err)
+		}
+	}
+	if err := CheckRecord("legacy:prt_1.1", legacy); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"testing"
 	"time"
 
@@ -45,7 +46,7 @@ func killedMidTurn(t *testing.T) (*memStore, *Readback) {
 	for _, put := range store.puts {
 		for _, v := range put {
 			seq++
-			rb.Add(seq, v.Plaintext)
+			rb.Add(seq, v.LocalID(), v.Plaintext)
 		}
 	}
 	return store, rb
@@ -110,7 +111,7 @@ func TestSettleClosesWhatADeadWriterLeftOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rb.Add(1000, body)
+	rb.Add(1000, s.Message.Info.MessageID()+"."+strconv.FormatInt(s.ReadVersion+1, 10), body)
 	if again := rb.Settle(agent.ReasonWrapperExited, at+1); len(again) != 0 {
 		t.Fatalf("settled twice: %+v", again)
 	}
@@ -129,7 +130,7 @@ func TestSettleNothingOpen(t *testing.T) {
 	_, versions := scriptedSession(t)
 	rb := NewReadback(mapper.Session{ID: "ses_fallback"})
 	for i, v := range versions {
-		rb.Add(int64(i+1), v.Plaintext)
+		rb.Add(int64(i+1), v.LocalID(), v.Plaintext)
 	}
 	if got := rb.Settle(agent.ReasonWrapperExited, 1); got != nil {
 		t.Fatalf("settled %+v", got)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +21,9 @@ type RecordVersion struct {
 	Version   int64
 	Plaintext []byte
 }
+
+// LocalID is the localId the relay client stores the version under.
+func (v RecordVersion) LocalID() string { return v.Record + "." + strconv.FormatInt(v.Version, 10) }
 
 // memStore is an in-memory RecordStore; each Flush's versions are grouped
 // into one "put" for assertions.

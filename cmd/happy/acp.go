@@ -16,6 +16,7 @@ import (
 	"github.com/happy-dev/happy/adapters/rpcagent"
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/app"
+	"github.com/happy-dev/happy/internal/private"
 )
 
 // acpOptions are the flags of the ACP commands, beside agentOptions.
@@ -207,7 +208,7 @@ func runACP(parent context.Context, f *factory, o *agentOptions, ao *acpOptions,
 	defer es.Close()
 
 	if o.record != "" {
-		record, err := os.Create(o.record)
+		record, err := private.Create(o.record)
 		if err != nil {
 			return &usageError{err: err}
 		}

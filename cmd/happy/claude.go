@@ -23,6 +23,7 @@ import (
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/app"
 
+	"github.com/happy-dev/happy/internal/private"
 	"github.com/happy-dev/happy/internal/proc"
 	"github.com/happy-dev/happy/localapi"
 	"github.com/happy-dev/happy/mapper"
@@ -45,8 +46,11 @@ type agentOptions struct {
 	// started (hidden --started-by; written to the session's metadata).
 	startedBy string
 	// initialPrompt is the first prompt of a session that goes on after
-	// it (hidden --initial-prompt; the daemon passes a spawn's prompt).
-	initialPrompt string
+	// it (hidden --initial-prompt, or read from the descriptor of hidden
+	// --initial-prompt-fd: how the daemon passes a spawn's prompt, off the
+	// command line).
+	initialPrompt   string
+	initialPromptFD int
 	// resume, when set, continues an ended session in place (happy
 	// resume): the agent resumes its own session and the transcript goes
 	// on in the same relay session.
@@ -82,8 +86,10 @@ func (o *agentOptions) bind(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&o.yolo, "yolo", false, "allow every tool call without asking (the rule *:* allow; your own deny and ask rules still win); recorded in the session")
 	cmd.Flags().StringVar(&o.startedBy, "started-by", "terminal", "who started the session: terminal or daemon (recorded in the session)")
 	cmd.Flags().StringVar(&o.initialPrompt, "initial-prompt", "", "first prompt of a session that goes on taking prompts (without -p)")
+	cmd.Flags().IntVar(&o.initialPromptFD, "initial-prompt-fd", 0, "read the first prompt (as --initial-prompt) from this inherited file `descriptor` (3 or more) to its end")
 	_ = cmd.Flags().MarkHidden("started-by")
 	_ = cmd.Flags().MarkHidden("initial-prompt")
+	_ = cmd.Flags().MarkHidden("initial-prompt-fd")
 }
 
 // startedByValue is the metadata's startedBy: "daemon" or "terminal".
@@ -128,13 +134,24 @@ func (o *agentOptions) checkEventsFlag() error {
 }
 
 // checkStartFlags refuses a --started-by other than terminal or daemon,
-// --initial-prompt together with -p, and a negative --permission-timeout.
+// --initial-prompt together with -p, and a negative --permission-timeout;
+// it reads the first prompt of --initial-prompt-fd.
 func (o *agentOptions) checkStartFlags() error {
 	if o.permissionTimeout < 0 {
 		return &usageError{err: fmt.Errorf("--permission-timeout %s: want a duration ≥ 0 (0 waits forever)", o.permissionTimeout)}
 	}
 	if o.startedBy != "terminal" && o.startedBy != "daemon" && o.startedBy != "" {
 		return &usageError{err: fmt.Errorf("--started-by must be terminal or daemon, got %q", o.startedBy)}
+	}
+	if o.initialPromptFD != 0 {
+		if o.initialPrompt != "" {
+			return &usageError{err: errors.New("--initial-prompt and --initial-prompt-fd are two ways of giving one prompt; give one")}
+		}
+		p, err := app.ReadInitialPrompt(o.initialPromptFD)
+		if err != nil {
+			return &usageError{err: fmt.Errorf("--initial-prompt-fd: %w", err)}
+		}
+		o.initialPrompt, o.initialPromptFD = p, 0
 	}
 	if o.initialPrompt != "" && o.prompt != "" {
 		return &usageError{err: errors.New("--initial-prompt is for a session without -p")}
@@ -443,7 +460,7 @@ func runClaudePrint(parent context.Context, f *factory, o *agentOptions, claudeP
 	so := sdk.Options{Binary: claudePath, Args: args, Dir: dir,
 		StderrLine: func(l string) { log.Info().Str("claude_stderr", l).Msg("") }}
 	if o.record != "" {
-		if record, err = os.Create(o.record); err != nil {
+		if record, err = private.Create(o.record); err != nil {
 			return &usageError{err: err}
 		}
 		defer record.Close()

@@ -19,6 +19,7 @@ import (
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/app"
 	"github.com/happy-dev/happy/internal/buildinfo"
+	"github.com/happy-dev/happy/internal/private"
 	"github.com/happy-dev/happy/session"
 )
 
@@ -157,7 +158,7 @@ func runCodexSession(parent context.Context, f *factory, o *codexOptions, proto 
 		Settings:       rpcagent.Settings{ClientName: "happy", ClientVersion: buildinfo.Version, Logger: log},
 	}
 	if o.record != "" {
-		record, err := os.Create(o.record)
+		record, err := private.Create(o.record)
 		if err != nil {
 			return &usageError{err: err}
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/happy-dev/happy/daemon"
 	"github.com/happy-dev/happy/internal/linereader"
 	"github.com/happy-dev/happy/internal/logging"
+	"github.com/happy-dev/happy/internal/private"
 	"github.com/happy-dev/happy/internal/tail"
 	"github.com/happy-dev/happy/localapi"
 )
@@ -112,10 +113,10 @@ func newDaemonRunCmd(f *factory) *cobra.Command {
 			if err != nil {
 				return &exitError{code: exitFailed, err: err}
 			}
-			if err := os.MkdirAll(h.Logs(), 0o700); err != nil {
+			if err := private.Dir(h.Logs()); err != nil {
 				return &exitError{code: exitFailed, err: err}
 			}
-			lf, err := os.OpenFile(daemon.LogPath(h), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+			lf, err := private.OpenAppend(daemon.LogPath(h))
 			if err != nil {
 				return &exitError{code: exitFailed, err: err}
 			}

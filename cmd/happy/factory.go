@@ -78,6 +78,11 @@ func (f *factory) log(name string) (*logging.Logger, error) {
 		return f.logger, err
 	}
 	keep, keepErr := logRetention(f.getenv)
+	// The home is made (or kept) private before anything is written in it.
+	if err := h.Ensure(); err != nil {
+		f.logger = logging.Discard()
+		return f.logger, err
+	}
 	l, err := logging.Open(h.Logs(), name, lvl, f.now(), keep)
 	if err != nil {
 		f.logger = logging.Discard()

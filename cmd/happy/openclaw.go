@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -17,6 +16,7 @@ import (
 	"github.com/happy-dev/happy/adapters/openclaw"
 	"github.com/happy-dev/happy/app"
 	"github.com/happy-dev/happy/internal/buildinfo"
+	"github.com/happy-dev/happy/internal/private"
 )
 
 // openclawOptions are the flags of `happy openclaw` beside agentOptions.
@@ -127,7 +127,7 @@ func runOpenclaw(parent context.Context, f *factory, o *agentOptions, oo *opencl
 		}
 		gopts := openclaw.GatewayOptions{Command: []string{oo.openclawPath}, Token: opts.Token, Dir: dir}
 		if oo.gatewayLog != "" {
-			lf, err := os.Create(oo.gatewayLog)
+			lf, err := private.Create(oo.gatewayLog)
 			if err != nil {
 				return &usageError{err: fmt.Errorf("--gateway-log: %w", err)}
 			}
@@ -159,7 +159,7 @@ func runOpenclaw(parent context.Context, f *factory, o *agentOptions, oo *opencl
 	defer conn.Close()
 	defer es.Close()
 	if o.record != "" {
-		record, err := os.Create(o.record)
+		record, err := private.Create(o.record)
 		if err != nil {
 			return &usageError{err: err}
 		}

@@ -241,7 +241,7 @@ func followLog(ctx context.Context, f *factory, conn *app.Conn, o app.Opened, rb
 			if ev.Dropped != nil {
 				rb.Drop(*ev.Dropped)
 			} else {
-				rb.Add(ev.Seq, ev.Plain)
+				rb.Add(ev.Seq, ev.LocalID, ev.Plain)
 			}
 			if err := emit(false); err != nil {
 				return err

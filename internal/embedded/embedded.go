@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/happy-dev/happy/internal/home"
+	"github.com/happy-dev/happy/internal/private"
 	"github.com/happy-dev/happy/internal/proc"
 	"github.com/happy-dev/happy/internal/relayid"
 	"github.com/happy-dev/happy/internal/settings"
@@ -153,14 +154,14 @@ func Ensure(ctx context.Context, opts Options) (started bool, err error) {
 		now = opts.Now
 	}
 	dataDir := opts.Home.Server()
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return false, fmt.Errorf("embedded relay: create %s: %w", dataDir, err)
+	if err := private.Dir(dataDir); err != nil {
+		return false, fmt.Errorf("embedded relay: %w", err)
 	}
-	if err := os.MkdirAll(opts.Home.Logs(), 0o700); err != nil {
-		return false, fmt.Errorf("embedded relay: create %s: %w", opts.Home.Logs(), err)
+	if err := private.Dir(opts.Home.Logs()); err != nil {
+		return false, fmt.Errorf("embedded relay: %w", err)
 	}
 	logPath := filepath.Join(opts.Home.Logs(), now().UTC().Format("20060102T150405.000Z")+"-embedded-server.out")
-	out, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	out, err := private.OpenAppend(logPath)
 	if err != nil {
 		return false, fmt.Errorf("embedded relay: open %s: %w", logPath, err)
 	}
@@ -176,7 +177,7 @@ func Ensure(ctx context.Context, opts Options) (started bool, err error) {
 	proc.Own(pid) // ours, though not started through proc.Start: an agent's end never touches it
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	if err := os.WriteFile(filepath.Join(dataDir, PIDFile), []byte(strconv.Itoa(pid)+"\n"), 0o600); err != nil {
+	if err := private.WriteFile(filepath.Join(dataDir, PIDFile), []byte(strconv.Itoa(pid)+"\n")); err != nil {
 		_ = cmd.Process.Kill()
 		return false, fmt.Errorf("embedded relay: write pid file: %w", err)
 	}

@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/happy-dev/happy/internal/private"
 )
 
 // EnvHomeDir names the environment variable that overrides the home folder.
@@ -90,10 +92,12 @@ func (d Dir) EventsToken() string { return d.Join("events.token") }
 // Settings is the path of settings.json.
 func (d Dir) Settings() string { return d.Join("settings.json") }
 
-// Ensure creates the home folder (mode 0700) if it is missing.
+// Ensure creates the home folder (mode 0700) if it is missing, and makes
+// an existing one 0700 (an older happy may have left it readable by other
+// users).
 func (d Dir) Ensure() error {
-	if err := os.MkdirAll(d.path, 0o700); err != nil {
-		return fmt.Errorf("home: create %s: %w", d.path, err)
+	if err := private.Dir(d.path); err != nil {
+		return fmt.Errorf("home: %w", err)
 	}
 	return nil
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/happy-dev/happy/internal/private"
 )
 
 // Logger is a zerolog logger plus the file behind it. Close flushes and
@@ -44,8 +46,8 @@ const (
 // file is created on the first line written, so a process that logs
 // nothing leaves no empty file. Times are RFC 3339 with milliseconds.
 func Open(dir, name string, level zerolog.Level, now time.Time, keep Retention) (*Logger, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("logging: create %s: %w", dir, err)
+	if err := private.Dir(dir); err != nil {
+		return nil, fmt.Errorf("logging: %w", err)
 	}
 	_, _ = Prune(dir, now, keep)
 	fname := fmt.Sprintf("%s-%d-%s.log", now.UTC().Format("20060102T150405.000Z"), os.Getpid(), name)
@@ -129,7 +131,7 @@ func (l *lazyFile) Write(p []byte) (int, error) {
 		return 0, os.ErrClosed
 	}
 	if l.f == nil {
-		f, err := os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		f, err := private.OpenAppend(l.path)
 		if err != nil {
 			return 0, err
 		}

@@ -29,6 +29,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/happy-dev/happy/internal/private"
 )
 
 // EnvServerURL names the environment variable that overrides the relay URL.
@@ -154,8 +156,8 @@ func (s Settings) Save(path string) error {
 // reader or a crash sees either the old content or the new, never a mix.
 func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("settings: create %s: %w", dir, err)
+	if err := private.MkdirAll(dir); err != nil {
+		return fmt.Errorf("settings: %w", err)
 	}
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {

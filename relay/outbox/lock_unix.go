@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+
+	"github.com/happy-dev/happy/internal/private"
 )
 
 // lockState is empty where the kernel keeps the locks.
@@ -28,13 +30,13 @@ type lockState struct{}
 // different files of the same name.
 func (s *Store) Lock(session string) (unlock func(), err error) {
 	dir := filepath.Join(s.dir, "locks")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := private.Dir(dir); err != nil {
 		return nil, fmt.Errorf("outbox: lock %q: %w", session, err)
 	}
 	sum := sha256.Sum256([]byte(session))
 	path := filepath.Join(dir, hex.EncodeToString(sum[:8])+".lock")
 	for {
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+		f, err := private.OpenFile(path, os.O_CREATE|os.O_RDWR)
 		if err != nil {
 			return nil, fmt.Errorf("outbox: lock %q: %w", session, err)
 		}

@@ -25,6 +25,7 @@
 //	sessions  (session, relay_id, state)  opaque per-session state of the caller
 //	rejected  rows the relay refused permanently, with the reason (kept, never dropped)
 //	live      (session, pid, started_at)  sessions a process runs and has not ended yet
+//	conflicts rows the relay held under this outbox's localIds that were not its own (kept)
 //
 // A live row is written when a process starts running a session and removed
 // once the relay knows the session ended. A live row whose session lock is
@@ -72,6 +73,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/happy-dev/happy/internal/private"
 )
 
 // FileName is the database file inside the outbox folder.
@@ -192,6 +195,7 @@ const (
 	opPutSession
 	opMarkLive
 	opClearLive
+	opConflict
 )
 
 type op struct {
@@ -203,6 +207,7 @@ type op struct {
 	relayID string
 	state   []byte
 	pid     int
+	seq     int64
 	removed int
 	staged  func() // AppendStaged's notification (nil otherwise)
 	result  error  // the operation's own result, kept until the sync
@@ -212,8 +217,8 @@ type op struct {
 // Open opens (creating when missing) the outbox in dir (mode 0700) and starts
 // its writer.
 func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("outbox: create %s: %w", dir, err)
+	if err := private.Dir(dir); err != nil {
+		return nil, fmt.Errorf("outbox: %w", err)
 	}
 	sync := strings.ToUpper(opts.Synchronous)
 	if sync == "" {
@@ -223,6 +228,13 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("outbox: synchronous %q (want FULL or NORMAL)", opts.Synchronous)
 	}
 	path := filepath.Join(dir, FileName)
+	// The file exists 0600 before SQLite opens it (SQLite creates its
+	// -wal and -shm files with the database's mode).
+	f, err := private.OpenFile(path, os.O_CREATE|os.O_RDWR)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: create %s: %w", path, err)
+	}
+	_ = f.Close()
 	pipelined := sync == "FULL" && canSyncWAL && !opts.serialSync
 	dsn := func(extra ...string) string {
 		q := url.Values{}
@@ -250,7 +262,12 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		_ = w.Close()
 		return nil, fmt.Errorf("outbox: open %s: %w", path, err)
 	}
-	_ = os.Chmod(path, 0o600)
+	for _, p := range []string{path + "-wal", path + "-shm"} {
+		if err := private.Restrict(p); err != nil {
+			_ = w.Close()
+			return nil, fmt.Errorf("outbox: %w", err)
+		}
+	}
 	if _, err := w.ExecContext(ctx, schema); err != nil {
 		_ = w.Close()
 		return nil, fmt.Errorf("outbox: create schema in %s: %w", path, err)
@@ -328,6 +345,14 @@ CREATE TABLE IF NOT EXISTS rejected (
 	enqueued_at INTEGER NOT NULL,
 	reason      TEXT    NOT NULL,
 	rejected_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS conflicts (
+	id          INTEGER PRIMARY KEY,
+	session     TEXT    NOT NULL,
+	local_id    TEXT    NOT NULL,
+	seq         INTEGER NOT NULL,
+	detail      TEXT    NOT NULL,
+	detected_at INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS live (
 	session    TEXT    PRIMARY KEY,
@@ -509,6 +534,52 @@ func (s *Store) Remove(ctx context.Context, session string, localIDs []string) (
 // queue but must not vanish. Rejected rows are listed by RejectedItems.
 func (s *Store) Reject(ctx context.Context, session, localID, reason string) error {
 	return s.submit(ctx, &op{kind: opReject, session: session, ids: []string{localID}, reason: reason})
+}
+
+// Conflict is a version whose localId the relay held another row under:
+// someone stored a row of their own under it first (see NoteConflict).
+type Conflict struct {
+	Session string
+	LocalID string // the version's localId, "<record>.<version>"
+	Seq     int64  // the seq of the row the relay holds under it (0 when it showed none)
+	Detail  string // what differed
+	At      time.Time
+}
+
+// NoteConflict records that the relay holds a row that is not this
+// outbox's under localID of session (at seq), with what differed. The
+// record is kept (a sign that someone holding the account's token, or the
+// relay, wrote under this client's record ids); Conflicts lists it.
+func (s *Store) NoteConflict(ctx context.Context, session, localID string, seq int64, detail string) error {
+	if session == "" || localID == "" {
+		return fmt.Errorf("%w: conflict without session or localId", ErrInvalid)
+	}
+	return s.submit(ctx, &op{kind: opConflict, session: session, ids: []string{localID}, seq: seq, reason: detail})
+}
+
+// Conflicts lists the conflicts noted for session ("" lists every
+// session's), oldest first.
+func (s *Store) Conflicts(ctx context.Context, session string) ([]Conflict, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT session, local_id, seq, detail, detected_at FROM conflicts
+		WHERE ? = '' OR session = ? ORDER BY id`, session, session)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: list conflicts of %q: %w", session, err)
+	}
+	defer rows.Close()
+	var out []Conflict
+	for rows.Next() {
+		var c Conflict
+		var at int64
+		if err := rows.Scan(&c.Session, &c.LocalID, &c.Seq, &c.Detail, &at); err != nil {
+			return nil, fmt.Errorf("outbox: read conflicts of %q: %w", session, err)
+		}
+		c.At = time.UnixMilli(at)
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("outbox: read conflicts of %q: %w", session, err)
+	}
+	return out, nil
 }
 
 // PutSession stores the caller's state for session: the relay's id ("" while
@@ -969,6 +1040,11 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, o *op, now int64, result 
 	case opClearLive:
 		if _, err := tx.ExecContext(ctx, `DELETE FROM live WHERE session = ?`, o.session); err != nil {
 			return fmt.Errorf("outbox: clear live %q: %w", o.session, err)
+		}
+	case opConflict:
+		if _, err := tx.ExecContext(ctx, `INSERT INTO conflicts (session, local_id, seq, detail, detected_at) VALUES (?, ?, ?, ?, ?)`,
+			o.session, o.ids[0], o.seq, o.reason, now); err != nil {
+			return fmt.Errorf("outbox: note conflict %s: %w", o.ids[0], err)
 		}
 	}
 	return nil

@@ -516,3 +516,11 @@ func TestNativeToolRawProviderInput(t *testing.T) {
 		}
 	}
 }
+
+// The readers' localId check (session.CheckRecord) knows the prefix of
+// the legacy records this package writes.
+func TestRecordPrefixIsTheReadersOne(t *testing.T) {
+	if RecordPrefix != session.LegacyRecordPrefix {
+		t.Fatalf("RecordPrefix %q, session.LegacyRecordPrefix %q", RecordPrefix, session.LegacyRecordPrefix)
+	}
+}

@@ -148,16 +148,29 @@ test("session rows sealed by Go decrypt (legacy and dataKey) and the browser's s
 const msg = (id, version, parts, extra = {}) => JSON.stringify({ kind: "message", version, info: { id, sessionID: extra.sid ?? "ses_root", role: extra.role ?? "assistant", time: { created: 1 } }, parts });
 const ses = (id, version, extra = {}) => JSON.stringify({ kind: "session", version, session: { id, title: extra.title ?? id, ...extra } });
 const textPart = (id, text) => ({ id, type: "text", text });
+// ownId is the localId a writer stores a row under ("<record id>.<version>",
+// "legacy:<envelope id>.1"; "" for a row that is no record); put adds a row
+// under it, as the relay hands the writer's own rows over.
+function ownId(text) {
+  let e;
+  try { e = JSON.parse(text); } catch { return ""; }
+  if (e === null || typeof e !== "object") return "";
+  const rec = { message: e.info?.id, session: e.session?.id, todos: "todos:" + e.sessionID, dropped: "dropped:" + e.sessionID }[e.kind];
+  if (rec !== undefined) return rec + "." + e.version;
+  if (e.role === "session" && typeof e.content?.id === "string") return "legacy:" + e.content.id + ".1";
+  return "";
+}
+const put = (rd, seq, text) => rd.add(seq, ownId(text), text);
 const toolPart = (id, status, extra = {}) => ({ id, type: "tool", callID: "call_" + id, tool: extra.tool ?? "bash", state: { status, input: extra.input ?? { command: "ls" }, ...extra.state } });
 
 test("the highest version of a record wins, whatever the arrival order", async () => {
   const rd = new Reducer();
-  rd.add(1, ses("ses_root", 1));
-  rd.add(2, msg("msg_a", 3, [textPart("p1", "three")]));
-  rd.add(3, msg("msg_a", 1, [textPart("p1", "one")]));
-  rd.add(4, msg("msg_a", 2, [textPart("p1", "two")]));
-  rd.add(5, ses("ses_root", 2, { title: "named" }));
-  rd.add(6, ses("ses_root", 1, { title: "old" }));
+  put(rd, 1, ses("ses_root", 1));
+  put(rd, 2, msg("msg_a", 3, [textPart("p1", "three")]));
+  put(rd, 3, msg("msg_a", 1, [textPart("p1", "one")]));
+  put(rd, 4, msg("msg_a", 2, [textPart("p1", "two")]));
+  put(rd, 5, ses("ses_root", 2, { title: "named" }));
+  put(rd, 6, ses("ses_root", 1, { title: "old" }));
   const t = rd.transcript();
   eq(t.messages.map((m) => m.parts[0].text), ["three"], "message text");
   eq(t.session.title, "named", "session title");
@@ -166,8 +179,8 @@ test("the highest version of a record wins, whatever the arrival order", async (
 
 test("live text deltas extend the stored part; gaps wait for the stored version", () => {
   const rd = new Reducer();
-  rd.add(1, ses("ses_root", 1));
-  rd.add(2, msg("msg_a", 1, [textPart("p1", "he")]));
+  put(rd, 1, ses("ses_root", 1));
+  put(rd, 2, msg("msg_a", 1, [textPart("p1", "he")]));
   const d = (offset, delta) => ({ messageId: "msg_a", partId: "p1", offset, delta });
   eq(rd.applyDelta(d(2, "llo")), "applied", "in order");
   eq(rd.applyDelta(d(2, "llo")), "duplicate", "repeated");
@@ -178,23 +191,23 @@ test("live text deltas extend the stored part; gaps wait for the stored version"
   eq(rd.applyDelta({ messageId: "msg_b", partId: "p1", offset: 0, delta: "x" }), "gap", "message not stored yet");
   eq(rd.applyDelta({ messageId: "msg_a", partId: "p1", offset: -1, delta: "x" }), "invalid", "bad offset");
   eq(rd.transcript().messages[0].parts[0].text, "hello 😀!", "live text");
-  rd.add(3, msg("msg_a", 2, [textPart("p1", "hello")]));
+  put(rd, 3, msg("msg_a", 2, [textPart("p1", "hello")]));
   eq(rd.transcript().messages[0].parts[0].text, "hello 😀!", "an older stored version keeps the live text");
-  rd.add(4, msg("msg_a", 3, [textPart("p1", "rewritten")]));
+  put(rd, 4, msg("msg_a", 3, [textPart("p1", "rewritten")]));
   eq(rd.transcript().messages[0].parts[0].text, "rewritten", "a differing stored version wins");
 });
 
 test("messages are ordered by the seq of their first version; children nest; todos and dropped are per session", async () => {
   const rd = new Reducer();
-  rd.add(1, ses("ses_root", 1));
-  rd.add(2, msg("msg_b", 1, [textPart("p", "b")], { role: "user" }));
-  rd.add(3, msg("msg_a", 1, [textPart("p", "a")]));
-  rd.add(4, msg("msg_b", 2, [textPart("p", "b2")], { role: "user" }));
-  rd.add(5, ses("ses_child", 1, { parentID: "ses_root" }));
-  rd.add(6, msg("msg_c", 1, [textPart("p", "child")], { sid: "ses_child" }));
-  rd.add(7, JSON.stringify({ kind: "todos", version: 1, sessionID: "ses_root", todos: [{ content: "x", status: "pending", priority: "high" }] }));
-  rd.add(8, JSON.stringify({ kind: "todos", version: 2, sessionID: "ses_root", todos: [{ content: "x", status: "completed", priority: "high" }] }));
-  rd.add(9, JSON.stringify({ kind: "dropped", version: 1, sessionID: "ses_child", dropped: [{ source: "claude-jsonl", reason: "unknown_type" }] }));
+  put(rd, 1, ses("ses_root", 1));
+  put(rd, 2, msg("msg_b", 1, [textPart("p", "b")], { role: "user" }));
+  put(rd, 3, msg("msg_a", 1, [textPart("p", "a")]));
+  put(rd, 4, msg("msg_b", 2, [textPart("p", "b2")], { role: "user" }));
+  put(rd, 5, ses("ses_child", 1, { parentID: "ses_root" }));
+  put(rd, 6, msg("msg_c", 1, [textPart("p", "child")], { sid: "ses_child" }));
+  put(rd, 7, JSON.stringify({ kind: "todos", version: 1, sessionID: "ses_root", todos: [{ content: "x", status: "pending", priority: "high" }] }));
+  put(rd, 8, JSON.stringify({ kind: "todos", version: 2, sessionID: "ses_root", todos: [{ content: "x", status: "completed", priority: "high" }] }));
+  put(rd, 9, JSON.stringify({ kind: "dropped", version: 1, sessionID: "ses_child", dropped: [{ source: "claude-jsonl", reason: "unknown_type" }] }));
   const t = rd.transcript();
   eq(t.messages.map((m) => m.info.id), ["msg_b", "msg_a"], "order");
   eq(t.messages[0].parts[0].text, "b2", "patched in place");
@@ -207,27 +220,56 @@ test("messages are ordered by the seq of their first version; children nest; tod
 
 test("unreadable rows become dropped entries with reasons", async () => {
   const rd = new Reducer();
-  rd.add(1, ses("ses_root", 1));
-  rd.add(2, "{not json");
-  rd.add(3, "[1]");
-  rd.add(4, '{"role":"user","content":{"type":"text","text":"hi"}}');
-  rd.add(12, '{"role":"session","content":{"id":"p","time":1,"role":"agent","turn":"m","ev":{"t":"turn-start"}}}');
-  rd.add(5, '{"role":"agent"}');
-  rd.add(6, '{"kind":"message","version":0}');
-  rd.add(7, '{"kind":"weird","version":1}');
-  rd.add(8, '{"kind":"message","version":1,"info":{"id":"","role":"user","sessionID":"ses_root"},"parts":[]}');
-  rd.add(9, '{"kind":"todos","version":1,"sessionID":"ses_root","todos":[{"status":"done"}]}');
-  rd.add(10, msg("msg_o", 1, [], { sid: "ses_nobody" }));
+  put(rd, 1, ses("ses_root", 1));
+  put(rd, 2, "{not json");
+  put(rd, 3, "[1]");
+  put(rd, 4, '{"role":"user","content":{"type":"text","text":"hi"}}');
+  put(rd, 12, '{"role":"session","content":{"id":"p","time":1,"role":"agent","turn":"m","ev":{"t":"turn-start"}}}');
+  put(rd, 5, '{"role":"agent"}');
+  put(rd, 6, '{"kind":"message","version":0}');
+  put(rd, 7, '{"kind":"weird","version":1}');
+  put(rd, 8, '{"kind":"message","version":1,"info":{"id":"","role":"user","sessionID":"ses_root"},"parts":[]}');
+  put(rd, 9, '{"kind":"todos","version":1,"sessionID":"ses_root","todos":[{"status":"done"}]}');
+  put(rd, 10, msg("msg_o", 1, [], { sid: "ses_nobody" }));
   rd.addFailure(11, "decrypt_failed", "authentication failed");
   const t = rd.transcript();
   eq(t.dropped.map((d) => [d.line, d.reason]), [[2, "unparseable_json"], [3, "not_an_object"], [5, "unknown_type"], [6, "invalid_field"], [7, "unknown_type"], [8, "invalid_field"], [9, "invalid_field"], [11, "decrypt_failed"], [10, "orphan"]], "dropped");
   eq(rd.legacy, 2, "legacy prompts and envelopes counted");
 });
 
+test("a row stored under another localId than its record version's is refused (wrong_localid)", async () => {
+  const rd = new Reducer();
+  put(rd, 1, ses("ses_root", 1));
+  const first = msg("msg_a", 1, [textPart("p1", "first")]);
+  put(rd, 2, first);
+  put(rd, 3, msg("msg_a", 2, [textPart("p1", "second")]));
+  // The relay stores version 1's ciphertext again under higher localIds,
+  // under another record's, and without one.
+  rd.add(4, "msg_a.9", first);
+  rd.add(5, "msg_z.1", first);
+  rd.add(6, undefined, first);
+  const todos = JSON.stringify({ kind: "todos", version: 1, sessionID: "ses_root", todos: [] });
+  rd.add(7, "todos:ses_other.1", todos);
+  const legacy = '{"role":"session","content":{"id":"prt_1","time":1,"role":"agent","turn":"m","ev":{"t":"turn-start"}}}';
+  rd.add(8, "legacy:prt_2.1", legacy);
+  rd.add(9, "legacy:prt_1.1", legacy);
+  rd.add(10, "f3c1a2b4-uuid", '{"role":"user","content":{"type":"text","text":"from the reference app"}}');
+  const t = rd.transcript();
+  eq(t.messages.map((m) => m.parts[0].text), ["second"], "the writer's last version stays");
+  eq(t.dropped.map((d) => [d.line, d.reason, d.detail]), [
+    [4, "wrong_localid", 'stored under localId "msg_a.9", but it is msg_a version 1'],
+    [5, "wrong_localid", 'stored under localId "msg_z.1", but it is msg_a version 1'],
+    [6, "wrong_localid", 'stored under localId "", but it is msg_a version 1'],
+    [7, "wrong_localid", 'stored under localId "todos:ses_other.1", but it is todos:ses_root version 1'],
+    [8, "wrong_localid", 'stored under localId "legacy:prt_2.1", but it is the legacy envelope "prt_1"'],
+  ], "refused");
+  eq(rd.legacy, 2, "the legacy envelope under its own localId and the reference app's prompt are counted");
+});
+
 test("blocked tools and session states", async () => {
   const rd = new Reducer();
-  rd.add(1, ses("ses_root", 1));
-  rd.add(2, msg("msg_a", 1, [toolPart("t1", "blocked", { state: { block: { type: "permission", id: "b", permission: "bash", patterns: ["ls"] } } }), toolPart("t2", "running")]));
+  put(rd, 1, ses("ses_root", 1));
+  put(rd, 2, msg("msg_a", 1, [toolPart("t1", "blocked", { state: { block: { type: "permission", id: "b", permission: "bash", patterns: ["ls"] } } }), toolPart("t2", "running")]));
   eq(blockedTools(rd.transcript()).map((p) => p.callID), ["call_t1"], "blocked");
   const now = 1_000_000;
   const info = { activeAt: now - 1000, createdAt: 0 };
@@ -438,7 +480,7 @@ test("random and mangled rows never throw in reduction or rendering", async () =
     for (let i = 0; i < 12; i++) {
       let row = rnd(3) === 0 ? junk[rnd(junk.length)] : good[rnd(good.length)];
       if (rnd(4) === 0) { const at = rnd(row.length); row = row.slice(0, at) + row.slice(at + 1 + rnd(5)); }
-      rd.add(i + 1, row);
+      put(rd, i + 1, row);
     }
     const t = rd.transcript();
     r.renderTranscript(t, { canControl: true });

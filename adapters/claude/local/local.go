@@ -50,6 +50,7 @@ import (
 	"github.com/happy-dev/happy/adapters/claude/perm"
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/linereader"
+	"github.com/happy-dev/happy/internal/private"
 	"github.com/happy-dev/happy/internal/ptyproxy"
 	"github.com/happy-dev/happy/internal/queue"
 	"github.com/happy-dev/happy/internal/tail"
@@ -163,7 +164,7 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
+	if err := private.MkdirAll(opts.StateDir); err != nil {
 		return nil, fmt.Errorf("claude local mode: state folder: %w", err)
 	}
 	settings := filepath.Join(opts.StateDir, SettingsFile)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/happy-dev/happy/internal/private"
 	"github.com/happy-dev/happy/server/store"
 	"github.com/happy-dev/happy/server/store/postgres"
 	"github.com/happy-dev/happy/server/store/sqlite"
@@ -127,7 +128,7 @@ func Open(ctx context.Context, spec Spec, opts Options) (Store, error) {
 		}
 		return s, nil
 	case SQLite:
-		if err := os.MkdirAll(filepath.Dir(spec.Target), 0o700); err != nil {
+		if err := private.MkdirAll(filepath.Dir(spec.Target)); err != nil {
 			return nil, fmt.Errorf("backend: create %s: %w", filepath.Dir(spec.Target), err)
 		}
 		s, err := sqlite.Open(ctx, spec.Target, sqlite.Options{Synchronous: sqlite.Sync(strings.ToUpper(opts.Synchronous)), AttachmentsDir: opts.AttachmentsDir})

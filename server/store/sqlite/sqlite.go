@@ -25,6 +25,7 @@ import (
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
+	"github.com/happy-dev/happy/internal/private"
 	"github.com/happy-dev/happy/server/store"
 )
 
@@ -170,6 +171,13 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if _, err := os.Stat(filepath.Dir(path)); err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
+	// The file exists 0600 before SQLite opens it (SQLite creates its -wal
+	// and -shm files with the database's mode).
+	f, err := private.OpenFile(path, os.O_CREATE|os.O_RDWR)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: create %s: %w", path, err)
+	}
+	_ = f.Close()
 	dsnLock := func(txlock string, extra ...string) string {
 		q := url.Values{}
 		q.Add("_pragma", "busy_timeout(10000)")
@@ -196,9 +204,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		_ = w.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		_ = w.Close()
-		return nil, fmt.Errorf("sqlite: restrict %s: %w", path, err)
+	for _, p := range []string{path + "-wal", path + "-shm"} {
+		if err := private.Restrict(p); err != nil {
+			_ = w.Close()
+			return nil, fmt.Errorf("sqlite: %w", err)
+		}
 	}
 	applied, err := migrate(ctx, w)
 	if err != nil {

@@ -267,7 +267,7 @@ async function addRows(reducer, cipher, rows) {
     const ct = row.content?.c;
     if (typeof ct !== "string") { reducer.addFailure(row.seq, "invalid_field", "row has no encrypted content"); continue; }
     try {
-      reducer.add(row.seq, c.decodeUtf8(await cipher.open(c.b64decode(ct))));
+      reducer.add(row.seq, row.localId, c.decodeUtf8(await cipher.open(c.b64decode(ct))));
     } catch (e) {
       reducer.addFailure(row.seq, "decrypt_failed", e.message);
     }

@@ -3,7 +3,10 @@
 // session.Readback does (docs/ARCHITECTURE.md, "Relay envelope and versions").
 // Each row is {kind, version, …}; the highest version of a record wins, a
 // message is ordered by the seq of its first version, and anything unreadable
-// becomes a Dropped entry with a reason instead of disappearing.
+// becomes a Dropped entry with a reason instead of disappearing. A row must be
+// the record version its localId names ("<record id>.<version>"; a legacy
+// envelope happy wrote "legacy:<its id>.<n>"): a row stored under another
+// one (a relay replaying a row's ciphertext) is refused as wrong_localid.
 
 const KINDS = new Set(["message", "session", "todos", "dropped"]);
 const TODO_STATUS = new Set(["pending", "in_progress", "completed", "cancelled"]);
@@ -36,8 +39,9 @@ export class Reducer {
     this.refuse(seq, "", reason, detail, "");
   }
 
-  /** add folds one decrypted row (its plaintext string) at seq. */
-  add(seq, text) {
+  /** add folds one decrypted row at seq: localId is the one it was stored
+   * under, text its plaintext. */
+  add(seq, localId, text) {
     this.lastSeq = Math.max(this.lastSeq, seq);
     let env;
     try {
@@ -56,7 +60,12 @@ export class Reducer {
       const c = env.content;
       const envelope = isObject(c) && ((env.role === "session" && (c.ev !== undefined || c.type === "session")) ||
         (env.role === "agent" && typeof c.type === "string" && c.type !== ""));
-      if (env.role === "user" || envelope) { this.legacy++; return; }
+      if (env.role === "user" || envelope) {
+        const wrong = legacyLocalIdError(localId, env);
+        if (wrong) { this.refuse(seq, typeof env.role === "string" ? env.role : "", "wrong_localid", wrong, text); return; }
+        this.legacy++;
+        return;
+      }
       this.refuse(seq, typeof env.role === "string" ? env.role : "", "unknown_type", "no envelope kind", text);
       return;
     }
@@ -74,11 +83,18 @@ export class Reducer {
       const cur = map.get(key);
       if (!cur || version > cur.version) map.set(key, { version, seq, value });
     };
+    // owns refuses the row unless localId is "<record>.<version>".
+    const owns = (record) => {
+      if (localId === `${record}.${version}`) return true;
+      this.refuse(seq, kind, "wrong_localid", `stored under localId ${JSON.stringify(localId ?? "")}, but it is ${record} version ${version}`, text);
+      return false;
+    };
     switch (kind) {
       case "message": {
         const err = checkMessage(env.info, env.parts);
         if (err) { this.refuse(seq, kind, "invalid_field", err, text); return; }
         const id = env.info.id;
+        if (!owns(id)) return;
         const f = this.first.get(id);
         if (f === undefined || seq < f) this.first.set(id, seq);
         const cur = this.messages.get(id);
@@ -91,6 +107,7 @@ export class Reducer {
           this.refuse(seq, kind, "invalid_field", "session record needs a session with an id", text);
           return;
         }
+        if (!owns(env.session.id)) return;
         keep(this.sessions, env.session.id, env.session);
         return;
       case "todos": {
@@ -105,6 +122,7 @@ export class Reducer {
             return;
           }
         }
+        if (!owns("todos:" + env.sessionID)) return;
         keep(this.todos, env.sessionID, env.todos);
         return;
       }
@@ -113,6 +131,7 @@ export class Reducer {
           this.refuse(seq, kind, "invalid_field", "dropped record needs sessionID and a dropped array", text);
           return;
         }
+        if (!owns("dropped:" + env.sessionID)) return;
         keep(this.refused, env.sessionID, env.dropped);
     }
   }
@@ -200,6 +219,23 @@ function keepLive(oldParts, newParts) {
     const op = oldParts.find((x) => isObject(x) && x.id === np.id && x.type === np.type);
     if (op && typeof op.text === "string" && op.text.length > np.text.length && op.text.startsWith(np.text)) np.text = op.text;
   }
+}
+
+// legacyLocalIdError checks a legacy envelope against its localId: under
+// "legacy:<id>.<n>" (what happy writes) the envelope's own id (content.id of
+// a session envelope, content.data.id of an ACP tool result) must be <id>.
+// Other localIds (the reference app's prompts) cannot be checked. It returns
+// the refusal's detail, or "".
+function legacyLocalIdError(localId, env) {
+  if (typeof localId !== "string" || !localId.startsWith("legacy:")) return "";
+  const rest = localId.slice("legacy:".length);
+  const dot = rest.lastIndexOf(".");
+  const n = dot < 0 ? NaN : Number(rest.slice(dot + 1));
+  const c = env.content;
+  const id = env.role === "session" ? c?.id : env.role === "agent" && c?.type === "acp" ? c?.data?.id : undefined;
+  const own = typeof id === "string" && id !== "" ? id : "";
+  if (Number.isInteger(n) && n >= 1 && /^[0-9]+$/.test(rest.slice(dot + 1)) && own !== "" && rest.slice(0, dot) === own) return "";
+  return `stored under localId ${JSON.stringify(localId)}, but it is the legacy envelope ${JSON.stringify(own)}`;
 }
 
 function checkMessage(info, parts) {
