@@ -275,3 +275,57 @@ func TestMachineRPCAttacks(t *testing.T) {
 		t.Fatalf("handlers ran %d (spawns) / stop-daemon, want 2 spawns", n)
 	}
 }
+
+// TestAcceptPrompt: the check of a prompt row (a relay that serves the
+// same stored row twice, under the same localId, gets the second refused)
+// and of the reference app's dialect (once per ciphertext), reported to
+// the owner, and durable across a reopen.
+func TestAcceptPrompt(t *testing.T) {
+	url := servertest.Start(t).URL
+	creds := newAccount(t, url)
+	home := t.TempDir()
+	c := newTestClient(t, testConfig(t, url, creds, home+"/outbox"))
+	tag := newTag(t)
+	s := openTestSession(t, c, SessionOptions{Tag: tag})
+	var mu sync.Mutex
+	var refused []string
+	s.OnRefused(func(r Refused) { mu.Lock(); refused = append(refused, r.Method+":"+string(r.Reason)); mu.Unlock() })
+	env := envelopeFor(t, s.ID(), control.MethodPrompt, nil, time.Now())
+	ctl, _ := json.Marshal(env)
+	in := Incoming{Seq: 3, LocalID: "msg_1.1", Sealed: seal(t, s.Cipher(), env)}
+	if err := s.AcceptPrompt(in, ctl, false); err != nil {
+		t.Fatalf("first delivery: %v", err)
+	}
+	in.Seq = 9 // the relay serves it again
+	if r, _ := control.ReasonOf(s.AcceptPrompt(in, ctl, false)); r != control.ReasonReplayed {
+		t.Fatalf("second delivery: %q", r)
+	}
+	if r, _ := control.ReasonOf(s.AcceptPrompt(in, nil, false)); r != control.ReasonUnsealed {
+		t.Fatalf("no envelope: %q", r)
+	}
+	other, _ := json.Marshal(envelopeFor(t, "another", control.MethodPrompt, nil, time.Now()))
+	if r, _ := control.ReasonOf(s.AcceptPrompt(in, other, false)); r != control.ReasonWrongTarget {
+		t.Fatalf("another target: %q", r)
+	}
+	ref, _ := s.Cipher().Seal([]byte(`{"role":"user","content":{"type":"text","text":"hi"}}`))
+	dialect := Incoming{Seq: 4, LocalID: "x", Sealed: b64(ref)}
+	if err := s.AcceptPrompt(dialect, nil, true); err != nil {
+		t.Fatalf("the app's prompt: %v", err)
+	}
+	mu.Lock()
+	got := strings.Join(refused, " ")
+	mu.Unlock()
+	if got != "prompt:replayed prompt:unsealed prompt:wrong_target" {
+		t.Fatalf("reported %q", got)
+	}
+	s.Close()
+	c.Close()
+	c2 := newTestClient(t, testConfig(t, url, creds, home+"/outbox"))
+	s2 := openTestSession(t, c2, SessionOptions{Tag: tag})
+	if r, _ := control.ReasonOf(s2.AcceptPrompt(in, ctl, false)); r != control.ReasonReplayed {
+		t.Fatalf("after a restart: %q", r)
+	}
+	if r, _ := control.ReasonOf(s2.AcceptPrompt(dialect, nil, true)); r != control.ReasonReplayed {
+		t.Fatalf("the app's prompt after a restart: %q", r)
+	}
+}
