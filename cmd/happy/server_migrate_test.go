@@ -41,7 +41,7 @@ func TestServerMigrateSQLite(t *testing.T) {
 	env := map[string]string{"HAPPY_HOME_DIR": home}
 	db := filepath.Join(home, "server", "happy.db")
 	code, stdout, stderr := runHappy(t, env, "server", "migrate")
-	if code != exitOK || stdout != "sqlite:"+db+": applied 0001_init.sql\n"+"sqlite:"+db+": applied 0002_token_revocations.sql\n" || stderr != "" {
+	if code != exitOK || stdout != "sqlite:"+db+": applied 0001_init.sql\n"+"sqlite:"+db+": applied 0002_token_revocations.sql\n"+"sqlite:"+db+": applied 0003_auth_challenges.sql\n" || stderr != "" {
 		t.Fatalf("first migrate = (%d, %q, %q)", code, stdout, stderr)
 	}
 	code, stdout, stderr = runHappy(t, env, "server", "migrate", "--data", filepath.Join(home, "server"))
@@ -53,7 +53,7 @@ func TestServerMigrateSQLite(t *testing.T) {
 func TestServerMigratePostgres(t *testing.T) {
 	u := pgtest.URL(t)
 	code, stdout, stderr := runHappy(t, nil, "server", "migrate", "--db", u)
-	if code != exitOK || stdout != u+": applied 0001_init.sql\n"+u+": applied 0002_token_revocations.sql\n" || stderr != "" {
+	if code != exitOK || stdout != u+": applied 0001_init.sql\n"+u+": applied 0002_token_revocations.sql\n"+u+": applied 0003_auth_challenges.sql\n" || stderr != "" {
 		t.Fatalf("first migrate = (%d, %q, %q)", code, stdout, stderr)
 	}
 	code, stdout, _ = runHappy(t, nil, "server", "migrate", "--db", u)
