@@ -60,7 +60,11 @@ func (s *Server) liveAuthRequest(ctx context.Context, pk string) (store.AuthRequ
 // postAuthRequest: POST /v1/auth/request {publicKey, supportsV2?} →
 // {state:"requested"} or, once, {state:"authorized", token, response}.
 // The caller that receives the answer removes the request (see above).
+// Past Config.PairingRate for the caller's address: 429 with Retry-After.
 func (s *Server) postAuthRequest(w http.ResponseWriter, r *http.Request) {
+	if !s.limited(w, s.lim.pairing, clientKey(r.RemoteAddr)) {
+		return
+	}
 	var req struct {
 		PublicKey  *string `json:"publicKey"`
 		SupportsV2 *bool   `json:"supportsV2"`
@@ -208,8 +212,11 @@ type lookupEntry struct {
 // needs to collect its answer's token once it is approved: only a device
 // already logged in may turn a code it was shown into a key. The approving
 // client must check the code of every key itself (the relay could answer
-// any key).
-func (s *Server) getAuthRequestLookup(w http.ResponseWriter, r *http.Request, _ string) {
+// any key). Past Config.LookupRate for the account: 429 with Retry-After.
+func (s *Server) getAuthRequestLookup(w http.ResponseWriter, r *http.Request, acct string) {
+	if !s.limited(w, s.lim.lookup, acct) {
+		return
+	}
 	code, err := crypto.ParsePairingCode(r.URL.Query().Get("code"))
 	if err != nil {
 		writeErr(w, http.StatusBadRequest, "code must be a pairing code of 10 base32 characters (XXXXX-XXXXX)")
