@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -28,11 +29,11 @@ import (
 
 // Defaults of the limits in Config.
 const (
-	DefaultHeaderTimeout   = 10 * time.Second
-	DefaultBodyTimeout     = 30 * time.Second
-	DefaultMinBodyRate     = 16 << 10
-	DefaultIdleConnTimeout = 2 * time.Minute
-	DefaultMaxConnsPerAddr = 1024
+	DefaultHeaderTimeout   = 10 * time.Second // Config.HeaderTimeout
+	DefaultBodyTimeout     = 30 * time.Second // Config.BodyTimeout
+	DefaultMinBodyRate     = 16 << 10         // Config.MinBodyRate, bytes a second
+	DefaultIdleConnTimeout = 2 * time.Minute  // Config.IdleConnTimeout
+	DefaultMaxConnsPerAddr = 1024             // Config.MaxConnsPerAddr, connections
 )
 
 // Limit is a rate limit: Burst requests at once, then one more each
@@ -78,10 +79,11 @@ func ParseLimit(s string) (Limit, error) {
 	if s == "off" {
 		return Unlimited, nil
 	}
-	b, e, ok := cutLast(s, "/")
-	if !ok {
+	i := strings.LastIndex(s, "/")
+	if i < 0 {
 		return Limit{}, fmt.Errorf("limit %q: want BURST/EVERY (e.g. 30/2s) or off", s)
 	}
+	b, e := s[:i], s[i+1:]
 	burst, err := strconv.Atoi(b)
 	if err != nil || burst < 1 {
 		return Limit{}, fmt.Errorf("limit %q: burst must be a whole number of at least 1", s)
@@ -91,15 +93,6 @@ func ParseLimit(s string) (Limit, error) {
 		return Limit{}, fmt.Errorf("limit %q: EVERY must be a positive duration such as 2s or 1m", s)
 	}
 	return Limit{Every: every, Burst: burst}, nil
-}
-
-func cutLast(s, sep string) (string, string, bool) {
-	for i := len(s) - len(sep); i >= 0; i-- {
-		if s[i:i+len(sep)] == sep {
-			return s[:i], s[i+len(sep):], true
-		}
-	}
-	return s, "", false
 }
 
 // limitDefaults fills the zero limits of c.

@@ -52,6 +52,10 @@ type metrics struct {
 	sockets          atomic.Int64
 }
 
+// refusalReasons are the labels of happy_relay_refusals_total.
+var refusalReasons = []string{"slow_body", "connections", "rate_auth", "rate_account", "rate_pairing", "rate_lookup", "rate_session",
+	"challenge_used", "challenge_window", "rpc_scope", "rpc_held"}
+
 // refused counts one refusal of reason (a label of
 // happy_relay_refusals_total).
 func (m *metrics) refused(reason string) { m.refusals.WithLabelValues(reason).Inc() }
@@ -65,6 +69,9 @@ func newMetrics(s *Server) *metrics {
 	m.storeErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "happy_relay_store_errors_total", Help: "Failed store calls, by kind (unavailable, internal)."}, []string{"kind"})
 	m.busPublishErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "happy_relay_bus_publish_errors_total", Help: "Messages the bus failed to publish to the other instances."})
 	m.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "happy_relay_refusals_total", Help: "Requests, connections and registrations refused by the relay's limits and rules, by reason."}, []string{"reason"})
+	for _, r := range refusalReasons {
+		m.refusals.WithLabelValues(r) // shown at 0 until the first refusal
+	}
 	m.reg.MustRegister(m.requests, m.latency, m.updates, m.storeErrors, m.busPublishErrors, m.refusals,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	gauge := func(name, help string, f func() float64) {

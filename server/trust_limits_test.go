@@ -128,8 +128,10 @@ func TestBodyBoundSparesUploadsStreamsAndSockets(t *testing.T) {
 	pr, pw := io.Pipe()
 	go func() {
 		chunk := make([]byte, 4<<10)
+		pace := time.NewTicker(40 * time.Millisecond) // a slow link
+		defer pace.Stop()
 		for range 16 {
-			time.Sleep(40 * time.Millisecond) // the pace of a slow link
+			<-pace.C
 			if _, err := pw.Write(chunk); err != nil {
 				return
 			}

@@ -45,7 +45,7 @@ func TestServerMigrateSQLite(t *testing.T) {
 		t.Fatalf("first migrate = (%d, %q, %q)", code, stdout, stderr)
 	}
 	code, stdout, stderr = runHappy(t, env, "server", "migrate", "--data", filepath.Join(home, "server"))
-	if code != exitOK || stdout != "sqlite:"+db+": schema up to date (2 migrations)\n" || stderr != "" {
+	if code != exitOK || stdout != "sqlite:"+db+": schema up to date (3 migrations)\n" || stderr != "" {
 		t.Fatalf("second migrate = (%d, %q, %q)", code, stdout, stderr)
 	}
 }
@@ -57,7 +57,7 @@ func TestServerMigratePostgres(t *testing.T) {
 		t.Fatalf("first migrate = (%d, %q, %q)", code, stdout, stderr)
 	}
 	code, stdout, _ = runHappy(t, nil, "server", "migrate", "--db", u)
-	if code != exitOK || stdout != u+": schema up to date (2 migrations)\n" {
+	if code != exitOK || stdout != u+": schema up to date (3 migrations)\n" {
 		t.Fatalf("second migrate = (%d, %q)", code, stdout)
 	}
 }
