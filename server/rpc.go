@@ -153,13 +153,18 @@ func (r *rpcRegistry) add(c *conn, method string, now time.Time) (*rpcEntry, add
 
 // activate makes e the holder when it is still first in line and no
 // other instance claims the method, and wakes the calls waiting for it.
+// It reports whether e holds the method (already held counts: two
+// promotions of one standby may race).
 func (r *rpcRegistry) activate(e *rpcEntry) bool {
 	k := rpcKey(e.acct, e.method)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	list := r.byKey[k]
-	if len(list) == 0 || list[0] != e || e.holder || len(r.remote[k]) > 0 {
+	if len(list) == 0 || list[0] != e || len(r.remote[k]) > 0 {
 		return false
+	}
+	if e.holder {
+		return true
 	}
 	e.holder = true
 	if n, ok := r.notify[k]; ok {
@@ -171,12 +176,14 @@ func (r *rpcRegistry) activate(e *rpcEntry) bool {
 
 // remove drops c's registration of method. It returns the entry removed
 // when it was the holder (released), and the standby now first in line
-// that may become the holder (next: emit rpc-registered, then activate).
+// that may become the holder when the first in line left (next: emit
+// rpc-registered, then activate).
 func (r *rpcRegistry) remove(c *conn, method string) (released, next *rpcEntry) {
 	k := rpcKey(c.acct, method)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	list := r.byKey[k]
+	first := false
 	for i, e := range list {
 		if e.c == c {
 			e.close()
@@ -184,6 +191,7 @@ func (r *rpcRegistry) remove(c *conn, method string) (released, next *rpcEntry) 
 				e.holder = false
 				released = e
 			}
+			first = i == 0
 			list = append(list[:i:i], list[i+1:]...)
 			break
 		}
@@ -192,7 +200,9 @@ func (r *rpcRegistry) remove(c *conn, method string) (released, next *rpcEntry) 
 		delete(r.byKey, k)
 	} else {
 		r.byKey[k] = list
-		if released != nil && len(r.remote[k]) == 0 {
+		// The first in line left (the holder, or one about to be): the
+		// next is first now.
+		if first && !list[0].holder && len(r.remote[k]) == 0 {
 			next = list[0]
 		}
 	}

@@ -86,3 +86,25 @@ func TestClusterForgetsSilentInstances(t *testing.T) {
 	}
 	waitUntil(t, 5*time.Second, "the silent instance's claims are forgotten", func() bool { return s.rpc.instanceClaims("X") == 0 })
 }
+
+// A socket that leaves between its registration and its activation does
+// not strand the standby behind it.
+func TestRPCCandidateLeavingPromotesTheStandby(t *testing.T) {
+	r := newRPCRegistry()
+	a, b := &conn{acct: "acct"}, &conn{acct: "acct"}
+	ea, res := r.add(a, "m:x", time.Unix(0, 1))
+	if res != addCandidate {
+		t.Fatalf("first add: %v", res)
+	}
+	eb, res := r.add(b, "m:x", time.Unix(0, 2))
+	if res != addStandby {
+		t.Fatalf("second add: %v", res)
+	}
+	released, next := r.remove(a, "m:x")
+	if released != nil || next != eb {
+		t.Fatalf("remove the candidate: released %v, next %v", released, next)
+	}
+	if r.activate(ea) || !r.activate(eb) || !r.activate(eb) || r.peek("acct", "m:x") != eb {
+		t.Fatal("the standby did not become the holder")
+	}
+}
