@@ -2,8 +2,11 @@ package relay
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/happy-dev/happy/crypto"
@@ -14,12 +17,25 @@ import (
 // creates a new account and restores one from its backup key) and returns
 // dataKey credentials that keep the secret (crypto.NewAccountCredentials):
 // this machine can then read every session of the account.
+//
+// The challenge carries the time it was drawn (NewTimedAuthRequest): happy's
+// relay accepts it once and only near its own clock, and forgets it after
+// that window. When the relay says this machine's clock is outside its
+// window, a plain random challenge (the reference clients') is signed
+// instead: the relay accepts that once too, and keeps its record for good.
 func CreateAccount(ctx context.Context, api *API, accountSecret [32]byte) (*crypto.Credentials, error) {
-	req, err := crypto.NewAuthRequest(accountSecret)
+	req, err := NewTimedAuthRequest(accountSecret, time.Now())
 	if err != nil {
-		return nil, fmt.Errorf("relay: sign auth challenge: %w", err)
+		return nil, err
 	}
 	token, err := api.AuthChallenge(ctx, req)
+	var se *StatusError
+	if errors.As(err, &se) && se.Status == 401 && strings.HasPrefix(se.Message, challengeWindowRefusal) {
+		if req, err = crypto.NewAuthRequest(accountSecret); err != nil {
+			return nil, fmt.Errorf("relay: sign auth challenge: %w", err)
+		}
+		token, err = api.AuthChallenge(ctx, req)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("relay: sign in: %w", err)
 	}
@@ -28,6 +44,35 @@ func CreateAccount(ctx context.Context, api *API, accountSecret [32]byte) (*cryp
 		return nil, fmt.Errorf("relay: credentials: %w", err)
 	}
 	return creds, nil
+}
+
+// Timed sign-in challenges: challengeMagic (8 bytes), the Unix time in
+// milliseconds (8 bytes, big-endian) and 16 random bytes, 32 bytes like
+// the reference clients' random challenge. happy's relay checks the time
+// against its window (server.ChallengeMagic, server/auth.go); other relays
+// take it as any challenge.
+const challengeMagic = "happy-c1"
+
+// challengeWindowRefusal starts happy's relay's 401 text for a timed
+// challenge outside its window.
+const challengeWindowRefusal = "Challenge time outside the relay's window"
+
+// NewTimedAuthRequest is the body of POST /v1/auth for the account of
+// accountSecret, signing a timed challenge drawn at now. It fails only
+// when the random source fails.
+func NewTimedAuthRequest(accountSecret [32]byte, now time.Time) (crypto.AuthRequest, error) {
+	ch := make([]byte, crypto.ChallengeSize)
+	copy(ch, challengeMagic)
+	binary.BigEndian.PutUint64(ch[len(challengeMagic):], uint64(now.UnixMilli()))
+	if _, err := rand.Read(ch[len(challengeMagic)+8:]); err != nil {
+		return crypto.AuthRequest{}, fmt.Errorf("relay: draw auth challenge: %w", err)
+	}
+	pub, priv := crypto.AuthKeyPair(accountSecret)
+	sig, err := crypto.SignChallenge(priv, ch)
+	if err != nil {
+		return crypto.AuthRequest{}, fmt.Errorf("relay: sign auth challenge: %w", err)
+	}
+	return crypto.AuthRequest{PublicKey: crypto.EncodeBase64(pub), Challenge: crypto.EncodeBase64(ch), Signature: crypto.EncodeBase64(sig)}, nil
 }
 
 // PairingRequest is an open terminal pairing request: the terminal's box

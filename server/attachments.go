@@ -77,6 +77,10 @@ func (s *Server) putAttachment(w http.ResponseWriter, r *http.Request, acct stri
 			writeErr(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("File too large (max %d bytes)", s.cfg.MaxAttachmentBytes))
 			return
 		}
+		if he := slowBodyAnswer(err); he != nil {
+			writeErr(w, he.status, he.msg)
+			return
+		}
 		writeErr(w, http.StatusBadRequest, "Cannot read request body: "+err.Error())
 		return
 	}

@@ -39,7 +39,24 @@ const (
 	busGo        = "go"     // the caller chose that instance (To: it)
 	busCancel    = "cancel" // the caller no longer needs the call
 	busResult    = "result" // the callee's answer {ok, result|error} (To: the caller's instance)
+	// RPC method claims (rpc.go): which instance's socket holds a method.
+	busClaim   = "claim"   // a local socket became the holder: Claims[0]
+	busRelease = "release" // the holder let go: Acct, Method, ID (its socket)
+	busAlive   = "alive"   // heartbeat: Seq is the number of methods the sender's sockets hold
+	busHello   = "hello"   // a new instance: send it your claims
+	busSync    = "sync"    // send me (From) your claims (To: you)
+	busClaims  = "claims"  // all of the sender's claims (To: the asker): Seq in all, State on the first part
+	busBye     = "bye"     // the sender is leaving: forget its claims
 )
+
+// DefaultClusterAlive is how often an instance tells the others it is
+// alive; an instance not heard from for three times as long is taken for
+// gone and the methods its sockets held are free.
+const DefaultClusterAlive = 5 * time.Second
+
+// maxClaimsPerMessage bounds the claims of one busClaims message (about
+// 150 bytes each, well under bus.MaxMessage).
+const maxClaimsPerMessage = 10_000
 
 // busMsg is one message between instances (JSON).
 type busMsg struct {
@@ -58,6 +75,8 @@ type busMsg struct {
 	Body   json.RawMessage `json:"b,omitempty"`
 	// Items are the updates of a busUpdates message, in seq order.
 	Items []busItem `json:"i,omitempty"`
+	// Claims are RPC method claims (busClaim, busClaims).
+	Claims []rpcClaim `json:"c,omitempty"`
 }
 
 // busItem is one update of a busUpdates message.
@@ -77,17 +96,108 @@ type cluster struct {
 	calls   map[string]*outCall // this instance's calls routed elsewhere, by id
 	serving map[string]*inCall  // calls this instance holds the method for, by From+id
 
+	// seen is when each other instance was last heard from; syncs holds
+	// the parts of a busClaims answer still arriving, by instance.
+	seen  map[string]time.Time
+	syncs map[string]*claimSync
+	alive time.Duration
+
 	publishErrors atomic.Int64
 	received      atomic.Int64
 }
 
+// claimSync is a busClaims answer being received.
+type claimSync struct {
+	total  int
+	claims []rpcClaim
+}
+
 func newCluster(s *Server, b bus.Bus) *cluster {
-	cl := &cluster{s: s, bus: b, self: store.NewID(), calls: map[string]*outCall{}, serving: map[string]*inCall{}}
+	cl := &cluster{s: s, bus: b, self: store.NewID(), calls: map[string]*outCall{}, serving: map[string]*inCall{},
+		seen: map[string]time.Time{}, syncs: map[string]*claimSync{}, alive: s.cfg.clusterAlive}
+	if cl.alive <= 0 {
+		cl.alive = DefaultClusterAlive
+	}
 	cl.seqr = newSequencer(s.cfg.ReorderWait, s.cfg.Now)
 	return cl
 }
 
-func (cl *cluster) start() error { return cl.bus.Start(cl.receive) }
+// start receives the other instances' messages, asks them for the RPC
+// methods their sockets hold, and starts the heartbeat.
+func (cl *cluster) start() error {
+	if err := cl.bus.Start(cl.receive); err != nil {
+		return err
+	}
+	cl.publish(busMsg{Kind: busHello})
+	cl.s.wg.Add(1)
+	go cl.aliveLoop()
+	return nil
+}
+
+// aliveLoop publishes the heartbeat and forgets the claims of instances
+// not heard from for three heartbeats.
+func (cl *cluster) aliveLoop() {
+	defer cl.s.wg.Done()
+	t := time.NewTicker(cl.alive)
+	defer t.Stop()
+	for {
+		select {
+		case <-cl.s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		cl.publish(busMsg{Kind: busAlive, Seq: int64(cl.s.rpc.holderCount())})
+		cut := time.Now().Add(-3 * cl.alive)
+		cl.mu.Lock()
+		var gone []string
+		for inst, at := range cl.seen {
+			if at.Before(cut) {
+				gone = append(gone, inst)
+				delete(cl.seen, inst)
+				delete(cl.syncs, inst)
+			}
+		}
+		cl.mu.Unlock()
+		for _, inst := range gone {
+			cl.s.log.Warn().Str("instance", inst).Dur("silent", 3*cl.alive).Msg("bus: an instance went silent; the RPC methods its sockets held are free")
+			cl.applyClaims(inst, nil)
+		}
+	}
+}
+
+// claimed tells the others that e's socket holds its method.
+func (cl *cluster) claimed(e *rpcEntry) {
+	cl.publish(busMsg{Kind: busClaim, Claims: []rpcClaim{e.claim(cl.self)}})
+}
+
+// released tells the others that e's socket no longer holds its method.
+func (cl *cluster) released(e *rpcEntry) {
+	cl.publish(busMsg{Kind: busRelease, Acct: e.acct, Method: e.method, ID: e.sock})
+}
+
+// sendClaims publishes every method this instance's sockets hold, to.
+func (cl *cluster) sendClaims(to string) {
+	all := cl.s.rpc.holders(cl.self)
+	for i := 0; i == 0 || i < len(all); i += maxClaimsPerMessage {
+		part := all[i:min(i+maxClaimsPerMessage, len(all))]
+		cl.publish(busMsg{Kind: busClaims, To: to, Seq: int64(len(all)), State: i == 0, Claims: part})
+	}
+}
+
+// applyClaims makes claims the whole set of inst's claims and settles
+// what that changes here.
+func (cl *cluster) applyClaims(inst string, claims []rpcClaim) {
+	next, demoted, reassert := cl.s.rpc.replaceInstance(inst, claims)
+	for _, e := range demoted {
+		cl.s.rpcDemoted(e)
+	}
+	for _, e := range reassert {
+		cl.claimed(e)
+	}
+	for _, e := range next {
+		cl.s.grantRPC(e)
+	}
+}
 
 // publish sends m to the other instances; a failure is logged and
 // counted (the others' sockets miss it; their clients catch up over HTTP).
@@ -204,6 +314,11 @@ func (cl *cluster) receive(b []byte) {
 	}
 	cl.received.Add(1)
 	s := cl.s
+	if m.Kind != busBye {
+		cl.mu.Lock()
+		cl.seen[m.From] = time.Now()
+		cl.mu.Unlock()
+	}
 	switch m.Kind {
 	case busUpdate:
 		if !ownRooms(m.Acct, m.Rooms) || m.Seq <= 0 {
@@ -235,6 +350,7 @@ func (cl *cluster) receive(b []byte) {
 		s.setGeneration(m.Acct, m.Seq, s.cfg.Now())
 		s.tok.forget(m.Acct)
 		s.io.In(socket.Room("user:" + m.Acct)).DisconnectSockets(true)
+		s.streams.revoke(m.Acct)
 	case busCall:
 		cl.serve(m)
 	case busAccept:
@@ -256,6 +372,53 @@ func (cl *cluster) receive(b []byte) {
 			default:
 			}
 		}
+	case busClaim:
+		for _, c := range m.Claims {
+			if c.Acct == "" || c.Method == "" {
+				continue
+			}
+			c.Inst = m.From
+			demoted, reassert := s.rpc.remoteClaim(c)
+			if demoted != nil {
+				s.rpcDemoted(demoted)
+			}
+			if reassert != nil {
+				cl.claimed(reassert)
+			}
+		}
+	case busRelease:
+		if e := s.rpc.remoteRelease(m.From, m.Acct, m.Method, m.ID); e != nil {
+			s.grantRPC(e)
+		}
+	case busAlive:
+		if int64(s.rpc.instanceClaims(m.From)) != m.Seq {
+			// A claim or release was lost on the way: ask for the whole set.
+			cl.publish(busMsg{Kind: busSync, To: m.From})
+		}
+	case busHello, busSync:
+		cl.sendClaims(m.From)
+	case busClaims:
+		cl.mu.Lock()
+		sy := cl.syncs[m.From]
+		if m.State || sy == nil {
+			sy = &claimSync{total: int(m.Seq)}
+			cl.syncs[m.From] = sy
+		}
+		sy.claims = append(sy.claims, m.Claims...)
+		done := len(sy.claims) >= sy.total
+		if done {
+			delete(cl.syncs, m.From)
+		}
+		cl.mu.Unlock()
+		if done {
+			cl.applyClaims(m.From, sy.claims)
+		}
+	case busBye:
+		cl.mu.Lock()
+		delete(cl.seen, m.From)
+		delete(cl.syncs, m.From)
+		cl.mu.Unlock()
+		cl.applyClaims(m.From, nil)
 	default:
 		s.log.Debug().Str("kind", m.Kind).Msg("bus: unknown message kind")
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -497,52 +498,118 @@ func (s *Server) onUsageReport(c *conn, m map[string]any, ack socket.Ack) {
 	reply(ack, map[string]any{"success": true, "reportId": u.ID, "createdAt": u.CreatedAt, "updatedAt": u.UpdatedAt})
 }
 
-// ownsScope reports whether the part of method before the first ':' is a
-// session or machine of the socket's account.
-func (s *Server) ownsScope(ctx context.Context, acct, method string) (bool, error) {
-	scope, _, ok := strings.Cut(method, ":")
-	if !ok || scope == "" {
-		return false, nil
-	}
-	if _, err := s.st.Session(ctx, acct, scope); err == nil {
-		return true, nil
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return false, err
-	}
-	if _, err := s.st.Machine(ctx, acct, scope); err == nil {
-		return true, nil
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return false, err
-	}
-	return false, nil
+// RPC registration refusals (this relay's own texts; the reference relay
+// lets any socket of the account register any method, the latest
+// registration taking the calls).
+const (
+	errRPCUserScoped = "RPC methods are registered by the socket of their session (clientType session-scoped) or machine (machine-scoped); a user-scoped socket can only call them"
+	errRPCOtherScope = "A %s socket registers only methods of its own %s: %q does not start with %q"
+	errRPCHeld       = "Method already registered by another connected socket; this socket takes it over (and gets rpc-registered) when that one disconnects"
+	errRPCTooManyReg = "Too many RPC methods registered on this socket (limit 128)"
+)
+
+// registerError emits rpc-error {type:"register", error, method}.
+func registerError(c *conn, method, msg string) {
+	_ = c.emit("rpc-error", map[string]any{"type": "register", "error": msg, "method": method})
 }
 
 // onRPCRegister: rpc-register {method} → rpc-registered {method}, or
-// rpc-error {type:"register", error} for a missing name, a name without a
-// "<sessionId|machineId>:" prefix, or an id the account does not own.
+// rpc-error {type:"register", error, method} when the socket may not
+// register it: a missing or over-long name, a user-scoped socket, a
+// session-scoped socket and a method not "<its sessionId>:…", a
+// machine-scoped socket and a method not "<its machineId>:…", a session
+// or machine the account does not have, too many methods on one socket,
+// or a method another connected socket holds (this socket then waits as
+// a standby: it gets rpc-registered when it becomes the holder).
 func (s *Server) onRPCRegister(c *conn, m map[string]any) {
 	method, ok := getStr(m, "method")
-	if !ok || method == "" {
+	if !ok || method == "" || len(method) > maxMethodLen {
 		_ = c.emit("rpc-error", map[string]any{"type": "register", "error": "Invalid method name"})
 		return
 	}
+	prefix, _, _ := strings.Cut(method, ":")
 	ctx, cancel := s.opCtx()
 	defer cancel()
-	owned, err := s.ownsScope(ctx, c.acct, method)
-	if err != nil {
+	var err error
+	switch c.scope {
+	case scopeSession:
+		if prefix != c.sid || !strings.Contains(method, ":") {
+			s.metrics.refused("rpc_scope")
+			registerError(c, method, fmt.Sprintf(errRPCOtherScope, scopeSession, "session", method, c.sid+":"))
+			return
+		}
+		_, err = s.st.Session(ctx, c.acct, c.sid)
+	case scopeMachine:
+		if prefix != c.mid || !strings.Contains(method, ":") {
+			s.metrics.refused("rpc_scope")
+			registerError(c, method, fmt.Sprintf(errRPCOtherScope, scopeMachine, "machine", method, c.mid+":"))
+			return
+		}
+		_, err = s.st.Machine(ctx, c.acct, c.mid)
+	default:
+		s.metrics.refused("rpc_scope")
+		registerError(c, method, errRPCUserScoped)
+		return
+	}
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		registerError(c, method, "Method must be <sessionId>:<name> or <machineId>:<name> for a session or machine of this account")
+		return
+	case err != nil:
 		s.log.Error().Err(err).Msg("rpc-register")
-		_ = c.emit("rpc-error", map[string]any{"type": "register", "error": "Internal error"})
+		registerError(c, method, "Internal error")
 		return
 	}
-	if !owned {
-		_ = c.emit("rpc-error", map[string]any{"type": "register", "error": "Method must be <sessionId>:<name> or <machineId>:<name> for a session or machine of this account", "method": method})
+	e, res := s.rpc.add(c, method, s.cfg.Now())
+	switch res {
+	case addHolder:
+		_ = c.emit("rpc-registered", map[string]any{"method": method})
+	case addCandidate:
+		s.grantRPC(e)
+	case addStandby:
+		s.metrics.refused("rpc_held")
+		registerError(c, method, errRPCHeld)
+	case addTooMany:
+		registerError(c, method, errRPCTooManyReg)
+	}
+}
+
+// grantRPC makes e, first in line for its method, the holder: rpc-registered
+// first (a call waiting for the method is forwarded as soon as it is
+// held, and the callee should see rpc-registered before the first
+// rpc-request), then the calls come to its socket, and the other
+// instances are told. When another instance claimed the method meanwhile,
+// the socket is told it was not registered after all.
+func (s *Server) grantRPC(e *rpcEntry) {
+	_ = e.c.emit("rpc-registered", map[string]any{"method": e.method})
+	if !s.rpc.activate(e) {
+		registerError(e.c, e.method, errRPCHeld)
 		return
 	}
-	// Acknowledge first: a call waiting for this method is forwarded as soon
-	// as it is registered, and the callee should see rpc-registered before
-	// the first rpc-request.
-	_ = c.emit("rpc-registered", map[string]any{"method": method})
-	s.rpc.register(c, method)
+	if s.cl != nil {
+		s.cl.claimed(e)
+	}
+}
+
+// rpcDemoted tells e's socket that an earlier registration on another
+// instance holds its method, and the others that e let it go.
+func (s *Server) rpcDemoted(e *rpcEntry) {
+	registerError(e.c, e.method, errRPCHeld)
+	if s.cl != nil {
+		s.cl.released(e)
+	}
+}
+
+// unregisterRPC drops c's registration of method: the others learn that
+// the method is free, and the next local standby takes it.
+func (s *Server) unregisterRPC(c *conn, method string) {
+	released, next := s.rpc.remove(c, method)
+	if released != nil && s.cl != nil {
+		s.cl.released(released)
+	}
+	if next != nil {
+		s.grantRPC(next)
+	}
 }
 
 // onRPCUnregister: rpc-unregister {method} → rpc-unregistered {method}.
@@ -552,7 +619,7 @@ func (s *Server) onRPCUnregister(c *conn, m map[string]any) {
 		_ = c.emit("rpc-error", map[string]any{"type": "unregister", "error": "Invalid method name"})
 		return
 	}
-	s.rpc.unregister(c, method)
+	s.unregisterRPC(c, method)
 	_ = c.emit("rpc-unregistered", map[string]any{"method": method})
 }
 

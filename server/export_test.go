@@ -46,3 +46,20 @@ func waitUntil(tb testing.TB, d time.Duration, what string, cond func() bool) {
 func (s *Server) IssueToken(accountID string) string {
 	return s.tok.issue(accountID, "", s.cfg.Now())
 }
+
+// RPCRemoteClaims is the number of RPC method claims of other instances
+// this relay knows, for the external tests.
+func (s *Server) RPCRemoteClaims() int {
+	s.rpc.mu.Lock()
+	defer s.rpc.mu.Unlock()
+	n := 0
+	for _, set := range s.rpc.remote {
+		n += len(set)
+	}
+	return n
+}
+
+// ConnsFrom is the number of connections (or, behind a trusted proxy,
+// requests) the relay counts for a client address, for the external
+// tests.
+func (s *Server) ConnsFrom(addr string) int { return s.conns.count(clientKey(addr)) }

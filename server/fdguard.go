@@ -100,21 +100,7 @@ const refusal = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/j
 func (g *fdGuard) refuse(c net.Conn) {
 	// The answer goes out after the accounting, so a client that saw it
 	// finds the refusal counted.
-	defer func() {
-		go func() {
-			_ = c.SetDeadline(time.Now().Add(time.Second))
-			_, _ = c.Write([]byte(refusal))
-			// Half-close and take what the client sent (its request) for a
-			// moment: closing with unread bytes would reset the connection,
-			// and a reset can lose the answer before the client reads it.
-			if cw, ok := c.(interface{ CloseWrite() error }); ok {
-				_ = cw.CloseWrite()
-				_ = c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
-				_, _ = io.CopyN(io.Discard, c, 64<<10)
-			}
-			_ = c.Close()
-		}()
-	}()
+	defer func() { go refuseConn(c, refusal) }()
 	g.mu.Lock()
 	g.refused++
 	now := g.s.cfg.Now()
@@ -128,6 +114,21 @@ func (g *fdGuard) refuse(c net.Conn) {
 	g.mu.Unlock()
 	g.s.log.Warn().Int64("refused", n).Int("open_files", used).Int("limit", g.limit).Int("reserve", g.reserve).
 		Msg("refusing connections with 503: open-file limit nearly reached")
+}
+
+// refuseConn writes answer (a whole HTTP response) to c and closes it.
+func refuseConn(c net.Conn, answer string) {
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	_, _ = c.Write([]byte(answer))
+	// Half-close and take what the client sent (its request) for a
+	// moment: closing with unread bytes would reset the connection, and a
+	// reset can lose the answer before the client reads it.
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+		_ = c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		_, _ = io.CopyN(io.Discard, c, 64<<10)
+	}
+	_ = c.Close()
 }
 
 // guardedConn gives its descriptor back to the guard when closed.
@@ -146,6 +147,15 @@ func (c *guardedConn) SyscallConn() (syscall.RawConn, error) {
 		return sc.SyscallConn()
 	}
 	return nil, errors.ErrUnsupported
+}
+
+// CloseWrite half-closes the wrapped connection (errors.ErrUnsupported
+// when it cannot): refuseConn needs it.
+func (c *guardedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
 }
 
 // Close implements net.Conn.

@@ -164,7 +164,7 @@ func TestFDGuard503(t *testing.T) {
 }
 
 // The relay's HTTP server closes a keep-alive connection left idle for
-// httpIdleTimeout. Without an idle timeout net/http waits for a
+// IdleConnTimeout. Without an idle timeout net/http waits for a
 // connection's next request forever (ReadHeaderTimeout starts only with
 // the request's first bytes), so a client that sent one request and kept
 // its connections open would hold the relay's descriptors until the
@@ -185,7 +185,7 @@ func TestServeTimesOutIdleConnections(t *testing.T) {
 	hs := srv.httpSrvs[0]
 	got := []time.Duration{hs.ReadHeaderTimeout, hs.IdleTimeout}
 	srv.mu.Unlock()
-	if want := []time.Duration{30 * time.Second, 2 * time.Minute}; !slices.Equal(got, want) {
+	if want := []time.Duration{DefaultHeaderTimeout, DefaultIdleConnTimeout}; !slices.Equal(got, want) {
 		t.Fatalf("read header and idle timeouts %v, want %v", got, want)
 	}
 }

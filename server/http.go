@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -82,7 +81,8 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error, notFoun
 }
 
 // readJSON decodes the request body (at most limit bytes) into v. Errors are
-// *httpError: 413 for an oversized body, 400 with the reason otherwise.
+// *httpError: 413 for an oversized body, 408 for one that came too slowly
+// (bodyDeadlines), 400 with the reason otherwise.
 func readJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
 	body := http.MaxBytesReader(w, r.Body, limit)
 	b, err := io.ReadAll(body)
@@ -90,6 +90,9 @@ func readJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) error 
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return &httpError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("Request body too large (limit %d bytes)", limit)}
+		}
+		if he := slowBodyAnswer(err); he != nil {
+			return he
 		}
 		return badRequest("Cannot read request body: %v", err)
 	}
@@ -225,7 +228,7 @@ func (s *Server) routes() http.Handler {
 		}
 		writeErr(w, http.StatusNotFound, fmt.Sprintf("Route %s %s not found", r.Method, r.URL.Path))
 	})
-	return s.proxied(s.cors(s.metrics.instrument(mux)))
+	return s.proxied(s.capRequests(s.cors(s.metrics.instrument(s.bodyDeadlines(mux)))))
 }
 
 // health: GET /health → {status:"ok", timestamp (Unix ms, the relay's
@@ -281,46 +284,6 @@ func decodeB64(s string) ([]byte, error) {
 	return base64.RawStdEncoding.DecodeString(s)
 }
 
-// postAuth: POST /v1/auth {publicKey, challenge, signature} (base64) →
-// {success:true, token}; a bad signature is 401 "Invalid signature".
-func (s *Server) postAuth(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		PublicKey *string `json:"publicKey"`
-		Challenge *string `json:"challenge"`
-		Signature *string `json:"signature"`
-	}
-	if err := readJSON(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
-		s.fail(w, r, err, "")
-		return
-	}
-	if req.PublicKey == nil || req.Challenge == nil || req.Signature == nil {
-		writeErr(w, http.StatusBadRequest, "publicKey, challenge and signature are required strings")
-		return
-	}
-	pk, err1 := decodeB64(*req.PublicKey)
-	ch, err2 := decodeB64(*req.Challenge)
-	sig, err3 := decodeB64(*req.Signature)
-	if err := errors.Join(err1, err2, err3); err != nil {
-		writeErr(w, http.StatusBadRequest, "publicKey, challenge and signature must be base64")
-		return
-	}
-	if len(pk) != ed25519.PublicKeySize || len(sig) != ed25519.SignatureSize || !ed25519.Verify(pk, ch, sig) {
-		writeErr(w, http.StatusUnauthorized, "Invalid signature")
-		return
-	}
-	acct, err := s.st.UpsertAccount(r.Context(), hex.EncodeToString(pk), s.nowMs())
-	if err != nil {
-		s.fail(w, r, err, "")
-		return
-	}
-	token, err := s.issueToken(r.Context(), acct.ID, "")
-	if err != nil {
-		s.fail(w, r, err, "")
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"success": true, "token": token})
-}
-
 // boxKeyHex decodes a base64 X25519 public key (32 bytes) into hex.
 func boxKeyHex(b64 string) (string, bool) {
 	b, err := decodeB64(b64)
@@ -334,8 +297,12 @@ func boxKeyHex(b64 string) (string, bool) {
 
 // postSession: POST /v1/sessions {tag, metadata, agentState?, dataEncryptionKey?}
 // → {session}; an existing tag returns the session unchanged, agentState is
-// ignored on create (as the reference).
+// ignored on create (as the reference). Past Config.SessionRate for the
+// account: 429 with Retry-After.
 func (s *Server) postSession(w http.ResponseWriter, r *http.Request, acct string) {
+	if !s.limited(w, s.lim.session, acct) {
+		return
+	}
 	var req struct {
 		Tag               *string         `json:"tag"`
 		Metadata          *string         `json:"metadata"`

@@ -46,7 +46,10 @@ func TestAuthChallenge(t *testing.T) {
 	// Same key again: same account (a session made with token 1 is listed with token 2).
 	u1 := api{t: t, base: r.URL, token: tok1}
 	u1.createSession("tag-1", "meta")
-	tok2, _ := a.must(200, "POST", "/v1/auth", body)["token"].(string)
+	// (A challenge mints one token: the second sign-in signs another.)
+	ch2 := []byte("fedcba9876543210fedcba9876543210")
+	body2 := map[string]string{"publicKey": b64(pub), "challenge": b64(ch2), "signature": b64(ed25519.Sign(priv, ch2))}
+	tok2, _ := a.must(200, "POST", "/v1/auth", body2)["token"].(string)
 	u2 := api{t: t, base: r.URL, token: tok2}
 	eq(t, "sessions seen by second token", len(arr(t, u2.must(200, "GET", "/v1/sessions", nil)["sessions"])), 1)
 

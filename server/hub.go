@@ -192,8 +192,18 @@ func (s *Server) releaseConn(c *conn) bool {
 	}
 	s.metrics.sockets.Add(-1)
 	c.cancel()
-	s.rpc.dropConn(c)
+	for _, m := range methodsOf(c) {
+		s.unregisterRPC(c, m)
+	}
 	return true
+}
+
+// id is the socket's id ("" for a conn without one, in unit tests).
+func (c *conn) id() string {
+	if c.sock == nil {
+		return ""
+	}
+	return string(c.sock.Id())
 }
 
 func connOf(sock *socket.Socket) *conn {

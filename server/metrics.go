@@ -32,6 +32,12 @@ import (
 //     their predecessors from other instances now;
 //   - happy_relay_store_errors_total{kind}: failed store calls answered
 //     as unavailable (503) or internal (500);
+//   - happy_relay_refusals_total{reason}: what the limits and rules
+//     refused (limits.go, auth.go, events.go): slow_body, connections,
+//     rate_auth, rate_account, rate_pairing, rate_lookup, rate_session,
+//     challenge_used, challenge_window, rpc_scope, rpc_held;
+//   - happy_relay_limit{limit}: the configured limits (seconds, bytes a
+//     second, counts; 0 for a limit that is off);
 //   - happy_relay_bus_publish_errors_total, happy_relay_bus_received_total,
 //     happy_relay_bus_gaps_total: the bus between instances;
 //   - Go runtime and process collectors.
@@ -42,8 +48,17 @@ type metrics struct {
 	updates          prometheus.Counter
 	storeErrors      *prometheus.CounterVec
 	busPublishErrors prometheus.Counter
+	refusals         *prometheus.CounterVec
 	sockets          atomic.Int64
 }
+
+// refusalReasons are the labels of happy_relay_refusals_total.
+var refusalReasons = []string{"slow_body", "connections", "rate_auth", "rate_account", "rate_pairing", "rate_lookup", "rate_session",
+	"challenge_used", "challenge_window", "rpc_scope", "rpc_held"}
+
+// refused counts one refusal of reason (a label of
+// happy_relay_refusals_total).
+func (m *metrics) refused(reason string) { m.refusals.WithLabelValues(reason).Inc() }
 
 func newMetrics(s *Server) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
@@ -53,13 +68,22 @@ func newMetrics(s *Server) *metrics {
 	m.updates = prometheus.NewCounter(prometheus.CounterOpts{Name: "happy_relay_updates_total", Help: "Updates sent to sockets (once per update)."})
 	m.storeErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "happy_relay_store_errors_total", Help: "Failed store calls, by kind (unavailable, internal)."}, []string{"kind"})
 	m.busPublishErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "happy_relay_bus_publish_errors_total", Help: "Messages the bus failed to publish to the other instances."})
-	m.reg.MustRegister(m.requests, m.latency, m.updates, m.storeErrors, m.busPublishErrors,
+	m.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "happy_relay_refusals_total", Help: "Requests, connections and registrations refused by the relay's limits and rules, by reason."}, []string{"reason"})
+	for _, r := range refusalReasons {
+		m.refusals.WithLabelValues(r) // shown at 0 until the first refusal
+	}
+	m.reg.MustRegister(m.requests, m.latency, m.updates, m.storeErrors, m.busPublishErrors, m.refusals,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	gauge := func(name, help string, f func() float64) {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f))
 	}
 	counter := func(name, help string, f func() float64) {
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, f))
+	}
+	limits := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "happy_relay_limit", Help: "The relay's configured limits (seconds, bytes a second, counts; 0: off)."}, []string{"limit"})
+	m.reg.MustRegister(limits)
+	for name, v := range s.cfg.limitValues() {
+		limits.WithLabelValues(name).Set(v)
 	}
 	gauge("happy_relay_sockets", "Socket.IO connections open now.", func() float64 { return float64(m.sockets.Load()) })
 	gauge("happy_relay_message_streams", "Message streams open now.", func() float64 { return float64(s.streams.open.Load()) })

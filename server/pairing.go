@@ -6,11 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
-	"sync"
 	"time"
-
-	"golang.org/x/time/rate"
 
 	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/server/store"
@@ -18,53 +14,6 @@ import (
 
 // DefaultPairingTTL is how long a terminal pairing request lives.
 const DefaultPairingTTL = 5 * time.Minute
-
-// The lookup by code is limited per account: LookupBurst lookups at once,
-// then one every LookupEvery (a token bucket; lookupLimiter).
-const (
-	LookupBurst = 10
-	LookupEvery = 6 * time.Second
-)
-
-// maxLookupAccounts is how many accounts' lookup allowances are kept before
-// those that are full again are forgotten.
-const maxLookupAccounts = 10_000
-
-// lookupLimiter holds each account's lookup allowance; the zero value is
-// ready to use.
-type lookupLimiter struct {
-	mu sync.Mutex
-	m  map[string]*rate.Limiter
-}
-
-// take counts one lookup of acct at now and returns 0, or, when acct has
-// used its allowance, how long until it may look up again (and counts
-// nothing).
-func (l *lookupLimiter) take(acct string, now time.Time) time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.m == nil {
-		l.m = map[string]*rate.Limiter{}
-	}
-	lim := l.m[acct]
-	if lim == nil {
-		if len(l.m) >= maxLookupAccounts {
-			for k, v := range l.m {
-				if v.TokensAt(now) >= LookupBurst {
-					delete(l.m, k)
-				}
-			}
-		}
-		lim = rate.NewLimiter(rate.Every(LookupEvery), LookupBurst)
-		l.m[acct] = lim
-	}
-	res := lim.ReserveN(now, 1)
-	if d := res.DelayFrom(now); d > 0 {
-		res.CancelAt(now)
-		return d
-	}
-	return 0
-}
 
 // maxLookup bounds how many live requests GET /v1/auth/request/lookup reads
 // to find the ones matching a code.
@@ -126,8 +75,12 @@ func (s *Server) liveAuthRequest(ctx context.Context, pk string) (store.AuthRequ
 // token sealed for publicKey (crypto.SealToken), for every poll until the
 // request expires or is collected. With Config.PairingPlainToken the
 // answer also holds the plain token and the caller that receives it
-// removes the request (see above).
+// removes the request (see above). Past Config.PairingRate for the
+// caller's address: 429 with Retry-After.
 func (s *Server) postAuthRequest(w http.ResponseWriter, r *http.Request) {
+	if !s.limited(w, s.lim.pairing, clientKey(r.RemoteAddr)) {
+		return
+	}
 	var req struct {
 		PublicKey  *string `json:"publicKey"`
 		SupportsV2 *bool   `json:"supportsV2"`
@@ -333,22 +286,14 @@ type lookupEntry struct {
 // needs to collect its answer's token once it is approved: only a device
 // already logged in may turn a code it was shown into a key. The approving
 // client must check the code of every key itself (the relay could answer
-// any key).
-//
-// Each account may look up LookupBurst codes at once and one more every
-// LookupEvery after that; beyond, 429 with Retry-After (whole seconds) and
-// {error:"Too many pairing code lookups, retry in N s"}. A code that does
-// not parse is refused before it counts.
+// any key). Past Config.LookupRate for the account: 429 with Retry-After.
 func (s *Server) getAuthRequestLookup(w http.ResponseWriter, r *http.Request, acct string) {
+	if !s.limited(w, s.lim.lookup, acct) {
+		return
+	}
 	code, err := crypto.ParsePairingCode(r.URL.Query().Get("code"))
 	if err != nil {
 		writeErr(w, http.StatusBadRequest, "code must be a pairing code of 10 base32 characters (XXXXX-XXXXX)")
-		return
-	}
-	if wait := s.lookups.take(acct, s.cfg.Now()); wait > 0 {
-		secs := int64((wait + time.Second - 1) / time.Second)
-		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
-		writeErr(w, http.StatusTooManyRequests, fmt.Sprintf("Too many pairing code lookups, retry in %d s", secs))
 		return
 	}
 	now := s.nowMs()

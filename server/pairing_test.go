@@ -3,9 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -251,45 +249,6 @@ func TestPairingLookup(t *testing.T) {
 	eq(t, "answered requests are not listed", app.must(200, "GET", path, nil), map[string]any{"requests": []any{}})
 }
 
-// TestPairingLookupRateLimited: an account may look up LookupBurst codes at
-// once, then one every LookupEvery; another account keeps its own
-// allowance.
-func TestPairingLookupRateLimited(t *testing.T) {
-	r, clk := startClocked(t, 5*time.Minute)
-	app, other := newAPI(t, r), newAPI(t, r)
-	path := "/v1/auth/request/lookup?code=ABCDE-FGHIJ"
-	for i := range server.LookupBurst {
-		eq(t, fmt.Sprintf("lookup %d", i+1), app.must(200, "GET", path, nil), map[string]any{"requests": []any{}})
-	}
-	eq(t, "a bad code does not count", app.must(400, "GET", "/v1/auth/request/lookup?code=ABC", nil), map[string]any{"error": "code must be a pairing code of 10 base32 characters (XXXXX-XXXXX)"})
-	code, v, hdr := getHeader(t, app, path)
-	eq(t, "over the limit", []any{code, v, hdr.Get("Retry-After")}, []any{429, map[string]any{"error": "Too many pairing code lookups, retry in 6 s"}, "6"})
-	eq(t, "another account", other.must(200, "GET", path, nil), map[string]any{"requests": []any{}})
-	clk.add(server.LookupEvery - time.Second)
-	code, v, hdr = getHeader(t, app, path)
-	eq(t, "a second before", []any{code, v, hdr.Get("Retry-After")}, []any{429, map[string]any{"error": "Too many pairing code lookups, retry in 1 s"}, "1"})
-	clk.add(time.Second)
-	eq(t, "after LookupEvery", app.must(200, "GET", path, nil), map[string]any{"requests": []any{}})
-	app.must(429, "GET", path, nil)
-}
-
-// getHeader is a GET with a's token that returns the status, the JSON
-// answer and the headers.
-func getHeader(t *testing.T, a api, path string) (int, any, http.Header) {
-	t.Helper()
-	req, _ := http.NewRequest("GET", a.base+path, nil)
-	req.Header.Set("Authorization", "Bearer "+a.token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var v any
-	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
-		t.Fatalf("GET %s: %v", path, err)
-	}
-	return resp.StatusCode, v, resp.Header
-}
 
 func toLower(s string) string {
 	b := []byte(s)

@@ -101,6 +101,10 @@ func (s *Server) sweepLoop() {
 
 func (s *Server) sweep(ctx context.Context) {
 	s.sweepAuthRequests(ctx)
+	s.sweepChallenges(ctx)
+	for _, l := range s.lim.all() {
+		l.sweep(s.cfg.Now())
+	}
 	if s.cl != nil {
 		s.cl.seqr.forget(10 * time.Minute)
 	}

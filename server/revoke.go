@@ -91,9 +91,10 @@ func (s *Server) issueToken(ctx context.Context, acct, session string) (string, 
 // the caller's own included, stops working at once on this relay: HTTP
 // routes answer 401 "Invalid token", socket handshakes are refused with
 // "Invalid authentication token", and the account's sockets connected to
-// this relay are disconnected (`disconnected` counts them). Another relay
-// on the same database refuses the tokens at once when the relays share a
-// bus (it disconnects the account's sockets it holds too), else within
+// this relay are disconnected (`disconnected` counts them) and its
+// message streams end. Another relay on the same database refuses the
+// tokens at once when the relays share a bus (it disconnects the
+// account's sockets and ends its streams too), else within
 // Config.RevocationRefresh, its sockets staying until they reconnect. The reference relay has no
 // such route (its tokens cannot be revoked).
 func (s *Server) postAuthRevoke(w http.ResponseWriter, r *http.Request, acct string) {
@@ -113,11 +114,12 @@ func (s *Server) postAuthRevoke(w http.ResponseWriter, r *http.Request, acct str
 		}
 	})
 	s.io.In(room).DisconnectSockets(true)
+	streams := s.streams.revoke(acct)
 	if s.cl != nil {
 		// The other instances refuse the tokens at once and drop the
 		// account's sockets they hold.
 		s.cl.publish(busMsg{Kind: busRevoke, Acct: acct, Seq: gen})
 	}
-	s.log.Info().Str("account", acct).Int64("generation", gen).Int("sockets", n).Msg("tokens revoked")
+	s.log.Info().Str("account", acct).Int64("generation", gen).Int("sockets", n).Int("streams", streams).Msg("tokens revoked")
 	writeJSON(w, http.StatusOK, map[string]any{"success": true, "generation": gen, "disconnected": n})
 }

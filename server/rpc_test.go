@@ -191,41 +191,27 @@ func TestSocketIsolation(t *testing.T) {
 	eq(t, "A's machine", []any{m["metadata"], m["metadataVersion"], m["daemonState"], m["daemonStateVersion"]}, []any{"x", 2.0, "x", 1.0})
 }
 
-// A client that reconnected registers its methods again from the new socket
-// while the old one may still look connected: the call goes to the latest
-// registration.
-func TestRPCLatestRegistrationWins(t *testing.T) {
+// A client that reconnected registers its methods again from the new
+// socket while the old one may still look connected (its network went
+// away without a close): the new registration waits as a standby, calls
+// stay with the old socket, and the new one takes the method over, told
+// by rpc-registered, once the relay drops the old one.
+func TestRPCFirstRegistrationHolds(t *testing.T) {
 	r := servertest.StartConfig(t, rpcConfig())
 	a := newAPI(t, r)
 	sid := a.createSession("t2", "m")["id"].(string)
 	old := sessionSocket(t, r.URL, a.token, sid)
-	oldIn := listen(t, old, "rpc-registered", "rpc-request")
-	if err := old.Emit("rpc-register", map[string]any{"method": sid + ":permission"}); err != nil {
-		t.Fatal(err)
-	}
-	oldIn.nextObj("rpc-registered")
+	oldIn := listen(t, old, "rpc-registered", "rpc-error", "rpc-request")
+	eq(t, "old", register(t, old, oldIn, sid+":permission"), registered(sid+":permission"))
 	fresh := sessionSocket(t, r.URL, a.token, sid)
-	freshIn := listen(t, fresh, "rpc-registered", "rpc-request")
-	if err := fresh.Emit("rpc-register", map[string]any{"method": sid + ":permission"}); err != nil {
-		t.Fatal(err)
-	}
-	freshIn.nextObj("rpc-registered")
-	// The relay answers rpc-registered just before it records the
-	// registration; a socket's events are handled in order, so once a ping
-	// of the fresh socket is answered the registration is recorded.
-	call(t, fresh, "ping", map[string]any{})
+	freshIn := listen(t, fresh, "rpc-registered", "rpc-error", "rpc-request")
+	eq(t, "fresh", register(t, fresh, freshIn, sid+":permission"), refused(sid+":permission", errRPCHeld))
 	app := userSocket(t, r.URL, a.token)
-	done := make(chan map[string]any, 1)
-	go func() {
-		done <- call(t, app, "rpc-call", map[string]any{"method": sid + ":permission", "params": "p"})
-	}()
-	req := freshIn.next()
-	if req.name != "rpc-request" || req.ack == nil {
-		t.Fatalf("fresh socket got %q", req.name)
-	}
-	req.ack("from-fresh")
-	eq(t, "reply", <-done, map[string]any{"ok": true, "result": "from-fresh"})
-	oldIn.none()
+	eq(t, "reply from the old socket", callOnce(t, app, oldIn, sid+":permission", "from-old"), map[string]any{"ok": true, "result": "from-old"})
+	freshIn.none()
+	_ = old.Close()
+	eq(t, "the fresh socket takes over", freshIn.nextObj("rpc-registered"), map[string]any{"method": sid + ":permission"})
+	eq(t, "reply from the fresh socket", callOnce(t, app, freshIn, sid+":permission", "from-fresh"), map[string]any{"ok": true, "result": "from-fresh"})
 }
 
 // A compare-and-set with a fractional or negative expectedVersion is

@@ -214,6 +214,43 @@ type Config struct {
 	// the app may connect to, added to its Content-Security-Policy
 	// connect-src next to the app's own origin.
 	AppConnectSrc []string
+
+	// Limits (docs/ARCHITECTURE.md, "Limits"; limits.go). HeaderTimeout
+	// bounds the reading of a request's headers (DefaultHeaderTimeout
+	// when zero). A request body gets BodyTimeout, then must keep coming
+	// at MinBodyRate bytes a second on average, else it is cut off with
+	// 408 (DefaultBodyTimeout, DefaultMinBodyRate when zero; a negative
+	// BodyTimeout: no bound). IdleConnTimeout is how long a keep-alive
+	// connection waits for its next request (DefaultIdleConnTimeout).
+	// Message streams and websockets carry no body and are not bounded
+	// by these.
+	HeaderTimeout   time.Duration
+	BodyTimeout     time.Duration
+	MinBodyRate     int64
+	IdleConnTimeout time.Duration
+	// MaxConnsPerAddr is how many connections one client address (an
+	// IPv4 address, an IPv6 /64) may hold: a connection beyond it is
+	// answered 429 and closed. With TrustProxy, where every connection
+	// is the proxy's, it counts the requests in progress (a websocket
+	// until it closes) of each forwarded address instead.
+	// DefaultMaxConnsPerAddr when zero; negative: no cap. Applies to
+	// Serve's listener (and the request count to Handler).
+	MaxConnsPerAddr int
+	// Rate limits, answered 429 with Retry-After (the Default…Rate values
+	// when zero; Unlimited turns one off): AuthRate every POST /v1/auth
+	// and AccountRate those creating an account, per address; PairingRate
+	// POST /v1/auth/request, per address; LookupRate GET
+	// /v1/auth/request/lookup and SessionRate POST /v1/sessions, per
+	// account.
+	AuthRate, AccountRate, PairingRate, LookupRate, SessionRate Limit
+	// ChallengeWindow is how far the time inside a timestamped sign-in
+	// challenge may be from the relay's (DefaultChallengeWindow when
+	// zero; auth.go).
+	ChallengeWindow time.Duration
+
+	// clusterAlive is the bus heartbeat (DefaultClusterAlive when zero;
+	// this package's tests shorten it).
+	clusterAlive time.Duration
 }
 
 func (c *Config) defaults() {
@@ -250,6 +287,8 @@ func (c *Config) defaults() {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	set(&c.ChallengeWindow, DefaultChallengeWindow)
+	c.limitDefaults()
 }
 
 // Server is a running relay: HTTP routes, the Socket.IO server and the
@@ -257,7 +296,6 @@ func (c *Config) defaults() {
 // Handler), stop it with Close.
 type Server struct {
 	cfg      Config
-	lookups  lookupLimiter // GET /v1/auth/request/lookup's allowance per account (pairing.go)
 	identity []byte        // the data folder's relayid key (identity.go)
 	log      zerolog.Logger
 	st       store.Store
@@ -305,6 +343,10 @@ type Server struct {
 	metrics *metrics
 	// draining is set once Serve's context ended: /ready answers 503.
 	draining atomic.Bool
+	// lim are the rate limits and conns the connections per address
+	// (limits.go).
+	lim   *limiters
+	conns addrConns
 }
 
 // afterWrite runs the testWrite hook, if any.
@@ -332,7 +374,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, lock: lock}
+	s := &Server{cfg: cfg, log: cfg.Logger, lock: lock, lim: newLimiters(cfg), conns: addrConns{max: cfg.MaxConnsPerAddr}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	fail := func(err error) (*Server, error) {
 		if s.ownStore {
@@ -377,6 +419,9 @@ func New(cfg Config) (*Server, error) {
 		s.cl = newCluster(s, b)
 	}
 	s.rpc = newRPCRegistry()
+	if s.cl != nil {
+		s.rpc.self = s.cl.self
+	}
 	s.pres = newPresence(cfg.StoppedTTL)
 	s.io = s.newSocketServer()
 	if cfg.App != nil {
@@ -420,22 +465,22 @@ func openStore(ctx context.Context, cfg Config) (store.Store, error) {
 // Socket.IO endpoint at /v1/updates.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// httpIdleTimeout is how long the relay keeps a keep-alive connection
-// with no request in progress. Without one, net/http waits for the next
-// request forever (ReadHeaderTimeout starts with its first bytes), so idle
-// connections would hold descriptors until the open-file guard (fdguard.go)
-// refused every new client. It is longer than the 90 s after which Go's
-// default HTTP transport drops its own idle connections, so that such
-// clients close them first and no request races the relay's close.
-const httpIdleTimeout = 2 * time.Minute
-
 // Serve accepts connections on l until ctx ends or Close is called. It
 // returns nil after a clean stop, ErrClosed when the server was already
 // closed, or the listener's error.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	// The HTTP server's own complaints (a failed TLS handshake from a
 	// scanner, a client that hung up) go to the debug log, not to stderr.
-	hs := &http.Server{Handler: s.handler, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: httpIdleTimeout, ErrorLog: log.New(httpErrorLog{s.log}, "", 0)}
+	// IdleConnTimeout: without one net/http waits for a keep-alive
+	// connection's next request forever (HeaderTimeout starts with its
+	// first bytes), so idle connections would hold descriptors until the
+	// open-file guard (fdguard.go) refused every new client. Its default
+	// is longer than the 90 s after which Go's default HTTP transport
+	// drops its own idle connections, so that such clients close them
+	// first and no request races the relay's close. The body's bound is
+	// per request (bodyDeadlines): ReadTimeout would also end message
+	// streams and websockets.
+	hs := &http.Server{Handler: s.handler, ReadHeaderTimeout: s.cfg.HeaderTimeout, IdleTimeout: max(s.cfg.IdleConnTimeout, 0), ErrorLog: log.New(httpErrorLog{s.log}, "", 0)}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -453,9 +498,9 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		}
 	})
 	if tl, ok := l.(*tlsListener); ok {
-		tl.inner = s.guardListener(tl.inner)
+		tl.inner = s.capListener(s.guardListener(tl.inner))
 	} else {
-		l = s.guardListener(l)
+		l = s.capListener(s.guardListener(l))
 	}
 	s.log.Info().Str("listen", l.Addr().String()).Str("data", s.cfg.DataDir).Msg("relay listening")
 	cl := &closeSignal{Listener: l, closed: make(chan struct{})}
@@ -532,6 +577,11 @@ func (s *Server) Close() error {
 		s.closed = true
 		srvs := s.httpSrvs
 		s.mu.Unlock()
+		if s.cl != nil {
+			// The others free the RPC methods this instance's sockets hold
+			// at once rather than after its heartbeat stops.
+			s.cl.publish(busMsg{Kind: busBye})
+		}
 		s.cancel()
 		s.out.flush(closeWait)
 		s.io.DisconnectSockets(true)

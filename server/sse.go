@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -166,6 +167,26 @@ func (h *streamHub) shutdown(hs *http.Server) {
 	}
 }
 
+// revoke ends every stream of acct (its tokens were revoked): the
+// streams were authorised by a token that no longer is, and their
+// clients' reconnections are refused. It returns how many it ended.
+func (h *streamHub) revoke(acct string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	prefix := acct + "\x00"
+	for key, set := range h.subs {
+		if !strings.HasPrefix(key, prefix) {
+			continue
+		}
+		for st := range set {
+			st.stopOnce.Do(func() { close(st.stop) })
+			n++
+		}
+	}
+	return n
+}
+
 // streamCursor is the seq the stream starts after: Last-Event-ID (what a
 // reconnecting EventSource sends) wins over ?after_seq=; 0 when neither.
 func streamCursor(r *http.Request) (int64, error) {
@@ -233,6 +254,16 @@ func (s *Server) getMessageStream(w http.ResponseWriter, r *http.Request, acct s
 	// Subscribed before the first read: no change after it is missed.
 	st := s.streams.add(acct, sid, hs)
 	defer s.streams.remove(st)
+	// A revocation between the token's check and the subscription would
+	// not have ended this stream (streamHub.revoke): check once more.
+	if _, err := s.verifyToken(r.Context(), strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")); err != nil {
+		if errors.Is(err, ErrInvalidToken) {
+			writeErr(w, http.StatusUnauthorized, errInvalidToken)
+		} else {
+			s.fail(w, r, err, "")
+		}
+		return
+	}
 	sess, err := s.st.Session(r.Context(), acct, sid)
 	if err != nil {
 		s.fail(w, r, err, errSessionNotFound)

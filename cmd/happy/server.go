@@ -40,6 +40,19 @@ type serverOptions struct {
 	drain       time.Duration
 	fanoutShare float64
 	fanoutQueue int
+
+	// Limits (server.Config, docs/ARCHITECTURE.md "Limits").
+	headerTimeout   time.Duration
+	bodyTimeout     time.Duration
+	minBodyRate     int64
+	idleTimeout     time.Duration
+	maxConnsPerAddr int
+	challengeWindow time.Duration
+	rateAuth        string
+	rateAccount     string
+	ratePairing     string
+	rateLookup      string
+	rateSession     string
 }
 
 // newServerCmd builds `happy server`: the relay, in the foreground.
@@ -80,6 +93,21 @@ any origin may call it unless --cors-origin names the ones allowed.`,
 	cmd.Flags().IntVar(&opts.fanoutQueue, "fanout-queue", server.DefaultFanoutQueue, "updates that may wait for an account's fan-out before its next request waits (1 to 4096; 0 is the default): larger gives a poster feeding many sockets more deliveries a second, and each message a longer wait")
 	cmd.Flags().DurationVar(&opts.pairingTTL, "pairing-ttl", server.DefaultPairingTTL, "how long a pairing request (happy auth login, happy web) stays usable, 10s to 1h")
 	cmd.Flags().BoolVar(&opts.plainToken, "pairing-plain-token", false, "also hand an approved pairing request's token out in plain, once, to whoever polls with its public key, as the reference relay does (only while reference CLIs still pair with this relay: anyone who learns a waiting terminal's key can then take its token)")
+	fl := cmd.Flags()
+	fl.DurationVar(&opts.headerTimeout, "header-timeout", server.DefaultHeaderTimeout, "how long a request's headers may take to arrive")
+	fl.DurationVar(&opts.bodyTimeout, "body-timeout", server.DefaultBodyTimeout, "how long a request body may take before --min-body-rate applies (a slower body gets 408)")
+	fl.Int64Var(&opts.minBodyRate, "min-body-rate", server.DefaultMinBodyRate, "bytes a second a request body must average after --body-timeout")
+	fl.DurationVar(&opts.idleTimeout, "idle-timeout", server.DefaultIdleConnTimeout, "how long a keep-alive connection may wait for its next request")
+	fl.IntVar(&opts.maxConnsPerAddr, "max-conns-per-addr", server.DefaultMaxConnsPerAddr, "connections one client address (IPv4, or IPv6 /64) may hold, more are answered 429; with --trust-proxy, requests in progress (a websocket while open) of one forwarded address; -1: no cap")
+	fl.DurationVar(&opts.challengeWindow, "challenge-window", server.DefaultChallengeWindow, "how far the time in a timed sign-in challenge may be from the relay's clock")
+	rate := func(p *string, name string, d server.Limit, what string) {
+		fl.StringVar(p, name, limitFlag(d), what+", as BURST/EVERY (so many at once, then one every EVERY) or off")
+	}
+	rate(&opts.rateAuth, "rate-auth", server.DefaultAuthRate, "sign-ins (POST /v1/auth) per client address")
+	rate(&opts.rateAccount, "rate-account", server.DefaultAccountRate, "new accounts per client address")
+	rate(&opts.ratePairing, "rate-pairing", server.DefaultPairingRate, "pairing requests and polls (POST /v1/auth/request) per client address")
+	rate(&opts.rateLookup, "rate-lookup", server.DefaultLookupRate, "pairing code lookups per account")
+	rate(&opts.rateSession, "rate-session", server.DefaultSessionRate, "session creations (POST /v1/sessions) per account")
 	cmd.AddCommand(newServerMigrateCmd(f), newServerBenchCmd(f))
 	return cmd
 }
@@ -93,6 +121,51 @@ func checkOrigin(o string) error {
 	u, err := url.Parse(o)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return fmt.Errorf("--cors-origin %q: want scheme://host[:port] (http or https, no path) or *", o)
+	}
+	return nil
+}
+
+// limitFlag is a rate limit as its flag takes it.
+func limitFlag(l server.Limit) string {
+	if l.Burst < 0 {
+		return "off"
+	}
+	return fmt.Sprintf("%d/%s", l.Burst, l.Every)
+}
+
+// serverLimits checks the limit flags and puts them into cfg (a zero
+// value, or an empty rate, is the default).
+func serverLimits(opts serverOptions, cfg *server.Config) error {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"--header-timeout", opts.headerTimeout}, {"--body-timeout", opts.bodyTimeout}, {"--idle-timeout", opts.idleTimeout}, {"--challenge-window", opts.challengeWindow}} {
+		if d.v != 0 && (d.v < time.Second || d.v > 24*time.Hour) {
+			return fmt.Errorf("%s must be between 1s and 24h, got %s", d.name, d.v)
+		}
+	}
+	if opts.minBodyRate < 0 {
+		return fmt.Errorf("--min-body-rate must be at least 1 (bytes a second), got %d", opts.minBodyRate)
+	}
+	if opts.maxConnsPerAddr < -1 {
+		return fmt.Errorf("--max-conns-per-addr must be at least 1, or -1 for no cap, got %d", opts.maxConnsPerAddr)
+	}
+	cfg.HeaderTimeout, cfg.BodyTimeout, cfg.MinBodyRate, cfg.IdleConnTimeout = opts.headerTimeout, opts.bodyTimeout, opts.minBodyRate, opts.idleTimeout
+	cfg.MaxConnsPerAddr, cfg.ChallengeWindow = opts.maxConnsPerAddr, opts.challengeWindow
+	for _, r := range []struct {
+		name string
+		v    string
+		to   *server.Limit
+	}{{"--rate-auth", opts.rateAuth, &cfg.AuthRate}, {"--rate-account", opts.rateAccount, &cfg.AccountRate}, {"--rate-pairing", opts.ratePairing, &cfg.PairingRate},
+		{"--rate-lookup", opts.rateLookup, &cfg.LookupRate}, {"--rate-session", opts.rateSession, &cfg.SessionRate}} {
+		if r.v == "" {
+			continue
+		}
+		l, err := server.ParseLimit(r.v)
+		if err != nil {
+			return fmt.Errorf("%s: %w", r.name, err)
+		}
+		*r.to = l
 	}
 	return nil
 }
@@ -142,6 +215,11 @@ func runServer(ctx context.Context, f *factory, opts serverOptions) error {
 	if (opts.tlsCert == "") != (opts.tlsKey == "") {
 		return &exitError{code: exitUsage, err: errors.New("--tls-cert and --tls-key go together")}
 	}
+	cfg := server.Config{Database: opts.db, Synchronous: opts.synchronous, TrustProxy: opts.trustProxy, PairingTTL: opts.pairingTTL, PairingPlainToken: opts.plainToken, App: webapp.Files(),
+		BusURL: busURL, SecretFile: opts.secretFile, DrainTimeout: opts.drain, FanoutShare: opts.fanoutShare, FanoutQueue: opts.fanoutQueue}
+	if err := serverLimits(opts, &cfg); err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
 	origins := make([]string, 0, len(opts.corsOrigins))
 	for _, o := range opts.corsOrigins {
 		o = strings.TrimSuffix(strings.TrimSpace(o), "/")
@@ -150,6 +228,7 @@ func runServer(ctx context.Context, f *factory, opts serverOptions) error {
 		}
 		origins = append(origins, o)
 	}
+	cfg.CORSOrigins = origins
 	data := opts.dataDir
 	if data == "" {
 		h, err := f.home()
@@ -164,10 +243,8 @@ func runServer(ctx context.Context, f *factory, opts serverOptions) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	srv, err := server.New(server.Config{DataDir: data, Database: opts.db, Logger: lg.Logger, Synchronous: opts.synchronous,
-		CORSOrigins: origins, TrustProxy: opts.trustProxy, PairingTTL: opts.pairingTTL, PairingPlainToken: opts.plainToken, App: webapp.Files(),
-		BusURL: busURL, SecretFile: opts.secretFile, DrainTimeout: opts.drain,
-		FanoutShare: opts.fanoutShare, FanoutQueue: opts.fanoutQueue})
+	cfg.DataDir, cfg.Logger = data, lg.Logger
+	srv, err := server.New(cfg)
 	if err != nil {
 		return err
 	}

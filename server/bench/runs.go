@@ -446,9 +446,9 @@ type RPCOptions struct {
 	Concurrency int
 }
 
-// RPC measures round trips through the relay: one user-scoped socket
-// registers a method (rpc-register), another calls it (rpc-call with an
-// ack); the relay forwards rpc-request to the first, whose ack comes back
+// RPC measures round trips through the relay: a session-scoped socket
+// registers a method of its session (rpc-register), a user-scoped one
+// calls it (rpc-call with an ack); the relay forwards rpc-request to the first, whose ack comes back
 // as {ok:true, result}. Ops is calls answered ok, latency per call.
 func RPC(ctx context.Context, t Target, o RPCOptions) (Result, error) {
 	o.Calls, o.Concurrency = max(o.Calls, 1), max(o.Concurrency, 1)
@@ -466,6 +466,9 @@ func RPC(ctx context.Context, t Target, o RPCOptions) (Result, error) {
 		return res, err
 	}
 	method := sid + ":bench"
+	// The session's own socket registers its method (happy's relay refuses
+	// a user-scoped one); the caller is an app's user-scoped socket.
+	calleeAuth := map[string]any{"token": token, "clientType": "session-scoped", "sessionId": sid}
 	auth := map[string]any{"token": token, "clientType": "user-scoped"}
 	registered := make(chan struct{})
 	var once sync.Once
@@ -486,7 +489,7 @@ func RPC(ctx context.Context, t Target, o RPCOptions) (Result, error) {
 			_ = callee.ack(id, "pong")
 		}
 	}
-	callee, err = dialSocket(ctx, t.URL, auth, onEvent)
+	callee, err = dialSocket(ctx, t.URL, calleeAuth, onEvent)
 	close(ready)
 	if err != nil {
 		return res, err

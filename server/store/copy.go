@@ -77,6 +77,8 @@ var Tables = []Table{
 		col("response_account_id", NullText), col("created_at", Int)}},
 	{Name: "token_revocations", Key: []string{"account_id"}, Columns: []Column{
 		col("account_id", Text), col("generation", Int), col("revoked_at", Int)}},
+	{Name: "auth_challenges", Key: []string{"digest"}, Columns: []Column{
+		col("digest", Text), col("used_at", Int), col("keep_until", Int)}},
 	{Name: "push_tokens", Key: []string{"id"}, Columns: []Column{
 		col("id", Text), col("account_id", Text), col("token", Text), col("created_at", Int), col("updated_at", Int)}},
 	{Name: "usage_reports", Key: []string{"id"}, Columns: []Column{

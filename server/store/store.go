@@ -31,6 +31,13 @@ var ErrUnavailable = errors.New("store: database unavailable")
 // an answer (the first one stays).
 var ErrAnswered = errors.New("store: auth request already answered")
 
+// ErrChallengeUsed is UseChallenge's answer for a challenge recorded before.
+var ErrChallengeUsed = errors.New("store: auth challenge already used")
+
+// KeepForever is UseChallenge's keepUntil for a challenge that is never
+// pruned (math.MaxInt64).
+const KeepForever int64 = 1<<63 - 1
+
 // Account is one user, keyed by an Ed25519 public key (lowercase hex).
 type Account struct {
 	ID        string
@@ -190,6 +197,17 @@ type Presence struct {
 type Store interface {
 	// UpsertAccount returns the account of publicKey (hex), creating it on first sight.
 	UpsertAccount(ctx context.Context, publicKey string, now int64) (Account, error)
+	// AccountByKey returns the account of publicKey (hex) or ErrNotFound.
+	AccountByKey(ctx context.Context, publicKey string) (Account, error)
+	// UseChallenge records the sign-in challenge with this digest (hex
+	// SHA-256 of the public key and the challenge) as used at now (Unix
+	// ms), to be kept until keepUntil (KeepForever: for good). A digest
+	// recorded before, whenever, is ErrChallengeUsed and changes nothing:
+	// of two callers racing with one challenge exactly one succeeds.
+	UseChallenge(ctx context.Context, digest string, now, keepUntil int64) error
+	// DeleteChallengesBefore removes the used challenges whose keepUntil
+	// is before cutoff and returns how many.
+	DeleteChallengesBefore(ctx context.Context, cutoff int64) (int64, error)
 	// NextUpdateSeqs allocates n (≥ 1) consecutive per-account update seqs and
 	// returns the first.
 	NextUpdateSeqs(ctx context.Context, accountID string, n int) (int64, error)

@@ -256,6 +256,44 @@ func (s *Store) UpsertAccount(ctx context.Context, publicKey string, now int64) 
 	return a, nil
 }
 
+// AccountByKey implements store.Store.
+func (s *Store) AccountByKey(ctx context.Context, publicKey string) (store.Account, error) {
+	var a store.Account
+	var pk text
+	err := s.pool.QueryRow(ctx, `SELECT id, public_key, created_at, updated_at FROM accounts WHERE public_key = $1`, bs(publicKey)).
+		Scan(&a.ID, &pk, &a.CreatedAt, &a.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Account{}, store.ErrNotFound
+	}
+	if err != nil {
+		return store.Account{}, errf("postgres: read account by key: %w", err)
+	}
+	a.PublicKey = string(pk)
+	return a, nil
+}
+
+// UseChallenge implements store.Store.
+func (s *Store) UseChallenge(ctx context.Context, digest string, now, keepUntil int64) error {
+	tag, err := s.pool.Exec(ctx, `INSERT INTO auth_challenges (digest, used_at, keep_until) VALUES ($1, $2, $3)
+		ON CONFLICT (digest) DO NOTHING`, bs(digest), now, keepUntil)
+	if err != nil {
+		return errf("postgres: record used challenge: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return store.ErrChallengeUsed
+	}
+	return nil
+}
+
+// DeleteChallengesBefore implements store.Store.
+func (s *Store) DeleteChallengesBefore(ctx context.Context, cutoff int64) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM auth_challenges WHERE keep_until < $1`, cutoff)
+	if err != nil {
+		return 0, errf("postgres: delete old used challenges: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
 // NextUpdateSeqs implements store.Store.
 func (s *Store) NextUpdateSeqs(ctx context.Context, accountID string, n int) (int64, error) {
 	if n < 1 {

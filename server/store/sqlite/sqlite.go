@@ -364,6 +364,45 @@ func (s *Store) UpsertAccount(ctx context.Context, publicKey string, now int64) 
 	return a, nil
 }
 
+// AccountByKey implements store.Store.
+func (s *Store) AccountByKey(ctx context.Context, publicKey string) (store.Account, error) {
+	var a store.Account
+	err := s.r.QueryRowContext(ctx, `SELECT id, public_key, created_at, updated_at FROM accounts WHERE public_key = ?`, publicKey).
+		Scan(&a.ID, &a.PublicKey, &a.CreatedAt, &a.UpdatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Account{}, store.ErrNotFound
+	}
+	if err != nil {
+		return store.Account{}, fmt.Errorf("sqlite: read account by key: %w", err)
+	}
+	return a, nil
+}
+
+// UseChallenge implements store.Store.
+func (s *Store) UseChallenge(ctx context.Context, digest string, now, keepUntil int64) error {
+	res, err := s.w.ExecContext(ctx, `INSERT INTO auth_challenges (digest, used_at, keep_until) VALUES (?, ?, ?)
+		ON CONFLICT (digest) DO NOTHING`, digest, now, keepUntil)
+	if err != nil {
+		return fmt.Errorf("sqlite: record used challenge: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("sqlite: record used challenge: %w", err)
+	} else if n == 0 {
+		return store.ErrChallengeUsed
+	}
+	return nil
+}
+
+// DeleteChallengesBefore implements store.Store.
+func (s *Store) DeleteChallengesBefore(ctx context.Context, cutoff int64) (int64, error) {
+	res, err := s.w.ExecContext(ctx, `DELETE FROM auth_challenges WHERE keep_until < ?`, cutoff)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: delete old used challenges: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n, nil
+}
+
 // NextUpdateSeqs implements store.Store.
 func (s *Store) NextUpdateSeqs(ctx context.Context, accountID string, n int) (int64, error) {
 	if n < 1 {

@@ -56,6 +56,8 @@ func Fill(t testing.TB, s store.Store) (accountID, sessionID string) {
 	noErr(t, "auth request", err)
 	_, err = s.RevokeTokens(ctx, a.ID, 45)
 	noErr(t, "revoke tokens", err)
+	noErr(t, "used challenge", s.UseChallenge(ctx, "digest-b", 46, store.KeepForever))
+	noErr(t, "used challenge", s.UseChallenge(ctx, "digest-a", 47, 1000))
 	noErr(t, "token", s.AddPushToken(ctx, a.ID, "tok"+weird, 50))
 	noErr(t, "token", s.AddPushToken(ctx, b.ID, "tok", 51))
 	_, err = s.UpsertUsageReport(ctx, a.ID, x.ID, "k", `{"tokens":{"total":3}}`, 60)

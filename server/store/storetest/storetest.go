@@ -51,6 +51,7 @@ func Run(t *testing.T, b Backend) {
 		{"AuthRequests", testAuthRequests},
 		{"AuthRequestLifetime", testAuthRequestLifetime},
 		{"TokenRevocation", testTokenRevocation},
+		{"AuthChallenges", testAuthChallenges},
 		{"GetOrCreateSession", testGetOrCreateSession},
 		{"SessionLists", testSessionLists},
 		{"SessionCompareAndSet", testSessionCAS},
@@ -275,6 +276,40 @@ func testTokenRevocation(t *testing.T, s store.Store) {
 	eq(t, "another account is untouched", gen, int64(0))
 	_, err = s.RevokeTokens(ctx, "no-such-account", 300)
 	isNotFound(t, "revoke unknown account", err)
+}
+
+// testAuthChallenges: a challenge is used once, whenever it comes back;
+// pruning removes only the rows kept until before the cutoff; accounts are
+// found by key.
+func testAuthChallenges(t *testing.T, s store.Store) {
+	noErr(t, "first use", s.UseChallenge(ctx, "d-plain", 100, store.KeepForever))
+	if err := s.UseChallenge(ctx, "d-plain", 200, store.KeepForever); !errors.Is(err, store.ErrChallengeUsed) {
+		t.Fatalf("second use: %v, want store.ErrChallengeUsed", err)
+	}
+	noErr(t, "timed use", s.UseChallenge(ctx, "d-timed", 100, 1000))
+	noErr(t, "later timed use", s.UseChallenge(ctx, "d-later", 100, 5000))
+	if err := s.UseChallenge(ctx, "d-timed", 900, 1000); !errors.Is(err, store.ErrChallengeUsed) {
+		t.Fatalf("timed reuse: %v, want store.ErrChallengeUsed", err)
+	}
+	n, err := s.DeleteChallengesBefore(ctx, 1001)
+	noErr(t, "prune", err)
+	eq(t, "pruned", n, int64(1))
+	noErr(t, "a pruned digest is new again", s.UseChallenge(ctx, "d-timed", 2000, 3000))
+	for _, d := range []string{"d-plain", "d-later"} {
+		if err := s.UseChallenge(ctx, d, 2000, store.KeepForever); !errors.Is(err, store.ErrChallengeUsed) {
+			t.Fatalf("%s after the prune: %v, want store.ErrChallengeUsed", d, err)
+		}
+	}
+	n, err = s.DeleteChallengesBefore(ctx, store.KeepForever)
+	noErr(t, "prune all timed", err)
+	eq(t, "pruned the timed ones", n, int64(2))
+
+	a := account(t, s, "pk-a")
+	got, err := s.AccountByKey(ctx, "pk-a")
+	noErr(t, "account by key", err)
+	eq(t, "account by key", got, a)
+	_, err = s.AccountByKey(ctx, "pk-none")
+	isNotFound(t, "unknown key", err)
 }
 
 func testGetOrCreateSession(t *testing.T, s store.Store) {
