@@ -389,7 +389,7 @@ func TestE2EWebApp(t *testing.T) {
 	waitJS("no prompt box for an ended session", `document.querySelector('#prompt').classList.contains('hidden')`)
 
 	// Sign out forgets the account; the backup key brings it back.
-	do("sign out", chromedp.Click("header button.ghost"))
+	do("sign out", chromedp.Click("#nav-devices"), chromedp.Click("#signout"), chromedp.Click("#signout-confirm"))
 	waitJS("the sign-in page", `!!document.querySelector('.signin') && localStorage.getItem('happy.account') === null`)
 	shoot(t, ctx, "web-phone-signin.png", 390, 844)
 	do("restore with the backup key", chromedp.SendKeys("#backup-key", strings.ToLower(crypto.FormatBackupKey(*creds.AccountSecret))), chromedp.Click(".signin button[type=submit]"))

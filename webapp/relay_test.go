@@ -70,8 +70,15 @@ func newAPI(t *testing.T, base string) *relay.API {
 // as a browser is after pairing: the account in localStorage.
 func openApp(t *testing.T, base string, creds *crypto.Credentials) *appPage {
 	t.Helper()
+	return openAppAt(t, base, base, creds)
+}
+
+// openAppAt opens the app served at page, signed in as creds to the relay
+// at relayBase (which may be another origin), on the devices page.
+func openAppAt(t *testing.T, page, base string, creds *crypto.Credentials) *appPage {
+	t.Helper()
 	ctx := browsertest.Start(t)
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	p := &appPage{t: t, ctx: ctx, base: base, creds: creds, api: newAPI(t, base)}
 	consoleDone := make(chan struct{})
 	go func() {
@@ -89,7 +96,7 @@ func openApp(t *testing.T, base string, creds *crypto.Credentials) *appPage {
 	}()
 	t.Cleanup(func() { cancel(); <-consoleDone })
 	account, _ := json.Marshal(map[string]string{"relay": base, "token": creds.Token, "secret": crypto.EncodeBase64(creds.AccountSecret[:])})
-	p.do("open the app", chromedp.EmulateViewport(390, 844), chromedp.Navigate(base+"/"))
+	p.do("open the app", chromedp.EmulateViewport(390, 844), chromedp.Navigate(page+"/"))
 	p.eval(fmt.Sprintf(`localStorage.setItem("happy.account", %q), location.hash = "#/devices", true`, account))
 	p.do("reload signed in", chromedp.Reload())
 	p.wait("the signed-in page", `!!document.querySelector("#nav-machines")`)
@@ -389,6 +396,18 @@ type fakeMachine struct {
 
 func startMachine(t *testing.T, base string, creds *crypto.Credentials) *fakeMachine {
 	t.Helper()
+	return startMachineWith(t, base, creds, "machine-0001",
+		`{"host":"buildbox","platform":"linux","happyCliVersion":"9.9.9","homeDir":"/home/u","arch":"amd64",`+
+			`"agents":[{"name":"claude","installed":true,"path":"/usr/bin/claude"},{"name":"codex","installed":false,"error":"not found"},{"name":"gemini","installed":true}]}`,
+		`{"status":"running","pid":4242,"startedAt":1,"sessions":[]}`)
+}
+
+// startMachineWith registers machine id with the metadata md and daemon
+// state ds (JSON) and serves its spawn-happy-session (see fakeMachine); a
+// request with resumeSessionId answers success with that session's id, as
+// the daemon's happy resume continues the session in place.
+func startMachineWith(t *testing.T, base string, creds *crypto.Credentials, id, md, ds string) *fakeMachine {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := relay.New(context.Background(), relay.Config{BaseURL: base, Credentials: creds, OutboxDir: t.TempDir(), ClientName: "cli/test",
@@ -399,10 +418,7 @@ func startMachine(t *testing.T, base string, creds *crypto.Credentials) *fakeMac
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	fm := &fakeMachine{client: c}
-	md := json.RawMessage(`{"host":"buildbox","platform":"linux","happyCliVersion":"9.9.9","homeDir":"/home/u","arch":"amd64",` +
-		`"agents":[{"name":"claude","installed":true,"path":"/usr/bin/claude"},{"name":"codex","installed":false,"error":"not found"},{"name":"gemini","installed":true}]}`)
-	ds := json.RawMessage(`{"status":"running","pid":4242,"startedAt":1,"sessions":[]}`)
-	m, err := c.OpenMachine(ctx, relay.MachineOptions{ID: "machine-0001", Metadata: md, DaemonState: ds})
+	m, err := c.OpenMachine(ctx, relay.MachineOptions{ID: id, Metadata: json.RawMessage(md), DaemonState: json.RawMessage(ds)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,6 +434,9 @@ func startMachine(t *testing.T, base string, creds *crypto.Credentials) *fakeMac
 		fm.mu.Unlock()
 		dir, _ := p["directory"].(string)
 		approved, _ := p["approvedNewDirectoryCreation"].(bool)
+		if resume, _ := p["resumeSessionId"].(string); resume != "" {
+			return map[string]any{"type": "success", "sessionId": resume, "pid": 778}, nil
+		}
 		switch {
 		case dir == "/fail":
 			return map[string]any{"type": "error", "errorMessage": "folder /fail: permission denied"}, nil
@@ -425,7 +444,7 @@ func startMachine(t *testing.T, base string, creds *crypto.Credentials) *fakeMac
 			return map[string]any{"type": "requestToApproveDirectoryCreation", "directory": dir}, nil
 		}
 		s, err := c.OpenSession(ctx, relay.SessionOptions{Tag: fmt.Sprintf("spawn-%d", time.Now().UnixNano()),
-			Metadata: json.RawMessage(fmt.Sprintf(`{"path":%q,"host":"buildbox","flavor":%q,"startedBy":"daemon","machineId":"machine-0001"}`, dir, p["agent"]))})
+			Metadata: json.RawMessage(fmt.Sprintf(`{"path":%q,"host":"buildbox","flavor":%q,"startedBy":"daemon","machineId":%q}`, dir, p["agent"], id))})
 		if err != nil {
 			return map[string]any{"type": "error", "errorMessage": err.Error()}, nil
 		}

@@ -19,9 +19,11 @@ import (
 	"github.com/chromedp/chromedp"
 	"go.uber.org/goleak"
 
+	"github.com/happy-dev/happy/app"
 	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/internal/browsertest"
 	"github.com/happy-dev/happy/internal/thumbhash"
+	"github.com/happy-dev/happy/relay"
 	"github.com/happy-dev/happy/webapp"
 )
 
@@ -130,11 +132,73 @@ func fixtures(t *testing.T) []byte {
 		"rows":           rows,
 		"thumbhash":      thumbhashFixtures(t),
 		"blobs":          blobFixtures(t, acct, sessKey, wrapped),
+		"titles":         titleFixtures(t),
+		"states":         stateFixtures(t),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// titleFixtures are session metadata with the title `happy sessions`
+// shows for each (app.Opened.Title), for the page's sessionTitle.
+func titleFixtures(t *testing.T) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, md := range []string{
+		`{"path":"/home/u/project","summary":{"text":"fix the login page","updatedAt":1}}`,
+		`{"path":"/home/u/project"}`,
+		`{"path":"/home/u/project/"}`,
+		`{"path":"/home/u/project","summary":{"text":" \t\u0085\u00a0\u3000 ","updatedAt":1}}`,
+		`{"path":"/home/u/project","summary":{"text":"\ufeff","updatedAt":1}}`,
+		`{"path":"/home/u/project","summary":{"text":"  padded  ","updatedAt":1}}`,
+		`{"path":"/"}`,
+		`{"path":"//"}`,
+		`{"path":"relative/dir"}`,
+		`{"path":"plain"}`,
+		`{"path":""}`,
+		`{}`,
+		`{"summary":{"text":""}}`,
+	} {
+		var m app.Metadata
+		if err := json.Unmarshal([]byte(md), &m); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, map[string]any{"metadata": json.RawMessage(md), "want": app.Opened{Metadata: m}.Title()})
+	}
+	return out
+}
+
+// stateFixtures are sessions (relay fields and metadata) with the state
+// `happy sessions` shows for each at now (app.State), for the page's
+// lifecycleState.
+func stateFixtures(t *testing.T) []map[string]any {
+	t.Helper()
+	const now = int64(10_000_000)
+	var out []map[string]any
+	for _, c := range []struct {
+		info relay.SessionInfo
+		md   string
+	}{
+		{relay.SessionInfo{ActiveAt: now - 1000}, `{"lifecycleState":"running"}`},
+		{relay.SessionInfo{ActiveAt: now - 1000}, `{}`},
+		{relay.SessionInfo{ActiveAt: now - 90_000}, `{"lifecycleState":"running"}`},
+		{relay.SessionInfo{ActiveAt: now - 90_001}, `{"lifecycleState":"running"}`},
+		{relay.SessionInfo{ActiveAt: now - 90_001}, `{"lifecycleState":"running","lifecycleStateSince":9999000}`},
+		{relay.SessionInfo{CreatedAt: now - 5}, `{}`},
+		{relay.SessionInfo{ActiveAt: now}, `{"lifecycleState":"ended"}`},
+		{relay.SessionInfo{ActiveAt: 0}, `{"lifecycleState":"archived"}`},
+		{relay.SessionInfo{ActiveAt: now}, `{"lifecycleState":"paused"}`},
+	} {
+		var m app.Metadata
+		if err := json.Unmarshal([]byte(c.md), &m); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, map[string]any{"info": map[string]int64{"activeAt": c.info.ActiveAt, "createdAt": c.info.CreatedAt}, "metadata": json.RawMessage(c.md),
+			"now": now, "want": app.State(c.info, m, time.UnixMilli(now))})
+	}
+	return out
 }
 
 // pairingCodeFixtures are keys with their crypto.PairingCode: fixed ones

@@ -2,10 +2,11 @@
 // webapp_test.go. Results go to window.__results = {done, passed, failures:[{name, message}]}.
 
 import * as c from "/app/js/crypto.js";
-import { Reducer, blockedTools, sessionState, findChild } from "/app/js/reduce.js";
+import { Reducer, blockedTools, sessionState, lifecycleState, turnOpen, sessionTitle, pathBase, isLive, findChild } from "/app/js/reduce.js";
 import { renderMarkdown, safeHref } from "/app/js/markdown.js";
 import * as r from "/app/js/render.js";
-import { controlEnvelope, openAnswer, parsePairLink, promptEnvelope, RpcError, RelayError } from "/app/js/api.js";
+import { controlEnvelope, openAnswer, parsePairLink, promptEnvelope, unreachableMessage, Relay, RpcError, RelayError } from "/app/js/api.js";
+import { archiveSession, archiveFields, deleteSession, resumeTarget, recentFolders, updateSessionMetadata, SessionActionError, RUNNING_MESSAGE, MAX_CAS_ATTEMPTS } from "/app/js/sessions.js";
 import { approveTerminal, ApproveError, revokeEverywhere, openMachine, spawnParams, readSpawnReply } from "/app/js/devices.js";
 import * as th from "/app/js/thumbhash.js";
 import { sniff, inspectFile, uploadFile, Blobs, blobSource, isBlobRef, MAX_ATTACHMENT, AttachError, digest } from "/app/js/attach.js";
@@ -273,13 +274,33 @@ test("blocked tools and session states", async () => {
   eq(blockedTools(rd.transcript()).map((p) => p.callID), ["call_t1"], "blocked");
   const now = 1_000_000;
   const info = { activeAt: now - 1000, createdAt: 0 };
-  eq(sessionState(info, { lifecycleState: "running" }, now), "running", "running");
+  eq(sessionState(info, { lifecycleState: "running" }, now), "running", "running, nothing known yet");
   eq(sessionState(info, { lifecycleState: "running" }, now, { waiting: true, thinking: true }), "waiting", "waiting wins over thinking");
   eq(sessionState(info, {}, now, { thinking: true }), "thinking", "thinking");
+  eq(sessionState(info, {}, now, { thinking: false }), "idle", "the heartbeat says no turn runs: idle");
+  eq(sessionState(info, {}, now, { thinking: false, turnOpen: true }), "idle", "the heartbeat wins over the transcript");
+  eq(sessionState(info, {}, now, { turnOpen: true }), "thinking", "no heartbeat yet, a turn under way");
+  eq(sessionState(info, {}, now, { turnOpen: false }), "idle", "no heartbeat yet, the last turn done");
   eq(sessionState(info, { lifecycleState: "ended" }, now, { waiting: true }), "ended", "ended");
   eq(sessionState(info, { lifecycleState: "archived" }, now), "archived", "archived");
-  eq(sessionState({ activeAt: now - 90_001, createdAt: 0 }, { lifecycleState: "running" }, now), "stale", "stale after 90 s");
+  eq(sessionState({ activeAt: now - 90_001, createdAt: 0 }, { lifecycleState: "running" }, now, { thinking: false }), "stale", "stale after 90 s");
   eq(sessionState({ activeAt: now - 90_001, createdAt: 0 }, { lifecycleState: "running", lifecycleStateSince: now - 5 }, now), "running", "lifecycleStateSince counts");
+  eq(["running", "idle", "thinking", "waiting", "ended", "archived", "stale"].map(isLive), [true, true, true, true, false, false, false], "live states");
+});
+
+test("lifecycle states and titles are those of happy sessions (app.State, Opened.Title)", async () => {
+  for (const [i, v] of fx.states.entries()) eq(lifecycleState(v.info, v.metadata, v.now), v.want, `states[${i}] ${JSON.stringify(v.metadata)}`);
+  for (const [i, v] of fx.titles.entries()) eq(sessionTitle(v.metadata), v.want, `titles[${i}] ${JSON.stringify(v.metadata)}`);
+  eq(fx.titles.map((v) => v.want).slice(0, 3), ["fix the login page", "project", "project"], "the Go side's titles");
+  eq([pathBase(""), pathBase("/"), pathBase("a/b//"), pathBase("x")], [".", "/", "b", "x"], "pathBase");
+});
+
+test("a turn is open while its prompt waits or its answer is not complete", async () => {
+  const t = (messages) => ({ messages });
+  const u = { info: { id: "u", role: "user", sessionID: "s" }, parts: [] };
+  const a = (time, error) => ({ info: { id: "a", role: "assistant", sessionID: "s", time, ...(error ? { error } : {}) }, parts: [] });
+  eq([turnOpen(t([])), turnOpen(t([u])), turnOpen(t([u, a({ created: 1 })])), turnOpen(t([u, a({ created: 1, completed: 2 })])), turnOpen(t([u, a({ created: 1 }, { name: "x" })])), turnOpen(null)],
+    [false, true, true, false, false, false], "turnOpen");
 });
 
 // ---- Markdown ----
@@ -328,10 +349,10 @@ test("each part type renders, unknown ones visibly", async () => {
   eq(got, [
     ["text", "hello you"],
     ["reasoning", "reasoningthinking hard"],
-    ["file", "📎 a.png"],
+    ["file", "a.png"],
     null,
     null,
-    ["step-finish", "step ended: length · in 4,600 · out 45 · cache 4,200/400 · $0.0023"],
+    ["step-finish", "step ended: length · tokens: 4.6k in · 45 out · 4.2k cache read · 400 cache write · cost $0.0023"],
     ["subtask", "subtask (explore): find things"],
     ["agent", "agent build"],
     ["snapshot", "snapshot abc"],
@@ -455,10 +476,146 @@ test("a re-render keeps typed text, picked options, focus and open sections", as
 });
 
 test("usage line and assistant message usage", async () => {
-  eq(r.usageLine({ input: 4200, output: 340, reasoning: 12, cache: { read: 3800, write: 400 } }, 0.0087), "in 4,200 · out 340 · reasoning 12 · cache 3,800/400 · $0.0087", "usage");
+  eq(r.usageLine({ input: 1234, output: 340 }, 0.0123), "tokens: 1.2k in · 340 out · cost $0.01", "the labelled line");
+  eq(r.usageLine({ input: 4200, output: 340, reasoning: 12, cache: { read: 3800, write: 400 } }, 0.0087),
+    "tokens: 4.2k in · 340 out · 12 reasoning · 3.8k cache read · 400 cache write · cost $0.0087", "every part");
   eq(r.usageLine(undefined, undefined), "", "no usage");
+  eq(r.usageLine(undefined, 0), "cost $0.00", "cost only");
+  eq([0, 999, 1000, 1049, 1050, 9949, 9950, 12_345, 999_499, 999_500, 1_500_000, 25_000_000, -1, undefined].map(r.compactCount),
+    ["0", "999", "1k", "1k", "1.1k", "9.9k", "10k", "12k", "999k", "1M", "1.5M", "25M", "0", "0"], "compact counts");
   const m = r.renderMessage({ info: { id: "m", role: "assistant", sessionID: "s", cost: 0.5, tokens: { input: 1, output: 2, cache: {} } }, parts: [] });
-  eq(m.querySelector(".usage").textContent, "in 1 · out 2 · $0.5000", "message usage");
+  eq([m.querySelector(".usage").textContent, m.querySelector(".usage").title], ["tokens: 1 in · 2 out · cost $0.50", "input 1, output 2, cost $0.5"], "message usage");
+});
+
+test("icons are SVG, never emoji", async () => {
+  const pictographic = /\p{Extended_Pictographic}/u;
+  for (const name of ["attach", "image", "file", "more"]) {
+    const i = r.icon(name);
+    eq([i.namespaceURI, i.tagName, i.getAttribute("aria-hidden"), i.querySelectorAll("path").length > 0], ["http://www.w3.org/2000/svg", "svg", "true", true], name);
+  }
+  const f = r.renderPart({ type: "file", mime: "image/png", filename: "a.png", url: "https://x/a.png" });
+  ok(!pictographic.test(f.textContent) && f.querySelector("svg.icon"), `file part ${JSON.stringify(f.textContent)}`);
+});
+
+test("an unreachable relay is said in words a person can act on", async () => {
+  const want = "Can't reach the relay at http://192.168.1.5:3005. Is it running? Start it with \"happy server\" on its computer, or check that this device can reach that address.";
+  eq(unreachableMessage("http://192.168.1.5:3005", "192.168.1.5"), want, "LAN relay");
+  eq(unreachableMessage("http://127.0.0.1:3005", "192.168.1.5"),
+    "Can't reach the relay at http://127.0.0.1:3005. Is it running? Start it with \"happy server\" on its computer, or check that this device can reach that address. 127.0.0.1 is the device the page runs on: from a phone, use an address of the computer that runs the relay.", "loopback relay, page from elsewhere");
+  eq(unreachableMessage("http://localhost:3005", "127.0.0.1").endsWith("that address."), true, "loopback page and relay: no note");
+  // A fetch that fails says so, with the flag main.js shows the banner for.
+  const relay = new Relay("http://127.0.0.1:1");
+  const realFetch = globalThis.fetch;
+  globalThis.fetch = async () => { throw new TypeError("Failed to fetch"); };
+  let err = null;
+  try { await relay.sessions(); } catch (e) { err = e; } finally { globalThis.fetch = realFetch; }
+  eq([err?.name, err?.status, err?.unreachable, err?.message.startsWith("Can't reach the relay at http://127.0.0.1:1. Is it running?")], ["RelayError", 0, true, true], "fetch failure");
+});
+
+// fakeSock answers update-metadata as the relay does: compare-and-set
+// against its own version, with version-mismatch carrying its value.
+function fakeSock(store, { reply } = {}) {
+  const calls = [];
+  return {
+    calls,
+    timeout: () => ({
+      emitWithAck: async (event, p) => {
+        calls.push({ event, ...p });
+        if (reply) return reply(p);
+        if (p.expectedVersion !== store.version) return { result: "version-mismatch", version: store.version, metadata: store.metadata };
+        store.version++;
+        store.metadata = p.metadata;
+        return { result: "success", version: store.version, metadata: p.metadata };
+      },
+    }),
+  };
+}
+
+test("archive writes the lifecycle fields by compare-and-set, then POST archive; delete and archive refuse a running session", async () => {
+  const cipher = c.legacyCipher(c.randomBytes(32));
+  const now = 5_000_000;
+  const ended = { lifecycleState: "ended", lifecycleStateSince: 1, path: "/p", claudeSessionId: "c1", extra: { kept: true } };
+  // Someone else wrote version 4 in between: the archive adopts it and keeps its fields.
+  const store = { version: 4, metadata: await c.sealJSON(cipher, { ...ended, summary: { text: "newer" } }) };
+  const sock = fakeSock(store);
+  const posted = [];
+  const relay = { archive: async (sid) => posted.push(["archive", sid]), deleteSession: async (sid) => posted.push(["delete", sid]) };
+  const s = { info: { id: "sid1", activeAt: now - 1000, createdAt: 0, metadataVersion: 3 }, md: ended, cipher };
+  eq(await archiveSession(relay, sock, s, now), true, "archived");
+  eq(sock.calls.map((x) => [x.event, x.sid, x.expectedVersion]), [["update-metadata", "sid1", 3], ["update-metadata", "sid1", 4]], "two attempts");
+  eq(await c.openJSON(cipher, store.metadata), { ...ended, summary: { text: "newer" }, lifecycleState: "archived", lifecycleStateSince: now, archivedBy: "web", archiveReason: "user" }, "stored metadata");
+  eq(posted, [["archive", "sid1"]], "POST archive after the metadata");
+  eq([s.md.lifecycleState, s.info.metadataVersion], ["archived", 5], "the page's copy");
+  eq(await archiveSession(relay, sock, s, now), false, "archived already: left as it is");
+  eq(posted.length, 1, "nothing posted for an archived session");
+  eq(archiveFields(null, 7), { lifecycleState: "archived", lifecycleStateSince: 7, archivedBy: "web", archiveReason: "user" }, "from nothing");
+
+  // A running session (fresh heartbeat) is refused by both, and nothing is sent.
+  const running = { info: { id: "sid2", activeAt: now - 1000, createdAt: 0, metadataVersion: 1 }, md: { lifecycleState: "running" }, cipher };
+  for (const [what, fn] of [["archive", () => archiveSession(relay, sock, running, now)], ["delete", () => deleteSession(relay, running, now)]]) {
+    let err = null;
+    try { await fn(); } catch (e) { err = e; }
+    eq([err instanceof SessionActionError, err?.reason, err?.message], [true, "running", RUNNING_MESSAGE], what);
+  }
+  eq([sock.calls.length, posted.length], [2, 1], "nothing sent for the running session");
+  // Stale is over: delete goes through.
+  await deleteSession(relay, { ...running, info: { ...running.info, activeAt: now - 90_001 } }, now);
+  eq(posted[1], ["delete", "sid2"], "stale session deleted");
+
+  // The relay's refusal and a lost race are errors with the reason.
+  let err = null;
+  try { await updateSessionMetadata(fakeSock(null, { reply: () => ({ result: "error", message: "Session not found" }) }), cipher, "x", {}, 1, (m) => m); } catch (e) { err = e; }
+  eq([err?.reason, err?.message], ["relay", "update-metadata: Session not found"], "refused");
+  err = null;
+  const busy = fakeSock(null, { reply: (p) => ({ result: "version-mismatch", version: p.expectedVersion + 1, metadata: null }) });
+  try { await updateSessionMetadata(busy, cipher, "x", {}, 1, (m) => m, { pauseMs: 0 }); } catch (e) { err = e; }
+  eq([err?.reason, busy.calls.length], ["conflict", MAX_CAS_ATTEMPTS], "lost every time");
+});
+
+test("resume goes to the daemon of the machine that ran the session, and the form suggests its folders", async () => {
+  const now = 9_000_000;
+  const machine = { id: "m1", host: "box", online: true, lastSeen: now - 1000, cipher: {}, happyHomeDir: "/home/u/.happy", daemon: { sessions: [{ directory: "/home/u/daemon" }, { directory: "/home/u/a" }] } };
+  const md = { lifecycleState: "ended", flavor: "claude", claudeSessionId: "c1", machineId: "m1", happyHomeDir: "/home/u/.happy", path: "/home/u/a" };
+  const s = (over = {}, info = {}) => ({ info: { id: "sid", activeAt: now - 1000, createdAt: 0, ...info }, md: { ...md, ...over } });
+  eq(resumeTarget(s(), [machine], now), { machine, params: { type: "spawn-in-directory", directory: "", agent: "claude", resumeSessionId: "sid" } }, "resumable");
+  const why = (x, ms = [machine]) => resumeTarget(x, ms, now).reason;
+  eq([
+    why(s({ lifecycleState: "running" })),
+    why(s({ flavor: "codex" })),
+    why(s({ claudeSessionId: "" })),
+    why(s({ machineId: undefined })),
+    why(s(), []),
+    why(s(), [{ ...machine, online: false }]),
+    why(s(), [{ ...machine, lastSeen: now - 90_001 }]),
+    why(s(), [{ ...machine, cipher: null }]),
+    why(s({ happyHomeDir: "/other" })),
+    why({ info: { id: "x" }, md: null }),
+  ], [
+    "it is running",
+    "only Claude sessions resume through a daemon; run happy resume sid on its computer",
+    "the agent never reported its session id",
+    "the session does not name its machine",
+    "its machine m1 has no daemon on this account (run happy daemon start there)",
+    "box is offline",
+    "box is offline",
+    "the keys of box do not open",
+    "it ran from the happy home /other; the daemon of box runs /home/u/.happy",
+    "its metadata cannot be read",
+  ], "reasons");
+  eq(resumeTarget(s({ lifecycleState: "archived" }), [machine], now).machine === machine, true, "archived resumes");
+  eq(resumeTarget(s({ lifecycleState: "running" }, { activeAt: now - 90_001 }), [machine], now).machine === machine, true, "stale resumes");
+
+  const sessions = [
+    { info: { updatedAt: 10 }, md: { machineId: "m1", path: "/home/u/old" } },
+    { info: { updatedAt: 30, activeAt: 5 }, md: { machineId: "m1", path: "/home/u/a" } },
+    { info: { updatedAt: 20 }, md: { machineId: "m2", path: "/elsewhere" } },
+    { info: { activeAt: 25 }, md: { machineId: "m1", path: "/home/u/b" } },
+    { info: { updatedAt: 1 }, md: { machineId: "m1", path: "/home/u/a" } },
+    { info: {}, md: null },
+  ];
+  eq(recentFolders(sessions, machine), ["/home/u/a", "/home/u/b", "/home/u/old", "/home/u/daemon"], "newest first, each once, then the daemon's");
+  eq(recentFolders(sessions, machine, 2), ["/home/u/a", "/home/u/b"], "at most max");
+  eq(recentFolders([], { id: "m9" }), [], "none");
 });
 
 test("random and mangled rows never throw in reduction or rendering", async () => {

@@ -6,11 +6,31 @@
 import * as c from "./crypto.js";
 
 export class RelayError extends Error {
-  constructor(status, message) {
+  /** status is the HTTP status (0: no answer); unreachable is true when
+   * the relay could not be reached at all (the message says so in words a
+   * person can act on: unreachableMessage). */
+  constructor(status, message, unreachable = false) {
     super(message);
     this.name = "RelayError";
     this.status = status;
+    this.unreachable = unreachable;
   }
+}
+
+const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\]|::1)$/i;
+
+/** unreachableMessage says that the relay at base does not answer and what
+ * to check. pageHost is the host name the page was loaded from: a relay on
+ * a loopback address seen from a page that is not gets a note that such an
+ * address names the device itself (a phone cannot reach a computer's). */
+export function unreachableMessage(base, pageHost = globalThis.location?.hostname ?? "") {
+  let msg = `Can't reach the relay at ${base}. Is it running? Start it with "happy server" on its computer, or check that this device can reach that address.`;
+  let host = "";
+  try { host = new URL(base).hostname; } catch { /* not a URL: no note */ }
+  if (host && LOOPBACK.test(host) && !LOOPBACK.test(pageHost)) {
+    msg += ` ${host} is the device the page runs on: from a phone, use an address of the computer that runs the relay.`;
+  }
+  return msg;
 }
 
 /** routeMissing tells a relay without a route (404, 405 or 501) from other refusals. */
@@ -40,8 +60,8 @@ export class Relay {
     let resp;
     try {
       resp = await fetch(this.base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: "omit", cache: "no-store" });
-    } catch (e) {
-      throw new RelayError(0, `cannot reach the relay at ${this.base}: ${e.message}`);
+    } catch {
+      throw new RelayError(0, unreachableMessage(this.base), true);
     }
     let data = null;
     try { data = await resp.json(); } catch { /* not JSON */ }
@@ -83,6 +103,18 @@ export class Relay {
     return (await this.call("GET", "/v1/sessions"))?.sessions ?? [];
   }
 
+  /** archive is POST /v1/sessions/:id/archive: the relay marks the session
+   * inactive (app.Archive writes the metadata first). */
+  async archive(sid) {
+    await this.call("POST", `/v1/sessions/${encodeURIComponent(sid)}/archive`, {});
+  }
+
+  /** deleteSession is DELETE /v1/sessions/:id: the session and all its
+   * messages are gone from the relay. */
+  async deleteSession(sid) {
+    await this.call("DELETE", `/v1/sessions/${encodeURIComponent(sid)}`);
+  }
+
   /** messages returns every row after afterSeq, oldest first: [{seq, content:{c}}]. */
   async messages(sid, afterSeq = 0) {
     const out = [];
@@ -105,8 +137,8 @@ export class Relay {
     let resp;
     try {
       resp = await fetch(url, { method, headers, body, credentials: "omit", cache: "no-store" });
-    } catch (e) {
-      throw new RelayError(0, `cannot reach the relay at ${this.base}: ${e.message}`);
+    } catch {
+      throw new RelayError(0, unreachableMessage(this.base), true);
     }
     const bytes = new Uint8Array(await resp.arrayBuffer());
     if (!resp.ok) {

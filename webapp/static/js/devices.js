@@ -88,17 +88,18 @@ export const ONLINE_WITHIN = 90_000;
 /** openMachine decrypts one entry of GET /v1/machines with the machine's
  * key (its dataEncryptionKey unwrapped with the account's content key, or
  * the account secret for a legacy machine), as daemon.Machines does:
- * {id, host, platform, version, homeDir, online, lastSeen, agents (names of
- * installed ones), daemon (its state, or null), cipher, error}. A machine
+ * {id, host, platform, version, homeDir, happyHomeDir, online, lastSeen,
+ * agents (names of installed ones), daemon (its state, or null), cipher,
+ * error}. A machine
  * that does not decrypt keeps its id with error set. */
 export async function openMachine(info, accountSecret, now = Date.now()) {
-  const m = { id: String(info?.id ?? ""), host: "", platform: "", version: "", homeDir: "", online: false, lastSeen: Number(info?.activeAt) || 0, agents: [], daemon: null, cipher: null, error: "" };
+  const m = { id: String(info?.id ?? ""), host: "", platform: "", version: "", homeDir: "", happyHomeDir: "", online: false, lastSeen: Number(info?.activeAt) || 0, agents: [], daemon: null, cipher: null, error: "" };
   m.online = info?.active === true && now - m.lastSeen <= ONLINE_WITHIN;
   try {
     m.cipher = await c.sessionCipher(accountSecret, info?.dataEncryptionKey);
     const md = await c.openJSON(m.cipher, info?.metadata);
     if (md && typeof md === "object") {
-      m.host = String(md.host ?? ""); m.platform = String(md.platform ?? ""); m.version = String(md.happyCliVersion ?? ""); m.homeDir = String(md.homeDir ?? "");
+      m.host = String(md.host ?? ""); m.platform = String(md.platform ?? ""); m.version = String(md.happyCliVersion ?? ""); m.homeDir = String(md.homeDir ?? ""); m.happyHomeDir = String(md.happyHomeDir ?? "");
       if (Array.isArray(md.agents)) m.agents = md.agents.filter((a) => a && a.installed === true && typeof a.name === "string").map((a) => a.name);
       else if (md.cliAvailability && typeof md.cliAvailability === "object") m.agents = Object.keys(md.cliAvailability).filter((k) => md.cliAvailability[k] === true);
     }

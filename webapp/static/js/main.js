@@ -5,10 +5,11 @@
 // of the page it touches.
 
 import * as c from "./crypto.js";
-import { Relay, RpcError, callRPC, controlEnvelope, parsePairLink, promptEnvelope } from "./api.js";
-import { Reducer, blockedTools, sessionState, STATE_LABELS } from "./reduce.js";
+import { Relay, RpcError, callRPC, controlEnvelope, parsePairLink, promptEnvelope, unreachableMessage } from "./api.js";
+import { Reducer, blockedTools, sessionState, lifecycleState, isLive, turnOpen, sessionTitle, STATE_LABELS } from "./reduce.js";
 import { approveTerminal, revokeEverywhere, openMachine, spawnParams, spawnSession } from "./devices.js";
-import { h, renderTranscript, partsSummary, snapshotUI, restoreUI } from "./render.js";
+import { archiveSession, deleteSession, resumeTarget, resumeSession, recentFolders } from "./sessions.js";
+import { h, icon, renderTranscript, partsSummary, snapshotUI, restoreUI } from "./render.js";
 import { Blobs, inspectFile, uploadFile, IMAGE_TYPES } from "./attach.js";
 
 const STORE_KEY = "happy.account";
@@ -18,8 +19,8 @@ const app = {
   account: null, // {relay, token, secret: Uint8Array}
   relay: null,
   sock: null,
-  sessions: new Map(), // sid → {info, md, cipher, thinking, waiting, error}
-  open: null, // {sid, reducer, transcript, notices, openChildren, loading, blobs, files}
+  sessions: new Map(), // sid → {info, md, cipher, thinking (undefined until a heartbeat), turnOpen, waiting, error}
+  open: null, // {sid, reducer, transcript, notices, openChildren, loading, blobs, files, stick, lastTop}
   view: null, // "machines" | "devices" | null (a session or nothing)
   machines: [], // openMachine's results, newest activity first
   machinesError: "",
@@ -27,6 +28,8 @@ const app = {
   pairing: false, // a pairing link is being used
   pendingLink: null, // a pairing link opened while signed in, waiting for the person's yes
   error: "",
+  down: "", // why the relay cannot be reached ("" while it answers)
+  actions: { list: null, page: false, confirm: null, busy: null, notes: new Map() }, // session actions: the list row whose panel is open (sid), the page's panel, the delete awaiting its yes ("list:sid"/"page:sid"), the action running (sid), sid → {text, cls}
 };
 
 // ---- account ----
@@ -42,6 +45,9 @@ function loadAccount() {
 function saveAccount(a) {
   localStorage.setItem(STORE_KEY, JSON.stringify({ relay: a.relay, token: a.token, secret: c.b64encode(a.secret) }));
 }
+
+// SIGNED_OUT is what the sign-in page says after "Sign out of this browser".
+const SIGNED_OUT = "Signed out of this browser. Open a new link from `happy web`, or restore with your backup key, to sign in again.";
 
 function signOut(message = "") {
   localStorage.removeItem(STORE_KEY);
@@ -149,17 +155,33 @@ async function start(account) {
 function connectSocket() {
   const sock = app.relay.socket();
   app.sock = sock;
-  sock.on("connect", () => { app.error = ""; refreshSessions(); if (app.open) fetchOpen(); });
-  sock.on("connect_error", (e) => { app.error = `live updates unavailable: ${e.message}`; renderStatus(); });
+  sock.on("connect", () => { app.error = ""; app.down = ""; renderStatus(); refreshSessions(); refreshMachines(); if (app.open) fetchOpen(); });
+  sock.on("connect_error", (e) => {
+    // A transport that did not open (or timed out) is a relay out of
+    // reach; anything else is the relay's own refusal.
+    if (e?.type === "TransportError" || e?.message === "timeout") app.down = unreachableMessage(app.relay.base);
+    else app.error = `live updates unavailable: ${e?.message ?? e}`;
+    renderStatus();
+  });
   sock.on("update", (u) => onUpdate(u?.body ?? {}));
   sock.on("ephemeral", (e) => {
     if (e?.type === "text-delta") { onTextDelta(e); return; }
+    if (e?.type === "machine-activity") {
+      // A daemon's heartbeat: it decides whether its sessions can resume.
+      const m = app.machines.find((x) => x.id === e.id);
+      if (!m) return;
+      m.online = e.active === true;
+      m.lastSeen = Number(e.activeAt) || m.lastSeen;
+      if (app.view === "machines") renderMachines();
+      renderActions();
+      return;
+    }
     if (e?.type !== "activity") return;
     const s = app.sessions.get(e.id);
     if (!s) return;
     s.info.activeAt = e.activeAt ?? s.info.activeAt;
     s.info.active = e.active;
-    s.thinking = !!e.thinking;
+    s.thinking = e.active === false ? undefined : !!e.thinking;
     renderList();
     if (app.open?.sid === e.id) renderHeader();
   });
@@ -211,12 +233,12 @@ function onUpdate(body) {
       return;
     case "update-machine":
     case "new-machine":
-      if (app.view === "machines") refreshMachines();
+      refreshMachines();
   }
 }
 
 async function openSessionInfo(info) {
-  const s = { info, md: null, cipher: null, thinking: false, waiting: false, error: "" };
+  const s = { info, md: null, cipher: null, thinking: undefined, turnOpen: undefined, waiting: false, error: "" };
   try {
     s.cipher = await c.sessionCipher(app.account.secret, info.dataEncryptionKey);
     if (info.metadata) s.md = await c.openJSON(s.cipher, info.metadata);
@@ -234,17 +256,20 @@ async function refreshSessions() {
     for (const info of list) {
       const old = app.sessions.get(info.id);
       const s = old && old.info.metadataVersion === info.metadataVersion && old.cipher ? Object.assign(old, { info: { ...info } }) : await openSessionInfo(info);
-      if (old) { s.thinking = old.thinking; s.waiting = old.waiting; }
+      if (old) { s.thinking = old.thinking; s.turnOpen = old.turnOpen; s.waiting = old.waiting; }
       next.set(info.id, s);
     }
     app.sessions = next;
     app.error = "";
-    for (const s of next.values()) if (s.cipher && sessionState(s.info, s.md, Date.now()) !== "stale" && !["ended", "archived"].includes(s.md?.lifecycleState)) { s.watch = true; watchSession(s); }
+    app.down = "";
+    for (const s of next.values()) if (s.cipher && lifecycleState(s.info, s.md, Date.now()) === "running") { s.watch = true; watchSession(s); }
   } catch (e) {
     if (e.status === 401) { signOut("the relay refused this browser's token; sign in again"); return; }
-    app.error = e.message;
+    if (e.unreachable) app.down = e.message; else app.error = e.message;
   }
+  renderStatus();
   renderList();
+  if (app.open) { renderHeader(); renderTranscriptView(); }
 }
 
 // watchSession keeps a running session's "waiting for you" up to date
@@ -255,7 +280,9 @@ async function watchSession(s) {
   try {
     s.reducer ??= new Reducer();
     await addRows(s.reducer, s.cipher, await app.relay.messages(s.info.id, s.reducer.lastSeq));
-    s.waiting = blockedTools(s.reducer.transcript()).length > 0;
+    const t = s.reducer.transcript();
+    s.waiting = blockedTools(t).length > 0;
+    s.turnOpen = turnOpen(t);
     renderList();
   } catch { /* the next update tries again */ }
   s.busy = false;
@@ -286,12 +313,13 @@ async function fetchOpen() {
     if (n > 0 || !o.transcript) {
       o.transcript = o.reducer.transcript();
       s.waiting = blockedTools(o.transcript).length > 0;
+      s.turnOpen = turnOpen(o.transcript);
       renderTranscriptView();
       renderList();
     }
+    o.error = "";
   } catch (e) {
-    o.error = e.message;
-    renderTranscriptView();
+    if (e.unreachable) { app.down = e.message; renderStatus(); } else { o.error = e.message; renderTranscriptView(); }
   }
   o.busy = false;
   if (o.again) { o.again = false; fetchOpen(); }
@@ -302,7 +330,7 @@ async function fetchOpen() {
 function openCtx() {
   const o = app.open;
   const s = app.sessions.get(o.sid);
-  const live = s && ["running", "waiting", "thinking"].includes(stateOf(s));
+  const live = s && isLive(stateOf(s));
   if (!o.blobs && s?.cipher) o.blobs = new Blobs(app.relay, s.cipher, o.sid);
   return {
     canControl: live,
@@ -351,7 +379,7 @@ async function abortTurn() {
 
 // ---- views ----
 
-const stateOf = (s) => sessionState(s.info, s.md, Date.now(), { waiting: s.waiting, thinking: s.thinking });
+const stateOf = (s) => sessionState(s.info, s.md, Date.now(), { waiting: s.waiting, thinking: s.thinking, turnOpen: s.turnOpen });
 
 function ago(ms) {
   if (!ms) return "";
@@ -372,7 +400,9 @@ function route() {
   }
   if (sid !== (app.open?.sid ?? null)) {
     app.open?.blobs?.close();
-    app.open = sid ? { sid, reducer: new Reducer(), transcript: null, notices: new Map(), openChildren: new Set(), blobs: null, files: [] } : null;
+    app.open?.resize?.disconnect();
+    app.actions.page = false;
+    app.open = sid ? { sid, reducer: new Reducer(), transcript: null, notices: new Map(), openChildren: new Set(), blobs: null, files: [], stick: true, lastTop: 0 } : null;
     if (sid) fetchOpen();
   }
   render();
@@ -389,8 +419,12 @@ function render() {
       h("span", { id: "status", class: "status" }),
       h("nav", { class: "nav" },
         h("a", { href: "#/machines", id: "nav-machines" }, "Machines"),
-        h("a", { href: "#/devices", id: "nav-devices" }, "Devices")),
-      h("button", { type: "button", class: "ghost", onclick: () => signOut() }, "Sign out")),
+        h("a", { href: "#/devices", id: "nav-devices" }, "Devices"))),
+    h("div", { id: "relay-down", class: "banner hidden", role: "alert" },
+      h("p", { id: "relay-down-text" }),
+      h("div", { class: "actions" },
+        h("button", { type: "button", id: "relay-retry", onclick: retryRelay }, "Retry now"),
+        h("span", { id: "relay-retry-note", class: "prompt-note", role: "status" }))),
     app.pendingLink || app.pairing ? pairConfirmView() : "",
     h("main", { class: "layout" },
       h("section", { id: "list", class: "list", "aria-label": "sessions" }),
@@ -402,7 +436,22 @@ function render() {
 
 function renderStatus() {
   const el = $("#status");
-  if (el) el.textContent = app.error;
+  if (el) el.textContent = app.down ? "" : app.error;
+  const down = $("#relay-down");
+  if (!down) return;
+  down.classList.toggle("hidden", !app.down);
+  $("#relay-down-text").textContent = app.down ? app.down + " happy tries again every few seconds." : "";
+  if (!app.down) $("#relay-retry-note").textContent = "";
+}
+
+// retryRelay tries the relay at once: the session list over HTTP, and a
+// new Socket.IO connection in place of the one waiting out its back-off.
+async function retryRelay() {
+  const note = $("#relay-retry-note");
+  if (note) note.textContent = "trying…";
+  if (app.sock && !app.sock.connected) { app.sock.disconnect(); app.sock.connect(); }
+  await refreshSessions();
+  if (app.down && $("#relay-retry-note")) $("#relay-retry-note").textContent = "still no answer";
 }
 
 function signInView() {
@@ -434,17 +483,93 @@ function renderList() {
   const el = $("#list");
   if (!el) return;
   const rows = [...app.sessions.values()].sort((a, b) => Math.max(b.info.updatedAt ?? 0, b.info.activeAt ?? 0) - Math.max(a.info.updatedAt ?? 0, a.info.activeAt ?? 0));
-  el.replaceChildren(h("h2", {}, "Sessions"), rows.length === 0 ? h("p", { class: "empty" }, "No sessions yet. Start one with ", h("code", {}, "happy claude"), ".") : "",
+  const none = app.down ? h("p", { class: "empty" }, "The sessions show once the relay answers.") : h("p", { class: "empty" }, "No sessions yet. Start one with ", h("code", {}, "happy claude"), ".");
+  el.replaceChildren(h("h2", {}, "Sessions"), rows.length === 0 ? none : "",
     h("ul", {}, rows.map((s) => {
       const st = stateOf(s);
       const md = s.md || {};
-      return h("li", { class: "row" + (app.open?.sid === s.info.id ? " current" : ""), dataset: { sid: s.info.id, state: st } },
-        h("a", { href: "#/s/" + encodeURIComponent(s.info.id) },
-          h("span", { class: "title" }, md.summary?.text || s.error || "(untitled)"),
-          h("span", { class: `state ${st}` }, STATE_LABELS[st]),
-          h("span", { class: "meta" }, [md.flavor, md.host, md.path].filter(Boolean).join(" · ")),
-          h("span", { class: "when" }, ago(Math.max(s.info.updatedAt ?? 0, s.info.activeAt ?? 0)))));
+      const sid = s.info.id;
+      const title = s.error && !s.md ? s.error : sessionTitle(md);
+      const open = app.actions.list === sid;
+      return h("li", { class: "row" + (app.open?.sid === sid ? " current" : ""), dataset: { sid, state: st } },
+        h("div", { class: "row-main" },
+          h("a", { href: "#/s/" + encodeURIComponent(sid) },
+            h("span", { class: "title" }, title),
+            h("span", { class: `state ${st}` }, STATE_LABELS[st]),
+            h("span", { class: "meta" }, [md.flavor, md.host, md.path].filter(Boolean).join(" · ")),
+            h("span", { class: "when" }, ago(Math.max(s.info.updatedAt ?? 0, s.info.activeAt ?? 0)))),
+          h("button", { type: "button", class: "ghost more", "aria-label": `actions for ${title}`, "aria-expanded": String(open),
+            onclick: () => { app.actions.list = open ? null : sid; renderList(); } }, icon("more"))),
+        open ? actionsView(s, "list") : "");
     })));
+}
+
+// ---- session actions: archive, delete, resume ----
+
+// actionsView is the panel of what can be done to session s, in the list
+// ("list") or on its page ("page"): archive and delete (refused while it
+// runs, as the CLI refuses), delete after a yes, resume through its
+// machine's daemon when resumeTarget allows it.
+function actionsView(s, where) {
+  const sid = s.info.id;
+  const st = stateOf(s);
+  const note = app.actions.notes.get(sid);
+  const busy = app.actions.busy === sid;
+  const kids = [];
+  if (isLive(st)) {
+    kids.push(h("p", { class: "act-why" }, `Running: it can be archived or deleted once its happy ends (happy stop ${sid}) or it is stale.`));
+  } else if (app.actions.confirm === `${where}:${sid}`) {
+    kids.push(h("p", { class: "act-confirm-text" }, "Delete this session and its whole transcript from the relay? This cannot be undone."),
+      h("div", { class: "actions" },
+        h("button", { type: "button", class: "deny act-delete-yes", disabled: busy, onclick: () => runAction(s, "delete") }, "Yes, delete it"),
+        h("button", { type: "button", class: "ghost act-delete-no", onclick: () => { app.actions.confirm = null; renderActions(); } }, "Cancel")));
+  } else {
+    const rt = resumeTarget(s, app.machines);
+    kids.push(h("div", { class: "actions" },
+      rt.machine ? h("button", { type: "button", class: "allow act-resume", disabled: busy, onclick: () => runAction(s, "resume") }, `Resume on ${rt.machine.host || rt.machine.id}`) : "",
+      st !== "archived" ? h("button", { type: "button", class: "act-archive", disabled: busy, onclick: () => runAction(s, "archive") }, "Archive") : "",
+      h("button", { type: "button", class: "deny act-delete", disabled: busy, onclick: () => { app.actions.confirm = `${where}:${sid}`; app.actions.notes.delete(sid); renderActions(); } }, "Delete…")));
+    if (!rt.machine) kids.push(h("p", { class: "act-why" }, `Resume: not here, ${rt.reason}.`));
+  }
+  if (note) kids.push(h("p", { class: "act-note " + (note.cls || ""), role: "status" }, note.text));
+  return h("div", { class: "actions-panel", dataset: { sid } }, kids);
+}
+
+// renderActions redraws both places a panel shows.
+function renderActions() {
+  renderList();
+  renderHeader();
+}
+
+async function runAction(s, what) {
+  const sid = s.info.id;
+  const say = (text, cls = "") => { app.actions.notes.set(sid, { text, cls }); renderActions(); };
+  app.actions.busy = sid;
+  say(what === "archive" ? "archiving…" : what === "delete" ? "deleting…" : "resuming…");
+  try {
+    if (what === "archive") {
+      await archiveSession(app.relay, app.sock, s);
+      say("Archived.", "ok");
+    } else if (what === "delete") {
+      await deleteSession(app.relay, s);
+      app.actions.confirm = null;
+      app.actions.notes.delete(sid);
+      if (app.actions.list === sid) app.actions.list = null;
+      if (app.open?.sid === sid) location.hash = "#";
+    } else {
+      const rt = resumeTarget(s, app.machines);
+      if (!rt.machine) throw new Error(rt.reason);
+      const r = await resumeSession(app.sock, rt);
+      if (r.kind !== "success") throw new Error(r.kind === "ask" ? `the daemon asks to create ${r.directory}` : r.message);
+      say(`Resumed on ${rt.machine.host || rt.machine.id}.`, "ok");
+      if (app.open?.sid !== r.sessionId) location.hash = "#/s/" + encodeURIComponent(r.sessionId);
+    }
+  } catch (e) {
+    say(`Not ${what === "archive" ? "archived" : what === "delete" ? "deleted" : "resumed"}: ${e.message}`, "error");
+  } finally {
+    app.actions.busy = null;
+  }
+  await refreshSessions();
 }
 
 function renderHeader() {
@@ -457,11 +582,13 @@ function renderHeader() {
   el.replaceChildren(
     h("a", { href: "#", class: "back", "aria-label": "back to sessions" }, "‹"),
     h("div", { class: "head-text" },
-      h("h2", {}, md.summary?.text || "(untitled)"),
+      h("h2", {}, sessionTitle(md)),
       h("div", { class: "meta" }, [md.flavor, md.host, md.path].filter(Boolean).join(" · "))),
-    h("span", { class: `state ${st}`, id: "session-state" }, STATE_LABELS[st]));
-  const live = ["running", "waiting", "thinking"].includes(st);
-  $("#prompt")?.classList.toggle("hidden", !live);
+    h("span", { class: `state ${st}`, id: "session-state" }, STATE_LABELS[st]),
+    h("button", { type: "button", class: "ghost more", id: "session-more", "aria-label": "session actions", "aria-expanded": String(app.actions.page),
+      onclick: () => { app.actions.page = !app.actions.page; renderHeader(); } }, icon("more")));
+  $("#session-actions")?.replaceChildren(app.actions.page ? actionsView(s, "page") : "");
+  $("#prompt")?.classList.toggle("hidden", !isLive(st));
 }
 
 function renderSession() {
@@ -476,7 +603,8 @@ function renderSession() {
   const chips = h("ul", { class: "attached", id: "attached", "aria-label": "attached files" });
   const say = (msg, cls = "") => { note.textContent = msg; note.className = "prompt-note" + (cls ? " " + cls : ""); };
   const showFiles = () => chips.replaceChildren(...o.files.map((f, i) => h("li", { class: "chip", dataset: { name: f.name } },
-    h("span", {}, `${IMAGE_TYPES.includes(f.mime) ? "🖼" : "📄"} ${f.name} · ${f.bytes.length.toLocaleString("en-US")} bytes`),
+    icon(IMAGE_TYPES.includes(f.mime) ? "image" : "file"),
+    h("span", {}, `${f.name} · ${f.bytes.length.toLocaleString("en-US")} bytes`),
     h("button", { type: "button", class: "ghost", "aria-label": `remove ${f.name}`, onclick: () => { o.files.splice(i, 1); showFiles(); } }, "✕"))));
   // Files are picked here and checked by their bytes at once; nothing
   // leaves the browser before Send.
@@ -509,23 +637,41 @@ function renderSession() {
     text,
     h("div", { class: "prompt-actions" },
       picker,
-      h("button", { type: "button", id: "attach", class: "ghost", "aria-label": "attach files", onclick: () => picker.click() }, "📎 Attach"),
+      h("button", { type: "button", id: "attach", class: "ghost with-icon", "aria-label": "attach files", onclick: () => picker.click() }, icon("attach"), "Attach"),
       h("button", { type: "submit", id: "send" }, "Send"),
       h("button", { type: "button", id: "abort", class: "deny", onclick: async () => {
         note.textContent = "aborting…";
         try { await abortTurn(); note.textContent = "aborted"; } catch (err) { note.textContent = err.message; }
       } }, "Abort"),
       note));
-  el.replaceChildren(h("div", { id: "session-head", class: "session-head" }), h("div", { id: "transcript", class: "scroll" }), form);
+  const scroller = h("div", { id: "transcript", class: "scroll" });
+  // The transcript follows the newest message while the person is at the
+  // bottom (o.stick); scrolling up stops that, scrolling back down resumes
+  // it. Only a move up counts: content that grows under a view that was
+  // at the bottom (a picture that loaded) does not move scrollTop.
+  scroller.addEventListener("scroll", () => {
+    const top = scroller.scrollTop;
+    if (scroller.scrollHeight - top - scroller.clientHeight < 40) o.stick = true;
+    else if (top < o.lastTop - 2) o.stick = false;
+    o.lastTop = top;
+  }, { passive: true });
+  el.replaceChildren(h("div", { id: "session-head", class: "session-head" }), h("div", { id: "session-actions" }), scroller, form);
   renderHeader();
   renderTranscriptView();
+}
+
+// followNewest keeps the open transcript at its newest message while the
+// person is there (o.stick).
+function followNewest(el, o) {
+  if (!o.stick) return;
+  el.scrollTop = el.scrollHeight;
+  o.lastTop = el.scrollTop;
 }
 
 function renderTranscriptView() {
   const el = $("#transcript");
   const o = app.open;
   if (!el || !o) return;
-  const atBottom = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
   if (!app.sessions.has(o.sid)) { el.replaceChildren(h("p", { class: "empty" }, app.sessions.size ? "No such session." : "Loading…")); return; }
   if (!o.transcript) { el.replaceChildren(h("p", { class: "empty" }, o.error || "Loading…")); return; }
   const kept = snapshotUI(el);
@@ -536,7 +682,13 @@ function renderTranscriptView() {
   }, true);
   el.replaceChildren(view, o.error ? h("p", { class: "error" }, o.error) : "");
   restoreUI(el, kept);
-  if (atBottom) el.scrollTop = el.scrollHeight;
+  followNewest(el, o);
+  // Pictures decrypt and load after this render, and live text grows the
+  // view: each change of size follows the newest message too.
+  o.resize?.disconnect();
+  o.resize = new ResizeObserver(() => { if (app.open === o) followNewest(el, o); });
+  o.resize.observe(view);
+  o.resize.observe(el);
   renderHeader();
 }
 
@@ -580,10 +732,19 @@ function devicesView() {
       }
     } }, "Yes, sign out every device"),
     h("button", { type: "button", class: "ghost", onclick: () => confirm.classList.add("hidden") }, "Cancel"));
+  const leave = h("div", { class: "actions hidden", id: "signout-confirm-row", role: "alertdialog", "aria-label": "sign out of this browser?" },
+    h("button", { type: "button", class: "deny", id: "signout-confirm", onclick: () => signOut(SIGNED_OUT) }, "Yes, sign out"),
+    h("button", { type: "button", class: "ghost", id: "signout-cancel", onclick: () => leave.classList.add("hidden") }, "Cancel"));
   return h("div", { class: "page", id: "devices" },
     h("div", { class: "page-head" }, h("a", { href: "#", class: "back", "aria-label": "back to sessions" }, "‹"), h("h2", {}, "Devices")),
     h("div", { class: "scroll" },
       form,
+      h("div", { class: "card", id: "this-browser" },
+        h("h2", {}, "This browser"),
+        h("p", {}, "Signed in to ", h("code", {}, app.account.relay), ". Signing out forgets the account's keys here; the sessions and your other devices are not touched. To sign in again you need a new link from ",
+          h("code", {}, "happy web"), " or your backup key."),
+        h("button", { type: "button", class: "ghost", id: "signout", onclick: () => leave.classList.remove("hidden") }, "Sign out of this browser…"),
+        leave),
       h("div", { class: "card" },
         h("h2", {}, "Sign out everywhere"),
         h("p", {}, "Revokes every token of the account: every terminal, daemon and browser must pair again. Then this browser forgets its keys."),
@@ -603,9 +764,11 @@ async function refreshMachines() {
     app.machines = ms;
     app.machinesError = "";
   } catch (e) {
+    if (e.unreachable) { app.down = e.message; renderStatus(); }
     app.machinesError = e.message;
   }
   renderMachines();
+  renderActions(); // what can be resumed depends on the machines
 }
 
 function renderMachines() {
@@ -655,6 +818,14 @@ function renderSpawnAgents() {
   const keep = sel.value;
   sel.replaceChildren(...(m?.agents ?? []).map((a) => h("option", { value: a }, a)));
   if (m?.agents.includes(keep)) sel.value = keep;
+  renderSpawnFolders(m);
+}
+
+// renderSpawnFolders suggests the folders the picked machine ran sessions
+// in (the folder input's datalist).
+function renderSpawnFolders(m) {
+  const list = $("#spawn-dirs");
+  if (list) list.replaceChildren(...(m ? recentFolders([...app.sessions.values()], m) : []).map((p) => h("option", { value: p })));
 }
 
 async function runSpawn(params, machine) {
@@ -691,7 +862,7 @@ async function runSpawn(params, machine) {
 
 function machinesView() {
   const machine = h("select", { id: "spawn-machine", "aria-label": "machine", onchange: renderSpawnAgents });
-  const dir = h("input", { id: "spawn-dir", type: "text", autocomplete: "off", spellcheck: "false", placeholder: "/home/you/project", "aria-label": "folder" });
+  const dir = h("input", { id: "spawn-dir", type: "text", autocomplete: "off", spellcheck: "false", placeholder: "/home/you/project", "aria-label": "folder", list: "spawn-dirs" });
   const agent = h("select", { id: "spawn-agent", "aria-label": "agent" });
   const prompt = h("textarea", { id: "spawn-prompt", rows: 3, placeholder: "First prompt (optional)", "aria-label": "first prompt" });
   const create = h("input", { id: "spawn-create", type: "checkbox" });
@@ -708,7 +879,7 @@ function machinesView() {
   } },
     h("h2", {}, "New session"),
     h("label", { for: "spawn-machine" }, "Machine"), machine,
-    h("label", { for: "spawn-dir" }, "Folder"), dir,
+    h("label", { for: "spawn-dir" }, "Folder"), dir, h("datalist", { id: "spawn-dirs" }),
     h("label", { for: "spawn-agent" }, "Agent"), agent,
     h("label", { for: "spawn-prompt" }, "First prompt"), prompt,
     h("label", { class: "check", for: "spawn-create" }, create, h("span", {}, "Create the folder if it does not exist")),

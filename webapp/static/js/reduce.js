@@ -274,21 +274,75 @@ export function blockedTools(t) {
 
 export const STALE_AFTER_MS = 90_000;
 
-/** sessionState is what the list shows: "ended" or "archived" from the
- * metadata; "stale" when a running session's last sign of life (activeAt,
- * lifecycleStateSince, createdAt, whichever is later) is over 90 s old, as
- * `happy sessions` computes it; else "waiting" when a tool waits for a
- * person, "thinking" when the heartbeat says a turn runs, or "running". */
-export function sessionState(info, md, now, { waiting = false, thinking = false } = {}) {
+/** LIVE_STATES are the states of a session a happy process runs (lifecycle
+ * "running" with a fresh sign of life): it takes prompts and controls. */
+export const LIVE_STATES = ["running", "idle", "thinking", "waiting"];
+
+/** isLive tells a live state (LIVE_STATES) from ended, archived and stale. */
+export const isLive = (state) => LIVE_STATES.includes(state);
+
+/** lifecycleState is the state `happy sessions` shows (app.State):
+ * "ended" or "archived" from the metadata, "stale" when a running
+ * session's last sign of life (activeAt, lifecycleStateSince, createdAt,
+ * whichever is later) is over 90 s old, else "running". */
+export function lifecycleState(info, md, now) {
   const lc = md?.lifecycleState;
   if (lc === "ended" || lc === "archived") return lc;
-  const last = Math.max(info.activeAt || 0, md?.lifecycleStateSince || 0, info.createdAt || 0);
+  const last = Math.max(info?.activeAt || 0, md?.lifecycleStateSince || 0, info?.createdAt || 0);
   if (now - last > STALE_AFTER_MS) return "stale";
-  if (waiting) return "waiting";
-  if (thinking) return "thinking";
   return "running";
 }
 
+/** sessionState is what the list shows: lifecycleState, with a running
+ * session told apart by what a reader knows: "waiting" when a tool waits
+ * for a person; else the heartbeat's thinking flag (true: "thinking",
+ * false: "idle", waiting for its next prompt); before any heartbeat was
+ * heard (thinking undefined) the transcript's last turn (turnOpen: true
+ * "thinking", false "idle"); "running" when neither is known yet. */
+export function sessionState(info, md, now, { waiting = false, thinking, turnOpen } = {}) {
+  const st = lifecycleState(info, md, now);
+  if (st !== "running") return st;
+  if (waiting) return "waiting";
+  if (thinking === true) return "thinking";
+  if (thinking === false) return "idle";
+  if (turnOpen === true) return "thinking";
+  if (turnOpen === false) return "idle";
+  return "running";
+}
+
+/** turnOpen reports whether the root session's last message is a turn
+ * still under way: a prompt not answered yet (a user message last) or an
+ * assistant message not completed (no time.completed, no error). */
+export function turnOpen(t) {
+  const last = t?.messages?.[t.messages.length - 1];
+  if (!last) return false;
+  if (last.info.role === "user") return true;
+  return !(last.info.time?.completed > 0) && !last.info.error;
+}
+
+/** pathBase is Go's filepath.Base on a Unix path: the last element, trailing
+ * slashes removed; "/" for a path of slashes only and "." for "". */
+export function pathBase(p) {
+  if (p === "") return ".";
+  const s = p.replace(/\/+$/, "");
+  if (s === "") return "/";
+  return s.slice(s.lastIndexOf("/") + 1);
+}
+
+// GO_BLANK matches a string strings.TrimSpace empties (Unicode White_Space,
+// which is not quite JavaScript's trim: U+0085 is space, U+FEFF is not).
+const GO_BLANK = /^[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$/;
+
+/** sessionTitle is a session's title as `happy sessions` shows it
+ * (app.Opened.Title): metadata summary.text unless blank, else the last
+ * element of its folder (path), else "(untitled)". */
+export function sessionTitle(md) {
+  const text = md?.summary?.text;
+  if (typeof text === "string" && !GO_BLANK.test(text)) return text;
+  if (typeof md?.path === "string" && md.path !== "") return pathBase(md.path);
+  return "(untitled)";
+}
+
 export const STATE_LABELS = {
-  running: "running", waiting: "waiting for you", thinking: "thinking", ended: "ended", archived: "archived", stale: "stale",
+  running: "running", idle: "idle", waiting: "waiting for you", thinking: "thinking", ended: "ended", archived: "archived", stale: "stale",
 };

@@ -22,6 +22,30 @@ export function h(tag, attrs, ...kids) {
   return e;
 }
 
+// Icons are inline SVG (24×24, stroked with the text colour), never emoji:
+// a phone without an emoji font shows emoji as empty boxes.
+const ICONS = {
+  attach: ["M21 11.5l-8.6 8.6a5.5 5.5 0 0 1-7.8-7.8l8.6-8.6a3.7 3.7 0 0 1 5.2 5.2l-8.6 8.6a1.8 1.8 0 0 1-2.6-2.6l7.9-7.9"],
+  image: ["M4 5h16v14H4z", "M4 16l5-5 4 4 3-3 4 4", "M15.5 9.5h.01"],
+  file: ["M6 3h8l4 4v14H6z", "M14 3v4h4", "M9 12h6", "M9 16h6"],
+  more: ["M5 12h.01", "M12 12h.01", "M19 12h.01"],
+};
+const SVG = "http://www.w3.org/2000/svg";
+
+/** icon returns the inline SVG icon name ("attach", "image", "file",
+ * "more"), hidden from screen readers (the control carries the label). */
+export function icon(name) {
+  const svg = document.createElementNS(SVG, "svg");
+  for (const [k, v] of Object.entries({ viewBox: "0 0 24 24", width: "20", height: "20", fill: "none", stroke: "currentColor",
+    "stroke-width": name === "more" ? "3" : "2", "stroke-linecap": "round", "stroke-linejoin": "round", "aria-hidden": "true", class: "icon" })) svg.setAttribute(k, v);
+  for (const d of ICONS[name] ?? []) {
+    const path = document.createElementNS(SVG, "path");
+    path.setAttribute("d", d);
+    svg.append(path);
+  }
+  return svg;
+}
+
 export const FOLD_LINES = 20;
 export const FOLD_CHARS = 2000;
 
@@ -200,7 +224,7 @@ export function renderFile(part, ctx = {}) {
   const name = String(part.filename || part.mime || "file");
   const node = h("div", { class: "part file", dataset: { part: "file" } });
   if (!isBlobRef(part.url)) {
-    node.append("📎 ", name);
+    node.append(icon("file"), name);
     return node;
   }
   node.dataset.ref = part.url;
@@ -248,16 +272,46 @@ export function renderFile(part, ctx = {}) {
 
 const num = (n) => (typeof n === "number" ? n.toLocaleString("en-US") : "0");
 
-/** usageLine is "in 4,200 · out 340 · cache 3,800/400 · $0.0087". */
+/** compactCount writes a token count short: 340, 1.2k, 12k, 1.5M. */
+export function compactCount(n) {
+  if (typeof n !== "number" || !Number.isFinite(n) || n < 0) return "0";
+  const short = (v, unit) => (v < 9.95 ? v.toFixed(1).replace(/\.0$/, "") : String(Math.round(v))) + unit;
+  if (n < 1000) return String(Math.round(n));
+  if (n < 999_500) return short(n / 1000, "k");
+  return short(n / 1_000_000, "M");
+}
+
+/** costText writes a cost in dollars: cents from $0.01 up ("$0.01",
+ * "$1.25"), four places below that ("$0.0087"), "$0.00" for nothing. */
+export function costText(cost) {
+  if (cost === 0) return "$0.00";
+  return "$" + (Math.abs(cost) >= 0.01 ? cost.toFixed(2) : cost.toFixed(4));
+}
+
+/** usageLine labels a message's usage: "tokens: 1.2k in · 340 out · 12
+ * reasoning · 3.8k cache read · 400 cache write · cost $0.01"; parts that
+ * are not known are left out, and "" means nothing is known. */
 export function usageLine(tokens, cost) {
   const bits = [];
   if (tokens) {
-    bits.push(`in ${num(tokens.input)}`, `out ${num(tokens.output)}`);
-    if (tokens.reasoning) bits.push(`reasoning ${num(tokens.reasoning)}`);
-    if (tokens.cache && (tokens.cache.read || tokens.cache.write)) bits.push(`cache ${num(tokens.cache.read)}/${num(tokens.cache.write)}`);
+    bits.push(`${compactCount(tokens.input)} in`, `${compactCount(tokens.output)} out`);
+    if (tokens.reasoning) bits.push(`${compactCount(tokens.reasoning)} reasoning`);
+    if (tokens.cache?.read) bits.push(`${compactCount(tokens.cache.read)} cache read`);
+    if (tokens.cache?.write) bits.push(`${compactCount(tokens.cache.write)} cache write`);
   }
-  if (typeof cost === "number") bits.push("$" + cost.toFixed(4));
-  return bits.join(" · ");
+  const tok = bits.length ? "tokens: " + bits.join(" · ") : "";
+  const money = typeof cost === "number" && Number.isFinite(cost) ? "cost " + costText(cost) : "";
+  return [tok, money].filter(Boolean).join(" · ");
+}
+
+/** usageTitle is the exact figures behind usageLine, for its tooltip. */
+function usageTitle(tokens, cost) {
+  const t = tokens || {};
+  const bits = [`input ${num(t.input)}`, `output ${num(t.output)}`];
+  if (t.reasoning) bits.push(`reasoning ${num(t.reasoning)}`);
+  if (t.cache?.read || t.cache?.write) bits.push(`cache read ${num(t.cache.read)}`, `cache write ${num(t.cache.write)}`);
+  if (typeof cost === "number") bits.push(`cost $${cost}`);
+  return bits.join(", ");
 }
 
 /** renderPart renders any part; unknown types show as a note, never vanish. */
@@ -309,7 +363,7 @@ export function renderMessage(m, ctx = {}) {
   if (info.role === "assistant") {
     if (info.error) node.append(h("div", { class: "msg-error" }, `${info.error.name ?? "error"}: ${info.error.message ?? info.error.data?.message ?? ""}`));
     const usage = usageLine(info.tokens, info.cost);
-    if (usage) node.append(h("div", { class: "usage" }, usage));
+    if (usage) node.append(h("div", { class: "usage", title: usageTitle(info.tokens, info.cost) }, usage));
   }
   return node;
 }
