@@ -377,27 +377,24 @@ func beginLifecycle(ctx context.Context, env Env, sess *relay.Session, timeout t
 // session-end, the outbox flush): --flush-timeout's default.
 const endTimeout = 10 * time.Second
 
-// end writes lifecycleState "ended", sends session-end and waits until the
-// relay acknowledged every version, all within the lifecycle's timeout of
-// ctx without its cancellation; once all of it succeeded the live record
-// goes. It returns the relay session id ("" when the relay never answered)
+// end waits until the relay acknowledged every version, then writes
+// lifecycleState "ended" and sends session-end, all within the lifecycle's
+// timeout of ctx without its cancellation; once all of it succeeded the
+// live record goes. When versions are left over the session is not marked
+// ended: the next happy on this home sends them and then ends it (an
+// orphan), so a reader is never told the session ended before its last row. It returns the relay session id ("" when the relay never answered)
 // and how many versions the relay has not acknowledged (they stay in the
 // outbox for the next happy on this home, which is said on Env.Stderr).
 func (l *lifecycle) end(ctx context.Context) (string, int) {
 	l.once.Do(func() {
 		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout)
 		defer cancel()
-		l.meta.set(lifecycleFields(LifecycleEnded, l.env.now()))
-		if err := l.sess.End(ectx); err != nil {
-			l.env.Log.Warn().Err(err).Msg("session-end not sent")
-		}
-		metaErr := l.meta.flush(ectx)
-		if metaErr != nil {
-			l.env.Log.Warn().Err(metaErr).Msg("update lifecycle state")
-		}
+		// Every version first: the end is published only once the relay
+		// holds every row of the session, so no reader is told "ended"
+		// before the last row (docs/ARCHITECTURE.md, "A session's life").
 		flushErr := l.sess.Flush(ectx)
 		if flushErr != nil {
-			l.env.Log.Warn().Err(flushErr).Msg("not every version reached the relay yet; they stay in the outbox")
+			l.env.Log.Warn().Err(flushErr).Msg("not every version reached the relay yet; they stay in the outbox, and the session is not marked ended until they land")
 			st := l.sess.Stats()
 			l.pending = max(int(st.Pending), 1)
 			if l.env.Stderr != nil {
@@ -405,11 +402,21 @@ func (l *lifecycle) end(ctx context.Context) (string, int) {
 				if st.LastError != "" {
 					last = " (last error: " + st.LastError + ")"
 				}
-				fmt.Fprintf(l.env.Stderr, "happy: %d version(s) of the transcript did not reach the relay within %s%s; they are kept and sent the next time happy runs on this home\n",
+				fmt.Fprintf(l.env.Stderr, "happy: %d version(s) of the transcript did not reach the relay within %s%s; they are kept and sent the next time happy runs on this home, which then ends the session\n",
 					l.pending, l.timeout, last)
 			}
+			l.id = l.sess.ID()
+			return
 		}
-		if metaErr == nil && flushErr == nil {
+		l.meta.set(lifecycleFields(LifecycleEnded, l.env.now()))
+		metaErr := l.meta.flush(ectx)
+		if metaErr != nil {
+			l.env.Log.Warn().Err(metaErr).Msg("update lifecycle state")
+		}
+		if err := l.sess.End(ectx); err != nil {
+			l.env.Log.Warn().Err(err).Msg("session-end not sent")
+		}
+		if metaErr == nil {
 			if err := l.sess.MarkEnded(ectx); err != nil {
 				l.env.Log.Warn().Err(err).Msg("live record not cleared; the next happy settles the session again")
 			}

@@ -92,7 +92,8 @@ type FollowResult struct {
 // (Last-Event-ID), so nothing is lost or repeated.
 //
 // It returns nil when the relay sends `end` (FollowResult.End says why),
-// and otherwise:
+// after every row up to the last seq the end names (fetched when the stream
+// did not carry them), and otherwise:
 //   - ErrStreamUnsupported when the relay has no such stream (the reference
 //     relay answers 404 for the route while the session exists, or another
 //     relay answers 200 with something other than text/event-stream):
@@ -114,6 +115,12 @@ func (a *API) FollowMessages(ctx context.Context, sessionID string, opts FollowO
 	}
 	for {
 		err := f.connect(ctx)
+		if err == nil {
+			// The end names the session's last seq: rows up to it that the
+			// stream did not carry are read before the end is reported, so
+			// a caller is never told "ended" before the last row.
+			err = f.rowsUpTo(ctx, f.endSeq)
+		}
 		switch {
 		case err == nil:
 			return f.res, nil
@@ -144,6 +151,33 @@ type follower struct {
 	opts FollowOptions
 	fn   func(StoredMessage) error
 	res  FollowResult
+	// endSeq is the lastSeq the relay's `end` named (0 when none).
+	endSeq int64
+}
+
+// rowsUpTo delivers, over plain fetches, the rows after the last one
+// delivered up to seq. An error wraps ErrUnavailable (retried by the
+// caller, which resumes the stream) or is fn's.
+func (f *follower) rowsUpTo(ctx context.Context, seq int64) error {
+	for f.res.LastSeq < seq {
+		page, err := f.a.FetchMessages(ctx, f.sid, f.res.LastSeq, 500)
+		if err != nil {
+			return err
+		}
+		if len(page.Messages) == 0 {
+			return nil // the relay has no more (rows of a deleted session)
+		}
+		for _, m := range page.Messages {
+			if m.Seq <= f.res.LastSeq {
+				continue
+			}
+			if err := f.fn(m); err != nil {
+				return &callbackError{err}
+			}
+			f.res.LastSeq = m.Seq
+		}
+	}
+	return nil
 }
 
 func (f *follower) drop(d FollowDrop) {
@@ -271,12 +305,13 @@ func (f *follower) consume(rd *sse.Reader) error {
 			}
 		case "end":
 			var end struct {
-				Reason string `json:"reason"`
+				Reason  string `json:"reason"`
+				LastSeq int64  `json:"lastSeq"`
 			}
 			if json.Unmarshal([]byte(fr.Data), &end) != nil || end.Reason == "" {
 				end.Reason = "unknown"
 			}
-			f.res.End = end.Reason
+			f.res.End, f.endSeq = end.Reason, end.LastSeq
 			return nil
 		default:
 			f.drop(FollowDrop{Reason: DropUnknownEvent, Detail: fmt.Sprintf("event %q", fr.Type())})

@@ -490,3 +490,34 @@ func FuzzFollowStream(f *testing.F) {
 		}
 	})
 }
+
+// The end of a stream names the session's last seq; rows up to it that the
+// stream did not carry (stored after the relay last read) are fetched and
+// delivered before the end is reported, so a follower never stops short.
+func TestFollowEndWaitsForItsLastSeq(t *testing.T) {
+	followLeaks(t)
+	stream := &scriptedStream{scripts: []string{
+		"event: message\nid: 1\ndata: " + row(1) + "\n\n" +
+			"event: end\ndata: {\"reason\":\"inactive\",\"lastSeq\":3}\n\n",
+	}}
+	mux := http.NewServeMux()
+	mux.Handle("GET /v3/sessions/s1/messages/stream", stream)
+	mux.HandleFunc("GET /v3/sessions/s1/messages", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		var rows []string
+		if r.URL.Query().Get("after_seq") == "1" {
+			rows = []string{row(2), row(3)}
+		}
+		fmt.Fprintf(w, `{"messages":[%s],"hasMore":false}`, strings.Join(rows, ","))
+	})
+	hs := httptest.NewServer(mux)
+	defer hs.Close()
+	api, _ := NewAPI(HTTPConfig{BaseURL: hs.URL, Token: "t"})
+	defer api.CloseIdleConnections()
+	var seqs []int64
+	res, err := api.FollowMessages(t.Context(), "s1", FollowOptions{Backoff: Backoff{Min: time.Millisecond, Max: time.Millisecond}},
+		func(m StoredMessage) error { seqs = append(seqs, m.Seq); return nil })
+	if err != nil || res.End != "inactive" || res.LastSeq != 3 || !reflect.DeepEqual(seqs, []int64{1, 2, 3}) {
+		t.Fatalf("%+v, %v, rows %v", res, err, seqs)
+	}
+}

@@ -317,6 +317,13 @@ func (s *Server) serveStream(ctx context.Context, sw *streamWriter, st *stream, 
 				reason = streamEndDeleted
 			} else if sess, err := s.st.Session(ctx, acct, sid); err == nil {
 				known = sess.Seq
+				// Rows stored since the last read go out before the end
+				// that names them.
+				if known > sw.rowSeq {
+					if _, err := s.streamRows(ctx, sw, acct, sid); err != nil {
+						return err
+					}
+				}
 			}
 			data, _ := json.Marshal(map[string]any{"reason": reason, "lastSeq": max(known, sw.rowSeq)}) // a map of a string and a number always encodes
 			sw.buf, _ = sse.AppendFrame(sw.buf, "end", "", string(data))

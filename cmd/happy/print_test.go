@@ -11,6 +11,7 @@ import (
 
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/app"
+	"github.com/happy-dev/happy/internal/evilrelay"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -265,5 +266,37 @@ func TestPrintOutputStreamJSON(t *testing.T) {
 	}
 	if code, _, stderr := runHappy(t, env, "codex", "--output", "yaml", "-p", "x"); code != exitUsage || !strings.Contains(stderr, `--output "yaml": want text, json or stream-json`) {
 		t.Errorf("bad --output: %d %q", code, stderr)
+	}
+}
+
+// A -p run whose relay stops taking messages before the end: the session is
+// not marked ended while versions wait in the outbox (a reader would be
+// told "ended" before the last rows); the next happy on this home sends
+// them and only then ends the session.
+func TestPrintEndWaitsForEveryRow(t *testing.T) {
+	fc := newFakeCodex(t, "", "codex-app", "")
+	env := codexTestEnv(t, fc)
+	proxy := evilrelay.Start(t, env["HAPPY_SERVER_URL"], evilrelay.Drop("POST", "/v3/sessions/{id}/messages"))
+	env["HAPPY_SERVER_URL"] = proxy.URL
+	// A process of its own: the next happy settles only what a dead
+	// process left.
+	c := startChild(t, env, "codex", "-p", "x", "--codex-protocol", "app-server", "--allow", "bash:*", "--flush-timeout", "500ms")
+	sid := c.sessionID(t)
+	if code := c.wait(t); code != exitUndelivered || !strings.Contains(c.errText(), "which then ends the session") {
+		t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitUndelivered, c.errText())
+	}
+	o, _ := readSession(t, env, sid)
+	if o.Metadata.LifecycleState != app.LifecycleRunning || !o.Info.Active {
+		t.Fatalf("with rows left over the session is %q (active %v), want still running", o.Metadata.LifecycleState, o.Info.Active)
+	}
+	// The relay takes messages again; the next session run on this home
+	// sends the rows, then ends it.
+	proxy.Reset()
+	if code, _, errOut := runHappy(t, env, "codex", "-p", "x", "--codex-protocol", "app-server", "--allow", "bash:*"); code != exitOK {
+		t.Fatalf("the next run = %d %s", code, errOut)
+	}
+	o, tr := readSession(t, env, sid)
+	if o.Metadata.LifecycleState != app.LifecycleEnded || len(tr.Messages) < 2 {
+		t.Fatalf("after the next happy: %q with %d messages", o.Metadata.LifecycleState, len(tr.Messages))
 	}
 }
