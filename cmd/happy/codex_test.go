@@ -300,7 +300,7 @@ func TestCodexCommandUsage(t *testing.T) {
 	}{
 		{"unknown protocol", []string{"codex", "-p", "x", "--codex-protocol", "acp"}, `happy: --codex-protocol: codex: unknown protocol: "acp" (want app-server, mcp or auto)` + "\n"},
 		{"unknown mode", []string{"codex", "-p", "x", "--permission-mode", "bypass"}, `happy: --permission-mode: codex: unknown permission mode: "bypass" (want default, read-only, safe-yolo or yolo)` + "\n"},
-		{"unknown flag", []string{"codex", "-p", "x", "--model", "o3"}, "happy: unknown flag: --model\n"},
+		{"unknown flag", []string{"codex", "-p", "x", "--model", "o3"}, "happy: unknown flag: --model (flags of codex itself go after --: happy codex -- --model …)\n"},
 		{"bad rule", []string{"codex", "-p", "x", "--allow", "nocolon"}, ""},
 		{"bad timeout", []string{"codex", "-p", "x", "--permission-timeout", "soon"}, `happy: invalid argument "soon" for "--permission-timeout" flag: time: invalid duration "soon"` + "\n"},
 		{"negative timeout", []string{"codex", "-p", "x", "--permission-timeout", "-5s"}, "happy: --permission-timeout -5s: want a duration ≥ 0 (0 waits forever)\n"},
