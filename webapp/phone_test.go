@@ -369,7 +369,8 @@ func TestTranscriptFollowsNewest(t *testing.T) {
 	p.eval(`(() => { const el = document.querySelector("#transcript"); el.scrollTop = el.scrollHeight; return true; })()`)
 	p.eval(frames)
 	send("a last picture", true)
-	p.wait("eleven pictures loaded", loaded(11))
+	p.wait("the seventh answer", `(document.querySelector("#transcript")?.textContent ?? "").includes("answer 7")`)
+	p.wait("twelve pictures loaded (five sent, seven from the tool)", loaded(12))
 	p.eval(frames)
 	if got := p.str(gap); got != "0" {
 		t.Errorf("after the last picture loaded the newest message is %s px below the view, want 0", got)
