@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/happy-dev/happy/relay"
@@ -91,6 +92,7 @@ func Archive(ctx context.Context, conn *Conn, o Opened, now time.Time) error {
 	fields := lifecycleFields(LifecycleArchived, now)
 	fields["archivedBy"] = json.RawMessage(`"cli"`)
 	fields["archiveReason"] = json.RawMessage(`"user"`)
+	fields["lastActivityAt"] = json.RawMessage(strconv.FormatInt(o.LastActivity().UnixMilli(), 10))
 	if _, _, err := relay.UpdateSessionMetadata(ctx, sock, o.Info.ID, o.Cipher, o.RawMetadata, o.Info.MetadataVersion, 0, mergeFields(fields)); err != nil {
 		return fmt.Errorf("archive %s: %w", o.Info.ID, err)
 	}

@@ -70,8 +70,13 @@ func (o Opened) Title() string {
 // State is the session's state at now (State).
 func (o Opened) State(now time.Time) string { return State(o.Info, o.Metadata, now) }
 
-// LastActivity is the latest of the relay's activeAt and updatedAt.
+// LastActivity is the latest of the relay's activeAt and updatedAt; for an
+// archived session the activity it had when it was archived (the archive's
+// own write is no activity).
 func (o Opened) LastActivity() time.Time {
+	if o.Metadata.LifecycleState == LifecycleArchived && o.Metadata.LastActivityAt > 0 {
+		return time.UnixMilli(o.Metadata.LastActivityAt).UTC()
+	}
 	return time.UnixMilli(max(o.Info.ActiveAt, o.Info.UpdatedAt)).UTC()
 }
 

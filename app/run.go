@@ -49,6 +49,10 @@ type Metadata struct {
 	// Yolo marks a session started with --yolo: every tool call was
 	// allowed without asking.
 	Yolo bool `json:"yolo,omitempty"`
+	// LastActivityAt is the session's last activity before it was archived
+	// (Unix ms), written by the archive so that archiving, which is itself
+	// a write, does not make an old session look recent.
+	LastActivityAt int64 `json:"lastActivityAt,omitempty"`
 }
 
 // Summary is the session's one-line summary in the metadata: its title

@@ -463,7 +463,13 @@ func TestSessionActions(t *testing.T) {
 	if int64(since) < t0 || int64(since) > t1 {
 		t.Errorf("lifecycleStateSince %v not within the click (%d..%d)", now["lifecycleStateSince"], t0, t1)
 	}
-	was["lifecycleState"], was["lifecycleStateSince"], was["archivedBy"], was["archiveReason"] = "archived", since, "web", "user"
+	// The activity it had before the archive (the page's view of it),
+	// never the archive's own time.
+	last, _ := now["lastActivityAt"].(float64)
+	if ms := before.LastActivity().UnixMilli(); int64(last) < ms-10_000 || int64(last) > ms+10_000 || int64(last) >= int64(since) {
+		t.Errorf("lastActivityAt %v, want about %d (before the archive at %v)", now["lastActivityAt"], ms, since)
+	}
+	was["lifecycleState"], was["lifecycleStateSince"], was["archivedBy"], was["archiveReason"], was["lastActivityAt"] = "archived", since, "web", "user", last
 	wantJSON, _ := json.Marshal(was)
 	gotJSON, _ := json.Marshal(now)
 	if string(gotJSON) != string(wantJSON) {
@@ -476,8 +482,10 @@ func TestSessionActions(t *testing.T) {
 		t.Errorf("happy sessions says %s", got)
 	}
 
-	// Resume alpha from the list.
+	// Resume alpha from the list, where archived sessions are listed apart.
 	p.eval(`location.hash = "#", true`)
+	p.wait("the archived group", `document.querySelector("#list details.archived summary")?.textContent === "Archived (1)"`)
+	p.eval(`document.querySelector("#list details.archived").open = true`)
 	p.do("alpha's actions in the list", chromedp.Click(row(alpha.id)+" button.more"))
 	p.wait("the resume button", fmt.Sprintf(`document.querySelector('%s .act-resume')?.textContent === "Resume on buildbox"`, row(alpha.id)))
 	if got := p.strs(fmt.Sprintf(`[...document.querySelectorAll('%s .actions-panel button')].map(e => e.textContent)`, row(alpha.id))); !slices.Equal(got, []string{"Resume on buildbox", "Delete…"}) {

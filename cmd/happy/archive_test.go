@@ -93,6 +93,7 @@ func TestArchiveAndDelete(t *testing.T) {
 	}
 
 	// Named twice (id and a prefix of it): archived once.
+	before := sessionState(t, env, first, now).LastActivity
 	code, stdout, stderr := runHappyAt(t, env, now, "archive", first, first[:8])
 	if code != exitOK || stdout != "archived "+first+"  first task\n" {
 		t.Fatalf("archive = %d %q %q", code, stdout, stderr)
@@ -106,8 +107,8 @@ func TestArchiveAndDelete(t *testing.T) {
 	if err := json.Unmarshal(o.RawMetadata, &extra); err != nil || extra["archivedBy"] != "cli" || extra["archiveReason"] != "user" {
 		t.Fatalf("archived metadata %s", o.RawMetadata)
 	}
-	if s := sessionState(t, env, first, now); s.State != app.LifecycleArchived {
-		t.Fatalf("state %q", s.State)
+	if s := sessionState(t, env, first, now); s.State != app.LifecycleArchived || !s.LastActivity.Equal(before) {
+		t.Fatalf("state %q, last activity %v (before the archive %v): archiving must not rewrite it", s.State, s.LastActivity, before)
 	}
 	// Archiving again changes nothing; --ended no longer picks it.
 	if code, stdout, _ := runHappyAt(t, env, now, "archive", "--ended", "--dry-run"); code != exitOK || stdout != "would archive "+second+"  second task\n" {
@@ -118,9 +119,10 @@ func TestArchiveAndDelete(t *testing.T) {
 		t.Fatalf("delete --older-than 1h = %d %q %q", code, stdout, stderr)
 	}
 	// Two hours later both are: the archived one and the ended one, newest
-	// activity (the archive) first.
+	// activity first (the archive is no activity: the second session ran
+	// last).
 	code, stdout, stderr = runHappyAt(t, env, now.Add(2*time.Hour), "delete", "--older-than", "1h", "--ended")
-	if code != exitOK || stdout != "deleted "+first+"  first task\ndeleted "+second+"  second task\n" {
+	if code != exitOK || stdout != "deleted "+second+"  second task\ndeleted "+first+"  first task\n" {
 		t.Fatalf("delete = %d %q %q", code, stdout, stderr)
 	}
 	if code, stdout, _ := runHappyAt(t, env, now, "sessions", "--json"); code != exitOK || stdout != "[]\n" {

@@ -8,7 +8,7 @@ import * as c from "./crypto.js";
 import { Relay, RpcError, callRPC, controlEnvelope, parsePairLink, promptEnvelope, unreachableMessage } from "./api.js";
 import { Reducer, blockedTools, sessionState, lifecycleState, isLive, turnOpen, sessionTitle, STATE_LABELS } from "./reduce.js";
 import { approveTerminal, revokeEverywhere, openMachine, spawnParams, spawnSession } from "./devices.js";
-import { archiveSession, deleteSession, resumeTarget, resumeSession, recentFolders } from "./sessions.js";
+import { archiveSession, deleteSession, lastActivity, resumeTarget, resumeSession, recentFolders } from "./sessions.js";
 import { h, icon, renderTranscript, partsSummary, snapshotUI, restoreUI } from "./render.js";
 import { Blobs, inspectFile, uploadFile, IMAGE_TYPES } from "./attach.js";
 
@@ -482,26 +482,33 @@ function signInView() {
 function renderList() {
   const el = $("#list");
   if (!el) return;
-  const rows = [...app.sessions.values()].sort((a, b) => Math.max(b.info.updatedAt ?? 0, b.info.activeAt ?? 0) - Math.max(a.info.updatedAt ?? 0, a.info.activeAt ?? 0));
+  const rows = [...app.sessions.values()].sort((a, b) => lastActivity(b) - lastActivity(a));
   const none = app.down ? h("p", { class: "empty" }, "The sessions show once the relay answers.") : h("p", { class: "empty" }, "No sessions yet. Start one with ", h("code", {}, "happy claude"), ".");
+  const row = (s) => {
+    const st = stateOf(s);
+    const md = s.md || {};
+    const sid = s.info.id;
+    const title = s.error && !s.md ? s.error : sessionTitle(md);
+    const open = app.actions.list === sid;
+    return h("li", { class: "row" + (app.open?.sid === sid ? " current" : ""), dataset: { sid, state: st } },
+      h("div", { class: "row-main" },
+        h("a", { href: "#/s/" + encodeURIComponent(sid) },
+          h("span", { class: "title" }, title),
+          h("span", { class: `state ${st}` }, STATE_LABELS[st]),
+          h("span", { class: "meta" }, [md.flavor, md.host, md.path].filter(Boolean).join(" · ")),
+          h("span", { class: "when" }, ago(lastActivity(s)))),
+        h("button", { type: "button", class: "ghost more", "aria-label": `actions for ${title}`, "aria-expanded": String(open),
+          onclick: () => { app.actions.list = open ? null : sid; renderList(); } }, icon("more"))),
+      open ? actionsView(s, "list") : "");
+  };
+  // Archived sessions are listed apart, under the live and ended ones.
+  const live = rows.filter((s) => stateOf(s) !== "archived");
+  const archived = rows.filter((s) => stateOf(s) === "archived");
   el.replaceChildren(h("h2", {}, "Sessions"), rows.length === 0 ? none : "",
-    h("ul", {}, rows.map((s) => {
-      const st = stateOf(s);
-      const md = s.md || {};
-      const sid = s.info.id;
-      const title = s.error && !s.md ? s.error : sessionTitle(md);
-      const open = app.actions.list === sid;
-      return h("li", { class: "row" + (app.open?.sid === sid ? " current" : ""), dataset: { sid, state: st } },
-        h("div", { class: "row-main" },
-          h("a", { href: "#/s/" + encodeURIComponent(sid) },
-            h("span", { class: "title" }, title),
-            h("span", { class: `state ${st}` }, STATE_LABELS[st]),
-            h("span", { class: "meta" }, [md.flavor, md.host, md.path].filter(Boolean).join(" · ")),
-            h("span", { class: "when" }, ago(Math.max(s.info.updatedAt ?? 0, s.info.activeAt ?? 0)))),
-          h("button", { type: "button", class: "ghost more", "aria-label": `actions for ${title}`, "aria-expanded": String(open),
-            onclick: () => { app.actions.list = open ? null : sid; renderList(); } }, icon("more"))),
-        open ? actionsView(s, "list") : "");
-    })));
+    h("ul", {}, live.map(row)),
+    archived.length === 0 ? "" : h("details", { class: "archived", open: app.showArchived || archived.some((s) => s.info.id === app.open?.sid) || undefined,
+      ontoggle: (e) => { app.showArchived = e.target.open; } },
+      h("summary", {}, `Archived (${archived.length})`), h("ul", {}, archived.map(row))));
 }
 
 // ---- session actions: archive, delete, resume ----

@@ -72,9 +72,21 @@ export async function updateSessionMetadata(sock, cipher, sid, current, version,
 /** archiveFields merges the archive's fields into metadata, keeping every
  * other field (app.Archive's mergeFields: lifecycleState "archived",
  * lifecycleStateSince now in Unix ms, archivedBy "web", archiveReason
- * "user"); metadata that is not an object starts from {}. */
-export function archiveFields(md, now) {
-  return { ...(isObject(md) ? md : {}), lifecycleState: "archived", lifecycleStateSince: now, archivedBy: "web", archiveReason: "user" };
+ * "user", lastActivityAt the session's last activity before the archive, so
+ * the archive's own write does not make it look recent); metadata that is
+ * not an object starts from {}. */
+export function archiveFields(md, now, lastActivityAt) {
+  const out = { ...(isObject(md) ? md : {}), lifecycleState: "archived", lifecycleStateSince: now, archivedBy: "web", archiveReason: "user" };
+  if (lastActivityAt > 0) out.lastActivityAt = lastActivityAt;
+  return out;
+}
+
+/** lastActivity is a session's last activity in Unix ms, as app.Opened's
+ * LastActivity: the latest of the relay's updatedAt and activeAt, or, for an
+ * archived session, the activity it had when it was archived. */
+export function lastActivity(s) {
+  if (s.md?.lifecycleState === "archived" && Number(s.md?.lastActivityAt) > 0) return Number(s.md.lastActivityAt);
+  return Math.max(s.info?.updatedAt ?? 0, s.info?.activeAt ?? 0);
 }
 
 /**
@@ -90,7 +102,7 @@ export async function archiveSession(relay, sock, s, now = Date.now()) {
   if (st === "running") throw new SessionActionError("running", RUNNING_MESSAGE);
   if (st === "archived") return false;
   if (!s.cipher || !s.md) throw new SessionActionError("unreadable", "its metadata cannot be read");
-  const r = await updateSessionMetadata(sock, s.cipher, s.info.id, s.md, s.info.metadataVersion ?? 0, (cur) => archiveFields(cur, now));
+  const r = await updateSessionMetadata(sock, s.cipher, s.info.id, s.md, s.info.metadataVersion ?? 0, (cur) => archiveFields(cur, now, lastActivity(s)));
   s.md = r.metadata;
   s.info.metadataVersion = r.version;
   await relay.archive(s.info.id);
@@ -148,8 +160,7 @@ export async function resumeSession(sock, target) {
 export function recentFolders(sessions, machine, max = 12) {
   const out = [];
   const add = (p) => { if (typeof p === "string" && p !== "" && !out.includes(p)) out.push(p); };
-  const last = (s) => Math.max(s.info?.updatedAt ?? 0, s.info?.activeAt ?? 0);
-  const mine = [...sessions].filter((s) => s.md?.machineId === machine.id).sort((a, b) => last(b) - last(a));
+  const mine = [...sessions].filter((s) => s.md?.machineId === machine.id).sort((a, b) => lastActivity(b) - lastActivity(a));
   for (const s of mine) add(s.md.path);
   const ds = machine.daemon?.sessions;
   if (Array.isArray(ds)) for (const d of ds) add(d?.directory);
