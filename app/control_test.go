@@ -198,16 +198,16 @@ func TestEveryMethodRefusesUnsealedParams(t *testing.T) {
 	methods := append([]string{session.MethodPermission, session.MethodAnswer, session.MethodAbort, session.MethodCommunication,
 		session.MethodSwitch, MethodKillSession}, remotefs.Methods...)
 	sort.Strings(methods)
-	dialect := map[string]bool{session.MethodAnswer: false}
-	sealedPlain := func() string {
-		b, _ := o.Cipher.Seal([]byte(`{"path":".","callID":"call-1","decision":"once"}`))
+	sealedPlain := func(plain string) string {
+		b, _ := o.Cipher.Seal([]byte(plain))
 		return crypto.EncodeBase64(b)
 	}
 	for _, m := range methods {
-		cases := map[string]any{"absent": nil, "null": json.RawMessage("null"), "clear": map[string]any{"callID": "call-1", "decision": "once", "path": "."}}
-		if d, listed := dialect[m]; listed && !d {
-			cases["sealed, not an envelope"] = sealedPlain()
-		}
+		// Sealed but with no envelope: not the reference app's shape for
+		// any method (the session's metadata has a path and more), and {}
+		// is no method's dialect.
+		cases := map[string]any{"absent": nil, "null": json.RawMessage("null"), "clear": map[string]any{"callID": "call-1", "decision": "once", "path": "."},
+			"sealed, not an envelope": sealedPlain(`{"path":".","host":"h","callID":"call-1","decision":"once"}`), "sealed {}": sealedPlain(`{}`)}
 		for name, params := range cases {
 			got := rpcWith(t, connB, o, m, params)
 			if !strings.Contains(got, "(unsealed)") {
@@ -217,7 +217,7 @@ func TestEveryMethodRefusesUnsealedParams(t *testing.T) {
 	}
 	// Every refusal is on the transcript, and the session still waits
 	// for its permission: nothing was decided.
-	want := len(methods)*3 + 1
+	want := len(methods) * 5
 	waitCond(t, fmt.Sprintf("%d refusals on the transcript", want), func() bool { return len(droppedReasons(t, connB, o)) >= want })
 	for _, r := range droppedReasons(t, connB, o) {
 		if !strings.HasSuffix(r, ":unsealed") {

@@ -42,9 +42,12 @@ type KillReply struct {
 // With dialect (the appCompat setting) they also accept the reference app's
 // dialect (relay.Session.RegisterDialectRPC).
 func registerAppControl(ctx context.Context, env Env, sess *relay.Session, runner *session.Runner, ag agent.Agent, dir string, kill func(), dialect bool) func() {
-	reg := sess.RegisterRPC
-	if dialect {
-		reg = sess.RegisterDialectRPC
+	reg := func(name string, h relay.RPCHandler) {
+		if shape, ok := AppShapes[name]; ok && dialect {
+			sess.RegisterDialectRPC(name, shape, h)
+			return
+		}
+		sess.RegisterRPC(name, h)
 	}
 	reg(session.MethodCommunication, func(_ context.Context, params json.RawMessage) (any, error) {
 		c, err := session.DecodeCommunication(params)

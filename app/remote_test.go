@@ -157,7 +157,9 @@ func TestRemoteFileAndShellRPCs(t *testing.T) {
 		{"read outside", "readFile", map[string]any{"path": "../secret"}, map[string]any{"success": false, "error": "path is outside the session folder: ../secret"}},
 		{"read through a link outside", "readFile", map[string]any{"path": "leak"}, map[string]any{"success": false,
 			"error": "path is outside the session folder: leak (a symbolic link leads to " + filepath.Join(filepath.Dir(dir), "secret") + ")"}},
-		{"read missing path", "readFile", map[string]any{}, map[string]any{"success": false, "error": "bad params: missing path"}},
+		// Without an envelope only the reference app's exact shape is
+		// taken: this is not it.
+		{"read missing path", "readFile", map[string]any{}, map[string]any{"error": `refused control input (unsealed): no envelope, and not the reference app's params for this method (no "path")`}},
 		{"write new", "writeFile", map[string]any{"path": "new.txt", "content": b64("new\n")}, map[string]any{"success": true, "hash": newHash}},
 		{"write stale hash", "writeFile", map[string]any{"path": "README", "content": b64("x"), "expectedHash": newHash}, map[string]any{"success": false,
 			"error": "file hash mismatch: expected " + newHash + ", actual " + helloHash}},
@@ -212,9 +214,14 @@ func TestRemoteFileAndShellRPCs(t *testing.T) {
 	} else if m := got.(map[string]any); m["success"] != true || m["stdout"] != "src/main.go\n" {
 		t.Fatalf("ripgrep: %v", got)
 	}
-	// killSession ends the session as SIGTERM would.
-	if got := rawRPC(t, b, o, MethodKillSession, map[string]any{}); !reflect.DeepEqual(got, map[string]any{"success": true, "message": "the session is ending"}) {
-		t.Fatalf("killSession: %v", got)
+	// killSession's dialect params are {}, which any ciphertext of the
+	// session could pose as: it takes a sealed envelope only, and then
+	// ends the session as SIGTERM would.
+	if got := rawRPC(t, b, o, MethodKillSession, map[string]any{}); !reflect.DeepEqual(got, map[string]any{"error": "refused control input (unsealed): params are not a sealed control envelope"}) {
+		t.Fatalf("killSession without an envelope: %v", got)
+	}
+	if got, err := CallRPC(context.Background(), b, o, MethodKillSession, map[string]any{}, 0); err != nil || string(got) != `{"success":true,"message":"the session is ending"}` {
+		t.Fatalf("killSession: %s %v", got, err)
 	}
 	select {
 	case err := <-done:

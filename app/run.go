@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/happy-dev/happy/app/remotefs"
 	"github.com/happy-dev/happy/internal/queue"
 	"os"
 	"runtime"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/happy-dev/happy/agent"
+	"github.com/happy-dev/happy/control"
 	"github.com/happy-dev/happy/internal/buildinfo"
 	"github.com/happy-dev/happy/internal/settings"
 	"github.com/happy-dev/happy/localapi"
@@ -459,6 +461,25 @@ func buildMetadata(env Env, opts SessionOptions) Metadata {
 	}
 }
 
+// AppShapes are the params the reference app sends, without an envelope,
+// for the session methods it calls (docs/ARCHITECTURE.md, "The reference
+// app" and "Trust"): with the appCompat setting they are accepted in that
+// shape only, each ciphertext once. killSession (params {}) is not among
+// them: {} cannot be told from other ciphertexts the relay holds, so it
+// takes sealed envelopes only.
+var AppShapes = map[string]control.Shape{
+	session.MethodPermission:        {Required: []string{"id", "approved"}, Optional: []string{"reason", "mode", "allowTools", "updatedInput", "decision"}},
+	session.MethodAbort:             {Required: []string{"reason"}},
+	session.MethodCommunication:     {Required: []string{"id", "kind", "status"}, Optional: []string{"answers"}},
+	session.MethodSwitch:            {Required: []string{"to"}},
+	remotefs.MethodBash:             {Required: []string{"command"}, Optional: []string{"cwd", "timeout"}},
+	remotefs.MethodReadFile:         {Required: []string{"path"}},
+	remotefs.MethodWriteFile:        {Required: []string{"path", "content"}, Optional: []string{"expectedHash"}},
+	remotefs.MethodListDirectory:    {Required: []string{"path"}},
+	remotefs.MethodGetDirectoryTree: {Required: []string{"path"}, Optional: []string{"maxDepth"}},
+	remotefs.MethodRipgrep:          {Required: []string{"args"}, Optional: []string{"cwd"}},
+}
+
 // refusedDropped is the Dropped record of a refused control input.
 func refusedDropped(r relay.Refused) agent.Dropped {
 	return agent.Dropped{Source: agent.SourceControl, Kind: r.Method, Reason: agent.DropReason(r.Reason), Detail: agent.CutUTF8(r.Detail, agent.DroppedRawMax)}
@@ -468,9 +489,12 @@ func refusedDropped(r relay.Refused) agent.Dropped {
 // permission and abort also in the reference app's dialect when dialect is
 // set (the appCompat setting).
 func registerControl(ctx context.Context, sess *relay.Session, runner *session.Runner, dialect bool) {
-	reg := sess.RegisterRPC
-	if dialect {
-		reg = sess.RegisterDialectRPC
+	reg := func(name string, h relay.RPCHandler) {
+		if shape, ok := AppShapes[name]; ok && dialect {
+			sess.RegisterDialectRPC(name, shape, h)
+			return
+		}
+		sess.RegisterRPC(name, h)
 	}
 	call := func(c func(reply chan<- error) session.Control) (any, error) {
 		reply := make(chan error, 1)

@@ -22,6 +22,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -196,4 +197,37 @@ func ReasonOf(err error) (Reason, bool) {
 		return r.Reason, true
 	}
 	return "", false
+}
+
+// Shape is what a method accepts in the reference app's dialect (an input
+// with no envelope): a JSON object whose members are all in Required or
+// Optional, with every Required one present and not null. The dialect has
+// no binding, so this is what stops other ciphertexts the relay holds under
+// the same key (metadata, agent state, transcript rows, all JSON objects)
+// from being taken for a control input: their members are not the
+// method's. A method whose dialect input is {} (no members) can tell
+// nothing apart and takes no dialect at all.
+type Shape struct {
+	Required []string
+	Optional []string
+}
+
+// Check refuses (a *Refusal, reason unsealed) a plaintext that is not of
+// the shape.
+func (s Shape) Check(plain []byte) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(plain, &m); err != nil || m == nil {
+		return &Refusal{Reason: ReasonUnsealed, Detail: "no envelope, and not a JSON object"}
+	}
+	for _, k := range s.Required {
+		if v, ok := m[k]; !ok || bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+			return &Refusal{Reason: ReasonUnsealed, Detail: fmt.Sprintf("no envelope, and not the reference app's params for this method (no %q)", k)}
+		}
+	}
+	for k := range m {
+		if !slices.Contains(s.Required, k) && !slices.Contains(s.Optional, k) {
+			return &Refusal{Reason: ReasonUnsealed, Detail: fmt.Sprintf("no envelope, and not the reference app's params for this method (member %q)", k)}
+		}
+	}
+	return nil
 }

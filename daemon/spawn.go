@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/happy-dev/happy/app"
+	"github.com/happy-dev/happy/control"
 	"github.com/happy-dev/happy/internal/private"
 	"github.com/happy-dev/happy/internal/proc"
 	"github.com/happy-dev/happy/relay"
@@ -438,14 +439,28 @@ func (d *daemon) stopAll() {
 	}
 }
 
+// AppShapes are the params the reference app sends, without an envelope,
+// for the machine methods it calls (docs/ARCHITECTURE.md, "Trust"): with
+// the appCompat setting they are accepted in that shape only, each
+// ciphertext once. stop-daemon (params {}) takes sealed envelopes only.
+var AppShapes = map[string]control.Shape{
+	MethodSpawn: {Required: []string{"type", "directory"}, Optional: []string{"approvedNewDirectoryCreation", "token", "agent",
+		"permissionMode", "modelMode", "effortLevel", "resumeSessionId", "prompt"}},
+	MethodStopSession: {Required: []string{"sessionId"}},
+}
+
 // registerRPCs registers the machine RPCs: sealed control envelopes only,
-// and with the appCompat setting also the reference app's dialect for the
-// ones it calls (spawn, stop-session, stop-daemon). A refused call is
+// and with the appCompat setting also the reference app's dialect, in its
+// exact shape (AppShapes), for spawn and stop-session. A refused call is
 // logged.
 func (d *daemon) registerRPCs(ctx context.Context) {
-	reg := d.machine.RegisterRPC
-	if app.AppCompatEnabled(d.env) {
-		reg = d.machine.RegisterDialectRPC
+	compat := app.AppCompatEnabled(d.env)
+	reg := func(name string, h relay.RPCHandler) {
+		if shape, ok := AppShapes[name]; ok && compat {
+			d.machine.RegisterDialectRPC(name, shape, h)
+			return
+		}
+		d.machine.RegisterRPC(name, h)
 	}
 	d.machine.OnRefused(func(r relay.Refused) {
 		d.env.Log.Warn().Str("method", r.Method).Str("reason", string(r.Reason)).Str("detail", r.Detail).Msg("machine rpc refused")

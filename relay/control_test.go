@@ -117,7 +117,8 @@ func TestSessionRPCAttacks(t *testing.T) {
 	}
 	s.RegisterRPC("permission", handler)
 	s.RegisterRPC("abort", handler)
-	s.RegisterDialectRPC("killSession", handler)
+	s.RegisterDialectRPC("switch", control.Shape{Required: []string{"to"}}, handler)
+	s.RegisterDialectRPC("killSession", control.Shape{}, handler) // {}: envelopes only
 	var mu sync.Mutex
 	var refused []Refused
 	s.OnRefused(func(r Refused) { mu.Lock(); refused = append(refused, r); mu.Unlock() })
@@ -142,7 +143,7 @@ func TestSessionRPCAttacks(t *testing.T) {
 	otherSealed := seal(t, other.Cipher(), otherEnv) // other's key: does not open here
 	wrongMethod := envelopeFor(t, s.ID(), "abort", map[string]any{}, now)
 	wrongTarget := envelopeFor(t, other.ID(), "permission", map[string]any{}, now)
-	dialect := sealedPlain(`{}`)
+	dialect := sealedPlain(`{"to":"remote"}`)
 	cases := []struct {
 		name   string
 		method string
@@ -161,8 +162,11 @@ func TestSessionRPCAttacks(t *testing.T) {
 		{"older than the window", "permission", seal(t, s.Cipher(), oldEnv), oldEnv.ID, "stale"},
 		{"a malformed envelope", "abort", sealedPlain(`{"happyControl":1,"id":"zz"}`), "", "(malformed)"},
 		{"another session's ciphertext", "permission", otherSealed, "", "authentication failed"},
-		{"the reference dialect, first time", "killSession", dialect, "", ""},
-		{"the reference dialect replayed", "killSession", dialect, "", "(replayed)"},
+		{"the reference dialect, first time", "switch", dialect, "", ""},
+		{"the reference dialect replayed", "switch", dialect, "", "(replayed)"},
+		{"another ciphertext of the session (its metadata) as dialect", "switch", sealedPlain(`{"path":"/w","host":"h","to":"local"}`), "", "(unsealed)"},
+		{"an object without the method's members as dialect", "switch", sealedPlain(`{}`), "", "(unsealed)"},
+		{"{} for a method whose dialect is {}", "killSession", sealedPlain(`{}`), "", "(unsealed)"},
 	}
 	for _, tc := range cases {
 		before := calls.Load()
@@ -196,7 +200,7 @@ func TestSessionRPCAttacks(t *testing.T) {
 		reasons = append(reasons, r.Method+":"+string(r.Reason))
 	}
 	mu.Unlock()
-	want := "permission:replayed permission:unsealed abort:unsealed abort:unsealed abort:unsealed permission:unsealed permission:wrong_target permission:wrong_target permission:stale abort:malformed killSession:replayed"
+	want := "permission:replayed permission:unsealed abort:unsealed abort:unsealed abort:unsealed permission:unsealed permission:wrong_target permission:wrong_target permission:stale abort:malformed switch:replayed switch:unsealed switch:unsealed killSession:unsealed"
 	if got := strings.Join(reasons, " "); got != want {
 		t.Fatalf("refusals reported\n got %s\nwant %s", got, want)
 	}
@@ -240,7 +244,7 @@ func TestMachineRPCAttacks(t *testing.T) {
 	}
 	defer m.Close()
 	var spawns atomic.Int64
-	m.RegisterDialectRPC("spawn-happy-session", func(_ context.Context, p json.RawMessage) (any, error) {
+	m.RegisterDialectRPC("spawn-happy-session", control.Shape{Required: []string{"directory"}}, func(_ context.Context, p json.RawMessage) (any, error) {
 		spawns.Add(1)
 		return map[string]any{"type": "success"}, nil
 	})
@@ -307,15 +311,21 @@ func TestAcceptPrompt(t *testing.T) {
 	if r, _ := control.ReasonOf(s.AcceptPrompt(in, other, false)); r != control.ReasonWrongTarget {
 		t.Fatalf("another target: %q", r)
 	}
-	ref, _ := s.Cipher().Seal([]byte(`{"role":"user","content":{"type":"text","text":"hi"}}`))
-	dialect := Incoming{Seq: 4, LocalID: "x", Sealed: b64(ref)}
+	refPlain := `{"role":"user","content":{"type":"text","text":"hi"}}`
+	ref, _ := s.Cipher().Seal([]byte(refPlain))
+	dialect := Incoming{Seq: 4, LocalID: "x", Sealed: b64(ref), Plaintext: json.RawMessage(refPlain)}
 	if err := s.AcceptPrompt(dialect, nil, true); err != nil {
 		t.Fatalf("the app's prompt: %v", err)
+	}
+	odd := `{"role":"user","content":{"type":"text","text":"hi"},"path":"/w"}`
+	oddSealed, _ := s.Cipher().Seal([]byte(odd))
+	if r, _ := control.ReasonOf(s.AcceptPrompt(Incoming{Seq: 5, Sealed: b64(oddSealed), Plaintext: json.RawMessage(odd)}, nil, true)); r != control.ReasonUnsealed {
+		t.Fatalf("a row not of the app's shape: %q", r)
 	}
 	mu.Lock()
 	got := strings.Join(refused, " ")
 	mu.Unlock()
-	if got != "prompt:replayed prompt:unsealed prompt:wrong_target" {
+	if got != "prompt:replayed prompt:unsealed prompt:wrong_target prompt:unsealed" {
 		t.Fatalf("reported %q", got)
 	}
 	s.Close()
@@ -327,5 +337,81 @@ func TestAcceptPrompt(t *testing.T) {
 	}
 	if r, _ := control.ReasonOf(s2.AcceptPrompt(dialect, nil, true)); r != control.ReasonReplayed {
 		t.Fatalf("the app's prompt after a restart: %q", r)
+	}
+}
+
+// TestStoredCiphertextIsNoControlInput: the relay holds many ciphertexts
+// under a session's and a machine's keys that nobody sent as a control
+// input (the session's metadata, the machine's metadata and daemon state).
+// A token holder who replays them as the params of the reference app's
+// dialect gets them refused: they are not of the method's shape, and a
+// method whose dialect params are {} takes envelopes only. (Found by an
+// attack review: killSession and stop-daemon ran on such ciphertexts.)
+func TestStoredCiphertextIsNoControlInput(t *testing.T) {
+	url := servertest.Start(t).URL
+	creds := newAccount(t, url)
+	c := newTestClient(t, testConfig(t, url, creds, t.TempDir()+"/outbox"))
+	s := openTestSession(t, c, SessionOptions{Tag: newTag(t), Metadata: json.RawMessage(`{"path":"/w","host":"h"}`)})
+	var ran atomic.Int64
+	h := func(context.Context, json.RawMessage) (any, error) { ran.Add(1); return map[string]any{"success": true}, nil }
+	s.RegisterDialectRPC("killSession", control.Shape{}, h)
+	s.RegisterDialectRPC("switch", control.Shape{Required: []string{"to"}}, h)
+	s.RegisterDialectRPC("readFile", control.Shape{Required: []string{"path"}}, h)
+	waitFor(t, func() bool { return s.Stats().Connects >= 1 }, "connected")
+	mid := "machine-" + newTag(t)
+	m, err := c.OpenMachine(context.Background(), MachineOptions{ID: mid, Metadata: json.RawMessage(`{"host":"h"}`), DaemonState: json.RawMessage(`{"status":"running"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	m.RegisterDialectRPC("stop-daemon", control.Shape{}, h)
+	m.RegisterDialectRPC("stop-session", control.Shape{Required: []string{"sessionId"}}, h)
+	waitFor(t, m.Connected, "machine socket")
+
+	// What the attacker reads with the token alone.
+	sessions, err := c.API().ListSessions(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sessMeta string
+	for _, x := range sessions {
+		if x.ID == s.ID() {
+			sessMeta = x.Metadata
+		}
+	}
+	machines, err := c.API().ListMachines(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var machMeta, machState string
+	for _, x := range machines {
+		if x.ID == mid && x.DaemonState != nil {
+			machMeta, machState = x.Metadata, *x.DaemonState
+		}
+	}
+	if sessMeta == "" || machMeta == "" || machState == "" {
+		t.Fatal("the stored ciphertexts were not listed")
+	}
+	enc, _ := creds.MachineEncryption()
+	peer := newRPCPeer(t, url, creds)
+	for _, tc := range []struct {
+		ci             crypto.Cipher
+		method, params string
+	}{
+		{s.Cipher(), s.ID() + ":killSession", sessMeta},
+		{s.Cipher(), s.ID() + ":switch", sessMeta},
+		{s.Cipher(), s.ID() + ":readFile", sessMeta}, // the metadata has a path, and more
+		{enc.Cipher, mid + ":stop-daemon", machMeta},
+		{enc.Cipher, mid + ":stop-daemon", machState},
+		{enc.Cipher, mid + ":stop-session", machState},
+	} {
+		var e struct{ Error string }
+		_ = json.Unmarshal(peer.raw(tc.ci, tc.method, tc.params), &e)
+		if !strings.Contains(e.Error, "(unsealed)") {
+			t.Errorf("%s with a stored ciphertext: %q, want an unsealed refusal", tc.method, e.Error)
+		}
+	}
+	if n := ran.Load(); n != 0 {
+		t.Fatalf("handlers ran %d times on stored ciphertexts", n)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/happy-dev/happy/control"
 	"github.com/happy-dev/happy/crypto"
 )
 
@@ -139,9 +140,9 @@ func (m *Machine) UpdateDaemonState(ctx context.Context, fn Updater) error {
 func (m *Machine) RegisterRPC(name string, h RPCHandler) { m.register(name, rpcEntry{h: h}) }
 
 // RegisterDialectRPC is RegisterRPC for a method the reference app calls
-// (spawn, stop); see Session.RegisterDialectRPC.
-func (m *Machine) RegisterDialectRPC(name string, h RPCHandler) {
-	m.register(name, rpcEntry{h: h, dialect: true})
+// (spawn, stop-session); see Session.RegisterDialectRPC.
+func (m *Machine) RegisterDialectRPC(name string, shape control.Shape, h RPCHandler) {
+	m.register(name, dialectEntry(shape, h))
 }
 
 func (m *Machine) register(name string, e rpcEntry) {

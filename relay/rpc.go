@@ -37,8 +37,10 @@ const rpcTimeout = 25 * time.Second
 
 // rpcEntry is one registered method.
 type rpcEntry struct {
-	h       RPCHandler
-	dialect bool // also accepts the reference app's unsealed-envelope dialect
+	h RPCHandler
+	// dialect, when set, is the shape of the reference app's params the
+	// method also accepts without an envelope.
+	dialect *control.Shape
 }
 
 // rpcTable is the RPC side of a socket owner (session or machine): its
@@ -234,8 +236,12 @@ func (t *rpcTable) handleRequest(args []any, ack func(reply ...any)) {
 	re := ""
 	switch {
 	case errors.Is(err, control.ErrNotEnvelope):
-		if !e.dialect {
+		if e.dialect == nil {
 			refuse("", control.ReasonUnsealed, "params are not a sealed control envelope")
+			return
+		}
+		if err := e.dialect.Check(plain); err != nil {
+			t.refusal("", err, refuse, seal)
 			return
 		}
 		if err := guard.CheckDialect(raw); err != nil {
@@ -316,11 +322,20 @@ func safeCall(ctx context.Context, h RPCHandler, params json.RawMessage) (res an
 func (s *Session) RegisterRPC(name string, h RPCHandler) { s.register(name, rpcEntry{h: h}) }
 
 // RegisterDialectRPC is RegisterRPC for a method the reference app calls:
-// besides sealed envelopes it accepts the app's plain sealed params, each
-// ciphertext once (docs/ARCHITECTURE.md, "Trust": what that dialect cannot
-// carry).
-func (s *Session) RegisterDialectRPC(name string, h RPCHandler) {
-	s.register(name, rpcEntry{h: h, dialect: true})
+// besides sealed envelopes it accepts the app's plain sealed params when
+// they have exactly its shape, each ciphertext once (docs/ARCHITECTURE.md,
+// "Trust": what that dialect cannot carry). A shape without a required
+// member cannot be told from other ciphertexts of the session: such a
+// method takes envelopes only.
+func (s *Session) RegisterDialectRPC(name string, shape control.Shape, h RPCHandler) {
+	s.register(name, dialectEntry(shape, h))
+}
+
+func dialectEntry(shape control.Shape, h RPCHandler) rpcEntry {
+	if len(shape.Required) == 0 {
+		return rpcEntry{h: h}
+	}
+	return rpcEntry{h: h, dialect: &shape}
 }
 
 func (s *Session) register(name string, e rpcEntry) {
@@ -382,6 +397,11 @@ func (s *Session) newConn() *conn {
 	return cn
 }
 
+// PromptShape is the reference app's prompt row (its text, {role:"user",
+// content, meta?}, and its file events, {role:"session", content}), the
+// only rows AcceptPrompt takes without an envelope.
+var PromptShape = control.Shape{Required: []string{"role", "content"}, Optional: []string{"meta"}}
+
 // AcceptPrompt checks a prompt row of the session's stream before the
 // runner acts on it: ctl is the row's "control" member (a sealed
 // control.Envelope for this session and control.MethodPrompt), or empty
@@ -408,7 +428,9 @@ func (s *Session) AcceptPrompt(in Incoming, ctl json.RawMessage, dialect bool) e
 		if derr != nil {
 			return &DecryptError{What: "message", Seq: in.Seq, Reason: fmt.Errorf("%w: %v", crypto.ErrBadEncoding, derr)}
 		}
-		err = guard.CheckDialect(raw)
+		if err = PromptShape.Check(in.Plaintext); err == nil {
+			err = guard.CheckDialect(raw)
+		}
 	default:
 		err = &control.Refusal{Reason: control.ReasonUnsealed, Detail: "the prompt carries no control envelope"}
 	}
