@@ -1,7 +1,6 @@
 package control
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -31,6 +30,7 @@ type Ledger struct {
 	path string
 	f    *os.File
 	seen map[string]int64
+	size int64 // the file's length up to its last whole entry
 }
 
 // OpenLedger opens (creating it when absent) the ledger of target in dir.
@@ -49,11 +49,11 @@ func OpenLedger(dir, target string, now time.Time) (*Ledger, error) {
 	}
 	path := filepath.Join(dir, target+".consumed")
 	l := &Ledger{path: path, seen: map[string]int64{}}
-	expired, err := l.load(now.UnixMilli())
+	dirty, err := l.load(now.UnixMilli())
 	if err != nil {
 		return nil, err
 	}
-	if expired {
+	if dirty {
 		if err := l.rewrite(); err != nil {
 			return nil, err
 		}
@@ -83,8 +83,11 @@ func validTarget(s string) bool {
 	return true
 }
 
-// load reads the file; it reports whether any entry had expired.
-func (l *Ledger) load(nowMs int64) (expired bool, err error) {
+// load reads the file; it reports whether the file must be written anew:
+// an entry expired, or a line is not a whole entry (a torn last line after
+// a crash or a full disk, anything else unreadable), which appending after
+// it would corrupt the next entry.
+func (l *Ledger) load(nowMs int64) (dirty bool, err error) {
 	b, err := os.ReadFile(l.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
@@ -92,25 +95,51 @@ func (l *Ledger) load(nowMs int64) (expired bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("control: read ledger: %w", err)
 	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		key, until, ok := bytes.Cut(sc.Bytes(), []byte{' '})
-		if !ok {
+	l.size = int64(len(b))
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		dirty = true // torn
+	}
+	for _, line := range bytes.Split(b, []byte{'\n'}) {
+		if len(line) == 0 {
 			continue
 		}
-		u, err := strconv.ParseInt(string(until), 10, 64)
-		if err != nil || len(key) == 0 {
+		key, until, ok := bytes.Cut(line, []byte{' '})
+		u, perr := strconv.ParseInt(string(until), 10, 64)
+		if !ok || perr != nil || !validKey(key) {
+			dirty = true
 			continue
 		}
 		if u != 0 && u < nowMs {
-			expired = true
+			dirty = true
 			continue
 		}
 		l.seen[string(key)] = u
 	}
-	// A torn last line (no newline) was read as a whole line; it is kept
-	// only if it parsed, which a torn key of fixed length cannot.
-	return expired, nil
+	return dirty, nil
+}
+
+// validKey reports whether key is one the ledger writes: "id:" and 32 hex
+// digits, or "ct:" and 64 (a torn key of either is shorter).
+func validKey(key []byte) bool {
+	var n int
+	switch {
+	case bytes.HasPrefix(key, []byte("id:")):
+		n = 32
+	case bytes.HasPrefix(key, []byte("ct:")):
+		n = 64
+	default:
+		return false
+	}
+	hexPart := key[3:]
+	if len(hexPart) != n {
+		return false
+	}
+	for _, c := range hexPart {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // rewrite replaces the file with the entries kept in memory.
@@ -120,13 +149,31 @@ func (l *Ledger) rewrite() error {
 		fmt.Fprintf(&buf, "%s %d\n", k, u)
 	}
 	tmp := l.path + ".tmp"
-	if err := os.WriteFile(tmp, buf.Bytes(), 0o600); err != nil {
+	if err := writeSynced(tmp, buf.Bytes()); err != nil {
 		return fmt.Errorf("control: rewrite ledger: %w", err)
 	}
 	if err := os.Rename(tmp, l.path); err != nil {
 		return fmt.Errorf("control: rewrite ledger: %w", err)
 	}
+	l.size = int64(buf.Len())
 	return nil
+}
+
+// writeSynced writes a new 0600 file and syncs it.
+func writeSynced(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // Consume records key as consumed until keepUntil (unix ms; 0 for ever) and
@@ -143,12 +190,17 @@ func (l *Ledger) Consume(key string, keepUntil int64) (bool, error) {
 		return false, errors.New("control: ledger is closed")
 	}
 	line := key + " " + strconv.FormatInt(keepUntil, 10) + "\n"
-	if _, err := l.f.WriteString(line); err != nil {
+	_, err := l.f.WriteString(line)
+	if err == nil {
+		err = l.f.Sync()
+	}
+	if err != nil {
+		// Nothing is recorded (the caller must not act): the partial
+		// bytes go, so the next entry is not written after them.
+		_ = l.f.Truncate(l.size)
 		return false, fmt.Errorf("control: record consumed input: %w", err)
 	}
-	if err := l.f.Sync(); err != nil {
-		return false, fmt.Errorf("control: record consumed input: %w", err)
-	}
+	l.size += int64(len(line))
 	l.seen[key] = keepUntil
 	return true, nil
 }
