@@ -54,7 +54,6 @@ type rpcTable struct {
 	count   func(error)
 	ctx     context.Context
 	now     func() time.Time
-	refused func(Refused) // may be nil
 
 	mu      sync.Mutex
 	methods map[string]rpcEntry

@@ -24,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // File is the name of the identity key inside a relay's data folder.
@@ -134,17 +135,36 @@ type Answer struct {
 }
 
 // Verify proves that the relay at baseURL (a loopback http URL) holds key:
-// it sends a fresh random nonce to Route and checks that the answer names a
-// loopback address on baseURL's port and carries Proof(key, nonce,
-// address), compared in constant time. client nil is
-// http.DefaultClient. A connection that fails returns that error (nothing
+// it sends a fresh random nonce to Route over a connection of its own and
+// checks that the answer names exactly the address that connection reached
+// (so a proxy on one loopback address in front of this home's relay on
+// another is refused) and carries Proof(key, nonce, address), compared in
+// constant time. client nil is a client of its own; a client given is
+// used for its timeout only. A connection that fails returns that error (nothing
 // answers); any answer that is not the proof (another program, another
 // home's relay, an older happy without the route, a proxy to this home's
 // relay on another port) wraps ErrNotOurs with what was wrong.
 func Verify(ctx context.Context, client *http.Client, baseURL string, key []byte) error {
-	if client == nil {
-		client = http.DefaultClient
+	// The address this request reaches is the one the proof must name.
+	var mu sync.Mutex
+	var dialled string
+	d := &net.Dialer{}
+	tr := &http.Transport{DisableKeepAlives: true, Proxy: nil,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := d.DialContext(ctx, network, addr)
+			if err == nil {
+				mu.Lock()
+				dialled = c.RemoteAddr().String()
+				mu.Unlock()
+			}
+			return c, err
+		}}
+	defer tr.CloseIdleConnections()
+	own := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	if client != nil {
+		own.Timeout = client.Timeout
 	}
+	client = own
 	u, err := url.Parse(baseURL)
 	if err != nil || u.Host == "" {
 		return fmt.Errorf("relayid: relay URL %q: %w", baseURL, ErrNotOurs)
@@ -177,9 +197,24 @@ func Verify(ctx context.Context, client *http.Client, baseURL string, key []byte
 	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() || aport != port {
 		return fmt.Errorf("relayid: %s says it was reached at %q, not at a loopback address on port %s: %w", baseURL, a.Address, port, ErrNotOurs)
 	}
+	mu.Lock()
+	reached := dialled
+	mu.Unlock()
+	if !sameAddr(reached, a.Address) {
+		return fmt.Errorf("relayid: %s was reached at %s but says it was reached at %s (a program in front of it forwards): %w", baseURL, reached, a.Address, ErrNotOurs)
+	}
 	got, err := base64.RawURLEncoding.DecodeString(a.Proof)
 	if err != nil || !hmac.Equal(got, Proof(key, nonce, a.Address)) {
 		return fmt.Errorf("relayid: %s does not hold this home's relay identity key: %w", baseURL, ErrNotOurs)
 	}
 	return nil
+}
+
+// sameAddr reports whether two host:port addresses name the same IP and
+// port.
+func sameAddr(a, b string) bool {
+	ah, ap, err1 := net.SplitHostPort(a)
+	bh, bp, err2 := net.SplitHostPort(b)
+	ai, bi := net.ParseIP(ah), net.ParseIP(bh)
+	return err1 == nil && err2 == nil && ai != nil && bi != nil && ai.Equal(bi) && ap == bp
 }
