@@ -955,15 +955,6 @@ func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
-// NumberEnd returns the index past the valid JSON number starting at
-// data[i] (RFC 8259 §6), or -1 when none starts there.
-func NumberEnd(data []byte, i int) int { return validNumber(data, i) }
-
-// StringEnd returns the index past the valid JSON string (RFC 8259 §7,
-// escapes checked, no control characters) whose opening quote is data[i],
-// or -1. UTF-8 is not checked here.
-func StringEnd(data []byte, i int) int { return validString(data, i) }
-
 // validNumber returns the index past the number starting at data[i], or -1.
 func validNumber(data []byte, i int) int {
 	if i < len(data) && data[i] == '-' {
