@@ -75,6 +75,15 @@ var kindTools = map[string]string{
 // geminiID matches Gemini CLI's call ids: <tool>__<tool>_<ms>_<n>.
 var geminiID = regexp.MustCompile(`^([a-z][a-z0-9_]*)__([a-z][a-z0-9_]*)_[0-9]+_[0-9]+$`)
 
+// geminiIDOf is geminiID's FindStringSubmatch of id, nil without running
+// the expression for an id without "__" (which it cannot match).
+func geminiIDOf(id string) []string {
+	if !strings.Contains(id, "__") {
+		return nil
+	}
+	return geminiID.FindStringSubmatch(id)
+}
+
 // agentTool returns the agent's own name of the tool and the table it is
 // read with ("claude", "gemini", "opencode"), or "" when the traffic does
 // not say it.
@@ -82,7 +91,7 @@ func (d *Decoder) agentTool(tl *tool) (name, table string) {
 	if tl.metaTool != "" {
 		return strings.TrimPrefix(tl.metaTool, "mcp__acp__"), "claude"
 	}
-	if m := geminiID.FindStringSubmatch(tl.acpID); m != nil && m[1] == m[2] {
+	if m := geminiIDOf(tl.acpID); m != nil && m[1] == m[2] {
 		return m[1], "gemini"
 	}
 	if d.isOpenCode() && tl.firstTitle != "" {
