@@ -599,10 +599,6 @@ func (d *Decoder) closeTurn() {
 	d.turnStep, d.stepResult = false, false
 }
 
-// stopReasons are the StopReason values of the schema, each mapped to
-// itself.
-var stopReasons = selfMap("end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled")
-
 // ---- frames from happy ----
 
 func (d *Decoder) fromHappy(f jsonrpc.Frame) {
