@@ -48,6 +48,7 @@ func members(raw json.RawMessage) (obj, bool) {
 	if len(raw) == 0 || raw[0] != '{' {
 		return nil, false
 	}
+	// Counted first: the slice is made once, at its size.
 	n := 0
 	if jsonlex.Members(raw, func(_, _ []byte) bool { n++; return true }) != nil {
 		return nil, false

@@ -10,8 +10,9 @@
 //     array and string is closed and members are separated as JSON wants.
 //     They do not check escapes, numbers or UTF-8, so a caller that needs a
 //     value passes the document through Valid (json.Valid's verdict, in one
-//     fast pass) or Root first. They are what lets a decoder look at one
-//     member of a large record without decoding the rest.
+//     fast pass: the project's one validating scanner) or Root first. They
+//     are what lets a decoder look at one member of a large record without
+//     decoding the rest.
 //   - SplitObject, SplitArray, Unquote and ParseAny expect a document that
 //     json.Valid accepted; on anything else they return an error wrapping
 //     ErrSyntax, never panic.
