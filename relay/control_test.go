@@ -353,7 +353,10 @@ func TestStoredCiphertextIsNoControlInput(t *testing.T) {
 	c := newTestClient(t, testConfig(t, url, creds, t.TempDir()+"/outbox"))
 	s := openTestSession(t, c, SessionOptions{Tag: newTag(t), Metadata: json.RawMessage(`{"path":"/w","host":"h"}`)})
 	var ran atomic.Int64
-	h := func(context.Context, json.RawMessage) (any, error) { ran.Add(1); return map[string]any{"success": true}, nil }
+	h := func(context.Context, json.RawMessage) (any, error) {
+		ran.Add(1)
+		return map[string]any{"success": true}, nil
+	}
 	s.RegisterDialectRPC("killSession", control.Shape{}, h)
 	s.RegisterDialectRPC("switch", control.Shape{Required: []string{"to"}}, h)
 	s.RegisterDialectRPC("readFile", control.Shape{Required: []string{"path"}}, h)

@@ -48,12 +48,12 @@ type rpcEntry struct {
 // the guard that checks every call against the scope's ledger of consumed
 // inputs (docs/ARCHITECTURE.md, "Trust").
 type rpcTable struct {
-	scope   func() string // the session's relay id, or the machine id
-	cipher  crypto.Cipher
-	dir     string // the ledgers' folder
-	count   func(error)
-	ctx     context.Context
-	now     func() time.Time
+	scope  func() string // the session's relay id, or the machine id
+	cipher crypto.Cipher
+	dir    string // the ledgers' folder
+	count  func(error)
+	ctx    context.Context
+	now    func() time.Time
 
 	mu      sync.Mutex
 	methods map[string]rpcEntry

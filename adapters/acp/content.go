@@ -199,34 +199,6 @@ type toolContent struct {
 	TerminalID string
 }
 
-// sameContent reports whether a and b hold the same content items, in
-// the same order: every field equal, what a pointer points to compared
-// rather than the pointer.
-func sameContent(a, b []toolContent) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		x, y := &a[i], &b[i]
-		if x.Type != y.Type || x.Path != y.Path || x.NewText != y.NewText || x.TerminalID != y.TerminalID ||
-			!sameText(x.OldText, y.OldText) || !sameBlock(&x.Block, &y.Block) {
-			return false
-		}
-	}
-	return true
-}
-
-// sameBlock reports whether two content blocks are the same: every field
-// equal, the size compared by value.
-func sameBlock(a, b *contentBlock) bool {
-	if (a.Size == nil) != (b.Size == nil) || (a.Size != nil && *a.Size != *b.Size) {
-		return false
-	}
-	x, y := *a, *b
-	x.Size, y.Size = nil, nil
-	return x == y
-}
-
 // toolWire is a ToolCallContent item's members as json.Unmarshal reads
 // them.
 type toolWire struct {

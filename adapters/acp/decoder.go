@@ -12,7 +12,6 @@ import (
 	"github.com/happy-dev/happy/adapters/trafficlog"
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/jsonlex"
-	"github.com/happy-dev/happy/internal/shortmap"
 )
 
 // Decoder turns ACP traffic (both directions, as in a traffic log) into
@@ -27,12 +26,11 @@ type Decoder struct {
 	out []agent.Event
 
 	// ours and theirs are the requests awaiting an answer: happy's, and
-	// the agent's awaiting happy's. Held in place, so a request costs no
-	// allocation once the table has room.
-	ours      shortmap.Map[ourRequest]
-	theirs    shortmap.Map[agentRequest]
-	sessions  shortmap.Map[bool] // ACP session ids opened
-	agentName string             // initialize's agentInfo.name ("gemini-cli", "OpenCode", …)
+	// the agent's awaiting happy's, by id key (idKey).
+	ours      map[string]ourRequest
+	theirs    map[string]agentRequest
+	sessions  map[string]bool // ACP session ids opened
+	agentName string          // initialize's agentInfo.name ("gemini-cli", "OpenCode", …)
 
 	turn    *turn // the prompt turn in flight, nil between turns
 	loading bool  // a session/load replays history (until the next prompt)
@@ -44,48 +42,30 @@ type Decoder struct {
 	// restarting: a restart note (noteRestart) came, the exit that follows
 	// is the restart's; anyStep: an assistant message exists in
 	// the session; turnStep: the current turn has an assistant step;
-	// stepResult: a tool of the current step reported its result. (The
-	// flags together: the decoder struct stays a size class smaller.)
+	// stepResult: a tool of the current step reported its result.
 	restarting, anyStep, turnStep, stepResult bool
-	// general: every frame takes the general path (encoding/json, values
-	// marshalled to compare them) instead of the one-pass forms of the
-	// shapes most traffic has (fastmeta.go, lex.go); the tests compare
-	// the two.
-	general bool
 	// turns counts the prompt turns (their ids); skipped: see above.
-	// (int32s together, as the flags.)
-	turns, skipped int32
+	turns, skipped int
 
-	tools     shortmap.Map[*tool] // by ACP toolCallId, in the current turn's scope
-	toolSeq   int32
+	tools     map[string]*tool // by ACP toolCallId, in the current turn's scope
+	toolSeq   int
 	callIDs   *recentIDs // canonical call ids used lately (see toolFor)
-	terminals shortmap.Map[*terminalInfo]
+	terminals map[string]*terminalInfo
 
 	// decisions and writes are the decision and fs-write notes by request
-	// id key, held in place.
-	decisions shortmap.Map[happyNote]
-	writes    shortmap.Map[happyNote]
+	// id key.
+	decisions map[string]happyNote
+	writes    map[string]happyNote
 
 	// History replayed by session/load: consecutive user chunks make one
 	// prompt (lastKind: the last update's kind; replay: the prompt being
-	// gathered, made by the first user chunk of a load, so a decoder that
-	// loads nothing is a size class smaller).
+	// gathered, made by the first user chunk of a load).
 	lastKind string
 	replay   *loadReplay
 
 	lastCost  *float64
 	stepCost  float64
 	heldUsage *agent.Usage
-
-	// gen numbers what the per-tool caches compute (toolcache.go).
-	gen uint64
-	// permOpts is the metadata form of the permission options last
-	// converted (their JSON text, optionsText), shared by the events that
-	// carry it (permission).
-	permOpts struct {
-		opts []PermissionOption
-		v    json.RawMessage
-	}
 }
 
 // loadReplay is the user prompt a session/load's history replay is
@@ -145,96 +125,28 @@ type tool struct {
 	locations []location
 	rawOutput json.RawMessage
 	status    string
-	perms     int32
-	// rev counts the changes of what the canonical form is computed from
-	// (changedSince), which canon was computed at.
-	rev uint32
+	perms     int
 	// asking counts the agent's permission requests for the tool that
 	// happy has not answered yet: meanwhile an in_progress status is not
 	// the tool running (OpenCode reports it before the answer), since the
 	// transcript's tool waits for a decision.
-	asking int32
-	// seq: the order of first appearance (an int32 with the counts above,
-	// the struct stays a size class smaller).
-	seq int32
-	// contentGen counts the replacements of content (mergeFields), which
-	// may write the new items over the old ones in the tool's array: the
-	// caches keyed on the content (metaKey, diffsValue) know it by this.
-	contentGen uint32
-	writes     []agent.FileDiff
-	ann        announcement // the last ToolCall emitted, to skip repeats
+	asking int
+	seq    int // the order of first appearance
+	writes []agent.FileDiff
+	ann    announcement // the last ToolCall emitted, to skip repeats
 	// What the traffic says of the agent's own tool (tools.go): Claude's
 	// tool name in _meta (claude-code-acp), the title of the first
 	// announcement (OpenCode's tool name), a command's folder and
 	// description from its content (Gemini CLI).
 	metaTool, firstTitle string
 	hintCwd, hintDesc    string
-	// side: the caches only some tools use, allocated by the first use
-	// (sideOf) so a tool without them is smaller (toolSide).
-	side *toolSide
-	// meta: the announcement's metadata last made (announcedMeta): the
-	// part metadata over the canonical metadata of generation baseGen,
-	// what the part's was made from, and its generation (0: none made
-	// yet). Shared by the events that carry it, which nothing changes.
-	meta struct {
-		key     metaKey
-		obj     agent.Object
-		baseGen uint64
-		gen     uint64
-	}
-	// canon: the canonical name, input and metadata last computed and
-	// what they were computed from (canonicalOf); annGens: the
-	// generations of canon and meta the last announcement was built from.
-	canon   canonCache
-	annGens [2]uint64
 
-	// The flags, together (the struct stays a size class smaller):
 	// outContent: the content came with the tool's start or end, so it is
 	// output rather than a description; providerInput: the part's
 	// metadata has the agent's input; merged: an update was merged
-	// (mergeTool: the title of the first is firstTitle).
+	// (mergeFields: the title of the first is firstTitle).
 	outContent, running, settled bool
 	merged, providerInput        bool
-}
-
-// toolSide holds a tool's caches that only some tools use (in the
-// captures, about one tool in eight: an edit's diffs, an input that takes
-// a parse to compare): apart from the
-// tool, so that the tool struct of a call that needs none is a size
-// class smaller, and allocated only by a tool that needs one
-// (docs/ARCHITECTURE.md "Mapping and delivery figures").
-type toolSide struct {
-	// same: whether the agent's input raw and the canonical input are the
-	// same value, as last found by a parse (toolMetadata).
-	same struct {
-		raw, input []byte
-		ok, known  bool
-	}
-	// parsed: the agent's input raw, parsed (toolMetadata), shared by the
-	// events that carry it, which nothing changes.
-	parsed struct {
-		raw []byte
-		v   any
-	}
-	// diffs: the diffs' metadata form, the diffs it was made from and
-	// the content and writes those were made from (diffsValue), as
-	// metaKey knows them (the content's generation, the writes' first
-	// element and length: the side struct stays a size class smaller).
-	diffs struct {
-		writes     *agent.FileDiff
-		contentGen uint32
-		nWrites    int32
-		src        []agent.FileDiff
-		v          any
-	}
-}
-
-// sideOf returns the tool's side caches, allocated at the first use.
-func (tl *tool) sideOf() *toolSide {
-	if tl.side == nil {
-		tl.side = &toolSide{}
-	}
-	return tl.side
 }
 
 type location struct {
@@ -245,7 +157,14 @@ type location struct {
 // NewDecoder returns a decoder for one ACP connection.
 func NewDecoder() *Decoder {
 	return &Decoder{
-		callIDs: newRecentIDs(RecentCallIDs),
+		ours:      map[string]ourRequest{},
+		theirs:    map[string]agentRequest{},
+		sessions:  map[string]bool{},
+		tools:     map[string]*tool{},
+		terminals: map[string]*terminalInfo{},
+		decisions: map[string]happyNote{},
+		writes:    map[string]happyNote{},
+		callIDs:   newRecentIDs(RecentCallIDs),
 	}
 }
 
@@ -288,7 +207,7 @@ func (d *Decoder) Decode(f jsonrpc.Frame) []agent.Event {
 
 // toolByCall returns the tool whose call id is callID, or nil.
 func (d *Decoder) toolByCall(callID string) *tool {
-	for tl := range d.tools.Values() {
+	for _, tl := range d.tools {
 		if tl.callID == callID {
 			return tl
 		}
@@ -300,7 +219,7 @@ func (d *Decoder) toolByCall(callID string) *tool {
 // permission request id is about and which options it offers; ok is false
 // when the request was refused (malformed) or is not a permission request.
 func (d *Decoder) PermissionCall(id jsonrpc.ID) (callID string, opts []PermissionOption, ok bool) {
-	r, ok := d.theirs.Lookup(idKey(id))
+	r, ok := d.theirs[idKey(id)]
 	if !ok || r.method != "session/request_permission" || r.callID == "" {
 		return "", nil, false
 	}
@@ -394,11 +313,11 @@ func (d *Decoder) agentNotification(m jsonrpc.Message) {
 			return
 		}
 		key := rawIDKey(p.get("requestId"))
-		r, ok := d.theirs.Lookup(key)
+		r, ok := d.theirs[key]
 		if !ok {
 			return // a request already answered: nothing is waiting
 		}
-		d.theirs.Remove(key)
+		delete(d.theirs, key)
 		if r.method == "session/request_permission" {
 			d.emit(&agent.ToolResolved{CallID: r.callID, Decision: agent.DecisionReject, Reason: agent.ReasonCancelled})
 		}
@@ -419,16 +338,16 @@ func (d *Decoder) agentRequest(m jsonrpc.Message) {
 	case "session/request_permission":
 		d.permission(m, key)
 	case "fs/read_text_file":
-		d.theirs.Put(key, agentRequest{method: m.Method})
+		d.theirs[key] = agentRequest{method: m.Method}
 	case "fs/write_text_file":
 		path, _ := str(p.get("path"))
 		content, _ := str(p.get("content"))
-		d.theirs.Put(key, agentRequest{method: m.Method, path: path, content: content})
+		d.theirs[key] = agentRequest{method: m.Method, path: path, content: content}
 	case "terminal/create":
-		d.theirs.Put(key, agentRequest{method: m.Method})
+		d.theirs[key] = agentRequest{method: m.Method}
 	case "terminal/output", "terminal/wait_for_exit", "terminal/kill", "terminal/release":
 		id, _ := str(p.get("terminalId"))
-		d.theirs.Put(key, agentRequest{method: m.Method, terminalID: id})
+		d.theirs[key] = agentRequest{method: m.Method, terminalID: id}
 	case "elicitation/create":
 		// Not advertised: the client refuses it with method-not-found.
 	default:
@@ -441,12 +360,12 @@ func (d *Decoder) agentRequest(m jsonrpc.Message) {
 
 func (d *Decoder) agentResponse(m jsonrpc.Message) {
 	key := idKey(m.ID)
-	req, ok := d.ours.Lookup(key)
+	req, ok := d.ours[key]
 	if !ok {
 		d.drop("response", agent.DropOrphan, "response to request id "+key+" that happy never sent", m.Raw)
 		return
 	}
-	d.ours.Remove(key)
+	delete(d.ours, key)
 	r := &req
 	if m.Error != nil {
 		d.failedCall(r, m)
@@ -467,16 +386,16 @@ func (d *Decoder) agentResponse(m jsonrpc.Message) {
 			d.drop(r.method, agent.DropMissingID, "session/new response without sessionId", m.Raw)
 			return
 		}
-		d.sessions.Put(id, true)
+		d.sessions[id] = true
 		info := &agent.SessionInfo{ProviderSessionID: id, Cwd: r.cwd}
-		d.sessionState(info, &res)
+		d.sessionState(info, res)
 		d.emit(info)
 	case "session/load", "session/resume":
 		// The replay of a load goes on until the next prompt (startTurn
 		// ends it): agents stream it without waiting for it to end before
 		// they answer (Gemini CLI sends most of it after the response).
 		info := &agent.SessionInfo{ProviderSessionID: r.sessionID, Cwd: r.cwd}
-		d.sessionState(info, &res)
+		d.sessionState(info, res)
 		d.emit(info)
 	case "session/set_mode":
 		if r.modeID != "" {
@@ -484,7 +403,7 @@ func (d *Decoder) agentResponse(m jsonrpc.Message) {
 		}
 	case "session/set_config_option":
 		info := &agent.SessionInfo{}
-		d.sessionState(info, &res)
+		d.sessionState(info, res)
 		if info.Agent != "" || info.ModelID != "" {
 			d.emit(info)
 		}
@@ -495,7 +414,7 @@ func (d *Decoder) agentResponse(m jsonrpc.Message) {
 
 // sessionState reads the modes, models and config options a session
 // response (or config update) carries into info.
-func (d *Decoder) sessionState(info *agent.SessionInfo, res *obj) {
+func (d *Decoder) sessionState(info *agent.SessionInfo, res obj) {
 	if modes, ok := members(res.get("modes")); ok {
 		if id, ok := str(modes.get("currentModeId")); ok {
 			info.Agent = id
@@ -518,8 +437,7 @@ func (d *Decoder) configOptions(info *agent.SessionInfo, raw json.RawMessage) bo
 	if isNull(raw) {
 		return true
 	}
-	var buf [8]json.RawMessage
-	opts, ok := d.array(buf[:0], raw)
+	opts, ok := array(raw)
 	if !ok {
 		return false
 	}
@@ -592,7 +510,7 @@ func errorText(e *jsonrpc.ErrorObject) string {
 
 // ---- turns ----
 
-func (d *Decoder) startTurn(m jsonrpc.Message, p *obj) *turn {
+func (d *Decoder) startTurn(m jsonrpc.Message, p obj) *turn {
 	if d.turn != nil {
 		// A second prompt while one runs breaks the protocol; the first
 		// turn can no longer be told apart from the second.
@@ -600,17 +518,16 @@ func (d *Decoder) startTurn(m jsonrpc.Message, p *obj) *turn {
 	}
 	d.endLoad()
 	d.turns++
-	t := &turn{id: "turn-" + strconv.Itoa(int(d.turns))}
+	t := &turn{id: "turn-" + strconv.Itoa(d.turns)}
 	d.turn = t
-	d.resetTools()
+	d.tools = map[string]*tool{} // the tools of a turn are scoped to it
 	d.turnStep, d.stepResult = false, false
 	d.emit(&agent.TurnStarted{TurnID: t.id})
-	var buf [8]json.RawMessage
-	blocks, _ := d.array(buf[:0], p.get("prompt"))
+	blocks, _ := array(p.get("prompt"))
 	var texts []string
 	var files []agent.PromptFile
 	for _, raw := range blocks {
-		b, err := d.block(raw)
+		b, err := decodeBlock(raw)
 		if err != nil {
 			d.drop("session/prompt", agent.DropInvalidField, "prompt content: "+err.Error(), raw)
 			continue
@@ -621,7 +538,7 @@ func (d *Decoder) startTurn(m jsonrpc.Message, p *obj) *turn {
 			files = append(files, f)
 		}
 	}
-	d.emit(&agent.UserPrompt{PromptID: "prompt-" + strconv.Itoa(int(d.turns)), Text: strings.Join(texts, "\n"), Files: files})
+	d.emit(&agent.UserPrompt{PromptID: "prompt-" + strconv.Itoa(d.turns), Text: strings.Join(texts, "\n"), Files: files})
 	return t
 }
 
@@ -643,10 +560,7 @@ func (d *Decoder) endTurn(t *turn, m jsonrpc.Message) {
 		end.Reason, end.Error = agent.TurnFailed, text
 	default:
 		res, _ := members(m.Result)
-		reason, ok := d.enum(res.get("stopReason"), stopReasons) // no string made for the schema's
-		if !ok {
-			reason, ok = str(res.get("stopReason"))
-		}
+		reason, ok := str(res.get("stopReason"))
 		switch {
 		case !ok:
 			d.drop("session/prompt", agent.DropInvalidField, "prompt response without a stopReason string", m.Raw)
@@ -681,13 +595,9 @@ func (d *Decoder) endTurn(t *turn, m jsonrpc.Message) {
 
 func (d *Decoder) closeTurn() {
 	d.turn = nil
-	d.resetTools()
+	d.tools = map[string]*tool{} // the tools of a turn are scoped to it
 	d.turnStep, d.stepResult = false, false
 }
-
-// stopReasons are the StopReason values of the schema, each mapped to
-// itself.
-var stopReasons = selfMap("end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled")
 
 // ---- frames from happy ----
 
@@ -702,21 +612,14 @@ func (d *Decoder) fromHappy(f jsonrpc.Frame) {
 	switch m.Kind {
 	case jsonrpc.KindRequest:
 		r := ourRequest{method: m.Method}
-		if b, plain := d.plainStr(p.get("sessionId")); plain {
-			r.sessionID, plain = d.sessions.KeyOf(b) // an open session's id: its string kept
-			if !plain {
-				r.sessionID, _ = str(p.get("sessionId"))
-			}
-		} else {
-			r.sessionID, _ = str(p.get("sessionId"))
-		}
+		r.sessionID, _ = str(p.get("sessionId"))
 		switch m.Method {
 		case "session/new":
 			r.cwd, _ = str(p.get("cwd"))
 		case "session/load", "session/resume":
 			r.cwd, _ = str(p.get("cwd"))
 			if r.sessionID != "" {
-				d.sessions.Put(r.sessionID, true)
+				d.sessions[r.sessionID] = true
 			}
 			d.loading = m.Method == "session/load"
 			d.skipping = d.loading && d.skipNext
@@ -725,11 +628,11 @@ func (d *Decoder) fromHappy(f jsonrpc.Frame) {
 			r.modeID, _ = str(p.get("modeId"))
 		case "session/prompt":
 			if r.sessionID != "" {
-				d.sessions.Put(r.sessionID, true)
+				d.sessions[r.sessionID] = true
 			}
-			r.turn = d.startTurn(m, &p)
+			r.turn = d.startTurn(m, p)
 		}
-		d.ours.Put(idKey(m.ID), r)
+		d.ours[idKey(m.ID)] = r
 	case jsonrpc.KindNotification:
 		if m.Method == "session/cancel" && d.turn != nil {
 			d.turn.cancelled = true
@@ -742,19 +645,19 @@ func (d *Decoder) fromHappy(f jsonrpc.Frame) {
 // answered handles happy's response to one of the agent's requests.
 func (d *Decoder) answered(m jsonrpc.Message) {
 	key := idKey(m.ID)
-	r, isTheirs := d.theirs.Lookup(key)
-	note, hasNote := d.decisions.Lookup(key)
+	r, isTheirs := d.theirs[key]
+	note, hasNote := d.decisions[key]
 	if hasNote {
-		d.decisions.Remove(key)
+		delete(d.decisions, key)
 	}
-	wnote, hasWrite := d.writes.Lookup(key)
+	wnote, hasWrite := d.writes[key]
 	if hasWrite {
-		d.writes.Remove(key)
+		delete(d.writes, key)
 	}
 	if !isTheirs {
 		return // answered after the agent withdrew it, or a request happy refused
 	}
-	d.theirs.Remove(key)
+	delete(d.theirs, key)
 	if r.method == "session/request_permission" {
 		if tl := d.toolByCall(r.callID); tl != nil && tl.asking > 0 {
 			tl.asking--
@@ -806,25 +709,25 @@ func (d *Decoder) answered(m jsonrpc.Message) {
 		d.recordWrite(r.path, before, r.content, status)
 	case "terminal/create":
 		if id, ok := str(res.get("terminalId")); ok {
-			d.terminals.Put(id, &terminalInfo{})
+			d.terminals[id] = &terminalInfo{}
 		}
 	case "terminal/output":
-		if ti := d.terminals.Get(r.terminalID); ti != nil {
+		if ti := d.terminals[r.terminalID]; ti != nil {
 			ti.output, _ = str(res.get("output"))
 			ti.truncated = string(res.get("truncated")) == "true"
 			ti.known = true
 			if es, ok := members(res.get("exitStatus")); ok {
-				ti.setExit(&es)
+				ti.setExit(es)
 			}
 		}
 	case "terminal/wait_for_exit":
-		if ti := d.terminals.Get(r.terminalID); ti != nil {
-			ti.setExit(&res)
+		if ti := d.terminals[r.terminalID]; ti != nil {
+			ti.setExit(res)
 		}
 	}
 }
 
-func (ti *terminalInfo) setExit(m *obj) {
+func (ti *terminalInfo) setExit(m obj) {
 	var code int64
 	if json.Unmarshal(m.get("exitCode"), &code) == nil && !isNull(m.get("exitCode")) {
 		ti.exitCode = &code
@@ -880,24 +783,14 @@ func (d *Decoder) note(f jsonrpc.Frame) {
 		return // a remark of whoever recorded the traffic
 	}
 	var n happyNote
-	ok := false
-	if d.general || !f.JSON {
-		n, ok = noteGeneral(f.Data)
-	} else {
-		n, ok = noteOf(f.Data)
-	}
-	if !ok || n.Happy == "" {
+	if json.Unmarshal(f.Data, &n) != nil || n.Happy == "" {
 		return
-	}
-	key := rawIDKey
-	if !d.general {
-		key = idKeyOf
 	}
 	switch n.Happy {
 	case noteDecision:
-		d.decisions.Put(key(n.Request), n)
+		d.decisions[rawIDKey(n.Request)] = n
 	case noteFSWrite:
-		d.writes.Put(key(n.Request), n)
+		d.writes[rawIDKey(n.Request)] = n
 	case noteAbandoned:
 		if d.turn != nil {
 			reason := n.Reason
@@ -922,8 +815,8 @@ func (d *Decoder) exit(f jsonrpc.Frame) {
 		return
 	}
 	// Requests the agent can no longer answer.
-	d.ours.Reset()
-	d.theirs.Reset()
+	clear(d.ours)
+	clear(d.theirs)
 	if d.turn == nil {
 		return
 	}
@@ -975,7 +868,7 @@ func (d *Decoder) flushUsage(turnEnd bool) {
 
 // String summarises the decoder's state (for diagnostics).
 func (d *Decoder) String() string {
-	return fmt.Sprintf("acp decoder: turn=%v tools=%d pending=%d/%d", d.turn != nil, d.tools.Len(), d.ours.Len(), d.theirs.Len())
+	return fmt.Sprintf("acp decoder: turn=%v tools=%d pending=%d/%d", d.turn != nil, len(d.tools), len(d.ours), len(d.theirs))
 }
 
 // RecentCallIDs is how many canonical tool call ids a Decoder remembers to
@@ -986,30 +879,22 @@ func (d *Decoder) String() string {
 // old, settled part.
 const RecentCallIDs = 1024
 
-// recentIDs remembers the last n ids added (a bounded set: a ring of
-// them, grown as ids come, so a short session holds only its own). The
-// ring alone answers while it holds at most recentScan ids (most
-// sessions: no map is made); past that, an index of them too.
+// recentIDs remembers the last max ids added: a bounded set, a ring of
+// them (grown as ids come, so a short session holds only its own) and an
+// index of the ring.
 type recentIDs struct {
-	set  map[string]struct{} // nil while the ring holds recentScan ids or fewer
+	set  map[string]struct{}
 	ring []string
 	max  int
 	next int
 }
 
-// recentScan is how many ids recentIDs looks through one by one before it
-// keeps an index.
-const recentScan = 32
-
 func newRecentIDs(n int) *recentIDs {
-	return &recentIDs{max: n}
+	return &recentIDs{set: map[string]struct{}{}, max: n}
 }
 
 // has reports whether id is among the last ids added.
 func (r *recentIDs) has(id string) bool {
-	if r.set == nil {
-		return slices.Contains(r.ring, id)
-	}
 	_, ok := r.set[id]
 	return ok
 }
@@ -1017,30 +902,15 @@ func (r *recentIDs) has(id string) bool {
 // add inserts id (one not already present), forgetting the oldest when the
 // ring is full.
 func (r *recentIDs) add(id string) {
-	if r.set == nil && len(r.ring) >= recentScan {
-		r.set = make(map[string]struct{}, 2*len(r.ring))
-		for _, old := range r.ring {
-			r.set[old] = struct{}{}
-		}
-	}
-	if r.set != nil {
-		r.set[id] = struct{}{}
-	}
+	r.set[id] = struct{}{}
 	if len(r.ring) < r.max {
 		r.ring = append(r.ring, id)
 		return
 	}
-	if r.set != nil {
-		delete(r.set, r.ring[r.next])
-	}
+	delete(r.set, r.ring[r.next])
 	r.ring[r.next] = id
 	r.next = (r.next + 1) % len(r.ring)
 }
 
 // len is how many ids are remembered.
-func (r *recentIDs) len() int {
-	if r.set == nil {
-		return len(r.ring)
-	}
-	return len(r.set)
-}
+func (r *recentIDs) len() int { return len(r.set) }

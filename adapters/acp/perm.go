@@ -151,14 +151,6 @@ func decisionOf(result json.RawMessage, opts []PermissionOption) (agent.Decision
 // {"outcome":{"outcome":"cancelled"}}); Kind is left empty. ok is false
 // for a response not in that shape.
 func outcomeOf(result json.RawMessage) (Outcome, bool) {
-	if o, ok, known := outcomeFast(result); known {
-		return o, ok
-	}
-	return outcomeGeneral(result)
-}
-
-// outcomeGeneral is outcomeOf by way of json.Unmarshal.
-func outcomeGeneral(result json.RawMessage) (Outcome, bool) {
 	result = bytes.TrimSpace(result)
 	if len(result) == 0 || result[0] != '{' {
 		return Outcome{}, false

@@ -1,9 +1,7 @@
 package acp
 
 import (
-	"bytes"
 	"encoding/json"
-	"maps"
 	"path"
 	"regexp"
 	"strings"
@@ -77,49 +75,14 @@ var kindTools = map[string]string{
 // geminiID matches Gemini CLI's call ids: <tool>__<tool>_<ms>_<n>.
 var geminiID = regexp.MustCompile(`^([a-z][a-z0-9_]*)__([a-z][a-z0-9_]*)_[0-9]+_[0-9]+$`)
 
-// geminiParts is geminiID's FindStringSubmatch (the two tool names, ok
-// when it matches) without the expression (it was a few percent of the
-// mapping's time): the id ends with "_<digits>_<digits>" after its
-// second-to-last underscore, and the rest is two names of [a-z][a-z0-9_]*
-// split at the last "__" that leaves both names well formed, the split
-// the expression's greedy first group takes (FuzzGeminiParts).
-func geminiParts(id string) (t1, t2 string, ok bool) {
-	last := strings.LastIndexByte(id, '_')
-	if last < 0 || !allDigits(id[last+1:]) {
-		return "", "", false
+// geminiIDOf is geminiID's FindStringSubmatch of id, nil without running
+// the expression for an id without "__" (which it cannot match).
+func geminiIDOf(id string) []string {
+	if !strings.Contains(id, "__") {
+		return nil
 	}
-	tail := strings.LastIndexByte(id[:last], '_')
-	if tail < 0 || !allDigits(id[tail+1:last]) {
-		return "", "", false
-	}
-	p := id[:tail]
-	for i := 0; i < len(p); i++ {
-		if c := p[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_') {
-			return "", "", false
-		}
-	}
-	for k := len(p) - 3; k >= 1; k-- {
-		if p[k] == '_' && p[k+1] == '_' && isLower(p[k+2]) && isLower(p[0]) {
-			return p[:k], p[k+2:], true
-		}
-	}
-	return "", "", false
+	return geminiID.FindStringSubmatch(id)
 }
-
-// allDigits reports whether s is one or more ASCII digits.
-func allDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-func isLower(c byte) bool { return 'a' <= c && c <= 'z' }
 
 // agentTool returns the agent's own name of the tool and the table it is
 // read with ("claude", "gemini", "opencode"), or "" when the traffic does
@@ -128,11 +91,8 @@ func (d *Decoder) agentTool(tl *tool) (name, table string) {
 	if tl.metaTool != "" {
 		return strings.TrimPrefix(tl.metaTool, "mcp__acp__"), "claude"
 	}
-	// Read from the call id each time (without allocating): the canonical
-	// form is computed again only when the tool changed (canonicalOf), and
-	// a field for it would take 16 bytes of every tool.
-	if t1, t2, ok := geminiParts(tl.acpID); ok && t1 == t2 {
-		return t1, "gemini"
+	if m := geminiIDOf(tl.acpID); m != nil && m[1] == m[2] {
+		return m[1], "gemini"
 	}
 	if d.isOpenCode() && tl.firstTitle != "" {
 		return tl.firstTitle, "opencode"
@@ -144,28 +104,6 @@ func (d *Decoder) agentTool(tl *tool) (name, table string) {
 // part metadata that goes with them (the agent's name of the tool, else
 // its kind; rawInput when it is not the canonical input).
 func (d *Decoder) canonical(tl *tool) (string, json.RawMessage, agent.Object) {
-	name, input, meta, _ := d.canonicalOf(tl)
-	return name, input, maps.Clone(meta)
-}
-
-// providerOf is what buildCanonical reads the tool's metadata from: the
-// agent's name of the tool, else its kind, and its raw input as an object
-// (nil for none).
-func (d *Decoder) providerOf(tl *tool) (provider string, raw json.RawMessage) {
-	provider, _ = d.agentTool(tl)
-	if provider == "" {
-		provider = tl.kind
-	}
-	if tl.rawInput != nil {
-		raw = objectOr(tl.rawInput)
-	}
-	return provider, raw
-}
-
-// buildCanonical is canonical, computed. In the one-pass form, the
-// metadata withProviderInput would make is left to be made (deferred; nil
-// meta), for canonMeta or partMetaOver.
-func (d *Decoder) buildCanonical(tl *tool) (string, json.RawMessage, agent.Object, bool) {
 	own, table := d.agentTool(tl)
 	in, _ := members(tl.rawInput)
 	var name string
@@ -179,16 +117,16 @@ func (d *Decoder) buildCanonical(tl *tool) (string, json.RawMessage, agent.Objec
 		}
 	case own != "":
 		name = agent.ToolOther
-	case commandOf(&in) != "":
+	case commandOf(in) != "":
 		name = agent.ToolBash
-	case tl.kind == "edit" && strPtr(&in, "content") != nil && strPtr(&in, "old_string", "oldString", "new_string", "newString") == nil:
+	case tl.kind == "edit" && strPtr(in, "content") != nil && strPtr(in, "old_string", "oldString", "new_string", "newString") == nil:
 		name = agent.ToolWrite // the whole file's content
 	case kindTools[tl.kind] != "":
 		name = kindTools[tl.kind]
 	default:
 		name = agent.ToolOther
 	}
-	input := toolInput(name, tl, &in, d.general)
+	input := toolInput(name, tl, in)
 	if tl.rawInput == nil && string(input) == "{}" {
 		input = nil // nothing known: the part keeps its input
 	}
@@ -196,34 +134,41 @@ func (d *Decoder) buildCanonical(tl *tool) (string, json.RawMessage, agent.Objec
 		name = agent.ToolGlob
 	}
 	provider, raw := d.providerOf(tl)
-	meta, deferred := d.toolMetadata(tl, provider, raw, input)
-	if deferred {
-		tl.providerInput = true
-		return name, input, nil, true
-	}
+	meta := toolMetadata(provider, raw, input)
 	if _, ok := meta[agent.MetaProviderInput]; ok {
 		tl.providerInput = true
 	} else if tl.providerInput && raw != nil {
 		// The part's metadata merges: once the agent's input was kept, it
-		// is kept up to date, or an earlier one would stay. The metadata
-		// may be shared (providerOnly): added to in a copy.
-		meta = maps.Clone(meta)
+		// is kept up to date, or an earlier one would stay.
 		if rv, ok := opaque(raw); ok {
 			meta[agent.MetaProviderInput] = rv
 		} else {
 			meta[agent.MetaProviderInput], _ = jsonlex.ParseAny(raw)
 		}
 	}
-	return name, input, meta, false
+	return name, input, meta
+}
+
+// providerOf is what canonical reads the tool's metadata from: the
+// agent's name of the tool, else its kind, and its raw input as an object
+// (nil for none).
+func (d *Decoder) providerOf(tl *tool) (provider string, raw json.RawMessage) {
+	provider, _ = d.agentTool(tl)
+	if provider == "" {
+		provider = tl.kind
+	}
+	if tl.rawInput != nil {
+		raw = objectOr(tl.rawInput)
+	}
+	return provider, raw
 }
 
 // toolInput builds the canonical input of the tool from its rawInput
 // members in (nil when the agent sent none), then its title, locations
-// and content, encoded by encodeAs (agent.EncodeInput in the general
-// form, else its one-pass form).
-func toolInput(name string, tl *tool, in *obj, general bool) json.RawMessage {
+// and content.
+func toolInput(name string, tl *tool, in obj) json.RawMessage {
 	noInput := tl.rawInput == nil // Gemini: the title and content are all there is
-	if isObject(tl.rawInput) && in.n == 0 {
+	if isObject(tl.rawInput) && len(in) == 0 {
 		return json.RawMessage(`{}`) // an announcement before the input (OpenCode, claude-code-acp)
 	}
 	p := pathOf(in, tl)
@@ -240,16 +185,16 @@ func toolInput(name string, tl *tool, in *obj, general bool) json.RawMessage {
 		if b.Cwd == "" {
 			b.Cwd = tl.hintCwd
 		}
-		return encodeAs(general, b)
+		return agent.EncodeInput(b)
 	case agent.ToolRead:
-		return encodeAs(general, agent.ReadInput{Path: p, Offset: number(in, "offset"), Limit: number(in, "limit")})
+		return agent.EncodeInput(agent.ReadInput{Path: p, Offset: number(in, "offset"), Limit: number(in, "limit")})
 	case agent.ToolWrite:
 		w := agent.WriteInput{Path: p, Content: strPtr(in, "content")}
 		if d := tl.diff(); w.Content == nil && d != nil && d.OldText == nil {
 			c := d.NewText
 			w.Content = &c
 		}
-		return encodeAs(general, w)
+		return agent.EncodeInput(w)
 	case agent.ToolEdit:
 		e := agent.EditInput{Path: p, OldString: strPtr(in, "old_string", "oldString", "old_str"),
 			NewString: strPtr(in, "new_string", "newString", "new_str"), ReplaceAll: boolPtr(in, "replace_all", "replaceAll"),
@@ -261,7 +206,7 @@ func toolInput(name string, tl *tool, in *obj, general bool) json.RawMessage {
 			}
 			e.OldString, e.NewString = &old, &nw
 		}
-		return encodeAs(general, e)
+		return agent.EncodeInput(e)
 	case agent.ToolGlob, "list":
 		g := agent.GlobInput{Pattern: first(in, "pattern"), Path: first(in, "path", "dir_path", "directory")}
 		if name == "list" {
@@ -269,13 +214,13 @@ func toolInput(name string, tl *tool, in *obj, general bool) json.RawMessage {
 		} else if g.Pattern == "" && noInput {
 			g.Pattern = unquote(tl.title)
 		}
-		return encodeAs(general, g)
+		return agent.EncodeInput(g)
 	case agent.ToolGrep:
 		g := agent.GrepInput{Pattern: first(in, "pattern", "regex"), Path: first(in, "path", "dir_path"), Glob: first(in, "glob", "include")}
 		if g.Pattern == "" && noInput {
 			g.Pattern = unquote(tl.title)
 		}
-		return encodeAs(general, g)
+		return agent.EncodeInput(g)
 	case agent.ToolFetch:
 		f := agent.FetchInput{URL: first(in, "url"), Prompt: first(in, "prompt")}
 		if f.Prompt == "" && noInput {
@@ -284,22 +229,22 @@ func toolInput(name string, tl *tool, in *obj, general bool) json.RawMessage {
 		if f.URL == "" {
 			f.URL = urlRE.FindString(f.Prompt + " " + tl.title)
 		}
-		return encodeAs(general, f)
+		return agent.EncodeInput(f)
 	case agent.ToolSearch:
 		s := agent.SearchInput{Query: first(in, "query")}
 		if s.Query == "" && noInput {
 			s.Query = quoted(tl.title)
 		}
-		return encodeAs(general, s)
+		return agent.EncodeInput(s)
 	case agent.ToolTask:
-		return encodeAs(general, agent.TaskInput{Description: first(in, "description"), Prompt: first(in, "prompt"),
+		return agent.EncodeInput(agent.TaskInput{Description: first(in, "description"), Prompt: first(in, "prompt"),
 			Agent: first(in, "subagent_type", "subagentType", "agent")})
 	case agent.ToolTodo:
-		return encodeAs(general, agent.TodoInput{Todos: todoItems(in.get("todos"))})
+		return agent.EncodeInput(agent.TodoInput{Todos: todoItems(in.get("todos"))})
 	case agent.ToolQuestion:
-		return encodeAs(general, agent.QuestionInput{Questions: questionInfos(in.get("questions"))})
+		return agent.EncodeInput(agent.QuestionInput{Questions: questionInfos(in.get("questions"))})
 	case agent.ToolPlan:
-		return encodeAs(general, agent.PlanInput{Plan: first(in, "plan")})
+		return agent.EncodeInput(agent.PlanInput{Plan: first(in, "plan")})
 	default:
 		if o := objectOr(tl.rawInput); o != nil {
 			return o
@@ -311,7 +256,7 @@ func toolInput(name string, tl *tool, in *obj, general bool) json.RawMessage {
 // commandOf reads a shell command from rawInput: command as a string, or
 // as an argv list (codex-acp), a shell running one script given as that
 // script.
-func commandOf(in *obj) string {
+func commandOf(in obj) string {
 	if s := first(in, "command", "cmd"); s != "" {
 		return s
 	}
@@ -345,7 +290,7 @@ func shellQuote(a string) string {
 
 // pathOf is the file the tool works on: a path member of rawInput, else
 // its first location.
-func pathOf(in *obj, tl *tool) string {
+func pathOf(in obj, tl *tool) string {
 	if p := first(in, "file_path", "filePath", "filepath", "path", "absolute_path", "abs_path", "notebook_path", "dir_path"); p != "" {
 		return p
 	}
@@ -356,7 +301,7 @@ func pathOf(in *obj, tl *tool) string {
 }
 
 // first returns the first of the members that is a non-empty string.
-func first(in *obj, keys ...string) string {
+func first(in obj, keys ...string) string {
 	for _, k := range keys {
 		if s, ok := str(in.get(k)); ok && s != "" {
 			return s
@@ -367,7 +312,7 @@ func first(in *obj, keys ...string) string {
 
 // strPtr returns the first of the members that is a string (empty
 // included), nil when none is.
-func strPtr(in *obj, keys ...string) *string {
+func strPtr(in obj, keys ...string) *string {
 	for _, k := range keys {
 		if s, ok := str(in.get(k)); ok {
 			return &s
@@ -377,7 +322,7 @@ func strPtr(in *obj, keys ...string) *string {
 }
 
 // boolPtr returns the first of the members that is a boolean.
-func boolPtr(in *obj, keys ...string) *bool {
+func boolPtr(in obj, keys ...string) *bool {
 	for _, k := range keys {
 		var b bool
 		if !isNull(in.get(k)) && json.Unmarshal(in.get(k), &b) == nil {
@@ -388,7 +333,7 @@ func boolPtr(in *obj, keys ...string) *bool {
 }
 
 // number returns the first of the members that is an integer.
-func number(in *obj, keys ...string) *int64 {
+func number(in obj, keys ...string) *int64 {
 	for _, k := range keys {
 		var n int64
 		if !isNull(in.get(k)) && json.Unmarshal(in.get(k), &n) == nil {
@@ -472,38 +417,20 @@ func (tl *tool) noteHints() {
 }
 
 // todoItems reads a todo list given as rawInput (Claude's, OpenCode's and
-// Gemini's todo tools: {content|description, status, priority?, id?}).
+// Gemini's todo tools: {content|description, status, priority?, id?}), as
+// json.Unmarshal into a []map[string]json.RawMessage reads it: an element
+// of another type is an empty item, anything but an array no items.
 func todoItems(raw json.RawMessage) []agent.TodoItem {
-	var buf [16]json.RawMessage
-	if items, ok := objectList(buf[:0], raw); ok {
-		out := make([]agent.TodoItem, 0, len(items))
-		for _, el := range items {
-			it, _ := members(el) // null: no members
-			out = append(out, todoItem(&it))
-		}
-		return out
-	}
-	// Not a list of objects (an element of another type is an empty
-	// item): read by encoding/json.
-	return todoItemsJSON(raw)
-}
-
-// todoItemsJSON is todoItems read by json.Unmarshal into a
-// []map[string]json.RawMessage, as every list was before objectList
-// (FuzzObjectList compares the two): an element of another type is an
-// empty item, anything but an array no items.
-func todoItemsJSON(raw json.RawMessage) []agent.TodoItem {
-	var items []map[string]json.RawMessage
-	_ = json.Unmarshal(raw, &items)
+	items, _ := objects(raw)
 	out := make([]agent.TodoItem, 0, len(items))
-	for _, m := range items {
-		out = append(out, todoItem(objOf(m)))
+	for _, it := range items {
+		out = append(out, todoItem(it))
 	}
 	return out
 }
 
 // todoItem is one item of a todo list.
-func todoItem(it *obj) agent.TodoItem {
+func todoItem(it obj) agent.TodoItem {
 	return agent.TodoItem{ID: first(it, "id"), Content: first(it, "content", "description"),
 		Status: agent.TodoStatus(first(it, "status")), Priority: agent.TodoPriority(first(it, "priority"))}
 }
@@ -511,17 +438,13 @@ func todoItem(it *obj) agent.TodoItem {
 // questionInfos reads questions given as rawInput ({question, header,
 // options: [{label, description}], multiSelect | multiple}).
 func questionInfos(raw json.RawMessage) []agent.QuestionInfo {
-	var qs []map[string]json.RawMessage
-	_ = json.Unmarshal(raw, &qs)
+	qs, _ := objects(raw)
 	out := make([]agent.QuestionInfo, 0, len(qs))
-	for _, m := range qs {
-		q := objOf(m)
+	for _, q := range qs {
 		info := agent.QuestionInfo{Question: first(q, "question"), Header: first(q, "header"), Options: []agent.QuestionOption{},
 			Multiple: boolPtr(q, "multiSelect", "multiple")}
-		var opts []map[string]json.RawMessage
-		_ = json.Unmarshal(q.get("options"), &opts)
-		for _, m := range opts {
-			o := objOf(m)
+		opts, _ := objects(q.get("options"))
+		for _, o := range opts {
 			info.Options = append(info.Options, agent.QuestionOption{Label: first(o, "label"), Description: first(o, "description")})
 		}
 		out = append(out, info)
@@ -537,23 +460,14 @@ func rawOutputText(raw json.RawMessage) string {
 	if s, ok := str(raw); ok {
 		return s
 	}
-	// Only an array (or null) can be a list of blocks.
-	if t := bytes.TrimSpace(raw); len(t) > 0 && (t[0] == '[' || t[0] == 'n') {
-		var buf [16]json.RawMessage
-		if blocks, ok := objectList(buf[:0], t); ok {
-			var pbuf [4]string
-			parts := pbuf[:0]
-			for _, el := range blocks {
-				b, _ := members(el) // null: no members
-				if isTextType(b.get("type")) {
-					parts = append(parts, first(&b, "text"))
-				}
+	if blocks, ok := objects(raw); ok {
+		var parts []string
+		for _, b := range blocks {
+			if t, _ := str(b.get("type")); t == "text" {
+				parts = append(parts, first(b, "text"))
 			}
-			return strings.Join(parts, "\n")
 		}
-		// Not a list of blocks: what objectList does not read,
-		// json.Unmarshal into []map[string]json.RawMessage (what this
-		// read before) fails on too.
+		return strings.Join(parts, "\n")
 	}
 	return objectOutput(raw)
 }
@@ -565,58 +479,18 @@ func objectOutput(raw json.RawMessage) string {
 	if !ok {
 		return ""
 	}
-	if s := first(&o, "output", "aggregated_output", "formatted_output"); s != "" {
+	if s := first(o, "output", "aggregated_output", "formatted_output"); s != "" {
 		return s
 	}
-	if s := first(&o, "stdout") + first(&o, "stderr"); s != "" {
+	if s := first(o, "stdout") + first(o, "stderr"); s != "" {
 		return s
 	}
-	return first(&o, "content", "error")
-}
-
-// isTextType reports whether raw is the JSON string "text" (written plainly,
-// looked at in place, or with escapes).
-func isTextType(raw json.RawMessage) bool {
-	if string(raw) == `"text"` {
-		return true
-	}
-	s, _ := str(raw)
-	return s == "text"
-}
-
-// objectList splits raw, a JSON array of objects, into its elements as
-// json.Unmarshal into a []map[string]json.RawMessage reads it: each
-// element an object or null (which has no members), appended to dst[:0]
-// (a buffer on the caller's stack), read in place (raw is a member of a
-// frame jsonrpc validated). ok is false where that Unmarshal fails (raw is
-// neither an array nor null, or an element is neither an object nor
-// null), and where raw is not read in place (not structurally complete,
-// nested deeper than encoding/json reads): the caller takes the
-// encoding/json way then. Null gives no elements.
-func objectList(dst []json.RawMessage, raw []byte) ([]json.RawMessage, bool) {
-	raw = bytes.TrimSpace(raw)
-	if string(raw) == "null" {
-		return dst[:0], true
-	}
-	if len(raw) == 0 || raw[0] != '[' || tooDeep(raw) {
-		return nil, false
-	}
-	items, ok := splitArray(dst[:0], raw)
-	if !ok {
-		return nil, false
-	}
-	for _, el := range items {
-		if el[0] != '{' && string(el) != "null" {
-			return nil, false
-		}
-	}
-	return items, true
+	return first(o, "content", "error")
 }
 
 // isOpenCode reports whether the agent is OpenCode (its agentInfo name),
 // whose first title is its tool's name: all the canonical form reads of
-// the agent's name, so the canonical cache keys on it (canonKey) rather
-// than on the name.
+// the agent's name.
 func (d *Decoder) isOpenCode() bool {
 	return strings.EqualFold(d.agentName, "opencode")
 }

@@ -1,7 +1,6 @@
 package acp
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -16,57 +15,31 @@ import (
 
 // sessionUpdate decodes a session/update notification.
 func (d *Decoder) sessionUpdate(m jsonrpc.Message) {
-	var p, u obj
-	var ok, split bool
-	if d.general {
-		p, ok = members(m.Params)
-	} else {
-		// The update, the last member as agents write it, split with the
-		// params in one scan.
-		p, u, ok, split = membersLast(m.Params, "update")
-	}
+	p, ok := members(m.Params)
 	if !ok {
 		d.drop(m.Method, agent.DropInvalidField, "params is not a SessionNotification object", m.Raw)
 		return
 	}
-	// A session id or kind written plainly is looked up as it lies in
-	// the frame (plainStr): no string is made for it.
-	if b, plain := d.plainStr(p.get("sessionId")); !plain || len(b) == 0 || !d.sessions.GetBytes(b) {
-		sid, ok := str(p.get("sessionId"))
-		if !ok || sid == "" {
-			d.drop(m.Method, agent.DropMissingID, "session/update without sessionId", m.Raw)
-			return
-		}
-		if !d.sessions.Get(sid) {
-			d.drop(m.Method, agent.DropOrphan, "session "+strconv.Quote(sid)+" was never opened", m.Raw)
-			return
-		}
+	sid, ok := str(p.get("sessionId"))
+	if !ok || sid == "" {
+		d.drop(m.Method, agent.DropMissingID, "session/update without sessionId", m.Raw)
+		return
 	}
-	if !split {
-		u, ok = members(p.get("update"))
+	if !d.sessions[sid] {
+		d.drop(m.Method, agent.DropOrphan, "session "+strconv.Quote(sid)+" was never opened", m.Raw)
+		return
 	}
+	u, ok := members(p.get("update"))
 	if !ok {
 		d.drop(m.Method, agent.DropInvalidField, "update is not an object", m.Raw)
 		return
 	}
-	var kind, k string
-	if b, plain := d.plainStr(u.get("sessionUpdate")); plain {
-		if e, known := updateKinds[string(b)]; known {
-			kind, k = e[0], e[1]
-		}
+	kind, ok := str(u.get("sessionUpdate"))
+	if !ok {
+		d.drop(m.Method, agent.DropInvalidField, "update without a sessionUpdate string", m.Raw)
+		return
 	}
-	if kind == "" {
-		kind, ok = str(u.get("sessionUpdate"))
-		if !ok {
-			d.drop(m.Method, agent.DropInvalidField, "update without a sessionUpdate string", m.Raw)
-			return
-		}
-		e, known := updateKinds[kind]
-		k = e[1]
-		if !known {
-			k = "session/update:" + kind
-		}
-	}
+	k := "session/update:" + kind
 	if d.skipping && historyKinds[kind] {
 		// The conversation a load replays is in the transcript already.
 		d.skipped++
@@ -76,16 +49,16 @@ func (d *Decoder) sessionUpdate(m jsonrpc.Message) {
 	d.lastKind = kind
 	switch kind {
 	case "user_message_chunk":
-		d.userChunk(k, &u, prev, m.Raw)
+		d.userChunk(k, u, prev, m.Raw)
 	case "agent_message_chunk", "agent_thought_chunk":
-		d.agentChunk(k, kind == "agent_thought_chunk", &u, m.Raw)
+		d.agentChunk(k, kind == "agent_thought_chunk", u, m.Raw)
 	case "tool_call", "tool_call_update":
-		d.toolUpdate(k, kind == "tool_call", &u, m.Raw)
+		d.toolUpdate(k, kind == "tool_call", u, m.Raw)
 	case "plan":
-		d.plan(k, &u, m.Raw)
+		d.plan(k, u, m.Raw)
 	case "available_commands_update":
 		// The agent's slash commands: nothing in the transcript shows them.
-		if !d.isArray(u.get("availableCommands")) {
+		if _, ok := array(u.get("availableCommands")); !ok {
 			d.drop(k, agent.DropInvalidField, "availableCommands is not an array", m.Raw)
 		}
 	case "current_mode_update":
@@ -110,23 +83,11 @@ func (d *Decoder) sessionUpdate(m jsonrpc.Message) {
 			d.emit(&agent.SessionInfo{Title: title})
 		}
 	case "usage_update":
-		d.usage(k, &u, m.Raw)
+		d.usage(k, u, m.Raw)
 	default:
 		d.drop(k, agent.DropUnknownType, "unknown session update kind", m.Raw)
 	}
 }
-
-// updateKinds are the drop kinds of the known session updates
-// ("session/update:<kind>"), made once.
-// by kind: the kind itself and its drop kind.
-var updateKinds = func() map[string][2]string {
-	m := map[string][2]string{}
-	for _, k := range []string{"user_message_chunk", "agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update",
-		"plan", "available_commands_update", "current_mode_update", "config_option_update", "session_info_update", "usage_update"} {
-		m[k] = [2]string{k, "session/update:" + k}
-	}
-	return m
-}()
 
 // historyKinds are the updates a session/load replays the conversation
 // with; the session's state (modes, commands, config, title) is not history
@@ -143,7 +104,7 @@ var historyKinds = map[string]bool{"user_message_chunk": true, "agent_message_ch
 func (d *Decoder) SkippedHistory() int {
 	n := d.skipped
 	d.skipped = 0
-	return int(n)
+	return n
 }
 
 // inTurnOrLoad reports whether turn-scoped output is expected now; when it
@@ -157,12 +118,12 @@ func (d *Decoder) inTurnOrLoad(kind string, raw []byte) bool {
 	return false
 }
 
-func (d *Decoder) chunkBlock(kind string, u *obj, raw []byte) (contentBlock, string, bool) {
+func (d *Decoder) chunkBlock(kind string, u obj, raw []byte) (contentBlock, string, bool) {
 	if u.get("content") == nil {
 		d.drop(kind, agent.DropInvalidField, "chunk without content", raw)
 		return contentBlock{}, "", false
 	}
-	b, err := d.block(u.get("content"))
+	b, err := decodeBlock(u.get("content"))
 	if err != nil {
 		reason := agent.DropInvalidField
 		if errors.Is(err, errUnknownContent) {
@@ -178,7 +139,7 @@ func (d *Decoder) chunkBlock(kind string, u *obj, raw []byte) (contentBlock, str
 // userChunk: during a prompt turn the agent echoes the prompt happy sent
 // (already recorded); during session/load it replays the history, and
 // consecutive user chunks make one prompt.
-func (d *Decoder) userChunk(kind string, u *obj, prev string, raw []byte) {
+func (d *Decoder) userChunk(kind string, u obj, prev string, raw []byte) {
 	b, _, ok := d.chunkBlock(kind, u, raw)
 	if !ok {
 		return
@@ -209,7 +170,7 @@ func (d *Decoder) userChunk(kind string, u *obj, prev string, raw []byte) {
 	d.emit(&agent.UserPrompt{PromptID: r.key, Text: r.text.String(), Files: slices.Clone(r.files)})
 }
 
-func (d *Decoder) agentChunk(kind string, thought bool, u *obj, raw []byte) {
+func (d *Decoder) agentChunk(kind string, thought bool, u obj, raw []byte) {
 	b, msgID, ok := d.chunkBlock(kind, u, raw)
 	if !ok || !d.inTurnOrLoad(kind, raw) {
 		return
@@ -247,22 +208,9 @@ func selfMap(keys ...string) map[string]string {
 // mergeTool applies the fields of a ToolCall or ToolCallUpdate to tl.
 // Fields the schema lets a reader default on error (kind, status, content
 // and location items) are defaulted or skipped; each skipped item is
-// recorded as a Dropped. A change of what the canonical form is computed
-// from counts in the tool's revision (changedSince).
-func (d *Decoder) mergeTool(kind string, tl *tool, u *obj) {
-	before := fieldsOf(tl)
-	d.mergeFields(kind, tl, u)
-	tl.changedSince(&before)
-}
-
-// mergeFields is mergeTool, the fields applied.
-func (d *Decoder) mergeFields(kind string, tl *tool, u *obj) {
-	if b, plain := d.plainStr(u.get("title")); plain && string(b) == tl.title {
-		// The same title again: the string the tool has is kept.
-		if !tl.merged {
-			tl.firstTitle = tl.title
-		}
-	} else if s, ok := str(u.get("title")); ok {
+// recorded as a Dropped.
+func (d *Decoder) mergeTool(kind string, tl *tool, u obj) {
+	if s, ok := str(u.get("title")); ok {
 		tl.title = s
 		if !tl.merged {
 			tl.firstTitle = s
@@ -271,17 +219,15 @@ func (d *Decoder) mergeFields(kind string, tl *tool, u *obj) {
 	tl.merged = true
 	if meta, ok := members(u.get("_meta")); ok {
 		if cc, ok := members(meta.get("claudeCode")); ok {
-			if b, plain := d.plainStr(cc.get("toolName")); plain && len(b) > 0 && string(b) == tl.metaTool {
-				// The same name again: kept.
-			} else if name, ok := str(cc.get("toolName")); ok && name != "" {
+			if name, ok := str(cc.get("toolName")); ok && name != "" {
 				tl.metaTool = name
 			}
 		}
 	}
-	if s, ok := d.enum(u.get("kind"), validKinds); ok {
+	if s, ok := enum(u.get("kind"), validKinds); ok {
 		tl.kind = s
 	}
-	if s, ok := d.enum(u.get("status"), validStatus); ok {
+	if s, ok := enum(u.get("status"), validStatus); ok {
 		tl.status = s
 	}
 	if raw := u.get("rawInput"); !isNull(raw) {
@@ -290,27 +236,17 @@ func (d *Decoder) mergeFields(kind string, tl *tool, u *obj) {
 	if raw := u.get("rawOutput"); !isNull(raw) {
 		tl.rawOutput = raw
 	}
-	var buf [8]json.RawMessage
 	if raw := u.get("content"); !isNull(raw) {
-		if items, ok := d.array(buf[:0], raw); !ok {
+		if items, ok := array(raw); !ok {
 			d.drop(kind, agent.DropInvalidField, "tool content is not an array", raw)
 		} else {
-			// The items are decoded into a buffer of the call's own first:
-			// content the same as the tool's (an update that repeats it)
-			// keeps the tool's slice, which the caches keyed on it
-			// (metaKey, diffsValue) then find unchanged. Other content is
-			// written over the tool's own array when it has room (nothing
-			// else holds the array: events copy what they take of it), else
-			// into a new array of exactly the items, and counted
-			// (contentGen) for those caches.
-			var cbuf [4]toolContent
-			fresh := cbuf[:0]
 			// Content that comes with (or after) the tool's start is its
 			// output; before that, agents put a description there.
-			st, _ := d.enum(u.get("status"), validStatus) // only the schema's statuses count below
+			st, _ := enum(u.get("status"), validStatus) // only the schema's statuses count below
 			tl.outContent = tl.running || st == "in_progress" || st == "completed" || st == "failed"
+			tl.content = nil
 			for _, it := range items {
-				c, err := d.toolContent(it)
+				c, err := decodeToolContent(it)
 				if err != nil {
 					reason := agent.DropInvalidField
 					if errors.Is(err, errUnknownContent) {
@@ -319,64 +255,26 @@ func (d *Decoder) mergeFields(kind string, tl *tool, u *obj) {
 					d.drop(kind+":content", reason, err.Error(), it)
 					continue
 				}
-				fresh = append(fresh, c)
-			}
-			switch {
-			case len(items) == 0:
-				tl.content = tl.content[:0:0]
-				tl.contentGen++
-			case len(fresh) > 0 && sameContent(fresh, tl.content):
-				// The same content: the tool's slice kept.
-			default:
-				if cap(tl.content) >= len(fresh) && len(fresh) > 0 {
-					tl.content = tl.content[:len(fresh)]
-				} else {
-					tl.content = make([]toolContent, len(fresh))
-				}
-				copy(tl.content, fresh)
-				tl.contentGen++
+				tl.content = append(tl.content, c)
 			}
 			tl.noteHints()
 		}
 	}
 	if raw := u.get("locations"); !isNull(raw) {
-		if items, ok := d.array(buf[:0], raw); !ok {
+		if items, ok := array(raw); !ok {
 			d.drop(kind, agent.DropInvalidField, "locations is not an array", raw)
 		} else {
-			old := tl.locations
-			tl.locations = tl.locations[:0:0]
-			if len(items) > 0 {
-				tl.locations = make([]location, 0, len(items))
-			}
+			tl.locations = nil
 			for _, it := range items {
-				var l location
 				m, ok := members(it)
-				// The location at the same place before, when it has the
-				// same path written plainly: its strings and line are
-				// shared (a location is never changed in place).
-				var prev *location
-				if j := len(tl.locations); j < len(old) {
-					if b, plain := d.plainStr(m.get("path")); plain && ok && string(b) == old[j].Path {
-						prev = &old[j]
-					}
-				}
-				okp := prev != nil
-				if okp {
-					l.Path = prev.Path
-				} else {
-					l.Path, okp = str(m.get("path"))
-				}
+				path, okp := str(m.get("path"))
 				if !ok || !okp {
 					d.drop(kind+":location", agent.DropInvalidField, "location needs a path", it)
 					continue
 				}
-				if line, ok := d.int64Of(m.get("line")); ok && line >= 0 {
-					if prev != nil && prev.Line != nil && *prev.Line == line {
-						l.Line = prev.Line
-					} else {
-						n := line
-						l.Line = &n
-					}
+				l := location{Path: path}
+				if line, ok := int64Of(m.get("line")); ok && line >= 0 {
+					l.Line = &line
 				}
 				tl.locations = append(tl.locations, l)
 			}
@@ -389,7 +287,7 @@ func (d *Decoder) mergeFields(kind string, tl *tool, u *obj) {
 // new canonical call id (B18: parts are scoped per turn, so unrelated
 // calls are not merged).
 func (d *Decoder) toolFor(acpID string) (*tool, bool) {
-	if tl := d.tools.Get(acpID); tl != nil {
+	if tl := d.tools[acpID]; tl != nil {
 		return tl, false
 	}
 	callID := acpID
@@ -398,34 +296,25 @@ func (d *Decoder) toolFor(acpID string) (*tool, bool) {
 	}
 	d.callIDs.add(callID)
 	d.toolSeq++
-	tl := d.newTool()
-	tl.acpID, tl.callID, tl.seq = acpID, callID, d.toolSeq
-	d.tools.Put(acpID, tl)
+	tl := &tool{acpID: acpID, callID: callID, seq: d.toolSeq}
+	d.tools[acpID] = tl
 	return tl, true
 }
 
 func (d *Decoder) sortedTools() []*tool {
-	out := make([]*tool, 0, d.tools.Len())
-	for tl := range d.tools.Values() {
+	out := make([]*tool, 0, len(d.tools))
+	for _, tl := range d.tools {
 		out = append(out, tl)
 	}
 	slices.SortFunc(out, func(a, b *tool) int { return cmp.Compare(a.seq, b.seq) })
 	return out
 }
 
-func (d *Decoder) toolUpdate(kind string, announce bool, u *obj, raw []byte) {
-	var id string
-	if b, plain := d.plainStr(u.get("toolCallId")); plain && len(b) > 0 {
-		if tl := d.tools.GetBytes(b); tl != nil {
-			id = tl.acpID // a tool of the turn's: its id string is kept
-		}
-	}
-	if id == "" {
-		var ok bool
-		if id, ok = str(u.get("toolCallId")); !ok || id == "" {
-			d.drop(kind, agent.DropMissingID, "tool call without toolCallId", raw)
-			return
-		}
+func (d *Decoder) toolUpdate(kind string, announce bool, u obj, raw []byte) {
+	id, ok := str(u.get("toolCallId"))
+	if !ok || id == "" {
+		d.drop(kind, agent.DropMissingID, "tool call without toolCallId", raw)
+		return
 	}
 	if !d.inTurnOrLoad(kind, raw) {
 		return
@@ -448,236 +337,31 @@ func (d *Decoder) toolUpdate(kind string, announce bool, u *obj, raw []byte) {
 	}
 }
 
-// announcedMeta is the metadata of the tool's announcement (one-pass
-// form): the part metadata (where the tool works, what it showed while
-// pending, the diffs it proposed and the files happy wrote for it) over
-// base, the canonical metadata of generation baseGen (canonicalOf), in
-// one object, and the generation of that object: the same generation, the
-// same object, which the events that carry it share and nothing changes.
-// The part's members are put straight into a copy of base, not into an
-// object of their own that is then merged (one map an announcement, not
-// two).
-func (d *Decoder) announcedMeta(tl *tool, baseGen uint64) (agent.Object, uint64) {
-	key := metaKeyOf(tl)
-	c := &tl.meta
-	if c.gen != 0 && c.baseGen == baseGen && c.key.same(key) {
-		return c.obj, c.gen
-	}
-	pm := d.partMetaParts(tl)
-	if c.gen != 0 && c.baseGen == baseGen && pm.sameOver(c.obj, d.baseKeys(tl, &pm)) {
-		// Built from other content, locations or writes, but the same
-		// members (an update that brings output content leaves the part's
-		// metadata as it was): the object and its generation are kept.
-		c.key = key
-		return c.obj, c.gen
-	}
-	obj := d.partMetaOver(&pm, tl, baseGen)
-	d.gen++
-	c.key, c.obj, c.baseGen, c.gen = key, obj, baseGen, d.gen
-	return obj, d.gen
-}
-
-// baseKeys is how many members of the tool's canonical metadata (its
-// cache, canonCache) are not the part's: those an object announcedMeta
-// makes has besides the part's members.
-func (d *Decoder) baseKeys(tl *tool, pm *partMetaMembers) int {
-	if tl.canon.deferred {
-		// providerTool (none for no provider) and providerInput.
-		if provider, _ := d.providerOf(tl); provider != "" {
-			return 2
-		}
-		return 1
-	}
-	n := 0
-	for k := range tl.canon.meta {
-		if !pm.has(k) {
-			n++
-		}
-	}
-	return n
-}
-
-// partMetaOver is base, the tool's canonical metadata of generation
-// baseGen (canonicalDeferred), with the part metadata's members over its
-// own, as the general form merges the two objects (base shared when the
-// part has none, an empty object rather than nil when neither has
-// members). A deferred base (canonCache.deferred) under part members is
-// not made: its members go straight into the one object made here.
-func (d *Decoder) partMetaOver(pm *partMetaMembers, tl *tool, baseGen uint64) agent.Object {
-	if pm.count() > 0 && tl.canon.deferred {
-		m := make(agent.Object, 2+pm.count())
-		provider, raw := d.providerOf(tl)
-		if d.putProviderInput(m, tl, provider, raw) && pm.putNormal(m) {
-			return m
-		}
-	}
-	base := d.canonMeta(tl, baseGen)
-	if pm.count() > 0 && len(base) > 0 {
-		m := make(agent.Object, len(base)+pm.count())
-		maps.Copy(m, base)
-		if pm.putNormal(m) {
-			return m
-		}
-		// A member the one-pass conversion leaves to toObject: the part's
-		// object is made apart, as the general form makes it.
-	}
-	part := d.buildPartMeta(*pm)
-	switch {
-	case len(part) == 0 && len(base) > 0:
-		return base
-	case len(base) == 0 && len(part) > 0:
-		return part
-	}
-	m := make(agent.Object, len(base)+len(part))
-	maps.Copy(m, base)
-	maps.Copy(m, part)
-	return m
-}
-
-// partMetaMembers are the members of a tool's part metadata, before they
-// make an object: each present or not.
-type partMetaMembers struct {
-	locations        json.RawMessage // locationsValue: their JSON text
-	diffs            any
-	desc             string
-	terminals        []string
-	hasLoc, hasDiffs bool
-}
-
-// partMetaParts computes the members of the tool's part metadata.
-func (d *Decoder) partMetaParts(tl *tool) partMetaMembers {
-	var pm partMetaMembers
-	if len(tl.locations) > 0 {
-		pm.locations, pm.hasLoc = d.locationsValue(tl), true
-	}
+// partMeta is the tool's part metadata: where it works (its locations, as
+// their JSON text), what it showed while pending (its description), the
+// diffs it proposed and the files happy wrote for it, and the terminals
+// it embeds; nil when it has none of them.
+func (d *Decoder) partMeta(tl *tool) agent.Object {
+	m := map[string]any{}
 	if !tl.outContent {
-		pm.desc = tl.text()
-	}
-	pm.diffs, pm.hasDiffs = d.diffsValue(tl)
-	pm.terminals = tl.terminalIDs()
-	return pm
-}
-
-// count is how many members the part metadata has.
-func (pm *partMetaMembers) count() int {
-	n := 0
-	for _, has := range [...]bool{pm.hasLoc, pm.desc != "", pm.hasDiffs, len(pm.terminals) > 0} {
-		if has {
-			n++
+		if desc := tl.text(); desc != "" {
+			m["description"] = desc
 		}
 	}
-	return n
-}
-
-// has reports whether k is one of the part metadata's members.
-func (pm *partMetaMembers) has(k string) bool {
-	switch k {
-	case "locations":
-		return pm.hasLoc
-	case "description":
-		return pm.desc != ""
-	case "diffs":
-		return pm.hasDiffs
-	case "terminals":
-		return len(pm.terminals) > 0
+	if v, ok := diffsValue(tl); ok {
+		m["diffs"] = v
 	}
-	return false
-}
-
-// putNormal sets the members in m, converted as normalize converts them
-// (the locations are their text, set as they are); false when one is not
-// (m is then partly set, for the caller to drop).
-func (pm *partMetaMembers) putNormal(m agent.Object) bool {
-	put := func(k string, v any) bool {
-		n, ok := normalValue(v)
-		if ok {
-			m[k] = n
-		}
-		return ok
+	if ids := tl.terminalIDs(); len(ids) > 0 {
+		m["terminals"] = ids
 	}
-	if pm.hasLoc {
-		m["locations"] = pm.locations
+	var locs json.RawMessage
+	if len(tl.locations) > 0 {
+		locs = metaText(tl.locations)
 	}
-	return (pm.desc == "" || put("description", pm.desc)) &&
-		(!pm.hasDiffs || put("diffs", pm.diffs)) &&
-		(len(pm.terminals) == 0 || put("terminals", pm.terminals))
-}
-
-// sameOver reports whether o, an object announcedMeta made over base,
-// is the one these members make over base: the same members, the text
-// of the locations the same, the converted diffs the very ones (the
-// per-tool cache of diffsValue), the description and terminal ids equal,
-// and base's other members. It is false whenever it cannot tell, and the
-// object is made again.
-func (pm *partMetaMembers) sameOver(o agent.Object, baseKeys int) bool {
-	n := 0
-	if pm.hasLoc {
-		loc, ok := o["locations"].(json.RawMessage)
-		if !ok || !bytes.Equal(loc, pm.locations) {
-			return false
-		}
-		n++
+	if len(m) == 0 {
+		return withOpaque(nil, "locations", locs)
 	}
-	if pm.desc != "" {
-		if s, ok := o["description"].(string); !ok || s != pm.desc {
-			return false
-		}
-		n++
-	}
-	if pm.hasDiffs {
-		df, ok := pm.diffs.(normalized)
-		if !ok || !sameShared(o["diffs"], df.v) {
-			return false
-		}
-		n++
-	}
-	if len(pm.terminals) > 0 {
-		ids, ok := o["terminals"].([]any)
-		if !ok || len(ids) != len(pm.terminals) {
-			return false
-		}
-		for i, id := range pm.terminals {
-			if s, ok := ids[i].(string); !ok || s != id {
-				return false
-			}
-		}
-		n++
-	}
-	return len(o) == n+baseKeys
-}
-
-// sameShared reports whether a metadata value is v, a converted list a
-// per-tool cache shares: the same elements of the same array.
-func sameShared(a, v any) bool {
-	x, ok1 := a.([]any)
-	y, ok2 := v.([]any)
-	return ok1 && ok2 && len(x) > 0 && sameSlice(x, y)
-}
-
-// buildPartMeta is partMeta, built from its members.
-func (d *Decoder) buildPartMeta(pm partMetaMembers) agent.Object {
-	// Most tools' parts have no metadata before their locations or
-	// content come: no map is made for nothing.
-	n := pm.count()
-	if n == 0 {
-		return nil
-	}
-	// The locations are their JSON text, set once the rest is made (a
-	// conversion, normalize or toObject, would parse them).
-	m := make(map[string]any, n)
-	if pm.desc != "" {
-		m["description"] = pm.desc
-	}
-	if pm.hasDiffs {
-		m["diffs"] = pm.diffs
-	}
-	if len(pm.terminals) > 0 {
-		m["terminals"] = pm.terminals
-	}
-	if !pm.hasLoc {
-		return d.object(m)
-	}
-	return withOpaque(d.object(m), "locations", pm.locations)
+	return withOpaque(toObject(m), "locations", locs)
 }
 
 // text renders the tool's content blocks (text, images as Markdown).
@@ -716,47 +400,20 @@ func (tl *tool) terminalIDs() []string {
 // announce emits the tool's ToolCall when what it says changed. A settled
 // tool's announcement does not change any more. For a tool that finishes
 // with this update (finishing), only its name, title and input count: its
-// metadata goes with the result.
-func (d *Decoder) announce(tl *tool, finishing bool) {
-	d.announceTool(tl, finishing)
-}
-
-// announceTool is announce; it returns the tool's canonical name and
+// metadata goes with the result. It returns the tool's canonical name and
 // input when it computed them (ok: the tool is not settled).
-func (d *Decoder) announceTool(tl *tool, finishing bool) (name string, input json.RawMessage, ok bool) {
+func (d *Decoder) announce(tl *tool, finishing bool) (name string, input json.RawMessage, ok bool) {
 	if tl.settled {
 		return "", nil, false
 	}
-	if d.general {
-		name, input, cmeta, _ := d.canonicalOf(tl)
-		// The reference: the part's object made, merged with the
-		// canonical metadata, and compared as JSON with the last.
-		pm := d.buildPartMeta(d.partMetaParts(tl))
-		meta := make(agent.Object, len(cmeta)+len(pm))
-		maps.Copy(meta, cmeta)
-		maps.Copy(meta, pm)
-		ev := &agent.ToolCall{CallID: tl.callID, Tool: name, Title: tl.title, Input: input, Metadata: meta}
-		if d.repeats(&tl.ann, ev, false) || (finishing && d.repeats(&tl.ann, ev, true)) {
-			return name, input, true
-		}
-		d.remember(&tl.ann, ev)
-		d.emit(ev)
-		return name, input, true
-	}
-	name, input, cgen := d.canonicalDeferred(tl)
-	meta, pgen := d.announcedMeta(tl, cgen)
-	gens := [2]uint64{cgen, pgen}
-	if cgen != 0 && tl.annGens == gens {
-		// Built from what the last announcement was built from: it
-		// repeats it.
-		return name, input, true
-	}
-	if repeatsParts(&tl.ann, name, tl.title, input, nil, meta, finishing) {
-		return name, input, true
-	}
+	name, input, meta := d.canonical(tl)
+	maps.Copy(meta, d.partMeta(tl))
 	ev := &agent.ToolCall{CallID: tl.callID, Tool: name, Title: tl.title, Input: input, Metadata: meta}
-	d.remember(&tl.ann, ev)
-	tl.annGens = gens
+	full := announcementJSON(ev)
+	if tl.ann.done && (full == tl.ann.full || finishing && headJSON(ev) == tl.ann.head) {
+		return name, input, true // it repeats what the last one said
+	}
+	tl.ann = announcement{done: true, full: full, head: headJSON(ev)}
 	d.emit(ev)
 	return name, input, true
 }
@@ -797,7 +454,7 @@ func (d *Decoder) output(tl *tool) string {
 		parts = append(parts, s)
 	}
 	for _, id := range tl.terminalIDs() {
-		if ti := d.terminals.Get(id); ti != nil && ti.output != "" {
+		if ti := d.terminals[id]; ti != nil && ti.output != "" {
 			parts = append(parts, ti.output)
 		}
 	}
@@ -822,7 +479,7 @@ func (d *Decoder) resultMeta(tl *tool) (agent.Object, []agent.PromptFile) {
 			m = map[string]any{"rawOutput": tl.rawOutput}
 		}
 	}
-	if v, ok := d.diffsValue(tl); ok {
+	if v, ok := diffsValue(tl); ok {
 		if m == nil {
 			m = map[string]any{}
 		}
@@ -831,7 +488,7 @@ func (d *Decoder) resultMeta(tl *tool) (agent.Object, []agent.PromptFile) {
 	var terms []any
 	for _, id := range tl.terminalIDs() {
 		t := map[string]any{"terminalId": id}
-		if ti := d.terminals.Get(id); ti != nil && ti.known {
+		if ti := d.terminals[id]; ti != nil && ti.known {
 			if ti.exitCode != nil {
 				t["exitCode"] = *ti.exitCode
 			}
@@ -861,7 +518,7 @@ func (d *Decoder) resultMeta(tl *tool) (agent.Object, []agent.PromptFile) {
 	if len(m) == 0 {
 		return withOpaque(nil, "rawOutput", rawOut), files
 	}
-	return withOpaque(d.object(m), "rawOutput", rawOut), files
+	return withOpaque(toObject(m), "rawOutput", rawOut), files
 }
 
 // permission decodes session/request_permission: the tool part is created
@@ -874,42 +531,27 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 		d.drop(kind, agent.DropInvalidField, "params is not an object", m.Raw)
 		return
 	}
-	// A session id written plainly is looked up as it lies in the frame.
-	if b, plain := d.plainStr(p.get("sessionId")); !plain || !d.sessions.GetBytes(b) {
-		sid, ok := str(p.get("sessionId"))
-		if !ok || !d.sessions.Get(sid) {
-			d.drop(kind, agent.DropOrphan, "permission for a session never opened", m.Raw)
-			return
-		}
+	if sid, ok := str(p.get("sessionId")); !ok || !d.sessions[sid] {
+		d.drop(kind, agent.DropOrphan, "permission for a session never opened", m.Raw)
+		return
 	}
 	tc, ok := members(p.get("toolCall"))
 	if !ok {
 		d.drop(kind, agent.DropInvalidField, "toolCall is not an object", m.Raw)
 		return
 	}
-	var id string
-	if b, plain := d.plainStr(tc.get("toolCallId")); plain && len(b) > 0 {
-		if tl := d.tools.GetBytes(b); tl != nil {
-			id = tl.acpID // a tool of the turn's: its id string is kept
-		}
+	id, ok := str(tc.get("toolCallId"))
+	if !ok || id == "" {
+		d.drop(kind, agent.DropMissingID, "toolCall without toolCallId", m.Raw)
+		return
 	}
-	if id == "" {
-		if id, ok = str(tc.get("toolCallId")); !ok || id == "" {
-			d.drop(kind, agent.DropMissingID, "toolCall without toolCallId", m.Raw)
-			return
-		}
-	}
-	var buf [8]json.RawMessage
-	rawOpts, ok := d.array(buf[:0], p.get("options"))
+	rawOpts, ok := array(p.get("options"))
 	if !ok {
 		d.drop(kind, agent.DropInvalidField, "options is not an array", m.Raw)
 		return
 	}
-	opts, same := d.sameOptions(rawOpts)
+	opts := make([]PermissionOption, 0, len(rawOpts))
 	for _, ro := range rawOpts {
-		if same {
-			break // the options converted last time
-		}
 		om, ok := members(ro)
 		oid, ok1 := str(om.get("optionId"))
 		name, ok2 := str(om.get("name"))
@@ -927,8 +569,7 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 		d.beginOutput()
 	}
 	status, input, locs := tl.status, tl.rawInput, tl.locations
-	before := fieldsOf(tl)
-	d.mergeFields(kind, tl, &tc) // the change counted below, once restored
+	d.mergeTool(kind, tl, tc)
 
 	// The request describes the call it asks about; it neither moves the
 	// tool (its status) nor takes back what the agent announced: input
@@ -938,20 +579,19 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 	// (OpenCode sends a diff there), kept in the block's metadata.
 	tl.status = status
 	var permInput json.RawMessage
-	if m, ok := members(input); ok && m.n > 0 && string(tl.rawInput) != string(input) {
+	if m, ok := members(input); ok && len(m) > 0 && string(tl.rawInput) != string(input) {
 		permInput, tl.rawInput = tl.rawInput, input
 	}
 	if len(tl.locations) == 0 {
 		tl.locations = locs
 	}
-	tl.changedSince(&before)
 	// What the announcement computed is what canonical gives below: the
 	// tool does not change in between.
-	name, input, known := d.announceTool(tl, false)
+	name, input, known := d.announce(tl, false)
 	tl.perms++
 	permID := ""
 	if tl.perms > 1 {
-		permID = tl.callID + "#permission-" + strconv.Itoa(int(tl.perms))
+		permID = tl.callID + "#permission-" + strconv.Itoa(tl.perms)
 	}
 	patterns := tl.patterns()
 	meta := map[string]any{}
@@ -970,9 +610,9 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 		}
 	}
 	if !known {
-		name, input, _ = d.canonicalDeferred(tl) // the metadata is not used: not made
+		name, input, _ = d.canonical(tl)
 	}
-	if p, ok := d.toolPatterns(name, input); ok {
+	if p, ok := agent.ToolPatterns(name, input); ok {
 		patterns = p
 		if name == agent.ToolRead || name == agent.ToolWrite || name == agent.ToolEdit {
 			// Every file the tool touches (a move has two): a deny rule
@@ -986,8 +626,8 @@ func (d *Decoder) permission(m jsonrpc.Message, key string) {
 	}
 	d.emit(&agent.ToolBlocked{CallID: tl.callID, Tool: name, Input: input,
 		Permission: &agent.PermissionRequest{ID: permID, Permission: name,
-			Patterns: patterns, Always: slices.Clone(patterns), Metadata: withOpaque(withOpaque(d.object(meta), "rawInput", rawIn), "options", d.optionsValue(opts))}})
-	d.theirs.Put(key, agentRequest{method: kind, callID: tl.callID, options: opts})
+			Patterns: patterns, Always: slices.Clone(patterns), Metadata: withOpaque(withOpaque(toObject(meta), "rawInput", rawIn), "options", metaText(opts))}})
+	d.theirs[key] = agentRequest{method: kind, callID: tl.callID, options: opts}
 	tl.asking++
 }
 
@@ -1022,9 +662,8 @@ func (tl *tool) patterns() []string {
 }
 
 // plan maps the agent's plan to the todo list.
-func (d *Decoder) plan(kind string, u *obj, raw []byte) {
-	var buf [16]json.RawMessage
-	entries, ok := d.array(buf[:0], u.get("entries"))
+func (d *Decoder) plan(kind string, u obj, raw []byte) {
+	entries, ok := array(u.get("entries"))
 	if !ok {
 		d.drop(kind, agent.DropInvalidField, "entries is not an array", raw)
 		return
@@ -1073,8 +712,8 @@ func (d *Decoder) plan(kind string, u *obj, raw []byte) {
 // transcript's cost has no currency). size has no place in the transcript.
 // A report that comes before the turn has assistant output is held until
 // it has.
-func (d *Decoder) usage(kind string, u *obj, raw []byte) {
-	used, ok := d.int64Of(u.get("used"))
+func (d *Decoder) usage(kind string, u obj, raw []byte) {
+	used, ok := int64Of(u.get("used"))
 	if !ok || used < 0 || isNull(u.get("size")) {
 		d.drop(kind, agent.DropInvalidField, "usage_update needs used and size token counts", raw)
 		return

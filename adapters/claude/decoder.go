@@ -83,7 +83,6 @@ type Decoder struct {
 	rec         *record     // reused by decodeRecord
 	fast        *fastRecord // reused by decodeRecord
 	customTitle bool
-	noLex       bool // tests: every record through encoding/json
 }
 
 // session is the decoder's view of the root session ("") or of a
@@ -404,22 +403,11 @@ func (d *Decoder) decodeRecord(line []byte, dir string) {
 	}
 	r, fast := d.rec, d.fast
 	*fast = fastRecord{}
-	// A valid line of the usual shapes is decoded in one pass by structure
-	// (lexRecord); any other goes through encoding/json below.
-	valid := jsonlex.Valid(line)
-	if valid && !d.noLex {
-		*r = record{}
-		if lexRecord(line, r) {
-			d.decoded(r, line, dir, nil)
-			r.ToolUseResult = nil // aliases line
-			return
-		}
-	}
 	// A tool result's structured copy (toolUseResult, often the bulk of
 	// the line) is only passed on: it is cut out of a valid line by
 	// structure, so encoding/json neither validates nor skips it.
 	body, tur, cut := line, []byte(nil), false
-	if valid && bytes.Contains(line, toolUseResultKey) {
+	if bytes.Contains(line, toolUseResultKey) && jsonlex.Valid(line) {
 		body, tur, cut = jsonlex.CutField(line, "toolUseResult")
 		if !cut {
 			body = line

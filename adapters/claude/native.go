@@ -98,8 +98,8 @@ type apiMessage struct {
 	StopReason *string         `json:"stop_reason"`
 	Usage      *usage          `json:"usage"`
 
-	// parsed holds Content already decoded as blocks (the fast path of
-	// decodeRecord); parsedOK says it is set.
+	// parsed holds Content already decoded as blocks (fastRecord, the
+	// shape most records have); parsedOK says it is set.
 	parsed   []contentBlock
 	parsedOK bool
 }
@@ -138,7 +138,7 @@ type contentBlock struct {
 	Title     string          `json:"title"` // document
 
 	// resultText is a tool_result's content when it was a plain string
-	// (the fast path of decodeRecord); Content is then empty.
+	// (fastRecord); Content is then empty.
 	resultText *string
 }
 

@@ -9,7 +9,6 @@ import (
 	"github.com/happy-dev/happy/adapters/trafficlog"
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/jsonlex"
-	"github.com/happy-dev/happy/internal/shortmap"
 )
 
 // AppServerDecoder maps `codex app-server` (protocol v2) traffic to agent
@@ -22,17 +21,11 @@ type AppServerDecoder struct {
 	n    int64 // frames seen (1-based line of the current one)
 	main string
 
-	threads  map[string]*thread    // by thread id (main and children)
-	calls    map[string]*call      // by session + "\x00" + call id
-	sent     shortmap.Map[sentReq] // our requests by id
-	received map[string]*srvReq    // Codex's requests by id (nil until the first: see receive)
-
-	// general sends every frame through encoding/json, past the one-pass
-	// readers of appserver_lex.go (tests compare the two ways).
-	general bool
-	itemBuf itemHead   // the item being mapped (reused: see item)
-	params  noteParams // the notification being mapped (reused)
-	out     out        // the events of the frame being mapped
+	threads  map[string]*thread // by thread id (main and children)
+	calls    map[string]*call   // by session + "\x00" + call id
+	sent     map[string]sentReq // our requests by id
+	received map[string]*srvReq // Codex's requests by id (nil until the first: see receive)
+	out      out                // the events of the frame being mapped
 }
 
 type thread struct {
@@ -63,32 +56,6 @@ type call struct {
 	done    bool
 	synth   bool // mcp-server: a call happy named for an approval that named none it knows
 	out     outBuf
-	cmd     commandFrom // what the last commandExecution item announced was built from
-}
-
-// commandFrom is what itemCommandExecution built a call's input and
-// metadata from, and what it built: an item with the same command, cwd
-// and commandActions builds them again equal (shellCall is a function of
-// these), so while the call still shows that input and those members
-// announce has nothing to emit and the build is skipped (a command is
-// reported two or three times: approval, started, completed; see
-// docs/ARCHITECTURE.md, section "Mapping and delivery figures").
-type commandFrom struct {
-	command, cwd string
-	actions      json.RawMessage
-	input        json.RawMessage
-	meta         agent.Object
-	set          bool
-}
-
-// sameCommand reports whether announcing the commandExecution item it
-// would emit nothing: the call is shown with the input and metadata
-// members built last from the same fields (see commandFrom).
-func (c *call) sameCommand(command, cwd string, actions json.RawMessage) bool {
-	k := &c.cmd
-	return k.set && c.shown && k.command == command && k.cwd == cwd &&
-		string(k.actions) == string(actions) && string(k.input) == string(c.input) &&
-		!newMembers(c.meta, k.meta)
 }
 
 // receive records Codex's request r under key (the map is made at the
@@ -118,6 +85,7 @@ func NewAppServerDecoder() *AppServerDecoder {
 	return &AppServerDecoder{
 		threads: map[string]*thread{},
 		calls:   map[string]*call{},
+		sent:    map[string]sentReq{},
 	}
 }
 
@@ -205,12 +173,7 @@ func (d *AppServerDecoder) a2c(o *out, f jsonrpc.Frame) {
 		return
 	}
 	m := f.Msg
-	raw := m.EmittedAtMs()
-	emitted, ok := lexEmitted(raw)
-	if !ok || d.general {
-		emitted = unmarshalEmitted(raw)
-	}
-	if emitted > 0 {
+	if emitted := unmarshalEmitted(m.EmittedAtMs()); emitted > 0 {
 		o.t = emitted
 	}
 	switch m.Kind {
@@ -288,6 +251,29 @@ type turn struct {
 	Status string            `json:"status"`
 	Items  []json.RawMessage `json:"items"`
 	Error  *turnError        `json:"error"`
+}
+
+// threadResult is the result of thread/start, thread/resume and
+// thread/fork.
+type threadResult struct {
+	Thread        threadInfo `json:"thread"`
+	Model         string     `json:"model"`
+	ModelProvider string     `json:"modelProvider"`
+	Cwd           string     `json:"cwd"`
+}
+
+// turnParams are the params of turn/started and turn/completed, and the
+// result of turn/start.
+type turnParams struct {
+	Turn turn `json:"turn"`
+}
+
+// usageParams are the params of thread/tokenUsage/updated the decoder
+// reads.
+type usageParams struct {
+	Usage struct {
+		Last *tokenBreakdown `json:"last"`
+	} `json:"tokenUsage"`
 }
 
 type turnError struct {
@@ -416,9 +402,8 @@ type notice struct {
 	o    *out
 	th   *thread
 	base agent.EventBase // the thread's session
-	sc   scoped          // ThreadID and TurnID are empty when lx is set: see turnID
+	sc   scoped
 	m    jsonrpc.Message
-	lx   *noteParams // the params read in one pass; nil: read them with encoding/json
 }
 
 // appServerNotifications maps every notification the decoder maps (see the
@@ -448,24 +433,12 @@ func (d *AppServerDecoder) notification(o *out, m jsonrpc.Message) {
 	if _, ok := ignoredNotification(m.Method); ok {
 		return
 	}
-	var lx *noteParams
-	if !d.general && len(m.Params) > 0 && m.Params[0] == '{' {
-		d.params = noteParams{}
-		lx = &d.params
-		defer func() { d.params = noteParams{} }() // it holds slices of the frame
-		if !lx.scan(m.Params) {
-			lx = nil
-		}
-	}
 	if m.Method == "thread/started" {
 		var p struct {
 			Thread threadInfo `json:"thread"`
 		}
-		if lx == nil || !lexThread(lx.thread, &p.Thread) {
-			p.Thread = threadInfo{}
-			if json.Unmarshal(m.Params, &p) != nil {
-				p.Thread.ID = ""
-			}
+		if json.Unmarshal(m.Params, &p) != nil {
+			p.Thread.ID = ""
 		}
 		if p.Thread.ID == "" {
 			d.drop(o, m.Method, agent.DropMissingID, "thread/started without thread.id", m.Raw)
@@ -480,26 +453,12 @@ func (d *AppServerDecoder) notification(o *out, m jsonrpc.Message) {
 		return
 	}
 	var sc scoped
-	var th *thread
-	if lx != nil {
-		// The turn id is read by the few handlers that use it
-		// (notice.turnID); a known thread is found without a copy of its
-		// id.
-		sc.ItemID = stringOf(lx.itemID)
-		if body, ok := plainString(lx.threadID); ok && len(body) > 0 {
-			th = d.threads[string(body)]
-		}
-		if th == nil {
-			sc.ThreadID = stringOf(lx.threadID)
-		}
-	} else if len(m.Params) > 0 && m.Params[0] == '{' {
+	if len(m.Params) > 0 && m.Params[0] == '{' {
 		// The frame was validated when it was parsed: a structural pass
 		// finds the three ids without decoding the params again.
 		jsonlex.StringFields(m.Params, []*string{&sc.ThreadID, &sc.TurnID, &sc.ItemID}, "threadId", "turnId", "itemId")
 	}
-	if th == nil {
-		th = d.threadOf(sc.ThreadID)
-	}
+	th := d.threadOf(sc.ThreadID)
 	if th == nil {
 		if sc.ThreadID == "" {
 			d.drop(o, m.Method, agent.DropMissingID, "notification without threadId", m.Raw)
@@ -508,7 +467,7 @@ func (d *AppServerDecoder) notification(o *out, m jsonrpc.Message) {
 		}
 		return
 	}
-	handle(d, notice{o: o, th: th, base: agent.EventBase{Session: th.session}, sc: sc, m: m, lx: lx})
+	handle(d, notice{o: o, th: th, base: agent.EventBase{Session: th.session}, sc: sc, m: m})
 }
 
 func (d *AppServerDecoder) dropNotice(n notice, reason agent.DropReason, detail string) {
@@ -527,13 +486,7 @@ func (d *AppServerDecoder) threadName(n notice) {
 
 func (d *AppServerDecoder) turnStarted(n notice) {
 	var p turnParams
-	ok := n.lexTurn(&p.Turn)
-	if !ok {
-		var err error
-		p, err = unmarshalAs[turnParams](n.m.Params)
-		ok = err == nil
-	}
-	if !ok || p.Turn.ID == "" {
+	if json.Unmarshal(n.m.Params, &p) != nil || p.Turn.ID == "" {
 		d.dropNotice(n, agent.DropMissingID, "turn/started without turn.id")
 		return
 	}
@@ -542,44 +495,15 @@ func (d *AppServerDecoder) turnStarted(n notice) {
 
 func (d *AppServerDecoder) turnCompleted(n notice) {
 	var p turnParams
-	ok := n.lexTurn(&p.Turn)
-	if !ok {
-		var err error
-		p, err = unmarshalAs[turnParams](n.m.Params)
-		ok = err == nil
-	}
-	if !ok || p.Turn.ID == "" {
+	if json.Unmarshal(n.m.Params, &p) != nil || p.Turn.ID == "" {
 		d.dropNotice(n, agent.DropMissingID, "turn/completed without turn.id")
 		return
 	}
 	d.settleTurn(n.o, n.th, p.Turn, n.m.Raw)
 }
 
-// turnID is the notification's turnId (see notification).
-func (n notice) turnID() string {
-	if n.lx != nil {
-		return stringOf(n.lx.turnID)
-	}
-	return n.sc.TurnID
-}
-
-// lexTurn reads the turn member of a notification in one pass; false
-// when encoding/json must (into a zero t).
-func (n notice) lexTurn(t *turn) bool {
-	if n.lx != nil && lexTurn(n.lx.turn, t) {
-		return true
-	}
-	*t = turn{}
-	return false
-}
-
 func (d *AppServerDecoder) itemNotice(n notice) {
-	var item []byte
-	if n.lx != nil {
-		item = n.lx.item
-	} else {
-		item, _ = jsonlex.Field(n.m.Params, "item") // params of a validated frame
-	}
+	item, _ := jsonlex.Field(n.m.Params, "item") // params of a validated frame
 	if len(item) == 0 || item[0] != '{' {
 		d.dropNotice(n, agent.DropInvalidField, "item is not an object")
 		return
@@ -589,11 +513,7 @@ func (d *AppServerDecoder) itemNotice(n notice) {
 
 func (d *AppServerDecoder) textDelta(n notice) {
 	var p struct{ Delta string }
-	if n.lx != nil {
-		p.Delta = stringOf(n.lx.delta)
-	} else {
-		jsonlex.StringFields(n.m.Params, []*string{&p.Delta}, "delta")
-	}
+	jsonlex.StringFields(n.m.Params, []*string{&p.Delta}, "delta")
 	if n.sc.ItemID == "" {
 		d.dropNotice(n, agent.DropMissingID, "delta without itemId")
 		return
@@ -630,23 +550,14 @@ func (d *AppServerDecoder) summaryDelta(n notice) {
 
 func (d *AppServerDecoder) reasoningDelta(n notice) {
 	var p struct{ Delta string }
-	if n.lx != nil {
-		p.Delta = stringOf(n.lx.delta)
-	} else {
-		jsonlex.StringFields(n.m.Params, []*string{&p.Delta}, "delta")
-	}
+	jsonlex.StringFields(n.m.Params, []*string{&p.Delta}, "delta")
 	if n.sc.ItemID != "" && p.Delta != "" && !n.th.items[n.sc.ItemID] {
 		n.o.add(&agent.ReasoningDelta{EventBase: n.base, Block: n.sc.ItemID + "/raw", Delta: p.Delta})
 	}
 }
 
 func (d *AppServerDecoder) outputDelta(n notice) {
-	var delta []byte
-	if n.lx != nil {
-		delta = n.lx.delta
-	} else {
-		delta, _ = jsonlex.Field(n.m.Params, "delta")
-	}
+	delta, _ := jsonlex.Field(n.m.Params, "delta")
 	b, err := decodeChunk(delta, false)
 	if err != nil {
 		d.dropNotice(n, agent.DropInvalidField, err.Error())
@@ -696,17 +607,7 @@ func (d *AppServerDecoder) planUpdated(n notice) {
 
 func (d *AppServerDecoder) tokenUsage(n notice) {
 	var p usageParams
-	var buf tokenBreakdown // read and dropped here: kept off the heap
-	ok := false
-	if n.lx != nil {
-		p.Usage.Last, ok = lexTokenUsageInto(n.lx.tokenUsage, &buf)
-	}
-	if !ok {
-		var err error
-		p, err = unmarshalAs[usageParams](n.m.Params)
-		ok = err == nil
-	}
-	if !ok || p.Usage.Last == nil {
+	if json.Unmarshal(n.m.Params, &p) != nil || p.Usage.Last == nil {
 		d.dropNotice(n, agent.DropInvalidField, "tokenUsage.last missing")
 		return
 	}
@@ -735,29 +636,23 @@ func (d *AppServerDecoder) errorNotice(n notice) {
 		}})
 		return
 	}
-	n.th.errored = n.turnID()
+	n.th.errored = n.sc.TurnID
 	n.o.add(&agent.AgentError{EventBase: n.base, Kind: kind, Text: p.Error.Message, StatusCode: status})
 }
 
 func (d *AppServerDecoder) compacted(n notice) {
 	if n.th.compacts == 0 {
-		n.o.add(&agent.Compaction{EventBase: n.base, ID: "compacted:" + n.turnID(), Auto: true})
+		n.o.add(&agent.Compaction{EventBase: n.base, ID: "compacted:" + n.sc.TurnID, Auto: true})
 	}
 }
 
 // requestResolved: a request Codex resolved without happy's answer.
 func (d *AppServerDecoder) requestResolved(n notice) {
-	key, ok := "", false
-	if n.lx != nil {
-		key, ok = rawIDKey(n.lx.requestID)
+	var p struct {
+		ID json.RawMessage `json:"requestId"`
 	}
-	if !ok {
-		p, _ := unmarshalAs[struct {
-			ID json.RawMessage `json:"requestId"`
-		}](n.m.Params)
-		key = idString(p.ID)
-	}
-	r := d.received[key]
+	_ = json.Unmarshal(n.m.Params, &p)
+	r := d.received[idString(p.ID)]
 	if r == nil || r.answered {
 		return
 	}
@@ -808,14 +703,7 @@ func (d *AppServerDecoder) settleTurn(o *out, th *thread, t turn, raw []byte) {
 		var head struct {
 			ID string `json:"id"`
 		}
-		id, ok := "", false
-		if !d.general {
-			id, ok = lexItemID(it)
-		}
-		if !ok && json.Unmarshal(it, &head) == nil {
-			id, ok = head.ID, true
-		}
-		if ok && id != "" && !th.items[id] {
+		if json.Unmarshal(it, &head) == nil && head.ID != "" && !th.items[head.ID] {
 			d.item(o, th, it, true, raw)
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"path"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/happy-dev/happy/adapters/jsonrpc"
 	"github.com/happy-dev/happy/agent"
@@ -95,16 +94,10 @@ func ignoredItem(kind string) (string, bool) {
 // item maps one ThreadItem, seen in item/started (completed false) or
 // item/completed / a turn's final item list (completed true).
 func (d *AppServerDecoder) item(o *out, th *thread, raw json.RawMessage, completed bool, frame []byte) {
-	// Decoded into the decoder's own itemHead: a local one would be
-	// allocated for every item (it escapes to encoding/json).
-	it := &d.itemBuf
-	defer func() { *it = itemHead{} }()
-	if d.general || !lexItem(raw, it) {
-		*it = itemHead{}
-		if err := json.Unmarshal(raw, it); err != nil {
-			d.drop(o, "item", agent.DropInvalidField, err.Error(), frame)
-			return
-		}
+	it := new(itemHead)
+	if err := json.Unmarshal(raw, it); err != nil {
+		d.drop(o, "item", agent.DropInvalidField, err.Error(), frame)
+		return
 	}
 	if it.ID == "" {
 		d.drop(o, "item:"+it.Type, agent.DropMissingID, "item without id", frame)
@@ -167,7 +160,7 @@ func (d *AppServerDecoder) itemUserMessage(e itemEvent) {
 	if e.seen {
 		return
 	}
-	text, files := userContentOf(e.it.Content, d.general)
+	text, files := userContent(e.it.Content)
 	e.o.add(&agent.UserPrompt{EventBase: e.base, PromptID: e.it.ID, Text: text, Files: files})
 }
 
@@ -207,15 +200,12 @@ func (d *AppServerDecoder) itemContextCompaction(e itemEvent) {
 func (d *AppServerDecoder) itemCommandExecution(e itemEvent) {
 	c := d.callFor(e.th, e.it.ID)
 	c.tool = agent.ToolBash
-	if d.general || !c.sameCommand(e.it.Command, e.it.Cwd, e.it.CommandActions) {
-		cmd, wrapped := appServerCommandString(e.it.Command, e.it.CommandActions, d.general)
-		input, meta := shellCall("commandExecution", cmd, wrapped, e.it.Cwd)
-		if len(e.it.CommandActions) > 0 && string(e.it.CommandActions) != "null" {
-			meta["commandActions"] = e.it.CommandActions
-		}
-		d.announce(e.o, c, e.base, cmd, input, meta)
-		c.cmd = commandFrom{command: e.it.Command, cwd: e.it.Cwd, actions: e.it.CommandActions, input: input, meta: meta, set: true}
+	cmd, wrapped := appServerCommand(mustObject(e.it.Command), e.it.CommandActions)
+	input, meta := shellCall("commandExecution", cmd, wrapped, e.it.Cwd)
+	if len(e.it.CommandActions) > 0 && string(e.it.CommandActions) != "null" {
+		meta["commandActions"] = e.it.CommandActions
 	}
+	d.announce(e.o, c, e.base, cmd, input, meta)
 	if !e.completed {
 		d.run(e.o, c, e.base)
 		return
@@ -595,51 +585,6 @@ type userPart struct {
 	Name string `json:"name"`
 }
 
-var userPartKeys = newKeys("type", "text", "url", "path", "name")
-
-// lexUserParts reads a userMessage item's content in one pass, as
-// json.Unmarshal into []userPart does; ok false (encoding/json's way) for
-// anything else than null or an array of objects and nulls whose members
-// lexMembers reads and whose values are strings or null.
-func lexUserParts(raw []byte) (parts []userPart, ok bool) {
-	if len(raw) == 0 {
-		return nil, false
-	}
-	if raw[0] == 'n' {
-		return nil, true
-	}
-	parts = []userPart{}
-	ok = lexElems(raw, func(e []byte) bool {
-		var p userPart
-		if e[0] == 'n' {
-			parts = append(parts, p)
-			return true
-		}
-		if !lexMembers(e, userPartKeys, func(i int, val []byte) bool {
-			if val[0] != '"' && val[0] != 'n' {
-				return false
-			}
-			return setString(val, [...]*string{&p.Type, &p.Text, &p.URL, &p.Path, &p.Name}[i])
-		}) {
-			return false
-		}
-		parts = append(parts, p)
-		return true
-	})
-	return parts, ok
-}
-
-// userContentOf is userContent, reading the content in one pass
-// (lexUserParts) unless general is set or it must go encoding/json's way.
-func userContentOf(raw json.RawMessage, general bool) (string, []agent.PromptFile) {
-	if !general {
-		if parts, ok := lexUserParts(raw); ok {
-			return userParts(parts)
-		}
-	}
-	return userContent(raw)
-}
-
 // userParts is the prompt text and files of a userMessage's content parts.
 func userParts(parts []userPart) (string, []agent.PromptFile) {
 	var texts []string
@@ -733,15 +678,9 @@ type serverRequest struct {
 }
 
 func (d *AppServerDecoder) request(o *out, m jsonrpc.Message) {
-	key := d.idKey(m.ID)
+	key := idString(mustObject(m.ID))
 	var p requestParams
-	ok := len(m.Params) > 0 && m.Params[0] == '{'
-	if ok && !d.lexRequest(m.Params, &p) {
-		var err error
-		p, err = unmarshalAs[requestParams](m.Params)
-		ok = err == nil
-	}
-	if !ok {
+	if len(m.Params) == 0 || m.Params[0] != '{' || json.Unmarshal(m.Params, &p) != nil {
 		d.drop(o, m.Method, agent.DropInvalidField, "request params are not an object of the expected shape", m.Raw)
 		return
 	}
@@ -791,13 +730,7 @@ func (d *AppServerDecoder) commandApproval(r serverRequest) {
 	if r.m.Method == "execCommandApproval" {
 		callID = r.p.CallID
 	}
-	var cmd, wrapped string
-	if body, ok := plainString(r.p.Command); ok && !d.general {
-		// What json.Unmarshal decodes the string to, byte for byte.
-		cmd, wrapped = appServerCommandString(string(body), r.p.Actions, false)
-	} else {
-		cmd, wrapped = appServerCommand(r.p.Command, r.p.Actions)
-	}
+	cmd, wrapped := appServerCommand(r.p.Command, r.p.Actions)
 	if callID == "" {
 		d.drop(r.o, r.m.Method, agent.DropMissingID, "approval request without item/call id", r.m.Raw)
 		return
@@ -924,21 +857,6 @@ func appServerCommand(command, actions json.RawMessage) (cmd, wrapped string) {
 	return actionsCommand(actions), ""
 }
 
-// appServerCommandString is appServerCommand(mustObject(command), actions)
-// without encoding and decoding the command again: a UTF-8 string comes
-// back from json.Marshal and json.Unmarshal as it was (general, or a
-// command that is not UTF-8, takes that way; encoding/json replaces its
-// invalid bytes).
-func appServerCommandString(command string, actions json.RawMessage, general bool) (cmd, wrapped string) {
-	if general || !utf8.ValidString(command) {
-		return appServerCommand(mustObject(command), actions)
-	}
-	if cmd, wrapped = userCommandString(command); cmd != "" {
-		return cmd, wrapped
-	}
-	return actionsCommand(actions), ""
-}
-
 // actionsCommand is the commands of Codex's parsed commandActions joined
 // with " && " ("" when there are none).
 func actionsCommand(actions json.RawMessage) string {
@@ -982,19 +900,13 @@ func (d *AppServerDecoder) c2a(o *out, f jsonrpc.Frame) {
 	m := f.Msg
 	switch m.Kind {
 	case jsonrpc.KindRequest:
-		thread, ok := "", false
-		if !d.general {
-			thread, ok = lexStringMember(m.Params, threadIDKeys)
+		var p struct {
+			ThreadID string `json:"threadId"`
 		}
-		if !ok {
-			p, _ := unmarshalAs[struct {
-				ThreadID string `json:"threadId"`
-			}](m.Params)
-			thread = p.ThreadID
-		}
-		d.sent.Put(d.idKey(m.ID), sentReq{method: m.Method, thread: thread})
+		_ = json.Unmarshal(m.Params, &p)
+		d.sent[idString(mustObject(m.ID))] = sentReq{method: m.Method, thread: p.ThreadID}
 	case jsonrpc.KindResponse:
-		key := d.idKey(m.ID)
+		key := idString(mustObject(m.ID))
 		r := d.received[key]
 		if r == nil || r.answered {
 			return
@@ -1029,18 +941,12 @@ func (d *AppServerDecoder) c2a(o *out, f jsonrpc.Frame) {
 			o.add(&agent.ToolResolved{EventBase: base, CallID: r.callID, Answers: answers})
 			return
 		}
-		var answer json.RawMessage
-		ok := false
-		if !d.general {
-			answer, ok = lexDecision(m.Result)
+		var res struct {
+			Decision json.RawMessage `json:"decision"`
 		}
-		if !ok {
-			res, _ := unmarshalAs[struct {
-				Decision json.RawMessage `json:"decision"`
-			}](m.Result)
-			answer = res.Decision
-		}
-		dec, reason, ok := decisionOf(answer, d.general)
+		_ = json.Unmarshal(m.Result, &res)
+		answer := res.Decision
+		dec, reason, ok := decision(answer)
 		if !ok {
 			r.answered = false
 			d.drop(o, "decision", agent.DropUnknownDecision, "answer "+string(answer)+" is not a known decision", f.Data)
@@ -1056,11 +962,12 @@ func (d *AppServerDecoder) c2a(o *out, f jsonrpc.Frame) {
 
 // response maps Codex's responses to happy's requests.
 func (d *AppServerDecoder) response(o *out, m jsonrpc.Message) {
-	key := d.idKey(m.ID)
-	s, ok := d.sent.Take(key)
+	key := idString(mustObject(m.ID))
+	s, ok := d.sent[key]
 	if !ok {
 		return // a request this decoder did not see (the log started later)
 	}
+	delete(d.sent, key)
 	if m.Error != nil {
 		switch s.method {
 		case "turn/start", "thread/start", "thread/resume":
@@ -1071,13 +978,7 @@ func (d *AppServerDecoder) response(o *out, m jsonrpc.Message) {
 	switch s.method {
 	case "thread/start", "thread/resume", "thread/fork":
 		var r threadResult
-		ok := d.lexThreadResult(m.Result, &r)
-		if !ok {
-			var err error
-			r, err = unmarshalAs[threadResult](m.Result)
-			ok = err == nil
-		}
-		if !ok || r.Thread.ID == "" {
+		if json.Unmarshal(m.Result, &r) != nil || r.Thread.ID == "" {
 			d.drop(o, s.method, agent.DropMissingID, "response without thread.id", m.Raw)
 			return
 		}
@@ -1098,13 +999,7 @@ func (d *AppServerDecoder) response(o *out, m jsonrpc.Message) {
 		d.threadStarted(o, r.Thread)
 	case "turn/start":
 		var r turnParams
-		ok := d.lexTurnResult(m.Result, &r.Turn)
-		if !ok {
-			var err error
-			r, err = unmarshalAs[turnParams](m.Result)
-			ok = err == nil
-		}
-		if ok && r.Turn.ID != "" {
+		if json.Unmarshal(m.Result, &r) == nil && r.Turn.ID != "" {
 			if th := d.threadOf(s.thread); th != nil && (!th.open || th.turn != r.Turn.ID) && !(th.turn == r.Turn.ID) {
 				d.startTurn(o, th, r.Turn.ID)
 			}

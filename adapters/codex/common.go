@@ -211,15 +211,6 @@ func decisionString(s string) (d agent.Decision, reason string, ok bool) {
 	return "", "", false
 }
 
-// decisionOf is decision, reading a string without escapes in place
-// (general: always decision).
-func decisionOf(raw json.RawMessage, general bool) (d agent.Decision, reason string, ok bool) {
-	if body, plain := plainString(raw); plain && !general {
-		return decisionString(string(body))
-	}
-	return decision(raw)
-}
-
 // tokenBreakdown is a Codex token count, in either naming (app-server
 // camelCase, protocol snake_case). Pointers: absent is not zero.
 type tokenBreakdown struct {

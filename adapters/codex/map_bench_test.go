@@ -1,6 +1,7 @@
 package codex
 
 import (
+	"os"
 	"path/filepath"
 	"runtime"
 	"syscall"
@@ -82,4 +83,19 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// trafficFrames reads the frames of the traffic log at path.
+func trafficFrames(t testing.TB, path string) []jsonrpc.Frame {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tr, err := jsonrpc.ReadTraffic(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Frames
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"reflect"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/happy-dev/happy/agent"
 )
@@ -50,25 +49,7 @@ func shellCall(providerTool, cmd, wrapped, cwd string) (json.RawMessage, agent.O
 		given = wrapped
 	}
 	input := agent.EncodeInput(agent.BashInput{Command: cmd, Cwd: cwd})
-	var meta agent.Object
-	if utf8.ValidString(given) && utf8.ValidString(cmd) && utf8.ValidString(cwd) {
-		// What agent.ToolMetadata makes of the two inputs, without
-		// encoding and decoding them: UTF-8 strings come back as they
-		// were, so they are the same value when the commands are.
-		meta = agent.Object{}
-		if providerTool != "" {
-			meta[agent.MetaProviderTool] = providerTool
-		}
-		if cmd == "" || given != cmd {
-			raw := map[string]any{"command": given}
-			if cwd != "" {
-				raw["cwd"] = cwd
-			}
-			meta[agent.MetaProviderInput] = raw
-		}
-	} else {
-		meta = shellMeta(providerTool, given, cwd, input)
-	}
+	meta := shellMeta(providerTool, given, cwd, input)
 	if wrapped != "" {
 		meta["rawCommand"] = wrapped
 	}

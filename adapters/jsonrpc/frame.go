@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/jsonlex"
@@ -74,19 +74,14 @@ type ErrorObject struct {
 type Message struct {
 	Kind    Kind
 	Version bool // the frame carried "jsonrpc":"2.0"
-	// emittedLen and emittedAt are where the value of the top-level
-	// "emittedAtMs" member lies in Raw: its length and start offset,
-	// length 0 when absent (see EmittedAtMs). Offsets rather than a slice,
-	// and packed with Kind and Version into one word, keep Message at 144
-	// bytes: every Frame holds one, copied with it (docs/ARCHITECTURE.md,
-	// section "Mapping and delivery figures").
-	emittedLen uint16
-	emittedAt  uint32
-	Method     string          // requests and notifications
-	ID         ID              // requests and responses
-	Params     json.RawMessage // nil when absent
-	Result     json.RawMessage // responses without error; "null" is kept as null
-	Error      *ErrorObject    // error responses
+	// emitted is the value of the top-level "emittedAtMs" member, a
+	// sub-slice of Raw, nil when absent (see EmittedAtMs).
+	emitted json.RawMessage
+	Method  string          // requests and notifications
+	ID      ID              // requests and responses
+	Params  json.RawMessage // nil when absent
+	Result  json.RawMessage // responses without error; "null" is kept as null
+	Error   *ErrorObject    // error responses
 	// Extra holds the top-level members JSON-RPC does not define other
 	// than emittedAtMs; nil when there are none (the usual case: no map is
 	// built per frame).
@@ -98,34 +93,7 @@ type Message struct {
 // member, which Codex stamps its notifications with (Unix ms as the peer
 // wrote it, unchecked: any JSON value), or nil when the frame has none. It
 // is a sub-slice of Raw.
-func (m *Message) EmittedAtMs() json.RawMessage {
-	if m.emittedLen == 0 {
-		if m.Extra != nil {
-			return m.Extra["emittedAtMs"] // at 4 GiB into a frame or later, or 64 KiB long or more
-		}
-		return nil
-	}
-	end := int(m.emittedAt) + int(m.emittedLen)
-	return m.Raw[m.emittedAt:end:end]
-}
-
-// setEmitted records emitted (a sub-slice of m.Raw) as the emittedAtMs
-// member.
-func (m *Message) setEmitted(emitted json.RawMessage) {
-	if emitted == nil {
-		return
-	}
-	start := cap(m.Raw) - cap(emitted)
-	end := start + len(emitted)
-	if start < 0 || end > len(m.Raw) || uint64(start) > math.MaxUint32 || len(emitted) == 0 || len(emitted) > math.MaxUint16 {
-		if m.Extra == nil {
-			m.Extra = map[string]json.RawMessage{}
-		}
-		m.Extra["emittedAtMs"] = emitted
-		return
-	}
-	m.emittedAt, m.emittedLen = uint32(start), uint16(len(emitted))
-}
+func (m *Message) EmittedAtMs() json.RawMessage { return m.emitted }
 
 // ErrBadFrame is wrapped by every *FrameError.
 var ErrBadFrame = errors.New("bad json-rpc frame")
@@ -159,8 +127,8 @@ func frameErr(reason agent.DropReason, kind, format string, args ...any) *FrameE
 	return &FrameError{Reason: reason, Kind: kind, Msg: fmt.Sprintf(format, args...)}
 }
 
-// DecodeFrame decodes one line of line-delimited JSON-RPC 2.0, parsing it
-// once. The "jsonrpc" member is optional (Codex omits it) but, when
+// DecodeFrame decodes one line of line-delimited JSON-RPC 2.0. The
+// "jsonrpc" member is optional (Codex omits it) but, when
 // present, must be "2.0"; member names are matched exactly. Batches
 // (arrays) are refused: none of the agents we speak to sends them. Errors
 // are *FrameError values (wrapping ErrBadFrame) with the drop reason:
@@ -169,14 +137,12 @@ func frameErr(reason agent.DropReason, kind, format string, args ...any) *FrameE
 // id is absent or null, which can never be matched to a call). DecodeFrame
 // never panics, whatever the input.
 //
-// A valid frame costs one scan (scanFrame: validation and the member split
-// together) and no allocation beyond the method name, a string id and an
-// error object; Extra is built only for a frame with a member JSON-RPC
-// does not define other than emittedAtMs.
+// A valid frame costs two scans (jsonlex.Valid, then the split of its
+// members by structure) and no allocation beyond the method name, a
+// string id and an error object; Extra is built only for a frame with a
+// member JSON-RPC does not define other than emittedAtMs.
 func DecodeFrame(data []byte) (Message, error) {
-	if len(data) == 0 || data[0] != '{' || data[len(data)-1] != '}' {
-		data = bytes.TrimSpace(data) // a frame is "{...}" without a call
-	}
+	data = bytes.TrimSpace(data)
 	if len(data) == 0 {
 		return Message{}, frameErr(agent.DropUnparseableJSON, "", "empty frame")
 	}
@@ -186,61 +152,77 @@ func DecodeFrame(data []byte) (Message, error) {
 		}
 		return Message{}, frameErr(agent.DropUnparseableJSON, "", "frame is not JSON")
 	}
-	var fm frameMembers
-	valid, split := scanFrame(data, &fm)
-	if !valid {
+	if !jsonlex.Valid(data) {
 		var members map[string]json.RawMessage
 		err := json.Unmarshal(data, &members) // for its message
 		return Message{}, frameErr(agent.DropUnparseableJSON, "", "%v", err)
 	}
-	if !split || noSplit {
-		// A member name with an escape: names decoded the long way.
-		members, err := jsonlex.ObjectMap(data)
-		if err != nil {
-			return Message{}, frameErr(agent.DropUnparseableJSON, "", "%v", err)
-		}
-		fm = frameMembers{version: members["jsonrpc"], method: members["method"], id: members["id"],
-			params: members["params"], result: members["result"], rawErr: members["error"], emitted: members["emittedAtMs"]}
-		for _, k := range [...]string{"jsonrpc", "method", "id", "params", "result", "error", "emittedAtMs"} {
-			delete(members, k)
-		}
-		if len(members) > 0 {
-			fm.extra = members
-		}
-	}
-	m := Message{Raw: json.RawMessage(data), Extra: fm.extra}
-	m.setEmitted(fm.emitted)
-	if fm.version != nil {
-		// "2.0" written plainly is the usual case, read without making a
-		// string; any other spelling (an escape) is unquoted.
-		if string(fm.version) != `"2.0"` {
-			if v, ok := jsonlex.StringOf(fm.version); !ok || v != "2.0" {
-				return Message{}, frameErr(agent.DropInvalidField, "", "jsonrpc member is %s, want \"2.0\"", cut(fm.version))
+	// The members, split by structure (data is valid): sub-slices of data,
+	// which the message keeps anyway (Raw). A repeated name keeps its last
+	// value, as json.Unmarshal into a map does.
+	m := Message{Raw: json.RawMessage(data)}
+	var version, method, id, params, result, rawErr json.RawMessage
+	var kerr error
+	_ = jsonlex.Members(data, func(k, v []byte) bool {
+		name := k[1 : len(k)-1]
+		if bytes.IndexByte(name, '\\') >= 0 || !utf8.Valid(name) {
+			s, err := jsonlex.Unquote(k)
+			if err != nil {
+				kerr = err
+				return false
 			}
+			name = []byte(s)
+		}
+		switch string(name) {
+		case "jsonrpc":
+			version = v
+		case "method":
+			method = v
+		case "id":
+			id = v
+		case "params":
+			params = v
+		case "result":
+			result = v
+		case "error":
+			rawErr = v
+		case "emittedAtMs":
+			m.emitted = v
+		default:
+			if m.Extra == nil {
+				m.Extra = map[string]json.RawMessage{}
+			}
+			m.Extra[string(name)] = v
+		}
+		return true
+	})
+	if kerr != nil {
+		return Message{}, frameErr(agent.DropUnparseableJSON, "", "%v", kerr)
+	}
+	if version != nil {
+		if v, ok := jsonlex.StringOf(version); !ok || v != "2.0" {
+			return Message{}, frameErr(agent.DropInvalidField, "", "jsonrpc member is %s, want \"2.0\"", cut(version))
 		}
 		m.Version = true
 	}
-	hasID := fm.id != nil && string(fm.id) != "null"
+	hasID := id != nil && string(id) != "null"
 	if hasID {
-		id, err := decodeID(fm.id)
+		id, err := decodeID(id)
 		if err != nil {
-			return Message{}, frameErr(agent.DropInvalidField, methodOf(fm.method), "%v", err)
+			return Message{}, frameErr(agent.DropInvalidField, methodOf(method), "%v", err)
 		}
 		m.ID = id
 	}
-	if fm.method != nil {
-		return m.request(fm.method, fm.params, fm.result, fm.rawErr, hasID)
+	if method != nil {
+		return m.request(method, params, result, rawErr, hasID)
 	}
-	return m.response(fm.result, fm.rawErr, hasID)
+	return m.response(result, rawErr, hasID)
 }
-
-// noSplit sends every frame through jsonlex.ObjectMap (tests compare).
-var noSplit bool
 
 // request completes a frame with a method: a request or a notification.
 func (m Message) request(method, params, result, rawErr json.RawMessage, hasID bool) (Message, error) {
 	var ok bool
-	if m.Method, ok = methodName(method); !ok || m.Method == "" {
+	if m.Method, ok = jsonlex.StringOf(method); !ok || m.Method == "" {
 		return Message{}, frameErr(agent.DropInvalidField, "", "method is %s, want a non-empty string", cut(method))
 	}
 	if result != nil || rawErr != nil {

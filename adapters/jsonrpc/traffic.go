@@ -23,10 +23,7 @@ import (
 //     a JSON string, so decoders read it with Text.
 //   - For a2c and c2a, Msg is the frame decoded (once: see DecodeFrame), or
 //     the zero Message (Kind 0: HasMsg is false) with Err saying why it is
-//     not a frame (a *FrameError). Msg is held in the Frame rather than
-//     pointed to, so a frame costs no allocation of its message (the one
-//     allocation DecodeFrame left per frame; docs/ARCHITECTURE.md, section
-//     "Mapping and delivery figures").
+//     not a frame (a *FrameError).
 type Frame struct {
 	T    int64
 	Dir  trafficlog.Dir
@@ -62,9 +59,7 @@ func NewFrame(t int64, dir trafficlog.Dir, data []byte) Frame {
 		}
 		f.Err = err
 	}
-	// A log gives text back as a JSON string: checked by the frame
-	// scanner's fast string reader, anything else by jsonlex.Valid.
-	f.JSON = len(data) > 0 && data[0] == '"' && jsonlex.StringEnd(data, 0) == len(data) || jsonlex.Valid(data)
+	f.JSON = jsonlex.Valid(data)
 	return f
 }
 

@@ -10,8 +10,9 @@
 //     array and string is closed and members are separated as JSON wants.
 //     They do not check escapes, numbers or UTF-8, so a caller that needs a
 //     value passes the document through Valid (json.Valid's verdict, in one
-//     fast pass) or Root first. They are what lets a decoder look at one
-//     member of a large record without decoding the rest.
+//     fast pass: the project's one validating scanner) or Root first. They
+//     are what lets a decoder look at one member of a large record without
+//     decoding the rest.
 //   - SplitObject, SplitArray, Unquote and ParseAny expect a document that
 //     json.Valid accepted; on anything else they return an error wrapping
 //     ErrSyntax, never panic.
@@ -954,15 +955,6 @@ const ones, highs = 0x0101010101010101, 0x8080808080808080
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
-
-// NumberEnd returns the index past the valid JSON number starting at
-// data[i] (RFC 8259 §6), or -1 when none starts there.
-func NumberEnd(data []byte, i int) int { return validNumber(data, i) }
-
-// StringEnd returns the index past the valid JSON string (RFC 8259 §7,
-// escapes checked, no control characters) whose opening quote is data[i],
-// or -1. UTF-8 is not checked here.
-func StringEnd(data []byte, i int) int { return validString(data, i) }
 
 // validNumber returns the index past the number starting at data[i], or -1.
 func validNumber(data []byte, i int) int {

@@ -303,8 +303,8 @@ func FuzzMembers(f *testing.F) {
 	})
 }
 
-// stringEndBytewise is StringEnd read one byte at a time: the reference
-// for the eight-byte steps of validString.
+// stringEndBytewise is validString read one byte at a time: the
+// reference for its eight-byte steps.
 func stringEndBytewise(data []byte, i int) int {
 	for i++; i < len(data); i++ {
 		switch c := data[i]; {
@@ -337,9 +337,10 @@ func stringEndBytewise(data []byte, i int) int {
 	return -1
 }
 
-// FuzzStringEnd: StringEnd ends every string where the byte-by-byte
-// reading ends it, from any opening position.
-func FuzzStringEnd(f *testing.F) {
+// FuzzValid: Valid is json.Valid's verdict, and validString ends every
+// string where the byte-by-byte reading ends it, from any opening
+// position.
+func FuzzValid(f *testing.F) {
 	for _, s := range []string{`"abc"`, `"abcdefghijklmnop"`, `"abcdefgh\"ijk"`, "\"abcdefg\x01hij\"", `"\u00e9 long text é ü — 12345678"`,
 		`"12345678\\"`, `"1234567\u12"`, `"no end at all here`, "\"\xff\xfe\x80\x80\x80\x80\x80\x80\x80\x22"} {
 		f.Add([]byte(s), 0)
@@ -349,8 +350,8 @@ func FuzzStringEnd(f *testing.F) {
 			return
 		}
 		i = ((i % len(data)) + len(data)) % len(data)
-		if got, want := StringEnd(data, i), stringEndBytewise(data, i); got != want {
-			t.Fatalf("StringEnd(%q, %d) = %d, byte by byte %d", data, i, got, want)
+		if got, want := validString(data, i), stringEndBytewise(data, i); got != want {
+			t.Fatalf("validString(%q, %d) = %d, byte by byte %d", data, i, got, want)
 		}
 		if got, want := Valid(data), json.Valid(data); got != want {
 			t.Fatalf("Valid(%q) = %v, json.Valid %v", data, got, want)

@@ -19,6 +19,19 @@ import (
 	"github.com/happy-dev/happy/internal/linereader"
 )
 
+// The live mapping's budget (docs/ARCHITECTURE.md, "Mapping and delivery
+// figures"): agents write 0.1–54 KiB/s, so a decoder that maps at least
+// MinCPUMBps per core takes under a few percent of one; MaxBytesPerByte
+// bounds what it allocates per input byte.
+const (
+	MinCPUMBps      = 20
+	MaxBytesPerByte = 10
+)
+
+// minCPU is the least CPU time a run must take for MapTraffic to hold it
+// to MinCPUMBps: a shorter one is within the clock's granularity.
+const minCPU = 200 * time.Millisecond
+
 // Decoder is what MapTraffic feeds: one frame at a time, as a live
 // connection does (the adapters' decoders, whose events MapTraffic
 // discards).
@@ -36,7 +49,8 @@ type Decoder interface {
 // process's CPU time, garbage collection included, which other work on the
 // machine does not distort), B/byte (allocated per input byte) and
 // retained-KB (what the decoders of one more pass hold at its end, after a
-// GC).
+// GC). The benchmark fails when B/byte is above MaxBytesPerByte, or
+// cpu-MB/s below MinCPUMBps over a run of at least minCPU.
 func MapTraffic(b *testing.B, glob string, newDecoder func() Decoder) {
 	caps := loadCaptures(b, glob)
 	for _, rep := range []int{1, 10} {
@@ -82,9 +96,17 @@ func MapTraffic(b *testing.B, glob string, newDecoder func() Decoder) {
 			if after.HeapAlloc > before.HeapAlloc {
 				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/1024, "retained-KB")
 			}
-			b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/float64(size)/float64(b.N), "B/byte")
+			perByte := float64(ms1.TotalAlloc-ms0.TotalAlloc) / float64(size) / float64(b.N)
+			b.ReportMetric(perByte, "B/byte")
+			if perByte > MaxBytesPerByte {
+				b.Errorf("allocated %.2f bytes per input byte, the budget is %d", perByte, MaxBytesPerByte)
+			}
 			if cpu > 0 {
-				b.ReportMetric(float64(size)*float64(b.N)/(1<<20)/cpu.Seconds(), "cpu-MB/s")
+				rate := float64(size) * float64(b.N) / (1 << 20) / cpu.Seconds()
+				b.ReportMetric(rate, "cpu-MB/s")
+				if cpu >= minCPU && rate < MinCPUMBps {
+					b.Errorf("mapped %.1f MB per CPU second, the budget is at least %d", rate, MinCPUMBps)
+				}
 			}
 		})
 	}
