@@ -249,7 +249,6 @@ func TestPairingLookup(t *testing.T) {
 	eq(t, "answered requests are not listed", app.must(200, "GET", path, nil), map[string]any{"requests": []any{}})
 }
 
-
 func toLower(s string) string {
 	b := []byte(s)
 	for i, c := range b {

@@ -296,7 +296,7 @@ func (c *Config) defaults() {
 // Handler), stop it with Close.
 type Server struct {
 	cfg      Config
-	identity []byte        // the data folder's relayid key (identity.go)
+	identity []byte // the data folder's relayid key (identity.go)
 	log      zerolog.Logger
 	st       store.Store
 	ownStore bool

@@ -37,9 +37,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/adapters/claude/perm"
 	"github.com/happy-dev/happy/adapters/trafficlog"
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/linereader"
 	"github.com/happy-dev/happy/internal/proc"
 	"github.com/happy-dev/happy/internal/queue"
