@@ -237,13 +237,6 @@ func (k *keyedLimiter) sweepLocked(now time.Time) {
 	}
 }
 
-// size is the number of keys remembered.
-func (k *keyedLimiter) size() int {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return len(k.m)
-}
-
 // limiters are the relay's rate limits.
 type limiters struct {
 	auth, account, pairing, lookup, session *keyedLimiter
