@@ -305,8 +305,12 @@ func TestWebPairsABrowser(t *testing.T) {
 				t.Fatalf("happy %v = %d %q", cmd, c, stderr)
 			}
 			m := webLinkRe.FindStringSubmatch(stdout)
-			if m == nil || !strings.HasPrefix(m[1], url+"/#pair=") || strings.Contains(m[1], "&relay=") || !strings.ContainsAny(stdout, "█▀▄") {
-				t.Fatalf("no link to %s or no QR code in:\n%s", url, stdout)
+			// The relay is on loopback: a phone cannot open the link, so
+			// there is no QR code, and the output says why.
+			if m == nil || !strings.HasPrefix(m[1], url+"/#pair=") || strings.Contains(m[1], "&relay=") || strings.ContainsAny(stdout, "█▀▄") ||
+				!strings.HasPrefix(stdout, "Open this link in a browser on this machine to pair it with your account:\n") ||
+				!strings.HasSuffix(stdout, "No QR code: "+strings.TrimPrefix(url, "http://")+" is this machine's loopback address, which a phone cannot reach (on a phone it is the phone itself). For a phone, the relay needs an https address the phone can reach: "+phoneWays+".\n") {
+				t.Fatalf("no link to %s, or a QR code a phone cannot open, in:\n%s", url, stdout)
 			}
 			got, err := browser(t, m[1], url)
 			if err != nil {
