@@ -61,9 +61,9 @@ type Config struct {
 	CacheDir string
 	// RenewBefore is how long before its expiry a certificate is renewed;
 	// 0 is autocert's default: a third of its lifetime, at most 30 days
-	// (30 days for a 90-day Let's Encrypt certificate). A random tenth of
-	// it, at most an hour, is taken off so that relays do not renew in
-	// step.
+	// (30 days for a 90-day Let's Encrypt certificate). The renewal comes
+	// up to a tenth of it (at most an hour) later, at random, so that
+	// relays do not renew in step.
 	RenewBefore time.Duration
 	// HTTPClient talks to the CA; nil uses http.DefaultTransport (the
 	// system's roots, which SSL_CERT_FILE can point at a private CA's).

@@ -37,8 +37,8 @@ func TestObtainServeAndRenew(t *testing.T) {
 	m, err := acmecert.New(acmecert.Config{
 		Domains: []string{testDomain}, DirectoryURL: p.DirectoryURL, Email: "ops@relay.test",
 		CacheDir: cache, HTTPClient: p.Client,
-		// Renewal starts 1 to 3.8 s after issuance (28 s before the
-		// expiry, less up to a tenth as jitter).
+		// Renewal starts 1 to 3.8 s after issuance: 28 s before the
+		// expiry (29 s after issuance), up to 2.8 s later at random.
 		RenewBefore: 28 * time.Second,
 	})
 	if err != nil {
