@@ -478,6 +478,7 @@ func TestServerFlags(t *testing.T) {
 		{[]string{"server", "--cors-origin", "https://a.example/path"}, "happy: --cors-origin \"https://a.example/path\": want scheme://host[:port] (http or https, no path) or *\n"},
 		{[]string{"server", "--cors-origin", "https://a.example,app.example"}, "happy: --cors-origin \"app.example\": want scheme://host[:port] (http or https, no path) or *\n"},
 		{[]string{"server", "--domain", "relay.example.com", "--tls-cert", "c.pem", "--tls-key", "k.pem"}, "happy: --domain obtains the certificate by ACME: leave out --tls-cert and --tls-key (they serve a certificate you obtain yourself)\n"},
+		{[]string{"server", "--domain", "relay.example.com", "--tls-key", "k.pem"}, "happy: --domain obtains the certificate by ACME: leave out --tls-cert and --tls-key (they serve a certificate you obtain yourself)\n"},
 		{[]string{"server", "--domain", "192.0.2.7"}, "happy: --domain: \"192.0.2.7\" is an IP address: ACME certificates are for host names (point a DNS name at this machine)\n"},
 		{[]string{"server", "--domain", "relay.example.com,localhost"}, "happy: --domain: \"localhost\" has no dot: the CA issues certificates for names in the public DNS, such as relay.example.com\n"},
 		{[]string{"server", "--domain", "https://relay.example.com/"}, "happy: --domain: \"https://relay.example.com/\": want a bare host name such as relay.example.com (no scheme, port, path or wildcard)\n"},

@@ -173,11 +173,11 @@ func runServer(ctx context.Context, f *factory, opts serverOptions) error {
 	if opts.fanoutQueue < 1 || opts.fanoutQueue > 4096 {
 		return &exitError{code: exitUsage, err: fmt.Errorf("--fanout-queue must be between 1 and 4096, got %d", opts.fanoutQueue)}
 	}
-	if (opts.tlsCert == "") != (opts.tlsKey == "") {
-		return &exitError{code: exitUsage, err: errors.New("--tls-cert and --tls-key go together")}
-	}
 	if err := checkACMEFlags(&opts); err != nil {
 		return &exitError{code: exitUsage, err: err}
+	}
+	if (opts.tlsCert == "") != (opts.tlsKey == "") {
+		return &exitError{code: exitUsage, err: errors.New("--tls-cert and --tls-key go together")}
 	}
 	origins := make([]string, 0, len(opts.corsOrigins))
 	for _, o := range opts.corsOrigins {
@@ -309,7 +309,7 @@ func checkACMEFlags(o *serverOptions) error {
 		}
 		return nil
 	}
-	if o.tlsCert != "" {
+	if o.tlsCert != "" || o.tlsKey != "" {
 		return errors.New("--domain obtains the certificate by ACME: leave out --tls-cert and --tls-key (they serve a certificate you obtain yourself)")
 	}
 	for _, d := range o.domains {
