@@ -12,7 +12,8 @@ const Banner = "Welcome to Happy Server!"
 
 // wantsBanner says whether a GET / asks for text rather than a page: its
 // Accept names text/plain and not text/html (the reference app's check);
-// a browser, curl (*/*) and a client that sends no Accept get the web app.
+// a browser, curl (*/*) and a client that sends no Accept get the web app
+// (or, on a relay without it, the JSON 404 of an unknown route).
 func wantsBanner(r *http.Request) bool {
 	a := strings.ToLower(r.Header.Get("Accept"))
 	return strings.Contains(a, "text/plain") && !strings.Contains(a, "text/html")

@@ -219,7 +219,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("DELETE /v1/push-tokens/{token}", s.authed(s.deletePushToken))
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) && (s.app == nil || wantsBanner(r)) {
+		if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) && wantsBanner(r) {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			_, _ = io.WriteString(w, Banner)
 			return
