@@ -1,6 +1,23 @@
 package server
 
-import "strings"
+import (
+	"net/http"
+	"strings"
+)
+
+// Banner is the reference relay's answer to GET /. The reference app asks
+// for it (Accept: text/plain) before it accepts a custom server URL, and
+// refuses a server whose answer does not contain it.
+const Banner = "Welcome to Happy Server!"
+
+// wantsBanner says whether a GET / asks for text rather than a page: its
+// Accept names text/plain and not text/html (the reference app's check);
+// a browser, curl (*/*) and a client that sends no Accept get the web app
+// (or, on a relay without it, the JSON 404 of an unknown route).
+func wantsBanner(r *http.Request) bool {
+	a := strings.ToLower(r.Header.Get("Accept"))
+	return strings.Contains(a, "text/plain") && !strings.Contains(a, "text/html")
+}
 
 // isAPIPath tells the relay's own routes from the app's: /v<digit>… (the
 // HTTP API and Socket.IO at /v1/updates), /socket.io, /health. The app is

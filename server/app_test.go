@@ -193,3 +193,41 @@ func FuzzAppPath(f *testing.F) {
 		}
 	})
 }
+
+// TestReferenceAppServerCheck: before the reference app accepts a custom
+// server URL it fetches it with Accept: text/plain and wants the reference
+// relay's banner in the answer. A browser still gets the web app at "/",
+// and a relay without the app answers the banner to that request too (any
+// other GET / stays the JSON 404 of TestNoAppIsJSON404).
+func TestReferenceAppServerCheck(t *testing.T) {
+	withApp := servertest.StartConfig(t, server.Config{App: fstest.MapFS{"index.html": {Data: []byte("<!doctype html><p>app</p>")}}})
+	noApp := servertest.Start(t)
+	const banner = "Welcome to Happy Server!"
+	for _, tc := range []struct {
+		base, method, path, accept string
+		ctype, body                string
+	}{
+		{withApp.URL, "GET", "/", "text/plain", "text/plain; charset=utf-8", banner},
+		{withApp.URL, "GET", "", "text/plain;q=0.9, */*;q=0.1", "text/plain; charset=utf-8", banner},
+		{withApp.URL, "HEAD", "/", "text/plain", "text/plain; charset=utf-8", ""},
+		{withApp.URL, "GET", "/", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", "text/html; charset=utf-8", "<!doctype html><p>app</p>"},
+		{withApp.URL, "GET", "/", "*/*", "text/html; charset=utf-8", "<!doctype html><p>app</p>"},
+		{withApp.URL, "GET", "/", "", "text/html; charset=utf-8", "<!doctype html><p>app</p>"},
+		{withApp.URL, "GET", "/index.html", "text/plain", "text/html; charset=utf-8", "<!doctype html><p>app</p>"},
+		{noApp.URL, "GET", "/", "text/plain", "text/plain; charset=utf-8", banner},
+	} {
+		req, _ := http.NewRequest(tc.method, tc.base+tc.path, nil)
+		if tc.accept != "" {
+			req.Header.Set("Accept", tc.accept)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != tc.ctype || string(body) != tc.body {
+			t.Errorf("%s %s%s (Accept %q) = %d %q %q, want 200 %q %q", tc.method, tc.base, tc.path, tc.accept, resp.StatusCode, resp.Header.Get("Content-Type"), body, tc.ctype, tc.body)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -141,7 +142,23 @@ func TLSListener(l net.Listener, certFile, keyFile string) (net.Listener, error)
 	if err != nil {
 		return nil, fmt.Errorf("server: TLS certificate %s, key %s: %w", certFile, keyFile, err)
 	}
-	return &tlsListener{inner: l, cfg: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}}, nil
+	return NewTLSListener(l, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}})
+}
+
+// NewTLSListener wraps l so that it serves TLS with cfg, for instance an
+// ACME manager's (server/acmecert), whose GetCertificate picks the
+// certificate at each handshake, so that a renewed one is served without a
+// restart. Serve keeps its open-file guard under the TLS layer, as with
+// TLSListener. cfg must have a certificate or GetCertificate and a
+// MinVersion of TLS 1.2 or later; it is used as it is.
+func NewTLSListener(l net.Listener, cfg *tls.Config) (net.Listener, error) {
+	if cfg == nil || (len(cfg.Certificates) == 0 && cfg.GetCertificate == nil && cfg.GetConfigForClient == nil) {
+		return nil, errors.New("server: TLS listener without a certificate")
+	}
+	if cfg.MinVersion < tls.VersionTLS12 {
+		return nil, errors.New("server: TLS listener: MinVersion below TLS 1.2")
+	}
+	return &tlsListener{inner: l, cfg: cfg}, nil
 }
 
 // tlsListener is tls.NewListener's listener, with its inner listener

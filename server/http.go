@@ -222,6 +222,11 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("DELETE /v1/push-tokens/{token}", s.authed(s.deletePushToken))
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) && wantsBanner(r) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			_, _ = io.WriteString(w, Banner)
+			return
+		}
 		if s.app != nil && !isAPIPath(r.URL.Path) {
 			s.app.ServeHTTP(w, r)
 			return

@@ -54,8 +54,10 @@ func newAuthLoginCmd(f *factory) *cobra.Command {
 		Short: "Pair with an account on another device (QR code), or create / restore one",
 		Long: `Log this machine in to an account on the relay.
 
-Without flags, happy shows a QR code, a link and a short pairing code: scan
-the code with the happy app, or type
+Without flags, happy shows a link and a short pairing code, and a QR code
+when the relay is https beyond this machine (a phone cannot reach this
+machine's loopback address, nor pair safely over plain http): scan the QR
+code with the happy app, or type
 
   happy auth approve XXXXX-XXXXX
 
@@ -161,13 +163,7 @@ func pairTerminal(ctx context.Context, w io.Writer, api *relay.API, timeout time
 	if _, err := api.AuthRequest(ctx, req.PublicKey[:]); err != nil {
 		return nil, fmt.Errorf("relay: open pairing request: %w", err)
 	}
-	link := req.AppLink()
-	fmt.Fprintln(w, "Scan this code with the happy app on a device logged in to your account:")
-	fmt.Fprintln(w)
-	showQR(w, link)
-	fmt.Fprintln(w)
-	fmt.Fprintf(w, "or open this link on that device:\n\n    %s\n\n", link)
-	fmt.Fprintf(w, "or run this on a machine logged in to the account:\n\n    happy auth approve %s\n\nWaiting for approval (up to %s)…\n", req.Code(), timeout)
+	printTerminalPairing(w, api.BaseURL(), req.AppLink(), req.Code(), timeout)
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	return req.WaitApproved(wctx, api, relay.DefaultPairPoll)

@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -19,6 +22,7 @@ import (
 
 	"github.com/happy-dev/happy/internal/fdlimit"
 	"github.com/happy-dev/happy/server"
+	"github.com/happy-dev/happy/server/acmecert"
 	"github.com/happy-dev/happy/server/store/backend"
 	"github.com/happy-dev/happy/webapp"
 )
@@ -53,7 +57,24 @@ type serverOptions struct {
 	ratePairing     string
 	rateLookup      string
 	rateSession     string
+	// --domain: a certificate by ACME (server/acmecert).
+	domains       []string
+	acmeDirectory string
+	acmeEmail     string
+	httpListen    string
+	// Tests only: the ACME client's HTTP client (trusting a test CA's
+	// listener) and how early certificates are renewed.
+	acmeHTTPClient  *http.Client
+	acmeRenewBefore time.Duration
 }
+
+// defaultListen is where the relay listens without --listen: loopback, or
+// every address's port 443 with --domain.
+const (
+	defaultListen       = "127.0.0.1:3005"
+	defaultDomainListen = ":443"
+	defaultHTTPListen   = ":80"
+)
 
 // newServerCmd builds `happy server`: the relay, in the foreground.
 func newServerCmd(f *factory) *cobra.Command {
@@ -68,22 +89,34 @@ relays may share), and creates its token signing secret there on first start.
 Schema migrations are applied at start; "happy server migrate" applies them,
 or copies a relay's data between databases, without serving.
 
-Listen on loopback by default; use --listen 0.0.0.0:3005 to reach it from a
-phone. Beyond loopback, serve TLS (--tls-cert and --tls-key: HTTPS and WSS),
-or put it behind a TLS reverse proxy and pass --trust-proxy so that it
-believes the proxy's X-Forwarded-Proto, -Host and -For headers. Browsers of
-any origin may call it unless --cors-origin names the ones allowed.`,
+Listen on loopback by default. A phone needs https: browsers give the web
+app WebCrypto, which it decrypts with, only on https pages (and on
+localhost). With a DNS name pointing at this machine, --domain NAME obtains
+a certificate by ACME (Let's Encrypt; --acme-directory for another CA) and
+renews it, keeping the account and certificates in the data folder's acme/
+(mode 0700); the relay then serves HTTPS on :443 and, on :80
+(--http-listen), the HTTP-01 challenge and a redirect to https. Binding
+ports below 1024 takes root or CAP_NET_BIND_SERVICE. Otherwise serve TLS
+with your own certificate (--tls-cert and --tls-key), or stay on loopback
+behind a TLS reverse proxy or tunnel and pass --trust-proxy so that the
+relay believes its X-Forwarded-Proto, -Host and -For headers (the README's
+"From your phone" has the steps). Browsers of any origin may call the
+relay unless --cors-origin names the ones allowed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runServer(cmd.Context(), f, opts)
 		},
 	}
-	cmd.Flags().StringVar(&opts.listen, "listen", "127.0.0.1:3005", "address to listen on (host:port)")
+	cmd.Flags().StringVar(&opts.listen, "listen", "", "address to listen on (host:port; default "+defaultListen+", or "+defaultDomainListen+" with --domain)")
 	cmd.Flags().StringVar(&opts.dataDir, "data", "", "data folder (default $HAPPY_HOME_DIR/server)")
 	cmd.Flags().StringVar(&opts.synchronous, "synchronous", "NORMAL", "SQLite synchronous setting: NORMAL (survives a crash of the process) or FULL (also a power loss)")
 	cmd.Flags().StringVar(&opts.db, "db", "", "database: postgres://user:password@host:port/db?sslmode=… (default: the SQLite file in the data folder)")
 	cmd.Flags().StringVar(&opts.tlsCert, "tls-cert", "", "serve HTTPS and WSS with this PEM certificate (chain) file; needs --tls-key")
 	cmd.Flags().StringVar(&opts.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+	cmd.Flags().StringSliceVar(&opts.domains, "domain", nil, "obtain and renew a certificate for this DNS name by ACME and serve HTTPS (repeat or comma-separate for more names; excludes --tls-cert)")
+	cmd.Flags().StringVar(&opts.acmeDirectory, "acme-directory", "", "with --domain: the CA's ACME directory URL (default "+acmecert.LetsEncrypt+", Let's Encrypt; using it accepts its terms of service)")
+	cmd.Flags().StringVar(&opts.acmeEmail, "acme-email", "", "with --domain: contact address given to the CA (it writes there about expiring or revoked certificates)")
+	cmd.Flags().StringVar(&opts.httpListen, "http-listen", "", "with --domain: where to serve the HTTP-01 challenge and the redirect to https (default "+defaultHTTPListen+"); off: none, the TLS-ALPN-01 challenge on --listen only")
 	cmd.Flags().StringSliceVar(&opts.corsOrigins, "cors-origin", nil, "origin (scheme://host[:port]) whose web pages may call the relay; repeat or comma-separate; default any origin")
 	cmd.Flags().BoolVar(&opts.trustProxy, "trust-proxy", false, "believe X-Forwarded-Proto, X-Forwarded-Host and X-Forwarded-For (only behind a reverse proxy that sets them)")
 	cmd.Flags().StringVar(&opts.bus, "bus", "", "bus between relays sharing one --db: nats://host:port, postgres://… (LISTEN/NOTIFY), or none; default with a postgres --db: LISTEN/NOTIFY on that database")
@@ -212,6 +245,9 @@ func runServer(ctx context.Context, f *factory, opts serverOptions) error {
 	if opts.fanoutQueue < 1 || opts.fanoutQueue > 4096 {
 		return &exitError{code: exitUsage, err: fmt.Errorf("--fanout-queue must be between 1 and 4096, got %d", opts.fanoutQueue)}
 	}
+	if err := checkACMEFlags(&opts); err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
 	if (opts.tlsCert == "") != (opts.tlsKey == "") {
 		return &exitError{code: exitUsage, err: errors.New("--tls-cert and --tls-key go together")}
 	}
@@ -248,20 +284,43 @@ func runServer(ctx context.Context, f *factory, opts serverOptions) error {
 	if err != nil {
 		return err
 	}
+	var acme *acmecert.Manager
+	if len(opts.domains) > 0 {
+		acme, err = acmecert.New(acmecert.Config{Domains: opts.domains, DirectoryURL: opts.acmeDirectory, Email: opts.acmeEmail,
+			CacheDir: filepath.Join(data, "acme"), RenewBefore: opts.acmeRenewBefore, HTTPClient: opts.acmeHTTPClient, Logger: lg.Logger})
+		if err != nil {
+			_ = srv.Close()
+			return &exitError{code: exitFailed, err: err}
+		}
+		defer acme.Close()
+	}
 	l, err := net.Listen("tcp", opts.listen)
 	if err != nil {
 		_ = srv.Close()
-		return fmt.Errorf("server: listen on %s: %w", opts.listen, err)
+		return fmt.Errorf("server: listen on %s: %w%s", opts.listen, err, lowPortHint(err, ""))
 	}
 	scheme := "http"
-	if opts.tlsCert != "" {
-		tl, err := server.TLSListener(l, opts.tlsCert, opts.tlsKey)
+	if opts.tlsCert != "" || acme != nil {
+		var tl net.Listener
+		if acme != nil {
+			tl, err = server.NewTLSListener(l, acme.TLSConfig())
+		} else {
+			tl, err = server.TLSListener(l, opts.tlsCert, opts.tlsKey)
+		}
 		if err != nil {
 			_ = l.Close()
 			_ = srv.Close()
 			return &exitError{code: exitFailed, err: err}
 		}
 		l, scheme = tl, "https"
+	}
+	var hl net.Listener
+	if acme != nil && opts.httpListen != "off" {
+		if hl, err = net.Listen("tcp", opts.httpListen); err != nil {
+			_ = l.Close()
+			_ = srv.Close()
+			return fmt.Errorf("server: listen on %s for the ACME HTTP-01 challenge: %w%s", opts.httpListen, err, lowPortHint(err, "; or pass --http-listen off to answer only the TLS-ALPN-01 challenge, on "+opts.listen))
+		}
 	}
 	where := "data " + data
 	if spec, err := backend.Parse(opts.db); err == nil {
@@ -271,7 +330,15 @@ func runServer(ctx context.Context, f *factory, opts serverOptions) error {
 		where += ", bus " + busName(busURL)
 	}
 	fmt.Fprintf(f.stdout, "happy relay listening on %s://%s (%s)\n", scheme, l.Addr(), where)
-	fmt.Fprintf(f.stdout, "web app: %s\n", webAppURL(scheme, l.Addr()))
+	if acme != nil {
+		fmt.Fprintf(f.stdout, "web app: %s\n", domainURL(acme.Domains()[0], l.Addr()))
+		fmt.Fprintf(f.stdout, "certificates: by ACME from %s for %s (account and certificates in %s), renewed automatically\n", acme.Directory(), strings.Join(acme.Domains(), ", "), acme.CacheDir())
+		if hl != nil {
+			fmt.Fprintf(f.stdout, "ACME HTTP-01 challenge and redirect to https on http://%s\n", hl.Addr())
+		}
+	} else {
+		fmt.Fprintf(f.stdout, "web app: %s\n", webAppURL(scheme, l.Addr()))
+	}
 	if soft, hard, err := fdlimit.Raise(); err != nil {
 		fmt.Fprintf(f.stderr, "happy: open-file limit not raised: %v\n", err)
 	} else if soft > 0 {
@@ -283,12 +350,113 @@ func runServer(ctx context.Context, f *factory, opts serverOptions) error {
 	if opts.plainToken {
 		fmt.Fprintln(f.stderr, "happy: warning: --pairing-plain-token: an approved pairing request's token goes, in plain, to whoever polls with its public key first (the reference CLI's way); happy's own clients do not need it")
 	}
+	var side sync.WaitGroup
+	sideCtx, stopSide := context.WithCancel(ctx)
+	if acme != nil {
+		side.Go(func() { reportCertificate(sideCtx, f, acme) })
+	}
+	if hl != nil {
+		_, port, _ := net.SplitHostPort(l.Addr().String())
+		side.Go(func() { serveRedirect(sideCtx, f, hl, acme.HTTPHandler(port)) })
+	}
 	serveErr := srv.Serve(ctx, l)
+	stopSide()
+	if acme != nil {
+		_ = acme.Close()
+	}
+	side.Wait()
 	closeErr := srv.Close()
 	if serveErr != nil {
 		return serveErr
 	}
 	return closeErr
+}
+
+// checkACMEFlags checks --domain and the flags that go with it, and fills
+// in the default addresses (--listen :443 and --http-listen :80 with
+// --domain, else --listen 127.0.0.1:3005).
+func checkACMEFlags(o *serverOptions) error {
+	if len(o.domains) == 0 {
+		if o.acmeDirectory != "" || o.acmeEmail != "" || o.httpListen != "" {
+			return errors.New("--acme-directory, --acme-email and --http-listen go with --domain")
+		}
+		if o.listen == "" {
+			o.listen = defaultListen
+		}
+		return nil
+	}
+	if o.tlsCert != "" || o.tlsKey != "" {
+		return errors.New("--domain obtains the certificate by ACME: leave out --tls-cert and --tls-key (they serve a certificate you obtain yourself)")
+	}
+	for _, d := range o.domains {
+		if err := acmecert.CheckDomain(d); err != nil {
+			return fmt.Errorf("--domain: %w", err)
+		}
+	}
+	if o.acmeDirectory != "" {
+		if err := acmecert.CheckDirectory(o.acmeDirectory); err != nil {
+			return fmt.Errorf("--acme-directory: %w", err)
+		}
+	}
+	if e := o.acmeEmail; e != "" && (strings.Count(e, "@") != 1 || strings.HasPrefix(e, "@") || strings.HasSuffix(e, "@") || strings.ContainsAny(e, " \t,;<>:")) {
+		return fmt.Errorf("--acme-email %q: want one email address, such as ops@example.com", e)
+	}
+	if o.listen == "" {
+		o.listen = defaultDomainListen
+	}
+	if o.httpListen == "" {
+		o.httpListen = defaultHTTPListen
+	}
+	return nil
+}
+
+// lowPortHint names the way out of a refused bind of a port below 1024,
+// then more; empty for any other error.
+func lowPortHint(err error, more string) string {
+	if !errors.Is(err, syscall.EACCES) {
+		return ""
+	}
+	return " (ports below 1024 take root or the CAP_NET_BIND_SERVICE capability: AmbientCapabilities=CAP_NET_BIND_SERVICE in a systemd unit, or setcap cap_net_bind_service=+ep on the binary" + more + ")"
+}
+
+// domainURL is the relay's https URL under its name: the port of addr
+// unless it is 443.
+func domainURL(domain string, addr net.Addr) string {
+	if _, port, err := net.SplitHostPort(addr.String()); err == nil && port != "443" {
+		return "https://" + net.JoinHostPort(domain, port) + "/"
+	}
+	return "https://" + domain + "/"
+}
+
+// reportCertificate asks for the first name's certificate at start, so
+// that a name that does not reach the relay shows at once, not at a
+// client's first handshake.
+func reportCertificate(ctx context.Context, f *factory, acme *acmecert.Manager) {
+	leaf, err := acme.Obtain(ctx)
+	if ctx.Err() != nil {
+		return
+	}
+	name := acme.Domains()[0]
+	if err != nil {
+		fmt.Fprintf(f.stderr, "happy: warning: no certificate for %s yet: %v; check that %s resolves to this machine and that its ports 443 and 80 reach this relay (the relay asks again at the next connection)\n", name, err, name)
+		return
+	}
+	fmt.Fprintf(f.stdout, "certificate for %s: valid until %s\n", name, leaf.NotAfter.UTC().Format("2006-01-02 15:04:05 MST"))
+}
+
+// serveRedirect serves h (ACME HTTP-01 answers, redirects to https) on l
+// until ctx ends.
+func serveRedirect(ctx context.Context, f *factory, l net.Listener, h http.Handler) {
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	stop := context.AfterFunc(ctx, func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(sctx)
+	})
+	defer stop()
+	if err := hs.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintf(f.stderr, "happy: warning: the HTTP listener on %s stopped: %v; certificates are then obtained by the TLS-ALPN-01 challenge only\n", l.Addr(), err)
+	}
 }
 
 // busFor resolves --bus: "none" is no bus; empty is LISTEN/NOTIFY on a

@@ -41,7 +41,7 @@ func newWebCmd(f *factory, use string) *cobra.Command {
 	var o webOptions
 	cmd := &cobra.Command{
 		Use:   use,
-		Short: "Pair a browser with this account: print (and show as a QR code) a one-time web app link",
+		Short: "Pair a browser with this account: print a one-time web app link (a QR code when a phone can open it)",
 		Long: `Pair a browser with the account of this machine (which must hold the account
 secret): happy opens a pairing request for a fresh key, approves it at once
 with the account secret, and prints the link
@@ -63,7 +63,13 @@ home (which proves it is), or the relay you declared yours in settings.json:
 
 For any other relay (or another one named with --relay URL), happy web
 serves the app itself on a loopback port (--listen) until interrupted, and
-the link names the relay: http://127.0.0.1:PORT/#pair=…&relay=<URL>.`,
+the link names the relay: http://127.0.0.1:PORT/#pair=…&relay=<URL>.
+
+The QR code is shown only for a link a phone can open: an https page
+beyond this machine. A loopback page is for a browser on this machine, and
+a plain http page on the network gets no WebCrypto from browsers, which
+the app needs; happy says so and names the ways to https (the README's
+"From your phone").`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -154,11 +160,7 @@ func runWeb(ctx context.Context, f *factory, o webOptions, files fs.FS) error {
 		return &exitError{code: exitFailed, err: err}
 	}
 	w := f.stdout
-	fmt.Fprintln(w, "Open this link in the browser to pair it with your account (scan the code with a phone):")
-	fmt.Fprintln(w)
-	showQR(w, link)
-	fmt.Fprintf(w, "\n    %s\n\n", link)
-	fmt.Fprintln(w, "It works once, within a few minutes. Until it is used, whoever has it can read every session of the account: keep it private.")
+	printWebLink(w, link, url, trusted)
 	pub := crypto.BoxPublicKey(p.Secret)
 	if _, err := api.LookupPairing(ctx, crypto.PairingCode(pub)); errors.Is(err, relay.ErrRouteUnsupported) {
 		fmt.Fprintf(f.stderr, "happy: warning: %s does not look like happy's own relay: the reference relay never expires a pairing request and hands its answer to every caller, so this link stays usable, more than once, until the browser has used it\n", url)

@@ -10,6 +10,7 @@ import { archiveSession, archiveFields, deleteSession, lastActivity, resumeTarge
 import { approveTerminal, ApproveError, revokeEverywhere, openMachine, spawnParams, readSpawnReply } from "/app/js/devices.js";
 import * as th from "/app/js/thumbhash.js";
 import { sniff, inspectFile, uploadFile, Blobs, blobSource, isBlobRef, MAX_ATTACHMENT, AttachError, digest } from "/app/js/attach.js";
+import { secureContextProblem } from "/app/js/secure.js";
 
 const tests = [];
 const test = (name, fn) => tests.push({ name, fn });
@@ -1021,6 +1022,30 @@ test("file parts render: placeholder then picture, download link, unavailable in
   blobs.close();
 });
 
+// ---- secure context ----
+
+test("a page without a secure context says so and how to get one, instead of failing record by record", () => {
+  const lan = { isSecureContext: false, crypto: { getRandomValues() {} }, location: { protocol: "http:", host: "192.168.1.5:3005", port: "3005" } };
+  eq(secureContextProblem(lan, true), {
+    kind: "insecure",
+    title: "This page cannot open your sessions",
+    text: [
+      "Your browser opened it over plain http at 192.168.1.5:3005, and browsers give WebCrypto (crypto.subtle), which this app decrypts with, only to https pages and to pages of their own computer. Nothing was sent to the relay, and the pairing link was not used (it expires within minutes).",
+      "Open the app over https instead: on the computer that runs the relay, give it an https address (happy server --domain NAME with a domain of yours, a tunnel such as Tailscale Serve or Cloudflare Tunnel, or an https reverse proxy: see \"From your phone\" in happy's README), then run happy web again and open its new link.",
+      "On the relay's own computer, http://localhost:3005/ works as it is.",
+    ],
+  }, "plain http on the network, with a pairing link");
+  const port80 = secureContextProblem({ ...lan, location: { protocol: "http:", host: "happy.lan", port: "" } }, false);
+  eq([port80.text[0].split(".")[0], port80.text[0].endsWith("computer. Nothing was sent to the relay."), port80.text[2]],
+    ["Your browser opened it over plain http at happy", true, "On the relay's own computer, http://localhost/ works as it is."], "no link, default port");
+  eq(secureContextProblem({ isSecureContext: true, crypto: {}, location: lan.location }, false), {
+    kind: "no-webcrypto",
+    title: "This browser cannot open your sessions",
+    text: ["It has no WebCrypto (crypto.subtle), which this app decrypts with. Open the app in a current Firefox, Chrome, Edge or Safari."],
+  }, "a secure page without crypto.subtle");
+  eq(secureContextProblem({ isSecureContext: true, crypto: { subtle: {} }, location: lan.location }, true), null, "a secure page with WebCrypto");
+  eq(secureContextProblem(globalThis, false), null, "this test page (loopback)");
+});
 
 // ---- run ----
 

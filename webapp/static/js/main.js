@@ -11,6 +11,7 @@ import { approveTerminal, revokeEverywhere, openMachine, spawnParams, spawnSessi
 import { archiveSession, deleteSession, lastActivity, resumeTarget, resumeSession, recentFolders } from "./sessions.js";
 import { h, icon, renderTranscript, partsSummary, snapshotUI, restoreUI } from "./render.js";
 import { Blobs, inspectFile, uploadFile, IMAGE_TYPES } from "./attach.js";
+import { secureContextProblem } from "./secure.js";
 
 const STORE_KEY = "happy.account";
 const $ = (sel) => document.querySelector(sel);
@@ -907,7 +908,24 @@ function machinesView() {
 
 // ---- boot ----
 
+// insecureView says why this page cannot run the app (secure.js) and what
+// to do; nothing else of the app starts.
+function insecureView(p) {
+  return h("div", { class: "signin", id: "insecure", role: "alert", dataset: { kind: p.kind } },
+    h("h1", {}, p.title),
+    ...p.text.map((t) => h("p", {}, t)));
+}
+
 async function boot() {
+  // Without a secure context there is no WebCrypto, and every record would
+  // fail to decrypt on its own: say so once, send nothing, and take a
+  // pairing link (a secret) out of the address bar unused.
+  const problem = secureContextProblem(globalThis, location.hash.startsWith("#pair="));
+  if (problem) {
+    if (location.hash.startsWith("#pair=")) history.replaceState(null, "", location.pathname + location.search);
+    $("#app").replaceChildren(insecureView(problem));
+    return;
+  }
   window.addEventListener("hashchange", () => {
     if (location.hash.startsWith("#pair=")) { onPairLink(takeLink()); return; }
     if (app.account) route();
