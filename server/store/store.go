@@ -227,7 +227,8 @@ type Store interface {
 	// one answered request exactly one gets it.
 	DeleteAuthRequest(ctx context.Context, id string) (AuthRequest, error)
 	// AuthRequestsSince lists up to limit requests created at or after
-	// since, oldest first.
+	// since, newest first (a flood of requests cannot push a fresh one out
+	// of a code lookup's page).
 	AuthRequestsSince(ctx context.Context, since int64, limit int) ([]AuthRequest, error)
 	// DeleteAuthRequestsBefore removes every request created before cutoff
 	// and returns how many.

@@ -378,7 +378,7 @@ func (s *Store) DeleteAuthRequest(ctx context.Context, id string) (store.AuthReq
 
 // AuthRequestsSince implements store.Store.
 func (s *Store) AuthRequestsSince(ctx context.Context, since int64, limit int) ([]store.AuthRequest, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+authCols+` FROM terminal_auth_requests WHERE created_at >= $1 ORDER BY created_at, id LIMIT $2`, since, limit)
+	rows, err := s.pool.Query(ctx, `SELECT `+authCols+` FROM terminal_auth_requests WHERE created_at >= $1 ORDER BY created_at DESC, id DESC LIMIT $2`, since, limit)
 	if err != nil {
 		return nil, errf("postgres: list auth requests: %w", err)
 	}

@@ -492,7 +492,7 @@ func (s *Store) DeleteAuthRequest(ctx context.Context, id string) (store.AuthReq
 
 // AuthRequestsSince implements store.Store.
 func (s *Store) AuthRequestsSince(ctx context.Context, since int64, limit int) ([]store.AuthRequest, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+authCols+` FROM terminal_auth_requests WHERE created_at >= ? ORDER BY created_at, id LIMIT ?`, since, limit)
+	rows, err := s.r.QueryContext(ctx, `SELECT `+authCols+` FROM terminal_auth_requests WHERE created_at >= ? ORDER BY created_at DESC, id DESC LIMIT ?`, since, limit)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list auth requests: %w", err)
 	}

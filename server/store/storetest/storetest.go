@@ -214,7 +214,7 @@ func testAuthRequests(t *testing.T, s store.Store) {
 
 func testAuthRequestLifetime(t *testing.T, s store.Store) {
 	a := account(t, s, "pk-a")
-	old, err := s.UpsertAuthRequest(ctx, "box-old", false, 10)
+	_, err := s.UpsertAuthRequest(ctx, "box-old", false, 10)
 	noErr(t, "create old", err)
 	mid, err := s.UpsertAuthRequest(ctx, "box-mid", true, 20)
 	noErr(t, "create mid", err)
@@ -225,10 +225,10 @@ func testAuthRequestLifetime(t *testing.T, s store.Store) {
 
 	list, err := s.AuthRequestsSince(ctx, 20, 10)
 	noErr(t, "since 20", err)
-	eq(t, "requests since 20, oldest first", list, []store.AuthRequest{mid, late})
+	eq(t, "requests since 20, newest first", list, []store.AuthRequest{late, mid})
 	list, err = s.AuthRequestsSince(ctx, 0, 1)
 	noErr(t, "limit 1", err)
-	eq(t, "limit 1", list, []store.AuthRequest{old})
+	eq(t, "limit 1: the newest", list, []store.AuthRequest{late})
 	list, err = s.AuthRequestsSince(ctx, 31, 10)
 	noErr(t, "since 31", err)
 	eq(t, "none since 31", len(list), 0)
