@@ -233,3 +233,56 @@ func fmtParts(parts []mapper.Part) string {
 	}
 	return b.String()
 }
+
+// happy send --wait returns when the prompt's turn has ended and prints its
+// answer; happy wait returns once the session is idle with the last
+// answer, and a stale or timed-out wait says so.
+func TestSendWaitAndWait(t *testing.T) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt)
+	defer signal.Stop(sig)
+
+	fc := newFakeCodex(t, "", "codex-app", "")
+	log, err := os.ReadFile(filepath.Join(fc.dir, "app-server.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, _, _ := strings.Cut(string(log), `{"t":1795964187836,"dir":"exit"`)
+	if err := os.WriteFile(filepath.Join(fc.dir, "app-server.jsonl"), []byte(head), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := codexTestEnv(t, fc)
+	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	f := newFactory(strings.NewReader(""), stdout, stderr, func(k string) string { return env[k] })
+	done := make(chan int, 1)
+	go func() {
+		done <- run([]string{"codex", "--codex-protocol", "app-server", "--allow", "bash:echo hi*"}, f)
+	}()
+	waitOutput(t, "stderr", stderr, "(Ctrl-C ends it)\n", done)
+	line, _, _ := strings.Cut(stderr.String(), "\n")
+	sid, _, _ := strings.Cut(strings.TrimPrefix(line, "happy: session "), " ")
+
+	// Idle before any prompt.
+	if code, out, errOut := runHappy(t, env, "wait", sid, "--timeout", "20s"); code != exitOK || out != "" {
+		t.Fatalf("happy wait before a prompt = %d %q %q", code, out, errOut)
+	}
+	code, out, errOut := runHappy(t, env, "send", sid, "Run `echo hi > hi.txt` in the shell and tell me what happened", "--wait", "--timeout", "30s")
+	if code != exitOK || out != "Done: the command printed hi.\n" || !strings.HasPrefix(errOut, "happy: sent msg_") {
+		t.Fatalf("happy send --wait = %d %q %q", code, out, errOut)
+	}
+	if code, out, errOut := runHappy(t, env, "wait", sid, "--timeout", "20s"); code != exitOK || out != "Done: the command printed hi.\n" {
+		t.Fatalf("happy wait = %d %q %q", code, out, errOut)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("happy codex did not end on SIGINT")
+	}
+	// Ended: idle, with the last answer.
+	if code, out, _ := runHappy(t, env, "wait", sid); code != exitOK || out != "Done: the command printed hi.\n" {
+		t.Fatalf("happy wait of an ended session = %d %q", code, out)
+	}
+}

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -73,6 +74,8 @@ func withSession(cmd *cobra.Command, f *factory, name, ref string, fn func(conn 
 
 func newSendCmd(f *factory) *cobra.Command {
 	var files []string
+	var wait bool
+	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "send SESSION [TEXT]",
 		Short: "Send the next prompt to a running session",
@@ -80,7 +83,12 @@ func newSendCmd(f *factory) *cobra.Command {
 read from its bytes; an image must decode whole), encrypted with the session's
 key and uploaded to the relay first; the prompt references the uploads, and the
 running session downloads them and hands them to its agent. A file may be at
-most 10 MiB less 40 bytes. TEXT may be left out when there are files.`,
+most 10 MiB less 40 bytes. TEXT may be left out when there are files.
+
+With --wait it returns when that prompt's turn has ended and prints its
+answer: exit 0 completed, 1 failed, rejected or cancelled (or the session
+ended first), 5 the session went stale, 124 --timeout passed first.
+Scripts and other agents drive a session this way.`,
 		Args:              usageArgs(cobra.RangeArgs(1, 2)),
 		ValidArgsFunction: completeSessions(f, true, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -104,14 +112,81 @@ most 10 MiB less 40 bytes. TEXT may be left out when there are files.`,
 					blobs = append(blobs, b)
 				}
 				id, err := app.SendFiles(cmd.Context(), conn, o, text, blobs, f.now())
-				if err == nil {
-					fmt.Fprintf(f.stdout, "sent %s\n", id)
+				if err != nil {
+					return err
 				}
-				return err
+				if !wait {
+					fmt.Fprintf(f.stdout, "sent %s\n", id)
+					return nil
+				}
+				fmt.Fprintf(f.stderr, "happy: sent %s; waiting for its turn to end\n", id)
+				return waitResult(cmd.Context(), f, timeout, func(ctx context.Context) (app.TurnOutcome, error) {
+					return app.WaitTurn(ctx, conn, o, id, f.now)
+				})
 			})
 		},
 	}
 	cmd.Flags().StringArrayVar(&files, "file", nil, "attach a file (repeatable): uploaded encrypted, then referenced by the prompt")
+	cmd.Flags().BoolVar(&wait, "wait", false, "return when the prompt's turn has ended, print its answer, and exit with how it went")
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "with --wait: give up after this long (exit 124); 0 waits as long as it takes")
+	return cmd
+}
+
+// exitTimeout: a wait's --timeout passed first (as timeout(1)).
+const exitTimeout = 124
+
+// waitResult runs a wait bounded by timeout (0: none), prints the turn's
+// answer and maps how it went to the exit status: 0 completed (or idle), 1
+// failed, rejected, cancelled or the session ended first, 5 stale, 124
+// timed out.
+func waitResult(ctx context.Context, f *factory, timeout time.Duration, wait func(context.Context) (app.TurnOutcome, error)) error {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	out, err := wait(ctx)
+	switch {
+	case err != nil && timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return &exitError{code: exitTimeout, err: fmt.Errorf("still waiting after %s", timeout)}
+	case errors.Is(err, app.ErrSessionOver) && out.State == app.StateStale:
+		return &exitError{code: exitStale, err: err}
+	case errors.Is(err, app.ErrSessionOver):
+		return &exitError{code: exitFailed, err: err}
+	case err != nil:
+		return err
+	}
+	if out.FinalText != "" {
+		fmt.Fprintln(f.stdout, out.FinalText)
+	}
+	switch out.Status {
+	case "", "completed":
+		return nil
+	default:
+		return &exitError{code: exitFailed, err: fmt.Errorf("the turn %s", out.Status)}
+	}
+}
+
+func newWaitCmd(f *factory) *cobra.Command {
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "wait SESSION",
+		Short: "Wait until a session is idle (no turn runs) and print its last answer",
+		Long: `Wait until SESSION is idle: its last prompt's turn has ended (or it has none),
+or the session ended. Prints the last turn's answer. Exit 0 idle (or ended), 1
+the last turn failed or was cancelled, 5 the session went stale, 124 --timeout
+passed first.`,
+		Args:              usageArgs(cobra.ExactArgs(1)),
+		ValidArgsFunction: completeSessions(f, true, false),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withSession(cmd, f, "wait", args[0], func(conn *app.Conn, o app.Opened) error {
+				return waitResult(cmd.Context(), f, timeout, func(ctx context.Context) (app.TurnOutcome, error) {
+					return app.WaitIdle(ctx, conn, o, f.now)
+				})
+			})
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (exit 124); 0 waits as long as it takes")
 	return cmd
 }
 

@@ -363,6 +363,12 @@ func TestKilledHappyIsStaleThenSettledByTheNextHappy(t *testing.T) {
 		!strings.HasSuffix(stderr, "(more than 1m30s); its happy probably died\n") || !strings.Contains(stderr, "happy: session "+sid+" is stale: no heartbeat since ") {
 		t.Fatalf("log --follow of a stale session = %d\nstdout %q\nstderr %q", code, stdout, stderr)
 	}
+	if code, _, stderr := runHappyAt(t, env, later, "wait", sid, "--timeout", "20s"); code != exitStale || !strings.Contains(stderr, "is stale") {
+		t.Fatalf("happy wait of a stale session = %d %q", code, stderr)
+	}
+	if code, _, stderr := runHappy(t, env, "wait", sid, "--timeout", "300ms"); code != exitTimeout || !strings.Contains(stderr, "still waiting after 300ms") {
+		t.Fatalf("happy wait --timeout of a session that never answers = %d %q", code, stderr)
+	}
 	_, tr := readSession(t, env, sid)
 	if openAssistants(tr) == 0 {
 		t.Fatal("the killed session has no open message; the test proves nothing")
