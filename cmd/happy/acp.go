@@ -241,7 +241,7 @@ func runAgentSession(ctx context.Context, f *factory, env app.Env, conn *app.Con
 	oneShot := o.prompt != ""
 	// The status line only for one turn: a served session waits for
 	// prompts, not for a turn.
-	prog := newProgress(f.stderr, oneShot && f.isTerminal(f.stderr), f.now)
+	prog := newProgress(f.stderr, oneShot && f.isTerminal(f.stderr), f.now).withTimeout(o.permissionTimeout)
 	defer prog.close()
 	out := newRunOutput(f, o.output)
 	so.Prompt, so.OneShot = o.prompt, oneShot

@@ -475,7 +475,7 @@ func runClaudePrint(parent context.Context, f *factory, o *agentOptions, claudeP
 	}
 	defer ag.Close()
 
-	prog := newProgress(f.stderr, f.isTerminal(f.stderr), f.now)
+	prog := newProgress(f.stderr, f.isTerminal(f.stderr), f.now).withTimeout(o.permissionTimeout)
 	defer prog.close()
 	out := newRunOutput(f, o.output)
 	sopts := app.SessionOptions{

@@ -184,7 +184,7 @@ func runCodexSession(parent context.Context, f *factory, o *codexOptions, proto 
 	}
 	defer ag.Close()
 
-	prog := newProgress(f.stderr, oneShot && f.isTerminal(f.stderr), f.now)
+	prog := newProgress(f.stderr, oneShot && f.isTerminal(f.stderr), f.now).withTimeout(o.permissionTimeout)
 	defer prog.close()
 	so := app.SessionOptions{
 		Flavor: "codex", Dir: dir, Prompt: o.prompt, OneShot: oneShot, ProviderID: "openai",

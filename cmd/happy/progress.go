@@ -5,6 +5,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -24,9 +26,14 @@ type progress struct {
 	now   func() time.Time
 	start time.Time
 
+	// timeout is the run's --permission-timeout (0: none), said when
+	// nobody can answer yet.
+	timeout time.Duration
+
 	mu     sync.Mutex
 	sid    string
 	told   map[string]bool             // call ids already announced
+	early  map[string]bool             // announced before the relay named the session: told again then
 	tools  map[string]*mapper.ToolPart // the last state seen of each tool call
 	status bool                        // a status line is on screen
 	frame  int
@@ -89,6 +96,13 @@ func (p *progress) created(sid, line string) {
 	if line != "" {
 		p.println(line)
 	}
+	// What waited before the relay named the session can be answered now.
+	for _, id := range slices.Sorted(maps.Keys(p.early)) {
+		if tp := p.tools[id]; tp != nil && tp.State.Status == mapper.StatusBlocked && tp.State.Block != nil && !tp.State.Block.Resolved() {
+			p.println(p.blockedLine(tp))
+		}
+	}
+	p.early = nil
 }
 
 // println prints one line, clearing the status line first.
@@ -122,6 +136,12 @@ func (p *progress) onBus(evs []mapper.BusEvent) {
 	}
 }
 
+// withTimeout sets the permission timeout the blocked-tool lines name.
+func (p *progress) withTimeout(d time.Duration) *progress {
+	p.timeout = d
+	return p
+}
+
 // waiting is the SessionOptions.OnWaiting of the run: callID waits for a
 // person (no rule decided it), so say what it wants and how to answer.
 func (p *progress) waiting(callID string) {
@@ -132,16 +152,32 @@ func (p *progress) waiting(callID string) {
 		return
 	}
 	p.told[callID] = true
+	if p.sid == "" {
+		if p.early == nil {
+			p.early = map[string]bool{}
+		}
+		p.early[callID] = true
+	}
 	p.println(p.blockedLine(tp))
 }
 
 // blockedLine says what a blocked tool waits for and how to answer it.
 func (p *progress) blockedLine(tp *mapper.ToolPart) string {
-	sid := p.sid
-	if sid == "" {
-		sid = "SESSION" // the relay has not named it yet; happy sessions lists it
-	}
 	b := tp.State.Block
+	if p.sid == "" {
+		// The relay has not answered yet: no other device can see the
+		// session, so no command would reach it; say what happens instead.
+		wait := "it waits until the relay answers"
+		if p.timeout > 0 {
+			wait = fmt.Sprintf("it is rejected after %s unless the relay answers before", p.timeout)
+		}
+		what := "permission"
+		if b.Type == mapper.BlockQuestion {
+			what = "an answer"
+		}
+		return fmt.Sprintf("happy: %s waits for %s, but the relay has not answered yet, so no other device can answer it: %s (happy log names it once the relay is back)", export.ToolHead(tp), what, wait)
+	}
+	sid := p.sid
 	if b.Type == mapper.BlockQuestion {
 		qs := make([]string, 0, len(b.Questions))
 		for _, q := range b.Questions {

@@ -13,7 +13,7 @@ import (
 // a rule decided is never announced), a question, and a model retry.
 func TestProgressLines(t *testing.T) {
 	var b strings.Builder
-	p := newProgress(&b, false, time.Now)
+	p := newProgress(&b, false, time.Now).withTimeout(10 * time.Minute)
 	perm := &mapper.ToolPart{CallID: "c1", Tool: "bash", State: mapper.ToolState{Status: mapper.StatusBlocked,
 		Input: agent.Object{"command": "rm -rf build"},
 		Block: &mapper.Block{Type: mapper.BlockPermission, Permission: "bash", Patterns: []string{"rm -rf build"}}}}
@@ -30,8 +30,9 @@ func TestProgressLines(t *testing.T) {
 	p.waiting("q1")
 	p.waiting("unknown")
 	p.close()
-	want := `happy: bash rm -rf build waits for permission — answer with: happy approve SESSION c1  (or: happy deny SESSION c1)
+	want := `happy: bash rm -rf build waits for permission, but the relay has not answered yet, so no other device can answer it: it is rejected after 10m0s unless the relay answers before (happy log names it once the relay is back)
 happy: session S1
+happy: bash rm -rf build waits for permission — answer with: happy approve S1 c1  (or: happy deny S1 c1)
 happy: the model call is retried (attempt 2): overloaded
 happy: question asks: Which branch? — answer with: happy answer S1 q1 LABEL…
 `
