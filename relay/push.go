@@ -82,7 +82,7 @@ type PushStatus struct {
 }
 
 // PushStatus is GET /v1/push/status. Errors: those of every call; a relay
-// without the route answers 404 (HTTPError).
+// without the route gives a *StatusError wrapping ErrNotFound.
 func (a *API) PushStatus(ctx context.Context) (PushStatus, error) {
 	var out PushStatus
 	err := a.do(ctx, http.MethodGet, "/v1/push/status", nil, nil, &out)
