@@ -77,7 +77,8 @@ const DefaultFanoutQueue = 4
 // defaults above.
 type Config struct {
 	// DataDir holds the signing secret (secret.key, 0600), the identity
-	// key (identity.key, 0600: internal/relayid) and, with the embedded
+	// key (identity.key, 0600: internal/relayid), the Web Push VAPID key
+	// (vapid.key, 0600; webpush.go) and, with the embedded
 	// store, the SQLite file (happy.db) and attachments/. It is
 	// created (0700) when missing.
 	DataDir string
