@@ -30,7 +30,10 @@ func subscription(endpoint, p256dh, auth string) map[string]any {
 func TestWebPush(t *testing.T) {
 	ps := webpushtest.Start(t)
 	dir := t.TempDir()
-	cfg := server.Config{DataDir: dir, WebPushServices: []string{"127.0.0.1"}, WebPushSubject: "mailto:ops@example.org"}
+	// The embedded store: the key is a file of the data folder (on
+	// PostgreSQL it lives in the database: TestWebPushKeySharedOnPostgres).
+	db := "sqlite:" + filepath.Join(dir, "happy.db")
+	cfg := server.Config{DataDir: dir, Database: db, WebPushServices: []string{"127.0.0.1"}, WebPushSubject: "mailto:ops@example.org"}
 	r := servertest.StartConfig(t, cfg)
 	a, other := newAPI(t, r), newAPI(t, r)
 	sid := a.createSession("tag", "m")["id"].(string)
@@ -129,7 +132,7 @@ func TestWebPush(t *testing.T) {
 
 	// The same data folder, the same key.
 	r.Server.Close()
-	r2 := servertest.StartConfig(t, server.Config{DataDir: dir})
+	r2 := servertest.StartConfig(t, server.Config{DataDir: dir, Database: db})
 	eq(t, "key after restart", newAPI(t, r2).must(200, "GET", "/v1/web-push/vapid-public-key", nil)["publicKey"], key)
 }
 
@@ -138,7 +141,8 @@ func TestWebPush(t *testing.T) {
 // from any), the first relay's data folder key imported.
 func TestWebPushKeySharedOnPostgres(t *testing.T) {
 	db := pgtest.URL(t)
-	first := servertest.StartConfig(t, server.Config{})
+	dir := t.TempDir()
+	first := servertest.StartConfig(t, server.Config{DataDir: dir, Database: "sqlite:" + filepath.Join(dir, "happy.db")})
 	key := newAPI(t, first).must(200, "GET", "/v1/web-push/vapid-public-key", nil)["publicKey"]
 	first.Server.Close()
 	a := servertest.StartConfig(t, server.Config{Database: db, DataDir: first.DataDir})
