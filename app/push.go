@@ -54,6 +54,7 @@ type pusher struct {
 	// summary (the start of its text, or its error).
 	status, answer string
 	answerMsg      string
+	answerAt       int64 // its creation time (Unix ms)
 }
 
 // pushTool is a blocked tool as a push names it.
@@ -195,12 +196,20 @@ func (p *pusher) observe(evs []mapper.BusEvent) {
 		case *mapper.SessionUpdated:
 			p.sessionInfo(e.Info)
 		case *mapper.MessageUpdated:
+			if u, ok := e.Info.(*mapper.UserMessage); ok && u.SessionID == p.rootID {
+				// A new turn: what the last one said is no answer of it.
+				p.status, p.answer, p.answerMsg = "", "", ""
+				continue
+			}
 			m, ok := e.Info.(*mapper.AssistantMessage)
 			if !ok || m.SessionID != p.rootID {
 				continue
 			}
 			if m.ID != p.answerMsg {
-				p.answerMsg, p.answer = m.ID, ""
+				if m.Time.Created < p.answerAt {
+					continue // an earlier message changed
+				}
+				p.answerMsg, p.answerAt, p.answer = m.ID, m.Time.Created, ""
 			}
 			switch {
 			case m.Finish == agent.FinishAborted:
@@ -215,8 +224,8 @@ func (p *pusher) observe(evs []mapper.BusEvent) {
 		case *mapper.MessagePartUpdated:
 			switch pt := e.Part.(type) {
 			case *mapper.TextPart:
-				if pt.SessionID == p.rootID && !pt.Synthetic && strings.TrimSpace(pt.Text) != "" && p.status != "failed" {
-					p.answerMsg, p.answer = pt.MessageID, pt.Text
+				if pt.SessionID == p.rootID && pt.MessageID == p.answerMsg && !pt.Synthetic && strings.TrimSpace(pt.Text) != "" && p.status != "failed" {
+					p.answer = pt.Text
 				}
 			case *mapper.ToolPart:
 				if pt.State.Status == mapper.StatusBlocked && pt.State.Block != nil {

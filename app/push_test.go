@@ -15,6 +15,7 @@ import (
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/internal/webpushtest"
+	"github.com/happy-dev/happy/mapper"
 	"github.com/happy-dev/happy/relay"
 	"github.com/happy-dev/happy/server"
 	"github.com/happy-dev/happy/server/servertest"
@@ -248,5 +249,54 @@ func TestSealPushDetailFits(t *testing.T) {
 	}
 	if d.HappyPush != 1 || d.Kind != "permission" || len([]rune(d.Title)) == 0 || len([]rune(d.Title)) > pushTitleMax || !strings.HasSuffix(d.Title, "…") {
 		t.Fatalf("detail %+v", d)
+	}
+}
+
+// TestPushDetailOfATurn: the detail of a finished turn is the root
+// session's title and how its last answer went: the start of its text, or
+// its error; a new prompt forgets the last turn's; an earlier message that
+// changes late does not take the answer's place; a question names its
+// first question.
+func TestPushDetailOfATurn(t *testing.T) {
+	p := &pusher{ch: make(chan relay.PushDetail, 16), rootID: "root", tools: map[string]pushTool{}}
+	next := func() relay.PushDetail {
+		t.Helper()
+		d := <-p.ch
+		d.Time = 0
+		return d
+	}
+	p.observe([]mapper.BusEvent{
+		&mapper.SessionCreated{Info: mapper.Session{ID: "root", Title: "Fix the build"}},
+		&mapper.SessionCreated{Info: mapper.Session{ID: "child", ParentID: "root", Title: "a subagent"}},
+		&mapper.MessageUpdated{Info: &mapper.UserMessage{ID: "u1", SessionID: "root"}},
+		&mapper.MessageUpdated{Info: &mapper.AssistantMessage{ID: "a1", SessionID: "root", Time: mapper.AssistantTime{Created: 10}}},
+		&mapper.MessagePartUpdated{Part: &mapper.TextPart{PartBase: mapper.PartBase{SessionID: "root", MessageID: "a1"}, Text: "\n  All green.\nDetails follow."}},
+		&mapper.MessageUpdated{Info: &mapper.AssistantMessage{ID: "a2", SessionID: "child", Time: mapper.AssistantTime{Created: 11}}},
+		&mapper.MessagePartUpdated{Part: &mapper.TextPart{PartBase: mapper.PartBase{SessionID: "child", MessageID: "a2"}, Text: "child text"}},
+	})
+	p.turnDone()
+	if d, want := next(), (relay.PushDetail{Kind: "done", Title: "Fix the build", Status: "completed", Summary: "All green."}); d != want {
+		t.Fatalf("completed turn %+v, want %+v", d, want)
+	}
+	p.observe([]mapper.BusEvent{
+		&mapper.MessageUpdated{Info: &mapper.UserMessage{ID: "u2", SessionID: "root"}},
+		&mapper.MessageUpdated{Info: &mapper.AssistantMessage{ID: "a3", SessionID: "root", Time: mapper.AssistantTime{Created: 20},
+			Error: &agent.MessageError{Name: agent.ErrNameAPI, Data: agent.ErrorData{Message: "rate limited"}}}},
+		&mapper.MessageUpdated{Info: &mapper.AssistantMessage{ID: "a1", SessionID: "root", Time: mapper.AssistantTime{Created: 10}, Finish: agent.FinishStop}},
+	})
+	p.turnDone()
+	if d, want := next(), (relay.PushDetail{Kind: "done", Title: "Fix the build", Status: "failed", Summary: "rate limited"}); d != want {
+		t.Fatalf("failed turn %+v, want %+v", d, want)
+	}
+	p.observe([]mapper.BusEvent{&mapper.MessageUpdated{Info: &mapper.UserMessage{ID: "u3", SessionID: "root"}}})
+	p.turnDone()
+	if d, want := next(), (relay.PushDetail{Kind: "done", Title: "Fix the build", Status: "completed"}); d != want {
+		t.Fatalf("a turn without an answer %+v, want %+v", d, want)
+	}
+	p.observe([]mapper.BusEvent{&mapper.MessagePartUpdated{Part: &mapper.ToolPart{CallID: "q1", Tool: "question", State: mapper.ToolState{Status: mapper.StatusBlocked,
+		Block: &mapper.Block{Type: mapper.BlockQuestion, Questions: []agent.QuestionInfo{{Question: "Which colour?"}, {Question: "How big?"}}}}}}})
+	p.waiting("q1")
+	if d, want := next(), (relay.PushDetail{Kind: "question", Title: "Fix the build", CallID: "q1", Tool: "question", Summary: "Which colour? (+1 more)"}); d != want {
+		t.Fatalf("question %+v, want %+v", d, want)
 	}
 }
