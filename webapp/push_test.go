@@ -22,6 +22,7 @@ import (
 
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/app"
+	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/internal/webpushtest"
 	"github.com/happy-dev/happy/mapper"
 	"github.com/happy-dev/happy/relay"
@@ -288,8 +289,9 @@ func TestInstallable(t *testing.T) {
 // the keys the page left in IndexedDB, and Allow once and Deny; with no
 // page of the app open, Allow once answers the session through the sealed,
 // bound RPC and the tool completes; the same click again is refused by the
-// session and says so in a notification; a second tool is denied the same
-// way; the switch turns notifications off again.
+// session and says so in a notification; a message the relay made up
+// shows no claim and no buttons; a second tool is denied the same way; the
+// switch turns notifications off again.
 func TestNotificationAllowOnce(t *testing.T) {
 	ps := webpushtest.Start(t)
 	r := servertest.StartConfig(t, server.Config{App: webapp.Files(), WebPushServices: []string{"127.0.0.1"}})
@@ -384,6 +386,17 @@ func TestNotificationAllowOnce(t *testing.T) {
 	done := p.notifications(sw, regexp.MustCompile(`:done$`), 1)
 	if done[0].Title != "It's ready!" || done[0].Body != title+"\nTurn 1: once" || len(done[0].Actions) != 0 {
 		t.Fatalf("turn done: %+v", done[0])
+	}
+
+	// A message the relay made up (its sealed part does not open with the
+	// session's key) claims nothing and offers no buttons.
+	if _, err := chromedp.Call(p.ctx, serviceworker.DeliverPushMessage, serviceworker.DeliverPushMessageParams{Origin: r.URL, RegistrationID: reg,
+		Data: `{"v":1,"sessionId":"` + ls.id + `","kind":"permission","sealed":"` + crypto.EncodeBase64(make([]byte, 64)) + `"}`}); err != nil {
+		t.Fatal(err)
+	}
+	forged := p.notifications(sw, regexp.MustCompile(`:permission$`), 1)
+	if forged[0].Title != "happy" || forged[0].Body != "A notification this device could not open: look in happy." || len(forged[0].Actions) != 0 {
+		t.Fatalf("forged push: %+v", forged[0])
 	}
 
 	// A second Allow once for the same call: the session refuses it, and

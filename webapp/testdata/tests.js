@@ -1043,7 +1043,7 @@ test("push detail: Go's sealed detail opens with the session's key, and only as 
   await rejects(openDetail(await c.sessionCipher(secret, null), data), "auth_failed", "another session's key");
 });
 
-test("notifications: title, body, buttons and tag per kind; nothing but the kind without a detail", () => {
+test("notifications: title, body, buttons and tag per kind; no claim without a detail", () => {
   const base = { icon: "icons/icon-192.png" };
   eq(notificationFor({ sessionId: "s", kind: "permission" }, fx.push.detail), { title: "Permission request", options: { ...base,
     data: { sessionId: "s", kind: "permission", callID: "call-7" }, body: "Fix the login bug\nbash: rm -rf build", tag: "s:call-7", requireInteraction: true,
@@ -1054,7 +1054,7 @@ test("notifications: title, body, buttons and tag per kind; nothing but the kind
   eq(notificationFor({ sessionId: "s", kind: "done" }, { kind: "done", title: "T", status: "failed", summary: "rate limited", time: 5 }).options.body, "T\nrate limited", "failed: the error");
   eq(notificationFor({ sessionId: "s", kind: "done" }, { kind: "done", status: "failed" }).title, "It stopped with an error", "failed");
   eq(notificationFor({ sessionId: "s", kind: "done" }, { kind: "done", status: "cancelled" }).options.tag, "s:done", "one per session");
-  eq(notificationFor({ sessionId: "s", kind: "permission" }, null), { title: "Permission request", options: { ...base, data: { sessionId: "s", kind: "permission" }, body: GENERIC_BODY, tag: "s:permission" } }, "no detail: no buttons");
+  eq(notificationFor({ sessionId: "s", kind: "permission" }, null), { title: "happy", options: { ...base, data: { sessionId: "s", kind: "permission" }, body: GENERIC_BODY, tag: "s:permission" } }, "no detail: no claim, no buttons");
 });
 
 test("notifications need the Home Screen on iOS, a secure page, and the APIs", () => {

@@ -15,8 +15,9 @@ import { Relay, callRPC } from "./api.js";
 export const PUSH_TITLES = { permission: "Permission request", question: "Clarification needed", done: "It's ready!" };
 const DONE_TITLES = { failed: "It stopped with an error", cancelled: "It was stopped" };
 
-/** GENERIC_BODY is the body of a notification whose detail could not be read. */
-export const GENERIC_BODY = "Open happy to see it.";
+/** GENERIC_BODY is the body of a notification whose detail could not be
+ * read: only the relay vouches for it, so it claims nothing. */
+export const GENERIC_BODY = "A notification this device could not open: look in happy.";
 
 /** ACTIONS are the buttons of a permission request. */
 export const ACTIONS = [{ action: "allow", title: "Allow once" }, { action: "deny", title: "Deny" }];
@@ -54,15 +55,16 @@ const str = (v) => (typeof v === "string" ? v : "");
 
 /** notificationFor is what to show: {title, options} for
  * ServiceWorkerRegistration.showNotification, from the relay's message and
- * its opened detail (null: the detail could not be read; the notification
- * then says only the kind, and offers no buttons). A permission request
- * gets Allow once and Deny; every notification stays until it is handled
- * except a finished turn's. */
+ * its opened detail. Without a detail (none sealed, or it did not open)
+ * nothing but the relay says anything happened, so the notification claims
+ * nothing (title "happy", GENERIC_BODY) and offers no buttons. A permission
+ * request gets Allow once and Deny; every notification stays until it is
+ * handled except a finished turn's. */
 export function notificationFor(data, detail) {
   const kind = data.kind;
   const base = { icon: "icons/icon-192.png", data: { sessionId: data.sessionId, kind } };
   if (!detail) {
-    return { title: PUSH_TITLES[kind] ?? "happy", options: { ...base, body: GENERIC_BODY, tag: `${data.sessionId}:${kind}` } };
+    return { title: "happy", options: { ...base, body: GENERIC_BODY, tag: `${data.sessionId}:${kind}` } };
   }
   const title = kind === "done" ? (DONE_TITLES[detail.status] ?? PUSH_TITLES.done) : PUSH_TITLES[kind];
   const what = kind === "permission" && str(detail.tool) ? [str(detail.tool), str(detail.summary)].filter(Boolean).join(": ") : str(detail.summary);
