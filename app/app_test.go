@@ -96,7 +96,12 @@ func (a *scriptedAgent) Close() error {
 // homes) to one account: device A runs sessions, device B controls them.
 func twoDevices(t testing.TB) (envA Env, connA *Conn, connB *Conn) {
 	t.Helper()
-	r := servertest.Start(t)
+	return twoDevicesOn(t, servertest.Start(t))
+}
+
+// twoDevicesOn is twoDevices on the relay r.
+func twoDevicesOn(t testing.TB, r *servertest.Relay) (envA Env, connA *Conn, connB *Conn) {
+	t.Helper()
 	var secret [32]byte
 	if _, err := rand.Read(secret[:]); err != nil {
 		t.Fatal(err)

@@ -32,7 +32,7 @@ const (
 // Check is one finding of Doctor: what was checked, how it went, what was
 // seen, and (when it is not ok) what to do about it.
 type Check struct {
-	Name   string `json:"name"`   // "agent claude", "relay", "account", "clock", "outbox", "orphans", "logs", "platform"
+	Name   string `json:"name"`   // "agent claude", "relay", "account", "notifications", "clock", "outbox", "orphans", "logs", "platform"
 	Status string `json:"status"` // CheckOK, CheckWarn or CheckFail
 	Detail string `json:"detail"`
 	Fix    string `json:"fix,omitempty"`
@@ -293,7 +293,7 @@ func checkHome(ctx context.Context, env Env, url string, relayUp bool, opts Doct
 	} else {
 		account.Status, account.Detail = CheckOK, fmt.Sprintf("account %s on %s: %d session(s)", relay.AccountID(conn.Creds), url, len(list))
 	}
-	out := []Check{account, outboxCheck(ctx, conn.Client.Outbox())}
+	out := []Check{account, checkNotifications(cctx, env, conn), outboxCheck(ctx, conn.Client.Outbox())}
 	orphans := Check{Name: "orphans"}
 	orphs, err := conn.Client.Orphans(ctx)
 	switch {
@@ -428,4 +428,46 @@ type outboxReader interface {
 // openOutbox opens the outbox of a home for reading.
 func openOutbox(ctx context.Context, dir string) (*outbox.Store, error) {
 	return outbox.Open(ctx, dir, outbox.Options{})
+}
+
+// checkNotifications says which ways a session tells a person it needs
+// them: push events at all (the pushEvents setting), desktop notifications
+// of the daemon's sessions (notify-send), and what the relay sends on to
+// phones (GET /v1/push/status: Expo for the reference app, Web Push
+// subscriptions of the web app). It only reads.
+func checkNotifications(ctx context.Context, env Env, conn *Conn) Check {
+	c := Check{Name: "notifications", Status: CheckOK}
+	var parts []string
+	if !pushEnabled(env) {
+		parts = append(parts, "push events off (pushEvents setting or "+EnvPushEvents+")")
+	}
+	_, lookErr := exec.LookPath(NotifyCommand)
+	switch {
+	case !NotificationsOn(env):
+		parts = append(parts, "desktop: off (notifications setting)")
+	case lookErr != nil:
+		parts = append(parts, "desktop: none ("+NotifyCommand+" not installed)")
+	default:
+		parts = append(parts, "desktop: daemon sessions ("+NotifyCommand+")")
+	}
+	st, err := conn.API.PushStatus(ctx)
+	var he *relay.StatusError
+	switch {
+	case errors.As(err, &he) && he.Status == http.StatusNotFound:
+		parts = append(parts, "the relay does not say which device pushes it sends")
+	case err != nil:
+		c.Status = CheckWarn
+		parts = append(parts, "relay's push status unreadable: "+err.Error())
+	default:
+		expo := "Expo: off on the relay"
+		if st.Expo.Configured {
+			expo = fmt.Sprintf("Expo: %d app token(s)", st.Expo.Tokens)
+		}
+		parts = append(parts, expo, fmt.Sprintf("Web Push: %d browser(s)", st.WebPush.Subscriptions))
+		if st.WebPush.Subscriptions == 0 && (!st.Expo.Configured || st.Expo.Tokens == 0) {
+			c.Fix = "to get notifications on a phone, open the web app (happy web), install it to the home screen and turn notifications on in Devices"
+		}
+	}
+	c.Detail = strings.Join(parts, "; ")
+	return c
 }

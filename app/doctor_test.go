@@ -1,7 +1,9 @@
 package app
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -14,7 +16,10 @@ import (
 
 	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/internal/home"
+	"github.com/happy-dev/happy/internal/webpushtest"
 	"github.com/happy-dev/happy/relay/outbox"
+	"github.com/happy-dev/happy/server"
+	"github.com/happy-dev/happy/server/servertest"
 	"github.com/rs/zerolog"
 )
 
@@ -56,7 +61,7 @@ func TestDoctor(t *testing.T) {
 		byName[c.Name] = c
 		names = append(names, c.Name)
 	}
-	if got := strings.Join(names, ","); got != "agent good,agent missing,agent hang,agent bad,home,relay,clock,account,outbox,orphans,logs,platform" {
+	if got := strings.Join(names, ","); got != "agent good,agent missing,agent hang,agent bad,home,relay,clock,account,notifications,outbox,orphans,logs,platform" {
 		t.Fatalf("checks in order %s", got)
 	}
 	want := []struct {
@@ -69,6 +74,7 @@ func TestDoctor(t *testing.T) {
 		{"relay", CheckOK, "(from env): happy-server", ""},
 		{"clock", CheckWarn, "ahead of the relay", "sync the clock"},
 		{"account", CheckOK, "0 session(s)", ""},
+		{"notifications", CheckOK, "; Expo: off on the relay; Web Push: 0 browser(s)", "turn notifications on in Devices"},
 		{"outbox", CheckWarn, "1 version(s) of 1 session(s) wait for the relay; 1 localId conflict(s) since ", "happy auth logout --revoke"},
 		{"orphans", CheckOK, "no session left running", ""},
 		{"platform", CheckOK, "", ""},
@@ -200,4 +206,37 @@ func TestDoctorRefusesASquatter(t *testing.T) {
 	if strings.Join(paths, ",") != "/health" {
 		t.Errorf("the squatter got %v", paths)
 	}
+}
+
+// TestDoctorNotifications: with an Expo token and a browser subscribed on
+// a relay that sends Expo pushes, doctor counts both and suggests nothing.
+func TestDoctorNotifications(t *testing.T) {
+	ps := webpushtest.Start(t)
+	r := servertest.StartConfig(t, server.Config{ExpoPushURL: "http://127.0.0.1:1/never-called", WebPushServices: []string{"127.0.0.1"}})
+	env, conn, _ := twoDevicesOn(t, r)
+	p256dh, auth := ps.Keys()
+	for path, body := range map[string]any{
+		"/v1/push-tokens":            map[string]any{"token": "ExponentPushToken[phone]"},
+		"/v1/web-push/subscriptions": map[string]any{"endpoint": ps.URL + "/sub/1", "keys": map[string]any{"p256dh": p256dh, "auth": auth}},
+	} {
+		b, _ := json.Marshal(body)
+		req, _ := http.NewRequest(http.MethodPost, r.URL+path, bytes.NewReader(b))
+		req.Header.Set("Authorization", "Bearer "+conn.Creds.Token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("POST %s: %v %v", path, resp, err)
+		}
+		resp.Body.Close()
+	}
+	for _, c := range Doctor(context.Background(), env, DoctorOptions{Timeout: 5 * time.Second}) {
+		if c.Name != "notifications" {
+			continue
+		}
+		if c.Status != CheckOK || !strings.HasPrefix(c.Detail, "desktop: ") || !strings.HasSuffix(c.Detail, "; Expo: 1 app token(s); Web Push: 1 browser(s)") || c.Fix != "" {
+			t.Fatalf("notifications = %+v", c)
+		}
+		return
+	}
+	t.Fatal("no notifications check")
 }

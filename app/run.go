@@ -228,12 +228,12 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 	red := mapper.NewReducer(rcfg)
 	sink := session.NewSink(sess, red)
 	cw := startCompat(env, sess, sink, red.RootID(), opts.Flavor)
-	push := startPusher(env, conn.API, sess, opts.Dir)
-	defer push.stop()
 	titles := &titleWatcher{rootID: red.RootID(), w: lc.meta, now: env.now}
 	if opts.Resume != nil {
 		titles.last = opts.Resume.Title
 	}
+	push := startPusher(env, conn.API, sess, opts.Dir, red.RootID(), titles.last)
+	defer push.stop()
 	live := startLive(sess)
 	defer live.stop()
 	onBus := func(evs []mapper.BusEvent) {
@@ -258,7 +258,7 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 		sess.SetThinking(thinking)
 		note.activity(thinking)
 		if !thinking && runCtx.Err() == nil {
-			push.push(relay.PushDone) // the turn ended and nothing is queued
+			push.turnDone() // the turn ended and nothing is queued
 		}
 	}
 	onWaiting := func(callID string) {

@@ -12,3 +12,10 @@ func ToolHead(pt *mapper.ToolPart) string {
 	}
 	return head
 }
+
+// ToolSummary is ToolHead without the tool's name: the telling member of
+// its input, else its title, else the names of its input's members; the
+// first line only, at most 80 characters. "" when there is nothing.
+func ToolSummary(pt *mapper.ToolPart) string {
+	return toolSummary(pt.Tool, pt.State.Input, pt.State.Title)
+}

@@ -25,7 +25,7 @@ func TestAppServing(t *testing.T) {
 	}
 	r := servertest.StartConfig(t, server.Config{App: app, AppConnectSrc: []string{"https://relay.example:8443", "::bad"}})
 	const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; " +
-		"connect-src 'self' https://relay.example:8443 wss://relay.example:8443; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+		"connect-src 'self' https://relay.example:8443 wss://relay.example:8443; manifest-src 'self'; worker-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 	tests := []struct {
 		method, path string
 		status       int

@@ -220,6 +220,10 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/push-tokens", s.authed(s.getPushTokens))
 	mux.HandleFunc("POST /v1/push-tokens", s.authed(s.postPushToken))
 	mux.HandleFunc("DELETE /v1/push-tokens/{token}", s.authed(s.deletePushToken))
+	mux.HandleFunc("GET /v1/push/status", s.authed(s.getPushStatus))
+	mux.HandleFunc("GET /v1/web-push/vapid-public-key", s.getVAPIDPublicKey)
+	mux.HandleFunc("POST /v1/web-push/subscriptions", s.authed(s.postWebPushSubscription))
+	mux.HandleFunc("DELETE /v1/web-push/subscriptions", s.authed(s.deleteWebPushSubscription))
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) && wantsBanner(r) {
@@ -632,16 +636,21 @@ func (s *Server) deletePushToken(w http.ResponseWriter, r *http.Request, acct st
 	writeJSON(w, http.StatusOK, map[string]any{"success": true})
 }
 
-// postPushEvent: POST /v1/sessions/:id/push-event {kind, title, body, data?}
-// → {success:true, result}. The session's sockets and the apps get ephemeral
-// session-event. This relay sends no device pushes: with no tokens the
-// result is "no_tokens", otherwise "failed" with the reason.
+// postPushEvent: POST /v1/sessions/:id/push-event {kind, title, body,
+// data?, sealed?} → {success: true, result, tokens, delivered, reason?}.
+// The session's sockets and the apps get ephemeral session-event; then the
+// device pushes go out (push.go): result "no_tokens" when the account has
+// no Expo token nor Web Push subscription, "sent" when a push service took
+// at least one, else "failed" with the reason. sealed is the CLI's
+// ciphertext of the event (base64, at most maxSealedPush characters),
+// forwarded only to Web Push.
 func (s *Server) postPushEvent(w http.ResponseWriter, r *http.Request, acct string) {
 	var req struct {
-		Kind  *string        `json:"kind"`
-		Title *string        `json:"title"`
-		Body  *string        `json:"body"`
-		Data  map[string]any `json:"data"`
+		Kind   *string        `json:"kind"`
+		Title  *string        `json:"title"`
+		Body   *string        `json:"body"`
+		Data   map[string]any `json:"data"`
+		Sealed *string        `json:"sealed"`
 	}
 	if err := readJSON(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
 		s.fail(w, r, err, "")
@@ -657,6 +666,9 @@ func (s *Server) postPushEvent(w http.ResponseWriter, r *http.Request, acct stri
 	case req.Body == nil || len([]rune(*req.Body)) < 1 || len([]rune(*req.Body)) > 500:
 		writeErr(w, http.StatusBadRequest, "body must be a string of 1 to 500 characters")
 		return
+	case req.Sealed != nil && !validSealed(*req.Sealed):
+		writeErr(w, http.StatusBadRequest, fmt.Sprintf("sealed must be base64 of at most %d characters", maxSealedPush))
+		return
 	}
 	sid := r.PathValue("id")
 	if _, err := s.st.Session(r.Context(), acct, sid); err != nil {
@@ -665,14 +677,22 @@ func (s *Server) postPushEvent(w http.ResponseWriter, r *http.Request, acct stri
 	}
 	s.emitEphemeral(acct, ephSessionEvent{Type: "session-event", SessionID: sid, Kind: *req.Kind, Title: *req.Title, Body: *req.Body, Timestamp: s.nowMs()},
 		roomSession(acct, sid), roomUserScoped(acct))
-	toks, err := s.st.PushTokens(r.Context(), acct)
-	if err != nil {
-		s.fail(w, r, err, "")
-		return
+	ev := pushEvent{account: acct, session: sid, kind: *req.Kind, body: *req.Body}
+	if req.Sealed != nil {
+		ev.sealed = *req.Sealed
 	}
-	if len(toks) == 0 {
-		writeJSON(w, http.StatusOK, map[string]any{"success": true, "result": "no_tokens"})
-		return
+	out := s.push.deliver(r.Context(), ev)
+	res := map[string]any{"success": true, "tokens": out.targets, "delivered": out.delivered}
+	switch {
+	case out.targets == 0 && out.reason == "":
+		res["result"] = "no_tokens"
+	case out.delivered > 0:
+		res["result"] = "sent"
+	default:
+		res["result"] = "failed"
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"success": true, "result": "failed", "reason": "push delivery is not configured on this relay"})
+	if out.reason != "" {
+		res["reason"] = out.reason
+	}
+	writeJSON(w, http.StatusOK, res)
 }

@@ -336,14 +336,14 @@ func TestPush(t *testing.T) {
 	sid := a.createSession("t", "m")["id"].(string)
 	eq(t, "no tokens", a.must(200, "GET", "/v1/push-tokens", nil), map[string]any{"tokens": []any{}})
 	ev := map[string]any{"kind": "done", "title": "Ready", "body": "It's ready"}
-	eq(t, "push without tokens", a.must(200, "POST", "/v1/sessions/"+sid+"/push-event", ev), map[string]any{"success": true, "result": "no_tokens"})
+	eq(t, "push without tokens", a.must(200, "POST", "/v1/sessions/"+sid+"/push-event", ev), map[string]any{"success": true, "result": "no_tokens", "tokens": float64(0), "delivered": float64(0)})
 	eq(t, "register", a.must(200, "POST", "/v1/push-tokens", map[string]any{"token": "ExponentPushToken[x]"}), map[string]any{"success": true})
 	a.must(200, "POST", "/v1/push-tokens", map[string]any{"token": "ExponentPushToken[x]"})
 	toks := arr(t, a.must(200, "GET", "/v1/push-tokens", nil)["tokens"])
 	eq(t, "one token", len(toks), 1)
 	eq(t, "token keys", keys(obj(t, toks[0])), []string{"createdAt", "id", "token", "updatedAt"})
 	eq(t, "push with tokens", a.must(200, "POST", "/v1/sessions/"+sid+"/push-event", ev),
-		map[string]any{"success": true, "result": "failed", "reason": "push delivery is not configured on this relay"})
+		map[string]any{"success": true, "result": "failed", "tokens": float64(1), "delivered": float64(0), "reason": "Expo push is not configured on this relay"})
 	eq(t, "bad kind", a.must(400, "POST", "/v1/sessions/"+sid+"/push-event", map[string]any{"kind": "other", "title": "t", "body": "b"}), map[string]any{"error": `kind must be "done", "permission" or "question"`})
 	eq(t, "long title", a.must(400, "POST", "/v1/sessions/"+sid+"/push-event", map[string]any{"kind": "done", "title": strings.Repeat("t", 201), "body": "b"}), map[string]any{"error": "title must be a string of 1 to 200 characters"})
 	eq(t, "unknown session", a.must(404, "POST", "/v1/sessions/nope/push-event", ev), map[string]any{"error": "Session not found"})

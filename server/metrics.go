@@ -38,6 +38,9 @@ import (
 //     challenge_used, challenge_window, rpc_scope, rpc_held;
 //   - happy_relay_limit{limit}: the configured limits (seconds, bytes a
 //     second, counts; 0 for a limit that is off);
+//   - happy_relay_push_sent_total{service}, happy_relay_push_errors_total{service,
+//     reason}, happy_relay_push_removed_total{service}: device pushes of
+//     push-events, service "expo" or "webpush" (push.go);
 //   - happy_relay_bus_publish_errors_total, happy_relay_bus_received_total,
 //     happy_relay_bus_gaps_total: the bus between instances;
 //   - Go runtime and process collectors.

@@ -115,6 +115,11 @@ func (s *Server) postAuthRevoke(w http.ResponseWriter, r *http.Request, acct str
 	})
 	s.io.In(room).DisconnectSockets(true)
 	streams := s.streams.revoke(acct)
+	// The revoked devices' browsers get no more pushes (each subscribes
+	// again once signed in anew).
+	if _, err := s.st.RemoveWebPushSubscriptions(r.Context(), acct); err != nil {
+		s.log.Warn().Err(err).Str("account", acct).Msg("revoke: web push subscriptions not removed")
+	}
 	if s.cl != nil {
 		// The other instances refuse the tokens at once and drop the
 		// account's sockets they hold.

@@ -77,7 +77,8 @@ const DefaultFanoutQueue = 4
 // defaults above.
 type Config struct {
 	// DataDir holds the signing secret (secret.key, 0600), the identity
-	// key (identity.key, 0600: internal/relayid) and, with the embedded
+	// key (identity.key, 0600: internal/relayid), the Web Push VAPID key
+	// (vapid.key, 0600; webpush.go) and, with the embedded
 	// store, the SQLite file (happy.db) and attachments/. It is
 	// created (0700) when missing.
 	DataDir string
@@ -248,6 +249,23 @@ type Config struct {
 	// zero; auth.go).
 	ChallengeWindow time.Duration
 
+	// ExpoPushURL is Expo's push API, to which push-events go as
+	// notifications for the account's Expo push tokens (the reference
+	// app); "" sends none (`happy server --expo-push-url`, whose default
+	// is DefaultExpoPushURL). PushTimeout bounds the device pushes of one
+	// push-event (DefaultPushTimeout when zero).
+	ExpoPushURL string
+	PushTimeout time.Duration
+	// WebPushSubject is the VAPID contact ("mailto:…" or an https URL) the
+	// relay's Web Push messages name; empty: PublicURL when it is https,
+	// else a placeholder address.
+	WebPushSubject string
+	// WebPushServices are the host names a Web Push subscription's
+	// endpoint may name ("*.example" matches any subdomain); nil is
+	// DefaultWebPushServices. An endpoint must be https, except on a
+	// loopback address listed here (tests).
+	WebPushServices []string
+
 	// clusterAlive is the bus heartbeat (DefaultClusterAlive when zero;
 	// this package's tests shorten it).
 	clusterAlive time.Duration
@@ -271,6 +289,7 @@ func (c *Config) defaults() {
 	set(&c.RevocationRefresh, DefaultRevocationRefresh)
 	set(&c.ReorderWait, DefaultReorderWait)
 	set(&c.DrainTimeout, DefaultDrainTimeout)
+	set(&c.PushTimeout, DefaultPushTimeout)
 	seti := func(d *int64, v int64) {
 		if *d <= 0 {
 			*d = v
@@ -347,6 +366,8 @@ type Server struct {
 	// (limits.go).
 	lim   *limiters
 	conns addrConns
+	// push delivers push-events to devices (push.go, webpush.go).
+	push *pusher
 }
 
 // afterWrite runs the testWrite hook, if any.
@@ -428,6 +449,15 @@ func New(cfg Config) (*Server, error) {
 		s.app = webapp.Handler(cfg.App, cfg.AppConnectSrc)
 	}
 	s.metrics = newMetrics(s)
+	vapid, vfrom, vcreated, err := s.vapidKey(s.ctx)
+	if err != nil {
+		s.io.Close(nil)
+		return fail(err)
+	}
+	if vcreated {
+		s.log.Info().Str("where", vfrom).Msg("stored the Web Push (VAPID) key")
+	}
+	s.push = newPusher(s, s.metrics.reg, vapid)
 	s.handler = s.routes()
 	if s.cl != nil {
 		if err := s.cl.start(); err != nil {

@@ -53,8 +53,10 @@ var appContentTypes = map[string]string{
 // appCSP is the Content-Security-Policy of every app response: scripts,
 // styles and images from the app's own origin only (images also as data:
 // and blob: URLs, the decrypted attachments), network connections to
-// the origin and to the configured relays (with their ws/wss form), no
-// frames, no plugins, no base or form targets.
+// the origin and to the configured relays (with their ws/wss form), the
+// manifest and the service worker from the origin, no frames, no plugins,
+// no base or form targets. The service worker's own script gets the same
+// policy, which is the one it runs under.
 func appCSP(relays []string) string {
 	connect := []string{"'self'"}
 	for _, r := range relays {
@@ -72,7 +74,7 @@ func appCSP(relays []string) string {
 		}
 	}
 	return "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; " +
-		"connect-src " + strings.Join(connect, " ") + "; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+		"connect-src " + strings.Join(connect, " ") + "; manifest-src 'self'; worker-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 }
 
 // ServeHTTP answers GET and HEAD for a path of the web app: "/" is

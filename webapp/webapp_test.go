@@ -115,7 +115,19 @@ func fixtures(t *testing.T) []byte {
 		{"variant": "legacy", "dataEncryptionKey": nil, "plaintext": plain, "content": seal(crypto.NewLegacyCipher(acct))},
 		{"variant": "dataKey", "dataEncryptionKey": crypto.EncodeBase64(wrapped), "plaintext": plain, "content": seal(crypto.NewDataKeyCipher(sessKey))},
 	}
+	detail := relay.PushDetail{HappyPush: 1, Kind: "permission", SessionID: "sess-1", Title: "Fix the login bug", CallID: "call-7", Tool: "bash", Summary: "rm -rf build", Time: 1760000000000}
+	dj, _ := json.Marshal(detail)
+	sealDetail := func(c crypto.Cipher) string {
+		b, err := c.Seal(dj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return crypto.EncodeBase64(b)
+	}
+	push := map[string]any{"dataEncryptionKey": crypto.EncodeBase64(wrapped), "sealed": sealDetail(crypto.NewDataKeyCipher(sessKey)),
+		"legacySealed": sealDetail(crypto.NewLegacyCipher(acct)), "detail": detail}
 	b, err := json.Marshal(map[string]any{
+		"push":           push,
 		"pairingCodes":   pairingCodeFixtures(t, terminalPub),
 		"parseCodes":     parseCodeFixtures(),
 		"sealFixed":      sealFixedFixtures(t, acct, contentPub, terminalPub),

@@ -44,6 +44,8 @@ type serverOptions struct {
 	drain       time.Duration
 	fanoutShare float64
 	fanoutQueue int
+	expoPushURL string
+	pushSubject string
 
 	// Limits (server.Config, docs/ARCHITECTURE.md "Limits").
 	headerTimeout   time.Duration
@@ -127,6 +129,8 @@ relay unless --cors-origin names the ones allowed.`,
 	cmd.Flags().DurationVar(&opts.pairingTTL, "pairing-ttl", server.DefaultPairingTTL, "how long a pairing request (happy auth login, happy web) stays usable, 10s to 1h")
 	cmd.Flags().BoolVar(&opts.plainToken, "pairing-plain-token", false, "also hand an approved pairing request's token out in plain, once, to whoever polls with its public key, as the reference relay does (only while reference CLIs still pair with this relay: anyone who learns a waiting terminal's key can then take its token)")
 	fl := cmd.Flags()
+	fl.StringVar(&opts.expoPushURL, "expo-push-url", server.DefaultExpoPushURL, "Expo's push API, to which notifications for the reference app go (a fixed title, the folder's name, the session id: nothing of the session); empty: send none")
+	fl.StringVar(&opts.pushSubject, "web-push-subject", "", "contact (mailto:you@example.org or an https URL) the relay's Web Push messages name for the push services; default: the relay's https public URL")
 	fl.DurationVar(&opts.headerTimeout, "header-timeout", server.DefaultHeaderTimeout, "how long a request's headers may take to arrive")
 	fl.DurationVar(&opts.bodyTimeout, "body-timeout", server.DefaultBodyTimeout, "how long a request body may take before --min-body-rate applies (a slower body gets 408)")
 	fl.Int64Var(&opts.minBodyRate, "min-body-rate", server.DefaultMinBodyRate, "bytes a second a request body must average after --body-timeout")
@@ -248,11 +252,18 @@ func runServer(ctx context.Context, f *factory, opts serverOptions) error {
 	if err := checkACMEFlags(&opts); err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
+	if u, err := url.Parse(opts.expoPushURL); opts.expoPushURL != "" && (err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "") {
+		return &exitError{code: exitUsage, err: fmt.Errorf("--expo-push-url %q: want an http(s) URL, or empty to send no Expo pushes", opts.expoPushURL)}
+	}
+	if s := opts.pushSubject; s != "" && !strings.HasPrefix(s, "mailto:") && !strings.HasPrefix(s, "https://") {
+		return &exitError{code: exitUsage, err: fmt.Errorf("--web-push-subject %q: want mailto:address or an https URL", s)}
+	}
 	if (opts.tlsCert == "") != (opts.tlsKey == "") {
 		return &exitError{code: exitUsage, err: errors.New("--tls-cert and --tls-key go together")}
 	}
 	cfg := server.Config{Database: opts.db, Synchronous: opts.synchronous, TrustProxy: opts.trustProxy, PairingTTL: opts.pairingTTL, PairingPlainToken: opts.plainToken, App: webapp.Files(),
-		BusURL: busURL, SecretFile: opts.secretFile, DrainTimeout: opts.drain, FanoutShare: opts.fanoutShare, FanoutQueue: opts.fanoutQueue}
+		BusURL: busURL, SecretFile: opts.secretFile, DrainTimeout: opts.drain, FanoutShare: opts.fanoutShare, FanoutQueue: opts.fanoutQueue,
+		ExpoPushURL: opts.expoPushURL, WebPushSubject: opts.pushSubject}
 	if err := serverLimits(opts, &cfg); err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}

@@ -41,11 +41,11 @@ func TestServerMigrateSQLite(t *testing.T) {
 	env := map[string]string{"HAPPY_HOME_DIR": home}
 	db := filepath.Join(home, "server", "happy.db")
 	code, stdout, stderr := runHappy(t, env, "server", "migrate")
-	if code != exitOK || stdout != "sqlite:"+db+": applied 0001_init.sql\n"+"sqlite:"+db+": applied 0002_token_revocations.sql\n"+"sqlite:"+db+": applied 0003_auth_challenges.sql\n" || stderr != "" {
+	if code != exitOK || stdout != "sqlite:"+db+": applied 0001_init.sql\n"+"sqlite:"+db+": applied 0002_token_revocations.sql\n"+"sqlite:"+db+": applied 0003_auth_challenges.sql\n"+"sqlite:"+db+": applied 0004_web_push.sql\n" || stderr != "" {
 		t.Fatalf("first migrate = (%d, %q, %q)", code, stdout, stderr)
 	}
 	code, stdout, stderr = runHappy(t, env, "server", "migrate", "--data", filepath.Join(home, "server"))
-	if code != exitOK || stdout != "sqlite:"+db+": schema up to date (3 migrations)\n" || stderr != "" {
+	if code != exitOK || stdout != "sqlite:"+db+": schema up to date (4 migrations)\n" || stderr != "" {
 		t.Fatalf("second migrate = (%d, %q, %q)", code, stdout, stderr)
 	}
 }
@@ -53,11 +53,11 @@ func TestServerMigrateSQLite(t *testing.T) {
 func TestServerMigratePostgres(t *testing.T) {
 	u := pgtest.URL(t)
 	code, stdout, stderr := runHappy(t, nil, "server", "migrate", "--db", u)
-	if code != exitOK || stdout != u+": applied 0001_init.sql\n"+u+": applied 0002_token_revocations.sql\n"+u+": applied 0003_auth_challenges.sql\n" || stderr != "" {
+	if code != exitOK || stdout != u+": applied 0001_init.sql\n"+u+": applied 0002_token_revocations.sql\n"+u+": applied 0003_auth_challenges.sql\n"+u+": applied 0004_web_push.sql\n" || stderr != "" {
 		t.Fatalf("first migrate = (%d, %q, %q)", code, stdout, stderr)
 	}
 	code, stdout, _ = runHappy(t, nil, "server", "migrate", "--db", u)
-	if code != exitOK || stdout != u+": schema up to date (3 migrations)\n" {
+	if code != exitOK || stdout != u+": schema up to date (4 migrations)\n" {
 		t.Fatalf("second migrate = (%d, %q)", code, stdout)
 	}
 }

@@ -81,6 +81,9 @@ var Tables = []Table{
 		col("digest", Text), col("used_at", Int), col("keep_until", Int)}},
 	{Name: "push_tokens", Key: []string{"id"}, Columns: []Column{
 		col("id", Text), col("account_id", Text), col("token", Text), col("created_at", Int), col("updated_at", Int)}},
+	{Name: "web_push_subscriptions", Key: []string{"id"}, Columns: []Column{
+		col("id", Text), col("account_id", Text), col("endpoint", Text), col("p256dh", Text), col("auth", Text),
+		col("created_at", Int), col("updated_at", Int)}},
 	{Name: "usage_reports", Key: []string{"id"}, Columns: []Column{
 		col("id", Text), col("account_id", Text), col("session_id", Text), col("key", Text), col("data", Text),
 		col("created_at", Int), col("updated_at", Int)}},

@@ -173,6 +173,20 @@ type PushToken struct {
 	UpdatedAt int64
 }
 
+// WebPushSubscription is a browser's Web Push subscription (RFC 8030) of an
+// account, as PushSubscription.toJSON() gives it: Endpoint is the push
+// service URL to POST to, P256dh the browser's P-256 public key
+// (uncompressed point, base64url) and Auth its 16-byte auth secret
+// (base64url), the keys of RFC 8291 message encryption. Times are Unix ms.
+type WebPushSubscription struct {
+	ID        string
+	Endpoint  string
+	P256dh    string
+	Auth      string
+	CreatedAt int64
+	UpdatedAt int64
+}
+
 // UsageReport is the last usage figures reported under (account, session, key).
 // Data is the JSON text of {tokens, cost} as received.
 type UsageReport struct {
@@ -298,6 +312,20 @@ type Store interface {
 	RemovePushToken(ctx context.Context, accountID, token string) error
 	// PushTokens lists the account's tokens, newest first.
 	PushTokens(ctx context.Context, accountID string) ([]PushToken, error)
+
+	// AddWebPushSubscription registers sub (its Endpoint, P256dh, Auth)
+	// for the account: a new one gets an id and created_at now; an
+	// endpoint the account has already gets the new keys and updated_at
+	// now (a browser that subscribes again keeps its endpoint).
+	AddWebPushSubscription(ctx context.Context, accountID string, sub WebPushSubscription, now int64) error
+	// RemoveWebPushSubscription removes the account's subscription of
+	// endpoint (no error when absent).
+	RemoveWebPushSubscription(ctx context.Context, accountID, endpoint string) error
+	// RemoveWebPushSubscriptions removes every subscription of the account
+	// and returns how many there were.
+	RemoveWebPushSubscriptions(ctx context.Context, accountID string) (int64, error)
+	// WebPushSubscriptions lists the account's subscriptions, newest first.
+	WebPushSubscriptions(ctx context.Context, accountID string) ([]WebPushSubscription, error)
 
 	// UpsertUsageReport stores the latest report under (account, sessionID, key);
 	// sessionID "" means none.

@@ -9,6 +9,7 @@ import { controlEnvelope, openAnswer, parsePairLink, promptEnvelope, unreachable
 import { archiveSession, archiveFields, deleteSession, lastActivity, resumeTarget, recentFolders, updateSessionMetadata, SessionActionError, RUNNING_MESSAGE, MAX_CAS_ATTEMPTS } from "/app/js/sessions.js";
 import { approveTerminal, ApproveError, revokeEverywhere, openMachine, spawnParams, readSpawnReply } from "/app/js/devices.js";
 import * as th from "/app/js/thumbhash.js";
+import { readPushData, openDetail, notificationFor, pushSupport, GENERIC_BODY } from "/app/js/notify.js";
 import { sniff, inspectFile, uploadFile, Blobs, blobSource, isBlobRef, MAX_ATTACHMENT, AttachError, digest } from "/app/js/attach.js";
 import { secureContextProblem } from "/app/js/secure.js";
 
@@ -1045,6 +1046,53 @@ test("a page without a secure context says so and how to get one, instead of fai
   }, "a secure page without crypto.subtle");
   eq(secureContextProblem({ isSecureContext: true, crypto: { subtle: {} }, location: lan.location }, true), null, "a secure page with WebCrypto");
   eq(secureContextProblem(globalThis, false), null, "this test page (loopback)");
+});
+
+// ---- notifications (notify.js) ----
+
+test("push data: only {v: 1, sessionId, kind, sealed?} is read", () => {
+  eq(readPushData('{"v":1,"sessionId":"s","kind":"done","sealed":"eA=="}'), { sessionId: "s", kind: "done", sealed: "eA==" }, "with sealed");
+  eq(readPushData('{"v":1,"sessionId":"s","kind":"question"}'), { sessionId: "s", kind: "question", sealed: "" }, "without");
+  for (const bad of ["", "x", "null", '{"v":2,"sessionId":"s","kind":"done"}', '{"v":1,"kind":"done"}', '{"v":1,"sessionId":"s","kind":"other"}', '{"v":1,"sessionId":"s","kind":"done","sealed":5}']) {
+    eq(readPushData(bad), null, bad);
+  }
+});
+
+test("push detail: Go's sealed detail opens with the session's key, and only as the session and kind it claims", async () => {
+  const secret = b64(fx.accountSecret);
+  const cipher = await c.sessionCipher(secret, fx.push.dataEncryptionKey);
+  const data = { sessionId: "sess-1", kind: "permission", sealed: fx.push.sealed };
+  eq(await openDetail(cipher, data), fx.push.detail, "dataKey session");
+  eq(await openDetail(await c.sessionCipher(secret, null), { ...data, sealed: fx.push.legacySealed }), fx.push.detail, "legacy session");
+  for (const [what, d] of [["another session's id", { ...data, sessionId: "sess-2" }], ["another kind", { ...data, kind: "done" }]]) {
+    try { await openDetail(cipher, d); } catch (e) { ok(/sealed detail is for sess-1\/permission/.test(e.message), what + ": " + e.message); continue; }
+    throw new Fail(what + ": accepted");
+  }
+  await rejects(openDetail(await c.sessionCipher(secret, null), data), "auth_failed", "another session's key");
+});
+
+test("notifications: title, body, buttons and tag per kind; no claim without a detail", () => {
+  const base = { icon: "icons/icon-192.png" };
+  eq(notificationFor({ sessionId: "s", kind: "permission" }, fx.push.detail), { title: "Permission request", options: { ...base,
+    data: { sessionId: "s", kind: "permission", callID: "call-7" }, body: "Fix the login bug\nbash: rm -rf build", tag: "s:call-7", requireInteraction: true,
+    timestamp: 1760000000000, actions: [{ action: "allow", title: "Allow once" }, { action: "deny", title: "Deny" }] } }, "permission");
+  eq(notificationFor({ sessionId: "s", kind: "question" }, { kind: "question", title: "T", callID: "q1", summary: "Which colour?", time: 5 }), { title: "Clarification needed", options: { ...base,
+    data: { sessionId: "s", kind: "question", callID: "q1" }, body: "T\nWhich colour?", tag: "s:q1", requireInteraction: true, timestamp: 5 } }, "question: no buttons");
+  eq(notificationFor({ sessionId: "s", kind: "done" }, { kind: "done", title: "T", status: "completed", summary: "All green", time: 5 }).title, "It's ready!", "done");
+  eq(notificationFor({ sessionId: "s", kind: "done" }, { kind: "done", title: "T", status: "failed", summary: "rate limited", time: 5 }).options.body, "T\nrate limited", "failed: the error");
+  eq(notificationFor({ sessionId: "s", kind: "done" }, { kind: "done", status: "failed" }).title, "It stopped with an error", "failed");
+  eq(notificationFor({ sessionId: "s", kind: "done" }, { kind: "done", status: "cancelled" }).options.tag, "s:done", "one per session");
+  eq(notificationFor({ sessionId: "s", kind: "permission" }, null), { title: "happy", options: { ...base, data: { sessionId: "s", kind: "permission" }, body: GENERIC_BODY, tag: "s:permission" } }, "no detail: no claim, no buttons");
+});
+
+test("notifications need the Home Screen on iOS, a secure page, and the APIs", () => {
+  const ok_ = { isSecureContext: true, navigator: { userAgent: "Mozilla/5.0 (X11; Linux x86_64)", serviceWorker: {} }, PushManager: {}, Notification: {} };
+  eq(pushSupport(ok_), { ok: true, why: "" }, "desktop");
+  const iphone = { ...ok_, navigator: { ...ok_.navigator, userAgent: "Mozilla/5.0 (iPhone; CPU iPhone OS 18_0 like Mac OS X)" }, matchMedia: () => ({ matches: false }) };
+  ok(/Add to Home Screen/.test(pushSupport(iphone).why) && !pushSupport(iphone).ok, "iPhone in Safari");
+  eq(pushSupport({ ...iphone, matchMedia: () => ({ matches: true }) }).ok, true, "iPhone, installed");
+  ok(/secure page/.test(pushSupport({ ...ok_, isSecureContext: false }).why), "plain http");
+  ok(/does not support/.test(pushSupport({ ...ok_, PushManager: undefined }).why), "no Push API");
 });
 
 // ---- run ----

@@ -55,7 +55,7 @@ func TestOpenSQLite(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if got := st.MigratedAtOpen(); len(got) != 3 || got[0] != "0001_init.sql" || got[1] != "0002_token_revocations.sql" || got[2] != "0003_auth_challenges.sql" {
+	if got := st.MigratedAtOpen(); len(got) != 4 || got[0] != "0001_init.sql" || got[1] != "0002_token_revocations.sql" || got[2] != "0003_auth_challenges.sql" || got[3] != "0004_web_push.sql" {
 		t.Fatalf("migrated %v", got)
 	}
 	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {

@@ -10,7 +10,7 @@ import (
 
 // Fill writes a bit of everything a store holds into s (two accounts,
 // sessions with messages, states and a deleted one, machines, a pairing
-// request, push tokens, usage reports, attachments, opaque strings with NUL
+// request, push tokens, Web Push subscriptions, usage reports, attachments, opaque strings with NUL
 // characters) and returns the first account's id and its first session's.
 func Fill(t testing.TB, s store.Store) (accountID, sessionID string) {
 	t.Helper()
@@ -60,6 +60,8 @@ func Fill(t testing.TB, s store.Store) (accountID, sessionID string) {
 	noErr(t, "used challenge", s.UseChallenge(ctx, "digest-a", 47, 1000))
 	noErr(t, "token", s.AddPushToken(ctx, a.ID, "tok"+weird, 50))
 	noErr(t, "token", s.AddPushToken(ctx, b.ID, "tok", 51))
+	noErr(t, "web push", s.AddWebPushSubscription(ctx, a.ID, store.WebPushSubscription{Endpoint: "https://push.example/a" + weird, P256dh: "ka", Auth: "aa"}, 52))
+	noErr(t, "web push", s.AddWebPushSubscription(ctx, b.ID, store.WebPushSubscription{Endpoint: "https://push.example/b", P256dh: "kb", Auth: "ab"}, 53))
 	_, err = s.UpsertUsageReport(ctx, a.ID, x.ID, "k", `{"tokens":{"total":3}}`, 60)
 	noErr(t, "usage", err)
 	_, err = s.UpsertUsageReport(ctx, a.ID, "", "k", "d", 61)

@@ -62,6 +62,7 @@ func Run(t *testing.T, b Backend) {
 		{"Machines", testMachines},
 		{"Expire", testExpire},
 		{"PushTokens", testPushTokens},
+		{"WebPushSubscriptions", testWebPushSubscriptions},
 		{"UsageReports", testUsageReports},
 		{"Attachments", testAttachments},
 		{"OpaqueStringsByteForByte", testOpaqueStrings},
@@ -775,6 +776,54 @@ func mustTokens(t testing.TB, s store.Store, acct string) []store.PushToken {
 	return list
 }
 
+func testWebPushSubscriptions(t *testing.T, s store.Store) {
+	a, b := account(t, s, "pk-a"), account(t, s, "pk-b")
+	eq(t, "none", mustSubs(t, s, a.ID), []store.WebPushSubscription{})
+	sub := func(endpoint, p256dh, auth string) store.WebPushSubscription {
+		return store.WebPushSubscription{Endpoint: endpoint, P256dh: p256dh, Auth: auth}
+	}
+	noErr(t, "add", s.AddWebPushSubscription(ctx, a.ID, sub("https://push.example/1", "k1", "a1"), 10))
+	noErr(t, "add", s.AddWebPushSubscription(ctx, a.ID, sub("https://push.example/2", "k2", "a2"), 20))
+	noErr(t, "add to another account", s.AddWebPushSubscription(ctx, b.ID, sub("https://push.example/1", "kb", "ab"), 25))
+	list := mustSubs(t, s, a.ID)
+	if len(list) != 2 || !isID(list[0].ID) || !isID(list[1].ID) || list[0].ID == list[1].ID {
+		t.Fatalf("subscriptions %s", show(list))
+	}
+	s1, s2 := list[1], list[0]
+	eq(t, "newest first", list, []store.WebPushSubscription{
+		{ID: s2.ID, Endpoint: "https://push.example/2", P256dh: "k2", Auth: "a2", CreatedAt: 20, UpdatedAt: 20},
+		{ID: s1.ID, Endpoint: "https://push.example/1", P256dh: "k1", Auth: "a1", CreatedAt: 10, UpdatedAt: 10}})
+	noErr(t, "subscribe again", s.AddWebPushSubscription(ctx, a.ID, sub("https://push.example/1", "k1b", "a1b"), 30))
+	eq(t, "the same endpoint gets the new keys", mustSubs(t, s, a.ID), []store.WebPushSubscription{
+		{ID: s2.ID, Endpoint: "https://push.example/2", P256dh: "k2", Auth: "a2", CreatedAt: 20, UpdatedAt: 20},
+		{ID: s1.ID, Endpoint: "https://push.example/1", P256dh: "k1b", Auth: "a1b", CreatedAt: 10, UpdatedAt: 30}})
+	noErr(t, "remove", s.RemoveWebPushSubscription(ctx, a.ID, "https://push.example/2"))
+	noErr(t, "remove absent", s.RemoveWebPushSubscription(ctx, a.ID, "https://push.example/2"))
+	eq(t, "after remove", mustSubs(t, s, a.ID), []store.WebPushSubscription{
+		{ID: s1.ID, Endpoint: "https://push.example/1", P256dh: "k1b", Auth: "a1b", CreatedAt: 10, UpdatedAt: 30}})
+	if l := mustSubs(t, s, b.ID); len(l) != 1 || l[0].P256dh != "kb" {
+		t.Fatalf("the other account's subscription: %s", show(l))
+	}
+	noErr(t, "add", s.AddWebPushSubscription(ctx, a.ID, sub("https://push.example/3", "k3", "a3"), 40))
+	n, err := s.RemoveWebPushSubscriptions(ctx, a.ID)
+	noErr(t, "remove all", err)
+	eq(t, "removed", n, int64(2))
+	eq(t, "none left", mustSubs(t, s, a.ID), []store.WebPushSubscription{})
+	n, err = s.RemoveWebPushSubscriptions(ctx, a.ID)
+	noErr(t, "remove all again", err)
+	eq(t, "removed again", n, int64(0))
+	if l := mustSubs(t, s, b.ID); len(l) != 1 {
+		t.Fatalf("removing one account's subscriptions touched another's: %s", show(l))
+	}
+}
+
+func mustSubs(t testing.TB, s store.Store, acct string) []store.WebPushSubscription {
+	t.Helper()
+	list, err := s.WebPushSubscriptions(ctx, acct)
+	noErr(t, "list web push subscriptions", err)
+	return list
+}
+
 func testUsageReports(t *testing.T, s store.Store) {
 	a, b := account(t, s, "pk-a"), account(t, s, "pk-b")
 	u, err := s.UpsertUsageReport(ctx, a.ID, "sess", "k", `{"tokens":1}`, 10)
@@ -885,6 +934,11 @@ func testOpaqueStrings(t *testing.T, s store.Store) {
 	eq(t, "token", toks[0].Token, w("tok"))
 	noErr(t, "remove token", s.RemovePushToken(ctx, a.ID, w("tok")))
 	eq(t, "token removed", mustTokens(t, s, a.ID), []store.PushToken{})
+	noErr(t, "web push", s.AddWebPushSubscription(ctx, a.ID, store.WebPushSubscription{Endpoint: w("e"), P256dh: w("k"), Auth: w("a")}, 1))
+	subs := mustSubs(t, s, a.ID)
+	eq(t, "web push strings", []string{subs[0].Endpoint, subs[0].P256dh, subs[0].Auth}, []string{w("e"), w("k"), w("a")})
+	noErr(t, "remove web push", s.RemoveWebPushSubscription(ctx, a.ID, w("e")))
+	eq(t, "web push removed", mustSubs(t, s, a.ID), []store.WebPushSubscription{})
 	u, err := s.UpsertUsageReport(ctx, a.ID, w("s"), w("k"), w("d"), 1)
 	noErr(t, "usage", err)
 	eq(t, "usage strings", []string{u.SessionID, u.Key, u.Data}, []string{w("s"), w("k"), w("d")})

@@ -211,6 +211,27 @@ export class Relay {
     return r;
   }
 
+  /** vapidPublicKey is GET /v1/web-push/vapid-public-key (happy's relay
+   * only): the key a browser subscribes with, as bytes (65, a P-256 point). */
+  async vapidPublicKey() {
+    const r = await this.call("GET", "/v1/web-push/vapid-public-key");
+    const key = typeof r?.publicKey === "string" ? c.b64decode(r.publicKey) : null;
+    if (!key || key.length !== 65) throw new RelayError(0, "GET /v1/web-push/vapid-public-key: the answer has no 65-byte publicKey");
+    return key;
+  }
+
+  /** subscribePush is POST /v1/web-push/subscriptions with a
+   * PushSubscription's toJSON() ({endpoint, keys: {p256dh, auth}}). */
+  async subscribePush(sub) {
+    const r = await this.call("POST", "/v1/web-push/subscriptions", { endpoint: sub.endpoint, keys: { p256dh: sub.keys?.p256dh, auth: sub.keys?.auth } });
+    if (r?.success !== true) throw new RelayError(0, "POST /v1/web-push/subscriptions: the relay did not say success");
+  }
+
+  /** unsubscribePush is DELETE /v1/web-push/subscriptions {endpoint}. */
+  async unsubscribePush(endpoint) {
+    await this.call("DELETE", "/v1/web-push/subscriptions", { endpoint });
+  }
+
   /** socket opens the user-scoped Socket.IO connection (receives every update of the account). */
   socket() {
     const io = globalThis.io;

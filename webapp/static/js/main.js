@@ -12,6 +12,8 @@ import { archiveSession, deleteSession, lastActivity, resumeTarget, resumeSessio
 import { h, icon, renderTranscript, partsSummary, snapshotUI, restoreUI } from "./render.js";
 import { Blobs, inspectFile, uploadFile, IMAGE_TYPES } from "./attach.js";
 import { secureContextProblem } from "./secure.js";
+import { saveKeys, clearKeys } from "./keystore.js";
+import { pushSupport, pushState, enablePush, disablePush, renewPush } from "./notify.js";
 
 const STORE_KEY = "happy.account";
 const $ = (sel) => document.querySelector(sel);
@@ -30,7 +32,9 @@ const app = {
   pendingLink: null, // a pairing link opened while signed in, waiting for the person's yes
   error: "",
   down: "", // why the relay cannot be reached ("" while it answers)
-  actions: { list: null, page: false, confirm: null, busy: null, notes: new Map() }, // session actions: the list row whose panel is open (sid), the page's panel, the delete awaiting its yes ("list:sid"/"page:sid"), the action running (sid), sid → {text, cls}
+  actions: { list: null, page: false, confirm: null, busy: null, notes: new Map() },
+  sw: Promise.resolve(null), // the service worker's registration (null: none)
+  swError: "", // why there is none // session actions: the list row whose panel is open (sid), the page's panel, the delete awaiting its yes ("list:sid"/"page:sid"), the action running (sid), sid → {text, cls}
 };
 
 // ---- account ----
@@ -52,10 +56,49 @@ const SIGNED_OUT = "Signed out of this browser. Open a new link from `happy web`
 
 function signOut(message = "") {
   localStorage.removeItem(STORE_KEY);
+  forgetDevice(app.relay);
   app.sock?.close();
   Object.assign(app, { account: null, relay: null, sock: null, sessions: new Map(), open: null, view: null, machines: [], spawn: null, error: typeof message === "string" ? message : "" });
   location.hash = "";
   render();
+}
+
+// forgetDevice undoes what a login left for the service worker: its keys
+// go, and its push subscription (the relay forgets it, the browser drops
+// it); in the background, without failing the sign-out. What uses app.sw
+// next (a new login's renewal) waits for it.
+function forgetDevice(relay) {
+  clearKeys().catch(() => {});
+  if (!relay) return;
+  app.sw = app.sw.then(async (reg) => {
+    if (reg) await disablePush(relay, reg).catch(() => {});
+    return reg;
+  });
+}
+
+// registerWorker starts the service worker (sw.js, a module worker): the
+// app's offline start and its notifications.
+function registerWorker() {
+  if (!("serviceWorker" in navigator)) {
+    app.swError = "this browser has no service workers";
+    return;
+  }
+  app.sw = navigator.serviceWorker.register("sw.js", { type: "module" }).catch((e) => {
+    app.swError = e?.message ?? String(e);
+    return null;
+  });
+}
+
+// activeWorker waits (at most 15 s) for the service worker to be running.
+async function activeWorker() {
+  if (!(await app.sw)) throw new Error("happy's service worker did not start here (" + (app.swError || "unknown reason") + ")");
+  let timer;
+  const late = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error("happy's service worker did not start within 15 s")), 15000); });
+  try {
+    return await Promise.race([navigator.serviceWorker.ready, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 // pairFromLink collects the answer of the link's pairing request: the token
@@ -97,6 +140,7 @@ async function usePairLink(link) {
     const a = await pairFromLink(link);
     app.pairing = false;
     if (app.account) {
+      forgetDevice(app.relay);
       app.sock?.close();
       app.open?.blobs?.close();
       Object.assign(app, { account: null, relay: null, sock: null, sessions: new Map(), open: null, view: null, machines: [], spawn: null, error: "" });
@@ -146,6 +190,11 @@ async function restoreFromBackup(text, relayURL) {
 async function start(account) {
   app.account = account;
   app.relay = new Relay(account.relay, account.token);
+  // The service worker reads the keys from IndexedDB (keystore.js); a
+  // subscription this browser holds is registered with the relay again.
+  saveKeys(account).catch((e) => console.warn("happy: keys not stored for notifications:", e?.message ?? e));
+  const relay = app.relay;
+  app.sw.then((reg) => reg && renewPush(relay, reg)).catch((e) => console.warn("happy: notifications not renewed:", e?.message ?? e));
   connectSocket();
   await refreshSessions();
   route();
@@ -747,6 +796,7 @@ function devicesView() {
     h("div", { class: "page-head" }, h("a", { href: "#", class: "back", "aria-label": "back to sessions" }, "‹"), h("h2", {}, "Devices")),
     h("div", { class: "scroll" },
       form,
+      notifyCard(),
       h("div", { class: "card", id: "this-browser" },
         h("h2", {}, "This browser"),
         h("p", {}, "Signed in to ", h("code", {}, app.account.relay), ". Signing out forgets the account's keys here; the sessions and your other devices are not touched. To sign in again you need a new link from ",
@@ -758,6 +808,49 @@ function devicesView() {
         h("p", {}, "Revokes every token of the account: every terminal, daemon and browser must pair again. Then this browser forgets its keys."),
         h("button", { type: "button", class: "deny", id: "revoke", onclick: () => confirm.classList.remove("hidden") }, "Sign out everywhere"),
         confirm, note)));
+}
+
+// notifyCard is the Devices page's switch for this browser's notifications.
+function notifyCard() {
+  const state = h("p", { id: "notify-state", role: "status" }, "checking…");
+  const toggle = h("button", { type: "button", id: "notify-toggle", class: "hidden" }, "Turn on");
+  const card = h("div", { class: "card", id: "notify" },
+    h("h2", {}, "Notifications on this device"),
+    h("p", {}, "When a session needs you (a tool waits for permission, a question, a finished turn) this device shows a notification; a tool can be allowed once or denied from it. What it says is sealed with the session's key: the relay and the push service see none of it."),
+    state, toggle);
+  const show = (text, cls = "", button = "") => {
+    state.textContent = text;
+    state.className = cls;
+    toggle.textContent = button;
+    toggle.classList.toggle("hidden", !button);
+    toggle.disabled = false;
+  };
+  const refresh = async () => {
+    const support = pushSupport();
+    if (!support.ok) { show(support.why); return; }
+    const reg = await app.sw;
+    if (!reg) { show("Notifications are unavailable: happy's service worker did not start here (" + (app.swError || "unknown reason") + ")."); return; }
+    const st = await pushState(reg);
+    if (st === "on") show("On for this browser.", "ok", "Turn off");
+    else if (st === "blocked") show("Blocked: this site may not show notifications. Allow them in the browser's site settings, then come back.", "error");
+    else show("Off for this browser.", "", "Turn on");
+  };
+  toggle.onclick = async () => {
+    const on = toggle.textContent === "Turn on";
+    toggle.disabled = true;
+    state.className = "";
+    state.textContent = on ? "turning on…" : "turning off…";
+    try {
+      const reg = await activeWorker();
+      if (on) await enablePush(app.relay, reg);
+      else await disablePush(app.relay, reg);
+      await refresh();
+    } catch (e) {
+      show((on ? "Not turned on: " : "Not turned off: ") + (e?.message ?? e), "error", on ? "Turn on" : "Turn off");
+    }
+  };
+  refresh().catch((e) => show("Notifications: " + (e?.message ?? e), "error"));
+  return card;
 }
 
 // ---- machines and new sessions ----
@@ -926,6 +1019,7 @@ async function boot() {
     $("#app").replaceChildren(insecureView(problem));
     return;
   }
+  registerWorker();
   window.addEventListener("hashchange", () => {
     if (location.hash.startsWith("#pair=")) { onPairLink(takeLink()); return; }
     if (app.account) route();
