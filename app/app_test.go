@@ -252,6 +252,11 @@ func TestRunSessionControlledFromAnotherDevice(t *testing.T) {
 	if tr.Session.Title != "first task" || len(tr.Dropped) != 0 {
 		t.Fatalf("session %+v dropped %+v", tr.Session, tr.Dropped)
 	}
+	// The prompt device B wrote is recorded by the session under B's
+	// record id, after B's version: no localId conflict.
+	if cs, err := connA.Client.Outbox().Conflicts(context.Background(), ""); err != nil || len(cs) != 0 {
+		t.Fatalf("localId conflicts on the session's side: %+v %v", cs, err)
+	}
 	ag.mu.Lock()
 	calls := strings.Join(ag.calls, ",")
 	ag.mu.Unlock()

@@ -437,5 +437,14 @@ func (s *Session) AcceptPrompt(in Incoming, ctl json.RawMessage, dialect bool) e
 	if errors.As(err, &r) {
 		s.rpc.tellRefused(Refused{Method: control.MethodPrompt, Reason: r.Reason, Detail: r.Detail})
 	}
+	if err == nil {
+		// The session records the prompt under the sender's record id:
+		// its own versions of that record come after the sender's, never
+		// on top of it (which the relay would answer "already stored",
+		// a conflict for a row that is no one else's).
+		if rec, v, ok := splitLocalID(in.LocalID); ok {
+			s.RaiseVersion(rec, v)
+		}
+	}
 	return err
 }

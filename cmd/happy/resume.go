@@ -42,6 +42,11 @@ The exit status is that of the agent command (0, 1, 2, 3, 130).`,
 		Args: usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.agentArgs = args[1:]
+			// Every flavor: this also reads a daemon's first prompt from
+			// --initial-prompt-fd.
+			if err := o.checkFlags(cmd); err != nil {
+				return err
+			}
 			target, err := prepareResume(cmd.Context(), f, args[0])
 			if err != nil {
 				return err
@@ -114,9 +119,6 @@ func prepareResume(ctx context.Context, f *factory, ref string) (app.ResumeTarge
 // session/resume or session/load (adapters/acp); one that offers neither
 // fails to start with an error naming it (exit 1, like any refusal).
 func resumeACP(cmd *cobra.Command, f *factory, o *agentOptions, ao *acpOptions, target app.ResumeTarget, bins map[string]string) error {
-	if err := o.checkFlags(cmd); err != nil {
-		return err
-	}
 	ctx := cmd.Context()
 	if a, ok := acpAgents[target.Flavor]; ok {
 		p, err := a.preset(f, target.Flavor, bins[target.Flavor], o.agentArgs)

@@ -332,3 +332,14 @@ func TestClaudeModelFlagAndForeignFlags(t *testing.T) {
 		t.Fatalf("foreign flag = %d %q", code, stderr)
 	}
 }
+
+// happy resume reads a daemon's first prompt from --initial-prompt-fd for
+// every flavor (it was read for ACP sessions only, so a Claude session the
+// daemon resumed never got its prompt).
+func TestResumeReadsTheInitialPromptDescriptor(t *testing.T) {
+	env := codexTestEnv(t, nil)
+	code, _, stderr := runHappy(t, env, "resume", "nosuch", "--remote", "--initial-prompt-fd=99")
+	if code != exitUsage || !strings.Contains(stderr, "--initial-prompt-fd") {
+		t.Fatalf("resume with a descriptor that is not open = %d %q, want the descriptor refused first", code, stderr)
+	}
+}
