@@ -133,7 +133,11 @@ func DecodeObject(data []byte) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return v.(map[string]any), nil
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("jsonlex: decode object: parsed a %T", v)
+	}
+	return m, nil
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
