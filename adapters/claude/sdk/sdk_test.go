@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,12 +42,16 @@ func TestMain(m *testing.M) {
 	if os.Getenv("SDK_FAKE_HANG") != "" {
 		signalIgnoreTerm()
 		fmt.Println(`{"type":"system","subtype":"init","session_id":"hang"}`)
-		// A CLI that ignores EOF and SIGTERM: only SIGKILL ends it. (A bare
-		// select{} is reported as a deadlock, exit status 2, unless the
-		// race detector's goroutines keep the runtime from seeing it.)
-		for {
-			time.Sleep(time.Hour)
+		// A CLI that ignores EOF and SIGTERM: only SIGKILL ends it. It
+		// blocks reading a pipe nobody writes to (a bare select{} would be
+		// reported as a deadlock).
+		r, w, err := os.Pipe()
+		if err != nil {
+			os.Exit(4)
 		}
+		_, _ = r.Read(make([]byte, 1))
+		runtime.KeepAlive(w) // a collected write end would close the pipe
+		os.Exit(5)
 	}
 	goleak.VerifyTestMain(m)
 }
