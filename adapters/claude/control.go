@@ -30,9 +30,10 @@ type PermissionAsk struct {
 // question); a request that names no call the stream announced blocks a
 // call of its own, announced first, whose id is the request id. It returns
 // the id of the blocked call and the events. callID is "" when the request
-// cannot be shown (it names a call the stream already closed): the events
-// then hold a Dropped record for line (the stdout line the request came
-// on), and the caller refuses the request.
+// cannot be shown (it names a call the stream already closed, or one that
+// waits already or was refused): the events then hold a Dropped record for
+// line (the stdout line the request came on), and the caller refuses the
+// request.
 func (d *Decoder) Asked(line linereader.Line, ask PermissionAsk) (callID string, evs []agent.Event) {
 	d.out = nil
 	d.line, d.raw, d.t = line.Number, line.Data, 0
@@ -45,11 +46,16 @@ func (d *Decoder) Asked(line linereader.Line, ask PermissionAsk) (callID string,
 		d.drop("control_request/can_use_tool", agent.DropMissingID, "can_use_tool has no request_id")
 		return "", d.take()
 	}
-	callID = d.ask(ask.RequestID, &controlRequest{
+	callID, blocked := d.ask(ask.RequestID, &controlRequest{
 		Subtype: "can_use_tool", ToolName: ask.ToolName, Input: ask.Input, PermissionSuggestions: ask.Suggestions,
 		BlockedPath: ask.BlockedPath, DecisionReason: ask.DecisionReason, Description: ask.Description,
 		ToolUseID: ask.ToolUseID, AgentID: ask.AgentID,
 	}, "; denied")
+	if callID != "" && !blocked {
+		// Nobody would be asked: the call's one block is answered once.
+		d.drop("control_request/can_use_tool", agent.DropIllegalTransition, "can_use_tool for "+callID+", which waits for an answer already or was refused; denied")
+		return "", d.take()
+	}
 	return callID, d.take()
 }
 

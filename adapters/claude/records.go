@@ -425,7 +425,7 @@ func (d *Decoder) canUseTool(rid string, req *controlRequest) {
 		d.drop("control_request/can_use_tool", agent.DropMissingID, "can_use_tool has no request_id")
 		return
 	}
-	if callID := d.ask(rid, req, ""); callID != "" {
+	if callID, _ := d.ask(rid, req, ""); callID != "" {
 		d.requests[rid] = callID
 	}
 }
@@ -433,11 +433,12 @@ func (d *Decoder) canUseTool(rid string, req *controlRequest) {
 // ask blocks the call a permission request names and returns its id: the
 // call of tool_use_id, else the first open call of the tool with the same
 // input, else a call of the request's own (announced first, its id the
-// request id), so that every request Claude waits on reaches a person. A
-// request for a call that already ended is dropped (late ends the detail)
-// and "" returned.
-func (d *Decoder) ask(rid string, req *controlRequest, late string) string {
-	callID := req.ToolUseID
+// request id), so that every request Claude waits on reaches a person.
+// blocked is false when the call was waiting already (no ToolBlocked is
+// emitted then). A request for a call that already ended is dropped (late
+// ends the detail) and "" returned.
+func (d *Decoder) ask(rid string, req *controlRequest, late string) (callID string, blocked bool) {
+	callID = req.ToolUseID
 	if callID == "" {
 		callID = d.matchPending(req.ToolName, req.Input)
 	}
@@ -448,7 +449,7 @@ func (d *Decoder) ask(rid string, req *controlRequest, late string) string {
 	if t == nil {
 		if d.recent.has("t:" + callID) {
 			d.drop("control_request/can_use_tool", agent.DropIllegalTransition, "can_use_tool for "+callID+" after the call was settled"+late)
-			return ""
+			return "", false
 		}
 		sess := ""
 		if k := d.agents[req.AgentID]; k != "" {
@@ -460,7 +461,7 @@ func (d *Decoder) ask(rid string, req *controlRequest, late string) string {
 		t.status = toolRunning
 	}
 	if t.status == toolBlocked || t.status == toolRejected {
-		return callID // already waiting: the question was blocked when the call was seen
+		return callID, false // already waiting: the question was blocked when the call was seen
 	}
 	input := t.input
 	if isObject(req.Input) {
@@ -468,10 +469,10 @@ func (d *Decoder) ask(rid string, req *controlRequest, late string) string {
 	}
 	if req.ToolName == "AskUserQuestion" {
 		d.block(t, nil, questionRequest(rid, input))
-		return callID
+		return callID, true
 	}
 	d.block(t, permissionRequest(rid, req.ToolName, input, req), nil)
-	return callID
+	return callID, true
 }
 
 // matchPending finds the first open call of tool name with the same input

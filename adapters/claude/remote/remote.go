@@ -172,7 +172,7 @@ func (a *Agent) asked(line linereader.Line, r *sdk.PermissionRequest) []agent.Ev
 		ctx, cancel := context.WithTimeout(context.Background(), refuseTimeout)
 		defer cancel()
 		_ = a.client.Respond(ctx, r.RequestID, sdk.Answer{Decision: agent.DecisionReject,
-			Message: "happy cannot show this permission request: it names a tool call that already ended."})
+			Message: "happy cannot show this permission request: its tool call already ended, waits for an answer already or was refused."})
 	}
 	return out
 }
