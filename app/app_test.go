@@ -15,6 +15,7 @@ import (
 
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/home"
+	"github.com/happy-dev/happy/internal/waitfor"
 	"github.com/happy-dev/happy/mapper"
 	"github.com/happy-dev/happy/relay"
 	"github.com/happy-dev/happy/server/servertest"
@@ -141,27 +142,32 @@ func twoDevicesOn(t testing.TB, r *servertest.Relay) (envA Env, connA *Conn, con
 // returns the session and the call id.
 func blocked(t *testing.T, conn *Conn, sid func() string) (Opened, string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if id := sid(); id != "" {
-			o, err := FindSession(context.Background(), conn, id)
-			if err == nil {
-				rb, _, err := ReadTranscript(context.Background(), conn, o, ReadOptions{})
-				if err == nil {
-					for _, m := range rb.Transcript().Messages {
-						for _, p := range m.Parts {
-							if tp, ok := p.(*mapper.ToolPart); ok && tp.State.Status == mapper.StatusBlocked {
-								return o, tp.CallID
-							}
-						}
-					}
+	var o Opened
+	var callID string
+	waitfor.Until(t, "a blocked tool seen from the other device", func() bool {
+		id := sid()
+		if id == "" {
+			return false
+		}
+		var err error
+		if o, err = FindSession(context.Background(), conn, id); err != nil {
+			return false
+		}
+		rb, _, err := ReadTranscript(context.Background(), conn, o, ReadOptions{})
+		if err != nil {
+			return false
+		}
+		for _, m := range rb.Transcript().Messages {
+			for _, p := range m.Parts {
+				if tp, ok := p.(*mapper.ToolPart); ok && tp.State.Status == mapper.StatusBlocked {
+					callID = tp.CallID
+					return true
 				}
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatal("no blocked tool seen from the other device")
-	return Opened{}, ""
+		return false
+	})
+	return o, callID
 }
 
 func TestRunSessionControlledFromAnotherDevice(t *testing.T) {
@@ -273,21 +279,17 @@ func TestRunSessionControlledFromAnotherDevice(t *testing.T) {
 // waitTurns waits until device B sees n completed turns (final texts).
 func waitTurns(t *testing.T, conn *Conn, o Opened, n int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	waitfor.Until(t, fmt.Sprintf("%d completed turns", n), func() bool {
 		rb, _, err := ReadTranscript(context.Background(), conn, o, ReadOptions{})
-		if err == nil {
-			count := 0
-			for _, m := range rb.Transcript().Messages {
-				if am, ok := m.Info.(*mapper.AssistantMessage); ok && am.Finish == agent.FinishStop {
-					count++
-				}
-			}
-			if count >= n {
-				return
+		if err != nil {
+			return false
+		}
+		count := 0
+		for _, m := range rb.Transcript().Messages {
+			if am, ok := m.Info.(*mapper.AssistantMessage); ok && am.Finish == agent.FinishStop {
+				count++
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("fewer than %d turns completed", n)
+		return count >= n
+	})
 }

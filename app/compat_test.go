@@ -13,6 +13,7 @@ import (
 
 	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/internal/home"
+	"github.com/happy-dev/happy/internal/waitfor"
 	"github.com/happy-dev/happy/mapper"
 	"github.com/happy-dev/happy/relay"
 	"github.com/happy-dev/happy/session/compat"
@@ -141,15 +142,11 @@ func agentStateOf(t *testing.T, conn *Conn, id string) map[string]map[string]map
 
 func waitAgentState(t *testing.T, conn *Conn, id string, ok func(map[string]map[string]map[string]any) bool) map[string]map[string]map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if st := agentStateOf(t, conn, id); st != nil && ok(st) {
-			return st
-		}
-		time.Sleep(20 * time.Millisecond)
+	var st map[string]map[string]map[string]any
+	if !(waitfor.Poll{}).True(func() bool { st = agentStateOf(t, conn, id); return st != nil && ok(st) }) {
+		t.Fatalf("agentState never as expected: %v", st)
 	}
-	t.Fatalf("agentState never as expected: %v", agentStateOf(t, conn, id))
-	return nil
+	return st
 }
 
 // TestRunSessionWritesWhatTheReferenceAppReads runs a session on a real

@@ -15,6 +15,7 @@ import (
 	"github.com/happy-dev/happy/app/remotefs"
 	"github.com/happy-dev/happy/control"
 	"github.com/happy-dev/happy/crypto"
+	"github.com/happy-dev/happy/internal/waitfor"
 	"github.com/happy-dev/happy/relay"
 	"github.com/happy-dev/happy/session"
 )
@@ -76,13 +77,7 @@ func droppedReasons(t *testing.T, conn *Conn, o Opened) []string {
 
 func waitCond(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitfor.Until(t, what, cond)
 }
 
 // TestPromptRowAttacks: a prompt row is a control input. A stored prompt

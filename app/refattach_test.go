@@ -16,6 +16,7 @@ import (
 
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/crypto"
+	"github.com/happy-dev/happy/internal/waitfor"
 	"github.com/happy-dev/happy/mapper"
 	"github.com/happy-dev/happy/relay"
 	"github.com/happy-dev/happy/session"
@@ -150,7 +151,8 @@ func TestReferenceAppAttachments(t *testing.T) {
 			}
 			var tr mapper.Transcript
 			var dropped []agent.Dropped
-			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			// The checks below say what is missing if it never comes.
+			_ = waitfor.Poll{Within: 10 * time.Second}.True(func() bool {
 				rb, _, err := ReadTranscript(context.Background(), connB, o, ReadOptions{})
 				if err != nil {
 					t.Fatal(err)
@@ -161,10 +163,8 @@ func TestReferenceAppAttachments(t *testing.T) {
 						dropped = append(dropped, d)
 					}
 				}
-				if len(dropped) >= want || time.Now().After(deadline) {
-					break
-				}
-			}
+				return len(dropped) >= want
+			})
 			newDropped := dropped[droppedBefore:]
 			droppedBefore = len(dropped)
 			if c.dropped == nil {

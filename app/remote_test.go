@@ -23,6 +23,7 @@ import (
 	"github.com/happy-dev/happy/app/remotefs"
 	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/internal/confine"
+	"github.com/happy-dev/happy/internal/waitfor"
 	"github.com/happy-dev/happy/relay"
 	"github.com/happy-dev/happy/session"
 )
@@ -101,16 +102,10 @@ func runIn(t *testing.T, ag agent.Agent, dir string, vars map[string]string, pro
 		t.Fatal(err)
 	}
 	// The handlers are registered right after the session is created.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if _, err := CallRPC(context.Background(), connB, o, "listDirectory", map[string]any{"path": "."}, 5*time.Second); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("listDirectory never answered")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitfor.Until(t, "an answer to listDirectory", func() bool {
+		_, err := CallRPC(context.Background(), connB, o, "listDirectory", map[string]any{"path": "."}, 5*time.Second)
+		return err == nil
+	})
 	return o, connB, done
 }
 

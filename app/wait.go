@@ -51,8 +51,8 @@ func WaitIdle(ctx context.Context, conn *Conn, o Opened, now func() time.Time) (
 	out, err := poll(ctx, conn, o, now, func(tr mapper.Transcript) (TurnOutcome, bool) {
 		last := ""
 		for _, m := range tr.Messages {
-			if _, ok := m.Info.(*mapper.UserMessage); ok {
-				last = m.Info.(*mapper.UserMessage).ID
+			if um, ok := m.Info.(*mapper.UserMessage); ok {
+				last = um.ID
 			}
 		}
 		if last == "" {

@@ -23,6 +23,7 @@ import (
 	"github.com/happy-dev/happy/app"
 	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/internal/home"
+	"github.com/happy-dev/happy/internal/waitfor"
 	"github.com/happy-dev/happy/relay"
 	"github.com/happy-dev/happy/server/servertest"
 )
@@ -179,24 +180,25 @@ func TestRunServesMachineRPCs(t *testing.T) {
 		list.Sessions[0].SessionID != rep.SessionID || list.Sessions[0].Agent != "codex" || list.Sessions[0].Directory != missing || list.Sessions[0].PID != rep.PID {
 		t.Fatalf("list-sessions = %+v, %v", list, err)
 	}
-	// The relay's daemon state lists the session.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		ms, err := Machines(ctx, conn, time.Now())
-		if err != nil {
+	// The relay's daemon state lists the session (it is written in the
+	// background).
+	var ms []Machine
+	listed := waitfor.Poll{Every: 50 * time.Millisecond}.True(func() bool {
+		var err error
+		if ms, err = Machines(ctx, conn, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		var ds daemonState
-		if len(ms) == 1 && ms[0].Daemon != nil && json.Unmarshal(*ms[0].Daemon, &ds) == nil && len(ds.Sessions) == 1 {
-			if ds.Status != StatusRunning || ds.PID != os.Getpid() || ds.Sessions[0].SessionID != rep.SessionID || !ms[0].Online {
-				t.Fatalf("daemon state %+v, machine %+v", ds, ms[0])
-			}
-			break
+		if len(ms) != 1 || ms[0].Daemon == nil || json.Unmarshal(*ms[0].Daemon, &ds) != nil || len(ds.Sessions) != 1 {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the daemon state never listed the session: %+v", ms)
+		if ds.Status != StatusRunning || ds.PID != os.Getpid() || ds.Sessions[0].SessionID != rep.SessionID || !ms[0].Online {
+			t.Fatalf("daemon state %+v, machine %+v", ds, ms[0])
 		}
-		time.Sleep(50 * time.Millisecond) // the relay is written in the background
+		return true
+	})
+	if !listed {
+		t.Fatalf("the daemon state never listed the session: %+v", ms)
 	}
 
 	var stop StopReply

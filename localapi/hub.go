@@ -305,12 +305,13 @@ func (h *Hub) Publish(evs []mapper.BusEvent) {
 		h.fold(ev)
 		var key partKey
 		delta := false
+		var updated *mapper.MessagePartUpdated
 		switch e := ev.(type) {
 		case *mapper.MessagePartDelta:
 			key, delta = partKey{e.SessionID, e.MessageID, e.PartID}, true
 		case *mapper.MessagePartUpdated:
 			b := e.Part.Base()
-			key = partKey{b.SessionID, b.MessageID, b.ID}
+			key, updated = partKey{b.SessionID, b.MessageID, b.ID}, e
 		}
 		data, err := mapper.EncodeChange(ev)
 		if err != nil {
@@ -326,13 +327,12 @@ func (h *Hub) Publish(evs []mapper.BusEvent) {
 			switch {
 			case delta:
 				h.offerDelta(s, key, frame)
-			case key != partKey{} && s.stale[key] > 0:
+			case updated != nil && s.stale[key] > 0:
 				// This update carries the whole part: it replaces the
 				// resync, and says how many deltas it stands for.
 				n := s.stale[key]
 				delete(s.stale, key)
-				pu := ev.(*mapper.MessagePartUpdated)
-				f, err := partFrame(pu.Part, n)
+				f, err := partFrame(updated.Part, n)
 				if err != nil {
 					h.unencodable(ev.EventType(), err)
 					f = frame

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/happy-dev/happy/internal/sse"
+	"github.com/happy-dev/happy/internal/waitfor"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -387,20 +388,18 @@ func TestEventStreamStuckReaderDisconnected(t *testing.T) {
 	if _, err := conn.Write([]byte("GET /event HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + testToken + "\r\n\r\n")); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for h.Stats().Subscribers == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("never subscribed")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitfor.Poll{Every: 5 * time.Millisecond}.Until(t, "the reader's subscription", func() bool { return h.Stats().Subscribers != 0 })
+	// One megabyte a tick until the socket's buffers are full and the
+	// write times out.
 	big := strings.Repeat("x", 1<<20)
-	for i := 0; h.Stats().Subscribers == 1; i++ {
-		if time.Now().After(deadline) {
-			t.Fatalf("stuck reader still subscribed: %+v", h.Stats())
+	if !(waitfor.Poll{Every: 10 * time.Millisecond}).True(func() bool {
+		if h.Stats().Subscribers != 1 {
+			return true
 		}
 		h.Publish([]mapper.BusEvent{&mapper.MessagePartUpdated{Part: textPart("prt_1", big)}})
-		time.Sleep(10 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("stuck reader still subscribed: %+v", h.Stats())
 	}
 	if st := h.Stats(); st.Disconnected != 0 {
 		t.Fatalf("the hub, not the write timeout, disconnected it: %+v", st)

@@ -331,7 +331,12 @@ func (o *obj) freeOf(key string, raw []byte, ok bool) agent.Object {
 		o.fail(invalid(o.at(key), "%s", err))
 		return nil
 	}
-	return v.(map[string]any)
+	m, ok := v.(map[string]any)
+	if !ok {
+		o.fail(invalid(o.at(key), "want an object, got %T", v))
+		return nil
+	}
+	return m
 }
 
 // opaque returns a member kept as canonical raw JSON (any type but null);

@@ -16,6 +16,7 @@ import (
 
 	"github.com/happy-dev/happy/adapters/jsonrpc"
 	"github.com/happy-dev/happy/adapters/trafficlog"
+	"github.com/happy-dev/happy/internal/waitfor"
 )
 
 // TestMain lets the test binary act as an ACP agent:
@@ -382,12 +383,12 @@ func (a *fakeAgent) terminalScenario(sid string) {
 	a.say("exit output: " + op("terminal/output", t2) + "\n")
 	// Kill ends the whole process group: the background child too.
 	t3 := create(`"command":"sleep 30 & echo $! > child.pid; wait"`)
-	for i := 0; i < 100; i++ {
-		if b, err := os.ReadFile(os.Getenv("ACP_FAKE_CWD") + "/child.pid"); err == nil && len(b) > 0 && b[len(b)-1] == '\n' {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	// Once the shell has started it (its pid file is written); the kill
+	// is checked either way.
+	_ = waitfor.Poll{Within: 2 * time.Second}.True(func() bool {
+		b, err := os.ReadFile(os.Getenv("ACP_FAKE_CWD") + "/child.pid")
+		return err == nil && len(b) > 0 && b[len(b)-1] == '\n'
+	})
 	a.say("kill: " + op("terminal/kill", t3) + "\n")
 	a.say("kill wait: " + op("terminal/wait_for_exit", t3) + "\n")
 	a.say("kill release: " + op("terminal/release", t3) + "\n")

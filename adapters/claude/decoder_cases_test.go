@@ -156,6 +156,15 @@ func TestDecoderRecords(t *testing.T) {
 			`{"type":"ToolBlocked","time":2,"message":"m1","callID":"w1","tool":"write","input":{"path":"/w/a.txt","content":"x"},"permission":{"id":"r1","permission":"write","patterns":["/w/a.txt"],"always":["*"],"metadata":{"suggestions":[{"behavior":"allow","destination":"session","rules":[{"toolName":"Write"}],"type":"addRules"},{"destination":"session","mode":"acceptEdits","type":"setMode"}],"tool":"Write"}}}`,
 			`{"type":"ToolResolved","time":3,"callID":"w1","decision":"always"}`,
 		}},
+		{name: "a permission request that names no call blocks a call of its own", form: FormTrafficLog, lines: []string{
+			`{"t":1,"dir":"a2c","msg":{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"ls"}}}}`,
+			`{"t":2,"dir":"c2a","msg":{"type":"control_response","response":{"subtype":"success","request_id":"r1","response":{"behavior":"allow","updatedInput":{"command":"ls"}}}}}`,
+		}, want: []string{
+			`{"type":"TurnStarted","time":1,"turnID":"turn-1"}`,
+			`{"type":"ToolCall","time":1,"callID":"r1","tool":"bash","title":"ls","input":{"command":"ls"},"metadata":{"providerTool":"Bash"}}`,
+			`{"type":"ToolBlocked","time":1,"callID":"r1","tool":"bash","input":{"command":"ls"},"permission":{"id":"r1","permission":"bash","patterns":["ls"],"metadata":{"tool":"Bash"}}}`,
+			`{"type":"ToolResolved","time":2,"callID":"r1","decision":"once"}`,
+		}},
 		{name: "unknown permission behavior is refused", form: FormTrafficLog, lines: []string{
 			`{"t":1,"dir":"a2c","msg":{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"rm -rf build"},"tool_use_id":"b1"}}}`,
 			`{"t":2,"dir":"c2a","msg":{"type":"control_response","response":{"subtype":"success","request_id":"r1","response":{"behavior":"maybe"}}}}`,

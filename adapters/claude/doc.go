@@ -32,7 +32,12 @@
 // not see the start) still maps results of calls it never saw: the reducer
 // knows them. An SDK-mode stdout is FormStreamJSON with
 // Options.ControlChannel; the wrapper's own prompts and answers are not on
-// that stream, so it reports them itself (or decodes a traffic log).
+// that stream, so it reports them itself (or decodes a traffic log). A live
+// SDK wrapper owns the control protocol (package sdk): it skips the control
+// lines and hands the decoder each permission request (Asked) and its
+// withdrawal (Withdrawn), so what Claude waits for has one source. A request
+// that names no call the stream announced blocks a call of its own, whose
+// id is the request id (in a traffic log too).
 //
 // # Identity and merging
 //
@@ -156,7 +161,8 @@
 //	stream_event error              mapped: AgentError
 //	control_request can_use_tool    mapped: ToolBlocked (permission = the canonical tool's name,
 //	                                patterns from the input, always from permission_suggestions;
-//	                                AskUserQuestion → question)
+//	                                AskUserQuestion → question); a request naming no known
+//	                                call → ToolCall (call id = request id) + ToolBlocked
 //	control_request hook_callback,  ignored: hooks and MCP traffic of SDK mode
 //	  mcp_message, elicitation
 //	control_response (from agent)   ignored: answers to the wrapper's own requests (initialize)

@@ -417,26 +417,39 @@ func (d *Decoder) controlRequest(r *record, dir string) {
 	}
 }
 
-// canUseTool maps a permission request of SDK mode: the tool is blocked on
-// a permission (or, for AskUserQuestion, on a question).
+// canUseTool maps a permission request of a traffic log: the tool is
+// blocked on a permission (or, for AskUserQuestion, on a question), and
+// the wrapper's answer in a later c2a record resolves it.
 func (d *Decoder) canUseTool(rid string, req *controlRequest) {
 	if rid == "" {
 		d.drop("control_request/can_use_tool", agent.DropMissingID, "can_use_tool has no request_id")
 		return
 	}
-	callID := req.ToolUseID
+	if callID, _ := d.ask(rid, req, ""); callID != "" {
+		d.requests[rid] = callID
+	}
+}
+
+// ask blocks the call a permission request names and returns its id: the
+// call of tool_use_id, else the first open call of the tool with the same
+// input, else a call of the request's own (announced first, its id the
+// request id), so that every request Claude waits on reaches a person.
+// blocked is false when the call was waiting already (no ToolBlocked is
+// emitted then). A request for a call that already ended is dropped (late
+// ends the detail) and "" returned.
+func (d *Decoder) ask(rid string, req *controlRequest, late string) (callID string, blocked bool) {
+	callID = req.ToolUseID
 	if callID == "" {
 		callID = d.matchPending(req.ToolName, req.Input)
 	}
 	if callID == "" {
-		d.drop("control_request/can_use_tool", agent.DropMissingID, "can_use_tool has no tool_use_id and matches no open "+req.ToolName+" call")
-		return
+		callID = rid
 	}
 	t := d.tools[callID]
 	if t == nil {
 		if d.recent.has("t:" + callID) {
-			d.drop("control_request/can_use_tool", agent.DropIllegalTransition, "can_use_tool for "+callID+" after the call was settled")
-			return
+			d.drop("control_request/can_use_tool", agent.DropIllegalTransition, "can_use_tool for "+callID+" after the call was settled"+late)
+			return "", false
 		}
 		sess := ""
 		if k := d.agents[req.AgentID]; k != "" {
@@ -447,9 +460,8 @@ func (d *Decoder) canUseTool(rid string, req *controlRequest) {
 		d.emit(d.toolCall(t)) // the part, with Claude's name of the tool, before it blocks
 		t.status = toolRunning
 	}
-	d.requests[rid] = callID
 	if t.status == toolBlocked || t.status == toolRejected {
-		return // already waiting: the question was blocked when the call was seen
+		return callID, false // already waiting: the question was blocked when the call was seen
 	}
 	input := t.input
 	if isObject(req.Input) {
@@ -457,9 +469,10 @@ func (d *Decoder) canUseTool(rid string, req *controlRequest) {
 	}
 	if req.ToolName == "AskUserQuestion" {
 		d.block(t, nil, questionRequest(rid, input))
-		return
+		return callID, true
 	}
 	d.block(t, permissionRequest(rid, req.ToolName, input, req), nil)
+	return callID, true
 }
 
 // matchPending finds the first open call of tool name with the same input
@@ -558,6 +571,12 @@ func (d *Decoder) controlCancel(r *record) {
 		return
 	}
 	delete(d.requests, r.RequestID)
+	d.withdraw(callID)
+}
+
+// withdraw resolves a call still blocked on a request Claude withdrew:
+// rejected, reason cancelled.
+func (d *Decoder) withdraw(callID string) {
 	if t := d.tools[callID]; t != nil {
 		d.resolve(t, &agent.ToolResolved{Decision: agent.DecisionReject, Reason: agent.ReasonCancelled})
 	}

@@ -2,6 +2,7 @@ package openclaw
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -126,7 +127,11 @@ func (d *Decoder) decode(rec Record) decoded {
 	}
 	f, err := DecodeFrame(rec.Msg)
 	if err != nil {
-		fe := err.(*FrameError)
+		var fe *FrameError
+		if !errors.As(err, &fe) {
+			drop("", agent.DropInvalidField, err.Error())
+			return out
+		}
 		drop("", fe.Reason, fe.Detail)
 		return out
 	}

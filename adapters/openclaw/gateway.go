@@ -132,5 +132,9 @@ func freePort() (int, error) {
 		return 0, fmt.Errorf("openclaw: find a free port: %w", err)
 	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	addr, ok := l.Addr().(*net.TCPAddr)
+	if !ok {
+		return 0, fmt.Errorf("openclaw: find a free port: the listener's address %q is not TCP", l.Addr())
+	}
+	return addr.Port, nil
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/happy-dev/happy/adapters/acp"
 	"github.com/happy-dev/happy/adapters/rpcagent"
-	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/app"
 	"github.com/happy-dev/happy/internal/private"
 )
@@ -225,54 +224,9 @@ func runACP(parent context.Context, f *factory, o *agentOptions, ao *acpOptions,
 	agent := acp.NewAgent(client)
 	defer agent.Close()
 
-	so := app.SessionOptions{Flavor: p.flavor, Dir: dir, ProviderID: p.providerID, Rules: rules}
-	return runAgentSession(ctx, f, env, conn, es, agent, o, so, p.command[0], interrupted,
-		func() error { return fmt.Errorf("%s exited", p.command[0]) })
-}
-
-// runAgentSession runs an agent's session with the agent flags of o: one
-// turn with -p (its answer and exit status by --output), else a served
-// session that takes prompts from the relay until a signal ends it (130),
-// the relay fails (3) or the agent goes away (1, with exited's error). so
-// brings the agent's own options (flavor, folder, provider, rules); name is
-// the agent's name in the turn's messages.
-func runAgentSession(ctx context.Context, f *factory, env app.Env, conn *app.Conn, es *app.EventServer, ag agent.Agent,
-	o *agentOptions, so app.SessionOptions, name string, interrupted func() bool, exited func() error) error {
-	oneShot := o.prompt != ""
-	// The status line only for one turn: a served session waits for
-	// prompts, not for a turn.
-	prog := newProgress(f.stderr, oneShot && f.isTerminal(f.stderr), f.now).withTimeout(o.permissionTimeout)
-	defer prog.close()
-	out := newRunOutput(f, o.output)
-	so.Prompt, so.OneShot = o.prompt, oneShot
-	so.PermissionTimeout, so.StartedBy, so.Resume = o.permissionTimeout, o.startedByValue(), o.resumeOpts()
-	so.FlushTimeout, so.Yolo, so.Events = o.flushTimeout, o.yolo, events(es)
-	so.OnBus, so.OnWaiting = prog.onBus, prog.waiting
-	so.OnCreated = func(id string) {
-		if oneShot {
-			prog.created(id, fmt.Sprintf("happy: session %s — follow it with: happy log %s --follow", id, id))
-		} else {
-			prog.created(id, fmt.Sprintf("happy: session %s — send prompts with: happy send %s \"…\" (Ctrl-C ends it)", id, id))
-		}
-	}
-	if !oneShot {
-		so.Prompt = o.initialPrompt
-	}
-	out.wire(&so)
-	res, err := app.RunSession(ctx, env, conn, ag, so)
-	prog.close()
-	if !oneShot {
-		switch {
-		case interrupted():
-			return &exitError{code: exitInterrupted}
-		case err != nil && app.IsRelayError(err):
-			return &exitError{code: exitRelay, err: err}
-		case err != nil && !errors.Is(err, context.Canceled):
-			return err
-		case res.AgentExited:
-			return &exitError{code: exitFailed, err: exited()}
-		}
-		return nil
-	}
-	return out.finish(res, turnExit(name, res, err, interrupted()))
+	return runAgentSession(ctx, f, agentSession{
+		env: env, conn: conn, events: es, agent: agent, flags: o,
+		session: app.SessionOptions{Flavor: p.flavor, Dir: dir, ProviderID: p.providerID, Rules: rules},
+		name:    p.command[0], interrupted: interrupted,
+	})
 }

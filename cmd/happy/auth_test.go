@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/happy-dev/happy/crypto"
+	"github.com/happy-dev/happy/internal/waitfor"
 	"github.com/happy-dev/happy/relay"
 	"github.com/happy-dev/happy/server/servertest"
 )
@@ -152,13 +153,8 @@ func TestAuthLoginPairing(t *testing.T) {
 
 	linkRe := regexp.MustCompile(`happy://terminal\?([A-Za-z0-9_-]+)`)
 	var m []string
-	deadline := time.Now().Add(10 * time.Second)
-	for m == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("no pairing link in:\n%s\n%s", out.String(), errb.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-		m = linkRe.FindStringSubmatch(out.String())
+	if !(waitfor.Poll{Within: 10 * time.Second}).True(func() bool { m = linkRe.FindStringSubmatch(out.String()); return m != nil }) {
+		t.Fatalf("no pairing link in:\n%s\n%s", out.String(), errb.String())
 	}
 	// The relay is on loopback, which a phone cannot reach: no QR code
 	// for the happy app, and the output says why.
@@ -173,16 +169,13 @@ func TestAuthLoginPairing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	// The app polls until the terminal's request exists, then approves it.
-	for {
+	waitfor.Poll{Within: 10 * time.Second}.Until(t, "the terminal's pairing request", func() bool {
 		st, err := api.AuthRequestStatus(ctx, pk)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st == "pending" {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return st == "pending"
+	})
 	if err := relay.ApproveTerminal(ctx, api, ownerCreds, [32]byte(pk), false); err != nil {
 		t.Fatal(err)
 	}

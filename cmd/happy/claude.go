@@ -370,28 +370,12 @@ func runClaudeRemote(parent context.Context, f *factory, o *agentOptions, claude
 		return err
 	}
 	defer ag.Close()
-	res, err := app.RunSession(ctx, env, conn, ag, app.SessionOptions{
-		Flavor: "claude", Dir: dir, Prompt: o.initialPrompt, ProviderID: "anthropic",
-		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: o.startedByValue(), Resume: o.resumeOpts(),
-		FlushTimeout: o.flushTimeout, Yolo: o.yolo, Events: events(es),
-		OnCreated: func(id string) {
-			fmt.Fprintf(f.stderr, "happy: session %s — send prompts with: happy send %s \"…\" (Ctrl-C ends it)\n", id, id)
-		},
+	return runAgentSession(ctx, f, agentSession{
+		env: env, conn: conn, events: es, agent: ag, flags: o,
+		session: app.SessionOptions{Flavor: "claude", Dir: dir, ProviderID: "anthropic", Rules: rules},
+		name:    "claude", interrupted: interrupted,
+		quiet: true, sayEnded: true,
 	})
-	if id := res.SessionID; id != "" {
-		fmt.Fprintf(f.stderr, "happy: session %s ended; read it with: happy log %s\n", id, id)
-	}
-	switch {
-	case interrupted():
-		return &exitError{code: exitInterrupted}
-	case err != nil && app.IsRelayError(err):
-		return &exitError{code: exitRelay, err: err}
-	case err != nil && !errors.Is(err, context.Canceled):
-		return err
-	case res.AgentExited:
-		return &exitError{code: exitFailed, err: errors.New("claude exited")}
-	}
-	return nil
 }
 
 // signalContext is cancelled on SIGINT or SIGTERM; interrupted reports
@@ -474,23 +458,11 @@ func runClaudePrint(parent context.Context, f *factory, o *agentOptions, claudeP
 		return claudeExe.cannotStart(claudePath, err) // else the adapter names claude and what failed
 	}
 	defer ag.Close()
-
-	prog := newProgress(f.stderr, f.isTerminal(f.stderr), f.now).withTimeout(o.permissionTimeout)
-	defer prog.close()
-	out := newRunOutput(f, o.output)
-	sopts := app.SessionOptions{
-		Flavor: "claude", Dir: dir, Prompt: o.prompt, OneShot: true, ProviderID: "anthropic",
-		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: o.startedByValue(), Resume: o.resumeOpts(),
-		FlushTimeout: o.flushTimeout, Yolo: o.yolo, Events: events(es),
-		OnBus: prog.onBus, OnWaiting: prog.waiting,
-		OnCreated: func(id string) {
-			prog.created(id, fmt.Sprintf("happy: session %s — follow it with: happy log %s --follow", id, id))
-		},
-	}
-	out.wire(&sopts)
-	res, err := app.RunSession(ctx, env, conn, ag, sopts)
-	prog.close()
-	return out.finish(res, turnExit("claude", res, err, interrupted()))
+	return runAgentSession(ctx, f, agentSession{
+		env: env, conn: conn, events: es, agent: ag, flags: o,
+		session: app.SessionOptions{Flavor: "claude", Dir: dir, ProviderID: "anthropic", Rules: rules},
+		name:    "claude", interrupted: interrupted,
+	})
 }
 
 // runClaudeInteractive runs Claude in its own terminal UI (local mode),

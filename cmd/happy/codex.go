@@ -184,57 +184,16 @@ func runCodexSession(parent context.Context, f *factory, o *codexOptions, proto 
 	}
 	defer ag.Close()
 
-	prog := newProgress(f.stderr, oneShot && f.isTerminal(f.stderr), f.now).withTimeout(o.permissionTimeout)
-	defer prog.close()
-	so := app.SessionOptions{
-		Flavor: "codex", Dir: dir, Prompt: o.prompt, OneShot: oneShot, ProviderID: "openai",
-		PermissionTimeout: o.permissionTimeout, Rules: rules, StartedBy: o.startedByValue(), Resume: o.resumeOpts(),
-		FlushTimeout: o.flushTimeout, Yolo: o.yolo, Events: events(es),
-		OnBus: prog.onBus, OnWaiting: prog.waiting,
-		OnCreated: func(id string) {
-			prog.created(id, fmt.Sprintf("happy: session %s — follow it with: happy log %s --follow", id, id))
-		},
+	r := agentSession{
+		env: env, conn: conn, events: es, agent: ag, flags: &o.agentOptions,
+		session: app.SessionOptions{Flavor: "codex", Dir: dir, ProviderID: "openai", Rules: rules},
+		name:    "codex", interrupted: interrupted,
+		sayEnded: true,
 	}
-	if oneShot {
-		out := newRunOutput(f, o.output)
-		out.wire(&so)
-		res, err := app.RunSession(ctx, env, conn, ag, so)
-		prog.close()
-		return out.finish(res, turnExit("codex", res, err, interrupted()))
+	if !oneShot && f.isTerminal(f.stdin) {
+		r.line = &app.PromptLine{In: f.stdin, Out: f.stdout, Err: f.stderr, Agent: "codex", Marker: "codex> "}
 	}
-
-	so.Prompt = o.initialPrompt
-	var line *app.PromptLine
-	if f.isTerminal(f.stdin) {
-		line = &app.PromptLine{In: f.stdin, Out: f.stdout, Err: f.stderr, Agent: "codex", Marker: "codex> "}
-		// The prompt line announces waiting tools itself.
-		so.Local, so.OnBus, so.OnWaiting = line.Prompts(ctx), line.OnBus, nil
-	}
-	so.OnCreated = func(id string) {
-		if line == nil {
-			prog.created(id, fmt.Sprintf("happy: session %s — send prompts with: happy send %s \"…\" (Ctrl-C ends it)", id, id))
-			return
-		}
-		line.Notice("happy: session %s — type a prompt, or send one with: happy send %s \"…\" (Ctrl-D ends the session, Ctrl-C at once)", id, id)
-		line.SetSession(id)
-	}
-	res, err := app.RunSession(ctx, env, conn, ag, so)
-	if id := res.SessionID; id != "" && line != nil {
-		line.Notice("happy: session %s ended; read it with: happy log %s", id, id)
-	} else if id != "" {
-		fmt.Fprintf(f.stderr, "happy: session %s ended; read it with: happy log %s\n", id, id)
-	}
-	switch {
-	case interrupted():
-		return &exitError{code: exitInterrupted}
-	case err != nil && app.IsRelayError(err):
-		return &exitError{code: exitRelay, err: err}
-	case err != nil && !errors.Is(err, context.Canceled):
-		return err
-	case res.AgentExited:
-		return &exitError{code: exitFailed, err: errors.New("codex exited")}
-	}
-	return nil
+	return runAgentSession(ctx, f, r)
 }
 
 // startCodex starts Codex over protocol proto (app-server or mcp) as the

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/happy-dev/happy/crypto"
+	"github.com/happy-dev/happy/internal/waitfor"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -27,17 +28,16 @@ const secondTurn = `{"t":1,"dir":"c2a","msg":{"id":4,"method":"turn/start","para
 // waitOutput polls what a running happy wrote until it holds want.
 func waitOutput(t *testing.T, what string, b *syncBuffer, want string, done <-chan int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(b.String(), want) {
+	shown := waitfor.Poll{}.True(func() bool {
 		select {
 		case code := <-done:
 			t.Fatalf("happy exited %d before %s showed %q:\n%s", code, what, want, b.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never showed %q:\n%s", what, want, b.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+		return strings.Contains(b.String(), want)
+	})
+	if !shown {
+		t.Fatalf("%s never showed %q:\n%s", what, want, b.String())
 	}
 }
 
@@ -184,20 +184,18 @@ func TestCodexInteractiveWithoutTerminal(t *testing.T) {
 		t.Fatalf("happy send: %d %s", code, errOut)
 	}
 	// The answer is on the relay (no prompt line prints it here).
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var messages int
+	answered := waitfor.Poll{Every: 50 * time.Millisecond}.True(func() bool {
 		_, tr := readSession(t, env, sid)
 		var all strings.Builder
 		for _, m := range tr.Messages {
 			all.WriteString(string(m.Info.MessageRole()) + ": " + fmtParts(m.Parts) + "\n")
 		}
-		if strings.HasSuffix(all.String(), "assistant: Done: the command printed hi.\n") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the relay prompt was never answered: %d messages", len(tr.Messages))
-		}
-		time.Sleep(50 * time.Millisecond)
+		messages = len(tr.Messages)
+		return strings.HasSuffix(all.String(), "assistant: Done: the command printed hi.\n")
+	})
+	if !answered {
+		t.Fatalf("the relay prompt was never answered: %d messages", messages)
 	}
 	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
 		t.Fatal(err)

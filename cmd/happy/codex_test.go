@@ -19,6 +19,7 @@ import (
 	"github.com/happy-dev/happy/adapters/trafficlog"
 	"github.com/happy-dev/happy/app"
 	"github.com/happy-dev/happy/crypto"
+	"github.com/happy-dev/happy/internal/waitfor"
 	"github.com/happy-dev/happy/relay"
 	"github.com/happy-dev/happy/server/servertest"
 )
@@ -602,16 +603,10 @@ func TestCodexPrintInterrupted(t *testing.T) {
 		done <- code
 	}()
 	// Interrupt once happy has read the request (it is in the traffic log).
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if b, _ := os.ReadFile(record); strings.Contains(string(b), "/requestApproval") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("happy never read the approval request")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitfor.Until(t, "happy to read the approval request", func() bool {
+		b, _ := os.ReadFile(record)
+		return strings.Contains(string(b), "/requestApproval")
+	})
 	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}

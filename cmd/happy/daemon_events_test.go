@@ -18,6 +18,7 @@ import (
 	"github.com/happy-dev/happy/daemon"
 	"github.com/happy-dev/happy/internal/golden"
 	"github.com/happy-dev/happy/internal/sse"
+	"github.com/happy-dev/happy/internal/waitfor"
 )
 
 // sseFrames follows GET url+"/event" with the bearer token and sends one
@@ -202,10 +203,8 @@ func TestDaemonEventAPIFollowsASpawnedSession(t *testing.T) {
 			cc, cb = apiGet(t, child, token, path)
 			return dc == 200 && cc == 200 && db == cb && len(db) >= 10
 		}
-		for deadline := time.Now().Add(30 * time.Second); !same(); time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("GET %s: daemon %d %s\nsession %d %s", path, dc, db, cc, cb)
-			}
+		if !(waitfor.Poll{Within: 30 * time.Second}).True(same) {
+			t.Fatalf("GET %s: daemon %d %s\nsession %d %s", path, dc, db, cc, cb)
 		}
 	}
 	if m := fc.mismatch(t); m != "" {

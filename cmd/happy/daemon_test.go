@@ -21,6 +21,7 @@ import (
 	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/daemon"
 	"github.com/happy-dev/happy/internal/home"
+	"github.com/happy-dev/happy/internal/waitfor"
 	"github.com/happy-dev/happy/mapper"
 	"github.com/happy-dev/happy/relay"
 	"github.com/happy-dev/happy/server"
@@ -123,13 +124,7 @@ func machines(t *testing.T, env map[string]string) []daemon.Machine {
 // on) until it holds, failing after 30 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitfor.Poll{Every: 50 * time.Millisecond, Within: 30 * time.Second}.Until(t, what, cond)
 }
 
 // groupGone reports whether process group pgid has no process left. The
@@ -427,14 +422,12 @@ func (r *restartableRelay) start() {
 		r.t.Fatal(err)
 	}
 	var l net.Listener
-	for i := 0; ; i++ {
-		if l, err = net.Listen("tcp", r.addr); err == nil {
-			break
-		}
-		if i == 100 {
-			r.t.Fatalf("listen again on %s: %v", r.addr, err)
-		}
-		time.Sleep(50 * time.Millisecond) // the old listener's port is being released
+	// The old listener's port may still be being released.
+	if !(waitfor.Poll{Every: 50 * time.Millisecond, Within: 5 * time.Second}).True(func() bool {
+		l, err = net.Listen("tcp", r.addr)
+		return err == nil
+	}) {
+		r.t.Fatalf("listen again on %s: %v", r.addr, err)
 	}
 	r.addr = l.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -9,6 +9,7 @@ import (
 	"github.com/happy-dev/happy/adapters/claude/hooks"
 	"github.com/happy-dev/happy/adapters/claude/perm"
 	"github.com/happy-dev/happy/agent"
+	"github.com/happy-dev/happy/internal/waitfor"
 )
 
 // runHook runs `happy hook ARGS…` in-process with payload on stdin and env.
@@ -53,13 +54,10 @@ func TestHookCommandForwardsAndPrintsAnswer(t *testing.T) {
 	if code, stdout, _ := runHook(t, hookEnv(s), start, "SessionStart"); code != exitOK || stdout != "" {
 		t.Fatalf("SessionStart = (%d, %q)", code, stdout)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for id, _ := s.Session(); id != "s1"; id, _ = s.Session() {
-		if time.Now().After(deadline) {
-			t.Fatal("session not learned")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitfor.Poll{Every: 10 * time.Millisecond, Within: 5 * time.Second}.Until(t, "the session id learned from SessionStart", func() bool {
+		id, _ := s.Session()
+		return id == "s1"
+	})
 }
 
 // Exit code 2 would block the tool in a PreToolUse hook: every failure

@@ -23,6 +23,7 @@ import (
 	"github.com/happy-dev/happy/app"
 	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/internal/home"
+	"github.com/happy-dev/happy/internal/waitfor"
 	"github.com/happy-dev/happy/mapper"
 	"github.com/happy-dev/happy/session"
 )
@@ -276,12 +277,10 @@ func waitBlocked(t *testing.T, env map[string]string, c *child, sid string) {
 // prompt's messages.
 func waitTitle(t *testing.T, env map[string]string, sid, title string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); sessionState(t, env, sid, time.Now()).Title != title; {
-		if time.Now().After(deadline) {
-			t.Fatalf("the title %q never reached the relay", title)
-		}
-		time.Sleep(20 * time.Millisecond) // polls a child process's relay writes; no signal to wait on
-	}
+	// A child process's relay writes: no signal to wait on.
+	waitfor.Poll{Within: 10 * time.Second}.Until(t, fmt.Sprintf("the title %q on the relay", title), func() bool {
+		return sessionState(t, env, sid, time.Now()).Title == title
+	})
 }
 
 // A happy killed with kill -9 mid-turn leaves its session running for a
@@ -301,19 +300,14 @@ func TestKilledHappyIsStaleThenSettledByTheNextHappy(t *testing.T) {
 	// The reference app's agentState shows the request (written in the
 	// background too).
 	var blockedCall string
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	waitfor.Poll{Within: 10 * time.Second}.Until(t, "the request in the agentState", func() bool {
 		o, _ := readSession(t, env, sid)
-		if st := agentStateOf(t, o); len(st["requests"]) == 1 {
-			for id := range st["requests"] {
-				blockedCall = id
-			}
-			break
+		st := agentStateOf(t, o)
+		for id := range st["requests"] {
+			blockedCall = id
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the request never reached the agentState")
-		}
-		time.Sleep(20 * time.Millisecond) // polls a child process's relay writes; no signal to wait on
-	}
+		return len(st["requests"]) == 1
+	})
 	if err := syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -181,9 +181,12 @@ func runOpenclaw(parent context.Context, f *factory, o *agentOptions, oo *opencl
 	}
 	defer client.Close()
 
-	so := app.SessionOptions{Flavor: "openclaw", Dir: dir, Rules: rules}
-	return runAgentSession(ctx, f, env, conn, es, client, o, so, "openclaw", interrupted,
-		func() error { return gatewayGone(opts.URL, client.Gone()) })
+	return runAgentSession(ctx, f, agentSession{
+		env: env, conn: conn, events: es, agent: client, flags: o,
+		session: app.SessionOptions{Flavor: "openclaw", Dir: dir, Rules: rules},
+		name:    "openclaw", interrupted: interrupted,
+		exited: func() error { return gatewayGone(opts.URL, client.Gone()) },
+	})
 }
 
 // gatewayGone is the error of a served session whose gateway went away

@@ -23,6 +23,7 @@ import (
 
 	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/internal/sio"
+	"github.com/happy-dev/happy/internal/waitfor"
 	"github.com/happy-dev/happy/relay"
 	"github.com/happy-dev/happy/server/servertest"
 )
@@ -45,16 +46,11 @@ func newOwner(t *testing.T, url string) (map[string]string, *crypto.Credentials)
 // waitForOutput polls out until re matches and returns the submatches.
 func waitForOutput(t *testing.T, out, errb *syncBuffer, re *regexp.Regexp) []string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if m := re.FindStringSubmatch(out.String()); m != nil {
-			return m
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not in:\n%s\n%s", re, out.String(), errb.String())
-		}
-		time.Sleep(10 * time.Millisecond)
+	var m []string
+	if !(waitfor.Poll{Every: 10 * time.Millisecond, Within: 10 * time.Second}).True(func() bool { m = re.FindStringSubmatch(out.String()); return m != nil }) {
+		t.Fatalf("%s not in:\n%s\n%s", re, out.String(), errb.String())
 	}
+	return m
 }
 
 // startLogin runs happy auth login on env in the background; it returns
@@ -97,12 +93,10 @@ func TestAuthApproveByCode(t *testing.T) {
 			}
 			// The request exists once the terminal polled.
 			api, _ := relay.NewAPI(relay.HTTPConfig{BaseURL: url})
-			for {
-				if st, _ := api.AuthRequestStatus(context.Background(), key[:]); st == "pending" {
-					break
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			waitfor.Poll{Every: 10 * time.Millisecond}.Until(t, "the terminal's pairing request", func() bool {
+				st, _ := api.AuthRequestStatus(context.Background(), key[:])
+				return st == "pending"
+			})
 			args := []string{"auth", "approve", code}
 			variant, reads := crypto.VariantDataKey, "dataKey: it reads the sessions it writes"
 			switch how {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/happy-dev/happy/internal/waitfor"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -230,16 +232,12 @@ func TestRunTimeoutKillsTheGroup(t *testing.T) {
 	}
 	// The background sleep was killed with the group; once its new parent
 	// (init) has reaped its zombie, nothing of the group is left.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		err := syscall.Kill(-pgid, 0)
-		if errors.Is(err, syscall.ESRCH) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kill(-%d, 0) = %v, want ESRCH", pgid, err)
-		}
-		time.Sleep(10 * time.Millisecond)
+	err = nil
+	if !(waitfor.Poll{Every: 10 * time.Millisecond, Within: 5 * time.Second}).True(func() bool {
+		err = syscall.Kill(-pgid, 0)
+		return errors.Is(err, syscall.ESRCH)
+	}) {
+		t.Fatalf("kill(-%d, 0) = %v, want ESRCH", pgid, err)
 	}
 }
 

@@ -124,7 +124,11 @@ func Start(t testing.TB, target string, rules ...Rule) *Proxy {
 	if err != nil {
 		t.Fatalf("evilrelay: listen: %v", err)
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
+	def, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		t.Fatalf("evilrelay: http.DefaultTransport is a %T, not an *http.Transport", http.DefaultTransport)
+	}
+	tr := def.Clone()
 	p := &Proxy{URL: "http://" + l.Addr().String(), Target: strings.TrimRight(target, "/"),
 		hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}, rules: rules}
 	p.pass = &httputil.ReverseProxy{

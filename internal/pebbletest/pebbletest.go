@@ -246,7 +246,11 @@ func freePorts(t testing.TB, n int) []int {
 			t.Fatal(err)
 		}
 		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		addr, ok := l.Addr().(*net.TCPAddr)
+		if !ok {
+			t.Fatalf("pebbletest: listener address %q is not TCP", l.Addr())
+		}
+		ports = append(ports, addr.Port)
 	}
 	for _, l := range ls {
 		_ = l.Close()

@@ -248,6 +248,14 @@ func (s *Session) Type(b []byte) error {
 // period); Wait then returns.
 func (s *Session) Stop() error { return s.proc.Stop() }
 
+// pass sends a caught signal on to the child's process group. Only
+// syscall signals are caught (signal.Notify), so anything else is ignored.
+func (s *Session) pass(sig os.Signal) {
+	if ss, ok := sig.(syscall.Signal); ok {
+		_ = s.proc.Signal(ss)
+	}
+}
+
 // Wait waits for the child to exit, then gives the terminal back: the
 // child's last output is written, the modes it left on are turned off, the
 // terminal settings are restored. Safe to call more than once. The error
@@ -388,14 +396,14 @@ func (s *Session) handleSignals() {
 			case syscall.SIGWINCH:
 				s.rs.offer(SourceLocal, s.term.Size())
 			case syscall.SIGINT, syscall.SIGQUIT:
-				_ = s.proc.Signal(sig.(syscall.Signal))
+				s.pass(sig)
 			case syscall.SIGTERM, syscall.SIGHUP:
 				s.mu.Lock()
 				if s.signal == nil {
 					s.signal = sig
 				}
 				s.mu.Unlock()
-				_ = s.proc.Signal(sig.(syscall.Signal))
+				s.pass(sig)
 				go func() {
 					t := time.NewTimer(s.grace())
 					defer t.Stop()

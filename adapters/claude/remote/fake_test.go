@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 
 	"github.com/happy-dev/happy/adapters/trafficlog"
 )
@@ -14,7 +15,8 @@ import (
 // The fake CLI: the test binary re-executed with fakeScriptEnv naming a
 // traffic log (a capture of Claude Code in SDK mode). It writes the log's
 // a2c side on stdout and, at each c2a record, reads one line from stdin. A
-// permission answer whose behavior differs from the script's ends it with
+// permission answer whose behavior (or updatedInput, when the script has
+// one) differs from the script's ends it with
 // exit code 3 ("MISMATCH" on stderr); the id of the client's initialize
 // request replaces the script's in the answer to it.
 const fakeScriptEnv = "REMOTE_FAKE_CLAUDE_SCRIPT"
@@ -56,7 +58,8 @@ func runFakeClaude(script string) int {
 				RequestID string `json:"request_id"`
 				Response  struct {
 					Response struct {
-						Behavior string `json:"behavior"`
+						Behavior     string `json:"behavior"`
+						UpdatedInput any    `json:"updatedInput"`
 					} `json:"response"`
 				} `json:"response"`
 			}
@@ -65,7 +68,9 @@ func runFakeClaude(script string) int {
 			if want.Type == "control_request" {
 				ids[want.RequestID] = have.RequestID
 			}
-			if want.Type == "control_response" && want.Response.Response.Behavior != have.Response.Response.Behavior {
+			w, h := want.Response.Response, have.Response.Response
+			if want.Type == "control_response" && (w.Behavior != h.Behavior ||
+				(w.UpdatedInput != nil && !reflect.DeepEqual(w.UpdatedInput, h.UpdatedInput))) {
 				fmt.Fprintf(os.Stderr, "MISMATCH script line %d: got %s\n", n+1, got)
 				return 3
 			}

@@ -3,6 +3,13 @@
 // into agent events by package claude, and the runner's prompts, decisions,
 // question answers and interrupts go back over the SDK control protocol.
 //
+// Package sdk owns the control protocol: the decoder maps the transcript
+// lines only, and each permission request, withdrawal and refusal comes
+// from the sdk client's events. A can_use_tool becomes the ToolBlocked the
+// runner sees (package claude, Decoder.Asked, maps it); the call waits in
+// one table here, by call id, until the runner answers or Claude withdraws
+// the request (then the tool is resolved rejected, reason cancelled).
+//
 // Decisions travel as the decision table of docs/ARCHITECTURE.md says: once → allow, always → allow
 // with the request's permission suggestions, reject → deny. A question
 // (AskUserQuestion) is answered by allowing the tool with its input plus
@@ -18,11 +25,13 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/happy-dev/happy/adapters/claude"
 	"github.com/happy-dev/happy/adapters/claude/sdk"
 	"github.com/happy-dev/happy/agent"
+	"github.com/happy-dev/happy/internal/linereader"
 )
 
 // Options configure Start. They are the sdk options plus the permission
@@ -38,8 +47,9 @@ type Options struct {
 // options set no limit.
 const DefaultMaxLine = 64 << 20
 
-// ErrUnknownCall is returned by Decide and AnswerQuestion for a call id the
-// agent is not waiting on.
+// ErrUnknownCall is returned by Decide and AnswerQuestion (wrapped, with
+// agent.ErrStale) for a call that waits on no request: never asked,
+// answered already, or withdrawn by Claude.
 var ErrUnknownCall = errors.New("claude is not waiting on that tool call")
 
 // Agent is Claude Code in SDK mode, as a agent.Agent.
@@ -47,11 +57,15 @@ type Agent struct {
 	client *sdk.Client
 	events chan agent.Event
 
-	mu       sync.Mutex
-	dec      *claude.Decoder
-	requests map[string]string          // call id → can_use_tool request id
-	inputs   map[string]json.RawMessage // call id → tool input (for question answers)
-	done     chan struct{}
+	mu  sync.Mutex
+	dec *claude.Decoder
+	// waiting holds the can_use_tool request each blocked call waits on,
+	// by call id: set from the client's PermissionRequest, removed by the
+	// answer (Decide, AnswerQuestion), the request's withdrawal or the
+	// CLI's exit. The request's input is Claude's own (a question's
+	// answers are added to it).
+	waiting map[string]*sdk.PermissionRequest
+	done    chan struct{}
 	// exitDetail is how the CLI ended, when it failed (ExitDetail).
 	exitDetail string
 }
@@ -87,23 +101,39 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 		return nil, fmt.Errorf("claude: send initialize: %w", err)
 	}
 	a := &Agent{client: client, dec: dec, events: make(chan agent.Event, 256),
-		requests: map[string]string{}, inputs: map[string]json.RawMessage{}, done: make(chan struct{})}
+		waiting: map[string]*sdk.PermissionRequest{}, done: make(chan struct{})}
 	go a.pump()
 	return a, nil
 }
 
-// pump decodes the CLI's events until it exits, then closes Events.
+// refuseTimeout bounds the deny a request nobody can be shown gets.
+const refuseTimeout = 10 * time.Second
+
+// pump maps the CLI's events until it exits, then closes Events: stdout
+// lines through the decoder (the control lines are the client's: their
+// events follow them), permission requests and withdrawals through the
+// waiting table, refusals as Dropped records.
 func (a *Agent) pump() {
 	defer close(a.done)
 	defer close(a.events)
+	var control linereader.Line // the last control line: the events that follow are its
 	for ev := range a.client.Events() {
 		var out []agent.Event
 		switch e := ev.(type) {
 		case *sdk.Output:
+			if e.Control {
+				control = e.Line
+				continue
+			}
 			a.mu.Lock()
 			out = a.dec.DecodeLine(e.Line)
-			a.noteEvents(out)
 			a.mu.Unlock()
+		case *sdk.PermissionRequest:
+			out = a.asked(control, e)
+		case *sdk.PermissionCancelled:
+			out = a.withdrawn(e.RequestID)
+		case *sdk.Refused:
+			out = []agent.Event{refusedEvent(control, e)}
 		case *sdk.Exited:
 			end := claude.EndOfStream{Exited: true}
 			if e.State != nil {
@@ -113,8 +143,7 @@ func (a *Agent) pump() {
 			}
 			a.mu.Lock()
 			out = a.dec.Finish(end)
-			a.mu.Unlock()
-			a.mu.Lock()
+			clear(a.waiting)
 			a.exitDetail = exitDetail(e)
 			a.mu.Unlock()
 		}
@@ -122,6 +151,63 @@ func (a *Agent) pump() {
 			a.events <- o
 		}
 	}
+}
+
+// asked maps a permission request: the call it blocks waits in the table
+// until it is answered. A request the transcript cannot show is denied at
+// once (it is recorded as dropped), so Claude never waits for an answer
+// nobody can give.
+func (a *Agent) asked(line linereader.Line, r *sdk.PermissionRequest) []agent.Event {
+	a.mu.Lock()
+	callID, out := a.dec.Asked(line, claude.PermissionAsk{
+		RequestID: r.RequestID, ToolName: r.ToolName, Input: r.Input, ToolUseID: r.ToolUseID,
+		Description: r.Description, BlockedPath: r.BlockedPath, DecisionReason: r.DecisionReason,
+		AgentID: r.AgentID, Suggestions: r.Suggestions,
+	})
+	if callID != "" {
+		a.waiting[callID] = r
+	}
+	a.mu.Unlock()
+	if callID == "" {
+		ctx, cancel := context.WithTimeout(context.Background(), refuseTimeout)
+		defer cancel()
+		_ = a.client.Respond(ctx, r.RequestID, sdk.Answer{Decision: agent.DecisionReject,
+			Message: "happy cannot show this permission request: its tool call already ended, waits for an answer already or was refused."})
+	}
+	return out
+}
+
+// withdrawn settles the call that waited on request rid, which Claude
+// withdrew.
+func (a *Agent) withdrawn(rid string) []agent.Event {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for callID, r := range a.waiting {
+		if r.RequestID == rid {
+			delete(a.waiting, callID)
+			return a.dec.Withdrawn(callID)
+		}
+	}
+	return nil
+}
+
+// refusedEvent records a control request the client refused (line is the
+// line it came on) as a Dropped record.
+func refusedEvent(line linereader.Line, r *sdk.Refused) agent.Event {
+	kind := "control_request"
+	if r.Subtype != "" {
+		kind += "/" + r.Subtype
+	}
+	detail := r.Reason
+	if r.RequestID != "" {
+		detail += "; answered with an error"
+	}
+	drop := r.Drop
+	if drop == "" {
+		drop = agent.DropInvalidField
+	}
+	return &agent.DroppedInput{Dropped: agent.Dropped{Source: claude.SourceStreamJSON, Line: line.Number, Kind: kind,
+		Reason: drop, Detail: detail, Raw: agent.CutUTF8(string(line.Data), agent.DroppedRawMax)}}
 }
 
 // ExitDetail implements agent.ExitExplainer: once the CLI exited with a
@@ -154,35 +240,6 @@ func exitDetail(e *sdk.Exited) string {
 		text += " (it wrote nothing on stderr)"
 	}
 	return text
-}
-
-// noteEvents remembers what later answers need: the request id of each
-// blocked call and Claude's own input of each call (an event's input is
-// the canonical one; Claude's is in the metadata when it differs,
-// docs/ARCHITECTURE.md, section "Tools").
-func (a *Agent) noteEvents(evs []agent.Event) {
-	for _, ev := range evs {
-		switch e := ev.(type) {
-		case *agent.ToolCall:
-			if raw, ok := e.Metadata[agent.MetaProviderInput]; ok {
-				if b, err := json.Marshal(raw); err == nil {
-					a.inputs[e.CallID] = b
-				}
-			} else if len(e.Input) > 0 {
-				a.inputs[e.CallID] = e.Input
-			}
-		case *agent.ToolBlocked:
-			if _, known := a.inputs[e.CallID]; !known && len(e.Input) > 0 {
-				a.inputs[e.CallID] = e.Input
-			}
-			switch {
-			case e.Permission != nil && e.Permission.ID != "":
-				a.requests[e.CallID] = e.Permission.ID
-			case e.Question != nil && e.Question.ID != "":
-				a.requests[e.CallID] = e.Question.ID
-			}
-		}
-	}
 }
 
 // Events implements agent.Agent.
@@ -253,15 +310,17 @@ func parseDataURL(u string) (mime, data string, ok bool) {
 	return mime, data, isB64
 }
 
-func (a *Agent) request(callID string) (string, error) {
+// take removes the request callID waits on from the table and returns it;
+// ErrUnknownCall when the call waits on none.
+func (a *Agent) take(callID string) (*sdk.PermissionRequest, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	rid, ok := a.requests[callID]
+	r, ok := a.waiting[callID]
 	if !ok {
-		return "", fmt.Errorf("%w: %s", ErrUnknownCall, callID)
+		return nil, fmt.Errorf("%w: %s (%w)", ErrUnknownCall, callID, agent.ErrStale)
 	}
-	delete(a.requests, callID)
-	return rid, nil
+	delete(a.waiting, callID)
+	return r, nil
 }
 
 // Decide implements agent.Agent. The runner records the decision on the
@@ -269,7 +328,7 @@ func (a *Agent) request(callID string) (string, error) {
 // answer is written, so the tool's result, which Claude can only send after
 // reading it, is not taken for an answer given inside Claude.
 func (a *Agent) Decide(ctx context.Context, callID string, d agent.Verdict) error {
-	rid, err := a.request(callID)
+	r, err := a.take(callID)
 	if err != nil {
 		return err
 	}
@@ -278,7 +337,7 @@ func (a *Agent) Decide(ctx context.Context, callID string, d agent.Verdict) erro
 		ans.Message = "The user rejected this tool use (" + d.Reason + ")."
 	}
 	a.observe(&agent.ToolResolved{CallID: callID, Decision: d.Decision, Reason: d.Reason})
-	return a.client.Respond(ctx, rid, ans)
+	return respondErr(a.client.Respond(ctx, r.RequestID, ans))
 }
 
 // observe tells the decoder about an answer happy gives Claude.
@@ -290,19 +349,30 @@ func (a *Agent) observe(ev agent.Event) {
 
 // AnswerQuestion implements agent.Agent.
 func (a *Agent) AnswerQuestion(ctx context.Context, callID string, answers [][]string) error {
-	rid, err := a.request(callID)
+	a.mu.Lock()
+	r := a.waiting[callID]
+	a.mu.Unlock()
+	if r == nil {
+		return fmt.Errorf("%w: %s (%w)", ErrUnknownCall, callID, agent.ErrStale)
+	}
+	updated, err := questionInput(r.Input, answers)
 	if err != nil {
 		return err
 	}
-	a.mu.Lock()
-	input := a.inputs[callID]
-	a.mu.Unlock()
-	updated, err := questionInput(input, answers)
-	if err != nil {
-		return err
+	if r, err = a.take(callID); err != nil {
+		return err // answered meanwhile: the first answer wins
 	}
 	a.observe(&agent.ToolResolved{CallID: callID, Answers: answers})
-	return a.client.Respond(ctx, rid, sdk.Answer{Decision: agent.DecisionOnce, UpdatedInput: updated})
+	return respondErr(a.client.Respond(ctx, r.RequestID, sdk.Answer{Decision: agent.DecisionOnce, UpdatedInput: updated}))
+}
+
+// respondErr marks an answer Claude no longer takes (the request was
+// withdrawn or answered between the table and the wire) as agent.ErrStale.
+func respondErr(err error) error {
+	if errors.Is(err, sdk.ErrCancelled) || errors.Is(err, sdk.ErrAnswered) {
+		return fmt.Errorf("%w (%w)", err, agent.ErrStale)
+	}
+	return err
 }
 
 // questionInput adds "answers": {question: "a, b"} to an AskUserQuestion input.

@@ -125,18 +125,10 @@ func TestParseDataURL(t *testing.T) {
 	}
 }
 
-// noteEvents keeps the request id of every blocked call; answers for other
-// calls are refused before anything reaches Claude.
+// Answers for a call that waits on no request are refused before anything
+// reaches Claude.
 func TestAnswersNeedABlockedCall(t *testing.T) {
-	a := &Agent{requests: map[string]string{}, inputs: map[string]json.RawMessage{}}
-	a.noteEvents([]agent.Event{
-		&agent.ToolCall{CallID: "toolu_1", Input: json.RawMessage(`{"command":"ls"}`)},
-		&agent.ToolBlocked{CallID: "toolu_1", Permission: &agent.PermissionRequest{ID: "req-7"}},
-		&agent.ToolBlocked{CallID: "toolu_2", Question: &agent.QuestionRequest{ID: "req-8"}},
-	})
-	if a.requests["toolu_1"] != "req-7" || a.requests["toolu_2"] != "req-8" || string(a.inputs["toolu_1"]) != `{"command":"ls"}` {
-		t.Fatalf("requests %v inputs %v", a.requests, a.inputs)
-	}
+	a := &Agent{waiting: map[string]*sdk.PermissionRequest{}}
 	if err := a.Decide(context.Background(), "toolu_9", agent.Verdict{Decision: agent.DecisionOnce}); !errors.Is(err, ErrUnknownCall) {
 		t.Fatalf("Decide on an unknown call: %v", err)
 	}
@@ -145,26 +137,25 @@ func TestAnswersNeedABlockedCall(t *testing.T) {
 	}
 }
 
-// An answer goes back to Claude on Claude's own input (multiSelect, not the
-// canonical multiple), which the call's announcement carries in its
-// metadata; a later canonical input does not replace it.
+// A question's answer goes back to Claude on Claude's own input, the one
+// its request carries (multiSelect, not the canonical multiple), with the
+// answers added; the fake CLI checks the updated input.
 func TestAnswersUseClaudesInput(t *testing.T) {
-	a := &Agent{requests: map[string]string{}, inputs: map[string]json.RawMessage{}}
-	claude := map[string]any{"questions": []any{map[string]any{"question": "Q?", "header": "H", "multiSelect": true, "options": []any{}}}}
-	a.noteEvents([]agent.Event{
-		&agent.ToolCall{CallID: "q1", Tool: agent.ToolQuestion, Input: json.RawMessage(`{"questions":[{"question":"Q?","header":"H","options":[],"multiple":true}]}`),
-			Metadata: agent.Object{agent.MetaProviderTool: "AskUserQuestion", agent.MetaProviderInput: claude}},
-		&agent.ToolBlocked{CallID: "q1", Tool: agent.ToolQuestion, Input: json.RawMessage(`{"questions":[{"question":"Q?","header":"H","options":[],"multiple":true}]}`),
-			Question: &agent.QuestionRequest{ID: "r1"}},
-	})
-	out, err := questionInput(a.inputs["q1"], [][]string{{"a", "b"}})
-	if err != nil {
-		t.Fatal(err)
+	a, ctx := startScript(t, "question.traffic.jsonl")
+	asked := false
+	for ev := range a.Events() {
+		if b, ok := ev.(*agent.ToolBlocked); ok {
+			if b.CallID != "toolu_q" || b.Question == nil || b.Question.ID != "perm-q" || len(b.Question.Questions) != 1 || b.Question.Questions[0].Multiple == nil || !*b.Question.Questions[0].Multiple {
+				t.Fatalf("blocked %+v", b)
+			}
+			asked = true
+			if err := a.AnswerQuestion(ctx, b.CallID, [][]string{{"A", "B"}}); err != nil {
+				t.Fatalf("answer: %v", err)
+			}
+		}
 	}
-	if want := `{"answers":{"Q?":"a, b"},"questions":[{"header":"H","multiSelect":true,"options":[],"question":"Q?"}]}`; string(out) != want {
-		t.Errorf("updated input %s, want %s", out, want)
+	if !asked {
+		t.Fatal("the question never reached the runner")
 	}
-	if a.requests["q1"] != "r1" {
-		t.Errorf("request %q", a.requests["q1"])
-	}
+	checkCleanExit(t, a)
 }

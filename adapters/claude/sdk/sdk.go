@@ -15,9 +15,12 @@
 //	us → CLI   {"type":"user","message":{"role":"user","content":[…]},"parent_tool_use_id":null,"session_id":""}
 //
 // The shapes come from captures of Claude Code 2.1.197 in this mode. Every
-// stdout line is handed to the caller as an Output event, in order, for the
-// decoder; control requests are answered here (can_use_tool through the
-// caller's Respond, anything else with an error response: never ignored).
+// stdout line is handed to the caller as an Output event, in order. The
+// control protocol is this package's: its lines are marked (Output.Control)
+// and reported as events of their own (PermissionRequest,
+// PermissionCancelled, Refused), the one account of what Claude waits for.
+// Control requests are answered here (can_use_tool through the caller's
+// Respond, anything else with an error response: never ignored).
 // With Options.Record every message of both directions, stderr and the exit
 // are written as a traffic log ({"t","dir","msg"}), which `happy replay`
 // reads back.
@@ -134,9 +137,13 @@ type Options struct {
 type Event interface{ isEvent() }
 
 // Output is one line of the CLI's stdout, every line including control
-// messages, for the decoder. Line.Data is owned by the event.
+// messages. Line.Data is owned by the event. Control is set on a line of
+// the control protocol (control_request, control_response,
+// control_cancel_request) that this client handled: what it means comes as
+// the events that follow it, so a decoder of the transcript skips it.
 type Output struct {
-	Line linereader.Line
+	Line    linereader.Line
+	Control bool
 }
 
 // PermissionRequest is a can_use_tool control request: the CLI waits until
@@ -150,8 +157,11 @@ type PermissionRequest struct {
 	ToolUseID   string          // the tool_use block id; may be empty
 	Description string
 	BlockedPath string
-	AgentID     string          // set when a subagent asks
-	Suggestions json.RawMessage // permission_suggestions as sent (a JSON array), nil when absent
+	// DecisionReason is Claude's reason for asking, when it sent one as a
+	// string (anything else is left out).
+	DecisionReason string
+	AgentID        string          // set when a subagent asks
+	Suggestions    json.RawMessage // permission_suggestions as sent (a JSON array), nil when absent
 }
 
 // PermissionCancelled says the CLI withdrew a can_use_tool request (the turn
@@ -162,11 +172,14 @@ type PermissionCancelled struct {
 
 // Refused reports a control request from the CLI that we answered with an
 // error response (unknown subtype, unusable fields) or could not answer at
-// all (no request id). Reason says why.
+// all (no request id). Reason says why; Drop is the class of the refusal
+// for a Dropped record (agent.DropUnknownType for a subtype this client does
+// not serve, agent.DropMissingID, agent.DropInvalidField).
 type Refused struct {
 	RequestID string
 	Subtype   string
 	Reason    string
+	Drop      agent.DropReason
 }
 
 // Exited is the last event: the CLI ended. State is its exit state; Err is
@@ -197,9 +210,13 @@ func (*Exited) isEvent()              {}
 //	Abort  → {"behavior":"deny","message":…,"interrupt":true}, then an interrupt control request
 type Answer = perm.Answer
 
-type pendingPerm struct {
+// permState is one can_use_tool request: while settled is nil Claude
+// waits for its answer; then settled says why it no longer does
+// (ErrAnswered, ErrCancelled).
+type permState struct {
 	input       json.RawMessage
 	suggestions json.RawMessage
+	settled     error
 }
 
 type waiter struct {
@@ -226,10 +243,11 @@ type Client struct {
 	mu      sync.Mutex
 	nextID  int
 	waiters map[string]waiter
-	perms   map[string]pendingPerm
-	settled map[string]error // answered (ErrAnswered) or cancelled (ErrCancelled) request ids
-	exited  bool             // the CLI is gone
-	done    chan struct{}    // the CLI exited and everything was read
+	// perms holds every can_use_tool request of the session by request id,
+	// open or settled: the one table of what Claude waits for.
+	perms   map[string]*permState
+	exited  bool          // the CLI is gone
+	done    chan struct{} // the CLI exited and everything was read
 	state   *os.ProcessState
 	waitErr error
 	stderr  []string // the last StderrTail lines
@@ -280,8 +298,7 @@ func Start(ctx context.Context, opts Options) (*Client, error) {
 		stdin:   inW,
 		q:       queue.New[Event](),
 		waiters: map[string]waiter{},
-		perms:   map[string]pendingPerm{},
-		settled: map[string]error{},
+		perms:   map[string]*permState{},
 		done:    make(chan struct{}),
 	}
 	if opts.Record != nil {
@@ -392,22 +409,22 @@ func (c *Client) Respond(ctx context.Context, requestID string, a Answer) error 
 		return fmt.Errorf("answer permission request %s: %w", requestID, err)
 	}
 	c.mu.Lock()
-	p, ok := c.perms[requestID]
-	if ok {
-		delete(c.perms, requestID)
-		c.settled[requestID] = ErrAnswered
-	}
-	settled := c.settled[requestID]
-	exited := c.exited
-	c.mu.Unlock()
+	p := c.perms[requestID]
+	open := p != nil && p.settled == nil && !c.exited
+	var settled error
 	switch {
-	case ok:
-	case exited:
-		return fmt.Errorf("answer permission request %s: %w", requestID, ErrExited)
-	case settled != nil:
-		return fmt.Errorf("answer permission request %s: %w", requestID, settled)
+	case open:
+		p.settled = ErrAnswered
+	case c.exited:
+		settled = ErrExited
+	case p == nil:
+		settled = ErrUnknownRequest
 	default:
-		return fmt.Errorf("answer permission request %s: %w", requestID, ErrUnknownRequest)
+		settled = p.settled
+	}
+	c.mu.Unlock()
+	if !open {
+		return fmt.Errorf("answer permission request %s: %w", requestID, settled)
 	}
 	reply := permissionResult{Behavior: "deny", Message: v.Message, Interrupt: v.Interrupt}
 	if v.Allow {
@@ -624,6 +641,7 @@ type canUseTool struct {
 	PermissionSuggestions json.RawMessage `json:"permission_suggestions"`
 	BlockedPath           string          `json:"blocked_path"`
 	Description           string          `json:"description"`
+	DecisionReason        json.RawMessage `json:"decision_reason"`
 	ToolUseID             string          `json:"tool_use_id"`
 	AgentID               string          `json:"agent_id"`
 }
@@ -634,7 +652,7 @@ func (c *Client) readStdout(r *os.File) {
 	defer r.Close()
 	lr, err := linereader.New(r, linereader.Options{MaxLine: c.opts.MaxLine})
 	if err != nil {
-		c.push(&Refused{Reason: "stdout reader: " + err.Error()})
+		c.push(&Refused{Reason: "stdout reader: " + err.Error(), Drop: agent.DropInvalidField})
 		_, _ = io.Copy(io.Discard, r)
 		return
 	}
@@ -655,10 +673,11 @@ func (c *Client) readStdout(r *os.File) {
 		// a permission request at once, and the request must already be
 		// known here. The events routing makes still follow the line.
 		var later []Event
+		control := false
 		if !l.Oversize && bytes.Contains(l.Data, controlMarker) {
-			c.route(l.Data, &later)
+			control = c.route(l.Data, &later)
 		}
-		c.push(&Output{Line: l})
+		c.push(&Output{Line: l, Control: control})
 		for _, e := range later {
 			c.push(e)
 		}
@@ -681,23 +700,24 @@ func (c *Client) record(l linereader.Line) {
 	}
 }
 
-// route handles the control protocol part of a stdout line.
-func (c *Client) route(line []byte, out *[]Event) {
+// route handles the control protocol part of a stdout line. It reports
+// whether the line was a control message (then handled here).
+func (c *Client) route(line []byte, out *[]Event) bool {
 	var env envelope
 	if err := json.Unmarshal(line, &env); err != nil {
-		return // the decoder drops it; nothing to answer
+		return false // the decoder drops it; nothing to answer
 	}
 	switch env.Type {
 	case "control_response":
 		if env.Response == nil {
-			return
+			return true
 		}
 		c.mu.Lock()
 		w, ok := c.waiters[env.Response.RequestID]
 		delete(c.waiters, env.Response.RequestID)
 		c.mu.Unlock()
 		if !ok {
-			return
+			return true
 		}
 		if env.Response.Subtype == "success" {
 			w.ch <- controlResult{response: env.Response.Response}
@@ -710,66 +730,72 @@ func (c *Client) route(line []byte, out *[]Event) {
 		}
 	case "control_cancel_request":
 		c.mu.Lock()
-		_, ok := c.perms[env.RequestID]
-		if ok {
-			delete(c.perms, env.RequestID)
-			c.settled[env.RequestID] = ErrCancelled
+		p := c.perms[env.RequestID]
+		open := p != nil && p.settled == nil
+		if open {
+			p.settled = ErrCancelled
 		}
 		c.mu.Unlock()
-		if ok {
+		if open {
 			*out = append(*out, &PermissionCancelled{RequestID: env.RequestID})
 		}
 	case "control_request":
 		c.controlRequest(env, out)
+	default:
+		return false
 	}
+	return true
 }
 
 func (c *Client) controlRequest(env envelope, out *[]Event) {
 	var req canUseTool
 	if len(env.Request) == 0 || json.Unmarshal(env.Request, &req) != nil {
-		c.refuse(out, env.RequestID, "", "request is not a JSON object")
+		c.refuse(out, env.RequestID, "", agent.DropInvalidField, "request is not a JSON object")
 		return
 	}
 	if env.RequestID == "" {
-		*out = append(*out, &Refused{Subtype: req.Subtype, Reason: "control request without request_id (cannot be answered)"})
+		*out = append(*out, &Refused{Subtype: req.Subtype, Reason: "control request without request_id (cannot be answered)", Drop: agent.DropMissingID})
 		return
 	}
 	if req.Subtype != "can_use_tool" {
-		c.refuse(out, env.RequestID, req.Subtype, "unsupported control request subtype "+strconv.Quote(req.Subtype))
+		c.refuse(out, env.RequestID, req.Subtype, agent.DropUnknownType, "unsupported control request subtype "+strconv.Quote(req.Subtype))
 		return
 	}
 	if req.ToolName == "" {
-		c.refuse(out, env.RequestID, req.Subtype, "can_use_tool without tool_name")
+		c.refuse(out, env.RequestID, req.Subtype, agent.DropMissingID, "can_use_tool without tool_name")
 		return
 	}
 	in := bytes.TrimSpace(req.Input)
 	if len(in) == 0 || in[0] != '{' {
-		c.refuse(out, env.RequestID, req.Subtype, "can_use_tool input is not a JSON object")
+		c.refuse(out, env.RequestID, req.Subtype, agent.DropInvalidField, "can_use_tool input is not a JSON object")
 		return
 	}
 	c.mu.Lock()
-	c.perms[env.RequestID] = pendingPerm{input: req.Input, suggestions: req.PermissionSuggestions}
+	c.perms[env.RequestID] = &permState{input: req.Input, suggestions: req.PermissionSuggestions}
 	c.mu.Unlock()
 	var sugg json.RawMessage
 	if s := bytes.TrimSpace(req.PermissionSuggestions); len(s) > 0 && !bytes.Equal(s, []byte("null")) {
 		sugg = req.PermissionSuggestions
 	}
+	var reason string
+	_ = json.Unmarshal(req.DecisionReason, &reason) // a string, or left out
 	*out = append(*out, &PermissionRequest{
-		RequestID:   env.RequestID,
-		ToolName:    req.ToolName,
-		DisplayName: req.DisplayName,
-		Input:       req.Input,
-		ToolUseID:   req.ToolUseID,
-		Description: req.Description,
-		BlockedPath: req.BlockedPath,
-		AgentID:     req.AgentID,
-		Suggestions: sugg,
+		RequestID:      env.RequestID,
+		ToolName:       req.ToolName,
+		DisplayName:    req.DisplayName,
+		Input:          req.Input,
+		ToolUseID:      req.ToolUseID,
+		Description:    req.Description,
+		BlockedPath:    req.BlockedPath,
+		DecisionReason: reason,
+		AgentID:        req.AgentID,
+		Suggestions:    sugg,
 	})
 }
 
 // refuse answers a control request with an error response and reports it.
-func (c *Client) refuse(out *[]Event, id, subtype, reason string) {
-	*out = append(*out, &Refused{RequestID: id, Subtype: subtype, Reason: reason})
+func (c *Client) refuse(out *[]Event, id, subtype string, drop agent.DropReason, reason string) {
+	*out = append(*out, &Refused{RequestID: id, Subtype: subtype, Reason: reason, Drop: drop})
 	if id == "" {
 		return
 	}
@@ -853,7 +879,6 @@ func (c *Client) finish(readers *sync.WaitGroup, out, errOut *os.File) {
 	tail := append([]string(nil), c.stderr...)
 	waiters := c.waiters
 	c.waiters = map[string]waiter{}
-	c.perms = map[string]pendingPerm{}
 	c.mu.Unlock()
 	for _, w := range waiters {
 		w.ch <- controlResult{err: fmt.Errorf("%s: %w", w.subtype, ErrExited)}

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,12 +42,16 @@ func TestMain(m *testing.M) {
 	if os.Getenv("SDK_FAKE_HANG") != "" {
 		signalIgnoreTerm()
 		fmt.Println(`{"type":"system","subtype":"init","session_id":"hang"}`)
-		// A CLI that ignores EOF and SIGTERM: only SIGKILL ends it. (A bare
-		// select{} is reported as a deadlock, exit status 2, unless the
-		// race detector's goroutines keep the runtime from seeing it.)
-		for {
-			time.Sleep(time.Hour)
+		// A CLI that ignores EOF and SIGTERM: only SIGKILL ends it. It
+		// blocks reading a pipe nobody writes to (a bare select{} would be
+		// reported as a deadlock).
+		r, w, err := os.Pipe()
+		if err != nil {
+			os.Exit(4)
 		}
+		_, _ = r.Read(make([]byte, 1))
+		runtime.KeepAlive(w) // a collected write end would close the pipe
+		os.Exit(5)
 	}
 	goleak.VerifyTestMain(m)
 }
@@ -463,10 +468,10 @@ func TestControlRequestsAndRefusals(t *testing.T) {
 	})
 	checkExit(t, f, exited, 0)
 	want := []Refused{
-		{RequestID: "cli-1", Subtype: "hook_callback", Reason: `unsupported control request subtype "hook_callback"`},
-		{RequestID: "cli-2", Subtype: "can_use_tool", Reason: "can_use_tool without tool_name"},
-		{RequestID: "cli-3", Reason: "request is not a JSON object"},
-		{Subtype: "can_use_tool", Reason: "control request without request_id (cannot be answered)"},
+		{RequestID: "cli-1", Subtype: "hook_callback", Reason: `unsupported control request subtype "hook_callback"`, Drop: agent.DropUnknownType},
+		{RequestID: "cli-2", Subtype: "can_use_tool", Reason: "can_use_tool without tool_name", Drop: agent.DropMissingID},
+		{RequestID: "cli-3", Reason: "request is not a JSON object", Drop: agent.DropInvalidField},
+		{Subtype: "can_use_tool", Reason: "control request without request_id (cannot be answered)", Drop: agent.DropMissingID},
 	}
 	if !reflect.DeepEqual(refused, want) {
 		t.Fatalf("refused\n got %+v\nwant %+v", refused, want)
@@ -491,6 +496,44 @@ func writeScript(t *testing.T, recs ...string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// The lines of the control protocol are marked as such, whatever else
+// mentions it: a decoder of the transcript skips exactly those, and learns
+// what they meant from the events that follow them.
+func TestControlLinesAreMarked(t *testing.T) {
+	script := writeScript(t,
+		`{"t":1,"dir":"a2c","msg":{"type":"system","subtype":"init","session_id":"S"}}`,
+		`{"t":2,"dir":"a2c","msg":{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"a \"control_request\" line"}]}}}`,
+		`{"t":3,"dir":"a2c","msg":{"type":"control_request","request_id":"p1","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"ls"},"decision_reason":"asked by rule"}}}`,
+		`{"t":4,"dir":"a2c","msg":{"type":"control_cancel_request","request_id":"p1"}}`,
+		`{"t":5,"dir":"a2c","msg":{"type":"control_response","response":{"subtype":"success","request_id":"nobody"}}}`,
+		`{"t":6,"dir":"a2c","msg":{"type":"result","subtype":"success"}}`,
+		`{"t":7,"dir":"exit","msg":{"code":0,"sig":null}}`)
+	f := startFake(t, context.Background(), script, nil)
+	var got []string
+	for ev := range f.client.Events() {
+		switch e := ev.(type) {
+		case *Output:
+			got = append(got, fmt.Sprintf("line %d control=%v", e.Line.Number, e.Control))
+		case *PermissionRequest:
+			got = append(got, "request "+e.RequestID+" "+e.DecisionReason)
+		case *PermissionCancelled:
+			got = append(got, "cancelled "+e.RequestID)
+		case *Exited:
+			got = append(got, "exited")
+		default:
+			t.Errorf("unexpected %#v", ev)
+		}
+	}
+	want := []string{"line 1 control=false", "line 2 control=false", "line 3 control=true", "request p1 asked by rule",
+		"line 4 control=true", "cancelled p1", "line 5 control=true", "line 6 control=false", "exited"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("events\n got %q\nwant %q", got, want)
+	}
+	if err := f.client.Respond(context.Background(), "p1", Answer{Decision: agent.DecisionOnce}); !errors.Is(err, ErrExited) {
+		t.Fatalf("answer after exit: %v", err)
+	}
 }
 
 func TestLinesOfAnyLength(t *testing.T) {
@@ -645,8 +688,7 @@ func FuzzRoute(f *testing.F) {
 			opts:    Options{Grace: time.Second},
 			stdin:   w,
 			waiters: map[string]waiter{"req_initialize_1": {subtype: "initialize", ch: make(chan controlResult, 1)}},
-			perms:   map[string]pendingPerm{},
-			settled: map[string]error{},
+			perms:   map[string]*permState{},
 		}
 		var evs []Event
 		c.route(line, &evs)
