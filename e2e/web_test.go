@@ -316,7 +316,7 @@ func TestE2EWebApp(t *testing.T) {
 		t.Fatal("the slow prompt never reached the model")
 	}
 	do("abort", chromedp.Click("#abort"))
-	waitJS("the abort acknowledged", `document.querySelector('.prompt-note').textContent === 'aborted'`)
+	waitJS("the abort acknowledged", `document.querySelector('#prompt-note').textContent === 'aborted'`)
 	send("Say done")
 	waitJS("the last answer", `document.querySelector('#transcript').textContent.includes('All done here.')`)
 	waitJS("the last answer's markdown", `[...document.querySelectorAll('#transcript strong')].some(e => e.textContent === 'done')`)
