@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -75,5 +76,15 @@ func TestDataKeyDeviceReadsItsOwnSessions(t *testing.T) {
 	}
 	if _, err := FindSession(ctx, connC, other); !errors.Is(err, crypto.ErrNoAccountSecret) {
 		t.Fatalf("another device's session = %v, want ErrNoAccountSecret", err)
+	}
+	// happy sessions lists it with its state unknown, never a guess.
+	list, err := ListSessions(ctx, connC, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range list {
+		if s.ID == other && (s.State != StateUnknown || s.Error == "") {
+			t.Fatalf("an unreadable session listed as %q (error %q), want %q", s.State, s.Error, StateUnknown)
+		}
 	}
 }

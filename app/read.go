@@ -70,6 +70,10 @@ func (o Opened) Title() string {
 // State is the session's state at now (State).
 func (o Opened) State(now time.Time) string { return State(o.Info, o.Metadata, now) }
 
+// StateUnknown is the state of a session whose metadata this device cannot
+// open (`happy sessions` shows it rather than guess "running").
+const StateUnknown = "unknown"
+
 // LastActivity is the latest of the relay's activeAt and updatedAt; for an
 // archived session the activity it had when it was archived (the archive's
 // own write is no activity).
@@ -93,7 +97,9 @@ func ListSessions(ctx context.Context, conn *Conn, now time.Time) ([]SessionSumm
 			Agent: o.Metadata.Flavor, Path: o.Metadata.Path, Title: o.Title(), State: o.State(now),
 			OneShot: o.Metadata.OneShot, Yolo: o.Metadata.Yolo}
 		if errs[i] != nil {
-			s.Error, s.Title = errs[i].Error(), ""
+			// Its metadata does not open here: its state is not known
+			// (the relay's active flag says only whether it lives).
+			s.Error, s.Title, s.State = errs[i].Error(), "", StateUnknown
 		}
 		out = append(out, s)
 	}
