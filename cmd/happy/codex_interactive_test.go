@@ -150,15 +150,17 @@ func TestCodexInteractive(t *testing.T) {
 	}
 }
 
-// Without a terminal on stdin there is no prompt line: what stdin holds is
-// not a prompt, prompts come from happy send, and SIGINT ends the session
-// (exit 130, the session ended on the relay).
-func TestCodexInteractiveWithoutTerminal(t *testing.T) {
+// servedCodex runs `happy codex` without a terminal on stdin (prompts come
+// from happy send) with a fake Codex whose capture does not exit, and
+// returns its environment, its session id, its first stderr line, its
+// output and the channel of its exit code. SIGINT is caught for the test,
+// which ends the run with it.
+func servedCodex(t *testing.T, stdin string) (env map[string]string, sid, line string, stdout, stderr *syncBuffer, done chan int, fc *fakeCodex) {
+	t.Helper()
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt)
-	defer signal.Stop(sig)
-
-	fc := newFakeCodex(t, "", "codex-app", "")
+	t.Cleanup(func() { signal.Stop(sig) })
+	fc = newFakeCodex(t, "", "codex-app", "")
 	log, err := os.ReadFile(filepath.Join(fc.dir, "app-server.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -167,16 +169,24 @@ func TestCodexInteractiveWithoutTerminal(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(fc.dir, "app-server.jsonl"), []byte(head), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := codexTestEnv(t, fc)
-	stdout, stderr := &syncBuffer{}, &syncBuffer{}
-	f := newFactory(strings.NewReader("not a prompt\n"), stdout, stderr, func(k string) string { return env[k] })
-	done := make(chan int, 1)
+	env = codexTestEnv(t, fc)
+	stdout, stderr = &syncBuffer{}, &syncBuffer{}
+	f := newFactory(strings.NewReader(stdin), stdout, stderr, func(k string) string { return env[k] })
+	done = make(chan int, 1)
 	go func() {
 		done <- run([]string{"codex", "--codex-protocol", "app-server", "--allow", "bash:echo hi*"}, f)
 	}()
 	waitOutput(t, "stderr", stderr, "(Ctrl-C ends it)\n", done)
-	line, _, _ := strings.Cut(stderr.String(), "\n")
-	sid, _, _ := strings.Cut(strings.TrimPrefix(line, "happy: session "), " ")
+	line, _, _ = strings.Cut(stderr.String(), "\n")
+	sid, _, _ = strings.Cut(strings.TrimPrefix(line, "happy: session "), " ")
+	return env, sid, line, stdout, stderr, done, fc
+}
+
+// Without a terminal on stdin there is no prompt line: what stdin holds is
+// not a prompt, prompts come from happy send, and SIGINT ends the session
+// (exit 130, the session ended on the relay).
+func TestCodexInteractiveWithoutTerminal(t *testing.T) {
+	env, sid, line, stdout, stderr, done, fc := servedCodex(t, "not a prompt\n")
 	if want := "happy: session " + sid + ` — send prompts with: happy send ` + sid + ` "…" (Ctrl-C ends it)`; line != want {
 		t.Fatalf("notice %q, want %q", line, want)
 	}
@@ -236,29 +246,7 @@ func fmtParts(parts []mapper.Part) string {
 // answer; happy wait returns once the session is idle with the last
 // answer, and a stale or timed-out wait says so.
 func TestSendWaitAndWait(t *testing.T) {
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt)
-	defer signal.Stop(sig)
-
-	fc := newFakeCodex(t, "", "codex-app", "")
-	log, err := os.ReadFile(filepath.Join(fc.dir, "app-server.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	head, _, _ := strings.Cut(string(log), `{"t":1795964187836,"dir":"exit"`)
-	if err := os.WriteFile(filepath.Join(fc.dir, "app-server.jsonl"), []byte(head), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	env := codexTestEnv(t, fc)
-	stdout, stderr := &syncBuffer{}, &syncBuffer{}
-	f := newFactory(strings.NewReader(""), stdout, stderr, func(k string) string { return env[k] })
-	done := make(chan int, 1)
-	go func() {
-		done <- run([]string{"codex", "--codex-protocol", "app-server", "--allow", "bash:echo hi*"}, f)
-	}()
-	waitOutput(t, "stderr", stderr, "(Ctrl-C ends it)\n", done)
-	line, _, _ := strings.Cut(stderr.String(), "\n")
-	sid, _, _ := strings.Cut(strings.TrimPrefix(line, "happy: session "), " ")
+	env, sid, _, _, _, done, _ := servedCodex(t, "")
 
 	// Idle before any prompt.
 	if code, out, errOut := runHappy(t, env, "wait", sid, "--timeout", "20s"); code != exitOK || out != "" {
