@@ -232,7 +232,7 @@ func (p *pusher) expo(ctx context.Context, ev pushEvent, toks []store.PushToken)
 				if !expoErrors[reason] {
 					reason = "other"
 				}
-				p.failed("expo", reason, fmt.Errorf("Expo ticket %s: %s (%s)", tk.Status, tk.Message, tk.Details.Error))
+				p.failed("expo", reason, fmt.Errorf("the Expo ticket is %s: %s (%s)", tk.Status, tk.Message, tk.Details.Error))
 				out.reason = "Expo refused a push: " + tk.Message
 			}
 		}
@@ -250,7 +250,7 @@ func (p *pusher) expoBatch(ctx context.Context, batch []expoMessage) ([]expoTick
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.expoURL, bytes.NewReader(b))
 	if err != nil {
-		return nil, fmt.Errorf("Expo request: %w", err)
+		return nil, fmt.Errorf("the Expo request: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
@@ -273,15 +273,15 @@ func (p *pusher) expoBatch(ctx context.Context, batch []expoMessage) ([]expoTick
 	jerr := json.Unmarshal(raw, &answer)
 	if resp.StatusCode != http.StatusOK {
 		if jerr == nil && len(answer.Errors) > 0 {
-			return nil, fmt.Errorf("Expo answered %d: %s: %s", resp.StatusCode, answer.Errors[0].Code, answer.Errors[0].Message)
+			return nil, fmt.Errorf("the Expo push API answered %d: %s: %s", resp.StatusCode, answer.Errors[0].Code, answer.Errors[0].Message)
 		}
-		return nil, fmt.Errorf("Expo answered %d", resp.StatusCode)
+		return nil, fmt.Errorf("the Expo push API answered %d", resp.StatusCode)
 	}
 	if jerr != nil {
-		return nil, fmt.Errorf("Expo's answer is not JSON: %w", jerr)
+		return nil, fmt.Errorf("the Expo push API's answer is not JSON: %w", jerr)
 	}
 	if len(answer.Data) != len(batch) {
-		return nil, fmt.Errorf("Expo answered %d tickets for %d messages", len(answer.Data), len(batch))
+		return nil, fmt.Errorf("the Expo push API answered %d tickets for %d messages", len(answer.Data), len(batch))
 	}
 	return answer.Data, nil
 }

@@ -222,7 +222,7 @@ func TestExpoPush(t *testing.T) {
 	expo.mu.Unlock()
 	eq(t, "Expo down", a.must(200, "POST", "/v1/sessions/"+sid+"/push-event", map[string]any{"kind": "question", "title": "t", "body": "proj", "sealed": "c2VhbGVk"}),
 		map[string]any{"success": true, "result": "failed", "tokens": float64(n), "delivered": float64(0),
-			"reason": "Expo push failed: Expo answered 500: INTERNAL_SERVER_ERROR: An unknown error occurred."})
+			"reason": "Expo push failed: the Expo push API answered 500: INTERNAL_SERVER_ERROR: An unknown error occurred."})
 	metric(t, r.URL, `happy_relay_push_errors_total{reason="request",service="expo"} 204`)
 	if toks := a.must(200, "GET", "/v1/push-tokens", nil)["tokens"].([]any); len(toks) != n {
 		t.Fatalf("%d tokens after Expo failed, want %d", len(toks), n)

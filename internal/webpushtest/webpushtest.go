@@ -216,7 +216,7 @@ func Decrypt(body []byte, key *ecdh.PrivateKey, auth []byte) ([]byte, error) {
 func VerifyVAPID(header string) (key string, claims map[string]any, err error) {
 	rest, ok := strings.CutPrefix(header, "vapid ")
 	if !ok {
-		return "", nil, fmt.Errorf("Authorization %q is not vapid", header)
+		return "", nil, fmt.Errorf("the Authorization header %q is not vapid", header)
 	}
 	var jwt string
 	for _, part := range strings.Split(rest, ",") {
