@@ -79,6 +79,35 @@ func (in *inbox) nextObj(name string) map[string]any {
 	return obj(in.t, e.args[0])
 }
 
+// holds waits until the socket holds the method it registered: every event
+// sent before now has arrived (a ping), and the last registration event is
+// a grant; a refusal (a grant stepped down) waits for the grant again.
+func (in *inbox) holds() {
+	in.t.Helper()
+	for {
+		call(in.t, in.c, "ping", nil)
+		var last *event
+	drain:
+		for {
+			select {
+			case e := <-in.ch:
+				last = &e
+			default:
+				break drain
+			}
+		}
+		if last == nil || last.name == "rpc-registered" {
+			return
+		}
+		if last.name != "rpc-error" {
+			in.t.Fatalf("unexpected event %q %v", last.name, last.args)
+		}
+		if e := in.next(); e.name != "rpc-registered" {
+			in.t.Fatalf("after a step-down: event %q %v, want rpc-registered", e.name, e.args)
+		}
+	}
+}
+
 // none asserts that no event is waiting for the client: every event the
 // server sent it before now has arrived. It proves that point was reached
 // with a ping: the server answers it after everything it sent the socket

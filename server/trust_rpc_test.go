@@ -193,6 +193,12 @@ func TestClusterRPCOneHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	eq(t, "the standby on relay 2 takes over", thirdIn.nextObj("rpc-registered"), map[string]any{"method": method})
+	// Until every instance has seen relay 1 go, relay 2's grant may meet
+	// relay 1's older claim and step down once, to be granted again when
+	// the goodbye arrives: wait until relay 0 knows one holder and the
+	// socket holds the method.
+	server.WaitUntil(t, 5*time.Second, "relay 0 knows the new holder", func() bool { return rs[0].Server.RPCRemoteClaims() == 1 })
+	thirdIn.holds()
 	eq(t, "call from relay 0 to relay 2", callOnce(t, app0, thirdIn, method, "three"), map[string]any{"ok": true, "result": "three"})
 
 	// A stream on relay 2 ends when relay 0 revokes the account's tokens.
