@@ -215,7 +215,7 @@ func TestSignOutAsksFirst(t *testing.T) {
 	if string(p.eval(hidden)) != "true" {
 		t.Errorf("the confirmation shows before the first click")
 	}
-	p.do("sign out", chromedp.Click("#signout"))
+	p.click("#signout")
 	p.wait("the confirmation", "!"+hidden)
 	if got := p.strs(`[...document.querySelectorAll("#signout-confirm-row button")].map(e => e.textContent)`); !slices.Equal(got, []string{"Yes, sign out", "Cancel"}) {
 		t.Errorf("confirmation offers %q", got)
@@ -223,12 +223,13 @@ func TestSignOutAsksFirst(t *testing.T) {
 	p.touchTargets("sign-out confirmation")
 	p.fitsWidth("sign-out confirmation")
 	p.shot("signout-confirm-phone.png")
-	p.do("cancel", chromedp.Click("#signout-cancel"))
+	p.click("#signout-cancel")
 	p.wait("the confirmation gone", hidden)
 	if got := p.storedToken(); got != creds.Token {
 		t.Fatalf("Cancel changed the stored login")
 	}
-	p.do("sign out and confirm", chromedp.Click("#signout"), chromedp.Click("#signout-confirm"))
+	p.click("#signout")
+	p.click("#signout-confirm")
 	p.wait("the sign-in page", `!!document.querySelector(".signin") && localStorage.getItem("happy.account") === null`)
 	if msg := p.text("#signin-message"); msg != "Signed out of this browser. Open a new link from `happy web`, or restore with your backup key, to sign in again." {
 		t.Errorf("sign-in page says %q", msg)
@@ -421,7 +422,7 @@ func TestSessionActions(t *testing.T) {
 		row(alpha.id), row(beta.id), row(gamma.id)))
 
 	// A running session: no archive or delete, and why.
-	p.do("gamma's actions", chromedp.Click(row(gamma.id)+" button.more"))
+	p.click(row(gamma.id) + " button.more")
 	panel := row(gamma.id) + " .actions-panel"
 	p.wait("gamma's panel", fmt.Sprintf(`!!document.querySelector('%s')`, panel))
 	if got := p.text(panel); got != fmt.Sprintf("Running: it can be archived or deleted once its happy ends (happy stop %s) or it is stale.", gamma.id) {
@@ -441,7 +442,7 @@ func TestSessionActions(t *testing.T) {
 	}
 	p.eval(fmt.Sprintf(`location.hash = "#/s/" + %q, true`, alpha.id))
 	p.wait("alpha's page", `document.querySelector("#session-state")?.textContent === "ended"`)
-	p.do("alpha's actions", chromedp.Click("#session-more"))
+	p.click("#session-more")
 	p.wait("the resume button", `!!document.querySelector("#session-actions .act-resume")`)
 	if got := p.strs(`[...document.querySelectorAll("#session-actions button")].map(e => e.textContent)`); !slices.Equal(got, []string{"Resume on buildbox", "Archive", "Delete…"}) {
 		t.Errorf("an ended session's page offers %q", got)
@@ -449,7 +450,7 @@ func TestSessionActions(t *testing.T) {
 	p.touchTargets("session page with its panel")
 	p.shot("actions-ended-phone.png")
 	t0 := time.Now().UnixMilli()
-	p.do("archive", chromedp.Click("#session-actions .act-archive"))
+	p.click("#session-actions .act-archive")
 	p.wait("archived", `document.querySelector("#session-state")?.textContent === "archived" && document.querySelector("#session-actions .act-note")?.textContent === "Archived."`)
 	t1 := time.Now().UnixMilli()
 	after, err := app.FindSession(ctx, conn, alpha.id)
@@ -486,12 +487,12 @@ func TestSessionActions(t *testing.T) {
 	p.eval(`location.hash = "#", true`)
 	p.wait("the archived group", `document.querySelector("#list details.archived summary")?.textContent === "Archived (1)"`)
 	p.eval(`document.querySelector("#list details.archived").open = true`)
-	p.do("alpha's actions in the list", chromedp.Click(row(alpha.id)+" button.more"))
+	p.click(row(alpha.id) + " button.more")
 	p.wait("the resume button", fmt.Sprintf(`document.querySelector('%s .act-resume')?.textContent === "Resume on buildbox"`, row(alpha.id)))
 	if got := p.strs(fmt.Sprintf(`[...document.querySelectorAll('%s .actions-panel button')].map(e => e.textContent)`, row(alpha.id))); !slices.Equal(got, []string{"Resume on buildbox", "Delete…"}) {
 		t.Errorf("an archived session's panel offers %q", got)
 	}
-	p.do("resume", chromedp.Click(row(alpha.id)+" .act-resume"))
+	p.click(row(alpha.id) + " .act-resume")
 	p.wait("alpha's page after resuming", fmt.Sprintf(`decodeURIComponent(location.hash) === "#/s/" + %q`, alpha.id))
 	calls, _ := fm.snapshot()
 	gotCalls, _ := json.Marshal(calls)
@@ -502,20 +503,23 @@ func TestSessionActions(t *testing.T) {
 	// Delete beta: Cancel on its page keeps it; yes in the list deletes it.
 	p.eval(fmt.Sprintf(`location.hash = "#/s/" + %q, true`, beta.id))
 	p.wait("beta's page", `document.querySelector("#session-head h2")?.textContent === "beta"`)
-	p.do("beta's actions", chromedp.Click("#session-more"), chromedp.Click("#session-actions .act-delete"))
+	p.click("#session-more")
+	p.click("#session-actions .act-delete")
 	p.wait("the question", `!!document.querySelector("#session-actions .act-confirm-text")`)
 	if got := p.text("#session-actions .act-confirm-text"); got != "Delete this session and its whole transcript from the relay? This cannot be undone." {
 		t.Errorf("delete asks %q", got)
 	}
 	p.touchTargets("delete question")
 	p.shot("actions-delete-phone.png")
-	p.do("cancel", chromedp.Click("#session-actions .act-delete-no"))
+	p.click("#session-actions .act-delete-no")
 	p.wait("the question gone", `!document.querySelector("#session-actions .act-confirm-text") && !!document.querySelector("#session-actions .act-delete")`)
 	if _, err := app.FindSession(ctx, conn, beta.id); err != nil {
 		t.Fatalf("Cancel deleted beta: %v", err)
 	}
 	p.eval(`location.hash = "#", true`)
-	p.do("delete beta from the list", chromedp.Click(row(beta.id)+" button.more"), chromedp.Click(row(beta.id)+" .act-delete"), chromedp.Click(row(beta.id)+" .act-delete-yes"))
+	p.click(row(beta.id) + " button.more")
+	p.click(row(beta.id) + " .act-delete")
+	p.click(row(beta.id) + " .act-delete-yes")
 	p.wait("beta gone from the list", fmt.Sprintf(`!document.querySelector('%s')`, row(beta.id)))
 	list, err := app.ListSessions(ctx, conn, time.Now())
 	if err != nil {
@@ -533,7 +537,7 @@ func TestSessionActions(t *testing.T) {
 	}
 
 	// The New session form suggests the machine's folders.
-	p.do("the machines page", chromedp.Click("#nav-machines"))
+	p.click("#nav-machines")
 	p.wait("the machine in the form", fmt.Sprintf(`[...document.querySelectorAll("#spawn-machine option")].some(o => o.value === %q)`, machineID))
 	p.eval(fmt.Sprintf(`(() => { const s = document.querySelector("#spawn-machine"); s.value = %q; s.dispatchEvent(new Event("change")); return true; })()`, machineID))
 	folders := p.strs(`[document.querySelector("#spawn-dir").getAttribute("list"), ...[...document.querySelectorAll("#spawn-dirs option")].map(o => o.value).sort()]`)
@@ -662,7 +666,7 @@ func TestRelayUnreachable(t *testing.T) {
 
 	// Up again: Retry brings the sessions at once.
 	f.set(true)
-	p.do("retry", chromedp.Click("#relay-retry"))
+	p.click("#relay-retry")
 	p.wait("the session list", `!!document.querySelector(".row") && document.querySelector("#relay-down").classList.contains("hidden")`)
 	if got := p.text(".row .title"); got != "proj" {
 		t.Errorf("after Retry the list shows %q", got)

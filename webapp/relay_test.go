@@ -115,6 +115,25 @@ func (p *appPage) do(what string, steps ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
+// click clicks the element sel names once it is there. The app re-renders
+// a session's header and the list when the relay's updates come (and every
+// 5 s), so the element found can be replaced before the click lands: then
+// the click is tried again on the new one (the mouse events of a click on
+// a replaced node are never sent, so nothing is clicked twice).
+func (p *appPage) click(sel string) {
+	p.t.Helper()
+	for try := 0; ; try++ {
+		err := chromedp.Do(p.ctx, chromedp.Click(sel))
+		if err == nil {
+			return
+		}
+		if try < 5 && (strings.Contains(err.Error(), "Could not find node") || strings.Contains(err.Error(), "not attached") || strings.Contains(err.Error(), "No node with given id")) {
+			continue
+		}
+		p.t.Fatalf("click %s: %v (page: %q)", sel, err, p.body())
+	}
+}
+
 func (p *appPage) eval(expr string) json.RawMessage {
 	p.t.Helper()
 	raw, err := chromedp.Run(p.ctx, chromedp.Evaluate[json.RawMessage](expr, chromedp.EvalAwaitPromise))
@@ -347,7 +366,8 @@ func TestForeignRelay(t *testing.T) {
 	default:
 	}
 
-	p.do("sign out everywhere", chromedp.Click("#revoke"), chromedp.Click("#revoke-confirm"))
+	p.click("#revoke")
+	p.click("#revoke-confirm")
 	p.wait("the sign-in page", `!!document.querySelector(".signin") && localStorage.getItem("happy.account") === null`)
 	if msg := p.text("#signin-message"); !strings.Contains(msg, "does not support revoking tokens; signed out of this browser only") {
 		t.Errorf("sign-in page says %q", msg)
@@ -367,9 +387,9 @@ func TestSignOutEverywhere(t *testing.T) {
 	if hidden := string(p.eval(`document.querySelector("#revoke-confirm-row").classList.contains("hidden")`)); hidden != "true" {
 		t.Errorf("the confirmation shows before the first click")
 	}
-	p.do("sign out everywhere", chromedp.Click("#revoke"))
+	p.click("#revoke")
 	p.touchTargets("revocation confirmation")
-	p.do("confirm", chromedp.Click("#revoke-confirm"))
+	p.click("#revoke-confirm")
 	p.wait("the sign-in page", `!!document.querySelector(".signin") && localStorage.getItem("happy.account") === null`)
 	if msg := p.text("#signin-message"); !strings.Contains(msg, "Signed out everywhere: every token of the account is revoked") {
 		t.Errorf("sign-in page says %q", msg)
@@ -471,7 +491,7 @@ func TestMachinesAndNewSession(t *testing.T) {
 	r, creds := startRelay(t)
 	fm := startMachine(t, r.URL, creds)
 	p := openApp(t, r.URL, creds)
-	p.do("open the machines page", chromedp.Click("#nav-machines"))
+	p.click("#nav-machines")
 	row := `.machine[data-machine="machine-0001"]`
 	p.wait("the machine", `!!document.querySelector('`+row+`')`)
 	p.wait("the machine online", `document.querySelector('`+row+`').dataset.online === "true" || (document.querySelector("#machines-refresh").click(), false)`)
@@ -506,7 +526,7 @@ func TestMachinesAndNewSession(t *testing.T) {
 		t.Errorf("question %q", q)
 	}
 	p.touchTargets("folder question")
-	p.do("create it", chromedp.Click("#spawn-ask-yes"))
+	p.click("#spawn-ask-yes")
 	p.wait("the new session", `location.hash.startsWith("#/s/")`)
 	calls, opened := fm.snapshot()
 	if len(opened) != 1 {
@@ -530,7 +550,7 @@ func TestMachinesAndNewSession(t *testing.T) {
 	}
 
 	// The checkbox approves the folder up front: one call, straight to the session.
-	p.do("back to machines", chromedp.Click("#nav-machines"))
+	p.click("#nav-machines")
 	p.wait("the form", `!!document.querySelector("#spawn-dir")`)
 	p.do("spawn in /new/other with the checkbox", chromedp.SendKeys("#spawn-dir", "/new/other"), chromedp.Click(`label[for="spawn-create"]`), chromedp.Click("#spawn-submit"))
 	p.wait("the second session", `location.hash.startsWith("#/s/")`)
@@ -650,7 +670,7 @@ func TestPairingLinkAsksBeforeReplacingALogin(t *testing.T) {
 	link, bp := newLink()
 	p.eval(fmt.Sprintf(`location.href = %q, true`, link))
 	p.wait("the confirmation", `!!document.querySelector("#pair-confirm-yes")`)
-	p.do("confirm", chromedp.Click("#pair-confirm-yes"))
+	p.click("#pair-confirm-yes")
 	p.wait("the new login", `!document.querySelector("#pair-confirm") && !!document.querySelector("#nav-machines") && JSON.parse(localStorage.getItem("happy.account") || "{}").token !== `+fmt.Sprintf("%q", creds.Token))
 	tok := p.storedToken()
 	if _, err := p.api.WithToken(tok).ListSessions(ctx); err != nil {
