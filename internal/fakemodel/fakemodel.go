@@ -22,13 +22,18 @@
 //
 // Ids in responses come from a per-server counter (msg_fake_0001,
 // toolu_fake_0001, …; side calls, without tools, from 9001 on a counter of
-// their own), so the same conversation yields the same ids; the
-// second and later calls of one response add _2, _3, … (toolu_fake_0001_2).
+// their own), so the same conversation yields the same ids; a request that
+// repeats the one before it (the same API and conversation: an agent's
+// retry after a slow answer) gets the same number again, so a retry never
+// moves the ids; the second and later calls of one response add _2, _3, …
+// (toolu_fake_0001_2).
 package fakemodel
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -118,7 +123,8 @@ type Server struct {
 	mu       sync.Mutex
 	requests []Request
 	counter  int
-	side     int // side calls seen (record)
+	side     int            // side calls seen (record)
+	last     string         // conversation of the last request with tools (record)
 }
 
 // New starts a fake model server on 127.0.0.1 with an OS-chosen port.
@@ -181,8 +187,31 @@ func (s *Server) record(r Request) int {
 		s.side++
 		return sideBase + s.side
 	}
+	key := conversationKey(r)
+	if key == s.last && s.counter > 0 {
+		return s.counter // a retry of the last request
+	}
+	s.last = key
 	s.counter++
 	return s.counter
+}
+
+// conversationKey identifies a request's conversation: its API and the
+// hash of its messages (Anthropic), input (OpenAI Responses) or contents
+// (Gemini), as sent.
+func conversationKey(r Request) string {
+	var c struct {
+		Messages json.RawMessage `json:"messages"`
+		Input    json.RawMessage `json:"input"`
+		Contents json.RawMessage `json:"contents"`
+	}
+	_ = json.Unmarshal(r.Body, &c)
+	h := sha256.New()
+	for _, part := range []json.RawMessage{c.Messages, c.Input, c.Contents} {
+		h.Write(part)
+		h.Write([]byte{0})
+	}
+	return r.API + ":" + hex.EncodeToString(h.Sum(nil))
 }
 
 // sideBase is where side calls' response numbers start (msg_fake_9001, …).

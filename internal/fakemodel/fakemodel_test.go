@@ -198,7 +198,7 @@ func TestAnthropicTwoCalls(t *testing.T) {
 			t.Errorf("call %d: delta %v", i, delta)
 		}
 	}
-	resp, err := http.Post(s.URL+"/v1/messages", "application/json", strings.NewReader(`{"model":"m","tools":[{"name":"Bash"}],"messages":[{"role":"user","content":"two"}]}`))
+	resp, err := http.Post(s.URL+"/v1/messages", "application/json", strings.NewReader(`{"model":"m","tools":[{"name":"Bash"}],"messages":[{"role":"user","content":"two more"}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,4 +270,34 @@ func FuzzParseOpenAI(f *testing.F) {
 			t.Fatalf("API %q", r.API)
 		}
 	})
+}
+
+// TestRetryKeepsIds: an agent that repeats its last request (a retry after
+// a slow answer) gets the same ids again; the next request gets the next
+// number, as if the retry had not happened.
+func TestRetryKeepsIds(t *testing.T) {
+	s, err := New(Script{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ask := `{"model":"m","stream":true,"tools":[{"name":"Bash"}],"messages":[{"role":"user","content":"list files"}]}`
+	toolID := func(events []sseEvent) any { return events[1].Data["content_block"].(map[string]any)["id"] }
+	if id := toolID(post(t, s.URL+"/v1/messages", ask)); id != "toolu_fake_0001" {
+		t.Fatalf("first answer's tool id %v", id)
+	}
+	if id := toolID(post(t, s.URL+"/v1/messages", ask)); id != "toolu_fake_0001" {
+		t.Fatalf("the retry's tool id %v, want the first's", id)
+	}
+	other := `{"model":"m","stream":true,"tools":[{"name":"Bash"}],"messages":[{"role":"user","content":"list the tests"}]}`
+	if id := toolID(post(t, s.URL+"/v1/messages", other)); id != "toolu_fake_0002" {
+		t.Fatalf("the next conversation's tool id %v", id)
+	}
+	// The same question later, after another: a new answer.
+	if id := toolID(post(t, s.URL+"/v1/messages", ask)); id != "toolu_fake_0003" {
+		t.Fatalf("the question asked again later got tool id %v", id)
+	}
+	if n := len(s.Requests()); n != 4 {
+		t.Fatalf("%d requests recorded, want 4", n)
+	}
 }
