@@ -2,7 +2,7 @@ package session
 
 import (
 	"cmp"
-		"fmt"
+	"fmt"
 	"slices"
 	"time"
 
