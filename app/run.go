@@ -86,9 +86,9 @@ type SessionOptions struct {
 	// while no tool runs and nobody is asked (session.Options.IdleTimeout;
 	// 0 off).
 	IdleTimeout time.Duration
-	Rules             []mapper.PermissionRule
-	StartedBy         string // "terminal" | "daemon" (anything else is written as terminal)
-	ProviderID        string // "anthropic", "openai", …
+	Rules       []mapper.PermissionRule
+	StartedBy   string // "terminal" | "daemon" (anything else is written as terminal)
+	ProviderID  string // "anthropic", "openai", …
 	// OnCreated is called once the relay session exists, with its id.
 	OnCreated func(id string)
 	// WaitCreated, when positive, bounds a wait for the relay session to

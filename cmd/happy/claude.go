@@ -39,13 +39,13 @@ type agentOptions struct {
 	permissionTimeout time.Duration
 	// idleTimeout is --idle-timeout: a turn whose agent stays silent this
 	// long (no tool running, nobody asked) is interrupted; 0 never.
-	idleTimeout time.Duration
-	record            string
-	flushTimeout      time.Duration
-	output            string
-	yolo              bool
-	allow, deny, ask  []string
-	agentArgs         []string
+	idleTimeout      time.Duration
+	record           string
+	flushTimeout     time.Duration
+	output           string
+	yolo             bool
+	allow, deny, ask []string
+	agentArgs        []string
 	// eventsListen is --events-listen: the loopback address of the local
 	// event API ("" serves none).
 	eventsListen string
