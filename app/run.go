@@ -82,9 +82,13 @@ type SessionOptions struct {
 	Prompt            string // first prompt (-p), "" for none
 	OneShot           bool   // end after the first turn
 	PermissionTimeout time.Duration
-	Rules             []mapper.PermissionRule
-	StartedBy         string // "terminal" | "daemon" (anything else is written as terminal)
-	ProviderID        string // "anthropic", "openai", …
+	// IdleTimeout interrupts a turn whose agent stayed silent this long
+	// while no tool runs and nobody is asked (session.Options.IdleTimeout;
+	// 0 off).
+	IdleTimeout time.Duration
+	Rules       []mapper.PermissionRule
+	StartedBy   string // "terminal" | "daemon" (anything else is written as terminal)
+	ProviderID  string // "anthropic", "openai", …
 	// OnCreated is called once the relay session exists, with its id.
 	OnCreated func(id string)
 	// WaitCreated, when positive, bounds a wait for the relay session to
@@ -270,12 +274,20 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 	}
 	runner := session.NewRunner(session.Options{
 		Agent: ag, Reducer: red, Sink: sink, Rules: opts.Rules,
-		PermissionTimeout: opts.PermissionTimeout, OneShot: opts.OneShot,
+		PermissionTimeout: opts.PermissionTimeout, OneShot: opts.OneShot, IdleTimeout: opts.IdleTimeout,
 		Log: env.Log, OnBus: onBus, Now: env.Now, OnActivity: onActivity,
 		OnEvent: providerSessionWatcher(opts.Flavor, lc.meta), OnWaiting: onWaiting,
 		Attachments: newBlobStore(conn.API, sess),
 	})
 
+	if opts.Events != nil {
+		// GET /status: what the session is doing (happy doctor SESSION).
+		root := red.RootID()
+		opts.Events.SetStatus(root, func() localapi.AgentStatus {
+			return agentStatus(runner.Status(), root, sess.ID(), opts.Flavor, env.now())
+		})
+		defer opts.Events.SetStatus(root, nil)
+	}
 	if opts.Resume == nil {
 		// The root session is on the relay before the first prompt, so
 		// another device can send one at once (happy send waits for it),

@@ -104,6 +104,8 @@ type Hub struct {
 	subs     map[*Subscriber]struct{}
 	stats    HubStats
 	closed   bool
+	// status holds the sessions' AgentStatus sources (status.go).
+	status statuses
 }
 
 // NewHub returns an empty hub.

@@ -91,6 +91,7 @@ func NewHandler(opts ServerOptions) (*Handler, error) {
 	h.mux.HandleFunc("GET /session", h.sessions)
 	h.mux.HandleFunc("GET /session/{id}/message", h.messages)
 	h.mux.HandleFunc("GET /session/{id}/todo", h.todos)
+	h.mux.HandleFunc("GET /status", h.statusList)
 	return h, nil
 }
 

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -122,6 +124,12 @@ type Options struct {
 	// turn: true) or stops (no turn runs and none is starting: false). It
 	// feeds the heartbeat's "thinking"; it must not block.
 	OnActivity func(thinking bool)
+	// IdleTimeout, when positive, interrupts a turn whose agent stayed
+	// silent this long (no event at all) while no tool call runs and
+	// nobody is asked for a permission or an answer; the turn's assistant
+	// message gets the error IdleNote (docs/ARCHITECTURE.md, section
+	// "Stalled agents"). 0 turns the watch off.
+	IdleTimeout time.Duration
 	// OnEvent, when set, sees every agent event before it is applied (on
 	// the runner goroutine; it must not block), e.g. to record the agent's
 	// own session id for a later resume.
@@ -147,6 +155,9 @@ type Result struct {
 	// Unanswered counts prompts the agent exited without starting a turn
 	// for (each is recorded, followed by an error message NoAnswer).
 	Unanswered int
+	// IdleInterrupts counts the turns the idle watch interrupted
+	// (Options.IdleTimeout).
+	IdleInterrupts int
 }
 
 // pending is a tool waiting for a person.
@@ -158,6 +169,7 @@ type pending struct {
 	question bool
 	always   []string
 	deadline time.Time // zero: no timeout
+	since    time.Time // when it started waiting
 	order    int       // arrival order, so settling is the same in every run
 	// questions are a question block's questions (for the reference
 	// app's answers, which name them).
@@ -202,6 +214,21 @@ type Runner struct {
 	// childTurns are the subagents' (child sessions') turns running now:
 	// their start and end are theirs, never the session's turn.
 	childTurns map[string]bool
+
+	// tools are the open tool calls of the transcript (trackTools).
+	tools map[string]*openTool
+	// turnSince is when the running (or starting) turn began.
+	turnSince time.Time
+	// The idle watch (status.go): the clock runs (idleOn) from quietFrom;
+	// idleTripped is set once it interrupted, until the agent speaks.
+	idleOn, idleTripped bool
+	quietFrom           time.Time
+	// lastAgent is the time of the agent's last event (Unix ns; 0 none),
+	// read by Status from other goroutines.
+	lastAgent atomic.Int64
+	// status is the snapshot Status returns.
+	statusMu sync.Mutex
+	status   Status
 }
 
 // NewRunner returns a runner; call Run to start it.
@@ -212,7 +239,9 @@ func NewRunner(opts Options) *Runner {
 	if opts.AnswerTimeout <= 0 {
 		opts.AnswerTimeout = defaultAnswerTimeout
 	}
-	return &Runner{base: context.Background(), opts: opts, control: make(chan Control, 64), pending: map[string]*pending{}, prompts: map[string]bool{}, childTurns: map[string]bool{}}
+	r := &Runner{base: context.Background(), opts: opts, control: make(chan Control, 64), pending: map[string]*pending{}, prompts: map[string]bool{}, childTurns: map[string]bool{}, tools: map[string]*openTool{}}
+	r.publishStatus()
+	return r
 }
 
 // Control hands a control input to the running runner. It blocks while the
@@ -238,6 +267,8 @@ func (r *Runner) Run(ctx context.Context) (Result, error) {
 	defer timer.Stop()
 	for {
 		r.noteActivity()
+		r.watchIdle()
+		r.publishStatus()
 		if r.ending && !r.inTurn && !r.starting && len(r.queued) == 0 {
 			return r.finish(ctx)
 		}
@@ -271,6 +302,8 @@ func (r *Runner) Run(ctx context.Context) (Result, error) {
 			r.controlInput(ctx, c)
 		case <-timer.C:
 			r.expirePending()
+			r.watchIdle() // a permission that expired resumes the clock
+			r.checkIdle()
 			if err := r.flush(ctx, false); err != nil {
 				r.opts.Log.Warn().Err(err).Msg("relay sink flush failed; will retry")
 			}
@@ -289,6 +322,7 @@ func (r *Runner) Run(ctx context.Context) (Result, error) {
 func (r *Runner) agentOrExit(ctx context.Context, ev agent.Event, ok bool) (done bool, res Result, err error) {
 	if !ok {
 		r.result.AgentExited = true
+		defer r.publishStatus()
 		if r.inTurn {
 			r.apply(&agent.TurnEnded{Reason: agent.TurnAgentExited})
 		}
@@ -297,6 +331,7 @@ func (r *Runner) agentOrExit(ctx context.Context, ev agent.Event, ok bool) (done
 		res, err = r.finish(ctx)
 		return true, res, err
 	}
+	r.sawAgent()
 	if r.opts.OnEvent != nil {
 		r.opts.OnEvent(ev)
 	}
@@ -416,6 +451,9 @@ func (r *Runner) armTimer(t *time.Timer) {
 			next = p.deadline
 		}
 	}
+	if due, ok := r.idleDeadline(); ok && due.Before(next) {
+		next = due
+	}
 	if !t.Stop() {
 		select {
 		case <-t.C:
@@ -429,6 +467,7 @@ func (r *Runner) armTimer(t *time.Timer) {
 func (r *Runner) apply(ev agent.Event) []mapper.BusEvent {
 	before := r.opts.Reducer.DroppedTotal()
 	bus := r.opts.Reducer.Apply(ev)
+	r.trackTools(bus)
 	if r.opts.Sink != nil {
 		r.opts.Sink.Observe(bus)
 		if r.opts.Reducer.DroppedTotal() != before {
@@ -606,7 +645,7 @@ func (r *Runner) at(session string) agent.EventBase {
 // addPending records a tool waiting for a person.
 func (r *Runner) addPending(callID string, p *pending) {
 	r.arrivals++
-	p.order = r.arrivals
+	p.order, p.since = r.arrivals, r.opts.Now()
 	r.pending[callID] = p
 	if r.opts.OnWaiting != nil {
 		r.opts.OnWaiting(callID)

@@ -24,6 +24,8 @@ type fakeAgent struct {
 	// onDecide, when set, runs after Decide (in the runner goroutine).
 	onDecide func(callID string, d agent.Verdict)
 	onPrompt func(p agent.Prompt)
+	// onInterrupt, when set, runs after Interrupt (in the runner goroutine).
+	onInterrupt func()
 	// failDecide makes the next n Decide calls fail (as an agent that lost
 	// the request would).
 	failDecide int
@@ -72,8 +74,14 @@ func (a *fakeAgent) AnswerQuestion(_ context.Context, id string, ans [][]string)
 	a.record("answer:" + id + ":" + string(b))
 	return nil
 }
-func (a *fakeAgent) Interrupt(context.Context) error { a.record("interrupt"); return nil }
-func (a *fakeAgent) Close() error                    { return nil }
+func (a *fakeAgent) Interrupt(context.Context) error {
+	a.record("interrupt")
+	if a.onInterrupt != nil {
+		a.onInterrupt()
+	}
+	return nil
+}
+func (a *fakeAgent) Close() error { return nil }
 
 func (a *fakeAgent) emit(evs ...agent.Event) {
 	for _, e := range evs {

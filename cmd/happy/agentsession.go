@@ -58,7 +58,7 @@ func runAgentSession(ctx context.Context, f *factory, r agentSession) error {
 	out := newRunOutput(f, o.output)
 	so.Prompt, so.OneShot = o.prompt, oneShot
 	so.PermissionTimeout, so.StartedBy, so.Resume = o.permissionTimeout, o.startedByValue(), o.resumeOpts()
-	so.FlushTimeout, so.Yolo, so.Events = o.flushTimeout, o.yolo, events(r.events)
+	so.FlushTimeout, so.Yolo, so.Events, so.IdleTimeout = o.flushTimeout, o.yolo, events(r.events), o.idleTimeout
 	if oneShot || !r.quiet {
 		so.OnBus, so.OnWaiting = prog.onBus, prog.waiting
 	}

@@ -29,16 +29,23 @@ import (
 	"github.com/happy-dev/happy/mapper"
 )
 
+// defaultIdleTimeout is --idle-timeout's default: far beyond a long model
+// think, which streams something anyway.
+const defaultIdleTimeout = 10 * time.Minute
+
 // agentOptions are the flags every agent command shares.
 type agentOptions struct {
 	prompt            string
 	permissionTimeout time.Duration
-	record            string
-	flushTimeout      time.Duration
-	output            string
-	yolo              bool
-	allow, deny, ask  []string
-	agentArgs         []string
+	// idleTimeout is --idle-timeout: a turn whose agent stays silent this
+	// long (no tool running, nobody asked) is interrupted; 0 never.
+	idleTimeout      time.Duration
+	record           string
+	flushTimeout     time.Duration
+	output           string
+	yolo             bool
+	allow, deny, ask []string
+	agentArgs        []string
 	// eventsListen is --events-listen: the loopback address of the local
 	// event API ("" serves none).
 	eventsListen string
@@ -76,6 +83,7 @@ func (o *agentOptions) resumeID() string {
 func (o *agentOptions) bind(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&o.prompt, "print", "p", "", "run one turn with this prompt in remote mode, print the final answer and exit")
 	cmd.Flags().DurationVar(&o.permissionTimeout, "permission-timeout", 10*time.Minute, "reject a permission nobody answered after this long (-p mode; 0 waits forever)")
+	cmd.Flags().DurationVar(&o.idleTimeout, "idle-timeout", defaultIdleTimeout, "interrupt a turn whose agent sent nothing for this long while no tool runs and nobody is asked, saying so in the session (0 never)")
 	cmd.Flags().StringVar(&o.record, "record", "", "write a traffic log of the agent's protocol to `FILE` (for happy replay)")
 	cmd.Flags().StringArrayVar(&o.allow, "allow", nil, "permission rule `permission:pattern` to allow (repeatable), e.g. 'bash:git status*'")
 	cmd.Flags().StringArrayVar(&o.deny, "deny", nil, "permission rule `permission:pattern` to deny (repeatable)")
@@ -139,6 +147,9 @@ func (o *agentOptions) checkEventsFlag() error {
 func (o *agentOptions) checkStartFlags() error {
 	if o.permissionTimeout < 0 {
 		return &usageError{err: fmt.Errorf("--permission-timeout %s: want a duration ≥ 0 (0 waits forever)", o.permissionTimeout)}
+	}
+	if o.idleTimeout < 0 {
+		return &usageError{err: fmt.Errorf("--idle-timeout %s: want a duration ≥ 0 (0 never interrupts)", o.idleTimeout)}
 	}
 	if o.startedBy != "terminal" && o.startedBy != "daemon" && o.startedBy != "" {
 		return &usageError{err: fmt.Errorf("--started-by must be terminal or daemon, got %q", o.startedBy)}
@@ -499,7 +510,7 @@ func runClaudeInteractive(parent context.Context, f *factory, o *agentOptions, c
 	res, err := app.RunSessionWith(ctx, env, conn, app.SessionOptions{
 		Flavor: "claude", Dir: dir, ProviderID: "anthropic", Rules: rules, StartedBy: o.startedByValue(),
 		WaitCreated: 3 * time.Second, Resume: o.resumeOpts(),
-		FlushTimeout: o.flushTimeout, Yolo: o.yolo, Events: events(es),
+		FlushTimeout: o.flushTimeout, Yolo: o.yolo, Events: events(es), IdleTimeout: o.idleTimeout,
 		OnCreated: func(id string) {
 			sid = id
 			fmt.Fprintf(f.stderr, "happy: session %s — follow it from another terminal with: happy log %s --follow\n", id, id)

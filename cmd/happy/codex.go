@@ -227,6 +227,8 @@ func turnExit(flavor string, res app.SessionResult, err error, interrupted bool)
 		return &exitError{code: exitUndelivered}
 	case res.TurnReason == agent.TurnCompleted && res.Rejected == 0 && res.TurnError == "":
 		return nil
+	case res.TurnReason == agent.TurnInterrupted && res.IdleInterrupts > 0:
+		return &exitError{code: exitFailed, err: fmt.Errorf("%s sent nothing for longer than --idle-timeout: the turn was interrupted", flavor)}
 	case res.TurnReason == agent.TurnInterrupted:
 		return &exitError{code: exitInterrupted, err: errors.New("the turn was interrupted")}
 	case res.Rejected > 0:

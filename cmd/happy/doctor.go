@@ -10,12 +10,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/happy-dev/happy/app"
+	"github.com/happy-dev/happy/daemon"
+	"github.com/happy-dev/happy/internal/home"
 )
 
 func newDoctorCmd(f *factory) *cobra.Command {
 	var asJSON bool
+	var eventsAddrs []string
 	cmd := &cobra.Command{
-		Use:   "doctor [--json]",
+		Use:   "doctor [--json] | doctor SESSION [--events ADDR]",
 		Short: "Check the agents, the relay, the account, the clock, the outbox, orphaned sessions and the logs",
 		Long: `Check what happy needs, each with what was seen and, when it is not ok, the fix:
 
@@ -28,12 +31,23 @@ func newDoctorCmd(f *factory) *cobra.Command {
   logs      the size of the log folder
   platform  guarantees this operating system lacks
 
-It changes nothing. Exit status 1 when a check fails (warnings do not fail).`,
-		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
+It changes nothing. Exit status 1 when a check fails (warnings do not fail).
+
+With SESSION (a relay session id, or a unique prefix of one), say in one line
+what that session, running on this machine, is doing: whether its agent runs,
+its turn, the agent's last event, the tools running, what waits for a person,
+and when the idle watch (--idle-timeout) would interrupt a silent turn. It asks
+the session's local event API: a session the daemon started always serves one;
+for a session started in a terminal with --events-listen ADDR, pass
+--events ADDR. Exit status 1 when no running happy serves the session.`,
+		Args: usageArgs(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
 			h, err := f.home()
 			if err != nil {
 				return &exitError{code: exitFailed, err: err}
+			}
+			if len(args) == 1 {
+				return doctorSession(cmd, f, h, args[0], eventsAddrs)
 			}
 			log, logErr := f.log("doctor")
 			env := app.Env{Home: h, Getenv: f.getenv, Log: log.Logger, Now: f.now}
@@ -74,7 +88,28 @@ It changes nothing. Exit status 1 when a check fails (warnings do not fail).`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the checks as a JSON array of {name, status, detail, fix}")
+	cmd.Flags().StringArrayVar(&eventsAddrs, "events", nil, "with SESSION: also ask the local event API at this loopback `ADDR` (a session's --events-listen; repeatable)")
 	return cmd
+}
+
+// doctorSession prints the one line of happy doctor SESSION: it asks the
+// local event APIs of --events and of the sessions the home's daemon runs.
+func doctorSession(cmd *cobra.Command, f *factory, h home.Dir, sess string, addrs []string) error {
+	if st, err := daemon.ReadState(h); err == nil {
+		for _, c := range st.Sessions {
+			if c.Events != "" && (c.SessionID == "" || strings.HasPrefix(c.SessionID, sess)) {
+				addrs = append(addrs, c.Events)
+			}
+		}
+	}
+	log, _ := f.log("doctor")
+	env := app.Env{Home: h, Getenv: f.getenv, Log: log.Logger, Now: f.now}
+	st, err := app.SessionStatus(cmd.Context(), env, sess, addrs)
+	if err != nil {
+		return &exitError{code: exitFailed, err: fmt.Errorf("session %s: %w; a session started in a terminal serves its status only with --events-listen ADDR (then: happy doctor %s --events ADDR)", sess, err, sess)}
+	}
+	fmt.Fprintln(f.stdout, app.DescribeStatus(st))
+	return nil
 }
 
 // printChecks prints one line per check, and its fix indented under it.

@@ -66,6 +66,9 @@ func runFakeACP(dir, caps string) int {
 	if b, err := os.ReadFile(histPath); err == nil {
 		_ = json.Unmarshal(b, &history)
 	}
+	// hung is the id of a prompt the agent went silent in ("hang…"
+	// prompts), answered only when happy cancels the turn.
+	var hung json.RawMessage
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(nil, 1<<20)
 	for in.Scan() {
@@ -79,8 +82,16 @@ func runFakeACP(dir, caps string) int {
 				} `json:"prompt"`
 			} `json:"params"`
 		}
-		if json.Unmarshal(in.Bytes(), &m) != nil || m.ID == nil || m.Method == "" {
-			continue // a notification or a response
+		if json.Unmarshal(in.Bytes(), &m) != nil || m.Method == "" {
+			continue // a response
+		}
+		if m.ID == nil {
+			if m.Method == "session/cancel" && hung != nil {
+				appendLine(filepath.Join(dir, "calls"), m.Method)
+				reply(hung, map[string]any{"stopReason": "cancelled"})
+				hung = nil
+			}
+			continue
 		}
 		appendLine(filepath.Join(dir, "calls"), m.Method)
 		switch m.Method {
@@ -118,6 +129,16 @@ func runFakeACP(dir, caps string) int {
 			var text []string
 			for _, b := range m.Params.Prompt {
 				text = append(text, b.Text)
+			}
+			if p := strings.Join(text, ""); strings.HasPrefix(p, "hang") {
+				// Goes silent mid-turn: after some text, or inside a
+				// running tool ("hang in a tool").
+				chunk("agent_message_chunk", "Looking")
+				if strings.Contains(p, "in a tool") {
+					update(map[string]any{"sessionUpdate": "tool_call", "toolCallId": "call-1", "title": "make", "kind": "execute", "status": "in_progress", "rawInput": map[string]any{"command": "make"}})
+				}
+				hung = m.ID
+				continue
 			}
 			t := fakeACPTurn{Prompt: strings.Join(text, ""), Answer: "Answer to " + strings.Join(text, "")}
 			chunk("agent_message_chunk", t.Answer)

@@ -1,0 +1,70 @@
+//go:build unix
+
+package main
+
+import (
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/happy-dev/happy/mapper"
+)
+
+// A turn whose agent goes silent is interrupted after --idle-timeout: -p
+// exits 1 saying why, and the transcript's answer carries the reason, so
+// every device reads it.
+func TestIdleTimeoutInterruptsASilentAgent(t *testing.T) {
+	env := codexTestEnv(t, nil)
+	bin, dir := fakeACP(t, "none")
+	env["HAPPY_OPENCODE_PATH"] = bin
+	code, stdout, stderr := runHappy(t, env, "opencode", "-p", "hang", "--idle-timeout", "300ms")
+	if code != exitFailed || stdout != "Looking\n" || !strings.HasSuffix(stderr, "\nhappy: "+bin+" sent nothing for longer than --idle-timeout: the turn was interrupted\n") {
+		t.Fatalf("happy opencode -p = %d %q %q", code, stdout, stderr)
+	}
+	calls, _ := os.ReadFile(dir + "/calls")
+	if string(calls) != "initialize\nsession/new\nsession/prompt\nsession/cancel\n" {
+		t.Fatalf("the agent got %q", calls)
+	}
+	sid := strings.Fields(strings.TrimPrefix(stderr, "happy: session "))[0]
+	_, tr := readSession(t, env, sid)
+	last := tr.Messages[len(tr.Messages)-1]
+	a, ok := last.Info.(*mapper.AssistantMessage)
+	if !ok || a.Error == nil || a.Error.Data.Message != "the agent sent nothing for 300ms: interrupted" || a.Finish != "aborted" {
+		t.Fatalf("last message %+v", last.Info)
+	}
+	if got := textsOf(tr); strings.Join(got, "|") != "user: hang|assistant: Looking" {
+		t.Fatalf("transcript %q", got)
+	}
+	if code, _, stderr := runHappy(t, env, "opencode", "-p", "hi", "--idle-timeout", "-1s"); code != exitUsage ||
+		stderr != "happy: --idle-timeout -1s: want a duration ≥ 0 (0 never interrupts)\n" {
+		t.Fatalf("a negative --idle-timeout = %d %q", code, stderr)
+	}
+}
+
+// happy doctor SESSION says in one line what a running session is doing:
+// here its agent went silent inside a running tool, which pauses the idle
+// watch.
+func TestDoctorSessionLine(t *testing.T) {
+	env := codexTestEnv(t, nil)
+	bin, _ := fakeACP(t, "none")
+	env["HAPPY_OPENCODE_PATH"] = bin
+	c := startChild(t, env, "opencode", "--initial-prompt=hang in a tool", "--events-listen=127.0.0.1:0", "--idle-timeout=1h")
+	sid := c.sessionID(t)
+	re := regexp.MustCompile(`happy: live events on http://(127\.0\.0\.1:\d+)/event`)
+	var m []string
+	waitFor(t, "the live events line", func() bool { m = re.FindStringSubmatch(c.errText()); return m != nil })
+	want := regexp.MustCompile(`^session ` + sid + ` \(opencode\): agent running; turn running for \d+s; last agent event \d+s ago; ` +
+		`tool bash running for \d+s \(call call-1\); nobody asked; idle watch paused\n$`)
+	var out string
+	waitFor(t, "doctor's line with the tool running", func() bool {
+		var code int
+		code, out, _ = runHappy(t, env, "doctor", sid, "--events", m[1])
+		return code == exitOK && want.MatchString(out)
+	})
+	t.Logf("%s", out)
+	if code, out, stderr := runHappy(t, env, "doctor", "nosuch", "--events", m[1]); code != exitFailed || out != "" ||
+		stderr != "happy: session nosuch: no running happy on this machine serves the session's status; a session started in a terminal serves its status only with --events-listen ADDR (then: happy doctor nosuch --events ADDR)\n" {
+		t.Fatalf("doctor of an unknown session = %d %q %q", code, out, stderr)
+	}
+}
