@@ -85,7 +85,8 @@ type Config struct {
 //     prompt) and records sessionId in the state metadata of the tool
 //     call that started it. Events whose Session is the child key go to
 //     the child.
-//   - Usage sets tokens and cost (absent stays nil); AgentError sets the
+//   - Usage sets tokens and cost (absent stays nil); Usage for Message ""
+//     before the turn has a step opens the step it belongs to; AgentError sets the
 //     step's error (session.error); Retry adds a retry part (session.status
 //     retry until output resumes); Compaction adds a compaction part
 //     (session.compacted); TodosUpdated replaces the todo list
@@ -308,7 +309,7 @@ func (r *Reducer) Apply(ev agent.Event) []BusEvent {
 	case *agent.ToolFailed:
 		r.toolFailed(s, e, t)
 	case *agent.Usage:
-		r.usage(s, e)
+		r.usage(s, e, t)
 	case *agent.StepFinished:
 		r.stepFinished(s, e, t)
 	case *agent.SubagentStarted:
