@@ -260,17 +260,25 @@ func (p *projector) assistantMessage(m *mapper.AssistantMessage, parts []mapper.
 	for _, part := range parts {
 		switch pt := part.(type) {
 		case *mapper.TextPart:
+			open := m.Time.Completed == nil && (pt.Time == nil || pt.Time.End == nil)
+			if pt.Text == "" && !open {
+				continue // emptied (a broken-off attempt's text): it says nothing
+			}
 			ev := base(pt.ID, partStart(pt.Time, m.Time.Created), TypeText)
 			ev.Text = pt.Text
 			p.out = append(p.out, ev)
-			if m.Time.Completed == nil && (pt.Time == nil || pt.Time.End == nil) {
+			if open {
 				p.unsettled()
 			}
 		case *mapper.ReasoningPart:
+			open := m.Time.Completed == nil && pt.Time.End == nil
+			if pt.Text == "" && !open && pt.Metadata == nil {
+				continue
+			}
 			ev := base(pt.ID, partStart(&pt.Time, m.Time.Created), TypeText)
 			ev.Text, ev.Thinking = pt.Text, true
 			p.out = append(p.out, ev)
-			if m.Time.Completed == nil && pt.Time.End == nil {
+			if open {
 				p.unsettled()
 			}
 		case *mapper.FilePart:

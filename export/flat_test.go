@@ -347,3 +347,24 @@ func TestFlatPromptDuringTurn(t *testing.T) {
 		})
 	}
 }
+
+// A text emptied once it ended (the words of a model call that broke off
+// and was retried) is no event; one still streaming is, as it may grow.
+func TestFlatSkipsEmptiedText(t *testing.T) {
+	tr := exchange()
+	asst := tr.Messages[2]
+	asst.Parts[2].(*mapper.TextPart).Text = ""
+	for _, e := range Flat(tr) {
+		if e.ID == "prt_021" {
+			t.Fatalf("emptied text is an event: %+v", e)
+		}
+	}
+	asst.Info.(*mapper.AssistantMessage).Time.Completed = nil
+	found := false
+	for _, e := range Flat(tr) {
+		found = found || e.ID == "prt_021"
+	}
+	if !found {
+		t.Fatal("a streaming text that is empty so far is left out")
+	}
+}
