@@ -368,3 +368,25 @@ func TestFlatSkipsEmptiedText(t *testing.T) {
 		t.Fatal("a streaming text that is empty so far is left out")
 	}
 }
+
+// A tool call's child session is shown under it only with something in it,
+// and without a dangling " — " when it has no title.
+func TestTextSubagentHeader(t *testing.T) {
+	tr := exchange()
+	child := &tr.Children[0]
+	render := func() string {
+		var buf bytes.Buffer
+		if err := Text(&buf, tr, TextOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return buf.String()
+	}
+	child.Session.Title = ""
+	if out := render(); !strings.Contains(out, "  subagent ses_child_001\n") || strings.Contains(out, "ses_child_001 —") {
+		t.Fatalf("untitled child:\n%s", out)
+	}
+	child.Messages = nil
+	if out := render(); strings.Contains(out, "subagent") {
+		t.Fatalf("empty child has a header:\n%s", out)
+	}
+}

@@ -541,6 +541,20 @@ func TestDecoderBlocksAndResults(t *testing.T) {
 			`{"type":"TextFinal","message":"m2","block":"0","text":"The answer is 4."}`,
 			`{"type":"TurnEnded","turnID":"turn-1","reason":"completed"}`,
 		}},
+		// Claude reports a long shell command it keeps running as a task
+		// too: no subagent, so no child session (it would print an empty
+		// "subagent" header under the Bash call).
+		{name: "a background shell task is no subagent", form: FormStreamJSON, lines: []string{
+			s(`"type":"assistant","message":{"id":"m1","model":"m","role":"assistant","content":[{"type":"tool_use","id":"b1","name":"Bash","input":{"command":"make test"}}]},"parent_tool_use_id":null`),
+			s(`"type":"system","subtype":"task_started","task_id":"bx1","tool_use_id":"b1","description":"make test","task_type":"local_bash"`),
+			s(`"type":"system","subtype":"task_started","task_id":"bx2","tool_use_id":"b1","description":"make test"`),
+			s(`"type":"system","subtype":"task_notification","task_id":"bx1","tool_use_id":"b1","status":"completed"`),
+		}, want: []string{
+			`{"type":"TurnStarted","turnID":"turn-1"}`,
+			`{"type":"MessageStarted","message":"m1","providerID":"anthropic","modelID":"m"}`,
+			`{"type":"ToolCall","message":"m1","callID":"b1","tool":"bash","title":"make test","input":{"command":"make test"},"metadata":{"providerTool":"Bash"}}`,
+			`{"type":"ToolRunning","callID":"b1"}`,
+		}},
 		{name: "failed during execution", form: FormStreamJSON, lines: []string{
 			s(`"type":"system","subtype":"init","model":"m"`),
 			s(`"type":"result","subtype":"error_during_execution","is_error":true,"errors":["tool crashed","and again"]`),

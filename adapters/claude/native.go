@@ -44,6 +44,7 @@ type record struct {
 	RetryAttempt  *int         `json:"retryAttempt"` // api_error (JSONL)
 	ErrorStatus   *int         `json:"error_status"` // api_retry
 	TaskID        string       `json:"task_id"`
+	TaskType      string       `json:"task_type"` // task_started: local_agent, local_bash, …
 	// model_refusal_no_fallback; Content is a string there (and on other
 	// system records), kept raw because other kinds may differ.
 	Content            json.RawMessage `json:"content"`

@@ -238,7 +238,7 @@ func (d *Decoder) system(r *record) {
 	case "model_refusal_no_fallback":
 		d.refusal(r)
 	case "task_started":
-		if r.TaskID != "" && r.ToolUseID != "" {
+		if r.TaskID != "" && r.ToolUseID != "" && d.agentTask(r) {
 			d.agents[r.TaskID] = r.ToolUseID
 			d.childFor(r.ToolUseID)
 		}
@@ -266,6 +266,18 @@ func (d *Decoder) system(r *record) {
 			d.drop("system/"+r.Subtype, agent.DropUnknownType, "system subtype not known to this version")
 		}
 	}
+}
+
+// agentTask reports whether a task_started is a subagent's. Claude also
+// reports a long shell command it moved to the background as a task
+// (task_type local_bash): that is no subagent, and a child session for it
+// would stay empty under its Bash call.
+func (d *Decoder) agentTask(r *record) bool {
+	if r.TaskType != "" {
+		return r.TaskType == "local_agent"
+	}
+	t := d.tools[r.ToolUseID]
+	return t == nil || t.name == "" || isAgentTool(t.name)
 }
 
 // retry maps a failed API call Claude retries: stream-json api_retry
