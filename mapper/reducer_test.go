@@ -513,3 +513,38 @@ func TestReducerUsageWithoutOutputIsTheTurns(t *testing.T) {
 		}
 	})
 }
+
+// A turn stopped (or failed) before the agent said anything still says how
+// it ended: its step exists without content and finishes aborted (error
+// for the other reasons); a completed turn without output gets none.
+func TestReducerTurnEndedBeforeAnyStep(t *testing.T) {
+	cases := []struct {
+		reason, finish string
+		steps          int
+	}{
+		{agent.TurnInterrupted, agent.FinishAborted, 1},
+		{agent.TurnAgentExited, agent.FinishError, 1},
+		{agent.TurnCompleted, "", 0},
+	}
+	for _, c := range cases {
+		t.Run(c.reason, func(t *testing.T) {
+			r := newTestReducer("r")
+			applyAll(r,
+				&agent.UserPrompt{EventBase: agent.EventBase{Time: 10}, PromptID: "u", Text: "long job"},
+				&agent.TurnStarted{EventBase: agent.EventBase{Time: 11}},
+				&agent.TurnEnded{EventBase: agent.EventBase{Time: 20}, Reason: c.reason},
+			)
+			tr := r.Transcript()
+			if len(tr.Messages) != 1+c.steps {
+				t.Fatalf("%d messages", len(tr.Messages))
+			}
+			if c.steps == 0 {
+				return
+			}
+			a := tr.Messages[1].Info.(*AssistantMessage)
+			if a.Finish != c.finish || a.Time.Completed == nil || *a.Time.Completed != 20 || a.ParentID != tr.Messages[0].Info.MessageID() {
+				t.Fatalf("step %+v", a)
+			}
+		})
+	}
+}
