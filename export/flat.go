@@ -147,56 +147,86 @@ func FlatSettled(t mapper.Transcript) []FlatEvent {
 
 // session emits the events of one session; inherited turn/parent/agent are
 // set for child sessions.
+//
+// In the root session a turn is a prompt and the steps that answer it: an
+// assistant message belongs to the turn of its parentID (the user message it
+// answers), or, when that names no prompt of the session, to the turn of the
+// latest prompt before it. A prompt's place in the transcript is not where
+// its turn begins: a prompt sent from another device while a turn runs is on
+// the relay where it was sent, among the running turn's steps. So each turn
+// starts at its first step and ends after its last, and every prompt gets
+// its own turn-start/turn-end pair.
 func (p *projector) session(t *mapper.Transcript, turn, parentID, agentID string) {
 	child := parentID != ""
-	var open *turnState
-	closeTurn := func() {
-		if open != nil && !child {
-			if ev, ok := open.end(); ok {
-				p.out = append(p.out, ev)
-				if open.last.Finish == agent.FinishToolCalls {
-					p.unsettled() // the model goes on once its tools are done
+	var turnOf []string      // by message index: the turn of an assistant message
+	last := map[string]int{} // turn → index of its last assistant message
+	if !child {
+		turnOf = make([]string, len(t.Messages))
+		prompts := map[string]bool{}
+		for _, m := range t.Messages {
+			if u, ok := m.Info.(*mapper.UserMessage); ok {
+				prompts[u.ID] = true
+			}
+		}
+		latest := ""
+		for i, m := range t.Messages {
+			switch info := m.Info.(type) {
+			case *mapper.UserMessage:
+				latest = info.ID
+			case *mapper.AssistantMessage:
+				turnOf[i] = latest
+				if prompts[info.ParentID] {
+					turnOf[i] = info.ParentID
+				}
+				if turnOf[i] != "" {
+					last[turnOf[i]] = i
 				}
 			}
 		}
-		open = nil
 	}
-	for _, m := range t.Messages {
+	turns := map[string]*turnState{}
+	for i, m := range t.Messages {
 		switch info := m.Info.(type) {
 		case *mapper.UserMessage:
-			if !child {
-				closeTurn()
-				turn = info.ID
-				open = &turnState{id: info.ID}
-			}
 			if !child { // a subagent's prompt is in the parent's tool-call-start args
 				p.userMessage(info, m.Parts)
 			}
 		case *mapper.AssistantMessage:
-			if open != nil && !open.started {
-				open.started = true
-				p.out = append(p.out, FlatEvent{ID: open.id + ".turn-start", Time: info.Time.Created, Role: "agent", Type: TypeTurnStart, Turn: turn})
+			if child || turnOf[i] == "" {
+				p.assistantMessage(info, m.Parts, turn, parentID, agentID)
+				continue
 			}
-			if open != nil {
-				open.last = info
+			id := turnOf[i]
+			ts := turns[id]
+			if ts == nil {
+				ts = &turnState{id: id}
+				turns[id] = ts
+				p.out = append(p.out, FlatEvent{ID: id + ".turn-start", Time: info.Time.Created, Role: "agent", Type: TypeTurnStart, Turn: id})
 			}
-			p.assistantMessage(info, m.Parts, turn, parentID, agentID)
+			ts.last = info
+			p.assistantMessage(info, m.Parts, id, parentID, agentID)
+			if last[id] == i {
+				if ev, ok := ts.end(); ok {
+					p.out = append(p.out, ev)
+					if info.Finish == agent.FinishToolCalls {
+						p.unsettled() // the model goes on once its tools are done
+					}
+				}
+			}
 		}
 	}
-	closeTurn()
 }
 
-// turnState tracks the turn opened by a user message.
+// turnState tracks a started turn: its prompt's id and its latest step.
 type turnState struct {
-	id      string
-	started bool
-	last    *mapper.AssistantMessage
+	id   string
+	last *mapper.AssistantMessage
 }
 
 // end returns the turn-end event, once the turn's last assistant message is
 // complete.
 func (ts *turnState) end() (FlatEvent, bool) {
-	if !ts.started || ts.last == nil || ts.last.Time.Completed == nil {
+	if ts.last == nil || ts.last.Time.Completed == nil {
 		return FlatEvent{}, false
 	}
 	status := "completed"
@@ -230,17 +260,25 @@ func (p *projector) assistantMessage(m *mapper.AssistantMessage, parts []mapper.
 	for _, part := range parts {
 		switch pt := part.(type) {
 		case *mapper.TextPart:
+			open := m.Time.Completed == nil && (pt.Time == nil || pt.Time.End == nil)
+			if pt.Text == "" && !open {
+				continue // emptied (a broken-off attempt's text): it says nothing
+			}
 			ev := base(pt.ID, partStart(pt.Time, m.Time.Created), TypeText)
 			ev.Text = pt.Text
 			p.out = append(p.out, ev)
-			if m.Time.Completed == nil && (pt.Time == nil || pt.Time.End == nil) {
+			if open {
 				p.unsettled()
 			}
 		case *mapper.ReasoningPart:
+			open := m.Time.Completed == nil && pt.Time.End == nil
+			if pt.Text == "" && !open && pt.Metadata == nil {
+				continue
+			}
 			ev := base(pt.ID, partStart(&pt.Time, m.Time.Created), TypeText)
 			ev.Text, ev.Thinking = pt.Text, true
 			p.out = append(p.out, ev)
-			if m.Time.Completed == nil && pt.Time.End == nil {
+			if open {
 				p.unsettled()
 			}
 		case *mapper.FilePart:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -288,5 +289,104 @@ func TestToolSummary(t *testing.T) {
 		if got := toolSummary(c.tool, c.in, c.title); got != c.want {
 			t.Errorf("toolSummary(%s, %v, %q) = %q, want %q", c.tool, c.in, c.title, got, c.want)
 		}
+	}
+}
+
+// A prompt sent while the previous turn runs is on the relay where it was
+// sent, among that turn's steps (a device writes it before the agent takes
+// it): each prompt still gets its own turn-start/turn-end pair, and each
+// step the turn of the prompt it answers (its parentID).
+func TestFlatPromptDuringTurn(t *testing.T) {
+	const ses = "ses_q"
+	user := func(id, text string, at int64) mapper.MessageWithParts {
+		return mapper.MessageWithParts{Info: &mapper.UserMessage{ID: id, SessionID: ses, Role: mapper.RoleUser, Time: mapper.UserTime{Created: at}},
+			Parts: []mapper.Part{&mapper.TextPart{PartBase: mapper.PartBase{ID: id + ".p", SessionID: ses, MessageID: id}, Text: text}}}
+	}
+	step := func(id, parent string, at int64, finish string) mapper.MessageWithParts {
+		return mapper.MessageWithParts{Info: &mapper.AssistantMessage{ID: id, SessionID: ses, Role: mapper.RoleAssistant, ParentID: parent,
+			Time: mapper.AssistantTime{Created: at, Completed: i64(at + 5)}, Finish: finish},
+			Parts: []mapper.Part{&mapper.TextPart{PartBase: mapper.PartBase{ID: id + ".p", SessionID: ses, MessageID: id}, Text: id}}}
+	}
+	cases := []struct {
+		name string
+		msgs []mapper.MessageWithParts
+		want string
+	}{
+		{"sent after the first step", []mapper.MessageWithParts{
+			user("u1", "first", 10), step("a1", "u1", 20, agent.FinishToolCalls), user("u2", "second", 30),
+			step("a2", "u1", 40, agent.FinishStop), step("a3", "u2", 50, agent.FinishStop),
+		}, "u1.p user text; u1.turn-start u1 turn-start; a1.p u1 text; u2.p user text; a2.p u1 text; u1.turn-end u1 turn-end@45; " +
+			"u2.turn-start u2 turn-start; a3.p u2 text; u2.turn-end u2 turn-end@55"},
+		{"sent before the first step", []mapper.MessageWithParts{
+			user("u1", "first", 10), user("u2", "second", 15), step("a1", "u1", 20, agent.FinishStop), step("a2", "u2", 40, agent.FinishStop),
+		}, "u1.p user text; u2.p user text; u1.turn-start u1 turn-start; a1.p u1 text; u1.turn-end u1 turn-end@25; " +
+			"u2.turn-start u2 turn-start; a2.p u2 text; u2.turn-end u2 turn-end@45"},
+		{"a step without a known prompt stays in the turn before it", []mapper.MessageWithParts{
+			user("u1", "first", 10), step("a1", "", 20, agent.FinishStop),
+		}, "u1.p user text; u1.turn-start u1 turn-start; a1.p u1 text; u1.turn-end u1 turn-end@25"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, e := range Flat(mapper.Transcript{Session: mapper.Session{ID: ses}, Messages: tc.msgs}) {
+				s := e.ID + " "
+				if e.Role == "user" {
+					s += "user "
+				} else {
+					s += e.Turn + " "
+				}
+				s += e.Type
+				if e.Type == TypeTurnEnd {
+					s += "@" + strconv.FormatInt(e.Time, 10)
+				}
+				got = append(got, s)
+			}
+			if g := strings.Join(got, "; "); g != tc.want {
+				t.Fatalf("events\n%s\nwant\n%s", g, tc.want)
+			}
+		})
+	}
+}
+
+// A text emptied once it ended (the words of a model call that broke off
+// and was retried) is no event; one still streaming is, as it may grow.
+func TestFlatSkipsEmptiedText(t *testing.T) {
+	tr := exchange()
+	asst := tr.Messages[2]
+	asst.Parts[2].(*mapper.TextPart).Text = ""
+	for _, e := range Flat(tr) {
+		if e.ID == "prt_021" {
+			t.Fatalf("emptied text is an event: %+v", e)
+		}
+	}
+	asst.Info.(*mapper.AssistantMessage).Time.Completed = nil
+	found := false
+	for _, e := range Flat(tr) {
+		found = found || e.ID == "prt_021"
+	}
+	if !found {
+		t.Fatal("a streaming text that is empty so far is left out")
+	}
+}
+
+// A tool call's child session is shown under it only with something in it,
+// and without a dangling " — " when it has no title.
+func TestTextSubagentHeader(t *testing.T) {
+	tr := exchange()
+	child := &tr.Children[0]
+	render := func() string {
+		var buf bytes.Buffer
+		if err := Text(&buf, tr, TextOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return buf.String()
+	}
+	child.Session.Title = ""
+	if out := render(); !strings.Contains(out, "  subagent ses_child_001\n") || strings.Contains(out, "ses_child_001 —") {
+		t.Fatalf("untitled child:\n%s", out)
+	}
+	child.Messages = nil
+	if out := render(); strings.Contains(out, "subagent") {
+		t.Fatalf("empty child has a header:\n%s", out)
 	}
 }

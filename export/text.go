@@ -271,8 +271,16 @@ func (tw *textWriter) tool(pt *mapper.ToolPart, indent int) {
 	if id, _ := st.Metadata["sessionId"].(string); id != "" {
 		if c := tw.children[id]; c != nil && !tw.shown[id] {
 			tw.shown[id] = true
-			tw.line(indent+1, "subagent %s — %s", c.Session.ID, c.Session.Title)
-			tw.session(c, indent+2)
+			// A child session with nothing in it gets no header: a line
+			// naming a subagent that says nothing only puzzles.
+			if len(c.Messages) > 0 {
+				head := "subagent " + c.Session.ID
+				if c.Session.Title != "" {
+					head += " — " + c.Session.Title
+				}
+				tw.line(indent+1, "%s", head)
+				tw.session(c, indent+2)
+			}
 		}
 	}
 	for i := range st.Attachments {

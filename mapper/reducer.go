@@ -75,7 +75,9 @@ type Config struct {
 //     permission they now allow (Ruleset). A ToolFailed on a blocked tool
 //     resolves it as reject/answered-in-agent; one that only confirms the
 //     reducer's own rejection or settlement is no news.
-//   - Turn end. TurnEnded settles everything open in the session and its
+//   - Turn end. A turn that ends other than completed before its prompt
+//     got a step gets an empty one, so its finish tells how it ended.
+//     TurnEnded settles everything open in the session and its
 //     child sessions: open tools go to error (reason cancelled, or
 //     agent-exited), open steps finish stop/tool-calls (completed),
 //     aborted (interrupted) or error with an error of kind internal
@@ -85,7 +87,8 @@ type Config struct {
 //     prompt) and records sessionId in the state metadata of the tool
 //     call that started it. Events whose Session is the child key go to
 //     the child.
-//   - Usage sets tokens and cost (absent stays nil); AgentError sets the
+//   - Usage sets tokens and cost (absent stays nil); Usage for Message ""
+//     before the turn has a step opens the step it belongs to; AgentError sets the
 //     step's error (session.error); Retry adds a retry part (session.status
 //     retry until output resumes); Compaction adds a compaction part
 //     (session.compacted); TodosUpdated replaces the todo list
@@ -308,7 +311,7 @@ func (r *Reducer) Apply(ev agent.Event) []BusEvent {
 	case *agent.ToolFailed:
 		r.toolFailed(s, e, t)
 	case *agent.Usage:
-		r.usage(s, e)
+		r.usage(s, e, t)
 	case *agent.StepFinished:
 		r.stepFinished(s, e, t)
 	case *agent.SubagentStarted:
@@ -588,6 +591,12 @@ func (r *Reducer) subagentEnded(s *redSession, e *agent.SubagentEnded, t int64) 
 func (r *Reducer) turnEnded(s *redSession, e *agent.TurnEnded, t int64) {
 	if e.TurnID != "" {
 		s.turns[e.TurnID] = true
+	}
+	if e.Reason != agent.TurnCompleted && s.user != nil && s.current == nil {
+		// Stopped (or failed) before its first step: the step exists
+		// without content, so the prompt does not stand unanswered and
+		// silent, and its finish says how the turn ended.
+		r.openAssistant(s, "", t)
 	}
 	r.settle(s, e.Reason, e.Error, t)
 }

@@ -201,8 +201,15 @@ func (r *Reducer) stepFinished(s *redSession, e *agent.StepFinished, t int64) {
 	r.closeMessage(m, e.Finish, nil, t)
 }
 
-func (r *Reducer) usage(s *redSession, e *agent.Usage) {
+func (r *Reducer) usage(s *redSession, e *agent.Usage, t int64) {
 	m := r.assistant(s, e.Message, redFindOnly, 0)
+	if m == nil && e.Message == "" {
+		// A model call with no visible output yet (Codex's report on a
+		// resumed thread, a refusal, a question it asks instead of
+		// answering): its usage is the turn's, so the turn's step exists
+		// without content; output that follows joins it.
+		m = r.assistant(s, "", redFindAttach, t)
+	}
 	if m == nil {
 		r.drop(s, agent.DropOrphan, "no assistant message "+redQuoteKey(e.Message))
 		return

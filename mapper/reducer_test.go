@@ -463,3 +463,88 @@ func TestReducerPromptFileWithoutMime(t *testing.T) {
 		t.Fatalf("DecodeTranscript: %v, %+v, %+v", err, rep, back)
 	}
 }
+
+// Usage of a model call with no visible output (Codex on a resumed thread,
+// a refusal, a question asked through request_user_input) belongs to its
+// turn: it is the usage of the turn's step, which exists without content,
+// and nothing is dropped. The output that follows in the turn joins that
+// step.
+func TestReducerUsageWithoutOutputIsTheTurns(t *testing.T) {
+	in, out := int64(1200), int64(3)
+	t.Run("a turn with no output", func(t *testing.T) {
+		r := newTestReducer("r")
+		applyAll(r,
+			&agent.UserPrompt{EventBase: agent.EventBase{Time: 10}, PromptID: "u", Text: "do it"},
+			&agent.TurnStarted{EventBase: agent.EventBase{Time: 11}, TurnID: "t"},
+			&agent.Usage{EventBase: agent.EventBase{Time: 12}, Tokens: &agent.Tokens{Input: &in, Output: &out}},
+			&agent.TurnEnded{EventBase: agent.EventBase{Time: 13}, TurnID: "t", Reason: agent.TurnCompleted},
+		)
+		tr := r.Transcript()
+		if len(tr.Dropped) != 0 || len(tr.Messages) != 2 {
+			t.Fatalf("%d messages, dropped %+v", len(tr.Messages), tr.Dropped)
+		}
+		a := tr.Messages[1].Info.(*AssistantMessage)
+		if a.ParentID != tr.Messages[0].Info.MessageID() || a.Tokens == nil || *a.Tokens.Input != 1200 || *a.Tokens.Output != 3 ||
+			a.Time.Created != 12 || a.Time.Completed == nil || *a.Time.Completed != 13 || a.Finish != agent.FinishStop {
+			t.Fatalf("the turn's step: %+v tokens %+v", a, a.Tokens)
+		}
+		sf, ok := tr.Messages[1].Parts[len(tr.Messages[1].Parts)-1].(*StepFinishPart)
+		if !ok || sf.Tokens == nil || *sf.Tokens.Input != 1200 {
+			t.Fatalf("parts %+v", tr.Messages[1].Parts)
+		}
+	})
+	t.Run("output after the usage", func(t *testing.T) {
+		r := newTestReducer("r")
+		applyAll(r,
+			&agent.UserPrompt{PromptID: "u", Text: "go on"},
+			&agent.Usage{Tokens: &agent.Tokens{Input: &in}},
+			&agent.TextFinal{Text: "done"},
+			&agent.TurnEnded{Reason: agent.TurnCompleted},
+		)
+		tr := r.Transcript()
+		if len(tr.Dropped) != 0 || len(tr.Messages) != 2 {
+			t.Fatalf("%d messages, dropped %+v", len(tr.Messages), tr.Dropped)
+		}
+		if a := tr.Messages[1].Info.(*AssistantMessage); *a.Tokens.Input != 1200 {
+			t.Fatalf("tokens %+v", a.Tokens)
+		}
+		if tp, ok := tr.Messages[1].Parts[1].(*TextPart); !ok || tp.Text != "done" {
+			t.Fatalf("parts %+v", tr.Messages[1].Parts)
+		}
+	})
+}
+
+// A turn stopped (or failed) before the agent said anything still says how
+// it ended: its step exists without content and finishes aborted (error
+// for the other reasons); a completed turn without output gets none.
+func TestReducerTurnEndedBeforeAnyStep(t *testing.T) {
+	cases := []struct {
+		reason, finish string
+		steps          int
+	}{
+		{agent.TurnInterrupted, agent.FinishAborted, 1},
+		{agent.TurnAgentExited, agent.FinishError, 1},
+		{agent.TurnCompleted, "", 0},
+	}
+	for _, c := range cases {
+		t.Run(c.reason, func(t *testing.T) {
+			r := newTestReducer("r")
+			applyAll(r,
+				&agent.UserPrompt{EventBase: agent.EventBase{Time: 10}, PromptID: "u", Text: "long job"},
+				&agent.TurnStarted{EventBase: agent.EventBase{Time: 11}},
+				&agent.TurnEnded{EventBase: agent.EventBase{Time: 20}, Reason: c.reason},
+			)
+			tr := r.Transcript()
+			if len(tr.Messages) != 1+c.steps {
+				t.Fatalf("%d messages", len(tr.Messages))
+			}
+			if c.steps == 0 {
+				return
+			}
+			a := tr.Messages[1].Info.(*AssistantMessage)
+			if a.Finish != c.finish || a.Time.Completed == nil || *a.Time.Completed != 20 || a.ParentID != tr.Messages[0].Info.MessageID() {
+				t.Fatalf("step %+v", a)
+			}
+		})
+	}
+}

@@ -309,7 +309,9 @@ func (r *Runner) Run(ctx context.Context) (Result, error) {
 			}
 		case <-ctx.Done():
 			r.abortTurn(context.WithoutCancel(ctx), agent.ReasonCancelled)
-			if r.inTurn {
+			if r.inTurn || r.starting {
+				// A prompt the agent had not started a turn for yet is
+				// stopped too: the transcript says so, not a bare prompt.
 				r.apply(&agent.TurnEnded{Reason: agent.TurnInterrupted})
 			}
 			return r.finish(context.WithoutCancel(ctx))

@@ -812,3 +812,39 @@ func TestRunnerFlushesAtOnceAfterABusyFlush(t *testing.T) {
 		}
 	})
 }
+
+// A session stopped (its run cancelled, as happy stop does) after a prompt
+// was sent but before the agent started the turn says it was stopped: the
+// turn ends interrupted and its step finishes aborted, so the prompt does
+// not stand alone.
+func TestRunnerStoppedBeforeTheTurnStarted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fa := newFakeAgent()
+		red := mapper.NewReducer(mapper.Config{SessionID: "relay1", Directory: "/w"})
+		r := NewRunner(Options{Agent: fa, Reducer: red, Sink: NewSink(&memStore{last: map[string]int64{}}, red)})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		var res Result
+		go func() {
+			defer close(done)
+			res, _ = r.Run(ctx)
+		}()
+		reply := make(chan error, 1)
+		if err := r.Control(context.Background(), ControlPrompt{Prompt: agent.Prompt{Text: "a long job"}, Reply: reply}); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-reply; err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		cancel()
+		<-done
+		tr := red.Transcript()
+		if len(tr.Messages) != 2 {
+			t.Fatalf("%d messages, result %+v", len(tr.Messages), res)
+		}
+		if a := tr.Messages[1].Info.(*mapper.AssistantMessage); a.Finish != agent.FinishAborted {
+			t.Fatalf("the stopped turn's step: %+v", a)
+		}
+	})
+}

@@ -522,6 +522,11 @@ func (d *Decoder) startTurn(m jsonrpc.Message, p obj) *turn {
 	d.turn = t
 	d.tools = map[string]*tool{} // the tools of a turn are scoped to it
 	d.turnStep, d.stepResult = false, false
+	if d.lastCost != nil {
+		// A report before the turn's first output costs what was spent
+		// since the turn began, not since the previous turn's last step.
+		d.stepCost = *d.lastCost
+	}
 	d.emit(&agent.TurnStarted{TurnID: t.id})
 	blocks, _ := array(p.get("prompt"))
 	var texts []string
@@ -861,8 +866,11 @@ func (d *Decoder) flushUsage(turnEnd bool) {
 		return
 	}
 	if turnEnd {
+		// The turn ends without assistant output (a refusal, a question
+		// asked instead of an answer): the usage is the turn's, and the
+		// reducer opens the turn's step for it.
 		d.heldUsage = nil
-		d.drop("session/update:usage_update", agent.DropOrphan, "usage reported for a turn without assistant output", nil)
+		d.emit(u)
 	}
 }
 

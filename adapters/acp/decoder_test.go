@@ -176,6 +176,29 @@ func TestDecoderCases(t *testing.T) {
 {"type":"Usage","tokens":{"input":160,"cache":{}}}`,
 		},
 		{
+			// codex-acp reports usage for a turn it refuses, or one that only
+			// asks a question: the usage is the turn's (the reducer opens its
+			// step), never dropped; its cost is what the turn spent, counted
+			// from the turn's start, not from the previous turn's last step.
+			name: "usage of a turn without output is the turn's",
+			lines: []string{
+				upd(`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"a"}}`),
+				upd(`{"sessionUpdate":"usage_update","used":100,"size":1000,"cost":{"amount":0.5,"currency":"USD"}}`),
+				`< {"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}`,
+				`> {"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"again"}]}}`,
+				upd(`{"sessionUpdate":"usage_update","used":180,"size":1000,"cost":{"amount":0.75,"currency":"USD"}}`),
+				`< {"jsonrpc":"2.0","id":3,"result":{"stopReason":"refusal"}}`,
+			},
+			want: `{"type":"TextDelta","delta":"a"}
+{"type":"Usage","tokens":{"input":100,"cache":{}},"cost":0.5}
+{"type":"TurnEnded","turnID":"turn-1","reason":"completed"}
+{"type":"TurnStarted","turnID":"turn-2"}
+{"type":"UserPrompt","promptID":"prompt-2","text":"again"}
+{"type":"Usage","tokens":{"input":180,"cache":{}},"cost":0.25}
+{"type":"AgentError","kind":"internal","text":"the agent refused to continue (stop reason refusal)"}
+{"type":"TurnEnded","turnID":"turn-2","reason":"failed","error":"the agent refused to continue (stop reason refusal)"}`,
+		},
+		{
 			name:  "end_turn",
 			lines: []string{upd(`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"ok"}}`), `< {"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}`},
 			want: `{"type":"TextDelta","delta":"ok"}

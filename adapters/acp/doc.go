@@ -136,7 +136,8 @@
 //	session_info_update      SessionInfo.Title (a null title cannot clear it)
 //	usage_update             Usage: used → tokens.input of the current step; cost (USD)
 //	                         → the step's share of the cumulative cost; held until the
-//	                         turn has assistant output
+//	                         turn has assistant output, or until it ends without any
+//	                         (then the usage of the turn's step without content)
 //
 // Known and deliberately ignored: available_commands_update (slash commands:
 // nothing in the transcript lists them), session_info_update.updatedAt,

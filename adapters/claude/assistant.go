@@ -117,6 +117,7 @@ func (d *Decoder) assistantBlock(s *session, msg *message, b *contentBlock) {
 	case "text":
 		text := deref(b.Text)
 		key, seen := msg.blockKey(fingerprint('t', text))
+		delete(msg.partial, key)
 		if seen || text == "" {
 			return
 		}
@@ -124,6 +125,7 @@ func (d *Decoder) assistantBlock(s *session, msg *message, b *contentBlock) {
 	case "thinking":
 		text := deref(b.Thinking)
 		key, seen := msg.blockKey(fingerprint('r', text, b.Signature))
+		delete(msg.partial, key)
 		if seen {
 			return
 		}
@@ -134,6 +136,7 @@ func (d *Decoder) assistantBlock(s *session, msg *message, b *contentBlock) {
 		d.emit(&agent.ReasoningFinal{EventBase: d.base(s.key), Message: msg.id, Block: key, Text: text, Metadata: meta})
 	case "redacted_thinking":
 		key, seen := msg.blockKey(fingerprint('x', b.Data))
+		delete(msg.partial, key)
 		if seen {
 			return
 		}

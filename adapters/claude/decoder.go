@@ -119,6 +119,10 @@ type message struct {
 	usage    usage
 	usageFP  [4]int64
 	stream   map[int]string // content index → call id (partial messages)
+	// partial holds the streamed text and thinking blocks (by block key)
+	// whose complete assistant line has not come yet: true for thinking.
+	partial map[string]bool
+	aborted bool // a person's stop marked it aborted
 }
 
 // toolStatus is the decoder's copy of a tool part's state.

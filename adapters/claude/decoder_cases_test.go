@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/happy-dev/happy/agent"
+	"github.com/happy-dev/happy/mapper"
 )
 
 var end = &EndOfStream{}
@@ -447,10 +448,112 @@ func TestDecoderBlocksAndResults(t *testing.T) {
 			`{"type":"ToolRunning","callID":"b1"}`,
 			`{"type":"ToolCall","message":"m1","callID":"q1","tool":"question","input":{"questions":[]},"metadata":{"providerTool":"AskUserQuestion"}}`,
 			`{"type":"ToolRunning","callID":"q1"}`,
-			`{"type":"StepFinished","message":"m1","finish":"tool-calls"}`,
+			`{"type":"StepFinished","message":"m1","finish":"aborted"}`,
 			`{"type":"ToolFailed","callID":"b1","error":"interrupted by user"}`,
 			`{"type":"ToolFailed","callID":"q1","error":"interrupted by user"}`,
 			`{"type":"TurnEnded","turnID":"turn-1","reason":"interrupted"}`,
+		}},
+		// A person's stop marks the turn's last step aborted, as the other
+		// adapters do (their step is still open when the turn is cancelled),
+		// even when the step had finished with its tool calls.
+		{name: "an interrupted turn's last step is aborted", form: FormStreamJSON, opts: Options{ControlChannel: true}, lines: []string{
+			s(`"type":"assistant","message":{"id":"m1","model":"m","role":"assistant","content":[{"type":"text","text":"Running it."},{"type":"tool_use","id":"b1","name":"Bash","input":{"command":"sleep 9"}}]},"parent_tool_use_id":null`),
+			s(`"type":"user","message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user for tool use]"}]},"parent_tool_use_id":null`),
+			s(`"type":"result","subtype":"error_during_execution","is_error":true`),
+		}, want: []string{
+			`{"type":"TurnStarted","turnID":"turn-1"}`,
+			`{"type":"MessageStarted","message":"m1","providerID":"anthropic","modelID":"m"}`,
+			`{"type":"TextFinal","message":"m1","block":"0","text":"Running it."}`,
+			`{"type":"ToolCall","message":"m1","callID":"b1","tool":"bash","title":"sleep 9","input":{"command":"sleep 9"},"metadata":{"providerTool":"Bash"}}`,
+			`{"type":"ToolRunning","callID":"b1"}`,
+			`{"type":"StepFinished","message":"m1","finish":"aborted"}`,
+			`{"type":"ToolFailed","callID":"b1","error":"interrupted by user"}`,
+			`{"type":"TurnEnded","turnID":"turn-1","reason":"interrupted"}`,
+		}},
+		{name: "an interrupted turn in the session transcript", form: FormSessionJSONL, lines: []string{
+			j(`"type":"user","uuid":"u1","message":{"role":"user","content":"count slowly"}`),
+			j(`"type":"assistant","uuid":"a1","message":{"id":"m1","model":"m","role":"assistant","stop_reason":null,"content":[{"type":"text","text":"One, two"}]}`),
+			j(`"type":"user","uuid":"u2","message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user]"}]}`),
+		}, want: []string{
+			`{"type":"SessionInfo","providerSessionID":"S","providerID":"anthropic","cwd":"/w"}`,
+			`{"type":"UserPrompt","promptID":"u1","text":"count slowly"}`,
+			`{"type":"TurnStarted","turnID":"u1"}`,
+			`{"type":"SessionInfo","providerSessionID":"S","providerID":"anthropic","modelID":"m","cwd":"/w"}`,
+			`{"type":"MessageStarted","message":"m1","providerID":"anthropic","modelID":"m"}`,
+			`{"type":"TextFinal","message":"m1","block":"0","text":"One, two"}`,
+			`{"type":"StepFinished","message":"m1","finish":"aborted"}`,
+			`{"type":"TurnEnded","turnID":"u1","reason":"interrupted"}`,
+		}},
+		// Claude refuses and has no fallback model: the turn ends as an
+		// error that carries the refusal (the result that follows says
+		// only that the turn failed).
+		{name: "a refusal without fallback is the step's error", form: FormStreamJSON, lines: []string{
+			s(`"type":"system","subtype":"init","model":"m","cwd":"/w"`),
+			s(`"type":"system","subtype":"model_refusal_no_fallback","original_model":"claude-opus-5","request_id":"req_1","api_refusal_category":"cyber","content":"Claude Opus 5 declined this request (cyber) and no fallback model is configured.","uuid":"r1"`),
+			s(`"type":"result","subtype":"success","is_error":true,"result":""`),
+		}, want: []string{
+			`{"type":"SessionInfo","providerSessionID":"S","providerID":"anthropic","modelID":"m","cwd":"/w"}`,
+			`{"type":"TurnStarted","turnID":"turn-1"}`,
+			`{"type":"AgentError","kind":"internal","text":"Claude Opus 5 declined this request (cyber) and no fallback model is configured."}`,
+			`{"type":"TurnEnded","turnID":"turn-1","reason":"failed","error":"Claude Opus 5 declined this request (cyber) and no fallback model is configured."}`,
+		}},
+		{name: "a refusal without content is named from its fields", form: FormStreamJSON, lines: []string{
+			s(`"type":"system","subtype":"model_refusal_no_fallback","original_model":"claude-opus-5","request_id":null,"api_refusal_category":"bio","uuid":"r1"`),
+		}, want: []string{
+			`{"type":"TurnStarted","turnID":"turn-1"}`,
+			`{"type":"AgentError","kind":"internal","text":"claude-opus-5 refused the request (bio) and no fallback model is configured"}`,
+		}},
+		// A stream that breaks and is retried: the failed attempt's partial
+		// text and thinking are emptied (Claude discards them: the retry
+		// asks again and they are in no transcript of Claude's), the tool
+		// call whose input was still streaming fails, and the retry part
+		// stands in the failed attempt's step.
+		{name: "a broken stream retried", form: FormStreamJSON, lines: []string{
+			s(`"type":"stream_event","event":{"type":"message_start","message":{"id":"m1","model":"m","role":"assistant","content":[]}},"parent_tool_use_id":null`),
+			s(`"type":"stream_event","event":{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}},"parent_tool_use_id":null`),
+			s(`"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"Let me"}},"parent_tool_use_id":null`),
+			s(`"type":"stream_event","event":{"type":"content_block_stop","index":0},"parent_tool_use_id":null`),
+			s(`"type":"assistant","message":{"id":"m1","model":"m","role":"assistant","content":[{"type":"thinking","thinking":"Let me","signature":"sig"}]},"parent_tool_use_id":null`),
+			s(`"type":"stream_event","event":{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}},"parent_tool_use_id":null`),
+			s(`"type":"stream_event","event":{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"The answ"}},"parent_tool_use_id":null`),
+			s(`"type":"stream_event","event":{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"t1","name":"Bash","input":{}}},"parent_tool_use_id":null`),
+			s(`"type":"stream_event","event":{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"{\"comm"}},"parent_tool_use_id":null`),
+			s(`"type":"system","subtype":"api_retry","attempt":1,"max_retries":10,"retry_delay_ms":600,"error_status":529,"error":"overloaded"`),
+			s(`"type":"stream_event","event":{"type":"message_start","message":{"id":"m2","model":"m","role":"assistant","content":[]}},"parent_tool_use_id":null`),
+			s(`"type":"stream_event","event":{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}},"parent_tool_use_id":null`),
+			s(`"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"The answer is 4."}},"parent_tool_use_id":null`),
+			s(`"type":"assistant","message":{"id":"m2","model":"m","role":"assistant","content":[{"type":"text","text":"The answer is 4."}]},"parent_tool_use_id":null`),
+			s(`"type":"stream_event","event":{"type":"message_stop"},"parent_tool_use_id":null`),
+			s(`"type":"result","subtype":"success","is_error":false,"stop_reason":"end_turn"`),
+		}, want: []string{
+			`{"type":"TurnStarted","turnID":"turn-1"}`,
+			`{"type":"MessageStarted","message":"m1","providerID":"anthropic","modelID":"m"}`,
+			`{"type":"ReasoningDelta","message":"m1","block":"0","delta":"Let me"}`,
+			`{"type":"ReasoningFinal","message":"m1","block":"0","text":"Let me","metadata":{"signature":"sig"}}`,
+			`{"type":"TextDelta","message":"m1","block":"1","delta":"The answ"}`,
+			`{"type":"ToolCall","message":"m1","callID":"t1","tool":"bash","metadata":{"providerTool":"Bash"}}`,
+			`{"type":"ToolInputDelta","callID":"t1","delta":"{\"comm"}`,
+			`{"type":"TextFinal","message":"m1","block":"1"}`,
+			`{"type":"ToolFailed","callID":"t1","error":"the model call broke off and Claude retried it"}`,
+			`{"type":"Retry","message":"m1","attempt":1,"error":{"name":"APIError","data":{"message":"overloaded","kind":"rate_limit","providerID":"anthropic","statusCode":529,"isRetryable":true}}}`,
+			`{"type":"MessageStarted","message":"m2","providerID":"anthropic","modelID":"m"}`,
+			`{"type":"TextDelta","message":"m2","block":"0","delta":"The answer is 4."}`,
+			`{"type":"TextFinal","message":"m2","block":"0","text":"The answer is 4."}`,
+			`{"type":"TurnEnded","turnID":"turn-1","reason":"completed"}`,
+		}},
+		// Claude reports a long shell command it keeps running as a task
+		// too: no subagent, so no child session (it would print an empty
+		// "subagent" header under the Bash call).
+		{name: "a background shell task is no subagent", form: FormStreamJSON, lines: []string{
+			s(`"type":"assistant","message":{"id":"m1","model":"m","role":"assistant","content":[{"type":"tool_use","id":"b1","name":"Bash","input":{"command":"make test"}}]},"parent_tool_use_id":null`),
+			s(`"type":"system","subtype":"task_started","task_id":"bx1","tool_use_id":"b1","description":"make test","task_type":"local_bash"`),
+			s(`"type":"system","subtype":"task_started","task_id":"bx2","tool_use_id":"b1","description":"make test"`),
+			s(`"type":"system","subtype":"task_notification","task_id":"bx1","tool_use_id":"b1","status":"completed"`),
+		}, want: []string{
+			`{"type":"TurnStarted","turnID":"turn-1"}`,
+			`{"type":"MessageStarted","message":"m1","providerID":"anthropic","modelID":"m"}`,
+			`{"type":"ToolCall","message":"m1","callID":"b1","tool":"bash","title":"make test","input":{"command":"make test"},"metadata":{"providerTool":"Bash"}}`,
+			`{"type":"ToolRunning","callID":"b1"}`,
 		}},
 		{name: "failed during execution", form: FormStreamJSON, lines: []string{
 			s(`"type":"system","subtype":"init","model":"m"`),
@@ -462,4 +565,44 @@ func TestDecoderBlocksAndResults(t *testing.T) {
 			`{"type":"TurnEnded","turnID":"turn-1","reason":"failed","error":"tool crashed; and again"}`,
 		}},
 	})
+}
+
+// The broken-off attempt's words are gone from the transcript: its text is
+// empty, its retry part stays on its step, and the retried answer is the
+// only text of the turn.
+func TestBrokenStreamTranscript(t *testing.T) {
+	lines := []string{
+		s(`"type":"stream_event","event":{"type":"message_start","message":{"id":"m1","model":"m","role":"assistant","content":[]}},"parent_tool_use_id":null`),
+		s(`"type":"stream_event","event":{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}},"parent_tool_use_id":null`),
+		s(`"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"The answ"}},"parent_tool_use_id":null`),
+		s(`"type":"system","subtype":"api_retry","attempt":1,"error_status":529,"error":"overloaded"`),
+		s(`"type":"stream_event","event":{"type":"message_start","message":{"id":"m2","model":"m","role":"assistant","content":[]}},"parent_tool_use_id":null`),
+		s(`"type":"assistant","message":{"id":"m2","model":"m","role":"assistant","content":[{"type":"text","text":"The answer is 4."}]},"parent_tool_use_id":null`),
+		s(`"type":"stream_event","event":{"type":"message_stop"},"parent_tool_use_id":null`),
+		s(`"type":"result","subtype":"success","is_error":false,"stop_reason":"end_turn"`),
+	}
+	dec, _ := NewDecoder(FormStreamJSON, Options{})
+	var evs []agent.Event
+	for i, l := range lines {
+		evs = append(evs, dec.Decode([]byte(l), int64(i+1))...)
+	}
+	tr, _ := transcriptOf(t, evs)
+	var texts []string
+	retries := 0
+	for _, m := range tr.Messages {
+		for _, p := range m.Parts {
+			switch pt := p.(type) {
+			case *mapper.TextPart:
+				texts = append(texts, pt.Text)
+			case *mapper.RetryPart:
+				retries++
+				if m.Info.MessageID() != tr.Messages[0].Info.MessageID() {
+					t.Errorf("the retry part is not on the broken-off step")
+				}
+			}
+		}
+	}
+	if strings.Join(texts, "|") != "|The answer is 4." || retries != 1 || len(tr.Messages) != 2 {
+		t.Fatalf("%d messages, texts %q, %d retry parts", len(tr.Messages), texts, retries)
+	}
 }

@@ -85,8 +85,10 @@
 //	user (tool_result blocks)       mapped: ToolCompleted / ToolFailed; TodoWrite, TaskCreate,
 //	                                TaskUpdate results → TodosUpdated; Agent/Task result → child
 //	                                TurnEnded + SubagentEnded; AskUserQuestion answers → ToolResolved
-//	user "[Request interrupted by   mapped: open tools settled (a blocked one rejected,
-//	  user…]"                       answered-in-agent), TurnEnded interrupted
+//	user "[Request interrupted by   mapped: the turn's last step StepFinished aborted (even
+//	  user…]"                       one that finished with its tool calls), open tools
+//	                                settled (a blocked one rejected, answered-in-agent),
+//	                                TurnEnded interrupted
 //	user "The user doesn't want to  mapped: ToolFailed; when the tool was blocked, ToolResolved
 //	  proceed…" tool_result          reject answered-in-agent first
 //	user isCompactSummary /         mapped: UserPrompt with Synthetic set (so is a user text that
@@ -136,7 +138,14 @@
 // above (parent_tool_use_id puts a record in the child session):
 //
 //	system/init                     mapped: SessionInfo (+ TurnStarted when no turn is open)
-//	system/api_retry                mapped: Retry
+//	system/api_retry                mapped: Retry; when a streamed message broke off (no
+//	                                message_stop), the retry is on its step and what it had
+//	                                streamed without a complete line is dropped: text and
+//	                                thinking emptied (TextFinal / ReasoningFinal ""), a tool
+//	                                whose input still streamed ToolFailed
+//	system/model_refusal_no_fallback mapped: AgentError with the refusal (content, else
+//	                                api_refusal_explanation, else model and category); the
+//	                                turn's result then fails with it
 //	system/compact_boundary         mapped: Compaction (as in the session JSONL)
 //	system/task_started             mapped: links the agent id; SubagentStarted when unseen
 //	system/task_notification        mapped: SubagentEnded (completed, failed, killed, stopped)

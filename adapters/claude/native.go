@@ -44,8 +44,15 @@ type record struct {
 	RetryAttempt  *int         `json:"retryAttempt"` // api_error (JSONL)
 	ErrorStatus   *int         `json:"error_status"` // api_retry
 	TaskID        string       `json:"task_id"`
-	ToolUseID     string       `json:"tool_use_id"`
-	Status        string       `json:"status"`
+	TaskType      string       `json:"task_type"` // task_started: local_agent, local_bash, …
+	// model_refusal_no_fallback; Content is a string there (and on other
+	// system records), kept raw because other kinds may differ.
+	Content            json.RawMessage `json:"content"`
+	OriginalModel      string          `json:"original_model"`
+	RefusalCategory    string          `json:"api_refusal_category"`
+	RefusalExplanation string          `json:"api_refusal_explanation"`
+	ToolUseID          string          `json:"tool_use_id"`
+	Status             string          `json:"status"`
 
 	// result.
 	IsError        *bool    `json:"is_error"`

@@ -235,8 +235,10 @@ func (d *Decoder) system(r *record) {
 		d.emit(&agent.Compaction{EventBase: d.base(s.key), ID: id, Auto: auto})
 	case "api_retry", "api_error":
 		d.retry(r)
+	case "model_refusal_no_fallback":
+		d.refusal(r)
 	case "task_started":
-		if r.TaskID != "" && r.ToolUseID != "" {
+		if r.TaskID != "" && r.ToolUseID != "" && d.agentTask(r) {
 			d.agents[r.TaskID] = r.ToolUseID
 			d.childFor(r.ToolUseID)
 		}
@@ -264,6 +266,18 @@ func (d *Decoder) system(r *record) {
 			d.drop("system/"+r.Subtype, agent.DropUnknownType, "system subtype not known to this version")
 		}
 	}
+}
+
+// agentTask reports whether a task_started is a subagent's. Claude also
+// reports a long shell command it moved to the background as a task
+// (task_type local_bash): that is no subagent, and a child session for it
+// would stay empty under its Bash call.
+func (d *Decoder) agentTask(r *record) bool {
+	if r.TaskType != "" {
+		return r.TaskType == "local_agent"
+	}
+	t := d.tools[r.ToolUseID]
+	return t == nil || t.name == "" || isAgentTool(t.name)
 }
 
 // retry maps a failed API call Claude retries: stream-json api_retry
@@ -296,7 +310,42 @@ func (d *Decoder) retry(r *record) {
 	if attempt != nil {
 		ev.Attempt = *attempt
 	}
+	if s.streamMsg != "" {
+		// The call that was streaming broke off: the retry replaces it.
+		if msg := d.msgs[msgKey(s.key, s.streamMsg)]; msg != nil {
+			d.brokenAttempt(s, msg)
+			ev.Message = msg.id
+		}
+		s.streamMsg = ""
+	}
 	d.emit(ev)
+}
+
+// refusal maps model_refusal_no_fallback: the model refused and no
+// fallback model is configured, so the turn ends as an error. The error
+// is the step's, with Claude's own words for it (content, else the API's
+// explanation, else the model and the refusal's category).
+func (d *Decoder) refusal(r *record) {
+	s := d.session(d.sessionOf(r))
+	d.ensureTurn(s)
+	var text string
+	_ = json.Unmarshal(r.Content, &text)
+	if text == "" {
+		text = r.RefusalExplanation
+	}
+	if text == "" {
+		model := r.OriginalModel
+		if model == "" {
+			model = "the model"
+		}
+		text = model + " refused the request"
+		if r.RefusalCategory != "" {
+			text += " (" + r.RefusalCategory + ")"
+		}
+		text += " and no fallback model is configured"
+	}
+	s.turnErr, s.errEmitted = text, true
+	d.emit(&agent.AgentError{EventBase: d.base(s.key), Message: s.curMsg, Kind: agent.ErrorInternal, Text: text})
 }
 
 // apiErrorInfo digs the HTTP status and message out of an API error object
@@ -346,20 +395,6 @@ func (d *Decoder) result(r *record) {
 	if m := d.msgs[msgKey("", s.lastMsg)]; m != nil && !m.finished && m.stop == "" && r.StopReason != nil {
 		m.stop = *r.StopReason // stream-json leaves stop_reason null on assistant lines
 	}
-	d.finishStep(s, s.curMsg)
-	if r.TotalCostUSD != nil && s.lastMsg != "" {
-		// total_cost_usd adds up over the agent process: the turn's cost is
-		// the growth since the last result, put on the turn's last step.
-		cost := *r.TotalCostUSD
-		if d.costBase != nil && cost >= *d.costBase {
-			cost -= *d.costBase
-		}
-		d.emit(&agent.Usage{EventBase: d.base(""), Message: s.lastMsg, Cost: &cost})
-	}
-	if r.TotalCostUSD != nil {
-		total := *r.TotalCostUSD
-		d.costBase = &total
-	}
 	isErr := r.IsError != nil && *r.IsError
 	text := deref(r.Result)
 	if len(r.Errors) > 0 {
@@ -375,8 +410,28 @@ func (d *Decoder) result(r *record) {
 		text = "maximum number of turns reached"
 	case r.Subtype == "error_max_budget_usd" && text == "":
 		text = "maximum budget reached"
+	case text == "" && s.turnErr != "":
+		text = s.turnErr // a refusal or stream error said why
 	case text == "":
 		text = "turn failed (" + r.Subtype + ")"
+	}
+	if reason == agent.TurnInterrupted {
+		d.abortStep(s)
+	} else {
+		d.finishStep(s, s.curMsg)
+	}
+	if r.TotalCostUSD != nil && s.lastMsg != "" {
+		// total_cost_usd adds up over the agent process: the turn's cost is
+		// the growth since the last result, put on the turn's last step.
+		cost := *r.TotalCostUSD
+		if d.costBase != nil && cost >= *d.costBase {
+			cost -= *d.costBase
+		}
+		d.emit(&agent.Usage{EventBase: d.base(""), Message: s.lastMsg, Cost: &cost})
+	}
+	if r.TotalCostUSD != nil {
+		total := *r.TotalCostUSD
+		d.costBase = &total
 	}
 	if reason == agent.TurnFailed && !s.errEmitted {
 		s.errEmitted = true

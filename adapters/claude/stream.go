@@ -2,6 +2,7 @@ package claude
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 
 	"github.com/happy-dev/happy/agent"
@@ -114,10 +115,12 @@ func (d *Decoder) blockStart(s *session, msg *message, kind string, cb *contentB
 		msg.stream[idx] = cb.ID
 		d.toolUse(s, msg, cb, false)
 	case "text":
+		msg.notePartial(block, false)
 		if t := deref(cb.Text); t != "" {
 			d.emit(&agent.TextDelta{EventBase: d.base(s.key), Message: msg.id, Block: block, Delta: t})
 		}
 	case "thinking":
+		msg.notePartial(block, true)
 		if t := deref(cb.Thinking); t != "" {
 			d.emit(&agent.ReasoningDelta{EventBase: d.base(s.key), Message: msg.id, Block: block, Delta: t})
 		}
@@ -136,8 +139,10 @@ func (d *Decoder) blockDelta(s *session, msg *message, kind string, dl *streamDe
 	block := strconv.Itoa(idx)
 	switch dl.Type {
 	case "text_delta":
+		msg.notePartial(block, false)
 		d.emit(&agent.TextDelta{EventBase: d.base(s.key), Message: msg.id, Block: block, Delta: dl.Text})
 	case "thinking_delta":
+		msg.notePartial(block, true)
 		d.emit(&agent.ReasoningDelta{EventBase: d.base(s.key), Message: msg.id, Block: block, Delta: dl.Thinking})
 	case "input_json_delta":
 		callID := msg.stream[idx]
@@ -152,5 +157,60 @@ func (d *Decoder) blockDelta(s *session, msg *message, kind string, dl *streamDe
 		// The complete block (assistant line) carries them.
 	default:
 		d.drop(kind+"/"+dl.Type, agent.DropUnknownType, "delta type not known to this version")
+	}
+}
+
+// notePartial records a streamed text or thinking block of m that has no
+// complete assistant line yet.
+func (m *message) notePartial(block string, thinking bool) {
+	if m.partial == nil {
+		m.partial = map[string]bool{}
+	}
+	if _, ok := m.partial[block]; !ok {
+		m.partial[block] = thinking
+	}
+}
+
+// brokenAttempt handles a retry while msg was still streaming: that model
+// call broke off and Claude asks again, from the same context. What it had
+// streamed is dropped, not kept as superseded: Claude discards it (the
+// retried call starts over and says it again, and no transcript of
+// Claude's holds it), so keeping it would show words the conversation does
+// not contain, often twice. A text or thinking block without its complete
+// line is emptied, a tool call whose input was still streaming fails, and
+// the step is finished here without a finish of its own (the reducer
+// derives one when the next step opens); the retry part, on the same step,
+// says what happened.
+func (d *Decoder) brokenAttempt(s *session, msg *message) {
+	blocks := make([]string, 0, len(msg.partial))
+	for b := range msg.partial {
+		blocks = append(blocks, b)
+	}
+	slices.SortFunc(blocks, func(a, b string) int {
+		x, _ := strconv.Atoi(a)
+		y, _ := strconv.Atoi(b)
+		return x - y
+	})
+	for _, b := range blocks {
+		if msg.partial[b] {
+			d.emit(&agent.ReasoningFinal{EventBase: d.base(s.key), Message: msg.id, Block: b})
+		} else {
+			d.emit(&agent.TextFinal{EventBase: d.base(s.key), Message: msg.id, Block: b})
+		}
+	}
+	msg.partial = nil
+	idx := make([]int, 0, len(msg.stream))
+	for i := range msg.stream {
+		idx = append(idx, i)
+	}
+	slices.Sort(idx)
+	for _, i := range idx {
+		if t := d.tools[msg.stream[i]]; t != nil && t.input == nil {
+			d.settleTool(t, agent.TurnFailed, "the model call broke off and Claude retried it", agent.ReasonCancelled)
+		}
+	}
+	msg.finished = true
+	if s.curMsg == msg.id {
+		s.curMsg = ""
 	}
 }

@@ -72,7 +72,11 @@ func (d *Decoder) closeTurnWith(s *session, reason, errText, resolve string) {
 	if !s.turnOpen {
 		return
 	}
-	d.finishStep(s, s.curMsg)
+	if reason == agent.TurnInterrupted {
+		d.abortStep(s)
+	} else {
+		d.finishStep(s, s.curMsg)
+	}
 	settle := errText
 	if settle == "" {
 		settle = settleText(reason)
@@ -152,6 +156,29 @@ func (d *Decoder) finishStep(s *session, id string) {
 	if f := finishReason(stop); f != "" {
 		d.emit(&agent.StepFinished{EventBase: d.base(s.key), Message: id, Finish: f})
 	}
+}
+
+// abortStep finishes the last step of the turn of s as aborted: a person
+// stopped the turn. The other adapters' steps are still open when their
+// turn is cancelled and so end aborted; Claude's may have finished with
+// its tool calls already (stop_reason tool_use, the tool then stopped), and
+// is marked aborted all the same, once.
+func (d *Decoder) abortStep(s *session) {
+	if s.lastMsg == "" {
+		return
+	}
+	m := d.msgs[msgKey(s.key, s.lastMsg)]
+	if m == nil || m.aborted {
+		return
+	}
+	if s.curMsg != "" && s.curMsg != s.lastMsg {
+		d.finishStep(s, s.curMsg)
+	}
+	m.finished, m.aborted = true, true
+	if s.curMsg == s.lastMsg {
+		s.curMsg = ""
+	}
+	d.emit(&agent.StepFinished{EventBase: d.base(s.key), Message: s.lastMsg, Finish: agent.FinishAborted})
 }
 
 // finishReason maps a Messages API stop_reason to a finish reason; "" for

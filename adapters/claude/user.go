@@ -197,7 +197,7 @@ func (d *Decoder) interrupted(s *session) {
 	if s.key == "" && d.interrupt {
 		resolve = agent.ReasonCancelled
 	}
-	d.finishStep(s, s.curMsg)
+	d.abortStep(s)
 	for len(s.openTools) > 0 {
 		d.settleTool(d.tools[s.openTools[0]], agent.TurnInterrupted, "interrupted by user", resolve)
 	}

@@ -119,3 +119,34 @@ func lastAssistant(tr mapper.Transcript) mapper.Message {
 	}
 	return nil
 }
+
+// A turn whose only model call shows nothing (Codex on a resumed thread, a
+// refusal, request_user_input) still reports its usage: the usage is the
+// turn's step, not a Dropped orphan. The traffic is the codex-app capture
+// up to the prompt, its first usage report, and a turn/completed without
+// items.
+func TestReplayUsageOfATurnWithoutOutput(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "captures", "codex-app", "rpc-traffic.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(raw, []byte("\n"))
+	var log []byte
+	for _, n := range []int{1, 4, 5, 6, 13, 14, 15, 20, 21, 22, 23, 24, 34} { // 1-based lines of the capture
+		log = append(log, lines[n-1]...)
+	}
+	log = append(log, `{"t":1795964187811,"dir":"a2c","msg":{"method":"turn/completed","params":{"threadId":"01a227ce-b3b3-76c0-8c71-6476bf69416c","turn":{"id":"01a227ce-b3d3-7bb2-bfd7-076c40458e4a","items":[],"status":"completed","error":null}}}}`+"\n"...)
+	evs, err := Replay(bytes.NewReader(log), ProtocolAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, _ := reduce(t, "relay-usage", evs)
+	if len(tr.Dropped) != 0 || len(tr.Messages) != 2 {
+		t.Fatalf("%d messages, dropped %+v", len(tr.Messages), tr.Dropped)
+	}
+	a, ok := tr.Messages[1].Info.(*mapper.AssistantMessage)
+	if !ok || a.ParentID != tr.Messages[0].Info.MessageID() || a.Tokens == nil || *a.Tokens.Input != 10 || *a.Tokens.Output != 5 ||
+		a.Finish != agent.FinishStop || a.Time.Completed == nil || *a.Time.Completed != 1795964187811 {
+		t.Fatalf("the turn's step: %+v", tr.Messages[1].Info)
+	}
+}
