@@ -364,7 +364,7 @@ func outboxCheck(ctx context.Context, st outboxReader) Check {
 	var details, fixes []string
 	if total > 0 {
 		details = append(details, fmt.Sprintf("%d version(s) of %d session(s) wait for the relay", total, len(sessions)))
-		fixes = append(fixes, "they are sent by the next happy that runs on this home while the relay answers; check the relay line above")
+		fixes = append(fixes, "they are sent by the next happy that runs on this home while the relay answers; check the relay line above; happy outbox lists them, happy outbox discard gives up those of a relay that is gone")
 	}
 	if n := len(conflicts); n > 0 {
 		last := conflicts[n-1]

@@ -400,6 +400,18 @@ func (st sessionState) encode() ([]byte, error) {
 	return b, nil
 }
 
+// OutboxRelay returns the relay base URL a session's outbox versions are
+// for, from the state the client keeps with the session in the outbox
+// (outbox.Store.Session's state: JSON {"v":1,"account","relay",…}). It
+// fails with ErrProtocol on a state it cannot read.
+func OutboxRelay(state []byte) (string, error) {
+	st, err := decodeSessionState(state)
+	if err != nil {
+		return "", err
+	}
+	return st.Relay, nil
+}
+
 func decodeSessionState(b []byte) (sessionState, error) {
 	var st sessionState
 	if err := jsonUnmarshal(b, &st); err != nil {

@@ -67,7 +67,7 @@ next prompt.`,
 	root.AddCommand(newOpenclawCmd(f))
 	root.AddCommand(newSessionsCmd(f), newLogCmd(f), newArchiveCmd(f), newDeleteCmd(f), newResumeCmd(f))
 	root.AddCommand(newSendCmd(f), newWaitCmd(f), newAttachmentCmd(f), newApproveCmd(f), newDenyCmd(f), newAnswerCmd(f), newAbortCmd(f))
-	root.AddCommand(newDoctorCmd(f))
+	root.AddCommand(newDoctorCmd(f), newOutboxCmd(f))
 	root.AddCommand(newDaemonCmd(f), newMachinesCmd(f), newSpawnCmd(f), newStopCmd(f))
 	root.AddCommand(newHookCmd(f))
 	root.AddCommand(newReplayCmd(f))
