@@ -50,7 +50,8 @@ title, agent, folder and state:
             home settled it after a crash)
   archived  someone archived it (happy archive)
   stale     still marked running, but no heartbeat for more than 90s: its
-            happy died and no happy on its home has settled it yet`,
+            happy stopped and no happy on its home has settled it yet, or it
+            cannot reach the relay`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
