@@ -1,6 +1,8 @@
 // Package logging opens happy's zerolog logger on a file under the home
 // folder's logs/ directory. Logs never go to stdout or stderr: while an agent
-// owns the terminal, a stray line would corrupt its screen.
+// owns the terminal, a stray line would corrupt its screen. The one
+// exception is a log file that cannot be written (a full disk): that is
+// said once on stderr (ReportOnce), not once per line.
 package logging
 
 import (
