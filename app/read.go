@@ -70,6 +70,13 @@ func (o Opened) Title() string {
 // State is the session's state at now (State).
 func (o Opened) State(now time.Time) string { return State(o.Info, o.Metadata, now) }
 
+// LastHeartbeat is the session's last sign of life that State measures
+// staleness from: the latest of the relay's activeAt, lifecycleStateSince
+// and the creation time.
+func (o Opened) LastHeartbeat() time.Time {
+	return time.UnixMilli(max(o.Info.ActiveAt, o.Metadata.LifecycleStateSince, o.Info.CreatedAt)).UTC()
+}
+
 // StateUnknown is the state of a session whose metadata this device cannot
 // open (`happy sessions` shows it rather than guess "running").
 const StateUnknown = "unknown"

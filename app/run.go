@@ -277,7 +277,7 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 		PermissionTimeout: opts.PermissionTimeout, OneShot: opts.OneShot, IdleTimeout: opts.IdleTimeout,
 		Log: env.Log, OnBus: onBus, Now: env.Now, OnActivity: onActivity,
 		OnEvent: providerSessionWatcher(opts.Flavor, lc.meta), OnWaiting: onWaiting,
-		Attachments: newBlobStore(conn.API, sess),
+		Attachments: newBlobStore(conn.API, sess), OnFlushFailing: outboxNotice(env.Stderr),
 	})
 
 	if opts.Events != nil {

@@ -36,10 +36,12 @@ func NewFollower(opts TextOptions) *Follower {
 }
 
 // Update writes to w what t has that earlier calls did not write. With
-// final (the session is over) everything left is written, settled or not.
-// Errors: w's.
+// final (the session is over) everything left is written, settled or not,
+// its open parts as interrupted (TextOptions.Stopped). Errors: w's.
 func (f *Follower) Update(w io.Writer, t mapper.Transcript, final bool) error {
-	tw := &textWriter{w: w, opts: f.opts, children: map[string]*mapper.Transcript{}, shown: map[string]bool{}}
+	opts := f.opts
+	opts.Stopped = opts.Stopped || final
+	tw := &textWriter{w: w, opts: opts, children: map[string]*mapper.Transcript{}, shown: map[string]bool{}}
 	tw.index(&t)
 	for i, m := range t.Messages {
 		switch info := m.Info.(type) {

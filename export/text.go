@@ -21,7 +21,23 @@ type TextOptions struct {
 	// title in the header line (a reader shows the relay's session id and
 	// the metadata title, as happy sessions does).
 	SessionID, Title string
+	// Stopped says that nothing runs the session any more (ended, or stale:
+	// its happy stopped or cannot reach the relay): a tool still pending,
+	// running or blocked is shown as InterruptedTool, and an assistant
+	// message that never finished gets the line InterruptedMessage. The
+	// transcript itself is not changed.
+	Stopped bool
+	// Status, when set, is one more header line (indented) saying the
+	// session's state, e.g. how long a stale session's heartbeat is missing.
+	Status string
 }
+
+// What a reader shows of a session's open parts when nothing runs it any
+// more (TextOptions.Stopped): the web app shows the same words.
+const (
+	InterruptedTool    = "interrupted (its happy stopped)"
+	InterruptedMessage = "(interrupted: its happy stopped before this message finished)"
+)
 
 // Text writes a readable rendering of a transcript: prompts, answers,
 // thinking, tool calls with their status, input summary, permission
@@ -96,6 +112,9 @@ func (tw *textWriter) header(s mapper.Session) {
 	tw.line(0, "session %s — %s", id, title)
 	if s.Directory != "" {
 		tw.line(0, "  in %s", s.Directory)
+	}
+	if tw.opts.Status != "" {
+		tw.line(0, "  %s", tw.opts.Status)
 	}
 }
 
@@ -229,6 +248,10 @@ func (tw *textWriter) part(p mapper.Part, indent int) {
 
 // footer writes how an assistant message ended when that was not well.
 func (tw *textWriter) footer(info *mapper.AssistantMessage, indent int) {
+	if tw.opts.Stopped && Unfinished(info) {
+		tw.line(indent, "%s", InterruptedMessage)
+		return
+	}
 	if info.Error != nil {
 		tw.line(indent, "error (%s): %s", info.Error.Data.Kind, oneLine(info.Error.Data.Message, 200))
 	} else if info.Finish == agent.FinishAborted {
@@ -236,11 +259,29 @@ func (tw *textWriter) footer(info *mapper.AssistantMessage, indent int) {
 	}
 }
 
+// Unfinished reports whether an assistant message is still being written:
+// no completion time or no finish reason.
+func Unfinished(info *mapper.AssistantMessage) bool {
+	return info.Time.Completed == nil || info.Finish == ""
+}
+
+// Open reports whether a tool has not settled: pending, running or blocked.
+func Open(st mapper.ToolStatus) bool {
+	return st == mapper.StatusPending || st == mapper.StatusRunning || st == mapper.StatusBlocked
+}
+
 func (tw *textWriter) tool(pt *mapper.ToolPart, indent int) {
 	st := &pt.State
-	tw.line(indent, "● %s — %s  [%s]", ToolHead(pt), st.Status, pt.CallID)
+	status := string(st.Status)
+	stopped := tw.opts.Stopped && Open(st.Status)
+	if stopped {
+		status = InterruptedTool
+	}
+	tw.line(indent, "● %s — %s  [%s]", ToolHead(pt), status, pt.CallID)
 	if b := st.Block; b != nil {
 		switch {
+		case b.Type == mapper.BlockPermission && !b.Resolved() && stopped:
+			tw.line(indent+1, "was waiting for permission: %s %s", b.Permission, strings.Join(b.Patterns, " "))
 		case b.Type == mapper.BlockPermission && !b.Resolved():
 			tw.line(indent+1, "waiting for permission: %s %s", b.Permission, strings.Join(b.Patterns, " "))
 		case b.Type == mapper.BlockPermission && b.Rule != nil:

@@ -11,6 +11,7 @@ import (
 	"github.com/zishang520/socket.io/servers/socket/v3"
 
 	"github.com/happy-dev/happy/server/store"
+	"github.com/happy-dev/happy/server/store/backend"
 )
 
 // splitArgs returns the first argument as an object (nil when it is not
@@ -185,9 +186,18 @@ func casReply(key string, r store.CAS) map[string]any {
 	return map[string]any{"result": res, "version": r.Version, key: v}
 }
 
+// storeErrReply acks a failed store call {result: "error", message}:
+// notFound for store.ErrNotFound, errDiskFull with cause "disk_full" for a
+// write the storage had no room for, "Internal error" otherwise.
 func (s *Server) storeErrReply(ack socket.Ack, ev string, err error, notFound string) {
 	if errors.Is(err, store.ErrNotFound) {
 		reply(ack, map[string]any{"result": "error", "message": notFound})
+		return
+	}
+	if backend.DiskFull(err) {
+		s.metrics.storeErrors.WithLabelValues("full").Inc()
+		s.log.Error().Err(err).Str("event", ev).Msg("store full: write refused")
+		reply(ack, map[string]any{"result": "error", "message": errDiskFull, "cause": causeDiskFull})
 		return
 	}
 	s.log.Error().Err(err).Str("event", ev).Msg("socket event failed")
@@ -487,6 +497,12 @@ func (s *Server) onUsageReport(c *conn, m map[string]any, ack socket.Ack) {
 	}
 	data, _ := json.Marshal(map[string]any{"tokens": tokens, "cost": cost}) // decoded JSON always re-encodes
 	u, err := s.st.UpsertUsageReport(ctx, c.acct, sid, key, string(data), s.nowMs())
+	if backend.DiskFull(err) {
+		s.metrics.storeErrors.WithLabelValues("full").Inc()
+		s.log.Error().Err(err).Msg("usage-report: store full")
+		reply(ack, map[string]any{"success": false, "error": errDiskFull, "cause": causeDiskFull})
+		return
+	}
 	if err != nil {
 		s.log.Error().Err(err).Msg("usage-report")
 		fail("Failed to save usage report")

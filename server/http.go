@@ -18,6 +18,7 @@ import (
 	"github.com/happy-dev/happy/internal/buildinfo"
 
 	"github.com/happy-dev/happy/server/store"
+	"github.com/happy-dev/happy/server/store/backend"
 )
 
 // Error texts of the reference relay that clients may match on.
@@ -54,8 +55,17 @@ func writeErr(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, map[string]string{"error": msg})
 }
 
+// errDiskFull is what a client is told of a write the relay's storage had
+// no room for (backend.DiskFull), over HTTP (with 507) and in socket acks,
+// with causeDiskFull as the machine-readable cause.
+const (
+	errDiskFull   = "Insufficient storage: the relay's disk is full, so nothing was stored; the write can succeed once its operator frees space"
+	causeDiskFull = "disk_full"
+)
+
 // fail answers err: an *httpError as is, store.ErrNotFound as 404 with
-// notFound, anything else as a logged 500.
+// notFound, a full disk as 507 {error, cause: "disk_full"}, an unavailable
+// database as 503, anything else as a logged 500.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error, notFound string) {
 	var he *httpError
 	switch {
@@ -63,6 +73,10 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error, notFoun
 		writeErr(w, he.status, he.msg)
 	case errors.Is(err, store.ErrNotFound):
 		writeErr(w, http.StatusNotFound, notFound)
+	case backend.DiskFull(err):
+		s.metrics.storeErrors.WithLabelValues("full").Inc()
+		s.log.Error().Err(err).Str("method", r.Method).Str("path", r.URL.Path).Msg("store full: write refused")
+		writeJSON(w, http.StatusInsufficientStorage, map[string]string{"error": errDiskFull, "cause": causeDiskFull})
 	case errors.Is(err, store.ErrUnavailable):
 		// The database is away (restarting, unreachable): a retry
 		// succeeds once it is back (message batches are idempotent by

@@ -69,7 +69,7 @@ func newMetrics(s *Server) *metrics {
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "happy_relay_http_request_duration_seconds", Help: "HTTP request latency by route (long-lived routes excluded).",
 		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}, []string{"route"})
 	m.updates = prometheus.NewCounter(prometheus.CounterOpts{Name: "happy_relay_updates_total", Help: "Updates sent to sockets (once per update)."})
-	m.storeErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "happy_relay_store_errors_total", Help: "Failed store calls, by kind (unavailable, internal)."}, []string{"kind"})
+	m.storeErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "happy_relay_store_errors_total", Help: "Failed store calls, by kind (full, unavailable, internal)."}, []string{"kind"})
 	m.busPublishErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "happy_relay_bus_publish_errors_total", Help: "Messages the bus failed to publish to the other instances."})
 	m.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "happy_relay_refusals_total", Help: "Requests, connections and registrations refused by the relay's limits and rules, by reason."}, []string{"reason"})
 	for _, r := range refusalReasons {

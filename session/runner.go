@@ -134,6 +134,12 @@ type Options struct {
 	// the runner goroutine; it must not block), e.g. to record the agent's
 	// own session id for a later resume.
 	OnEvent func(agent.Event)
+	// OnFlushFailing, when set, is called on the runner goroutine when
+	// writing to the relay sink starts failing (err, the first failure) and
+	// when it works again (nil). Failures in between are neither logged nor
+	// reported again: the records stay dirty in memory and are retried at
+	// each flush. It must not block.
+	OnFlushFailing func(err error)
 	// Attachments, when set, downloads the blobs a prompt references for
 	// the agent and stores the inline files of tool results and of prompts
 	// typed in the agent's terminal as blobs, so no record holds their
@@ -229,6 +235,8 @@ type Runner struct {
 	// status is the snapshot Status returns.
 	statusMu sync.Mutex
 	status   Status
+	// flushFailing is set from a failed sink flush until one succeeds.
+	flushFailing bool
 }
 
 // NewRunner returns a runner; call Run to start it.
@@ -286,9 +294,7 @@ func (r *Runner) Run(ctx context.Context) (Result, error) {
 		// No event waits: what is due now (a state change) is written now,
 		// not at the timer's next tick (at least a millisecond away); events
 		// that arrived together share one flush.
-		if err := r.flush(ctx, false); err != nil {
-			r.opts.Log.Warn().Err(err).Msg("relay sink flush failed; will retry")
-		}
+		r.flushDue(ctx)
 		r.armTimer(timer)
 		select {
 		case ev, ok := <-events:
@@ -304,9 +310,7 @@ func (r *Runner) Run(ctx context.Context) (Result, error) {
 			r.expirePending()
 			r.watchIdle() // a permission that expired resumes the clock
 			r.checkIdle()
-			if err := r.flush(ctx, false); err != nil {
-				r.opts.Log.Warn().Err(err).Msg("relay sink flush failed; will retry")
-			}
+			r.flushDue(ctx)
 		case <-ctx.Done():
 			r.abortTurn(context.WithoutCancel(ctx), agent.ReasonCancelled)
 			if r.inTurn || r.starting {
@@ -421,21 +425,43 @@ func (r *Runner) finish(ctx context.Context) (Result, error) {
 	r.noteActivity()
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	return r.result, r.flush(fctx, true)
+	return r.result, r.flushAll(fctx)
 }
 
-func (r *Runner) flush(ctx context.Context, force bool) error {
+// flushDue writes what is due to the sink, then logs and reports
+// (OnFlushFailing) the outcome when it differs from the last flush's: a
+// sink that cannot write (a full disk) fails at every event, and one line
+// per event would fill the log. Nothing due is no outcome.
+func (r *Runner) flushDue(ctx context.Context) {
+	if r.opts.Sink == nil {
+		return
+	}
+	now := r.opts.Now()
+	if due, ok := r.opts.Sink.NextDue(now); !ok || due.After(now) {
+		return
+	}
+	err := r.opts.Sink.Flush(ctx, now, false)
+	switch {
+	case err != nil && !r.flushFailing:
+		r.flushFailing = true
+		r.opts.Log.Warn().Err(err).Msg("relay sink flush failed; will retry at each change (further failures are not logged)")
+	case err == nil && r.flushFailing:
+		r.flushFailing = false
+		r.opts.Log.Info().Msg("relay sink flush works again")
+	default:
+		return
+	}
+	if r.opts.OnFlushFailing != nil {
+		r.opts.OnFlushFailing(err)
+	}
+}
+
+// flushAll writes every dirty record to the sink (the end of a run).
+func (r *Runner) flushAll(ctx context.Context) error {
 	if r.opts.Sink == nil {
 		return nil
 	}
-	now := r.opts.Now()
-	if !force {
-		due, ok := r.opts.Sink.NextDue(now)
-		if !ok || due.After(now) {
-			return nil
-		}
-	}
-	return r.opts.Sink.Flush(ctx, now, force)
+	return r.opts.Sink.Flush(ctx, r.opts.Now(), true)
 }
 
 // armTimer sets the timer to the earliest of the sink's next due time and

@@ -212,14 +212,16 @@ func (d *Decoder) Decode(line []byte, lineNo int64) []agent.Event {
 }
 
 // DecodeLine maps a line from a linereader.Reader, reporting an oversized
-// line (one the reader skipped) as a Dropped record with reason oversize.
+// line (one the reader skipped) as a Dropped record with reason oversize
+// whose detail gives its size and the reader's limit
+// (linereader.Line.OversizeDetail).
 func (d *Decoder) DecodeLine(l linereader.Line) []agent.Event {
 	if !l.Oversize {
 		return d.Decode(l.Data, l.Number)
 	}
 	d.out = nil
 	d.line, d.raw, d.t = l.Number, l.Data, 0
-	d.drop(sniffKind(l.Data), agent.DropOversize, fmt.Sprintf("line of %d bytes is larger than the reader accepts; skipped", l.Size))
+	d.drop(sniffKind(l.Data), agent.DropOversize, l.OversizeDetail())
 	d.raw = nil
 	return d.take()
 }

@@ -353,7 +353,7 @@ func TestB03OversizedLine(t *testing.T) {
 			t.Fatalf("%d lines, want 4", s.lines)
 		}
 		d := eventsOf[*agent.DroppedInput](evs)
-		want := fmt.Sprintf("line of %d bytes is larger than the reader accepts; skipped", len(lines[1]))
+		want := fmt.Sprintf("line of %d bytes is over the reader's limit of 1048576 bytes; skipped", len(lines[1]))
 		if len(d) != 1 || d[0].Dropped.Reason != agent.DropOversize || d[0].Dropped.Line != 2 ||
 			d[0].Dropped.Kind != "user" || d[0].Dropped.Detail != want || len(d[0].Dropped.Raw) > 512 {
 			t.Fatalf("want one oversize drop for line 2, got %+v", d)

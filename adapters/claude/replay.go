@@ -172,9 +172,12 @@ func (rp *replayer) lines(lr *linereader.Reader) error {
 			return err
 		}
 	}
-	if n := lr.PendingSize(); n > 0 {
-		if len(bytes.TrimSpace(lr.Pending())) > 0 || n > int64(len(lr.Pending())) {
-			return rp.send(rp.dec.Incomplete(lr.Pending(), n, lr.LineNumber()+1))
+	if rest, ok := lr.Rest(); ok {
+		if rest.Oversize {
+			return rp.send(rp.dec.DecodeLine(rest))
+		}
+		if len(bytes.TrimSpace(rest.Data)) > 0 {
+			return rp.send(rp.dec.Incomplete(rest.Data, rest.Size, rest.Number))
 		}
 	}
 	return nil

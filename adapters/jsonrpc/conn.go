@@ -470,22 +470,26 @@ func (c *Conn) next() ([]byte, int64, error) {
 		switch {
 		case err == nil:
 		case errors.Is(err, io.EOF):
-			// The peer closed its end; a last line without newline is a frame too.
+			// The peer closed its end; a last line without newline is a
+			// frame too (an oversize one is dropped as such below).
 			c.eof = true
-			data = c.lr.Pending()
-			if len(bytes.TrimSpace(data)) == 0 {
+			rest, ok := c.lr.Rest()
+			if !ok || !rest.Oversize && len(bytes.TrimSpace(rest.Data)) == 0 {
 				return nil, 0, io.EOF
 			}
-			line = linereader.Line{Number: c.lr.LineNumber() + 1, Size: int64(len(data))}
+			line, data = rest, rest.Data
 		default:
 			return nil, 0, err
 		}
 		if line.Oversize {
+			detail := line.OversizeDetail()
 			c.tap(Frame{Dir: trafficlog.A2C, Data: append([]byte(nil), line.Data...),
-				Err: frameErr(agent.DropOversize, "", "frame of %d bytes exceeds %d", line.Size, c.opts.MaxFrame)})
+				Err: frameErr(agent.DropOversize, "", "%s", detail)})
 			c.drop(agent.Dropped{Source: c.opts.Source, Line: line.Number, Reason: agent.DropOversize,
-				Detail: fmt.Sprintf("frame of %d bytes exceeds %d", line.Size, c.opts.MaxFrame),
-				Raw:    string(line.Data)})
+				Detail: detail, Raw: string(line.Data)})
+			if c.eof {
+				return nil, 0, io.EOF
+			}
 			continue
 		}
 		if data = bytes.TrimSpace(data); len(data) > 0 {

@@ -408,6 +408,9 @@ func TestMalformedFrames(t *testing.T) {
 	if drops[4].Detail == "" || drops[7].Raw != `{"method":7}` {
 		t.Errorf("detail/raw not kept: %+v %+v", drops[4], drops[7])
 	}
+	if want := fmt.Sprintf("line of %d bytes is over the reader's limit of 100 bytes; skipped", len(lines[14].line)); drops[14].Detail != want {
+		t.Errorf("oversize detail %q, want %q", drops[14].Detail, want)
+	}
 	if rec.count() != 1 {
 		t.Fatalf("handler saw %d messages, want 1", rec.count())
 	}
@@ -556,4 +559,36 @@ func BenchmarkConnNotifications(b *testing.B) {
 		}
 	}()
 	<-done
+}
+
+// TestOversizeLastLine: a last line over the limit that never gets its
+// newline (the agent died writing it) is dropped as oversize, with its size
+// and the limit, not as a fragment that is not JSON.
+func TestOversizeLastLine(t *testing.T) {
+	d, p := newPipes(t)
+	var mu sync.Mutex
+	var drops []agent.Dropped
+	c := New(context.Background(), d, newRecorder(), Options{MaxFrame: 100, Source: "acp", OnDropped: func(x agent.Dropped) {
+		mu.Lock()
+		drops = append(drops, x)
+		mu.Unlock()
+	}})
+	defer c.Close()
+	p.send(`{"method":"ok","params":{}}`)
+	big := `{"method":"big","params":{"s":"` + strings.Repeat("x", 300)
+	if _, err := io.WriteString(p.w, big); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.w.Close()
+	select {
+	case <-c.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Done not closed after EOF")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := fmt.Sprintf("line of %d bytes is over the reader's limit of 100 bytes; skipped", len(big))
+	if len(drops) != 1 || drops[0].Reason != agent.DropOversize || drops[0].Line != 2 || drops[0].Detail != want || drops[0].Source != "acp" {
+		t.Fatalf("drops %+v, want one oversize drop of line 2 with detail %q", drops, want)
+	}
 }

@@ -49,12 +49,14 @@ func withLiveSession(cmd *cobra.Command, f *factory, name, ref string, fn func(c
 	})
 }
 
-// staleText says that o is stale at now: since when no heartbeat came, how
-// long ago that is, and the limit (app.StaleAfter).
+// staleText says what is known of a stale session o at now: how long no
+// heartbeat came, since when, and the two causes a reader cannot tell
+// apart (its happy stopped, or the network between it and the relay is
+// cut).
 func staleText(o app.Opened, now time.Time) string {
-	last := time.UnixMilli(max(o.Info.ActiveAt, o.Metadata.LifecycleStateSince, o.Info.CreatedAt))
-	return fmt.Sprintf("session %s is stale: no heartbeat since %s, %s ago (more than %s); its happy probably died",
-		o.Info.ID, last.Local().Format(time.DateTime), now.Sub(last).Truncate(time.Second), app.StaleAfter)
+	last := o.LastHeartbeat()
+	return fmt.Sprintf("session %s is stale: no heartbeat for %s (since %s; stale after %s): its happy stopped, or cannot reach the relay",
+		o.Info.ID, now.Sub(last).Truncate(time.Second), last.Local().Format(time.DateTime), app.StaleAfter)
 }
 
 // withSession connects, finds SESSION and runs fn.

@@ -125,7 +125,7 @@ func newDaemonRunCmd(f *factory) *cobra.Command {
 			if lvl == zerolog.NoLevel {
 				lvl = zerolog.InfoLevel
 			}
-			log := zerolog.New(lf).Level(lvl).With().Timestamp().Str("cmd", "daemon").Logger()
+			log := zerolog.New(logging.ReportOnce(lf, "the daemon's log file", f.stderr)).Level(lvl).With().Timestamp().Str("cmd", "daemon").Logger()
 			stop := make(chan struct{})
 			ctx, _, stopSignals := signalContextOf(cmd.Context(), []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}, nil)
 			defer stopSignals()

@@ -83,7 +83,7 @@ func (f *factory) log(name string) (*logging.Logger, error) {
 		f.logger = logging.Discard()
 		return f.logger, err
 	}
-	l, err := logging.Open(h.Logs(), name, lvl, f.now(), keep)
+	l, err := logging.Open(h.Logs(), name, lvl, f.now(), keep, f.stderr)
 	if err != nil {
 		f.logger = logging.Discard()
 		return f.logger, err

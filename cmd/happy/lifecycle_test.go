@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -346,17 +347,34 @@ func TestKilledHappyIsStaleThenSettledByTheNextHappy(t *testing.T) {
 	// Control commands say stale, how long since the heartbeat, and exit 5.
 	for _, args := range [][]string{{"send", sid, "next"}, {"approve", sid, "call_1"}, {"abort", sid}} {
 		code, stdout, stderr := runHappyAt(t, env, later, args...)
-		if code != exitStale || stdout != "" || !strings.HasPrefix(stderr, "happy: session "+sid+" is stale: no heartbeat since ") ||
-			!regexp.MustCompile(` ago \(more than 1m30s\); its happy probably died: nothing is running to answer\n$`).MatchString(stderr) ||
-			!regexp.MustCompile(`, (1m[3-5][0-9]|2m[0-9]+)s ago`).MatchString(stderr) {
+		if code != exitStale || stdout != "" || !staleLine.MatchString(stderr) ||
+			!strings.HasSuffix(stderr, "; stale after 1m30s): its happy stopped, or cannot reach the relay: nothing is running to answer\n") {
 			t.Fatalf("happy %s of a stale session = %d %q %q", args[0], code, stdout, stderr)
 		}
 	}
-	code, stdout, stderr := runHappyAt(t, env, later, "log", sid, "--follow", "--interval", "10ms")
-	if code != exitStale || !strings.HasPrefix(stdout, "session "+sid+" — Run `echo hi > hi.txt`\n") ||
-		!strings.HasSuffix(stderr, "(more than 1m30s); its happy probably died\n") || !strings.Contains(stderr, "happy: session "+sid+" is stale: no heartbeat since ") {
-		t.Fatalf("log --follow of a stale session = %d\nstdout %q\nstderr %q", code, stdout, stderr)
+	// happy log shows the stale state, and the open parts as interrupted
+	// (the stored transcript keeps them open: see below).
+	code, stdout, stderr := runHappyAt(t, env, later, "log", sid)
+	if code != exitOK || !strings.HasPrefix(stdout, "session "+sid+" — Run `echo hi > hi.txt`\n") ||
+		!regexp.MustCompile(`\n  session `+sid+` is stale: no heartbeat for (1m[3-5][0-9]|2m[0-9]+)s \(since `).MatchString(stdout) ||
+		!strings.Contains(stdout, " — interrupted (its happy stopped)  [") ||
+		!strings.Contains(stdout, "\n(interrupted: its happy stopped before this message finished)\n") {
+		t.Fatalf("log of a stale session = %d\nstdout %q\nstderr %q", code, stdout, stderr)
 	}
+	// --follow with --stale-timeout stops once the heartbeat is missing for
+	// that long, exit 5.
+	code, stdout, stderr = runHappyAt(t, env, later, "log", sid, "--follow", "--interval", "10ms", "--stale-timeout", "1m")
+	if code != exitStale || !strings.HasPrefix(stdout, "session "+sid+" — Run `echo hi > hi.txt`\n") ||
+		!strings.Contains(stdout, " — interrupted (its happy stopped)  [") ||
+		!strings.HasSuffix(stderr, ": its happy stopped, or cannot reach the relay; stopped following (--stale-timeout)\n") || !staleLine.MatchString(stderr) {
+		t.Fatalf("log --follow --stale-timeout of a stale session = %d\nstdout %q\nstderr %q", code, stdout, stderr)
+	}
+	// Without it, a stale session is followed on until it really ends (the
+	// next happy on its home settles it, below).
+	following := startFollow(t, env, later, "log", sid, "--follow", "--interval", "10ms")
+	waitfor.Poll{Within: 10 * time.Second}.Until(t, "the follower's stale notice", func() bool {
+		return strings.Contains(following.stderr(), "; following on until it ends\n")
+	})
 	if code, _, stderr := runHappyAt(t, env, later, "wait", sid, "--timeout", "20s"); code != exitStale || !strings.Contains(stderr, "is stale") {
 		t.Fatalf("happy wait of a stale session = %d %q", code, stderr)
 	}
@@ -411,6 +429,62 @@ func TestKilledHappyIsStaleThenSettledByTheNextHappy(t *testing.T) {
 	code, _, stderr = runHappyAt(t, env, later, "log", sid, "--follow", "--interval", "10ms")
 	if code != exitOK || !strings.HasPrefix(stderr, "happy: session "+sid+" ended at ") {
 		t.Fatalf("log --follow of the settled session = %d %q", code, stderr)
+	}
+	// The follower started while it was stale ends with it.
+	code, stdout, stderr = following.wait(t)
+	if code != exitOK || !staleLine.MatchString(stderr) || !strings.Contains(stderr, "\nhappy: session "+sid+" ended at ") ||
+		!strings.Contains(stdout, "— error  [") {
+		t.Fatalf("log --follow of the stale session once settled = %d\nstdout %q\nstderr %q", code, stdout, stderr)
+	}
+}
+
+// staleLine is how happy says a session is stale.
+var staleLine = regexp.MustCompile(`happy: session \S+ is stale: no heartbeat for (1m[3-5][0-9]|2m[0-9]+)s \(since [0-9-]+ [0-9:]+; stale after 1m30s\): its happy stopped, or cannot reach the relay`)
+
+// lockedBuffer is an output stream a command writes while the test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// follow is a happy command running in the test process (runHappyAt in
+// the background).
+type follow struct {
+	out, errb lockedBuffer
+	done      chan int
+}
+
+func startFollow(t *testing.T, env map[string]string, now time.Time, args ...string) *follow {
+	t.Helper()
+	fl := &follow{done: make(chan int, 1)}
+	f := newFactory(strings.NewReader(""), &fl.out, &fl.errb, func(k string) string { return env[k] })
+	f.now = func() time.Time { return now }
+	go func() { fl.done <- run(args, f) }()
+	return fl
+}
+
+func (fl *follow) stderr() string { return fl.errb.String() }
+
+func (fl *follow) wait(t *testing.T) (int, string, string) {
+	t.Helper()
+	select {
+	case code := <-fl.done:
+		return code, fl.out.String(), fl.errb.String()
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the follower did not end: stderr %q", fl.errb.String())
+		return 0, "", ""
 	}
 }
 

@@ -31,8 +31,9 @@ const (
 	// acknowledged the whole transcript (it stays in the outbox and is sent
 	// on the next run on this home).
 	exitUndelivered = 4
-	// exitStale: happy log --follow saw the session go stale (its happy
-	// stopped sending heartbeats without ending it).
+	// exitStale: the session is stale (its happy stopped sending
+	// heartbeats without ending it): control commands have nothing to
+	// answer them, happy log --follow had no heartbeat for --stale-timeout.
 	exitStale       = 5
 	exitInterrupted = 130
 )

@@ -50,7 +50,8 @@ title, agent, folder and state:
             home settled it after a crash)
   archived  someone archived it (happy archive)
   stale     still marked running, but no heartbeat for more than 90s: its
-            happy died and no happy on its home has settled it yet`,
+            happy stopped and no happy on its home has settled it yet, or it
+            cannot reach the relay`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -94,7 +95,7 @@ func writeJSON(w io.Writer, v any) error {
 
 func newLogCmd(f *factory) *cobra.Command {
 	var asJSON, events, follow bool
-	var interval time.Duration
+	var interval, staleTimeout time.Duration
 	cmd := &cobra.Command{
 		Use:               "log SESSION",
 		ValidArgsFunction: completeSessions(f, false, false),
@@ -108,12 +109,21 @@ prefix of one: happy sessions lists them).
   --events  the flat append-only event stream (turn-start, text, tool-call-start,
             permission-request, permission-response, tool-call-end, turn-end, …)
 
+A stale session (still marked running, but no heartbeat for more than 90s:
+its happy stopped, or cannot reach the relay) is printed as it stands, with
+how long its heartbeat has been missing; its tools still running and its
+unfinished message are shown as interrupted (the stored transcript is left
+as it is).
+
 With --follow, what is new is printed as it arrives until the session ends (in
 the readable layout: each part once it is settled, a streaming text as it
 grows, a tool that waits for a person when it starts waiting);
-then a last line on stderr says how it ended, and the exit status tells:
-0 the session ended or was archived, 5 it went stale (no heartbeat for more
-than 90s: its happy died), 130 interrupted (Ctrl-C).`,
+then a last line on stderr says how it ended. A session that goes stale is
+followed on (a network cut heals, and the next happy on its home ends a
+session whose happy stopped): a line on stderr says so, and another when its
+heartbeat comes back. --stale-timeout D stops following once no heartbeat came
+for D. Exit status: 0 the session ended or was archived, 5 no heartbeat for
+--stale-timeout, 130 interrupted (Ctrl-C).`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if asJSON && events {
@@ -136,30 +146,34 @@ than 90s: its happy died), 130 interrupted (Ctrl-C).`,
 			}
 			if !follow {
 				t := rb.Transcript()
+				st := o.State(f.now())
 				switch {
 				case asJSON:
 					// The document lists the dropped inputs; a script reading
 					// only the exit status and stderr learns of them too.
 					warnDropped(f, t)
+					warnStale(f, o, st)
 					return writeJSON(f.stdout, t)
 				case events:
 					warnDropped(f, t)
+					warnStale(f, o, st)
 					return writeEvents(f.stdout, export.Flat(t), nil)
 				default:
-					return export.Text(f.stdout, t, export.TextOptions{SessionID: o.Info.ID, Title: o.Title()})
+					return export.Text(f.stdout, t, logTextOptions(f, o, st))
 				}
 			}
 			if !asJSON && !events {
-				if err := export.Header(f.stdout, rb.Transcript().Session, export.TextOptions{SessionID: o.Info.ID, Title: o.Title()}); err != nil {
+				if err := export.Header(f.stdout, rb.Transcript().Session, logTextOptions(f, o, o.State(f.now()))); err != nil {
 					return err
 				}
 			}
-			return followLog(ctx, f, conn, o, rb, after, asJSON || events, interval)
+			return followLog(ctx, f, conn, o, rb, after, followOptions{asJSON: asJSON || events, interval: interval, staleTimeout: staleTimeout})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the transcript document")
 	cmd.Flags().BoolVar(&events, "events", false, "print the flat event stream (JSON lines)")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new events until the session ends")
+	cmd.Flags().DurationVar(&staleTimeout, "stale-timeout", 0, "with --follow, stop (exit 5) once the session had no heartbeat for this long (0: follow a stale session until it ends)")
 	cmd.Flags().DurationVar(&interval, "interval", time.Second, "how often --follow checks the relay")
 	_ = cmd.Flags().MarkHidden("interval")
 	return cmd
@@ -184,12 +198,43 @@ func writeEvents(w io.Writer, evs []export.FlatEvent, seen map[string]bool) erro
 	return nil
 }
 
+// logTextOptions are happy log's readable rendering options for o in
+// state st: a stale or ended session's open parts show as interrupted, and
+// a stale one says how long its heartbeat has been missing.
+func logTextOptions(f *factory, o app.Opened, st string) export.TextOptions {
+	opts := export.TextOptions{SessionID: o.Info.ID, Title: o.Title(), Stopped: app.Ended(st)}
+	if st == app.StateStale {
+		opts.Status = staleText(o, f.now())
+	}
+	return opts
+}
+
+// warnStale says on stderr that o is stale (state st), for the forms that
+// have no room for it on stdout.
+func warnStale(f *factory, o app.Opened, st string) {
+	if st == app.StateStale {
+		fmt.Fprintf(f.stderr, "happy: %s\n", staleText(o, f.now()))
+	}
+}
+
+// followOptions are happy log --follow's choices.
+type followOptions struct {
+	asJSON   bool          // JSON lines (--json, --events) rather than readable lines
+	interval time.Duration // how often the relay is checked
+	// staleTimeout stops following once the session had no heartbeat for
+	// this long; 0 follows a stale session until it ends.
+	staleTimeout time.Duration
+}
+
 // followLog prints the events seen so far, then new ones as they arrive
 // (as JSON lines with --json or --events, else as readable lines), until
-// the session is over (ended, archived or stale) and nothing new came, or
-// ctx ends. The last line, on stderr, says how it ended; stale exits with
-// exitStale, an interruption with exitInterrupted.
-func followLog(ctx context.Context, f *factory, conn *app.Conn, o app.Opened, rb *session.Readback, after int64, asJSON bool, interval time.Duration) error {
+// the session is over (ended or archived; stale for opts.staleTimeout when
+// set) and nothing new came, or ctx ends. Going stale and coming back are
+// said on stderr. The last line, on stderr, says how it ended; a stale
+// timeout exits with exitStale, an interruption with exitInterrupted.
+func followLog(ctx context.Context, f *factory, conn *app.Conn, o app.Opened, rb *session.Readback, after int64, opts followOptions) error {
+	asJSON, interval := opts.asJSON, opts.interval
+	wasStale := false
 	seen := map[string]bool{}
 	warned := 0
 	// The readable form is happy log's layout, written as it grows.
@@ -260,8 +305,22 @@ func followLog(ctx context.Context, f *factory, conn *app.Conn, o app.Opened, rb
 		if err == nil {
 			o = o2
 		}
-		st := o.State(f.now())
-		if streaming && !app.Ended(st) {
+		now := f.now()
+		st := o.State(now)
+		switch stale := st == app.StateStale; {
+		case stale && !wasStale:
+			follow := "following on until it ends"
+			if opts.staleTimeout > 0 {
+				follow = fmt.Sprintf("following on until it ends, or for --stale-timeout %s without a heartbeat", opts.staleTimeout)
+			}
+			fmt.Fprintf(f.stderr, "happy: %s; %s\n", staleText(o, now), follow)
+		case !stale && wasStale && !app.Ended(st):
+			fmt.Fprintf(f.stderr, "happy: session %s has a heartbeat again\n", o.Info.ID)
+		}
+		wasStale = st == app.StateStale
+		over := st == app.LifecycleEnded || st == app.LifecycleArchived ||
+			wasStale && opts.staleTimeout > 0 && now.Sub(o.LastHeartbeat()) >= opts.staleTimeout
+		if streaming && !over {
 			continue
 		}
 		// Polling, or the session is over: stop the stream and read what it
@@ -279,7 +338,7 @@ func followLog(ctx context.Context, f *factory, conn *app.Conn, o app.Opened, rb
 			}
 			continue
 		}
-		if app.Ended(st) {
+		if over {
 			if err := emit(true); err != nil {
 				return err
 			}
@@ -298,7 +357,7 @@ func followEnd(f *factory, o app.Opened, state string) error {
 	case app.LifecycleArchived:
 		fmt.Fprintf(f.stderr, "happy: session %s was archived%s\n", o.Info.ID, since)
 	case app.StateStale:
-		fmt.Fprintf(f.stderr, "happy: %s\n", staleText(o, f.now()))
+		fmt.Fprintf(f.stderr, "happy: %s; stopped following (--stale-timeout)\n", staleText(o, f.now()))
 		return &exitError{code: exitStale}
 	default:
 		fmt.Fprintf(f.stderr, "happy: session %s ended%s\n", o.Info.ID, since)

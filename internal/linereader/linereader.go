@@ -60,6 +60,19 @@ type Line struct {
 	// Oversize reports that the line was longer than the reader's MaxLine
 	// and was skipped; only a prefix is in Data.
 	Oversize bool
+	// Limit is the reader's MaxLine (bytes) for an Oversize line, 0
+	// otherwise.
+	Limit int
+}
+
+// OversizeDetail says why an Oversize line was skipped, for a Dropped
+// record's detail: "line of <Size> bytes is over the reader's limit of
+// <Limit> bytes; skipped". It is "" for a line that is not Oversize.
+func (l Line) OversizeDetail() string {
+	if !l.Oversize {
+		return ""
+	}
+	return fmt.Sprintf("line of %d bytes is over the reader's limit of %d bytes; skipped", l.Size, l.Limit)
 }
 
 // Options configure a Reader. The zero value reads lines of any length.
@@ -133,6 +146,25 @@ func (lr *Reader) Pending() []byte {
 		return lr.prefix
 	}
 	return lr.buf[lr.start:]
+}
+
+// Rest returns the incomplete tail (a last line without its newline) as a
+// Line numbered after the last complete one; ok is false when nothing is
+// pending. A tail longer than MaxLine is Oversize (Data its prefix, Size
+// the length so far, Limit set), so a caller at the end of the stream
+// reports it as over the limit, not as a fragment that is not JSON. Data
+// aliases the reader's buffer; End is 0 (the line has no end yet).
+func (lr *Reader) Rest() (Line, bool) {
+	if lr.discarding {
+		l := lr.discardLine
+		l.Data = lr.prefix
+		return l, true
+	}
+	data := lr.buf[lr.start:]
+	if len(data) == 0 {
+		return Line{}, false
+	}
+	return Line{Data: data, Number: lr.lineNo + 1, Offset: lr.offset, Size: int64(len(data))}, true
 }
 
 // PendingSize is the length in bytes of the incomplete tail, including the
@@ -216,7 +248,7 @@ func (lr *Reader) take() (Line, bool) {
 	}
 	if lr.max > 0 && len(data) > lr.max {
 		// The whole oversized line is already buffered (one large read).
-		l := Line{Number: lr.lineNo + 1, Offset: lr.offset, Size: int64(len(data)), Oversize: true}
+		l := Line{Number: lr.lineNo + 1, Offset: lr.offset, Size: int64(len(data)), Oversize: true, Limit: lr.max}
 		l.Data = utf8Prefix(data, PrefixSize)
 		lr.advance(end)
 		l.End = lr.offset
@@ -247,7 +279,7 @@ func (lr *Reader) startDiscard() {
 		p = p[:n-1]
 	}
 	lr.prefix = append(lr.prefix[:0], p...)
-	lr.discardLine = Line{Number: lr.lineNo + 1, Offset: lr.offset, Size: int64(len(data)), Oversize: true}
+	lr.discardLine = Line{Number: lr.lineNo + 1, Offset: lr.offset, Size: int64(len(data)), Oversize: true, Limit: lr.max}
 	lr.discarding = true
 	lr.discardCR = len(data) > 0 && data[len(data)-1] == '\r'
 	lr.offset += int64(len(data))

@@ -341,3 +341,46 @@ func BenchmarkReader(b *testing.B) {
 		}
 	}
 }
+
+// An oversize line carries the limit, and says so; one cut off by the end
+// of the stream is Rest's, Oversize too, never a fragment to decode.
+func TestOversizeDetailAndRest(t *testing.T) {
+	in := "ok\n" + strings.Repeat("a", 40) + "\n" + strings.Repeat("b", 70)
+	lr, err := New(strings.NewReader(in), Options{MaxLine: 16, ReadSize: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, err := lr.Next(); err != nil || string(l.Data) != "ok" || l.Oversize || l.Limit != 0 || l.OversizeDetail() != "" {
+		t.Fatalf("line 1: %+v %v", l, err)
+	}
+	l, err := lr.Next()
+	if err != nil || !l.Oversize || l.Limit != 16 || l.Size != 40 || l.Number != 2 {
+		t.Fatalf("line 2: %+v %v", l, err)
+	}
+	if got := l.OversizeDetail(); got != "line of 40 bytes is over the reader's limit of 16 bytes; skipped" {
+		t.Fatalf("detail %q", got)
+	}
+	if _, err := lr.Next(); err != io.EOF {
+		t.Fatalf("Next at the end: %v", err)
+	}
+	rest, ok := lr.Rest()
+	if !ok || !rest.Oversize || rest.Number != 3 || rest.Size != 70 || rest.Offset != 44 || string(rest.Data) != strings.Repeat("b", len(rest.Data)) {
+		t.Fatalf("rest %+v, %v", rest, ok)
+	}
+	if got := rest.OversizeDetail(); got != "line of 70 bytes is over the reader's limit of 16 bytes; skipped" {
+		t.Fatalf("rest detail %q", got)
+	}
+
+	lr, _ = New(strings.NewReader("a\nxy"), Options{MaxLine: 16})
+	_, _ = lr.Next()
+	_, _ = lr.Next()
+	if rest, ok := lr.Rest(); !ok || rest.Oversize || string(rest.Data) != "xy" || rest.Number != 2 || rest.Size != 2 {
+		t.Fatalf("short rest %+v, %v", rest, ok)
+	}
+	lr, _ = New(strings.NewReader("a\n"), Options{})
+	_, _ = lr.Next()
+	_, _ = lr.Next()
+	if rest, ok := lr.Rest(); ok {
+		t.Fatalf("rest after a complete last line: %+v", rest)
+	}
+}

@@ -1,11 +1,15 @@
 // Package logging opens happy's zerolog logger on a file under the home
 // folder's logs/ directory. Logs never go to stdout or stderr: while an agent
-// owns the terminal, a stray line would corrupt its screen.
+// owns the terminal, a stray line would corrupt its screen. The one
+// exception is a log file that cannot be written (a full disk): that is
+// said once on stderr (ReportOnce), not once per line.
 package logging
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -45,7 +49,9 @@ const (
 // zerolog.NoLevel) to a new file named `<UTC time>-<pid>-<name>.log`. The
 // file is created on the first line written, so a process that logs
 // nothing leaves no empty file. Times are RFC 3339 with milliseconds.
-func Open(dir, name string, level zerolog.Level, now time.Time, keep Retention) (*Logger, error) {
+// When the file cannot be written (a full disk), lines are dropped and
+// stderr (nil: nowhere) gets one line saying so (see ReportOnce).
+func Open(dir, name string, level zerolog.Level, now time.Time, keep Retention, stderr io.Writer) (*Logger, error) {
 	if err := private.Dir(dir); err != nil {
 		return nil, fmt.Errorf("logging: %w", err)
 	}
@@ -56,7 +62,7 @@ func Open(dir, name string, level zerolog.Level, now time.Time, keep Retention) 
 		level = zerolog.InfoLevel
 	}
 	f := &lazyFile{path: path}
-	zl := zerolog.New(f).Level(level).With().Timestamp().Str("cmd", name).Logger()
+	zl := zerolog.New(ReportOnce(f, "the log file", stderr)).Level(level).With().Timestamp().Str("cmd", name).Logger()
 	return &Logger{Logger: zl, file: f, path: path}, nil
 }
 
@@ -152,6 +158,60 @@ func (l *lazyFile) close() error {
 	l.f = nil
 	_ = f.Sync()
 	return f.Close()
+}
+
+// ReportOnce wraps w, a log writer, so its failures never reach zerolog,
+// which would print "could not write event" on stderr for every line:
+// a failed write is dropped, and the first failure prints one line on
+// stderr (nil: nowhere), `happy: <what> cannot be written (<path>:
+// <cause>): log lines are dropped until it can`; after a write succeeds
+// again, the next failure is reported again. Safe for concurrent use when
+// w is.
+func ReportOnce(w io.Writer, what string, stderr io.Writer) io.Writer {
+	return &reportOnce{w: w, what: what, stderr: stderr}
+}
+
+type reportOnce struct {
+	w       io.Writer
+	what    string
+	stderr  io.Writer
+	mu      sync.Mutex
+	failing bool
+}
+
+// Write writes p to the wrapped writer; it never returns an error.
+func (r *reportOnce) Write(p []byte) (int, error) {
+	_, err := r.w.Write(p)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err == nil {
+		r.failing = false
+		return len(p), nil
+	}
+	if !r.failing {
+		r.failing = true
+		if r.stderr != nil {
+			fmt.Fprintf(r.stderr, "happy: %s cannot be written (%s): log lines are dropped until it can\n", r.what, describe(err))
+		}
+	}
+	return len(p), nil
+}
+
+// describe says what failed in a few words: "<path>: <innermost cause>"
+// for a file error, the error's text otherwise.
+func describe(err error) string {
+	var pe *fs.PathError
+	if !errors.As(err, &pe) {
+		return err.Error()
+	}
+	cause := pe.Err
+	for {
+		next := errors.Unwrap(cause)
+		if next == nil {
+			return pe.Path + ": " + cause.Error()
+		}
+		cause = next
+	}
 }
 
 // Discard returns a logger that writes nowhere (tests, and commands that

@@ -2,9 +2,11 @@ package logging
 
 import (
 	"encoding/json"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,7 +16,7 @@ import (
 func TestOpenWritesJSONLinesToFile(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "logs")
 	now := time.Date(2026, 11, 29, 15, 4, 5, 6e6, time.UTC)
-	l, err := Open(dir, "test", zerolog.NoLevel, now, Retention{})
+	l, err := Open(dir, "test", zerolog.NoLevel, now, Retention{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +75,7 @@ func TestDiscardCloses(t *testing.T) {
 // A process that logs nothing leaves no file.
 func TestOpenCreatesTheFileOnTheFirstLine(t *testing.T) {
 	dir := t.TempDir()
-	l, err := Open(dir, "quiet", zerolog.NoLevel, time.Now(), Retention{})
+	l, err := Open(dir, "quiet", zerolog.NoLevel, time.Now(), Retention{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,4 +144,46 @@ func TestPrune(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fullWriter is a log file on a full disk while full is set.
+type fullWriter struct {
+	full  bool
+	lines int
+}
+
+func (w *fullWriter) Write(p []byte) (int, error) {
+	if w.full {
+		return 0, &fs.PathError{Op: "write", Path: "/h/logs/x.log", Err: syscall.ENOSPC}
+	}
+	w.lines++
+	return len(p), nil
+}
+
+// A log file that cannot be written says so once on stderr, not once per
+// line, and zerolog never sees the failure (it would print every line).
+func TestReportOnce(t *testing.T) {
+	reached := 0
+	old := zerolog.ErrorHandler
+	zerolog.ErrorHandler = func(error) { reached++ }
+	defer func() { zerolog.ErrorHandler = old }()
+	var stderr strings.Builder
+	w := &fullWriter{full: true}
+	log := zerolog.New(ReportOnce(w, "the log file", &stderr))
+	for range 1000 {
+		log.Info().Msg("a line")
+	}
+	const line = "happy: the log file cannot be written (/h/logs/x.log: no space left on device): log lines are dropped until it can\n"
+	if stderr.String() != line || reached != 0 {
+		t.Fatalf("stderr %q, zerolog's handler called %d times; want one line and none", stderr.String(), reached)
+	}
+	w.full = false
+	log.Info().Msg("room again")
+	w.full = true
+	log.Info().Msg("full again")
+	log.Info().Msg("still full")
+	if stderr.String() != line+line || w.lines != 1 {
+		t.Fatalf("after a success and a new failure: stderr %q, %d lines written", stderr.String(), w.lines)
+	}
+	_, _ = ReportOnce(w, "the log file", nil).Write([]byte("x\n")) // nil stderr: silent
 }

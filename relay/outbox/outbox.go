@@ -70,9 +70,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"modernc.org/sqlite" // also registers the "sqlite" driver
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/happy-dev/happy/internal/private"
 )
@@ -96,6 +98,39 @@ var (
 	// ErrLocked: another process (or handle) holds the session's lock.
 	ErrLocked = errors.New("outbox: session locked by another owner")
 )
+
+// WriteError is a write the outbox file could not take: its transaction
+// failed (a full disk: SQLite's "database or disk is full"; a read-only or
+// failing file system) and was rolled back, or the fsync making it durable
+// failed. Nothing of the write is kept by the outbox; the caller still
+// holds what it wrote. Path is the outbox file, Err the cause.
+type WriteError struct {
+	Path string
+	Err  error
+}
+
+func (e *WriteError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *WriteError) Unwrap() error { return e.Err }
+
+// Reason is the cause in a few words for a person: "no space left on
+// device" for a full disk (ENOSPC, or SQLite's SQLITE_FULL), otherwise the
+// innermost error's text (e.g. "read-only file system").
+func (e *WriteError) Reason() string {
+	var se *sqlite.Error
+	if errors.Is(e.Err, syscall.ENOSPC) || (errors.As(e.Err, &se) && se.Code()&0xff == sqlite3.SQLITE_FULL) {
+		return syscall.ENOSPC.Error()
+	}
+	err := e.Err
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		err = next
+	}
+}
 
 // Entry is one encrypted message version to append.
 type Entry struct {
@@ -886,6 +921,9 @@ func (s *Store) commit(batch []*op) {
 		}
 		return nil
 	}()
+	if err != nil {
+		err = &WriteError{Path: filepath.Join(s.dir, FileName), Err: err}
+	}
 	if err == nil {
 		s.statMu.Lock()
 		s.commits++
@@ -945,6 +983,9 @@ func (s *Store) syncer() {
 			}
 		}
 		err := s.syncFile(filepath.Join(s.dir, FileName))
+		if err != nil {
+			err = &WriteError{Path: filepath.Join(s.dir, FileName), Err: err}
+		}
 		if err == nil {
 			s.statMu.Lock()
 			s.syncCount++

@@ -2,7 +2,7 @@
 // webapp_test.go. Results go to window.__results = {done, passed, failures:[{name, message}]}.
 
 import * as c from "/app/js/crypto.js";
-import { Reducer, blockedTools, sessionState, lifecycleState, turnOpen, sessionTitle, pathBase, isLive, findChild } from "/app/js/reduce.js";
+import { Reducer, blockedTools, sessionState, lifecycleState, turnOpen, sessionTitle, pathBase, isLive, findChild, stoppedView, INTERRUPTED_TOOL, INTERRUPTED_MESSAGE } from "/app/js/reduce.js";
 import { renderMarkdown, safeHref } from "/app/js/markdown.js";
 import * as r from "/app/js/render.js";
 import { controlEnvelope, openAnswer, parsePairLink, promptEnvelope, unreachableMessage, Relay, RpcError, RelayError } from "/app/js/api.js";
@@ -288,6 +288,32 @@ test("blocked tools and session states", async () => {
   eq(sessionState({ activeAt: now - 90_001, createdAt: 0 }, { lifecycleState: "running" }, now, { thinking: false }), "stale", "stale after 90 s");
   eq(sessionState({ activeAt: now - 90_001, createdAt: 0 }, { lifecycleState: "running", lifecycleStateSince: now - 5 }, now), "running", "lifecycleStateSince counts");
   eq(["running", "idle", "thinking", "waiting", "ended", "archived", "stale"].map(isLive), [true, true, true, true, false, false, false], "live states");
+});
+
+test("a session nothing runs shows its open tools and unfinished message as interrupted, without changing the transcript", async () => {
+  const rd = new Reducer();
+  put(rd, 1, ses("ses_root", 1));
+  put(rd, 2, msg("msg_a", 1, [textPart("x", "Building."), toolPart("t1", "running"), toolPart("t2", "blocked", { state: { block: { type: "permission", id: "b", permission: "bash", patterns: ["rm x"] } } }), toolPart("t3", "completed", { state: { output: "ok" } })]));
+  put(rd, 3, ses("ses_kid", 1, { parentID: "ses_root" }));
+  put(rd, 4, msg("msg_k", 1, [toolPart("k1", "pending")], { sid: "ses_kid" }));
+  put(rd, 5, msg("msg_done", 1, [textPart("y", "Done.")]).replace('"time":{"created":1}', '"time":{"created":1,"completed":2},"finish":"stop"'));
+  const t = rd.transcript();
+  const before = JSON.stringify(t);
+  const v = stoppedView(t);
+  eq(JSON.stringify(t), before, "the transcript is unchanged");
+  const tools = (tr) => tr.messages.flatMap((m) => m.parts.filter((p) => p.type === "tool").map((p) => [p.callID, p.state.status, p.state.was ?? null]));
+  eq(tools(v), [["call_t1", "interrupted", "running"], ["call_t2", "interrupted", "blocked"], ["call_t3", "completed", null]], "root tools");
+  eq(v.children.map(tools), [[["call_k1", "interrupted", "pending"]]], "child tools");
+  eq(v.messages.map((m) => [m.info.id, m.info.interrupted ?? false]), [["msg_a", true], ["msg_done", false]], "unfinished message");
+  eq(v.messages[1], t.messages[1], "a finished message is shared, not copied");
+  eq(blockedTools(v).length, 0, "nothing waits for a person any more");
+  const el = r.renderTranscript(v);
+  const badges = [...el.querySelectorAll('[data-part="tool"]')].map((n) => [n.dataset.callId, n.dataset.status, n.querySelector(".badge").textContent]);
+  eq(badges.slice(0, 3), [["call_t1", "interrupted", INTERRUPTED_TOOL], ["call_t2", "interrupted", INTERRUPTED_TOOL], ["call_t3", "completed", "completed"]], "badges");
+  eq(INTERRUPTED_TOOL, "interrupted (its happy stopped)", "happy log's words (export.InterruptedTool)");
+  eq(el.querySelector('[data-call-id="call_t2"] .resolved').textContent, "was waiting for permission: bash", "the wait it was in");
+  eq(el.querySelector('[data-call-id="call_t2"] button'), null, "no controls");
+  eq([...el.querySelectorAll('[data-part="interrupted"]')].map((n) => [n.closest("article").dataset.message, n.textContent]), [["msg_a", INTERRUPTED_MESSAGE]], "the message's line");
 });
 
 test("lifecycle states and titles are those of happy sessions (app.State, Opened.Title)", async () => {

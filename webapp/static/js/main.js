@@ -6,7 +6,7 @@
 
 import * as c from "./crypto.js";
 import { Relay, RpcError, callRPC, controlEnvelope, parsePairLink, promptEnvelope, unreachableMessage } from "./api.js";
-import { Reducer, blockedTools, sessionState, lifecycleState, isLive, turnOpen, sessionTitle, STATE_LABELS } from "./reduce.js";
+import { Reducer, blockedTools, sessionState, lifecycleState, isLive, turnOpen, sessionTitle, stoppedView, STATE_LABELS } from "./reduce.js";
 import { approveTerminal, revokeEverywhere, openMachine, spawnParams, spawnSession } from "./devices.js";
 import { archiveSession, deleteSession, lastActivity, resumeTarget, resumeSession, recentFolders } from "./sessions.js";
 import { h, icon, renderTranscript, partsSummary, snapshotUI, restoreUI } from "./render.js";
@@ -732,7 +732,10 @@ function renderTranscriptView() {
   if (!app.sessions.has(o.sid)) { el.replaceChildren(h("p", { class: "empty" }, app.sessions.size ? "No such session." : "Loading…")); return; }
   if (!o.transcript) { el.replaceChildren(h("p", { class: "empty" }, o.error || "Loading…")); return; }
   const kept = snapshotUI(el);
-  const view = renderTranscript(o.transcript, openCtx());
+  // A session nothing runs any more shows its open parts as interrupted
+  // (a view: the transcript is kept as stored).
+  const s = app.sessions.get(o.sid);
+  const view = renderTranscript(isLive(stateOf(s)) ? o.transcript : stoppedView(o.transcript), openCtx());
   view.addEventListener("toggle", (e) => {
     const id = e.target.dataset?.child;
     if (id) e.target.open ? o.openChildren.add(id) : o.openChildren.delete(id);

@@ -272,6 +272,34 @@ export function blockedTools(t) {
   return out;
 }
 
+/** INTERRUPTED_TOOL and INTERRUPTED_MESSAGE are what readers show of the
+ * open parts of a session nothing runs any more (happy log's
+ * export.InterruptedTool and export.InterruptedMessage). */
+export const INTERRUPTED_TOOL = "interrupted (its happy stopped)";
+export const INTERRUPTED_MESSAGE = "interrupted: its happy stopped before this message finished";
+
+const OPEN_TOOL = new Set(["pending", "running", "blocked"]);
+
+/** stoppedView is transcript t as readers show a session nothing runs any
+ * more (ended, archived or stale: not isLive): each tool still pending,
+ * running or blocked gets status "interrupted" (its stored status kept as
+ * state.was), and an assistant message that never finished (no completed
+ * time or no finish) gets info.interrupted = true; children alike. The
+ * result shares what it does not change with t; t itself is not changed
+ * (the stored transcript stays as written: a stale session may come back). */
+export function stoppedView(t) {
+  const messages = t.messages.map((m) => {
+    let parts = m.parts;
+    if (parts.some((p) => p.type === "tool" && OPEN_TOOL.has(p.state?.status))) {
+      parts = parts.map((p) => p.type === "tool" && OPEN_TOOL.has(p.state?.status)
+        ? { ...p, state: { ...p.state, status: "interrupted", was: p.state.status } } : p);
+    }
+    const info = m.info.role === "assistant" && (!m.info.time?.completed || !m.info.finish) ? { ...m.info, interrupted: true } : m.info;
+    return parts === m.parts && info === m.info ? m : { ...m, info, parts };
+  });
+  return { ...t, messages, children: t.children.map(stoppedView) };
+}
+
 export const STALE_AFTER_MS = 90_000;
 
 /** LIVE_STATES are the states of a session a happy process runs (lifecycle

@@ -4,7 +4,7 @@
 // page as text nodes (markdown.js builds nodes, never HTML).
 
 import { renderMarkdown } from "./markdown.js";
-import { findChild } from "./reduce.js";
+import { findChild, INTERRUPTED_TOOL, INTERRUPTED_MESSAGE } from "./reduce.js";
 import { IMAGE_TYPES, isBlobRef, placeholder } from "./attach.js";
 
 /** h builds an element: h("div", {class: "x", dataset: {a: 1}, onclick}, ...children). */
@@ -95,6 +95,9 @@ const SHOWN_IN_INPUT = new Set(["bash", "read", "write", "edit", "question"]);
 
 const DECISION_LABELS = { once: "allowed once", always: "allowed always", reject: "denied" };
 
+/** blockResolved tells a block that was answered (decidedAt set, as mapper.Block.Resolved) from one still waiting. */
+const blockResolved = (b) => b.decidedAt !== undefined && b.decidedAt !== null;
+
 function resolvedBlock(b) {
   if (!b) return null;
   if (b.type === "question") {
@@ -174,12 +177,14 @@ export function renderTool(part, ctx = {}) {
   const subject = title || (SHOWN_IN_INPUT.has(part.tool) ? "" : toolSubject(part.tool, st.input));
   const node = h("div", { class: `part tool st-${status}`, dataset: { part: "tool", tool: part.tool, status, callId: part.callID } },
     h("div", { class: "tool-head" },
-      h("span", { class: `badge ${status}` }, status),
+      h("span", { class: `badge ${status}` }, status === "interrupted" ? INTERRUPTED_TOOL : status),
       h("span", { class: "tool-name" }, part.tool),
       subject ? h("span", { class: "subject" }, subject) : null),
     toolInput(part));
   if (status === "blocked" && st.block) node.append(st.block.type === "question" ? questionControls(part, ctx) : permissionControls(part, ctx));
-  if (status !== "blocked" && st.block) node.append(resolvedBlock(st.block));
+  if (status === "interrupted" && st.block && !blockResolved(st.block)) {
+    node.append(h("div", { class: "resolved", dataset: { decision: "unanswered" } }, st.block.type === "question" ? "was waiting for an answer" : `was waiting for permission: ${st.block.permission || part.tool}`));
+  } else if (status !== "blocked" && st.block) node.append(resolvedBlock(st.block));
   const notice = ctx.notices?.get(part.callID);
   if (notice) node.append(h("div", { class: "notice" }, notice));
   if (status === "completed" && st.output !== undefined && st.output !== "") node.append(folded(st.output, "output"));
@@ -361,6 +366,7 @@ export function renderMessage(m, ctx = {}) {
     if (n) node.append(n);
   }
   if (info.role === "assistant") {
+    if (info.interrupted) node.append(h("div", { class: "msg-interrupted", dataset: { part: "interrupted" } }, INTERRUPTED_MESSAGE));
     if (info.error) node.append(h("div", { class: "msg-error" }, `${info.error.name ?? "error"}: ${info.error.message ?? info.error.data?.message ?? ""}`));
     const usage = usageLine(info.tokens, info.cost);
     if (usage) node.append(h("div", { class: "usage", title: usageTitle(info.tokens, info.cost) }, usage));
