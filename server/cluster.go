@@ -47,7 +47,14 @@ const (
 	busSync    = "sync"    // send me (From) your claims (To: you)
 	busClaims  = "claims"  // all of the sender's claims (To: the asker): Seq in all, State on the first part
 	busBye     = "bye"     // the sender is leaving: forget its claims
+	// busSkip: the sender allocated the account's update seqs Seq…Seq+N-1
+	// for its own sockets alone (rows it caught them up with, catchup.go):
+	// pass over them.
+	busSkip = "skip"
 )
+
+// maxSkip bounds the seqs of one busSkip message.
+const maxSkip = 1 << 16
 
 // DefaultClusterAlive is how often an instance tells the others it is
 // alive; an instance not heard from for three times as long is taken for
@@ -66,6 +73,8 @@ type busMsg struct {
 	Acct  string   `json:"a,omitempty"`
 	Rooms []string `json:"r,omitempty"`
 	Seq   int64    `json:"s,omitempty"`
+	// N is the number of seqs of a busSkip.
+	N int64 `json:"n,omitempty"`
 	// Wake names the session whose message streams to wake; State tells
 	// them to look at the session itself (streamHub.notify).
 	Wake   string          `json:"w,omitempty"`
@@ -83,6 +92,8 @@ type busMsg struct {
 type busItem struct {
 	Seq  int64           `json:"s"`
 	Body json.RawMessage `json:"b"`
+	// Msg is the message seq of the row the update carries.
+	Msg int64 `json:"m,omitempty"`
 }
 
 // cluster is a relay's part in a group of relays.
@@ -102,6 +113,13 @@ type cluster struct {
 	syncs map[string]*claimSync
 	alive time.Duration
 
+	// sent is what this instance sent its sockets of each session's rows;
+	// lastRecv the time (Unix ns) of the last message from the bus;
+	// caughtUp counts the rows sent after bus gaps (catchup.go).
+	sent     *sentRows
+	lastRecv atomic.Int64
+	caughtUp atomic.Int64
+
 	publishErrors atomic.Int64
 	received      atomic.Int64
 }
@@ -119,12 +137,17 @@ func newCluster(s *Server, b bus.Bus) *cluster {
 		cl.alive = DefaultClusterAlive
 	}
 	cl.seqr = newSequencer(s.cfg.ReorderWait, s.cfg.Now)
+	cl.sent = newSentRows(s.cfg.Now())
+	cl.lastRecv.Store(s.cfg.Now().UnixNano())
 	return cl
 }
 
 // start receives the other instances' messages, asks them for the RPC
 // methods their sockets hold, and starts the heartbeat.
 func (cl *cluster) start() error {
+	if r, ok := cl.bus.(bus.Resumer); ok {
+		r.OnResume(cl.resumed)
+	}
 	if err := cl.bus.Start(cl.receive); err != nil {
 		return err
 	}
@@ -256,11 +279,18 @@ func (cl *cluster) update(acct string, u update, rooms []socket.Room, wake strin
 	}
 	names := roomNames(rooms)
 	cl.publish(busMsg{Kind: busUpdate, Acct: acct, Rooms: names, Seq: u.Seq, Wake: wake, State: state, Body: raw})
-	cl.deliverUpdate(acct, u.Seq, true, names, wake, state, raw)
+	cl.deliverUpdate(acct, u.Seq, true, names, wake, state, raw, 0)
 }
 
-func (cl *cluster) deliverUpdate(acct string, seq int64, local bool, rooms []string, wake string, state bool, raw json.RawMessage) {
+// deliverUpdate sends an update to this instance's sockets in the
+// account's seq order. msg is the message seq of the row of wake's session
+// a new-message carries (0 for other updates): a row sent before (a
+// catch-up sent it, catchup.go) is not sent again.
+func (cl *cluster) deliverUpdate(acct string, seq int64, local bool, rooms []string, wake string, state bool, raw json.RawMessage, msg int64) {
 	cl.seqr.deliver(acct, seq, local, func() {
+		if msg > 0 && !cl.sent.mark(acct, wake, msg, cl.s.cfg.Now()) {
+			return
+		}
 		if wake != "" {
 			cl.s.streams.notify(acct, wake, state)
 		}
@@ -281,11 +311,15 @@ func (cl *cluster) messages(acct, sid string, us []update, rooms []socket.Room) 
 			cl.s.log.Error().Err(err).Msg("encode update")
 			return
 		}
-		items = append(items, busItem{Seq: u.Seq, Body: raw})
+		var msg int64
+		if b, ok := u.Body.(bodyNewMessage); ok {
+			msg = b.Message.Seq
+		}
+		items = append(items, busItem{Seq: u.Seq, Body: raw, Msg: msg})
 	}
 	cl.publish(busMsg{Kind: busUpdates, Acct: acct, Rooms: names, Wake: sid, Items: items})
 	for _, it := range items {
-		cl.deliverUpdate(acct, it.Seq, true, names, sid, false, it.Body)
+		cl.deliverUpdate(acct, it.Seq, true, names, sid, false, it.Body, it.Msg)
 	}
 }
 
@@ -313,6 +347,7 @@ func (cl *cluster) receive(b []byte) {
 		return
 	}
 	cl.received.Add(1)
+	cl.lastRecv.Store(cl.s.cfg.Now().UnixNano())
 	s := cl.s
 	if m.Kind != busBye {
 		cl.mu.Lock()
@@ -324,15 +359,22 @@ func (cl *cluster) receive(b []byte) {
 		if !ownRooms(m.Acct, m.Rooms) || m.Seq <= 0 {
 			return
 		}
-		cl.deliverUpdate(m.Acct, m.Seq, false, m.Rooms, m.Wake, m.State, m.Body)
+		cl.deliverUpdate(m.Acct, m.Seq, false, m.Rooms, m.Wake, m.State, m.Body, 0)
 	case busUpdates:
 		if !ownRooms(m.Acct, m.Rooms) {
 			return
 		}
 		for _, it := range m.Items {
 			if it.Seq > 0 {
-				cl.deliverUpdate(m.Acct, it.Seq, false, m.Rooms, m.Wake, false, it.Body)
+				cl.deliverUpdate(m.Acct, it.Seq, false, m.Rooms, m.Wake, false, it.Body, it.Msg)
 			}
+		}
+	case busSkip:
+		if m.Acct == "" || m.Seq <= 0 || m.N <= 0 || m.N > maxSkip {
+			return
+		}
+		for seq := m.Seq; seq < m.Seq+m.N; seq++ {
+			cl.seqr.deliver(m.Acct, seq, false, func() {})
 		}
 	case busEphemeral:
 		if !ownRooms(m.Acct, m.Rooms) {
@@ -704,6 +746,38 @@ func (q *sequencer) flush(acct string, a *acctSeq) {
 		// A gap further on: wait for it in turn.
 		a.timer = time.AfterFunc(q.wait, func() { q.flush(acct, a) })
 	}
+}
+
+// resync makes next the account's next seq: the held updates before it
+// go out first, in seq order (their predecessors were lost in a bus gap),
+// then those that follow on. An update before next arriving later goes out
+// late.
+func (q *sequencer) resync(acct string, next int64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	a := q.accts[acct]
+	if a == nil {
+		a = &acctSeq{held: map[int64]func(){}}
+		q.accts[acct] = a
+	}
+	a.seen = q.now()
+	var below []int64
+	for s := range a.held {
+		if s < next {
+			below = append(below, s)
+		}
+	}
+	slices.Sort(below)
+	for _, s := range below {
+		f := a.held[s]
+		delete(a.held, s)
+		q.held.Add(-1)
+		f()
+	}
+	if next > a.next {
+		a.next = next
+	}
+	q.drain(a)
 }
 
 // forget drops the state of accounts without an update for idle.

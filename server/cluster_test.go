@@ -30,7 +30,12 @@ var busEngines = []string{"nats", "postgres", "memory"}
 // the engine's bus; cfg is each relay's base configuration.
 func startCluster(t *testing.T, engine string, n int, cfg server.Config) []*servertest.Relay {
 	t.Helper()
-	db := pgtest.URL(t)
+	return startClusterOn(t, pgtest.URL(t), engine, n, cfg)
+}
+
+// startClusterOn is startCluster on the database db.
+func startClusterOn(t *testing.T, db, engine string, n int, cfg server.Config) []*servertest.Relay {
+	t.Helper()
 	var mem bus.Memory
 	natsURL := ""
 	if engine == "nats" {

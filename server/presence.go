@@ -107,6 +107,7 @@ func (s *Server) sweep(ctx context.Context) {
 	}
 	if s.cl != nil {
 		s.cl.seqr.forget(10 * time.Minute)
+		s.cl.sent.forget(s.cfg.Now(), 10*time.Minute)
 	}
 	cutoff := s.cfg.Now().Add(-s.cfg.IdleTimeout).UnixMilli()
 	sessions, err := s.st.ExpireSessions(ctx, cutoff)

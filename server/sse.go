@@ -130,6 +130,22 @@ func (h *streamHub) notify(acct, sid string, state bool) {
 	}
 }
 
+// wakeAll wakes every stream to read the store and look at its session
+// (the bus was back after a gap: their wake-ups may have been lost).
+func (h *streamHub) wakeAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, set := range h.subs {
+		for st := range set {
+			st.state.Store(true)
+			select {
+			case st.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
 // observe wakes streams for what the relay sends its sockets: new rows are
 // reported by fanoutMessages; here a session going inactive (session-end,
 // archive, idle expiry) and a deleted session.

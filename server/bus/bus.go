@@ -17,8 +17,10 @@
 //     8000 bytes, a relay message does not).
 //
 // None of them stores messages for an instance that is not connected: an
-// instance that lost its connection misses what was published meanwhile,
-// and its clients catch up over HTTP as after any reconnection.
+// instance that lost its connection misses what was published meanwhile.
+// Each engine therefore tells its instance (Resumer) when its
+// subscription is back after such a gap, so that the instance catches its
+// clients up from the store.
 package bus
 
 import (
@@ -43,6 +45,18 @@ type Bus interface {
 	Ready(ctx context.Context) error
 	// Close stops delivering and releases the connection.
 	Close() error
+}
+
+// Resumer is implemented by every engine here. OnResume sets the function
+// called each time the subscription is established again after it was
+// lost (the messages published meanwhile are lost): on the delivery
+// goroutine, after every message that arrived before the loss. With the
+// PostgreSQL and in-process engines it also comes before any message that
+// arrived over the new subscription; NATS calls it beside them (its
+// client resubscribes before it reports the reconnection). Call OnResume
+// before Start.
+type Resumer interface {
+	OnResume(fn func())
 }
 
 // MaxMessage bounds one message in bytes (a socket event is at most 1 MB,

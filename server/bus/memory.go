@@ -17,7 +17,7 @@ type Memory struct {
 
 // Join returns a new instance's Bus on m.
 func (m *Memory) Join() Bus {
-	b := &memberBus{hub: m, q: queue.New[[]byte]()}
+	b := &memberBus{hub: m, q: queue.New[memItem]()}
 	m.mu.Lock()
 	if m.members == nil {
 		m.members = map[*memberBus]struct{}{}
@@ -27,11 +27,44 @@ func (m *Memory) Join() Bus {
 	return b
 }
 
+// Cut simulates a lost connection of b (a Bus of m's Join): until Resume,
+// what the others publish does not reach b, and b's own publishes do not
+// reach them; Publish still succeeds, as a publish into a connection
+// about to fail would.
+func (m *Memory) Cut(b Bus) {
+	if mb, ok := b.(*memberBus); ok && mb.hub == m {
+		mb.cut.Store(true)
+	}
+}
+
+// Resume ends b's Cut: b gets the others' messages again and its
+// OnResume function is called, after what b got before the Cut and before
+// anything published from now on.
+func (m *Memory) Resume(b Bus) {
+	mb, ok := b.(*memberBus)
+	if !ok || mb.hub != m {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if mb.cut.Swap(false) {
+		mb.q.Push(memItem{resume: true})
+	}
+}
+
+// memItem is a message, or the mark of a Resume.
+type memItem struct {
+	msg    []byte
+	resume bool
+}
+
 type memberBus struct {
-	hub     *Memory
-	q       *queue.Unbounded[[]byte]
-	once    sync.Once
-	started atomic.Bool
+	hub      *Memory
+	q        *queue.Unbounded[memItem]
+	once     sync.Once
+	started  atomic.Bool
+	cut      atomic.Bool
+	onResume func()
 }
 
 func (b *memberBus) Publish(_ context.Context, msg []byte) error {
@@ -43,19 +76,29 @@ func (b *memberBus) Publish(_ context.Context, msg []byte) error {
 	if _, ok := b.hub.members[b]; !ok {
 		return ErrClosed
 	}
+	if b.cut.Load() {
+		return nil
+	}
 	for o := range b.hub.members {
-		if o != b {
-			o.q.Push(append([]byte(nil), msg...))
+		if o != b && !o.cut.Load() {
+			o.q.Push(memItem{msg: append([]byte(nil), msg...)})
 		}
 	}
 	return nil
 }
 
+func (b *memberBus) OnResume(fn func()) { b.onResume = fn }
+
 func (b *memberBus) Start(deliver func([]byte)) error {
 	b.started.Store(true)
 	go func() {
-		for msg := range b.q.Out() {
-			deliver(msg)
+		for it := range b.q.Out() {
+			switch {
+			case !it.resume:
+				deliver(it.msg)
+			case b.onResume != nil:
+				b.onResume()
+			}
 		}
 	}()
 	return nil

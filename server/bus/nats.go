@@ -21,7 +21,12 @@ type natsBus struct {
 	mu   sync.Mutex
 	sub  *nats.Subscription
 	done chan struct{}
+
+	// onResume is called after the client reconnected (OnResume).
+	onResume func()
 }
+
+func (b *natsBus) OnResume(fn func()) { b.onResume = fn }
 
 // OpenNATS connects to the NATS server at url (nats://host:port, several
 // comma-separated for a cluster; credentials in the URL). It reconnects
@@ -76,11 +81,28 @@ func (b *natsBus) Start(deliver func([]byte)) error {
 	b.sub, b.done = sub, make(chan struct{})
 	done := b.done
 	b.mu.Unlock()
+	// The client reports a reconnection on its own goroutine, after it
+	// subscribed again: the delivery goroutine first delivers what is
+	// waiting, then calls onResume.
+	resumed := make(chan struct{}, 1)
+	if b.onResume != nil {
+		b.nc.SetReconnectHandler(func(*nats.Conn) {
+			select {
+			case resumed <- struct{}{}:
+			default:
+			}
+		})
+	}
 	go func() {
 		for {
 			select {
 			case m := <-ch:
 				deliver(m.Data)
+			case <-resumed:
+				for n := len(ch); n > 0; n-- {
+					deliver((<-ch).Data)
+				}
+				b.onResume()
 			case <-done:
 				return
 			}

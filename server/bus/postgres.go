@@ -53,7 +53,15 @@ type pgBus struct {
 
 	listening atomic.Bool
 	lastErr   atomic.Pointer[string]
+
+	// onResume is called after the LISTEN connection was made again
+	// (OnResume).
+	onResume func()
 }
+
+// resumeMark is the id the listener passes on when its LISTEN is back
+// after a loss (row ids start at 1).
+const resumeMark = 0
 
 // OpenPostgres connects to the database at url (a libpq URL, usually the
 // relay's own --db), creates the bus table when missing, and returns the
@@ -108,6 +116,8 @@ func (b *pgBus) Publish(ctx context.Context, msg []byte) error {
 	return nil
 }
 
+func (b *pgBus) OnResume(fn func()) { b.onResume = fn }
+
 func (b *pgBus) Start(deliver func([]byte)) error {
 	ids := make(chan int64, 65536)
 	b.wg.Add(3)
@@ -122,8 +132,8 @@ func (b *pgBus) Start(deliver func([]byte)) error {
 func (b *pgBus) listen(ids chan<- int64) {
 	defer b.wg.Done()
 	defer close(ids)
-	for b.ctx.Err() == nil {
-		err := b.listenOnce(ids)
+	for lost := false; b.ctx.Err() == nil; lost = true {
+		err := b.listenOnce(ids, lost)
 		b.listening.Store(false)
 		if b.ctx.Err() != nil {
 			return
@@ -138,7 +148,10 @@ func (b *pgBus) listen(ids chan<- int64) {
 	}
 }
 
-func (b *pgBus) listenOnce(ids chan<- int64) error {
+// listenOnce runs one LISTEN connection; after a lost one (lost), it
+// passes resumeMark on once it listens, before any notification of the
+// new connection.
+func (b *pgBus) listenOnce(ids chan<- int64, lost bool) error {
 	conn, err := pgx.Connect(b.ctx, b.url)
 	if err != nil {
 		return err
@@ -149,6 +162,13 @@ func (b *pgBus) listenOnce(ids chan<- int64) error {
 	}
 	b.listening.Store(true)
 	b.lastErr.Store(nil)
+	if lost {
+		select {
+		case ids <- resumeMark:
+		case <-b.ctx.Done():
+			return b.ctx.Err()
+		}
+	}
 	for {
 		n, err := conn.WaitForNotification(b.ctx)
 		if err != nil {
@@ -171,17 +191,26 @@ func (b *pgBus) listenOnce(ids chan<- int64) error {
 }
 
 // read takes the ids waiting (up to 512 at a time), reads their rows in
-// one query and delivers them in notification order.
+// one query and delivers them in notification order; a resumeMark calls
+// onResume after the ids before it.
 func (b *pgBus) read(ids <-chan int64, deliver func([]byte)) {
 	defer b.wg.Done()
 	batch := make([]int64, 0, 512)
 	for id := range ids {
-		batch = append(batch[:0], id)
+		resumed := id == resumeMark
+		batch = batch[:0]
+		if !resumed {
+			batch = append(batch, id)
+		}
 	more:
-		for len(batch) < cap(batch) {
+		for !resumed && len(batch) < cap(batch) {
 			select {
 			case id, ok := <-ids:
 				if !ok {
+					break more
+				}
+				if id == resumeMark {
+					resumed = true
 					break more
 				}
 				batch = append(batch, id)
@@ -189,18 +218,35 @@ func (b *pgBus) read(ids <-chan int64, deliver func([]byte)) {
 				break more
 			}
 		}
-		bodies, err := b.fetch(batch)
-		if err != nil {
-			msg := err.Error()
-			b.lastErr.Store(&msg)
-			continue
+		if !b.deliverBatch(batch, deliver) {
+			// The batch's rows could not be read: lost as in a gap.
+			resumed = true
 		}
-		for _, id := range batch {
-			if body, ok := bodies[id]; ok {
-				deliver(body)
-			}
+		if resumed && b.onResume != nil {
+			b.onResume()
 		}
 	}
+}
+
+// deliverBatch reads the rows of ids and delivers them in that order. It
+// reports false when the rows could not be read (the database stayed away
+// for the fetch's retries) and the batch is lost.
+func (b *pgBus) deliverBatch(batch []int64, deliver func([]byte)) bool {
+	if len(batch) == 0 {
+		return true
+	}
+	bodies, err := b.fetch(batch)
+	if err != nil {
+		msg := err.Error()
+		b.lastErr.Store(&msg)
+		return b.ctx.Err() != nil
+	}
+	for _, id := range batch {
+		if body, ok := bodies[id]; ok {
+			deliver(body)
+		}
+	}
+	return true
 }
 
 func (b *pgBus) fetch(ids []int64) (map[int64][]byte, error) {
