@@ -7,7 +7,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/happy-dev/happy/adapters/codex"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -66,5 +68,21 @@ func TestDoctorSessionLine(t *testing.T) {
 	if code, out, stderr := runHappy(t, env, "doctor", "nosuch", "--events", m[1]); code != exitFailed || out != "" ||
 		stderr != "happy: session nosuch: no running happy on this machine serves the session's status; a session started in a terminal serves its status only with --events-listen ADDR (then: happy doctor nosuch --events ADDR)\n" {
 		t.Fatalf("doctor of an unknown session = %d %q %q", code, out, stderr)
+	}
+}
+
+// Codex's lost-turn-end check comes before the idle watch would interrupt
+// the turn: at half the idle timeout when that is under its default.
+func TestCodexTurnCheck(t *testing.T) {
+	for _, c := range []struct{ idle, want time.Duration }{
+		{0, codex.DefaultTurnCheck},
+		{time.Hour, codex.DefaultTurnCheck},
+		{10 * time.Minute, codex.DefaultTurnCheck},
+		{2 * time.Minute, time.Minute},
+		{time.Nanosecond, time.Millisecond},
+	} {
+		if got := turnCheck(c.idle); got != c.want {
+			t.Errorf("turnCheck(%s) = %s, want %s", c.idle, got, c.want)
+		}
 	}
 }
