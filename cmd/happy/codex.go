@@ -105,6 +105,9 @@ func runCodex(parent context.Context, f *factory, o *codexOptions) error {
 	if err := o.checkStartFlags(); err != nil {
 		return err
 	}
+	if o.recover {
+		return &usageError{err: errors.New("--recover is not available for codex yet: the runner's idle watch interrupts a silent codex turn")}
+	}
 	if err := o.checkRuleFlags(); err != nil {
 		return err
 	}
