@@ -96,8 +96,8 @@ type SessionOptions struct {
 	// CanRecover says whether Recover can work now (session.Options.CanRecover).
 	CanRecover func() error
 	Rules      []mapper.PermissionRule
-	StartedBy   string // "terminal" | "daemon" (anything else is written as terminal)
-	ProviderID  string // "anthropic", "openai", …
+	StartedBy  string // "terminal" | "daemon" (anything else is written as terminal)
+	ProviderID string // "anthropic", "openai", …
 	// OnCreated is called once the relay session exists, with its id.
 	OnCreated func(id string)
 	// WaitCreated, when positive, bounds a wait for the relay session to
