@@ -26,20 +26,53 @@ func ProviderSessionField(flavor string) string {
 	return "acpSessionId"
 }
 
-// providerSessionWatcher returns the runner's OnEvent that writes the
-// agent's own session id (what it resumes with) to the metadata each time
-// the root session's changes.
-func providerSessionWatcher(flavor string, w *metaWriter) func(agent.Event) {
-	field, last := ProviderSessionField(flavor), ""
-	return func(ev agent.Event) {
-		si, ok := ev.(*agent.SessionInfo)
-		if !ok || si.Session != "" || si.ProviderSessionID == "" || si.ProviderSessionID == last {
-			return
-		}
-		last = si.ProviderSessionID
-		b, _ := json.Marshal(si.ProviderSessionID)
-		w.set(map[string]json.RawMessage{field: b})
+// providerSessions follows the agent's own session id (what it resumes
+// with) and writes it to the metadata each time the root session's
+// changes.
+type providerSessions struct {
+	field, last string
+	w           *metaWriter
+}
+
+// providerSessionWatcher returns the watcher of flavor's session id; its
+// observe is the runner's OnEvent (on the runner goroutine, which also
+// reads last).
+func providerSessionWatcher(flavor string, w *metaWriter) *providerSessions {
+	return &providerSessions{field: ProviderSessionField(flavor), w: w}
+}
+
+func (p *providerSessions) observe(ev agent.Event) {
+	si, ok := ev.(*agent.SessionInfo)
+	if !ok || si.Session != "" || si.ProviderSessionID == "" || si.ProviderSessionID == p.last {
+		return
 	}
+	p.last = si.ProviderSessionID
+	b, _ := json.Marshal(si.ProviderSessionID)
+	p.w.set(map[string]json.RawMessage{p.field: b})
+}
+
+// restartAgent is the runner's Recover: it closes the hung agent old (the
+// agent itself when the caller of RunSession closes it otherwise: closing
+// twice is harmless) and starts a new one with start, resuming id; the new
+// agent is added to started, for the run's end to close. Errors: no id
+// known yet, or start's.
+func restartAgent(ctx context.Context, env Env, old agent.Agent, id string, start func(context.Context, string) (agent.Agent, error), started *[]agent.Agent) (agent.Agent, error) {
+	if cc, ok := old.(callerCloses); ok {
+		old = cc.Agent
+	}
+	if err := old.Close(); err != nil {
+		env.Log.Warn().Err(err).Msg("close the hung agent")
+	}
+	if id == "" {
+		return nil, errors.New("the agent never reported its session id, so it cannot be resumed")
+	}
+	env.Log.Warn().Str("providerSessionId", id).Msg("restarting the hung agent in its own session")
+	ag, err := start(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	*started = append(*started, ag)
+	return ag, nil
 }
 
 // Resume is what a run needs to continue a session in place (SessionOptions
@@ -49,6 +82,8 @@ type Resume struct {
 	Tag           string
 	Title         string
 	FirstPosition uint64
+	// ProviderSessionID is the agent's own session id the run resumes.
+	ProviderSessionID string
 }
 
 // ResumeTarget is an ended session happy can continue.
@@ -104,6 +139,6 @@ func PrepareResume(ctx context.Context, conn *Conn, ref string, now time.Time) (
 	if o.Metadata.Summary != nil && o.Metadata.Summary.Text != "" {
 		title = o.Metadata.Summary.Text
 	}
-	t.Resume = Resume{Tag: tag, Title: title, FirstPosition: rb.NextPosition()}
+	t.Resume = Resume{Tag: tag, Title: title, FirstPosition: rb.NextPosition(), ProviderSessionID: t.ProviderSessionID}
 	return t, nil
 }

@@ -86,9 +86,18 @@ type SessionOptions struct {
 	// while no tool runs and nobody is asked (session.Options.IdleTimeout;
 	// 0 off).
 	IdleTimeout time.Duration
-	Rules       []mapper.PermissionRule
-	StartedBy   string // "terminal" | "daemon" (anything else is written as terminal)
-	ProviderID  string // "anthropic", "openai", …
+	// Recover, when set, restarts a hung agent in its own session when
+	// the idle watch trips (--recover; session.Options.Recover): the
+	// replaced agent is closed, then Recover starts one that resumes the
+	// agent's own session id (the one the metadata records:
+	// claudeSessionId, codexThreadId, acpSessionId). The agent it returns
+	// is closed when the run ends.
+	Recover func(ctx context.Context, providerSessionID string) (agent.Agent, error)
+	// CanRecover says whether Recover can work now (session.Options.CanRecover).
+	CanRecover func() error
+	Rules      []mapper.PermissionRule
+	StartedBy  string // "terminal" | "daemon" (anything else is written as terminal)
+	ProviderID string // "anthropic", "openai", …
 	// OnCreated is called once the relay session exists, with its id.
 	OnCreated func(id string)
 	// WaitCreated, when positive, bounds a wait for the relay session to
@@ -223,6 +232,7 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 		return res, err
 	}
 	defer ag.Close()
+	var recovered []agent.Agent // agents Recover started, closed at the end
 
 	rcfg := mapper.Config{SessionID: tag, ProjectID: opts.Dir, Directory: opts.Dir,
 		Agent: "build", ProviderID: opts.ProviderID, Rules: opts.Rules, Source: opts.Flavor}
@@ -272,11 +282,27 @@ func RunSessionWith(ctx context.Context, env Env, conn *Conn, opts SessionOption
 			opts.OnWaiting(callID)
 		}
 	}
+	ids := providerSessionWatcher(opts.Flavor, lc.meta)
+	if opts.Resume != nil {
+		ids.last = opts.Resume.ProviderSessionID
+	}
+	var recoverAgent func(context.Context, agent.Agent) (agent.Agent, error)
+	if opts.Recover != nil {
+		recoverAgent = func(ctx context.Context, old agent.Agent) (agent.Agent, error) {
+			return restartAgent(ctx, env, old, ids.last, opts.Recover, &recovered)
+		}
+	}
+	defer func() {
+		for _, a := range recovered {
+			_ = a.Close()
+		}
+	}()
 	runner := session.NewRunner(session.Options{
 		Agent: ag, Reducer: red, Sink: sink, Rules: opts.Rules,
 		PermissionTimeout: opts.PermissionTimeout, OneShot: opts.OneShot, IdleTimeout: opts.IdleTimeout,
+		Recover: recoverAgent, CanRecover: opts.CanRecover,
 		Log: env.Log, OnBus: onBus, Now: env.Now, OnActivity: onActivity,
-		OnEvent: providerSessionWatcher(opts.Flavor, lc.meta), OnWaiting: onWaiting,
+		OnEvent: ids.observe, OnWaiting: onWaiting,
 		Attachments: newBlobStore(conn.API, sess), OnFlushFailing: outboxNotice(env.Stderr),
 	})
 

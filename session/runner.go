@@ -46,6 +46,9 @@ type ControlPrompt struct {
 	// the agent (PromptReader): each is recorded, and the agent reads a
 	// note for it after the prompt's text.
 	Dropped []agent.Dropped
+	// recovery marks RecoverPrompt (Options.Recover): it does not start
+	// the count of recoveries again.
+	recovery bool
 }
 
 // ControlAnswer answers a blocked permission.
@@ -130,6 +133,25 @@ type Options struct {
 	// message gets the error IdleNote (docs/ARCHITECTURE.md, section
 	// "Stalled agents"). 0 turns the watch off.
 	IdleTimeout time.Duration
+	// Recover, when set, restarts a hung agent in place (--recover): when
+	// the idle watch trips, the runner stops reading the old agent's
+	// events, settles what is open (the turn ends interrupted, waiting
+	// tools are rejected), calls Recover with the old agent (Recover stops
+	// it and starts a new one that resumes the agent's own session), then
+	// reads the new agent's events and sends it RecoverPrompt, recorded as
+	// a user message so every device sees it. A turn is recovered at most
+	// RecoverMax times (a person's prompt starts the count again); after
+	// that the silent agent is interrupted as without Recover. An error of
+	// Recover is written on the transcript and ends the run as an agent
+	// exit. Nil: a silent agent is interrupted only.
+	Recover func(ctx context.Context, old agent.Agent) (agent.Agent, error)
+	// CanRecover, when set, says whether Recover can work now (nil) or why
+	// not (e.g. an agent that can resume no session): the silent agent is
+	// then interrupted and the reason written on the transcript.
+	CanRecover func() error
+	// RecoverMax bounds the recoveries of one turn; DefaultRecoverMax
+	// when 0.
+	RecoverMax int
 	// OnEvent, when set, sees every agent event before it is applied (on
 	// the runner goroutine; it must not block), e.g. to record the agent's
 	// own session id for a later resume.
@@ -164,6 +186,8 @@ type Result struct {
 	// IdleInterrupts counts the turns the idle watch interrupted
 	// (Options.IdleTimeout).
 	IdleInterrupts int
+	// Recoveries counts the agents restarted by Options.Recover.
+	Recoveries int
 }
 
 // pending is a tool waiting for a person.
@@ -229,6 +253,11 @@ type Runner struct {
 	// idleTripped is set once it interrupted, until the agent speaks.
 	idleOn, idleTripped bool
 	quietFrom           time.Time
+	// events is the current agent's event channel (Options.Recover
+	// replaces the agent).
+	events <-chan agent.Event
+	// recoveries counts the recoveries since a person's last prompt.
+	recoveries int
 	// lastAgent is the time of the agent's last event (Unix ns; 0 none),
 	// read by Status from other goroutines.
 	lastAgent atomic.Int64
@@ -270,7 +299,7 @@ func (r *Runner) Control(ctx context.Context, c Control) error {
 // is returned with the result.
 func (r *Runner) Run(ctx context.Context) (Result, error) {
 	r.base = context.WithoutCancel(ctx)
-	events := r.opts.Agent.Events()
+	r.events = r.opts.Agent.Events()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -284,7 +313,7 @@ func (r *Runner) Run(ctx context.Context) (Result, error) {
 		// input, so a prompt is recorded after what the agent said first
 		// (e.g. the model it announced at start).
 		select {
-		case ev, ok := <-events:
+		case ev, ok := <-r.events:
 			if done, res, err := r.agentOrExit(ctx, ev, ok); done {
 				return res, err
 			}
@@ -297,7 +326,7 @@ func (r *Runner) Run(ctx context.Context) (Result, error) {
 		r.flushDue(ctx)
 		r.armTimer(timer)
 		select {
-		case ev, ok := <-events:
+		case ev, ok := <-r.events:
 			if done, res, err := r.agentOrExit(ctx, ev, ok); done {
 				return res, err
 			}
@@ -309,7 +338,11 @@ func (r *Runner) Run(ctx context.Context) (Result, error) {
 		case <-timer.C:
 			r.expirePending()
 			r.watchIdle() // a permission that expired resumes the clock
-			r.checkIdle()
+			if r.checkIdle() && !r.recover(ctx) {
+				if done, res, err := r.agentOrExit(ctx, nil, false); done {
+					return res, err
+				}
+			}
 			r.flushDue(ctx)
 		case <-ctx.Done():
 			r.abortTurn(context.WithoutCancel(ctx), agent.ReasonCancelled)
@@ -796,6 +829,9 @@ func (r *Runner) sendPrompt(ctx context.Context, c ControlPrompt) error {
 			notes = append(notes, fileNote(d))
 		}
 		p.Text = strings.Join(notes, "\n\n")
+	}
+	if !c.recovery {
+		r.recoveries = 0
 	}
 	if err := r.opts.Agent.Prompt(ctx, p); err != nil {
 		if errors.Is(err, agent.ErrUnsupportedInput) {

@@ -2,6 +2,7 @@ package session
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -14,6 +15,26 @@ import (
 // when the idle watch interrupts a silent agent (docs/ARCHITECTURE.md,
 // section "Stalled agents"); %s is the timeout as time.Duration prints it.
 const IdleNote = "the agent sent nothing for %s: interrupted"
+
+// What the idle watch writes with Options.Recover (docs/ARCHITECTURE.md,
+// section "Stalled agents").
+const (
+	// RecoverNote replaces IdleNote when the agent is restarted: the
+	// timeout, the recovery's number and RecoverMax.
+	RecoverNote = "the agent sent nothing for %s: restarted it in its own session (recovery %d of %d)"
+	// GiveUpNote follows IdleNote when the turn was recovered RecoverMax
+	// times already.
+	GiveUpNote = "; not restarted again: recovered %d times already"
+	// NoRecoverNote follows IdleNote when CanRecover said no (its reason).
+	NoRecoverNote = "; it cannot be restarted: %v"
+	// RecoverFailedNote is the error written when the restart failed.
+	RecoverFailedNote = "the agent could not be restarted: %v"
+	// RecoverPrompt is the prompt the restarted agent is sent (recorded
+	// as the user's, so every device sees what it was told).
+	RecoverPrompt = "continue"
+	// DefaultRecoverMax is Options.RecoverMax's default.
+	DefaultRecoverMax = 2
+)
 
 // Status is what a running session is doing, as Runner.Status sees it
 // (happy doctor SESSION prints it in one line). Times are the runner's
@@ -139,24 +160,87 @@ func (r *Runner) sawAgent() {
 	r.quietFrom, r.idleTripped = now, false
 }
 
-// checkIdle interrupts the turn when the agent stayed silent past the idle
-// timeout: the transcript says why (an error on the turn's assistant
-// message, IdleNote), so every device sees it, and the log says it too.
-func (r *Runner) checkIdle() {
+// checkIdle acts when the agent stayed silent past the idle timeout: the
+// transcript says why (an error on the turn's assistant message, IdleNote
+// and what was done), so every device sees it, and the log says it too.
+// The agent is interrupted, unless it is to be restarted (Options.Recover):
+// then checkIdle reports true and the caller recovers.
+func (r *Runner) checkIdle() (recover bool) {
 	due, ok := r.idleDeadline()
 	if !ok || r.opts.Now().Before(due) {
-		return
+		return false
 	}
 	r.idleTripped = true
 	r.result.IdleInterrupts++
 	why := fmt.Sprintf(IdleNote, r.opts.IdleTimeout)
+	if r.opts.Recover != nil {
+		limit := cmp.Or(r.opts.RecoverMax, DefaultRecoverMax)
+		var cannot error
+		if r.opts.CanRecover != nil {
+			cannot = r.opts.CanRecover()
+		}
+		switch {
+		case cannot != nil:
+			why += fmt.Sprintf(NoRecoverNote, cannot)
+		case r.recoveries >= limit:
+			why += fmt.Sprintf(GiveUpNote, limit)
+		default:
+			r.recoveries++
+			recover = true
+			why = fmt.Sprintf(RecoverNote, r.opts.IdleTimeout, r.recoveries, limit)
+		}
+	}
 	r.opts.Log.Warn().Dur("idleTimeout", r.opts.IdleTimeout).Time("lastAgentEvent", time.Unix(0, r.lastAgent.Load())).Msg(why)
 	r.apply(&agent.AgentError{EventBase: agent.EventBase{Time: r.opts.Now().UnixMilli()}, Text: why, Kind: agent.ErrorInternal})
+	if recover {
+		return true
+	}
 	ictx, cancel := r.answerCtx()
 	defer cancel()
 	if err := r.opts.Agent.Interrupt(ictx); err != nil {
 		r.opts.Log.Warn().Err(err).Msg("interrupt the silent agent")
 	}
+	return false
+}
+
+// recover replaces the silent agent (Options.Recover): what is open is
+// settled (the turn ends interrupted, waiting tools are rejected, the old
+// agent's events are no longer read), the new agent's events are read from
+// now on, and it is sent RecoverPrompt, recorded like any prompt. It
+// reports false when the agent could not be restarted (written on the
+// transcript): the session has no agent any more.
+func (r *Runner) recover(ctx context.Context) bool {
+	old, oldEvents := r.opts.Agent, r.events
+	// The old agent may still deliver events (its Close waits for them to
+	// be read): they are read and dropped, never applied.
+	go func() {
+		for range oldEvents {
+			continue
+		}
+	}()
+	r.settleAllPending(agent.ReasonCancelled, false)
+	clear(r.childTurns)
+	if r.inTurn || r.starting {
+		r.apply(&agent.TurnEnded{EventBase: agent.EventBase{Time: r.opts.Now().UnixMilli()}, Reason: agent.TurnInterrupted})
+	}
+	r.inTurn, r.starting = false, false
+	r.lost = nil
+	ag, err := r.opts.Recover(r.base, old)
+	if err != nil {
+		why := fmt.Sprintf(RecoverFailedNote, err)
+		r.opts.Log.Error().Err(err).Msg("restart the silent agent")
+		r.result.TurnError = why
+		r.apply(&agent.AgentError{EventBase: agent.EventBase{Time: r.opts.Now().UnixMilli()}, Text: why, Kind: agent.ErrorInternal})
+		return false
+	}
+	r.result.Recoveries++
+	r.opts.Agent, r.events = ag, ag.Events()
+	r.quietFrom, r.idleTripped, r.idleOn = r.opts.Now(), false, false
+	c := ControlPrompt{Prompt: agent.Prompt{Text: RecoverPrompt}, Key: fmt.Sprintf("recover-%d", r.result.Recoveries), recovery: true}
+	if err := r.sendPrompt(ctx, c); err != nil {
+		r.opts.Log.Warn().Err(err).Msg("send the recovery prompt")
+	}
+	return true
 }
 
 // publishStatus copies the session's state into the snapshot Status

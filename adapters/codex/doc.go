@@ -26,15 +26,16 @@
 //
 // Turns never overlap and always end. A prompt sent during a turn waits in
 // a queue. A turn ends with Codex's turn/completed (or task_complete /
-// turn_aborted); if its thread stays silent for Options.IdleTimeout (the
-// window restarts with every notification of the thread or its
-// sub-agents, and is suspended while an approval waits) the client asks
-// thread/read and ends the turn from the answer (regression B13/B16); after
-// two silent windows with the turn still in progress it sends
-// turn/interrupt, and gives the turn up InterruptGrace later, recording a
-// note so that a replay ends it too. A sub-agent thread's turn/completed
-// never ends the main turn. Codex exiting ends every open turn
-// (agent-exited).
+// turn_aborted); on app-server, if its thread stays silent for
+// Options.TurnCheck (the window restarts with every notification of the
+// thread or its sub-agents, and is suspended while an approval waits) the
+// client asks thread/read whether the turn ended unheard and ends it from
+// the answer (regression B13/B16), asking again after each further
+// silence. The client never interrupts a silent turn: that is the session
+// runner's idle watch. An interrupted turn that Codex does not end is given
+// up InterruptGrace later, with a note so that a replay ends it too. A
+// sub-agent thread's turn/completed never ends the main turn. Codex
+// exiting ends every open turn (agent-exited).
 //
 // Approvals. item/commandExecution/requestApproval,
 // item/fileChange/requestApproval and the legacy execCommandApproval /

@@ -76,7 +76,7 @@ func (m PermissionMode) Policy() (approval, sandbox string) {
 
 // Defaults of Options.
 const (
-	DefaultIdleTimeout    = 5 * time.Minute
+	DefaultTurnCheck      = 5 * time.Minute
 	DefaultInterruptGrace = 30 * time.Second
 )
 
@@ -106,11 +106,15 @@ type Options struct {
 	Model string
 	// ResumeThreadID continues an existing thread instead of starting one.
 	ResumeThreadID string
-	// IdleTimeout is how long a turn may stay silent (no notification of
-	// its thread or its sub-agents) before happy asks Codex for the
-	// thread's state (app-server) or interrupts it (mcp-server); it is
-	// suspended while an approval is pending. 0 means DefaultIdleTimeout.
-	IdleTimeout time.Duration
+	// TurnCheck is how long a turn may stay silent (no notification of
+	// its thread or its sub-agents; suspended while an approval is
+	// pending) before app-server is asked (thread/read) whether the
+	// turn's turn/completed was lost, and again after each further
+	// silence as long as the turn is in progress; 0 means
+	// DefaultTurnCheck. mcp-server cannot be asked: it has no check.
+	// Neither protocol interrupts a silent turn on its own: the session
+	// runner's idle watch does (session.Options.IdleTimeout).
+	TurnCheck time.Duration
 	// InterruptGrace is how long happy waits for a turn to end after it
 	// interrupted it before giving it up; 0 means DefaultInterruptGrace.
 	InterruptGrace time.Duration
@@ -125,8 +129,8 @@ func (o *Options) Defaults() {
 	if o.Mode == "" {
 		o.Mode = ModeDefault
 	}
-	if o.IdleTimeout <= 0 {
-		o.IdleTimeout = DefaultIdleTimeout
+	if o.TurnCheck <= 0 {
+		o.TurnCheck = DefaultTurnCheck
 	}
 	if o.InterruptGrace <= 0 {
 		o.InterruptGrace = DefaultInterruptGrace

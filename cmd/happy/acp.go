@@ -14,6 +14,7 @@ import (
 
 	"github.com/happy-dev/happy/adapters/acp"
 	"github.com/happy-dev/happy/adapters/rpcagent"
+	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/app"
 	"github.com/happy-dev/happy/internal/private"
 )
@@ -221,12 +222,30 @@ func runACP(parent context.Context, f *factory, o *agentOptions, ao *acpOptions,
 		}
 		return &exitError{code: exitFailed, err: fmt.Errorf("start %s: %w", p.command[0], err)}
 	}
-	agent := acp.NewAgent(client)
-	defer agent.Close()
+	ag := acp.NewAgent(client)
+	defer ag.Close()
 
 	return runAgentSession(ctx, f, agentSession{
-		env: env, conn: conn, events: es, agent: agent, flags: o,
+		env: env, conn: conn, events: es, agent: ag, flags: o,
 		session: app.SessionOptions{Flavor: p.flavor, Dir: dir, ProviderID: p.providerID, Rules: rules},
 		name:    p.command[0], interrupted: interrupted,
+		restart: func(ctx context.Context, id string) (agent.Agent, error) {
+			// The transcript holds the conversation: a load's replay is
+			// left out of it (HistoryKnown), as for happy resume.
+			ro := opts
+			ro.LoadSessionID, ro.HistoryKnown, ro.Record = id, true, nil
+			c, err := acp.Start(ctx, ro)
+			if err != nil {
+				return nil, err
+			}
+			return acp.NewAgent(c), nil
+		},
+		canRecover: func() error {
+			// What the agent offers is known once it started.
+			if info := client.Info(); !info.LoadSession && !info.Resume {
+				return fmt.Errorf("%s offers neither session/resume nor session/load", p.command[0])
+			}
+			return nil
+		},
 	})
 }

@@ -41,6 +41,12 @@ type agentSession struct {
 	// line is the prompt line of a terminal (nil without one): it reads
 	// the prompts typed, announces waiting tools and prints the notices.
 	line *app.PromptLine
+
+	// restart starts the agent anew resuming its own session id (--recover,
+	// app.SessionOptions.Recover); canRecover, when set, says whether the
+	// running agent can be resumed at all.
+	restart    func(ctx context.Context, providerSessionID string) (agent.Agent, error)
+	canRecover func() error
 }
 
 // runAgentSession runs an agent's session: one turn with -p (its answer
@@ -59,6 +65,9 @@ func runAgentSession(ctx context.Context, f *factory, r agentSession) error {
 	so.Prompt, so.OneShot = o.prompt, oneShot
 	so.PermissionTimeout, so.StartedBy, so.Resume = o.permissionTimeout, o.startedByValue(), o.resumeOpts()
 	so.FlushTimeout, so.Yolo, so.Events, so.IdleTimeout = o.flushTimeout, o.yolo, events(r.events), o.idleTimeout
+	if o.recover {
+		so.Recover, so.CanRecover = r.restart, r.canRecover
+	}
 	if oneShot || !r.quiet {
 		so.OnBus, so.OnWaiting = prog.onBus, prog.waiting
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -27,6 +28,7 @@ import (
 	"github.com/happy-dev/happy/internal/proc"
 	"github.com/happy-dev/happy/localapi"
 	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/session"
 )
 
 // defaultIdleTimeout is --idle-timeout's default: far beyond a long model
@@ -39,7 +41,10 @@ type agentOptions struct {
 	permissionTimeout time.Duration
 	// idleTimeout is --idle-timeout: a turn whose agent stays silent this
 	// long (no tool running, nobody asked) is interrupted; 0 never.
-	idleTimeout      time.Duration
+	idleTimeout time.Duration
+	// recover is --recover: after the idle watch tripped, the agent is
+	// restarted in its own session and sent "continue".
+	recover          bool
 	record           string
 	flushTimeout     time.Duration
 	output           string
@@ -84,6 +89,7 @@ func (o *agentOptions) bind(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&o.prompt, "print", "p", "", "run one turn with this prompt in remote mode, print the final answer and exit")
 	cmd.Flags().DurationVar(&o.permissionTimeout, "permission-timeout", 10*time.Minute, "reject a permission nobody answered after this long (-p mode; 0 waits forever)")
 	cmd.Flags().DurationVar(&o.idleTimeout, "idle-timeout", defaultIdleTimeout, "interrupt a turn whose agent sent nothing for this long while no tool runs and nobody is asked, saying so in the session (0 never)")
+	cmd.Flags().BoolVar(&o.recover, "recover", false, "when --idle-timeout trips, restart the agent in its own session (its resume) and send it \"continue\", saying so in the session; at most "+strconv.Itoa(session.DefaultRecoverMax)+" times per prompt")
 	cmd.Flags().StringVar(&o.record, "record", "", "write a traffic log of the agent's protocol to `FILE` (for happy replay)")
 	cmd.Flags().StringArrayVar(&o.allow, "allow", nil, "permission rule `permission:pattern` to allow (repeatable), e.g. 'bash:git status*'")
 	cmd.Flags().StringArrayVar(&o.deny, "deny", nil, "permission rule `permission:pattern` to deny (repeatable)")
@@ -150,6 +156,9 @@ func (o *agentOptions) checkStartFlags() error {
 	}
 	if o.idleTimeout < 0 {
 		return &usageError{err: fmt.Errorf("--idle-timeout %s: want a duration ≥ 0 (0 never interrupts)", o.idleTimeout)}
+	}
+	if o.recover && o.idleTimeout == 0 {
+		return &usageError{err: errors.New("--recover restarts an agent the idle watch found silent: it needs --idle-timeout above 0")}
 	}
 	if o.startedBy != "terminal" && o.startedBy != "daemon" && o.startedBy != "" {
 		return &usageError{err: fmt.Errorf("--started-by must be terminal or daemon, got %q", o.startedBy)}
@@ -336,6 +345,9 @@ ends the session. This is how the daemon starts Claude sessions.`,
 				return runClaudeRemote(cmd.Context(), f, &o, claudePath, permissionMode)
 			}
 			if o.prompt == "" {
+				if o.recover {
+					return &usageError{err: errors.New("--recover needs -p or --remote: Claude's own terminal UI cannot be restarted in place")}
+				}
 				if err := f.needTerminal("happy claude without -p"); err != nil {
 					return err
 				}
@@ -386,6 +398,7 @@ func runClaudeRemote(parent context.Context, f *factory, o *agentOptions, claude
 		session: app.SessionOptions{Flavor: "claude", Dir: dir, ProviderID: "anthropic", Rules: rules},
 		name:    "claude", interrupted: interrupted,
 		quiet: true, sayEnded: true,
+		restart: restartClaude(so, o.agentArgs, permissionMode),
 	})
 }
 
@@ -473,7 +486,20 @@ func runClaudePrint(parent context.Context, f *factory, o *agentOptions, claudeP
 		env: env, conn: conn, events: es, agent: ag, flags: o,
 		session: app.SessionOptions{Flavor: "claude", Dir: dir, ProviderID: "anthropic", Rules: rules},
 		name:    "claude", interrupted: interrupted,
+		restart: restartClaude(so, o.agentArgs, permissionMode),
 	})
+}
+
+// restartClaude is the start of a Claude in remote mode that resumes its
+// session id (claude --resume ID) with the command's arguments and
+// options: --recover's restart. The traffic log (--record) covers the
+// first Claude only.
+func restartClaude(so sdk.Options, args []string, permissionMode string) func(context.Context, string) (agent.Agent, error) {
+	return func(ctx context.Context, id string) (agent.Agent, error) {
+		so.Args = append([]string{"--resume", id}, args...)
+		so.Record = nil
+		return remote.Start(ctx, remote.Options{SDK: so, PermissionMode: permissionMode})
+	}
 }
 
 // runClaudeInteractive runs Claude in its own terminal UI (local mode),

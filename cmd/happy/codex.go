@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -104,6 +105,9 @@ func runCodex(parent context.Context, f *factory, o *codexOptions) error {
 	if err := o.checkStartFlags(); err != nil {
 		return err
 	}
+	if o.recover {
+		return &usageError{err: errors.New("--recover is not available for codex yet: the runner's idle watch interrupts a silent codex turn")}
+	}
 	if err := o.checkRuleFlags(); err != nil {
 		return err
 	}
@@ -154,8 +158,8 @@ func runCodexSession(parent context.Context, f *factory, o *codexOptions, proto 
 
 	co := codex.Options{
 		Binary: o.codexPath, Args: o.agentArgs, Cwd: dir, Mode: mode,
-		ResumeThreadID: o.resumeID(),
-		Settings:       rpcagent.Settings{ClientName: "happy", ClientVersion: buildinfo.Version, Logger: log},
+		ResumeThreadID: o.resumeID(), TurnCheck: turnCheck(o.idleTimeout),
+		Settings: rpcagent.Settings{ClientName: "happy", ClientVersion: buildinfo.Version, Logger: log},
 	}
 	if o.record != "" {
 		record, err := private.Create(o.record)
@@ -194,6 +198,17 @@ func runCodexSession(parent context.Context, f *factory, o *codexOptions, proto 
 		r.line = &app.PromptLine{In: f.stdin, Out: f.stdout, Err: f.stderr, Agent: "codex", Marker: "codex> "}
 	}
 	return runAgentSession(ctx, f, r)
+}
+
+// turnCheck is how long a Codex turn stays silent before happy asks
+// app-server whether its end was lost: codex.DefaultTurnCheck, or half the
+// idle timeout when that is shorter, so a lost turn-end is found (and the
+// turn ends completed) before the idle watch interrupts the turn.
+func turnCheck(idle time.Duration) time.Duration {
+	if idle > 0 && idle/2 < codex.DefaultTurnCheck {
+		return max(idle/2, time.Millisecond)
+	}
+	return codex.DefaultTurnCheck
 }
 
 // startCodex starts Codex over protocol proto (app-server or mcp) as the

@@ -7,7 +7,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/happy-dev/happy/adapters/codex"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -66,5 +68,83 @@ func TestDoctorSessionLine(t *testing.T) {
 	if code, out, stderr := runHappy(t, env, "doctor", "nosuch", "--events", m[1]); code != exitFailed || out != "" ||
 		stderr != "happy: session nosuch: no running happy on this machine serves the session's status; a session started in a terminal serves its status only with --events-listen ADDR (then: happy doctor nosuch --events ADDR)\n" {
 		t.Fatalf("doctor of an unknown session = %d %q %q", code, out, stderr)
+	}
+}
+
+// Codex's lost-turn-end check comes before the idle watch would interrupt
+// the turn: at half the idle timeout when that is under its default.
+func TestCodexTurnCheck(t *testing.T) {
+	for _, c := range []struct{ idle, want time.Duration }{
+		{0, codex.DefaultTurnCheck},
+		{time.Hour, codex.DefaultTurnCheck},
+		{10 * time.Minute, codex.DefaultTurnCheck},
+		{2 * time.Minute, time.Minute},
+		{time.Nanosecond, time.Millisecond},
+	} {
+		if got := turnCheck(c.idle); got != c.want {
+			t.Errorf("turnCheck(%s) = %s, want %s", c.idle, got, c.want)
+		}
+	}
+}
+
+// With --recover a silent ACP agent is restarted in its own session
+// (session/load, whose replay stays out of the transcript) and sent
+// "continue", which the transcript shows; the turn that follows is the
+// run's answer. An agent that can resume no session is interrupted, the
+// transcript saying why it was not restarted; OpenClaw and an idle watch
+// that is off refuse the flag.
+func TestRecoverRestartsASilentACPAgent(t *testing.T) {
+	env := codexTestEnv(t, nil)
+	bin, dir := fakeACP(t, "load")
+	env["HAPPY_OPENCODE_PATH"] = bin
+	code, stdout, stderr := runHappy(t, env, "opencode", "-p", "hang", "--idle-timeout", "300ms", "--recover")
+	if code != exitOK || stdout != "Answer to continue\n" {
+		t.Fatalf("happy opencode -p --recover = %d %q %q", code, stdout, stderr)
+	}
+	calls, _ := os.ReadFile(dir + "/calls")
+	if string(calls) != "initialize\nsession/new\nsession/prompt\ninitialize\nsession/load\nsession/prompt\n" {
+		t.Fatalf("the agent got %q", calls)
+	}
+	sid := strings.Fields(strings.TrimPrefix(stderr, "happy: session "))[0]
+	_, tr := readSession(t, env, sid)
+	if got := textsOf(tr); strings.Join(got, "|") != "user: hang|assistant: Looking|user: continue|assistant: Answer to continue" {
+		t.Fatalf("transcript %q", got)
+	}
+	var errs []string
+	for _, m := range tr.Messages {
+		if a, ok := m.Info.(*mapper.AssistantMessage); ok && a.Error != nil {
+			errs = append(errs, a.Error.Data.Message)
+		}
+	}
+	if strings.Join(errs, "|") != "the agent sent nothing for 300ms: restarted it in its own session (recovery 1 of 2)" {
+		t.Fatalf("errors %q", errs)
+	}
+
+	bin, dir = fakeACP(t, "none")
+	env["HAPPY_OPENCODE_PATH"] = bin
+	code, _, stderr = runHappy(t, env, "opencode", "-p", "hang", "--idle-timeout", "300ms", "--recover")
+	if code != exitFailed {
+		t.Fatalf("happy opencode -p --recover without resume = %d %q", code, stderr)
+	}
+	if calls, _ := os.ReadFile(dir + "/calls"); string(calls) != "initialize\nsession/new\nsession/prompt\nsession/cancel\n" {
+		t.Fatalf("the agent got %q", calls)
+	}
+	sid = strings.Fields(strings.TrimPrefix(stderr, "happy: session "))[0]
+	_, tr = readSession(t, env, sid)
+	a, _ := tr.Messages[len(tr.Messages)-1].Info.(*mapper.AssistantMessage)
+	if a == nil || a.Error == nil || a.Error.Data.Message != "the agent sent nothing for 300ms: interrupted; it cannot be restarted: "+bin+" offers neither session/resume nor session/load" {
+		t.Fatalf("last message %+v", tr.Messages[len(tr.Messages)-1].Info)
+	}
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"opencode", "-p", "hi", "--recover", "--idle-timeout", "0"}, "happy: --recover restarts an agent the idle watch found silent: it needs --idle-timeout above 0\n"},
+		{[]string{"openclaw", "-p", "hi", "--recover"}, "happy: --recover restarts the agent in its own session, and OpenClaw has no resume\n"},
+	} {
+		if code, _, stderr := runHappy(t, env, tc.args...); code != exitUsage || stderr != tc.want {
+			t.Errorf("happy %v = %d %q, want %q", tc.args, code, stderr, tc.want)
+		}
 	}
 }

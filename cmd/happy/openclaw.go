@@ -67,6 +67,9 @@ then ends with exit 1, saying so on stderr.`,
 			if err := o.checkFlags(cmd); err != nil {
 				return err
 			}
+			if o.recover {
+				return &usageError{err: errors.New("--recover restarts the agent in its own session, and OpenClaw has no resume")}
+			}
 			gatewayFrom := "--gateway"
 			if oo.gateway == "" {
 				oo.gateway = f.getenv("OPENCLAW_GATEWAY_URL")

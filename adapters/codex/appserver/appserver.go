@@ -7,13 +7,15 @@
 // events).
 //
 // Turns never overlap and always end: by Codex's turn/completed; after a
-// silence of Options.IdleTimeout (restarted by every notification of the
+// silence of Options.TurnCheck (restarted by every notification of the
 // thread or its sub-agents, suspended while an approval waits) by
-// thread/read telling the turn is over (regressions B13/B16); after two
-// silent windows with the turn still in progress by turn/interrupt, and
-// InterruptGrace later by giving the turn up (a note in the traffic ends it
-// in a replay too); or by Codex exiting (agent-exited). A sub-agent
-// thread's turn/completed never ends the main turn.
+// thread/read telling the turn is over (regressions B13/B16), asked again
+// after every further silence; after an Interrupt (a person, or the
+// session runner's idle watch: the client never interrupts on its own) by
+// turn/interrupt, and InterruptGrace later by giving the turn up (a note
+// in the traffic ends it in a replay too); or by Codex exiting
+// (agent-exited). A sub-agent thread's turn/completed never ends the main
+// turn.
 package appserver
 
 import (
@@ -220,40 +222,17 @@ func (c *Client) Abandon(n int, reason string) {
 	c.S.EndTurn(n)
 }
 
-// idle runs when turn n stayed silent for IdleTimeout: happy asks Codex
+// idle runs when turn n stayed silent for TurnCheck: happy asks Codex
 // what became of the turn (B13/B16: turn/completed lost) and ends it from
-// the answer; a turn still in progress after two silent windows is
-// interrupted.
-func (c *Client) idle(n, strikes int) {
-	ctx := context.Background()
+// the answer. A turn still in progress, one whose id is not known yet, or
+// a failed thread/read is checked again after the next silence: a turn
+// is never interrupted here, for silence is the session runner's to
+// judge (its idle watch, docs/ARCHITECTURE.md "Stalled agents").
+func (c *Client) idle(n, _ int) {
 	c.mu.Lock()
 	turn := c.turnID
 	c.mu.Unlock()
-	if turn == "" {
-		_ = c.S.Interrupt(ctx, "no activity for "+c.Opts.IdleTimeout.String())
-		return
-	}
-	var res struct {
-		Thread struct {
-			Turns []struct {
-				ID     string `json:"id"`
-				Status string `json:"status"`
-			} `json:"turns"`
-		} `json:"thread"`
-	}
-	if err := c.S.Call(ctx, "thread/read", map[string]any{"threadId": c.ThreadID(), "includeTurns": true}, &res); err != nil {
-		c.S.Logger().Warn().Err(err).Str("turn", turn).Msg("reconcile turn with thread/read")
-		_ = c.S.Interrupt(ctx, "no activity and thread/read failed")
-		return
-	}
-	for _, t := range res.Thread.Turns {
-		if t.ID == turn && t.Status != "inProgress" {
-			c.turnDone(turn) // the decoder has ended it from the same response
-			return
-		}
-	}
-	if strikes >= 2 {
-		_ = c.S.Interrupt(ctx, "turn still in progress after two silent windows")
+	if turn != "" && c.turnLost(turn) {
 		return
 	}
 	c.mu.Lock()
@@ -262,6 +241,31 @@ func (c *Client) idle(n, strikes int) {
 	if same {
 		c.S.IdleAgain(n)
 	}
+}
+
+// turnLost asks Codex (thread/read) whether turn ended without happy
+// hearing of it, and if so ends it (the decoder has ended it from the same
+// response) and reports true.
+func (c *Client) turnLost(turn string) bool {
+	var res struct {
+		Thread struct {
+			Turns []struct {
+				ID     string `json:"id"`
+				Status string `json:"status"`
+			} `json:"turns"`
+		} `json:"thread"`
+	}
+	if err := c.S.Call(context.Background(), "thread/read", map[string]any{"threadId": c.ThreadID(), "includeTurns": true}, &res); err != nil {
+		c.S.Logger().Warn().Err(err).Str("turn", turn).Msg("reconcile turn with thread/read")
+		return false
+	}
+	for _, t := range res.Thread.Turns {
+		if t.ID == turn && t.Status != "inProgress" {
+			c.turnDone(turn)
+			return true
+		}
+	}
+	return false
 }
 
 // params are the members of Codex's notifications and requests the client

@@ -94,7 +94,7 @@ func TestTurnLifecycleB16(t *testing.T) {
 			f.Send(`{"method":"turn/completed","params":{"threadId":"th1","turn":{"id":"tu2","items":[],"status":"completed"}}}`)
 		}()
 
-		c, err := connect(ctx, rwc, codex.Options{IdleTimeout: 120 * time.Second, InterruptGrace: 30 * time.Second})
+		c, err := connect(ctx, rwc, codex.Options{TurnCheck: 120 * time.Second, InterruptGrace: 30 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,43 +161,52 @@ func TestTurnLifecycleB16(t *testing.T) {
 	})
 }
 
-// TestTurnGivenUp: a turn that stays silent while thread/read keeps
-// saying inProgress is interrupted after two idle windows, and given up
-// InterruptGrace later when Codex does not end it; the queued prompt then
-// starts (never two turns at once).
-func TestTurnGivenUp(t *testing.T) {
+// TestSilentTurnNeverInterrupted: the client only checks a silent turn
+// (thread/read after each silent window, while Codex says inProgress); it
+// never interrupts it, however long the silence: that is the session
+// runner's idle watch. When something interrupts it (the runner, a
+// person) and Codex does not confirm, the turn is given up InterruptGrace
+// later and the queued prompt starts (never two turns at once).
+func TestSilentTurnNeverInterrupted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rwc, f := codextest.Pipe(t)
 		ctx := context.Background()
-		script := make(chan struct{})
+		script, checked := make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(script)
 			f.AppServerHandshake()
 			f.Expect("turn/start")
 			f.Send(`{"id":3,"result":{"turn":{"id":"tu1","items":[],"status":"inProgress"}}}`)
 			f.Send(`{"method":"turn/started","params":{"threadId":"th1","turn":{"id":"tu1","items":[],"status":"inProgress"}}}`)
-			f.Expect("thread/read")
-			f.Send(`{"id":4,"result":{"thread":{"id":"th1","turns":[{"id":"tu1","status":"inProgress","items":[]}]}}}`)
-			f.Expect("thread/read")
-			if f.Elapsed() != 120*time.Second {
-				t.Errorf("second thread/read at %s, want 120s", f.Elapsed())
+			// An hour of silence: a thread/read every window, nothing else.
+			for i := 1; i <= 60; i++ {
+				m := f.Expect("thread/read")
+				if f.Elapsed() != time.Duration(i)*time.Minute {
+					t.Errorf("thread/read %d at %s, want %dm", i, f.Elapsed(), i)
+				}
+				if string(m["params"]) != `{"includeTurns":true,"threadId":"th1"}` {
+					t.Errorf("thread/read params %s", m["params"])
+				}
+				f.Send(`{"id":%d,"result":{"thread":{"id":"th1","turns":[{"id":"tu1","status":"inProgress","items":[]}]}}}`, 3+i)
 			}
-			f.Send(`{"id":5,"result":{"thread":{"id":"th1","turns":[{"id":"tu1","status":"inProgress","items":[]}]}}}`)
+			synctest.Wait()
+			f.Quiet()
+			close(checked)
 			m := f.Expect("turn/interrupt")
 			if string(m["params"]) != `{"threadId":"th1","turnId":"tu1"}` {
 				t.Errorf("interrupt params %s", m["params"])
 			}
-			f.Send(`{"id":6,"result":{}}`)
+			f.Send(`{"id":64,"result":{}}`)
 			// Codex never confirms; happy gives the turn up after the grace.
 			m = f.Expect("turn/start")
-			if codextest.TextOf(m) != "next" || f.Elapsed() != 150*time.Second {
-				t.Errorf("next turn/start %q at %s, want at 150s", codextest.TextOf(m), f.Elapsed())
+			if codextest.TextOf(m) != "next" || f.Elapsed() != time.Hour+30*time.Second {
+				t.Errorf("next turn/start %q at %s, want at 1h0m30s", codextest.TextOf(m), f.Elapsed())
 			}
-			f.Send(`{"id":7,"result":{"turn":{"id":"tu2","items":[],"status":"inProgress"}}}`)
+			f.Send(`{"id":65,"result":{"turn":{"id":"tu2","items":[],"status":"inProgress"}}}`)
 			f.Send(`{"method":"turn/completed","params":{"threadId":"th1","turn":{"id":"tu2","items":[],"status":"completed"}}}`)
 		}()
 		var rec strings.Builder
-		c, err := connect(ctx, rwc, codex.Options{IdleTimeout: 60 * time.Second, InterruptGrace: 30 * time.Second, Settings: rpcagent.Settings{Record: &codextest.SyncWriter{W: &rec}}})
+		c, err := connect(ctx, rwc, codex.Options{TurnCheck: time.Minute, InterruptGrace: 30 * time.Second, Settings: rpcagent.Settings{Record: &codextest.SyncWriter{W: &rec}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -206,6 +215,10 @@ func TestTurnGivenUp(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := c.Prompt(ctx, codex.Prompt{Text: "next"}); err != nil {
+			t.Fatal(err)
+		}
+		<-checked
+		if err := c.Interrupt(ctx); err != nil {
 			t.Fatal(err)
 		}
 		<-script

@@ -72,7 +72,7 @@ func TestMCPLostReplyB13(t *testing.T) {
 			}
 			f.Send(`{"jsonrpc":"2.0","method":"codex/event","params":{"_meta":{"requestId":5},"id":"ev7","msg":{"type":"task_complete"}}}`)
 		}()
-		c, err := connect(ctx, rwc, codex.Options{ResumeThreadID: "conv-1", IdleTimeout: time.Hour})
+		c, err := connect(ctx, rwc, codex.Options{ResumeThreadID: "conv-1"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,6 +108,52 @@ func TestMCPLostReplyB13(t *testing.T) {
 		got := fmt.Sprint(codextest.TurnEnds(col.Events()))
 		if want := "[tools/call#3:completed tools/call#4:interrupted tools/call#5:completed]"; got != want {
 			t.Errorf("turn ends %s, want %s", got, want)
+		}
+	})
+}
+
+// TestMCPSilentTurnNeverInterrupted: mcp-server cannot be asked about a
+// turn, and the client does not interrupt a silent one on its own (the
+// session runner's idle watch does): after 20 hours of silence nothing was
+// sent; an Interrupt then cancels the call.
+func TestMCPSilentTurnNeverInterrupted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rwc, f := codextest.Pipe(t)
+		ctx := context.Background()
+		script, silent := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(script)
+			mcpHandshake(f)
+			f.Expect("tools/call")
+			f.Send(`{"jsonrpc":"2.0","method":"codex/event","params":{"_meta":{"requestId":3},"id":"ev1","msg":{"type":"task_started"}}}`)
+			time.Sleep(20 * time.Hour)
+			synctest.Wait()
+			f.Quiet()
+			close(silent)
+			m := f.Expect("notifications/cancelled")
+			if !strings.Contains(string(m["params"]), `"requestId":3`) {
+				t.Errorf("cancel %s", m["params"])
+			}
+			f.Send(`{"jsonrpc":"2.0","method":"codex/event","params":{"_meta":{"requestId":3},"id":"ev2","msg":{"type":"turn_aborted","reason":"interrupted"}}}`)
+		}()
+		c, err := connect(ctx, rwc, codex.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		col := codextest.Collect(c.Events())
+		if err := c.Prompt(ctx, codex.Prompt{Text: "hang"}); err != nil {
+			t.Fatal(err)
+		}
+		<-silent
+		if err := c.Interrupt(ctx); err != nil {
+			t.Fatal(err)
+		}
+		<-script
+		synctest.Wait()
+		_ = c.Close()
+		<-col.Done()
+		if got := fmt.Sprint(codextest.TurnEnds(col.Events())); got != "[tools/call#3:interrupted]" {
+			t.Errorf("turn ends %s", got)
 		}
 	})
 }
@@ -199,7 +245,7 @@ func TestMCPApprovalWithoutCallID(t *testing.T) {
 			answers <- string(m["id"]) + " " + string(m["result"])
 			f.Send(`{"jsonrpc":"2.0","method":"codex/event","params":{"_meta":{"requestId":3},"id":"ev-1","msg":{"type":"task_complete"}}}`)
 		}()
-		c, err := connect(ctx, rwc, codex.Options{IdleTimeout: time.Hour})
+		c, err := connect(ctx, rwc, codex.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,8 +8,10 @@
 // A turn ends on task_complete / turn_complete / turn_aborted or on its
 // tools/call response, whichever comes first; a response for a turn
 // already ended is discarded (regression B13: a reply that never comes
-// must not hold anything). A turn silent for Options.IdleTimeout is
-// interrupted (notifications/cancelled) and given up InterruptGrace later.
+// must not hold anything). An interrupted turn (notifications/cancelled) is
+// given up InterruptGrace later. mcp-server cannot be asked about a turn,
+// so there is no lost-turn-end check; a silent turn is the session
+// runner's idle watch's to interrupt.
 package mcp
 
 import (
@@ -44,7 +46,7 @@ var (
 )
 
 // turnCallCap bounds the wait for a tools/call response; the turn itself
-// is bounded by the idle watch, and the wait ends as soon as the turn
+// is bounded by the runner's idle watch, and the wait ends as soon as the turn
 // ends.
 const turnCallCap = 24 * time.Hour
 
@@ -89,7 +91,7 @@ func connect(ctx context.Context, rwc io.ReadWriteCloser, opts codex.Options) (*
 func newClient(opts codex.Options) *Client {
 	c := &Client{firstCall: true}
 	c.Core = live.New(opts, live.Config{Source: codex.SourceMCP, Decoder: codex.NewMCPDecoder(), Handler: c, Protocol: c,
-		OnIdle: c.idle, OnGone: c.stopWaiting})
+		OnGone: c.stopWaiting})
 	return c
 }
 
@@ -240,12 +242,6 @@ func (c *Client) Abandon(n int, reason string) {
 	c.mu.Unlock()
 	c.S.Note(codex.Abandoned(c.ThreadID(), key, reason))
 	c.S.EndTurn(n)
-}
-
-// idle runs when turn n stayed silent for IdleTimeout: mcp-server cannot
-// be asked about a turn, so it is interrupted.
-func (c *Client) idle(int, int) {
-	_ = c.S.Interrupt(context.Background(), "no activity for "+c.Opts.IdleTimeout.String())
 }
 
 // Handle implements jsonrpc.Handler: codex/event progress (the thread id,

@@ -1,6 +1,6 @@
 // Package live holds what the two live Codex protocols (codex/appserver and
 // codex/mcp) share on top of the rpcagent skeleton: the session (turns,
-// Codex's pending requests, the idle watch), the thread, and the answers
+// Codex's pending requests, the lost-turn-end check), the thread, and the answers
 // to Codex's approval and question requests.
 package live
 
@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/happy-dev/happy/adapters/codex"
 	"github.com/happy-dev/happy/adapters/jsonrpc"
@@ -31,8 +32,8 @@ type Config struct {
 	Decoder     jsonrpc.Decoder
 	Handler     jsonrpc.Handler
 	Protocol    Protocol
-	// OnIdle runs when the running turn stayed silent for
-	// Options.IdleTimeout (see rpcagent.SessionConfig).
+	// OnIdle, when set, runs when the running turn stayed silent for
+	// Options.TurnCheck (see rpcagent.SessionConfig); nil: no watch.
 	OnIdle func(n, strikes int)
 	// OnGone runs when Codex is gone (see rpcagent.Config).
 	OnGone func()
@@ -53,11 +54,15 @@ type Core struct {
 func New(opts codex.Options, cfg Config) *Core {
 	opts.Defaults()
 	c := &Core{Opts: opts}
+	var idle time.Duration
+	if cfg.OnIdle != nil {
+		idle = opts.TurnCheck
+	}
 	c.S = rpcagent.NewSession(rpcagent.SessionConfig{
 		Config: rpcagent.Config{Settings: opts.Settings, Source: cfg.Source, OmitVersion: cfg.OmitVersion,
 			Decoder: cfg.Decoder, Echo: codex.Echo, Handler: cfg.Handler, OnGone: cfg.OnGone},
 		Grace:  opts.InterruptGrace,
-		Idle:   opts.IdleTimeout,
+		Idle:   idle,
 		OnIdle: cfg.OnIdle,
 	}, cfg.Protocol)
 	return c
@@ -110,13 +115,14 @@ func (c *Core) SetThread(id string, force bool) {
 	}
 }
 
-// Interrupt interrupts the running turn: pending requests are answered
-// with Codex's cancel, then the protocol's interrupt goes out. Codex ends
+// Interrupt interrupts the running turn (a person, or the session
+// runner's idle watch): pending requests are answered with Codex's
+// cancel, then the protocol's interrupt goes out. Codex ends
 // the turn interrupted; if it does not within InterruptGrace the turn is
 // given up. With no turn running it does nothing. Errors:
 // rpcagent.ErrClosed.
 func (c *Core) Interrupt(ctx context.Context) error {
-	return c.S.Interrupt(ctx, "interrupted by the user")
+	return c.S.Interrupt(ctx, "interrupted")
 }
 
 // Answer answers the approval requests of tool call callID with a canonical
