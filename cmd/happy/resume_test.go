@@ -92,6 +92,41 @@ func TestResumeCodexSession(t *testing.T) {
 	}
 }
 
+// happy resume of a Codex session refuses mcp-server (Codex up to 0.153,
+// chosen by --codex-protocol mcp or by auto from the version): its
+// codex-reply only finds threads of the same server process, so the resume
+// always failed ("Session not found") after the prompt was written. The
+// refusal comes before Codex starts and before anything reaches the
+// session: the transcript keeps its one prompt and the session stays ended.
+func TestResumeCodexMCPRefused(t *testing.T) {
+	env := codexTestEnv(t, nil)
+	sid := endedSession(t, env, "first task")
+	for _, args := range [][]string{
+		{"--codex-protocol", "mcp"},
+		{}, // auto, from codex --version
+	} {
+		fc := newFakeCodex(t, "codex-cli 0.50.0", "", "codex0150-mcp-server")
+		env["HAPPY_CODEX_PATH"] = fc.path
+		code, stdout, stderr := runHappy(t, env, append([]string{"resume", sid, "-p", "second task"}, args...)...)
+		want := "happy: codex mcp-server (Codex ≤ 0.153) cannot resume a thread in a new process: update Codex, or start a new session\n"
+		if code != exitUsage || stdout != "" || stderr != want {
+			t.Fatalf("resume %v = %d %q %q", args, code, stdout, stderr)
+		}
+		for _, inv := range fc.invocations(t) {
+			if len(inv) > 0 && inv[0] == "mcp-server" {
+				t.Fatalf("resume %v started codex: %q", args, inv)
+			}
+		}
+	}
+	o, tr := readSession(t, env, sid)
+	if got := textsOf(tr); strings.Join(got, "|") != "user: first task|assistant: Done: the command printed hi." {
+		t.Fatalf("transcript after the refusals %q", got)
+	}
+	if o.Metadata.LifecycleState != app.LifecycleEnded {
+		t.Fatalf("state after the refusals %q", o.Metadata.LifecycleState)
+	}
+}
+
 func TestResumeRefusals(t *testing.T) {
 	env := codexTestEnv(t, nil)
 	sid := endedSession(t, env, "first task")

@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -257,4 +258,14 @@ func TestMCPApprovalWithoutCallID(t *testing.T) {
 			t.Errorf("blocked %s, want %s", got, want)
 		}
 	})
+}
+
+// TestStartRefusesResume: mcp-server cannot continue a thread of an earlier
+// process, so Start refuses a ResumeThreadID before it runs anything (the
+// binary here does not exist: an attempt to start it would fail otherwise).
+func TestStartRefusesResume(t *testing.T) {
+	_, err := Start(context.Background(), codex.Options{Binary: filepath.Join(t.TempDir(), "codex"), ResumeThreadID: "conv-1"})
+	if !errors.Is(err, ErrCannotResume) {
+		t.Fatalf("Start with a thread to resume: %v, want ErrCannotResume", err)
+	}
 }
