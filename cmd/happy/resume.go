@@ -66,6 +66,9 @@ The exit status is that of the agent command (0, 1, 2, 3, 130).`,
 					return runClaudeRemote(cmd.Context(), f, &o, claudePath, "")
 				}
 				if o.prompt == "" {
+					if o.record != "" {
+						return &usageError{err: errRecordInteractive}
+					}
 					if err := f.needTerminal("happy resume of a Claude session without -p"); err != nil {
 						return err
 					}

@@ -348,6 +348,68 @@ func TestClaudeRemoteServesEvents(t *testing.T) {
 	}
 }
 
+// happy claude --remote --record FILE (how the daemon starts Claude) writes
+// the traffic log of Claude's stream-json, as -p does: the prompt sent,
+// Claude's answer, and its exit once the session ends.
+func TestClaudeRemoteRecords(t *testing.T) {
+	env := codexTestEnv(t, nil)
+	claude, _ := fakeClaude(t)
+	env["HAPPY_CLAUDE_PATH"] = claude
+	rec := filepath.Join(t.TempDir(), "traffic.jsonl")
+	c := startChild(t, env, "claude", "--remote", "--initial-prompt=first task", "--record", rec)
+	c.sessionID(t)
+	type entry struct {
+		Dir string          `json:"dir"`
+		Msg json.RawMessage `json:"msg"`
+	}
+	read := func() []entry {
+		var out []entry
+		for _, l := range readLinesOf(rec) {
+			var e entry
+			if err := json.Unmarshal([]byte(l), &e); err != nil {
+				t.Fatalf("record line %q: %v", l, err)
+			}
+			out = append(out, e)
+		}
+		return out
+	}
+	has := func(es []entry, dir, fragment string) bool {
+		for _, e := range es {
+			if e.Dir == dir && strings.Contains(string(e.Msg), fragment) {
+				return true
+			}
+		}
+		return false
+	}
+	waitFor(t, "the answer in the record", func() bool { return has(read(), "a2c", `"result":"Answer to first task"`) })
+	if err := c.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if code := c.wait(t); code != exitInterrupted {
+		t.Fatalf("exit %d: %s", code, c.errText())
+	}
+	es := read()
+	if !has(es, "c2a", `"text":"first task"`) || !has(es, "exit", "") {
+		t.Fatalf("record lacks the prompt or the exit:\n%s", strings.Join(readLinesOf(rec), "\n"))
+	}
+}
+
+// Claude in its terminal UI has no protocol to record: --record there is a
+// usage error, not a file left empty.
+func TestClaudeInteractiveRefusesRecord(t *testing.T) {
+	env := codexTestEnv(t, nil)
+	claude, _ := fakeClaude(t)
+	env["HAPPY_CLAUDE_PATH"] = claude
+	rec := filepath.Join(t.TempDir(), "traffic.jsonl")
+	code, _, stderr := runHappy(t, env, "claude", "--record", rec)
+	if code != exitUsage || stderr != "happy: "+errRecordInteractive.Error()+"\n" {
+		t.Fatalf("happy claude --record = %d %q", code, stderr)
+	}
+	if _, err := os.Stat(rec); !os.IsNotExist(err) {
+		t.Fatalf("record file: %v", err)
+	}
+}
+
 // Claude's common flags before --: --model reaches claude as --model; an
 // unknown flag names where Claude's own flags go.
 func TestClaudeModelFlagAndForeignFlags(t *testing.T) {
