@@ -44,6 +44,9 @@ type Decoder struct {
 	// the session; turnStep: the current turn has an assistant step;
 	// stepResult: a tool of the current step reported its result.
 	restarting, anyStep, turnStep, stepResult bool
+	// planned: the agent sent a plan update; from then on its plan alone
+	// sets the todo list, not its todo tools (toolTodos).
+	planned bool
 	// turns counts the prompt turns (their ids); skipped: see above.
 	turns, skipped int
 
