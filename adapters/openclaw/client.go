@@ -149,11 +149,11 @@ type Client struct {
 	wmu  sync.Mutex // writes, and the swap of conn
 	conn *websocket.Conn
 
-	dmu      sync.Mutex // the decoder, the prompt queue and the waiters
-	dec      *Decoder
-	running  bool
-	queued   []agent.Prompt
-	waiters  map[string]chan Frame
+	dmu     sync.Mutex // the decoder, the prompt queue and the waiters
+	dec     *Decoder
+	running bool
+	queued  []agent.Prompt
+	waiters map[string]chan Frame
 	// resolved: by approval id, closed when the gateway broadcasts
 	// exec.approval.resolved for it (Decide waits for that, not for the
 	// response, which comes when the run is over).
