@@ -99,7 +99,7 @@ func connect(ctx context.Context, rwc io.ReadWriteCloser, opts codex.Options) (*
 func newClient(opts codex.Options) *Client {
 	c := &Client{firstCall: true}
 	c.Core = live.New(opts, live.Config{Source: codex.SourceMCP, Decoder: codex.NewMCPDecoder(), Handler: c, Protocol: c,
-		OnIdle: c.idle, OnGone: c.stopWaiting})
+		OnIdle: c.idle, OnGone: c.stopWaiting, TextOnly: "codex mcp-server (Codex ≤ 0.153)"})
 	return c
 }
 
@@ -139,14 +139,12 @@ func (c *Client) handshake(ctx context.Context) error {
 	return nil
 }
 
-// StartTurn implements rpcagent.Protocol: the prompt goes out as a
+// StartTurn implements rpcagent.Protocol (images never reach it: Prompt
+// refuses them, the tools take text only): the prompt goes out as a
 // tools/call of codex (first prompt) or codex-reply (later ones); the turn
 // ends on task_complete / turn_aborted or on the call's response,
 // whichever comes first.
 func (c *Client) StartTurn(ctx context.Context, n int, p codex.Prompt) error {
-	if len(p.Images) > 0 {
-		c.S.Logger().Warn().Int("images", len(p.Images)).Msg("codex mcp-server takes text prompts only; images not sent")
-	}
 	if len(p.Texts) > 0 {
 		p.Text = strings.Join(append([]string{p.Text}, p.Texts...), "\n\n")
 	}

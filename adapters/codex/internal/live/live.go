@@ -36,6 +36,9 @@ type Config struct {
 	OnIdle func(n, strikes int)
 	// OnGone runs when Codex is gone (see rpcagent.Config).
 	OnGone func()
+	// TextOnly, when set, names a protocol that takes no image input
+	// ("codex mcp-server …"): a prompt with images is refused.
+	TextOnly string
 }
 
 // Core is the shared part of a live Codex client; a protocol's Client
@@ -43,6 +46,8 @@ type Config struct {
 type Core struct {
 	Opts codex.Options // defaults applied
 	S    *Session
+
+	textOnly string // Config.TextOnly
 
 	mu     sync.Mutex
 	thread string
@@ -52,7 +57,7 @@ type Core struct {
 // connected yet.
 func New(opts codex.Options, cfg Config) *Core {
 	opts.Defaults()
-	c := &Core{Opts: opts}
+	c := &Core{Opts: opts, textOnly: cfg.TextOnly}
 	c.S = rpcagent.NewSession(rpcagent.SessionConfig{
 		Config: rpcagent.Config{Settings: opts.Settings, Source: cfg.Source, OmitVersion: cfg.OmitVersion,
 			Decoder: cfg.Decoder, Echo: codex.Echo, Handler: cfg.Handler, OnGone: cfg.OnGone},
@@ -88,8 +93,15 @@ func (c *Core) Events() <-chan agent.Event { return c.S.Events() }
 
 // Prompt sends a prompt: it starts a turn at once when none runs, else it
 // queues the prompt behind the running turn (never a second concurrent
-// turn). Errors: rpcagent.ErrClosed, or the error of starting the turn.
-func (c *Core) Prompt(ctx context.Context, p codex.Prompt) error { return c.S.Prompt(ctx, p) }
+// turn). Errors: agent.ErrUnsupportedInput for images when the protocol
+// takes text only (Config.TextOnly), rpcagent.ErrClosed, or the error of
+// starting the turn.
+func (c *Core) Prompt(ctx context.Context, p codex.Prompt) error {
+	if c.textOnly != "" && len(p.Images) > 0 {
+		return fmt.Errorf("%w: %s takes text prompts only, no images (%d attached)", agent.ErrUnsupportedInput, c.textOnly, len(p.Images))
+	}
+	return c.S.Prompt(ctx, p)
+}
 
 // Queued is the number of prompts waiting for the running turn to end.
 func (c *Core) Queued() int { return c.S.Queued() }
