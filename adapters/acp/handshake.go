@@ -279,10 +279,10 @@ func (c *Client) settleReplay(ctx context.Context) {
 	}
 }
 
-// rpcDetails is ": <data.details>" of an agent's error response when it
-// says more than the message (the TypeScript SDK puts the cause there:
-// Gemini CLI's "No previous sessions found for this project." under
-// "Internal error"), else "".
+// rpcDetails is ": <cause>" of an agent's error response when it says
+// more than the message (errorText: data.details, where the TypeScript SDK
+// puts Gemini CLI's "No previous sessions found for this project." under
+// "Internal error"; data.message, codex-acp's), else "".
 func rpcDetails(err error) string {
 	var re *jsonrpc.RPCError
 	if !errors.As(err, &re) {

@@ -179,8 +179,9 @@ func TestDecoderHistoryKnown(t *testing.T) {
 	}
 }
 
-// The cause an agent gives in data.details is added to the error of a
-// handshake request; without one (or without a message) nothing is.
+// The cause an agent gives in data.details (the TypeScript SDK), else in
+// data.message (codex-acp) or as a string data, is added to the error of a
+// request; without one (or without a message) nothing is.
 func TestRPCDetails(t *testing.T) {
 	cases := []struct {
 		err  error
@@ -190,6 +191,12 @@ func TestRPCDetails(t *testing.T) {
 			": No previous sessions found for this project."},
 		{&jsonrpc.RPCError{Code: -32603, Message: "Internal error", Data: json.RawMessage(`{"details":"Internal error"}`)}, ""},
 		{&jsonrpc.RPCError{Code: -32603, Message: "Internal error"}, ""},
+		// codex-acp puts the cause in data.message.
+		{&jsonrpc.RPCError{Code: -32603, Message: "Internal error", Data: json.RawMessage(`{"message":"model is at capacity"}`)},
+			": model is at capacity"},
+		{&jsonrpc.RPCError{Code: -32603, Message: "Internal error", Data: json.RawMessage(`"model is at capacity"`)},
+			": model is at capacity"},
+		{&jsonrpc.RPCError{Code: -32603, Message: "Internal error", Data: json.RawMessage(`{"details":"d","message":"m"}`)}, ": d"},
 		{&jsonrpc.RPCError{Code: -32603, Data: json.RawMessage(`{"details":"x"}`)}, ""},
 		{errors.New("write: broken pipe"), ""},
 	}
