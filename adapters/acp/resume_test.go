@@ -206,3 +206,25 @@ func TestRPCDetails(t *testing.T) {
 		}
 	}
 }
+
+// Gemini CLI answers session/load of a session started less than about a
+// minute ago with "No previous sessions found": the error says that this is
+// the agent's and what to do; other failures get no such word.
+func TestResumeErrorExplainsGemini(t *testing.T) {
+	gemini := &jsonrpc.RPCError{Code: -32603, Message: "Internal error", Data: json.RawMessage(`{"details":"No previous sessions found for this project."}`)}
+	want := "acp: session/load: " + gemini.Error() + ": No previous sessions found for this project." +
+		" (Gemini CLI does not find a session it started less than about a minute ago, a Gemini CLI bug: resume it again in a minute)"
+	if got := requestError("session/load", gemini).Error(); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	other := &jsonrpc.RPCError{Code: -32603, Message: "Internal error", Data: json.RawMessage(`{"details":"disk full"}`)}
+	if got, want := requestError("session/load", other).Error(), "acp: session/load: "+other.Error()+": disk full"; got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	if got := requestError("session/new", gemini).Error(); strings.Contains(got, "minute") {
+		t.Errorf("session/new error explains a resume: %s", got)
+	}
+	if !errors.Is(requestError("session/load", gemini), gemini) {
+		t.Error("the agent's error is not wrapped")
+	}
+}
