@@ -123,8 +123,8 @@ type Server struct {
 	mu       sync.Mutex
 	requests []Request
 	counter  int
-	side     int            // side calls seen (record)
-	last     string         // conversation of the last request with tools (record)
+	side     int    // side calls seen (record)
+	last     string // conversation of the last request with tools (record)
 }
 
 // New starts a fake model server on 127.0.0.1 with an OS-chosen port.
