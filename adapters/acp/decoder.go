@@ -44,6 +44,9 @@ type Decoder struct {
 	// the session; turnStep: the current turn has an assistant step;
 	// stepResult: a tool of the current step reported its result.
 	restarting, anyStep, turnStep, stepResult bool
+	// planned: the agent sent a plan update; from then on its plan alone
+	// sets the todo list, not its todo tools (toolTodos).
+	planned bool
 	// turns counts the prompt turns (their ids); skipped: see above.
 	turns, skipped int
 
@@ -493,14 +496,24 @@ func errorKind(code int64) agent.ErrorKind {
 	return agent.ErrorInternal
 }
 
-// errorText is an error's message, with data.details when the agent gave
-// it (the TypeScript SDK puts the cause there).
+// errorText is an error's message, with the cause when the agent gave
+// one: data.details (the TypeScript SDK puts it there), else data.message
+// (codex-acp: "model is at capacity" under "Internal error"), else data
+// itself when it is a string.
 func errorText(e *jsonrpc.ErrorObject) string {
 	msg := e.Message
+	det, _ := str(e.Data)
 	if dm, ok := members(e.Data); ok {
-		if det, ok := str(dm.get("details")); ok && det != "" && det != msg {
-			msg += ": " + det
+		if det, ok = str(dm.get("details")); !ok || det == "" {
+			det, _ = str(dm.get("message"))
 		}
+	}
+	switch {
+	case det == "" || det == msg:
+	case msg == "":
+		msg = det
+	default:
+		msg += ": " + det
 	}
 	if msg == "" {
 		msg = "error " + strconv.FormatInt(e.Code, 10)

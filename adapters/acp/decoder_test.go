@@ -346,3 +346,48 @@ func TestDecoderVersionRefusal(t *testing.T) {
 		t.Errorf("events differ:\n%s", firstDiff(want, got))
 	}
 }
+
+// TestToolTodos: OpenCode sends no plan update; its todowrite tool carries
+// the list (rawInput.todos, the whole list each time), so the list is
+// replaced when that tool completes, as Claude's TodoWrite is. A todo tool
+// without a list (todoread) leaves it alone, an item with an unknown status
+// is left out with a Dropped record, a missing priority is medium (as for
+// Claude 2.x). Once the agent sends plan updates, they alone set the list.
+func TestToolTodos(t *testing.T) {
+	todowrite := func(id, todos string) []string {
+		return []string{
+			upd(`{"sessionUpdate":"tool_call","toolCallId":"` + id + `","title":"todowrite","kind":"other","status":"pending","locations":[],"rawInput":{}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"` + id + `","status":"in_progress","kind":"other","title":"todowrite","locations":[],"rawInput":{"todos":` + todos + `}}`),
+			upd(`{"sessionUpdate":"tool_call_update","toolCallId":"` + id + `","status":"completed","title":"n todos","content":[{"type":"content","content":{"type":"text","text":"[]"}}]}`),
+		}
+	}
+	lines := []string{
+		`> {"id":1,"jsonrpc":"2.0","method":"initialize","params":{"protocolVersion":1}}`,
+		`< {"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentInfo":{"name":"OpenCode","version":"1.18.33"}}}`,
+		`> {"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}`,
+		`< {"jsonrpc":"2.0","id":2,"result":{"sessionId":"s"}}`,
+		`> {"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"plan"}]}}`,
+	}
+	lines = append(lines, todowrite("t1", `[{"content":"Write spec","id":"1","priority":"high","status":"in_progress"},{"content":"Ship","id":"2","status":"cancelled"},{"content":"Odd","id":"3","priority":"low","status":"someday"}]`)...)
+	lines = append(lines,
+		upd(`{"sessionUpdate":"tool_call","toolCallId":"t2","title":"todoread","kind":"other","status":"pending","locations":[],"rawInput":{}}`),
+		upd(`{"sessionUpdate":"tool_call_update","toolCallId":"t2","status":"completed","title":"todoread","rawInput":{}}`),
+		upd(`{"sessionUpdate":"plan","entries":[{"content":"From the plan","status":"pending","priority":"medium"}]}`),
+	)
+	lines = append(lines, todowrite("t3", `[{"content":"Ignored","status":"pending","priority":"low"}]`)...)
+	var got []string
+	for _, e := range decodeAll(script(lines...)) {
+		switch e := e.(type) {
+		case *agent.TodosUpdated:
+			got = append(got, eventLines(t, []agent.Event{e}))
+		case *agent.DroppedInput:
+			got = append(got, "dropped "+e.Dropped.Kind+" "+string(e.Dropped.Reason)+": "+e.Dropped.Detail)
+		}
+	}
+	want := `dropped session/update:tool_call_update invalid_field: todo "Odd" has unknown status "someday"; left out
+{"type":"TodosUpdated","todos":[{"content":"Write spec","status":"in_progress","priority":"high"},{"content":"Ship","status":"cancelled","priority":"medium"}]}
+{"type":"TodosUpdated","todos":[{"content":"From the plan","status":"pending","priority":"medium"}]}`
+	if g := strings.Join(got, "\n"); g != want {
+		t.Errorf("todo events differ:\n%s", firstDiff(want, g))
+	}
+}

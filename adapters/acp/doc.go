@@ -129,7 +129,9 @@
 //	                         embedded terminals' output, else rawOutput: a string, text
 //	                         blocks, or an object's output, aggregated_output, stdout…;
 //	                         images → attachments; metadata rawOutput, diffs, terminal exit
-//	                         statuses), failed → ToolFailed (the same text as its error)
+//	                         statuses), failed → ToolFailed (the same text as its error).
+//	                         A completed todo tool with rawInput.todos (OpenCode's
+//	                         todowrite) → TodosUpdated, until the agent sends a plan
 //	plan                     TodosUpdated (pending | in_progress | completed, priorities)
 //	current_mode_update      SessionInfo.Agent
 //	config_option_update     SessionInfo: category mode → Agent, model → ModelID

@@ -221,7 +221,7 @@ func (c *Client) openSession(ctx context.Context, info AgentInfo, sessionID stri
 		err = call()
 	}
 	if err != nil {
-		return fmt.Errorf("acp: %s: %w%s", method, err, rpcDetails(err))
+		return requestError(method, err)
 	}
 	if method == "session/load" {
 		c.settleReplay(ctx)
@@ -279,10 +279,27 @@ func (c *Client) settleReplay(ctx context.Context) {
 	}
 }
 
-// rpcDetails is ": <data.details>" of an agent's error response when it
-// says more than the message (the TypeScript SDK puts the cause there:
-// Gemini CLI's "No previous sessions found for this project." under
-// "Internal error"), else "".
+// geminiNoSession is the cause Gemini CLI gives when it does not find the
+// session to load: it says so of a session it started less than about a
+// minute ago.
+const geminiNoSession = "No previous sessions found"
+
+// requestError is the error of a failed session request (method): the
+// agent's error with its cause (rpcDetails), and for a load or resume that
+// Gemini CLI answers with geminiNoSession, what that means.
+func requestError(method string, err error) error {
+	det := rpcDetails(err)
+	hint := ""
+	if (method == "session/load" || method == "session/resume") && strings.Contains(det, geminiNoSession) {
+		hint = " (Gemini CLI does not find a session it started less than about a minute ago, a Gemini CLI bug: resume it again in a minute)"
+	}
+	return fmt.Errorf("acp: %s: %w%s%s", method, err, det, hint)
+}
+
+// rpcDetails is ": <cause>" of an agent's error response when it says
+// more than the message (errorText: data.details, where the TypeScript SDK
+// puts Gemini CLI's "No previous sessions found for this project." under
+// "Internal error"; data.message, codex-acp's), else "".
 func rpcDetails(err error) string {
 	var re *jsonrpc.RPCError
 	if !errors.As(err, &re) {

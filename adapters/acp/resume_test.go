@@ -179,8 +179,9 @@ func TestDecoderHistoryKnown(t *testing.T) {
 	}
 }
 
-// The cause an agent gives in data.details is added to the error of a
-// handshake request; without one (or without a message) nothing is.
+// The cause an agent gives in data.details (the TypeScript SDK), else in
+// data.message (codex-acp) or as a string data, is added to the error of a
+// request; without one (or without a message) nothing is.
 func TestRPCDetails(t *testing.T) {
 	cases := []struct {
 		err  error
@@ -190,6 +191,12 @@ func TestRPCDetails(t *testing.T) {
 			": No previous sessions found for this project."},
 		{&jsonrpc.RPCError{Code: -32603, Message: "Internal error", Data: json.RawMessage(`{"details":"Internal error"}`)}, ""},
 		{&jsonrpc.RPCError{Code: -32603, Message: "Internal error"}, ""},
+		// codex-acp puts the cause in data.message.
+		{&jsonrpc.RPCError{Code: -32603, Message: "Internal error", Data: json.RawMessage(`{"message":"model is at capacity"}`)},
+			": model is at capacity"},
+		{&jsonrpc.RPCError{Code: -32603, Message: "Internal error", Data: json.RawMessage(`"model is at capacity"`)},
+			": model is at capacity"},
+		{&jsonrpc.RPCError{Code: -32603, Message: "Internal error", Data: json.RawMessage(`{"details":"d","message":"m"}`)}, ": d"},
 		{&jsonrpc.RPCError{Code: -32603, Data: json.RawMessage(`{"details":"x"}`)}, ""},
 		{errors.New("write: broken pipe"), ""},
 	}
@@ -197,5 +204,27 @@ func TestRPCDetails(t *testing.T) {
 		if got := rpcDetails(tc.err); got != tc.want {
 			t.Errorf("rpcDetails(%v) = %q, want %q", tc.err, got, tc.want)
 		}
+	}
+}
+
+// Gemini CLI answers session/load of a session started less than about a
+// minute ago with "No previous sessions found": the error says that this is
+// the agent's and what to do; other failures get no such word.
+func TestResumeErrorExplainsGemini(t *testing.T) {
+	gemini := &jsonrpc.RPCError{Code: -32603, Message: "Internal error", Data: json.RawMessage(`{"details":"No previous sessions found for this project."}`)}
+	want := "acp: session/load: " + gemini.Error() + ": No previous sessions found for this project." +
+		" (Gemini CLI does not find a session it started less than about a minute ago, a Gemini CLI bug: resume it again in a minute)"
+	if got := requestError("session/load", gemini).Error(); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	other := &jsonrpc.RPCError{Code: -32603, Message: "Internal error", Data: json.RawMessage(`{"details":"disk full"}`)}
+	if got, want := requestError("session/load", other).Error(), "acp: session/load: "+other.Error()+": disk full"; got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	if got := requestError("session/new", gemini).Error(); strings.Contains(got, "minute") {
+		t.Errorf("session/new error explains a resume: %s", got)
+	}
+	if !errors.Is(requestError("session/load", gemini), gemini) {
+		t.Error("the agent's error is not wrapped")
 	}
 }

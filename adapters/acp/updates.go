@@ -432,6 +432,9 @@ func (d *Decoder) advance(tl *tool) {
 		meta, files := d.resultMeta(tl)
 		if tl.status == "completed" {
 			d.emit(&agent.ToolCompleted{CallID: tl.callID, Output: d.output(tl), Metadata: meta, Files: files})
+			if first {
+				d.toolTodos(tl)
+			}
 		} else {
 			msg := d.output(tl)
 			if msg == "" {
@@ -661,8 +664,45 @@ func (tl *tool) patterns() []string {
 	return out
 }
 
+// toolTodos replaces the todo list with the one a completed todo tool
+// wrote (rawInput.todos: OpenCode's todowrite, which sends no plan update,
+// carries the whole list), unless the agent sends plan updates (planned):
+// they are its list then. A todo tool without a list (todoread) changes
+// nothing. An item with an unknown status is left out with a Dropped
+// record; an absent or unknown priority is medium, as for Claude's todos.
+func (d *Decoder) toolTodos(tl *tool) {
+	if d.planned {
+		return
+	}
+	if own, table := d.agentTool(tl); own == "" || agentTools[table][own] != agent.ToolTodo {
+		return
+	}
+	in, _ := members(tl.rawInput)
+	items, ok := objects(in.get("todos"))
+	if !ok {
+		return
+	}
+	todos := make([]agent.Todo, 0, len(items))
+	for _, it := range items {
+		ti := todoItem(it)
+		st, err := agent.ParseTodoStatus(string(ti.Status))
+		if err != nil {
+			d.drop("session/update:tool_call_update", agent.DropInvalidField,
+				"todo "+strconv.Quote(ti.Content)+" has unknown status "+strconv.Quote(string(ti.Status))+"; left out", tl.rawInput)
+			continue
+		}
+		prio, err := agent.ParseTodoPriority(string(ti.Priority))
+		if err != nil {
+			prio = agent.PriorityMedium
+		}
+		todos = append(todos, agent.Todo{Content: ti.Content, Status: st, Priority: prio})
+	}
+	d.emit(&agent.TodosUpdated{Todos: todos})
+}
+
 // plan maps the agent's plan to the todo list.
 func (d *Decoder) plan(kind string, u obj, raw []byte) {
+	d.planned = true
 	entries, ok := array(u.get("entries"))
 	if !ok {
 		d.drop(kind, agent.DropInvalidField, "entries is not an array", raw)

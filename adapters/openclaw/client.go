@@ -149,11 +149,15 @@ type Client struct {
 	wmu  sync.Mutex // writes, and the swap of conn
 	conn *websocket.Conn
 
-	dmu      sync.Mutex // the decoder, the prompt queue and the waiters
-	dec      *Decoder
-	running  bool
-	queued   []agent.Prompt
-	waiters  map[string]chan Frame
+	dmu     sync.Mutex // the decoder, the prompt queue and the waiters
+	dec     *Decoder
+	running bool
+	queued  []agent.Prompt
+	waiters map[string]chan Frame
+	// resolved: by approval id, closed when the gateway broadcasts
+	// exec.approval.resolved for it (Decide waits for that, not for the
+	// response, which comes when the run is over).
+	resolved map[string]chan struct{}
 	tick     time.Duration
 	frames   atomic.Int64
 	lost     atomic.Int64 // reconnect attempts since the last new event
@@ -174,7 +178,7 @@ type Client struct {
 func Start(ctx context.Context, opts Options) (*Client, error) {
 	opts.defaults()
 	c := &Client{opts: opts, rec: newRecorder(opts.Record), q: queue.New[agent.Event](), dec: NewDecoder(),
-		waiters: map[string]chan Frame{}, done: make(chan struct{}), stop: make(chan struct{})}
+		waiters: map[string]chan Frame{}, resolved: map[string]chan struct{}{}, done: make(chan struct{}), stop: make(chan struct{})}
 	conn, tick, err := c.dial(ctx)
 	if err != nil {
 		c.q.Close()
@@ -389,6 +393,16 @@ func (c *Client) handle(rec Record) (dropped bool) {
 				delete(c.waiters, f.ID)
 				ch <- f // buffered: never blocks
 			}
+		} else if err == nil && f.Type == TypeEvent && f.Event == "exec.approval.resolved" && len(c.resolved) > 0 {
+			var p struct {
+				ID string `json:"id"`
+			}
+			if json.Unmarshal(f.Payload, &p) == nil {
+				if ch, ok := c.resolved[p.ID]; ok {
+					delete(c.resolved, p.ID)
+					close(ch)
+				}
+			}
 		}
 	}
 	c.dmu.Unlock()
@@ -459,12 +473,24 @@ func (c *Client) send(method string, params any, wait chan Frame) (string, error
 
 // call sends a request and waits for its response.
 func (c *Client) call(ctx context.Context, method string, params any) (Frame, error) {
+	return c.callUntil(ctx, method, params, nil)
+}
+
+// callUntil is call that also stops waiting, without an error, when enough
+// closes first (the response is then not awaited; it is recorded and
+// decoded when it comes).
+func (c *Client) callUntil(ctx context.Context, method string, params any, enough <-chan struct{}) (Frame, error) {
 	ch := make(chan Frame, 1)
 	id, err := c.send(method, params, ch)
 	if err != nil {
 		return Frame{}, err
 	}
 	select {
+	case <-enough:
+		c.dmu.Lock()
+		delete(c.waiters, id)
+		c.dmu.Unlock()
+		return Frame{}, nil
 	case f, ok := <-ch:
 		if !ok {
 			return Frame{}, ErrClosed
@@ -665,7 +691,8 @@ func (c *Client) startTurn(_ context.Context, p agent.Prompt) error {
 
 // Decide answers the exec approval pending for tool call callID with
 // exec.approval.resolve (once → allow-once, always → allow-always, reject
-// → deny) and waits for the gateway's answer. Errors: agent.ErrStale when
+// → deny) and waits for the gateway's answer: its exec.approval.resolved
+// broadcast of the approval, or its response, whichever comes first. Errors: agent.ErrStale when
 // no approval waits for callID, the gateway's refusal, ErrClosed.
 func (c *Client) Decide(ctx context.Context, callID string, v agent.Verdict) error {
 	c.dmu.Lock()
@@ -683,7 +710,22 @@ func (c *Client) Decide(ctx context.Context, callID string, v agent.Verdict) err
 	if !ok {
 		return fmt.Errorf("openclaw: %w", &agent.EnumError{Kind: "decision", Value: string(v.Decision), Allowed: []string{"once", "always", "reject"}})
 	}
-	_, err := c.call(ctx, "exec.approval.resolve", map[string]any{"id": id, "decision": wire})
+	// The gateway answers exec.approval.resolve only when the run is over;
+	// its exec.approval.resolved broadcast says the decision was taken.
+	// Waiting for the response would hold an abort's chat.abort until the
+	// run had gone on without it.
+	seen := make(chan struct{})
+	c.dmu.Lock()
+	c.resolved[id] = seen
+	c.dmu.Unlock()
+	defer func() {
+		c.dmu.Lock()
+		if c.resolved[id] == seen {
+			delete(c.resolved, id)
+		}
+		c.dmu.Unlock()
+	}()
+	_, err := c.callUntil(ctx, "exec.approval.resolve", map[string]any{"id": id, "decision": wire}, seen)
 	return err
 }
 

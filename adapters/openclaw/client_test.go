@@ -444,6 +444,74 @@ func TestClientInterrupt(t *testing.T) {
 	}
 }
 
+// TestClientAbortWhileApprovalWaits: an abort while an exec approval waits
+// (the runner denies the approval, then interrupts) aborts the run too.
+// The real gateway answers exec.approval.resolve only when the run is over
+// (real-approval-once: the response follows the lifecycle end); it
+// broadcasts exec.approval.resolved at once. Decide returns on that event,
+// so chat.abort goes out while the run still goes on: the fake gateway
+// carries on after the denial and ends the run only when aborted.
+func TestClientAbortWhileApprovalWaits(t *testing.T) {
+	aborted := make(chan string, 1)
+	g := newFakeGateway(t, func(c *gwConn) {
+		if !c.handshake("tok") {
+			return
+		}
+		f, ok := c.expect("agent")
+		if !ok {
+			return
+		}
+		c.res(f.ID, map[string]any{"runId": "run-1", "status": "accepted"})
+		c.agentEvent("run-1", 1, "tool", map[string]any{"phase": "start", "name": "exec", "toolCallId": "call-1",
+			"args": map[string]any{"command": "touch mark", "workdir": "/w"}})
+		rq := map[string]any{"command": "touch mark", "cwd": "/w", "toolCallId": "call-1", "runId": "run-1", "sessionKey": testSession}
+		c.event("exec.approval.requested", map[string]any{"id": "ap-1", "request": rq, "createdAtMs": 5, "expiresAtMs": 6})
+		r, ok := c.expect("exec.approval.resolve")
+		if !ok {
+			return
+		}
+		c.event("exec.approval.resolved", map[string]any{"id": "ap-1", "decision": "deny"})
+		c.agentEvent("run-1", 2, "tool", map[string]any{"phase": "result", "name": "exec", "toolCallId": "call-1", "isError": true,
+			"result": map[string]any{"content": []any{map[string]any{"type": "text", "text": "Exec denied by the operator"}}}})
+		c.agentEvent("run-1", 3, "assistant", map[string]any{"delta": "Then I will try another way"})
+		a, ok := c.expect("chat.abort")
+		if !ok {
+			return
+		}
+		aborted <- string(a.Params)
+		c.res(a.ID, map[string]any{"ok": true, "aborted": true})
+		c.agentEvent("run-1", 4, "lifecycle", map[string]any{"phase": "end", "aborted": true})
+		c.res(r.ID, map[string]any{"ok": true}) // only now, as the real gateway
+		c.read()
+	})
+	c := startClient(t, g, newFakeClock(), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Prompt(ctx, agent.Prompt{Text: "touch it"}); err != nil {
+		t.Fatal(err)
+	}
+	evs := collect(t, c, turnEnded, func(b *agent.ToolBlocked) {
+		// What the runner's abort does: deny what waits, then interrupt.
+		if err := c.Decide(ctx, b.CallID, agent.Verdict{Decision: agent.DecisionReject, Reason: agent.ReasonCancelled}); err != nil {
+			t.Errorf("Decide: %v", err)
+		}
+		if err := c.Interrupt(ctx); err != nil {
+			t.Errorf("Interrupt: %v", err)
+		}
+	})
+	select {
+	case p := <-aborted:
+		if p != `{"runId":"run-1","sessionKey":"`+testSession+`"}` {
+			t.Errorf("chat.abort params %s", p)
+		}
+	default:
+		t.Fatal("no chat.abort reached the gateway")
+	}
+	if te := evs[len(evs)-1].(*agent.TurnEnded); te.Reason != agent.TurnInterrupted {
+		t.Errorf("turn ended %s, want interrupted", te.Reason)
+	}
+}
+
 // TestClientConnectTimeout: an address that takes the TCP connection but
 // no WebSocket, a server that takes the WebSocket but never answers
 // connect, and one that answers only with junk all end Start with

@@ -348,6 +348,9 @@ ends the session. This is how the daemon starts Claude sessions.`,
 				if o.recover {
 					return &usageError{err: errors.New("--recover needs -p or --remote: Claude's own terminal UI cannot be restarted in place")}
 				}
+				if o.record != "" {
+					return &usageError{err: errRecordInteractive}
+				}
 				if err := f.needTerminal("happy claude without -p"); err != nil {
 					return err
 				}
@@ -363,6 +366,10 @@ ends the session. This is how the daemon starts Claude sessions.`,
 	cmd.Flags().StringVar(&model, "model", "", "Claude's model for the session (passed to claude as --model), e.g. sonnet, opus or a full model name")
 	return cmd
 }
+
+// errRecordInteractive refuses --record for Claude in its terminal UI: it
+// speaks no protocol to record there.
+var errRecordInteractive = errors.New("--record needs -p or --remote: Claude in its terminal UI speaks no protocol to record")
 
 // runClaudeRemote runs Claude in remote mode (stream-json, no terminal UI)
 // for as long as prompts come from the relay: the first one is
@@ -388,6 +395,14 @@ func runClaudeRemote(parent context.Context, f *factory, o *agentOptions, claude
 	}
 	so := sdk.Options{Binary: claudePath, Args: args, Dir: dir,
 		StderrLine: func(l string) { log.Info().Str("claude_stderr", l).Msg("") }}
+	if o.record != "" {
+		record, err := private.Create(o.record)
+		if err != nil {
+			return &usageError{err: err}
+		}
+		defer record.Close()
+		so.Record = record
+	}
 	ag, err := remote.Start(context.WithoutCancel(ctx), remote.Options{SDK: so, PermissionMode: permissionMode})
 	if err != nil {
 		return err

@@ -149,6 +149,10 @@ func runCodexSession(parent context.Context, f *factory, o *codexOptions, proto 
 		log.Info().Str("codex_version", version).Str("protocol", string(p)).Msg("codex protocol chosen")
 		proto = p
 	}
+	if proto == codex.ProtocolMCP && o.resume != nil {
+		// Refused before the session is touched: the prompt is not written.
+		return &usageError{err: mcp.ErrCannotResume}
+	}
 	conn, es, err := o.connectRun(ctx, f, env)
 	if err != nil {
 		return err

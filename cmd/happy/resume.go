@@ -30,7 +30,8 @@ session must have been run from this happy home.
 
 Claude resumes interactively, or runs one turn with -p, or with --remote takes
 prompts from the relay without its terminal UI (how the daemon resumes one). Codex needs -p (one
-turn; an interactive resume of Codex is not supported yet).
+turn; an interactive resume of Codex is not supported yet) and its app-server: codex mcp-server
+(Codex up to 0.153) cannot continue a thread in a new process, so that resume is refused (exit 2).
 Sessions of ACP agents (happy gemini, happy opencode, happy acp) run one turn
 with -p, or without it serve prompts from the relay until interrupted. happy
 uses session/resume when the agent offers it, else session/load: the
@@ -65,6 +66,9 @@ The exit status is that of the agent command (0, 1, 2, 3, 130).`,
 					return runClaudeRemote(cmd.Context(), f, &o, claudePath, "")
 				}
 				if o.prompt == "" {
+					if o.record != "" {
+						return &usageError{err: errRecordInteractive}
+					}
 					if err := f.needTerminal("happy resume of a Claude session without -p"); err != nil {
 						return err
 					}

@@ -92,6 +92,41 @@ func TestResumeCodexSession(t *testing.T) {
 	}
 }
 
+// happy resume of a Codex session refuses mcp-server (Codex up to 0.153,
+// chosen by --codex-protocol mcp or by auto from the version): its
+// codex-reply only finds threads of the same server process, so the resume
+// always failed ("Session not found") after the prompt was written. The
+// refusal comes before Codex starts and before anything reaches the
+// session: the transcript keeps its one prompt and the session stays ended.
+func TestResumeCodexMCPRefused(t *testing.T) {
+	env := codexTestEnv(t, nil)
+	sid := endedSession(t, env, "first task")
+	for _, args := range [][]string{
+		{"--codex-protocol", "mcp"},
+		{}, // auto, from codex --version
+	} {
+		fc := newFakeCodex(t, "codex-cli 0.50.0", "", "codex0150-mcp-server")
+		env["HAPPY_CODEX_PATH"] = fc.path
+		code, stdout, stderr := runHappy(t, env, append([]string{"resume", sid, "-p", "second task"}, args...)...)
+		want := "happy: codex mcp-server (Codex ≤ 0.153) cannot resume a thread in a new process: update Codex, or start a new session\n"
+		if code != exitUsage || stdout != "" || stderr != want {
+			t.Fatalf("resume %v = %d %q %q", args, code, stdout, stderr)
+		}
+		for _, inv := range fc.invocations(t) {
+			if len(inv) > 0 && inv[0] == "mcp-server" {
+				t.Fatalf("resume %v started codex: %q", args, inv)
+			}
+		}
+	}
+	o, tr := readSession(t, env, sid)
+	if got := textsOf(tr); strings.Join(got, "|") != "user: first task|assistant: Done: the command printed hi." {
+		t.Fatalf("transcript after the refusals %q", got)
+	}
+	if o.Metadata.LifecycleState != app.LifecycleEnded {
+		t.Fatalf("state after the refusals %q", o.Metadata.LifecycleState)
+	}
+}
+
 func TestResumeRefusals(t *testing.T) {
 	env := codexTestEnv(t, nil)
 	sid := endedSession(t, env, "first task")
@@ -310,6 +345,68 @@ func TestClaudeRemoteServesEvents(t *testing.T) {
 	})
 	if len(sessions) != 1 || !strings.HasPrefix(sessions[0].ID, "ses_") {
 		t.Fatalf("GET /session = %+v, want the one session of %s", sessions, sid)
+	}
+}
+
+// happy claude --remote --record FILE (how the daemon starts Claude) writes
+// the traffic log of Claude's stream-json, as -p does: the prompt sent,
+// Claude's answer, and its exit once the session ends.
+func TestClaudeRemoteRecords(t *testing.T) {
+	env := codexTestEnv(t, nil)
+	claude, _ := fakeClaude(t)
+	env["HAPPY_CLAUDE_PATH"] = claude
+	rec := filepath.Join(t.TempDir(), "traffic.jsonl")
+	c := startChild(t, env, "claude", "--remote", "--initial-prompt=first task", "--record", rec)
+	c.sessionID(t)
+	type entry struct {
+		Dir string          `json:"dir"`
+		Msg json.RawMessage `json:"msg"`
+	}
+	read := func() []entry {
+		var out []entry
+		for _, l := range readLinesOf(rec) {
+			var e entry
+			if err := json.Unmarshal([]byte(l), &e); err != nil {
+				t.Fatalf("record line %q: %v", l, err)
+			}
+			out = append(out, e)
+		}
+		return out
+	}
+	has := func(es []entry, dir, fragment string) bool {
+		for _, e := range es {
+			if e.Dir == dir && strings.Contains(string(e.Msg), fragment) {
+				return true
+			}
+		}
+		return false
+	}
+	waitFor(t, "the answer in the record", func() bool { return has(read(), "a2c", `"result":"Answer to first task"`) })
+	if err := c.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if code := c.wait(t); code != exitInterrupted {
+		t.Fatalf("exit %d: %s", code, c.errText())
+	}
+	es := read()
+	if !has(es, "c2a", `"text":"first task"`) || !has(es, "exit", "") {
+		t.Fatalf("record lacks the prompt or the exit:\n%s", strings.Join(readLinesOf(rec), "\n"))
+	}
+}
+
+// Claude in its terminal UI has no protocol to record: --record there is a
+// usage error, not a file left empty.
+func TestClaudeInteractiveRefusesRecord(t *testing.T) {
+	env := codexTestEnv(t, nil)
+	claude, _ := fakeClaude(t)
+	env["HAPPY_CLAUDE_PATH"] = claude
+	rec := filepath.Join(t.TempDir(), "traffic.jsonl")
+	code, _, stderr := runHappy(t, env, "claude", "--record", rec)
+	if code != exitUsage || stderr != "happy: "+errRecordInteractive.Error()+"\n" {
+		t.Fatalf("happy claude --record = %d %q", code, stderr)
+	}
+	if _, err := os.Stat(rec); !os.IsNotExist(err) {
+		t.Fatalf("record file: %v", err)
 	}
 }
 

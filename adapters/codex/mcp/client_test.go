@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -302,5 +303,49 @@ func TestMCPApprovalWithoutCallID(t *testing.T) {
 		if want := `[call_1 bash ["echo hi > hi.txt"] elicitation-1 bash ["rm -rf build"]]`; fmt.Sprint(got) != want {
 			t.Errorf("blocked %s, want %s", got, want)
 		}
+	})
+}
+
+// TestStartRefusesResume: mcp-server cannot continue a thread of an earlier
+// process, so Start refuses a ResumeThreadID before it runs anything (the
+// binary here does not exist: an attempt to start it would fail otherwise).
+func TestStartRefusesResume(t *testing.T) {
+	_, err := Start(context.Background(), codex.Options{Binary: filepath.Join(t.TempDir(), "codex"), ResumeThreadID: "conv-1"})
+	if !errors.Is(err, ErrCannotResume) {
+		t.Fatalf("Start with a thread to resume: %v, want ErrCannotResume", err)
+	}
+}
+
+// TestImagesRefused: mcp-server's tools take a text prompt only, so a
+// prompt with an image is refused with agent.ErrUnsupportedInput before
+// anything is sent (it used to go out without its image, silently).
+func TestImagesRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rwc, f := codextest.Pipe(t)
+		ctx := context.Background()
+		script := make(chan struct{})
+		go func() {
+			defer close(script)
+			f.Expect("initialize")
+			f.Send(`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"codex-mcp-server","version":"0.150.0"}}}`)
+			f.Expect("notifications/initialized")
+			f.Expect("tools/list")
+			f.Send(`{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"codex"},{"name":"codex-reply"}]}}`)
+		}()
+		c, err := connect(ctx, rwc, codex.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-script
+		a := NewAgent(c)
+		err = a.Prompt(ctx, agent.Prompt{Text: "what is this?", Files: []agent.PromptFile{{Filename: "shot.png", Mime: "image/png", URL: "data:image/png;base64,AAAA"}}})
+		if !errors.Is(err, agent.ErrUnsupportedInput) || !strings.Contains(err.Error(), "codex mcp-server (Codex ≤ 0.153) takes text prompts only") {
+			t.Fatalf("Prompt with an image: %v", err)
+		}
+		synctest.Wait()
+		if c.Queued() != 0 {
+			t.Fatalf("queued %d", c.Queued())
+		}
+		_ = c.Close()
 	})
 }

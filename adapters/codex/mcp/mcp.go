@@ -43,6 +43,11 @@ var (
 	ErrNoPendingRequest = rpcagent.ErrNoPendingRequest
 	// ErrNotCodexMCP: the MCP server does not offer Codex's tools.
 	ErrNotCodexMCP = errors.New("codex: not a codex mcp-server")
+	// ErrCannotResume: Options.ResumeThreadID given to Start. mcp-server's
+	// codex-reply finds only the threads of its own process, and its codex
+	// tool always starts an empty thread: a thread of an earlier process
+	// cannot be continued.
+	ErrCannotResume = errors.New("codex mcp-server (Codex ≤ 0.153) cannot resume a thread in a new process: update Codex, or start a new session")
 )
 
 // turnCallCap bounds the wait for a tools/call response; the turn itself
@@ -66,11 +71,15 @@ type Client struct {
 
 var _ live.Protocol = (*Client)(nil)
 
-// Start starts `codex mcp-server` and checks it offers Codex's tools (with
-// Options.ResumeThreadID the first prompt continues that conversation).
-// Cancelling ctx stops Codex. Errors: the start error of the binary,
-// ErrNotCodexMCP, or the handshake's error (the process is stopped then).
+// Start starts `codex mcp-server` and checks it offers Codex's tools.
+// Cancelling ctx stops Codex. Errors: ErrCannotResume (with
+// Options.ResumeThreadID, before anything starts), the start error of the
+// binary, ErrNotCodexMCP, or the handshake's error (the process is stopped
+// then).
 func Start(ctx context.Context, opts codex.Options) (*Client, error) {
+	if opts.ResumeThreadID != "" {
+		return nil, ErrCannotResume
+	}
 	c := newClient(opts)
 	if err := c.Open(ctx, "mcp-server", nil, c.handshake, c.Close); err != nil {
 		return nil, err
@@ -79,7 +88,8 @@ func Start(ctx context.Context, opts codex.Options) (*Client, error) {
 }
 
 // connect runs a session over an already connected stream (a fake server
-// in tests).
+// in tests); with Options.ResumeThreadID the first prompt is a codex-reply
+// on that thread, as it would be for a thread this server process started.
 func connect(ctx context.Context, rwc io.ReadWriteCloser, opts codex.Options) (*Client, error) {
 	c := newClient(opts)
 	if err := c.Open(ctx, "mcp-server", rwc, c.handshake, c.Close); err != nil {
@@ -91,7 +101,7 @@ func connect(ctx context.Context, rwc io.ReadWriteCloser, opts codex.Options) (*
 func newClient(opts codex.Options) *Client {
 	c := &Client{firstCall: true}
 	c.Core = live.New(opts, live.Config{Source: codex.SourceMCP, Decoder: codex.NewMCPDecoder(), Handler: c, Protocol: c,
-		OnGone: c.stopWaiting})
+		OnGone: c.stopWaiting, TextOnly: "codex mcp-server (Codex ≤ 0.153)"})
 	return c
 }
 
@@ -131,14 +141,12 @@ func (c *Client) handshake(ctx context.Context) error {
 	return nil
 }
 
-// StartTurn implements rpcagent.Protocol: the prompt goes out as a
+// StartTurn implements rpcagent.Protocol (images never reach it: Prompt
+// refuses them, the tools take text only): the prompt goes out as a
 // tools/call of codex (first prompt) or codex-reply (later ones); the turn
 // ends on task_complete / turn_aborted or on the call's response,
 // whichever comes first.
 func (c *Client) StartTurn(ctx context.Context, n int, p codex.Prompt) error {
-	if len(p.Images) > 0 {
-		c.S.Logger().Warn().Int("images", len(p.Images)).Msg("codex mcp-server takes text prompts only; images not sent")
-	}
 	if len(p.Texts) > 0 {
 		p.Text = strings.Join(append([]string{p.Text}, p.Texts...), "\n\n")
 	}

@@ -37,6 +37,9 @@ type Config struct {
 	OnIdle func(n, strikes int)
 	// OnGone runs when Codex is gone (see rpcagent.Config).
 	OnGone func()
+	// TextOnly, when set, names a protocol that takes no image input
+	// ("codex mcp-server …"): a prompt with images is refused.
+	TextOnly string
 }
 
 // Core is the shared part of a live Codex client; a protocol's Client
@@ -44,6 +47,8 @@ type Config struct {
 type Core struct {
 	Opts codex.Options // defaults applied
 	S    *Session
+
+	textOnly string // Config.TextOnly
 
 	mu     sync.Mutex
 	thread string
@@ -53,7 +58,7 @@ type Core struct {
 // connected yet.
 func New(opts codex.Options, cfg Config) *Core {
 	opts.Defaults()
-	c := &Core{Opts: opts}
+	c := &Core{Opts: opts, textOnly: cfg.TextOnly}
 	var idle time.Duration
 	if cfg.OnIdle != nil {
 		idle = opts.TurnCheck
@@ -93,8 +98,15 @@ func (c *Core) Events() <-chan agent.Event { return c.S.Events() }
 
 // Prompt sends a prompt: it starts a turn at once when none runs, else it
 // queues the prompt behind the running turn (never a second concurrent
-// turn). Errors: rpcagent.ErrClosed, or the error of starting the turn.
-func (c *Core) Prompt(ctx context.Context, p codex.Prompt) error { return c.S.Prompt(ctx, p) }
+// turn). Errors: agent.ErrUnsupportedInput for images when the protocol
+// takes text only (Config.TextOnly), rpcagent.ErrClosed, or the error of
+// starting the turn.
+func (c *Core) Prompt(ctx context.Context, p codex.Prompt) error {
+	if c.textOnly != "" && len(p.Images) > 0 {
+		return fmt.Errorf("%w: %s takes text prompts only, no images (%d attached)", agent.ErrUnsupportedInput, c.textOnly, len(p.Images))
+	}
+	return c.S.Prompt(ctx, p)
+}
 
 // Queued is the number of prompts waiting for the running turn to end.
 func (c *Core) Queued() int { return c.S.Queued() }
