@@ -91,6 +91,13 @@ type UserPrompt struct {
 	// device that sent it), and the transcript adopts it instead of deriving
 	// a new one, so it appears once.
 	MessageID string `json:"messageID,omitempty"`
+	// Received and Handed, when set (Unix ms), are when the running session
+	// received this prompt from another device and when it handed it to
+	// the agent (unset: never handed, the agent exited first); the
+	// transcript keeps them as the user message's receipts
+	// (mapper.UserTime).
+	Received int64 `json:"received,omitempty"`
+	Handed   int64 `json:"handed,omitempty"`
 }
 
 // PromptFile is an attachment of a prompt or of a tool result (an image or

@@ -157,6 +157,19 @@ func Send(ctx context.Context, conn *Conn, o Opened, text string, now time.Time)
 // sealed control envelope ("control", control.MethodPrompt) bound to the
 // relay session; the running session refuses it a second time.
 func SendFiles(ctx context.Context, conn *Conn, o Opened, text string, files []Blob, now time.Time) (string, error) {
+	s, err := SendPrompt(ctx, conn, o, text, files, now)
+	return s.ID, err
+}
+
+// Sent is a prompt the relay stored: its message id and the seq the relay
+// gave its row (the first receipt, "stored").
+type Sent struct {
+	ID  string
+	Seq int64
+}
+
+// SendPrompt is SendFiles that also returns the row's seq.
+func SendPrompt(ctx context.Context, conn *Conn, o Opened, text string, files []Blob, now time.Time) (Sent, error) {
 	// The prompt is filed under the transcript's root session, whose record
 	// the running session writes first; a session started a moment ago may
 	// not have written it yet, so wait a little for it.
@@ -164,23 +177,23 @@ func SendFiles(ctx context.Context, conn *Conn, o Opened, text string, files []B
 	for attempt := 0; ; attempt++ {
 		rb, _, err := ReadTranscript(ctx, conn, o, ReadOptions{})
 		if err != nil {
-			return "", fmt.Errorf("read the session before sending: %w", err)
+			return Sent{}, fmt.Errorf("read the session before sending: %w", err)
 		}
 		if root = rb.Transcript().Session.ID; strings.HasPrefix(root, "ses_") {
 			break
 		}
 		if attempt == 20 {
-			return "", fmt.Errorf("%w: session %s has no transcript yet (is it running?)", ErrRPC, o.Info.ID)
+			return Sent{}, fmt.Errorf("%w: session %s has no transcript yet (is it running?)", ErrRPC, o.Info.ID)
 		}
 		select {
 		case <-ctx.Done():
-			return "", ctx.Err()
+			return Sent{}, ctx.Err()
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
 	var rnd [6]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
-		return "", err
+		return Sent{}, err
 	}
 	// Time-ordered, so that readers sort it after what came before.
 	id := "msg_" + fmt.Sprintf("%013d", now.UnixMilli()) + hex.EncodeToString(rnd[:])
@@ -211,20 +224,20 @@ func SendFiles(ctx context.Context, conn *Conn, o Opened, text string, files []B
 	// another session (docs/ARCHITECTURE.md, "Trust").
 	ctl, err := control.New(o.Info.ID, control.MethodPrompt, nil, now)
 	if err != nil {
-		return "", err
+		return Sent{}, err
 	}
 	env["control"] = ctl
 	plain, err := json.Marshal(env)
 	if err != nil {
-		return "", err
+		return Sent{}, err
 	}
 	sealed, err := o.Cipher.Seal(plain)
 	if err != nil {
-		return "", err
+		return Sent{}, err
 	}
-	_, err = conn.API.SendMessages(ctx, o.Info.ID, []relay.OutgoingMessage{{Content: crypto.EncodeBase64(sealed), LocalID: id + "." + strconv.Itoa(1)}})
+	stored, err := conn.API.SendMessages(ctx, o.Info.ID, []relay.OutgoingMessage{{Content: crypto.EncodeBase64(sealed), LocalID: id + "." + strconv.Itoa(1)}})
 	if err != nil {
-		return "", fmt.Errorf("send prompt: %w", err)
+		return Sent{}, fmt.Errorf("send prompt: %w", err)
 	}
-	return id, nil
+	return Sent{ID: id, Seq: stored[0].Seq}, nil
 }

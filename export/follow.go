@@ -58,6 +58,9 @@ func (f *Follower) Update(w io.Writer, t mapper.Transcript, final bool) error {
 			f.endGrowing(tw)
 			f.printed[info.ID] = true
 			tw.userParts(m.Parts, 0)
+			if r := ReceiptLine(info.Time); r != "" {
+				tw.line(1, "%s", r)
+			}
 		case *mapper.AssistantMessage:
 			complete := final || info.Time.Completed != nil
 			for _, p := range m.Parts {

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
@@ -171,6 +172,9 @@ func (tw *textWriter) session(t *mapper.Transcript, indent int) {
 		switch info := m.Info.(type) {
 		case *mapper.UserMessage:
 			tw.userParts(m.Parts, indent)
+			if r := ReceiptLine(info.Time); r != "" {
+				tw.line(indent+1, "%s", r)
+			}
 		case *mapper.AssistantMessage:
 			tw.assistant(info, m.Parts, indent)
 		}
@@ -190,6 +194,39 @@ func (tw *textWriter) session(t *mapper.Transcript, indent int) {
 		tw.line(indent, "subagent %s — %s (not linked to a tool call)", c.Session.ID, title)
 		tw.session(c, indent+1)
 	}
+}
+
+// ReceiptLine is the compact line of a prompt's receipts, "" for a prompt
+// without any (typed where the agent runs, or not yet taken up by the
+// session): "✓ stored · received", then "· handed" once the agent took it,
+// or "· started 1.2s later" once it started; times are from when the
+// session received it (one clock), and a wait for the running turn of a
+// second or more shows as "· handed 30.0s later".
+func ReceiptLine(t mapper.UserTime) string {
+	if t.Received == nil {
+		return ""
+	}
+	b := strings.Builder{}
+	b.WriteString("✓ stored · received")
+	later := func(at int64) string {
+		d := max(time.Duration(at-*t.Received)*time.Millisecond, 0)
+		if d < time.Minute {
+			return fmt.Sprintf("%.1fs later", d.Seconds())
+		}
+		return d.Round(time.Second).String() + " later"
+	}
+	if t.Handed == nil {
+		return b.String()
+	}
+	if *t.Handed-*t.Received >= 1000 {
+		b.WriteString(" · handed " + later(*t.Handed))
+	} else if t.Started == nil {
+		b.WriteString(" · handed")
+	}
+	if t.Started != nil {
+		b.WriteString(" · started " + later(*t.Started))
+	}
+	return b.String()
 }
 
 // userParts writes a user message's parts: typed text after "> ", text the

@@ -529,6 +529,7 @@ func (d *decoder) userMessage(o *obj, id, sid string) *UserMessage {
 	u := &UserMessage{ID: id, SessionID: sid, Role: RoleUser}
 	to := o.sub("time")
 	u.Time.Created = to.int("created")
+	u.Time.Received, u.Time.Handed, u.Time.Started = to.optInt("received"), to.optInt("handed"), to.optInt("started")
 	_ = to.close()
 	u.Agent = o.str("agent")
 	u.Model = modelRef(o.sub("model"))

@@ -62,9 +62,19 @@ type ModelRef struct {
 	ModelID    string `json:"modelID"`
 }
 
-// UserTime is a user message's time block.
+// UserTime is a user message's time block (Unix ms). Created is seed 001's.
+// Received, Handed and Started are the receipts of a prompt another device
+// sent (written by the running session on its own version of the row; nil
+// on prompts typed where the agent runs, and on a row the session has not
+// taken up yet): when the session received it from the relay, when it
+// handed it to the agent (later than Received when the prompt waited for
+// the turn before it), and when the agent's first event of the turn it
+// started came. Readers that do not know them ignore them.
 type UserTime struct {
-	Created int64 `json:"created"`
+	Created  int64  `json:"created"`
+	Received *int64 `json:"received,omitempty"`
+	Handed   *int64 `json:"handed,omitempty"`
+	Started  *int64 `json:"started,omitempty"`
 }
 
 // UserSummary is the optional summary of a user message's turn.

@@ -499,6 +499,14 @@ func (r *Reducer) userPrompt(s *redSession, e *agent.UserPrompt, t int64) {
 		Agent:     s.agent,
 		Model:     ModelRef{ProviderID: s.provider, ModelID: s.model},
 	}
+	if e.Received > 0 {
+		received := e.Received
+		um.Time.Received = &received
+		if e.Handed > 0 {
+			handed := e.Handed
+			um.Time.Handed = &handed
+		}
+	}
 	m := r.addMessage(s, um, nil)
 	s.userByKey[e.PromptID] = m
 	s.user = m
@@ -521,6 +529,22 @@ func (r *Reducer) userPrompt(s *redSession, e *agent.UserPrompt, t int64) {
 		m.parts = append(m.parts, fp)
 		r.emitPart(fp)
 	}
+}
+
+// PromptStarted writes the last receipt of the root session's prompt
+// promptID (the UserPrompt's PromptID): t (Unix ms) is when the agent's
+// first event of the turn it started came. It changes nothing (nil) for a
+// prompt without receipts (no Received), one unknown, or one whose start is
+// known already; otherwise it returns the user message's message.updated.
+func (r *Reducer) PromptStarted(promptID string, t int64) []BusEvent {
+	m := r.root.userByKey[promptID]
+	if m == nil || m.user == nil || m.user.Time.Handed == nil || m.user.Time.Started != nil {
+		return nil
+	}
+	m.user.Time.Started = &t
+	r.out = nil
+	r.emit(&MessageUpdated{Info: m.infoSnapshot()})
+	return r.flush()
 }
 
 func (r *Reducer) todosUpdated(s *redSession, e *agent.TodosUpdated) {

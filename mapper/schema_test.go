@@ -29,7 +29,8 @@ func newValidator(t testing.TB) *schema.Validator {
 // dropped records. testdata/model/variants.json is its encoding.
 func variantsTranscript() Transcript {
 	const sid = "ses_var"
-	user := &UserMessage{ID: "msg_u", SessionID: sid, Time: UserTime{Created: 1000}, Agent: "build",
+	received, handed, started := int64(990), int64(1000), int64(1010)
+	user := &UserMessage{ID: "msg_u", SessionID: sid, Time: UserTime{Created: 1000, Received: &received, Handed: &handed, Started: &started}, Agent: "build",
 		Model:  ModelRef{ProviderID: "openai", ModelID: "gpt-5"},
 		Format: json.RawMessage(`{"type":"json_schema","schema":{"type":"object"}}`), System: "You are terse.",
 		Tools: map[string]bool{"bash": true, "webfetch": false}, Variant: "high",

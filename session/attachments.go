@@ -145,7 +145,7 @@ func (r *Runner) storedEvent(ctx context.Context, ev agent.Event) agent.Event {
 // assistant message with the refusal, so the transcript says why nothing
 // answers; the agent goes on with the next prompt.
 func (r *Runner) refusePrompt(c ControlPrompt, err error) {
-	r.recordPrompt(c)
+	r.recordPrompt(c, 0)
 	now := agent.EventBase{Time: r.opts.Now().UnixMilli()}
 	text := err.Error()
 	r.apply(&agent.AgentError{EventBase: now, Text: text, Kind: agent.ErrorInternal})

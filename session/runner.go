@@ -49,6 +49,9 @@ type ControlPrompt struct {
 	// recovery marks RecoverPrompt (Options.Recover): it does not start
 	// the count of recoveries again.
 	recovery bool
+	// received is when the runner got a prompt another device sent (one
+	// with a MessageID), Unix ms by Options.Now: its first receipt.
+	received int64
 }
 
 // ControlAnswer answers a blocked permission.
@@ -241,6 +244,10 @@ type Runner struct {
 	// lost holds prompts the agent refused since its last turn started;
 	// recorded as unanswered if it exits before starting another.
 	lost []ControlPrompt
+	// unstarted is the key of the prompt with receipts last handed to the
+	// agent, until the agent's first event stamps its start
+	// (Reducer.PromptStarted); "" when none waits.
+	unstarted string
 	// childTurns are the subagents' (child sessions') turns running now:
 	// their start and end are theirs, never the session's turn.
 	childTurns map[string]bool
@@ -396,7 +403,7 @@ func (r *Runner) unanswered(ctx context.Context) {
 		r.starting = false
 	}
 	for _, c := range r.lost { // their senders had the error already
-		r.recordPrompt(c)
+		r.recordPrompt(c, 0)
 		n++
 	}
 	queued := r.queued
@@ -408,6 +415,7 @@ func (r *Runner) unanswered(ctx context.Context) {
 				r.opts.OnControl(c)
 			}
 			if p, ok := c.(ControlPrompt); ok {
+				r.receive(&p)
 				if r.keyPrompt(&p) {
 					queued = append(queued, p)
 				} else {
@@ -421,7 +429,7 @@ func (r *Runner) unanswered(ctx context.Context) {
 		}
 	}
 	for _, c := range queued {
-		r.recordPrompt(c)
+		r.recordPrompt(c, 0)
 		reply(c.Reply, ErrAgentExited)
 		n++
 	}
@@ -528,10 +536,17 @@ func (r *Runner) armTimer(t *time.Timer) {
 func (r *Runner) apply(ev agent.Event) []mapper.BusEvent {
 	before := r.opts.Reducer.DroppedTotal()
 	bus := r.opts.Reducer.Apply(ev)
+	return r.publish(bus, r.opts.Reducer.DroppedTotal() != before)
+}
+
+// publish hands the reducer's change events on (tool tracking, sink,
+// OnBus; dropped: the reducer's dropped records changed too) and answers on
+// the agent side what the reducer resolved on its own.
+func (r *Runner) publish(bus []mapper.BusEvent, dropped bool) []mapper.BusEvent {
 	r.trackTools(bus)
 	if r.opts.Sink != nil {
 		r.opts.Sink.Observe(bus)
-		if r.opts.Reducer.DroppedTotal() != before {
+		if dropped {
 			r.opts.Sink.MarkDropped(r.opts.Reducer.DroppedSessions())
 		}
 	}
@@ -588,6 +603,12 @@ func (r *Runner) answerAgentFromState(tp *mapper.ToolPart, p *pending) {
 
 // agentEvent handles one event from the agent.
 func (r *Runner) agentEvent(ctx context.Context, ev agent.Event) {
+	if r.unstarted != "" && !agent.IsNilEvent(ev) && ev.Base().Session == "" {
+		// The agent's first event since it took a prompt with receipts:
+		// the turn started.
+		r.publish(r.opts.Reducer.PromptStarted(r.unstarted, r.opts.Now().UnixMilli()), false)
+		r.unstarted = ""
+	}
 	ev = r.storedEvent(ctx, ev)
 	switch e := ev.(type) {
 	case *agent.ToolBlocked:
@@ -746,6 +767,7 @@ func (r *Runner) answerCtx() (context.Context, context.CancelFunc) {
 func (r *Runner) controlInput(ctx context.Context, c Control) {
 	switch c := c.(type) {
 	case ControlPrompt:
+		r.receive(&c)
 		reply(c.Reply, r.prompt(ctx, c))
 	case ControlAnswer:
 		reply(c.Reply, r.answer(ctx, c.Answer))
@@ -775,6 +797,14 @@ func (r *Runner) controlInput(ctx context.Context, c Control) {
 func reply(ch chan<- error, err error) {
 	if ch != nil {
 		ch <- err
+	}
+}
+
+// receive stamps a prompt another device sent (it has a MessageID) with
+// when the runner got it.
+func (r *Runner) receive(c *ControlPrompt) {
+	if c.Prompt.MessageID != "" && c.received == 0 {
+		c.received = r.opts.Now().UnixMilli()
 	}
 }
 
@@ -844,14 +874,22 @@ func (r *Runner) sendPrompt(ctx context.Context, c ControlPrompt) error {
 		return fmt.Errorf("send prompt to agent: %w", err)
 	}
 	r.starting = true
-	r.recordPrompt(c)
+	r.recordPrompt(c, r.opts.Now().UnixMilli())
+	if c.received != 0 {
+		r.unstarted = c.Key
+	}
 	return nil
 }
 
 // recordPrompt records a prompt as the root session's user message and
-// titles an untitled session with it.
-func (r *Runner) recordPrompt(c ControlPrompt) {
-	r.apply(&agent.UserPrompt{EventBase: agent.EventBase{Time: r.opts.Now().UnixMilli()}, PromptID: c.Key, Text: c.Prompt.Text, Files: c.Prompt.Files, MessageID: c.Prompt.MessageID})
+// titles an untitled session with it; handed is when the agent took it
+// (Unix ms; 0: it never did), a receipt of a prompt with one.
+func (r *Runner) recordPrompt(c ControlPrompt, handed int64) {
+	up := &agent.UserPrompt{EventBase: agent.EventBase{Time: r.opts.Now().UnixMilli()}, PromptID: c.Key, Text: c.Prompt.Text, Files: c.Prompt.Files, MessageID: c.Prompt.MessageID}
+	if c.received != 0 {
+		up.Received, up.Handed = c.received, handed
+	}
+	r.apply(up)
 	r.titleFrom(c.Prompt.Text)
 }
 

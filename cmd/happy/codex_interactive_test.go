@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -190,8 +191,13 @@ func TestCodexInteractiveWithoutTerminal(t *testing.T) {
 	if want := "happy: session " + sid + ` — send prompts with: happy send ` + sid + ` "…" (Ctrl-C ends it)`; line != want {
 		t.Fatalf("notice %q, want %q", line, want)
 	}
-	if code, _, errOut := runHappy(t, env, "send", sid, "Run `echo hi > hi.txt` in the shell and tell me what happened"); code != exitOK {
+	code, out, errOut := runHappy(t, env, "send", sid, "Run `echo hi > hi.txt` in the shell and tell me what happened", "--receipt-timeout", "20s")
+	if code != exitOK || errOut != "" {
 		t.Fatalf("happy send: %d %s", code, errOut)
+	}
+	// Its receipts, each once, in order.
+	if !regexp.MustCompile(`^sent msg_[0-9a-f]{25}\nstored \(seq [1-9][0-9]*\)\nreceived by the session\nhanded to codex\ncodex started\n$`).MatchString(out) {
+		t.Fatalf("happy send printed %q", out)
 	}
 	// The answer is on the relay (no prompt line prints it here).
 	var messages int

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -77,7 +78,7 @@ func withSession(cmd *cobra.Command, f *factory, name, ref string, fn func(conn 
 func newSendCmd(f *factory) *cobra.Command {
 	var files []string
 	var wait bool
-	var timeout time.Duration
+	var timeout, receiptTimeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "send SESSION [TEXT]",
 		Short: "Send the next prompt to a running session",
@@ -87,8 +88,21 @@ key and uploaded to the relay first; the prompt references the uploads, and the
 running session downloads them and hands them to its agent. A file may be at
 most 10 MiB less 40 bytes. TEXT may be left out when there are files.
 
-With --wait it returns when that prompt's turn has ended and prints its
-answer: exit 0 completed, 1 failed, rejected or cancelled (or the session
+It prints the prompt's receipts as they come: stored (the relay's seq for
+its row), received by the session, handed to the agent, the agent started
+(its first event of the turn). It waits for them at most --receipt-timeout
+and then says which step has not come: a prompt that waits for the running
+turn to end is received but not handed yet. The prompt stays sent whatever
+the receipts say (exit 0).
+
+  sent msg_…
+  stored (seq 12)
+  received by the session
+  handed to claude
+  claude started
+
+With --wait the receipts go to stderr and it returns when that prompt's
+turn has ended and prints its answer: exit 0 completed, 1 failed, rejected or cancelled (or the session
 ended first), 5 the session went stale, 124 --timeout passed first.
 Scripts and other agents drive a session this way.`,
 		Args:              usageArgs(cobra.RangeArgs(1, 2)),
@@ -113,16 +127,19 @@ Scripts and other agents drive a session this way.`,
 					}
 					blobs = append(blobs, b)
 				}
-				id, err := app.SendFiles(cmd.Context(), conn, o, text, blobs, f.now())
+				sent, err := app.SendPrompt(cmd.Context(), conn, o, text, blobs, f.now())
 				if err != nil {
 					return err
 				}
+				id := sent.ID
 				if !wait {
 					fmt.Fprintf(f.stdout, "sent %s\n", id)
+					printReceipts(cmd.Context(), f, f.stdout, "", conn, o, sent, receiptTimeout)
 					return nil
 				}
 				fmt.Fprintf(f.stderr, "happy: sent %s; waiting for its turn to end\n", id)
 				return waitResult(cmd.Context(), f, timeout, func(ctx context.Context) (app.TurnOutcome, error) {
+					printReceipts(ctx, f, f.stderr, "happy: ", conn, o, sent, receiptTimeout)
 					return app.WaitTurn(ctx, conn, o, id, f.now)
 				})
 			})
@@ -131,7 +148,60 @@ Scripts and other agents drive a session this way.`,
 	cmd.Flags().StringArrayVar(&files, "file", nil, "attach a file (repeatable): uploaded encrypted, then referenced by the prompt")
 	cmd.Flags().BoolVar(&wait, "wait", false, "return when the prompt's turn has ended, print its answer, and exit with how it went")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "with --wait: give up after this long (exit 124); 0 waits as long as it takes")
+	cmd.Flags().DurationVar(&receiptTimeout, "receipt-timeout", 5*time.Second, "wait this long at most for the session's receipts; 0 prints the relay's only")
 	return cmd
+}
+
+// printReceipts prints a sent prompt's receipts to w (each line after
+// prefix) as the session writes them, for at most timeout (0: the relay's
+// only), and then what has not come, on f.stderr. It returns early when
+// ctx ends or the session stops running.
+func printReceipts(ctx context.Context, f *factory, w io.Writer, prefix string, conn *app.Conn, o app.Opened, sent app.Sent, timeout time.Duration) {
+	fmt.Fprintf(w, "%sstored (seq %d)\n", prefix, sent.Seq)
+	if timeout <= 0 {
+		return
+	}
+	agentName := o.Metadata.Flavor
+	if agentName == "" {
+		agentName = "the agent"
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var shown app.Receipt
+	last, state, err := app.WatchReceipts(wctx, conn, o, sent.ID, f.now, func(r app.Receipt) {
+		if r.Received != 0 && shown.Received == 0 {
+			fmt.Fprintf(w, "%sreceived by the session\n", prefix)
+		}
+		if r.Handed != 0 && shown.Handed == 0 {
+			fmt.Fprintf(w, "%shanded to %s\n", prefix, agentName)
+		}
+		if r.Started != 0 && shown.Started == 0 {
+			fmt.Fprintf(w, "%s%s started\n", prefix, agentName)
+		}
+		shown = r
+	})
+	switch {
+	case err == nil || ctx.Err() != nil:
+		return
+	case errors.Is(err, app.ErrSessionOver):
+		fmt.Fprintf(f.stderr, "happy: session %s is %s: %s\n", o.Info.ID, state, missingReceipt(last, agentName))
+	case errors.Is(err, context.DeadlineExceeded):
+		fmt.Fprintf(f.stderr, "happy: after %s, %s\n", timeout, missingReceipt(last, agentName))
+	default:
+		fmt.Fprintf(f.stderr, "happy: receipts not read: %v\n", err)
+	}
+}
+
+// missingReceipt says which step of a prompt has not come yet.
+func missingReceipt(r app.Receipt, agentName string) string {
+	switch {
+	case r.Received == 0:
+		return "the session has not received the prompt (its happy may be older than receipts, or cannot reach the relay)"
+	case r.Handed == 0:
+		return "the prompt waits for the running turn to end before " + agentName + " gets it"
+	default:
+		return agentName + " has not started on the prompt yet"
+	}
 }
 
 // exitTimeout: a wait's --timeout passed first (as timeout(1)).

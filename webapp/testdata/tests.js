@@ -2,7 +2,7 @@
 // webapp_test.go. Results go to window.__results = {done, passed, failures:[{name, message}]}.
 
 import * as c from "/app/js/crypto.js";
-import { Reducer, blockedTools, sessionState, lifecycleState, turnOpen, sessionTitle, pathBase, isLive, findChild, stoppedView, INTERRUPTED_TOOL, INTERRUPTED_MESSAGE } from "/app/js/reduce.js";
+import { Reducer, receipt, blockedTools, sessionState, lifecycleState, turnOpen, sessionTitle, pathBase, isLive, findChild, stoppedView, INTERRUPTED_TOOL, INTERRUPTED_MESSAGE } from "/app/js/reduce.js";
 import { renderMarkdown, safeHref } from "/app/js/markdown.js";
 import * as r from "/app/js/render.js";
 import { controlEnvelope, openAnswer, parsePairLink, promptEnvelope, unreachableMessage, Relay, RpcError, RelayError } from "/app/js/api.js";
@@ -513,6 +513,28 @@ test("usage line and assistant message usage", async () => {
     ["0", "999", "1k", "1k", "1.1k", "9.9k", "10k", "12k", "999k", "1M", "1.5M", "25M", "0", "0"], "compact counts");
   const m = r.renderMessage({ info: { id: "m", role: "assistant", sessionID: "s", cost: 0.5, tokens: { input: 1, output: 2, cache: {} } }, parts: [] });
   eq([m.querySelector(".usage").textContent, m.querySelector(".usage").title], ["tokens: 1 in · 2 out · cost $0.50", "input 1, output 2, cost $0.5"], "message usage");
+});
+
+test("a prompt from another device shows its receipts under it", async () => {
+  const user = (time) => ({ id: "u", role: "user", sessionID: "s", time });
+  eq(receipt(user({ created: 1000 })), null, "typed where the agent runs");
+  eq(receipt({ id: "a", role: "assistant", sessionID: "s", time: { created: 1, received: 1 } }), null, "an assistant message");
+  const cases = [
+    [{ created: 1000, received: 1000 }, "received", "✓ stored · received"],
+    [{ created: 1000, received: 1000, handed: 1100 }, "handed", "✓ stored · received · handed"],
+    [{ created: 1000, received: 1000, handed: 1100, started: 2200 }, "started", "✓ stored · received · started 1.2s later"],
+    [{ created: 1000, received: 1000, handed: 31000, started: 31500 }, "started", "✓ stored · received · handed 30.0s later · started 30.5s later"],
+    [{ created: 1000, received: 1000, handed: 185000 }, "handed", "✓ stored · received · handed 3m4s later"],
+    [{ created: 1000, received: 5000, handed: 5000, started: 4000 }, "started", "✓ stored · received · started 0.0s later"],
+  ];
+  for (const [time, step, line] of cases) {
+    const rc = receipt(user(time));
+    eq([rc.step, r.receiptLine(rc)], [step, line], JSON.stringify(time));
+  }
+  const m = r.renderMessage({ info: user({ created: 1000, received: 1000, handed: 1100, started: 2200 }), parts: [{ id: "p", type: "text", text: "go" }] });
+  const tick = m.querySelector("[data-part=receipt]");
+  eq([tick?.textContent, tick?.dataset.step, m.lastElementChild === tick], ["✓ stored · received · started 1.2s later", "started", true], "ticks under the message");
+  eq(r.renderMessage({ info: user({ created: 1000 }), parts: [] }).querySelector("[data-part=receipt]"), null, "no ticks on a prompt typed where the agent runs");
 });
 
 test("icons are SVG, never emoji", async () => {

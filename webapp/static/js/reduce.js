@@ -374,3 +374,25 @@ export function sessionTitle(md) {
 export const STATE_LABELS = {
   running: "running", idle: "idle", waiting: "waiting for you", thinking: "thinking", ended: "ended", archived: "archived", stale: "stale",
 };
+
+/**
+ * receipt reads the receipts of a prompt sent from another device, which
+ * the running session writes on its version of the user message
+ * (info.time.received, handed, started: Unix ms; docs/ARCHITECTURE.md,
+ * "Receipts"). It is null for anything else (an assistant message, a
+ * prompt typed where the agent runs, one the session has not taken up);
+ * otherwise {step, received, handed, started}, step the last one reached
+ * ("received", "handed" or "started"), a time null when not reached.
+ */
+export function receipt(info) {
+  const t = info?.role === "user" ? info.time : null;
+  const at = (v) => (Number.isFinite(v) && v > 0 ? v : null);
+  if (!t || at(t.received) === null) return null;
+  const rc = { step: "received", received: t.received, handed: at(t.handed), started: null };
+  if (rc.handed !== null) {
+    rc.step = "handed";
+    rc.started = at(t.started);
+    if (rc.started !== null) rc.step = "started";
+  }
+  return rc;
+}

@@ -4,7 +4,7 @@
 // page as text nodes (markdown.js builds nodes, never HTML).
 
 import { renderMarkdown } from "./markdown.js";
-import { findChild, INTERRUPTED_TOOL, INTERRUPTED_MESSAGE } from "./reduce.js";
+import { findChild, receipt, INTERRUPTED_TOOL, INTERRUPTED_MESSAGE } from "./reduce.js";
 import { IMAGE_TYPES, isBlobRef, placeholder } from "./attach.js";
 
 /** h builds an element: h("div", {class: "x", dataset: {a: 1}, onclick}, ...children). */
@@ -357,7 +357,30 @@ export function renderPart(part, ctx = {}) {
   }
 }
 
-/** renderMessage renders one message with its parts; an assistant message adds its usage and error. */
+/**
+ * receiptLine is the compact line of a prompt's receipts (reduce.js
+ * receipt), as happy log writes it: "✓ stored · received", then
+ * "· handed" once the agent took it or "· started 1.2s later" once it
+ * started; times count from when the session received it (one clock), and
+ * a wait of a second or more for the running turn shows as
+ * "· handed 30.0s later".
+ */
+export function receiptLine(rc) {
+  const later = (at) => {
+    const ms = Math.max(at - rc.received, 0);
+    if (ms < 60_000) return `${(ms / 1000).toFixed(1)}s later`;
+    const s = Math.round(ms / 1000), hh = Math.floor(s / 3600), mm = Math.floor((s % 3600) / 60), ss = s % 60;
+    return `${hh > 0 ? `${hh}h` : ""}${mm}m${ss}s later`;
+  };
+  let line = "✓ stored · received";
+  if (rc.handed === null) return line;
+  if (rc.handed - rc.received >= 1000) line += ` · handed ${later(rc.handed)}`;
+  else if (rc.started === null) line += " · handed";
+  if (rc.started !== null) line += ` · started ${later(rc.started)}`;
+  return line;
+}
+
+/** renderMessage renders one message with its parts; an assistant message adds its usage and error, a prompt from another device its receipts. */
 export function renderMessage(m, ctx = {}) {
   const info = m.info;
   const node = h("article", { class: `msg ${info.role}`, dataset: { message: info.id, role: info.role } });
@@ -371,6 +394,8 @@ export function renderMessage(m, ctx = {}) {
     const usage = usageLine(info.tokens, info.cost);
     if (usage) node.append(h("div", { class: "usage", title: usageTitle(info.tokens, info.cost) }, usage));
   }
+  const rc = receipt(info);
+  if (rc) node.append(h("div", { class: "receipt", dataset: { part: "receipt", step: rc.step } }, receiptLine(rc)));
   return node;
 }
 
