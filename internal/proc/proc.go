@@ -283,3 +283,4 @@ func waitGroupEmpty(pgid int, d time.Duration) bool {
 		delay = min(delay*2, 50*time.Millisecond)
 	}
 }
+
