@@ -157,7 +157,8 @@ type Machine struct {
 }
 
 // OnlineWithin is how recent a machine's activeAt must be for it to be
-// online (the heartbeat comes every 20 s).
+// online (the heartbeat comes every 20 s); a machine whose daemon state
+// says StatusOffline is offline at once.
 const OnlineWithin = 90 * time.Second
 
 // Machines lists the account's machines, newest activity first, with the
@@ -191,6 +192,9 @@ func Machines(ctx context.Context, conn *app.Conn, now time.Time) ([]Machine, er
 			} else if err != nil && m.Error == "" {
 				m.Error = "daemon state: " + err.Error()
 			}
+		}
+		if m.Online && m.Daemon != nil && daemonStatus(*m.Daemon) == StatusOffline {
+			m.Online = false // its daemon said so on the way out
 		}
 		out = append(out, m)
 	}
@@ -344,4 +348,13 @@ func killMessage(res json.RawMessage) string {
 		return r.Message
 	}
 	return string(res)
+}
+
+// daemonStatus is the status of a daemon state ("" when it has none).
+func daemonStatus(raw json.RawMessage) string {
+	var ds struct {
+		Status string `json:"status"`
+	}
+	_ = json.Unmarshal(raw, &ds)
+	return ds.Status
 }

@@ -94,7 +94,8 @@ type child struct {
 // relay (retrying with the relay client's back-off), registers the machine
 // with its metadata, keeps its daemon state, and serves the machine RPCs
 // until ctx ends, Options.Stop closes or a stop-daemon RPC comes; then it
-// writes status shutting-down, stops every session it runs and returns.
+// writes status shutting-down, stops every session it runs, writes status
+// offline (no sessions) to the relay and returns.
 func Run(ctx context.Context, opts Options) error {
 	if opts.Command == nil {
 		return errors.New("daemon: no command to start happy with")
@@ -203,7 +204,7 @@ func Run(ctx context.Context, opts Options) error {
 }
 
 // finish writes shutting-down (locally and, bounded, to the relay), stops
-// every session and returns cause.
+// every session, writes offline to the relay and returns cause.
 func (d *daemon) finish(parent context.Context, cause error) error {
 	asked := d.stopAsked()
 	d.requestStop("signal")
@@ -211,21 +212,34 @@ func (d *daemon) finish(parent context.Context, cause error) error {
 	d.state.Status = StatusShuttingDown
 	d.saveLocked()
 	d.mu.Unlock()
-	if d.machine != nil {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 5*time.Second)
-		if err := d.writeDaemonState(ctx); err != nil {
-			d.env.Log.Warn().Err(err).Msg("daemon state shutting-down not written")
-		}
-		cancel()
-	}
+	d.writeFinal(parent, "shutting-down")
 	d.stopAll()
 	d.wg.Wait()
 	d.closeEvents()
+	// The last word on the relay: no session, offline (Machines and the web
+	// app show the machine offline at once rather than after OnlineWithin).
+	d.mu.Lock()
+	d.state.Status = StatusOffline
+	d.mu.Unlock()
+	d.writeFinal(parent, StatusOffline)
 	d.env.Log.Info().Msg("daemon stopped")
 	if cause != nil && parent.Err() == nil && !asked {
 		return cause
 	}
 	return nil
+}
+
+// writeFinal writes the daemon state to the relay, bounded by 5 s, while
+// the daemon ends (status names it in the log).
+func (d *daemon) writeFinal(parent context.Context, status string) {
+	if d.machine == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 5*time.Second)
+	defer cancel()
+	if err := d.writeDaemonState(ctx); err != nil {
+		d.env.Log.Warn().Err(err).Str("status", status).Msg("daemon state not written")
+	}
 }
 
 func (d *daemon) stopAsked() bool {

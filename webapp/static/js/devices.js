@@ -82,7 +82,8 @@ export async function revokeEverywhere(relay) {
 }
 
 /** ONLINE_WITHIN is how recent a machine's activeAt must be for it to be
- * online, in ms (daemon.OnlineWithin; the heartbeat comes every 20 s). */
+ * online, in ms (daemon.OnlineWithin; the heartbeat comes every 20 s); a
+ * machine whose daemon state says "offline" is offline at once. */
 export const ONLINE_WITHIN = 90_000;
 
 /** openMachine decrypts one entry of GET /v1/machines with the machine's
@@ -110,6 +111,8 @@ export async function openMachine(info, accountSecret, now = Date.now()) {
   if (info.daemonState) {
     try { m.daemon = await c.openJSON(m.cipher, info.daemonState); } catch (e) { m.error = "daemon state: " + e.message; }
   }
+  // A daemon that stopped wrote "offline" on its way out (daemon.StatusOffline).
+  if (m.daemon?.status === "offline") m.online = false;
   return m;
 }
 
