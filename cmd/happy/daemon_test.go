@@ -303,16 +303,22 @@ func TestDaemonSpawnPromptApproveStop(t *testing.T) {
 	if code, stdout, _ := runHappy(t, envA, "daemon", "status"); code != exitFailed || !strings.HasPrefix(stdout, "not running") {
 		t.Fatalf("status after stop = %d %q", code, stdout)
 	}
-	waitFor(t, "the machine's daemon state shutting-down", func() bool {
-		ms := machines(t, envB)
-		if len(ms) != 1 || ms[0].Daemon == nil {
-			return false
-		}
-		var ds struct {
-			Status string `json:"status"`
-		}
-		return json.Unmarshal(*ms[0].Daemon, &ds) == nil && ds.Status == daemon.StatusShuttingDown
-	})
+	// At once, not after the heartbeat's 90 s: the daemon's last word.
+	ms := machines(t, envB)
+	if len(ms) != 1 || ms[0].Online || ms[0].Daemon == nil {
+		t.Fatalf("machines right after daemon stop: %+v", ms)
+	}
+	var ds map[string]any
+	if err := json.Unmarshal(*ms[0].Daemon, &ds); err != nil {
+		t.Fatal(err)
+	}
+	if ds["status"] != daemon.StatusOffline || ds["pid"] != float64(st.PID) || len(ds["sessions"].([]any)) != 0 || ds["shutdownSource"] != "signal" {
+		t.Fatalf("the daemon state right after daemon stop: %v", ds)
+	}
+	code, stdout, _ = runHappy(t, envB, "machines")
+	if code != exitOK || !strings.Contains(stdout, "offline") {
+		t.Fatalf("happy machines after daemon stop = %d %q", code, stdout)
+	}
 	b, err := os.ReadFile(daemon.LogPath(testHome(t, envA)))
 	if err != nil {
 		t.Fatal(err)
