@@ -319,6 +319,17 @@ func TestDaemonSpawnPromptApproveStop(t *testing.T) {
 	if code != exitOK || !strings.Contains(stdout, "offline") {
 		t.Fatalf("happy machines after daemon stop = %d %q", code, stdout)
 	}
+	// A spawn to it fails at once, saying why.
+	start := time.Now()
+	code, stdout, stderr = runHappy(t, envB, "spawn", "--machine", m.ID, "--dir", dir2, "--agent", "codex")
+	took := time.Since(start)
+	want := "happy: the daemon of machine " + m.ID + " is not running (last seen " + time.UnixMilli(ms[0].LastSeen).Format(time.RFC3339) + ")\n"
+	if code != exitFailed || stdout != "" || stderr != want {
+		t.Fatalf("spawn after daemon stop = %d %q %q, want %q", code, stdout, stderr, want)
+	}
+	if took > 5*time.Second {
+		t.Fatalf("spawn after daemon stop took %s, want at once (the relay's grace is 15 s)", took)
+	}
 	b, err := os.ReadFile(daemon.LogPath(testHome(t, envA)))
 	if err != nil {
 		t.Fatal(err)
