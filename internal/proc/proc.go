@@ -283,4 +283,3 @@ func waitGroupEmpty(pgid int, d time.Duration) bool {
 		delay = min(delay*2, 50*time.Millisecond)
 	}
 }
-
