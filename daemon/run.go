@@ -192,6 +192,13 @@ func Run(ctx context.Context, opts Options) error {
 	d.wg.Add(1)
 	go func() { defer d.wg.Done(); d.refreshMetadata(runCtx, conn) }()
 
+	// Running once the machine's socket is up: until then the relay
+	// refuses its RPCs at once (no socket of the machine is connected).
+	wctx, wcancel := context.WithTimeout(runCtx, opts.SpawnTimeout)
+	if err := m.WaitConnected(wctx); err != nil && runCtx.Err() == nil {
+		env.Log.Warn().Err(err).Msg("the machine's socket is not connected yet; running anyway")
+	}
+	wcancel()
 	// Logged first: daemon start returns once the state file says running.
 	env.Log.Info().Str("relay", conn.URL).Msg("daemon running: machine registered")
 	d.mu.Lock()
