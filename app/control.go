@@ -22,6 +22,14 @@ import (
 // back to a control call: stale answers, refusals, no such method.
 var ErrRPC = errors.New("control call failed")
 
+// ErrRPCNotAvailable is wrapped (with ErrRPC) when the relay answers that
+// nothing registered the method ("RPC method not available": the session
+// or the machine's daemon is not connected).
+var ErrRPCNotAvailable = errors.New(relayNotAvailable)
+
+// relayNotAvailable is the relay's text for a method nobody registered.
+const relayNotAvailable = "RPC method not available"
+
 // CallRPC calls the session RPC "<sessionID>:<method>" over a user-scoped
 // socket, with params and result encrypted with the session key, and
 // returns the decrypted result. The relay's errors ("RPC method not
@@ -74,6 +82,9 @@ func CallScopedRPC(ctx context.Context, conn *Conn, scopeID string, cipher crypt
 		msg, _ := ack["error"].(string)
 		if msg == "" {
 			msg = fmt.Sprint(reply[0])
+		}
+		if msg == relayNotAvailable {
+			return nil, fmt.Errorf("%w: %s: %w", ErrRPC, method, ErrRPCNotAvailable)
 		}
 		return nil, fmt.Errorf("%w: %s: %s", ErrRPC, method, msg)
 	}

@@ -157,7 +157,8 @@ type Machine struct {
 }
 
 // OnlineWithin is how recent a machine's activeAt must be for it to be
-// online (the heartbeat comes every 20 s).
+// online (the heartbeat comes every 20 s); a machine whose daemon state
+// says StatusOffline is offline at once.
 const OnlineWithin = 90 * time.Second
 
 // Machines lists the account's machines, newest activity first, with the
@@ -191,6 +192,9 @@ func Machines(ctx context.Context, conn *app.Conn, now time.Time) ([]Machine, er
 			} else if err != nil && m.Error == "" {
 				m.Error = "daemon state: " + err.Error()
 			}
+		}
+		if m.Online && m.Daemon != nil && daemonStatus(*m.Daemon) == StatusOffline {
+			m.Online = false // its daemon said so on the way out
 		}
 		out = append(out, m)
 	}
@@ -268,24 +272,31 @@ func FindMachine(ms []Machine, ref string) (Machine, error) {
 
 // Call calls the machine RPC "<machineID>:<method>", sealed with that
 // machine's key (machineCipher: it needs the account secret unless the
-// machine is this home's own), and decodes the result into out.
+// machine is this home's own), and decodes the result into out. A machine
+// whose daemon is not connected to the relay is a *NotRunningError (the
+// relay says so at once).
 func Call(ctx context.Context, conn *app.Conn, machineID, method string, params, out any, timeout time.Duration) error {
 	list, err := conn.API.ListMachines(ctx)
 	if err != nil {
 		return err
 	}
 	var c crypto.Cipher
+	var lastSeen int64
 	for _, mi := range list {
 		if mi.ID == machineID {
 			if c, err = machineCipher(conn.Creds, mi); err != nil {
 				return fmt.Errorf("machine %s: %s", machineID, readHint(conn.Creds, err))
 			}
+			lastSeen = mi.ActiveAt
 		}
 	}
 	if c == nil {
 		return fmt.Errorf("%w: %q (happy machines lists them)", ErrNoMachine, machineID)
 	}
 	res, err := app.CallScopedRPC(ctx, conn, machineID, c, method, params, timeout)
+	if errors.Is(err, app.ErrRPCNotAvailable) {
+		return &NotRunningError{MachineID: machineID, LastSeen: lastSeen}
+	}
 	if err != nil {
 		return err
 	}
@@ -345,3 +356,31 @@ func killMessage(res json.RawMessage) string {
 	}
 	return string(res)
 }
+
+// daemonStatus is the status of a daemon state ("" when it has none).
+func daemonStatus(raw json.RawMessage) string {
+	var ds struct {
+		Status string `json:"status"`
+	}
+	_ = json.Unmarshal(raw, &ds)
+	return ds.Status
+}
+
+// NotRunningError says the daemon of a machine is not connected to the
+// relay, so its RPCs cannot be answered. LastSeen is the machine's last
+// activity (Unix ms; 0 when never seen).
+type NotRunningError struct {
+	MachineID string
+	LastSeen  int64
+}
+
+func (e *NotRunningError) Error() string {
+	seen := "never seen"
+	if e.LastSeen > 0 {
+		seen = "last seen " + time.UnixMilli(e.LastSeen).Format(time.RFC3339)
+	}
+	return fmt.Sprintf("the daemon of machine %s is not running (%s)", e.MachineID, seen)
+}
+
+// Unwrap is app.ErrRPC: the call failed.
+func (e *NotRunningError) Unwrap() error { return app.ErrRPC }

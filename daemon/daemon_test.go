@@ -161,7 +161,11 @@ func TestUnit(t *testing.T) {
 	want := "[Unit]\nDescription=happy daemon for " + hp + "\nAfter=network-online.target\nWants=network-online.target\n\n" +
 		"[Service]\nType=simple\nExecStart=\"" + exe + "\" daemon run\n" +
 		"Environment=\"HAPPY_HOME_DIR=" + hp + "\"\nEnvironment=\"PATH=/usr/bin:/bin\"\nEnvironment=\"HAPPY_SERVER_URL=https://relay.example/x\"\n" +
+		"EnvironmentFile=-" + hp + "/daemon.env\n" +
 		"Restart=on-failure\nRestartSec=5\nKillMode=mixed\nTimeoutStopSec=30\n\n[Install]\nWantedBy=default.target\n"
+	if u.EnvFile != h.Join("daemon.env") {
+		t.Errorf("environment file %q", u.EnvFile)
+	}
 	if u.Text != want {
 		t.Errorf("unit:\n%s\nwant:\n%s", u.Text, want)
 	}
@@ -213,4 +217,44 @@ func FuzzSpawnRequest(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Without systemctl, Install writes the unit and the environment file,
+// runs nothing and says what to run; a second install keeps the
+// environment file the user filled.
+func TestInstallWithoutSystemctl(t *testing.T) {
+	t.Setenv("PATH", t.TempDir()) // an empty folder: no systemctl
+	h, err := home.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := t.TempDir()
+	u, err := NewUnit(UnitOptions{Home: h, Executable: "/opt/happy", Getenv: func(k string) string { return map[string]string{"XDG_CONFIG_HOME": cfg}[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := "systemctl not found; to start the daemon with systemd run: systemctl --user daemon-reload && systemctl --user enable --now " + u.Name
+	want := []Step{{What: "wrote " + u.Path}, {What: "wrote " + u.EnvFile + " (the daemon's environment: add an agent's API key there)"}, {What: run}}
+	if got := Install(u); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Install = %+v\nwant %+v", got, want)
+	}
+	if b, err := os.ReadFile(u.Path); err != nil || string(b) != u.Text {
+		t.Fatalf("unit file %q %v", b, err)
+	}
+	if b, err := os.ReadFile(u.EnvFile); err != nil || string(b) != envFileText {
+		t.Fatalf("environment file %q %v", b, err)
+	}
+	if fi, err := os.Stat(u.EnvFile); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("environment file mode %v %v", fi, err)
+	}
+	if err := os.WriteFile(u.EnvFile, []byte("ANTHROPIC_API_KEY=k\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want[1] = Step{What: "kept " + u.EnvFile + " (the daemon's environment)"}
+	if got := Install(u); !reflect.DeepEqual(got, want) {
+		t.Fatalf("second Install = %+v\nwant %+v", got, want)
+	}
+	if b, _ := os.ReadFile(u.EnvFile); string(b) != "ANTHROPIC_API_KEY=k\n" {
+		t.Fatalf("the filled environment file was overwritten: %q", b)
+	}
 }

@@ -13,12 +13,10 @@ import (
 	"os/user"
 	"runtime"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/happy-dev/happy/app"
 	"github.com/happy-dev/happy/internal/buildinfo"
-	"github.com/happy-dev/happy/internal/proc"
 	"github.com/happy-dev/happy/internal/settings"
 	"github.com/happy-dev/happy/localapi"
 	"github.com/happy-dev/happy/relay"
@@ -82,20 +80,22 @@ type daemon struct {
 	http   *http.Client
 }
 
-// child is a session the daemon started and still runs.
+// child is a session the daemon runs: one it started, or one a daemon
+// that died had started and this one adopted.
 type child struct {
 	info Child
-	p    *proc.Process
+	p    sessionProc
 }
 
 // Run is `happy daemon run`: it takes the home's daemon lock (ErrRunning
-// when another daemon holds it), ends what a killed predecessor left
-// running (its sessions' process groups get SIGKILL, and the orphan
-// settlement of the relay connection ends their sessions), connects to the
+// when another daemon holds it), adopts the sessions a killed predecessor
+// left running (adoptLeftovers; the orphan settlement of the relay
+// connection ends those that died), connects to the
 // relay (retrying with the relay client's back-off), registers the machine
 // with its metadata, keeps its daemon state, and serves the machine RPCs
 // until ctx ends, Options.Stop closes or a stop-daemon RPC comes; then it
-// writes status shutting-down, stops every session it runs and returns.
+// writes status shutting-down, stops every session it runs, writes status
+// offline (no sessions) to the relay and returns.
 func Run(ctx context.Context, opts Options) error {
 	if opts.Command == nil {
 		return errors.New("daemon: no command to start happy with")
@@ -118,9 +118,6 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	defer lk.release()
-	if prev, err := ReadState(h); err == nil {
-		reapLeftovers(env, prev)
-	}
 	d := &daemon{opts: opts, env: env, children: map[int]*child{}, kick: make(chan struct{}, 1), stopped: make(chan struct{})}
 	d.state = State{PID: os.Getpid(), StartedAt: now(env).UnixMilli(), Status: StatusStarting, Version: buildinfo.Version, Log: LogPath(h), Sessions: []Child{}}
 	if id, err := settings.EnsureMachineID(h.Settings()); err == nil {
@@ -141,8 +138,20 @@ func Run(ctx context.Context, opts Options) error {
 			return fmt.Errorf("daemon: %w", err)
 		}
 	}
+	var adopted []*child
+	if prev, err := ReadState(h); err == nil {
+		adopted = d.adoptLeftovers(prev)
+	}
 	d.saveLocked()
 	defer os.Remove(StatePath(h))
+	for _, c := range adopted {
+		d.wg.Add(1)
+		go func() { defer d.wg.Done(); d.watch(c) }()
+		if d.events != nil && c.info.Events != "" {
+			d.wg.Add(1)
+			go func() { defer d.wg.Done(); d.follow(c, c.info.Events) }()
+		}
+	}
 	env.Log.Info().Int("pid", d.state.PID).Str("machine", d.state.MachineID).Msg("daemon starting")
 
 	runCtx, cancel := context.WithCancel(ctx)
@@ -183,6 +192,13 @@ func Run(ctx context.Context, opts Options) error {
 	d.wg.Add(1)
 	go func() { defer d.wg.Done(); d.refreshMetadata(runCtx, conn) }()
 
+	// Running once the machine's socket is up: until then the relay
+	// refuses its RPCs at once (no socket of the machine is connected).
+	wctx, wcancel := context.WithTimeout(runCtx, opts.SpawnTimeout)
+	if err := m.WaitConnected(wctx); err != nil && runCtx.Err() == nil {
+		env.Log.Warn().Err(err).Msg("the machine's socket is not connected yet; running anyway")
+	}
+	wcancel()
 	// Logged first: daemon start returns once the state file says running.
 	env.Log.Info().Str("relay", conn.URL).Msg("daemon running: machine registered")
 	d.mu.Lock()
@@ -195,7 +211,7 @@ func Run(ctx context.Context, opts Options) error {
 }
 
 // finish writes shutting-down (locally and, bounded, to the relay), stops
-// every session and returns cause.
+// every session, writes offline to the relay and returns cause.
 func (d *daemon) finish(parent context.Context, cause error) error {
 	asked := d.stopAsked()
 	d.requestStop("signal")
@@ -203,21 +219,34 @@ func (d *daemon) finish(parent context.Context, cause error) error {
 	d.state.Status = StatusShuttingDown
 	d.saveLocked()
 	d.mu.Unlock()
-	if d.machine != nil {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 5*time.Second)
-		if err := d.writeDaemonState(ctx); err != nil {
-			d.env.Log.Warn().Err(err).Msg("daemon state shutting-down not written")
-		}
-		cancel()
-	}
+	d.writeFinal(parent, "shutting-down")
 	d.stopAll()
 	d.wg.Wait()
 	d.closeEvents()
+	// The last word on the relay: no session, offline (Machines and the web
+	// app show the machine offline at once rather than after OnlineWithin).
+	d.mu.Lock()
+	d.state.Status = StatusOffline
+	d.mu.Unlock()
+	d.writeFinal(parent, StatusOffline)
 	d.env.Log.Info().Msg("daemon stopped")
 	if cause != nil && parent.Err() == nil && !asked {
 		return cause
 	}
 	return nil
+}
+
+// writeFinal writes the daemon state to the relay, bounded by 5 s, while
+// the daemon ends (status names it in the log).
+func (d *daemon) writeFinal(parent context.Context, status string) {
+	if d.machine == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 5*time.Second)
+	defer cancel()
+	if err := d.writeDaemonState(ctx); err != nil {
+		d.env.Log.Warn().Err(err).Str("status", status).Msg("daemon state not written")
+	}
 }
 
 func (d *daemon) stopAsked() bool {
@@ -446,38 +475,6 @@ func machineMetadata(_ context.Context, env app.Env, agents []app.InstalledAgent
 		}
 	}
 	return md
-}
-
-// reapLeftovers ends the sessions a daemon that died without stopping
-// them (kill -9, a crash) left running: every recorded session whose
-// process is still the one recorded (same start time; where the start
-// time is unknown nothing is killed) has its process group killed
-// (SIGKILL), and the wait for the group to go is bounded. Their
-// sessions are then orphans, which the relay connection settles
-// (app.SettleOrphans).
-func reapLeftovers(env app.Env, prev State) {
-	for _, c := range prev.Sessions {
-		if c.PID <= 1 {
-			continue
-		}
-		if c.StartTicks == 0 {
-			// Without the start time (not Linux) a live pid may be
-			// another process's now: it is not killed.
-			if syscall.Kill(c.PID, 0) == nil {
-				env.Log.Warn().Int("pid", c.PID).Str("session", c.SessionID).Msg("a session of the previous daemon may still run; not killed (its start time is unknown)")
-			}
-			continue
-		}
-		if ticks, ok := proc.StartTicks(c.PID); !ok || ticks != c.StartTicks {
-			continue // the pid is gone or belongs to another process now
-		}
-		env.Log.Warn().Int("pid", c.PID).Str("session", c.SessionID).Msg("a session of the previous daemon still runs; killing its process group")
-		_ = syscall.Kill(-c.PID, syscall.SIGKILL)
-		deadline := time.Now().Add(5 * time.Second)
-		for syscall.Kill(-c.PID, 0) == nil && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond) // another parent's processes: nothing to wait on but their absence
-		}
-	}
 }
 
 func now(env app.Env) time.Time {

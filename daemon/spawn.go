@@ -300,7 +300,7 @@ func (d *daemon) start(ctx context.Context, agentName, dir string, args []string
 	cmd.Env = append(cmd.Env, app.SpawnReportEnv+"=3")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	// The session is not tied to the daemon's life: a daemon killed with
-	// kill -9 leaves it running, and the next daemon ends it (Run).
+	// kill -9 leaves it running, and the next daemon adopts it (Run).
 	p, err := proc.Start(context.Background(), cmd, proc.Options{Grace: d.opts.StopGrace, NoParentDeathSignal: true})
 	pw.Close()
 	if promptR != nil {
@@ -368,15 +368,12 @@ func (d *daemon) start(ctx context.Context, agentName, dir string, args []string
 
 // watch waits for a session's process group to end and forgets it.
 func (d *daemon) watch(c *child) {
-	st, err := c.p.Wait()
+	<-c.p.Done()
+	code, err := exitCode(c.p)
 	d.mu.Lock()
 	delete(d.children, c.info.PID)
 	d.mu.Unlock()
 	d.changed()
-	code := -1
-	if st != nil {
-		code = st.ExitCode()
-	}
 	d.env.Log.Info().Int("pid", c.info.PID).Str("session", c.info.SessionID).Int("exit", code).AnErr("wait", err).Msg("session ended")
 }
 

@@ -40,6 +40,10 @@ const (
 	StatusStarting     = "starting"      // taking the lock, reaching the relay
 	StatusRunning      = "running"       // registered, serving machine RPCs
 	StatusShuttingDown = "shutting-down" // stopping its sessions, then exiting
+	// StatusOffline is the last daemon state a daemon that stopped writes
+	// to the relay (never to daemon.json, which it removes): readers show
+	// the machine offline at once, whatever its last heartbeat.
+	StatusOffline = "offline"
 )
 
 // State is what the daemon writes to <home>/daemon.json (and, as

@@ -22,7 +22,20 @@ type Unit struct {
 	Name string // file name: happy-daemon.service, or happy-daemon-<hash>.service for a home other than ~/.happy
 	Path string // where it is written: $XDG_CONFIG_HOME/systemd/user (else ~/.config/systemd/user)
 	Text string // the unit file
+	// EnvFile is the unit's EnvironmentFile, <home>/daemon.env: KEY=value
+	// lines the user fills (an agent's API key), read at every start.
+	EnvFile string
 }
+
+// envFileName is the daemon's environment file in the happy home.
+const envFileName = "daemon.env"
+
+// envFileText is what Install writes to a new environment file.
+const envFileText = `# Environment of the happy daemon and the sessions it starts, read by its
+# systemd user unit at every start (KEY=value lines; # starts a comment).
+# ANTHROPIC_API_KEY=
+# OPENAI_API_KEY=
+`
 
 // UnitOptions are what the unit is made of.
 type UnitOptions struct {
@@ -34,7 +47,8 @@ type UnitOptions struct {
 // NewUnit builds the systemd user unit of the home's daemon: `happy daemon
 // run` in the foreground (Type=simple), HAPPY_HOME_DIR, and PATH and
 // HAPPY_SERVER_URL as they are now (a user unit does not inherit the login
-// shell's environment), restarted on failure; SIGTERM goes to the daemon
+// shell's environment), the optional EnvironmentFile <home>/daemon.env for
+// what the user adds (an agent's API key), restarted on failure; SIGTERM goes to the daemon
 // alone, which stops its sessions (KillMode=mixed, 30 s before SIGKILL).
 func NewUnit(o UnitOptions) (Unit, error) {
 	cfg := o.Getenv("XDG_CONFIG_HOME")
@@ -59,8 +73,10 @@ func NewUnit(o UnitOptions) (Unit, error) {
 			fmt.Fprintf(&b, "Environment=%s\n", envQuote(k+"="+v))
 		}
 	}
+	env := o.Home.Join(envFileName)
+	fmt.Fprintf(&b, "EnvironmentFile=-%s\n", unitEscape(env))
 	b.WriteString("Restart=on-failure\nRestartSec=5\nKillMode=mixed\nTimeoutStopSec=30\n\n[Install]\nWantedBy=default.target\n")
-	return Unit{Name: name, Path: filepath.Join(cfg, "systemd", "user", name), Text: b.String()}, nil
+	return Unit{Name: name, Path: filepath.Join(cfg, "systemd", "user", name), Text: b.String(), EnvFile: env}, nil
 }
 
 // unitEscape doubles % (systemd's specifier character).
@@ -98,8 +114,10 @@ func systemctl(args ...string) Step {
 	return Step{What: what}
 }
 
-// Install writes the unit, reloads systemd's user manager and enables and
-// starts the unit; it stops at the first failed step.
+// Install writes the unit and, when there is none, its environment file
+// (commented examples), reloads systemd's user manager and enables and
+// starts the unit; it stops at the first failed step. Where systemctl is
+// not found it runs nothing and its last step says the commands to run.
 func Install(u Unit) []Step {
 	if err := private.MkdirAll(filepath.Dir(u.Path)); err != nil {
 		return []Step{{What: "create " + filepath.Dir(u.Path), Err: err}}
@@ -108,6 +126,18 @@ func Install(u Unit) []Step {
 		return []Step{{What: "write " + u.Path, Err: err}}
 	}
 	steps := []Step{{What: "wrote " + u.Path}}
+	if u.EnvFile != "" {
+		if _, err := os.Stat(u.EnvFile); err == nil {
+			steps = append(steps, Step{What: "kept " + u.EnvFile + " (the daemon's environment)"})
+		} else if err := private.WriteFile(u.EnvFile, []byte(envFileText)); err != nil {
+			return append(steps, Step{What: "write " + u.EnvFile, Err: err})
+		} else {
+			steps = append(steps, Step{What: "wrote " + u.EnvFile + " (the daemon's environment: add an agent's API key there)"})
+		}
+	}
+	if _, err := exec.LookPath("systemctl"); err != nil {
+		return append(steps, Step{What: "systemctl not found; to start the daemon with systemd run: systemctl --user daemon-reload && systemctl --user enable --now " + u.Name})
+	}
 	for _, args := range [][]string{{"daemon-reload"}, {"enable", "--now", u.Name}} {
 		s := systemctl(args...)
 		steps = append(steps, s)

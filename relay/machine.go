@@ -158,6 +158,14 @@ func (m *Machine) register(name string, e rpcEntry) {
 // wrong target, unsealed, stale); fn must not block.
 func (m *Machine) OnRefused(fn func(Refused)) { m.rpc.setRefused(fn) }
 
+// WaitConnected waits until the machine's socket is up (its RPCs are
+// registered right after), at most until ctx ends; the error then wraps
+// ErrUnavailable.
+func (m *Machine) WaitConnected(ctx context.Context) error {
+	_, err := m.conn.wait(ctx)
+	return err
+}
+
 // Connected reports whether the machine's socket is up.
 func (m *Machine) Connected() bool {
 	s, _ := m.conn.current()

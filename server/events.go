@@ -662,8 +662,10 @@ const (
 
 // onRPCCall: rpc-call {method, params} → forwards rpc-request {method, params}
 // with ack to the first socket of the account that registered method
-// (waiting up to RPCGrace for one) and replies {ok:true, result} with the
-// callee's ack value, or {ok:false, error} with the reference's texts.
+// (waiting up to RPCGrace for one; at once errRPCNotAvailable for a method
+// of a machine with no socket connected, see machineAway) and replies
+// {ok:true, result} with the callee's ack value, or {ok:false, error} with
+// the reference's texts.
 func (s *Server) onRPCCall(c *conn, m map[string]any, ack socket.Ack) {
 	method, ok := getStr(m, "method")
 	if !ok || method == "" {
@@ -683,6 +685,15 @@ func (s *Server) onRPCCall(c *conn, m map[string]any, ack socket.Ack) {
 		}
 		s.cl.call(c, method, params, ack)
 		return
+	}
+	if s.rpc.peek(c.acct, method) == nil {
+		ctx, cancel := s.opCtx()
+		away := s.machineAway(ctx, c.acct, method)
+		cancel()
+		if away {
+			reply(ack, map[string]any{"ok": false, "error": errRPCNotAvailable})
+			return
+		}
 	}
 	// The waits end with the caller's socket: nobody is left to answer.
 	gctx, cancel := context.WithTimeout(c.ctx, s.cfg.RPCGrace)

@@ -191,6 +191,9 @@ func (s *Server) releaseConn(c *conn) bool {
 		return false
 	}
 	s.metrics.sockets.Add(-1)
+	if c.scope == scopeMachine {
+		s.msocks.add(c.acct, c.mid, -1)
+	}
 	c.cancel()
 	for _, m := range methodsOf(c) {
 		s.unregisterRPC(c, m)
@@ -213,6 +216,9 @@ func connOf(sock *socket.Socket) *conn {
 
 func (s *Server) setupConn(c *conn) {
 	sock := c.sock
+	if c.scope == scopeMachine {
+		s.msocks.add(c.acct, c.mid, 1)
+	}
 	c.joined = s.out.tick.Add(1)
 	sock.Join(socket.Room("user:" + c.acct))
 	switch c.scope {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 )
@@ -391,4 +392,45 @@ func (r *rpcRegistry) instanceClaims(inst string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.byInst[inst]
+}
+
+// machineSockets counts the connected machine-scoped sockets of this
+// instance per (account, machine). The zero value is ready.
+type machineSockets struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (m *machineSockets) add(acct, mid string, d int) {
+	k := rpcKey(acct, mid)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.n == nil {
+		m.n = map[string]int{}
+	}
+	if m.n[k]+d <= 0 {
+		delete(m.n, k)
+		return
+	}
+	m.n[k] += d
+}
+
+func (m *machineSockets) connected(acct, mid string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.n[rpcKey(acct, mid)] > 0
+}
+
+// machineAway reports whether method ("<id>:<name>") is a method of one of
+// acct's machines that has no machine-scoped socket connected here: its
+// daemon is not running (or not connected), so nothing can register the
+// method within the grace and the call fails at once. Only a relay alone
+// (no bus) can know that; a store error counts as not away.
+func (s *Server) machineAway(ctx context.Context, acct, method string) bool {
+	mid, _, ok := strings.Cut(method, ":")
+	if !ok || mid == "" || s.msocks.connected(acct, mid) {
+		return false
+	}
+	_, err := s.st.Machine(ctx, acct, mid)
+	return err == nil
 }

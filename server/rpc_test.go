@@ -267,3 +267,49 @@ func TestRPCInFlightLimit(t *testing.T) {
 	// Slots are free again.
 	eq(t, "after", call(t, app, "rpc-call", map[string]any{"method": sid + ":nobody"})["error"], "RPC method not available")
 }
+
+// A call to a method of a machine with no machine-scoped socket connected
+// (its daemon is not running) fails at once, not after the grace window;
+// once the machine's socket is connected a call waits for the method as
+// before, and after the socket is gone it fails at once again.
+func TestRPCToMachineWithoutSocketFailsAtOnce(t *testing.T) {
+	r := servertest.StartConfig(t, server.Config{RPCGrace: 10 * time.Second, RPCCallTimeout: 5 * time.Second})
+	a := newAPI(t, r)
+	a.must(200, "POST", "/v1/machines", map[string]any{"id": "m1", "metadata": "m"})
+	app := userSocket(t, r.URL, a.token)
+	const method = "m1:spawn-happy-session"
+	notAvailable := map[string]any{"ok": false, "error": "RPC method not available"}
+	atOnce := func(what string) {
+		t.Helper()
+		start := time.Now()
+		eq(t, what, call(t, app, "rpc-call", map[string]any{"method": method, "params": "p"}), notAvailable)
+		if d := time.Since(start); d > time.Second {
+			t.Fatalf("%s: answered after %s, want at once (the grace is 10 s)", what, d)
+		}
+	}
+	atOnce("no daemon ever")
+
+	daemon := machineSocket(t, r.URL, a.token, "m1")
+	din := listen(t, daemon, "rpc-registered", "rpc-request")
+	done := make(chan map[string]any, 1)
+	go func() { done <- call(t, app, "rpc-call", map[string]any{"method": method, "params": "p"}) }()
+	server.WaitUntil(t, 5*time.Second, "the call waits for the connected machine's method", func() bool { return r.Server.RPCWaiting() == 1 })
+	_ = daemon.Emit("rpc-register", map[string]any{"method": method})
+	din.nextObj("rpc-registered")
+	din.next().ack("ok")
+	eq(t, "answered", <-done, map[string]any{"ok": true, "result": "ok"})
+
+	_ = daemon.Close()
+	server.WaitUntil(t, 5*time.Second, "the machine's socket is gone", func() bool { return r.Server.RPCWaiting() == 0 })
+	waitGone := time.Now().Add(5 * time.Second)
+	for {
+		start := time.Now()
+		res := call(t, app, "rpc-call", map[string]any{"method": method, "params": "p"})
+		if res["error"] == "RPC method not available" && time.Since(start) < time.Second {
+			break
+		}
+		if time.Now().After(waitGone) {
+			t.Fatalf("after the daemon left: %v", res)
+		}
+	}
+}

@@ -314,7 +314,10 @@ func (c *Config) defaults() {
 // presence sweeper. Build it with New, serve it with Serve (or mount
 // Handler), stop it with Close.
 type Server struct {
-	cfg      Config
+	cfg Config
+	// msocks counts the machine-scoped sockets of this instance per
+	// machine: a machine RPC to a machine with none fails at once.
+	msocks   machineSockets
 	identity []byte // the data folder's relayid key (identity.go)
 	log      zerolog.Logger
 	st       store.Store

@@ -284,8 +284,10 @@ func sealFixedFixtures(t *testing.T, acct, contentPub, terminalPub [32]byte) map
 
 // machineFixtures are GET /v1/machines entries as a daemon writes them:
 // metadata and daemon state sealed with a dataKey machine key (wrapped for
-// the account's content key), with the account secret (legacy), and one
-// that does not decrypt; want is what the page must read from each.
+// the account's content key), the same after its daemon stopped (offline
+// though its last heartbeat is fresh), with the account secret (legacy),
+// and one that does not decrypt; want is what the page must read from
+// each.
 func machineFixtures(t *testing.T, acct [32]byte) []map[string]any {
 	t.Helper()
 	creds, err := crypto.NewAccountCredentials("token", acct)
@@ -311,6 +313,9 @@ func machineFixtures(t *testing.T, acct [32]byte) []map[string]any {
 		{"info": map[string]any{"id": "m-dk", "metadata": seal(enc.Cipher, md), "daemonState": seal(enc.Cipher, ds), "dataEncryptionKey": *enc.DataEncryptionKeyBase64(), "active": true, "activeAt": 1_000_000},
 			"now":  1_030_000,
 			"want": map[string]any{"id": "m-dk", "host": "box", "platform": "linux", "version": "1.2.3", "online": true, "agents": []string{"claude", "gemini"}, "daemonStatus": "running", "error": ""}},
+		{"info": map[string]any{"id": "m-stopped", "metadata": seal(enc.Cipher, md), "daemonState": seal(enc.Cipher, `{"status":"offline","pid":42,"startedAt":1000,"sessions":[],"shutdownRequestedAt":1020000,"shutdownSource":"signal"}`), "dataEncryptionKey": *enc.DataEncryptionKeyBase64(), "active": true, "activeAt": 1_000_000},
+			"now":  1_030_000,
+			"want": map[string]any{"id": "m-stopped", "host": "box", "platform": "linux", "version": "1.2.3", "online": false, "agents": []string{"claude", "gemini"}, "daemonStatus": "offline", "error": ""}},
 		{"info": map[string]any{"id": "m-legacy", "metadata": seal(legacy, `{"host":"old","platform":"darwin","cliAvailability":{"claude":true,"codex":false,"detectedAt":5}}`), "daemonState": nil, "dataEncryptionKey": nil, "active": true, "activeAt": 1_000_000},
 			"now":  1_100_000,
 			"want": map[string]any{"id": "m-legacy", "host": "old", "platform": "darwin", "version": "", "online": false, "agents": []string{"claude"}, "daemonStatus": nil, "error": ""}},

@@ -74,7 +74,12 @@ func newDaemonStartCmd(f *factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "start",
 		Short: "Start the daemon in the background",
-		Args:  usageArgs(cobra.NoArgs),
+		Long: `Start the daemon in the background and wait until it runs. Sessions a
+previous daemon started that still run (it was killed or crashed) are adopted:
+listed, stoppable and followed as before; those that died are ended on the
+relay. To have the daemon started at login and restarted after a crash, use
+happy daemon install (a systemd user unit) instead.`,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkDaemonEvents(eventsListen); err != nil {
 				return err
@@ -278,9 +283,19 @@ func newDaemonInstallCmd(f *factory, install bool) *cobra.Command {
 	if !install {
 		use, short = "uninstall", "Stop, disable and remove the daemon's systemd user unit"
 	}
+	long := `Write the systemd user unit that runs this home's daemon in the foreground
+(happy daemon run), restarted 5 s after a crash, and the optional environment
+file <home>/daemon.env it reads at every start (KEY=value lines: put an agent's
+API key there, e.g. ANTHROPIC_API_KEY; an existing file is kept), then enable
+and start it with systemctl --user. Without systemctl nothing is run: the
+commands to run are printed.`
+	if !install {
+		long = short + "; the environment file <home>/daemon.env is kept."
+	}
 	cmd := &cobra.Command{
 		Use:   use,
 		Short: short,
+		Long:  long,
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			h, err := f.home()
@@ -333,7 +348,8 @@ func newMachinesCmd(f *factory) *cobra.Command {
 		Use:   "machines",
 		Short: "List the account's machines: online, last seen, agents, daemon",
 		Long: `List the account's machines, most recently seen first: host, whether its
-daemon is online (a heartbeat within 90 s), when it was last seen, its agents
+daemon is online (a heartbeat within 90 s, and its daemon did not say it
+stopped), when it was last seen, its agents
 and the sessions its daemon runs. --json prints an array of {id, host,
 platform, online, lastSeen (Unix ms), version, happyHomeDir, agents: [{name,
 installed, path?, version?}], daemon?: {status, pid, startedAt, sessions}}.`,
@@ -412,7 +428,8 @@ one happy knows (` + strings.Join(daemon.Agents(), ", ") + `). The optional argu
 session's first prompt. A folder that does not exist is created only with
 --create-dir. --resume SESSION continues an ended Claude session the machine
 ran, in place (happy resume there). The session id is printed on stdout; follow the session with
-happy log ID --follow, and end it with happy stop ID.`,
+happy log ID --follow, and end it with happy stop ID. When the machine's daemon
+is not running the spawn fails at once, saying when the machine was last seen.`,
 		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if machine == "" || req.Directory == "" && req.ResumeSessionID == "" {

@@ -303,16 +303,33 @@ func TestDaemonSpawnPromptApproveStop(t *testing.T) {
 	if code, stdout, _ := runHappy(t, envA, "daemon", "status"); code != exitFailed || !strings.HasPrefix(stdout, "not running") {
 		t.Fatalf("status after stop = %d %q", code, stdout)
 	}
-	waitFor(t, "the machine's daemon state shutting-down", func() bool {
-		ms := machines(t, envB)
-		if len(ms) != 1 || ms[0].Daemon == nil {
-			return false
-		}
-		var ds struct {
-			Status string `json:"status"`
-		}
-		return json.Unmarshal(*ms[0].Daemon, &ds) == nil && ds.Status == daemon.StatusShuttingDown
-	})
+	// At once, not after the heartbeat's 90 s: the daemon's last word.
+	ms := machines(t, envB)
+	if len(ms) != 1 || ms[0].Online || ms[0].Daemon == nil {
+		t.Fatalf("machines right after daemon stop: %+v", ms)
+	}
+	var ds map[string]any
+	if err := json.Unmarshal(*ms[0].Daemon, &ds); err != nil {
+		t.Fatal(err)
+	}
+	if ds["status"] != daemon.StatusOffline || ds["pid"] != float64(st.PID) || len(ds["sessions"].([]any)) != 0 || ds["shutdownSource"] != "signal" {
+		t.Fatalf("the daemon state right after daemon stop: %v", ds)
+	}
+	code, stdout, _ = runHappy(t, envB, "machines")
+	if code != exitOK || !strings.Contains(stdout, "offline") {
+		t.Fatalf("happy machines after daemon stop = %d %q", code, stdout)
+	}
+	// A spawn to it fails at once, saying why.
+	start := time.Now()
+	code, stdout, stderr = runHappy(t, envB, "spawn", "--machine", m.ID, "--dir", dir2, "--agent", "codex")
+	took := time.Since(start)
+	want := "happy: the daemon of machine " + m.ID + " is not running (last seen " + time.UnixMilli(ms[0].LastSeen).Format(time.RFC3339) + ")\n"
+	if code != exitFailed || stdout != "" || stderr != want {
+		t.Fatalf("spawn after daemon stop = %d %q %q, want %q", code, stdout, stderr, want)
+	}
+	if took > 5*time.Second {
+		t.Fatalf("spawn after daemon stop took %s, want at once (the relay's grace is 15 s)", took)
+	}
 	b, err := os.ReadFile(daemon.LogPath(testHome(t, envA)))
 	if err != nil {
 		t.Fatal(err)
@@ -327,68 +344,90 @@ func TestDaemonSpawnPromptApproveStop(t *testing.T) {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-// A daemon killed with kill -9 leaves its session running; the next daemon
-// on the home kills the session's process group and the orphan settlement
-// ends the session: the tool that waited errors with wrapper-exited.
-func TestKilledDaemonIsSettledByTheNextOne(t *testing.T) {
+// A daemon killed with kill -9 leaves its sessions running; the next daemon
+// on the home adopts the one still alive (listed in its state and on the
+// relay, stopped by happy stop through it, its end noticed) and leaves the
+// one that died meanwhile to the orphan settlement, which ends it.
+func TestKilledDaemonsLiveSessionsAreAdopted(t *testing.T) {
 	fc := interactiveCodex(t)
 	envA, envB := daemonHomes(t, fc)
 	h := testHome(t, envA)
 	st := startDaemon(t, envA)
 	waitFor(t, "the machine", func() bool { return len(machines(t, envB)) == 1 })
-	code, stdout, stderr := runHappy(t, envB, "spawn", "--machine", st.MachineID, "--dir", t.TempDir(), "--agent", "codex",
-		"Run `echo hi > hi.txt` in the shell and tell me what happened")
-	if code != exitOK {
-		t.Fatalf("spawn = %d %q %q", code, stdout, stderr)
-	}
-	sid, pid := strings.TrimSpace(stdout), spawnPID(t, stderr)
-	// The first prompt came with the spawn; its tool waits for a person.
-	waitFor(t, "a blocked tool", func() bool {
-		_, tr := readSession(t, envB, sid)
-		for _, tp := range toolsOf(tr) {
-			if tp.State.Status == mapper.StatusBlocked {
-				return true
-			}
+	spawn := func() (string, int) {
+		code, stdout, stderr := runHappy(t, envB, "spawn", "--machine", st.MachineID, "--dir", t.TempDir(), "--agent", "codex")
+		if code != exitOK {
+			t.Fatalf("spawn = %d %q %q", code, stdout, stderr)
 		}
-		return false
-	})
+		return strings.TrimSpace(stdout), spawnPID(t, stderr)
+	}
+	live, livePID := spawn()
+	dead, deadPID := spawn()
 
 	if err := syscall.Kill(st.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the killed daemon's lock to be free", func() bool { return !daemon.Running(h) })
-	if groupGone(pid) {
-		t.Fatal("the session died with its daemon; the test proves nothing")
+	if groupGone(livePID) || groupGone(deadPID) {
+		t.Fatal("a session died with its daemon; the test proves nothing")
 	}
+	if err := syscall.Kill(-deadPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the dead session's group to go", func() bool { return groupGone(deadPID) })
+
 	st2 := startDaemon(t, envA)
 	if st2.PID == st.PID {
 		t.Fatal("the same daemon")
 	}
-	waitFor(t, "the old session's process group to go", func() bool { return groupGone(pid) })
-	waitFor(t, "the orphan to be settled", func() bool {
-		o, _ := readSession(t, envB, sid)
+	if len(st2.Sessions) != 1 || st2.Sessions[0].SessionID != live || st2.Sessions[0].PID != livePID {
+		t.Fatalf("the new daemon's sessions %+v, want %s (pid %d) alone", st2.Sessions, live, livePID)
+	}
+	waitFor(t, "the dead session to be settled", func() bool {
+		o, _ := readSession(t, envB, dead)
 		return o.Metadata.LifecycleState == app.LifecycleEnded
 	})
-	_, tr := readSession(t, envB, sid)
-	tools := toolsOf(tr)
-	if len(tools) != 1 || tools[0].State.Status != mapper.StatusError || tools[0].State.Error != "wrapper-exited" {
-		t.Fatalf("settled tools %+v", tools)
+	if groupGone(livePID) {
+		t.Fatal("the new daemon killed the live session")
 	}
-	if n := openAssistants(tr); n != 0 {
-		t.Fatalf("%d assistant messages still open", n)
+	if o, _ := readSession(t, envB, live); o.Metadata.LifecycleState == app.LifecycleEnded {
+		t.Fatal("the live session was settled as an orphan")
 	}
-	if s, err := daemon.ReadState(h); err != nil || len(s.Sessions) != 0 || s.PID != st2.PID {
-		t.Fatalf("the new daemon's state %+v %v", s, err)
-	}
+	waitFor(t, "the adopted session in the daemon state on the relay", func() bool {
+		ms := machines(t, envB)
+		if len(ms) != 1 || ms[0].Daemon == nil {
+			return false
+		}
+		var ds struct {
+			PID      int `json:"pid"`
+			Sessions []struct {
+				SessionID string `json:"sessionId"`
+				PID       int    `json:"pid"`
+			} `json:"sessions"`
+		}
+		_ = json.Unmarshal(*ms[0].Daemon, &ds)
+		return ds.PID == st2.PID && len(ds.Sessions) == 1 && ds.Sessions[0].SessionID == live && ds.Sessions[0].PID == livePID
+	})
 	b, _ := os.ReadFile(daemon.LogPath(h))
-	named := false
-	for _, l := range strings.Split(string(b), "\n") {
-		named = named || strings.Contains(l, `"pid":`+itoa(pid)+`,"session":"`+sid+`"`) &&
-			strings.Contains(l, `"message":"a session of the previous daemon still runs; killing its process group"`)
+	if !strings.Contains(string(b), `"pid":`+itoa(livePID)+`,"session":"`+live+`","agent":"codex"`) ||
+		!strings.Contains(string(b), `"message":"adopted a session of the previous daemon that still runs"`) {
+		t.Errorf("the daemon log does not name the adopted session:\n%s", b)
 	}
-	if !named {
-		t.Errorf("the daemon log does not name the killed session:\n%s", b)
+
+	// The adopted session is stopped through the daemon, which notices its end.
+	code, stdout, stderr := runHappy(t, envB, "stop", live)
+	if code != exitOK || !strings.HasPrefix(stdout, "happy: session "+live+": stopped by the daemon of machine "+st.MachineID+": session "+live+" stopped (pid "+itoa(livePID)+")") {
+		t.Fatalf("happy stop = %d %q %q", code, stdout, stderr)
 	}
+	waitFor(t, "the adopted session's process group to go", func() bool { return groupGone(livePID) })
+	waitFor(t, "the adopted session to leave the daemon state", func() bool {
+		s, err := daemon.ReadState(h)
+		return err == nil && s.PID == st2.PID && len(s.Sessions) == 0
+	})
+	waitFor(t, "the adopted session to end", func() bool {
+		o, _ := readSession(t, envB, live)
+		return o.Metadata.LifecycleState == app.LifecycleEnded
+	})
 	if code, _, stderr := runHappy(t, envA, "daemon", "stop"); code != exitOK {
 		t.Fatalf("daemon stop: %d %s", code, stderr)
 	}

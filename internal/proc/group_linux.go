@@ -224,3 +224,22 @@ func adoptedSince(since uint64) []int {
 	}
 	return out
 }
+
+// GroupLive reports whether process group pgid has a member left that is
+// not a zombie, its leader (pid pgid) included: for a group this process
+// did not start, such as a session a previous daemon started. Zombies of
+// the group whose parent is this process are reaped on the way.
+func GroupLive(pgid int) bool {
+	if pgid <= 1 {
+		return false
+	}
+	if st, ok := readStat(pgid); ok && st.pgrp == pgid {
+		if st.state != 'Z' && st.state != 'X' {
+			return true
+		}
+		if st.ppid == os.Getpid() {
+			reapZombie(pgid)
+		}
+	}
+	return groupHasLiveMembers(pgid)
+}

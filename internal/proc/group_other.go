@@ -38,3 +38,6 @@ func Own(int) {}
 func ownStarted(int)                   {}
 func ownEnded(int)                     {}
 func endAdopted(uint64, time.Duration) {}
+
+// GroupLive reports whether signal 0 reaches group pgid (zombies included).
+func GroupLive(pgid int) bool { return pgid > 1 && syscall.Kill(-pgid, 0) == nil }

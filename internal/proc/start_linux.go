@@ -35,3 +35,22 @@ func parseStartTicks(b []byte) (uint64, bool) {
 	v, err := strconv.ParseUint(string(f[19]), 10, 64)
 	return v, err == nil
 }
+
+// Running reports whether the process that started at ticks (StartTicks)
+// with pid still runs: its /proc entry is there, with that start time, and
+// it is not a zombie (a process whose new parent does not reap it stays
+// one). False for ticks 0.
+func Running(pid int, ticks uint64) bool {
+	if pid <= 0 || ticks == 0 {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	if t, ok := parseStartTicks(b); !ok || t != ticks {
+		return false
+	}
+	st, ok := parseStat(b)
+	return ok && st.state != 'Z' && st.state != 'X'
+}

@@ -4,7 +4,9 @@ package proc
 
 import (
 	"os"
+	"os/exec"
 	"testing"
+	"time"
 )
 
 func TestParseStartTicks(t *testing.T) {
@@ -26,5 +28,33 @@ func TestParseStartTicks(t *testing.T) {
 	}
 	if v, ok := StartTicks(os.Getpid()); !ok || v == 0 {
 		t.Errorf("StartTicks(self) = %d, %v", v, ok)
+	}
+}
+
+// Running is true for a live process with its start time, false for
+// another start time, and false for a zombie (a child not reaped yet).
+func TestRunning(t *testing.T) {
+	self, _ := StartTicks(os.Getpid())
+	if !Running(os.Getpid(), self) || Running(os.Getpid(), self+1) || Running(os.Getpid(), 0) {
+		t.Fatalf("Running(self) with ticks %d, +1, 0: want true, false, false", self)
+	}
+	cmd := exec.Command("/bin/sh", "-c", "exit 0")
+	if err := cmd.Start(); err != nil {
+		t.Skip("no /bin/sh:", err)
+	}
+	pid := cmd.Process.Pid
+	ticks, ok := StartTicks(pid)
+	if !ok {
+		t.Fatal("no start time of the child")
+	}
+	for st, ok := readStat(pid); ok && st.state != 'Z'; st, ok = readStat(pid) {
+		time.Sleep(5 * time.Millisecond) // the exit of a child we deliberately do not reap yet
+	}
+	if Running(pid, ticks) {
+		t.Error("Running(zombie) = true")
+	}
+	_ = cmd.Wait()
+	if Running(pid, ticks) {
+		t.Error("Running(reaped) = true")
 	}
 }

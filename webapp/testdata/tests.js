@@ -7,7 +7,7 @@ import { renderMarkdown, safeHref } from "/app/js/markdown.js";
 import * as r from "/app/js/render.js";
 import { controlEnvelope, openAnswer, parsePairLink, promptEnvelope, unreachableMessage, Relay, RpcError, RelayError } from "/app/js/api.js";
 import { archiveSession, archiveFields, deleteSession, lastActivity, resumeTarget, recentFolders, updateSessionMetadata, SessionActionError, RUNNING_MESSAGE, MAX_CAS_ATTEMPTS } from "/app/js/sessions.js";
-import { approveTerminal, ApproveError, revokeEverywhere, openMachine, spawnParams, readSpawnReply } from "/app/js/devices.js";
+import { approveTerminal, ApproveError, revokeEverywhere, openMachine, spawnParams, readSpawnReply, spawnSession, daemonNotRunning } from "/app/js/devices.js";
 import * as th from "/app/js/thumbhash.js";
 import { readPushData, openDetail, notificationFor, pushSupport, GENERIC_BODY } from "/app/js/notify.js";
 import { sniff, inspectFile, uploadFile, Blobs, blobSource, isBlobRef, MAX_ATTACHMENT, AttachError, digest } from "/app/js/attach.js";
@@ -856,6 +856,22 @@ test("spawn params and replies as daemon.SpawnOn and the daemon write them", asy
   eq(readSpawnReply({ type: "error", errorMessage: "unknown agent" }), { kind: "error", message: "unknown agent" }, "error");
   eq(readSpawnReply({ type: "success" }).kind, "error", "success without id");
   eq(readSpawnReply(null).kind, "error", "null");
+});
+
+test("a spawn to a machine whose daemon is not connected says so (the relay answers at once)", async () => {
+  const cipher = c.legacyCipher(c.randomBytes(32));
+  const seen = Date.UTC(2026, 0, 2, 3, 4, 5);
+  const machine = { id: "m1", host: "box", cipher, lastSeen: seen };
+  const sock = fakeSock(null, { reply: () => ({ ok: false, error: "RPC method not available" }) });
+  let err;
+  try { await spawnSession(sock, machine, { type: "spawn-in-directory", directory: "/p", agent: "codex" }); } catch (e) { err = e; }
+  eq([err?.name, err?.message], ["RpcError", `the daemon of machine box is not running (last seen ${new Date(seen).toLocaleString()})`], "not running");
+  eq(sock.calls.map((x) => [x.event, x.method]), [["rpc-call", "m1:spawn-happy-session"]], "one call");
+  eq(daemonNotRunning({ id: "m2", lastSeen: 0 }), "the daemon of machine m2 is not running (never seen)", "never seen, no host");
+  const other = fakeSock(null, { reply: () => ({ ok: false, error: "operation has timed out" }) });
+  err = undefined;
+  try { await spawnSession(other, machine, {}); } catch (e) { err = e; }
+  eq(err?.message, "spawn-happy-session: operation has timed out", "other refusals unchanged");
 });
 
 test("random input never throws anything but the refusals in codes, keys, machines and spawn replies", async () => {

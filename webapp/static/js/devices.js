@@ -6,7 +6,7 @@
 // methods) so tests can hand it a fake.
 
 import * as c from "./crypto.js";
-import { RelayError, callRPC, routeMissing } from "./api.js";
+import { RelayError, RpcError, callRPC, routeMissing } from "./api.js";
 
 /** ApproveError is a refusal of approveTerminal; nothing was sent to the
  * relay. reason is "fingerprint" (a key whose code is not the one typed),
@@ -82,7 +82,8 @@ export async function revokeEverywhere(relay) {
 }
 
 /** ONLINE_WITHIN is how recent a machine's activeAt must be for it to be
- * online, in ms (daemon.OnlineWithin; the heartbeat comes every 20 s). */
+ * online, in ms (daemon.OnlineWithin; the heartbeat comes every 20 s); a
+ * machine whose daemon state says "offline" is offline at once. */
 export const ONLINE_WITHIN = 90_000;
 
 /** openMachine decrypts one entry of GET /v1/machines with the machine's
@@ -110,6 +111,8 @@ export async function openMachine(info, accountSecret, now = Date.now()) {
   if (info.daemonState) {
     try { m.daemon = await c.openJSON(m.cipher, info.daemonState); } catch (e) { m.error = "daemon state: " + e.message; }
   }
+  // A daemon that stopped wrote "offline" on its way out (daemon.StatusOffline).
+  if (m.daemon?.status === "offline") m.online = false;
   return m;
 }
 
@@ -138,7 +141,29 @@ export function readSpawnReply(r) {
 
 /** spawnSession calls "<machineId>:spawn-happy-session" with params sealed
  * by the machine's cipher (daemon.SpawnOn's 40 s bound) and reads the reply
- * (readSpawnReply). */
+ * (readSpawnReply); a machine whose daemon is not connected is an RpcError
+ * saying so (daemonNotRunning), at once. */
 export async function spawnSession(sock, machine, params) {
-  return readSpawnReply(await callRPC(sock, machine.cipher, machine.id, "spawn-happy-session", params, 40000));
+  return readSpawnReply(await callMachine(sock, machine, "spawn-happy-session", params, 40000));
+}
+
+/** callMachine is callRPC on a machine's method; the relay's "RPC method
+ * not available" (it answers at once when no socket of the machine is
+ * connected) becomes an RpcError with daemonNotRunning's text, as
+ * daemon.Call does. */
+export async function callMachine(sock, machine, method, params, timeoutMs) {
+  try {
+    return await callRPC(sock, machine.cipher, machine.id, method, params, timeoutMs);
+  } catch (e) {
+    if (e instanceof RpcError && e.message === `${method}: RPC method not available`) throw new RpcError(daemonNotRunning(machine));
+    throw e;
+  }
+}
+
+/** daemonNotRunning says machine's daemon is not running, with its last
+ * activity (daemon.NotRunningError's text; the time in the browser's
+ * locale). */
+export function daemonNotRunning(machine) {
+  const seen = machine?.lastSeen > 0 ? "last seen " + new Date(machine.lastSeen).toLocaleString() : "never seen";
+  return `the daemon of machine ${machine?.host || machine?.id} is not running (${seen})`;
 }

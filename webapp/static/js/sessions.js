@@ -8,8 +8,7 @@
 
 import * as c from "./crypto.js";
 import { lifecycleState } from "./reduce.js";
-import { ONLINE_WITHIN, readSpawnReply } from "./devices.js";
-import { callRPC } from "./api.js";
+import { ONLINE_WITHIN, readSpawnReply, callMachine } from "./devices.js";
 
 /** SessionActionError is a refusal of an action on a session; reason is
  * "running" (the CLI's ErrRunning), "unreadable" (its metadata does not
@@ -148,9 +147,9 @@ export function resumeTarget(s, machines, now = Date.now()) {
 
 /** resumeSession calls the machine's spawn-happy-session with the resume
  * params of resumeTarget (40 s, as daemon.SpawnOn) and reads the reply
- * (readSpawnReply). */
+ * (readSpawnReply; a daemon not running is said at once, callMachine). */
 export async function resumeSession(sock, target) {
-  return readSpawnReply(await callRPC(sock, target.machine.cipher, target.machine.id, "spawn-happy-session", target.params, 40000));
+  return readSpawnReply(await callMachine(sock, target.machine, "spawn-happy-session", target.params, 40000));
 }
 
 /** recentFolders lists the folders (metadata path) of the sessions that
