@@ -64,8 +64,12 @@ release: release-check
 	PATH="$(TOOLS):$$PATH" $(TOOLS)/goreleaser release --clean $(RELEASE_FLAGS)
 	$(GO) run ./scripts/npmpack -dist dist
 
+# A clone without a remote (goreleaser then takes no commit for the
+# snapshot's version) gets the project's URL for this command only.
+SNAPSHOT_GIT_ENV := $(if $(shell git remote 2>/dev/null),,GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=https://github.com/happy-dev/happy.git)
+
 release-snapshot: release-check
-	PATH="$(TOOLS):$$PATH" $(TOOLS)/goreleaser release --clean --snapshot
+	$(SNAPSHOT_GIT_ENV) PATH="$(TOOLS):$$PATH" $(TOOLS)/goreleaser release --clean --snapshot
 	$(GO) run ./scripts/npmpack -dist dist
 
 release-check: $(TOOLS)/goreleaser $(TOOLS)/cyclonedx-gomod
