@@ -5,10 +5,15 @@ LDFLAGS   := -s -w -X github.com/happy-dev/happy/internal/buildinfo.Version=$(VE
 BIN       := bin/happy
 TOOLS     := $(CURDIR)/bin/tools
 STATICCHECK_VERSION := v0.8.2
+GORELEASER_VERSION  := v2.17.0
+CYCLONEDX_VERSION   := v1.10.0
+# make release publishes nothing by default; RELEASE_FLAGS= (empty) lets
+# goreleaser create the GitHub release as a draft (needs GITHUB_TOKEN).
+RELEASE_FLAGS ?= --skip=publish
 FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 
-.PHONY: help build install test e2e bench fuzz lint clean
+.PHONY: help build install test e2e bench fuzz lint release release-snapshot release-check clean
 
 help:
 	@echo "build    static binary at $(BIN)"
@@ -18,6 +23,8 @@ help:
 	@echo "bench    benchmarks (happy --version cost, model, crypto, relay, server)"
 	@echo "fuzz     a short run of every fuzz target (FUZZTIME=$(FUZZTIME) each)"
 	@echo "lint     go vet, gofmt -l and staticcheck"
+	@echo "release  on a tagged commit: archives, checksums, SBOMs and npm packages in dist/"
+	@echo "release-snapshot  the same for any commit, without a tag (version X.Y.Z-snapshot.gCOMMIT)"
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/happy
@@ -50,5 +57,29 @@ lint: $(TOOLS)/staticcheck
 $(TOOLS)/staticcheck:
 	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
+# Release archives (.goreleaser.yaml), then the npm packages from them
+# (scripts/npmpack). goreleaser and cyclonedx-gomod (the SBOMs) are pinned
+# tools in bin/tools, outside go.mod.
+release: release-check
+	PATH="$(TOOLS):$$PATH" $(TOOLS)/goreleaser release --clean $(RELEASE_FLAGS)
+	$(GO) run ./scripts/npmpack -dist dist
+
+# A clone without a remote (goreleaser then takes no commit for the
+# snapshot's version) gets the project's URL for this command only.
+SNAPSHOT_GIT_ENV := $(if $(shell git remote 2>/dev/null),,GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=https://github.com/happy-dev/happy.git)
+
+release-snapshot: release-check
+	$(SNAPSHOT_GIT_ENV) PATH="$(TOOLS):$$PATH" $(TOOLS)/goreleaser release --clean --snapshot
+	$(GO) run ./scripts/npmpack -dist dist
+
+release-check: $(TOOLS)/goreleaser $(TOOLS)/cyclonedx-gomod
+	$(TOOLS)/goreleaser check
+
+$(TOOLS)/goreleaser:
+	GOBIN=$(TOOLS) $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)
+
+$(TOOLS)/cyclonedx-gomod:
+	GOBIN=$(TOOLS) $(GO) install github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$(CYCLONEDX_VERSION)
+
 clean:
-	rm -rf bin
+	rm -rf bin dist
