@@ -395,10 +395,12 @@ func (r *rpcRegistry) instanceClaims(inst string) int {
 }
 
 // machineSockets counts the connected machine-scoped sockets of this
-// instance per (account, machine). The zero value is ready.
+// instance per (account, machine), and remembers the machines whose last
+// socket left while this instance ran. The zero value is ready.
 type machineSockets struct {
-	mu sync.Mutex
-	n  map[string]int
+	mu   sync.Mutex
+	n    map[string]int
+	left map[string]bool
 }
 
 func (m *machineSockets) add(acct, mid string, d int) {
@@ -406,29 +408,37 @@ func (m *machineSockets) add(acct, mid string, d int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.n == nil {
-		m.n = map[string]int{}
+		m.n, m.left = map[string]int{}, map[string]bool{}
 	}
 	if m.n[k]+d <= 0 {
 		delete(m.n, k)
+		m.left[k] = true
 		return
 	}
 	m.n[k] += d
+	delete(m.left, k)
 }
 
-func (m *machineSockets) connected(acct, mid string) bool {
+// gone reports whether the machine's last socket left this instance and
+// none came back. A machine this instance never saw (it just started, and
+// the daemons are reconnecting) is not gone.
+func (m *machineSockets) gone(acct, mid string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.n[rpcKey(acct, mid)] > 0
+	k := rpcKey(acct, mid)
+	return m.n[k] == 0 && m.left[k]
 }
 
 // machineAway reports whether method ("<id>:<name>") is a method of one of
-// acct's machines that has no machine-scoped socket connected here: its
-// daemon is not running (or not connected), so nothing can register the
-// method within the grace and the call fails at once. Only a relay alone
-// (no bus) can know that; a store error counts as not away.
+// acct's machines whose machine-scoped socket left this relay and did not
+// come back: its daemon stopped or died, so nothing can register the method
+// within the grace and the call fails at once. A machine this relay has not
+// seen since it started is not away: after a relay restart its daemon is
+// reconnecting, and the call waits the grace for it. Only a relay alone (no
+// bus) can know that; a store error counts as not away.
 func (s *Server) machineAway(ctx context.Context, acct, method string) bool {
 	mid, _, ok := strings.Cut(method, ":")
-	if !ok || mid == "" || s.msocks.connected(acct, mid) {
+	if !ok || mid == "" || !s.msocks.gone(acct, mid) {
 		return false
 	}
 	_, err := s.st.Machine(ctx, acct, mid)
