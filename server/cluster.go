@@ -670,15 +670,22 @@ func newSequencer(wait time.Duration, now func() time.Time) *sequencer {
 	return &sequencer{wait: wait, now: now, accts: map[string]*acctSeq{}}
 }
 
-func (q *sequencer) deliver(acct string, seq int64, local bool, emit func()) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
+// touch returns acct's state (made on first use) and marks it seen now;
+// q.mu is held.
+func (q *sequencer) touch(acct string) *acctSeq {
 	a := q.accts[acct]
 	if a == nil {
 		a = &acctSeq{held: map[int64]func(){}}
 		q.accts[acct] = a
 	}
 	a.seen = q.now()
+	return a
+}
+
+func (q *sequencer) deliver(acct string, seq int64, local bool, emit func()) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	a := q.touch(acct)
 	if a.next == 0 && local && len(a.held) == 0 {
 		a.next = seq
 	}
@@ -755,12 +762,7 @@ func (q *sequencer) flush(acct string, a *acctSeq) {
 func (q *sequencer) resync(acct string, next int64) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	a := q.accts[acct]
-	if a == nil {
-		a = &acctSeq{held: map[int64]func(){}}
-		q.accts[acct] = a
-	}
-	a.seen = q.now()
+	a := q.touch(acct)
 	var below []int64
 	for s := range a.held {
 		if s < next {
