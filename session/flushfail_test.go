@@ -83,3 +83,37 @@ func TestRunnerReportsAFailingSinkOnce(t *testing.T) {
 		}
 	})
 }
+
+// A sink that works again only for the run's last flush (the disk freed
+// after the agent's last event) is reported as working again too, so the
+// person told that messages were kept in memory only hears that they were
+// stored.
+func TestRunnerReportsASinkWorkingAgainAtTheEnd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var reports []error
+		h := newHarness(t, Options{Log: zerolog.Nop(), OnFlushFailing: func(err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			reports = append(reports, err)
+		}})
+		full := fmt.Errorf("outbox: commit: %w", syscall.ENOSPC)
+		h.store.mu.Lock()
+		h.store.failed = full
+		h.store.mu.Unlock()
+		h.agent.emit(&agent.TurnStarted{TurnID: "t1"}, &agent.MessageStarted{Message: "m1"},
+			&agent.TextDelta{Message: "m1", Block: "0", Delta: "done"}, &agent.StepFinished{Message: "m1", Finish: agent.FinishStop},
+			&agent.TurnEnded{TurnID: "t1", Reason: agent.TurnCompleted})
+		synctest.Wait()
+		h.store.mu.Lock()
+		h.store.failed = nil
+		h.store.mu.Unlock()
+		close(h.agent.events)
+		h.wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if len(reports) != 2 || !errors.Is(reports[0], full) || reports[1] != nil {
+			t.Fatalf("reports: %q, want the failure then <nil>", reports)
+		}
+	})
+}

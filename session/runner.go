@@ -466,13 +466,15 @@ func (r *Runner) finish(ctx context.Context) (Result, error) {
 	r.noteActivity()
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	return r.result, r.flushAll(fctx)
+	err := r.flushAll(fctx)
+	r.noteFlush(err)
+	return r.result, err
 }
 
-// flushDue writes what is due to the sink, then logs and reports
-// (OnFlushFailing) the outcome when it differs from the last flush's: a
-// sink that cannot write (a full disk) fails at every event, and one line
-// per event would fill the log. Nothing due is no outcome.
+// flushDue writes what is due to the sink, then reports the outcome
+// (noteFlush): a sink that cannot write (a full disk) fails at every
+// event, and one line per event would fill the log. Nothing due is no
+// outcome.
 func (r *Runner) flushDue(ctx context.Context) {
 	if r.opts.Sink == nil {
 		return
@@ -481,7 +483,13 @@ func (r *Runner) flushDue(ctx context.Context) {
 	if due, ok := r.opts.Sink.NextDue(now); !ok || due.After(now) {
 		return
 	}
-	err := r.opts.Sink.Flush(ctx, now, false)
+	r.noteFlush(r.opts.Sink.Flush(ctx, now, false))
+}
+
+// noteFlush logs and reports (OnFlushFailing) a flush's outcome when it
+// differs from the last one's, so the end of a run that writes again after
+// a failure says so too.
+func (r *Runner) noteFlush(err error) {
 	switch {
 	case err != nil && !r.flushFailing:
 		r.flushFailing = true

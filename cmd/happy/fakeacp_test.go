@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The fake ACP agent: the test binary run with fakeACPEnv naming its state
@@ -140,6 +142,12 @@ func runFakeACP(dir, caps string) int {
 				hung = m.ID
 				continue
 			}
+			if p := strings.Join(text, ""); strings.HasPrefix(p, "long ") {
+				longTurn(dir, p, update, chunk)
+				reply(m.ID, map[string]any{"stopReason": "end_turn"})
+				appendLine(filepath.Join(dir, "calls"), "finished")
+				continue
+			}
 			t := fakeACPTurn{Prompt: strings.Join(text, ""), Answer: "Answer to " + strings.Join(text, "")}
 			chunk("agent_message_chunk", t.Answer)
 			history = append(history, t)
@@ -151,4 +159,39 @@ func runFakeACP(dir, caps string) int {
 		}
 	}
 	return 0
+}
+
+// longTurn plays a "long N" prompt: N steps, each a shell tool call that
+// starts and completes with its output ("step I" / "out I"), then the
+// answer "finished N steps". After nine tenths of the steps it creates
+// the file at90 in dir and waits (at most two minutes) for a file go
+// there, so a fault test can act at that point of the turn; when dir holds
+// a file hold, it waits for a file end there before the answer too.
+func longTurn(dir, prompt string, update func(map[string]any), chunk func(kind, text string)) {
+	n, _ := strconv.Atoi(strings.TrimPrefix(prompt, "long "))
+	for i := 1; i <= n; i++ {
+		if i == n*9/10+1 {
+			_ = os.WriteFile(filepath.Join(dir, "at90"), nil, 0o600)
+			waitFile(filepath.Join(dir, "go"))
+		}
+		id := fmt.Sprintf("call-%d", i)
+		update(map[string]any{"sessionUpdate": "tool_call", "toolCallId": id, "title": fmt.Sprintf("step %d", i),
+			"kind": "execute", "status": "in_progress", "rawInput": map[string]any{"command": fmt.Sprintf("echo %d", i)}})
+		update(map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "completed",
+			"content": []any{map[string]any{"type": "content", "content": map[string]any{"type": "text", "text": fmt.Sprintf("out %d", i)}}}})
+	}
+	if _, err := os.Stat(filepath.Join(dir, "hold")); err == nil {
+		waitFile(filepath.Join(dir, "end"))
+	}
+	chunk("agent_message_chunk", fmt.Sprintf("finished %d steps", n))
+}
+
+// waitFile waits (at most two minutes) for the file path to exist.
+func waitFile(path string) {
+	for range 24000 {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

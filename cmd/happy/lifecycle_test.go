@@ -72,15 +72,23 @@ func testSelfExec(env map[string]string) func(args []string) *exec.Cmd {
 
 // child is a happy process started by startChild.
 type child struct {
-	cmd    *exec.Cmd
-	stderr *os.File
-	done   chan struct{}
-	code   int
+	cmd            *exec.Cmd
+	stdout, stderr *os.File
+	done           chan struct{}
+	code           int
 }
 
 // startChild runs happy with args and env in a process of its own (own
 // process group); the group is killed when the test ends.
 func startChild(t *testing.T, env map[string]string, args ...string) *child {
+	t.Helper()
+	return startChildUnder(t, env, nil, args...)
+}
+
+// startChildUnder is startChild with the happy process started by the
+// command prefix (its program and arguments, then happy's), e.g. one that
+// gives it a mount namespace of its own; nil prefix runs happy directly.
+func startChildUnder(t *testing.T, env map[string]string, prefix []string, args ...string) *child {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -88,16 +96,21 @@ func startChild(t *testing.T, env map[string]string, args ...string) *child {
 	}
 	a, _ := json.Marshal(args)
 	c := &child{done: make(chan struct{})}
-	c.cmd = exec.Command(exe, "-test.run=^TestHappyChildProcess$")
+	argv := append(append([]string(nil), prefix...), exe, "-test.run=^TestHappyChildProcess$")
+	c.cmd = exec.Command(argv[0], argv[1:]...)
 	c.cmd.Env = append(os.Environ(), childArgsEnv+"="+string(a))
 	for k, v := range env {
 		c.cmd.Env = append(c.cmd.Env, k+"="+v)
 	}
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if c.stderr, err = os.Create(filepath.Join(t.TempDir(), "stderr")); err != nil {
+	out := t.TempDir()
+	if c.stderr, err = os.Create(filepath.Join(out, "stderr")); err != nil {
 		t.Fatal(err)
 	}
-	c.cmd.Stderr = c.stderr
+	if c.stdout, err = os.Create(filepath.Join(out, "stdout")); err != nil {
+		t.Fatal(err)
+	}
+	c.cmd.Stderr, c.cmd.Stdout = c.stderr, c.stdout
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -110,6 +123,7 @@ func startChild(t *testing.T, env map[string]string, args ...string) *child {
 		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
 		<-c.done
 		c.stderr.Close()
+		c.stdout.Close()
 	})
 	return c
 }
@@ -117,6 +131,12 @@ func startChild(t *testing.T, env map[string]string, args ...string) *child {
 // errText is what the child wrote on stderr so far.
 func (c *child) errText() string {
 	b, _ := os.ReadFile(c.stderr.Name())
+	return string(b)
+}
+
+// outText is what the child wrote on stdout so far.
+func (c *child) outText() string {
+	b, _ := os.ReadFile(c.stdout.Name())
 	return string(b)
 }
 
