@@ -142,7 +142,9 @@ func TestFaultRelayKilledLateInATurn(t *testing.T) {
 			_, err := os.Stat(filepath.Join(dir, "at90"))
 			return err == nil
 		})
-		if !(waitfor.Poll{Within: 30 * time.Second}).True(func() bool { return strings.Contains(f.outText(), fmt.Sprintf("bash echo %d — completed", steps*9/10)) }) {
+		if !(waitfor.Poll{Within: 30 * time.Second}).True(func() bool {
+			return strings.Contains(f.outText(), fmt.Sprintf("bash echo %d — completed", steps*9/10))
+		}) {
 			t.Fatalf("run %d: the follower did not print the first nine tenths: %q %q", run, f.outText(), f.errText())
 		}
 		rp.kill()
