@@ -116,11 +116,14 @@ func openAnswer(method string, out []byte, id string) (json.RawMessage, error) {
 	}
 	// An error the callee sent before it could read the envelope (an
 	// unknown method, params it could not open) is not bound: say what it
-	// said, but never take it for an answer.
+	// said, but never take it for an answer. A control answer (it names a
+	// request) for another call is the relay replaying an earlier one: the
+	// call may have been acted on, so its error is not this call's.
 	var e struct {
-		Error string `json:"error"`
+		Version *int   `json:"happyControl"`
+		Error   string `json:"error"`
 	}
-	if json.Unmarshal(out, &e) == nil && e.Error != "" {
+	if json.Unmarshal(out, &e) == nil && e.Error != "" && e.Version == nil {
 		return nil, fmt.Errorf("%w: %s: %s", ErrRPC, method, e.Error)
 	}
 	return nil, fmt.Errorf("%w: %s: %w: %w", ErrRPC, method, ErrUnboundAnswer, err)

@@ -275,6 +275,13 @@ func TestCallerRefusesUnboundAnswers(t *testing.T) {
 	if _, err := openAnswer("permission", []byte(`{"ok":true}`), id); !errors.Is(err, ErrUnboundAnswer) {
 		t.Fatalf("plain ok: %v", err)
 	}
+	// An error answer the session sealed for an earlier call, replayed by
+	// the relay: the call may have been acted on, so it is not shown as
+	// this call's failure either.
+	oldErr, _ := json.Marshal(control.Answer{Re: strings.Repeat("cd", 16), Error: "no tool call \"x\" waits for permission"})
+	if _, err := openAnswer("permission", oldErr, id); !errors.Is(err, ErrUnboundAnswer) {
+		t.Fatalf("an error answer of another call: %v", err)
+	}
 	// The callee's refusal keeps its reason and text.
 	ref, _ := json.Marshal(control.Answer{Re: id, Error: "id x was used before", Reason: control.ReasonReplayed})
 	_, err = openAnswer("permission", ref, id)

@@ -727,6 +727,7 @@ test("control inputs are sealed envelopes and answers must be bound to them", ()
   const refusal = (out) => { try { openAnswer("permission", out, id); return "accepted"; } catch (e) { return e.message; } };
   eq(refusal({ happyControl: 1, re: "cd".repeat(16), result: { ok: true } }).includes("not bound to this call"), true, "an answer to another call");
   eq(refusal({ ok: true }).includes("not bound to this call"), true, "an old plain ok");
+  eq(refusal({ happyControl: 1, re: "cd".repeat(16), error: 'no tool call "x" waits for permission' }).includes("not bound to this call"), true, "an error answer of another call");
   eq(refusal({ happyControl: 1, re: id, error: "id x was used before", reason: "replayed" }), "id x was used before (replayed)", "the session's refusal");
   eq(new RpcError(refusal({ happyControl: 1, re: id, error: 'no tool call "x" waits for permission' })).stale, true, "a stale answer stays stale");
 });

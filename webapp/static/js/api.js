@@ -262,7 +262,9 @@ export function openAnswer(method, out, id) {
     if (typeof out.error === "string" && out.error) throw new RpcError(out.reason ? `${out.error} (${out.reason})` : out.error);
     return out.result ?? null;
   }
-  if (out && typeof out === "object" && typeof out.error === "string" && out.error) throw new RpcError(`${method}: ${out.error}`);
+  // An error sent before the envelope could be read is shown; a control
+  // answer for another call (the relay replaying an earlier one) is not.
+  if (out && typeof out === "object" && out.happyControl === undefined && typeof out.error === "string" && out.error) throw new RpcError(`${method}: ${out.error}`);
   throw new RpcError(`${method}: the answer is not bound to this call (replayed or forged by the relay, or an older happy): it may or may not have been acted on`);
 }
 
