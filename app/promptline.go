@@ -129,7 +129,17 @@ func (p *PromptLine) OnBus(evs []mapper.BusEvent) {
 		p.roles, p.parts, p.texts = map[string]mapper.Role{}, map[string][]string{}, map[string]string{}
 		p.printed, p.noticed = map[string]bool{}, map[string]bool{}
 	}
-	for _, ev := range evs {
+	// A tool's last state in the batch is the one shown: a request and
+	// the rule's answer to it come together, and only the answer counts.
+	last := map[string]int{}
+	for i, ev := range evs {
+		if e, ok := ev.(*mapper.MessagePartUpdated); ok {
+			if tp, ok := e.Part.(*mapper.ToolPart); ok {
+				last[tp.ID] = i
+			}
+		}
+	}
+	for i, ev := range evs {
 		switch e := ev.(type) {
 		case *mapper.SessionCreated:
 			if e.Info.ParentID == "" && p.root == "" {
@@ -147,6 +157,9 @@ func (p *PromptLine) OnBus(evs []mapper.BusEvent) {
 		case *mapper.MessageUpdated:
 			p.message(e.Info)
 		case *mapper.MessagePartUpdated:
+			if tp, ok := e.Part.(*mapper.ToolPart); ok && last[tp.ID] != i {
+				continue
+			}
 			p.part(e.Part)
 		}
 	}

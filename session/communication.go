@@ -148,6 +148,6 @@ func (r *Runner) communicate(c Communication) error {
 	ctx, cancel := r.answerCtx()
 	defer cancel()
 	err = r.opts.Agent.AnswerQuestion(ctx, c.CallID, answers)
-	r.apply(&agent.ToolResolved{EventBase: agent.EventBase{Session: p.session}, CallID: c.CallID, Answers: answers})
+	r.apply(&agent.ToolResolved{EventBase: r.at(p.session), CallID: c.CallID, Answers: answers})
 	return err
 }

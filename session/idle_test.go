@@ -219,3 +219,38 @@ func TestRunnerIdlePausedOrOff(t *testing.T) {
 		})
 	}
 }
+
+// A question answered from another device is decided when the answer
+// comes, not at the last time the agent's events carried (an agent whose
+// stream has no times, as Claude's stream-json, leaves the tool's start
+// as the reducer's latest time).
+func TestQuestionDecidedWhenAnswered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Options{})
+		defer func() { close(h.agent.events); h.wait() }()
+		start := time.Now()
+		h.agent.emit(&agent.TurnStarted{EventBase: agent.EventBase{Time: start.UnixMilli()}, TurnID: "t1"},
+			&agent.MessageStarted{Message: "m1"},
+			&agent.ToolCall{Message: "m1", CallID: "c1", Tool: "question"},
+			&agent.ToolRunning{CallID: "c1"},
+			&agent.ToolBlocked{CallID: "c1", Question: &agent.QuestionRequest{Questions: []agent.QuestionInfo{{Question: "which?", Options: []agent.QuestionOption{{Label: "a"}}}}}})
+		h.waitBlocked("c1")
+		time.Sleep(90 * time.Second) // a person takes their time (fake clock)
+		answered := time.Now().UnixMilli()
+		if err := h.control(ControlQuestion{Answer: QuestionAnswer{CallID: "c1", Answers: [][]string{{"a"}}}}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		var got *int64
+		for _, m := range h.red.Transcript().Messages {
+			for _, p := range m.Parts {
+				if tp, ok := p.(*mapper.ToolPart); ok && tp.CallID == "c1" && tp.State.Block != nil {
+					got = tp.State.Block.DecidedAt
+				}
+			}
+		}
+		if got == nil || *got != answered {
+			t.Fatalf("decidedAt %v, want %d (the answer's time; the tool started at %d)", got, answered, start.UnixMilli())
+		}
+	})
+}

@@ -547,6 +547,17 @@ func (r *Runner) apply(ev agent.Event) []mapper.BusEvent {
 	return r.publish(bus, r.opts.Reducer.DroppedTotal() != before)
 }
 
+// applyTogether folds events into the transcript in order and hands their
+// changes on as one (see apply).
+func (r *Runner) applyTogether(evs ...agent.Event) []mapper.BusEvent {
+	before := r.opts.Reducer.DroppedTotal()
+	var bus []mapper.BusEvent
+	for _, ev := range evs {
+		bus = append(bus, r.opts.Reducer.Apply(ev)...)
+	}
+	return r.publish(bus, r.opts.Reducer.DroppedTotal() != before)
+}
+
 // publish hands the reducer's change events on (tool tracking, sink,
 // OnBus; dropped: the reducer's dropped records changed too) and answers on
 // the agent side what the reducer resolved on its own.
@@ -700,21 +711,23 @@ func (r *Runner) permissionAsked(ctx context.Context, e *agent.ToolBlocked) {
 	action, rule, _ := mapper.EvaluateRule(rules, e.Permission.Permission, e.Permission.Patterns)
 	switch action {
 	case mapper.ActionAllow:
-		r.apply(e)
 		err := r.opts.Agent.Decide(ctx, e.CallID, agent.Verdict{Decision: agent.DecisionOnce, Reason: agent.ReasonRule})
 		if err == nil {
-			r.apply(&agent.ToolResolved{EventBase: r.at(e.Session), CallID: e.CallID,
+			// The request and the rule's answer reach every observer in one
+			// change, so none announces a wait nobody has (a terminal
+			// printing "asks to use" for a call the rule allowed).
+			r.applyTogether(e, &agent.ToolResolved{EventBase: r.at(e.Session), CallID: e.CallID,
 				Decision: agent.DecisionOnce, Reason: agent.ReasonRule, Rule: rule.Matched()})
 			return
 		}
 		// The agent did not take the rule's answer: ask a person instead
 		// (and let the permission timeout apply), never leave it waiting.
 		r.opts.Log.Warn().Err(err).Str("callID", e.CallID).Msg("allow by rule failed; asking")
+		r.apply(e)
 		r.addPending(e.CallID, &pending{session: e.Session, always: e.Permission.Always, deadline: r.deadline()})
 		return
 	case mapper.ActionDeny:
-		r.apply(e)
-		r.apply(&agent.ToolResolved{EventBase: r.at(e.Session), CallID: e.CallID,
+		r.applyTogether(e, &agent.ToolResolved{EventBase: r.at(e.Session), CallID: e.CallID,
 			Decision: agent.DecisionReject, Reason: agent.ReasonRule, Rule: rule.Matched()})
 		r.result.Rejected++
 		if err := r.opts.Agent.Decide(ctx, e.CallID, agent.Verdict{Decision: agent.DecisionReject, Reason: "denied by rule " + rule.String()}); err != nil {
@@ -787,7 +800,7 @@ func (r *Runner) controlInput(ctx context.Context, c Control) {
 		}
 		delete(r.pending, c.Answer.CallID)
 		err := r.opts.Agent.AnswerQuestion(ctx, c.Answer.CallID, c.Answer.Answers)
-		r.apply(&agent.ToolResolved{EventBase: agent.EventBase{Session: p.session}, CallID: c.Answer.CallID, Answers: c.Answer.Answers})
+		r.apply(&agent.ToolResolved{EventBase: r.at(p.session), CallID: c.Answer.CallID, Answers: c.Answer.Answers})
 		reply(c.Reply, err)
 	case ControlCommunication:
 		reply(c.Reply, r.communicate(c.Communication))

@@ -111,6 +111,9 @@ func TestCodexInteractive(t *testing.T) {
 	if !strings.Contains(stderr.String(), "happy: session "+sid+" ended") {
 		t.Errorf("no end notice: %s", stderr.String())
 	}
+	if strings.Contains(stderr.String(), "asks to use") {
+		t.Errorf("the call --allow answered was announced as waiting:\n%s", stderr.String())
+	}
 	// One thread, a turn/start on it per prompt.
 	var threads []string
 	starts := 0
