@@ -789,3 +789,37 @@ func checkICO(t *testing.T, b []byte, sizes ...int) {
 		}
 	}
 }
+
+// TestWaitingTitleAtPhoneWidth: on a 390 px wide page the header of a
+// session whose tool waits for permission held "tidy the b…": the "waiting
+// for you" badge and the actions button left the title a dozen letters.
+// The title now takes up to two lines: a short one reads whole, a long one
+// is cut at the end of its second line, and the header still fits the
+// width.
+func TestWaitingTitleAtPhoneWidth(t *testing.T) {
+	r, creds := startRelay(t)
+	env, conn := connectHome(t, r.URL, creds)
+	const short = "tidy the build please"
+	const long = "fix the login page, then the flaky payment tests, then update the changelog and the docs"
+	agS := &permAgent{events: make(chan agent.Event, 64), commands: []string{"rm -rf build/cache"}}
+	agL := &permAgent{events: make(chan agent.Event, 64), commands: []string{"npm test"}}
+	s := runSession(t, env, conn, agS, app.SessionOptions{Flavor: "claude", Dir: "/home/u/project", Prompt: short, ProviderID: "test"})
+	l := runSession(t, env, conn, agL, app.SessionOptions{Flavor: "claude", Dir: "/home/u/project", Prompt: long, ProviderID: "test"})
+	p := openApp(t, r.URL, creds)
+	for _, tc := range []struct {
+		id, title string
+		whole     string
+	}{{s.id, short, "true"}, {l.id, long, "false"}} {
+		p.eval(fmt.Sprintf(`location.hash = "#/s/" + %q, true`, tc.id))
+		p.wait("waiting for you", `document.querySelector("#session-state")?.textContent === "waiting for you"`)
+		h2 := `document.querySelector("#session-head h2")`
+		got := p.strs(`[` + h2 + `.textContent.slice(0, 40),
+  String(Math.round(` + h2 + `.getBoundingClientRect().height / parseFloat(getComputedStyle(` + h2 + `).lineHeight)) <= 2),
+  String(` + h2 + `.scrollHeight <= ` + h2 + `.clientHeight + 1 && ` + h2 + `.scrollWidth <= ` + h2 + `.clientWidth + 1)]`)
+		if want := []string{tc.title[:min(40, len(tc.title))], "true", tc.whole}; !slices.Equal(got, want) {
+			t.Errorf("header of %q [text, at most two lines, all shown]: %q, want %q", tc.title, got, want)
+		}
+		p.fitsWidth("waiting session")
+		p.shot("session-waiting-" + tc.whole + "-phone.png")
+	}
+}

@@ -502,7 +502,7 @@ func TestServerWarnings(t *testing.T) {
 		{"127.0.0.1:3005", false, false, ""},
 		{"[::1]:3005", false, false, ""},
 		{"0.0.0.0:3005", true, false, ""},
-		{"0.0.0.0:3005", false, false, "happy: warning: listening on 0.0.0.0:3005 without TLS: tokens and pairing answers cross the network in clear text; pass --tls-cert and --tls-key, or listen on loopback behind a TLS reverse proxy with --trust-proxy\n"},
+		{"0.0.0.0:3005", false, false, "happy: warning: listening on 0.0.0.0:3005 without TLS: tokens and pairing answers cross the network in clear text, and browsers of other machines (a phone) cannot run the web app from it (they give it WebCrypto only on https pages); pass --domain NAME, or --tls-cert and --tls-key, or listen on loopback behind a TLS reverse proxy or tunnel with --trust-proxy (README, \"From your phone\")\n"},
 		{"192.168.1.5:3005", false, true, "happy: warning: listening on 192.168.1.5:3005 without TLS: tokens and pairing answers cross the network in clear text; the hop from the reverse proxy to the relay is not encrypted: listen on loopback, or pass --tls-cert and --tls-key\n"},
 	} {
 		var b strings.Builder

@@ -9,6 +9,8 @@ import (
 	neturl "net/url"
 	"strings"
 	"time"
+
+	"github.com/happy-dev/happy/internal/settings"
 )
 
 // reach is who can use a URL: what decides whether happy shows a QR code
@@ -117,4 +119,18 @@ func printTerminalPairing(w io.Writer, relay, link, code string, timeout time.Du
 		fmt.Fprintf(w, "Approve this machine from another terminal with its link:\n\n    happy auth approve '%s'\n\n", link)
 	}
 	fmt.Fprintf(w, "or run this on a machine logged in to the account (or type the code in the web app's Devices page):\n\n    happy auth approve %s\n\nWaiting for approval (up to %s)…\n", code, timeout)
+}
+
+// untrustedRelayNote is what happy web says when it serves the web app
+// itself for the relay url, which this home has not declared its own: why,
+// and how to use the relay's own app (settingsPath is the settings file).
+// A plain http relay beyond this machine must get https first: its own web
+// app runs in no browser of another machine.
+func untrustedRelayNote(url, settingsPath string) string {
+	why := fmt.Sprintf("The web app comes from happy web itself, not from %s: a relay's web app runs with the account's keys, so it must be trusted like this CLI. ", url)
+	if r, _ := phoneReach(url); r == reachPlainHTTP {
+		return why + fmt.Sprintf("That relay is plain http beyond this machine, where browsers give the web app no WebCrypto, which it decrypts with: "+
+			"to use a relay's own app, give it an https address first (%s), then set %q to that https address in %s.\n", phoneWays, settings.KeyTrustedWebRelay, settingsPath)
+	}
+	return why + fmt.Sprintf("To use that relay's own app, declare it yours: set %q to %q in %s.\n", settings.KeyTrustedWebRelay, url, settingsPath)
 }

@@ -100,3 +100,26 @@ func TestTerminalPairingOutput(t *testing.T) {
 		}
 	}
 }
+
+// TestUntrustedRelayNote: happy web serving the app itself says why and
+// how to use the relay's own app instead; for a plain http relay beyond
+// this machine it does not send the person to declare an address whose web
+// app no browser of another machine can run, but to give the relay https
+// first.
+func TestUntrustedRelayNote(t *testing.T) {
+	const settingsPath = "/home/u/.happy/settings.json"
+	why := func(url string) string {
+		return "The web app comes from happy web itself, not from " + url + ": a relay's web app runs with the account's keys, so it must be trusted like this CLI. "
+	}
+	for _, tc := range []struct{ relay, want string }{
+		{"https://relay.example.com", why("https://relay.example.com") + "To use that relay's own app, declare it yours: set \"trustedWebRelay\" to \"https://relay.example.com\" in " + settingsPath + ".\n"},
+		{"http://127.0.0.1:3006", why("http://127.0.0.1:3006") + "To use that relay's own app, declare it yours: set \"trustedWebRelay\" to \"http://127.0.0.1:3006\" in " + settingsPath + ".\n"},
+		{"http://192.168.1.5:3005", why("http://192.168.1.5:3005") + "That relay is plain http beyond this machine, where browsers give the web app no WebCrypto, which it decrypts with: " +
+			"to use a relay's own app, give it an https address first (happy server --domain NAME on a machine with a DNS name, a tunnel (Tailscale, Cloudflare Tunnel) or an https reverse proxy; see \"From your phone\" in happy's README), " +
+			"then set \"trustedWebRelay\" to that https address in " + settingsPath + ".\n"},
+	} {
+		if got := untrustedRelayNote(tc.relay, settingsPath); got != tc.want {
+			t.Errorf("relay %s:\n got %q\nwant %q", tc.relay, got, tc.want)
+		}
+	}
+}

@@ -521,7 +521,7 @@ func webAppURL(scheme string, addr net.Addr) string {
 
 // serverWarnings warns when the relay can be reached from other machines
 // without TLS: bearer tokens and pairing answers would cross the network in
-// clear text.
+// clear text, and the web app cannot run in another machine's browser.
 func serverWarnings(w io.Writer, addr net.Addr, tls, trustProxy bool) {
 	if tls {
 		return
@@ -533,9 +533,14 @@ func serverWarnings(w io.Writer, addr net.Addr, tls, trustProxy bool) {
 	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
 		return
 	}
-	hint := "pass --tls-cert and --tls-key, or listen on loopback behind a TLS reverse proxy with --trust-proxy"
 	if trustProxy {
-		hint = "the hop from the reverse proxy to the relay is not encrypted: listen on loopback, or pass --tls-cert and --tls-key"
+		fmt.Fprintf(w, "happy: warning: listening on %s without TLS: tokens and pairing answers cross the network in clear text; "+
+			"the hop from the reverse proxy to the relay is not encrypted: listen on loopback, or pass --tls-cert and --tls-key\n", addr)
+		return
 	}
-	fmt.Fprintf(w, "happy: warning: listening on %s without TLS: tokens and pairing answers cross the network in clear text; %s\n", addr, hint)
+	// The web app URL printed next to this warning opens in no browser of
+	// another machine: say so, and how to serve the phone.
+	fmt.Fprintf(w, "happy: warning: listening on %s without TLS: tokens and pairing answers cross the network in clear text, "+
+		"and browsers of other machines (a phone) cannot run the web app from it (they give it WebCrypto only on https pages); "+
+		"pass --domain NAME, or --tls-cert and --tls-key, or listen on loopback behind a TLS reverse proxy or tunnel with --trust-proxy (README, \"From your phone\")\n", addr)
 }

@@ -169,8 +169,7 @@ func runWeb(ctx context.Context, f *factory, o webOptions, files fs.FS) error {
 		return nil
 	}
 	if o.relay == "" {
-		fmt.Fprintf(w, "The web app comes from happy web itself, not from %s: a relay's web app runs with the account's keys, so it must be trusted like this CLI. "+
-			"To use that relay's own app, declare it yours: set %q to %q in %s.\n", url, settings.KeyTrustedWebRelay, url, h.Settings())
+		fmt.Fprint(w, untrustedRelayNote(url, h.Settings()))
 	}
 	fmt.Fprintf(w, "Serving the web app at %s/ for the relay %s; stop with Ctrl-C.\n", webBase, url)
 	if err := app.ServeWebApp(ctx, l, files, []string{url}); err != nil {
