@@ -249,9 +249,50 @@ func SendPrompt(ctx context.Context, conn *Conn, o Opened, text string, files []
 	if err != nil {
 		return Sent{}, err
 	}
-	stored, err := conn.API.SendMessages(ctx, o.Info.ID, []relay.OutgoingMessage{{Content: crypto.EncodeBase64(sealed), LocalID: id + "." + strconv.Itoa(1)}})
+	row := relay.OutgoingMessage{Content: crypto.EncodeBase64(sealed), LocalID: id + "." + strconv.Itoa(1)}
+	seq, err := postPrompt(ctx, conn, o, row)
 	if err != nil {
-		return Sent{}, fmt.Errorf("send prompt: %w", err)
+		return Sent{}, err
 	}
-	return Sent{ID: id, Seq: stored[0].Seq}, nil
+	return Sent{ID: id, Seq: seq}, nil
+}
+
+// promptRetries are the waits before posting a prompt's row again after
+// the relay did not confirm it (unreachable, a timeout, a 5xx).
+var promptRetries = []time.Duration{250 * time.Millisecond, time.Second, 2 * time.Second}
+
+// postPrompt stores a prompt's row and returns its seq. A post the relay
+// does not confirm is made again with the very same row and localId, never
+// a new prompt: if the first post was stored after all, the relay answers
+// with that row, and a session would refuse a copy as replayed. A row that
+// was already stored under the localId must be this one (its ciphertext),
+// or it is someone else's claim and the prompt is refused. When the relay
+// never confirms, the error says the prompt may have been stored.
+func postPrompt(ctx context.Context, conn *Conn, o Opened, row relay.OutgoingMessage) (int64, error) {
+	for attempt := 0; ; attempt++ {
+		stored, err := conn.API.SendMessages(ctx, o.Info.ID, []relay.OutgoingMessage{row})
+		if err == nil {
+			if !stored[0].New {
+				page, ferr := conn.API.FetchMessages(ctx, o.Info.ID, stored[0].Seq-1, 1)
+				if ferr != nil {
+					return 0, fmt.Errorf("send prompt: check the row the relay says it holds: %w", ferr)
+				}
+				if len(page.Messages) != 1 || page.Messages[0].Seq != stored[0].Seq || page.Messages[0].Content.C != row.Content {
+					return 0, fmt.Errorf("%w: send prompt: the relay holds another row under %s: the prompt was not stored", ErrRPC, row.LocalID)
+				}
+			}
+			return stored[0].Seq, nil
+		}
+		if !errors.Is(err, relay.ErrUnavailable) {
+			return 0, fmt.Errorf("send prompt: %w", err)
+		}
+		if attempt == len(promptRetries) {
+			return 0, fmt.Errorf("send prompt: the relay did not confirm it (%w); it may have been stored: see happy log %s before sending it again", err, o.Info.ID)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("send prompt: the relay did not confirm it (%w); it may have been stored: see happy log %s before sending it again", ctx.Err(), o.Info.ID)
+		case <-time.After(promptRetries[attempt]):
+		}
+	}
 }

@@ -15,8 +15,10 @@ import (
 	"github.com/happy-dev/happy/app/remotefs"
 	"github.com/happy-dev/happy/control"
 	"github.com/happy-dev/happy/crypto"
+	"github.com/happy-dev/happy/internal/evilrelay"
 	"github.com/happy-dev/happy/internal/waitfor"
 	"github.com/happy-dev/happy/relay"
+	"github.com/happy-dev/happy/server/servertest"
 	"github.com/happy-dev/happy/session"
 )
 
@@ -287,5 +289,68 @@ func TestCallerRefusesUnboundAnswers(t *testing.T) {
 	_, err = openAnswer("permission", ref, id)
 	if r, ok := control.ReasonOf(err); !ok || r != control.ReasonReplayed || err.Error() != "control call failed: permission: refused control input (replayed): id x was used before" {
 		t.Fatalf("callee refusal: %v", err)
+	}
+}
+
+// A relay that stores a prompt and then answers 502 (or times out) does not
+// get it sent twice: happy posts the very same row again, takes the
+// relay's answer for the row it holds, and the session runs the prompt
+// once. A relay that never confirms gets an error saying the prompt may
+// have been stored; a row someone else stored under the prompt's localId
+// is refused as not this prompt.
+func TestPromptSentOnceWhenTheRelayLies(t *testing.T) {
+	r := servertest.Start(t)
+	envA, connA, connB := twoDevicesOn(t, r)
+	ag := newScriptedAgent()
+	var mu sync.Mutex
+	var sid string
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := RunSession(ctx, envA, connA, ag, SessionOptions{Flavor: "fake", Dir: "/work", Prompt: "first task", ProviderID: "test",
+			OnCreated: func(id string) { mu.Lock(); sid = id; mu.Unlock() }})
+		done <- err
+	}()
+	getSID := func() string { mu.Lock(); defer mu.Unlock(); return sid }
+	o, call := blocked(t, connB, getSID)
+	if err := Approve(ctx, connB, o, call, agent.DecisionOnce, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitTurns(t, connB, o, 1)
+
+	var lies int
+	p := evilrelay.Start(t, r.URL, evilrelay.On("POST", "/v3/sessions/{id}/messages", func(req *evilrelay.Request, next evilrelay.Next) (*evilrelay.Response, error) {
+		resp, err := next(req) // stored on the real relay
+		mu.Lock()
+		defer mu.Unlock()
+		if lies > 0 {
+			lies--
+			return evilrelay.JSON(502, map[string]string{"error": "Bad gateway"}), nil
+		}
+		return resp, err
+	}))
+	api, err := relay.NewAPI(relay.HTTPConfig{BaseURL: p.URL, Token: connB.Creds.Token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	liar := &Conn{API: api}
+	mu.Lock()
+	lies = 1
+	mu.Unlock()
+	sent, err := SendPrompt(ctx, liar, o, "rm -rf build && deploy", nil, time.Now())
+	if err != nil {
+		t.Fatalf("a prompt the relay stored and then answered 502 for: %v", err)
+	}
+	if row := storedRow(t, connB, o, sent.ID+".1"); row == "" || sent.Seq <= 0 {
+		t.Fatalf("sent %+v, row %q", sent, row)
+	}
+
+	mu.Lock()
+	lies = 100
+	mu.Unlock()
+	_, err = SendPrompt(ctx, liar, o, "second", nil, time.Now())
+	if err == nil || !strings.Contains(err.Error(), "the relay did not confirm it (") || !strings.Contains(err.Error(), "it may have been stored: see happy log "+o.Info.ID+" before sending it again") {
+		t.Fatalf("a relay that never confirms: %v", err)
 	}
 }

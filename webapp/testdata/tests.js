@@ -562,6 +562,47 @@ test("an unreachable relay is said in words a person can act on", async () => {
   eq([err?.name, err?.status, err?.unreachable, err?.message.startsWith("Can't reach the relay at http://127.0.0.1:1. Is it running?")], ["RelayError", 0, true, true], "fetch failure");
 });
 
+test("a prompt the relay stored but did not confirm is posted again as the same row, never as a new prompt", async () => {
+  const relay = new Relay("http://127.0.0.1:1", "tok");
+  const realFetch = globalThis.fetch;
+  const stored = new Map(); // localId -> {seq, content}
+  const posts = [];
+  let lies = 0;
+  let other = null; // a row someone else stored first
+  globalThis.fetch = async (url, init) => {
+    const u = new URL(url);
+    const json = (status, v) => new Response(JSON.stringify(v), { status, headers: { "Content-Type": "application/json" } });
+    if (init.method === "POST") {
+      const { messages: [m] } = JSON.parse(init.body);
+      posts.push(m.localId);
+      let row = stored.get(m.localId), fresh = false;
+      if (!row) { row = { seq: stored.size + 1, content: other ?? m.content }; stored.set(m.localId, row); fresh = other === null; }
+      if (lies > 0) { lies--; return json(502, { error: "Bad gateway" }); }
+      return json(200, { messages: [{ id: "r" + row.seq, seq: row.seq, localId: m.localId, new: fresh }] });
+    }
+    const after = Number(u.searchParams.get("after_seq"));
+    const rows = [...stored.entries()].filter(([, r]) => r.seq > after).map(([localId, r]) => ({ seq: r.seq, localId, content: { t: "encrypted", c: r.content } }));
+    return json(200, { messages: rows.slice(0, 1), hasMore: false });
+  };
+  try {
+    lies = 1;
+    const m = await relay.postPrompt("s1", { content: "AAA", localId: "msg_1.1" }, [0, 0, 0]);
+    eq([m.seq, m.new, posts], [1, false, ["msg_1.1", "msg_1.1"]], "stored, 502, then the same row again");
+    lies = 100;
+    let err = null;
+    try { await relay.postPrompt("s1", { content: "BBB", localId: "msg_2.1" }, [0, 0, 0]); } catch (e) { err = e; }
+    eq([err?.status, err?.message.includes("it may have been stored")], [502, true], "never confirmed");
+    eq(posts.filter((p) => p === "msg_2.1").length, 4, "the same row, four times");
+    lies = 0;
+    other = "EVIL";
+    err = null;
+    try { await relay.postPrompt("s1", { content: "CCC", localId: "msg_3.1" }, [0]); } catch (e) { err = e; }
+    eq(err?.message, "The relay holds another row under msg_3.1: the prompt was not stored.", "a row someone else stored first");
+  } finally {
+    globalThis.fetch = realFetch;
+  }
+});
+
 // fakeSock answers update-metadata as the relay does: compare-and-set
 // against its own version, with version-mismatch carrying its value.
 function fakeSock(store, { reply } = {}) {

@@ -172,6 +172,42 @@ export class Relay {
     return this.call("POST", `/v3/sessions/${encodeURIComponent(sid)}/messages`, { messages });
   }
 
+  /** postPrompt stores a prompt's row ({content, localId}) and returns the
+   * relay's receipt for it ({seq, localId, new}). A post the relay does not
+   * confirm (unreachable, 408, 429, 5xx) is made again after each of waits
+   * (ms) with the very same row, never a new prompt: a row the first post
+   * stored after all comes back as the relay's answer (and a session refuses
+   * a copy as replayed). A row already stored under the localId must hold
+   * this content, or the prompt is refused as not stored. When the relay
+   * never confirms, the error says the prompt may have been stored. As the
+   * CLI's app.SendPrompt. */
+  async postPrompt(sid, row, waits = [250, 1000, 2000]) {
+    for (let attempt = 0; ; attempt++) {
+      let r;
+      try {
+        r = await this.sendMessages(sid, [row]);
+      } catch (e) {
+        const unsure = e instanceof RelayError && (e.unreachable || e.status === 408 || e.status === 429 || e.status >= 500);
+        if (!unsure) throw e;
+        if (attempt === waits.length) {
+          throw new RelayError(e.status, `The relay did not confirm the prompt (${e.message}); it may have been stored: look at the session before sending it again.`, e.unreachable);
+        }
+        await new Promise((res) => setTimeout(res, waits[attempt]));
+        continue;
+      }
+      const m = (r?.messages ?? []).find((x) => x?.localId === row.localId);
+      if (!m || !(m.seq > 0)) throw new RelayError(0, `POST /v3/sessions/${sid}/messages: no receipt for ${row.localId}`);
+      if (m.new === false) {
+        const page = await this.call("GET", `/v3/sessions/${encodeURIComponent(sid)}/messages?after_seq=${m.seq - 1}&limit=1`);
+        const got = page?.messages?.[0];
+        if (!got || got.seq !== m.seq || got.content?.c !== row.content) {
+          throw new RelayError(0, `The relay holds another row under ${row.localId}: the prompt was not stored.`);
+        }
+      }
+      return m;
+    }
+  }
+
   /** lookupPairing is GET /v1/auth/request/lookup?code= (happy's relay only):
    * [{publicKey: Uint8Array(32), supportsV2, createdAt, expiresAt}] as the
    * relay claims them (the caller checks each key's code). */

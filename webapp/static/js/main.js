@@ -419,7 +419,7 @@ async function sendPrompt(text, files = [], progress = () => {}) {
   progress("sending…");
   const { id, env } = promptEnvelope(root, text, Date.now(), c.randomBytes(6), parts);
   env.control = controlEnvelope(o.sid, "prompt");
-  await app.relay.sendMessages(o.sid, [{ content: await c.sealJSON(s.cipher, env), localId: id + ".1" }]);
+  await app.relay.postPrompt(o.sid, { content: await c.sealJSON(s.cipher, env), localId: id + ".1" });
 }
 
 async function abortTurn() {
