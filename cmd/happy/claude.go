@@ -548,6 +548,7 @@ func runClaudeInteractive(parent context.Context, f *factory, o *agentOptions, c
 		in = os.Stdin
 	}
 	var sid string
+	var claude *dual.Agent // the last one started (--recover starts another)
 	res, err := app.RunSessionWith(ctx, env, conn, app.SessionOptions{
 		Flavor: "claude", Dir: dir, ProviderID: "anthropic", Rules: rules, StartedBy: o.startedByValue(),
 		WaitCreated: 3 * time.Second, Resume: o.resumeOpts(),
@@ -573,6 +574,7 @@ func runClaudeInteractive(parent context.Context, f *factory, o *agentOptions, c
 		if err != nil {
 			return nil, claudeExe.cannotStart(claudePath, err)
 		}
+		claude = ag
 		return ag, nil
 	})
 	if sid == "" {
@@ -587,6 +589,13 @@ func runClaudeInteractive(parent context.Context, f *factory, o *agentOptions, c
 		return &exitError{code: exitInterrupted}
 	case err != nil && !errors.Is(err, context.Canceled):
 		return err
+	}
+	// Claude exited by itself with a failure (it refused its arguments,
+	// say): its own words are on the screen; happy's status says it too.
+	if claude != nil {
+		if code, ok := claude.ExitCode(); ok && code != 0 {
+			return &exitError{code: exitFailed, err: fmt.Errorf("claude exited with status %d", code)}
+		}
 	}
 	return nil
 }

@@ -852,3 +852,61 @@ func TestAgentThatRefusesItsArgumentsSaysWhy(t *testing.T) {
 		t.Fatalf("%d messages, want the prompt and one answer", len(tr.Messages))
 	}
 }
+
+// happy claude in the terminal, when Claude refuses its arguments and exits
+// 1 at once: happy exits 1 too and says so, and the agent's own words
+// stay on the screen.
+func TestInteractiveAgentThatRefusesItsArguments(t *testing.T) {
+	env := codexTestEnv(t, nil)
+	script := filepath.Join(t.TempDir(), "claude")
+	const why = "error: unknown option '--bogus-flag'"
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho \""+why+"\" >&2\nexit 1\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env["HAPPY_CLAUDE_PATH"] = script
+	master, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no PTY: %v", err)
+	}
+	defer master.Close()
+	scr := &syncBuffer{}
+	go func() { _, _ = io.Copy(scr, master) }()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal([]string{"claude", "--", "--bogus-flag"})
+	c := &child{done: make(chan struct{})}
+	c.cmd = exec.Command(exe, "-test.run=^TestHappyChildProcess$")
+	c.cmd.Env = append(os.Environ(), childArgsEnv+"="+string(a))
+	for k, v := range env {
+		c.cmd.Env = append(c.cmd.Env, k+"="+v)
+	}
+	c.cmd.Dir = t.TempDir()
+	if c.stderr, err = os.Create(filepath.Join(t.TempDir(), "stderr")); err != nil {
+		t.Fatal(err)
+	}
+	c.cmd.Stdin, c.cmd.Stdout, c.cmd.Stderr = tty, tty, c.stderr
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tty.Close()
+	go func() {
+		_ = c.cmd.Wait()
+		c.code = c.cmd.ProcessState.ExitCode()
+		close(c.done)
+	}()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+		<-c.done
+		c.stderr.Close()
+	})
+	if code := c.wait(t); code != exitFailed {
+		t.Fatalf("exit %d, want %d\nscreen: %q\nstderr: %s", code, exitFailed, scr.String(), c.errText())
+	}
+	waitOutput(t, "Claude's own words on the screen", scr, why, nil)
+	if !strings.HasSuffix(c.errText(), "happy: claude exited with status 1\n") {
+		t.Fatalf("stderr %q", c.errText())
+	}
+}

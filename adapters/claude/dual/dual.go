@@ -135,6 +135,11 @@ type Agent struct {
 	mode    Mode
 	changed chan struct{} // closed (and replaced) when mode changes
 
+	// exitCode is Claude's exit status when the session ended because
+	// Claude exited by itself in local mode (-1: it did not, or it was
+	// killed by a signal). Written by the controller before done closes.
+	exitCode int
+
 	// Owned by the controller goroutine.
 	keys       *keyWait
 	sessionID  string // Claude's session id
@@ -189,7 +194,7 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 	a := &Agent{
 		opts: opts, ctx: ctx, log: opts.Log, notice: notice,
 		reqs: make(chan promptReq), switches: make(chan switchReq), stop: make(chan struct{}), done: make(chan struct{}),
-		changed: make(chan struct{}),
+		changed: make(chan struct{}), exitCode: -1,
 	}
 	loc, err := local.Start(ctx, opts.Local)
 	if err != nil {
@@ -200,6 +205,19 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 	a.log.Info().Str("mode", string(ModeLocal)).Msg("claude started in local mode")
 	go a.control()
 	return a, nil
+}
+
+// ExitCode is Claude's exit status when the session ended because Claude
+// exited by itself in its terminal (local mode), and ok true; ok is false
+// when the session ended otherwise (Close, a signal, a signal killing
+// Claude) or has not ended yet.
+func (a *Agent) ExitCode() (code int, ok bool) {
+	select {
+	case <-a.done:
+		return a.exitCode, a.exitCode >= 0
+	default:
+		return 0, false
+	}
 }
 
 // Events implements agent.Agent: the events of every mode, in order.
@@ -398,6 +416,9 @@ func (a *Agent) control() {
 		case <-cur.fwd:
 			if cur.mode == ModeLocal {
 				a.log.Info().Msg("claude ended in local mode: the session ends")
+				if res, _ := cur.loc.Result(); res.State != nil && res.Signal == nil {
+					a.exitCode = res.State.ExitCode() // -1 when a signal killed it
+				}
 				a.end()
 				return
 			}
