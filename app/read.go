@@ -256,12 +256,16 @@ func decrypt(c crypto.Cipher, content string) ([]byte, error) {
 // RowEvent is one row read by FollowSession: its seq, the localId it was
 // stored under and its decrypted plaintext (for session.Readback.Add), or
 // (Dropped set) the record that stands for a row that did not decrypt or a
-// frame the stream reader refused.
+// frame the stream reader refused. From FollowSessionEvents it may instead
+// be a live text delta (Live set; Seq 0), or one that did not decrypt or
+// decode (LiveErr set).
 type RowEvent struct {
 	Seq     int64
 	LocalID string
 	Plain   []byte
 	Dropped *agent.Dropped
+	Live    *session.LiveDelta
+	LiveErr error
 }
 
 // FollowSession follows o's rows after seq `after` over the relay's message

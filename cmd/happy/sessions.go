@@ -233,39 +233,31 @@ type followOptions struct {
 // said on stderr. The last line, on stderr, says how it ended; a stale
 // timeout exits with exitStale, an interruption with exitInterrupted.
 func followLog(ctx context.Context, f *factory, conn *app.Conn, o app.Opened, rb *session.Readback, after int64, opts followOptions) error {
-	asJSON, interval := opts.asJSON, opts.interval
+	interval := opts.interval
 	wasStale := false
-	seen := map[string]bool{}
 	warned := 0
-	// The readable form is happy log's layout, written as it grows.
-	follower := export.NewFollower(export.TextOptions{SessionID: o.Info.ID, Title: o.Title()})
-	// emit prints what is new: the settled events (all of them once the
-	// session is over), or the log's new lines.
-	emit := func(final bool) error {
-		tr := rb.Transcript()
-		if n, r := countDropped(tr); n+r > warned {
-			printDropped(f, n, r)
-			warned = n + r
-		}
-		if !asJSON {
-			return follower.Update(f.stdout, tr, final)
-		}
-		evs := export.Flat(tr)
-		if !final {
-			evs = export.FlatSettled(tr)
-		}
-		return writeEvents(f.stdout, evs, seen)
-	}
+	// The readable form is happy log's layout, written as it grows; live
+	// text deltas extend the text growing on screen.
+	printer := app.NewFollowPrinter(f.stdout, rb, app.FollowPrinterOptions{JSON: opts.asJSON,
+		Text: export.TextOptions{SessionID: o.Info.ID, Title: o.Title()},
+		OnPrint: func(tr mapper.Transcript) {
+			if n, r := countDropped(tr); n+r > warned {
+				printDropped(f, n, r)
+				warned = n + r
+			}
+		}})
+	emit := printer.Print
 	if err := emit(false); err != nil {
 		return err
 	}
-	// New rows come over the relay's message stream while it has one; the
-	// ticker checks the session's state (stale, ended), and polls for rows
-	// on a relay without the stream or once the stream has ended.
-	rows := make(chan app.RowEvent)
+	// New rows and live text come over the relay's message stream while
+	// it has one; the ticker checks the session's state (stale, ended),
+	// and polls for rows on a relay without the stream or once the stream
+	// has ended. The buffer holds live deltas while a row is printed.
+	rows := make(chan app.RowEvent, 256)
 	streamDone := make(chan error, 1)
 	sctx, stopStream := context.WithCancel(ctx)
-	go func() { streamDone <- app.FollowSession(sctx, conn, o, after, rows) }()
+	go func() { streamDone <- app.FollowSessionEvents(sctx, conn, o, after, rows) }()
 	streaming := true
 	stop := func() {
 		if streaming {
@@ -283,12 +275,12 @@ func followLog(ctx context.Context, f *factory, conn *app.Conn, o app.Opened, rb
 			return &exitError{code: exitInterrupted}
 		case ev := <-rows:
 			after = max(after, ev.Seq)
-			if ev.Dropped != nil {
-				rb.Drop(*ev.Dropped)
-			} else {
-				rb.Add(ev.Seq, ev.LocalID, ev.Plain)
+			if ev.LiveErr != nil {
+				if lg, _ := f.log("log"); lg != nil {
+					lg.Debug().Err(ev.LiveErr).Str("session", o.Info.ID).Msg("live text delta skipped")
+				}
 			}
-			if err := emit(false); err != nil {
+			if err := printer.Take(ev); err != nil {
 				return err
 			}
 			continue
