@@ -20,11 +20,11 @@ import (
 // watchWriter is a follower's output: it keeps what was written, when
 // each write ended, and wakes whoever waits for a text to appear.
 type watchWriter struct {
-	mu     sync.Mutex
-	buf    strings.Builder
-	ends   []int // buf's length after each write
-	times  []time.Time
-	wrote  chan struct{}
+	mu    sync.Mutex
+	buf   strings.Builder
+	ends  []int // buf's length after each write
+	times []time.Time
+	wrote chan struct{}
 }
 
 func newWatchWriter() *watchWriter { return &watchWriter{wrote: make(chan struct{}, 1)} }
