@@ -240,9 +240,13 @@ func ReadTranscript(ctx context.Context, conn *Conn, o Opened, opts ReadOptions)
 
 // readbackOf is an empty Readback of o's session (its fallback root the
 // session as the relay lists it).
-func readbackOf(o Opened) *session.Readback {
-	return session.NewReadback(mapper.Session{ID: o.Info.ID, Directory: o.Metadata.Path,
-		Time: mapper.SessionTime{Created: o.Info.CreatedAt, Updated: o.Info.UpdatedAt}})
+func readbackOf(o Opened) *session.Readback { return session.NewReadback(fallbackOf(o)) }
+
+// fallbackOf is the root session of o's document when no session record
+// names one: the session as the relay lists it.
+func fallbackOf(o Opened) mapper.Session {
+	return mapper.Session{ID: o.Info.ID, Directory: o.Metadata.Path,
+		Time: mapper.SessionTime{Created: o.Info.CreatedAt, Updated: o.Info.UpdatedAt}}
 }
 
 func decrypt(c crypto.Cipher, content string) ([]byte, error) {

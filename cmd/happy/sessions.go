@@ -140,6 +140,20 @@ for D. Exit status: 0 the session ended or was archived, 5 no heartbeat for
 			if err != nil {
 				return sessionErr(err)
 			}
+			if asJSON && !follow {
+				// Streamed: what it holds does not grow with the session.
+				t, err := app.WriteTranscriptJSON(ctx, conn, o, f.stdout)
+				if errors.Is(err, app.ErrRelayRead) {
+					return &exitError{code: exitRelay, err: err}
+				} else if err != nil {
+					return err
+				}
+				// The document lists the dropped inputs; a script reading
+				// only the exit status and stderr learns of them too.
+				warnDropped(f, t)
+				warnStale(f, o, o.State(f.now()))
+				return nil
+			}
 			rb, after, err := app.ReadTranscript(ctx, conn, o, app.ReadOptions{})
 			if err != nil {
 				return &exitError{code: exitRelay, err: err}
@@ -148,12 +162,6 @@ for D. Exit status: 0 the session ended or was archived, 5 no heartbeat for
 				t := rb.Transcript()
 				st := o.State(f.now())
 				switch {
-				case asJSON:
-					// The document lists the dropped inputs; a script reading
-					// only the exit status and stderr learns of them too.
-					warnDropped(f, t)
-					warnStale(f, o, st)
-					return writeJSON(f.stdout, t)
 				case events:
 					warnDropped(f, t)
 					warnStale(f, o, st)
