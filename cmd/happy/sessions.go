@@ -116,8 +116,9 @@ unfinished message are shown as interrupted (the stored transcript is left
 as it is).
 
 With --follow, what is new is printed as it arrives until the session ends (in
-the readable layout: each part once it is settled, a streaming text as it
-grows, a tool that waits for a person when it starts waiting);
+the readable layout: each part once it is settled, a text once the agent went
+on past it, a streaming text as it grows, from the live text the session
+sends, a tool that waits for a person when it starts waiting);
 then a last line on stderr says how it ended. A session that goes stale is
 followed on (a network cut heals, and the next happy on its home ends a
 session whose happy stopped): a line on stderr says so, and another when its
