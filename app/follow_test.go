@@ -251,6 +251,8 @@ func TestFollowPrintsLiveText(t *testing.T) {
 //     from the relay's acknowledgement of the version that shows it to
 //     the follower's line (stored-p50-ms, stored-p99-ms: the reader's part,
 //     the stream and the printing);
+//   - new-text: the first words of a text part in a message already
+//     stored (the part's first version, stored at once);
 //   - text: a streamed piece of text (a live delta; the stored versions
 //     stay coalesced).
 //
@@ -294,6 +296,30 @@ func BenchmarkEventToFollower(b *testing.B) {
 			b.ReportMetric(float64(fromStore[len(fromStore)/2].Microseconds())/1000, "stored-p50-ms")
 			b.ReportMetric(float64(fromStore[min(len(fromStore)-1, len(fromStore)*99/100)].Microseconds())/1000, "stored-p99-ms")
 		}
+	})
+	b.Run("new-text", func(b *testing.B) {
+		r := newFollowRig(b)
+		var lat []time.Duration
+		from := 0
+		for i := 0; b.Loop(); i++ {
+			msg, piece := fmt.Sprintf("m%d", i), fmt.Sprintf("Step %d.", i)
+			r.send(&agent.MessageStarted{Message: msg})
+			fctx, fcancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if err := r.sess.Flush(fctx); err != nil {
+				b.Fatal(err)
+			}
+			fcancel()
+			t0 := time.Now()
+			r.send(&agent.TextDelta{Message: msg, Block: "b", Delta: piece})
+			at, end, ok := r.out.waitFor(piece, from, 10*time.Second)
+			if !ok {
+				b.Fatalf("the follower never printed %q", piece)
+			}
+			lat = append(lat, at.Sub(t0))
+			from = end
+			r.send(&agent.StepFinished{Message: msg, Finish: agent.FinishStop})
+		}
+		reportLatency(b, lat)
 	})
 	b.Run("text", func(b *testing.B) {
 		r := newFollowRig(b)
