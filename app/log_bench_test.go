@@ -87,7 +87,7 @@ func scriptVersions(tb testing.TB, sessionID string, n int) *versionLog {
 // logSession creates a relay session holding n message versions written as
 // happy's sink writes them (encrypted with the session's key), posted in
 // batches of relay.MaxBatch, and returns it as another device opens it.
-func logSession(b *testing.B, n int) (*Conn, Opened) {
+func logSession(b testing.TB, n int) (*Conn, Opened) {
 	_, connA, connB := twoDevices(b)
 	ctx := context.Background()
 	tag, _ := NewTag()
@@ -114,7 +114,7 @@ func logSession(b *testing.B, n int) (*Conn, Opened) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		batch = append(batch, relay.OutgoingMessage{LocalID: "bench-" + vl.local[i], Content: crypto.EncodeBase64(sealed)})
+		batch = append(batch, relay.OutgoingMessage{LocalID: vl.local[i], Content: crypto.EncodeBase64(sealed)})
 		if len(batch) == relay.MaxBatch {
 			send()
 		}
@@ -224,5 +224,72 @@ func TestLogSessionScriptIsOrdered(t *testing.T) {
 	tr := rb.Transcript()
 	if len(tr.Dropped) != 0 || tr.Session.ID == "ses_fallback" || len(tr.Messages) < 6 {
 		t.Fatalf("transcript: session %q, %d messages, dropped %+v", tr.Session.ID, len(tr.Messages), tr.Dropped)
+	}
+}
+
+// BenchmarkHappyLogJSON measures the memory of `happy log --json` on a
+// session of 10,000 and 100,000 message versions: streamed
+// (WriteTranscriptJSON, what the command runs) and, for comparison, whole
+// (the transcript read into memory, then encoded and indented at once, as
+// the command did before). A goroutine samples the heap (HeapAlloc: live
+// objects and garbage not yet collected) every 2 ms. Metrics:
+// peak-heap-MiB, the highest sample above the heap before the run, and
+// peak-heap-B/version.
+func BenchmarkHappyLogJSON(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		conn, o := logSession(b, n)
+		for _, mode := range []string{"streamed", "whole"} {
+			b.Run(fmt.Sprintf("versions=%d/%s", n, mode), func(b *testing.B) {
+				out, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer out.Close()
+				ctx := context.Background()
+				var peak uint64
+				for range b.N {
+					runtime.GC()
+					var ms runtime.MemStats
+					runtime.ReadMemStats(&ms)
+					base := ms.HeapAlloc
+					stop, done := make(chan struct{}), make(chan uint64)
+					go func() {
+						top := uint64(0)
+						tick := time.NewTicker(2 * time.Millisecond)
+						defer tick.Stop()
+						for {
+							var m runtime.MemStats
+							runtime.ReadMemStats(&m)
+							top = max(top, m.HeapAlloc)
+							select {
+							case <-stop:
+								done <- top
+								return
+							case <-tick.C:
+							}
+						}
+					}()
+					if mode == "streamed" {
+						_, err = WriteTranscriptJSON(ctx, conn, o, out)
+					} else {
+						var rb *session.Readback
+						if rb, _, err = ReadTranscript(ctx, conn, o, ReadOptions{}); err == nil {
+							enc := json.NewEncoder(out)
+							enc.SetEscapeHTML(false)
+							enc.SetIndent("", "  ")
+							err = enc.Encode(rb.Transcript())
+						}
+					}
+					close(stop)
+					top := <-done
+					if err != nil {
+						b.Fatal(err)
+					}
+					peak = max(peak, top-min(top, base))
+				}
+				b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+				b.ReportMetric(float64(peak)/float64(n), "peak-heap-B/version")
+			})
+		}
 	}
 }

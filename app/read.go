@@ -240,9 +240,13 @@ func ReadTranscript(ctx context.Context, conn *Conn, o Opened, opts ReadOptions)
 
 // readbackOf is an empty Readback of o's session (its fallback root the
 // session as the relay lists it).
-func readbackOf(o Opened) *session.Readback {
-	return session.NewReadback(mapper.Session{ID: o.Info.ID, Directory: o.Metadata.Path,
-		Time: mapper.SessionTime{Created: o.Info.CreatedAt, Updated: o.Info.UpdatedAt}})
+func readbackOf(o Opened) *session.Readback { return session.NewReadback(fallbackOf(o)) }
+
+// fallbackOf is the root session of o's document when no session record
+// names one: the session as the relay lists it.
+func fallbackOf(o Opened) mapper.Session {
+	return mapper.Session{ID: o.Info.ID, Directory: o.Metadata.Path,
+		Time: mapper.SessionTime{Created: o.Info.CreatedAt, Updated: o.Info.UpdatedAt}}
 }
 
 func decrypt(c crypto.Cipher, content string) ([]byte, error) {
@@ -256,12 +260,16 @@ func decrypt(c crypto.Cipher, content string) ([]byte, error) {
 // RowEvent is one row read by FollowSession: its seq, the localId it was
 // stored under and its decrypted plaintext (for session.Readback.Add), or
 // (Dropped set) the record that stands for a row that did not decrypt or a
-// frame the stream reader refused.
+// frame the stream reader refused. From FollowSessionEvents it may instead
+// be a live text delta (Live set; Seq 0), or one that did not decrypt or
+// decode (LiveErr set).
 type RowEvent struct {
 	Seq     int64
 	LocalID string
 	Plain   []byte
 	Dropped *agent.Dropped
+	Live    *session.LiveDelta
+	LiveErr error
 }
 
 // FollowSession follows o's rows after seq `after` over the relay's message

@@ -129,7 +129,10 @@ func (p *projector) unsettled() {
 // FlatSettled is the part of Flat(t) that will not change as the
 // transcript goes on: the events before the first one that still may (a
 // text part that is still streaming, a tool call whose input is still
-// streaming). Printed as it grows, it is an append-only stream, each event
+// streaming). A text or reasoning part that another part of its message
+// follows counts as settled, reported end or not: the model went on past
+// it (an agent that adds to it afterwards makes its event change; a
+// follower writes it again). Printed as it grows, it is an append-only stream, each event
 // written once and in the order Flat gives; a tool-call-start carries what
 // was known when the tool started (its title may be refined later in the
 // transcript).
@@ -257,10 +260,13 @@ func (p *projector) assistantMessage(m *mapper.AssistantMessage, parts []mapper.
 	base := func(id string, t int64, typ string) FlatEvent {
 		return FlatEvent{ID: id, Time: t, Role: "agent", Type: typ, Turn: turn, ParentID: parentID, AgentID: agentID}
 	}
-	for _, part := range parts {
+	for i, part := range parts {
+		// A text the model went past (another part follows it) is settled
+		// although no end was reported (ACP reports none).
+		last := i == len(parts)-1
 		switch pt := part.(type) {
 		case *mapper.TextPart:
-			open := m.Time.Completed == nil && (pt.Time == nil || pt.Time.End == nil)
+			open := m.Time.Completed == nil && (pt.Time == nil || pt.Time.End == nil) && last
 			if pt.Text == "" && !open {
 				continue // emptied (a broken-off attempt's text): it says nothing
 			}
@@ -271,7 +277,7 @@ func (p *projector) assistantMessage(m *mapper.AssistantMessage, parts []mapper.
 				p.unsettled()
 			}
 		case *mapper.ReasoningPart:
-			open := m.Time.Completed == nil && pt.Time.End == nil
+			open := m.Time.Completed == nil && pt.Time.End == nil && last
 			if pt.Text == "" && !open && pt.Metadata == nil {
 				continue
 			}

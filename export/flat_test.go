@@ -221,7 +221,21 @@ func TestFlatSettled(t *testing.T) {
 			m := tr.Messages[1].Info.(*mapper.AssistantMessage)
 			m.Time.Completed = nil
 			tr.Messages[1].Parts[1].(*mapper.ReasoningPart).Time.End = nil
+			tr.Messages[1].Parts = tr.Messages[1].Parts[:2] // its last part
 		}, "prt_011"},
+		// An agent that never says a text ended (ACP) went on to a tool:
+		// the text is settled, and the tool after it is not held back.
+		{"a text followed by a later part is settled", func(tr *mapper.Transcript) {
+			m := tr.Messages[1].Info.(*mapper.AssistantMessage)
+			m.Time.Completed = nil
+			tr.Messages[1].Parts[1].(*mapper.ReasoningPart).Time.End = nil
+			tr.Messages[2].Info.(*mapper.AssistantMessage).Time.Completed = nil
+			tr.Messages[2].Parts = []mapper.Part{
+				&mapper.TextPart{PartBase: mapper.PartBase{ID: "prt_029", SessionID: "ses_01xyz", MessageID: "msg_03ghi"}, Text: "Let me look.", Time: &mapper.PartTime{Start: 1}},
+				tr.Messages[2].Parts[0], tr.Messages[2].Parts[1],
+				&mapper.TextPart{PartBase: mapper.PartBase{ID: "prt_032", SessionID: "ses_01xyz", MessageID: "msg_03ghi"}, Text: "Still", Time: &mapper.PartTime{Start: 2}},
+			}
+		}, "prt_032"},
 		{"tool input still streams", func(tr *mapper.Transcript) {
 			tr.Messages[2].Parts[1].(*mapper.ToolPart).State = mapper.ToolState{Status: mapper.StatusPending, Input: agent.Object{}}
 		}, "prt_031"},

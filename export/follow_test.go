@@ -128,3 +128,41 @@ func TestFollowerRendersPromptsAsLog(t *testing.T) {
 		t.Fatalf("followed:\n%s\nhappy log:\n%s", followed.String(), logged.String())
 	}
 }
+
+// An agent that never says a text ended (ACP sends chunks, then a tool
+// call): the tool is written as soon as it completes, with the text before
+// it ended on its line, not when a later event closes the message; text
+// the agent adds to that first part afterwards is written too, on a line
+// of its own, and the rest of the message once it completes.
+func TestFollowerWritesAToolAfterAnOpenText(t *testing.T) {
+	red := mapper.NewReducer(mapper.Config{SessionID: "relay-acp", Directory: "/w"})
+	f := NewFollower(TextOptions{})
+	var out bytes.Buffer
+	step := func(evs ...agent.Event) string {
+		for _, ev := range evs {
+			red.Apply(ev)
+		}
+		before := out.Len()
+		if err := f.Update(&out, red.Transcript(), false); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()[before:]
+	}
+	step(&agent.UserPrompt{PromptID: "p", Text: "Run it."}, &agent.TurnStarted{TurnID: "t"}, &agent.MessageStarted{Message: "m"})
+	cases := []struct {
+		evs  []agent.Event
+		want string
+	}{
+		{[]agent.Event{&agent.TextDelta{Message: "m", Block: "b", Delta: "Let me "}}, "Let me "},
+		{[]agent.Event{&agent.TextDelta{Message: "m", Block: "b", Delta: "check."}}, "check."},
+		{[]agent.Event{&agent.ToolCall{Message: "m", CallID: "c1", Tool: "bash", Input: json.RawMessage(`{"command":"ls"}`)}, &agent.ToolRunning{CallID: "c1"}}, "\n"},
+		{[]agent.Event{&agent.ToolCompleted{CallID: "c1", Output: "a.go"}}, "● bash ls — completed  [c1]\n  │ a.go\n"},
+		{[]agent.Event{&agent.TextDelta{Message: "m", Block: "b", Delta: " More."}}, " More.\n"},
+		{[]agent.Event{&agent.StepFinished{Message: "m", Finish: agent.FinishStop}}, ""},
+	}
+	for i, c := range cases {
+		if got := step(c.evs...); got != c.want {
+			t.Fatalf("step %d wrote %q, want %q (all %q)", i, got, c.want, out.String())
+		}
+	}
+}

@@ -329,8 +329,8 @@ func (d *decoder) transcript(o *obj, parentID *string, depth int) Transcript {
 	refused := d.messages(o, &t)
 	t.Children = []Transcript{}
 	o.each("children", func(el []byte, path string) {
-		if depth+1 > maxNesting {
-			o.fail(invalid(path, "children nested deeper than %d", maxNesting))
+		if depth+1 > MaxNesting {
+			o.fail(invalid(path, "children nested deeper than %d", MaxNesting))
 			return
 		}
 		t.Children = append(t.Children, d.transcript(o.elem(el, path), &t.Session.ID, depth+1))

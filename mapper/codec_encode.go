@@ -29,6 +29,30 @@ func EncodeTranscript(t Transcript) ([]byte, error) {
 	return e.buf, nil
 }
 
+// EncodeTranscriptShell writes the canonical document of t around its
+// messages and children, for a writer that streams those: head is
+// {"session":… and tail ,"todos":[…],"dropped":[…]}, so that head,
+// ,"messages":[ the messages (EncodeMessageWithParts) separated by commas,
+// ],"children":[ the children's documents separated by commas, ] and
+// tail are EncodeTranscript's bytes. t's Messages and Children are not
+// read; errors as EncodeTranscript's for the rest.
+func EncodeTranscriptShell(t Transcript) (head, tail []byte, err error) {
+	if err := validateSession(&t.Session); err != nil {
+		return nil, nil, at("session", err)
+	}
+	var e encoder
+	e.buf = append(e.buf, '{')
+	e.key("session")
+	e.session(&t.Session)
+	var f encoder
+	f.buf = append(f.buf, '{') // a sep-free start, cut below
+	if err := f.todosAndDropped(&t); err != nil {
+		return nil, nil, err
+	}
+	f.buf[0] = ','
+	return e.buf, f.buf, nil
+}
+
 // EncodeMessageWithParts writes {"info":…,"parts":[…]} in canonical form;
 // errors as EncodeTranscript.
 func EncodeMessageWithParts(m MessageWithParts) ([]byte, error) {
@@ -144,13 +168,13 @@ func (p RetryPart) MarshalJSON() ([]byte, error) { return EncodePart(&p) }
 // MarshalJSON implements json.Marshaler: the raw JSON as it was read.
 func (p UnknownPart) MarshalJSON() ([]byte, error) { return EncodePart(&p) }
 
-// maxNesting bounds children depth on the way out, matching what a decoder
+// MaxNesting bounds children depth on the way out, matching what a decoder
 // can read back (encoding/json refuses documents nested deeper than 10000).
-const maxNesting = 1000
+const MaxNesting = 1000
 
 func (e *encoder) transcript(t *Transcript, depth int) error {
-	if depth > maxNesting {
-		return invalid("children", "children nested deeper than %d", maxNesting)
+	if depth > MaxNesting {
+		return invalid("children", "children nested deeper than %d", MaxNesting)
 	}
 	if err := validateSession(&t.Session); err != nil {
 		return at("session", err)
@@ -191,6 +215,12 @@ func (e *encoder) transcript(t *Transcript, depth int) error {
 		}
 	}
 	e.buf = append(e.buf, ']')
+	return e.todosAndDropped(t)
+}
+
+// todosAndDropped writes the "todos" and "dropped" members of t and the
+// document's closing brace.
+func (e *encoder) todosAndDropped(t *Transcript) error {
 	e.key("todos")
 	e.buf = append(e.buf, '[')
 	for i, td := range t.Todos {

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
@@ -32,21 +34,34 @@ const DroppedSourceRelay = "relay"
 type Readback struct {
 	fallback mapper.Session
 	sessions map[string]versioned[mapper.Session]
-	messages map[string]versioned[mapper.MessageWithParts]
+	msgs     map[string]msgEntry                // which row wins for each message
+	values   map[string]mapper.MessageWithParts // the winning messages (not in an index)
 	todos    map[string]versioned[[]agent.Todo]
 	refused  map[string]versioned[[]agent.Dropped] // the writer's dropped records, by session
-	first    map[string]int64                      // message id → seq of its first version seen
 	dropped  []agent.Dropped
 	// Legacy counts legacy records seen (prompts and envelopes).
 	Legacy int
 	// Unknown counts parts of types this version does not know (kept).
 	Unknown int
+	// index: messages keep which row holds their winning version, not
+	// its value (NewReadbackIndex).
+	index bool
+	sids  map[string]int32 // the sessions messages name, numbered
+	sidOf []string         // session ids by number
 }
 
 type versioned[T any] struct {
 	version int64
 	seq     int64
 	value   T
+}
+
+// msgEntry is what a Readback keeps of a message besides its value.
+type msgEntry struct {
+	version, seq int64 // its winning version and the row holding it
+	first        int64 // the seq of its first version seen
+	sid          int32 // its session (sidOf)
+	pos          int32 // its place among its session's messages (WriteDocument)
 }
 
 // NewReadback returns an empty Readback. fallback is the root session used
@@ -56,11 +71,37 @@ func NewReadback(fallback mapper.Session) *Readback {
 	return &Readback{
 		fallback: fallback,
 		sessions: map[string]versioned[mapper.Session]{},
-		messages: map[string]versioned[mapper.MessageWithParts]{},
+		msgs:     map[string]msgEntry{},
+		values:   map[string]mapper.MessageWithParts{},
 		todos:    map[string]versioned[[]agent.Todo]{},
-		first:    map[string]int64{},
 		refused:  map[string]versioned[[]agent.Dropped]{},
 	}
+}
+
+// NewReadbackIndex returns an empty Readback that keeps of each message
+// only which row holds its winning version (a few dozen bytes per message,
+// whatever the number of its versions), for WriteDocument; its Transcript
+// has no messages, and Settle and NextPosition, which read the messages,
+// see none. Everything else is kept as NewReadback keeps it.
+func NewReadbackIndex(fallback mapper.Session) *Readback {
+	r := NewReadback(fallback)
+	r.index = true
+	return r
+}
+
+// intern returns the number of a session id (messages name a few
+// sessions many times).
+func (r *Readback) intern(sid string) int32 {
+	if r.sids == nil {
+		r.sids = map[string]int32{}
+	}
+	if n, ok := r.sids[sid]; ok {
+		return n
+	}
+	n := int32(len(r.sidOf))
+	r.sids[sid] = n
+	r.sidOf = append(r.sidOf, sid)
+	return n
 }
 
 // Drop records a message that could not even be decrypted.
@@ -141,12 +182,17 @@ func (r *Readback) Add(seq int64, localID string, plaintext []byte) {
 			d.Source, d.Line = DroppedSourceRelay, seq
 			r.dropped = append(r.dropped, d)
 		}
-		if f, ok := r.first[id]; !ok || seq < f {
-			r.first[id] = seq
+		cur, ok := r.msgs[id]
+		if !ok || seq < cur.first {
+			cur.first = seq
 		}
-		if cur, ok := r.messages[id]; !ok || version > cur.version {
-			r.messages[id] = versioned[mapper.MessageWithParts]{version, seq, m}
+		if !ok || version > cur.version {
+			cur.version, cur.seq, cur.sid = version, seq, r.intern(sessionOf(m.Info))
+			if !r.index {
+				r.values[id] = m
+			}
 		}
+		r.msgs[id] = cur
 	case KindSession:
 		var s mapper.Session
 		if err := json.Unmarshal(env.Session, &s); err != nil || s.ID == "" {
@@ -157,7 +203,7 @@ func (r *Readback) Add(seq int64, localID string, plaintext []byte) {
 			return
 		}
 		if cur, ok := r.sessions[s.ID]; !ok || version > cur.version {
-			r.sessions[s.ID] = versioned[mapper.Session]{version, seq, s}
+			r.sessions[s.ID] = versioned[mapper.Session]{version: version, seq: seq, value: s}
 		}
 	case KindTodos:
 		var todos []agent.Todo
@@ -182,7 +228,7 @@ func (r *Readback) Add(seq int64, localID string, plaintext []byte) {
 			todos = []agent.Todo{}
 		}
 		if cur, ok := r.todos[env.SessionID]; !ok || version > cur.version {
-			r.todos[env.SessionID] = versioned[[]agent.Todo]{version, seq, todos}
+			r.todos[env.SessionID] = versioned[[]agent.Todo]{version: version, seq: seq, value: todos}
 		}
 	case KindDropped:
 		var ds []agent.Dropped
@@ -194,7 +240,7 @@ func (r *Readback) Add(seq int64, localID string, plaintext []byte) {
 			return
 		}
 		if cur, ok := r.refused[env.SessionID]; !ok || version > cur.version {
-			r.refused[env.SessionID] = versioned[[]agent.Dropped]{version, seq, ds}
+			r.refused[env.SessionID] = versioned[[]agent.Dropped]{version: version, seq: seq, value: ds}
 		}
 	default:
 		r.refuse(seq, kind, agent.DropUnknownType, "unknown envelope kind", plaintext)
@@ -228,20 +274,48 @@ func reasonOf(err error) agent.DropReason {
 // todos, and every dropped record (kept on the root). Messages whose session
 // is unknown are kept on the root's dropped list as orphans.
 func (r *Readback) Transcript() mapper.Transcript {
+	var fill func(n *docNode) mapper.Transcript
+	fill = func(n *docNode) mapper.Transcript {
+		t := n.t
+		if !r.index {
+			t.Messages = make([]mapper.MessageWithParts, len(n.ids))
+			for i, id := range n.ids {
+				t.Messages[i] = r.values[id]
+			}
+		}
+		for _, k := range n.kids {
+			t.Children = append(t.Children, fill(k))
+		}
+		return t
+	}
+	return fill(r.plan())
+}
+
+// docNode is one session of the document as planned: the document without
+// its messages and children, the ids of its messages in order, and its
+// child sessions.
+type docNode struct {
+	t    mapper.Transcript
+	ids  []string
+	kids []*docNode
+}
+
+// plan lays the document out (Transcript's order) without the messages'
+// values.
+func (r *Readback) plan() *docNode {
 	// Each session's messages in the order of their first versions (then
 	// by id), sorted once on keys taken before sorting: the comparison
 	// then costs no map lookups.
 	type keyed struct {
 		first int64
 		id    string
-		m     mapper.MessageWithParts
 	}
 	keyedBySession := map[string][]keyed{}
-	for id, m := range r.messages {
-		sid := sessionOf(m.value.Info)
-		keyedBySession[sid] = append(keyedBySession[sid], keyed{r.first[id], id, m.value})
+	for id, m := range r.msgs {
+		sid := r.sidOf[m.sid]
+		keyedBySession[sid] = append(keyedBySession[sid], keyed{m.first, id})
 	}
-	bySession := make(map[string][]mapper.MessageWithParts, len(keyedBySession))
+	bySession := make(map[string][]string, len(keyedBySession))
 	for sid, ks := range keyedBySession {
 		sort.Slice(ks, func(i, j int) bool {
 			if ks[i].first != ks[j].first {
@@ -249,11 +323,11 @@ func (r *Readback) Transcript() mapper.Transcript {
 			}
 			return ks[i].id < ks[j].id
 		})
-		ms := make([]mapper.MessageWithParts, len(ks))
+		ids := make([]string, len(ks))
 		for i := range ks {
-			ms[i] = ks[i].m
+			ids[i] = ks[i].id
 		}
-		bySession[sid] = ms
+		bySession[sid] = ids
 	}
 	children := map[string][]string{}
 	var rootID string
@@ -268,35 +342,33 @@ func (r *Readback) Transcript() mapper.Transcript {
 		children[s.value.ParentID] = append(children[s.value.ParentID], id)
 	}
 	used := map[string]bool{}
-	var build func(id string) mapper.Transcript
-	build = func(id string) mapper.Transcript {
+	var build func(id string) *docNode
+	build = func(id string) *docNode {
 		used[id] = true
-		t := mapper.Transcript{Session: r.sessions[id].value, Messages: bySession[id], Children: []mapper.Transcript{}, Todos: []agent.Todo{}, Dropped: []agent.Dropped{}}
-		if t.Messages == nil {
-			t.Messages = []mapper.MessageWithParts{}
-		}
+		n := &docNode{ids: bySession[id]}
+		n.t = mapper.Transcript{Session: r.sessions[id].value, Messages: []mapper.MessageWithParts{}, Children: []mapper.Transcript{}, Todos: []agent.Todo{}, Dropped: []agent.Dropped{}}
 		if td, ok := r.todos[id]; ok {
-			t.Todos = td.value
+			n.t.Todos = td.value
 		}
 		if rf, ok := r.refused[id]; ok {
-			t.Dropped = append(t.Dropped, rf.value...)
+			n.t.Dropped = append(n.t.Dropped, rf.value...)
 		}
 		kids := children[id]
 		sort.Strings(kids)
 		for _, k := range kids {
 			if !used[k] {
-				t.Children = append(t.Children, build(k))
+				n.kids = append(n.kids, build(k))
 			}
 		}
-		return t
+		return n
 	}
-	var doc mapper.Transcript
+	var doc *docNode
 	if rootID != "" {
 		doc = build(rootID)
 	} else {
-		doc = mapper.Transcript{Session: r.fallback, Messages: []mapper.MessageWithParts{}, Children: []mapper.Transcript{}, Todos: []agent.Todo{}, Dropped: []agent.Dropped{}}
+		doc = &docNode{t: mapper.Transcript{Session: r.fallback, Messages: []mapper.MessageWithParts{}, Children: []mapper.Transcript{}, Todos: []agent.Todo{}, Dropped: []agent.Dropped{}}}
 	}
-	doc.Dropped = append(doc.Dropped, r.dropped...)
+	doc.t.Dropped = append(doc.t.Dropped, r.dropped...)
 	var orphans []string
 	for sid := range bySession {
 		if !used[sid] {
@@ -305,10 +377,10 @@ func (r *Readback) Transcript() mapper.Transcript {
 	}
 	sort.Strings(orphans)
 	for _, sid := range orphans {
-		for _, m := range bySession[sid] {
-			v := r.messages[m.Info.MessageID()]
-			doc.Dropped = append(doc.Dropped, agent.Dropped{Source: DroppedSourceRelay, Line: v.seq, Kind: KindMessage, Reason: agent.DropOrphan,
-				Detail: fmt.Sprintf("message %s belongs to session %s, which has no session record", m.Info.MessageID(), sid)})
+		for _, id := range bySession[sid] {
+			v := r.msgs[id]
+			doc.t.Dropped = append(doc.t.Dropped, agent.Dropped{Source: DroppedSourceRelay, Line: v.seq, Kind: KindMessage, Reason: agent.DropOrphan,
+				Detail: fmt.Sprintf("message %s belongs to session %s, which has no session record", id, sid)})
 		}
 	}
 	return doc
@@ -342,4 +414,165 @@ func isLegacyEnvelope(role string, content json.RawMessage) bool {
 		return c.Type != ""
 	}
 	return false
+}
+
+// RowSource reads a relay session's rows with a seq above after, in seq
+// order, handing each to fn with the localId it was stored under and a
+// function that decrypts it (called only for the rows WriteDocument
+// needs). It returns fn's error as soon as fn returns one (ErrStopRows
+// included), or its own.
+type RowSource func(after int64, fn func(seq int64, localID string, open func() ([]byte, error)) error) error
+
+// ErrStopRows is what WriteDocument's fn returns to stop a RowSource early.
+var ErrStopRows = errors.New("session: rows not needed any more")
+
+// WriteDocument writes the transcript document in canonical form
+// (mapper.EncodeTranscript's bytes of Transcript()) to w while reading the
+// messages' winning versions again from rows: r, filled by a first read of
+// every row (a NewReadbackIndex keeps only which row wins for each
+// message), gives the layout, and each session's messages are read back in
+// one pass over its rows, from its first message's first row to its last
+// winning row. What it holds meanwhile is r and the messages that come out
+// of order (a later message's winning version read before an earlier
+// one's), so memory does not grow with the session's versions. Errors: w's,
+// rows', an encoding error as EncodeTranscript's, and an error saying
+// which rows the relay no longer had.
+func (r *Readback) WriteDocument(w io.Writer, rows RowSource) error {
+	return r.writeNode(w, r.plan(), rows, 0)
+}
+
+func (r *Readback) writeNode(w io.Writer, n *docNode, rows RowSource, depth int) error {
+	if depth > mapper.MaxNesting {
+		return fmt.Errorf("session: children nested deeper than %d", mapper.MaxNesting)
+	}
+	head, tail, err := mapper.EncodeTranscriptShell(n.t)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(head); err != nil {
+		return err
+	}
+	if _, err := io.WriteString(w, `,"messages":[`); err != nil {
+		return err
+	}
+	if err := r.writeMessages(w, n.ids, rows); err != nil {
+		return err
+	}
+	if _, err := io.WriteString(w, `],"children":[`); err != nil {
+		return err
+	}
+	for i, k := range n.kids {
+		if i > 0 {
+			if _, err := io.WriteString(w, ","); err != nil {
+				return err
+			}
+		}
+		if err := r.writeNode(w, k, rows, depth+1); err != nil {
+			return err
+		}
+	}
+	if _, err := io.WriteString(w, "]"); err != nil {
+		return err
+	}
+	_, err = w.Write(tail)
+	return err
+}
+
+// writeMessages writes the messages ids (in this order, all of one
+// session) from their winning rows, separated by commas, in one pass over
+// the rows that can hold them.
+func (r *Readback) writeMessages(w io.Writer, ids []string, rows RowSource) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	from, to := int64(-1), int64(0)
+	for i, id := range ids {
+		e := r.msgs[id]
+		e.pos = int32(i)
+		r.msgs[id] = e
+		if from < 0 || e.first < from {
+			from = e.first
+		}
+		to = max(to, e.seq)
+	}
+	sid := r.msgs[ids[0]].sid
+	pending := map[int][]byte{} // encoded messages read before their turn
+	next := 0
+	err := rows(from-1, func(seq int64, localID string, open func() ([]byte, error)) error {
+		if seq > to {
+			return ErrStopRows
+		}
+		dot := strings.LastIndexByte(localID, '.')
+		if dot < 0 {
+			return nil
+		}
+		id := localID[:dot]
+		e, ok := r.msgs[id]
+		if !ok || e.seq != seq || e.sid != sid || int(e.pos) < next {
+			return nil
+		}
+		plain, err := open()
+		if err != nil {
+			return fmt.Errorf("session: row %d: %w", seq, err)
+		}
+		m, version, err := decodeMessageRecord(plain)
+		if err != nil {
+			return fmt.Errorf("session: row %d: %w", seq, err)
+		}
+		// The row must be what the first read took: the relay cannot
+		// forge one, but it could serve another row's ciphertext.
+		if version != e.version || m.Info.MessageID() != id {
+			return fmt.Errorf("session: row %d read again is not version %d of message %s", seq, e.version, id)
+		}
+		b, err := mapper.EncodeMessageWithParts(m)
+		if err != nil {
+			return err
+		}
+		pending[int(e.pos)] = b
+		for b, ok := pending[next]; ok; b, ok = pending[next] {
+			delete(pending, next)
+			if next > 0 {
+				if _, err := io.WriteString(w, ","); err != nil {
+					return err
+				}
+			}
+			if _, err := w.Write(b); err != nil {
+				return err
+			}
+			next++
+		}
+		if next == len(ids) {
+			return ErrStopRows
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, ErrStopRows) {
+		return err
+	}
+	if next < len(ids) {
+		return fmt.Errorf("session: the relay no longer has the row (seq %d) of message %s", r.msgs[ids[next]].seq, ids[next])
+	}
+	return nil
+}
+
+// decodeMessageRecord decodes the message of a message record's plaintext
+// as Add does, with the record's version.
+func decodeMessageRecord(plain []byte) (mapper.MessageWithParts, int64, error) {
+	var env struct {
+		Kind    string          `json:"kind"`
+		Version int64           `json:"version"`
+		Info    json.RawMessage `json:"info"`
+		Parts   json.RawMessage `json:"parts"`
+	}
+	if err := json.Unmarshal(plain, &env); err != nil {
+		return mapper.MessageWithParts{}, 0, err
+	}
+	if env.Kind != KindMessage {
+		return mapper.MessageWithParts{}, 0, fmt.Errorf("a %q record, not a message", env.Kind)
+	}
+	body := make([]byte, 0, len(env.Info)+len(env.Parts)+19)
+	body = append(append(append(append(body, `{"info":`...), env.Info...), `,"parts":`...), env.Parts...)
+	body = append(body, '}')
+	m, _, err := mapper.DecodeMessageWithParts(body)
+	return m, env.Version, err
 }

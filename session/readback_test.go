@@ -157,7 +157,7 @@ func TestReadbackSpacedRecordIsTheSameMessage(t *testing.T) {
 		if len(tr.Dropped) != 1 || tr.Dropped[0].Reason != agent.DropOrphan {
 			t.Fatalf("%s: dropped %+v, want the one orphan", rec, tr.Dropped)
 		}
-		got = append(got, mustJSON(t, rb.messages["msg_1"].value))
+		got = append(got, mustJSON(t, rb.values["msg_1"]))
 	}
 	if got[0] != got[1] || !strings.Contains(got[0], `"text":"a\u003cb"`) {
 		t.Fatalf("compact %s\nspaced  %s", got[0], got[1])

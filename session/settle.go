@@ -33,30 +33,32 @@ type SettledMessage struct {
 // gives nil. The Readback itself is not changed.
 func (r *Readback) Settle(reason string, at int64) []SettledMessage {
 	type entry struct {
-		id string
-		v  versioned[mapper.MessageWithParts]
+		id    string
+		e     msgEntry
+		value mapper.MessageWithParts
 	}
 	var all []entry
 	var maxPos uint64
-	for id, v := range r.messages {
-		all = append(all, entry{id, v})
-		for _, p := range v.value.Parts {
+	for id, e := range r.msgs {
+		v := r.values[id]
+		all = append(all, entry{id, e, v})
+		for _, p := range v.Parts {
 			if pos, ok := mapper.IDPosition(p.Base().ID, mapper.PrefixPart); ok && pos > maxPos {
 				maxPos = pos
 			}
 		}
 	}
 	slices.SortFunc(all, func(a, b entry) int {
-		if c := cmp.Compare(r.first[a.id], r.first[b.id]); c != 0 {
+		if c := cmp.Compare(a.e.first, b.e.first); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.id, b.id)
 	})
 	var out []SettledMessage
 	for _, e := range all {
-		m, changed := settleMessage(e.v.value, reason, at, &maxPos)
+		m, changed := settleMessage(e.value, reason, at, &maxPos)
 		if changed {
-			out = append(out, SettledMessage{Record: e.id, ReadVersion: e.v.version, Message: m})
+			out = append(out, SettledMessage{Record: e.id, ReadVersion: e.e.version, Message: m})
 		}
 	}
 	return out
@@ -136,9 +138,9 @@ func (r *Readback) NextPosition() uint64 {
 	for id := range r.sessions {
 		note(id, mapper.PrefixSession)
 	}
-	for id, m := range r.messages {
+	for id := range r.msgs {
 		note(id, mapper.PrefixMessage)
-		for _, p := range m.value.Parts {
+		for _, p := range r.values[id].Parts {
 			note(p.Base().ID, mapper.PrefixPart)
 			if tp, ok := p.(*mapper.ToolPart); ok && tp.State.Block != nil {
 				note(tp.State.Block.ID, mapper.PrefixPermission, mapper.PrefixQuestion)

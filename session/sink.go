@@ -31,7 +31,8 @@ const MaxPartBytes = 256 << 10
 
 // StreamInterval is the least time between two versions of one record while
 // only streaming changes (text deltas) are pending; changes a person must see
-// (a tool blocked, resolved or finished, a turn end) flush at once.
+// (a part new to its message, a tool blocked, resolved or finished, a turn
+// end) flush at once.
 const StreamInterval = time.Second
 
 // RecordStore persists record versions for the relay; *relay.Session
@@ -93,6 +94,8 @@ type Sink struct {
 	dirty    map[string]*dirtyRecord
 	order    []string // dirty records in order of first change
 	lastSent map[string]time.Time
+	// parts are the part ids seen so far of each message not completed.
+	parts map[string]map[string]struct{}
 
 	companion Companion
 }
@@ -114,7 +117,7 @@ func (s *Sink) SetCompanion(c Companion) { s.companion = c }
 // NewSink returns a sink writing to store, reading state from snap.
 func NewSink(store RecordStore, snap Snapshotter) *Sink {
 	return &Sink{store: store, snap: snap, interval: StreamInterval,
-		dirty: map[string]*dirtyRecord{}, lastSent: map[string]time.Time{}}
+		dirty: map[string]*dirtyRecord{}, lastSent: map[string]time.Time{}, parts: map[string]map[string]struct{}{}}
 }
 
 // Observe marks the records the bus events change.
@@ -129,6 +132,9 @@ func (s *Sink) Observe(events []mapper.BusEvent) {
 			urgent := false
 			if am, ok := e.Info.(*mapper.AssistantMessage); ok {
 				urgent = am.Time.Completed != nil || am.Error != nil
+				if am.Time.Completed != nil {
+					delete(s.parts, am.ID)
+				}
 			} else {
 				urgent = true // a user message is a turn boundary
 			}
@@ -138,8 +144,20 @@ func (s *Sink) Observe(events []mapper.BusEvent) {
 			if tp, ok := e.Part.(*mapper.ToolPart); ok {
 				urgent = tp.State.Status != mapper.StatusPending
 			}
-			id := e.Part.Base().MessageID
-			s.mark(KindMessage, id, id, urgent)
+			b := e.Part.Base()
+			// A part new to its message is written at once: readers learn
+			// of it (its kind, its place) with its first words, and live
+			// deltas extend it from there.
+			known := s.parts[b.MessageID]
+			if known == nil {
+				known = map[string]struct{}{}
+				s.parts[b.MessageID] = known
+			}
+			if _, ok := known[b.ID]; !ok {
+				known[b.ID] = struct{}{}
+				urgent = true
+			}
+			s.mark(KindMessage, b.MessageID, b.MessageID, urgent)
 		case *mapper.MessagePartDelta:
 			s.mark(KindMessage, e.MessageID, e.MessageID, false)
 		case *mapper.TodoUpdated:

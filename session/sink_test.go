@@ -293,3 +293,62 @@ func TestSinkAsyncStoreFailureKeepsLaterRecordsDirty(t *testing.T) {
 		t.Fatalf("second Flush: %v, pending %v", err, sink.Pending())
 	}
 }
+
+// A part new to a message already stored is written at once, even inside
+// the streaming interval: a follower learns of it (its kind and place)
+// with its first words, and the live deltas then extend it. Its growth
+// after that waits for the interval, as any streaming does.
+func TestSinkWritesANewPartAtOnce(t *testing.T) {
+	ctx := context.Background()
+	red := mapper.NewReducer(mapper.Config{SessionID: "relay1", Directory: "/w", ProviderID: "anthropic", ModelID: "m"})
+	store := &memStore{last: map[string]int64{}}
+	sink := NewSink(store, red)
+	t0 := time.UnixMilli(1_000_000)
+	apply := func(evs ...agent.Event) {
+		for _, ev := range evs {
+			sink.Observe(red.Apply(ev))
+		}
+	}
+	apply(&agent.UserPrompt{PromptID: "p1", Text: "hello"}, &agent.TurnStarted{TurnID: "t1"},
+		&agent.MessageStarted{Message: "m1"}, &agent.ReasoningDelta{Message: "m1", Block: "r0", Delta: "Hmm"})
+	if err := flushed(store, sink, ctx, t0, false); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name  string
+		evs   []agent.Event
+		at    time.Duration
+		parts []string // the new version's part types and texts, none when nothing is due
+	}{
+		{"the reasoning grows", []agent.Event{&agent.ReasoningDelta{Message: "m1", Block: "r0", Delta: "."}}, 100 * time.Millisecond, nil},
+		{"a text part starts", []agent.Event{&agent.TextDelta{Message: "m1", Block: "b0", Delta: "Hi"}}, 200 * time.Millisecond,
+			[]string{"step-start:", "reasoning:Hmm.", "text:Hi"}},
+		{"the text grows", []agent.Event{&agent.TextDelta{Message: "m1", Block: "b0", Delta: " there"}}, 300 * time.Millisecond, nil},
+		{"a tool call starts", []agent.Event{&agent.ToolCall{Message: "m1", CallID: "c1", Tool: "bash"}}, 400 * time.Millisecond,
+			[]string{"step-start:", "reasoning:Hmm.", "text:Hi there", "tool:"}},
+	}
+	for _, s := range steps {
+		before := len(store.snapshotPuts())
+		apply(s.evs...)
+		if err := flushed(store, sink, ctx, t0.Add(s.at), false); err != nil {
+			t.Fatal(err)
+		}
+		puts := store.snapshotPuts()
+		if s.parts == nil {
+			if len(puts) != before {
+				t.Fatalf("%s: wrote %v inside the interval", s.name, records(puts[len(puts)-1]))
+			}
+			continue
+		}
+		if len(puts) != before+1 || len(puts[len(puts)-1]) != 1 {
+			t.Fatalf("%s: wrote %d puts, want one version of the message", s.name, len(puts)-before)
+		}
+		var got []string
+		for _, p := range decodeEnv(t, puts[len(puts)-1][0].Plaintext).Parts {
+			got = append(got, p.Type+":"+p.Text)
+		}
+		if strings.Join(got, "|") != strings.Join(s.parts, "|") {
+			t.Fatalf("%s: version has parts %q, want %q", s.name, got, s.parts)
+		}
+	}
+}

@@ -668,6 +668,31 @@ func TestFollowReadsTheMessageStream(t *testing.T) {
 	}
 }
 
+// happy log --json writes the session's document as it is read back,
+// indented, byte for byte (it streams it: app.WriteTranscriptJSON), with
+// a tool call, its permission and the turn's end in it.
+func TestLogJSONIsTheDocument(t *testing.T) {
+	fc := newFakeCodex(t, "", "codex-app", "")
+	env := codexTestEnv(t, fc)
+	code, _, stderr := runHappy(t, env, "codex", "-p", "Run `echo hi > hi.txt`", "--codex-protocol", "app-server", "--allow", "bash:*")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	sid := strings.Fields(strings.TrimPrefix(stderr, "happy: session "))[0]
+	_, tr := readSession(t, env, sid)
+	var want bytes.Buffer
+	if err := writeJSON(&want, tr); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runHappy(t, env, "log", sid, "--json")
+	if code != exitOK || stderr != "" {
+		t.Fatalf("log --json = %d: %q", code, stderr)
+	}
+	if stdout != want.String() || !strings.Contains(stdout, `"tool": "bash"`) || !strings.Contains(stdout, `"finish": "stop"`) {
+		t.Fatalf("log --json:\n%s\nwant\n%s", stdout, want.String())
+	}
+}
+
 // A Claude binary that exits at once without a word (/bin/true): the
 // session keeps the prompt as its user message and title, ends with an
 // answer saying the agent exited without answering, and happy -p exits 1

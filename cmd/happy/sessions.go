@@ -116,8 +116,9 @@ unfinished message are shown as interrupted (the stored transcript is left
 as it is).
 
 With --follow, what is new is printed as it arrives until the session ends (in
-the readable layout: each part once it is settled, a streaming text as it
-grows, a tool that waits for a person when it starts waiting);
+the readable layout: each part once it is settled, a text once the agent went
+on past it, a streaming text as it grows, from the live text the session
+sends, a tool that waits for a person when it starts waiting);
 then a last line on stderr says how it ended. A session that goes stale is
 followed on (a network cut heals, and the next happy on its home ends a
 session whose happy stopped): a line on stderr says so, and another when its
@@ -140,6 +141,20 @@ for D. Exit status: 0 the session ended or was archived, 5 no heartbeat for
 			if err != nil {
 				return sessionErr(err)
 			}
+			if asJSON && !follow {
+				// Streamed: what it holds does not grow with the session.
+				t, err := app.WriteTranscriptJSON(ctx, conn, o, f.stdout)
+				if errors.Is(err, app.ErrRelayRead) {
+					return &exitError{code: exitRelay, err: err}
+				} else if err != nil {
+					return err
+				}
+				// The document lists the dropped inputs; a script reading
+				// only the exit status and stderr learns of them too.
+				warnDropped(f, t)
+				warnStale(f, o, o.State(f.now()))
+				return nil
+			}
 			rb, after, err := app.ReadTranscript(ctx, conn, o, app.ReadOptions{})
 			if err != nil {
 				return &exitError{code: exitRelay, err: err}
@@ -148,12 +163,6 @@ for D. Exit status: 0 the session ended or was archived, 5 no heartbeat for
 				t := rb.Transcript()
 				st := o.State(f.now())
 				switch {
-				case asJSON:
-					// The document lists the dropped inputs; a script reading
-					// only the exit status and stderr learns of them too.
-					warnDropped(f, t)
-					warnStale(f, o, st)
-					return writeJSON(f.stdout, t)
 				case events:
 					warnDropped(f, t)
 					warnStale(f, o, st)
@@ -233,39 +242,31 @@ type followOptions struct {
 // said on stderr. The last line, on stderr, says how it ended; a stale
 // timeout exits with exitStale, an interruption with exitInterrupted.
 func followLog(ctx context.Context, f *factory, conn *app.Conn, o app.Opened, rb *session.Readback, after int64, opts followOptions) error {
-	asJSON, interval := opts.asJSON, opts.interval
+	interval := opts.interval
 	wasStale := false
-	seen := map[string]bool{}
 	warned := 0
-	// The readable form is happy log's layout, written as it grows.
-	follower := export.NewFollower(export.TextOptions{SessionID: o.Info.ID, Title: o.Title()})
-	// emit prints what is new: the settled events (all of them once the
-	// session is over), or the log's new lines.
-	emit := func(final bool) error {
-		tr := rb.Transcript()
-		if n, r := countDropped(tr); n+r > warned {
-			printDropped(f, n, r)
-			warned = n + r
-		}
-		if !asJSON {
-			return follower.Update(f.stdout, tr, final)
-		}
-		evs := export.Flat(tr)
-		if !final {
-			evs = export.FlatSettled(tr)
-		}
-		return writeEvents(f.stdout, evs, seen)
-	}
+	// The readable form is happy log's layout, written as it grows; live
+	// text deltas extend the text growing on screen.
+	printer := app.NewFollowPrinter(f.stdout, rb, app.FollowPrinterOptions{JSON: opts.asJSON,
+		Text: export.TextOptions{SessionID: o.Info.ID, Title: o.Title()},
+		OnPrint: func(tr mapper.Transcript) {
+			if n, r := countDropped(tr); n+r > warned {
+				printDropped(f, n, r)
+				warned = n + r
+			}
+		}})
+	emit := printer.Print
 	if err := emit(false); err != nil {
 		return err
 	}
-	// New rows come over the relay's message stream while it has one; the
-	// ticker checks the session's state (stale, ended), and polls for rows
-	// on a relay without the stream or once the stream has ended.
-	rows := make(chan app.RowEvent)
+	// New rows and live text come over the relay's message stream while
+	// it has one; the ticker checks the session's state (stale, ended),
+	// and polls for rows on a relay without the stream or once the stream
+	// has ended. The buffer holds live deltas while a row is printed.
+	rows := make(chan app.RowEvent, 256)
 	streamDone := make(chan error, 1)
 	sctx, stopStream := context.WithCancel(ctx)
-	go func() { streamDone <- app.FollowSession(sctx, conn, o, after, rows) }()
+	go func() { streamDone <- app.FollowSessionEvents(sctx, conn, o, after, rows) }()
 	streaming := true
 	stop := func() {
 		if streaming {
@@ -283,12 +284,12 @@ func followLog(ctx context.Context, f *factory, conn *app.Conn, o app.Opened, rb
 			return &exitError{code: exitInterrupted}
 		case ev := <-rows:
 			after = max(after, ev.Seq)
-			if ev.Dropped != nil {
-				rb.Drop(*ev.Dropped)
-			} else {
-				rb.Add(ev.Seq, ev.LocalID, ev.Plain)
+			if ev.LiveErr != nil {
+				if lg, _ := f.log("log"); lg != nil {
+					lg.Debug().Err(ev.LiveErr).Str("session", o.Info.ID).Msg("live text delta skipped")
+				}
 			}
-			if err := emit(false); err != nil {
+			if err := printer.Take(ev); err != nil {
 				return err
 			}
 			continue
