@@ -105,9 +105,6 @@ func runCodex(parent context.Context, f *factory, o *codexOptions) error {
 	if err := o.checkStartFlags(); err != nil {
 		return err
 	}
-	if o.recover {
-		return &usageError{err: errors.New("--recover is not available for codex yet: the runner's idle watch interrupts a silent codex turn")}
-	}
 	if err := o.checkRuleFlags(); err != nil {
 		return err
 	}
@@ -197,6 +194,19 @@ func runCodexSession(parent context.Context, f *factory, o *codexOptions, proto 
 		session: app.SessionOptions{Flavor: "codex", Dir: dir, ProviderID: "openai", Rules: rules},
 		name:    "codex", interrupted: interrupted,
 		sayEnded: true,
+		// --recover: a new app-server resumes the thread (thread/resume,
+		// its turns left out: the transcript has them).
+		restart: func(ctx context.Context, thread string) (agent.Agent, error) {
+			ro := co
+			ro.ResumeThreadID, ro.Record = thread, nil
+			return startCodex(agentCtx, codex.ProtocolAppServer, ro)
+		},
+		canRecover: func() error {
+			if proto == codex.ProtocolMCP {
+				return mcp.ErrCannotResume
+			}
+			return nil
+		},
 	}
 	if !oneShot && f.isTerminal(f.stdin) {
 		r.line = &app.PromptLine{In: f.stdin, Out: f.stdout, Err: f.stderr, Agent: "codex", Marker: "codex> "}

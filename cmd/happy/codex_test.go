@@ -78,7 +78,20 @@ func fakeCodexMain(dir string, args []string) int {
 		fmt.Fprintln(os.Stderr, "fake codex: no subcommand")
 		return 2
 	}
-	f, err := os.Open(filepath.Join(dir, args[0]+".jsonl"))
+	// The Nth run of a subcommand replays <sub>.N.jsonl when there is one
+	// (a restarted Codex), else <sub>.jsonl.
+	name := args[0] + ".jsonl"
+	runs := 0
+	for _, l := range readLinesOf(filepath.Join(dir, "args.jsonl")) {
+		var a []string
+		if json.Unmarshal([]byte(l), &a) == nil && len(a) > 0 && a[0] == args[0] {
+			runs++
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("%s.%d.jsonl", args[0], runs))); runs > 1 && err == nil {
+		name = fmt.Sprintf("%s.%d.jsonl", args[0], runs)
+	}
+	f, err := os.Open(filepath.Join(dir, name))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fake codex:", err)
 		return 2

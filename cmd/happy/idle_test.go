@@ -3,7 +3,9 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -146,5 +148,62 @@ func TestRecoverRestartsASilentACPAgent(t *testing.T) {
 		if code, _, stderr := runHappy(t, env, tc.args...); code != exitUsage || stderr != tc.want {
 			t.Errorf("happy %v = %d %q, want %q", tc.args, code, stderr, tc.want)
 		}
+	}
+}
+
+// With --recover a silent Codex (app-server) is restarted on its own
+// thread (thread/resume, its turns left out) and sent "continue"; the turn
+// that follows is the run's answer. codex mcp-server cannot resume a
+// thread, so there the turn is interrupted saying why.
+func TestRecoverRestartsASilentCodex(t *testing.T) {
+	fc := newFakeCodex(t, "", "codex-app-hang", "")
+	b, err := os.ReadFile(filepath.Join("testdata", "codex", "codex-app-resumed.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(fc.dir, "app-server.2.jsonl"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := codexTestEnv(t, fc)
+	code, stdout, stderr := runHappy(t, env, "codex", "-p", "Run `echo hi > hi.txt`", "--codex-protocol", "app-server",
+		"--allow", "bash:*", "--idle-timeout", "400ms", "--recover")
+	if code != exitOK || stdout != "Done: the command printed hi.\n" {
+		t.Fatalf("happy codex -p --recover = %d %q %q", code, stdout, stderr)
+	}
+	if m := fc.mismatch(t); m != "" {
+		t.Fatalf("happy's traffic differs from the script:\n%s", m)
+	}
+	var methods []string
+	for _, l := range fc.lines(t, "recv.jsonl") {
+		var m struct {
+			Method string `json:"method"`
+			Params struct {
+				ThreadID string `json:"threadId"`
+				Input    []struct {
+					Text string `json:"text"`
+				} `json:"input"`
+			} `json:"params"`
+		}
+		_ = json.Unmarshal([]byte(l), &m)
+		switch m.Method {
+		case "thread/start", "thread/resume":
+			methods = append(methods, m.Method+" "+m.Params.ThreadID)
+		case "turn/start":
+			methods = append(methods, m.Method+" "+m.Params.Input[0].Text)
+		}
+	}
+	if want := "thread/start |turn/start Run `echo hi > hi.txt`|thread/resume 01a227ce-b3b3-76c0-8c71-6476bf69416c|turn/start continue"; strings.Join(methods, "|") != want {
+		t.Fatalf("codex got %q, want %q", strings.Join(methods, "|"), want)
+	}
+	sid := strings.Fields(strings.TrimPrefix(stderr, "happy: session "))[0]
+	_, tr := readSession(t, env, sid)
+	var errs []string
+	for _, m := range tr.Messages {
+		if a, ok := m.Info.(*mapper.AssistantMessage); ok && a.Error != nil {
+			errs = append(errs, a.Error.Data.Message)
+		}
+	}
+	if strings.Join(errs, "|") != "the agent sent nothing for 400ms: restarted it in its own session (recovery 1 of 2)" {
+		t.Fatalf("errors %q", errs)
 	}
 }
