@@ -133,7 +133,8 @@ func TestIsVendored(t *testing.T) {
 // file:// module proxy, with nothing fetched from elsewhere: the
 // dependencies come from the module cache (which `go mod download` fills),
 // no checksum database is asked (go.sum in the module zip still checks
-// every dependency) and the local toolchain builds. The installed happy
+// every dependency) and the local toolchain builds, with CGO_ENABLED=0 and
+// -trimpath as `make install` does. The installed happy
 // must report that version. The served version's files are removed from
 // the module cache afterwards. Skipped when there is no go command.
 func TestGoInstallLatest(t *testing.T) {
@@ -161,7 +162,11 @@ func TestGoInstallLatest(t *testing.T) {
 		"GOSUMDB=off",
 		"GONOSUMDB=",
 		"GOPRIVATE=",
-		"GOFLAGS=-mod=mod",
+		// Built as `make install` and the release build it (static, no
+		// local paths), which also lets the dependencies come from the
+		// build cache those leave.
+		"CGO_ENABLED=0",
+		"GOFLAGS=-mod=mod -trimpath",
 		"GOWORK=off",
 		"GOTOOLCHAIN=local",
 		"GOMODCACHE="+modcache,
