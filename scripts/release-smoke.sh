@@ -7,7 +7,8 @@
 #                                       # (as root) and probe its /ready
 #
 # - checksums.txt verifies every archive and SBOM;
-# - this platform's archive holds happy, README.md, and its happy --version
+# - every archive (four .tar.gz, the Windows .zip) holds the binary,
+#   README.md and LICENSE (the repository's), nothing else; this platform's happy --version
 #   prints the release's version;
 # - each binary has a CycloneDX SBOM that names the module and, but for the
 #   Windows stub, its modules (cobra among them);
@@ -33,11 +34,26 @@ for f in dist/*.tar.gz dist/*.zip dist/*.cdx.json; do
   grep -q "  ${f#dist/}\$" dist/checksums.txt || fail "$f is not in dist/checksums.txt"
 done
 
+for target in linux_amd64 linux_arm64 darwin_amd64 darwin_arm64 windows_amd64; do
+  case "$target" in
+    windows_*) a="dist/happy_${version}_${target}.zip" bin=happy.exe ;;
+    *) a="dist/happy_${version}_${target}.tar.gz" bin=happy ;;
+  esac
+  [ -f "$a" ] || fail "$a is missing"
+  case "$a" in
+    *.zip) list=$(zipinfo -1 "$a") ;;
+    *) list=$(tar -tzf "$a") ;;
+  esac
+  got=$(printf '%s\n' "$list" | LC_ALL=C sort | paste -sd' ')
+  [ "$got" = "LICENSE README.md $bin" ] || fail "$a holds '$got', want 'LICENSE README.md $bin'"
+done
+echo "archives: 5, each with its binary, README.md and LICENSE"
+
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 archive="dist/happy_${version}_${goos}_${goarch}.tar.gz"
 tar -xzf "$archive" -C "$tmp"
-[ -f "$tmp/README.md" ] || fail "$archive has no README.md"
+cmp -s "$tmp/LICENSE" LICENSE || fail "$archive: LICENSE is not the repository's"
 got=$("$tmp/happy" --version)
 [ "$got" = "happy $version" ] || fail "$archive: happy --version printed '$got', want 'happy $version'"
 echo "archive: $got"

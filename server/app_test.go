@@ -16,12 +16,12 @@ import (
 
 func TestAppServing(t *testing.T) {
 	app := fstest.MapFS{
-		"index.html":                   {Data: []byte("<!doctype html><p>app</p>")},
-		"js/main.js":                   {Data: []byte("export {}")},
-		"app.css":                      {Data: []byte("body{}")},
-		"vendor/lib-1.0.0/lib.min.js":  {Data: []byte("!function(){}()")},
-		"vendor/lib-1.0.0/LICENSE":     {Data: []byte("MIT")},
-		"vendor/lib-1.0.0/unknown.bin": {Data: []byte{1, 2}},
+		"index.html":                {Data: []byte("<!doctype html><p>app</p>")},
+		"js/main.js":                {Data: []byte("export {}")},
+		"app.css":                   {Data: []byte("body{}")},
+		"lib/lib-1.0.0/lib.min.js":  {Data: []byte("!function(){}()")},
+		"lib/lib-1.0.0/LICENSE":     {Data: []byte("MIT")},
+		"lib/lib-1.0.0/unknown.bin": {Data: []byte{1, 2}},
 	}
 	r := servertest.StartConfig(t, server.Config{App: app, AppConnectSrc: []string{"https://relay.example:8443", "::bad"}})
 	const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; " +
@@ -36,9 +36,9 @@ func TestAppServing(t *testing.T) {
 		{"GET", "/index.html", 200, "text/html; charset=utf-8", "no-cache", "<!doctype html><p>app</p>"},
 		{"GET", "/js/main.js", 200, "text/javascript; charset=utf-8", "no-cache", "export {}"},
 		{"GET", "/app.css", 200, "text/css; charset=utf-8", "no-cache", "body{}"},
-		{"GET", "/vendor/lib-1.0.0/lib.min.js", 200, "text/javascript; charset=utf-8", "public, max-age=31536000, immutable", "!function(){}()"},
-		{"GET", "/vendor/lib-1.0.0/LICENSE", 200, "text/plain; charset=utf-8", "public, max-age=31536000, immutable", "MIT"},
-		{"GET", "/vendor/lib-1.0.0/unknown.bin", 200, "application/octet-stream", "public, max-age=31536000, immutable", "\x01\x02"},
+		{"GET", "/lib/lib-1.0.0/lib.min.js", 200, "text/javascript; charset=utf-8", "public, max-age=31536000, immutable", "!function(){}()"},
+		{"GET", "/lib/lib-1.0.0/LICENSE", 200, "text/plain; charset=utf-8", "public, max-age=31536000, immutable", "MIT"},
+		{"GET", "/lib/lib-1.0.0/unknown.bin", 200, "application/octet-stream", "public, max-age=31536000, immutable", "\x01\x02"},
 		{"HEAD", "/app.css", 200, "text/css; charset=utf-8", "no-cache", ""},
 		{"GET", "/missing.js", 404, "text/plain; charset=utf-8", "", "not found\n"},
 		{"GET", "/../index.html", 200, "text/html; charset=utf-8", "no-cache", "<!doctype html><p>app</p>"},
@@ -163,7 +163,7 @@ func TestNoAppIsJSON404(t *testing.T) {
 // FuzzAppPath serves any path and method: the app handler answers 200, 304,
 // 404 or 405 (the relay's routes keep their own answers) and never panics.
 func FuzzAppPath(f *testing.F) {
-	for _, s := range []string{"/", "/index.html", "/../../etc/passwd", "/js/%2e%2e/x", "//x", "/vendor/", "/v1", "/v1x", "/socket.iox", "/%00", "/a?b#c"} {
+	for _, s := range []string{"/", "/index.html", "/../../etc/passwd", "/js/%2e%2e/x", "//x", "/lib/", "/v1", "/v1x", "/socket.iox", "/%00", "/a?b#c"} {
 		f.Add("GET", s)
 	}
 	f.Add("HEAD", "/")

@@ -81,7 +81,7 @@ func appCSP(relays []string) string {
 // index.html; a file of the app's files with its content type, an ETag (the
 // first 16 bytes of its SHA-256 in hex, "-gz" added for the gzipped form,
 // which text files get when the browser accepts gzip) and Cache-Control:
-// no-cache, except files under vendor/ (their folder names carry the library
+// no-cache, except files under lib/ (their folder names carry the library
 // version), which are immutable for a year. A missing file is a plain-text
 // 404; other methods get 405.
 func (a *appHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -121,7 +121,7 @@ func (a *appHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h.Set("Content-Type", ct)
 	h.Set("ETag", etag)
-	if strings.HasPrefix(name, "vendor/") {
+	if strings.HasPrefix(name, "lib/") {
 		h.Set("Cache-Control", "public, max-age=31536000, immutable")
 	} else {
 		h.Set("Cache-Control", "no-cache")

@@ -14,8 +14,10 @@ import (
 var static embed.FS
 
 // Files returns the app's files rooted at the app's base URL: index.html,
-// app.css, js/*.js and vendor/<library>-<version>/… (each library with its
-// LICENSE). The file system is read-only and safe for concurrent use.
+// app.css, js/*.js and lib/<library>-<version>/… (each library with its
+// LICENSE; not vendor/, whose subfolders cmd/go leaves out of a module
+// zip, so `go install …@latest` would build an app without them). The file
+// system is read-only and safe for concurrent use.
 func Files() fs.FS {
 	sub, err := fs.Sub(static, "static")
 	if err != nil {

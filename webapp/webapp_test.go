@@ -45,7 +45,7 @@ func TestFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ref := range []string{"app.css", "vendor/tweetnacl-1.0.3/nacl-fast.min.js", "vendor/socket.io-4.8.1/socket.io.min.js", "js/main.js"} {
+	for _, ref := range []string{"app.css", "lib/tweetnacl-1.0.3/nacl-fast.min.js", "lib/socket.io-4.8.1/socket.io.min.js", "js/main.js"} {
 		if !strings.Contains(string(index), `"`+ref+`"`) {
 			t.Errorf("index.html does not load %s", ref)
 		}
@@ -53,14 +53,14 @@ func TestFiles(t *testing.T) {
 			t.Errorf("%s: %v", ref, err)
 		}
 	}
-	for _, lib := range []string{"vendor/tweetnacl-1.0.3", "vendor/socket.io-4.8.1"} {
+	for _, lib := range []string{"lib/tweetnacl-1.0.3", "lib/socket.io-4.8.1"} {
 		if _, err := fs.Stat(app, lib+"/LICENSE"); err != nil {
 			t.Errorf("%s has no LICENSE: %v", lib, err)
 		}
 	}
 	// No file of the app names another origin to load from.
 	err = fs.WalkDir(app, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || strings.HasPrefix(p, "vendor/") {
+		if err != nil || d.IsDir() || strings.HasPrefix(p, "lib/") {
 			return err
 		}
 		b, _ := fs.ReadFile(app, p)

@@ -13,12 +13,12 @@
 //     over a socket of its own, without opening the page. A failure shows
 //     as a notification saying why.
 
-import "./vendor/tweetnacl-1.0.3/nacl-fast.min.js";
-import "./vendor/socket.io-4.8.1/socket.io.min.js";
+import "./lib/tweetnacl-1.0.3/nacl-fast.min.js";
+import "./lib/socket.io-4.8.1/socket.io.min.js";
 import { loadKeys } from "./js/keystore.js";
 import { notificationForPush, answerPermission } from "./js/notify.js";
 
-const CACHE = "happy-app-v1";
+const CACHE = "happy-app-v2";
 
 // SHELL is every file of the app but this one and the licenses (a test
 // keeps the list whole).
@@ -44,8 +44,8 @@ const SHELL = [
   "js/secure.js",
   "js/sessions.js",
   "js/thumbhash.js",
-  "vendor/socket.io-4.8.1/socket.io.min.js",
-  "vendor/tweetnacl-1.0.3/nacl-fast.min.js",
+  "lib/socket.io-4.8.1/socket.io.min.js",
+  "lib/tweetnacl-1.0.3/nacl-fast.min.js",
 ];
 
 const scope = new URL(self.registration.scope);
