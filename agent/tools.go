@@ -63,7 +63,7 @@ const (
 	// when the canonical input differs from it: a decoded value, or its
 	// JSON text as a json.RawMessage (the ACP decoder keeps it so; encoded
 	// in a transcript, both give the same bytes: docs/ARCHITECTURE.md,
-	// "Mapping and delivery figures").
+	// "Mapping and delivery").
 	MetaProviderInput = "providerInput"
 )
 

@@ -13,7 +13,7 @@ import (
 )
 
 // Backlog is one session's versions in this home's outbox still waiting
-// for the relay (docs/ARCHITECTURE.md, "The outbox"): what happy outbox
+// for the relay (docs/ARCHITECTURE.md, "Relay envelope and versions"): what happy outbox
 // lists and discards.
 type Backlog struct {
 	Session string    `json:"session"`           // the outbox's session key (the session tag)

@@ -4,9 +4,10 @@
 //	{"permission": [{"permission": "bash", "pattern": "git *", "action": "allow"}, …]}
 //
 // Rules keep their order (global first, then project, then flags); a later
-// matching rule wins (mapper.Evaluate). Unknown keys are ignored; a rule
-// with an unknown action, or an empty permission or pattern, is an error
-// naming the file and the index: a typo never silently becomes "allow".
+// matching rule wins (mapper.EvaluateRule, what the runner calls). Unknown
+// keys are ignored; a rule with an unknown action, or an empty permission or
+// pattern, is an error naming the file and the index: a typo never silently
+// becomes "allow".
 
 package app
 

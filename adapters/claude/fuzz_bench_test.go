@@ -178,8 +178,8 @@ func syntheticJSONL(size int) []byte {
 	return buf.Bytes()
 }
 
-// The bulk reading budget (docs/ARCHITECTURE.md, "Mapping and delivery
-// figures"): a session JSONL is read back (resume, replay) at least at
+// The bulk reading budget (docs/ARCHITECTURE.md, "Mapping and
+// delivery"): a session JSONL is read back (resume, replay) at least at
 // minCPUMBps per core, allocating at most maxBytesPerByte per input byte.
 const (
 	minCPUMBps      = 100

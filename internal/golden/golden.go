@@ -3,10 +3,12 @@
 // and rewritten with `go test ./pkg -update` when a change is intended (the
 // diff is then reviewed like code).
 //
-// Layout: one folder per case under testdata/<suite>/<case>/, holding the
-// input files and the expected output next to them (expected.json, or
-// <form>.expected.json when one case is read in several forms); Cases runs
-// one subtest per case folder.
+// Layout: golden files live under the package's testdata/, named by the
+// behaviour they pin. Check compares one file at any such path. A suite
+// whose cases each have inputs of their own keeps one folder per case,
+// testdata/<suite>/<case>/, with the input files and the expected output
+// next to them (expected.json, or <form>.expected.json when one case is
+// read in several forms); Cases runs one subtest per case folder.
 //
 // The package registers the -update flag, so it is imported by test files
 // only, and a package using it defines no -update flag of its own.

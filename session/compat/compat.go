@@ -312,8 +312,8 @@ func NativeTool(tp *mapper.ToolPart, flavor string) (string, map[string]any) {
 	pin, _ := tp.Metadata[agent.MetaProviderInput].(agent.Object)
 	if raw, ok := tp.Metadata[agent.MetaProviderInput].(json.RawMessage); ok {
 		// An adapter may keep the agent's input as its JSON text (the ACP
-		// decoder does: docs/ARCHITECTURE.md, "Mapping and delivery
-		// figures"); the transcript encodes it the same either way.
+		// decoder does: docs/ARCHITECTURE.md, "Mapping and
+		// delivery"); the transcript encodes it the same either way.
 		pin, _ = jsonlex.DecodeObject(raw)
 	}
 	if strings.Contains(strings.ToLower(flavor), "claude") && ptool != "" {

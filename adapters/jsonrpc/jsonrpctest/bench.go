@@ -19,8 +19,8 @@ import (
 	"github.com/happy-dev/happy/internal/linereader"
 )
 
-// The live mapping's budget (docs/ARCHITECTURE.md, "Mapping and delivery
-// figures"): agents write 0.1–54 KiB/s, so a decoder that maps at least
+// The live mapping's budget (docs/ARCHITECTURE.md, "Mapping and
+// delivery"): agents write 0.1–54 KiB/s, so a decoder that maps at least
 // MinCPUMBps per core takes under a few percent of one; MaxBytesPerByte
 // bounds what it allocates per input byte.
 const (
