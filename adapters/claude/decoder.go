@@ -70,7 +70,12 @@ type Decoder struct {
 	agents   map[string]string // Claude agentId → child session key
 	sideUUID map[string]string // uuid of an old-style sidechain record → child key
 	requests map[string]string // can_use_tool request_id → call id
-	turnSeq  int               // turns opened without a provider id
+	// hookAnswered are calls whose PermissionRequest hook happy answered
+	// (Observe of their ToolResolved): the transcript's later
+	// hook_permission_decision attachment is the echo of that answer,
+	// already recorded with its reason, and is skipped once seen.
+	hookAnswered map[string]bool
+	turnSeq      int // turns opened without a provider id
 	// compactions counts the compact_boundary records seen per uuid: a
 	// later record with the same uuid is another compaction.
 	compactions map[string]int
@@ -315,6 +320,10 @@ func (d *Decoder) Observe(evs ...agent.Event) {
 			}
 		case *agent.ToolResolved:
 			if t := d.tools[e.CallID]; t != nil && t.status == toolBlocked {
+				if d.hookAnswered == nil {
+					d.hookAnswered = map[string]bool{}
+				}
+				d.hookAnswered[e.CallID] = true
 				if e.Decision == agent.DecisionReject {
 					t.status = toolRejected
 				} else {
@@ -328,6 +337,10 @@ func (d *Decoder) Observe(evs ...agent.Event) {
 		}
 	}
 }
+
+// Knows reports whether the decoder has read the tool call callID (its
+// tool_use) and not yet forgotten it.
+func (d *Decoder) Knows(callID string) bool { return d.tools[callID] != nil }
 
 // AttachSubagent links a subagent's Claude agent id to the Agent/Task tool
 // call that started it (from <session>/subagents/agent-<id>.meta.json,

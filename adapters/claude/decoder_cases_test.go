@@ -606,3 +606,38 @@ func TestBrokenStreamTranscript(t *testing.T) {
 		t.Fatalf("%d messages, texts %q, %d retry parts", len(tr.Messages), texts, retries)
 	}
 }
+
+// A call happy answered through its PermissionRequest hook (Observe of the
+// block and of the answer, a rule's say): the transcript's
+// hook_permission_decision attachment is the echo of that answer, whether
+// Claude writes it before the call's result or after. It neither blocks and
+// resolves the call again (which took the rule's answer for one given in
+// Claude) nor is dropped as an orphan.
+func TestDecoderSkipsTheEchoOfHappysHookAnswer(t *testing.T) {
+	for _, after := range []bool{false, true} {
+		dec, _ := NewDecoder(FormSessionJSONL, Options{})
+		dec.Decode([]byte(j(`"type":"user","uuid":"u1","message":{"role":"user","content":"create it"}`)), 1)
+		dec.Decode([]byte(j(`"type":"assistant","uuid":"a1","message":{"id":"m1","model":"m","role":"assistant","stop_reason":"tool_use","content":[{"type":"tool_use","id":"b1","name":"Bash","input":{"command":"echo hi > hi.txt"}}]}`)), 2)
+		dec.Observe(&agent.ToolBlocked{CallID: "b1", Permission: &agent.PermissionRequest{ID: "p1", Permission: "bash"}})
+		dec.Observe(&agent.ToolResolved{CallID: "b1", Decision: agent.DecisionOnce, Reason: agent.ReasonRule})
+		echo := j(`"type":"attachment","uuid":"h1","attachment":{"type":"hook_permission_decision","decision":"allow","toolUseID":"b1","hookEvent":"PermissionRequest"}`)
+		result := j(`"type":"user","uuid":"u2","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"b1","content":""}]}`)
+		lines := []string{echo, result}
+		if after {
+			lines = []string{result, echo}
+		}
+		var evs []agent.Event
+		for i, l := range lines {
+			evs = append(evs, dec.Decode([]byte(l), int64(3+i))...)
+		}
+		for _, ev := range evs {
+			switch ev.(type) {
+			case *agent.ToolBlocked, *agent.ToolResolved, *agent.DroppedInput:
+				t.Fatalf("echo after the result %v: %s", after, mustEncode(t, evs))
+			}
+		}
+		if len(eventsOf[*agent.ToolCompleted](evs)) != 1 {
+			t.Fatalf("echo after the result %v: no completion: %s", after, mustEncode(t, evs))
+		}
+	}
+}

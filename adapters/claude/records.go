@@ -649,6 +649,12 @@ func (d *Decoder) attachment(r *record) {
 	if a.Type != "hook_permission_decision" {
 		return
 	}
+	if d.hookAnswered[a.ToolUseID] {
+		// The echo of happy's own answer (Observe), which Claude may write
+		// after the call's result: recorded already, with its reason.
+		delete(d.hookAnswered, a.ToolUseID)
+		return
+	}
 	t := d.tools[a.ToolUseID]
 	if t == nil {
 		d.drop("attachment/hook_permission_decision", agent.DropOrphan, "permission decision for "+strconv.Quote(a.ToolUseID)+", a call that is not open")

@@ -454,7 +454,29 @@ func (a *Agent) subagentStarted(e *hooks.SubagentStart) {
 
 // permissionRequest blocks the matched call through the decoder, as the
 // can_use_tool request of SDK mode would.
+// callWait bounds how long a PermissionRequest hook waits for Claude's
+// transcript to show the call it names.
+const callWait = 3 * time.Second
+
 func (a *Agent) permissionRequest(p *hooks.PermissionRequest) {
+	// Claude writes its transcript in batches: the hook may come before the
+	// prompt and the call's tool_use are on disk. Decoding the request
+	// first would open the call in a turn of its own, which the prompt's
+	// line then ends as aborted. Claude waits for the hook's answer, and
+	// writes the lines meanwhile: read them first.
+	if p.ToolUseID != "" {
+		deadline := time.Now().Add(callWait)
+		for {
+			a.mu.Lock()
+			known := a.dec.Knows(p.ToolUseID)
+			a.mu.Unlock()
+			if known || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+			a.syncTranscripts(p.AgentID)
+		}
+	}
 	type canUseTool struct {
 		Subtype     string          `json:"subtype"`
 		ToolName    string          `json:"tool_name"`
