@@ -180,3 +180,32 @@ func FuzzDecodePairingPayload(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseFullPairingCode: a typed code is refused with a parse sentinel,
+// or split into a code in normal form and a secret ("" or normal form)
+// that read back to themselves.
+func FuzzParseFullPairingCode(f *testing.F) {
+	for _, s := range []string{"MZUHV-LPYMK-AAAAA-BBBBB", "mzuhvlpymk0018b22aaa", "MZUHV-LPYMK", "", "MZUHV-LPYMK-A", "\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		code, secret, err := ParseFullPairingCode(s)
+		if err != nil {
+			if code != "" || secret != "" || !(errors.Is(err, ErrBadEncoding) || errors.Is(err, ErrBadLength)) {
+				t.Fatalf("error %v with %q %q", err, code, secret)
+			}
+			return
+		}
+		full := code
+		if secret != "" {
+			full += "-" + secret
+		}
+		c2, s2, err := ParseFullPairingCode(full)
+		if err != nil || c2 != code || s2 != secret {
+			t.Fatalf("normal form %q reads as %q %q, %v", full, c2, s2, err)
+		}
+		if again, err := ParsePairingCode(code); err != nil || again != code {
+			t.Fatalf("code %q: %q, %v", code, again, err)
+		}
+	})
+}
