@@ -145,6 +145,9 @@ func runAuthLogin(ctx context.Context, f *factory, o authLoginOptions) error {
 		}
 	default:
 		creds, err = pairTerminal(ctx, f, api, o)
+		if err != nil {
+			log.Warn().Err(err).Str("url", url).Msg("pairing not taken")
+		}
 		var ee *exitError
 		switch {
 		case errors.As(err, &ee):
