@@ -10,15 +10,18 @@ import (
 
 // Sizes of the box bundles, in bytes.
 const (
-	BoxNonceSize = 24                          // NaCl box nonce
-	boxHeader    = KeySize + BoxNonceSize      // ephemeralPublicKey | nonce
-	boxMinBundle = boxHeader + box.Overhead    // header + Poly1305 tag = 72
-	wrappedSize  = 1 + boxMinBundle + KeySize  // 0x00 | header | box(32-byte key) = 105
-	wrapVersion  = 0x00                        // the only wrapped-key bundle version
-	pairingV2Tag = 0x00                        // first byte of a dataKey pairing payload
-	pairingV1Len = KeySize                     // legacy payload: the account secret
-	pairingV2Len = 1 + KeySize                 // dataKey payload: 0x00 | content public key
-	maxPairing   = boxMinBundle + pairingV2Len // longest pairing bundle we accept = 105
+	BoxNonceSize       = 24                                // NaCl box nonce
+	boxHeader          = KeySize + BoxNonceSize            // ephemeralPublicKey | nonce
+	boxMinBundle       = boxHeader + box.Overhead          // header + Poly1305 tag = 72
+	wrappedSize        = 1 + boxMinBundle + KeySize        // 0x00 | header | box(32-byte key) = 105
+	wrapVersion        = 0x00                              // the only wrapped-key bundle version
+	pairingV2Tag       = 0x00                              // first byte of a dataKey pairing payload
+	pairingV2ProvenTag = 0x01                              // first byte of a proven dataKey pairing payload
+	pairingV1Len       = KeySize                           // legacy payload: the account secret
+	pairingV2Len       = 1 + KeySize                       // dataKey payload: 0x00 | content public key
+	pairingV1ProvenLen = pairingV1Len + PairingProofSize   // account secret | proof
+	pairingV2ProvenLen = pairingV2Len + PairingProofSize   // 0x01 | content public key | proof
+	maxPairing         = boxMinBundle + pairingV2ProvenLen // longest pairing bundle we accept = 137
 )
 
 // BoxPublicKey returns the Curve25519 public key of a NaCl box secret key, as
@@ -160,23 +163,47 @@ type PairingResponse struct {
 	Secret [32]byte
 	// ContentPublicKey is the account's content public key; set for VariantDataKey only.
 	ContentPublicKey [32]byte
+	// Proven tells the payload carries Proof: the approver showed it saw the terminal's
+	// pairing secret (ProvePairingResponse, CheckProof). The reference app's answers
+	// never do.
+	Proven bool
+	// Proof is HMAC-SHA256 keyed by the pairing secret (PairingProof); set when Proven.
+	Proof [PairingProofSize]byte
 }
 
-// OpenPairingResponse opens the app's pairing bundle ephemeralPublicKey(32) | nonce(24)
-// | box(payload) with the terminal's box secret (the random secret whose BoxPublicKey
-// the terminal showed). A 32-byte payload is the legacy account secret; a 33-byte payload
-// starting 0x00 is the dataKey content public key. Errors wrap ErrTruncated,
-// ErrAuthFailed, ErrUnsupportedVersion (33 bytes with another first byte) or
-// ErrBadLength (any other payload size).
-func OpenPairingResponse(bundle []byte, terminalSecret [32]byte) (PairingResponse, error) {
+// body is the payload without its proof: the account secret (legacy), or a tag
+// (0x00, or 0x01 when proven) and the content public key (dataKey). It fails for an
+// unknown Variant.
+func (r PairingResponse) body() ([]byte, error) {
+	switch r.Variant {
+	case VariantLegacy:
+		return append([]byte(nil), r.Secret[:]...), nil
+	case VariantDataKey:
+		tag := byte(pairingV2Tag)
+		if r.Proven {
+			tag = pairingV2ProvenTag
+		}
+		return append([]byte{tag}, r.ContentPublicKey[:]...), nil
+	default:
+		return nil, fmt.Errorf("variant %s: %w", r.Variant, ErrUnsupportedVersion)
+	}
+}
+
+// payload is what SealPairingResponse seals: the body, then the proof when Proven.
+func (r PairingResponse) payload() ([]byte, error) {
+	b, err := r.body()
+	if err != nil || !r.Proven {
+		return b, err
+	}
+	return append(b, r.Proof[:]...), nil
+}
+
+// decodePairingPayload reads an opened pairing payload: 32 bytes (legacy), 33 bytes
+// 0x00 | key (dataKey), 64 bytes secret | proof (proven legacy), 65 bytes 0x01 | key |
+// proof (proven dataKey). Errors (no package prefix) wrap ErrUnsupportedVersion (a
+// 33- or 65-byte payload with another tag) or ErrBadLength (any other size).
+func decodePairingPayload(plain []byte) (PairingResponse, error) {
 	var resp PairingResponse
-	if len(bundle) > maxPairing {
-		return resp, fmt.Errorf("crypto: open pairing response of %d bytes (at most %d): %w", len(bundle), maxPairing, ErrBadLength)
-	}
-	plain, err := openBox(bundle, &terminalSecret, "pairing response")
-	if err != nil {
-		return resp, fmt.Errorf("crypto: %w", err)
-	}
 	switch {
 	case len(plain) == pairingV1Len:
 		resp.Variant = VariantLegacy
@@ -184,11 +211,42 @@ func OpenPairingResponse(bundle []byte, terminalSecret [32]byte) (PairingRespons
 	case len(plain) == pairingV2Len && plain[0] == pairingV2Tag:
 		resp.Variant = VariantDataKey
 		copy(resp.ContentPublicKey[:], plain[1:])
-	case len(plain) == pairingV2Len:
-		return resp, fmt.Errorf("crypto: open pairing response: payload tag 0x%02x: %w", plain[0], ErrUnsupportedVersion)
+	case len(plain) == pairingV1ProvenLen:
+		resp.Variant, resp.Proven = VariantLegacy, true
+		copy(resp.Secret[:], plain)
+		copy(resp.Proof[:], plain[pairingV1Len:])
+	case len(plain) == pairingV2ProvenLen && plain[0] == pairingV2ProvenTag:
+		resp.Variant, resp.Proven = VariantDataKey, true
+		copy(resp.ContentPublicKey[:], plain[1:pairingV2Len])
+		copy(resp.Proof[:], plain[pairingV2Len:])
+	case len(plain) == pairingV2Len || len(plain) == pairingV2ProvenLen:
+		return PairingResponse{}, fmt.Errorf("open pairing response: payload tag 0x%02x for %d bytes: %w", plain[0], len(plain), ErrUnsupportedVersion)
 	default:
-		return resp, fmt.Errorf("crypto: open pairing response: payload of %d bytes, want %d or %d: %w",
-			len(plain), pairingV1Len, pairingV2Len, ErrBadLength)
+		return PairingResponse{}, fmt.Errorf("open pairing response: payload of %d bytes, want %d, %d, %d or %d: %w",
+			len(plain), pairingV1Len, pairingV2Len, pairingV1ProvenLen, pairingV2ProvenLen, ErrBadLength)
+	}
+	return resp, nil
+}
+
+// OpenPairingResponse opens the app's pairing bundle ephemeralPublicKey(32) | nonce(24)
+// | box(payload) with the terminal's box secret (the random secret whose BoxPublicKey
+// the terminal showed). A 32-byte payload is the legacy account secret; a 33-byte payload
+// starting 0x00 is the dataKey content public key; a 64-byte payload is the account
+// secret and a proof, a 65-byte payload starting 0x01 the content public key and a
+// proof (Proven; check it with CheckProof). Errors wrap ErrTruncated, ErrAuthFailed,
+// ErrUnsupportedVersion (33 or 65 bytes with another first byte) or ErrBadLength (any
+// other payload size).
+func OpenPairingResponse(bundle []byte, terminalSecret [32]byte) (PairingResponse, error) {
+	if len(bundle) > maxPairing {
+		return PairingResponse{}, fmt.Errorf("crypto: open pairing response of %d bytes (at most %d): %w", len(bundle), maxPairing, ErrBadLength)
+	}
+	plain, err := openBox(bundle, &terminalSecret, "pairing response")
+	if err != nil {
+		return PairingResponse{}, fmt.Errorf("crypto: %w", err)
+	}
+	resp, err := decodePairingPayload(plain)
+	if err != nil {
+		return PairingResponse{}, fmt.Errorf("crypto: %w", err)
 	}
 	return resp, nil
 }
@@ -196,17 +254,13 @@ func OpenPairingResponse(bundle []byte, terminalSecret [32]byte) (PairingRespons
 // SealPairingResponse is the app side of pairing: it seals resp for the terminal's box
 // public key as ephemeralPublicKey(32) | nonce(24) | box(payload), with a fresh
 // ephemeral key pair and nonce (crypto/rand, or WithRandom). Used by tests and by a
-// local account that pairs its own terminal. It fails for an unknown Variant or when the
-// random source fails.
+// local account that pairs its own terminal. A Proven resp (ProvePairingResponse)
+// carries its proof in the longer payloads OpenPairingResponse reads. It fails for an
+// unknown Variant or when the random source fails.
 func SealPairingResponse(resp PairingResponse, terminalPublicKey [32]byte, opts ...Option) ([]byte, error) {
-	var payload []byte
-	switch resp.Variant {
-	case VariantLegacy:
-		payload = resp.Secret[:]
-	case VariantDataKey:
-		payload = append([]byte{pairingV2Tag}, resp.ContentPublicKey[:]...)
-	default:
-		return nil, fmt.Errorf("crypto: seal pairing response: variant %s: %w", resp.Variant, ErrUnsupportedVersion)
+	payload, err := resp.payload()
+	if err != nil {
+		return nil, fmt.Errorf("crypto: seal pairing response: %w", err)
 	}
 	ephemeralSecret, nonce, err := randomEphemeral(opts, "pairing response")
 	if err != nil {

@@ -199,6 +199,9 @@ func TestOpenPairingResponseErrors(t *testing.T) {
 		{"payload 31 bytes", payload(make([]byte, 31)), termSec, ErrBadLength},
 		{"payload 33 bytes tagged 0x01", payload(tagged), termSec, ErrUnsupportedVersion},
 		{"payload 34 bytes", payload(make([]byte, 34)), termSec, ErrBadLength},
+		{"payload 63 bytes", payload(make([]byte, 63)), termSec, ErrBadLength},
+		{"payload 65 bytes tagged 0x00", payload(make([]byte, 65)), termSec, ErrUnsupportedVersion},
+		{"payload 66 bytes", payload(make([]byte, 66)), termSec, ErrBadLength},
 		{"oversized bundle", make([]byte, 4096), termSec, ErrBadLength},
 	}
 	for _, tc := range cases {

@@ -49,4 +49,8 @@ var (
 	// ErrNoAccountSecret: the operation needs the 32-byte account secret and these
 	// credentials do not hold it (a dataKey machine paired through the app).
 	ErrNoAccountSecret = errors.New("account secret not available on this machine")
+
+	// ErrPairingProof: a pairing response carries no proof, or one that does not match
+	// the terminal's pairing secret, public key and payload (PairingResponse.CheckProof).
+	ErrPairingProof = errors.New("pairing proof does not match")
 )

@@ -13,7 +13,7 @@ import (
 
 func sentinel(err error) bool {
 	for _, s := range []error{ErrAuthFailed, ErrUnsupportedVersion, ErrTruncated, ErrBadEncoding,
-		ErrBadLength, ErrBadCredentials, ErrNoAccountSecret} {
+		ErrBadLength, ErrBadCredentials, ErrNoAccountSecret, ErrPairingProof} {
 		if errors.Is(err, s) {
 			return true
 		}
@@ -133,14 +133,11 @@ func FuzzOpenPairingResponse(f *testing.F) {
 			}
 			return
 		}
+		want := map[[2]bool]int{{false, false}: 104, {true, false}: 105, {false, true}: 136, {true, true}: 137}[[2]bool{resp.Variant == VariantDataKey, resp.Proven}]
 		switch resp.Variant {
-		case VariantLegacy:
-			if len(bundle) != 104 {
-				t.Fatalf("legacy response from %d bytes", len(bundle))
-			}
-		case VariantDataKey:
-			if len(bundle) != 105 {
-				t.Fatalf("dataKey response from %d bytes", len(bundle))
+		case VariantLegacy, VariantDataKey:
+			if len(bundle) != want {
+				t.Fatalf("%s response (proven %v) from %d bytes", resp.Variant, resp.Proven, len(bundle))
 			}
 		default:
 			t.Fatalf("success with variant %s", resp.Variant)

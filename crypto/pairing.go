@@ -1,6 +1,7 @@
 package crypto
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base32"
 	"fmt"
@@ -21,8 +22,7 @@ var codeEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
 // terminal's (docs/ARCHITECTURE.md, section "Pairing").
 func PairingCode(publicKey [32]byte) string {
 	sum := sha256.Sum256(publicKey[:])
-	enc := codeEncoding.EncodeToString(sum[:])[:PairingCodeChars]
-	return enc[:5] + "-" + enc[5:]
+	return group(codeEncoding.EncodeToString(sum[:])[:PairingCodeChars])
 }
 
 // ParsePairingCode normalises a typed pairing code to the form PairingCode
@@ -32,6 +32,18 @@ func PairingCode(publicKey [32]byte) string {
 // alphabet is ErrBadEncoding, any other length than 10 characters
 // ErrBadLength; the error quotes at most the first 20 bytes of s.
 func ParsePairingCode(s string) (string, error) {
+	out, err := normaliseCode(s, PairingCodeChars)
+	if err != nil {
+		return "", err
+	}
+	if len(out) != PairingCodeChars {
+		return "", fmt.Errorf("crypto: pairing code %q: %d characters, want %d: %w", cut(s, 20), len(out), PairingCodeChars, ErrBadLength)
+	}
+	return group(out), nil
+}
+
+// normaliseCode is the reading of ParsePairingCode, up to max characters.
+func normaliseCode(s string, max int) (string, error) {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -50,16 +62,149 @@ func ParsePairingCode(s string) (string, error) {
 		if !(c >= 'A' && c <= 'Z') && !(c >= '2' && c <= '7') {
 			return "", fmt.Errorf("crypto: pairing code %q: byte %d is not a base32 character: %w", cut(s, 20), i+1, ErrBadEncoding)
 		}
-		if b.Len() == PairingCodeChars {
-			return "", fmt.Errorf("crypto: pairing code %q: more than %d characters: %w", cut(s, 20), PairingCodeChars, ErrBadLength)
+		if b.Len() == max {
+			return "", fmt.Errorf("crypto: pairing code %q: more than %d characters: %w", cut(s, 20), max, ErrBadLength)
 		}
 		b.WriteByte(c)
 	}
-	if b.Len() != PairingCodeChars {
-		return "", fmt.Errorf("crypto: pairing code %q: %d characters, want %d: %w", cut(s, 20), b.Len(), PairingCodeChars, ErrBadLength)
+	return b.String(), nil
+}
+
+// group writes base32 characters as groups of five joined by dashes.
+func group(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i += 5 {
+		if i > 0 {
+			b.WriteByte('-')
+		}
+		b.WriteString(s[i:min(i+5, len(s))])
 	}
-	out := b.String()
-	return out[:5] + "-" + out[5:], nil
+	return b.String()
+}
+
+// The pairing secret (docs/ARCHITECTURE.md, section "Pairing"): 50 random
+// bits a terminal shows only to the person, after its pairing code, so the
+// approving device can prove it saw the terminal's screen.
+const (
+	// PairingSecretChars is the number of base32 characters of a pairing
+	// secret (50 bits: a request is answered once, so a device that did
+	// not see it has one guess).
+	PairingSecretChars = 10
+	// PairingProofSize is the size of a pairing proof (HMAC-SHA256).
+	PairingProofSize = sha256.Size
+	// pairingProofDomain starts every proven message, so a proof is good
+	// for nothing else.
+	pairingProofDomain = "happy-pairing-proof-v1"
+)
+
+// NewPairingSecret draws a pairing secret (crypto/rand, or WithRandom) as
+// "SSSSS-SSSSS": 10 base32 characters, 50 bits. It fails only when the
+// random source fails.
+func NewPairingSecret(opts ...Option) (string, error) {
+	var raw [7]byte
+	if err := readRandom(applyOptions(opts).random, raw[:], "pairing secret"); err != nil {
+		return "", err
+	}
+	return group(codeEncoding.EncodeToString(raw[:])[:PairingSecretChars]), nil
+}
+
+// FullPairingCode is what `happy auth login` shows to be typed on the
+// approving device: the key's PairingCode (the part the relay's lookup
+// uses) and the pairing secret (never sent to the relay),
+// "XXXXX-XXXXX-SSSSS-SSSSS". secret is as NewPairingSecret gives it.
+func FullPairingCode(publicKey [32]byte, secret string) string {
+	return PairingCode(publicKey) + "-" + secret
+}
+
+// ParseFullPairingCode reads a typed pairing code the way ParsePairingCode
+// does and splits it: the first 10 characters are the code ("XXXXX-XXXXX"),
+// the next 10, when present, the pairing secret ("SSSSS-SSSSS"). A code of
+// 10 characters gives an empty secret (the short form, which cannot prove
+// anything); any length other than 10 or 20 is ErrBadLength, a character
+// outside the alphabet ErrBadEncoding.
+func ParseFullPairingCode(s string) (code, secret string, err error) {
+	const full = PairingCodeChars + PairingSecretChars
+	out, err := normaliseCode(s, full)
+	if err != nil {
+		return "", "", err
+	}
+	switch len(out) {
+	case PairingCodeChars:
+		return group(out), "", nil
+	case full:
+		return group(out[:PairingCodeChars]), group(out[PairingCodeChars:]), nil
+	}
+	return "", "", fmt.Errorf("crypto: pairing code %q: %d characters, want %d or %d: %w", cut(s, 20), len(out), PairingCodeChars, full, ErrBadLength)
+}
+
+// ParsePairingSecret normalises a pairing secret as ParsePairingCode does a
+// code: exactly 10 base32 characters, returned as "SSSSS-SSSSS". Errors
+// wrap ErrBadEncoding or ErrBadLength.
+func ParsePairingSecret(s string) (string, error) {
+	out, err := normaliseCode(s, PairingSecretChars)
+	if err != nil {
+		return "", err
+	}
+	if len(out) != PairingSecretChars {
+		return "", fmt.Errorf("crypto: pairing secret: %d characters, want %d: %w", len(out), PairingSecretChars, ErrBadLength)
+	}
+	return group(out), nil
+}
+
+// PairingProof is HMAC-SHA256, keyed by the 10 characters of the pairing
+// secret (dashes dropped; secret as ParsePairingSecret gives it), over
+// "happy-pairing-proof-v1" | the terminal's 32-byte box public key | body,
+// body the pairing payload without the proof (PairingResponse.body). The
+// key and body bind it: it cannot be moved to another request or payload.
+func PairingProof(secret string, terminalPublicKey [32]byte, body []byte) [PairingProofSize]byte {
+	mac := hmac.New(sha256.New, []byte(strings.ReplaceAll(secret, "-", "")))
+	mac.Write([]byte(pairingProofDomain))
+	mac.Write(terminalPublicKey[:])
+	mac.Write(body)
+	var out [PairingProofSize]byte
+	mac.Sum(out[:0])
+	return out
+}
+
+// ProvePairingResponse returns resp with the proof that the approver saw
+// the terminal's pairing secret (Proven, Proof = PairingProof over the
+// proven payload). secret is any spelling ParsePairingSecret accepts.
+// Errors: its parse errors, ErrUnsupportedVersion for an unknown Variant.
+func ProvePairingResponse(resp PairingResponse, secret string, terminalPublicKey [32]byte) (PairingResponse, error) {
+	norm, err := ParsePairingSecret(secret)
+	if err != nil {
+		return PairingResponse{}, err
+	}
+	resp.Proven = true
+	body, err := resp.body()
+	if err != nil {
+		return PairingResponse{}, fmt.Errorf("crypto: prove pairing response: %w", err)
+	}
+	resp.Proof = PairingProof(norm, terminalPublicKey, body)
+	return resp, nil
+}
+
+// CheckProof tells whether r carries a proof made with the terminal's
+// pairing secret for its public key and this payload (constant time). An
+// unproven response or another proof is ErrPairingProof; a malformed secret
+// is its parse error.
+func (r PairingResponse) CheckProof(secret string, terminalPublicKey [32]byte) error {
+	norm, err := ParsePairingSecret(secret)
+	if err != nil {
+		return err
+	}
+	if !r.Proven {
+		return fmt.Errorf("crypto: pairing response without proof: %w", ErrPairingProof)
+	}
+	body, err := r.body()
+	if err != nil {
+		return fmt.Errorf("crypto: check pairing proof: %w", err)
+	}
+	want := PairingProof(norm, terminalPublicKey, body)
+	if !hmac.Equal(want[:], r.Proof[:]) {
+		return fmt.Errorf("crypto: check pairing proof: %w", ErrPairingProof)
+	}
+	return nil
 }
 
 // cut returns at most n bytes of s, with "…" when it was longer.

@@ -479,8 +479,9 @@ func loginCode(t *testing.T, env []string, dir string) (string, <-chan error) {
 	return "", nil
 }
 
-// approveLine is the line of `happy auth login` that shows the pairing code.
-var approveLine = regexp.MustCompile(`happy auth approve ([A-Z2-7]{5}-[A-Z2-7]{5})`)
+// approveLine is the line of `happy auth login` that shows the full pairing
+// code (fingerprint and pairing secret).
+var approveLine = regexp.MustCompile(`happy auth approve ([A-Z2-7]{5}-[A-Z2-7]{5}-[A-Z2-7]{5}-[A-Z2-7]{5})$`)
 
 // envValue returns the value of name in env.
 func envValue(env []string, name string) string {

@@ -76,29 +76,63 @@ func NewTimedAuthRequest(accountSecret [32]byte, now time.Time) (crypto.AuthRequ
 }
 
 // PairingRequest is an open terminal pairing request: the terminal's box
-// key pair and the link another device scans to approve it.
+// key pair, the pairing secret it shows only to the person, and the links
+// another device uses to approve it.
 type PairingRequest struct {
 	PublicKey [32]byte
 	secret    [32]byte
+	// pairingSecret is "SSSSS-SSSSS" (crypto.NewPairingSecret); it never
+	// reaches the relay.
+	pairingSecret string
 }
 
-// AppLink is the link the happy app scans: "happy://terminal?<base64url(publicKey)>".
+// AppLink is the link the happy app scans: "happy://terminal?<base64url(publicKey)>",
+// the reference format (it cannot carry the pairing secret).
 func (p *PairingRequest) AppLink() string {
 	return "happy://terminal?" + crypto.EncodeBase64URL(p.PublicKey[:])
 }
 
-// NewPairingRequest draws a fresh terminal box key pair.
+// ApproveLink is the happy-specific link `happy auth approve` takes on a
+// relay without code lookup: AppLink with the pairing secret,
+// "happy://terminal?<base64url(publicKey)>&secret=SSSSS-SSSSS"
+// (ParseTerminalLink).
+func (p *PairingRequest) ApproveLink() string {
+	return p.AppLink() + "&secret=" + p.pairingSecret
+}
+
+// FullCode is the code typed on the approving device:
+// "XXXXX-XXXXX-SSSSS-SSSSS", the relay's lookup code (Code) and the
+// pairing secret (crypto.FullPairingCode).
+func (p *PairingRequest) FullCode() string {
+	return crypto.FullPairingCode(p.PublicKey, p.pairingSecret)
+}
+
+// NewPairingRequest draws a fresh terminal box key pair and pairing secret.
 func NewPairingRequest() (*PairingRequest, error) {
 	pub, sec, err := crypto.NewBoxKeyPair()
 	if err != nil {
 		return nil, fmt.Errorf("relay: pairing key: %w", err)
 	}
-	return &PairingRequest{PublicKey: pub, secret: sec}, nil
+	ps, err := crypto.NewPairingSecret()
+	if err != nil {
+		return nil, fmt.Errorf("relay: pairing secret: %w", err)
+	}
+	return &PairingRequest{PublicKey: pub, secret: sec, pairingSecret: ps}, nil
 }
 
 // DefaultPairPoll is how often WaitApproved asks the relay (the reference
 // CLI polls every second).
 const DefaultPairPoll = time.Second
+
+// ErrUnprovenPairing: the answer to a pairing request carries no proof that
+// its sender saw the pairing secret (the reference app's answer, or one a
+// relay or another account made), and the caller did not accept it.
+var ErrUnprovenPairing = errors.New("answered without proof that the approver saw the full pairing code")
+
+// ErrWrongPairingProof: the answer to a pairing request carries a proof that
+// does not match this request's pairing secret, key and payload: the
+// approval did not come from a device that saw the terminal's code.
+var ErrWrongPairingProof = errors.New("the approval did not come from a device that saw this terminal's code")
 
 // WaitApproved opens the pairing request on the relay (POST
 // /v1/auth/request) and polls it every poll (DefaultPairPoll when zero)
@@ -107,7 +141,15 @@ const DefaultPairPoll = time.Second
 // approving device chose; see crypto.CredentialsFromPairing). Transient
 // relay errors are retried; it returns when ctx ends (the caller's
 // timeout).
-func (p *PairingRequest) WaitApproved(ctx context.Context, api *API, poll time.Duration) (*crypto.Credentials, error) {
+//
+// An answer is taken as it is only when it proves its sender saw the
+// pairing secret (crypto.PairingResponse.CheckProof); a wrong proof is
+// ErrWrongPairingProof (wrapping crypto.ErrPairingProof). An answer without
+// proof is passed to unproven, which returns nil to accept it (the person
+// confirmed the account is theirs) or an error, returned as it is; a nil
+// unproven refuses it with ErrUnprovenPairing. Either error names the
+// answering account (AccountID); nothing is accepted silently.
+func (p *PairingRequest) WaitApproved(ctx context.Context, api *API, poll time.Duration, unproven func(*crypto.Credentials) error) (*crypto.Credentials, error) {
 	if poll <= 0 {
 		poll = DefaultPairPoll
 	}
@@ -115,7 +157,11 @@ func (p *PairingRequest) WaitApproved(ctx context.Context, api *API, poll time.D
 		st, err := api.AuthRequest(ctx, p.PublicKey[:])
 		switch {
 		case err == nil && st.State == "authorized":
-			return collect(ctx, api, st, p.PublicKey, p.secret)
+			creds, resp, err := collect(ctx, api, st, p.PublicKey, p.secret)
+			if err != nil {
+				return nil, err
+			}
+			return p.checkProof(creds, resp, unproven)
 		case err != nil && !errors.Is(err, ErrUnavailable):
 			return nil, fmt.Errorf("relay: pairing: %w", err)
 		}
@@ -125,12 +171,34 @@ func (p *PairingRequest) WaitApproved(ctx context.Context, api *API, poll time.D
 	}
 }
 
+// checkProof is WaitApproved's check of an opened answer.
+func (p *PairingRequest) checkProof(creds *crypto.Credentials, resp crypto.PairingResponse, unproven func(*crypto.Credentials) error) (*crypto.Credentials, error) {
+	if !resp.Proven {
+		if unproven == nil {
+			return nil, fmt.Errorf("relay: account %s %w", AccountID(creds), ErrUnprovenPairing)
+		}
+		if err := unproven(creds); err != nil {
+			return nil, err
+		}
+		return creds, nil
+	}
+	if err := resp.CheckProof(p.pairingSecret, p.PublicKey); err != nil {
+		return nil, fmt.Errorf("relay: refused the answer of account %s: %w (%w)", AccountID(creds), ErrWrongPairingProof, err)
+	}
+	return creds, nil
+}
+
 // ApproveTerminal is the approving device's side of pairing: it answers
 // the request of terminalPublicKey (POST /v1/auth/response, with creds'
 // token) with the account's content public key (dataKey pairing, the
 // reference app's V2), or with the account secret when legacy is true.
-// Both need the account secret on this machine (crypto.ErrNoAccountSecret).
-func ApproveTerminal(ctx context.Context, api *API, creds *crypto.Credentials, terminalPublicKey [32]byte, legacy bool) error {
+// With the terminal's pairing secret ("SSSSS-SSSSS", any spelling
+// crypto.ParsePairingSecret takes) the answer carries the proof that this
+// device saw it (crypto.ProvePairingResponse); with "" it carries none, as
+// the reference app's, and the terminal asks its person before taking it.
+// Both need the account secret on this machine (crypto.ErrNoAccountSecret);
+// a malformed pairing secret is its parse error.
+func ApproveTerminal(ctx context.Context, api *API, creds *crypto.Credentials, terminalPublicKey [32]byte, pairingSecret string, legacy bool) error {
 	if creds == nil || creds.AccountSecret == nil {
 		return fmt.Errorf("relay: approve terminal: %w", crypto.ErrNoAccountSecret)
 	}
@@ -139,6 +207,12 @@ func ApproveTerminal(ctx context.Context, api *API, creds *crypto.Credentials, t
 		resp = crypto.PairingResponse{Variant: crypto.VariantLegacy, Secret: *creds.AccountSecret}
 	} else {
 		resp.ContentPublicKey, _ = crypto.ContentKeyPair(*creds.AccountSecret)
+	}
+	if pairingSecret != "" {
+		var err error
+		if resp, err = crypto.ProvePairingResponse(resp, pairingSecret, terminalPublicKey); err != nil {
+			return fmt.Errorf("relay: approve terminal: %w", err)
+		}
 	}
 	bundle, err := crypto.SealPairingResponse(resp, terminalPublicKey)
 	if err != nil {
@@ -149,29 +223,31 @@ func ApproveTerminal(ctx context.Context, api *API, creds *crypto.Credentials, t
 
 // collect opens an authorized answer of the request of publicKey with its
 // secret key: the token (AuthRequestState.OpenToken: sealed on happy's
-// relay, plain on the reference relay) and the sealed response. When the
+// relay, plain on the reference relay) and the sealed response, returned
+// with the credentials for the caller's check of its proof. When the
 // token was sealed it tells the relay the answer was collected
 // (API.PairingCollected), so it is not sent again; that call's failure
 // changes nothing for the caller (the request expires anyway).
-func collect(ctx context.Context, api *API, st AuthRequestState, publicKey, secret [32]byte) (*crypto.Credentials, error) {
+func collect(ctx context.Context, api *API, st AuthRequestState, publicKey, secret [32]byte) (*crypto.Credentials, crypto.PairingResponse, error) {
+	var none crypto.PairingResponse
 	token, err := st.OpenToken(secret)
 	if err != nil {
-		return nil, err
+		return nil, none, err
 	}
 	bundle, err := crypto.DecodeBase64(st.Response)
 	if err != nil {
-		return nil, fmt.Errorf("relay: pairing response: %w", err)
+		return nil, none, fmt.Errorf("relay: pairing response: %w", err)
 	}
 	resp, err := crypto.OpenPairingResponse(bundle, secret)
 	if err != nil {
-		return nil, fmt.Errorf("relay: pairing response: %w", err)
+		return nil, none, fmt.Errorf("relay: pairing response: %w", err)
 	}
 	creds, err := crypto.CredentialsFromPairing(token, resp)
 	if err != nil {
-		return nil, err
+		return nil, none, err
 	}
 	if st.SealedToken != "" {
 		_ = api.WithToken(token).PairingCollected(ctx, publicKey[:])
 	}
-	return creds, nil
+	return creds, resp, nil
 }

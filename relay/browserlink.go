@@ -160,7 +160,7 @@ func PairBrowser(ctx context.Context, api *API, creds *crypto.Credentials) (Brow
 	if st.State != "requested" {
 		return BrowserPairing{}, fmt.Errorf("relay: pair browser: a fresh key's request is %q: %w", st.State, ErrProtocol)
 	}
-	if err := ApproveTerminal(ctx, api, creds, pub, true); err != nil {
+	if err := ApproveTerminal(ctx, api, creds, pub, "", true); err != nil {
 		return BrowserPairing{}, fmt.Errorf("relay: pair browser: %w", err)
 	}
 	return BrowserPairing{Secret: sec}, nil
@@ -181,7 +181,7 @@ func CollectBrowserPairing(ctx context.Context, api *API, p BrowserPairing) (*cr
 	if st.State != "authorized" {
 		return nil, fmt.Errorf("relay: browser pairing: the link was used already or expired: %w", ErrNoPendingPairing)
 	}
-	creds, err := collect(ctx, api, st, pub, p.Secret)
+	creds, _, err := collect(ctx, api, st, pub, p.Secret)
 	if err != nil {
 		return nil, fmt.Errorf("relay: browser pairing: %w", err)
 	}

@@ -88,19 +88,30 @@ func decodeLookup(b []byte) ([]PendingPairing, error) {
 // or already approved).
 var ErrNoPendingPairing = errors.New("no open pairing request with this code")
 
-// ApproveByCode approves the terminal that shows code (any spelling
-// crypto.ParsePairingCode accepts): it asks the relay for the open
-// requests of the code, checks itself that each key's code is code (a key
-// that does not match is refused with ErrFingerprint: the relay cannot
+// ErrShortPairingCode: a pairing code was typed without its pairing secret
+// (the 10-character form, "XXXXX-XXXXX"), which proves nothing to the
+// terminal; the full code is "XXXXX-XXXXX-SSSSS-SSSSS".
+var ErrShortPairingCode = errors.New("pairing code without its secret part")
+
+// ApproveByCode approves the terminal that shows the full pairing code
+// code ("XXXXX-XXXXX-SSSSS-SSSSS", any spelling
+// crypto.ParseFullPairingCode accepts): it asks the relay for the open
+// requests of the first half (the key's fingerprint; the secret half never
+// leaves this machine), checks itself that each key's code is that half (a
+// key that does not match is refused with ErrFingerprint: the relay cannot
 // substitute its own key), and answers the one match with ApproveTerminal
-// (dataKey, or legacy when the terminal does not support v2 or legacy is
-// set). It returns the approved key. Errors: a parse error of the code,
+// and the proof of the secret half (dataKey, or legacy when the terminal
+// does not support v2 or legacy is set). It returns the approved key.
+// Errors: a parse error of the code, ErrShortPairingCode (nothing asked),
 // ErrRouteUnsupported (the reference relay), ErrNoPendingPairing, and
 // ApproveTerminal's.
 func ApproveByCode(ctx context.Context, api *API, creds *crypto.Credentials, code string, legacy bool) ([32]byte, error) {
-	norm, err := crypto.ParsePairingCode(code)
+	norm, secret, err := crypto.ParseFullPairingCode(code)
 	if err != nil {
 		return [32]byte{}, err
+	}
+	if secret == "" {
+		return [32]byte{}, fmt.Errorf("relay: pairing code %s: %w", norm, ErrShortPairingCode)
 	}
 	if creds == nil || creds.AccountSecret == nil {
 		return [32]byte{}, fmt.Errorf("relay: approve terminal: %w", crypto.ErrNoAccountSecret)
@@ -123,38 +134,69 @@ func ApproveByCode(ctx context.Context, api *API, creds *crypto.Credentials, cod
 		}
 		match = &list[i]
 	}
-	if err := ApproveTerminal(ctx, api, creds, match.PublicKey, legacy || !match.SupportsV2); err != nil {
+	if err := ApproveTerminal(ctx, api, creds, match.PublicKey, secret, legacy || !match.SupportsV2); err != nil {
 		return [32]byte{}, err
 	}
 	return match.PublicKey, nil
 }
 
 // ParseTerminalKey reads the terminal's public key from what `happy auth
-// login` shows besides the code: the link happy://terminal?<base64url>, the
-// web link …/terminal/connect#key=<base64url>, or the bare key in base64url
-// or standard base64. Errors wrap crypto.ErrBadEncoding or
+// login` shows besides the code: the link happy://terminal?<base64url>
+// (with or without its &secret=), the web link
+// …/terminal/connect#key=<base64url>, or the bare key in base64url or
+// standard base64. Errors wrap crypto.ErrBadEncoding or
 // crypto.ErrBadLength.
 func ParseTerminalKey(s string) ([32]byte, error) {
+	key, _, err := ParseTerminalLink(s)
+	return key, err
+}
+
+// ParseTerminalLink is ParseTerminalKey that also reads the pairing secret
+// of happy's approve link (PairingRequest.ApproveLink):
+// happy://terminal?<base64url>&secret=SSSSS-SSSSS gives the key and
+// "SSSSS-SSSSS"; every other form gives an empty secret. Errors wrap
+// crypto.ErrBadEncoding or crypto.ErrBadLength, for the key or the secret
+// (also a link with any other part after the key).
+func ParseTerminalLink(s string) (key [32]byte, secret string, err error) {
 	s = strings.TrimSpace(s)
-	key := s
+	text := s
 	switch {
 	case strings.HasPrefix(s, "happy://terminal?"):
-		key = strings.TrimPrefix(s, "happy://terminal?")
+		text = strings.TrimPrefix(s, "happy://terminal?")
+		var rest string
+		var found bool
+		if text, rest, found = strings.Cut(text, "&"); found {
+			value, ok := strings.CutPrefix(rest, "secret=")
+			if !ok {
+				return key, "", fmt.Errorf("relay: terminal link: unknown part %q after the key: %w", cutText(rest, 20), crypto.ErrBadEncoding)
+			}
+			if secret, err = crypto.ParsePairingSecret(value); err != nil {
+				return key, "", fmt.Errorf("relay: terminal link: %w", err)
+			}
+		}
 	case strings.Contains(s, "#key="):
-		_, key, _ = strings.Cut(s, "#key=")
-		key, _, _ = strings.Cut(key, "&")
+		_, text, _ = strings.Cut(s, "#key=")
+		text, _, _ = strings.Cut(text, "&")
 	}
-	raw, err := crypto.DecodeBase64URL(key)
+	raw, err := crypto.DecodeBase64URL(text)
 	if err != nil {
-		raw, err = crypto.DecodeBase64(key)
+		raw, err = crypto.DecodeBase64(text)
 	}
 	if err != nil {
-		return [32]byte{}, fmt.Errorf("relay: terminal key: %w", err)
+		return key, "", fmt.Errorf("relay: terminal key: %w", err)
 	}
 	if len(raw) != 32 {
-		return [32]byte{}, fmt.Errorf("relay: terminal key of %d bytes, want 32: %w", len(raw), crypto.ErrBadLength)
+		return key, "", fmt.Errorf("relay: terminal key of %d bytes, want 32: %w", len(raw), crypto.ErrBadLength)
 	}
-	return [32]byte(raw), nil
+	return [32]byte(raw), secret, nil
+}
+
+// cutText returns at most n bytes of s, with "…" when it was longer.
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 // Revocation is the answer of POST /v1/auth/revoke.

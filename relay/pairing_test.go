@@ -40,12 +40,15 @@ func TestApproveByCode(t *testing.T) {
 	if st, err := api.AuthRequest(ctx, req.PublicKey[:]); err != nil || st.State != "requested" {
 		t.Fatalf("open request: %+v, %v", st, err)
 	}
-	typed := strings.ToLower(strings.ReplaceAll(req.Code(), "-", " "))
+	if _, err := ApproveByCode(ctx, api, owner, req.Code(), false); !errors.Is(err, ErrShortPairingCode) {
+		t.Fatalf("the code without its secret: %v", err)
+	}
+	typed := strings.ToLower(strings.ReplaceAll(req.FullCode(), "-", " "))
 	got, err := ApproveByCode(ctx, api, owner, typed, false)
 	if err != nil || got != req.PublicKey {
 		t.Fatalf("ApproveByCode = %x, %v", got, err)
 	}
-	creds, err := req.WaitApproved(ctx, api, 10*time.Millisecond)
+	creds, err := req.WaitApproved(ctx, api, 10*time.Millisecond, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +56,7 @@ func TestApproveByCode(t *testing.T) {
 		t.Fatalf("paired %s account %s, want dataKey %s", creds.Variant, AccountID(creds), AccountID(owner))
 	}
 	// Approved and delivered: the code finds nothing any more.
-	if _, err := ApproveByCode(ctx, api, owner, req.Code(), false); !errors.Is(err, ErrNoPendingPairing) {
+	if _, err := ApproveByCode(ctx, api, owner, req.FullCode(), false); !errors.Is(err, ErrNoPendingPairing) {
 		t.Fatalf("second approval: %v", err)
 	}
 	if _, err := ApproveByCode(ctx, api, owner, "ABCDE", false); !errors.Is(err, crypto.ErrBadLength) {
@@ -102,13 +105,14 @@ func TestApproveByCodeRefusesAWrongKey(t *testing.T) {
 	terminal, _, _ := crypto.NewBoxKeyPair()
 	relayKey, _, _ := crypto.NewBoxKeyPair()
 	ctx := context.Background()
+	full := crypto.FullPairingCode(terminal, "AAAAA-BBBBB")
 	for name, body := range map[string]string{
 		"the relay's key instead":     lookupBody(relayKey),
 		"the relay's key beside ours": lookupBody(terminal, relayKey),
 	} {
 		t.Run(name, func(t *testing.T) {
 			srv, answers := fakeRelay(t, 200, body)
-			_, err := ApproveByCode(ctx, testAPI(t, srv.URL), owner, crypto.PairingCode(terminal), false)
+			_, err := ApproveByCode(ctx, testAPI(t, srv.URL), owner, full, false)
 			if !errors.Is(err, ErrFingerprint) {
 				t.Fatalf("err = %v, want ErrFingerprint", err)
 			}
@@ -119,21 +123,21 @@ func TestApproveByCodeRefusesAWrongKey(t *testing.T) {
 	}
 	t.Run("the right key", func(t *testing.T) {
 		srv, answers := fakeRelay(t, 200, lookupBody(terminal))
-		got, err := ApproveByCode(ctx, testAPI(t, srv.URL), owner, crypto.PairingCode(terminal), false)
+		got, err := ApproveByCode(ctx, testAPI(t, srv.URL), owner, full, false)
 		if err != nil || got != terminal || *answers != 1 {
 			t.Fatalf("= %x, %v, %d answers", got, err, *answers)
 		}
 	})
 	t.Run("a relay without the route", func(t *testing.T) {
 		srv, _ := fakeRelay(t, 404, `{"error":"Route GET /v1/auth/request/lookup not found"}`)
-		_, err := ApproveByCode(ctx, testAPI(t, srv.URL), owner, crypto.PairingCode(terminal), false)
+		_, err := ApproveByCode(ctx, testAPI(t, srv.URL), owner, full, false)
 		if !errors.Is(err, ErrRouteUnsupported) {
 			t.Fatalf("err = %v, want ErrRouteUnsupported", err)
 		}
 	})
 	t.Run("a malformed answer", func(t *testing.T) {
 		srv, _ := fakeRelay(t, 200, `{"requests":[{"publicKey":"AAAA"}]}`)
-		_, err := ApproveByCode(ctx, testAPI(t, srv.URL), owner, crypto.PairingCode(terminal), false)
+		_, err := ApproveByCode(ctx, testAPI(t, srv.URL), owner, full, false)
 		if !errors.Is(err, ErrProtocol) {
 			t.Fatalf("err = %v, want ErrProtocol", err)
 		}
@@ -149,10 +153,26 @@ func TestParseTerminalKey(t *testing.T) {
 			t.Errorf("ParseTerminalKey(%q) = %x, %v", in, got, err)
 		}
 	}
-	for _, in := range []string{"", "happy://terminal?", "happy://terminal?AAAA", "not a key!"} {
+	for _, in := range []string{"", "happy://terminal?", "happy://terminal?AAAA", "not a key!", "happy://terminal?" + u + "&x=1", "happy://terminal?" + u + "&secret=ABC"} {
 		if _, err := ParseTerminalKey(in); err == nil {
 			t.Errorf("ParseTerminalKey(%q) accepted", in)
 		}
+	}
+	// happy's approve link carries the pairing secret; the app's does not.
+	for in, want := range map[string]string{
+		"happy://terminal?" + u + "&secret=abcde-fghij": "ABCDE-FGHIJ",
+		"happy://terminal?" + u + "&secret=ABCDEFGHIJ":  "ABCDE-FGHIJ",
+		"happy://terminal?" + u:                         "",
+		u:                                               "",
+	} {
+		got, secret, err := ParseTerminalLink(in)
+		if err != nil || got != key || secret != want {
+			t.Errorf("ParseTerminalLink(%q) = %x %q, %v; want secret %q", in, got, secret, err, want)
+		}
+	}
+	req, _ := NewPairingRequest()
+	if got, secret, err := ParseTerminalLink(req.ApproveLink()); err != nil || got != req.PublicKey || req.FullCode() != crypto.FullPairingCode(got, secret) {
+		t.Errorf("ApproveLink %q reads back as %x %q, %v", req.ApproveLink(), got, secret, err)
 	}
 }
 
@@ -424,7 +444,7 @@ func TestPairingRaceAttackerGetsNoToken(t *testing.T) {
 	if err != nil || len(found) != 1 || found[0].PublicKey != req.PublicKey {
 		t.Fatalf("the attacker's lookup = %+v, %v", found, err)
 	}
-	if _, err := ApproveByCode(ctx, api, owner, req.Code(), false); err != nil {
+	if _, err := ApproveByCode(ctx, api, owner, req.FullCode(), false); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
@@ -441,7 +461,7 @@ func TestPairingRaceAttackerGetsNoToken(t *testing.T) {
 			t.Fatalf("the sealed token opened without the terminal's key: %v", err)
 		}
 	}
-	creds, err := req.WaitApproved(ctx, api, 10*time.Millisecond)
+	creds, err := req.WaitApproved(ctx, api, 10*time.Millisecond, nil)
 	if err != nil {
 		t.Fatalf("the terminal after the attacker's polls: %v", err)
 	}
@@ -486,7 +506,7 @@ func TestWaitApprovedOnTheReferenceRelay(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	creds, err := req.WaitApproved(ctx, testAPI(t, srv.URL), 10*time.Millisecond)
+	creds, err := req.WaitApproved(ctx, testAPI(t, srv.URL), 10*time.Millisecond, func(*crypto.Credentials) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}

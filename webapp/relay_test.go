@@ -217,7 +217,7 @@ func openPairing(t *testing.T, api *relay.API) (*relay.PairingRequest, <-chan *c
 		// after answering it; a poll that takes the answer in between
 		// makes POST /v1/auth/response say 404 although the terminal got
 		// it. Fast polls make that likely.)
-		c, err := req.WaitApproved(ctx, api, relay.DefaultPairPoll)
+		c, err := req.WaitApproved(ctx, api, relay.DefaultPairPoll, nil)
 		if err != nil {
 			failed <- err
 			return
@@ -260,7 +260,7 @@ func TestApproveTerminalByCode(t *testing.T) {
 			p.t = t
 			req, got, failed := openPairing(t, p.api)
 			p.eval(`document.querySelector("#approve-code").value = ""`)
-			steps := []chromedp.Action[chromedp.Void]{chromedp.SendKeys("#approve-code", tc.typed(req.Code()))}
+			steps := []chromedp.Action[chromedp.Void]{chromedp.SendKeys("#approve-code", tc.typed(req.FullCode()))}
 			if string(p.eval(`document.querySelector("#approve-legacy").checked`)) != fmt.Sprint(tc.legacy) {
 				steps = append(steps, chromedp.Click("#approve-legacy"))
 			}
@@ -288,7 +288,7 @@ func TestApproveTerminalByCode(t *testing.T) {
 	p.t = t
 	// A code nobody shows is refused with a message; nothing changes.
 	p.eval(`document.querySelector("#approve-code").value = ""`)
-	p.do("approve an unknown code", chromedp.SendKeys("#approve-code", "AAAAA-AAAAA"), chromedp.Click("#approve-submit"))
+	p.do("approve an unknown code", chromedp.SendKeys("#approve-code", "AAAAA-AAAAA-AAAAA-AAAAA"), chromedp.Click("#approve-submit"))
 	p.wait("the refusal", `document.querySelector("#approve-result").className === "error"`)
 	if msg := p.text("#approve-result"); !strings.Contains(msg, "no open pairing request has the code AAAAA-AAAAA") {
 		t.Errorf("unknown code: %q", msg)
@@ -349,7 +349,7 @@ func TestForeignRelay(t *testing.T) {
 	p := openApp(t, base, creds)
 	req, got, failed := openPairing(t, newAPI(t, r.URL))
 	p.wait("the devices page", `!!document.querySelector("#approve-code")`)
-	p.do("approve through the foreign relay", chromedp.SendKeys("#approve-code", req.Code()), chromedp.Click("#approve-submit"))
+	p.do("approve through the foreign relay", chromedp.SendKeys("#approve-code", req.FullCode()), chromedp.Click("#approve-submit"))
 	p.wait("the refusal", `document.querySelector("#approve-result").className === "error"`)
 	msg := p.text("#approve-result")
 	if want := fmt.Sprintf("the relay answered code %s with a key whose code is %s: refused, nothing was sent", req.Code(), attacker.Code()); !strings.Contains(msg, want) {

@@ -133,6 +133,9 @@ func fixtures(t *testing.T) []byte {
 		"sealFixed":      sealFixedFixtures(t, acct, contentPub, terminalPub),
 		"machines":       machineFixtures(t, acct),
 		"terminalCode":   crypto.PairingCode(terminalPub),
+		"terminalFull":   crypto.FullPairingCode(terminalPub, fixedPairingSecret),
+		"pairingSecret":  fixedPairingSecret,
+		"proofVector":    proofVector(),
 		"accountSecret":  crypto.EncodeBase64(acct[:]),
 		"terminalSecret": crypto.EncodeBase64(terminal[:]),
 		"terminalPublic": crypto.EncodeBase64(terminalPub[:]),
@@ -274,12 +277,38 @@ func sealFixedFixtures(t *testing.T, acct, contentPub, terminalPub [32]byte) map
 		}
 		return crypto.EncodeBase64(b)
 	}
+	prove := func(r crypto.PairingResponse) crypto.PairingResponse {
+		p, err := crypto.ProvePairingResponse(r, fixedPairingSecret, terminalPub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	legacy := crypto.PairingResponse{Variant: crypto.VariantLegacy, Secret: acct}
+	dataKey := crypto.PairingResponse{Variant: crypto.VariantDataKey, ContentPublicKey: contentPub}
 	return map[string]string{
 		"ephemeralSecret": crypto.EncodeBase64(rnd[:32]),
 		"nonce":           crypto.EncodeBase64(rnd[32:]),
-		"legacy":          seal(crypto.PairingResponse{Variant: crypto.VariantLegacy, Secret: acct}),
-		"dataKey":         seal(crypto.PairingResponse{Variant: crypto.VariantDataKey, ContentPublicKey: contentPub}),
+		"legacy":          seal(legacy),
+		"dataKey":         seal(dataKey),
+		"legacyProven":    seal(prove(legacy)),
+		"dataKeyProven":   seal(prove(dataKey)),
 	}
+}
+
+// fixedPairingSecret is the terminal's pairing secret in the fixtures.
+const fixedPairingSecret = "QWERT-YUIOP"
+
+// proofVector is one crypto.PairingProof with its inputs, for the page's
+// pairingProof to reproduce.
+func proofVector() map[string]string {
+	var key [32]byte
+	for i := range key {
+		key[i] = byte(i * 7)
+	}
+	body := append([]byte{1}, bytes.Repeat([]byte{0xab}, 32)...)
+	proof := crypto.PairingProof("ABCDE-FGHIJ", key, body)
+	return map[string]string{"secret": "abcde fghij", "publicKey": crypto.EncodeBase64(key[:]), "body": crypto.EncodeBase64(body), "proof": crypto.EncodeBase64(proof[:])}
 }
 
 // machineFixtures are GET /v1/machines entries as a daemon writes them:

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -45,6 +47,9 @@ type authLoginOptions struct {
 	newAccount bool
 	backupKey  string
 	timeout    time.Duration
+	// acceptUnproven takes an approval without proof of the pairing
+	// secret (the reference app's) without asking.
+	acceptUnproven bool
 }
 
 func newAuthLoginCmd(f *factory) *cobra.Command {
@@ -54,17 +59,25 @@ func newAuthLoginCmd(f *factory) *cobra.Command {
 		Short: "Pair with an account on another device (QR code), or create / restore one",
 		Long: `Log this machine in to an account on the relay.
 
-Without flags, happy shows a link and a short pairing code, and a QR code
-when the relay is https beyond this machine (a phone cannot reach this
-machine's loopback address, nor pair safely over plain http): scan the QR
-code with the happy app, or type
+Without flags, happy shows a link and a pairing code, and a QR code when
+the relay is https beyond this machine (a phone cannot reach this
+machine's loopback address, nor pair safely over plain http): type
 
-  happy auth approve XXXXX-XXXXX
+  happy auth approve XXXXX-XXXXX-SSSSS-SSSSS
 
-on a machine already logged in to the account, and this machine is paired;
-happy waits until the request is approved. The pairing code is a
-fingerprint of this machine's key: the approving machine checks it itself,
-so the relay cannot slip its own key in.
+on a machine already logged in to the account (or the code in the web
+app's Devices page), or scan the QR code with the happy app, and this
+machine is paired; happy waits until the request is approved. The first
+half of the code is a fingerprint of this machine's key: the approving
+machine checks it itself, so the relay cannot slip its own key in. The
+second half is a secret that never reaches the relay: the approval
+carries a proof of it, so this machine knows the approval comes from
+someone who saw its screen, not from the relay or another account.
+
+The happy app's approval (the QR code) cannot carry that proof. Such an
+approval is not taken silently: on a terminal happy shows the account and
+asks you to confirm it is yours; otherwise it is refused unless
+--accept-unproven is given.
 
   --new-account      create a new account from a fresh secret, without any other
                      device, and print its backup key once
@@ -83,6 +96,7 @@ so the relay cannot slip its own key in.
 	cmd.Flags().BoolVar(&o.newAccount, "new-account", false, "create a new account and print its backup key")
 	cmd.Flags().StringVar(&o.backupKey, "backup-key", "", "restore the account with this backup key")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 10*time.Minute, "how long to wait for the pairing to be approved")
+	cmd.Flags().BoolVar(&o.acceptUnproven, "accept-unproven", false, "take an approval without proof of the pairing code (the happy app's) without asking")
 	return cmd
 }
 
@@ -130,8 +144,15 @@ func runAuthLogin(ctx context.Context, f *factory, o authLoginOptions) error {
 			return &exitError{code: exitRelay, err: err}
 		}
 	default:
-		creds, err = pairTerminal(ctx, f.stdout, api, o.timeout)
+		creds, err = pairTerminal(ctx, f, api, o)
 		if err != nil {
+			log.Warn().Err(err).Str("url", url).Msg("pairing not taken")
+		}
+		var ee *exitError
+		switch {
+		case errors.As(err, &ee):
+			return ee
+		case err != nil:
 			return &exitError{code: exitRelay, err: err}
 		}
 	}
@@ -152,8 +173,10 @@ func runAuthLogin(ctx context.Context, f *factory, o authLoginOptions) error {
 	return nil
 }
 
-// pairTerminal shows the pairing QR code and link and waits for approval.
-func pairTerminal(ctx context.Context, w io.Writer, api *relay.API, timeout time.Duration) (*crypto.Credentials, error) {
+// pairTerminal shows the pairing QR code, links and full code and waits
+// for approval. An approval that proves the pairing secret pairs; one with
+// a wrong proof is refused; one without proof goes to confirmUnproven.
+func pairTerminal(ctx context.Context, f *factory, api *relay.API, o authLoginOptions) (*crypto.Credentials, error) {
 	req, err := relay.NewPairingRequest()
 	if err != nil {
 		return nil, err
@@ -163,10 +186,49 @@ func pairTerminal(ctx context.Context, w io.Writer, api *relay.API, timeout time
 	if _, err := api.AuthRequest(ctx, req.PublicKey[:]); err != nil {
 		return nil, fmt.Errorf("relay: open pairing request: %w", err)
 	}
-	printTerminalPairing(w, api.BaseURL(), req.AppLink(), req.Code(), timeout)
-	wctx, cancel := context.WithTimeout(ctx, timeout)
+	printTerminalPairing(f.stdout, api.BaseURL(), req.AppLink(), req.ApproveLink(), req.FullCode(), o.timeout)
+	wctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	return req.WaitApproved(wctx, api, relay.DefaultPairPoll)
+	creds, err := req.WaitApproved(wctx, api, relay.DefaultPairPoll, func(c *crypto.Credentials) error {
+		return confirmUnproven(ctx, f, relay.AccountID(c), o.acceptUnproven)
+	})
+	if errors.Is(err, relay.ErrWrongPairingProof) {
+		return nil, &exitError{code: exitFailed, err: fmt.Errorf("%w; nothing was saved: run happy auth login again", err)}
+	}
+	return creds, err
+}
+
+// confirmUnproven decides on an approval of account that carries no proof
+// of the pairing secret (the happy app's, or one the relay or another
+// account made): taken with --accept-unproven (saying so), asked [y/N] when
+// stdin is a terminal (anything but y or yes, or the end of the input, is
+// no), refused otherwise. The error (an *exitError, exit 1) says what
+// happened; nothing is saved.
+func confirmUnproven(ctx context.Context, f *factory, account string, accept bool) error {
+	what := "Account " + account + " answered this terminal's pairing request without proof that it saw the full pairing code"
+	if accept {
+		fmt.Fprintf(f.stdout, "%s; taken as yours (--accept-unproven).\n", what)
+		return nil
+	}
+	if !f.isTerminal(f.stdin) {
+		return &exitError{code: exitFailed, err: fmt.Errorf("refused: account %s answered this terminal's pairing request without proof that it saw the full pairing code (the reference app, or a relay or another account answering in its place); nothing was saved. Run happy auth login again and approve with the full code, or pass --accept-unproven if you approved from the reference app and this is your account", account)}
+	}
+	fmt.Fprintf(f.stdout, "%s.\nThe happy app approves this way; so could the relay or another account that saw the code.\nIs %s your account (happy auth status on the approving device shows it)? [y/N] ", what, account)
+	answer := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(f.stdin).ReadString('\n')
+		answer <- strings.ToLower(strings.TrimSpace(line))
+	}()
+	select {
+	case a := <-answer:
+		if a == "y" || a == "yes" {
+			return nil
+		}
+		return &exitError{code: exitFailed, err: fmt.Errorf("not paired: account %s was not confirmed; nothing was saved (run happy auth login again)", account)}
+	case <-ctx.Done():
+		fmt.Fprintln(f.stdout)
+		return &exitError{code: exitFailed, err: fmt.Errorf("not paired: interrupted before account %s was confirmed; nothing was saved", account)}
+	}
 }
 
 // showQR draws text as a QR code for a terminal (half blocks, low error
@@ -221,14 +283,18 @@ func newAuthApproveCmd(f *factory) *cobra.Command {
 		Long: `Approve the pairing request of a terminal that runs happy auth login, from
 this machine (which must hold the account secret):
 
-  happy auth approve XXXXX-XXXXX              the short code it shows
+  happy auth approve XXXXX-XXXXX-SSSSS-SSSSS  the full code it shows
   happy auth approve 'happy://terminal?…'     or its link, or its bare key
   happy auth approve -- -KEY…                 (a bare key may start with -)
 
-With a code, happy asks the relay for the open request whose key has that
-code and checks the key's code itself before answering, so a relay cannot
-substitute its own key. Only happy's own relay can look a code up; on the
-reference relay pass the link instead.
+With a code, happy asks the relay for the open request whose key has the
+code's first half and checks the key's code itself before answering, so a
+relay cannot substitute its own key. The second half never leaves this
+machine: the answer carries a proof of it, which tells the terminal the
+approval comes from someone who saw its screen. The first half alone is
+refused. Only happy's own relay can look a code up; on the reference relay
+pass the link instead (the one with &secret=; a link or key without it
+makes the terminal ask its person to confirm the account).
 
 The terminal gets the dataKey answer (it reads the sessions it writes);
 --legacy gives it the account secret (it reads every session of the account).`,
@@ -242,12 +308,15 @@ The terminal gets the dataKey answer (it reads the sessions it writes);
 }
 
 func runAuthApprove(ctx context.Context, f *factory, arg string, legacy bool) error {
-	code, codeErr := crypto.ParsePairingCode(arg)
+	code, secret, codeErr := crypto.ParseFullPairingCode(arg)
+	if codeErr == nil && secret == "" {
+		return &usageError{err: fmt.Errorf("%s is only the first half of the pairing code: type the full code that happy auth login shows, %s-SSSSS-SSSSS (its second half proves to the terminal that the approval comes from someone who sees its screen)", code, code)}
+	}
 	var key [32]byte
 	if codeErr != nil {
 		var keyErr error
-		if key, keyErr = relay.ParseTerminalKey(arg); keyErr != nil {
-			return &usageError{err: fmt.Errorf("%q is neither a pairing code (XXXXX-XXXXX) nor a terminal link or key", cutText(arg, 60))}
+		if key, secret, keyErr = relay.ParseTerminalLink(arg); keyErr != nil {
+			return &usageError{err: fmt.Errorf("%q is neither a pairing code (XXXXX-XXXXX-SSSSS-SSSSS) nor a terminal link or key", cutText(arg, 60))}
 		}
 	}
 	creds, api, url, err := accountAPI(ctx, f, "", "approving a terminal")
@@ -256,7 +325,7 @@ func runAuthApprove(ctx context.Context, f *factory, arg string, legacy bool) er
 	}
 	defer api.CloseIdleConnections()
 	if codeErr == nil {
-		key, err = relay.ApproveByCode(ctx, api, creds, code, legacy)
+		key, err = relay.ApproveByCode(ctx, api, creds, arg, legacy)
 		switch {
 		case errors.Is(err, relay.ErrRouteUnsupported):
 			return &exitError{code: exitRelay, err: fmt.Errorf("the relay %s cannot look up pairing codes (only happy's own relay can); approve with the link that happy auth login shows: happy auth approve 'happy://terminal?…'", url)}
@@ -275,7 +344,7 @@ func runAuthApprove(ctx context.Context, f *factory, arg string, legacy bool) er
 		if st != "pending" {
 			return &exitError{code: exitFailed, err: fmt.Errorf("no terminal is waiting with this key on %s (relay says %q: expired, or approved already)", url, st)}
 		}
-		if err := relay.ApproveTerminal(ctx, api, creds, key, legacy); err != nil {
+		if err := relay.ApproveTerminal(ctx, api, creds, key, secret, legacy); err != nil {
 			return &exitError{code: exitRelay, err: err}
 		}
 	}
@@ -283,7 +352,12 @@ func runAuthApprove(ctx context.Context, f *factory, arg string, legacy bool) er
 	if legacy {
 		what = "legacy: it holds the account secret and reads every session"
 	}
-	_, err = fmt.Fprintf(f.stdout, "Approved the terminal with code %s for account %s on %s (%s).\n", crypto.PairingCode(key), relay.AccountID(creds), url, what)
+	if _, err := fmt.Fprintf(f.stdout, "Approved the terminal with code %s for account %s on %s (%s).\n", crypto.PairingCode(key), relay.AccountID(creds), url, what); err != nil {
+		return err
+	}
+	if secret == "" {
+		_, err = fmt.Fprintf(f.stdout, "The link or key carries no pairing secret, so the approval proves nothing to the terminal: it shows account %s and asks its person to confirm it.\n", relay.AccountID(creds))
+	}
 	return err
 }
 

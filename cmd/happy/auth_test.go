@@ -176,7 +176,9 @@ func TestAuthLoginPairing(t *testing.T) {
 		}
 		return st == "pending"
 	})
-	if err := relay.ApproveTerminal(ctx, api, ownerCreds, [32]byte(pk), false); err != nil {
+	// The app knows the pairing secret from the full code on the screen.
+	secret := waitForOutput(t, &out, &errb, approveRe)[2]
+	if err := relay.ApproveTerminal(ctx, api, ownerCreds, [32]byte(pk), secret, false); err != nil {
 		t.Fatal(err)
 	}
 	select {

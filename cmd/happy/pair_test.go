@@ -53,13 +53,20 @@ func waitForOutput(t *testing.T, out, errb *syncBuffer, re *regexp.Regexp) []str
 	return m
 }
 
-// startLogin runs happy auth login on env in the background; it returns
-// the output and the exit code channel.
+// startLogin runs happy auth login on env in the background, with no
+// terminal on stdin; it returns the output and the exit code channel.
 func startLogin(t *testing.T, env map[string]string) (*syncBuffer, *syncBuffer, chan int) {
+	return startLoginWith(t, env, "", false)
+}
+
+// startLoginWith is startLogin with stdin and whether stdin is a terminal
+// (tty), and more arguments.
+func startLoginWith(t *testing.T, env map[string]string, stdin string, tty bool, args ...string) (*syncBuffer, *syncBuffer, chan int) {
 	var out, errb syncBuffer
-	f := newFactory(strings.NewReader(""), &out, &errb, func(k string) string { return env[k] })
+	f := newFactory(strings.NewReader(stdin), &out, &errb, func(k string) string { return env[k] })
+	f.isTerminal = func(s any) bool { return tty && s == f.stdin }
 	done := make(chan int, 1)
-	go func() { done <- run([]string{"auth", "login", "--timeout", "30s"}, f) }()
+	go func() { done <- run(append([]string{"auth", "login", "--timeout", "30s"}, args...), f) }()
 	return &out, &errb, done
 }
 
@@ -74,7 +81,9 @@ func waitExit(t *testing.T, done chan int, errb *syncBuffer) int {
 	}
 }
 
-var approveRe = regexp.MustCompile(`(?m)^    happy auth approve ([A-Z2-7]{5}-[A-Z2-7]{5})$`)
+// approveRe is the full pairing code happy auth login shows: the code
+// (fingerprint) and the pairing secret.
+var approveRe = regexp.MustCompile(`(?m)^    happy auth approve ([A-Z2-7]{5}-[A-Z2-7]{5})-([A-Z2-7]{5}-[A-Z2-7]{5})$`)
 
 // TestAuthApproveByCode pairs two homes terminal to terminal: the new
 // machine shows a code, the owner types it.
@@ -84,12 +93,21 @@ func TestAuthApproveByCode(t *testing.T) {
 			url := servertest.Start(t).URL
 			owner, ownerCreds := newOwner(t, url)
 			paired := authEnv(t, url)
-			out, errb, done := startLogin(t, paired)
-			code := waitForOutput(t, out, errb, approveRe)[1]
-			link := waitForOutput(t, out, errb, regexp.MustCompile(`happy://terminal\?[A-Za-z0-9_-]+`))[0]
-			key, err := relay.ParseTerminalKey(link)
-			if err != nil || crypto.PairingCode(key) != code {
-				t.Fatalf("the code %s is not the fingerprint of the link's key (%v)", code, err)
+			var out, errb *syncBuffer
+			var done chan int
+			if how == "key" {
+				// A bare key proves nothing: the terminal takes it only
+				// when told to.
+				out, errb, done = startLoginWith(t, paired, "", false, "--accept-unproven")
+			} else {
+				out, errb, done = startLogin(t, paired)
+			}
+			m := waitForOutput(t, out, errb, approveRe)
+			code, full := m[1], m[1]+"-"+m[2]
+			link := waitForOutput(t, out, errb, regexp.MustCompile(`happy://terminal\?[A-Za-z0-9_-]+&secret=[A-Z2-7-]+`))[0]
+			key, secret, err := relay.ParseTerminalLink(link)
+			if err != nil || crypto.PairingCode(key) != code || secret != m[2] {
+				t.Fatalf("the code %s is not the fingerprint of the link's key, or %s not its secret (%v)", full, link, err)
 			}
 			// The request exists once the terminal polled.
 			api, _ := relay.NewAPI(relay.HTTPConfig{BaseURL: url})
@@ -97,11 +115,11 @@ func TestAuthApproveByCode(t *testing.T) {
 				st, _ := api.AuthRequestStatus(context.Background(), key[:])
 				return st == "pending"
 			})
-			args := []string{"auth", "approve", code}
+			args := []string{"auth", "approve", full}
 			variant, reads := crypto.VariantDataKey, "dataKey: it reads the sessions it writes"
 			switch how {
 			case "typed code":
-				args[2] = strings.ToLower(strings.ReplaceAll(code, "-", ""))
+				args[2] = strings.ToLower(strings.ReplaceAll(full, "-", " "))
 			case "link":
 				args[2] = link
 			case "key":
@@ -114,6 +132,9 @@ func TestAuthApproveByCode(t *testing.T) {
 			}
 			c, stdout, stderr := runHappy(t, owner, args...)
 			want := "Approved the terminal with code " + code + " for account " + relay.AccountID(ownerCreds) + " on " + url + " (" + reads + ").\n"
+			if how == "key" {
+				want += "The link or key carries no pairing secret, so the approval proves nothing to the terminal: it shows account " + relay.AccountID(ownerCreds) + " and asks its person to confirm it.\n"
+			}
 			if c != exitOK || stdout != want {
 				t.Fatalf("approve = %d %q %q, want %q", c, stdout, stderr, want)
 			}
@@ -127,8 +148,15 @@ func TestAuthApproveByCode(t *testing.T) {
 			if creds.Variant != variant || relay.AccountID(creds) != relay.AccountID(ownerCreds) {
 				t.Fatalf("paired %s %s, want %s %s", creds.Variant, relay.AccountID(creds), variant, relay.AccountID(ownerCreds))
 			}
+			wantOut := "Paired with account " + relay.AccountID(ownerCreds) + " on " + url + ".\n"
+			if how == "key" {
+				wantOut = "Account " + relay.AccountID(ownerCreds) + " answered this terminal's pairing request without proof that it saw the full pairing code; taken as yours (--accept-unproven).\n" + wantOut
+			}
+			if !strings.HasSuffix(out.String(), "Waiting for approval (up to 30s)…\n"+wantOut) {
+				t.Fatalf("login output:\n%s", out.String())
+			}
 			// The code was used: approving it again finds nothing.
-			c, _, stderr = runHappy(t, owner, "auth", "approve", code)
+			c, _, stderr = runHappy(t, owner, "auth", "approve", full)
 			if c != exitFailed || !strings.Contains(stderr, "no terminal is waiting with code "+code) {
 				t.Fatalf("second approve = %d %q", c, stderr)
 			}
@@ -141,6 +169,7 @@ func TestAuthApproveRefusals(t *testing.T) {
 	owner, _ := newOwner(t, url)
 	terminal, _, _ := crypto.NewBoxKeyPair()
 	code := crypto.PairingCode(terminal)
+	full := crypto.FullPairingCode(terminal, "AAAAA-BBBBB")
 	relayKey, _, _ := crypto.NewBoxKeyPair()
 	answered := 0
 	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -159,7 +188,7 @@ func TestAuthApproveRefusals(t *testing.T) {
 	}))
 	defer fake.Close()
 	evil := map[string]string{"HAPPY_HOME_DIR": owner["HAPPY_HOME_DIR"], "HAPPY_SERVER_URL": fake.URL}
-	c, _, stderr := runHappy(t, evil, "auth", "approve", code)
+	c, _, stderr := runHappy(t, evil, "auth", "approve", full)
 	if c != exitRelay || !strings.Contains(stderr, "happy: refused: relay: the relay answered code "+code+" with a key whose code is "+crypto.PairingCode(relayKey)) || answered != 0 {
 		t.Fatalf("a relay substituting its key: %d %q, %d answers", c, stderr, answered)
 	}
@@ -170,7 +199,7 @@ func TestAuthApproveRefusals(t *testing.T) {
 	}))
 	defer reference.Close()
 	ref := map[string]string{"HAPPY_HOME_DIR": owner["HAPPY_HOME_DIR"], "HAPPY_SERVER_URL": reference.URL}
-	c, _, stderr = runHappy(t, ref, "auth", "approve", code)
+	c, _, stderr = runHappy(t, ref, "auth", "approve", full)
 	if c != exitRelay || !strings.HasPrefix(stderr, "happy: the relay "+reference.URL+" cannot look up pairing codes (only happy's own relay can); approve with the link that happy auth login shows: happy auth approve 'happy://terminal?…'\n") {
 		t.Fatalf("reference relay: %d %q", c, stderr)
 	}
@@ -180,9 +209,10 @@ func TestAuthApproveRefusals(t *testing.T) {
 		code   int
 		stderr string
 	}{
-		{[]string{"auth", "approve", "nonsense"}, exitUsage, "happy: \"nonsense\" is neither a pairing code (XXXXX-XXXXX) nor a terminal link or key\n"},
+		{[]string{"auth", "approve", "nonsense"}, exitUsage, "happy: \"nonsense\" is neither a pairing code (XXXXX-XXXXX-SSSSS-SSSSS) nor a terminal link or key\n"},
 		{[]string{"auth", "approve"}, exitUsage, "happy: accepts 1 arg(s), received 0\n"},
-		{[]string{"auth", "approve", code}, exitFailed, "happy: no terminal is waiting with code " + code + " on " + url + " (mistyped, expired, or approved already; happy auth login shows a new code when restarted)\n"},
+		{[]string{"auth", "approve", code}, exitUsage, "happy: " + code + " is only the first half of the pairing code: type the full code that happy auth login shows, " + code + "-SSSSS-SSSSS (its second half proves to the terminal that the approval comes from someone who sees its screen)\n"},
+		{[]string{"auth", "approve", full}, exitFailed, "happy: no terminal is waiting with code " + code + " on " + url + " (mistyped, expired, or approved already; happy auth login shows a new code when restarted)\n"},
 		{[]string{"auth", "approve", "happy://terminal?" + crypto.EncodeBase64URL(terminal[:])}, exitFailed, "happy: no terminal is waiting with this key on " + url + " (relay says \"not_found\": expired, or approved already)\n"},
 	} {
 		c, _, stderr := runHappy(t, owner, tc.args...)
@@ -193,14 +223,14 @@ func TestAuthApproveRefusals(t *testing.T) {
 	// A machine without the account secret cannot approve.
 	paired := authEnv(t, url)
 	out, errb, done := startLogin(t, paired)
-	pc := waitForOutput(t, out, errb, approveRe)[1]
-	if c, _, stderr := runHappy(t, owner, "auth", "approve", pc); c != exitOK {
+	pm := waitForOutput(t, out, errb, approveRe)
+	if c, _, stderr := runHappy(t, owner, "auth", "approve", pm[1]+"-"+pm[2]); c != exitOK {
 		t.Fatalf("approve: %s", stderr)
 	}
 	if c := waitExit(t, done, errb); c != exitOK {
 		t.Fatal(errb.String())
 	}
-	if c, _, stderr := runHappy(t, paired, "auth", "approve", code); c != exitFailed || !strings.Contains(stderr, "does not hold the account secret, which approving a terminal needs") {
+	if c, _, stderr := runHappy(t, paired, "auth", "approve", full); c != exitFailed || !strings.Contains(stderr, "does not hold the account secret, which approving a terminal needs") {
 		t.Fatalf("approve from a paired machine: %d %q", c, stderr)
 	}
 }

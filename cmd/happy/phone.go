@@ -99,26 +99,32 @@ func printWebLink(w io.Writer, link, relay string, trusted bool) {
 const keepLinkPrivate = "It works once, within a few minutes. Until it is used, whoever has it can read every session of the account: keep it private.\n"
 
 // printTerminalPairing prints what happy auth login shows while it waits:
-// the QR code of the terminal's link for the happy app only when the relay
-// is https beyond this machine (a phone can reach it), else why not; the
-// link and the pairing code for another terminal always.
-func printTerminalPairing(w io.Writer, relay, link, code string, timeout time.Duration) {
+// the QR code of the terminal's reference link (appLink) for the happy app
+// only when the relay is https beyond this machine (a phone can reach it),
+// else why not and happy's own link (approveLink, with the pairing
+// secret); the full pairing code for another terminal always. The code and
+// approveLink carry the pairing secret: only an approval made with them
+// pairs without asking (docs/ARCHITECTURE.md, section "Pairing").
+func printTerminalPairing(w io.Writer, relay, appLink, approveLink, code string, timeout time.Duration) {
 	switch r, _ := phoneReach(relay); r {
 	case reachPhone:
 		fmt.Fprintln(w, "Scan this code with the happy app on a device logged in to your account:")
 		fmt.Fprintln(w)
-		showQR(w, link)
+		showQR(w, appLink)
 		fmt.Fprintln(w)
-		fmt.Fprintf(w, "or open this link on that device:\n\n    %s\n\n", link)
+		fmt.Fprintf(w, "or open this link on that device:\n\n    %s\n\n", appLink)
+		fmt.Fprintln(w, "(The app's approval cannot prove it saw this screen: this terminal then shows the account and asks you to confirm it is yours.)")
+		fmt.Fprintln(w)
 	case reachLoopback:
 		fmt.Fprintf(w, "No QR code: the relay %s is on this machine's loopback address, which a phone cannot reach. "+
 			"For a phone, the relay needs an https address the phone can reach: %s.\n\n", relay, phoneWays)
-		fmt.Fprintf(w, "Approve this machine from another terminal with its link:\n\n    happy auth approve '%s'\n\n", link)
+		fmt.Fprintf(w, "Approve this machine from another terminal with its link:\n\n    happy auth approve '%s'\n\n", approveLink)
 	default:
 		fmt.Fprintf(w, "No QR code: the relay %s is plain http: the happy app's token would cross the network in clear text, and %s, so it cannot approve from a phone's browser either. Serve the relay over https: %s.\n\n", relay, webCryptoWhy, phoneWays)
-		fmt.Fprintf(w, "Approve this machine from another terminal with its link:\n\n    happy auth approve '%s'\n\n", link)
+		fmt.Fprintf(w, "Approve this machine from another terminal with its link:\n\n    happy auth approve '%s'\n\n", approveLink)
 	}
-	fmt.Fprintf(w, "or run this on a machine logged in to the account (or type the code in the web app's Devices page):\n\n    happy auth approve %s\n\nWaiting for approval (up to %s)…\n", code, timeout)
+	fmt.Fprintf(w, "or run this on a machine logged in to the account (or type the code in the web app's Devices page):\n\n    happy auth approve %s\n\n"+
+		"Only the whole code proves the approval comes from someone who sees this screen: keep it to yourself.\nWaiting for approval (up to %s)…\n", code, timeout)
 }
 
 // untrustedRelayNote is what happy web says when it serves the web app

@@ -79,22 +79,25 @@ func TestWebLinkOutput(t *testing.T) {
 // happy app only when the relay is https beyond this machine; the code and
 // the link for another terminal are always there.
 func TestTerminalPairingOutput(t *testing.T) {
-	const link, code = "happy://terminal?AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "ABCDE-FGHIJ"
+	const link, code = "happy://terminal?AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "ABCDE-FGHIJ-KLMNO-PQRST"
+	const approveLink = link + "&secret=KLMNO-PQRST"
 	var qr strings.Builder
 	showQR(&qr, link)
-	approve := "or run this on a machine logged in to the account (or type the code in the web app's Devices page):\n\n    happy auth approve " + code + "\n\nWaiting for approval (up to 10m0s)…\n"
+	approve := "or run this on a machine logged in to the account (or type the code in the web app's Devices page):\n\n    happy auth approve " + code + "\n\n" +
+		"Only the whole code proves the approval comes from someone who sees this screen: keep it to yourself.\nWaiting for approval (up to 10m0s)…\n"
 	for _, tc := range []struct{ relay, want string }{
 		{"https://relay.example.com", "Scan this code with the happy app on a device logged in to your account:\n\n" + qr.String() +
-			"\nor open this link on that device:\n\n    " + link + "\n\n" + approve},
+			"\nor open this link on that device:\n\n    " + link + "\n\n" +
+			"(The app's approval cannot prove it saw this screen: this terminal then shows the account and asks you to confirm it is yours.)\n\n" + approve},
 		{"http://127.0.0.1:3005", "No QR code: the relay http://127.0.0.1:3005 is on this machine's loopback address, which a phone cannot reach. " +
 			"For a phone, the relay needs an https address the phone can reach: happy server --domain NAME on a machine with a DNS name, a tunnel (Tailscale, Cloudflare Tunnel) or an https reverse proxy; see \"From your phone\" in happy's README.\n\n" +
-			"Approve this machine from another terminal with its link:\n\n    happy auth approve '" + link + "'\n\n" + approve},
+			"Approve this machine from another terminal with its link:\n\n    happy auth approve '" + approveLink + "'\n\n" + approve},
 		{"http://192.168.1.5:3005", "No QR code: the relay http://192.168.1.5:3005 is plain http: the happy app's token would cross the network in clear text, and browsers give the web app WebCrypto, which it decrypts with, only on https pages and on their own machine's loopback address, so it cannot approve from a phone's browser either. " +
 			"Serve the relay over https: happy server --domain NAME on a machine with a DNS name, a tunnel (Tailscale, Cloudflare Tunnel) or an https reverse proxy; see \"From your phone\" in happy's README.\n\n" +
-			"Approve this machine from another terminal with its link:\n\n    happy auth approve '" + link + "'\n\n" + approve},
+			"Approve this machine from another terminal with its link:\n\n    happy auth approve '" + approveLink + "'\n\n" + approve},
 	} {
 		var b strings.Builder
-		printTerminalPairing(&b, tc.relay, link, code, 10*time.Minute)
+		printTerminalPairing(&b, tc.relay, link, approveLink, code, 10*time.Minute)
 		if b.String() != tc.want {
 			t.Errorf("relay %s:\n got %q\nwant %q", tc.relay, b.String(), tc.want)
 		}

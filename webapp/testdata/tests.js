@@ -801,9 +801,30 @@ test("pairing responses sealed by the page equal crypto.SealPairingResponse's by
   await rejects(Promise.resolve().then(() => c.sealPairingResponse({ variant: "legacy", secret: new Uint8Array(32) }, new Uint8Array(31))), "bad_length", "short terminal key");
 });
 
+test("pairing proofs equal crypto.PairingProof, proven responses crypto.SealPairingResponse's bytes, full codes split as crypto.ParseFullPairingCode", async () => {
+  const v = fx.proofVector;
+  eq(c.b64encode(await c.pairingProof(v.secret, b64(v.publicKey), b64(v.body))), v.proof, "proof vector");
+  const f = fx.sealFixed, term = b64(fx.terminalPublic), eph = b64(f.ephemeralSecret), nonce = b64(f.nonce);
+  const legacy = await c.provePairingResponse({ variant: "legacy", secret: b64(fx.accountSecret) }, fx.pairingSecret.toLowerCase(), term);
+  const dataKey = await c.provePairingResponse({ variant: "dataKey", contentPublicKey: b64(fx.contentPublic) }, fx.pairingSecret, term);
+  eq(c.b64encode(c.sealPairingResponse(legacy, term, eph, nonce)), f.legacyProven, "proven legacy bytes");
+  eq(c.b64encode(c.sealPairingResponse(dataKey, term, eph, nonce)), f.dataKeyProven, "proven dataKey bytes");
+  const opened = c.openPairingResponse(c.sealPairingResponse(dataKey, term), b64(fx.terminalSecret));
+  eq([opened.variant, c.b64encode(opened.contentPublicKey), c.hex(opened.proof)], ["dataKey", fx.contentPublic, c.hex(dataKey.proof)], "proven seal opens");
+  await rejects(Promise.resolve().then(() => c.sealPairingResponse({ ...dataKey, proof: new Uint8Array(31) }, term)), "bad_length", "short proof");
+  const [code, secret] = [fx.terminalFull.slice(0, 11), fx.terminalFull.slice(12)];
+  eq(c.parseFullPairingCode(fx.terminalFull.toLowerCase().replaceAll("-", " ")), { code, secret }, "full code");
+  eq(c.parseFullPairingCode(code), { code, secret: "" }, "short code");
+  for (const bad of [code + "-ABCDE", fx.terminalFull + "A", ""]) await rejects(Promise.resolve().then(() => c.parseFullPairingCode(bad)), "bad_length", `parseFullPairingCode(${bad})`);
+});
+
 test("terminal keys read from the app link, the web link and the bare key", async () => {
   const key = b64(fx.terminalPublic), u = c.b64url(key);
   for (const s of ["happy://terminal?" + u, "https://app.example/terminal/connect#key=" + u + "&x=1", "  " + u + "\n", fx.terminalPublic]) eq(c.hex(c.parseTerminalKey(s)), c.hex(key), `parseTerminalKey(${s.slice(0, 30)}…)`);
+  const link = c.parseTerminalLink("happy://terminal?" + u + "&secret=qwert-yuiop");
+  eq([c.hex(link.key), link.secret], [c.hex(key), "QWERT-YUIOP"], "happy's approve link");
+  eq(c.parseTerminalLink("happy://terminal?" + u).secret, "", "the app's link has no secret");
+  await rejects(Promise.resolve().then(() => c.parseTerminalKey("happy://terminal?" + u + "&x=1")), "bad_encoding", "unknown part");
   await rejects(Promise.resolve().then(() => c.parseTerminalKey("happy://terminal?AAAA")), "bad_length", "short key");
   await rejects(Promise.resolve().then(() => c.parseTerminalKey("not a key!")), "bad_encoding", "garbage");
 });
@@ -820,42 +841,53 @@ function fakeRelay({ lookup = [], status = null, lookupError = null, revoke = nu
 
 test("approveTerminal checks every key's code and seals as relay.ApproveTerminal does", async () => {
   const secret = b64(fx.accountSecret), key = b64(fx.terminalPublic), term = b64(fx.terminalSecret);
-  const typed = fx.terminalCode.toLowerCase().replace("-", " ");
-  // dataKey by default
+  const typed = fx.terminalFull.toLowerCase().replaceAll("-", " ");
+  const full = fx.terminalFull;
+  // dataKey by default, with the proof of the code's second half
   let f = fakeRelay({ lookup: [{ publicKey: key, supportsV2: true }] });
   let r = await approveTerminal(f, secret, typed);
-  eq([r.code, r.variant, f.lookups, f.posted.length], [fx.terminalCode, "dataKey", [fx.terminalCode], 1], "dataKey approval");
+  eq([r.code, r.variant, r.proven, f.lookups, f.posted.length], [fx.terminalCode, "dataKey", true, [fx.terminalCode], 1], "dataKey approval");
   let opened = c.openPairingResponse(f.posted[0].bundle, term);
   eq([c.hex(f.posted[0].key), opened.variant, c.b64encode(opened.contentPublicKey)], [c.hex(key), "dataKey", fx.contentPublic], "dataKey bundle");
+  eq(c.hex(opened.proof), c.hex(await c.pairingProof(fx.pairingSecret, key, c.concat(new Uint8Array([1]), opened.contentPublicKey))), "the proof is crypto.PairingProof's");
+  // the code's first half alone proves nothing: refused, nothing asked or sent
+  f = fakeRelay({ lookup: [{ publicKey: key, supportsV2: true }] });
+  let e = await refusal(approveTerminal(f, secret, fx.terminalCode));
+  eq([e?.reason, f.lookups.length, f.posted.length], ["short_code", 0, 0], "short code");
+  ok(e.message.includes(fx.terminalCode + "-SSSSS-SSSSS"), "the refusal names the full code: " + e.message);
   // the checkbox, and a terminal without v2, share the secret
   for (const [opts, v2, what] of [[{ legacy: true }, true, "legacy asked"], [{}, false, "no v2"]]) {
     f = fakeRelay({ lookup: [{ publicKey: key, supportsV2: v2 }] });
-    r = await approveTerminal(f, secret, fx.terminalCode, opts);
+    r = await approveTerminal(f, secret, full, opts);
     opened = c.openPairingResponse(f.posted[0].bundle, term);
-    eq([r.variant, opened.variant, c.b64encode(opened.secret)], ["legacy", "legacy", fx.accountSecret], what);
+    eq([r.variant, opened.variant, c.b64encode(opened.secret), opened.proof?.length], ["legacy", "legacy", fx.accountSecret, 32], what);
   }
   // a key whose code is not the typed one is refused; nothing is posted
   const other = b64(fx.pairingCodes[0].publicKey);
   for (const [lookup, reason] of [[[{ publicKey: other, supportsV2: true }], "fingerprint"], [[{ publicKey: key, supportsV2: true }, { publicKey: other, supportsV2: true }], "fingerprint"], [[], "not_found"]]) {
     f = fakeRelay({ lookup });
-    const e = await refusal(approveTerminal(f, secret, fx.terminalCode));
+    const e = await refusal(approveTerminal(f, secret, full));
     eq([e instanceof ApproveError, e?.reason, f.posted.length], [true, reason, 0], `refusal ${reason}`);
     if (reason === "fingerprint") ok(e.message.includes(fx.terminalCode) && e.message.includes("nothing was sent"), "the message names the code and says nothing was sent: " + e.message);
   }
   f = fakeRelay({ lookup: [{ publicKey: key, supportsV2: true }, { publicKey: key, supportsV2: true }] });
-  eq((await approveTerminal(f, secret, fx.terminalCode)).variant, "dataKey", "the same key twice is one request");
+  eq((await approveTerminal(f, secret, full)).variant, "dataKey", "the same key twice is one request");
   // a relay without the lookup route
   for (const status of [404, 405, 501]) {
     f = fakeRelay({ lookupError: new RelayError(status, "Not found") });
-    const e = await refusal(approveTerminal(f, secret, fx.terminalCode));
+    const e = await refusal(approveTerminal(f, secret, full));
     eq([e?.reason, f.posted.length], ["unsupported", 0], `lookup ${status}`);
   }
   f = fakeRelay({ lookupError: new RelayError(500, "boom") });
-  eq((await refusal(approveTerminal(f, secret, fx.terminalCode)))?.status, 500, "other relay errors pass through");
-  // a pasted link asks the status route instead
+  eq((await refusal(approveTerminal(f, secret, full)))?.status, 500, "other relay errors pass through");
+  // a pasted link asks the status route instead; the app's link proves nothing
   f = fakeRelay({ status: { status: "pending", supportsV2: true } });
   r = await approveTerminal(f, secret, "happy://terminal?" + c.b64url(key));
-  eq([r.code, r.variant, f.lookups.length, f.posted.length], [fx.terminalCode, "dataKey", 0, 1], "link approval");
+  eq([r.code, r.variant, r.proven, f.lookups.length, f.posted.length], [fx.terminalCode, "dataKey", false, 0, 1], "link approval");
+  eq(c.openPairingResponse(f.posted[0].bundle, term).proof, undefined, "no proof without the secret");
+  f = fakeRelay({ status: { status: "pending", supportsV2: true } });
+  r = await approveTerminal(f, secret, "happy://terminal?" + c.b64url(key) + "&secret=" + fx.pairingSecret);
+  eq([r.proven, c.openPairingResponse(f.posted[0].bundle, term).proof?.length], [true, 32], "happy's approve link proves the secret");
   f = fakeRelay({ status: { status: "not_found", supportsV2: false } });
   eq((await refusal(approveTerminal(f, secret, c.b64url(key))))?.reason, "not_found", "link of no open request");
   eq((await refusal(approveTerminal(fakeRelay(), secret, "hello")))?.reason, "input", "neither code nor key");

@@ -168,12 +168,15 @@ export function unwrapDataKey(bundle, contentSecretKey) {
 /** openPairingResponse opens the approving device's bundle with the terminal
  * (here: browser) secret: {variant:"legacy", secret} or {variant:"dataKey", contentPublicKey}. */
 export function openPairingResponse(bundle, terminalSecret) {
-  if (bundle.length > 105) throw new CryptoError("bad_length", `pairing response of ${bundle.length} bytes (at most 105)`);
+  if (bundle.length > 137) throw new CryptoError("bad_length", `pairing response of ${bundle.length} bytes (at most 137)`);
   const plain = openBox(bundle, terminalSecret, "pairing response");
   if (plain.length === 32) return { variant: "legacy", secret: plain };
   if (plain.length === 33 && plain[0] === 0) return { variant: "dataKey", contentPublicKey: plain.slice(1) };
-  if (plain.length === 33) throw new CryptoError("unsupported_version", `pairing response: payload tag ${plain[0]}`);
-  throw new CryptoError("bad_length", `pairing response: payload of ${plain.length} bytes, want 32 or 33`);
+  // A proven answer (crypto.ProvePairingResponse): a terminal's, read here for tests.
+  if (plain.length === 64) return { variant: "legacy", secret: plain.slice(0, 32), proof: plain.slice(32) };
+  if (plain.length === 65 && plain[0] === 1) return { variant: "dataKey", contentPublicKey: plain.slice(1, 33), proof: plain.slice(33) };
+  if (plain.length === 33 || plain.length === 65) throw new CryptoError("unsupported_version", `pairing response: payload tag ${plain[0]}`);
+  throw new CryptoError("bad_length", `pairing response: payload of ${plain.length} bytes, want 32, 33, 64 or 65`);
 }
 
 /** openSealedToken opens the relay's sealedToken (ephemeralPublicKey(32) |
@@ -296,41 +299,107 @@ export async function pairingCode(publicKey) {
  * case ignored, spaces, tabs and dashes dropped, 0/1/8 read as O/I/B; any
  * other character is bad_encoding, another length than 10 bad_length. */
 export function parsePairingCode(s) {
+  const out = normaliseCode(s, 10);
+  if (out.length !== 10) throw new CryptoError("bad_length", `pairing code: ${out.length} characters, want 10`);
+  return out.slice(0, 5) + "-" + out.slice(5);
+}
+
+/** normaliseCode reads a typed code as parsePairingCode does, up to max characters. */
+function normaliseCode(s, max) {
   let out = "";
   for (const ch of String(s)) {
     if (ch === " " || ch === "-" || ch === "\t") continue;
     let c = ch >= "a" && ch <= "z" ? ch.toUpperCase() : ch;
     c = { 0: "O", 1: "I", 8: "B" }[c] ?? c;
     if (!((c >= "A" && c <= "Z") || (c >= "2" && c <= "7"))) throw new CryptoError("bad_encoding", `pairing code: ${JSON.stringify(ch)} is not a base32 character`);
-    if (out.length === 10) throw new CryptoError("bad_length", "pairing code: more than 10 characters");
+    if (out.length === max) throw new CryptoError("bad_length", `pairing code: more than ${max} characters`);
     out += c;
   }
-  if (out.length !== 10) throw new CryptoError("bad_length", `pairing code: ${out.length} characters, want 10`);
-  return out.slice(0, 5) + "-" + out.slice(5);
+  return out;
+}
+
+const group5 = (s) => s.match(/.{1,5}/g)?.join("-") ?? "";
+
+/** parseFullPairingCode splits a typed code as crypto.ParseFullPairingCode
+ * does: {code: "XXXXX-XXXXX", secret: "SSSSS-SSSSS"}, secret "" for the
+ * 10-character short form; another length is bad_length. */
+export function parseFullPairingCode(s) {
+  const out = normaliseCode(s, 20);
+  if (out.length === 10) return { code: group5(out), secret: "" };
+  if (out.length === 20) return { code: group5(out.slice(0, 10)), secret: group5(out.slice(10)) };
+  throw new CryptoError("bad_length", `pairing code: ${out.length} characters, want 10 or 20`);
+}
+
+/** parsePairingSecret normalises a pairing secret as crypto.ParsePairingSecret:
+ * exactly 10 base32 characters, "SSSSS-SSSSS". */
+export function parsePairingSecret(s) {
+  const out = normaliseCode(s, 10);
+  if (out.length !== 10) throw new CryptoError("bad_length", `pairing secret: ${out.length} characters, want 10`);
+  return group5(out);
+}
+
+/** pairingProof is crypto.PairingProof: HMAC-SHA256 keyed by the 10
+ * characters of the pairing secret over "happy-pairing-proof-v1" | the
+ * terminal's public key | body (the payload without the proof). */
+export async function pairingProof(secret, terminalPublicKey, body) {
+  const k = await subtle().importKey("raw", utf8.encode(parsePairingSecret(secret).replace("-", "")), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  return new Uint8Array(await subtle().sign("HMAC", k, concat(utf8.encode("happy-pairing-proof-v1"), terminalPublicKey, body)));
+}
+
+/** provePairingResponse returns resp ({variant, secret | contentPublicKey})
+ * with the proof that the approver saw the terminal's pairing secret, as
+ * crypto.ProvePairingResponse: sealPairingResponse then writes the proven
+ * payload (64 bytes legacy, 0x01 | key | proof dataKey). */
+export async function provePairingResponse(resp, secret, terminalPublicKey) {
+  const body = pairingBody({ ...resp, proof: new Uint8Array(32) });
+  return { ...resp, proof: await pairingProof(secret, terminalPublicKey, body) };
+}
+
+/** pairingBody is the payload without a proof: the account secret, or a tag
+ * (0x00, 0x01 when resp has a proof) and the content public key. */
+function pairingBody(resp) {
+  if (resp.variant === "legacy" && resp.secret?.length === 32) return resp.secret;
+  if (resp.variant === "dataKey" && resp.contentPublicKey?.length === 32) return concat(new Uint8Array([resp.proof ? 1 : 0]), resp.contentPublicKey);
+  throw new CryptoError("unsupported_version", `pairing response: variant ${resp.variant} without its 32-byte key`);
 }
 
 /** parseTerminalKey reads the terminal's public key from what `happy auth
  * login` shows besides the code: happy://terminal?<base64url>, a web link
  * …#key=<base64url>, or the bare key (base64url or standard base64). */
 export function parseTerminalKey(s) {
-  let key = String(s).trim();
-  if (key.startsWith("happy://terminal?")) key = key.slice("happy://terminal?".length);
-  else if (key.includes("#key=")) key = key.split("#key=")[1].split("&")[0];
+  return parseTerminalLink(s).key;
+}
+
+/** parseTerminalLink is parseTerminalKey that also reads the pairing secret
+ * of happy's approve link, happy://terminal?<base64url>&secret=SSSSS-SSSSS,
+ * as relay.ParseTerminalLink: {key, secret}, secret "" for the other forms. */
+export function parseTerminalLink(s) {
+  let key = String(s).trim(), secret = "";
+  if (key.startsWith("happy://terminal?")) {
+    const [k, ...rest] = key.slice("happy://terminal?".length).split("&");
+    key = k;
+    if (rest.length > 0) {
+      const part = rest.join("&");
+      if (!part.startsWith("secret=")) throw new CryptoError("bad_encoding", "terminal link: unknown part after the key");
+      secret = parsePairingSecret(part.slice("secret=".length));
+    }
+  } else if (key.includes("#key=")) key = key.split("#key=")[1].split("&")[0];
   const raw = b64decode(key);
   if (raw.length !== 32) throw new CryptoError("bad_length", `terminal key of ${raw.length} bytes, want 32`);
-  return raw;
+  return { key: raw, secret };
 }
 
 /** sealPairingResponse seals the approval for a terminal's public key as
  * crypto.SealPairingResponse does: ephemeralPublicKey(32) | nonce(24) |
  * box(payload), payload the account secret (legacy, 32 bytes) or 0x00 |
- * content public key (dataKey, 33 bytes). ephemeralSecret and nonce are
- * drawn fresh unless given (tests pin them). */
+ * content public key (dataKey, 33 bytes); with resp.proof
+ * (provePairingResponse) the secret | proof (64 bytes) or 0x01 | key |
+ * proof (65 bytes). ephemeralSecret and nonce are drawn fresh unless given
+ * (tests pin them). */
 export function sealPairingResponse(resp, terminalPublicKey, ephemeralSecret = randomBytes(32), nonce = randomBytes(24)) {
-  let payload;
-  if (resp.variant === "legacy" && resp.secret?.length === 32) payload = resp.secret;
-  else if (resp.variant === "dataKey" && resp.contentPublicKey?.length === 32) payload = concat(new Uint8Array([0]), resp.contentPublicKey);
-  else throw new CryptoError("unsupported_version", `pairing response: variant ${resp.variant} without its 32-byte key`);
+  if (resp.proof !== undefined && resp.proof?.length !== 32) throw new CryptoError("bad_length", "pairing response: proof is not 32 bytes");
+  const body = pairingBody(resp);
+  const payload = resp.proof ? concat(body, resp.proof) : body;
   if (terminalPublicKey?.length !== 32) throw new CryptoError("bad_length", "pairing response: terminal key is not 32 bytes");
   const box = nacl().box(payload, nonce, terminalPublicKey, ephemeralSecret);
   return concat(boxPublicKey(ephemeralSecret), nonce, box);

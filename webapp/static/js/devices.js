@@ -10,8 +10,9 @@ import { RelayError, RpcError, callRPC, routeMissing } from "./api.js";
 
 /** ApproveError is a refusal of approveTerminal; nothing was sent to the
  * relay. reason is "fingerprint" (a key whose code is not the one typed),
- * "ambiguous", "not_found", "unsupported" (no code lookup on this relay)
- * or "input" (neither a code nor a key). */
+ * "ambiguous", "not_found", "unsupported" (no code lookup on this relay),
+ * "short_code" (the code's first half alone, which proves nothing to the
+ * terminal) or "input" (neither a code nor a key). */
 export class ApproveError extends Error {
   constructor(reason, message) {
     super(message);
@@ -21,17 +22,22 @@ export class ApproveError extends Error {
 }
 
 /** approveTerminal approves the terminal that `happy auth login` shows
- * input for: its pairing code (any spelling parsePairingCode takes) or its
- * link or key. For a code it asks the relay for the open requests of the
- * code and checks every key's code itself, as relay.ApproveByCode does: a
- * key whose code differs is refused and nothing is sent. It seals the
- * answer as relay.ApproveTerminal does (dataKey: the account's content
- * public key; legacy, when asked or when the terminal does not take
- * dataKey: the account secret) and posts it. It returns {publicKey, code,
- * variant}. Errors: ApproveError, RelayError. */
+ * input for: its full pairing code XXXXX-XXXXX-SSSSS-SSSSS (any spelling
+ * parseFullPairingCode takes) or its link or key. For a code it asks the
+ * relay for the open requests of the code's first half and checks every
+ * key's code itself, as relay.ApproveByCode does: a key whose code differs
+ * is refused and nothing is sent; the first half alone is refused. It
+ * seals the answer as relay.ApproveTerminal does (dataKey: the account's
+ * content public key; legacy, when asked or when the terminal does not
+ * take dataKey: the account secret), with the proof of the code's second
+ * half (or of the link's &secret=), and posts it. It returns {publicKey,
+ * code, variant, proven}: an unproven answer (a bare key or the app's
+ * link) makes the terminal ask its person. Errors: ApproveError,
+ * RelayError. */
 export async function approveTerminal(relay, accountSecret, input, { legacy = false } = {}) {
-  let code = null;
-  try { code = c.parsePairingCode(input); } catch { /* maybe a link or key */ }
+  let code = null, secret = "";
+  try { ({ code, secret } = c.parseFullPairingCode(input)); } catch { /* maybe a link or key */ }
+  if (code && !secret) throw new ApproveError("short_code", `${code} is only the first half of the pairing code: type the full code happy auth login shows, ${code}-SSSSS-SSSSS`);
   let key, supportsV2;
   if (code) {
     let list;
@@ -51,9 +57,9 @@ export async function approveTerminal(relay, accountSecret, input, { legacy = fa
     }
   } else {
     try {
-      key = c.parseTerminalKey(input);
+      ({ key, secret } = c.parseTerminalLink(input));
     } catch (e) {
-      throw new ApproveError("input", `not a pairing code (XXXXX-XXXXX) nor a terminal link or key: ${e.message}`);
+      throw new ApproveError("input", `not a pairing code (XXXXX-XXXXX-SSSSS-SSSSS) nor a terminal link or key: ${e.message}`);
     }
     code = await c.pairingCode(key);
     const st = await relay.pairingStatus(key);
@@ -61,9 +67,10 @@ export async function approveTerminal(relay, accountSecret, input, { legacy = fa
     supportsV2 = st.supportsV2 === true;
   }
   const variant = legacy || !supportsV2 ? "legacy" : "dataKey";
-  const resp = variant === "legacy" ? { variant, secret: accountSecret } : { variant, contentPublicKey: (await c.contentKeyPair(accountSecret)).publicKey };
+  let resp = variant === "legacy" ? { variant, secret: accountSecret } : { variant, contentPublicKey: (await c.contentKeyPair(accountSecret)).publicKey };
+  if (secret) resp = await c.provePairingResponse(resp, secret, key);
   await relay.authResponse(key, c.sealPairingResponse(resp, key));
-  return { publicKey: key, code, variant };
+  return { publicKey: key, code, variant, proven: !!secret };
 }
 
 /** revokeEverywhere asks the relay to revoke every token of the account

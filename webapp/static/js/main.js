@@ -755,7 +755,7 @@ function renderTranscriptView() {
 // ---- devices: approve a terminal, sign out everywhere ----
 
 function devicesView() {
-  const code = h("input", { id: "approve-code", type: "text", autocomplete: "off", autocapitalize: "characters", spellcheck: "false", placeholder: "XXXXX-XXXXX, or the link", "aria-label": "pairing code or link" });
+  const code = h("input", { id: "approve-code", type: "text", autocomplete: "off", autocapitalize: "characters", spellcheck: "false", placeholder: "XXXXX-XXXXX-XXXXX-XXXXX, or the link", "aria-label": "pairing code or link" });
   const legacy = h("input", { id: "approve-legacy", type: "checkbox" });
   const result = h("p", { id: "approve-result", role: "status" });
   const form = h("form", { id: "approve", class: "card", onsubmit: async (e) => {
@@ -764,7 +764,8 @@ function devicesView() {
     result.textContent = "approving…";
     try {
       const r = await approveTerminal(app.relay, app.account.secret, code.value, { legacy: legacy.checked });
-      result.textContent = `Approved the terminal with code ${r.code} (${r.variant === "legacy" ? "account secret shared" : "content key only"}). It signs in within a few seconds.`;
+      result.textContent = `Approved the terminal with code ${r.code} (${r.variant === "legacy" ? "account secret shared" : "content key only"}). ` +
+        (r.proven ? "It signs in within a few seconds." : "The link or key carries no pairing secret: the terminal shows your account and asks to confirm it.");
       result.className = "ok";
       code.value = "";
     } catch (err) {
@@ -773,7 +774,7 @@ function devicesView() {
     }
   } },
     h("h2", {}, "Approve a terminal"),
-    h("p", {}, "Run ", h("code", {}, "happy auth login"), " on the computer, then type the code it shows or paste its link."),
+    h("p", {}, "Run ", h("code", {}, "happy auth login"), " on the computer, then type the whole code it shows (all four groups) or paste its link."),
     code,
     h("label", { class: "check", for: "approve-legacy" }, legacy,
       h("span", {}, "Share the account secret (the terminal can then read every session; needed by terminals that do not take the content key)")),
