@@ -25,6 +25,9 @@
 //     mode wrote there was reported already from its stream-json output.
 //     Keys typed after the second space, while Claude restarts, are kept
 //     and given to the new local Claude (local.Options.Typeahead).
+//   - Options.Terminal is told when the terminal is happy's (remote mode) and
+//     when it is about to be Claude's again, so the caller can show the
+//     remote turn meanwhile.
 //   - Remote mode ending by itself (Claude crashed, or failed to resume) also
 //     brings the session back to local mode, with a one-line notice.
 //
@@ -123,6 +126,13 @@ type Options struct {
 	// ConfirmWindow is how long after a first space in remote mode a
 	// second one takes control back; DefaultConfirmWindow when zero.
 	ConfirmWindow time.Duration
+	// Terminal, when set, is told who owns the terminal, from the
+	// controller: ModeRemote once remote mode's notice is printed (happy
+	// may write on it, "\r\n" line ends, until the next call), ModeLocal
+	// just before Claude's terminal UI starts again, ModeEnded when the
+	// session ends. It must return soon; nothing may be written on the
+	// terminal after the ModeLocal call returns.
+	Terminal func(Mode)
 }
 
 // Agent is one Claude Code session that moves between local and remote
@@ -568,6 +578,7 @@ func (a *Agent) toRemote(ctx context.Context) error {
 	a.setCurrent(in, ModeRemote)
 	// Local mode gave the terminal back when Handoff returned.
 	fmt.Fprint(a.notice, NoticeRemote+"\r\n")
+	a.terminal(ModeRemote)
 	if a.keys, err = waitKey(a.opts.Local.In); err != nil {
 		a.log.Warn().Err(err).Msg("cannot wait for a key on the terminal")
 		a.keys = nil
@@ -672,13 +683,22 @@ func (a *Agent) localOptions(sid string, offset int64, resume bool) local.Option
 	return lo
 }
 
+// terminal tells Options.Terminal who owns the terminal.
+func (a *Agent) terminal(m Mode) {
+	if a.opts.Terminal != nil {
+		a.opts.Terminal(m)
+	}
+}
+
 // startLocal starts local mode again. On failure the session ends (false).
 func (a *Agent) startLocal(lo local.Options) bool {
+	a.terminal(ModeLocal)
 	loc, err := local.Start(a.ctx, lo)
 	if err != nil {
 		a.log.Error().Err(err).Msg("claude could not be started again in local mode: the session ends")
 		fmt.Fprintf(a.notice, noticeFailed+"\r\n", err)
 		a.setCurrent(nil, ModeEnded)
+		a.terminal(ModeEnded)
 		return false
 	}
 	a.setCurrent(a.attachLocal(loc), ModeLocal)
@@ -690,6 +710,7 @@ func (a *Agent) end() {
 	a.stopKeys()
 	cur := a.cur
 	a.setCurrent(nil, ModeEnded)
+	defer a.terminal(ModeEnded)
 	if cur == nil {
 		return
 	}
