@@ -619,7 +619,9 @@ func (a *Agent) toLocal(why string, typed []byte) bool {
 			resume = false // remote mode wrote nothing: nothing to resume
 		}
 	}
-	if !a.startLocal(a.localOptions(sid, offset, resume)) {
+	lo := a.localOptions(sid, offset, resume)
+	lo.Typeahead = typed
+	if !a.startLocal(lo) {
 		return false
 	}
 	a.log.Info().Str("from", string(ModeRemote)).Str("to", string(ModeLocal)).Str("why", why).Str("claudeSession", sid).Int("typeahead", len(typed)).
@@ -673,9 +675,12 @@ func (a *Agent) stopRemote(rem *instance, interrupt bool) {
 }
 
 // localOptions are the options of a later local start: with resume,
-// resuming sid from offset; else a new Claude session with the id sid.
+// resuming sid from offset; else a new Claude session with the id sid. The
+// terminal's keys wait until the new Claude reads them (the person may be
+// typing already).
 func (a *Agent) localOptions(sid string, offset int64, resume bool) local.Options {
 	lo := a.opts.Local
+	lo.HoldInput, lo.Typeahead = true, nil
 	lo.SessionID, lo.Resume, lo.ResumeOffset = "", sid, offset
 	if !resume {
 		lo.SessionID, lo.Resume, lo.ResumeOffset = sid, "", 0

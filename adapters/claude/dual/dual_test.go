@@ -417,6 +417,33 @@ func TestDoubleSpace(t *testing.T) {
 	}
 }
 
+// TestKeysTypedWhileClaudeRestarts: keys typed right after the second
+// space (in the same read, and while the interrupted remote turn ends and
+// Claude starts again) go to the new local Claude, in order.
+func TestKeysTypedWhileClaudeRestarts(t *testing.T) {
+	r := newRun(t)
+	r.start(nil)
+	r.expectOutput("FAKE TUI READY", 1)
+	if err := r.prompt("hang on"); err != nil {
+		t.Fatal(err)
+	}
+	r.until(func(ev agent.Event) bool { e, ok := ev.(*agent.TextFinal); return ok && e.Text == "remote: hang on" })
+	r.key("  thr")
+	r.key("ee\r")
+	r.until(func(ev agent.Event) bool { e, ok := ev.(*agent.UserPrompt); return ok && e.Text == "three" })
+	r.turnEnded()
+	if err := r.agent.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	if got, want := describeAll(r.events), "claude-session "+firstID+" | text remote: hang on | turn-ended interrupted | prompt three | text local: three | turn-ended completed"; got != want {
+		t.Fatalf("events\n got %s\nwant %s", got, want)
+	}
+	if !strings.Contains(r.logBuf.String(), `"typeahead":`) {
+		t.Fatalf("log:\n%s", r.logBuf)
+	}
+}
+
 // TestSpaceConfirmation: without a running turn the line does not speak of
 // one; a second space after the window, or after another key, asks again.
 func TestSpaceConfirmation(t *testing.T) {
