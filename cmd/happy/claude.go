@@ -549,10 +549,13 @@ func runClaudeInteractive(parent context.Context, f *factory, o *agentOptions, c
 	}
 	var sid string
 	var claude *dual.Agent // the last one started (--recover starts another)
+	// While Claude runs in remote mode, the terminal shows its turn.
+	view := &app.TurnView{Out: f.stdout}
 	res, err := app.RunSessionWith(ctx, env, conn, app.SessionOptions{
 		Flavor: "claude", Dir: dir, ProviderID: "anthropic", Rules: rules, StartedBy: o.startedByValue(),
 		WaitCreated: 3 * time.Second, Resume: o.resumeOpts(),
 		FlushTimeout: o.flushTimeout, Yolo: o.yolo, Events: events(es), IdleTimeout: o.idleTimeout,
+		OnBus: view.OnBus,
 		OnCreated: func(id string) {
 			sid = id
 			fmt.Fprintf(f.stderr, "happy: session %s — follow it from another terminal with: happy log %s --follow\n", id, id)
@@ -568,8 +571,9 @@ func runClaudeInteractive(parent context.Context, f *factory, o *agentOptions, c
 			},
 			Remote: remote.Options{SDK: sdk.Options{Binary: claudePath, Args: o.agentArgs, Dir: dir,
 				StderrLine: func(l string) { log.Info().Str("claude_stderr", l).Msg("") }}},
-			Notice: f.stderr,
-			Log:    log,
+			Notice:   view.Notices(f.stderr),
+			Terminal: func(m dual.Mode) { view.SetActive(m == dual.ModeRemote) },
+			Log:      log,
 		})
 		if err != nil {
 			return nil, claudeExe.cannotStart(claudePath, err)

@@ -25,7 +25,8 @@ import (
 //   - with fakeClaudeEnv set (by the wrapper script fakeClaude writes): a
 //     fake Claude Code. Every command line goes to <dir>/calls. In SDK mode
 //     (no --settings) it speaks stream-json: it answers initialize, and
-//     each prompt with "Answer to PROMPT", plus " (after: P1; P2)" naming
+//     each prompt (after a Bash call `echo hi` and its result when the
+//     prompt says "tool") with "Answer to PROMPT", plus " (after: P1; P2)" naming
 //     the prompts its session (--resume ID, else a fixed new id) had
 //     before, which it keeps in <dir>/history-<id>. In local mode
 //     (--settings, the hook settings of happy) it runs its hooks as Claude
@@ -167,6 +168,15 @@ func fakeSDK(dir, sid string) int {
 			usage := map[string]any{"input_tokens": 1, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
 			send(map[string]any{"type": "system", "subtype": "init", "cwd": cwd, "session_id": sid, "tools": []string{"Bash"},
 				"mcp_servers": []any{}, "model": "claude-fake-1", "permissionMode": "default"})
+			if strings.Contains(text, "tool") {
+				// A Bash call and its result before the answer.
+				call := fmt.Sprintf("toolu_sdk_%d", n)
+				send(map[string]any{"type": "assistant", "message": map[string]any{"id": fmt.Sprintf("msg_tool_%d", n), "type": "message", "role": "assistant",
+					"model": "claude-fake-1", "content": []any{map[string]any{"type": "tool_use", "id": call, "name": "Bash", "input": map[string]any{"command": "echo hi"}}},
+					"stop_reason": nil, "usage": usage}, "parent_tool_use_id": nil, "session_id": sid, "uuid": fmt.Sprintf("00000000-0000-4000-8001-%012d", n)})
+				send(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": call, "content": "hi", "is_error": false}}},
+					"parent_tool_use_id": nil, "session_id": sid, "uuid": fmt.Sprintf("00000000-0000-4000-8002-%012d", n)})
+			}
 			send(map[string]any{"type": "assistant", "message": map[string]any{"id": fmt.Sprintf("msg_fake_%d", n), "type": "message", "role": "assistant",
 				"model": "claude-fake-1", "content": []any{map[string]any{"type": "text", "text": answer}}, "stop_reason": nil, "usage": usage},
 				"parent_tool_use_id": nil, "session_id": sid, "uuid": fmt.Sprintf("00000000-0000-4000-8000-%012d", n)})

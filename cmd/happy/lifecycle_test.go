@@ -743,31 +743,25 @@ func childProcesses(pid int) []int {
 	return out
 }
 
-// SIGTERM to an interactive happy claude while its tool runs and waits for
-// permission: happy exits 130, the session is ended on the relay with
-// nothing open (the tool an error, the answer completed with a finish), and
-// Claude's process group (with the tool's process) is gone.
-func TestSignalledInteractiveHappyEndsItsSession(t *testing.T) {
-	if _, err := os.Stat("/proc/self/task"); err != nil {
-		t.Skip("needs /proc")
-	}
-	env := codexTestEnv(t, nil)
-	claude, dir := fakeClaude(t)
-	env["HAPPY_CLAUDE_PATH"] = claude
+// startOnPTY runs happy with args and env in a process of its own, its
+// stdin and stdout a new PTY (its controlling terminal), its stderr a file;
+// scr collects the screen. The group is killed when the test ends.
+func startOnPTY(t *testing.T, env map[string]string, args ...string) (c *child, master *os.File, scr *syncBuffer) {
+	t.Helper()
 	master, tty, err := pty.Open()
 	if err != nil {
 		t.Skipf("no PTY: %v", err)
 	}
-	defer master.Close()
-	scr := &syncBuffer{}
+	t.Cleanup(func() { master.Close() })
+	scr = &syncBuffer{}
 	go func() { _, _ = io.Copy(scr, master) }()
 
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, _ := json.Marshal([]string{"claude"})
-	c := &child{done: make(chan struct{})}
+	a, _ := json.Marshal(args)
+	c = &child{done: make(chan struct{})}
 	c.cmd = exec.Command(exe, "-test.run=^TestHappyChildProcess$")
 	c.cmd.Env = append(os.Environ(), childArgsEnv+"="+string(a))
 	for k, v := range env {
@@ -793,6 +787,21 @@ func TestSignalledInteractiveHappyEndsItsSession(t *testing.T) {
 		<-c.done
 		c.stderr.Close()
 	})
+	return c, master, scr
+}
+
+// SIGTERM to an interactive happy claude while its tool runs and waits for
+// permission: happy exits 130, the session is ended on the relay with
+// nothing open (the tool an error, the answer completed with a finish), and
+// Claude's process group (with the tool's process) is gone.
+func TestSignalledInteractiveHappyEndsItsSession(t *testing.T) {
+	if _, err := os.Stat("/proc/self/task"); err != nil {
+		t.Skip("needs /proc")
+	}
+	env := codexTestEnv(t, nil)
+	claude, dir := fakeClaude(t)
+	env["HAPPY_CLAUDE_PATH"] = claude
+	c, master, scr := startOnPTY(t, env, "claude")
 	sid := c.sessionID(t)
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
 
 	"github.com/happy-dev/happy/internal/proc"
 )
@@ -60,7 +61,25 @@ type Options struct {
 	// NoSignals leaves signal handling to the caller (no SIGWINCH
 	// tracking, no forwarding).
 	NoSignals bool
+	// HoldInput holds In back until the child reads keys one by one (its
+	// terminal left canonical mode, as a terminal UI's does once it is
+	// up), or HoldMax passed, or it exited: keys typed while it starts wait
+	// in happy's raw terminal instead of being echoed by the PTY's line
+	// editing before the child draws.
+	HoldInput bool
+	// HoldMax bounds HoldInput's wait; DefaultHoldMax when zero.
+	HoldMax time.Duration
+	// Typeahead are keys typed for the child before Start (while it was
+	// being started): they are written to it before anything read from
+	// In, after HoldInput's wait.
+	Typeahead []byte
 }
+
+// DefaultHoldMax bounds Options.HoldInput's wait.
+const DefaultHoldMax = 5 * time.Second
+
+// holdPoll is how often HoldInput looks at the child's terminal settings.
+const holdPoll = 10 * time.Millisecond
 
 // Result is how a session ended.
 type Result struct {
@@ -196,10 +215,16 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 	s.rs = newResizer(size, opts.ResizeDelay, 0, s.applySize)
 
 	go s.copyOutput()
-	if s.pump != nil {
+	if s.pump != nil || len(opts.Typeahead) > 0 {
 		go func() {
 			defer s.Guard()
-			_ = s.pump.run(ptmx)
+			s.holdInput()
+			if len(opts.Typeahead) > 0 {
+				_, _ = ptmx.Write(opts.Typeahead) // fails only when the child is gone
+			}
+			if s.pump != nil {
+				_ = s.pump.run(ptmx)
+			}
 		}()
 	}
 	if s.sigCh != nil {
@@ -208,6 +233,49 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 		close(s.sigDone)
 	}
 	return s, nil
+}
+
+// holdInput waits, with Options.HoldInput, until the child's terminal left
+// canonical mode, HoldMax passed or the child exited.
+func (s *Session) holdInput() {
+	if !s.opts.HoldInput {
+		return
+	}
+	limit := s.opts.HoldMax
+	if limit <= 0 {
+		limit = DefaultHoldMax
+	}
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	tick := time.NewTicker(holdPoll)
+	defer tick.Stop()
+	for !s.childReadsKeys() {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			return
+		case <-s.proc.Done():
+			return
+		}
+	}
+}
+
+// childReadsKeys reports whether the child's terminal is out of canonical
+// mode (true too when its settings cannot be read: nothing to wait for).
+// The PTY's master side reports its slave's settings; SyscallConn leaves
+// the file's non-blocking mode alone.
+func (s *Session) childReadsKeys() bool {
+	rc, err := s.ptmx.SyscallConn()
+	if err != nil {
+		return true
+	}
+	raw := true
+	_ = rc.Control(func(fd uintptr) {
+		if st, err := unix.IoctlGetTermios(int(fd), ioctlGetTermios); err == nil {
+			raw = st.Lflag&unix.ICANON == 0
+		}
+	})
+	return raw
 }
 
 // stopSignals gives signal handling back to the process defaults (before

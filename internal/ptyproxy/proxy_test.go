@@ -66,6 +66,9 @@ func runFakeAgent() int {
 	if os.Getenv("PTYPROXY_TEST_AGENT_IGNORE_HUP") != "" {
 		signal.Ignore(syscall.SIGHUP) // survives the PTY hanging up
 	}
+	if os.Getenv("PTYPROXY_TEST_AGENT_SLOW") != "" {
+		time.Sleep(300 * time.Millisecond) // a terminal UI that takes its time to start
+	}
 	old, err := term.MakeRaw(0)
 	if err != nil {
 		fmt.Printf("AGENT RAW ERROR %v\r\n", err)
@@ -504,6 +507,40 @@ func TestPipedInput(t *testing.T) {
 	}
 	got := out.String()
 	if !strings.Contains(got, "size=99x33") || !strings.Contains(got, "KEY 78") || !strings.Contains(got, "AGENT BYE") {
+		t.Fatalf("output %q", got)
+	}
+}
+
+// TestHeldInputAndTypeahead: with HoldInput, keys typed while the child
+// starts wait until it reads keys one by one (the PTY's line editing does
+// not echo them before the child draws), after the typeahead, in order.
+func TestHeldInputAndTypeahead(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := w.Write([]byte("dq")); err != nil { // typed before the child is up
+		t.Fatal(err)
+	}
+	var out syncBuf
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(childEnv("agent"), "PTYPROXY_TEST_AGENT_SLOW=1")
+	s, err := Start(context.Background(), Options{In: r, Out: &out, Cmd: cmd, NoSignals: true, HoldInput: true, Typeahead: []byte("ab")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Wait()
+	w.Close()
+	if err != nil || res.ExitCode() != 0 {
+		t.Fatalf("result %+v, %v; output %q", res, err, out.String())
+	}
+	got := out.String()
+	before, after, ok := strings.Cut(got, "AGENT READY")
+	if !ok || before != "" {
+		t.Fatalf("output before the agent was up %q (all: %q)", before, got)
+	}
+	if !strings.Contains(after, "KEY 61\r\nKEY 62\r\nKEY 64\r\n") || !strings.Contains(after, "AGENT BYE") {
 		t.Fatalf("output %q", got)
 	}
 }

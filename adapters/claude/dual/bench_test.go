@@ -16,7 +16,7 @@ func BenchmarkSwitchRoundTrip(b *testing.B) {
 			b.Fatal(err)
 		}
 		r.turnEnded()
-		r.key("x")
+		r.key("  ")
 		r.waitMode(ModeLocal)
 		r.expectOutput("FAKE TUI READY", i+2)
 	}

@@ -1,8 +1,8 @@
 // Package dual runs one Claude Code session in both of its modes, as one
 // agent.Agent, switching between them as docs/ARCHITECTURE.md
 // ("Claude's two modes") describes: a prompt from the relay while in local
-// mode hands the session to remote mode, a key press in the terminal hands
-// it back, and the transcript continues as one session.
+// mode hands the session to remote mode, space pressed twice in the
+// terminal hands it back, and the transcript continues as one session.
 //
 //   - It starts in local mode (package local: Claude's own terminal UI in a
 //     proxied PTY).
@@ -13,14 +13,21 @@
 //     written the session yet: nothing was typed, and a session without a
 //     transcript cannot be resumed), and the prompt goes to it. Once local mode
 //     has given the terminal back, one line tells the person at the terminal
-//     that Claude continues in remote mode and that any key takes control
-//     back; the terminal is then in raw mode until that key.
-//   - A key on the terminal in remote mode: a running remote turn is
-//     interrupted (and its end awaited, up to Options.InterruptWait),
+//     that Claude continues in remote mode and that space pressed twice
+//     takes control back; the terminal is then in raw mode until then.
+//   - Space on the terminal in remote mode: one line asks for a second space
+//     within Options.ConfirmWindow, and says that it interrupts the turn from
+//     the other device when one runs; every other key is ignored (read and
+//     discarded). The second space: a running remote turn is interrupted (and its end awaited, up to Options.InterruptWait),
 //     remote mode is stopped, the terminal is restored, and local mode starts
 //     again resuming the same Claude session (local.Options.Resume), reading
 //     its transcript from its size at that moment (ResumeOffset): what remote
 //     mode wrote there was reported already from its stream-json output.
+//     Keys typed after the second space, while Claude restarts, are kept
+//     and given to the new local Claude (local.Options.Typeahead).
+//   - Options.Terminal is told when the terminal is happy's (remote mode) and
+//     when it is about to be Claude's again, so the caller can show the
+//     remote turn meanwhile.
 //   - Remote mode ending by itself (Claude crashed, or failed to resume) also
 //     brings the session back to local mode, with a one-line notice.
 //
@@ -41,6 +48,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -62,15 +70,24 @@ const (
 	ModeEnded  Mode = "ended"  // the session is over (Events closed or closing)
 )
 
+// DefaultConfirmWindow is how long after a first space in remote mode a
+// second one takes control back.
+const DefaultConfirmWindow = 2 * time.Second
+
 // DefaultInterruptWait bounds the wait for an interrupted remote turn to end
 // before remote mode is stopped anyway.
 const DefaultInterruptWait = 10 * time.Second
 
 // Notices printed on the terminal (one line each) when it is not Claude's.
 const (
-	NoticeRemote = "happy: a prompt came from another device; Claude continues in remote mode. Press any key to take control back here."
-	noticeBack   = "happy: Claude's remote mode ended (%s); back to local mode."
-	noticeFailed = "happy: Claude could not be started again in local mode: %v"
+	NoticeRemote = "happy: a prompt came from another device; Claude continues in remote mode. Press space twice to take control back here."
+	// NoticeConfirm follows a first space in remote mode;
+	// NoticeConfirmTurn is added (before the final period) while a turn
+	// from another device runs.
+	NoticeConfirm     = "happy: press space again to take control back here."
+	NoticeConfirmTurn = " (this interrupts the turn from the other device)"
+	noticeBack        = "happy: Claude's remote mode ended (%s); back to local mode."
+	noticeFailed      = "happy: Claude could not be started again in local mode: %v"
 )
 
 // Errors callers branch on.
@@ -106,6 +123,16 @@ type Options struct {
 	// InterruptWait bounds the wait for a remote turn interrupted by a key
 	// press to end; DefaultInterruptWait when zero.
 	InterruptWait time.Duration
+	// ConfirmWindow is how long after a first space in remote mode a
+	// second one takes control back; DefaultConfirmWindow when zero.
+	ConfirmWindow time.Duration
+	// Terminal, when set, is told who owns the terminal, from the
+	// controller: ModeRemote once remote mode's notice is printed (happy
+	// may write on it, "\r\n" line ends, until the next call), ModeLocal
+	// just before Claude's terminal UI starts again, ModeEnded when the
+	// session ends. It must return soon; nothing may be written on the
+	// terminal after the ModeLocal call returns.
+	Terminal func(Mode)
 }
 
 // Agent is one Claude Code session that moves between local and remote
@@ -142,8 +169,9 @@ type Agent struct {
 
 	// Owned by the controller goroutine.
 	keys       *keyWait
-	sessionID  string // Claude's session id
-	transcript string // its transcript (as the SessionStart hook gave it)
+	spaceAt    time.Time // a first space was pressed in remote mode (zero: none)
+	sessionID  string    // Claude's session id
+	transcript string    // its transcript (as the SessionStart hook gave it)
 }
 
 var _ agent.Agent = (*Agent)(nil)
@@ -183,6 +211,9 @@ type instance struct {
 func Start(ctx context.Context, opts Options) (*Agent, error) {
 	if opts.InterruptWait <= 0 {
 		opts.InterruptWait = DefaultInterruptWait
+	}
+	if opts.ConfirmWindow <= 0 {
+		opts.ConfirmWindow = DefaultConfirmWindow
 	}
 	notice := opts.Notice
 	if notice == nil {
@@ -367,7 +398,7 @@ func (a *Agent) switchTo(r switchReq) (alive bool) {
 		return !errors.Is(err, ErrEnded)
 	default:
 		a.log.Info().Msg("switch from another device: claude goes back to local mode")
-		ok := a.toLocal("switch from another device")
+		ok := a.toLocal("switch from another device", nil)
 		r.reply <- ok
 		return ok
 	}
@@ -405,8 +436,12 @@ func (a *Agent) control() {
 				a.stopKeys()
 				continue
 			}
-			a.log.Info().Int("bytes", len(k.key)).Msg("key pressed: claude goes back to local mode")
-			if !a.toLocal("key press") {
+			typed, ok := a.space(cur, k.key)
+			if !ok {
+				continue
+			}
+			a.log.Info().Int("typeahead", len(typed)).Msg("space pressed twice: claude goes back to local mode")
+			if !a.toLocal("key press", typed) {
 				return
 			}
 		case sig := <-sigs:
@@ -424,7 +459,7 @@ func (a *Agent) control() {
 			}
 			a.log.Warn().Msg("claude's remote mode ended by itself: back to local mode")
 			fmt.Fprintf(a.notice, noticeBack+"\r\n", "claude exited")
-			if !a.toLocal("remote mode ended") {
+			if !a.toLocal("remote mode ended", nil) {
 				return
 			}
 		case <-a.stop:
@@ -432,6 +467,34 @@ func (a *Agent) control() {
 			return
 		}
 	}
+}
+
+// space follows the keys read in remote mode: a space asks for a second one
+// (one line on the terminal), a second space within ConfirmWindow reports
+// ok and the bytes typed after it; every other key is ignored and cancels
+// a first space.
+func (a *Agent) space(cur *instance, key []byte) (typed []byte, ok bool) {
+	for i, b := range key {
+		if b != ' ' {
+			a.spaceAt = time.Time{}
+			continue
+		}
+		now := time.Now()
+		if !a.spaceAt.IsZero() && now.Sub(a.spaceAt) <= a.opts.ConfirmWindow {
+			a.spaceAt = time.Time{}
+			return append([]byte(nil), key[i+1:]...), true
+		}
+		a.spaceAt = now
+		cur.mu.Lock()
+		running := cur.turnOpen || cur.awaiting
+		cur.mu.Unlock()
+		line := NoticeConfirm
+		if running {
+			line = strings.TrimSuffix(line, ".") + NoticeConfirmTurn + "."
+		}
+		fmt.Fprint(a.notice, line+"\r\n")
+	}
+	return nil, false
 }
 
 // prompt sends a prompt, switching to remote mode first when in local mode.
@@ -515,6 +578,7 @@ func (a *Agent) toRemote(ctx context.Context) error {
 	a.setCurrent(in, ModeRemote)
 	// Local mode gave the terminal back when Handoff returned.
 	fmt.Fprint(a.notice, NoticeRemote+"\r\n")
+	a.terminal(ModeRemote)
 	if a.keys, err = waitKey(a.opts.Local.In); err != nil {
 		a.log.Warn().Err(err).Msg("cannot wait for a key on the terminal")
 		a.keys = nil
@@ -525,12 +589,18 @@ func (a *Agent) toRemote(ctx context.Context) error {
 }
 
 // toLocal hands the session from remote back to local mode; false when
-// local mode cannot be started (the session has ended then).
-func (a *Agent) toLocal(why string) bool {
+// local mode cannot be started (the session has ended then). typed is
+// non-nil when the person took control back: it and the keys typed while
+// remote mode stops are given to the new local Claude.
+func (a *Agent) toLocal(why string, typed []byte) bool {
 	rem := a.cur
 	start := time.Now()
-	a.stopKeys()
 	a.stopRemote(rem, true)
+	// The keys are read until remote mode has stopped (the terminal stays
+	// raw meanwhile: nothing typed is echoed or lost).
+	if left := a.stopKeys(); typed != nil {
+		typed = append(typed, left...)
+	}
 	sid := rem.id()
 	if sid == "" {
 		sid = a.sessionID
@@ -549,10 +619,12 @@ func (a *Agent) toLocal(why string) bool {
 			resume = false // remote mode wrote nothing: nothing to resume
 		}
 	}
-	if !a.startLocal(a.localOptions(sid, offset, resume)) {
+	lo := a.localOptions(sid, offset, resume)
+	lo.Typeahead = typed
+	if !a.startLocal(lo) {
 		return false
 	}
-	a.log.Info().Str("from", string(ModeRemote)).Str("to", string(ModeLocal)).Str("why", why).Str("claudeSession", sid).
+	a.log.Info().Str("from", string(ModeRemote)).Str("to", string(ModeLocal)).Str("why", why).Str("claudeSession", sid).Int("typeahead", len(typed)).
 		Int64("transcriptOffset", offset).Dur("took", time.Since(start)).Msg("claude switched to local mode")
 	return true
 }
@@ -603,9 +675,12 @@ func (a *Agent) stopRemote(rem *instance, interrupt bool) {
 }
 
 // localOptions are the options of a later local start: with resume,
-// resuming sid from offset; else a new Claude session with the id sid.
+// resuming sid from offset; else a new Claude session with the id sid. The
+// terminal's keys wait until the new Claude reads them (the person may be
+// typing already).
 func (a *Agent) localOptions(sid string, offset int64, resume bool) local.Options {
 	lo := a.opts.Local
+	lo.HoldInput, lo.Typeahead = true, nil
 	lo.SessionID, lo.Resume, lo.ResumeOffset = "", sid, offset
 	if !resume {
 		lo.SessionID, lo.Resume, lo.ResumeOffset = sid, "", 0
@@ -613,13 +688,22 @@ func (a *Agent) localOptions(sid string, offset int64, resume bool) local.Option
 	return lo
 }
 
+// terminal tells Options.Terminal who owns the terminal.
+func (a *Agent) terminal(m Mode) {
+	if a.opts.Terminal != nil {
+		a.opts.Terminal(m)
+	}
+}
+
 // startLocal starts local mode again. On failure the session ends (false).
 func (a *Agent) startLocal(lo local.Options) bool {
+	a.terminal(ModeLocal)
 	loc, err := local.Start(a.ctx, lo)
 	if err != nil {
 		a.log.Error().Err(err).Msg("claude could not be started again in local mode: the session ends")
 		fmt.Fprintf(a.notice, noticeFailed+"\r\n", err)
 		a.setCurrent(nil, ModeEnded)
+		a.terminal(ModeEnded)
 		return false
 	}
 	a.setCurrent(a.attachLocal(loc), ModeLocal)
@@ -631,6 +715,7 @@ func (a *Agent) end() {
 	a.stopKeys()
 	cur := a.cur
 	a.setCurrent(nil, ModeEnded)
+	defer a.terminal(ModeEnded)
 	if cur == nil {
 		return
 	}
@@ -645,14 +730,19 @@ func (a *Agent) end() {
 	}
 }
 
-func (a *Agent) stopKeys() {
+// stopKeys stops reading keys and gives the terminal back; it returns the
+// keys read but not handled yet.
+func (a *Agent) stopKeys() []byte {
+	a.spaceAt = time.Time{}
 	if a.keys == nil {
-		return
+		return nil
 	}
-	if err := a.keys.stop(); err != nil {
+	left, err := a.keys.stop()
+	if err != nil {
 		a.log.Warn().Err(err).Msg("terminal settings")
 	}
 	a.keys = nil
+	return left
 }
 
 func (a *Agent) attachLocal(loc *local.Agent) *instance {

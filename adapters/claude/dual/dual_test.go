@@ -320,7 +320,7 @@ func TestRoundTrip(t *testing.T) {
 	if strings.Count(out, NoticeRemote) != 1 || !strings.HasSuffix(out, NoticeRemote+"\r\n") {
 		t.Fatalf("terminal after the switch:\n%q", out)
 	}
-	r.key("x")
+	r.key("  ")
 	r.waitMode(ModeLocal)
 	r.expectOutput("FAKE TUI READY "+firstID, 2)
 	r.key("three\r")
@@ -368,7 +368,7 @@ func TestKeyInterruptsRemoteTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.until(func(ev agent.Event) bool { e, ok := ev.(*agent.TextFinal); return ok && e.Text == "remote: hang on" })
-	r.key("k")
+	r.key("  ")
 	if e := r.turnEnded(); e.Reason != agent.TurnInterrupted {
 		t.Fatalf("remote turn %+v", e)
 	}
@@ -380,6 +380,103 @@ func TestKeyInterruptsRemoteTurn(t *testing.T) {
 	r.drain()
 	if got, want := describeAll(r.events), "claude-session "+firstID+" | text remote: hang on | turn-ended interrupted"; got != want {
 		t.Fatalf("events\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestDoubleSpace: in remote mode other keys are ignored, a first space
+// asks for a second one and says that it interrupts the running turn, and
+// the second one interrupts the turn and takes control back.
+func TestDoubleSpace(t *testing.T) {
+	r := newRun(t)
+	r.start(nil)
+	r.expectOutput("FAKE TUI READY", 1)
+	if err := r.prompt("hang on"); err != nil {
+		t.Fatal(err)
+	}
+	r.until(func(ev agent.Event) bool { e, ok := ev.(*agent.TextFinal); return ok && e.Text == "remote: hang on" })
+	r.key("x")
+	r.key("\x03")
+	r.key(" ")
+	confirm := "happy: press space again to take control back here (this interrupts the turn from the other device).\r\n"
+	r.expectOutput(confirm, 1)
+	if m := r.agent.Mode(); m != ModeRemote {
+		t.Fatalf("mode %s after other keys and one space", m)
+	}
+	r.key(" ")
+	if e := r.turnEnded(); e.Reason != agent.TurnInterrupted {
+		t.Fatalf("remote turn %+v", e)
+	}
+	r.waitMode(ModeLocal)
+	r.expectOutput("FAKE TUI READY", 2)
+	out := r.output()
+	if n := strings.Count(out, "happy: press space again"); n != 1 {
+		t.Fatalf("confirmation printed %d times:\n%q", n, out)
+	}
+	if !strings.Contains(out, NoticeRemote+"\r\n") {
+		t.Fatalf("no remote notice:\n%q", out)
+	}
+}
+
+// TestKeysTypedWhileClaudeRestarts: keys typed right after the second
+// space (in the same read, and while the interrupted remote turn ends and
+// Claude starts again) go to the new local Claude, in order.
+func TestKeysTypedWhileClaudeRestarts(t *testing.T) {
+	r := newRun(t)
+	r.start(nil)
+	r.expectOutput("FAKE TUI READY", 1)
+	if err := r.prompt("hang on"); err != nil {
+		t.Fatal(err)
+	}
+	r.until(func(ev agent.Event) bool { e, ok := ev.(*agent.TextFinal); return ok && e.Text == "remote: hang on" })
+	r.key("  thr")
+	r.key("ee\r")
+	r.until(func(ev agent.Event) bool { e, ok := ev.(*agent.UserPrompt); return ok && e.Text == "three" })
+	r.turnEnded()
+	if err := r.agent.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	if got, want := describeAll(r.events), "claude-session "+firstID+" | text remote: hang on | turn-ended interrupted | prompt three | text local: three | turn-ended completed"; got != want {
+		t.Fatalf("events\n got %s\nwant %s", got, want)
+	}
+	if !strings.Contains(r.logBuf.String(), `"typeahead":`) {
+		t.Fatalf("log:\n%s", r.logBuf)
+	}
+}
+
+// TestSpaceConfirmation: without a running turn the line does not speak of
+// one; a second space after the window, or after another key, asks again.
+func TestSpaceConfirmation(t *testing.T) {
+	cases := []struct {
+		name   string
+		window time.Duration
+		keys   []string
+	}{
+		{"too late", time.Nanosecond, []string{" ", " "}},
+		{"another key between", time.Hour, []string{" ", "y", " "}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRun(t)
+			r.start(func(o *Options) { o.ConfirmWindow = c.window })
+			r.expectOutput("FAKE TUI READY", 1)
+			if err := r.prompt("two"); err != nil {
+				t.Fatal(err)
+			}
+			r.turnEnded()
+			for i, k := range c.keys {
+				r.key(k)
+				if k == " " {
+					r.expectOutput(NoticeConfirm+"\r\n", strings.Count(strings.Join(c.keys[:i+1], ""), " "))
+				}
+			}
+			if m := r.agent.Mode(); m != ModeRemote {
+				t.Fatalf("mode %s", m)
+			}
+			if strings.Contains(r.output(), NoticeConfirmTurn) {
+				t.Fatalf("speaks of a running turn:\n%q", r.output())
+			}
+		})
 	}
 }
 
@@ -463,7 +560,7 @@ func TestForkedSessionID(t *testing.T) {
 	if id := r.agent.SessionID(); id != forkedID {
 		t.Fatalf("session id in remote mode %q", id)
 	}
-	r.key(" ")
+	r.key("  ")
 	r.expectOutput("FAKE TUI READY "+forkedID, 1)
 	r.key("three\r")
 	r.turnEnded()
@@ -542,7 +639,7 @@ func TestPromptBeforeAnythingTyped(t *testing.T) {
 	if e := r.turnEnded(); e.Reason != agent.TurnCompleted {
 		t.Fatalf("remote turn %+v", e)
 	}
-	r.key("x")
+	r.key("  ")
 	r.waitMode(ModeLocal)
 	r.expectOutput("FAKE TUI READY", 2)
 	r.key("three\r")

@@ -12,13 +12,14 @@ import (
 	"golang.org/x/term"
 )
 
-// keyWait waits, while Claude runs in remote mode, for a key on happy's
-// terminal. The terminal is in raw mode meanwhile (a single key counts, no
-// echo, Ctrl-C is a key), and is restored by stop. It waits with select(2)
-// on the input and a wake-up pipe and reads only when input is there, so
-// stopping it never swallows a key meant for the next owner of the terminal
-// (local mode's PTY proxy), and the input file's flags, shared with the
-// shell, are left alone.
+// keyWait reads, while Claude runs in remote mode, the keys typed on happy's
+// terminal and reports them in order on keys. The terminal is in raw mode
+// meanwhile (a single key counts, no echo, Ctrl-C is a key), and is
+// restored by stop. It waits with select(2) on the input and a wake-up pipe
+// and reads only when input is there, so stopping it never swallows a key
+// meant for the next owner of the terminal (local mode's PTY proxy), and
+// the input file's flags, shared with the shell, are left alone. Keys read
+// but not yet taken from keys when it stops are returned by stop.
 //
 // It also watches SIGINT, SIGTERM and SIGHUP: with the terminal in raw
 // mode nobody else handles them, and the default action would end happy
@@ -29,12 +30,18 @@ type keyWait struct {
 	old *term.State
 
 	wakeR, wakeW *os.File
-	keys         chan keyResult // at most one result
+	keys         chan keyResult // reads in order; an error result is the last
 	sigs         chan os.Signal
+	quit         chan struct{} // stop asked
 	done         chan struct{} // the reader returned
 	once         sync.Once
 	restoreErr   error
+	left         []byte // keys read but not taken, once done is closed
 }
+
+// keyBacklog is how many reads wait in keyWait.keys before the reader
+// stops reading (the keys then wait in the terminal).
+const keyBacklog = 64
 
 // keyResult is what ended the wait: a key (the bytes read at once), or the
 // input ended or failed (err; then no key will ever come).
@@ -50,7 +57,7 @@ var errInputEnded = errors.New("terminal input ended")
 // watched). Errors: the wake-up pipe cannot be made, or raw mode cannot be
 // set on a terminal.
 func waitKey(in *os.File) (*keyWait, error) {
-	k := &keyWait{fd: -1, keys: make(chan keyResult, 1), sigs: make(chan os.Signal, 1), done: make(chan struct{})}
+	k := &keyWait{fd: -1, keys: make(chan keyResult, keyBacklog), sigs: make(chan os.Signal, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	signal.Notify(k.sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	if in == nil {
 		close(k.done)
@@ -75,7 +82,8 @@ func waitKey(in *os.File) (*keyWait, error) {
 	return k, nil
 }
 
-// read waits for input or the wake-up pipe and reports one key.
+// read waits for input or the wake-up pipe and reports every read, until
+// stop or the end of the input.
 func (k *keyWait) read() {
 	defer close(k.done)
 	wake := int(k.wakeR.Fd())
@@ -90,7 +98,7 @@ func (k *keyWait) read() {
 			if errors.Is(err, unix.EINTR) {
 				continue
 			}
-			k.keys <- keyResult{err: fmt.Errorf("wait for a key: %w", err)}
+			k.report(fmt.Errorf("wait for a key: %w", err))
 			return
 		}
 		if rset.IsSet(wake) {
@@ -99,33 +107,59 @@ func (k *keyWait) read() {
 		if !rset.IsSet(k.fd) {
 			continue
 		}
-		// Everything typed at once is one key press (an escape sequence,
-		// a paste): it is consumed, not passed on to Claude.
+		// Everything typed at once is one read (a key, an escape
+		// sequence, a paste).
 		n, err := unix.Read(k.fd, buf)
 		switch {
 		case n > 0:
-			k.keys <- keyResult{key: append([]byte(nil), buf[:n]...)}
-			return
+			key := append([]byte(nil), buf[:n]...)
+			select {
+			case k.keys <- keyResult{key: key}:
+			case <-k.quit:
+				k.left = key // stop collects it
+				return
+			}
 		case errors.Is(err, unix.EINTR), errors.Is(err, unix.EAGAIN):
 		case err != nil:
-			k.keys <- keyResult{err: fmt.Errorf("%w: %w", errInputEnded, err)}
+			k.report(fmt.Errorf("%w: %w", errInputEnded, err))
 			return
 		default:
-			k.keys <- keyResult{err: errInputEnded}
+			k.report(errInputEnded)
 			return
 		}
 	}
 }
 
+// report reports the error that ends the reads (dropped once stop is
+// asked: nobody waits for it then).
+func (k *keyWait) report(err error) {
+	select {
+	case k.keys <- keyResult{err: err}:
+	case <-k.quit:
+	}
+}
+
 // stop ends the wait (without reading another key), stops watching
-// signals and restores the terminal's settings. Safe to call more than
-// once; it returns the restore error, if any.
-func (k *keyWait) stop() error {
+// signals and restores the terminal's settings. It returns the keys read
+// but not taken from keys, in order, and the restore error, if any. Safe
+// to call more than once (later calls return no keys).
+func (k *keyWait) stop() ([]byte, error) {
+	var left []byte
 	k.once.Do(func() {
+		close(k.quit)
 		if k.wakeW != nil {
 			_, _ = k.wakeW.Write([]byte{0})
 		}
 		<-k.done
+		for more := true; more; {
+			select {
+			case r := <-k.keys:
+				left = append(left, r.key...)
+			default:
+				more = false
+			}
+		}
+		left = append(left, k.left...)
 		signal.Stop(k.sigs)
 		if k.wakeR != nil {
 			_ = k.wakeR.Close()
@@ -137,5 +171,5 @@ func (k *keyWait) stop() error {
 			}
 		}
 	})
-	return k.restoreErr
+	return left, k.restoreErr
 }

@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/happy-dev/happy/internal/waitfor"
 )
 
 func pipe(t *testing.T) (*os.File, *os.File) {
@@ -29,8 +31,10 @@ func nextKey(t *testing.T, k *keyWait) keyResult {
 	}
 }
 
-// TestKeyWaitReadsOneKeyPress: everything typed at once is one key press.
-func TestKeyWaitReadsOneKeyPress(t *testing.T) {
+// TestKeyWaitReadsEveryKey: everything typed at once is one read, reads
+// are reported in order, and the keys read but not taken are returned by
+// stop.
+func TestKeyWaitReadsEveryKey(t *testing.T) {
 	r, w := pipe(t)
 	k, err := waitKey(r)
 	if err != nil {
@@ -43,11 +47,24 @@ func TestKeyWaitReadsOneKeyPress(t *testing.T) {
 	if res.err != nil || string(res.key) != "\x1b[A" {
 		t.Fatalf("key %q err %v", res.key, res.err)
 	}
-	if err := k.stop(); err != nil {
+	if _, err := w.Write([]byte(" ")); err != nil {
 		t.Fatal(err)
 	}
-	if err := k.stop(); err != nil {
-		t.Fatalf("second stop: %v", err)
+	if res := nextKey(t, k); string(res.key) != " " {
+		t.Fatalf("second key %q err %v", res.key, res.err)
+	}
+	for i, s := range []string{"a", "b", "c"} {
+		if _, err := w.Write([]byte(s)); err != nil {
+			t.Fatal(err)
+		}
+		waitfor.Until(t, "key read", func() bool { return len(k.keys) == i+1 })
+	}
+	left, err := k.stop()
+	if err != nil || string(left) != "abc" {
+		t.Fatalf("stop: keys left %q err %v", left, err)
+	}
+	if left, err := k.stop(); err != nil || left != nil {
+		t.Fatalf("second stop: %q %v", left, err)
 	}
 }
 
@@ -59,8 +76,8 @@ func TestKeyWaitStopLeavesInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := k.stop(); err != nil {
-		t.Fatal(err)
+	if left, err := k.stop(); err != nil || left != nil {
+		t.Fatalf("stop: %q %v", left, err)
 	}
 	select {
 	case res := <-k.keys:
@@ -89,7 +106,7 @@ func TestKeyWaitInputEnded(t *testing.T) {
 	if !errors.Is(res.err, errInputEnded) || res.key != nil {
 		t.Fatalf("result %+v", res)
 	}
-	_ = k.stop()
+	_, _ = k.stop()
 }
 
 // TestKeyWaitSignals: SIGHUP (as SIGINT and SIGTERM) is caught while

@@ -48,7 +48,7 @@ func TestTerminalRawWhileRemote(t *testing.T) {
 	if during.Lflag&(unix.ICANON|unix.ECHO|unix.ISIG) != 0 {
 		t.Fatalf("terminal not raw in remote mode: lflag %#x", during.Lflag)
 	}
-	r.key("x")
+	r.key("  ")
 	r.waitMode(ModeLocal)
 	r.expectOutput("FAKE TUI READY", 2)
 	r.key("three\r")

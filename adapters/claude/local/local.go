@@ -109,6 +109,13 @@ type Options struct {
 	Grace time.Duration
 	// Poll is the transcript tailer's fallback poll interval.
 	Poll time.Duration
+	// HoldInput holds the terminal's keys back until Claude's terminal UI
+	// reads them (ptyproxy.Options.HoldInput): for a Claude started again
+	// while the person may already be typing.
+	HoldInput bool
+	// Typeahead are keys typed for Claude before it started, given to it
+	// first (ptyproxy.Options.Typeahead).
+	Typeahead []byte
 }
 
 // Handoff is what a stopped local session hands to the next mode.
@@ -189,7 +196,8 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 	}
 	cmd.Env = append(slices.Clone(env), srv.Env()...)
 	cmd.Dir = opts.Dir
-	p, err := ptyproxy.Start(ctx, ptyproxy.Options{In: opts.In, Out: opts.Out, Cmd: cmd, Grace: opts.Grace})
+	p, err := ptyproxy.Start(ctx, ptyproxy.Options{In: opts.In, Out: opts.Out, Cmd: cmd, Grace: opts.Grace,
+		HoldInput: opts.HoldInput, Typeahead: opts.Typeahead})
 	if err != nil {
 		_ = srv.Close()
 		return nil, fmt.Errorf("claude local mode: %w", err)

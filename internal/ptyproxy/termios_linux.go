@@ -1,0 +1,6 @@
+package ptyproxy
+
+import "golang.org/x/sys/unix"
+
+// ioctlGetTermios reads a terminal's settings.
+const ioctlGetTermios = unix.TCGETS
