@@ -195,8 +195,8 @@ func (r *switchRun) send(text string) {
 // finish ends Claude with Ctrl-C twice and checks that happy ended with it,
 // gave the terminal back as it found it and left no process behind.
 //
-// After a prompt from another device Claude runs in remote mode, where any
-// key, Ctrl-C too, takes control back: the first Ctrl-C then starts local
+// After a prompt from another device Claude runs in remote mode, where
+// Ctrl-C takes control back: the first Ctrl-C then starts local
 // Claude, and whether the second reaches it before it reads keys (a SIGINT
 // from the terminal: it exits) or after (a first press: "Press Ctrl-C again
 // to exit") depends on the machine's speed. So the pair is sent again, with
@@ -271,9 +271,10 @@ func TestE2EClaudeSwitch(t *testing.T) {
 		t.Fatalf("the remote-mode notice is printed %d times:\n%s", n, r.scr.String())
 	}
 
-	// 3. A key in the terminal: Claude's UI is back (the session resumed).
+	// 3. Space twice in the terminal: Claude's UI is back (the session
+	// resumed).
 	mark = r.mark()
-	r.key(" ")
+	r.key("  ")
 	r.wait(30*time.Second, "Claude's prompt on screen again", func() bool { return r.since(mark, "shortcuts") })
 	r.typePrompt("Say three")
 	// Claude's UI moves the cursor between words instead of printing spaces.
@@ -347,7 +348,8 @@ func ordinalToolIDs(doc []byte) []byte {
 	})
 }
 
-// A key pressed while a remote turn runs: the turn is interrupted (it ends
+// Space pressed twice while a remote turn runs (the first says it will
+// interrupt the turn; another key before it is ignored): the turn is interrupted (it ends
 // aborted on the relay, nothing left open), Claude's UI comes back, and the
 // next prompt typed there is answered.
 func TestE2EClaudeSwitchInterrupt(t *testing.T) {
@@ -400,7 +402,12 @@ func TestE2EClaudeSwitchInterrupt(t *testing.T) {
 	}
 	r.wait(10*time.Second, "the remote-mode notice", func() bool { return r.since(mark, "Claude continues in remote mode") })
 	mark = r.mark()
-	r.key("q")
+	r.key("q") // ignored
+	r.key(" ")
+	r.wait(10*time.Second, "the confirmation naming the interrupt", func() bool {
+		return r.since(mark, "press space again to take control back here (this interrupts the turn from the other device).")
+	})
+	r.key(" ")
 	r.wait(30*time.Second, "Claude's prompt on screen again", func() bool { return r.since(mark, "shortcuts") })
 	// The turn was interrupted (the model had not answered yet, so no
 	// assistant message was started) before remote mode was stopped.
@@ -420,8 +427,9 @@ func TestE2EClaudeSwitchInterrupt(t *testing.T) {
 			t.Fatalf("assistant message %d has no finish:\n%s", i, doc)
 		}
 	}
-	// The key was consumed by happy: Claude's input box did not get a "q".
-	if strings.Contains(doc, "qSay three") {
-		t.Fatal("the key that took control back was typed into Claude")
+	// The keys were consumed by happy: Claude's input box got neither the
+	// ignored "q" nor the spaces.
+	if strings.Contains(doc, "qSay three") || strings.Contains(doc, " Say three") {
+		t.Fatal("a key of remote mode was typed into Claude")
 	}
 }

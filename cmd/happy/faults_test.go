@@ -85,6 +85,12 @@ func (rp *relayProcess) kill() {
 	rp.c = nil
 }
 
+// outText is what the child wrote on stdout so far.
+func (c *child) outText() string {
+	b, _ := os.ReadFile(c.stdout.Name())
+	return string(b)
+}
+
 // exited says whether the child has exited.
 func (c *child) exited() bool {
 	select {

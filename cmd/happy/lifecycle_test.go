@@ -134,12 +134,6 @@ func (c *child) errText() string {
 	return string(b)
 }
 
-// outText is what the child wrote on stdout so far.
-func (c *child) outText() string {
-	b, _ := os.ReadFile(c.stdout.Name())
-	return string(b)
-}
-
 // sessionID waits for the child's "happy: session ID — …" line.
 func (c *child) sessionID(t *testing.T) string {
 	t.Helper()

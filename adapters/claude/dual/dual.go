@@ -17,8 +17,10 @@
 //     takes control back; the terminal is then in raw mode until then.
 //   - Space on the terminal in remote mode: one line asks for a second space
 //     within Options.ConfirmWindow, and says that it interrupts the turn from
-//     the other device when one runs; every other key is ignored (read and
-//     discarded). The second space: a running remote turn is interrupted (and its end awaited, up to Options.InterruptWait),
+//     the other device when one runs; Ctrl-C counts as both spaces; every
+//     other key is ignored (read and discarded). The second space: a
+//     running remote turn is interrupted (and its end awaited, up to
+//     Options.InterruptWait),
 //     remote mode is stopped, the terminal is restored, and local mode starts
 //     again resuming the same Claude session (local.Options.Resume), reading
 //     its transcript from its size at that moment (ResumeOffset): what remote
@@ -80,7 +82,7 @@ const DefaultInterruptWait = 10 * time.Second
 
 // Notices printed on the terminal (one line each) when it is not Claude's.
 const (
-	NoticeRemote = "happy: a prompt came from another device; Claude continues in remote mode. Press space twice to take control back here."
+	NoticeRemote = "happy: a prompt came from another device; Claude continues in remote mode. Press space twice (or Ctrl-C) to take control back here."
 	// NoticeConfirm follows a first space in remote mode;
 	// NoticeConfirmTurn is added (before the final period) while a turn
 	// from another device runs.
@@ -471,10 +473,15 @@ func (a *Agent) control() {
 
 // space follows the keys read in remote mode: a space asks for a second one
 // (one line on the terminal), a second space within ConfirmWindow reports
-// ok and the bytes typed after it; every other key is ignored and cancels
-// a first space.
+// ok and the bytes typed after it; Ctrl-C, what a person presses to stop
+// what runs, reports ok at once; every other key is ignored and cancels a
+// first space.
 func (a *Agent) space(cur *instance, key []byte) (typed []byte, ok bool) {
 	for i, b := range key {
+		if b == 0x03 {
+			a.spaceAt = time.Time{}
+			return append([]byte(nil), key[i+1:]...), true
+		}
 		if b != ' ' {
 			a.spaceAt = time.Time{}
 			continue

@@ -395,7 +395,6 @@ func TestDoubleSpace(t *testing.T) {
 	}
 	r.until(func(ev agent.Event) bool { e, ok := ev.(*agent.TextFinal); return ok && e.Text == "remote: hang on" })
 	r.key("x")
-	r.key("\x03")
 	r.key(" ")
 	confirm := "happy: press space again to take control back here (this interrupts the turn from the other device).\r\n"
 	r.expectOutput(confirm, 1)
@@ -415,6 +414,25 @@ func TestDoubleSpace(t *testing.T) {
 	if !strings.Contains(out, NoticeRemote+"\r\n") {
 		t.Fatalf("no remote notice:\n%q", out)
 	}
+}
+
+// TestCtrlCTakesControlBack: in remote mode Ctrl-C takes control back at
+// once (a person stopping what runs is never ignored), interrupting the
+// running remote turn.
+func TestCtrlCTakesControlBack(t *testing.T) {
+	r := newRun(t)
+	r.start(nil)
+	r.expectOutput("FAKE TUI READY", 1)
+	if err := r.prompt("hang on"); err != nil {
+		t.Fatal(err)
+	}
+	r.until(func(ev agent.Event) bool { e, ok := ev.(*agent.TextFinal); return ok && e.Text == "remote: hang on" })
+	r.key("\x03")
+	if e := r.turnEnded(); e.Reason != agent.TurnInterrupted {
+		t.Fatalf("remote turn %+v", e)
+	}
+	r.waitMode(ModeLocal)
+	r.expectOutput("FAKE TUI READY", 2)
 }
 
 // TestKeysTypedWhileClaudeRestarts: keys typed right after the second
