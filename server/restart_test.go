@@ -41,12 +41,11 @@ func TestRestartRelayProcess(t *testing.T) {
 		os.Exit(1)
 	}
 	var l net.Listener
-	for i := 0; ; i++ { // the killed relay's port may take a moment to free
-		if l, err = net.Listen("tcp", os.Getenv(restartAddrEnv)); err == nil || i == 200 {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	// The killed relay's port may take a moment to free.
+	waitfor.Poll{Every: 5 * time.Millisecond, Within: time.Second}.True(func() bool {
+		l, err = net.Listen("tcp", os.Getenv(restartAddrEnv))
+		return err == nil
+	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
