@@ -16,6 +16,7 @@ import (
 
 	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/internal/sio"
+	"github.com/happy-dev/happy/internal/waitfor"
 	"github.com/happy-dev/happy/server"
 	"github.com/happy-dev/happy/server/bus"
 	"github.com/happy-dev/happy/server/bus/natstest"
@@ -67,20 +68,17 @@ func startClusterOn(t *testing.T, db, engine string, n int, cfg server.Config) [
 // waitReady polls /ready until 200.
 func waitReady(t *testing.T, base string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		resp, err := http.Get(base + "/ready")
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
+	var err error
+	if !(waitfor.Poll{Within: 15 * time.Second}).True(func() bool {
+		var resp *http.Response
+		if resp, err = http.Get(base + "/ready"); err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s/ready: not ready within 15s (%v)", base, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	}) {
+		t.Fatalf("%s/ready: not ready within 15s (%v)", base, err)
 	}
 }
 
@@ -339,16 +337,12 @@ func TestClusterPresenceAndCAS(t *testing.T) {
 		map[string]any{"result": "error", "message": "Session was ended"})
 
 	a.must(200, "POST", "/v1/auth/revoke", nil)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		st, _ := a.on(rs[1]).raw("GET", "/v1/sessions", nil)
-		if st == 401 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the other instance still accepts a revoked token (status %d)", st)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var st int
+	if !(waitfor.Poll{Every: 10 * time.Millisecond, Within: 5 * time.Second}).True(func() bool {
+		st, _ = a.on(rs[1]).raw("GET", "/v1/sessions", nil)
+		return st == 401
+	}) {
+		t.Fatalf("the other instance still accepts a revoked token (status %d)", st)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/happy-dev/happy/internal/waitfor"
 	"github.com/happy-dev/happy/server"
 	"github.com/happy-dev/happy/server/bus/natstest"
 	"github.com/happy-dev/happy/server/servertest"
@@ -290,16 +291,11 @@ func TestClusterKill9(t *testing.T) {
 	stored := storedLocalIDs(t, cl, sid)
 	checkExactlyOnce(t, sent, w.acked, stored)
 	// The updates of the last batches reach b's socket.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waitfor.Poll{Every: 10 * time.Millisecond, Within: 10 * time.Second}.True(func() bool {
 		rmu.Lock()
-		n := len(union)
-		rmu.Unlock()
-		if n == len(sent) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		defer rmu.Unlock()
+		return len(union) == len(sent)
+	})
 	rmu.Lock()
 	defer rmu.Unlock()
 	if len(union) != len(sent) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/happy-dev/happy/crypto"
+	"github.com/happy-dev/happy/internal/waitfor"
 	"github.com/happy-dev/happy/server/servertest"
 )
 
@@ -56,7 +57,11 @@ func TestLookupFindsAFreshRequestAfterAFlood(t *testing.T) {
 	}
 	wg.Wait()
 	t.Logf("flood: %d pairing requests accepted", ok)
-	time.Sleep(5 * time.Millisecond)
+	// The victim's request is stamped after every request of the flood.
+	floodEnd := time.Now().UnixMilli()
+	waitfor.Poll{Every: time.Millisecond}.Until(t, "the clock to pass the flood's last millisecond", func() bool {
+		return time.Now().UnixMilli() > floodEnd
+	})
 	pub, _, err := crypto.NewBoxKeyPair()
 	if err != nil {
 		t.Fatal(err)

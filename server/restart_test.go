@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/happy-dev/happy/internal/waitfor"
 )
 
 // restartChildEnv names the data folder of the relay process of
@@ -39,12 +41,11 @@ func TestRestartRelayProcess(t *testing.T) {
 		os.Exit(1)
 	}
 	var l net.Listener
-	for i := 0; ; i++ { // the killed relay's port may take a moment to free
-		if l, err = net.Listen("tcp", os.Getenv(restartAddrEnv)); err == nil || i == 200 {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	// The killed relay's port may take a moment to free.
+	waitfor.Poll{Every: 5 * time.Millisecond, Within: time.Second}.True(func() bool {
+		l, err = net.Listen("tcp", os.Getenv(restartAddrEnv))
+		return err == nil
+	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -118,20 +119,18 @@ func TestRestartVisibility(t *testing.T) {
 
 	waitUp := func() time.Time {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for time.Now().Before(deadline) {
+		var up time.Time
+		waitfor.Poll{Every: time.Millisecond, Within: 20 * time.Second}.Until(t, "the relay to come up", func() bool {
 			resp, err := cl.Get(base + "/health")
-			if err == nil {
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode == 200 {
-					return time.Now()
-				}
+			if err != nil {
+				return false
 			}
-			time.Sleep(time.Millisecond)
-		}
-		t.Fatal("the relay did not come up")
-		return time.Time{}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			up = time.Now()
+			return resp.StatusCode == 200
+		})
+		return up
 	}
 
 	cmd := startRestartRelay(t, dir, addr)

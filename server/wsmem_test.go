@@ -10,6 +10,8 @@ import (
 
 	ws "github.com/gorilla/websocket"
 	"github.com/rs/zerolog"
+
+	"github.com/happy-dev/happy/internal/waitfor"
 )
 
 // The relay keeps the Engine.IO v4 heartbeat itself (heartbeat.go): the
@@ -130,15 +132,11 @@ func TestIdleSocketsHaveNoTimerGoroutines(t *testing.T) {
 	}
 	// Timers the library clears (the connect timeout) end on their own
 	// goroutines, a moment later.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		n := timerGoroutines() - before
-		if n <= 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d timer goroutines for %d idle sockets", n, sockets)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var n int
+	if !(waitfor.Poll{Within: 5 * time.Second}).True(func() bool {
+		n = timerGoroutines() - before
+		return n <= 0
+	}) {
+		t.Fatalf("%d timer goroutines for %d idle sockets", n, sockets)
 	}
 }

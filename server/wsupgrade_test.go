@@ -17,6 +17,8 @@ import (
 
 	ws "github.com/gorilla/websocket"
 	"github.com/rs/zerolog"
+
+	"github.com/happy-dev/happy/internal/waitfor"
 )
 
 // The RFC 6455 §1.3 example.
@@ -477,12 +479,10 @@ func TestUnconnectedSocketsAreReleased(t *testing.T) {
 				t.Fatal(err)
 			}
 			_ = c.Close()
-			deadline := time.Now().Add(10 * time.Second)
-			for srv.metrics.sockets.Load() != 0 || srv.io.Engine().ClientsCount() != 0 {
-				if time.Now().After(deadline) {
-					t.Fatalf("%d sockets counted, %d Engine.IO clients, want 0 and 0", srv.metrics.sockets.Load(), srv.io.Engine().ClientsCount())
-				}
-				time.Sleep(10 * time.Millisecond)
+			if !(waitfor.Poll{Every: 10 * time.Millisecond, Within: 10 * time.Second}).True(func() bool {
+				return srv.metrics.sockets.Load() == 0 && srv.io.Engine().ClientsCount() == 0
+			}) {
+				t.Fatalf("%d sockets counted, %d Engine.IO clients, want 0 and 0", srv.metrics.sockets.Load(), srv.io.Engine().ClientsCount())
 			}
 		})
 	}
@@ -528,15 +528,11 @@ func TestSocketsOfClosedClientsAreReleased(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got := []int64{srv.metrics.sockets.Load(), int64(srv.io.Sockets().Sockets().Len()), int64(srv.io.Engine().ClientsCount())}
-		if slices.Equal(got, []int64{0, 0, 0}) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sockets counted, in the namespace, Engine.IO clients: %v, want [0 0 0]", got)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var got []int64
+	if !(waitfor.Poll{Every: 10 * time.Millisecond, Within: 10 * time.Second}).True(func() bool {
+		got = []int64{srv.metrics.sockets.Load(), int64(srv.io.Sockets().Sockets().Len()), int64(srv.io.Engine().ClientsCount())}
+		return slices.Equal(got, []int64{0, 0, 0})
+	}) {
+		t.Fatalf("sockets counted, in the namespace, Engine.IO clients: %v, want [0 0 0]", got)
 	}
 }

@@ -1,11 +1,9 @@
 package session
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -191,22 +189,6 @@ type Result struct {
 	IdleInterrupts int
 	// Recoveries counts the agents restarted by Options.Recover.
 	Recoveries int
-}
-
-// pending is a tool waiting for a person.
-type pending struct {
-	// session is the key of the session the tool belongs to ("" the
-	// root, else a subagent's child session): its resolution is applied
-	// there, and its turn's end settles it.
-	session  string
-	question bool
-	always   []string
-	deadline time.Time // zero: no timeout
-	since    time.Time // when it started waiting
-	order    int       // arrival order, so settling is the same in every run
-	// questions are a question block's questions (for the reference
-	// app's answers, which name them).
-	questions []agent.QuestionInfo
 }
 
 // defaultAnswerTimeout bounds one answer written to the agent outside a
@@ -591,35 +573,6 @@ func (r *Runner) publish(bus []mapper.BusEvent, dropped bool) []mapper.BusEvent 
 	return bus
 }
 
-// answerAgentFromState tells the agent what the transcript now says about a
-// tool it was waiting on.
-func (r *Runner) answerAgentFromState(tp *mapper.ToolPart, p *pending) {
-	ctx, cancel := r.answerCtx()
-	defer cancel()
-	if p.question {
-		if tp.State.Block != nil && tp.State.Status != mapper.StatusError {
-			_ = r.opts.Agent.AnswerQuestion(ctx, tp.CallID, tp.State.Block.Answers)
-		}
-		return
-	}
-	d := agent.Verdict{Decision: agent.DecisionReject}
-	if b := tp.State.Block; b != nil && b.Decision != "" {
-		d.Decision, d.Reason = b.Decision, b.Reason
-	}
-	if tp.State.Status == mapper.StatusRunning && d.Decision == agent.DecisionReject {
-		d.Decision = agent.DecisionOnce
-	}
-	if d.Decision == agent.DecisionAlways {
-		d.Always = p.always
-	}
-	if d.Decision == agent.DecisionReject {
-		r.result.Rejected++
-	}
-	if err := r.opts.Agent.Decide(ctx, tp.CallID, d); err != nil {
-		r.opts.Log.Warn().Err(err).Str("callID", tp.CallID).Msg("answer the agent")
-	}
-}
-
 // agentEvent handles one event from the agent.
 func (r *Runner) agentEvent(ctx context.Context, ev agent.Event) {
 	if r.unstarted != "" && !agent.IsNilEvent(ev) && ev.Base().Session == "" {
@@ -695,93 +648,10 @@ func (r *Runner) nextQueued(ctx context.Context) {
 	}
 }
 
-func (r *Runner) deadline() time.Time {
-	if r.opts.PermissionTimeout <= 0 {
-		return time.Time{}
-	}
-	return r.opts.Now().Add(r.opts.PermissionTimeout)
-}
-
-// permissionAsked applies the permission policy to a request. A rule's
-// answer is recorded like a person's: the tool is blocked, then resolved
-// with reason "rule" and the rule that matched, so the transcript tells
-// which calls a rule decided.
-func (r *Runner) permissionAsked(ctx context.Context, e *agent.ToolBlocked) {
-	rules := append(append([]mapper.PermissionRule(nil), r.opts.Rules...), r.opts.Reducer.RuntimeRules(r.opts.Reducer.RootID())...)
-	action, rule, _ := mapper.EvaluateRule(rules, e.Permission.Permission, e.Permission.Patterns)
-	switch action {
-	case mapper.ActionAllow:
-		err := r.opts.Agent.Decide(ctx, e.CallID, agent.Verdict{Decision: agent.DecisionOnce, Reason: agent.ReasonRule})
-		if err == nil {
-			// The request and the rule's answer reach every observer in one
-			// change, so none announces a wait nobody has (a terminal
-			// printing "asks to use" for a call the rule allowed).
-			r.applyTogether(e, &agent.ToolResolved{EventBase: r.at(e.Session), CallID: e.CallID,
-				Decision: agent.DecisionOnce, Reason: agent.ReasonRule, Rule: rule.Matched()})
-			return
-		}
-		// The agent did not take the rule's answer: ask a person instead
-		// (and let the permission timeout apply), never leave it waiting.
-		r.opts.Log.Warn().Err(err).Str("callID", e.CallID).Msg("allow by rule failed; asking")
-		r.apply(e)
-		r.addPending(e.CallID, &pending{session: e.Session, always: e.Permission.Always, deadline: r.deadline()})
-		return
-	case mapper.ActionDeny:
-		r.applyTogether(e, &agent.ToolResolved{EventBase: r.at(e.Session), CallID: e.CallID,
-			Decision: agent.DecisionReject, Reason: agent.ReasonRule, Rule: rule.Matched()})
-		r.result.Rejected++
-		if err := r.opts.Agent.Decide(ctx, e.CallID, agent.Verdict{Decision: agent.DecisionReject, Reason: "denied by rule " + rule.String()}); err != nil {
-			r.opts.Log.Warn().Err(err).Str("callID", e.CallID).Msg("deny by rule")
-		}
-		return
-	}
-	r.apply(e)
-	r.addPending(e.CallID, &pending{session: e.Session, always: e.Permission.Always, deadline: r.deadline()})
-}
-
 // at is the base of an event the runner makes for session (a child's key,
 // or "" the root), stamped now.
 func (r *Runner) at(session string) agent.EventBase {
 	return agent.EventBase{Session: session, Time: r.opts.Now().UnixMilli()}
-}
-
-// addPending records a tool waiting for a person.
-func (r *Runner) addPending(callID string, p *pending) {
-	r.arrivals++
-	p.order, p.since = r.arrivals, r.opts.Now()
-	r.pending[callID] = p
-	if r.opts.OnWaiting != nil {
-		r.opts.OnWaiting(callID)
-	}
-}
-
-// pendingInOrder returns the waiting call ids in arrival order, so settling
-// them (and so the transcript) is the same in every run and in a replay.
-func (r *Runner) pendingInOrder() []string {
-	ids := make([]string, 0, len(r.pending))
-	for id := range r.pending {
-		ids = append(ids, id)
-	}
-	slices.SortFunc(ids, func(a, b string) int { return cmp.Compare(r.pending[a].order, r.pending[b].order) })
-	return ids
-}
-
-// stale is the refusal of an answer to callID, naming the calls that wait
-// for the same kind of answer.
-func (r *Runner) stale(callID string, question bool) error {
-	e := &StaleError{CallID: callID, Question: question}
-	for _, id := range r.pendingInOrder() {
-		if r.pending[id].question == question {
-			e.Waiting = append(e.Waiting, id)
-		}
-	}
-	return e
-}
-
-// answerCtx is the context of one answer the runner owes the agent outside
-// a control input: it outlives Run's cancellation, bounded by AnswerTimeout.
-func (r *Runner) answerCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(r.base, r.opts.AnswerTimeout)
 }
 
 // controlInput handles one control input and replies to its sender.
@@ -943,90 +813,4 @@ func TitleFromPrompt(text string) string {
 		cut = cut[:i]
 	}
 	return strings.TrimRight(cut, " ,.;:") + "…"
-}
-
-// answer applies a person's permission decision; the first answer wins.
-func (r *Runner) answer(ctx context.Context, a Answer) error {
-	p, ok := r.pending[a.CallID]
-	if !ok || p.question {
-		return r.stale(a.CallID, false)
-	}
-	if a.Abort {
-		return r.abortTurn(ctx, a.Reason)
-	}
-	delete(r.pending, a.CallID)
-	d := agent.Verdict{Decision: a.Decision, Reason: a.Reason}
-	if a.Decision == agent.DecisionAlways {
-		d.Always = p.always
-	}
-	if a.Decision == agent.DecisionReject {
-		r.result.Rejected++
-	}
-	err := r.opts.Agent.Decide(ctx, a.CallID, d)
-	r.apply(&agent.ToolResolved{EventBase: r.at(p.session), CallID: a.CallID, Decision: a.Decision, Reason: a.Reason})
-	return err
-}
-
-// abortTurn rejects every pending permission with reason and interrupts
-// the agent.
-func (r *Runner) abortTurn(ctx context.Context, reason string) error {
-	r.settleAllPending(reason, true)
-	if !r.inTurn {
-		return nil
-	}
-	return r.opts.Agent.Interrupt(ctx)
-}
-
-// settleAllPending answers every waiting tool, of every session, with a
-// reject for reason. The transcript side is settled by the reducer at
-// TurnEnded; when tellAgent is set the agent is answered too (it is still
-// waiting).
-func (r *Runner) settleAllPending(reason string, tellAgent bool) {
-	r.settle(func(*pending) bool { return true }, reason, tellAgent)
-}
-
-// settlePending settles the tools one session waits on (its turn ended:
-// the agent no longer waits for them).
-func (r *Runner) settlePending(session, reason string) {
-	r.settle(func(p *pending) bool { return p.session == session }, reason, false)
-}
-
-func (r *Runner) settle(which func(*pending) bool, reason string, tellAgent bool) {
-	for _, id := range r.pendingInOrder() {
-		p := r.pending[id]
-		if !which(p) {
-			continue
-		}
-		delete(r.pending, id)
-		if tellAgent && !p.question {
-			r.result.Rejected++
-			ctx, cancel := r.answerCtx()
-			if err := r.opts.Agent.Decide(ctx, id, agent.Verdict{Decision: agent.DecisionReject, Reason: reason}); err != nil {
-				r.opts.Log.Warn().Err(err).Str("callID", id).Msg("reject on settle")
-			}
-			cancel()
-		}
-		r.apply(&agent.ToolResolved{EventBase: r.at(p.session), CallID: id, Decision: agent.DecisionReject, Reason: reason})
-	}
-}
-
-// expirePending rejects permissions whose deadline passed.
-func (r *Runner) expirePending() {
-	now := r.opts.Now()
-	for _, id := range r.pendingInOrder() {
-		p := r.pending[id]
-		if p.deadline.IsZero() || p.deadline.After(now) {
-			continue
-		}
-		delete(r.pending, id)
-		if !p.question {
-			r.result.Rejected++
-			ctx, cancel := r.answerCtx()
-			if err := r.opts.Agent.Decide(ctx, id, agent.Verdict{Decision: agent.DecisionReject, Reason: agent.ReasonTimeout}); err != nil {
-				r.opts.Log.Warn().Err(err).Str("callID", id).Msg("reject on timeout")
-			}
-			cancel()
-		}
-		r.apply(&agent.ToolResolved{EventBase: agent.EventBase{Session: p.session, Time: now.UnixMilli()}, CallID: id, Decision: agent.DecisionReject, Reason: agent.ReasonTimeout})
-	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/happy-dev/happy/app"
 	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/internal/home"
+	"github.com/happy-dev/happy/internal/waitfor"
 	"github.com/happy-dev/happy/mapper"
 )
 
@@ -207,11 +208,10 @@ true`)
 	}
 	p.eval(`document.querySelector("#transcript .msg.user a.download").click(), true`)
 	var saved []byte
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if saved, err = os.ReadFile(filepath.Join(downloads, "notes.txt")); err == nil && len(saved) == 18 {
-			break
-		}
-	}
+	waitfor.Poll{Within: 20 * time.Second}.True(func() bool {
+		saved, err = os.ReadFile(filepath.Join(downloads, "notes.txt"))
+		return err == nil && len(saved) == 18
+	})
 	if string(saved) != "line one\nline two\n" {
 		t.Errorf("downloaded notes.txt: %q (%v)", saved, err)
 	}
@@ -220,10 +220,7 @@ true`)
 	}
 
 	// The agent got the picture inline, as from happy send --file, and the text file.
-	deadline := time.Now().Add(20 * time.Second)
-	for ag.count() < 2 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitfor.Poll{Within: 20 * time.Second}.True(func() bool { return ag.count() >= 2 })
 	got := ag.last()
 	if got.Text != "what is in these?" || len(got.Files) != 2 || got.Files[0].URL != "data:image/png;base64,"+base64.StdEncoding.EncodeToString(sent) ||
 		got.Files[0].Mime != "image/png" || got.Files[0].Filename != "shot.jpg" || got.Files[1].Mime != "text/plain" || got.Files[1].Filename != "notes.txt" {

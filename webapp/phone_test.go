@@ -28,6 +28,7 @@ import (
 	"github.com/happy-dev/happy/app"
 	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/internal/settings"
+	"github.com/happy-dev/happy/internal/waitfor"
 	"github.com/happy-dev/happy/relay"
 	"github.com/happy-dev/happy/server"
 	"github.com/happy-dev/happy/server/servertest"
@@ -90,11 +91,7 @@ const frames = `new Promise((res) => requestAnimationFrame(() => requestAnimatio
 // waitFor polls cond from Go (every 20 ms, at most 30 s).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: gave up after 30 s", what)
-		}
-	}
+	waitfor.Poll{Within: 30 * time.Second}.Until(t, what, cond)
 }
 
 // turnAgent answers each prompt with one turn: "answer N", a read tool

@@ -23,6 +23,7 @@ import (
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/app"
 	"github.com/happy-dev/happy/crypto"
+	"github.com/happy-dev/happy/internal/waitfor"
 	"github.com/happy-dev/happy/internal/webpushtest"
 	"github.com/happy-dev/happy/mapper"
 	"github.com/happy-dev/happy/relay"
@@ -181,9 +182,9 @@ const recordNotifications = `(() => {
 // with a tag matching tag, and returns them (oldest first).
 func (p *appPage) notifications(sw context.Context, tag *regexp.Regexp, n int) []shown {
 	p.t.Helper()
-	var list []shown
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		var all []shown
+	var list, all []shown
+	if !(waitfor.Poll{Every: 50 * time.Millisecond, Within: 20 * time.Second}).True(func() bool {
+		all = nil
 		if err := json.Unmarshal(p.swEval(sw, `self.__shown`), &all); err != nil {
 			p.t.Fatal(err)
 		}
@@ -193,13 +194,11 @@ func (p *appPage) notifications(sw context.Context, tag *regexp.Regexp, n int) [
 				list = append(list, s)
 			}
 		}
-		if len(list) >= n {
-			return list
-		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("waiting for %d notification(s) tagged %s: have %+v (console: %q)", n, tag, all, p.consoleErrors())
-		}
+		return len(list) >= n
+	}) {
+		p.t.Fatalf("waiting for %d notification(s) tagged %s: have %+v (console: %q)", n, tag, all, p.consoleErrors())
 	}
+	return list
 }
 
 // stubPush replaces the browser's push subscription (headless Chromium has

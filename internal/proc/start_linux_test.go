@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/happy-dev/happy/internal/waitfor"
 )
 
 func TestParseStartTicks(t *testing.T) {
@@ -47,9 +49,11 @@ func TestRunning(t *testing.T) {
 	if !ok {
 		t.Fatal("no start time of the child")
 	}
-	for st, ok := readStat(pid); ok && st.state != 'Z'; st, ok = readStat(pid) {
-		time.Sleep(5 * time.Millisecond) // the exit of a child we deliberately do not reap yet
-	}
+	// The exit of a child we deliberately do not reap yet.
+	waitfor.Poll{Every: 5 * time.Millisecond}.Until(t, "the child to be a zombie", func() bool {
+		st, ok := readStat(pid)
+		return !ok || st.state == 'Z'
+	})
 	if Running(pid, ticks) {
 		t.Error("Running(zombie) = true")
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/happy-dev/happy/internal/pebbletest"
+	"github.com/happy-dev/happy/internal/waitfor"
 	"github.com/happy-dev/happy/server"
 	"github.com/happy-dev/happy/server/acmecert"
 )
@@ -112,19 +113,17 @@ func TestObtainServeAndRenew(t *testing.T) {
 		return c.ConnectionState().PeerCertificates[0], nil
 	}
 	var second *x509.Certificate
-	for second == nil {
-		if time.Now().After(first.NotAfter) {
-			t.Fatalf("no renewed certificate before the first one expired at %s\npebble:\n%s", first.NotAfter, p.Log())
-		}
+	if !(waitfor.Poll{Every: 50 * time.Millisecond, Within: time.Until(first.NotAfter)}).True(func() bool {
 		c, err := handshake()
-		switch {
-		case err != nil:
+		if err != nil {
 			t.Fatalf("handshake while renewing: %v", err)
-		case !c.Equal(first):
-			second = c
-		default:
-			time.Sleep(50 * time.Millisecond)
 		}
+		if !c.Equal(first) {
+			second = c
+		}
+		return second != nil
+	}) {
+		t.Fatalf("no renewed certificate before the first one expired at %s\npebble:\n%s", first.NotAfter, p.Log())
 	}
 	if strings.Join(second.DNSNames, ",") != testDomain || second.SerialNumber.Cmp(first.SerialNumber) == 0 || !second.NotBefore.Before(first.NotAfter) {
 		t.Fatalf("renewed: %v serial %x valid from %s (the first, serial %x, until %s)", second.DNSNames, second.SerialNumber, second.NotBefore, first.SerialNumber, first.NotAfter)

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/happy-dev/happy/internal/waitfor"
 	"github.com/happy-dev/happy/server/bus"
 	"github.com/happy-dev/happy/server/bus/natstest"
 	"github.com/happy-dev/happy/server/store/postgres/pgtest"
@@ -156,11 +157,11 @@ func TestOpenUnknown(t *testing.T) {
 // waitBusReady polls x.Ready for up to 10 s.
 func waitBusReady(t testing.TB, x bus.Bus) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for x.Ready(context.Background()) != nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("not ready: %v", x.Ready(context.Background()))
-		}
-		time.Sleep(10 * time.Millisecond)
+	var err error
+	if !(waitfor.Poll{Every: 10 * time.Millisecond, Within: 10 * time.Second}).True(func() bool {
+		err = x.Ready(context.Background())
+		return err == nil
+	}) {
+		t.Fatalf("not ready: %v", err)
 	}
 }

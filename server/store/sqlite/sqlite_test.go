@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/happy-dev/happy/internal/waitfor"
 	"github.com/happy-dev/happy/server/store"
 )
 
@@ -179,19 +180,16 @@ func TestBackgroundCheckpoint(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	var size int64
+	if !(waitfor.Poll{Within: 5 * time.Second}).True(func() bool {
 		fi, err := os.Stat(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if fi.Size() >= before.Size()+20*64<<10 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("database file %d bytes (was %d): the WAL was not checkpointed", fi.Size(), before.Size())
-		}
-		time.Sleep(20 * time.Millisecond)
+		size = fi.Size()
+		return size >= before.Size()+20*64<<10
+	}) {
+		t.Fatalf("database file %d bytes (was %d): the WAL was not checkpointed", size, before.Size())
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
