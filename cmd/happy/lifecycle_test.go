@@ -892,44 +892,7 @@ func TestInteractiveAgentThatRefusesItsArguments(t *testing.T) {
 		t.Fatal(err)
 	}
 	env["HAPPY_CLAUDE_PATH"] = script
-	master, tty, err := pty.Open()
-	if err != nil {
-		t.Skipf("no PTY: %v", err)
-	}
-	defer master.Close()
-	scr := &syncBuffer{}
-	go func() { _, _ = io.Copy(scr, master) }()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, _ := json.Marshal([]string{"claude", "--", "--bogus-flag"})
-	c := &child{done: make(chan struct{})}
-	c.cmd = exec.Command(exe, "-test.run=^TestHappyChildProcess$")
-	c.cmd.Env = append(os.Environ(), childArgsEnv+"="+string(a))
-	for k, v := range env {
-		c.cmd.Env = append(c.cmd.Env, k+"="+v)
-	}
-	c.cmd.Dir = t.TempDir()
-	if c.stderr, err = os.Create(filepath.Join(t.TempDir(), "stderr")); err != nil {
-		t.Fatal(err)
-	}
-	c.cmd.Stdin, c.cmd.Stdout, c.cmd.Stderr = tty, tty, c.stderr
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	if err := c.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	tty.Close()
-	go func() {
-		_ = c.cmd.Wait()
-		c.code = c.cmd.ProcessState.ExitCode()
-		close(c.done)
-	}()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
-		<-c.done
-		c.stderr.Close()
-	})
+	c, _, scr := startOnPTY(t, env, "claude", "--", "--bogus-flag")
 	if code := c.wait(t); code != exitFailed {
 		t.Fatalf("exit %d, want %d\nscreen: %q\nstderr: %s", code, exitFailed, scr.String(), c.errText())
 	}
