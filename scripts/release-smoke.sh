@@ -79,7 +79,10 @@ mkdir "$tmp/npm"
   "$root/dist/npm/happy-dev-happy-$version.tgz" "$root/dist/npm/happy-dev-happy-$goos-$cpu-$version.tgz" >/dev/null)
 got=$("$tmp/npm/node_modules/.bin/happy" --version)
 [ "$got" = "happy $version" ] || fail "npm: happy --version printed '$got', want 'happy $version'"
-echo "npm: $got"
+for p in happy "happy-$goos-$cpu"; do
+  cmp -s "$tmp/npm/node_modules/@happy-dev/$p/LICENSE" LICENSE || fail "npm: @happy-dev/$p carries no LICENSE, or not the repository's"
+done
+echo "npm: $got, each package with the LICENSE"
 
 $image || exit 0
 export BUILDAH_ISOLATION=chroot

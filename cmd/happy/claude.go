@@ -88,8 +88,8 @@ func (o *agentOptions) resumeID() string {
 func (o *agentOptions) bind(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&o.prompt, "print", "p", "", "run one turn with this prompt in remote mode, print the final answer and exit")
 	cmd.Flags().DurationVar(&o.permissionTimeout, "permission-timeout", 10*time.Minute, "reject a permission nobody answered after this long (-p mode; 0 waits forever)")
-	cmd.Flags().DurationVar(&o.idleTimeout, "idle-timeout", defaultIdleTimeout, "interrupt a turn whose agent sent nothing for this long while no tool runs and nobody is asked, saying so in the session (0 never)")
-	cmd.Flags().BoolVar(&o.recover, "recover", false, "when --idle-timeout trips, restart the agent in its own session (its resume) and send it \"continue\", saying so in the session; at most "+strconv.Itoa(session.DefaultRecoverMax)+" times per prompt")
+	cmd.Flags().DurationVar(&o.idleTimeout, "idle-timeout", defaultIdleTimeout, "stalled-agent guard: interrupt a turn whose agent sent nothing for this long while no tool runs and no permission or question waits for a person, saying so in the session (0 never)")
+	cmd.Flags().BoolVar(&o.recover, "recover", false, "when --idle-timeout trips, restart the agent resuming its own conversation (Claude --resume, Codex thread/resume, ACP session/resume or load) and send it \"continue\", saying so in the session; at most "+strconv.Itoa(session.DefaultRecoverMax)+" times per prompt; for Claude only with -p or --remote (its terminal UI cannot be restarted in place)")
 	cmd.Flags().StringVar(&o.record, "record", "", "write a traffic log of the agent's protocol to `FILE` (for happy replay)")
 	cmd.Flags().StringArrayVar(&o.allow, "allow", nil, "permission rule `permission:pattern` to allow (repeatable), e.g. 'bash:git status*'")
 	cmd.Flags().StringArrayVar(&o.deny, "deny", nil, "permission rule `permission:pattern` to deny (repeatable)")

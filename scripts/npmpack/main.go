@@ -110,6 +110,12 @@ func pack(dist, out string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Every package carries the licence (the repository's LICENSE, beside
+	// dist where goreleaser ran), as the release archives do.
+	license, err := os.ReadFile(filepath.Join(filepath.Dir(filepath.Clean(dist)), "LICENSE"))
+	if err != nil {
+		return nil, fmt.Errorf("the licence every package carries: %w", err)
+	}
 	type pkg struct {
 		name  string
 		files []file
@@ -129,6 +135,7 @@ func pack(dist, out string) ([]string, error) {
 			"version":         version,
 			"description":     fmt.Sprintf("The happy binary for %s (%s/%s); installed by %s, which runs it", suffix, goos, goarch, rootName),
 			"repository":      map[string]string{"type": "git", "url": repository},
+			"license":         "MIT",
 			"os":              []string{npmOS[goos]},
 			"cpu":             []string{npmCPU[goarch]},
 			"preferUnplugged": true,
@@ -139,6 +146,7 @@ func pack(dist, out string) ([]string, error) {
 		pkgs = append(pkgs, pkg{name, []file{
 			{"package.json", 0o644, append(manifest, '\n')},
 			{"README.md", 0o644, []byte(fmt.Sprintf("# %s\n\nThe happy %s binary for %s. Install %s instead: it depends on this package on %s and runs its binary.\n", name, version, suffix, rootName, suffix))},
+			{"LICENSE", 0o644, license},
 			{"bin/happy", 0o755, data},
 		}})
 		optional[name] = version
@@ -148,6 +156,7 @@ func pack(dist, out string) ([]string, error) {
 		"version":              version,
 		"description":          "happy wraps a coding agent (Claude Code, Codex, ACP agents) and pushes its end-to-end encrypted transcript to a relay, so a phone, a browser or another terminal can follow and control the session",
 		"repository":           map[string]string{"type": "git", "url": repository},
+		"license":              "MIT",
 		"bin":                  map[string]string{"happy": "bin/happy.js"},
 		"optionalDependencies": optional,
 		"engines":              map[string]string{"node": ">=18"},
@@ -158,6 +167,7 @@ func pack(dist, out string) ([]string, error) {
 	pkgs = append(pkgs, pkg{rootName, []file{
 		{"package.json", 0o644, append(manifest, '\n')},
 		{"README.md", 0o644, []byte(fmt.Sprintf("# %s\n\nhappy %s on npm: `npm install -g %s`, then `happy --version`.\nnpm installs the binary of your platform (%s) as an optional dependency; `happy` runs it.\nDocumentation: https://github.com/happy-dev/happy\n", rootName, version, rootName, strings.Join(sortedKeys(optional), ", ")))},
+		{"LICENSE", 0o644, license},
 		{"bin/happy.js", 0o755, launcher},
 	}})
 

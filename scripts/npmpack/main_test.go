@@ -17,12 +17,16 @@ import (
 
 // fakeDist writes a goreleaser dist folder with the given version and one
 // binary (its content names its platform) per pair in plats, with artifact
-// paths relative to the folder above dist, as goreleaser writes them.
+// paths relative to the folder above dist, as goreleaser writes them, and a
+// LICENSE beside dist.
 func fakeDist(t *testing.T, version string, plats []string) string {
 	t.Helper()
 	root := t.TempDir()
 	dist := filepath.Join(root, "dist")
 	if err := os.MkdirAll(dist, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "LICENSE"), []byte(testLicense), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	meta, _ := json.Marshal(map[string]string{"project_name": "happy", "version": version, "tag": "v" + version})
@@ -87,6 +91,9 @@ func readTarball(t *testing.T, path string) (map[string]entry, []string) {
 	return files, order
 }
 
+// testLicense is the LICENSE fakeDist writes.
+const testLicense = "MIT License\n\nCopyright (c) 2026 The happy authors\n"
+
 func TestPackWritesPlatformAndRootPackages(t *testing.T) {
 	dist := fakeDist(t, "1.2.3", []string{"linux/amd64", "linux/arm64", "darwin/amd64", "darwin/arm64", "windows/amd64"})
 	out := t.TempDir()
@@ -118,7 +125,7 @@ func TestPackWritesPlatformAndRootPackages(t *testing.T) {
 	}
 	for _, p := range plat {
 		files, order := readTarball(t, filepath.Join(out, "happy-dev-happy-"+p.os+"-"+p.cpu+"-1.2.3.tgz"))
-		if want := []string{"package/package.json", "package/README.md", "package/bin/happy"}; !reflect.DeepEqual(order, want) {
+		if want := []string{"package/package.json", "package/README.md", "package/LICENSE", "package/bin/happy"}; !reflect.DeepEqual(order, want) {
 			t.Errorf("%s/%s: entries %q, want %q", p.goos, p.goarch, order, want)
 		}
 		if bin := files["package/bin/happy"]; bin.data != "binary "+p.goos+"/"+p.goarch || bin.mode != 0o755 {
@@ -133,6 +140,7 @@ func TestPackWritesPlatformAndRootPackages(t *testing.T) {
 			"version":         "1.2.3",
 			"description":     "The happy binary for " + p.os + "-" + p.cpu + " (" + p.goos + "/" + p.goarch + "); installed by @happy-dev/happy, which runs it",
 			"repository":      map[string]any{"type": "git", "url": "git+https://github.com/happy-dev/happy.git"},
+			"license":         "MIT",
 			"os":              []any{p.os},
 			"cpu":             []any{p.cpu},
 			"preferUnplugged": true,
@@ -143,7 +151,7 @@ func TestPackWritesPlatformAndRootPackages(t *testing.T) {
 	}
 
 	files, order := readTarball(t, filepath.Join(out, "happy-dev-happy-1.2.3.tgz"))
-	if want := []string{"package/package.json", "package/README.md", "package/bin/happy.js"}; !reflect.DeepEqual(order, want) {
+	if want := []string{"package/package.json", "package/README.md", "package/LICENSE", "package/bin/happy.js"}; !reflect.DeepEqual(order, want) {
 		t.Errorf("root: entries %q, want %q", order, want)
 	}
 	if js := files["package/bin/happy.js"]; js.data != string(launcher) || js.mode != 0o755 || !strings.HasPrefix(js.data, "#!/usr/bin/env node\n") {
@@ -169,6 +177,9 @@ func TestPackWritesPlatformAndRootPackages(t *testing.T) {
 	}
 	if got := manifest["optionalDependencies"]; !reflect.DeepEqual(got, wantOpt) {
 		t.Errorf("root optionalDependencies = %v, want %v", got, wantOpt)
+	}
+	if files["package/LICENSE"].data != testLicense || manifest["license"] != "MIT" {
+		t.Errorf("root: LICENSE %q, license %v", files["package/LICENSE"].data, manifest["license"])
 	}
 	if manifest["name"] != "@happy-dev/happy" || manifest["version"] != "1.2.3" {
 		t.Errorf("root name, version = %v, %v", manifest["name"], manifest["version"])
