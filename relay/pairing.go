@@ -93,6 +93,12 @@ var ErrNoPendingPairing = errors.New("no open pairing request with this code")
 // terminal; the full code is "XXXXX-XXXXX-SSSSS-SSSSS".
 var ErrShortPairingCode = errors.New("pairing code without its secret part")
 
+// ErrLegacyOnly: the open request says its terminal takes only the legacy
+// answer (the account secret), which was not asked for. An old client says
+// so, and so may a relay that edits the lookup's supportsV2: the approver
+// decides (legacy) instead of being downgraded without a word.
+var ErrLegacyOnly = errors.New("the terminal says it takes only the account secret (legacy)")
+
 // ApproveByCode approves the terminal that shows the full pairing code
 // code ("XXXXX-XXXXX-SSSSS-SSSSS", any spelling
 // crypto.ParseFullPairingCode accepts): it asks the relay for the open
@@ -100,11 +106,12 @@ var ErrShortPairingCode = errors.New("pairing code without its secret part")
 // leaves this machine), checks itself that each key's code is that half (a
 // key that does not match is refused with ErrFingerprint: the relay cannot
 // substitute its own key), and answers the one match with ApproveTerminal
-// and the proof of the secret half (dataKey, or legacy when the terminal
-// does not support v2 or legacy is set). It returns the approved key.
-// Errors: a parse error of the code, ErrShortPairingCode (nothing asked),
-// ErrRouteUnsupported (the reference relay), ErrNoPendingPairing, and
-// ApproveTerminal's.
+// and the proof of the secret half (dataKey, or legacy when legacy is
+// set). It returns the approved key. Errors: a parse error of the code,
+// ErrShortPairingCode (nothing asked), ErrRouteUnsupported (the reference
+// relay), ErrNoPendingPairing, ErrLegacyOnly (the request says the
+// terminal takes only the account secret and legacy is not set: nothing
+// sent), and ApproveTerminal's.
 func ApproveByCode(ctx context.Context, api *API, creds *crypto.Credentials, code string, legacy bool) ([32]byte, error) {
 	norm, secret, err := crypto.ParseFullPairingCode(code)
 	if err != nil {
@@ -134,7 +141,12 @@ func ApproveByCode(ctx context.Context, api *API, creds *crypto.Credentials, cod
 		}
 		match = &list[i]
 	}
-	if err := ApproveTerminal(ctx, api, creds, match.PublicKey, secret, legacy || !match.SupportsV2); err != nil {
+	if !legacy && !match.SupportsV2 {
+		// The relay says what the terminal takes, and a relay that turned
+		// this into false would be handed the widest access unasked.
+		return [32]byte{}, fmt.Errorf("relay: pairing code %s: %w", norm, ErrLegacyOnly)
+	}
+	if err := ApproveTerminal(ctx, api, creds, match.PublicKey, secret, legacy); err != nil {
 		return [32]byte{}, err
 	}
 	return match.PublicKey, nil

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/happy-dev/happy/crypto"
+	"github.com/happy-dev/happy/internal/evilrelay"
 	"github.com/happy-dev/happy/server"
 	"github.com/happy-dev/happy/server/servertest"
 )
@@ -521,5 +522,50 @@ func TestWaitApprovedOnTheReferenceRelay(t *testing.T) {
 	// An authorized answer with no token at all is a protocol error.
 	if _, err := (AuthRequestState{State: "authorized", Response: "x"}).OpenToken(secret); !errors.Is(err, ErrProtocol) {
 		t.Fatalf("no token: %v", err)
+	}
+}
+
+// A relay that turns the lookup's supportsV2 off would have the approver
+// hand the terminal the account secret while the person asked for dataKey
+// access: the approval is refused (nothing sent, the request still open)
+// unless legacy was asked for.
+func TestApproveByCodeRefusesADowngrade(t *testing.T) {
+	url := servertest.Start(t).URL
+	owner := newAccount(t, url)
+	p := evilrelay.Start(t, url, evilrelay.EditJSON("GET", "/v1/auth/request/lookup", func(body any) any {
+		if m, ok := body.(map[string]any); ok {
+			if list, ok := m["requests"].([]any); ok {
+				for _, e := range list {
+					if q, ok := e.(map[string]any); ok {
+						q["supportsV2"] = false
+					}
+				}
+			}
+		}
+		return body
+	}))
+	api := testAPI(t, p.URL)
+	req, err := NewPairingRequest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if st, err := api.AuthRequest(ctx, req.PublicKey[:]); err != nil || st.State != "requested" {
+		t.Fatalf("open request: %+v, %v", st, err)
+	}
+	if _, err := ApproveByCode(ctx, api, owner, req.FullCode(), false); !errors.Is(err, ErrLegacyOnly) {
+		t.Fatalf("a downgraded lookup: %v", err)
+	}
+	if st, err := api.AuthRequestStatus(ctx, req.PublicKey[:]); err != nil || st != "pending" {
+		t.Fatalf("after the refusal the request is %q, %v; want pending (nothing sent)", st, err)
+	}
+	// Asked for: legacy goes through.
+	if _, err := ApproveByCode(ctx, api, owner, req.FullCode(), true); err != nil {
+		t.Fatal(err)
+	}
+	creds, err := req.WaitApproved(ctx, api, 10*time.Millisecond, nil)
+	if err != nil || creds.Variant != crypto.VariantLegacy {
+		t.Fatalf("legacy approval: %v, %v", creds, err)
 	}
 }

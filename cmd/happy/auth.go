@@ -331,6 +331,8 @@ func runAuthApprove(ctx context.Context, f *factory, arg string, legacy bool) er
 			return &exitError{code: exitRelay, err: fmt.Errorf("the relay %s cannot look up pairing codes (only happy's own relay can); approve with the link that happy auth login shows: happy auth approve 'happy://terminal?…'", url)}
 		case errors.Is(err, relay.ErrNoPendingPairing):
 			return &exitError{code: exitFailed, err: fmt.Errorf("no terminal is waiting with code %s on %s (mistyped, expired, or approved already; happy auth login shows a new code when restarted)", code, url)}
+		case errors.Is(err, relay.ErrLegacyOnly):
+			return &exitError{code: exitFailed, err: fmt.Errorf("refused: the terminal with code %s says it takes only the account secret (an older client, or the relay %s changed its answer); nothing was sent. Approve with --legacy only if you trust both: it then reads every session of the account", code, url)}
 		case errors.Is(err, relay.ErrFingerprint):
 			return &exitError{code: exitRelay, err: fmt.Errorf("refused: %w (the relay %s may be trying to pair its own key)", err, url)}
 		case err != nil:

@@ -856,12 +856,20 @@ test("approveTerminal checks every key's code and seals as relay.ApproveTerminal
   eq([e?.reason, f.lookups.length, f.posted.length], ["short_code", 0, 0], "short code");
   ok(e.message.includes(fx.terminalCode + "-SSSSS-SSSSS"), "the refusal names the full code: " + e.message);
   // the checkbox, and a terminal without v2, share the secret
-  for (const [opts, v2, what] of [[{ legacy: true }, true, "legacy asked"], [{}, false, "no v2"]]) {
+  for (const [opts, v2, what] of [[{ legacy: true }, true, "legacy asked"], [{ legacy: true }, false, "legacy asked, no v2"]]) {
     f = fakeRelay({ lookup: [{ publicKey: key, supportsV2: v2 }] });
     r = await approveTerminal(f, secret, full, opts);
     opened = c.openPairingResponse(f.posted[0].bundle, term);
     eq([r.variant, opened.variant, c.b64encode(opened.secret), opened.proof?.length], ["legacy", "legacy", fx.accountSecret, 32], what);
   }
+  // a terminal the relay says takes no v2, legacy not asked: refused, nothing sent (a relay could flip the flag)
+  for (const lookup of [[{ publicKey: key, supportsV2: false }], [{ publicKey: key }]]) {
+    f = fakeRelay({ lookup });
+    e = await refusal(approveTerminal(f, secret, full));
+    eq([e?.reason, f.posted.length], ["legacy_only", 0], "no v2 without legacy asked");
+  }
+  f = fakeRelay({ status: { status: "pending", supportsV2: false } });
+  eq([(await refusal(approveTerminal(f, secret, "happy://terminal?" + c.b64url(key))))?.reason, f.posted.length], ["legacy_only", 0], "a link whose request takes no v2");
   // a key whose code is not the typed one is refused; nothing is posted
   const other = b64(fx.pairingCodes[0].publicKey);
   for (const [lookup, reason] of [[[{ publicKey: other, supportsV2: true }], "fingerprint"], [[{ publicKey: key, supportsV2: true }, { publicKey: other, supportsV2: true }], "fingerprint"], [[], "not_found"]]) {

@@ -66,7 +66,10 @@ export async function approveTerminal(relay, accountSecret, input, { legacy = fa
     if (st?.status !== "pending") throw new ApproveError("not_found", `no open pairing request for the key with code ${code} (${st?.status ?? "no status"})`);
     supportsV2 = st.supportsV2 === true;
   }
-  const variant = legacy || !supportsV2 ? "legacy" : "dataKey";
+  // The relay says what the terminal takes: one that turned supportsV2
+  // off would otherwise be handed the account secret unasked.
+  if (!legacy && !supportsV2) throw new ApproveError("legacy_only", `the terminal with code ${code} says it takes only the account secret (an older client, or a relay that changed its answer): nothing was sent; approve it with full access only if you trust both`);
+  const variant = legacy ? "legacy" : "dataKey";
   let resp = variant === "legacy" ? { variant, secret: accountSecret } : { variant, contentPublicKey: (await c.contentKeyPair(accountSecret)).publicKey };
   if (secret) resp = await c.provePairingResponse(resp, secret, key);
   await relay.authResponse(key, c.sealPairingResponse(resp, key));
