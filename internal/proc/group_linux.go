@@ -191,7 +191,8 @@ func endAdopted(leaderStart uint64, grace time.Duration) {
 }
 
 // adoptedSince lists the live adopted children (see endAdopted) that
-// started at or after tick since; zombies among them are reaped on the way.
+// started at or after tick since; zombies among them are reaped on the way
+// (one not waitable yet is listed, to be reaped on a later call).
 func adoptedSince(since uint64) []int {
 	startMu.Lock()
 	defer startMu.Unlock()
@@ -216,10 +217,11 @@ func adoptedSince(since uint64) []int {
 		if t, ok := StartTicks(pid); !ok || t < since {
 			continue
 		}
-		if st.state == 'Z' || st.state == 'X' {
-			reapZombie(pid)
+		if (st.state == 'Z' || st.state == 'X') && reapZombie(pid) {
 			continue
 		}
+		// Alive, or a zombie that cannot be reaped yet (its other threads
+		// still exiting): listed, so the caller looks again and reaps it.
 		out = append(out, pid)
 	}
 	return out

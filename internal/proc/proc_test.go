@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/happy-dev/happy/internal/waitfor"
 )
 
 // The test binary doubles as the child programs: with PROC_TEST_HELPER set,
@@ -168,6 +170,14 @@ func exists(pid int) bool {
 	return err == nil
 }
 
+// ended waits (at most 5 s) until pid is gone: killed and reaped. An
+// adopted descendant is reaped by this process, the subreaper, on a
+// goroutine of its own, which a loaded machine may run a moment after the
+// leader's Wait returned.
+func ended(pid int) bool {
+	return waitfor.Poll{Within: 5 * time.Second, Every: 5 * time.Millisecond}.True(func() bool { return !exists(pid) })
+}
+
 // ourZombies lists zombie processes whose parent is the test process.
 func ourZombies(t *testing.T) []int {
 	t.Helper()
@@ -288,7 +298,7 @@ func TestGroupEndedWhenLeaderExits(t *testing.T) {
 	if err != nil || st.ExitCode() != 0 {
 		t.Fatalf("leader exit %v, err %v", st, err)
 	}
-	if exists(gc) {
+	if !ended(gc) {
 		t.Fatalf("grandchild %d outlived its exited leader", gc)
 	}
 	if z := ourZombies(t); len(z) > 0 {
@@ -312,8 +322,11 @@ func TestDetachedDescendantEndedWithItsLeader(t *testing.T) {
 	if err != nil || st.ExitCode() != 0 {
 		t.Fatalf("leader exit %v, err %v", st, err)
 	}
-	if exists(gc) {
-		t.Fatalf("detached grandchild %d outlived its exited leader", gc)
+	if !ended(gc) {
+		st, _ := readStat(gc)
+		ticks, _ := StartTicks(gc)
+		_, mine := ownPids.Load(gc)
+		t.Fatalf("detached grandchild %d outlived its exited leader (state %c, ppid %d (we are %d), start %d, leader start %d, ours %v)", gc, st.state, st.ppid, os.Getpid(), ticks, p.start, mine)
 	}
 	for _, q := range []*Process{bystander, late} {
 		select {
