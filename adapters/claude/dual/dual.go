@@ -165,8 +165,11 @@ type Agent struct {
 	changed chan struct{} // closed (and replaced) when mode changes
 
 	// exitCode is Claude's exit status when the session ended because
-	// Claude exited by itself in local mode (-1: it did not, or it was
-	// killed by a signal). Written by the controller before done closes.
+	// Claude exited by itself in local mode before it ever started its
+	// session (it refused its arguments, say); -1 otherwise (it did not,
+	// it was killed by a signal, or it had run a session, which ends
+	// however its person quits it). Written by the controller before done
+	// closes.
 	exitCode int
 
 	// Owned by the controller goroutine.
@@ -241,9 +244,10 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 }
 
 // ExitCode is Claude's exit status when the session ended because Claude
-// exited by itself in its terminal (local mode), and ok true; ok is false
-// when the session ended otherwise (Close, a signal, a signal killing
-// Claude) or has not ended yet.
+// exited by itself in its terminal (local mode) before it started its
+// session (it refused its arguments, say), and ok true; ok is false when
+// the session ended otherwise (Close, a signal, a signal killing Claude,
+// Claude quit after it ran a session) or has not ended yet.
 func (a *Agent) ExitCode() (code int, ok bool) {
 	select {
 	case <-a.done:
@@ -453,7 +457,10 @@ func (a *Agent) control() {
 		case <-cur.fwd:
 			if cur.mode == ModeLocal {
 				a.log.Info().Msg("claude ended in local mode: the session ends")
-				if res, _ := cur.loc.Result(); res.State != nil && res.Signal == nil {
+				// Only a Claude that never started its session failed: one
+				// that ran ends however its person quits it (Ctrl-C while
+				// it restarts after remote mode exits non-zero).
+				if res, _ := cur.loc.Result(); res.State != nil && res.Signal == nil && a.sessionID == "" && cur.id() == "" {
 					a.exitCode = res.State.ExitCode() // -1 when a signal killed it
 				}
 				a.end()
