@@ -69,21 +69,8 @@ func subagentScript(subPrompts []string, final string) fakemodel.Script {
 // the subagent script.
 func subagentRun(t *testing.T, subPrompts []string, final string, flags ...string) *claudeRun {
 	t.Helper()
-	claudeBin := agentBinary(t, "CLAUDE")
-	r := &claudeRun{relay: startRelay(t), work: t.TempDir()}
-	hs := homes(t, r.relay.URL, 2)
-	r.homeA, r.homeB = hs[0], hs[1]
-	model, err := fakemodel.New(subagentScript(subPrompts, final))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { model.Close() })
-	r.model = model
-	ch := claudeHome(t, r.work, "sk-e2e-dummy-key-0123456789")
-	r.envA = claudeEnv(ch, r.homeA, r.relay.URL, model.URL, claudeBin)
-	r.envB = claudeEnv(ch, r.homeB, r.relay.URL, model.URL, claudeBin)
-	args := append([]string{"claude", "-p", "Use subagents to run the commands", "--permission-timeout", "90s"}, flags...)
-	r.proc = happyStart(t, r.envA, r.work, append(args, "--", "--model", "claude-sonnet-4-5")...)
+	r := startClaudeScript(t, subagentScript(subPrompts, final), "Use subagents to run the commands", flags...)
+	model := r.model
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return

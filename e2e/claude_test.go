@@ -31,15 +31,22 @@ type claudeRun struct {
 
 func startClaudeRun(t *testing.T, flags ...string) *claudeRun {
 	t.Helper()
+	return startClaudeScript(t, fakemodel.Script{
+		ToolName:  "Bash",
+		ToolInput: map[string]any{"command": "echo hi > hi.txt", "description": "Write hi.txt"},
+		FinalText: "Created hi.txt.",
+	}, "Create hi.txt", flags...)
+}
+
+// startClaudeScript is startClaudeRun with the model's script and the
+// prompt given.
+func startClaudeScript(t *testing.T, script fakemodel.Script, prompt string, flags ...string) *claudeRun {
+	t.Helper()
 	claudeBin := agentBinary(t, "CLAUDE")
 	r := &claudeRun{relay: startRelay(t), work: t.TempDir()}
 	hs := homes(t, r.relay.URL, 2)
 	r.homeA, r.homeB = hs[0], hs[1]
-	model, err := fakemodel.New(fakemodel.Script{
-		ToolName:  "Bash",
-		ToolInput: map[string]any{"command": "echo hi > hi.txt", "description": "Write hi.txt"},
-		FinalText: "Created hi.txt.",
-	})
+	model, err := fakemodel.New(script)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +55,7 @@ func startClaudeRun(t *testing.T, flags ...string) *claudeRun {
 	ch := claudeHome(t, r.work, "sk-e2e-dummy-key-0123456789")
 	r.envA = claudeEnv(ch, r.homeA, r.relay.URL, model.URL, claudeBin)
 	r.envB = claudeEnv(ch, r.homeB, r.relay.URL, model.URL, claudeBin)
-	args := append([]string{"claude", "-p", "Create hi.txt", "--permission-timeout", "90s"}, flags...)
+	args := append([]string{"claude", "-p", prompt, "--permission-timeout", "90s"}, flags...)
 	r.proc = happyStart(t, r.envA, r.work, append(args, "--", "--model", "claude-sonnet-4-5")...)
 	return r
 }

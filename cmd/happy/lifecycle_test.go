@@ -854,17 +854,25 @@ func TestSignalledInteractiveHappyEndsItsSession(t *testing.T) {
 	t.Logf("tool %s (%s, block %s/%s); last answer finish %q", ts[0].State.Status, ts[0].State.Error, ts[0].State.Block.Decision, ts[0].State.Block.Reason, last.Finish)
 }
 
-// A Claude that refuses its arguments (it writes why on stderr and exits
-// 1): happy -p shows Claude's own words, not only that it exited, and the
-// transcript's answer carries them too.
-func TestAgentThatRefusesItsArgumentsSaysWhy(t *testing.T) {
+// refusingClaudeEnv is codexTestEnv with a Claude that refuses its
+// arguments at once: it writes why on stderr and exits 1.
+func refusingClaudeEnv(t *testing.T, why string) map[string]string {
+	t.Helper()
 	env := codexTestEnv(t, nil)
 	script := filepath.Join(t.TempDir(), "claude")
-	const why = "error: option '--permission-mode <mode>' argument 'bogus' is invalid. Allowed choices are acceptEdits, bypassPermissions, default, plan."
 	if err := os.WriteFile(script, []byte("#!/bin/sh\necho \""+why+"\" >&2\nexit 1\n"), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	env["HAPPY_CLAUDE_PATH"] = script
+	return env
+}
+
+// A Claude that refuses its arguments (it writes why on stderr and exits
+// 1): happy -p shows Claude's own words, not only that it exited, and the
+// transcript's answer carries them too.
+func TestAgentThatRefusesItsArgumentsSaysWhy(t *testing.T) {
+	const why = "error: option '--permission-mode <mode>' argument 'bogus' is invalid. Allowed choices are acceptEdits, bypassPermissions, default, plan."
+	env := refusingClaudeEnv(t, why)
 	code, stdout, stderr := runHappy(t, env, "claude", "-p", "hi")
 	if code != exitFailed || stdout != "" || !strings.HasSuffix(stderr, "\nhappy: claude exited without answering the prompt; claude exit status 1: "+why+"\n") {
 		t.Fatalf("exit %d stdout %q stderr %q", code, stdout, stderr)
@@ -885,13 +893,8 @@ func TestAgentThatRefusesItsArgumentsSaysWhy(t *testing.T) {
 // 1 at once: happy exits 1 too and says so, and the agent's own words
 // stay on the screen.
 func TestInteractiveAgentThatRefusesItsArguments(t *testing.T) {
-	env := codexTestEnv(t, nil)
-	script := filepath.Join(t.TempDir(), "claude")
 	const why = "error: unknown option '--bogus-flag'"
-	if err := os.WriteFile(script, []byte("#!/bin/sh\necho \""+why+"\" >&2\nexit 1\n"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	env["HAPPY_CLAUDE_PATH"] = script
+	env := refusingClaudeEnv(t, why)
 	c, _, scr := startOnPTY(t, env, "claude", "--", "--bogus-flag")
 	if code := c.wait(t); code != exitFailed {
 		t.Fatalf("exit %d, want %d\nscreen: %q\nstderr: %s", code, exitFailed, scr.String(), c.errText())
