@@ -404,6 +404,9 @@ func (r *Reducer) sessionInfo(s *redSession, e *agent.SessionInfo) {
 		s.provider = e.ProviderID
 	}
 	if e.ModelID != "" {
+		if s.model == "" {
+			r.modelOfWaitingPrompt(s, e.ModelID)
+		}
 		s.model = e.ModelID
 	}
 	if e.Agent != "" {
@@ -424,6 +427,25 @@ func (r *Reducer) sessionInfo(s *redSession, e *agent.SessionInfo) {
 	if changed {
 		r.publishSession(s, false)
 	}
+}
+
+// modelOfWaitingPrompt gives the session's last message, a user message
+// recorded before the agent said which model it runs (a prompt from another
+// device that reached a starting agent), the model that will answer it: the
+// one the agent now names. A message answered already keeps what it has.
+func (r *Reducer) modelOfWaitingPrompt(s *redSession, model string) {
+	if len(s.messages) == 0 {
+		return
+	}
+	m := s.messages[len(s.messages)-1]
+	if m.user == nil || m.user.Model.ModelID != "" {
+		return
+	}
+	m.user.Model.ModelID = model
+	if m.user.Model.ProviderID == "" {
+		m.user.Model.ProviderID = s.provider
+	}
+	r.emit(&MessageUpdated{Info: m.infoSnapshot()})
 }
 
 func (r *Reducer) setBusy(s *redSession, busy bool) {

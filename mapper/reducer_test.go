@@ -548,3 +548,43 @@ func TestReducerTurnEndedBeforeAnyStep(t *testing.T) {
 		})
 	}
 }
+
+// A prompt that reached the agent before the agent named its model (a
+// phone's prompt to a Claude still starting) is answered by the model the
+// agent names next: its user message takes that model, in a
+// message.updated. Later prompts take the session's model as they come;
+// a message already answered keeps what it has.
+func TestReducerPromptBeforeTheModelIsKnown(t *testing.T) {
+	r := NewReducer(Config{SessionID: "r", Directory: "/w", Agent: "build"})
+	out := applyAll(r,
+		&agent.UserPrompt{EventBase: agent.EventBase{Time: 1}, PromptID: "u1", Text: "first"},
+		&agent.SessionInfo{EventBase: agent.EventBase{Time: 2}, ProviderID: "anthropic", ModelID: "sonnet"},
+	)
+	var updated []ModelRef
+	for _, ev := range out {
+		if mu, ok := ev.(*MessageUpdated); ok {
+			if u, ok := mu.Info.(*UserMessage); ok {
+				updated = append(updated, u.Model)
+			}
+		}
+	}
+	if want := []ModelRef{{}, {ProviderID: "anthropic", ModelID: "sonnet"}}; !slices.Equal(updated, want) {
+		t.Fatalf("user message.updated models = %+v, want %+v", updated, want)
+	}
+	applyAll(r,
+		&agent.TextFinal{EventBase: agent.EventBase{Time: 3}, Text: "one"},
+		&agent.TurnEnded{EventBase: agent.EventBase{Time: 4}, Reason: agent.TurnCompleted},
+		&agent.SessionInfo{EventBase: agent.EventBase{Time: 5}, ModelID: "opus"},
+		&agent.UserPrompt{EventBase: agent.EventBase{Time: 6}, PromptID: "u2", Text: "second"},
+		&agent.SessionInfo{EventBase: agent.EventBase{Time: 7}, ModelID: "haiku"},
+	)
+	var models []string
+	for _, m := range r.Transcript().Messages {
+		if u, ok := m.Info.(*UserMessage); ok {
+			models = append(models, u.Model.ModelID)
+		}
+	}
+	if want := []string{"sonnet", "opus"}; !slices.Equal(models, want) {
+		t.Fatalf("user message models = %q, want %q", models, want)
+	}
+}
