@@ -62,8 +62,11 @@ fuzz:
 lint: $(TOOLS)/staticcheck
 	$(GO) vet ./...
 	$(GO) vet -tags faults ./cmd/happy/
+	$(GO) vet -tags e2e ./e2e/
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt -l:"; echo "$$out"; exit 1; fi
 	$(TOOLS)/staticcheck ./...
+	$(TOOLS)/staticcheck -tags faults ./cmd/happy/
+	$(TOOLS)/staticcheck -tags e2e ./e2e/
 
 $(TOOLS)/staticcheck:
 	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)

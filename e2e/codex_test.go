@@ -40,7 +40,6 @@ type codexRun struct {
 	sid        string
 	callID     string
 	started    time.Time
-	appServer  bool
 }
 
 // codexFinal is the fake model's answer once the command ran (or was
@@ -123,11 +122,7 @@ func startCodexRun(t *testing.T, agent, protocol string, extra ...string) *codex
 // a prompt that asks for it) and CODEX_HOME.
 func newCodexRun(t *testing.T, agent, protocol string) *codexRun {
 	t.Helper()
-	codexBin := agentBinary(t, agent)
-	r := &codexRun{relay: startRelay(t), work: t.TempDir(), started: time.Now(), appServer: protocol == "app-server"}
-	hs := homes(t, r.relay.URL, 2)
-	r.homeA, r.homeB = hs[0], hs[1]
-	model, err := fakemodel.New(fakemodel.Script{
+	return newCodexRunWith(t, agent, protocol, fakemodel.Script{
 		Decide: func(req fakemodel.Request) fakemodel.Reply {
 			switch {
 			case !req.HasTools:
@@ -137,10 +132,26 @@ func newCodexRun(t *testing.T, agent, protocol string) *codexRun {
 			case req.ToolDone:
 				return codexFinal(req)
 			}
-			return fakemodel.Reply{ToolName: "exec_command", ToolInput: map[string]any{"cmd": "echo hi > hi.txt",
-				"sandbox_permissions": "require_escalated", "justification": "Need to write hi.txt"}}
+			return fakemodel.Reply{ToolName: "exec_command", ToolInput: codexEscalated("echo hi > hi.txt", "Need to write hi.txt")}
 		},
-	})
+	}, "")
+}
+
+// codexEscalated is the input of Codex's exec_command asking to run cmd
+// out of the sandbox, which Codex asks approval for.
+func codexEscalated(cmd, why string) map[string]any {
+	return map[string]any{"cmd": cmd, "sandbox_permissions": "require_escalated", "justification": why}
+}
+
+// newCodexRunWith prepares a run whose fake model follows script;
+// features are lines added to config.toml's [features] table.
+func newCodexRunWith(t *testing.T, agent, protocol string, script fakemodel.Script, features string) *codexRun {
+	t.Helper()
+	codexBin := agentBinary(t, agent)
+	r := &codexRun{relay: startRelay(t), work: t.TempDir(), started: time.Now()}
+	hs := homes(t, r.relay.URL, 2)
+	r.homeA, r.homeB = hs[0], hs[1]
+	model, err := fakemodel.New(script)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +162,7 @@ func newCodexRun(t *testing.T, agent, protocol string) *codexRun {
 	if err := os.MkdirAll(r.codexHome, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(r.codexHome, "config.toml"), []byte(codexConfig(model.URL)), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(r.codexHome, "config.toml"), []byte(codexConfig(model.URL)+features), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r.envA = codexEnv(home, r.codexHome, r.homeA, r.relay.URL, codexBin)
@@ -187,54 +198,14 @@ func (r *codexRun) waitBlocked(t *testing.T) {
 	})
 }
 
-// finalLog is `happy log --json` from home B, normalised (on app-server
-// with the prompt's model pinned, see pinPromptModel).
+// finalLog is `happy log --json` from home B, normalised.
 func (r *codexRun) finalLog(t *testing.T) []byte {
 	t.Helper()
 	code, out, errOut := happyRun(t, r.envB, r.work, "log", r.sid, "--json")
 	if code != 0 {
 		t.Fatalf("happy log: exit %d: %s", code, errOut)
 	}
-	doc := []byte(out)
-	if r.appServer {
-		doc = pinPromptModel(t, doc)
-	}
-	return normalize(t, doc, map[string]string{r.work: "<WORK>", r.codexHome: "<CODEX_HOME>"})
-}
-
-// pinPromptModel replaces the model of the first user message by a
-// placeholder after checking it is one of the two values a run can give
-// today. On app-server, Codex names the model in its thread/start answer,
-// before the first prompt; the session runner picks at random between that
-// waiting agent event and the waiting prompt, so the prompt records either
-// the thread's model (fake-model from provider fake) or none yet (the
-// provider happy assumed, openai). Anything else fails the test.
-func pinPromptModel(t *testing.T, doc []byte) []byte {
-	t.Helper()
-	var v map[string]any
-	if err := json.Unmarshal(doc, &v); err != nil {
-		t.Fatalf("log --json: %v", err)
-	}
-	msgs, _ := v["messages"].([]any)
-	if len(msgs) == 0 {
-		t.Fatalf("log --json has no messages")
-	}
-	info, _ := msgs[0].(map[string]any)["info"].(map[string]any)
-	if info == nil || info["role"] != "user" {
-		t.Fatalf("first message is not the prompt: %v", msgs[0])
-	}
-	m, _ := info["model"].(map[string]any)
-	got := fmt.Sprintf("%v/%v", m["providerID"], m["modelID"])
-	// (A prompt sent from another device with happy send names no model.)
-	if got != "fake/fake-model" && got != "openai/" && got != "/" {
-		t.Fatalf("prompt model %q, want fake/fake-model, openai/ or none", got)
-	}
-	info["model"] = map[string]any{"providerID": "<fake or openai>", "modelID": "<fake-model or empty>"}
-	out, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return normalize(t, []byte(out), map[string]string{r.work: "<WORK>", r.codexHome: "<CODEX_HOME>"})
 }
 
 // auto reads the installed version: both pinned Codex builds have the v2

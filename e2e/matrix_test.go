@@ -130,8 +130,6 @@ type agentSetup struct {
 	sub   []string          // happy's subcommand and its own flags
 	tail  []string          // arguments after happy's flags (-- agent args…)
 	paths map[string]string // throwaway paths to normalise in the transcript (none inside another: they are replaced in any order)
-	// appServer: the prompt's model is pinned (see pinPromptModel).
-	appServer bool
 }
 
 func escalated(command, file string) fakemodel.ToolCall {
@@ -203,7 +201,7 @@ func codexSetup(t *testing.T, c *matrixCell, protocol, model string) agentSetup 
 		t.Fatal(err)
 	}
 	// The cell's HAPPY_HOME_DIR and HAPPY_SERVER_URL come later and win.
-	s := agentSetup{env: codexEnv(home, codexHome, "", "", c.bin), paths: map[string]string{home: "<HOME>"}, appServer: protocol == "app-server"}
+	s := agentSetup{env: codexEnv(home, codexHome, "", "", c.bin), paths: map[string]string{home: "<HOME>"}}
 	if protocol != "" {
 		s.sub = []string{"codex", "--codex-protocol", protocol}
 	}
@@ -766,9 +764,6 @@ func (c *matrixCell) check(t *testing.T) {
 	doc := msRe.ReplaceAllString(out, "_<ms>_")
 	doc = rawTimeRe.ReplaceAllString(doc, `\"time\":1`)
 	doc = string(pinVarying(t, []byte(doc)))
-	if c.setup.appServer {
-		doc = string(pinPromptModel(t, []byte(doc)))
-	}
 	paths := map[string]string{c.work: "<WORK>"}
 	for k, v := range c.setup.paths {
 		paths[k] = v

@@ -483,16 +483,6 @@ func loginCode(t *testing.T, env []string, dir string) (string, <-chan error) {
 // code (fingerprint and pairing secret).
 var approveLine = regexp.MustCompile(`happy auth approve ([A-Z2-7]{5}-[A-Z2-7]{5}-[A-Z2-7]{5}-[A-Z2-7]{5})$`)
 
-// envValue returns the value of name in env.
-func envValue(env []string, name string) string {
-	for _, e := range env {
-		if v, ok := strings.CutPrefix(e, name+"="); ok {
-			return v
-		}
-	}
-	return ""
-}
-
 // shoot writes a screenshot of the page at width x height to
 // e2e/artifacts/name and prints its path.
 func shoot(t *testing.T, ctx context.Context, name string, width, height int64) {

@@ -433,6 +433,7 @@ func (r *Reducer) sessionInfo(s *redSession, e *agent.SessionInfo) {
 // recorded before the agent said which model it runs (a prompt from another
 // device that reached a starting agent), the model that will answer it: the
 // one the agent now names. A message answered already keeps what it has.
+// The session's provider was updated from the same event first.
 func (r *Reducer) modelOfWaitingPrompt(s *redSession, model string) {
 	if len(s.messages) == 0 {
 		return
@@ -442,8 +443,8 @@ func (r *Reducer) modelOfWaitingPrompt(s *redSession, model string) {
 		return
 	}
 	m.user.Model.ModelID = model
-	if m.user.Model.ProviderID == "" {
-		m.user.Model.ProviderID = s.provider
+	if s.provider != "" {
+		m.user.Model.ProviderID = s.provider // the provider that comes with the model
 	}
 	r.emit(&MessageUpdated{Info: m.infoSnapshot()})
 }

@@ -555,7 +555,7 @@ func TestReducerTurnEndedBeforeAnyStep(t *testing.T) {
 // message.updated. Later prompts take the session's model as they come;
 // a message already answered keeps what it has.
 func TestReducerPromptBeforeTheModelIsKnown(t *testing.T) {
-	r := NewReducer(Config{SessionID: "r", Directory: "/w", Agent: "build"})
+	r := NewReducer(Config{SessionID: "r", Directory: "/w", Agent: "build", ProviderID: "openai"})
 	out := applyAll(r,
 		&agent.UserPrompt{EventBase: agent.EventBase{Time: 1}, PromptID: "u1", Text: "first"},
 		&agent.SessionInfo{EventBase: agent.EventBase{Time: 2}, ProviderID: "anthropic", ModelID: "sonnet"},
@@ -568,7 +568,7 @@ func TestReducerPromptBeforeTheModelIsKnown(t *testing.T) {
 			}
 		}
 	}
-	if want := []ModelRef{{}, {ProviderID: "anthropic", ModelID: "sonnet"}}; !slices.Equal(updated, want) {
+	if want := []ModelRef{{ProviderID: "openai"}, {ProviderID: "anthropic", ModelID: "sonnet"}}; !slices.Equal(updated, want) {
 		t.Fatalf("user message.updated models = %+v, want %+v", updated, want)
 	}
 	applyAll(r,

@@ -67,10 +67,13 @@ type Image struct {
 
 // ToolCall is one tool call of a Reply: the tool's name and its input
 // object (sent as the Anthropic tool_use input, the Responses function_call
-// arguments string, or the Gemini functionCall args).
+// arguments string, or the Gemini functionCall args). Namespace names the
+// Responses namespace tool the function belongs to (Codex's
+// "multi_agent_v1"): the function_call's "namespace"; other APIs ignore it.
 type ToolCall struct {
-	Name  string
-	Input map[string]any
+	Name      string
+	Namespace string
+	Input     map[string]any
 }
 
 // Reply is the scripted answer to one request: tool calls when Calls or
@@ -466,8 +469,12 @@ func (s *Server) openaiResponses(w http.ResponseWriter, r *http.Request) {
 	calls := reply.calls()
 	for i, c := range calls {
 		args, _ := json.Marshal(c.Input)
-		items = append(items, map[string]any{"type": "function_call", "id": callID("fc", n, i), "call_id": callID("call", n, i),
-			"name": c.Name, "arguments": string(args), "status": "completed"})
+		item := map[string]any{"type": "function_call", "id": callID("fc", n, i), "call_id": callID("call", n, i),
+			"name": c.Name, "arguments": string(args), "status": "completed"}
+		if c.Namespace != "" {
+			item["namespace"] = c.Namespace
+		}
+		items = append(items, item)
 	}
 	if len(calls) == 0 {
 		items = append(items, map[string]any{"type": "message", "id": fmt.Sprintf("msg_fake_%04d", n), "role": "assistant", "status": "completed",

@@ -219,7 +219,7 @@ func TestAnthropicTwoCalls(t *testing.T) {
 // output indexes 0 and 1, all in response.completed.
 func TestOpenAIResponsesTwoCalls(t *testing.T) {
 	s, err := New(Script{Decide: func(Request) Reply {
-		return Reply{Calls: []ToolCall{{Name: "exec_command", Input: map[string]any{"cmd": "echo one"}}, {Name: "exec_command", Input: map[string]any{"cmd": "echo two"}}}}
+		return Reply{Calls: []ToolCall{{Name: "exec_command", Input: map[string]any{"cmd": "echo one"}}, {Name: "spawn_agent", Namespace: "multi_agent_v1", Input: map[string]any{"message": "two"}}}}
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -234,9 +234,12 @@ func TestOpenAIResponsesTwoCalls(t *testing.T) {
 	if len(out) != 2 {
 		t.Fatalf("output %v", out)
 	}
-	for i, want := range []struct{ callID, args string }{{"call_fake_0001", `{"cmd":"echo one"}`}, {"call_fake_0001_2", `{"cmd":"echo two"}`}} {
+	for i, want := range []struct {
+		callID, name, args string
+		namespace          any
+	}{{"call_fake_0001", "exec_command", `{"cmd":"echo one"}`, nil}, {"call_fake_0001_2", "spawn_agent", `{"message":"two"}`, "multi_agent_v1"}} {
 		item := out[i].(map[string]any)
-		if item["call_id"] != want.callID || item["arguments"] != want.args || item["type"] != "function_call" {
+		if item["call_id"] != want.callID || item["name"] != want.name || item["arguments"] != want.args || item["type"] != "function_call" || item["namespace"] != want.namespace {
 			t.Errorf("item %d: %v", i, item)
 		}
 		if idx := evs[1+4*i].Data["output_index"]; idx != float64(i) {
