@@ -75,17 +75,17 @@ func (a AgentCommand) Find(getenv func(string) string, flagValue string) (string
 	var msg string
 	switch {
 	case from == "":
-		msg = fmt.Sprintf("%s not found: no %q on PATH (%s); install it, or set %s to its executable", a.Title, val, pathOf(getenv), a.Env)
+		msg = fmt.Sprintf("%s not found: no %q on PATH (%s); install it, or set %s to its executable", a.Title, val, PathOf(getenv), a.Env)
 	case from == "--":
 		if !strings.Contains(val, "/") {
-			why = "is not on PATH (" + pathOf(getenv) + ")"
+			why = "is not on PATH (" + PathOf(getenv) + ")"
 		}
 		msg = fmt.Sprintf("%s not found: the command after -- is %q, which %s; install the agent, or give its full path after --", a.Title, val, why)
 	case strings.HasPrefix(from, "--"):
 		msg = fmt.Sprintf("%s not found: %s %q %s; point it at the %s executable", a.Title, from, val, why, a.Def)
 	default:
 		if !strings.Contains(val, "/") {
-			why = "is not on PATH (" + pathOf(getenv) + ")"
+			why = "is not on PATH (" + PathOf(getenv) + ")"
 		}
 		msg = fmt.Sprintf("%s not found: %s is %q, which %s; point it at the %s executable, or unset it to look for %q on PATH", a.Title, a.Env, val, why, a.Def, a.Def)
 	}
@@ -166,24 +166,24 @@ func agentVersion(parent context.Context, exe string) string {
 	return ""
 }
 
-// pathOf is the PATH of the environment getenv reads (the process's when
+// PathOf is the PATH of the environment getenv reads (the process's when
 // it has none), so a command run with another environment (a test, the
 // daemon for a spawned session) looks agents up where that environment
 // says, never in the developer's own PATH by accident.
-func pathOf(getenv func(string) string) string {
+func PathOf(getenv func(string) string) string {
 	if p := getenv("PATH"); p != "" {
 		return p
 	}
 	return os.Getenv("PATH")
 }
 
-// lookPath is exec.LookPath over pathOf(getenv): a name with a slash is
+// lookPath is exec.LookPath over PathOf(getenv): a name with a slash is
 // checked as it is, any other is searched in that PATH's folders.
 func lookPath(getenv func(string) string, name string) (string, error) {
 	if strings.Contains(name, "/") {
 		return exec.LookPath(name)
 	}
-	for _, dir := range filepath.SplitList(pathOf(getenv)) {
+	for _, dir := range filepath.SplitList(PathOf(getenv)) {
 		if dir == "" {
 			dir = "."
 		}

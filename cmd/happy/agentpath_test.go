@@ -68,3 +68,19 @@ func TestAgentExeFind(t *testing.T) {
 		})
 	}
 }
+
+// happy doctor names the PATH it searched once, with the first agent
+// missing from it, not once per agent.
+func TestDoctorShowsThePathOnce(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"PATH": dir, "HAPPY_SERVER_URL": "http://127.0.0.1:1"}
+	_, out, _ := runHappy(t, env, "doctor")
+	if n := strings.Count(out, dir); n != 1 {
+		t.Fatalf("the PATH %s is shown %d times:\n%s", dir, n, out)
+	}
+	for _, want := range []string{`no "claude" on PATH (` + dir + `)`, `no "codex" on PATH either`, `no "opencode" on PATH either`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -52,11 +52,20 @@ for a session started in a terminal with --events-listen ADDR, pass
 			log, logErr := f.log("doctor")
 			env := app.Env{Home: h, Getenv: f.getenv, Log: log.Logger, Now: f.now}
 			var agents []app.AgentProbe
+			pathNote, pathShown := " ("+app.PathOf(f.getenv)+")", false
 			for _, a := range []agentExe{claudeExe, codexExe, geminiExe, opencodeExe} {
 				p := app.AgentProbe{Name: a.def, Fix: "install " + a.title + ", or set " + a.env + " to its executable"}
 				path, err := a.find(f, "")
 				if err != nil {
 					p.Missing, _, _ = strings.Cut(strings.TrimPrefix(err.Error(), a.title+" not found: "), "; ")
+					// The PATH searched is shown once, with the first agent
+					// missing from it.
+					if trimmed, ok := strings.CutSuffix(p.Missing, pathNote); ok {
+						if pathShown {
+							p.Missing = trimmed + " either"
+						}
+						pathShown = true
+					}
 				} else {
 					p.Path = path
 				}
