@@ -22,6 +22,14 @@ import (
 // back to a control call: stale answers, refusals, no such method.
 var ErrRPC = errors.New("control call failed")
 
+// refusedPrompt is a prompt the session or the relay refused: it is an
+// ErrRPC (the command fails as a refused control call does) without
+// that error's words in its own.
+type refusedPrompt struct{ error }
+
+// Is reports ErrRPC.
+func (refusedPrompt) Is(target error) bool { return target == ErrRPC }
+
 // ErrRPCNotAvailable is wrapped (with ErrRPC) when the relay answers that
 // nothing registered the method ("RPC method not available": the session
 // or the machine's daemon is not connected).
@@ -197,7 +205,7 @@ func SendPrompt(ctx context.Context, conn *Conn, o Opened, text string, files []
 			break
 		}
 		if attempt == 20 {
-			return Sent{}, fmt.Errorf("%w: session %s has no transcript yet (is it running?)", ErrRPC, o.Info.ID)
+			return Sent{}, refusedPrompt{fmt.Errorf("session %s has no transcript yet (is it running?)", o.Info.ID)}
 		}
 		select {
 		case <-ctx.Done():
@@ -278,7 +286,7 @@ func postPrompt(ctx context.Context, conn *Conn, o Opened, row relay.OutgoingMes
 					return 0, fmt.Errorf("send prompt: check the row the relay says it holds: %w", ferr)
 				}
 				if len(page.Messages) != 1 || page.Messages[0].Seq != stored[0].Seq || page.Messages[0].Content.C != row.Content {
-					return 0, fmt.Errorf("%w: send prompt: the relay holds another row under %s: the prompt was not stored", ErrRPC, row.LocalID)
+					return 0, refusedPrompt{fmt.Errorf("send prompt: the relay holds another row under %s: the prompt was not stored", row.LocalID)}
 				}
 			}
 			return stored[0].Seq, nil

@@ -320,7 +320,24 @@ func TestPromptSentOnceWhenTheRelayLies(t *testing.T) {
 	waitTurns(t, connB, o, 1)
 
 	var lies int
+	claim := false
 	p := evilrelay.Start(t, r.URL, evilrelay.On("POST", "/v3/sessions/{id}/messages", func(req *evilrelay.Request, next evilrelay.Next) (*evilrelay.Response, error) {
+		mu.Lock()
+		if claim {
+			// The localId is said to be taken already: by the session's
+			// first row, which is not this prompt.
+			mu.Unlock()
+			var body struct {
+				Messages []struct {
+					LocalID string `json:"localId"`
+				} `json:"messages"`
+			}
+			if err := json.Unmarshal(req.Body, &body); err != nil || len(body.Messages) != 1 {
+				return nil, fmt.Errorf("prompt post %s: %v", req.Body, err)
+			}
+			return evilrelay.JSON(200, map[string]any{"messages": []map[string]any{{"id": "taken", "seq": 1, "localId": body.Messages[0].LocalID, "new": false}}}), nil
+		}
+		mu.Unlock()
 		resp, err := next(req) // stored on the real relay
 		mu.Lock()
 		defer mu.Unlock()
@@ -352,5 +369,13 @@ func TestPromptSentOnceWhenTheRelayLies(t *testing.T) {
 	_, err = SendPrompt(ctx, liar, o, "second", nil, time.Now())
 	if err == nil || !strings.Contains(err.Error(), "the relay did not confirm it (") || !strings.Contains(err.Error(), "it may have been stored: see happy log "+o.Info.ID+" before sending it again") {
 		t.Fatalf("a relay that never confirms: %v", err)
+	}
+
+	mu.Lock()
+	lies, claim = 0, true
+	mu.Unlock()
+	_, err = SendPrompt(ctx, liar, o, "third", nil, time.Now())
+	if !errors.Is(err, ErrRPC) || !strings.HasPrefix(err.Error(), "send prompt: the relay holds another row under ") || !strings.HasSuffix(err.Error(), ": the prompt was not stored") {
+		t.Fatalf("a localId claimed by another row: %v", err)
 	}
 }
