@@ -13,6 +13,7 @@ import (
 	"github.com/happy-dev/happy/relay/wire"
 	"github.com/happy-dev/happy/server/store"
 	"github.com/happy-dev/happy/server/store/backend"
+	"github.com/happy-dev/happy/server/wstransport"
 )
 
 // splitArgs returns the first argument as an object (nil when it is not
@@ -120,18 +121,19 @@ const maxEventsInFlight = 64
 // reader and queues its handling on the socket's task queue, which
 // otherwise grows without bound. A token is taken on the reader (by the
 // relay's transport once it has handed a message to the library, which
-// queued the packet's handling by then: messageIn) and given back by a
+// queued the packet's handling by then: MessageIn) and given back by a
 // task queued after the packet's.
 func boundReads(c *conn) {
 	c.events = make(chan struct{}, maxEventsInFlight)
-	if t, ok := c.sock.Conn().Transport().(*wsTransport); ok {
-		t.reads.Store(c)
+	if t, ok := c.sock.Conn().Transport().(*wstransport.Transport); ok {
+		t.SetReads(c)
 	}
 }
 
-// messageIn takes a token for a message the reader handed to the library
-// (boundReads), waiting while none is left, and queues its return.
-func (c *conn) messageIn() {
+// MessageIn (wstransport.Reads) takes a token for a message the reader
+// handed to the library (boundReads), waiting while none is left, and
+// queues its return.
+func (c *conn) MessageIn() {
 	select {
 	case c.events <- struct{}{}:
 	case <-c.ctx.Done():

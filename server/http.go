@@ -17,6 +17,7 @@ import (
 
 	"github.com/happy-dev/happy/internal/buildinfo"
 	"github.com/happy-dev/happy/relay/wire"
+	"github.com/happy-dev/happy/server/wstransport"
 
 	"github.com/happy-dev/happy/server/store"
 	"github.com/happy-dev/happy/server/store/backend"
@@ -194,9 +195,9 @@ func (s *Server) authed(h func(w http.ResponseWriter, r *http.Request, acct stri
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	sio := s.wsUpgrades(s.io.ServeHandler(nil))
+	sio := s.ws.Upgrades(s.io, s.io.ServeHandler(nil))
 	// The engine exists once the handler does.
-	s.keepHeartbeats(s.io)
+	wstransport.KeepHeartbeats(s.io, s.cfg.PingInterval, s.cfg.PingTimeout)
 	mux.Handle("/v1/updates/", sio)
 	mux.Handle("/v1/updates", sio)
 

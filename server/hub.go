@@ -13,6 +13,7 @@ import (
 
 	"github.com/happy-dev/happy/relay/wire"
 	"github.com/happy-dev/happy/server/store"
+	"github.com/happy-dev/happy/server/wstransport"
 )
 
 // Handshake rejection texts of the reference relay.
@@ -80,7 +81,7 @@ func (s *Server) newSocketServer() *socket.Server {
 	opts.SetPath("/v1/updates")
 	opts.SetServeClient(false)
 	s.out = newFanout(s)
-	s.ws = &wsTransportCtor{backlog: int(s.cfg.MaxSocketBacklog), readLimit: s.cfg.SocketHardLimit, log: s.log, afterWrite: s.afterWrite}
+	s.ws = wstransport.NewCtor(wstransport.Options{Backlog: int(s.cfg.MaxSocketBacklog), ReadLimit: s.cfg.SocketHardLimit, Log: s.log, AfterWrite: s.afterWrite})
 	opts.SetTransports(types.NewSet[transports.TransportCtor](s.ws))
 	opts.SetMaxHttpBufferSize(s.cfg.SocketHardLimit)
 	opts.SetPingInterval(s.cfg.PingInterval)
@@ -251,9 +252,9 @@ func (s *Server) onConnection(sock *socket.Socket) {
 		return
 	}
 	// The library has registered the socket with its client: its CONNECT
-	// answer may go out now (wstransport.go, gated).
-	if wt, ok := sock.Conn().Transport().(*wsTransport); ok {
-		wt.openGate()
+	// answer may go out now (package wstransport, gated).
+	if wt, ok := sock.Conn().Transport().(*wstransport.Transport); ok {
+		wt.OpenGate()
 	}
 	s.log.Debug().Str("account", c.acct).Str("scope", c.scope).Str("socket", string(sock.Id())).Msg("socket connected")
 	if c.scope == scopeMachine {

@@ -39,6 +39,7 @@ import (
 	"github.com/happy-dev/happy/server/bus"
 	"github.com/happy-dev/happy/server/store"
 	"github.com/happy-dev/happy/server/store/backend"
+	"github.com/happy-dev/happy/server/wstransport"
 	"github.com/happy-dev/happy/webapp"
 )
 
@@ -348,7 +349,7 @@ type Server struct {
 	// lock holds the data folder (lockDataDir) until Close.
 	lock *os.File
 	// ws is the websocket transport factory (and its counters).
-	ws *wsTransportCtor
+	ws *wstransport.Ctor
 	// out queues and writes every account's updates and ephemerals
 	// (fanout.go).
 	out *fanout
@@ -616,11 +617,11 @@ func (s *Server) Close() error {
 			s.cl.publish(busMsg{Kind: busBye})
 		}
 		s.cancel()
-		s.out.flush(closeWait)
+		s.out.flush(wstransport.CloseWait)
 		s.io.DisconnectSockets(true)
 		// Let the DISCONNECT packets reach the sockets before the engine
 		// closes the connections under them.
-		s.ws.drain(closeWait)
+		s.ws.Drain(wstransport.CloseWait)
 		done := make(chan struct{})
 		s.io.Close(func(error) { close(done) })
 		select {
