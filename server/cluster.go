@@ -391,7 +391,7 @@ func (cl *cluster) receive(b []byte) {
 		s.pres.resume(m.Acct, m.ID)
 	case busRevoke:
 		s.setGeneration(m.Acct, m.Seq, s.cfg.Now())
-		s.tok.forget(m.Acct)
+		s.tok.Forget(m.Acct)
 		s.io.In(socket.Room("user:" + m.Acct)).DisconnectSockets(true)
 		s.streams.revoke(m.Acct)
 	case busCall:

@@ -52,7 +52,7 @@ func waitUntil(tb testing.TB, d time.Duration, what string, cond func() bool) {
 
 // IssueToken returns a token for accountID signed by this server (tests only).
 func (s *Server) IssueToken(accountID string) string {
-	return s.tok.issue(accountID, "", s.cfg.Now())
+	return s.tok.Issue(accountID, "", s.cfg.Now())
 }
 
 // RPCRemoteClaims is the number of RPC method claims of other instances

@@ -39,6 +39,7 @@ import (
 	"github.com/happy-dev/happy/server/bus"
 	"github.com/happy-dev/happy/server/store"
 	"github.com/happy-dev/happy/server/store/backend"
+	"github.com/happy-dev/happy/server/token"
 	"github.com/happy-dev/happy/server/wstransport"
 	"github.com/happy-dev/happy/webapp"
 )
@@ -323,7 +324,7 @@ type Server struct {
 	log      zerolog.Logger
 	st       store.Store
 	ownStore bool
-	tok      *tokens
+	tok      *token.Signer
 
 	io      *socket.Server
 	events  map[string]eventHandler // the client events' handlers (events.go)
@@ -422,11 +423,11 @@ func New(cfg Config) (*Server, error) {
 	if s.identity, err = relayid.LoadOrCreate(cfg.DataDir); err != nil {
 		return fail(fmt.Errorf("server: %w", err))
 	}
-	key, from, created, err := s.signingKey(s.ctx, filepath.Join(cfg.DataDir, secretFile))
+	key, from, created, err := s.signingKey(s.ctx, filepath.Join(cfg.DataDir, token.SecretFile))
 	if err != nil {
 		return fail(err)
 	}
-	s.tok = newTokens(key)
+	s.tok = token.New(key)
 	if created {
 		s.log.Info().Str("where", from).Msg("stored the signing secret")
 	}
