@@ -86,6 +86,12 @@ func TestImportsRunOneWay(t *testing.T) {
 				t.Errorf("%s imports %s: only the commands use the daemon", pkg, dep)
 			case under(pkg, "daemon") && (under(dep, "adapters") || under(dep, "cmd") || under(dep, "server")):
 				t.Errorf("%s imports %s: the daemon starts happy itself, never an agent or the relay", pkg, dep)
+			case under(pkg, "server/wstransport"):
+				t.Errorf("%s imports %s: the relay's websocket transport knows nothing of the relay (it hears of it through wstransport.Reads)", pkg, dep)
+			case under(pkg, "server/token") && !under(dep, "internal"):
+				t.Errorf("%s imports %s: the relay's tokens know nothing of the relay (revocation is the relay's)", pkg, dep)
+			case pkg == "relay/wire":
+				t.Errorf("relay/wire imports %s: the relay contract's shapes import nothing of ours, so that server and relay both can", dep)
 			case pkg == "webapp":
 				t.Errorf("webapp imports %s: the web app's package only embeds its files", dep)
 			case under(pkg, "crypto") && dep != "crypto" && !under(dep, "crypto"):
@@ -94,7 +100,7 @@ func TestImportsRunOneWay(t *testing.T) {
 		}
 	}
 	// The rules above only mean something if the packages they name exist.
-	for _, p := range []string{"agent", "mapper", "session", "adapters/claude", "app", "internal/queue", "localapi", "daemon", "webapp"} {
+	for _, p := range []string{"agent", "mapper", "session", "adapters/claude", "app", "internal/queue", "localapi", "daemon", "webapp", "relay/wire", "server/wstransport", "server/token"} {
 		if _, ok := graph[p]; !ok {
 			t.Errorf("package %s not found", path.Clean(p))
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/internal/linereader"
 	"github.com/happy-dev/happy/internal/settings"
+	"github.com/happy-dev/happy/relay/wire"
 )
 
 // DefaultRequestTimeout bounds one HTTP request when HTTPConfig leaves it zero.
@@ -315,32 +316,16 @@ func (a *API) AuthResponse(ctx context.Context, terminalPublicKey, bundle []byte
 	return nil
 }
 
-// SessionInfo is a session as the relay returns it. Metadata and AgentState
-// are base64 ciphertext; times are milliseconds since the Unix epoch.
-type SessionInfo struct {
-	ID                string  `json:"id"`
-	Seq               int64   `json:"seq"`
-	Metadata          string  `json:"metadata"`
-	MetadataVersion   int64   `json:"metadataVersion"`
-	AgentState        *string `json:"agentState"`
-	AgentStateVersion int64   `json:"agentStateVersion"`
-	DataEncryptionKey *string `json:"dataEncryptionKey"`
-	Active            bool    `json:"active"`
-	ActiveAt          int64   `json:"activeAt"`
-	CreatedAt         int64   `json:"createdAt"`
-	UpdatedAt         int64   `json:"updatedAt"`
-}
+// SessionInfo is a session as the relay returns it (wire.Session). Metadata
+// and AgentState are base64 ciphertext; times are milliseconds since the
+// Unix epoch.
+type SessionInfo = wire.Session
 
-// SessionCreate is the body of POST /v1/sessions. Metadata is base64
-// ciphertext; DataEncryptionKey is base64 of crypto.WrapDataKey's bundle (nil
-// for a legacy session). The relay ignores AgentState on create; set it with
-// Session.UpdateAgentState.
-type SessionCreate struct {
-	Tag               string  `json:"tag"`
-	Metadata          string  `json:"metadata"`
-	AgentState        *string `json:"agentState"`
-	DataEncryptionKey *string `json:"dataEncryptionKey"`
-}
+// SessionCreate is the body of POST /v1/sessions (wire.SessionCreate).
+// Metadata is base64 ciphertext; DataEncryptionKey is base64 of
+// crypto.WrapDataKey's bundle (nil for a legacy session). The relay ignores
+// AgentState on create; set it with Session.UpdateAgentState.
+type SessionCreate = wire.SessionCreate
 
 // CreateSession is POST /v1/sessions. The same Tag for the same account
 // returns the existing session unchanged, so the call is idempotent.
@@ -382,29 +367,13 @@ func (a *API) DeleteSession(ctx context.Context, sessionID string) error {
 	return a.do(ctx, http.MethodDelete, "/v1/sessions/"+url.PathEscape(sessionID), nil, nil, nil)
 }
 
-// MachineInfo is a machine as the relay returns it (base64 ciphertext fields,
-// millisecond times).
-type MachineInfo struct {
-	ID                 string  `json:"id"`
-	Metadata           string  `json:"metadata"`
-	MetadataVersion    int64   `json:"metadataVersion"`
-	DaemonState        *string `json:"daemonState"`
-	DaemonStateVersion int64   `json:"daemonStateVersion"`
-	DataEncryptionKey  *string `json:"dataEncryptionKey"`
-	Active             bool    `json:"active"`
-	ActiveAt           int64   `json:"activeAt"`
-	CreatedAt          int64   `json:"createdAt"`
-	UpdatedAt          int64   `json:"updatedAt"`
-}
+// MachineInfo is a machine as the relay returns it (wire.Machine: base64
+// ciphertext fields, millisecond times).
+type MachineInfo = wire.Machine
 
-// MachineCreate is the body of POST /v1/machines. ID is the machineId from
-// settings.json.
-type MachineCreate struct {
-	ID                string  `json:"id"`
-	Metadata          string  `json:"metadata"`
-	DaemonState       *string `json:"daemonState,omitempty"`
-	DataEncryptionKey *string `json:"dataEncryptionKey,omitempty"`
-}
+// MachineCreate is the body of POST /v1/machines (wire.MachineCreate). ID
+// is the machineId from settings.json.
+type MachineCreate = wire.MachineCreate
 
 // CreateMachine is POST /v1/machines. An existing id is returned unchanged
 // (the body is ignored), so the call is idempotent.
@@ -435,11 +404,9 @@ type StoredMessage struct {
 	UpdatedAt int64          `json:"updatedAt"`
 }
 
-// MessageContent is the relay's envelope of a message: {"t":"encrypted","c":<b64>}.
-type MessageContent struct {
-	T string `json:"t"`
-	C string `json:"c"`
-}
+// MessageContent is the relay's envelope of a message (wire.Content):
+// {"t":"encrypted","c":<b64>}.
+type MessageContent = wire.Content
 
 // MessagePage is one page of GET /v3/sessions/:id/messages.
 type MessagePage struct {
@@ -477,12 +444,9 @@ func (a *API) FetchMessages(ctx context.Context, sessionID string, afterSeq int6
 	return out, nil
 }
 
-// OutgoingMessage is one message of a v3 batch: base64 ciphertext and the
-// deterministic localId ("<recordId>.<version>").
-type OutgoingMessage struct {
-	Content string `json:"content"`
-	LocalID string `json:"localId"`
-}
+// OutgoingMessage is one message of a v3 batch (wire.OutgoingMessage):
+// base64 ciphertext and the deterministic localId ("<recordId>.<version>").
+type OutgoingMessage = wire.OutgoingMessage
 
 // SentMessage is the relay's receipt for one message of a batch.
 type SentMessage struct {

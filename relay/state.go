@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/happy-dev/happy/crypto"
+	"github.com/happy-dev/happy/relay/wire"
 )
 
 // MaxCASAttempts bounds the tries of a compare-and-set update that keeps
@@ -202,24 +203,18 @@ func (s *Session) UpdateAgentState(ctx context.Context, fn Updater) error {
 	}, fn)
 }
 
-// versioned is {value, version} in an update-session / update-machine body.
-type versioned struct {
-	Value   *string `json:"value"`
-	Version int64   `json:"version"`
-}
-
 // update is a decoded `update` event (reference contract, "Server → client").
 type update struct {
 	Seq  int64 `json:"seq"`
 	Body struct {
-		T           string         `json:"t"`
-		SID         string         `json:"sid"`
-		ID          string         `json:"id"`
-		MachineID   string         `json:"machineId"`
-		Message     *StoredMessage `json:"message"`
-		Metadata    *versioned     `json:"metadata"`
-		AgentState  *versioned     `json:"agentState"`
-		DaemonState *versioned     `json:"daemonState"`
+		T           string          `json:"t"`
+		SID         string          `json:"sid"`
+		ID          string          `json:"id"`
+		MachineID   string          `json:"machineId"`
+		Message     *StoredMessage  `json:"message"`
+		Metadata    *wire.Versioned `json:"metadata"`
+		AgentState  *wire.Versioned `json:"agentState"`
+		DaemonState *wire.Versioned `json:"daemonState"`
 	} `json:"body"`
 }
 

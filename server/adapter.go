@@ -7,6 +7,8 @@ import (
 	"github.com/zishang520/socket.io/parsers/socket/v3/parser"
 	"github.com/zishang520/socket.io/servers/socket/v3"
 	"github.com/zishang520/socket.io/v3/pkg/types"
+
+	"github.com/happy-dev/happy/server/wstransport"
 )
 
 // roomAdapter is the Socket.IO library's in-memory room adapter with a
@@ -72,11 +74,11 @@ func (a *roomAdapter) Broadcast(pkt *parser.Packet, opts *socket.BroadcastOption
 				notify(pkt)
 			}
 			conn := s.Conn()
-			if t, ok := conn.Transport().(*wsTransport); ok {
+			if t, ok := conn.Transport().(*wstransport.Transport); ok {
 				if wsFrame == nil {
-					wsFrame = textFrame(text.Bytes())
+					wsFrame = wstransport.TextFrame(text.Bytes())
 				}
-				t.sendFrames([][]byte{wsFrame})
+				t.SendFrames([][]byte{wsFrame})
 				continue
 			}
 			if volatile && !conn.Transport().Writable() {

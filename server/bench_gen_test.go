@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/happy-dev/happy/relay/wire"
 	"github.com/happy-dev/happy/server/bench"
 )
 
@@ -275,8 +276,8 @@ func BenchmarkGenLinear(b *testing.B) {
 				after, got := int64(0), 0
 				for {
 					var page struct {
-						Messages []wireMessage `json:"messages"`
-						HasMore  bool          `json:"hasMore"`
+						Messages []wire.Message `json:"messages"`
+						HasMore  bool           `json:"hasMore"`
 					}
 					if st, err := httpJSON(context.Background(), t.HTTP, "GET", fmt.Sprintf("%s?after_seq=%d&limit=500", url, after), t.Token, nil, &page); err != nil || st != 200 {
 						b.Fatalf("get: %d %v", st, err)

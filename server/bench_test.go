@@ -179,7 +179,7 @@ func BenchmarkFanout(b *testing.B) {
 	if l := c.line(b); l != "READY" {
 		b.Fatalf("clients said %q", l)
 	}
-	acct, err := srv.tok.verify(token)
+	acct, err := srv.tok.Verify(token)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -324,7 +324,7 @@ func BenchmarkVerifyToken(b *testing.B) {
 	ctx := context.Background()
 	b.Run("signature", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := srv.tok.verify(token); err != nil {
+			if _, err := srv.tok.Verify(token); err != nil {
 				b.Fatal(err)
 			}
 		}

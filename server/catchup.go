@@ -12,6 +12,7 @@ import (
 	"github.com/zishang520/socket.io/servers/socket/v3"
 	"github.com/zishang520/socket.io/v3/pkg/types"
 
+	"github.com/happy-dev/happy/relay/wire"
 	"github.com/happy-dev/happy/server/store"
 )
 
@@ -330,8 +331,8 @@ func (cl *cluster) sendCaughtUp(ctx context.Context, acct, sid string, rows []st
 	cl.seqr.resync(acct, first)
 	names := roomNames([]socket.Room{roomSession(acct, sid), roomUserScoped(acct)})
 	for i, m := range rows {
-		u := update{ID: store.NewID()[1:13], Seq: first + int64(i), CreatedAt: s.nowMs(),
-			Body: bodyNewMessage{T: "new-message", SID: sid, Message: toWireMessage(m)}}
+		u := wire.Update{ID: store.NewID()[1:13], Seq: first + int64(i), CreatedAt: s.nowMs(),
+			Body: wire.BodyNewMessage{T: "new-message", SID: sid, Message: toWireMessage(m)}}
 		raw, err := json.Marshal(u)
 		if err != nil {
 			return i, err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/zishang520/socket.io/servers/socket/v3"
 
+	"github.com/happy-dev/happy/relay/wire"
 	"github.com/happy-dev/happy/server/bus"
 	"github.com/happy-dev/happy/server/store"
 )
@@ -271,7 +272,7 @@ func ownRooms(acct string, rooms []string) bool {
 
 // update publishes an update and sends it to this instance's sockets in
 // the account's seq order.
-func (cl *cluster) update(acct string, u update, rooms []socket.Room, wake string, state bool) {
+func (cl *cluster) update(acct string, u wire.Update, rooms []socket.Room, wake string, state bool) {
 	raw, err := json.Marshal(u)
 	if err != nil {
 		cl.s.log.Error().Err(err).Msg("encode update")
@@ -302,7 +303,7 @@ func (cl *cluster) deliverUpdate(acct string, seq int64, local bool, rooms []str
 // bus message (one row and one notification with the PostgreSQL bus,
 // however many rows the batch created) and sends them to this instance's
 // sockets in seq order.
-func (cl *cluster) messages(acct, sid string, us []update, rooms []socket.Room) {
+func (cl *cluster) messages(acct, sid string, us []wire.Update, rooms []socket.Room) {
 	names := roomNames(rooms)
 	items := make([]busItem, 0, len(us))
 	for _, u := range us {
@@ -312,7 +313,7 @@ func (cl *cluster) messages(acct, sid string, us []update, rooms []socket.Room) 
 			return
 		}
 		var msg int64
-		if b, ok := u.Body.(bodyNewMessage); ok {
+		if b, ok := u.Body.(wire.BodyNewMessage); ok {
 			msg = b.Message.Seq
 		}
 		items = append(items, busItem{Seq: u.Seq, Body: raw, Msg: msg})
@@ -330,7 +331,7 @@ func (cl *cluster) ephemeral(acct string, payload any, rooms []socket.Room) {
 		return
 	}
 	m := busMsg{Kind: busEphemeral, Acct: acct, Rooms: roomNames(rooms), Body: raw}
-	if x, ok := payload.(ephActivity); ok && !x.Active {
+	if x, ok := payload.(wire.Activity); ok && !x.Active {
 		m.Wake, m.State = x.ID, true
 	}
 	cl.publish(m)
@@ -390,7 +391,7 @@ func (cl *cluster) receive(b []byte) {
 		s.pres.resume(m.Acct, m.ID)
 	case busRevoke:
 		s.setGeneration(m.Acct, m.Seq, s.cfg.Now())
-		s.tok.forget(m.Acct)
+		s.tok.Forget(m.Acct)
 		s.io.In(socket.Room("user:" + m.Acct)).DisconnectSockets(true)
 		s.streams.revoke(m.Acct)
 	case busCall:

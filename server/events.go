@@ -10,8 +10,10 @@ import (
 
 	"github.com/zishang520/socket.io/servers/socket/v3"
 
+	"github.com/happy-dev/happy/relay/wire"
 	"github.com/happy-dev/happy/server/store"
 	"github.com/happy-dev/happy/server/store/backend"
+	"github.com/happy-dev/happy/server/wstransport"
 )
 
 // splitArgs returns the first argument as an object (nil when it is not
@@ -119,18 +121,19 @@ const maxEventsInFlight = 64
 // reader and queues its handling on the socket's task queue, which
 // otherwise grows without bound. A token is taken on the reader (by the
 // relay's transport once it has handed a message to the library, which
-// queued the packet's handling by then: messageIn) and given back by a
+// queued the packet's handling by then: MessageIn) and given back by a
 // task queued after the packet's.
 func boundReads(c *conn) {
 	c.events = make(chan struct{}, maxEventsInFlight)
-	if t, ok := c.sock.Conn().Transport().(*wsTransport); ok {
-		t.reads.Store(c)
+	if t, ok := c.sock.Conn().Transport().(*wstransport.Transport); ok {
+		t.SetReads(c)
 	}
 }
 
-// messageIn takes a token for a message the reader handed to the library
-// (boundReads), waiting while none is left, and queues its return.
-func (c *conn) messageIn() {
+// MessageIn (wstransport.Reads) takes a token for a message the reader
+// handed to the library (boundReads), waiting while none is left, and
+// queues its return.
+func (c *conn) MessageIn() {
 	select {
 	case c.events <- struct{}{}:
 	case <-c.ctx.Done():
@@ -224,7 +227,7 @@ type casEvent struct {
 	// nullable.
 	write func(ctx context.Context, st store.Store, acct, id string, value *string, expected, now int64) (store.CAS, error)
 	// body is the update sent on success.
-	body func(id string, v *versioned) any
+	body func(id string, v *wire.Versioned) any
 	// room is the object's own room (the account's apps get it too).
 	room func(acct, id string) socket.Room
 	// machineActive: the store's write also marked the machine active at
@@ -240,7 +243,9 @@ var casEvents = []*casEvent{
 		write: func(ctx context.Context, st store.Store, acct, id string, v *string, ev, now int64) (store.CAS, error) {
 			return st.UpdateSessionMetadata(ctx, acct, id, *v, ev, now)
 		},
-		body: func(id string, v *versioned) any { return bodyUpdateSession{T: "update-session", ID: id, Metadata: v} },
+		body: func(id string, v *wire.Versioned) any {
+			return wire.BodyUpdateSession{T: "update-session", ID: id, Metadata: v}
+		},
 		room: roomSession,
 	},
 	{
@@ -248,8 +253,8 @@ var casEvents = []*casEvent{
 		write: func(ctx context.Context, st store.Store, acct, id string, v *string, ev, now int64) (store.CAS, error) {
 			return st.UpdateSessionAgentState(ctx, acct, id, v, ev, now)
 		},
-		body: func(id string, v *versioned) any {
-			return bodyUpdateSession{T: "update-session", ID: id, AgentState: v}
+		body: func(id string, v *wire.Versioned) any {
+			return wire.BodyUpdateSession{T: "update-session", ID: id, AgentState: v}
 		},
 		room: roomSession,
 	},
@@ -258,8 +263,8 @@ var casEvents = []*casEvent{
 		write: func(ctx context.Context, st store.Store, acct, id string, v *string, ev, now int64) (store.CAS, error) {
 			return st.UpdateMachineMetadata(ctx, acct, id, *v, ev, now)
 		},
-		body: func(id string, v *versioned) any {
-			return bodyUpdateMachine{T: "update-machine", MachineID: id, Metadata: v}
+		body: func(id string, v *wire.Versioned) any {
+			return wire.BodyUpdateMachine{T: "update-machine", MachineID: id, Metadata: v}
 		},
 		room: roomMachine,
 	},
@@ -268,8 +273,8 @@ var casEvents = []*casEvent{
 		write: func(ctx context.Context, st store.Store, acct, id string, v *string, ev, now int64) (store.CAS, error) {
 			return st.UpdateMachineDaemonState(ctx, acct, id, *v, ev, now)
 		},
-		body: func(id string, v *versioned) any {
-			return bodyUpdateMachine{T: "update-machine", MachineID: id, DaemonState: v}
+		body: func(id string, v *wire.Versioned) any {
+			return wire.BodyUpdateMachine{T: "update-machine", MachineID: id, DaemonState: v}
 		},
 		room:          roomMachine,
 		machineActive: true,
@@ -318,7 +323,7 @@ func (s *Server) onCAS(c *conn, e *casEvent, m map[string]any, ack socket.Ack) {
 		if e.machineActive {
 			s.pres.shouldWrite(presKey("m", c.acct, id), now, 0)
 		}
-		s.emitUpdateLocked(ctx, c.acct, e.body(id, &versioned{Value: r.Value, Version: r.Version}),
+		s.emitUpdateLocked(ctx, c.acct, e.body(id, &wire.Versioned{Value: r.Value, Version: r.Version}),
 			e.room(c.acct, id), roomUserScoped(c.acct))
 	}
 	reply(ack, casReply(e.valueKey, r))
@@ -377,7 +382,7 @@ func (s *Server) onSessionAlive(c *conn, m map[string]any, ack socket.Ack) {
 			return
 		}
 	}
-	s.emitEphemeral(c.acct, ephActivity{Type: "activity", ID: sid, Active: true, ActiveAt: at, Thinking: thinking}, roomUserScoped(c.acct))
+	s.emitEphemeral(c.acct, wire.Activity{Type: "activity", ID: sid, Active: true, ActiveAt: at, Thinking: thinking}, roomUserScoped(c.acct))
 	reply(ack, map[string]any{"result": "success", "activeAt": at})
 }
 
@@ -397,7 +402,7 @@ func (s *Server) onTextDelta(c *conn, m map[string]any, ack socket.Ack) {
 		reply(ack, map[string]any{"result": "error", "message": "Invalid parameters"})
 		return
 	}
-	s.emitEphemeral(c.acct, ephTextDelta{Type: "text-delta", ID: sid, Message: msg}, roomSession(c.acct, sid), roomUserScoped(c.acct))
+	s.emitEphemeral(c.acct, wire.TextDelta{Type: "text-delta", ID: sid, Message: msg}, roomSession(c.acct, sid), roomUserScoped(c.acct))
 	reply(ack, map[string]any{"result": "success"})
 }
 
@@ -419,7 +424,7 @@ func (s *Server) onSessionEnd(c *conn, m map[string]any, ack socket.Ack) {
 		return
 	}
 	s.stopPresence(c.acct, sid)
-	s.emitEphemeral(c.acct, ephActivity{Type: "activity", ID: sid, Active: false, ActiveAt: at}, roomUserScoped(c.acct))
+	s.emitEphemeral(c.acct, wire.Activity{Type: "activity", ID: sid, Active: false, ActiveAt: at}, roomUserScoped(c.acct))
 	reply(ack, map[string]any{"result": "success", "activeAt": at})
 }
 
@@ -442,7 +447,7 @@ func (s *Server) onMachineAlive(c *conn, m map[string]any, ack socket.Ack) {
 			return
 		}
 	}
-	s.emitEphemeral(c.acct, ephMachineActivity{Type: "machine-activity", ID: mid, Active: true, ActiveAt: at}, roomUserScoped(c.acct))
+	s.emitEphemeral(c.acct, wire.MachineActivity{Type: "machine-activity", ID: mid, Active: true, ActiveAt: at}, roomUserScoped(c.acct))
 	reply(ack, map[string]any{"result": "success", "activeAt": at})
 }
 
@@ -509,7 +514,7 @@ func (s *Server) onUsageReport(c *conn, m map[string]any, ack socket.Ack) {
 		return
 	}
 	if sid != "" {
-		s.emitEphemeral(c.acct, ephUsage{Type: "usage", ID: sid, Key: key, Tokens: tokens, Cost: cost, Timestamp: s.nowMs()}, roomUserScoped(c.acct))
+		s.emitEphemeral(c.acct, wire.Usage{Type: "usage", ID: sid, Key: key, Tokens: tokens, Cost: cost, Timestamp: s.nowMs()}, roomUserScoped(c.acct))
 	}
 	reply(ack, map[string]any{"success": true, "reportId": u.ID, "createdAt": u.CreatedAt, "updatedAt": u.UpdatedAt})
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/zishang520/socket.io/servers/socket/v3"
 
+	"github.com/happy-dev/happy/relay/wire"
 	"github.com/happy-dev/happy/server/bus"
 	"github.com/happy-dev/happy/server/store"
 )
@@ -51,7 +52,7 @@ func waitUntil(tb testing.TB, d time.Duration, what string, cond func() bool) {
 
 // IssueToken returns a token for accountID signed by this server (tests only).
 func (s *Server) IssueToken(accountID string) string {
-	return s.tok.issue(accountID, "", s.cfg.Now())
+	return s.tok.Issue(accountID, "", s.cfg.Now())
 }
 
 // RPCRemoteClaims is the number of RPC method claims of other instances
@@ -102,8 +103,8 @@ func (s *Server) ForeignStore(tb testing.TB, token, sid string, lids ...string) 
 	m := busMsg{Kind: busUpdates, From: "other-instance", Acct: acct, Wake: sid,
 		Rooms: roomNames([]socket.Room{roomSession(acct, sid), roomUserScoped(acct)})}
 	for i, row := range res.Created {
-		raw, _ := json.Marshal(update{ID: "x", Seq: res.FirstUpdateSeq + int64(i), CreatedAt: row.CreatedAt,
-			Body: bodyNewMessage{T: "new-message", SID: sid, Message: toWireMessage(row)}})
+		raw, _ := json.Marshal(wire.Update{ID: "x", Seq: res.FirstUpdateSeq + int64(i), CreatedAt: row.CreatedAt,
+			Body: wire.BodyNewMessage{T: "new-message", SID: sid, Message: toWireMessage(row)}})
 		m.Items = append(m.Items, busItem{Seq: res.FirstUpdateSeq + int64(i), Body: raw, Msg: row.Seq})
 	}
 	b, _ := json.Marshal(m)

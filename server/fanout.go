@@ -13,6 +13,8 @@ import (
 	"github.com/zishang520/socket.io/parsers/socket/v3/parser"
 	"github.com/zishang520/socket.io/servers/socket/v3"
 	"github.com/zishang520/socket.io/v3/pkg/types"
+
+	"github.com/happy-dev/happy/server/wstransport"
 )
 
 // Fan-out (docs/ARCHITECTURE.md "Fan-out"): every `update` and
@@ -314,25 +316,27 @@ func restAfter(d time.Duration, share float64) time.Duration {
 
 // roundWriter writes one round: each item's Socket.IO packet encoded once,
 // then, per websocket transport, all the round's frames meant for it in
-// one sendFrames. Its buffers are reused from round to round, and from
+// one SendFrames. Its buffers are reused from round to round, and from
 // worker to worker (roundWriters): a worker often lives for one round
 // only, and rebuilding the index and slices for every round was a good
 // part of the fan-out's garbage.
 type roundWriter struct {
-	index  map[*wsTransport]int        // transport -> entry
-	socks  []*wsTransport              // entries
-	counts []int                       // frames per entry
-	last   []int                       // per entry, 1 + the round item it last got
-	seen   map[*socket.Socket]struct{} // an item's sockets on other transports
-	pairs  []roundPair                 // (entry, frame) in queue order
-	frames [][]byte                    // the round's websocket frames
-	flat   [][]byte                    // pairs grouped by entry
-	start  []int                       // per entry, its first index in flat
-	next   []int                       // per entry, its next index in flat
+	index  map[*wstransport.Transport]int // transport -> entry
+	socks  []*wstransport.Transport       // entries
+	counts []int                          // frames per entry
+	last   []int                          // per entry, 1 + the round item it last got
+	seen   map[*socket.Socket]struct{}    // an item's sockets on other transports
+	pairs  []roundPair                    // (entry, frame) in queue order
+	frames [][]byte                       // the round's websocket frames
+	flat   [][]byte                       // pairs grouped by entry
+	start  []int                          // per entry, its first index in flat
+	next   []int                          // per entry, its next index in flat
 }
 
 // roundWriters holds idle roundWriters.
-var roundWriters = sync.Pool{New: func() any { return &roundWriter{index: map[*wsTransport]int{}, seen: map[*socket.Socket]struct{}{}} }}
+var roundWriters = sync.Pool{New: func() any {
+	return &roundWriter{index: map[*wstransport.Transport]int{}, seen: map[*socket.Socket]struct{}{}}
+}}
 
 type roundPair struct{ entry, frame int }
 
@@ -366,7 +370,7 @@ func (w *roundWriter) write(s *Server, round []outItem, spread bool) {
 				return // joined after the emit
 			}
 			c := sk.Conn()
-			t, ok := c.Transport().(*wsTransport)
+			t, ok := c.Transport().(*wstransport.Transport)
 			if !ok {
 				if multi {
 					if _, dup := w.seen[sk]; dup {
@@ -388,7 +392,7 @@ func (w *roundWriter) write(s *Server, round []outItem, spread bool) {
 				notify(pkt)
 			}
 			if fi < 0 {
-				w.frames = append(w.frames, textFrame(text.Bytes()))
+				w.frames = append(w.frames, wstransport.TextFrame(text.Bytes()))
 				fi = len(w.frames) - 1
 			}
 			if !seen {
@@ -439,7 +443,7 @@ func (w *roundWriter) flush(parts int) {
 	}
 	send := func(from, to int) {
 		for e := from; e < to; e++ {
-			w.socks[e].sendFrames(w.flat[start[e]:next[e]])
+			w.socks[e].SendFrames(w.flat[start[e]:next[e]])
 		}
 	}
 	if parts <= 1 {

@@ -14,6 +14,8 @@ import (
 	ws "github.com/gorilla/websocket"
 	"github.com/rs/zerolog"
 	"github.com/zishang520/socket.io/servers/socket/v3"
+
+	"github.com/happy-dev/happy/relay/wire"
 )
 
 // recorder is a fanout round writer that records rounds and, while hold
@@ -249,7 +251,7 @@ func TestFloodingSocketIsHeldByItsFanout(t *testing.T) {
 		// Only the flood's: the session's creation (its update) and the
 		// socket's connect may reach a round after the hook was set.
 		for _, it := range round {
-			if _, ok := it.payload.(ephTextDelta); ok {
+			if _, ok := it.payload.(wire.TextDelta); ok {
 				written.Add(1)
 			}
 		}

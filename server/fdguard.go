@@ -141,7 +141,7 @@ type guardedConn struct {
 // SyscallConn implements syscall.Conn with the wrapped connection's raw
 // access (errors.ErrUnsupported when it has none): the websocket
 // transport writes frames without blocking and waits for readability
-// through it (wstransport.go).
+// through it (package wstransport).
 func (c *guardedConn) SyscallConn() (syscall.RawConn, error) {
 	if sc, ok := c.Conn.(syscall.Conn); ok {
 		return sc.SyscallConn()

@@ -16,6 +16,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/happy-dev/happy/internal/buildinfo"
+	"github.com/happy-dev/happy/relay/wire"
+	"github.com/happy-dev/happy/server/wstransport"
 
 	"github.com/happy-dev/happy/server/store"
 	"github.com/happy-dev/happy/server/store/backend"
@@ -193,9 +195,9 @@ func (s *Server) authed(h func(w http.ResponseWriter, r *http.Request, acct stri
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	sio := s.wsUpgrades(s.io.ServeHandler(nil))
+	sio := s.ws.Upgrades(s.io, s.io.ServeHandler(nil))
 	// The engine exists once the handler does.
-	s.keepHeartbeats(s.io)
+	wstransport.KeepHeartbeats(s.io, s.cfg.PingInterval, s.cfg.PingTimeout)
 	mux.Handle("/v1/updates/", sio)
 	mux.Handle("/v1/updates", sio)
 
@@ -347,7 +349,7 @@ func (s *Server) postSession(w http.ResponseWriter, r *http.Request, acct string
 	}
 	s.resumePresence(acct, sess.ID)
 	if created {
-		s.emitUpdate(r.Context(), acct, bodyNewSession{T: "new-session", wireSessionBase: toWireSessionBase(sess)}, roomUserScoped(acct))
+		s.emitUpdate(r.Context(), acct, wire.BodyNewSession{T: "new-session", Session: toWireSessionBase(sess)}, roomUserScoped(acct))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"session": toWireSession(sess)})
 }
@@ -359,7 +361,7 @@ func (s *Server) getSessions(w http.ResponseWriter, r *http.Request, acct string
 		s.fail(w, r, err, "")
 		return
 	}
-	out := make([]wireSession, len(list))
+	out := make([]wire.ListedSession, len(list))
 	for i, x := range list {
 		out[i] = toWireSession(x)
 	}
@@ -398,7 +400,7 @@ func (s *Server) getActiveSessions(w http.ResponseWriter, r *http.Request, acct 
 		s.fail(w, r, err, "")
 		return
 	}
-	out := make([]wireSessionBase, len(list))
+	out := make([]wire.Session, len(list))
 	for i, x := range list {
 		out[i] = toWireSessionBase(x)
 	}
@@ -415,7 +417,7 @@ func (s *Server) postArchive(w http.ResponseWriter, r *http.Request, acct string
 		return
 	}
 	s.stopPresence(acct, id)
-	s.emitEphemeral(acct, ephActivity{Type: "activity", ID: id, Active: false, ActiveAt: now}, roomUserScoped(acct))
+	s.emitEphemeral(acct, wire.Activity{Type: "activity", ID: id, Active: false, ActiveAt: now}, roomUserScoped(acct))
 	writeJSON(w, http.StatusOK, map[string]any{"success": true})
 }
 
@@ -428,7 +430,7 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request, acct stri
 		return
 	}
 	s.stopPresence(acct, id)
-	s.emitUpdate(r.Context(), acct, bodyDeleteSession{T: "delete-session", SID: id}, roomUserScoped(acct))
+	s.emitUpdate(r.Context(), acct, wire.BodyDeleteSession{T: "delete-session", SID: id}, roomUserScoped(acct))
 	writeJSON(w, http.StatusOK, map[string]any{"success": true})
 }
 
@@ -439,7 +441,7 @@ func (s *Server) getLegacyMessages(w http.ResponseWriter, r *http.Request, acct 
 		s.fail(w, r, err, errSessionNotFound)
 		return
 	}
-	out := make([]wireMessage, len(list))
+	out := make([]wire.Message, len(list))
 	for i, m := range list {
 		out[i] = toWireMessage(m)
 	}
@@ -491,9 +493,9 @@ func (s *Server) postMessages(w http.ResponseWriter, r *http.Request, acct strin
 	for _, m := range res.Created {
 		created[m.ID] = true
 	}
-	out := make([]wireMessageRef, len(res.Rows))
+	out := make([]wire.MessageRef, len(res.Rows))
 	for i, m := range res.Rows {
-		out[i] = wireMessageRef{ID: m.ID, Seq: m.Seq, LocalID: m.LocalID, New: created[m.ID], CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
+		out[i] = wire.MessageRef{ID: m.ID, Seq: m.Seq, LocalID: m.LocalID, New: created[m.ID], CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"messages": out})
 }
@@ -533,7 +535,7 @@ func (s *Server) getMessages(w http.ResponseWriter, r *http.Request, acct string
 		s.fail(w, r, err, errSessionNotFound)
 		return
 	}
-	out := make([]wireMessage, len(list))
+	out := make([]wire.Message, len(list))
 	for i, m := range list {
 		out[i] = toWireMessage(m)
 	}
@@ -565,11 +567,11 @@ func (s *Server) postMachine(w http.ResponseWriter, r *http.Request, acct string
 		return
 	}
 	if created {
-		s.emitUpdate(r.Context(), acct, bodyNewMachine{T: "new-machine", MachineID: m.ID, Seq: m.Seq, Metadata: m.Metadata, MetadataVersion: m.MetadataVersion,
+		s.emitUpdate(r.Context(), acct, wire.BodyNewMachine{T: "new-machine", MachineID: m.ID, Seq: m.Seq, Metadata: m.Metadata, MetadataVersion: m.MetadataVersion,
 			DaemonState: m.DaemonState, DaemonStateVersion: m.DaemonStateVersion, DataEncryptionKey: m.DataEncryptionKey, Active: m.Active,
 			ActiveAt: m.ActiveAt, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}, roomUserScoped(acct))
 		md := m.Metadata
-		s.emitUpdate(r.Context(), acct, bodyUpdateMachine{T: "update-machine", MachineID: m.ID, Metadata: &versioned{Value: &md, Version: m.MetadataVersion}},
+		s.emitUpdate(r.Context(), acct, wire.BodyUpdateMachine{T: "update-machine", MachineID: m.ID, Metadata: &wire.Versioned{Value: &md, Version: m.MetadataVersion}},
 			roomMachine(acct, m.ID), roomUserScoped(acct))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"machine": toWireMachine(m, false)})
@@ -582,7 +584,7 @@ func (s *Server) getMachines(w http.ResponseWriter, r *http.Request, acct string
 		s.fail(w, r, err, "")
 		return
 	}
-	out := make([]wireMachine, len(list))
+	out := make([]wire.Machine, len(list))
 	for i, m := range list {
 		out[i] = toWireMachine(m, true)
 	}
@@ -689,7 +691,7 @@ func (s *Server) postPushEvent(w http.ResponseWriter, r *http.Request, acct stri
 		s.fail(w, r, err, errSessionNotFound)
 		return
 	}
-	s.emitEphemeral(acct, ephSessionEvent{Type: "session-event", SessionID: sid, Kind: *req.Kind, Title: *req.Title, Body: *req.Body, Timestamp: s.nowMs()},
+	s.emitEphemeral(acct, wire.SessionEvent{Type: "session-event", SessionID: sid, Kind: *req.Kind, Title: *req.Title, Body: *req.Body, Timestamp: s.nowMs()},
 		roomSession(acct, sid), roomUserScoped(acct))
 	ev := pushEvent{account: acct, session: sid, kind: *req.Kind, body: *req.Body}
 	if req.Sealed != nil {

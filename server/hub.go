@@ -11,7 +11,9 @@ import (
 	"github.com/zishang520/socket.io/servers/socket/v3"
 	"github.com/zishang520/socket.io/v3/pkg/types"
 
+	"github.com/happy-dev/happy/relay/wire"
 	"github.com/happy-dev/happy/server/store"
+	"github.com/happy-dev/happy/server/wstransport"
 )
 
 // Handshake rejection texts of the reference relay.
@@ -79,7 +81,7 @@ func (s *Server) newSocketServer() *socket.Server {
 	opts.SetPath("/v1/updates")
 	opts.SetServeClient(false)
 	s.out = newFanout(s)
-	s.ws = &wsTransportCtor{backlog: int(s.cfg.MaxSocketBacklog), readLimit: s.cfg.SocketHardLimit, log: s.log, afterWrite: s.afterWrite}
+	s.ws = wstransport.NewCtor(wstransport.Options{Backlog: int(s.cfg.MaxSocketBacklog), ReadLimit: s.cfg.SocketHardLimit, Log: s.log, AfterWrite: s.afterWrite})
 	opts.SetTransports(types.NewSet[transports.TransportCtor](s.ws))
 	opts.SetMaxHttpBufferSize(s.cfg.SocketHardLimit)
 	opts.SetPingInterval(s.cfg.PingInterval)
@@ -238,7 +240,7 @@ func (s *Server) setupConn(c *conn) {
 		}
 		s.log.Debug().Str("scope", c.scope).Str("socket", string(sock.Id())).Interface("reason", a).Msg("socket disconnected")
 		if c.scope == scopeMachine {
-			s.emitEphemeral(c.acct, ephMachineActivity{Type: "machine-activity", ID: c.mid, Active: false, ActiveAt: s.nowMs()}, roomUserScoped(c.acct))
+			s.emitEphemeral(c.acct, wire.MachineActivity{Type: "machine-activity", ID: c.mid, Active: false, ActiveAt: s.nowMs()}, roomUserScoped(c.acct))
 		}
 	})
 }
@@ -250,13 +252,13 @@ func (s *Server) onConnection(sock *socket.Socket) {
 		return
 	}
 	// The library has registered the socket with its client: its CONNECT
-	// answer may go out now (wstransport.go, gated).
-	if wt, ok := sock.Conn().Transport().(*wsTransport); ok {
-		wt.openGate()
+	// answer may go out now (package wstransport, gated).
+	if wt, ok := sock.Conn().Transport().(*wstransport.Transport); ok {
+		wt.OpenGate()
 	}
 	s.log.Debug().Str("account", c.acct).Str("scope", c.scope).Str("socket", string(sock.Id())).Msg("socket connected")
 	if c.scope == scopeMachine {
-		s.emitEphemeral(c.acct, ephMachineActivity{Type: "machine-activity", ID: c.mid, Active: true, ActiveAt: s.nowMs()}, roomUserScoped(c.acct))
+		s.emitEphemeral(c.acct, wire.MachineActivity{Type: "machine-activity", ID: c.mid, Active: true, ActiveAt: s.nowMs()}, roomUserScoped(c.acct))
 	}
 	if s.testConn != nil {
 		s.testConn(sock)
@@ -287,14 +289,14 @@ func (s *Server) emitUpdateLocked(ctx context.Context, acct string, body any, ro
 // once on a single relay; with a bus, also to the other instances, and to
 // this instance's sockets in the account's seq order (cluster.go).
 func (s *Server) sendUpdate(acct string, seq int64, body any, rooms ...socket.Room) {
-	u := update{ID: store.NewID()[1:13], Seq: seq, Body: body, CreatedAt: s.nowMs()}
+	u := wire.Update{ID: store.NewID()[1:13], Seq: seq, Body: body, CreatedAt: s.nowMs()}
 	s.metrics.updates.Inc()
 	if s.cl != nil {
 		wake, state := "", false
 		switch x := body.(type) {
-		case bodyNewMessage:
+		case wire.BodyNewMessage:
 			wake = x.SID
-		case bodyDeleteSession:
+		case wire.BodyDeleteSession:
 			wake, state = x.SID, true
 		}
 		s.cl.update(acct, u, rooms, wake, state)
@@ -337,17 +339,17 @@ func (s *Server) fanoutMessages(acct, sid string, res store.AppendResult) {
 		return
 	}
 	if s.cl != nil {
-		us := make([]update, len(res.Created))
+		us := make([]wire.Update, len(res.Created))
 		for i, m := range res.Created {
-			us[i] = update{ID: store.NewID()[1:13], Seq: res.FirstUpdateSeq + int64(i), CreatedAt: s.nowMs(),
-				Body: bodyNewMessage{T: "new-message", SID: sid, Message: toWireMessage(m)}}
+			us[i] = wire.Update{ID: store.NewID()[1:13], Seq: res.FirstUpdateSeq + int64(i), CreatedAt: s.nowMs(),
+				Body: wire.BodyNewMessage{T: "new-message", SID: sid, Message: toWireMessage(m)}}
 		}
 		s.metrics.updates.Add(float64(len(us)))
 		s.cl.messages(acct, sid, us, rooms)
 		return
 	}
 	for i, m := range res.Created {
-		s.sendUpdate(acct, res.FirstUpdateSeq+int64(i), bodyNewMessage{T: "new-message", SID: sid, Message: toWireMessage(m)}, rooms...)
+		s.sendUpdate(acct, res.FirstUpdateSeq+int64(i), wire.BodyNewMessage{T: "new-message", SID: sid, Message: toWireMessage(m)}, rooms...)
 	}
 }
 

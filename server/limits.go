@@ -455,7 +455,7 @@ type releasedConn struct {
 
 // SyscallConn implements syscall.Conn with the wrapped connection's raw
 // access (errors.ErrUnsupported when it has none): the websocket
-// transport needs it (wstransport.go).
+// transport needs it (package wstransport).
 func (c *releasedConn) SyscallConn() (syscall.RawConn, error) {
 	if sc, ok := c.Conn.(syscall.Conn); ok {
 		return sc.SyscallConn()

@@ -28,6 +28,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/happy-dev/happy/internal/sio"
+	"github.com/happy-dev/happy/relay/wire"
 )
 
 // The test binary doubles as a child process for the durability test and
@@ -398,10 +399,10 @@ func TestDurabilityKill9(t *testing.T) {
 	mu.Unlock()
 
 	_, base2 := startRelayChild(t, dir, "NORMAL")
-	got := map[string]wireMessage{}
+	got := map[string]wire.Message{}
 	for after := int64(0); ; {
 		var page struct {
-			Messages []wireMessage
+			Messages []wire.Message
 			HasMore  bool
 		}
 		st, err := httpJSON(context.Background(), http.DefaultClient, "GET", fmt.Sprintf("%s/v3/sessions/%s/messages?after_seq=%d&limit=500", base2, sid, after), token, nil, &page)

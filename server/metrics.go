@@ -117,15 +117,7 @@ func (s *Server) backlogBytes() int64 {
 	if s.ws == nil {
 		return 0
 	}
-	var n int64
-	s.ws.live.Range(func(k, _ any) bool {
-		t := k.(*wsTransport)
-		t.mu.Lock()
-		n += int64(t.pending)
-		t.mu.Unlock()
-		return true
-	})
-	return n
+	return s.ws.Backlog()
 }
 
 // handler serves the registry.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/happy-dev/happy/relay/wire"
 )
 
 // presence keeps what is needed to make keep-alives cheap and session ends
@@ -116,7 +118,7 @@ func (s *Server) sweep(ctx context.Context) {
 	}
 	for _, p := range sessions {
 		s.pres.forget(presKey("s", p.AccountID, p.ID))
-		s.emitEphemeral(p.AccountID, ephActivity{Type: "activity", ID: p.ID, Active: false, ActiveAt: p.ActiveAt}, roomUserScoped(p.AccountID))
+		s.emitEphemeral(p.AccountID, wire.Activity{Type: "activity", ID: p.ID, Active: false, ActiveAt: p.ActiveAt}, roomUserScoped(p.AccountID))
 	}
 	machines, err := s.st.ExpireMachines(ctx, cutoff)
 	if err != nil {
@@ -124,7 +126,7 @@ func (s *Server) sweep(ctx context.Context) {
 	}
 	for _, p := range machines {
 		s.pres.forget(presKey("m", p.AccountID, p.ID))
-		s.emitEphemeral(p.AccountID, ephMachineActivity{Type: "machine-activity", ID: p.ID, Active: false, ActiveAt: p.ActiveAt}, roomUserScoped(p.AccountID))
+		s.emitEphemeral(p.AccountID, wire.MachineActivity{Type: "machine-activity", ID: p.ID, Active: false, ActiveAt: p.ActiveAt}, roomUserScoped(p.AccountID))
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/happy-dev/happy/internal/waitfor"
+	"github.com/happy-dev/happy/relay/wire"
 )
 
 // restartChildEnv names the data folder of the relay process of
@@ -74,11 +75,11 @@ func startRestartRelay(t *testing.T, dir, addr string) *exec.Cmd {
 
 // readAll reads every message of the session, or fails with the first
 // error (the relay not answering yet).
-func readAll(ctx context.Context, cl *http.Client, base, token, sid string) (map[string]wireMessage, error) {
-	got := map[string]wireMessage{}
+func readAll(ctx context.Context, cl *http.Client, base, token, sid string) (map[string]wire.Message, error) {
+	got := map[string]wire.Message{}
 	for after := int64(0); ; {
 		var page struct {
-			Messages []wireMessage
+			Messages []wire.Message
 			HasMore  bool
 		}
 		st, err := httpJSON(ctx, cl, "GET", fmt.Sprintf("%s/v3/sessions/%s/messages?after_seq=%d&limit=500", base, sid, after), token, nil, &page)

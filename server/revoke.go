@@ -8,11 +8,22 @@ import (
 	"time"
 
 	"github.com/zishang520/socket.io/servers/socket/v3"
+
+	"github.com/happy-dev/happy/server/token"
 )
 
 // DefaultRevocationRefresh is how long the relay trusts its cached token
 // generation of an account before reading it from the store again.
 const DefaultRevocationRefresh = 10 * time.Second
+
+// ErrInvalidToken is returned by token verification for anything that is
+// not a well-formed token signed with this server's secret, and for a
+// revoked token (it is token.ErrInvalid).
+var ErrInvalidToken = token.ErrInvalid
+
+// ErrBadSecret is returned for a signing secret that is not the base64 text
+// of a 32-byte Ed25519 seed (it is token.ErrBadSecret).
+var ErrBadSecret = token.ErrBadSecret
 
 // generations caches each account's token generation (store.TokenGeneration)
 // with the time it was read. A revocation on this relay updates the cache at
@@ -20,7 +31,7 @@ const DefaultRevocationRefresh = 10 * time.Second
 // Config.RevocationRefresh.
 type generations struct {
 	mu sync.Mutex
-	m  map[string]generation // at most maxKnownTokens entries
+	m  map[string]generation // at most token.MaxKnown entries
 }
 
 type generation struct {
@@ -48,7 +59,7 @@ func (s *Server) accountGeneration(ctx context.Context, acct string) (int64, err
 func (s *Server) setGeneration(acct string, gen int64, now time.Time) {
 	s.gens.mu.Lock()
 	defer s.gens.mu.Unlock()
-	if s.gens.m == nil || len(s.gens.m) >= maxKnownTokens {
+	if s.gens.m == nil || len(s.gens.m) >= token.MaxKnown {
 		s.gens.m = map[string]generation{}
 	}
 	if cur, ok := s.gens.m[acct]; ok && cur.gen > gen {
@@ -62,7 +73,7 @@ func (s *Server) setGeneration(acct string, gen int64, now time.Time) {
 // error wrapping ErrInvalidToken for a bad or revoked token, or the store's
 // error.
 func (s *Server) verifyToken(ctx context.Context, token string) (string, error) {
-	c, err := s.tok.claims(token)
+	c, err := s.tok.Claims(token)
 	if err != nil {
 		return "", err
 	}
@@ -83,7 +94,7 @@ func (s *Server) issueToken(ctx context.Context, acct, session string) (string, 
 	if err != nil {
 		return "", err
 	}
-	return s.tok.issueGen(acct, session, gen, s.cfg.Now()), nil
+	return s.tok.IssueGen(acct, session, gen, s.cfg.Now()), nil
 }
 
 // postAuthRevoke: POST /v1/auth/revoke (Bearer) → {success:true,
@@ -104,7 +115,7 @@ func (s *Server) postAuthRevoke(w http.ResponseWriter, r *http.Request, acct str
 		return
 	}
 	s.setGeneration(acct, gen, s.cfg.Now())
-	s.tok.forget(acct)
+	s.tok.Forget(acct)
 	room := socket.Room("user:" + acct)
 	n := 0
 	// The in-memory adapter answers at once, before FetchSockets returns.

@@ -9,6 +9,8 @@ import (
 	"os"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/happy-dev/happy/server/token"
 )
 
 // The token signing secret of relays that share a database must be the
@@ -68,12 +70,12 @@ func sharedSecret(ctx context.Context, pool *pgxpool.Pool, candidate []byte) (ed
 // came from, for the log.
 func (s *Server) signingKey(ctx context.Context, localPath string) (key ed25519.PrivateKey, from string, created bool, err error) {
 	if s.cfg.SecretFile != "" {
-		key, created, err = loadOrCreateSecret(s.cfg.SecretFile)
+		key, created, err = token.LoadOrCreateSecret(s.cfg.SecretFile)
 		return key, s.cfg.SecretFile, created, err
 	}
 	p, ok := s.st.(pooler)
 	if !ok {
-		key, created, err = loadOrCreateSecret(localPath)
+		key, created, err = token.LoadOrCreateSecret(localPath)
 		return key, localPath, created, err
 	}
 	candidate := make([]byte, ed25519.SeedSize)
@@ -81,7 +83,7 @@ func (s *Server) signingKey(ctx context.Context, localPath string) (key ed25519.
 	b, rerr := os.ReadFile(localPath)
 	switch {
 	case rerr == nil:
-		local, perr := parseSecret(b)
+		local, perr := token.ParseSecret(b)
 		if perr != nil {
 			return nil, "", false, fmt.Errorf("server: signing secret %s: %w", localPath, perr)
 		}

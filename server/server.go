@@ -39,6 +39,8 @@ import (
 	"github.com/happy-dev/happy/server/bus"
 	"github.com/happy-dev/happy/server/store"
 	"github.com/happy-dev/happy/server/store/backend"
+	"github.com/happy-dev/happy/server/token"
+	"github.com/happy-dev/happy/server/wstransport"
 	"github.com/happy-dev/happy/webapp"
 )
 
@@ -322,7 +324,7 @@ type Server struct {
 	log      zerolog.Logger
 	st       store.Store
 	ownStore bool
-	tok      *tokens
+	tok      *token.Signer
 
 	io      *socket.Server
 	events  map[string]eventHandler // the client events' handlers (events.go)
@@ -348,7 +350,7 @@ type Server struct {
 	// lock holds the data folder (lockDataDir) until Close.
 	lock *os.File
 	// ws is the websocket transport factory (and its counters).
-	ws *wsTransportCtor
+	ws *wstransport.Ctor
 	// out queues and writes every account's updates and ephemerals
 	// (fanout.go).
 	out *fanout
@@ -421,11 +423,11 @@ func New(cfg Config) (*Server, error) {
 	if s.identity, err = relayid.LoadOrCreate(cfg.DataDir); err != nil {
 		return fail(fmt.Errorf("server: %w", err))
 	}
-	key, from, created, err := s.signingKey(s.ctx, filepath.Join(cfg.DataDir, secretFile))
+	key, from, created, err := s.signingKey(s.ctx, filepath.Join(cfg.DataDir, token.SecretFile))
 	if err != nil {
 		return fail(err)
 	}
-	s.tok = newTokens(key)
+	s.tok = token.New(key)
 	if created {
 		s.log.Info().Str("where", from).Msg("stored the signing secret")
 	}
@@ -616,11 +618,11 @@ func (s *Server) Close() error {
 			s.cl.publish(busMsg{Kind: busBye})
 		}
 		s.cancel()
-		s.out.flush(closeWait)
+		s.out.flush(wstransport.CloseWait)
 		s.io.DisconnectSockets(true)
 		// Let the DISCONNECT packets reach the sockets before the engine
 		// closes the connections under them.
-		s.ws.drain(closeWait)
+		s.ws.Drain(wstransport.CloseWait)
 		done := make(chan struct{})
 		s.io.Close(func(error) { close(done) })
 		select {

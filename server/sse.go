@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/happy-dev/happy/internal/sse"
+	"github.com/happy-dev/happy/relay/wire"
 	"github.com/happy-dev/happy/server/store"
 )
 
@@ -151,13 +152,13 @@ func (h *streamHub) wakeAll() {
 // archive, idle expiry) and a deleted session.
 func (h *streamHub) observe(acct string, v any) {
 	switch x := v.(type) {
-	case ephActivity:
+	case wire.Activity:
 		if !x.Active {
 			h.notify(acct, x.ID, true)
 		}
-	case bodyDeleteSession:
+	case wire.BodyDeleteSession:
 		h.notify(acct, x.SID, true)
-	case ephTextDelta:
+	case wire.TextDelta:
 		h.mu.Lock()
 		for st := range h.subs[streamKey(acct, x.ID)] {
 			select {

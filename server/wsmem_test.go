@@ -14,7 +14,7 @@ import (
 	"github.com/happy-dev/happy/internal/waitfor"
 )
 
-// The relay keeps the Engine.IO v4 heartbeat itself (heartbeat.go): the
+// The relay keeps the Engine.IO v4 heartbeat itself (package wstransport, heartbeat.go): the
 // open packet announces the configured interval and timeout, a ping ("2")
 // comes PingInterval after the open and after each pong, and a socket
 // that stops answering is closed no sooner than PingTimeout after the
@@ -120,7 +120,7 @@ func timerGoroutines() int {
 }
 
 // An idle socket waits for its next ping on a runtime timer, not on a
-// goroutine of the library's (heartbeat.go).
+// goroutine of the library's (package wstransport, heartbeat.go).
 func TestIdleSocketsHaveNoTimerGoroutines(t *testing.T) {
 	_, base := benchRelay(t, Config{Logger: zerolog.Nop()}, nil)
 	token := newTestAccount(t, base)

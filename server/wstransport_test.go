@@ -1,7 +1,9 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -163,8 +165,8 @@ func TestSlowSocketGetsEveryFrameInOrder(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the reading socket was held up by the stalled one")
 	}
-	if srv.ws.queued.Load() == 0 {
-		t.Fatalf("no frame was queued (direct %d): the stall did not happen", srv.ws.direct.Load())
+	if srv.ws.Queued.Load() == 0 {
+		t.Fatalf("no frame was queued (direct %d): the stall did not happen", srv.ws.Direct.Load())
 	}
 	for i := 0; i < batches*per; i++ {
 		seq, content, err := slow.update()
@@ -172,7 +174,7 @@ func TestSlowSocketGetsEveryFrameInOrder(t *testing.T) {
 			t.Fatalf("stalled socket: %v", err)
 		}
 	}
-	if n := srv.ws.slowClosed.Load(); n != 0 {
+	if n := srv.ws.SlowClosed.Load(); n != 0 {
 		t.Fatalf("%d sockets closed for their backlog", n)
 	}
 }
@@ -200,7 +202,7 @@ func TestSocketOverBacklogIsClosed(t *testing.T) {
 		postBatch(t, base, token, sid, b*50, 50, 16<<10)
 	}
 	<-done
-	if n := srv.ws.slowClosed.Load(); n != 1 {
+	if n := srv.ws.SlowClosed.Load(); n != 1 {
 		t.Fatalf("%d sockets closed for their backlog, want 1", n)
 	}
 	// The stalled socket reads what was written, then the end.
@@ -311,31 +313,7 @@ func TestAckRepliesCountAgainstBacklog(t *testing.T) {
 			break // closed already
 		}
 	}
-	waitUntil(t, 10*time.Second, "the socket that does not read its acks is closed", func() bool { return srv.ws.slowClosed.Load() > 0 })
-}
-
-// textFrame builds the websocket frame header for each payload length
-// class (RFC 6455 §5.2).
-func TestTextFrame(t *testing.T) {
-	for _, tc := range []struct {
-		n      int
-		header []byte
-	}{
-		{0, []byte{0x81, 1}},
-		{124, []byte{0x81, 125}},
-		{125, []byte{0x81, 126, 0, 126}},
-		{65534, []byte{0x81, 126, 0xff, 0xff}},
-		{65535, []byte{0x81, 127, 0, 0, 0, 0, 0, 1, 0, 0}},
-	} {
-		text := []byte(strings.Repeat("a", tc.n))
-		f := textFrame(text)
-		if string(f[:len(tc.header)]) != string(tc.header) {
-			t.Errorf("n=%d: header % x, want % x", tc.n, f[:len(tc.header)], tc.header)
-		}
-		if rest := f[len(tc.header):]; rest[0] != '4' || string(rest[1:]) != string(text) || len(f) != len(tc.header)+1+tc.n {
-			t.Errorf("n=%d: payload wrong (%d bytes)", tc.n, len(f))
-		}
-	}
+	waitUntil(t, 10*time.Second, "the socket that does not read its acks is closed", func() bool { return srv.ws.SlowClosed.Load() > 0 })
 }
 
 // Closing the relay ends every socket's connection; what arrives before
@@ -522,7 +500,7 @@ func TestFirstEventAfterConnectIsNotLost(t *testing.T) {
 }
 
 // A frame the client should not send closes its socket with the close
-// code for it (the relay's reader, wsread.go), whatever it is.
+// code for it (the relay's reader, package wstransport), whatever it is.
 func TestBadFramesCloseTheSocket(t *testing.T) {
 	_, base := benchRelay(t, Config{Logger: zerolog.Nop(), MaxSocketPayload: 1000, SocketHardLimit: 70000}, nil)
 	token := newTestAccount(t, base)
@@ -593,7 +571,7 @@ func TestPingFloodHoldsOnePong(t *testing.T) {
 	for i := 0; i < 100_000 && werr == nil; i++ {
 		werr = r.c.WriteControl(ws.PingMessage, ping, time.Now().Add(10*time.Second))
 	}
-	if n := srv.ws.slowClosed.Load(); n != 0 || werr != nil {
+	if n := srv.ws.SlowClosed.Load(); n != 0 || werr != nil {
 		t.Fatalf("%d sockets closed for their backlog (write: %v), want 0", n, werr)
 	}
 	pongs := make(chan int, 1)
@@ -629,29 +607,38 @@ func TestPingFloodHoldsOnePong(t *testing.T) {
 	default:
 		t.Fatal("no pong for the last ping")
 	}
-	if n := srv.ws.slowClosed.Load(); n != 0 {
+	if n := srv.ws.SlowClosed.Load(); n != 0 {
 		t.Fatalf("%d sockets closed for their backlog, want 0", n)
 	}
 }
 
-// A packet the transport writes is one unmasked, final frame with the
-// shortest length encoding (RFC 6455 §5.2).
-func TestDataFrameHeader(t *testing.T) {
-	for _, c := range []struct {
-		op   byte
-		n    int
-		want []byte
-	}{
-		{opText, 0, []byte{0x81, 0}},
-		{opBinary, 125, []byte{0x82, 125}},
-		{opText, 126, []byte{0x81, 126, 0, 126}},
-		{opBinary, 65535, []byte{0x82, 126, 0xff, 0xff}},
-		{opText, 65536, []byte{0x81, 127, 0, 0, 0, 0, 0, 1, 0, 0}},
-	} {
-		payload := make([]byte, c.n)
-		f := dataFrame(c.op, payload)
-		if got := f[:len(f)-c.n]; string(got) != string(c.want) || len(f) != len(c.want)+c.n {
-			t.Errorf("op %d, %d bytes: header % x (frame %d bytes), want % x", c.op, c.n, got, len(f), c.want)
+// clientFrame builds a client-to-server frame: b0 is FIN|RSV|opcode,
+// the payload is masked with key unless unmasked (RFC 6455 §5.2, §5.3).
+func clientFrame(b0 byte, payload []byte, unmasked bool) []byte {
+	key := [4]byte{0x37, 0xfa, 0x21, 0x3d}
+	f := []byte{b0}
+	mask := byte(0x80)
+	if unmasked {
+		mask = 0
+	}
+	n := len(payload)
+	switch {
+	case n < 126:
+		f = append(f, mask|byte(n))
+	case n <= 0xffff:
+		f = append(f, mask|126, byte(n>>8), byte(n))
+	default:
+		f = append(f, mask|127)
+		f = binary.BigEndian.AppendUint64(f, uint64(n))
+	}
+	p := bytes.Clone(payload)
+	if !unmasked {
+		f = append(f, key[:]...)
+		for i := range p {
+			p[i] ^= key[i%4]
 		}
 	}
+	return append(f, p...)
 }
+
+func cat(frames ...[]byte) []byte { return bytes.Join(frames, nil) }

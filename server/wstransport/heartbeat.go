@@ -1,4 +1,4 @@
-package server
+package wstransport
 
 import (
 	"sync"
@@ -20,7 +20,7 @@ var pingFrame = []byte{0x81, 0x01, '2'}
 // wait on their own goroutine: a sixth of an idle socket's memory).
 type heartbeat struct {
 	sock              engine.Socket
-	tr                *wsTransport
+	tr                *Transport
 	interval, timeout time.Duration
 
 	mu      sync.Mutex
@@ -29,12 +29,14 @@ type heartbeat struct {
 	done    bool
 }
 
-// keepHeartbeats makes the relay keep the heartbeat of every Engine.IO v4
-// websocket instead of the library. The library registers its heartbeat
+// KeepHeartbeats makes the relay keep the heartbeat of every Engine.IO v4
+// websocket of io instead of the library: a ping interval after the
+// connection opens and after each pong, a close ("ping timeout") timeout
+// after an unanswered ping. The library registers its heartbeat
 // as the callback it runs once the connection's setup succeeds; that
 // callback is replaced here, at the engine's "connection" event, which
 // the library emits during the setup.
-func (s *Server) keepHeartbeats(io *socket.Server) {
+func KeepHeartbeats(io *socket.Server, interval, timeout time.Duration) {
 	_ = io.Engine().On("connection", func(a ...any) {
 		if len(a) == 0 {
 			return
@@ -43,7 +45,7 @@ func (s *Server) keepHeartbeats(io *socket.Server) {
 		if !ok || es.Protocol() != 4 {
 			return
 		}
-		tr, ok := es.Transport().(*wsTransport)
+		tr, ok := es.Transport().(*Transport)
 		if !ok {
 			return
 		}
@@ -56,7 +58,7 @@ func (s *Server) keepHeartbeats(io *socket.Server) {
 		// The transport tells the heartbeat of each pong and of the end of
 		// the connection (one pointer; listeners on the engine socket's
 		// "heartbeat" and "close" cost every socket two map entries).
-		h := &heartbeat{sock: es, tr: tr, interval: s.cfg.PingInterval, timeout: s.cfg.PingTimeout}
+		h := &heartbeat{sock: es, tr: tr, interval: interval, timeout: timeout}
 		tr.hb.Store(h)
 		ctx.SetTransportReady(h.start)
 	})

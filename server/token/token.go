@@ -1,4 +1,10 @@
-package server
+// Package token is the relay's bearer tokens: compact JWS tokens (alg
+// EdDSA) shaped like the reference relay's, signed with the relay's
+// Ed25519 key, the file that key lives in, and the cache of verified
+// tokens. Whether a token was revoked is the relay's business (its
+// account generations): the claims carry the generation a token was
+// issued at. It imports nothing of happy's but internal/private.
+package token
 
 import (
 	"bytes"
@@ -16,19 +22,19 @@ import (
 	"github.com/happy-dev/happy/internal/private"
 )
 
-// ErrInvalidToken is returned by token verification for anything that is not
+// ErrInvalid is returned by token verification for anything that is not
 // a well-formed token signed with this server's secret.
-var ErrInvalidToken = errors.New("server: invalid token")
+var ErrInvalid = errors.New("server: invalid token")
 
-// secretFile is the name of the signing secret inside the data folder.
-const secretFile = "secret.key"
+// SecretFile is the name of the signing secret inside the data folder.
+const SecretFile = "secret.key"
 
-// loadOrCreateSecret reads the Ed25519 seed at path (base64 text), creating a
+// LoadOrCreateSecret reads the Ed25519 seed at path (base64 text), creating a
 // random one with mode 0600 when the file is missing.
-func loadOrCreateSecret(path string) (ed25519.PrivateKey, bool, error) {
+func LoadOrCreateSecret(path string) (ed25519.PrivateKey, bool, error) {
 	b, err := os.ReadFile(path)
 	if err == nil {
-		key, perr := parseSecret(b)
+		key, perr := ParseSecret(b)
 		if perr != nil {
 			return nil, false, fmt.Errorf("server: signing secret %s: %w", path, perr)
 		}
@@ -63,9 +69,9 @@ func loadOrCreateSecret(path string) (ed25519.PrivateKey, bool, error) {
 // text of a 32-byte Ed25519 seed.
 var ErrBadSecret = errors.New("server: malformed signing secret")
 
-// parseSecret decodes the secret file's content: base64 of a 32-byte seed,
+// ParseSecret decodes the secret file's content: base64 of a 32-byte seed,
 // surrounding white space allowed.
-func parseSecret(b []byte) (ed25519.PrivateKey, error) {
+func ParseSecret(b []byte) (ed25519.PrivateKey, error) {
 	seed, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(b)))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadSecret, err)
@@ -76,9 +82,9 @@ func parseSecret(b []byte) (ed25519.PrivateKey, error) {
 	return ed25519.NewKeyFromSeed(seed), nil
 }
 
-// tokenClaims is the payload of a token, shaped like the reference relay's:
+// Claims is the payload of a token, shaped like the reference relay's:
 // {sub, iat, nbf, iss:"handy", jti} plus `session` for terminal pairing.
-type tokenClaims struct {
+type Claims struct {
 	Sub     string `json:"sub"`
 	Iat     int64  `json:"iat"`
 	Nbf     int64  `json:"nbf"`
@@ -87,7 +93,7 @@ type tokenClaims struct {
 	Session string `json:"session,omitempty"`
 	// Gen is the account's token generation when the token was issued
 	// (absent for 0); a token whose generation is no longer the
-	// account's was revoked (revoke.go).
+	// account's was revoked (the relay's server/revoke.go).
 	Gen int64 `json:"gen,omitempty"`
 }
 
@@ -95,58 +101,63 @@ const tokenIssuer = "handy"
 
 var tokenHeader = base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"EdDSA"}`))
 
-// tokens signs and verifies compact JWS tokens (alg EdDSA) with the server's key.
+// Signer signs and verifies compact JWS tokens (alg EdDSA) with the server's key.
 //
 // Tokens do not expire (as on the reference relay), so a token whose
 // signature verified once keeps its claims: the claims of recently verified
 // tokens are kept, which saves the Ed25519 verification (about 0.1 ms) that
 // every request and socket handshake would otherwise pay. Whether the
 // token was revoked is checked after this cache, on every use
-// (Server.verifyToken); forget drops an account's entries when it revokes.
-type tokens struct {
+// (the relay's Server.verifyToken); Forget drops an account's entries when it revokes.
+type Signer struct {
 	key ed25519.PrivateKey
 	pub ed25519.PublicKey
 
 	mu    sync.Mutex
-	known map[string]tokenClaims // at most maxKnownTokens entries
+	known map[string]Claims // at most MaxKnown entries
 }
 
-// maxKnownTokens bounds the verified-token cache; when it is full it is
-// emptied and refills with the tokens in use.
-const maxKnownTokens = 4096
+// MaxKnown bounds the verified-token cache (and the relay's cache of
+// account generations); when it is full it is emptied and refills with
+// the tokens in use.
+const MaxKnown = 4096
 
-func newTokens(key ed25519.PrivateKey) *tokens {
-	return &tokens{key: key, pub: key.Public().(ed25519.PublicKey), known: map[string]tokenClaims{}}
+// New returns a Signer that signs with key and verifies with its public
+// key.
+func New(key ed25519.PrivateKey) *Signer {
+	return &Signer{key: key, pub: key.Public().(ed25519.PublicKey), known: map[string]Claims{}}
 }
 
-// issue returns a token for accountID at generation 0; session, when set,
+// Issue returns a token for accountID at generation 0; session, when set,
 // names the pairing request it came from.
-func (t *tokens) issue(accountID, session string, now time.Time) string {
-	return t.issueGen(accountID, session, 0, now)
+func (t *Signer) Issue(accountID, session string, now time.Time) string {
+	return t.IssueGen(accountID, session, 0, now)
 }
 
-// issueGen is issue for the account's token generation gen.
-func (t *tokens) issueGen(accountID, session string, gen int64, now time.Time) string {
+// IssueGen is Issue for the account's token generation gen.
+func (t *Signer) IssueGen(accountID, session string, gen int64, now time.Time) string {
 	var jti [16]byte
 	_, _ = rand.Read(jti[:])
-	c := tokenClaims{Sub: accountID, Iat: now.Unix(), Nbf: now.Unix(), Iss: tokenIssuer, Jti: base64.RawURLEncoding.EncodeToString(jti[:]), Session: session, Gen: gen}
+	c := Claims{Sub: accountID, Iat: now.Unix(), Nbf: now.Unix(), Iss: tokenIssuer, Jti: base64.RawURLEncoding.EncodeToString(jti[:]), Session: session, Gen: gen}
 	payload, _ := json.Marshal(c) // a struct of strings and ints always marshals
 	signing := tokenHeader + "." + base64.RawURLEncoding.EncodeToString(payload)
 	sig := ed25519.Sign(t.key, []byte(signing))
 	return signing + "." + base64.RawURLEncoding.EncodeToString(sig)
 }
 
-// verify checks token and returns its account id, or an error wrapping
-// ErrInvalidToken.
-func (t *tokens) verify(token string) (string, error) {
-	c, err := t.claims(token)
+// Verify checks token and returns its account id, or an error wrapping
+// ErrInvalid.
+func (t *Signer) Verify(token string) (string, error) {
+	c, err := t.Claims(token)
 	if err != nil {
 		return "", err
 	}
 	return c.Sub, nil
 }
 
-func (t *tokens) claims(token string) (tokenClaims, error) {
+// Claims is Verify returning the whole of token's claims (from the cache
+// of verified tokens when token is in it).
+func (t *Signer) Claims(token string) (Claims, error) {
 	t.mu.Lock()
 	c, ok := t.known[token]
 	t.mu.Unlock()
@@ -155,10 +166,10 @@ func (t *tokens) claims(token string) (tokenClaims, error) {
 	}
 	c, err := t.check(token)
 	if err != nil {
-		return tokenClaims{}, err
+		return Claims{}, err
 	}
 	t.mu.Lock()
-	if len(t.known) >= maxKnownTokens {
+	if len(t.known) >= MaxKnown {
 		clear(t.known)
 	}
 	t.known[token] = c
@@ -166,8 +177,8 @@ func (t *tokens) claims(token string) (tokenClaims, error) {
 	return c, nil
 }
 
-// forget drops the cached claims of every token of accountID.
-func (t *tokens) forget(accountID string) {
+// Forget drops the cached claims of every token of accountID.
+func (t *Signer) Forget(accountID string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for tok, c := range t.known {
@@ -178,39 +189,39 @@ func (t *tokens) forget(accountID string) {
 }
 
 // check verifies token's header, signature and claims.
-func (t *tokens) check(token string) (tokenClaims, error) {
+func (t *Signer) check(token string) (Claims, error) {
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
-		return tokenClaims{}, fmt.Errorf("%w: want 3 parts, got %d", ErrInvalidToken, len(parts))
+		return Claims{}, fmt.Errorf("%w: want 3 parts, got %d", ErrInvalid, len(parts))
 	}
 	hdr, err := base64.RawURLEncoding.DecodeString(parts[0])
 	if err != nil {
-		return tokenClaims{}, fmt.Errorf("%w: header: %w", ErrInvalidToken, err)
+		return Claims{}, fmt.Errorf("%w: header: %w", ErrInvalid, err)
 	}
 	var h struct {
 		Alg string `json:"alg"`
 	}
 	if err := json.Unmarshal(hdr, &h); err != nil || h.Alg != "EdDSA" {
-		return tokenClaims{}, fmt.Errorf("%w: header is not EdDSA", ErrInvalidToken)
+		return Claims{}, fmt.Errorf("%w: header is not EdDSA", ErrInvalid)
 	}
 	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
 	if err != nil || len(sig) != ed25519.SignatureSize {
-		return tokenClaims{}, fmt.Errorf("%w: bad signature encoding", ErrInvalidToken)
+		return Claims{}, fmt.Errorf("%w: bad signature encoding", ErrInvalid)
 	}
 	if !ed25519.Verify(t.pub, []byte(parts[0]+"."+parts[1]), sig) {
-		return tokenClaims{}, fmt.Errorf("%w: signature mismatch", ErrInvalidToken)
+		return Claims{}, fmt.Errorf("%w: signature mismatch", ErrInvalid)
 	}
 	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
 	if err != nil {
-		return tokenClaims{}, fmt.Errorf("%w: payload: %w", ErrInvalidToken, err)
+		return Claims{}, fmt.Errorf("%w: payload: %w", ErrInvalid, err)
 	}
-	var c tokenClaims
+	var c Claims
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	if err := dec.Decode(&c); err != nil {
-		return tokenClaims{}, fmt.Errorf("%w: payload: %w", ErrInvalidToken, err)
+		return Claims{}, fmt.Errorf("%w: payload: %w", ErrInvalid, err)
 	}
 	if c.Sub == "" || c.Iss != tokenIssuer {
-		return tokenClaims{}, fmt.Errorf("%w: missing subject or wrong issuer", ErrInvalidToken)
+		return Claims{}, fmt.Errorf("%w: missing subject or wrong issuer", ErrInvalid)
 	}
 	return c, nil
 }

@@ -1,4 +1,4 @@
-package server
+package wstransport
 
 import (
 	"crypto/sha1"
@@ -13,6 +13,7 @@ import (
 	ws "github.com/gorilla/websocket"
 	engine "github.com/zishang520/socket.io/servers/engine/v3"
 	"github.com/zishang520/socket.io/servers/engine/v3/transports"
+	"github.com/zishang520/socket.io/servers/socket/v3"
 	"github.com/zishang520/socket.io/v3/pkg/types"
 )
 
@@ -22,7 +23,7 @@ import (
 // long as the socket lives, and it keeps the upgrade request (with
 // net/http's parsed headers and per-connection context) in the request
 // context it holds. The relay reads and writes the connection itself
-// (wsread.go, wstransport.go), so none of that is used after the
+// (read.go, transport.go), so none of that is used after the
 // handshake: this handler answers the handshake (RFC 6455 §4.2) on the
 // hijacked connection and hands the library a request context built on a
 // stripped copy of the request and no websocket connection of gorilla's.
@@ -245,16 +246,16 @@ func strippedRequest(r *http.Request) *http.Request {
 	return s
 }
 
-// wsUpgrades serves websocket upgrade requests of the Socket.IO path
-// (what the library's HandleUpgrade does, with the relay's handshake;
-// see above) and hands every other request to next.
-func (s *Server) wsUpgrades(next http.Handler) http.Handler {
+// Upgrades serves websocket upgrade requests of srv's path (what the
+// library's HandleUpgrade does, with the relay's handshake; see above)
+// and hands every other request to next.
+func (c *Ctor) Upgrades(srv *socket.Server, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !isWebSocketUpgrade(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		s.upgrade(w, r)
+		c.upgrade(srv.Engine(), w, r)
 	})
 }
 
@@ -266,8 +267,7 @@ func (s *Server) wsUpgrades(next http.Handler) http.Handler {
 // websocket handshake (and, where the library upgraded, for a request
 // with the sid of an open socket), a close frame (1000, the message)
 // after it.
-func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
-	eng := s.io.Engine()
+func (c *Ctor) upgrade(eng engine.BaseServer, w http.ResponseWriter, r *http.Request) {
 	ctx := types.NewHttpContext(w, r)
 	// The library's middlewares run their callbacks before returning
 	// (CORS is the only one); the hijack must happen before this handler
@@ -277,11 +277,11 @@ func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if err != nil {
-			s.abortBeforeUpgrade(eng, ctx, engine.BAD_REQUEST, map[string]any{"name": "MIDDLEWARE_FAILURE"})
+			abortBeforeUpgrade(eng, ctx, engine.BAD_REQUEST, map[string]any{"name": "MIDDLEWARE_FAILURE"})
 			return
 		}
 		if cm, ectx := eng.Proto().Verify(ctx, true); cm != nil {
-			s.abortBeforeUpgrade(eng, ctx, cm, ectx)
+			abortBeforeUpgrade(eng, ctx, cm, ectx)
 			return
 		}
 		if ctx.Query().Peek("sid") != "" {
@@ -291,17 +291,17 @@ func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
 			// library's upgrade would give the socket, authenticated as
 			// its owner, to whoever sent its sid, on a transport without
 			// the relay's heartbeat or bound on events in flight.
-			s.refuseUpgrade(eng, ctx, "websocket: upgrade of an open socket's transport (sid): every socket starts on the websocket")
+			c.refuseUpgrade(eng, ctx, "websocket: upgrade of an open socket's transport (sid): every socket starts on the websocket")
 			return
 		}
-		s.handshakeWS(eng, ctx, w, r)
+		c.handshakeWS(eng, ctx, w, r)
 	})
 }
 
 // abortBeforeUpgrade refuses a request before the websocket handshake as
 // the library does: the "connection_error" event, then 400 with the
 // message (errorContext's "message" when it has one).
-func (s *Server) abortBeforeUpgrade(eng engine.BaseServer, ctx *types.HttpContext, cm *types.CodeMessage, errorContext map[string]any) {
+func abortBeforeUpgrade(eng engine.BaseServer, ctx *types.HttpContext, cm *types.CodeMessage, errorContext map[string]any) {
 	eng.Emit("connection_error", &types.ErrorMessage{CodeMessage: cm, Req: ctx, Context: errorContext})
 	_ = ctx.SetStatusCode(http.StatusBadRequest)
 	_, _ = io.WriteString(ctx, errorMessage(cm, errorContext))
@@ -321,8 +321,8 @@ func errorMessage(cm *types.CodeMessage, errorContext map[string]any) string {
 // does: the "connection_error" event, then 400 with a JSON body
 // {"code":3,"message":"Bad request"}. reason (why, checkUpgrade's) goes
 // to the relay's log.
-func (s *Server) refuseUpgrade(eng engine.BaseServer, ctx *types.HttpContext, reason string) {
-	s.log.Debug().Str("reason", reason).Msg("refusing a websocket upgrade")
+func (c *Ctor) refuseUpgrade(eng engine.BaseServer, ctx *types.HttpContext, reason string) {
+	c.log.Debug().Str("reason", reason).Msg("refusing a websocket upgrade")
 	errorContext := map[string]any{"name": "UPGRADE_FAILURE"}
 	eng.Emit("connection_error", &types.ErrorMessage{CodeMessage: engine.BAD_REQUEST, Req: ctx, Context: errorContext})
 	ctx.ResponseHeaders().Set("Content-Type", "application/json")
@@ -338,7 +338,7 @@ func originChecker(eng engine.BaseServer) func(*http.Request) bool {
 	cors := eng.Opts().Cors()
 	if cors == nil || cors.Origin == nil {
 		// gorilla's default check is the same-origin one; the relay always
-		// sets a CORS origin option (newSocketServer).
+		// sets a CORS origin option (package server, newSocketServer).
 		return sameOrigin
 	}
 	return func(r *http.Request) bool {
@@ -363,24 +363,24 @@ func sameOrigin(r *http.Request) bool {
 
 // handshakeWS answers the websocket handshake of a checked request ctx
 // (w, r) and runs the Engine.IO handshake on the connection.
-func (s *Server) handshakeWS(eng engine.BaseServer, ctx *types.HttpContext, w http.ResponseWriter, r *http.Request) {
+func (c *Ctor) handshakeWS(eng engine.BaseServer, ctx *types.HttpContext, w http.ResponseWriter, r *http.Request) {
 	respHeader := http.Header(ctx.ResponseHeaders().All())
 	key, _, reason := checkUpgrade(r, respHeader, originChecker(eng))
 	if reason != "" {
-		s.refuseUpgrade(eng, ctx, reason)
+		c.refuseUpgrade(eng, ctx, reason)
 		return
 	}
 	nc, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		// Not hijackable (HTTP/2): refused as any failed upgrade.
-		s.refuseUpgrade(eng, ctx, "websocket: "+err.Error())
+		c.refuseUpgrade(eng, ctx, "websocket: "+err.Error())
 		return
 	}
 	if brw.Reader.Buffered() > 0 {
 		// A client may not send frames before it has the answer. The
 		// connection is hijacked: it is closed unanswered.
 		_ = nc.Close()
-		s.log.Debug().Msg("refusing a websocket upgrade: client sent data before handshake is complete")
+		c.log.Debug().Msg("refusing a websocket upgrade: client sent data before handshake is complete")
 		eng.Emit("connection_error", &types.ErrorMessage{CodeMessage: engine.BAD_REQUEST, Req: ctx, Context: map[string]any{"name": "UPGRADE_FAILURE"}})
 		return
 	}
@@ -391,14 +391,14 @@ func (s *Server) handshakeWS(eng engine.BaseServer, ctx *types.HttpContext, w ht
 		_ = nc.Close()
 		return
 	}
-	s.openEngine(eng, strippedRequest(r), nc)
+	c.openEngine(eng, strippedRequest(r), nc)
 }
 
 // openEngine runs the Engine.IO side of an upgraded connection nc (what
 // the library does once its upgrade succeeded): a new client's handshake
 // (a request with a sid was refused before: upgrade), then the transport
 // starts reading.
-func (s *Server) openEngine(eng engine.BaseServer, r *http.Request, nc net.Conn) {
+func (c *Ctor) openEngine(eng engine.BaseServer, r *http.Request, nc net.Conn) {
 	ctx := types.NewHttpContext(hijackedWriter{}, r)
 	name := ctx.Query().Peek("transport")
 	if ctor, ok := eng.TransportsByName()[name]; ok && !ctor.HandlesUpgrades() {
@@ -406,12 +406,12 @@ func (s *Server) openEngine(eng engine.BaseServer, r *http.Request, nc net.Conn)
 		return
 	}
 	// The connection reaches the transport the library builds
-	// (wsTransportCtor.New) through the context.
-	s.ws.pending.Store(ctx, nc)
-	defer s.ws.pending.Delete(ctx)
+	// (Ctor.New) through the context.
+	c.pending.Store(ctx, nc)
+	defer c.pending.Delete(ctx)
 	// A read permission makes the library leave the start of the
 	// heartbeat to a callback run once the socket is set up, which
-	// keepHeartbeats replaces with the relay's. The relay's transport
+	// KeepHeartbeats replaces with the relay's. The relay's transport
 	// starts reading itself (below), so the channel is never read.
 	ctx.SetTransportReadPermission(make(chan bool))
 	defer ctx.SetTransportReadPermission(nil)
@@ -427,7 +427,7 @@ func (s *Server) openEngine(eng engine.BaseServer, r *http.Request, nc net.Conn)
 
 // startReading starts the relay transport's reader unless it is closed.
 func startReading(tr transports.Transport) {
-	if t, ok := tr.(*wsTransport); ok {
+	if t, ok := tr.(*Transport); ok {
 		t.startReading()
 	}
 }

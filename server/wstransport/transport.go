@@ -1,4 +1,4 @@
-package server
+package wstransport
 
 import (
 	"encoding/binary"
@@ -18,9 +18,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// closeWait bounds how long closing a transport waits for queued frames
+// CloseWait bounds how long closing a transport waits for queued frames
 // (a server disconnect packet, say) to be written.
-const closeWait = 250 * time.Millisecond
+const CloseWait = 250 * time.Millisecond
 
 // errBacklog closes a socket whose unwritten frames exceed the backlog.
 // itemOverhead is what each queued item counts against the backlog on
@@ -30,7 +30,7 @@ const itemOverhead = 64
 
 var errBacklog = errors.New("too many bytes waiting to be written to a slow socket")
 
-// wsTransportCtor builds the relay's Engine.IO websocket transport
+// Ctor builds the relay's Engine.IO websocket transport
 // (transports.TransportCtor, registered through the server options'
 // transport set, the library's extension point for transports).
 //
@@ -41,25 +41,26 @@ var errBacklog = errors.New("too many bytes waiting to be written to a slow sock
 //   - writes each packet straight into its websocket frame from a writer
 //     goroutine that runs only while something is queued (an idle socket
 //     has none: its stack was a sixth of an idle socket's memory);
-//   - takes broadcast frames (built once for all recipients by
-//     roomAdapter) without the per-socket Engine.IO bookkeeping, and when
-//     nothing else is queued writes them at once from the broadcasting
+//   - takes broadcast frames (built once for all recipients by the
+//     relay's room adapter with TextFrame, handed over with SendFrames)
+//     without the per-socket Engine.IO bookkeeping, and when nothing
+//     else is queued writes them at once from the broadcasting
 //     goroutine with one non-blocking write: a fan-out to 100 sockets is
 //     100 write system calls, no goroutine wake-ups. What the kernel does
 //     not take at once is queued for the writer, so a slow socket never
 //     holds the broadcast up.
 //
-// The read side is the relay's too (wsread.go, docs/ARCHITECTURE.md "Idle
+// The read side is the relay's too (read.go, docs/ARCHITECTURE.md "Idle
 // sockets"): the library's reader goroutine parked deep inside gorilla's
 // reader with an 8 KiB stack and gorilla's read buffer; this transport's
 // reader waits for the connection to be readable with a shallow stack
 // and takes a read buffer from a pool only while a frame arrives. The
 // packets it reads reach the library as its own transport hands them on
-// (OnData). Closing stays the library's (heartbeats: heartbeat.go). All
+// (OnData). Closing stays the library's (heartbeats: heartbeat.go, KeepHeartbeats). All
 // writes to the connection go through this type (pongs and close replies
 // included), so the direct writes never interleave with a frame written
 // elsewhere.
-type wsTransportCtor struct {
+type Ctor struct {
 	// backlog is how many bytes of frames may wait for one slow socket
 	// before the relay closes it (Config.MaxSocketBacklog).
 	backlog int
@@ -73,7 +74,7 @@ type wsTransportCtor struct {
 	afterWrite func()
 
 	// live holds the transports whose writer runs (for drain).
-	live sync.Map // *wsTransport -> struct{}
+	live sync.Map // *Transport -> struct{}
 	// pending holds the connections the relay upgraded until the library
 	// builds their transport (New): *types.HttpContext -> net.Conn.
 	pending sync.Map
@@ -81,13 +82,46 @@ type wsTransportCtor struct {
 	// Counters over all connections: broadcast frames written whole by
 	// the broadcasting goroutine, broadcast frames (or their tails) left
 	// to a connection's writer, sockets closed for their backlog.
-	direct, queued, slowClosed atomic.Int64
+	Direct, Queued, SlowClosed atomic.Int64
+}
+
+// Options configure a Ctor.
+type Options struct {
+	// Backlog is how many bytes of frames may wait for one slow socket
+	// before the relay closes it.
+	Backlog int
+	// ReadLimit is the longest message a client may send, in bytes (0: no
+	// limit); a longer one closes the connection with 1009.
+	ReadLimit int64
+	// Log gets the refused upgrades (debug) and the write errors.
+	Log zerolog.Logger
+	// AfterWrite, when set, runs after each frame is handed to the kernel.
+	AfterWrite func()
+}
+
+// NewCtor returns the transport constructor to register in the Socket.IO
+// server's options (SetTransports) and to serve its upgrades (Upgrades).
+func NewCtor(o Options) *Ctor {
+	return &Ctor{backlog: o.Backlog, readLimit: o.ReadLimit, log: o.Log, afterWrite: o.AfterWrite}
+}
+
+// Backlog is the sum of the bytes queued on every live transport.
+func (c *Ctor) Backlog() int64 {
+	var n int64
+	c.live.Range(func(k, _ any) bool {
+		t := k.(*Transport)
+		t.mu.Lock()
+		n += int64(t.pending)
+		t.mu.Unlock()
+		return true
+	})
+	return n
 }
 
 // New implements transports.TransportCtor. The connection is the one
-// the relay upgraded for ctx (wsupgrade.go); the transport reads once
+// the relay upgraded for ctx (upgrade.go); the transport reads once
 // the Engine.IO handshake is done (startReading).
-func (c *wsTransportCtor) New(ctx *types.HttpContext) transports.Transport {
+func (c *Ctor) New(ctx *types.HttpContext) transports.Transport {
 	nc, ok := c.pending.Load(ctx)
 	conn, _ := nc.(net.Conn)
 	if !ok || conn == nil {
@@ -99,7 +133,7 @@ func (c *wsTransportCtor) New(ctx *types.HttpContext) transports.Transport {
 		_ = b.Close()
 		conn = a
 	}
-	t := &wsTransport{Transport: transports.MakeTransport(), conn: conn, ctor: c, idle: ctx.IdleTimeout}
+	t := &Transport{Transport: transports.MakeTransport(), conn: conn, ctor: c, idle: ctx.IdleTimeout}
 	t.done = make(chan struct{})
 	t.src.conn = conn
 	if sc, ok := conn.(syscall.Conn); ok {
@@ -123,7 +157,7 @@ func (c *wsTransportCtor) New(ctx *types.HttpContext) transports.Transport {
 
 // startReading starts the reader, unless the transport is closing or
 // closed (then it closes the connection).
-func (t *wsTransport) startReading() {
+func (t *Transport) startReading() {
 	if st := t.ReadyState(); st == "closing" || st == "closed" {
 		_ = t.closeNet()
 		return
@@ -131,14 +165,14 @@ func (t *wsTransport) startReading() {
 	go t.readLoop()
 }
 
-// drain waits, at most d, until no live transport has anything queued or
+// Drain waits, at most d, until no live transport has anything queued or
 // being written.
-func (c *wsTransportCtor) drain(d time.Duration) {
+func (c *Ctor) Drain(d time.Duration) {
 	deadline := time.Now().Add(d)
 	for {
 		idle := true
 		c.live.Range(func(k, _ any) bool {
-			t := k.(*wsTransport)
+			t := k.(*Transport)
 			t.mu.Lock()
 			idle = len(t.queue) == 0 && !t.busy
 			t.mu.Unlock()
@@ -152,13 +186,13 @@ func (c *wsTransportCtor) drain(d time.Duration) {
 }
 
 // Name implements transports.TransportCtor.
-func (*wsTransportCtor) Name() string { return transports.WEBSOCKET }
+func (*Ctor) Name() string { return transports.WEBSOCKET }
 
 // HandlesUpgrades implements transports.TransportCtor.
-func (*wsTransportCtor) HandlesUpgrades() bool { return true }
+func (*Ctor) HandlesUpgrades() bool { return true }
 
 // UpgradesTo implements transports.TransportCtor.
-func (*wsTransportCtor) UpgradesTo() []string { return nil }
+func (*Ctor) UpgradesTo() []string { return nil }
 
 // wsItem is one queued write, exactly one of: the Engine.IO packets of
 // one Send (answered with a "drain" event once written); a complete
@@ -174,23 +208,25 @@ type wsItem struct {
 	pong bool
 }
 
-// wsTransport is the websocket transport built by wsTransportCtor.
-type wsTransport struct {
+// Transport is the websocket transport of one socket, built by Ctor (the
+// library's Conn().Transport() of a socket is one). The relay uses
+// SendFrames, OpenGate and SetReads; the rest is the library's interface.
+type Transport struct {
 	transports.Transport
 
 	conn net.Conn
 	raw  syscall.RawConn // nil when the connection has no file descriptor
-	ctor *wsTransportCtor
+	ctor *Ctor
 	// closed says the connection's end was handled (connClosed).
 	closed atomic.Bool
-	// hb is the relay's heartbeat of the socket (keepHeartbeats), told of
+	// hb is the relay's heartbeat of the socket (KeepHeartbeats), told of
 	// each pong the reader hands on and stopped when the connection ends;
-	// reads is the socket whose reads are bounded (boundReads), told of
-	// each message the reader hands on. Each is one pointer where a
-	// listener on the engine socket cost every socket a map entry, a
-	// slice and a closure in the library's emitter.
+	// reads (a Reads, SetReads) is told of each message the reader hands
+	// on. Each is one word or two where a listener on the engine socket
+	// cost every socket a map entry, a slice and a closure in the
+	// library's emitter.
 	hb    atomic.Pointer[heartbeat]
-	reads atomic.Pointer[conn]
+	reads atomic.Value
 
 	// The read side, used by the reader goroutine only (readLoop). idle
 	// is the library's idle timeout: a connection that sends nothing for
@@ -209,7 +245,7 @@ type wsTransport struct {
 	running bool // a writer goroutine (writeLoop) exists
 	stopped bool
 	// gated holds every write from the Socket.IO CONNECT answer on until
-	// openGate: the library sends that answer before it registers the
+	// OpenGate: the library sends that answer before it registers the
 	// socket with its client, so a client that emits at once (as every
 	// Socket.IO client does with what it buffered) could otherwise have its
 	// first events dropped as meant for an unknown namespace. gateUsed says
@@ -229,10 +265,10 @@ func controlFrame(op int, payload []byte) []byte {
 	return append([]byte{0x80 | byte(op), byte(len(payload))}, payload...)
 }
 
-// textFrame returns the websocket frame of one Engine.IO message holding
+// TextFrame returns the websocket frame of one Engine.IO message holding
 // the Socket.IO packet text: an unmasked, final text frame (RFC 6455
 // §5.2), the same bytes for every server-to-client connection.
-func textFrame(text []byte) []byte {
+func TextFrame(text []byte) []byte {
 	f := appendFrameHeader(make([]byte, 0, 10+1+len(text)), opText, 1+len(text))
 	f = append(f, '4')
 	return append(f, text...)
@@ -262,7 +298,7 @@ func appendFrameHeader(b []byte, op byte, n int) []byte {
 // Send queues packets for the writer (transports.Transport). The transport
 // stays writable, so the Engine.IO socket never holds packets back and
 // broadcast frames keep their order with everything else.
-func (t *wsTransport) Send(packets []*packet.Packet) {
+func (t *Transport) Send(packets []*packet.Packet) {
 	size := 0
 	connect := false
 	for _, p := range packets {
@@ -275,14 +311,14 @@ func (t *wsTransport) Send(packets []*packet.Packet) {
 			t.gated, t.gateUsed = true, true
 			// The relay opens the gate on "connection"; should that never
 			// come, the answer still goes out.
-			time.AfterFunc(gateMax, t.openGate)
+			time.AfterFunc(gateMax, t.OpenGate)
 		}
 		t.mu.Unlock()
 	}
 	t.push(wsItem{packets: packets, size: size})
 }
 
-// gateMax bounds how long the CONNECT answer waits for openGate.
+// gateMax bounds how long the CONNECT answer waits for OpenGate.
 const gateMax = 2 * time.Second
 
 // isConnectAnswer reports whether p is the Socket.IO CONNECT packet of the
@@ -299,10 +335,10 @@ func isConnectAnswer(p *packet.Packet) bool {
 	return len(b) > 0 && b[0] == '0'
 }
 
-// openGate lets the held CONNECT answer and what followed it be written:
+// OpenGate lets the held CONNECT answer and what followed it be written:
 // the relay calls it once the library has registered the socket (its
 // "connection" event).
-func (t *wsTransport) openGate() {
+func (t *Transport) OpenGate() {
 	t.mu.Lock()
 	if !t.gated {
 		t.mu.Unlock()
@@ -328,12 +364,12 @@ func packetSize(p *packet.Packet) int {
 	return 1
 }
 
-// sendFrames writes frames (from textFrame; shared, never modified) to
+// SendFrames writes frames (from TextFrame; shared, never modified) to
 // this socket, in order: at once with one non-blocking writev when nothing
 // else is queued or being written, otherwise, or for what the kernel did
 // not take, through the writer. It reports false when the transport is
 // closed or its queue is over the backlog (then the connection is closed).
-func (t *wsTransport) sendFrames(frames [][]byte) bool {
+func (t *Transport) SendFrames(frames [][]byte) bool {
 	if len(frames) == 0 {
 		return true
 	}
@@ -344,7 +380,7 @@ func (t *wsTransport) sendFrames(frames [][]byte) bool {
 	}
 	if t.raw == nil || t.busy || len(t.queue) > 0 {
 		t.mu.Unlock()
-		t.ctor.queued.Add(int64(len(frames)))
+		t.ctor.Queued.Add(int64(len(frames)))
 		for _, f := range frames {
 			if !t.push(wsItem{data: f, size: len(f)}) {
 				return false
@@ -375,7 +411,7 @@ func (t *wsTransport) sendFrames(frames [][]byte) bool {
 	if len(left) > 0 {
 		// What is left goes first: nothing else can have been written
 		// since.
-		t.ctor.queued.Add(int64(len(left)))
+		t.ctor.Queued.Add(int64(len(left)))
 		rest := make([]wsItem, 0, len(left)+len(t.queue))
 		for i, f := range left {
 			if i == 0 {
@@ -400,7 +436,7 @@ func (t *wsTransport) sendFrames(frames [][]byte) bool {
 			t.ended()
 		}
 	}
-	t.ctor.direct.Add(int64(whole))
+	t.ctor.Direct.Add(int64(whole))
 	for range whole {
 		t.wrote()
 	}
@@ -410,7 +446,7 @@ func (t *wsTransport) sendFrames(frames [][]byte) bool {
 // tryWritev writes as much of frames as the socket takes without
 // blocking, in one writev when it takes them all, and returns how many
 // bytes that was; a full socket buffer is not an error.
-func (t *wsTransport) tryWritev(frames [][]byte) (int, error) {
+func (t *Transport) tryWritev(frames [][]byte) (int, error) {
 	w := rawWriters.Get().(*rawWriter)
 	w.frames = frames
 	err := t.raw.Write(w.fn)
@@ -496,7 +532,7 @@ func (w *rawWriter) write(fd uintptr) bool {
 	return true
 }
 
-func (t *wsTransport) push(it wsItem) bool {
+func (t *Transport) push(it wsItem) bool {
 	t.mu.Lock()
 	if t.stopped {
 		t.mu.Unlock()
@@ -522,7 +558,7 @@ func (t *wsTransport) push(it wsItem) bool {
 // answered), so a client that floods pings without reading holds one
 // pong in the relay, not one per ping (docs/ARCHITECTURE.md "Idle
 // sockets").
-func (t *wsTransport) queuePong(p []byte) {
+func (t *Transport) queuePong(p []byte) {
 	f := controlFrame(ws.PongMessage, p)
 	t.mu.Lock()
 	if i := t.pongAt - 1; i >= 0 && !t.stopped {
@@ -537,7 +573,7 @@ func (t *wsTransport) queuePong(p []byte) {
 
 // overBacklogLocked (t.mu held, released on return) closes a socket
 // whose queue went over the backlog.
-func (t *wsTransport) overBacklogLocked() {
+func (t *Transport) overBacklogLocked() {
 	pending := t.pending
 	t.stopped = true
 	end := t.settleLocked()
@@ -545,7 +581,7 @@ func (t *wsTransport) overBacklogLocked() {
 	if end {
 		t.ended()
 	}
-	t.ctor.slowClosed.Add(1)
+	t.ctor.SlowClosed.Add(1)
 	t.ctor.log.Warn().Err(errBacklog).Int("pending", pending).Int("limit", t.ctor.backlog).Str("transport", t.Sid()).Msg("closing a socket that does not read its updates")
 	// Closing the connection first ends a write stuck on it, so the
 	// transport's close (which waits for the writer) does not wait.
@@ -555,7 +591,7 @@ func (t *wsTransport) overBacklogLocked() {
 // settleLocked (t.mu held) starts a writer when something is queued and
 // nobody is writing, and reports whether the transport is finished:
 // stopped, nothing queued, nobody writing (the caller then calls ended).
-func (t *wsTransport) settleLocked() bool {
+func (t *Transport) settleLocked() bool {
 	if t.running || t.busy || t.gated {
 		return false
 	}
@@ -569,7 +605,7 @@ func (t *wsTransport) settleLocked() bool {
 
 // stop refuses further writes; the transport ends once what is queued
 // has been written.
-func (t *wsTransport) stop() {
+func (t *Transport) stop() {
 	t.mu.Lock()
 	t.stopped = true
 	t.gated = false
@@ -580,11 +616,11 @@ func (t *wsTransport) stop() {
 	}
 }
 
-// DoClose lets the writer finish what is queued, for at most closeWait,
+// DoClose lets the writer finish what is queued, for at most CloseWait,
 // then closes the connection and calls fn (transports.Transport). When
 // the writer has more to do, the wait happens on its own goroutine, so
 // closing many sockets (at shutdown) never adds up their waits.
-func (t *wsTransport) DoClose(fn types.Callable) {
+func (t *Transport) DoClose(fn types.Callable) {
 	t.stop()
 	select {
 	case <-t.done:
@@ -593,7 +629,7 @@ func (t *wsTransport) DoClose(fn types.Callable) {
 		go func() {
 			select {
 			case <-t.done:
-			case <-time.After(closeWait):
+			case <-time.After(CloseWait):
 			}
 			t.closeConn(fn)
 		}()
@@ -602,7 +638,7 @@ func (t *wsTransport) DoClose(fn types.Callable) {
 
 // closeConn calls fn, then closes the connection (as the library's
 // websocket transport closes).
-func (t *wsTransport) closeConn(fn types.Callable) {
+func (t *Transport) closeConn(fn types.Callable) {
 	defer func() { _ = t.closeNet() }()
 	if fn != nil {
 		fn()
@@ -611,7 +647,7 @@ func (t *wsTransport) closeConn(fn types.Callable) {
 
 // OnClose marks the transport closed and closes the connection, on every
 // path that closes it (transports.Transport).
-func (t *wsTransport) OnClose() {
+func (t *Transport) OnClose() {
 	t.Transport.OnClose()
 	_ = t.closeNet()
 }
@@ -624,23 +660,33 @@ func (t *wsTransport) OnClose() {
 // transports emit when they are writable again after a send (this one
 // stays writable: Send only queues). Any other listener is the library's
 // transport's.
-func (t *wsTransport) On(ev types.EventName, listeners ...types.EventListener) error {
+func (t *Transport) On(ev types.EventName, listeners ...types.EventListener) error {
 	if ev == "headers" || ev == "ready" {
 		return nil
 	}
 	return t.Transport.On(ev, listeners...)
 }
 
-// messageIn tells the socket whose reads are bounded, if any, of a
-// message handed to the library (boundReads).
-func (t *wsTransport) messageIn() {
-	if c := t.reads.Load(); c != nil {
-		c.messageIn()
+// Reads is told of each message the transport's reader hands to the
+// library: the relay bounds the events in flight per socket with it.
+// MessageIn runs on the reader goroutine and may block it (the reader
+// then reads nothing more until it returns).
+type Reads interface{ MessageIn() }
+
+// SetReads makes the reader tell r of each message it hands on from now
+// (one r per transport: later calls must pass the same dynamic type).
+func (t *Transport) SetReads(r Reads) { t.reads.Store(r) }
+
+// messageIn tells the transport's Reads, if any, of a message handed to
+// the library.
+func (t *Transport) messageIn() {
+	if r, _ := t.reads.Load().(Reads); r != nil {
+		r.MessageIn()
 	}
 }
 
 // closeNet closes the connection and handles its end (connClosed).
-func (t *wsTransport) closeNet() error {
+func (t *Transport) closeNet() error {
 	err := t.conn.Close()
 	t.connClosed()
 	return err
@@ -648,7 +694,7 @@ func (t *wsTransport) closeNet() error {
 
 // connClosed handles the end of the connection, once: the transport
 // closes (OnClose) and takes no more writes (stop).
-func (t *wsTransport) connClosed() {
+func (t *Transport) connClosed() {
 	if t.closed.CompareAndSwap(false, true) {
 		t.OnClose()
 		t.stop()
@@ -660,15 +706,15 @@ func (t *wsTransport) connClosed() {
 
 // connError reports an error of the connection to the library, which
 // closes the socket.
-func (t *wsTransport) connError(err error) {
+func (t *Transport) connError(err error) {
 	t.OnError("websocket error", err)
 }
 
 // Name implements transports.Transport.
-func (*wsTransport) Name() string { return transports.WEBSOCKET }
+func (*Transport) Name() string { return transports.WEBSOCKET }
 
 // HandlesUpgrades implements transports.Transport.
-func (*wsTransport) HandlesUpgrades() bool { return true }
+func (*Transport) HandlesUpgrades() bool { return true }
 
 // readLoop reads the client's messages until the connection ends (the
 // library's websocket reader, with wsFrameReader): a text or binary
@@ -684,7 +730,7 @@ func (*wsTransport) HandlesUpgrades() bool { return true }
 // deep), and once nothing is left buffered after a message, a new one
 // takes over and the one that handled it ends: an idle socket's reader
 // parks on the smallest stack.
-func (t *wsTransport) readLoop() {
+func (t *Transport) readLoop() {
 	t.readDeadline()
 	if err := t.fr.await(); err != nil {
 		t.readEnd(err)
@@ -695,7 +741,7 @@ func (t *wsTransport) readLoop() {
 
 // readMessages handles messages while their bytes are buffered (see
 // readLoop).
-func (t *wsTransport) readMessages() {
+func (t *Transport) readMessages() {
 	for {
 		op, p, err := t.fr.next()
 		if err != nil {
@@ -740,14 +786,14 @@ func (t *wsTransport) readMessages() {
 
 // readDeadline gives the client the library's idle timeout for its next
 // message, as the library's reader does before each one.
-func (t *wsTransport) readDeadline() {
+func (t *Transport) readDeadline() {
 	if t.idle > 0 {
 		_ = t.conn.SetReadDeadline(time.Now().Add(t.idle))
 	}
 }
 
 // readEnd ends reading after err (readFailed) and closes.
-func (t *wsTransport) readEnd(err error) {
+func (t *Transport) readEnd(err error) {
 	t.readFailed(err)
 	t.connClosed()
 }
@@ -756,7 +802,7 @@ func (t *wsTransport) readEnd(err error) {
 // its close code; the end of the stream or a closed connection only
 // closes; any other error (an idle timeout) is reported as the library's
 // reader reports it.
-func (t *wsTransport) readFailed(err error) {
+func (t *Transport) readFailed(err error) {
 	var ce *wsCloseError
 	switch {
 	case errors.As(err, &ce):
@@ -770,16 +816,16 @@ func (t *wsTransport) readFailed(err error) {
 }
 
 // sendClose writes a close frame with code and reason through the queue
-// and waits, at most closeWait, for it to be written (the connection is
+// and waits, at most CloseWait, for it to be written (the connection is
 // closed next).
-func (t *wsTransport) sendClose(code int, reason string) {
+func (t *Transport) sendClose(code int, reason string) {
 	written := make(chan struct{})
 	f := controlFrame(ws.CloseMessage, ws.FormatCloseMessage(code, reason))
 	if t.push(wsItem{data: f, size: len(f), written: written}) {
 		select {
 		case <-written:
 		case <-t.done:
-		case <-time.After(closeWait):
+		case <-time.After(CloseWait):
 		}
 	}
 }
@@ -833,7 +879,7 @@ func (s *connSource) read(p []byte) (int, error) {
 	return s.conn.Read(p)
 }
 
-func (t *wsTransport) ended() {
+func (t *Transport) ended() {
 	t.doneOnce.Do(func() {
 		t.ctor.live.Delete(t)
 		close(t.done)
@@ -843,7 +889,7 @@ func (t *wsTransport) ended() {
 // writeLoop writes what is queued until the queue is empty (or a direct
 // sender holds the connection), then ends; the next queued item starts
 // another (settleLocked).
-func (t *wsTransport) writeLoop() {
+func (t *Transport) writeLoop() {
 	var batch []wsItem
 	for {
 		t.mu.Lock()
@@ -889,7 +935,7 @@ func (t *wsTransport) writeLoop() {
 }
 
 // write writes one queued item.
-func (t *wsTransport) write(it wsItem) error {
+func (t *Transport) write(it wsItem) error {
 	switch {
 	case it.packets != nil:
 		if err := t.writePackets(it.packets); err != nil {
@@ -908,7 +954,7 @@ func (t *wsTransport) write(it wsItem) error {
 
 // fail reports a write error the way the library's transport does and
 // stops writing.
-func (t *wsTransport) fail(err error) {
+func (t *Transport) fail(err error) {
 	t.ctor.log.Debug().Err(err).Str("transport", t.Sid()).Msg("websocket write failed")
 	// What is still queued can no longer be written.
 	t.mu.Lock()
@@ -932,7 +978,7 @@ func (t *wsTransport) fail(err error) {
 // as the library's encoder makes it. (gorilla's writer, which the library
 // used, cut a message longer than its 1 KiB buffer into continuation
 // frames; one frame carries the same message.)
-func (t *wsTransport) writePackets(packets []*packet.Packet) error {
+func (t *Transport) writePackets(packets []*packet.Packet) error {
 	for _, p := range packets {
 		data := types.BufferInterface(nil)
 		if p.Options != nil && p.Options.WsPreEncodedFrame != nil {
@@ -956,7 +1002,7 @@ func (t *wsTransport) writePackets(packets []*packet.Packet) error {
 }
 
 // wrote runs the afterWrite hook, if any.
-func (t *wsTransport) wrote() {
+func (t *Transport) wrote() {
 	if t.ctor.afterWrite != nil {
 		t.ctor.afterWrite()
 	}
