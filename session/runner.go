@@ -603,6 +603,11 @@ func (r *Runner) agentEvent(ctx context.Context, ev agent.Event) {
 		r.addPending(&pending{callID: e.CallID, session: e.Session, question: true, deadline: r.deadline(), questions: qs})
 		return
 	case *agent.SubagentEnded:
+		if e.Child == "" {
+			// Names the root, not a child: the reducer refuses it, and the
+			// root's waiting tools stay the root turn's to settle.
+			break
+		}
 		delete(r.childTurns, e.Child)
 		r.settlePending(e.Child, agent.ReasonCancelled)
 	case *agent.ToolResolved:

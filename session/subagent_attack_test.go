@@ -135,3 +135,36 @@ func TestRunnerSubagentSameCallIDAmbiguousAnswer(t *testing.T) {
 		}
 	})
 }
+
+// TestRunnerSubagentEndedNamingRoot: a SubagentEnded that names no child
+// (the root's key "") is refused by the reducer, and never
+// settles the root's own waiting permission: the person's answer still
+// reaches the agent.
+func TestRunnerSubagentEndedNamingRoot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Options{OneShot: true})
+		in, _ := json.Marshal(map[string]string{"command": "ls"})
+		h.agent.onPrompt = func(agent.Prompt) {
+			go h.agent.emit(&agent.TurnStarted{TurnID: "t1"}, &agent.MessageStarted{Message: "m1"},
+				&agent.ToolCall{Message: "m1", CallID: "c1", Tool: "bash", Input: in}, &agent.ToolRunning{CallID: "c1"},
+				&agent.ToolBlocked{CallID: "c1", Permission: &agent.PermissionRequest{Permission: "bash", Patterns: []string{"ls"}}},
+				&agent.SubagentEnded{Child: ""})
+		}
+		if err := h.control(ControlPrompt{Prompt: agent.Prompt{Text: "go"}}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if err := h.control(ControlAnswer{Answer: Answer{CallID: "c1", Decision: agent.DecisionOnce}}); err != nil {
+			t.Errorf("approve the root's c1 after a SubagentEnded naming the root: %v", err)
+		}
+		h.agent.emit(&agent.ToolCompleted{CallID: "c1", Output: "ok"}, &agent.TurnEnded{TurnID: "t1", Reason: agent.TurnCompleted})
+		h.wait()
+		tr := h.red.Transcript()
+		if st := toolState(t, tr, "c1"); st.Status != mapper.StatusCompleted || st.Block == nil || st.Block.Decision != agent.DecisionOnce {
+			t.Errorf("c1: %s block %+v", st.Status, st.Block)
+		}
+		if len(tr.Dropped) != 1 || tr.Dropped[0].Kind != "SubagentEnded" || tr.Dropped[0].Reason != agent.DropMissingID {
+			t.Errorf("dropped %+v", tr.Dropped)
+		}
+	})
+}
