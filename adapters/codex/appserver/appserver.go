@@ -16,6 +16,10 @@
 // in the traffic ends it in a replay too); or by Codex exiting
 // (agent-exited). A sub-agent thread's turn/completed never ends the main
 // turn.
+//
+// Answers name a call id only, so a request whose call id already waits
+// for an answer in another thread is refused with a JSON-RPC error (one
+// answer would otherwise answer both threads).
 package appserver
 
 import (
@@ -272,6 +276,7 @@ func (c *Client) turnLost(turn string) bool {
 // needs for its bookkeeping (the decoder reads the rest).
 type params struct {
 	ThreadID  string          `json:"threadId"`
+	Conv      string          `json:"conversationId"` // legacy requests' thread
 	ItemID    string          `json:"itemId"`
 	CallID    string          `json:"callId"`
 	RequestID json.RawMessage `json:"requestId"`
@@ -311,7 +316,17 @@ func (c *Client) Handle(ctx context.Context, in *jsonrpc.Incoming) {
 			_ = in.Fail(ctx, jsonrpc.CodeInvalidParams, "happy: approval request without item id")
 			return
 		}
-		r := codex.Request{Method: in.Method, Available: p.Available, Amendment: p.Amendment}
+		thread := p.ThreadID
+		if thread == "" {
+			thread = p.Conv
+		}
+		if c.S.Waits(callID, func(o codex.Request) bool { return o.Thread != thread }) {
+			// Answers name the call id only: one would answer both threads'
+			// requests (another sub-agent's command approved with this one).
+			_ = in.Fail(ctx, jsonrpc.CodeInvalidParams, "happy: call id "+callID+" already waits for an answer in another thread")
+			return
+		}
+		r := codex.Request{Method: in.Method, Thread: thread, Available: p.Available, Amendment: p.Amendment}
 		for _, q := range p.Questions {
 			r.Questions = append(r.Questions, q.ID)
 		}
