@@ -225,6 +225,10 @@ func (s *Session[P, D]) Waits(callID string, match func(D) bool) bool {
 // ended: the agent no longer waits for them).
 func (s *Session[P, D]) ForgetPermissions() { s.perms.TakeAll() }
 
+// TakePermissions removes and returns every pending permission, in
+// arrival order, for the caller to answer or drop.
+func (s *Session[P, D]) TakePermissions() []*Permission[D] { return s.perms.TakeAll() }
+
 // Pending is the number of pending permissions.
 func (s *Session[P, D]) Pending() int { return s.perms.Len() }
 

@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/happy-dev/happy/adapters/codex"
 	"github.com/happy-dev/happy/adapters/codex/internal/live"
@@ -187,13 +188,30 @@ func (c *Client) turnDone(id string) {
 	}
 }
 
-// TurnEnded implements rpcagent.Protocol: the turn's id and its pending
-// requests are forgotten (they can no longer be answered).
+// TurnEnded implements rpcagent.Protocol: the turn's id and the main
+// thread's pending requests are forgotten (Codex resolved them with the
+// turn); a sub-agent thread's, whose thread goes on, get Codex's cancel,
+// for the session settles them with the main turn and nobody will answer
+// them.
 func (c *Client) TurnEnded(int) {
 	c.mu.Lock()
 	c.turnID, c.interruptWanted = "", false
 	c.mu.Unlock()
-	c.S.ForgetPermissions()
+	main := c.ThreadID()
+	var ctx context.Context
+	for _, p := range c.S.TakePermissions() {
+		if p.Data.Thread == "" || p.Data.Thread == main {
+			continue
+		}
+		if ctx == nil {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+		}
+		if err := c.Cancel(ctx, p, agent.ReasonCancelled); err != nil {
+			c.S.Logger().Warn().Err(err).Str("call", p.CallID).Msg("cancel a sub-agent's request at the main turn's end")
+		}
+	}
 }
 
 // InterruptTurn implements rpcagent.Protocol: pending requests are answered

@@ -68,3 +68,46 @@ func TestSameCallIDInTwoThreadsRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestMainTurnEndCancelsSubagentRequests: the main thread's turn ends while
+// a sub-agent thread's approval waits. The session runner settles that
+// tool cancelled with the turn; Codex's sub-agent, whose thread goes on,
+// is told so (cancel) instead of waiting forever for an answer nobody
+// will send. The main thread's own request of the ended turn is dropped
+// unanswered, as before (Codex resolved it with its turn).
+func TestMainTurnEndCancelsSubagentRequests(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rwc, f := codextest.Pipe(t)
+		ctx := context.Background()
+		script := make(chan struct{})
+		go func() {
+			defer close(script)
+			f.AppServerHandshake()
+			f.Expect("turn/start")
+			f.Send(`{"id":3,"result":{"turn":{"id":"tu1","items":[],"status":"inProgress"}}}`)
+			f.Send(`{"method":"thread/started","params":{"thread":{"id":"thA","parentThreadId":"th1"}}}`)
+			f.Send(`{"id":6,"method":"item/commandExecution/requestApproval","params":{"threadId":"th1","turnId":"tu1","itemId":"c0","command":"pwd"}}`)
+			f.Send(`{"id":7,"method":"item/commandExecution/requestApproval","params":{"threadId":"thA","turnId":"tA","itemId":"c1","command":"ls"}}`)
+			f.Send(`{"method":"turn/completed","params":{"threadId":"th1","turn":{"id":"tu1","items":[],"status":"completed"}}}`)
+			m := f.Expect("")
+			if got := string(m["id"]) + " " + string(m["result"]); got != `7 {"decision":"cancel"}` {
+				t.Errorf("answer %s, want the sub-agent's request cancelled", got)
+			}
+		}()
+		c, err := connect(ctx, rwc, codex.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		col := codextest.Collect(c.Events())
+		if err := c.Prompt(ctx, codex.Prompt{Text: "go"}); err != nil {
+			t.Fatal(err)
+		}
+		<-script
+		synctest.Wait()
+		if n := c.S.Pending(); n != 0 {
+			t.Errorf("%d requests still pending", n)
+		}
+		_ = c.Close()
+		<-col.Done()
+	})
+}
