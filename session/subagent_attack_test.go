@@ -168,3 +168,42 @@ func TestRunnerSubagentEndedNamingRoot(t *testing.T) {
 		}
 	})
 }
+
+// TestRunnerSubagentAnswerReplayed: a person's answer to a subagent's
+// call is used once: the same answer again is refused as stale (naming
+// what still waits), and the agent is asked to decide once.
+func TestRunnerSubagentAnswerReplayed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Options{OneShot: true})
+		h.agent.onPrompt = func(agent.Prompt) {
+			go func() {
+				h.agent.emit(&agent.TurnStarted{TurnID: "t1"}, &agent.SubagentStarted{Child: "sub1", Title: "one"})
+				h.agent.emit(childTool("sub1", "c1", "ls")...)
+				h.agent.emit(childTool("sub1", "c2", "pwd")...)
+			}()
+		}
+		if err := h.control(ControlPrompt{Prompt: agent.Prompt{Text: "go"}}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if err := h.control(ControlAnswer{Answer: Answer{CallID: "c1", Decision: agent.DecisionOnce}}); err != nil {
+			t.Errorf("first answer: %v", err)
+		}
+		err := h.control(ControlAnswer{Answer: Answer{CallID: "c1", Decision: agent.DecisionOnce}})
+		var stale *StaleError
+		if !errors.As(err, &stale) || !errors.Is(err, agent.ErrStale) || strings.Join(stale.Waiting, ",") != "c2" {
+			t.Errorf("replayed answer: %v", err)
+		}
+		var decides []string
+		for _, c := range h.agent.Calls() {
+			if strings.HasPrefix(c, "decide:") {
+				decides = append(decides, c)
+			}
+		}
+		if strings.Join(decides, " ") != "decide:c1:once:" {
+			t.Errorf("agent decisions %q", decides)
+		}
+		h.agent.emit(&agent.TurnEnded{TurnID: "t1", Reason: agent.TurnCompleted})
+		h.wait()
+	})
+}
