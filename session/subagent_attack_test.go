@@ -207,3 +207,38 @@ func TestRunnerSubagentAnswerReplayed(t *testing.T) {
 		h.wait()
 	})
 }
+
+// TestRunnerSubagentEndsWhileRootToolWaits: a subagent's turn (and the
+// subagent) end while a tool of the root waits for permission: the root's
+// turn goes on, its tool still waits, and the person's answer reaches it.
+func TestRunnerSubagentEndsWhileRootToolWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Options{OneShot: true})
+		in, _ := json.Marshal(map[string]string{"command": "make"})
+		b := agent.EventBase{Session: "sub1"}
+		h.agent.onPrompt = func(agent.Prompt) {
+			go h.agent.emit(&agent.TurnStarted{TurnID: "t1"}, &agent.MessageStarted{Message: "m1"},
+				&agent.SubagentStarted{Child: "sub1", Title: "one"}, &agent.TurnStarted{EventBase: b, TurnID: "s1"},
+				&agent.ToolCall{Message: "m1", CallID: "c0", Tool: "bash", Input: in}, &agent.ToolRunning{CallID: "c0"},
+				&agent.ToolBlocked{CallID: "c0", Permission: &agent.PermissionRequest{Permission: "bash", Patterns: []string{"make"}}},
+				&agent.TurnEnded{EventBase: b, TurnID: "s1", Reason: agent.TurnCompleted}, &agent.SubagentEnded{Child: "sub1"})
+		}
+		if err := h.control(ControlPrompt{Prompt: agent.Prompt{Text: "go"}}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		select {
+		case <-h.done:
+			t.Fatalf("the run ended at the subagent's end: %+v", h.res)
+		default:
+		}
+		if err := h.control(ControlAnswer{Answer: Answer{CallID: "c0", Decision: agent.DecisionOnce}}); err != nil {
+			t.Errorf("approve the root's c0 after the subagent ended: %v", err)
+		}
+		h.agent.emit(&agent.ToolCompleted{CallID: "c0", Output: "ok"}, &agent.TurnEnded{TurnID: "t1", Reason: agent.TurnCompleted})
+		h.wait()
+		if st := toolState(t, h.red.Transcript(), "c0"); st.Status != mapper.StatusCompleted || st.Block == nil || st.Block.Decision != agent.DecisionOnce {
+			t.Errorf("c0: %s block %+v", st.Status, st.Block)
+		}
+	})
+}
