@@ -137,3 +137,20 @@ func TestAppServerOrphanThreadApproval(t *testing.T) {
 		t.Errorf("events\n %q\nwant\n %q", got, want)
 	}
 }
+
+// TestAppServerResolvedInRequestSession: Codex withdrawing a sub-agent's
+// request (serverRequest/resolved) resolves the tool in the session of the
+// request, whatever thread the notification names: a resolution in
+// another session settles nothing there (and the request's own tool
+// would wait on).
+func TestAppServerResolvedInRequestSession(t *testing.T) {
+	got := decodeAttack(append(append([]string{}, attackStart...),
+		spawn("sp1", "thA", "completed"),
+		`{"id":7,"method":"item/commandExecution/requestApproval","params":{"threadId":"thA","turnId":"tA","itemId":"c1","command":"ls"}}`,
+		`{"method":"serverRequest/resolved","params":{"threadId":"th1","requestId":7}}`,
+	))[2:]
+	want := []string{"subagentStarted[] thA by sp1", "completed[] sp1", "blocked[thA] c1", "resolved[thA] c1:reject"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("events\n %q\nwant\n %q", got, want)
+	}
+}
