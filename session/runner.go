@@ -641,6 +641,10 @@ func (r *Runner) agentEvent(ctx context.Context, ev agent.Event) {
 		clear(r.childTurns)
 		r.inTurn, r.starting = false, false
 		r.result.TurnReason, r.result.TurnError = e.Reason, e.Error
+		// The turn's end settled the root's waiting tools in the agent too;
+		// a subagent's may outlive it (a background subagent), and the
+		// agent is told, never left waiting for an answer nobody gives.
+		r.settle(func(p *pending) bool { return p.session != "" }, agent.ReasonCancelled, true)
 		r.settleAllPending(agent.ReasonCancelled, false)
 		r.apply(ev)
 		r.nextQueued(ctx)

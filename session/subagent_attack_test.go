@@ -242,3 +242,46 @@ func TestRunnerSubagentEndsWhileRootToolWaits(t *testing.T) {
 		}
 	})
 }
+
+// TestRunnerRootTurnEndTellsSubagentWaits: the root's turn ends while a
+// subagent's tool waits for permission (a background subagent outlives
+// the turn that started it). The runner settles the tool cancelled, and
+// tells the agent so, which still waits for that answer; the root's own
+// waiting tool, which its turn's end settled in the agent, is not
+// answered again.
+func TestRunnerRootTurnEndTellsSubagentWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Options{})
+		in, _ := json.Marshal(map[string]string{"command": "make"})
+		h.agent.onPrompt = func(agent.Prompt) {
+			go func() {
+				h.agent.emit(&agent.TurnStarted{TurnID: "t1"}, &agent.MessageStarted{Message: "m1"},
+					&agent.SubagentStarted{Child: "sub1", Title: "one"},
+					&agent.ToolCall{Message: "m1", CallID: "c0", Tool: "bash", Input: in}, &agent.ToolRunning{CallID: "c0"},
+					&agent.ToolBlocked{CallID: "c0", Permission: &agent.PermissionRequest{Permission: "bash", Patterns: []string{"make"}}})
+				h.agent.emit(childTool("sub1", "c1", "ls")...)
+				h.agent.emit(&agent.TurnEnded{TurnID: "t1", Reason: agent.TurnCompleted})
+			}()
+		}
+		if err := h.control(ControlPrompt{Prompt: agent.Prompt{Text: "go"}}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		var decides []string
+		for _, c := range h.agent.Calls() {
+			if strings.HasPrefix(c, "decide:") {
+				decides = append(decides, c)
+			}
+		}
+		if got := strings.Join(decides, " "); got != "decide:c1:reject:cancelled" {
+			t.Errorf("agent decisions %q, want the subagent's c1 rejected (cancelled) only", got)
+		}
+		if err := h.control(ControlEnd{}); err != nil {
+			t.Fatal(err)
+		}
+		h.wait()
+		if st := childToolStateIn(t, h.red.Transcript(), "one", "c1"); st.Block == nil || st.Block.Decision != agent.DecisionReject || st.Block.Reason != agent.ReasonCancelled {
+			t.Errorf("c1: %s block %+v", st.Status, st.Block)
+		}
+	})
+}
