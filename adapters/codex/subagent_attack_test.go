@@ -89,6 +89,17 @@ func TestAppServerHostileSubagents(t *testing.T) {
 			spawn("sp1", "thA", "weird"),
 			`{"method":"item/completed","params":{"threadId":"th1","turnId":"tu1","item":{"type":"collabAgentToolCall","id":"w1","tool":"wait","status":"completed","receiverThreadIds":["thA"],"agentsStates":{"thA":{"status":"bogus"}}}}}`,
 		}, []string{"subagentStarted[] thA by sp1", "failed[] sp1: subagent call weird", "completed[] w1"}},
+		{"garbage-collab-items", []string{
+			`{"method":"item/completed","params":{"threadId":"th1","turnId":"tu1","item":{"type":"collabAgentToolCall","id":"g1","tool":"spawnAgent","status":"completed","receiverThreadIds":[1,2]}}}`,
+			`{"method":"item/completed","params":{"threadId":"th1","turnId":"tu1","item":{"type":"collabAgentToolCall","id":"g2","tool":"spawnAgent","status":"completed","agentsStates":["x"]}}}`,
+			`{"method":"item/completed","params":{"threadId":"th1","turnId":"tu1","item":"not an item"}}`,
+			`{"id":9,"method":"item/commandExecution/requestApproval","params":["not","an","object"]}`,
+		}, []string{
+			"dropped[] item/invalid_field/json: cannot unmarshal number into Go struct field itemHead.receiverThreadIds of type string",
+			"dropped[] item/invalid_field/json: cannot unmarshal array into Go struct field itemHead.agentsStates of type map[string]codex.collabAgentState",
+			"dropped[] item/completed/invalid_field/item is not an object",
+			"dropped[] item/commandExecution/requestApproval/invalid_field/request params are not an object of the expected shape",
+		}},
 		{"child-turn-after-parent", []string{
 			spawn("sp1", "thA", "completed"),
 			`{"method":"turn/started","params":{"threadId":"thA","turn":{"id":"tA","items":[],"status":"inProgress"}}}`,
