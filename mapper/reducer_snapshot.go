@@ -102,6 +102,16 @@ func (r *Reducer) Session(id string) (Session, bool) {
 	return Session{}, false
 }
 
+// Key returns the agent's key of a session (root or child) by its
+// canonical id: "" for the root, a child's key as its agent events name
+// it (EventBase.Session); false when there is no such session.
+func (r *Reducer) Key(id string) (string, bool) {
+	if s := r.byID[id]; s != nil {
+		return s.key, true
+	}
+	return "", false
+}
+
 // Todos returns the todo list of a session by its canonical id (empty when
 // none was reported).
 func (r *Reducer) Todos(sessionID string) []agent.Todo {

@@ -124,12 +124,12 @@ func orderAnswers(qs []agent.QuestionInfo, answers map[string][]string) ([][]str
 
 // communicate applies a ControlCommunication on the runner goroutine.
 func (r *Runner) communicate(c Communication) error {
-	p, ok := r.pending[c.CallID]
-	if !ok || !p.question {
-		return r.stale(c.CallID, true)
+	key, p, err := r.waiting(c.CallID, true)
+	if err != nil {
+		return err
 	}
 	if c.Cancelled {
-		delete(r.pending, c.CallID)
+		delete(r.pending, key)
 		ctx, cancel := r.answerCtx()
 		defer cancel()
 		// The agent's question is refused like a rejected permission; an
@@ -144,7 +144,7 @@ func (r *Runner) communicate(c Communication) error {
 	if err != nil {
 		return err
 	}
-	delete(r.pending, c.CallID)
+	delete(r.pending, key)
 	ctx, cancel := r.answerCtx()
 	defer cancel()
 	err = r.opts.Agent.AnswerQuestion(ctx, c.CallID, answers)

@@ -10,8 +10,12 @@ import (
 	"github.com/happy-dev/happy/mapper"
 )
 
-// pending is a tool waiting for a person.
+// pending is a tool waiting for a person. The runner keys them by
+// pendingKey: the same call id may wait in two sessions (two subagents of
+// an agent that numbers calls per thread), and one's end or answer never
+// settles the other's.
 type pending struct {
+	callID string
 	// session is the key of the session the tool belongs to ("" the
 	// root, else a subagent's child session): its resolution is applied
 	// there, and its turn's end settles it.
@@ -24,6 +28,34 @@ type pending struct {
 	// questions are a question block's questions (for the reference
 	// app's answers, which name them).
 	questions []agent.QuestionInfo
+}
+
+// pendingKey is the key of a waiting tool: its session's key and its call
+// id.
+func pendingKey(session, callID string) string { return session + "\x00" + callID }
+
+// waiting finds the tool call callID that waits for a person's answer of
+// the kind question says, in whichever session it waits. Errors: a
+// StaleError when none waits; a refusal (ErrBadControl) when it waits in
+// more than one session, for an answer that names only the call cannot
+// tell which one it is for, and the agent would take it for both.
+func (r *Runner) waiting(callID string, question bool) (string, *pending, error) {
+	var key string
+	var found *pending
+	n := 0
+	for k, p := range r.pending {
+		if p.callID == callID && p.question == question {
+			key, found = k, p
+			n++
+		}
+	}
+	switch {
+	case n == 0:
+		return "", nil, r.stale(callID, question)
+	case n > 1:
+		return "", nil, refuse("tool call %q waits in %d sessions (subagents reuse the id): an answer cannot tell which it is for", callID, n)
+	}
+	return key, found, nil
 }
 
 // answerAgentFromState tells the agent what the transcript now says about a
@@ -84,7 +116,7 @@ func (r *Runner) permissionAsked(ctx context.Context, e *agent.ToolBlocked) {
 		// (and let the permission timeout apply), never leave it waiting.
 		r.opts.Log.Warn().Err(err).Str("callID", e.CallID).Msg("allow by rule failed; asking")
 		r.apply(e)
-		r.addPending(e.CallID, &pending{session: e.Session, always: e.Permission.Always, deadline: r.deadline()})
+		r.addPending(&pending{callID: e.CallID, session: e.Session, always: e.Permission.Always, deadline: r.deadline()})
 		return
 	case mapper.ActionDeny:
 		r.applyTogether(e, &agent.ToolResolved{EventBase: r.at(e.Session), CallID: e.CallID,
@@ -96,21 +128,22 @@ func (r *Runner) permissionAsked(ctx context.Context, e *agent.ToolBlocked) {
 		return
 	}
 	r.apply(e)
-	r.addPending(e.CallID, &pending{session: e.Session, always: e.Permission.Always, deadline: r.deadline()})
+	r.addPending(&pending{callID: e.CallID, session: e.Session, always: e.Permission.Always, deadline: r.deadline()})
 }
 
-// addPending records a tool waiting for a person.
-func (r *Runner) addPending(callID string, p *pending) {
+// addPending records a tool waiting for a person (p.callID in p.session).
+func (r *Runner) addPending(p *pending) {
 	r.arrivals++
 	p.order, p.since = r.arrivals, r.opts.Now()
-	r.pending[callID] = p
+	r.pending[pendingKey(p.session, p.callID)] = p
 	if r.opts.OnWaiting != nil {
-		r.opts.OnWaiting(callID)
+		r.opts.OnWaiting(p.callID)
 	}
 }
 
-// pendingInOrder returns the waiting call ids in arrival order, so settling
-// them (and so the transcript) is the same in every run and in a replay.
+// pendingInOrder returns the keys of the waiting tools (see pendingKey) in
+// arrival order, so settling them (and so the transcript) is the same in
+// every run and in a replay.
 func (r *Runner) pendingInOrder() []string {
 	ids := make([]string, 0, len(r.pending))
 	for id := range r.pending {
@@ -124,9 +157,9 @@ func (r *Runner) pendingInOrder() []string {
 // for the same kind of answer.
 func (r *Runner) stale(callID string, question bool) error {
 	e := &StaleError{CallID: callID, Question: question}
-	for _, id := range r.pendingInOrder() {
-		if r.pending[id].question == question {
-			e.Waiting = append(e.Waiting, id)
+	for _, k := range r.pendingInOrder() {
+		if p := r.pending[k]; p.question == question {
+			e.Waiting = append(e.Waiting, p.callID)
 		}
 	}
 	return e
@@ -140,14 +173,14 @@ func (r *Runner) answerCtx() (context.Context, context.CancelFunc) {
 
 // answer applies a person's permission decision; the first answer wins.
 func (r *Runner) answer(ctx context.Context, a Answer) error {
-	p, ok := r.pending[a.CallID]
-	if !ok || p.question {
-		return r.stale(a.CallID, false)
+	key, p, err := r.waiting(a.CallID, false)
+	if err != nil {
+		return err
 	}
 	if a.Abort {
 		return r.abortTurn(ctx, a.Reason)
 	}
-	delete(r.pending, a.CallID)
+	delete(r.pending, key)
 	d := agent.Verdict{Decision: a.Decision, Reason: a.Reason}
 	if a.Decision == agent.DecisionAlways {
 		d.Always = p.always
@@ -155,7 +188,7 @@ func (r *Runner) answer(ctx context.Context, a Answer) error {
 	if a.Decision == agent.DecisionReject {
 		r.result.Rejected++
 	}
-	err := r.opts.Agent.Decide(ctx, a.CallID, d)
+	err = r.opts.Agent.Decide(ctx, a.CallID, d)
 	r.apply(&agent.ToolResolved{EventBase: r.at(p.session), CallID: a.CallID, Decision: a.Decision, Reason: a.Reason})
 	return err
 }
@@ -185,12 +218,13 @@ func (r *Runner) settlePending(session, reason string) {
 }
 
 func (r *Runner) settle(which func(*pending) bool, reason string, tellAgent bool) {
-	for _, id := range r.pendingInOrder() {
-		p := r.pending[id]
+	for _, k := range r.pendingInOrder() {
+		p := r.pending[k]
 		if !which(p) {
 			continue
 		}
-		delete(r.pending, id)
+		id := p.callID
+		delete(r.pending, k)
 		if tellAgent && !p.question {
 			r.result.Rejected++
 			ctx, cancel := r.answerCtx()
@@ -206,12 +240,13 @@ func (r *Runner) settle(which func(*pending) bool, reason string, tellAgent bool
 // expirePending rejects permissions whose deadline passed.
 func (r *Runner) expirePending() {
 	now := r.opts.Now()
-	for _, id := range r.pendingInOrder() {
-		p := r.pending[id]
+	for _, k := range r.pendingInOrder() {
+		p := r.pending[k]
 		if p.deadline.IsZero() || p.deadline.After(now) {
 			continue
 		}
-		delete(r.pending, id)
+		id := p.callID
+		delete(r.pending, k)
 		if !p.question {
 			r.result.Rejected++
 			ctx, cancel := r.answerCtx()

@@ -202,7 +202,7 @@ const defaultAnswerTimeout = 10 * time.Second
 type Runner struct {
 	opts    Options
 	control chan Control
-	pending map[string]*pending
+	pending map[string]*pending // by pendingKey (session, call id)
 	prompts map[string]bool
 	result  Result
 	inTurn  bool
@@ -565,8 +565,15 @@ func (r *Runner) publish(bus []mapper.BusEvent, dropped bool) []mapper.BusEvent 
 		if !ok {
 			continue
 		}
-		if p, waiting := r.pending[tp.CallID]; waiting && tp.State.Status != mapper.StatusBlocked {
-			delete(r.pending, tp.CallID)
+		if tp.State.Status == mapper.StatusBlocked {
+			continue
+		}
+		session, ok := r.opts.Reducer.Key(tp.SessionID)
+		if !ok {
+			continue
+		}
+		if p, waiting := r.pending[pendingKey(session, tp.CallID)]; waiting {
+			delete(r.pending, pendingKey(session, tp.CallID))
 			r.answerAgentFromState(tp, p)
 		}
 	}
@@ -593,15 +600,20 @@ func (r *Runner) agentEvent(ctx context.Context, ev agent.Event) {
 		if e.Question != nil {
 			qs = e.Question.Questions
 		}
-		r.addPending(e.CallID, &pending{session: e.Session, question: true, deadline: r.deadline(), questions: qs})
+		r.addPending(&pending{callID: e.CallID, session: e.Session, question: true, deadline: r.deadline(), questions: qs})
 		return
 	case *agent.SubagentEnded:
+		if e.Child == "" {
+			// Names the root, not a child: the reducer refuses it, and the
+			// root's waiting tools stay the root turn's to settle.
+			break
+		}
 		delete(r.childTurns, e.Child)
 		r.settlePending(e.Child, agent.ReasonCancelled)
 	case *agent.ToolResolved:
 		// Answered inside the agent (typed in its own terminal): the first
 		// answer wins, so nothing more is sent to the agent.
-		delete(r.pending, e.CallID)
+		delete(r.pending, pendingKey(e.Session, e.CallID))
 	case *agent.UserPrompt:
 		// A prompt typed in the agent's own terminal (local mode).
 		r.apply(e)
@@ -629,6 +641,10 @@ func (r *Runner) agentEvent(ctx context.Context, ev agent.Event) {
 		clear(r.childTurns)
 		r.inTurn, r.starting = false, false
 		r.result.TurnReason, r.result.TurnError = e.Reason, e.Error
+		// The turn's end settled the root's waiting tools in the agent too;
+		// a subagent's may outlive it (a background subagent), and the
+		// agent is told, never left waiting for an answer nobody gives.
+		r.settle(func(p *pending) bool { return p.session != "" }, agent.ReasonCancelled, true)
 		r.settleAllPending(agent.ReasonCancelled, false)
 		r.apply(ev)
 		r.nextQueued(ctx)
@@ -663,13 +679,13 @@ func (r *Runner) controlInput(ctx context.Context, c Control) {
 	case ControlAnswer:
 		reply(c.Reply, r.answer(ctx, c.Answer))
 	case ControlQuestion:
-		p, ok := r.pending[c.Answer.CallID]
-		if !ok || !p.question {
-			reply(c.Reply, r.stale(c.Answer.CallID, true))
+		key, p, err := r.waiting(c.Answer.CallID, true)
+		if err != nil {
+			reply(c.Reply, err)
 			return
 		}
-		delete(r.pending, c.Answer.CallID)
-		err := r.opts.Agent.AnswerQuestion(ctx, c.Answer.CallID, c.Answer.Answers)
+		delete(r.pending, key)
+		err = r.opts.Agent.AnswerQuestion(ctx, c.Answer.CallID, c.Answer.Answers)
 		r.apply(&agent.ToolResolved{EventBase: r.at(p.session), CallID: c.Answer.CallID, Answers: c.Answer.Answers})
 		reply(c.Reply, err)
 	case ControlCommunication:

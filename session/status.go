@@ -259,10 +259,10 @@ func (r *Runner) publishStatus() {
 	slices.SortFunc(st.Tools, func(a, b ToolActivity) int {
 		return cmp.Or(a.Since.Compare(b.Since), cmp.Compare(a.CallID, b.CallID))
 	})
-	for _, id := range r.pendingInOrder() {
-		p := r.pending[id]
-		a := ToolActivity{CallID: id, Since: p.since, Question: p.question}
-		if t := r.tools[id]; t != nil {
+	for _, k := range r.pendingInOrder() {
+		p := r.pending[k]
+		a := ToolActivity{CallID: p.callID, Since: p.since, Question: p.question}
+		if t := r.tools[p.callID]; t != nil {
 			a.Tool = t.tool
 		}
 		st.Waiting = append(st.Waiting, a)

@@ -196,6 +196,13 @@ func (d *Decoder) toolUse(s *session, msg *message, b *contentBlock, final bool)
 			t.msg = msg.id
 		}
 		d.emit(d.toolCall(t))
+	case t.session != s.key:
+		// The id of another session's call (a subagent reusing it): the
+		// call stays its first session's.
+		if final {
+			d.drop("assistant/tool_use", agent.DropIllegalTransition, "tool_use "+callID+" is a call of another session already; ignored")
+		}
+		return
 	default:
 		return
 	}

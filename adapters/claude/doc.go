@@ -45,7 +45,9 @@
 // the decoder merges by provider identity: one assistant message per API
 // message (message.id), blocks keyed by their position among the distinct
 // blocks of that message (which is the content index that stream_event
-// deltas carry), tool calls by tool_use id, records by uuid. A message, call
+// deltas carry), tool calls by tool_use id (a call belongs to the session
+// that announced it: a tool_use or tool_result of another session naming
+// the same id is Dropped, illegal_transition), records by uuid. A message, call
 // or record already closed is recognised from a bounded memory of recent
 // identities (Options.Recent); beyond it the reducer's upserts absorb the
 // repeat. Open state (turns, messages, tools, subagents) is all the decoder

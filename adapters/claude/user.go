@@ -216,6 +216,12 @@ func (d *Decoder) toolResult(s *session, b *contentBlock, structured json.RawMes
 		d.drop("user/tool_result", agent.DropIllegalTransition, "tool_result for "+callID+" after the call was settled; ignored")
 		return
 	}
+	if t != nil && t.session != s.key {
+		// Another session's call (a subagent reusing an id): its result
+		// would settle, or approve, a tool it does not own.
+		d.drop("user/tool_result", agent.DropIllegalTransition, "tool_result for "+callID+", a call of another session; ignored")
+		return
+	}
 	output, files := resultContent(b)
 	meta := agent.Object{}
 	if len(structured) > 0 && string(structured) != "null" {

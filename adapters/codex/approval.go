@@ -13,6 +13,7 @@ import (
 // order.
 type Request struct {
 	Method    string
+	Thread    string // app-server: the thread that asked ("" when it names none)
 	Available []json.RawMessage
 	Amendment json.RawMessage
 	Questions []string

@@ -659,7 +659,7 @@ func (d *AppServerDecoder) requestResolved(n notice) {
 	r.answered = true
 	if c := d.calls[r.session+"\x00"+r.callID]; c != nil && c.blocked {
 		c.blocked = false
-		n.o.add(&agent.ToolResolved{EventBase: n.base, CallID: r.callID, Decision: agent.DecisionReject, Reason: agent.ReasonAnsweredInAgent})
+		n.o.add(&agent.ToolResolved{EventBase: agent.EventBase{Session: r.session}, CallID: r.callID, Decision: agent.DecisionReject, Reason: agent.ReasonAnsweredInAgent})
 	}
 }
 

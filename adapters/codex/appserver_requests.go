@@ -64,6 +64,13 @@ func (d *AppServerDecoder) request(o *out, m jsonrpc.Message) {
 		threadID = p.Conv
 	}
 	th := d.threadOf(threadID)
+	if th == nil && threadID != "" && d.threads[d.main] != nil {
+		// A thread never announced (its thread/started lost, or a
+		// sub-agent Codex did not tell of): its request is its own, in a
+		// child session of its own, never a tool of the main thread's
+		// (whose call ids it could shadow).
+		th = d.child(o, d.threads[d.main], threadID, "", "", "codex", "")
+	}
 	if th == nil {
 		th = d.threads[d.main]
 	}

@@ -141,6 +141,8 @@
 //	item/fileChange/requestApproval, applyPatchApproval          ToolBlocked, permission edit
 //	                     (or write: the tool's name; patterns = the file paths)
 //	item/tool/requestUserInput   ToolBlocked with a question (answers via AnswerQuestion)
+//	                     (a request of a thread never announced opens a child session for it,
+//	                     SubagentStarted without a call; one naming no thread is the main thread's)
 //	mcpServer/elicitation/request, item/permissions/requestApproval, item/tool/call,
 //	account/chatgptAuthTokens/refresh, attestation/generate
 //	                     known; refused by the client with a JSON-RPC error (method not found)

@@ -75,6 +75,19 @@ func (ps *Permissions[D]) Take(callID string, match func(D) bool, check func(D) 
 	return took, nil
 }
 
+// Has reports whether a request for callID that match accepts (nil: any)
+// waits.
+func (ps *Permissions[D]) Has(callID string, match func(D) bool) bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for _, p := range ps.pending {
+		if p.CallID == callID && (match == nil || match(p.Data)) {
+			return true
+		}
+	}
+	return false
+}
+
 // TakeAll removes and returns every pending request, in arrival order.
 func (ps *Permissions[D]) TakeAll() []*Permission[D] {
 	ps.mu.Lock()

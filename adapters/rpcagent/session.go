@@ -215,9 +215,19 @@ func (s *Session[P, D]) Withdraw(id jsonrpc.ID) *Permission[D] {
 	return p
 }
 
+// Waits reports whether a permission for callID that match accepts (nil:
+// any) is pending.
+func (s *Session[P, D]) Waits(callID string, match func(D) bool) bool {
+	return s.perms.Has(callID, match)
+}
+
 // ForgetPermissions drops the pending permissions unanswered (their turn
 // ended: the agent no longer waits for them).
 func (s *Session[P, D]) ForgetPermissions() { s.perms.TakeAll() }
+
+// TakePermissions removes and returns every pending permission, in
+// arrival order, for the caller to answer or drop.
+func (s *Session[P, D]) TakePermissions() []*Permission[D] { return s.perms.TakeAll() }
 
 // Pending is the number of pending permissions.
 func (s *Session[P, D]) Pending() int { return s.perms.Len() }

@@ -16,6 +16,10 @@
 // in the traffic ends it in a replay too); or by Codex exiting
 // (agent-exited). A sub-agent thread's turn/completed never ends the main
 // turn.
+//
+// Answers name a call id only, so a request whose call id already waits
+// for an answer in another thread is refused with a JSON-RPC error (one
+// answer would otherwise answer both threads).
 package appserver
 
 import (
@@ -24,6 +28,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/happy-dev/happy/adapters/codex"
 	"github.com/happy-dev/happy/adapters/codex/internal/live"
@@ -183,13 +188,30 @@ func (c *Client) turnDone(id string) {
 	}
 }
 
-// TurnEnded implements rpcagent.Protocol: the turn's id and its pending
-// requests are forgotten (they can no longer be answered).
+// TurnEnded implements rpcagent.Protocol: the turn's id and the main
+// thread's pending requests are forgotten (Codex resolved them with the
+// turn); a sub-agent thread's, whose thread goes on, get Codex's cancel,
+// for the session settles them with the main turn and nobody will answer
+// them.
 func (c *Client) TurnEnded(int) {
 	c.mu.Lock()
 	c.turnID, c.interruptWanted = "", false
 	c.mu.Unlock()
-	c.S.ForgetPermissions()
+	main := c.ThreadID()
+	var ctx context.Context
+	for _, p := range c.S.TakePermissions() {
+		if p.Data.Thread == "" || p.Data.Thread == main {
+			continue
+		}
+		if ctx == nil {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+		}
+		if err := c.Cancel(ctx, p, agent.ReasonCancelled); err != nil {
+			c.S.Logger().Warn().Err(err).Str("call", p.CallID).Msg("cancel a sub-agent's request at the main turn's end")
+		}
+	}
 }
 
 // InterruptTurn implements rpcagent.Protocol: pending requests are answered
@@ -272,6 +294,7 @@ func (c *Client) turnLost(turn string) bool {
 // needs for its bookkeeping (the decoder reads the rest).
 type params struct {
 	ThreadID  string          `json:"threadId"`
+	Conv      string          `json:"conversationId"` // legacy requests' thread
 	ItemID    string          `json:"itemId"`
 	CallID    string          `json:"callId"`
 	RequestID json.RawMessage `json:"requestId"`
@@ -311,7 +334,17 @@ func (c *Client) Handle(ctx context.Context, in *jsonrpc.Incoming) {
 			_ = in.Fail(ctx, jsonrpc.CodeInvalidParams, "happy: approval request without item id")
 			return
 		}
-		r := codex.Request{Method: in.Method, Available: p.Available, Amendment: p.Amendment}
+		thread := p.ThreadID
+		if thread == "" {
+			thread = p.Conv
+		}
+		if c.S.Waits(callID, func(o codex.Request) bool { return o.Thread != thread }) {
+			// Answers name the call id only: one would answer both threads'
+			// requests (another sub-agent's command approved with this one).
+			_ = in.Fail(ctx, jsonrpc.CodeInvalidParams, "happy: call id "+callID+" already waits for an answer in another thread")
+			return
+		}
+		r := codex.Request{Method: in.Method, Thread: thread, Available: p.Available, Amendment: p.Amendment}
 		for _, q := range p.Questions {
 			r.Questions = append(r.Questions, q.ID)
 		}
