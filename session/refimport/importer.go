@@ -86,9 +86,9 @@ type isession struct {
 	s    mapper.Session
 	msgs []*mapper.MessageWithParts
 	kids []*isession
-	user string                  // the last user message's id
+	user string                   // the last user message's id
 	cur  *mapper.MessageWithParts // the open assistant message
-	turn string                  // its turn id
+	turn string                   // its turn id
 }
 
 // toolRef is where a tool part lives.
@@ -769,6 +769,9 @@ func object(raw json.RawMessage) (agent.Object, bool) {
 // mcp__<server>__<tool> as "mcp:<server>/<tool>", anything else under its
 // own name with its arguments.
 func CanonicalTool(name string, args agent.Object) (string, agent.Object) {
+	if alias, ok := claudeAliases[name]; ok {
+		name = alias
+	}
 	for tool, ct := range ClaudeTools {
 		if ct.Name != name {
 			continue
@@ -826,6 +829,10 @@ func (b *builder) permissions(state json.RawMessage) {
 	read := func(m map[string]json.RawMessage, done bool, key string) {
 		for id, raw := range m {
 			var r requestState
+			if id == "" {
+				b.drop(0, "agentState."+key, agent.DropMissingID, "a request with an empty id", raw)
+				continue
+			}
 			if err := json.Unmarshal(raw, &r); err != nil || r.Tool == "" {
 				b.drop(0, "agentState."+key, agent.DropInvalidField, fmt.Sprintf("request %q needs a tool name", id), raw)
 				continue
@@ -916,8 +923,11 @@ func (b *builder) permission(r requestState, used map[*toolRef]bool) {
 		return
 	}
 	tr := b.findTool(r, used)
-	tool, _ := CanonicalTool(r.Tool, agent.Object(r.Arguments))
+	tool, canonIn := CanonicalTool(r.Tool, agent.Object(r.Arguments))
 	block := &mapper.Block{Type: mapper.BlockPermission, ID: r.id, Permission: tool}
+	if in, err := json.Marshal(canonIn); err == nil {
+		block.Patterns, _ = agent.ToolPatterns(tool, in)
+	}
 	if tr == nil {
 		// Asked about a tool the rows never announced: the tool stands
 		// on its own in the root's last turn.
@@ -976,6 +986,11 @@ func (b *builder) permission(r requestState, used map[*toolRef]bool) {
 		}
 		return
 	}
+	if st.Status == mapper.StatusError {
+		// It ended with its own error (the agent reported the refusal).
+		st.Block = block
+		return
+	}
 	// A refused tool did not run: its state is the refusal, as the
 	// reference app shows it.
 	end := max(at, st.Time.Start)
@@ -989,6 +1004,10 @@ func (b *builder) permission(r requestState, used map[*toolRef]bool) {
 	*st = mapper.ToolState{Status: mapper.StatusError, Input: st.Input, Error: msg, Metadata: st.Metadata,
 		Time: mapper.ToolTime{Start: st.Time.Start, End: end}, Block: block}
 }
+
+// claudeAliases are Claude's other names of the tools of ClaudeTools
+// (Claude 2.1 offers Task to the model as Agent).
+var claudeAliases = map[string]string{"Agent": "Task"}
 
 // ClaudeTool is the Claude name of a canonical tool and its input keys
 // spelled as Claude spells them (canonical key → Claude key).
