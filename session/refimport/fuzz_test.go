@@ -19,8 +19,8 @@ import (
 // role is a Dropped record.
 func FuzzImporter(f *testing.F) {
 	for _, c := range []string{"session-protocol", "subagent", "agent-families", "refused"} {
-		rows, _ := os.ReadFile(filepath.Join("testdata", c, "rows.jsonl"))
-		st, _ := os.ReadFile(filepath.Join("testdata", c, "agentstate.json"))
+		rows, _ := os.ReadFile(filepath.Join("testdata", "cases", c, "rows.jsonl"))
+		st, _ := os.ReadFile(filepath.Join("testdata", "cases", c, "agentstate.json"))
 		var plains [][]byte
 		for _, line := range bytes.Split(rows, []byte("\n")) {
 			var r goldenRow

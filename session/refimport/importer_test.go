@@ -69,7 +69,7 @@ func readCase(t *testing.T, dir string) *session.Readback {
 // rendering (text.golden.txt) and its flat events (events.golden.jsonl).
 // The document must decode again: what the importer makes is canonical.
 func TestGolden(t *testing.T) {
-	golden.Cases(t, "testdata", func(t *testing.T, dir string) {
+	golden.Cases(t, filepath.Join("testdata", "cases"), func(t *testing.T, dir string) {
 		rb := readCase(t, dir)
 		if !rb.Imported() {
 			t.Fatal("a session of legacy rows only is not read as imported")
