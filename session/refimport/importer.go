@@ -1,7 +1,7 @@
 // Package refimport reads sessions the reference CLI wrote: their legacy
 // rows and agentState projected onto the canonical model, the inverse of
-// package session/compat (docs/ARCHITECTURE.md, section "Reading a
-// reference session").
+// package session/compat (docs/ARCHITECTURE.md, section "The reference
+// app").
 package refimport
 
 import (
@@ -25,7 +25,7 @@ const DroppedSource = "reference"
 const maxRaw = 512
 
 // Importer reads a session the reference CLI wrote (docs/ARCHITECTURE.md,
-// section "Reading a reference session"): its legacy rows — the app's
+// section "The reference app"): its legacy rows — the app's
 // prompts {role:"user"}, the session-protocol envelopes {role:"session"}
 // (seed 000's flat event stream, which compat.Writer writes) and the older
 // {role:"agent"} families (acp, codex, output, event, session) — and the

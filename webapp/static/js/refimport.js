@@ -1,5 +1,5 @@
-// Reading a session the reference CLI wrote (docs/ARCHITECTURE.md, "Reading
-// a reference session"): its legacy rows — prompts {role:"user"}, seed 000's
+// Reading a session the reference CLI wrote (docs/ARCHITECTURE.md, "The reference
+// app"): its legacy rows — prompts {role:"user"}, seed 000's
 // session envelopes {role:"session"} and the older {role:"agent"} records
 // (acp, codex, output, event) — and the permissions of its agentState,
 // projected onto the canonical transcript, as the CLI's package
