@@ -154,7 +154,10 @@ func (r *Readback) Add(seq int64, localID string, plaintext []byte) {
 				return
 			}
 			r.Legacy++
-			r.imp.Add(seq, plaintext)
+			if len(r.msgs) == 0 && len(r.sessions) == 0 {
+				// Kept only while the session may be a reference one.
+				r.imp.Add(seq, plaintext)
+			}
 			return
 		}
 		r.refuse(seq, env.Role, agent.DropUnknownType, "no envelope kind", plaintext)
@@ -202,6 +205,7 @@ func (r *Readback) Add(seq int64, localID string, plaintext []byte) {
 			}
 		}
 		r.msgs[id] = cur
+		r.imp.Reset()
 	case KindSession:
 		var s mapper.Session
 		if err := json.Unmarshal(env.Session, &s); err != nil || s.ID == "" {
@@ -214,6 +218,7 @@ func (r *Readback) Add(seq int64, localID string, plaintext []byte) {
 		if cur, ok := r.sessions[s.ID]; !ok || version > cur.version {
 			r.sessions[s.ID] = versioned[mapper.Session]{version: version, seq: seq, value: s}
 		}
+		r.imp.Reset()
 	case KindTodos:
 		var todos []agent.Todo
 		if env.SessionID == "" || json.Unmarshal(env.Todos, &todos) != nil || todos == nil && string(env.Todos) != "[]" {

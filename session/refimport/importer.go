@@ -53,7 +53,11 @@ func (im *Importer) Add(seq int64, plaintext []byte) {
 	im.rows = append(im.rows, importRow{seq: seq, plain: bytes.Clone(plaintext)})
 }
 
-// Len is the number of rows added.
+// Reset forgets the rows added (not the agentState): a reader that learns
+// the session has canonical records keeps no legacy rows.
+func (im *Importer) Reset() { im.rows = nil }
+
+// Len is the number of rows added (since Reset).
 func (im *Importer) Len() int { return len(im.rows) }
 
 // SetAgentState sets the session's agentState (decrypted JSON, nil when
