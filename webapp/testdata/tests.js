@@ -328,7 +328,7 @@ function refView(t) {
         tool: p.tool ?? null, callID: p.callID ?? null, status: p.state?.status ?? null, input: sorted(p.state?.input ?? null), output: p.state?.output ?? null,
         error: p.state?.error ?? null, title: p.state?.title || null, child: p.state?.metadata?.sessionId ?? null,
         decision: p.state?.block?.decision ?? null, blockReason: p.state?.block?.reason ?? null, blockID: p.state?.block?.id ?? null,
-        patterns: p.state?.block?.patterns ?? null, providerTool: p.metadata?.providerTool ?? null })),
+        patterns: p.state?.block?.patterns?.length ? p.state.block.patterns : null, providerTool: p.metadata?.providerTool ?? null })),
     })),
     children: t.children.map(refView),
     dropped: t.dropped.map((d) => [d.line ?? 0, d.kind ?? "", d.reason, d.detail ?? ""]),
