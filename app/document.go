@@ -28,7 +28,7 @@ var ErrRelayRead = errors.New("read the session from the relay")
 // relay's (wrapping ErrRelayRead), w's, and the document's
 // (session.Readback.WriteDocument).
 func WriteTranscriptJSON(ctx context.Context, conn *Conn, o Opened, w io.Writer) (mapper.Transcript, error) {
-	rb := session.NewReadbackIndex(fallbackOf(o))
+	rb := withState(o, session.NewReadbackIndex(fallbackOf(o)))
 	if _, _, err := ReadTranscript(ctx, conn, o, ReadOptions{Into: rb}); err != nil {
 		return mapper.Transcript{}, fmt.Errorf("%w: %w", ErrRelayRead, err)
 	}

@@ -67,6 +67,19 @@ func (o Opened) Title() string {
 	return "(untitled)"
 }
 
+// TitleOf is the title of o whose transcript's root session is root: its
+// metadata summary, else the root session's own title (an imported
+// reference session's first prompt, refimport.Importer), else Title's
+// fallbacks.
+func (o Opened) TitleOf(root mapper.Session) string {
+	if o.Metadata.Summary == nil || strings.TrimSpace(o.Metadata.Summary.Text) == "" {
+		if t := strings.TrimSpace(root.Title); t != "" {
+			return t
+		}
+	}
+	return o.Title()
+}
+
 // State is the session's state at now (State).
 func (o Opened) State(now time.Time) string { return State(o.Info, o.Metadata, now) }
 
@@ -239,13 +252,29 @@ func ReadTranscript(ctx context.Context, conn *Conn, o Opened, opts ReadOptions)
 }
 
 // readbackOf is an empty Readback of o's session (its fallback root the
-// session as the relay lists it).
-func readbackOf(o Opened) *session.Readback { return session.NewReadback(fallbackOf(o)) }
+// session as the relay lists it, with its agentState).
+func readbackOf(o Opened) *session.Readback { return withState(o, session.NewReadback(fallbackOf(o))) }
+
+// withState gives rb o's agentState, which a session the reference CLI
+// wrote keeps its permissions in (session.Readback.SetAgentState); one
+// that does not decrypt is left out (a session of happy's needs none).
+func withState(o Opened, rb *session.Readback) *session.Readback {
+	if o.Info.AgentState != nil && *o.Info.AgentState != "" {
+		if plain, err := decrypt(o.Cipher, *o.Info.AgentState); err == nil {
+			rb.SetAgentState(plain)
+		}
+	}
+	return rb
+}
 
 // fallbackOf is the root session of o's document when no session record
 // names one: the session as the relay lists it.
 func fallbackOf(o Opened) mapper.Session {
-	return mapper.Session{ID: o.Info.ID, Directory: o.Metadata.Path,
+	title := ""
+	if o.Metadata.Summary != nil {
+		title = strings.TrimSpace(o.Metadata.Summary.Text)
+	}
+	return mapper.Session{ID: o.Info.ID, Directory: o.Metadata.Path, Title: title,
 		Time: mapper.SessionTime{Created: o.Info.CreatedAt, Updated: o.Info.UpdatedAt}}
 }
 

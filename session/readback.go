@@ -11,6 +11,7 @@ import (
 
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/session/refimport"
 )
 
 // DroppedSourceRelay is the Dropped.Source of relay messages a reader
@@ -24,11 +25,15 @@ const DroppedSourceRelay = "relay"
 // records (with the relay seq as Line) instead of vanishing, and so does a
 // row that is not the record version its localId names (reason
 // wrong_localid: a replay of another row's ciphertext). The reference
-// app's legacy records are counted in Legacy and otherwise skipped: its
-// prompts ({role:"user", content:{type:"text",…}}), whose canonical user
-// message the runner that consumed them wrote, and the legacy envelopes
-// happy writes for the app next to the canonical records ({role:"session"|
-// "agent", content:…}, package session/compat).
+// app's legacy records are counted in Legacy: its prompts ({role:"user",
+// content:{type:"text",…}}) and the legacy envelopes ({role:"session"|
+// "agent", content:…}). In a session with canonical records they are
+// companions (the runner wrote the canonical user message of a prompt it
+// consumed; happy writes the envelopes next to its records, package
+// session/compat) and are skipped; a session with none was written by the
+// reference CLI, and its transcript is the legacy records projected onto
+// the canonical model (refimport.Importer, with the agentState given to
+// SetAgentState).
 //
 // The zero value is not usable; call NewReadback.
 type Readback struct {
@@ -48,6 +53,9 @@ type Readback struct {
 	index bool
 	sids  map[string]int32 // the sessions messages name, numbered
 	sidOf []string         // session ids by number
+	// imp holds the legacy records, the transcript of a session without
+	// canonical records (imported).
+	imp refimport.Importer
 }
 
 type versioned[T any] struct {
@@ -146,6 +154,10 @@ func (r *Readback) Add(seq int64, localID string, plaintext []byte) {
 				return
 			}
 			r.Legacy++
+			if len(r.msgs) == 0 && len(r.sessions) == 0 {
+				// Kept only while the session may be a reference one.
+				r.imp.Add(seq, plaintext)
+			}
 			return
 		}
 		r.refuse(seq, env.Role, agent.DropUnknownType, "no envelope kind", plaintext)
@@ -193,6 +205,7 @@ func (r *Readback) Add(seq int64, localID string, plaintext []byte) {
 			}
 		}
 		r.msgs[id] = cur
+		r.imp.Reset()
 	case KindSession:
 		var s mapper.Session
 		if err := json.Unmarshal(env.Session, &s); err != nil || s.ID == "" {
@@ -205,6 +218,7 @@ func (r *Readback) Add(seq int64, localID string, plaintext []byte) {
 		if cur, ok := r.sessions[s.ID]; !ok || version > cur.version {
 			r.sessions[s.ID] = versioned[mapper.Session]{version: version, seq: seq, value: s}
 		}
+		r.imp.Reset()
 	case KindTodos:
 		var todos []agent.Todo
 		if env.SessionID == "" || json.Unmarshal(env.Todos, &todos) != nil || todos == nil && string(env.Todos) != "[]" {
@@ -266,7 +280,27 @@ func reasonOf(err error) agent.DropReason {
 	return agent.DropInvalidField
 }
 
-// Transcript assembles the document: the root session (the one without a
+// SetAgentState gives the session's agentState (decrypted JSON, nil when
+// none): the permissions of a session read from its legacy records.
+func (r *Readback) SetAgentState(raw json.RawMessage) { r.imp.SetAgentState(raw) }
+
+// Imported reports whether the transcript is the projection of legacy
+// records: the session has legacy records and no canonical message or
+// session record.
+func (r *Readback) Imported() bool {
+	return r.imp.Len() > 0 && len(r.msgs) == 0 && len(r.sessions) == 0
+}
+
+// imported is the transcript of an imported session: the projection, with
+// this reader's own refusals after the importer's.
+func (r *Readback) imported() mapper.Transcript {
+	t := r.imp.Transcript(r.fallback)
+	t.Dropped = append(t.Dropped, r.dropped...)
+	return t
+}
+
+// Transcript assembles the document (an imported session's: the legacy
+// records projected, see Imported): the root session (the one without a
 // parent; the earliest seen when several), its messages in the order their
 // first versions reached the relay (the order the writer created them; a
 // prompt written by another device comes where it arrived), its child
@@ -274,6 +308,9 @@ func reasonOf(err error) agent.DropReason {
 // todos, and every dropped record (kept on the root). Messages whose session
 // is unknown are kept on the root's dropped list as orphans.
 func (r *Readback) Transcript() mapper.Transcript {
+	if r.Imported() {
+		return r.imported()
+	}
 	var fill func(n *docNode) mapper.Transcript
 	fill = func(n *docNode) mapper.Transcript {
 		t := n.t
@@ -434,10 +471,19 @@ var ErrStopRows = errors.New("session: rows not needed any more")
 // one pass over its rows, from its first message's first row to its last
 // winning row. What it holds meanwhile is r and the messages that come out
 // of order (a later message's winning version read before an earlier
-// one's), so memory does not grow with the session's versions. Errors: w's,
+// one's), so memory does not grow with the session's versions. An imported
+// session (Imported) is written from the legacy records r holds. Errors: w's,
 // rows', an encoding error as EncodeTranscript's, and an error saying
 // which rows the relay no longer had.
 func (r *Readback) WriteDocument(w io.Writer, rows RowSource) error {
+	if r.Imported() {
+		b, err := mapper.EncodeTranscript(r.imported())
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
 	return r.writeNode(w, r.plan(), rows, 0)
 }
 

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -23,7 +24,9 @@ import (
 	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/internal/browsertest"
 	"github.com/happy-dev/happy/internal/thumbhash"
+	"github.com/happy-dev/happy/mapper"
 	"github.com/happy-dev/happy/relay"
+	"github.com/happy-dev/happy/session"
 	"github.com/happy-dev/happy/webapp"
 )
 
@@ -148,6 +151,7 @@ func fixtures(t *testing.T) []byte {
 		"thumbhash":      thumbhashFixtures(t),
 		"blobs":          blobFixtures(t, acct, sessKey, wrapped),
 		"titles":         titleFixtures(t),
+		"refimport":      refimportFixtures(t),
 		"states":         stateFixtures(t),
 	})
 	if err != nil {
@@ -544,4 +548,56 @@ func TestBundleSize(t *testing.T) {
 		t.Errorf("the app is %d bytes gzipped (%d files), over the budget of %d", total, files, maxBundleGzip)
 	}
 	t.Logf("the app is %d bytes gzipped in %d files", total, files)
+}
+
+// refimportFixtures are the importer's golden cases (reference sessions'
+// rows and agentState) with the transcript the CLI reads from them
+// (session.Readback, as happy log does), for the page's Reducer to project
+// the same.
+func refimportFixtures(t *testing.T) []map[string]any {
+	t.Helper()
+	dir := filepath.Join("..", "session", "refimport", "testdata", "cases")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := mapper.Session{ID: "relay-ref-1", Directory: "/home/dev/proj", Time: mapper.SessionTime{Created: 1, Updated: 2}}
+	var out []map[string]any
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join(dir, e.Name(), "rows.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rb := session.NewReadback(root)
+		var state json.RawMessage = []byte("null")
+		if st, err := os.ReadFile(filepath.Join(dir, e.Name(), "agentstate.json")); err == nil {
+			rb.SetAgentState(st)
+			state = st
+		}
+		var rows []map[string]any
+		for _, line := range bytes.Split(raw, []byte("\n")) {
+			if len(bytes.TrimSpace(line)) == 0 {
+				continue
+			}
+			var r struct {
+				Seq     int64           `json:"seq"`
+				LocalID string          `json:"localId"`
+				Plain   json.RawMessage `json:"plain"`
+			}
+			if err := json.Unmarshal(line, &r); err != nil {
+				t.Fatal(err)
+			}
+			rb.Add(r.Seq, r.LocalID, r.Plain)
+			rows = append(rows, map[string]any{"seq": r.Seq, "localId": r.LocalID, "text": string(r.Plain)})
+		}
+		doc, err := mapper.EncodeTranscript(rb.Transcript())
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, map[string]any{"name": e.Name(), "root": root, "rows": rows, "agentState": state, "want": json.RawMessage(doc)})
+	}
+	return out
 }

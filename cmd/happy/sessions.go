@@ -168,11 +168,12 @@ for D. Exit status: 0 the session ended or was archived, 5 no heartbeat for
 					warnStale(f, o, st)
 					return writeEvents(f.stdout, export.Flat(t), nil)
 				default:
-					return export.Text(f.stdout, t, logTextOptions(f, o, st))
+					return export.Text(f.stdout, t, logTextOptions(f, o, t.Session, st))
 				}
 			}
 			if !asJSON && !events {
-				if err := export.Header(f.stdout, rb.Transcript().Session, logTextOptions(f, o, o.State(f.now()))); err != nil {
+				root := rb.Transcript().Session
+				if err := export.Header(f.stdout, root, logTextOptions(f, o, root, o.State(f.now()))); err != nil {
 					return err
 				}
 			}
@@ -207,11 +208,12 @@ func writeEvents(w io.Writer, evs []export.FlatEvent, seen map[string]bool) erro
 	return nil
 }
 
-// logTextOptions are happy log's readable rendering options for o in
-// state st: a stale or ended session's open parts show as interrupted, and
+// logTextOptions are happy log's readable rendering options for o, whose
+// transcript's root session is root, in state st: its title
+// (app.Opened.TitleOf), a stale or ended session's open parts show as interrupted, and
 // a stale one says how long its heartbeat has been missing.
-func logTextOptions(f *factory, o app.Opened, st string) export.TextOptions {
-	opts := export.TextOptions{SessionID: o.Info.ID, Title: o.Title(), Stopped: app.Ended(st)}
+func logTextOptions(f *factory, o app.Opened, root mapper.Session, st string) export.TextOptions {
+	opts := export.TextOptions{SessionID: o.Info.ID, Title: o.TitleOf(root), Stopped: app.Ended(st)}
 	if st == app.StateStale {
 		opts.Status = staleText(o, f.now())
 	}
@@ -248,7 +250,7 @@ func followLog(ctx context.Context, f *factory, conn *app.Conn, o app.Opened, rb
 	// The readable form is happy log's layout, written as it grows; live
 	// text deltas extend the text growing on screen.
 	printer := app.NewFollowPrinter(f.stdout, rb, app.FollowPrinterOptions{JSON: opts.asJSON,
-		Text: export.TextOptions{SessionID: o.Info.ID, Title: o.Title()},
+		Text: export.TextOptions{SessionID: o.Info.ID, Title: o.TitleOf(rb.Transcript().Session)},
 		OnPrint: func(tr mapper.Transcript) {
 			if n, r := countDropped(tr); n+r > warned {
 				printDropped(f, n, r)

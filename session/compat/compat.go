@@ -27,6 +27,7 @@ import (
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/internal/jsonlex"
 	"github.com/happy-dev/happy/mapper"
+	"github.com/happy-dev/happy/session/refimport"
 )
 
 // RecordPrefix starts the outbox record id of every legacy record:
@@ -301,7 +302,7 @@ func (w *Writer) tool(tp *mapper.ToolPart) {
 // name (metadata.providerTool) and input (metadata.providerInput when the
 // canonical input is not Claude's); for every other agent the Claude tool of
 // the canonical name, with the canonical input spelled as Claude's
-// (claudeTools); an MCP tool as mcp__<server>__<tool>; anything else under
+// (refimport.ClaudeTools); an MCP tool as mcp__<server>__<tool>; anything else under
 // the agent's own name and input. Arguments are always an object.
 func NativeTool(tp *mapper.ToolPart, flavor string) (string, map[string]any) {
 	in := map[string]any(tp.State.Input)
@@ -322,15 +323,15 @@ func NativeTool(tp *mapper.ToolPart, flavor string) (string, map[string]any) {
 		}
 		return ptool, in
 	}
-	if ct, ok := claudeTools[tp.Tool]; ok {
+	if ct, ok := refimport.ClaudeTools[tp.Tool]; ok {
 		out := map[string]any{}
 		for k, v := range in {
-			if ck, ok := ct.keys[k]; ok {
+			if ck, ok := ct.Keys[k]; ok {
 				k = ck
 			}
 			out[k] = v
 		}
-		return ct.name, out
+		return ct.Name, out
 	}
 	if server, tool, ok := strings.Cut(strings.TrimPrefix(tp.Tool, "mcp:"), "/"); ok && strings.HasPrefix(tp.Tool, "mcp:") {
 		return "mcp__" + server + "__" + tool, in
@@ -343,29 +344,6 @@ func NativeTool(tp *mapper.ToolPart, flavor string) (string, map[string]any) {
 		return name, pin
 	}
 	return name, in
-}
-
-// claudeTool is the Claude name of a canonical tool and its input keys
-// spelled as Claude spells them.
-type claudeTool struct {
-	name string
-	keys map[string]string
-}
-
-var claudeTools = map[string]claudeTool{
-	agent.ToolBash:  {"Bash", nil},
-	agent.ToolRead:  {"Read", map[string]string{"path": "file_path"}},
-	agent.ToolWrite: {"Write", map[string]string{"path": "file_path"}},
-	agent.ToolEdit: {"Edit", map[string]string{"path": "file_path", "oldString": "old_string", "newString": "new_string",
-		"replaceAll": "replace_all"}},
-	agent.ToolGlob:     {"Glob", nil},
-	agent.ToolGrep:     {"Grep", nil},
-	agent.ToolFetch:    {"WebFetch", nil},
-	agent.ToolSearch:   {"WebSearch", nil},
-	agent.ToolTask:     {"Task", map[string]string{"agent": "subagent_type"}},
-	agent.ToolTodo:     {"TodoWrite", nil},
-	agent.ToolQuestion: {"AskUserQuestion", nil},
-	agent.ToolPlan:     {"ExitPlanMode", nil},
 }
 
 // ensureTurn opens a turn when none is open and returns its id: the prompt

@@ -40,6 +40,7 @@ const SHELL = [
   "js/markdown.js",
   "js/notify.js",
   "js/reduce.js",
+  "js/refimport.js",
   "js/render.js",
   "js/secure.js",
   "js/sessions.js",

@@ -316,6 +316,46 @@ test("a session nothing runs shows its open tools and unfinished message as inte
   eq([...el.querySelectorAll('[data-part="interrupted"]')].map((n) => [n.closest("article").dataset.message, n.textContent]), [["msg_a", INTERRUPTED_MESSAGE]], "the message's line");
 });
 
+// refView is what the web app shows of a transcript, for comparing its
+// projection of a reference session with the CLI's.
+function refView(t) {
+  const sorted = (v) => Array.isArray(v) ? v.map(sorted) : v !== null && typeof v === "object" ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sorted(v[k])])) : v;
+  return {
+    session: { id: t.session.id, title: t.session.title ?? "", parentID: t.session.parentID ?? "" },
+    messages: t.messages.map((m) => ({
+      id: m.info.id, role: m.info.role, parentID: m.info.parentID ?? "", finish: m.info.finish ?? "", completed: m.info.time?.completed ?? null,
+      parts: m.parts.map((p) => ({ id: p.id, type: p.type, text: p.text ?? null, synthetic: p.synthetic ?? false, mime: p.mime ?? null, url: p.url ?? null,
+        tool: p.tool ?? null, callID: p.callID ?? null, status: p.state?.status ?? null, input: sorted(p.state?.input ?? null), output: p.state?.output ?? null,
+        error: p.state?.error ?? null, title: p.state?.title || null, child: p.state?.metadata?.sessionId ?? null,
+        decision: p.state?.block?.decision ?? null, blockReason: p.state?.block?.reason ?? null, blockID: p.state?.block?.id ?? null,
+        patterns: p.state?.block?.patterns?.length ? p.state.block.patterns : null, providerTool: p.metadata?.providerTool ?? null })),
+    })),
+    children: t.children.map(refView),
+    dropped: t.dropped.map((d) => [d.line ?? 0, d.kind ?? "", d.reason, d.detail ?? ""]),
+  };
+}
+
+test("a reference session's rows are projected as the CLI projects them (session/refimport)", async () => {
+  ok(fx.refimport.length >= 4, "the importer's cases are present");
+  for (const c of fx.refimport) {
+    const rd = new Reducer(c.root);
+    for (const r of c.rows) rd.add(r.seq, r.localId, r.text);
+    rd.setAgentState(c.agentState);
+    ok(rd.imported(), `${c.name}: read as a reference session`);
+    eq(refView(rd.transcript()), refView(c.want), c.name);
+    const el = r.renderTranscript(rd.transcript());
+    const first = c.want.messages[0]?.parts[0]?.text ?? "";
+    ok(first === "" || el.textContent.includes(first.split("\n")[0]), `${c.name}: the pane shows the first prompt`);
+    eq(el.querySelectorAll('[data-part="tool"]').length, c.want.messages.flatMap((m) => m.parts).filter((p) => p.type === "tool").length, `${c.name}: the pane shows every tool`);
+  }
+  const rd = new Reducer({ id: "s1", directory: "/w" });
+  rd.add(1, "legacy:e1.1", JSON.stringify({ role: "session", content: { id: "e1", time: 1, role: "user", ev: { t: "text", text: "hi" } } }));
+  rd.add(2, "s1.1", JSON.stringify({ kind: "session", version: 1, session: { id: "s1", title: "t" } }));
+  eq([rd.imported(), rd.transcript().messages.length, rd.legacy], [false, 0, 1], "with canonical records the legacy rows are companions");
+  eq([sessionTitle({ path: "/w/proj" }, "Fix it"), sessionTitle({ path: "/w/proj", summary: { text: "Named" } }, "Fix it"), sessionTitle({ path: "/w/proj" }, " ")],
+    ["Fix it", "Named", "proj"], "an untitled reference session is titled by its first prompt");
+});
+
 test("lifecycle states and titles are those of happy sessions (app.State, Opened.Title)", async () => {
   for (const [i, v] of fx.states.entries()) eq(lifecycleState(v.info, v.metadata, v.now), v.want, `states[${i}] ${JSON.stringify(v.metadata)}`);
   for (const [i, v] of fx.titles.entries()) eq(sessionTitle(v.metadata), v.want, `titles[${i}] ${JSON.stringify(v.metadata)}`);

@@ -268,6 +268,10 @@ function onUpdate(body) {
     }
     case "update-session": {
       const s = app.sessions.get(body.id);
+      if (s && body.agentState && typeof body.agentState.value === "string") {
+        s.info.agentState = body.agentState.value;
+        if (app.open?.sid === body.id) fetchOpen();
+      }
       if (!s || !body.metadata) return;
       c.openJSON(s.cipher, body.metadata.value).then((md) => {
         s.md = md;
@@ -360,8 +364,14 @@ async function fetchOpen() {
   try {
     const s = app.sessions.get(o.sid);
     const n = await addRows(o.reducer, s.cipher, await app.relay.messages(o.sid, o.reducer.lastSeq));
-    if (n > 0 || !o.transcript) {
+    const stateChanged = await readAgentState(o.reducer, s);
+    if (n > 0 || stateChanged || !o.transcript) {
       o.transcript = o.reducer.transcript();
+      if (o.reducer.imported()) {
+        const had = s.importedTitle;
+        s.importedTitle = o.transcript.session.title;
+        if (had !== s.importedTitle) renderHeader();
+      }
       s.waiting = blockedTools(o.transcript).length > 0;
       s.turnOpen = turnOpen(o.transcript);
       renderTranscriptView();
@@ -373,6 +383,28 @@ async function fetchOpen() {
   }
   o.busy = false;
   if (o.again) { o.again = false; fetchOpen(); }
+}
+
+// rootOf is the root session of s's transcript when no session record names
+// one (a reference session): the session as the relay lists it, titled by
+// its metadata summary.
+function rootOf(s, sid) {
+  const md = s?.md || {};
+  const title = typeof md.summary?.text === "string" ? md.summary.text.trim() : "";
+  return { id: sid, directory: typeof md.path === "string" ? md.path : "", title,
+    time: { created: s?.info?.createdAt ?? 0, updated: s?.info?.updatedAt ?? 0 } };
+}
+
+// readAgentState gives reducer s's agentState (a reference session keeps its
+// permissions there) when it changed; it reports whether it did.
+async function readAgentState(reducer, s) {
+  const sealed = s.info.agentState;
+  if (typeof sealed !== "string" || sealed === "" || sealed === reducer.sealedState) return false;
+  reducer.sealedState = sealed;
+  try {
+    reducer.setAgentState(await c.openJSON(s.cipher, sealed));
+  } catch { reducer.setAgentState(null); }
+  return true;
 }
 
 // ---- controls ----
@@ -452,7 +484,7 @@ function route() {
     app.open?.blobs?.close();
     app.open?.resize?.disconnect();
     app.actions.page = false;
-    app.open = sid ? { sid, reducer: new Reducer(), transcript: null, notices: new Map(), openChildren: new Set(), blobs: null, files: [], stick: true, lastTop: 0 } : null;
+    app.open = sid ? { sid, reducer: new Reducer(rootOf(app.sessions.get(sid), sid)), transcript: null, notices: new Map(), openChildren: new Set(), blobs: null, files: [], stick: true, lastTop: 0 } : null;
     if (sid) fetchOpen();
   }
   render();
@@ -538,7 +570,7 @@ function renderList() {
     const st = stateOf(s);
     const md = s.md || {};
     const sid = s.info.id;
-    const title = s.error && !s.md ? s.error : sessionTitle(md);
+    const title = s.error && !s.md ? s.error : sessionTitle(md, s.importedTitle);
     const open = app.actions.list === sid;
     return h("li", { class: "row" + (app.open?.sid === sid ? " current" : ""), dataset: { sid, state: st } },
       h("div", { class: "row-main" },
@@ -639,7 +671,7 @@ function renderHeader() {
   el.replaceChildren(
     h("a", { href: "#", class: "back", "aria-label": "back to sessions" }, "‹"),
     h("div", { class: "head-text" },
-      h("h2", {}, sessionTitle(md)),
+      h("h2", {}, sessionTitle(md, s.importedTitle)),
       h("div", { class: "meta" }, [md.flavor, md.host, md.path].filter(Boolean).join(" · "))),
     h("span", { class: `state ${st}`, id: "session-state" }, STATE_LABELS[st]),
     h("button", { type: "button", class: "ghost more", id: "session-more", "aria-label": "session actions", "aria-expanded": String(app.actions.page),

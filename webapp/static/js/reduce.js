@@ -8,15 +8,25 @@
 // envelope happy wrote "legacy:<its id>.<n>"): a row stored under another
 // one (a relay replaying a row's ciphertext) is refused as wrong_localid.
 
+import { importLegacy } from "./refimport.js";
+
 const KINDS = new Set(["message", "session", "todos", "dropped"]);
 const TODO_STATUS = new Set(["pending", "in_progress", "completed", "cancelled"]);
 const TODO_PRIORITY = new Set(["high", "medium", "low"]);
 
 const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
 
-/** Reducer holds the records of one relay session. */
+/** Reducer holds the records of one relay session. root ({id, directory,
+ * title}: the session as the relay lists it, title its metadata summary)
+ * is the root of a session without session records; a session with no
+ * canonical records at all was written by the reference CLI, and its
+ * transcript is its legacy rows projected (refimport.js), with the
+ * permissions of the agentState given to setAgentState. */
 export class Reducer {
-  constructor() {
+  constructor(root = null) {
+    this.root = root;
+    this.legacyRows = []; // {seq, env, text}: the legacy rows, for a reference session
+    this.agentState = null;
     this.sessions = new Map(); // id → {version, seq, value}
     this.messages = new Map(); // message id → {version, seq, value:{info, parts}}
     this.todos = new Map(); // session id → {version, seq, value}
@@ -64,6 +74,7 @@ export class Reducer {
         const wrong = legacyLocalIdError(localId, env);
         if (wrong) { this.refuse(seq, typeof env.role === "string" ? env.role : "", "wrong_localid", wrong, text); return; }
         this.legacy++;
+        this.legacyRows.push({ seq, env, text });
         return;
       }
       this.refuse(seq, typeof env.role === "string" ? env.role : "", "unknown_type", "no envelope kind", text);
@@ -157,10 +168,25 @@ export class Reducer {
     return "applied";
   }
 
+  /** setAgentState gives the session's decrypted agentState (an object, or
+   * null): a reference session's permissions. */
+  setAgentState(st) { this.agentState = isObject(st) ? st : null; }
+
+  /** imported reports whether the transcript is the projection of legacy
+   * rows: there are some, and no canonical message or session record. */
+  imported() { return this.legacyRows.length > 0 && this.messages.size === 0 && this.sessions.size === 0; }
+
   /** transcript builds the document: the root session (the first session
    * record without a parentID), its messages in order, child sessions
-   * nested under their parent, todos, and every dropped entry. */
+   * nested under their parent, todos, and every dropped entry; for a
+   * reference session (imported), the legacy rows projected. */
   transcript() {
+    if (this.imported()) {
+      const root = { id: "", projectID: "", directory: "", title: "", time: { created: 0, updated: 0 }, ...(this.root ?? {}) };
+      const t = importLegacy(this.legacyRows, this.agentState, root);
+      t.dropped.push(...this.dropped);
+      return t;
+    }
     const bySession = new Map();
     for (const { value } of this.messages.values()) {
       const sid = value.info.sessionID;
@@ -361,12 +387,15 @@ export function pathBase(p) {
 // which is not quite JavaScript's trim: U+0085 is space, U+FEFF is not).
 const GO_BLANK = /^[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$/;
 
-/** sessionTitle is a session's title as `happy sessions` shows it
- * (app.Opened.Title): metadata summary.text unless blank, else the last
- * element of its folder (path), else "(untitled)". */
-export function sessionTitle(md) {
+/** sessionTitle is a session's title as `happy log` shows it
+ * (app.Opened.TitleOf): metadata summary.text unless blank, else the
+ * title of its transcript's root (a reference session's first prompt)
+ * when given and not blank, else the last element of its folder (path),
+ * else "(untitled)". */
+export function sessionTitle(md, rootTitle) {
   const text = md?.summary?.text;
   if (typeof text === "string" && !GO_BLANK.test(text)) return text;
+  if (typeof rootTitle === "string" && !GO_BLANK.test(rootTitle)) return rootTitle.trim();
   if (typeof md?.path === "string" && md.path !== "") return pathBase(md.path);
   return "(untitled)";
 }
