@@ -52,7 +52,7 @@ func storedRow(t *testing.T, conn *Conn, o Opened, localID string) string {
 		t.Fatal(err)
 	}
 	for _, m := range page.Messages {
-		if m.LocalID == localID {
+		if m.LocalIDOrEmpty() == localID {
 			return m.Content.C
 		}
 	}

@@ -42,7 +42,7 @@ func WriteTranscriptJSON(ctx context.Context, conn *Conn, o Opened, w io.Writer)
 			}
 			for _, m := range page.Messages {
 				after = max(after, m.Seq)
-				if err := fn(m.Seq, m.LocalID, func() ([]byte, error) { return decrypt(o.Cipher, m.Content.C) }); err != nil {
+				if err := fn(m.Seq, m.LocalIDOrEmpty(), func() ([]byte, error) { return decrypt(o.Cipher, m.Content.C) }); err != nil {
 					return err
 				}
 			}

@@ -243,7 +243,7 @@ func ReadTranscript(ctx context.Context, conn *Conn, o Opened, opts ReadOptions)
 				rb.Drop(agent.Dropped{Source: session.DroppedSourceRelay, Line: m.Seq, Reason: agent.DropDecryptFailed, Detail: err.Error()})
 				continue
 			}
-			rb.Add(m.Seq, m.LocalID, plain)
+			rb.Add(m.Seq, m.LocalIDOrEmpty(), plain)
 		}
 		if !page.HasMore || len(page.Messages) == 0 {
 			return rb, after, nil
@@ -347,7 +347,7 @@ func FollowSessionLive(ctx context.Context, conn *Conn, o Opened, after int64, o
 			return send(RowEvent{Seq: m.Seq, Dropped: &agent.Dropped{Source: session.DroppedSourceRelay, Line: m.Seq,
 				Reason: agent.DropDecryptFailed, Detail: err.Error()}})
 		}
-		return send(RowEvent{Seq: m.Seq, LocalID: m.LocalID, Plain: plain})
+		return send(RowEvent{Seq: m.Seq, LocalID: m.LocalIDOrEmpty(), Plain: plain})
 	})
 	return err
 }

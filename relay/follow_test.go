@@ -210,8 +210,8 @@ func TestFollowResumesAcrossCutsAndRestart(t *testing.T) {
 		t.Fatalf("result %+v, %v", fr.res, fr.err)
 	}
 	for i, m := range got {
-		if m.Seq != int64(i+1) || m.LocalID != fmt.Sprintf("m.%d", i) {
-			t.Fatalf("row %d: seq %d localId %q", i, m.Seq, m.LocalID)
+		if m.Seq != int64(i+1) || m.LocalIDOrEmpty() != fmt.Sprintf("m.%d", i) {
+			t.Fatalf("row %d: seq %d localId %q", i, m.Seq, m.LocalIDOrEmpty())
 		}
 	}
 	mu.Lock()

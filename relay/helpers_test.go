@@ -124,7 +124,7 @@ func readAll(t testing.TB, api *API, sid string, ci crypto.Cipher) []relayMessag
 			}
 			// The other device's user messages carry no record id; they are
 			// kept with Record "" (readOwn leaves them out).
-			out = append(out, relayMessage{Seq: m.Seq, LocalID: m.LocalID, Record: env.Info.ID, Version: env.Version})
+			out = append(out, relayMessage{Seq: m.Seq, LocalID: m.LocalIDOrEmpty(), Record: env.Info.ID, Version: env.Version})
 			after = m.Seq
 		}
 		if !p.HasMore || len(p.Messages) == 0 {

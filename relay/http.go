@@ -393,16 +393,10 @@ func (a *API) CreateMachine(ctx context.Context, in MachineCreate) (MachineInfo,
 	return *out.Machine, nil
 }
 
-// StoredMessage is a message row of a session: Content.C is base64
-// ciphertext, LocalID is the sender's idempotency key ("" when absent).
-type StoredMessage struct {
-	ID        string         `json:"id"`
-	Seq       int64          `json:"seq"`
-	Content   MessageContent `json:"content"`
-	LocalID   string         `json:"localId"`
-	CreatedAt int64          `json:"createdAt"`
-	UpdatedAt int64          `json:"updatedAt"`
-}
+// StoredMessage is a message row of a session (wire.Message): Content.C is
+// base64 ciphertext, LocalID the sender's idempotency key (nil when the row
+// has none; LocalIDOrEmpty reads it as "").
+type StoredMessage = wire.Message
 
 // MessageContent is the relay's envelope of a message (wire.Content):
 // {"t":"encrypted","c":<b64>}.
@@ -448,18 +442,12 @@ func (a *API) FetchMessages(ctx context.Context, sessionID string, afterSeq int6
 // base64 ciphertext and the deterministic localId ("<recordId>.<version>").
 type OutgoingMessage = wire.OutgoingMessage
 
-// SentMessage is the relay's receipt for one message of a batch.
-type SentMessage struct {
-	ID      string `json:"id"`
-	Seq     int64  `json:"seq"`
-	LocalID string `json:"localId"`
-	// New is true when this post stored the row (happy's relay says so);
-	// false when the localId was already taken, so the row may be someone
-	// else's, or from a relay that does not say (the reference relay).
-	New       bool  `json:"new"`
-	CreatedAt int64 `json:"createdAt"`
-	UpdatedAt int64 `json:"updatedAt"`
-}
+// SentMessage is the relay's receipt for one message of a batch
+// (wire.MessageRef). New is true when this post stored the row (happy's
+// relay says so); false when the localId was already taken, so the row may
+// be someone else's, or from a relay that does not say (the reference
+// relay).
+type SentMessage = wire.MessageRef
 
 // MaxBatch is the largest number of messages the relay accepts in one POST.
 const MaxBatch = 100
@@ -485,7 +473,7 @@ func (a *API) SendMessages(ctx context.Context, sessionID string, msgs []Outgoin
 		if m.Seq <= 0 {
 			return nil, fmt.Errorf("relay: POST %s: receipt without seq: %w", path, ErrProtocol)
 		}
-		got[m.LocalID] = true
+		got[m.LocalIDOrEmpty()] = true
 	}
 	for _, m := range msgs {
 		if !got[m.LocalID] {

@@ -101,7 +101,7 @@ func TestFetchMessagesQueryAndOrder(t *testing.T) {
 	if rt.seen[0].URL.String() != "http://relay.test:3005/v3/sessions/s%2F1/messages?after_seq=2&limit=500" {
 		t.Fatalf("url %s", rt.seen[0].URL)
 	}
-	if !p.HasMore || len(p.Messages) != 2 || p.Messages[0].LocalID != "r.1" || p.Messages[1].LocalID != "" || p.Messages[1].Content.C != "Yg==" {
+	if !p.HasMore || len(p.Messages) != 2 || p.Messages[0].LocalIDOrEmpty() != "r.1" || p.Messages[1].LocalID != nil || p.Messages[1].Content.C != "Yg==" {
 		t.Fatalf("page %+v", p)
 	}
 	// A seq that does not ascend past after_seq breaks the contract.
@@ -116,7 +116,7 @@ func TestSendMessagesReceipts(t *testing.T) {
 	api := newTestAPI(t, rt)
 	msgs := []OutgoingMessage{{Content: "YQ==", LocalID: "r.1"}}
 	got, err := api.SendMessages(context.Background(), "s", msgs)
-	if err != nil || len(got) != 1 || got[0].Seq != 7 {
+	if err != nil || len(got) != 1 || got[0].Seq != 7 || got[0].LocalIDOrEmpty() != "r.1" || got[0].New {
 		t.Fatalf("got %+v %v", got, err)
 	}
 	if rt.bodies[0] != `{"messages":[{"content":"YQ==","localId":"r.1"}]}` {

@@ -213,18 +213,19 @@ func (r *receiver) catchUp(ctx context.Context) bool {
 func (r *receiver) apply(ctx context.Context, m StoredMessage) bool {
 	r.lastSeq = m.Seq
 	r.last.Store(m.Seq)
-	if m.LocalID != "" && r.s.isOwn(m.LocalID) {
+	localID := m.LocalIDOrEmpty()
+	if localID != "" && r.s.isOwn(localID) {
 		r.echoes.Add(1)
 		return true
 	}
-	in := Incoming{Seq: m.Seq, ID: m.ID, LocalID: m.LocalID, CreatedAt: time.UnixMilli(m.CreatedAt), Sealed: m.Content.C}
+	in := Incoming{Seq: m.Seq, ID: m.ID, LocalID: localID, CreatedAt: time.UnixMilli(m.CreatedAt), Sealed: m.Content.C}
 	if m.Content.T != "encrypted" {
 		in.Err = &DecryptError{What: "message", Seq: m.Seq, Reason: errContentKind(m.Content.T)}
 	} else if plain, err := r.s.open("message", m.Seq, m.Content.C); err != nil {
 		in.Err = err
 	} else if check := r.s.opts.CheckRecord; check != nil {
-		if err := check(m.LocalID, plain); err != nil {
-			in.Err = &RecordError{Seq: m.Seq, LocalID: m.LocalID, Reason: err}
+		if err := check(localID, plain); err != nil {
+			in.Err = &RecordError{Seq: m.Seq, LocalID: localID, Reason: err}
 			r.refused.Add(1)
 			r.s.c.log.Warn().Err(in.Err).Str("tag", r.s.tag).Msg("relay message refused")
 		} else {

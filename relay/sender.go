@@ -229,7 +229,7 @@ func (s *sender) send(ctx context.Context, sid string, items []outbox.Item) erro
 			}
 		}
 		for _, r := range receipts {
-			if !bad[r.LocalID] {
+			if !bad[r.LocalIDOrEmpty()] {
 				ownReceipts = append(ownReceipts, r)
 			}
 		}
@@ -280,10 +280,11 @@ func (s *sender) verify(ctx context.Context, sid string, items []outbox.Item, re
 	byID := make(map[string]SentMessage, len(receipts))
 	var seqs []int64
 	for _, r := range receipts {
-		if _, dup := byID[r.LocalID]; dup {
+		id := r.LocalIDOrEmpty()
+		if _, dup := byID[id]; dup {
 			continue
 		}
-		byID[r.LocalID] = r
+		byID[id] = r
 		if !r.New {
 			seqs = append(seqs, r.Seq)
 		}
@@ -321,8 +322,8 @@ func (s *sender) verify(ctx context.Context, sid string, items []outbox.Item, re
 		switch {
 		case !ok:
 			out = append(out, foreignRow{it, r.Seq, fmt.Sprintf("the relay answered seq %d but shows no row there", r.Seq)})
-		case m.LocalID != it.LocalID:
-			out = append(out, foreignRow{it, r.Seq, fmt.Sprintf("the row at seq %d has localId %q", r.Seq, m.LocalID)})
+		case m.LocalIDOrEmpty() != it.LocalID:
+			out = append(out, foreignRow{it, r.Seq, fmt.Sprintf("the row at seq %d has localId %q", r.Seq, m.LocalIDOrEmpty())})
 		case m.Content.T != "encrypted" || !sameCiphertext(m.Content.C, it.Content):
 			out = append(out, foreignRow{it, r.Seq, fmt.Sprintf("the row at seq %d holds another ciphertext", r.Seq)})
 		}

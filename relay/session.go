@@ -267,8 +267,9 @@ func (c *Client) openSession(ctx context.Context, opts SessionOptions, unlock fu
 		}
 		acks := make([]Ack, 0, len(receipts))
 		for _, r := range receipts {
-			if t, ok := at[r.LocalID]; ok {
-				acks = append(acks, Ack{LocalID: r.LocalID, Seq: r.Seq, EnqueuedAt: t})
+			id := r.LocalIDOrEmpty()
+			if t, ok := at[id]; ok {
+				acks = append(acks, Ack{LocalID: id, Seq: r.Seq, EnqueuedAt: t})
 			}
 		}
 		opts.OnSent(acks)

@@ -19,7 +19,8 @@ type Content struct {
 // Message is a message row of a session as the relay sends it (in a
 // new-message update, a page of GET /v3/sessions/:id/messages and the
 // session's message stream). LocalID is the writer's idempotency key, null
-// when the row was stored without one.
+// when the row was stored without one; a reader that tells no difference
+// between none and "" reads it with LocalIDOrEmpty.
 type Message struct {
 	ID        string  `json:"id"`
 	Seq       int64   `json:"seq"`
@@ -29,10 +30,16 @@ type Message struct {
 	UpdatedAt int64   `json:"updatedAt"`
 }
 
-// MessageRef is a post's receipt for one row. New (happy's relay only) is
-// true when this post stored the row; a row whose localId was already taken
-// comes back as stored then, without it, so a writer can tell its own rows
-// from a row someone else stored first under its localId.
+// LocalIDOrEmpty is the row's localId, "" when it has none (null or absent).
+func (m Message) LocalIDOrEmpty() string { return deref(m.LocalID) }
+
+// MessageRef is a post's receipt for one row (an element of the answer to
+// POST /v3/sessions/:id/messages). LocalID is the row's localId, null when
+// it has none. New (happy's relay only) is true when this post stored the
+// row; a row whose localId was already taken comes back as stored then,
+// without it, so a writer can tell its own rows from a row someone else
+// stored first under its localId. A relay that never says "new" (the
+// reference relay) reads as false throughout.
 type MessageRef struct {
 	ID        string  `json:"id"`
 	Seq       int64   `json:"seq"`
@@ -40,6 +47,18 @@ type MessageRef struct {
 	New       bool    `json:"new,omitempty"`
 	CreatedAt int64   `json:"createdAt"`
 	UpdatedAt int64   `json:"updatedAt"`
+}
+
+// LocalIDOrEmpty is the receipt's localId, "" when it has none (null or
+// absent).
+func (r MessageRef) LocalIDOrEmpty() string { return deref(r.LocalID) }
+
+// deref is *p, or "" for nil.
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }
 
 // Session is a session as the relay returns it. Metadata and AgentState

@@ -23,7 +23,10 @@ func TestJSONShapes(t *testing.T) {
 		{"Message/no localId", Message{ID: "m1", Seq: 9}, `{"id":"m1","seq":9,"content":{"t":"","c":""},"localId":null,"createdAt":0,"updatedAt":0}`},
 		{"MessageRef/new", MessageRef{ID: "m1", Seq: 9, LocalID: s("r.1"), New: true, CreatedAt: 10, UpdatedAt: 11},
 			`{"id":"m1","seq":9,"localId":"r.1","new":true,"createdAt":10,"updatedAt":11}`},
+		{"Message/empty localId", Message{ID: "m1", Seq: 9, LocalID: s("")}, `{"id":"m1","seq":9,"content":{"t":"","c":""},"localId":"","createdAt":0,"updatedAt":0}`},
 		{"MessageRef/stored before", MessageRef{ID: "m1", Seq: 9}, `{"id":"m1","seq":9,"localId":null,"createdAt":0,"updatedAt":0}`},
+		{"MessageRef/taken", MessageRef{ID: "m1", Seq: 9, LocalID: s("r.1"), CreatedAt: 10, UpdatedAt: 11},
+			`{"id":"m1","seq":9,"localId":"r.1","createdAt":10,"updatedAt":11}`},
 		{"Session", sess, `{"id":"s1","seq":2,"metadata":"bWQ=","metadataVersion":3,"agentState":"YXM=","agentStateVersion":4,"dataEncryptionKey":"ZGVr","active":true,"activeAt":5,"createdAt":6,"updatedAt":7}`},
 		{"Session/nulls", Session{ID: "s1"}, `{"id":"s1","seq":0,"metadata":"","metadataVersion":0,"agentState":null,"agentStateVersion":0,"dataEncryptionKey":null,"active":false,"activeAt":0,"createdAt":0,"updatedAt":0}`},
 		{"ListedSession", ListedSession{Session: sess}, `{"id":"s1","seq":2,"metadata":"bWQ=","metadataVersion":3,"agentState":"YXM=","agentStateVersion":4,"dataEncryptionKey":"ZGVr","active":true,"activeAt":5,"createdAt":6,"updatedAt":7,"lastMessage":null}`},
@@ -62,6 +65,56 @@ func TestJSONShapes(t *testing.T) {
 		}
 		if string(b) != tc.want {
 			t.Errorf("%s:\n got %s\nwant %s", tc.name, b, tc.want)
+		}
+	}
+}
+
+// TestLocalIDOrEmpty reads the localId of rows and receipts as a reader
+// sees them: a row the relay stored without one (null, or absent from a
+// relay that leaves it out) reads as "", as does an empty one.
+func TestLocalIDOrEmpty(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		null     bool
+		want     string
+	}{
+		{"set", `{"id":"m1","seq":9,"localId":"r.1"}`, false, "r.1"},
+		{"null", `{"id":"m1","seq":9,"localId":null}`, true, ""},
+		{"absent", `{"id":"m1","seq":9}`, true, ""},
+		{"empty", `{"id":"m1","seq":9,"localId":""}`, false, ""},
+	} {
+		var m Message
+		var r MessageRef
+		if err := json.Unmarshal([]byte(tc.in), &m); err != nil {
+			t.Fatalf("%s: Message: %v", tc.name, err)
+		}
+		if err := json.Unmarshal([]byte(tc.in), &r); err != nil {
+			t.Fatalf("%s: MessageRef: %v", tc.name, err)
+		}
+		if (m.LocalID == nil) != tc.null || m.LocalIDOrEmpty() != tc.want {
+			t.Errorf("%s: Message.LocalID %v, LocalIDOrEmpty %q, want nil %v and %q", tc.name, m.LocalID, m.LocalIDOrEmpty(), tc.null, tc.want)
+		}
+		if (r.LocalID == nil) != tc.null || r.LocalIDOrEmpty() != tc.want {
+			t.Errorf("%s: MessageRef.LocalID %v, LocalIDOrEmpty %q, want nil %v and %q", tc.name, r.LocalID, r.LocalIDOrEmpty(), tc.null, tc.want)
+		}
+	}
+}
+
+// TestMessageRefNew reads "new" as a reader sees it: true only when the
+// relay says so; absent (the reference relay, or a row stored before) is
+// false.
+func TestMessageRefNew(t *testing.T) {
+	for in, want := range map[string]bool{
+		`{"id":"m1","seq":9,"localId":"r.1","new":true}`:  true,
+		`{"id":"m1","seq":9,"localId":"r.1","new":false}`: false,
+		`{"id":"m1","seq":9,"localId":"r.1"}`:             false,
+	} {
+		var r MessageRef
+		if err := json.Unmarshal([]byte(in), &r); err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		if r.New != want {
+			t.Errorf("%s: New %v, want %v", in, r.New, want)
 		}
 	}
 }
