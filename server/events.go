@@ -389,7 +389,8 @@ const MaxTextDelta = 64 << 10
 // onTextDelta: text-delta {sid, message} (volatile, never stored): the
 // encrypted live text of a streaming part (docs/ARCHITECTURE.md, section
 // "Live text"), forwarded as ephemeral {type: "text-delta", id: sid,
-// message} to the session's sockets, the account's apps and the session's
+// message} to the session's sockets and the account's apps that announced
+// liveText (roomSessionLive, roomUserScopedLive), and the session's
 // message streams. The relay neither reads nor checks the ciphertext; an
 // ack, when asked for, gets success or error.
 func (s *Server) onTextDelta(c *conn, m map[string]any, ack socket.Ack) {
@@ -399,7 +400,7 @@ func (s *Server) onTextDelta(c *conn, m map[string]any, ack socket.Ack) {
 		reply(ack, map[string]any{"result": "error", "message": "Invalid parameters"})
 		return
 	}
-	s.emitEphemeral(c.acct, ephTextDelta{Type: "text-delta", ID: sid, Message: msg}, roomSession(c.acct, sid), roomUserScoped(c.acct))
+	s.emitEphemeral(c.acct, ephTextDelta{Type: "text-delta", ID: sid, Message: msg}, roomSessionLive(c.acct, sid), roomUserScopedLive(c.acct))
 	reply(ack, map[string]any{"result": "success"})
 }
 
