@@ -38,6 +38,7 @@ func roomUserScoped(acct string) socket.Room { return socket.Room("user:" + acct
 func roomSession(acct, sid string) socket.Room {
 	return socket.Room("user:" + acct + ":session:" + sid)
 }
+
 // The live-text rooms hold the sockets of roomSession and roomUserScoped
 // that announced liveText: true in their handshake (happy's web app): only
 // they get the text-delta ephemeral, which the reference app does not know.
