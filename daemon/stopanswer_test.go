@@ -53,4 +53,3 @@ func TestStopAnswer(t *testing.T) {
 		})
 	}
 }
-
