@@ -62,6 +62,49 @@ func TestMetadataPassesTheAppSchema(t *testing.T) {
 	}
 }
 
+// TestMetadataPermissionMode: the metadata carries the permission mode the
+// session was started with, in the reference app's names (without it the
+// app shows every session as yolo): an agent's own mode as given, --yolo as
+// Claude's bypassPermissions or the yolo of the others, and default when
+// nothing was asked.
+func TestMetadataPermissionMode(t *testing.T) {
+	h, err := home.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := Env{Home: h, Log: zerolog.Nop(), Now: time.Now}
+	for _, c := range []struct {
+		flavor, mode string
+		yolo         bool
+		want         string
+	}{
+		{"claude", "", false, "default"},
+		{"claude", "acceptEdits", false, "acceptEdits"},
+		{"claude", "plan", false, "plan"},
+		{"claude", "bypassPermissions", false, "bypassPermissions"},
+		{"claude", "", true, "bypassPermissions"},
+		{"codex", "", false, "default"},
+		{"codex", "read-only", false, "read-only"},
+		{"codex", "safe-yolo", false, "safe-yolo"},
+		{"codex", "yolo", false, "yolo"},
+		{"codex", "", true, "yolo"},
+		{"gemini", "", false, "default"},
+		{"gemini", "", true, "yolo"},
+	} {
+		md := buildMetadata(env, SessionOptions{Flavor: c.flavor, Dir: "/w", PermissionMode: c.mode, Yolo: c.yolo})
+		raw, _ := json.Marshal(md)
+		var got struct {
+			PermissionMode *string `json:"permissionMode"`
+		}
+		if err := json.Unmarshal(raw, &got); err != nil || got.PermissionMode == nil || *got.PermissionMode != c.want {
+			t.Errorf("%s mode %q yolo %v: metadata %s, want permissionMode %q", c.flavor, c.mode, c.yolo, raw, c.want)
+		}
+		if err := compat.ValidateMetadata(raw); err != nil {
+			t.Errorf("%s: %v", c.flavor, err)
+		}
+	}
+}
+
 func TestAppCompatSetting(t *testing.T) {
 	for _, c := range []struct {
 		env, file string

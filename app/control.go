@@ -134,8 +134,26 @@ func openAnswer(method string, out []byte, id string) (json.RawMessage, error) {
 	if json.Unmarshal(out, &e) == nil && e.Error != "" && e.Version == nil {
 		return nil, fmt.Errorf("%w: %s: %s", ErrRPC, method, e.Error)
 	}
-	return nil, fmt.Errorf("%w: %s: %w: %w", ErrRPC, method, ErrUnboundAnswer, err)
+	return nil, &UnboundAnswerError{Method: method, Plain: out, Err: err}
 }
+
+// UnboundAnswerError is an answer that opened with the call's key but is
+// not bound to the call (ErrUnboundAnswer): Plain is its opened JSON, which
+// a caller may read only where a replayed answer does no harm, e.g. the
+// reference CLI's unsealed reply to killSession, which only reports. It
+// unwraps to ErrRPC, ErrUnboundAnswer and Err (why it is not bound).
+type UnboundAnswerError struct {
+	Method string
+	Plain  []byte
+	Err    error
+}
+
+func (e *UnboundAnswerError) Error() string {
+	return fmt.Sprintf("%v: %s: %v: %v", ErrRPC, e.Method, ErrUnboundAnswer, e.Err)
+}
+
+// Unwrap is ErrRPC, ErrUnboundAnswer and the reason it is not bound.
+func (e *UnboundAnswerError) Unwrap() []error { return []error{ErrRPC, ErrUnboundAnswer, e.Err} }
 
 // ErrUnboundAnswer is wrapped by a control call's error when the answer
 // opened but was not bound to the call (replayed or forged by the relay, or

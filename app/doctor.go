@@ -204,12 +204,16 @@ func checkRelay(ctx context.Context, env Env, url, source string, opts DoctorOpt
 	}
 	defer resp.Body.Close()
 	var h struct {
-		Status    string `json:"status"`
-		Timestamp int64  `json:"timestamp"`
-		Service   string `json:"service"`
-		Version   string `json:"version"`
+		Status    string          `json:"status"`
+		Timestamp json.RawMessage `json:"timestamp"`
+		Service   string          `json:"service"`
+		Version   string          `json:"version"`
 	}
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&h) != nil || h.Status != "ok" {
+	var relayTime time.Time
+	if resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&h) == nil && h.Status == "ok" {
+		relayTime, err = healthTime(h.Timestamp)
+	}
+	if resp.StatusCode != http.StatusOK || h.Status != "ok" || err != nil {
 		relayCheck.Status, relayCheck.Detail = CheckFail, fmt.Sprintf("%s (from %s): GET /health answered %s, not a relay's health", url, source, resp.Status)
 		relayCheck.Fix = "HAPPY_SERVER_URL (or serverUrl in settings) must name a happy relay"
 		return []Check{relayCheck}
@@ -220,12 +224,12 @@ func checkRelay(ctx context.Context, env Env, url, source string, opts DoctorOpt
 	}
 	relayCheck.Status, relayCheck.Detail = CheckOK, fmt.Sprintf("%s (from %s): %s", url, source, who)
 	clock := Check{Name: "clock"}
-	if h.Timestamp <= 0 {
+	if relayTime.IsZero() {
 		clock.Status, clock.Detail = CheckWarn, "the relay gave no time: skew not measured"
 		return []Check{relayCheck, clock}
 	}
 	mid := before.Add(after.Sub(before) / 2)
-	skew := time.UnixMilli(h.Timestamp).Sub(mid).Round(time.Millisecond)
+	skew := relayTime.Sub(mid).Round(time.Millisecond)
 	// The relay's time has millisecond resolution and the round trip blurs
 	// it further: a skew of a second or more is shown to a tenth of a second.
 	shown := absDuration(skew)
@@ -242,6 +246,32 @@ func checkRelay(ctx context.Context, env Env, url, source string, opts DoctorOpt
 		clock.Fix = "sync the clock (timedatectl set-ntp true, or the system settings): session times and heartbeats are judged by it"
 	}
 	return []Check{relayCheck, clock}
+}
+
+// healthTime reads the timestamp of a relay's /health answer: our relay
+// gives Unix milliseconds (a JSON number), the reference relay an ISO-8601
+// string. An absent, null or non-positive time is the zero time (no time
+// given); any other shape is an error.
+func healthTime(raw json.RawMessage) (time.Time, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return time.Time{}, nil
+	}
+	var ms int64
+	if err := json.Unmarshal(raw, &ms); err == nil {
+		if ms <= 0 {
+			return time.Time{}, nil
+		}
+		return time.UnixMilli(ms), nil
+	}
+	var iso string
+	if err := json.Unmarshal(raw, &iso); err != nil {
+		return time.Time{}, fmt.Errorf("timestamp %s is neither milliseconds nor an ISO-8601 time", raw)
+	}
+	t, err := time.Parse(time.RFC3339Nano, iso)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("timestamp %q is not an ISO-8601 time: %w", iso, err)
+	}
+	return t, nil
 }
 
 func absDuration(d time.Duration) time.Duration {

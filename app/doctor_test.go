@@ -240,3 +240,59 @@ func TestDoctorNotifications(t *testing.T) {
 	}
 	t.Fatal("no notifications check")
 }
+
+// TestDoctorReferenceRelayHealth: the reference relay answers /health with
+// its time as an ISO-8601 string; doctor takes it as a relay's health and
+// measures the clock skew from it as from our relay's milliseconds.
+func TestDoctorReferenceRelayHealth(t *testing.T) {
+	relayNow := time.Date(2026, 3, 4, 5, 6, 7, 890*int(time.Millisecond), time.UTC)
+	for _, tc := range []struct {
+		name, body            string
+		relayStatus, clockHas string
+		clockStatus           string
+	}{
+		{"iso", `{"status":"ok","timestamp":"` + relayNow.Format("2006-01-02T15:04:05.000Z") + `","service":"happy-server"}`, CheckOK, "this machine is 1m0s ahead of the relay", CheckWarn},
+		{"millis", fmt.Sprintf(`{"status":"ok","timestamp":%d,"service":"happy-server"}`, relayNow.UnixMilli()), CheckOK, "this machine is 1m0s ahead of the relay", CheckWarn},
+		{"no time", `{"status":"ok","service":"happy-server"}`, CheckOK, "the relay gave no time", CheckWarn},
+		{"bad time", `{"status":"ok","timestamp":"yesterday","service":"happy-server"}`, CheckFail, "", ""},
+		{"not ok", `{"status":"down","timestamp":"` + relayNow.Format(time.RFC3339Nano) + `"}`, CheckFail, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/health" {
+					w.Header().Set("Content-Type", "application/json")
+					fmt.Fprint(w, tc.body)
+					return
+				}
+				http.NotFound(w, r)
+			}))
+			defer stub.Close()
+			env, _, _ := twoDevices(t)
+			env.Getenv = func(k string) string { return map[string]string{"HAPPY_SERVER_URL": stub.URL}[k] }
+			env.Now = func() time.Time { return relayNow.Add(time.Minute) }
+			got := map[string]Check{}
+			for _, c := range Doctor(context.Background(), env, DoctorOptions{Timeout: 5 * time.Second}) {
+				got[c.Name] = c
+			}
+			c := got["relay"]
+			if c.Status != tc.relayStatus {
+				t.Fatalf("relay %+v, want %s", c, tc.relayStatus)
+			}
+			if tc.relayStatus == CheckFail {
+				if !strings.Contains(c.Detail, "not a relay's health") {
+					t.Errorf("relay detail %q", c.Detail)
+				}
+				if _, ok := got["clock"]; ok {
+					t.Errorf("a clock check from a refused health: %+v", got["clock"])
+				}
+				return
+			}
+			if want := stub.URL + " (from env): happy-server"; c.Detail != want {
+				t.Errorf("relay detail %q, want %q", c.Detail, want)
+			}
+			if cl := got["clock"]; cl.Status != tc.clockStatus || !strings.HasPrefix(cl.Detail, tc.clockHas) {
+				t.Errorf("clock %+v, want %s starting %q", cl, tc.clockStatus, tc.clockHas)
+			}
+		})
+	}
+}

@@ -51,6 +51,9 @@ type Metadata struct {
 	// Yolo marks a session started with --yolo: every tool call was
 	// allowed without asking.
 	Yolo bool `json:"yolo,omitempty"`
+	// PermissionMode is the permission mode the session was started with,
+	// in the reference app's names (SessionOptions.PermissionMode).
+	PermissionMode string `json:"permissionMode,omitempty"`
 	// LastActivityAt is the session's last activity before it was archived
 	// (Unix ms), written by the archive so that archiving, which is itself
 	// a write, does not make an old session look recent.
@@ -121,6 +124,12 @@ type SessionOptions struct {
 	// Yolo records in the metadata that every tool call is allowed
 	// without asking (the rule itself is in Rules).
 	Yolo bool
+	// PermissionMode is the agent's permission mode the session was
+	// started with, in the reference app's names (Claude's default,
+	// acceptEdits, plan, bypassPermissions; Codex's default, read-only,
+	// safe-yolo, yolo), written to the metadata's permissionMode; "" is
+	// default, or with Yolo bypassPermissions (Claude) or yolo.
+	PermissionMode string
 	// FlushTimeout bounds the wait, at the end, for the relay to
 	// acknowledge every version; endTimeout when 0.
 	FlushTimeout time.Duration
@@ -495,8 +504,23 @@ func buildMetadata(env Env, opts SessionOptions) Metadata {
 		Path: opts.Dir, Host: host, OS: runtime.GOOS, Version: buildinfo.Version, HomeDir: uh,
 		HappyHomeDir: env.Home.Path(), MachineID: machineID, Flavor: opts.Flavor,
 		LifecycleState: LifecycleRunning, LifecycleStateSince: env.now().UnixMilli(), StartedBy: startedBy, HostPid: os.Getpid(),
-		OneShot: opts.OneShot, Yolo: opts.Yolo,
+		OneShot: opts.OneShot, Yolo: opts.Yolo, PermissionMode: metadataPermissionMode(opts),
 	}
+}
+
+// metadataPermissionMode is the permissionMode of a session's metadata:
+// the mode it was started with, else what --yolo is called in the
+// reference app for its agent, else default.
+func metadataPermissionMode(opts SessionOptions) string {
+	switch {
+	case opts.PermissionMode != "":
+		return opts.PermissionMode
+	case opts.Yolo && opts.Flavor == "claude":
+		return "bypassPermissions"
+	case opts.Yolo:
+		return "yolo"
+	}
+	return "default"
 }
 
 // AppShapes are the params the reference app sends, without an envelope,

@@ -3,6 +3,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -327,34 +328,66 @@ func SpawnOn(ctx context.Context, conn *app.Conn, machineID string, req SpawnReq
 func StopSession(ctx context.Context, conn *app.Conn, o app.Opened) (string, error) {
 	md := o.Metadata
 	if md.StartedBy == "daemon" && md.MachineID != "" {
-		var rep StopReply
-		err := Call(ctx, conn, md.MachineID, MethodStopSession, map[string]string{"sessionId": o.Info.ID}, &rep, 40*time.Second)
-		if err == nil && rep.Success {
-			return "stopped by the daemon of machine " + md.MachineID + ": " + rep.Message, nil
-		}
+		var rep json.RawMessage
+		msg, err := StopAnswer(rep, Call(ctx, conn, md.MachineID, MethodStopSession, map[string]string{"sessionId": o.Info.ID}, &rep, 40*time.Second))
 		if err == nil {
-			err = errors.New(rep.Message)
+			return "stopped by the daemon of machine " + md.MachineID + ": " + msg, nil
 		}
 		// Fall through: the session may run on after its daemon died.
 		res, kerr := app.CallRPC(ctx, conn, o, app.MethodKillSession, map[string]any{}, 20*time.Second)
+		kmsg, kerr := StopAnswer(res, kerr)
 		if kerr != nil {
 			return "", fmt.Errorf("the daemon: %v; killSession: %w", err, kerr)
 		}
-		return "the daemon did not stop it (" + err.Error() + "); the session ended itself: " + killMessage(res), nil
+		return "the daemon did not stop it (" + err.Error() + "); the session ended itself: " + kmsg, nil
 	}
 	res, err := app.CallRPC(ctx, conn, o, app.MethodKillSession, map[string]any{}, 20*time.Second)
+	msg, err := StopAnswer(res, err)
 	if err != nil {
 		return "", err
 	}
-	return "the session ended itself: " + killMessage(res), nil
+	return "the session ended itself: " + msg, nil
 }
 
-func killMessage(res json.RawMessage) string {
-	var r StopReply
-	if json.Unmarshal(res, &r) == nil && r.Message != "" {
-		return r.Message
+// StopAnswer reads the outcome of a stop-session or killSession call (res
+// and err as the call returned them) into the line happy shows. happy
+// answers {success, message} bound to the call; success false is a
+// refusal (an error with its message). The reference CLI answers unsealed
+// (err is an *app.UnboundAnswerError): its killSession {success:true,
+// message}, its daemon's stop-session {message} (a refusal of either is
+// {error}, which is already err). Such an answer is taken as a stop, said
+// to be unbound (a relay could replay an earlier one): it only reports,
+// and acting on it does nothing. Any other unbound answer stays err.
+func StopAnswer(res json.RawMessage, err error) (string, error) {
+	var unbound *app.UnboundAnswerError
+	if errors.As(err, &unbound) {
+		var r struct {
+			Success *bool   `json:"success"`
+			Message *string `json:"message"`
+			Error   *string `json:"error"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(unbound.Plain))
+		dec.DisallowUnknownFields()
+		if dec.Decode(&r) != nil || r.Error != nil || r.Message == nil || *r.Message == "" || (r.Success != nil && !*r.Success) {
+			return "", err
+		}
+		return *r.Message + " (an answer of the reference CLI, not bound to this request)", nil
 	}
-	return string(res)
+	if err != nil {
+		return "", err
+	}
+	var r StopReply
+	if json.Unmarshal(res, &r) != nil {
+		return "", fmt.Errorf("%w: not a stop answer: %s", app.ErrRPC, res)
+	}
+	if !r.Success {
+		msg := r.Message
+		if msg == "" {
+			msg = "refused without a reason"
+		}
+		return "", errors.New(msg)
+	}
+	return r.Message, nil
 }
 
 // daemonStatus is the status of a daemon state ("" when it has none).

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -89,6 +90,7 @@ func (s *Server) eventHandlers() map[string]eventHandler {
 	on("session-alive", s.onSessionAlive)
 	on("session-end", s.onSessionEnd)
 	on("text-delta", s.onTextDelta)
+	on("message", s.onLegacyMessage)
 	on("machine-alive", s.onMachineAlive)
 	on("usage-report", s.onUsageReport)
 	on("rpc-register", func(c *conn, m map[string]any, _ socket.Ack) { s.onRPCRegister(c, m) })
@@ -392,7 +394,8 @@ const MaxTextDelta = 64 << 10
 // onTextDelta: text-delta {sid, message} (volatile, never stored): the
 // encrypted live text of a streaming part (docs/ARCHITECTURE.md, section
 // "Live text"), forwarded as ephemeral {type: "text-delta", id: sid,
-// message} to the session's sockets, the account's apps and the session's
+// message} to the session's sockets and the account's apps that announced
+// liveText (roomSessionLive, roomUserScopedLive), and the session's
 // message streams. The relay neither reads nor checks the ciphertext; an
 // ack, when asked for, gets success or error.
 func (s *Server) onTextDelta(c *conn, m map[string]any, ack socket.Ack) {
@@ -402,8 +405,42 @@ func (s *Server) onTextDelta(c *conn, m map[string]any, ack socket.Ack) {
 		reply(ack, map[string]any{"result": "error", "message": "Invalid parameters"})
 		return
 	}
-	s.emitEphemeral(c.acct, wire.TextDelta{Type: "text-delta", ID: sid, Message: msg}, roomSession(c.acct, sid), roomUserScoped(c.acct))
+	s.emitEphemeral(c.acct, wire.TextDelta{Type: "text-delta", ID: sid, Message: msg}, roomSessionLive(c.acct, sid), roomUserScopedLive(c.acct))
 	reply(ack, map[string]any{"result": "success"})
+}
+
+// onLegacyMessage: message {sid, message, localId?}, the socket event
+// happy-coder 0.13 sends agent output with (the reference relay still
+// stores it). It is stored exactly as POST /v3/sessions/:id/messages of
+// that one message: for the socket's account only (another account's
+// session is not found), idempotent by localId, fanned out as
+// new-message. A message without localId gets a random one (a new row,
+// as the reference relay stores it with none). An ack, when asked for,
+// gets {result: "success", seq, localId} or an error.
+func (s *Server) onLegacyMessage(c *conn, m map[string]any, ack socket.Ack) {
+	sid, ok1 := getStr(m, "sid")
+	msg, ok2 := getStr(m, "message")
+	localID, hasLocal := getStr(m, "localId")
+	if !ok1 || sid == "" || !ok2 || (m["localId"] != nil && (!hasLocal || localID == "")) {
+		reply(ack, map[string]any{"result": "error", "message": "Invalid parameters"})
+		return
+	}
+	if localID == "" {
+		localID = "legacy-" + rand.Text()
+	}
+	ctx, cancel := s.opCtx()
+	defer cancel()
+	res, err := s.appendOrdered(ctx, c.acct, sid, []store.NewMessage{{LocalID: localID, Content: msg}})
+	if err != nil {
+		s.storeErrReply(ack, "message", err, errSessionNotFound)
+		return
+	}
+	if len(res.Rows) != 1 {
+		s.log.Error().Int("rows", len(res.Rows)).Msg("message: the store answered one message with another count of rows")
+		reply(ack, map[string]any{"result": "error", "message": "Internal error"})
+		return
+	}
+	reply(ack, map[string]any{"result": "success", "seq": res.Rows[0].Seq, "localId": res.Rows[0].LocalID})
 }
 
 // onSessionEnd: session-end {sid, time}. Marks the session inactive, ignores

@@ -240,6 +240,13 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/web-push/vapid-public-key", s.getVAPIDPublicKey)
 	mux.HandleFunc("POST /v1/web-push/subscriptions", s.authed(s.postWebPushSubscription))
 	mux.HandleFunc("DELETE /v1/web-push/subscriptions", s.authed(s.deleteWebPushSubscription))
+	// What the reference app reads at start and this relay has nothing
+	// behind: empty answers in the reference relay's shapes.
+	mux.HandleFunc("GET /v1/friends", s.authed(getFriends))
+	mux.HandleFunc("GET /v1/account/settings", s.authed(getAccountSettings))
+	mux.HandleFunc("GET /v1/account/profile", s.authed(s.getAccountProfile))
+	mux.HandleFunc("GET /v1/artifacts", s.authed(getArtifacts))
+	mux.HandleFunc("GET /v1/feed", s.authed(getFeed))
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) && wantsBanner(r) {
@@ -599,6 +606,43 @@ func (s *Server) getMachine(w http.ResponseWriter, r *http.Request, acct string)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"machine": toWireMachine(m, true)})
+}
+
+// ---- the reference app's social and account routes ----
+
+// getFriends: GET /v1/friends → {friends:[]}: this relay has no friends.
+func getFriends(w http.ResponseWriter, _ *http.Request, _ string) {
+	writeJSON(w, http.StatusOK, map[string]any{"friends": []any{}})
+}
+
+// getAccountSettings: GET /v1/account/settings → {settings:null,
+// settingsVersion:0}: this relay keeps no app settings (the reference app
+// then keeps its own on the device).
+func getAccountSettings(w http.ResponseWriter, _ *http.Request, _ string) {
+	writeJSON(w, http.StatusOK, map[string]any{"settings": nil, "settingsVersion": 0})
+}
+
+// getAccountProfile: GET /v1/account/profile → {id, timestamp (Unix ms),
+// firstName, lastName, username, avatar, github: null, connectedServices:
+// []}: the account id and nothing else, as the reference relay answers
+// for an account without a name or a connected service.
+func (s *Server) getAccountProfile(w http.ResponseWriter, _ *http.Request, acct string) {
+	writeJSON(w, http.StatusOK, map[string]any{
+		"id": acct, "timestamp": s.cfg.Now().UnixMilli(),
+		"firstName": nil, "lastName": nil, "username": nil, "avatar": nil, "github": nil,
+		"connectedServices": []any{},
+	})
+}
+
+// getArtifacts: GET /v1/artifacts → []: this relay stores no artifacts.
+func getArtifacts(w http.ResponseWriter, _ *http.Request, _ string) {
+	writeJSON(w, http.StatusOK, []any{})
+}
+
+// getFeed: GET /v1/feed[?before&after&limit] → {items:[], hasMore:false}:
+// this relay writes no feed.
+func getFeed(w http.ResponseWriter, _ *http.Request, _ string) {
+	writeJSON(w, http.StatusOK, map[string]any{"items": []any{}, "hasMore": false})
 }
 
 // ---- push ----

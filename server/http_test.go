@@ -88,7 +88,34 @@ func protectedRoutes(sid, mid string) [][3]any {
 		{"GET", "/v1/push-tokens", nil},
 		{"POST", "/v1/push-tokens", map[string]any{"token": "x"}},
 		{"DELETE", "/v1/push-tokens/x", nil},
+		{"GET", "/v1/friends", nil},
+		{"GET", "/v1/account/settings", nil},
+		{"GET", "/v1/account/profile", nil},
+		{"GET", "/v1/artifacts", nil},
+		{"GET", "/v1/feed", nil},
 	}
+}
+
+// TestReferenceAppRoutes: the routes the reference app reads at start that
+// this relay has nothing behind answer in the reference relay's shapes,
+// empty, for the token's account only (never 404).
+func TestReferenceAppRoutes(t *testing.T) {
+	r := servertest.Start(t)
+	a, b := newAPI(t, r), newAPI(t, r)
+	eq(t, "friends", a.must(200, "GET", "/v1/friends", nil), map[string]any{"friends": []any{}})
+	eq(t, "settings", a.must(200, "GET", "/v1/account/settings", nil), map[string]any{"settings": nil, "settingsVersion": 0.0})
+	eq(t, "feed", a.must(200, "GET", "/v1/feed", nil), map[string]any{"items": []any{}, "hasMore": false})
+	eq(t, "feed page", a.must(200, "GET", "/v1/feed?limit=10&before=x", nil), map[string]any{"items": []any{}, "hasMore": false})
+	code, v := a.do("GET", "/v1/artifacts", nil)
+	eq(t, "artifacts", []any{code, v}, []any{200, []any{}})
+	pa, pb := a.must(200, "GET", "/v1/account/profile", nil), b.must(200, "GET", "/v1/account/profile", nil)
+	id, _ := pa["id"].(string)
+	ts, _ := pa["timestamp"].(float64)
+	if id == "" || id == pb["id"] || ts <= 0 {
+		t.Fatalf("profile id %v (the other account's %v), timestamp %v", pa["id"], pb["id"], pa["timestamp"])
+	}
+	delete(pa, "timestamp")
+	eq(t, "profile", pa, map[string]any{"id": id, "firstName": nil, "lastName": nil, "username": nil, "avatar": nil, "github": nil, "connectedServices": []any{}})
 }
 
 func TestEveryRouteNeedsAToken(t *testing.T) {

@@ -40,6 +40,16 @@ func roomUserScoped(acct string) socket.Room { return socket.Room("user:" + acct
 func roomSession(acct, sid string) socket.Room {
 	return socket.Room("user:" + acct + ":session:" + sid)
 }
+
+// The live-text rooms hold the sockets of roomSession and roomUserScoped
+// that announced liveText: true in their handshake (happy's web app): only
+// they get the text-delta ephemeral, which the reference app does not know.
+func roomSessionLive(acct, sid string) socket.Room {
+	return socket.Room("user:" + acct + ":session:" + sid + ":live-text")
+}
+func roomUserScopedLive(acct string) socket.Room {
+	return socket.Room("user:" + acct + ":user-scoped:live-text")
+}
 func roomMachine(acct, mid string) socket.Room {
 	return socket.Room("user:" + acct + ":machine:" + mid)
 }
@@ -51,6 +61,9 @@ type conn struct {
 	scope string
 	sid   string
 	mid   string
+	// liveText: the handshake's auth held liveText: true (the client
+	// reads text-delta ephemerals).
+	liveText bool
 
 	// emitMu serialises emits with modifiers (Timeout) on this socket.
 	emitMu sync.Mutex
@@ -113,8 +126,9 @@ func authString(auth map[string]any, key string) string {
 }
 
 // handshake authenticates a connecting socket from its auth object
-// {token, clientType, sessionId | machineId} and refuses it with the
-// reference relay's messages.
+// {token, clientType, sessionId | machineId, liveText?} and refuses it
+// with the reference relay's messages. liveText true (a boolean) asks for
+// the text-delta ephemeral.
 func (s *Server) handshake(sock *socket.Socket, next func(*socket.ExtendedError)) {
 	hs := sock.Handshake()
 	auth := hs.Auth
@@ -150,7 +164,8 @@ func (s *Server) handshake(sock *socket.Socket, next func(*socket.ExtendedError)
 		next(socket.NewExtendedError(errSockStoreUnavailable, nil))
 		return
 	}
-	c := &conn{sock: sock, acct: acct, scope: scopeUser}
+	live, _ := auth["liveText"].(bool)
+	c := &conn{sock: sock, acct: acct, scope: scopeUser, liveText: live}
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
 	switch scope {
 	case scopeSession:
@@ -226,10 +241,16 @@ func (s *Server) setupConn(c *conn) {
 	switch c.scope {
 	case scopeSession:
 		sock.Join(roomSession(c.acct, c.sid))
+		if c.liveText {
+			sock.Join(roomSessionLive(c.acct, c.sid))
+		}
 	case scopeMachine:
 		sock.Join(roomMachine(c.acct, c.mid))
 	default:
 		sock.Join(roomUserScoped(c.acct))
+		if c.liveText {
+			sock.Join(roomUserScopedLive(c.acct))
+		}
 	}
 	sock.Use(s.payloadLimit(c))
 	s.bindEvents(c)

@@ -410,7 +410,7 @@ func runClaudeRemote(parent context.Context, f *factory, o *agentOptions, claude
 	defer ag.Close()
 	return runAgentSession(ctx, f, agentSession{
 		env: env, conn: conn, events: es, agent: ag, flags: o,
-		session: app.SessionOptions{Flavor: "claude", Dir: dir, ProviderID: "anthropic", Rules: rules},
+		session: app.SessionOptions{Flavor: "claude", Dir: dir, ProviderID: "anthropic", Rules: rules, PermissionMode: permissionMode},
 		name:    "claude", interrupted: interrupted,
 		quiet: true, sayEnded: true,
 		restart: restartClaude(so, o.agentArgs, permissionMode),
@@ -499,7 +499,7 @@ func runClaudePrint(parent context.Context, f *factory, o *agentOptions, claudeP
 	defer ag.Close()
 	return runAgentSession(ctx, f, agentSession{
 		env: env, conn: conn, events: es, agent: ag, flags: o,
-		session: app.SessionOptions{Flavor: "claude", Dir: dir, ProviderID: "anthropic", Rules: rules},
+		session: app.SessionOptions{Flavor: "claude", Dir: dir, ProviderID: "anthropic", Rules: rules, PermissionMode: permissionMode},
 		name:    "claude", interrupted: interrupted,
 		restart: restartClaude(so, o.agentArgs, permissionMode),
 	})

@@ -191,7 +191,7 @@ func runCodexSession(parent context.Context, f *factory, o *codexOptions, proto 
 
 	r := agentSession{
 		env: env, conn: conn, events: es, agent: ag, flags: &o.agentOptions,
-		session: app.SessionOptions{Flavor: "codex", Dir: dir, ProviderID: "openai", Rules: rules},
+		session: app.SessionOptions{Flavor: "codex", Dir: dir, ProviderID: "openai", Rules: rules, PermissionMode: string(mode)},
 		name:    "codex", interrupted: interrupted,
 		sayEnded: true,
 		// --recover: a new app-server resumes the thread (thread/resume,

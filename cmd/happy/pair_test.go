@@ -25,6 +25,7 @@ import (
 	"github.com/happy-dev/happy/internal/sio"
 	"github.com/happy-dev/happy/internal/waitfor"
 	"github.com/happy-dev/happy/relay"
+	"github.com/happy-dev/happy/server"
 	"github.com/happy-dev/happy/server/servertest"
 )
 
@@ -318,10 +319,16 @@ func trustRelay(t *testing.T, env map[string]string, url string) {
 	}
 }
 
+// startRelayWithApp runs a relay that serves a web app (a one-page one) at /.
+func startRelayWithApp(t *testing.T) string {
+	t.Helper()
+	return servertest.StartConfig(t, server.Config{App: fstest.MapFS{"index.html": {Data: []byte("<!doctype html><title>relay app</title>")}}}).URL
+}
+
 func TestWebPairsABrowser(t *testing.T) {
 	for _, cmd := range [][]string{{"web"}, {"auth", "pair-browser"}} {
 		t.Run(strings.Join(cmd, " "), func(t *testing.T) {
-			url := servertest.Start(t).URL
+			url := startRelayWithApp(t)
 			owner, creds := newOwner(t, url)
 			trustRelay(t, owner, url+"/")
 			c, stdout, stderr := runHappy(t, owner, cmd...)
@@ -393,11 +400,70 @@ func TestWebServesTheAppForAnotherRelay(t *testing.T) {
 	}
 	f.close()
 
-	// --relay naming a relay declared the home's own is the plain case.
-	trustRelay(t, owner, url)
-	c, stdout, _ := runHappy(t, owner, "web", "--relay", url+"/")
-	if c != exitOK || !strings.Contains(stdout, "    "+url+"/#pair=") || strings.Contains(stdout, "&relay=") {
-		t.Fatalf("--relay of the configured relay: %d\n%s", c, stdout)
+}
+
+// serveWeb runs happy web with o in the background until it prints the
+// line it serves the app on; it returns the local app's base URL, the relay
+// the link names, the whole output, and a stop that checks runWeb ended
+// without an error.
+func serveWeb(t *testing.T, env map[string]string, o webOptions) (base, relayURL, output string, stop func()) {
+	t.Helper()
+	var out, errb syncBuffer
+	f := newFactory(strings.NewReader(""), &out, &errb, func(k string) string { return env[k] })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	files := fstest.MapFS{"index.html": {Data: []byte("tiny app")}}
+	go func() { done <- runWeb(ctx, f, o, files) }()
+	m := waitForOutput(t, &out, &errb, regexp.MustCompile(`(?m)^    (http://127\.0\.0\.1:\d+)/#pair=\S+&relay=(\S+)$`))
+	waitForOutput(t, &out, &errb, regexp.MustCompile(`Serving the web app at `))
+	rel, _ := neturl.QueryUnescape(m[2])
+	resp, err := http.Get(m[1] + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(b) != "tiny app" {
+		t.Fatalf("the served app: %d %q", resp.StatusCode, b)
+	}
+	http.DefaultClient.CloseIdleConnections()
+	return m[1], rel, out.String(), func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		f.close()
+	}
+}
+
+// TestWebServesTheAppForAnAppLessRelay: a relay declared the home's own
+// that serves no web app (404 at /) would make the link a dead one, so
+// happy web serves the app itself and the link names the relay, also when
+// --relay names that configured relay; a trusted relay that serves its app
+// gets the link to it, with or without --relay.
+func TestWebServesTheAppForAnAppLessRelay(t *testing.T) {
+	bare := servertest.Start(t).URL
+	owner, _ := newOwner(t, bare)
+	trustRelay(t, owner, bare)
+	for _, o := range []webOptions{{listen: "127.0.0.1:0"}, {relay: bare, listen: "127.0.0.1:0"}, {relay: bare + "/", listen: "127.0.0.1:0"}} {
+		base, rel, out, stop := serveWeb(t, owner, o)
+		if !sameURL(rel, bare) {
+			t.Errorf("--relay %q: relay in the link %q, want %q", o.relay, rel, bare)
+		}
+		if want := "The relay " + rel + " serves no web app, so happy web serves it.\nServing the web app at " + base + "/ for the relay " + rel + "; stop with Ctrl-C.\n"; !strings.HasSuffix(out, want) {
+			t.Errorf("--relay %q: output does not end with %q:\n%s", o.relay, want, out)
+		}
+		stop()
+	}
+
+	withApp := startRelayWithApp(t)
+	owner2, _ := newOwner(t, withApp)
+	trustRelay(t, owner2, withApp)
+	for _, args := range [][]string{{"web"}, {"web", "--relay", withApp + "/"}} {
+		c, stdout, _ := runHappy(t, owner2, args...)
+		if c != exitOK || !strings.Contains(stdout, "    "+withApp+"/#pair=") || strings.Contains(stdout, "&relay=") {
+			t.Fatalf("happy %v on a trusted relay with its app: %d\n%s", args, c, stdout)
+		}
 	}
 }
 
@@ -462,9 +528,13 @@ func TestWebRefusals(t *testing.T) {
 	if c != exitUsage || !strings.HasPrefix(stderr, "happy: --relay: relay: browser link: relay \"https://user@relay.example/#x\" must be an absolute http(s) URL without fragment or user") {
 		t.Fatalf("a relay URL the link cannot carry: %d %q", c, stderr)
 	}
-	// On the reference relay the link does not expire: happy web says so.
+	// On the reference relay (serving its web app) the link does not
+	// expire: happy web says so.
 	reference := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
+		case "/":
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			fmt.Fprint(w, "<!doctype html><title>reference app</title>")
 		case "/v1/auth/request":
 			fmt.Fprint(w, `{"state":"requested"}`)
 		case "/v1/auth/response":

@@ -6,13 +6,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"mime"
 	"net"
+	"net/http"
 	neturl "net/url"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -61,9 +65,11 @@ home (which proves it is), or the relay you declared yours in settings.json:
 
   "trustedWebRelay": "https://relay.example"
 
-For any other relay (or another one named with --relay URL), happy web
-serves the app itself on a loopback port (--listen) until interrupted, and
-the link names the relay: http://127.0.0.1:PORT/#pair=…&relay=<URL>.
+For any other relay (or another one named with --relay URL), and for a
+trusted relay that serves no web app (no HTML page at its root, as the
+reference relay without its web build), happy web serves the app itself on
+a loopback port (--listen) until interrupted, and the link names the
+relay: http://127.0.0.1:PORT/#pair=…&relay=<URL>.
 
 The QR code is shown only for a link a phone can open: an https page
 beyond this machine. A loopback page is for a browser on this machine, and
@@ -116,6 +122,29 @@ func webRelayTrusted(ctx context.Context, h home.Dir, url string) (bool, error) 
 	return embedded.Verify(ctx, h, url) == nil, nil
 }
 
+// relayServesWebApp says whether the relay at url answers GET / with an
+// HTML page (the web app the pairing link opens). A relay without one (our
+// relay started without an app, the reference relay without its web
+// build) answers 404 or a plain-text greeting there, and a link to it
+// would be dead. An unreachable relay, or no answer within 5 s, counts as
+// no app.
+func relayServesWebApp(ctx context.Context, url string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(url, "/")+"/", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	return resp.StatusCode == http.StatusOK && ct == "text/html"
+}
+
 func runWeb(ctx context.Context, f *factory, o webOptions, files fs.FS) error {
 	if o.relay != "" {
 		// Refuse a relay URL the link cannot carry before anything is approved.
@@ -135,6 +164,13 @@ func runWeb(ctx context.Context, f *factory, o webOptions, files fs.FS) error {
 	trusted, err := webRelayTrusted(ctx, h, url)
 	if err != nil {
 		return &exitError{code: exitFailed, err: err}
+	}
+	// A trusted relay that serves no web app would make the link a dead
+	// one: happy web serves the app then, as for any other relay (with or
+	// without --relay, which may name the configured relay).
+	appLess := trusted && !relayServesWebApp(ctx, url)
+	if appLess {
+		trusted = false
 	}
 	var l net.Listener
 	if !trusted {
@@ -168,7 +204,10 @@ func runWeb(ctx context.Context, f *factory, o webOptions, files fs.FS) error {
 	if trusted {
 		return nil
 	}
-	if o.relay == "" {
+	switch {
+	case appLess:
+		fmt.Fprintf(w, "The relay %s serves no web app, so happy web serves it.\n", url)
+	case o.relay == "":
 		fmt.Fprint(w, untrustedRelayNote(url, h.Settings()))
 	}
 	fmt.Fprintf(w, "Serving the web app at %s/ for the relay %s; stop with Ctrl-C.\n", webBase, url)

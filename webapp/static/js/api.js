@@ -268,11 +268,11 @@ export class Relay {
     await this.call("DELETE", "/v1/web-push/subscriptions", { endpoint });
   }
 
-  /** socket opens the user-scoped Socket.IO connection (receives every update of the account). */
+  /** socket opens the user-scoped Socket.IO connection (receives every update of the account; liveText asks the relay for the text-delta ephemerals main.js folds in). */
   socket() {
     const io = globalThis.io;
     if (!io) throw new Error("socket.io-client is not loaded");
-    return io(this.base, { path: "/v1/updates", transports: ["websocket"], auth: { token: this.token, clientType: "user-scoped" }, reconnectionDelayMax: 5000 });
+    return io(this.base, { path: "/v1/updates", transports: ["websocket"], auth: { token: this.token, clientType: "user-scoped", liveText: true }, reconnectionDelayMax: 5000 });
   }
 }
 
