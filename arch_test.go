@@ -6,6 +6,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -104,5 +105,38 @@ func TestImportsRunOneWay(t *testing.T) {
 		if _, ok := graph[p]; !ok {
 			t.Errorf("package %s not found", path.Clean(p))
 		}
+	}
+}
+
+// maxLines is the most lines a non-test Go file may have: a longer one is
+// split along a real seam.
+const maxLines = 1000
+
+// No non-test Go file is longer than maxLines.
+func TestNoFileOverMaxLines(t *testing.T) {
+	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); p != "." && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if n := strings.Count(string(b), "\n"); n > maxLines {
+			t.Errorf("%s has %d lines, more than %d: split it along a real seam", p, n, maxLines)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

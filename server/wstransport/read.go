@@ -5,9 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"slices"
 	"sync"
+	"syscall"
+	"time"
 	"unicode/utf8"
+
+	ws "github.com/gorilla/websocket"
+	"github.com/zishang520/socket.io/v3/pkg/types"
+	"golang.org/x/sys/unix"
 )
 
 // The relay's websocket reader (docs/ARCHITECTURE.md, "Idle sockets"):
@@ -374,4 +381,167 @@ func validCloseCode(code int) bool {
 		return true
 	}
 	return false
+}
+
+// readLoop reads the client's messages until the connection ends (the
+// library's websocket reader, with wsFrameReader): a text or binary
+// message goes to the library (OnData, which parses it into an Engine.IO
+// packet), a ping is answered with a pong, a close frame is echoed; a
+// frame the client should not have sent is answered with a close frame
+// of its code. The connection's "close" event ends it.
+//
+// Handing a message on runs deep into the library and grows the
+// goroutine's stack (to 8 KiB), which the runtime gives back only one
+// halving per GC, and only when little of it is used. So the waiting
+// happens at the top of a goroutine of its own (readLoop, a few frames
+// deep), and once nothing is left buffered after a message, a new one
+// takes over and the one that handled it ends: an idle socket's reader
+// parks on the smallest stack.
+func (t *Transport) readLoop() {
+	t.readDeadline()
+	if err := t.fr.await(); err != nil {
+		t.readEnd(err)
+		return
+	}
+	t.readMessages()
+}
+
+// readMessages handles messages while their bytes are buffered (see
+// readLoop).
+func (t *Transport) readMessages() {
+	for {
+		op, p, err := t.fr.next()
+		if err != nil {
+			t.readEnd(err)
+			return
+		}
+		switch op {
+		case opText:
+			t.OnData(types.NewStringBuffer(p))
+			// An Engine.IO text packet starts with its type: '3' a pong,
+			// '4' a message.
+			if len(p) > 0 && p[0] == '3' {
+				if h := t.hb.Load(); h != nil {
+					h.pong()
+				}
+			}
+			if len(p) > 0 && p[0] == '4' {
+				t.messageIn()
+			}
+		case opBinary:
+			// A binary frame is always a message (Engine.IO v4).
+			t.OnData(types.NewBytesBuffer(p))
+			t.messageIn()
+		case opPing:
+			t.queuePong(p)
+		case opClose:
+			code := closeCode(p)
+			if code == closeNoStatusPresent {
+				code = closeNormal
+			}
+			t.sendClose(code, "")
+			t.connClosed()
+			return
+		}
+		if !t.fr.buffered() {
+			go t.readLoop()
+			return
+		}
+		t.readDeadline()
+	}
+}
+
+// readDeadline gives the client the library's idle timeout for its next
+// message, as the library's reader does before each one.
+func (t *Transport) readDeadline() {
+	if t.idle > 0 {
+		_ = t.conn.SetReadDeadline(time.Now().Add(t.idle))
+	}
+}
+
+// readEnd ends reading after err (readFailed) and closes.
+func (t *Transport) readEnd(err error) {
+	t.readFailed(err)
+	t.connClosed()
+}
+
+// readFailed ends reading after err: a refused frame is answered with
+// its close code; the end of the stream or a closed connection only
+// closes; any other error (an idle timeout) is reported as the library's
+// reader reports it.
+func (t *Transport) readFailed(err error) {
+	var ce *wsCloseError
+	switch {
+	case errors.As(err, &ce):
+		t.ctor.log.Debug().Err(err).Str("transport", t.Sid()).Msg("closing a websocket that sent a bad frame")
+		t.sendClose(ce.Code, ce.Reason)
+		t.connError(err)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
+	default:
+		t.connError(err)
+	}
+}
+
+// sendClose writes a close frame with code and reason through the queue
+// and waits, at most CloseWait, for it to be written (the connection is
+// closed next).
+func (t *Transport) sendClose(code int, reason string) {
+	written := make(chan struct{})
+	f := controlFrame(ws.CloseMessage, ws.FormatCloseMessage(code, reason))
+	if t.push(wsItem{data: f, size: len(f), written: written}) {
+		select {
+		case <-written:
+		case <-t.done:
+		case <-time.After(CloseWait):
+		}
+	}
+}
+
+// connSource is the wsSource of a connection: wait parks on the
+// runtime's poller until the socket is readable (no buffer, a shallow
+// stack), read is the connection's own (and its deadline). A connection
+// without a descriptor of its own (TLS: its records are decrypted by the
+// tls.Conn) is waited for by reading one byte, kept for the next read.
+type connSource struct {
+	conn    net.Conn
+	raw     syscall.RawConn // nil: wait reads one byte
+	first   [1]byte
+	pending bool // first holds a byte read by wait
+}
+
+func (s *connSource) wait() error {
+	if s.raw == nil {
+		if s.pending {
+			return nil
+		}
+		n, err := s.conn.Read(s.first[:])
+		if n == 1 {
+			s.pending = true
+			return nil
+		}
+		if err == nil {
+			err = io.ErrNoProgress
+		}
+		return err
+	}
+	return s.raw.Read(func(fd uintptr) bool {
+		var b [1]byte
+		for {
+			// A byte peeked, the end of the stream or an error: the
+			// next read will tell.
+			_, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+			if err == unix.EINTR {
+				continue
+			}
+			return err != unix.EAGAIN
+		}
+	})
+}
+
+func (s *connSource) read(p []byte) (int, error) {
+	if s.pending && len(p) > 0 {
+		p[0], s.pending = s.first[0], false
+		return 1, nil
+	}
+	return s.conn.Read(p)
 }
