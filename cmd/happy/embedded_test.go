@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/fstest"
 
 	"github.com/happy-dev/happy/internal/relayid"
 	"github.com/happy-dev/happy/server"
@@ -94,7 +95,8 @@ func TestEmbeddedRelayMustProveItIsOurs(t *testing.T) {
 	}
 
 	// This home's relay (its data folder is the home's server folder).
-	ours := servertest.StartConfig(t, server.Config{DataDir: filepath.Join(home, "server")}).URL
+	ours := servertest.StartConfig(t, server.Config{DataDir: filepath.Join(home, "server"),
+		App: fstest.MapFS{"index.html": {Data: []byte("<!doctype html><title>relay app</title>")}}}).URL
 	env["HAPPY_EMBEDDED_URL"] = ours
 	code, stdout, stderr = runHappy(t, env, "auth", "login", "--new-account")
 	if code != exitOK || !strings.Contains(stdout, "Created account ") || !strings.Contains(stdout, " on "+ours+".") {
