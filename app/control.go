@@ -144,8 +144,19 @@ func openAnswer(method string, out []byte, id string) (json.RawMessage, error) {
 var ErrUnboundAnswer = errors.New("the answer is not bound to this call (replayed or forged by the relay, or an older happy)")
 
 // Approve answers a blocked permission of a running session (decision once
-// or always, or reject).
+// or always, or reject). A session the reference CLI runs (no canonical
+// record, isReference) is answered in its dialect for the request that
+// blocks callID, and the answer counts only once the session's agentState
+// shows it (approveReference); a callID nothing waits on there is an
+// error wrapping ErrRPC.
 func Approve(ctx context.Context, conn *Conn, o Opened, callID string, d agent.Decision, reason string) error {
+	if rb, _, err := ReadTranscript(ctx, conn, o, ReadOptions{}); err == nil && isReference(rb) {
+		reqID, ok := referenceRequest(rb.Transcript(), callID)
+		if !ok {
+			return fmt.Errorf("%w: no permission of session %s waits on %s", ErrRPC, o.Info.ID, callID)
+		}
+		return approveReference(ctx, conn, o, reqID, d, reason)
+	}
 	p := map[string]any{"callID": callID, "decision": string(d)}
 	if reason != "" {
 		p["reason"] = reason
@@ -200,6 +211,14 @@ func SendPrompt(ctx context.Context, conn *Conn, o Opened, text string, files []
 		rb, _, err := ReadTranscript(ctx, conn, o, ReadOptions{})
 		if err != nil {
 			return Sent{}, fmt.Errorf("read the session before sending: %w", err)
+		}
+		if isReference(rb) {
+			// The reference CLI runs it: the prompt goes in the
+			// reference app's shape.
+			if len(files) > 0 {
+				return Sent{}, refusedPrompt{fmt.Errorf("session %s is the reference CLI's: happy sends it text only", o.Info.ID)}
+			}
+			return sendReference(ctx, conn, o, text)
 		}
 		if root = rb.Transcript().Session.ID; strings.HasPrefix(root, "ses_") {
 			break
