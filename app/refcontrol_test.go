@@ -256,3 +256,30 @@ func TestSendReferenceSession(t *testing.T) {
 		t.Fatalf("a file to the reference CLI: %v", err)
 	}
 }
+
+// TestReferenceDialectCannotDowngradeOurSession is the downgrade attack: a
+// relay that hides one of happy's sessions' canonical rows (and shows
+// another session's reference metadata) makes happy approve take it for the
+// reference CLI's and send the plain decision. The session (the reference
+// app's dialect on, as by default) refuses it as unsealed, nothing is
+// decided, the call fails, and the sealed approval still works after.
+func TestReferenceDialectCannotDowngradeOurSession(t *testing.T) {
+	RefActWait = time.Second
+	t.Cleanup(func() { RefActWait = 10 * time.Second })
+	o, connB, _ := runIn(t, newScriptedAgent(), remoteDir(t), nil, "task")
+	err := approveReference(context.Background(), connB, o, "call-1", agent.DecisionOnce, "")
+	if !errors.Is(err, ErrRPC) || !strings.Contains(err.Error(), `(unsealed)`) || !strings.Contains(err.Error(), `member "target"`) {
+		t.Fatalf("the downgraded approval: %v, want the session's unsealed refusal", err)
+	}
+	waitCond(t, "the refusal on the transcript", func() bool {
+		for _, r := range droppedReasons(t, connB, o) {
+			if r == "permission:unsealed" {
+				return true
+			}
+		}
+		return false
+	})
+	if err := Approve(context.Background(), connB, o, "call-1", agent.DecisionOnce, ""); err != nil {
+		t.Fatalf("the sealed approval after the attack (the call must still wait): %v", err)
+	}
+}
