@@ -2,10 +2,20 @@ package app
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	neturl "net/url"
 	"os"
+	"slices"
+	"strconv"
+	"sync/atomic"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -18,6 +28,7 @@ import (
 	"github.com/happy-dev/happy/agent"
 	"github.com/happy-dev/happy/crypto"
 	"github.com/happy-dev/happy/relay"
+	"github.com/happy-dev/happy/session"
 )
 
 // refRequestID and refCallID are the pending permission of the recorded
@@ -257,27 +268,97 @@ func TestSendReferenceSession(t *testing.T) {
 	}
 }
 
+// strippingRelay is a relay in the middle that, while strip is set, serves
+// the message pages of every session without its canonical rows (it keeps
+// the rows stored under the legacy companions' localIds): one of happy's
+// sessions then reads back as legacy records only, as the reference CLI's
+// do.
+func strippingRelay(t *testing.T, upstream string) (url string, strip *atomic.Bool) {
+	t.Helper()
+	target, err := neturl.Parse(upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	strip = new(atomic.Bool)
+	p := httputil.NewSingleHostReverseProxy(target)
+	director := p.Director
+	p.Director = func(r *http.Request) {
+		director(r)
+		r.Header.Del("Accept-Encoding")
+	}
+	p.ModifyResponse = func(resp *http.Response) error {
+		if !strip.Load() || resp.Request.Method != http.MethodGet || !strings.HasSuffix(resp.Request.URL.Path, "/messages") || resp.StatusCode != http.StatusOK {
+			return nil
+		}
+		var page map[string]json.RawMessage
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || json.Unmarshal(body, &page) != nil {
+			return fmt.Errorf("not a page: %s", body)
+		}
+		var msgs []map[string]any
+		if err := json.Unmarshal(page["messages"], &msgs); err != nil {
+			return err
+		}
+		kept := []map[string]any{}
+		for _, m := range msgs {
+			if id, _ := m["localId"].(string); strings.HasPrefix(id, session.LegacyRecordPrefix) {
+				kept = append(kept, m)
+			}
+		}
+		page["messages"], _ = json.Marshal(kept)
+		body, _ = json.Marshal(page)
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		resp.ContentLength = int64(len(body))
+		resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
+		return nil
+	}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	return srv.URL, strip
+}
+
 // TestReferenceDialectCannotDowngradeOurSession is the downgrade attack: a
-// relay that hides one of happy's sessions' canonical rows (and shows
-// another session's reference metadata) makes happy approve take it for the
-// reference CLI's and send the plain decision. The session (the reference
-// app's dialect on, as by default) refuses it as unsealed, nothing is
-// decided, the call fails, and the sealed approval still works after.
+// relay that hides one of happy's sessions' canonical rows makes happy
+// approve take it for the reference CLI's and send the plain decision. The
+// session (the reference app's dialect on, as by default) refuses it as
+// unsealed (the plain decision names its target, a member the reference
+// app's dialect does not have), nothing is decided, the command fails, and
+// the sealed approval still works once the relay stops stripping.
 func TestReferenceDialectCannotDowngradeOurSession(t *testing.T) {
 	RefActWait = time.Second
 	t.Cleanup(func() { RefActWait = 10 * time.Second })
 	o, connB, _ := runIn(t, newScriptedAgent(), remoteDir(t), nil, "task")
-	err := approveReference(context.Background(), connB, o, "call-1", agent.DecisionOnce, "")
-	if !errors.Is(err, ErrRPC) || !strings.Contains(err.Error(), `(unsealed)`) || !strings.Contains(err.Error(), `member "target"`) {
+	url, strip := strippingRelay(t, connB.URL)
+	api, err := relay.NewAPI(relay.HTTPConfig{BaseURL: url, Token: connB.Creds.Token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mitm := &Conn{URL: url, API: api, Creds: connB.Creds}
+	// What happy approve sees through it: the session as the reference
+	// CLI's, with its permission waiting.
+	var seen Opened
+	waitCond(t, "the permission waiting in the stripped read-back", func() bool {
+		strip.Store(true)
+		defer strip.Store(false)
+		if seen, err = FindSession(context.Background(), mitm, o.Info.ID); err != nil {
+			return false
+		}
+		rb, _, err := ReadTranscript(context.Background(), mitm, seen, ReadOptions{})
+		if err != nil || !rb.Imported() {
+			return false
+		}
+		_, waiting := referenceRequest(rb.Transcript(), "call-1")
+		return waiting
+	})
+	strip.Store(true)
+	err = Approve(context.Background(), mitm, seen, "call-1", agent.DecisionOnce, "")
+	strip.Store(false)
+	if !errors.Is(err, ErrRPC) || !strings.Contains(err.Error(), "(unsealed)") || !strings.Contains(err.Error(), `member "target"`) {
 		t.Fatalf("the downgraded approval: %v, want the session's unsealed refusal", err)
 	}
 	waitCond(t, "the refusal on the transcript", func() bool {
-		for _, r := range droppedReasons(t, connB, o) {
-			if r == "permission:unsealed" {
-				return true
-			}
-		}
-		return false
+		return slices.Contains(droppedReasons(t, connB, o), "permission:unsealed")
 	})
 	if err := Approve(context.Background(), connB, o, "call-1", agent.DecisionOnce, ""); err != nil {
 		t.Fatalf("the sealed approval after the attack (the call must still wait): %v", err)
