@@ -171,8 +171,12 @@ func Answer(ctx context.Context, conn *Conn, o Opened, callID string, answers []
 	return err
 }
 
-// Abort aborts the running turn of a session.
+// Abort aborts the running turn of a session; one the reference CLI runs
+// in its dialect, checked (abortReference).
 func Abort(ctx context.Context, conn *Conn, o Opened) error {
+	if rb, _, err := ReadTranscript(ctx, conn, o, ReadOptions{}); err == nil && isReference(rb) {
+		return abortReference(ctx, conn, o, rb)
+	}
 	_, err := CallRPC(ctx, conn, o, session.MethodAbort, map[string]any{}, 0)
 	return err
 }

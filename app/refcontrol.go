@@ -170,6 +170,102 @@ func approveReference(ctx context.Context, conn *Conn, o Opened, reqID string, d
 	}
 }
 
+// refAbortReason is the reason of an abort happy sends the reference CLI
+// (which does not read it).
+const refAbortReason = "The user doesn't want to proceed: aborted with happy abort."
+
+// abortReference aborts the running turn of a session the reference CLI
+// runs ("<sid>:abort" {reason, target}) and waits at most RefActWait for
+// the effect: every request that waited is among the completed ones, and
+// the turn that was open (rb's read-back of o) has ended. A session with
+// neither has nothing to show, and the call's acknowledgement is all there
+// is to check.
+func abortReference(ctx context.Context, conn *Conn, o Opened, rb *session.Readback) error {
+	pending, _, err := agentRequests(o)
+	if err != nil {
+		return err
+	}
+	open := openTurn(rb.Transcript())
+	if err := callPlain(ctx, conn, o, session.MethodAbort, refParams(o, map[string]any{"reason": refAbortReason})); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(RefActWait)
+	for {
+		now, err := FindSession(ctx, conn, o.Info.ID)
+		if err != nil {
+			return err
+		}
+		_, completed, err := agentRequests(now)
+		if err != nil {
+			return err
+		}
+		settled := true
+		for _, id := range pending {
+			if _, ok := completed[id]; !ok {
+				settled = false
+			}
+		}
+		if settled && open {
+			rb, _, err := ReadTranscript(ctx, conn, now, ReadOptions{})
+			if err != nil {
+				return err
+			}
+			settled = !openTurn(rb.Transcript())
+		}
+		if settled {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: abort: %w: its turn or its waiting permissions did not end within %s", ErrRPC, ErrNotActedOn, RefActWait)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// openTurn reports whether the last assistant message of t's root session
+// has not completed (its turn runs).
+func openTurn(t mapper.Transcript) bool {
+	for i := len(t.Messages) - 1; i >= 0; i-- {
+		if am, ok := t.Messages[i].Info.(*mapper.AssistantMessage); ok {
+			return am.Time.Completed == nil
+		}
+	}
+	return false
+}
+
+// agentRequests are the ids of the pending requests of o's agentState and
+// its completed requests by id with their status.
+func agentRequests(o Opened) (pending []string, completed map[string]string, err error) {
+	if o.Info.AgentState == nil || *o.Info.AgentState == "" {
+		return nil, nil, nil
+	}
+	plain, err := decrypt(o.Cipher, *o.Info.AgentState)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: the session's agentState does not open: %w", ErrRPC, err)
+	}
+	var st struct {
+		Requests  map[string]json.RawMessage `json:"requests"`
+		Completed map[string]struct {
+			Status string `json:"status"`
+		} `json:"completedRequests"`
+	}
+	if err := json.Unmarshal(plain, &st); err != nil {
+		return nil, nil, fmt.Errorf("%w: the session's agentState: %w", ErrRPC, err)
+	}
+	for id := range st.Requests {
+		pending = append(pending, id)
+	}
+	completed = map[string]string{}
+	for id, c := range st.Completed {
+		completed[id] = c.Status
+	}
+	return pending, completed, nil
+}
+
 // completedStatus is the status of request reqID among the
 // completedRequests of session sid's agentState as the relay holds it now
 // ("" while it is not there).
@@ -178,22 +274,8 @@ func completedStatus(ctx context.Context, conn *Conn, sid, reqID string) (string
 	if err != nil {
 		return "", err
 	}
-	if o.Info.AgentState == nil || *o.Info.AgentState == "" {
-		return "", nil
-	}
-	plain, err := decrypt(o.Cipher, *o.Info.AgentState)
-	if err != nil {
-		return "", fmt.Errorf("%w: the session's agentState does not open: %w", ErrRPC, err)
-	}
-	var st struct {
-		Completed map[string]struct {
-			Status string `json:"status"`
-		} `json:"completedRequests"`
-	}
-	if err := json.Unmarshal(plain, &st); err != nil {
-		return "", fmt.Errorf("%w: the session's agentState: %w", ErrRPC, err)
-	}
-	return st.Completed[reqID].Status, nil
+	_, completed, err := agentRequests(o)
+	return completed[reqID], err
 }
 
 // sendReference writes text as the next prompt of a session the reference

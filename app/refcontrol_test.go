@@ -51,6 +51,7 @@ type fakeRefCLI struct {
 
 	mu      sync.Mutex
 	params  []map[string]any
+	methods []string
 	version int64
 	state   map[string]any
 }
@@ -103,7 +104,7 @@ func startFakeRefCLI(t *testing.T, connA *Conn, act bool) *fakeRefCLI {
 	f.state = map[string]any{"requests": map[string]any{refRequestID: map[string]any{"tool": "execute", "arguments": map[string]any{}, "createdAt": 1796695265420}},
 		"completedRequests": map[string]any{}}
 	f.writeState(t, seal)
-	registered := make(chan struct{}, 1)
+	registered := make(chan struct{}, 2)
 	sock.On("rpc-registered", func(_ []any, _ func(...any)) { registered <- struct{}{} })
 	sock.On("rpc-request", func(args []any, ack func(...any)) {
 		req, _ := args[0].(map[string]any)
@@ -113,14 +114,36 @@ func startFakeRefCLI(t *testing.T, connA *Conn, act bool) *fakeRefCLI {
 		if err == nil {
 			_ = json.Unmarshal(plain, &p)
 		}
+		method, _ := req["method"].(string)
 		f.mu.Lock()
 		f.params = append(f.params, p)
+		f.methods = append(f.methods, method)
 		f.mu.Unlock()
 		// The reference CLI answers nothing and settles the request.
 		if ack != nil {
 			ack(seal(nil))
 		}
 		if !f.act || p == nil {
+			return
+		}
+		if method == f.sid+":abort" {
+			// It cancels the waiting permissions and ends the turn.
+			go func() {
+				f.mu.Lock()
+				for id, r := range f.state["requests"].(map[string]any) {
+					r := r.(map[string]any)
+					r["status"], r["reason"], r["completedAt"] = "canceled", "Session reset", time.Now().UnixMilli()
+					f.state["completedRequests"].(map[string]any)[id] = r
+				}
+				f.state["requests"] = map[string]any{}
+				f.mu.Unlock()
+				f.writeState(t, seal)
+				end := map[string]any{"role": "session", "content": map[string]any{"id": "endturn0000000000000000a", "time": time.Now().UnixMilli(), "role": "agent",
+					"turn": "gsu52hczgseslmlgr7syhf7j", "ev": map[string]any{"t": "turn-end", "status": "cancelled"}}, "meta": map[string]any{"sentFrom": "cli"}}
+				if _, err := connA.API.SendMessages(context.Background(), f.sid, []relay.OutgoingMessage{{Content: seal(end), LocalID: uuid.NewString()}}); err != nil {
+					t.Error(err)
+				}
+			}()
 			return
 		}
 		go func() {
@@ -140,13 +163,15 @@ func startFakeRefCLI(t *testing.T, connA *Conn, act bool) *fakeRefCLI {
 			f.writeState(t, seal)
 		}()
 	})
-	if err := sock.Emit("rpc-register", map[string]any{"method": f.sid + ":permission"}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-registered:
-	case <-time.After(10 * time.Second):
-		t.Fatal("permission not registered")
+	for _, m := range []string{"permission", "abort"} {
+		if err := sock.Emit("rpc-register", map[string]any{"method": f.sid + ":" + m}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-registered:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s not registered", m)
+		}
 	}
 	return f
 }
@@ -321,8 +346,8 @@ func strippingRelay(t *testing.T, upstream string) (url string, strip *atomic.Bo
 // TestReferenceDialectCannotDowngradeOurSession is the downgrade attack: a
 // relay that hides one of happy's sessions' canonical rows makes happy
 // approve take it for the reference CLI's and send the plain decision. The
-// session (the reference app's dialect on, as by default) refuses it as
-// unsealed (the plain decision names its target, a member the reference
+// session (the reference app's dialect on, as by default) refuses it, and
+// the plain abort after it, as unsealed (the plain decision names its target, a member the reference
 // app's dialect does not have), nothing is decided, the command fails, and
 // the sealed approval still works once the relay stops stripping.
 func TestReferenceDialectCannotDowngradeOurSession(t *testing.T) {
@@ -357,10 +382,46 @@ func TestReferenceDialectCannotDowngradeOurSession(t *testing.T) {
 	if !errors.Is(err, ErrRPC) || !strings.Contains(err.Error(), "(unsealed)") || !strings.Contains(err.Error(), `member "target"`) {
 		t.Fatalf("the downgraded approval: %v, want the session's unsealed refusal", err)
 	}
-	waitCond(t, "the refusal on the transcript", func() bool {
-		return slices.Contains(droppedReasons(t, connB, o), "permission:unsealed")
+	strip.Store(true)
+	err = Abort(context.Background(), mitm, seen)
+	strip.Store(false)
+	if !errors.Is(err, ErrRPC) || !strings.Contains(err.Error(), "(unsealed)") || !strings.Contains(err.Error(), `member "target"`) {
+		t.Fatalf("the downgraded abort: %v, want the session's unsealed refusal", err)
+	}
+	waitCond(t, "the refusals on the transcript", func() bool {
+		r := droppedReasons(t, connB, o)
+		return slices.Contains(r, "permission:unsealed") && slices.Contains(r, "abort:unsealed")
 	})
 	if err := Approve(context.Background(), connB, o, "call-1", agent.DecisionOnce, ""); err != nil {
 		t.Fatalf("the sealed approval after the attack (the call must still wait): %v", err)
+	}
+}
+
+// TestAbortReferenceSession: happy abort of a session the reference CLI runs
+// calls its abort ({reason}, ignored by it) and succeeds once the waiting
+// permission is cancelled and the turn has ended; a session that takes the
+// call and does neither is ErrNotActedOn.
+func TestAbortReferenceSession(t *testing.T) {
+	RefActWait = 2 * time.Second
+	t.Cleanup(func() { RefActWait = 10 * time.Second })
+	for _, act := range []bool{true, false} {
+		t.Run(fmt.Sprint("acts=", act), func(t *testing.T) {
+			_, connA, connB := twoDevices(t)
+			f := startFakeRefCLI(t, connA, act)
+			o, err := FindSession(context.Background(), connB, f.sid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = Abort(context.Background(), connB, o)
+			if act && err != nil || !act && !errors.Is(err, ErrNotActedOn) {
+				t.Fatalf("Abort: %v", err)
+			}
+			want := map[string]any{"reason": refAbortReason, "target": f.sid}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if len(f.params) != 1 || f.methods[0] != f.sid+":abort" || !reflect.DeepEqual(f.params[0], want) {
+				t.Fatalf("the reference CLI received %v %v, want %s:abort %v", f.methods, f.params, f.sid, want)
+			}
+		})
 	}
 }
