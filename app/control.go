@@ -203,6 +203,9 @@ func SendFiles(ctx context.Context, conn *Conn, o Opened, text string, files []B
 type Sent struct {
 	ID  string
 	Seq int64
+	// Reference is set for a prompt to a session the reference CLI runs:
+	// ID is the row's localId, and no receipts come.
+	Reference bool
 }
 
 // SendPrompt is SendFiles that also returns the row's seq.

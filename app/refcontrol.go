@@ -297,5 +297,16 @@ func sendReference(ctx context.Context, conn *Conn, o Opened, text string) (Sent
 	if err != nil {
 		return Sent{}, err
 	}
-	return Sent{ID: id, Seq: seq}, nil
+	return Sent{ID: id, Seq: seq, Reference: true}, nil
+}
+
+// IsReferenceSession reports whether o is a session the reference CLI runs
+// (isReference of its read-back), whose control calls happy makes in the
+// reference's dialect.
+func IsReferenceSession(ctx context.Context, conn *Conn, o Opened) (bool, error) {
+	rb, _, err := ReadTranscript(ctx, conn, o, ReadOptions{})
+	if err != nil {
+		return false, err
+	}
+	return isReference(rb), nil
 }
