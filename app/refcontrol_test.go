@@ -305,12 +305,11 @@ func strippingRelay(t *testing.T, upstream string) (url string, strip *atomic.Bo
 		t.Fatal(err)
 	}
 	strip = new(atomic.Bool)
-	p := httputil.NewSingleHostReverseProxy(target)
-	director := p.Director
-	p.Director = func(r *http.Request) {
-		director(r)
-		r.Header.Del("Accept-Encoding")
-	}
+	p := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(target)
+		r.Out.Host = r.In.Host
+		r.Out.Header.Del("Accept-Encoding")
+	}}
 	p.ModifyResponse = func(resp *http.Response) error {
 		if !strip.Load() || resp.Request.Method != http.MethodGet || !strings.HasSuffix(resp.Request.URL.Path, "/messages") || resp.StatusCode != http.StatusOK {
 			return nil
