@@ -150,7 +150,7 @@ var ErrUnboundAnswer = errors.New("the answer is not bound to this call (replaye
 // shows it (approveReference); a callID nothing waits on there is an
 // error wrapping ErrRPC.
 func Approve(ctx context.Context, conn *Conn, o Opened, callID string, d agent.Decision, reason string) error {
-	if rb, _, err := ReadTranscript(ctx, conn, o, ReadOptions{}); err == nil && isReference(rb) {
+	if rb, _, err := ReadTranscript(ctx, conn, o, ReadOptions{}); err == nil && isReference(rb, o) {
 		reqID, ok := referenceRequest(rb.Transcript(), callID)
 		if !ok {
 			return fmt.Errorf("%w: no permission of session %s waits on %s", ErrRPC, o.Info.ID, callID)
@@ -174,7 +174,7 @@ func Answer(ctx context.Context, conn *Conn, o Opened, callID string, answers []
 // Abort aborts the running turn of a session; one the reference CLI runs
 // in its dialect, checked (abortReference).
 func Abort(ctx context.Context, conn *Conn, o Opened) error {
-	if rb, _, err := ReadTranscript(ctx, conn, o, ReadOptions{}); err == nil && isReference(rb) {
+	if rb, _, err := ReadTranscript(ctx, conn, o, ReadOptions{}); err == nil && isReference(rb, o) {
 		return abortReference(ctx, conn, o, rb)
 	}
 	_, err := CallRPC(ctx, conn, o, session.MethodAbort, map[string]any{}, 0)
@@ -219,7 +219,7 @@ func SendPrompt(ctx context.Context, conn *Conn, o Opened, text string, files []
 		if err != nil {
 			return Sent{}, fmt.Errorf("read the session before sending: %w", err)
 		}
-		if isReference(rb) {
+		if isReference(rb, o) {
 			// The reference CLI runs it: the prompt goes in the
 			// reference app's shape.
 			if len(files) > 0 {

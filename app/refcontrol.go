@@ -31,12 +31,26 @@ const refSentFrom = "cli"
 
 // isReference reports whether rb, the read-back of o, is a session the
 // reference CLI writes: legacy records and not one canonical record
-// (session.Readback.Imported). Such a session takes the reference's plain
-// dialect of control inputs. A relay that hides a session's canonical rows
-// can make one of happy's sessions look so; the plain inputs happy sends
-// then carry a member the reference app's dialect does not have, which a
-// session of happy's refuses as unsealed (refParams).
-func isReference(rb *session.Readback) bool { return rb.Imported() }
+// (session.Readback.Imported), or no record at all yet and the reference
+// CLI's metadata (its happyLibDir, which happy never writes). Such a
+// session takes the reference's plain dialect of control inputs. A relay
+// that hides a session's canonical rows (or shows another session's
+// metadata) can make one of happy's sessions look so; the plain inputs
+// happy sends then carry a member the reference app's dialect does not
+// have, which a session of happy's refuses as unsealed (refParams).
+func isReference(rb *session.Readback, o Opened) bool {
+	if rb.Imported() {
+		return true
+	}
+	t := rb.Transcript()
+	if rb.Legacy > 0 || len(t.Messages) > 0 || t.Session.ID != o.Info.ID {
+		return false
+	}
+	var m struct {
+		LibDir string `json:"happyLibDir"`
+	}
+	return json.Unmarshal(o.RawMetadata, &m) == nil && m.LibDir != ""
+}
 
 // refParams are the params of a plain call to the reference CLI: p plus
 // "target", the session they are for. The reference CLI ignores members it
@@ -308,5 +322,5 @@ func IsReferenceSession(ctx context.Context, conn *Conn, o Opened) (bool, error)
 	if err != nil {
 		return false, err
 	}
-	return isReference(rb), nil
+	return isReference(rb, o), nil
 }

@@ -57,6 +57,12 @@ type fakeRefCLI struct {
 }
 
 func startFakeRefCLI(t *testing.T, connA *Conn, act bool) *fakeRefCLI {
+	return startFakeRefCLIRows(t, connA, act, true)
+}
+
+// startFakeRefCLIRows is startFakeRefCLI; without rows the session is one
+// the reference CLI has just started (no row written yet).
+func startFakeRefCLIRows(t *testing.T, connA *Conn, act, withRows bool) *fakeRefCLI {
 	t.Helper()
 	ctx := context.Background()
 	c, err := connA.Creds.OpenSession("")
@@ -71,7 +77,8 @@ func startFakeRefCLI(t *testing.T, connA *Conn, act bool) *fakeRefCLI {
 		}
 		return crypto.EncodeBase64(b)
 	}
-	meta := map[string]any{"path": "/home/dev/proj", "host": "dev", "version": "1.2.5", "flavor": "acp", "startedBy": "terminal"}
+	meta := map[string]any{"path": "/home/dev/proj", "host": "dev", "version": "1.2.5", "flavor": "acp", "startedBy": "terminal",
+		"happyLibDir": "/usr/lib/node_modules/happy"}
 	info, err := connA.API.CreateSession(ctx, relay.SessionCreate{Tag: uuid.NewString(), Metadata: seal(meta)})
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +91,7 @@ func startFakeRefCLI(t *testing.T, connA *Conn, act bool) *fakeRefCLI {
 	defer rows.Close()
 	sc := bufio.NewScanner(rows)
 	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
+	for withRows && sc.Scan() {
 		var r struct {
 			Plain json.RawMessage `json:"plain"`
 		}
@@ -260,36 +267,41 @@ func TestApproveReferenceSession(t *testing.T) {
 }
 
 // TestSendReferenceSession: happy send to a session the reference CLI runs
+// (with rows, or just started: none yet, its metadata says whose it is)
 // writes the reference app's prompt shape, encrypted with the session key.
 func TestSendReferenceSession(t *testing.T) {
-	_, connA, connB := twoDevices(t)
-	f := startFakeRefCLI(t, connA, true)
-	o, err := FindSession(context.Background(), connB, f.sid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sent, err := SendPrompt(context.Background(), connB, o, "run the tests", nil, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, err := connA.API.FetchMessages(context.Background(), f.sid, sent.Seq-1, 1)
-	if err != nil || len(page.Messages) != 1 {
-		t.Fatalf("%v %v", page, err)
-	}
-	if page.Messages[0].LocalID != sent.ID {
-		t.Fatalf("localId %s, want %s", page.Messages[0].LocalID, sent.ID)
-	}
-	raw, _ := crypto.DecodeBase64(page.Messages[0].Content.C)
-	plain, err := f.cipher.Open(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `{"content":{"text":"run the tests","type":"text"},"meta":{"sentFrom":"cli"},"role":"user"}`
-	if string(plain) != want {
-		t.Fatalf("row %s\nwant %s", plain, want)
-	}
-	if _, err := SendPrompt(context.Background(), connB, o, "with a file", []Blob{{Mime: "text/plain"}}, time.Now()); !errors.Is(err, ErrRPC) {
-		t.Fatalf("a file to the reference CLI: %v", err)
+	for _, withRows := range []bool{true, false} {
+		t.Run(fmt.Sprint("rows=", withRows), func(t *testing.T) {
+			_, connA, connB := twoDevices(t)
+			f := startFakeRefCLIRows(t, connA, true, withRows)
+			o, err := FindSession(context.Background(), connB, f.sid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sent, err := SendPrompt(context.Background(), connB, o, "run the tests", nil, time.Now())
+			if err != nil || !sent.Reference {
+				t.Fatalf("SendPrompt: %+v %v", sent, err)
+			}
+			page, err := connA.API.FetchMessages(context.Background(), f.sid, sent.Seq-1, 1)
+			if err != nil || len(page.Messages) != 1 {
+				t.Fatalf("%v %v", page, err)
+			}
+			if page.Messages[0].LocalID != sent.ID {
+				t.Fatalf("localId %s, want %s", page.Messages[0].LocalID, sent.ID)
+			}
+			raw, _ := crypto.DecodeBase64(page.Messages[0].Content.C)
+			plain, err := f.cipher.Open(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := `{"content":{"text":"run the tests","type":"text"},"meta":{"sentFrom":"cli"},"role":"user"}`
+			if string(plain) != want {
+				t.Fatalf("row %s\nwant %s", plain, want)
+			}
+			if _, err := SendPrompt(context.Background(), connB, o, "with a file", []Blob{{Mime: "text/plain"}}, time.Now()); !errors.Is(err, ErrRPC) {
+				t.Fatalf("a file to the reference CLI: %v", err)
+			}
+		})
 	}
 }
 
