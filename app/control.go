@@ -175,7 +175,7 @@ func Answer(ctx context.Context, conn *Conn, o Opened, callID string, answers []
 // in its dialect, checked (abortReference).
 func Abort(ctx context.Context, conn *Conn, o Opened) error {
 	if rb, _, err := ReadTranscript(ctx, conn, o, ReadOptions{}); err == nil && isReference(rb, o) {
-		return abortReference(ctx, conn, o, rb)
+		return abortReference(ctx, conn, o)
 	}
 	_, err := CallRPC(ctx, conn, o, session.MethodAbort, map[string]any{}, 0)
 	return err

@@ -190,16 +190,15 @@ const refAbortReason = "The user doesn't want to proceed: aborted with happy abo
 
 // abortReference aborts the running turn of a session the reference CLI
 // runs ("<sid>:abort" {reason, target}) and waits at most RefActWait for
-// the effect: every request that waited is among the completed ones, and
-// the turn that was open (rb's read-back of o) has ended. A session with
-// neither has nothing to show, and the call's acknowledgement is all there
-// is to check.
-func abortReference(ctx context.Context, conn *Conn, o Opened, rb *session.Readback) error {
+// the effect it shows: every request that waited is among the completed
+// ones (it cancels them; it writes no end of the turn). A session with no
+// request waiting has nothing to show, and the call's acknowledgement is
+// all there is to check.
+func abortReference(ctx context.Context, conn *Conn, o Opened) error {
 	pending, _, err := agentRequests(o)
 	if err != nil {
 		return err
 	}
-	open := openTurn(rb.Transcript())
 	if err := callPlain(ctx, conn, o, session.MethodAbort, refParams(o, map[string]any{"reason": refAbortReason})); err != nil {
 		return err
 	}
@@ -219,18 +218,11 @@ func abortReference(ctx context.Context, conn *Conn, o Opened, rb *session.Readb
 				settled = false
 			}
 		}
-		if settled && open {
-			rb, _, err := ReadTranscript(ctx, conn, now, ReadOptions{})
-			if err != nil {
-				return err
-			}
-			settled = !openTurn(rb.Transcript())
-		}
 		if settled {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%w: abort: %w: its turn or its waiting permissions did not end within %s", ErrRPC, ErrNotActedOn, RefActWait)
+			return fmt.Errorf("%w: abort: %w: its waiting permissions were not cancelled within %s", ErrRPC, ErrNotActedOn, RefActWait)
 		}
 		select {
 		case <-ctx.Done():
@@ -238,17 +230,6 @@ func abortReference(ctx context.Context, conn *Conn, o Opened, rb *session.Readb
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-// openTurn reports whether the last assistant message of t's root session
-// has not completed (its turn runs).
-func openTurn(t mapper.Transcript) bool {
-	for i := len(t.Messages) - 1; i >= 0; i-- {
-		if am, ok := t.Messages[i].Info.(*mapper.AssistantMessage); ok {
-			return am.Time.Completed == nil
-		}
-	}
-	return false
 }
 
 // agentRequests are the ids of the pending requests of o's agentState and
