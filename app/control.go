@@ -162,8 +162,19 @@ func (e *UnboundAnswerError) Unwrap() []error { return []error{ErrRPC, ErrUnboun
 var ErrUnboundAnswer = errors.New("the answer is not bound to this call (replayed or forged by the relay, or an older happy)")
 
 // Approve answers a blocked permission of a running session (decision once
-// or always, or reject).
+// or always, or reject). A session the reference CLI runs (no canonical
+// record, isReference) is answered in its dialect for the request that
+// blocks callID, and the answer counts only once the session's agentState
+// shows it (approveReference); a callID nothing waits on there is an
+// error wrapping ErrRPC.
 func Approve(ctx context.Context, conn *Conn, o Opened, callID string, d agent.Decision, reason string) error {
+	if rb, _, err := ReadTranscript(ctx, conn, o, ReadOptions{}); err == nil && isReference(rb, o) {
+		reqID, ok := referenceRequest(rb.Transcript(), callID)
+		if !ok {
+			return fmt.Errorf("%w: no permission of session %s waits on %s", ErrRPC, o.Info.ID, callID)
+		}
+		return approveReference(ctx, conn, o, reqID, d, reason)
+	}
 	p := map[string]any{"callID": callID, "decision": string(d)}
 	if reason != "" {
 		p["reason"] = reason
@@ -178,8 +189,12 @@ func Answer(ctx context.Context, conn *Conn, o Opened, callID string, answers []
 	return err
 }
 
-// Abort aborts the running turn of a session.
+// Abort aborts the running turn of a session; one the reference CLI runs
+// in its dialect, checked (abortReference).
 func Abort(ctx context.Context, conn *Conn, o Opened) error {
+	if rb, _, err := ReadTranscript(ctx, conn, o, ReadOptions{}); err == nil && isReference(rb, o) {
+		return abortReference(ctx, conn, o)
+	}
 	_, err := CallRPC(ctx, conn, o, session.MethodAbort, map[string]any{}, 0)
 	return err
 }
@@ -206,6 +221,9 @@ func SendFiles(ctx context.Context, conn *Conn, o Opened, text string, files []B
 type Sent struct {
 	ID  string
 	Seq int64
+	// Reference is set for a prompt to a session the reference CLI runs:
+	// ID is the row's localId, and no receipts come.
+	Reference bool
 }
 
 // SendPrompt is SendFiles that also returns the row's seq.
@@ -218,6 +236,14 @@ func SendPrompt(ctx context.Context, conn *Conn, o Opened, text string, files []
 		rb, _, err := ReadTranscript(ctx, conn, o, ReadOptions{})
 		if err != nil {
 			return Sent{}, fmt.Errorf("read the session before sending: %w", err)
+		}
+		if isReference(rb, o) {
+			// The reference CLI runs it: the prompt goes in the
+			// reference app's shape.
+			if len(files) > 0 {
+				return Sent{}, refusedPrompt{fmt.Errorf("session %s is the reference CLI's: happy sends it text only", o.Info.ID)}
+			}
+			return sendReference(ctx, conn, o, text)
 		}
 		if root = rb.Transcript().Session.ID; strings.HasPrefix(root, "ses_") {
 			break

@@ -119,6 +119,13 @@ Scripts and other agents drive a session this way.`,
 				if o.Metadata.OneShot {
 					return &exitError{code: exitFailed, err: fmt.Errorf("%s runs one prompt only (it was started with -p): start a session without -p, or continue this one with happy resume %s -p PROMPT once it has ended", o.Info.ID, o.Info.ID)}
 				}
+				if wait {
+					if ref, err := app.IsReferenceSession(cmd.Context(), conn, o); err != nil {
+						return err
+					} else if ref {
+						return &exitError{code: exitFailed, err: fmt.Errorf("%s is run by the reference CLI, whose turns happy cannot tell apart: send without --wait, then happy wait %s", o.Info.ID, o.Info.ID)}
+					}
+				}
 				var blobs []app.Blob
 				for _, path := range files {
 					b, err := app.UploadFile(cmd.Context(), conn, o, path)
@@ -158,6 +165,10 @@ Scripts and other agents drive a session this way.`,
 // ctx ends or the session stops running.
 func printReceipts(ctx context.Context, f *factory, w io.Writer, prefix string, conn *app.Conn, o app.Opened, sent app.Sent, timeout time.Duration) {
 	fmt.Fprintf(w, "%sstored (seq %d)\n", prefix, sent.Seq)
+	if sent.Reference {
+		fmt.Fprintf(w, "%s(the reference CLI runs this session: it sends no receipts)\n", prefix)
+		return
+	}
 	if timeout <= 0 {
 		return
 	}
