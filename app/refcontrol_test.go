@@ -281,8 +281,8 @@ func TestSendReferenceSession(t *testing.T) {
 			if err != nil || len(page.Messages) != 1 {
 				t.Fatalf("%v %v", page, err)
 			}
-			if page.Messages[0].LocalID != sent.ID {
-				t.Fatalf("localId %s, want %s", page.Messages[0].LocalID, sent.ID)
+			if page.Messages[0].LocalIDOrEmpty() != sent.ID {
+				t.Fatalf("localId %s, want %s", page.Messages[0].LocalIDOrEmpty(), sent.ID)
 			}
 			raw, _ := crypto.DecodeBase64(page.Messages[0].Content.C)
 			plain, err := f.cipher.Open(raw)
