@@ -21,11 +21,10 @@ const module = "github.com/happy-dev/happy"
 // is about; no package under internal/ may import them.
 var domain = []string{"agent", "control", "adapters", "mapper", "session", "relay", "server", "crypto", "export", "cmd", "app", "localapi", "daemon", "webapp"}
 
-// imports returns, per package folder (relative to the module root), the
-// module-local imports of its non-test Go files.
-func imports(t *testing.T) map[string][]string {
+// eachSourceFile calls fn with the path of every non-test Go file of the
+// module (testdata, node_modules and hidden folders left out).
+func eachSourceFile(t *testing.T, fn func(p string) error) {
 	t.Helper()
-	out := map[string][]string{}
 	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -39,6 +38,19 @@ func imports(t *testing.T) map[string][]string {
 		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
 			return nil
 		}
+		return fn(p)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// imports returns, per package folder (relative to the module root), the
+// module-local imports of its non-test Go files.
+func imports(t *testing.T) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	eachSourceFile(t, func(p string) error {
 		f, err := parser.ParseFile(token.NewFileSet(), p, nil, parser.ImportsOnly)
 		if err != nil {
 			return err
@@ -55,9 +67,6 @@ func imports(t *testing.T) map[string][]string {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return out
 }
 
@@ -114,19 +123,7 @@ const maxLines = 1000
 
 // No non-test Go file is longer than maxLines.
 func TestNoFileOverMaxLines(t *testing.T) {
-	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if name := d.Name(); p != "." && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
-			return nil
-		}
+	eachSourceFile(t, func(p string) error {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			return err
@@ -136,7 +133,4 @@ func TestNoFileOverMaxLines(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }

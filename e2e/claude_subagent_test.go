@@ -199,40 +199,37 @@ func blockedCalls(v any, out []string) []string {
 	return out
 }
 
-// Two Task subagents in parallel, each with a shell command that asks for
-// permission, both approved from another home as they appear: neither
-// permission is lost, both commands run, the session ends with the main
-// answer (exit 0), nothing is cancelled or dropped.
-func TestE2EClaudeTwoSubagentsApprovedElsewhere(t *testing.T) {
-	r := subagentRun(t, []string{"SUBTASK one: run echo sub1", "SUBTASK two: run echo sub2"}, "Both subagents reported.")
+// approveAllUntilExit approves from home B (envB) every blocked call of
+// the session *sid (found first when empty), anywhere in it (subagents
+// included), as they appear, until proc exits; it returns the calls
+// approved.
+func approveAllUntilExit(t *testing.T, proc *bg, envB []string, work string, sid *string, d time.Duration) map[string]bool {
+	t.Helper()
 	approved := map[string]bool{}
-	waitFor(t, 150*time.Second, "both subagents' commands approved and the run over", func() bool {
+	waitFor(t, d, "every subagent command approved and the run over", func() bool {
 		select {
-		case <-r.proc.done:
+		case <-proc.done:
 			return true
 		default:
 		}
-		if r.sid == "" {
-			code, out, _ := happyRun(t, r.envB, r.work, "sessions", "--json")
+		if *sid == "" {
+			code, out, _ := happyRun(t, envB, work, "sessions", "--json")
 			var list []struct{ ID string }
 			if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list) == 0 {
 				return false
 			}
-			r.sid = list[0].ID
+			*sid = list[0].ID
 		}
-		code, out, _ := happyRun(t, r.envB, r.work, "log", r.sid, "--json")
-		if code != 0 {
-			return false
-		}
+		code, out, _ := happyRun(t, envB, work, "log", *sid, "--json")
 		var doc any
-		if json.Unmarshal([]byte(out), &doc) != nil {
+		if code != 0 || json.Unmarshal([]byte(out), &doc) != nil {
 			return false
 		}
 		for _, call := range blockedCalls(doc, nil) {
 			if approved[call] {
 				continue
 			}
-			if code, _, errOut := happyRun(t, r.envB, r.work, "approve", r.sid, call); code != 0 {
+			if code, _, errOut := happyRun(t, envB, work, "approve", *sid, call); code != 0 {
 				t.Logf("happy approve %s: exit %d: %s", call, code, errOut)
 				continue
 			}
@@ -240,6 +237,16 @@ func TestE2EClaudeTwoSubagentsApprovedElsewhere(t *testing.T) {
 		}
 		return false
 	})
+	return approved
+}
+
+// Two Task subagents in parallel, each with a shell command that asks for
+// permission, both approved from another home as they appear: neither
+// permission is lost, both commands run, the session ends with the main
+// answer (exit 0), nothing is cancelled or dropped.
+func TestE2EClaudeTwoSubagentsApprovedElsewhere(t *testing.T) {
+	r := subagentRun(t, []string{"SUBTASK one: run echo sub1", "SUBTASK two: run echo sub2"}, "Both subagents reported.")
+	approved := approveAllUntilExit(t, r.proc, r.envB, r.work, &r.sid, 150*time.Second)
 	if code := r.proc.wait(t, 10*time.Second); code != 0 || len(approved) != 2 {
 		t.Fatalf("happy claude -p exit %d after approving %v\nstdout: %s\nstderr: %s", code, approved, r.proc.out.String(), r.proc.errb.String())
 	}

@@ -167,46 +167,6 @@ func codexSubagentRun(t *testing.T, subTasks []string, final string) *codexRun {
 	return r
 }
 
-// approveAllUntilExit approves from home B every blocked call of the
-// session, anywhere in it (sub-agents included), as they appear, until
-// happy exits; it returns the calls approved.
-func (r *codexRun) approveAllUntilExit(t *testing.T, d time.Duration) map[string]bool {
-	t.Helper()
-	approved := map[string]bool{}
-	waitFor(t, d, "every sub-agent command approved and the run over", func() bool {
-		select {
-		case <-r.proc.done:
-			return true
-		default:
-		}
-		if r.sid == "" {
-			code, out, _ := happyRun(t, r.envB, r.work, "sessions", "--json")
-			var list []struct{ ID string }
-			if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list) == 0 {
-				return false
-			}
-			r.sid = list[0].ID
-		}
-		code, out, _ := happyRun(t, r.envB, r.work, "log", r.sid, "--json")
-		var doc any
-		if code != 0 || json.Unmarshal([]byte(out), &doc) != nil {
-			return false
-		}
-		for _, call := range blockedCalls(doc, nil) {
-			if approved[call] {
-				continue
-			}
-			if code, _, errOut := happyRun(t, r.envB, r.work, "approve", r.sid, call); code != 0 {
-				t.Logf("happy approve %s: exit %d: %s", call, code, errOut)
-				continue
-			}
-			approved[call] = true
-		}
-		return false
-	})
-	return approved
-}
-
 // checkSubagents checks a finished sub-agent run: exit 0 with the main
 // answer, each sub-agent's file written, its command recorded completed
 // and approved once inside a child session of its own, and nothing
@@ -265,7 +225,7 @@ func (r *codexRun) checkSubagents(t *testing.T, approved map[string]bool, n int,
 func TestE2ECodexSubagentApprovedElsewhere(t *testing.T) {
 	const final = "The sub-agent reported."
 	r := codexSubagentRun(t, []string{"SUBTASK one: run echo sub1"}, final)
-	approved := r.approveAllUntilExit(t, 120*time.Second)
+	approved := approveAllUntilExit(t, r.proc, r.envB, r.work, &r.sid, 120*time.Second)
 	r.checkSubagents(t, approved, 1, final)
 }
 
@@ -276,6 +236,6 @@ func TestE2ECodexSubagentApprovedElsewhere(t *testing.T) {
 func TestE2ECodexTwoSubagentsApprovedElsewhere(t *testing.T) {
 	const final = "Both sub-agents reported."
 	r := codexSubagentRun(t, []string{"SUBTASK one: run echo sub1", "SUBTASK two: run echo sub2"}, final)
-	approved := r.approveAllUntilExit(t, 150*time.Second)
+	approved := approveAllUntilExit(t, r.proc, r.envB, r.work, &r.sid, 150*time.Second)
 	r.checkSubagents(t, approved, 2, final)
 }
