@@ -230,9 +230,6 @@ type Runner struct {
 	// agent, until the agent's first event stamps its start
 	// (Reducer.PromptStarted); "" when none waits.
 	unstarted string
-	// childTurns are the subagents' (child sessions') turns running now:
-	// their start and end are theirs, never the session's turn.
-	childTurns map[string]bool
 
 	// tools are the open tool calls of the transcript (trackTools).
 	tools map[string]*openTool
@@ -265,7 +262,7 @@ func NewRunner(opts Options) *Runner {
 	if opts.AnswerTimeout <= 0 {
 		opts.AnswerTimeout = defaultAnswerTimeout
 	}
-	r := &Runner{base: context.Background(), opts: opts, control: make(chan Control, 64), pending: map[string]*pending{}, prompts: map[string]bool{}, childTurns: map[string]bool{}, tools: map[string]*openTool{}}
+	r := &Runner{base: context.Background(), opts: opts, control: make(chan Control, 64), pending: map[string]*pending{}, prompts: map[string]bool{}, tools: map[string]*openTool{}}
 	r.publishStatus()
 	return r
 }
@@ -608,7 +605,6 @@ func (r *Runner) agentEvent(ctx context.Context, ev agent.Event) {
 			// root's waiting tools stay the root turn's to settle.
 			break
 		}
-		delete(r.childTurns, e.Child)
 		r.settlePending(e.Child, agent.ReasonCancelled)
 	case *agent.ToolResolved:
 		// Answered inside the agent (typed in its own terminal): the first
@@ -623,8 +619,7 @@ func (r *Runner) agentEvent(ctx context.Context, ev agent.Event) {
 		return
 	case *agent.TurnStarted:
 		if e.Session != "" {
-			r.childTurns[e.Session] = true
-			break
+			break // a subagent's turn: its start is its own, never the session's turn
 		}
 		r.inTurn, r.starting = true, false
 		r.lost = nil // the agent is there: their senders were told
@@ -633,12 +628,10 @@ func (r *Runner) agentEvent(ctx context.Context, ev agent.Event) {
 		if e.Session != "" {
 			// A subagent's turn: it settles what that subagent waits on,
 			// nothing of the session's own turn or of other subagents.
-			delete(r.childTurns, e.Session)
 			r.settlePending(e.Session, agent.ReasonCancelled)
 			r.apply(ev)
 			return
 		}
-		clear(r.childTurns)
 		r.inTurn, r.starting = false, false
 		r.result.TurnReason, r.result.TurnError = e.Reason, e.Error
 		// The turn's end settled the root's waiting tools in the agent too;

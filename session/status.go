@@ -219,7 +219,6 @@ func (r *Runner) recover(ctx context.Context) bool {
 		}
 	}()
 	r.settleAllPending(agent.ReasonCancelled, false)
-	clear(r.childTurns)
 	if r.inTurn || r.starting {
 		r.apply(&agent.TurnEnded{EventBase: agent.EventBase{Time: r.opts.Now().UnixMilli()}, Reason: agent.TurnInterrupted})
 	}

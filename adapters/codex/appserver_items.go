@@ -347,6 +347,10 @@ func (d *AppServerDecoder) itemCollabAgentToolCall(e itemEvent) {
 	input := agent.EncodeInput(agent.TaskInput{Prompt: prompt})
 	d.announce(e.o, c, e.base, title, input, agent.ToolMetadata(e.it.Type, mustObject(in), input))
 	for _, tid := range e.it.ReceiverThreads {
+		if tid == "" {
+			d.drop(e.o, "item:collabAgentToolCall", agent.DropMissingID, "receiverThreadIds holds an empty thread id", e.frame)
+			continue
+		}
 		d.child(e.o, e.th, tid, e.it.ID, firstLine(prompt, 80), "codex", prompt)
 	}
 	d.endChildren(e.o, e.it.AgentsStates)

@@ -81,6 +81,9 @@ func TestAppServerHostileSubagents(t *testing.T) {
 		{"sub-activity-names-main", []string{
 			`{"method":"item/completed","params":{"threadId":"th1","turnId":"tu1","item":{"type":"subAgentActivity","id":"sa1","agentThreadId":"th1","kind":"completed"}}}`,
 		}, nil},
+		{"empty-receiver-thread", []string{
+			spawn("sp1", "", "completed"),
+		}, []string{"dropped[] item:collabAgentToolCall/missing_id/receiverThreadIds holds an empty thread id", "completed[] sp1"}},
 		{"same-child-two-spawns", []string{
 			spawn("sp1", "thA", "completed"),
 			spawn("sp2", "thA", "completed"),
